@@ -1,0 +1,22 @@
+"""tangentia: composable function transformations with custom derivative rules
+that keep their meaning under every other transformation.
+
+    import tangentia as tg
+    import tangentia.numpy as tnp
+"""
+from . import primitives  # noqa: F401  (defines every primitive and its rules)
+from . import tree_util
+from .api import (ShapeDtypeStruct, eval_shape, grad, hessian, jacfwd, jacrev, jit, jvp,
+                  linearize, make_jaxpr, value_and_grad, vjp, vmap)
+from .core import (ConcretizationTypeError, TracerArrayConversionError, UnexpectedTracerError,
+                   ClosedJaxpr, Jaxpr)
+from . import numpy  # noqa: F401
+from . import lax  # noqa: F401
+from . import dtypes  # noqa: F401
+
+__version__ = "0.1.0"
+
+__all__ = ["ShapeDtypeStruct", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
+           "linearize", "make_jaxpr", "value_and_grad", "vjp", "vmap", "tree_util", "numpy", "lax",
+           "ConcretizationTypeError", "TracerArrayConversionError", "UnexpectedTracerError",
+           "ClosedJaxpr", "Jaxpr"]

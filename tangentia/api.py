@@ -1,0 +1,755 @@
+"""Public transformations: jvp, linearize, vjp, grad, value_and_grad,
+jacfwd, jacrev, hessian, vmap, jit, make_jaxpr, eval_shape."""
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from . import core, dtypes
+from .core import ShapedArray, Tracer
+from .interpreters import ad, batching
+from .interpreters import partial_eval as pe
+from .primitives.call import jit_p
+from .tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
+
+# ---------------------------------------------------------------------------
+# Helpers
+
+
+def _fun_name(fun):
+    return getattr(fun, "__name__", None) or type(fun).__name__
+
+
+def _check_callable(fun, api):
+    if not callable(fun):
+        raise TypeError(f"{api}: expected a callable as the function to transform, "
+                        f"got {type(fun).__name__} {fun!r:.60}")
+
+
+def _normalize_argnums(argnums, nargs, api, fun):
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    out = []
+    for a in nums:
+        if not isinstance(a, (int, np.integer)):
+            raise TypeError(f"{api}: argnums must be an int or a tuple of ints, got {argnums!r}")
+        b = a + nargs if a < 0 else a
+        if not 0 <= b < nargs:
+            raise ValueError(f"{api} of {_fun_name(fun)}: argnums={argnums!r} but the function "
+                             f"was called with {nargs} positional argument(s)")
+        out.append(int(b))
+    return single, tuple(out)
+
+
+def _leaf_aval(x, api, what):
+    try:
+        return core.get_aval(x)
+    except TypeError as e:
+        raise TypeError(f"{api}: {what} is not an array: {e}") from None
+
+
+def _arg_leaf_names(fun, args):
+    """Readable names for the flattened leaves of ``args`` (for errors)."""
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i, a in enumerate(args):
+        base = params[i] if i < len(params) else f"argument {i}"
+        leaves, _ = tree_flatten(a)
+        if len(leaves) == 1 and not isinstance(a, (tuple, list, dict)):
+            names.append(f"argument '{base}'")
+        else:
+            names.extend(f"argument '{base}' (leaf {j})" for j in range(len(leaves)))
+    return names
+
+
+def _flatten_fun(fun, in_tree, store):
+    """A flat-in, flat-out version of ``fun``; the output tree goes in ``store``."""
+    def flat(*leaves):
+        args, kwargs = tree_unflatten(in_tree, leaves)
+        out = fun(*args, **kwargs)
+        out_leaves, out_tree = tree_flatten(out)
+        store["out_tree"] = out_tree
+        return out_leaves
+    return flat
+
+
+# ---------------------------------------------------------------------------
+# Forward mode
+
+
+def jvp(fun, primals, tangents, has_aux=False):
+    """Jacobian-vector product: ``(fun(*primals), J(primals) @ tangents)``."""
+    _check_callable(fun, "jvp")
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primals and tangents must be tuples or lists, got "
+                        f"{type(primals).__name__} and {type(tangents).__name__}")
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: got {len(primals)} primals but {len(tangents)} tangents")
+    p_leaves, p_tree = tree_flatten(tuple(primals))
+    t_leaves, t_tree = tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise ValueError(f"jvp: primal and tangent structures differ: {p_tree} and {t_tree}")
+    tans = []
+    for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
+        pa = _leaf_aval(p, "jvp", f"primal {i}")
+        ta = _leaf_aval(t, "jvp", f"tangent {i}")
+        want = dtypes.tangent_dtype(pa.dtype)
+        if pa.shape != ta.shape:
+            raise ValueError(f"jvp: tangent {i} has shape {ta.shape} but its primal has shape "
+                             f"{pa.shape}; they must match")
+        if want == dtypes.float0:
+            tans.append(ad.Zero(ShapedArray(pa.shape, dtypes.float0)))
+            continue
+        if ta.dtype != want and not ta.weak_type:
+            raise TypeError(f"jvp: tangent {i} has dtype {ta.dtype} but its primal has dtype "
+                            f"{pa.dtype}; the tangent dtype must be {want}")
+        tans.append(t)
+    store = {}
+
+    def flat(*leaves):
+        out = fun(*tree_unflatten(p_tree, leaves))
+        if has_aux:
+            out, aux = out
+            store["aux"] = aux
+        out_leaves, store["out_tree"] = tree_flatten(out)
+        return out_leaves
+
+    trace_holder = {}
+    outs, out_tans = _jvp_with_aux(flat, p_leaves, tans, store, trace_holder)
+    out_tans = [ad.instantiate(t) for t in out_tans]
+    out_tree = store["out_tree"]
+    res = (tree_unflatten(out_tree, outs), tree_unflatten(out_tree, out_tans))
+    if has_aux:
+        return res + (store["aux"],)
+    return res
+
+
+def _jvp_with_aux(flat, primals, tangents, store, holder):
+    trace = ad.JVPTrace(core.current_trace())
+    ins = [p if type(t) is ad.Zero else ad.JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+    try:
+        with core.set_trace(trace):
+            outs = flat(*ins)
+        pairs = [trace.unpack(o) for o in outs]
+        if "aux" in store:
+            store["aux"] = tree_map(lambda x: trace.unpack(x)[0] if isinstance(x, Tracer) else x,
+                                    store["aux"])
+    finally:
+        trace.alive = False
+    return [p for p, _ in pairs], [t for _, t in pairs]
+
+
+def linearize(fun, *primals, has_aux=False):
+    """Return ``(fun(*primals), f_jvp)`` where ``f_jvp`` evaluates the linear map."""
+    _check_callable(fun, "linearize")
+    p_leaves, p_tree = tree_flatten(primals)
+    for i, p in enumerate(p_leaves):
+        _leaf_aval(p, "linearize", f"primal {i}")
+    store = {}
+    outs, jaxpr, consts, _, aux = _linearize(fun, p_leaves, p_tree, store, has_aux)
+    out_tree = store["out_tree"]
+    in_avals = [v.aval for v in jaxpr.invars]
+
+    def f_jvp(*tangents):
+        t_leaves, t_tree = tree_flatten(tangents)
+        if t_tree != p_tree:
+            raise ValueError(f"linearize: the linearized function expects tangents with structure "
+                             f"{p_tree}, got {t_tree}")
+        for i, (t, a) in enumerate(zip(t_leaves, in_avals)):
+            if core.get_aval(t).shape != a.shape:
+                raise ValueError(f"linearize: tangent {i} has shape {core.get_aval(t).shape}, "
+                                 f"expected {a.shape}")
+        res = core.eval_jaxpr(jaxpr, consts, *t_leaves)
+        return tree_unflatten(out_tree, res)
+
+    out = tree_unflatten(out_tree, outs)
+    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
+
+
+def _linearize(fun, p_leaves, p_tree, store, has_aux, differentiable=None):
+    aux_holder = {}
+
+    def flat(*leaves):
+        out = fun(*tree_unflatten(p_tree, leaves))
+        if has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError(f"{_fun_name(fun)} was transformed with has_aux=True, so it must "
+                                f"return a pair (output, aux); got {type(out).__name__}")
+            out, aux = out
+            aux_holder["aux"] = aux
+        out_leaves, store["out_tree"] = tree_flatten(out)
+        store["out"] = out_leaves
+        return out_leaves
+
+    outs, jaxpr, consts, out_avals, aux = ad.linearize_flat(
+        flat, p_leaves, differentiable, aux_holder if has_aux else None)
+    return outs, jaxpr, consts, out_avals, aux
+
+
+# ---------------------------------------------------------------------------
+# Reverse mode
+
+
+def vjp(fun, *primals, has_aux=False):
+    """Return ``(fun(*primals), vjp_fun)``; ``vjp_fun(ct)`` pulls a cotangent back.
+
+    Built as linearize + partial evaluation + transposition.
+    """
+    _check_callable(fun, "vjp")
+    p_leaves, p_tree = tree_flatten(primals)
+    for i, p in enumerate(p_leaves):
+        _leaf_aval(p, "vjp", f"primal {i}")
+    store = {}
+    outs, jaxpr, consts, out_avals, aux = _linearize(fun, p_leaves, p_tree, store, has_aux)
+    out_tree = store["out_tree"]
+    pullback = _make_pullback(jaxpr, consts, out_tree, out_avals, p_tree, "vjp")
+    out = tree_unflatten(out_tree, outs)
+    return (out, pullback, aux) if has_aux else (out, pullback)
+
+
+def _make_pullback(jaxpr, consts, out_tree, out_avals, in_tree, api):
+    in_avals = [v.aval for v in jaxpr.invars]
+
+    def vjp_fun(ct):
+        ct_leaves, ct_tree = tree_flatten(ct)
+        if ct_tree != out_tree:
+            raise ValueError(f"{api}: the cotangent has structure {ct_tree} but the function's "
+                             f"output has structure {out_tree}")
+        for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
+            ca = core.get_aval(c)
+            if ca.shape != a.shape:
+                raise ValueError(f"{api}: cotangent {i} has shape {ca.shape} but the output has "
+                                 f"shape {a.shape}")
+        res = ad.backward_pass(jaxpr, consts, ct_leaves)
+        res = [ad.zeros_like_aval(a) if c is None or type(c) is ad.Zero else c
+               for c, a in zip(res, in_avals)]
+        return tree_unflatten(in_tree, res)
+
+    return vjp_fun
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False,
+                   reduce_axes=()):
+    """Return a function computing ``fun``'s value and its gradient."""
+    _check_callable(fun, "value_and_grad")
+
+    @functools.wraps(fun)
+    def value_and_grad_f(*args, **kwargs):
+        return _value_and_grad(fun, argnums, has_aux, allow_int, "grad", args, kwargs)
+
+    return value_and_grad_f
+
+
+def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs):
+    single, nums = _normalize_argnums(argnums, len(args), api, fun)
+    diff = tuple(args[i] for i in nums)
+    d_leaves, d_tree = tree_flatten(diff)
+    names = None
+    for i, x in enumerate(d_leaves):
+        a = _leaf_aval(x, api, f"argument {i}")
+        if a.dtype.kind not in "fc" and not allow_int:
+            names = names or _arg_leaf_names(fun, diff)
+            raise TypeError(
+                f"{api} of {_fun_name(fun)} requires real- or complex-valued inputs (float dtype) "
+                f"for the arguments it differentiates, but {names[i]} (argnums={argnums!r}) has "
+                f"dtype {a.dtype}. Convert it to float, or differentiate with respect to other "
+                "arguments.")
+    store = {}
+    aux_holder = {}
+
+    def flat(*leaves):
+        new_args = list(args)
+        for i, v in zip(nums, tree_unflatten(d_tree, leaves)):
+            new_args[i] = v
+        out = fun(*new_args, **kwargs)
+        if has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError(f"{api} of {_fun_name(fun)} with has_aux=True: the function must "
+                                f"return a pair (output, aux), got {type(out).__name__}")
+            out, aux = out
+            aux_holder["aux"] = aux
+        a = core.get_aval(out) if core.is_array_like(out) else None
+        if a is None or a.shape != ():
+            what = (f"an array of shape {a.shape}" if a is not None else
+                    f"a {type(out).__name__}")
+            raise TypeError(
+                f"{api} of {_fun_name(fun)} requires a scalar output (shape ()), but the function "
+                f"returned {what}. Use vjp, jacrev or jacfwd for non-scalar outputs, or reduce the "
+                "output (for example with .sum()).")
+        if a.dtype.kind not in "fc":
+            raise TypeError(f"{api} of {_fun_name(fun)} requires a floating-point output, "
+                            f"got dtype {a.dtype}")
+        return [out]
+
+    outs, jaxpr, consts, out_avals, aux = ad.linearize_flat(
+        flat, d_leaves, None, aux_holder if has_aux else None)
+    out = outs[0]
+    ct = np.ones((), core.get_aval(out).dtype)
+    cts = ad.backward_pass(jaxpr, consts, [ct])
+    g = [ad.zeros_like_aval(v.aval) if c is None else c for c, v in zip(cts, jaxpr.invars)]
+    g = tree_unflatten(d_tree, g)
+    if single:
+        g = g[0]
+    if has_aux:
+        return (out, aux), g
+    return out, g
+
+
+def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
+    """Return a function computing the gradient of scalar-valued ``fun``."""
+    _check_callable(fun, "grad")
+
+    @functools.wraps(fun)
+    def grad_f(*args, **kwargs):
+        (_, aux), g = _value_and_grad(fun, argnums, True, allow_int, "grad", args, kwargs) \
+            if has_aux else ((None, None), _value_and_grad(fun, argnums, False, allow_int,
+                                                           "grad", args, kwargs)[1])
+        return (g, aux) if has_aux else g
+
+    return grad_f
+
+
+# ---------------------------------------------------------------------------
+# Jacobians
+
+
+def _std_basis(leaves):
+    avals = [core.get_aval(x) for x in leaves]
+    sizes = [a.size for a in avals]
+    n = sum(sizes)
+    dtype = np.result_type(*[dtypes.to_inexact(a.dtype) for a in avals]) if avals else np.float64
+    eye = np.eye(n, dtype=dtype)
+    out, start = [], 0
+    for a, s in zip(avals, sizes):
+        out.append(eye[:, start:start + s].reshape((n,) + a.shape).astype(
+            dtypes.to_inexact(a.dtype)))
+        start += s
+    return out, sizes, avals
+
+
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+    """Jacobian of ``fun`` by forward mode (vmap of jvp)."""
+    _check_callable(fun, "jacfwd")
+
+    def jac_f(*args, **kwargs):
+        single, nums = _normalize_argnums(argnums, len(args), "jacfwd", fun)
+        diff = tuple(args[i] for i in nums)
+        d_leaves, d_tree = tree_flatten(diff)
+        for i, x in enumerate(d_leaves):
+            if _leaf_aval(x, "jacfwd", f"argument {i}").dtype.kind not in "fc":
+                raise TypeError(f"jacfwd of {_fun_name(fun)} requires float inputs, "
+                                f"argument leaf {i} has dtype {core.get_aval(x).dtype}")
+        basis, sizes, in_avals = _std_basis(d_leaves)
+
+        def f_diff(*leaves):
+            new = list(args)
+            for i, v in zip(nums, tree_unflatten(d_tree, list(leaves))):
+                new[i] = v
+            return fun(*new, **kwargs)
+
+        def push(*tans):
+            res = jvp(f_diff, tuple(d_leaves), tuple(tans), has_aux=has_aux)
+            return (res[1], res[2]) if has_aux else res[1]
+
+        pushed = vmap(push, in_axes=0, out_axes=(0, None) if has_aux else 0)(*basis)
+        jac_t, aux = pushed if has_aux else (pushed, None)
+
+        def arrange(y):  # y: (n, *out_shape)
+            out_shape = core.get_aval(y).shape[1:]
+            parts, start = [], 0
+            for a, s in zip(in_avals, sizes):
+                blk = y[start:start + s]
+                blk = blk.reshape((s,) + out_shape)
+                blk = _moveaxis(blk, 0, -1).reshape(out_shape + a.shape)
+                parts.append(blk)
+                start += s
+            tree = tree_unflatten(d_tree, parts)
+            return tree[0] if single else tree
+
+        jac = tree_map(arrange, jac_t)
+        return (jac, aux) if has_aux else jac
+
+    return jac_f
+
+
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    """Jacobian of ``fun`` by reverse mode (vmap of vjp)."""
+    _check_callable(fun, "jacrev")
+
+    def jac_f(*args, **kwargs):
+        single, nums = _normalize_argnums(argnums, len(args), "jacrev", fun)
+        diff = tuple(args[i] for i in nums)
+        d_leaves, d_tree = tree_flatten(diff)
+        for i, x in enumerate(d_leaves):
+            if _leaf_aval(x, "jacrev", f"argument {i}").dtype.kind not in "fc":
+                raise TypeError(f"jacrev of {_fun_name(fun)} requires float inputs, "
+                                f"argument leaf {i} has dtype {core.get_aval(x).dtype}")
+
+        def f_diff(*leaves):
+            new = list(args)
+            for i, v in zip(nums, tree_unflatten(d_tree, list(leaves))):
+                new[i] = v
+            return fun(*new, **kwargs)
+
+        res = vjp(f_diff, *d_leaves, has_aux=has_aux)
+        out, pullback = res[0], res[1]
+        out_leaves, out_tree = tree_flatten(out)
+        basis, sizes, out_avals = _std_basis(out_leaves)
+
+        def pull(*cts):
+            return pullback(tree_unflatten(out_tree, list(cts)))
+
+        cts_in = vmap(pull)(*basis)  # list over input leaves, each (n_out, *in_shape)
+        per_out = []
+        start = 0
+        for a, s in zip(out_avals, sizes):
+            parts = []
+            for c, ia in zip(cts_in, [core.get_aval(x) for x in d_leaves]):
+                blk = c[start:start + s].reshape(a.shape + ia.shape)
+                parts.append(blk)
+            tree = tree_unflatten(d_tree, parts)
+            per_out.append(tree[0] if single else tree)
+            start += s
+        jac = tree_unflatten(out_tree, per_out)
+        return (jac, res[2]) if has_aux else jac
+
+    return jac_f
+
+
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+    """Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+
+
+def _moveaxis(x, src, dst):
+    from . import numpy as tnp
+    return tnp.moveaxis(x, src, dst)
+
+
+# ---------------------------------------------------------------------------
+# vmap
+
+
+def _broadcast_prefix(prefix, tree, what):
+    """Expand ``prefix`` (a pytree prefix of ``tree``) to one entry per leaf."""
+    out = []
+
+    def rec(p, t):
+        if p is None or isinstance(p, int):
+            out.extend([p] * len(tree_flatten(t)[0]))
+            return
+        if isinstance(p, (tuple, list)) and isinstance(t, (tuple, list)) and len(p) == len(t):
+            for a, b in zip(p, t):
+                rec(a, b)
+            return
+        if isinstance(p, dict) and isinstance(t, dict) and set(p) == set(t):
+            for k in sorted(t):
+                rec(p[k], t[k])
+            return
+        ps, ts = tree_structure(p), tree_structure(t)
+        if ps.num_leaves == ts.num_leaves:
+            try:
+                ts.flatten_up_to(p)
+            except Exception:  # noqa: BLE001
+                pass
+        raise ValueError(f"vmap {what} specification {p!r} does not match the structure of the "
+                         f"arguments ({ts}); it must be an int, None, or a pytree prefix of them")
+
+    rec(prefix, tree)
+    return out
+
+
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
+    """Vectorize ``fun`` over a leading (or ``in_axes``) axis of its inputs."""
+    _check_callable(fun, "vmap")
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    if not (in_axes is None or isinstance(in_axes, (int, tuple, dict))):
+        raise TypeError(f"vmap in_axes must be an int, None, or a tuple/dict of them, got {in_axes!r}")
+
+    @functools.wraps(fun)
+    def vmapped(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(f"vmap of {_fun_name(fun)}: in_axes has {len(in_axes)} entries but "
+                             f"the function was called with {len(args)} positional arguments")
+        leaves, in_tree = tree_flatten((args, kwargs))
+        axes = _broadcast_prefix(in_axes if isinstance(in_axes, tuple) else
+                                 (in_axes,) * len(args), args, "in_axes") + \
+            [0] * len(tree_flatten(kwargs)[0])
+        dims = []
+        size = axis_size
+        sizes = []
+        names = None
+        for i, (x, ax) in enumerate(zip(leaves, axes)):
+            if ax is None:
+                dims.append(None)
+                continue
+            a = core.get_aval(x)
+            if a.ndim == 0:
+                names = names or _arg_leaf_names(fun, args)
+                raise ValueError(f"vmap of {_fun_name(fun)}: in_axes={ax} was given for "
+                                 f"{names[i] if i < len(names) else f'leaf {i}'}, which is a "
+                                 "scalar (rank 0); it has no axis to map over")
+            if not -a.ndim <= ax < a.ndim:
+                raise ValueError(f"vmap of {_fun_name(fun)}: in_axes={ax} is out of range for an "
+                                 f"argument of shape {a.shape}")
+            d = ax + a.ndim if ax < 0 else ax
+            dims.append(d)
+            sizes.append((i, a.shape[d]))
+        distinct = {s for _, s in sizes}
+        if size is None:
+            if not sizes:
+                raise ValueError(f"vmap of {_fun_name(fun)} needs at least one mapped argument "
+                                 "(all in_axes are None) or an explicit axis_size")
+            if len(distinct) > 1:
+                names = names or _arg_leaf_names(fun, args)
+                detail = ", ".join(
+                    f"{names[i] if i < len(names) else f'leaf {i}'} has size {s}" for i, s in sizes)
+                raise ValueError(f"vmap of {_fun_name(fun)} got inconsistent sizes for the mapped "
+                                 f"axis: {detail}. All mapped axes must have the same size.")
+            size = sizes[0][1]
+        elif distinct and distinct != {size}:
+            raise ValueError(f"vmap of {_fun_name(fun)}: axis_size={size} but mapped arguments "
+                             f"have sizes {sorted(distinct)}")
+        store = {}
+        flat = _flatten_fun(fun, in_tree, store)
+
+        def out_dims(n):
+            out_tree = store["out_tree"]
+            if isinstance(out_axes, int) or out_axes is None:
+                return [out_axes] * n
+            return _broadcast_prefix(out_axes, tree_unflatten(out_tree, [0] * n), "out_axes")
+
+        outs = batching.vmap_flat(flat, leaves, dims, size, out_dims)
+        return tree_unflatten(store["out_tree"], outs)
+
+    return vmapped
+
+
+# ---------------------------------------------------------------------------
+# jit
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing for an array (for eval_shape and tracing)."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype))
+
+    def __repr__(self):
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+
+def _abstractify(x):
+    if isinstance(x, ShapeDtypeStruct):
+        return ShapedArray(x.shape, x.dtype, x.weak_type)
+    return core.get_aval(x)
+
+
+def _static_split(fun, args, kwargs, static_argnums, static_argnames, api):
+    nargs = len(args)
+    statics = []
+    dyn_args = []
+    snums = set()
+    for i in static_argnums:
+        j = i + nargs if i < 0 else i
+        snums.add(j)
+    for i, a in enumerate(args):
+        if i in snums:
+            statics.append(("pos", i, a))
+        else:
+            dyn_args.append(a)
+    dyn_kwargs = {}
+    for k, v in kwargs.items():
+        if k in static_argnames:
+            statics.append(("kw", k, v))
+        else:
+            dyn_kwargs[k] = v
+    for kind, k, v in statics:
+        try:
+            hash(v)
+        except TypeError:
+            raise ValueError(f"{api} of {_fun_name(fun)}: static argument {k!r} has unhashable "
+                             f"type {type(v).__name__}; static arguments must be hashable") from None
+    return tuple(statics), tuple(dyn_args), dyn_kwargs
+
+
+def _merge_static(statics, dyn_args, dyn_kwargs):
+    args = list(dyn_args)
+    kwargs = dict(dyn_kwargs)
+    for kind, k, v in statics:
+        if kind == "pos":
+            args.insert(k, v)
+        else:
+            kwargs[k] = v
+    return args, kwargs
+
+
+class _Jitted:
+    """A function compiled on first call for each abstract signature."""
+
+    def __init__(self, fun, static_argnums, static_argnames):
+        self.fun = fun
+        if isinstance(static_argnums, int):
+            static_argnums = (static_argnums,)
+        if isinstance(static_argnames, str):
+            static_argnames = (static_argnames,)
+        static_argnums = tuple(static_argnums or ())
+        static_argnames = tuple(static_argnames or ())
+        # Resolve names <-> positions as JAX does.
+        try:
+            params = list(inspect.signature(fun).parameters.values())
+        except (TypeError, ValueError):
+            params = []
+        pos_names = [p.name for p in params
+                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        nums = set(static_argnums)
+        names = set(static_argnames)
+        for i in static_argnums:
+            if 0 <= i < len(pos_names):
+                names.add(pos_names[i])
+        for n in static_argnames:
+            if n in pos_names:
+                nums.add(pos_names.index(n))
+        self.static_argnums = tuple(sorted(nums))
+        self.static_argnames = frozenset(names)
+        self.cache = {}
+        self.name = _fun_name(fun)
+        functools.update_wrapper(self, fun)
+
+    def _signature(self, args, kwargs):
+        if self.static_argnums or self.static_argnames:
+            statics, dyn_args, dyn_kwargs = _static_split(
+                self.fun, args, kwargs, self.static_argnums, self.static_argnames, "jit")
+        else:
+            statics, dyn_args, dyn_kwargs = (), args, kwargs
+        leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        avals = tuple(_abstractify(x) for x in leaves)
+        return statics, leaves, in_tree, avals
+
+    def _trace(self, statics, in_tree, avals, dyn_args):
+        store = {}
+
+        def flat(*leaves):
+            d_args, d_kwargs = tree_unflatten(in_tree, leaves)
+            args, kwargs = _merge_static(statics, d_args, d_kwargs)
+            out = self.fun(*args, **kwargs)
+            out_leaves, store["out_tree"] = tree_flatten(out)
+            return out_leaves
+
+        names = _arg_leaf_names(self.fun, dyn_args)
+        jaxpr, consts = pe.trace_to_jaxpr(flat, list(avals), name=self.name, label="jit",
+                                          arg_names=names)
+        return pe.convert_constvars_to_invars(jaxpr), consts, store["out_tree"]
+
+    def __call__(self, *args, **kwargs):
+        statics, leaves, in_tree, avals = self._signature(args, kwargs)
+        key = (statics, in_tree, avals)
+        entry = self.cache.get(key)
+        if entry is None:
+            dyn_args = tree_unflatten(in_tree, leaves)[0]
+            jaxpr, consts, out_tree = self._trace(statics, in_tree, avals, dyn_args)
+            entry = (jaxpr, consts, out_tree)
+            if not any(isinstance(c, Tracer) for c in consts):
+                self.cache[key] = entry
+        jaxpr, consts, out_tree = entry
+        outs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=self.name)
+        return tree_unflatten(out_tree, outs)
+
+    def lower(self, *args, **kwargs):
+        statics, leaves, in_tree, avals = self._signature(args, kwargs)
+        dyn_args = tree_unflatten(in_tree, leaves)[0]
+        jaxpr, consts, _ = self._trace(statics, in_tree, avals, dyn_args)
+        return core.ClosedJaxpr(jaxpr, [])
+
+    def _cache_size(self):
+        return len(self.cache)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+
+def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=None,
+        inline=False, **unused):
+    """Stage ``fun`` into a program, compile it, and cache it per abstract signature.
+
+    The program is retraced only when argument shapes/dtypes, the pytree
+    structure or the values of static arguments change.
+    """
+    if fun is None:
+        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames)
+    _check_callable(fun, "jit")
+    return _Jitted(fun, static_argnums, static_argnames)
+
+
+# ---------------------------------------------------------------------------
+# Tracing utilities
+
+
+def make_jaxpr(fun, static_argnums=(), return_shape=False, abstracted_axes=None):
+    """Return a function that traces ``fun`` and returns its program (a ClosedJaxpr)."""
+    _check_callable(fun, "make_jaxpr")
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+
+    def make(*args, **kwargs):
+        statics, dyn_args, dyn_kwargs = _static_split(fun, args, kwargs, static_argnums, (),
+                                                      "make_jaxpr")
+        leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        avals = [_abstractify(x) for x in leaves]
+        store = {}
+
+        def flat(*ls):
+            d_args, d_kwargs = tree_unflatten(in_tree, ls)
+            a, k = _merge_static(statics, d_args, d_kwargs)
+            out = fun(*a, **k)
+            out_leaves, store["out_tree"] = tree_flatten(out)
+            return out_leaves
+
+        jaxpr, consts = pe.trace_to_jaxpr(flat, avals, name=_fun_name(fun), label="make_jaxpr",
+                                          arg_names=_arg_leaf_names(fun, dyn_args))
+        closed = core.ClosedJaxpr(jaxpr, consts)
+        if return_shape:
+            shapes = [ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in jaxpr.outvars]
+            return closed, tree_unflatten(store["out_tree"], shapes)
+        return closed
+
+    return make
+
+
+def eval_shape(fun, *args, **kwargs):
+    """Shapes and dtypes of ``fun``'s outputs, computed without running it."""
+    _check_callable(fun, "eval_shape")
+    leaves, in_tree = tree_flatten((args, kwargs))
+    avals = [_abstractify(x) for x in leaves]
+    store = {}
+    flat = _flatten_fun(fun, in_tree, store)
+    jaxpr, _ = pe.trace_to_jaxpr(flat, avals, name=_fun_name(fun), label="eval_shape")
+    shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]
+    return tree_unflatten(store["out_tree"], shapes)

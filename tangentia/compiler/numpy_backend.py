@@ -1,0 +1,74 @@
+"""Compile a program to straight-line Python over NumPy.
+
+Each equation becomes one call of its primitive's lowering (a NumPy
+function with its parameters bound), so running a compiled program costs
+about as much as the NumPy calls themselves.  Every intermediate is
+deleted right after its last use, so memory is freed as early as possible.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+from ..core import Literal, Var
+
+
+def _lowering(eqn):
+    prim = eqn.prim
+    if prim.lower is not None:
+        return prim.lower(**eqn.params)
+    if eqn.params:
+        return partial(prim.impl, **eqn.params)
+    return prim.impl
+
+
+def compile_jaxpr(jaxpr):
+    """Return ``fn(*args) -> list of outputs`` for a program without constvars."""
+    fn = jaxpr.cache.get("numpy_fn")
+    if fn is not None:
+        return fn
+    assert not jaxpr.constvars, "compile_jaxpr expects constants to be inputs"
+    names = {}
+    ns = {}
+
+    def name(a):
+        if type(a) is Literal:
+            key = f"k{len(ns)}"
+            ns[key] = a.val
+            return key
+        n = names.get(a)
+        if n is None:
+            n = names[a] = f"v{len(names)}"
+        return n
+
+    last_use = {}
+    for i, eqn in enumerate(jaxpr.eqns):
+        for a in eqn.inputs:
+            if type(a) is Var:
+                last_use[a] = i
+    outset = {a for a in jaxpr.outvars if type(a) is Var}
+    dead_after = {}
+    for v, i in last_use.items():
+        if v not in outset:
+            dead_after.setdefault(i, []).append(v)
+
+    params = ", ".join(name(v) for v in jaxpr.invars)
+    lines = [f"def compiled({params}):"]
+    for i, eqn in enumerate(jaxpr.eqns):
+        fname = f"f{i}"
+        ns[fname] = _lowering(eqn)
+        args = ", ".join(name(a) for a in eqn.inputs)
+        if eqn.prim.multiple_results:
+            outs = "".join(name(v) + ", " for v in eqn.outputs)
+            lines.append(f"    ({outs}) = {fname}({args})" if eqn.outputs else f"    {fname}({args})")
+        else:
+            lines.append(f"    {name(eqn.outputs[0])} = {fname}({args})")
+        dead = dead_after.get(i)
+        if dead:
+            lines.append("    del " + ", ".join(name(v) for v in dead))
+    lines.append("    return [" + ", ".join(name(a) for a in jaxpr.outvars) + "]")
+    src = "\n".join(lines)
+    exec(compile(src, f"<tangentia-jit-{id(jaxpr):x}>", "exec"), ns)
+    fn = ns["compiled"]
+    fn.source = src
+    jaxpr.cache["numpy_fn"] = fn
+    return fn

@@ -1,0 +1,619 @@
+"""Core of tangentia: abstract values, primitives, traces, tracers and the IR.
+
+The design is "stackless": the interpreter that handles a primitive is the
+*current trace*, held in a context variable (so tracing is thread-safe and
+has no other global state).  Every tracer is tagged with the trace that made
+it.  ``Primitive.bind`` hands the primitive to the current trace; a trace
+unwraps its own tracers, treats every other value as a constant, and runs the
+primitive's rule with its parent trace made current.
+"""
+from __future__ import annotations
+
+import contextvars
+import itertools
+
+import numpy as np
+
+from . import dtypes
+
+# ---------------------------------------------------------------------------
+# Abstract values
+
+
+_SHORT_DTYPE = {}
+
+
+def short_dtype_name(dtype):
+    name = _SHORT_DTYPE.get(dtype)
+    if name is None:
+        if dtype == dtypes.float0:
+            name = "float0"
+        elif dtype.kind == "b":
+            name = "bool"
+        else:
+            name = {"f": "f", "i": "i", "u": "u", "c": "c"}.get(dtype.kind, dtype.kind) + str(8 * dtype.itemsize)
+        _SHORT_DTYPE[dtype] = name
+    return name
+
+
+class ShapedArray:
+    """The abstract value of an array: its shape, dtype and weak type.
+
+    ``weak_type`` marks values that came from Python scalars; they take the
+    dtype of whatever strongly typed value they meet (NumPy 2 promotion).
+    """
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = shape
+        self.dtype = dtype
+        self.weak_type = weak_type
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __eq__(self, other):
+        return (type(other) is ShapedArray and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def strip_weak(self):
+        return ShapedArray(self.shape, self.dtype, False) if self.weak_type else self
+
+    def str_short(self):
+        return f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.str_short()}{weak})"
+
+
+def _aval_ndarray(x):
+    return ShapedArray(x.shape, x.dtype, False)
+
+
+def _aval_generic(x):
+    return ShapedArray((), x.dtype, False)
+
+
+_AVAL_OF_TYPE = {
+    np.ndarray: _aval_ndarray,
+    float: lambda x: ShapedArray((), dtypes.float64, True),
+    int: lambda x: ShapedArray((), dtypes.int64, True),
+    bool: lambda x: ShapedArray((), dtypes.bool_, True),
+    complex: lambda x: ShapedArray((), dtypes.complex128, True),
+}
+
+
+def get_aval(x):
+    """Abstract value of any array-like, Python scalar or tracer."""
+    f = _AVAL_OF_TYPE.get(type(x))
+    if f is not None:
+        return f(x)
+    if isinstance(x, Tracer):
+        return x.aval
+    if isinstance(x, np.generic):
+        return _aval_generic(x)
+    if isinstance(x, np.ndarray):
+        return _aval_ndarray(x)
+    return _aval_ndarray(as_array(x))
+
+
+def as_array(x, what="argument"):
+    """Convert an array-like to an ndarray, with a clear error otherwise."""
+    try:
+        arr = np.asarray(x)
+    except Exception as e:  # noqa: BLE001 - rethrown with context
+        raise TypeError(f"{what} of type {type(x).__name__} is not a valid array: {e}") from None
+    if arr.dtype == object:
+        raise TypeError(f"{what} of type {type(x).__name__} is not a valid array type "
+                        f"(got value {x!r:.80})")
+    return arr
+
+
+def is_array_like(x):
+    return (type(x) in _AVAL_OF_TYPE or isinstance(x, (Tracer, np.ndarray, np.generic)))
+
+
+# ---------------------------------------------------------------------------
+# Errors
+
+
+class TangentiaTypeError(TypeError):
+    pass
+
+
+class ConcretizationTypeError(TangentiaTypeError):
+    """A traced value was used where Python needs a concrete value."""
+
+
+class TracerArrayConversionError(TangentiaTypeError):
+    """A tracer was passed to a NumPy function instead of a tangentia one."""
+
+
+class UnexpectedTracerError(Exception):
+    """A tracer escaped the transformation that created it (a leak)."""
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    pass
+
+
+# ---------------------------------------------------------------------------
+# Traces and the interpreter context
+
+
+class Trace:
+    """An interpreter: it decides what binding a primitive means."""
+
+    __slots__ = ("parent", "alive", "__weakref__")
+
+    def __init__(self, parent):
+        self.parent = parent
+        self.alive = True
+
+    def process_primitive(self, prim, args, params):
+        raise NotImplementedError
+
+    def describe(self):
+        return type(self).__name__
+
+    def check_foreign(self, x):
+        """Raise if ``x`` is a tracer whose transformation has already ended."""
+        if not x._trace.alive:
+            raise leaked_tracer_error(x)
+
+
+class EvalTrace(Trace):
+    """The outermost interpreter: run the primitive's implementation."""
+
+    __slots__ = ()
+
+    def process_primitive(self, prim, args, params):
+        out = prim.impl(*args, **params)
+        if prim.multiple_results:
+            return [o if type(o) is np.ndarray else np.asarray(o) for o in out]
+        return out if type(out) is np.ndarray else np.asarray(out)
+
+    def describe(self):
+        return "eager evaluation"
+
+
+EVAL_TRACE = EvalTrace(None)
+_trace_ctx = contextvars.ContextVar("tangentia_current_trace", default=EVAL_TRACE)
+current_trace = _trace_ctx.get
+
+
+class set_trace:
+    """Context manager making ``trace`` the current interpreter."""
+
+    __slots__ = ("trace", "token")
+
+    def __init__(self, trace):
+        self.trace = trace
+
+    def __enter__(self):
+        self.token = _trace_ctx.set(self.trace)
+        return self.trace
+
+    def __exit__(self, *exc):
+        _trace_ctx.reset(self.token)
+
+
+def leaked_tracer_error(x):
+    trace = x._trace
+    return UnexpectedTracerError(
+        f"Encountered an unexpected tracer {x.aval.str_short()} that belongs to a "
+        f"{trace.describe()} which has already finished. A traced value leaked out of the "
+        "function being transformed, for example by being stored in a global, an attribute "
+        "or a list that outlived the call. Return the value from the transformed function "
+        "instead of keeping it.")
+
+
+# ---------------------------------------------------------------------------
+# Primitives
+
+
+class Primitive:
+    """An operation with one rule per interpreter, all defined in one place.
+
+    Attributes (rules are looked up once, as attributes):
+      impl(*arrays, **params)             eager NumPy implementation
+      abstract_eval(*avals, **params)     shape/dtype rule -> aval (or list)
+      jvp(primals, tangents, **params)    -> (primal_out, tangent_out)
+      transpose(ct, *args, **params)      for linear primitives -> cts per arg
+      batch(args, dims, **params)         -> (out, out_dim)
+      partial_eval(trace, args, params)   optional special staging rule
+      lower(**params)                     optional: callable used by the jit compiler
+    """
+
+    __slots__ = ("name", "multiple_results", "impl", "abstract_eval", "jvp", "transpose",
+                 "batch", "partial_eval", "lower", "print_params", "__weakref__")
+
+    def __init__(self, name, multiple_results=False):
+        self.name = name
+        self.multiple_results = multiple_results
+        self.impl = None
+        self.abstract_eval = None
+        self.jvp = None
+        self.transpose = None
+        self.batch = None
+        self.partial_eval = None
+        self.lower = None
+        self.print_params = None
+
+    def bind(self, *args, **params):
+        return _trace_ctx.get().process_primitive(self, args, params)
+
+    def __repr__(self):
+        return self.name
+
+
+# ---------------------------------------------------------------------------
+# Tracers
+
+
+class Tracer:
+    """A stand-in for an array while a transformation runs.
+
+    NumPy operators and the common array methods are attached by
+    ``tangentia.numpy`` (they dispatch to tangentia primitives).
+    """
+
+    __slots__ = ("_trace",)
+    __array_priority__ = 1000
+
+    @property
+    def aval(self):
+        raise NotImplementedError
+
+    @property
+    def shape(self):
+        return self.aval.shape
+
+    @property
+    def dtype(self):
+        return self.aval.dtype
+
+    @property
+    def ndim(self):
+        return len(self.aval.shape)
+
+    @property
+    def size(self):
+        return self.aval.size
+
+    @property
+    def weak_type(self):
+        return self.aval.weak_type
+
+    def __len__(self):
+        shape = self.aval.shape
+        if not shape:
+            raise TypeError("len() of unsized object (a 0-d traced array)")
+        return shape[0]
+
+    def __iter__(self):
+        shape = self.aval.shape
+        if not shape:
+            raise TypeError("iteration over a 0-d traced array")
+        return (self[i] for i in range(shape[0]))
+
+    # Concretization -------------------------------------------------------
+    def concrete_value(self, context):
+        """The concrete value behind this tracer, or a ConcretizationTypeError."""
+        return self._trace.concrete_value(self, context)
+
+    def __bool__(self):
+        return bool(self.concrete_value("bool"))
+
+    def __float__(self):
+        return float(self.concrete_value("float"))
+
+    def __int__(self):
+        return int(self.concrete_value("int"))
+
+    def __complex__(self):
+        return complex(self.concrete_value("complex"))
+
+    def __index__(self):
+        v = self.concrete_value("index")
+        if np.asarray(v).dtype.kind not in "iub":
+            raise TypeError(f"only integer traced values can be used as an index, got {self.aval.str_short()}")
+        return int(v)
+
+    def item(self):
+        return np.asarray(self.concrete_value("item")).item()
+
+    def tolist(self):
+        return np.asarray(self.concrete_value("tolist")).tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        if not self._trace.alive:
+            raise leaked_tracer_error(self)
+        raise TracerArrayConversionError(
+            f"A traced array {self.aval.str_short()} was passed to a NumPy function that needs a "
+            f"concrete array, while running under {self._trace.describe()}. NumPy functions "
+            "cannot be transformed: use the tangentia.numpy equivalent (import tangentia.numpy "
+            "as tnp), or move the NumPy call outside the transformed function.")
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: traced array {self.aval.str_short()}")
+
+    def __repr__(self):
+        return f"Traced<{self.aval.str_short()}> with {type(self._trace).__name__}"
+
+
+def concretization_error(tracer, context, reason=""):
+    what = {"bool": "bool() (for example an `if` or `while` on a traced value)",
+            "float": "float()", "int": "int()", "complex": "complex()", "index": "an index",
+            "item": ".item()", "tolist": ".tolist()"}.get(context, context)
+    msg = (f"Abstract tracer value encountered where a concrete value is expected: the traced "
+           f"value {tracer.aval.str_short()} was converted with {what}. ")
+    if reason:
+        msg += reason + " "
+    msg += ("Python control flow cannot depend on traced values there. Use tangentia.numpy.where "
+            "or tangentia.lax.cond / while_loop for data-dependent choices, or mark the argument "
+            "static (static_argnums / static_argnames of jit).")
+    return ConcretizationTypeError(msg)
+
+
+def _default_concrete_value(self, tracer, context):
+    raise concretization_error(tracer, context, f"It is being traced by {self.describe()}.")
+
+
+Trace.concrete_value = _default_concrete_value
+
+
+def full_lower(x):
+    """Strip tracers of finished traces? No: identity hook kept for symmetry."""
+    return x
+
+
+# ---------------------------------------------------------------------------
+# The IR: variables, literals, equations, programs
+
+_var_ids = itertools.count()
+
+
+class Var:
+    """A variable of the IR, typed by its abstract value."""
+
+    __slots__ = ("aval", "id")
+
+    def __init__(self, aval):
+        self.aval = aval
+        self.id = next(_var_ids)
+
+    def __repr__(self):
+        return f"Var({self.id}:{self.aval.str_short()})"
+
+
+class Literal:
+    """A scalar constant written inline in the IR."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val, aval):
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Literal({self.val})"
+
+
+class Eqn:
+    """``outputs = prim[params](*inputs)``."""
+
+    __slots__ = ("prim", "inputs", "outputs", "params")
+
+    def __init__(self, prim, inputs, outputs, params):
+        self.prim = prim
+        self.inputs = inputs
+        self.outputs = outputs
+        self.params = params
+
+
+class Jaxpr:
+    """A typed first-order program: ``lambda constvars; invars. let eqns in outvars``."""
+
+    __slots__ = ("constvars", "invars", "eqns", "outvars", "cache")
+
+    def __init__(self, constvars, invars, eqns, outvars):
+        self.constvars = constvars
+        self.invars = invars
+        self.eqns = eqns
+        self.outvars = outvars
+        self.cache = {}  # per-program memo: transformed programs, compiled code
+
+    @property
+    def in_avals(self):
+        return [v.aval for v in self.invars]
+
+    @property
+    def out_avals(self):
+        return [v.aval for v in self.outvars]
+
+    def __str__(self):
+        return pp_jaxpr(self)
+
+    __repr__ = __str__
+
+
+class ClosedJaxpr:
+    """A program together with the values of its constant variables.
+
+    ``str(closed)`` prints the program; calling it evaluates it.
+    """
+
+    __slots__ = ("jaxpr", "consts")
+
+    def __init__(self, jaxpr, consts):
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+
+    @property
+    def in_avals(self):
+        return self.jaxpr.in_avals
+
+    @property
+    def out_avals(self):
+        return self.jaxpr.out_avals
+
+    @property
+    def eqns(self):
+        return self.jaxpr.eqns
+
+    def __call__(self, *args):
+        return eval_jaxpr(self.jaxpr, self.consts, *args)
+
+    def __str__(self):
+        return pp_jaxpr(self.jaxpr)
+
+    __repr__ = __str__
+
+
+def eval_jaxpr(jaxpr, consts, *args):
+    """Evaluate ``jaxpr`` by binding each equation's primitive.
+
+    Binding goes through the current interpreter, so evaluating a program
+    under a transformation transforms it.
+    """
+    env = {}
+    for v, x in zip(jaxpr.constvars, consts):
+        env[v] = x
+    if len(args) != len(jaxpr.invars):
+        raise TypeError(f"program takes {len(jaxpr.invars)} arguments, got {len(args)}")
+    for v, x in zip(jaxpr.invars, args):
+        env[v] = x
+    for eqn in jaxpr.eqns:
+        invals = [env[a] if type(a) is Var else a.val for a in eqn.inputs]
+        out = eqn.prim.bind(*invals, **eqn.params)
+        if eqn.prim.multiple_results:
+            for v, o in zip(eqn.outputs, out):
+                env[v] = o
+        else:
+            env[eqn.outputs[0]] = out
+    return [env[a] if type(a) is Var else a.val for a in jaxpr.outvars]
+
+
+def jaxpr_as_fun(jaxpr, consts=()):
+    return lambda *args: eval_jaxpr(jaxpr, consts, *args)
+
+
+# ---------------------------------------------------------------------------
+# Type checking
+
+
+class JaxprTypeError(TypeError):
+    pass
+
+
+def typecheck_jaxpr(jaxpr):
+    """Check that every equation's outputs have the types its rule gives.
+
+    Raises JaxprTypeError naming the offending equation.
+    """
+    defined = set()
+    for v in list(jaxpr.constvars) + list(jaxpr.invars):
+        if v in defined:
+            raise JaxprTypeError(f"variable {v} is bound twice")
+        defined.add(v)
+    for i, eqn in enumerate(jaxpr.eqns):
+        for a in eqn.inputs:
+            if type(a) is Var and a not in defined:
+                raise JaxprTypeError(f"equation {i} ({eqn.prim.name}) uses undefined variable {a}")
+        in_avals = [a.aval for a in eqn.inputs]
+        out = eqn.prim.abstract_eval(*in_avals, **eqn.params)
+        out_avals = list(out) if eqn.prim.multiple_results else [out]
+        got = [v.aval for v in eqn.outputs]
+        if len(out_avals) != len(got) or any(
+                a.shape != b.shape or a.dtype != b.dtype for a, b in zip(out_avals, got)):
+            raise JaxprTypeError(
+                f"equation {i} ({eqn.prim.name}) has output types "
+                f"{[a.str_short() for a in got]} but its rule gives {[a.str_short() for a in out_avals]}")
+        for v in eqn.outputs:
+            if v in defined:
+                raise JaxprTypeError(f"variable {v} is bound twice")
+            defined.add(v)
+    for a in jaxpr.outvars:
+        if type(a) is Var and a not in defined:
+            raise JaxprTypeError(f"output uses undefined variable {a}")
+    return True
+
+
+# ---------------------------------------------------------------------------
+# Printing
+
+
+def _var_namer():
+    names = {}
+    counter = itertools.count()
+
+    def name(v):
+        if type(v) is Literal:
+            val = v.val
+            if isinstance(val, np.ndarray) and val.ndim == 0:
+                val = val.item()
+            return repr(val)
+        n = names.get(v)
+        if n is None:
+            i = next(counter)
+            s = ""
+            while True:
+                s = chr(ord("a") + i % 26) + s
+                i = i // 26 - 1
+                if i < 0:
+                    break
+            names[v] = n = s
+        return n
+
+    return name
+
+
+def _pp_param(k, v, name, indent):
+    if isinstance(v, Jaxpr):
+        return f"{k}=" + _pp(v, name, indent + 2)
+    if isinstance(v, ClosedJaxpr):
+        return f"{k}=" + _pp(v.jaxpr, name, indent + 2)
+    if callable(v) and not isinstance(v, type):
+        return f"{k}={getattr(v, '__name__', type(v).__name__)}"
+    if isinstance(v, np.dtype):
+        return f"{k}={v.name}"
+    return f"{k}={v!r}"
+
+
+def _pp(jaxpr, name, indent):
+    pad = " " * indent
+    decl = lambda v: f"{name(v)}:{v.aval.str_short()}"  # noqa: E731
+    consts = " ".join(decl(v) for v in jaxpr.constvars)
+    ins = " ".join(decl(v) for v in jaxpr.invars)
+    lines = [f"{{ lambda {consts}; {ins}. let"]
+    for eqn in jaxpr.eqns:
+        lhs = " ".join(decl(v) for v in eqn.outputs) or "_"
+        params = eqn.params
+        if eqn.prim.print_params is not None:
+            params = eqn.prim.print_params(params)
+        ps = ""
+        if params:
+            ps = "[" + " ".join(_pp_param(k, v, name, indent + 4) for k, v in sorted(params.items())) + "]"
+        rhs = " ".join(name(a) for a in eqn.inputs)
+        lines.append(f"{pad}    {lhs} = {eqn.prim.name}{ps} {rhs}".rstrip())
+    outs = ", ".join(name(a) for a in jaxpr.outvars)
+    lines.append(f"{pad}  in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}")
+    return "\n".join(lines)
+
+
+def pp_jaxpr(jaxpr):
+    return _pp(jaxpr, _var_namer(), 0)

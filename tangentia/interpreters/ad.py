@@ -1,0 +1,406 @@
+"""Forward- and reverse-mode differentiation.
+
+* ``JVPTrace`` pushes tangents forward through each primitive's JVP rule.
+* ``linearize`` runs the JVP interpreter on top of a partial evaluator: the
+  primal half is computed now, the tangent half is recorded as a linear
+  program whose constants are the residuals.
+* ``backward_pass`` transposes such a linear program with each primitive's
+  transpose rule.  Reverse mode (``vjp``/``grad``) is linearize followed by
+  transposition; there is no separate tape.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import core, dtypes
+from ..core import Primitive, ShapedArray, Tracer, Var, set_trace
+from . import partial_eval as pe
+
+
+# ---------------------------------------------------------------------------
+# Symbolic zeros
+
+
+class Zero:
+    """A tangent or cotangent known to be zero (never materialized)."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    @staticmethod
+    def from_primal(x):
+        a = core.get_aval(x)
+        return Zero(ShapedArray(a.shape, dtypes.tangent_dtype(a.dtype), False))
+
+    def __repr__(self):
+        return f"Zero({self.aval.str_short()})"
+
+
+def zeros_like_aval(aval):
+    return np.zeros(aval.shape, aval.dtype)
+
+
+def instantiate(t):
+    return zeros_like_aval(t.aval) if type(t) is Zero else t
+
+
+def tangent_aval(aval):
+    return ShapedArray(aval.shape, dtypes.tangent_dtype(aval.dtype), False)
+
+
+def add_tangents(a, b):
+    if type(a) is Zero:
+        return b
+    if type(b) is Zero:
+        return a
+    return add_any_p.bind(a, b)
+
+
+# A primitive that adds two tangents of the same type (used to accumulate).
+add_any_p = Primitive("add_any")
+add_any_p.impl = np.add
+add_any_p.abstract_eval = lambda x, y: x.strip_weak() if x.weak_type and not y.weak_type else x
+add_any_p.jvp = lambda primals, tangents: (add_any_p.bind(*primals), add_tangents(*tangents))
+add_any_p.transpose = lambda ct, x, y: (ct, ct)
+
+
+def _add_any_batch(args, dims):
+    from .batching import move_to_front
+    x, y = args
+    dx, dy = dims
+    if dx == dy:
+        return add_any_p.bind(x, y), dx
+    return add_any_p.bind(move_to_front(x, dx), move_to_front(y, dy)), 0
+
+
+add_any_p.batch = _add_any_batch
+
+
+# ---------------------------------------------------------------------------
+# The JVP interpreter
+
+
+class JVPTracer(Tracer):
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace, primal, tangent):
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self):
+        return core.get_aval(self.primal)
+
+    def __repr__(self):
+        return f"JVPTracer(primal={self.primal!r}, tangent={self.tangent!r})"
+
+
+class JVPTrace(core.Trace):
+    __slots__ = ("tag",)
+
+    def __init__(self, parent, tag=None):
+        super().__init__(parent)
+        self.tag = tag
+
+    def describe(self):
+        return "differentiation (jvp/grad)"
+
+    def process_primitive(self, prim, args, params):
+        primals = []
+        tangents = []
+        nonzero = False
+        for x in args:
+            if type(x) is JVPTracer and x._trace is self:
+                primals.append(x.primal)
+                tangents.append(x.tangent)
+                nonzero = True
+            else:
+                if isinstance(x, Tracer):
+                    self.check_foreign(x)
+                primals.append(x)
+                tangents.append(None)
+        if not nonzero:
+            with set_trace(self.parent):
+                return prim.bind(*args, **params)
+        tangents = [Zero.from_primal(p) if t is None else t for p, t in zip(primals, tangents)]
+        rule = prim.jvp
+        if rule is None:
+            raise NotImplementedError(f"differentiation rule for '{prim.name}' not implemented")
+        with set_trace(self.parent):
+            out, tan = rule(primals, tangents, **params)
+        if prim.multiple_results:
+            return [p if type(t) is Zero else JVPTracer(self, p, t) for p, t in zip(out, tan)]
+        return out if type(tan) is Zero else JVPTracer(self, out, tan)
+
+    def concrete_value(self, tracer, context):
+        p = tracer.primal
+        if isinstance(p, Tracer):
+            return p.concrete_value(context)
+        return p
+
+    def unpack(self, x):
+        """(primal, tangent) of an output; foreign values have zero tangent."""
+        if type(x) is JVPTracer and x._trace is self:
+            return x.primal, x.tangent
+        if isinstance(x, Tracer):
+            self.check_foreign(x)
+        return x, Zero.from_primal(x)
+
+
+# Helpers for defining rules ------------------------------------------------
+
+
+def defjvp(prim, *tangent_fns):
+    """Define ``prim``'s JVP by one linear function per argument.
+
+    Each ``fn(t, ans, *primals, **params)`` gives that argument's contribution
+    to the output tangent; ``None`` means the output does not depend on it.
+    Zero tangents are skipped.
+    """
+    def rule(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        out = None
+        for fn, t in zip(tangent_fns, tangents):
+            if fn is None or type(t) is Zero:
+                continue
+            contrib = fn(t, ans, *primals, **params)
+            out = contrib if out is None else add_any_p.bind(out, contrib)
+        if out is None:
+            return ans, Zero.from_primal(ans)
+        return ans, out
+    prim.jvp = rule
+
+
+def defjvp_zero(prim):
+    """The output of ``prim`` has zero derivative (integer/bool outputs, steps)."""
+    def rule(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        if prim.multiple_results:
+            return ans, [Zero.from_primal(a) for a in ans]
+        return ans, Zero.from_primal(ans)
+    prim.jvp = rule
+
+
+def deflinear(prim, transpose_rule):
+    """``prim`` is linear in all its array arguments."""
+    def rule(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        if all(type(t) is Zero for t in tangents):
+            return ans, Zero.from_primal(ans)
+        tans = [instantiate(t) for t in tangents]
+        return ans, prim.bind(*tans, **params)
+    prim.jvp = rule
+    prim.transpose = transpose_rule
+
+
+# ---------------------------------------------------------------------------
+# Transposition
+
+
+class UndefinedPrimal:
+    """Marks a linear input of an equation during transposition."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"UndefinedPrimal({self.aval.str_short()})"
+
+
+def is_undefined(x):
+    return type(x) is UndefinedPrimal
+
+
+def backward_pass(jaxpr, consts, cts_out):
+    """Transpose the linear program ``jaxpr`` (linear in its invars).
+
+    Equations that do not depend on the linear inputs are evaluated forward
+    first.  Returns one cotangent per invar (``None`` for a zero cotangent).
+    """
+    linear = set(jaxpr.invars)
+    env = dict(zip(jaxpr.constvars, consts))
+
+    def read(a):
+        return env[a] if type(a) is Var else a.val
+
+    lin_eqns = []
+    for eqn in jaxpr.eqns:
+        if any(type(a) is Var and a in linear for a in eqn.inputs):
+            lin_eqns.append(eqn)
+            linear.update(eqn.outputs)
+        else:
+            out = eqn.prim.bind(*[read(a) for a in eqn.inputs], **eqn.params)
+            if eqn.prim.multiple_results:
+                env.update(zip(eqn.outputs, out))
+            else:
+                env[eqn.outputs[0]] = out
+
+    ct_env = {}
+
+    def accum(v, ct):
+        if ct is None or type(ct) is Zero:
+            return
+        old = ct_env.get(v)
+        ct_env[v] = ct if old is None else add_any_p.bind(old, ct)
+
+    for v, ct in zip(jaxpr.outvars, cts_out):
+        if type(v) is Var and v in linear:
+            accum(v, ct)
+
+    for eqn in reversed(lin_eqns):
+        if eqn.prim.multiple_results:
+            cts = [ct_env.pop(v, None) for v in eqn.outputs]
+            if all(c is None for c in cts):
+                continue
+            cts = [Zero(tangent_aval(v.aval)) if c is None else c for v, c in zip(eqn.outputs, cts)]
+        else:
+            cts = ct_env.pop(eqn.outputs[0], None)
+            if cts is None:
+                continue
+        args = [UndefinedPrimal(a.aval) if type(a) is Var and a in linear else read(a)
+                for a in eqn.inputs]
+        rule = eqn.prim.transpose
+        if rule is None:
+            raise NotImplementedError(
+                f"transpose rule for '{eqn.prim.name}' not implemented: it appeared in a linear "
+                "program but is not linear")
+        cts_in = rule(cts, *args, **eqn.params)
+        for a, c in zip(eqn.inputs, cts_in):
+            if type(a) is Var and a in linear:
+                accum(a, c)
+    return [ct_env.get(v) for v in jaxpr.invars]
+
+
+# ---------------------------------------------------------------------------
+# Flat entry points used by the public API
+
+
+def jvp_flat(fun, primals, tangents):
+    """Run ``fun`` (flat in, flat out) under a new JVP interpreter."""
+    trace = JVPTrace(core.current_trace())
+    ins = [p if type(t) is Zero else JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+    try:
+        with set_trace(trace):
+            outs = fun(*ins)
+        pairs = [trace.unpack(o) for o in outs]
+    finally:
+        trace.alive = False
+    return [p for p, _ in pairs], [t for _, t in pairs]
+
+
+def linearize_flat(fun, primals, differentiable=None, aux_holder=None):
+    """Linearize ``fun`` at ``primals``.
+
+    Returns ``(primals_out, jaxpr, consts, out_tangent_avals, aux)`` where
+    ``jaxpr`` maps the input tangents to the output tangents and is linear.
+    ``differentiable[i]`` False skips input i (its tangent is a zero).  If
+    ``aux_holder`` is given, ``fun`` stores auxiliary outputs in
+    ``aux_holder["aux"]``; they are returned with their tangents stripped.
+    """
+    builder = pe.JaxprBuilder("linearized")
+    pe_trace = pe.JaxprTrace(core.current_trace(), builder, forward_known=True)
+    jvp_trace = JVPTrace(pe_trace)
+    ins = []
+    in_tracers = []
+    for i, p in enumerate(primals):
+        aval = tangent_aval(core.get_aval(p))
+        t = pe_trace.new_arg(aval)
+        in_tracers.append(t)
+        if aval.dtype == dtypes.float0 or (differentiable is not None and not differentiable[i]):
+            ins.append(p)
+        else:
+            ins.append(JVPTracer(jvp_trace, p, t))
+    aux = None
+    try:
+        with set_trace(jvp_trace):
+            outs = fun(*ins)
+        out_primals, out_tangents = [], []
+        for o in outs:
+            p, t = jvp_trace.unpack(o)
+            out_primals.append(p)
+            out_tangents.append(instantiate(t))
+        out_tan_avals = [tangent_aval(core.get_aval(p)) for p in out_primals]
+        jaxpr, consts = builder.build(in_tracers, out_tangents, pe_trace)
+        if aux_holder is not None:
+            from ..tree_util import tree_map
+            aux = tree_map(lambda x: jvp_trace.unpack(x)[0] if isinstance(x, Tracer) else x,
+                           aux_holder.get("aux"))
+    finally:
+        jvp_trace.alive = False
+        pe_trace.alive = False
+    return out_primals, jaxpr, consts, out_tan_avals, aux
+
+
+def vjp_flat(fun, primals, differentiable=None):
+    """Reverse mode as linearize + transpose. Returns (outs, pullback, jaxpr)."""
+    outs, jaxpr, consts, out_avals, _ = linearize_flat(fun, primals, differentiable)
+    in_avals = [v.aval for v in jaxpr.invars]
+
+    def pullback(cts):
+        res = backward_pass(jaxpr, consts, cts)
+        return [zeros_like_aval(a) if c is None or type(c) is Zero else c
+                for c, a in zip(res, in_avals)]
+
+    return outs, pullback, jaxpr
+
+
+# ---------------------------------------------------------------------------
+# Program-level transformations used by call-like primitives
+
+
+def jvp_jaxpr(jaxpr, nonzeros):
+    """A program computing (primals_out..., tangents_out...) from
+    (primals..., tangents of the nonzero inputs...)."""
+    key = ("jvp", tuple(nonzeros))
+    hit = jaxpr.cache.get(key)
+    if hit is not None:
+        return hit
+    n = len(jaxpr.invars)
+    in_avals = [v.aval for v in jaxpr.invars]
+    tan_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzeros) if nz]
+    out_nonzero = []
+
+    def fun(*args):
+        primals, tans = args[:n], iter(args[n:])
+        tangents = [next(tans) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzeros)]
+        outs, out_tans = jvp_flat(lambda *xs: core.eval_jaxpr(jaxpr, (), *xs), primals, tangents)
+        out_nonzero[:] = [type(t) is not Zero for t in out_tans]
+        return list(outs) + [instantiate(t) for t in out_tans]
+
+    new, consts = pe.trace_to_jaxpr(fun, in_avals + tan_avals, name="jvp")
+    new = pe.close_consts(new, consts)
+    jaxpr.cache[key] = new
+    return new
+
+
+def transpose_jaxpr(jaxpr, linear_mask):
+    """A program mapping (non-linear inputs..., output cotangents...) to the
+    cotangents of the linear inputs."""
+    key = ("transpose", tuple(linear_mask))
+    hit = jaxpr.cache.get(key)
+    if hit is not None:
+        return hit
+    in_avals = [v.aval for v in jaxpr.invars]
+    res_avals = [a for a, lin in zip(in_avals, linear_mask) if not lin]
+    ct_avals = [tangent_aval(v.aval) for v in jaxpr.outvars]
+    lin_avals = [tangent_aval(a) for a, lin in zip(in_avals, linear_mask) if lin]
+    nres = len(res_avals)
+
+    def fun(*args):
+        res, cts = iter(args[:nres]), args[nres:]
+        # Bind residuals as constants; linear inputs are the program's invars.
+        lin_vars = [v for v, lin in zip(jaxpr.invars, linear_mask) if lin]
+        res_vars = [v for v, lin in zip(jaxpr.invars, linear_mask) if not lin]
+        sub = core.Jaxpr(res_vars, lin_vars, jaxpr.eqns, jaxpr.outvars)
+        out = backward_pass(sub, list(res), cts)
+        return [zeros_like_aval(a) if c is None or type(c) is Zero else c for c, a in zip(out, lin_avals)]
+
+    new, consts = pe.trace_to_jaxpr(fun, res_avals + ct_avals, name="transpose")
+    new = pe.close_consts(new, consts)
+    jaxpr.cache[key] = new
+    return new

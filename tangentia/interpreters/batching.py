@@ -1,0 +1,186 @@
+"""Vectorization: the interpreter behind ``vmap``.
+
+A ``BatchTracer`` holds an array with an extra batch dimension at ``bdim``
+(``None`` means the value is the same for every batch element).  Each
+primitive's batching rule maps batched inputs to a batched output.
+"""
+from __future__ import annotations
+
+from .. import core
+from ..core import ShapedArray, Tracer, set_trace
+
+not_mapped = None
+
+
+class BatchTracer(Tracer):
+    __slots__ = ("val", "bdim")
+
+    def __init__(self, trace, val, bdim):
+        self._trace = trace
+        self.val = val
+        self.bdim = bdim
+
+    @property
+    def aval(self):
+        a = core.get_aval(self.val)
+        d = self.bdim
+        if d is None:
+            return a
+        return ShapedArray(a.shape[:d] + a.shape[d + 1:], a.dtype, a.weak_type)
+
+    def __repr__(self):
+        return f"BatchTracer(val={self.val!r}, bdim={self.bdim})"
+
+
+class BatchTrace(core.Trace):
+    __slots__ = ("axis_size", "axis_name")
+
+    def __init__(self, parent, axis_size, axis_name=None):
+        super().__init__(parent)
+        self.axis_size = axis_size
+        self.axis_name = axis_name
+
+    def describe(self):
+        return "vmap"
+
+    def process_primitive(self, prim, args, params):
+        vals = []
+        dims = []
+        batched = False
+        for x in args:
+            if type(x) is BatchTracer and x._trace is self:
+                vals.append(x.val)
+                dims.append(x.bdim)
+                batched = True
+            else:
+                if isinstance(x, Tracer):
+                    self.check_foreign(x)
+                vals.append(x)
+                dims.append(None)
+        if not batched:
+            with set_trace(self.parent):
+                return prim.bind(*args, **params)
+        rule = prim.batch
+        if rule is None:
+            raise NotImplementedError(f"batching rule for '{prim.name}' not implemented")
+        with set_trace(self.parent):
+            out, out_dim = rule(vals, dims, **params)
+        if prim.multiple_results:
+            return [o if d is None else BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
+        return out if out_dim is None else BatchTracer(self, out, out_dim)
+
+    def concrete_value(self, tracer, context):
+        raise core.concretization_error(
+            tracer, context,
+            "It is batched by vmap, so it stands for many values at once; a Python "
+            "branch can only take one of them.")
+
+    def unpack(self, x):
+        if type(x) is BatchTracer and x._trace is self:
+            return x.val, x.bdim
+        if isinstance(x, Tracer):
+            self.check_foreign(x)
+        return x, None
+
+
+# ---------------------------------------------------------------------------
+# Helpers for batching rules (they run under the parent interpreter)
+
+
+def _ops():
+    from ..primitives import structural
+    return structural
+
+
+def move_to_front(x, d):
+    """Move batch dimension ``d`` of ``x`` to axis 0 (no-op if already there)."""
+    if d == 0 or d is None:
+        return x
+    nd = core.get_aval(x).ndim
+    perm = (d,) + tuple(i for i in range(nd) if i != d)
+    return _ops().transpose(x, perm)
+
+
+def move_axis(x, src, dst):
+    if src == dst:
+        return x
+    nd = core.get_aval(x).ndim
+    order = [i for i in range(nd) if i != src]
+    order.insert(dst, src)
+    return _ops().transpose(x, tuple(order))
+
+
+def broadcast_front(x, size):
+    """Add a leading batch axis of ``size`` to an unbatched value."""
+    a = core.get_aval(x)
+    return _ops().broadcast_to(x, (size,) + a.shape)
+
+
+def materialize(x, d, size):
+    """Batched value with its batch axis at the front (broadcasting if unbatched)."""
+    if d is None:
+        return broadcast_front(x, size)
+    return move_to_front(x, d)
+
+
+def batch_size(vals, dims):
+    for v, d in zip(vals, dims):
+        if d is not None:
+            return core.get_aval(v).shape[d]
+    raise ValueError("no batched argument")
+
+
+def vmap_flat(fun, args, in_dims, axis_size, out_dims_fn):
+    """Run ``fun`` (flat in/out) batched.  ``out_dims_fn(n)`` gives the output
+    axes for ``n`` outputs.  Returns the flat outputs."""
+    trace = BatchTrace(core.current_trace(), axis_size)
+    ins = [a if d is None else BatchTracer(trace, a, d) for a, d in zip(args, in_dims)]
+    try:
+        with set_trace(trace):
+            outs = fun(*ins)
+        pairs = [trace.unpack(o) for o in outs]
+    finally:
+        trace.alive = False
+    out_axes = out_dims_fn(len(pairs))
+    result = []
+    for (v, d), od in zip(pairs, out_axes):
+        if od is None:
+            if d is not None:
+                raise ValueError(
+                    "vmap has out_axes=None for an output that is batched: out_axes=None "
+                    "requires the output not to depend on the mapped inputs")
+            result.append(v)
+            continue
+        if d is None:
+            v = broadcast_front(v, axis_size)
+            d = 0
+        nd = core.get_aval(v).ndim
+        if od < 0:
+            od += nd
+        result.append(move_axis(v, d, od))
+    return result
+
+
+def batch_jaxpr(jaxpr, in_dims, axis_size):
+    """A program computing the batched outputs (batch axis 0 on every output)."""
+    key = ("batch", tuple(in_dims), axis_size)
+    hit = jaxpr.cache.get(key)
+    if hit is not None:
+        return hit
+    from . import partial_eval as pe
+    in_avals = []
+    for v, d in zip(jaxpr.invars, in_dims):
+        a = v.aval
+        if d is not None:
+            shape = a.shape[:d] + (axis_size,) + a.shape[d:]
+            a = ShapedArray(shape, a.dtype, a.weak_type)
+        in_avals.append(a)
+
+    def fun(*args):
+        return vmap_flat(lambda *xs: core.eval_jaxpr(jaxpr, (), *xs), args, in_dims, axis_size,
+                         lambda n: [0] * n)
+
+    new, consts = pe.trace_to_jaxpr(fun, in_avals, name="vmap")
+    new = pe.close_consts(new, consts)
+    jaxpr.cache[key] = new
+    return new

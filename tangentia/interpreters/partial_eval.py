@@ -1,0 +1,281 @@
+"""Staging: the interpreter that records primitives into an IR program.
+
+One trace class serves two purposes:
+
+* **staging** (``jit``, ``make_jaxpr``, control-flow bodies): every primitive
+  is recorded; values of outer interpreters become constants of the program.
+* **partial evaluation** (``linearize``): primitives whose inputs are all
+  known are forwarded to the parent interpreter (computed now); only those
+  touching an unknown value are recorded.  The recorded program is the linear
+  part of a JVP, and the known values it reads are its residuals.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import core
+from ..core import Literal, ShapedArray, Tracer, Var, set_trace
+
+
+class JaxprTracer(Tracer):
+    __slots__ = ("var",)
+
+    def __init__(self, trace, var):
+        self._trace = trace
+        self.var = var
+
+    @property
+    def aval(self):
+        return self.var.aval
+
+
+class JaxprBuilder:
+    """Accumulates equations and constants for one program."""
+
+    __slots__ = ("eqns", "constvars", "constvals", "const_ids", "invars", "name", "arg_names")
+
+    def __init__(self, name="fun", arg_names=None):
+        self.arg_names = arg_names
+        self.eqns = []
+        self.constvars = []
+        self.constvals = []
+        self.const_ids = {}
+        self.invars = []
+        self.name = name
+
+    def const_var(self, x, aval=None):
+        key = id(x)
+        v = self.const_ids.get(key)
+        if v is None:
+            v = Var(aval if aval is not None else core.get_aval(x))
+            self.const_ids[key] = v
+            self.constvars.append(v)
+            self.constvals.append(x)
+        return v
+
+    def build(self, in_tracers, outs, trace):
+        """Make (jaxpr, consts) with ``in_tracers`` as inputs and ``outs`` as outputs."""
+        invars = [t.var for t in in_tracers]
+        outvars = [trace.to_atom(o) for o in outs]
+        eqns = _dce(self.eqns, outvars)
+        used = _used_vars(eqns, outvars)
+        constvars, constvals = [], []
+        for v, x in zip(self.constvars, self.constvals):
+            if v in used:
+                constvars.append(v)
+                constvals.append(x)
+        return core.Jaxpr(constvars, invars, eqns, outvars), constvals
+
+
+def _used_vars(eqns, outvars):
+    used = {v for v in outvars if type(v) is Var}
+    for e in eqns:
+        for a in e.inputs:
+            if type(a) is Var:
+                used.add(a)
+    return used
+
+
+def _dce(eqns, outvars):
+    live = {v for v in outvars if type(v) is Var}
+    kept = []
+    for e in reversed(eqns):
+        if any(o in live for o in e.outputs) or getattr(e.prim, "has_effects", False):
+            kept.append(e)
+            for a in e.inputs:
+                if type(a) is Var:
+                    live.add(a)
+    kept.reverse()
+    return kept
+
+
+def dce_jaxpr(jaxpr):
+    eqns = _dce(jaxpr.eqns, jaxpr.outvars)
+    return core.Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
+
+
+_LITERAL_TYPES = (int, float, bool, complex)
+
+
+class JaxprTrace(core.Trace):
+    """Records primitives; with ``forward_known`` it partially evaluates."""
+
+    __slots__ = ("builder", "forward_known", "label")
+
+    def __init__(self, parent, builder, forward_known=False, label="jit"):
+        super().__init__(parent)
+        self.builder = builder
+        self.forward_known = forward_known
+        self.label = label
+
+    def describe(self):
+        if self.forward_known:
+            return "linearization (partial evaluation)"
+        return f"{self.label} of {self.builder.name}"
+
+    def new_arg(self, aval):
+        v = Var(aval)
+        self.builder.invars.append(v)
+        return JaxprTracer(self, v)
+
+    def to_atom(self, x):
+        if type(x) is JaxprTracer and x._trace is self:
+            return x.var
+        if isinstance(x, Tracer):
+            self.check_foreign(x)
+            return self.builder.const_var(x)
+        if type(x) in _LITERAL_TYPES:
+            return Literal(x, core.get_aval(x))
+        if isinstance(x, (np.ndarray, np.generic)) and x.ndim == 0 and not isinstance(x, np.ndarray):
+            return Literal(x, core.get_aval(x))
+        if not isinstance(x, np.ndarray):
+            x = core.as_array(x)
+            if x.ndim == 0:
+                return Literal(x[()], core.get_aval(x))
+        return self.builder.const_var(x)
+
+    def process_primitive(self, prim, args, params):
+        if self.forward_known:
+            for x in args:
+                if type(x) is JaxprTracer and x._trace is self:
+                    break
+            else:
+                with set_trace(self.parent):
+                    return prim.bind(*args, **params)
+            if prim.partial_eval is not None:
+                return prim.partial_eval(self, args, params)
+        return self.stage(prim, args, params)
+
+    def stage(self, prim, args, params):
+        inputs = [self.to_atom(x) for x in args]
+        out_aval = prim.abstract_eval(*[a.aval for a in inputs], **params)
+        if prim.multiple_results:
+            outvars = [Var(a) for a in out_aval]
+            self.builder.eqns.append(core.Eqn(prim, inputs, outvars, params))
+            return [JaxprTracer(self, v) for v in outvars]
+        v = Var(out_aval)
+        self.builder.eqns.append(core.Eqn(prim, inputs, [v], params))
+        return JaxprTracer(self, v)
+
+    def concrete_value(self, tracer, context):
+        if self.forward_known:
+            raise core.concretization_error(
+                tracer, context,
+                "It is a tangent or cotangent inside a linearization, which has no concrete value.")
+        deps = self._input_dependencies(tracer.var)
+        reason = f"The value is traced by {self.describe()}"
+        if deps:
+            reason += f" and depends on {', '.join(deps)}, whose value is unknown during tracing."
+        else:
+            reason += "."
+        raise core.concretization_error(tracer, context, reason)
+
+    def _input_dependencies(self, var):
+        """Names of the traced arguments that ``var`` depends on."""
+        producer = {}
+        for e in self.builder.eqns:
+            for o in e.outputs:
+                producer[o] = e
+        seen, stack, found = set(), [var], set()
+        inputs = {v: i for i, v in enumerate(self.builder.invars)}
+        while stack:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            if v in inputs:
+                found.add(inputs[v])
+            e = producer.get(v)
+            if e is not None:
+                stack.extend(a for a in e.inputs if type(a) is Var)
+        names = self.builder.arg_names
+        out = []
+        for i in sorted(found):
+            out.append(names[i] if names and i < len(names) else f"argument {i}")
+        return out
+
+
+def trace_to_jaxpr(fun, in_avals, name="fun", label="jit", arg_names=None):
+    """Stage ``fun`` (taking flat arrays, returning a flat list) into a program.
+
+    Returns ``(jaxpr, consts)``; ``consts`` may include tracers of outer
+    interpreters (closed-over values), which callers pass as inputs.
+    """
+    builder = JaxprBuilder(name, arg_names)
+    trace = JaxprTrace(core.current_trace(), builder, forward_known=False, label=label)
+    in_tracers = [trace.new_arg(a) for a in in_avals]
+    try:
+        with set_trace(trace):
+            outs = fun(*in_tracers)
+        jaxpr, consts = builder.build(in_tracers, outs, trace)
+    finally:
+        trace.alive = False
+    return jaxpr, consts
+
+
+def convert_constvars_to_invars(jaxpr):
+    return core.Jaxpr([], list(jaxpr.constvars) + list(jaxpr.invars), jaxpr.eqns, jaxpr.outvars)
+
+
+def partial_eval_jaxpr(jaxpr, in_unknowns):
+    """Split a program into a known part and an unknown part.
+
+    Returns ``(known, unknown, out_unknowns, num_res)``: ``known`` maps the known
+    inputs to the known outputs followed by ``num_res`` residuals, and
+    ``unknown`` maps residuals followed by the unknown inputs to the unknown
+    outputs.  Both have no constvars.
+    """
+    key = ("partial_eval", tuple(in_unknowns))
+    hit = jaxpr.cache.get(key)
+    if hit is not None:
+        return hit
+    assert not jaxpr.constvars
+    known_avals = [v.aval for v, u in zip(jaxpr.invars, in_unknowns) if not u]
+    unknown_avals = [v.aval for v, u in zip(jaxpr.invars, in_unknowns) if u]
+    result = {}
+
+    def known_fun(*known_args):
+        ubuilder = JaxprBuilder("unknown")
+        pe = JaxprTrace(core.current_trace(), ubuilder, forward_known=True)
+        try:
+            ktr = iter(known_args)
+            u_tracers = [pe.new_arg(a) for a in unknown_avals]
+            utr = iter(u_tracers)
+            args = [next(utr) if u else next(ktr) for u in in_unknowns]
+            with set_trace(pe):
+                outs = core.eval_jaxpr(jaxpr, (), *args)
+            out_unknowns = [type(o) is JaxprTracer and o._trace is pe for o in outs]
+            unknown_outs = [o for o, u in zip(outs, out_unknowns) if u]
+            ujaxpr, residuals = ubuilder.build(u_tracers, unknown_outs, pe)
+        finally:
+            pe.alive = False
+        result["unknown"] = convert_constvars_to_invars(ujaxpr)
+        result["out_unknowns"] = out_unknowns
+        result["num_res"] = len(residuals)
+        known_outs = [o for o, u in zip(outs, out_unknowns) if not u]
+        return known_outs + list(residuals)
+
+    kjaxpr, kconsts = trace_to_jaxpr(known_fun, known_avals, name="known")
+    # Constants created while tracing the known part become its inputs? They are
+    # concrete (the program has no outer tracers), so keep them as literals-in-consts.
+    if kconsts:
+        kjaxpr = _close_over(kjaxpr, kconsts)
+    out = (kjaxpr, result["unknown"], result["out_unknowns"], result["num_res"])
+    jaxpr.cache[key] = out
+    return out
+
+
+def _close_over(jaxpr, consts):
+    """Inline concrete consts as a leading 'const' equation-free binding.
+
+    The jit call primitive takes programs without constvars, so concrete
+    constants are wrapped by a ``const`` primitive per value.
+    """
+    from ..primitives.structural import constant_p
+    eqns = [core.Eqn(constant_p, [], [v], {"value": c}) for v, c in zip(jaxpr.constvars, consts)]
+    return core.Jaxpr([], jaxpr.invars, eqns + jaxpr.eqns, jaxpr.outvars)
+
+
+def close_consts(jaxpr, consts):
+    """Turn concrete consts into ``constant`` equations; tracer consts must not occur."""
+    return _close_over(jaxpr, consts)

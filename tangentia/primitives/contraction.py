@@ -1,0 +1,255 @@
+"""Tensor contractions: ``dot_general`` (matmul, dot, tensordot, inner,
+outer) and ``einsum``."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import core, dtypes
+from ..core import Primitive, ShapedArray
+from ..interpreters.ad import Zero, add_any_p, is_undefined
+from ..interpreters.batching import move_to_front
+from . import structural as S
+
+# ---------------------------------------------------------------------------
+# dot_general: dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))
+# Output layout: batch dims, then lhs free dims, then rhs free dims.
+
+
+def _free(nd, contract, batch):
+    return tuple(i for i in range(nd) if i not in contract and i not in batch)
+
+
+def _dot_general_impl(x, y, dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    xn, yn = x.ndim, y.ndim
+    if not lb:
+        if lc == (xn - 1,) and rc == ((0,) if yn == 1 else (yn - 2,)) and yn <= 2:
+            return np.matmul(x, y) if xn >= 1 and yn >= 1 else np.tensordot(x, y, (lc, rc))
+        return np.tensordot(x, y, (lc, rc))
+    lf = _free(xn, lc, lb)
+    rf = _free(yn, rc, rb)
+    xt = np.transpose(x, lb + lf + lc)
+    yt = np.transpose(y, rb + rc + rf)
+    bshape = xt.shape[:len(lb)]
+    lfs = xt.shape[len(lb):len(lb) + len(lf)]
+    rfs = yt.shape[len(rb) + len(rc):]
+    k = int(np.prod(xt.shape[len(lb) + len(lf):], dtype=np.int64))
+    m = int(np.prod(lfs, dtype=np.int64))
+    n = int(np.prod(rfs, dtype=np.int64))
+    out = np.matmul(xt.reshape(bshape + (m, k)), yt.reshape(bshape + (k, n)))
+    return out.reshape(bshape + lfs + rfs)
+
+
+def _dot_general_abstract_eval(x, y, dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    if len(lc) != len(rc) or any(x.shape[a] != y.shape[b] for a, b in zip(lc, rc)):
+        raise ValueError(
+            f"dot_general: contracting dimensions must match: lhs shape {x.shape} axes {lc}, "
+            f"rhs shape {y.shape} axes {rc}")
+    if len(lb) != len(rb) or any(x.shape[a] != y.shape[b] for a, b in zip(lb, rb)):
+        raise ValueError(
+            f"dot_general: batch dimensions must match: lhs shape {x.shape} axes {lb}, "
+            f"rhs shape {y.shape} axes {rb}")
+    shape = (tuple(x.shape[i] for i in lb) + tuple(x.shape[i] for i in _free(x.ndim, lc, lb))
+             + tuple(y.shape[i] for i in _free(y.ndim, rc, rb)))
+    dtype, weak = dtypes.result_type((x.dtype, x.weak_type), (y.dtype, y.weak_type))
+    return ShapedArray(shape, dtype, weak)
+
+
+dot_general_p = Primitive("dot_general")
+dot_general_p.impl = _dot_general_impl
+dot_general_p.abstract_eval = _dot_general_abstract_eval
+
+
+dot_general_p.lower = lambda dimension_numbers: (lambda x, y: _dot_general_impl(x, y, dimension_numbers))
+
+
+def dot_general(x, y, dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    dn = ((tuple(int(i) for i in lc), tuple(int(i) for i in rc)),
+          (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
+    return dot_general_p.bind(x, y, dimension_numbers=dn)
+
+
+def _dot_general_jvp(primals, tangents, dimension_numbers):
+    x, y = primals
+    tx, ty = tangents
+    ans = dot_general_p.bind(x, y, dimension_numbers=dimension_numbers)
+    t = None
+    if type(tx) is not Zero:
+        t = dot_general_p.bind(tx, y, dimension_numbers=dimension_numbers)
+    if type(ty) is not Zero:
+        c = dot_general_p.bind(x, ty, dimension_numbers=dimension_numbers)
+        t = c if t is None else add_any_p.bind(t, c)
+    return ans, (Zero.from_primal(ans) if t is None else t)
+
+
+def _ranks(x):
+    return x.aval.ndim if is_undefined(x) else core.get_aval(x).ndim
+
+
+def _dot_transpose_lhs(ct, x_nd, y, dimension_numbers, swap=False):
+    (lc, rc), (lb, rb) = dimension_numbers
+    y_nd = core.get_aval(y).ndim
+    nb = len(lb)
+    xf = _free(x_nd, lc, lb)
+    yf = _free(y_nd, rc, rb)
+    if swap:
+        ct_free = tuple(range(nb + len(yf), nb + len(yf) + len(xf)))
+        ct_other_free = tuple(range(nb, nb + len(yf)))
+    else:
+        ct_free = tuple(range(nb, nb + len(xf)))
+        ct_other_free = tuple(range(nb + len(xf), nb + len(xf) + len(yf)))
+    dn = ((ct_other_free, yf), (tuple(range(nb)), rb))
+    res = dot_general(ct, y, dn)  # dims: batch, ct_free (x free), y's rc dims ascending
+    del ct_free
+    order = list(lb) + list(xf) + [lc[rc.index(r)] for r in sorted(rc)]
+    perm = tuple(int(i) for i in np.argsort(order))
+    return S.transpose(res, perm)
+
+
+def _dot_general_transpose(ct, x, y, dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    if is_undefined(x) and is_undefined(y):
+        raise TypeError("dot_general: both operands are linear (not a linear function)")
+    if is_undefined(x):
+        ctx = _dot_transpose_lhs(ct, x.aval.ndim, y, dimension_numbers)
+        return _cast(ctx, x.aval), None
+    swapped = ((rc, lc), (rb, lb))
+    cty = _dot_transpose_lhs(ct, y.aval.ndim, x, swapped, swap=True)
+    return None, _cast(cty, y.aval)
+
+
+def _cast(x, aval):
+    if core.get_aval(x).dtype != aval.dtype and aval.dtype.kind in "fc":
+        return S.convert_element_type(x, aval.dtype)
+    return x
+
+
+def _dot_general_batch(args, dims, dimension_numbers):
+    x, y = args
+    xd, yd = dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    shift = lambda ds: tuple(i + 1 for i in ds)  # noqa: E731
+    if xd is not None and yd is not None:
+        x = move_to_front(x, xd)
+        y = move_to_front(y, yd)
+        dn = ((shift(lc), shift(rc)), ((0,) + shift(lb), (0,) + shift(rb)))
+        return dot_general(x, y, dn), 0
+    nb = len(lb)
+    if xd is not None:
+        x = move_to_front(x, xd)
+        dn = ((shift(lc), rc), (shift(lb), rb))
+        return dot_general(x, y, dn), nb  # new free dim 0 is the first lhs free dim
+    y = move_to_front(y, yd)
+    x_nd = core.get_aval(x).ndim
+    dn = ((lc, shift(rc)), (lb, shift(rb)))
+    return dot_general(x, y, dn), nb + len(_free(x_nd, lc, lb))
+
+
+dot_general_p.jvp = _dot_general_jvp
+dot_general_p.transpose = _dot_general_transpose
+dot_general_p.batch = _dot_general_batch
+
+# ---------------------------------------------------------------------------
+# einsum (explicit subscripts only, e.g. "ij,jk->ik"; the numpy layer
+# normalizes implicit mode and ellipses)
+
+einsum_p = Primitive("einsum")
+
+
+def _einsum_impl(*operands, subscripts):
+    return np.einsum(subscripts, *operands, optimize=len(operands) > 2)
+
+
+einsum_p.impl = _einsum_impl
+einsum_p.lower = lambda subscripts: (lambda *ops: _einsum_impl(*ops, subscripts=subscripts))
+
+
+def _parse(subscripts):
+    ins, out = subscripts.split("->")
+    return ins.split(","), out
+
+
+def _einsum_abstract_eval(*ops, subscripts):
+    ins, out = _parse(subscripts)
+    if len(ins) != len(ops):
+        raise ValueError(f"einsum: subscripts {subscripts!r} name {len(ins)} operands, got {len(ops)}")
+    sizes = {}
+    for s, a in zip(ins, ops):
+        if len(s) != a.ndim:
+            raise ValueError(f"einsum: subscript {s!r} does not match operand of shape {a.shape}")
+        for c, d in zip(s, a.shape):
+            if sizes.setdefault(c, d) != d and d != 1 and sizes[c] != 1:
+                raise ValueError(f"einsum: index {c!r} has inconsistent sizes {sizes[c]} and {d}")
+            sizes[c] = max(sizes[c], d)
+    dtype, weak = dtypes.result_type(*[(a.dtype, a.weak_type) for a in ops])
+    return ShapedArray(tuple(sizes[c] for c in out), dtype, weak)
+
+
+einsum_p.abstract_eval = _einsum_abstract_eval
+
+
+def einsum_explicit(subscripts, *operands):
+    return einsum_p.bind(*operands, subscripts=subscripts)
+
+
+def _einsum_jvp(primals, tangents, subscripts):
+    ans = einsum_p.bind(*primals, subscripts=subscripts)
+    t = None
+    for i, ti in enumerate(tangents):
+        if type(ti) is Zero:
+            continue
+        ops = list(primals)
+        ops[i] = ti
+        c = einsum_p.bind(*ops, subscripts=subscripts)
+        t = c if t is None else add_any_p.bind(t, c)
+    return ans, (Zero.from_primal(ans) if t is None else t)
+
+
+def _einsum_transpose(ct, *ops, subscripts):
+    ins, out = _parse(subscripts)
+    lin = [i for i, o in enumerate(ops) if is_undefined(o)]
+    if len(lin) != 1:
+        raise TypeError("einsum: exactly one operand may be linear")
+    k = lin[0]
+    sk = ins[k]
+    if len(set(sk)) != len(sk):
+        raise NotImplementedError(f"einsum: transposing an operand with a repeated index ({sk!r})")
+    others = [(s, o) for i, (s, o) in enumerate(zip(ins, ops)) if i != k]
+    present = set(out).union(*[set(s) for s, _ in others]) if others else set(out)
+    reduced = "".join(c for c in sk if c in present)
+    subs = ",".join([out] + [s for s, _ in others]) + "->" + reduced
+    res = einsum_p.bind(ct, *[o for _, o in others], subscripts=subs)
+    shape = ops[k].aval.shape
+    if reduced != sk:
+        kept_shape = tuple(d if c in present else 1 for c, d in zip(sk, shape))
+        res = S.broadcast_to(S.reshape(res, kept_shape), shape)
+    res_shape = core.get_aval(res).shape
+    if res_shape != shape:  # size-1 broadcasting inside einsum
+        from .elementwise import unbroadcast
+        res = unbroadcast(res, ops[k].aval)
+    cts = [None] * len(ops)
+    cts[k] = _cast(res, ops[k].aval)
+    return cts
+
+
+def _einsum_batch(args, dims, subscripts):
+    ins, out = _parse(subscripts)
+    used = set(subscripts)
+    letter = next(c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBAzyxwvutsrqponmlkjihgfedcba" if c not in used)
+    new_ops, new_ins = [], []
+    for s, x, d in zip(ins, args, dims):
+        if d is None:
+            new_ops.append(x)
+            new_ins.append(s)
+        else:
+            new_ops.append(move_to_front(x, d))
+            new_ins.append(letter + s)
+    subs = ",".join(new_ins) + "->" + letter + out
+    return einsum_p.bind(*new_ops, subscripts=subs), 0
+
+
+einsum_p.jvp = _einsum_jvp
+einsum_p.transpose = _einsum_transpose
+einsum_p.batch = _einsum_batch

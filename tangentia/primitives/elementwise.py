@@ -1,0 +1,487 @@
+"""Elementwise primitives with NumPy broadcasting and NumPy dtype promotion.
+
+Each primitive is defined once, here, with its implementation (a NumPy
+ufunc), shape/dtype rule, JVP, transpose where linear, and batching rule.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from .. import core, dtypes
+from ..core import Primitive, ShapedArray
+from ..interpreters import ad
+from ..interpreters.ad import Zero, defjvp, defjvp_zero, is_undefined
+from ..interpreters.batching import move_to_front
+from . import reductions as R
+from . import structural as S
+
+# ---------------------------------------------------------------------------
+# Shape and dtype rules
+
+
+def broadcast_shapes(name, *shapes):
+    """NumPy broadcasting; the error names the primitive and both shapes."""
+    first = shapes[0]
+    if all(s == first for s in shapes):
+        return first
+    nd = max(len(s) for s in shapes)
+    out = []
+    for i in range(nd):
+        size = 1
+        for s in shapes:
+            j = i - (nd - len(s))
+            if j < 0:
+                continue
+            d = s[j]
+            if d != 1:
+                if size != 1 and d != size:
+                    raise ValueError(
+                        f"{name}: incompatible shapes for broadcasting: "
+                        f"{', '.join(str(tuple(s)) for s in shapes)}")
+                size = d
+        out.append(size)
+    return tuple(out)
+
+
+_PROTO = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
+
+
+@lru_cache(maxsize=8192)
+def ufunc_result(ufunc, key):
+    """(dtype, weak) of ``ufunc`` applied to inputs described by ``key``.
+
+    ``key`` is a tuple of (dtype, weak) pairs; weak inputs act as Python scalars.
+    """
+    operands = [_PROTO[d.kind] if w else np.empty((0,), d) for d, w in key]
+    with np.errstate(all="ignore"):
+        out = ufunc(*operands)
+    if isinstance(out, tuple):
+        out = out[0]
+    weak = all(w for _, w in key)
+    return np.asarray(out).dtype if weak else out.dtype, weak
+
+
+def elementwise_abstract_eval(name, ufunc):
+    def rule(*avals, **params):
+        shape = broadcast_shapes(name, *[a.shape for a in avals])
+        dtype, weak = ufunc_result(ufunc, tuple((a.dtype, a.weak_type) for a in avals))
+        return ShapedArray(shape, dtype, weak)
+    return rule
+
+
+def elementwise_batch(prim):
+    def rule(args, dims, **params):
+        if len(args) == 1:
+            return prim.bind(args[0], **params), dims[0]
+        ranks = [core.get_aval(x).ndim - (d is not None) for x, d in zip(args, dims)]
+        out_rank = max(ranks)
+        # Fast path: every batched arg has full rank and the same batch axis,
+        # and unbatched args are scalars.
+        d0 = next(d for d in dims if d is not None)
+        if all((d == d0 and r == out_rank) if d is not None else r == 0
+               for d, r in zip(dims, ranks)):
+            return prim.bind(*args, **params), d0
+        new = []
+        for x, d, r in zip(args, dims, ranks):
+            if d is None:
+                new.append(x)
+                continue
+            x = move_to_front(x, d)
+            if r < out_rank:
+                shape = core.get_aval(x).shape
+                x = S.reshape(x, (shape[0],) + (1,) * (out_rank - r) + shape[1:])
+            new.append(x)
+        return prim.bind(*new, **params), 0
+    return rule
+
+
+def _impl_from(ufunc):
+    return ufunc
+
+
+def elementwise(name, ufunc, jvp_fns=None, zero_jvp=False):
+    """Define an elementwise primitive backed by a NumPy ufunc."""
+    p = Primitive(name)
+    p.impl = _impl_from(ufunc)
+    p.abstract_eval = elementwise_abstract_eval(name, ufunc)
+    p.batch = elementwise_batch(p)
+    p.lower = lambda **params: ufunc
+    if zero_jvp:
+        defjvp_zero(p)
+    elif jvp_fns is not None:
+        defjvp(p, *[_broadcasting(fn) if fn is not None else None for fn in jvp_fns])
+    return p
+
+
+def _broadcasting(fn):
+    """Broadcast an argument's tangent contribution to the output's shape."""
+    def wrapped(t, ans, *primals, **params):
+        c = fn(t, ans, *primals, **params)
+        out_shape = core.get_aval(ans).shape
+        if core.get_aval(c).shape != out_shape:
+            c = S.broadcast_to(c, out_shape)
+        return c
+    return wrapped
+
+
+def unbroadcast(x, aval):
+    """Sum ``x`` down to ``aval``'s shape (the transpose of broadcasting)."""
+    xa = core.get_aval(x)
+    if xa.shape != aval.shape:
+        nd = len(xa.shape)
+        lead = nd - len(aval.shape)
+        axes = tuple(range(lead)) + tuple(
+            i + lead for i, d in enumerate(aval.shape) if d == 1 and xa.shape[i + lead] != 1)
+        if axes:
+            x = R.reduce_sum(x, axes)
+        if core.get_aval(x).shape != aval.shape:
+            x = S.reshape(x, aval.shape)
+    if aval.dtype != xa.dtype and aval.dtype != dtypes.float0 and aval.dtype.kind in "fc":
+        x = S.convert_element_type(x, aval.dtype)
+    return x
+
+
+# ---------------------------------------------------------------------------
+# Linear arithmetic
+
+add_p = elementwise("add", np.add, [lambda t, ans, x, y: t, lambda t, ans, x, y: t])
+sub_p = elementwise("sub", np.subtract, [lambda t, ans, x, y: t, lambda t, ans, x, y: neg(t)])
+neg_p = elementwise("neg", np.negative, [lambda t, ans, x: neg(t)])
+
+
+def add(x, y):
+    return add_p.bind(x, y)
+
+
+def sub(x, y):
+    return sub_p.bind(x, y)
+
+
+def neg(x):
+    return neg_p.bind(x)
+
+
+def _add_transpose(ct, x, y):
+    return (unbroadcast(ct, x.aval) if is_undefined(x) else None,
+            unbroadcast(ct, y.aval) if is_undefined(y) else None)
+
+
+def _sub_transpose(ct, x, y):
+    return (unbroadcast(ct, x.aval) if is_undefined(x) else None,
+            unbroadcast(neg(ct), y.aval) if is_undefined(y) else None)
+
+
+add_p.transpose = _add_transpose
+sub_p.transpose = _sub_transpose
+neg_p.transpose = lambda ct, x: (neg(ct),)
+
+
+def mul(x, y):
+    return mul_p.bind(x, y)
+
+
+def div(x, y):
+    return div_p.bind(x, y)
+
+
+mul_p = elementwise("mul", np.multiply,
+                    [lambda t, ans, x, y: mul(t, y), lambda t, ans, x, y: mul(x, t)])
+
+
+def _mul_transpose(ct, x, y):
+    if is_undefined(x) and is_undefined(y):
+        raise TypeError("mul: transposition of a product of two linear values (not linear)")
+    if is_undefined(x):
+        return unbroadcast(mul(ct, y), x.aval), None
+    return None, unbroadcast(mul(x, ct), y.aval)
+
+
+mul_p.transpose = _mul_transpose
+
+div_p = elementwise("div", np.true_divide,
+                    [lambda t, ans, x, y: div(t, y),
+                     lambda t, ans, x, y: neg(mul(t, div(ans, y)))])
+
+
+def _div_transpose(ct, x, y):
+    if is_undefined(y):
+        raise TypeError("div: transposition with respect to the denominator (not linear)")
+    return unbroadcast(div(ct, y), x.aval), None
+
+
+div_p.transpose = _div_transpose
+
+# ---------------------------------------------------------------------------
+# Transcendental and other smooth functions
+
+
+def _unary(name, ufunc, jvp):
+    p = elementwise(name, ufunc, [jvp])
+    return p, (lambda x: p.bind(x))
+
+
+exp_p, exp = _unary("exp", np.exp, lambda t, ans, x: mul(t, ans))
+log_p, log = _unary("log", np.log, lambda t, ans, x: div(t, x))
+log1p_p, log1p = _unary("log1p", np.log1p, lambda t, ans, x: div(t, add(x, 1)))
+expm1_p, expm1 = _unary("expm1", np.expm1, lambda t, ans, x: mul(t, add(ans, 1)))
+sin_p, sin = _unary("sin", np.sin, lambda t, ans, x: mul(t, cos(x)))
+cos_p, cos = _unary("cos", np.cos, lambda t, ans, x: neg(mul(t, sin(x))))
+tan_p, tan = _unary("tan", np.tan, lambda t, ans, x: mul(t, add(1, mul(ans, ans))))
+arcsin_p, arcsin = _unary("asin", np.arcsin, lambda t, ans, x: div(t, sqrt(sub(1, mul(x, x)))))
+arccos_p, arccos = _unary("acos", np.arccos,
+                          lambda t, ans, x: neg(div(t, sqrt(sub(1, mul(x, x))))))
+arctan_p, arctan = _unary("atan", np.arctan, lambda t, ans, x: div(t, add(1, mul(x, x))))
+sinh_p, sinh = _unary("sinh", np.sinh, lambda t, ans, x: mul(t, cosh(x)))
+cosh_p, cosh = _unary("cosh", np.cosh, lambda t, ans, x: mul(t, sinh(x)))
+tanh_p, tanh = _unary("tanh", np.tanh, lambda t, ans, x: mul(t, sub(1, mul(ans, ans))))
+arcsinh_p, arcsinh = _unary("asinh", np.arcsinh,
+                            lambda t, ans, x: div(t, sqrt(add(mul(x, x), 1))))
+arccosh_p, arccosh = _unary("acosh", np.arccosh,
+                            lambda t, ans, x: div(t, mul(sqrt(sub(x, 1)), sqrt(add(x, 1)))))
+arctanh_p, arctanh = _unary("atanh", np.arctanh, lambda t, ans, x: div(t, sub(1, mul(x, x))))
+sqrt_p, sqrt = _unary("sqrt", np.sqrt, lambda t, ans, x: div(t, mul(2, ans)))
+cbrt_p, cbrt = _unary("cbrt", np.cbrt, lambda t, ans, x: div(t, mul(3, mul(ans, ans))))
+abs_p, abs = _unary("abs", np.absolute, lambda t, ans, x: mul(t, sign(x)))
+
+
+def _integer_pow_impl(x, y):
+    if y == 2:
+        return np.multiply(x, x)
+    return np.power(x, y)
+
+
+integer_pow_p = Primitive("integer_pow")
+integer_pow_p.impl = _integer_pow_impl
+
+
+def _integer_pow_abstract_eval(x, y):
+    dtype = x.dtype
+    if y < 0 and dtype.kind in "iub":
+        raise ValueError(f"integer_pow: integers cannot be raised to negative powers (got y={y})")
+    return ShapedArray(x.shape, dtype, x.weak_type)
+
+
+integer_pow_p.abstract_eval = _integer_pow_abstract_eval
+integer_pow_p.batch = lambda args, dims, y: (integer_pow(args[0], y), dims[0])
+integer_pow_p.lower = lambda y: (lambda x: _integer_pow_impl(x, y))
+
+
+def integer_pow(x, y):
+    return integer_pow_p.bind(x, y=y)
+
+
+def _integer_pow_jvp(t, ans, x, y):
+    if y == 0:
+        return mul(t, 0.0)
+    if y == 1:
+        return t
+    if y == 2:
+        return mul(t, mul(2, x))
+    return mul(t, mul(y, integer_pow(x, y - 1)))
+
+
+defjvp(integer_pow_p, _integer_pow_jvp)
+
+
+def _pow_jvp_x(t, ans, x, y):
+    # d/dx x**y = y * x**(y-1); written to be exact at y == 0 and y == 1.
+    yd = core.get_aval(y).dtype
+    ym1 = sub(y, 1) if yd.kind in "fc" else sub(y, 1)
+    return mul(t, mul(y, power(x, ym1)))
+
+
+def _pow_jvp_y(t, ans, x, y):
+    # d/dy x**y = log(x) * x**y, taken as 0 where x == 0 (and y > 0).
+    safe_log = select(eq(x, 0), 0.0, log(select(eq(x, 0), 1.0, x)))
+    return mul(t, mul(safe_log, ans))
+
+
+pow_p = elementwise("pow", np.power, [_pow_jvp_x, _pow_jvp_y])
+
+
+def power(x, y):
+    return pow_p.bind(x, y)
+
+
+def _minmax_jvp(pick_x, pick_y):
+    def tx(t, ans, x, y):
+        return mul(t, _weights(x, y, pick_x))
+
+    def ty(t, ans, x, y):
+        return mul(t, _weights(y, x, pick_x))
+    return tx, ty
+
+
+def _weights(a, b, better):
+    # 1 where a wins, 0.5 on ties, 0 where b wins (as in JAX).
+    w = select(better(a, b), 1.0, 0.0)
+    return select(eq(a, b), 0.5, w)
+
+
+maximum_p = elementwise("max", np.maximum, list(_minmax_jvp(lambda a, b: gt(a, b), None)))
+minimum_p = elementwise("min", np.minimum, list(_minmax_jvp(lambda a, b: lt(a, b), None)))
+
+
+def maximum(x, y):
+    return maximum_p.bind(x, y)
+
+
+def minimum(x, y):
+    return minimum_p.bind(x, y)
+
+
+def _atan2_jvp_x(t, ans, x, y):
+    return mul(t, div(y, add(mul(x, x), mul(y, y))))
+
+
+def _atan2_jvp_y(t, ans, x, y):
+    return neg(mul(t, div(x, add(mul(x, x), mul(y, y)))))
+
+
+atan2_p = elementwise("atan2", np.arctan2, [_atan2_jvp_x, _atan2_jvp_y])
+
+
+def arctan2(x, y):
+    return atan2_p.bind(x, y)
+
+
+rem_p = elementwise("rem", np.remainder,
+                    [lambda t, ans, x, y: t,
+                     lambda t, ans, x, y: mul(t, neg(floor(div(x, y))))])
+
+
+def remainder(x, y):
+    return rem_p.bind(x, y)
+
+
+# ---------------------------------------------------------------------------
+# Piecewise-constant functions: zero derivative
+
+sign_p = elementwise("sign", np.sign, zero_jvp=True)
+floor_p = elementwise("floor", np.floor, zero_jvp=True)
+ceil_p = elementwise("ceil", np.ceil, zero_jvp=True)
+round_p = elementwise("round", np.rint, zero_jvp=True)
+floor_divide_p = elementwise("floor_divide", np.floor_divide, zero_jvp=True)
+
+
+def sign(x):
+    return sign_p.bind(x)
+
+
+def floor(x):
+    return floor_p.bind(x)
+
+
+def ceil(x):
+    return ceil_p.bind(x)
+
+
+def round(x):
+    return round_p.bind(x)
+
+
+def floor_divide(x, y):
+    return floor_divide_p.bind(x, y)
+
+
+# Comparisons and logic (boolean outputs, zero derivative)
+eq_p = elementwise("eq", np.equal, zero_jvp=True)
+ne_p = elementwise("ne", np.not_equal, zero_jvp=True)
+lt_p = elementwise("lt", np.less, zero_jvp=True)
+le_p = elementwise("le", np.less_equal, zero_jvp=True)
+gt_p = elementwise("gt", np.greater, zero_jvp=True)
+ge_p = elementwise("ge", np.greater_equal, zero_jvp=True)
+and_p = elementwise("and", np.logical_and, zero_jvp=True)
+or_p = elementwise("or", np.logical_or, zero_jvp=True)
+xor_p = elementwise("xor", np.logical_xor, zero_jvp=True)
+not_p = elementwise("not", np.logical_not, zero_jvp=True)
+bitwise_and_p = elementwise("bitwise_and", np.bitwise_and, zero_jvp=True)
+bitwise_or_p = elementwise("bitwise_or", np.bitwise_or, zero_jvp=True)
+bitwise_xor_p = elementwise("bitwise_xor", np.bitwise_xor, zero_jvp=True)
+bitwise_not_p = elementwise("bitwise_not", np.invert, zero_jvp=True)
+isnan_p = elementwise("isnan", np.isnan, zero_jvp=True)
+isinf_p = elementwise("isinf", np.isinf, zero_jvp=True)
+isfinite_p = elementwise("isfinite", np.isfinite, zero_jvp=True)
+
+
+def eq(x, y):
+    return eq_p.bind(x, y)
+
+
+def ne(x, y):
+    return ne_p.bind(x, y)
+
+
+def lt(x, y):
+    return lt_p.bind(x, y)
+
+
+def le(x, y):
+    return le_p.bind(x, y)
+
+
+def gt(x, y):
+    return gt_p.bind(x, y)
+
+
+def ge(x, y):
+    return ge_p.bind(x, y)
+
+
+# ---------------------------------------------------------------------------
+# select (where)
+
+
+def _select_impl(pred, x, y):
+    return np.where(pred, x, y)
+
+
+select_p = Primitive("select")
+select_p.impl = _select_impl
+select_p.lower = lambda: _select_impl
+
+
+def _select_abstract_eval(pred, x, y):
+    if pred.dtype != dtypes.bool_:
+        raise TypeError(f"select: the predicate must be boolean, got {pred.str_short()}")
+    shape = broadcast_shapes("where", pred.shape, x.shape, y.shape)
+    dtype, weak = dtypes.result_type((x.dtype, x.weak_type), (y.dtype, y.weak_type))
+    return ShapedArray(shape, dtype, weak)
+
+
+select_p.abstract_eval = _select_abstract_eval
+select_p.batch = elementwise_batch(select_p)
+
+
+def select(pred, x, y):
+    return select_p.bind(pred, x, y)
+
+
+def _select_jvp(primals, tangents):
+    pred, x, y = primals
+    _, tx, ty = tangents
+    ans = select(pred, x, y)
+    if type(tx) is Zero and type(ty) is Zero:
+        return ans, Zero.from_primal(ans)
+    out_aval = core.get_aval(ans)
+    tx = ad.instantiate(tx) if type(tx) is not Zero else np.zeros((), out_aval.dtype)
+    ty = ad.instantiate(ty) if type(ty) is not Zero else np.zeros((), out_aval.dtype)
+    t = select(pred, tx, ty)
+    if core.get_aval(t).shape != out_aval.shape:
+        t = S.broadcast_to(t, out_aval.shape)
+    return ans, t
+
+
+def _select_transpose(ct, pred, x, y):
+    if is_undefined(pred):
+        raise TypeError("select: the predicate cannot be linear")
+    zero = np.zeros((), core.get_aval(ct).dtype)
+    return (None,
+            unbroadcast(select(pred, ct, zero), x.aval) if is_undefined(x) else None,
+            unbroadcast(select(pred, zero, ct), y.aval) if is_undefined(y) else None)
+
+
+select_p.jvp = _select_jvp
+select_p.transpose = _select_transpose
