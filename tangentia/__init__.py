@@ -10,6 +10,8 @@ from .api import (ShapeDtypeStruct, eval_shape, grad, hessian, jacfwd, jacrev, j
                   linearize, make_jaxpr, value_and_grad, vjp, vmap)
 from .core import (ConcretizationTypeError, TracerArrayConversionError, UnexpectedTracerError,
                    ClosedJaxpr, Jaxpr)
+from . import custom_derivatives
+from .custom_derivatives import closure_convert, custom_jvp, custom_vjp
 from . import numpy  # noqa: F401
 from . import lax  # noqa: F401
 from . import dtypes  # noqa: F401
@@ -19,4 +21,5 @@ __version__ = "0.1.0"
 __all__ = ["ShapeDtypeStruct", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
            "linearize", "make_jaxpr", "value_and_grad", "vjp", "vmap", "tree_util", "numpy", "lax",
            "ConcretizationTypeError", "TracerArrayConversionError", "UnexpectedTracerError",
-           "ClosedJaxpr", "Jaxpr"]
+           "ClosedJaxpr", "Jaxpr", "custom_jvp", "custom_vjp", "closure_convert",
+           "custom_derivatives"]

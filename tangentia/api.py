@@ -238,7 +238,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     """Return a function computing ``fun``'s value and its gradient."""
     _check_callable(fun, "value_and_grad")
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def value_and_grad_f(*args, **kwargs):
         return _value_and_grad(fun, argnums, has_aux, allow_int, "grad", args, kwargs)
 
@@ -304,7 +304,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
     """Return a function computing the gradient of scalar-valued ``fun``."""
     _check_callable(fun, "grad")
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def grad_f(*args, **kwargs):
         (_, aux), g = _value_and_grad(fun, argnums, True, allow_int, "grad", args, kwargs) \
             if has_aux else ((None, None), _value_and_grad(fun, argnums, False, allow_int,
@@ -472,7 +472,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     if not (in_axes is None or isinstance(in_axes, (int, tuple, dict))):
         raise TypeError(f"vmap in_axes must be an int, None, or a tuple/dict of them, got {in_axes!r}")
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def vmapped(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise ValueError(f"vmap of {_fun_name(fun)}: in_axes has {len(in_axes)} entries but "
@@ -639,7 +639,7 @@ class _Jitted:
         self.static_argnames = frozenset(names)
         self.cache = {}
         self.name = _fun_name(fun)
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())
 
     def _signature(self, args, kwargs):
         if self.static_argnums or self.static_argnames:

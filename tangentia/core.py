@@ -170,9 +170,9 @@ class Trace:
         return type(self).__name__
 
     def check_foreign(self, x):
-        """Raise if ``x`` is a tracer whose transformation has already ended."""
-        if not x._trace.alive:
-            raise leaked_tracer_error(x)
+        """Raise if ``x`` is a tracer whose transformation has ended or is suspended."""
+        if x._trace.alive is not True:
+            raise inactive_tracer_error(x)
 
 
 class EvalTrace(Trace):
@@ -191,6 +191,9 @@ class EvalTrace(Trace):
 
 
 EVAL_TRACE = EvalTrace(None)
+# Name of the custom JVP rule currently running (recorded on staged equations
+# so that a non-linear rule can be named when transposition fails).
+custom_rule_ctx = contextvars.ContextVar("tangentia_custom_rule", default=None)
 _trace_ctx = contextvars.ContextVar("tangentia_current_trace", default=EVAL_TRACE)
 current_trace = _trace_ctx.get
 
@@ -209,6 +212,40 @@ class set_trace:
 
     def __exit__(self, *exc):
         _trace_ctx.reset(self.token)
+
+
+class Suspended:
+    """Marks a differentiation trace while a custom rule of ``name`` runs.
+
+    A tracer of a suspended trace reaching a primitive means the custom
+    function closed over a value being differentiated.
+    """
+
+    __slots__ = ("kind", "name")
+
+    def __init__(self, kind, name):
+        self.kind = kind
+        self.name = name
+
+
+class CustomRuleClosureError(TypeError):
+    """A custom_jvp/custom_vjp function was differentiated with respect to a closed-over value."""
+
+
+def closure_error(kind, name):
+    return CustomRuleClosureError(
+        f"Detected differentiation of a {kind} function ({name}) with respect to a closed-over "
+        f"value. That isn't supported because the custom {'JVP' if kind == 'custom_jvp' else 'VJP'} "
+        f"rule only specifies how to differentiate the {kind} function with respect to explicit "
+        f"input parameters. Try passing the closed-over value into the {kind} function as an "
+        f"argument, and adapting the {kind} rule.")
+
+
+def inactive_tracer_error(x):
+    state = x._trace.alive
+    if isinstance(state, Suspended):
+        return closure_error(state.kind, state.name)
+    return leaked_tracer_error(x)
 
 
 def leaked_tracer_error(x):
@@ -340,8 +377,8 @@ class Tracer:
         return np.asarray(self.concrete_value("tolist")).tolist()
 
     def __array__(self, dtype=None, copy=None):
-        if not self._trace.alive:
-            raise leaked_tracer_error(self)
+        if self._trace.alive is not True:
+            raise inactive_tracer_error(self)
         raise TracerArrayConversionError(
             f"A traced array {self.aval.str_short()} was passed to a NumPy function that needs a "
             f"concrete array, while running under {self._trace.describe()}. NumPy functions "
@@ -374,11 +411,6 @@ def _default_concrete_value(self, tracer, context):
 
 
 Trace.concrete_value = _default_concrete_value
-
-
-def full_lower(x):
-    """Strip tracers of finished traces? No: identity hook kept for symmetry."""
-    return x
 
 
 # ---------------------------------------------------------------------------
@@ -414,15 +446,17 @@ class Literal:
 
 
 class Eqn:
-    """``outputs = prim[params](*inputs)``."""
+    """``outputs = prim[params](*inputs)``; ``source`` names the custom rule
+    that emitted it, if any (for error messages)."""
 
-    __slots__ = ("prim", "inputs", "outputs", "params")
+    __slots__ = ("prim", "inputs", "outputs", "params", "source")
 
-    def __init__(self, prim, inputs, outputs, params):
+    def __init__(self, prim, inputs, outputs, params, source=None):
         self.prim = prim
         self.inputs = inputs
         self.outputs = outputs
         self.params = params
+        self.source = source
 
 
 class Jaxpr:

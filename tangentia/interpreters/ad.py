@@ -265,11 +265,20 @@ def backward_pass(jaxpr, consts, cts_out):
         args = [UndefinedPrimal(a.aval) if type(a) is Var and a in linear else read(a)
                 for a in eqn.inputs]
         rule = eqn.prim.transpose
-        if rule is None:
-            raise NotImplementedError(
-                f"transpose rule for '{eqn.prim.name}' not implemented: it appeared in a linear "
-                "program but is not linear")
-        cts_in = rule(cts, *args, **eqn.params)
+        try:
+            if rule is None:
+                raise NotImplementedError(
+                    f"transpose rule for '{eqn.prim.name}' not implemented: it appeared in a "
+                    "linear program but is not linear")
+            cts_in = rule(cts, *args, **eqn.params)
+        except (NotImplementedError, TypeError) as err:
+            if eqn.source is None:
+                raise
+            raise TypeError(
+                f"The custom_jvp rule of {eqn.source} is not linear in its tangents, so it cannot "
+                f"be used for reverse-mode differentiation (grad/vjp): it applies "
+                f"'{eqn.prim.name}' to a tangent in a non-linear way ({err}). A JVP rule's "
+                "tangent output must be a linear function of the input tangents.") from None
         for a, c in zip(eqn.inputs, cts_in):
             if type(a) is Var and a in linear:
                 accum(a, c)

@@ -33,12 +33,17 @@ class BatchTracer(Tracer):
 
 
 class BatchTrace(core.Trace):
-    __slots__ = ("axis_size", "axis_name")
+    """Batching interpreter.  Tracers are recognized by ``tag``: a sub-trace
+    made for a custom rule shares its parent's tag, so values the custom
+    function closes over are still seen as batched."""
 
-    def __init__(self, parent, axis_size, axis_name=None):
+    __slots__ = ("axis_size", "axis_name", "tag")
+
+    def __init__(self, parent, axis_size, axis_name=None, tag=None):
         super().__init__(parent)
         self.axis_size = axis_size
         self.axis_name = axis_name
+        self.tag = tag if tag is not None else object()
 
     def describe(self):
         return "vmap"
@@ -47,8 +52,9 @@ class BatchTrace(core.Trace):
         vals = []
         dims = []
         batched = False
+        tag = self.tag
         for x in args:
-            if type(x) is BatchTracer and x._trace is self:
+            if type(x) is BatchTracer and x._trace.tag is tag:
                 vals.append(x.val)
                 dims.append(x.bdim)
                 batched = True
@@ -76,7 +82,7 @@ class BatchTrace(core.Trace):
             "branch can only take one of them.")
 
     def unpack(self, x):
-        if type(x) is BatchTracer and x._trace is self:
+        if type(x) is BatchTracer and x._trace.tag is self.tag:
             return x.val, x.bdim
         if isinstance(x, Tracer):
             self.check_foreign(x)
@@ -130,10 +136,10 @@ def batch_size(vals, dims):
     raise ValueError("no batched argument")
 
 
-def vmap_flat(fun, args, in_dims, axis_size, out_dims_fn):
+def vmap_flat(fun, args, in_dims, axis_size, out_dims_fn, tag=None):
     """Run ``fun`` (flat in/out) batched.  ``out_dims_fn(n)`` gives the output
     axes for ``n`` outputs.  Returns the flat outputs."""
-    trace = BatchTrace(core.current_trace(), axis_size)
+    trace = BatchTrace(core.current_trace(), axis_size, tag=tag)
     ins = [a if d is None else BatchTracer(trace, a, d) for a, d in zip(args, in_dims)]
     try:
         with set_trace(trace):

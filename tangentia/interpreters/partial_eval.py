@@ -122,6 +122,9 @@ class JaxprTrace(core.Trace):
         if type(x) is JaxprTracer and x._trace is self:
             return x.var
         if isinstance(x, Tracer):
+            v = self.builder.const_ids.get(id(x))
+            if v is not None:
+                return v
             self.check_foreign(x)
             return self.builder.const_var(x)
         if type(x) in _LITERAL_TYPES:
@@ -149,12 +152,13 @@ class JaxprTrace(core.Trace):
     def stage(self, prim, args, params):
         inputs = [self.to_atom(x) for x in args]
         out_aval = prim.abstract_eval(*[a.aval for a in inputs], **params)
+        source = core.custom_rule_ctx.get()
         if prim.multiple_results:
             outvars = [Var(a) for a in out_aval]
-            self.builder.eqns.append(core.Eqn(prim, inputs, outvars, params))
+            self.builder.eqns.append(core.Eqn(prim, inputs, outvars, params, source))
             return [JaxprTracer(self, v) for v in outvars]
         v = Var(out_aval)
-        self.builder.eqns.append(core.Eqn(prim, inputs, [v], params))
+        self.builder.eqns.append(core.Eqn(prim, inputs, [v], params, source))
         return JaxprTracer(self, v)
 
     def concrete_value(self, tracer, context):

@@ -61,7 +61,7 @@ def asarray(a, dtype=None, copy=None):
     """Convert to an array (tracers are returned as they are, cast if asked)."""
     if isinstance(a, _Tracer):
         return a if dtype is None else astype(a, dtype)
-    if isinstance(a, (list, tuple)) and any(_is_tracer(x) for x in _flat_seq(a)):
+    if isinstance(a, (list, tuple)) and builtins.any(_is_tracer(x) for x in _flat_seq(a)):
         return stack([asarray(x) for x in a]) if dtype is None else astype(
             stack([asarray(x) for x in a]), dtype)
     return _core.as_array(a if dtype is None else _np.asarray(a, dtype=dtype), "asarray: argument")
@@ -77,7 +77,7 @@ def _flat_seq(a):
 
 def array(object, dtype=None, copy=True, ndmin=0):
     if _is_tracer(object) or (isinstance(object, (list, tuple))
-                              and any(_is_tracer(x) for x in _flat_seq(object))):
+                              and builtins.any(_is_tracer(x) for x in _flat_seq(object))):
         out = asarray(object, dtype)
         while ndim(out) < ndmin:
             out = expand_dims(out, 0)
@@ -463,7 +463,7 @@ amax, amin = max, min
 def _check_nonempty(a, axis, fname):
     av = _aval(a)
     axes = _axes(axis, av.ndim, fname)
-    if any(av.shape[i] == 0 for i in axes):
+    if builtins.any(av.shape[i] == 0 for i in axes):
         raise ValueError(f"{fname}: zero-size array to reduction operation {fname}, which has "
                          f"no identity (shape {av.shape})")
 

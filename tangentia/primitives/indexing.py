@@ -195,8 +195,7 @@ def _scatter_impl(x, y, *arrays, spec, mode):
     if mode == "set":
         out[idx] = y
     elif not arrays:
-        view = out[idx]
-        _UFUNC_AT[mode](view, y, out=view)
+        out[idx] = _UFUNC_AT[mode](out[idx], y)
     else:
         _UFUNC_AT[mode].at(out, idx, y)
     return out

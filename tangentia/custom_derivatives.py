@@ -1,0 +1,892 @@
+"""User-defined differentiation rules: ``custom_jvp`` and ``custom_vjp``.
+
+A call of a custom function binds a call-like primitive that every
+interpreter passes through (the design of seeds/000):
+
+* evaluation calls the function only (Python control flow, pdb and print
+  work, rules never run);
+* ``jvp`` calls the JVP rule; ``vmap`` maps the function and the rules:
+  ``vmap(custom_jvp_call(f, jvp)) == custom_jvp_call(vmap(f), vmap(jvp))``;
+* staging (``jit``, control-flow bodies) records the call with the primal
+  program; the rule's program is traced lazily, only when something
+  differentiates it, because a rule may call the function itself;
+* reverse mode is linearize + partial evaluation + transposition: for a
+  custom_vjp, linearization runs ``fwd`` and emits a linear ``custom_lin``
+  step that carries ``bwd``; transposition calls ``bwd``.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from . import core, dtypes
+from .core import Primitive, ShapedArray, Tracer, set_trace
+from .interpreters import ad, batching
+from .interpreters import partial_eval as pe
+from .interpreters.ad import JVPTrace, JVPTracer, Zero
+from .interpreters.batching import BatchTrace, BatchTracer
+from .tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
+
+__all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "CustomVJPPrimal", "closure_convert",
+           "zero_from_primal"]
+
+
+# ---------------------------------------------------------------------------
+# Public helper types
+
+
+class SymbolicZero:
+    """A tangent or cotangent that is known to be zero (``symbolic_zeros=True``)."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    @property
+    def shape(self):
+        return self.aval.shape
+
+    @property
+    def dtype(self):
+        return self.aval.dtype
+
+    def instantiate(self):
+        return np.zeros(self.aval.shape, self.aval.dtype)
+
+    def __repr__(self):
+        return f"SymbolicZero({self.aval.str_short()})"
+
+
+def zero_from_primal(x, symbolic_zeros=False):
+    aval = ad.tangent_aval(core.get_aval(x))
+    return SymbolicZero(aval) if symbolic_zeros else np.zeros(aval.shape, aval.dtype)
+
+
+class CustomVJPPrimal:
+    """An argument of ``fwd`` under ``symbolic_zeros=True``: its value and
+    whether it is perturbed (differentiated)."""
+
+    __slots__ = ("value", "perturbed")
+
+    def __init__(self, value, perturbed):
+        self.value = value
+        self.perturbed = perturbed
+
+    def __repr__(self):
+        return f"CustomVJPPrimal(value={self.value!r}, perturbed={self.perturbed})"
+
+
+# ---------------------------------------------------------------------------
+# The primitives and their per-interpreter rules
+
+
+class CustomCallPrimitive(Primitive):
+    """A call primitive whose handling is chosen per interpreter type."""
+
+    __slots__ = ("rules",)
+
+    def __init__(self, name):
+        super().__init__(name, multiple_results=True)
+        self.rules = {}
+
+    def bind(self, *args, **params):
+        trace = core.current_trace()
+        rule = self.rules.get(type(trace))
+        if rule is None:
+            raise NotImplementedError(f"{self.name} under {type(trace).__name__}")
+        return rule(trace, args, params)
+
+
+custom_jvp_call_p = CustomCallPrimitive("custom_jvp_call")
+custom_vjp_call_p = CustomCallPrimitive("custom_vjp_call")
+
+
+def _print_params(params):
+    out = {"name": params["name"]}
+    if params.get("call_jaxpr") is not None:
+        out["call_jaxpr"] = params["call_jaxpr"]
+    if params.get("num_consts"):
+        out["num_consts"] = params["num_consts"]
+    if params.get("symbolic_zeros"):
+        out["symbolic_zeros"] = True
+    return out
+
+
+for _p in (custom_jvp_call_p, custom_vjp_call_p):
+    _p.print_params = _print_params
+    _p.abstract_eval = lambda *avals, call_jaxpr=None, **_: [v.aval for v in call_jaxpr.outvars]
+    _p.lower = lambda call_jaxpr=None, **_: _compile(call_jaxpr)
+
+
+def _compile(jaxpr):
+    from .compiler import compile_jaxpr
+    return compile_jaxpr(jaxpr)
+
+
+def _as_arrays(outs):
+    return [o if type(o) is np.ndarray or isinstance(o, Tracer) else np.asarray(o) for o in outs]
+
+
+class _suspend:
+    """Suspend a differentiation trace while a custom rule runs under its parent."""
+
+    __slots__ = ("trace", "state", "token", "rule_token")
+
+    def __init__(self, trace, kind, name):
+        self.trace = trace
+        self.state = core.Suspended(kind, name)
+
+    def __enter__(self):
+        self.trace.alive = self.state
+        self.token = core._trace_ctx.set(self.trace.parent)
+        self.rule_token = core.custom_rule_ctx.set(
+            self.state.name if self.state.kind == "custom_jvp" else None)
+
+    def __exit__(self, *exc):
+        core.custom_rule_ctx.reset(self.rule_token)
+        core._trace_ctx.reset(self.token)
+        self.trace.alive = True
+
+
+def _jvp_unpack(trace, args):
+    primals, tangents = [], []
+    for x in args:
+        if type(x) is JVPTracer and x._trace is trace:
+            primals.append(x.primal)
+            tangents.append(x.tangent)
+        else:
+            if isinstance(x, Tracer):
+                trace.check_foreign(x)
+            primals.append(x)
+            tangents.append(None)
+    return primals, tangents
+
+
+def _batch_unpack(trace, args):
+    vals, dims = [], []
+    for x in args:
+        v, d = trace.unpack(x)
+        vals.append(v)
+        dims.append(d)
+    return vals, dims
+
+
+def _forward(trace, prim, args, params):
+    with set_trace(trace.parent):
+        return prim.bind(*args, **params)
+
+
+# -- custom_jvp_call --------------------------------------------------------
+# params: fun(*args) -> outs; jvp(*args, *diff_tangents) -> outs + out_tangents;
+#   num_consts (leading closed-over inputs: must not be differentiated),
+#   num_nondiff (next inputs: never differentiated), symbolic_zeros, name,
+#   call_jaxpr (the primal program once staged, else None).
+
+
+def _cj_eval(trace, args, params):
+    return _as_arrays(params["fun"](*args))
+
+
+def _cj_jvp(trace, args, params):
+    primals, tangents = _jvp_unpack(trace, args)
+    nc, nn = params["num_consts"], params["num_nondiff"]
+    if any(t is not None for t in tangents[:nc]):
+        raise core.closure_error("custom_jvp", params["name"])
+    diff_t = tangents[nc + nn:]
+    if all(t is None for t in diff_t):
+        # Suspended, so that a function closing over one of this trace's
+        # tracers is reported instead of silently losing its derivative.
+        with _suspend(trace, "custom_jvp", params["name"]):
+            return custom_jvp_call_p.bind(*primals, **params)
+    sz = params["symbolic_zeros"]
+    tans = []
+    for p, t in zip(primals[nc + nn:], diff_t):
+        if t is None or type(t) is Zero:
+            tans.append(zero_from_primal(p, sz))
+        else:
+            tans.append(t)
+    with _suspend(trace, "custom_jvp", params["name"]):
+        outs = params["jvp"](*primals, *tans)
+    n = len(outs) // 2
+    res = []
+    for p, t in zip(outs[:n], outs[n:]):
+        if type(t) is SymbolicZero or t is None or core.get_aval(p).dtype.kind not in "fc":
+            res.append(p)
+        else:
+            res.append(JVPTracer(trace, p, t))
+    return res
+
+
+def _cj_batch(trace, args, params):
+    # No shortcut when nothing is batched: the function may close over
+    # batched values, which the sub-trace (sharing this trace's tag) sees.
+    vals, dims = _batch_unpack(trace, args)
+    size, tag = trace.axis_size, trace.tag
+    fun, jvp = params["fun"], params["jvp"]
+    nc, nn = params["num_consts"], params["num_nondiff"]
+    zeros_out = lambda n: [0] * n  # noqa: E731
+
+    def batched_fun(*xs):
+        return batching.vmap_flat(fun, xs, dims, size, zeros_out, tag=tag)
+
+    def batched_jvp(*xs):
+        n = len(dims)
+        primals, tangents = list(xs[:n]), list(xs[n:])
+        tdims = list(dims[nc + nn:])
+        for i, t in enumerate(tangents):
+            if type(t) is SymbolicZero:
+                d = tdims[i]
+                if d is not None:
+                    s = t.aval.shape
+                    t = SymbolicZero(ShapedArray(s[:d] + s[d + 1:], t.aval.dtype))
+                tangents[i] = t
+                tdims[i] = None
+        return batching.vmap_flat(jvp, primals + tangents, list(dims) + tdims, size, zeros_out,
+                                  tag=tag)
+
+    new = dict(params, fun=batched_fun, jvp=batched_jvp, call_jaxpr=None)
+    outs = _forward(trace, custom_jvp_call_p, vals, new)
+    return [BatchTracer(trace, o, 0) for o in outs]
+
+
+def _trace_closed(fun, avals, name, label):
+    """Trace ``fun``; closed-over values become leading inputs."""
+    jaxpr, consts = pe.trace_to_jaxpr(fun, avals, name=name, label=label)
+    return pe.convert_constvars_to_invars(jaxpr), consts
+
+
+class _LazyRuleProgram:
+    """Traces a rule to a program on first use, per zero pattern.
+
+    The closed-over values of the primal function (which became leading
+    inputs of the staged call) are mapped by identity to the program's
+    leading inputs, so a rule that closes over the same values works after
+    the staging trace has ended.
+    """
+
+    __slots__ = ("rule", "consts", "in_avals", "name", "kind", "memo")
+
+    def __init__(self, rule, consts, in_avals, name, kind):
+        self.rule = rule
+        self.consts = consts
+        self.in_avals = in_avals
+        self.name = name
+        self.kind = kind
+        self.memo = {}
+
+    def program(self, extra_avals, key, wrap):
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        consts = self.consts
+        const_avals = [core.get_aval(c) for c in consts]
+        builder = pe.JaxprBuilder(f"{self.kind} rule of {self.name}")
+        trace = pe.JaxprTrace(core.current_trace(), builder, label=self.kind)
+        const_tracers = [trace.new_arg(a) for a in const_avals]
+        for c, t in zip(consts, const_tracers):
+            builder.const_ids[id(c)] = t.var
+        in_tracers = [trace.new_arg(a) for a in list(self.in_avals) + list(extra_avals)]
+        try:
+            with set_trace(trace):
+                outs, info = wrap(self.rule, in_tracers)
+            jaxpr, jconsts = builder.build(const_tracers + in_tracers, outs, trace)
+        finally:
+            trace.alive = False
+        if any(isinstance(c, Tracer) for c in jconsts):
+            raise TypeError(
+                f"The {self.kind} rule of {self.name} closes over a traced value that the "
+                f"{self.kind} function itself does not use. Pass that value to the function as an "
+                "argument instead.")
+        jaxpr = pe.close_consts(jaxpr, jconsts)
+        self.memo[key] = (jaxpr, info)
+        return jaxpr, info
+
+
+def _cj_stage(trace, args, params):
+    if trace.forward_known and not any(
+            type(x) is pe.JaxprTracer and x._trace is trace for x in args):
+        return _forward(trace, custom_jvp_call_p, args, params)
+    avals = [core.get_aval(a) for a in args]
+    name = params["name"]
+    call_jaxpr, consts = _trace_closed(params["fun"], avals, name, "custom_jvp")
+    nc_new = len(consts)
+    nc, nn = params["num_consts"], params["num_nondiff"]
+    lazy = _LazyRuleProgram(params["jvp"], consts, avals, name, "custom_jvp")
+    diff_avals = avals[nc + nn:]
+    sz = params["symbolic_zeros"]
+
+    def staged_jvp(*xs):
+        n = nc_new + len(avals)
+        primals, tangents = xs[:n], xs[n:]
+        nonzero = tuple(type(t) is not SymbolicZero for t in tangents)
+
+        def wrap(rule, tracers):
+            ins = tracers[:len(avals)]
+            tans = iter(tracers[len(avals):])
+            tan_args = [next(tans) if nz else SymbolicZero(ad.tangent_aval(a))
+                        for nz, a in zip(nonzero, diff_avals)]
+            outs = rule(*ins, *tan_args)
+            k = len(outs) // 2
+            out_zero = tuple(type(t) is SymbolicZero for t in outs[k:])
+            kept = list(outs[:k]) + [t for t in outs[k:] if type(t) is not SymbolicZero]
+            return kept, out_zero
+
+        extra = [ad.tangent_aval(a) for nz, a in zip(nonzero, diff_avals) if nz]
+        jaxpr, out_zero = lazy.program(extra, nonzero, wrap)
+        nz_tans = [t for t in tangents if type(t) is not SymbolicZero]
+        res = core.eval_jaxpr(jaxpr, (), *primals, *nz_tans)
+        k = len(out_zero)
+        prim_out, tan_it = res[:k], iter(res[k:])
+        tan_out = [SymbolicZero(ad.tangent_aval(core.get_aval(p))) if z else next(tan_it)
+                   for p, z in zip(prim_out, out_zero)]
+        return list(prim_out) + tan_out
+
+    del sz
+    new = dict(params, fun=core.jaxpr_as_fun(call_jaxpr), jvp=staged_jvp,
+               num_consts=nc_new + nc, call_jaxpr=call_jaxpr)
+    return trace.stage(custom_jvp_call_p, list(consts) + list(args), new)
+
+
+custom_jvp_call_p.rules.update({
+    core.EvalTrace: _cj_eval,
+    JVPTrace: _cj_jvp,
+    BatchTrace: _cj_batch,
+    pe.JaxprTrace: _cj_stage,
+})
+
+# -- custom_vjp_call --------------------------------------------------------
+# params: fun(*args) -> outs; fwd(perturbed, *args) -> (outs, residuals, res_tree);
+#   bwd(res_tree, *residuals, *cts) -> cts of the differentiable args;
+#   num_consts, symbolic_zeros, name, call_jaxpr.
+
+custom_lin_p = Primitive("custom_lin", multiple_results=True)
+
+
+def _custom_lin_impl(*args, num_res, bwd, out_avals, symbolic_zeros, name):
+    raise TypeError(
+        f"can't apply forward-mode differentiation (jvp) to a custom_vjp function ({name}). "
+        "A custom_vjp function only defines reverse mode: use grad/vjp, or define the rule "
+        "with custom_jvp instead.")
+
+
+custom_lin_p.impl = _custom_lin_impl
+custom_lin_p.abstract_eval = lambda *avals, out_avals, **_: list(out_avals)
+custom_lin_p.print_params = lambda params: {"name": params["name"], "num_res": params["num_res"]}
+
+
+def _custom_lin_lower(num_res, bwd, out_avals, symbolic_zeros, name):
+    def run(*args):
+        return _custom_lin_impl(num_res=num_res, bwd=bwd, out_avals=out_avals,
+                                symbolic_zeros=symbolic_zeros, name=name)
+    return run
+
+
+custom_lin_p.lower = _custom_lin_lower
+
+
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, symbolic_zeros, name):
+    res = args[:num_res]
+    cts_out = []
+    for c, a in zip(cts, out_avals):
+        if c is None or type(c) is Zero:
+            cts_out.append(SymbolicZero(a) if symbolic_zeros else np.zeros(a.shape, a.dtype))
+        else:
+            cts_out.append(c)
+    cts_in = bwd(*res, *cts_out)
+    return [None] * num_res + [None if type(c) is SymbolicZero else c for c in cts_in]
+
+
+def _custom_lin_batch(args, dims, **params):
+    raise NotImplementedError(
+        f"vmap of a linearized custom_vjp function ({params['name']}) evaluated in forward mode")
+
+
+custom_lin_p.transpose = _custom_lin_transpose
+custom_lin_p.batch = _custom_lin_batch
+
+
+def _cv_eval(trace, args, params):
+    return _as_arrays(params["fun"](*args))
+
+
+def _cv_jvp(trace, args, params):
+    primals, tangents = _jvp_unpack(trace, args)
+    nc = params["num_consts"]
+    if any(t is not None for t in tangents[:nc]):
+        raise core.closure_error("custom_vjp", params["name"])
+    diff_t = tangents[nc:]
+    if all(t is None for t in diff_t):
+        with _suspend(trace, "custom_vjp", params["name"]):
+            return custom_vjp_call_p.bind(*primals, **params)
+    perturbed = tuple(t is not None and type(t) is not Zero for t in diff_t)
+    with _suspend(trace, "custom_vjp", params["name"]):
+        outs, res, res_tree = params["fwd"](perturbed, *primals)
+    out_avals = [ad.tangent_aval(core.get_aval(o)) for o in outs]
+    lin_in = [ad.instantiate(t) if t is not None else zero_from_primal(p)
+              for p, t in zip(primals[nc:], diff_t)]
+    bwd = functools.partial(params["bwd"], res_tree)
+    with set_trace(trace.parent):
+        out_tans = custom_lin_p.bind(*res, *lin_in, num_res=len(res), bwd=bwd,
+                                     out_avals=tuple(out_avals),
+                                     symbolic_zeros=params["symbolic_zeros"],
+                                     name=params["name"])
+    return [p if a.dtype == dtypes.float0 else JVPTracer(trace, p, t)
+            for p, t, a in zip(outs, out_tans, out_avals)]
+
+
+def _cv_batch(trace, args, params):
+    # No shortcut when nothing is batched: the function may close over
+    # batched values, which the sub-trace (sharing this trace's tag) sees.
+    vals, dims = _batch_unpack(trace, args)
+    size, tag = trace.axis_size, trace.tag
+    fun, fwd, bwd = params["fun"], params["fwd"], params["bwd"]
+    nc = params["num_consts"]
+    zeros_out = lambda n: [0] * n  # noqa: E731
+
+    def batched_fun(*xs):
+        return batching.vmap_flat(fun, xs, dims, size, zeros_out, tag=tag)
+
+    def batched_fwd(perturbed, *xs):
+        info = {}
+
+        def f(*ys):
+            outs, res, res_tree = fwd(perturbed, *ys)
+            info["n"], info["res_tree"] = len(outs), res_tree
+            return list(outs) + list(res)
+        flat = batching.vmap_flat(f, xs, dims, size, zeros_out, tag=tag)
+        n = info["n"]
+        return flat[:n], flat[n:], info["res_tree"]
+
+    def batched_bwd(res_tree, *res_and_cts):
+        def b(*zs):
+            cts = bwd(res_tree, *zs)
+            return [c.instantiate() if type(c) is SymbolicZero else c for c in cts]
+        rc = [c.instantiate() if type(c) is SymbolicZero else c for c in res_and_cts]
+        cts = batching.vmap_flat(b, rc, [0] * len(rc), size, zeros_out, tag=tag)
+        out = []
+        for c, d in zip(cts, dims[nc:]):
+            if d is None:
+                from .primitives.reductions import reduce_sum
+                out.append(reduce_sum(c, (0,)))
+            else:
+                out.append(batching.move_axis(c, 0, d))
+        return out
+
+    new = dict(params, fun=batched_fun, fwd=batched_fwd, bwd=batched_bwd, call_jaxpr=None)
+    outs = _forward(trace, custom_vjp_call_p, vals, new)
+    return [BatchTracer(trace, o, 0) for o in outs]
+
+
+def _cv_stage(trace, args, params):
+    if trace.forward_known and not any(
+            type(x) is pe.JaxprTracer and x._trace is trace for x in args):
+        return _forward(trace, custom_vjp_call_p, args, params)
+    avals = [core.get_aval(a) for a in args]
+    name = params["name"]
+    call_jaxpr, consts = _trace_closed(params["fun"], avals, name, "custom_vjp")
+    nc_new = len(consts)
+    lazy = _LazyRuleProgram(params["fwd"], consts, avals, name, "custom_vjp")
+
+    def staged_fwd(perturbed, *xs):
+        def wrap(fwd, tracers):
+            outs, res, res_tree = fwd(perturbed, *tracers)
+            return list(outs) + list(res), (len(outs), res_tree)
+
+        jaxpr, (n_out, res_tree) = lazy.program([], perturbed, wrap)
+        flat = core.eval_jaxpr(jaxpr, (), *xs)
+        return flat[:n_out], flat[n_out:], res_tree
+
+    new = dict(params, fun=core.jaxpr_as_fun(call_jaxpr), fwd=staged_fwd,
+               num_consts=nc_new + params["num_consts"], call_jaxpr=call_jaxpr)
+    return trace.stage(custom_vjp_call_p, list(consts) + list(args), new)
+
+
+custom_vjp_call_p.rules.update({
+    core.EvalTrace: _cv_eval,
+    JVPTrace: _cv_jvp,
+    BatchTrace: _cv_batch,
+    pe.JaxprTrace: _cv_stage,
+})
+
+
+# ---------------------------------------------------------------------------
+# The user-facing decorators
+
+
+def _fun_name(f):
+    return getattr(f, "__name__", None) or type(f).__name__
+
+
+def _resolve_kwargs(fun, args, kwargs, kind):
+    if not kwargs:
+        return tuple(args)
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):
+        raise TypeError(f"{kind} function {_fun_name(fun)} was called with keyword arguments "
+                        f"{sorted(kwargs)}, but its signature cannot be inspected to resolve "
+                        "them to positions; pass them positionally") from None
+    try:
+        ba = sig.bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"{kind} function {_fun_name(fun)}: {e}") from None
+    ba.apply_defaults()
+    if ba.kwargs:
+        raise TypeError(f"{kind} function {_fun_name(fun)}: keyword arguments {sorted(ba.kwargs)} "
+                        "cannot be resolved to positions (keyword-only or **kwargs parameters are "
+                        "not supported by custom rules)")
+    return tuple(ba.args)
+
+
+def _check_leaves(leaves, kind, name):
+    for i, x in enumerate(leaves):
+        if not core.is_array_like(x):
+            try:
+                core.get_aval(x)
+            except TypeError:
+                raise TypeError(f"{kind} function {name}: argument leaf {i} of type "
+                                f"{type(x).__name__} is not an array; mark non-array arguments "
+                                "with nondiff_argnums") from None
+
+
+def _avals_str(tree, leaves):
+    return str(tree_unflatten(tree, [core.get_aval(x).str_short() for x in leaves]))
+
+
+def _tangent_mismatch(rule, fname, what, expected, got):
+    return TypeError(f"Custom JVP rule {rule} for function {fname} must produce {what}; "
+                     f"expected {expected}, got {got}.")
+
+
+class custom_jvp:
+    """A function with a user-defined JVP (forward-mode) rule.
+
+    Use as a decorator, then ``f.defjvp(rule)`` with
+    ``rule(*nondiff, primals, tangents) -> (primal_out, tangent_out)``.
+    The rule is used by jvp, by reverse mode (it is linearized and
+    transposed), under vmap, jit and control flow, and at any order.
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun, updated=())
+        self.fun = fun
+        self.nondiff_argnums = tuple(sorted(int(i) for i in nondiff_argnums))
+        self.jvp = None
+        self.symbolic_zeros = False
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def defjvp(self, jvp, symbolic_zeros=False):
+        """Define the JVP rule; returns ``jvp`` so it can be used as a decorator."""
+        if not callable(jvp):
+            raise TypeError(f"custom_jvp.defjvp of {_fun_name(self.fun)} expects a callable, "
+                            f"got {type(jvp).__name__}")
+        self.jvp = jvp
+        self.symbolic_zeros = symbolic_zeros
+        return jvp
+
+    def defjvps(self, *jvps):
+        """Define the JVP rule by one function per argument: ``fn(t, ans, *primals)``."""
+        if self.nondiff_argnums:
+            raise TypeError("custom_jvp.defjvps is not supported with nondiff_argnums")
+
+        def jvp(primals, tangents):
+            ans = self(*primals)
+            out = None
+            for fn, t in zip(jvps, tangents):
+                if fn is None:
+                    continue
+                c = fn(t, ans, *primals)
+                out = c if out is None else tree_map(lambda a, b: a + b, out, c)
+            if out is None:
+                out = tree_map(lambda a: zero_from_primal(a), ans)
+            return ans, out
+
+        self.defjvp(jvp)
+
+    def __call__(self, *args, **kwargs):
+        name = _fun_name(self.fun)
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
+        args = _resolve_kwargs(self.fun, args, kwargs, "custom_jvp")
+        nd = self.nondiff_argnums
+        for i in nd:
+            if i >= len(args):
+                raise TypeError(f"custom_jvp function {name}: nondiff_argnums={nd} but only "
+                                f"{len(args)} positional arguments were given")
+        nondiff = [args[i] for i in nd]
+        diff = tuple(a for i, a in enumerate(args) if i not in nd)
+        nd_leaves, nd_tree = tree_flatten(nondiff)
+        dyn_pos = [i for i, x in enumerate(nd_leaves) if isinstance(x, (Tracer, np.ndarray))]
+        dyn = [nd_leaves[i] for i in dyn_pos]
+        leaves, in_tree = tree_flatten(diff)
+        _check_leaves(leaves, "custom_jvp", name)
+        store = {}
+        fun, rule, sz = self.fun, self.jvp, self.symbolic_zeros
+        jvp_name = _fun_name(rule)
+        n_dyn, n_diff = len(dyn), len(leaves)
+
+        def rebuild(dyn_vals, diff_leaves):
+            nl = list(nd_leaves)
+            for p, v in zip(dyn_pos, dyn_vals):
+                nl[p] = v
+            nondiff_vals = tree_unflatten(nd_tree, nl)
+            return nondiff_vals, tree_unflatten(in_tree, list(diff_leaves))
+
+        def full_args(nondiff_vals, diff_vals):
+            out, it_n, it_d = [], iter(nondiff_vals), iter(diff_vals)
+            for i in range(len(args)):
+                out.append(next(it_n) if i in nd else next(it_d))
+            return out
+
+        def flat_fun(*xs):
+            nondiff_vals, diff_vals = rebuild(xs[:n_dyn], xs[n_dyn:])
+            out = fun(*full_args(nondiff_vals, diff_vals))
+            outs, store["out_tree"] = tree_flatten(out)
+            return outs
+
+        def flat_jvp(*xs):
+            nondiff_vals, primals = rebuild(xs[:n_dyn], xs[n_dyn:n_dyn + n_diff])
+            tangents = tree_unflatten(in_tree, list(xs[n_dyn + n_diff:]))
+            res = rule(*nondiff_vals, tuple(primals), tuple(tangents))
+            if not (isinstance(res, (tuple, list)) and len(res) == 2):
+                raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must return a "
+                                f"pair (primal_out, tangent_out), got {type(res).__name__}")
+            p_out, t_out = res
+            p_leaves, p_tree = tree_flatten(p_out)
+            t_leaves, t_tree = tree_flatten(t_out, is_leaf=lambda x: x is None or
+                                            type(x) is SymbolicZero)
+            want = store.get("out_tree")
+            if want is not None and want != p_tree:
+                raise _tangent_mismatch(jvp_name, name,
+                                        "a primal output with the same structure as the function's "
+                                        "output", want, p_tree)
+            store["out_tree"] = p_tree
+            if p_tree != t_tree:
+                raise _tangent_mismatch(jvp_name, name, "primal and tangent outputs with equal "
+                                        "container structure", p_tree, t_tree)
+            fixed = []
+            for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
+                pa = core.get_aval(p)
+                want_t = ad.tangent_aval(pa)
+                if t is None or type(t) is SymbolicZero:
+                    fixed.append(SymbolicZero(want_t))
+                    continue
+                ta = core.get_aval(t)
+                if want_t.dtype == dtypes.float0:
+                    fixed.append(SymbolicZero(want_t))
+                    continue
+                if ta.shape != pa.shape:
+                    raise _tangent_mismatch(
+                        jvp_name, name, "primal and tangent outputs with equal shapes",
+                        f"tangent {i} of shape {pa.shape} (like primal {pa.str_short()})",
+                        f"shape {ta.shape} ({ta.str_short()})")
+                if ta.dtype != want_t.dtype:
+                    if ta.dtype.kind in "fc" and (ta.weak_type or True):
+                        from .primitives.structural import convert_element_type
+                        t = convert_element_type(t, want_t.dtype)
+                    else:
+                        raise _tangent_mismatch(
+                            jvp_name, name, "tangent outputs with the tangent dtype of the primal",
+                            f"tangent {i} of dtype {want_t.dtype}", f"dtype {ta.dtype}")
+                fixed.append(t)
+            return list(p_leaves) + fixed
+
+        outs = custom_jvp_call_p.bind(*dyn, *leaves, fun=flat_fun, jvp=flat_jvp, num_consts=0,
+                                      num_nondiff=n_dyn, symbolic_zeros=sz, name=name,
+                                      call_jaxpr=None)
+        return tree_unflatten(store["out_tree"], outs)
+
+
+class custom_vjp:
+    """A function with a user-defined VJP (reverse-mode) rule.
+
+    ``f.defvjp(fwd, bwd)``: ``fwd`` takes ``f``'s arguments and returns
+    ``(out, residuals)``; ``bwd(*nondiff, residuals, cotangent)`` returns a
+    tuple with one cotangent (or ``None``) per differentiable argument.
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun, updated=())
+        self.fun = fun
+        self.nondiff_argnums = tuple(sorted(int(i) for i in nondiff_argnums))
+        self.fwd = None
+        self.bwd = None
+        self.symbolic_zeros = False
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
+        """Define the forward and backward rules."""
+        for what, f in (("fwd", fwd), ("bwd", bwd)):
+            if not callable(f):
+                raise TypeError(f"custom_vjp.defvjp of {_fun_name(self.fun)}: {what} must be "
+                                f"callable, got {type(f).__name__}")
+        self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
+
+    def __call__(self, *args, **kwargs):
+        name = _fun_name(self.fun)
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
+        args = _resolve_kwargs(self.fun, args, kwargs, "custom_vjp")
+        nd = self.nondiff_argnums
+        for i in nd:
+            if i >= len(args):
+                raise TypeError(f"custom_vjp function {name}: nondiff_argnums={nd} but only "
+                                f"{len(args)} positional arguments were given")
+            for leaf in tree_flatten(args[i])[0]:
+                if isinstance(leaf, Tracer):
+                    raise TypeError(
+                        f"custom_vjp function {name} got a traced value (a {leaf.aval.str_short()} "
+                        f"array under a transformation) for its argument {i}, which is in "
+                        f"nondiff_argnums={nd}. For custom_vjp, nondiff_argnums is only for "
+                        "non-array values such as functions, shapes or strings. Pass arrays as "
+                        "regular arguments instead, and return None for them from bwd (see the "
+                        "custom_vjp nondiff_argnums update guide).")
+        nondiff = [args[i] for i in nd]
+        diff = tuple(a for i, a in enumerate(args) if i not in nd)
+        leaves, in_tree = tree_flatten(diff)
+        _check_leaves(leaves, "custom_vjp", name)
+        in_avals = [core.get_aval(x) for x in leaves]
+        store = {}
+        fun, fwd, bwd, sz = self.fun, self.fwd, self.bwd, self.symbolic_zeros
+        fwd_name, bwd_name = _fun_name(fwd), _fun_name(bwd)
+        n_args = len(diff)
+
+        def full_args(diff_vals):
+            out, it_n, it_d = [], iter(nondiff), iter(diff_vals)
+            for i in range(len(args)):
+                out.append(next(it_n) if i in nd else next(it_d))
+            return out
+
+        def flat_fun(*xs):
+            out = fun(*full_args(tree_unflatten(in_tree, list(xs))))
+            outs, store["out_tree"] = tree_flatten(out)
+            return outs
+
+        def flat_fwd(perturbed, *xs):
+            if sz:
+                xs = [CustomVJPPrimal(x, p) for x, p in zip(xs, perturbed)]
+            res = fwd(*full_args(tree_unflatten(in_tree, list(xs))))
+            if not (isinstance(res, (tuple, list)) and len(res) == 2):
+                raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {name} must return "
+                                f"a pair (output, residuals), got {type(res).__name__}")
+            out, residuals = res
+            outs, out_tree = tree_flatten(out)
+            want = store.get("out_tree")
+            if want is not None and want != out_tree:
+                raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {name} must produce "
+                                f"a primal output with the structure of the function's output; "
+                                f"expected {want}, got {out_tree}.")
+            store["out_tree"] = out_tree
+            res_leaves, res_tree = tree_flatten(residuals)
+            for i, r in enumerate(res_leaves):
+                if not core.is_array_like(r):
+                    raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {name}: residual "
+                                    f"leaf {i} of type {type(r).__name__} is not an array")
+            store["out_avals"] = [core.get_aval(o) for o in outs]
+            return outs, res_leaves, res_tree
+
+        def flat_bwd(res_tree, *res_and_cts):
+            nres = res_tree.num_leaves
+            res = tree_unflatten(res_tree, list(res_and_cts[:nres]))
+            cts = tree_unflatten(store["out_tree"], list(res_and_cts[nres:]))
+            got = bwd(*nondiff, res, cts)
+            return _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name, sz)
+
+        outs = custom_vjp_call_p.bind(*leaves, fun=flat_fun, fwd=flat_fwd, bwd=flat_bwd,
+                                      num_consts=0, symbolic_zeros=sz, name=name, call_jaxpr=None)
+        return tree_unflatten(store["out_tree"], outs)
+
+
+def _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name, symbolic_zeros):
+    if not isinstance(got, (tuple, list)):
+        raise TypeError(f"Custom VJP bwd rule {bwd_name} for function {name} must return a tuple "
+                        f"with one cotangent per differentiable argument ({n_args}), got "
+                        f"{type(got).__name__}")
+    if len(got) != n_args:
+        raise TypeError(f"Custom VJP bwd rule {bwd_name} for function {name} must return a tuple "
+                        f"of length equal to the number of differentiable arguments ({n_args}), "
+                        f"got a tuple of length {len(got)}")
+    arg_trees = in_tree.children()
+    out = []
+    it_avals = iter(in_avals)
+    for k, (g, t) in enumerate(zip(got, arg_trees)):
+        avals = [next(it_avals) for _ in range(t.num_leaves)]
+        if g is None:
+            out.extend(_zero_ct(a, symbolic_zeros) for a in avals)
+            continue
+        try:
+            g_leaves = t.flatten_up_to(g)
+        except Exception:  # noqa: BLE001 - reported with both structures
+            raise TypeError(f"Custom VJP bwd rule {bwd_name} for function {name} returned a "
+                            f"cotangent for argument {k} with structure {tree_structure(g)}, but "
+                            f"the argument has structure {t}") from None
+        for j, (c, a) in enumerate(zip(g_leaves, avals)):
+            if c is None or type(c) is SymbolicZero:
+                out.append(_zero_ct(a, symbolic_zeros))
+                continue
+            ca = core.get_aval(c)
+            want = ad.tangent_aval(a)
+            if want.dtype == dtypes.float0:
+                out.append(_zero_ct(a, symbolic_zeros))
+                continue
+            if ca.shape != a.shape:
+                raise TypeError(f"Custom VJP bwd rule {bwd_name} for function {name} returned a "
+                                f"cotangent of shape {ca.shape} for argument {k} (leaf {j}), but "
+                                f"the argument has shape {a.shape}")
+            if ca.dtype != want.dtype:
+                from .primitives.structural import convert_element_type
+                c = convert_element_type(c, want.dtype)
+            out.append(c)
+    return out
+
+
+def _zero_ct(aval, symbolic_zeros):
+    t = ad.tangent_aval(aval)
+    return SymbolicZero(t) if symbolic_zeros else np.zeros(t.shape, t.dtype)
+
+
+def closure_convert(fun, *example_args):
+    """Hoist the traced values ``fun`` closes over into explicit arguments.
+
+    Returns ``(converted_fun, hoisted_consts)`` with
+    ``converted_fun(*args, *hoisted_consts) == fun(*args)``.
+    """
+    leaves, in_tree = tree_flatten(example_args)
+    avals = [core.get_aval(x) for x in leaves]
+    store = {}
+
+    def flat(*xs):
+        out = fun(*tree_unflatten(in_tree, list(xs)))
+        outs, store["out_tree"] = tree_flatten(out)
+        return outs
+
+    jaxpr, consts = pe.trace_to_jaxpr(flat, avals, name=_fun_name(fun), label="closure_convert")
+    hoist = [isinstance(c, Tracer) or core.get_aval(c).dtype.kind in "fc" for c in consts]
+    hoisted = [c for c, h in zip(consts, hoist) if h]
+    kept = [c for c, h in zip(consts, hoist) if not h]
+    n_args = len(leaves)
+    out_tree = store["out_tree"]
+
+    def converted(*args):
+        xs, hs = args[:len(args) - len(hoisted)], args[len(args) - len(hoisted):]
+        x_leaves, tree = tree_flatten(tuple(xs))
+        if len(x_leaves) != n_args:
+            raise TypeError(f"closure_convert: converted function of {_fun_name(fun)} expected "
+                            f"{n_args} array leaves, got {len(x_leaves)}")
+        it_h, it_k = iter(hs), iter(kept)
+        cvals = [next(it_h) if h else next(it_k) for h in hoist]
+        return tree_unflatten(out_tree, core.eval_jaxpr(jaxpr, cvals, *x_leaves))
+
+    functools.update_wrapper(converted, fun)
+    return converted, hoisted
