@@ -15,6 +15,7 @@ from .custom_derivatives import closure_convert, custom_jvp, custom_vjp
 from . import numpy  # noqa: F401
 from . import lax  # noqa: F401
 from . import dtypes  # noqa: F401
+from . import scipy, nn  # noqa: F401
 
 __version__ = "0.1.0"
 

@@ -1,0 +1,1 @@
+"""Experimental APIs: ``tangentia.experimental.ode.odeint`` and ``fixed_point``."""

@@ -1,0 +1,2 @@
+"""SciPy-compatible functions (``tangentia.scipy.special``, ``tangentia.scipy.linalg``)."""
+from . import linalg, special  # noqa: F401
