@@ -88,7 +88,8 @@ def reduce_prod(x, axes):
 
 def _expand_reduced(ct, shape, axes):
     """Broadcast a reduced array back to the full ``shape``."""
-    ct = S.reshape(ct, _keepdims_shape(shape, axes))
+    if core.get_aval(ct).ndim:
+        ct = S.reshape(ct, _keepdims_shape(shape, axes))
     return S.broadcast_to(ct, shape)
 
 
