@@ -377,6 +377,9 @@ def jvp_jaxpr(jaxpr, nonzeros):
     def fun(*args):
         primals, tans = args[:n], iter(args[n:])
         tangents = [next(tans) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzeros)]
+        # Integer/bool inputs carry float0 tangents, which are always zero.
+        tangents = [Zero(tangent_aval(a)) if a.dtype.kind not in "fc" else t
+                    for a, t in zip(in_avals, tangents)]
         outs, out_tans = jvp_flat(lambda *xs: core.eval_jaxpr(jaxpr, (), *xs), primals, tangents)
         out_nonzero[:] = [type(t) is not Zero for t in out_tans]
         return list(outs) + [instantiate(t) for t in out_tans]

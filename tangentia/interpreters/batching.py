@@ -190,3 +190,40 @@ def batch_jaxpr(jaxpr, in_dims, axis_size):
     new = pe.close_consts(new, consts)
     jaxpr.cache[key] = new
     return new
+
+
+def batch_jaxpr_natural(jaxpr, in_dims, axis_size):
+    """Like ``batch_jaxpr`` but unbatched outputs stay unbatched.
+
+    Returns ``(program, out_dims)`` with out_dims entries 0 or None.
+    """
+    key = ("batch_natural", tuple(in_dims), axis_size)
+    hit = jaxpr.cache.get(key)
+    if hit is not None:
+        return hit
+    from . import partial_eval as pe
+    in_avals = []
+    for v, d in zip(jaxpr.invars, in_dims):
+        a = v.aval
+        if d is not None:
+            a = ShapedArray(a.shape[:d] + (axis_size,) + a.shape[d:], a.dtype, a.weak_type)
+        in_avals.append(a)
+    out_dims = []
+
+    def fun(*args):
+        trace = BatchTrace(core.current_trace(), axis_size)
+        ins = [a if d is None else BatchTracer(trace, a, d) for a, d in zip(args, in_dims)]
+        try:
+            with set_trace(trace):
+                outs = core.eval_jaxpr(jaxpr, (), *ins)
+            pairs = [trace.unpack(o) for o in outs]
+        finally:
+            trace.alive = False
+        out_dims[:] = [None if d is None else 0 for _, d in pairs]
+        return [v if d is None else move_to_front(v, d) for v, d in pairs]
+
+    new, consts = pe.trace_to_jaxpr(fun, in_avals, name="vmap")
+    new = pe.close_consts(new, consts)
+    result = (new, list(out_dims))
+    jaxpr.cache[key] = result
+    return result

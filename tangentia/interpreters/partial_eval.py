@@ -221,15 +221,19 @@ def convert_constvars_to_invars(jaxpr):
     return core.Jaxpr([], list(jaxpr.constvars) + list(jaxpr.invars), jaxpr.eqns, jaxpr.outvars)
 
 
-def partial_eval_jaxpr(jaxpr, in_unknowns):
+def partial_eval_jaxpr(jaxpr, in_unknowns, instantiate=None):
     """Split a program into a known part and an unknown part.
 
-    Returns ``(known, unknown, out_unknowns, num_res)``: ``known`` maps the known
-    inputs to the known outputs followed by ``num_res`` residuals, and
-    ``unknown`` maps residuals followed by the unknown inputs to the unknown
-    outputs.  Both have no constvars.
+    Returns ``(known, unknown, out_unknowns, num_res, res_forward)``: ``known``
+    maps the known inputs to the known outputs followed by ``num_res``
+    residuals, and ``unknown`` maps residuals followed by the unknown inputs
+    to the unknown outputs.  Both have no constvars.  ``instantiate[i]``
+    forces output i to be unknown.  ``res_forward[j]`` is the index (among the
+    known inputs) of the input that residual j simply is, or None.
     """
-    key = ("partial_eval", tuple(in_unknowns))
+    in_unknowns = tuple(bool(u) for u in in_unknowns)
+    instantiate = tuple(bool(i) for i in instantiate) if instantiate is not None else None
+    key = ("partial_eval", in_unknowns, instantiate)
     hit = jaxpr.cache.get(key)
     if hit is not None:
         return hit
@@ -248,11 +252,14 @@ def partial_eval_jaxpr(jaxpr, in_unknowns):
             args = [next(utr) if u else next(ktr) for u in in_unknowns]
             with set_trace(pe):
                 outs = core.eval_jaxpr(jaxpr, (), *args)
-            out_unknowns = [type(o) is JaxprTracer and o._trace is pe for o in outs]
+            out_unknowns = [(type(o) is JaxprTracer and o._trace is pe)
+                            or bool(instantiate and instantiate[i]) for i, o in enumerate(outs)]
             unknown_outs = [o for o, u in zip(outs, out_unknowns) if u]
             ujaxpr, residuals = ubuilder.build(u_tracers, unknown_outs, pe)
         finally:
             pe.alive = False
+        ids = {id(a): j for j, a in enumerate(known_args)}
+        result["res_forward"] = [ids.get(id(r)) for r in residuals]
         result["unknown"] = convert_constvars_to_invars(ujaxpr)
         result["out_unknowns"] = out_unknowns
         result["num_res"] = len(residuals)
@@ -260,11 +267,10 @@ def partial_eval_jaxpr(jaxpr, in_unknowns):
         return known_outs + list(residuals)
 
     kjaxpr, kconsts = trace_to_jaxpr(known_fun, known_avals, name="known")
-    # Constants created while tracing the known part become its inputs? They are
-    # concrete (the program has no outer tracers), so keep them as literals-in-consts.
-    if kconsts:
+    if kconsts:  # concrete constants created while tracing become constant equations
         kjaxpr = _close_over(kjaxpr, kconsts)
-    out = (kjaxpr, result["unknown"], result["out_unknowns"], result["num_res"])
+    out = (kjaxpr, result["unknown"], result["out_unknowns"], result["num_res"],
+           result["res_forward"])
     jaxpr.cache[key] = out
     return out
 

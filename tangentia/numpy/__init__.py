@@ -1113,31 +1113,45 @@ def _install_tracer_methods():
     T.transpose = lambda s, *axes: transpose(s, axes[0] if len(axes) == 1 and not isinstance(
         axes[0], int) else (axes or None))
     T.astype = lambda s, dtype: astype(s, dtype)
-    T.sum = lambda s, axis=None, dtype=None, keepdims=False: sum(s, axis, dtype, keepdims)
-    T.prod = lambda s, axis=None, dtype=None, keepdims=False: prod(s, axis, dtype, keepdims)
-    T.mean = lambda s, axis=None, dtype=None, keepdims=False: mean(s, axis, dtype, keepdims)
-    T.var = lambda s, axis=None, dtype=None, ddof=0, keepdims=False: var(s, axis, dtype, ddof,
-                                                                         keepdims)
-    T.std = lambda s, axis=None, dtype=None, ddof=0, keepdims=False: std(s, axis, dtype, ddof,
-                                                                         keepdims)
-    T.max = lambda s, axis=None, keepdims=False: max(s, axis, keepdims)
-    T.min = lambda s, axis=None, keepdims=False: min(s, axis, keepdims)
-    T.argmax = lambda s, axis=None, keepdims=False: argmax(s, axis, keepdims)
-    T.argmin = lambda s, axis=None, keepdims=False: argmin(s, axis, keepdims)
-    T.all = lambda s, axis=None, keepdims=False: all(s, axis, keepdims)
-    T.any = lambda s, axis=None, keepdims=False: any(s, axis, keepdims)
-    T.cumsum = lambda s, axis=None, dtype=None: cumsum(s, axis, dtype)
+    T.sum = _no_out("sum", lambda s, axis=None, dtype=None, keepdims=False: sum(
+        s, axis, dtype, keepdims))
+    T.prod = _no_out("prod", lambda s, axis=None, dtype=None, keepdims=False: prod(
+        s, axis, dtype, keepdims))
+    T.mean = _no_out("mean", lambda s, axis=None, dtype=None, keepdims=False: mean(
+        s, axis, dtype, keepdims))
+    T.var = _no_out("var", lambda s, axis=None, dtype=None, ddof=0, keepdims=False: var(
+        s, axis, dtype, ddof, keepdims))
+    T.std = _no_out("std", lambda s, axis=None, dtype=None, ddof=0, keepdims=False: std(
+        s, axis, dtype, ddof, keepdims))
+    T.max = _no_out("max", lambda s, axis=None, keepdims=False: max(s, axis, keepdims))
+    T.min = _no_out("min", lambda s, axis=None, keepdims=False: min(s, axis, keepdims))
+    T.argmax = _no_out("argmax", lambda s, axis=None, keepdims=False: argmax(s, axis, keepdims))
+    T.argmin = _no_out("argmin", lambda s, axis=None, keepdims=False: argmin(s, axis, keepdims))
+    T.all = _no_out("all", lambda s, axis=None, keepdims=False: all(s, axis, keepdims))
+    T.any = _no_out("any", lambda s, axis=None, keepdims=False: any(s, axis, keepdims))
+    T.cumsum = _no_out("cumsum", lambda s, axis=None, dtype=None: cumsum(s, axis, dtype))
     T.ravel = lambda s: ravel(s)
     T.flatten = lambda s: ravel(s)
     T.squeeze = lambda s, axis=None: squeeze(s, axis)
-    T.clip = lambda s, min=None, max=None: clip(s, min, max)
+    T.clip = _no_out("clip", lambda s, min=None, max=None: clip(s, min, max))
     T.dot = lambda s, o: dot(s, o)
-    T.round = lambda s, decimals=0: round(s, decimals)
+    T.round = _no_out("round", lambda s, decimals=0: round(s, decimals))
     T.conj = lambda s: s
     T.copy = lambda s: s
     T.swapaxes = lambda s, a, b: swapaxes(s, a, b)
     T.trace = lambda s, offset=0, axis1=0, axis2=1: trace(s, offset, axis1, axis2)
     T.diagonal = lambda s, offset=0, axis1=0, axis2=1: diagonal(s, offset, axis1, axis2)
+
+
+def _no_out(name, method):
+    """Accept NumPy's ``out=None`` (``np.sum(tracer)`` calls ``tracer.sum(..., out=None)``)."""
+    def wrapped(self, *args, out=None, **kwargs):
+        if out is not None:
+            raise TypeError(f"{name}: the 'out' argument is not supported (traced arrays are "
+                            "immutable); use the returned value instead")
+        return method(self, *args, **kwargs)
+    wrapped.__name__ = name
+    return wrapped
 
 
 def _pow(x, y):

@@ -1,2 +1,2 @@
 """Primitive operations, each defined once with all of its rules."""
-from . import structural, reductions, elementwise, indexing, contraction, call  # noqa: F401
+from . import structural, reductions, elementwise, indexing, contraction, call, control_flow  # noqa: F401

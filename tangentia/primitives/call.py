@@ -57,7 +57,7 @@ def _jit_batch(args, dims, jaxpr, name):
 def _jit_partial_eval(trace, args, params):
     jaxpr, name = params["jaxpr"], params["name"]
     unknowns = [type(x) is pe.JaxprTracer and x._trace is trace for x in args]
-    known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns)
+    known, unknown, out_unknowns, num_res, _ = pe.partial_eval_jaxpr(jaxpr, unknowns)
     known_args = [x for x, u in zip(args, unknowns) if not u]
     with core.set_trace(trace.parent):
         kouts = jit_p.bind(*known_args, jaxpr=known, name=name)

@@ -75,7 +75,12 @@ def elementwise_batch(prim):
     def rule(args, dims, **params):
         if len(args) == 1:
             return prim.bind(args[0], **params), dims[0]
-        ranks = [core.get_aval(x).ndim - (d is not None) for x, d in zip(args, dims)]
+        shapes = [core.get_aval(x).shape for x in args]
+        # Check the per-example shapes first, so that a mismatch names the
+        # shapes the user's function sees (without the batch axis).
+        broadcast_shapes(prim.name, *[s if d is None else s[:d] + s[d + 1:]
+                                      for s, d in zip(shapes, dims)])
+        ranks = [len(s) - (d is not None) for s, d in zip(shapes, dims)]
         out_rank = max(ranks)
         # Fast path: every batched arg has full rank and the same batch axis,
         # and unbatched args are scalars.

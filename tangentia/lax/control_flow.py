@@ -1,0 +1,262 @@
+"""Structured control flow with JAX's signatures: cond, switch, scan,
+while_loop, fori_loop and map.  Bodies are traced once to programs."""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import core
+from ..core import ShapedArray, Var
+from ..interpreters import partial_eval as pe
+from ..primitives import elementwise as E
+from ..primitives import structural as S
+from ..primitives.control_flow import cond_p, scan_p, while_p
+from ..tree_util import tree_flatten, tree_unflatten
+
+
+def _fun_name(f):
+    return getattr(f, "__name__", None) or type(f).__name__
+
+
+def _types_str(tree, avals):
+    return str(tree_unflatten(tree, [a.str_short() for a in avals]))
+
+
+def _trace_fun(fun, in_tree, in_avals, what):
+    """Trace ``fun`` (taking the pytree ``in_tree``) to a closed program.
+
+    Returns ``(jaxpr, consts, out_tree)``; consts become leading inputs.
+    """
+    store = {}
+
+    def flat(*leaves):
+        out = fun(*tree_unflatten(in_tree, list(leaves)))
+        outs, store["tree"] = tree_flatten(out)
+        for i, o in enumerate(outs):
+            if not core.is_array_like(o):
+                raise TypeError(f"{what} returned a value of type {type(o).__name__} "
+                                f"(output leaf {i}); expected arrays")
+        return outs
+
+    jaxpr, consts = pe.trace_to_jaxpr(flat, in_avals, name=_fun_name(fun), label=what)
+    return pe.convert_constvars_to_invars(jaxpr), consts, store["tree"]
+
+
+def _strong(aval):
+    return ShapedArray(aval.shape, aval.dtype, False)
+
+
+def _avals_of(leaves):
+    return [_strong(core.get_aval(x)) for x in leaves]
+
+
+def _same(a, b):
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+# ---------------------------------------------------------------------------
+# cond / switch
+
+
+def switch(index, branches, *operands):
+    """Apply ``branches[index](*operands)``; the index is clamped to range."""
+    branches = list(branches)
+    if not branches:
+        raise ValueError("switch: branches must be a non-empty sequence of functions")
+    for i, b in enumerate(branches):
+        if not callable(b):
+            raise TypeError(f"switch: branch {i} is not callable ({type(b).__name__})")
+    ia = core.get_aval(index)
+    if ia.shape != ():
+        raise TypeError(f"switch: the index must be a scalar, got an array {ia.str_short()}")
+    if ia.dtype.kind not in "iub":
+        raise TypeError(f"switch: the index must be an integer, got {ia.str_short()}")
+    index = S.convert_element_type(index, np.int64)
+    if len(branches) > 1:
+        index = E.minimum(E.maximum(index, 0), len(branches) - 1)
+    return _cond(index, branches, operands, "switch")
+
+
+def cond(pred, true_fun, false_fun, *operands, operand=None):
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, staged."""
+    if operand is not None:
+        operands = (operand,)
+    pa = core.get_aval(pred)
+    if pa.shape != ():
+        raise TypeError(f"cond: pred must be a scalar boolean, got an array {pa.str_short()} "
+                        f"(shape {pa.shape})")
+    if pa.dtype.kind not in "biuf":
+        raise TypeError(f"cond: pred must be a scalar boolean, got dtype {pa.dtype}")
+    if pa.dtype.kind != "b":
+        pred = E.ne(pred, 0)
+    index = S.convert_element_type(pred, np.int64)
+    return _cond(index, [false_fun, true_fun], operands, "cond")
+
+
+def _cond(index, branches, operands, api):
+    leaves, in_tree = tree_flatten(tuple(operands))
+    avals = _avals_of(leaves)
+    traced = [_trace_fun(b, in_tree, avals, f"{api} branch {i}") for i, b in enumerate(branches)]
+    jaxprs, consts, trees = zip(*traced)
+    names = ["false_fun", "true_fun"] if api == "cond" else [f"branch {i}"
+                                                              for i in range(len(branches))]
+    for i in range(1, len(jaxprs)):
+        a0 = [v.aval for v in jaxprs[0].outvars]
+        ai = [v.aval for v in jaxprs[i].outvars]
+        if trees[i] != trees[0] or len(a0) != len(ai) or not all(_same(x, y)
+                                                                   for x, y in zip(a0, ai)):
+            raise TypeError(
+                f"{api}: the branches must return the same structure, shapes and dtypes, but "
+                f"{names[0]} returns {_types_str(trees[0], a0)} and {names[i]} returns "
+                f"{_types_str(trees[i], ai)}")
+    # Give every branch the union of all branches' constants as leading inputs.
+    all_consts = [c for cs in consts for c in cs]
+    new = []
+    for i, (j, cs) in enumerate(zip(jaxprs, consts)):
+        before = sum(len(c) for c in consts[:i])
+        after = sum(len(c) for c in consts[i + 1:])
+        pad_b = [Var(core.get_aval(c)) for c in all_consts[:before]]
+        pad_a = [Var(core.get_aval(c)) for c in all_consts[before + len(cs):]]
+        assert len(pad_a) == after
+        invars = pad_b + list(j.invars[:len(cs)]) + pad_a + list(j.invars[len(cs):])
+        new.append(core.Jaxpr([], invars, j.eqns, j.outvars))
+    outs = cond_p.bind(index, *all_consts, *leaves, branches=tuple(new))
+    return tree_unflatten(trees[0], outs)
+
+
+# ---------------------------------------------------------------------------
+# while_loop / fori_loop
+
+
+def while_loop(cond_fun, body_fun, init_val):
+    """``while cond_fun(val): val = body_fun(val)``, staged; returns ``val``."""
+    leaves, tree = tree_flatten(init_val)
+    avals = _avals_of(leaves)
+    in_tree = tree_flatten((init_val,))[1]
+    cj, cconsts, ctree = _trace_fun(cond_fun, in_tree, avals, "while_loop cond_fun")
+    outs = [v.aval for v in cj.outvars]
+    if len(outs) != 1 or outs[0].shape != () or outs[0].dtype.kind != "b":
+        raise TypeError(f"while_loop: cond_fun must return a scalar boolean, got "
+                        f"{_types_str(ctree, outs)}")
+    bj, bconsts, btree = _trace_fun(body_fun, in_tree, avals, "while_loop body_fun")
+    _check_carry("while_loop", "body_fun", tree, avals, btree, [v.aval for v in bj.outvars])
+    leaves = [_cast(x, a) for x, a in zip(leaves, avals)]
+    out = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cj, body_jaxpr=bj,
+                       cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
+    return tree_unflatten(tree, out)
+
+
+def _cast(x, aval):
+    a = core.get_aval(x)
+    if a.dtype != aval.dtype or a.weak_type:
+        return S.convert_element_type(x, aval.dtype)
+    return x
+
+
+def _check_carry(api, fname, tree, avals, out_tree, out_avals):
+    if out_tree != tree or len(out_avals) != len(avals) or not all(
+            _same(a, b) for a, b in zip(avals, out_avals)):
+        raise TypeError(
+            f"{api}: {fname} must return a carry with the same structure, shapes and dtypes as "
+            f"its input carry, but the input carry is {_types_str(tree, avals)} and the output "
+            f"carry is {_types_str(out_tree, out_avals)}")
+
+
+def _is_static_int(x):
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
+    """``for i in range(lower, upper): val = body_fun(i, val)``.
+
+    With Python-int bounds it is lowered to ``scan`` (so reverse mode works);
+    otherwise to ``while_loop``.
+    """
+    if _is_static_int(lower) and _is_static_int(upper):
+        lower, upper = int(lower), int(upper)
+
+        def step(carry, _):
+            i, val = carry
+            return (i + 1, body_fun(i, val)), None
+
+        (_, val), _ = scan(step, (np.int64(lower), init_val), None,
+                           length=builtins.max(upper - lower, 0))
+        return val
+
+    def cond_fun(c):
+        return E.lt(c[0], c[1])
+
+    def body(c):
+        i, u, val = c
+        return (E.add(i, 1), u, body_fun(i, val))
+
+    lower = S.convert_element_type(lower, np.int64)
+    upper = S.convert_element_type(upper, np.int64)
+    return while_loop(cond_fun, body, (lower, upper, init_val))[2]
+
+
+# ---------------------------------------------------------------------------
+# scan / map
+
+
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
+    """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns
+    ``(carry, stacked ys)``."""
+    if not callable(f):
+        raise TypeError(f"scan: f must be callable, got {type(f).__name__}")
+    x_leaves, x_tree = tree_flatten(xs)
+    lengths = set()
+    for i, x in enumerate(x_leaves):
+        a = core.get_aval(x)
+        if a.ndim == 0:
+            raise ValueError(f"scan: xs leaf {i} is a scalar ({a.str_short()}); every xs leaf "
+                             "must have a leading axis to scan over")
+        lengths.add(a.shape[0])
+    if length is not None:
+        length = int(length)
+        if lengths and lengths != {length}:
+            raise ValueError(f"scan: length={length} but xs have leading axis sizes "
+                             f"{sorted(lengths)}")
+    elif len(lengths) > 1:
+        raise ValueError(f"scan: all xs must have the same leading axis size, got "
+                         f"{sorted(lengths)}")
+    elif not lengths:
+        raise ValueError("scan: length must be given when xs is None or has no leaves")
+    else:
+        length = lengths.pop()
+    c_leaves, c_tree = tree_flatten(init)
+    c_avals = _avals_of(c_leaves)
+    x_avals = [_strong(ShapedArray(core.get_aval(x).shape[1:], core.get_aval(x).dtype))
+               for x in x_leaves]
+    in_tree = tree_flatten((init, xs))[1]
+    store = {}
+
+    def body(carry, x):
+        out = f(carry, x)
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise TypeError(f"scan: f must return a pair (carry, y), got {type(out).__name__}")
+        new_carry, y = out
+        nc, nc_tree = tree_flatten(new_carry)
+        y_leaves, store["y_tree"] = tree_flatten(y)
+        store["carry_tree"] = nc_tree
+        return list(nc) + list(y_leaves)
+
+    jaxpr, consts, _ = _trace_fun(lambda c, x: body(c, x), in_tree, c_avals + x_avals, "scan body")
+    n_c = len(c_leaves)
+    out_avals = [v.aval for v in jaxpr.outvars]
+    _check_carry("scan", f"body function {_fun_name(f)}", c_tree, c_avals, store["carry_tree"],
+                 out_avals[:n_c])
+    c_leaves = [_cast(x, a) for x, a in zip(c_leaves, c_avals)]
+    outs = scan_p.bind(*consts, *c_leaves, *x_leaves, jaxpr=jaxpr, num_consts=len(consts),
+                       num_carry=n_c, length=length, reverse=bool(reverse), unroll=unroll)
+    return (tree_unflatten(c_tree, outs[:n_c]), tree_unflatten(store["y_tree"], outs[n_c:]))
+
+
+def map(f, xs):
+    """``stack([f(x) for x in xs])`` as a staged loop."""
+    _, ys = scan(lambda _, x: (None, f(x)), None, xs)
+    return ys
+
+
+__all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map"]

@@ -1,0 +1,468 @@
+"""Structured control flow: ``cond`` (and ``switch``), ``while``, ``scan``.
+
+Bodies are traced once to programs ("initial style") and carried as
+parameters, so every interpreter can transform them again: JVP -> the JVP
+of the bodies, vmap -> batched bodies, partial evaluation -> a known loop
+that saves per-step residuals and an unknown (linear) loop, transposition
+-> a reverse loop.  Custom-rule calls inside bodies are recorded with their
+primal program and keep their rules.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import core, dtypes
+from ..compiler import compile_jaxpr
+from ..core import Jaxpr, Primitive, ShapedArray, Var
+from ..interpreters import ad, batching
+from ..interpreters import partial_eval as pe
+from ..interpreters.ad import Zero, is_undefined
+from . import elementwise as E
+from . import reductions as R
+from . import structural as S
+
+
+def _split(seq, *sizes):
+    out, i = [], 0
+    for n in sizes:
+        out.append(list(seq[i:i + n]))
+        i += n
+    out.append(list(seq[i:]))
+    return out
+
+
+def _fresh(avals):
+    return [Var(a) for a in avals]
+
+
+def _trace(fun, avals, name):
+    """Trace ``fun`` into a closed program taking ``avals`` and returning a list."""
+    jaxpr, consts = pe.trace_to_jaxpr(fun, avals, name=name, label="control flow")
+    return pe.close_consts(jaxpr, consts)
+
+
+def _zeros_like(aval):
+    return np.zeros(aval.shape, aval.dtype)
+
+
+def _same_type(a, b):
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+# ===========================================================================
+# cond: outputs = branches[index](*operands)
+
+cond_p = Primitive("cond", multiple_results=True)
+
+
+def _cond_impl(index, *ops, branches):
+    i = int(np.clip(int(index), 0, len(branches) - 1))
+    return compile_jaxpr(branches[i])(*ops)
+
+
+cond_p.impl = _cond_impl
+cond_p.abstract_eval = lambda index, *ops, branches: [v.aval for v in branches[0].outvars]
+cond_p.print_params = lambda params: {f"branch{i}": b for i, b in enumerate(params["branches"])}
+
+
+def _cond_jvp(primals, tangents, branches):
+    index, ops = primals[0], primals[1:]
+    nz = [type(t) is not Zero for t in tangents[1:]]
+    new = tuple(ad.jvp_jaxpr(b, nz) for b in branches)
+    tans = [t for t in tangents[1:] if type(t) is not Zero]
+    outs = cond_p.bind(index, *ops, *tans, branches=new)
+    n = len(branches[0].outvars)
+    out_t = [Zero(ad.tangent_aval(v.aval)) if v.aval.dtype.kind not in "fc" else t
+             for v, t in zip(branches[0].outvars, outs[n:])]
+    return outs[:n], out_t
+
+
+def _cond_batch(args, dims, branches):
+    size = batching.batch_size(args, dims)
+    index, ops = args[0], args[1:]
+    idim, odims = dims[0], dims[1:]
+    new = tuple(batching.batch_jaxpr(b, tuple(odims), size) for b in branches)
+    if idim is None:
+        outs = cond_p.bind(index, *ops, branches=new)
+        return outs, [0] * len(outs)
+    # A batched index: run every branch and select per batch element.
+    index = batching.move_to_front(index, idim)
+    results = [core.eval_jaxpr(b, (), *ops) for b in new]
+    outs = []
+    for k in range(len(results[0])):
+        out = results[0][k]
+        for i in range(1, len(results)):
+            r = results[i][k]
+            shape = core.get_aval(r).shape
+            pred = S.reshape(E.eq(index, i), (size,) + (1,) * (len(shape) - 1))
+            out = E.select(pred, r, out)
+        outs.append(out)
+    return outs, [0] * len(outs)
+
+
+def _cond_partial_eval(trace, args, params):
+    branches = params["branches"]
+    unknown = [type(x) is pe.JaxprTracer and x._trace is trace for x in args]
+    if unknown[0]:
+        return trace.stage(cond_p, args, params)
+    index, ops = args[0], args[1:]
+    ops_uk = unknown[1:]
+    out_uk = [False] * len(branches[0].outvars)
+    for b in branches:
+        out_uk = [a or b_ for a, b_ in zip(out_uk, pe.partial_eval_jaxpr(b, ops_uk)[2])]
+    splits = [pe.partial_eval_jaxpr(b, ops_uk, instantiate=out_uk) for b in branches]
+    res_avals = []
+    offsets = []
+    for known, _, _, nres, _ in splits:
+        offsets.append(len(res_avals))
+        res_avals.extend(v.aval for v in known.outvars[len(known.outvars) - nres:])
+    k_in = [v.aval for v, u in zip(branches[0].invars, ops_uk) if not u]
+    u_in = [v.aval for v, u in zip(branches[0].invars, ops_uk) if u]
+    n_known_out = sum(1 for u in out_uk if not u)
+
+    def known_branch(i):
+        known, _, _, nres, _ = splits[i]
+
+        def f(*kops):
+            outs = core.eval_jaxpr(known, (), *kops)
+            res = list(outs[n_known_out:])
+            full = [_zeros_like(a) for a in res_avals]
+            full[offsets[i]:offsets[i] + nres] = res
+            return list(outs[:n_known_out]) + full
+        return _trace(f, k_in, f"known branch {i}")
+
+    def unknown_branch(i):
+        _, unknown, _, nres, _ = splits[i]
+
+        def f(*xs):
+            res_all, uops = xs[:len(res_avals)], xs[len(res_avals):]
+            mine = res_all[offsets[i]:offsets[i] + nres]
+            return core.eval_jaxpr(unknown, (), *mine, *uops)
+        return _trace(f, res_avals + u_in, f"unknown branch {i}")
+
+    kops = [x for x, u in zip(ops, ops_uk) if not u]
+    with core.set_trace(trace.parent):
+        kouts = cond_p.bind(index, *kops,
+                            branches=tuple(known_branch(i) for i in range(len(branches))))
+    known_outs, residuals = kouts[:n_known_out], kouts[n_known_out:]
+    uops = [x for x, u in zip(ops, ops_uk) if u]
+    uouts = iter(trace.stage(cond_p, [index] + list(residuals) + uops,
+                             {"branches": tuple(unknown_branch(i) for i in range(len(branches)))}))
+    kit = iter(known_outs)
+    return [next(uouts) if u else next(kit) for u in out_uk]
+
+
+def _cond_transpose(cts, index, *ops, branches):
+    if is_undefined(index):
+        raise TypeError("cond: the branch index cannot be linear")
+    lin = [is_undefined(o) for o in ops]
+    cts = [ad.instantiate(c) for c in cts]
+    new = tuple(ad.transpose_jaxpr(b, lin) for b in branches)
+    res = [o for o in ops if not is_undefined(o)]
+    outs = iter(cond_p.bind(index, *res, *cts, branches=new))
+    return [None] + [next(outs) if l_ else None for l_ in lin]
+
+
+cond_p.jvp = _cond_jvp
+cond_p.batch = _cond_batch
+cond_p.partial_eval = _cond_partial_eval
+cond_p.transpose = _cond_transpose
+
+# ===========================================================================
+# while: carry = body(carry) while cond(carry)
+
+while_p = Primitive("while", multiple_results=True)
+
+
+def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
+    cond_f = compile_jaxpr(cond_jaxpr)
+    body_f = compile_jaxpr(body_jaxpr)
+    while cond_f(*cc, *carry)[0]:
+        carry = body_f(*bc, *carry)
+    return carry
+
+
+while_p.impl = _while_impl
+while_p.abstract_eval = lambda *avals, body_jaxpr, **_: [v.aval for v in body_jaxpr.outvars]
+while_p.print_params = lambda params: {"cond_jaxpr": params["cond_jaxpr"],
+                                       "body_jaxpr": params["body_jaxpr"]}
+
+
+def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cc, bc, carry = _split(primals, cond_nconsts, body_nconsts)
+    _, bc_t, carry_t = _split(tangents, cond_nconsts, body_nconsts)
+    n = len(carry)
+    bc_nz = [type(t) is not Zero for t in bc_t]
+    if not any(bc_nz) and all(type(t) is Zero for t in carry_t):
+        outs = while_p.bind(*primals, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
+                            cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
+        return outs, [Zero.from_primal(o) for o in outs]
+    jj = ad.jvp_jaxpr(body_jaxpr, bc_nz + [True] * n)
+    nb, nbt = len(bc), sum(bc_nz)
+    p_bc, p_carry, t_bc, t_carry = _split(jj.invars, nb, n, nbt)
+    body = Jaxpr([], p_bc + t_bc + p_carry + t_carry, jj.eqns, jj.outvars)
+    carry_t_avals = [ad.tangent_aval(v.aval) for v in body_jaxpr.outvars]
+    cond = Jaxpr([], list(cond_jaxpr.invars) + _fresh(carry_t_avals), cond_jaxpr.eqns,
+                 cond_jaxpr.outvars)
+    init_t = [ad.instantiate(t) for t in carry_t]
+    outs = while_p.bind(*cc, *bc, *[t for t in bc_t if type(t) is not Zero], *carry, *init_t,
+                        cond_jaxpr=cond, body_jaxpr=body, cond_nconsts=cond_nconsts,
+                        body_nconsts=nb + nbt)
+    out_t = [Zero(a) if a.dtype == dtypes.float0 else t for a, t in zip(carry_t_avals, outs[n:])]
+    return outs[:n], out_t
+
+
+def _while_batch(args, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    size = batching.batch_size(args, dims)
+    cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
+    ccd, bcd, card = _split(dims, cond_nconsts, body_nconsts)
+    carry = [batching.materialize(x, d, size) for x, d in zip(carry, card)]
+    cond_b, pred_dims = batching.batch_jaxpr_natural(cond_jaxpr, tuple(ccd) + (0,) * len(carry),
+                                                     size)
+    body_b = batching.batch_jaxpr(body_jaxpr, tuple(bcd) + (0,) * len(carry), size)
+    if pred_dims[0] is None:
+        outs = while_p.bind(*cc, *bc, *carry, cond_jaxpr=cond_b, body_jaxpr=body_b,
+                            cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
+        return outs, [0] * len(outs)
+    # A batched predicate: loop while any element runs; freeze finished ones.
+    nc, nb = len(cc), len(bc)
+    c_avals = [core.get_aval(x) for x in cc]
+    b_avals = [core.get_aval(x) for x in bc]
+    carry_avals = [core.get_aval(x) for x in carry]
+
+    def new_cond(*xs):
+        pred, = core.eval_jaxpr(cond_b, (), *xs)
+        return [R.reduce_or_p.bind(batching.move_to_front(pred, pred_dims[0]), axes=(0,))]
+
+    def new_body(*xs):
+        ccs, bcs, cs = _split(xs, nc, nb)
+        pred, = core.eval_jaxpr(cond_b, (), *ccs, *cs)
+        pred = batching.move_to_front(pred, pred_dims[0])
+        new = core.eval_jaxpr(body_b, (), *bcs, *cs)
+        out = []
+        for old, nw in zip(cs, new):
+            shape = core.get_aval(nw).shape
+            p = S.reshape(pred, (size,) + (1,) * (len(shape) - 1))
+            out.append(E.select(p, nw, old))
+        return out
+
+    cond_j = _trace(new_cond, c_avals + carry_avals, "while cond")
+    body_j = _trace(new_body, c_avals + b_avals + carry_avals, "while body")
+    outs = while_p.bind(*cc, *cc, *bc, *carry, cond_jaxpr=cond_j, body_jaxpr=body_j,
+                        cond_nconsts=nc, body_nconsts=nc + nb)
+    return outs, [0] * len(outs)
+
+
+def _while_partial_eval(trace, args, params):
+    cond_jaxpr, body_jaxpr = params["cond_jaxpr"], params["body_jaxpr"]
+    ncc, nbc = params["cond_nconsts"], params["body_nconsts"]
+    unknown = [type(x) is pe.JaxprTracer and x._trace is trace for x in args]
+    cc_uk, bc_uk, carry_uk = _split(unknown, ncc, nbc)
+    carry_uk = list(carry_uk)
+    while True:
+        out_uk = pe.partial_eval_jaxpr(body_jaxpr, bc_uk + carry_uk, instantiate=carry_uk)[2]
+        new = [a or b for a, b in zip(carry_uk, out_uk)]
+        if new == carry_uk:
+            break
+        carry_uk = new
+    cond_uk = pe.partial_eval_jaxpr(cond_jaxpr, cc_uk + carry_uk)[2][0]
+    if cond_uk or all(carry_uk) or any(cc_uk):
+        return trace.stage(while_p, args, params)
+    # Compute the known carries with a loop over them alone; the unknown ones
+    # are computed by the whole loop, staged (recomputing the known part).
+    known_b = pe.partial_eval_jaxpr(body_jaxpr, bc_uk + carry_uk, instantiate=carry_uk)[0]
+    n_known = sum(1 for u in carry_uk if not u)
+    body_k = pe.dce_jaxpr(Jaxpr([], known_b.invars, known_b.eqns, known_b.outvars[:n_known]))
+    cc_vars, carry_vars = cond_jaxpr.invars[:ncc], cond_jaxpr.invars[ncc:]
+    cond_k = Jaxpr([], list(cc_vars) + [v for v, u in zip(carry_vars, carry_uk) if not u],
+                   cond_jaxpr.eqns, cond_jaxpr.outvars)
+    cc, bc, carry = _split(args, ncc, nbc)
+    with core.set_trace(trace.parent):
+        kouts = while_p.bind(*cc, *[x for x, u in zip(bc, bc_uk) if not u],
+                             *[x for x, u in zip(carry, carry_uk) if not u],
+                             cond_jaxpr=cond_k, body_jaxpr=body_k, cond_nconsts=ncc,
+                             body_nconsts=sum(1 for u in bc_uk if not u))
+    uouts = trace.stage(while_p, args, params)
+    kit = iter(kouts)
+    return [u_out if u else next(kit) for u, u_out in zip(carry_uk, uouts)]
+
+
+def _while_transpose(cts, *args, **params):
+    raise TypeError(
+        "Reverse-mode differentiation does not work for lax.while_loop: the number of "
+        "iterations is unknown, so the residuals of the forward pass cannot be saved. "
+        "Use lax.scan, or lax.fori_loop with static (Python int) bounds, which is lowered "
+        "to scan and supports reverse mode. (Forward mode, jvp, works with while_loop.)")
+
+
+while_p.jvp = _while_jvp
+while_p.batch = _while_batch
+while_p.partial_eval = _while_partial_eval
+while_p.transpose = _while_transpose
+
+# ===========================================================================
+# scan: (carry, xs) -> (carry, ys), body(consts, carry, x) -> (carry, y)
+
+scan_p = Primitive("scan", multiple_results=True)
+
+
+def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    consts, carry, xs = _split(args, num_consts, num_carry)
+    f = compile_jaxpr(jaxpr)
+    y_avals = [v.aval for v in jaxpr.outvars[num_carry:]]
+    ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
+    for i in (range(length - 1, -1, -1) if reverse else range(length)):
+        out = f(*consts, *carry, *[x[i] for x in xs])
+        carry = out[:num_carry]
+        for buf, y in zip(ys, out[num_carry:]):
+            buf[i] = y
+    return list(carry) + ys
+
+
+def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    return [v.aval for v in jaxpr.outvars[:num_carry]] + [
+        ShapedArray((length,) + v.aval.shape, v.aval.dtype, v.aval.weak_type)
+        for v in jaxpr.outvars[num_carry:]]
+
+
+scan_p.impl = _scan_impl
+scan_p.abstract_eval = _scan_abstract_eval
+scan_p.print_params = lambda params: {k: params[k] for k in
+                                      ("length", "reverse", "num_consts", "num_carry", "jaxpr")}
+
+
+def _scan_jvp(primals, tangents, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    consts, carry, xs = _split(primals, num_consts, num_carry)
+    ct, cart, xst = _split(tangents, num_consts, num_carry)
+    c_nz = [type(t) is not Zero for t in ct]
+    x_nz = [type(t) is not Zero for t in xst]
+    ncar, ny = num_carry, len(jaxpr.outvars) - num_carry
+    jj = ad.jvp_jaxpr(jaxpr, c_nz + [True] * ncar + x_nz)
+    p_c, p_car, p_x, t_c, t_car, t_x = _split(jj.invars, num_consts, ncar, len(xs), sum(c_nz),
+                                              ncar)
+    o_car, o_y, o_tcar, o_ty = _split(jj.outvars, ncar, ny, ncar)
+    body = Jaxpr([], p_c + t_c + p_car + t_car + p_x + t_x, jj.eqns, o_car + o_tcar + o_y + o_ty)
+    outs = scan_p.bind(*consts, *[t for t in ct if type(t) is not Zero], *carry,
+                       *[ad.instantiate(t) for t in cart], *xs,
+                       *[t for t in xst if type(t) is not Zero],
+                       jaxpr=body, num_consts=num_consts + sum(c_nz), num_carry=2 * ncar,
+                       length=length, reverse=reverse, unroll=unroll)
+    car, tcar, ys, tys = _split(outs, ncar, ncar, ny)
+    out_avals = [v.aval for v in jaxpr.outvars]
+    tans = [Zero(ad.tangent_aval(a)) if a.dtype.kind not in "fc" else t
+            for a, t in zip(out_avals, tcar + tys)]
+    return car + ys, tans
+
+
+def _scan_batch(args, dims, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    size = batching.batch_size(args, dims)
+    consts, carry, xs = _split(args, num_consts, num_carry)
+    cd, card, xd = _split(dims, num_consts, num_carry)
+    carry = [batching.materialize(x, d, size) for x, d in zip(carry, card)]
+    xs = [x if d is None else batching.move_axis(x, d, 1) for x, d in zip(xs, xd)]
+    body_xd = [None if d is None else 0 for d in xd]
+    body = batching.batch_jaxpr(jaxpr, tuple(cd) + (0,) * num_carry + tuple(body_xd), size)
+    outs = scan_p.bind(*consts, *carry, *xs, jaxpr=body, num_consts=num_consts,
+                       num_carry=num_carry, length=length, reverse=reverse, unroll=unroll)
+    return outs, [0] * num_carry + [1] * (len(outs) - num_carry)
+
+
+def _scan_partial_eval(trace, args, params):
+    jaxpr = params["jaxpr"]
+    nc, ncar = params["num_consts"], params["num_carry"]
+    length = params["length"]
+    unknown = [type(x) is pe.JaxprTracer and x._trace is trace for x in args]
+    c_uk, car_uk, x_uk = _split(unknown, nc, ncar)
+    ny = len(jaxpr.outvars) - ncar
+    car_uk = list(car_uk)
+    while True:
+        out_uk = pe.partial_eval_jaxpr(jaxpr, c_uk + car_uk + x_uk,
+                                       instantiate=car_uk + [False] * ny)[2]
+        new = [a or b for a, b in zip(car_uk, out_uk[:ncar])]
+        if new == car_uk:
+            break
+        car_uk = new
+    in_uk = c_uk + car_uk + x_uk
+    known, unknown_j, out_uk, nres, res_fwd = pe.partial_eval_jaxpr(
+        jaxpr, in_uk, instantiate=car_uk + [False] * ny)
+    n_kc = sum(1 for u in c_uk if not u)
+    n_kcar = sum(1 for u in car_uk if not u)
+    n_kx = sum(1 for u in x_uk if not u)
+    n_kout = len(known.outvars) - nres
+    # Residuals that are loop-invariant known consts are passed once; the
+    # others are stacked along the loop (one per-step-sized array each).
+    invariant = [j is not None and j < n_kc for j in res_fwd]
+    res_vars = known.outvars[n_kout:]
+    body_k = pe.dce_jaxpr(Jaxpr([], known.invars, known.eqns,
+                                known.outvars[:n_kout] + [v for v, inv in zip(res_vars, invariant)
+                                                          if not inv]))
+    consts, carry, xs = _split(args, nc, ncar)
+    k_consts = [x for x, u in zip(consts, c_uk) if not u]
+    k_args = k_consts + [x for x, u in zip(carry, car_uk) if not u] + \
+        [x for x, u in zip(xs, x_uk) if not u]
+    with core.set_trace(trace.parent):
+        kouts = scan_p.bind(*k_args, jaxpr=body_k, num_consts=n_kc, num_carry=n_kcar,
+                            length=length, reverse=params["reverse"], unroll=params["unroll"])
+    k_car, k_ys, stacked = _split(kouts, n_kcar, n_kout - n_kcar)
+    inv_vals = [k_args[j] for j, inv in zip(res_fwd, invariant) if inv]
+    # Unknown body: (invariant res, unknown consts, unknown carry, stacked res, unknown xs).
+    u_res, u_c, u_car, u_x = _split(unknown_j.invars, nres, sum(c_uk), sum(car_uk))
+    body_u = Jaxpr([], [v for v, inv in zip(u_res, invariant) if inv] + u_c + u_car
+                   + [v for v, inv in zip(u_res, invariant) if not inv] + u_x,
+                   unknown_j.eqns, unknown_j.outvars)
+    u_args = inv_vals + [x for x, u in zip(consts, c_uk) if u] + \
+        [x for x, u in zip(carry, car_uk) if u] + list(stacked) + \
+        [x for x, u in zip(xs, x_uk) if u]
+    uouts = iter(trace.stage(scan_p, u_args, dict(
+        params, jaxpr=body_u, num_consts=len(inv_vals) + sum(c_uk), num_carry=sum(car_uk))))
+    kit = iter(list(k_car) + list(k_ys))
+    return [next(uouts) if u else next(kit) for u in out_uk]
+
+
+def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    consts, carry, xs = _split(args, num_consts, num_carry)
+    # Every carry is treated as linear: a carry whose initial value is known
+    # here is an instantiated zero tangent, whose cotangent is not needed.
+    c_lin = [is_undefined(c) for c in consts]
+    x_lin = [is_undefined(x) for x in xs]
+    ncar = num_carry
+    ct_car = [ad.instantiate(c) for c in cts[:ncar]]
+    ct_ys = [ad.instantiate(c) for c in cts[ncar:]]
+    res_c = [c for c in consts if not is_undefined(c)]
+    res_x = [x for x in xs if not is_undefined(x)]
+    lin_c_avals = [ad.tangent_aval(c.aval) for c in consts if is_undefined(c)]
+    key = ("scan_transpose", tuple(c_lin), tuple(x_lin))
+    body_t = jaxpr.cache.get(key)
+    if body_t is None:
+        bt = ad.transpose_jaxpr(jaxpr, c_lin + [True] * ncar + x_lin)
+        n_rc, n_lc = len(res_c), len(lin_c_avals)
+        car_avals = [ad.tangent_aval(v.aval) for v in jaxpr.outvars[:ncar]]
+        y_avals = [ad.tangent_aval(v.aval) for v in jaxpr.outvars[ncar:]]
+        rx_avals = [v.aval for v, lin in zip(jaxpr.invars[num_consts + ncar:], x_lin) if not lin]
+        rc_avals = [v.aval for v, lin in zip(jaxpr.invars[:num_consts], c_lin) if not lin]
+
+        def body(*a):
+            rc, acc, ctc, rx, cty = _split(a, n_rc, n_lc, ncar, len(rx_avals))
+            out = core.eval_jaxpr(bt, (), *rc, *rx, *ctc, *cty)
+            d_lc, d_car, d_lx = _split(out, n_lc, ncar)
+            return [ad.add_any_p.bind(x, y) for x, y in zip(acc, d_lc)] + d_car + d_lx
+
+        body_t = _trace(body, rc_avals + lin_c_avals + car_avals + rx_avals + y_avals,
+                        "scan transpose")
+        jaxpr.cache[key] = body_t
+    acc0 = [_zeros_like(a) for a in lin_c_avals]
+    outs = scan_p.bind(*res_c, *acc0, *ct_car, *res_x, *ct_ys, jaxpr=body_t,
+                       num_consts=len(res_c), num_carry=len(acc0) + ncar, length=length,
+                       reverse=not reverse, unroll=unroll)
+    acc, ct_init, ct_xs = _split(outs, len(acc0), ncar)
+    acc_it, xs_it = iter(acc), iter(ct_xs)
+    ct_init = [c if is_undefined(x) else None for c, x in zip(ct_init, carry)]
+    return ([next(acc_it) if lin else None for lin in c_lin] + ct_init
+            + [next(xs_it) if lin else None for lin in x_lin])
+
+
+scan_p.jvp = _scan_jvp
+scan_p.batch = _scan_batch
+scan_p.partial_eval = _scan_partial_eval
+scan_p.transpose = _scan_transpose
