@@ -276,7 +276,8 @@ class Primitive:
     """
 
     __slots__ = ("name", "multiple_results", "impl", "abstract_eval", "jvp", "transpose",
-                 "batch", "partial_eval", "lower", "print_params", "__weakref__")
+                 "batch", "partial_eval", "lower", "print_params", "jvp_takes_none", "jvp_fns",
+                 "__weakref__")
 
     def __init__(self, name, multiple_results=False):
         self.name = name
@@ -289,6 +290,8 @@ class Primitive:
         self.partial_eval = None
         self.lower = None
         self.print_params = None
+        self.jvp_takes_none = False  # the JVP rule accepts None for a zero tangent
+        self.jvp_fns = None  # per-argument tangent functions (see ad.defjvp)
 
     def bind(self, *args, **params):
         return _trace_ctx.get().process_primitive(self, args, params)
@@ -416,20 +419,16 @@ Trace.concrete_value = _default_concrete_value
 # ---------------------------------------------------------------------------
 # The IR: variables, literals, equations, programs
 
-_var_ids = itertools.count()
-
-
 class Var:
     """A variable of the IR, typed by its abstract value."""
 
-    __slots__ = ("aval", "id")
+    __slots__ = ("aval",)
 
     def __init__(self, aval):
         self.aval = aval
-        self.id = next(_var_ids)
 
     def __repr__(self):
-        return f"Var({self.id}:{self.aval.str_short()})"
+        return f"Var({id(self):x}:{self.aval.str_short()})"
 
 
 class Literal:

@@ -14,6 +14,9 @@ import numpy as np
 
 from .. import core, dtypes
 from ..core import Primitive, ShapedArray, Tracer, Var, set_trace
+
+_set_trace = core._trace_ctx.set
+_reset_trace = core._trace_ctx.reset
 from . import partial_eval as pe
 
 
@@ -122,15 +125,36 @@ class JVPTrace(core.Trace):
                     self.check_foreign(x)
                 primals.append(x)
                 tangents.append(None)
+        parent = self.parent
         if not nonzero:
-            with set_trace(self.parent):
-                return prim.bind(*args, **params)
-        tangents = [Zero.from_primal(p) if t is None else t for p, t in zip(primals, tangents)]
+            # Nothing of ours: the parent handles it (it sets its own context
+            # for any rule it runs).
+            return parent.process_primitive(prim, args, params)
+        fns = prim.jvp_fns
+        if fns is not None:  # per-argument linear rules, inlined (the hot path)
+            ans = parent.process_primitive(prim, primals, params)
+            out = None
+            token = _set_trace(parent)
+            try:
+                for fn, t in zip(fns, tangents):
+                    if fn is None or t is None or type(t) is Zero:
+                        continue
+                    c = fn(t, ans, *primals, **params)
+                    out = c if out is None else add_any_p.bind(out, c)
+            finally:
+                _reset_trace(token)
+            return ans if out is None else JVPTracer(self, ans, out)
+        if not prim.jvp_takes_none:
+            tangents = [Zero.from_primal(p) if t is None else t
+                        for p, t in zip(primals, tangents)]
         rule = prim.jvp
         if rule is None:
             raise NotImplementedError(f"differentiation rule for '{prim.name}' not implemented")
-        with set_trace(self.parent):
+        token = _set_trace(self.parent)
+        try:
             out, tan = rule(primals, tangents, **params)
+        finally:
+            _reset_trace(token)
         if prim.multiple_results:
             return [p if type(t) is Zero else JVPTracer(self, p, t) for p, t in zip(out, tan)]
         return out if type(tan) is Zero else JVPTracer(self, out, tan)
@@ -164,7 +188,7 @@ def defjvp(prim, *tangent_fns):
         ans = prim.bind(*primals, **params)
         out = None
         for fn, t in zip(tangent_fns, tangents):
-            if fn is None or type(t) is Zero:
+            if fn is None or t is None or type(t) is Zero:
                 continue
             contrib = fn(t, ans, *primals, **params)
             out = contrib if out is None else add_any_p.bind(out, contrib)
@@ -172,6 +196,9 @@ def defjvp(prim, *tangent_fns):
             return ans, Zero.from_primal(ans)
         return ans, out
     prim.jvp = rule
+    prim.jvp_takes_none = True
+    if not prim.multiple_results:
+        prim.jvp_fns = tuple(tangent_fns)
 
 
 def defjvp_zero(prim):
@@ -216,41 +243,40 @@ def is_undefined(x):
     return type(x) is UndefinedPrimal
 
 
+_MISSING = object()
+
+
 def backward_pass(jaxpr, consts, cts_out):
     """Transpose the linear program ``jaxpr`` (linear in its invars).
 
     Equations that do not depend on the linear inputs are evaluated forward
-    first.  Returns one cotangent per invar (``None`` for a zero cotangent).
+    first (programs made by ``linearize`` have none).  Returns one cotangent
+    per invar (``None`` for a zero cotangent).
     """
-    linear = set(jaxpr.invars)
     env = dict(zip(jaxpr.constvars, consts))
-
-    def read(a):
-        return env[a] if type(a) is Var else a.val
-
-    lin_eqns = []
-    for eqn in jaxpr.eqns:
-        if any(type(a) is Var and a in linear for a in eqn.inputs):
-            lin_eqns.append(eqn)
-            linear.update(eqn.outputs)
-        else:
-            out = eqn.prim.bind(*[read(a) for a in eqn.inputs], **eqn.params)
-            if eqn.prim.multiple_results:
-                env.update(zip(eqn.outputs, out))
+    if jaxpr.cache.get("all_linear"):
+        lin_eqns = jaxpr.eqns
+    else:
+        linear = set(jaxpr.invars)
+        lin_eqns = []
+        for eqn in jaxpr.eqns:
+            if any(type(a) is Var and a in linear for a in eqn.inputs):
+                lin_eqns.append(eqn)
+                linear.update(eqn.outputs)
             else:
-                env[eqn.outputs[0]] = out
-
+                out = eqn.prim.bind(*[env[a] if type(a) is Var else a.val for a in eqn.inputs],
+                                    **eqn.params)
+                if eqn.prim.multiple_results:
+                    env.update(zip(eqn.outputs, out))
+                else:
+                    env[eqn.outputs[0]] = out
+    # From here on, a variable is linear exactly when it has no value in env.
     ct_env = {}
-
-    def accum(v, ct):
-        if ct is None or type(ct) is Zero:
-            return
-        old = ct_env.get(v)
-        ct_env[v] = ct if old is None else add_any_p.bind(old, ct)
-
+    get, add = ct_env.get, add_any_p.bind
     for v, ct in zip(jaxpr.outvars, cts_out):
-        if type(v) is Var and v in linear:
-            accum(v, ct)
+        if type(v) is Var and v not in env and ct is not None and type(ct) is not Zero:
+            old = get(v)
+            ct_env[v] = ct if old is None else add(old, ct)
 
     for eqn in reversed(lin_eqns):
         if eqn.prim.multiple_results:
@@ -262,8 +288,13 @@ def backward_pass(jaxpr, consts, cts_out):
             cts = ct_env.pop(eqn.outputs[0], None)
             if cts is None:
                 continue
-        args = [UndefinedPrimal(a.aval) if type(a) is Var and a in linear else read(a)
-                for a in eqn.inputs]
+        args = []
+        for a in eqn.inputs:
+            if type(a) is Var:
+                x = env.get(a, _MISSING)
+                args.append(UndefinedPrimal(a.aval) if x is _MISSING else x)
+            else:
+                args.append(a.val)
         rule = eqn.prim.transpose
         try:
             if rule is None:
@@ -280,9 +311,11 @@ def backward_pass(jaxpr, consts, cts_out):
                 f"'{eqn.prim.name}' to a tangent in a non-linear way ({err}). A JVP rule's "
                 "tangent output must be a linear function of the input tangents.") from None
         for a, c in zip(eqn.inputs, cts_in):
-            if type(a) is Var and a in linear:
-                accum(a, c)
-    return [ct_env.get(v) for v in jaxpr.invars]
+            if c is None or type(a) is not Var or a in env or type(c) is Zero:
+                continue
+            old = get(a)
+            ct_env[a] = c if old is None else add(old, c)
+    return [get(v) for v in jaxpr.invars]
 
 
 # ---------------------------------------------------------------------------
@@ -335,6 +368,8 @@ def linearize_flat(fun, primals, differentiable=None, aux_holder=None):
             out_tangents.append(instantiate(t))
         out_tan_avals = [tangent_aval(core.get_aval(p)) for p in out_primals]
         jaxpr, consts = builder.build(in_tracers, out_tangents, pe_trace)
+        # Every recorded equation has an unknown (tangent) input.
+        jaxpr.cache["all_linear"] = True
         if aux_holder is not None:
             from ..tree_util import tree_map
             aux = tree_map(lambda x: jvp_trace.unpack(x)[0] if isinstance(x, Tracer) else x,

@@ -10,6 +10,8 @@ from .. import core
 from ..core import ShapedArray, Tracer, set_trace
 
 not_mapped = None
+_set_trace = core._trace_ctx.set
+_reset_trace = core._trace_ctx.reset
 
 
 class BatchTracer(Tracer):
@@ -64,13 +66,17 @@ class BatchTrace(core.Trace):
                 vals.append(x)
                 dims.append(None)
         if not batched:
-            with set_trace(self.parent):
-                return prim.bind(*args, **params)
+            # Nothing of ours: the parent handles it (it sets its own context
+            # for any rule it runs).
+            return self.parent.process_primitive(prim, args, params)
         rule = prim.batch
         if rule is None:
             raise NotImplementedError(f"batching rule for '{prim.name}' not implemented")
-        with set_trace(self.parent):
+        token = _set_trace(self.parent)
+        try:
             out, out_dim = rule(vals, dims, **params)
+        finally:
+            _reset_trace(token)
         if prim.multiple_results:
             return [o if d is None else BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
         return out if out_dim is None else BatchTracer(self, out, out_dim)

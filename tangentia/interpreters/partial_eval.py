@@ -17,6 +17,9 @@ from .. import core
 from ..core import Literal, ShapedArray, Tracer, Var, set_trace
 
 
+_custom_rule_get = core.custom_rule_ctx.get
+
+
 class JaxprTracer(Tracer):
     __slots__ = ("var",)
 
@@ -57,44 +60,41 @@ class JaxprBuilder:
         """Make (jaxpr, consts) with ``in_tracers`` as inputs and ``outs`` as outputs."""
         invars = [t.var for t in in_tracers]
         outvars = [trace.to_atom(o) for o in outs]
-        eqns = _dce(self.eqns, outvars)
-        used = _used_vars(eqns, outvars)
+        eqns, live = _dce(self.eqns, outvars)
         constvars, constvals = [], []
         for v, x in zip(self.constvars, self.constvals):
-            if v in used:
+            if v in live:
                 constvars.append(v)
                 constvals.append(x)
         return core.Jaxpr(constvars, invars, eqns, outvars), constvals
 
 
-def _used_vars(eqns, outvars):
-    used = {v for v in outvars if type(v) is Var}
-    for e in eqns:
-        for a in e.inputs:
-            if type(a) is Var:
-                used.add(a)
-    return used
-
-
 def _dce(eqns, outvars):
+    """Drop equations whose outputs are unused; returns (eqns, live variables)."""
     live = {v for v in outvars if type(v) is Var}
+    add = live.add
     kept = []
     for e in reversed(eqns):
-        if any(o in live for o in e.outputs) or getattr(e.prim, "has_effects", False):
-            kept.append(e)
-            for a in e.inputs:
-                if type(a) is Var:
-                    live.add(a)
+        outs = e.outputs
+        if len(outs) == 1:
+            if outs[0] not in live:
+                continue
+        elif not any(o in live for o in outs):
+            continue
+        kept.append(e)
+        for a in e.inputs:
+            if type(a) is Var:
+                add(a)
     kept.reverse()
-    return kept
+    return kept, live
 
 
 def dce_jaxpr(jaxpr):
-    eqns = _dce(jaxpr.eqns, jaxpr.outvars)
+    eqns, _ = _dce(jaxpr.eqns, jaxpr.outvars)
     return core.Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 
 
-_LITERAL_TYPES = (int, float, bool, complex)
+_WEAK_SCALAR_AVALS = {t: core.get_aval(t()) for t in (int, float, bool, complex)}
 
 
 class JaxprTrace(core.Trace):
@@ -127,8 +127,9 @@ class JaxprTrace(core.Trace):
                 return v
             self.check_foreign(x)
             return self.builder.const_var(x)
-        if type(x) in _LITERAL_TYPES:
-            return Literal(x, core.get_aval(x))
+        aval = _WEAK_SCALAR_AVALS.get(type(x))
+        if aval is not None:
+            return Literal(x, aval)
         if isinstance(x, (np.ndarray, np.generic)) and x.ndim == 0 and not isinstance(x, np.ndarray):
             return Literal(x, core.get_aval(x))
         if not isinstance(x, np.ndarray):
@@ -143,16 +144,17 @@ class JaxprTrace(core.Trace):
                 if type(x) is JaxprTracer and x._trace is self:
                     break
             else:
-                with set_trace(self.parent):
-                    return prim.bind(*args, **params)
+                return self.parent.process_primitive(prim, args, params)
             if prim.partial_eval is not None:
                 return prim.partial_eval(self, args, params)
         return self.stage(prim, args, params)
 
     def stage(self, prim, args, params):
-        inputs = [self.to_atom(x) for x in args]
+        to_atom = self.to_atom
+        inputs = [x.var if type(x) is JaxprTracer and x._trace is self else to_atom(x)
+                  for x in args]
         out_aval = prim.abstract_eval(*[a.aval for a in inputs], **params)
-        source = core.custom_rule_ctx.get()
+        source = _custom_rule_get()
         if prim.multiple_results:
             outvars = [Var(a) for a in out_aval]
             self.builder.eqns.append(core.Eqn(prim, inputs, outvars, params, source))

@@ -245,8 +245,9 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     jaxpr, consts, _ = _trace_fun(lambda c, x: body(c, x), in_tree, c_avals + x_avals, "scan body")
     n_c = len(c_leaves)
     out_avals = [v.aval for v in jaxpr.outvars]
+    n_out_c = store["carry_tree"].num_leaves
     _check_carry("scan", f"body function {_fun_name(f)}", c_tree, c_avals, store["carry_tree"],
-                 out_avals[:n_c])
+                 out_avals[:n_out_c])
     c_leaves = [_cast(x, a) for x, a in zip(c_leaves, c_avals)]
     outs = scan_p.bind(*consts, *c_leaves, *x_leaves, jaxpr=jaxpr, num_consts=len(consts),
                        num_carry=n_c, length=length, reverse=bool(reverse), unroll=unroll)

@@ -232,7 +232,7 @@ less, less_equal, greater, greater_equal = _E.lt, _E.le, _E.gt, _E.ge
 
 
 def positive(x):
-    return x
+    return _S.unchanged(x)
 
 
 def logical_and(x, y):
@@ -295,11 +295,11 @@ def exp2(x):
 
 
 def log2(x):
-    return _E.div(_E.log(x), _np.log(2.0))
+    return _E.div(_E.log(x), math.log(2.0))
 
 
 def log10(x):
-    return _E.div(_E.log(x), _np.log(10.0))
+    return _E.div(_E.log(x), math.log(10.0))
 
 
 def logaddexp(x, y):
@@ -320,6 +320,8 @@ fix = trunc
 
 
 def round(a, decimals=0):
+    if decimals >= 0 and _aval(a).dtype.kind in "iu":
+        return _S.unchanged(a)  # integers are already rounded (and keep their dtype)
     if decimals == 0:
         return _E.round(a)
     f = 10.0 ** decimals
@@ -381,11 +383,11 @@ radians, degrees = deg2rad, rad2deg
 
 
 def real(x):
-    return x
+    return _S.unchanged(x)
 
 
 def conj(x):
-    return x
+    return _S.unchanged(x)
 
 
 conjugate = conj

@@ -1,19 +1,380 @@
-"""Linear algebra (``tangentia.numpy.linalg``)."""
+"""Linear algebra (``tangentia.numpy.linalg``), with NumPy's names and semantics.
+
+Every function takes a matrix or a stack of matrices (leading batch
+dimensions) and works under ``grad``, ``jvp``, ``vmap`` and ``jit`` in any
+order; the primitives and their rules are in ``tangentia.primitives.linalg``.
+Derivatives are for real inputs.
+"""
 from __future__ import annotations
+
+import builtins
+import math
+from collections import namedtuple
+
+import numpy as _np
 
 import tangentia.numpy as _tnp
 
+from .. import core as _core
+from ..primitives import linalg as _L
+
+LinAlgError = _np.linalg.LinAlgError
+
+__all__ = ["LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_norm",
+           "matrix_power", "multi_dot", "norm", "qr", "slogdet", "solve", "svd", "svdvals",
+           "vector_norm"]
+
+EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+QRResult = namedtuple("QRResult", ["Q", "R"])
+SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
+SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
+
+
+# ---------------------------------------------------------------------------
+# Argument handling shared with tangentia.scipy.linalg
+
+
+def _aval(x):
+    return _core.get_aval(x)
+
+
+def _inexact(*xs):
+    """Arrays (or tracers) promoted to a common floating dtype (ints -> float64)."""
+    xs = [x if isinstance(x, _core.Tracer) else _tnp.asarray(x) for x in xs]
+    dt = _np.result_type(*[_aval(x).dtype for x in xs])
+    if dt.kind not in "fc":
+        dt = _np.dtype(_np.float64)
+    return [x if _aval(x).dtype == dt else _tnp.astype(x, dt) for x in xs]
+
+
+def _check_square(fname, x, argname="a"):
+    s = _aval(x).shape
+    if len(s) < 2 or s[-1] != s[-2]:
+        raise LinAlgError(f"{fname}: argument {argname} must be a square matrix or a stack of "
+                          f"square matrices (shape (..., n, n)), got shape {s}")
+
+
+def _check_matrix(fname, x, argname="a"):
+    s = _aval(x).shape
+    if len(s) < 2:
+        raise LinAlgError(f"{fname}: argument {argname} must be a matrix or a stack of matrices "
+                          f"(at least 2 dimensions), got shape {s}")
+
+
+def _batch_shape(fname, a_shape, b_shape):
+    try:
+        return tuple(_np.broadcast_shapes(a_shape[:-2], b_shape[:-2]))
+    except ValueError:
+        raise ValueError(f"{fname}: the batch dimensions of argument a (shape {a_shape}) and "
+                         f"argument b (shape {b_shape}) cannot be broadcast together") from None
+
+
+def _solve_with(fname, bind, a, b, vector=None):
+    """Apply ``bind(a, B)`` (a linear solve with ``a`` of shape (..., n, n) and
+    ``B`` of shape (..., n, k)) with NumPy's rules for ``b``: a vector if
+    ``vector`` (default: ``b.ndim == 1``), else a (stack of) matrices."""
+    a_s, b_s = _aval(a).shape, _aval(b).shape
+    n = a_s[-1]
+    if vector is None:
+        vector = len(b_s) == 1
+    if vector:
+        if len(b_s) < 1 or b_s[-1] != n:
+            raise ValueError(f"{fname}: argument b of shape {b_s} does not match argument a of "
+                             f"shape {a_s}: b.shape[-1] must be {n}")
+        x = _solve_with(fname, bind, a, _tnp.expand_dims(b, -1), vector=False)
+        return _tnp.squeeze(x, -1)
+    if len(b_s) < 2 or b_s[-2] != n:
+        raise ValueError(f"{fname}: argument b of shape {b_s} does not match argument a of "
+                         f"shape {a_s}: b.shape[-2] must be {n}")
+    batch = _batch_shape(fname, a_s, b_s)
+    if a_s[:-2] != batch and len(a_s) == 2:
+        # One matrix, many right-hand sides: fold them into the columns (one factorization).
+        nb = len(batch)
+        bb = _tnp.broadcast_to(b, batch + b_s[-2:])
+        bt = _tnp.moveaxis(bb, -2, 0)                          # (n, *batch, k)
+        x = bind(a, _tnp.reshape(bt, (n, -1)))
+        x = _tnp.reshape(x, (n,) + batch + (b_s[-1],))
+        return _tnp.moveaxis(x, 0, nb)
+    if a_s[:-2] != batch:
+        a = _tnp.broadcast_to(a, batch + a_s[-2:])
+    if b_s[:-2] != batch:
+        b = _tnp.broadcast_to(b, batch + b_s[-2:])
+    return bind(a, b)
+
+
+def _bind_solve(a, b):
+    return _L.solve_p.bind(a, b)
+
+
+# ---------------------------------------------------------------------------
+# Solving and inverting
+
+
+def solve(a, b):
+    """Solve ``a @ x = b`` (``b`` a vector if 1-D, else a (stack of) matrices).
+
+    Reverse mode factors ``a`` once: the LU factors of the primal pass solve
+    the transposed system of the backward pass.
+    """
+    a, b = _inexact(a, b)
+    _check_square("solve", a)
+    return _solve_with("solve", _bind_solve, a, b)
+
+
+def inv(a):
+    a, = _inexact(a)
+    _check_square("inv", a)
+    return _L.inv_p.bind(a)
+
+
+def det(a):
+    a, = _inexact(a)
+    _check_square("det", a)
+    return _L.det_p.bind(a)
+
+
+def slogdet(a):
+    a, = _inexact(a)
+    _check_square("slogdet", a)
+    sign, logabsdet = _L.slogdet_p.bind(a)
+    return SlogdetResult(sign, logabsdet)
+
+
+def matrix_power(a, n):
+    a, = _inexact(a)
+    _check_square("matrix_power", a)
+    if not isinstance(n, (int, _np.integer)):
+        raise TypeError(f"matrix_power: exponent n must be an integer, got {type(n).__name__}")
+    n = int(n)
+    if n < 0:
+        a, n = inv(a), -n
+    if n == 0:
+        return _tnp.broadcast_to(_np.eye(_aval(a).shape[-1], dtype=_aval(a).dtype),
+                                 _aval(a).shape)
+    result, base = None, a
+    while n:
+        if n & 1:
+            result = base if result is None else _tnp.matmul(result, base)
+        n >>= 1
+        if n:
+            base = _tnp.matmul(base, base)
+    return result
+
+
+def multi_dot(arrays):
+    arrays = list(arrays)
+    if len(arrays) < 2:
+        raise ValueError("multi_dot: expecting at least two arrays")
+    out = arrays[0]
+    for x in arrays[1:]:
+        out = _tnp.matmul(out, x)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Decompositions
+
+
+def _symmetrize(a):
+    return (a + _tnp.swapaxes(a, -1, -2)) / 2
+
+
+def cholesky(a, *, upper=False, symmetrize_input=True):
+    """Cholesky factor: lower ``L`` with ``a = L @ L.T`` (or upper ``U = L.T``)."""
+    a, = _inexact(a)
+    _check_square("cholesky", a)
+    if symmetrize_input:
+        a = _symmetrize(a)
+    if upper:
+        return _tnp.swapaxes(_L.cholesky_p.bind(_tnp.swapaxes(a, -1, -2)), -1, -2)
+    return _L.cholesky_p.bind(a)
+
+
+def _uplo(fname, UPLO):
+    if UPLO is None or UPLO in ("L", "l"):
+        return True
+    if UPLO in ("U", "u"):
+        return False
+    raise ValueError(f"{fname}: UPLO must be 'L' or 'U', got {UPLO!r}")
+
+
+def eigh(a, UPLO=None, symmetrize_input=True):
+    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix."""
+    lower = _uplo("eigh", UPLO)
+    a, = _inexact(a)
+    _check_square("eigh", a)
+    if symmetrize_input:
+        a = _symmetrize(a)
+    w, v = _L.eigh_p.bind(a, lower=lower)
+    return EighResult(w, v)
+
+
+def eigvalsh(a, UPLO="L", *, symmetrize_input=True):
+    """Eigenvalues of a symmetric matrix (the derivative computes the eigenvectors)."""
+    lower = _uplo("eigvalsh", UPLO)
+    a, = _inexact(a)
+    _check_square("eigvalsh", a)
+    if symmetrize_input:
+        a = _symmetrize(a)
+    return _L.eigvalsh_p.bind(a, lower=lower)
+
+
+def qr(a, mode="reduced"):
+    """QR decomposition; ``mode`` is 'reduced', 'complete' or 'r'."""
+    a, = _inexact(a)
+    _check_matrix("qr", a)
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"qr: unrecognized mode {mode!r} (expected 'reduced', 'complete' or 'r')")
+    q, r = _L.qr_p.bind(a, full_matrices=mode == "complete")
+    if mode == "r":
+        return r
+    return QRResult(q, r)
+
+
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """Singular value decomposition ``a = U @ diag(S) @ Vh`` (S descending)."""
+    a, = _inexact(a)
+    _check_matrix("svd", a)
+    # hermitian=True is accepted for compatibility; the general SVD is used
+    # (the same values, singular vectors up to the usual sign freedom).
+    outs = _L.svd_p.bind(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    if not compute_uv:
+        return outs[0]
+    return SVDResult(*outs)
+
+
+def _svd_values(a):
+    return _L.svd_p.bind(a, full_matrices=False, compute_uv=False)[0]
+
+
+def svdvals(x):
+    x, = _inexact(x)
+    _check_matrix("svdvals", x, "x")
+    return _svd_values(x)
+
+
+# ---------------------------------------------------------------------------
+# Norms
+
+
+def _norm_axes(axis, nd):
+    if isinstance(axis, (int, _np.integer)):
+        axis = (int(axis),)
+    axis = tuple(int(a) for a in axis)
+    for a in axis:
+        if not -nd <= a < nd:
+            raise ValueError(f"norm: axis {a} is out of bounds for an array of rank {nd}")
+    axis = tuple(a % nd for a in axis)
+    if len(set(axis)) != len(axis):
+        raise ValueError(f"norm: duplicate axes given: {axis}")
+    return axis
+
+
+def _vector_norm(x, ord, axis, keepdims):
+    ax = axis
+    absx = _tnp.abs(x)
+    if ord is None or ord == 2:
+        return _tnp.sqrt(_tnp.sum(x * x, axis=ax, keepdims=keepdims))
+    if ord == _np.inf:
+        return _tnp.max(absx, axis=ax, keepdims=keepdims)
+    if ord == -_np.inf:
+        return _tnp.min(absx, axis=ax, keepdims=keepdims)
+    if ord == 0:
+        return _tnp.sum(_tnp.astype(x != 0, _aval(x).dtype), axis=ax, keepdims=keepdims)
+    if ord == 1:
+        return _tnp.sum(absx, axis=ax, keepdims=keepdims)
+    if isinstance(ord, str):
+        raise ValueError(f"norm: invalid norm order {ord!r} for vectors")
+    p = float(ord)
+    return _tnp.power(_tnp.sum(_tnp.power(absx, p), axis=ax, keepdims=keepdims), 1.0 / p)
+
+
+def _matrix_norm(x, ord, axis, keepdims):
+    row, col = axis
+    nd = _aval(x).ndim
+    if ord is None or ord == "fro":
+        out = _tnp.sqrt(_tnp.sum(x * x, axis=(row, col)))
+    elif ord in ("nuc", 2, -2):
+        s = _svd_values(_tnp.moveaxis(x, (row, col), (-2, -1)))
+        if ord == "nuc":
+            out = _tnp.sum(s, axis=-1)
+        elif ord == 2:
+            out = _tnp.max(s, axis=-1)
+        else:
+            out = _tnp.min(s, axis=-1)
+    elif ord in (1, -1):
+        c = col - 1 if col > row else col
+        sums = _tnp.sum(_tnp.abs(x), axis=row)
+        out = _tnp.max(sums, axis=c) if ord == 1 else _tnp.min(sums, axis=c)
+    elif ord in (_np.inf, -_np.inf):
+        r = row - 1 if row > col else row
+        sums = _tnp.sum(_tnp.abs(x), axis=col)
+        out = _tnp.max(sums, axis=r) if ord == _np.inf else _tnp.min(sums, axis=r)
+    else:
+        raise ValueError(f"norm: invalid norm order {ord!r} for matrices")
+    if keepdims:
+        shape = list(_aval(x).shape)
+        shape[row] = shape[col] = 1
+        out = _tnp.reshape(out, tuple(shape))
+    del nd
+    return out
+
 
 def norm(x, ord=None, axis=None, keepdims=False):
-    """Vector 2-norm / Frobenius norm (the default ``ord``), or ord 1, inf, -inf for vectors."""
-    if ord is None or ord == 2 and (axis is None and _tnp.ndim(x) == 1 or isinstance(axis, int)):
-        return _tnp.sqrt(_tnp.sum(x * x, axis=axis, keepdims=keepdims))
-    if ord == "fro":
-        return _tnp.sqrt(_tnp.sum(x * x, axis=axis, keepdims=keepdims))
-    if ord == 1:
-        return _tnp.sum(_tnp.abs(x), axis=axis, keepdims=keepdims)
-    if ord == _tnp.inf:
-        return _tnp.max(_tnp.abs(x), axis=axis, keepdims=keepdims)
-    if ord == -_tnp.inf:
-        return _tnp.min(_tnp.abs(x), axis=axis, keepdims=keepdims)
-    raise NotImplementedError(f"norm: ord={ord!r} is not supported yet")
+    """Vector or matrix norm, as ``numpy.linalg.norm``.
+
+    Vectors: ord None/2, 1, inf, -inf, 0 or any p.  Matrices (2-D input or a
+    2-tuple ``axis``): ord None/'fro', 'nuc', 1, -1, inf, -inf, 2, -2 (the
+    last three via the singular values).
+    """
+    x, = _inexact(x)
+    nd = _aval(x).ndim
+    if axis is None:
+        if ord is None:
+            out = _tnp.sqrt(_tnp.sum(x * x))
+            if keepdims:
+                out = _tnp.reshape(out, (1,) * nd)
+            return out
+        if nd == 1:
+            axis = (0,)
+        elif nd == 2:
+            axis = (0, 1)
+        else:
+            raise ValueError(f"norm: improper number of dimensions to norm (got an array of rank "
+                             f"{nd} with ord={ord!r} and axis=None)")
+    axis = _norm_axes(axis, nd)
+    if len(axis) == 1:
+        return _vector_norm(x, ord, axis[0], keepdims)
+    if len(axis) == 2:
+        return _matrix_norm(x, ord, axis, keepdims)
+    raise ValueError(f"norm: improper number of dimensions to norm (axis={axis})")
+
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    x, = _inexact(x)
+    if axis is None:
+        nd = _aval(x).ndim
+        out = _vector_norm(_tnp.ravel(x), ord, 0, False)
+        return _tnp.reshape(out, (1,) * nd) if keepdims else out
+    if isinstance(axis, tuple) and len(axis) > 1:
+        nd = _aval(x).ndim
+        axes = _norm_axes(axis, nd)
+        rest = [i for i in range(nd) if i not in axes]
+        xt = _tnp.transpose(x, tuple(rest) + axes)
+        s = _aval(xt).shape
+        flat = _tnp.reshape(xt, s[:len(rest)] + (math.prod(s[len(rest):]),))
+        out = _vector_norm(flat, ord, -1, False)
+        if keepdims:
+            shape = list(_aval(x).shape)
+            for a in axes:
+                shape[a] = 1
+            out = _tnp.reshape(out, tuple(shape))
+        return out
+    return norm(x, ord=ord, axis=axis, keepdims=keepdims)
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
+del builtins

@@ -207,6 +207,9 @@ def _einsum_jvp(primals, tangents, subscripts):
     return ans, (Zero.from_primal(ans) if t is None else t)
 
 
+_LETTERS = "ZYXWVUTSRQPONMLKJIHGFEDCBAzyxwvutsrqponmlkjihgfedcba"
+
+
 def _einsum_transpose(ct, *ops, subscripts):
     ins, out = _parse(subscripts)
     lin = [i for i, o in enumerate(ops) if is_undefined(o)]
@@ -214,17 +217,31 @@ def _einsum_transpose(ct, *ops, subscripts):
         raise TypeError("einsum: exactly one operand may be linear")
     k = lin[0]
     sk = ins[k]
-    if len(set(sk)) != len(sk):
-        raise NotImplementedError(f"einsum: transposing an operand with a repeated index ({sk!r})")
+    shape = ops[k].aval.shape
+    # A repeated index (a diagonal, as in "ii->i") is transposed over its
+    # distinct letters, and the result is then placed on that diagonal.
+    uniq = "".join(dict.fromkeys(sk))
+    ushape = tuple(shape[sk.index(c)] for c in uniq)
     others = [(s, o) for i, (s, o) in enumerate(zip(ins, ops)) if i != k]
     present = set(out).union(*[set(s) for s, _ in others]) if others else set(out)
-    reduced = "".join(c for c in sk if c in present)
+    reduced = "".join(c for c in uniq if c in present)
     subs = ",".join([out] + [s for s, _ in others]) + "->" + reduced
     res = einsum_p.bind(ct, *[o for _, o in others], subscripts=subs)
-    shape = ops[k].aval.shape
-    if reduced != sk:
-        kept_shape = tuple(d if c in present else 1 for c, d in zip(sk, shape))
-        res = S.broadcast_to(S.reshape(res, kept_shape), shape)
+    if reduced != uniq:
+        kept_shape = tuple(d if c in present else 1 for c, d in zip(uniq, ushape))
+        res = S.broadcast_to(S.reshape(res, kept_shape), ushape)
+    if uniq != sk:
+        fresh = (c for c in _LETTERS if c not in set(subscripts))
+        target, eyes, eye_subs = "", [], []
+        for i, c in enumerate(sk):
+            if c in sk[:i]:
+                z = next(fresh)
+                target += z
+                eyes.append(np.eye(shape[i], dtype=core.get_aval(res).dtype))
+                eye_subs.append(c + z)
+            else:
+                target += c
+        res = einsum_p.bind(res, *eyes, subscripts=",".join([uniq] + eye_subs) + "->" + target)
     res_shape = core.get_aval(res).shape
     if res_shape != shape:  # size-1 broadcasting inside einsum
         from .elementwise import unbroadcast
@@ -237,7 +254,7 @@ def _einsum_transpose(ct, *ops, subscripts):
 def _einsum_batch(args, dims, subscripts):
     ins, out = _parse(subscripts)
     used = set(subscripts)
-    letter = next(c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBAzyxwvutsrqponmlkjihgfedcba" if c not in used)
+    letter = next(c for c in _LETTERS if c not in used)
     new_ops, new_ins = [], []
     for s, x, d in zip(ins, args, dims):
         if d is None:

@@ -12,7 +12,7 @@ import numpy as np
 from .. import core, dtypes
 from ..core import Primitive, ShapedArray
 from ..interpreters import ad
-from ..interpreters.ad import Zero, defjvp, defjvp_zero, is_undefined
+from ..interpreters.ad import UndefinedPrimal, Zero, defjvp, defjvp_zero, is_undefined
 from ..interpreters.batching import move_to_front
 from . import reductions as R
 from . import structural as S
@@ -65,6 +65,15 @@ def ufunc_result(ufunc, key):
 
 def elementwise_abstract_eval(name, ufunc):
     def rule(*avals, **params):
+        if len(avals) == 1:
+            a, = avals
+            dtype, weak = ufunc_result(ufunc, ((a.dtype, a.weak_type),))
+            return ShapedArray(a.shape, dtype, weak)
+        if len(avals) == 2:
+            a, b = avals
+            shape = a.shape if a.shape == b.shape else broadcast_shapes(name, a.shape, b.shape)
+            dtype, weak = ufunc_result(ufunc, ((a.dtype, a.weak_type), (b.dtype, b.weak_type)))
+            return ShapedArray(shape, dtype, weak)
         shape = broadcast_shapes(name, *[a.shape for a in avals])
         dtype, weak = ufunc_result(ufunc, tuple((a.dtype, a.weak_type) for a in avals))
         return ShapedArray(shape, dtype, weak)
@@ -106,8 +115,13 @@ def _impl_from(ufunc):
     return ufunc
 
 
-def elementwise(name, ufunc, jvp_fns=None, zero_jvp=False):
-    """Define an elementwise primitive backed by a NumPy ufunc."""
+def elementwise(name, ufunc, jvp_fns=None, zero_jvp=False, passthrough=()):
+    """Define an elementwise primitive backed by a NumPy ufunc.
+
+    ``passthrough`` lists the arguments whose tangent contribution may have a
+    smaller shape than the output (e.g. ``t`` itself for add), so it is
+    broadcast; other contributions broadcast through the other operands.
+    """
     p = Primitive(name)
     p.impl = _impl_from(ufunc)
     p.abstract_eval = elementwise_abstract_eval(name, ufunc)
@@ -116,7 +130,8 @@ def elementwise(name, ufunc, jvp_fns=None, zero_jvp=False):
     if zero_jvp:
         defjvp_zero(p)
     elif jvp_fns is not None:
-        defjvp(p, *[_broadcasting(fn) if fn is not None else None for fn in jvp_fns])
+        jvp_fns = [_broadcasting(fn) if i in passthrough else fn for i, fn in enumerate(jvp_fns)]
+        defjvp(p, *jvp_fns)
     return p
 
 
@@ -124,8 +139,8 @@ def _broadcasting(fn):
     """Broadcast an argument's tangent contribution to the output's shape."""
     def wrapped(t, ans, *primals, **params):
         c = fn(t, ans, *primals, **params)
-        out_shape = core.get_aval(ans).shape
-        if core.get_aval(c).shape != out_shape:
+        out_shape = ans.shape
+        if c.shape != out_shape:
             c = S.broadcast_to(c, out_shape)
         return c
     return wrapped
@@ -133,6 +148,8 @@ def _broadcasting(fn):
 
 def unbroadcast(x, aval):
     """Sum ``x`` down to ``aval``'s shape (the transpose of broadcasting)."""
+    if type(x) is np.ndarray and x.shape == aval.shape and x.dtype == aval.dtype:
+        return x
     xa = core.get_aval(x)
     if xa.shape != aval.shape:
         nd = len(xa.shape)
@@ -151,8 +168,10 @@ def unbroadcast(x, aval):
 # ---------------------------------------------------------------------------
 # Linear arithmetic
 
-add_p = elementwise("add", np.add, [lambda t, ans, x, y: t, lambda t, ans, x, y: t])
-sub_p = elementwise("sub", np.subtract, [lambda t, ans, x, y: t, lambda t, ans, x, y: neg(t)])
+add_p = elementwise("add", np.add, [lambda t, ans, x, y: t, lambda t, ans, x, y: t],
+                    passthrough=(0, 1))
+sub_p = elementwise("sub", np.subtract, [lambda t, ans, x, y: t, lambda t, ans, x, y: neg(t)],
+                    passthrough=(0, 1))
 neg_p = elementwise("neg", np.negative, [lambda t, ans, x: neg(t)])
 
 
@@ -195,12 +214,31 @@ mul_p = elementwise("mul", np.multiply,
                     [lambda t, ans, x, y: mul(t, y), lambda t, ans, x, y: mul(x, t)])
 
 
+def _mul_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    ans = mul(x, y)
+    if tx is not None and tx is ty:  # x * x and the like: one tangent op, not three
+        return ans, mul(tx, add(x, y))
+    out = None
+    if tx is not None and type(tx) is not Zero:
+        out = mul(tx, y)
+    if ty is not None and type(ty) is not Zero:
+        c = mul(x, ty)
+        out = c if out is None else ad.add_any_p.bind(out, c)
+    return ans, (Zero.from_primal(ans) if out is None else out)
+
+
+mul_p.jvp = _mul_jvp
+mul_p.jvp_fns = None
+
+
 def _mul_transpose(ct, x, y):
-    if is_undefined(x) and is_undefined(y):
-        raise TypeError("mul: transposition of a product of two linear values (not linear)")
-    if is_undefined(x):
-        return unbroadcast(mul(ct, y), x.aval), None
-    return None, unbroadcast(mul(x, ct), y.aval)
+    if type(x) is UndefinedPrimal:
+        if type(y) is UndefinedPrimal:
+            raise TypeError("mul: transposition of a product of two linear values (not linear)")
+        return unbroadcast(mul_p.bind(ct, y), x.aval), None
+    return None, unbroadcast(mul_p.bind(x, ct), y.aval)
 
 
 mul_p.transpose = _mul_transpose
@@ -354,7 +392,7 @@ def arctan2(x, y):
 
 rem_p = elementwise("rem", np.remainder,
                     [lambda t, ans, x, y: t,
-                     lambda t, ans, x, y: mul(t, neg(floor(div(x, y))))])
+                     lambda t, ans, x, y: mul(t, neg(floor(div(x, y))))], passthrough=(0,))
 
 
 def remainder(x, y):

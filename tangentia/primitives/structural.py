@@ -11,6 +11,22 @@ from ..interpreters.ad import Zero, deflinear, is_undefined
 from ..interpreters.batching import batch_size, materialize, move_to_front
 
 # ---------------------------------------------------------------------------
+# No-op results
+
+
+def unchanged(x):
+    """``x`` returned by an operation that does nothing to it.
+
+    Eagerly, Python and NumPy scalars become arrays, as the output of a bound
+    primitive would; under a transformation the value is kept as it is.
+    """
+    if type(x) is np.ndarray or isinstance(x, core.Tracer) or \
+            core.current_trace() is not core.EVAL_TRACE:
+        return x
+    return np.asarray(x)
+
+
+# ---------------------------------------------------------------------------
 # reshape
 
 reshape_p = Primitive("reshape")
@@ -44,7 +60,7 @@ reshape_p.lower = lambda new_sizes: (lambda x: np.reshape(x, new_sizes))
 def reshape(x, new_sizes):
     new_sizes = tuple(int(d) for d in new_sizes)
     if core.get_aval(x).shape == new_sizes:
-        return x
+        return unchanged(x)
     return reshape_p.bind(x, new_sizes=new_sizes)
 
 
@@ -85,7 +101,7 @@ transpose_p.lower = lambda permutation: (lambda x: np.transpose(x, permutation))
 def transpose(x, permutation):
     permutation = tuple(int(p) for p in permutation)
     if permutation == tuple(range(len(permutation))):
-        return x
+        return unchanged(x)
     return transpose_p.bind(x, permutation=permutation)
 
 
@@ -130,7 +146,7 @@ broadcast_to_p.lower = lambda shape: (lambda x: np.broadcast_to(x, shape))
 def broadcast_to(x, shape):
     shape = tuple(int(d) for d in shape)
     if core.get_aval(x).shape == shape:
-        return x
+        return unchanged(x)
     return broadcast_to_p.bind(x, shape=shape)
 
 
@@ -174,7 +190,7 @@ def convert_element_type(x, dtype, weak_type=False):
     dtype = np.dtype(dtype)
     a = core.get_aval(x)
     if a.dtype == dtype and a.weak_type == weak_type:
-        return x
+        return unchanged(x)
     return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type)
 
 

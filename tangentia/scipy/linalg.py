@@ -1,1 +1,275 @@
-"""Linear algebra (``tangentia.scipy.linalg``)."""
+"""Linear algebra (``tangentia.scipy.linalg``), with SciPy's names and semantics.
+
+All functions accept stacks of matrices (leading batch dimensions) and work
+under ``grad``, ``jvp``, ``vmap`` and ``jit``.  ``overwrite_*`` and
+``check_finite`` arguments are accepted for compatibility and ignored.
+"""
+from __future__ import annotations
+
+import numpy as _np
+
+import tangentia.numpy as _tnp
+
+from .. import core as _core
+from ..numpy import linalg as _nla
+from ..numpy.linalg import (LinAlgError, _check_matrix, _check_square, _inexact, _solve_with,
+                            _symmetrize)
+from ..primitives import linalg as _L
+
+__all__ = ["LinAlgError", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "eigvalsh",
+           "expm", "expm_frechet", "inv", "lu", "lu_factor", "lu_solve", "norm", "qr", "solve",
+           "solve_triangular", "svd", "svdvals"]
+
+
+def _aval(x):
+    return _core.get_aval(x)
+
+
+def _vector_rhs(a, b):
+    """SciPy's convention: ``b`` is a vector when it has one dimension less than ``a``."""
+    return _aval(b).ndim == _aval(a).ndim - 1
+
+
+def _trans_code(fname, trans):
+    codes = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2, "n": 0, "t": 1, "c": 2}
+    try:
+        return codes[trans]
+    except (KeyError, TypeError):
+        raise ValueError(f"{fname}: argument trans must be 0, 1, 2, 'N', 'T' or 'C', "
+                         f"got {trans!r}") from None
+
+
+def _real_trans(trans, x):
+    # For real matrices the conjugate transpose is the transpose.
+    return 1 if trans == 2 and _aval(x).dtype.kind != "c" else trans
+
+
+# ---------------------------------------------------------------------------
+# Solving
+
+
+def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
+          assume_a=None, transposed=False):
+    """Solve ``a @ x = b``.  ``assume_a``: None/'gen' (LU) or 'pos' (Cholesky,
+    reading the triangle chosen by ``lower``)."""
+    a, b = _inexact(a, b)
+    _check_square("solve", a)
+    if transposed:
+        a = _tnp.swapaxes(a, -1, -2)
+    vector = _vector_rhs(a, b)
+    if assume_a in (None, "gen", "general"):
+        return _solve_with("solve", lambda m, r: _L.solve_p.bind(m, r), a, b, vector)
+    if assume_a in ("pos", "positive definite"):
+        c = _tnp.swapaxes(_L.cholesky_p.bind(_tnp.swapaxes(a, -1, -2)), -1, -2) if not lower \
+            else _L.cholesky_p.bind(a)
+        return cho_solve((c, lower), b)
+    raise NotImplementedError(f"solve: assume_a={assume_a!r} is not supported (use None, 'gen' or "
+                              "'pos')")
+
+
+def inv(a, overwrite_a=False, check_finite=True):
+    return _nla.inv(a)
+
+
+def det(a, overwrite_a=False, check_finite=True):
+    return _nla.det(a)
+
+
+def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
+                     debug=None, check_finite=True):
+    """Solve ``op(a) @ x = b`` for triangular ``a`` (only its ``lower``/upper
+    triangle is read; with ``unit_diagonal`` its diagonal is taken as ones)."""
+    trans = _trans_code("solve_triangular", trans)
+    a, b = _inexact(a, b)
+    _check_square("solve_triangular", a)
+    trans = _real_trans(trans, a)
+
+    def bind(m, r):
+        return _L.triangular_solve_p.bind(m, r, lower=bool(lower), trans=trans,
+                                          unit_diagonal=bool(unit_diagonal))
+    return _solve_with("solve_triangular", bind, a, b, _vector_rhs(a, b))
+
+
+# ---------------------------------------------------------------------------
+# LU
+
+
+def lu_factor(a, overwrite_a=False, check_finite=True):
+    """LU factorization with partial pivoting: ``(lu, piv)`` as SciPy (LAPACK
+    row interchanges, int32)."""
+    a, = _inexact(a)
+    _check_matrix("lu_factor", a)
+    lu_, piv, _ = _L.lu_p.bind(a)
+    return lu_, piv
+
+
+def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+    """Solve ``a @ x = b`` (``trans=0``) or ``a.T @ x = b`` (``trans=1``) from
+    ``lu_factor(a)``; differentiable in ``lu`` and ``b``."""
+    try:
+        lu_, piv = lu_and_piv
+    except (TypeError, ValueError):
+        raise TypeError("lu_solve: argument lu_and_piv must be the pair (lu, piv) returned by "
+                        "lu_factor") from None
+    trans = _trans_code("lu_solve", trans)
+    lu_, b = _inexact(lu_, b)
+    _check_square("lu_solve", lu_, "lu")
+    trans = _real_trans(trans, lu_)
+    piv = piv if isinstance(piv, _core.Tracer) else _np.asarray(piv, _np.int32)
+    n = _aval(lu_).shape[-1]
+    if _aval(piv).shape != _aval(lu_).shape[:-1]:
+        raise ValueError(f"lu_solve: piv of shape {_aval(piv).shape} does not match lu of shape "
+                         f"{_aval(lu_).shape}")
+    del n
+    lu_batch = _aval(lu_).shape[:-2]
+
+    def bind(m, r):
+        p = piv
+        if _aval(m).shape[:-2] != lu_batch:
+            p = _tnp.broadcast_to(piv, _aval(m).shape[:-1])
+        return _L.lu_solve_p.bind(m, p, r, trans=trans)
+    return _solve_with("lu_solve", bind, lu_, b, _vector_rhs(lu_, b))
+
+
+def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
+    """``p, l, u`` with ``a = p @ l @ u`` (or ``pl, u`` with ``permute_l``; with
+    ``p_indices`` the permutation is returned as row indices)."""
+    a, = _inexact(a)
+    _check_matrix("lu", a)
+    lu_, piv, perm = _L.lu_p.bind(a)
+    m, n = _aval(a).shape[-2:]
+    k = min(m, n)
+    dtype = _aval(a).dtype
+    l = _tnp.tril(lu_[..., :, :k], -1) + _np.eye(m, k, dtype=dtype)
+    u = _tnp.triu(lu_[..., :k, :])
+    # a[perm] = l @ u, so a = P @ l @ u with P[perm[i], i] = 1, i.e. P @ l = l[inv_perm].
+    inv_perm = _L.lu_pivots_to_permutation(piv, m, inverse=True)
+    if permute_l:
+        return _L._permute_rows(l, inv_perm), u
+    if p_indices:
+        return inv_perm, l, u
+    p = _tnp.astype(_tnp.equal(_tnp.expand_dims(perm, -2), _np.arange(m)[:, None]), dtype)
+    return p, l, u
+
+
+# ---------------------------------------------------------------------------
+# Cholesky
+
+
+def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+    """Cholesky factor of ``a``, upper by default (``a = U.T @ U``); reads the
+    chosen triangle of ``a`` only."""
+    a, = _inexact(a)
+    _check_square("cholesky", a)
+    if lower:
+        return _L.cholesky_p.bind(a)
+    return _tnp.swapaxes(_L.cholesky_p.bind(_tnp.swapaxes(a, -1, -2)), -1, -2)
+
+
+def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+    """``(c, lower)`` for ``cho_solve``; the other triangle of ``c`` is zero."""
+    return cholesky(a, lower=lower), lower
+
+
+def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+    """Solve ``a @ x = b`` from ``cho_factor(a)``; differentiable in ``c`` and ``b``."""
+    try:
+        c, lower = c_and_lower
+    except (TypeError, ValueError):
+        raise TypeError("cho_solve: argument c_and_lower must be the pair (c, lower) returned by "
+                        "cho_factor") from None
+    c, b = _inexact(c, b)
+    _check_square("cho_solve", c, "c")
+    lower = bool(lower)
+
+    def bind(m, r):
+        # lower: L L^T x = b; upper: U^T U x = b.
+        y = _L.triangular_solve_p.bind(m, r, lower=lower, trans=0 if lower else 1,
+                                       unit_diagonal=False)
+        return _L.triangular_solve_p.bind(m, y, lower=lower, trans=1 if lower else 0,
+                                          unit_diagonal=False)
+    return _solve_with("cho_solve", bind, c, b, _vector_rhs(c, b))
+
+
+# ---------------------------------------------------------------------------
+# Eigen/singular values, QR
+
+
+def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
+         type=1, check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
+    """Symmetric eigendecomposition ``(w, v)`` reading the ``lower`` (default) or
+    upper triangle (``w`` only with ``eigvals_only``)."""
+    if b is not None:
+        raise NotImplementedError("eigh: the generalized problem (argument b) is not supported")
+    if subset_by_index is not None or subset_by_value is not None:
+        raise NotImplementedError("eigh: subset_by_index/subset_by_value are not supported")
+    a, = _inexact(a)
+    _check_square("eigh", a)
+    if eigvals_only:
+        return _L.eigvalsh_p.bind(a, lower=bool(lower))
+    w, v = _L.eigh_p.bind(a, lower=bool(lower))
+    return w, v
+
+
+def eigvalsh(a, b=None, lower=True, overwrite_a=False, overwrite_b=False, type=1,
+             check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
+    return eigh(a, b, lower=lower, eigvals_only=True, subset_by_index=subset_by_index,
+                subset_by_value=subset_by_value)
+
+
+def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+    """QR decomposition; ``mode`` 'full' (default), 'economic' or 'r'."""
+    if pivoting:
+        raise NotImplementedError("qr: pivoting=True is not supported")
+    if mode not in ("full", "economic", "r"):
+        raise ValueError(f"qr: mode must be 'full', 'economic' or 'r', got {mode!r}")
+    a, = _inexact(a)
+    _check_matrix("qr", a)
+    q, r = _L.qr_p.bind(a, full_matrices=mode != "economic")
+    if mode == "r":
+        return (r,)
+    return q, r
+
+
+def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,
+        lapack_driver="gesdd"):
+    a, = _inexact(a)
+    _check_matrix("svd", a)
+    outs = _L.svd_p.bind(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    return outs[0] if not compute_uv else tuple(outs)
+
+
+def svdvals(a, overwrite_a=False, check_finite=True):
+    return _nla.svdvals(a)
+
+
+def norm(a, ord=None, axis=None, keepdims=False, check_finite=True):
+    return _nla.norm(a, ord=ord, axis=axis, keepdims=keepdims)
+
+
+# ---------------------------------------------------------------------------
+# Matrix exponential
+
+
+def expm(A):
+    """Matrix exponential; its derivative is the Fréchet derivative ``expm_frechet``."""
+    A, = _inexact(A)
+    _check_square("expm", A, "A")
+    return _L.expm_p.bind(A)
+
+
+def expm_frechet(A, E, method=None, compute_expm=True, check_finite=True):
+    """Fréchet derivative of ``expm`` at ``A`` in direction ``E``:
+    ``(expm(A), L(A, E))``, or ``L(A, E)`` if not ``compute_expm``."""
+    A, E = _inexact(A, E)
+    _check_square("expm_frechet", A, "A")
+    if _aval(E).shape != _aval(A).shape:
+        raise ValueError(f"expm_frechet: argument E of shape {_aval(E).shape} does not match "
+                         f"argument A of shape {_aval(A).shape}")
+    frechet = _L.expm_frechet_p.bind(A, E)
+    if compute_expm:
+        return _L.expm_p.bind(A), frechet
+    return frechet
+
+
+del _symmetrize

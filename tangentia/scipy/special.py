@@ -1,1 +1,468 @@
-"""Special functions (``tangentia.scipy.special``)."""
+"""Special functions (``tangentia.scipy.special``), mirroring ``jax.scipy.special``.
+
+Two kinds of functions live here:
+
+* thin wrappers of special-function *primitives* (``erf``, ``erfc``,
+  ``erfinv``, ``gammaln``, ``digamma``, ``polygamma``, ``ndtr``, ``ndtri``,
+  ``log_ndtr``; see ``tangentia/primitives/special.py``), which promote
+  integer inputs to float64 and check their arguments;
+* functions written with ``tnp`` and given **custom derivative rules** where
+  the rule is more stable or cheaper than differentiating the composition
+  (seeds 000 and 004): ``expit``, ``logit``, ``xlogy``, ``xlog1py``,
+  ``softmax`` and ``log_softmax``.  ``logsumexp`` uses the max-shift with a
+  ``stop_gradient`` instead, which makes its derivative exact and finite at
+  any input, at every order.
+
+Every function works under ``grad``, ``jvp``, ``vmap`` and ``jit`` in any
+composition.  ``tangentia.nn`` builds its activations on the rules here.
+"""
+from __future__ import annotations
+
+import builtins
+import operator
+
+import numpy as np
+
+from .. import core
+from .. import numpy as tnp
+from ..core import Tracer
+from ..custom_derivatives import custom_jvp
+from ..primitives import special as _P
+from ..primitives import structural as _S
+
+__all__ = ["expit", "logit", "logsumexp", "xlogy", "xlog1py", "erf", "erfc", "erfinv", "gammaln",
+           "digamma", "polygamma", "log_ndtr", "ndtr", "ndtri", "softmax", "log_softmax"]
+
+
+# ---------------------------------------------------------------------------
+# Argument checking and promotion
+
+
+def _dtype_of(x):
+    return x.aval.dtype if isinstance(x, Tracer) else x.dtype
+
+
+def _inexact(fname, argname, x, keep_scalars=False):
+    """``x`` as a real floating array: bools and integers become float64.
+
+    With ``keep_scalars``, Python numbers stay Python floats, so that they
+    promote weakly against the other argument (as in JAX).
+    """
+    if keep_scalars and type(x) in (bool, int, float):
+        return float(x)
+    if not isinstance(x, Tracer):
+        x = core.as_array(x, f"{fname}: argument '{argname}'")
+    dt = _dtype_of(x)
+    if dt.kind == "f":
+        return x
+    if dt.kind in "biu":
+        return tnp.astype(x, np.float64)
+    if dt.kind == "c":
+        raise TypeError(f"{fname}: argument '{argname}' has complex dtype {dt}; only real inputs "
+                        "are supported")
+    raise TypeError(f"{fname}: argument '{argname}' must be a numeric array, got dtype {dt}")
+
+
+def _normalize_axes(fname, axis, nd):
+    """``axis`` (None, an int or a sequence of ints) as a sorted tuple of axes."""
+    if axis is None:
+        return tuple(range(nd))
+    seq = axis if isinstance(axis, (tuple, list)) else (axis,)
+    out = []
+    for a in seq:
+        if isinstance(a, (bool, np.bool_)) or isinstance(a, Tracer):
+            raise TypeError(f"{fname}: argument 'axis' must be None, an int or a tuple of ints, "
+                            f"got {axis!r}")
+        try:
+            a = operator.index(a)
+        except TypeError:
+            raise TypeError(f"{fname}: argument 'axis' must be None, an int or a tuple of ints, "
+                            f"got {axis!r}") from None
+        if not -nd <= a < nd:
+            raise ValueError(f"{fname}: axis {a} (argument 'axis') is out of bounds for an array "
+                             f"of rank {nd}")
+        out.append(a % nd)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{fname}: argument 'axis' has repeated axes: {axis!r}")
+    return tuple(sorted(out))
+
+
+def _as_mask(fname, where, shape):
+    """The ``where`` argument as a boolean array broadcast-compatible with ``shape``."""
+    if not isinstance(where, Tracer):
+        where = core.as_array(where, f"{fname}: argument 'where'")
+    if _dtype_of(where) != np.bool_:
+        raise TypeError(f"{fname}: argument 'where' must be a boolean array, got dtype "
+                        f"{_dtype_of(where)}")
+    ws = tnp.shape(where)
+    try:
+        out = np.broadcast_shapes(ws, shape)
+    except ValueError:
+        out = None
+    if out != tuple(shape):
+        raise ValueError(f"{fname}: argument 'where' of shape {ws} does not broadcast to the "
+                         f"shape {tuple(shape)} of the input")
+    return where
+
+
+def _named_custom_jvp(fun, name, nondiff_argnums=()):
+    fun.__name__ = fun.__qualname__ = name
+    return custom_jvp(fun, nondiff_argnums=nondiff_argnums)
+
+
+# ---------------------------------------------------------------------------
+# -|x| with a one-sided derivative
+#
+# The stable logistic formulas compute e = exp(-|x|) <= 1, which never
+# overflows.  Plain differentiation of abs gives 0 at x == 0, which would make
+# the rules below wrong at x == 0 under *further* differentiation (their
+# outputs are differentiated like any other code at higher orders).  This
+# helper's derivative is -1 for x >= 0 and +1 for x < 0, consistent with the
+# branch the rules select with ``x >= 0``, so every derivative of the rules is
+# the derivative of one analytic branch.
+
+
+def _neg_abs_fun(x):
+    return tnp.negative(tnp.abs(x))
+
+
+_neg_abs = _named_custom_jvp(_neg_abs_fun, "neg_abs")
+
+
+@_neg_abs.defjvp
+def _neg_abs_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _neg_abs(x), tnp.where(tnp.greater_equal(x, 0), tnp.negative(t), t)
+
+
+def _exp_neg_abs(x):
+    """``(x >= 0, exp(-|x|))``, the one exponential the logistic rules share."""
+    return tnp.greater_equal(x, 0), tnp.exp(_neg_abs(x))
+
+
+# ---------------------------------------------------------------------------
+# expit (the logistic sigmoid) and logit
+
+
+def _expit_fun(x):
+    e = tnp.exp(tnp.negative(tnp.abs(x)))
+    return tnp.divide(tnp.where(tnp.greater_equal(x, 0), 1.0, e), tnp.add(1.0, e))
+
+
+_expit = _named_custom_jvp(_expit_fun, "expit")
+
+
+@_expit.defjvp
+def _expit_jvp(primals, tangents):
+    # The rrule of seed 004: one exponential e = exp(-|x|) serves both the
+    # value, y = 1/(1+e) or e/(1+e), and the derivative, e/(1+e)^2 (no second
+    # exp, no cancellation, finite everywhere).  Under grad only the
+    # derivative's part survives dead-code elimination.
+    (x,), (t,) = primals, tangents
+    pos, e = _exp_neg_abs(x)
+    d = tnp.add(1.0, e)
+    y = tnp.divide(tnp.where(pos, 1.0, e), d)
+    return y, tnp.multiply(t, tnp.divide(e, tnp.multiply(d, d)))
+
+
+def expit(x):
+    """The logistic sigmoid ``1 / (1 + exp(-x))``, stable for any ``x``."""
+    return _expit(_inexact("expit", "x", x))
+
+
+def _logit_fun(x):
+    return tnp.log(tnp.divide(x, tnp.subtract(1.0, x)))
+
+
+_logit = _named_custom_jvp(_logit_fun, "logit")
+
+
+@_logit.defjvp
+def _logit_jvp(primals, tangents):
+    # 1 - x is shared by the value and the derivative 1 / (x (1 - x)); near 1,
+    # 1 - x is exact, so both stay accurate at p = 1 - 1e-12.
+    (x,), (t,) = primals, tangents
+    q = tnp.subtract(1.0, x)
+    return tnp.log(tnp.divide(x, q)), tnp.divide(t, tnp.multiply(x, q))
+
+
+def logit(x):
+    """The inverse of ``expit``: ``log(x / (1 - x))``."""
+    return _logit(_inexact("logit", "x", x))
+
+
+# ---------------------------------------------------------------------------
+# logsumexp
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
+    """``log(sum(b * exp(a)))`` over ``axis``, computed stably.
+
+    The maximum is subtracted before exponentiating and added back after the
+    log; it is wrapped in ``stop_gradient`` (the result does not depend on
+    it), so the derivative is ``b * exp(a - max) / sum`` -- finite even for
+    inputs near the float64 limits.  With ``b``, negative sums give NaN unless
+    ``return_sign=True``, which returns ``(log|sum|, sign(sum))``.
+    """
+    fname = "logsumexp"
+    a = _inexact(fname, "a", a)
+    a_shape = tnp.shape(a)
+    if b is not None:
+        b = _inexact(fname, "b", b)
+        b_shape = tnp.shape(b)
+        try:
+            shape = tuple(np.broadcast_shapes(a_shape, b_shape))
+        except ValueError:
+            raise ValueError(f"{fname}: argument 'b' of shape {b_shape} is not broadcast-"
+                             f"compatible with argument 'a' of shape {a_shape}") from None
+        if shape != a_shape:
+            a = tnp.broadcast_to(a, shape)
+        if b_shape != shape:
+            b = tnp.broadcast_to(b, shape)
+        # Terms with b == 0 do not count, even where a is inf.
+        a = tnp.where(tnp.not_equal(b, 0), a, -np.inf)
+    else:
+        shape = a_shape
+    if where is not None:
+        mask = _as_mask(fname, where, shape)
+        a = tnp.where(mask, a, -np.inf)
+    nd = len(shape)
+    axes = _normalize_axes(fname, axis, nd)
+    kept = tuple(1 if i in axes else d for i, d in enumerate(shape))
+    if builtins.any(shape[i] == 0 for i in axes):
+        amax = np.zeros(kept, _dtype_of(a))
+    else:
+        amax = tnp.max(a, axis=axes, keepdims=True)
+        amax = _S.stop_gradient(tnp.where(tnp.isfinite(amax), amax, 0.0))
+    exp_a = tnp.exp(tnp.subtract(a, amax))
+    if b is not None:
+        exp_a = tnp.multiply(exp_a, b)
+    sumexp = tnp.sum(exp_a, axis=axes, keepdims=True)
+    sign = tnp.sign(sumexp)
+    if b is not None:
+        sumexp = tnp.abs(sumexp)
+    out = tnp.add(tnp.log(sumexp), amax)
+    if not keepdims:
+        reduced = tuple(d for i, d in enumerate(shape) if i not in axes)
+        out = tnp.reshape(out, reduced)
+        sign = tnp.reshape(sign, reduced)
+    if return_sign:
+        return out, sign
+    if b is not None:
+        out = tnp.where(tnp.less(sign, 0), np.nan, out)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# xlogy and xlog1py (zero at x == 0, with JAX's derivative semantics)
+
+
+def _xlogy_fun(x, y):
+    x_ok = tnp.not_equal(x, 0)
+    safe_y = tnp.where(x_ok, y, 1.0)
+    return tnp.where(x_ok, tnp.multiply(x, tnp.log(safe_y)), 0.0)
+
+
+_xlogy = _named_custom_jvp(_xlogy_fun, "xlogy")
+
+
+def _fit_tangent(t, out):
+    shape = tnp.shape(out)
+    if tnp.shape(t) != shape:
+        t = tnp.broadcast_to(t, shape)
+    return tnp.astype(t, _dtype_of(out)) if _dtype_of(t) != _dtype_of(out) else t
+
+
+@_xlogy.defjvp
+def _xlogy_jvp(primals, tangents):
+    # As in JAX: d/dx = log(y), d/dy = x / y (so at x == 0, y > 0 the
+    # derivatives are log(y) and 0).
+    (x, y), (tx, ty) = primals, tangents
+    out = _xlogy(x, y)
+    t = tnp.add(tnp.multiply(tx, tnp.log(y)), tnp.divide(tnp.multiply(ty, x), y))
+    return out, _fit_tangent(t, out)
+
+
+def _promote_pair(fname, x, y):
+    """Promote two arguments; a Python number takes the other argument's dtype (weak typing)."""
+    x = _inexact(fname, "x", x, True)
+    y = _inexact(fname, "y", y, True)
+    if type(x) is float and type(y) is not float:
+        x = np.asarray(x, _dtype_of(y))
+    elif type(y) is float and type(x) is not float:
+        y = np.asarray(y, _dtype_of(x))
+    return x, y
+
+
+def xlogy(x, y):
+    """``x * log(y)``, defined as 0 where ``x == 0`` (even if ``y == 0``)."""
+    return _xlogy(*_promote_pair("xlogy", x, y))
+
+
+def _xlog1py_fun(x, y):
+    x_ok = tnp.not_equal(x, 0)
+    safe_y = tnp.where(x_ok, y, 0.0)
+    return tnp.where(x_ok, tnp.multiply(x, tnp.log1p(safe_y)), 0.0)
+
+
+_xlog1py = _named_custom_jvp(_xlog1py_fun, "xlog1py")
+
+
+@_xlog1py.defjvp
+def _xlog1py_jvp(primals, tangents):
+    (x, y), (tx, ty) = primals, tangents
+    out = _xlog1py(x, y)
+    t = tnp.add(tnp.multiply(tx, tnp.log1p(y)),
+                tnp.divide(tnp.multiply(ty, x), tnp.add(1.0, y)))
+    return out, _fit_tangent(t, out)
+
+
+def xlog1py(x, y):
+    """``x * log1p(y)``, defined as 0 where ``x == 0`` (even if ``y == -1``)."""
+    return _xlog1py(*_promote_pair("xlog1py", x, y))
+
+
+# ---------------------------------------------------------------------------
+# Special-function primitives
+
+
+def erf(x):
+    """The error function."""
+    return _P.erf(_inexact("erf", "x", x))
+
+
+def erfc(x):
+    """The complementary error function ``1 - erf(x)`` (accurate for large x)."""
+    return _P.erfc(_inexact("erfc", "x", x))
+
+
+def erfinv(x):
+    """The inverse of ``erf`` on (-1, 1)."""
+    return _P.erfinv(_inexact("erfinv", "x", x))
+
+
+def gammaln(x):
+    """``log|Gamma(x)|``."""
+    return _P.gammaln(_inexact("gammaln", "x", x))
+
+
+def digamma(x):
+    """The logarithmic derivative of Gamma (its derivative is ``polygamma(1, x)``)."""
+    return _P.digamma(_inexact("digamma", "x", x))
+
+
+def polygamma(n, x):
+    """The n-th derivative of ``digamma`` (``n`` a non-negative integer; not differentiable)."""
+    if not isinstance(n, Tracer):
+        n_arr = core.as_array(n, "polygamma: argument 'n'")
+        if n_arr.dtype.kind not in "iu":
+            if n_arr.dtype.kind != "f" or not np.all(np.equal(np.mod(n_arr, 1), 0)):
+                raise TypeError(f"polygamma: argument 'n' must be integer-valued, got {n!r:.60}")
+        if np.any(n_arr < 0):
+            raise ValueError(f"polygamma: argument 'n' must be non-negative, got {n!r:.60}")
+        n = int(n) if isinstance(n, (int, np.integer)) else n_arr
+    return _P.polygamma(n, _inexact("polygamma", "x", x))
+
+
+def ndtr(x):
+    """The standard normal CDF."""
+    return _P.ndtr(_inexact("ndtr", "x", x))
+
+
+def ndtri(p):
+    """The inverse of ``ndtr`` (the standard normal quantile function)."""
+    return _P.ndtri(_inexact("ndtri", "p", p))
+
+
+def log_ndtr(x, series_order=3):
+    """``log(ndtr(x))``, accurate in both tails (e.g. x = -40 or x = 40).
+
+    ``series_order`` is accepted for compatibility with JAX; the value comes
+    from SciPy's ``log_ndtr``, which is accurate everywhere.
+    """
+    if isinstance(series_order, bool) or not isinstance(series_order, (int, np.integer)):
+        raise TypeError(f"log_ndtr: argument 'series_order' must be a Python int, got "
+                        f"{series_order!r:.60}")
+    if not 0 <= series_order <= 30:
+        raise ValueError(f"log_ndtr: argument 'series_order' must be in [0, 30], got "
+                         f"{series_order}")
+    return _P.log_ndtr(_inexact("log_ndtr", "x", x))
+
+
+# ---------------------------------------------------------------------------
+# softmax and log_softmax (shared by tangentia.nn)
+
+
+def _masked(x, mask):
+    return x if mask is None else tnp.where(mask, x, -np.inf)
+
+
+def _shift(x, axes):
+    """``x - max(x)`` over ``axes`` (a non-finite max shifts by 0)."""
+    m = tnp.max(x, axis=axes, keepdims=True)
+    return tnp.subtract(x, _S.stop_gradient(tnp.where(tnp.isfinite(m), m, 0.0)))
+
+
+def _softmax_fun(x, axes, mask):
+    u = tnp.exp(_shift(_masked(x, mask), axes))
+    y = tnp.divide(u, tnp.sum(u, axis=axes, keepdims=True))
+    return y if mask is None else tnp.where(mask, y, 0.0)
+
+
+_softmax = _named_custom_jvp(_softmax_fun, "softmax", nondiff_argnums=(1, 2))
+
+
+@_softmax.defjvp
+def _softmax_jvp(axes, mask, primals, tangents):
+    # The output is shared by the value and the derivative
+    # y * (t - <y, t>), which is bounded however large x is.
+    (x,), (t,) = primals, tangents
+    y = _softmax(x, axes, mask)
+    return y, tnp.multiply(y, tnp.subtract(t, tnp.sum(tnp.multiply(y, t), axis=axes,
+                                                         keepdims=True)))
+
+
+def _log_softmax_fun(x, axes, mask):
+    s = _shift(_masked(x, mask), axes)
+    y = tnp.subtract(s, tnp.log(tnp.sum(tnp.exp(s), axis=axes, keepdims=True)))
+    return y if mask is None else tnp.where(mask, y, -np.inf)
+
+
+_log_softmax = _named_custom_jvp(_log_softmax_fun, "log_softmax", nondiff_argnums=(1, 2))
+
+
+@_log_softmax.defjvp
+def _log_softmax_jvp(axes, mask, primals, tangents):
+    # exp(x - max) is computed once: its sum gives the value and, divided by
+    # that sum, the softmax in the derivative t - <softmax, t>.
+    (x,), (t,) = primals, tangents
+    s = _shift(_masked(x, mask), axes)
+    u = tnp.exp(s)
+    z = tnp.sum(u, axis=axes, keepdims=True)
+    y = tnp.subtract(s, tnp.log(z))
+    p = tnp.divide(u, z)
+    ty = tnp.subtract(t, tnp.sum(tnp.multiply(p, t), axis=axes, keepdims=True))
+    if mask is not None:
+        y = tnp.where(mask, y, -np.inf)
+        ty = tnp.where(mask, ty, 0.0)
+    return y, ty
+
+
+def _softmax_impl(fname, fn, x, axis, where):
+    x = _inexact(fname, "x", x)
+    shape = tnp.shape(x)
+    axes = _normalize_axes(fname, axis, len(shape))
+    mask = None if where is None else _as_mask(fname, where, shape)
+    if builtins.any(shape[i] == 0 for i in axes):
+        return x  # nothing to normalize: an empty result
+    return fn(x, axes, mask)
+
+
+def softmax(x, axis=None):
+    """``exp(x) / sum(exp(x))`` over ``axis`` (all axes by default, as in SciPy)."""
+    return _softmax_impl("softmax", _softmax, x, axis, None)
+
+
+def log_softmax(x, axis=None):
+    """``x - logsumexp(x)`` over ``axis`` (all axes by default, as in SciPy)."""
+    return _softmax_impl("log_softmax", _log_softmax, x, axis, None)

@@ -1,0 +1,869 @@
+"""Linear-algebra primitives, each defined once with all of its rules.
+
+Every primitive works on a matrix or a stack of matrices (leading batch
+dimensions): its implementation calls NumPy/SciPy's stacked routines, so the
+batching rule only moves the mapped axis to the front.  Right-hand sides are
+always matrices ``(..., n, k)`` here; the public wrappers in
+``tangentia.numpy.linalg`` and ``tangentia.scipy.linalg`` handle vectors,
+broadcasting, dtype promotion and argument errors.
+
+Several derivative rules change the primal computation so that it shares work
+with the tangent (see seeds/004):
+
+* ``solve``: the JVP factors ``a`` once (``lu``) and uses the factors both for
+  the primal solution and for the tangent, which is a ``lu_solve`` -- a linear
+  primitive whose transpose is ``lu_solve`` of the transposed system
+  (``trans=1``) with the *same* factors.  Reverse mode therefore factors once.
+* ``det``/``slogdet``: the primal is taken from the LU factors the tangent needs.
+* ``eigvalsh`` and ``svd(compute_uv=False)``: undifferentiated, only values are
+  computed; under differentiation the primal computes the vectors the rule needs.
+* ``expm``: the tangent is the Fréchet derivative (``expm_frechet``), a linear
+  primitive whose transpose is the Fréchet derivative at ``a.T``; when both the
+  point and the tangent are concrete the two are computed in one SciPy call.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as _sla
+
+from .. import core
+from ..core import Primitive, ShapedArray, Tracer
+from ..interpreters.ad import Zero, add_tangents, defjvp_zero, is_undefined
+from ..interpreters.batching import batch_size, materialize, move_to_front
+from . import structural as S
+
+__all__ = [
+    "lu_p", "lu_solve_p", "lu_pivots_to_permutation_p", "triangular_solve_p", "solve_p",
+    "inv_p", "det_p", "slogdet_p", "cholesky_p", "eigh_p", "eigvalsh_p", "qr_p", "svd_p",
+    "expm_p", "expm_frechet_p",
+]
+
+
+def _tnp():
+    from .. import numpy as tnp
+    return tnp
+
+
+# ---------------------------------------------------------------------------
+# Small helpers (they work on arrays and tracers alike)
+
+
+def _shape(x):
+    return core.get_aval(x).shape
+
+
+def _mT(x):
+    nd = len(_shape(x))
+    return S.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+def _mm(x, y):
+    return _tnp().matmul(x, y)
+
+
+def _tril(x, k=0):
+    return _tnp().tril(x, k)
+
+
+def _triu(x, k=0):
+    return _tnp().triu(x, k)
+
+
+def _diag(x):
+    return _tnp().diagonal(x, 0, -2, -1)
+
+
+def _eye(n, dtype):
+    return np.eye(n, dtype=dtype)
+
+
+def _nz(t):
+    return type(t) is not Zero
+
+
+def _check_real(name, *xs):
+    for x in xs:
+        if core.get_aval(x).dtype.kind == "c":
+            raise NotImplementedError(f"{name}: differentiation of complex matrices is not "
+                                      "implemented")
+
+
+def _sym_from_triangle(t, lower):
+    """The symmetric matrix a routine that reads only one triangle sees."""
+    if lower:
+        return _tril(t) + _mT(_tril(t, -1))
+    return _triu(t) + _mT(_triu(t, 1))
+
+
+def _as_out(x):
+    return x if type(x) is np.ndarray else np.asarray(x)
+
+
+def _batch_prefix(shapes):
+    return [s[:-2] for s in shapes]
+
+
+# Generic batching: every argument's mapped axis goes to the front (unmapped
+# arguments are broadcast); the implementations handle leading batch dims.
+
+
+def _front_batch(prim):
+    def rule(args, dims, **params):
+        size = batch_size(args, dims)
+        args = [materialize(x, d, size) for x, d in zip(args, dims)]
+        out = prim.bind(*args, **params)
+        if prim.multiple_results:
+            return out, [0] * len(out)
+        return out, 0
+    return rule
+
+
+def _rhs_batch(prim):
+    """Batching for ``prim(*lhs, b)`` linear solves: if only ``b`` is mapped, the
+    mapped axis is folded into the columns of ``b`` (one factorization, many
+    right-hand sides); otherwise everything is mapped."""
+    front = _front_batch(prim)
+
+    def rule(args, dims, **params):
+        *lhs, b = args
+        *ldims, bd = dims
+        if bd is None or any(d is not None for d in ldims):
+            return front(args, dims, **params)
+        b = move_to_front(b, bd)
+        bs = _shape(b)                     # (B, *batch, n, k)
+        nb = len(bs) - 3
+        perm = tuple(range(1, nb + 2)) + (0, nb + 2)
+        bt = S.transpose(b, perm)          # (*batch, n, B, k)
+        folded = S.reshape(bt, bs[1:nb + 2] + (bs[0] * bs[-1],))
+        x = prim.bind(*lhs, folded, **params)
+        x = S.reshape(x, bs[1:nb + 2] + (bs[0], bs[-1]))
+        inv = tuple(int(i) for i in np.argsort(perm))
+        return S.transpose(x, inv), 0
+    return rule
+
+
+def _square(name, a, what="a"):
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"{name}: argument {what} must be a square matrix or a stack of square "
+                         f"matrices, got shape {a.shape}")
+
+
+def _same_batch(name, *avals):
+    b0 = avals[0].shape[:-2]
+    for a in avals[1:]:
+        if a.shape[:-2] != b0:
+            raise ValueError(f"{name}: batch dimensions differ: {[x.shape for x in avals]}")
+
+
+def _rhs_aval(name, a, b):
+    _square(name, a)
+    if b.ndim != a.ndim or b.shape[-2] != a.shape[-1]:
+        raise ValueError(f"{name}: argument b of shape {b.shape} does not match argument a of "
+                         f"shape {a.shape}")
+    _same_batch(name, a, b)
+    return ShapedArray(b.shape, np.result_type(a.dtype, b.dtype), False)
+
+
+# ---------------------------------------------------------------------------
+# lu: a = P @ L @ U  ->  (lu, pivots (LAPACK row swaps), permutation)
+
+
+def _pivots_to_perm(piv, m):
+    piv = np.asarray(piv)
+    batch = piv.shape[:-1]
+    flat_piv = piv.reshape(-1, piv.shape[-1]) if piv.ndim else piv.reshape(1, -1)
+    nbatch = flat_piv.shape[0]
+    perm = np.empty((nbatch, m), dtype=np.int32)
+    if nbatch <= flat_piv.shape[1]:
+        for b in range(nbatch):
+            p = list(range(m))
+            for i, j in enumerate(flat_piv[b].tolist()):
+                p[i], p[j] = p[j], p[i]
+            perm[b] = p
+    else:
+        perm[:] = np.arange(m, dtype=np.int32)
+        rows = np.arange(nbatch)
+        for i in range(flat_piv.shape[1]):
+            j = flat_piv[:, i]
+            tmp = perm[rows, i].copy()
+            perm[rows, i] = perm[rows, j]
+            perm[rows, j] = tmp
+    return perm.reshape(batch + (m,))
+
+
+def _lu_impl(a):
+    a = np.asarray(a)
+    m, n = a.shape[-2:]
+    if a.size == 0:
+        return (a.copy(), np.zeros(a.shape[:-2] + (min(m, n),), np.int32),
+                np.broadcast_to(np.arange(m, dtype=np.int32), a.shape[:-2] + (m,)).copy())
+    lu, piv = _sla.lu_factor(a, check_finite=False)
+    piv = np.asarray(piv, dtype=np.int32)
+    return np.asarray(lu), piv, _pivots_to_perm(piv, m)
+
+
+def _lu_abstract_eval(a):
+    if a.ndim < 2:
+        raise ValueError(f"lu: argument a must be a matrix or a stack of matrices, got shape "
+                         f"{a.shape}")
+    m, n = a.shape[-2:]
+    batch = a.shape[:-2]
+    return [ShapedArray(a.shape, a.dtype), ShapedArray(batch + (min(m, n),), np.dtype(np.int32)),
+            ShapedArray(batch + (m,), np.dtype(np.int32))]
+
+
+lu_p = Primitive("lu", multiple_results=True)
+lu_p.impl = _lu_impl
+lu_p.abstract_eval = _lu_abstract_eval
+lu_p.batch = _front_batch(lu_p)
+
+
+def _permute_rows(x, perm):
+    """``x[..., perm, :]`` for a (stacked) integer permutation ``perm``."""
+    tnp = _tnp()
+    idx = tnp.broadcast_to(tnp.expand_dims(perm, -1), _shape(x))
+    return tnp.take_along_axis(x, idx, -2)
+
+
+def _lu_parts(lu):
+    """Square ``l`` (m, m) with unit diagonal and ``u`` (n, n) from packed factors."""
+    tnp = _tnp()
+    shape = _shape(lu)
+    m, n = shape[-2:]
+    k = min(m, n)
+    batch = shape[:-2]
+    dtype = core.get_aval(lu).dtype
+    l = _tril(lu[..., :, :k] if k < n else lu, -1)
+    if m > k:
+        l = tnp.concatenate([l, np.zeros(batch + (m, m - k), dtype)], axis=-1)
+    l = l + _eye(m, dtype)
+    u = _triu(lu[..., :k, :] if k < m else lu)
+    if n > k:
+        u = tnp.concatenate([u, np.zeros(batch + (n - k, n), dtype)], axis=-2)
+        u = u + np.diag(np.r_[np.zeros(k), np.ones(n - k)]).astype(dtype)
+    return l, u
+
+
+def _lu_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    lu, piv, perm = lu_p.bind(a)
+    _check_real("lu", a)
+    l, u = _lu_parts(lu)
+    x = _permute_rows(da, perm)
+    la = triangular_solve(l, x, lower=True, trans=0, unit_diagonal=True)
+    lau = _mT(triangular_solve(u, _mT(la), lower=False, trans=1, unit_diagonal=False))
+    lu_dot = _mm(l, _tril(lau, -1)) + _mm(_triu(lau), u)
+    return [lu, piv, perm], [lu_dot, Zero.from_primal(piv), Zero.from_primal(perm)]
+
+
+lu_p.jvp = _lu_jvp
+
+
+# -- pivots -> permutation (integer valued) ----------------------------------
+
+lu_pivots_to_permutation_p = Primitive("lu_pivots_to_permutation")
+
+
+def _p2p_impl(piv, permutation_size, inverse):
+    perm = _pivots_to_perm(piv, permutation_size)
+    if inverse:
+        perm = np.argsort(perm, axis=-1).astype(np.int32)
+    return perm
+
+
+lu_pivots_to_permutation_p.impl = _p2p_impl
+lu_pivots_to_permutation_p.abstract_eval = lambda piv, permutation_size, inverse: ShapedArray(
+    piv.shape[:-1] + (permutation_size,), np.dtype(np.int32))
+defjvp_zero(lu_pivots_to_permutation_p)
+lu_pivots_to_permutation_p.batch = lambda args, dims, **params: (
+    lu_pivots_to_permutation_p.bind(move_to_front(args[0], dims[0]), **params), 0)
+
+
+def lu_pivots_to_permutation(piv, permutation_size, inverse=False):
+    return lu_pivots_to_permutation_p.bind(piv, permutation_size=int(permutation_size),
+                                           inverse=bool(inverse))
+
+
+# ---------------------------------------------------------------------------
+# triangular_solve: op(a) x = b, op = identity (trans=0) or transpose (trans=1)
+
+
+def _tri_impl(a, b, lower, trans, unit_diagonal):
+    if np.asarray(b).size == 0:
+        return np.zeros(np.shape(b), np.result_type(a, b))
+    return np.asarray(_sla.solve_triangular(a, b, trans=trans, lower=lower,
+                                            unit_diagonal=unit_diagonal, check_finite=False))
+
+
+def _tri_abstract_eval(a, b, lower, trans, unit_diagonal):
+    return _rhs_aval("solve_triangular", a, b)
+
+
+triangular_solve_p = Primitive("triangular_solve")
+triangular_solve_p.impl = _tri_impl
+triangular_solve_p.abstract_eval = _tri_abstract_eval
+triangular_solve_p.batch = _rhs_batch(triangular_solve_p)
+
+
+def triangular_solve(a, b, lower, trans=0, unit_diagonal=False):
+    return triangular_solve_p.bind(a, b, lower=bool(lower), trans=int(trans),
+                                   unit_diagonal=bool(unit_diagonal))
+
+
+def _tri_jvp(primals, tangents, lower, trans, unit_diagonal):
+    a, b = primals
+    da, db = tangents
+    params = dict(lower=lower, trans=trans, unit_diagonal=unit_diagonal)
+    x = triangular_solve_p.bind(a, b, **params)
+    t = Zero.from_primal(x)
+    if _nz(db):
+        t = triangular_solve_p.bind(a, db, **params)
+    if _nz(da):
+        _check_real("solve_triangular", a)
+        k = (-1 if unit_diagonal else 0) if lower else (1 if unit_diagonal else 0)
+        dam = _tril(da, k) if lower else _triu(da, k)
+        if trans:
+            dam = _mT(dam)
+        t = add_tangents(t, -triangular_solve_p.bind(a, _mm(dam, x), **params))
+    return x, t
+
+
+def _tri_transpose(ct, a, b, lower, trans, unit_diagonal):
+    if is_undefined(a):
+        raise TypeError("solve_triangular: not linear in the matrix a")
+    if type(ct) is Zero:
+        return None, None
+    return None, triangular_solve_p.bind(a, ct, lower=lower, trans=1 - trans if trans < 2 else 0,
+                                         unit_diagonal=unit_diagonal)
+
+
+triangular_solve_p.jvp = _tri_jvp
+triangular_solve_p.transpose = _tri_transpose
+
+
+# ---------------------------------------------------------------------------
+# lu_solve: A x = b (trans=0) or A^T x = b (trans=1) from the LU factors of A
+
+
+def _lu_solve_impl(lu, piv, b, trans):
+    if np.asarray(b).size == 0:
+        return np.zeros(np.shape(b), np.result_type(lu, b))
+    return np.asarray(_sla.lu_solve((lu, piv), b, trans=trans, check_finite=False))
+
+
+def _lu_solve_abstract_eval(lu, piv, b, trans):
+    out = _rhs_aval("lu_solve", lu, b)
+    if piv.shape != lu.shape[:-1]:
+        raise ValueError(f"lu_solve: pivots of shape {piv.shape} do not match lu of shape "
+                         f"{lu.shape}")
+    return out
+
+
+lu_solve_p = Primitive("lu_solve")
+lu_solve_p.impl = _lu_solve_impl
+lu_solve_p.abstract_eval = _lu_solve_abstract_eval
+lu_solve_p.batch = _rhs_batch(lu_solve_p)
+
+
+def lu_solve(lu, piv, b, trans=0):
+    return lu_solve_p.bind(lu, piv, b, trans=int(trans))
+
+
+def _lu_solve_jvp(primals, tangents, trans):
+    lu, piv, b = primals
+    dlu, _, db = tangents
+    x = lu_solve_p.bind(lu, piv, b, trans=trans)
+    t = Zero.from_primal(x)
+    if _nz(db):
+        t = lu_solve_p.bind(lu, piv, db, trans=trans)
+    if _nz(dlu):
+        _check_real("lu_solve", lu)
+        dl, du = _tril(dlu, -1), _triu(dlu)
+        if trans == 0:
+            # dx = -U^-1 (L^-1 dL U x + dU x)
+            w = triangular_solve(lu, _mm(dl, _mm(_triu(lu), x)), lower=True, unit_diagonal=True)
+            w = w + _mm(du, x)
+            dx = triangular_solve(lu, w, lower=False)
+        else:
+            # dx = -P^T L^-T (dL^T P x + U^-T dU^T L^T P x)
+            n = _shape(lu)[-1]
+            px = _permute_rows(x, lu_pivots_to_permutation(piv, n))
+            lt_px = _mm(_mT(_tril(lu, -1) + _eye(n, core.get_aval(lu).dtype)), px)
+            y = _mm(_mT(dl), px) + triangular_solve(lu, _mm(_mT(du), lt_px), lower=False, trans=1)
+            z = triangular_solve(lu, y, lower=True, trans=1, unit_diagonal=True)
+            dx = _permute_rows(z, lu_pivots_to_permutation(piv, n, inverse=True))
+        t = add_tangents(t, -dx)
+    return x, t
+
+
+def _lu_solve_transpose(ct, lu, piv, b, trans):
+    if is_undefined(lu) or is_undefined(piv):
+        raise TypeError("lu_solve: not linear in the factors")
+    if type(ct) is Zero:
+        return None, None, None
+    # The transposed system, solved with the same factors (no refactorization).
+    return None, None, lu_solve_p.bind(lu, piv, ct, trans=1 - trans if trans < 2 else 0)
+
+
+lu_solve_p.jvp = _lu_solve_jvp
+lu_solve_p.transpose = _lu_solve_transpose
+
+
+# ---------------------------------------------------------------------------
+# solve: a x = b.  Undifferentiated: one LAPACK gesv.  Differentiated: the
+# rule factors once and reuses the factors for the primal and the tangent.
+
+
+def _solve_impl(a, b):
+    if np.asarray(b).size == 0:
+        return np.zeros(np.shape(b), np.result_type(a, b))
+    return np.asarray(np.linalg.solve(a, b))
+
+
+solve_p = Primitive("solve")
+solve_p.impl = _solve_impl
+solve_p.abstract_eval = lambda a, b: _rhs_aval("solve", a, b)
+solve_p.batch = _rhs_batch(solve_p)
+
+
+def _solve_jvp(primals, tangents):
+    a, b = primals
+    da, db = tangents
+    lu, piv, _ = lu_p.bind(a)
+    x = lu_solve_p.bind(lu, piv, b, trans=0)
+    rhs = db if _nz(db) else None
+    if _nz(da):
+        _check_real("solve", a)
+        ax = _mm(da, x)
+        rhs = -ax if rhs is None else rhs - ax
+    if rhs is None:
+        return x, Zero.from_primal(x)
+    return x, lu_solve_p.bind(lu, piv, rhs, trans=0)
+
+
+def _solve_transpose(ct, a, b):
+    if is_undefined(a):
+        raise TypeError("solve: not linear in the matrix a")
+    if type(ct) is Zero:
+        return None, None
+    return None, solve_p.bind(_mT(a), ct)
+
+
+solve_p.jvp = _solve_jvp
+solve_p.transpose = _solve_transpose
+
+
+# ---------------------------------------------------------------------------
+# inv
+
+
+inv_p = Primitive("inv")
+inv_p.impl = lambda a: np.asarray(np.linalg.inv(a))
+
+
+def _inv_abstract_eval(a):
+    _square("inv", a)
+    return ShapedArray(a.shape, a.dtype)
+
+
+inv_p.abstract_eval = _inv_abstract_eval
+inv_p.batch = _front_batch(inv_p)
+
+
+def _inv_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    ainv = inv_p.bind(a)
+    _check_real("inv", a)
+    return ainv, -_mm(_mm(ainv, da), ainv)
+
+
+inv_p.jvp = _inv_jvp
+
+
+# ---------------------------------------------------------------------------
+# det and slogdet (their rules take the primal from the LU factors they need)
+
+
+def _lu_sign_and_diag(lu, piv):
+    tnp = _tnp()
+    d = _diag(lu)
+    n = _shape(piv)[-1]
+    swaps = tnp.sum(piv != np.arange(n, dtype=np.int32), axis=-1)
+    parity = 1.0 - 2.0 * tnp.astype(swaps % 2, core.get_aval(lu).dtype)
+    return parity, d
+
+
+def _trace_inv_times(lu, piv, da):
+    return _tnp().trace(lu_solve_p.bind(lu, piv, da, trans=0), 0, -2, -1)
+
+
+det_p = Primitive("det")
+det_p.impl = lambda a: _as_out(np.linalg.det(a))
+
+
+def _det_abstract_eval(a):
+    _square("det", a)
+    return ShapedArray(a.shape[:-2], a.dtype)
+
+
+det_p.abstract_eval = _det_abstract_eval
+det_p.batch = _front_batch(det_p)
+
+
+def _det_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    _check_real("det", a)
+    lu, piv, _ = lu_p.bind(a)
+    parity, d = _lu_sign_and_diag(lu, piv)
+    ans = parity * _tnp().prod(d, axis=-1)
+    return ans, ans * _trace_inv_times(lu, piv, da)
+
+
+det_p.jvp = _det_jvp
+
+slogdet_p = Primitive("slogdet", multiple_results=True)
+slogdet_p.impl = lambda a: [_as_out(v) for v in np.linalg.slogdet(a)]
+
+
+def _slogdet_abstract_eval(a):
+    _square("slogdet", a)
+    return [ShapedArray(a.shape[:-2], a.dtype), ShapedArray(a.shape[:-2], a.dtype)]
+
+
+slogdet_p.abstract_eval = _slogdet_abstract_eval
+slogdet_p.batch = _front_batch(slogdet_p)
+
+
+def _slogdet_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    _check_real("slogdet", a)
+    tnp = _tnp()
+    lu, piv, _ = lu_p.bind(a)
+    parity, d = _lu_sign_and_diag(lu, piv)
+    sign = parity * tnp.prod(tnp.sign(d), axis=-1)
+    logabsdet = tnp.sum(tnp.log(tnp.abs(d)), axis=-1)
+    return [sign, logabsdet], [Zero.from_primal(sign), _trace_inv_times(lu, piv, da)]
+
+
+slogdet_p.jvp = _slogdet_jvp
+
+
+# ---------------------------------------------------------------------------
+# cholesky: lower factor, reading the lower triangle only (as LAPACK/NumPy)
+
+
+cholesky_p = Primitive("cholesky")
+cholesky_p.impl = lambda a: np.asarray(np.linalg.cholesky(a))
+
+
+def _cholesky_abstract_eval(a):
+    _square("cholesky", a)
+    return ShapedArray(a.shape, a.dtype)
+
+
+cholesky_p.abstract_eval = _cholesky_abstract_eval
+cholesky_p.batch = _front_batch(cholesky_p)
+
+
+def _cholesky_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    _check_real("cholesky", a)
+    L = cholesky_p.bind(a)
+    dA = _sym_from_triangle(da, lower=True)
+    X = triangular_solve(L, dA, lower=True)                 # L^-1 dA
+    Y = _mT(triangular_solve(L, _mT(X), lower=True))        # L^-1 dA L^-T
+    n = _shape(a)[-1]
+    phi = _tril(Y, -1) + 0.5 * (Y * _eye(n, core.get_aval(a).dtype))
+    return L, _mm(L, phi)
+
+
+cholesky_p.jvp = _cholesky_jvp
+
+
+# ---------------------------------------------------------------------------
+# eigh / eigvalsh (symmetric), reading one triangle
+
+
+eigh_p = Primitive("eigh", multiple_results=True)
+
+
+def _eigh_impl(a, lower):
+    w, v = np.linalg.eigh(a, UPLO="L" if lower else "U")
+    return [np.asarray(w), np.asarray(v)]
+
+
+def _eigh_abstract_eval(a, lower):
+    _square("eigh", a)
+    dt = np.dtype(a.dtype.char.lower()) if a.dtype.kind == "c" else a.dtype
+    real = np.finfo(a.dtype).dtype if a.dtype.kind in "fc" else dt
+    return [ShapedArray(a.shape[:-1], real), ShapedArray(a.shape, a.dtype)]
+
+
+eigh_p.impl = _eigh_impl
+eigh_p.abstract_eval = _eigh_abstract_eval
+eigh_p.batch = _front_batch(eigh_p)
+
+
+def _eigh_jvp(primals, tangents, lower):
+    (a,), (da,) = primals, tangents
+    _check_real("eigh", a)
+    w, v = eigh_p.bind(a, lower=lower)
+    dA = _sym_from_triangle(da, lower)
+    vt_da_v = _mm(_mT(v), _mm(dA, v))
+    n = _shape(a)[-1]
+    eye = _eye(n, core.get_aval(a).dtype)
+    tnp = _tnp()
+    gaps = tnp.expand_dims(w, -2) - tnp.expand_dims(w, -1)       # [i, j] = w_j - w_i
+    F = 1.0 / (gaps + eye) - eye
+    dw = _diag(vt_da_v)
+    dv = _mm(v, F * vt_da_v)
+    return [w, v], [dw, dv]
+
+
+eigh_p.jvp = _eigh_jvp
+
+eigvalsh_p = Primitive("eigvalsh")
+eigvalsh_p.impl = lambda a, lower: np.asarray(np.linalg.eigvalsh(a, UPLO="L" if lower else "U"))
+eigvalsh_p.abstract_eval = lambda a, lower: _eigh_abstract_eval(a, lower)[0]
+eigvalsh_p.batch = _front_batch(eigvalsh_p)
+
+
+def _eigvalsh_jvp(primals, tangents, lower):
+    # The derivative needs the eigenvectors: the primal computes them (eigh).
+    (a,), (da,) = primals, tangents
+    _check_real("eigvalsh", a)
+    w, v = eigh_p.bind(a, lower=lower)
+    dA = _sym_from_triangle(da, lower)
+    return w, _tnp().sum(v * _mm(dA, v), axis=-2)
+
+
+eigvalsh_p.jvp = _eigvalsh_jvp
+
+
+# ---------------------------------------------------------------------------
+# qr
+
+
+qr_p = Primitive("qr", multiple_results=True)
+
+
+def _qr_impl(a, full_matrices):
+    q, r = np.linalg.qr(a, mode="complete" if full_matrices else "reduced")
+    return [np.asarray(q), np.asarray(r)]
+
+
+def _qr_abstract_eval(a, full_matrices):
+    if a.ndim < 2:
+        raise ValueError(f"qr: argument a must be a matrix or a stack of matrices, got shape "
+                         f"{a.shape}")
+    m, n = a.shape[-2:]
+    k = m if full_matrices else min(m, n)
+    batch = a.shape[:-2]
+    return [ShapedArray(batch + (m, k), a.dtype), ShapedArray(batch + (k, n), a.dtype)]
+
+
+qr_p.impl = _qr_impl
+qr_p.abstract_eval = _qr_abstract_eval
+qr_p.batch = _front_batch(qr_p)
+
+
+def _qr_square_tangents(q, r, dx):
+    """(dq, dr) for ``x = q r`` with ``r`` square (m >= n, reduced)."""
+    dx_rinv = _mT(triangular_solve(r, _mT(dx), lower=False, trans=1))    # dx r^-1
+    qt_dx_rinv = _mm(_mT(q), dx_rinv)
+    low = _tril(qt_dx_rinv, -1)
+    do = low - _mT(low)
+    dq = _mm(q, do - qt_dx_rinv) + dx_rinv
+    dr = _mm(qt_dx_rinv - do, r)
+    return dq, dr
+
+
+def _qr_jvp(primals, tangents, full_matrices):
+    (a,), (da,) = primals, tangents
+    _check_real("qr", a)
+    q, r = qr_p.bind(a, full_matrices=full_matrices)
+    m, n = _shape(a)[-2:]
+    if m >= n:
+        if full_matrices and m > n:
+            raise NotImplementedError(
+                "qr: the derivative of the complete ('full_matrices') QR decomposition of a tall "
+                f"matrix (shape {_shape(a)}) is not defined (the extra columns of q are not "
+                "unique); use mode='reduced'")
+        dq, dr = _qr_square_tangents(q, r, da)
+        return [q, r], [dq, dr]
+    # Wide: a = [x | y], q r_x = x, r_y = q^T y.
+    tnp = _tnp()
+    dq, drx = _qr_square_tangents(q, r[..., :, :m], da[..., :, :m])
+    y = a[..., :, m:]
+    dry = _mm(_mT(dq), y) + _mm(_mT(q), da[..., :, m:])
+    return [q, r], [dq, tnp.concatenate([drx, dry], axis=-1)]
+
+
+qr_p.jvp = _qr_jvp
+
+
+# ---------------------------------------------------------------------------
+# svd: outputs (u, s, vt) or (s,) when compute_uv is False
+
+
+svd_p = Primitive("svd", multiple_results=True)
+
+
+def _svd_impl(a, full_matrices, compute_uv):
+    if compute_uv:
+        u, s, vt = np.linalg.svd(a, full_matrices=full_matrices, compute_uv=True)
+        return [np.asarray(u), np.asarray(s), np.asarray(vt)]
+    return [np.asarray(np.linalg.svd(a, compute_uv=False))]
+
+
+def _svd_abstract_eval(a, full_matrices, compute_uv):
+    if a.ndim < 2:
+        raise ValueError(f"svd: argument a must be a matrix or a stack of matrices, got shape "
+                         f"{a.shape}")
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    batch = a.shape[:-2]
+    real = np.finfo(a.dtype).dtype if a.dtype.kind in "fc" else a.dtype
+    s = ShapedArray(batch + (k,), real)
+    if not compute_uv:
+        return [s]
+    ku, kv = (m, n) if full_matrices else (k, k)
+    return [ShapedArray(batch + (m, ku), a.dtype), s, ShapedArray(batch + (kv, n), a.dtype)]
+
+
+svd_p.impl = _svd_impl
+svd_p.abstract_eval = _svd_abstract_eval
+svd_p.batch = _front_batch(svd_p)
+
+
+def _svd_jvp(primals, tangents, full_matrices, compute_uv):
+    (a,), (da,) = primals, tangents
+    _check_real("svd", a)
+    m, n = _shape(a)[-2:]
+    if compute_uv and full_matrices and m != n:
+        raise NotImplementedError(
+            "svd: the derivative with full_matrices=True is only defined for square matrices "
+            f"(got shape {_shape(a)}); use full_matrices=False")
+    # The rule needs the singular vectors, so the primal computes them.
+    U, s, Vt = svd_p.bind(a, full_matrices=False, compute_uv=True)
+    tnp = _tnp()
+    V = _mT(Vt)
+    dS = _mm(_mT(U), _mm(da, V))
+    ds = _diag(dS)
+    if not compute_uv:
+        return [s], [ds]
+    k = min(m, n)
+    eye = _eye(k, core.get_aval(a).dtype)
+    s_row = tnp.expand_dims(s, -2)       # [i, j] = s_j
+    s_col = tnp.expand_dims(s, -1)       # [i, j] = s_i
+    F = 1.0 / ((s_row + s_col) * (s_row - s_col) + eye) - eye
+    dSS = s_row * dS
+    SdS = s_col * dS
+    dU = _mm(U, F * (dSS + _mT(dSS)))
+    dV = _mm(V, F * (SdS + _mT(SdS)))
+    if m > n:
+        dAV = _mm(da, V)
+        dU = dU + (dAV - _mm(U, _mm(_mT(U), dAV))) / s_row
+    if n > m:
+        dAtU = _mm(_mT(da), U)
+        dV = dV + (dAtU - _mm(V, _mm(Vt, dAtU))) / s_row
+    return [U, s, Vt], [dU, ds, _mT(dV)]
+
+
+svd_p.jvp = _svd_jvp
+
+
+# ---------------------------------------------------------------------------
+# expm and its Fréchet derivative
+
+
+def _expm_impl(a):
+    return np.asarray(_sla.expm(a))
+
+
+expm_p = Primitive("expm")
+expm_p.impl = _expm_impl
+
+
+def _expm_abstract_eval(a):
+    _square("expm", a, "A")
+    return ShapedArray(a.shape, a.dtype)
+
+
+expm_p.abstract_eval = _expm_abstract_eval
+expm_p.batch = _front_batch(expm_p)
+
+
+def _frechet_impl(a, e):
+    a, e = np.asarray(a), np.asarray(e)
+    if a.ndim == 2:
+        return np.asarray(_sla.expm_frechet(a, e, compute_expm=False, check_finite=False))
+    out = np.empty(np.broadcast_shapes(a.shape, e.shape), np.result_type(a, e))
+    for idx in np.ndindex(out.shape[:-2]):
+        out[idx] = _sla.expm_frechet(a[idx], e[idx], compute_expm=False, check_finite=False)
+    return out
+
+
+def _frechet_abstract_eval(a, e):
+    _square("expm_frechet", a, "A")
+    if e.shape != a.shape:
+        raise ValueError(f"expm_frechet: argument E of shape {e.shape} does not match argument A "
+                         f"of shape {a.shape}")
+    return ShapedArray(a.shape, np.result_type(a.dtype, e.dtype))
+
+
+expm_frechet_p = Primitive("expm_frechet")
+expm_frechet_p.impl = _frechet_impl
+expm_frechet_p.abstract_eval = _frechet_abstract_eval
+expm_frechet_p.batch = _front_batch(expm_frechet_p)
+
+
+def _both_concrete(*xs):
+    return all(type(x) is np.ndarray or not isinstance(x, Tracer) for x in xs)
+
+
+def _expm_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    _check_real("expm", a)
+    if _both_concrete(a, da) and np.ndim(a) == 2:
+        # Forward mode on concrete values: one SciPy call gives both.
+        ans, t = _sla.expm_frechet(np.asarray(a), np.asarray(da), compute_expm=True,
+                                   check_finite=False)
+        return np.asarray(ans), np.asarray(t)
+    return expm_p.bind(a), expm_frechet_p.bind(a, da)
+
+
+def _block_2x2(tl, tr, bl, br):
+    tnp = _tnp()
+    return tnp.concatenate([tnp.concatenate([tl, tr], axis=-1),
+                            tnp.concatenate([bl, br], axis=-1)], axis=-2)
+
+
+def _frechet_jvp(primals, tangents):
+    # L(a, e) is the top-right block of expm([[a, e], [0, a]]); differentiate that.
+    a, e = primals
+    da, de = tangents
+    _check_real("expm_frechet", a)
+    ans = expm_frechet_p.bind(a, e)
+    n = _shape(a)[-1]
+    dtype = core.get_aval(ans).dtype
+    zeros = np.zeros(_shape(a), dtype)
+    da = zeros if not _nz(da) else da
+    de = zeros if not _nz(de) else de
+    M = _block_2x2(a, e, zeros, a)
+    D = _block_2x2(da, de, zeros, da)
+    t = expm_frechet_p.bind(M, D)[..., :n, n:]
+    return ans, t
+
+
+def _frechet_transpose(ct, a, e):
+    if is_undefined(a):
+        raise TypeError("expm_frechet: not linear in A")
+    if type(ct) is Zero:
+        return None, None
+    return None, expm_frechet_p.bind(_mT(a), ct)
+
+
+expm_p.jvp = _expm_jvp
+expm_frechet_p.jvp = _frechet_jvp
+expm_frechet_p.transpose = _frechet_transpose
