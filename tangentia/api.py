@@ -67,6 +67,11 @@ def _arg_leaf_names(fun, args):
     return names
 
 
+def _arrays(leaves):
+    """Concrete results as ndarrays (Python and NumPy scalars become 0-d arrays)."""
+    return [x if type(x) is np.ndarray or isinstance(x, Tracer) else np.asarray(x) for x in leaves]
+
+
 def _flatten_fun(fun, in_tree, store):
     """A flat-in, flat-out version of ``fun``; the output tree goes in ``store``."""
     def flat(*leaves):
@@ -121,7 +126,8 @@ def jvp(fun, primals, tangents, has_aux=False):
 
     trace_holder = {}
     outs, out_tans = _jvp_with_aux(flat, p_leaves, tans, store, trace_holder)
-    out_tans = [ad.instantiate(t) for t in out_tans]
+    out_tans = _arrays([ad.instantiate(t) for t in out_tans])
+    outs = _arrays(outs)
     out_tree = store["out_tree"]
     res = (tree_unflatten(out_tree, outs), tree_unflatten(out_tree, out_tans))
     if has_aux:
@@ -165,9 +171,9 @@ def linearize(fun, *primals, has_aux=False):
                 raise ValueError(f"linearize: tangent {i} has shape {core.get_aval(t).shape}, "
                                  f"expected {a.shape}")
         res = core.eval_jaxpr(jaxpr, consts, *t_leaves)
-        return tree_unflatten(out_tree, res)
+        return tree_unflatten(out_tree, _arrays(res))
 
-    out = tree_unflatten(out_tree, outs)
+    out = tree_unflatten(out_tree, _arrays(outs))
     return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
@@ -208,7 +214,7 @@ def vjp(fun, *primals, has_aux=False):
     outs, jaxpr, consts, out_avals, aux = _linearize(fun, p_leaves, p_tree, store, has_aux)
     out_tree = store["out_tree"]
     pullback = _make_pullback(jaxpr, consts, out_tree, out_avals, p_tree, "vjp")
-    out = tree_unflatten(out_tree, outs)
+    out = tree_unflatten(out_tree, _arrays(outs))
     return (out, pullback, aux) if has_aux else (out, pullback)
 
 
@@ -228,7 +234,7 @@ def _make_pullback(jaxpr, consts, out_tree, out_avals, in_tree, api):
         res = ad.backward_pass(jaxpr, consts, ct_leaves)
         res = [ad.zeros_like_aval(a) if c is None or type(c) is ad.Zero else c
                for c, a in zip(res, in_avals)]
-        return tree_unflatten(in_tree, res)
+        return tree_unflatten(in_tree, _arrays(res))
 
     return vjp_fun
 
@@ -291,7 +297,8 @@ def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs):
     out = outs[0]
     ct = np.ones((), core.get_aval(out).dtype)
     cts = ad.backward_pass(jaxpr, consts, [ct])
-    g = [ad.zeros_like_aval(v.aval) if c is None else c for c, v in zip(cts, jaxpr.invars)]
+    g = _arrays([ad.zeros_like_aval(v.aval) if c is None else c for c, v in zip(cts, jaxpr.invars)])
+    out = _arrays([out])[0]
     g = tree_unflatten(d_tree, g)
     if single:
         g = g[0]

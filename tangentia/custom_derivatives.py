@@ -252,6 +252,17 @@ def _cj_batch(trace, args, params):
     return [BatchTracer(trace, o, 0) for o in outs]
 
 
+def _check_primal_outs(rule, name, call_jaxpr, outs):
+    want = [v.aval for v in call_jaxpr.outvars]
+    got = [core.get_aval(o) for o in outs]
+    if len(want) != len(got) or any(a.shape != b.shape or a.dtype != b.dtype
+                                    for a, b in zip(want, got)):
+        raise TypeError(
+            f"{rule} for function {name} must produce primal outputs with the "
+            f"function's shapes and dtypes; expected {[a.str_short() for a in want]}, got "
+            f"{[a.str_short() for a in got]}.")
+
+
 def _trace_closed(fun, avals, name, label):
     """Trace ``fun``; closed-over values become leading inputs."""
     jaxpr, consts = pe.trace_to_jaxpr(fun, avals, name=name, label=label)
@@ -295,14 +306,12 @@ class _LazyRuleProgram:
             jaxpr, jconsts = builder.build(const_tracers + in_tracers, outs, trace)
         finally:
             trace.alive = False
-        if any(isinstance(c, Tracer) for c in jconsts):
-            raise TypeError(
-                f"The {self.kind} rule of {self.name} closes over a traced value that the "
-                f"{self.kind} function itself does not use. Pass that value to the function as an "
-                "argument instead.")
-        jaxpr = pe.close_consts(jaxpr, jconsts)
-        self.memo[key] = (jaxpr, info)
-        return jaxpr, info
+        # Traced values only the rule closes over become leading inputs; such a
+        # program is specific to this call, so it is not memoized.
+        jaxpr, hoisted = pe.close_or_hoist(jaxpr, jconsts)
+        if not hoisted:
+            self.memo[key] = (jaxpr, hoisted, info)
+        return jaxpr, hoisted, info
 
 
 def _cj_stage(trace, args, params):
@@ -330,14 +339,16 @@ def _cj_stage(trace, args, params):
                         for nz, a in zip(nonzero, diff_avals)]
             outs = rule(*ins, *tan_args)
             k = len(outs) // 2
+            _check_primal_outs(f"Custom JVP rule {params['rule_name']}", name, call_jaxpr,
+                               outs[:k])
             out_zero = tuple(type(t) is SymbolicZero for t in outs[k:])
             kept = list(outs[:k]) + [t for t in outs[k:] if type(t) is not SymbolicZero]
             return kept, out_zero
 
         extra = [ad.tangent_aval(a) for nz, a in zip(nonzero, diff_avals) if nz]
-        jaxpr, out_zero = lazy.program(extra, nonzero, wrap)
+        jaxpr, hoisted, out_zero = lazy.program(extra, nonzero, wrap)
         nz_tans = [t for t in tangents if type(t) is not SymbolicZero]
-        res = core.eval_jaxpr(jaxpr, (), *primals, *nz_tans)
+        res = core.eval_jaxpr(jaxpr, (), *hoisted, *primals, *nz_tans)
         k = len(out_zero)
         prim_out, tan_it = res[:k], iter(res[k:])
         tan_out = [SymbolicZero(ad.tangent_aval(core.get_aval(p))) if z else next(tan_it)
@@ -400,8 +411,9 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, symbolic_zeros, n
 
 
 def _custom_lin_batch(args, dims, **params):
-    raise NotImplementedError(
-        f"vmap of a linearized custom_vjp function ({params['name']}) evaluated in forward mode")
+    # Only reached when forward mode (jvp, possibly under vmap as in jacfwd)
+    # is applied to a custom_vjp function.
+    return _custom_lin_impl(**params)
 
 
 custom_lin_p.transpose = _custom_lin_transpose
@@ -493,10 +505,12 @@ def _cv_stage(trace, args, params):
     def staged_fwd(perturbed, *xs):
         def wrap(fwd, tracers):
             outs, res, res_tree = fwd(perturbed, *tracers)
+            _check_primal_outs(f"Custom VJP fwd rule {params['rule_name']}", name, call_jaxpr,
+                               outs)
             return list(outs) + list(res), (len(outs), res_tree)
 
-        jaxpr, (n_out, res_tree) = lazy.program([], perturbed, wrap)
-        flat = core.eval_jaxpr(jaxpr, (), *xs)
+        jaxpr, hoisted, (n_out, res_tree) = lazy.program([], perturbed, wrap)
+        flat = core.eval_jaxpr(jaxpr, (), *hoisted, *xs)
         return flat[:n_out], flat[n_out:], res_tree
 
     new = dict(params, fun=core.jaxpr_as_fun(call_jaxpr), fwd=staged_fwd,
@@ -687,8 +701,11 @@ class custom_jvp:
                         jvp_name, name, "primal and tangent outputs with equal shapes",
                         f"tangent {i} of shape {pa.shape} (like primal {pa.str_short()})",
                         f"shape {ta.shape} ({ta.str_short()})")
+                if not isinstance(t, Tracer):
+                    t = np.asarray(t, dtype=want_t.dtype if ta.dtype.kind in "fc" else None)
+                    ta = core.get_aval(t)
                 if ta.dtype != want_t.dtype:
-                    if ta.dtype.kind in "fc" and (ta.weak_type or True):
+                    if ta.dtype.kind in "fc":
                         from .primitives.structural import convert_element_type
                         t = convert_element_type(t, want_t.dtype)
                     else:
@@ -696,11 +713,11 @@ class custom_jvp:
                             jvp_name, name, "tangent outputs with the tangent dtype of the primal",
                             f"tangent {i} of dtype {want_t.dtype}", f"dtype {ta.dtype}")
                 fixed.append(t)
-            return list(p_leaves) + fixed
+            return _as_arrays(p_leaves) + fixed
 
         outs = custom_jvp_call_p.bind(*dyn, *leaves, fun=flat_fun, jvp=flat_jvp, num_consts=0,
                                       num_nondiff=n_dyn, symbolic_zeros=sz, name=name,
-                                      call_jaxpr=None)
+                                      rule_name=jvp_name, call_jaxpr=None)
         return tree_unflatten(store["out_tree"], outs)
 
 
@@ -804,7 +821,8 @@ class custom_vjp:
             return _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name, sz)
 
         outs = custom_vjp_call_p.bind(*leaves, fun=flat_fun, fwd=flat_fwd, bwd=flat_bwd,
-                                      num_consts=0, symbolic_zeros=sz, name=name, call_jaxpr=None)
+                                      num_consts=0, symbolic_zeros=sz, name=name,
+                                      rule_name=fwd_name, call_jaxpr=None)
         return tree_unflatten(store["out_tree"], outs)
 
 
@@ -835,6 +853,11 @@ def _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name, symbolic
             if c is None or type(c) is SymbolicZero:
                 out.append(_zero_ct(a, symbolic_zeros))
                 continue
+            if not core.is_array_like(c):
+                raise TypeError(
+                    f"Custom VJP bwd rule {bwd_name} for function {name} returned a cotangent for "
+                    f"argument {k} with structure {tree_structure(g)}, but the argument has "
+                    f"structure {t}: leaf {j} is a {type(c).__name__}, not an array")
             ca = core.get_aval(c)
             want = ad.tangent_aval(a)
             if want.dtype == dtypes.float0:
@@ -844,7 +867,9 @@ def _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name, symbolic
                 raise TypeError(f"Custom VJP bwd rule {bwd_name} for function {name} returned a "
                                 f"cotangent of shape {ca.shape} for argument {k} (leaf {j}), but "
                                 f"the argument has shape {a.shape}")
-            if ca.dtype != want.dtype:
+            if not isinstance(c, Tracer):
+                c = np.asarray(c, dtype=want.dtype)
+            elif ca.dtype != want.dtype:
                 from .primitives.structural import convert_element_type
                 c = convert_element_type(c, want.dtype)
             out.append(c)

@@ -399,7 +399,10 @@ def vjp_flat(fun, primals, differentiable=None):
 
 def jvp_jaxpr(jaxpr, nonzeros):
     """A program computing (primals_out..., tangents_out...) from
-    (primals..., tangents of the nonzero inputs...)."""
+    (primals..., tangents of the nonzero inputs...).
+
+    Returns ``(program, hoisted)``; ``hoisted`` are traced values the program
+    closes over, passed as its leading inputs (see ``close_or_hoist``)."""
     key = ("jvp", tuple(nonzeros))
     hit = jaxpr.cache.get(key)
     if hit is not None:
@@ -420,14 +423,15 @@ def jvp_jaxpr(jaxpr, nonzeros):
         return list(outs) + [instantiate(t) for t in out_tans]
 
     new, consts = pe.trace_to_jaxpr(fun, in_avals + tan_avals, name="jvp")
-    new = pe.close_consts(new, consts)
-    jaxpr.cache[key] = new
-    return new
+    result = pe.close_or_hoist(new, consts)
+    if not result[1]:
+        jaxpr.cache[key] = result
+    return result
 
 
 def transpose_jaxpr(jaxpr, linear_mask):
     """A program mapping (non-linear inputs..., output cotangents...) to the
-    cotangents of the linear inputs."""
+    cotangents of the linear inputs.  Returns ``(program, hoisted)``."""
     key = ("transpose", tuple(linear_mask))
     hit = jaxpr.cache.get(key)
     if hit is not None:
@@ -448,6 +452,7 @@ def transpose_jaxpr(jaxpr, linear_mask):
         return [zeros_like_aval(a) if c is None or type(c) is Zero else c for c, a in zip(out, lin_avals)]
 
     new, consts = pe.trace_to_jaxpr(fun, res_avals + ct_avals, name="transpose")
-    new = pe.close_consts(new, consts)
-    jaxpr.cache[key] = new
-    return new
+    result = pe.close_or_hoist(new, consts)
+    if not result[1]:
+        jaxpr.cache[key] = result
+    return result

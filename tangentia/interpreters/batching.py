@@ -174,7 +174,9 @@ def vmap_flat(fun, args, in_dims, axis_size, out_dims_fn, tag=None):
 
 
 def batch_jaxpr(jaxpr, in_dims, axis_size):
-    """A program computing the batched outputs (batch axis 0 on every output)."""
+    """A program computing the batched outputs (batch axis 0 on every output).
+
+    Returns ``(program, hoisted)`` (see ``partial_eval.close_or_hoist``)."""
     key = ("batch", tuple(in_dims), axis_size)
     hit = jaxpr.cache.get(key)
     if hit is not None:
@@ -193,15 +195,16 @@ def batch_jaxpr(jaxpr, in_dims, axis_size):
                          lambda n: [0] * n)
 
     new, consts = pe.trace_to_jaxpr(fun, in_avals, name="vmap")
-    new = pe.close_consts(new, consts)
-    jaxpr.cache[key] = new
-    return new
+    result = pe.close_or_hoist(new, consts)
+    if not result[1]:
+        jaxpr.cache[key] = result
+    return result
 
 
 def batch_jaxpr_natural(jaxpr, in_dims, axis_size):
     """Like ``batch_jaxpr`` but unbatched outputs stay unbatched.
 
-    Returns ``(program, out_dims)`` with out_dims entries 0 or None.
+    Returns ``(program, hoisted, out_dims)`` with out_dims entries 0 or None.
     """
     key = ("batch_natural", tuple(in_dims), axis_size)
     hit = jaxpr.cache.get(key)
@@ -229,7 +232,8 @@ def batch_jaxpr_natural(jaxpr, in_dims, axis_size):
         return [v if d is None else move_to_front(v, d) for v, d in pairs]
 
     new, consts = pe.trace_to_jaxpr(fun, in_avals, name="vmap")
-    new = pe.close_consts(new, consts)
-    result = (new, list(out_dims))
-    jaxpr.cache[key] = result
+    new, hoisted = pe.close_or_hoist(new, consts)
+    result = (new, hoisted, list(out_dims))
+    if not hoisted:
+        jaxpr.cache[key] = result
     return result

@@ -288,6 +288,24 @@ def _close_over(jaxpr, consts):
     return core.Jaxpr([], jaxpr.invars, eqns + jaxpr.eqns, jaxpr.outvars)
 
 
+def close_or_hoist(jaxpr, consts):
+    """Close a traced program over its constants.
+
+    Concrete constants become ``constant`` equations; traced ones (values of
+    outer interpreters that the program closed over) become leading inputs.
+    Returns ``(program, hoisted)``: bind the program with ``*hoisted`` first.
+    """
+    traced = [isinstance(c, Tracer) for c in consts]
+    if not any(traced):
+        return _close_over(jaxpr, consts), []
+    conc_vars = [v for v, t in zip(jaxpr.constvars, traced) if not t]
+    conc = [c for c, t in zip(consts, traced) if not t]
+    closed = _close_over(core.Jaxpr(conc_vars, jaxpr.invars, jaxpr.eqns, jaxpr.outvars), conc)
+    hoisted_vars = [v for v, t in zip(jaxpr.constvars, traced) if t]
+    return (core.Jaxpr([], hoisted_vars + list(closed.invars), closed.eqns, closed.outvars),
+            [c for c, t in zip(consts, traced) if t])
+
+
 def close_consts(jaxpr, consts):
     """Turn concrete consts into ``constant`` equations; tracer consts must not occur."""
     return _close_over(jaxpr, consts)

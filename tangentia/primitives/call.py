@@ -29,9 +29,9 @@ jit_p.print_params = lambda params: {"name": params["name"], "jaxpr": params["ja
 
 def _jit_jvp(primals, tangents, jaxpr, name):
     nonzeros = [type(t) is not Zero for t in tangents]
-    new = ad.jvp_jaxpr(jaxpr, nonzeros)
+    new, hoisted = ad.jvp_jaxpr(jaxpr, nonzeros)
     tans = [t for t in tangents if type(t) is not Zero]
-    outs = jit_p.bind(*primals, *tans, jaxpr=new, name=f"jvp({name})")
+    outs = jit_p.bind(*hoisted, *primals, *tans, jaxpr=new, name=f"jvp({name})")
     n = len(jaxpr.outvars)
     out_tans = [Zero(ad.tangent_aval(v.aval)) if v.aval.dtype.kind not in "fc" else t
                 for v, t in zip(jaxpr.outvars, outs[n:])]
@@ -40,17 +40,17 @@ def _jit_jvp(primals, tangents, jaxpr, name):
 
 def _jit_transpose(cts, *args, jaxpr, name):
     linear = [is_undefined(a) for a in args]
-    new = ad.transpose_jaxpr(jaxpr, linear)
+    new, hoisted = ad.transpose_jaxpr(jaxpr, linear)
     res = [a for a in args if not is_undefined(a)]
     cts = [ad.instantiate(c) for c in cts]
-    outs = iter(jit_p.bind(*res, *cts, jaxpr=new, name=f"transpose({name})"))
+    outs = iter(jit_p.bind(*hoisted, *res, *cts, jaxpr=new, name=f"transpose({name})"))
     return [next(outs) if lin else None for lin in linear]
 
 
 def _jit_batch(args, dims, jaxpr, name):
     size = batching.batch_size(args, dims)
-    new = batching.batch_jaxpr(jaxpr, tuple(dims), size)
-    outs = jit_p.bind(*args, jaxpr=new, name=f"vmap({name})")
+    new, hoisted = batching.batch_jaxpr(jaxpr, tuple(dims), size)
+    outs = jit_p.bind(*hoisted, *args, jaxpr=new, name=f"vmap({name})")
     return outs, [0] * len(outs)
 
 

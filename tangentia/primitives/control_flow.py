@@ -36,9 +36,36 @@ def _fresh(avals):
 
 
 def _trace(fun, avals, name):
-    """Trace ``fun`` into a closed program taking ``avals`` and returning a list."""
+    """Trace ``fun`` into a program taking ``avals`` and returning a list.
+
+    Returns ``(program, hoisted)``: traced values ``fun`` closes over are the
+    program's leading inputs (see ``partial_eval.close_or_hoist``).
+    """
     jaxpr, consts = pe.trace_to_jaxpr(fun, avals, name=name, label="control flow")
-    return pe.close_consts(jaxpr, consts)
+    return pe.close_or_hoist(jaxpr, consts)
+
+
+def _common_hoisted(pairs):
+    """Give programs (each with its own hoisted leading inputs) one signature:
+    all hoisted values, then the original inputs.  Returns (programs, hoisted)."""
+    all_h = [h for _, hs in pairs for h in hs]
+    out = []
+    before = 0
+    for j, hs in pairs:
+        n = len(hs)
+        pad_b = _fresh([core.get_aval(h) for h in all_h[:before]])
+        pad_a = _fresh([core.get_aval(h) for h in all_h[before + n:]])
+        out.append(Jaxpr([], pad_b + list(j.invars[:n]) + pad_a + list(j.invars[n:]), j.eqns,
+                         j.outvars))
+        before += n
+    return tuple(out), all_h
+
+
+def _closed(pair):
+    """A program known to close over no traced values."""
+    jaxpr, hoisted = pair
+    assert not hoisted, "unexpected traced constants"
+    return jaxpr
 
 
 def _zeros_like(aval):
@@ -68,9 +95,9 @@ cond_p.print_params = lambda params: {f"branch{i}": b for i, b in enumerate(para
 def _cond_jvp(primals, tangents, branches):
     index, ops = primals[0], primals[1:]
     nz = [type(t) is not Zero for t in tangents[1:]]
-    new = tuple(ad.jvp_jaxpr(b, nz) for b in branches)
+    new, hoisted = _common_hoisted([ad.jvp_jaxpr(b, nz) for b in branches])
     tans = [t for t in tangents[1:] if type(t) is not Zero]
-    outs = cond_p.bind(index, *ops, *tans, branches=new)
+    outs = cond_p.bind(index, *hoisted, *ops, *tans, branches=new)
     n = len(branches[0].outvars)
     out_t = [Zero(ad.tangent_aval(v.aval)) if v.aval.dtype.kind not in "fc" else t
              for v, t in zip(branches[0].outvars, outs[n:])]
@@ -81,13 +108,14 @@ def _cond_batch(args, dims, branches):
     size = batching.batch_size(args, dims)
     index, ops = args[0], args[1:]
     idim, odims = dims[0], dims[1:]
-    new = tuple(batching.batch_jaxpr(b, tuple(odims), size) for b in branches)
+    pairs = [batching.batch_jaxpr(b, tuple(odims), size) for b in branches]
     if idim is None:
-        outs = cond_p.bind(index, *ops, branches=new)
+        new, hoisted = _common_hoisted(pairs)
+        outs = cond_p.bind(index, *hoisted, *ops, branches=new)
         return outs, [0] * len(outs)
     # A batched index: run every branch and select per batch element.
     index = batching.move_to_front(index, idim)
-    results = [core.eval_jaxpr(b, (), *ops) for b in new]
+    results = [core.eval_jaxpr(b, (), *h, *ops) for b, h in pairs]
     outs = []
     for k in range(len(results[0])):
         out = results[0][k]
@@ -129,7 +157,7 @@ def _cond_partial_eval(trace, args, params):
             full = [_zeros_like(a) for a in res_avals]
             full[offsets[i]:offsets[i] + nres] = res
             return list(outs[:n_known_out]) + full
-        return _trace(f, k_in, f"known branch {i}")
+        return _closed(_trace(f, k_in, f"known branch {i}"))
 
     def unknown_branch(i):
         _, unknown, _, nres, _ = splits[i]
@@ -138,7 +166,7 @@ def _cond_partial_eval(trace, args, params):
             res_all, uops = xs[:len(res_avals)], xs[len(res_avals):]
             mine = res_all[offsets[i]:offsets[i] + nres]
             return core.eval_jaxpr(unknown, (), *mine, *uops)
-        return _trace(f, res_avals + u_in, f"unknown branch {i}")
+        return _closed(_trace(f, res_avals + u_in, f"unknown branch {i}"))
 
     kops = [x for x, u in zip(ops, ops_uk) if not u]
     with core.set_trace(trace.parent):
@@ -157,9 +185,9 @@ def _cond_transpose(cts, index, *ops, branches):
         raise TypeError("cond: the branch index cannot be linear")
     lin = [is_undefined(o) for o in ops]
     cts = [ad.instantiate(c) for c in cts]
-    new = tuple(ad.transpose_jaxpr(b, lin) for b in branches)
+    new, hoisted = _common_hoisted([ad.transpose_jaxpr(b, lin) for b in branches])
     res = [o for o in ops if not is_undefined(o)]
-    outs = iter(cond_p.bind(index, *res, *cts, branches=new))
+    outs = iter(cond_p.bind(index, *hoisted, *res, *cts, branches=new))
     return [None] + [next(outs) if l_ else None for l_ in lin]
 
 
@@ -198,17 +226,17 @@ def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nco
         outs = while_p.bind(*primals, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
                             cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
         return outs, [Zero.from_primal(o) for o in outs]
-    jj = ad.jvp_jaxpr(body_jaxpr, bc_nz + [True] * n)
-    nb, nbt = len(bc), sum(bc_nz)
-    p_bc, p_carry, t_bc, t_carry = _split(jj.invars, nb, n, nbt)
-    body = Jaxpr([], p_bc + t_bc + p_carry + t_carry, jj.eqns, jj.outvars)
+    jj, hoisted = ad.jvp_jaxpr(body_jaxpr, bc_nz + [True] * n)
+    nb, nbt, nh = len(bc), sum(bc_nz), len(hoisted)
+    h_v, p_bc, p_carry, t_bc, t_carry = _split(jj.invars, nh, nb, n, nbt)
+    body = Jaxpr([], h_v + p_bc + t_bc + p_carry + t_carry, jj.eqns, jj.outvars)
     carry_t_avals = [ad.tangent_aval(v.aval) for v in body_jaxpr.outvars]
     cond = Jaxpr([], list(cond_jaxpr.invars) + _fresh(carry_t_avals), cond_jaxpr.eqns,
                  cond_jaxpr.outvars)
     init_t = [ad.instantiate(t) for t in carry_t]
-    outs = while_p.bind(*cc, *bc, *[t for t in bc_t if type(t) is not Zero], *carry, *init_t,
-                        cond_jaxpr=cond, body_jaxpr=body, cond_nconsts=cond_nconsts,
-                        body_nconsts=nb + nbt)
+    outs = while_p.bind(*cc, *hoisted, *bc, *[t for t in bc_t if type(t) is not Zero], *carry,
+                        *init_t, cond_jaxpr=cond, body_jaxpr=body, cond_nconsts=cond_nconsts,
+                        body_nconsts=nh + nb + nbt)
     out_t = [Zero(a) if a.dtype == dtypes.float0 else t for a, t in zip(carry_t_avals, outs[n:])]
     return outs[:n], out_t
 
@@ -218,12 +246,13 @@ def _while_batch(args, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts)
     cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
     ccd, bcd, card = _split(dims, cond_nconsts, body_nconsts)
     carry = [batching.materialize(x, d, size) for x, d in zip(carry, card)]
-    cond_b, pred_dims = batching.batch_jaxpr_natural(cond_jaxpr, tuple(ccd) + (0,) * len(carry),
-                                                     size)
-    body_b = batching.batch_jaxpr(body_jaxpr, tuple(bcd) + (0,) * len(carry), size)
+    cond_b, hc, pred_dims = batching.batch_jaxpr_natural(
+        cond_jaxpr, tuple(ccd) + (0,) * len(carry), size)
+    body_b, hb = batching.batch_jaxpr(body_jaxpr, tuple(bcd) + (0,) * len(carry), size)
     if pred_dims[0] is None:
-        outs = while_p.bind(*cc, *bc, *carry, cond_jaxpr=cond_b, body_jaxpr=body_b,
-                            cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
+        outs = while_p.bind(*hc, *cc, *hb, *bc, *carry, cond_jaxpr=cond_b, body_jaxpr=body_b,
+                            cond_nconsts=len(hc) + cond_nconsts,
+                            body_nconsts=len(hb) + body_nconsts)
         return outs, [0] * len(outs)
     # A batched predicate: loop while any element runs; freeze finished ones.
     nc, nb = len(cc), len(bc)
@@ -232,14 +261,14 @@ def _while_batch(args, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts)
     carry_avals = [core.get_aval(x) for x in carry]
 
     def new_cond(*xs):
-        pred, = core.eval_jaxpr(cond_b, (), *xs)
+        pred, = core.eval_jaxpr(cond_b, (), *hc, *xs)
         return [R.reduce_or_p.bind(batching.move_to_front(pred, pred_dims[0]), axes=(0,))]
 
     def new_body(*xs):
         ccs, bcs, cs = _split(xs, nc, nb)
-        pred, = core.eval_jaxpr(cond_b, (), *ccs, *cs)
+        pred, = core.eval_jaxpr(cond_b, (), *hc, *ccs, *cs)
         pred = batching.move_to_front(pred, pred_dims[0])
-        new = core.eval_jaxpr(body_b, (), *bcs, *cs)
+        new = core.eval_jaxpr(body_b, (), *hb, *bcs, *cs)
         out = []
         for old, nw in zip(cs, new):
             shape = core.get_aval(nw).shape
@@ -247,10 +276,10 @@ def _while_batch(args, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts)
             out.append(E.select(p, nw, old))
         return out
 
-    cond_j = _trace(new_cond, c_avals + carry_avals, "while cond")
-    body_j = _trace(new_body, c_avals + b_avals + carry_avals, "while body")
-    outs = while_p.bind(*cc, *cc, *bc, *carry, cond_jaxpr=cond_j, body_jaxpr=body_j,
-                        cond_nconsts=nc, body_nconsts=nc + nb)
+    cond_j, hcj = _trace(new_cond, c_avals + carry_avals, "while cond")
+    body_j, hbj = _trace(new_body, c_avals + b_avals + carry_avals, "while body")
+    outs = while_p.bind(*hcj, *cc, *hbj, *cc, *bc, *carry, cond_jaxpr=cond_j, body_jaxpr=body_j,
+                        cond_nconsts=len(hcj) + nc, body_nconsts=len(hbj) + nc + nb)
     return outs, [0] * len(outs)
 
 
@@ -338,15 +367,17 @@ def _scan_jvp(primals, tangents, jaxpr, num_consts, num_carry, length, reverse, 
     c_nz = [type(t) is not Zero for t in ct]
     x_nz = [type(t) is not Zero for t in xst]
     ncar, ny = num_carry, len(jaxpr.outvars) - num_carry
-    jj = ad.jvp_jaxpr(jaxpr, c_nz + [True] * ncar + x_nz)
-    p_c, p_car, p_x, t_c, t_car, t_x = _split(jj.invars, num_consts, ncar, len(xs), sum(c_nz),
-                                              ncar)
+    jj, hoisted = ad.jvp_jaxpr(jaxpr, c_nz + [True] * ncar + x_nz)
+    nh = len(hoisted)
+    h_v, p_c, p_car, p_x, t_c, t_car, t_x = _split(jj.invars, nh, num_consts, ncar, len(xs),
+                                                   sum(c_nz), ncar)
     o_car, o_y, o_tcar, o_ty = _split(jj.outvars, ncar, ny, ncar)
-    body = Jaxpr([], p_c + t_c + p_car + t_car + p_x + t_x, jj.eqns, o_car + o_tcar + o_y + o_ty)
-    outs = scan_p.bind(*consts, *[t for t in ct if type(t) is not Zero], *carry,
+    body = Jaxpr([], h_v + p_c + t_c + p_car + t_car + p_x + t_x, jj.eqns,
+                 o_car + o_tcar + o_y + o_ty)
+    outs = scan_p.bind(*hoisted, *consts, *[t for t in ct if type(t) is not Zero], *carry,
                        *[ad.instantiate(t) for t in cart], *xs,
                        *[t for t in xst if type(t) is not Zero],
-                       jaxpr=body, num_consts=num_consts + sum(c_nz), num_carry=2 * ncar,
+                       jaxpr=body, num_consts=nh + num_consts + sum(c_nz), num_carry=2 * ncar,
                        length=length, reverse=reverse, unroll=unroll)
     car, tcar, ys, tys = _split(outs, ncar, ncar, ny)
     out_avals = [v.aval for v in jaxpr.outvars]
@@ -362,8 +393,10 @@ def _scan_batch(args, dims, jaxpr, num_consts, num_carry, length, reverse, unrol
     carry = [batching.materialize(x, d, size) for x, d in zip(carry, card)]
     xs = [x if d is None else batching.move_axis(x, d, 1) for x, d in zip(xs, xd)]
     body_xd = [None if d is None else 0 for d in xd]
-    body = batching.batch_jaxpr(jaxpr, tuple(cd) + (0,) * num_carry + tuple(body_xd), size)
-    outs = scan_p.bind(*consts, *carry, *xs, jaxpr=body, num_consts=num_consts,
+    body, hoisted = batching.batch_jaxpr(jaxpr, tuple(cd) + (0,) * num_carry + tuple(body_xd),
+                                         size)
+    outs = scan_p.bind(*hoisted, *consts, *carry, *xs, jaxpr=body,
+                       num_consts=len(hoisted) + num_consts,
                        num_carry=num_carry, length=length, reverse=reverse, unroll=unroll)
     return outs, [0] * num_carry + [1] * (len(outs) - num_carry)
 
@@ -433,9 +466,11 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
     res_x = [x for x in xs if not is_undefined(x)]
     lin_c_avals = [ad.tangent_aval(c.aval) for c in consts if is_undefined(c)]
     key = ("scan_transpose", tuple(c_lin), tuple(x_lin))
-    body_t = jaxpr.cache.get(key)
-    if body_t is None:
-        bt = ad.transpose_jaxpr(jaxpr, c_lin + [True] * ncar + x_lin)
+    hit = jaxpr.cache.get(key)
+    if hit is not None:
+        body_t, ht = hit
+    else:
+        bt, hoisted = ad.transpose_jaxpr(jaxpr, c_lin + [True] * ncar + x_lin)
         n_rc, n_lc = len(res_c), len(lin_c_avals)
         car_avals = [ad.tangent_aval(v.aval) for v in jaxpr.outvars[:ncar]]
         y_avals = [ad.tangent_aval(v.aval) for v in jaxpr.outvars[ncar:]]
@@ -444,16 +479,18 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
 
         def body(*a):
             rc, acc, ctc, rx, cty = _split(a, n_rc, n_lc, ncar, len(rx_avals))
-            out = core.eval_jaxpr(bt, (), *rc, *rx, *ctc, *cty)
+            out = core.eval_jaxpr(bt, (), *hoisted, *rc, *rx, *ctc, *cty)
             d_lc, d_car, d_lx = _split(out, n_lc, ncar)
             return [ad.add_any_p.bind(x, y) for x, y in zip(acc, d_lc)] + d_car + d_lx
 
-        body_t = _trace(body, rc_avals + lin_c_avals + car_avals + rx_avals + y_avals,
-                        "scan transpose")
-        jaxpr.cache[key] = body_t
+        body_t, ht = _trace(body, rc_avals + lin_c_avals + car_avals + rx_avals + y_avals,
+                            "scan transpose")
+        if not ht:
+            jaxpr.cache[key] = (body_t, ht)
     acc0 = [_zeros_like(a) for a in lin_c_avals]
-    outs = scan_p.bind(*res_c, *acc0, *ct_car, *res_x, *ct_ys, jaxpr=body_t,
-                       num_consts=len(res_c), num_carry=len(acc0) + ncar, length=length,
+    outs = scan_p.bind(*ht, *res_c, *acc0, *ct_car, *res_x, *ct_ys, jaxpr=body_t,
+                       num_consts=len(ht) + len(res_c), num_carry=len(acc0) + ncar,
+                       length=length,
                        reverse=not reverse, unroll=unroll)
     acc, ct_init, ct_xs = _split(outs, len(acc0), ncar)
     acc_it, xs_it = iter(acc), iter(ct_xs)

@@ -15,7 +15,7 @@ import numpy as np
 from .. import core, dtypes
 from ..core import Primitive, ShapedArray
 from ..interpreters.ad import Zero, instantiate, is_undefined
-from ..interpreters.batching import broadcast_front, move_to_front
+from ..interpreters.batching import broadcast_front, move_axis, move_to_front
 from . import elementwise as E
 from . import structural as S
 
@@ -85,10 +85,23 @@ def _dims_before(spec, upto, ndim):
     return n
 
 
+def _axes_before(spec, upto, ndim):
+    """Number of axes of the indexed array consumed by spec entries before ``upto``."""
+    consumed = sum(1 for e in spec if e is not None and e is not Ellipsis)
+    n = 0
+    for e in spec[:upto]:
+        if e is Ellipsis:
+            n += ndim - consumed
+        elif e is not None:
+            n += 1
+    return n
+
+
 def _batch_index(x, xd, arrays, adims, spec, size, force_x_batched=False):
     """Rewrite an index so that it acts on batched operands.
 
-    Returns ``(x, arrays, spec, out_dim)``.
+    Returns ``(x, arrays, spec, out_dim, x_dim)``: ``out_dim`` is the batch axis
+    of the indexed result and ``x_dim`` that of ``x`` (None if unbatched).
     """
     arrays_batched = any(d is not None for d in adims)
     if not arrays_batched:
@@ -99,8 +112,8 @@ def _batch_index(x, xd, arrays, adims, spec, size, force_x_batched=False):
         pos = _adv_positions(spec)
         if pos and not _adjacent(pos):
             bshape = np.broadcast_shapes(*[core.get_aval(a).shape for a in arrays])
-            return x, list(arrays), spec, len(bshape)
-        return x, list(arrays), spec, 0
+            return x, list(arrays), spec, len(bshape), 0
+        return x, list(arrays), spec, 0, 0
     ranks = [core.get_aval(a).ndim - (d is not None) for a, d in zip(arrays, adims)]
     r = max(ranks)
     new_arrays = []
@@ -112,14 +125,23 @@ def _batch_index(x, xd, arrays, adims, spec, size, force_x_batched=False):
             sh = core.get_aval(a).shape
             a = S.reshape(a, (sh[0],) + (1,) * (r - k) + sh[1:])
         new_arrays.append(a)
+    pos = _adv_positions(spec)
     if xd is not None or force_x_batched:
         x = broadcast_front(x, size) if xd is None else move_to_front(x, xd)
         iota = np.arange(size).reshape((size,) + (1,) * r)
-        return x, [iota] + new_arrays, (ARRAY,) + tuple(spec), 0
-    pos = _adv_positions(spec)
+        if not _adjacent(pos):
+            return x, [iota] + new_arrays, (ARRAY,) + tuple(spec), 0, 0
+        # Index the batch axis right before the first advanced index, so the
+        # advanced indices stay adjacent and their result stays in place.
+        nd = core.get_aval(x).ndim - 1
+        p = pos[0]
+        x_dim = _axes_before(spec, p, nd)
+        x = move_axis(x, 0, x_dim)
+        return x, [iota] + new_arrays, tuple(spec[:p]) + (ARRAY,) + tuple(spec[p:]), \
+            _dims_before(spec, p, nd), x_dim
     if not _adjacent(pos):
-        return x, new_arrays, tuple(spec), 0
-    return x, new_arrays, tuple(spec), _dims_before(spec, pos[0], core.get_aval(x).ndim)
+        return x, new_arrays, tuple(spec), 0, None
+    return x, new_arrays, tuple(spec), _dims_before(spec, pos[0], core.get_aval(x).ndim), None
 
 
 # ---------------------------------------------------------------------------
@@ -163,7 +185,7 @@ def _getitem_batch(args, dims, spec):
     x, *arrays = args
     xd, *adims = dims
     size = next(core.get_aval(a).shape[d] for a, d in zip(args, dims) if d is not None)
-    x, arrays, spec, out_d = _batch_index(x, xd, arrays, adims, spec, size)
+    x, arrays, spec, out_d, _ = _batch_index(x, xd, arrays, adims, spec, size)
     return getitem_p.bind(x, *arrays, spec=spec), out_d
 
 
@@ -290,7 +312,8 @@ def _scatter_batch(args, dims, spec, mode):
                for a, d in zip(arr_avals, adims)]
     idx_shape = _indexed_aval("scatter", ShapedArray(x_shape, x_aval.dtype), spec, per_arr)
     del per_x
-    x, arrays, new_spec, out_d = _batch_index(x, xd, arrays, adims, spec, size, force_x_batched=True)
+    x, arrays, new_spec, out_d, x_dim = _batch_index(x, xd, arrays, adims, spec, size,
+                                                     force_x_batched=True)
     # y: per-example broadcast to idx_shape, batch axis at out_d of the batched index.
     if yd is None:
         y = S.broadcast_to(y, idx_shape)
@@ -301,9 +324,8 @@ def _scatter_batch(args, dims, spec, mode):
         y = S.reshape(y, (ys[0],) + (1,) * (len(idx_shape) - (len(ys) - 1)) + ys[1:])
         y = S.broadcast_to(y, (size,) + tuple(idx_shape))
     if out_d != 0:
-        from ..interpreters.batching import move_axis
         y = move_axis(y, 0, out_d)
-    return scatter_p.bind(x, y, *arrays, spec=new_spec, mode=mode), 0
+    return scatter_p.bind(x, y, *arrays, spec=new_spec, mode=mode), x_dim
 
 
 scatter_p.jvp = _scatter_jvp

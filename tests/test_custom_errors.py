@@ -1,0 +1,163 @@
+"""Error messages of ``tg.custom_jvp`` / ``tg.custom_vjp`` API misuse.
+
+Each error must be raised eagerly, with the right exception type, and name
+the function or rule involved (the structure/shape errors of rule outputs
+are in test_custom_derivatives.py, TestPytrees).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+
+
+def test_custom_jvp_without_rule():
+    @tg.custom_jvp
+    def my_f(x):
+        return x
+
+    with pytest.raises(AttributeError, match=r"No JVP defined for custom_jvp function my_f "
+                                             r"using defjvp"):
+        my_f(1.)
+
+
+def test_custom_vjp_without_rule():
+    @tg.custom_vjp
+    def my_g(x):
+        return x
+
+    with pytest.raises(AttributeError, match=r"No VJP defined for custom_vjp function my_g "
+                                             r"using defvjp"):
+        my_g(1.)
+
+
+def test_defjvp_requires_callable():
+    @tg.custom_jvp
+    def my_f(x):
+        return x
+
+    with pytest.raises(TypeError, match=r"defjvp of my_f expects a callable, got int"):
+        my_f.defjvp(3)
+
+
+@pytest.mark.parametrize("which", ["fwd", "bwd"])
+def test_defvjp_requires_callables(which):
+    @tg.custom_vjp
+    def my_g(x):
+        return x
+
+    fwd = "nope" if which == "fwd" else (lambda x: (x, None))
+    bwd = "nope" if which == "bwd" else (lambda r, g: (g,))
+    with pytest.raises(TypeError, match=rf"defvjp of my_g: {which} must be callable, got str"):
+        my_g.defvjp(fwd, bwd)
+
+
+@pytest.mark.parametrize("kind", ["custom_jvp", "custom_vjp"])
+def test_nondiff_argnums_out_of_range(kind):
+    def my_h(x, y):
+        return x * y
+
+    if kind == "custom_jvp":
+        h = tg.custom_jvp(my_h, nondiff_argnums=(2,))
+        h.defjvp(lambda n, p, t: (my_h(*p), t[0]))
+    else:
+        h = tg.custom_vjp(my_h, nondiff_argnums=(2,))
+        h.defvjp(lambda x, y: (my_h(x, y), None), lambda n, r, g: (g, g))
+    with pytest.raises(TypeError, match=rf"{kind} function my_h: nondiff_argnums=\(2,\) but "
+                                        r"only 2 positional arguments"):
+        h(1., 2.)
+
+
+def test_defjvps_with_nondiff_argnums_is_rejected():
+    k = tg.custom_jvp(lambda s, y: y, nondiff_argnums=(0,))
+    with pytest.raises(TypeError, match=r"defjvps is not supported with nondiff_argnums"):
+        k.defjvps(lambda t, ans, s, y: t)
+
+
+@pytest.mark.parametrize("kind", ["custom_jvp", "custom_vjp"])
+def test_callable_argument_must_be_marked_nondiff(kind):
+    def my_app(f, x):
+        return f(x)
+
+    if kind == "custom_jvp":
+        app = tg.custom_jvp(my_app)
+        app.defjvp(lambda p, t: (my_app(*p), t[1]))
+    else:
+        app = tg.custom_vjp(my_app)
+        app.defvjp(lambda f, x: (my_app(f, x), None), lambda r, g: (None, g))
+    with pytest.raises(TypeError) as ei:
+        app(tnp.sin, 1.)
+    msg = str(ei.value)
+    assert f"{kind} function my_app" in msg
+    assert "not an array" in msg and "nondiff_argnums" in msg
+
+
+def test_residual_must_be_arrays():
+    @tg.custom_vjp
+    def my_r(x):
+        return x
+
+    def my_fwd(x):
+        return x, {"k": "not an array"}
+
+    my_r.defvjp(my_fwd, lambda r, g: (g,))
+    with pytest.raises(TypeError, match=r"fwd rule my_fwd for function my_r: residual leaf 0 "
+                                        r"of type str is not an array"):
+        tg.grad(my_r)(1.)
+
+
+def test_too_many_arguments_is_the_functions_own_error():
+    @tg.custom_jvp
+    def my_s(x):
+        return x
+
+    my_s.defjvp(lambda p, t: (p[0], t[0]))
+    with pytest.raises(TypeError, match=r"my_s\(\) takes 1 positional argument"):
+        my_s(1., 2.)
+
+
+def test_bad_kwarg_names_the_function():
+    @tg.custom_vjp
+    def my_v(x, y):
+        return x * y
+
+    my_v.defvjp(lambda x, y: (my_v(x, y), None), lambda r, g: (g, g))
+    with pytest.raises(TypeError, match=r"custom_vjp function my_v: .*'z'"):
+        my_v(1., 2., z=3.)
+
+
+@pytest.mark.parametrize("what", ["shape", "dtype"])
+def test_jvp_rule_primal_output_type_checked_against_function(what):
+    @tg.custom_jvp
+    def my_f(x):
+        return 2. * x
+
+    @my_f.defjvp
+    def my_rule(primals, tangents):
+        (x,), (t,) = primals, tangents
+        if what == "shape":
+            return (2. * x).sum(), t.sum()
+        return tnp.astype(2. * x, np.float32), tnp.astype(2. * t, np.float32)
+
+    x = np.ones(2)
+    with pytest.raises(TypeError) as ei:
+        tg.jvp(tg.jit(my_f), (x,), (x,))
+    msg = str(ei.value)
+    assert "my_rule" in msg and "my_f" in msg and "f64[2]" in msg
+
+
+def test_fwd_primal_output_shape_checked_against_function():
+    @tg.custom_vjp
+    def my_h(x):
+        return 2. * x
+
+    def my_fwd(x):
+        return x.sum(), None
+
+    my_h.defvjp(my_fwd, lambda r, g: (g * np.ones(2),))
+    with pytest.raises(TypeError) as ei:
+        tg.vjp(tg.jit(my_h), np.ones(2))
+    msg = str(ei.value)
+    assert "my_fwd" in msg and "my_h" in msg and "f64[2]" in msg
