@@ -70,12 +70,13 @@ add_any_p.transpose = lambda ct, x, y: (ct, ct)
 
 
 def _add_any_batch(args, dims):
-    from .batching import move_to_front
+    from .batching import batch_size, materialize
     x, y = args
     dx, dy = dims
     if dx == dy:
         return add_any_p.bind(x, y), dx
-    return add_any_p.bind(move_to_front(x, dx), move_to_front(y, dy)), 0
+    size = batch_size(args, dims)
+    return add_any_p.bind(materialize(x, dx, size), materialize(y, dy, size)), 0
 
 
 add_any_p.batch = _add_any_batch

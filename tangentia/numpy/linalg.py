@@ -7,7 +7,6 @@ Derivatives are for real inputs.
 """
 from __future__ import annotations
 
-import builtins
 import math
 from collections import namedtuple
 
@@ -291,7 +290,6 @@ def _vector_norm(x, ord, axis, keepdims):
 
 def _matrix_norm(x, ord, axis, keepdims):
     row, col = axis
-    nd = _aval(x).ndim
     if ord is None or ord == "fro":
         out = _tnp.sqrt(_tnp.sum(x * x, axis=(row, col)))
     elif ord in ("nuc", 2, -2):
@@ -316,7 +314,6 @@ def _matrix_norm(x, ord, axis, keepdims):
         shape = list(_aval(x).shape)
         shape[row] = shape[col] = 1
         out = _tnp.reshape(out, tuple(shape))
-    del nd
     return out
 
 
@@ -376,5 +373,3 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
-
-del builtins

@@ -99,10 +99,6 @@ def _as_out(x):
     return x if type(x) is np.ndarray else np.asarray(x)
 
 
-def _batch_prefix(shapes):
-    return [s[:-2] for s in shapes]
-
-
 # Generic batching: every argument's mapped axis goes to the front (unmapped
 # arguments are broadcast); the implementations handle leading batch dims.
 
@@ -594,8 +590,7 @@ def _eigh_impl(a, lower):
 
 def _eigh_abstract_eval(a, lower):
     _square("eigh", a)
-    dt = np.dtype(a.dtype.char.lower()) if a.dtype.kind == "c" else a.dtype
-    real = np.finfo(a.dtype).dtype if a.dtype.kind in "fc" else dt
+    real = np.finfo(a.dtype).dtype if a.dtype.kind in "fc" else a.dtype
     return [ShapedArray(a.shape[:-1], real), ShapedArray(a.shape, a.dtype)]
 
 

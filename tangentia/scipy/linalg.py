@@ -12,8 +12,7 @@ import tangentia.numpy as _tnp
 
 from .. import core as _core
 from ..numpy import linalg as _nla
-from ..numpy.linalg import (LinAlgError, _check_matrix, _check_square, _inexact, _solve_with,
-                            _symmetrize)
+from ..numpy.linalg import LinAlgError, _check_matrix, _check_square, _inexact, _solve_with
 from ..primitives import linalg as _L
 
 __all__ = ["LinAlgError", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "eigvalsh",
@@ -116,11 +115,9 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     _check_square("lu_solve", lu_, "lu")
     trans = _real_trans(trans, lu_)
     piv = piv if isinstance(piv, _core.Tracer) else _np.asarray(piv, _np.int32)
-    n = _aval(lu_).shape[-1]
     if _aval(piv).shape != _aval(lu_).shape[:-1]:
         raise ValueError(f"lu_solve: piv of shape {_aval(piv).shape} does not match lu of shape "
                          f"{_aval(lu_).shape}")
-    del n
     lu_batch = _aval(lu_).shape[:-2]
 
     def bind(m, r):
@@ -271,5 +268,3 @@ def expm_frechet(A, E, method=None, compute_expm=True, check_finite=True):
         return _L.expm_p.bind(A), frechet
     return frechet
 
-
-del _symmetrize
