@@ -259,7 +259,10 @@ def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs):
     for i, x in enumerate(d_leaves):
         a = _leaf_aval(x, api, f"argument {i}")
         if a.dtype.kind not in "fc" and not allow_int:
-            names = names or _arg_leaf_names(fun, diff)
+            if names is None:
+                all_names = _arg_leaf_names(fun, args)
+                starts = [len(tree_flatten(args[:k])[0]) for k in range(len(args) + 1)]
+                names = [n for k in nums for n in all_names[starts[k]:starts[k + 1]]]
             raise TypeError(
                 f"{api} of {_fun_name(fun)} requires real- or complex-valued inputs (float dtype) "
                 f"for the arguments it differentiates, but {names[i]} (argnums={argnums!r}) has "

@@ -298,7 +298,7 @@ class _LazyRuleProgram:
         trace = pe.JaxprTrace(core.current_trace(), builder, label=self.kind)
         const_tracers = [trace.new_arg(a) for a in const_avals]
         for c, t in zip(consts, const_tracers):
-            builder.const_ids[id(c)] = t.var
+            builder.const_ids[id(c)] = t.ir_var
         in_tracers = [trace.new_arg(a) for a in list(self.in_avals) + list(extra_avals)]
         try:
             with set_trace(trace):

@@ -167,6 +167,10 @@ def vmap_flat(fun, args, in_dims, axis_size, out_dims_fn, tag=None):
             v = broadcast_front(v, axis_size)
             d = 0
         nd = core.get_aval(v).ndim
+        if not -nd <= od < nd:
+            raise ValueError(
+                f"vmap out_axes={od} is out of range for an output of rank {nd - 1} (its batched "
+                f"rank is {nd}); out_axes must be in [{-nd}, {nd})")
         if od < 0:
             od += nd
         result.append(move_axis(v, d, od))

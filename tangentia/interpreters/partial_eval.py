@@ -21,15 +21,16 @@ _custom_rule_get = core.custom_rule_ctx.get
 
 
 class JaxprTracer(Tracer):
-    __slots__ = ("var",)
+    # The IR variable is ``ir_var`` (not ``var``, which is the array method).
+    __slots__ = ("ir_var",)
 
     def __init__(self, trace, var):
         self._trace = trace
-        self.var = var
+        self.ir_var = var
 
     @property
     def aval(self):
-        return self.var.aval
+        return self.ir_var.aval
 
 
 class JaxprBuilder:
@@ -58,7 +59,7 @@ class JaxprBuilder:
 
     def build(self, in_tracers, outs, trace):
         """Make (jaxpr, consts) with ``in_tracers`` as inputs and ``outs`` as outputs."""
-        invars = [t.var for t in in_tracers]
+        invars = [t.ir_var for t in in_tracers]
         outvars = [trace.to_atom(o) for o in outs]
         eqns, live = _dce(self.eqns, outvars)
         constvars, constvals = [], []
@@ -120,7 +121,7 @@ class JaxprTrace(core.Trace):
 
     def to_atom(self, x):
         if type(x) is JaxprTracer and x._trace is self:
-            return x.var
+            return x.ir_var
         if isinstance(x, Tracer):
             v = self.builder.const_ids.get(id(x))
             if v is not None:
@@ -151,9 +152,14 @@ class JaxprTrace(core.Trace):
 
     def stage(self, prim, args, params):
         to_atom = self.to_atom
-        inputs = [x.var if type(x) is JaxprTracer and x._trace is self else to_atom(x)
+        inputs = [x.ir_var if type(x) is JaxprTracer and x._trace is self else to_atom(x)
                   for x in args]
         out_aval = prim.abstract_eval(*[a.aval for a in inputs], **params)
+        # As in NumPy, only Python scalars are weakly typed: results are strong.
+        if prim.multiple_results:
+            out_aval = [a.strip_weak() for a in out_aval]
+        elif out_aval.weak_type:
+            out_aval = out_aval.strip_weak()
         source = _custom_rule_get()
         if prim.multiple_results:
             outvars = [Var(a) for a in out_aval]
@@ -168,7 +174,7 @@ class JaxprTrace(core.Trace):
             raise core.concretization_error(
                 tracer, context,
                 "It is a tangent or cotangent inside a linearization, which has no concrete value.")
-        deps = self._input_dependencies(tracer.var)
+        deps = self._input_dependencies(tracer.ir_var)
         reason = f"The value is traced by {self.describe()}"
         if deps:
             reason += f" and depends on {', '.join(deps)}, whose value is unknown during tracing."

@@ -160,6 +160,22 @@ def _rhs_aval(name, a, b):
     return ShapedArray(b.shape, np.result_type(a.dtype, b.dtype), False)
 
 
+def _per_matrix(fn, *arrays):
+    """Apply ``fn`` (taking single matrices, returning an array or a tuple of
+    arrays) over the common leading batch dimensions of ``arrays`` (each given
+    as ``(array, core_ndim)``).  SciPy's own batching is a Python loop too, and
+    older SciPy versions have none."""
+    arrs = [np.asarray(x) for x, _ in arrays]
+    batch = arrs[0].shape[:arrs[0].ndim - arrays[0][1]]
+    if not batch:
+        return fn(*arrs)
+    results = [fn(*[x[idx] for x in arrs]) for idx in np.ndindex(batch)]
+    if isinstance(results[0], tuple):
+        return tuple(np.stack([r[i] for r in results]).reshape(batch + np.shape(results[0][i]))
+                     for i in range(len(results[0])))
+    return np.stack(results).reshape(batch + np.shape(results[0]))
+
+
 # ---------------------------------------------------------------------------
 # lu: a = P @ L @ U  ->  (lu, pivots (LAPACK row swaps), permutation)
 
@@ -193,7 +209,7 @@ def _lu_impl(a):
     if a.size == 0:
         return (a.copy(), np.zeros(a.shape[:-2] + (min(m, n),), np.int32),
                 np.broadcast_to(np.arange(m, dtype=np.int32), a.shape[:-2] + (m,)).copy())
-    lu, piv = _sla.lu_factor(a, check_finite=False)
+    lu, piv = _per_matrix(lambda x: tuple(_sla.lu_factor(x, check_finite=False)), (a, 2))
     piv = np.asarray(piv, dtype=np.int32)
     return np.asarray(lu), piv, _pivots_to_perm(piv, m)
 
@@ -287,8 +303,10 @@ def lu_pivots_to_permutation(piv, permutation_size, inverse=False):
 def _tri_impl(a, b, lower, trans, unit_diagonal):
     if np.asarray(b).size == 0:
         return np.zeros(np.shape(b), np.result_type(a, b))
-    return np.asarray(_sla.solve_triangular(a, b, trans=trans, lower=lower,
-                                            unit_diagonal=unit_diagonal, check_finite=False))
+    return np.asarray(_per_matrix(
+        lambda a, b: _sla.solve_triangular(a, b, trans=trans, lower=lower,
+                                           unit_diagonal=unit_diagonal, check_finite=False),
+        (a, 2), (b, 2)))
 
 
 def _tri_abstract_eval(a, b, lower, trans, unit_diagonal):
@@ -344,7 +362,9 @@ triangular_solve_p.transpose = _tri_transpose
 def _lu_solve_impl(lu, piv, b, trans):
     if np.asarray(b).size == 0:
         return np.zeros(np.shape(b), np.result_type(lu, b))
-    return np.asarray(_sla.lu_solve((lu, piv), b, trans=trans, check_finite=False))
+    return np.asarray(_per_matrix(
+        lambda lu, piv, b: _sla.lu_solve((lu, piv), b, trans=trans, check_finite=False),
+        (lu, 2), (piv, 1), (b, 2)))
 
 
 def _lu_solve_abstract_eval(lu, piv, b, trans):
@@ -790,13 +810,9 @@ expm_p.batch = _front_batch(expm_p)
 
 
 def _frechet_impl(a, e):
-    a, e = np.asarray(a), np.asarray(e)
-    if a.ndim == 2:
-        return np.asarray(_sla.expm_frechet(a, e, compute_expm=False, check_finite=False))
-    out = np.empty(np.broadcast_shapes(a.shape, e.shape), np.result_type(a, e))
-    for idx in np.ndindex(out.shape[:-2]):
-        out[idx] = _sla.expm_frechet(a[idx], e[idx], compute_expm=False, check_finite=False)
-    return out
+    return np.asarray(_per_matrix(
+        lambda a, e: _sla.expm_frechet(a, e, compute_expm=False, check_finite=False),
+        (a, 2), (e, 2)))
 
 
 def _frechet_abstract_eval(a, e):
