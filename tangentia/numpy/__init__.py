@@ -437,23 +437,44 @@ def _reduce(prim_fn, fname, a, axis, keepdims, dtype=None):
     return out
 
 
+_current_trace = _core.current_trace
+_EVAL = _core.EVAL_TRACE
+
+
 def sum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+    if type(a) is _np.ndarray and where is None and initial is None and \
+            _current_trace() is _EVAL:  # eager fast path
+        out = _np.add.reduce(a, axis=axis, dtype=dtype, keepdims=keepdims)
+        return out if type(out) is _np.ndarray else _np.asarray(out)
+    if where is not None:
+        a = _E.select(asarray(where) if not _is_tracer(where) else where, a, 0)
     out = _reduce(_R.reduce_sum, "sum", a, axis, keepdims, dtype)
     return out if initial is None else _E.add(out, initial)
 
 
+def _eager_reduce(ufunc, a, axis, keepdims, dtype=None):
+    out = ufunc.reduce(a, axis=axis, dtype=dtype, keepdims=keepdims)
+    return out if type(out) is _np.ndarray else _np.asarray(out)
+
+
 def prod(a, axis=None, dtype=None, keepdims=False, initial=None):
+    if type(a) is _np.ndarray and initial is None and _current_trace() is _EVAL:
+        return _eager_reduce(_np.multiply, a, axis, keepdims, dtype)
     out = _reduce(_R.reduce_prod, "prod", a, axis, keepdims, dtype)
     return out if initial is None else _E.mul(out, initial)
 
 
 def max(a, axis=None, keepdims=False, initial=None):
+    if type(a) is _np.ndarray and initial is None and a.size and _current_trace() is _EVAL:
+        return _eager_reduce(_np.maximum, a, axis, keepdims)
     _check_nonempty(a, axis, "max")
     out = _reduce(_R.reduce_max, "max", a, axis, keepdims)
     return out if initial is None else _E.maximum(out, initial)
 
 
 def min(a, axis=None, keepdims=False, initial=None):
+    if type(a) is _np.ndarray and initial is None and a.size and _current_trace() is _EVAL:
+        return _eager_reduce(_np.minimum, a, axis, keepdims)
     _check_nonempty(a, axis, "min")
     out = _reduce(_R.reduce_min, "min", a, axis, keepdims)
     return out if initial is None else _E.minimum(out, initial)

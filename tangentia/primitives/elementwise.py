@@ -528,3 +528,55 @@ def _select_transpose(ct, pred, x, y):
 
 select_p.jvp = _select_jvp
 select_p.transpose = _select_transpose
+
+
+# ---------------------------------------------------------------------------
+# Eager fast path: outside any transformation an elementwise function is one
+# NumPy ufunc call (plus the ndarray guarantee); otherwise it binds.
+
+_current_trace = core.current_trace
+_EVAL = core.EVAL_TRACE
+_ndarray = np.ndarray
+_asarray = np.asarray
+
+
+def _fast(prim, ufunc):
+    def unary(x):
+        trace = _current_trace()
+        if trace is _EVAL:
+            out = ufunc(x)
+            return out if type(out) is _ndarray else _asarray(out)
+        return trace.process_primitive(prim, (x,), {})
+
+    def binary(x, y):
+        trace = _current_trace()
+        if trace is _EVAL:
+            out = ufunc(x, y)
+            return out if type(out) is _ndarray else _asarray(out)
+        return trace.process_primitive(prim, (x, y), {})
+
+    f = unary if ufunc.nin == 1 else binary
+    f.__name__ = f.__qualname__ = prim.name
+    f.__doc__ = f"Elementwise {prim.name} (NumPy's {ufunc.__name__})."
+    return f
+
+
+add = _fast(add_p, np.add)
+sub = _fast(sub_p, np.subtract)
+neg = _fast(neg_p, np.negative)
+mul = _fast(mul_p, np.multiply)
+div = _fast(div_p, np.true_divide)
+exp, log, log1p, expm1 = (_fast(p, p.impl) for p in (exp_p, log_p, log1p_p, expm1_p))
+sin, cos, tan = (_fast(p, p.impl) for p in (sin_p, cos_p, tan_p))
+arcsin, arccos, arctan = (_fast(p, p.impl) for p in (arcsin_p, arccos_p, arctan_p))
+sinh, cosh, tanh = (_fast(p, p.impl) for p in (sinh_p, cosh_p, tanh_p))
+arcsinh, arccosh, arctanh = (_fast(p, p.impl) for p in (arcsinh_p, arccosh_p, arctanh_p))
+sqrt, cbrt, abs = (_fast(p, p.impl) for p in (sqrt_p, cbrt_p, abs_p))
+power = _fast(pow_p, np.power)
+maximum = _fast(maximum_p, np.maximum)
+minimum = _fast(minimum_p, np.minimum)
+arctan2 = _fast(atan2_p, np.arctan2)
+remainder = _fast(rem_p, np.remainder)
+sign, floor, ceil, round = (_fast(p, p.impl) for p in (sign_p, floor_p, ceil_p, round_p))
+floor_divide = _fast(floor_divide_p, np.floor_divide)
+eq, ne, lt, le, gt, ge = (_fast(p, p.impl) for p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))

@@ -58,10 +58,12 @@ def _reduction(name, np_fn, keep_dtype=False, out_dtype=None):
     return p
 
 
-reduce_sum_p = _reduction("reduce_sum", np.sum)
-reduce_max_p = _reduction("reduce_max", np.max, keep_dtype=True)
-reduce_min_p = _reduction("reduce_min", np.min, keep_dtype=True)
-reduce_prod_p = _reduction("reduce_prod", np.prod)
+# ufunc reductions: NumPy's np.sum & co. add a Python layer costing more than
+# the reduction itself on small arrays.
+reduce_sum_p = _reduction("reduce_sum", np.add.reduce)
+reduce_max_p = _reduction("reduce_max", np.maximum.reduce, keep_dtype=True)
+reduce_min_p = _reduction("reduce_min", np.minimum.reduce, keep_dtype=True)
+reduce_prod_p = _reduction("reduce_prod", np.multiply.reduce)
 reduce_and_p = _reduction("reduce_and", np.all, out_dtype=dtypes.bool_)
 reduce_or_p = _reduction("reduce_or", np.any, out_dtype=dtypes.bool_)
 
