@@ -575,6 +575,34 @@ def _tangent_mismatch(rule, fname, what, expected, got):
                      f"expected {expected}, got {got}.")
 
 
+_LEAF_TREE = tree_structure(0)
+
+
+def _check_tangent(p, t, i, jvp_name, name):
+    """Check/normalize tangent output ``i`` of a JVP rule against its primal ``p``."""
+    pa = core.get_aval(p)
+    if t is None or type(t) is SymbolicZero or pa.dtype.kind not in "fc":
+        return SymbolicZero(ad.tangent_aval(pa))
+    ta = core.get_aval(t)
+    if ta.shape != pa.shape:
+        raise _tangent_mismatch(
+            jvp_name, name, "primal and tangent outputs with equal shapes",
+            f"tangent {i} of shape {pa.shape} (like primal {pa.str_short()})",
+            f"shape {ta.shape} ({ta.str_short()})")
+    if ta.dtype != pa.dtype:
+        if ta.dtype.kind not in "fc":
+            raise _tangent_mismatch(
+                jvp_name, name, "tangent outputs with the tangent dtype of the primal",
+                f"tangent {i} of dtype {pa.dtype}", f"dtype {ta.dtype}")
+        if isinstance(t, Tracer):
+            from .primitives.structural import convert_element_type
+            return convert_element_type(t, pa.dtype)
+        return np.asarray(t, dtype=pa.dtype)
+    if type(t) is not np.ndarray and not isinstance(t, Tracer):
+        return np.asarray(t, dtype=pa.dtype)
+    return t
+
+
 class custom_jvp:
     """A function with a user-defined JVP (forward-mode) rule.
 
@@ -634,8 +662,11 @@ class custom_jvp:
             if i >= len(args):
                 raise TypeError(f"custom_jvp function {name}: nondiff_argnums={nd} but only "
                                 f"{len(args)} positional arguments were given")
-        nondiff = [args[i] for i in nd]
-        diff = tuple(a for i, a in enumerate(args) if i not in nd)
+        if nd:
+            nondiff = [args[i] for i in nd]
+            diff = tuple(a for i, a in enumerate(args) if i not in nd)
+        else:
+            nondiff, diff = (), args
         nd_leaves, nd_tree = tree_flatten(nondiff)
         dyn_pos = [i for i, x in enumerate(nd_leaves) if isinstance(x, (Tracer, np.ndarray))]
         dyn = [nd_leaves[i] for i in dyn_pos]
@@ -647,6 +678,8 @@ class custom_jvp:
         n_dyn, n_diff = len(dyn), len(leaves)
 
         def rebuild(dyn_vals, diff_leaves):
+            if not nd:
+                return (), tree_unflatten(in_tree, diff_leaves)
             nl = list(nd_leaves)
             for p, v in zip(dyn_pos, dyn_vals):
                 nl[p] = v
@@ -654,6 +687,8 @@ class custom_jvp:
             return nondiff_vals, tree_unflatten(in_tree, list(diff_leaves))
 
         def full_args(nondiff_vals, diff_vals):
+            if not nd:
+                return diff_vals
             out, it_n, it_d = [], iter(nondiff_vals), iter(diff_vals)
             for i in range(len(args)):
                 out.append(next(it_n) if i in nd else next(it_d))
@@ -673,6 +708,15 @@ class custom_jvp:
                 raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must return a "
                                 f"pair (primal_out, tangent_out), got {type(res).__name__}")
             p_out, t_out = res
+            if type(p_out) is np.ndarray or isinstance(p_out, Tracer):  # one array: fast path
+                want = store.get("out_tree")
+                if want is not None and want != _LEAF_TREE:
+                    raise _tangent_mismatch(jvp_name, name, "a primal output with the same "
+                                            "structure as the function's output", want,
+                                            _LEAF_TREE)
+                store["out_tree"] = _LEAF_TREE
+                if t_out is None or type(t_out) is SymbolicZero or core.is_array_like(t_out):
+                    return [p_out, _check_tangent(p_out, t_out, 0, jvp_name, name)]
             p_leaves, p_tree = tree_flatten(p_out)
             t_leaves, t_tree = tree_flatten(t_out, is_leaf=lambda x: x is None or
                                             type(x) is SymbolicZero)
@@ -685,34 +729,8 @@ class custom_jvp:
             if p_tree != t_tree:
                 raise _tangent_mismatch(jvp_name, name, "primal and tangent outputs with equal "
                                         "container structure", p_tree, t_tree)
-            fixed = []
-            for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
-                pa = core.get_aval(p)
-                want_t = ad.tangent_aval(pa)
-                if t is None or type(t) is SymbolicZero:
-                    fixed.append(SymbolicZero(want_t))
-                    continue
-                ta = core.get_aval(t)
-                if want_t.dtype == dtypes.float0:
-                    fixed.append(SymbolicZero(want_t))
-                    continue
-                if ta.shape != pa.shape:
-                    raise _tangent_mismatch(
-                        jvp_name, name, "primal and tangent outputs with equal shapes",
-                        f"tangent {i} of shape {pa.shape} (like primal {pa.str_short()})",
-                        f"shape {ta.shape} ({ta.str_short()})")
-                if not isinstance(t, Tracer):
-                    t = np.asarray(t, dtype=want_t.dtype if ta.dtype.kind in "fc" else None)
-                    ta = core.get_aval(t)
-                if ta.dtype != want_t.dtype:
-                    if ta.dtype.kind in "fc":
-                        from .primitives.structural import convert_element_type
-                        t = convert_element_type(t, want_t.dtype)
-                    else:
-                        raise _tangent_mismatch(
-                            jvp_name, name, "tangent outputs with the tangent dtype of the primal",
-                            f"tangent {i} of dtype {want_t.dtype}", f"dtype {ta.dtype}")
-                fixed.append(t)
+            fixed = [_check_tangent(p, t, i, jvp_name, name)
+                     for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
             return _as_arrays(p_leaves) + fixed
 
         outs = custom_jvp_call_p.bind(*dyn, *leaves, fun=flat_fun, jvp=flat_jvp, num_consts=0,

@@ -322,7 +322,7 @@ def _unflatten(node, it):
 # identical to the generic path.  Very large or deep trees are not compiled.
 _COMPILE_MAX_NODES = 2000
 _COMPILE_MAX_DEPTH = 40
-_NOT_COMPILED = object()   # unflattened once, compile on next use
+_COMPILE_AFTER_USES = 16   # unflattens of one treedef object before compiling
 _UNCOMPILABLE = object()   # too big/deep: always use the generic path
 
 
@@ -556,11 +556,13 @@ class PyTreeDef:
                 f"{self._num_leaves}, got {n}.")
         fn = self._unflat
         if fn is None:
-            # First use: generic path (most treedefs are used only once).
-            self._unflat = _NOT_COMPILED
-        elif fn is _NOT_COMPILED:
-            fn = self._unflat = _compile_unflatten(self._node)
-        if fn is None or fn is _NOT_COMPILED or fn is _UNCOMPILABLE:
+            # Most treedefs are used a few times only (one call of a function):
+            # compile only one that is reused many times (e.g. a jit cache's).
+            fn = self._unflat = 1
+        elif type(fn) is int:
+            fn = self._unflat = (fn + 1 if fn < _COMPILE_AFTER_USES
+                                 else _compile_unflatten(self._node))
+        if type(fn) is int or fn is _UNCOMPILABLE:
             node = self._node
             if node is None:
                 return leaves[0]
