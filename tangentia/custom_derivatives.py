@@ -151,20 +151,6 @@ class _suspend:
         self.trace.alive = True
 
 
-def _jvp_unpack(trace, args):
-    primals, tangents = [], []
-    for x in args:
-        if type(x) is JVPTracer and x._trace is trace:
-            primals.append(x.primal)
-            tangents.append(x.tangent)
-        else:
-            if isinstance(x, Tracer):
-                trace.check_foreign(x)
-            primals.append(x)
-            tangents.append(None)
-    return primals, tangents
-
-
 def _batch_unpack(trace, args):
     vals, dims = [], []
     for x in args:
@@ -172,6 +158,13 @@ def _batch_unpack(trace, args):
         vals.append(v)
         dims.append(d)
     return vals, dims
+
+
+def _has_own(trace, args):
+    for x in args:
+        if type(x) is pe.JaxprTracer and x._trace is trace:
+            return True
+    return False
 
 
 def _forward(trace, prim, args, params):
@@ -191,29 +184,37 @@ def _cj_eval(trace, args, params):
 
 
 def _cj_jvp(trace, args, params):
-    primals, tangents = _jvp_unpack(trace, args)
     nc, nn = params["num_consts"], params["num_nondiff"]
-    if any(t is not None for t in tangents[:nc]):
-        raise core.closure_error("custom_jvp", params["name"])
-    diff_t = tangents[nc + nn:]
-    if all(t is None for t in diff_t):
+    nd = nc + nn
+    primals, diff_t = [], []
+    perturbed = False
+    for i, x in enumerate(args):
+        if type(x) is JVPTracer and x._trace is trace:
+            if i < nc:
+                raise core.closure_error("custom_jvp", params["name"])
+            primals.append(x.primal)
+            if i >= nd:
+                diff_t.append(x.tangent)
+                perturbed = True
+        else:
+            if isinstance(x, Tracer):
+                trace.check_foreign(x)
+            primals.append(x)
+            if i >= nd:
+                diff_t.append(None)
+    if not perturbed:
         # Suspended, so that a function closing over one of this trace's
         # tracers is reported instead of silently losing its derivative.
         with _suspend(trace, "custom_jvp", params["name"]):
             return custom_jvp_call_p.bind(*primals, **params)
     sz = params["symbolic_zeros"]
-    tans = []
-    for p, t in zip(primals[nc + nn:], diff_t):
-        if t is None or type(t) is Zero:
-            tans.append(zero_from_primal(p, sz))
-        else:
-            tans.append(t)
+    tans = [zero_from_primal(p, sz) if t is None else t for p, t in zip(primals[nd:], diff_t)]
     with _suspend(trace, "custom_jvp", params["name"]):
         outs = params["jvp"](*primals, *tans)
     n = len(outs) // 2
     res = []
     for p, t in zip(outs[:n], outs[n:]):
-        if type(t) is SymbolicZero or t is None or core.get_aval(p).dtype.kind not in "fc":
+        if type(t) is SymbolicZero or t is None:
             res.append(p)
         else:
             res.append(JVPTracer(trace, p, t))
@@ -315,8 +316,7 @@ class _LazyRuleProgram:
 
 
 def _cj_stage(trace, args, params):
-    if trace.forward_known and not any(
-            type(x) is pe.JaxprTracer and x._trace is trace for x in args):
+    if trace.forward_known and not _has_own(trace, args):
         return _forward(trace, custom_jvp_call_p, args, params)
     avals = [core.get_aval(a) for a in args]
     name = params["name"]
@@ -425,26 +425,39 @@ def _cv_eval(trace, args, params):
 
 
 def _cv_jvp(trace, args, params):
-    primals, tangents = _jvp_unpack(trace, args)
     nc = params["num_consts"]
-    if any(t is not None for t in tangents[:nc]):
-        raise core.closure_error("custom_vjp", params["name"])
-    diff_t = tangents[nc:]
-    if all(t is None for t in diff_t):
+    primals, diff_t = [], []
+    perturbed_any = False
+    for i, x in enumerate(args):
+        if type(x) is JVPTracer and x._trace is trace:
+            if i < nc:
+                raise core.closure_error("custom_vjp", params["name"])
+            primals.append(x.primal)
+            diff_t.append(x.tangent)
+            perturbed_any = True
+        else:
+            if isinstance(x, Tracer):
+                trace.check_foreign(x)
+            primals.append(x)
+            if i >= nc:
+                diff_t.append(None)
+    if not perturbed_any:
         with _suspend(trace, "custom_vjp", params["name"]):
             return custom_vjp_call_p.bind(*primals, **params)
-    perturbed = tuple(t is not None and type(t) is not Zero for t in diff_t)
+    perturbed = tuple([t is not None for t in diff_t])
     with _suspend(trace, "custom_vjp", params["name"]):
         outs, res, res_tree = params["fwd"](perturbed, *primals)
-    out_avals = [ad.tangent_aval(core.get_aval(o)) for o in outs]
-    lin_in = [ad.instantiate(t) if t is not None else zero_from_primal(p)
-              for p, t in zip(primals[nc:], diff_t)]
+    out_avals = tuple([ad.tangent_aval(core.get_aval(o)) for o in outs])
+    lin_in = [zero_from_primal(p) if t is None else t for p, t in zip(primals[nc:], diff_t)]
     bwd = functools.partial(params["bwd"], res_tree)
-    with set_trace(trace.parent):
+    token = core._trace_ctx.set(trace.parent)
+    try:
         out_tans = custom_lin_p.bind(*res, *lin_in, num_res=len(res), bwd=bwd,
-                                     out_avals=tuple(out_avals),
+                                     out_avals=out_avals,
                                      symbolic_zeros=params["symbolic_zeros"],
                                      name=params["name"])
+    finally:
+        core._trace_ctx.reset(token)
     return [p if a.dtype == dtypes.float0 else JVPTracer(trace, p, t)
             for p, t, a in zip(outs, out_tans, out_avals)]
 
@@ -493,8 +506,7 @@ def _cv_batch(trace, args, params):
 
 
 def _cv_stage(trace, args, params):
-    if trace.forward_known and not any(
-            type(x) is pe.JaxprTracer and x._trace is trace for x in args):
+    if trace.forward_known and not _has_own(trace, args):
         return _forward(trace, custom_vjp_call_p, args, params)
     avals = [core.get_aval(a) for a in args]
     name = params["name"]
@@ -576,6 +588,26 @@ def _tangent_mismatch(rule, fname, what, expected, got):
 
 
 _LEAF_TREE = tree_structure(0)
+
+
+def _flatten_args(args):
+    """Flatten positional arguments; ``(list(args), None)`` when all are arrays
+    (the common case, which then needs no pytree work)."""
+    for a in args:
+        if not (type(a) is np.ndarray or isinstance(a, Tracer)):
+            leaves, tree = tree_flatten(tuple(args))
+            return leaves, tree
+    return list(args), None
+
+
+def _flatten_out(out):
+    if type(out) is np.ndarray or isinstance(out, Tracer):
+        return [out], _LEAF_TREE
+    return tree_flatten(out)
+
+
+def _unflatten_out(tree, outs):
+    return outs[0] if tree is _LEAF_TREE else tree_unflatten(tree, outs)
 
 
 def _check_tangent(p, t, i, jvp_name, name):
@@ -665,12 +697,12 @@ class custom_jvp:
         if nd:
             nondiff = [args[i] for i in nd]
             diff = tuple(a for i, a in enumerate(args) if i not in nd)
+            nd_leaves, nd_tree = tree_flatten(nondiff)
+            dyn_pos = [i for i, x in enumerate(nd_leaves) if isinstance(x, (Tracer, np.ndarray))]
+            dyn = [nd_leaves[i] for i in dyn_pos]
         else:
-            nondiff, diff = (), args
-        nd_leaves, nd_tree = tree_flatten(nondiff)
-        dyn_pos = [i for i, x in enumerate(nd_leaves) if isinstance(x, (Tracer, np.ndarray))]
-        dyn = [nd_leaves[i] for i in dyn_pos]
-        leaves, in_tree = tree_flatten(diff)
+            diff, dyn, dyn_pos = args, (), ()
+        leaves, in_tree = _flatten_args(diff)
         _check_leaves(leaves, "custom_jvp", name)
         store = {}
         fun, rule, sz = self.fun, self.jvp, self.symbolic_zeros
@@ -679,12 +711,14 @@ class custom_jvp:
 
         def rebuild(dyn_vals, diff_leaves):
             if not nd:
-                return (), tree_unflatten(in_tree, diff_leaves)
+                return (), (tuple(diff_leaves) if in_tree is None
+                            else tree_unflatten(in_tree, diff_leaves))
             nl = list(nd_leaves)
             for p, v in zip(dyn_pos, dyn_vals):
                 nl[p] = v
             nondiff_vals = tree_unflatten(nd_tree, nl)
-            return nondiff_vals, tree_unflatten(in_tree, list(diff_leaves))
+            return nondiff_vals, (tuple(diff_leaves) if in_tree is None
+                                  else tree_unflatten(in_tree, list(diff_leaves)))
 
         def full_args(nondiff_vals, diff_vals):
             if not nd:
@@ -697,12 +731,13 @@ class custom_jvp:
         def flat_fun(*xs):
             nondiff_vals, diff_vals = rebuild(xs[:n_dyn], xs[n_dyn:])
             out = fun(*full_args(nondiff_vals, diff_vals))
-            outs, store["out_tree"] = tree_flatten(out)
+            outs, store["out_tree"] = _flatten_out(out)
             return outs
 
         def flat_jvp(*xs):
             nondiff_vals, primals = rebuild(xs[:n_dyn], xs[n_dyn:n_dyn + n_diff])
-            tangents = tree_unflatten(in_tree, list(xs[n_dyn + n_diff:]))
+            tangents = (tuple(xs[n_dyn + n_diff:]) if in_tree is None
+                        else tree_unflatten(in_tree, list(xs[n_dyn + n_diff:])))
             res = rule(*nondiff_vals, tuple(primals), tuple(tangents))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must return a "
@@ -736,7 +771,7 @@ class custom_jvp:
         outs = custom_jvp_call_p.bind(*dyn, *leaves, fun=flat_fun, jvp=flat_jvp, num_consts=0,
                                       num_nondiff=n_dyn, symbolic_zeros=sz, name=name,
                                       rule_name=jvp_name, call_jaxpr=None)
-        return tree_unflatten(store["out_tree"], outs)
+        return _unflatten_out(store["out_tree"], outs)
 
 
 class custom_vjp:
@@ -789,9 +824,12 @@ class custom_vjp:
                         "custom_vjp nondiff_argnums update guide).")
         nondiff = [args[i] for i in nd]
         diff = tuple(a for i, a in enumerate(args) if i not in nd)
-        leaves, in_tree = tree_flatten(diff)
+        leaves, in_tree = _flatten_args(diff)
         _check_leaves(leaves, "custom_vjp", name)
         in_avals = [core.get_aval(x) for x in leaves]
+
+        def unflat(xs):
+            return tuple(xs) if in_tree is None else tree_unflatten(in_tree, list(xs))
         store = {}
         fun, fwd, bwd, sz = self.fun, self.fwd, self.bwd, self.symbolic_zeros
         fwd_name, bwd_name = _fun_name(fwd), _fun_name(bwd)
@@ -804,44 +842,43 @@ class custom_vjp:
             return out
 
         def flat_fun(*xs):
-            out = fun(*full_args(tree_unflatten(in_tree, list(xs))))
-            outs, store["out_tree"] = tree_flatten(out)
+            out = fun(*full_args(unflat(xs)))
+            outs, store["out_tree"] = _flatten_out(out)
             return outs
 
         def flat_fwd(perturbed, *xs):
             if sz:
                 xs = [CustomVJPPrimal(x, p) for x, p in zip(xs, perturbed)]
-            res = fwd(*full_args(tree_unflatten(in_tree, list(xs))))
+            res = fwd(*full_args(unflat(xs)))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {name} must return "
                                 f"a pair (output, residuals), got {type(res).__name__}")
             out, residuals = res
-            outs, out_tree = tree_flatten(out)
+            outs, out_tree = _flatten_out(out)
             want = store.get("out_tree")
             if want is not None and want != out_tree:
                 raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {name} must produce "
                                 f"a primal output with the structure of the function's output; "
                                 f"expected {want}, got {out_tree}.")
             store["out_tree"] = out_tree
-            res_leaves, res_tree = tree_flatten(residuals)
+            res_leaves, res_tree = _flatten_out(residuals)
             for i, r in enumerate(res_leaves):
                 if not core.is_array_like(r):
                     raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {name}: residual "
                                     f"leaf {i} of type {type(r).__name__} is not an array")
-            store["out_avals"] = [core.get_aval(o) for o in outs]
             return outs, res_leaves, res_tree
 
         def flat_bwd(res_tree, *res_and_cts):
             nres = res_tree.num_leaves
-            res = tree_unflatten(res_tree, list(res_and_cts[:nres]))
-            cts = tree_unflatten(store["out_tree"], list(res_and_cts[nres:]))
+            res = _unflatten_out(res_tree, list(res_and_cts[:nres]))
+            cts = _unflatten_out(store["out_tree"], list(res_and_cts[nres:]))
             got = bwd(*nondiff, res, cts)
             return _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name, sz)
 
         outs = custom_vjp_call_p.bind(*leaves, fun=flat_fun, fwd=flat_fwd, bwd=flat_bwd,
                                       num_consts=0, symbolic_zeros=sz, name=name,
                                       rule_name=fwd_name, call_jaxpr=None)
-        return tree_unflatten(store["out_tree"], outs)
+        return _unflatten_out(store["out_tree"], outs)
 
 
 def _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name, symbolic_zeros):
@@ -853,7 +890,14 @@ def _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name, symbolic
         raise TypeError(f"Custom VJP bwd rule {bwd_name} for function {name} must return a tuple "
                         f"of length equal to the number of differentiable arguments ({n_args}), "
                         f"got a tuple of length {len(got)}")
-    arg_trees = in_tree.children()
+    if in_tree is None:  # every argument is one array: the common, fast case
+        for c, a in zip(got, in_avals):
+            if not ((type(c) is np.ndarray or isinstance(c, Tracer)) and c.shape == a.shape
+                    and c.dtype == a.dtype):
+                break
+        else:
+            return list(got)
+    arg_trees = [_LEAF_TREE] * n_args if in_tree is None else in_tree.children()
     out = []
     it_avals = iter(in_avals)
     for k, (g, t) in enumerate(zip(got, arg_trees)):

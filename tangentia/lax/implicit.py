@@ -1,0 +1,390 @@
+"""Implicit differentiation: ``custom_linear_solve`` and ``custom_root``
+(JAX's ``jax.lax.custom_linear_solve`` / ``jax.lax.custom_root`` semantics).
+
+``custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
+has_aux=False)`` returns ``x = solve(matvec, b)`` where ``matvec`` is the
+linear map ``A``; it is differentiated *implicitly* from ``A x = b``:
+
+* forward mode: ``dx = A^{-1} (db - dA x)``, where ``dA x`` is the JVP of
+  ``matvec`` with respect to the values it closes over, and ``A^{-1}`` is
+  another call of ``solve`` (the solver's internals are never differentiated,
+  so ``solve`` may use ``while_loop``, early exits, etc.);
+* reverse mode: the transpose of ``b -> A^{-1} b`` is ``transpose_solve`` on
+  ``A^T`` (``vecmat``, the transpose of ``matvec``, computed automatically;
+  ``symmetric=True`` uses ``matvec`` and ``solve`` themselves).
+  ``transpose_solve`` is required for reverse mode unless ``symmetric``.
+
+It is a primitive (``linear_solve``) carrying the four programs ``matvec``,
+``vecmat``, ``solve`` and ``transpose_solve``, with JVP, transpose and
+batching rules, so it composes with every transformation like JAX's.
+
+``custom_root(f, initial_guess, solve, tangent_solve, has_aux=False)`` returns
+the root ``x* = solve(f, initial_guess)`` of ``f(x) = 0``, differentiated by the
+implicit function theorem: with ``f`` depending on parameters ``p`` (values it
+closes over), ``dx* = -(df/dx)^{-1} (df/dp dp)``, where the linear system is
+solved by ``tangent_solve(g, y)`` with ``g`` the linearization of ``f`` at
+``x*``.  The solution does not depend differentiably on ``initial_guess``.
+For reverse mode ``tangent_solve`` must be linear in ``y`` (e.g. ``y / g(1.0)``
+for scalars, or a ``custom_linear_solve``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import core
+from ..api import jvp as _jvp
+from ..api import linearize as _linearize
+from ..api import vjp as _vjp
+from ..compiler import compile_jaxpr
+from ..core import Primitive
+from ..custom_derivatives import closure_convert, custom_jvp
+from ..interpreters import ad, batching
+from ..interpreters import partial_eval as pe
+from ..interpreters.ad import Zero, is_undefined
+from .. import numpy as tnp
+from ..primitives import elementwise as E
+from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
+
+__all__ = ["custom_linear_solve", "custom_root", "linear_solve_p"]
+
+
+def _fun_name(f):
+    return getattr(f, "__name__", None) or type(f).__name__
+
+
+class _Shown:
+    """Prints as the given text (for rendering a pytree of types)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return self.text
+
+
+def _types_str(tree):
+    """``tree`` with every leaf replaced by its short type, e.g. ``{'a': f64[2]}``."""
+    def leaf(x):
+        if core.is_array_like(x):
+            return _Shown(core.get_aval(x).str_short())
+        return _Shown(f"<{type(x).__name__}>")
+    return repr(tree_map(leaf, tree))
+
+
+def _check_like(api, fname, what, got, ref, ref_name):
+    """``got`` must have the structure and leaf shapes of ``ref``."""
+    g_leaves, g_tree = tree_flatten(got)
+    r_leaves, r_tree = tree_flatten(ref)
+    ok = g_tree == r_tree and all(core.is_array_like(x) for x in g_leaves)
+    if ok:
+        ok = all(core.get_aval(a).shape == core.get_aval(b).shape
+                 for a, b in zip(g_leaves, r_leaves))
+    if not ok:
+        raise TypeError(
+            f"{api}: {fname} must return {what} with the same structure and shapes as "
+            f"{ref_name}, but {ref_name} is {_types_str(ref)} and {fname} returned "
+            f"{_types_str(got)}")
+
+
+def _split_aux(out, api, fname, has_aux):
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"{api}: with has_aux=True, {fname} must return a pair (solution, aux), "
+                        f"got {type(out).__name__}")
+    return out[0], out[1]
+
+
+# ===========================================================================
+# The linear_solve primitive
+#
+# Inputs: (*matvec_consts, *vecmat_consts, *solve_consts, *tr_solve_consts, *b).
+# Params: jaxprs = (matvec, vecmat, solve, transpose_solve), each a program
+# taking its consts then the vector leaves (vecmat / transpose_solve may be
+# None); const_lengths = the four const counts; num_b = number of b leaves.
+# Outputs: the solution leaves followed by aux leaves (if any).
+
+
+linear_solve_p = Primitive("linear_solve", multiple_results=True)
+
+
+def _split_args(args, const_lengths):
+    out, i = [], 0
+    for n in const_lengths:
+        out.append(list(args[i:i + n]))
+        i += n
+    return out, list(args[i:])
+
+
+def _transposed(const_lengths, jaxprs):
+    m, v, s, t = const_lengths
+    jm, jv, js, jt = jaxprs
+    return (v, m, t, s), (jv, jm, jt, js)
+
+
+def _ls_impl(*args, jaxprs, const_lengths, num_b):
+    (_, _, sc, _), b = _split_args(args, const_lengths)
+    return compile_jaxpr(jaxprs[2])(*sc, *b)
+
+
+def _ls_lower(jaxprs, const_lengths, num_b):
+    fn = compile_jaxpr(jaxprs[2])
+    start = const_lengths[0] + const_lengths[1]
+    stop = start + const_lengths[2]
+    n = sum(const_lengths)
+
+    def run(*args):
+        return fn(*args[start:stop], *args[n:])
+    return run
+
+
+linear_solve_p.impl = _ls_impl
+linear_solve_p.lower = _ls_lower
+linear_solve_p.abstract_eval = lambda *avals, jaxprs, **_: [v.aval for v in jaxprs[2].outvars]
+linear_solve_p.print_params = lambda params: {
+    "matvec": params["jaxprs"][0], "solve": params["jaxprs"][2]}
+
+
+def _ls_jvp(primals, tangents, jaxprs, const_lengths, num_b):
+    # A x = b  =>  dA x + A dx = db  =>  dx = A^{-1} (db - dA x)
+    params = dict(jaxprs=jaxprs, const_lengths=const_lengths, num_b=num_b)
+    outs = linear_solve_p.bind(*primals, **params)
+    (mc, _, _, _), _ = _split_args(primals, const_lengths)
+    (mc_dot, _, _, _), b_dot = _split_args(tangents, const_lengths)
+    x = outs[:num_b]
+    nz_a = any(type(t) is not Zero for t in mc_dot)
+    nz_b = any(type(t) is not Zero for t in b_dot)
+    out_zero = [Zero.from_primal(o) for o in outs]
+    if not nz_a and not nz_b:
+        return outs, out_zero
+    rhs = list(b_dot)
+    if nz_a:
+        matvec = jaxprs[0]
+        _, ax_dot = ad.jvp_flat(lambda *c: core.eval_jaxpr(matvec, (), *c, *x), mc, mc_dot)
+        rhs = [ad.add_tangents(r, t if type(t) is Zero else E.neg(t))
+               for r, t in zip(rhs, ax_dot)]
+    rhs = [ad.instantiate(r) for r in rhs]
+    x_dot = linear_solve_p.bind(*primals[:len(primals) - num_b], *rhs, **params)
+    return outs, list(x_dot[:num_b]) + out_zero[num_b:]
+
+
+def _ls_transpose(cts, *args, jaxprs, const_lengths, num_b):
+    if jaxprs[3] is None:
+        raise TypeError("custom_linear_solve: transpose_solve is required for reverse-mode "
+                        "differentiation (grad/vjp) of custom_linear_solve; pass "
+                        "transpose_solve=..., or symmetric=True if the operator is symmetric")
+    consts, b = _split_args(args, const_lengths)
+    if any(is_undefined(c) for cs in consts for c in cs):
+        raise TypeError("custom_linear_solve: the solution is linear in b only; it cannot be "
+                        "transposed with respect to the values matvec or solve close over")
+    ct_x = [ad.instantiate(c) for c in cts[:num_b]]
+    t_lengths, t_jaxprs = _transposed(const_lengths, jaxprs)
+    m, v, s, t = consts
+    ct_b = linear_solve_p.bind(*v, *m, *t, *s, *ct_x, jaxprs=t_jaxprs, const_lengths=t_lengths,
+                               num_b=num_b)
+    return [None] * sum(const_lengths) + [c if is_undefined(bi) else None
+                                          for c, bi in zip(ct_b[:num_b], b)]
+
+
+def _ls_batch(args, dims, jaxprs, const_lengths, num_b):
+    # Every vector (b, x, and the vectors inside each program) is batched
+    # along axis 0; each program is the vmap of the original one.
+    size = batching.batch_size(args, dims)
+    consts, b = _split_args(args, const_lengths)
+    cdims, bdims = _split_args(dims, const_lengths)
+    b = [batching.materialize(x, d, size) for x, d in zip(b, bdims)]
+    new_jaxprs, new_consts = [], []
+    for j, cs, ds in zip(jaxprs, consts, cdims):
+        if j is None:
+            new_jaxprs.append(None)
+            new_consts.append([])
+            continue
+        bj, hoisted = batching.batch_jaxpr(j, tuple(ds) + (0,) * num_b, size)
+        new_jaxprs.append(bj)
+        new_consts.append(list(hoisted) + list(cs))
+    outs = linear_solve_p.bind(*[c for cs in new_consts for c in cs], *b,
+                               jaxprs=tuple(new_jaxprs),
+                               const_lengths=tuple(len(cs) for cs in new_consts), num_b=num_b)
+    return outs, [0] * len(outs)
+
+
+linear_solve_p.jvp = _ls_jvp
+linear_solve_p.transpose = _ls_transpose
+linear_solve_p.batch = _ls_batch
+
+
+def _trace_program(fun, avals, name):
+    """Trace flat ``fun`` to a program whose constants are leading inputs."""
+    jaxpr, consts = pe.trace_to_jaxpr(fun, avals, name=name, label="custom_linear_solve")
+    return pe.convert_constvars_to_invars(jaxpr), list(consts)
+
+
+def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False, has_aux=False):
+    """Solve ``matvec(x) == b`` as ``x = solve(matvec, b)``, with implicit derivatives.
+
+    Args:
+      matvec: the linear function ``x -> A x`` (``x`` has ``b``'s structure).
+      b: the right-hand side (a pytree of arrays).
+      solve: ``solve(matvec, b) -> x`` (``(x, aux)`` if ``has_aux``); its
+        internals are not differentiated.
+      transpose_solve: ``transpose_solve(vecmat, b) -> x`` solving
+        ``vecmat(x) == b`` with ``vecmat`` the transpose of ``matvec``;
+        required for reverse mode unless ``symmetric``.
+      symmetric: ``matvec`` is symmetric (``transpose_solve`` defaults to ``solve``).
+      has_aux: ``solve`` (and ``transpose_solve``) return ``(x, aux)``; ``aux``
+        is returned too and is not differentiated.
+
+    Returns:
+      ``x`` (``(x, aux)`` if ``has_aux``).
+    """
+    api = "custom_linear_solve"
+    for what, fn in (("matvec", matvec), ("solve", solve)):
+        if not callable(fn):
+            raise TypeError(f"{api}: {what} must be callable, got {type(fn).__name__}")
+    if transpose_solve is not None and not callable(transpose_solve):
+        raise TypeError(f"{api}: transpose_solve must be callable or None, got "
+                        f"{type(transpose_solve).__name__}")
+    if transpose_solve is None and symmetric:
+        transpose_solve = solve
+    b_leaves, b_tree = tree_flatten(b)
+    for i, x in enumerate(b_leaves):
+        if not core.is_array_like(x):
+            raise TypeError(f"{api}: b must be a pytree of arrays, but leaf {i} is a "
+                            f"{type(x).__name__}")
+    b_avals = [core.get_aval(x).strip_weak() for x in b_leaves]
+    num_b = len(b_leaves)
+    aux_store = {}
+
+    def as_b(leaves):
+        return tree_unflatten(b_tree, list(leaves))
+
+    def flat_matvec(*xs):
+        y = matvec(as_b(xs))
+        _check_like(api, f"matvec {_fun_name(matvec)}", "a vector", y, as_b(xs), "b")
+        return tree_leaves(y)
+
+    def make_solver(fn, op, fname, key):
+        def flat(*bs):
+            out = fn(op, as_b(bs))
+            x, aux = _split_aux(out, api, fname, has_aux)
+            _check_like(api, fname, "a solution", x, as_b(bs), "b")
+            aux_leaves, aux_tree = tree_flatten(aux)
+            aux_store[key] = aux_tree
+            return tree_leaves(x) + aux_leaves
+        return flat
+
+    mv_j, mv_c = _trace_program(flat_matvec, b_avals, _fun_name(matvec))
+    mv_fun = lambda x: as_b(core.eval_jaxpr(mv_j, (), *mv_c, *tree_leaves(x)))  # noqa: E731
+    s_j, s_c = _trace_program(make_solver(solve, mv_fun, f"solve {_fun_name(solve)}", "solve"),
+                              b_avals, _fun_name(solve))
+    if transpose_solve is None:
+        vm_j, vm_c, ts_j, ts_c = None, [], None, []
+    else:
+        if symmetric:
+            vm_j, vm_c = mv_j, mv_c
+        else:
+            def flat_vecmat(*ys):
+                zeros = [np.zeros(a.shape, a.dtype) for a in b_avals]
+                _, pullback = _vjp(lambda *xs: core.eval_jaxpr(mv_j, (), *mv_c, *xs), *zeros)
+                return list(pullback(list(ys)))
+            vm_j, vm_c = _trace_program(flat_vecmat, b_avals, f"transpose({_fun_name(matvec)})")
+        vm_fun = lambda y: as_b(core.eval_jaxpr(vm_j, (), *vm_c, *tree_leaves(y)))  # noqa: E731
+        ts_j, ts_c = _trace_program(
+            make_solver(transpose_solve, vm_fun, f"transpose_solve {_fun_name(transpose_solve)}",
+                        "transpose_solve"), b_avals, _fun_name(transpose_solve))
+        if has_aux and aux_store["transpose_solve"] != aux_store["solve"]:
+            raise TypeError(f"{api}: with has_aux=True, solve and transpose_solve must return aux "
+                            f"values of the same structure, got {aux_store['solve']} and "
+                            f"{aux_store['transpose_solve']}")
+        n_out = len(s_j.outvars)
+        if len(ts_j.outvars) != n_out or any(
+                a.aval.shape != c.aval.shape or a.aval.dtype != c.aval.dtype
+                for a, c in zip(s_j.outvars, ts_j.outvars)):
+            raise TypeError(f"{api}: solve and transpose_solve must return values of the same "
+                            f"types, got {[v.aval.str_short() for v in s_j.outvars]} and "
+                            f"{[v.aval.str_short() for v in ts_j.outvars]}")
+    b_leaves = [x if isinstance(x, core.Tracer) else np.asarray(x) for x in b_leaves]
+    consts = [mv_c, vm_c, s_c, ts_c]
+    outs = linear_solve_p.bind(*[c for cs in consts for c in cs], *b_leaves,
+                               jaxprs=(mv_j, vm_j, s_j, ts_j),
+                               const_lengths=tuple(len(cs) for cs in consts), num_b=num_b)
+    x = as_b(outs[:num_b])
+    if has_aux:
+        return x, tree_unflatten(aux_store["solve"], list(outs[num_b:]))
+    return x
+
+
+# ===========================================================================
+# custom_root
+
+
+def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
+    """The root of ``f`` found by ``solve``, differentiated implicitly.
+
+    Args:
+      f: the function whose root is sought; ``f(x)`` has ``x``'s structure.
+      initial_guess: the starting point passed to ``solve`` (not differentiated).
+      solve: ``solve(f, initial_guess) -> x*`` with ``f(x*) == 0`` (``(x*, aux)``
+        if ``has_aux``); its internals are not differentiated.
+      tangent_solve: ``tangent_solve(g, y) -> x`` solving ``g(x) == y`` for the
+        linear map ``g`` (the linearization of ``f`` at the root).
+      has_aux: ``solve`` returns ``(x*, aux)``; ``aux`` is not differentiated.
+
+    Returns:
+      ``x*`` (``(x*, aux)`` if ``has_aux``).
+    """
+    api = "custom_root"
+    for what, fn in (("f", f), ("solve", solve), ("tangent_solve", tangent_solve)):
+        if not callable(fn):
+            raise TypeError(f"{api}: {what} must be callable, got {type(fn).__name__}")
+    g_leaves = tree_leaves(initial_guess)
+    for i, x in enumerate(g_leaves):
+        if not core.is_array_like(x):
+            raise TypeError(f"{api}: initial_guess must be a pytree of arrays, but leaf {i} is "
+                            f"a {type(x).__name__}")
+    fname, sname, tname = _fun_name(f), _fun_name(solve), _fun_name(tangent_solve)
+
+    def f_checked(x):
+        y = f(x)
+        _check_like(api, f"f ({fname})", "a value", y, x, "its input x (like initial_guess)")
+        return y
+
+    def solve_checked(x0):
+        out = solve(f_checked, x0)
+        x, _ = _split_aux(out, api, f"solve ({sname})", has_aux)
+        _check_like(api, f"solve ({sname})", "a solution", x, x0, "initial_guess")
+        return out
+
+    def lin_solve(x, rhs):
+        _, f_jvp = _linearize(f_checked, x)
+        out = tangent_solve(f_jvp, rhs)
+        _check_like(api, f"tangent_solve ({tname})", "a solution", out, rhs,
+                    "its right-hand side (like initial_guess)")
+        return out
+
+    f_conv, f_consts = closure_convert(f_checked, initial_guess)
+    s_conv, s_consts = closure_convert(solve_checked, initial_guess)
+    ls_conv, ls_consts = closure_convert(lin_solve, initial_guess, initial_guess)
+
+    def root(f_c, s_c, ls_c, x0):
+        return s_conv(x0, *s_c)
+
+    root.__name__ = f"custom_root({sname})"
+    root = custom_jvp(root)
+
+    def root_jvp(primals, tangents):
+        # f(p, x*(p)) = 0  =>  df/dp dp + df/dx dx* = 0  =>  dx* = -(df/dx)^{-1} df/dp dp
+        f_c, s_c, ls_c, x0 = primals
+        f_c_dot = tangents[0]
+        out = root(f_c, s_c, ls_c, x0)
+        x, aux = _split_aux(out, api, sname, has_aux)
+        _, rhs = _jvp(lambda *p: f_conv(x, *p), tuple(f_c), tuple(f_c_dot))
+        x_dot = tree_map(E.neg, ls_conv(x, rhs, *ls_c))
+        if has_aux:
+            return out, (x_dot, tree_map(tnp.zeros_like, aux))
+        return out, x_dot
+
+    root.defjvp(root_jvp)
+    return root(tuple(f_consts), tuple(s_consts), tuple(ls_consts), initial_guess)
