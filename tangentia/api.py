@@ -11,11 +11,14 @@ from . import core, dtypes
 from .core import ShapedArray, Tracer
 from .interpreters import ad, batching
 from .interpreters import partial_eval as pe
+from .compiler import compile_jaxpr
 from .primitives.call import jit_p
 from .tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 
 # ---------------------------------------------------------------------------
 # Helpers
+
+_LEAF_TREE = tree_structure(0)
 
 
 def _fun_name(fun):
@@ -648,6 +651,7 @@ class _Jitted:
         self.static_argnums = tuple(sorted(nums))
         self.static_argnames = frozenset(names)
         self.cache = {}
+        self.fast_cache = {}  # (shape, dtype) of ndarray args -> (compiled, consts, out_tree)
         self.name = _fun_name(fun)
         functools.update_wrapper(self, fun, updated=())
 
@@ -677,15 +681,31 @@ class _Jitted:
         return pe.convert_constvars_to_invars(jaxpr), consts, store["out_tree"]
 
     def __call__(self, *args, **kwargs):
+        # Fast path: positional ndarray arguments only, called eagerly, with a
+        # program already compiled for their shapes and dtypes.
+        if not kwargs:
+            fast_key = tuple([(a.shape, a.dtype) if type(a) is np.ndarray else None
+                              for a in args])
+            entry = self.fast_cache.get(fast_key)
+            if entry is not None and core.current_trace() is core.EVAL_TRACE:
+                fn, consts, out_tree = entry
+                outs = [o if type(o) is np.ndarray else np.asarray(o)
+                        for o in fn(*consts, *args)]
+                return outs[0] if out_tree is _LEAF_TREE else tree_unflatten(out_tree, outs)
         statics, leaves, in_tree, avals = self._signature(args, kwargs)
         key = (statics, in_tree, avals)
         entry = self.cache.get(key)
         if entry is None:
             dyn_args = tree_unflatten(in_tree, leaves)[0]
             jaxpr, consts, out_tree = self._trace(statics, in_tree, avals, dyn_args)
+            if out_tree == _LEAF_TREE:
+                out_tree = _LEAF_TREE
             entry = (jaxpr, consts, out_tree)
             if not any(isinstance(c, Tracer) for c in consts):
                 self.cache[key] = entry
+                if not kwargs and not statics and all(type(a) is np.ndarray for a in args):
+                    self.fast_cache[tuple((a.shape, a.dtype) for a in args)] = (
+                        compile_jaxpr(jaxpr), consts, out_tree)
         jaxpr, consts, out_tree = entry
         outs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=self.name)
         return tree_unflatten(out_tree, outs)
