@@ -121,8 +121,10 @@ def fixed_point(f, a, x_guess, *, tol=1e-10, max_iter=1000):
         differentiable with respect to them (reverse mode, by implicit
         differentiation).
       x_guess: the starting point (a pytree of float arrays).
-      tol: stop when no element changes by more than ``tol`` in an iteration.
-      max_iter: the maximum number of applications of ``f``.
+      tol: stop when no element changes by more than ``tol`` in an iteration
+        (``tol < 0`` disables the test: exactly ``max_iter`` applications).
+      max_iter: the maximum number of applications of ``f`` (the adjoint
+        iteration of the backward pass uses the same ``tol`` and ``max_iter``).
 
     Returns:
       the fixed point, with ``x_guess``'s structure.

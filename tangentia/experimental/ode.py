@@ -33,7 +33,7 @@ from ..api import vjp as _vjp
 from ..custom_derivatives import closure_convert, custom_vjp
 from .. import numpy as tnp
 from ..lax import scan, while_loop
-from ..tree_util import (tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten)
+from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
 
 __all__ = ["odeint"]
 
@@ -193,6 +193,14 @@ def _initial_step(fn, t0, y0, f0, rtol, atol):
     return tnp.minimum(100.0 * h0, h1)
 
 
+def _cast_like(tree, ref):
+    """``tree`` with the leaf dtypes of ``ref`` (states keep their dtype)."""
+    def cast(x, r):
+        want = core.get_aval(r).dtype
+        return x if core.get_aval(x).dtype == want else tnp.asarray(x, want)
+    return tree_map(cast, tree, ref)
+
+
 def _integrate(func, rtol, atol, mxstep, hmax, y0, ts, args):
     """The primal integrator: ``y`` at every time in ``ts`` (leading axis)."""
     def fn(y, t):
@@ -212,8 +220,9 @@ def _integrate(func, rtol, atol, mxstep, hmax, y0, ts, args):
             i, y, f, t, h, last_t, coeffs = state
             y_new, f_new, err, k = _dopri_step(fn, y, f, t, h)
             ratio = _error_ratio(err, rtol, atol, y, y_new)
-            new_coeffs = _interp_coeffs(y, k, h)
-            h_next = tnp.clip(_next_step(h, ratio), 0.0, hmax)
+            new_coeffs = tuple(_cast_like(c, y) for c in _interp_coeffs(y, k, h))
+            y_new, f_new = _cast_like(y_new, y), _cast_like(f_new, y)
+            h_next = _cast_like(tnp.clip(_next_step(h, ratio), 0.0, hmax), h)
             accept = ratio <= 1.0
             pick = lambda a, b: tree_map(lambda u, v: tnp.where(accept, u, v), a, b)  # noqa: E731
             return (i + 1, pick(y_new, y), pick(f_new, f), tnp.where(accept, t + h, t), h_next,
@@ -222,7 +231,7 @@ def _integrate(func, rtol, atol, mxstep, hmax, y0, ts, args):
         state = (np.int64(0),) + tuple(carry)
         _, y, f, t, h, last_t, coeffs = while_loop(cond_fun, body_fun, state)
         s = (target - last_t) / (t - last_t)
-        return (y, f, t, h, last_t, coeffs), _interp_eval(coeffs, s)
+        return (y, f, t, h, last_t, coeffs), _cast_like(_interp_eval(coeffs, s), y)
 
     zeros = tree_map(tnp.zeros_like, y0)
     init = (y0, f0, t0, tnp.asarray(h, dtype), t0, (y0, zeros, zeros, zeros, zeros))
@@ -232,9 +241,9 @@ def _integrate(func, rtol, atol, mxstep, hmax, y0, ts, args):
 
 # ---------------------------------------------------------------------------
 # The differentiable core: a custom_vjp with an adjoint backward pass.
-# Non-array settings (the converted dynamics, tolerances, the structure of the
-# extra arguments and which of their leaves are differentiable) are
-# nondiff_argnums; arrays are regular arguments.
+# Non-array settings (the converted dynamics and the tolerances) are
+# nondiff_argnums; arrays (y0, ts and the flat leaves of the extra arguments and
+# of the values func closes over) are regular arguments.
 
 
 def _odeint_impl(func, rtol, atol, mxstep, hmax, y0, ts, *arg_leaves):
@@ -389,8 +398,12 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.
     if ta.ndim != 1 or ta.shape[0] == 0:
         raise ValueError(f"odeint({name}, ...): t must be a non-empty 1-d array of times, got an "
                          f"array of shape {ta.shape}")
-    if ta.dtype.kind not in "f":
-        t = tnp.asarray(t, np.float64)
+    t_dtype = np.result_type(*[core.get_aval(x).dtype for x in tree_leaves(y0)],
+                             ta.dtype if ta.dtype.kind == "f" else np.float64)
+    if t_dtype.kind != "f":
+        t_dtype = np.dtype(np.float64)
+    if ta.dtype != t_dtype:
+        t = tnp.asarray(t, t_dtype)
     tv = _concrete(t)
     if tv is not None and tv.shape[0] > 1:
         bad = np.nonzero(~(np.diff(tv) > 0))[0]

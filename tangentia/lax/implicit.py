@@ -43,7 +43,7 @@ from ..interpreters import partial_eval as pe
 from ..interpreters.ad import Zero, is_undefined
 from .. import numpy as tnp
 from ..primitives import elementwise as E
-from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
+from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
 
 __all__ = ["custom_linear_solve", "custom_root", "linear_solve_p"]
 
