@@ -11,6 +11,7 @@ from . import core, dtypes
 from .core import ShapedArray, Tracer
 from .interpreters import ad, batching
 from .interpreters import partial_eval as pe
+from ._messages import fun_name as _fun_name
 from .compiler import compile_jaxpr
 from .primitives.call import jit_p
 from .tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
@@ -19,10 +20,6 @@ from .tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 # Helpers
 
 _LEAF_TREE = tree_structure(0)
-
-
-def _fun_name(fun):
-    return getattr(fun, "__name__", None) or type(fun).__name__
 
 
 def _check_callable(fun, api):

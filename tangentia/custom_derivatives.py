@@ -29,6 +29,8 @@ from .interpreters.ad import JVPTrace, JVPTracer, Zero
 from .interpreters.batching import BatchTrace, BatchTracer
 from .tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 
+from ._messages import fun_name as _fun_name  # noqa: E402
+
 __all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "CustomVJPPrimal", "closure_convert",
            "zero_from_primal"]
 
@@ -540,10 +542,6 @@ custom_vjp_call_p.rules.update({
 
 # ---------------------------------------------------------------------------
 # The user-facing decorators
-
-
-def _fun_name(f):
-    return getattr(f, "__name__", None) or type(f).__name__
 
 
 def _resolve_kwargs(fun, args, kwargs, kind):

@@ -26,32 +26,9 @@ from ..custom_derivatives import closure_convert, custom_vjp
 from ..lax import while_loop
 from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
 
+from .._messages import fun_name as _fun_name, types_str as _types_str  # noqa: E402
+
 __all__ = ["fixed_point"]
-
-
-def _fun_name(f):
-    return getattr(f, "__name__", None) or type(f).__name__
-
-
-class _Shown:
-    """Prints as the given text (for rendering a pytree of types)."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text):
-        self.text = text
-
-    def __repr__(self):
-        return self.text
-
-
-def _types_str(tree):
-    """``tree`` with every leaf replaced by its short type, e.g. ``{'a': f64[2]}``."""
-    def leaf(x):
-        if core.is_array_like(x):
-            return _Shown(core.get_aval(x).str_short())
-        return _Shown(f"<{type(x).__name__}>")
-    return repr(tree_map(leaf, tree))
 
 
 def _max_abs_diff(a, b):

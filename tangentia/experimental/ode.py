@@ -35,32 +35,9 @@ from .. import numpy as tnp
 from ..lax import scan, while_loop
 from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
 
+from .._messages import fun_name as _fun_name, types_str as _types_str  # noqa: E402
+
 __all__ = ["odeint"]
-
-
-def _fun_name(f):
-    return getattr(f, "__name__", None) or type(f).__name__
-
-
-class _Shown:
-    """Prints as the given text (for rendering a pytree of types)."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text):
-        self.text = text
-
-    def __repr__(self):
-        return self.text
-
-
-def _types_str(tree):
-    """``tree`` with every leaf replaced by its short type, e.g. ``{'a': f64[2]}``."""
-    def leaf(x):
-        if core.is_array_like(x):
-            return _Shown(core.get_aval(x).str_short())
-        return _Shown(f"<{type(x).__name__}>")
-    return repr(tree_map(leaf, tree))
 
 
 # ---------------------------------------------------------------------------

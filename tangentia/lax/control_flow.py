@@ -12,11 +12,8 @@ from ..interpreters import partial_eval as pe
 from ..primitives import elementwise as E
 from ..primitives import structural as S
 from ..primitives.control_flow import cond_p, scan_p, while_p
+from .._messages import fun_name as _fun_name
 from ..tree_util import tree_flatten, tree_unflatten
-
-
-def _fun_name(f):
-    return getattr(f, "__name__", None) or type(f).__name__
 
 
 def _types_str(tree, avals):

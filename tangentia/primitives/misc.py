@@ -1,0 +1,168 @@
+"""Cumulative products and extrema, and a few sign-related elementwise primitives.
+
+* ``cumprod`` has an exact JVP, also where the input has zeros: the tangent
+  is an associative (Hillis-Steele) scan over (value, tangent) pairs with the
+  product rule ``(a, da) * (b, db) = (a b, da b + a db)``; it is linear in the
+  tangent, so it transposes for reverse mode, and it is made of
+  differentiable primitives, so higher derivatives work.
+* ``cummax`` / ``cummin``: the tangent of each output is that of the input
+  entry holding the running extremum (the latest one on ties).
+* ``signbit`` (boolean, zero derivative) and ``copysign``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import core, dtypes
+from ..core import Primitive, ShapedArray
+from ..interpreters.ad import defjvp
+from . import elementwise as E
+from . import indexing as I
+from . import reductions as R
+from . import structural as S
+from .sorting import take_along_axis
+
+
+def _check_axis(name, x, axis):
+    if not 0 <= axis < x.ndim:
+        raise ValueError(f"{name}: axis {axis} is out of bounds for an array of shape {x.shape}")
+
+
+def _flip(x, axis):
+    nd = core.get_aval(x).ndim
+    spec = tuple(slice(None, None, -1) if i == axis else slice(None) for i in range(nd))
+    return I.getitem(x, spec)
+
+
+def _cumulative(name, accumulate, dtype_fn):
+    def impl(x, axis, reverse):
+        if reverse:
+            return np.flip(accumulate(np.flip(x, axis), axis=axis), axis)
+        return accumulate(x, axis=axis)
+
+    p = Primitive(name)
+    p.impl = impl
+    p.lower = lambda axis, reverse: (lambda x: impl(x, axis, reverse))
+
+    def abstract_eval(x, axis, reverse):
+        _check_axis(name, x, axis)
+        return ShapedArray(x.shape, dtype_fn(x.dtype), x.weak_type)
+
+    p.abstract_eval = abstract_eval
+
+    def batch(args, dims, axis, reverse):
+        d = dims[0]
+        return p.bind(args[0], axis=axis if axis < d else axis + 1, reverse=reverse), d
+
+    p.batch = batch
+    return p
+
+
+def _prod_dtype(dtype):
+    return R._reduce_dtype(np.prod, dtype)
+
+
+def _same_dtype(dtype):
+    return dtype
+
+
+def _accumulate(ufunc):
+    def acc(x, axis):
+        x = np.asarray(x)
+        if x.dtype.kind == "b" and ufunc is np.multiply:
+            x = x.astype(np.int64)
+        elif x.dtype.kind in "iu" and ufunc is np.multiply:
+            x = x.astype(_prod_dtype(x.dtype))
+        return ufunc.accumulate(x, axis=axis)
+    return acc
+
+
+cumprod_p = _cumulative("cumprod", _accumulate(np.multiply), _prod_dtype)
+cummax_p = _cumulative("cummax", _accumulate(np.maximum), _same_dtype)
+cummin_p = _cumulative("cummin", _accumulate(np.minimum), _same_dtype)
+
+
+def _shift(x, k, axis, fill, reverse):
+    """``x`` shifted by ``k`` along ``axis`` (towards the end, or the start if
+    ``reverse``), the vacated entries set to ``fill``."""
+    a = core.get_aval(x)
+    n = a.shape[axis]
+    pad_shape = a.shape[:axis] + (k,) + a.shape[axis + 1:]
+    pad = np.full(pad_shape, fill, a.dtype)
+    if reverse:
+        return S.concatenate([I.static_slice(x, axis, k, n), pad], axis)
+    return S.concatenate([pad, I.static_slice(x, axis, 0, n - k)], axis)
+
+
+def _cumprod_jvp(t, ans, x, axis, reverse):
+    n = core.get_aval(x).shape[axis]
+    v, dv = x, t
+    if core.get_aval(v).dtype != core.get_aval(dv).dtype:
+        v = S.convert_element_type(v, core.get_aval(dv).dtype)
+    k = 1
+    while k < n:
+        v_prev = _shift(v, k, axis, 1, reverse)
+        dv_prev = _shift(dv, k, axis, 0, reverse)
+        dv = E.add(E.mul(dv_prev, v), E.mul(v_prev, dv))
+        v = E.mul(v_prev, v)
+        k *= 2
+    return dv
+
+
+defjvp(cumprod_p, _cumprod_jvp)
+
+
+def _iota(shape, axis):
+    s = [1] * len(shape)
+    s[axis] = shape[axis]
+    return np.broadcast_to(np.arange(shape[axis]).reshape(s), shape)
+
+
+def _cumextremum_jvp(t, ans, x, axis, reverse):
+    # Entries that equal the running extremum at their own position are
+    # "records"; the running extremum at i is held by the latest record at or
+    # before i (at or after i when reverse).
+    shape = core.get_aval(x).shape
+    iota = _iota(shape, axis)
+    records = E.eq(x, ans)
+    if reverse:
+        idx = cummin(E.select(records, iota, shape[axis] - 1), axis, True)
+    else:
+        idx = cummax(E.select(records, iota, 0), axis, False)
+    return take_along_axis(t, idx, axis)
+
+
+defjvp(cummax_p, _cumextremum_jvp)
+defjvp(cummin_p, _cumextremum_jvp)
+
+
+def cumprod(x, axis, reverse=False):
+    return cumprod_p.bind(x, axis=int(axis), reverse=bool(reverse))
+
+
+def cummax(x, axis, reverse=False):
+    return cummax_p.bind(x, axis=int(axis), reverse=bool(reverse))
+
+
+def cummin(x, axis, reverse=False):
+    return cummin_p.bind(x, axis=int(axis), reverse=bool(reverse))
+
+
+# ---------------------------------------------------------------------------
+# signbit / copysign
+
+signbit_p = E.elementwise("signbit", np.signbit, zero_jvp=True)
+
+
+def _copysign_jvp_x(t, ans, x, y):
+    same = E.eq(signbit_p.bind(x), signbit_p.bind(y))
+    return E.mul(t, E.select(same, 1.0, -1.0))
+
+
+copysign_p = E.elementwise("copysign", np.copysign, [_copysign_jvp_x, None])
+
+signbit = E._fast(signbit_p, np.signbit)
+copysign = E._fast(copysign_p, np.copysign)
+
+__all__ = ["copysign", "copysign_p", "cummax", "cummax_p", "cummin", "cummin_p", "cumprod",
+           "cumprod_p", "signbit", "signbit_p", "dtypes"]
