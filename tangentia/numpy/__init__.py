@@ -783,13 +783,13 @@ def trace(a, offset=0, axis1=0, axis2=1):
 def tril(m, k=0):
     s = shape(m)
     mask = _np.tri(s[-2], s[-1], k, dtype=bool)
-    return where(mask, m, 0)
+    return where(mask, m, _np.zeros((), _aval(m).dtype))  # keeps m's dtype (also bool)
 
 
 def triu(m, k=0):
     s = shape(m)
     mask = ~_np.tri(s[-2], s[-1], k - 1, dtype=bool)
-    return where(mask, m, 0)
+    return where(mask, m, _np.zeros((), _aval(m).dtype))  # keeps m's dtype (also bool)
 
 
 def take(a, indices, axis=None):
@@ -1192,3 +1192,1532 @@ def _logic(x, y, logical, bitwise):
 _install_tracer_methods()
 
 from . import linalg  # noqa: E402,F401
+
+
+# ===========================================================================
+# More of NumPy's API: sorting and searching, cumulative products, shifting
+# and padding, grids and products, interpolation and convolution, statistics
+# (averages, covariances, medians and quantiles), NaN-aware reductions and
+# eager-only functions whose result shape depends on values.
+
+from ..primitives import misc as _M  # noqa: E402
+from ..primitives import sorting as _SO  # noqa: E402
+
+
+def _in(a, fname, argname="a"):
+    """An array argument: tracers as they are, anything else as an ndarray."""
+    if _is_tracer(a):
+        return a
+    if isinstance(a, (list, tuple)) and builtins.any(_is_tracer(x) for x in _flat_seq(a)):
+        return asarray(a)
+    return _core.as_array(a, f"{fname}: argument '{argname}'")
+
+
+def _eager(*arrays):
+    """True outside every transformation, with no traced argument."""
+    return _current_trace() is _EVAL and not builtins.any(_is_tracer(a) for a in arrays)
+
+
+def _axis(axis, a, fname, argname="a"):
+    """One axis of ``a``, normalized, with an error naming the function."""
+    nd = ndim(a)
+    try:
+        ax = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{fname}: argument 'axis' must be an integer or None, got "
+                        f"{axis!r}") from None
+    if not -nd <= ax < nd:
+        raise ValueError(f"{fname}: axis {ax} is out of bounds for argument '{argname}' of "
+                         f"shape {shape(a)} (rank {nd})")
+    return ax % nd
+
+
+def _inexact(a):
+    """``a`` as an inexact array (integers and booleans become float64)."""
+    return a if _aval(a).dtype.kind in "fc" else astype(a, float64)
+
+
+# ---------------------------------------------------------------------------
+# Sorting and searching
+
+
+def sort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
+    """Sorted copy of ``a`` (always stable); differentiable: the tangent of each
+    sorted entry is that of the input entry that landed there."""
+    if order is not None:
+        raise NotImplementedError("sort: the 'order' argument (structured arrays) is not "
+                                  "supported")
+    a = _in(a, "sort")
+    if axis is None:
+        a, axis = ravel(a), 0
+    ax = _axis(axis, a, "sort")
+    out = _SO.sort(a, ax)
+    return flip(out, ax) if descending else out
+
+
+def argsort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
+    """Indices that sort ``a`` along ``axis`` (stable; zero derivative)."""
+    if order is not None:
+        raise NotImplementedError("argsort: the 'order' argument (structured arrays) is not "
+                                  "supported")
+    a = _in(a, "argsort")
+    if axis is None:
+        a, axis = ravel(a), 0
+    return _SO.argsort(a, _axis(axis, a, "argsort"), descending)
+
+
+def partition(a, kth, axis=-1):
+    """Like NumPy's: entry ``kth`` is in sorted position, smaller ones before it
+    and larger ones after (here the whole axis is sorted)."""
+    a = _in(a, "partition")
+    if axis is None:
+        a, axis = ravel(a), 0
+    ax = _axis(axis, a, "partition")
+    _check_kth(kth, shape(a)[ax], "partition")
+    return _SO.sort(a, ax)
+
+
+def argpartition(a, kth, axis=-1):
+    """Indices that partition ``a`` (here: that sort it along ``axis``)."""
+    a = _in(a, "argpartition")
+    if axis is None:
+        a, axis = ravel(a), 0
+    ax = _axis(axis, a, "argpartition")
+    _check_kth(kth, shape(a)[ax], "argpartition")
+    return _SO.argsort(a, ax)
+
+
+def _check_kth(kth, n, fname):
+    ks = _np.atleast_1d(_np.asarray(_concrete(kth, fname, "kth")))
+    if ks.dtype.kind not in "iu":
+        raise TypeError(f"{fname}: argument 'kth' must be an integer or integers, got {kth!r}")
+    if ks.size and (ks.min() < -n or ks.max() >= n):
+        raise ValueError(f"{fname}: kth={kth!r} is out of bounds for an axis of size {n}")
+
+
+def lexsort(keys, axis=-1):
+    """Indices sorting by several keys; the last key is the primary one."""
+    keys = [_in(k, "lexsort", f"keys[{i}]") for i, k in enumerate(keys)]
+    if not keys:
+        raise TypeError("lexsort: argument 'keys' needs at least one key")
+    s = shape(keys[0])
+    if builtins.any(shape(k) != s for k in keys):
+        raise ValueError(f"lexsort: all keys need to be the same shape, got "
+                         f"{[shape(k) for k in keys]}")
+    ax = _axis(axis, keys[0], "lexsort", "keys")
+    perm = broadcast_to(_np.arange(s[ax]).reshape([-1 if i == ax else 1 for i in range(len(s))]),
+                        s)
+    for k in keys:  # least significant first; each sort is stable
+        perm = take_along_axis(perm, _SO.argsort(take_along_axis(k, perm, ax), ax), ax)
+    return perm
+
+
+def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
+    """Indices where ``v`` would be inserted into the sorted 1-D ``a`` (zero derivative)."""
+    a = _in(a, "searchsorted", "a")
+    v = _in(v, "searchsorted", "v")
+    if ndim(a) != 1:
+        raise ValueError(f"searchsorted: argument 'a' must be 1-D, got shape {shape(a)}")
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: argument 'side' must be 'left' or 'right', got {side!r}")
+    if sorter is not None:
+        a = take(a, sorter)
+    return _SO.searchsorted(a, v, side)
+
+
+def digitize(x, bins, right=False):
+    """Indices of the bins (monotonic, increasing or decreasing) holding ``x``."""
+    x = _in(x, "digitize", "x")
+    bins = _in(bins, "digitize", "bins")
+    if ndim(bins) != 1:
+        raise ValueError(f"digitize: argument 'bins' must be 1-D, got shape {shape(bins)}")
+    n = shape(bins)[0]
+    if n == 0:
+        return _np.zeros(shape(x), int64) if not _is_tracer(x) else astype(x, int64) * 0
+    side = "left" if right else "right"
+    inc = _SO.searchsorted(bins, x, side)
+    dec = _E.sub(n, _SO.searchsorted(flip(bins), x, "right" if right else "left"))
+    if not _is_tracer(bins):
+        return inc if bins[-1] >= bins[0] else dec
+    return where(_E.ge(bins[-1], bins[0]), inc, dec)
+
+
+# ---------------------------------------------------------------------------
+# Cumulative operations
+
+
+def _cum_prep(a, axis, dtype, fname):
+    a = _in(a, fname)
+    if axis is None:
+        a, axis = ravel(a), 0
+    if dtype is not None:
+        a = astype(a, dtype)
+    return a, _axis(axis, a, fname)
+
+
+def cumprod(a, axis=None, dtype=None):
+    """Cumulative product; differentiable (exactly, also where ``a`` has zeros)."""
+    a, ax = _cum_prep(a, axis, dtype, "cumprod")
+    return _M.cumprod(a, ax)
+
+
+def cummax(a, axis=None, reverse=False):
+    """Running maximum along ``axis`` (NumPy's ``maximum.accumulate``)."""
+    a, ax = _cum_prep(a, axis, None, "cummax")
+    return _M.cummax(a, ax, reverse)
+
+
+def cummin(a, axis=None, reverse=False):
+    """Running minimum along ``axis`` (NumPy's ``minimum.accumulate``)."""
+    a, ax = _cum_prep(a, axis, None, "cummin")
+    return _M.cummin(a, ax, reverse)
+
+
+def _cumulative_api(fname, fn, initial):
+    def f(x, /, *, axis=None, dtype=None, include_initial=False):
+        x = _in(x, fname, "x")
+        if axis is None:
+            if ndim(x) > 1:
+                raise ValueError(f"{fname}: argument 'axis' must be given for an array of rank "
+                                 f"{ndim(x)}")
+            if ndim(x) == 0:
+                raise ValueError(f"{fname}: argument 'x' must have at least one dimension")
+            axis = 0
+        ax = _axis(axis, x, fname, "x")
+        out = fn(x, ax, dtype)
+        if include_initial:
+            s = list(shape(out))
+            s[ax] = 1
+            out = concatenate([_np.full(s, initial, _aval(out).dtype), out], ax)
+        return out
+    f.__name__ = f.__qualname__ = fname
+    f.__doc__ = f"NumPy 2's ``{fname}`` (the array API's cumulative function)."
+    return f
+
+
+cumulative_sum = _cumulative_api("cumulative_sum", lambda x, ax, dt: cumsum(x, ax, dt), 0)
+cumulative_prod = _cumulative_api("cumulative_prod", lambda x, ax, dt: cumprod(x, ax, dt), 1)
+
+
+def _nan_to(a, value):
+    return where(isnan(a), value, a) if _aval(a).dtype.kind in "fc" else a
+
+
+def nancumsum(a, axis=None, dtype=None):
+    return cumsum(_nan_to(_in(a, "nancumsum"), 0), axis, dtype)
+
+
+def nancumprod(a, axis=None, dtype=None):
+    return cumprod(_nan_to(_in(a, "nancumprod"), 1), axis, dtype)
+
+
+# ---------------------------------------------------------------------------
+# Differences, shifts and padding
+
+
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    """n-th discrete difference along ``axis``."""
+    a = _in(a, "diff")
+    n = operator.index(n)
+    if n < 0:
+        raise ValueError(f"diff: argument 'n' (the order) must be non-negative, got {n}")
+    if ndim(a) == 0:
+        raise ValueError("diff: argument 'a' must be at least one-dimensional")
+    ax = _axis(axis, a, "diff")
+    if n == 0:
+        return _S.unchanged(a)
+    parts = []
+    for name, extra in (("prepend", prepend), ("append", append)):
+        if extra is None:
+            parts.append(None)
+            continue
+        extra = _in(extra, "diff", name)
+        if ndim(extra) == 0:
+            s = list(shape(a))
+            s[ax] = 1
+            extra = broadcast_to(extra, tuple(s))
+        parts.append(extra)
+    if parts[0] is not None or parts[1] is not None:
+        a = concatenate([p for p in (parts[0], a, parts[1]) if p is not None], ax)
+    is_bool = _aval(a).dtype == _dtypes.bool_
+    for _ in range(n):
+        m = shape(a)[ax]
+        hi, lo = _I.static_slice(a, ax, 1, m), _I.static_slice(a, ax, 0, builtins.max(m - 1, 0))
+        a = _E.ne(hi, lo) if is_bool else _E.sub(hi, lo)
+    return a
+
+
+def ediff1d(ary, to_end=None, to_begin=None):
+    """Differences of consecutive entries of the flattened ``ary``."""
+    ary = ravel(_in(ary, "ediff1d", "ary"))
+    n = shape(ary)[0]
+    d = _E.sub(_I.static_slice(ary, 0, 1, n), _I.static_slice(ary, 0, 0, builtins.max(n - 1, 0)))
+    dt = _aval(ary).dtype
+    parts = []
+    if to_begin is not None:
+        parts.append(astype(ravel(_in(to_begin, "ediff1d", "to_begin")), dt))
+    parts.append(d)
+    if to_end is not None:
+        parts.append(astype(ravel(_in(to_end, "ediff1d", "to_end")), dt))
+    return concatenate(parts) if len(parts) > 1 else d
+
+
+def roll(a, shift, axis=None):
+    """Roll entries along ``axis`` (the flattened array if None); ``shift`` may be traced."""
+    a = _in(a, "roll")
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), shape(a))
+    shifts = tuple(shift) if isinstance(shift, (list, tuple)) else (shift,)
+    axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
+    if len(shifts) == 1:
+        shifts = shifts * len(axes)
+    elif len(axes) == 1:
+        axes = axes * len(shifts)
+    if len(shifts) != len(axes):
+        raise ValueError("roll: arguments 'shift' and 'axis' must be scalars or sequences of "
+                         f"the same length, got {len(shifts)} shifts and {len(axes)} axes")
+    axes = tuple(_axis(ax, a, "roll") for ax in axes)
+    if _eager(a, *shifts):
+        return _np.asarray(_np.roll(a, shifts, axes))
+    for sh, ax in zip(shifts, axes):
+        n = shape(a)[ax]
+        if n == 0:
+            continue
+        if _is_tracer(sh):
+            if _aval(sh).dtype.kind not in "iu" or ndim(sh) != 0:
+                raise TypeError(f"roll: argument 'shift' must be an integer scalar, got "
+                                f"{_aval(sh).str_short()}")
+            a = take(a, _E.remainder(_E.sub(_np.arange(n), sh), n), axis=ax)
+            continue
+        k = operator.index(sh) % n
+        if k:
+            a = concatenate([_I.static_slice(a, ax, n - k, n), _I.static_slice(a, ax, 0, n - k)],
+                            ax)
+    return a
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    """Rotate by 90 degrees ``k`` times in the plane of ``axes``."""
+    m = _in(m, "rot90", "m")
+    if len(axes) != 2:
+        raise ValueError("rot90: argument 'axes' must name exactly 2 axes")
+    a0, a1 = _axis(axes[0], m, "rot90", "m"), _axis(axes[1], m, "rot90", "m")
+    if a0 == a1:
+        raise ValueError("rot90: argument 'axes' must name two different axes")
+    k = operator.index(k) % 4
+    if k == 0:
+        return _S.unchanged(m)
+    if k == 2:
+        return flip(flip(m, a0), a1)
+    perm = list(range(ndim(m)))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    if k == 1:
+        return transpose(flip(m, a1), perm)
+    return flip(transpose(m, perm), a1)
+
+
+def fliplr(m):
+    return flip(m, 1)
+
+
+def flipud(m):
+    return flip(m, 0)
+
+
+_PAD_KWARGS = {"constant": ("constant_values",), "edge": (), "reflect": ("reflect_type",),
+               "symmetric": ("reflect_type",), "wrap": (), "empty": (),
+               "linear_ramp": ("end_values",), "maximum": ("stat_length",),
+               "minimum": ("stat_length",), "mean": ("stat_length",),
+               "median": ("stat_length",)}
+
+
+def _pairs(x, nd, argname, as_index=False):
+    """NumPy's (before, after) pair per axis from a scalar, a pair or one pair per axis."""
+    if _is_tracer(x):
+        s = shape(x)
+        if math.prod(s) == 1:
+            v = reshape(x, ())
+            return ((v, v),) * nd
+        if math.prod(s) == 2 and s != (2, 1):
+            v = ravel(x)
+            return ((v[0], v[1]),) * nd
+        try:
+            b = broadcast_to(x, (nd, 2))
+        except ValueError:
+            raise ValueError(f"pad: argument '{argname}' of shape {s} cannot be broadcast to "
+                             f"({nd}, 2), one (before, after) pair per axis") from None
+        return tuple((b[i, 0], b[i, 1]) for i in range(nd))
+    try:
+        arr = _np.asarray(x)
+    except _core.TracerArrayConversionError:
+        arr = asarray(x)
+        return _pairs(arr, nd, argname, as_index)
+    if as_index:
+        if arr.dtype.kind not in "iuf":
+            raise TypeError(f"pad: argument '{argname}' must contain integers, got {x!r}")
+        arr = _np.round(arr).astype(_np.intp)
+        if arr.size and arr.min() < 0:
+            raise ValueError(f"pad: argument '{argname}' can't contain negative values, got "
+                             f"{x!r}")
+    if arr.size == 1:
+        v = arr.ravel()[0]
+        return ((v, v),) * nd
+    if arr.size == 2 and arr.shape != (2, 1):
+        v = arr.ravel()
+        return ((v[0], v[1]),) * nd
+    try:
+        b = _np.broadcast_to(arr, (nd, 2))
+    except ValueError:
+        raise ValueError(f"pad: argument '{argname}' of shape {arr.shape} cannot be broadcast to "
+                         f"({nd}, 2), one (before, after) pair per axis") from None
+    return tuple((b[i, 0], b[i, 1]) for i in range(nd))
+
+
+def _block_shape(a, ax, width):
+    s = list(shape(a))
+    s[ax] = width
+    return tuple(s)
+
+
+def _fill_block(a, ax, width, value):
+    """A block of ``width`` entries along ``ax`` filled with ``value`` (cast to a's dtype)."""
+    dt = _aval(a).dtype
+    s = _block_shape(a, ax, width)
+    if _is_tracer(value):
+        return broadcast_to(astype(value, dt), s)
+    return _np.full(s, value, dt)
+
+
+def _stat_pad(a, ax, b, c, lengths, mode):
+    stat = {"maximum": max, "minimum": min, "mean": mean, "median": median}[mode]
+    n = shape(a)[ax]
+    dt = _aval(a).dtype
+    out = []
+    for width, length, before in ((b, lengths[0], True), (c, lengths[1], False)):
+        if width == 0:
+            out.append(None)
+            continue
+        k = n if length is None else int(length)
+        if k <= 0:
+            raise ValueError("pad: argument 'stat_length' of 0 yields no value for padding")
+        k = builtins.min(k, n)
+        region = _I.static_slice(a, ax, 0, k) if before else _I.static_slice(a, ax, n - k, n)
+        v = stat(region, axis=ax, keepdims=True)
+        if dt.kind in "iub" and mode in ("mean", "median"):
+            v = astype(round(v), dt)
+        out.append(broadcast_to(v, _block_shape(a, ax, width)))
+    return out
+
+
+def _ramp_pad(a, ax, b, c, ends):
+    n = shape(a)[ax]
+    dt = _aval(a).dtype
+    out = []
+    for width, end, before in ((b, ends[0], True), (c, ends[1], False)):
+        if width == 0:
+            out.append(None)
+            continue
+        edge = _I.static_slice(a, ax, 0, 1) if before else _I.static_slice(a, ax, n - 1, n)
+        k = _np.arange(width, dtype=float64)
+        w = k / width if before else (width - 1 - k) / width
+        w = w.reshape([width if i == ax else 1 for i in range(ndim(a))])
+        edge = _inexact(edge)
+        v = _E.add(end, _E.mul(_E.sub(edge, end), w))
+        if dt.kind in "iub":
+            v = astype(floor(v), dt)
+        elif _aval(v).dtype != dt:
+            v = astype(v, dt)
+        out.append(broadcast_to(v, _block_shape(a, ax, width)))
+    return out
+
+
+def pad(array, pad_width, mode="constant", **kwargs):
+    """Pad an array (NumPy's modes; values such as ``constant_values`` may be traced)."""
+    if callable(mode):
+        raise NotImplementedError("pad: a function as argument 'mode' is not supported")
+    if mode not in _PAD_KWARGS:
+        raise ValueError(f"pad: unknown mode {mode!r} for argument 'mode'; expected one of "
+                         f"{', '.join(repr(m) for m in _PAD_KWARGS)}")
+    bad = sorted(set(kwargs) - set(_PAD_KWARGS[mode]))
+    if bad:
+        raise ValueError(f"pad: unsupported keyword arguments for mode {mode!r}: "
+                         f"{', '.join(bad)}")
+    a = _in(array, "pad", "array")
+    nd = ndim(a)
+    if _is_tracer(pad_width):
+        pad_width = _concrete(pad_width, "pad", "pad_width")
+    widths = [(int(b), int(c)) for b, c in _pairs(pad_width, nd, "pad_width", as_index=True)]
+    reflect_type = kwargs.get("reflect_type", "even")
+    if reflect_type not in ("even", "odd"):
+        raise ValueError(f"pad: argument 'reflect_type' must be 'even' or 'odd', got "
+                         f"{reflect_type!r}")
+    for ax, (b, c) in enumerate(widths):
+        if (b or c) and shape(a)[ax] == 0 and mode not in ("constant", "empty"):
+            raise ValueError(f"pad: can't extend empty axis {ax} of argument 'array' using mode "
+                             f"{mode!r} (only 'constant' and 'empty' can)")
+    if _eager(a, *kwargs.values()):
+        return _np.pad(a, widths, mode, **kwargs)
+    if mode in ("constant", "empty"):
+        values = _pairs(kwargs.get("constant_values", 0), nd, "constant_values")
+    elif mode == "linear_ramp":
+        values = _pairs(kwargs.get("end_values", 0), nd, "end_values")
+    elif mode in ("maximum", "minimum", "mean", "median"):
+        values = _pairs(kwargs.get("stat_length"), nd, "stat_length") \
+            if kwargs.get("stat_length") is not None else ((None, None),) * nd
+    for ax, (b, c) in enumerate(widths):
+        if b == 0 and c == 0:
+            continue
+        n = shape(a)[ax]
+        if mode in ("edge", "wrap") or (mode in ("reflect", "symmetric")
+                                         and reflect_type == "even"):
+            idx = _np.pad(_np.arange(n), (b, c), mode=mode)
+            a = take(a, idx, axis=ax)
+            continue
+        if mode in ("reflect", "symmetric"):  # odd reflection: linear, but not a gather
+            P = _np.pad(_np.eye(n), ((b, c), (0, 0)), mode=mode, reflect_type="odd")
+            out = _C.dot_general(P, _inexact(a), (((1,), (ax,)), ((), ())))
+            out = moveaxis(out, 0, ax)
+            dt = _aval(a).dtype
+            a = astype(round(out) if dt.kind in "iub" else out, dt)
+            continue
+        if mode in ("constant", "empty"):
+            before = _fill_block(a, ax, b, 0 if mode == "empty" else values[ax][0]) if b else None
+            after = _fill_block(a, ax, c, 0 if mode == "empty" else values[ax][1]) if c else None
+        elif mode == "linear_ramp":
+            before, after = _ramp_pad(a, ax, b, c, values[ax])
+        else:
+            before, after = _stat_pad(a, ax, b, c, values[ax], mode)
+        a = concatenate([p for p in (before, a, after) if p is not None], ax)
+    return a
+
+
+# ---------------------------------------------------------------------------
+# Grids, stacking and products
+
+
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    """Coordinate arrays from coordinate vectors (a tuple, as in NumPy 2)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: argument 'indexing' must be 'xy' or 'ij', got {indexing!r}")
+    xs = [_in(x, "meshgrid", f"x{i + 1}") for i, x in enumerate(xi)]
+    if _eager(*xs):
+        return tuple(_np.meshgrid(*xs, copy=copy, sparse=sparse, indexing=indexing))
+    nd = len(xs)
+    s0 = (1,) * nd
+    out = [reshape(x, s0[:i] + (-1,) + s0[i + 1:]) for i, x in enumerate(xs)]
+    if indexing == "xy" and nd > 1:
+        out[0] = reshape(out[0], (1, -1) + s0[2:])
+        out[1] = reshape(out[1], (-1, 1) + s0[2:])
+    if not sparse:
+        out = broadcast_arrays(*out)
+    return tuple(out)
+
+
+def atleast_3d(*arys):
+    out = []
+    for a in arys:
+        a = _in(a, "atleast_3d", "arys")
+        n = ndim(a)
+        if n == 0:
+            a = reshape(a, (1, 1, 1))
+        elif n == 1:
+            a = reshape(a, (1,) + shape(a) + (1,))
+        elif n == 2:
+            a = reshape(a, shape(a) + (1,))
+        out.append(a)
+    return out[0] if len(out) == 1 else out
+
+
+def column_stack(tup):
+    """Stack 1-D arrays as columns (2-D arrays are stacked as they are)."""
+    arrs = []
+    for i, a in enumerate(tup):
+        a = _in(a, "column_stack", f"tup[{i}]")
+        if ndim(a) < 2:
+            a = reshape(a, (-1, 1))
+        arrs.append(a)
+    return concatenate(arrs, 1)
+
+
+def dstack(tup):
+    """Stack along the third axis."""
+    return concatenate([atleast_3d(_in(a, "dstack", f"tup[{i}]")) for i, a in enumerate(tup)], 2)
+
+
+def append(arr, values, axis=None):
+    arr = _in(arr, "append", "arr")
+    values = _in(values, "append", "values")
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)], 0)
+    return concatenate([arr, values], axis)
+
+
+def delete(arr, obj, axis=None):
+    """Drop the entries ``obj`` (static indices, a slice or a boolean mask) along ``axis``."""
+    arr = _in(arr, "delete", "arr")
+    if axis is None:
+        arr, axis = ravel(arr), 0
+    ax = _axis(axis, arr, "delete", "arr")
+    if _is_tracer(obj):
+        obj = _concrete(obj, "delete", "obj")
+    keep = _np.delete(_np.arange(shape(arr)[ax]), obj)
+    return take(arr, keep, axis=ax)
+
+
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """Cross product of 3-vectors (or 2-vectors) along the given axes, broadcasting."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a = _in(a, "cross", "a")
+    b = _in(b, "cross", "b")
+    a = moveaxis(a, _axis(axisa, a, "cross", "a"), -1)
+    b = moveaxis(b, _axis(axisb, b, "cross", "b"), -1)
+    na, nb = shape(a)[-1], shape(b)[-1]
+    if na not in (2, 3) or nb not in (2, 3):
+        raise ValueError(f"cross: incompatible dimensions for cross product (dimension must be 2 "
+                         f"or 3), got {na} for argument 'a' and {nb} for argument 'b'")
+    a0, a1 = a[..., 0], a[..., 1]
+    b0, b1 = b[..., 0], b[..., 1]
+    z = _E.sub(_E.mul(a0, b1), _E.mul(a1, b0))
+    if na == 2 and nb == 2:
+        return z
+    zero = _np.zeros((), _aval(z).dtype)
+    a2 = a[..., 2] if na == 3 else zero
+    b2 = b[..., 2] if nb == 3 else zero
+    x = _E.sub(_E.mul(a1, b2), _E.mul(a2, b1))
+    y = _E.sub(_E.mul(a2, b0), _E.mul(a0, b2))
+    x, y, z = broadcast_arrays(x, y, z)
+    out = stack([x, y, z], -1)
+    return moveaxis(out, -1, _axis(axisc, out, "cross", "c (the result)"))
+
+
+def kron(a, b):
+    """Kronecker product."""
+    a = _in(a, "kron", "a")
+    b = _in(b, "kron", "b")
+    nd = builtins.max(ndim(a), ndim(b))
+    sa = (1,) * (nd - ndim(a)) + shape(a)
+    sb = (1,) * (nd - ndim(b)) + shape(b)
+    ia, ib = [], []
+    for x, y in zip(sa, sb):
+        ia += [x, 1]
+        ib += [1, y]
+    out = _E.mul(reshape(a, tuple(ia)), reshape(b, tuple(ib)))
+    return reshape(out, tuple(x * y for x, y in zip(sa, sb)))
+
+
+def vander(x, N=None, increasing=False):
+    """Vandermonde matrix (powers computed by exact cumulative products)."""
+    x = _in(x, "vander", "x")
+    if ndim(x) != 1:
+        raise ValueError(f"vander: argument 'x' must be 1-D, got shape {shape(x)}")
+    n = shape(x)[0]
+    N = n if N is None else operator.index(N)
+    if N < 0:
+        raise ValueError(f"vander: argument 'N' must be non-negative, got {N}")
+    dt = _np.promote_types(_aval(x).dtype, int64)
+    x = astype(x, dt)
+    if N == 0:
+        return _np.zeros((n, 0), dt)
+    cols = concatenate([_np.ones((n, 1), dt), broadcast_to(reshape(x, (n, 1)), (n, N - 1))], 1)
+    out = _M.cumprod(cols, 1)
+    return out if increasing else flip(out, 1)
+
+
+def tri(N, M=None, k=0, dtype=None):
+    return _np.tri(N, M, k, dtype=dtype or float64)
+
+
+def tril_indices(n, k=0, m=None):
+    return _np.tril_indices(n, k, m)
+
+
+def triu_indices(n, k=0, m=None):
+    return _np.triu_indices(n, k, m)
+
+
+def diag_indices(n, ndim=2):
+    return _np.diag_indices(n, ndim)
+
+
+def indices(dimensions, dtype=int64, sparse=False):
+    return _np.indices(dimensions, dtype, sparse)
+
+
+def matrix_transpose(x, /):
+    """Swap the last two axes."""
+    x = _in(x, "matrix_transpose", "x")
+    if ndim(x) < 2:
+        raise ValueError(f"matrix_transpose: argument 'x' must have at least 2 dimensions, got "
+                         f"shape {shape(x)}")
+    return swapaxes(x, -1, -2)
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    """Dot product of vectors along ``axis``, broadcasting the other axes."""
+    x1 = _in(x1, "vecdot", "x1")
+    x2 = _in(x2, "vecdot", "x2")
+    a1, a2 = _axis(axis, x1, "vecdot", "x1"), _axis(axis, x2, "vecdot", "x2")
+    if shape(x1)[a1] != shape(x2)[a2]:
+        raise ValueError(f"vecdot: arguments 'x1' and 'x2' must have the same size along axis "
+                         f"{axis}, got shapes {shape(x1)} and {shape(x2)}")
+    return sum(_E.mul(moveaxis(x1, a1, -1), moveaxis(x2, a2, -1)), -1)
+
+
+# ---------------------------------------------------------------------------
+# Elementwise extras
+
+
+signbit = _M.signbit
+copysign = _M.copysign
+
+
+def fmax(x1, x2):
+    """Elementwise maximum that ignores NaNs (NaN only if both are NaN)."""
+    if _eager(x1, x2):
+        return _np.asarray(_np.fmax(x1, x2))
+    m = _E.maximum(x1, x2)
+    return where(isnan(x2), x1, where(isnan(x1), x2, m))
+
+
+def fmin(x1, x2):
+    """Elementwise minimum that ignores NaNs (NaN only if both are NaN)."""
+    if _eager(x1, x2):
+        return _np.asarray(_np.fmin(x1, x2))
+    m = _E.minimum(x1, x2)
+    return where(isnan(x2), x1, where(isnan(x1), x2, m))
+
+
+def logaddexp2(x1, x2):
+    """log2(2**x1 + 2**x2), computed stably."""
+    if _eager(x1, x2):
+        return _np.asarray(_np.logaddexp2(x1, x2))
+    amax = _E.maximum(x1, x2)
+    amax = _S.stop_gradient(where(isfinite(amax), amax, 0.0))
+    return _E.add(amax, log2(_E.add(exp2(_E.sub(x1, amax)), exp2(_E.sub(x2, amax)))))
+
+
+def ldexp(x1, x2):
+    """x1 * 2**x2."""
+    if _eager(x1, x2):
+        return _np.asarray(_np.ldexp(x1, x2))
+    return _E.mul(x1, exp2(astype(x2, _aval(_inexact(x1)).dtype)))
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """Replace NaN and infinities by finite numbers."""
+    x = _in(x, "nan_to_num", "x")
+    dt = _aval(x).dtype
+    if dt.kind not in "fc":
+        return _S.unchanged(x)
+    if _eager(x, nan, posinf, neginf):
+        return _np.asarray(_np.nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf))
+    info = _np.finfo(dt)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    out = where(isnan(x), astype(nan, dt), x)
+    out = where(_E.and_p.bind(isinf(x), _E.gt(x, 0)), astype(posinf, dt), out)
+    return where(_E.and_p.bind(isinf(x), _E.lt(x, 0)), astype(neginf, dt), out)
+
+
+def isscalar(element):
+    """True for Python and NumPy scalars and 0-d arrays (traced or not), as in JAX."""
+    if _np.isscalar(element):
+        return True
+    if isinstance(element, (_np.ndarray, _Tracer)):
+        return ndim(element) == 0
+    return False
+
+
+def array_equal(a1, a2, equal_nan=False):
+    """True (as a 0-d array) if both arrays have the same shape and entries."""
+    a1 = _in(a1, "array_equal", "a1")
+    a2 = _in(a2, "array_equal", "a2")
+    if shape(a1) != shape(a2):
+        return _np.asarray(False)
+    eq = _E.eq(a1, a2)
+    if equal_nan and _aval(a1).dtype.kind in "fc" and _aval(a2).dtype.kind in "fc":
+        eq = logical_or(eq, logical_and(isnan(a1), isnan(a2)))
+    return all(eq)
+
+
+def array_equiv(a1, a2):
+    """True (as a 0-d array) if both arrays broadcast together and are equal."""
+    a1 = _in(a1, "array_equiv", "a1")
+    a2 = _in(a2, "array_equiv", "a2")
+    try:
+        broadcast_shapes(shape(a1), shape(a2))
+    except ValueError:
+        return _np.asarray(False)
+    return all(_E.eq(a1, a2))
+
+
+def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
+    """Whether each entry of ``element`` is in ``test_elements``."""
+    element = _in(element, "isin", "element")
+    test = ravel(_in(test_elements, "isin", "test_elements"))
+    if _eager(element, test):
+        return _np.asarray(_np.isin(element, test, invert=invert))
+    hit = any(_E.eq(reshape(element, shape(element) + (1,)), test), -1)
+    return logical_not(hit) if invert else hit
+
+
+# ---------------------------------------------------------------------------
+# Ranges
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """Numbers spaced evenly on a log scale: ``base ** linspace(start, stop)``."""
+    num = int(_concrete(num, "logspace", "num"))
+    if num < 0:
+        raise ValueError(f"logspace: argument 'num' must be non-negative, got {num}")
+    if _eager(start, stop, base):
+        return _np.asarray(_np.logspace(start, stop, num, endpoint, base, dtype, axis))
+    y = linspace(start, stop, num, endpoint=endpoint, axis=axis)
+    if ndim(base) > 0:
+        base = expand_dims(base, axis)
+    out = power(base, y)
+    return out if dtype is None else astype(out, dtype)
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """Numbers spaced evenly on a log scale, from ``start`` to ``stop`` (same sign)."""
+    num = int(_concrete(num, "geomspace", "num"))
+    if num < 0:
+        raise ValueError(f"geomspace: argument 'num' must be non-negative, got {num}")
+    if _eager(start, stop):
+        return _np.asarray(_np.geomspace(start, stop, num, endpoint, dtype, axis))
+    start = _inexact(_in(start, "geomspace", "start"))
+    stop = _inexact(_in(stop, "geomspace", "stop"))
+    sign_ = _S.stop_gradient(sign(start))
+    start, stop = _E.mul(start, sign_), _E.mul(stop, sign_)
+    out = logspace(log10(start), log10(stop), num, endpoint=endpoint, base=10.0, axis=0)
+    if num > 0:
+        out = _I.scatter(out, start, (0,), (), "set")
+        if num > 1 and endpoint:
+            out = _I.scatter(out, stop, (num - 1,), (), "set")
+    out = _E.mul(out, sign_)
+    if axis != 0:
+        out = moveaxis(out, 0, axis)
+    return out if dtype is None else astype(out, dtype)
+
+
+# ---------------------------------------------------------------------------
+# Choosing between values
+
+
+def select(condlist, choicelist, default=0):
+    """The entry of the first true condition's choice (``default`` where none holds)."""
+    condlist, choicelist = list(condlist), list(choicelist)
+    if len(condlist) != len(choicelist):
+        raise ValueError(f"select: arguments 'condlist' and 'choicelist' must have the same "
+                         f"length, got {len(condlist)} and {len(choicelist)}")
+    if not condlist:
+        raise ValueError("select: argument 'condlist' is empty; select needs at least one "
+                         "condition")
+    conds = [_in(c, "select", f"condlist[{i}]") for i, c in enumerate(condlist)]
+    for i, c in enumerate(conds):
+        if _aval(c).dtype != _dtypes.bool_:
+            raise TypeError(f"select: condlist[{i}] must be a boolean array, got "
+                            f"{_aval(c).str_short()}")
+    choices = [_in(c, "select", f"choicelist[{i}]") for i, c in enumerate(choicelist)]
+    if _eager(*conds, *choices, default):
+        return _np.asarray(_np.select(conds, choices, default))
+    out = default
+    for c, v in reversed(list(zip(conds, choices))):
+        out = where(c, v, out)
+    s = broadcast_shapes(*[shape(x) for x in conds + choices], shape(default))
+    return broadcast_to(out, s)
+
+
+def piecewise(x, condlist, funclist, *args, **kw):
+    """Evaluate ``funclist[i]`` where ``condlist[i]`` holds (later conditions win; an
+    extra last function applies where none holds).  Under transformations every
+    function is evaluated on all of ``x``."""
+    x = _in(x, "piecewise", "x")
+    nd = ndim(x)
+    if _is_tracer(condlist) or isinstance(condlist, (bool, _np.bool_)) or (
+            isinstance(condlist, _np.ndarray) and condlist.ndim == nd and nd > 0) or (
+            isinstance(condlist, (list, tuple)) and condlist
+            and not isinstance(condlist[0], (list, tuple, _np.ndarray, _Tracer)) and nd != 0):
+        condlist = [condlist]
+    conds = []
+    for i, c in enumerate(condlist):
+        c = _in(c, "piecewise", f"condlist[{i}]")
+        if _aval(c).dtype != _dtypes.bool_:
+            raise TypeError(f"piecewise: condlist[{i}] must be a boolean array, got "
+                            f"{_aval(c).str_short()}")
+        conds.append(c)
+    n = len(conds)
+    funclist = list(funclist)
+    if len(funclist) not in (n, n + 1):
+        raise ValueError(f"piecewise: with {n} condition(s) argument 'funclist' must have {n} or "
+                         f"{n + 1} functions, got {len(funclist)}")
+    if len(funclist) == n + 1:
+        none = logical_not(any(stack(broadcast_arrays(*conds)), 0)) if n else \
+            _np.ones(shape(x), bool)
+        conds.append(none)
+    if _eager(x, *conds):
+        return _np.asarray(_np.piecewise(x, conds, funclist, *args, **kw))
+    dt = _aval(x).dtype
+    out = _np.zeros(shape(x), dt)
+    for c, f in zip(conds, funclist):
+        v = f(x, *args, **kw) if callable(f) else f
+        out = where(c, astype(v, dt) if _is_tracer(v) or isinstance(v, _np.ndarray) else v, out)
+    return astype(broadcast_to(out, shape(x)), dt)
+
+
+# ---------------------------------------------------------------------------
+# Polynomials, convolution and interpolation
+
+
+def polyval(p, x, *, unroll=16):
+    """Evaluate the polynomial with coefficients ``p`` (highest degree first) at ``x``."""
+    p = _in(p, "polyval", "p")
+    x = _in(x, "polyval", "x")
+    if ndim(p) < 1:
+        raise ValueError(f"polyval: argument 'p' must be an array of coefficients, got a "
+                         f"scalar")
+    if _eager(p, x):
+        return _np.asarray(_np.polyval(p, x))
+    y = _np.zeros(shape(x), _aval(x).dtype)
+    for i in range(shape(p)[0]):
+        y = _E.add(_E.mul(y, x), p[i])
+    return y
+
+
+def _conv_inputs(a, v, mode, fname):
+    a = _in(a, fname, "a")
+    v = _in(v, fname, "v")
+    for name, arr in (("a", a), ("v", v)):
+        if ndim(arr) != 1:
+            raise ValueError(f"{fname}: argument '{name}' must be 1-D, got shape {shape(arr)}")
+        if shape(arr)[0] == 0:
+            raise ValueError(f"{fname}: argument '{name}' cannot be empty")
+    if mode not in ("full", "same", "valid"):
+        raise ValueError(f"{fname}: argument 'mode' must be 'full', 'same' or 'valid', got "
+                         f"{mode!r}")
+    return a, v
+
+
+def _full_convolution(a, v):
+    """Full 1-D convolution as a gather of sliding windows and a matrix-vector product."""
+    n, m = shape(a)[0], shape(v)[0]
+    zeros_ = _np.zeros(m - 1, _aval(a).dtype)
+    ap = concatenate([zeros_, a, zeros_]) if m > 1 else a
+    windows = take(ap, _np.arange(n + m - 1)[:, None] + _np.arange(m)[None, :])
+    return matmul(windows, flip(v))
+
+
+def _conv_mode(full, n, m, mode, start_same):
+    L, mn = builtins.max(n, m), builtins.min(n, m)
+    if mode == "full":
+        return full
+    if mode == "same":
+        return _I.static_slice(full, 0, start_same, start_same + L)
+    return _I.static_slice(full, 0, mn - 1, L)
+
+
+def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
+    """1-D discrete convolution (modes 'full', 'same' and 'valid')."""
+    a, v = _conv_inputs(a, v, mode, "convolve")
+    if _eager(a, v):
+        return _np.asarray(_np.convolve(a, v, mode))
+    n, m = shape(a)[0], shape(v)[0]
+    return _conv_mode(_full_convolution(a, v), n, m, mode, (builtins.min(n, m) - 1) // 2)
+
+
+def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
+    """1-D cross-correlation (modes 'full', 'same' and 'valid')."""
+    a, v = _conv_inputs(a, v, mode, "correlate")
+    if _eager(a, v):
+        return _np.asarray(_np.correlate(a, v, mode))
+    n, m = shape(a)[0], shape(v)[0]
+    start = (builtins.min(n, m) - 1) // 2 if m <= n else n // 2
+    return _conv_mode(_full_convolution(a, flip(v)), n, m, mode, start)
+
+
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """1-D piecewise-linear interpolation; differentiable in ``x``, ``xp`` and ``fp``."""
+    x = _in(x, "interp", "x")
+    xp = _in(xp, "interp", "xp")
+    fp = _in(fp, "interp", "fp")
+    if ndim(xp) != 1 or ndim(fp) != 1:
+        raise ValueError(f"interp: arguments 'xp' and 'fp' must be 1-D, got shapes {shape(xp)} "
+                         f"and {shape(fp)}")
+    if shape(xp)[0] != shape(fp)[0]:
+        raise ValueError(f"interp: arguments 'xp' and 'fp' must have the same length, got "
+                         f"{shape(xp)[0]} and {shape(fp)[0]}")
+    if shape(xp)[0] == 0:
+        raise ValueError("interp: arguments 'xp' and 'fp' cannot be empty")
+    if _eager(x, xp, fp, left, right, period):
+        return _np.asarray(_np.interp(x, xp, fp, left, right, period))
+    x, xp, fp = astype(x, float64), astype(xp, float64), astype(fp, float64)
+    if period is not None:
+        if not _is_tracer(period) and period == 0:
+            raise ValueError("interp: argument 'period' must be non-zero")
+        period = abs(period)
+        left = right = None
+        x = _E.remainder(x, period)
+        xp = _E.remainder(xp, period)
+        order = argsort(xp)
+        xp, fp = take(xp, order), take(fp, order)
+        xp = concatenate([_E.sub(xp[-1:], period), xp, _E.add(xp[0:1], period)])
+        fp = concatenate([fp[-1:], fp, fp[0:1]])
+    n = shape(xp)[0]
+    if n == 1:
+        f = broadcast_to(fp[0], shape(x))
+    else:
+        i = clip(_SO.searchsorted(xp, x, "right"), 1, n - 1)
+        x0, x1 = take(xp, _E.sub(i, 1)), take(xp, i)
+        f0, f1 = take(fp, _E.sub(i, 1)), take(fp, i)
+        dx = _E.sub(x1, x0)
+        eps = _np.spacing(_np.finfo(float64).eps)
+        flat = _E.le(abs(dx), eps)
+        t = _E.div(_E.sub(x, x0), where(flat, 1.0, dx))
+        f = where(flat, f0, _E.add(f0, _E.mul(t, _E.sub(f1, f0))))
+    f = where(_E.lt(x, xp[0]), fp[0] if left is None else left, f)
+    f = where(_E.gt(x, xp[-1]), fp[-1] if right is None else right, f)
+    return astype(f, float64)
+
+
+# ---------------------------------------------------------------------------
+# Statistics
+
+
+def ptp(a, axis=None, keepdims=False):
+    """Range (maximum minus minimum) along ``axis``."""
+    a = _in(a, "ptp")
+    return _E.sub(max(a, axis, keepdims), min(a, axis, keepdims))
+
+
+def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    """Weighted average; with ``returned``, also the sum of the weights."""
+    a = _in(a, "average")
+    nd = ndim(a)
+    axes = _axes(axis, nd, "average")
+    if weights is None:
+        avg = mean(a, axis, keepdims=keepdims)
+        count = math.prod(shape(a)) // builtins.max(math.prod(shape(avg)), 1)
+        scl = _np.asarray(count, _aval(avg).dtype)
+    else:
+        w = _in(weights, "average", "weights")
+        a_dt, w_dt = _aval(a).dtype, _aval(w).dtype
+        if a_dt.kind in "iub":
+            rdt = _np.result_type(a_dt, w_dt, float64)
+        else:
+            rdt = _np.result_type(a_dt, w_dt)
+        if shape(w) != shape(a):
+            if axis is None:
+                raise TypeError("average: argument 'axis' must be given when the shapes of "
+                                f"'a' {shape(a)} and 'weights' {shape(w)} differ")
+            if shape(w) != tuple(shape(a)[i] for i in axes):
+                raise ValueError(f"average: the shape of argument 'weights' {shape(w)} must "
+                                 f"match that of 'a' {shape(a)} along axis {axis}")
+            w = reshape(w, tuple(shape(a)[i] if i in axes else 1 for i in range(nd)))
+        w = astype(w, rdt)
+        scl = sum(broadcast_to(w, shape(a)) if shape(w) != shape(a) else w, axes,
+                  keepdims=keepdims)
+        if _eager(scl) and _np.any(scl == 0.0):
+            raise ZeroDivisionError("average: weights sum to zero, can't be normalized")
+        avg = _E.div(sum(_E.mul(astype(a, rdt), w), axes, keepdims=keepdims), scl)
+    if returned:
+        if shape(scl) != shape(avg):
+            scl = broadcast_to(scl, shape(avg))
+        return avg, scl
+    return avg
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
+        dtype=None):
+    """Covariance matrix of the variables in the rows (or columns) of ``m``."""
+    m = _in(m, "cov", "m")
+    if ndim(m) > 2:
+        raise ValueError(f"cov: argument 'm' has more than 2 dimensions (shape {shape(m)})")
+    if dtype is None:
+        dtype = _np.result_type(_aval(m).dtype, float64) if y is None else _np.result_type(
+            _aval(m).dtype, _aval(_in(y, "cov", "y")).dtype, float64)
+    X = astype(atleast_2d(m), dtype)
+    if not rowvar and shape(X)[0] != 1:
+        X = transpose(X)
+    if shape(X)[0] == 0:
+        return _np.zeros((0, 0), dtype)
+    if y is not None:
+        y = _in(y, "cov", "y")
+        if ndim(y) > 2:
+            raise ValueError(f"cov: argument 'y' has more than 2 dimensions (shape {shape(y)})")
+        Y = astype(atleast_2d(y), dtype)
+        if not rowvar and shape(Y)[0] != 1:
+            Y = transpose(Y)
+        X = concatenate([X, Y], 0)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    n = shape(X)[1]
+    w = None
+    if fweights is not None:
+        fw = _in(fweights, "cov", "fweights")
+        if ndim(fw) > 1 or shape(fw)[0] != n:
+            raise ValueError(f"cov: argument 'fweights' must be 1-D of length {n}, got shape "
+                             f"{shape(fw)}")
+        w = astype(fw, float64)
+    if aweights is not None:
+        aw = _in(aweights, "cov", "aweights")
+        if ndim(aw) > 1 or shape(aw)[0] != n:
+            raise ValueError(f"cov: argument 'aweights' must be 1-D of length {n}, got shape "
+                             f"{shape(aw)}")
+        aw = astype(aw, float64)
+        w = aw if w is None else _E.mul(w, aw)
+    if w is None:
+        avg = mean(X, 1)
+        fact = float(n - ddof)
+    else:
+        avg, w_sum = average(X, 1, w, returned=True)
+        w_sum = w_sum[0]
+        if ddof == 0:
+            fact = w_sum
+        elif aweights is None:
+            fact = _E.sub(w_sum, ddof)
+        else:
+            fact = _E.sub(w_sum, _E.div(_E.mul(ddof, sum(_E.mul(w, aw))), w_sum))
+    if not _is_tracer(fact) and _np.all(_np.asarray(fact) <= 0):
+        fact = 0.0
+    X = _E.sub(X, reshape(avg, (-1, 1)))
+    XT = transpose(X if w is None else _E.mul(X, w))
+    c = _E.div(matmul(X, XT), fact)
+    return squeeze(c)
+
+
+def corrcoef(x, y=None, rowvar=True, dtype=None):
+    """Pearson correlation coefficients."""
+    c = cov(x, y, rowvar, dtype=dtype)
+    if ndim(c) == 0:
+        return _E.div(c, c)
+    d = sqrt(diagonal(c))
+    c = _E.div(_E.div(c, reshape(d, (-1, 1))), reshape(d, (1, -1)))
+    return clip(c, -1, 1)
+
+
+_QUANTILE_ALPHA_BETA = {"hazen": (0.5, 0.5), "weibull": (0.0, 0.0),
+                        "median_unbiased": (1 / 3.0, 1 / 3.0),
+                        "normal_unbiased": (3 / 8.0, 3 / 8.0),
+                        "interpolated_inverted_cdf": (0.0, 1.0)}
+_QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint") + tuple(
+    _QUANTILE_ALPHA_BETA)
+
+
+class _NumpyOps:
+    floor, ceil, rint, minimum, maximum, where = (
+        _np.floor, _np.ceil, _np.rint, _np.minimum, _np.maximum, _np.where)
+
+    @staticmethod
+    def astype(x, dt):
+        return _np.asarray(x).astype(dt)
+
+
+class _TracedOps:
+    floor, ceil, rint, minimum, maximum = (
+        staticmethod(_E.floor), staticmethod(_E.ceil), staticmethod(_E.round),
+        staticmethod(_E.minimum), staticmethod(_E.maximum))
+    where = staticmethod(lambda c, x, y: where(c, x, y))
+    astype = staticmethod(lambda x, dt: astype(x, dt))
+
+
+def _gather_last(s, idx):
+    """``s[..., idx]`` entry by entry: ``s`` has shape B + (n,), ``idx`` Q + B."""
+    B = shape(s)[:-1]
+    Q = shape(idx)[:len(shape(idx)) - len(B)]
+    arrays = []
+    for j, bj in enumerate(B):
+        arrays.append(_np.arange(bj).reshape((1,) * len(Q) + tuple(
+            bj if k == j else 1 for k in range(len(B)))))
+    arrays.append(idx)
+    return _I.getitem(s, (_I.ARRAY,) * (len(B) + 1), tuple(arrays))
+
+
+def _quantile(a, q, axis, method, keepdims, fname, nan_aware=False, scale=1):
+    a = _in(a, fname)
+    if method not in _QUANTILE_METHODS and method != "_median":
+        raise ValueError(f"{fname}: method {method!r} is not supported for argument 'method'; "
+                         f"expected one of {', '.join(map(repr, _QUANTILE_METHODS))}")
+    q = _in(q, fname, "q")
+    if not _is_tracer(q):
+        if q.dtype.kind not in "iuf":
+            raise TypeError(f"{fname}: argument 'q' must be real numbers, got {q.dtype}")
+        if not _np.all((q >= 0) & (q <= scale)):
+            raise ValueError(f"{fname}: argument 'q' must be in the range [0, {scale}], got "
+                             f"{q.tolist()}")
+        q = _np.asarray(q, float64) / scale if scale != 1 else _np.asarray(q, float64)
+    else:
+        q = _E.div(astype(q, float64), float(scale)) if scale != 1 else astype(q, float64)
+    av = _aval(a)
+    nd = av.ndim
+    axes = _axes(axis, nd, fname)
+    keep = [i for i in range(nd) if i not in axes]
+    bshape = tuple(av.shape[i] for i in keep)
+    n = math.prod(av.shape[i] for i in axes)
+    if n == 0:
+        raise ValueError(f"{fname}: cannot compute a quantile of an empty axis of argument 'a' "
+                         f"(shape {av.shape})")
+    x = reshape(transpose(a, keep + list(axes)), bshape + (n,))
+    x = _inexact(x)
+    dt = _aval(x).dtype
+    s = _SO.sort(x, len(bshape))
+    qs = shape(q)
+    nb = len(bshape)
+    if nan_aware:
+        count = sum(astype(logical_not(isnan(x)), int64), -1)
+        nm1 = _E.sub(astype(count, float64), 1.0)
+        ops = _TracedOps
+    else:
+        nm1 = float(n - 1)
+        ops = _TracedOps if _is_tracer(q) else _NumpyOps
+    qb = reshape(q, qs + (1,) * nb) if ops is _TracedOps else _np.reshape(q, qs + (1,) * nb)
+    if method in _QUANTILE_ALPHA_BETA:
+        al, be = _QUANTILE_ALPHA_BETA[method]
+        n_ = _E.add(nm1, 1.0) if ops is _TracedOps else nm1 + 1.0
+        vi = n_ * qb + (al + qb * (1 - al - be)) - 1 if ops is _NumpyOps else _E.sub(
+            _E.add(_E.mul(n_, qb), _E.add(al, _E.mul(qb, 1 - al - be))), 1.0)
+    else:
+        vi = _E.mul(qb, nm1) if ops is _TracedOps else qb * nm1
+    upper = ops.maximum(nm1, 0.0)
+    gamma = None
+    if method == "lower":
+        lo = ops.floor(vi)
+    elif method == "higher":
+        lo = ops.ceil(vi)
+    elif method == "nearest":
+        lo = ops.rint(vi)
+    else:
+        lo = ops.floor(vi)
+        hi = ops.minimum(ops.maximum(lo + 1 if ops is _NumpyOps else _E.add(lo, 1.0), 0.0),
+                         upper)
+        if method == "_median":
+            hi = ops.minimum(ops.ceil(vi), upper)
+        elif method == "midpoint":
+            g = vi - lo if ops is _NumpyOps else _E.sub(vi, lo)
+            gamma = ops.where(g == 0 if ops is _NumpyOps else _E.eq(g, 0.0), 0.0, 0.5)
+        else:
+            gamma = vi - lo if ops is _NumpyOps else _E.sub(vi, lo)
+    lo = ops.minimum(ops.maximum(lo, 0.0), upper)
+    full = qs + bshape
+
+    def gather(i):
+        i = ops.astype(i, int64)
+        if shape(i) != full:
+            i = broadcast_to(i, full) if _is_tracer(i) else _np.broadcast_to(i, full)
+        return _gather_last(s, i)
+
+    res = gather(lo)
+    if method == "_median":
+        res = _E.mul(_E.add(res, gather(hi)), 0.5)
+    elif gamma is not None:
+        b = gather(hi)
+        d = _E.sub(b, res)
+        t = astype(gamma, dt) if _is_tracer(gamma) else _np.asarray(gamma).astype(dt)
+        res = where(_E.ge(t, 0.5), _E.sub(b, _E.mul(d, _E.sub(1.0, t))), _E.add(res, _E.mul(d, t)))
+    if nan_aware:
+        res = where(_E.eq(count, 0), nan, res)
+    else:
+        res = where(any(isnan(x), -1), nan, res)
+    if keepdims:
+        res = reshape(res, qs + tuple(1 if i in axes else d_ for i, d_ in enumerate(av.shape)))
+    return res
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, *, weights=None, interpolation=None):
+    """q-th quantiles along ``axis`` (sort-based; differentiable in ``a``)."""
+    _check_quantile_args("quantile", out, weights)
+    return _quantile(a, q, axis, interpolation or method, keepdims, "quantile")
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, weights=None, interpolation=None):
+    """q-th percentiles (q in [0, 100]) along ``axis``."""
+    _check_quantile_args("percentile", out, weights)
+    return _quantile(a, q, axis, interpolation or method, keepdims, "percentile", scale=100)
+
+
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """Median along ``axis`` (NaN where a slice has a NaN)."""
+    _check_quantile_args("median", out, None)
+    return _quantile(a, 0.5, axis, "_median", keepdims, "median")
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, *, weights=None, interpolation=None):
+    """Quantiles ignoring NaNs."""
+    _check_quantile_args("nanquantile", out, weights)
+    return _quantile(a, q, axis, interpolation or method, keepdims, "nanquantile", True)
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, *, weights=None, interpolation=None):
+    """Percentiles ignoring NaNs."""
+    _check_quantile_args("nanpercentile", out, weights)
+    return _quantile(a, q, axis, interpolation or method, keepdims, "nanpercentile", True,
+                     scale=100)
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """Median ignoring NaNs."""
+    _check_quantile_args("nanmedian", out, None)
+    return _quantile(a, 0.5, axis, "_median", keepdims, "nanmedian", True)
+
+
+def _check_quantile_args(fname, out, weights):
+    if out is not None:
+        raise TypeError(f"{fname}: the 'out' argument is not supported; use the returned value")
+    if weights is not None:
+        raise NotImplementedError(f"{fname}: the 'weights' argument is not supported")
+
+
+# NaN-aware reductions ------------------------------------------------------
+
+
+def nansum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+    return sum(_nan_to(_in(a, "nansum"), 0), axis, dtype, keepdims, initial, where)
+
+
+def nanprod(a, axis=None, dtype=None, keepdims=False, initial=None):
+    return prod(_nan_to(_in(a, "nanprod"), 1), axis, dtype, keepdims, initial)
+
+
+def _nan_count(a, axis, keepdims):
+    return sum(astype(logical_not(isnan(a)), int64), axis, keepdims=keepdims)
+
+
+def nanmean(a, axis=None, dtype=None, keepdims=False):
+    a = _in(a, "nanmean")
+    if _aval(a).dtype.kind not in "fc":
+        return mean(a, axis, dtype, keepdims)
+    s = sum(_nan_to(a, 0), axis, dtype, keepdims)
+    return _E.div(s, astype(_nan_count(a, axis, keepdims), _aval(s).dtype))
+
+
+def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    a = _in(a, "nanvar")
+    if _aval(a).dtype.kind not in "fc":
+        return var(a, axis, dtype, ddof, keepdims)
+    m = nanmean(a, axis, dtype, keepdims=True)
+    d = _nan_to(_E.sub(a, m), 0)
+    s = sum(_E.mul(d, d), axis, dtype, keepdims)
+    n = _E.sub(astype(_nan_count(a, axis, keepdims), _aval(s).dtype), ddof)
+    return _E.div(s, _E.maximum(n, 0))
+
+
+def nanstd(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    return sqrt(nanvar(a, axis, dtype, ddof, keepdims))
+
+
+def _nan_extremum(fname, reduce, fill):
+    def f(a, axis=None, keepdims=False, initial=None):
+        a = _in(a, fname)
+        if _aval(a).dtype.kind not in "fc":
+            return reduce(a, axis, keepdims, initial)
+        nans = isnan(a)
+        out = reduce(where(nans, fill, a), axis, keepdims, initial)
+        return where(all(nans, axis, keepdims), nan, out) if initial is None else out
+    f.__name__ = f.__qualname__ = fname
+    f.__doc__ = f"``{reduce.__name__}`` ignoring NaNs (NaN for an all-NaN slice)."
+    return f
+
+
+nanmax = _nan_extremum("nanmax", max, -inf)
+nanmin = _nan_extremum("nanmin", min, inf)
+
+
+def _nan_arg(fname, arg, fill):
+    def f(a, axis=None, keepdims=False):
+        a = _in(a, fname)
+        if _aval(a).dtype.kind not in "fc":
+            return arg(a, axis, keepdims)
+        nans = isnan(a)
+        if _eager(a) and _np.any(_np.all(nans, axis=axis)):
+            raise ValueError(f"{fname}: all-NaN slice encountered")
+        return arg(where(nans, fill, a), axis, keepdims)
+    f.__name__ = f.__qualname__ = fname
+    return f
+
+
+nanargmax = _nan_arg("nanargmax", argmax, -inf)
+nanargmin = _nan_arg("nanargmin", argmin, inf)
+
+
+# ---------------------------------------------------------------------------
+# Functions whose result shape depends on values (eager; unique also with size=)
+
+
+def _value_dependent(a, fname, argname):
+    if _is_tracer(a):
+        try:
+            return _np.asarray(a.concrete_value(fname))
+        except _core.ConcretizationTypeError:
+            raise _core.ConcretizationTypeError(
+                f"{fname}: the shape of the result depends on the values of argument "
+                f"'{argname}', which is traced (under jit or vmap), so it cannot be computed "
+                f"there. Call {fname} outside the transformed function"
+                + (", or pass a static size=..." if fname in ("unique",) else "")
+                + ".") from None
+    return _core.as_array(a, f"{fname}: argument '{argname}'")
+
+
+def flatnonzero(a):
+    """Indices of the nonzero entries of the flattened ``a`` (eager only)."""
+    return _np.flatnonzero(_value_dependent(a, "flatnonzero", "a"))
+
+
+def argwhere(a):
+    """Indices of the nonzero entries, one row per entry (eager only)."""
+    return _np.argwhere(_value_dependent(a, "argwhere", "a"))
+
+
+def union1d(ar1, ar2):
+    return _np.union1d(_value_dependent(ar1, "union1d", "ar1"),
+                       _value_dependent(ar2, "union1d", "ar2"))
+
+
+def intersect1d(ar1, ar2, assume_unique=False, return_indices=False):
+    return _np.intersect1d(_value_dependent(ar1, "intersect1d", "ar1"),
+                           _value_dependent(ar2, "intersect1d", "ar2"), assume_unique,
+                           return_indices)
+
+
+def setdiff1d(ar1, ar2, assume_unique=False):
+    return _np.setdiff1d(_value_dependent(ar1, "setdiff1d", "ar1"),
+                         _value_dependent(ar2, "setdiff1d", "ar2"), assume_unique)
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+           equal_nan=True, size=None, fill_value=None, sorted=True):
+    """Sorted unique entries (NumPy's options).  The result's shape depends on the
+    values, so under jit/vmap a static ``size`` is needed (axis=None only): the
+    result is cut or padded to ``size`` entries with ``fill_value`` (default: the
+    smallest entry), counts with 0 and indices with 0."""
+    if size is None or not _is_tracer(ar):
+        arr = _value_dependent(ar, "unique", "ar")
+        out = _np.unique(arr, return_index, return_inverse, return_counts, axis,
+                         equal_nan=equal_nan)
+        if size is None:
+            return out
+        if axis is not None:
+            raise NotImplementedError("unique: 'size' is only supported with axis=None")
+        outs = list(out) if isinstance(out, tuple) else [out]
+        size = operator.index(size)
+        vals = outs[0]
+        fill = (vals.min() if vals.size else 0) if fill_value is None else fill_value
+        outs[0] = _np.concatenate([vals, _np.full(builtins.max(size - vals.size, 0), fill,
+                                                  vals.dtype)])[:size]
+        k = 1
+        if return_index:
+            outs[k] = _np.concatenate([outs[k], _np.zeros(builtins.max(size - vals.size, 0),
+                                                          outs[k].dtype)])[:size]
+            k += 1
+        if return_inverse:
+            k += 1
+        if return_counts:
+            outs[k] = _np.concatenate([outs[k], _np.zeros(builtins.max(size - vals.size, 0),
+                                                          outs[k].dtype)])[:size]
+        return tuple(outs) if len(outs) > 1 else outs[0]
+    if axis is not None:
+        raise NotImplementedError("unique: 'size' is only supported with axis=None")
+    size = operator.index(size)
+    flat = ravel(ar)
+    n = shape(flat)[0]
+    perm = _SO.argsort(flat, 0)
+    srt = take(flat, perm)
+    if n == 0:
+        first = _np.zeros(0, bool)
+    else:
+        neq = _E.ne(srt[1:], srt[:-1])
+        if equal_nan and _aval(flat).dtype.kind in "fc":
+            neq = logical_and(neq, logical_not(logical_and(isnan(srt[1:]), isnan(srt[:-1]))))
+        first = concatenate([_np.ones(1, bool), neq])
+    group = _E.sub(cumsum(astype(first, int64)), 1)
+    slot = where(logical_and(first, _E.lt(group, size)), group, size)
+    fill = (min(flat) if n else 0) if fill_value is None else fill_value
+    buf = full((size + 1,), astype(fill, _aval(flat).dtype) if _is_tracer(fill) else
+               _np.asarray(fill, _aval(flat).dtype), _aval(flat).dtype)
+    outs = [_I.scatter(buf, srt, (_I.ARRAY,), (slot,), "set")[:size]]
+    if return_index:
+        outs.append(_I.scatter(_np.zeros(size + 1, int64), perm, (_I.ARRAY,), (slot,),
+                               "set")[:size])
+    if return_inverse:
+        inv = _I.scatter(_np.zeros(n, int64), group, (_I.ARRAY,), (perm,), "set")
+        outs.append(reshape(inv, shape(ar)))
+    if return_counts:
+        grp = where(_E.lt(group, size), group, size)
+        outs.append(_I.scatter(_np.zeros(size + 1, int64), _np.ones(n, int64), (_I.ARRAY,),
+                               (grp,), "add")[:size])
+    return tuple(outs) if len(outs) > 1 else outs[0]
+
+
+def bincount(x, weights=None, minlength=0, *, length=None):
+    """Counts (or summed weights) of each non-negative integer in ``x``.  Under
+    jit/vmap pass a static ``length``; values outside [0, length) are dropped."""
+    x = _in(x, "bincount", "x")
+    if ndim(x) != 1:
+        raise ValueError(f"bincount: argument 'x' must be 1-D, got shape {shape(x)}")
+    if _aval(x).dtype.kind not in "iub":
+        raise TypeError(f"bincount: argument 'x' must contain integers, got "
+                        f"{_aval(x).str_short()}")
+    if weights is not None:
+        weights = _in(weights, "bincount", "weights")
+        if shape(weights) != shape(x):
+            raise ValueError(f"bincount: arguments 'weights' {shape(weights)} and 'x' "
+                             f"{shape(x)} must have the same shape")
+    if length is None:
+        xv = _value_dependent(x, "bincount", "x")
+        if xv.size and xv.min() < 0:
+            raise ValueError("bincount: argument 'x' must not contain negative values")
+        if _eager(x, weights):
+            return _np.bincount(xv, weights, minlength)
+        length = builtins.max(int(xv.max()) + 1 if xv.size else 0, minlength)
+    length = operator.index(length)
+    idx = where(logical_and(_E.ge(x, 0), _E.lt(x, length)), x, length)
+    if weights is None:
+        vals = _np.ones(shape(x), int64)
+        buf = _np.zeros(length + 1, int64)
+    else:
+        vals = astype(weights, _np.result_type(_aval(weights).dtype, float64))
+        buf = _np.zeros(length + 1, _aval(vals).dtype)
+    return _I.scatter(buf, vals, (_I.ARRAY,), (idx,), "add")[:length]
+
+
+# ---------------------------------------------------------------------------
+# Applying functions
+
+
+def apply_along_axis(func1d, axis, arr, *args, **kwargs):
+    """Apply ``func1d`` to 1-D slices along ``axis`` (vectorized with vmap)."""
+    from ..api import vmap as _vmap
+    arr = _in(arr, "apply_along_axis", "arr")
+    nd = ndim(arr)
+    ax = _axis(axis, arr, "apply_along_axis", "arr")
+
+    def func(x):
+        return func1d(x, *args, **kwargs)
+    for i in range(1, nd - ax):
+        func = _vmap(func, in_axes=i, out_axes=-1)
+    for i in range(ax):
+        func = _vmap(func, in_axes=0, out_axes=0)
+    return func(arr)
+
+
+# ---------------------------------------------------------------------------
+# Tracer methods for the functions above
+
+
+def _install_extra_tracer_methods():
+    T = _Tracer
+    T.sort = lambda s, axis=-1, *, stable=True, descending=False: sort(
+        s, axis, stable=stable, descending=descending)
+    T.argsort = lambda s, axis=-1, *, stable=True, descending=False: argsort(
+        s, axis, stable=stable, descending=descending)
+    T.searchsorted = lambda s, v, side="left", sorter=None: searchsorted(s, v, side, sorter)
+    T.cumprod = _no_out("cumprod", lambda s, axis=None, dtype=None: cumprod(s, axis, dtype))
+    T.ptp = _no_out("ptp", lambda s, axis=None, keepdims=False: ptp(s, axis, keepdims))
+    T.nonzero = lambda s: nonzero(s)
+
+
+_install_extra_tracer_methods()

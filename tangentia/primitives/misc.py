@@ -28,12 +28,6 @@ def _check_axis(name, x, axis):
         raise ValueError(f"{name}: axis {axis} is out of bounds for an array of shape {x.shape}")
 
 
-def _flip(x, axis):
-    nd = core.get_aval(x).ndim
-    spec = tuple(slice(None, None, -1) if i == axis else slice(None) for i in range(nd))
-    return I.getitem(x, spec)
-
-
 def _cumulative(name, accumulate, dtype_fn):
     def impl(x, axis, reverse):
         if reverse:
