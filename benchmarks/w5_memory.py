@@ -1,0 +1,201 @@
+"""Workload 5: peak memory of a jitted chain of elementwise operations.
+
+A chain of 20 elementwise operations on a float64 array of 10**6 elements,
+written the way people write formulas: every intermediate has its own name
+(t1 ... t20), so eager Python keeps all of them alive until the function
+returns.  A compiled tangentia program deletes each intermediate right after
+its last use, so its peak should be a small constant number of arrays.
+
+Measured with tracemalloc (NumPy reports its data allocations to it): the
+peak traced memory above the baseline during one call, after a warm-up call,
+divided by the size of one array (8 MB).  The input array exists before the
+call and is not counted; the output is.
+
+JAX does not allocate through Python, so tracemalloc cannot see it; for JAX
+the static buffer assignment of the compiled XLA program is reported instead
+(``compiled.memory_analysis()``: temp + output bytes).  That is a different
+measurement method and is labelled as such.
+
+Target: tangentia jit peak <= 3 arrays.
+"""
+from __future__ import annotations
+
+import gc
+import statistics
+import tracemalloc
+
+import numpy as np
+
+from _harness import _short_exc, check_close, max_abs_diff, peer, to_numpy_leaves
+
+NAME = "memory"
+TITLE = "5. peak memory: chain of 20 elementwise ops on f64[10**6] (in units of one array)"
+SIZE = 10 ** 6
+N_OPS = 20
+TARGET_ARRAYS = 3.0
+
+
+def make_chain(np_):
+    def chain(x):
+        t1 = np_.sin(x)
+        t2 = t1 * 0.5
+        t3 = t2 + x
+        t4 = np_.tanh(t3)
+        t5 = t4 * t4
+        t6 = np_.exp(t5)
+        t7 = t6 - x
+        t8 = np_.cos(t7)
+        t9 = t8 * 1.5
+        t10 = t9 + x
+        t11 = np_.sin(t10)
+        t12 = t11 * t11
+        t13 = t12 + 1.0
+        t14 = np_.sqrt(t13)
+        t15 = np_.log(t14)
+        t16 = t15 * x
+        t17 = np_.tanh(t16)
+        t18 = t17 * 0.25
+        t19 = np_.exp(t18)
+        t20 = t19 - x
+        return t20
+    return chain
+
+
+def traced_peak(fn, nbytes, repeats=3):
+    """Median over ``repeats`` calls of the peak traced bytes above baseline."""
+    fn()  # warm-up (jit compiles here)
+    peaks = []
+    for _ in range(repeats):
+        gc.collect()
+        tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            out = fn()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        peaks.append(peak - base)
+        del out
+    p = statistics.median(peaks)
+    return {"peak_bytes": p, "peak_arrays": p / nbytes, "peaks_bytes": peaks}
+
+
+def ideal_arrays(jaxpr, nbytes):
+    """Peak number of live full-size intermediates if each is freed after its last use."""
+    from tangentia.core import Var
+    last = {}
+    for i, eqn in enumerate(jaxpr.eqns):
+        for a in eqn.inputs:
+            if type(a) is Var:
+                last[a] = i
+    outs = {a for a in jaxpr.outvars if type(a) is Var}
+    inputs = set(jaxpr.invars) | set(jaxpr.constvars)
+
+    def size(v):
+        a = v.aval
+        return int(np.prod(a.shape, dtype=np.int64)) * a.dtype.itemsize
+
+    live, peak = set(), 0
+    for i, eqn in enumerate(jaxpr.eqns):
+        live |= {v for v in eqn.outputs}
+        peak = max(peak, sum(size(v) for v in live if v not in inputs))
+        live = {v for v in live if last.get(v, -1) > i or v in outs}
+    return peak / nbytes
+
+
+def run(cfg, log=print):
+    x = np.linspace(-1.0, 1.0, SIZE)
+    nbytes = x.nbytes
+    entries = []
+    notes = []
+    ref = make_chain(np)(x)
+
+    def add(impl, label, role, fn, **extra):
+        e = {"impl": impl, "label": label, "role": role, "metric": "memory"}
+        e.update(extra)
+        entries.append(e)
+        try:
+            out = fn()
+            if "grad" not in impl:
+                msg = check_close([ref], to_numpy_leaves(out), 1e-8, 1e-10)
+                if msg is not None:
+                    e.update(status="mismatch", reason=f"disagrees with numpy: {msg}")
+                    log(f"    {label:<52} MISMATCH: {msg}")
+                    return e
+                e["agreement"] = f"allclose (max abs diff {max_abs_diff([ref], to_numpy_leaves(out)):.2g})"
+            e.update(traced_peak(fn, nbytes))
+        except Exception as ex:  # noqa: BLE001
+            e.update(status="skipped" if role == "tangentia" else "error",
+                     reason=_short_exc(ex))
+            log(f"    {label:<52} {e['status'].upper()}: {e['reason']}")
+            return e
+        e["status"] = "ok"
+        log(f"    {label:<52} peak = {e['peak_arrays']:.2f} arrays")
+        return e
+
+    try:
+        import tangentia as tg
+        import tangentia.numpy as tnp
+        chain_tg = make_chain(tnp)
+        jitted = tg.jit(chain_tg)
+        try:
+            ideal = ideal_arrays(tg.make_jaxpr(chain_tg)(x).jaxpr, nbytes)
+        except Exception as ex:  # noqa: BLE001
+            ideal = None
+            notes.append(f"could not compute the ideal peak: {_short_exc(ex)}")
+        e = add("tangentia", "tangentia: tg.jit(chain), tracemalloc", "tangentia",
+                lambda: jitted(x), target=TARGET_ARRAYS, ideal_arrays=ideal)
+        if e.get("status") == "ok":
+            e["target_met"] = e["peak_arrays"] <= TARGET_ARRAYS
+        if ideal is not None:
+            notes.append(f"ideal peak with freeing after last use (from the program): "
+                          f"{ideal:.0f} arrays (the operand being read + the result being written)")
+        add("tangentia-eager", "tangentia: eager chain (no jit), tracemalloc", "context",
+            lambda: chain_tg(x))
+        gsum = tg.jit(tg.grad(lambda x: tnp.sum(chain_tg(x))))
+        add("tangentia-jit-grad", "context: tg.jit(tg.grad(sum o chain)), tracemalloc",
+            "context", lambda: gsum(x))
+    except Exception as ex:  # noqa: BLE001
+        entries.append({"impl": "tangentia", "label": "tangentia", "role": "tangentia",
+                        "metric": "memory", "status": "skipped", "reason": _short_exc(ex)})
+        log(f"    tangentia SKIPPED: {_short_exc(ex)}")
+
+    add("numpy", "context: plain numpy, same code, tracemalloc", "context",
+        lambda: make_chain(np)(x))
+
+    # JAX: static buffer assignment of the compiled program.
+    e = {"impl": "jax", "label": "jax: jax.jit(chain), XLA memory_analysis (static)",
+         "role": "peer", "metric": "memory"}
+    entries.append(e)
+    jax, reason = peer("jax")
+    if jax is None:
+        e.update(status="n/a", reason=reason)
+        log(f"    {e['label']:<52} n/a ({reason})")
+    else:
+        try:
+            import jax.numpy as jnp
+            xj = jnp.asarray(x)
+            compiled = jax.jit(make_chain(jnp)).lower(xj).compile()
+            out = np.asarray(compiled(xj))
+            msg = check_close([ref], [out], 1e-8, 1e-10)
+            ma = compiled.memory_analysis()
+            if msg is not None:
+                e.update(status="mismatch", reason=f"disagrees with numpy: {msg}")
+            elif ma is None:
+                e.update(status="n/a", reason="memory_analysis() returned None on this backend")
+            else:
+                b = ma.temp_size_in_bytes + ma.output_size_in_bytes
+                e.update(status="ok", peak_bytes=b, peak_arrays=b / nbytes,
+                         temp_bytes=ma.temp_size_in_bytes, output_bytes=ma.output_size_in_bytes,
+                         agreement=f"allclose (max abs diff {max_abs_diff([ref], [out]):.2g})")
+        except Exception as ex:  # noqa: BLE001
+            e.update(status="error", reason=_short_exc(ex))
+        if e["status"] == "ok":
+            log(f"    {e['label']:<52} peak = {e['peak_arrays']:.2f} arrays "
+                f"(temp {e['temp_bytes']} B + output {e['output_bytes']} B)")
+        else:
+            log(f"    {e['label']:<52} {e['status']}: {e['reason']}")
+    notes.append("tracemalloc sees NumPy's allocations only; the JAX number is XLA's static "
+                 "buffer assignment (XLA fuses the chain into one loop), not a traced peak")
+    return {"title": TITLE, "entries": entries, "notes": notes, "array_bytes": nbytes}
