@@ -277,6 +277,7 @@ class Primitive:
 
     __slots__ = ("name", "multiple_results", "impl", "abstract_eval", "jvp", "transpose",
                  "batch", "partial_eval", "lower", "print_params", "jvp_takes_none", "jvp_fns",
+                 "ufunc",
                  "__weakref__")
 
     def __init__(self, name, multiple_results=False):
@@ -292,6 +293,7 @@ class Primitive:
         self.print_params = None
         self.jvp_takes_none = False  # the JVP rule accepts None for a zero tangent
         self.jvp_fns = None  # per-argument tangent functions (see ad.defjvp)
+        self.ufunc = None  # the NumPy ufunc, for elementwise primitives (in-place lowering)
 
     def bind(self, *args, **params):
         return _trace_ctx.get().process_primitive(self, args, params)

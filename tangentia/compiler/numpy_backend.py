@@ -3,7 +3,10 @@
 Each equation becomes one call of its primitive's lowering (a NumPy
 function with its parameters bound), so running a compiled program costs
 about as much as the NumPy calls themselves.  Every intermediate is
-deleted right after its last use, so memory is freed as early as possible.
+deleted right after its last use, so memory is freed as early as possible,
+and an elementwise operation writes its result into the buffer of an
+operand that dies there (``out=``) when that buffer is one the program
+allocated itself and has the result's shape and dtype.
 """
 from __future__ import annotations
 
@@ -19,6 +22,18 @@ def _lowering(eqn):
     if eqn.params:
         return partial(prim.impl, **eqn.params)
     return prim.impl
+
+
+def _reusable_input(eqn, i, owned, last_use, outset):
+    """An input whose buffer can hold the result of elementwise ``eqn``."""
+    out = eqn.outputs[0].aval
+    if not out.ndim:
+        return None
+    for a in eqn.inputs:
+        if (type(a) is Var and a in owned and last_use.get(a) == i and a not in outset
+                and a.aval.shape == out.shape and a.aval.dtype == out.dtype):
+            return a
+    return None
 
 
 def compile_jaxpr(jaxpr):
@@ -53,10 +68,22 @@ def compile_jaxpr(jaxpr):
 
     params = ", ".join(name(v) for v in jaxpr.invars)
     lines = [f"def compiled({params}):"]
+    owned = set()  # variables holding arrays this program allocated (never views)
     for i, eqn in enumerate(jaxpr.eqns):
         fname = f"f{i}"
         ns[fname] = _lowering(eqn)
         args = ", ".join(name(a) for a in eqn.inputs)
+        if eqn.prim.ufunc is not None:
+            out = eqn.outputs[0]
+            reuse = _reusable_input(eqn, i, owned, last_use, outset)
+            if reuse is not None:
+                args += f", out={name(reuse)}"
+            if out.aval.ndim:
+                owned.add(out)
+        else:
+            # Other operations may return views of (or alias) their inputs, so
+            # those buffers must not be overwritten later.
+            owned.difference_update(eqn.inputs)
         if eqn.prim.multiple_results:
             outs = "".join(name(v) + ", " for v in eqn.outputs)
             lines.append(f"    ({outs}) = {fname}({args})" if eqn.outputs else f"    {fname}({args})")

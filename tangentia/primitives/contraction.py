@@ -36,7 +36,10 @@ def _dot_general_impl(x, y, dimension_numbers):
     k = int(np.prod(xt.shape[len(lb) + len(lf):], dtype=np.int64))
     m = int(np.prod(lfs, dtype=np.int64))
     n = int(np.prod(rfs, dtype=np.int64))
-    out = np.matmul(xt.reshape(bshape + (m, k)), yt.reshape(bshape + (k, n)))
+    if k == 1:  # batched outer products: broadcasting beats many tiny matmuls
+        out = np.multiply(xt.reshape(bshape + (m, 1)), yt.reshape(bshape + (1, n)))
+    else:
+        out = np.matmul(xt.reshape(bshape + (m, k)), yt.reshape(bshape + (k, n)))
     return out.reshape(bshape + lfs + rfs)
 
 
@@ -89,22 +92,30 @@ def _ranks(x):
 
 
 def _dot_transpose_lhs(ct, x_nd, y, dimension_numbers, swap=False):
+    """Cotangent of the lhs ``x`` of ``dot_general(x, y)`` (``swap``: of the rhs,
+    with the dimension numbers swapped), in ``x``'s layout.
+
+    Of the two operand orders, ``ct . y`` and ``y . ct``, the one whose result
+    already has ``x``'s layout is used, so no transpose (and no
+    Fortran-ordered result) is produced when one of them fits.
+    """
     (lc, rc), (lb, rb) = dimension_numbers
     y_nd = core.get_aval(y).ndim
     nb = len(lb)
     xf = _free(x_nd, lc, lb)
     yf = _free(y_nd, rc, rb)
     if swap:
-        ct_free = tuple(range(nb + len(yf), nb + len(yf) + len(xf)))
         ct_other_free = tuple(range(nb, nb + len(yf)))
     else:
-        ct_free = tuple(range(nb, nb + len(xf)))
         ct_other_free = tuple(range(nb + len(xf), nb + len(xf) + len(yf)))
-    dn = ((ct_other_free, yf), (tuple(range(nb)), rb))
-    res = dot_general(ct, y, dn)  # dims: batch, ct_free (x free), y's rc dims ascending
-    del ct_free
-    order = list(lb) + list(xf) + [lc[rc.index(r)] for r in sorted(rc)]
-    perm = tuple(int(i) for i in np.argsort(order))
+    ct_batch = tuple(range(nb))
+    contracted = [lc[rc.index(r)] for r in sorted(rc)]
+    order_a = list(lb) + list(xf) + contracted  # ct . y: batch, x free, y's rc dims
+    order_b = list(lb) + contracted + list(xf)  # y . ct: batch, y's rc dims, x free
+    if order_b == sorted(order_b) and order_a != sorted(order_a):
+        return dot_general(y, ct, ((yf, ct_other_free), (rb, ct_batch)))
+    res = dot_general(ct, y, ((ct_other_free, yf), (ct_batch, rb)))
+    perm = tuple(int(i) for i in np.argsort(order_a))
     return S.transpose(res, perm)
 
 

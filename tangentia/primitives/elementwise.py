@@ -124,6 +124,7 @@ def elementwise(name, ufunc, jvp_fns=None, zero_jvp=False, passthrough=()):
     """
     p = Primitive(name)
     p.impl = _impl_from(ufunc)
+    p.ufunc = ufunc
     p.abstract_eval = elementwise_abstract_eval(name, ufunc)
     p.batch = elementwise_batch(p)
     p.lower = lambda **params: ufunc
