@@ -381,3 +381,10 @@ def test_transform_non_callable():
 def test_jit_unhashable_static_argument():
     with pytest.raises(ValueError, match=r"static argument.*unhashable.*list"):
         tg.jit(lambda x, n: x, static_argnums=1)(1.0, [1])
+
+
+def test_eager_shape_mismatch_names_the_function_and_both_shapes():
+    with pytest.raises(ValueError, match=r"add: incompatible shapes for broadcasting: \(3,\), \(4,\)"):
+        tnp.add(np.ones(3), np.ones(4))
+    with pytest.raises(ValueError, match=r"mul: .*\(2, 3\), \(4,\)"):
+        tnp.multiply(np.ones((2, 3)), np.ones(4))

@@ -552,7 +552,12 @@ def _fast(prim, ufunc):
     def binary(x, y):
         trace = _current_trace()
         if trace is _EVAL:
-            out = ufunc(x, y)
+            try:
+                out = ufunc(x, y)
+            except ValueError:
+                # Report a shape mismatch as traced code does (naming the op).
+                broadcast_shapes(prim.name, np.shape(x), np.shape(y))
+                raise
             return out if type(out) is _ndarray else _asarray(out)
         return trace.process_primitive(prim, (x, y), {})
 
