@@ -67,6 +67,14 @@ def _arg_leaf_names(fun, args):
     return names
 
 
+def _describe(x):
+    if core.is_array_like(x):
+        return f"a single array {core.get_aval(x).str_short()}"
+    if isinstance(x, (tuple, list)):
+        return f"a {type(x).__name__} of length {len(x)}"
+    return f"a {type(x).__name__}"
+
+
 def _arrays(leaves):
     """Concrete results as ndarrays (Python and NumPy scalars become 0-d arrays)."""
     return [x if type(x) is np.ndarray or isinstance(x, Tracer) else np.asarray(x) for x in leaves]
@@ -185,7 +193,7 @@ def _linearize(fun, p_leaves, p_tree, store, has_aux, differentiable=None):
         if has_aux:
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise TypeError(f"{_fun_name(fun)} was transformed with has_aux=True, so it must "
-                                f"return a pair (output, aux); got {type(out).__name__}")
+                                f"return a pair (output, aux); got {_describe(out)}")
             out, aux = out
             aux_holder["aux"] = aux
         out_leaves, store["out_tree"] = tree_flatten(out)
@@ -279,7 +287,7 @@ def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs):
         if has_aux:
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise TypeError(f"{api} of {_fun_name(fun)} with has_aux=True: the function must "
-                                f"return a pair (output, aux), got {type(out).__name__}")
+                                f"return a pair (output, aux), got {_describe(out)}")
             out, aux = out
             aux_holder["aux"] = aux
         a = core.get_aval(out) if core.is_array_like(out) else None

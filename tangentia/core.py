@@ -355,6 +355,8 @@ class Tracer:
     # Concretization -------------------------------------------------------
     def concrete_value(self, context):
         """The concrete value behind this tracer, or a ConcretizationTypeError."""
+        if self._trace.alive is not True:
+            raise inactive_tracer_error(self)
         return self._trace.concrete_value(self, context)
 
     def __bool__(self):

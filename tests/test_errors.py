@@ -388,3 +388,15 @@ def test_eager_shape_mismatch_names_the_function_and_both_shapes():
         tnp.add(np.ones(3), np.ones(4))
     with pytest.raises(ValueError, match=r"mul: .*\(2, 3\), \(4,\)"):
         tnp.multiply(np.ones((2, 3)), np.ones(4))
+
+
+def test_bool_of_a_leaked_tracer_is_a_leak_error():
+    leak = []
+    tg.jit(lambda x: leak.append(x) or x)(1.0)
+    with pytest.raises(tg.UnexpectedTracerError, match="already finished"):
+        bool(leak[0])
+
+
+def test_has_aux_without_a_pair_describes_what_came_back():
+    with pytest.raises(TypeError, match=r"must return a pair \(output, aux\), got a single array"):
+        tg.grad(lambda x: x * 2.0, has_aux=True)(1.0)
