@@ -143,26 +143,23 @@ _BUILTIN_NODE_TYPES = (tuple, list, dict, type(None))
 # Flattening
 # ---------------------------------------------------------------------------
 
-# Cache of types known to be leaves (not containers, not registered).  It
-# lets the flatteners recognise the common leaves (arrays, scalars, tracers)
-# with a single set lookup, and flat containers of leaves with one C-level
-# ``issuperset`` call.  Types are added on first sight (bounded), and removed
-# when registered as nodes; see ``_remember_leaf_type`` / ``_register``.
+# Types known to be leaves (not containers, not registered).  It lets the
+# flatteners recognise the common leaves (arrays, scalars, tracers) with a
+# single set lookup, and flat containers of leaves with one C-level
+# ``issuperset`` call.  It is written only at definition/registration time
+# (``register_leaf_type`` for tracer classes; ``_register`` removes a type
+# that becomes a node), never while flattening: no mutable state at run time.
 _leaf_types: set = {int, float, complex, bool, str, bytes, np.ndarray,
                     np.float64, np.float32, np.float16, np.int64, np.int32,
                     np.int16, np.int8, np.uint64, np.uint32, np.uint16,
                     np.uint8, np.bool_, np.complex128, np.complex64}
-_LEAF_TYPES_MAX = 1024
 
 
-def _remember_leaf_type(t) -> None:
-    if len(_leaf_types) < _LEAF_TYPES_MAX:
+def register_leaf_type(t) -> None:
+    """Declare ``t`` a leaf type (for the fast path; every unregistered type is
+    a leaf anyway).  Used for tracer classes at definition time."""
+    if t not in _registry:
         _leaf_types.add(t)
-        # A concurrent registration may have happened between our registry
-        # lookup and the add above; it writes the registry before discarding
-        # from this set, so re-checking here closes the race.
-        if t in _registry:
-            _leaf_types.discard(t)
 
 
 def _sorted_keys(d) -> tuple:
@@ -211,7 +208,6 @@ def _flatten(x, leaves):
             children = x
         else:
             leaves.append(x)
-            _remember_leaf_type(t)
             return None
     lt = _leaf_types
     if lt.issuperset(map(type, children)):
@@ -259,7 +255,6 @@ def _flatten_is_leaf(x, leaves, is_leaf):
             children = x
         else:
             leaves.append(x)
-            _remember_leaf_type(t)
             return None
     kids = []
     kadd = kids.append
@@ -842,7 +837,6 @@ def _register(reg: _Registration) -> None:
         raise ValueError(
             f"Duplicate pytree node type registration for {nodetype!r}")
     _registry[nodetype] = reg
-    # Must come after the registry write (see _remember_leaf_type).
     _leaf_types.discard(nodetype)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import core, dtypes
+from ..tree_util import register_leaf_type
 from ..core import Primitive, ShapedArray, Tracer, Var, set_trace
 
 _set_trace = core._trace_ctx.set
@@ -100,6 +101,9 @@ class JVPTracer(Tracer):
 
     def __repr__(self):
         return f"JVPTracer(primal={self.primal!r}, tangent={self.tangent!r})"
+
+
+register_leaf_type(JVPTracer)
 
 
 class JVPTrace(core.Trace):

@@ -7,6 +7,7 @@ primitive's batching rule maps batched inputs to a batched output.
 from __future__ import annotations
 
 from .. import core
+from ..tree_util import register_leaf_type
 from ..core import ShapedArray, Tracer, set_trace
 
 not_mapped = None
@@ -32,6 +33,9 @@ class BatchTracer(Tracer):
 
     def __repr__(self):
         return f"BatchTracer(val={self.val!r}, bdim={self.bdim})"
+
+
+register_leaf_type(BatchTracer)
 
 
 class BatchTrace(core.Trace):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import core
+from ..tree_util import register_leaf_type
 from ..core import Literal, ShapedArray, Tracer, Var, set_trace
 
 
@@ -31,6 +32,9 @@ class JaxprTracer(Tracer):
     @property
     def aval(self):
         return self.ir_var.aval
+
+
+register_leaf_type(JaxprTracer)
 
 
 class JaxprBuilder:
