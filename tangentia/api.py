@@ -276,7 +276,6 @@ def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs):
                 f"for the arguments it differentiates, but {names[i]} (argnums={argnums!r}) has "
                 f"dtype {a.dtype}. Convert it to float, or differentiate with respect to other "
                 "arguments.")
-    store = {}
     aux_holder = {}
 
     def flat(*leaves):

@@ -327,7 +327,6 @@ def _cj_stage(trace, args, params):
     nc, nn = params["num_consts"], params["num_nondiff"]
     lazy = _LazyRuleProgram(params["jvp"], consts, avals, name, "custom_jvp")
     diff_avals = avals[nc + nn:]
-    sz = params["symbolic_zeros"]
 
     def staged_jvp(*xs):
         n = nc_new + len(avals)
@@ -357,7 +356,6 @@ def _cj_stage(trace, args, params):
                    for p, z in zip(prim_out, out_zero)]
         return list(prim_out) + tan_out
 
-    del sz
     new = dict(params, fun=core.jaxpr_as_fun(call_jaxpr), jvp=staged_jvp,
                num_consts=nc_new + nc, call_jaxpr=call_jaxpr)
     return trace.stage(custom_jvp_call_p, list(consts) + list(args), new)

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import core
 from ..tree_util import register_leaf_type
-from ..core import Literal, ShapedArray, Tracer, Var, set_trace
+from ..core import Literal, Tracer, Var, set_trace
 
 
 _custom_rule_get = core.custom_rule_ctx.get

@@ -2076,8 +2076,8 @@ def polyval(p, x, *, unroll=16):
     p = _in(p, "polyval", "p")
     x = _in(x, "polyval", "x")
     if ndim(p) < 1:
-        raise ValueError(f"polyval: argument 'p' must be an array of coefficients, got a "
-                         f"scalar")
+        raise ValueError("polyval: argument 'p' must be an array of coefficients, got a "
+                         "scalar")
     if _eager(p, x):
         return _np.asarray(_np.polyval(p, x))
     y = _np.zeros(shape(x), _aval(x).dtype)

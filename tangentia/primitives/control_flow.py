@@ -421,7 +421,6 @@ def _scan_partial_eval(trace, args, params):
         jaxpr, in_uk, instantiate=car_uk + [False] * ny)
     n_kc = sum(1 for u in c_uk if not u)
     n_kcar = sum(1 for u in car_uk if not u)
-    n_kx = sum(1 for u in x_uk if not u)
     n_kout = len(known.outvars) - nres
     # Residuals that are loop-invariant known consts are passed once; the
     # others are stacked along the loop (one per-step-sized array each).

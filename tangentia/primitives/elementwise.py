@@ -111,10 +111,6 @@ def elementwise_batch(prim):
     return rule
 
 
-def _impl_from(ufunc):
-    return ufunc
-
-
 def elementwise(name, ufunc, jvp_fns=None, zero_jvp=False, passthrough=()):
     """Define an elementwise primitive backed by a NumPy ufunc.
 
@@ -123,7 +119,7 @@ def elementwise(name, ufunc, jvp_fns=None, zero_jvp=False, passthrough=()):
     broadcast; other contributions broadcast through the other operands.
     """
     p = Primitive(name)
-    p.impl = _impl_from(ufunc)
+    p.impl = ufunc
     p.ufunc = ufunc
     p.abstract_eval = elementwise_abstract_eval(name, ufunc)
     p.batch = elementwise_batch(p)
@@ -168,6 +164,9 @@ def unbroadcast(x, aval):
 
 # ---------------------------------------------------------------------------
 # Linear arithmetic
+#
+# The public functions (add, mul, sin, ...) are defined at the end of this
+# module, with an eager fast path; rules below refer to them by name.
 
 add_p = elementwise("add", np.add, [lambda t, ans, x, y: t, lambda t, ans, x, y: t],
                     passthrough=(0, 1))
@@ -176,16 +175,7 @@ sub_p = elementwise("sub", np.subtract, [lambda t, ans, x, y: t, lambda t, ans, 
 neg_p = elementwise("neg", np.negative, [lambda t, ans, x: neg(t)])
 
 
-def add(x, y):
-    return add_p.bind(x, y)
 
-
-def sub(x, y):
-    return sub_p.bind(x, y)
-
-
-def neg(x):
-    return neg_p.bind(x)
 
 
 def _add_transpose(ct, x, y):
@@ -203,12 +193,6 @@ sub_p.transpose = _sub_transpose
 neg_p.transpose = lambda ct, x: (neg(ct),)
 
 
-def mul(x, y):
-    return mul_p.bind(x, y)
-
-
-def div(x, y):
-    return div_p.bind(x, y)
 
 
 mul_p = elementwise("mul", np.multiply,
@@ -345,16 +329,14 @@ def _pow_jvp_y(t, ans, x, y):
 pow_p = elementwise("pow", np.power, [_pow_jvp_x, _pow_jvp_y])
 
 
-def power(x, y):
-    return pow_p.bind(x, y)
 
-
-def _minmax_jvp(pick_x, pick_y):
+def _minmax_jvp(wins):
+    """Tangent rules of max/min: ``wins(a, b)`` says where ``a`` is selected."""
     def tx(t, ans, x, y):
-        return mul(t, _weights(x, y, pick_x))
+        return mul(t, _weights(x, y, wins))
 
     def ty(t, ans, x, y):
-        return mul(t, _weights(y, x, pick_x))
+        return mul(t, _weights(y, x, wins))
     return tx, ty
 
 
@@ -364,16 +346,10 @@ def _weights(a, b, better):
     return select(eq(a, b), 0.5, w)
 
 
-maximum_p = elementwise("max", np.maximum, list(_minmax_jvp(lambda a, b: gt(a, b), None)))
-minimum_p = elementwise("min", np.minimum, list(_minmax_jvp(lambda a, b: lt(a, b), None)))
+maximum_p = elementwise("max", np.maximum, list(_minmax_jvp(lambda a, b: gt(a, b))))
+minimum_p = elementwise("min", np.minimum, list(_minmax_jvp(lambda a, b: lt(a, b))))
 
 
-def maximum(x, y):
-    return maximum_p.bind(x, y)
-
-
-def minimum(x, y):
-    return minimum_p.bind(x, y)
 
 
 def _atan2_jvp_x(t, ans, x, y):
@@ -387,17 +363,11 @@ def _atan2_jvp_y(t, ans, x, y):
 atan2_p = elementwise("atan2", np.arctan2, [_atan2_jvp_x, _atan2_jvp_y])
 
 
-def arctan2(x, y):
-    return atan2_p.bind(x, y)
-
 
 rem_p = elementwise("rem", np.remainder,
                     [lambda t, ans, x, y: t,
                      lambda t, ans, x, y: mul(t, neg(floor(div(x, y))))], passthrough=(0,))
 
-
-def remainder(x, y):
-    return rem_p.bind(x, y)
 
 
 # ---------------------------------------------------------------------------
@@ -410,24 +380,9 @@ round_p = elementwise("round", np.rint, zero_jvp=True)
 floor_divide_p = elementwise("floor_divide", np.floor_divide, zero_jvp=True)
 
 
-def sign(x):
-    return sign_p.bind(x)
 
 
-def floor(x):
-    return floor_p.bind(x)
 
-
-def ceil(x):
-    return ceil_p.bind(x)
-
-
-def round(x):
-    return round_p.bind(x)
-
-
-def floor_divide(x, y):
-    return floor_divide_p.bind(x, y)
 
 
 # Comparisons and logic (boolean outputs, zero derivative)
@@ -450,28 +405,10 @@ isinf_p = elementwise("isinf", np.isinf, zero_jvp=True)
 isfinite_p = elementwise("isfinite", np.isfinite, zero_jvp=True)
 
 
-def eq(x, y):
-    return eq_p.bind(x, y)
 
 
-def ne(x, y):
-    return ne_p.bind(x, y)
 
 
-def lt(x, y):
-    return lt_p.bind(x, y)
-
-
-def le(x, y):
-    return le_p.bind(x, y)
-
-
-def gt(x, y):
-    return gt_p.bind(x, y)
-
-
-def ge(x, y):
-    return ge_p.bind(x, y)
 
 
 # ---------------------------------------------------------------------------

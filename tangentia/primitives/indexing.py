@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import core, dtypes
+from .. import core
 from ..core import Primitive, ShapedArray
 from ..interpreters.ad import Zero, instantiate, is_undefined
 from ..interpreters.batching import broadcast_front, move_axis, move_to_front
@@ -303,7 +303,6 @@ def _scatter_batch(args, dims, spec, mode):
     x, y, *arrays = args
     xd, yd, *adims = dims
     size = next(core.get_aval(a).shape[d] for a, d in zip(args, dims) if d is not None)
-    per_x = x if xd is None else None
     x_aval = core.get_aval(x)
     x_shape = x_aval.shape if xd is None else x_aval.shape[:xd] + x_aval.shape[xd + 1:]
     # Per-example indexed shape, to line up y with the batched index.
@@ -311,7 +310,6 @@ def _scatter_batch(args, dims, spec, mode):
     per_arr = [ShapedArray(a.shape if d is None else a.shape[:d] + a.shape[d + 1:], a.dtype)
                for a, d in zip(arr_avals, adims)]
     idx_shape = _indexed_aval("scatter", ShapedArray(x_shape, x_aval.dtype), spec, per_arr)
-    del per_x
     x, arrays, new_spec, out_d, x_dim = _batch_index(x, xd, arrays, adims, spec, size,
                                                      force_x_batched=True)
     # y: per-example broadcast to idx_shape, batch axis at out_d of the batched index.
@@ -332,4 +330,4 @@ scatter_p.jvp = _scatter_jvp
 scatter_p.transpose = _scatter_transpose
 scatter_p.batch = _scatter_batch
 
-__all__ = ["ARRAY", "getitem", "scatter", "static_slice", "dtypes"]
+__all__ = ["ARRAY", "getitem", "scatter", "static_slice"]
