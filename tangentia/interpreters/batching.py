@@ -181,6 +181,17 @@ def vmap_flat(fun, args, in_dims, axis_size, out_dims_fn, tag=None):
     return result
 
 
+def _batched_in_avals(jaxpr, in_dims, axis_size):
+    """The program's input types with a batch axis of ``axis_size`` inserted."""
+    out = []
+    for v, d in zip(jaxpr.invars, in_dims):
+        a = v.aval
+        if d is not None:
+            a = ShapedArray(a.shape[:d] + (axis_size,) + a.shape[d:], a.dtype, a.weak_type)
+        out.append(a)
+    return out
+
+
 def batch_jaxpr(jaxpr, in_dims, axis_size):
     """A program computing the batched outputs (batch axis 0 on every output).
 
@@ -190,13 +201,7 @@ def batch_jaxpr(jaxpr, in_dims, axis_size):
     if hit is not None:
         return hit
     from . import partial_eval as pe
-    in_avals = []
-    for v, d in zip(jaxpr.invars, in_dims):
-        a = v.aval
-        if d is not None:
-            shape = a.shape[:d] + (axis_size,) + a.shape[d:]
-            a = ShapedArray(shape, a.dtype, a.weak_type)
-        in_avals.append(a)
+    in_avals = _batched_in_avals(jaxpr, in_dims, axis_size)
 
     def fun(*args):
         return vmap_flat(lambda *xs: core.eval_jaxpr(jaxpr, (), *xs), args, in_dims, axis_size,
@@ -219,12 +224,7 @@ def batch_jaxpr_natural(jaxpr, in_dims, axis_size):
     if hit is not None:
         return hit
     from . import partial_eval as pe
-    in_avals = []
-    for v, d in zip(jaxpr.invars, in_dims):
-        a = v.aval
-        if d is not None:
-            a = ShapedArray(a.shape[:d] + (axis_size,) + a.shape[d:], a.dtype, a.weak_type)
-        in_avals.append(a)
+    in_avals = _batched_in_avals(jaxpr, in_dims, axis_size)
     out_dims = []
 
     def fun(*args):
