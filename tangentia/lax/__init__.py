@@ -1,15 +1,31 @@
 """Lower-level operations (``tangentia.lax``), mirroring ``jax.lax``."""
 from .control_flow import cond, fori_loop, map, scan, switch, while_loop
+from .implicit import custom_linear_solve, custom_root
+from .ops import (clamp, concatenate, cummax, cummin, cumprod, dot, dynamic_index_in_dim,
+                  dynamic_slice, dynamic_slice_in_dim, dynamic_update_index_in_dim,
+                  dynamic_update_slice, dynamic_update_slice_in_dim, erf, expand_dims, logistic,
+                  pow, reduce_max, reduce_min, reduce_prod, reduce_sum, rsqrt, slice,
+                  slice_in_dim, sort, square, squeeze)
 from ..primitives.contraction import dot_general
-from ..primitives.elementwise import (abs, add, cos, div, exp, integer_pow, log, log1p, maximum,
-                                      minimum, mul, neg, select, sin, sqrt, sub, tanh)
+from ..primitives.elementwise import (abs, add, ceil, cos, cosh, div, eq, exp, expm1, floor, ge,
+                                      gt, integer_pow, le, log, log1p, lt, maximum, minimum, mul,
+                                      ne, neg, round, select, sign, sin, sinh, sqrt, sub, tan,
+                                      tanh)
+from ..primitives.elementwise import arctan2 as atan2
+from ..primitives.elementwise import remainder as rem
 from ..primitives.reductions import cumsum
-from ..primitives.structural import broadcast_to, convert_element_type, reshape, stop_gradient, transpose
+from ..primitives.structural import (broadcast_to, convert_element_type, reshape, stop_gradient,
+                                     transpose)
 
-__all__ = ["cond", "fori_loop", "map", "scan", "switch", "while_loop", "abs", "add", "broadcast_to", "convert_element_type", "cos", "cumsum", "div",
-           "dot_general", "exp", "integer_pow", "log", "log1p", "maximum", "minimum", "mul",
-           "neg", "reshape", "select", "sin", "sqrt", "stop_gradient", "sub", "tanh", "transpose"]
-
-from .implicit import custom_linear_solve, custom_root  # noqa: E402
-
-__all__ += ["custom_linear_solve", "custom_root"]
+__all__ = [
+    "abs", "add", "atan2", "broadcast_to", "ceil", "clamp", "concatenate", "cond",
+    "convert_element_type", "cos", "cosh", "cummax", "cummin", "cumprod", "cumsum",
+    "custom_linear_solve", "custom_root", "div", "dot", "dot_general", "dynamic_index_in_dim",
+    "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim",
+    "dynamic_update_slice", "dynamic_update_slice_in_dim", "eq", "erf", "exp", "expand_dims",
+    "expm1", "floor", "fori_loop", "ge", "gt", "integer_pow", "le", "log", "log1p", "logistic",
+    "lt", "map", "maximum", "minimum", "mul", "ne", "neg", "pow", "reduce_max", "reduce_min",
+    "reduce_prod", "reduce_sum", "rem", "reshape", "round", "rsqrt", "scan", "select", "sign",
+    "sin", "sinh", "slice", "slice_in_dim", "sort", "sqrt", "square", "squeeze", "stop_gradient",
+    "sub", "switch", "tan", "tanh", "transpose", "while_loop",
+]
