@@ -13,13 +13,14 @@ from .core import (ConcretizationTypeError, TracerArrayConversionError, Unexpect
 from . import custom_derivatives
 from .custom_derivatives import closure_convert, custom_jvp, custom_vjp
 from . import numpy  # noqa: F401
+from .numpy import ndarray as Array
 from . import lax  # noqa: F401
 from . import dtypes  # noqa: F401
 from . import scipy, nn  # noqa: F401
 
 __version__ = "0.1.0"
 
-__all__ = ["ShapeDtypeStruct", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
+__all__ = ["Array", "ShapeDtypeStruct", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
            "linearize", "make_jaxpr", "value_and_grad", "vjp", "vmap", "tree_util", "numpy", "lax",
            "ConcretizationTypeError", "TracerArrayConversionError", "UnexpectedTracerError",
            "ClosedJaxpr", "Jaxpr", "custom_jvp", "custom_vjp", "closure_convert",

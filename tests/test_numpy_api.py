@@ -462,3 +462,13 @@ def test_constants_math():
     assert tnp.pi == math.pi and tnp.e == math.e and tnp.inf == math.inf
     assert tnp.newaxis is None
     assert tnp.float32 is np.float32
+
+
+def test_ndarray_isinstance_holds_for_traced_values():
+    assert isinstance(np.ones(2), tnp.ndarray) and not isinstance(1.0, tnp.ndarray)
+    f = lambda x: x * (2.0 if isinstance(x, tg.Array) else 0.0)  # noqa: E731
+    np.testing.assert_array_equal(tg.jit(f)(np.ones(2)), [2.0, 2.0])
+    assert tg.grad(f)(1.0) == 2.0
+    assert tg.vmap(f)(np.ones(3)).tolist() == [2.0, 2.0, 2.0]
+    with pytest.raises(TypeError, match="isinstance checks"):
+        tnp.ndarray((2,))

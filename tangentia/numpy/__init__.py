@@ -35,7 +35,25 @@ uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
 complex64, complex128 = _np.complex64, _np.complex128
 bool_ = _np.bool_
 dtype = _np.dtype
-ndarray = _np.ndarray
+
+
+class _ArrayMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, (_np.ndarray, _Tracer))
+
+    def __subclasscheck__(cls, sub):
+        return issubclass(sub, (_np.ndarray, _Tracer))
+
+
+class ndarray(metaclass=_ArrayMeta):
+    """The array type for ``isinstance`` checks: NumPy arrays and traced values
+    (``isinstance(x, tnp.ndarray)`` holds inside transformed functions too)."""
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("tangentia.numpy.ndarray is for isinstance checks; create arrays with "
+                        "tnp.asarray, tnp.zeros, ...")
+
+
 finfo = _np.finfo
 iinfo = _np.iinfo
 issubdtype = _np.issubdtype
