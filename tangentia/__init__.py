@@ -6,7 +6,7 @@ that keep their meaning under every other transformation.
 """
 from . import primitives  # noqa: F401  (defines every primitive and its rules)
 from . import tree_util
-from .api import (ShapeDtypeStruct, eval_shape, grad, hessian, jacfwd, jacrev, jit, jvp,
+from .api import (ShapeDtypeStruct, checkpoint, eval_shape, grad, remat, hessian, jacfwd, jacrev, jit, jvp,
                   linearize, make_jaxpr, value_and_grad, vjp, vmap)
 from .core import (ConcretizationTypeError, TracerArrayConversionError, UnexpectedTracerError,
                    ClosedJaxpr, Jaxpr)
@@ -20,7 +20,7 @@ from . import scipy, nn  # noqa: F401
 
 __version__ = "0.1.0"
 
-__all__ = ["Array", "ShapeDtypeStruct", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
+__all__ = ["Array", "ShapeDtypeStruct", "checkpoint", "remat", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
            "linearize", "make_jaxpr", "value_and_grad", "vjp", "vmap", "tree_util", "numpy", "lax",
            "ConcretizationTypeError", "TracerArrayConversionError", "UnexpectedTracerError",
            "ClosedJaxpr", "Jaxpr", "custom_jvp", "custom_vjp", "closure_convert",

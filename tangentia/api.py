@@ -743,6 +743,47 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
 
 
 # ---------------------------------------------------------------------------
+# checkpoint (rematerialization)
+
+
+def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
+    """Differentiate ``fun`` saving only its inputs: reverse mode recomputes
+    its intermediates instead of storing them (JAX's default policy)."""
+    _check_callable(fun, "checkpoint")
+    if policy is not None:
+        raise NotImplementedError(
+            "checkpoint: only policy=None (save nothing but the inputs) is supported; "
+            f"got {policy!r}")
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    from .primitives.remat import remat_p
+
+    @functools.wraps(fun, updated=())
+    def remat_f(*args, **kwargs):
+        statics, dyn_args, dyn_kwargs = _static_split(fun, args, kwargs, static_argnums, (),
+                                                      "checkpoint")
+        leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        store = {}
+
+        def flat(*ls):
+            d_args, d_kwargs = tree_unflatten(in_tree, ls)
+            a, k = _merge_static(statics, d_args, d_kwargs)
+            outs, store["out_tree"] = tree_flatten(fun(*a, **k))
+            return outs
+
+        jaxpr, consts = pe.trace_to_jaxpr(flat, [_abstractify(x) for x in leaves],
+                                          name=_fun_name(fun), label="checkpoint",
+                                          arg_names=_arg_leaf_names(fun, dyn_args))
+        outs = remat_p.bind(*consts, *leaves, jaxpr=pe.convert_constvars_to_invars(jaxpr))
+        return tree_unflatten(store["out_tree"], outs)
+
+    return remat_f
+
+
+remat = checkpoint
+
+
+# ---------------------------------------------------------------------------
 # Tracing utilities
 
 
