@@ -10,6 +10,7 @@ from .api import (ShapeDtypeStruct, checkpoint, eval_shape, grad, remat, hessian
                   linearize, make_jaxpr, value_and_grad, vjp, vmap)
 from .core import (ConcretizationTypeError, TracerArrayConversionError, UnexpectedTracerError,
                    ClosedJaxpr, Jaxpr)
+from .debugging import debug_nans
 from . import custom_derivatives
 from .custom_derivatives import closure_convert, custom_jvp, custom_vjp
 from . import numpy  # noqa: F401
@@ -20,7 +21,7 @@ from . import scipy, nn  # noqa: F401
 
 __version__ = "0.1.0"
 
-__all__ = ["Array", "ShapeDtypeStruct", "checkpoint", "remat", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
+__all__ = ["debug_nans", "Array", "ShapeDtypeStruct", "checkpoint", "remat", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
            "linearize", "make_jaxpr", "value_and_grad", "vjp", "vmap", "tree_util", "numpy", "lax",
            "ConcretizationTypeError", "TracerArrayConversionError", "UnexpectedTracerError",
            "ClosedJaxpr", "Jaxpr", "custom_jvp", "custom_vjp", "closure_convert",

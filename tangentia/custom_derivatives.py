@@ -23,6 +23,7 @@ import numpy as np
 
 from . import core, dtypes
 from .core import Primitive, ShapedArray, Tracer, set_trace
+from .debugging import DebugNansEvalTrace
 from .interpreters import ad, batching
 from .interpreters import partial_eval as pe
 from .interpreters.ad import JVPTrace, JVPTracer, Zero
@@ -363,6 +364,7 @@ def _cj_stage(trace, args, params):
 
 custom_jvp_call_p.rules.update({
     core.EvalTrace: _cj_eval,
+    DebugNansEvalTrace: _cj_eval,
     JVPTrace: _cj_jvp,
     BatchTrace: _cj_batch,
     pe.JaxprTrace: _cj_stage,
@@ -532,6 +534,7 @@ def _cv_stage(trace, args, params):
 
 custom_vjp_call_p.rules.update({
     core.EvalTrace: _cv_eval,
+    DebugNansEvalTrace: _cv_eval,
     JVPTrace: _cv_jvp,
     BatchTrace: _cv_batch,
     pe.JaxprTrace: _cv_stage,

@@ -1,0 +1,79 @@
+"""NaN debugging: ``with tg.debug_nans(): ...`` raises at the first primitive
+that produces a NaN, naming it.
+
+Enabling it swaps the outermost interpreter for one that checks every result
+(a context variable, so it is per thread and costs nothing when off).  Jitted
+programs are run operation by operation while it is on, so the failing
+operation inside them is found too.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import core
+
+
+class DebugNansEvalTrace(core.EvalTrace):
+    """Evaluation that raises FloatingPointError on the first NaN result."""
+
+    __slots__ = ()
+
+    def describe(self):
+        return "eager evaluation (debug_nans)"
+
+    def process_primitive(self, prim, args, params):
+        jaxpr = params.get("jaxpr")
+        if jaxpr is not None and type(jaxpr) is core.Jaxpr and prim.name in _INLINED:
+            return core.eval_jaxpr(jaxpr, (), *args)  # find the operation inside
+        out = core.EvalTrace.process_primitive(self, prim, args, params)
+        for o in (out if prim.multiple_results else (out,)):
+            if o.dtype.kind in "fc" and np.isnan(o).any():
+                if not any(np.isnan(a).any() for a in args
+                           if isinstance(a, (np.ndarray, float, complex, np.generic))
+                           and np.asarray(a).dtype.kind in "fc"):
+                    raise FloatingPointError(
+                        f"invalid value (nan) encountered in '{prim.name}' (debug_nans is on): "
+                        f"its inputs have no NaN, its output {core.get_aval(o).str_short()} "
+                        f"does. Inputs: {_summary(args)}")
+        return out
+
+
+_INLINED = {"jit", "checkpoint"}
+
+
+def _summary(args):
+    parts = []
+    for a in args:
+        a = np.asarray(a)
+        if a.size <= 6:
+            parts.append(np.array2string(a, precision=4))
+        else:
+            parts.append(f"{a.dtype}{list(a.shape)} min={np.nanmin(a):.4g} max={np.nanmax(a):.4g}")
+    return ", ".join(parts)
+
+
+_DEBUG_TRACE = DebugNansEvalTrace(None)
+
+
+class debug_nans:
+    """Context manager: inside it, the first operation producing a NaN from
+    NaN-free inputs raises ``FloatingPointError`` naming the operation.
+
+    ``with tg.debug_nans(): tg.grad(f)(x)``; ``debug_nans(False)`` turns it off
+    in a nested scope.
+    """
+
+    __slots__ = ("enable", "token")
+
+    def __init__(self, enable=True):
+        self.enable = enable
+
+    def __enter__(self):
+        current = core.current_trace()
+        if current is not core.EVAL_TRACE and current is not _DEBUG_TRACE:
+            raise RuntimeError("debug_nans must be entered outside of any transformation")
+        self.token = core._trace_ctx.set(_DEBUG_TRACE if self.enable else core.EVAL_TRACE)
+        return self
+
+    def __exit__(self, *exc):
+        core._trace_ctx.reset(self.token)
