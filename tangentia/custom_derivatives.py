@@ -28,9 +28,8 @@ from .interpreters import ad, batching
 from .interpreters import partial_eval as pe
 from .interpreters.ad import JVPTrace, JVPTracer, Zero
 from .interpreters.batching import BatchTrace, BatchTracer
+from ._messages import fun_name as _fun_name
 from .tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
-
-from ._messages import fun_name as _fun_name  # noqa: E402
 
 __all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "CustomVJPPrimal", "closure_convert",
            "zero_from_primal"]

@@ -25,8 +25,7 @@ from ..api import vjp as _vjp
 from ..custom_derivatives import closure_convert, custom_vjp
 from ..lax import while_loop
 from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
-
-from .._messages import fun_name as _fun_name, types_str as _types_str  # noqa: E402
+from .._messages import fun_name as _fun_name, types_str as _types_str
 
 __all__ = ["fixed_point"]
 

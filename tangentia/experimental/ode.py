@@ -34,8 +34,7 @@ from ..custom_derivatives import closure_convert, custom_vjp
 from .. import numpy as tnp
 from ..lax import scan, while_loop
 from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
-
-from .._messages import fun_name as _fun_name, types_str as _types_str  # noqa: E402
+from .._messages import fun_name as _fun_name, types_str as _types_str
 
 __all__ = ["odeint"]
 

@@ -44,8 +44,7 @@ from ..interpreters.ad import Zero, is_undefined
 from .. import numpy as tnp
 from ..primitives import elementwise as E
 from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
-
-from .._messages import fun_name as _fun_name, types_str as _types_str  # noqa: E402
+from .._messages import fun_name as _fun_name, types_str as _types_str
 
 __all__ = ["custom_linear_solve", "custom_root", "linear_solve_p"]
 

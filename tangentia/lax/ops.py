@@ -182,7 +182,7 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
-    ln, rn = len(_shape(lhs)), len(_shape(rhs))
+    ln = len(_shape(lhs))
     return C.dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())))
 
 
