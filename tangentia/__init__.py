@@ -18,10 +18,11 @@ from .numpy import ndarray as Array
 from . import lax  # noqa: F401
 from . import dtypes  # noqa: F401
 from . import scipy, nn  # noqa: F401
+from . import random  # noqa: F401
 
 __version__ = "0.1.0"
 
-__all__ = ["debug_nans", "Array", "ShapeDtypeStruct", "checkpoint", "remat", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
+__all__ = ["random", "debug_nans", "Array", "ShapeDtypeStruct", "checkpoint", "remat", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
            "linearize", "make_jaxpr", "value_and_grad", "vjp", "vmap", "tree_util", "numpy", "lax",
            "ConcretizationTypeError", "TracerArrayConversionError", "UnexpectedTracerError",
            "ClosedJaxpr", "Jaxpr", "custom_jvp", "custom_vjp", "closure_convert",
