@@ -626,6 +626,22 @@ def _merge_static(statics, dyn_args, dyn_kwargs):
     return args, kwargs
 
 
+def _invalid_argument_error(name, fun, args, kwargs, api):
+    """A TypeError naming the first argument leaf that is not an array."""
+    names = _arg_leaf_names(fun, args) + [f"keyword argument '{k}'" for k in sorted(kwargs)
+                                          for _ in tree_flatten(kwargs[k])[0]]
+    leaves = tree_flatten(args)[0] + [x for k in sorted(kwargs) for x in tree_flatten(kwargs[k])[0]]
+    for n, x in zip(names, leaves):
+        try:
+            _abstractify(x)
+        except TypeError:
+            return TypeError(
+                f"{api} of {name}: {n} of type {type(x).__name__} is not a valid array type. "
+                "Pass arrays (or pytrees of arrays), or mark the argument static with "
+                "static_argnums / static_argnames.")
+    return TypeError(f"{api} of {name}: an argument is not a valid array type")
+
+
 class _Jitted:
     """A function compiled on first call for each abstract signature."""
 
@@ -666,7 +682,11 @@ class _Jitted:
         else:
             statics, dyn_args, dyn_kwargs = (), args, kwargs
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
-        avals = tuple(_abstractify(x) for x in leaves)
+        try:
+            avals = tuple(_abstractify(x) for x in leaves)
+        except TypeError:
+            raise _invalid_argument_error(self.name, self.fun, dyn_args, dyn_kwargs,
+                                          "jit") from None
         return statics, leaves, in_tree, avals
 
     def _trace(self, statics, in_tree, avals, dyn_args):

@@ -116,7 +116,7 @@ def as_array(x, what="argument"):
         arr = np.asarray(x)
     except Exception as e:  # noqa: BLE001 - rethrown with context
         raise TypeError(f"{what} of type {type(x).__name__} is not a valid array: {e}") from None
-    if arr.dtype == object:
+    if arr.dtype.kind in "OUS":
         raise TypeError(f"{what} of type {type(x).__name__} is not a valid array type "
                         f"(got value {x!r:.80})")
     return arr

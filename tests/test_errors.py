@@ -400,3 +400,16 @@ def test_bool_of_a_leaked_tracer_is_a_leak_error():
 def test_has_aux_without_a_pair_describes_what_came_back():
     with pytest.raises(TypeError, match=r"must return a pair \(output, aux\), got a single array"):
         tg.grad(lambda x: x * 2.0, has_aux=True)(1.0)
+
+
+def test_non_array_arguments_are_named():
+    with pytest.raises(TypeError, match=r"jit of <lambda>: keyword argument 's' of type str"):
+        tg.jit(lambda x, s: x)(1.0, s="hi")
+
+    class Model:
+        @tg.jit
+        def apply(self, x):
+            return x
+
+    with pytest.raises(TypeError, match=r"jit of apply: argument 'self' of type Model .*static"):
+        Model().apply(1.0)

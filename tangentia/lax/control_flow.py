@@ -64,7 +64,11 @@ def switch(index, branches, *operands):
     for i, b in enumerate(branches):
         if not callable(b):
             raise TypeError(f"switch: branch {i} is not callable ({type(b).__name__})")
-    ia = core.get_aval(index)
+    try:
+        ia = core.get_aval(index)
+    except TypeError:
+        raise TypeError(f"switch: the index must be a scalar integer, got "
+                        f"{type(index).__name__} {index!r:.40}") from None
     if ia.shape != ():
         raise TypeError(f"switch: the index must be a scalar, got an array {ia.str_short()}")
     if ia.dtype.kind not in "iub":
@@ -79,7 +83,11 @@ def cond(pred, true_fun, false_fun, *operands, operand=None):
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, staged."""
     if operand is not None:
         operands = (operand,)
-    pa = core.get_aval(pred)
+    try:
+        pa = core.get_aval(pred)
+    except TypeError:
+        raise TypeError(f"cond: pred must be a scalar boolean, got {type(pred).__name__} "
+                        f"{pred!r:.40}") from None
     if pa.shape != ():
         raise TypeError(f"cond: pred must be a scalar boolean, got an array {pa.str_short()} "
                         f"(shape {pa.shape})")
