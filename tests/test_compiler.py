@@ -68,3 +68,17 @@ def test_jit_frees_intermediates_after_last_use():
     np.testing.assert_allclose(out, chain(x), rtol=1e-13)
     # one result buffer, reused in place (plus small overhead), not 30 arrays
     assert peak < 2.5 * x.nbytes, peak / x.nbytes
+
+
+def test_repeated_computations_are_done_once():
+    def f(x):
+        a = tnp.sin(x) * 2.0
+        b = tnp.sin(x) * 2.0  # the same computation again
+        return a + b, tnp.cos(x) * 2  # int literal 2 is not the float 2.0
+
+    x = np.linspace(0.0, 1.0, 3)
+    src = _source(f, x)
+    assert src.count(" = f") == 5  # sin, mul, add, cos, mul (not 7)
+    got = tg.jit(f)(x)
+    np.testing.assert_allclose(got[0], 4 * np.sin(x), rtol=1e-15)
+    np.testing.assert_allclose(got[1], 2 * np.cos(x), rtol=1e-15)

@@ -6,13 +6,14 @@ about as much as the NumPy calls themselves.  Every intermediate is
 deleted right after its last use, so memory is freed as early as possible,
 and an elementwise operation writes its result into the buffer of an
 operand that dies there (``out=``) when that buffer is one the program
-allocated itself and has the result's shape and dtype.
+allocated itself and has the result's shape and dtype.  Repeated
+computations (same primitive, inputs and parameters) are done once.
 """
 from __future__ import annotations
 
 from functools import partial
 
-from ..core import Literal, Var
+from ..core import Eqn, Literal, Var
 
 
 def _lowering(eqn):
@@ -36,6 +37,30 @@ def _reusable_input(eqn, i, owned, last_use, outset):
     return None
 
 
+def _cse_eqns(jaxpr):
+    """Common-subexpression elimination; returns (eqns, outvars)."""
+    seen, subst, eqns = {}, {}, []
+    for eqn in jaxpr.eqns:
+        ins = [subst.get(a, a) if type(a) is Var else a for a in eqn.inputs]
+        key = None
+        if not eqn.prim.multiple_results:
+            key = (eqn.prim, tuple(a if type(a) is Var else ("literal", a.val, a.aval.dtype)
+                                   for a in ins), tuple(sorted(eqn.params.items())))
+            try:
+                hash(key)
+            except TypeError:  # unhashable parameters (arrays, programs, slices)
+                key = None
+        if key is not None:
+            prev = seen.get(key)
+            if prev is not None:
+                subst[eqn.outputs[0]] = prev
+                continue
+            seen[key] = eqn.outputs[0]
+        eqns.append(Eqn(eqn.prim, ins, eqn.outputs, eqn.params, eqn.source)
+                    if any(a is not b for a, b in zip(ins, eqn.inputs)) else eqn)
+    return eqns, [subst.get(a, a) if type(a) is Var else a for a in jaxpr.outvars]
+
+
 def compile_jaxpr(jaxpr):
     """Return ``fn(*args) -> list of outputs`` for a program without constvars."""
     fn = jaxpr.cache.get("numpy_fn")
@@ -55,12 +80,13 @@ def compile_jaxpr(jaxpr):
             n = names[a] = f"v{len(names)}"
         return n
 
+    eqns, outvars = _cse_eqns(jaxpr)
     last_use = {}
-    for i, eqn in enumerate(jaxpr.eqns):
+    for i, eqn in enumerate(eqns):
         for a in eqn.inputs:
             if type(a) is Var:
                 last_use[a] = i
-    outset = {a for a in jaxpr.outvars if type(a) is Var}
+    outset = {a for a in outvars if type(a) is Var}
     dead_after = {}
     for v, i in last_use.items():
         if v not in outset:
@@ -69,7 +95,7 @@ def compile_jaxpr(jaxpr):
     params = ", ".join(name(v) for v in jaxpr.invars)
     lines = [f"def compiled({params}):"]
     owned = set()  # variables holding arrays this program allocated (never views)
-    for i, eqn in enumerate(jaxpr.eqns):
+    for i, eqn in enumerate(eqns):
         fname = f"f{i}"
         ns[fname] = _lowering(eqn)
         args = ", ".join(name(a) for a in eqn.inputs)
@@ -92,7 +118,7 @@ def compile_jaxpr(jaxpr):
         dead = dead_after.get(i)
         if dead:
             lines.append("    del " + ", ".join(name(v) for v in dead))
-    lines.append("    return [" + ", ".join(name(a) for a in jaxpr.outvars) + "]")
+    lines.append("    return [" + ", ".join(name(a) for a in outvars) + "]")
     src = "\n".join(lines)
     exec(compile(src, f"<tangentia-jit-{id(jaxpr):x}>", "exec"), ns)
     fn = ns["compiled"]
