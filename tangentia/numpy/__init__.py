@@ -2739,3 +2739,233 @@ def _install_extra_tracer_methods():
 
 
 _install_extra_tracer_methods()
+
+
+# ---------------------------------------------------------------------------
+# More of NumPy's / jax.numpy's names: aliases, compositions, and eager-only
+# index helpers (their results are concrete index arrays).
+
+concat = concatenate
+pow = power  # noqa: A001 - NumPy's name
+permute_dims = transpose
+fabs = abs
+int_ = int64
+float_ = float64
+double = float64
+single = float32
+uint = uint64
+ix_ = _np.ix_
+s_ = _np.s_
+index_exp = _np.index_exp
+r_ = _np.r_
+c_ = _np.c_
+mgrid = _np.mgrid
+ogrid = _np.ogrid
+iterable = _np.iterable
+can_cast = _np.can_cast
+isdtype = _np.isdtype
+unravel_index = _np.unravel_index
+ravel_multi_index = _np.ravel_multi_index
+diag_indices_from = _np.diag_indices_from
+tril_indices_from = _np.tril_indices_from
+triu_indices_from = _np.triu_indices_from
+
+
+def copy(a, order=None):
+    """A copy of ``a`` (under a transformation, the value itself)."""
+    if _is_tracer(a):
+        return a
+    return _np.array(a, copy=True)
+
+
+def imag(val):
+    """Imaginary part: zeros for real inputs (complex numbers are not supported)."""
+    return zeros_like(val)
+
+
+def angle(z, deg=False):
+    """Angle of real numbers: 0 for x >= 0, pi for x < 0."""
+    out = where(_E.lt(z, 0), pi, 0.0)
+    return rad2deg(out) if deg else out
+
+
+def isreal(x):
+    return ones_like(x, dtype=bool_)
+
+
+def iscomplex(x):
+    return zeros_like(x, dtype=bool_)
+
+
+def isrealobj(x):
+    return _aval(x).dtype.kind != "c"
+
+
+def iscomplexobj(x):
+    return _aval(x).dtype.kind == "c"
+
+
+def isposinf(x):
+    return logical_and(isinf(x), _E.gt(x, 0))
+
+
+def isneginf(x):
+    return logical_and(isinf(x), _E.lt(x, 0))
+
+
+def fmod(x1, x2):
+    """C-style remainder: the result has the sign of ``x1``."""
+    return _E.sub(x1, _E.mul(trunc(_E.div(x1, x2)), x2))
+
+
+def divmod(x1, x2):  # noqa: A001 - NumPy's name
+    return floor_divide(x1, x2), remainder(x1, x2)
+
+
+def modf(x):
+    """Fractional and integral parts, both with the sign of ``x``."""
+    ipart = trunc(x)
+    return _E.sub(x, ipart), ipart
+
+
+def float_power(x1, x2):
+    return _E.power(astype(x1, float64), astype(x2, float64) if not isinstance(x2, (int, float))
+                    else x2)
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    """Split into pieces; with an int, the first pieces get one extra element."""
+    n = shape(ary)[axis]
+    if isinstance(indices_or_sections, (int, _np.integer)):
+        k = int(indices_or_sections)
+        if k <= 0:
+            raise ValueError("array_split: argument 'indices_or_sections' must be positive")
+        sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
+        bounds = _np.cumsum([0] + sizes)[1:-1].tolist()
+        return split(ary, bounds, axis)
+    return split(ary, list(indices_or_sections), axis)
+
+
+def hsplit(ary, indices_or_sections):
+    return split(ary, indices_or_sections, 1 if ndim(ary) > 1 else 0)
+
+
+def vsplit(ary, indices_or_sections):
+    return split(ary, indices_or_sections, 0)
+
+
+def dsplit(ary, indices_or_sections):
+    return split(ary, indices_or_sections, 2)
+
+
+def unstack(x, axis=0):
+    """The slices of ``x`` along ``axis``, as a tuple."""
+    n = shape(x)[axis]
+    return tuple(take(x, i, axis=axis) for i in range(n))
+
+
+def rollaxis(a, axis, start=0):
+    nd = ndim(a)
+    axis %= nd
+    start = start % (nd + 1) if start < 0 else start
+    if axis < start:
+        start -= 1
+    return moveaxis(a, axis, start)
+
+
+def diagflat(v, k=0):
+    return diag(ravel(v), k)
+
+
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """Trapezoidal rule along ``axis``."""
+    y = asarray(y) if not _is_tracer(y) else y
+    n = shape(y)[axis]
+    y1 = take(y, _np.arange(1, n), axis=axis)
+    y0 = take(y, _np.arange(0, n - 1), axis=axis)
+    if x is None:
+        return _E.mul(sum(_E.add(y0, y1), axis=axis), dx / 2.0)
+    x = asarray(x) if not _is_tracer(x) else x
+    d = diff(x, axis=axis if ndim(x) > 1 else -1)
+    if ndim(x) == 1 and ndim(y) > 1:
+        shp = [1] * ndim(y)
+        shp[axis] = n - 1
+        d = reshape(d, tuple(shp))
+    return _E.mul(sum(_E.mul(d, _E.add(y0, y1)), axis=axis), 0.5)
+
+
+def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
+    """Vectorize a scalar function with ``vmap`` over broadcast arguments
+    (``signature`` is not supported)."""
+    if signature is not None:
+        raise NotImplementedError("vectorize: signature= is not supported yet")
+
+    def vectorized(*args, **kwargs):
+        from ..api import vmap as _vmap
+        dyn = [i for i in range(len(args)) if i not in excluded]
+        arrs = [asarray(args[i]) if not _is_tracer(args[i]) else args[i] for i in dyn]
+        bshape = broadcast_shapes(*[shape(a) for a in arrs]) if arrs else ()
+        arrs = [broadcast_to(a, bshape) for a in arrs]
+
+        def call(*xs):
+            full = list(args)
+            for i, x in zip(dyn, xs):
+                full[i] = x
+            return pyfunc(*full, **kwargs)
+
+        f = call
+        for _ in range(len(bshape)):
+            f = _vmap(f)
+        return f(*arrs)
+
+    return vectorized
+
+
+def matvec(x1, x2):
+    return matmul(x1, expand_dims(x2, -1))[..., 0]
+
+
+def vecmat(x1, x2):
+    return matmul(expand_dims(x1, -2), x2)[..., 0, :]
+
+
+def polyadd(a1, a2):
+    a1, a2 = atleast_1d(a1), atleast_1d(a2)
+    n = builtins.max(shape(a1)[0], shape(a2)[0])
+    return _E.add(pad(a1, (n - shape(a1)[0], 0)), pad(a2, (n - shape(a2)[0], 0)))
+
+
+def polysub(a1, a2):
+    return polyadd(a1, _E.neg(atleast_1d(a2)))
+
+
+def polymul(a1, a2):
+    return convolve(atleast_1d(a1), atleast_1d(a2))
+
+
+def polyder(p, m=1):
+    p = atleast_1d(p)
+    for _ in range(m):
+        n = shape(p)[0]
+        if n <= 1:
+            return zeros((1,), _aval(p).dtype)
+        p = _E.mul(p[:-1], _np.arange(n - 1, 0, -1, dtype=float64))
+    return p
+
+
+def polyint(p, m=1, k=None):
+    p = atleast_1d(p)
+    ks = [0.0] * m if k is None else list(_np.atleast_1d(k))
+    for i in range(m):
+        n = shape(p)[0]
+        p = concatenate([_E.div(p, _np.arange(n, 0, -1, dtype=float64)),
+                         reshape(asarray(ks[i], dtype=float64), (1,))])
+    return p
+
+
+def __getattr__(name):
+    # ``tnp.bool`` (jax.numpy's name for the bool dtype) without shadowing the
+    # builtin ``bool`` inside this module.
+    if name == "bool":
+        return bool_
+    raise AttributeError(f"module 'tangentia.numpy' has no attribute {name!r}")

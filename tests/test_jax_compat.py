@@ -1,0 +1,88 @@
+"""Names that JAX programs commonly use, so they run after changing imports:
+more jax.numpy functions, jax.tree, config.update, devices."""
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+from tangentia.test_util import check_grads
+
+A = np.array([-2.5, -1.0, 0.3, 1.7, 4.0])
+
+
+@pytest.mark.parametrize("name,args", [
+    ("fmod", (A, 1.5)), ("modf", (A,)), ("float_power", (np.abs(A) + 0.5, 1.5)),
+    ("divmod", (A, 1.5)), ("fabs", (A,)), ("isposinf", (np.array([np.inf, -np.inf, 1.0]),)),
+    ("isneginf", (np.array([np.inf, -np.inf, 1.0]),)), ("trapezoid", (A ** 2,)),
+    ("diagflat", (A[:3],)), ("polyder", (A,)), ("polyint", (A,)), ("polymul", (A[:3], A[2:])),
+    ("polyadd", (A[:2], A)), ("polysub", (A, A[:2])), ("angle", (A,)), ("imag", (A,)),
+    ("pow", (np.abs(A), 2.0)), ("concat", ([A, A],)), ("permute_dims", (A.reshape(5, 1), (1, 0))),
+    ("copy", (A,)),
+])
+def test_values_match_numpy_eagerly_and_under_jit(name, args):
+    want = getattr(np, name if name not in ("concat", "permute_dims") else
+                   {"concat": "concatenate", "permute_dims": "transpose"}[name])(*args)
+    got = getattr(tnp, name)(*args)
+    if name == "concat":
+        jitted = tg.jit(lambda a: tnp.concat([a, a]))(A)
+    elif name == "permute_dims":  # the axes are static
+        jitted = tg.jit(lambda a: tnp.permute_dims(a, args[1]))(args[0])
+    else:
+        jitted = tg.jit(lambda *a: getattr(tnp, name)(*a))(*args)
+    for g, j, w in zip(*[x if isinstance(x, tuple) else (x,) for x in (got, jitted, want)]):
+        np.testing.assert_allclose(g, w, rtol=1e-14)
+        np.testing.assert_allclose(j, w, rtol=1e-14)
+
+
+def test_splits_unstack_rollaxis_vectorize():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    for g, w in zip(tnp.array_split(np.arange(7.0), 3), np.array_split(np.arange(7.0), 3)):
+        np.testing.assert_array_equal(g, w)
+    for g, w in zip(tnp.hsplit(x, 3), np.hsplit(x, 3)):
+        np.testing.assert_array_equal(g, w)
+    for g, w in zip(tnp.dsplit(x, 2), np.dsplit(x, 2)):
+        np.testing.assert_array_equal(g, w)
+    for g, w in zip(tnp.unstack(x, axis=1), [x[:, i] for i in range(3)]):
+        np.testing.assert_array_equal(g, w)
+    assert tnp.rollaxis(x, 2).shape == np.rollaxis(x, 2).shape
+    assert tnp.rollaxis(x, 0, 3).shape == np.rollaxis(x, 0, 3).shape
+    f = tnp.vectorize(lambda a, b: tnp.sin(a) * b)
+    np.testing.assert_allclose(f(A, A[:, None]), np.sin(A) * A[:, None], rtol=1e-15)
+    np.testing.assert_allclose(tnp.matvec(x, np.ones(4)), x.sum(-1), rtol=1e-15)
+    np.testing.assert_allclose(tnp.vecmat(np.ones(3), x), x.sum(-2), rtol=1e-15)
+
+
+def test_derivatives_of_compositions():
+    check_grads(lambda a: tnp.fmod(a, 1.5) * a, (A + 0.01,), 2)
+    check_grads(lambda a: tnp.trapezoid(tnp.sin(a), a), (np.sort(A),), 2)
+    check_grads(lambda a: tnp.polyval(tnp.polyder(a), 0.7), (A,), 2)
+    check_grads(lambda a: tnp.vectorize(lambda u: u ** 3)(a), (A,), 2)
+
+
+def test_index_helpers_and_dtypes():
+    np.testing.assert_array_equal(tnp.ix_(np.arange(2), np.arange(3))[1], np.ix_(np.arange(2),
+                                                                               np.arange(3))[1])
+    assert tnp.s_[1:3] == slice(1, 3)
+    assert tnp.bool is np.bool_ and tnp.zeros(2, tnp.bool).dtype == np.bool_
+    np.testing.assert_array_equal(tnp.unravel_index(5, (2, 3)), (1, 2))
+    assert tnp.mgrid[0:2, 0:3].shape == (2, 2, 3)
+
+
+def test_tree_config_and_devices():
+    t = {"a": 1.0, "b": (2.0, 3.0)}
+    assert tg.tree.map(lambda v: v * 2, t) == {"a": 2.0, "b": (4.0, 6.0)}
+    assert tg.tree.leaves(t) == [1.0, 2.0, 3.0]
+    assert tg.tree.unflatten(tg.tree.structure(t), [4, 5, 6]) == {"a": 4, "b": (5, 6)}
+    tg.config.update("jax_enable_x64", True)
+    with pytest.raises(NotImplementedError, match="float64 by default"):
+        tg.config.update("jax_enable_x64", False)
+    with pytest.raises(NotImplementedError, match="debug_nans"):
+        tg.config.update("jax_debug_nans", True)
+    with pytest.raises(ValueError, match="unknown or unsupported option 'jax_foo'"):
+        tg.config.update("jax_foo", 1)
+    assert tg.device_count() == 1 and tg.devices()[0].platform == "cpu"
+    x = tg.device_put([1.0, np.float32(2.0)])
+    assert all(type(v) is np.ndarray for v in x) and x[1].dtype == np.float32
+    y = np.ones(2)
+    assert tg.block_until_ready(y) is y
+    np.testing.assert_allclose(tg.jacobian(lambda v: v ** 2)(A), np.diag(2 * A), rtol=1e-15)
