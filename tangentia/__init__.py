@@ -20,13 +20,14 @@ from . import dtypes  # noqa: F401
 from . import scipy, nn  # noqa: F401
 from . import random  # noqa: F401
 from . import tree  # noqa: F401
+from . import debug  # noqa: F401
 from ._compat import (block_until_ready, config, default_backend, device_count, device_get,
                       device_put, devices, local_device_count, local_devices)
 from .api import jacrev as jacobian
 
 __version__ = "0.1.0"
 
-__all__ = ["random", "tree", "block_until_ready", "config", "default_backend",
+__all__ = ["random", "tree", "debug", "block_until_ready", "config", "default_backend",
            "device_count", "device_get", "device_put", "devices", "local_device_count",
            "local_devices", "jacobian", "debug_nans", "Array", "ShapeDtypeStruct", "checkpoint", "remat", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
            "linearize", "make_jaxpr", "value_and_grad", "vjp", "vmap", "tree_util", "numpy", "lax",

@@ -277,7 +277,7 @@ class Primitive:
 
     __slots__ = ("name", "multiple_results", "impl", "abstract_eval", "jvp", "transpose",
                  "batch", "partial_eval", "lower", "print_params", "jvp_takes_none", "jvp_fns",
-                 "ufunc",
+                 "ufunc", "has_effects",
                  "__weakref__")
 
     def __init__(self, name, multiple_results=False):
@@ -294,6 +294,7 @@ class Primitive:
         self.jvp_takes_none = False  # the JVP rule accepts None for a zero tangent
         self.jvp_fns = None  # per-argument tangent functions (see ad.defjvp)
         self.ufunc = None  # the NumPy ufunc, for elementwise primitives (in-place lowering)
+        self.has_effects = False  # kept by dead-code elimination even without used outputs
 
     def bind(self, *args, **params):
         return _trace_ctx.get().process_primitive(self, args, params)

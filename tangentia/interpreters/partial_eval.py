@@ -81,7 +81,9 @@ def _dce(eqns, outvars):
     kept = []
     for e in reversed(eqns):
         outs = e.outputs
-        if len(outs) == 1:
+        if e.prim.has_effects:
+            pass
+        elif len(outs) == 1:
             if outs[0] not in live:
                 continue
         elif not any(o in live for o in outs):
