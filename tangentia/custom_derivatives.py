@@ -170,8 +170,16 @@ def _has_own(trace, args):
 
 
 def _forward(trace, prim, args, params):
-    with set_trace(trace.parent):
-        return prim.bind(*args, **params)
+    """Bind ``prim`` with the parent interpreter (which it handles directly)."""
+    parent = trace.parent
+    rule = prim.rules.get(type(parent))
+    if rule is None:
+        raise NotImplementedError(f"{prim.name} under {type(parent).__name__}")
+    token = core._trace_ctx.set(parent)
+    try:
+        return rule(parent, args, params)
+    finally:
+        core._trace_ctx.reset(token)
 
 
 # -- custom_jvp_call --------------------------------------------------------
