@@ -400,12 +400,26 @@ def rad2deg(x):
 radians, degrees = deg2rad, rad2deg
 
 
+def _complex_unsupported(fname, x):
+    if _aval(x).dtype.kind == "c":
+        if not _is_tracer(x):
+            return getattr(_np, fname)(x)
+        raise NotImplementedError(
+            f"{fname}: complex arrays are not supported under transformations yet "
+            f"(got {_aval(x).str_short()})")
+    return None
+
+
 def real(x):
-    return _S.unchanged(x)
+    """Real part (the value itself for real arrays)."""
+    out = _complex_unsupported("real", x)
+    return _S.unchanged(x) if out is None else out
 
 
 def conj(x):
-    return _S.unchanged(x)
+    """Complex conjugate (the value itself for real arrays)."""
+    out = _complex_unsupported("conj", x)
+    return _S.unchanged(x) if out is None else out
 
 
 conjugate = conj
@@ -1148,7 +1162,8 @@ def _install_tracer_methods():
     T.T = property(lambda s: transpose(s))
     T.mT = property(lambda s: swapaxes(s, -1, -2))
     T.at = property(lambda s: _IndexUpdateHelper(s))
-    T.real = property(lambda s: s)
+    T.real = property(lambda s: real(s))
+    T.imag = property(lambda s: imag(s))
     T.reshape = lambda s, *shape, order="C": reshape(
         s, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
     T.transpose = lambda s, *axes: transpose(s, axes[0] if len(axes) == 1 and not isinstance(
@@ -1177,7 +1192,7 @@ def _install_tracer_methods():
     T.clip = _no_out("clip", lambda s, min=None, max=None: clip(s, min, max))
     T.dot = lambda s, o: dot(s, o)
     T.round = _no_out("round", lambda s, decimals=0: round(s, decimals))
-    T.conj = lambda s: s
+    T.conj = lambda s: conj(s)
     T.copy = lambda s: s
     T.swapaxes = lambda s, a, b: swapaxes(s, a, b)
     T.trace = lambda s, offset=0, axis1=0, axis2=1: trace(s, offset, axis1, axis2)
@@ -2779,8 +2794,9 @@ def copy(a, order=None):
 
 
 def imag(val):
-    """Imaginary part: zeros for real inputs (complex numbers are not supported)."""
-    return zeros_like(val)
+    """Imaginary part: zeros for real arrays."""
+    out = _complex_unsupported("imag", val)
+    return zeros_like(val) if out is None else out
 
 
 def angle(z, deg=False):
