@@ -266,13 +266,19 @@ def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs):
     names = None
     for i, x in enumerate(d_leaves):
         a = _leaf_aval(x, api, f"argument {i}")
-        if a.dtype.kind not in "fc" and not allow_int:
+        if (a.dtype.kind != "f" and not (allow_int and a.dtype.kind in "iub")):
             if names is None:
                 all_names = _arg_leaf_names(fun, args)
                 starts = [len(tree_flatten(args[:k])[0]) for k in range(len(args) + 1)]
                 names = [n for k in nums for n in all_names[starts[k]:starts[k + 1]]]
+            if a.dtype.kind == "c":
+                raise TypeError(
+                    f"{api} of {_fun_name(fun)}: {names[i]} (argnums={argnums!r}) is complex "
+                    f"({a.dtype}); differentiation with respect to complex inputs is not "
+                    "supported yet. Differentiate with respect to the real and imaginary parts "
+                    "as separate float arguments.")
             raise TypeError(
-                f"{api} of {_fun_name(fun)} requires real- or complex-valued inputs (float dtype) "
+                f"{api} of {_fun_name(fun)} requires real-valued inputs (float dtype) "
                 f"for the arguments it differentiates, but {names[i]} (argnums={argnums!r}) has "
                 f"dtype {a.dtype}. Convert it to float, or differentiate with respect to other "
                 "arguments.")
@@ -297,8 +303,8 @@ def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs):
                 f"{api} of {_fun_name(fun)} requires a scalar output (shape ()), but the function "
                 f"returned {what}. Use vjp, jacrev or jacfwd for non-scalar outputs, or reduce the "
                 "output (for example with .sum()).")
-        if a.dtype.kind not in "fc":
-            raise TypeError(f"{api} of {_fun_name(fun)} requires a floating-point output, "
+        if a.dtype.kind != "f":
+            raise TypeError(f"{api} of {_fun_name(fun)} requires a real floating-point output, "
                             f"got dtype {a.dtype}")
         return [out]
 

@@ -413,3 +413,10 @@ def test_non_array_arguments_are_named():
 
     with pytest.raises(TypeError, match=r"jit of apply: argument 'self' of type Model .*static"):
         Model().apply(1.0)
+
+
+def test_grad_refuses_complex_inputs_and_outputs():
+    with pytest.raises(TypeError, match=r"grad of <lambda>: argument 'z' .* is complex"):
+        tg.grad(lambda z: tnp.sum(z))(np.array([1 + 1j]))
+    with pytest.raises(TypeError, match="requires a real floating-point output"):
+        tg.grad(lambda x: x * (1 + 1j))(1.0)
