@@ -23,8 +23,12 @@ def _dot_general_impl(x, y, dimension_numbers):
     (lc, rc), (lb, rb) = dimension_numbers
     xn, yn = x.ndim, y.ndim
     if not lb:
+        if not lc:  # outer product
+            return np.multiply(np.reshape(x, x.shape + (1,) * yn), y)
         if lc == (xn - 1,) and rc == ((0,) if yn == 1 else (yn - 2,)) and yn <= 2:
-            return np.matmul(x, y) if xn >= 1 and yn >= 1 else np.tensordot(x, y, (lc, rc))
+            return np.matmul(x, y)
+        if xn <= 2 and yn <= 2 and len(lc) == 1:  # matrix/vector products, maybe transposed
+            return np.matmul(x if lc[0] == xn - 1 else x.T, y if rc[0] == 0 else y.T)
         return np.tensordot(x, y, (lc, rc))
     lf = _free(xn, lc, lb)
     rf = _free(yn, rc, rb)
