@@ -6,7 +6,7 @@ that keep their meaning under every other transformation.
 """
 from . import primitives  # noqa: F401  (defines every primitive and its rules)
 from . import tree_util
-from .api import (ShapeDtypeStruct, checkpoint, eval_shape, grad, remat, hessian, jacfwd, jacrev, jit, jvp,
+from .api import (ShapeDtypeStruct, checkpoint, eval_shape, grad, linear_transpose, remat, hessian, jacfwd, jacrev, jit, jvp,
                   linearize, make_jaxpr, value_and_grad, vjp, vmap)
 from .core import (ConcretizationTypeError, TracerArrayConversionError, UnexpectedTracerError,
                    ClosedJaxpr, Jaxpr)
@@ -27,7 +27,7 @@ from .api import jacrev as jacobian
 
 __version__ = "0.1.0"
 
-__all__ = ["random", "tree", "debug", "block_until_ready", "config", "default_backend",
+__all__ = ["linear_transpose", "random", "tree", "debug", "block_until_ready", "config", "default_backend",
            "device_count", "device_get", "device_put", "devices", "local_device_count",
            "local_devices", "jacobian", "debug_nans", "Array", "ShapeDtypeStruct", "checkpoint", "remat", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
            "linearize", "make_jaxpr", "value_and_grad", "vjp", "vmap", "tree_util", "numpy", "lax",

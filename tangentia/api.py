@@ -768,6 +768,47 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
     return _Jitted(fun, static_argnums, static_argnames)
 
 
+def linear_transpose(fun, *primals, reduce_axes=()):
+    """Transpose of the linear function ``fun`` (example ``primals`` give the
+    input shapes and dtypes): ``linear_transpose(f, x)(ct) == (J^T ct,)``.
+
+    A ``fun`` that is not linear in its inputs raises an error when the
+    transpose is called.
+    """
+    _check_callable(fun, "linear_transpose")
+    leaves, in_tree = tree_flatten(primals)
+    avals = [_abstractify(x) for x in leaves]
+    for i, a in enumerate(avals):
+        if a.dtype.kind != "f":
+            raise TypeError(f"linear_transpose of {_fun_name(fun)}: primal {i} has dtype "
+                            f"{a.dtype}; a linear function needs float inputs")
+    store = {}
+    flat = _flatten_fun(lambda *a: fun(*a), tree_flatten((primals, {}))[1], store)
+    jaxpr, consts = pe.trace_to_jaxpr(lambda *ls: flat(*ls), avals, name=_fun_name(fun),
+                                      label="linear_transpose")
+    out_tree = store["out_tree"]
+    out_avals = jaxpr.out_avals
+
+    def transposed(ct):
+        ct_leaves, ct_tree = tree_flatten(ct)
+        if ct_tree != out_tree:
+            raise ValueError(f"linear_transpose of {_fun_name(fun)}: the cotangent has structure "
+                             f"{ct_tree} but the function's output has structure {out_tree}")
+        for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
+            if core.get_aval(c).shape != a.shape:
+                raise ValueError(f"linear_transpose of {_fun_name(fun)}: cotangent {i} has shape "
+                                 f"{core.get_aval(c).shape}, expected {a.shape}")
+        try:
+            res = ad.backward_pass(jaxpr, consts, ct_leaves)
+        except (TypeError, NotImplementedError) as err:
+            raise TypeError(f"linear_transpose of {_fun_name(fun)}: the function is not linear "
+                            f"in its inputs ({err})") from None
+        res = [ad.zeros_like_aval(v.aval) if c is None else c for c, v in zip(res, jaxpr.invars)]
+        return tree_unflatten(in_tree, _arrays(res))
+
+    return transposed
+
+
 # ---------------------------------------------------------------------------
 # checkpoint (rematerialization)
 

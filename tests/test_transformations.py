@@ -984,3 +984,21 @@ def test_eval_shape_of_transformed_functions():
     assert out.shape == (5,)
     out = tg.eval_shape(tg.jacrev(lambda a: tnp.sin(a)), S((2, 3), np.float64))
     assert out.shape == (2, 3, 2, 3)
+
+
+def test_linear_transpose_matches_vjp_and_rejects_nonlinear_functions():
+    rng = np.random.default_rng(7)
+    A = rng.normal(size=(3, 4))
+
+    def f(x, y):
+        return (A @ x + 2.0 * y[:3], tnp.sum(tnp.cumsum(x)))
+
+    ft = tg.linear_transpose(f, np.ones(4), np.ones(5))
+    ct = (rng.normal(size=3), 1.5)
+    got = ft(ct)
+    want = tg.vjp(f, rng.normal(size=4), rng.normal(size=5))[1](ct)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-13)
+    assert tg.jit(lambda c: ft((c, 1.5))[0])(ct[0]).shape == (4,)
+    with pytest.raises(TypeError, match="linear_transpose of <lambda>: the function is not linear"):
+        tg.linear_transpose(lambda x: x * x, 1.0)(1.0)
