@@ -355,25 +355,31 @@ def _std_basis(leaves):
     return out, sizes, avals
 
 
+def _diff_args(fun, argnums, args, kwargs, api):
+    """The differentiated arguments' leaves and a function of those leaves alone."""
+    single, nums = _normalize_argnums(argnums, len(args), api, fun)
+    d_leaves, d_tree = tree_flatten(tuple(args[i] for i in nums))
+    for i, x in enumerate(d_leaves):
+        if _leaf_aval(x, api, f"argument {i}").dtype.kind != "f":
+            raise TypeError(f"{api} of {_fun_name(fun)} requires real float inputs, "
+                            f"argument leaf {i} has dtype {core.get_aval(x).dtype}")
+
+    def f_diff(*leaves):
+        new = list(args)
+        for i, v in zip(nums, tree_unflatten(d_tree, list(leaves))):
+            new[i] = v
+        return fun(*new, **kwargs)
+
+    return single, d_leaves, d_tree, f_diff
+
+
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     """Jacobian of ``fun`` by forward mode (vmap of jvp)."""
     _check_callable(fun, "jacfwd")
 
     def jac_f(*args, **kwargs):
-        single, nums = _normalize_argnums(argnums, len(args), "jacfwd", fun)
-        diff = tuple(args[i] for i in nums)
-        d_leaves, d_tree = tree_flatten(diff)
-        for i, x in enumerate(d_leaves):
-            if _leaf_aval(x, "jacfwd", f"argument {i}").dtype.kind not in "fc":
-                raise TypeError(f"jacfwd of {_fun_name(fun)} requires float inputs, "
-                                f"argument leaf {i} has dtype {core.get_aval(x).dtype}")
+        single, d_leaves, d_tree, f_diff = _diff_args(fun, argnums, args, kwargs, "jacfwd")
         basis, sizes, in_avals = _std_basis(d_leaves)
-
-        def f_diff(*leaves):
-            new = list(args)
-            for i, v in zip(nums, tree_unflatten(d_tree, list(leaves))):
-                new[i] = v
-            return fun(*new, **kwargs)
 
         def push(*tans):
             res = jvp(f_diff, tuple(d_leaves), tuple(tans), has_aux=has_aux)
@@ -405,19 +411,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     _check_callable(fun, "jacrev")
 
     def jac_f(*args, **kwargs):
-        single, nums = _normalize_argnums(argnums, len(args), "jacrev", fun)
-        diff = tuple(args[i] for i in nums)
-        d_leaves, d_tree = tree_flatten(diff)
-        for i, x in enumerate(d_leaves):
-            if _leaf_aval(x, "jacrev", f"argument {i}").dtype.kind not in "fc":
-                raise TypeError(f"jacrev of {_fun_name(fun)} requires float inputs, "
-                                f"argument leaf {i} has dtype {core.get_aval(x).dtype}")
-
-        def f_diff(*leaves):
-            new = list(args)
-            for i, v in zip(nums, tree_unflatten(d_tree, list(leaves))):
-                new[i] = v
-            return fun(*new, **kwargs)
+        single, d_leaves, d_tree, f_diff = _diff_args(fun, argnums, args, kwargs, "jacrev")
 
         res = vjp(f_diff, *d_leaves, has_aux=has_aux)
         out, pullback = res[0], res[1]

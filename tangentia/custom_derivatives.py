@@ -153,6 +153,29 @@ class _suspend:
         self.trace.alive = True
 
 
+def _jvp_unpack(trace, args, nc, nd, kind, name):
+    """Primals of all arguments, tangents of the differentiable ones (from
+    position ``nd``; ``None`` when zero), and whether any is perturbed.  The
+    first ``nc`` arguments are closed-over values: a tangent there is an error."""
+    primals, diff_t = [], []
+    perturbed = False
+    for i, x in enumerate(args):
+        if type(x) is JVPTracer and x._trace is trace:
+            if i < nc:
+                raise core.closure_error(kind, name)
+            primals.append(x.primal)
+            if i >= nd:
+                diff_t.append(x.tangent)
+                perturbed = True
+        else:
+            if isinstance(x, Tracer):
+                trace.check_foreign(x)
+            primals.append(x)
+            if i >= nd:
+                diff_t.append(None)
+    return primals, diff_t, perturbed
+
+
 def _batch_unpack(trace, args):
     vals, dims = [], []
     for x in args:
@@ -196,22 +219,7 @@ def _cj_eval(trace, args, params):
 def _cj_jvp(trace, args, params):
     nc, nn = params["num_consts"], params["num_nondiff"]
     nd = nc + nn
-    primals, diff_t = [], []
-    perturbed = False
-    for i, x in enumerate(args):
-        if type(x) is JVPTracer and x._trace is trace:
-            if i < nc:
-                raise core.closure_error("custom_jvp", params["name"])
-            primals.append(x.primal)
-            if i >= nd:
-                diff_t.append(x.tangent)
-                perturbed = True
-        else:
-            if isinstance(x, Tracer):
-                trace.check_foreign(x)
-            primals.append(x)
-            if i >= nd:
-                diff_t.append(None)
+    primals, diff_t, perturbed = _jvp_unpack(trace, args, nc, nd, "custom_jvp", params["name"])
     if not perturbed:
         # Suspended, so that a function closing over one of this trace's
         # tracers is reported instead of silently losing its derivative.
@@ -435,21 +443,8 @@ def _cv_eval(trace, args, params):
 
 def _cv_jvp(trace, args, params):
     nc = params["num_consts"]
-    primals, diff_t = [], []
-    perturbed_any = False
-    for i, x in enumerate(args):
-        if type(x) is JVPTracer and x._trace is trace:
-            if i < nc:
-                raise core.closure_error("custom_vjp", params["name"])
-            primals.append(x.primal)
-            diff_t.append(x.tangent)
-            perturbed_any = True
-        else:
-            if isinstance(x, Tracer):
-                trace.check_foreign(x)
-            primals.append(x)
-            if i >= nc:
-                diff_t.append(None)
+    primals, diff_t, perturbed_any = _jvp_unpack(trace, args, nc, nc, "custom_vjp",
+                                                 params["name"])
     if not perturbed_any:
         with _suspend(trace, "custom_vjp", params["name"]):
             return custom_vjp_call_p.bind(*primals, **params)
