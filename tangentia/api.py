@@ -642,6 +642,22 @@ def _invalid_argument_error(name, fun, args, kwargs, api):
     return TypeError(f"{api} of {name}: an argument is not a valid array type")
 
 
+def _stage(fun, statics, in_tree, avals, label, arg_names=None):
+    """Trace ``fun`` on the flattened ``(args, kwargs)`` (static arguments put
+    back in place). Returns ``(jaxpr, consts, out_tree)``."""
+    store = {}
+
+    def flat(*leaves):
+        d_args, d_kwargs = tree_unflatten(in_tree, leaves)
+        args, kwargs = _merge_static(statics, d_args, d_kwargs)
+        out_leaves, store["out_tree"] = tree_flatten(fun(*args, **kwargs))
+        return out_leaves
+
+    jaxpr, consts = pe.trace_to_jaxpr(flat, list(avals), name=_fun_name(fun), label=label,
+                                      arg_names=arg_names)
+    return jaxpr, consts, store["out_tree"]
+
+
 class _Jitted:
     """A function compiled on first call for each abstract signature."""
 
@@ -690,19 +706,9 @@ class _Jitted:
         return statics, leaves, in_tree, avals
 
     def _trace(self, statics, in_tree, avals, dyn_args):
-        store = {}
-
-        def flat(*leaves):
-            d_args, d_kwargs = tree_unflatten(in_tree, leaves)
-            args, kwargs = _merge_static(statics, d_args, d_kwargs)
-            out = self.fun(*args, **kwargs)
-            out_leaves, store["out_tree"] = tree_flatten(out)
-            return out_leaves
-
-        names = _arg_leaf_names(self.fun, dyn_args)
-        jaxpr, consts = pe.trace_to_jaxpr(flat, list(avals), name=self.name, label="jit",
-                                          arg_names=names)
-        return pe.convert_constvars_to_invars(jaxpr), consts, store["out_tree"]
+        jaxpr, consts, out_tree = _stage(self.fun, statics, in_tree, avals, "jit",
+                                         _arg_leaf_names(self.fun, dyn_args))
+        return pe.convert_constvars_to_invars(jaxpr), consts, out_tree
 
     def __call__(self, *args, **kwargs):
         # Fast path: positional ndarray arguments only, called eagerly, with a
@@ -776,29 +782,16 @@ def linear_transpose(fun, *primals, reduce_axes=()):
         if a.dtype.kind != "f":
             raise TypeError(f"linear_transpose of {_fun_name(fun)}: primal {i} has dtype "
                             f"{a.dtype}; a linear function needs float inputs")
-    store = {}
-    flat = _flatten_fun(lambda *a: fun(*a), tree_flatten((primals, {}))[1], store)
-    jaxpr, consts = pe.trace_to_jaxpr(lambda *ls: flat(*ls), avals, name=_fun_name(fun),
-                                      label="linear_transpose")
-    out_tree = store["out_tree"]
-    out_avals = jaxpr.out_avals
+    jaxpr, consts, out_tree = _stage(fun, (), tree_flatten((primals, {}))[1], avals,
+                                     "linear_transpose")
+    api = f"linear_transpose of {_fun_name(fun)}"
+    pullback = _make_pullback(jaxpr, consts, out_tree, jaxpr.out_avals, in_tree, api)
 
     def transposed(ct):
-        ct_leaves, ct_tree = tree_flatten(ct)
-        if ct_tree != out_tree:
-            raise ValueError(f"linear_transpose of {_fun_name(fun)}: the cotangent has structure "
-                             f"{ct_tree} but the function's output has structure {out_tree}")
-        for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
-            if core.get_aval(c).shape != a.shape:
-                raise ValueError(f"linear_transpose of {_fun_name(fun)}: cotangent {i} has shape "
-                                 f"{core.get_aval(c).shape}, expected {a.shape}")
         try:
-            res = ad.backward_pass(jaxpr, consts, ct_leaves)
+            return pullback(ct)
         except (TypeError, NotImplementedError) as err:
-            raise TypeError(f"linear_transpose of {_fun_name(fun)}: the function is not linear "
-                            f"in its inputs ({err})") from None
-        res = [ad.zeros_like_aval(v.aval) if c is None else c for c, v in zip(res, jaxpr.invars)]
-        return tree_unflatten(in_tree, _arrays(res))
+            raise TypeError(f"{api}: the function is not linear in its inputs ({err})") from None
 
     return transposed
 
@@ -824,19 +817,10 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
         statics, dyn_args, dyn_kwargs = _static_split(fun, args, kwargs, static_argnums, (),
                                                       "checkpoint")
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
-        store = {}
-
-        def flat(*ls):
-            d_args, d_kwargs = tree_unflatten(in_tree, ls)
-            a, k = _merge_static(statics, d_args, d_kwargs)
-            outs, store["out_tree"] = tree_flatten(fun(*a, **k))
-            return outs
-
-        jaxpr, consts = pe.trace_to_jaxpr(flat, [_abstractify(x) for x in leaves],
-                                          name=_fun_name(fun), label="checkpoint",
-                                          arg_names=_arg_leaf_names(fun, dyn_args))
+        jaxpr, consts, out_tree = _stage(fun, statics, in_tree, map(_abstractify, leaves),
+                                         "checkpoint", _arg_leaf_names(fun, dyn_args))
         outs = remat_p.bind(*consts, *leaves, jaxpr=pe.convert_constvars_to_invars(jaxpr))
-        return tree_unflatten(store["out_tree"], outs)
+        return tree_unflatten(out_tree, outs)
 
     return remat_f
 
@@ -858,22 +842,12 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False, abstracted_axes=None)
         statics, dyn_args, dyn_kwargs = _static_split(fun, args, kwargs, static_argnums, (),
                                                       "make_jaxpr")
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
-        avals = [_abstractify(x) for x in leaves]
-        store = {}
-
-        def flat(*ls):
-            d_args, d_kwargs = tree_unflatten(in_tree, ls)
-            a, k = _merge_static(statics, d_args, d_kwargs)
-            out = fun(*a, **k)
-            out_leaves, store["out_tree"] = tree_flatten(out)
-            return out_leaves
-
-        jaxpr, consts = pe.trace_to_jaxpr(flat, avals, name=_fun_name(fun), label="make_jaxpr",
-                                          arg_names=_arg_leaf_names(fun, dyn_args))
+        jaxpr, consts, out_tree = _stage(fun, statics, in_tree, map(_abstractify, leaves),
+                                         "make_jaxpr", _arg_leaf_names(fun, dyn_args))
         closed = core.ClosedJaxpr(jaxpr, consts)
         if return_shape:
             shapes = [ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in jaxpr.outvars]
-            return closed, tree_unflatten(store["out_tree"], shapes)
+            return closed, tree_unflatten(out_tree, shapes)
         return closed
 
     return make
@@ -883,9 +857,6 @@ def eval_shape(fun, *args, **kwargs):
     """Shapes and dtypes of ``fun``'s outputs, computed without running it."""
     _check_callable(fun, "eval_shape")
     leaves, in_tree = tree_flatten((args, kwargs))
-    avals = [_abstractify(x) for x in leaves]
-    store = {}
-    flat = _flatten_fun(fun, in_tree, store)
-    jaxpr, _ = pe.trace_to_jaxpr(flat, avals, name=_fun_name(fun), label="eval_shape")
+    jaxpr, _, out_tree = _stage(fun, (), in_tree, map(_abstractify, leaves), "eval_shape")
     shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]
-    return tree_unflatten(store["out_tree"], shapes)
+    return tree_unflatten(out_tree, shapes)
