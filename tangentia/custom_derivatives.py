@@ -636,7 +636,36 @@ def _check_tangent(p, t, i, jvp_name, name):
     return t
 
 
-class custom_jvp:
+class _CustomFunction:
+    """What custom_jvp and custom_vjp share: the wrapped function, its
+    nondiff_argnums, method binding and argument resolution."""
+
+    kind = "custom"
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun, updated=())
+        self.fun = fun
+        self.nondiff_argnums = tuple(sorted(int(i) for i in nondiff_argnums))
+        self.symbolic_zeros = False
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def _resolve(self, args, kwargs):
+        """Positional arguments (kwargs resolved), checked against nondiff_argnums."""
+        args = _resolve_kwargs(self.fun, args, kwargs, self.kind)
+        nd = self.nondiff_argnums
+        for i in nd:
+            if i >= len(args):
+                raise TypeError(f"{self.kind} function {_fun_name(self.fun)}: "
+                                f"nondiff_argnums={nd} but only {len(args)} positional arguments "
+                                "were given")
+        return args
+
+
+class custom_jvp(_CustomFunction):
     """A function with a user-defined JVP (forward-mode) rule.
 
     Use as a decorator, then ``f.defjvp(rule)`` with
@@ -645,17 +674,11 @@ class custom_jvp:
     transposed), under vmap, jit and control flow, and at any order.
     """
 
-    def __init__(self, fun, nondiff_argnums=()):
-        functools.update_wrapper(self, fun, updated=())
-        self.fun = fun
-        self.nondiff_argnums = tuple(sorted(int(i) for i in nondiff_argnums))
-        self.jvp = None
-        self.symbolic_zeros = False
+    kind = "custom_jvp"
 
-    def __get__(self, obj, objtype=None):
-        if obj is None:
-            return self
-        return functools.partial(self, obj)
+    def __init__(self, fun, nondiff_argnums=()):
+        super().__init__(fun, nondiff_argnums)
+        self.jvp = None
 
     def defjvp(self, jvp, symbolic_zeros=False):
         """Define the JVP rule; returns ``jvp`` so it can be used as a decorator."""
@@ -689,12 +712,8 @@ class custom_jvp:
         name = _fun_name(self.fun)
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
-        args = _resolve_kwargs(self.fun, args, kwargs, "custom_jvp")
+        args = self._resolve(args, kwargs)
         nd = self.nondiff_argnums
-        for i in nd:
-            if i >= len(args):
-                raise TypeError(f"custom_jvp function {name}: nondiff_argnums={nd} but only "
-                                f"{len(args)} positional arguments were given")
         if nd:
             nondiff = [args[i] for i in nd]
             diff = tuple(a for i, a in enumerate(args) if i not in nd)
@@ -775,7 +794,7 @@ class custom_jvp:
         return _unflatten_out(store["out_tree"], outs)
 
 
-class custom_vjp:
+class custom_vjp(_CustomFunction):
     """A function with a user-defined VJP (reverse-mode) rule.
 
     ``f.defvjp(fwd, bwd)``: ``fwd`` takes ``f``'s arguments and returns
@@ -783,18 +802,12 @@ class custom_vjp:
     tuple with one cotangent (or ``None``) per differentiable argument.
     """
 
+    kind = "custom_vjp"
+
     def __init__(self, fun, nondiff_argnums=()):
-        functools.update_wrapper(self, fun, updated=())
-        self.fun = fun
-        self.nondiff_argnums = tuple(sorted(int(i) for i in nondiff_argnums))
+        super().__init__(fun, nondiff_argnums)
         self.fwd = None
         self.bwd = None
-        self.symbolic_zeros = False
-
-    def __get__(self, obj, objtype=None):
-        if obj is None:
-            return self
-        return functools.partial(self, obj)
 
     def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
         """Define the forward and backward rules."""
@@ -808,12 +821,9 @@ class custom_vjp:
         name = _fun_name(self.fun)
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
-        args = _resolve_kwargs(self.fun, args, kwargs, "custom_vjp")
+        args = self._resolve(args, kwargs)
         nd = self.nondiff_argnums
         for i in nd:
-            if i >= len(args):
-                raise TypeError(f"custom_vjp function {name}: nondiff_argnums={nd} but only "
-                                f"{len(args)} positional arguments were given")
             for leaf in tree_flatten(args[i])[0]:
                 if isinstance(leaf, Tracer):
                     raise TypeError(
