@@ -4,7 +4,13 @@ that keep their meaning under every other transformation.
     import tangentia as tg
     import tangentia.numpy as tnp
 """
+import importlib.util as _importlib_util
+
 from . import primitives  # noqa: F401  (defines every primitive and its rules)
+from .compiler import numpy_backend as _numpy_backend  # noqa: F401  (registers the backend)
+if (_importlib_util.find_spec("numba") is not None  # the default backend, when numba is installed
+        and _importlib_util.find_spec("tangentia.compiler.numba_backend") is not None):
+    from .compiler import numba_backend as _numba_backend  # noqa: F401
 from . import tree_util
 from .api import (ShapeDtypeStruct, checkpoint, eval_shape, grad, linear_transpose, remat, hessian, jacfwd, jacrev, jit, jvp,
                   linearize, make_jaxpr, value_and_grad, vjp, vmap)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .compiler.backend import default_backend_name, set_default_backend
 from .core import Tracer
 from .tree_util import tree_map
 
@@ -61,6 +62,11 @@ class _Config:
     jax_enable_x64 = True
     jax_platform_name = "cpu"
 
+    @property
+    def jit_backend(self):
+        """The backend ``jit`` uses when none is named (``"numba"`` or ``"numpy"``)."""
+        return default_backend_name()
+
     def update(self, name, value):
         if name == "jax_enable_x64":
             if not value:
@@ -72,6 +78,9 @@ class _Config:
             if value not in (None, "cpu", _CPU):
                 raise NotImplementedError(f"config.update({name!r}, {value!r}): tangentia runs "
                                           "on the CPU only")
+            return
+        if name == "jit_backend":
+            set_default_backend(value)
             return
         if name == "jax_debug_nans":
             raise NotImplementedError(

@@ -12,7 +12,7 @@ from .core import ShapedArray, Tracer
 from .interpreters import ad, batching
 from .interpreters import partial_eval as pe
 from ._messages import fun_name as _fun_name
-from .compiler import compile_jaxpr
+from .compiler.backend import get_backend
 from .primitives.call import jit_p
 from .tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 
@@ -661,8 +661,11 @@ def _stage(fun, statics, in_tree, avals, label, arg_names=None):
 class _Jitted:
     """A function compiled on first call for each abstract signature."""
 
-    def __init__(self, fun, static_argnums, static_argnames):
+    def __init__(self, fun, static_argnums, static_argnames, backend=None):
         self.fun = fun
+        if backend is not None:
+            get_backend(backend)  # an unknown name fails here, naming the backends
+        self.backend = backend
         if isinstance(static_argnums, int):
             static_argnums = (static_argnums,)
         if isinstance(static_argnames, str):
@@ -735,16 +738,18 @@ class _Jitted:
                 self.cache[key] = entry
                 if not kwargs and not statics and all(type(a) is np.ndarray for a in args):
                     self.fast_cache[tuple((a.shape, a.dtype) for a in args)] = (
-                        compile_jaxpr(jaxpr), consts, out_tree)
+                        get_backend(self.backend).compile(jaxpr), consts, out_tree)
         jaxpr, consts, out_tree = entry
-        outs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=self.name)
+        outs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=self.name, backend=self.backend)
         return tree_unflatten(out_tree, outs)
 
     def lower(self, *args, **kwargs):
+        """Stage and lower for these arguments: ``.as_text()`` is the code the
+        backend generates, ``.compile()`` the callable it runs."""
         statics, leaves, in_tree, avals = self._signature(args, kwargs)
         dyn_args = tree_unflatten(in_tree, leaves)[0]
-        jaxpr, consts, _ = self._trace(statics, in_tree, avals, dyn_args)
-        return core.ClosedJaxpr(jaxpr, [])
+        jaxpr, consts, out_tree = self._trace(statics, in_tree, avals, dyn_args)
+        return Lowered(jaxpr, consts, in_tree, out_tree, get_backend(self.backend), self.name)
 
     def _cache_size(self):
         return len(self.cache)
@@ -755,17 +760,92 @@ class _Jitted:
         return functools.partial(self, obj)
 
 
-def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=None,
-        inline=False, **unused):
+class Lowered:
+    """A program staged and lowered by one backend (``jit(f).lower(*args)``)."""
+
+    def __init__(self, jaxpr, consts, in_tree, out_tree, backend, name):
+        self.jaxpr = jaxpr
+        self.consts = consts
+        self.in_tree = in_tree
+        self.out_tree = out_tree
+        self.backend = backend
+        self.name = name
+
+    def as_text(self):
+        """The code the backend generates for the program."""
+        return self.backend.source(self.jaxpr)
+
+    def compiler_ir(self, dialect=None):
+        """The staged program (tangentia's IR), as a ``ClosedJaxpr``."""
+        return core.ClosedJaxpr(self.jaxpr, [])
+
+    def compile(self):
+        """A callable taking the same arguments as the jitted function."""
+        fn = self.backend.compile(self.jaxpr)
+        consts, in_tree, out_tree = self.consts, self.in_tree, self.out_tree
+
+        def compiled(*args, **kwargs):
+            leaves, tree = tree_flatten((args, kwargs))
+            if tree != in_tree:
+                raise TypeError(f"compiled {self.name}: called with arguments of structure "
+                                f"{tree}, but it was lowered for {in_tree}")
+            return tree_unflatten(out_tree, _arrays(fn(*consts, *leaves)))
+        return compiled
+
+    def __str__(self):
+        return self.as_text()
+
+
+# Options of jax.jit that have no effect here (a CPU, single-device runtime).
+_JIT_NOOPS = ("donate_argnums", "donate_argnames", "inline", "keep_unused", "abstracted_axes",
+              "compiler_options")
+_JIT_UNSPECIFIED = ("in_shardings", "out_shardings", "device")
+
+
+def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
+        static_argnames=None, donate_argnums=None, donate_argnames=None, keep_unused=False,
+        device=None, backend=None, inline=False, abstracted_axes=None, compiler_options=None):
     """Stage ``fun`` into a program, compile it, and cache it per abstract signature.
 
-    The program is retraced only when argument shapes/dtypes, the pytree
-    structure or the values of static arguments change.
+    Args:
+      fun: the function to compile. Its arguments are arrays or pytrees of
+        arrays, except those marked static.
+      static_argnums, static_argnames: positions / names of arguments that are
+        Python values (hashable); a new value compiles a new program.
+      backend: ``"numba"`` (whole programs compiled to native code, the
+        default), ``"numpy"`` (one NumPy call per operation, the reference),
+        or ``None``: ``config.update("jit_backend", ...)``, else the
+        ``TANGENTIA_JIT_BACKEND`` environment variable, else ``"numba"``.
+        ``"cpu"`` (JAX's platform name) means the default.
+      donate_argnums, donate_argnames, inline, keep_unused, abstracted_axes,
+        compiler_options: accepted for JAX compatibility; no effect here.
+      in_shardings, out_shardings, device: accepted only as ``None`` (one CPU
+        device).
+
+    Returns:
+      A function with the signature of ``fun``. The program is retraced only
+      when argument shapes/dtypes, the pytree structure or the values of
+      static arguments change. ``.lower(*args).as_text()`` shows the
+      generated code.
+
+    Example:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> f = tg.jit(lambda x: tnp.sin(x) ** 2 + tnp.cos(x) ** 2)
+      >>> float(f(0.3))
+      1.0
     """
+    for opt, val in (("in_shardings", in_shardings), ("out_shardings", out_shardings),
+                     ("device", device)):
+        if val is not None:
+            raise NotImplementedError(f"jit: {opt}={val!r} is not supported; tangentia runs on "
+                                      "one CPU device (leave it unset)")
+    if backend == "cpu":
+        backend = None
     if fun is None:
-        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames)
+        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
+                             backend=backend)
     _check_callable(fun, "jit")
-    return _Jitted(fun, static_argnums, static_argnames)
+    return _Jitted(fun, static_argnums, static_argnames, backend)
 
 
 def linear_transpose(fun, *primals, reduce_axes=()):

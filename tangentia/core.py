@@ -272,12 +272,14 @@ class Primitive:
       transpose(ct, *args, **params)      for linear primitives -> cts per arg
       batch(args, dims, **params)         -> (out, out_dim)
       partial_eval(trace, args, params)   optional special staging rule
-      lower(**params)                     optional: callable used by the jit compiler
+
+    How a backend compiles the primitive lives in that backend's own lowering
+    table (``tangentia.compiler``), not here.
     """
 
     __slots__ = ("name", "multiple_results", "impl", "abstract_eval", "jvp", "transpose",
-                 "batch", "partial_eval", "lower", "print_params", "jvp_takes_none", "jvp_fns",
-                 "ufunc", "has_effects",
+                 "batch", "partial_eval", "print_params", "jvp_takes_none", "jvp_fns",
+                 "has_effects",
                  "__weakref__")
 
     def __init__(self, name, multiple_results=False):
@@ -289,11 +291,9 @@ class Primitive:
         self.transpose = None
         self.batch = None
         self.partial_eval = None
-        self.lower = None
         self.print_params = None
         self.jvp_takes_none = False  # the JVP rule accepts None for a zero tangent
         self.jvp_fns = None  # per-argument tangent functions (see ad.defjvp)
-        self.ufunc = None  # the NumPy ufunc, for elementwise primitives (in-place lowering)
         self.has_effects = False  # kept by dead-code elimination even without used outputs
 
     def bind(self, *args, **params):

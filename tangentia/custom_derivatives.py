@@ -120,12 +120,6 @@ def _print_params(params):
 for _p in (custom_jvp_call_p, custom_vjp_call_p):
     _p.print_params = _print_params
     _p.abstract_eval = lambda *avals, call_jaxpr=None, **_: [v.aval for v in call_jaxpr.outvars]
-    _p.lower = lambda call_jaxpr=None, **_: _compile(call_jaxpr)
-
-
-def _compile(jaxpr):
-    from .compiler import compile_jaxpr
-    return compile_jaxpr(jaxpr)
 
 
 def _as_arrays(outs):
@@ -404,15 +398,6 @@ custom_lin_p.impl = _custom_lin_impl
 custom_lin_p.abstract_eval = lambda *avals, out_avals, **_: list(out_avals)
 custom_lin_p.print_params = lambda params: {"name": params["name"], "num_res": params["num_res"]}
 
-
-def _custom_lin_lower(num_res, bwd, out_avals, symbolic_zeros, name):
-    def run(*args):
-        return _custom_lin_impl(num_res=num_res, bwd=bwd, out_avals=out_avals,
-                                symbolic_zeros=symbolic_zeros, name=name)
-    return run
-
-
-custom_lin_p.lower = _custom_lin_lower
 
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, symbolic_zeros, name):

@@ -6,7 +6,7 @@ import numpy as np
 
 import tangentia as tg
 import tangentia.numpy as tnp
-from tangentia.compiler import compile_jaxpr
+from tangentia.compiler.numpy_backend import compile_jaxpr
 
 
 def _source(f, *args):

@@ -1,4 +1,4 @@
-"""Compilers from the IR to executable code."""
-from .numpy_backend import compile_jaxpr
-
-__all__ = ["compile_jaxpr"]
+"""Compilers from the IR to executable code: the backend interface
+(``backend``) and the backends (``numpy_backend``, ``numba_backend``), each
+with its own lowering table.  The backends register themselves when
+``tangentia`` is imported."""

@@ -1,25 +1,53 @@
-"""Compile a program to straight-line Python over NumPy.
+"""The NumPy backend: a program becomes straight-line Python over NumPy.
 
-Each equation becomes one call of its primitive's lowering (a NumPy
-function with its parameters bound), so running a compiled program costs
-about as much as the NumPy calls themselves.  Every intermediate is
-deleted right after its last use, so memory is freed as early as possible,
-and an elementwise operation writes its result into the buffer of an
-operand that dies there (``out=``) when that buffer is one the program
-allocated itself and has the result's shape and dtype.  Repeated
-computations (same primitive, inputs and parameters) are done once.
+It is the reference backend (and the fallback of the numba one).  Each
+equation becomes one call of its lowering, a NumPy function with its
+parameters bound, so running a compiled program costs about as much as the
+NumPy calls themselves.  Every intermediate is deleted right after its last
+use, so memory is freed as early as possible, and an elementwise operation
+(a NumPy ufunc) writes its result into the buffer of an operand that dies
+there (``out=``) when that buffer is one the program allocated itself and
+has the result's shape and dtype.  Repeated computations (same primitive,
+inputs and parameters) are done once.
+
+Lowering table: ``LOWERINGS[prim](**params) -> callable``.  A primitive
+without an entry is lowered to its ``impl`` with the parameters bound, so
+only primitives whose implementation is not plain NumPy (control flow, calls
+carrying programs) need one.  Loops run in Python over compiled bodies.
 """
 from __future__ import annotations
 
+import threading
 from functools import partial
 
+import numpy as np
+
 from ..core import Eqn, Literal, Var
+from ..custom_derivatives import custom_jvp_call_p, custom_lin_p, custom_vjp_call_p
+from ..primitives.call import jit_p
+from ..primitives.control_flow import cond_p, scan_p, split as _split, while_p
+from ..primitives.linear_solve import linear_solve_p, solve_operands
+from ..primitives.remat import remat_p
+from .backend import Backend, register_backend
+
+LOWERINGS = {}
+
+
+def register_lowering(prim, rule):
+    """``rule(**params)`` returns the callable that evaluates ``prim``."""
+    LOWERINGS[prim] = rule
+
+
+def _ufunc(prim):
+    impl = prim.impl
+    return impl if isinstance(impl, np.ufunc) else None
 
 
 def _lowering(eqn):
     prim = eqn.prim
-    if prim.lower is not None:
-        return prim.lower(**eqn.params)
+    rule = LOWERINGS.get(prim)
+    if rule is not None:
+        return rule(**eqn.params)
     if eqn.params:
         return partial(prim.impl, **eqn.params)
     return prim.impl
@@ -37,13 +65,13 @@ def _reusable_input(eqn, i, owned, last_use, outset):
     return None
 
 
-def _cse_eqns(jaxpr):
+def cse_eqns(jaxpr):
     """Common-subexpression elimination; returns (eqns, outvars)."""
     seen, subst, eqns = {}, {}, []
     for eqn in jaxpr.eqns:
         ins = [subst.get(a, a) if type(a) is Var else a for a in eqn.inputs]
         key = None
-        if not eqn.prim.multiple_results:
+        if not eqn.prim.multiple_results and not eqn.prim.has_effects:
             key = (eqn.prim, tuple(a if type(a) is Var else ("literal", a.val, a.aval.dtype)
                                    for a in ins), tuple(sorted(eqn.params.items())))
             try:
@@ -61,12 +89,8 @@ def _cse_eqns(jaxpr):
     return eqns, [subst.get(a, a) if type(a) is Var else a for a in jaxpr.outvars]
 
 
-def compile_jaxpr(jaxpr):
-    """Return ``fn(*args) -> list of outputs`` for a program without constvars."""
-    fn = jaxpr.cache.get("numpy_fn")
-    if fn is not None:
-        return fn
-    assert not jaxpr.constvars, "compile_jaxpr expects constants to be inputs"
+def _generate(jaxpr):
+    """(source, namespace) of the Python function running ``jaxpr``."""
     names = {}
     ns = {}
 
@@ -80,7 +104,7 @@ def compile_jaxpr(jaxpr):
             n = names[a] = f"v{len(names)}"
         return n
 
-    eqns, outvars = _cse_eqns(jaxpr)
+    eqns, outvars = cse_eqns(jaxpr)
     last_use = {}
     for i, eqn in enumerate(eqns):
         for a in eqn.inputs:
@@ -99,7 +123,7 @@ def compile_jaxpr(jaxpr):
         fname = f"f{i}"
         ns[fname] = _lowering(eqn)
         args = ", ".join(name(a) for a in eqn.inputs)
-        if eqn.prim.ufunc is not None:
+        if _ufunc(eqn.prim) is not None and not eqn.params:
             out = eqn.outputs[0]
             reuse = _reusable_input(eqn, i, owned, last_use, outset)
             if reuse is not None:
@@ -119,9 +143,124 @@ def compile_jaxpr(jaxpr):
         if dead:
             lines.append("    del " + ", ".join(name(v) for v in dead))
     lines.append("    return [" + ", ".join(name(a) for a in outvars) + "]")
-    src = "\n".join(lines)
+    return "\n".join(lines), ns
+
+
+_LOCK = threading.Lock()
+
+
+def compile_jaxpr(jaxpr):
+    """Return ``fn(*args) -> list of outputs`` for a program without constvars."""
+    fn = jaxpr.cache.get("numpy_fn")
+    if fn is not None:
+        return fn
+    assert not jaxpr.constvars, "compile_jaxpr expects constants to be inputs"
+    src, ns = _generate(jaxpr)
     exec(compile(src, f"<tangentia-jit-{id(jaxpr):x}>", "exec"), ns)
     fn = ns["compiled"]
     fn.source = src
-    jaxpr.cache["numpy_fn"] = fn
-    return fn
+    with _LOCK:
+        return jaxpr.cache.setdefault("numpy_fn", fn)
+
+
+class NumpyBackend(Backend):
+    name = "numpy"
+
+    def compile(self, jaxpr):
+        return compile_jaxpr(jaxpr)
+
+    def source(self, jaxpr):
+        src, ns = _generate(jaxpr)
+        return src
+
+
+register_backend(NumpyBackend())
+
+
+# ---------------------------------------------------------------------------
+# Lowerings of the primitives that carry programs.
+
+
+def _call(jaxpr, **_):
+    return compile_jaxpr(jaxpr)
+
+
+register_lowering(jit_p, _call)
+register_lowering(remat_p, _call)
+
+
+def _custom_call(call_jaxpr, **_):
+    return compile_jaxpr(call_jaxpr)
+
+
+register_lowering(custom_jvp_call_p, _custom_call)
+register_lowering(custom_vjp_call_p, _custom_call)
+
+
+def _custom_lin(**params):
+    def run(*args):
+        return custom_lin_p.impl(*args, **params)
+    return run
+
+
+register_lowering(custom_lin_p, _custom_lin)
+
+
+def _cond(branches):
+    fns = [compile_jaxpr(b) for b in branches]
+    last = len(fns) - 1
+
+    def run(index, *ops):
+        i = int(index)
+        return fns[0 if i < 0 else last if i > last else i](*ops)
+    return run
+
+
+register_lowering(cond_p, _cond)
+
+
+def _while(cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cond_f = compile_jaxpr(cond_jaxpr)
+    body_f = compile_jaxpr(body_jaxpr)
+
+    def run(*args):
+        cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
+        while cond_f(*cc, *carry)[0]:
+            carry = body_f(*bc, *carry)
+        return carry
+    return run
+
+
+register_lowering(while_p, _while)
+
+
+def _scan(jaxpr, num_consts, num_carry, length, reverse, unroll):
+    f = compile_jaxpr(jaxpr)
+    y_avals = [v.aval for v in jaxpr.outvars[num_carry:]]
+    steps = range(length - 1, -1, -1) if reverse else range(length)
+
+    def run(*args):
+        consts, carry, xs = _split(args, num_consts, num_carry)
+        ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
+        for i in steps:
+            out = f(*consts, *carry, *[x[i] for x in xs])
+            carry = out[:num_carry]
+            for buf, y in zip(ys, out[num_carry:]):
+                buf[i] = y
+        return list(carry) + ys
+    return run
+
+
+register_lowering(scan_p, _scan)
+
+
+def _linear_solve(jaxprs, const_lengths, num_b):
+    fn = compile_jaxpr(jaxprs[2])
+    start, stop, first_b = solve_operands(const_lengths)
+
+    def run(*args):
+        return fn(*args[start:stop], *args[first_b:])
+    return run
+
+
+register_lowering(linear_solve_p, _linear_solve)

@@ -35,14 +35,11 @@ from .. import core
 from ..api import jvp as _jvp
 from ..api import linearize as _linearize
 from ..api import vjp as _vjp
-from ..compiler import compile_jaxpr
-from ..core import Primitive
 from ..custom_derivatives import closure_convert, custom_jvp
-from ..interpreters import ad, batching
 from ..interpreters import partial_eval as pe
-from ..interpreters.ad import Zero, is_undefined
 from .. import numpy as tnp
 from ..primitives import elementwise as E
+from ..primitives.linear_solve import linear_solve_p
 from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .._messages import fun_name as _fun_name, types_str as _types_str
 
@@ -71,124 +68,6 @@ def _split_aux(out, api, fname, has_aux):
         raise TypeError(f"{api}: with has_aux=True, {fname} must return a pair (solution, aux), "
                         f"got {type(out).__name__}")
     return out[0], out[1]
-
-
-# ===========================================================================
-# The linear_solve primitive
-#
-# Inputs: (*matvec_consts, *vecmat_consts, *solve_consts, *tr_solve_consts, *b).
-# Params: jaxprs = (matvec, vecmat, solve, transpose_solve), each a program
-# taking its consts then the vector leaves (vecmat / transpose_solve may be
-# None); const_lengths = the four const counts; num_b = number of b leaves.
-# Outputs: the solution leaves followed by aux leaves (if any).
-
-
-linear_solve_p = Primitive("linear_solve", multiple_results=True)
-
-
-def _split_args(args, const_lengths):
-    out, i = [], 0
-    for n in const_lengths:
-        out.append(list(args[i:i + n]))
-        i += n
-    return out, list(args[i:])
-
-
-def _transposed(const_lengths, jaxprs):
-    m, v, s, t = const_lengths
-    jm, jv, js, jt = jaxprs
-    return (v, m, t, s), (jv, jm, jt, js)
-
-
-def _ls_impl(*args, jaxprs, const_lengths, num_b):
-    (_, _, sc, _), b = _split_args(args, const_lengths)
-    return compile_jaxpr(jaxprs[2])(*sc, *b)
-
-
-def _ls_lower(jaxprs, const_lengths, num_b):
-    fn = compile_jaxpr(jaxprs[2])
-    start = const_lengths[0] + const_lengths[1]
-    stop = start + const_lengths[2]
-    n = sum(const_lengths)
-
-    def run(*args):
-        return fn(*args[start:stop], *args[n:])
-    return run
-
-
-linear_solve_p.impl = _ls_impl
-linear_solve_p.lower = _ls_lower
-linear_solve_p.abstract_eval = lambda *avals, jaxprs, **_: [v.aval for v in jaxprs[2].outvars]
-linear_solve_p.print_params = lambda params: {
-    "matvec": params["jaxprs"][0], "solve": params["jaxprs"][2]}
-
-
-def _ls_jvp(primals, tangents, jaxprs, const_lengths, num_b):
-    # A x = b  =>  dA x + A dx = db  =>  dx = A^{-1} (db - dA x)
-    params = dict(jaxprs=jaxprs, const_lengths=const_lengths, num_b=num_b)
-    outs = linear_solve_p.bind(*primals, **params)
-    (mc, _, _, _), _ = _split_args(primals, const_lengths)
-    (mc_dot, _, _, _), b_dot = _split_args(tangents, const_lengths)
-    x = outs[:num_b]
-    nz_a = any(type(t) is not Zero for t in mc_dot)
-    nz_b = any(type(t) is not Zero for t in b_dot)
-    out_zero = [Zero.from_primal(o) for o in outs]
-    if not nz_a and not nz_b:
-        return outs, out_zero
-    rhs = list(b_dot)
-    if nz_a:
-        matvec = jaxprs[0]
-        _, ax_dot = ad.jvp_flat(lambda *c: core.eval_jaxpr(matvec, (), *c, *x), mc, mc_dot)
-        rhs = [ad.add_tangents(r, t if type(t) is Zero else E.neg(t))
-               for r, t in zip(rhs, ax_dot)]
-    rhs = [ad.instantiate(r) for r in rhs]
-    x_dot = linear_solve_p.bind(*primals[:len(primals) - num_b], *rhs, **params)
-    return outs, list(x_dot[:num_b]) + out_zero[num_b:]
-
-
-def _ls_transpose(cts, *args, jaxprs, const_lengths, num_b):
-    if jaxprs[3] is None:
-        raise TypeError("custom_linear_solve: transpose_solve is required for reverse-mode "
-                        "differentiation (grad/vjp) of custom_linear_solve; pass "
-                        "transpose_solve=..., or symmetric=True if the operator is symmetric")
-    consts, b = _split_args(args, const_lengths)
-    if any(is_undefined(c) for cs in consts for c in cs):
-        raise TypeError("custom_linear_solve: the solution is linear in b only; it cannot be "
-                        "transposed with respect to the values matvec or solve close over")
-    ct_x = [ad.instantiate(c) for c in cts[:num_b]]
-    t_lengths, t_jaxprs = _transposed(const_lengths, jaxprs)
-    m, v, s, t = consts
-    ct_b = linear_solve_p.bind(*v, *m, *t, *s, *ct_x, jaxprs=t_jaxprs, const_lengths=t_lengths,
-                               num_b=num_b)
-    return [None] * sum(const_lengths) + [c if is_undefined(bi) else None
-                                          for c, bi in zip(ct_b[:num_b], b)]
-
-
-def _ls_batch(args, dims, jaxprs, const_lengths, num_b):
-    # Every vector (b, x, and the vectors inside each program) is batched
-    # along axis 0; each program is the vmap of the original one.
-    size = batching.batch_size(args, dims)
-    consts, b = _split_args(args, const_lengths)
-    cdims, bdims = _split_args(dims, const_lengths)
-    b = [batching.materialize(x, d, size) for x, d in zip(b, bdims)]
-    new_jaxprs, new_consts = [], []
-    for j, cs, ds in zip(jaxprs, consts, cdims):
-        if j is None:
-            new_jaxprs.append(None)
-            new_consts.append([])
-            continue
-        bj, hoisted = batching.batch_jaxpr(j, tuple(ds) + (0,) * num_b, size)
-        new_jaxprs.append(bj)
-        new_consts.append(list(hoisted) + list(cs))
-    outs = linear_solve_p.bind(*[c for cs in new_consts for c in cs], *b,
-                               jaxprs=tuple(new_jaxprs),
-                               const_lengths=tuple(len(cs) for cs in new_consts), num_b=num_b)
-    return outs, [0] * len(outs)
-
-
-linear_solve_p.jvp = _ls_jvp
-linear_solve_p.transpose = _ls_transpose
-linear_solve_p.batch = _ls_batch
 
 
 def _trace_program(fun, avals, name):

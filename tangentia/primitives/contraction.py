@@ -68,7 +68,6 @@ dot_general_p.impl = _dot_general_impl
 dot_general_p.abstract_eval = _dot_general_abstract_eval
 
 
-dot_general_p.lower = lambda dimension_numbers: (lambda x, y: _dot_general_impl(x, y, dimension_numbers))
 
 
 def dot_general(x, y, dimension_numbers):
@@ -178,7 +177,6 @@ def _einsum_impl(*operands, subscripts):
 
 
 einsum_p.impl = _einsum_impl
-einsum_p.lower = lambda subscripts: (lambda *ops: _einsum_impl(*ops, subscripts=subscripts))
 
 
 def _parse(subscripts):

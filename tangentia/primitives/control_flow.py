@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import core, dtypes
-from ..compiler import compile_jaxpr
+from ..compiler.backend import run_equation
 from ..core import Jaxpr, Primitive, ShapedArray, Var
 from ..interpreters import ad, batching
 from ..interpreters import partial_eval as pe
@@ -22,7 +22,8 @@ from . import reductions as R
 from . import structural as S
 
 
-def _split(seq, *sizes):
+def split(seq, *sizes):
+    """``seq`` cut into pieces of the given sizes, then the rest."""
     out, i = [], 0
     for n in sizes:
         out.append(list(seq[i:i + n]))
@@ -82,12 +83,7 @@ def _same_type(a, b):
 cond_p = Primitive("cond", multiple_results=True)
 
 
-def _cond_impl(index, *ops, branches):
-    i = int(np.clip(int(index), 0, len(branches) - 1))
-    return compile_jaxpr(branches[i])(*ops)
-
-
-cond_p.impl = _cond_impl
+cond_p.impl = lambda *args, **params: run_equation(cond_p, args, params)
 cond_p.abstract_eval = lambda index, *ops, branches: [v.aval for v in branches[0].outvars]
 cond_p.print_params = lambda params: {f"branch{i}": b for i, b in enumerate(params["branches"])}
 
@@ -202,24 +198,15 @@ cond_p.transpose = _cond_transpose
 while_p = Primitive("while", multiple_results=True)
 
 
-def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
-    cond_f = compile_jaxpr(cond_jaxpr)
-    body_f = compile_jaxpr(body_jaxpr)
-    while cond_f(*cc, *carry)[0]:
-        carry = body_f(*bc, *carry)
-    return carry
-
-
-while_p.impl = _while_impl
+while_p.impl = lambda *args, **params: run_equation(while_p, args, params)
 while_p.abstract_eval = lambda *avals, body_jaxpr, **_: [v.aval for v in body_jaxpr.outvars]
 while_p.print_params = lambda params: {"cond_jaxpr": params["cond_jaxpr"],
                                        "body_jaxpr": params["body_jaxpr"]}
 
 
 def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cc, bc, carry = _split(primals, cond_nconsts, body_nconsts)
-    _, bc_t, carry_t = _split(tangents, cond_nconsts, body_nconsts)
+    cc, bc, carry = split(primals, cond_nconsts, body_nconsts)
+    _, bc_t, carry_t = split(tangents, cond_nconsts, body_nconsts)
     n = len(carry)
     bc_nz = [type(t) is not Zero for t in bc_t]
     if not any(bc_nz) and all(type(t) is Zero for t in carry_t):
@@ -228,7 +215,7 @@ def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nco
         return outs, [Zero.from_primal(o) for o in outs]
     jj, hoisted = ad.jvp_jaxpr(body_jaxpr, bc_nz + [True] * n)
     nb, nbt, nh = len(bc), sum(bc_nz), len(hoisted)
-    h_v, p_bc, p_carry, t_bc, t_carry = _split(jj.invars, nh, nb, n, nbt)
+    h_v, p_bc, p_carry, t_bc, t_carry = split(jj.invars, nh, nb, n, nbt)
     body = Jaxpr([], h_v + p_bc + t_bc + p_carry + t_carry, jj.eqns, jj.outvars)
     carry_t_avals = [ad.tangent_aval(v.aval) for v in body_jaxpr.outvars]
     cond = Jaxpr([], list(cond_jaxpr.invars) + _fresh(carry_t_avals), cond_jaxpr.eqns,
@@ -243,8 +230,8 @@ def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nco
 
 def _while_batch(args, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     size = batching.batch_size(args, dims)
-    cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
-    ccd, bcd, card = _split(dims, cond_nconsts, body_nconsts)
+    cc, bc, carry = split(args, cond_nconsts, body_nconsts)
+    ccd, bcd, card = split(dims, cond_nconsts, body_nconsts)
     carry = [batching.materialize(x, d, size) for x, d in zip(carry, card)]
     cond_b, hc, pred_dims = batching.batch_jaxpr_natural(
         cond_jaxpr, tuple(ccd) + (0,) * len(carry), size)
@@ -265,7 +252,7 @@ def _while_batch(args, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts)
         return [R.reduce_or_p.bind(batching.move_to_front(pred, pred_dims[0]), axes=(0,))]
 
     def new_body(*xs):
-        ccs, bcs, cs = _split(xs, nc, nb)
+        ccs, bcs, cs = split(xs, nc, nb)
         pred, = core.eval_jaxpr(cond_b, (), *hc, *ccs, *cs)
         pred = batching.move_to_front(pred, pred_dims[0])
         new = core.eval_jaxpr(body_b, (), *hb, *bcs, *cs)
@@ -287,7 +274,7 @@ def _while_partial_eval(trace, args, params):
     cond_jaxpr, body_jaxpr = params["cond_jaxpr"], params["body_jaxpr"]
     ncc, nbc = params["cond_nconsts"], params["body_nconsts"]
     unknown = [type(x) is pe.JaxprTracer and x._trace is trace for x in args]
-    cc_uk, bc_uk, carry_uk = _split(unknown, ncc, nbc)
+    cc_uk, bc_uk, carry_uk = split(unknown, ncc, nbc)
     carry_uk = list(carry_uk)
     while True:
         out_uk = pe.partial_eval_jaxpr(body_jaxpr, bc_uk + carry_uk, instantiate=carry_uk)[2]
@@ -306,7 +293,7 @@ def _while_partial_eval(trace, args, params):
     cc_vars, carry_vars = cond_jaxpr.invars[:ncc], cond_jaxpr.invars[ncc:]
     cond_k = Jaxpr([], list(cc_vars) + [v for v, u in zip(carry_vars, carry_uk) if not u],
                    cond_jaxpr.eqns, cond_jaxpr.outvars)
-    cc, bc, carry = _split(args, ncc, nbc)
+    cc, bc, carry = split(args, ncc, nbc)
     with core.set_trace(trace.parent):
         kouts = while_p.bind(*cc, *[x for x, u in zip(bc, bc_uk) if not u],
                              *[x for x, u in zip(carry, carry_uk) if not u],
@@ -336,42 +323,29 @@ while_p.transpose = _while_transpose
 scan_p = Primitive("scan", multiple_results=True)
 
 
-def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
-    consts, carry, xs = _split(args, num_consts, num_carry)
-    f = compile_jaxpr(jaxpr)
-    y_avals = [v.aval for v in jaxpr.outvars[num_carry:]]
-    ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
-    for i in (range(length - 1, -1, -1) if reverse else range(length)):
-        out = f(*consts, *carry, *[x[i] for x in xs])
-        carry = out[:num_carry]
-        for buf, y in zip(ys, out[num_carry:]):
-            buf[i] = y
-    return list(carry) + ys
-
-
 def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, unroll):
     return [v.aval for v in jaxpr.outvars[:num_carry]] + [
         ShapedArray((length,) + v.aval.shape, v.aval.dtype, v.aval.weak_type)
         for v in jaxpr.outvars[num_carry:]]
 
 
-scan_p.impl = _scan_impl
+scan_p.impl = lambda *args, **params: run_equation(scan_p, args, params)
 scan_p.abstract_eval = _scan_abstract_eval
 scan_p.print_params = lambda params: {k: params[k] for k in
                                       ("length", "reverse", "num_consts", "num_carry", "jaxpr")}
 
 
 def _scan_jvp(primals, tangents, jaxpr, num_consts, num_carry, length, reverse, unroll):
-    consts, carry, xs = _split(primals, num_consts, num_carry)
-    ct, cart, xst = _split(tangents, num_consts, num_carry)
+    consts, carry, xs = split(primals, num_consts, num_carry)
+    ct, cart, xst = split(tangents, num_consts, num_carry)
     c_nz = [type(t) is not Zero for t in ct]
     x_nz = [type(t) is not Zero for t in xst]
     ncar, ny = num_carry, len(jaxpr.outvars) - num_carry
     jj, hoisted = ad.jvp_jaxpr(jaxpr, c_nz + [True] * ncar + x_nz)
     nh = len(hoisted)
-    h_v, p_c, p_car, p_x, t_c, t_car, t_x = _split(jj.invars, nh, num_consts, ncar, len(xs),
+    h_v, p_c, p_car, p_x, t_c, t_car, t_x = split(jj.invars, nh, num_consts, ncar, len(xs),
                                                    sum(c_nz), ncar)
-    o_car, o_y, o_tcar, o_ty = _split(jj.outvars, ncar, ny, ncar)
+    o_car, o_y, o_tcar, o_ty = split(jj.outvars, ncar, ny, ncar)
     body = Jaxpr([], h_v + p_c + t_c + p_car + t_car + p_x + t_x, jj.eqns,
                  o_car + o_tcar + o_y + o_ty)
     outs = scan_p.bind(*hoisted, *consts, *[t for t in ct if type(t) is not Zero], *carry,
@@ -379,7 +353,7 @@ def _scan_jvp(primals, tangents, jaxpr, num_consts, num_carry, length, reverse, 
                        *[t for t in xst if type(t) is not Zero],
                        jaxpr=body, num_consts=nh + num_consts + sum(c_nz), num_carry=2 * ncar,
                        length=length, reverse=reverse, unroll=unroll)
-    car, tcar, ys, tys = _split(outs, ncar, ncar, ny)
+    car, tcar, ys, tys = split(outs, ncar, ncar, ny)
     out_avals = [v.aval for v in jaxpr.outvars]
     tans = [Zero(ad.tangent_aval(a)) if a.dtype.kind not in "fc" else t
             for a, t in zip(out_avals, tcar + tys)]
@@ -388,8 +362,8 @@ def _scan_jvp(primals, tangents, jaxpr, num_consts, num_carry, length, reverse, 
 
 def _scan_batch(args, dims, jaxpr, num_consts, num_carry, length, reverse, unroll):
     size = batching.batch_size(args, dims)
-    consts, carry, xs = _split(args, num_consts, num_carry)
-    cd, card, xd = _split(dims, num_consts, num_carry)
+    consts, carry, xs = split(args, num_consts, num_carry)
+    cd, card, xd = split(dims, num_consts, num_carry)
     carry = [batching.materialize(x, d, size) for x, d in zip(carry, card)]
     xs = [x if d is None else batching.move_axis(x, d, 1) for x, d in zip(xs, xd)]
     body_xd = [None if d is None else 0 for d in xd]
@@ -406,7 +380,7 @@ def _scan_partial_eval(trace, args, params):
     nc, ncar = params["num_consts"], params["num_carry"]
     length = params["length"]
     unknown = [type(x) is pe.JaxprTracer and x._trace is trace for x in args]
-    c_uk, car_uk, x_uk = _split(unknown, nc, ncar)
+    c_uk, car_uk, x_uk = split(unknown, nc, ncar)
     ny = len(jaxpr.outvars) - ncar
     car_uk = list(car_uk)
     while True:
@@ -429,17 +403,17 @@ def _scan_partial_eval(trace, args, params):
     body_k = pe.dce_jaxpr(Jaxpr([], known.invars, known.eqns,
                                 known.outvars[:n_kout] + [v for v, inv in zip(res_vars, invariant)
                                                           if not inv]))
-    consts, carry, xs = _split(args, nc, ncar)
+    consts, carry, xs = split(args, nc, ncar)
     k_consts = [x for x, u in zip(consts, c_uk) if not u]
     k_args = k_consts + [x for x, u in zip(carry, car_uk) if not u] + \
         [x for x, u in zip(xs, x_uk) if not u]
     with core.set_trace(trace.parent):
         kouts = scan_p.bind(*k_args, jaxpr=body_k, num_consts=n_kc, num_carry=n_kcar,
                             length=length, reverse=params["reverse"], unroll=params["unroll"])
-    k_car, k_ys, stacked = _split(kouts, n_kcar, n_kout - n_kcar)
+    k_car, k_ys, stacked = split(kouts, n_kcar, n_kout - n_kcar)
     inv_vals = [k_args[j] for j, inv in zip(res_fwd, invariant) if inv]
     # Unknown body: (invariant res, unknown consts, unknown carry, stacked res, unknown xs).
-    u_res, u_c, u_car, u_x = _split(unknown_j.invars, nres, sum(c_uk), sum(car_uk))
+    u_res, u_c, u_car, u_x = split(unknown_j.invars, nres, sum(c_uk), sum(car_uk))
     body_u = Jaxpr([], [v for v, inv in zip(u_res, invariant) if inv] + u_c + u_car
                    + [v for v, inv in zip(u_res, invariant) if not inv] + u_x,
                    unknown_j.eqns, unknown_j.outvars)
@@ -453,7 +427,7 @@ def _scan_partial_eval(trace, args, params):
 
 
 def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
-    consts, carry, xs = _split(args, num_consts, num_carry)
+    consts, carry, xs = split(args, num_consts, num_carry)
     # Every carry is treated as linear: a carry whose initial value is known
     # here is an instantiated zero tangent, whose cotangent is not needed.
     c_lin = [is_undefined(c) for c in consts]
@@ -477,9 +451,9 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
         rc_avals = [v.aval for v, lin in zip(jaxpr.invars[:num_consts], c_lin) if not lin]
 
         def body(*a):
-            rc, acc, ctc, rx, cty = _split(a, n_rc, n_lc, ncar, len(rx_avals))
+            rc, acc, ctc, rx, cty = split(a, n_rc, n_lc, ncar, len(rx_avals))
             out = core.eval_jaxpr(bt, (), *hoisted, *rc, *rx, *ctc, *cty)
-            d_lc, d_car, d_lx = _split(out, n_lc, ncar)
+            d_lc, d_car, d_lx = split(out, n_lc, ncar)
             return [ad.add_any_p.bind(x, y) for x, y in zip(acc, d_lc)] + d_car + d_lx
 
         body_t, ht = _trace(body, rc_avals + lin_c_avals + car_avals + rx_avals + y_avals,
@@ -491,7 +465,7 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
                        num_consts=len(ht) + len(res_c), num_carry=len(acc0) + ncar,
                        length=length,
                        reverse=not reverse, unroll=unroll)
-    acc, ct_init, ct_xs = _split(outs, len(acc0), ncar)
+    acc, ct_init, ct_xs = split(outs, len(acc0), ncar)
     acc_it, xs_it = iter(acc), iter(ct_xs)
     ct_init = [c if is_undefined(x) else None for c, x in zip(ct_init, carry)]
     return ([next(acc_it) if lin else None for lin in c_lin] + ct_init

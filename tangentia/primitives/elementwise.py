@@ -120,10 +120,8 @@ def elementwise(name, ufunc, jvp_fns=None, zero_jvp=False, passthrough=()):
     """
     p = Primitive(name)
     p.impl = ufunc
-    p.ufunc = ufunc
     p.abstract_eval = elementwise_abstract_eval(name, ufunc)
     p.batch = elementwise_batch(p)
-    p.lower = lambda **params: ufunc
     if zero_jvp:
         defjvp_zero(p)
     elif jvp_fns is not None:
@@ -293,7 +291,6 @@ def _integer_pow_abstract_eval(x, y):
 
 integer_pow_p.abstract_eval = _integer_pow_abstract_eval
 integer_pow_p.batch = lambda args, dims, y: (integer_pow(args[0], y), dims[0])
-integer_pow_p.lower = lambda y: (lambda x: _integer_pow_impl(x, y))
 
 
 def integer_pow(x, y):
@@ -421,7 +418,6 @@ def _select_impl(pred, x, y):
 
 select_p = Primitive("select")
 select_p.impl = _select_impl
-select_p.lower = lambda: _select_impl
 
 
 def _select_abstract_eval(pred, x, y):

@@ -155,7 +155,6 @@ def _getitem_impl(x, *arrays, spec):
 
 
 getitem_p.impl = _getitem_impl
-getitem_p.lower = lambda spec: (lambda x, *arrays: x[build_index(spec, arrays)])
 getitem_p.print_params = lambda params: {"index": _spec_str(params["spec"])}
 
 
@@ -224,7 +223,6 @@ def _scatter_impl(x, y, *arrays, spec, mode):
 
 
 scatter_p.impl = _scatter_impl
-scatter_p.lower = lambda spec, mode: (lambda x, y, *arrays: _scatter_impl(x, y, *arrays, spec=spec, mode=mode))
 scatter_p.print_params = lambda params: {"index": _spec_str(params["spec"]), "mode": params["mode"]}
 
 

@@ -36,7 +36,6 @@ def _cumulative(name, accumulate, dtype_fn):
 
     p = Primitive(name)
     p.impl = impl
-    p.lower = lambda axis, reverse: (lambda x: impl(x, axis, reverse))
 
     def abstract_eval(x, axis, reverse):
         _check_axis(name, x, axis)

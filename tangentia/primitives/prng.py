@@ -68,8 +68,6 @@ random_bits_p = Primitive("random_bits")
 random_bits_p.impl = _random_bits_impl
 random_bits_p.abstract_eval = _random_bits_abstract_eval
 random_bits_p.batch = _random_bits_batch
-random_bits_p.lower = lambda shape, bit_width: (
-    lambda key: _random_bits_impl(key, shape, bit_width))
 defjvp_zero(random_bits_p)
 
 

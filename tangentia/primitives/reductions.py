@@ -35,7 +35,6 @@ def _reduce_dtype(fn, dtype):
 def _reduction(name, np_fn, keep_dtype=False, out_dtype=None):
     p = Primitive(name)
     p.impl = lambda x, axes: np_fn(x, axis=axes)
-    p.lower = lambda axes: (lambda x: np_fn(x, axis=axes))
 
     def abstract_eval(x, axes):
         _check_axes(name, x, axes)
@@ -140,7 +139,6 @@ defjvp_zero(reduce_or_p)
 def _arg_reduction(name, np_fn):
     p = Primitive(name)
     p.impl = lambda x, axis: np_fn(x, axis=axis)
-    p.lower = lambda axis: (lambda x: np_fn(x, axis=axis))
 
     def abstract_eval(x, axis):
         _check_axes(name, x, (axis,))
@@ -171,7 +169,6 @@ def _cumsum_impl(x, axis, reverse):
 
 cumsum_p = Primitive("cumsum")
 cumsum_p.impl = _cumsum_impl
-cumsum_p.lower = lambda axis, reverse: (lambda x: _cumsum_impl(x, axis, reverse))
 
 
 def _cumsum_abstract_eval(x, axis, reverse):

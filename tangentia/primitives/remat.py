@@ -10,7 +10,7 @@ saves only its inputs and recomputes everything else on the way back.
 from __future__ import annotations
 
 from .. import core
-from ..compiler import compile_jaxpr
+from ..compiler.backend import get_backend
 from ..core import Jaxpr, Primitive
 from ..interpreters import ad, batching
 from ..interpreters import partial_eval as pe
@@ -20,12 +20,11 @@ remat_p = Primitive("checkpoint", multiple_results=True)
 
 
 def _remat_impl(*args, jaxpr):
-    return compile_jaxpr(jaxpr)(*args)
+    return get_backend().compile(jaxpr)(*args)
 
 
 remat_p.impl = _remat_impl
 remat_p.abstract_eval = lambda *avals, jaxpr: [v.aval for v in jaxpr.outvars]
-remat_p.lower = lambda jaxpr: compile_jaxpr(jaxpr)
 
 
 def _remat_jvp(primals, tangents, jaxpr):

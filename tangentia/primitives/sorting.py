@@ -51,7 +51,6 @@ def _sort_impl(x, axis):
 
 sort_p = Primitive("sort")
 sort_p.impl = _sort_impl
-sort_p.lower = lambda axis: (lambda x: np.sort(x, axis=axis, kind="stable"))
 
 
 def _sort_abstract_eval(x, axis):
@@ -99,7 +98,6 @@ def _argsort_impl(x, axis, descending):
 
 argsort_p = Primitive("argsort")
 argsort_p.impl = _argsort_impl
-argsort_p.lower = lambda axis, descending: (lambda x: _argsort_impl(x, axis, descending))
 
 
 def _argsort_abstract_eval(x, axis, descending):
@@ -131,7 +129,6 @@ def _searchsorted_impl(a, v, side):
 
 searchsorted_p = Primitive("searchsorted")
 searchsorted_p.impl = _searchsorted_impl
-searchsorted_p.lower = lambda side: (lambda a, v: _searchsorted_impl(a, v, side))
 
 
 def _searchsorted_abstract_eval(a, v, side):

@@ -54,7 +54,6 @@ def _reshape_batch(args, dims, new_sizes):
 
 
 reshape_p.batch = _reshape_batch
-reshape_p.lower = lambda new_sizes: (lambda x: np.reshape(x, new_sizes))
 
 
 def reshape(x, new_sizes):
@@ -95,7 +94,6 @@ def _transpose_batch(args, dims, permutation):
 
 
 transpose_p.batch = _transpose_batch
-transpose_p.lower = lambda permutation: (lambda x: np.transpose(x, permutation))
 
 
 def transpose(x, permutation):
@@ -140,7 +138,6 @@ def _broadcast_to_batch(args, dims, shape):
 
 
 broadcast_to_p.batch = _broadcast_to_batch
-broadcast_to_p.lower = lambda shape: (lambda x: np.broadcast_to(x, shape))
 
 
 def broadcast_to(x, shape):
@@ -182,8 +179,6 @@ convert_element_type_p.jvp = _convert_jvp
 convert_element_type_p.transpose = _convert_transpose
 convert_element_type_p.batch = lambda args, dims, **params: (
     convert_element_type_p.bind(args[0], **params), dims[0])
-convert_element_type_p.lower = lambda new_dtype, weak_type=False: (
-    lambda x: np.asarray(x).astype(new_dtype))
 
 
 def convert_element_type(x, dtype, weak_type=False):
@@ -242,7 +237,6 @@ def _concatenate_batch(args, dims, axis):
 
 
 concatenate_p.batch = _concatenate_batch
-concatenate_p.lower = lambda axis: (lambda *xs: np.concatenate(xs, axis))
 
 
 def concatenate(xs, axis):
@@ -259,7 +253,6 @@ constant_p.impl = lambda value: value
 constant_p.abstract_eval = lambda value: core.get_aval(value)
 constant_p.print_params = lambda params: {"value": f"<{core.get_aval(params['value']).str_short()}>"}
 ad.defjvp_zero(constant_p)
-constant_p.lower = lambda value: (lambda: value)
 
 # ---------------------------------------------------------------------------
 # stop_gradient: identity whose derivative is zero
@@ -269,7 +262,6 @@ stop_gradient_p.impl = lambda x: x
 stop_gradient_p.abstract_eval = lambda x: x
 ad.defjvp_zero(stop_gradient_p)
 stop_gradient_p.batch = lambda args, dims: (stop_gradient_p.bind(args[0]), dims[0])
-stop_gradient_p.lower = lambda: (lambda x: x)
 
 
 def stop_gradient(x):

@@ -1,0 +1,119 @@
+"""The ``linear_solve`` primitive behind ``lax.custom_linear_solve``.
+
+Inputs: ``(*matvec_consts, *vecmat_consts, *solve_consts, *tr_solve_consts, *b)``.
+Params: ``jaxprs = (matvec, vecmat, solve, transpose_solve)``, each a program
+taking its consts then the vector leaves (``vecmat`` / ``transpose_solve`` may
+be None); ``const_lengths`` = the four const counts; ``num_b`` = the number of
+``b`` leaves.  Outputs: the solution leaves followed by aux leaves (if any).
+
+Evaluating it runs the ``solve`` program; it is differentiated implicitly
+from ``A x = b`` (JVP: another solve; transpose: ``transpose_solve`` on the
+transposed operator), and batched by batching all four programs.
+"""
+from __future__ import annotations
+
+from .. import core
+from ..compiler.backend import run_equation
+from ..core import Primitive
+from ..interpreters import ad, batching
+from ..interpreters.ad import Zero, is_undefined
+from . import elementwise as E
+
+linear_solve_p = Primitive("linear_solve", multiple_results=True)
+
+
+def split_args(args, const_lengths):
+    out, i = [], 0
+    for n in const_lengths:
+        out.append(list(args[i:i + n]))
+        i += n
+    return out, list(args[i:])
+
+
+def _transposed(const_lengths, jaxprs):
+    m, v, s, t = const_lengths
+    jm, jv, js, jt = jaxprs
+    return (v, m, t, s), (jv, jm, jt, js)
+
+
+def solve_operands(const_lengths):
+    """Where the ``solve`` program's inputs are among a ``linear_solve``'s inputs:
+    ``(start, stop, first_b)`` - its consts are ``args[start:stop]``, then ``args[first_b:]``."""
+    start = const_lengths[0] + const_lengths[1]
+    return start, start + const_lengths[2], sum(const_lengths)
+
+
+linear_solve_p.impl = lambda *args, **params: run_equation(linear_solve_p, args, params)
+linear_solve_p.abstract_eval = lambda *avals, jaxprs, **_: [v.aval for v in jaxprs[2].outvars]
+linear_solve_p.print_params = lambda params: {
+    "matvec": params["jaxprs"][0], "solve": params["jaxprs"][2]}
+
+
+def _ls_jvp(primals, tangents, jaxprs, const_lengths, num_b):
+    # A x = b  =>  dA x + A dx = db  =>  dx = A^{-1} (db - dA x)
+    params = dict(jaxprs=jaxprs, const_lengths=const_lengths, num_b=num_b)
+    outs = linear_solve_p.bind(*primals, **params)
+    (mc, _, _, _), _ = split_args(primals, const_lengths)
+    (mc_dot, _, _, _), b_dot = split_args(tangents, const_lengths)
+    x = outs[:num_b]
+    nz_a = any(type(t) is not Zero for t in mc_dot)
+    nz_b = any(type(t) is not Zero for t in b_dot)
+    out_zero = [Zero.from_primal(o) for o in outs]
+    if not nz_a and not nz_b:
+        return outs, out_zero
+    rhs = list(b_dot)
+    if nz_a:
+        matvec = jaxprs[0]
+        _, ax_dot = ad.jvp_flat(lambda *c: core.eval_jaxpr(matvec, (), *c, *x), mc, mc_dot)
+        rhs = [ad.add_tangents(r, t if type(t) is Zero else E.neg(t))
+               for r, t in zip(rhs, ax_dot)]
+    rhs = [ad.instantiate(r) for r in rhs]
+    x_dot = linear_solve_p.bind(*primals[:len(primals) - num_b], *rhs, **params)
+    return outs, list(x_dot[:num_b]) + out_zero[num_b:]
+
+
+def _ls_transpose(cts, *args, jaxprs, const_lengths, num_b):
+    if jaxprs[3] is None:
+        raise TypeError("custom_linear_solve: transpose_solve is required for reverse-mode "
+                        "differentiation (grad/vjp) of custom_linear_solve; pass "
+                        "transpose_solve=..., or symmetric=True if the operator is symmetric")
+    consts, b = split_args(args, const_lengths)
+    if any(is_undefined(c) for cs in consts for c in cs):
+        raise TypeError("custom_linear_solve: the solution is linear in b only; it cannot be "
+                        "transposed with respect to the values matvec or solve close over")
+    ct_x = [ad.instantiate(c) for c in cts[:num_b]]
+    t_lengths, t_jaxprs = _transposed(const_lengths, jaxprs)
+    m, v, s, t = consts
+    ct_b = linear_solve_p.bind(*v, *m, *t, *s, *ct_x, jaxprs=t_jaxprs, const_lengths=t_lengths,
+                               num_b=num_b)
+    return [None] * sum(const_lengths) + [c if is_undefined(bi) else None
+                                          for c, bi in zip(ct_b[:num_b], b)]
+
+
+def _ls_batch(args, dims, jaxprs, const_lengths, num_b):
+    # Every vector (b, x, and the vectors inside each program) is batched
+    # along axis 0; each program is the vmap of the original one.
+    size = batching.batch_size(args, dims)
+    consts, b = split_args(args, const_lengths)
+    cdims, bdims = split_args(dims, const_lengths)
+    b = [batching.materialize(x, d, size) for x, d in zip(b, bdims)]
+    new_jaxprs, new_consts = [], []
+    for j, cs, ds in zip(jaxprs, consts, cdims):
+        if j is None:
+            new_jaxprs.append(None)
+            new_consts.append([])
+            continue
+        bj, hoisted = batching.batch_jaxpr(j, tuple(ds) + (0,) * num_b, size)
+        new_jaxprs.append(bj)
+        new_consts.append(list(hoisted) + list(cs))
+    outs = linear_solve_p.bind(*[c for cs in new_consts for c in cs], *b,
+                               jaxprs=tuple(new_jaxprs),
+                               const_lengths=tuple(len(cs) for cs in new_consts), num_b=num_b)
+    return outs, [0] * len(outs)
+
+
+linear_solve_p.jvp = _ls_jvp
+linear_solve_p.transpose = _ls_transpose
+linear_solve_p.batch = _ls_batch
+
+
