@@ -1,0 +1,482 @@
+"""Numba kernels for the primitives that are not plain elementwise math.
+
+The numba backend (``numba_backend.py``) generates one ``@njit`` function per
+program; it fuses elementwise loops, reductions, reshapes, ``dot_general`` and
+control flow itself.  Every other equation is run by a *kernel* from this
+module, so that it runs natively instead of through an object-mode fallback.
+
+Protocol (the code generator relies on it exactly)::
+
+    KERNELS: dict[Primitive, Callable[[core.Eqn], njit function | None]]
+
+Given an equation, the factory returns an ``@numba.njit`` function (cached per
+distinct params and input/output avals) taking the equation's inputs as NumPy
+arrays -- 0-d arrays for scalars, dtype and ndim exactly as ``eqn.inputs[i].aval``
+says, any memory layout -- and returning the output array (a tuple of arrays
+for ``multiple_results`` primitives) with exactly the shapes and dtypes of
+``eqn.outputs[i].aval``.  The function is callable from another njit function
+and from Python.  A factory returns ``None`` for a case it does not support;
+the generator then falls back to the primitive's NumPy implementation.
+
+Each kernel reproduces the NumPy implementation in ``tangentia/primitives``
+(values and dtypes; bit for bit except where LAPACK or summation order differ).
+Most kernels are generated Python source specialised on the static
+shapes/params (nested loops with the index arithmetic written out), compiled
+once per distinct equation signature.
+
+Coverage (``None`` = NumPy fallback):
+
+* ``getitem`` / ``scatter``: every spec form (slices, ``None``, ``Ellipsis``,
+  integers, any number of integer-array operands, broadcast together, with
+  NumPy's placement of the advanced-index block); negative indices wrap,
+  out-of-bounds indices raise ``IndexError``.  ``scatter`` modes set / add /
+  mul / min / max; duplicates accumulate in index order as ``ufunc.at`` does.
+  ``None`` for complex operands, or an update that NumPy would not cast
+  (``same_kind``) into the operand for a non-``set`` mode.
+* ``cumsum`` / ``cumprod`` / ``cummax`` / ``cummin`` (axis, reverse);
+  ``None`` for complex.
+* ``sort``, ``argsort`` (stable, ``descending``), ``searchsorted`` (side),
+  NaNs ordered as NumPy's (last ascending); ``None`` for complex.
+* ``random_bits``: Philox4x64-10, the same bits as ``numpy.random.Philox``.
+* ``integer_pow`` (``None`` for bool and complex), ``einsum`` (explicit
+  subscripts by nested loops; ``None`` for bool and complex operands).
+* Linear algebra on float32/float64 (stacks of matrices by a loop):
+  ``lu`` (LAPACK ``getrf``, as SciPy), ``lu_pivots_to_permutation``,
+  ``triangular_solve`` and ``lu_solve`` (substitution loops), ``solve``,
+  ``inv``, ``det``, ``slogdet``, ``cholesky``, ``eigh``, ``eigvalsh``, ``qr``
+  (``None`` for the complete QR of a tall matrix), ``svd``.  ``expm`` and
+  ``expm_frechet`` are not covered.  Note that numba's ``np.linalg`` raises
+  on non-finite input where NumPy would return NaNs.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+
+import numba
+import numpy as np
+
+from ..primitives import contraction as _C
+from ..primitives import elementwise as _E
+from ..primitives import indexing as _I
+from ..primitives import linalg as _L
+from ..primitives import misc as _M
+from ..primitives import prng as _P
+from ..primitives import reductions as _R
+from ..primitives import sorting as _S
+
+__all__ = ["KERNELS", "kernel_names", "kernel_for"]
+
+KERNELS = {}
+_cache = {}
+_cache_lock = threading.Lock()
+_NONE = object()
+
+
+def kernel_names():
+    """Sorted names of the primitives that have a kernel factory."""
+    return sorted(p.name for p in KERNELS)
+
+
+def kernel_for(eqn):
+    """The kernel of ``eqn`` (an njit function), or ``None`` if there is none."""
+    factory = KERNELS.get(eqn.prim)
+    return None if factory is None else factory(eqn)
+
+
+# ---------------------------------------------------------------------------
+# Registration and caching
+
+
+def _freeze(v):
+    """A hashable key for a params value (slices are not hashable before 3.12)."""
+    if isinstance(v, slice):
+        return ("slice", v.start, v.stop, v.step)
+    if isinstance(v, (tuple, list)):
+        return (type(v).__name__,) + tuple(_freeze(e) for e in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _freeze(e)) for k, e in v.items()))
+    if v is _I.ARRAY:
+        return "ARRAY"
+    try:
+        hash(v)
+    except TypeError:
+        return repr(v)
+    return v
+
+
+def _signature(eqn):
+    ins = tuple((tuple(a.aval.shape), np.dtype(a.aval.dtype).str) for a in eqn.inputs)
+    outs = tuple((tuple(v.aval.shape), np.dtype(v.aval.dtype).str) for v in eqn.outputs)
+    return (eqn.prim.name, _freeze(eqn.params), ins, outs)
+
+
+def _register(*prims):
+    """Register ``build(in_avals, out_avals, **params)`` as the factory of ``prims``.
+
+    The factory caches the built kernel (or ``None``) per equation signature.
+    """
+    def deco(build):
+        def factory(eqn):
+            key = _signature(eqn)
+            hit = _cache.get(key)
+            if hit is None:
+                with _cache_lock:
+                    hit = _cache.get(key)
+                    if hit is None:
+                        in_avals = [a.aval for a in eqn.inputs]
+                        out_avals = [v.aval for v in eqn.outputs]
+                        kern = build(eqn.prim, in_avals, out_avals, **eqn.params)
+                        hit = _NONE if kern is None else kern
+                        _cache[key] = hit
+            return None if hit is _NONE else hit
+        for p in prims:
+            KERNELS[p] = factory
+        return build
+    return deco
+
+
+# ---------------------------------------------------------------------------
+# Source generation helpers
+
+
+class _Src:
+    """Python source of one generated kernel, built line by line."""
+
+    def __init__(self):
+        self.lines = []
+        self.depth = 0
+
+    def __call__(self, line):
+        self.lines.append("    " * self.depth + line)
+
+    def indent(self):
+        self.depth += 1
+
+    def dedent(self):
+        self.depth -= 1
+
+    def text(self):
+        return "\n".join(self.lines) + "\n"
+
+
+_counter = itertools.count()
+
+
+def _compile(src, name, **glb):
+    """Exec the generated source ``src`` defining ``name`` and njit it."""
+    ns = {"np": np, "numba": numba}
+    ns.update(_HELPERS)
+    ns.update(glb)
+    filename = f"<tangentia numba kernel {name} #{next(_counter)}>"
+    exec(compile(src, filename, "exec"), ns)  # noqa: S102 - our own generated code
+    fn = numba.njit(ns[name])
+    fn.tangentia_source = src
+    return fn
+
+
+def _idx(terms):
+    """An index expression for an array with these per-axis index terms."""
+    return "[" + ", ".join(terms) + "]" if terms else "[()]"
+
+
+def _np_type(dtype):
+    """Name of the NumPy scalar type of ``dtype`` (a global of generated code)."""
+    return "np." + np.dtype(dtype).name.replace("bool", "bool_")
+
+
+def _kind_ok(*dtypes, kinds="biuf"):
+    return all(np.dtype(d).kind in kinds for d in dtypes)
+
+
+def _is_float(*dtypes):
+    return all(np.dtype(d) in (np.dtype(np.float32), np.dtype(np.float64)) for d in dtypes)
+
+
+@numba.njit(inline="always")
+def _np_min(a, b):
+    # np.minimum: NaN propagates; b wins ties (so the sign of zeros is NumPy's).
+    return a if (a < b or a != a) else b
+
+
+@numba.njit(inline="always")
+def _np_max(a, b):
+    return a if (a > b or a != a) else b
+
+
+@numba.njit(inline="always")
+def _before(a, b, descending):
+    """Strict order of NumPy's sorts: NaNs last ascending (first descending)."""
+    if descending:
+        return a > b or (a != a and b == b)
+    return a < b or (b != b and a == a)
+
+
+@numba.njit
+def _stable_argsort(vals, perm, tmp, descending):
+    """Stable merge sort of ``vals`` (1-d) into the permutation ``perm``."""
+    n = vals.shape[0]
+    for i in range(n):
+        perm[i] = i
+    run = 16
+    for lo in range(0, n, run):  # insertion sort of short runs
+        hi = min(lo + run, n)
+        for i in range(lo + 1, hi):
+            p = perm[i]
+            v = vals[p]
+            j = i
+            while j > lo and _before(v, vals[perm[j - 1]], descending):
+                perm[j] = perm[j - 1]
+                j -= 1
+            perm[j] = p
+    width = run
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            if mid >= hi:
+                continue
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if _before(vals[perm[j]], vals[perm[i]], descending):
+                    tmp[k] = perm[j]
+                    j += 1
+                else:
+                    tmp[k] = perm[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                tmp[k] = perm[i]
+                i += 1
+                k += 1
+            while j < hi:
+                tmp[k] = perm[j]
+                j += 1
+                k += 1
+            for t in range(lo, hi):
+                perm[t] = tmp[t]
+        width *= 2
+
+
+@numba.njit(inline="always")
+def _check_index(k, d):
+    if k < 0:
+        k += d
+    if k < 0 or k >= d:
+        raise IndexError("getitem/scatter: an index is out of bounds for its axis")
+    return k
+
+
+_HELPERS = {"_np_min": _np_min, "_np_max": _np_max, "_before": _before,
+            "_stable_argsort": _stable_argsort, "_check_index": _check_index}
+
+
+def _loops(src, shape, skip=(), var="i"):
+    """Open nested loops over ``shape`` (axes in ``skip`` excluded); returns
+    the number of loops opened (close with ``src.dedent()`` each)."""
+    n = 0
+    for d, size in enumerate(shape):
+        if d in skip:
+            continue
+        src(f"for {var}{d} in range({size}):")
+        src.indent()
+        n += 1
+    return n
+
+
+def _close(src, n):
+    for _ in range(n):
+        src.dedent()
+
+
+# ---------------------------------------------------------------------------
+# getitem / scatter
+
+
+class _IndexPlan:
+    """How an indexed array's elements map to the positions of the result.
+
+    ``out_shape`` is the indexed shape; for each axis of the indexed array,
+    ``axis_terms[ax]`` is ``("expr", text)`` (an expression in the loop
+    variables ``i<d>`` over the indexed shape) or ``("adv", text, depth)``: a
+    checked integer read from an index array, to compute once the loops up
+    to ``depth`` are open.
+    """
+
+    def __init__(self, x_shape, spec, array_shapes):
+        spec = tuple(spec)
+        has_adv = any(e is _I.ARRAY for e in spec)
+        nd = len(x_shape)
+        consumed = sum(1 for e in spec if e is not None and e is not Ellipsis)
+        if sum(1 for e in spec if e is Ellipsis) > 1 or consumed > nd:
+            raise _Unsupported
+        # (kind, payload, axis, position-in-spec)
+        entries = []
+        ax = 0
+        arrays = iter(range(len(array_shapes)))
+        for pos, e in enumerate(spec):
+            if e is None:
+                entries.append(("none", None, None, pos))
+            elif e is Ellipsis:
+                for _ in range(nd - consumed):
+                    entries.append(("slice", slice(None), ax, pos))
+                    ax += 1
+            elif isinstance(e, slice):
+                entries.append(("slice", e, ax, pos))
+                ax += 1
+            elif e is _I.ARRAY:
+                entries.append(("adv", next(arrays), ax, pos))
+                ax += 1
+            elif isinstance(e, (int, np.integer)) and not isinstance(e, bool):
+                k = int(e)
+                if not -x_shape[ax] <= k < x_shape[ax]:
+                    raise _Unsupported
+                k %= x_shape[ax]
+                entries.append(("advconst" if has_adv else "int", k, ax, pos))
+                ax += 1
+            else:
+                raise _Unsupported
+        pos_end = len(spec)
+        while ax < nd:
+            entries.append(("slice", slice(None), ax, pos_end))
+            ax += 1
+            pos_end += 1
+
+        adv = [e for e in entries if e[0] in ("adv", "advconst")]
+        bshape = np.broadcast_shapes(*[array_shapes[e[1]] for e in adv if e[0] == "adv"]) \
+            if any(e[0] == "adv" for e in adv) else ()
+        r = len(bshape)
+        positions = [e[3] for e in adv]
+        adjacent = all(b == a + 1 for a, b in zip(positions, positions[1:]))
+
+        out_shape = []
+        self.axis_terms = [None] * nd
+        block_dims = []
+
+        def add_block():
+            block_dims.extend(range(len(out_shape), len(out_shape) + r))
+            out_shape.extend(bshape)
+
+        if adv and not adjacent:
+            add_block()
+        placed = not adv or not adjacent
+        for kind, payload, ax, _ in entries:
+            if kind == "none":
+                out_shape.append(1)
+            elif kind == "slice":
+                start, stop, step = payload.indices(x_shape[ax])
+                length = len(range(start, stop, step))
+                d = len(out_shape)
+                out_shape.append(length)
+                self.axis_terms[ax] = ("expr", f"({start} + {step} * i{d})")
+            elif kind == "int":
+                self.axis_terms[ax] = ("expr", str(payload))
+            elif not placed:
+                add_block()
+                placed = True
+        for kind, payload, ax, _ in entries:
+            if kind == "advconst":
+                self.axis_terms[ax] = ("expr", str(payload))
+            elif kind == "adv":
+                shp = array_shapes[payload]
+                terms = []
+                for t, size in enumerate(shp):
+                    dim = block_dims[r - len(shp) + t]
+                    terms.append("0" if size == 1 and bshape[r - len(shp) + t] != 1
+                                 else f"i{dim}")
+                used = [int(t[1:]) for t in terms if t != "0"]
+                depth = max(used) + 1 if used else 0
+                text = f"_check_index(np.int64(a{payload}{_idx(terms)}), {x_shape[ax]})"
+                self.axis_terms[ax] = ("adv", text, depth)
+        self.out_shape = tuple(out_shape)
+
+    def x_index(self):
+        return _idx([t[1] if t[0] == "expr" else f"s{ax}"
+                     for ax, t in enumerate(self.axis_terms)])
+
+    def emit_loops(self, src):
+        """Open the loops over ``out_shape``, computing each index-array read
+        as soon as its loop variables exist; returns the loop count."""
+        def emit_at(depth):
+            for ax, t in enumerate(self.axis_terms):
+                if t[0] == "adv" and t[2] == depth:
+                    src(f"s{ax} = {t[1]}")
+        emit_at(0)
+        for d, size in enumerate(self.out_shape):
+            src(f"for i{d} in range({size}):")
+            src.indent()
+            emit_at(d + 1)
+        return len(self.out_shape)
+
+
+class _Unsupported(Exception):
+    """A case a kernel does not cover (the factory returns None)."""
+
+
+def _plan(x_aval, spec, array_avals, indexed_shape):
+    try:
+        plan = _IndexPlan(tuple(x_aval.shape), spec, [tuple(a.shape) for a in array_avals])
+    except (_Unsupported, ValueError):
+        return None
+    return plan if plan.out_shape == tuple(indexed_shape) else None
+
+
+@_register(_I.getitem_p)
+def _build_getitem(prim, ins, outs, spec):
+    x, *arrays = ins
+    out = outs[0]
+    if not _kind_ok(x.dtype, kinds="biufc") or not _kind_ok(*[a.dtype for a in arrays], kinds="iu"):
+        return None
+    plan = _plan(x, spec, arrays, out.shape)
+    if plan is None:
+        return None
+    args = ", ".join(["x"] + [f"a{j}" for j in range(len(arrays))])
+    src = _Src()
+    src(f"def getitem({args}):")
+    src.indent()
+    src(f"out = np.empty({tuple(out.shape)}, {_np_type(out.dtype)})")
+    n = plan.emit_loops(src)
+    src(f"out{_idx([f'i{d}' for d in range(len(out.shape))])} = x{plan.x_index()}")
+    _close(src, n)
+    src("return out")
+    return _compile(src.text(), "getitem")
+
+
+_SCATTER_UPDATE = {
+    "add": "o + v", "mul": "o * v", "min": "_np_min(o, v)", "max": "_np_max(o, v)",
+}
+
+
+@_register(_I.scatter_p)
+def _build_scatter(prim, ins, outs, spec, mode):
+    x, y, *arrays = ins
+    if not _kind_ok(x.dtype, y.dtype) or not _kind_ok(*[a.dtype for a in arrays], kinds="iu"):
+        return None
+    if mode != "set" and (mode not in _SCATTER_UPDATE
+                          or not np.can_cast(y.dtype, x.dtype, "same_kind")):
+        return None
+    indexed = _I._indexed_aval("scatter", x, spec, arrays)
+    plan = _plan(x, spec, arrays, indexed)
+    if plan is None:
+        return None
+    nd = len(indexed)
+    y_terms = []
+    for t, size in enumerate(y.shape):
+        d = nd - y.ndim + t
+        y_terms.append("0" if size == 1 and indexed[d] != 1 else f"i{d}")
+    args = ", ".join(["x", "y"] + [f"a{j}" for j in range(len(arrays))])
+    src = _Src()
+    src(f"def scatter({args}):")
+    src.indent()
+    src("out = x.copy()")
+    n = plan.emit_loops(src)
+    target = f"out{plan.x_index()}"
+    if mode == "set":
+        src(f"{target} = y{_idx(y_terms)}")
+    else:
+        src(f"o = {target}")
+        src(f"v = y{_idx(y_terms)}")
+        src(f"{target} = {_SCATTER_UPDATE[mode]}")
+    _close(src, n)
+    src("return out")
+    return _compile(src.text(), "scatter")
