@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import core
 from ..core import Tracer
-from ..api import vjp as _vjp
+from ..api import jit, vjp as _vjp
 from ..custom_derivatives import closure_convert, custom_vjp
 from .. import numpy as tnp
 from ..lax import scan, while_loop
@@ -222,8 +222,13 @@ def _integrate(func, rtol, atol, mxstep, hmax, y0, ts, args):
 # of the values func closes over) are regular arguments.
 
 
+# The forward solve and the adjoint solve are each one compiled program, also
+# when odeint is called without jit (as JAX's odeint is jitted inside).
+_integrate_jit = jit(_integrate, static_argnums=(0, 1, 2, 3, 4))
+
+
 def _odeint_impl(func, rtol, atol, mxstep, hmax, y0, ts, *arg_leaves):
-    return _integrate(func, rtol, atol, mxstep, hmax, y0, ts, arg_leaves)
+    return _integrate_jit(func, rtol, atol, mxstep, hmax, y0, ts, arg_leaves)
 
 
 _odeint_impl.__name__ = _odeint_impl.__qualname__ = "odeint"
@@ -241,6 +246,11 @@ def _is_float(x):
 
 def _odeint_bwd(func, rtol, atol, mxstep, hmax, res, g):
     ys, ts, arg_leaves = res
+    return _backward_jit(func, rtol, atol, mxstep, hmax, ys, ts, tuple(arg_leaves), g)
+
+
+def _backward(func, rtol, atol, mxstep, hmax, ys, ts, arg_leaves, g):
+    """The adjoint pass: cotangents of ``(y0, ts, *arg_leaves)`` from ``g``."""
     arg_leaves = list(arg_leaves)
     diff = [_is_float(x) for x in arg_leaves]
 
@@ -294,7 +304,49 @@ def _odeint_bwd(func, rtol, atol, mxstep, hmax, res, g):
     return (y_bar, ts_bar, *leaves_bar)
 
 
+_backward_jit = jit(_backward, static_argnums=(0, 1, 2, 3, 4))
 _odeint.defvjp(_odeint_fwd, _odeint_bwd)
+
+
+# Converted dynamics by program, so that calls with the same dynamics reuse
+# one function object (the static argument of the compiled solves).
+_DYNAMICS = {}
+_DYNAMICS_MAX = 256
+
+
+def _program_key(converted, a_tree):
+    """What identifies a ``closure_convert``-ed function: its program text,
+    its closed-over integer constants, and the identity of the Python
+    callables in its equations (custom rules print only their names)."""
+    jaxpr, kept, hoist, in_tree, out_tree = converted.program
+    objs = []
+
+    def walk(j):
+        for eqn in j.eqns:
+            for v in eqn.params.values():
+                if isinstance(v, core.Jaxpr):
+                    walk(v)
+                elif isinstance(v, core.ClosedJaxpr):
+                    walk(v.jaxpr)
+                elif isinstance(v, tuple) and v and isinstance(v[0], core.Jaxpr):
+                    for b in v:
+                        walk(b)
+                elif callable(v) and not isinstance(v, type):
+                    objs.append(id(v))
+    walk(jaxpr)
+    consts = tuple((k.dtype.str, k.shape, k.tobytes()) if isinstance(k, np.ndarray) else repr(k)
+                   for k in kept)
+    return (str(jaxpr), consts, hoist, in_tree, out_tree, a_tree, tuple(objs))
+
+
+def _stable_dynamics(converted, a_tree, make):
+    key = _program_key(converted, a_tree)
+    fn = _DYNAMICS.get(key)
+    if fn is None:
+        if len(_DYNAMICS) >= _DYNAMICS_MAX:
+            _DYNAMICS.clear()
+        fn = _DYNAMICS.setdefault(key, make())
+    return fn
 
 
 # ---------------------------------------------------------------------------
@@ -413,9 +465,13 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.
     all_args = (tuple(args), tuple(consts))
     a_leaves, a_tree = tree_flatten(all_args)
 
-    def flat_func(y, t, *leaves):
-        user_args, hoisted = tree_unflatten(a_tree, list(leaves))
-        return converted(y, t, *user_args, *hoisted)
+    def make():
+        def flat_func(y, t, *leaves):
+            user_args, hoisted = tree_unflatten(a_tree, list(leaves))
+            return converted(y, t, *user_args, *hoisted)
 
-    flat_func.__name__ = name
+        flat_func.__name__ = name
+        return flat_func
+
+    flat_func = _stable_dynamics(converted, a_tree, make)
     return _odeint(flat_func, rtol, atol, mxstep, hmax, y0, t, *a_leaves)
