@@ -972,4 +972,6 @@ def closure_convert(fun, *example_args):
         return tree_unflatten(out_tree, core.eval_jaxpr(jaxpr, cvals, *x_leaves))
 
     functools.update_wrapper(converted, fun)
+    # What identifies the converted function (for callers that cache on it).
+    converted.program = (jaxpr, tuple(kept), tuple(hoist), in_tree, out_tree)
     return converted, hoisted
