@@ -480,3 +480,306 @@ def _build_scatter(prim, ins, outs, spec, mode):
     _close(src, n)
     src("return out")
     return _compile(src.text(), "scatter")
+
+
+# ---------------------------------------------------------------------------
+# Cumulative sums, products and extrema
+
+
+_CUMULATIVE = {
+    _R.cumsum_p: "acc + v", _M.cumprod_p: "acc * v",
+    _M.cummax_p: "_np_max(acc, v)", _M.cummin_p: "_np_min(acc, v)",
+}
+
+
+def _line_index(nd, axis, var):
+    return _idx([var if d == axis else f"i{d}" for d in range(nd)])
+
+
+@_register(*_CUMULATIVE)
+def _build_cumulative(prim, ins, outs, axis, reverse):
+    x, out = ins[0], outs[0]
+    if not _kind_ok(x.dtype, out.dtype):
+        return None
+    n = x.shape[axis]
+    T = _np_type(out.dtype)
+    src = _Src()
+    src("def cumulative(x):")
+    src.indent()
+    src(f"out = np.empty({tuple(out.shape)}, {T})")
+    if n:
+        first, rest = (n - 1, f"range({n - 2}, -1, -1)") if reverse else (0, f"range(1, {n})")
+        loops = _loops(src, x.shape, skip=(axis,))
+        src(f"acc = {T}(x{_line_index(x.ndim, axis, str(first))})")
+        src(f"out{_line_index(x.ndim, axis, str(first))} = acc")
+        src(f"for k in {rest}:")
+        src.indent()
+        src(f"v = {T}(x{_line_index(x.ndim, axis, 'k')})")
+        src(f"acc = {T}({_CUMULATIVE[prim]})")
+        src(f"out{_line_index(x.ndim, axis, 'k')} = acc")
+        src.dedent()
+        _close(src, loops)
+    src("return out")
+    return _compile(src.text(), "cumulative")
+
+
+# ---------------------------------------------------------------------------
+# sort, argsort, searchsorted
+
+
+def _build_sorting(x, out, axis, descending, write):
+    if not _kind_ok(x.dtype):
+        return None
+    n = x.shape[axis]
+    src = _Src()
+    src("def sorting(x):")
+    src.indent()
+    src(f"out = np.empty({tuple(out.shape)}, {_np_type(out.dtype)})")
+    src(f"vals = np.empty({n}, {_np_type(x.dtype)})")
+    src(f"perm = np.empty({n}, np.int64)")
+    src(f"tmp = np.empty({n}, np.int64)")
+    loops = _loops(src, x.shape, skip=(axis,))
+    src(f"for k in range({n}):")
+    src(f"    vals[k] = x{_line_index(x.ndim, axis, 'k')}")
+    src(f"_stable_argsort(vals, perm, tmp, {descending})")
+    src(f"for k in range({n}):")
+    src(f"    out{_line_index(x.ndim, axis, 'k')} = {write}")
+    _close(src, loops)
+    src("return out")
+    return _compile(src.text(), "sorting")
+
+
+@_register(_S.sort_p)
+def _build_sort(prim, ins, outs, axis):
+    return _build_sorting(ins[0], outs[0], axis, False, "vals[perm[k]]")
+
+
+@_register(_S.argsort_p)
+def _build_argsort(prim, ins, outs, axis, descending):
+    return _build_sorting(ins[0], outs[0], axis, bool(descending), "perm[k]")
+
+
+@_register(_S.searchsorted_p)
+def _build_searchsorted(prim, ins, outs, side):
+    a, v = ins
+    if not _kind_ok(a.dtype, v.dtype) or side not in ("left", "right"):
+        return None
+    T = _np_type(np.result_type(a.dtype, v.dtype))
+    n = a.shape[0]
+    # NumPy's binary search, including its reuse of the previous key's
+    # bracket (which decides the answer when ``a`` is not sorted).
+    go_right = "_before(mid, key, False)" if side == "left" else "not _before(key, mid, False)"
+    src = _Src()
+    src("def searchsorted(a, v):")
+    src.indent()
+    src(f"out = np.empty({tuple(v.shape)}, np.int64)")
+    src(f"ac = np.empty({n}, {T})")
+    src(f"for k in range({n}):")
+    src(f"    ac[k] = {T}(a[k])")
+    src("lo = 0")
+    src(f"hi = {n}")
+    first = _idx(["0"] * v.ndim)
+    if v.size:
+        src(f"last = {T}(v{first})")
+    loops = _loops(src, v.shape)
+    src(f"key = {T}(v{_idx([f'i{d}' for d in range(v.ndim)])})")
+    src("if _before(last, key, False):")
+    src(f"    hi = {n}")
+    src("else:")
+    src("    lo = 0")
+    src(f"    hi = hi + 1 if hi < {n} else {n}")
+    src("last = key")
+    src("while lo < hi:")
+    src("    m = lo + ((hi - lo) >> 1)")
+    src("    mid = ac[m]")
+    src(f"    if {go_right}:")
+    src("        lo = m + 1")
+    src("    else:")
+    src("        hi = m")
+    src(f"out{_idx([f'i{d}' for d in range(v.ndim)])} = lo")
+    _close(src, loops)
+    src("return out")
+    return _compile(src.text(), "searchsorted")
+
+
+# ---------------------------------------------------------------------------
+# random_bits: Philox4x64-10 exactly as numpy.random.Philox(key=k0 << 32 | k1)
+
+_M32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+_PHILOX_M0 = np.uint64(0xD2E7470EE14C6C93)
+_PHILOX_M1 = np.uint64(0xCA5A826395121157)
+_PHILOX_W0 = np.uint64(0x9E3779B97F4A7C15)
+_PHILOX_W1 = np.uint64(0xBB67AE8584CAA73B)
+_U1 = np.uint64(1)
+
+
+@numba.njit(inline="always")
+def _mulhilo64(a, b):
+    a_lo, a_hi = a & _M32, a >> _S32
+    b_lo, b_hi = b & _M32, b >> _S32
+    p0 = a_lo * b_lo
+    p1 = a_lo * b_hi
+    p2 = a_hi * b_lo
+    p3 = a_hi * b_hi
+    mid = (p0 >> _S32) + (p1 & _M32) + (p2 & _M32)
+    hi = p3 + (p1 >> _S32) + (p2 >> _S32) + (mid >> _S32)
+    return hi, a * b
+
+
+@numba.njit
+def _philox_fill(k_lo, out):
+    """Fill ``out`` (uint64, 1-d) with the raw outputs of Philox4x64-10 keyed
+    by ``(k_lo, 0)``; NumPy increments the 256-bit counter before each block."""
+    c0 = np.uint64(0)
+    c1 = np.uint64(0)
+    c2 = np.uint64(0)
+    c3 = np.uint64(0)
+    n = out.shape[0]
+    for start in range(0, n, 4):
+        c0 += _U1
+        if c0 == 0:
+            c1 += _U1
+            if c1 == 0:
+                c2 += _U1
+                if c2 == 0:
+                    c3 += _U1
+        x0, x1, x2, x3 = c0, c1, c2, c3
+        k0 = k_lo
+        k1 = np.uint64(0)
+        for r in range(10):
+            if r:
+                k0 += _PHILOX_W0
+                k1 += _PHILOX_W1
+            hi0, lo0 = _mulhilo64(_PHILOX_M0, x0)
+            hi1, lo1 = _mulhilo64(_PHILOX_M1, x2)
+            x0, x1, x2, x3 = hi1 ^ x1 ^ k0, lo1, hi0 ^ x3 ^ k1, lo0
+        block = (x0, x1, x2, x3)
+        for t in range(min(4, n - start)):
+            out[start + t] = block[t]
+
+
+@_register(_P.random_bits_p)
+def _build_random_bits(prim, ins, outs, shape, bit_width):
+    key, out = ins[0], outs[0]
+    if bit_width not in (32, 64) or key.dtype != np.uint32:
+        return None
+    n = int(np.prod(shape, dtype=np.int64))
+    nraw = n if bit_width == 64 else (n + 1) // 2
+    src = _Src()
+    src("def random_bits(key):")
+    src.indent()
+    batch = key.shape[:-1]
+    nkeys = int(np.prod(batch, dtype=np.int64))
+    src(f"flat = np.empty(({nkeys}, {n}), {_np_type(out.dtype)})")
+    src(f"raw = np.empty({nraw}, np.uint64)")
+    src("b = 0")
+    loops = _loops(src, batch)
+    lead = [f"i{d}" for d in range(len(batch))]
+    src(f"k = (np.uint64(key{_idx(lead + ['0'])}) << _S32) | np.uint64(key{_idx(lead + ['1'])})")
+    src("_philox_fill(k, raw)")
+    if bit_width == 64:
+        src(f"for j in range({n}):")
+        src("    flat[b, j] = raw[j]")
+    else:
+        src(f"for j in range({n}):")
+        src("    w = raw[j >> 1]")
+        src("    flat[b, j] = np.uint32((w >> _S32) if j & 1 else (w & _M32))")
+    src("b += 1")
+    _close(src, loops)
+    src(f"return flat.reshape({tuple(out.shape)})")
+    return _compile(src.text(), "random_bits", _philox_fill=_philox_fill, _S32=_S32, _M32=_M32)
+
+
+# ---------------------------------------------------------------------------
+# integer_pow
+
+
+@numba.njit(inline="always")
+def _int_pow(x, y):
+    r = x - x + 1
+    b = x
+    while y:
+        if y & 1:
+            r = r * b
+        b = b * b
+        y >>= 1
+    return r
+
+
+def _map_kernel(name, x, out, expr, **glb):
+    """An elementwise kernel ``out[i] = expr`` with ``v`` the element of ``x``."""
+    src = _Src()
+    src(f"def {name}(x):")
+    src.indent()
+    src(f"out = np.empty({tuple(out.shape)}, {_np_type(out.dtype)})")
+    loops = _loops(src, x.shape)
+    ix = _idx([f"i{d}" for d in range(x.ndim)])
+    src(f"v = x{ix}")
+    src(f"out{ix} = {expr}")
+    _close(src, loops)
+    src("return out")
+    return _compile(src.text(), name, **glb)
+
+
+@_register(_E.integer_pow_p)
+def _build_integer_pow(prim, ins, outs, y):
+    x, out = ins[0], outs[0]
+    if not _kind_ok(x.dtype, kinds="iuf") or out.dtype != x.dtype:
+        return None
+    y = int(y)
+    T = _np_type(x.dtype)
+    if y == 2:
+        expr = "v * v"
+    elif x.dtype.kind == "f":
+        expr = f"v ** {T}({float(y)!r})"  # libm pow, as NumPy's float power loop
+    elif y < 0:
+        return None
+    else:
+        expr = f"{T}(_int_pow(v, {y}))"
+    return _map_kernel("integer_pow", x, out, expr, _int_pow=_int_pow)
+
+
+# ---------------------------------------------------------------------------
+# einsum (explicit subscripts) by nested loops
+
+
+@_register(_C.einsum_p)
+def _build_einsum(prim, ins, outs, subscripts):
+    out = outs[0]
+    if not _kind_ok(out.dtype, *[a.dtype for a in ins], kinds="iuf"):
+        return None
+    in_subs, out_sub = _C._parse(subscripts)
+    sizes = {}
+    for s, a in zip(in_subs, ins):
+        for c, d in zip(s, a.shape):
+            sizes[c] = max(sizes.get(c, 1), d)
+    summed = [c for c in sizes if c not in out_sub]
+    var = {c: f"l{k}" for k, c in enumerate(sizes)}
+    T = _np_type(out.dtype)
+    args = ", ".join(f"x{j}" for j in range(len(ins)))
+    src = _Src()
+    src(f"def einsum({args}):")
+    src.indent()
+    src(f"out = np.empty({tuple(out.shape)}, {T})")
+    n_out = 0
+    for c in out_sub:
+        src(f"for {var[c]} in range({sizes[c]}):")
+        src.indent()
+        n_out += 1
+    src(f"acc = {T}(0)")
+    n_sum = 0
+    for c in summed:
+        src(f"for {var[c]} in range({sizes[c]}):")
+        src.indent()
+        n_sum += 1
+    factors = []
+    for j, (s, a) in enumerate(zip(in_subs, ins)):
+        terms = ["0" if d == 1 and sizes[c] != 1 else var[c] for c, d in zip(s, a.shape)]
+        factors.append(f"{T}(x{j}{_idx(terms)})")
+    src(f"acc += {' * '.join(factors)}")
+    _close(src, n_sum)
+    src(f"out{_idx([var[c] for c in out_sub])} = acc")
+    _close(src, n_out)
+    src("return out")
+    return _compile(src.text(), "einsum")
