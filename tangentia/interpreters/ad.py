@@ -69,18 +69,7 @@ add_any_p.abstract_eval = lambda x, y: x.strip_weak() if x.weak_type and not y.w
 add_any_p.jvp = lambda primals, tangents: (add_any_p.bind(*primals), add_tangents(*tangents))
 add_any_p.transpose = lambda ct, x, y: (ct, ct)
 
-
-def _add_any_batch(args, dims):
-    from .batching import batch_size, materialize
-    x, y = args
-    dx, dy = dims
-    if dx == dy:
-        return add_any_p.bind(x, y), dx
-    size = batch_size(args, dims)
-    return add_any_p.bind(materialize(x, dx, size), materialize(y, dy, size)), 0
-
-
-add_any_p.batch = _add_any_batch
+# Its batching rule is in ``batching`` (it moves and broadcasts batch axes).
 
 
 # ---------------------------------------------------------------------------

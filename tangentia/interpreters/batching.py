@@ -9,6 +9,9 @@ from __future__ import annotations
 from .. import core
 from ..tree_util import register_leaf_type
 from ..core import ShapedArray, Tracer, set_trace
+from . import partial_eval as pe
+from .ad import add_any_p
+from .base_ops import batch_size, broadcast_front, materialize, move_axis, move_to_front  # noqa: F401
 
 not_mapped = None
 _set_trace = core._trace_ctx.set
@@ -100,50 +103,22 @@ class BatchTrace(core.Trace):
 
 
 # ---------------------------------------------------------------------------
-# Helpers for batching rules (they run under the parent interpreter)
+# Helpers for batching rules (they run under the parent interpreter); they are
+# defined with the primitives they bind, in ``base_ops``.
 
 
-def _ops():
-    from ..primitives import structural
-    return structural
+def _add_any_batch(args, dims):
+    # The batching rule of ``ad.add_any`` (it needs transpose and broadcast_to,
+    # which are defined above ``ad``).
+    x, y = args
+    dx, dy = dims
+    if dx == dy:
+        return add_any_p.bind(x, y), dx
+    size = batch_size(args, dims)
+    return add_any_p.bind(materialize(x, dx, size), materialize(y, dy, size)), 0
 
 
-def move_to_front(x, d):
-    """Move batch dimension ``d`` of ``x`` to axis 0 (no-op if already there)."""
-    if d == 0 or d is None:
-        return x
-    nd = core.get_aval(x).ndim
-    perm = (d,) + tuple(i for i in range(nd) if i != d)
-    return _ops().transpose(x, perm)
-
-
-def move_axis(x, src, dst):
-    if src == dst:
-        return x
-    nd = core.get_aval(x).ndim
-    order = [i for i in range(nd) if i != src]
-    order.insert(dst, src)
-    return _ops().transpose(x, tuple(order))
-
-
-def broadcast_front(x, size):
-    """Add a leading batch axis of ``size`` to an unbatched value."""
-    a = core.get_aval(x)
-    return _ops().broadcast_to(x, (size,) + a.shape)
-
-
-def materialize(x, d, size):
-    """Batched value with its batch axis at the front (broadcasting if unbatched)."""
-    if d is None:
-        return broadcast_front(x, size)
-    return move_to_front(x, d)
-
-
-def batch_size(vals, dims):
-    for v, d in zip(vals, dims):
-        if d is not None:
-            return core.get_aval(v).shape[d]
-    raise ValueError("no batched argument")
+add_any_p.batch = _add_any_batch
 
 
 def vmap_flat(fun, args, in_dims, axis_size, out_dims_fn, tag=None):
@@ -200,7 +175,6 @@ def batch_jaxpr(jaxpr, in_dims, axis_size):
     hit = jaxpr.cache.get(key)
     if hit is not None:
         return hit
-    from . import partial_eval as pe
     in_avals = _batched_in_avals(jaxpr, in_dims, axis_size)
 
     def fun(*args):
@@ -223,7 +197,6 @@ def batch_jaxpr_natural(jaxpr, in_dims, axis_size):
     hit = jaxpr.cache.get(key)
     if hit is not None:
         return hit
-    from . import partial_eval as pe
     in_avals = _batched_in_avals(jaxpr, in_dims, axis_size)
     out_dims = []
 

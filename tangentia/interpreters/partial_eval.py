@@ -289,13 +289,21 @@ def partial_eval_jaxpr(jaxpr, in_unknowns, instantiate=None):
     return out
 
 
+# constant: a value embedded in a program (the equation ``_close_over`` emits).
+# It has no operands, so no interpreter ever sees it with a tracer input: it
+# needs no JVP, transpose or batching rule.
+constant_p = core.Primitive("constant")
+constant_p.impl = lambda value: value
+constant_p.abstract_eval = lambda value: core.get_aval(value)
+constant_p.print_params = lambda params: {"value": f"<{core.get_aval(params['value']).str_short()}>"}
+
+
 def _close_over(jaxpr, consts):
     """Inline concrete consts as a leading 'const' equation-free binding.
 
     The jit call primitive takes programs without constvars, so concrete
     constants are wrapped by a ``const`` primitive per value.
     """
-    from ..primitives.structural import constant_p
     eqns = [core.Eqn(constant_p, [], [v], {"value": c}) for v, c in zip(jaxpr.constvars, consts)]
     return core.Jaxpr([], jaxpr.invars, eqns + jaxpr.eqns, jaxpr.outvars)
 

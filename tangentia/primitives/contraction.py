@@ -7,6 +7,7 @@ import numpy as np
 from .. import core, dtypes
 from ..core import Primitive, ShapedArray
 from ..interpreters.ad import Zero, add_any_p, is_undefined
+from ..interpreters.base_ops import unbroadcast
 from ..interpreters.batching import move_to_front
 from . import structural as S
 
@@ -257,7 +258,6 @@ def _einsum_transpose(ct, *ops, subscripts):
         res = einsum_p.bind(res, *eyes, subscripts=",".join([uniq] + eye_subs) + "->" + target)
     res_shape = core.get_aval(res).shape
     if res_shape != shape:  # size-1 broadcasting inside einsum
-        from .elementwise import unbroadcast
         res = unbroadcast(res, ops[k].aval)
     cts = [None] * len(ops)
     cts[k] = _cast(res, ops[k].aval)

@@ -13,9 +13,9 @@ from .. import core, dtypes
 from ..core import Primitive, ShapedArray
 from ..interpreters import ad
 from ..interpreters.ad import UndefinedPrimal, Zero, defjvp, defjvp_zero, is_undefined
+from ..interpreters import base_ops as B
+from ..interpreters.base_ops import unbroadcast  # noqa: F401  (re-exported)
 from ..interpreters.batching import move_to_front
-from . import reductions as R
-from . import structural as S
 
 # ---------------------------------------------------------------------------
 # Shape and dtype rules
@@ -105,7 +105,7 @@ def elementwise_batch(prim):
             x = move_to_front(x, d)
             if r < out_rank:
                 shape = core.get_aval(x).shape
-                x = S.reshape(x, (shape[0],) + (1,) * (out_rank - r) + shape[1:])
+                x = B.reshape(x, (shape[0],) + (1,) * (out_rank - r) + shape[1:])
             new.append(x)
         return prim.bind(*new, **params), 0
     return rule
@@ -136,28 +136,9 @@ def _broadcasting(fn):
         c = fn(t, ans, *primals, **params)
         out_shape = ans.shape
         if c.shape != out_shape:
-            c = S.broadcast_to(c, out_shape)
+            c = B.broadcast_to(c, out_shape)
         return c
     return wrapped
-
-
-def unbroadcast(x, aval):
-    """Sum ``x`` down to ``aval``'s shape (the transpose of broadcasting)."""
-    if type(x) is np.ndarray and x.shape == aval.shape and x.dtype == aval.dtype:
-        return x
-    xa = core.get_aval(x)
-    if xa.shape != aval.shape:
-        nd = len(xa.shape)
-        lead = nd - len(aval.shape)
-        axes = tuple(range(lead)) + tuple(
-            i + lead for i, d in enumerate(aval.shape) if d == 1 and xa.shape[i + lead] != 1)
-        if axes:
-            x = R.reduce_sum(x, axes)
-        if core.get_aval(x).shape != aval.shape:
-            x = S.reshape(x, aval.shape)
-    if aval.dtype != xa.dtype and aval.dtype != dtypes.float0 and aval.dtype.kind in "fc":
-        x = S.convert_element_type(x, aval.dtype)
-    return x
 
 
 # ---------------------------------------------------------------------------
@@ -447,7 +428,7 @@ def _select_jvp(primals, tangents):
     ty = ad.instantiate(ty) if type(ty) is not Zero else np.zeros((), out_aval.dtype)
     t = select(pred, tx, ty)
     if core.get_aval(t).shape != out_aval.shape:
-        t = S.broadcast_to(t, out_aval.shape)
+        t = B.broadcast_to(t, out_aval.shape)
     return ans, t
 
 

@@ -15,9 +15,10 @@ import numpy as np
 from .. import core
 from ..core import Primitive, ShapedArray
 from ..interpreters.ad import Zero, instantiate, is_undefined
+from ..interpreters import base_ops as B
+from ..interpreters.base_ops import unbroadcast
 from ..interpreters.batching import broadcast_front, move_axis, move_to_front
 from . import elementwise as E
-from . import structural as S
 
 
 class _ArrayIndex:
@@ -119,11 +120,11 @@ def _batch_index(x, xd, arrays, adims, spec, size, force_x_batched=False):
     new_arrays = []
     for a, d, k in zip(arrays, adims, ranks):
         if d is None:
-            a = S.reshape(a, (1,) * (1 + r - k) + core.get_aval(a).shape)
+            a = B.reshape(a, (1,) * (1 + r - k) + core.get_aval(a).shape)
         else:
             a = move_to_front(a, d)
             sh = core.get_aval(a).shape
-            a = S.reshape(a, (sh[0],) + (1,) * (r - k) + sh[1:])
+            a = B.reshape(a, (sh[0],) + (1,) * (r - k) + sh[1:])
         new_arrays.append(a)
     pos = _adv_positions(spec)
     if xd is not None or force_x_batched:
@@ -268,16 +269,15 @@ def _scatter_jvp(primals, tangents, spec, mode):
     # min / max: the tangent follows whichever operand won (x on ties).
     from_x = E.eq(ans, x)
     ans_i = getitem_p.bind(ans, *arrays, spec=spec)
-    yb = S.broadcast_to(y, core.get_aval(ans_i).shape)
+    yb = B.broadcast_to(y, core.get_aval(ans_i).shape)
     zeros = np.zeros(core.get_aval(ans).shape, core.get_aval(ans).dtype)
-    ty_i = S.broadcast_to(instantiate(ty), core.get_aval(ans_i).shape)
+    ty_i = B.broadcast_to(instantiate(ty), core.get_aval(ans_i).shape)
     ty_sel = E.select(E.eq(yb, ans_i), ty_i, 0.0)
     t_from_y = scatter_p.bind(zeros, ty_sel, *arrays, spec=spec, mode="set")
     return ans, E.select(from_x, instantiate(tx), t_from_y)
 
 
 def _scatter_transpose(ct, x, y, *arrays, spec, mode):
-    from .elementwise import unbroadcast
     if any(is_undefined(a) for a in arrays):
         raise TypeError("scatter: index arrays cannot be linear")
     nones = (None,) * len(arrays)
@@ -312,13 +312,13 @@ def _scatter_batch(args, dims, spec, mode):
                                                      force_x_batched=True)
     # y: per-example broadcast to idx_shape, batch axis at out_d of the batched index.
     if yd is None:
-        y = S.broadcast_to(y, idx_shape)
+        y = B.broadcast_to(y, idx_shape)
         y = broadcast_front(y, size)
     else:
         y = move_to_front(y, yd)
         ys = core.get_aval(y).shape
-        y = S.reshape(y, (ys[0],) + (1,) * (len(idx_shape) - (len(ys) - 1)) + ys[1:])
-        y = S.broadcast_to(y, (size,) + tuple(idx_shape))
+        y = B.reshape(y, (ys[0],) + (1,) * (len(idx_shape) - (len(ys) - 1)) + ys[1:])
+        y = B.broadcast_to(y, (size,) + tuple(idx_shape))
     if out_d != 0:
         y = move_axis(y, 0, out_d)
     return scatter_p.bind(x, y, *arrays, spec=new_spec, mode=mode), x_dim

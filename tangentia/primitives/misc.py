@@ -52,7 +52,7 @@ def _cumulative(name, accumulate, dtype_fn):
 
 
 def _prod_dtype(dtype):
-    return R._reduce_dtype(np.prod, dtype)
+    return R.reduce_dtype(np.prod, dtype)
 
 
 def _same_dtype(dtype):
