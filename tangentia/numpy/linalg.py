@@ -12,10 +12,9 @@ from collections import namedtuple
 
 import numpy as _np
 
-import tangentia.numpy as _tnp
-
 from .. import core as _core
 from ..primitives import linalg as _L
+from . import _conversion, _elementwise, _matrices, _reductions, _shapes
 
 LinAlgError = _np.linalg.LinAlgError
 
@@ -39,11 +38,11 @@ def _aval(x):
 
 def _inexact(*xs):
     """Arrays (or tracers) promoted to a common floating dtype (ints -> float64)."""
-    xs = [x if isinstance(x, _core.Tracer) else _tnp.asarray(x) for x in xs]
+    xs = [x if isinstance(x, _core.Tracer) else _conversion.asarray(x) for x in xs]
     dt = _np.result_type(*[_aval(x).dtype for x in xs])
     if dt.kind not in "fc":
         dt = _np.dtype(_np.float64)
-    return [x if _aval(x).dtype == dt else _tnp.astype(x, dt) for x in xs]
+    return [x if _aval(x).dtype == dt else _conversion.astype(x, dt) for x in xs]
 
 
 def _check_square(fname, x, argname="a"):
@@ -80,8 +79,8 @@ def _solve_with(fname, bind, a, b, vector=None):
         if len(b_s) < 1 or b_s[-1] != n:
             raise ValueError(f"{fname}: argument b of shape {b_s} does not match argument a of "
                              f"shape {a_s}: b.shape[-1] must be {n}")
-        x = _solve_with(fname, bind, a, _tnp.expand_dims(b, -1), vector=False)
-        return _tnp.squeeze(x, -1)
+        x = _solve_with(fname, bind, a, _shapes.expand_dims(b, -1), vector=False)
+        return _shapes.squeeze(x, -1)
     if len(b_s) < 2 or b_s[-2] != n:
         raise ValueError(f"{fname}: argument b of shape {b_s} does not match argument a of "
                          f"shape {a_s}: b.shape[-2] must be {n}")
@@ -89,15 +88,15 @@ def _solve_with(fname, bind, a, b, vector=None):
     if a_s[:-2] != batch and len(a_s) == 2:
         # One matrix, many right-hand sides: fold them into the columns (one factorization).
         nb = len(batch)
-        bb = _tnp.broadcast_to(b, batch + b_s[-2:])
-        bt = _tnp.moveaxis(bb, -2, 0)                          # (n, *batch, k)
-        x = bind(a, _tnp.reshape(bt, (n, -1)))
-        x = _tnp.reshape(x, (n,) + batch + (b_s[-1],))
-        return _tnp.moveaxis(x, 0, nb)
+        bb = _shapes.broadcast_to(b, batch + b_s[-2:])
+        bt = _shapes.moveaxis(bb, -2, 0)                          # (n, *batch, k)
+        x = bind(a, _shapes.reshape(bt, (n, -1)))
+        x = _shapes.reshape(x, (n,) + batch + (b_s[-1],))
+        return _shapes.moveaxis(x, 0, nb)
     if a_s[:-2] != batch:
-        a = _tnp.broadcast_to(a, batch + a_s[-2:])
+        a = _shapes.broadcast_to(a, batch + a_s[-2:])
     if b_s[:-2] != batch:
-        b = _tnp.broadcast_to(b, batch + b_s[-2:])
+        b = _shapes.broadcast_to(b, batch + b_s[-2:])
     return bind(a, b)
 
 
@@ -148,15 +147,15 @@ def matrix_power(a, n):
     if n < 0:
         a, n = inv(a), -n
     if n == 0:
-        return _tnp.broadcast_to(_np.eye(_aval(a).shape[-1], dtype=_aval(a).dtype),
+        return _shapes.broadcast_to(_np.eye(_aval(a).shape[-1], dtype=_aval(a).dtype),
                                  _aval(a).shape)
     result, base = None, a
     while n:
         if n & 1:
-            result = base if result is None else _tnp.matmul(result, base)
+            result = base if result is None else _matrices.matmul(result, base)
         n >>= 1
         if n:
-            base = _tnp.matmul(base, base)
+            base = _matrices.matmul(base, base)
     return result
 
 
@@ -166,7 +165,7 @@ def multi_dot(arrays):
         raise ValueError("multi_dot: expecting at least two arrays")
     out = arrays[0]
     for x in arrays[1:]:
-        out = _tnp.matmul(out, x)
+        out = _matrices.matmul(out, x)
     return out
 
 
@@ -175,7 +174,7 @@ def multi_dot(arrays):
 
 
 def _symmetrize(a):
-    return (a + _tnp.swapaxes(a, -1, -2)) / 2
+    return (a + _shapes.swapaxes(a, -1, -2)) / 2
 
 
 def cholesky(a, *, upper=False, symmetrize_input=True):
@@ -185,7 +184,7 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
     if symmetrize_input:
         a = _symmetrize(a)
     if upper:
-        return _tnp.swapaxes(_L.cholesky_p.bind(_tnp.swapaxes(a, -1, -2)), -1, -2)
+        return _shapes.swapaxes(_L.cholesky_p.bind(_shapes.swapaxes(a, -1, -2)), -1, -2)
     return _L.cholesky_p.bind(a)
 
 
@@ -271,49 +270,51 @@ def _norm_axes(axis, nd):
 
 def _vector_norm(x, ord, axis, keepdims):
     ax = axis
-    absx = _tnp.abs(x)
+    absx = _elementwise.abs(x)
     if ord is None or ord == 2:
-        return _tnp.sqrt(_tnp.sum(x * x, axis=ax, keepdims=keepdims))
+        return _elementwise.sqrt(_reductions.sum(x * x, axis=ax, keepdims=keepdims))
     if ord == _np.inf:
-        return _tnp.max(absx, axis=ax, keepdims=keepdims)
+        return _reductions.max(absx, axis=ax, keepdims=keepdims)
     if ord == -_np.inf:
-        return _tnp.min(absx, axis=ax, keepdims=keepdims)
+        return _reductions.min(absx, axis=ax, keepdims=keepdims)
     if ord == 0:
-        return _tnp.sum(_tnp.astype(x != 0, _aval(x).dtype), axis=ax, keepdims=keepdims)
+        nonzero = _conversion.astype(x != 0, _aval(x).dtype)
+        return _reductions.sum(nonzero, axis=ax, keepdims=keepdims)
     if ord == 1:
-        return _tnp.sum(absx, axis=ax, keepdims=keepdims)
+        return _reductions.sum(absx, axis=ax, keepdims=keepdims)
     if isinstance(ord, str):
         raise ValueError(f"norm: invalid norm order {ord!r} for vectors")
     p = float(ord)
-    return _tnp.power(_tnp.sum(_tnp.power(absx, p), axis=ax, keepdims=keepdims), 1.0 / p)
+    total = _reductions.sum(_elementwise.power(absx, p), axis=ax, keepdims=keepdims)
+    return _elementwise.power(total, 1.0 / p)
 
 
 def _matrix_norm(x, ord, axis, keepdims):
     row, col = axis
     if ord is None or ord == "fro":
-        out = _tnp.sqrt(_tnp.sum(x * x, axis=(row, col)))
+        out = _elementwise.sqrt(_reductions.sum(x * x, axis=(row, col)))
     elif ord in ("nuc", 2, -2):
-        s = _svd_values(_tnp.moveaxis(x, (row, col), (-2, -1)))
+        s = _svd_values(_shapes.moveaxis(x, (row, col), (-2, -1)))
         if ord == "nuc":
-            out = _tnp.sum(s, axis=-1)
+            out = _reductions.sum(s, axis=-1)
         elif ord == 2:
-            out = _tnp.max(s, axis=-1)
+            out = _reductions.max(s, axis=-1)
         else:
-            out = _tnp.min(s, axis=-1)
+            out = _reductions.min(s, axis=-1)
     elif ord in (1, -1):
         c = col - 1 if col > row else col
-        sums = _tnp.sum(_tnp.abs(x), axis=row)
-        out = _tnp.max(sums, axis=c) if ord == 1 else _tnp.min(sums, axis=c)
+        sums = _reductions.sum(_elementwise.abs(x), axis=row)
+        out = _reductions.max(sums, axis=c) if ord == 1 else _reductions.min(sums, axis=c)
     elif ord in (_np.inf, -_np.inf):
         r = row - 1 if row > col else row
-        sums = _tnp.sum(_tnp.abs(x), axis=col)
-        out = _tnp.max(sums, axis=r) if ord == _np.inf else _tnp.min(sums, axis=r)
+        sums = _reductions.sum(_elementwise.abs(x), axis=col)
+        out = _reductions.max(sums, axis=r) if ord == _np.inf else _reductions.min(sums, axis=r)
     else:
         raise ValueError(f"norm: invalid norm order {ord!r} for matrices")
     if keepdims:
         shape = list(_aval(x).shape)
         shape[row] = shape[col] = 1
-        out = _tnp.reshape(out, tuple(shape))
+        out = _shapes.reshape(out, tuple(shape))
     return out
 
 
@@ -328,9 +329,9 @@ def norm(x, ord=None, axis=None, keepdims=False):
     nd = _aval(x).ndim
     if axis is None:
         if ord is None:
-            out = _tnp.sqrt(_tnp.sum(x * x))
+            out = _elementwise.sqrt(_reductions.sum(x * x))
             if keepdims:
-                out = _tnp.reshape(out, (1,) * nd)
+                out = _shapes.reshape(out, (1,) * nd)
             return out
         if nd == 1:
             axis = (0,)
@@ -351,21 +352,21 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     x, = _inexact(x)
     if axis is None:
         nd = _aval(x).ndim
-        out = _vector_norm(_tnp.ravel(x), ord, 0, False)
-        return _tnp.reshape(out, (1,) * nd) if keepdims else out
+        out = _vector_norm(_shapes.ravel(x), ord, 0, False)
+        return _shapes.reshape(out, (1,) * nd) if keepdims else out
     if isinstance(axis, tuple) and len(axis) > 1:
         nd = _aval(x).ndim
         axes = _norm_axes(axis, nd)
         rest = [i for i in range(nd) if i not in axes]
-        xt = _tnp.transpose(x, tuple(rest) + axes)
+        xt = _shapes.transpose(x, tuple(rest) + axes)
         s = _aval(xt).shape
-        flat = _tnp.reshape(xt, s[:len(rest)] + (math.prod(s[len(rest):]),))
+        flat = _shapes.reshape(xt, s[:len(rest)] + (math.prod(s[len(rest):]),))
         out = _vector_norm(flat, ord, -1, False)
         if keepdims:
             shape = list(_aval(x).shape)
             for a in axes:
                 shape[a] = 1
-            out = _tnp.reshape(out, tuple(shape))
+            out = _shapes.reshape(out, tuple(shape))
         return out
     return norm(x, ord=ord, axis=axis, keepdims=keepdims)
 

@@ -1,0 +1,139 @@
+"""NumPy's operators, properties and array methods on traced values.
+
+``install()`` puts them all on ``core.Tracer`` (``x + y``, ``x @ y``, ``x[i]``,
+``x.T``, ``x.at[i].set(v)``, ``x.sum()``, ``x.reshape(...)``, ...), each one
+calling the ``tangentia.numpy`` function of the same meaning;
+``tangentia.numpy`` calls it once when it is imported.  Eager values are
+``numpy.ndarray`` and have NumPy's own methods.
+"""
+from __future__ import annotations
+
+from .. import dtypes as _dtypes
+from ..core import Tracer as _Tracer
+from ..primitives import elementwise as _E
+from ._complex import conj, imag, real
+from ._conversion import astype
+from ._elementwise import (abs, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clip, divide,
+                           equal, floor_divide, greater, greater_equal, less, less_equal,
+                           logical_and, logical_not, logical_or, logical_xor, multiply, negative,
+                           not_equal, power, remainder, round, subtract, add)
+from ._indexing import _getitem, _IndexUpdateHelper, nonzero
+from ._matrices import diagonal, dot, matmul, trace
+from ._reductions import (all, any, argmax, argmin, cumprod, cumsum, max, mean, min, prod, ptp,
+                          std, sum, var)
+from ._shapes import ravel, reshape, squeeze, swapaxes, transpose
+from ._sorting import argsort, searchsorted, sort
+from ._util import _aval, _is_int_scalar, _is_tracer
+
+
+def install():
+    """Give ``core.Tracer`` NumPy's operators, properties and array methods."""
+    T = _Tracer
+
+    def rev(f):
+        return lambda self, other: f(other, self)
+
+    T.__add__ = lambda s, o: add(s, o)
+    T.__radd__ = rev(add)
+    T.__sub__ = lambda s, o: subtract(s, o)
+    T.__rsub__ = rev(subtract)
+    T.__mul__ = lambda s, o: multiply(s, o)
+    T.__rmul__ = rev(multiply)
+    T.__truediv__ = lambda s, o: divide(s, o)
+    T.__rtruediv__ = rev(divide)
+    T.__floordiv__ = lambda s, o: floor_divide(s, o)
+    T.__rfloordiv__ = rev(floor_divide)
+    T.__mod__ = lambda s, o: remainder(s, o)
+    T.__rmod__ = rev(remainder)
+    T.__pow__ = _pow
+    T.__rpow__ = lambda s, o: power(o, s)
+    T.__matmul__ = lambda s, o: matmul(s, o)
+    T.__rmatmul__ = rev(matmul)
+    T.__neg__ = lambda s: negative(s)
+    T.__pos__ = lambda s: s
+    T.__abs__ = lambda s: abs(s)
+    T.__invert__ = lambda s: logical_not(s) if _aval(s).dtype == _dtypes.bool_ else bitwise_not(s)
+    T.__eq__ = lambda s, o: equal(s, o)
+    T.__ne__ = lambda s, o: not_equal(s, o)
+    T.__lt__ = lambda s, o: less(s, o)
+    T.__le__ = lambda s, o: less_equal(s, o)
+    T.__gt__ = lambda s, o: greater(s, o)
+    T.__ge__ = lambda s, o: greater_equal(s, o)
+    T.__and__ = lambda s, o: _logic(s, o, logical_and, bitwise_and)
+    T.__rand__ = lambda s, o: _logic(o, s, logical_and, bitwise_and)
+    T.__or__ = lambda s, o: _logic(s, o, logical_or, bitwise_or)
+    T.__ror__ = lambda s, o: _logic(o, s, logical_or, bitwise_or)
+    T.__xor__ = lambda s, o: _logic(s, o, logical_xor, bitwise_xor)
+    T.__rxor__ = lambda s, o: _logic(o, s, logical_xor, bitwise_xor)
+    T.__getitem__ = _getitem
+    T.__hash__ = None
+    T.T = property(lambda s: transpose(s))
+    T.mT = property(lambda s: swapaxes(s, -1, -2))
+    T.at = property(lambda s: _IndexUpdateHelper(s))
+    T.real = property(lambda s: real(s))
+    T.imag = property(lambda s: imag(s))
+    T.reshape = lambda s, *shape, order="C": reshape(
+        s, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
+    T.transpose = lambda s, *axes: transpose(s, axes[0] if len(axes) == 1 and not isinstance(
+        axes[0], int) else (axes or None))
+    T.astype = lambda s, dtype: astype(s, dtype)
+    T.sum = _no_out("sum", lambda s, axis=None, dtype=None, keepdims=False: sum(
+        s, axis, dtype, keepdims))
+    T.prod = _no_out("prod", lambda s, axis=None, dtype=None, keepdims=False: prod(
+        s, axis, dtype, keepdims))
+    T.mean = _no_out("mean", lambda s, axis=None, dtype=None, keepdims=False: mean(
+        s, axis, dtype, keepdims))
+    T.var = _no_out("var", lambda s, axis=None, dtype=None, ddof=0, keepdims=False: var(
+        s, axis, dtype, ddof, keepdims))
+    T.std = _no_out("std", lambda s, axis=None, dtype=None, ddof=0, keepdims=False: std(
+        s, axis, dtype, ddof, keepdims))
+    T.max = _no_out("max", lambda s, axis=None, keepdims=False: max(s, axis, keepdims))
+    T.min = _no_out("min", lambda s, axis=None, keepdims=False: min(s, axis, keepdims))
+    T.argmax = _no_out("argmax", lambda s, axis=None, keepdims=False: argmax(s, axis, keepdims))
+    T.argmin = _no_out("argmin", lambda s, axis=None, keepdims=False: argmin(s, axis, keepdims))
+    T.all = _no_out("all", lambda s, axis=None, keepdims=False: all(s, axis, keepdims))
+    T.any = _no_out("any", lambda s, axis=None, keepdims=False: any(s, axis, keepdims))
+    T.cumsum = _no_out("cumsum", lambda s, axis=None, dtype=None: cumsum(s, axis, dtype))
+    T.ravel = lambda s: ravel(s)
+    T.flatten = lambda s: ravel(s)
+    T.squeeze = lambda s, axis=None: squeeze(s, axis)
+    T.clip = _no_out("clip", lambda s, min=None, max=None: clip(s, min, max))
+    T.dot = lambda s, o: dot(s, o)
+    T.round = _no_out("round", lambda s, decimals=0: round(s, decimals))
+    T.conj = lambda s: conj(s)
+    T.copy = lambda s: s
+    T.swapaxes = lambda s, a, b: swapaxes(s, a, b)
+    T.trace = lambda s, offset=0, axis1=0, axis2=1: trace(s, offset, axis1, axis2)
+    T.diagonal = lambda s, offset=0, axis1=0, axis2=1: diagonal(s, offset, axis1, axis2)
+    T.sort = lambda s, axis=-1, *, stable=True, descending=False: sort(
+        s, axis, stable=stable, descending=descending)
+    T.argsort = lambda s, axis=-1, *, stable=True, descending=False: argsort(
+        s, axis, stable=stable, descending=descending)
+    T.searchsorted = lambda s, v, side="left", sorter=None: searchsorted(s, v, side, sorter)
+    T.cumprod = _no_out("cumprod", lambda s, axis=None, dtype=None: cumprod(s, axis, dtype))
+    T.ptp = _no_out("ptp", lambda s, axis=None, keepdims=False: ptp(s, axis, keepdims))
+    T.nonzero = lambda s: nonzero(s)
+
+
+def _no_out(name, method):
+    """Accept NumPy's ``out=None`` (``np.sum(tracer)`` calls ``tracer.sum(..., out=None)``)."""
+    def wrapped(self, *args, out=None, **kwargs):
+        if out is not None:
+            raise TypeError(f"{name}: the 'out' argument is not supported (traced arrays are "
+                            "immutable); use the returned value instead")
+        return method(self, *args, **kwargs)
+    wrapped.__name__ = name
+    return wrapped
+
+
+def _pow(x, y):
+    if _is_int_scalar(y) and not _is_tracer(y):
+        return _E.integer_pow(x, int(y))
+    return power(x, y)
+
+
+def _logic(x, y, logical, bitwise):
+    if _aval(x).dtype == _dtypes.bool_ and _aval(y).dtype == _dtypes.bool_:
+        return logical(x, y)
+    return bitwise(x, y)
+

@@ -1,0 +1,55 @@
+"""NumPy's constants, scalar types and dtype queries, re-exported, and the
+``ndarray`` type for ``isinstance`` checks (true for traced values too)."""
+from __future__ import annotations
+
+import numpy as _np
+
+from ..core import Tracer as _Tracer
+
+
+pi = _np.pi
+e = _np.e
+inf = _np.inf
+nan = _np.nan
+euler_gamma = _np.euler_gamma
+newaxis = None
+float16, float32, float64 = _np.float16, _np.float32, _np.float64
+int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
+uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
+complex64, complex128 = _np.complex64, _np.complex128
+bool_ = _np.bool_
+dtype = _np.dtype
+int_ = int64
+float_ = float64
+double = float64
+single = float32
+uint = uint64
+
+
+class _ArrayMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, (_np.ndarray, _Tracer))
+
+    def __subclasscheck__(cls, sub):
+        return issubclass(sub, (_np.ndarray, _Tracer))
+
+
+class ndarray(metaclass=_ArrayMeta):
+    """The array type for ``isinstance`` checks: NumPy arrays and traced values
+    (``isinstance(x, tnp.ndarray)`` holds inside transformed functions too)."""
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("tangentia.numpy.ndarray is for isinstance checks; create arrays with "
+                        "tnp.asarray, tnp.zeros, ...")
+
+
+finfo = _np.finfo
+iinfo = _np.iinfo
+issubdtype = _np.issubdtype
+integer, floating, inexact, number, complexfloating = (
+    _np.integer, _np.floating, _np.inexact, _np.number, _np.complexfloating)
+result_type = _np.result_type
+promote_types = _np.promote_types
+can_cast = _np.can_cast
+isdtype = _np.isdtype
+iterable = _np.iterable

@@ -1,0 +1,62 @@
+"""Turning inputs into arrays: ``asarray``, ``astype``, ``copy``, and the
+argument helpers the other modules use to accept lists, scalars and tracers."""
+from __future__ import annotations
+
+import builtins
+
+import numpy as _np
+
+from .. import core as _core
+from ..core import Tracer as _Tracer
+from ..primitives import structural as _S
+from ._constants import float64
+from ._util import _aval, _flat_seq, _is_tracer
+
+
+def asarray(a, dtype=None, copy=None):
+    """Convert to an array (tracers are returned as they are, cast if asked)."""
+    if isinstance(a, _Tracer):
+        return a if dtype is None else astype(a, dtype)
+    if isinstance(a, (list, tuple)) and builtins.any(_is_tracer(x) for x in _flat_seq(a)):
+        out = _stack([asarray(x) for x in a], 0)
+        return out if dtype is None else astype(out, dtype)
+    return _core.as_array(a if dtype is None else _np.asarray(a, dtype=dtype), "asarray: argument")
+
+
+def astype(x, dtype, copy=False):
+    return _S.convert_element_type(x, _np.dtype(dtype))
+
+
+def copy(a, order=None):
+    """A copy of ``a`` (under a transformation, the value itself)."""
+    if _is_tracer(a):
+        return a
+    return _np.array(a, copy=True)
+
+
+def _in(a, fname, argname="a"):
+    """An array argument: tracers as they are, anything else as an ndarray."""
+    if _is_tracer(a):
+        return a
+    if isinstance(a, (list, tuple)) and builtins.any(_is_tracer(x) for x in _flat_seq(a)):
+        return asarray(a)
+    return _core.as_array(a, f"{fname}: argument '{argname}'")
+
+
+def _inexact(a):
+    """``a`` as an inexact array (integers and booleans become float64)."""
+    return a if _aval(a).dtype.kind in "fc" else astype(a, float64)
+
+
+def _stack(arrays, axis):
+    """``stack``'s implementation (here because ``asarray`` stacks lists of tracers)."""
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("stack: need at least one array to stack")
+    shapes = {_aval(a).shape for a in arrays}
+    if len(shapes) > 1:
+        raise ValueError(f"stack: all input arrays must have the same shape, got "
+                         f"{[_aval(a).shape for a in arrays]}")
+    s = _aval(arrays[0]).shape
+    ax = axis % (len(s) + 1)
+    return _S.concatenate([_S.reshape(a, s[:ax] + (1,) + s[ax:]) for a in arrays], ax)

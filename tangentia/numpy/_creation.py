@@ -1,0 +1,175 @@
+"""Creating arrays: filled arrays (``zeros``, ``full``, ``eye``, ...),
+``array``, ranges (``arange``, ``linspace``, ``logspace``, ``geomspace``)
+and ``meshgrid``."""
+from __future__ import annotations
+
+import builtins
+
+import numpy as _np
+
+from ..primitives import elementwise as _E
+from ..primitives import indexing as _I
+from ..primitives import structural as _S
+from ._constants import float64
+from ._conversion import _in, _inexact, asarray, astype
+from ._elementwise import log10, power, sign
+from ._shapes import (broadcast_arrays, broadcast_shapes, broadcast_to, expand_dims, moveaxis,
+                      ndim, reshape, shape)
+from ._util import _aval, _concrete, _eager, _flat_seq, _is_tracer
+
+
+# ---------------------------------------------------------------------------
+# Filled arrays
+
+
+def zeros(shape, dtype=None):
+    return _np.zeros(shape, dtype or float64)
+
+
+def ones(shape, dtype=None):
+    return _np.ones(shape, dtype or float64)
+
+
+def empty(shape, dtype=None):
+    return _np.zeros(shape, dtype or float64)
+
+
+def full(shape, fill_value, dtype=None):
+    if _is_tracer(fill_value):
+        v = fill_value if dtype is None else astype(fill_value, dtype)
+        return broadcast_to(v, (shape,) if isinstance(shape, int) else tuple(shape))
+    return _np.full(shape, fill_value, dtype)
+
+
+def zeros_like(a, dtype=None, shape=None):
+    av = _aval(a)
+    return _np.zeros(av.shape if shape is None else shape, dtype or av.dtype)
+
+
+def ones_like(a, dtype=None, shape=None):
+    av = _aval(a)
+    return _np.ones(av.shape if shape is None else shape, dtype or av.dtype)
+
+
+def empty_like(a, dtype=None, shape=None):
+    return zeros_like(a, dtype, shape)
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+    av = _aval(a)
+    return full(av.shape if shape is None else shape, fill_value, dtype or av.dtype)
+
+
+def eye(N, M=None, k=0, dtype=None):
+    return _np.eye(N, M, k, dtype=dtype or float64)
+
+
+def identity(n, dtype=None):
+    return _np.identity(n, dtype=dtype or float64)
+
+
+def tri(N, M=None, k=0, dtype=None):
+    return _np.tri(N, M, k, dtype=dtype or float64)
+
+
+# ---------------------------------------------------------------------------
+# From data
+
+
+def array(object, dtype=None, copy=True, ndmin=0):
+    if _is_tracer(object) or (isinstance(object, (list, tuple))
+                              and builtins.any(_is_tracer(x) for x in _flat_seq(object))):
+        out = asarray(object, dtype)
+        while ndim(out) < ndmin:
+            out = expand_dims(out, 0)
+        return out
+    return _np.array(object, dtype=dtype, copy=copy, ndmin=ndmin)
+
+
+# ---------------------------------------------------------------------------
+# Ranges and grids
+
+
+def arange(start, stop=None, step=None, dtype=None):
+    start = _concrete(start, "arange", "start")
+    stop = _concrete(stop, "arange", "stop")
+    step = _concrete(step, "arange", "step")
+    if stop is None:
+        return _np.arange(start, dtype=dtype)
+    return _np.arange(start, stop, step if step is not None else 1, dtype=dtype)
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    num = int(_concrete(num, "linspace", "num"))
+    if not (_is_tracer(start) or _is_tracer(stop)):
+        return _np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype,
+                            axis=axis)
+    div = (num - 1) if endpoint else num
+    steps = _np.arange(num, dtype=float64)
+    start, stop = asarray(start), asarray(stop)
+    shape_extra = broadcast_shapes(shape(start), shape(stop))
+    steps = steps.reshape((num,) + (1,) * len(shape_extra))
+    delta = (stop - start)
+    step = delta / div if div > 0 else delta * 0.0
+    out = start + steps * step
+    if endpoint and num > 1:
+        out = _I.scatter(out, stop, (num - 1,), (), "set")
+    if axis != 0:
+        out = moveaxis(out, 0, axis)
+    if dtype is not None:
+        out = astype(out, dtype)
+    return (out, step) if retstep else out
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """Numbers spaced evenly on a log scale: ``base ** linspace(start, stop)``."""
+    num = int(_concrete(num, "logspace", "num"))
+    if num < 0:
+        raise ValueError(f"logspace: argument 'num' must be non-negative, got {num}")
+    if _eager(start, stop, base):
+        return _np.asarray(_np.logspace(start, stop, num, endpoint, base, dtype, axis))
+    y = linspace(start, stop, num, endpoint=endpoint, axis=axis)
+    if ndim(base) > 0:
+        base = expand_dims(base, axis)
+    out = power(base, y)
+    return out if dtype is None else astype(out, dtype)
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """Numbers spaced evenly on a log scale, from ``start`` to ``stop`` (same sign)."""
+    num = int(_concrete(num, "geomspace", "num"))
+    if num < 0:
+        raise ValueError(f"geomspace: argument 'num' must be non-negative, got {num}")
+    if _eager(start, stop):
+        return _np.asarray(_np.geomspace(start, stop, num, endpoint, dtype, axis))
+    start = _inexact(_in(start, "geomspace", "start"))
+    stop = _inexact(_in(stop, "geomspace", "stop"))
+    sign_ = _S.stop_gradient(sign(start))
+    start, stop = _E.mul(start, sign_), _E.mul(stop, sign_)
+    out = logspace(log10(start), log10(stop), num, endpoint=endpoint, base=10.0, axis=0)
+    if num > 0:
+        out = _I.scatter(out, start, (0,), (), "set")
+        if num > 1 and endpoint:
+            out = _I.scatter(out, stop, (num - 1,), (), "set")
+    out = _E.mul(out, sign_)
+    if axis != 0:
+        out = moveaxis(out, 0, axis)
+    return out if dtype is None else astype(out, dtype)
+
+
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    """Coordinate arrays from coordinate vectors (a tuple, as in NumPy 2)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: argument 'indexing' must be 'xy' or 'ij', got {indexing!r}")
+    xs = [_in(x, "meshgrid", f"x{i + 1}") for i, x in enumerate(xi)]
+    if _eager(*xs):
+        return tuple(_np.meshgrid(*xs, copy=copy, sparse=sparse, indexing=indexing))
+    nd = len(xs)
+    s0 = (1,) * nd
+    out = [reshape(x, s0[:i] + (-1,) + s0[i + 1:]) for i, x in enumerate(xs)]
+    if indexing == "xy" and nd > 1:
+        out[0] = reshape(out[0], (1, -1) + s0[2:])
+        out[1] = reshape(out[1], (-1, 1) + s0[2:])
+    if not sparse:
+        out = broadcast_arrays(*out)
+    return tuple(out)

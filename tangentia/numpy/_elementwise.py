@@ -1,0 +1,300 @@
+"""Elementwise functions: arithmetic, exponentials and logarithms,
+trigonometry, rounding, comparisons and logic, ``where`` and ``clip``.
+
+Most are the primitives' own functions (``tangentia.primitives.elementwise``);
+the rest are compositions of them with NumPy's semantics."""
+from __future__ import annotations
+
+import math
+
+import numpy as _np
+
+from .. import dtypes as _dtypes
+from ..primitives import elementwise as _E
+from ..primitives import misc as _M
+from ..primitives import structural as _S
+from ._constants import float64, pi
+from ._conversion import _in, _inexact, astype
+from ._indexing import nonzero
+from ._util import _aval, _eager
+
+
+# ---------------------------------------------------------------------------
+# Arithmetic, powers, exponentials and trigonometry (the primitives)
+
+
+add = _E.add
+subtract = _E.sub
+multiply = _E.mul
+divide = true_divide = _E.div
+negative = _E.neg
+power = _E.power
+pow = power  # noqa: A001 - NumPy's name
+exp = _E.exp
+log = _E.log
+log1p = _E.log1p
+expm1 = _E.expm1
+sin, cos, tan = _E.sin, _E.cos, _E.tan
+arcsin, arccos, arctan = _E.arcsin, _E.arccos, _E.arctan
+asin, acos, atan = arcsin, arccos, arctan
+sinh, cosh, tanh = _E.sinh, _E.cosh, _E.tanh
+arcsinh, arccosh, arctanh = _E.arcsinh, _E.arccosh, _E.arctanh
+asinh, acosh, atanh = arcsinh, arccosh, arctanh
+arctan2 = atan2 = _E.arctan2
+sqrt = _E.sqrt
+cbrt = _E.cbrt
+abs = absolute = _E.abs
+fabs = abs
+sign = _E.sign
+maximum = _E.maximum
+minimum = _E.minimum
+floor = _E.floor
+ceil = _E.ceil
+rint = _E.round
+remainder = mod = _E.remainder
+floor_divide = _E.floor_divide
+equal, not_equal = _E.eq, _E.ne
+less, less_equal, greater, greater_equal = _E.lt, _E.le, _E.gt, _E.ge
+signbit = _M.signbit
+copysign = _M.copysign
+
+
+# ---------------------------------------------------------------------------
+# Arithmetic compositions
+
+
+def positive(x):
+    return _S.unchanged(x)
+
+
+def square(x):
+    return _E.integer_pow(x, 2)
+
+
+def reciprocal(x):
+    return _E.div(1.0, x) if _aval(x).dtype.kind in "fc" else _E.div(1, x)
+
+
+def exp2(x):
+    return _E.power(2.0, x)
+
+
+def log2(x):
+    return _E.div(_E.log(x), math.log(2.0))
+
+
+def log10(x):
+    return _E.div(_E.log(x), math.log(10.0))
+
+
+def logaddexp(x, y):
+    amax = _E.maximum(x, y)
+    amax = _S.stop_gradient(where(isfinite(amax), amax, 0.0))
+    return _E.add(amax, _E.log(_E.add(_E.exp(_E.sub(x, amax)), _E.exp(_E.sub(y, amax)))))
+
+
+def logaddexp2(x1, x2):
+    """log2(2**x1 + 2**x2), computed stably."""
+    if _eager(x1, x2):
+        return _np.asarray(_np.logaddexp2(x1, x2))
+    amax = _E.maximum(x1, x2)
+    amax = _S.stop_gradient(where(isfinite(amax), amax, 0.0))
+    return _E.add(amax, log2(_E.add(exp2(_E.sub(x1, amax)), exp2(_E.sub(x2, amax)))))
+
+
+def hypot(x, y):
+    return sqrt(_E.add(_E.mul(x, x), _E.mul(y, y)))
+
+
+def float_power(x1, x2):
+    return _E.power(astype(x1, float64), astype(x2, float64) if not isinstance(x2, (int, float))
+                    else x2)
+
+
+def fmod(x1, x2):
+    """C-style remainder: the result has the sign of ``x1``."""
+    return _E.sub(x1, _E.mul(trunc(_E.div(x1, x2)), x2))
+
+
+def divmod(x1, x2):  # noqa: A001 - NumPy's name
+    return floor_divide(x1, x2), remainder(x1, x2)
+
+
+def modf(x):
+    """Fractional and integral parts, both with the sign of ``x``."""
+    ipart = trunc(x)
+    return _E.sub(x, ipart), ipart
+
+
+def ldexp(x1, x2):
+    """x1 * 2**x2."""
+    if _eager(x1, x2):
+        return _np.asarray(_np.ldexp(x1, x2))
+    return _E.mul(x1, exp2(astype(x2, _aval(_inexact(x1)).dtype)))
+
+
+def fmax(x1, x2):
+    """Elementwise maximum that ignores NaNs (NaN only if both are NaN)."""
+    if _eager(x1, x2):
+        return _np.asarray(_np.fmax(x1, x2))
+    m = _E.maximum(x1, x2)
+    return where(isnan(x2), x1, where(isnan(x1), x2, m))
+
+
+def fmin(x1, x2):
+    """Elementwise minimum that ignores NaNs (NaN only if both are NaN)."""
+    if _eager(x1, x2):
+        return _np.asarray(_np.fmin(x1, x2))
+    m = _E.minimum(x1, x2)
+    return where(isnan(x2), x1, where(isnan(x1), x2, m))
+
+
+def heaviside(x1, x2):
+    return where(_E.gt(x1, 0), 1.0, where(_E.lt(x1, 0), 0.0, x2))
+
+
+def sinc(x):
+    px = _E.mul(pi, x)
+    safe = where(_E.eq(x, 0), 1.0, px)
+    return where(_E.eq(x, 0), 1.0, _E.div(_E.sin(safe), safe))
+
+
+def deg2rad(x):
+    return _E.mul(x, pi / 180)
+
+
+def rad2deg(x):
+    return _E.mul(x, 180 / pi)
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+# ---------------------------------------------------------------------------
+# Rounding and clipping
+
+
+def trunc(x):
+    return where(_E.lt(x, 0), _E.ceil(x), _E.floor(x))
+
+
+fix = trunc
+
+
+def round(a, decimals=0):
+    if decimals >= 0 and _aval(a).dtype.kind in "iu":
+        return _S.unchanged(a)  # integers are already rounded (and keep their dtype)
+    if decimals == 0:
+        return _E.round(a)
+    f = 10.0 ** decimals
+    return _E.div(_E.round(_E.mul(a, f)), f)
+
+
+around = round
+
+
+def clip(a, a_min=None, a_max=None, *, min=None, max=None):
+    """Clip values to [min, max] (either bound may be None)."""
+    lo = a_min if min is None else min
+    hi = a_max if max is None else max
+    if lo is None and hi is None:
+        raise ValueError("clip: at least one of min and max must be given")
+    if lo is not None:
+        a = _E.maximum(a, lo)
+    if hi is not None:
+        a = _E.minimum(a, hi)
+    return a
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """Replace NaN and infinities by finite numbers."""
+    x = _in(x, "nan_to_num", "x")
+    dt = _aval(x).dtype
+    if dt.kind not in "fc":
+        return _S.unchanged(x)
+    if _eager(x, nan, posinf, neginf):
+        return _np.asarray(_np.nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf))
+    info = _np.finfo(dt)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    out = where(isnan(x), astype(nan, dt), x)
+    out = where(_E.and_p.bind(isinf(x), _E.gt(x, 0)), astype(posinf, dt), out)
+    return where(_E.and_p.bind(isinf(x), _E.lt(x, 0)), astype(neginf, dt), out)
+
+
+# ---------------------------------------------------------------------------
+# Logic, tests and choosing
+
+
+def logical_and(x, y):
+    return _E.and_p.bind(x, y)
+
+
+def logical_or(x, y):
+    return _E.or_p.bind(x, y)
+
+
+def logical_xor(x, y):
+    return _E.xor_p.bind(x, y)
+
+
+def logical_not(x):
+    return _E.not_p.bind(x)
+
+
+def bitwise_and(x, y):
+    return _E.bitwise_and_p.bind(x, y)
+
+
+def bitwise_or(x, y):
+    return _E.bitwise_or_p.bind(x, y)
+
+
+def bitwise_xor(x, y):
+    return _E.bitwise_xor_p.bind(x, y)
+
+
+def bitwise_not(x):
+    return _E.bitwise_not_p.bind(x)
+
+
+invert = bitwise_not
+
+
+def isnan(x):
+    return _E.isnan_p.bind(x)
+
+
+def isinf(x):
+    return _E.isinf_p.bind(x)
+
+
+def isfinite(x):
+    return _E.isfinite_p.bind(x)
+
+
+def isposinf(x):
+    return logical_and(isinf(x), _E.gt(x, 0))
+
+
+def isneginf(x):
+    return logical_and(isinf(x), _E.lt(x, 0))
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    out = _E.le(abs(_E.sub(a, b)), _E.add(atol, _E.mul(rtol, abs(b))))
+    if equal_nan:
+        out = logical_or(out, logical_and(isnan(a), isnan(b)))
+    return out
+
+
+def where(condition, x=None, y=None):
+    """Elementwise choice; with one argument, the indices of nonzero entries (eager only)."""
+    if x is None and y is None:
+        return nonzero(condition)
+    if x is None or y is None:
+        raise ValueError("where: either both x and y must be given, or neither")
+    c = _aval(condition)
+    if c.dtype != _dtypes.bool_:
+        condition = _E.ne(condition, 0)
+    return _E.select(condition, x, y)

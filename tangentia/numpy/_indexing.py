@@ -1,0 +1,333 @@
+"""Indexing: NumPy's ``x[idx]`` and functional updates (``x.at[idx].set(v)``),
+``take``, reordering by index (``flip``, ``roll``, ``rot90``, ``delete``), the
+indices of nonzero entries, and NumPy's index helpers (``ix_``, ``tril_indices``...)."""
+from __future__ import annotations
+
+import builtins
+import operator
+
+import numpy as _np
+
+from .. import core as _core
+from .. import dtypes as _dtypes
+from ..primitives import elementwise as _E
+from ..primitives import indexing as _I
+from ..primitives import structural as _S
+from ._constants import int64
+from ._conversion import _in, asarray
+from ._shapes import concatenate, ndim, ravel, reshape, shape, transpose
+from ._util import _aval, _axes, _axis, _concrete, _eager, _is_int_scalar, _is_tracer, \
+    _value_dependent
+
+
+# ---------------------------------------------------------------------------
+# x[idx] and x.at[idx]
+
+
+def _getitem(x, idx):
+    """NumPy indexing: basic slicing, integer arrays, and concrete boolean masks."""
+    spec, arrays = _parse_index(x, idx, "indexing")
+    if not arrays and not _is_tracer(x):
+        return _np.asarray(x)[_I.build_index(spec, ())]
+    return _I.getitem(x, spec, arrays)
+
+
+def _parse_index(x, idx, fname):
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    spec = []
+    arrays = []
+    for e in idx:
+        if e is None or e is Ellipsis or isinstance(e, slice):
+            if isinstance(e, slice):
+                e = slice(*(None if v is None else int(_concrete(v, fname, "slice bound"))
+                            for v in (e.start, e.stop, e.step)))
+            spec.append(e)
+        elif _is_int_scalar(e):
+            spec.append(int(e))
+        elif isinstance(e, (bool, _np.bool_)):
+            spec.append(_I.ARRAY)
+            arrays.append(_np.asarray(e))
+        else:
+            if not _is_tracer(e):
+                e = _np.asarray(e)
+                if e.dtype == object:
+                    raise TypeError(f"{fname}: invalid index {e!r:.60}")
+            a = _aval(e)
+            if a.dtype == _dtypes.bool_:
+                try:
+                    mask = _np.asarray(_concrete(e, fname, "boolean mask"))
+                except _core.ConcretizationTypeError:
+                    raise IndexError(
+                        f"{fname}: a boolean mask index of shape {a.shape} is traced, so the "
+                        "shape of the result is unknown. Boolean masks work outside jit/vmap; "
+                        "inside them use tnp.where(mask, x, other) or a fixed-size "
+                        "integer index instead.") from None
+                for nz in _np.nonzero(mask):
+                    spec.append(_I.ARRAY)
+                    arrays.append(nz)
+                continue
+            if a.dtype.kind not in "iu":
+                raise IndexError(f"{fname}: indices must be integers, slices, None, Ellipsis or "
+                                 f"boolean masks; got an array of dtype {a.dtype}")
+            if a.ndim == 0 and not _is_tracer(e):
+                spec.append(int(e))
+                continue
+            spec.append(_I.ARRAY)
+            arrays.append(e)
+    if builtins.sum(1 for s in spec if s is Ellipsis) > 1:
+        raise IndexError(f"{fname}: an index can only have a single ellipsis ('...')")
+    if arrays:
+        new_spec = []
+        extra = []
+        it = iter(arrays)
+        for s in spec:
+            if s is _I.ARRAY:
+                new_spec.append(_I.ARRAY)
+                extra.append(next(it))
+            elif _is_int_scalar(s):
+                new_spec.append(_I.ARRAY)
+                extra.append(_np.asarray(s))
+            else:
+                new_spec.append(s)
+        spec, arrays = new_spec, extra
+    nd = _aval(x).ndim
+    consumed = builtins.sum(1 for s in spec if s is not None and s is not Ellipsis)
+    if consumed > nd:
+        raise IndexError(f"{fname}: too many indices for an array of shape {_aval(x).shape}: "
+                         f"{consumed} were indexed")
+    return tuple(spec), tuple(arrays)
+
+
+class _IndexUpdateHelper:
+    """``x.at[idx]`` returns an object with ``set/add/multiply/min/max/get``."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def __getitem__(self, idx):
+        return _IndexUpdateRef(self.array, idx)
+
+
+class _IndexUpdateRef:
+    __slots__ = ("array", "index")
+
+    def __init__(self, array, index):
+        self.array = array
+        self.index = index
+
+    def _scatter(self, values, mode):
+        spec, arrays = _parse_index(self.array, self.index, f"at[...].{mode}")
+        return _I.scatter(self.array, values, spec, arrays, mode)
+
+    def get(self):
+        return _getitem(self.array, self.index)
+
+    def set(self, values):
+        return self._scatter(values, "set")
+
+    def add(self, values):
+        return self._scatter(values, "add")
+
+    def multiply(self, values):
+        return self._scatter(values, "mul")
+
+    mul = multiply
+
+    def min(self, values):
+        return self._scatter(values, "min")
+
+    def max(self, values):
+        return self._scatter(values, "max")
+
+    def subtract(self, values):
+        return self._scatter(_E.neg(values), "add")
+
+    def divide(self, values):
+        return self._scatter(_E.div(1.0, values), "mul")
+
+
+def at(x):
+    """Functional index updates on any array: ``tnp.at(x)[idx].set(v)``.
+
+    Equivalent to ``x.at[idx].set(v)`` on traced values, for plain NumPy arrays
+    (which have no ``.at``).  Returns a new array; ``x`` is not modified.
+    """
+    return _IndexUpdateHelper(x)
+
+
+# ---------------------------------------------------------------------------
+# Taking entries
+
+
+def take(a, indices, axis=None):
+    if axis is None:
+        a = ravel(a)
+        axis = 0
+    nd = ndim(a)
+    axis %= nd
+    spec = (slice(None),) * axis + (_I.ARRAY,)
+    return _I.getitem(a, spec, (asarray(indices) if not _is_tracer(indices) else indices,))
+
+
+def take_along_axis(arr, indices, axis):
+    nd = ndim(arr)
+    axis %= nd
+    s = shape(indices)
+    arrays = []
+    spec = []
+    for i in range(nd):
+        if i == axis:
+            arrays.append(indices)
+        else:
+            shp = [1] * nd
+            shp[i] = s[i]
+            arrays.append(_np.arange(s[i]).reshape(shp))
+        spec.append(_I.ARRAY)
+    return _I.getitem(arr, tuple(spec), tuple(arrays))
+
+
+def unstack(x, axis=0):
+    """The slices of ``x`` along ``axis``, as a tuple."""
+    n = shape(x)[axis]
+    return tuple(take(x, i, axis=axis) for i in range(n))
+
+
+def delete(arr, obj, axis=None):
+    """Drop the entries ``obj`` (static indices, a slice or a boolean mask) along ``axis``."""
+    arr = _in(arr, "delete", "arr")
+    if axis is None:
+        arr, axis = ravel(arr), 0
+    ax = _axis(axis, arr, "delete", "arr")
+    if _is_tracer(obj):
+        obj = _concrete(obj, "delete", "obj")
+    keep = _np.delete(_np.arange(shape(arr)[ax]), obj)
+    return take(arr, keep, axis=ax)
+
+
+# ---------------------------------------------------------------------------
+# Reordering entries
+
+
+def flip(m, axis=None):
+    nd = ndim(m)
+    axes = _axes(axis, nd, "flip")
+    idx = tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(nd))
+    return _getitem(m, idx)
+
+
+def fliplr(m):
+    return flip(m, 1)
+
+
+def flipud(m):
+    return flip(m, 0)
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    """Rotate by 90 degrees ``k`` times in the plane of ``axes``."""
+    m = _in(m, "rot90", "m")
+    if len(axes) != 2:
+        raise ValueError("rot90: argument 'axes' must name exactly 2 axes")
+    a0, a1 = _axis(axes[0], m, "rot90", "m"), _axis(axes[1], m, "rot90", "m")
+    if a0 == a1:
+        raise ValueError("rot90: argument 'axes' must name two different axes")
+    k = operator.index(k) % 4
+    if k == 0:
+        return _S.unchanged(m)
+    if k == 2:
+        return flip(flip(m, a0), a1)
+    perm = list(range(ndim(m)))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    if k == 1:
+        return transpose(flip(m, a1), perm)
+    return flip(transpose(m, perm), a1)
+
+
+def roll(a, shift, axis=None):
+    """Roll entries along ``axis`` (the flattened array if None); ``shift`` may be traced."""
+    a = _in(a, "roll")
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), shape(a))
+    shifts = tuple(shift) if isinstance(shift, (list, tuple)) else (shift,)
+    axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
+    if len(shifts) == 1:
+        shifts = shifts * len(axes)
+    elif len(axes) == 1:
+        axes = axes * len(shifts)
+    if len(shifts) != len(axes):
+        raise ValueError("roll: arguments 'shift' and 'axis' must be scalars or sequences of "
+                         f"the same length, got {len(shifts)} shifts and {len(axes)} axes")
+    axes = tuple(_axis(ax, a, "roll") for ax in axes)
+    if _eager(a, *shifts):
+        return _np.asarray(_np.roll(a, shifts, axes))
+    for sh, ax in zip(shifts, axes):
+        n = shape(a)[ax]
+        if n == 0:
+            continue
+        if _is_tracer(sh):
+            if _aval(sh).dtype.kind not in "iu" or ndim(sh) != 0:
+                raise TypeError(f"roll: argument 'shift' must be an integer scalar, got "
+                                f"{_aval(sh).str_short()}")
+            a = take(a, _E.remainder(_E.sub(_np.arange(n), sh), n), axis=ax)
+            continue
+        k = operator.index(sh) % n
+        if k:
+            a = concatenate([_I.static_slice(a, ax, n - k, n), _I.static_slice(a, ax, 0, n - k)],
+                            ax)
+    return a
+
+
+# ---------------------------------------------------------------------------
+# Indices of nonzero entries (eager: the result's shape depends on the values)
+
+
+def nonzero(a):
+    v = _concrete(a, "nonzero", "a")
+    return _np.nonzero(_np.asarray(v))
+
+
+def flatnonzero(a):
+    """Indices of the nonzero entries of the flattened ``a`` (eager only)."""
+    return _np.flatnonzero(_value_dependent(a, "flatnonzero", "a"))
+
+
+def argwhere(a):
+    """Indices of the nonzero entries, one row per entry (eager only)."""
+    return _np.argwhere(_value_dependent(a, "argwhere", "a"))
+
+
+# ---------------------------------------------------------------------------
+# NumPy's index helpers (their results are concrete index arrays)
+
+
+ix_ = _np.ix_
+s_ = _np.s_
+index_exp = _np.index_exp
+r_ = _np.r_
+c_ = _np.c_
+mgrid = _np.mgrid
+ogrid = _np.ogrid
+unravel_index = _np.unravel_index
+ravel_multi_index = _np.ravel_multi_index
+diag_indices_from = _np.diag_indices_from
+tril_indices_from = _np.tril_indices_from
+triu_indices_from = _np.triu_indices_from
+
+
+def indices(dimensions, dtype=int64, sparse=False):
+    return _np.indices(dimensions, dtype, sparse)
+
+
+def diag_indices(n, ndim=2):
+    return _np.diag_indices(n, ndim)
+
+
+def tril_indices(n, k=0, m=None):
+    return _np.tril_indices(n, k, m)
+
+
+def triu_indices(n, k=0, m=None):
+    return _np.triu_indices(n, k, m)

@@ -1,0 +1,269 @@
+"""Products (``matmul``, ``dot``, ``tensordot``, ``einsum``, ``kron``, ``cross``,
+...) and matrix structure (``diag``, ``diagonal``, ``trace``, ``tril``,
+``triu``, ``vander``).  Decompositions and solvers are in ``linalg``."""
+from __future__ import annotations
+
+import builtins
+import operator
+
+import numpy as _np
+
+from ..primitives import contraction as _C
+from ..primitives import elementwise as _E
+from ..primitives import indexing as _I
+from ..primitives import misc as _M
+from ._constants import int64
+from ._conversion import _in, astype
+from ._elementwise import multiply, where
+from ._indexing import flip
+from ._reductions import sum
+from ._shapes import (broadcast_arrays, broadcast_shapes, broadcast_to, concatenate, expand_dims,
+                      moveaxis, ndim, ravel, reshape, shape, squeeze, stack)
+from ._util import _aval, _axis
+
+
+# ---------------------------------------------------------------------------
+# Products
+
+
+def matmul(a, b):
+    """Matrix product with NumPy's rules for 1-D and batched operands."""
+    a_av, b_av = _aval(a), _aval(b)
+    an, bn = a_av.ndim, b_av.ndim
+    if an == 0 or bn == 0:
+        raise ValueError("matmul: input operand does not have enough dimensions (scalars are "
+                         "not allowed; use multiply)")
+    if an == 1 and bn == 1:
+        _check_contract("matmul", a_av.shape, b_av.shape, 0, 0)
+        return _C.dot_general(a, b, (((0,), (0,)), ((), ())))
+    if an == 1:
+        return squeeze(matmul(reshape(a, (1,) + a_av.shape), b), -2)
+    if bn == 1:
+        _check_contract("matmul", a_av.shape, b_av.shape, an - 1, 0)
+        return _C.dot_general(a, b, (((an - 1,), (0,)), ((), ())))
+    _check_contract("matmul", a_av.shape, b_av.shape, an - 1, bn - 2)
+    if an == 2 and bn == 2:
+        return _C.dot_general(a, b, (((1,), (0,)), ((), ())))
+    batch = broadcast_shapes(a_av.shape[:-2], b_av.shape[:-2])
+    a = broadcast_to(a, batch + a_av.shape[-2:])
+    b = broadcast_to(b, batch + b_av.shape[-2:])
+    nb = len(batch)
+    return _C.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))))
+
+
+def _check_contract(fname, sa, sb, ia, ib):
+    if sa[ia] != sb[ib]:
+        raise ValueError(f"{fname}: shapes {sa} and {sb} are not aligned: dimension {ia} of the "
+                         f"first ({sa[ia]}) != dimension {ib} of the second ({sb[ib]})")
+
+
+def dot(a, b):
+    a_av, b_av = _aval(a), _aval(b)
+    if a_av.ndim == 0 or b_av.ndim == 0:
+        return multiply(a, b)
+    if b_av.ndim == 1 or (a_av.ndim <= 2 and b_av.ndim <= 2):
+        return matmul(a, b)
+    _check_contract("dot", a_av.shape, b_av.shape, a_av.ndim - 1, b_av.ndim - 2)
+    return _C.dot_general(a, b, (((a_av.ndim - 1,), (b_av.ndim - 2,)), ((), ())))
+
+
+def vdot(a, b):
+    return dot(ravel(a), ravel(b))
+
+
+def inner(a, b):
+    a_av, b_av = _aval(a), _aval(b)
+    if a_av.ndim == 0 or b_av.ndim == 0:
+        return multiply(a, b)
+    _check_contract("inner", a_av.shape, b_av.shape, a_av.ndim - 1, b_av.ndim - 1)
+    return _C.dot_general(a, b, (((a_av.ndim - 1,), (b_av.ndim - 1,)), ((), ())))
+
+
+def outer(a, b):
+    return _C.dot_general(ravel(a), ravel(b), (((), ()), ((), ())))
+
+
+def tensordot(a, b, axes=2):
+    a_av, b_av = _aval(a), _aval(b)
+    if isinstance(axes, int):
+        ca = tuple(range(a_av.ndim - axes, a_av.ndim))
+        cb = tuple(range(axes))
+    else:
+        ca, cb = axes
+        ca = (ca,) if isinstance(ca, int) else tuple(ca)
+        cb = (cb,) if isinstance(cb, int) else tuple(cb)
+        ca = tuple(i % a_av.ndim for i in ca)
+        cb = tuple(i % b_av.ndim for i in cb)
+    for i, j in zip(ca, cb):
+        _check_contract("tensordot", a_av.shape, b_av.shape, i, j)
+    return _C.dot_general(a, b, ((ca, cb), ((), ())))
+
+
+def einsum(subscripts, *operands, optimize=None, precision=None):
+    """Einstein summation over explicit or implicit subscripts (with ``...``)."""
+    if not isinstance(subscripts, str):
+        raise TypeError("einsum: only the string form of subscripts is supported")
+    subs = _normalize_einsum(subscripts.replace(" ", ""), [ndim(o) for o in operands])
+    return _C.einsum_explicit(subs, *operands)
+
+
+def _normalize_einsum(subscripts, ranks):
+    if "->" in subscripts:
+        ins, out = subscripts.split("->")
+        explicit = True
+    else:
+        ins, out, explicit = subscripts, "", False
+    ins = ins.split(",")
+    if len(ins) != len(ranks):
+        raise ValueError(f"einsum: subscripts {subscripts!r} name {len(ins)} operands, "
+                         f"got {len(ranks)}")
+    used = set(subscripts)
+    free_letters = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                    if c not in used]
+    ell_n = 0
+    for s, r in zip(ins, ranks):
+        if "..." in s:
+            ell_n = builtins.max(ell_n, r - (len(s) - 3))
+    ell = "".join(free_letters[:ell_n])
+    new_ins = []
+    for s, r in zip(ins, ranks):
+        if "..." in s:
+            k = r - (len(s) - 3)
+            s = s.replace("...", ell[ell_n - k:] if k else "")
+        if len(s) != r:
+            raise ValueError(f"einsum: subscript {s!r} does not match an operand of rank {r}")
+        new_ins.append(s)
+    if explicit:
+        out = out.replace("...", ell)
+    else:
+        counts = {}
+        for s in new_ins:
+            for c in s:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
+    return ",".join(new_ins) + "->" + out
+
+
+def matvec(x1, x2):
+    return matmul(x1, expand_dims(x2, -1))[..., 0]
+
+
+def vecmat(x1, x2):
+    return matmul(expand_dims(x1, -2), x2)[..., 0, :]
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    """Dot product of vectors along ``axis``, broadcasting the other axes."""
+    x1 = _in(x1, "vecdot", "x1")
+    x2 = _in(x2, "vecdot", "x2")
+    a1, a2 = _axis(axis, x1, "vecdot", "x1"), _axis(axis, x2, "vecdot", "x2")
+    if shape(x1)[a1] != shape(x2)[a2]:
+        raise ValueError(f"vecdot: arguments 'x1' and 'x2' must have the same size along axis "
+                         f"{axis}, got shapes {shape(x1)} and {shape(x2)}")
+    return sum(_E.mul(moveaxis(x1, a1, -1), moveaxis(x2, a2, -1)), -1)
+
+
+def kron(a, b):
+    """Kronecker product."""
+    a = _in(a, "kron", "a")
+    b = _in(b, "kron", "b")
+    nd = builtins.max(ndim(a), ndim(b))
+    sa = (1,) * (nd - ndim(a)) + shape(a)
+    sb = (1,) * (nd - ndim(b)) + shape(b)
+    ia, ib = [], []
+    for x, y in zip(sa, sb):
+        ia += [x, 1]
+        ib += [1, y]
+    out = _E.mul(reshape(a, tuple(ia)), reshape(b, tuple(ib)))
+    return reshape(out, tuple(x * y for x, y in zip(sa, sb)))
+
+
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """Cross product of 3-vectors (or 2-vectors) along the given axes, broadcasting."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a = _in(a, "cross", "a")
+    b = _in(b, "cross", "b")
+    a = moveaxis(a, _axis(axisa, a, "cross", "a"), -1)
+    b = moveaxis(b, _axis(axisb, b, "cross", "b"), -1)
+    na, nb = shape(a)[-1], shape(b)[-1]
+    if na not in (2, 3) or nb not in (2, 3):
+        raise ValueError(f"cross: incompatible dimensions for cross product (dimension must be 2 "
+                         f"or 3), got {na} for argument 'a' and {nb} for argument 'b'")
+    a0, a1 = a[..., 0], a[..., 1]
+    b0, b1 = b[..., 0], b[..., 1]
+    z = _E.sub(_E.mul(a0, b1), _E.mul(a1, b0))
+    if na == 2 and nb == 2:
+        return z
+    zero = _np.zeros((), _aval(z).dtype)
+    a2 = a[..., 2] if na == 3 else zero
+    b2 = b[..., 2] if nb == 3 else zero
+    x = _E.sub(_E.mul(a1, b2), _E.mul(a2, b1))
+    y = _E.sub(_E.mul(a2, b0), _E.mul(a0, b2))
+    x, y, z = broadcast_arrays(x, y, z)
+    out = stack([x, y, z], -1)
+    return moveaxis(out, -1, _axis(axisc, out, "cross", "c (the result)"))
+
+
+# ---------------------------------------------------------------------------
+# Diagonals and triangles
+
+
+def diag(v, k=0):
+    s = shape(v)
+    if len(s) == 1:
+        n = s[0] + builtins.abs(k)
+        eye_k = _np.eye(n, k=k, dtype=bool)
+        rows, cols = _np.nonzero(eye_k)
+        z = _np.zeros((n, n), _aval(v).dtype)
+        return _I.scatter(z, v, (_I.ARRAY, _I.ARRAY), (rows, cols), "set")
+    return diagonal(v, k)
+
+
+def diagflat(v, k=0):
+    return diag(ravel(v), k)
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    s = shape(a)
+    n1, n2 = s[axis1], s[axis2]
+    i = _np.arange(builtins.max(0, builtins.min(n1, n2 - offset) if offset >= 0
+                                else builtins.min(n1 + offset, n2)))
+    rows = i + builtins.max(0, -offset)
+    cols = i + builtins.max(0, offset)
+    a = moveaxis(a, (axis1, axis2), (-2, -1))
+    return _I.getitem(a, (Ellipsis, _I.ARRAY, _I.ARRAY), (rows, cols))
+
+
+def trace(a, offset=0, axis1=0, axis2=1):
+    return sum(diagonal(a, offset, axis1, axis2), -1)
+
+
+def tril(m, k=0):
+    s = shape(m)
+    mask = _np.tri(s[-2], s[-1], k, dtype=bool)
+    return where(mask, m, _np.zeros((), _aval(m).dtype))  # keeps m's dtype (also bool)
+
+
+def triu(m, k=0):
+    s = shape(m)
+    mask = ~_np.tri(s[-2], s[-1], k - 1, dtype=bool)
+    return where(mask, m, _np.zeros((), _aval(m).dtype))  # keeps m's dtype (also bool)
+
+
+def vander(x, N=None, increasing=False):
+    """Vandermonde matrix (powers computed by exact cumulative products)."""
+    x = _in(x, "vander", "x")
+    if ndim(x) != 1:
+        raise ValueError(f"vander: argument 'x' must be 1-D, got shape {shape(x)}")
+    n = shape(x)[0]
+    N = n if N is None else operator.index(N)
+    if N < 0:
+        raise ValueError(f"vander: argument 'N' must be non-negative, got {N}")
+    dt = _np.promote_types(_aval(x).dtype, int64)
+    x = astype(x, dt)
+    if N == 0:
+        return _np.zeros((n, 0), dt)
+    cols = concatenate([_np.ones((n, 1), dt), broadcast_to(reshape(x, (n, 1)), (n, N - 1))], 1)
+    out = _M.cumprod(cols, 1)
+    return out if increasing else flip(out, 1)

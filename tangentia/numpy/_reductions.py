@@ -1,0 +1,334 @@
+"""Reductions (``sum``, ``max``, ``mean``, ``argmax``, ...), cumulative
+operations (``cumsum``, ``cumprod``, ...), their NaN-ignoring variants, and
+whole-array comparisons (``allclose``, ``array_equal``, ``array_equiv``)."""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as _np
+
+from ..primitives import elementwise as _E
+from ..primitives import misc as _M
+from ..primitives import reductions as _R
+from ..primitives import structural as _S
+from ._constants import float64, inf, int64, nan
+from ._conversion import _in, asarray, astype
+from ._elementwise import isclose, isnan, logical_and, logical_not, logical_or, sqrt, where
+from ._shapes import broadcast_shapes, concatenate, ndim, ravel, shape
+from ._util import _EVAL, _aval, _axes, _axis, _current_trace, _eager, _is_tracer
+
+
+# ---------------------------------------------------------------------------
+# Reductions
+
+
+def _reduce(prim_fn, fname, a, axis, keepdims, dtype=None):
+    av = _aval(a)
+    axes = _axes(axis, av.ndim, fname)
+    if dtype is not None:
+        a = astype(a, dtype)
+    out = prim_fn(a, axes)
+    if keepdims:
+        out = _S.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(av.shape)))
+    return out
+
+
+def _eager_reduce(ufunc, a, axis, keepdims, dtype=None):
+    out = ufunc.reduce(a, axis=axis, dtype=dtype, keepdims=keepdims)
+    return out if type(out) is _np.ndarray else _np.asarray(out)
+
+
+def _check_nonempty(a, axis, fname):
+    av = _aval(a)
+    axes = _axes(axis, av.ndim, fname)
+    if builtins.any(av.shape[i] == 0 for i in axes):
+        raise ValueError(f"{fname}: zero-size array to reduction operation {fname}, which has "
+                         f"no identity (shape {av.shape})")
+
+
+def sum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+    if type(a) is _np.ndarray and where is None and initial is None and \
+            _current_trace() is _EVAL:  # eager fast path
+        out = _np.add.reduce(a, axis=axis, dtype=dtype, keepdims=keepdims)
+        return out if type(out) is _np.ndarray else _np.asarray(out)
+    if where is not None:
+        a = _E.select(asarray(where) if not _is_tracer(where) else where, a, 0)
+    out = _reduce(_R.reduce_sum, "sum", a, axis, keepdims, dtype)
+    return out if initial is None else _E.add(out, initial)
+
+
+def prod(a, axis=None, dtype=None, keepdims=False, initial=None):
+    if type(a) is _np.ndarray and initial is None and _current_trace() is _EVAL:
+        return _eager_reduce(_np.multiply, a, axis, keepdims, dtype)
+    out = _reduce(_R.reduce_prod, "prod", a, axis, keepdims, dtype)
+    return out if initial is None else _E.mul(out, initial)
+
+
+def max(a, axis=None, keepdims=False, initial=None):
+    if type(a) is _np.ndarray and initial is None and a.size and _current_trace() is _EVAL:
+        return _eager_reduce(_np.maximum, a, axis, keepdims)
+    _check_nonempty(a, axis, "max")
+    out = _reduce(_R.reduce_max, "max", a, axis, keepdims)
+    return out if initial is None else _E.maximum(out, initial)
+
+
+def min(a, axis=None, keepdims=False, initial=None):
+    if type(a) is _np.ndarray and initial is None and a.size and _current_trace() is _EVAL:
+        return _eager_reduce(_np.minimum, a, axis, keepdims)
+    _check_nonempty(a, axis, "min")
+    out = _reduce(_R.reduce_min, "min", a, axis, keepdims)
+    return out if initial is None else _E.minimum(out, initial)
+
+
+amax, amin = max, min
+
+
+def all(a, axis=None, keepdims=False):
+    return _reduce(lambda x, axes: _R.reduce_and_p.bind(x, axes=axes), "all", a, axis, keepdims)
+
+
+def any(a, axis=None, keepdims=False):
+    return _reduce(lambda x, axes: _R.reduce_or_p.bind(x, axes=axes), "any", a, axis, keepdims)
+
+
+def mean(a, axis=None, dtype=None, keepdims=False):
+    av = _aval(a)
+    axes = _axes(axis, av.ndim, "mean")
+    n = math.prod(av.shape[i] for i in axes)
+    s = sum(a, axis, dtype, keepdims)
+    if _aval(s).dtype.kind not in "fc":
+        s = astype(s, float64)
+    return _E.div(s, float(n)) if n else _E.mul(s, nan)
+
+
+def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    av = _aval(a)
+    axes = _axes(axis, av.ndim, "var")
+    n = math.prod(av.shape[i] for i in axes)
+    m = mean(a, axis, dtype, keepdims=True)
+    d = _E.sub(a, m)
+    s = sum(_E.mul(d, d), axis, dtype, keepdims)
+    return _E.div(s, float(n - ddof))
+
+
+def std(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    return sqrt(var(a, axis, dtype, ddof, keepdims))
+
+
+def ptp(a, axis=None, keepdims=False):
+    """Range (maximum minus minimum) along ``axis``."""
+    a = _in(a, "ptp")
+    return _E.sub(max(a, axis, keepdims), min(a, axis, keepdims))
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    return sum(astype(_E.ne(a, 0), int64), axis, keepdims=keepdims)
+
+
+def _arg(prim, fname, a, axis, keepdims):
+    av = _aval(a)
+    if axis is None:
+        a = ravel(a)
+        axis_n = 0
+    else:
+        axis_n = _axes(axis, av.ndim, fname)[0]
+    if _aval(a).shape[axis_n] == 0:
+        raise ValueError(f"{fname}: attempt to get {fname} of an empty sequence")
+    out = prim.bind(a, axis=axis_n)
+    if keepdims:
+        shp = [1] * av.ndim if axis is None else [d if i != axis_n else 1
+                                                  for i, d in enumerate(av.shape)]
+        out = _S.reshape(out, tuple(shp))
+    return out
+
+
+def argmax(a, axis=None, keepdims=False):
+    return _arg(_R.argmax_p, "argmax", a, axis, keepdims)
+
+
+def argmin(a, axis=None, keepdims=False):
+    return _arg(_R.argmin_p, "argmin", a, axis, keepdims)
+
+
+# ---------------------------------------------------------------------------
+# Cumulative operations
+
+
+def cumsum(a, axis=None, dtype=None):
+    if axis is None:
+        a = ravel(a)
+        axis = 0
+    if dtype is not None:
+        a = astype(a, dtype)
+    return _R.cumsum(a, _axes(axis, ndim(a), "cumsum")[0])
+
+
+def _cum_prep(a, axis, dtype, fname):
+    a = _in(a, fname)
+    if axis is None:
+        a, axis = ravel(a), 0
+    if dtype is not None:
+        a = astype(a, dtype)
+    return a, _axis(axis, a, fname)
+
+
+def cumprod(a, axis=None, dtype=None):
+    """Cumulative product; differentiable (exactly, also where ``a`` has zeros)."""
+    a, ax = _cum_prep(a, axis, dtype, "cumprod")
+    return _M.cumprod(a, ax)
+
+
+def cummax(a, axis=None, reverse=False):
+    """Running maximum along ``axis`` (NumPy's ``maximum.accumulate``)."""
+    a, ax = _cum_prep(a, axis, None, "cummax")
+    return _M.cummax(a, ax, reverse)
+
+
+def cummin(a, axis=None, reverse=False):
+    """Running minimum along ``axis`` (NumPy's ``minimum.accumulate``)."""
+    a, ax = _cum_prep(a, axis, None, "cummin")
+    return _M.cummin(a, ax, reverse)
+
+
+def _cumulative_api(fname, fn, initial):
+    def f(x, /, *, axis=None, dtype=None, include_initial=False):
+        x = _in(x, fname, "x")
+        if axis is None:
+            if ndim(x) > 1:
+                raise ValueError(f"{fname}: argument 'axis' must be given for an array of rank "
+                                 f"{ndim(x)}")
+            if ndim(x) == 0:
+                raise ValueError(f"{fname}: argument 'x' must have at least one dimension")
+            axis = 0
+        ax = _axis(axis, x, fname, "x")
+        out = fn(x, ax, dtype)
+        if include_initial:
+            s = list(shape(out))
+            s[ax] = 1
+            out = concatenate([_np.full(s, initial, _aval(out).dtype), out], ax)
+        return out
+    f.__name__ = f.__qualname__ = fname
+    f.__doc__ = f"NumPy 2's ``{fname}`` (the array API's cumulative function)."
+    return f
+
+
+cumulative_sum = _cumulative_api("cumulative_sum", lambda x, ax, dt: cumsum(x, ax, dt), 0)
+cumulative_prod = _cumulative_api("cumulative_prod", lambda x, ax, dt: cumprod(x, ax, dt), 1)
+
+
+# ---------------------------------------------------------------------------
+# Ignoring NaNs
+
+
+def _nan_to(a, value):
+    return where(isnan(a), value, a) if _aval(a).dtype.kind in "fc" else a
+
+
+def _nan_count(a, axis, keepdims):
+    return sum(astype(logical_not(isnan(a)), int64), axis, keepdims=keepdims)
+
+
+def nansum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+    return sum(_nan_to(_in(a, "nansum"), 0), axis, dtype, keepdims, initial, where)
+
+
+def nanprod(a, axis=None, dtype=None, keepdims=False, initial=None):
+    return prod(_nan_to(_in(a, "nanprod"), 1), axis, dtype, keepdims, initial)
+
+
+def nanmean(a, axis=None, dtype=None, keepdims=False):
+    a = _in(a, "nanmean")
+    if _aval(a).dtype.kind not in "fc":
+        return mean(a, axis, dtype, keepdims)
+    s = sum(_nan_to(a, 0), axis, dtype, keepdims)
+    return _E.div(s, astype(_nan_count(a, axis, keepdims), _aval(s).dtype))
+
+
+def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    a = _in(a, "nanvar")
+    if _aval(a).dtype.kind not in "fc":
+        return var(a, axis, dtype, ddof, keepdims)
+    m = nanmean(a, axis, dtype, keepdims=True)
+    d = _nan_to(_E.sub(a, m), 0)
+    s = sum(_E.mul(d, d), axis, dtype, keepdims)
+    n = _E.sub(astype(_nan_count(a, axis, keepdims), _aval(s).dtype), ddof)
+    return _E.div(s, _E.maximum(n, 0))
+
+
+def nanstd(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    return sqrt(nanvar(a, axis, dtype, ddof, keepdims))
+
+
+def _nan_extremum(fname, reduce, fill):
+    def f(a, axis=None, keepdims=False, initial=None):
+        a = _in(a, fname)
+        if _aval(a).dtype.kind not in "fc":
+            return reduce(a, axis, keepdims, initial)
+        nans = isnan(a)
+        out = reduce(where(nans, fill, a), axis, keepdims, initial)
+        return where(all(nans, axis, keepdims), nan, out) if initial is None else out
+    f.__name__ = f.__qualname__ = fname
+    f.__doc__ = f"``{reduce.__name__}`` ignoring NaNs (NaN for an all-NaN slice)."
+    return f
+
+
+nanmax = _nan_extremum("nanmax", max, -inf)
+nanmin = _nan_extremum("nanmin", min, inf)
+
+
+def _nan_arg(fname, arg, fill):
+    def f(a, axis=None, keepdims=False):
+        a = _in(a, fname)
+        if _aval(a).dtype.kind not in "fc":
+            return arg(a, axis, keepdims)
+        nans = isnan(a)
+        if _eager(a) and _np.any(_np.all(nans, axis=axis)):
+            raise ValueError(f"{fname}: all-NaN slice encountered")
+        return arg(where(nans, fill, a), axis, keepdims)
+    f.__name__ = f.__qualname__ = fname
+    f.__doc__ = f"``{arg.__name__}`` ignoring NaNs (an error for an all-NaN slice)."
+    return f
+
+
+nanargmax = _nan_arg("nanargmax", argmax, -inf)
+nanargmin = _nan_arg("nanargmin", argmin, inf)
+
+
+def nancumsum(a, axis=None, dtype=None):
+    return cumsum(_nan_to(_in(a, "nancumsum"), 0), axis, dtype)
+
+
+def nancumprod(a, axis=None, dtype=None):
+    return cumprod(_nan_to(_in(a, "nancumprod"), 1), axis, dtype)
+
+
+# ---------------------------------------------------------------------------
+# Whole-array comparisons
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return all(isclose(a, b, rtol, atol, equal_nan))
+
+
+def array_equal(a1, a2, equal_nan=False):
+    """True (as a 0-d array) if both arrays have the same shape and entries."""
+    a1 = _in(a1, "array_equal", "a1")
+    a2 = _in(a2, "array_equal", "a2")
+    if shape(a1) != shape(a2):
+        return _np.asarray(False)
+    eq = _E.eq(a1, a2)
+    if equal_nan and _aval(a1).dtype.kind in "fc" and _aval(a2).dtype.kind in "fc":
+        eq = logical_or(eq, logical_and(isnan(a1), isnan(a2)))
+    return all(eq)
+
+
+def array_equiv(a1, a2):
+    """True (as a 0-d array) if both arrays broadcast together and are equal."""
+    a1 = _in(a1, "array_equiv", "a1")
+    a2 = _in(a2, "array_equiv", "a2")
+    try:
+        broadcast_shapes(shape(a1), shape(a2))
+    except ValueError:
+        return _np.asarray(False)
+    return all(_E.eq(a1, a2))

@@ -1,0 +1,323 @@
+"""Shape queries and shape manipulation: reshaping, transposing, broadcasting,
+joining and splitting arrays."""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as _np
+
+from ..core import Tracer as _Tracer
+from ..primitives import indexing as _I
+from ..primitives import structural as _S
+from ._conversion import _in, _stack, asarray, astype
+from ._util import _aval, _axes, _concrete, _is_tracer
+
+
+# ---------------------------------------------------------------------------
+# Shape queries
+
+
+def shape(a):
+    return _aval(a).shape
+
+
+def ndim(a):
+    return _aval(a).ndim
+
+
+def size(a, axis=None):
+    s = _aval(a).shape
+    if axis is None:
+        return math.prod(s)
+    return s[axis]
+
+
+def isscalar(element):
+    """True for Python and NumPy scalars and 0-d arrays (traced or not), as in JAX."""
+    if _np.isscalar(element):
+        return True
+    if isinstance(element, (_np.ndarray, _Tracer)):
+        return ndim(element) == 0
+    return False
+
+
+def broadcast_shapes(*shapes):
+    return tuple(_np.broadcast_shapes(*shapes))
+
+
+# ---------------------------------------------------------------------------
+# Reshaping and permuting axes
+
+
+def reshape(a, shape=None, order="C", *, newshape=None):
+    """Reshape; one dimension may be -1."""
+    if shape is None:
+        shape = newshape
+    if isinstance(shape, (int, _np.integer)):
+        shape = (int(shape),)
+    shape = tuple(int(_concrete(d, "reshape", "shape")) for d in shape)
+    n = math.prod(_aval(a).shape)
+    if shape.count(-1) > 1:
+        raise ValueError(f"reshape: can only specify one unknown dimension (-1), got {shape}")
+    if -1 in shape:
+        known = math.prod(d for d in shape if d != -1)
+        if known == 0 or n % known:
+            raise ValueError(f"reshape: cannot reshape array of shape {_aval(a).shape} into "
+                             f"shape {shape}")
+        shape = tuple(n // known if d == -1 else d for d in shape)
+    return _S.reshape(a, shape)
+
+
+def ravel(a, order="C"):
+    return _S.reshape(a, (math.prod(_aval(a).shape),))
+
+
+def squeeze(a, axis=None):
+    s = _aval(a).shape
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(s) if d == 1)
+    else:
+        axes = _axes(axis, len(s), "squeeze")
+        for i in axes:
+            if s[i] != 1:
+                raise ValueError(f"squeeze: cannot select an axis to squeeze out which has size "
+                                 f"not equal to one (axis {i} of shape {s})")
+    return _S.reshape(a, tuple(d for i, d in enumerate(s) if i not in axes))
+
+
+def expand_dims(a, axis):
+    s = list(_aval(a).shape)
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    nd = len(s) + len(axes)
+    for ax in sorted(x % nd for x in axes):
+        s.insert(ax, 1)
+    return _S.reshape(a, tuple(s))
+
+
+def transpose(a, axes=None):
+    nd = _aval(a).ndim
+    if axes is None:
+        axes = tuple(reversed(range(nd)))
+    else:
+        axes = tuple(int(x) % nd if nd else int(x) for x in axes)
+        if sorted(axes) != list(range(nd)):
+            raise ValueError(f"transpose: axes {axes} do not match an array of rank {nd}")
+    return _S.transpose(a, axes)
+
+
+permute_dims = transpose
+
+
+def moveaxis(a, source, destination):
+    nd = _aval(a).ndim
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise ValueError("moveaxis: source and destination must have the same number of elements")
+    src = [s % nd for s in src]
+    dst = [d % nd for d in dst]
+    order = [i for i in range(nd) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return _S.transpose(a, tuple(order))
+
+
+def swapaxes(a, axis1, axis2):
+    nd = _aval(a).ndim
+    perm = list(range(nd))
+    perm[axis1 % nd], perm[axis2 % nd] = perm[axis2 % nd], perm[axis1 % nd]
+    return _S.transpose(a, tuple(perm))
+
+
+def rollaxis(a, axis, start=0):
+    nd = ndim(a)
+    axis %= nd
+    start = start % (nd + 1) if start < 0 else start
+    if axis < start:
+        start -= 1
+    return moveaxis(a, axis, start)
+
+
+def matrix_transpose(x, /):
+    """Swap the last two axes."""
+    x = _in(x, "matrix_transpose", "x")
+    if ndim(x) < 2:
+        raise ValueError(f"matrix_transpose: argument 'x' must have at least 2 dimensions, got "
+                         f"shape {shape(x)}")
+    return swapaxes(x, -1, -2)
+
+
+# ---------------------------------------------------------------------------
+# Broadcasting
+
+
+def broadcast_to(a, shape):
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return _S.broadcast_to(a, shape)
+
+
+def broadcast_arrays(*args):
+    s = broadcast_shapes(*[shape(x) for x in args])
+    return [broadcast_to(x, s) for x in args]
+
+
+def atleast_1d(*arys):
+    out = [a if ndim(a) >= 1 else reshape(a, (1,)) for a in arys]
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*arys):
+    out = []
+    for a in arys:
+        n = ndim(a)
+        out.append(a if n >= 2 else reshape(a, (1, 1) if n == 0 else (1,) + shape(a)))
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_3d(*arys):
+    out = []
+    for a in arys:
+        a = _in(a, "atleast_3d", "arys")
+        n = ndim(a)
+        if n == 0:
+            a = reshape(a, (1, 1, 1))
+        elif n == 1:
+            a = reshape(a, (1,) + shape(a) + (1,))
+        elif n == 2:
+            a = reshape(a, shape(a) + (1,))
+        out.append(a)
+    return out[0] if len(out) == 1 else out
+
+
+# ---------------------------------------------------------------------------
+# Joining
+
+
+def concatenate(arrays, axis=0, dtype=None):
+    arrays = [asarray(a) if not _is_tracer(a) else a for a in arrays]
+    if not arrays:
+        raise ValueError("concatenate: need at least one array to concatenate")
+    if axis is None:
+        arrays = [ravel(a) for a in arrays]
+        axis = 0
+    nd = ndim(arrays[0])
+    if nd == 0:
+        raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
+    out = _S.concatenate(arrays, axis % nd)
+    return out if dtype is None else astype(out, dtype)
+
+
+concat = concatenate
+
+
+def stack(arrays, axis=0):
+    return _stack(arrays, axis)
+
+
+def hstack(tup):
+    arrs = [atleast_1d(a) for a in tup]
+    return concatenate(arrs, 0 if ndim(arrs[0]) == 1 else 1)
+
+
+def vstack(tup):
+    return concatenate([atleast_2d(a) for a in tup], 0)
+
+
+def dstack(tup):
+    """Stack along the third axis."""
+    return concatenate([atleast_3d(_in(a, "dstack", f"tup[{i}]")) for i, a in enumerate(tup)], 2)
+
+
+def column_stack(tup):
+    """Stack 1-D arrays as columns (2-D arrays are stacked as they are)."""
+    arrs = []
+    for i, a in enumerate(tup):
+        a = _in(a, "column_stack", f"tup[{i}]")
+        if ndim(a) < 2:
+            a = reshape(a, (-1, 1))
+        arrs.append(a)
+    return concatenate(arrs, 1)
+
+
+def append(arr, values, axis=None):
+    arr = _in(arr, "append", "arr")
+    values = _in(values, "append", "values")
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)], 0)
+    return concatenate([arr, values], axis)
+
+
+def tile(a, reps):
+    reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    a = asarray(a) if not _is_tracer(a) else a
+    s = shape(a)
+    nd = builtins.max(len(s), len(reps))
+    s = (1,) * (nd - len(s)) + s
+    reps = (1,) * (nd - len(reps)) + reps
+    a = reshape(a, s)
+    # insert a repeat axis before each axis, broadcast, then merge
+    inter = []
+    for r, d in zip(reps, s):
+        inter += [1, d]
+    a = reshape(a, tuple(inter))
+    target = []
+    for r, d in zip(reps, s):
+        target += [r, d]
+    a = broadcast_to(a, tuple(target))
+    return reshape(a, tuple(r * d for r, d in zip(reps, s)))
+
+
+def repeat(a, repeats, axis=None):
+    if not isinstance(repeats, int):
+        raise NotImplementedError("repeat: only an integer number of repeats is supported")
+    if axis is None:
+        a = ravel(a)
+        axis = 0
+    s = shape(a)
+    axis %= len(s)
+    a = expand_dims(a, axis + 1)
+    tgt = s[:axis + 1] + (repeats,) + s[axis + 1:]
+    a = broadcast_to(a, tgt)
+    return reshape(a, s[:axis] + (s[axis] * repeats,) + s[axis + 1:])
+
+
+# ---------------------------------------------------------------------------
+# Splitting
+
+
+def split(ary, indices_or_sections, axis=0):
+    n = shape(ary)[axis]
+    if isinstance(indices_or_sections, int):
+        if n % indices_or_sections:
+            raise ValueError("split: array split does not result in an equal division")
+        step = n // indices_or_sections
+        bounds = list(range(0, n + 1, step))
+    else:
+        bounds = [0] + list(indices_or_sections) + [n]
+    return [_I.static_slice(ary, axis % ndim(ary), a, b) for a, b in zip(bounds, bounds[1:])]
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    """Split into pieces; with an int, the first pieces get one extra element."""
+    n = shape(ary)[axis]
+    if isinstance(indices_or_sections, (int, _np.integer)):
+        k = int(indices_or_sections)
+        if k <= 0:
+            raise ValueError("array_split: argument 'indices_or_sections' must be positive")
+        sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
+        bounds = _np.cumsum([0] + sizes)[1:-1].tolist()
+        return split(ary, bounds, axis)
+    return split(ary, list(indices_or_sections), axis)
+
+
+def hsplit(ary, indices_or_sections):
+    return split(ary, indices_or_sections, 1 if ndim(ary) > 1 else 0)
+
+
+def vsplit(ary, indices_or_sections):
+    return split(ary, indices_or_sections, 0)
+
+
+def dsplit(ary, indices_or_sections):
+    return split(ary, indices_or_sections, 2)

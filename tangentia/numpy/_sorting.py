@@ -1,0 +1,259 @@
+"""Sorting and searching (``sort``, ``argsort``, ``searchsorted``, ...), set
+operations (``unique``, ``isin``, ...) and ``bincount``.
+
+Functions whose result shape depends on the values (``unique``, ``union1d``,
+``bincount``, ...) run eagerly; ``unique`` and ``bincount`` also work under
+jit/vmap given a static size."""
+from __future__ import annotations
+
+import builtins
+import operator
+
+import numpy as _np
+
+from ..primitives import elementwise as _E
+from ..primitives import indexing as _I
+from ..primitives import sorting as _SO
+from ._constants import float64, int64
+from ._conversion import _in, astype
+from ._creation import full
+from ._elementwise import isnan, logical_and, logical_not, where
+from ._indexing import flip, take, take_along_axis
+from ._reductions import any, cumsum, min
+from ._shapes import broadcast_to, concatenate, ndim, ravel, reshape, shape
+from ._util import _aval, _axis, _concrete, _eager, _is_tracer, _value_dependent
+
+
+# ---------------------------------------------------------------------------
+# Sorting
+
+
+def sort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
+    """Sorted copy of ``a`` (always stable); differentiable: the tangent of each
+    sorted entry is that of the input entry that landed there."""
+    if order is not None:
+        raise NotImplementedError("sort: the 'order' argument (structured arrays) is not "
+                                  "supported")
+    a = _in(a, "sort")
+    if axis is None:
+        a, axis = ravel(a), 0
+    ax = _axis(axis, a, "sort")
+    out = _SO.sort(a, ax)
+    return flip(out, ax) if descending else out
+
+
+def argsort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
+    """Indices that sort ``a`` along ``axis`` (stable; zero derivative)."""
+    if order is not None:
+        raise NotImplementedError("argsort: the 'order' argument (structured arrays) is not "
+                                  "supported")
+    a = _in(a, "argsort")
+    if axis is None:
+        a, axis = ravel(a), 0
+    return _SO.argsort(a, _axis(axis, a, "argsort"), descending)
+
+
+def partition(a, kth, axis=-1):
+    """Like NumPy's: entry ``kth`` is in sorted position, smaller ones before it
+    and larger ones after (here the whole axis is sorted)."""
+    a = _in(a, "partition")
+    if axis is None:
+        a, axis = ravel(a), 0
+    ax = _axis(axis, a, "partition")
+    _check_kth(kth, shape(a)[ax], "partition")
+    return _SO.sort(a, ax)
+
+
+def argpartition(a, kth, axis=-1):
+    """Indices that partition ``a`` (here: that sort it along ``axis``)."""
+    a = _in(a, "argpartition")
+    if axis is None:
+        a, axis = ravel(a), 0
+    ax = _axis(axis, a, "argpartition")
+    _check_kth(kth, shape(a)[ax], "argpartition")
+    return _SO.argsort(a, ax)
+
+
+def _check_kth(kth, n, fname):
+    ks = _np.atleast_1d(_np.asarray(_concrete(kth, fname, "kth")))
+    if ks.dtype.kind not in "iu":
+        raise TypeError(f"{fname}: argument 'kth' must be an integer or integers, got {kth!r}")
+    if ks.size and (ks.min() < -n or ks.max() >= n):
+        raise ValueError(f"{fname}: kth={kth!r} is out of bounds for an axis of size {n}")
+
+
+def lexsort(keys, axis=-1):
+    """Indices sorting by several keys; the last key is the primary one."""
+    keys = [_in(k, "lexsort", f"keys[{i}]") for i, k in enumerate(keys)]
+    if not keys:
+        raise TypeError("lexsort: argument 'keys' needs at least one key")
+    s = shape(keys[0])
+    if builtins.any(shape(k) != s for k in keys):
+        raise ValueError(f"lexsort: all keys need to be the same shape, got "
+                         f"{[shape(k) for k in keys]}")
+    ax = _axis(axis, keys[0], "lexsort", "keys")
+    perm = broadcast_to(_np.arange(s[ax]).reshape([-1 if i == ax else 1 for i in range(len(s))]),
+                        s)
+    for k in keys:  # least significant first; each sort is stable
+        perm = take_along_axis(perm, _SO.argsort(take_along_axis(k, perm, ax), ax), ax)
+    return perm
+
+
+# ---------------------------------------------------------------------------
+# Searching
+
+
+def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
+    """Indices where ``v`` would be inserted into the sorted 1-D ``a`` (zero derivative)."""
+    a = _in(a, "searchsorted", "a")
+    v = _in(v, "searchsorted", "v")
+    if ndim(a) != 1:
+        raise ValueError(f"searchsorted: argument 'a' must be 1-D, got shape {shape(a)}")
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: argument 'side' must be 'left' or 'right', got {side!r}")
+    if sorter is not None:
+        a = take(a, sorter)
+    return _SO.searchsorted(a, v, side)
+
+
+def digitize(x, bins, right=False):
+    """Indices of the bins (monotonic, increasing or decreasing) holding ``x``."""
+    x = _in(x, "digitize", "x")
+    bins = _in(bins, "digitize", "bins")
+    if ndim(bins) != 1:
+        raise ValueError(f"digitize: argument 'bins' must be 1-D, got shape {shape(bins)}")
+    n = shape(bins)[0]
+    if n == 0:
+        return _np.zeros(shape(x), int64) if not _is_tracer(x) else astype(x, int64) * 0
+    side = "left" if right else "right"
+    inc = _SO.searchsorted(bins, x, side)
+    dec = _E.sub(n, _SO.searchsorted(flip(bins), x, "right" if right else "left"))
+    if not _is_tracer(bins):
+        return inc if bins[-1] >= bins[0] else dec
+    return where(_E.ge(bins[-1], bins[0]), inc, dec)
+
+
+# ---------------------------------------------------------------------------
+# Sets and counting
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+           equal_nan=True, size=None, fill_value=None, sorted=True):
+    """Sorted unique entries (NumPy's options).  The result's shape depends on the
+    values, so under jit/vmap a static ``size`` is needed (axis=None only): the
+    result is cut or padded to ``size`` entries with ``fill_value`` (default: the
+    smallest entry), counts with 0 and indices with 0."""
+    if size is None or not _is_tracer(ar):
+        arr = _value_dependent(ar, "unique", "ar")
+        out = _np.unique(arr, return_index, return_inverse, return_counts, axis,
+                         equal_nan=equal_nan)
+        if size is None:
+            return out
+        if axis is not None:
+            raise NotImplementedError("unique: 'size' is only supported with axis=None")
+        outs = list(out) if isinstance(out, tuple) else [out]
+        size = operator.index(size)
+        vals = outs[0]
+        fill = (vals.min() if vals.size else 0) if fill_value is None else fill_value
+        outs[0] = _np.concatenate([vals, _np.full(builtins.max(size - vals.size, 0), fill,
+                                                  vals.dtype)])[:size]
+        k = 1
+        if return_index:
+            outs[k] = _np.concatenate([outs[k], _np.zeros(builtins.max(size - vals.size, 0),
+                                                          outs[k].dtype)])[:size]
+            k += 1
+        if return_inverse:
+            k += 1
+        if return_counts:
+            outs[k] = _np.concatenate([outs[k], _np.zeros(builtins.max(size - vals.size, 0),
+                                                          outs[k].dtype)])[:size]
+        return tuple(outs) if len(outs) > 1 else outs[0]
+    if axis is not None:
+        raise NotImplementedError("unique: 'size' is only supported with axis=None")
+    size = operator.index(size)
+    flat = ravel(ar)
+    n = shape(flat)[0]
+    perm = _SO.argsort(flat, 0)
+    srt = take(flat, perm)
+    if n == 0:
+        first = _np.zeros(0, bool)
+    else:
+        neq = _E.ne(srt[1:], srt[:-1])
+        if equal_nan and _aval(flat).dtype.kind in "fc":
+            neq = logical_and(neq, logical_not(logical_and(isnan(srt[1:]), isnan(srt[:-1]))))
+        first = concatenate([_np.ones(1, bool), neq])
+    group = _E.sub(cumsum(astype(first, int64)), 1)
+    slot = where(logical_and(first, _E.lt(group, size)), group, size)
+    fill = (min(flat) if n else 0) if fill_value is None else fill_value
+    buf = full((size + 1,), astype(fill, _aval(flat).dtype) if _is_tracer(fill) else
+               _np.asarray(fill, _aval(flat).dtype), _aval(flat).dtype)
+    outs = [_I.scatter(buf, srt, (_I.ARRAY,), (slot,), "set")[:size]]
+    if return_index:
+        outs.append(_I.scatter(_np.zeros(size + 1, int64), perm, (_I.ARRAY,), (slot,),
+                               "set")[:size])
+    if return_inverse:
+        inv = _I.scatter(_np.zeros(n, int64), group, (_I.ARRAY,), (perm,), "set")
+        outs.append(reshape(inv, shape(ar)))
+    if return_counts:
+        grp = where(_E.lt(group, size), group, size)
+        outs.append(_I.scatter(_np.zeros(size + 1, int64), _np.ones(n, int64), (_I.ARRAY,),
+                               (grp,), "add")[:size])
+    return tuple(outs) if len(outs) > 1 else outs[0]
+
+
+def union1d(ar1, ar2):
+    return _np.union1d(_value_dependent(ar1, "union1d", "ar1"),
+                       _value_dependent(ar2, "union1d", "ar2"))
+
+
+def intersect1d(ar1, ar2, assume_unique=False, return_indices=False):
+    return _np.intersect1d(_value_dependent(ar1, "intersect1d", "ar1"),
+                           _value_dependent(ar2, "intersect1d", "ar2"), assume_unique,
+                           return_indices)
+
+
+def setdiff1d(ar1, ar2, assume_unique=False):
+    return _np.setdiff1d(_value_dependent(ar1, "setdiff1d", "ar1"),
+                         _value_dependent(ar2, "setdiff1d", "ar2"), assume_unique)
+
+
+def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
+    """Whether each entry of ``element`` is in ``test_elements``."""
+    element = _in(element, "isin", "element")
+    test = ravel(_in(test_elements, "isin", "test_elements"))
+    if _eager(element, test):
+        return _np.asarray(_np.isin(element, test, invert=invert))
+    hit = any(_E.eq(reshape(element, shape(element) + (1,)), test), -1)
+    return logical_not(hit) if invert else hit
+
+
+def bincount(x, weights=None, minlength=0, *, length=None):
+    """Counts (or summed weights) of each non-negative integer in ``x``.  Under
+    jit/vmap pass a static ``length``; values outside [0, length) are dropped."""
+    x = _in(x, "bincount", "x")
+    if ndim(x) != 1:
+        raise ValueError(f"bincount: argument 'x' must be 1-D, got shape {shape(x)}")
+    if _aval(x).dtype.kind not in "iub":
+        raise TypeError(f"bincount: argument 'x' must contain integers, got "
+                        f"{_aval(x).str_short()}")
+    if weights is not None:
+        weights = _in(weights, "bincount", "weights")
+        if shape(weights) != shape(x):
+            raise ValueError(f"bincount: arguments 'weights' {shape(weights)} and 'x' "
+                             f"{shape(x)} must have the same shape")
+    if length is None:
+        xv = _value_dependent(x, "bincount", "x")
+        if xv.size and xv.min() < 0:
+            raise ValueError("bincount: argument 'x' must not contain negative values")
+        if _eager(x, weights):
+            return _np.bincount(xv, weights, minlength)
+        length = builtins.max(int(xv.max()) + 1 if xv.size else 0, minlength)
+    length = operator.index(length)
+    idx = where(logical_and(_E.ge(x, 0), _E.lt(x, length)), x, length)
+    if weights is None:
+        vals = _np.ones(shape(x), int64)
+        buf = _np.zeros(length + 1, int64)
+    else:
+        vals = astype(weights, _np.result_type(_aval(weights).dtype, float64))
+        buf = _np.zeros(length + 1, _aval(vals).dtype)
+    return _I.scatter(buf, vals, (_I.ARRAY,), (idx,), "add")[:length]

@@ -1,0 +1,309 @@
+"""Statistics: weighted averages, covariance and correlation, quantiles,
+percentiles and medians (also ignoring NaNs)."""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as _np
+
+from ..primitives import elementwise as _E
+from ..primitives import indexing as _I
+from ..primitives import sorting as _SO
+from ._constants import float64, int64, nan
+from ._conversion import _in, _inexact, astype
+from ._elementwise import clip, isnan, logical_not, sqrt, where
+from ._matrices import diagonal, matmul
+from ._reductions import any, mean, sum
+from ._shapes import atleast_2d, broadcast_to, concatenate, ndim, reshape, shape, squeeze, \
+    transpose
+from ._util import _aval, _axes, _eager, _is_tracer
+
+
+# ---------------------------------------------------------------------------
+# Averages, covariance and correlation
+
+
+def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    """Weighted average; with ``returned``, also the sum of the weights."""
+    a = _in(a, "average")
+    nd = ndim(a)
+    axes = _axes(axis, nd, "average")
+    if weights is None:
+        avg = mean(a, axis, keepdims=keepdims)
+        count = math.prod(shape(a)) // builtins.max(math.prod(shape(avg)), 1)
+        scl = _np.asarray(count, _aval(avg).dtype)
+    else:
+        w = _in(weights, "average", "weights")
+        a_dt, w_dt = _aval(a).dtype, _aval(w).dtype
+        if a_dt.kind in "iub":
+            rdt = _np.result_type(a_dt, w_dt, float64)
+        else:
+            rdt = _np.result_type(a_dt, w_dt)
+        if shape(w) != shape(a):
+            if axis is None:
+                raise TypeError("average: argument 'axis' must be given when the shapes of "
+                                f"'a' {shape(a)} and 'weights' {shape(w)} differ")
+            if shape(w) != tuple(shape(a)[i] for i in axes):
+                raise ValueError(f"average: the shape of argument 'weights' {shape(w)} must "
+                                 f"match that of 'a' {shape(a)} along axis {axis}")
+            w = reshape(w, tuple(shape(a)[i] if i in axes else 1 for i in range(nd)))
+        w = astype(w, rdt)
+        scl = sum(broadcast_to(w, shape(a)) if shape(w) != shape(a) else w, axes,
+                  keepdims=keepdims)
+        if _eager(scl) and _np.any(scl == 0.0):
+            raise ZeroDivisionError("average: weights sum to zero, can't be normalized")
+        avg = _E.div(sum(_E.mul(astype(a, rdt), w), axes, keepdims=keepdims), scl)
+    if returned:
+        if shape(scl) != shape(avg):
+            scl = broadcast_to(scl, shape(avg))
+        return avg, scl
+    return avg
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
+        dtype=None):
+    """Covariance matrix of the variables in the rows (or columns) of ``m``."""
+    m = _in(m, "cov", "m")
+    if ndim(m) > 2:
+        raise ValueError(f"cov: argument 'm' has more than 2 dimensions (shape {shape(m)})")
+    if dtype is None:
+        dtype = _np.result_type(_aval(m).dtype, float64) if y is None else _np.result_type(
+            _aval(m).dtype, _aval(_in(y, "cov", "y")).dtype, float64)
+    X = astype(atleast_2d(m), dtype)
+    if not rowvar and shape(X)[0] != 1:
+        X = transpose(X)
+    if shape(X)[0] == 0:
+        return _np.zeros((0, 0), dtype)
+    if y is not None:
+        y = _in(y, "cov", "y")
+        if ndim(y) > 2:
+            raise ValueError(f"cov: argument 'y' has more than 2 dimensions (shape {shape(y)})")
+        Y = astype(atleast_2d(y), dtype)
+        if not rowvar and shape(Y)[0] != 1:
+            Y = transpose(Y)
+        X = concatenate([X, Y], 0)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    n = shape(X)[1]
+    w = None
+    if fweights is not None:
+        fw = _in(fweights, "cov", "fweights")
+        if ndim(fw) > 1 or shape(fw)[0] != n:
+            raise ValueError(f"cov: argument 'fweights' must be 1-D of length {n}, got shape "
+                             f"{shape(fw)}")
+        w = astype(fw, float64)
+    if aweights is not None:
+        aw = _in(aweights, "cov", "aweights")
+        if ndim(aw) > 1 or shape(aw)[0] != n:
+            raise ValueError(f"cov: argument 'aweights' must be 1-D of length {n}, got shape "
+                             f"{shape(aw)}")
+        aw = astype(aw, float64)
+        w = aw if w is None else _E.mul(w, aw)
+    if w is None:
+        avg = mean(X, 1)
+        fact = float(n - ddof)
+    else:
+        avg, w_sum = average(X, 1, w, returned=True)
+        w_sum = w_sum[0]
+        if ddof == 0:
+            fact = w_sum
+        elif aweights is None:
+            fact = _E.sub(w_sum, ddof)
+        else:
+            fact = _E.sub(w_sum, _E.div(_E.mul(ddof, sum(_E.mul(w, aw))), w_sum))
+    if not _is_tracer(fact) and _np.all(_np.asarray(fact) <= 0):
+        fact = 0.0
+    X = _E.sub(X, reshape(avg, (-1, 1)))
+    XT = transpose(X if w is None else _E.mul(X, w))
+    c = _E.div(matmul(X, XT), fact)
+    return squeeze(c)
+
+
+def corrcoef(x, y=None, rowvar=True, dtype=None):
+    """Pearson correlation coefficients."""
+    c = cov(x, y, rowvar, dtype=dtype)
+    if ndim(c) == 0:
+        return _E.div(c, c)
+    d = sqrt(diagonal(c))
+    c = _E.div(_E.div(c, reshape(d, (-1, 1))), reshape(d, (1, -1)))
+    return clip(c, -1, 1)
+
+
+# ---------------------------------------------------------------------------
+# Quantiles
+
+
+_QUANTILE_ALPHA_BETA = {"hazen": (0.5, 0.5), "weibull": (0.0, 0.0),
+                        "median_unbiased": (1 / 3.0, 1 / 3.0),
+                        "normal_unbiased": (3 / 8.0, 3 / 8.0),
+                        "interpolated_inverted_cdf": (0.0, 1.0)}
+_QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint") + tuple(
+    _QUANTILE_ALPHA_BETA)
+
+
+class _NumpyOps:
+    floor, ceil, rint, minimum, maximum, where = (
+        _np.floor, _np.ceil, _np.rint, _np.minimum, _np.maximum, _np.where)
+
+    @staticmethod
+    def astype(x, dt):
+        return _np.asarray(x).astype(dt)
+
+
+class _TracedOps:
+    floor, ceil, rint, minimum, maximum = (
+        staticmethod(_E.floor), staticmethod(_E.ceil), staticmethod(_E.round),
+        staticmethod(_E.minimum), staticmethod(_E.maximum))
+    where = staticmethod(lambda c, x, y: where(c, x, y))
+    astype = staticmethod(lambda x, dt: astype(x, dt))
+
+
+def _gather_last(s, idx):
+    """``s[..., idx]`` entry by entry: ``s`` has shape B + (n,), ``idx`` Q + B."""
+    B = shape(s)[:-1]
+    Q = shape(idx)[:len(shape(idx)) - len(B)]
+    arrays = []
+    for j, bj in enumerate(B):
+        arrays.append(_np.arange(bj).reshape((1,) * len(Q) + tuple(
+            bj if k == j else 1 for k in range(len(B)))))
+    arrays.append(idx)
+    return _I.getitem(s, (_I.ARRAY,) * (len(B) + 1), tuple(arrays))
+
+
+def _quantile(a, q, axis, method, keepdims, fname, nan_aware=False, scale=1):
+    a = _in(a, fname)
+    if method not in _QUANTILE_METHODS and method != "_median":
+        raise ValueError(f"{fname}: method {method!r} is not supported for argument 'method'; "
+                         f"expected one of {', '.join(map(repr, _QUANTILE_METHODS))}")
+    q = _in(q, fname, "q")
+    if not _is_tracer(q):
+        if q.dtype.kind not in "iuf":
+            raise TypeError(f"{fname}: argument 'q' must be real numbers, got {q.dtype}")
+        if not _np.all((q >= 0) & (q <= scale)):
+            raise ValueError(f"{fname}: argument 'q' must be in the range [0, {scale}], got "
+                             f"{q.tolist()}")
+        q = _np.asarray(q, float64) / scale if scale != 1 else _np.asarray(q, float64)
+    else:
+        q = _E.div(astype(q, float64), float(scale)) if scale != 1 else astype(q, float64)
+    av = _aval(a)
+    nd = av.ndim
+    axes = _axes(axis, nd, fname)
+    keep = [i for i in range(nd) if i not in axes]
+    bshape = tuple(av.shape[i] for i in keep)
+    n = math.prod(av.shape[i] for i in axes)
+    if n == 0:
+        raise ValueError(f"{fname}: cannot compute a quantile of an empty axis of argument 'a' "
+                         f"(shape {av.shape})")
+    x = reshape(transpose(a, keep + list(axes)), bshape + (n,))
+    x = _inexact(x)
+    dt = _aval(x).dtype
+    s = _SO.sort(x, len(bshape))
+    qs = shape(q)
+    nb = len(bshape)
+    if nan_aware:
+        count = sum(astype(logical_not(isnan(x)), int64), -1)
+        nm1 = _E.sub(astype(count, float64), 1.0)
+        ops = _TracedOps
+    else:
+        nm1 = float(n - 1)
+        ops = _TracedOps if _is_tracer(q) else _NumpyOps
+    qb = reshape(q, qs + (1,) * nb) if ops is _TracedOps else _np.reshape(q, qs + (1,) * nb)
+    if method in _QUANTILE_ALPHA_BETA:
+        al, be = _QUANTILE_ALPHA_BETA[method]
+        n_ = _E.add(nm1, 1.0) if ops is _TracedOps else nm1 + 1.0
+        vi = n_ * qb + (al + qb * (1 - al - be)) - 1 if ops is _NumpyOps else _E.sub(
+            _E.add(_E.mul(n_, qb), _E.add(al, _E.mul(qb, 1 - al - be))), 1.0)
+    else:
+        vi = _E.mul(qb, nm1) if ops is _TracedOps else qb * nm1
+    upper = ops.maximum(nm1, 0.0)
+    gamma = None
+    if method == "lower":
+        lo = ops.floor(vi)
+    elif method == "higher":
+        lo = ops.ceil(vi)
+    elif method == "nearest":
+        lo = ops.rint(vi)
+    else:
+        lo = ops.floor(vi)
+        hi = ops.minimum(ops.maximum(lo + 1 if ops is _NumpyOps else _E.add(lo, 1.0), 0.0),
+                         upper)
+        if method == "_median":
+            hi = ops.minimum(ops.ceil(vi), upper)
+        elif method == "midpoint":
+            g = vi - lo if ops is _NumpyOps else _E.sub(vi, lo)
+            gamma = ops.where(g == 0 if ops is _NumpyOps else _E.eq(g, 0.0), 0.0, 0.5)
+        else:
+            gamma = vi - lo if ops is _NumpyOps else _E.sub(vi, lo)
+    lo = ops.minimum(ops.maximum(lo, 0.0), upper)
+    full = qs + bshape
+
+    def gather(i):
+        i = ops.astype(i, int64)
+        if shape(i) != full:
+            i = broadcast_to(i, full) if _is_tracer(i) else _np.broadcast_to(i, full)
+        return _gather_last(s, i)
+
+    res = gather(lo)
+    if method == "_median":
+        res = _E.mul(_E.add(res, gather(hi)), 0.5)
+    elif gamma is not None:
+        b = gather(hi)
+        d = _E.sub(b, res)
+        t = astype(gamma, dt) if _is_tracer(gamma) else _np.asarray(gamma).astype(dt)
+        res = where(_E.ge(t, 0.5), _E.sub(b, _E.mul(d, _E.sub(1.0, t))), _E.add(res, _E.mul(d, t)))
+    if nan_aware:
+        res = where(_E.eq(count, 0), nan, res)
+    else:
+        res = where(any(isnan(x), -1), nan, res)
+    if keepdims:
+        res = reshape(res, qs + tuple(1 if i in axes else d_ for i, d_ in enumerate(av.shape)))
+    return res
+
+
+def _check_quantile_args(fname, out, weights):
+    if out is not None:
+        raise TypeError(f"{fname}: the 'out' argument is not supported; use the returned value")
+    if weights is not None:
+        raise NotImplementedError(f"{fname}: the 'weights' argument is not supported")
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, *, weights=None, interpolation=None):
+    """q-th quantiles along ``axis`` (sort-based; differentiable in ``a``)."""
+    _check_quantile_args("quantile", out, weights)
+    return _quantile(a, q, axis, interpolation or method, keepdims, "quantile")
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, weights=None, interpolation=None):
+    """q-th percentiles (q in [0, 100]) along ``axis``."""
+    _check_quantile_args("percentile", out, weights)
+    return _quantile(a, q, axis, interpolation or method, keepdims, "percentile", scale=100)
+
+
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """Median along ``axis`` (NaN where a slice has a NaN)."""
+    _check_quantile_args("median", out, None)
+    return _quantile(a, 0.5, axis, "_median", keepdims, "median")
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, *, weights=None, interpolation=None):
+    """Quantiles ignoring NaNs."""
+    _check_quantile_args("nanquantile", out, weights)
+    return _quantile(a, q, axis, interpolation or method, keepdims, "nanquantile", True)
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, *, weights=None, interpolation=None):
+    """Percentiles ignoring NaNs."""
+    _check_quantile_args("nanpercentile", out, weights)
+    return _quantile(a, q, axis, interpolation or method, keepdims, "nanpercentile", True,
+                     scale=100)
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """Median ignoring NaNs."""
+    _check_quantile_args("nanmedian", out, None)
+    return _quantile(a, 0.5, axis, "_median", keepdims, "nanmedian", True)

@@ -1,0 +1,95 @@
+"""Private helpers shared by the ``tangentia.numpy`` modules.
+
+They look only at abstract values (shapes and dtypes) and at whether a value
+is traced, so every other module of the package can use them.
+"""
+from __future__ import annotations
+
+import builtins
+import operator
+
+import numpy as _np
+
+from .. import core as _core
+from ..core import Tracer as _Tracer
+
+_current_trace = _core.current_trace
+_EVAL = _core.EVAL_TRACE
+
+
+def _aval(x):
+    return _core.get_aval(x)
+
+
+def _is_tracer(x):
+    return isinstance(x, _Tracer)
+
+
+def _eager(*arrays):
+    """True outside every transformation, with no traced argument."""
+    return _current_trace() is _EVAL and not builtins.any(_is_tracer(a) for a in arrays)
+
+
+def _flat_seq(a):
+    for x in a:
+        if isinstance(x, (list, tuple)):
+            yield from _flat_seq(x)
+        else:
+            yield x
+
+
+def _concrete(x, fname, argname):
+    if _is_tracer(x):
+        try:
+            return x.concrete_value(fname)
+        except _core.ConcretizationTypeError as err:
+            raise _core.ConcretizationTypeError(
+                f"{fname}: argument '{argname}' must be concrete (it determines a shape), "
+                f"but it is traced. {err}") from None
+    return x
+
+
+def _value_dependent(a, fname, argname):
+    if _is_tracer(a):
+        try:
+            return _np.asarray(a.concrete_value(fname))
+        except _core.ConcretizationTypeError:
+            raise _core.ConcretizationTypeError(
+                f"{fname}: the shape of the result depends on the values of argument "
+                f"'{argname}', which is traced (under jit or vmap), so it cannot be computed "
+                f"there. Call {fname} outside the transformed function"
+                + (", or pass a static size=..." if fname in ("unique",) else "")
+                + ".") from None
+    return _core.as_array(a, f"{fname}: argument '{argname}'")
+
+
+def _is_int_scalar(x):
+    return isinstance(x, (int, _np.integer)) and not isinstance(x, (bool, _np.bool_))
+
+
+def _axes(axis, nd, fname):
+    if axis is None:
+        return tuple(range(nd))
+    if isinstance(axis, (int, _np.integer)):
+        axis = (int(axis),)
+    out = []
+    for a in axis:
+        a = int(a)
+        if not -nd <= a < nd:
+            raise ValueError(f"{fname}: axis {a} is out of bounds for an array of rank {nd}")
+        out.append(a % nd if nd else a)
+    return tuple(sorted(set(out)))
+
+
+def _axis(axis, a, fname, argname="a"):
+    """One axis of ``a``, normalized, with an error naming the function."""
+    nd = _aval(a).ndim
+    try:
+        ax = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{fname}: argument 'axis' must be an integer or None, got "
+                        f"{axis!r}") from None
+    if not -nd <= ax < nd:
+        raise ValueError(f"{fname}: axis {ax} is out of bounds for argument '{argname}' of "
+                         f"shape {_aval(a).shape} (rank {nd})")
+    return ax % nd
