@@ -434,7 +434,12 @@ def test_while_loop_vmap_batched_predicate_freezes_finished_elements():
     np.testing.assert_array_equal(t, 2.0 ** n)
     # unbatched predicate (only the carry's float part batched)
     calls["n"] = 0
-    out = tg.vmap(lambda x: lax.while_loop(lambda c: c[0] < 4, body, (0, x))[1])(xs)
+
+    def body2(c):  # a fresh function: traced bodies are memoized per function and types
+        calls["n"] += 1
+        return c[0] + 1, c[1] * 2.0 + 0.5
+
+    out = tg.vmap(lambda x: lax.while_loop(lambda c: c[0] < 4, body2, (0, x))[1])(xs)
     assert calls["n"] == 1
     want = []
     for x in xs:
@@ -1036,11 +1041,21 @@ def test_scan_transpose_is_one_reverse_scan():
 def test_bodies_traced_once_not_per_iteration():
     calls = {"scan": 0, "wcond": 0, "wbody": 0, "fori": 0, "true": 0, "false": 0}
 
-    def body(c, x):
-        calls["scan"] += 1
-        return c * tnp.sin(x) + 0.1, c + x
+    def make_body():
+        # A new function object each time: traced bodies are memoized per
+        # function and argument types (as in JAX), so each run counts afresh.
+        def body(c, x):
+            calls["scan"] += 1
+            return c * tnp.sin(x) + 0.1, c + x
+        return body
 
     xs = np.linspace(0.0, 1.0, 200)
+    body = make_body()
+    lax.scan(body, 1.0, xs)
+    calls["scan"] = 0
+    lax.scan(body, 2.0, xs)  # same function and types: the traced body is reused
+    assert calls["scan"] == 0
+    body = make_body()
     loss = lambda c: tnp.sum(lax.scan(body, c, xs)[1]) + lax.scan(body, c, xs)[0]  # noqa: E731
     for name, run in [
             ("eager", lambda: lax.scan(body, 1.0, xs)),
@@ -1051,61 +1066,72 @@ def test_bodies_traced_once_not_per_iteration():
             ("vmap(grad)", lambda: tg.vmap(tg.grad(lambda c: lax.scan(body, c, xs)[0]))(
                 np.ones(3))),
             ("grad(grad)", lambda: tg.grad(tg.grad(lambda c: lax.scan(body, c, xs)[0]))(1.0))]:
+        body = make_body()
         calls["scan"] = 0
         run()
         assert calls["scan"] == 1, (name, calls["scan"])
+    body = make_body()
     calls["scan"] = 0
     tg.grad(loss)(1.0)
-    assert calls["scan"] == 2  # two scans in the function, each traced once
+    assert calls["scan"] == 1  # two scans of one function and signature: traced once
     # jit caches: a second call does not retrace
+    body = make_body()
     f = tg.jit(tg.grad(lambda c: lax.scan(body, c, xs)[0]))
     calls["scan"] = 0
     f(1.0)
     f(2.0)
     assert calls["scan"] == 1
 
-    def wcond(c):
-        calls["wcond"] += 1
-        return c[0] < 100
+    def make_while():
+        def wcond(c):
+            calls["wcond"] += 1
+            return c[0] < 100
 
-    def wbody(c):
-        calls["wbody"] += 1
-        return c[0] + 1, c[1] * 1.01
+        def wbody(c):
+            calls["wbody"] += 1
+            return c[0] + 1, c[1] * 1.01
+        return wcond, wbody
 
-    for run in (lambda: lax.while_loop(wcond, wbody, (0, 1.0)),
-                lambda: tg.jvp(lambda x: lax.while_loop(wcond, wbody, (0, x))[1], (1.0,), (1.0,)),
-                lambda: tg.vmap(lambda n: lax.while_loop(
+    for run in (lambda wcond, wbody: lax.while_loop(wcond, wbody, (0, 1.0)),
+                lambda wcond, wbody: tg.jvp(lambda x: lax.while_loop(wcond, wbody, (0, x))[1],
+                                            (1.0,), (1.0,)),
+                lambda wcond, wbody: tg.vmap(lambda n: lax.while_loop(
                     lambda c: wcond(c) & (c[0] < n), wbody, (0, 1.0)))(np.array([3, 50]))):
         calls["wcond"] = calls["wbody"] = 0
-        run()
+        run(*make_while())
         assert calls["wcond"] == 1 and calls["wbody"] == 1, calls
 
-    def fbody(i, c):
-        calls["fori"] += 1
-        return c + i
+    def make_fbody():
+        def fbody(i, c):
+            calls["fori"] += 1
+            return c + i
+        return fbody
 
-    for run in (lambda: lax.fori_loop(0, 500, fbody, 0.0),
-                lambda: lax.fori_loop(0, np.array(500), fbody, 0.0),
-                lambda: tg.grad(lambda x: lax.fori_loop(0, 500, fbody, x))(0.0)):
+    for run in (lambda fbody: lax.fori_loop(0, 500, fbody, 0.0),
+                lambda fbody: lax.fori_loop(0, np.array(500), fbody, 0.0),
+                lambda fbody: tg.grad(lambda x: lax.fori_loop(0, 500, fbody, x))(0.0)):
         calls["fori"] = 0
-        run()
+        run(make_fbody())
         assert calls["fori"] == 1
 
-    def t(x):
-        calls["true"] += 1
-        return tnp.sin(x)
+    def make_branches():
+        def t(x):
+            calls["true"] += 1
+            return tnp.sin(x)
 
-    def fl(x):
-        calls["false"] += 1
-        return tnp.cos(x)
+        def fl(x):
+            calls["false"] += 1
+            return tnp.cos(x)
+        return t, fl
 
-    for run in (lambda: lax.cond(True, t, fl, 1.0),
-                lambda: tg.grad(lambda x: lax.cond(x > 0, t, fl, x))(1.0),
-                lambda: tg.vmap(lambda x: lax.cond(x > 0, t, fl, x))(np.array([-1.0, 1.0]))):
+    for run in (lambda t, fl: lax.cond(True, t, fl, 1.0),
+                lambda t, fl: tg.grad(lambda x: lax.cond(x > 0, t, fl, x))(1.0),
+                lambda t, fl: tg.vmap(lambda x: lax.cond(x > 0, t, fl, x))(np.array([-1.0, 1.0]))):
         calls["true"] = calls["false"] = 0
-        run()
+        run(*make_branches())
         assert calls["true"] == 1 and calls["false"] == 1, calls
 
+    body = make_body()
     calls["scan"] = 0
     lax.map(lambda x: body(x, x)[0], xs)
     assert calls["scan"] == 1

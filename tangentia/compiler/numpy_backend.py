@@ -120,7 +120,7 @@ def _generate(jaxpr):
     lines = [f"def compiled({params}):"]
     owned = set()  # variables holding arrays this program allocated (never views)
     for i, eqn in enumerate(eqns):
-        fname = f"f{i}"
+        fname = f"{''.join(c if c.isalnum() else '_' for c in eqn.prim.name)}_{i}"
         ns[fname] = _lowering(eqn)
         args = ", ".join(name(a) for a in eqn.inputs)
         if _ufunc(eqn.prim) is not None and not eqn.params:

@@ -3,6 +3,8 @@ while_loop, fori_loop and map.  Bodies are traced once to programs."""
 from __future__ import annotations
 
 import builtins
+import threading
+import weakref
 
 import numpy as np
 
@@ -38,6 +40,39 @@ def _trace_fun(fun, in_tree, in_avals, what):
 
     jaxpr, consts = pe.trace_to_jaxpr(flat, in_avals, name=_fun_name(fun), label=what)
     return pe.convert_constvars_to_invars(jaxpr), consts, store["tree"]
+
+
+_TRACE_CACHE = weakref.WeakKeyDictionary()  # user function -> {key: traced program}
+_TRACE_LOCK = threading.Lock()
+
+
+def _cached_trace(owner, key, trace):
+    """``trace()``, memoized on the user's function ``owner`` (weakly) and ``key``.
+
+    As JAX does, a loop or branch body is traced once per function and
+    argument types, so eager loops reuse one compiled program.  Results whose
+    constants include tracers (values of an enclosing transformation) are
+    not kept.
+    """
+    try:
+        with _TRACE_LOCK:
+            per_fun = _TRACE_CACHE.setdefault(owner, {})
+            hit = per_fun.get(key)
+    except TypeError:  # not weakly referenceable, or an unhashable key
+        return trace()
+    if hit is not None:
+        return hit
+    result = trace()
+    if not any(isinstance(c, core.Tracer) for c in result[1]):
+        with _TRACE_LOCK:
+            result = per_fun.setdefault(key, result)
+    return result
+
+
+def _trace_cached(fun, in_tree, in_avals, what):
+    """``_trace_fun`` memoized on ``fun``."""
+    return _cached_trace(fun, (what, in_tree, tuple(in_avals)),
+                         lambda: _trace_fun(fun, in_tree, in_avals, what))
 
 
 def _strong(aval):
@@ -102,7 +137,7 @@ def cond(pred, true_fun, false_fun, *operands, operand=None):
 def _cond(index, branches, operands, api):
     leaves, in_tree = tree_flatten(tuple(operands))
     avals = _avals_of(leaves)
-    traced = [_trace_fun(b, in_tree, avals, f"{api} branch {i}") for i, b in enumerate(branches)]
+    traced = [_trace_cached(b, in_tree, avals, f"{api} branch {i}") for i, b in enumerate(branches)]
     jaxprs, consts, trees = zip(*traced)
     names = ["false_fun", "true_fun"] if api == "cond" else [f"branch {i}"
                                                               for i in range(len(branches))]
@@ -136,15 +171,24 @@ def _cond(index, branches, operands, api):
 
 def while_loop(cond_fun, body_fun, init_val):
     """``while cond_fun(val): val = body_fun(val)``, staged; returns ``val``."""
+    return _while_loop(cond_fun, body_fun, init_val, cond_fun, body_fun)
+
+
+def _while_loop(cond_fun, body_fun, init_val, cond_owner, body_owner):
     leaves, tree = tree_flatten(init_val)
     avals = _avals_of(leaves)
     in_tree = tree_flatten((init_val,))[1]
-    cj, cconsts, ctree = _trace_fun(cond_fun, in_tree, avals, "while_loop cond_fun")
+
+    def cached(owner, fun, what):
+        return _cached_trace(owner, (what, in_tree, tuple(avals)),
+                             lambda: _trace_fun(fun, in_tree, avals, what))
+
+    cj, cconsts, ctree = cached(cond_owner, cond_fun, "while_loop cond_fun")
     outs = [v.aval for v in cj.outvars]
     if len(outs) != 1 or outs[0].shape != () or outs[0].dtype.kind != "b":
         raise TypeError(f"while_loop: cond_fun must return a scalar boolean, got "
                         f"{_types_str(ctree, outs)}")
-    bj, bconsts, btree = _trace_fun(body_fun, in_tree, avals, "while_loop body_fun")
+    bj, bconsts, btree = cached(body_owner, body_fun, "while_loop body_fun")
     _check_carry("while_loop", "body_fun", tree, avals, btree, [v.aval for v in bj.outvars])
     leaves = [_cast(x, a) for x, a in zip(leaves, avals)]
     out = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cj, body_jaxpr=bj,
@@ -185,12 +229,9 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
             i, val = carry
             return (i + 1, body_fun(i, val)), None
 
-        (_, val), _ = scan(step, (np.int64(lower), init_val), None,
-                           length=builtins.max(upper - lower, 0))
+        (_, val), _ = _scan(step, (np.int64(lower), init_val), None,
+                            builtins.max(upper - lower, 0), False, 1, (body_fun, "fori_loop"))
         return val
-
-    def cond_fun(c):
-        return E.lt(c[0], c[1])
 
     def body(c):
         i, u, val = c
@@ -198,7 +239,12 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
 
     lower = S.convert_element_type(lower, np.int64)
     upper = S.convert_element_type(upper, np.int64)
-    return while_loop(cond_fun, body, (lower, upper, init_val))[2]
+    return _while_loop(_fori_cond, body, (lower, upper, init_val), _fori_cond,
+                       body_fun)[2]
+
+
+def _fori_cond(c):
+    return E.lt(c[0], c[1])
 
 
 # ---------------------------------------------------------------------------
@@ -208,6 +254,11 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
     """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns
     ``(carry, stacked ys)``."""
+    return _scan(f, init, xs, length, reverse, unroll, (f, "scan"))
+
+
+def _scan(f, init, xs, length, reverse, unroll, owner):
+    """``scan``; the traced body is memoized on ``owner = (function, tag)``."""
     if not callable(f):
         raise TypeError(f"scan: f must be callable, got {type(f).__name__}")
     x_leaves, x_tree = tree_flatten(xs)
@@ -247,7 +298,14 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
         store["carry_tree"] = nc_tree
         return list(nc) + list(y_leaves)
 
-    jaxpr, consts, _ = _trace_fun(lambda c, x: body(c, x), in_tree, c_avals + x_avals, "scan body")
+    in_avals = c_avals + x_avals
+
+    def trace():
+        jaxpr, consts, _ = _trace_fun(body, in_tree, in_avals, "scan body")
+        return jaxpr, consts, dict(store)
+
+    jaxpr, consts, info = _cached_trace(owner[0], (owner[1], in_tree, tuple(in_avals)), trace)
+    store.update(info)
     n_c = len(c_leaves)
     out_avals = [v.aval for v in jaxpr.outvars]
     n_out_c = store["carry_tree"].num_leaves
