@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
+import weakref
 
 import numpy as np
 
@@ -658,6 +660,24 @@ def _stage(fun, statics, in_tree, avals, label, arg_names=None):
     return jaxpr, consts, store["out_tree"]
 
 
+_ndarray = np.ndarray
+_current_trace = core.current_trace
+_EVAL_TRACE = core.EVAL_TRACE
+_SCALAR_KEY = {float: "float", int: "int", bool: "bool", complex: "complex"}
+_FUNCTION_CACHES = weakref.WeakKeyDictionary()  # fun -> {options: (cache, fast_cache)}
+_FUNCTION_CACHES_LOCK = threading.Lock()
+
+
+def _function_caches(fun, options):
+    """The (cache, fast_cache) pair of ``fun`` jitted with ``options``."""
+    try:
+        with _FUNCTION_CACHES_LOCK:
+            per_fun = _FUNCTION_CACHES.setdefault(fun, {})
+            return per_fun.setdefault(options, ({}, {}))
+    except TypeError:  # not weakly referenceable (e.g. some builtins): a cache per jit object
+        return {}, {}
+
+
 class _Jitted:
     """A function compiled on first call for each abstract signature."""
 
@@ -689,8 +709,10 @@ class _Jitted:
                 nums.add(pos_names.index(n))
         self.static_argnums = tuple(sorted(nums))
         self.static_argnames = frozenset(names)
-        self.cache = {}
-        self.fast_cache = {}  # (shape, dtype) of ndarray args -> (compiled, consts, out_tree)
+        # The caches belong to the function (weakly), as in JAX: jit(f)(x) written
+        # inline traces f once per signature, not once per jit object.
+        self.cache, self.fast_cache = _function_caches(
+            fun, (self.static_argnums, self.static_argnames, backend))
         self.name = _fun_name(fun)
         functools.update_wrapper(self, fun, updated=())
 
@@ -714,17 +736,22 @@ class _Jitted:
         return pe.convert_constvars_to_invars(jaxpr), consts, out_tree
 
     def __call__(self, *args, **kwargs):
-        # Fast path: positional ndarray arguments only, called eagerly, with a
-        # program already compiled for their shapes and dtypes.
+        # Fast path: positional ndarray / Python scalar arguments only, called
+        # eagerly, with a program already compiled for their types.
         if not kwargs:
-            fast_key = tuple([(a.shape, a.dtype) if type(a) is np.ndarray else None
-                              for a in args])
+            try:
+                fast_key = tuple([(a.shape, a.dtype) if type(a) is _ndarray else _SCALAR_KEY[type(a)]
+                                  for a in args])
+            except KeyError:
+                fast_key = None
             entry = self.fast_cache.get(fast_key)
-            if entry is not None and core.current_trace() is core.EVAL_TRACE:
+            if entry is not None and _current_trace() is _EVAL_TRACE:
                 fn, consts, out_tree = entry
-                outs = [o if type(o) is np.ndarray else np.asarray(o)
-                        for o in fn(*consts, *args)]
-                return outs[0] if out_tree is _LEAF_TREE else tree_unflatten(out_tree, outs)
+                outs = fn(*consts, *args)
+                if out_tree is _LEAF_TREE:
+                    o = outs[0]
+                    return o if type(o) is _ndarray else np.asarray(o)
+                return tree_unflatten(out_tree, _arrays(outs))
         statics, leaves, in_tree, avals = self._signature(args, kwargs)
         key = (statics, in_tree, avals)
         entry = self.cache.get(key)
@@ -736,8 +763,10 @@ class _Jitted:
             entry = (jaxpr, consts, out_tree)
             if not any(isinstance(c, Tracer) for c in consts):
                 self.cache[key] = entry
-                if not kwargs and not statics and all(type(a) is np.ndarray for a in args):
-                    self.fast_cache[tuple((a.shape, a.dtype) for a in args)] = (
+                if not kwargs and not statics and all(
+                        type(a) is np.ndarray or type(a) in _SCALAR_KEY for a in args):
+                    self.fast_cache[tuple((a.shape, a.dtype) if type(a) is np.ndarray
+                                          else _SCALAR_KEY[type(a)] for a in args)] = (
                         get_backend(self.backend).compile(jaxpr), consts, out_tree)
         jaxpr, consts, out_tree = entry
         outs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=self.name, backend=self.backend)
