@@ -96,6 +96,7 @@ def compile_jaxpr(jaxpr, backend=None):
 # the default backend (so eager loops run compiled bodies, as JAX's do).
 
 _EQN_CACHE = {}
+_EQN_CACHE_MAX = 4096  # distinct (primitive, types, params); cleared when full
 _EQN_LOCK = threading.Lock()
 
 
@@ -124,6 +125,8 @@ def run_equation(prim, args, params):
         fn = backend.compile(jaxpr)
         if key is not None:
             with _EQN_LOCK:
+                if len(_EQN_CACHE) >= _EQN_CACHE_MAX:
+                    _EQN_CACHE.clear()
                 fn = _EQN_CACHE.setdefault(key, fn)
     outs = fn(*args)
     return outs if prim.multiple_results else outs[0]
