@@ -783,3 +783,308 @@ def _build_einsum(prim, ins, outs, subscripts):
     _close(src, n_out)
     src("return out")
     return _compile(src.text(), "einsum")
+
+
+# ---------------------------------------------------------------------------
+# Linear algebra: a per-matrix njit core, looped over the leading batch axes
+
+
+def _batched(name, core_fn, ins, outs, core_nd, out_core_nd, **glb):
+    """A kernel applying ``core_fn`` (single matrices -> one array or a tuple)
+    over the common leading batch axes of the inputs.
+
+    ``core_nd[i]`` is the number of trailing (matrix) axes of input ``i``,
+    ``out_core_nd[j]`` that of output ``j``.
+    """
+    batch = tuple(ins[0].shape[:ins[0].ndim - core_nd[0]])
+    nb = len(batch)
+    lead = [f"i{d}" for d in range(nb)]
+
+    def part(var, nd_core):
+        return var + (_idx(lead + [":"] * nd_core) if nb else "")
+
+    args = [f"x{j}" for j in range(len(ins))]
+    src = _Src()
+    src(f"def {name}({', '.join(args)}):")
+    src.indent()
+    multi = len(outs) > 1
+    res = "r" if not multi else ", ".join(f"r{j}" for j in range(len(outs)))
+    call = f"_core({', '.join(part(a, k) for a, k in zip(args, core_nd))})"
+    if not nb:
+        src(f"{res} = {call}")
+        for j, o in enumerate(outs):
+            r = f"r{j}" if multi else "r"
+            src(f"o{j} = np.empty({tuple(o.shape)}, {_np_type(o.dtype)})")
+            src(f"o{j}[{', '.join([':'] * o.ndim) if o.ndim else '()'}] = {r}")
+    else:
+        for j, o in enumerate(outs):
+            src(f"o{j} = np.empty({tuple(o.shape)}, {_np_type(o.dtype)})")
+        loops = _loops(src, batch)
+        src(f"{res} = {call}")
+        for j, k in enumerate(out_core_nd):
+            r = f"r{j}" if multi else "r"
+            src(f"o{j}{_idx(lead + [':'] * k)} = {r}")
+        _close(src, loops)
+    src("return " + (", ".join(f"o{j}" for j in range(len(outs))) + ("," if multi else "")
+                     if multi else "o0"))
+    return _compile(src.text(), name, _core=core_fn, **glb)
+
+
+def _linalg_ok(ins, outs, float_args=None):
+    """float32/float64 matrices, nothing empty."""
+    float_args = range(len(ins)) if float_args is None else float_args
+    if any(a.size == 0 for a in ins) or any(o.size == 0 for o in outs):
+        return False
+    return _is_float(*[ins[i].dtype for i in float_args])
+
+
+def _unary_linalg(prim, fn, n_out_core):
+    @_register(prim)
+    def build(prim, ins, outs, **params):
+        if not _linalg_ok(ins, outs) or any(o.dtype != ins[0].dtype for o in outs):
+            return None
+        return _batched(prim.name, fn(**params), ins, outs, (2,), n_out_core)
+    return build
+
+
+@numba.njit
+def _inv(a):
+    return np.linalg.inv(np.ascontiguousarray(a))
+
+
+@numba.njit
+def _det(a):
+    return np.linalg.det(np.ascontiguousarray(a))
+
+
+@numba.njit
+def _slogdet(a):
+    return np.linalg.slogdet(np.ascontiguousarray(a))
+
+
+@numba.njit
+def _cholesky(a):
+    return np.linalg.cholesky(np.ascontiguousarray(a))
+
+
+@numba.njit
+def _qr(a):
+    return np.linalg.qr(np.ascontiguousarray(a))
+
+
+@numba.njit
+def _svd_full(a):
+    return np.linalg.svd(np.ascontiguousarray(a), True)
+
+
+@numba.njit
+def _svd_reduced(a):
+    return np.linalg.svd(np.ascontiguousarray(a), False)
+
+
+@numba.njit
+def _svd_values(a):
+    return np.linalg.svd(np.ascontiguousarray(a), False)[1]
+
+
+_unary_linalg(_L.inv_p, lambda: _inv, (2,))
+_unary_linalg(_L.det_p, lambda: _det, (0,))
+_unary_linalg(_L.slogdet_p, lambda: _slogdet, (0, 0))
+_unary_linalg(_L.cholesky_p, lambda: _cholesky, (2,))
+
+
+@_register(_L.qr_p)
+def _build_qr(prim, ins, outs, full_matrices):
+    m, n = ins[0].shape[-2:]
+    if full_matrices and m > n:  # numba has the reduced QR only
+        return None
+    if not _linalg_ok(ins, outs):
+        return None
+    return _batched("qr", _qr, ins, outs, (2,), (2, 2))
+
+
+@_register(_L.svd_p)
+def _build_svd(prim, ins, outs, full_matrices, compute_uv):
+    if not _linalg_ok(ins, outs):
+        return None
+    if not compute_uv:
+        return _batched("svd", _svd_values, ins, outs, (2,), (1,))
+    return _batched("svd", _svd_full if full_matrices else _svd_reduced, ins, outs,
+                    (2,), (2, 1, 2))
+
+
+@_register(_L.solve_p)
+def _build_solve(prim, ins, outs):
+    a, b = ins
+    if not _linalg_ok(ins, outs) or not a.dtype == b.dtype == outs[0].dtype:
+        return None
+    return _batched("solve", _solve, ins, outs, (2, 2), (2,))
+
+
+@numba.njit
+def _solve(a, b):
+    return np.linalg.solve(np.ascontiguousarray(a), np.ascontiguousarray(b))
+
+
+# -- LU (LAPACK getrf, the routine scipy.linalg.lu_factor calls) and solves
+
+
+def _lapack(routine, dtype):
+    """numba's binding of a LAPACK routine (SciPy's LAPACK, as scipy.linalg
+    uses) and its type character.  ``numba.np.linalg._LAPACK`` is internal to
+    numba; it is what numba's own ``np.linalg`` functions call."""
+    from numba.np.linalg import _LAPACK
+    fn = getattr(_LAPACK(), routine)(numba.from_dtype(np.dtype(dtype)))
+    return fn, ord("d" if np.dtype(dtype) == np.float64 else "s")
+
+
+def _eigh_core(dtype, lower, vectors):
+    """``?syevd`` reading the ``lower`` (or upper) triangle, as np.linalg.eigh."""
+    evd, kind = _lapack("numba_ez_xxxevd", dtype)
+    uplo = ord("L" if lower else "U")
+    jobz = ord("V" if vectors else "N")
+    w_dtype = np.dtype(dtype)
+
+    @numba.njit
+    def eigh(a):
+        n = a.shape[0]
+        acpy = a.T.copy().T  # a Fortran-ordered copy for LAPACK to overwrite
+        w = np.empty(n, w_dtype)
+        if evd(kind, jobz, uplo, n, acpy.ctypes, n, w.ctypes) != 0:
+            raise np.linalg.LinAlgError("eigh: the eigenvalue algorithm did not converge")
+        return w, acpy
+    return eigh
+
+
+@_register(_L.eigh_p, _L.eigvalsh_p)
+def _build_eigh(prim, ins, outs, lower):
+    if not _linalg_ok(ins, outs) or any(o.dtype != ins[0].dtype for o in outs):
+        return None
+    core = _eigh_core(ins[0].dtype, lower, prim is _L.eigh_p)
+    if prim is _L.eigh_p:
+        return _batched("eigh", core, ins, outs, (2,), (1, 2))
+
+    @numba.njit
+    def eigvalsh(a):
+        return core(a)[0]
+    return _batched("eigvalsh", eigvalsh, ins, outs, (2,), (1,))
+
+
+def _lu_core(dtype):
+    getrf, kind = _lapack("numba_xxgetrf", dtype)
+
+    @numba.njit
+    def lu(a):
+        m, n = a.shape
+        acpy = a.T.copy().T  # a Fortran-ordered copy for LAPACK to overwrite
+        k = min(m, n)
+        ipiv = np.empty(k, np.int32)
+        getrf(kind, m, n, acpy.ctypes, m, ipiv.ctypes)  # info > 0 (singular) is not an error
+        piv = ipiv - np.int32(1)
+        perm = np.arange(m).astype(np.int32)
+        for i in range(k):
+            j = piv[i]
+            t = perm[i]
+            perm[i] = perm[j]
+            perm[j] = t
+        return np.ascontiguousarray(acpy), piv, perm
+    return lu
+
+
+@_register(_L.lu_p)
+def _build_lu(prim, ins, outs):
+    if not _linalg_ok(ins, outs, float_args=(0,)) or outs[0].dtype != ins[0].dtype:
+        return None
+    return _batched("lu", _lu_core(ins[0].dtype), ins, outs, (2,), (2, 1, 1))
+
+
+@numba.njit
+def _tri_solve_inplace(a, x, lower, trans, unit):
+    """Overwrite ``x`` (n, k) with the solution of ``op(a) x = x``, where only
+    the ``lower`` (or upper) triangle of ``a`` is read and ``op`` transposes if
+    ``trans``."""
+    n, k = x.shape
+    forward = lower != trans  # op(a) is lower triangular
+    for c in range(k):
+        for step in range(n):
+            i = step if forward else n - 1 - step
+            s = x[i, c]
+            if forward:
+                for j in range(i):
+                    s -= (a[j, i] if trans else a[i, j]) * x[j, c]
+            else:
+                for j in range(i + 1, n):
+                    s -= (a[j, i] if trans else a[i, j]) * x[j, c]
+            x[i, c] = s if unit else s / a[i, i]
+
+
+@_register(_L.triangular_solve_p)
+def _build_triangular_solve(prim, ins, outs, lower, trans, unit_diagonal):
+    if not _linalg_ok(ins, outs):
+        return None
+    out_dtype = np.dtype(outs[0].dtype)
+
+    @numba.njit
+    def tri(a, b):
+        x = b.astype(out_dtype)
+        _tri_solve_inplace(a, x, lower, trans != 0, unit_diagonal)
+        return x
+    return _batched("triangular_solve", tri, ins, outs, (2, 2), (2,))
+
+
+@_register(_L.lu_solve_p)
+def _build_lu_solve(prim, ins, outs, trans):
+    lu_a, piv, b = ins
+    if not _linalg_ok(ins, outs, float_args=(0, 2)) or piv.dtype.kind not in "iu":
+        return None
+    out_dtype = np.dtype(outs[0].dtype)
+    transposed = trans != 0
+
+    @numba.njit
+    def lu_solve(lu, piv, b):
+        x = b.astype(out_dtype)
+        if not transposed:
+            for i in range(piv.shape[0]):
+                j = piv[i]
+                if j != i:
+                    for c in range(x.shape[1]):
+                        t = x[i, c]
+                        x[i, c] = x[j, c]
+                        x[j, c] = t
+            _tri_solve_inplace(lu, x, True, False, True)
+            _tri_solve_inplace(lu, x, False, False, False)
+        else:
+            _tri_solve_inplace(lu, x, False, True, False)
+            _tri_solve_inplace(lu, x, True, True, True)
+            for i in range(piv.shape[0] - 1, -1, -1):
+                j = piv[i]
+                if j != i:
+                    for c in range(x.shape[1]):
+                        t = x[i, c]
+                        x[i, c] = x[j, c]
+                        x[j, c] = t
+        return x
+    return _batched("lu_solve", lu_solve, ins, outs, (2, 1, 2), (2,))
+
+
+@_register(_L.lu_pivots_to_permutation_p)
+def _build_pivots_to_permutation(prim, ins, outs, permutation_size, inverse):
+    piv = ins[0]
+    if piv.dtype.kind not in "iu":
+        return None
+
+    @numba.njit
+    def p2p(piv):
+        perm = np.arange(permutation_size).astype(np.int32)
+        for i in range(piv.shape[0]):
+            j = piv[i]
+            t = perm[i]
+            perm[i] = perm[j]
+            perm[j] = t
+        if not inverse:
+            return perm
+        inv = np.empty(permutation_size, np.int32)
+        for i in range(permutation_size):
+            inv[perm[i]] = i
+        return inv
+    return _batched("lu_pivots_to_permutation", p2p, ins, outs, (1,), (1,))
