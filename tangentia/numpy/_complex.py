@@ -52,16 +52,20 @@ def angle(z, deg=False):
 
 
 def isreal(x):
+    """Elementwise test for a zero imaginary part (all True: real arrays only)."""
     return ones_like(x, dtype=bool_)
 
 
 def iscomplex(x):
+    """Elementwise test for a nonzero imaginary part (all False: real arrays only)."""
     return zeros_like(x, dtype=bool_)
 
 
 def isrealobj(x):
+    """Whether the array's dtype is not complex."""
     return _aval(x).dtype.kind != "c"
 
 
 def iscomplexobj(x):
+    """Whether the array's dtype is complex."""
     return _aval(x).dtype.kind == "c"

@@ -24,6 +24,7 @@ def asarray(a, dtype=None, copy=None):
 
 
 def astype(x, dtype, copy=False):
+    """``x`` converted to ``dtype``."""
     return _S.convert_element_type(x, _np.dtype(dtype))
 
 

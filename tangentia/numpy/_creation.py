@@ -23,18 +23,22 @@ from ._util import _aval, _concrete, _eager, _flat_seq, _is_tracer
 
 
 def zeros(shape, dtype=None):
+    """An array of zeros of the given shape (float64 by default)."""
     return _np.zeros(shape, dtype or float64)
 
 
 def ones(shape, dtype=None):
+    """An array of ones of the given shape (float64 by default)."""
     return _np.ones(shape, dtype or float64)
 
 
 def empty(shape, dtype=None):
+    """An array of the given shape and dtype (float64 by default); here filled with zeros."""
     return _np.zeros(shape, dtype or float64)
 
 
 def full(shape, fill_value, dtype=None):
+    """An array of the given shape filled with ``fill_value``."""
     if _is_tracer(fill_value):
         v = fill_value if dtype is None else astype(fill_value, dtype)
         return broadcast_to(v, (shape,) if isinstance(shape, int) else tuple(shape))
@@ -42,33 +46,40 @@ def full(shape, fill_value, dtype=None):
 
 
 def zeros_like(a, dtype=None, shape=None):
+    """An array of zeros with the shape and dtype of ``a``."""
     av = _aval(a)
     return _np.zeros(av.shape if shape is None else shape, dtype or av.dtype)
 
 
 def ones_like(a, dtype=None, shape=None):
+    """An array of ones with the shape and dtype of ``a``."""
     av = _aval(a)
     return _np.ones(av.shape if shape is None else shape, dtype or av.dtype)
 
 
 def empty_like(a, dtype=None, shape=None):
+    """An array with the shape and dtype of ``a``; here filled with zeros."""
     return zeros_like(a, dtype, shape)
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
+    """An array with the shape and dtype of ``a`` filled with ``fill_value``."""
     av = _aval(a)
     return full(av.shape if shape is None else shape, fill_value, dtype or av.dtype)
 
 
 def eye(N, M=None, k=0, dtype=None):
+    """A 2-D array with ones on the ``k``-th diagonal and zeros elsewhere (float64 by default)."""
     return _np.eye(N, M, k, dtype=dtype or float64)
 
 
 def identity(n, dtype=None):
+    """The ``n`` x ``n`` identity matrix (float64 by default)."""
     return _np.identity(n, dtype=dtype or float64)
 
 
 def tri(N, M=None, k=0, dtype=None):
+    """An ``N`` x ``M`` array with ones at and below the ``k``-th diagonal, zeros elsewhere."""
     return _np.tri(N, M, k, dtype=dtype or float64)
 
 
@@ -77,6 +88,7 @@ def tri(N, M=None, k=0, dtype=None):
 
 
 def array(object, dtype=None, copy=True, ndmin=0):
+    """An array from ``object`` (NumPy's ``array``; sequences of traced values are stacked)."""
     if _is_tracer(object) or (isinstance(object, (list, tuple))
                               and builtins.any(_is_tracer(x) for x in _flat_seq(object))):
         out = asarray(object, dtype)
@@ -91,6 +103,7 @@ def array(object, dtype=None, copy=True, ndmin=0):
 
 
 def arange(start, stop=None, step=None, dtype=None):
+    """Evenly spaced values in the half-open interval [start, stop) (bounds must be concrete)."""
     start = _concrete(start, "arange", "start")
     stop = _concrete(stop, "arange", "stop")
     step = _concrete(step, "arange", "step")
@@ -100,6 +113,7 @@ def arange(start, stop=None, step=None, dtype=None):
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    """``num`` evenly spaced values from ``start`` to ``stop`` (``num`` must be concrete)."""
     num = int(_concrete(num, "linspace", "num"))
     if not (_is_tracer(start) or _is_tracer(stop)):
         return _np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype,

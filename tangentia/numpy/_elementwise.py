@@ -64,30 +64,37 @@ copysign = _M.copysign
 
 
 def positive(x):
+    """Elementwise ``+x`` (the value itself)."""
     return _S.unchanged(x)
 
 
 def square(x):
+    """Elementwise ``x**2``."""
     return _E.integer_pow(x, 2)
 
 
 def reciprocal(x):
+    """Elementwise ``1 / x``."""
     return _E.div(1.0, x) if _aval(x).dtype.kind in "fc" else _E.div(1, x)
 
 
 def exp2(x):
+    """Elementwise ``2**x``."""
     return _E.power(2.0, x)
 
 
 def log2(x):
+    """Elementwise base-2 logarithm."""
     return _E.div(_E.log(x), math.log(2.0))
 
 
 def log10(x):
+    """Elementwise base-10 logarithm."""
     return _E.div(_E.log(x), math.log(10.0))
 
 
 def logaddexp(x, y):
+    """``log(exp(x) + exp(y))``, computed stably."""
     amax = _E.maximum(x, y)
     amax = _S.stop_gradient(where(isfinite(amax), amax, 0.0))
     return _E.add(amax, _E.log(_E.add(_E.exp(_E.sub(x, amax)), _E.exp(_E.sub(y, amax)))))
@@ -103,10 +110,12 @@ def logaddexp2(x1, x2):
 
 
 def hypot(x, y):
+    """Elementwise ``sqrt(x**2 + y**2)``."""
     return sqrt(_E.add(_E.mul(x, x), _E.mul(y, y)))
 
 
 def float_power(x1, x2):
+    """Elementwise ``x1 ** x2`` computed in float64."""
     return _E.power(astype(x1, float64), astype(x2, float64) if not isinstance(x2, (int, float))
                     else x2)
 
@@ -117,6 +126,7 @@ def fmod(x1, x2):
 
 
 def divmod(x1, x2):  # noqa: A001 - NumPy's name
+    """``floor_divide(x1, x2)`` and ``remainder(x1, x2)``, as a pair."""
     return floor_divide(x1, x2), remainder(x1, x2)
 
 
@@ -150,20 +160,24 @@ def fmin(x1, x2):
 
 
 def heaviside(x1, x2):
+    """Heaviside step function: 0 for x1 < 0, ``x2`` at 0, 1 for x1 > 0."""
     return where(_E.gt(x1, 0), 1.0, where(_E.lt(x1, 0), 0.0, x2))
 
 
 def sinc(x):
+    """Normalized sinc: ``sin(pi x) / (pi x)``, 1 at 0."""
     px = _E.mul(pi, x)
     safe = where(_E.eq(x, 0), 1.0, px)
     return where(_E.eq(x, 0), 1.0, _E.div(_E.sin(safe), safe))
 
 
 def deg2rad(x):
+    """Angles converted from degrees to radians."""
     return _E.mul(x, pi / 180)
 
 
 def rad2deg(x):
+    """Angles converted from radians to degrees."""
     return _E.mul(x, 180 / pi)
 
 
@@ -175,6 +189,7 @@ radians, degrees = deg2rad, rad2deg
 
 
 def trunc(x):
+    """Elementwise rounding towards zero."""
     return where(_E.lt(x, 0), _E.ceil(x), _E.floor(x))
 
 
@@ -182,6 +197,7 @@ fix = trunc
 
 
 def round(a, decimals=0):
+    """Round to the given number of decimals (halves to even, as NumPy)."""
     if decimals >= 0 and _aval(a).dtype.kind in "iu":
         return _S.unchanged(a)  # integers are already rounded (and keep their dtype)
     if decimals == 0:
@@ -227,34 +243,42 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 def logical_and(x, y):
+    """Elementwise logical AND."""
     return _E.and_p.bind(x, y)
 
 
 def logical_or(x, y):
+    """Elementwise logical OR."""
     return _E.or_p.bind(x, y)
 
 
 def logical_xor(x, y):
+    """Elementwise logical XOR."""
     return _E.xor_p.bind(x, y)
 
 
 def logical_not(x):
+    """Elementwise logical NOT."""
     return _E.not_p.bind(x)
 
 
 def bitwise_and(x, y):
+    """Elementwise bitwise AND of integer or boolean arrays."""
     return _E.bitwise_and_p.bind(x, y)
 
 
 def bitwise_or(x, y):
+    """Elementwise bitwise OR of integer or boolean arrays."""
     return _E.bitwise_or_p.bind(x, y)
 
 
 def bitwise_xor(x, y):
+    """Elementwise bitwise XOR of integer or boolean arrays."""
     return _E.bitwise_xor_p.bind(x, y)
 
 
 def bitwise_not(x):
+    """Elementwise bitwise NOT of integer or boolean arrays."""
     return _E.bitwise_not_p.bind(x)
 
 
@@ -262,26 +286,32 @@ invert = bitwise_not
 
 
 def isnan(x):
+    """Elementwise test for NaN."""
     return _E.isnan_p.bind(x)
 
 
 def isinf(x):
+    """Elementwise test for positive or negative infinity."""
     return _E.isinf_p.bind(x)
 
 
 def isfinite(x):
+    """Elementwise test for finite values (not infinity, not NaN)."""
     return _E.isfinite_p.bind(x)
 
 
 def isposinf(x):
+    """Elementwise test for positive infinity."""
     return logical_and(isinf(x), _E.gt(x, 0))
 
 
 def isneginf(x):
+    """Elementwise test for negative infinity."""
     return logical_and(isinf(x), _E.lt(x, 0))
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise ``|a - b| <= atol + rtol * |b|`` (NaNs equal if ``equal_nan``)."""
     out = _E.le(abs(_E.sub(a, b)), _E.add(atol, _E.mul(rtol, abs(b))))
     if equal_nan:
         out = logical_or(out, logical_and(isnan(a), isnan(b)))

@@ -163,6 +163,7 @@ def at(x):
 
 
 def take(a, indices, axis=None):
+    """Entries at ``indices`` along ``axis`` (of the flattened array if None)."""
     if axis is None:
         a = ravel(a)
         axis = 0
@@ -173,6 +174,7 @@ def take(a, indices, axis=None):
 
 
 def take_along_axis(arr, indices, axis):
+    """Entries of ``arr`` at ``indices`` along ``axis``, matching the other axes one to one."""
     nd = ndim(arr)
     axis %= nd
     s = shape(indices)
@@ -212,6 +214,7 @@ def delete(arr, obj, axis=None):
 
 
 def flip(m, axis=None):
+    """Reverse the order of entries along ``axis`` (all axes if None)."""
     nd = ndim(m)
     axes = _axes(axis, nd, "flip")
     idx = tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(nd))
@@ -219,10 +222,12 @@ def flip(m, axis=None):
 
 
 def fliplr(m):
+    """Reverse the order of entries along axis 1 (left/right)."""
     return flip(m, 1)
 
 
 def flipud(m):
+    """Reverse the order of entries along axis 0 (up/down)."""
     return flip(m, 0)
 
 
@@ -285,6 +290,7 @@ def roll(a, shift, axis=None):
 
 
 def nonzero(a):
+    """Indices of the nonzero entries, one array per axis (eager only: the result's shape depends on the values)."""
     v = _concrete(a, "nonzero", "a")
     return _np.nonzero(_np.asarray(v))
 
@@ -318,16 +324,20 @@ triu_indices_from = _np.triu_indices_from
 
 
 def indices(dimensions, dtype=int64, sparse=False):
+    """An array of grid indices for an array of shape ``dimensions``."""
     return _np.indices(dimensions, dtype, sparse)
 
 
 def diag_indices(n, ndim=2):
+    """Indices of the main diagonal of an ``n`` x ... x ``n`` array (``ndim`` axes)."""
     return _np.diag_indices(n, ndim)
 
 
 def tril_indices(n, k=0, m=None):
+    """Indices of the lower triangle (at and below the ``k``-th diagonal) of an ``n`` x ``m`` array."""
     return _np.tril_indices(n, k, m)
 
 
 def triu_indices(n, k=0, m=None):
+    """Indices of the upper triangle (at and above the ``k``-th diagonal) of an ``n`` x ``m`` array."""
     return _np.triu_indices(n, k, m)

@@ -58,6 +58,7 @@ def _check_contract(fname, sa, sb, ia, ib):
 
 
 def dot(a, b):
+    """Dot product with NumPy's rules (matmul for arrays of rank <= 2, sum over the last and second-to-last axes otherwise)."""
     a_av, b_av = _aval(a), _aval(b)
     if a_av.ndim == 0 or b_av.ndim == 0:
         return multiply(a, b)
@@ -68,10 +69,12 @@ def dot(a, b):
 
 
 def vdot(a, b):
+    """Dot product of the flattened ``a`` and ``b``."""
     return dot(ravel(a), ravel(b))
 
 
 def inner(a, b):
+    """Inner product: sum over the last axes of ``a`` and ``b``."""
     a_av, b_av = _aval(a), _aval(b)
     if a_av.ndim == 0 or b_av.ndim == 0:
         return multiply(a, b)
@@ -80,10 +83,12 @@ def inner(a, b):
 
 
 def outer(a, b):
+    """Outer product of the flattened ``a`` and ``b``."""
     return _C.dot_general(ravel(a), ravel(b), (((), ()), ((), ())))
 
 
 def tensordot(a, b, axes=2):
+    """Tensor dot product: sum over the last ``axes`` of ``a`` and the first of ``b``, or over the given pairs of axes."""
     a_av, b_av = _aval(a), _aval(b)
     if isinstance(axes, int):
         ca = tuple(range(a_av.ndim - axes, a_av.ndim))
@@ -145,10 +150,12 @@ def _normalize_einsum(subscripts, ranks):
 
 
 def matvec(x1, x2):
+    """Matrix-vector product over the last axes, broadcasting the others."""
     return matmul(x1, expand_dims(x2, -1))[..., 0]
 
 
 def vecmat(x1, x2):
+    """Vector-matrix product over the last axes, broadcasting the others."""
     return matmul(expand_dims(x1, -2), x2)[..., 0, :]
 
 
@@ -210,6 +217,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 
 
 def diag(v, k=0):
+    """The ``k``-th diagonal of a 2-D array, or a 2-D array with 1-D ``v`` on its ``k``-th diagonal."""
     s = shape(v)
     if len(s) == 1:
         n = s[0] + builtins.abs(k)
@@ -221,10 +229,12 @@ def diag(v, k=0):
 
 
 def diagflat(v, k=0):
+    """A 2-D array with the flattened ``v`` on its ``k``-th diagonal."""
     return diag(ravel(v), k)
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
+    """The diagonal with ``offset`` of the planes given by ``axis1`` and ``axis2`` (as the last axis)."""
     s = shape(a)
     n1, n2 = s[axis1], s[axis2]
     i = _np.arange(builtins.max(0, builtins.min(n1, n2 - offset) if offset >= 0
@@ -236,16 +246,19 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 
 def trace(a, offset=0, axis1=0, axis2=1):
+    """Sum along the diagonal with ``offset`` of the planes given by ``axis1`` and ``axis2``."""
     return sum(diagonal(a, offset, axis1, axis2), -1)
 
 
 def tril(m, k=0):
+    """Lower triangle of (the last two axes of) ``m``: entries above the ``k``-th diagonal zeroed."""
     s = shape(m)
     mask = _np.tri(s[-2], s[-1], k, dtype=bool)
     return where(mask, m, _np.zeros((), _aval(m).dtype))  # keeps m's dtype (also bool)
 
 
 def triu(m, k=0):
+    """Upper triangle of (the last two axes of) ``m``: entries below the ``k``-th diagonal zeroed."""
     s = shape(m)
     mask = ~_np.tri(s[-2], s[-1], k - 1, dtype=bool)
     return where(mask, m, _np.zeros((), _aval(m).dtype))  # keeps m's dtype (also bool)

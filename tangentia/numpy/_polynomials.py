@@ -41,20 +41,24 @@ def polyval(p, x, *, unroll=16):
 
 
 def polyadd(a1, a2):
+    """Sum of two polynomials (coefficients highest degree first)."""
     a1, a2 = atleast_1d(a1), atleast_1d(a2)
     n = builtins.max(shape(a1)[0], shape(a2)[0])
     return _E.add(pad(a1, (n - shape(a1)[0], 0)), pad(a2, (n - shape(a2)[0], 0)))
 
 
 def polysub(a1, a2):
+    """Difference of two polynomials (coefficients highest degree first)."""
     return polyadd(a1, _E.neg(atleast_1d(a2)))
 
 
 def polymul(a1, a2):
+    """Product of two polynomials (coefficients highest degree first)."""
     return convolve(atleast_1d(a1), atleast_1d(a2))
 
 
 def polyder(p, m=1):
+    """``m``-th derivative of a polynomial (coefficients highest degree first)."""
     p = atleast_1d(p)
     for _ in range(m):
         n = shape(p)[0]
@@ -65,6 +69,7 @@ def polyder(p, m=1):
 
 
 def polyint(p, m=1, k=None):
+    """``m``-th antiderivative of a polynomial with integration constants ``k``."""
     p = atleast_1d(p)
     ks = [0.0] * m if k is None else list(_np.atleast_1d(k))
     for i in range(m):

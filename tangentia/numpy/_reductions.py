@@ -48,6 +48,7 @@ def _check_nonempty(a, axis, fname):
 
 
 def sum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+    """Sum along ``axis`` (of all entries if ``axis`` is None)."""
     if type(a) is _np.ndarray and where is None and initial is None and \
             _current_trace() is _EVAL:  # eager fast path
         out = _np.add.reduce(a, axis=axis, dtype=dtype, keepdims=keepdims)
@@ -59,6 +60,7 @@ def sum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
 
 
 def prod(a, axis=None, dtype=None, keepdims=False, initial=None):
+    """Product along ``axis`` (of all entries if ``axis`` is None)."""
     if type(a) is _np.ndarray and initial is None and _current_trace() is _EVAL:
         return _eager_reduce(_np.multiply, a, axis, keepdims, dtype)
     out = _reduce(_R.reduce_prod, "prod", a, axis, keepdims, dtype)
@@ -66,6 +68,7 @@ def prod(a, axis=None, dtype=None, keepdims=False, initial=None):
 
 
 def max(a, axis=None, keepdims=False, initial=None):
+    """Maximum along ``axis`` (of all entries if ``axis`` is None)."""
     if type(a) is _np.ndarray and initial is None and a.size and _current_trace() is _EVAL:
         return _eager_reduce(_np.maximum, a, axis, keepdims)
     _check_nonempty(a, axis, "max")
@@ -74,6 +77,7 @@ def max(a, axis=None, keepdims=False, initial=None):
 
 
 def min(a, axis=None, keepdims=False, initial=None):
+    """Minimum along ``axis`` (of all entries if ``axis`` is None)."""
     if type(a) is _np.ndarray and initial is None and a.size and _current_trace() is _EVAL:
         return _eager_reduce(_np.minimum, a, axis, keepdims)
     _check_nonempty(a, axis, "min")
@@ -85,14 +89,17 @@ amax, amin = max, min
 
 
 def all(a, axis=None, keepdims=False):
+    """Whether all entries along ``axis`` are true."""
     return _reduce(lambda x, axes: _R.reduce_and_p.bind(x, axes=axes), "all", a, axis, keepdims)
 
 
 def any(a, axis=None, keepdims=False):
+    """Whether any entry along ``axis`` is true."""
     return _reduce(lambda x, axes: _R.reduce_or_p.bind(x, axes=axes), "any", a, axis, keepdims)
 
 
 def mean(a, axis=None, dtype=None, keepdims=False):
+    """Arithmetic mean along ``axis`` (float64 for integer input)."""
     av = _aval(a)
     axes = _axes(axis, av.ndim, "mean")
     n = math.prod(av.shape[i] for i in axes)
@@ -103,6 +110,7 @@ def mean(a, axis=None, dtype=None, keepdims=False):
 
 
 def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    """Variance along ``axis`` (``ddof`` delta degrees of freedom)."""
     av = _aval(a)
     axes = _axes(axis, av.ndim, "var")
     n = math.prod(av.shape[i] for i in axes)
@@ -113,6 +121,7 @@ def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
 
 
 def std(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    """Standard deviation along ``axis`` (``ddof`` delta degrees of freedom)."""
     return sqrt(var(a, axis, dtype, ddof, keepdims))
 
 
@@ -123,6 +132,7 @@ def ptp(a, axis=None, keepdims=False):
 
 
 def count_nonzero(a, axis=None, keepdims=False):
+    """Number of nonzero entries along ``axis``."""
     return sum(astype(_E.ne(a, 0), int64), axis, keepdims=keepdims)
 
 
@@ -144,10 +154,12 @@ def _arg(prim, fname, a, axis, keepdims):
 
 
 def argmax(a, axis=None, keepdims=False):
+    """Indices of the maxima along ``axis`` (of the flattened array if ``axis`` is None)."""
     return _arg(_R.argmax_p, "argmax", a, axis, keepdims)
 
 
 def argmin(a, axis=None, keepdims=False):
+    """Indices of the minima along ``axis`` (of the flattened array if ``axis`` is None)."""
     return _arg(_R.argmin_p, "argmin", a, axis, keepdims)
 
 
@@ -156,6 +168,7 @@ def argmin(a, axis=None, keepdims=False):
 
 
 def cumsum(a, axis=None, dtype=None):
+    """Cumulative sum along ``axis`` (of the flattened array if ``axis`` is None)."""
     if axis is None:
         a = ravel(a)
         axis = 0
@@ -230,14 +243,17 @@ def _nan_count(a, axis, keepdims):
 
 
 def nansum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+    """Sum along ``axis`` treating NaNs as zero."""
     return sum(_nan_to(_in(a, "nansum"), 0), axis, dtype, keepdims, initial, where)
 
 
 def nanprod(a, axis=None, dtype=None, keepdims=False, initial=None):
+    """Product along ``axis`` treating NaNs as one."""
     return prod(_nan_to(_in(a, "nanprod"), 1), axis, dtype, keepdims, initial)
 
 
 def nanmean(a, axis=None, dtype=None, keepdims=False):
+    """Mean along ``axis`` ignoring NaNs."""
     a = _in(a, "nanmean")
     if _aval(a).dtype.kind not in "fc":
         return mean(a, axis, dtype, keepdims)
@@ -246,6 +262,7 @@ def nanmean(a, axis=None, dtype=None, keepdims=False):
 
 
 def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    """Variance along ``axis`` ignoring NaNs."""
     a = _in(a, "nanvar")
     if _aval(a).dtype.kind not in "fc":
         return var(a, axis, dtype, ddof, keepdims)
@@ -257,6 +274,7 @@ def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False):
 
 
 def nanstd(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    """Standard deviation along ``axis`` ignoring NaNs."""
     return sqrt(nanvar(a, axis, dtype, ddof, keepdims))
 
 
@@ -296,10 +314,12 @@ nanargmin = _nan_arg("nanargmin", argmin, inf)
 
 
 def nancumsum(a, axis=None, dtype=None):
+    """Cumulative sum treating NaNs as zero."""
     return cumsum(_nan_to(_in(a, "nancumsum"), 0), axis, dtype)
 
 
 def nancumprod(a, axis=None, dtype=None):
+    """Cumulative product treating NaNs as one."""
     return cumprod(_nan_to(_in(a, "nancumprod"), 1), axis, dtype)
 
 
@@ -308,6 +328,7 @@ def nancumprod(a, axis=None, dtype=None):
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether all entries of ``a`` and ``b`` are equal within tolerances (a 0-d boolean array)."""
     return all(isclose(a, b, rtol, atol, equal_nan))
 
 

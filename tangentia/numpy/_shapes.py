@@ -19,14 +19,17 @@ from ._util import _aval, _axes, _concrete, _is_tracer
 
 
 def shape(a):
+    """Shape of ``a``."""
     return _aval(a).shape
 
 
 def ndim(a):
+    """Number of dimensions of ``a``."""
     return _aval(a).ndim
 
 
 def size(a, axis=None):
+    """Number of entries of ``a`` (along ``axis`` if given)."""
     s = _aval(a).shape
     if axis is None:
         return math.prod(s)
@@ -43,6 +46,7 @@ def isscalar(element):
 
 
 def broadcast_shapes(*shapes):
+    """The shape that the given shapes broadcast to."""
     return tuple(_np.broadcast_shapes(*shapes))
 
 
@@ -70,10 +74,12 @@ def reshape(a, shape=None, order="C", *, newshape=None):
 
 
 def ravel(a, order="C"):
+    """``a`` flattened to one dimension (row-major order)."""
     return _S.reshape(a, (math.prod(_aval(a).shape),))
 
 
 def squeeze(a, axis=None):
+    """``a`` without its axes of size one (only those in ``axis`` if given)."""
     s = _aval(a).shape
     if axis is None:
         axes = tuple(i for i, d in enumerate(s) if d == 1)
@@ -87,6 +93,7 @@ def squeeze(a, axis=None):
 
 
 def expand_dims(a, axis):
+    """``a`` with new axes of size one inserted at positions ``axis``."""
     s = list(_aval(a).shape)
     axes = [axis] if isinstance(axis, int) else list(axis)
     nd = len(s) + len(axes)
@@ -96,6 +103,7 @@ def expand_dims(a, axis):
 
 
 def transpose(a, axes=None):
+    """``a`` with its axes permuted (reversed if ``axes`` is None)."""
     nd = _aval(a).ndim
     if axes is None:
         axes = tuple(reversed(range(nd)))
@@ -110,6 +118,7 @@ permute_dims = transpose
 
 
 def moveaxis(a, source, destination):
+    """``a`` with axes ``source`` moved to positions ``destination``."""
     nd = _aval(a).ndim
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
@@ -124,6 +133,7 @@ def moveaxis(a, source, destination):
 
 
 def swapaxes(a, axis1, axis2):
+    """``a`` with axes ``axis1`` and ``axis2`` interchanged."""
     nd = _aval(a).ndim
     perm = list(range(nd))
     perm[axis1 % nd], perm[axis2 % nd] = perm[axis2 % nd], perm[axis1 % nd]
@@ -131,6 +141,7 @@ def swapaxes(a, axis1, axis2):
 
 
 def rollaxis(a, axis, start=0):
+    """``a`` with axis ``axis`` moved to just before position ``start``."""
     nd = ndim(a)
     axis %= nd
     start = start % (nd + 1) if start < 0 else start
@@ -153,21 +164,25 @@ def matrix_transpose(x, /):
 
 
 def broadcast_to(a, shape):
+    """``a`` broadcast to ``shape``."""
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     return _S.broadcast_to(a, shape)
 
 
 def broadcast_arrays(*args):
+    """The arguments broadcast to their common shape (a list)."""
     s = broadcast_shapes(*[shape(x) for x in args])
     return [broadcast_to(x, s) for x in args]
 
 
 def atleast_1d(*arys):
+    """The arguments with at least one dimension (scalars become shape (1,))."""
     out = [a if ndim(a) >= 1 else reshape(a, (1,)) for a in arys]
     return out[0] if len(out) == 1 else out
 
 
 def atleast_2d(*arys):
+    """The arguments with at least two dimensions (new axes are added in front)."""
     out = []
     for a in arys:
         n = ndim(a)
@@ -176,6 +191,7 @@ def atleast_2d(*arys):
 
 
 def atleast_3d(*arys):
+    """The arguments with at least three dimensions (NumPy's placement of the new axes)."""
     out = []
     for a in arys:
         a = _in(a, "atleast_3d", "arys")
@@ -195,6 +211,7 @@ def atleast_3d(*arys):
 
 
 def concatenate(arrays, axis=0, dtype=None):
+    """Join arrays along an existing axis (flattened first if ``axis`` is None)."""
     arrays = [asarray(a) if not _is_tracer(a) else a for a in arrays]
     if not arrays:
         raise ValueError("concatenate: need at least one array to concatenate")
@@ -212,15 +229,18 @@ concat = concatenate
 
 
 def stack(arrays, axis=0):
+    """Join arrays of the same shape along a new axis."""
     return _stack(arrays, axis)
 
 
 def hstack(tup):
+    """Join arrays along the second axis (the first for 1-D arrays)."""
     arrs = [atleast_1d(a) for a in tup]
     return concatenate(arrs, 0 if ndim(arrs[0]) == 1 else 1)
 
 
 def vstack(tup):
+    """Join arrays along the first axis (1-D arrays become rows)."""
     return concatenate([atleast_2d(a) for a in tup], 0)
 
 
@@ -241,6 +261,7 @@ def column_stack(tup):
 
 
 def append(arr, values, axis=None):
+    """``values`` appended to ``arr`` along ``axis`` (both flattened if ``axis`` is None)."""
     arr = _in(arr, "append", "arr")
     values = _in(values, "append", "values")
     if axis is None:
@@ -249,6 +270,7 @@ def append(arr, values, axis=None):
 
 
 def tile(a, reps):
+    """``a`` repeated ``reps`` times along each axis."""
     reps = (reps,) if isinstance(reps, int) else tuple(reps)
     a = asarray(a) if not _is_tracer(a) else a
     s = shape(a)
@@ -269,6 +291,7 @@ def tile(a, reps):
 
 
 def repeat(a, repeats, axis=None):
+    """Repeat each entry ``repeats`` times along ``axis`` (of the flattened array if None)."""
     if not isinstance(repeats, int):
         raise NotImplementedError("repeat: only an integer number of repeats is supported")
     if axis is None:
@@ -287,6 +310,7 @@ def repeat(a, repeats, axis=None):
 
 
 def split(ary, indices_or_sections, axis=0):
+    """Split into equal sections, or at the given indices, along ``axis``."""
     n = shape(ary)[axis]
     if isinstance(indices_or_sections, int):
         if n % indices_or_sections:
@@ -312,12 +336,15 @@ def array_split(ary, indices_or_sections, axis=0):
 
 
 def hsplit(ary, indices_or_sections):
+    """Split along the second axis (the first for 1-D arrays)."""
     return split(ary, indices_or_sections, 1 if ndim(ary) > 1 else 0)
 
 
 def vsplit(ary, indices_or_sections):
+    """Split along the first axis."""
     return split(ary, indices_or_sections, 0)
 
 
 def dsplit(ary, indices_or_sections):
+    """Split along the third axis."""
     return split(ary, indices_or_sections, 2)

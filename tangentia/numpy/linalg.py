@@ -120,18 +120,21 @@ def solve(a, b):
 
 
 def inv(a):
+    """Inverse of a square matrix (or of each matrix in a stack)."""
     a, = _inexact(a)
     _check_square("inv", a)
     return _L.inv_p.bind(a)
 
 
 def det(a):
+    """Determinant of a square matrix (or of each matrix in a stack)."""
     a, = _inexact(a)
     _check_square("det", a)
     return _L.det_p.bind(a)
 
 
 def slogdet(a):
+    """Sign and natural logarithm of the absolute value of the determinant."""
     a, = _inexact(a)
     _check_square("slogdet", a)
     sign, logabsdet = _L.slogdet_p.bind(a)
@@ -139,6 +142,7 @@ def slogdet(a):
 
 
 def matrix_power(a, n):
+    """``a`` raised to the integer power ``n`` (negative powers invert ``a`` first)."""
     a, = _inexact(a)
     _check_square("matrix_power", a)
     if not isinstance(n, (int, _np.integer)):
@@ -160,6 +164,7 @@ def matrix_power(a, n):
 
 
 def multi_dot(arrays):
+    """Matrix product of two or more arrays, left to right."""
     arrays = list(arrays)
     if len(arrays) < 2:
         raise ValueError("multi_dot: expecting at least two arrays")
@@ -246,6 +251,7 @@ def _svd_values(a):
 
 
 def svdvals(x):
+    """Singular values of a matrix (or of each matrix in a stack), in descending order."""
     x, = _inexact(x)
     _check_matrix("svdvals", x, "x")
     return _svd_values(x)
@@ -349,6 +355,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    """Vector norm over ``axis`` (all entries if None; several axes are flattened together)."""
     x, = _inexact(x)
     if axis is None:
         nd = _aval(x).ndim
@@ -372,5 +379,6 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    """Matrix norm over the last two axes."""
     return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
