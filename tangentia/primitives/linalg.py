@@ -30,7 +30,12 @@ from .. import core
 from ..core import Primitive, ShapedArray, Tracer
 from ..interpreters.ad import Zero, add_tangents, defjvp_zero, is_undefined
 from ..interpreters.batching import batch_size, materialize, move_to_front
+from . import contraction as C
+from . import elementwise as E
+from . import indexing as I
+from . import reductions as R
 from . import structural as S
+from .sorting import take_along_axis
 
 __all__ = [
     "lu_p", "lu_solve_p", "lu_pivots_to_permutation_p", "triangular_solve_p", "solve_p",
@@ -39,13 +44,10 @@ __all__ = [
 ]
 
 
-def _tnp():
-    from .. import numpy as tnp
-    return tnp
-
-
 # ---------------------------------------------------------------------------
-# Small helpers (they work on arrays and tracers alike)
+# Small helpers (they work on arrays and tracers alike).  Rules are written
+# with primitive functions only -- never with tangentia.numpy or a Tracer's
+# operators -- so that this module sits below the NumPy API.
 
 
 def _shape(x):
@@ -58,19 +60,66 @@ def _mT(x):
 
 
 def _mm(x, y):
-    return _tnp().matmul(x, y)
+    """Matrix product of (stacks of) matrices, leading dimensions broadcast."""
+    xs, ys = _shape(x), _shape(y)
+    if xs[:-2] != ys[:-2]:
+        batch = np.broadcast_shapes(xs[:-2], ys[:-2])
+        x, y = S.broadcast_to(x, batch + xs[-2:]), S.broadcast_to(y, batch + ys[-2:])
+    nb = max(len(xs), len(ys)) - 2
+    batch_dims = tuple(range(nb))
+    return C.dot_general(x, y, (((nb + 1,), (nb,)), (batch_dims, batch_dims)))
+
+
+def _zero_like(x):
+    return np.zeros((), core.get_aval(x).dtype)
 
 
 def _tril(x, k=0):
-    return _tnp().tril(x, k)
+    """The lower triangle of (stacks of) matrices, from diagonal ``k`` down."""
+    m, n = _shape(x)[-2:]
+    return E.select(np.tri(m, n, k, dtype=bool), x, _zero_like(x))
 
 
 def _triu(x, k=0):
-    return _tnp().triu(x, k)
+    """The upper triangle of (stacks of) matrices, from diagonal ``k`` up."""
+    m, n = _shape(x)[-2:]
+    return E.select(np.tri(m, n, k - 1, dtype=bool), _zero_like(x), x)
 
 
 def _diag(x):
-    return _tnp().diagonal(x, 0, -2, -1)
+    """The main diagonals of (stacks of) matrices."""
+    shape = _shape(x)
+    i = np.arange(min(shape[-2:]))
+    return I.getitem(x, (slice(None),) * (len(shape) - 2) + (I.ARRAY, I.ARRAY), (i, i))
+
+
+def _sum_axis(x, axis):
+    return R.reduce_sum(x, (axis % len(_shape(x)),))
+
+
+def _row(x):
+    """``x[..., None, :]``"""
+    shape = _shape(x)
+    return S.reshape(x, shape[:-1] + (1, shape[-1]))
+
+
+def _col(x):
+    """``x[..., :, None]``"""
+    return S.reshape(x, _shape(x) + (1,))
+
+
+def _cols(x, start, stop):
+    """``x[..., :, start:stop]``"""
+    return I.static_slice(x, len(_shape(x)) - 1, start, stop)
+
+
+def _rows(x, start, stop):
+    """``x[..., start:stop, :]``"""
+    return I.static_slice(x, len(_shape(x)) - 2, start, stop)
+
+
+def _concat(xs, axis):
+    return S.concatenate(xs, axis % len(_shape(xs[0])))
 
 
 def _eye(n, dtype):
@@ -91,8 +140,8 @@ def _check_real(name, *xs):
 def _sym_from_triangle(t, lower):
     """The symmetric matrix a routine that reads only one triangle sees."""
     if lower:
-        return _tril(t) + _mT(_tril(t, -1))
-    return _triu(t) + _mT(_triu(t, 1))
+        return E.add(_tril(t), _mT(_tril(t, -1)))
+    return E.add(_triu(t), _mT(_triu(t, 1)))
 
 
 def _as_out(x):
@@ -232,27 +281,25 @@ lu_p.batch = _front_batch(lu_p)
 
 def _permute_rows(x, perm):
     """``x[..., perm, :]`` for a (stacked) integer permutation ``perm``."""
-    tnp = _tnp()
-    idx = tnp.broadcast_to(tnp.expand_dims(perm, -1), _shape(x))
-    return tnp.take_along_axis(x, idx, -2)
+    idx = S.broadcast_to(_col(perm), _shape(x))
+    return take_along_axis(x, idx, len(_shape(x)) - 2)
 
 
 def _lu_parts(lu):
     """Square ``l`` (m, m) with unit diagonal and ``u`` (n, n) from packed factors."""
-    tnp = _tnp()
     shape = _shape(lu)
     m, n = shape[-2:]
     k = min(m, n)
     batch = shape[:-2]
     dtype = core.get_aval(lu).dtype
-    l = _tril(lu[..., :, :k] if k < n else lu, -1)
+    l = _tril(_cols(lu, 0, k) if k < n else lu, -1)
     if m > k:
-        l = tnp.concatenate([l, np.zeros(batch + (m, m - k), dtype)], axis=-1)
-    l = l + _eye(m, dtype)
-    u = _triu(lu[..., :k, :] if k < m else lu)
+        l = _concat([l, np.zeros(batch + (m, m - k), dtype)], -1)
+    l = E.add(l, _eye(m, dtype))
+    u = _triu(_rows(lu, 0, k) if k < m else lu)
     if n > k:
-        u = tnp.concatenate([u, np.zeros(batch + (n - k, n), dtype)], axis=-2)
-        u = u + np.diag(np.r_[np.zeros(k), np.ones(n - k)]).astype(dtype)
+        u = _concat([u, np.zeros(batch + (n - k, n), dtype)], -2)
+        u = E.add(u, np.diag(np.r_[np.zeros(k), np.ones(n - k)]).astype(dtype))
     return l, u
 
 
@@ -264,7 +311,7 @@ def _lu_jvp(primals, tangents):
     x = _permute_rows(da, perm)
     la = triangular_solve(l, x, lower=True, trans=0, unit_diagonal=True)
     lau = _mT(triangular_solve(u, _mT(la), lower=False, trans=1, unit_diagonal=False))
-    lu_dot = _mm(l, _tril(lau, -1)) + _mm(_triu(lau), u)
+    lu_dot = E.add(_mm(l, _tril(lau, -1)), _mm(_triu(lau), u))
     return [lu, piv, perm], [lu_dot, Zero.from_primal(piv), Zero.from_primal(perm)]
 
 
@@ -338,7 +385,7 @@ def _tri_jvp(primals, tangents, lower, trans, unit_diagonal):
         dam = _tril(da, k) if lower else _triu(da, k)
         if trans:
             dam = _mT(dam)
-        t = add_tangents(t, -triangular_solve_p.bind(a, _mm(dam, x), **params))
+        t = add_tangents(t, E.neg(triangular_solve_p.bind(a, _mm(dam, x), **params)))
     return x, t
 
 
@@ -398,17 +445,18 @@ def _lu_solve_jvp(primals, tangents, trans):
         if trans == 0:
             # dx = -U^-1 (L^-1 dL U x + dU x)
             w = triangular_solve(lu, _mm(dl, _mm(_triu(lu), x)), lower=True, unit_diagonal=True)
-            w = w + _mm(du, x)
+            w = E.add(w, _mm(du, x))
             dx = triangular_solve(lu, w, lower=False)
         else:
             # dx = -P^T L^-T (dL^T P x + U^-T dU^T L^T P x)
             n = _shape(lu)[-1]
             px = _permute_rows(x, lu_pivots_to_permutation(piv, n))
-            lt_px = _mm(_mT(_tril(lu, -1) + _eye(n, core.get_aval(lu).dtype)), px)
-            y = _mm(_mT(dl), px) + triangular_solve(lu, _mm(_mT(du), lt_px), lower=False, trans=1)
+            lt_px = _mm(_mT(E.add(_tril(lu, -1), _eye(n, core.get_aval(lu).dtype))), px)
+            y = E.add(_mm(_mT(dl), px),
+                      triangular_solve(lu, _mm(_mT(du), lt_px), lower=False, trans=1))
             z = triangular_solve(lu, y, lower=True, trans=1, unit_diagonal=True)
             dx = _permute_rows(z, lu_pivots_to_permutation(piv, n, inverse=True))
-        t = add_tangents(t, -dx)
+        t = add_tangents(t, E.neg(dx))
     return x, t
 
 
@@ -451,7 +499,7 @@ def _solve_jvp(primals, tangents):
     if _nz(da):
         _check_real("solve", a)
         ax = _mm(da, x)
-        rhs = -ax if rhs is None else rhs - ax
+        rhs = E.neg(ax) if rhs is None else E.sub(rhs, ax)
     if rhs is None:
         return x, Zero.from_primal(x)
     return x, lu_solve_p.bind(lu, piv, rhs, trans=0)
@@ -490,7 +538,7 @@ def _inv_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
     ainv = inv_p.bind(a)
     _check_real("inv", a)
-    return ainv, -_mm(_mm(ainv, da), ainv)
+    return ainv, E.neg(_mm(_mm(ainv, da), ainv))
 
 
 inv_p.jvp = _inv_jvp
@@ -501,16 +549,16 @@ inv_p.jvp = _inv_jvp
 
 
 def _lu_sign_and_diag(lu, piv):
-    tnp = _tnp()
     d = _diag(lu)
     n = _shape(piv)[-1]
-    swaps = tnp.sum(piv != np.arange(n, dtype=np.int32), axis=-1)
-    parity = 1.0 - 2.0 * tnp.astype(swaps % 2, core.get_aval(lu).dtype)
+    moved = S.convert_element_type(E.ne(piv, np.arange(n, dtype=np.int32)), np.int64)
+    odd = E.remainder(_sum_axis(moved, -1), 2)
+    parity = E.sub(1.0, E.mul(2.0, S.convert_element_type(odd, core.get_aval(lu).dtype)))
     return parity, d
 
 
 def _trace_inv_times(lu, piv, da):
-    return _tnp().trace(lu_solve_p.bind(lu, piv, da, trans=0), 0, -2, -1)
+    return _sum_axis(_diag(lu_solve_p.bind(lu, piv, da, trans=0)), -1)
 
 
 det_p = Primitive("det")
@@ -531,8 +579,8 @@ def _det_jvp(primals, tangents):
     _check_real("det", a)
     lu, piv, _ = lu_p.bind(a)
     parity, d = _lu_sign_and_diag(lu, piv)
-    ans = parity * _tnp().prod(d, axis=-1)
-    return ans, ans * _trace_inv_times(lu, piv, da)
+    ans = E.mul(parity, R.reduce_prod(d, (len(_shape(d)) - 1,)))
+    return ans, E.mul(ans, _trace_inv_times(lu, piv, da))
 
 
 det_p.jvp = _det_jvp
@@ -553,11 +601,10 @@ slogdet_p.batch = _front_batch(slogdet_p)
 def _slogdet_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
     _check_real("slogdet", a)
-    tnp = _tnp()
     lu, piv, _ = lu_p.bind(a)
     parity, d = _lu_sign_and_diag(lu, piv)
-    sign = parity * tnp.prod(tnp.sign(d), axis=-1)
-    logabsdet = tnp.sum(tnp.log(tnp.abs(d)), axis=-1)
+    sign = E.mul(parity, R.reduce_prod(E.sign(d), (len(_shape(d)) - 1,)))
+    logabsdet = _sum_axis(E.log(E.abs(d)), -1)
     return [sign, logabsdet], [Zero.from_primal(sign), _trace_inv_times(lu, piv, da)]
 
 
@@ -589,7 +636,7 @@ def _cholesky_jvp(primals, tangents):
     X = triangular_solve(L, dA, lower=True)                 # L^-1 dA
     Y = _mT(triangular_solve(L, _mT(X), lower=True))        # L^-1 dA L^-T
     n = _shape(a)[-1]
-    phi = _tril(Y, -1) + 0.5 * (Y * _eye(n, core.get_aval(a).dtype))
+    phi = E.add(_tril(Y, -1), E.mul(0.5, E.mul(Y, _eye(n, core.get_aval(a).dtype))))
     return L, _mm(L, phi)
 
 
@@ -627,11 +674,10 @@ def _eigh_jvp(primals, tangents, lower):
     vt_da_v = _mm(_mT(v), _mm(dA, v))
     n = _shape(a)[-1]
     eye = _eye(n, core.get_aval(a).dtype)
-    tnp = _tnp()
-    gaps = tnp.expand_dims(w, -2) - tnp.expand_dims(w, -1)       # [i, j] = w_j - w_i
-    F = 1.0 / (gaps + eye) - eye
+    gaps = E.sub(_row(w), _col(w))       # [i, j] = w_j - w_i
+    F = E.sub(E.div(1.0, E.add(gaps, eye)), eye)
     dw = _diag(vt_da_v)
-    dv = _mm(v, F * vt_da_v)
+    dv = _mm(v, E.mul(F, vt_da_v))
     return [w, v], [dw, dv]
 
 
@@ -649,7 +695,7 @@ def _eigvalsh_jvp(primals, tangents, lower):
     _check_real("eigvalsh", a)
     w, v = eigh_p.bind(a, lower=lower)
     dA = _sym_from_triangle(da, lower)
-    return w, _tnp().sum(v * _mm(dA, v), axis=-2)
+    return w, _sum_axis(E.mul(v, _mm(dA, v)), -2)
 
 
 eigvalsh_p.jvp = _eigvalsh_jvp
@@ -687,9 +733,9 @@ def _qr_square_tangents(q, r, dx):
     dx_rinv = _mT(triangular_solve(r, _mT(dx), lower=False, trans=1))    # dx r^-1
     qt_dx_rinv = _mm(_mT(q), dx_rinv)
     low = _tril(qt_dx_rinv, -1)
-    do = low - _mT(low)
-    dq = _mm(q, do - qt_dx_rinv) + dx_rinv
-    dr = _mm(qt_dx_rinv - do, r)
+    do = E.sub(low, _mT(low))
+    dq = E.add(_mm(q, E.sub(do, qt_dx_rinv)), dx_rinv)
+    dr = _mm(E.sub(qt_dx_rinv, do), r)
     return dq, dr
 
 
@@ -707,11 +753,10 @@ def _qr_jvp(primals, tangents, full_matrices):
         dq, dr = _qr_square_tangents(q, r, da)
         return [q, r], [dq, dr]
     # Wide: a = [x | y], q r_x = x, r_y = q^T y.
-    tnp = _tnp()
-    dq, drx = _qr_square_tangents(q, r[..., :, :m], da[..., :, :m])
-    y = a[..., :, m:]
-    dry = _mm(_mT(dq), y) + _mm(_mT(q), da[..., :, m:])
-    return [q, r], [dq, tnp.concatenate([drx, dry], axis=-1)]
+    dq, drx = _qr_square_tangents(q, _cols(r, 0, m), _cols(da, 0, m))
+    y = _cols(a, m, n)
+    dry = E.add(_mm(_mT(dq), y), _mm(_mT(q), _cols(da, m, n)))
+    return [q, r], [dq, _concat([drx, dry], -1)]
 
 
 qr_p.jvp = _qr_jvp
@@ -761,7 +806,6 @@ def _svd_jvp(primals, tangents, full_matrices, compute_uv):
             f"(got shape {_shape(a)}); use full_matrices=False")
     # The rule needs the singular vectors, so the primal computes them.
     U, s, Vt = svd_p.bind(a, full_matrices=False, compute_uv=True)
-    tnp = _tnp()
     V = _mT(Vt)
     dS = _mm(_mT(U), _mm(da, V))
     ds = _diag(dS)
@@ -769,19 +813,19 @@ def _svd_jvp(primals, tangents, full_matrices, compute_uv):
         return [s], [ds]
     k = min(m, n)
     eye = _eye(k, core.get_aval(a).dtype)
-    s_row = tnp.expand_dims(s, -2)       # [i, j] = s_j
-    s_col = tnp.expand_dims(s, -1)       # [i, j] = s_i
-    F = 1.0 / ((s_row + s_col) * (s_row - s_col) + eye) - eye
-    dSS = s_row * dS
-    SdS = s_col * dS
-    dU = _mm(U, F * (dSS + _mT(dSS)))
-    dV = _mm(V, F * (SdS + _mT(SdS)))
+    s_row = _row(s)       # [i, j] = s_j
+    s_col = _col(s)       # [i, j] = s_i
+    F = E.sub(E.div(1.0, E.add(E.mul(E.add(s_row, s_col), E.sub(s_row, s_col)), eye)), eye)
+    dSS = E.mul(s_row, dS)
+    SdS = E.mul(s_col, dS)
+    dU = _mm(U, E.mul(F, E.add(dSS, _mT(dSS))))
+    dV = _mm(V, E.mul(F, E.add(SdS, _mT(SdS))))
     if m > n:
         dAV = _mm(da, V)
-        dU = dU + (dAV - _mm(U, _mm(_mT(U), dAV))) / s_row
+        dU = E.add(dU, E.div(E.sub(dAV, _mm(U, _mm(_mT(U), dAV))), s_row))
     if n > m:
         dAtU = _mm(_mT(da), U)
-        dV = dV + (dAtU - _mm(V, _mm(Vt, dAtU))) / s_row
+        dV = E.add(dV, E.div(E.sub(dAtU, _mm(V, _mm(Vt, dAtU))), s_row))
     return [U, s, Vt], [dU, ds, _mT(dV)]
 
 
@@ -845,9 +889,7 @@ def _expm_jvp(primals, tangents):
 
 
 def _block_2x2(tl, tr, bl, br):
-    tnp = _tnp()
-    return tnp.concatenate([tnp.concatenate([tl, tr], axis=-1),
-                            tnp.concatenate([bl, br], axis=-1)], axis=-2)
+    return _concat([_concat([tl, tr], -1), _concat([bl, br], -1)], -2)
 
 
 def _frechet_jvp(primals, tangents):
@@ -863,7 +905,7 @@ def _frechet_jvp(primals, tangents):
     de = zeros if not _nz(de) else de
     M = _block_2x2(a, e, zeros, a)
     D = _block_2x2(da, de, zeros, da)
-    t = expm_frechet_p.bind(M, D)[..., :n, n:]
+    t = _cols(_rows(expm_frechet_p.bind(M, D), 0, n), n, 2 * n)
     return ans, t
 
 
