@@ -290,7 +290,7 @@ def roll(a, shift, axis=None):
 
 
 def nonzero(a):
-    """Indices of the nonzero entries, one array per axis (eager only: the result's shape depends on the values)."""
+    """Indices of the nonzero entries, one array per axis (eager only, as for argwhere)."""
     v = _concrete(a, "nonzero", "a")
     return _np.nonzero(_np.asarray(v))
 
@@ -334,10 +334,10 @@ def diag_indices(n, ndim=2):
 
 
 def tril_indices(n, k=0, m=None):
-    """Indices of the lower triangle (at and below the ``k``-th diagonal) of an ``n`` x ``m`` array."""
+    """Indices of the entries at and below the ``k``-th diagonal of an ``n`` x ``m`` array."""
     return _np.tril_indices(n, k, m)
 
 
 def triu_indices(n, k=0, m=None):
-    """Indices of the upper triangle (at and above the ``k``-th diagonal) of an ``n`` x ``m`` array."""
+    """Indices of the entries at and above the ``k``-th diagonal of an ``n`` x ``m`` array."""
     return _np.triu_indices(n, k, m)

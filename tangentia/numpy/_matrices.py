@@ -58,7 +58,7 @@ def _check_contract(fname, sa, sb, ia, ib):
 
 
 def dot(a, b):
-    """Dot product with NumPy's rules (matmul for arrays of rank <= 2, sum over the last and second-to-last axes otherwise)."""
+    """Dot product (matmul up to rank 2, else sums a's last axis with b's second-to-last)."""
     a_av, b_av = _aval(a), _aval(b)
     if a_av.ndim == 0 or b_av.ndim == 0:
         return multiply(a, b)
@@ -88,7 +88,7 @@ def outer(a, b):
 
 
 def tensordot(a, b, axes=2):
-    """Tensor dot product: sum over the last ``axes`` of ``a`` and the first of ``b``, or over the given pairs of axes."""
+    """Sum over the last ``axes`` axes of ``a`` and the first of ``b`` (or given axis pairs)."""
     a_av, b_av = _aval(a), _aval(b)
     if isinstance(axes, int):
         ca = tuple(range(a_av.ndim - axes, a_av.ndim))
@@ -217,7 +217,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 
 
 def diag(v, k=0):
-    """The ``k``-th diagonal of a 2-D array, or a 2-D array with 1-D ``v`` on its ``k``-th diagonal."""
+    """The ``k``-th diagonal of 2-D ``v``, or a 2-D array with 1-D ``v`` on that diagonal."""
     s = shape(v)
     if len(s) == 1:
         n = s[0] + builtins.abs(k)
@@ -234,7 +234,7 @@ def diagflat(v, k=0):
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
-    """The diagonal with ``offset`` of the planes given by ``axis1`` and ``axis2`` (as the last axis)."""
+    """The ``offset`` diagonal of the ``axis1``/``axis2`` planes, as the last axis."""
     s = shape(a)
     n1, n2 = s[axis1], s[axis2]
     i = _np.arange(builtins.max(0, builtins.min(n1, n2 - offset) if offset >= 0
@@ -251,14 +251,14 @@ def trace(a, offset=0, axis1=0, axis2=1):
 
 
 def tril(m, k=0):
-    """Lower triangle of (the last two axes of) ``m``: entries above the ``k``-th diagonal zeroed."""
+    """Lower triangle of ``m`` (last two axes): entries above the ``k``-th diagonal zeroed."""
     s = shape(m)
     mask = _np.tri(s[-2], s[-1], k, dtype=bool)
     return where(mask, m, _np.zeros((), _aval(m).dtype))  # keeps m's dtype (also bool)
 
 
 def triu(m, k=0):
-    """Upper triangle of (the last two axes of) ``m``: entries below the ``k``-th diagonal zeroed."""
+    """Upper triangle of ``m`` (last two axes): entries below the ``k``-th diagonal zeroed."""
     s = shape(m)
     mask = ~_np.tri(s[-2], s[-1], k - 1, dtype=bool)
     return where(mask, m, _np.zeros((), _aval(m).dtype))  # keeps m's dtype (also bool)

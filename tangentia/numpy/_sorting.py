@@ -202,20 +202,20 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
 
 
 def union1d(ar1, ar2):
-    """Sorted unique values in either array (eager only: the result's shape depends on the values)."""
+    """Sorted unique values in either array (eager only: the shape depends on the values)."""
     return _np.union1d(_value_dependent(ar1, "union1d", "ar1"),
                        _value_dependent(ar2, "union1d", "ar2"))
 
 
 def intersect1d(ar1, ar2, assume_unique=False, return_indices=False):
-    """Sorted unique values in both arrays (eager only: the result's shape depends on the values)."""
+    """Sorted unique values in both arrays (eager only: the shape depends on the values)."""
     return _np.intersect1d(_value_dependent(ar1, "intersect1d", "ar1"),
                            _value_dependent(ar2, "intersect1d", "ar2"), assume_unique,
                            return_indices)
 
 
 def setdiff1d(ar1, ar2, assume_unique=False):
-    """Sorted unique values of ``ar1`` not in ``ar2`` (eager only: the result's shape depends on the values)."""
+    """Sorted unique values of ``ar1`` not in ``ar2`` (eager only, as for union1d)."""
     return _np.setdiff1d(_value_dependent(ar1, "setdiff1d", "ar1"),
                          _value_dependent(ar2, "setdiff1d", "ar2"), assume_unique)
 
