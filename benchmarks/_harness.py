@@ -41,10 +41,12 @@ class Config:
     quick: bool = False
     guard_wait: float = 0.0  # > 0: redo rounds disturbed by other processes (see measure_interleaved)
     busy_threshold: float = 0.2  # cores used by other processes above which a round is disturbed
+    min_runs: int = 3        # timed runs of an implementation too slow for ``repeats`` runs
+    slow_factor: float = 2.0  # ... which may take up to slow_factor * budget seconds
 
 
 FULL = Config()
-QUICK = Config(budget=0.15, repeats=3, settle=0.02, quick=True)
+QUICK = Config(budget=0.15, repeats=3, settle=0.02, quick=True, min_runs=2)
 
 # ---------------------------------------------------------------------------
 # Optional peers
@@ -214,27 +216,38 @@ def wait_for_idle(max_wait, threshold=0.15, window=3.0, quiet=False):
 # Timing
 
 
-def calibrate(fn, cfg: Config):
-    """Warm ``fn`` up and return the number of calls per timed run.
+def calibrate(fn, cfg: Config, first_s=None):
+    """Warm ``fn`` up; return ``(calls per timed run, rounds, seconds per call)``.
 
-    Two warm-up calls, then the loop is doubled until it takes >= 20 ms (or
-    one run's share of the budget); the calls per run are chosen so that
-    ``cfg.repeats`` runs take about ``cfg.budget`` seconds (at least 1 call).
+    ``first_s`` is the duration of the call just made (if any).  One warm-up
+    call, then the loop is doubled until it takes >= 20 ms (or one run's share
+    of the budget); the calls per run are chosen so that ``cfg.repeats`` runs
+    take about ``cfg.budget`` seconds (at least 1 call).  A function slower
+    than that gets fewer rounds (at least ``cfg.min_runs``), so that it costs
+    at most ``cfg.slow_factor * cfg.budget`` seconds.
     """
-    fn()
-    fn()
     target_run = cfg.budget / cfg.repeats
+    t0 = time.perf_counter()
+    fn()
+    dt = time.perf_counter() - t0
     n = 1
-    while True:
+    while dt < min(0.02, target_run) and n < 1 << 20:
+        n = n * 2 if n > 1 or dt == 0 else max(2, int(0.02 / dt))
         t0 = time.perf_counter()
         for _ in range(n):
             fn()
         dt = time.perf_counter() - t0
-        if dt >= min(0.02, target_run) or n >= 1 << 20:
-            break
-        n *= 2
+    if n > 1:  # a second loop of the same length: one slow call must not skew the estimate
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = min(dt, time.perf_counter() - t0)
     per_call = dt / n
-    return max(1, int(round(target_run / per_call))) if per_call > 0 else 1
+    calls = max(1, int(round(target_run / per_call))) if per_call > 0 else 1
+    rounds = cfg.repeats
+    if calls == 1 and per_call * cfg.repeats > cfg.slow_factor * cfg.budget:
+        rounds = max(cfg.min_runs, int(cfg.slow_factor * cfg.budget / per_call))
+    return calls, min(rounds, cfg.repeats), per_call
 
 
 def timed_run(fn, calls):
@@ -265,13 +278,14 @@ def measure_interleaved(fns, cfg: Config):
     order alternates between rounds, with a short pause before each run so
     that thread pools spinning from the previous library can park).  Slow
     drifts of the machine's speed therefore hit all implementations alike.
-    Returns one :func:`summarize` dict per function.
+    A slow function takes part in the first rounds only (its paired ratios
+    use those rounds).  Returns one :func:`summarize` dict per function.
     """
-    calls = []
+    plan = []
     for fn in fns:
         gc.collect()
         time.sleep(cfg.settle)
-        calls.append(calibrate(fn, cfg))
+        plan.append(calibrate(fn, cfg))
     runs = [[] for _ in fns]
     idx = list(range(len(fns)))
     loads, discarded = [], 0
@@ -281,8 +295,11 @@ def measure_interleaved(fns, cfg: Config):
         mon = CpuMonitor()
         this = {}
         for i in (idx if r % 2 == 0 else idx[::-1]):
+            calls, rounds, _ = plan[i]
+            if r >= rounds:
+                continue
             time.sleep(cfg.settle)
-            this[i] = timed_run(fns[i], calls[i])
+            this[i] = timed_run(fns[i], calls)
         load = mon.others_cores()
         # With guard_wait, a round during which other processes used the CPU
         # is thrown away and re-run once the machine is quiet again; this stops
@@ -298,11 +315,16 @@ def measure_interleaved(fns, cfg: Config):
             runs[i].append(t)
         loads.append(load)
         r += 1
-    out = [summarize(r, c) for r, c in zip(runs, calls)]
+    out = [summarize(rs, p[0]) for rs, p in zip(runs, plan)]
     for o in out:
         o["rounds_discarded_busy"] = discarded
         o["others_cores_per_round"] = loads
     return out
+
+
+def paired_ratio(a, b):
+    """Median over the common rounds of ``a``'s run time / ``b``'s run time."""
+    return statistics.median(x / y for x, y in zip(a["runs_s"], b["runs_s"]))
 
 
 # ---------------------------------------------------------------------------
@@ -311,13 +333,19 @@ def measure_interleaved(fns, cfg: Config):
 
 @dataclass
 class Impl:
-    key: str                      # "tangentia", "jax", "autograd", "torch" (or a context name)
+    key: str                      # unique in its workload: "tangentia[numba]", "jax", ...
     label: str                    # what exactly is measured, e.g. "jax.jit(jax.grad)"
     build: Callable[[], Callable[[], Any]]   # returns a zero-argument function to time
     requires: str | None = None   # optional peer module this needs
-    role: str = "peer"            # "tangentia", "peer" (gets a ratio) or "context" (no ratio)
-    check: bool = True            # compare the output with tangentia's
+    role: str = "peer"            # "tangentia", "peer", "reference" or "context"
+    check: bool = True            # compare the output with the reference output
     extra: dict = field(default_factory=dict)
+    # Ratios reported for this entry: its time / the time of each of these keys.
+    # None: a "tangentia" entry gets one per peer, others none.
+    ratio_to: list | None = None
+    check_against: str | None = None   # key whose output this must match (default: first tangentia)
+    rtol: float | None = None          # tolerances of that check (default: run_impls's)
+    atol: float | None = None
 
 
 def _short_exc(e):
@@ -328,13 +356,18 @@ def _short_exc(e):
 def run_impls(impls, cfg: Config, rtol=1e-8, atol=1e-10, targets=None, log=print):
     """Build, check and time each implementation; returns a list of entry dicts.
 
-    ``targets`` maps a peer key to the maximum allowed ratio tangentia/peer.
-    Implementations are timed interleaved (see :func:`measure_interleaved`).
+    Every entry gets ``ratios`` (``{other key: paired ratio}``, see
+    :class:`Impl.ratio_to`); a peer entry also gets ``ratio`` (the first
+    tangentia entry's time / its time), as before.  ``targets`` maps a peer key
+    (for the first tangentia entry) or ``"tangentia key/other key"`` to the
+    maximum allowed ratio.  Implementations are timed interleaved (see
+    :func:`measure_interleaved`).
     """
     targets = targets or {}
     entries = []
     ready = []  # (entry, fn)
-    ref = None
+    outputs = {}
+    first_tg = None
     for impl in impls:
         e = {"impl": impl.key, "label": impl.label, "role": impl.role, "metric": "time"}
         e.update(impl.extra)
@@ -343,7 +376,7 @@ def run_impls(impls, cfg: Config, rtol=1e-8, atol=1e-10, targets=None, log=print
             mod, reason = peer(impl.requires)
             if mod is None:
                 e.update(status="n/a", reason=reason)
-                log(f"    {impl.label:<48} n/a ({reason})")
+                log(f"    {impl.label:<56} n/a ({reason})")
                 continue
         stage = "building"
         try:
@@ -357,21 +390,26 @@ def run_impls(impls, cfg: Config, rtol=1e-8, atol=1e-10, targets=None, log=print
             status = "skipped" if impl.role == "tangentia" else "error"
             e.update(status=status, reason=f"{stage} failed: {_short_exc(ex)}",
                      traceback=traceback.format_exc(limit=6))
-            log(f"    {impl.label:<48} {status.upper()}: {e['reason']}")
+            log(f"    {impl.label:<56} {status.upper()}: {e['reason']}")
             continue
-        if impl.role == "tangentia":
-            ref = arrays
-        elif impl.check:
-            if ref is None:
-                e["agreement"] = "not checked (no tangentia output)"
+        outputs[impl.key] = arrays
+        if impl.role == "tangentia" and first_tg is None:
+            first_tg = impl.key
+        against = impl.check_against or first_tg
+        if impl.check and against != impl.key:
+            if against not in outputs:
+                e["agreement"] = f"not checked (no output of {against})"
             else:
-                msg = check_close(ref, arrays, rtol, atol)
+                rt = rtol if impl.rtol is None else impl.rtol
+                at = atol if impl.atol is None else impl.atol
+                msg = check_close(outputs[against], arrays, rt, at)
                 if msg is not None:
-                    e.update(status="mismatch", reason=f"disagrees with tangentia: {msg}")
-                    log(f"    {impl.label:<48} MISMATCH, not timed: {msg}")
+                    e.update(status="mismatch", reason=f"disagrees with {against}: {msg}")
+                    log(f"    {impl.label:<56} MISMATCH, not timed: {msg}")
                     continue
-                e["agreement"] = f"allclose (max abs diff {max_abs_diff(ref, arrays):.2g})"
-        log(f"    {impl.label:<48} first call {fmt_time(e['first_call_s']):>9}"
+                e["agreement"] = (f"allclose to {against} (max abs diff "
+                                  f"{max_abs_diff(outputs[against], arrays):.2g})")
+        log(f"    {impl.label:<56} first call {fmt_time(e['first_call_s']):>9}"
             + (f", {e['agreement']}" if "agreement" in e else ""))
         ready.append((e, fn))
     try:
@@ -381,27 +419,166 @@ def run_impls(impls, cfg: Config, rtol=1e-8, atol=1e-10, targets=None, log=print
             e.update(status="error", reason=f"timing failed: {_short_exc(ex)}")
         log(f"    timing failed: {_short_exc(ex)}")
         stats = []
-    tg = None
     for (e, _), st in zip(ready, stats):
         e.update(st)
         e["status"] = "ok"
-        if e["role"] == "tangentia":
-            tg = e
-    for e, _ in ready:
+    ok = {e["impl"]: e for e in entries if e.get("status") == "ok"}
+    peers = [e["impl"] for e in entries if e["role"] == "peer"]
+    for impl, e in zip(impls, entries):
         if e.get("status") != "ok":
             continue
-        if e["role"] == "peer" and tg is not None:
+        wanted = impl.ratio_to if impl.ratio_to is not None else (
+            peers if impl.role == "tangentia" else [])
+        e["ratios"] = {k: paired_ratio(e, ok[k]) for k in wanted if k in ok}
+        if e["role"] == "peer" and first_tg in ok:
             # Paired ratio: tangentia's run and the peer's run of the same round
             # are close in time, so machine-speed drift cancels in their ratio.
-            e["ratio"] = statistics.median(a / b for a, b in zip(tg["runs_s"], e["runs_s"]))
-            e["ratio_of_medians"] = tg["median_s"] / e["median_s"]
-        log(f"    {e['label']:<48} {fmt_time(e['median_s']):>10} per call"
-            + (f"   tangentia/peer = {e['ratio']:.2f}" if "ratio" in e else ""))
-    for e in entries:
-        if e["impl"] in targets and e["role"] == "peer":
-            e["target"] = targets[e["impl"]]
-            e["target_met"] = (e["ratio"] <= e["target"]) if "ratio" in e else None
+            e["ratio"] = paired_ratio(ok[first_tg], e)
+            e["ratio_of_medians"] = ok[first_tg]["median_s"] / e["median_s"]
+        rs = ", ".join(f"/{k} = {_fmt_ratio(v)}" for k, v in e["ratios"].items())
+        log(f"    {e['label']:<56} {fmt_time(e['median_s']):>10} per call"
+            + (f"   {rs}" if rs else ""))
+    for spec, limit in targets.items():
+        tg_key, _, other = spec.rpartition("/")
+        tg_key = tg_key or first_tg
+        e = next((x for x in entries if x["impl"] == tg_key), None)
+        if e is None:
+            continue
+        e.setdefault("targets", {})[other] = {
+            "max_ratio": limit,
+            "met": (e["ratios"][other] <= limit) if other in e.get("ratios", {}) else None}
+        if not spec.count("/"):  # the old form: recorded on the peer's entry too
+            pe = next((x for x in entries if x["impl"] == other), None)
+            if pe is not None:
+                pe["target"] = limit
+                pe["target_met"] = e["targets"][other]["met"]
     return entries
+
+
+def _fmt_ratio(r):
+    return f"{r:.2f}" if r >= 0.1 else f"{r:.2g}"
+
+
+# ---------------------------------------------------------------------------
+# tangentia's jit backends
+
+
+_BACKENDS = None
+SELECTED_BACKENDS = None  # run.py --backends
+
+
+def tg_backends():
+    """The jit backends to measure, as ``[(name, how)]``.
+
+    ``how`` is ``"backend="`` when ``jit(f, backend=name)`` selects it, or
+    ``"default"`` when this tangentia's ``jit`` has no working ``backend=``
+    (then the one default backend is measured, under its name).  An unknown
+    backend name must raise; if it does not, ``backend=`` is being ignored.
+    """
+    global _BACKENDS
+    if _BACKENDS is None:
+        import tangentia as tg
+        try:
+            from tangentia.compiler import backend as B
+            names = list(B.available_backends())
+            default = B.default_backend_name()
+        except Exception:  # noqa: BLE001 - older tangentia: one NumPy backend
+            names, default = [], "numpy"
+        accepts = False
+        try:
+            tg.jit(lambda x: x, backend="no-such-backend")(1.0)
+        except (ValueError, KeyError):
+            accepts = True
+        except TypeError:
+            accepts = False
+        if accepts and names:
+            _BACKENDS = [(n, "backend=") for n in names]
+        else:
+            _BACKENDS = [(default, "default")]
+    if SELECTED_BACKENDS:
+        chosen = [b for b in _BACKENDS if b[0] in SELECTED_BACKENDS]
+        return chosen or _BACKENDS[:1]
+    return list(_BACKENDS)
+
+
+def backend_note():
+    """One line saying which backends were measured and how they were selected."""
+    bs = tg_backends()
+    if bs[0][1] == "default":
+        return (f"tangentia jit backend: {bs[0][0]} (the default; this jit has no working "
+                "backend= option, so no other backend could be measured)")
+    return "tangentia jit backends measured: " + ", ".join(n for n, _ in bs)
+
+
+def tg_jit(f, backend, **kw):
+    """``tg.jit(f, backend=backend)`` (or plain ``tg.jit(f)`` without ``backend=``)."""
+    import tangentia as tg
+    name, how = backend
+    return tg.jit(f, backend=name, **kw) if how == "backend=" else tg.jit(f, **kw)
+
+
+def in_backend(backend, fn):
+    """``fn`` wrapped so that eager control flow runs on ``backend`` during each call
+    (``config.update("jit_backend", ...)``, else the environment variable)."""
+    import tangentia as tg
+    name, how = backend
+    if how != "backend=":
+        return fn
+    try:
+        tg.config.update("jit_backend", None)
+        use_config = True
+    except Exception:  # noqa: BLE001 - no config option yet: the environment variable
+        use_config = False
+
+    def call():
+        if use_config:
+            tg.config.update("jit_backend", name)
+            try:
+                return fn()
+            finally:
+                tg.config.update("jit_backend", None)
+        old = os.environ.get("TANGENTIA_JIT_BACKEND")
+        os.environ["TANGENTIA_JIT_BACKEND"] = name
+        try:
+            return fn()
+        finally:
+            if old is None:
+                del os.environ["TANGENTIA_JIT_BACKEND"]
+            else:
+                os.environ["TANGENTIA_JIT_BACKEND"] = old
+    return call
+
+
+def tg_impls(key, label, make, backends=None, **kw):
+    """One tangentia :class:`Impl` per backend: ``make(backend)`` returns the
+    zero-argument function; ``{backend}`` in ``label`` is the backend's name and
+    keys are ``key[name]``.  ``kw`` goes to every :class:`Impl` (role defaults
+    to "tangentia")."""
+    kw.setdefault("role", "tangentia")
+    return [Impl(f"{key}[{b[0]}]", label.format(backend=b[0]), (lambda b=b: make(b)), **kw)
+            for b in (backends or tg_backends())]
+
+
+# ---------------------------------------------------------------------------
+# Fresh processes
+
+
+def run_fresh(code, timeout=300, env=None):
+    """Run Python ``code`` in a fresh interpreter (same CPU affinity and thread
+    limits) and return the JSON object it prints on its last stdout line."""
+    import json
+    import subprocess
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    here = os.path.dirname(os.path.abspath(__file__))
+    full_env["PYTHONPATH"] = os.pathsep.join(
+        [here, os.path.dirname(here)] + [p for p in [full_env.get("PYTHONPATH")] if p])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=timeout, env=full_env)
+    if proc.returncode != 0:
+        raise RuntimeError(f"fresh process failed ({proc.returncode}): "
+                           + (proc.stderr.strip().splitlines() or ["?"])[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def fmt_time(s):

@@ -1,121 +1,155 @@
-"""Overhead of a custom-rule call in eager grad, relative to a plain primitive.
+"""Benchmark: eager cost of a custom-rule call relative to a plain primitive.
 
-Target (issue: custom_jvp and custom_vjp): a custom_jvp or custom_vjp call costs
-at most 3x a plain primitive per call under eager ``grad``.  The workload is a
-chain of 100 ``sin`` applications on a length-8 vector: plain ``tnp.sin``, a
-``custom_jvp`` sin and a ``custom_vjp`` sin.  Peers (JAX without jit, PyTorch
-autograd.Function) are measured the same way when installed.
+Target (issue: custom_jvp and custom_vjp): under eager ``grad`` a custom_jvp or
+custom_vjp call costs at most 3x a plain primitive.  The workload is ``grad``
+of a chain of 100 ``sin`` applications on a length-8 vector, then a sum:
 
-    python benchmarks/bench_custom_rules.py
+* tangentia: plain ``tnp.sin``, a ``custom_jvp`` sin and a ``custom_vjp`` sin;
+* JAX without jit: ``jnp.sin``, ``jax.custom_jvp`` and ``jax.custom_vjp`` sins;
+* PyTorch: ``torch.sin`` and a ``torch.autograd.Function`` sin.
+
+Ratios: each custom rule / the same library's plain primitive (the relative
+cost the target is about), and tangentia / the peer's same kind of call.
+
+Standalone: ``python benchmarks/bench_custom_rules.py [--quick]`` (= ``run.py --only custom_rules``).
 """
-import time
+from __future__ import annotations
 
-import numpy as np
+if __name__ == "__main__":  # standalone: the same as `python benchmarks/run.py --only custom_rules`
+    import os
+    import sys
+    _here = os.path.dirname(os.path.abspath(__file__))
+    os.execv(sys.executable, [sys.executable, os.path.join(_here, "run.py"), "--only",
+                              "custom_rules", "--no-json", *sys.argv[1:]])
 
-import tangentia as tg
-import tangentia.numpy as tnp
+import numpy as np  # noqa: E402
 
+from _harness import Impl, peer, run_impls  # noqa: E402
+
+NAME = "custom_rules"
+TITLE = "eager grad through custom rules: chain of 100 sin on f64[8], cost per call"
 N_CALLS = 100
+TARGET = 3.0
 
 
-def _timeit(f, *args, repeat=5, min_time=0.3):
-    f(*args)
-    best = []
-    for _ in range(repeat):
-        n, t0 = 0, time.perf_counter()
-        while True:
-            f(*args)
-            n += 1
-            dt = time.perf_counter() - t0
-            if dt > min_time:
-                break
-        best.append(dt / n)
-    return float(np.median(best))
-
-
-def chain(f):
+def chain(f, total):
     def g(x):
         for _ in range(N_CALLS):
             x = f(x)
-        return tnp.sum(x)
+        return total(x)
     return g
 
 
-@tg.custom_jvp
-def sin_jvp(x):
-    return tnp.sin(x)
+def tg_sins():
+    import tangentia as tg
+    import tangentia.numpy as tnp
+
+    @tg.custom_jvp
+    def sin_jvp(x):
+        return tnp.sin(x)
+
+    sin_jvp.defjvp(lambda p, t: (sin_jvp(p[0]), tnp.cos(p[0]) * t[0]))
+
+    @tg.custom_vjp
+    def sin_vjp(x):
+        return tnp.sin(x)
+
+    sin_vjp.defvjp(lambda x: (tnp.sin(x), tnp.cos(x)), lambda c, g: (c * g,))
+    return {"plain": tnp.sin, "custom_jvp": sin_jvp, "custom_vjp": sin_vjp}
 
 
-sin_jvp.defjvp(lambda p, t: (sin_jvp(p[0]), tnp.cos(p[0]) * t[0]))
-
-
-@tg.custom_vjp
-def sin_vjp(x):
-    return tnp.sin(x)
-
-
-sin_vjp.defvjp(lambda x: (tnp.sin(x), tnp.cos(x)), lambda c, g: (c * g,))
-
-
-def tangentia_times(x):
-    out = {}
-    ref = None
-    for name, f in [("plain", tnp.sin), ("custom_jvp", sin_jvp), ("custom_vjp", sin_vjp)]:
-        g = tg.grad(chain(f))
-        val = g(x)
-        ref = val if ref is None else ref
-        np.testing.assert_allclose(val, ref, rtol=1e-12)
-        out[name] = _timeit(g, x) / N_CALLS
-    return out
-
-
-def jax_times(x):
-    try:
-        import jax
-        import jax.numpy as jnp
-    except ImportError:
-        return None
-    jax.config.update("jax_enable_x64", True)
+def jax_sins():
+    import jax
+    import jax.numpy as jnp
 
     @jax.custom_jvp
-    def jsin(x):
+    def sin_jvp(x):
         return jnp.sin(x)
 
-    jsin.defjvp(lambda p, t: (jsin(p[0]), jnp.cos(p[0]) * t[0]))
+    sin_jvp.defjvp(lambda p, t: (sin_jvp(p[0]), jnp.cos(p[0]) * t[0]))
 
-    def jchain(f):
-        def g(x):
-            for _ in range(N_CALLS):
-                x = f(x)
-            return jnp.sum(x)
-        return g
+    @jax.custom_vjp
+    def sin_vjp(x):
+        return jnp.sin(x)
 
-    xj = jnp.asarray(x)
-    out = {}
-    for name, f in [("plain", jnp.sin), ("custom_jvp", jsin)]:
-        g = jax.grad(jchain(f))
-        out[name] = _timeit(lambda v: g(v).block_until_ready(), xj) / N_CALLS
-    return out
+    sin_vjp.defvjp(lambda x: (jnp.sin(x), jnp.cos(x)), lambda c, g: (c * g,))
+    return {"plain": jnp.sin, "custom_jvp": sin_jvp, "custom_vjp": sin_vjp}
 
 
-def main():
+def torch_sins():
+    import torch
+
+    class Sin(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return torch.sin(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return torch.cos(x) * g
+
+    return {"plain": torch.sin, "function": Sin.apply}
+
+
+def impls():
     x = np.linspace(0.1, 0.8, 8)
-    t = tangentia_times(x)
-    print("eager grad, cost per call (chain of 100 sin on a length-8 vector)")
-    print(f"{'':12s}{'tangentia':>14s}{'ratio to plain':>16s}")
-    for k, v in t.items():
-        print(f"{k:12s}{v * 1e6:12.1f}us{v / t['plain']:14.2f}x")
-    j = jax_times(x)
-    if j is None:
-        print("jax: n/a (not installed)")
-    else:
-        for k, v in j.items():
-            print(f"jax {k:8s}{v * 1e6:12.1f}us  (tangentia/jax = {t[k] / v:.2f})")
-    worst = max(t["custom_jvp"], t["custom_vjp"]) / t["plain"]
-    print(f"custom-rule overhead: {worst:.2f}x a plain primitive (target <= 3x): "
-          f"{'met' if worst <= 3 else 'MISSED'}")
-    return t, j
+
+    def tg_make(kind):
+        def build():
+            import tangentia as tg
+            import tangentia.numpy as tnp
+            g = tg.grad(chain(tg_sins()[kind], tnp.sum))
+            return lambda: g(x)
+        return build
+
+    def jax_make(kind):
+        def build():
+            jax, _ = peer("jax")
+            import jax.numpy as jnp
+            g = jax.grad(chain(jax_sins()[kind], jnp.sum))
+            xj = jnp.asarray(x)
+            return lambda: g(xj).block_until_ready()
+        return build
+
+    def torch_make(kind):
+        def build():
+            torch, _ = peer("torch")
+            f = chain(torch_sins()[kind], torch.sum)
+            x0 = torch.tensor(x, dtype=torch.float64)
+
+            def g():
+                xt = x0.detach().requires_grad_(True)
+                f(xt).backward()
+                return xt.grad
+            return g
+        return build
+
+    return [
+        Impl("tangentia-plain", "tangentia: tnp.sin", tg_make("plain"), role="tangentia",
+             ratio_to=["jax-plain", "torch-plain"]),
+        Impl("tangentia-custom_jvp", "tangentia: custom_jvp sin", tg_make("custom_jvp"),
+             role="tangentia", ratio_to=["tangentia-plain", "jax-custom_jvp"]),
+        Impl("tangentia-custom_vjp", "tangentia: custom_vjp sin", tg_make("custom_vjp"),
+             role="tangentia", ratio_to=["tangentia-plain", "jax-custom_vjp", "torch-function"]),
+        Impl("jax-plain", "jax (no jit): jnp.sin", jax_make("plain"), requires="jax"),
+        Impl("jax-custom_jvp", "jax (no jit): jax.custom_jvp sin", jax_make("custom_jvp"),
+             requires="jax", ratio_to=["jax-plain"]),
+        Impl("jax-custom_vjp", "jax (no jit): jax.custom_vjp sin", jax_make("custom_vjp"),
+             requires="jax", ratio_to=["jax-plain"]),
+        Impl("torch-plain", "torch: torch.sin, .backward()", torch_make("plain"),
+             requires="torch"),
+        Impl("torch-function", "torch: autograd.Function sin, .backward()",
+             torch_make("function"), requires="torch", ratio_to=["torch-plain"]),
+    ]
 
 
-if __name__ == "__main__":
-    main()
+def run(cfg, log=print):
+    targets = {"tangentia-custom_jvp/tangentia-plain": TARGET,
+               "tangentia-custom_vjp/tangentia-plain": TARGET}
+    entries = run_impls(impls(), cfg, rtol=1e-12, atol=1e-14, targets=targets, log=log)
+    per_call = [f"{e['impl']} {e['median_s'] / N_CALLS * 1e6:.1f} us"
+                for e in entries if e.get("status") == "ok"]
+    notes = [f"cost per call (median / {N_CALLS} calls): " + ", ".join(per_call)]
+    return {"title": TITLE, "entries": entries, "notes": notes, "n_calls": N_CALLS}

@@ -1,126 +1,112 @@
-#!/usr/bin/env python
-"""Benchmark: a work-sharing derivative rule for the sigmoid (seed 004).
+"""Benchmark: ``jit(grad(sum(sigmoid(x))))`` on 10^6 float64 elements, the plain
+composition and a work-sharing custom_jvp rule (seed 004), against JAX.
 
-    python benchmarks/bench_sigmoid.py [--n 1000000] [--repeats 21]
+* plain: ``1 / (1 + exp(-x))`` differentiated by the library (tangentia per jit
+  backend, and JAX);
+* rule: ``tangentia.nn.sigmoid``, a custom_jvp computing ``e = exp(-|x|)`` once
+  and reusing it for the derivative ``e / (1 + e)^2``; the JAX peer is the same
+  rule written with ``jax.custom_jvp``, and ``jax.nn.sigmoid`` (XLA's logistic)
+  is shown as well.
 
-Times ``jit(grad(lambda x: sum(sigmoid(x))))`` on float64[n] (n = 10^6) for
+Ratios: tangentia plain / JAX plain, tangentia rule / JAX rule and /
+``jax.nn.sigmoid``, and tangentia rule / tangentia plain (target: the rule is
+>= 1.3x faster, i.e. ratio <= 0.77).  All gradients agree to rtol 1e-12.
 
-* ``tangentia.nn.sigmoid``: a custom_jvp rule computing ``e = exp(-|x|)``
-  once and reusing it for the derivative ``e / (1 + e)^2`` (the value,
-  ``1/(1+e)`` or ``e/(1+e)``, is dead under grad and eliminated);
-* the plain composition ``1 / (1 + exp(-x))`` differentiated by tangentia
-  (neg, exp, add, div forward; four more array operations backward);
-* ``jax.nn.sigmoid`` (x64) for reference, if JAX is importable.
-
-Prints the median time per call of each, and the speedup of the rule over
-the plain composition (target: >= 1.3x).  The results are checked to agree
-before timing.  Standalone: not part of ``benchmarks/run.py``.
+Standalone: ``python benchmarks/bench_sigmoid.py [--quick]`` (= ``run.py --only sigmoid``).
 """
 from __future__ import annotations
 
-import argparse
-import gc
-import os
-import statistics
-import sys
-import time
+if __name__ == "__main__":  # standalone: the same as `python benchmarks/run.py --only sigmoid`
+    import os
+    import sys
+    _here = os.path.dirname(os.path.abspath(__file__))
+    os.execv(sys.executable, [sys.executable, os.path.join(_here, "run.py"), "--only",
+                              "sigmoid", "--no-json", *sys.argv[1:]])
 
-import numpy as np
+import numpy as np  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+from _harness import Impl, backend_note, peer, run_impls, tg_backends, tg_impls, tg_jit  # noqa: E402
 
-import tangentia as tg  # noqa: E402
-import tangentia.nn as nn  # noqa: E402
-import tangentia.numpy as tnp  # noqa: E402
-
-TARGET = 1.3
+NAME = "sigmoid"
+TITLE = "jit(grad(sum(sigmoid(x)))), x f64[10**6]: plain composition and custom_jvp rule"
+SIZE = 10 ** 6
+RULE_SPEEDUP = 1.3
 
 
-def plain_loss(x):
-    return tnp.sum(1.0 / (1.0 + tnp.exp(-x)))
+def plain_loss(np_):
+    return lambda x: np_.sum(1.0 / (1.0 + np_.exp(-x)))
 
 
-def rule_loss(x):
-    return tnp.sum(nn.sigmoid(x))
-
-
-def measure(fns, x, repeats):
-    """(median, min) wall time of each ``fn(x)`` over ``repeats`` rounds.
-
-    The functions are interleaved round by round, so that a change of machine
-    load during the run affects all of them alike.
-    """
-    for fn in fns:
-        fn(x)  # warm-up (tracing and compilation)
-    times = [[] for _ in fns]
-    for _ in range(repeats):
-        for fn, ts in zip(fns, times):
-            gc.collect()
-            t0 = time.perf_counter()
-            fn(x)
-            ts.append(time.perf_counter() - t0)
-    return [(statistics.median(ts), min(ts)) for ts in times]
-
-
-def count_ops(fn, x):
-    prog = tg.make_jaxpr(fn)(x)
-    return len(prog.eqns) if hasattr(prog, "eqns") else len(str(prog).splitlines()) - 2
-
-
-def jax_grad_fn():
-    try:
-        import jax
-    except Exception:  # noqa: BLE001 - optional peer
-        return None
-    jax.config.update("jax_enable_x64", True)
+def jax_rule_sigmoid():
+    """tangentia's expit rule written with jax.custom_jvp."""
+    import jax
     import jax.numpy as jnp
 
-    g = jax.jit(jax.grad(lambda x: jnp.sum(jax.nn.sigmoid(x))))
-    return lambda x: g(x).block_until_ready()
+    @jax.custom_jvp
+    def sigmoid(x):
+        e = jnp.exp(-jnp.abs(x))
+        return jnp.where(x >= 0, 1.0, e) / (1.0 + e)
+
+    @sigmoid.defjvp
+    def _jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        e = jnp.exp(-jnp.abs(x))
+        d = 1.0 + e
+        return jnp.where(x >= 0, 1.0, e) / d, t * (e / (d * d))
+
+    return sigmoid
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=10 ** 6, help="number of elements (default 10^6)")
-    ap.add_argument("--repeats", type=int, default=21, help="timed calls per variant")
-    args = ap.parse_args(argv)
+def impls():
+    x = np.random.default_rng(0).standard_normal(SIZE) * 3.0
 
-    x = np.random.default_rng(0).standard_normal(args.n) * 3.0
-    rule = tg.jit(tg.grad(rule_loss))
-    plain = tg.jit(tg.grad(plain_loss))
+    def tg_make(kind):
+        def make(backend):
+            import tangentia as tg
+            import tangentia.nn as nn
+            import tangentia.numpy as tnp
+            loss = plain_loss(tnp) if kind == "plain" else (lambda x: tnp.sum(nn.sigmoid(x)))
+            g = tg_jit(tg.grad(loss), backend)
+            return lambda: g(x)
+        return make
 
-    g_rule, g_plain = rule(x), plain(x)
-    if not np.allclose(g_rule, g_plain, rtol=1e-12, atol=1e-15):
-        raise SystemExit("bench_sigmoid: the two gradients disagree; not timing")
+    def jax_make(kind):
+        def build():
+            jax, _ = peer("jax")
+            import jax.numpy as jnp
+            if kind == "plain":
+                loss = plain_loss(jnp)
+            else:
+                sig = jax_rule_sigmoid() if kind == "rule" else jax.nn.sigmoid
+                loss = lambda x: jnp.sum(sig(x))  # noqa: E731
+            g = jax.jit(jax.grad(loss))
+            xj = jnp.asarray(x)
+            return lambda: g(xj).block_until_ready()
+        return build
 
-    print(f"grad of sum(sigmoid(x)) under jit, x: float64[{args.n}], median of "
-          f"{args.repeats} calls")
-    print(f"  program size (equations): work-sharing rule {count_ops(tg.grad(rule_loss), x)}, "
-          f"plain composition {count_ops(tg.grad(plain_loss), x)}")
-    (t_rule, m_rule), (t_plain, m_plain) = measure([rule, plain], x, args.repeats)
-    print(f"  tangentia, work-sharing rule (nn.sigmoid) : {t_rule * 1e3:8.2f} ms "
-          f"(min {m_rule * 1e3:.2f})")
-    print(f"  tangentia, plain 1/(1+exp(-x))            : {t_plain * 1e3:8.2f} ms "
-          f"(min {m_plain * 1e3:.2f})")
-    speedup = t_plain / t_rule
-    verdict = "meets" if speedup >= TARGET else "BELOW"
-    print(f"  speedup of the rule: {speedup:.2f}x median, {m_plain / m_rule:.2f}x best-of "
-          f"({verdict} the {TARGET}x target)")
-
-    jg = jax_grad_fn()
-    if jg is None:
-        print("  jax.nn.sigmoid                            :      n/a (jax not importable)")
-    else:
-        if not np.allclose(np.asarray(jg(x)), g_rule, rtol=1e-12, atol=1e-15):
-            print("  jax.nn.sigmoid: gradient disagrees with tangentia's; not timed")
-        else:
-            ((t_jax, m_jax),) = measure([jg], x, args.repeats)
-            print(f"  jax.nn.sigmoid (x64, jit, reference)      : {t_jax * 1e3:8.2f} ms "
-                  f"(min {m_jax * 1e3:.2f}); tangentia rule / jax = {t_rule / t_jax:.2f}")
-    return 0 if speedup >= TARGET else 1
+    out = []
+    for b in tg_backends():
+        out += tg_impls("tangentia-plain", "tangentia[{backend}]: plain 1/(1+exp(-x))",
+                        tg_make("plain"), [b], ratio_to=["jax-plain"])
+        out += tg_impls("tangentia-rule", "tangentia[{backend}]: nn.sigmoid (custom_jvp rule)",
+                        tg_make("rule"), [b],
+                        ratio_to=["jax-rule", "jax-nn", f"tangentia-plain[{b[0]}]"])
+    return out + [
+        Impl("jax-plain", "jax: plain 1/(1+exp(-x))", jax_make("plain"), requires="jax"),
+        Impl("jax-rule", "jax: the same rule as a jax.custom_jvp", jax_make("rule"),
+             requires="jax"),
+        Impl("jax-nn", "jax: jax.nn.sigmoid", jax_make("nn"), requires="jax"),
+    ]
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def run(cfg, log=print):
+    targets = {f"tangentia-rule[{b}]/tangentia-plain[{b}]": 1 / RULE_SPEEDUP
+               for b, _ in tg_backends()}
+    entries = run_impls(impls(), cfg, rtol=1e-12, atol=1e-15, targets=targets, log=log)
+    notes = [backend_note()]
+    for e in entries:
+        for other, r in e.get("ratios", {}).items():
+            if e["impl"].startswith("tangentia-rule") and other.startswith("tangentia-plain"):
+                notes.append(f"{e['impl']}: the rule is {1 / r:.2f}x faster than the plain "
+                             f"composition (target >= {RULE_SPEEDUP}x)")
+    return {"title": TITLE, "entries": entries, "notes": notes}

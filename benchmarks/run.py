@@ -1,20 +1,25 @@
 #!/usr/bin/env python
-"""Run the tangentia benchmark suite in one process and print a table.
+"""Run the tangentia benchmark suite and print a table.
 
-    python benchmarks/run.py                 # full run (a minute or two)
-    python benchmarks/run.py --quick         # short timings, for a smoke test
-    python benchmarks/run.py --only hvp      # one workload (comma-separated names/prefixes)
-    python benchmarks/run.py --threads 1     # pin every library to one core
-    python benchmarks/run.py --peers jax     # only some peers ('none': tangentia alone)
-    python benchmarks/run.py --wait-idle 60  # on a shared machine: wait for / re-run on quiet CPU
-    python benchmarks/run.py --list          # list workload names
+    python benchmarks/run.py                    # everything (a few minutes)
+    python benchmarks/run.py --quick            # short timings, for a smoke test
+    python benchmarks/run.py --only ode,scan    # some workloads (names, prefixes or groups)
+    python benchmarks/run.py --only eager       # a group: eager, jit, ode (see --list)
+    python benchmarks/run.py --backends numba   # tangentia jit backends to measure
+    python benchmarks/run.py --threads 0        # library defaults instead of one pinned core
+    python benchmarks/run.py --peers jax        # only some peers ('none': tangentia alone)
+    python benchmarks/run.py --wait-idle 60     # on a shared machine: wait for / re-run on quiet CPU
+    python benchmarks/run.py --list             # list workload names and groups
 
-For every workload: the median time per call of tangentia and of each peer
-(JAX with x64, autograd, PyTorch in float64) and the ratio tangentia/peer.
-RATIO < 1 MEANS TANGENTIA IS FASTER.  Peers are optional; a missing peer is
-reported as "n/a".  Every peer's output is checked against tangentia's with
-np.allclose before it is timed.  Machine-readable results go to
-benchmarks/results.json (or --json PATH).
+For every workload: the median time per call of tangentia (per jit backend)
+and of each peer (JAX with x64, autograd, PyTorch in float64, hand-written
+references) and ratios.  RATIO < 1 MEANS TANGENTIA IS FASTER.  Peers are
+optional; a missing peer is reported as "n/a".  Every output is checked
+against a reference output with np.allclose before it is timed.  By default
+the process (and the fresh processes it starts) is pinned to the least busy
+core with every library on one thread.  Machine-readable results go to
+benchmarks/results.json (or --json PATH; --no-json for none);
+``render_results.py`` turns them into RESULTS.md.
 """
 from __future__ import annotations
 
@@ -32,49 +37,42 @@ sys.path.insert(0, HERE)
 if ROOT not in sys.path:
     sys.path.insert(1, ROOT)  # run against this checkout even if tangentia is not installed
 
+import _cpu  # noqa: E402  (imports nothing numerical)
+
 # NumPy, tangentia and the peers are imported only after the command line is
-# parsed, because --threads must take effect before any BLAS library loads.
+# parsed, because the thread limits must take effect before any BLAS library loads.
 np = _harness = fmt_time = None
 WORKLOADS = []
-WORKLOAD_NAMES = ["eager_grad", "mlp_sgd", "per_example_grads", "hvp", "memory"]
+MODULES = ["w1_eager_grad", "w7_jit_dispatch", "bench_custom_rules", "w6_chain_jit",
+           "w2_mlp_sgd", "w3_per_example", "w4_hvp", "w5_memory", "bench_scan",
+           "bench_sigmoid", "bench_ode"]
+WORKLOAD_NAMES = ["eager_grad", "jit_dispatch", "custom_rules", "chain_jit", "mlp_sgd",
+                  "per_example_grads", "hvp", "memory", "scan", "sigmoid", "ode"]
+GROUPS = {
+    "eager": ["eager_grad", "jit_dispatch", "custom_rules"],
+    "jit": ["chain_jit", "mlp_sgd", "per_example_grads", "hvp", "memory", "scan", "sigmoid"],
+    "ode": ["ode"],
+}
 
 
 def load():
     global np, _harness, fmt_time, WORKLOADS
+    import importlib
+
     import numpy
     import _harness as h
-    import w1_eager_grad
-    import w2_mlp_sgd
-    import w3_per_example
-    import w4_hvp
-    import w5_memory
     np, _harness, fmt_time = numpy, h, h.fmt_time
-    WORKLOADS = [w1_eager_grad, w2_mlp_sgd, w3_per_example, w4_hvp, w5_memory]
+    WORKLOADS = [importlib.import_module(m) for m in MODULES]
     assert [w.NAME for w in WORKLOADS] == WORKLOAD_NAMES
 
 
 def apply_threads(n):
-    """Limit every library to ``n`` threads on ``n`` cores (before they load).
+    """Limit every library to ``n`` threads on ``n`` cores (before they load); see _cpu.pin."""
+    return _cpu.pin(n)
 
-    Sets the usual BLAS/OpenMP environment variables, restricts the process's
-    CPU affinity to its first ``n`` allowed cores (this also confines XLA's
-    thread pool, which has no portable thread-count switch) and later calls
-    torch.set_num_threads(n).
-    """
-    if "numpy" in sys.modules:
-        print("warning: numpy was imported before --threads was applied", file=sys.stderr)
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
-        os.environ[var] = str(n)
-    pinned = None
-    if hasattr(os, "sched_setaffinity"):
-        cpus = sorted(os.sched_getaffinity(0))[:n]
-        os.sched_setaffinity(0, cpus)
-        pinned = cpus
-    return pinned
 
-RATIO_NOTE = ("ratio = tangentia time / peer time: ratio < 1 means tangentia is faster "
-              "(median over rounds of the paired ratio)")
+RATIO_NOTE = ("ratio = this time / the other's time (tangentia / peer): ratio < 1 means "
+              "tangentia is faster (median over rounds of the paired ratio)")
 
 
 def source_digest(path):
@@ -137,13 +135,24 @@ def select(only):
     chosen = []
     for name in only.split(","):
         name = name.strip()
-        hits = [w for w in WORKLOADS if w.NAME == name] or \
+        names = GROUPS.get(name, [name])
+        hits = [w for w in WORKLOADS if w.NAME in names] or \
                [w for w in WORKLOADS if w.NAME.startswith(name) or name in w.NAME]
         if not hits:
             raise SystemExit(f"unknown workload {name!r}; known: "
-                             + ", ".join(w.NAME for w in WORKLOADS))
+                             + ", ".join(w.NAME for w in WORKLOADS)
+                             + "; groups: " + ", ".join(GROUPS))
         chosen.extend(h for h in hits if h not in chosen)
     return chosen
+
+
+def sections(res):
+    """The (title, entries, notes) tables of one workload's result."""
+    return res.get("sections") or [res]
+
+
+def all_entries(res):
+    return [e for sec in sections(res) for e in sec.get("entries", [])]
 
 
 # ---------------------------------------------------------------------------
@@ -159,61 +168,70 @@ def _status_cell(e):
     return st.upper() if st else "?"
 
 
-def _target_cell(e):
-    if "target" not in e:
-        return ""
-    met = e.get("target_met")
-    verdict = "met" if met else ("MISSED" if met is False else "not measured")
-    return f"<= {e['target']:g}: {verdict}"
-
-
 def _fmt_ratio(r):
     return f"{r:.2f}" if r >= 0.1 else f"{r:.2g}"
 
 
+def _ratios_cell(e):
+    return ", ".join(f"/{k} {_fmt_ratio(v)}" for k, v in (e.get("ratios") or {}).items())
+
+
+def _targets_cell(e):
+    out = []
+    for other, t in (e.get("targets") or {}).items():
+        verdict = {True: "met", False: "MISSED", None: "not measured"}[t["met"]]
+        out.append(f"/{other} <= {t['max_ratio']:.2g}: {verdict}")
+    return "; ".join(out)
+
+
+W_LABEL = 60
+
+
+def _entry_lines(e):
+    label = "  " + e["label"]
+    bad = _status_cell(e)
+    if bad:
+        lines = [f"{label:<{W_LABEL}} {bad:>11}"]
+        if e.get("reason"):
+            lines.append(f"{'':<6}reason: {e['reason']}")
+        return lines
+    metric = e.get("metric")
+    if metric == "memory":
+        cell = f"peak = {e['peak_arrays']:.2f} arrays"
+        if e.get("ideal_arrays") is not None:
+            cell += f" (ideal {e['ideal_arrays']:.0f})"
+        tgt = ""
+        if "target" in e:
+            tgt = f"<= {e['target']:g} arrays: " + ("met" if e.get("target_met") else "MISSED")
+        return [f"{label:<{W_LABEL}} {cell:<34} {_ratios_cell(e)}  {tgt}".rstrip()]
+    if metric == "first_call":
+        cell = f"first call {fmt_time(e['first_s']):>9} (import {fmt_time(e['import_s'])})"
+        return [f"{label:<{W_LABEL}} {cell:<34} {_ratios_cell(e)}".rstrip()]
+    rc = f"{len(e['runs_s'])} x {e['calls_per_run']}"
+    line = (f"{label:<{W_LABEL}} {fmt_time(e['median_s']):>11} {fmt_time(e['min_s']):>10} "
+            f"{100 * e['spread']:>5.0f}% {fmt_time(e.get('first_call_s')):>9} {rc:>10}  "
+            f"{_ratios_cell(e)}")
+    tg = _targets_cell(e)
+    return [line.rstrip() + (f"  [{tg}]" if tg else "")]
+
+
 def format_table(results):
-    lines = []
-    hdr = (f"{'workload / implementation':<52} {'median/call':>11} {'spread':>7} "
-           f"{'1st call':>9} {'runs x calls':>12} {'tangentia/peer':>14}  target")
-    lines.append(RATIO_NOTE)
-    lines.append("spread = (slowest run - fastest run) / median, over the timed runs")
-    lines.append("")
-    lines.append(hdr)
-    lines.append("-" * len(hdr))
-    for name, res in results.items():
-        lines.append(res["title"])
-        for e in res["entries"]:
-            label = "  " + e["label"]
-            bad = _status_cell(e)
-            if e.get("metric") == "memory":
-                if bad:
-                    cell = bad
-                else:
-                    cell = f"peak = {e['peak_arrays']:.2f} arrays"
-                    if e.get("ideal_arrays") is not None:
-                        cell += f" (ideal {e['ideal_arrays']:.0f})"
-                tgt = ""
-                if "target" in e:
-                    tgt = f"<= {e['target']:g} arrays: " + (
-                        "met" if e.get("target_met") else "MISSED")
-                lines.append(f"{label:<52} {cell:<48}  {tgt}")
-                if bad and e.get("reason"):
-                    lines.append(f"{'':<6}reason: {e['reason']}")
-                continue
-            if bad:
-                ratio = "n/a" if e["role"] == "peer" else ""
-                lines.append(f"{label:<52} {bad:>11} {'':>7} {'':>9} {'':>12} {ratio:>14}  "
-                             f"{_target_cell(e)}")
-                if e.get("reason"):
-                    lines.append(f"{'':<6}reason: {e['reason']}")
-                continue
-            ratio = _fmt_ratio(e["ratio"]) if "ratio" in e else (
-                "-" if e["role"] != "peer" else "n/a")
-            first = fmt_time(e.get("first_call_s"))
-            rc = f"{len(e['runs_s'])} x {e['calls_per_run']}"
-            spread = f"{100 * e['spread']:.0f}%"
-            lines.append(f"{label:<52} {fmt_time(e['median_s']):>11} {spread:>7} {first:>9} {rc:>12} "
-                         f"{ratio:>14}  {_target_cell(e)}")
+    hdr = (f"{'workload / implementation':<{W_LABEL}} {'median/call':>11} {'min':>10} "
+           f"{'spread':>6} {'1st call':>9} {'runs x n':>10}  ratios (this / other)")
+    lines = [RATIO_NOTE,
+             "spread = (slowest run - fastest run) / median; min = fastest run; "
+             "ratios are medians of per-round ratios",
+             "", hdr, "-" * (len(hdr) + 20)]
+    for res in results.values():
+        secs = sections(res)
+        for sec in secs:
+            lines.append(sec["title"])
+            for e in sec.get("entries", []):
+                lines.extend(_entry_lines(e))
+            for n in sec.get("notes", []) if sec is not res else []:
+                lines.append(f"  note: {n}")
+            if sec is not res:
+                lines.append("")
         for n in res.get("notes", []):
             lines.append(f"  note: {n}")
         lines.append("")
@@ -223,19 +241,36 @@ def format_table(results):
 # ---------------------------------------------------------------------------
 
 
+def _early_threads(argv):
+    """The --threads value, read before argparse (pinning precedes every import)."""
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            return int(argv[i + 1])
+        if a.startswith("--threads="):
+            return int(a.split("=", 1)[1])
+    return 1
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    threads = _early_threads(argv)
+    pinned = apply_threads(threads) if threads else None
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
                     help="short timings (about 0.15 s per measurement, 3 runs) instead of "
                          "about 2 s in 15 interleaved runs")
-    ap.add_argument("--only", metavar="NAME",
-                    help="comma-separated workload names (or prefixes): "
-                         + ", ".join(WORKLOAD_NAMES))
-    ap.add_argument("--threads", type=int, metavar="N",
-                    help="limit numpy's BLAS, torch and XLA to N threads on N cores "
-                         "(default: each library's own default)")
+    ap.add_argument("--only", metavar="NAMES",
+                    help="comma-separated workload names, prefixes or groups ("
+                         + ", ".join(GROUPS) + "): " + ", ".join(WORKLOAD_NAMES))
+    ap.add_argument("--threads", type=int, default=1, metavar="N",
+                    help="pin the process to the N least busy cores and every library to N "
+                         "threads (default 1; 0: each library's own default)")
+    ap.add_argument("--backends", metavar="LIST",
+                    help="comma-separated tangentia jit backends to measure (default: all "
+                         "that this tangentia offers)")
     ap.add_argument("--json", metavar="PATH", default=os.path.join(HERE, "results.json"),
                     help="where to write machine-readable results (default: %(default)s)")
+    ap.add_argument("--no-json", action="store_true", help="do not write a JSON file")
     ap.add_argument("--peers", default="jax,autograd,torch", metavar="LIST",
                     help="comma-separated peers to compare with, or 'none' "
                          "(default: %(default)s; a peer that is not installed shows as n/a)")
@@ -245,7 +280,6 @@ def main(argv=None):
                          "other processes to stop using the CPU, and re-run timing rounds "
                          "during which they used it (default: do not wait)")
     args = ap.parse_args(argv)
-    pinned = apply_threads(args.threads) if args.threads else None
     load()
     wanted = {p.strip() for p in args.peers.split(",") if p.strip() and p.strip() != "none"}
     unknown = wanted - {"jax", "autograd", "torch"}
@@ -254,9 +288,13 @@ def main(argv=None):
     _harness.DISABLED.update({"jax", "autograd", "torch"} - wanted)
     if args.threads:
         _harness.TORCH_THREADS = args.threads
+    if args.backends:
+        _harness.SELECTED_BACKENDS = [b.strip() for b in args.backends.split(",") if b.strip()]
     if args.list:
         for w in WORKLOADS:
             print(f"{w.NAME:<20} {w.TITLE}")
+        for g, names in GROUPS.items():
+            print(f"group {g:<14} {', '.join(names)}")
         return 0
     cfg = _harness.QUICK if args.quick else _harness.FULL
     if args.wait_idle > 0:
@@ -268,6 +306,10 @@ def main(argv=None):
     info["threads_option"] = args.threads or "library defaults"
     if pinned is not None:
         info["pinned_cpus"] = pinned
+    try:
+        info["jit_backends"] = [f"{n} ({how})" for n, how in _harness.tg_backends()]
+    except Exception as e:  # noqa: BLE001 - tangentia itself may not import
+        info["jit_backends"] = f"unknown: {e!r}"
     print(f"tangentia benchmarks, {datetime.date.today().isoformat()}, "
           f"{'quick' if cfg.quick else 'full'} mode "
           f"(~{cfg.budget:g} s and {cfg.repeats} runs per measurement; median run reported)")
@@ -291,8 +333,8 @@ def main(argv=None):
         res["wall_s"] = time.perf_counter() - t0
         res["other_processes_cores"] = mon.others_cores()  # whole workload, incl. compiling
         # What matters is the load during the timed rounds (when there are any).
-        timed = [e for e in res.get("entries", []) if e.get("status") == "ok" and "runs_s" in e]
-        kept = [x for x in timed[0]["others_cores_per_round"] if x is not None] if timed else []
+        timed = [e for e in all_entries(res) if e.get("status") == "ok" and "runs_s" in e]
+        kept = [x for e in timed[:1] for x in e["others_cores_per_round"] if x is not None]
         if kept:
             others = sum(kept) / len(kept)
             where = f"on average during the timed rounds (worst round {max(kept):.2f})"
@@ -300,7 +342,7 @@ def main(argv=None):
                 res.setdefault("notes", []).append(
                     f"{timed[0]['rounds_discarded_busy']} timing round(s) re-run because other "
                     "processes used the CPU during them (--wait-idle)")
-        elif any(e.get("metric") == "time" for e in res.get("entries", [])):
+        elif any(e.get("metric") == "time" for e in all_entries(res)):
             others, where = res["other_processes_cores"], "on average"
         else:
             others, where = None, ""  # memory only: not sensitive to other processes
@@ -310,19 +352,24 @@ def main(argv=None):
                 f"WARNING: other processes used {others:.2f} of {os.cpu_count()} cores {where} "
                 "while this workload was measured; its timings are unreliable")
             print(f"    warning: other processes used {others:.2f} cores {where}")
+        print(f"    ({res['wall_s']:.1f} s)")
         results[w.NAME] = res
         print()
     total = time.perf_counter() - t_start
 
-    print("=" * 110)
+    print("=" * 120)
     print(format_table(results))
     print(f"total wall time {total:.1f} s")
 
+    if args.no_json:
+        return 0
     doc = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "mode": "quick" if cfg.quick else "full",
         "config": {"budget_s": cfg.budget, "repeats": cfg.repeats, "settle_s": cfg.settle,
+                   "min_runs": cfg.min_runs, "slow_factor": cfg.slow_factor,
                    "guard_wait_s": cfg.guard_wait, "wait_idle_s": args.wait_idle},
+        "command": "python benchmarks/run.py " + " ".join(argv),
         "ratio": RATIO_NOTE,
         "machine": info,
         "total_wall_s": total,

@@ -10,12 +10,19 @@ Target (from the issue): tangentia within 1.5x of JAX.
 """
 from __future__ import annotations
 
-import numpy as np
+if __name__ == "__main__":  # standalone: the same as `python benchmarks/run.py --only mlp_sgd`
+    import os
+    import sys
+    _here = os.path.dirname(os.path.abspath(__file__))
+    os.execv(sys.executable, [sys.executable, os.path.join(_here, "run.py"), "--only",
+                              "mlp_sgd", "--no-json", *sys.argv[1:]])
 
-from _harness import Impl, peer, run_impls
+import numpy as np  # noqa: E402
+
+from _harness import Impl, backend_note, peer, run_impls, tg_backends, tg_impls, tg_jit  # noqa: E402
 
 NAME = "mlp_sgd"
-TITLE = "2. MLP SGD step: 784-512-512-10 tanh, batch 128, softmax xent, jit"
+TITLE = "MLP SGD step: 784-512-512-10 tanh, batch 128, softmax xent, jit"
 TARGETS = {"jax": 1.5}
 SIZES = (784, 512, 512, 10)
 BATCH = 128
@@ -60,10 +67,10 @@ def make_step(np_, grad):
 def impls():
     params, X, Y = data()
 
-    def tg_jit():
+    def tg_jitted(backend):
         import tangentia as tg
         import tangentia.numpy as tnp
-        step = tg.jit(make_step(tnp, tg.grad))
+        step = tg_jit(make_step(tnp, tg.grad), backend)
         return lambda: step(params, X, Y)
 
     def jax_jit():
@@ -90,13 +97,14 @@ def impls():
                         for i, (W, b) in enumerate(pt)]
         return step
 
-    return [
-        Impl("tangentia", "tangentia: tg.jit(step)", tg_jit, role="tangentia"),
+    return tg_impls("tangentia", "tangentia[{backend}]: tg.jit(step)", tg_jitted) + [
         Impl("jax", "jax: jax.jit(step)", jax_jit, requires="jax"),
         Impl("torch", "torch: eager autograd.grad + update", torch_eager, requires="torch"),
     ]
 
 
 def run(cfg, log=print):
-    entries = run_impls(impls(), cfg, targets=TARGETS, log=log)
-    return {"title": TITLE, "entries": entries, "notes": []}
+    targets = {f"tangentia[{b}]/{peer_key}": limit for b, _ in tg_backends()
+               for peer_key, limit in TARGETS.items()}
+    entries = run_impls(impls(), cfg, targets=targets, log=log)
+    return {"title": TITLE, "entries": entries, "notes": [backend_note()]}

@@ -8,12 +8,19 @@ Target (from the issue): tangentia within 2x of JAX.
 """
 from __future__ import annotations
 
-import numpy as np
+if __name__ == "__main__":  # standalone: the same as `python benchmarks/run.py --only per_example_grads`
+    import os
+    import sys
+    _here = os.path.dirname(os.path.abspath(__file__))
+    os.execv(sys.executable, [sys.executable, os.path.join(_here, "run.py"), "--only",
+                              "per_example_grads", "--no-json", *sys.argv[1:]])
 
-from _harness import Impl, peer, run_impls
+import numpy as np  # noqa: E402
+
+from _harness import Impl, backend_note, peer, run_impls, tg_backends, tg_impls, tg_jit  # noqa: E402
 
 NAME = "per_example_grads"
-TITLE = "3. per-example grads: jit(vmap(grad)), MLP 32-64-1 tanh, batch 256"
+TITLE = "per-example grads: jit(vmap(grad)), MLP 32-64-1 tanh, batch 256"
 TARGETS = {"jax": 2.0}
 BATCH = 256
 
@@ -39,10 +46,10 @@ def make_loss(np_):
 def impls():
     params, X, y = data()
 
-    def tg_jit():
+    def tg_jitted(backend):
         import tangentia as tg
         import tangentia.numpy as tnp
-        f = tg.jit(tg.vmap(tg.grad(make_loss(tnp)), in_axes=(None, 0, 0)))
+        f = tg_jit(tg.vmap(tg.grad(make_loss(tnp)), in_axes=(None, 0, 0)), backend)
         return lambda: f(params, X, y)
 
     def jax_jit():
@@ -61,13 +68,15 @@ def impls():
         Xt, yt = torch.tensor(X), torch.tensor(y)
         return lambda: f(pt, Xt, yt)
 
-    return [
-        Impl("tangentia", "tangentia: tg.jit(tg.vmap(tg.grad))", tg_jit, role="tangentia"),
+    return tg_impls("tangentia", "tangentia[{backend}]: tg.jit(tg.vmap(tg.grad))",
+                    tg_jitted) + [
         Impl("jax", "jax: jax.jit(jax.vmap(jax.grad))", jax_jit, requires="jax"),
         Impl("torch", "torch: torch.func.vmap(torch.func.grad)", torch_func, requires="torch"),
     ]
 
 
 def run(cfg, log=print):
-    entries = run_impls(impls(), cfg, targets=TARGETS, log=log)
-    return {"title": TITLE, "entries": entries, "notes": []}
+    targets = {f"tangentia[{b}]/{peer_key}": limit for b, _ in tg_backends()
+               for peer_key, limit in TARGETS.items()}
+    entries = run_impls(impls(), cfg, targets=targets, log=log)
+    return {"title": TITLE, "entries": entries, "notes": [backend_note()]}

@@ -7,12 +7,19 @@ No target in the issue: reported for information.
 """
 from __future__ import annotations
 
-import numpy as np
+if __name__ == "__main__":  # standalone: the same as `python benchmarks/run.py --only hvp`
+    import os
+    import sys
+    _here = os.path.dirname(os.path.abspath(__file__))
+    os.execv(sys.executable, [sys.executable, os.path.join(_here, "run.py"), "--only",
+                              "hvp", "--no-json", *sys.argv[1:]])
 
-from _harness import Impl, peer, run_impls
+import numpy as np  # noqa: E402
+
+from _harness import Impl, backend_note, peer, run_impls, tg_backends, tg_impls, tg_jit  # noqa: E402
 
 NAME = "hvp"
-TITLE = "4. Hessian-vector product: jvp(grad(f)), f = sum(tanh(A@x)**2), A 256x256, jit"
+TITLE = "Hessian-vector product: jvp(grad(f)), f = sum(tanh(A@x)**2), A 256x256, jit"
 TARGETS = {}
 N = 256
 
@@ -42,10 +49,10 @@ def make_hvp(np_, jvp, grad):
 def impls():
     A, x, v = data()
 
-    def tg_jit():
+    def tg_jitted(backend):
         import tangentia as tg
         import tangentia.numpy as tnp
-        h = tg.jit(make_hvp(tnp, tg.jvp, tg.grad))
+        h = tg_jit(make_hvp(tnp, tg.jvp, tg.grad), backend)
         return lambda: h(A, x, v)
 
     def tg_eager():
@@ -68,8 +75,7 @@ def impls():
         At, xt, vt = torch.tensor(A), torch.tensor(x), torch.tensor(v)
         return lambda: h(At, xt, vt)
 
-    return [
-        Impl("tangentia", "tangentia: tg.jit(hvp)", tg_jit, role="tangentia"),
+    return tg_impls("tangentia", "tangentia[{backend}]: tg.jit(hvp)", tg_jitted) + [
         Impl("jax", "jax: jax.jit(hvp)", jax_jit, requires="jax"),
         Impl("torch", "torch: torch.func.jvp(torch.func.grad)", torch_func, requires="torch"),
         Impl("tangentia-eager", "context: tangentia hvp without jit", tg_eager, role="context"),
@@ -77,5 +83,7 @@ def impls():
 
 
 def run(cfg, log=print):
-    entries = run_impls(impls(), cfg, targets=TARGETS, log=log)
-    return {"title": TITLE, "entries": entries, "notes": []}
+    targets = {f"tangentia[{b}]/{peer_key}": limit for b, _ in tg_backends()
+               for peer_key, limit in TARGETS.items()}
+    entries = run_impls(impls(), cfg, targets=targets, log=log)
+    return {"title": TITLE, "entries": entries, "notes": [backend_note()]}
