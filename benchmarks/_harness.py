@@ -39,7 +39,8 @@ class Config:
     repeats: int = 15        # timed runs (rounds) per measurement; the median run is reported
     settle: float = 0.1      # pause before each timed run (lets spinning thread pools park)
     quick: bool = False
-    guard_wait: float = 0.0  # > 0: redo rounds disturbed by other processes (see measure_interleaved)
+    guard_wait: float = 0.0  # > 0: redo rounds disturbed by other processes
+    #                                (see measure_interleaved)
     busy_threshold: float = 0.2  # cores used by other processes above which a round is disturbed
     min_runs: int = 3        # timed runs of an implementation too slow for ``repeats`` runs
     slow_factor: float = 2.0  # ... which may take up to slow_factor * budget seconds
@@ -353,7 +354,8 @@ def _short_exc(e):
     return f"{type(e).__name__}: {msg[0] if msg else ''}"[:300]
 
 
-def run_impls(impls, cfg: Config, rtol=1e-8, atol=1e-10, targets=None, log=print):
+def run_impls(impls, cfg: Config, rtol=1e-8, atol=1e-10, targets=None, log=print,
+              outputs=None):
     """Build, check and time each implementation; returns a list of entry dicts.
 
     Every entry gets ``ratios`` (``{other key: paired ratio}``, see
@@ -361,12 +363,13 @@ def run_impls(impls, cfg: Config, rtol=1e-8, atol=1e-10, targets=None, log=print
     tangentia entry's time / its time), as before.  ``targets`` maps a peer key
     (for the first tangentia entry) or ``"tangentia key/other key"`` to the
     maximum allowed ratio.  Implementations are timed interleaved (see
-    :func:`measure_interleaved`).
+    :func:`measure_interleaved`).  ``outputs``, if given, is a dict that
+    receives every implementation's first output (flattened NumPy arrays).
     """
     targets = targets or {}
     entries = []
     ready = []  # (entry, fn)
-    outputs = {}
+    outputs = {} if outputs is None else outputs
     first_tg = None
     for impl in impls:
         e = {"impl": impl.key, "label": impl.label, "role": impl.role, "metric": "time"}

@@ -11,7 +11,8 @@ of a chain of 100 ``sin`` applications on a length-8 vector, then a sum:
 Ratios: each custom rule / the same library's plain primitive (the relative
 cost the target is about), and tangentia / the peer's same kind of call.
 
-Standalone: ``python benchmarks/bench_custom_rules.py [--quick]`` (= ``run.py --only custom_rules``).
+Standalone: ``python benchmarks/bench_custom_rules.py [--quick]``
+(= ``run.py --only custom_rules``).
 """
 from __future__ import annotations
 

@@ -44,7 +44,8 @@ def entry_row(e):
     if st != "ok":
         reason = _cell(e.get("reason", ""))
         return f"| {label} | {(st or '?').upper()} | | | | {reason} |"
-    ratios = ", ".join(f"/{_cell(k)} **{fmt_ratio(v)}**" for k, v in (e.get("ratios") or {}).items())
+    ratios = ", ".join(f"/{_cell(k)} **{fmt_ratio(v)}**"
+                       for k, v in (e.get("ratios") or {}).items())
     targets = "; ".join(
         f"/{_cell(k)} <= {t['max_ratio']:.2g}: {'met' if t['met'] else 'MISSED'}"
         for k, t in (e.get("targets") or {}).items())

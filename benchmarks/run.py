@@ -8,7 +8,7 @@
     python benchmarks/run.py --backends numba   # tangentia jit backends to measure
     python benchmarks/run.py --threads 0        # library defaults instead of one pinned core
     python benchmarks/run.py --peers jax        # only some peers ('none': tangentia alone)
-    python benchmarks/run.py --wait-idle 60     # on a shared machine: wait for / re-run on quiet CPU
+    python benchmarks/run.py --wait-idle 60     # shared machine: wait for / re-run on quiet CPU
     python benchmarks/run.py --list             # list workload names and groups
 
 For every workload: the median time per call of tangentia (per jit backend)

@@ -19,7 +19,8 @@ if __name__ == "__main__":  # standalone: the same as `python benchmarks/run.py 
 
 import numpy as np  # noqa: E402
 
-from _harness import Impl, backend_note, peer, run_impls, tg_backends, tg_impls, tg_jit  # noqa: E402
+from _harness import (Impl, backend_note, peer, run_impls, tg_backends,  # noqa: E402
+                      tg_impls, tg_jit)
 
 NAME = "mlp_sgd"
 TITLE = "MLP SGD step: 784-512-512-10 tanh, batch 128, softmax xent, jit"

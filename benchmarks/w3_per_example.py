@@ -8,7 +8,7 @@ Target (from the issue): tangentia within 2x of JAX.
 """
 from __future__ import annotations
 
-if __name__ == "__main__":  # standalone: the same as `python benchmarks/run.py --only per_example_grads`
+if __name__ == "__main__":  # standalone: `python benchmarks/run.py --only per_example_grads`
     import os
     import sys
     _here = os.path.dirname(os.path.abspath(__file__))
@@ -17,7 +17,8 @@ if __name__ == "__main__":  # standalone: the same as `python benchmarks/run.py 
 
 import numpy as np  # noqa: E402
 
-from _harness import Impl, backend_note, peer, run_impls, tg_backends, tg_impls, tg_jit  # noqa: E402
+from _harness import (Impl, backend_note, peer, run_impls, tg_backends,  # noqa: E402
+                      tg_impls, tg_jit)
 
 NAME = "per_example_grads"
 TITLE = "per-example grads: jit(vmap(grad)), MLP 32-64-1 tanh, batch 256"

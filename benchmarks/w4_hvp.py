@@ -16,7 +16,8 @@ if __name__ == "__main__":  # standalone: the same as `python benchmarks/run.py 
 
 import numpy as np  # noqa: E402
 
-from _harness import Impl, backend_note, peer, run_impls, tg_backends, tg_impls, tg_jit  # noqa: E402
+from _harness import (Impl, backend_note, peer, run_impls, tg_backends,  # noqa: E402
+                      tg_impls, tg_jit)
 
 NAME = "hvp"
 TITLE = "Hessian-vector product: jvp(grad(f)), f = sum(tanh(A@x)**2), A 256x256, jit"

@@ -242,7 +242,8 @@ def run(cfg, log=print):
                     e.update(status="mismatch", reason=f"disagrees with numpy: {msg}")
                     log(f"    {label:<52} MISMATCH: {msg}")
                     return e
-                e["agreement"] = f"allclose (max abs diff {max_abs_diff([ref], to_numpy_leaves(out)):.2g})"
+                diff = max_abs_diff([ref], to_numpy_leaves(out))
+                e["agreement"] = f"allclose (max abs diff {diff:.2g})"
             e.update(traced_peak(fn, nbytes))
         except Exception as ex:  # noqa: BLE001
             e.update(status="skipped" if role == "tangentia" else "error",
