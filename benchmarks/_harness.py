@@ -24,6 +24,7 @@ import statistics
 import sys
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field, replace  # noqa: F401 (replace used by run.py)
 from typing import Any, Callable
 
@@ -383,11 +384,20 @@ def run_impls(impls, cfg: Config, rtol=1e-8, atol=1e-10, targets=None, log=print
                 continue
         stage = "building"
         try:
-            fn = impl.build()
-            stage = "first call"
-            t0 = time.perf_counter()
-            out = fn()
-            e["first_call_s"] = time.perf_counter() - t0
+            # Warnings of the first call are kept: a backend that falls back to
+            # another one says so with a warning, and the row must show it.
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                fn = impl.build()
+                stage = "first call"
+                t0 = time.perf_counter()
+                out = fn()
+                e["first_call_s"] = time.perf_counter() - t0
+            if caught:
+                e["warnings"] = sorted({f"{w.category.__name__}: {w.message}"[:300]
+                                        for w in caught})
+                for w in e["warnings"]:
+                    log(f"    {impl.label:<56} warning: {w}")
             arrays = to_numpy_leaves(out)
         except Exception as ex:  # noqa: BLE001
             status = "skipped" if impl.role == "tangentia" else "error"

@@ -87,6 +87,8 @@ def render(doc):
                     "| --- | --- | --- | --- | --- | --- |"]
             out += [entry_row(e) for e in sec.get("entries", [])]
             out.append("")
+            out += [f"* warning in the first call of {_cell(e['label'])}: {_cell(w)}"
+                    for e in sec.get("entries", []) for w in e.get("warnings", [])]
             if sec is not res:
                 out += [f"* {_cell(n)}" for n in sec.get("notes", [])]
         out += [f"* {_cell(n)}" for n in res.get("notes", [])]

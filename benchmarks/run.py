@@ -212,7 +212,8 @@ def _entry_lines(e):
             f"{100 * e['spread']:>5.0f}% {fmt_time(e.get('first_call_s')):>9} {rc:>10}  "
             f"{_ratios_cell(e)}")
     tg = _targets_cell(e)
-    return [line.rstrip() + (f"  [{tg}]" if tg else "")]
+    return [line.rstrip() + (f"  [{tg}]" if tg else "")] + [
+        f"{'':<6}warning (first call): {w}" for w in e.get("warnings", [])]
 
 
 def format_table(results):
