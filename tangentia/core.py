@@ -166,6 +166,24 @@ class Trace:
     def process_primitive(self, prim, args, params):
         raise NotImplementedError
 
+    # Call-like primitives whose meaning depends on the interpreter (a custom
+    # rule is used by differentiation only) bind through these methods; each
+    # interpreter module implements them for its trace class, and subclasses
+    # inherit them.  ``params`` of a custom-JVP call: ``fun(*args) -> outs``,
+    # ``jvp(*args, *diff_tangents) -> outs + out_tangents`` (zero tangents are
+    # ``Zero`` both ways), ``num_consts`` (leading closed-over inputs, which
+    # must not be differentiated), ``num_nondiff``, ``symbolic_zeros``,
+    # ``name``, ``rule_name``, ``call_jaxpr`` (the primal program once staged).
+    # Of a custom-VJP call: ``fun``, ``fwd(perturbed, *args) -> (outs,
+    # residuals, res_tree)``, ``bwd(res_tree, *residuals, *cts) -> cts``
+    # (``Zero`` for zero cotangents), ``num_consts``, ``symbolic_zeros``,
+    # ``name``, ``rule_name``, ``call_jaxpr``.
+    def process_custom_jvp_call(self, prim, args, params):
+        raise NotImplementedError(f"{prim.name} under {self.describe()}")
+
+    def process_custom_vjp_call(self, prim, args, params):
+        raise NotImplementedError(f"{prim.name} under {self.describe()}")
+
     def describe(self):
         return type(self).__name__
 
@@ -185,6 +203,13 @@ class EvalTrace(Trace):
         if prim.multiple_results:
             return [o if type(o) is np.ndarray else np.asarray(o) for o in out]
         return out if type(out) is np.ndarray else np.asarray(out)
+
+    def process_custom_jvp_call(self, prim, args, params):
+        # Evaluation calls the function only: its rules never run.
+        return [o if type(o) is np.ndarray or isinstance(o, Tracer) else np.asarray(o)
+                for o in params["fun"](*args)]
+
+    process_custom_vjp_call = process_custom_jvp_call
 
     def describe(self):
         return "eager evaluation"
@@ -212,6 +237,34 @@ class set_trace:
 
     def __exit__(self, *exc):
         _trace_ctx.reset(self.token)
+
+
+class suspend:
+    """Context manager: run a custom rule of ``name`` under ``trace``'s parent,
+    with ``trace`` suspended.
+
+    A tracer of a suspended trace reaching a primitive means the custom
+    function closed over a value being differentiated (reported by
+    ``closure_error``).  While a custom JVP rule runs, its name is recorded on
+    the equations staged from it (for errors about non-linear rules).
+    """
+
+    __slots__ = ("trace", "state", "token", "rule_token")
+
+    def __init__(self, trace, kind, name):
+        self.trace = trace
+        self.state = Suspended(kind, name)
+
+    def __enter__(self):
+        self.trace.alive = self.state
+        self.token = _trace_ctx.set(self.trace.parent)
+        self.rule_token = custom_rule_ctx.set(
+            self.state.name if self.state.kind == "custom_jvp" else None)
+
+    def __exit__(self, *exc):
+        custom_rule_ctx.reset(self.rule_token)
+        _trace_ctx.reset(self.token)
+        self.trace.alive = True
 
 
 class Suspended:
@@ -301,6 +354,59 @@ class Primitive:
 
     def __repr__(self):
         return self.name
+
+
+class CustomJVPCallPrimitive(Primitive):
+    """The call of a function with a custom JVP rule: the current trace's
+    ``process_custom_jvp_call`` decides what it means."""
+
+    __slots__ = ()
+
+    def __init__(self, name):
+        super().__init__(name, multiple_results=True)
+
+    def bind(self, *args, **params):
+        return _trace_ctx.get().process_custom_jvp_call(self, args, params)
+
+
+class CustomVJPCallPrimitive(Primitive):
+    """The call of a function with custom forward/backward rules: the current
+    trace's ``process_custom_vjp_call`` decides what it means."""
+
+    __slots__ = ()
+
+    def __init__(self, name):
+        super().__init__(name, multiple_results=True)
+
+    def bind(self, *args, **params):
+        return _trace_ctx.get().process_custom_vjp_call(self, args, params)
+
+
+# ---------------------------------------------------------------------------
+# Symbolic zeros (the one representation of a zero tangent or cotangent
+# inside the library; ``custom_derivatives.SymbolicZero`` is the user-facing
+# one, converted at the boundary of user rules)
+
+
+def tangent_aval(aval):
+    """The abstract value of a tangent of a value of type ``aval``."""
+    return ShapedArray(aval.shape, dtypes.tangent_dtype(aval.dtype), False)
+
+
+class Zero:
+    """A tangent or cotangent known to be zero (never materialized)."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    @staticmethod
+    def from_primal(x):
+        return Zero(tangent_aval(get_aval(x)))
+
+    def __repr__(self):
+        return f"Zero({self.aval.str_short()})"
 
 
 # ---------------------------------------------------------------------------

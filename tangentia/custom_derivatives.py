@@ -22,12 +22,10 @@ import inspect
 import numpy as np
 
 from . import core, dtypes
-from .core import Primitive, ShapedArray, Tracer, set_trace
-from .debugging import DebugNansEvalTrace
-from .interpreters import ad, batching
+from .core import Tracer, Zero
+from .interpreters import ad
 from .interpreters import partial_eval as pe
-from .interpreters.ad import JVPTrace, JVPTracer, Zero
-from .interpreters.batching import BatchTrace, BatchTracer
+from .interpreters.ad import custom_lin_p  # noqa: F401 - the backends find it here
 from ._messages import fun_name as _fun_name
 from .tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 
@@ -82,28 +80,15 @@ class CustomVJPPrimal:
 
 
 # ---------------------------------------------------------------------------
-# The primitives and their per-interpreter rules
+# The primitives.  What a call means is decided by the current interpreter
+# (``process_custom_jvp_call`` / ``process_custom_vjp_call`` of each trace
+# class, in its interpreter module; see ``core.Trace`` for the parameters).
+# Inside the library a zero tangent is ``ad.Zero``; the flat wrappers below
+# convert to and from ``SymbolicZero`` (or zeros) at the user's rules only.
 
 
-class CustomCallPrimitive(Primitive):
-    """A call primitive whose handling is chosen per interpreter type."""
-
-    __slots__ = ("rules",)
-
-    def __init__(self, name):
-        super().__init__(name, multiple_results=True)
-        self.rules = {}
-
-    def bind(self, *args, **params):
-        trace = core.current_trace()
-        rule = self.rules.get(type(trace))
-        if rule is None:
-            raise NotImplementedError(f"{self.name} under {type(trace).__name__}")
-        return rule(trace, args, params)
-
-
-custom_jvp_call_p = CustomCallPrimitive("custom_jvp_call")
-custom_vjp_call_p = CustomCallPrimitive("custom_vjp_call")
+custom_jvp_call_p = core.CustomJVPCallPrimitive("custom_jvp_call")
+custom_vjp_call_p = core.CustomVJPCallPrimitive("custom_vjp_call")
 
 
 def _print_params(params):
@@ -126,406 +111,9 @@ def _as_arrays(outs):
     return [o if type(o) is np.ndarray or isinstance(o, Tracer) else np.asarray(o) for o in outs]
 
 
-class _suspend:
-    """Suspend a differentiation trace while a custom rule runs under its parent."""
-
-    __slots__ = ("trace", "state", "token", "rule_token")
-
-    def __init__(self, trace, kind, name):
-        self.trace = trace
-        self.state = core.Suspended(kind, name)
-
-    def __enter__(self):
-        self.trace.alive = self.state
-        self.token = core._trace_ctx.set(self.trace.parent)
-        self.rule_token = core.custom_rule_ctx.set(
-            self.state.name if self.state.kind == "custom_jvp" else None)
-
-    def __exit__(self, *exc):
-        core.custom_rule_ctx.reset(self.rule_token)
-        core._trace_ctx.reset(self.token)
-        self.trace.alive = True
-
-
-def _jvp_unpack(trace, args, nc, nd, kind, name):
-    """Primals of all arguments, tangents of the differentiable ones (from
-    position ``nd``; ``None`` when zero), and whether any is perturbed.  The
-    first ``nc`` arguments are closed-over values: a tangent there is an error."""
-    primals, diff_t = [], []
-    perturbed = False
-    for i, x in enumerate(args):
-        if type(x) is JVPTracer and x._trace is trace:
-            if i < nc:
-                raise core.closure_error(kind, name)
-            primals.append(x.primal)
-            if i >= nd:
-                diff_t.append(x.tangent)
-                perturbed = True
-        else:
-            if isinstance(x, Tracer):
-                trace.check_foreign(x)
-            primals.append(x)
-            if i >= nd:
-                diff_t.append(None)
-    return primals, diff_t, perturbed
-
-
-def _batch_unpack(trace, args):
-    vals, dims = [], []
-    for x in args:
-        v, d = trace.unpack(x)
-        vals.append(v)
-        dims.append(d)
-    return vals, dims
-
-
-def _has_own(trace, args):
-    for x in args:
-        if type(x) is pe.JaxprTracer and x._trace is trace:
-            return True
-    return False
-
-
-def _forward(trace, prim, args, params):
-    """Bind ``prim`` with the parent interpreter (which it handles directly)."""
-    parent = trace.parent
-    rule = prim.rules.get(type(parent))
-    if rule is None:
-        raise NotImplementedError(f"{prim.name} under {type(parent).__name__}")
-    token = core._trace_ctx.set(parent)
-    try:
-        return rule(parent, args, params)
-    finally:
-        core._trace_ctx.reset(token)
-
-
-# -- custom_jvp_call --------------------------------------------------------
-# params: fun(*args) -> outs; jvp(*args, *diff_tangents) -> outs + out_tangents;
-#   num_consts (leading closed-over inputs: must not be differentiated),
-#   num_nondiff (next inputs: never differentiated), symbolic_zeros, name,
-#   call_jaxpr (the primal program once staged, else None).
-
-
-def _cj_eval(trace, args, params):
-    return _as_arrays(params["fun"](*args))
-
-
-def _cj_jvp(trace, args, params):
-    nc, nn = params["num_consts"], params["num_nondiff"]
-    nd = nc + nn
-    primals, diff_t, perturbed = _jvp_unpack(trace, args, nc, nd, "custom_jvp", params["name"])
-    if not perturbed:
-        # Suspended, so that a function closing over one of this trace's
-        # tracers is reported instead of silently losing its derivative.
-        with _suspend(trace, "custom_jvp", params["name"]):
-            return custom_jvp_call_p.bind(*primals, **params)
-    sz = params["symbolic_zeros"]
-    tans = [zero_from_primal(p, sz) if t is None else t for p, t in zip(primals[nd:], diff_t)]
-    with _suspend(trace, "custom_jvp", params["name"]):
-        outs = params["jvp"](*primals, *tans)
-    n = len(outs) // 2
-    res = []
-    for p, t in zip(outs[:n], outs[n:]):
-        if type(t) is SymbolicZero or t is None:
-            res.append(p)
-        else:
-            res.append(JVPTracer(trace, p, t))
-    return res
-
-
-def _cj_batch(trace, args, params):
-    # No shortcut when nothing is batched: the function may close over
-    # batched values, which the sub-trace (sharing this trace's tag) sees.
-    vals, dims = _batch_unpack(trace, args)
-    size, tag = trace.axis_size, trace.tag
-    fun, jvp = params["fun"], params["jvp"]
-    nc, nn = params["num_consts"], params["num_nondiff"]
-    zeros_out = lambda n: [0] * n  # noqa: E731
-
-    def batched_fun(*xs):
-        return batching.vmap_flat(fun, xs, dims, size, zeros_out, tag=tag)
-
-    def batched_jvp(*xs):
-        n = len(dims)
-        primals, tangents = list(xs[:n]), list(xs[n:])
-        tdims = list(dims[nc + nn:])
-        for i, t in enumerate(tangents):
-            if type(t) is SymbolicZero:
-                d = tdims[i]
-                if d is not None:
-                    s = t.aval.shape
-                    t = SymbolicZero(ShapedArray(s[:d] + s[d + 1:], t.aval.dtype))
-                tangents[i] = t
-                tdims[i] = None
-        return batching.vmap_flat(jvp, primals + tangents, list(dims) + tdims, size, zeros_out,
-                                  tag=tag)
-
-    new = dict(params, fun=batched_fun, jvp=batched_jvp, call_jaxpr=None)
-    outs = _forward(trace, custom_jvp_call_p, vals, new)
-    return [BatchTracer(trace, o, 0) for o in outs]
-
-
-def _check_primal_outs(rule, name, call_jaxpr, outs):
-    want = [v.aval for v in call_jaxpr.outvars]
-    got = [core.get_aval(o) for o in outs]
-    if len(want) != len(got) or any(a.shape != b.shape or a.dtype != b.dtype
-                                    for a, b in zip(want, got)):
-        raise TypeError(
-            f"{rule} for function {name} must produce primal outputs with the "
-            f"function's shapes and dtypes; expected {[a.str_short() for a in want]}, got "
-            f"{[a.str_short() for a in got]}.")
-
-
-def _trace_closed(fun, avals, name, label):
-    """Trace ``fun``; closed-over values become leading inputs."""
-    jaxpr, consts = pe.trace_to_jaxpr(fun, avals, name=name, label=label)
-    return pe.convert_constvars_to_invars(jaxpr), consts
-
-
-class _LazyRuleProgram:
-    """Traces a rule to a program on first use, per zero pattern.
-
-    The closed-over values of the primal function (which became leading
-    inputs of the staged call) are mapped by identity to the program's
-    leading inputs, so a rule that closes over the same values works after
-    the staging trace has ended.
-    """
-
-    __slots__ = ("rule", "consts", "in_avals", "name", "kind", "memo")
-
-    def __init__(self, rule, consts, in_avals, name, kind):
-        self.rule = rule
-        self.consts = consts
-        self.in_avals = in_avals
-        self.name = name
-        self.kind = kind
-        self.memo = {}
-
-    def program(self, extra_avals, key, wrap):
-        hit = self.memo.get(key)
-        if hit is not None:
-            return hit
-        consts = self.consts
-        const_avals = [core.get_aval(c) for c in consts]
-        builder = pe.JaxprBuilder(f"{self.kind} rule of {self.name}")
-        trace = pe.JaxprTrace(core.current_trace(), builder, label=self.kind)
-        const_tracers = [trace.new_arg(a) for a in const_avals]
-        for c, t in zip(consts, const_tracers):
-            builder.const_ids[id(c)] = t.ir_var
-        in_tracers = [trace.new_arg(a) for a in list(self.in_avals) + list(extra_avals)]
-        try:
-            with set_trace(trace):
-                outs, info = wrap(self.rule, in_tracers)
-            jaxpr, jconsts = builder.build(const_tracers + in_tracers, outs, trace)
-        finally:
-            trace.alive = False
-        # Traced values only the rule closes over become leading inputs; such a
-        # program is specific to this call, so it is not memoized.
-        jaxpr, hoisted = pe.close_or_hoist(jaxpr, jconsts)
-        if not hoisted:
-            self.memo[key] = (jaxpr, hoisted, info)
-        return jaxpr, hoisted, info
-
-
-def _cj_stage(trace, args, params):
-    if trace.forward_known and not _has_own(trace, args):
-        return _forward(trace, custom_jvp_call_p, args, params)
-    avals = [core.get_aval(a) for a in args]
-    name = params["name"]
-    call_jaxpr, consts = _trace_closed(params["fun"], avals, name, "custom_jvp")
-    nc_new = len(consts)
-    nc, nn = params["num_consts"], params["num_nondiff"]
-    lazy = _LazyRuleProgram(params["jvp"], consts, avals, name, "custom_jvp")
-    diff_avals = avals[nc + nn:]
-
-    def staged_jvp(*xs):
-        n = nc_new + len(avals)
-        primals, tangents = xs[:n], xs[n:]
-        nonzero = tuple(type(t) is not SymbolicZero for t in tangents)
-
-        def wrap(rule, tracers):
-            ins = tracers[:len(avals)]
-            tans = iter(tracers[len(avals):])
-            tan_args = [next(tans) if nz else SymbolicZero(ad.tangent_aval(a))
-                        for nz, a in zip(nonzero, diff_avals)]
-            outs = rule(*ins, *tan_args)
-            k = len(outs) // 2
-            _check_primal_outs(f"Custom JVP rule {params['rule_name']}", name, call_jaxpr,
-                               outs[:k])
-            out_zero = tuple(type(t) is SymbolicZero for t in outs[k:])
-            kept = list(outs[:k]) + [t for t in outs[k:] if type(t) is not SymbolicZero]
-            return kept, out_zero
-
-        extra = [ad.tangent_aval(a) for nz, a in zip(nonzero, diff_avals) if nz]
-        jaxpr, hoisted, out_zero = lazy.program(extra, nonzero, wrap)
-        nz_tans = [t for t in tangents if type(t) is not SymbolicZero]
-        res = core.eval_jaxpr(jaxpr, (), *hoisted, *primals, *nz_tans)
-        k = len(out_zero)
-        prim_out, tan_it = res[:k], iter(res[k:])
-        tan_out = [SymbolicZero(ad.tangent_aval(core.get_aval(p))) if z else next(tan_it)
-                   for p, z in zip(prim_out, out_zero)]
-        return list(prim_out) + tan_out
-
-    new = dict(params, fun=core.jaxpr_as_fun(call_jaxpr), jvp=staged_jvp,
-               num_consts=nc_new + nc, call_jaxpr=call_jaxpr)
-    return trace.stage(custom_jvp_call_p, list(consts) + list(args), new)
-
-
-custom_jvp_call_p.rules.update({
-    core.EvalTrace: _cj_eval,
-    DebugNansEvalTrace: _cj_eval,
-    JVPTrace: _cj_jvp,
-    BatchTrace: _cj_batch,
-    pe.JaxprTrace: _cj_stage,
-})
-
-# -- custom_vjp_call --------------------------------------------------------
-# params: fun(*args) -> outs; fwd(perturbed, *args) -> (outs, residuals, res_tree);
-#   bwd(res_tree, *residuals, *cts) -> cts of the differentiable args;
-#   num_consts, symbolic_zeros, name, call_jaxpr.
-
-custom_lin_p = Primitive("custom_lin", multiple_results=True)
-
-
-def _custom_lin_impl(*args, num_res, bwd, out_avals, symbolic_zeros, name):
-    raise TypeError(
-        f"can't apply forward-mode differentiation (jvp) to a custom_vjp function ({name}). "
-        "A custom_vjp function only defines reverse mode: use grad/vjp, or define the rule "
-        "with custom_jvp instead.")
-
-
-custom_lin_p.impl = _custom_lin_impl
-custom_lin_p.abstract_eval = lambda *avals, out_avals, **_: list(out_avals)
-custom_lin_p.print_params = lambda params: {"name": params["name"], "num_res": params["num_res"]}
-
-
-
-def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, symbolic_zeros, name):
-    res = args[:num_res]
-    cts_out = []
-    for c, a in zip(cts, out_avals):
-        if c is None or type(c) is Zero:
-            cts_out.append(SymbolicZero(a) if symbolic_zeros else np.zeros(a.shape, a.dtype))
-        else:
-            cts_out.append(c)
-    cts_in = bwd(*res, *cts_out)
-    return [None] * num_res + [None if type(c) is SymbolicZero else c for c in cts_in]
-
-
-def _custom_lin_batch(args, dims, **params):
-    # Only reached when forward mode (jvp, possibly under vmap as in jacfwd)
-    # is applied to a custom_vjp function.
-    return _custom_lin_impl(**params)
-
-
-custom_lin_p.transpose = _custom_lin_transpose
-custom_lin_p.batch = _custom_lin_batch
-
-
-def _cv_eval(trace, args, params):
-    return _as_arrays(params["fun"](*args))
-
-
-def _cv_jvp(trace, args, params):
-    nc = params["num_consts"]
-    primals, diff_t, perturbed_any = _jvp_unpack(trace, args, nc, nc, "custom_vjp",
-                                                 params["name"])
-    if not perturbed_any:
-        with _suspend(trace, "custom_vjp", params["name"]):
-            return custom_vjp_call_p.bind(*primals, **params)
-    perturbed = tuple([t is not None for t in diff_t])
-    with _suspend(trace, "custom_vjp", params["name"]):
-        outs, res, res_tree = params["fwd"](perturbed, *primals)
-    out_avals = tuple([ad.tangent_aval(core.get_aval(o)) for o in outs])
-    lin_in = [zero_from_primal(p) if t is None else t for p, t in zip(primals[nc:], diff_t)]
-    bwd = functools.partial(params["bwd"], res_tree)
-    token = core._trace_ctx.set(trace.parent)
-    try:
-        out_tans = custom_lin_p.bind(*res, *lin_in, num_res=len(res), bwd=bwd,
-                                     out_avals=out_avals,
-                                     symbolic_zeros=params["symbolic_zeros"],
-                                     name=params["name"])
-    finally:
-        core._trace_ctx.reset(token)
-    return [p if a.dtype == dtypes.float0 else JVPTracer(trace, p, t)
-            for p, t, a in zip(outs, out_tans, out_avals)]
-
-
-def _cv_batch(trace, args, params):
-    # No shortcut when nothing is batched: the function may close over
-    # batched values, which the sub-trace (sharing this trace's tag) sees.
-    vals, dims = _batch_unpack(trace, args)
-    size, tag = trace.axis_size, trace.tag
-    fun, fwd, bwd = params["fun"], params["fwd"], params["bwd"]
-    nc = params["num_consts"]
-    zeros_out = lambda n: [0] * n  # noqa: E731
-
-    def batched_fun(*xs):
-        return batching.vmap_flat(fun, xs, dims, size, zeros_out, tag=tag)
-
-    def batched_fwd(perturbed, *xs):
-        info = {}
-
-        def f(*ys):
-            outs, res, res_tree = fwd(perturbed, *ys)
-            info["n"], info["res_tree"] = len(outs), res_tree
-            return list(outs) + list(res)
-        flat = batching.vmap_flat(f, xs, dims, size, zeros_out, tag=tag)
-        n = info["n"]
-        return flat[:n], flat[n:], info["res_tree"]
-
-    def batched_bwd(res_tree, *res_and_cts):
-        def b(*zs):
-            cts = bwd(res_tree, *zs)
-            return [c.instantiate() if type(c) is SymbolicZero else c for c in cts]
-        rc = [c.instantiate() if type(c) is SymbolicZero else c for c in res_and_cts]
-        cts = batching.vmap_flat(b, rc, [0] * len(rc), size, zeros_out, tag=tag)
-        out = []
-        for c, d in zip(cts, dims[nc:]):
-            if d is None:
-                from .primitives.reductions import reduce_sum
-                out.append(reduce_sum(c, (0,)))
-            else:
-                out.append(batching.move_axis(c, 0, d))
-        return out
-
-    new = dict(params, fun=batched_fun, fwd=batched_fwd, bwd=batched_bwd, call_jaxpr=None)
-    outs = _forward(trace, custom_vjp_call_p, vals, new)
-    return [BatchTracer(trace, o, 0) for o in outs]
-
-
-def _cv_stage(trace, args, params):
-    if trace.forward_known and not _has_own(trace, args):
-        return _forward(trace, custom_vjp_call_p, args, params)
-    avals = [core.get_aval(a) for a in args]
-    name = params["name"]
-    call_jaxpr, consts = _trace_closed(params["fun"], avals, name, "custom_vjp")
-    nc_new = len(consts)
-    lazy = _LazyRuleProgram(params["fwd"], consts, avals, name, "custom_vjp")
-
-    def staged_fwd(perturbed, *xs):
-        def wrap(fwd, tracers):
-            outs, res, res_tree = fwd(perturbed, *tracers)
-            _check_primal_outs(f"Custom VJP fwd rule {params['rule_name']}", name, call_jaxpr,
-                               outs)
-            return list(outs) + list(res), (len(outs), res_tree)
-
-        jaxpr, hoisted, (n_out, res_tree) = lazy.program([], perturbed, wrap)
-        flat = core.eval_jaxpr(jaxpr, (), *hoisted, *xs)
-        return flat[:n_out], flat[n_out:], res_tree
-
-    new = dict(params, fun=core.jaxpr_as_fun(call_jaxpr), fwd=staged_fwd,
-               num_consts=nc_new + params["num_consts"], call_jaxpr=call_jaxpr)
-    return trace.stage(custom_vjp_call_p, list(consts) + list(args), new)
-
-
-custom_vjp_call_p.rules.update({
-    core.EvalTrace: _cv_eval,
-    DebugNansEvalTrace: _cv_eval,
-    JVPTrace: _cv_jvp,
-    BatchTrace: _cv_batch,
-    pe.JaxprTrace: _cv_stage,
-})
+def _user_zero(z, symbolic_zeros):
+    """What a user rule sees for the internal zero ``z``."""
+    return SymbolicZero(z.aval) if symbolic_zeros else np.zeros(z.aval.shape, z.aval.dtype)
 
 
 # ---------------------------------------------------------------------------
@@ -600,7 +188,7 @@ def _check_tangent(p, t, i, jvp_name, name):
     """Check/normalize tangent output ``i`` of a JVP rule against its primal ``p``."""
     pa = core.get_aval(p)
     if t is None or type(t) is SymbolicZero or pa.dtype.kind not in "fc":
-        return SymbolicZero(ad.tangent_aval(pa))
+        return Zero(ad.tangent_aval(pa))
     ta = core.get_aval(t)
     if ta.shape != pa.shape:
         raise _tangent_mismatch(
@@ -741,8 +329,8 @@ class custom_jvp(_CustomFunction):
 
         def flat_jvp(*xs):
             nondiff_vals, primals = rebuild(xs[:n_dyn], xs[n_dyn:n_dyn + n_diff])
-            tangents = (tuple(xs[n_dyn + n_diff:]) if in_tree is None
-                        else tree_unflatten(in_tree, list(xs[n_dyn + n_diff:])))
+            tans = [_user_zero(t, sz) if type(t) is Zero else t for t in xs[n_dyn + n_diff:]]
+            tangents = tuple(tans) if in_tree is None else tree_unflatten(in_tree, tans)
             res = rule(*nondiff_vals, tuple(primals), tuple(tangents))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must return a "
@@ -867,9 +455,10 @@ class custom_vjp(_CustomFunction):
         def flat_bwd(res_tree, *res_and_cts):
             nres = res_tree.num_leaves
             res = _unflatten_out(res_tree, list(res_and_cts[:nres]))
-            cts = _unflatten_out(store["out_tree"], list(res_and_cts[nres:]))
+            cts = _unflatten_out(store["out_tree"], [_user_zero(c, sz) if type(c) is Zero else c
+                                                     for c in res_and_cts[nres:]])
             got = bwd(*nondiff, res, cts)
-            return _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name, sz)
+            return _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name)
 
         outs = custom_vjp_call_p.bind(*leaves, fun=flat_fun, fwd=flat_fwd, bwd=flat_bwd,
                                       num_consts=0, symbolic_zeros=sz, name=name,
@@ -877,7 +466,8 @@ class custom_vjp(_CustomFunction):
         return _unflatten_out(store["out_tree"], outs)
 
 
-def _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name, symbolic_zeros):
+def _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name):
+    """The flat cotangents of a bwd rule's output (``Zero`` for zero ones), checked."""
     if not isinstance(got, (tuple, list)):
         raise TypeError(f"Custom VJP bwd rule {bwd_name} for function {name} must return a tuple "
                         f"with one cotangent per differentiable argument ({n_args}), got "
@@ -899,7 +489,7 @@ def _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name, symbolic
     for k, (g, t) in enumerate(zip(got, arg_trees)):
         avals = [next(it_avals) for _ in range(t.num_leaves)]
         if g is None:
-            out.extend(_zero_ct(a, symbolic_zeros) for a in avals)
+            out.extend(_zero_ct(a) for a in avals)
             continue
         try:
             g_leaves = t.flatten_up_to(g)
@@ -909,7 +499,7 @@ def _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name, symbolic
                             f"the argument has structure {t}") from None
         for j, (c, a) in enumerate(zip(g_leaves, avals)):
             if c is None or type(c) is SymbolicZero:
-                out.append(_zero_ct(a, symbolic_zeros))
+                out.append(_zero_ct(a))
                 continue
             if not core.is_array_like(c):
                 raise TypeError(
@@ -919,7 +509,7 @@ def _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name, symbolic
             ca = core.get_aval(c)
             want = ad.tangent_aval(a)
             if want.dtype == dtypes.float0:
-                out.append(_zero_ct(a, symbolic_zeros))
+                out.append(_zero_ct(a))
                 continue
             if ca.shape != a.shape:
                 raise TypeError(f"Custom VJP bwd rule {bwd_name} for function {name} returned a "
@@ -934,9 +524,8 @@ def _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name, symbolic
     return out
 
 
-def _zero_ct(aval, symbolic_zeros):
-    t = ad.tangent_aval(aval)
-    return SymbolicZero(t) if symbolic_zeros else np.zeros(t.shape, t.dtype)
+def _zero_ct(aval):
+    return Zero(ad.tangent_aval(aval))
 
 
 def closure_convert(fun, *example_args):

@@ -2,7 +2,9 @@
 that produces a NaN, naming it.
 
 Enabling it swaps the outermost interpreter for one that checks every result
-(a context variable, so it is per thread and costs nothing when off).  Jitted
+(a context variable, so it is per thread and costs nothing when off).  It is
+an ``EvalTrace``, so it evaluates custom-rule calls as evaluation does (by
+inheritance: nothing is registered for it).  Jitted
 programs are run operation by operation while it is on, so the failing
 operation inside them is found too.
 """
@@ -63,7 +65,7 @@ class debug_nans:
     in a nested scope.
     """
 
-    __slots__ = ("enable", "token")
+    __slots__ = ("enable", "scope")
 
     def __init__(self, enable=True):
         self.enable = enable
@@ -72,8 +74,9 @@ class debug_nans:
         current = core.current_trace()
         if current is not core.EVAL_TRACE and current is not _DEBUG_TRACE:
             raise RuntimeError("debug_nans must be entered outside of any transformation")
-        self.token = core._trace_ctx.set(_DEBUG_TRACE if self.enable else core.EVAL_TRACE)
+        self.scope = core.set_trace(_DEBUG_TRACE if self.enable else core.EVAL_TRACE)
+        self.scope.__enter__()
         return self
 
     def __exit__(self, *exc):
-        core._trace_ctx.reset(self.token)
+        self.scope.__exit__(*exc)

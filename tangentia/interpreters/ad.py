@@ -10,11 +10,13 @@
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import core, dtypes
 from ..tree_util import register_leaf_type
-from ..core import Primitive, ShapedArray, Tracer, Var, set_trace
+from ..core import Primitive, Tracer, Var, set_trace
 
 _set_trace = core._trace_ctx.set
 _reset_trace = core._trace_ctx.reset
@@ -25,21 +27,8 @@ from . import partial_eval as pe
 # Symbolic zeros
 
 
-class Zero:
-    """A tangent or cotangent known to be zero (never materialized)."""
-
-    __slots__ = ("aval",)
-
-    def __init__(self, aval):
-        self.aval = aval
-
-    @staticmethod
-    def from_primal(x):
-        a = core.get_aval(x)
-        return Zero(ShapedArray(a.shape, dtypes.tangent_dtype(a.dtype), False))
-
-    def __repr__(self):
-        return f"Zero({self.aval.str_short()})"
+Zero = core.Zero
+tangent_aval = core.tangent_aval
 
 
 def zeros_like_aval(aval):
@@ -48,10 +37,6 @@ def zeros_like_aval(aval):
 
 def instantiate(t):
     return zeros_like_aval(t.aval) if type(t) is Zero else t
-
-
-def tangent_aval(aval):
-    return ShapedArray(aval.shape, dtypes.tangent_dtype(aval.dtype), False)
 
 
 def add_tangents(a, b):
@@ -166,6 +151,95 @@ class JVPTrace(core.Trace):
         if isinstance(x, Tracer):
             self.check_foreign(x)
         return x, Zero.from_primal(x)
+
+    # Custom rules: differentiation runs the rule (see core.Trace) ----------
+
+    def _custom_unpack(self, args, num_consts, first_diff, kind, name):
+        """Primals of all arguments, tangents of the differentiable ones (from
+        position ``first_diff``; ``Zero`` when unperturbed), and whether any is
+        perturbed.  A tangent on one of the ``num_consts`` leading closed-over
+        values is an error."""
+        primals, tangents = [], []
+        perturbed = False
+        for i, x in enumerate(args):
+            if type(x) is JVPTracer and x._trace is self:
+                if i < num_consts:
+                    raise core.closure_error(kind, name)
+                primals.append(x.primal)
+                if i >= first_diff:
+                    tangents.append(x.tangent)
+                    perturbed = True
+            else:
+                if isinstance(x, Tracer):
+                    self.check_foreign(x)
+                primals.append(x)
+                if i >= first_diff:
+                    tangents.append(Zero.from_primal(x))
+        return primals, tangents, perturbed
+
+    def process_custom_jvp_call(self, prim, args, params):
+        nc = params["num_consts"]
+        name = params["name"]
+        primals, tangents, perturbed = self._custom_unpack(
+            args, nc, nc + params["num_nondiff"], "custom_jvp", name)
+        # Suspended either way, so that a function closing over one of this
+        # trace's tracers is reported instead of silently losing its derivative.
+        with core.suspend(self, "custom_jvp", name):
+            if not perturbed:
+                return prim.bind(*primals, **params)
+            outs = params["jvp"](*primals, *tangents)
+        n = len(outs) // 2
+        return [p if type(t) is Zero else JVPTracer(self, p, t)
+                for p, t in zip(outs[:n], outs[n:])]
+
+    def process_custom_vjp_call(self, prim, args, params):
+        nc = params["num_consts"]
+        name = params["name"]
+        primals, tangents, perturbed = self._custom_unpack(args, nc, nc, "custom_vjp", name)
+        with core.suspend(self, "custom_vjp", name):
+            if not perturbed:
+                return prim.bind(*primals, **params)
+            outs, res, res_tree = params["fwd"](tuple([type(t) is not Zero for t in tangents]),
+                                                *primals)
+        out_avals = tuple([tangent_aval(core.get_aval(o)) for o in outs])
+        # The linear step carrying ``bwd``, recorded by the parent (a
+        # linearization); its linear inputs are materialized tangents.
+        out_tans = self.parent.process_primitive(
+            custom_lin_p, [*res, *[instantiate(t) for t in tangents]],
+            dict(num_res=len(res), bwd=functools.partial(params["bwd"], res_tree),
+                 out_avals=out_avals, name=name))
+        return [p if a.dtype == dtypes.float0 else JVPTracer(self, p, t)
+                for p, t, a in zip(outs, out_tans, out_avals)]
+
+
+# custom_lin: the linear step of a custom_vjp function under linearization.
+# Inputs ``(*residuals, *input tangents)``; transposition calls ``bwd`` on the
+# residuals and output cotangents (``Zero`` for zero ones).  Evaluating it
+# means forward mode was applied to a custom_vjp function: an error.
+
+custom_lin_p = Primitive("custom_lin", multiple_results=True)
+
+
+def _custom_lin_impl(*args, name, **_):
+    raise TypeError(
+        f"can't apply forward-mode differentiation (jvp) to a custom_vjp function ({name}). "
+        "A custom_vjp function only defines reverse mode: use grad/vjp, or define the rule "
+        "with custom_jvp instead.")
+
+
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, name):
+    cts = [Zero(a) if c is None else c for c, a in zip(cts, out_avals)]
+    cts_in = bwd(*args[:num_res], *cts)
+    return [None] * num_res + [None if type(c) is Zero else c for c in cts_in]
+
+
+custom_lin_p.impl = _custom_lin_impl
+custom_lin_p.abstract_eval = lambda *avals, out_avals, **_: list(out_avals)
+custom_lin_p.print_params = lambda params: {"name": params["name"], "num_res": params["num_res"]}
+custom_lin_p.transpose = _custom_lin_transpose
+# Only reached when forward mode (jvp, possibly under vmap as in jacfwd) is
+# applied to a custom_vjp function: the same error as evaluating it.
+custom_lin_p.batch = lambda args, dims, **params: _custom_lin_impl(**params)
 
 
 # Helpers for defining rules ------------------------------------------------

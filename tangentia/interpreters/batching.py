@@ -6,12 +6,15 @@ primitive's batching rule maps batched inputs to a batched output.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import core
 from ..tree_util import register_leaf_type
 from ..core import ShapedArray, Tracer, set_trace
 from . import partial_eval as pe
 from .ad import add_any_p
 from .base_ops import batch_size, broadcast_front, materialize, move_axis, move_to_front  # noqa: F401
+from .base_ops import reduce_sum
 
 not_mapped = None
 _set_trace = core._trace_ctx.set
@@ -100,6 +103,82 @@ class BatchTrace(core.Trace):
         if isinstance(x, Tracer):
             self.check_foreign(x)
         return x, None
+
+    # Custom rules: vmap maps the function and the rules (see core.Trace),
+    # ``vmap(custom_jvp_call(f, jvp)) == custom_jvp_call(vmap(f), vmap(jvp))``.
+    # There is no shortcut when nothing is batched: the function may close over
+    # batched values, which the sub-traces (sharing this trace's tag) see.
+
+    def _forward_custom_call(self, prim, vals, params):
+        with set_trace(self.parent):
+            outs = prim.bind(*vals, **params)
+        return [BatchTracer(self, o, 0) for o in outs]
+
+    def process_custom_jvp_call(self, prim, args, params):
+        vals, dims = zip(*[self.unpack(x) for x in args]) if args else ((), ())
+        size, tag = self.axis_size, self.tag
+        fun, jvp = params["fun"], params["jvp"]
+        first_diff = params["num_consts"] + params["num_nondiff"]
+
+        def batched_fun(*xs):
+            return vmap_flat(fun, xs, dims, size, _all_zero, tag=tag)
+
+        def batched_jvp(*xs):
+            n = len(dims)
+            primals, tangents = list(xs[:n]), list(xs[n:])
+            tdims = list(dims[first_diff:])
+            for i, t in enumerate(tangents):
+                if type(t) is core.Zero:  # unbatched, of the per-example type
+                    d = tdims[i]
+                    if d is not None:
+                        s = t.aval.shape
+                        tangents[i] = core.Zero(ShapedArray(s[:d] + s[d + 1:], t.aval.dtype))
+                    tdims[i] = None
+            return vmap_flat(jvp, primals + tangents, list(dims) + tdims, size, _all_zero,
+                             tag=tag)
+
+        return self._forward_custom_call(
+            prim, vals, dict(params, fun=batched_fun, jvp=batched_jvp, call_jaxpr=None))
+
+    def process_custom_vjp_call(self, prim, args, params):
+        vals, dims = zip(*[self.unpack(x) for x in args]) if args else ((), ())
+        size, tag = self.axis_size, self.tag
+        fun, fwd, bwd = params["fun"], params["fwd"], params["bwd"]
+        diff_dims = dims[params["num_consts"]:]
+
+        def batched_fun(*xs):
+            return vmap_flat(fun, xs, dims, size, _all_zero, tag=tag)
+
+        def batched_fwd(perturbed, *xs):
+            info = {}
+
+            def f(*ys):
+                outs, res, res_tree = fwd(perturbed, *ys)
+                info["n"], info["res_tree"] = len(outs), res_tree
+                return list(outs) + list(res)
+            flat = vmap_flat(f, xs, dims, size, _all_zero, tag=tag)
+            n = info["n"]
+            return flat[:n], flat[n:], info["res_tree"]
+
+        def batched_bwd(res_tree, *res_and_cts):
+            def b(*zs):
+                return [_instantiate(c) for c in bwd(res_tree, *zs)]
+            rc = [_instantiate(c) for c in res_and_cts]
+            cts = vmap_flat(b, rc, [0] * len(rc), size, _all_zero, tag=tag)
+            return [reduce_sum(c, (0,)) if d is None else move_axis(c, 0, d)
+                    for c, d in zip(cts, diff_dims)]
+
+        return self._forward_custom_call(
+            prim, vals, dict(params, fun=batched_fun, fwd=batched_fwd, bwd=batched_bwd,
+                             call_jaxpr=None))
+
+
+def _all_zero(n):
+    return [0] * n
+
+
+def _instantiate(t):
+    return np.zeros(t.aval.shape, t.aval.dtype) if type(t) is core.Zero else t
 
 
 # ---------------------------------------------------------------------------

@@ -156,6 +156,90 @@ class JaxprTrace(core.Trace):
                 return prim.partial_eval(self, args, params)
         return self.stage(prim, args, params)
 
+    def is_known(self, x):
+        """Whether ``x`` is known to this trace: not one of its own (staged) values."""
+        return not (type(x) is JaxprTracer and x._trace is self)
+
+    def process_known(self, prim, args, params):
+        """Bind ``prim`` on known values with the parent interpreter (computed now)."""
+        return self.parent.process_primitive(prim, args, params)
+
+    # Custom rules: staging records the call with its primal program; the
+    # rule's program is traced lazily, only when something differentiates it,
+    # because a rule may call the function itself (see core.Trace).
+
+    def _forward_custom_call(self, prim, args, params):
+        if self.forward_known and all(self.is_known(x) for x in args):
+            with set_trace(self.parent):
+                return prim.bind(*args, **params)
+        return None
+
+    def process_custom_jvp_call(self, prim, args, params):
+        out = self._forward_custom_call(prim, args, params)
+        if out is not None:
+            return out
+        avals = [core.get_aval(a) for a in args]
+        name = params["name"]
+        call_jaxpr, consts = _trace_closed(params["fun"], avals, name, "custom_jvp")
+        nc_new = len(consts)
+        nd = params["num_consts"] + params["num_nondiff"]
+        lazy = LazyRuleProgram(params["jvp"], consts, avals, name, "custom_jvp")
+        diff_avals = avals[nd:]
+        what = f"Custom JVP rule {params['rule_name']}"
+
+        def staged_jvp(*xs):
+            n = nc_new + len(avals)
+            primals, tangents = xs[:n], xs[n:]
+            nonzero = tuple([type(t) is not core.Zero for t in tangents])
+
+            def wrap(rule, tracers):
+                ins = tracers[:len(avals)]
+                tans = iter(tracers[len(avals):])
+                tan_args = [next(tans) if nz else core.Zero(core.tangent_aval(a))
+                            for nz, a in zip(nonzero, diff_avals)]
+                outs = rule(*ins, *tan_args)
+                k = len(outs) // 2
+                check_primal_outs(what, name, call_jaxpr, outs[:k])
+                out_zero = tuple([type(t) is core.Zero for t in outs[k:]])
+                return list(outs[:k]) + [t for t in outs[k:] if type(t) is not core.Zero], out_zero
+
+            extra = [core.tangent_aval(a) for nz, a in zip(nonzero, diff_avals) if nz]
+            jaxpr, hoisted, out_zero = lazy.program(extra, nonzero, wrap)
+            nz_tans = [t for t in tangents if type(t) is not core.Zero]
+            res = core.eval_jaxpr(jaxpr, (), *hoisted, *primals, *nz_tans)
+            k = len(out_zero)
+            prim_out, tan_it = res[:k], iter(res[k:])
+            return list(prim_out) + [core.Zero.from_primal(p) if z else next(tan_it)
+                                     for p, z in zip(prim_out, out_zero)]
+
+        new = dict(params, fun=core.jaxpr_as_fun(call_jaxpr), jvp=staged_jvp,
+                   num_consts=nc_new + params["num_consts"], call_jaxpr=call_jaxpr)
+        return self.stage(prim, list(consts) + list(args), new)
+
+    def process_custom_vjp_call(self, prim, args, params):
+        out = self._forward_custom_call(prim, args, params)
+        if out is not None:
+            return out
+        avals = [core.get_aval(a) for a in args]
+        name = params["name"]
+        call_jaxpr, consts = _trace_closed(params["fun"], avals, name, "custom_vjp")
+        lazy = LazyRuleProgram(params["fwd"], consts, avals, name, "custom_vjp")
+        what = f"Custom VJP fwd rule {params['rule_name']}"
+
+        def staged_fwd(perturbed, *xs):
+            def wrap(fwd, tracers):
+                outs, res, res_tree = fwd(perturbed, *tracers)
+                check_primal_outs(what, name, call_jaxpr, outs)
+                return list(outs) + list(res), (len(outs), res_tree)
+
+            jaxpr, hoisted, (n_out, res_tree) = lazy.program([], perturbed, wrap)
+            flat = core.eval_jaxpr(jaxpr, (), *hoisted, *xs)
+            return flat[:n_out], flat[n_out:], res_tree
+
+        new = dict(params, fun=core.jaxpr_as_fun(call_jaxpr), fwd=staged_fwd,
+                   num_consts=len(consts) + params["num_consts"], call_jaxpr=call_jaxpr)
+        return self.stage(prim, list(consts) + list(args), new)
+
     def stage(self, prim, args, params):
         to_atom = self.to_atom
         inputs = [x.ir_var if type(x) is JaxprTracer and x._trace is self else to_atom(x)
@@ -229,6 +313,69 @@ def trace_to_jaxpr(fun, in_avals, name="fun", label="jit", arg_names=None):
     finally:
         trace.alive = False
     return jaxpr, consts
+
+
+def _trace_closed(fun, avals, name, label):
+    """Trace ``fun``; closed-over values become leading inputs."""
+    jaxpr, consts = trace_to_jaxpr(fun, avals, name=name, label=label)
+    return convert_constvars_to_invars(jaxpr), consts
+
+
+def check_primal_outs(rule, name, call_jaxpr, outs):
+    """A custom rule's primal outputs must have the types of the function's."""
+    want = [v.aval for v in call_jaxpr.outvars]
+    got = [core.get_aval(o) for o in outs]
+    if len(want) != len(got) or any(a.shape != b.shape or a.dtype != b.dtype
+                                    for a, b in zip(want, got)):
+        raise TypeError(
+            f"{rule} for function {name} must produce primal outputs with the "
+            f"function's shapes and dtypes; expected {[a.str_short() for a in want]}, got "
+            f"{[a.str_short() for a in got]}.")
+
+
+class LazyRuleProgram:
+    """Traces a staged custom call's rule to a program on first use, per zero pattern.
+
+    The closed-over values of the primal function (which became leading
+    inputs of the staged call) are mapped by identity to the program's
+    leading inputs, so a rule that closes over the same values works after
+    the staging trace has ended.
+    """
+
+    __slots__ = ("rule", "consts", "in_avals", "name", "kind", "memo")
+
+    def __init__(self, rule, consts, in_avals, name, kind):
+        self.rule = rule
+        self.consts = consts
+        self.in_avals = in_avals
+        self.name = name
+        self.kind = kind
+        self.memo = {}
+
+    def program(self, extra_avals, key, wrap):
+        """``(program, hoisted, info)`` for ``wrap(rule, in_tracers) -> (outs, info)``."""
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        consts = self.consts
+        builder = JaxprBuilder(f"{self.kind} rule of {self.name}")
+        trace = JaxprTrace(core.current_trace(), builder, label=self.kind)
+        const_tracers = [trace.new_arg(core.get_aval(c)) for c in consts]
+        for c, t in zip(consts, const_tracers):
+            builder.const_ids[id(c)] = t.ir_var
+        in_tracers = [trace.new_arg(a) for a in list(self.in_avals) + list(extra_avals)]
+        try:
+            with set_trace(trace):
+                outs, info = wrap(self.rule, in_tracers)
+            jaxpr, jconsts = builder.build(const_tracers + in_tracers, outs, trace)
+        finally:
+            trace.alive = False
+        # Traced values only the rule closes over become leading inputs; such a
+        # program is specific to this call, so it is not memoized.
+        jaxpr, hoisted = close_or_hoist(jaxpr, jconsts)
+        if not hoisted:
+            self.memo[key] = (jaxpr, hoisted, info)
+        return jaxpr, hoisted, info
 
 
 def convert_constvars_to_invars(jaxpr):
