@@ -13,10 +13,10 @@ from ..core import Tracer as _Tracer
 from ..primitives import elementwise as _E
 from ._complex import conj, imag, real
 from ._conversion import astype
-from ._elementwise import (abs, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clip, divide,
-                           equal, floor_divide, greater, greater_equal, less, less_equal,
+from ._elementwise import (abs, add, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clip,
+                           divide, equal, floor_divide, greater, greater_equal, less, less_equal,
                            logical_and, logical_not, logical_or, logical_xor, multiply, negative,
-                           not_equal, power, remainder, round, subtract, add)
+                           not_equal, power, remainder, round, subtract)
 from ._indexing import _getitem, _IndexUpdateHelper, nonzero
 from ._matrices import diagonal, dot, matmul, trace
 from ._reductions import (all, any, argmax, argmin, cumprod, cumsum, max, mean, min, prod, ptp,
