@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import core, dtypes
+from .. import core
 from ..compiler.backend import run_equation
 from ..core import Jaxpr, Primitive, ShapedArray, Var
 from ..interpreters import ad, batching
 from ..interpreters import partial_eval as pe
 from ..interpreters.ad import Zero, is_undefined
+from ..interpreters.call_rules import (batch_programs, jvp_outputs, jvp_programs, merge_outputs,
+                                       scatter_linear, transpose_programs, unknowns,
+                                       zero_nonfloat)
 from . import elementwise as E
 from . import reductions as R
 from . import structural as S
@@ -44,22 +47,6 @@ def _trace(fun, avals, name):
     """
     jaxpr, consts = pe.trace_to_jaxpr(fun, avals, name=name, label="control flow")
     return pe.close_or_hoist(jaxpr, consts)
-
-
-def _common_hoisted(pairs):
-    """Give programs (each with its own hoisted leading inputs) one signature:
-    all hoisted values, then the original inputs.  Returns (programs, hoisted)."""
-    all_h = [h for _, hs in pairs for h in hs]
-    out = []
-    before = 0
-    for j, hs in pairs:
-        n = len(hs)
-        pad_b = _fresh([core.get_aval(h) for h in all_h[:before]])
-        pad_a = _fresh([core.get_aval(h) for h in all_h[before + n:]])
-        out.append(Jaxpr([], pad_b + list(j.invars[:n]) + pad_a + list(j.invars[n:]), j.eqns,
-                         j.outvars))
-        before += n
-    return tuple(out), all_h
 
 
 def _closed(pair):
@@ -90,25 +77,20 @@ cond_p.print_params = lambda params: {f"branch{i}": b for i, b in enumerate(para
 
 def _cond_jvp(primals, tangents, branches):
     index, ops = primals[0], primals[1:]
-    nz = [type(t) is not Zero for t in tangents[1:]]
-    new, hoisted = _common_hoisted([ad.jvp_jaxpr(b, nz) for b in branches])
-    tans = [t for t in tangents[1:] if type(t) is not Zero]
+    new, hoisted, tans = jvp_programs(branches, tangents[1:])
     outs = cond_p.bind(index, *hoisted, *ops, *tans, branches=new)
-    n = len(branches[0].outvars)
-    out_t = [Zero(ad.tangent_aval(v.aval)) if v.aval.dtype.kind not in "fc" else t
-             for v, t in zip(branches[0].outvars, outs[n:])]
-    return outs[:n], out_t
+    return jvp_outputs(branches[0].out_avals, outs)
 
 
 def _cond_batch(args, dims, branches):
     size = batching.batch_size(args, dims)
     index, ops = args[0], args[1:]
     idim, odims = dims[0], dims[1:]
-    pairs = [batching.batch_jaxpr(b, tuple(odims), size) for b in branches]
     if idim is None:
-        new, hoisted = _common_hoisted(pairs)
+        new, hoisted = batch_programs(branches, odims, size)
         outs = cond_p.bind(index, *hoisted, *ops, branches=new)
         return outs, [0] * len(outs)
+    pairs = [batching.batch_jaxpr(b, tuple(odims), size) for b in branches]
     # A batched index: run every branch and select per batch element.
     index = batching.move_to_front(index, idim)
     results = [core.eval_jaxpr(b, (), *h, *ops) for b, h in pairs]
@@ -126,7 +108,7 @@ def _cond_batch(args, dims, branches):
 
 def _cond_partial_eval(trace, args, params):
     branches = params["branches"]
-    unknown = [type(x) is pe.JaxprTracer and x._trace is trace for x in args]
+    unknown = unknowns(trace, args)
     if unknown[0]:
         return trace.stage(cond_p, args, params)
     index, ops = args[0], args[1:]
@@ -165,26 +147,22 @@ def _cond_partial_eval(trace, args, params):
         return _closed(_trace(f, res_avals + u_in, f"unknown branch {i}"))
 
     kops = [x for x, u in zip(ops, ops_uk) if not u]
-    with core.set_trace(trace.parent):
-        kouts = cond_p.bind(index, *kops,
-                            branches=tuple(known_branch(i) for i in range(len(branches))))
+    kouts = trace.process_known(cond_p, [index, *kops], {
+        "branches": tuple(known_branch(i) for i in range(len(branches)))})
     known_outs, residuals = kouts[:n_known_out], kouts[n_known_out:]
     uops = [x for x, u in zip(ops, ops_uk) if u]
-    uouts = iter(trace.stage(cond_p, [index] + list(residuals) + uops,
-                             {"branches": tuple(unknown_branch(i) for i in range(len(branches)))}))
-    kit = iter(known_outs)
-    return [next(uouts) if u else next(kit) for u in out_uk]
+    uouts = trace.stage(cond_p, [index] + list(residuals) + uops,
+                        {"branches": tuple(unknown_branch(i) for i in range(len(branches)))})
+    return merge_outputs(out_uk, known_outs, uouts)
 
 
 def _cond_transpose(cts, index, *ops, branches):
     if is_undefined(index):
         raise TypeError("cond: the branch index cannot be linear")
-    lin = [is_undefined(o) for o in ops]
+    new, hoisted, res, lin = transpose_programs(branches, ops)
     cts = [ad.instantiate(c) for c in cts]
-    new, hoisted = _common_hoisted([ad.transpose_jaxpr(b, lin) for b in branches])
-    res = [o for o in ops if not is_undefined(o)]
-    outs = iter(cond_p.bind(index, *hoisted, *res, *cts, branches=new))
-    return [None] + [next(outs) if l_ else None for l_ in lin]
+    outs = cond_p.bind(index, *hoisted, *res, *cts, branches=new)
+    return [None] + scatter_linear(lin, outs)
 
 
 cond_p.jvp = _cond_jvp
@@ -224,8 +202,7 @@ def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nco
     outs = while_p.bind(*cc, *hoisted, *bc, *[t for t in bc_t if type(t) is not Zero], *carry,
                         *init_t, cond_jaxpr=cond, body_jaxpr=body, cond_nconsts=cond_nconsts,
                         body_nconsts=nh + nb + nbt)
-    out_t = [Zero(a) if a.dtype == dtypes.float0 else t for a, t in zip(carry_t_avals, outs[n:])]
-    return outs[:n], out_t
+    return jvp_outputs(body_jaxpr.out_avals, outs)
 
 
 def _while_batch(args, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
@@ -273,7 +250,7 @@ def _while_batch(args, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts)
 def _while_partial_eval(trace, args, params):
     cond_jaxpr, body_jaxpr = params["cond_jaxpr"], params["body_jaxpr"]
     ncc, nbc = params["cond_nconsts"], params["body_nconsts"]
-    unknown = [type(x) is pe.JaxprTracer and x._trace is trace for x in args]
+    unknown = unknowns(trace, args)
     cc_uk, bc_uk, carry_uk = split(unknown, ncc, nbc)
     carry_uk = list(carry_uk)
     while True:
@@ -294,14 +271,14 @@ def _while_partial_eval(trace, args, params):
     cond_k = Jaxpr([], list(cc_vars) + [v for v, u in zip(carry_vars, carry_uk) if not u],
                    cond_jaxpr.eqns, cond_jaxpr.outvars)
     cc, bc, carry = split(args, ncc, nbc)
-    with core.set_trace(trace.parent):
-        kouts = while_p.bind(*cc, *[x for x, u in zip(bc, bc_uk) if not u],
-                             *[x for x, u in zip(carry, carry_uk) if not u],
-                             cond_jaxpr=cond_k, body_jaxpr=body_k, cond_nconsts=ncc,
-                             body_nconsts=sum(1 for u in bc_uk if not u))
+    kouts = trace.process_known(
+        while_p, [*cc, *[x for x, u in zip(bc, bc_uk) if not u],
+                  *[x for x, u in zip(carry, carry_uk) if not u]],
+        dict(cond_jaxpr=cond_k, body_jaxpr=body_k, cond_nconsts=ncc,
+             body_nconsts=sum(1 for u in bc_uk if not u)))
+    # The staged loop computes every carry; its known ones are replaced.
     uouts = trace.stage(while_p, args, params)
-    kit = iter(kouts)
-    return [u_out if u else next(kit) for u, u_out in zip(carry_uk, uouts)]
+    return merge_outputs(carry_uk, kouts, [o for o, u in zip(uouts, carry_uk) if u])
 
 
 def _while_transpose(cts, *args, **params):
@@ -354,10 +331,7 @@ def _scan_jvp(primals, tangents, jaxpr, num_consts, num_carry, length, reverse, 
                        jaxpr=body, num_consts=nh + num_consts + sum(c_nz), num_carry=2 * ncar,
                        length=length, reverse=reverse, unroll=unroll)
     car, tcar, ys, tys = split(outs, ncar, ncar, ny)
-    out_avals = [v.aval for v in jaxpr.outvars]
-    tans = [Zero(ad.tangent_aval(a)) if a.dtype.kind not in "fc" else t
-            for a, t in zip(out_avals, tcar + tys)]
-    return car + ys, tans
+    return car + ys, zero_nonfloat(jaxpr.out_avals, tcar + tys)
 
 
 def _scan_batch(args, dims, jaxpr, num_consts, num_carry, length, reverse, unroll):
@@ -378,8 +352,7 @@ def _scan_batch(args, dims, jaxpr, num_consts, num_carry, length, reverse, unrol
 def _scan_partial_eval(trace, args, params):
     jaxpr = params["jaxpr"]
     nc, ncar = params["num_consts"], params["num_carry"]
-    length = params["length"]
-    unknown = [type(x) is pe.JaxprTracer and x._trace is trace for x in args]
+    unknown = unknowns(trace, args)
     c_uk, car_uk, x_uk = split(unknown, nc, ncar)
     ny = len(jaxpr.outvars) - ncar
     car_uk = list(car_uk)
@@ -407,9 +380,8 @@ def _scan_partial_eval(trace, args, params):
     k_consts = [x for x, u in zip(consts, c_uk) if not u]
     k_args = k_consts + [x for x, u in zip(carry, car_uk) if not u] + \
         [x for x, u in zip(xs, x_uk) if not u]
-    with core.set_trace(trace.parent):
-        kouts = scan_p.bind(*k_args, jaxpr=body_k, num_consts=n_kc, num_carry=n_kcar,
-                            length=length, reverse=params["reverse"], unroll=params["unroll"])
+    kouts = trace.process_known(scan_p, k_args, dict(
+        params, jaxpr=body_k, num_consts=n_kc, num_carry=n_kcar))
     k_car, k_ys, stacked = split(kouts, n_kcar, n_kout - n_kcar)
     inv_vals = [k_args[j] for j, inv in zip(res_fwd, invariant) if inv]
     # Unknown body: (invariant res, unknown consts, unknown carry, stacked res, unknown xs).
@@ -420,10 +392,9 @@ def _scan_partial_eval(trace, args, params):
     u_args = inv_vals + [x for x, u in zip(consts, c_uk) if u] + \
         [x for x, u in zip(carry, car_uk) if u] + list(stacked) + \
         [x for x, u in zip(xs, x_uk) if u]
-    uouts = iter(trace.stage(scan_p, u_args, dict(
-        params, jaxpr=body_u, num_consts=len(inv_vals) + sum(c_uk), num_carry=sum(car_uk))))
-    kit = iter(list(k_car) + list(k_ys))
-    return [next(uouts) if u else next(kit) for u in out_uk]
+    uouts = trace.stage(scan_p, u_args, dict(
+        params, jaxpr=body_u, num_consts=len(inv_vals) + sum(c_uk), num_carry=sum(car_uk)))
+    return merge_outputs(out_uk, list(k_car) + list(k_ys), uouts)
 
 
 def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
