@@ -39,6 +39,13 @@ def instantiate(t):
     return zeros_like_aval(t.aval) if type(t) is Zero else t
 
 
+def zero_nonfloat(avals, tangents):
+    """Tangents of values of type ``avals``: zero for integer and boolean ones
+    (their tangent type is float0, which carries no information)."""
+    return [Zero(tangent_aval(a)) if a.dtype.kind not in "fc" else t
+            for a, t in zip(avals, tangents)]
+
+
 def add_tangents(a, b):
     if type(a) is Zero:
         return b
@@ -483,9 +490,7 @@ def jvp_jaxpr(jaxpr, nonzeros):
     def fun(*args):
         primals, tans = args[:n], iter(args[n:])
         tangents = [next(tans) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzeros)]
-        # Integer/bool inputs carry float0 tangents, which are always zero.
-        tangents = [Zero(tangent_aval(a)) if a.dtype.kind not in "fc" else t
-                    for a, t in zip(in_avals, tangents)]
+        tangents = zero_nonfloat(in_avals, tangents)
         outs, out_tans = jvp_flat(lambda *xs: core.eval_jaxpr(jaxpr, (), *xs), primals, tangents)
         out_nonzero[:] = [type(t) is not Zero for t in out_tans]
         return list(outs) + [instantiate(t) for t in out_tans]

@@ -20,7 +20,7 @@ from .. import core
 from ..core import Jaxpr, Var, Zero
 from . import ad, batching
 from . import partial_eval as pe
-from .ad import is_undefined
+from .ad import is_undefined, zero_nonfloat
 
 
 def with_program(params, jaxpr, what=None):
@@ -29,13 +29,6 @@ def with_program(params, jaxpr, what=None):
     if what is not None and "name" in params:
         new["name"] = f"{what}({params['name']})"
     return new
-
-
-def zero_nonfloat(avals, tangents):
-    """Tangents of values of type ``avals``: zero for integer and boolean ones
-    (their tangent type is float0, which carries no information)."""
-    return [Zero(core.tangent_aval(a)) if a.dtype.kind not in "fc" else t
-            for a, t in zip(avals, tangents)]
 
 
 def jvp_outputs(out_avals, outs):

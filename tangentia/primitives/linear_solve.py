@@ -17,6 +17,7 @@ from ..compiler.backend import run_equation
 from ..core import Primitive
 from ..interpreters import ad, batching
 from ..interpreters.ad import Zero, is_undefined
+from ..interpreters.call_rules import batch_programs
 from . import elementwise as E
 
 linear_solve_p = Primitive("linear_solve", multiple_results=True)
@@ -103,7 +104,7 @@ def _ls_batch(args, dims, jaxprs, const_lengths, num_b):
             new_jaxprs.append(None)
             new_consts.append([])
             continue
-        bj, hoisted = batching.batch_jaxpr(j, tuple(ds) + (0,) * num_b, size)
+        (bj,), hoisted = batch_programs([j], tuple(ds) + (0,) * num_b, size)
         new_jaxprs.append(bj)
         new_consts.append(list(hoisted) + list(cs))
     outs = linear_solve_p.bind(*[c for cs in new_consts for c in cs], *b,
