@@ -43,8 +43,11 @@ Coverage (``None`` = NumPy fallback):
 * Linear algebra on float32/float64 (stacks of matrices by a loop):
   ``lu`` (LAPACK ``getrf``, as SciPy), ``lu_pivots_to_permutation``,
   ``triangular_solve`` and ``lu_solve`` (substitution loops), ``solve``,
-  ``inv``, ``det``, ``slogdet``, ``cholesky``, ``eigh``, ``eigvalsh``, ``qr``
-  (``None`` for the complete QR of a tall matrix), ``svd``.  ``expm`` and
+  ``inv``, ``det``, ``slogdet``, ``cholesky``, ``eigh`` (float64 only: for
+  float32, SciPy's and NumPy's LAPACK builds pick different eigenvector
+  signs), ``eigvalsh``, ``qr`` (``None`` for the complete QR of a tall
+  matrix), ``svd``; empty matrices fall back.  These kernels are compiled once
+  per ranks and dtypes, not per shape.  ``expm`` and
   ``expm_frechet`` are not covered.  Note that numba's ``np.linalg`` raises
   on non-finite input where NumPy would return NaNs.
 """
@@ -105,20 +108,26 @@ def _freeze(v):
     return v
 
 
-def _signature(eqn):
-    ins = tuple((tuple(a.aval.shape), np.dtype(a.aval.dtype).str) for a in eqn.inputs)
-    outs = tuple((tuple(v.aval.shape), np.dtype(v.aval.dtype).str) for v in eqn.outputs)
+def _signature(eqn, shape_generic):
+    def sig(aval):
+        dims = aval.ndim if shape_generic else tuple(aval.shape)
+        if shape_generic and any(d == 0 for d in aval.shape):
+            dims = (dims, "empty")  # kernels may decline empty arrays
+        return dims, np.dtype(aval.dtype).str
+    ins = tuple(sig(a.aval) for a in eqn.inputs)
+    outs = tuple(sig(v.aval) for v in eqn.outputs)
     return (eqn.prim.name, _freeze(eqn.params), ins, outs)
 
 
-def _register(*prims):
-    """Register ``build(in_avals, out_avals, **params)`` as the factory of ``prims``.
+def _register(*prims, shape_generic=False):
+    """Register ``build(prim, in_avals, out_avals, **params)`` as the factory of ``prims``.
 
-    The factory caches the built kernel (or ``None``) per equation signature.
+    The factory caches the built kernel (or ``None``) per equation signature:
+    per shapes, or only per ranks if the kernel is ``shape_generic``.
     """
     def deco(build):
         def factory(eqn):
-            key = _signature(eqn)
+            key = _signature(eqn, shape_generic)
             hit = _cache.get(key)
             if hit is None:
                 with _cache_lock:
@@ -794,39 +803,41 @@ def _batched(name, core_fn, ins, outs, core_nd, out_core_nd, **glb):
     over the common leading batch axes of the inputs.
 
     ``core_nd[i]`` is the number of trailing (matrix) axes of input ``i``,
-    ``out_core_nd[j]`` that of output ``j``.
+    ``out_core_nd[j]`` that of output ``j``.  The kernel reads the shapes at
+    run time, so one compilation serves every shape of the same ranks (the
+    factories register with ``shape_generic=True``); it needs a non-empty batch.
     """
-    batch = tuple(ins[0].shape[:ins[0].ndim - core_nd[0]])
-    nb = len(batch)
+    nb = ins[0].ndim - core_nd[0]
     lead = [f"i{d}" for d in range(nb)]
+    multi = len(outs) > 1
 
-    def part(var, nd_core):
-        return var + (_idx(lead + [":"] * nd_core) if nb else "")
+    def part(var, nd_core, index):
+        return var + (_idx(index + [":"] * nd_core) if nb else "")
 
     args = [f"x{j}" for j in range(len(ins))]
+    res = [f"r{j}" for j in range(len(outs))]
     src = _Src()
     src(f"def {name}({', '.join(args)}):")
     src.indent()
-    multi = len(outs) > 1
-    res = "r" if not multi else ", ".join(f"r{j}" for j in range(len(outs)))
-    call = f"_core({', '.join(part(a, k) for a, k in zip(args, core_nd))})"
-    if not nb:
-        src(f"{res} = {call}")
-        for j, o in enumerate(outs):
-            r = f"r{j}" if multi else "r"
-            src(f"o{j} = np.empty({tuple(o.shape)}, {_np_type(o.dtype)})")
-            src(f"o{j}[{', '.join([':'] * o.ndim) if o.ndim else '()'}] = {r}")
-    else:
-        for j, o in enumerate(outs):
-            src(f"o{j} = np.empty({tuple(o.shape)}, {_np_type(o.dtype)})")
-        loops = _loops(src, batch)
-        src(f"{res} = {call}")
+    first = ["0"] * nb
+    src(f"{', '.join(res)}{',' if multi else ''} = "
+        f"_core({', '.join(part(a, k, first) for a, k in zip(args, core_nd))})")
+    for j, (o, k) in enumerate(zip(outs, out_core_nd)):
+        shape = f"x0.shape[:{nb}] + np.shape(r{j})" if nb else f"np.shape(r{j})"
+        src(f"o{j} = np.empty({shape}, {_np_type(o.dtype)})")
+        src(f"o{j}{_idx(first + [':'] * k) if (nb or k) else '[()]'} = r{j}")
+    if nb:
+        for d in range(nb):
+            src(f"for i{d} in range(x0.shape[{d}]):")
+            src.indent()
+        src(f"if {' and '.join(f'i{d} == 0' for d in range(nb))}:")
+        src("    continue  # the first matrix is done")
+        src(f"{', '.join(res)}{',' if multi else ''} = "
+            f"_core({', '.join(part(a, k, lead) for a, k in zip(args, core_nd))})")
         for j, k in enumerate(out_core_nd):
-            r = f"r{j}" if multi else "r"
-            src(f"o{j}{_idx(lead + [':'] * k)} = {r}")
-        _close(src, loops)
-    src("return " + (", ".join(f"o{j}" for j in range(len(outs))) + ("," if multi else "")
-                     if multi else "o0"))
+            src(f"o{j}{_idx(lead + [':'] * k)} = r{j}")
+        _close(src, nb)
+    src("return " + (", ".join(f"o{j}" for j in range(len(outs))) + "," if multi else "o0"))
     return _compile(src.text(), name, _core=core_fn, **glb)
 
 
@@ -839,7 +850,7 @@ def _linalg_ok(ins, outs, float_args=None):
 
 
 def _unary_linalg(prim, fn, n_out_core):
-    @_register(prim)
+    @_register(prim, shape_generic=True)
     def build(prim, ins, outs, **params):
         if not _linalg_ok(ins, outs) or any(o.dtype != ins[0].dtype for o in outs):
             return None
@@ -893,7 +904,7 @@ _unary_linalg(_L.slogdet_p, lambda: _slogdet, (0, 0))
 _unary_linalg(_L.cholesky_p, lambda: _cholesky, (2,))
 
 
-@_register(_L.qr_p)
+@_register(_L.qr_p)  # shape-specific: whether it is supported depends on m > n
 def _build_qr(prim, ins, outs, full_matrices):
     m, n = ins[0].shape[-2:]
     if full_matrices and m > n:  # numba has the reduced QR only
@@ -903,7 +914,7 @@ def _build_qr(prim, ins, outs, full_matrices):
     return _batched("qr", _qr, ins, outs, (2,), (2, 2))
 
 
-@_register(_L.svd_p)
+@_register(_L.svd_p, shape_generic=True)
 def _build_svd(prim, ins, outs, full_matrices, compute_uv):
     if not _linalg_ok(ins, outs):
         return None
@@ -913,7 +924,7 @@ def _build_svd(prim, ins, outs, full_matrices, compute_uv):
                     (2,), (2, 1, 2))
 
 
-@_register(_L.solve_p)
+@_register(_L.solve_p, shape_generic=True)
 def _build_solve(prim, ins, outs):
     a, b = ins
     if not _linalg_ok(ins, outs) or not a.dtype == b.dtype == outs[0].dtype:
@@ -956,9 +967,13 @@ def _eigh_core(dtype, lower, vectors):
     return eigh
 
 
-@_register(_L.eigh_p, _L.eigvalsh_p)
+@_register(_L.eigh_p, _L.eigvalsh_p, shape_generic=True)
 def _build_eigh(prim, ins, outs, lower):
     if not _linalg_ok(ins, outs) or any(o.dtype != ins[0].dtype for o in outs):
+        return None
+    if prim is _L.eigh_p and ins[0].dtype == np.float32:
+        # SciPy's ssyevd (numba's) and NumPy's flip the signs of about a
+        # quarter of the float32 eigenvectors differently: fall back.
         return None
     core = _eigh_core(ins[0].dtype, lower, prim is _L.eigh_p)
     if prim is _L.eigh_p:
@@ -991,7 +1006,7 @@ def _lu_core(dtype):
     return lu
 
 
-@_register(_L.lu_p)
+@_register(_L.lu_p, shape_generic=True)
 def _build_lu(prim, ins, outs):
     if not _linalg_ok(ins, outs, float_args=(0,)) or outs[0].dtype != ins[0].dtype:
         return None
@@ -1018,7 +1033,7 @@ def _tri_solve_inplace(a, x, lower, trans, unit):
             x[i, c] = s if unit else s / a[i, i]
 
 
-@_register(_L.triangular_solve_p)
+@_register(_L.triangular_solve_p, shape_generic=True)
 def _build_triangular_solve(prim, ins, outs, lower, trans, unit_diagonal):
     if not _linalg_ok(ins, outs):
         return None
@@ -1032,7 +1047,7 @@ def _build_triangular_solve(prim, ins, outs, lower, trans, unit_diagonal):
     return _batched("triangular_solve", tri, ins, outs, (2, 2), (2,))
 
 
-@_register(_L.lu_solve_p)
+@_register(_L.lu_solve_p, shape_generic=True)
 def _build_lu_solve(prim, ins, outs, trans):
     lu_a, piv, b = ins
     if not _linalg_ok(ins, outs, float_args=(0, 2)) or piv.dtype.kind not in "iu":
@@ -1067,7 +1082,7 @@ def _build_lu_solve(prim, ins, outs, trans):
     return _batched("lu_solve", lu_solve, ins, outs, (2, 1, 2), (2,))
 
 
-@_register(_L.lu_pivots_to_permutation_p)
+@_register(_L.lu_pivots_to_permutation_p, shape_generic=True)
 def _build_pivots_to_permutation(prim, ins, outs, permutation_size, inverse):
     piv = ins[0]
     if piv.dtype.kind not in "iu":
