@@ -1,0 +1,13 @@
+"""The public transformations, by topic: ``differentiation`` (jvp, linearize,
+vjp, grad, value_and_grad, jacfwd, jacrev, hessian, linear_transpose),
+``vectorization`` (vmap) and ``staging`` (jit, checkpoint, make_jaxpr,
+eval_shape)."""
+from .differentiation import (grad, hessian, jacfwd, jacrev, jvp, linear_transpose, linearize,
+                              value_and_grad, vjp)
+from .staging import (Lowered, ShapeDtypeStruct, checkpoint, eval_shape, jit, make_jaxpr,
+                      remat)
+from .vectorization import vmap
+
+__all__ = ["grad", "hessian", "jacfwd", "jacrev", "jvp", "linear_transpose", "linearize",
+           "value_and_grad", "vjp", "Lowered", "ShapeDtypeStruct", "checkpoint", "eval_shape",
+           "jit", "make_jaxpr", "remat", "vmap"]

@@ -1,0 +1,88 @@
+"""Helpers shared by the public transformations (argument checks, flattening)."""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from .. import core
+from ..core import Tracer
+from .._messages import fun_name as _fun_name
+from ..tree_util import tree_flatten, tree_structure, tree_unflatten
+
+
+# ---------------------------------------------------------------------------
+# Helpers
+
+_LEAF_TREE = tree_structure(0)
+
+
+def _check_callable(fun, api):
+    if not callable(fun):
+        raise TypeError(f"{api}: expected a callable as the function to transform, "
+                        f"got {type(fun).__name__} {fun!r:.60}")
+
+
+def _normalize_argnums(argnums, nargs, api, fun):
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    out = []
+    for a in nums:
+        if not isinstance(a, (int, np.integer)):
+            raise TypeError(f"{api}: argnums must be an int or a tuple of ints, got {argnums!r}")
+        b = a + nargs if a < 0 else a
+        if not 0 <= b < nargs:
+            raise ValueError(f"{api} of {_fun_name(fun)}: argnums={argnums!r} but the function "
+                             f"was called with {nargs} positional argument(s)")
+        out.append(int(b))
+    return single, tuple(out)
+
+
+def _leaf_aval(x, api, what):
+    try:
+        return core.get_aval(x)
+    except TypeError as e:
+        raise TypeError(f"{api}: {what} is not an array: {e}") from None
+
+
+def _arg_leaf_names(fun, args):
+    """Readable names for the flattened leaves of ``args`` (for errors)."""
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i, a in enumerate(args):
+        base = params[i] if i < len(params) else f"argument {i}"
+        leaves, _ = tree_flatten(a)
+        if len(leaves) == 1 and not isinstance(a, (tuple, list, dict)):
+            names.append(f"argument '{base}'")
+        else:
+            names.extend(f"argument '{base}' (leaf {j})" for j in range(len(leaves)))
+    return names
+
+
+def _describe(x):
+    if core.is_array_like(x):
+        return f"a single array {core.get_aval(x).str_short()}"
+    if isinstance(x, (tuple, list)):
+        return f"a {type(x).__name__} of length {len(x)}"
+    return f"a {type(x).__name__}"
+
+
+def _arrays(leaves):
+    """Concrete results as ndarrays (Python and NumPy scalars become 0-d arrays)."""
+    return [x if type(x) is np.ndarray or isinstance(x, Tracer) else np.asarray(x) for x in leaves]
+
+
+def _flatten_fun(fun, in_tree, store):
+    """A flat-in, flat-out version of ``fun``; the output tree goes in ``store``."""
+    def flat(*leaves):
+        args, kwargs = tree_unflatten(in_tree, leaves)
+        out = fun(*args, **kwargs)
+        out_leaves, out_tree = tree_flatten(out)
+        store["out_tree"] = out_tree
+        return out_leaves
+    return flat
+
+

@@ -1,0 +1,404 @@
+"""Differentiation: jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev,
+hessian and linear_transpose."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .. import core, dtypes
+from ..core import ShapedArray, Tracer
+from ..interpreters import ad, batching
+from .._messages import fun_name as _fun_name
+from ..tree_util import tree_flatten, tree_map, tree_unflatten
+from ._util import (_arg_leaf_names, _arrays, _check_callable, _describe, _leaf_aval,
+                    _normalize_argnums)
+from .staging import _abstractify, _stage
+from .vectorization import vmap
+
+# ---------------------------------------------------------------------------
+# Forward mode
+
+
+def jvp(fun, primals, tangents, has_aux=False):
+    """Jacobian-vector product: ``(fun(*primals), J(primals) @ tangents)``."""
+    _check_callable(fun, "jvp")
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primals and tangents must be tuples or lists, got "
+                        f"{type(primals).__name__} and {type(tangents).__name__}")
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: got {len(primals)} primals but {len(tangents)} tangents")
+    p_leaves, p_tree = tree_flatten(tuple(primals))
+    t_leaves, t_tree = tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise ValueError(f"jvp: primal and tangent structures differ: {p_tree} and {t_tree}")
+    tans = []
+    for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
+        pa = _leaf_aval(p, "jvp", f"primal {i}")
+        ta = _leaf_aval(t, "jvp", f"tangent {i}")
+        want = dtypes.tangent_dtype(pa.dtype)
+        if pa.shape != ta.shape:
+            raise ValueError(f"jvp: tangent {i} has shape {ta.shape} but its primal has shape "
+                             f"{pa.shape}; they must match")
+        if want == dtypes.float0:
+            tans.append(ad.Zero(ShapedArray(pa.shape, dtypes.float0)))
+            continue
+        if ta.dtype != want and not ta.weak_type:
+            raise TypeError(f"jvp: tangent {i} has dtype {ta.dtype} but its primal has dtype "
+                            f"{pa.dtype}; the tangent dtype must be {want}")
+        tans.append(t)
+    store = {}
+
+    def flat(*leaves):
+        out = fun(*tree_unflatten(p_tree, leaves))
+        if has_aux:
+            out, aux = out
+            store["aux"] = aux
+        out_leaves, store["out_tree"] = tree_flatten(out)
+        return out_leaves
+
+    trace_holder = {}
+    outs, out_tans = _jvp_with_aux(flat, p_leaves, tans, store, trace_holder)
+    out_tans = _arrays([ad.instantiate(t) for t in out_tans])
+    outs = _arrays(outs)
+    out_tree = store["out_tree"]
+    res = (tree_unflatten(out_tree, outs), tree_unflatten(out_tree, out_tans))
+    if has_aux:
+        return res + (store["aux"],)
+    return res
+
+
+def _jvp_with_aux(flat, primals, tangents, store, holder):
+    trace = ad.JVPTrace(core.current_trace())
+    ins = [p if type(t) is ad.Zero else ad.JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+    try:
+        with core.set_trace(trace):
+            outs = flat(*ins)
+        pairs = [trace.unpack(o) for o in outs]
+        if "aux" in store:
+            store["aux"] = tree_map(lambda x: trace.unpack(x)[0] if isinstance(x, Tracer) else x,
+                                    store["aux"])
+    finally:
+        trace.alive = False
+    return [p for p, _ in pairs], [t for _, t in pairs]
+
+
+def linearize(fun, *primals, has_aux=False):
+    """Return ``(fun(*primals), f_jvp)`` where ``f_jvp`` evaluates the linear map."""
+    _check_callable(fun, "linearize")
+    p_leaves, p_tree = tree_flatten(primals)
+    for i, p in enumerate(p_leaves):
+        _leaf_aval(p, "linearize", f"primal {i}")
+    store = {}
+    outs, jaxpr, consts, _, aux = _linearize(fun, p_leaves, p_tree, store, has_aux)
+    out_tree = store["out_tree"]
+    in_avals = [v.aval for v in jaxpr.invars]
+
+    def f_jvp(*tangents):
+        t_leaves, t_tree = tree_flatten(tangents)
+        if t_tree != p_tree:
+            raise ValueError(f"linearize: the linearized function expects tangents with structure "
+                             f"{p_tree}, got {t_tree}")
+        for i, (t, a) in enumerate(zip(t_leaves, in_avals)):
+            if core.get_aval(t).shape != a.shape:
+                raise ValueError(f"linearize: tangent {i} has shape {core.get_aval(t).shape}, "
+                                 f"expected {a.shape}")
+        res = core.eval_jaxpr(jaxpr, consts, *t_leaves)
+        return tree_unflatten(out_tree, _arrays(res))
+
+    out = tree_unflatten(out_tree, _arrays(outs))
+    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
+
+
+def _linearize(fun, p_leaves, p_tree, store, has_aux, differentiable=None):
+    aux_holder = {}
+
+    def flat(*leaves):
+        out = fun(*tree_unflatten(p_tree, leaves))
+        if has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError(f"{_fun_name(fun)} was transformed with has_aux=True, so it must "
+                                f"return a pair (output, aux); got {_describe(out)}")
+            out, aux = out
+            aux_holder["aux"] = aux
+        out_leaves, store["out_tree"] = tree_flatten(out)
+        store["out"] = out_leaves
+        return out_leaves
+
+    outs, jaxpr, consts, out_avals, aux = ad.linearize_flat(
+        flat, p_leaves, differentiable, aux_holder if has_aux else None)
+    return outs, jaxpr, consts, out_avals, aux
+
+
+# ---------------------------------------------------------------------------
+# Reverse mode
+
+
+def vjp(fun, *primals, has_aux=False):
+    """Return ``(fun(*primals), vjp_fun)``; ``vjp_fun(ct)`` pulls a cotangent back.
+
+    Built as linearize + partial evaluation + transposition.
+    """
+    _check_callable(fun, "vjp")
+    p_leaves, p_tree = tree_flatten(primals)
+    for i, p in enumerate(p_leaves):
+        _leaf_aval(p, "vjp", f"primal {i}")
+    store = {}
+    outs, jaxpr, consts, out_avals, aux = _linearize(fun, p_leaves, p_tree, store, has_aux)
+    out_tree = store["out_tree"]
+    pullback = _make_pullback(jaxpr, consts, out_tree, out_avals, p_tree, "vjp")
+    out = tree_unflatten(out_tree, _arrays(outs))
+    return (out, pullback, aux) if has_aux else (out, pullback)
+
+
+def _make_pullback(jaxpr, consts, out_tree, out_avals, in_tree, api):
+    in_avals = [v.aval for v in jaxpr.invars]
+
+    def vjp_fun(ct):
+        ct_leaves, ct_tree = tree_flatten(ct)
+        if ct_tree != out_tree:
+            raise ValueError(f"{api}: the cotangent has structure {ct_tree} but the function's "
+                             f"output has structure {out_tree}")
+        for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
+            ca = core.get_aval(c)
+            if ca.shape != a.shape:
+                raise ValueError(f"{api}: cotangent {i} has shape {ca.shape} but the output has "
+                                 f"shape {a.shape}")
+        res = ad.backward_pass(jaxpr, consts, ct_leaves)
+        res = [ad.zeros_like_aval(a) if c is None or type(c) is ad.Zero else c
+               for c, a in zip(res, in_avals)]
+        return tree_unflatten(in_tree, _arrays(res))
+
+    return vjp_fun
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False,
+                   reduce_axes=()):
+    """Return a function computing ``fun``'s value and its gradient."""
+    _check_callable(fun, "value_and_grad")
+
+    @functools.wraps(fun, updated=())
+    def value_and_grad_f(*args, **kwargs):
+        return _value_and_grad(fun, argnums, has_aux, allow_int, "grad", args, kwargs)
+
+    return value_and_grad_f
+
+
+def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs):
+    single, nums = _normalize_argnums(argnums, len(args), api, fun)
+    diff = tuple(args[i] for i in nums)
+    d_leaves, d_tree = tree_flatten(diff)
+    names = None
+    for i, x in enumerate(d_leaves):
+        a = _leaf_aval(x, api, f"argument {i}")
+        if (a.dtype.kind != "f" and not (allow_int and a.dtype.kind in "iub")):
+            if names is None:
+                all_names = _arg_leaf_names(fun, args)
+                starts = [len(tree_flatten(args[:k])[0]) for k in range(len(args) + 1)]
+                names = [n for k in nums for n in all_names[starts[k]:starts[k + 1]]]
+            if a.dtype.kind == "c":
+                raise TypeError(
+                    f"{api} of {_fun_name(fun)}: {names[i]} (argnums={argnums!r}) is complex "
+                    f"({a.dtype}); differentiation with respect to complex inputs is not "
+                    "supported yet. Differentiate with respect to the real and imaginary parts "
+                    "as separate float arguments.")
+            raise TypeError(
+                f"{api} of {_fun_name(fun)} requires real-valued inputs (float dtype) "
+                f"for the arguments it differentiates, but {names[i]} (argnums={argnums!r}) has "
+                f"dtype {a.dtype}. Convert it to float, or differentiate with respect to other "
+                "arguments.")
+    aux_holder = {}
+
+    def flat(*leaves):
+        new_args = list(args)
+        for i, v in zip(nums, tree_unflatten(d_tree, leaves)):
+            new_args[i] = v
+        out = fun(*new_args, **kwargs)
+        if has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError(f"{api} of {_fun_name(fun)} with has_aux=True: the function must "
+                                f"return a pair (output, aux), got {_describe(out)}")
+            out, aux = out
+            aux_holder["aux"] = aux
+        a = core.get_aval(out) if core.is_array_like(out) else None
+        if a is None or a.shape != ():
+            what = (f"an array of shape {a.shape}" if a is not None else
+                    f"a {type(out).__name__}")
+            raise TypeError(
+                f"{api} of {_fun_name(fun)} requires a scalar output (shape ()), but the function "
+                f"returned {what}. Use vjp, jacrev or jacfwd for non-scalar outputs, or reduce the "
+                "output (for example with .sum()).")
+        if a.dtype.kind != "f":
+            raise TypeError(f"{api} of {_fun_name(fun)} requires a real floating-point output, "
+                            f"got dtype {a.dtype}")
+        return [out]
+
+    outs, jaxpr, consts, out_avals, aux = ad.linearize_flat(
+        flat, d_leaves, None, aux_holder if has_aux else None)
+    out = outs[0]
+    ct = np.ones((), core.get_aval(out).dtype)
+    cts = ad.backward_pass(jaxpr, consts, [ct])
+    g = _arrays([ad.zeros_like_aval(v.aval) if c is None else c for c, v in zip(cts, jaxpr.invars)])
+    out = _arrays([out])[0]
+    g = tree_unflatten(d_tree, g)
+    if single:
+        g = g[0]
+    if has_aux:
+        return (out, aux), g
+    return out, g
+
+
+def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
+    """Return a function computing the gradient of scalar-valued ``fun``."""
+    _check_callable(fun, "grad")
+
+    @functools.wraps(fun, updated=())
+    def grad_f(*args, **kwargs):
+        (_, aux), g = _value_and_grad(fun, argnums, True, allow_int, "grad", args, kwargs) \
+            if has_aux else ((None, None), _value_and_grad(fun, argnums, False, allow_int,
+                                                           "grad", args, kwargs)[1])
+        return (g, aux) if has_aux else g
+
+    return grad_f
+
+
+# ---------------------------------------------------------------------------
+# Jacobians
+
+
+def _std_basis(leaves):
+    avals = [core.get_aval(x) for x in leaves]
+    sizes = [a.size for a in avals]
+    n = sum(sizes)
+    dtype = np.result_type(*[dtypes.to_inexact(a.dtype) for a in avals]) if avals else np.float64
+    eye = np.eye(n, dtype=dtype)
+    out, start = [], 0
+    for a, s in zip(avals, sizes):
+        out.append(eye[:, start:start + s].reshape((n,) + a.shape).astype(
+            dtypes.to_inexact(a.dtype)))
+        start += s
+    return out, sizes, avals
+
+
+def _diff_args(fun, argnums, args, kwargs, api):
+    """The differentiated arguments' leaves and a function of those leaves alone."""
+    single, nums = _normalize_argnums(argnums, len(args), api, fun)
+    d_leaves, d_tree = tree_flatten(tuple(args[i] for i in nums))
+    for i, x in enumerate(d_leaves):
+        if _leaf_aval(x, api, f"argument {i}").dtype.kind != "f":
+            raise TypeError(f"{api} of {_fun_name(fun)} requires real float inputs, "
+                            f"argument leaf {i} has dtype {core.get_aval(x).dtype}")
+
+    def f_diff(*leaves):
+        new = list(args)
+        for i, v in zip(nums, tree_unflatten(d_tree, list(leaves))):
+            new[i] = v
+        return fun(*new, **kwargs)
+
+    return single, d_leaves, d_tree, f_diff
+
+
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+    """Jacobian of ``fun`` by forward mode (vmap of jvp)."""
+    _check_callable(fun, "jacfwd")
+
+    def jac_f(*args, **kwargs):
+        single, d_leaves, d_tree, f_diff = _diff_args(fun, argnums, args, kwargs, "jacfwd")
+        basis, sizes, in_avals = _std_basis(d_leaves)
+
+        def push(*tans):
+            res = jvp(f_diff, tuple(d_leaves), tuple(tans), has_aux=has_aux)
+            return (res[1], res[2]) if has_aux else res[1]
+
+        pushed = vmap(push, in_axes=0, out_axes=(0, None) if has_aux else 0)(*basis)
+        jac_t, aux = pushed if has_aux else (pushed, None)
+
+        def arrange(y):  # y: (n, *out_shape)
+            out_shape = core.get_aval(y).shape[1:]
+            parts, start = [], 0
+            for a, s in zip(in_avals, sizes):
+                blk = y[start:start + s]
+                blk = blk.reshape((s,) + out_shape)
+                blk = _moveaxis(blk, 0, -1).reshape(out_shape + a.shape)
+                parts.append(blk)
+                start += s
+            tree = tree_unflatten(d_tree, parts)
+            return tree[0] if single else tree
+
+        jac = tree_map(arrange, jac_t)
+        return (jac, aux) if has_aux else jac
+
+    return jac_f
+
+
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    """Jacobian of ``fun`` by reverse mode (vmap of vjp)."""
+    _check_callable(fun, "jacrev")
+
+    def jac_f(*args, **kwargs):
+        single, d_leaves, d_tree, f_diff = _diff_args(fun, argnums, args, kwargs, "jacrev")
+
+        res = vjp(f_diff, *d_leaves, has_aux=has_aux)
+        out, pullback = res[0], res[1]
+        out_leaves, out_tree = tree_flatten(out)
+        basis, sizes, out_avals = _std_basis(out_leaves)
+
+        def pull(*cts):
+            return pullback(tree_unflatten(out_tree, list(cts)))
+
+        cts_in = vmap(pull)(*basis)  # list over input leaves, each (n_out, *in_shape)
+        per_out = []
+        start = 0
+        for a, s in zip(out_avals, sizes):
+            parts = []
+            for c, ia in zip(cts_in, [core.get_aval(x) for x in d_leaves]):
+                blk = c[start:start + s].reshape(a.shape + ia.shape)
+                parts.append(blk)
+            tree = tree_unflatten(d_tree, parts)
+            per_out.append(tree[0] if single else tree)
+            start += s
+        jac = tree_unflatten(out_tree, per_out)
+        return (jac, res[2]) if has_aux else jac
+
+    return jac_f
+
+
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+    """Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+
+
+def _moveaxis(x, src, dst):
+    nd = core.get_aval(x).ndim
+    return batching.move_axis(x, src % nd, dst % nd)
+
+
+
+def linear_transpose(fun, *primals, reduce_axes=()):
+    """Transpose of the linear function ``fun`` (example ``primals`` give the
+    input shapes and dtypes): ``linear_transpose(f, x)(ct) == (J^T ct,)``.
+
+    A ``fun`` that is not linear in its inputs raises an error when the
+    transpose is called.
+    """
+    _check_callable(fun, "linear_transpose")
+    leaves, in_tree = tree_flatten(primals)
+    avals = [_abstractify(x) for x in leaves]
+    for i, a in enumerate(avals):
+        if a.dtype.kind != "f":
+            raise TypeError(f"linear_transpose of {_fun_name(fun)}: primal {i} has dtype "
+                            f"{a.dtype}; a linear function needs float inputs")
+    jaxpr, consts, out_tree = _stage(fun, (), tree_flatten((primals, {}))[1], avals,
+                                     "linear_transpose")
+    api = f"linear_transpose of {_fun_name(fun)}"
+    pullback = _make_pullback(jaxpr, consts, out_tree, jaxpr.out_avals, in_tree, api)
+
+    def transposed(ct):
+        try:
+            return pullback(ct)
+        except (TypeError, NotImplementedError) as err:
+            raise TypeError(f"{api}: the function is not linear in its inputs ({err})") from None
+
+    return transposed
+
+

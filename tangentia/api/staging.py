@@ -1,0 +1,405 @@
+"""Staging: jit (and its lowering), checkpoint, make_jaxpr and eval_shape."""
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import weakref
+
+import numpy as np
+
+from .. import core
+from ..core import ShapedArray, Tracer
+from ..interpreters import partial_eval as pe
+from .._messages import fun_name as _fun_name
+from ..compiler.backend import get_backend
+from ..primitives.call import jit_p
+from ..primitives.remat import remat_p
+from ..tree_util import tree_flatten, tree_unflatten
+from ._util import _LEAF_TREE, _arg_leaf_names, _arrays, _check_callable
+
+# ---------------------------------------------------------------------------
+# jit
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing for an array (for eval_shape and tracing)."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype))
+
+    def __repr__(self):
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+
+def _abstractify(x):
+    if isinstance(x, ShapeDtypeStruct):
+        return ShapedArray(x.shape, x.dtype, x.weak_type)
+    return core.get_aval(x)
+
+
+def _static_split(fun, args, kwargs, static_argnums, static_argnames, api):
+    nargs = len(args)
+    statics = []
+    dyn_args = []
+    snums = set()
+    for i in static_argnums:
+        j = i + nargs if i < 0 else i
+        snums.add(j)
+    for i, a in enumerate(args):
+        if i in snums:
+            statics.append(("pos", i, a))
+        else:
+            dyn_args.append(a)
+    dyn_kwargs = {}
+    for k, v in kwargs.items():
+        if k in static_argnames:
+            statics.append(("kw", k, v))
+        else:
+            dyn_kwargs[k] = v
+    for kind, k, v in statics:
+        try:
+            hash(v)
+        except TypeError:
+            raise ValueError(f"{api} of {_fun_name(fun)}: static argument {k!r} has unhashable "
+                             f"type {type(v).__name__}; static arguments must be hashable") from None
+    return tuple(statics), tuple(dyn_args), dyn_kwargs
+
+
+def _merge_static(statics, dyn_args, dyn_kwargs):
+    args = list(dyn_args)
+    kwargs = dict(dyn_kwargs)
+    for kind, k, v in statics:
+        if kind == "pos":
+            args.insert(k, v)
+        else:
+            kwargs[k] = v
+    return args, kwargs
+
+
+def _invalid_argument_error(name, fun, args, kwargs, api):
+    """A TypeError naming the first argument leaf that is not an array."""
+    names = _arg_leaf_names(fun, args) + [f"keyword argument '{k}'" for k in sorted(kwargs)
+                                          for _ in tree_flatten(kwargs[k])[0]]
+    leaves = tree_flatten(args)[0] + [x for k in sorted(kwargs) for x in tree_flatten(kwargs[k])[0]]
+    for n, x in zip(names, leaves):
+        try:
+            _abstractify(x)
+        except TypeError:
+            return TypeError(
+                f"{api} of {name}: {n} of type {type(x).__name__} is not a valid array type. "
+                "Pass arrays (or pytrees of arrays), or mark the argument static with "
+                "static_argnums / static_argnames.")
+    return TypeError(f"{api} of {name}: an argument is not a valid array type")
+
+
+def _stage(fun, statics, in_tree, avals, label, arg_names=None):
+    """Trace ``fun`` on the flattened ``(args, kwargs)`` (static arguments put
+    back in place). Returns ``(jaxpr, consts, out_tree)``."""
+    store = {}
+
+    def flat(*leaves):
+        d_args, d_kwargs = tree_unflatten(in_tree, leaves)
+        args, kwargs = _merge_static(statics, d_args, d_kwargs)
+        out_leaves, store["out_tree"] = tree_flatten(fun(*args, **kwargs))
+        return out_leaves
+
+    jaxpr, consts = pe.trace_to_jaxpr(flat, list(avals), name=_fun_name(fun), label=label,
+                                      arg_names=arg_names)
+    return jaxpr, consts, store["out_tree"]
+
+
+_ndarray = np.ndarray
+_current_trace = core.current_trace
+_EVAL_TRACE = core.EVAL_TRACE
+_SCALAR_KEY = {float: "float", int: "int", bool: "bool", complex: "complex"}
+_FUNCTION_CACHES = weakref.WeakKeyDictionary()  # fun -> {options: (cache, fast_cache)}
+_FUNCTION_CACHES_LOCK = threading.Lock()
+
+
+def _function_caches(fun, options):
+    """The (cache, fast_cache) pair of ``fun`` jitted with ``options``."""
+    try:
+        with _FUNCTION_CACHES_LOCK:
+            per_fun = _FUNCTION_CACHES.setdefault(fun, {})
+            return per_fun.setdefault(options, ({}, {}))
+    except TypeError:  # not weakly referenceable (e.g. some builtins): a cache per jit object
+        return {}, {}
+
+
+class _Jitted:
+    """A function compiled on first call for each abstract signature."""
+
+    def __init__(self, fun, static_argnums, static_argnames, backend=None):
+        self.fun = fun
+        if backend is not None:
+            get_backend(backend)  # an unknown name fails here, naming the backends
+        self.backend = backend
+        if isinstance(static_argnums, int):
+            static_argnums = (static_argnums,)
+        if isinstance(static_argnames, str):
+            static_argnames = (static_argnames,)
+        static_argnums = tuple(static_argnums or ())
+        static_argnames = tuple(static_argnames or ())
+        # Resolve names <-> positions as JAX does.
+        try:
+            params = list(inspect.signature(fun).parameters.values())
+        except (TypeError, ValueError):
+            params = []
+        pos_names = [p.name for p in params
+                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        nums = set(static_argnums)
+        names = set(static_argnames)
+        for i in static_argnums:
+            if 0 <= i < len(pos_names):
+                names.add(pos_names[i])
+        for n in static_argnames:
+            if n in pos_names:
+                nums.add(pos_names.index(n))
+        self.static_argnums = tuple(sorted(nums))
+        self.static_argnames = frozenset(names)
+        # The caches belong to the function (weakly), as in JAX: jit(f)(x) written
+        # inline traces f once per signature, not once per jit object.
+        self.cache, self.fast_cache = _function_caches(
+            fun, (self.static_argnums, self.static_argnames, backend))
+        self.name = _fun_name(fun)
+        functools.update_wrapper(self, fun, updated=())
+
+    def _signature(self, args, kwargs):
+        if self.static_argnums or self.static_argnames:
+            statics, dyn_args, dyn_kwargs = _static_split(
+                self.fun, args, kwargs, self.static_argnums, self.static_argnames, "jit")
+        else:
+            statics, dyn_args, dyn_kwargs = (), args, kwargs
+        leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        try:
+            avals = tuple(_abstractify(x) for x in leaves)
+        except TypeError:
+            raise _invalid_argument_error(self.name, self.fun, dyn_args, dyn_kwargs,
+                                          "jit") from None
+        return statics, leaves, in_tree, avals
+
+    def _trace(self, statics, in_tree, avals, dyn_args):
+        jaxpr, consts, out_tree = _stage(self.fun, statics, in_tree, avals, "jit",
+                                         _arg_leaf_names(self.fun, dyn_args))
+        return pe.convert_constvars_to_invars(jaxpr), consts, out_tree
+
+    def __call__(self, *args, **kwargs):
+        # Fast path: positional ndarray / Python scalar arguments only, called
+        # eagerly, with a program already compiled for their types.
+        if not kwargs:
+            try:
+                fast_key = tuple([(a.shape, a.dtype) if type(a) is _ndarray else _SCALAR_KEY[type(a)]
+                                  for a in args])
+            except KeyError:
+                fast_key = None
+            entry = self.fast_cache.get(fast_key)
+            if entry is not None and _current_trace() is _EVAL_TRACE:
+                fn, consts, out_tree = entry
+                outs = fn(*consts, *args)
+                if out_tree is _LEAF_TREE:
+                    o = outs[0]
+                    return o if type(o) is _ndarray else np.asarray(o)
+                return tree_unflatten(out_tree, _arrays(outs))
+        statics, leaves, in_tree, avals = self._signature(args, kwargs)
+        key = (statics, in_tree, avals)
+        entry = self.cache.get(key)
+        if entry is None:
+            dyn_args = tree_unflatten(in_tree, leaves)[0]
+            jaxpr, consts, out_tree = self._trace(statics, in_tree, avals, dyn_args)
+            if out_tree == _LEAF_TREE:
+                out_tree = _LEAF_TREE
+            entry = (jaxpr, consts, out_tree)
+            if not any(isinstance(c, Tracer) for c in consts):
+                self.cache[key] = entry
+                if not kwargs and not statics and all(
+                        type(a) is np.ndarray or type(a) in _SCALAR_KEY for a in args):
+                    self.fast_cache[tuple((a.shape, a.dtype) if type(a) is np.ndarray
+                                          else _SCALAR_KEY[type(a)] for a in args)] = (
+                        get_backend(self.backend).compile(jaxpr), consts, out_tree)
+        jaxpr, consts, out_tree = entry
+        outs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=self.name, backend=self.backend)
+        return tree_unflatten(out_tree, outs)
+
+    def lower(self, *args, **kwargs):
+        """Stage and lower for these arguments: ``.as_text()`` is the code the
+        backend generates, ``.compile()`` the callable it runs."""
+        statics, leaves, in_tree, avals = self._signature(args, kwargs)
+        dyn_args = tree_unflatten(in_tree, leaves)[0]
+        jaxpr, consts, out_tree = self._trace(statics, in_tree, avals, dyn_args)
+        return Lowered(jaxpr, consts, in_tree, out_tree, get_backend(self.backend), self.name)
+
+    def _cache_size(self):
+        return len(self.cache)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+
+class Lowered:
+    """A program staged and lowered by one backend (``jit(f).lower(*args)``)."""
+
+    def __init__(self, jaxpr, consts, in_tree, out_tree, backend, name):
+        self.jaxpr = jaxpr
+        self.consts = consts
+        self.in_tree = in_tree
+        self.out_tree = out_tree
+        self.backend = backend
+        self.name = name
+
+    def as_text(self):
+        """The code the backend generates for the program."""
+        return self.backend.source(self.jaxpr)
+
+    def compiler_ir(self, dialect=None):
+        """The staged program (tangentia's IR), as a ``ClosedJaxpr``."""
+        return core.ClosedJaxpr(self.jaxpr, [])
+
+    def compile(self):
+        """A callable taking the same arguments as the jitted function."""
+        fn = self.backend.compile(self.jaxpr)
+        consts, in_tree, out_tree = self.consts, self.in_tree, self.out_tree
+
+        def compiled(*args, **kwargs):
+            leaves, tree = tree_flatten((args, kwargs))
+            if tree != in_tree:
+                raise TypeError(f"compiled {self.name}: called with arguments of structure "
+                                f"{tree}, but it was lowered for {in_tree}")
+            return tree_unflatten(out_tree, _arrays(fn(*consts, *leaves)))
+        return compiled
+
+    def __str__(self):
+        return self.as_text()
+
+
+def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
+        static_argnames=None, donate_argnums=None, donate_argnames=None, keep_unused=False,
+        device=None, backend=None, inline=False, abstracted_axes=None, compiler_options=None):
+    """Stage ``fun`` into a program, compile it, and cache it per abstract signature.
+
+    Args:
+      fun: the function to compile. Its arguments are arrays or pytrees of
+        arrays, except those marked static.
+      static_argnums, static_argnames: positions / names of arguments that are
+        Python values (hashable); a new value compiles a new program.
+      backend: ``"numba"`` (whole programs compiled to native code, the
+        default), ``"numpy"`` (one NumPy call per operation, the reference),
+        or ``None``: ``config.update("jit_backend", ...)``, else the
+        ``TANGENTIA_JIT_BACKEND`` environment variable, else ``"numba"``.
+        ``"cpu"`` (JAX's platform name) means the default.
+      donate_argnums, donate_argnames, inline, keep_unused, abstracted_axes,
+        compiler_options: accepted for JAX compatibility; no effect here.
+      in_shardings, out_shardings, device: accepted only as ``None`` (one CPU
+        device).
+
+    Returns:
+      A function with the signature of ``fun``. The program is retraced only
+      when argument shapes/dtypes, the pytree structure or the values of
+      static arguments change. ``.lower(*args).as_text()`` shows the
+      generated code.
+
+    Example:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> f = tg.jit(lambda x: tnp.sin(x) ** 2 + tnp.cos(x) ** 2)
+      >>> float(f(0.3))
+      1.0
+    """
+    for opt, val in (("in_shardings", in_shardings), ("out_shardings", out_shardings),
+                     ("device", device)):
+        if val is not None:
+            raise NotImplementedError(f"jit: {opt}={val!r} is not supported; tangentia runs on "
+                                      "one CPU device (leave it unset)")
+    if backend == "cpu":
+        backend = None
+    if fun is None:
+        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
+                             backend=backend)
+    _check_callable(fun, "jit")
+    return _Jitted(fun, static_argnums, static_argnames, backend)
+
+
+# ---------------------------------------------------------------------------
+# checkpoint (rematerialization)
+
+
+def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
+    """Differentiate ``fun`` saving only its inputs: reverse mode recomputes
+    its intermediates instead of storing them (JAX's default policy)."""
+    _check_callable(fun, "checkpoint")
+    if policy is not None:
+        raise NotImplementedError(
+            "checkpoint: only policy=None (save nothing but the inputs) is supported; "
+            f"got {policy!r}")
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+
+    @functools.wraps(fun, updated=())
+    def remat_f(*args, **kwargs):
+        statics, dyn_args, dyn_kwargs = _static_split(fun, args, kwargs, static_argnums, (),
+                                                      "checkpoint")
+        leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        jaxpr, consts, out_tree = _stage(fun, statics, in_tree, map(_abstractify, leaves),
+                                         "checkpoint", _arg_leaf_names(fun, dyn_args))
+        outs = remat_p.bind(*consts, *leaves, jaxpr=pe.convert_constvars_to_invars(jaxpr))
+        return tree_unflatten(out_tree, outs)
+
+    return remat_f
+
+
+remat = checkpoint
+
+
+# ---------------------------------------------------------------------------
+# Tracing utilities
+
+
+def make_jaxpr(fun, static_argnums=(), return_shape=False, abstracted_axes=None):
+    """Return a function that traces ``fun`` and returns its program (a ClosedJaxpr)."""
+    _check_callable(fun, "make_jaxpr")
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+
+    def make(*args, **kwargs):
+        statics, dyn_args, dyn_kwargs = _static_split(fun, args, kwargs, static_argnums, (),
+                                                      "make_jaxpr")
+        leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        jaxpr, consts, out_tree = _stage(fun, statics, in_tree, map(_abstractify, leaves),
+                                         "make_jaxpr", _arg_leaf_names(fun, dyn_args))
+        closed = core.ClosedJaxpr(jaxpr, consts)
+        if return_shape:
+            shapes = [ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in jaxpr.outvars]
+            return closed, tree_unflatten(out_tree, shapes)
+        return closed
+
+    return make
+
+
+def eval_shape(fun, *args, **kwargs):
+    """Shapes and dtypes of ``fun``'s outputs, computed without running it."""
+    _check_callable(fun, "eval_shape")
+    leaves, in_tree = tree_flatten((args, kwargs))
+    jaxpr, _, out_tree = _stage(fun, (), in_tree, map(_abstractify, leaves), "eval_shape")
+    shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]
+    return tree_unflatten(out_tree, shapes)
+
