@@ -239,3 +239,13 @@ def test_other_errors():
         tr.PRNGKey(np.float64(1.0))
     with pytest.raises(TypeError, match="uniform: argument 'dtype'"):
         tr.uniform(KEY, (2,), dtype=np.int32)
+
+
+def test_zero_size_shapes_draw_nothing():
+    # JAX returns empty arrays of the requested shape; so do eager and jitted draws here.
+    for shape in [(0,), (0, 3), (2, 0)]:
+        for fn in (tr.uniform, tr.normal):
+            out = fn(KEY, shape)
+            assert out.shape == shape and out.dtype == np.float64
+            assert tg.jit(lambda k: fn(k, shape))(KEY).shape == shape
+    assert tg.vmap(lambda k: tr.uniform(k, (0,)))(tr.split(KEY, 3)).shape == (3, 0)

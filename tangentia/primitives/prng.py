@@ -41,6 +41,8 @@ def _random_bits_impl(key, shape, bit_width):
     key = np.asarray(key)
     batch = key.shape[:-1]
     out = np.empty(batch + tuple(shape), _OUT_DTYPE[bit_width])
+    if out.size == 0:  # nothing to draw (a zero-size shape or batch of keys)
+        return out
     flat_keys = key.reshape(-1, 2)
     flat_out = out.reshape((-1,) + tuple(shape))
     for i, (k0, k1) in enumerate(flat_keys):
