@@ -3,6 +3,8 @@
 * ``test_import_graph_is_a_dag``: the modules of ``tangentia`` import each
   other without cycles, counting every import statement (also those inside
   functions: a lazy import that dodges a cycle is still a cycle).
+* ``test_imports_only_go_down_the_layers``: core -> interpreters ->
+  primitives -> compiler backends -> api -> numpy/lax -> library.
 * ``test_every_primitive_has_its_rules``: every ``Primitive`` defined in the
   package has the rules its kind requires, or a stated exemption.  A new
   primitive fails here, naming what it lacks, rather than at a user's call
@@ -11,6 +13,7 @@
 from __future__ import annotations
 
 import ast
+import fnmatch
 import functools
 import importlib
 import importlib.util
@@ -265,6 +268,58 @@ def test_import_graph_is_a_dag():
     cycles = find_cycles(import_graph())
     assert not cycles, "import cycles between tangentia modules:\n" + "\n".join(
         "  " + " -> ".join(c) for c in cycles)
+
+
+# ---------------------------------------------------------------------------
+# The layers: a module imports only modules of its own layer or lower ones
+
+LAYERS = [   # lowest first; fnmatch patterns of module names
+    ("core", ["tangentia.core", "tangentia.dtypes", "tangentia.tree_util", "tangentia._messages",
+              "tangentia.compiler", "tangentia.compiler.backend"]),
+    ("interpreters", ["tangentia.interpreters", "tangentia.interpreters.*"]),
+    ("primitives", ["tangentia.primitives", "tangentia.primitives.*",
+                    "tangentia.custom_derivatives"]),
+    ("compiler backends", ["tangentia.compiler.numpy_backend", "tangentia.compiler.numba_*"]),
+    ("api", ["tangentia.api", "tangentia.api.*"]),
+    ("numpy/lax API", ["tangentia.numpy", "tangentia.numpy.*", "tangentia.lax",
+                       "tangentia.lax.*"]),
+    ("library", ["*"]),     # scipy, nn, random, experimental, debugging, the package itself
+]
+
+# Imports that go up a layer, each with its reason; remove an entry once fixed.
+UPWARD_IMPORTS = {
+    ("tangentia.lax.ops", "tangentia.scipy.special"):
+        "lax.logistic reuses scipy.special.expit's stable sigmoid (not this helper's file)",
+}
+
+
+def layer_of(module):
+    for i, (_, patterns) in enumerate(LAYERS):
+        if any(fnmatch.fnmatchcase(module, p) for p in patterns):
+            return i
+    raise AssertionError(f"{module} matches no layer")
+
+
+def test_layers_are_assigned_as_documented():
+    names = [name for name, _ in LAYERS]
+    assert layer_of("tangentia.compiler.backend") == names.index("core")
+    assert layer_of("tangentia.interpreters.base_ops") == names.index("interpreters")
+    assert layer_of("tangentia.custom_derivatives") == names.index("primitives")
+    assert layer_of("tangentia.compiler.numba_backend") == names.index("compiler backends")
+    assert layer_of("tangentia.numpy.linalg") == names.index("numpy/lax API")
+    assert layer_of("tangentia.scipy.special") == names.index("library")
+
+
+def test_imports_only_go_down_the_layers():
+    graph = import_graph()
+    names = [name for name, _ in LAYERS]
+    upward = sorted((m, d) for m, deps in graph.items() for d in deps
+                    if layer_of(d) > layer_of(m))
+    unexplained = [f"  {m} ({names[layer_of(m)]}) imports {d} ({names[layer_of(d)]})"
+                   for m, d in upward if (m, d) not in UPWARD_IMPORTS]
+    assert not unexplained, "imports that go up the layers:\n" + "\n".join(unexplained)
+    stale = sorted(set(UPWARD_IMPORTS) - set(upward))
+    assert not stale, f"UPWARD_IMPORTS lists imports that no longer go up (remove them): {stale}"
 
 
 # ---------------------------------------------------------------------------
