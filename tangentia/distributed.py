@@ -1,0 +1,468 @@
+"""tangentia.distributed: ``vmap`` and data-parallel ``value_and_grad`` on a Dask cluster.
+
+Dask does the scheduling, data placement and fault tolerance; this module only
+cuts the work into tasks and puts the results back together:
+
+* :func:`vmap` has the semantics of ``tangentia.vmap``.  It splits the mapped
+  axis into chunks, runs ``jit(vmap(f))`` on each chunk on a Dask worker and
+  concatenates the chunks' results in input order.
+* :func:`value_and_grad` returns ``g(params, shards, *args)``: each shard's
+  ``jit(value_and_grad(loss))`` runs on the worker that holds the shard, and
+  the per-shard results are summed by a tree reduction on the cluster.
+
+Functions travel with cloudpickle (closures, custom rules, ``odeint``, jitted
+functions).  Each worker keeps the jitted functions it built in a small cache
+keyed by the pickled function, so repeated tasks reuse the compiled code (one
+compile per worker and signature); the on-disk compile cache
+(``TANGENTIA_CACHE_DIR``) lets workers on a shared filesystem share it.
+
+Dask is optional: ``pip install 'tangentia[distributed]'``.  This module is
+not imported by ``import tangentia``; use ``import tangentia.distributed``.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import hashlib
+import inspect
+import math
+import pickle
+import threading
+import uuid
+
+try:
+    import cloudpickle
+    import dask.array as da
+    import distributed as _dd
+except ImportError as _e:  # pragma: no cover - exercised only without dask
+    raise ImportError(
+        f"tangentia.distributed needs Dask ({_e.name or 'dask'} is not installed): "
+        "pip install 'tangentia[distributed]'") from _e
+
+import numpy as np
+
+from . import core
+from .api import jit as _jit, value_and_grad as _value_and_grad, vmap as _vmap
+from .api.vectorization import _broadcast_prefix
+from ._messages import fun_name as _fun_name
+from .tree_util import tree_flatten, tree_map, tree_unflatten
+
+__all__ = ["vmap", "value_and_grad", "worker_cache_info", "clear_worker_cache"]
+
+# Leaves larger than this are scattered to the workers once per call instead of
+# travelling inside every task (Dask warns about large graphs).
+_SCATTER_BYTES = 1 << 20
+
+# ---------------------------------------------------------------------------
+# Worker side: a per-process cache of jitted functions
+
+
+_CACHE_SIZE = 64
+_cache: collections.OrderedDict = collections.OrderedDict()
+_cache_lock = threading.Lock()
+_cache_stats = {"hits": 0, "misses": 0}
+
+
+def _cached_function(key, blob, build):
+    """The jitted function for ``key``, built once per process by ``build(fun)``
+    from the pickled user function ``blob``."""
+    with _cache_lock:
+        fn = _cache.get(key)
+        if fn is not None:
+            _cache.move_to_end(key)
+            _cache_stats["hits"] += 1
+            return fn
+    try:
+        fun = pickle.loads(blob)
+    except Exception as e:
+        e.add_note("tangentia.distributed: the function could not be unpickled on the Dask "
+                   "worker; the modules it refers to must be importable there (or register "
+                   "them with cloudpickle.register_pickle_by_value)")
+        raise
+    fn = build(fun)
+    with _cache_lock:
+        _cache_stats["misses"] += 1
+        fn = _cache.setdefault(key, fn)
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return fn
+
+
+def worker_cache_info():
+    """``{"entries", "hits", "misses"}`` of this process's cache of jitted
+    functions (run it on the workers with ``client.run(worker_cache_info)``)."""
+    with _cache_lock:
+        return {"entries": len(_cache), **_cache_stats}
+
+
+def clear_worker_cache():
+    """Empty this process's cache of jitted functions and its counters."""
+    with _cache_lock:
+        _cache.clear()
+        _cache_stats.update(hits=0, misses=0)
+
+
+def _build_vmap(in_tree, dims, out_axes):
+    def build(fun):
+        @functools.wraps(fun, updated=())
+        def flat(*leaves):
+            args, kwargs = tree_unflatten(in_tree, leaves)
+            return fun(*args, **kwargs)
+        return _jit(_vmap(flat, in_axes=tuple(dims), out_axes=out_axes))
+    return build
+
+
+def _vmap_task(key, blob, in_tree, dims, out_axes, leaves):
+    fn = _cached_function(key, blob, _build_vmap(in_tree, dims, out_axes))
+    return fn(*leaves)
+
+
+def _build_value_and_grad(argnums, has_aux):
+    def build(fun):
+        return _jit(_value_and_grad(fun, argnums=argnums, has_aux=has_aux))
+    return build
+
+
+def _shard_task(key, blob, argnums, has_aux, index, treedef, as_leaves, params, shard, args):
+    """``value_and_grad`` of one shard, as ``(loss, grads, [aux] or None)``."""
+    if as_leaves:
+        shard = tree_unflatten(treedef, shard)
+    elif treedef is not None:
+        got = tree_flatten(shard)[1]
+        if got != treedef:
+            raise ValueError(f"tangentia.distributed.value_and_grad: shard {index} has the "
+                             f"structure {got} but the other shards have {treedef}")
+    fn = _cached_function(key, blob, _build_value_and_grad(argnums, has_aux))
+    value, grads = fn(params, shard, *args)
+    if has_aux:
+        value, aux = value
+        return value, grads, [aux]
+    return value, grads, None
+
+
+def _sum_results(a, b):
+    """Sum two ``(loss, grads, auxes)`` results (auxes are concatenated in order)."""
+    return (np.add(a[0], b[0]), tree_map(np.add, a[1], b[1]),
+            None if a[2] is None else a[2] + b[2])
+
+
+# ---------------------------------------------------------------------------
+# Client side helpers
+
+
+def _get_client(client, api):
+    if client is not None:
+        return client
+    try:
+        return _dd.default_client()
+    except ValueError:
+        raise ValueError(f"tangentia.distributed.{api}: no Dask client was given and none is "
+                         "running; start one (`from dask.distributed import Client; "
+                         "client = Client()`) or pass client=") from None
+
+
+def _unpicklable_part(fun):
+    """Which variable ``fun`` closes over (or refers to) cannot be pickled, as text."""
+    try:
+        target = inspect.unwrap(fun)
+        while isinstance(target, functools.partial):
+            target = target.func
+        cv = inspect.getclosurevars(target)
+    except Exception:  # noqa: BLE001 - not a plain Python function: no detail
+        return ""
+    for kind, names in (("closes over", cv.nonlocals), ("refers to the global", cv.globals)):
+        for name, value in names.items():
+            try:
+                cloudpickle.dumps(value)
+            except Exception:  # noqa: BLE001
+                return f" because it {kind} '{name}' (a {type(value).__name__})"
+    return ""
+
+
+def _pickle_function(fun, api):
+    """``(blob, digest)``: ``fun`` pickled with cloudpickle, or a TypeError that
+    names it and says why it cannot travel to the workers."""
+    try:
+        blob = cloudpickle.dumps(fun)
+    except Exception as e:
+        raise TypeError(
+            f"tangentia.distributed.{api}: the function {_fun_name(fun)!r} cannot be pickled to "
+            f"send it to the Dask workers{_unpicklable_part(fun)}: {type(e).__name__}: {e}. "
+            "Functions travel with cloudpickle; open files, locks, sockets and similar objects "
+            "cannot: open them inside the function instead") from e
+    return blob, hashlib.sha256(blob).hexdigest()
+
+
+def _check_not_traced(leaves, api, fun):
+    for x in leaves:
+        if isinstance(x, core.Tracer):
+            raise TypeError(f"tangentia.distributed.{api} of {_fun_name(fun)} was called with a "
+                            "traced value (inside jit, grad or vmap); distribute the "
+                            "transformed function instead, e.g. "
+                            "tangentia.distributed.vmap(tangentia.grad(f))")
+
+
+def _nbytes(x):
+    return getattr(x, "nbytes", 0) or 0
+
+
+def _ship_large(client, values):
+    """``values`` with every array above the scatter threshold replaced by a
+    future of it, scattered to all workers once (so it survives a worker)."""
+    big = [i for i, v in enumerate(values) if isinstance(v, np.ndarray)
+           and _nbytes(v) > _SCATTER_BYTES]
+    if not big:
+        return list(values)
+    futs = client.scatter([values[i] for i in big], broadcast=True, hash=False)
+    out = list(values)
+    for i, f in zip(big, futs):
+        out[i] = f
+    return out
+
+
+def _task_prefix(api, fun):
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in _fun_name(fun))
+    return f"tangentia-{api}-{name}-{uuid.uuid4().hex[:12]}"
+
+
+def _gather(client, futures):
+    """Results of ``futures`` in their order; the others are cancelled on error."""
+    try:
+        return client.gather(futures)
+    except BaseException:
+        client.cancel(futures)
+        raise
+
+
+# ---------------------------------------------------------------------------
+# vmap
+
+
+def _chunk_bounds(size, chunk_size, default_chunks):
+    if size == 0:
+        return [(0, 0)]
+    if chunk_size is None:
+        chunk_size = math.ceil(size / max(default_chunks, 1))
+    return [(s, min(s + chunk_size, size)) for s in range(0, size, chunk_size)]
+
+
+def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
+    """``tangentia.vmap(fun, in_axes, out_axes)`` with the mapped axis split
+    into chunks that run as ``jit(vmap(fun))`` on the workers of a Dask cluster.
+
+    The result equals the local ``vmap``'s: same values, dtypes and pytree
+    structure, as NumPy arrays, in the input's order.  ``chunk_size`` is the
+    number of mapped elements per task (default: one chunk per worker
+    thread; with ``dask.array`` inputs, their chunks along the mapped axis).
+    ``client`` defaults to the current Dask client.  Leaves may be NumPy
+    arrays, Python scalars or ``dask.array.Array`` (computed on the cluster,
+    never brought to the client).  Keyword arguments are mapped over axis 0,
+    as in ``tangentia.vmap``.
+    """
+    if not callable(fun):
+        raise TypeError(f"tangentia.distributed.vmap: expected a callable, got "
+                        f"{type(fun).__name__} {fun!r:.60}")
+    if chunk_size is not None and (not isinstance(chunk_size, (int, np.integer))
+                                   or isinstance(chunk_size, bool) or chunk_size < 1):
+        raise ValueError(f"tangentia.distributed.vmap of {_fun_name(fun)}: chunk_size must be a "
+                         f"positive int or None, got {chunk_size!r}")
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    local = _vmap(fun, in_axes=in_axes, out_axes=out_axes)  # argument checks, zero-size fallback
+
+    @functools.wraps(fun, updated=())
+    def distributed_vmapped(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            return local(*args, **kwargs)  # the local vmap raises its error
+        leaves, in_tree = tree_flatten((args, kwargs))
+        _check_not_traced(leaves, "vmap", fun)
+        axes = _broadcast_prefix(in_axes if isinstance(in_axes, tuple) else
+                                 (in_axes,) * len(args), args, "in_axes") + \
+            [0] * len(tree_flatten(kwargs)[0])
+        dims, sizes, bad = [], set(), False
+        for x, ax in zip(leaves, axes):
+            if ax is None:
+                dims.append(None)
+                continue
+            shape = x.shape if isinstance(x, da.Array) else np.shape(x)
+            if not -len(shape) <= ax < len(shape) or not shape:
+                bad = True  # the local vmap below reports it
+                break
+            dims.append(ax % len(shape))
+            sizes.add(shape[dims[-1]])
+        if bad or len(sizes) != 1 or any(isinstance(s, float) and math.isnan(s) for s in sizes):
+            if any(isinstance(x, da.Array) for x in leaves):
+                raise ValueError(f"tangentia.distributed.vmap of {_fun_name(fun)}: the mapped "
+                                 f"axes have sizes {sorted(map(str, sizes))}; they must have one "
+                                 "known size (call compute_chunk_sizes() on dask arrays)")
+            return local(*args, **kwargs)  # the local vmap raises its error
+        size = sizes.pop()
+        cl = _get_client(client, "vmap")
+        blob, digest = _pickle_function(fun, "vmap")
+        layout = repr((in_tree, tuple(dims), out_axes)).encode()
+        key = f"vmap-{digest}-{hashlib.sha256(layout).hexdigest()}"
+
+        # Chunk boundaries: chunk_size, else the first mapped dask array's chunks.
+        dask_dims = [(x, d) for x, d in zip(leaves, dims) if isinstance(x, da.Array)
+                     and d is not None]
+        if chunk_size is None and dask_dims:
+            x, d = dask_dims[0]
+            stops = np.cumsum(x.chunks[d]).tolist()
+            bounds = list(zip([0] + stops[:-1], stops)) or [(0, 0)]
+        else:
+            bounds = _chunk_bounds(size, chunk_size, sum(cl.nthreads().values()))
+
+        # Per-leaf payload for each chunk: a slice, the whole value, or futures.
+        per_chunk = [[None] * len(leaves) for _ in bounds]
+        whole = _ship_large(cl, [x if d is None and not isinstance(x, da.Array) else None
+                                 for x, d in zip(leaves, dims)])
+        lengths = tuple(e - s for s, e in bounds)
+        for i, (x, d) in enumerate(zip(leaves, dims)):
+            if isinstance(x, da.Array):
+                if d is None:
+                    futs = [cl.compute(x)] * len(bounds)
+                else:
+                    blocks = x.rechunk({j: (lengths if j == d else -1) for j in range(x.ndim)})
+                    delayed = blocks.to_delayed().reshape(-1)
+                    futs = cl.compute(list(delayed))
+            elif d is None:
+                futs = [whole[i]] * len(bounds)
+            else:
+                x = np.asarray(x)
+                futs = [x[(slice(None),) * d + (slice(s, e),)] for s, e in bounds]
+            for c, f in enumerate(futs):
+                per_chunk[c][i] = f
+
+        prefix = _task_prefix("vmap", fun)
+        futures = [cl.submit(_vmap_task, key, blob, in_tree, dims, out_axes, chunk_leaves,
+                             key=f"{prefix}-{c}", pure=False)
+                   for c, chunk_leaves in enumerate(per_chunk)]
+        results = _gather(cl, futures)
+
+        flat = [tree_flatten(r) for r in results]
+        out_tree = flat[0][1]
+        n = len(flat[0][0])
+        if isinstance(out_axes, int) or out_axes is None:
+            odims = [out_axes] * n
+        else:
+            odims = _broadcast_prefix(out_axes, tree_unflatten(out_tree, [0] * n), "out_axes")
+        outs = []
+        for j, od in enumerate(odims):
+            parts = [np.asarray(leaves_[j]) for leaves_, _ in flat]
+            outs.append(parts[0] if od is None or len(parts) == 1
+                        else np.concatenate(parts, axis=od))
+        return tree_unflatten(out_tree, outs)
+
+    return distributed_vmapped
+
+
+# ---------------------------------------------------------------------------
+# value_and_grad
+
+
+def _shard_payloads(client, shards, fun):
+    """``(payloads, treedef)``: one ``(as_leaves, payload)`` per shard, where the
+    payload is a list of the shard's leaves (arrays and futures) or a future of
+    the whole shard.  Structures are checked here, before any work is sent."""
+    api = f"tangentia.distributed.value_and_grad of {_fun_name(fun)}"
+    if isinstance(shards, da.Array):  # its blocks along axis 0 are the shards
+        if shards.ndim == 0:
+            raise ValueError(f"{api}: a dask array of shards needs at least one axis")
+        blocks = shards.rechunk({j: -1 for j in range(1, shards.ndim)})
+        futs = client.compute(list(blocks.to_delayed().reshape(-1)))
+        return [(False, f) for f in futs], tree_flatten(np.zeros(()))[1]
+    if isinstance(shards, (_dd.Future, np.ndarray)) or not isinstance(
+            shards, collections.abc.Sequence):
+        raise TypeError(f"{api}: shards must be a sequence (list or tuple) of data pytrees, "
+                        f"Dask futures or dask arrays, or one dask array; got "
+                        f"{type(shards).__name__}")
+    if len(shards) == 0:
+        raise ValueError(f"{api}: shards is empty; there is nothing to sum")
+    expected, first = None, None
+    flats = []
+    for i, s in enumerate(shards):
+        if isinstance(s, _dd.Future):
+            flats.append(None)
+            continue
+        leaves, td = tree_flatten(s)
+        ranks = tuple(x.ndim if isinstance(x, da.Array) else np.ndim(x) for x in leaves)
+        if expected is None:
+            expected, first = (td, ranks), i
+        elif (td, ranks) != expected:
+            raise ValueError(
+                f"{api}: the shards' structures disagree: shard {first} is {expected[0]} with "
+                f"leaf ranks {expected[1]}, shard {i} is {td} with leaf ranks {ranks}")
+        flats.append(leaves)
+    # Dask arrays among the leaves: computed on the cluster, in one graph.
+    dask_leaves = [(i, j) for i, lv in enumerate(flats) if lv is not None
+                   for j, x in enumerate(lv) if isinstance(x, da.Array)]
+    if dask_leaves:
+        futs = client.compute([flats[i][j] for i, j in dask_leaves])
+        for (i, j), f in zip(dask_leaves, futs):
+            flats[i][j] = f
+    payloads = [(False, s) if lv is None else (True, _ship_large(client, lv))
+                for s, lv in zip(shards, flats)]
+    return payloads, None if expected is None else expected[0]
+
+
+def _tree_sum(client, futures, prefix):
+    """One future of the sum of ``futures``' results, added pairwise on the cluster."""
+    level = 0
+    while len(futures) > 1:
+        nxt = []
+        for k in range(0, len(futures) - 1, 2):
+            nxt.append(client.submit(_sum_results, futures[k], futures[k + 1],
+                                     key=f"{prefix}-sum{level}-{k // 2}", pure=False))
+        if len(futures) % 2:
+            nxt.append(futures[-1])
+        futures, level = nxt, level + 1
+    return futures[0]
+
+
+def value_and_grad(loss, argnums=0, has_aux=False, *, client=None):
+    """Data-parallel ``value_and_grad``: ``g(params, shards, *args)`` returns
+    ``(sum_i loss(params, shards[i], *args), sum_i grads_i)``.
+
+    ``shards`` is a sequence of data pytrees, Dask futures of them, or dask
+    arrays (one dask array is also accepted: its blocks along axis 0 are the
+    shards).  Each shard's ``jit(value_and_grad(loss))`` runs where its data
+    is; ``params`` are scattered to every worker once per call; the per-shard
+    results are summed pairwise on the cluster and only the total comes back.
+    ``argnums`` counts ``loss``'s positional arguments and may not include
+    the shard (position 1).  With ``has_aux`` the value is ``(total_loss,
+    [aux of each shard, in shard order])``.
+    """
+    if not callable(loss):
+        raise TypeError(f"tangentia.distributed.value_and_grad: expected a callable, got "
+                        f"{type(loss).__name__} {loss!r:.60}")
+    nums = (argnums,) if isinstance(argnums, (int, np.integer)) else tuple(argnums)
+    if 1 in nums:
+        raise ValueError(f"tangentia.distributed.value_and_grad of {_fun_name(loss)}: argnums="
+                         f"{argnums!r} includes 1, the shard; gradients are summed over shards, "
+                         "so they can only be taken with respect to params (0) or the "
+                         "broadcast arguments (2, 3, ...)")
+
+    @functools.wraps(loss, updated=())
+    def distributed_value_and_grad(params, shards, *args):
+        _check_not_traced(tree_flatten((params, args))[0], "value_and_grad", loss)
+        cl = _get_client(client, "value_and_grad")
+        blob, digest = _pickle_function(loss, "value_and_grad")
+        payloads, treedef = _shard_payloads(cl, shards, loss)
+        key = f"value_and_grad-{digest}-{argnums!r}-{has_aux}"
+        [params_f] = cl.scatter([params], broadcast=True, hash=False)
+        ship_args = _ship_large(cl, list(args))
+        prefix = _task_prefix("value_and_grad", loss)
+        futures = [cl.submit(_shard_task, key, blob, argnums, has_aux, i, treedef, as_leaves,
+                             params_f, p, ship_args, key=f"{prefix}-shard-{i}", pure=False)
+                   for i, (as_leaves, p) in enumerate(payloads)]
+        total = _tree_sum(cl, futures, prefix)
+        try:
+            value, grads, auxes = total.result()
+        except BaseException:
+            cl.cancel(futures + [total])
+            raise
+        value = np.asarray(value)
+        grads = tree_map(np.asarray, grads)
+        return ((value, auxes), grads) if has_aux else (value, grads)
+
+    return distributed_value_and_grad
