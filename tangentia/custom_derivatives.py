@@ -329,8 +329,9 @@ class custom_jvp(_CustomFunction):
 
         def flat_jvp(*xs):
             nondiff_vals, primals = rebuild(xs[:n_dyn], xs[n_dyn:n_dyn + n_diff])
-            tans = [_user_zero(t, sz) if type(t) is Zero else t for t in xs[n_dyn + n_diff:]]
-            tangents = tuple(tans) if in_tree is None else tree_unflatten(in_tree, tans)
+            tans = tuple([_user_zero(t, sz) if type(t) is Zero else t
+                          for t in xs[n_dyn + n_diff:]])
+            tangents = tans if in_tree is None else tree_unflatten(in_tree, list(tans))
             res = rule(*nondiff_vals, tuple(primals), tuple(tangents))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must return a "

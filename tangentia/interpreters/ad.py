@@ -193,7 +193,7 @@ class JVPTrace(core.Trace):
         # trace's tracers is reported instead of silently losing its derivative.
         with core.suspend(self, "custom_jvp", name):
             if not perturbed:
-                return prim.bind(*primals, **params)
+                return self.parent.process_custom_jvp_call(prim, primals, params)
             outs = params["jvp"](*primals, *tangents)
         n = len(outs) // 2
         return [p if type(t) is Zero else JVPTracer(self, p, t)
@@ -205,7 +205,7 @@ class JVPTrace(core.Trace):
         primals, tangents, perturbed = self._custom_unpack(args, nc, nc, "custom_vjp", name)
         with core.suspend(self, "custom_vjp", name):
             if not perturbed:
-                return prim.bind(*primals, **params)
+                return self.parent.process_custom_vjp_call(prim, primals, params)
             outs, res, res_tree = params["fwd"](tuple([type(t) is not Zero for t in tangents]),
                                                 *primals)
         out_avals = tuple([tangent_aval(core.get_aval(o)) for o in outs])

@@ -111,7 +111,7 @@ class BatchTrace(core.Trace):
 
     def _forward_custom_call(self, prim, vals, params):
         with set_trace(self.parent):
-            outs = prim.bind(*vals, **params)
+            outs = prim.bind(*vals, **params)  # the parent's process_custom_*_call
         return [BatchTracer(self, o, 0) for o in outs]
 
     def process_custom_jvp_call(self, prim, args, params):

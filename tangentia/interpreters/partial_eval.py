@@ -19,6 +19,8 @@ from ..core import Literal, Tracer, Var, set_trace
 
 
 _custom_rule_get = core.custom_rule_ctx.get
+_set_trace = core._trace_ctx.set
+_reset_trace = core._trace_ctx.reset
 
 
 class JaxprTracer(Tracer):
@@ -168,16 +170,23 @@ class JaxprTrace(core.Trace):
     # rule's program is traced lazily, only when something differentiates it,
     # because a rule may call the function itself (see core.Trace).
 
-    def _forward_custom_call(self, prim, args, params):
-        if self.forward_known and all(self.is_known(x) for x in args):
-            with set_trace(self.parent):
-                return prim.bind(*args, **params)
-        return None
+    def _computes_now(self, args):
+        """Whether a partial evaluator computes a call now, with its parent
+        (all its inputs are known).  The hot path of eager ``grad``."""
+        if not self.forward_known:
+            return False
+        for x in args:
+            if type(x) is JaxprTracer and x._trace is self:
+                return False
+        return True
 
     def process_custom_jvp_call(self, prim, args, params):
-        out = self._forward_custom_call(prim, args, params)
-        if out is not None:
-            return out
+        if self._computes_now(args):
+            token = _set_trace(self.parent)
+            try:
+                return self.parent.process_custom_jvp_call(prim, args, params)
+            finally:
+                _reset_trace(token)
         avals = [core.get_aval(a) for a in args]
         name = params["name"]
         call_jaxpr, consts = _trace_closed(params["fun"], avals, name, "custom_jvp")
@@ -217,9 +226,12 @@ class JaxprTrace(core.Trace):
         return self.stage(prim, list(consts) + list(args), new)
 
     def process_custom_vjp_call(self, prim, args, params):
-        out = self._forward_custom_call(prim, args, params)
-        if out is not None:
-            return out
+        if self._computes_now(args):
+            token = _set_trace(self.parent)
+            try:
+                return self.parent.process_custom_vjp_call(prim, args, params)
+            finally:
+                _reset_trace(token)
         avals = [core.get_aval(a) for a in args]
         name = params["name"]
         call_jaxpr, consts = _trace_closed(params["fun"], avals, name, "custom_vjp")
