@@ -6,7 +6,8 @@ again: JVP -> the JVP programs, vmap -> the batched programs, transposition
 -> the transposed programs, partial evaluation -> a known call now and an
 unknown (staged) call later.  Transformed programs may close over traced
 values of outer interpreters; those are passed as the programs' leading
-inputs ("hoisted"), the one way programs hold non-literal constants here.
+inputs ("hoisted", see ``partial_eval.close_or_hoist``), while concrete
+constants are still ``constant`` equations inside the programs.
 
 ``def_call_rules(prim)`` gives a primitive that carries one program in
 ``params["jaxpr"]`` and takes exactly its inputs all four rules; the pieces
