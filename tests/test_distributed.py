@@ -1,0 +1,329 @@
+"""tangentia.distributed against the local transformations, on a real Dask
+LocalCluster (two worker processes, one thread each; no mocks).
+
+One module-scoped cluster serves every test except the killed-worker test,
+which starts its own (it kills one of its workers).  Functions defined here
+travel to the workers by value (as from a notebook or script), registered
+with cloudpickle.
+"""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+from tangentia import lax
+from tangentia.experimental.ode import odeint
+from tangentia.tree_util import tree_flatten, tree_structure
+
+da = pytest.importorskip("dask.array", reason="dask is an optional extra ([distributed])")
+dd = pytest.importorskip("distributed", reason="dask is an optional extra ([distributed])")
+import cloudpickle  # noqa: E402
+
+import tangentia.distributed as tgd  # noqa: E402
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def _cluster(**kw):
+    return dd.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                           dashboard_address=":0", **kw)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with _cluster() as cluster, dd.Client(cluster) as c:
+        yield c
+
+
+def assert_same(got, want):
+    """Same pytree structure, and every leaf the same ndarray type, dtype, shape and values."""
+    gl, gt = tree_flatten(got)
+    wl, wt = tree_flatten(want)
+    assert gt == wt, f"structure {gt} != {wt}"
+    for g, w in zip(gl, wl):
+        assert type(g) is np.ndarray, type(g)
+        assert g.dtype == np.asarray(w).dtype and g.shape == np.shape(w), (g.dtype, g.shape,
+                                                                         np.asarray(w).dtype)
+        np.testing.assert_array_equal(g, w)
+
+
+# ---------------------------------------------------------------------------
+# The optional dependency
+
+
+def test_import_tangentia_does_not_import_dask_and_missing_dask_names_the_extra():
+    code = ("import sys\nimport tangentia\nassert 'dask' not in sys.modules, 'dask imported'\n"
+            "sys.modules['dask'] = None\n"
+            "try:\n    import tangentia.distributed\nexcept ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "pip install 'tangentia[distributed]'" in out.stdout, out.stdout
+
+
+# ---------------------------------------------------------------------------
+# vmap: equality with the local vmap
+
+
+X = np.random.default_rng(0).normal(size=(7, 3))
+Y = np.random.default_rng(1).normal(size=(3, 5))
+
+
+def f_pytree(d, w):
+    return {"s": tnp.sin(d["x"]) @ w, "n": (tnp.sum(d["x"] ** 2), d["i"] * 2)}
+
+
+@tg.custom_vjp
+def clip_gradient(x):
+    return x
+
+
+clip_gradient.defvjp(lambda x: (x, None), lambda _, g: (tnp.clip(g, -0.5, 0.5),))
+
+
+def pendulum_final(y0, b):
+    ys = odeint(lambda y, t, b: tnp.stack([y[1], -b * y[1] - 5.0 * tnp.sin(y[0])]), y0,
+                np.linspace(0.0, 1.0, 5), b)
+    return tnp.sum(ys[-1] ** 2)
+
+
+@pytest.mark.parametrize("case", [
+    "in_axes_0", "in_axes_none", "in_axes_1_out_axes_1", "negative_axes", "pytree",
+    "kwargs", "uneven_chunks", "one_chunk", "float32_and_int", "grad", "custom_vjp", "jitted",
+    "odeint", "dask_array"])
+def test_vmap_equals_local_vmap(client, case):
+    i = np.arange(7, dtype=np.int32)
+    f, args, kw, opts = {
+        "in_axes_0": (lambda x: tnp.tanh(x) * 2.0, (X,), {}, {}),
+        "in_axes_none": (lambda x, w: x @ w, (X, Y), {}, dict(in_axes=(0, None))),
+        "in_axes_1_out_axes_1": (lambda x, w: (x * w[:, 0], tnp.exp(x)), (X.T, Y), {},
+                                 dict(in_axes=(1, None), out_axes=1)),
+        "negative_axes": (lambda x: tnp.cumsum(x), (X.T,), {}, dict(in_axes=-1, out_axes=-1)),
+        "pytree": (f_pytree, ({"x": X, "i": i}, Y), {},
+                   dict(in_axes=({"x": 0, "i": 0}, None), out_axes={"s": 0, "n": (0, 0)})),
+        "kwargs": (lambda x, *, w: x * w, (X,), {"w": X[:, :1] + 1.0}, {}),
+        "uneven_chunks": (lambda x: tnp.sum(tnp.cos(x)), (X,), {}, dict(chunk_size=3)),
+        "one_chunk": (lambda x: x ** 3, (X,), {}, dict(chunk_size=100)),
+        "float32_and_int": (lambda x, n: (x * 2, n + 1, x.sum() > 0), (X.astype(np.float32), i),
+                            {}, {}),
+        "grad": (tg.grad(lambda x, w: tnp.sum(tnp.tanh(x @ w) ** 2)), (X, Y), {},
+                 dict(in_axes=(0, None))),
+        "custom_vjp": (tg.grad(lambda x: tnp.sum(3.0 * clip_gradient(x))), (X,), {}, {}),
+        "jitted": (tg.jit(lambda x, s: tnp.sin(x) * s), (X, 2.5), {}, dict(in_axes=(0, None))),
+        "odeint": (tg.grad(pendulum_final, argnums=(0, 1)),
+                   (np.array([[3.0, 0.0], [2.5, 0.1], [1.0, 0.0]]), np.array([0.2, 0.3, 0.25])),
+                   {}, {}),
+        "dask_array": (lambda x, w: tnp.tanh(x @ w), (X, Y), {}, dict(in_axes=(0, None))),
+    }[case]
+    want = tg.vmap(f, in_axes=opts.get("in_axes", 0), out_axes=opts.get("out_axes", 0))(
+        *args, **kw)
+    if case == "dask_array":  # chunks (3, 3, 1) become the tasks; w stays a dask array
+        args = (da.from_array(X, chunks=(3, 2)), da.from_array(Y, chunks=2))
+    got = tgd.vmap(f, client=client, **opts)(*args, **kw)
+    assert_same(got, want)
+
+
+def test_vmap_zero_size_axis_and_default_client(client):
+    # client=None uses the current client (the fixture's, the only one in this process)
+    got = tgd.vmap(lambda x: x * 2.0)(np.zeros((0, 3)))
+    assert_same(got, tg.vmap(lambda x: x * 2.0)(np.zeros((0, 3))))
+
+
+def test_vmap_each_worker_compiles_once_per_signature(client):
+    client.run(tgd.clear_worker_cache)
+    f = tgd.vmap(lambda x: tnp.sin(x) + 1.0, client=client, chunk_size=2)
+    x = np.arange(8.0)
+    for _ in range(3):
+        np.testing.assert_array_equal(f(x), np.sin(x) + 1.0)
+    info = client.run(tgd.worker_cache_info).values()
+    # 12 tasks; a worker builds the jitted function at most once, then reuses it
+    assert sum(i["hits"] + i["misses"] for i in info) == 12
+    assert all(i["misses"] <= 1 and i["entries"] == i["misses"] for i in info), info
+
+
+def row_work(r):
+    """Cost proportional to the row count of a chunk, the same for every backend."""
+    return tnp.sum(tnp.sin(r[:, None] * r[None, :]))
+
+
+def test_vmap_results_in_input_order_when_chunks_finish_out_of_order(client):
+    rng = da.random.default_rng(3)
+    x = rng.standard_normal((1500 + 9, 150), chunks=((1500, 3, 3, 3), 150)).persist()
+    with dd.get_task_stream(client=client) as ts:
+        got = tgd.vmap(row_work, client=client)(x)
+    want = tg.vmap(row_work)(x.compute())
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    ends = {}
+    for t in ts.data:
+        if str(t["key"]).startswith("tangentia-vmap-row_work-"):
+            ends[int(t["key"].rsplit("-", 1)[1])] = max(s["stop"] for s in t["startstops"])
+    assert sorted(ends) == [0, 1, 2, 3]
+    assert min(ends[1], ends[2], ends[3]) < ends[0], ends  # a later chunk finished first
+
+
+# ---------------------------------------------------------------------------
+# vmap: faults and bad input
+
+
+class UserError(ValueError):
+    pass
+
+
+def f_raises(x):
+    if x.shape != (2,):
+        raise UserError(f"f_raises wants rows of 2, got {x.shape}")
+    return x
+
+
+def test_error_in_f_reaches_the_user_with_its_type_and_frame(client):
+    with pytest.raises(UserError, match="wants rows of 2") as info:
+        tgd.vmap(f_raises, client=client)(np.ones((4, 3)))
+    assert any(entry.name == "f_raises" for entry in info.traceback), info.traceback
+
+
+def test_unpicklable_function_raises_type_error_naming_it(client, tmp_path):
+    with open(tmp_path / "log.txt", "w") as fh:
+        def logs_to_file(x):
+            fh.write("called\n")
+            return x
+        with pytest.raises(TypeError, match=r"'logs_to_file' cannot be pickled.*closes over "
+                                            r"'fh' \(a TextIOWrapper\)"):
+            tgd.vmap(logs_to_file, client=client)(np.ones((4, 2)))
+
+
+def test_bad_axes_and_sizes_raise_the_local_vmap_errors(client):
+    with pytest.raises(ValueError, match="inconsistent sizes"):
+        tgd.vmap(lambda a, b: a + b, client=client)(np.ones(3), np.ones(4))
+    with pytest.raises(ValueError, match="out of range"):
+        tgd.vmap(lambda a: a, in_axes=2, client=client)(np.ones((3, 2)))
+    with pytest.raises(ValueError, match="chunk_size must be a positive int"):
+        tgd.vmap(lambda a: a, chunk_size=0)
+
+
+def test_killed_worker_does_not_change_the_result():
+    def heavy(r):
+        return lax.fori_loop(0, 12, lambda k, acc: acc + row_work(r * (k + 1.0)), 0.0)
+
+    x = np.random.default_rng(5).normal(size=(8 * 60, 120))
+    want = tg.jit(tg.vmap(heavy))(x)
+    with _cluster() as cluster, dd.Client(cluster) as c:
+        pids = c.run(os.getpid)
+        out = {}
+        run = threading.Thread(target=lambda: out.update(
+            r=tgd.vmap(heavy, client=c, chunk_size=60)(x)))
+        run.start()
+        victim, deadline = None, time.monotonic() + 60
+        while victim is None and time.monotonic() < deadline:  # a worker in mid-task
+            busy = [w for w, keys in c.processing().items()
+                    if any(str(k).startswith("tangentia-vmap-heavy-") for k in keys)]
+            victim = busy[0] if busy else None
+            time.sleep(0.01)
+        assert victim is not None, "no task started"
+        os.kill(pids[victim], signal.SIGKILL)
+        run.join(120)
+        assert not run.is_alive()
+        assert set(c.run(os.getpid).values()) != set(pids.values())  # the worker was replaced
+    np.testing.assert_allclose(out["r"], want, rtol=1e-13)
+
+
+# ---------------------------------------------------------------------------
+# value_and_grad over shards
+
+
+def loss(params, shard, scale):
+    w, b = params
+    x, y = shard
+    return scale * tnp.sum((tnp.tanh(x @ w + b) - y) ** 2)
+
+
+W = (np.random.default_rng(2).normal(size=3), 0.1)
+SHARDS = [(np.random.default_rng(10 + k).normal(size=(n, 3)),
+           np.random.default_rng(20 + k).normal(size=n)) for k, n in enumerate([5, 8, 3, 6, 4])]
+
+
+def local_sum(f, params, shards, *args, **kw):
+    """Sum over shards of the local value_and_grad (the reference)."""
+    outs = [tg.value_and_grad(f, **kw)(params, s, *args) for s in shards]
+    total = outs[0]
+    for o in outs[1:]:
+        total = tg.tree_util.tree_map(np.add, total, o)
+    return total
+
+
+def assert_close(got, want):
+    gl, gt = tree_flatten(got)
+    wl, wt = tree_flatten(want)
+    assert gt == wt, f"structure {gt} != {wt}"
+    for g, w in zip(gl, wl):
+        assert type(g) is np.ndarray and g.dtype == np.float64
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("kind", ["local", "futures", "dask_chunks", "one_dask_array"])
+def test_value_and_grad_equals_sum_of_local_shards(client, kind):
+    g = tgd.value_and_grad(loss, client=client)
+    if kind == "local":
+        shards = SHARDS
+    elif kind == "futures":
+        shards = client.scatter(SHARDS)
+    elif kind == "dask_chunks":  # (x, y) pairs of dask arrays already on the workers
+        shards = [(da.from_array(x, chunks=2).persist(), da.from_array(y, chunks=-1).persist())
+                  for x, y in SHARDS]
+    else:  # one dask array: its blocks along axis 0 are the shards
+        xs = np.concatenate([x for x, _ in SHARDS])
+        arr = da.from_array(xs, chunks=((5, 8, 3, 6, 4), 3)).persist()
+        g = tgd.value_and_grad(lambda p, x, s: tnp.sum(tnp.tanh(x @ p[0] + p[1])) * s,
+                               client=client)
+        assert_close(g(W, arr, 0.5), local_sum(
+            lambda p, x, s: tnp.sum(tnp.tanh(x @ p[0] + p[1])) * s, W,
+            [x for x, _ in SHARDS], 0.5))
+        return
+    assert_close(g(W, shards, 0.5), local_sum(loss, W, SHARDS, 0.5))
+
+
+def test_value_and_grad_argnums_and_aux(client):
+    def loss_aux(params, shard, scale):
+        return loss(params, shard, scale), tnp.mean(shard[1])
+
+    (value, auxes), grads = tgd.value_and_grad(loss_aux, argnums=(0, 2), has_aux=True,
+                                               client=client)(W, SHARDS, 0.5)
+    want_value, want_grads = local_sum(loss, W, SHARDS, 0.5, argnums=(0, 2))
+    assert_close((value, grads), (want_value, want_grads))
+    np.testing.assert_allclose(auxes, [np.mean(y) for _, y in SHARDS], rtol=1e-15)
+
+
+def _scheduler_time(dask_scheduler):
+    return time.time()
+
+
+def _new_work_since(dask_scheduler, start):
+    """Scheduler transitions (key, from, to) since time ``start``, other than
+    releases of earlier tasks."""
+    return [t[:3] for t in dask_scheduler.transition_log
+            if t[-1] > start and t[2] not in ("released", "forgotten")]
+
+
+def test_value_and_grad_bad_shards_raise_before_any_work(client):
+    client.run_on_scheduler(lambda dask_scheduler: None)  # earlier tests' releases settle
+    start = client.run_on_scheduler(_scheduler_time)
+    g = tgd.value_and_grad(loss, client=client)
+    bad = SHARDS[:2] + [(SHARDS[2][0], SHARDS[2][1], SHARDS[2][1])]
+    with pytest.raises(ValueError, match=r"structures disagree: shard 0 .* shard 2"):
+        g(W, bad, 0.5)
+    with pytest.raises(ValueError, match="leaf ranks"):
+        g(W, SHARDS[:2] + [(SHARDS[2][0], SHARDS[2][1][:, None])], 0.5)
+    with pytest.raises(ValueError, match="shards is empty"):
+        g(W, [], 0.5)
+    with pytest.raises(ValueError, match="includes 1, the shard"):
+        tgd.value_and_grad(loss, argnums=(0, 1))
+    assert client.run_on_scheduler(_new_work_since, start=start) == []
+    # a future whose structure disagrees is caught on its worker, naming the shard
+    with pytest.raises(ValueError, match="shard 1 has the structure"):
+        g(W, [SHARDS[0], client.scatter([SHARDS[1][0]])[0]], 0.5)
