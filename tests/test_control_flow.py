@@ -1135,3 +1135,16 @@ def test_bodies_traced_once_not_per_iteration():
     calls["scan"] = 0
     lax.map(lambda x: body(x, x)[0], xs)
     assert calls["scan"] == 1
+
+
+def test_scan_unroll_is_accepted_and_changes_nothing():
+    xs = np.linspace(0.0, 1.0, 7)
+    body = lambda c, x: (c * 0.5 + x, c)  # noqa: E731
+    want = lax.scan(body, 1.0, xs)
+    for unroll in (1, 3, True, False, np.int64(2)):
+        got = lax.scan(body, 1.0, xs, unroll=unroll)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    for bad in (0, -2, 1.5, "2"):
+        with pytest.raises(ValueError, match="scan: unroll must be a positive integer"):
+            lax.scan(body, 1.0, xs, unroll=bad)

@@ -252,9 +252,30 @@ def _fori_cond(c):
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
-    """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns
-    ``(carry, stacked ys)``."""
-    return _scan(f, init, xs, length, reverse, unroll, (f, "scan"))
+    """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``.
+
+    Args:
+      f: the body, ``f(carry, x) -> (carry, y)``; the output carry has the
+        input carry's structure, shapes and dtypes.
+      init: the initial carry (a pytree of arrays).
+      xs: a pytree of arrays scanned along their leading axis, or None (then
+        ``length`` is required and ``x`` is None).
+      length: the number of steps (checked against ``xs``).
+      reverse: scan from the end of ``xs`` to its start (``ys`` still line up
+        with ``xs``).
+      unroll: accepted for JAX compatibility (a positive int or a bool) and
+        has no effect: the compiled loop is the same, and results are
+        identical either way.
+
+    Returns:
+      ``(final carry, ys)`` with the ``y`` of every step stacked along a new
+      leading axis.
+    """
+    if isinstance(unroll, bool):
+        unroll = 1
+    if not isinstance(unroll, (int, np.integer)) or unroll < 1:
+        raise ValueError(f"scan: unroll must be a positive integer or a bool, got {unroll!r}")
+    return _scan(f, init, xs, length, reverse, int(unroll), (f, "scan"))
 
 
 def _scan(f, init, xs, length, reverse, unroll, owner):
