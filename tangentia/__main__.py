@@ -75,7 +75,13 @@ def main():
         return log1pexp(x), t * (1.0 - 1.0 / (1.0 + tnp.exp(x)))
 
     _show("grad(log1pexp)(3.)", tg.grad(log1pexp)(3.0), _fd(lambda v: float(np.log1p(np.exp(v))), 3.0))
-    print("  grad(log1pexp)(100.)                ", tg.grad(log1pexp)(100.0), "(exactly 1; naive AD gives nan)")
+    naive = tg.grad(lambda x: tnp.log1p(tnp.exp(x)))
+    with np.errstate(over="ignore", invalid="ignore"):  # exp(1000.) overflows: inf * 0
+        naive_at_1000 = naive(1000.0)
+        custom_at_1000 = tg.grad(log1pexp)(1000.0)
+    print("  grad(log1pexp)(1000.)               ", custom_at_1000, "(the custom rule)")
+    print("  naive grad of log1p(exp(x)) at 1000.", naive_at_1000, "(automatic differentiation "
+          "of the formula overflows)")
 
     print("\nThe staged program of jit(grad(f)):")
     print(tg.make_jaxpr(tg.grad(loss))(w))

@@ -26,6 +26,14 @@ from ._sorting import argsort, searchsorted, sort
 from ._util import _aval, _is_int_scalar, _is_tracer
 
 
+def _setitem(self, idx, value):
+    raise TypeError(
+        f"'{type(self)}' object does not support item assignment. JAX arrays are immutable. "
+        "Instead of ``x[idx] = y``, use ``x = x.at[idx].set(y)`` or another .at[] method "
+        "(add, multiply, min, max, apply). Arrays under a transformation (grad, jit, vmap, ...) "
+        f"are immutable in tangentia too: this one is a traced {self.aval.str_short()}.")
+
+
 def install():
     """Give ``core.Tracer`` NumPy's operators, properties and array methods."""
     T = _Tracer
@@ -66,6 +74,7 @@ def install():
     T.__xor__ = lambda s, o: _logic(s, o, logical_xor, bitwise_xor)
     T.__rxor__ = lambda s, o: _logic(o, s, logical_xor, bitwise_xor)
     T.__getitem__ = _getitem
+    T.__setitem__ = _setitem
     T.__hash__ = None
     T.T = property(lambda s: transpose(s))
     T.mT = property(lambda s: swapaxes(s, -1, -2))
