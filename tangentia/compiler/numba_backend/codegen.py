@@ -1,0 +1,635 @@
+"""Code generation for the numba backend: value representations and the
+generator that walks a program's equations (the lowering rules are in
+``rules``)."""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import re
+
+import numpy as np
+
+import numba
+from numba import types as nbt
+
+from ...core import Literal, Var
+
+SMALL = 16          # values with at most this many elements are scalarized
+BLAS_MIN_FLOPS = 4096  # dot_general with m*n*k*batch at least this (floats) calls BLAS
+
+
+class Unsupported(Exception):
+    """Raised while generating code for a program numba cannot run."""
+
+
+# ---------------------------------------------------------------------------
+# Scalar helpers called from generated code (NumPy's semantics)
+
+
+# ---------------------------------------------------------------------------
+# Dtypes and literals
+
+_B, _I8, _F8, _F4 = np.dtype(bool), np.dtype(np.int64), np.dtype(np.float64), np.dtype(np.float32)
+_NATURAL = (_B, _I8, _F8)   # numba computes in these without explicit casts
+
+
+def _check_dtype(dtype):
+    if _is_float0(dtype):
+        return
+    if dtype.kind not in "biuf" or dtype.itemsize > 8 or (dtype.kind == "f" and dtype.itemsize < 4):
+        raise Unsupported(f"dtype {dtype} is not supported by the numba backend")
+
+
+def _dt(dtype):
+    return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
+
+
+def _nbtype(dtype):
+    return numba.from_dtype(dtype)
+
+
+def _wrap(expr, dtype):
+    """``expr`` made to have numba type ``dtype`` (for dtypes numba's arithmetic changes)."""
+    return expr if dtype in _NATURAL else f"{_dt(dtype)}({expr})"
+
+
+def _cast(expr, src, dst):
+    if src == dst:
+        return expr
+    if _is_number(expr) or expr in ("True", "False"):
+        return _lit(expr == "True" if expr in ("True", "False") else float(expr) if src.kind == "f" else int(expr), dst)
+    if dst.kind == "b":
+        return f"({expr} != 0)"
+    return f"{_dt(dst)}({expr})"
+
+
+def _lit(val, dtype):
+    v = np.asarray(val).astype(dtype).item()
+    if dtype.kind == "b":
+        return "True" if v else "False"
+    if dtype.kind in "iu":
+        s = str(int(v))
+    else:
+        v = float(v)
+        if math.isnan(v):
+            s = "np.nan"
+        elif math.isinf(v):
+            s = "np.inf" if v > 0 else "(-np.inf)"
+        else:
+            s = repr(v)
+    if s.startswith("-"):
+        s = f"({s})"
+    return s if dtype in _NATURAL else f"{_dt(dtype)}({s})"
+
+
+def _typed(expr, dtype):
+    """A literal integer or boolean made a typed value (numba gives literals their own
+    types, so a variable first assigned one would be typed twice)."""
+    if dtype.kind in "biu" and not expr.isidentifier() and dtype in _NATURAL:
+        return f"{_dt(dtype)}({expr})"
+    return expr
+
+
+def _is_atom(expr):
+    return expr.isidentifier() or expr in ("True", "False") or _is_number(expr)
+
+
+def _is_number(expr):
+    try:
+        float(expr)
+        return True
+    except ValueError:
+        return False
+
+
+def _ravel(idx, shape):
+    k = 0
+    for i, d in zip(idx, shape):
+        k = k * d + i
+    return k
+
+
+def _size(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _shape_str(shape):
+    return "(" + "".join(f"{d}, " for d in shape).rstrip() + ")" if len(shape) != 1 else f"({shape[0]},)"
+
+
+def _bidx(idx, in_shape, out_shape):
+    """Index of a broadcast operand of shape ``in_shape`` at output index ``idx``."""
+    k = len(out_shape) - len(in_shape)
+    return tuple(0 if d == 1 else idx[k + j] for j, d in enumerate(in_shape))
+
+
+# ---------------------------------------------------------------------------
+# Value representations
+
+
+class SV:
+    """A scalarized value: one scalar expression per element (C order)."""
+
+    __slots__ = ("shape", "dtype", "elems", "arr")
+
+    def __init__(self, shape, dtype, elems):
+        self.shape, self.dtype, self.elems, self.arr = tuple(shape), dtype, elems, None
+
+
+class AV:
+    """A C-contiguous array held in a variable (or an indexing expression of one)."""
+
+    __slots__ = ("shape", "dtype", "name")
+
+    def __init__(self, shape, dtype, name):
+        self.shape, self.dtype, self.name = tuple(shape), dtype, name
+
+
+class LV:
+    """A lazy value: ``fn(index) -> element expression``, computed where it is used."""
+
+    __slots__ = ("shape", "dtype", "fn")
+
+    def __init__(self, shape, dtype, fn):
+        self.shape, self.dtype, self.fn = tuple(shape), dtype, fn
+
+
+class ZV:
+    """A ``float0`` value (the tangent type of integers): it holds no data, so it
+    is never computed or stored; program outputs of this type are made outside numba."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = tuple(shape), dtype
+
+
+def _is_float0(dtype):
+    return dtype.kind == "V"
+
+
+def _small(aval_or_shape):
+    shape = getattr(aval_or_shape, "shape", aval_or_shape)
+    return _size(shape) <= SMALL
+
+
+# ---------------------------------------------------------------------------
+# The code generator
+
+OUTLINE_MIN_EQNS = 40  # nested programs with at least this many equations become functions
+_CONST_NAME = re.compile(r"\bk\d+\b")
+
+
+def _weight(jaxpr):
+    """Number of equations of a program, nested programs included (memoized)."""
+    w = jaxpr.cache.get("numba_weight")
+    if w is None:
+        w = 0
+        for eqn in jaxpr.eqns:
+            w += 1
+            for p in eqn.params.values():
+                for q in (p if isinstance(p, (tuple, list)) else (p,)):
+                    if hasattr(q, "eqns") and hasattr(q, "cache"):
+                        w += _weight(q)
+        jaxpr.cache["numba_weight"] = w
+    return w
+
+
+class _Gen:
+    """Generates one program's source: ``lower_jaxpr`` emits the code of a
+    program's equations into ``lines`` and returns its output values."""
+
+    def __init__(self):
+        from .rules import FUSIBLE, RULES
+        self.rules, self.fusible = RULES, FUSIBLE
+        self.lines = []
+        self.depth = 1
+        self.counter = itertools.count()
+        self.globals = {}       # generated-name -> Python object (kernels, fallbacks, types)
+        self.consts = []        # large constants, passed as trailing arguments
+        self.notes = []         # comments making the source (the cache key) unique
+        self.objmode = False
+        self.scopes = [0]
+        self.scope_ids = itertools.count(1)
+        self.functions = []     # sources of outlined bodies (see ``call_jaxpr``)
+        self.helpers = {}       # (program, input representation) -> (name, output template)
+
+    # -- emission ---------------------------------------------------------
+    def name(self, prefix="v"):
+        return f"{prefix}{next(self.counter)}"
+
+    def emit(self, line):
+        self.lines.append("    " * self.depth + line)
+
+    def push(self):
+        self.depth += 1
+        self.scopes.append(next(self.scope_ids))
+
+    def pop(self):
+        self.depth -= 1
+        self.scopes.pop()
+
+    def scalar(self, expr):
+        """A name (or literal) holding the scalar ``expr``."""
+        if _is_atom(expr):
+            return expr
+        n = self.name("s")
+        self.emit(f"{n} = {expr}")
+        return n
+
+    def glob(self, obj, prefix):
+        n = self.name(prefix)
+        self.globals[n] = obj
+        return n
+
+    def loops(self, shape):
+        """Open a loop nest over ``shape``; returns the index expressions."""
+        idx = []
+        for d in shape:
+            if d == 1:
+                idx.append(0)
+                continue
+            i = self.name("i")
+            self.emit(f"for {i} in range({d}):")
+            self.push()
+            idx.append(i)
+        return idx
+
+    def close(self, idx):
+        for i in idx:
+            if i != 0:
+                self.pop()
+
+    # -- element access and materialization -------------------------------
+    def elem(self, v, idx):
+        if type(v) is ZV:
+            return "False"
+        if type(v) is SV:
+            if all(type(i) is int for i in idx):
+                return v.elems[_ravel(idx, v.shape)]
+            v = self.array(v)
+        if type(v) is AV:
+            return f"{v.name}[{', '.join(map(str, idx))}]" if idx else f"{v.name}[()]"
+        return v.fn(tuple(idx))
+
+    def array(self, v, dtype=None):
+        """``v`` as an ``AV`` (a fresh or input C-contiguous array), cast to ``dtype``."""
+        if dtype is not None and dtype != v.dtype:
+            src = v
+            v = LV(v.shape, dtype, lambda idx: _cast(self.elem(src, idx), src.dtype, dtype))
+        if type(v) is AV:
+            return v
+        if type(v) is ZV:
+            raise Unsupported("a float0 value is used as an array")
+        if type(v) is SV and v.arr is not None and v.arr[0] in self.scopes:
+            return v.arr[1]
+        n = self.name("a")
+        self.emit(f"{n} = np.empty({_shape_str(v.shape)}, {_dt(v.dtype)})")
+        out = AV(v.shape, v.dtype, n)
+        if type(v) is SV:
+            for k, idx in enumerate(np.ndindex(*v.shape)):
+                self.emit(f"{self.elem(out, idx)} = {v.elems[k]}")
+            v.arr = (self.scopes[-1], out)
+            return out
+        idx = self.loops(v.shape)
+        self.emit(f"{self.elem(out, idx)} = {v.fn(tuple(idx))}")
+        self.close(idx)
+        return out
+
+    def small(self, v):
+        """``v`` (of a small shape) as an ``SV``."""
+        if type(v) is SV or type(v) is ZV:
+            return v
+        sv = SV(v.shape, v.dtype, [self.scalar(self.elem(v, idx)) for idx in np.ndindex(*v.shape)])
+        if type(v) is AV:
+            sv.arr = (self.scopes[-1], v)
+        return sv
+
+    def settle(self, v):
+        """The representation a value keeps once its block ends: SV if small, else AV."""
+        if type(v) is ZV:
+            return v
+        return self.small(v) if _small(v.shape) else self.array(v)
+
+    def dynamic_ready(self, v):
+        """``v`` ready for element access with loop indices (no SV with dimensions)."""
+        return self.array(v) if type(v) is SV and v.shape else v
+
+    def assign(self, names, v):
+        """Assign ``v`` to the variables ``names`` (from ``fresh_like``)."""
+        if names is None:
+            return
+        if type(names) is list:
+            v = self.small(v)
+            for n, e in zip(names, v.elems):
+                if n != e:
+                    self.emit(f"{n} = {_typed(e, v.dtype)}")
+        else:
+            a = self.array(v)
+            if a.name != names:
+                self.emit(f"{names} = {a.name}")
+
+    def fresh_like(self, aval):
+        """Variables to hold a value of ``aval`` across blocks: a list of names (small) or a name."""
+        if _is_float0(aval.dtype):
+            return None
+        base = self.name("c")
+        if _small(aval.shape):
+            return [f"{base}_{k}" for k in range(_size(aval.shape))]
+        return base
+
+    def from_names(self, names, aval):
+        if names is None:
+            return ZV(aval.shape, aval.dtype)
+        if type(names) is list:
+            return SV(aval.shape, aval.dtype, list(names))
+        return AV(aval.shape, aval.dtype, names)
+
+    def assign_all(self, names_list, vals):
+        """Simultaneous assignment of loop carries (sources may be other carries)."""
+        keep = [n is not None for n in names_list]
+        names_list = [n for n, k in zip(names_list, keep) if k]
+        vals = [v for v, k in zip(vals, keep) if k]
+        vals = [self.small(v) if type(n) is list else self.array(v) for n, v in zip(names_list, vals)]
+        targets = set()
+        for n in names_list:
+            targets.update(n if type(n) is list else [n])
+        srcs = []
+        for v in vals:
+            if type(v) is SV:
+                els = []
+                for e in v.elems:
+                    if e in targets:
+                        t = self.name("t")
+                        self.emit(f"{t} = {e}")
+                        e = t
+                    els.append(e)
+                srcs.append(SV(v.shape, v.dtype, els))
+            else:
+                if v.name in targets:
+                    t = self.name("t")
+                    self.emit(f"{t} = {v.name}")
+                    v = AV(v.shape, v.dtype, t)
+                srcs.append(v)
+        for n, v in zip(names_list, srcs):
+            self.assign(n, v)
+
+    def read(self, env, a):
+        if type(a) is Literal:
+            _check_dtype(a.aval.dtype)
+            return SV((), a.aval.dtype, [_lit(a.val, a.aval.dtype)])
+        return env[a]
+
+    # -- programs ---------------------------------------------------------
+    def lower_jaxpr(self, jaxpr, in_vals):
+        eqns, outvars = _simplify(jaxpr)
+        env = dict(zip(jaxpr.invars, in_vals))
+        consumers = {}
+        for eqn in eqns:
+            for a in eqn.inputs:
+                if type(a) is Var:
+                    consumers.setdefault(a, []).append(eqn)
+        for a in outvars:
+            if type(a) is Var:
+                consumers.setdefault(a, []).append(None)
+        for eqn in eqns:
+            for v in eqn.outputs:
+                _check_dtype(v.aval.dtype)
+            ins = [self.read(env, a) for a in eqn.inputs]
+            outs = self.lower_eqn(eqn, ins)
+            for v, o in zip(eqn.outputs, outs):
+                if type(o) is LV:
+                    users = consumers.get(v, ())
+                    if len(users) != 1 or users[0] is None or users[0].prim.name not in self.fusible:
+                        o = self.array(o)
+                env[v] = o
+        return [self.read(env, a) for a in outvars]
+
+    def call_jaxpr(self, jaxpr, in_vals):
+        """Lower a nested program (a loop body, a branch, a called function).
+
+        Large ones become a separate njit function (numba's compile time grows
+        faster than linearly with function size), shared by every call with
+        the same program and input representation; small ones are inlined.
+        """
+        if _weight(jaxpr) < OUTLINE_MIN_EQNS:
+            return self.lower_jaxpr(jaxpr, in_vals)
+        in_vals = [self.settle(v) for v in in_vals]
+        key = (id(jaxpr), tuple((type(v), v.shape, v.dtype) for v in in_vals))
+        hit = self.helpers.get(key)
+        if hit is None:
+            hit = self.helpers[key] = self._outline(jaxpr, in_vals)
+        fname, extra, template = hit
+        args = []
+        for v in in_vals:
+            if type(v) is not ZV:
+                args.extend([_typed(e, v.dtype) for e in v.elems] if type(v) is SV else [v.name])
+        outs, names = [], []
+        for kind, shape, dtype in template:
+            if kind is ZV:
+                outs.append(ZV(shape, dtype))
+            elif kind is SV:
+                els = [self.name("s") for _ in range(_size(shape))]
+                names.extend(els)
+                outs.append(SV(shape, dtype, els))
+            else:
+                n = self.name("a")
+                names.append(n)
+                outs.append(AV(shape, dtype, n))
+        call = f"{fname}({''.join(a + ', ' for a in args + extra)})"
+        self.emit(f"({''.join(n + ', ' for n in names)}) = {call}" if names else call)
+        return outs
+
+    def _outline(self, jaxpr, in_vals):
+        saved = self.lines, self.depth, self.scopes
+        self.lines, self.depth, self.scopes = [], 1, [next(self.scope_ids)]
+        params, vals = [], []
+        for v in in_vals:
+            if type(v) is ZV:
+                vals.append(v)
+            elif type(v) is SV:
+                els = [self.name("p") for _ in v.elems]
+                params.extend(els)
+                vals.append(SV(v.shape, v.dtype, els))
+            else:
+                n = self.name("p")
+                params.append(n)
+                vals.append(AV(v.shape, v.dtype, n))
+        outs = [self.settle(o) for o in self.lower_jaxpr(jaxpr, vals)]
+        ret = []
+        for o in outs:
+            if type(o) is not ZV:
+                ret.extend(o.elems if type(o) is SV else [o.name])
+        self.emit(f"return ({''.join(r + ', ' for r in ret)})")
+        body = self.lines
+        self.lines, self.depth, self.scopes = saved
+        extra = sorted(set(_CONST_NAME.findall("\n".join(body))), key=lambda k: int(k[1:]))
+        fname = self.name("_f")
+        self.functions.append("\n".join(["@_jit", f"def {fname}({', '.join(params + extra)}):"] + body))
+        return fname, extra, [(type(o), o.shape, o.dtype) for o in outs]
+
+    def lower_eqn(self, eqn, ins):
+        name = eqn.prim.name
+        if eqn.outputs and all(_is_float0(v.aval.dtype) for v in eqn.outputs) and \
+                not eqn.prim.has_effects:
+            return [ZV(v.aval.shape, v.aval.dtype) for v in eqn.outputs]
+        if not any(a.aval.dtype.kind == "c" for a in list(eqn.inputs) + list(eqn.outputs)):
+            rule = self.rules.get(name)
+            if rule is not None:
+                out = rule(self, eqn, ins)
+                if out is not NotImplemented:
+                    return out
+            kern = _kernel(eqn)
+            if kern is not None:
+                return self.call_kernel(eqn, kern, ins)
+        return self.objmode_call(eqn, ins)
+
+    def call_kernel(self, eqn, kern, ins):
+        k = self.glob(kern, "_k")
+        self.notes.append(f"# {k}: {_eqn_key(eqn)}")
+        args = []
+        for v in ins:
+            args.append(self.array(v).name)
+        res = self.name("r")
+        self.emit(f"{res} = {k}({', '.join(args)})")
+        return self._unpack_results(eqn, res, kernel=True)
+
+    def _unpack_results(self, eqn, res, kernel):
+        outs = []
+        multi = eqn.prim.multiple_results
+        for j, v in enumerate(eqn.outputs):
+            src = f"{res}[{j}]" if multi else res
+            n = self.name("a")
+            self.emit(f"{n} = np.ascontiguousarray({src})" if kernel else f"{n} = {src}")
+            o = AV(v.aval.shape, v.aval.dtype, n)
+            outs.append(self.small(o) if _small(v.aval.shape) else o)
+        return outs
+
+    def objmode_call(self, eqn, ins):
+        """Run the primitive's NumPy implementation for this equation alone."""
+        self.objmode = True
+        fb = self.glob(_fallback(eqn), "_fb")
+        self.notes.append(f"# {fb}: {_eqn_key(eqn)}")
+        args = []
+        for v in ins:
+            if type(v) is SV and not v.shape and v.elems[0].isidentifier():
+                args.append(v.elems[0])
+            else:
+                args.append(self.array(v).name)
+        outs = [self.name("o") for _ in eqn.outputs]
+        annots = []
+        for n, v in zip(outs, eqn.outputs):
+            annots.append(f"{n}={self.glob(nbt.Array(_nbtype(v.aval.dtype), v.aval.ndim, 'C'), '_t')}")
+        self.emit(f"with numba.objmode({', '.join(annots)}):")
+        self.push()
+        lhs = "".join(o + ", " for o in outs)
+        self.emit(f"({lhs}) = {fb}({''.join(a + ', ' for a in args)})" if outs
+                  else f"{fb}({''.join(a + ', ' for a in args)})")
+        self.pop()
+        res = []
+        for n, v in zip(outs, eqn.outputs):
+            o = AV(v.aval.shape, v.aval.dtype, n)
+            res.append(self.small(o) if _small(v.aval.shape) else o)
+        return res
+
+
+def _eqn_key(eqn):
+    """Text identifying an equation run by a kernel or fallback (part of the cache key)."""
+    params = " ".join(f"{k}={v!r}" for k, v in sorted(eqn.params.items()))
+    digest = hashlib.sha256(params.encode()).hexdigest()[:16]
+    return f"{eqn.prim.name} {digest} {[a.aval.str_short() for a in eqn.inputs]}"
+
+
+def _fallback(eqn):
+    prim, params = eqn.prim, dict(eqn.params)
+    avals = [v.aval for v in eqn.outputs]
+
+    def run(*args):
+        arrays = [np.asarray(a, v.aval.dtype) for a, v in zip(args, eqn.inputs)]
+        out = prim.impl(*arrays, **params)
+        outs = list(out) if prim.multiple_results else [out]
+        return tuple(np.ascontiguousarray(np.asarray(o), a.dtype).reshape(a.shape)
+                     for o, a in zip(outs, avals))
+    run.__name__ = f"fallback_{prim.name}"
+    return run
+
+
+_KERNELS = None
+
+
+def _kernel(eqn):
+    global _KERNELS
+    if _KERNELS is None:
+        try:
+            from .. import numba_kernels
+            _KERNELS = numba_kernels.KERNELS
+        except Exception:  # noqa: BLE001 - the kernels module is optional
+            _KERNELS = {}
+    factory = _KERNELS.get(eqn.prim)
+    if factory is None:
+        return None
+    try:
+        return factory(eqn)
+    except Exception:  # noqa: BLE001 - an unsupported case: use the NumPy implementation
+        return None
+
+
+# ---------------------------------------------------------------------------
+# Program simplification: common subexpressions and dead code
+
+
+def _simplify(jaxpr):
+    seen, subst, eqns = {}, {}, []
+    for eqn in jaxpr.eqns:
+        ins = [subst.get(a, a) if type(a) is Var else a for a in eqn.inputs]
+        key = None
+        if not eqn.prim.multiple_results and not eqn.prim.has_effects:
+            try:
+                key = (eqn.prim, tuple(a if type(a) is Var else ("lit", repr(a.val), a.aval.dtype)
+                                       for a in ins), tuple(sorted(eqn.params.items())))
+                hash(key)
+            except TypeError:
+                key = None
+        if key is not None:
+            prev = seen.get(key)
+            if prev is not None:
+                subst[eqn.outputs[0]] = prev
+                continue
+            seen[key] = eqn.outputs[0]
+        eqns.append((eqn, ins))
+    outvars = [subst.get(a, a) if type(a) is Var else a for a in jaxpr.outvars]
+    live = {a for a in outvars if type(a) is Var}
+    kept = []
+    for eqn, ins in reversed(eqns):
+        if eqn.prim.has_effects or any(v in live for v in eqn.outputs):
+            live.update(a for a in ins if type(a) is Var)
+            kept.append(_Eqn(eqn, ins))
+    kept.reverse()
+    return kept, outvars
+
+
+class _Eqn:
+    """An equation with substituted inputs (the original is left untouched)."""
+
+    __slots__ = ("prim", "inputs", "outputs", "params", "source")
+
+    def __init__(self, eqn, ins):
+        self.prim, self.inputs, self.outputs = eqn.prim, ins, eqn.outputs
+        self.params, self.source = eqn.params, eqn.source
+
+
+# ---------------------------------------------------------------------------
+# Elementwise operations
+
+
+def _kernel_table():
+    """``numba_kernels.KERNELS`` (empty if that module cannot be imported)."""
+    if _KERNELS is None:
+        class _Probe:
+            prim = None
+        _kernel(_Probe)
+    return _KERNELS

@@ -1,0 +1,794 @@
+"""Lowering rules of the numba backend: one function per primitive (or family),
+``rule(g, eqn, ins) -> output values`` (``NotImplemented``: the generator
+uses a kernel or the NumPy implementation instead)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...core import Literal
+from .codegen import (AV, LV, SV, ZV, SMALL, BLAS_MIN_FLOPS, _I8, _bidx, _cast,
+                      _dt, _is_float0, _kernel_table, _lit, _ravel, _shape_str, _size, _small,
+                      _wrap)
+
+def _loop_dtypes(eqn):
+    """(input loop dtypes, output loop dtype) of the NumPy ufunc behind ``eqn``."""
+    ufunc = _UFUNC.get(eqn.prim.name)
+    out = eqn.outputs[0].aval.dtype
+    if ufunc is None:
+        return [out] * len(eqn.inputs), out
+    spec = []
+    for a in eqn.inputs:
+        if type(a) is Literal and type(a.val) in (bool, int, float):
+            spec.append(type(a.val))
+        else:
+            spec.append(a.aval.dtype)
+    try:
+        res = ufunc.resolve_dtypes(tuple(spec) + (None,))
+    except Exception:  # noqa: BLE001 - no such loop: compute in the output dtype
+        return [out] * len(eqn.inputs), out
+    return list(res[:-1]), res[-1]
+
+
+def _f(expr):
+    return lambda a, dt: expr.format(*a)
+
+
+def _by_kind(floats, ints, bools=None):
+    def op(a, dt):
+        if dt.kind == "f":
+            return floats.format(*a)
+        if dt.kind == "b" and bools is not None:
+            return bools.format(*a)
+        return ints.format(*a)
+    return op
+
+
+def _integer_pow(a, dt, y):
+    x = a[0]
+    if y == 0:
+        return _lit(1, dt)
+    if y == 1:
+        return x
+    if y == 2:
+        return f"({x} * {x})"
+    return f"({x} ** {float(y)!r})" if dt.kind == "f" else f"({x} ** {y})"
+
+
+_OPS = {
+    "add": _by_kind("({0} + {1})", "({0} + {1})", "({0} | {1})"),
+    "add_any": _by_kind("({0} + {1})", "({0} + {1})", "({0} | {1})"),
+    "sub": _f("({0} - {1})"),
+    "mul": _by_kind("({0} * {1})", "({0} * {1})", "({0} & {1})"),
+    "div": _f("({0} / {1})"),
+    "neg": _f("(-{0})"),
+    "exp": _f("math.exp({0})"), "log": _f("math.log({0})"), "log1p": _f("math.log1p({0})"),
+    "expm1": _f("math.expm1({0})"), "sin": _f("math.sin({0})"), "cos": _f("math.cos({0})"),
+    "tan": _f("math.tan({0})"), "asin": _f("math.asin({0})"), "acos": _f("math.acos({0})"),
+    "atan": _f("math.atan({0})"), "sinh": _f("math.sinh({0})"), "cosh": _f("math.cosh({0})"),
+    "tanh": _f("math.tanh({0})"), "asinh": _f("math.asinh({0})"), "acosh": _f("math.acosh({0})"),
+    "atanh": _f("math.atanh({0})"), "sqrt": _f("math.sqrt({0})"), "cbrt": _f("np.cbrt({0})"),
+    "abs": _by_kind("abs({0})", "abs({0})", "{0}"),
+    "pow": _f("({0} ** {1})"),
+    "max": _by_kind("_fmax({0}, {1})", "max({0}, {1})", "({0} | {1})"),
+    "min": _by_kind("_fmin({0}, {1})", "min({0}, {1})", "({0} & {1})"),
+    "atan2": _f("math.atan2({0}, {1})"),
+    "rem": _f("({0} % {1})"),
+    "floor_divide": _by_kind("({0} // {1})", "_ifloordiv({0}, {1})", "({0} & {1})"),
+    "sign": _by_kind("_fsign({0})", "(({0} > 0) - ({0} < 0))", "{0}"),
+    "floor": _by_kind("np.floor({0})", "{0}"), "ceil": _by_kind("np.ceil({0})", "{0}"),
+    "round": _by_kind("np.rint({0})", "{0}"),
+    "eq": _f("({0} == {1})"), "ne": _f("({0} != {1})"), "lt": _f("({0} < {1})"),
+    "le": _f("({0} <= {1})"), "gt": _f("({0} > {1})"), "ge": _f("({0} >= {1})"),
+    "and": _by_kind("(({0} != 0) & ({1} != 0))", "(({0} != 0) & ({1} != 0))", "({0} & {1})"),
+    "or": _by_kind("(({0} != 0) | ({1} != 0))", "(({0} != 0) | ({1} != 0))", "({0} | {1})"),
+    "xor": _by_kind("(({0} != 0) != ({1} != 0))", "(({0} != 0) != ({1} != 0))", "({0} != {1})"),
+    "not": _by_kind("({0} == 0)", "({0} == 0)", "(not {0})"),
+    "bitwise_and": _f("({0} & {1})"), "bitwise_or": _f("({0} | {1})"),
+    "bitwise_xor": _f("({0} ^ {1})"), "bitwise_not": _by_kind("(~{0})", "(~{0})", "(not {0})"),
+    "isnan": _by_kind("math.isnan({0})", "False"), "isinf": _by_kind("math.isinf({0})", "False"),
+    "isfinite": _by_kind("math.isfinite({0})", "True"),
+    "signbit": _by_kind("(math.copysign(1.0, {0}) < 0)", "({0} < 0)", "False"),
+    "copysign": _f("math.copysign({0}, {1})"),
+    "erf": _f("math.erf({0})"), "erfc": _f("math.erfc({0})"), "lgamma": _f("math.lgamma({0})"),
+}
+
+_UFUNC = {"add": np.add, "add_any": np.add, "sub": np.subtract, "mul": np.multiply,
+          "div": np.true_divide, "neg": np.negative, "exp": np.exp, "log": np.log,
+          "log1p": np.log1p, "expm1": np.expm1, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+          "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
+          "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh,
+          "atanh": np.arctanh, "sqrt": np.sqrt, "cbrt": np.cbrt, "abs": np.absolute,
+          "pow": np.power, "max": np.maximum, "min": np.minimum, "atan2": np.arctan2,
+          "rem": np.remainder, "floor_divide": np.floor_divide, "sign": np.sign,
+          "floor": np.floor, "ceil": np.ceil, "round": np.rint, "eq": np.equal,
+          "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+          "ge": np.greater_equal, "and": np.logical_and, "or": np.logical_or,
+          "xor": np.logical_xor, "not": np.logical_not, "bitwise_and": np.bitwise_and,
+          "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+          "bitwise_not": np.invert, "isnan": np.isnan, "isinf": np.isinf,
+          "isfinite": np.isfinite, "signbit": np.signbit, "copysign": np.copysign}
+
+
+def _scalar_fn(eqn):
+    """``f(input expressions) -> output expression`` for an elementwise equation."""
+    name = eqn.prim.name
+    out = eqn.outputs[0].aval.dtype
+    in_dts = [a.aval.dtype for a in eqn.inputs]
+    if name == "select":
+        return lambda a: f"_where({a[0]}, {_cast(a[1], in_dts[1], out)}, {_cast(a[2], in_dts[2], out)})"
+    if name == "convert_element_type":
+        return lambda a: _cast(a[0], in_dts[0], out)
+    if name == "stop_gradient":
+        return lambda a: a[0]
+    loop_in, loop_out = _loop_dtypes(eqn)
+    if name == "integer_pow":
+        y = eqn.params["y"]
+        loop_in, loop_out = [out], out
+        op = lambda a, dt: _integer_pow(a, dt, y)  # noqa: E731
+    else:
+        op = _OPS[name]
+    op_dt = loop_in[0]
+
+    def fn(a):
+        args = [_cast(e, s, d) for e, s, d in zip(a, in_dts, loop_in)]
+        res = op(args, op_dt)
+        res = _wrap(res, loop_out)
+        return _cast(res, loop_out, out)
+    return fn
+
+
+def _elementwise(g, eqn, ins):
+    out = eqn.outputs[0].aval
+    fn = _scalar_fn(eqn)
+    if _small(out.shape):
+        elems = []
+        for idx in np.ndindex(*out.shape):
+            elems.append(g.scalar(fn([g.elem(v, _bidx(idx, v.shape, out.shape)) for v in ins])))
+        return [SV(out.shape, out.dtype, elems)]
+    ins = [g.dynamic_ready(v) for v in ins]
+    return [LV(out.shape, out.dtype,
+               lambda idx: fn([g.elem(v, _bidx(idx, v.shape, out.shape)) for v in ins]))]
+
+
+_ELEMENTWISE = set(_OPS) | {"select", "convert_element_type", "integer_pow", "stop_gradient"}
+
+# ---------------------------------------------------------------------------
+# Data movement
+
+
+def _remap(g, x, out_aval, in_index):
+    """A value of ``out_aval`` whose element ``idx`` is ``x[in_index(idx)]``."""
+    if type(x) is SV and _small(out_aval.shape):
+        idxs = [in_index(idx) for idx in np.ndindex(*out_aval.shape)]
+        if all(type(i) is int for ix in idxs for i in ix):
+            return SV(out_aval.shape, out_aval.dtype, [g.elem(x, ix) for ix in idxs])
+    x = g.dynamic_ready(x)
+    if _small(out_aval.shape):
+        return SV(out_aval.shape, out_aval.dtype,
+                  [g.scalar(g.elem(x, in_index(idx))) for idx in np.ndindex(*out_aval.shape)])
+    return LV(out_aval.shape, out_aval.dtype, lambda idx: g.elem(x, in_index(idx)))
+
+
+def _reshape(g, eqn, ins):
+    x, = ins
+    out = eqn.outputs[0].aval
+    if type(x) is SV and _small(out.shape):
+        return [SV(out.shape, out.dtype, list(x.elems))]
+    a = g.array(x)
+    n = g.name("a")
+    g.emit(f"{n} = {a.name}.reshape({_shape_str(out.shape)})")
+    o = AV(out.shape, out.dtype, n)
+    return [g.small(o) if _small(out.shape) else o]
+
+
+def _transpose(g, eqn, ins):
+    perm = eqn.params["permutation"]
+
+    def in_index(idx):
+        src = [0] * len(perm)
+        for k, p in enumerate(perm):
+            src[p] = idx[k]
+        return tuple(src)
+    return [_remap(g, ins[0], eqn.outputs[0].aval, in_index)]
+
+
+def _broadcast_to(g, eqn, ins):
+    out = eqn.outputs[0].aval
+    x = ins[0]
+    return [_remap(g, x, out, lambda idx: _bidx(idx, x.shape, out.shape))]
+
+
+def _concatenate(g, eqn, ins):
+    out = eqn.outputs[0].aval
+    axis = eqn.params["axis"]
+    if _small(out.shape):
+        pieces = []
+        for idx in np.ndindex(*out.shape):
+            k = idx[axis]
+            for v in ins:
+                if k < v.shape[axis]:
+                    e = g.elem(v, idx[:axis] + (k,) + idx[axis + 1:])
+                    pieces.append(g.scalar(_cast(e, v.dtype, out.dtype)))
+                    break
+                k -= v.shape[axis]
+        return [SV(out.shape, out.dtype, pieces)]
+    n = g.name("a")
+    g.emit(f"{n} = np.empty({_shape_str(out.shape)}, {_dt(out.dtype)})")
+    res = AV(out.shape, out.dtype, n)
+    off = 0
+    for v in ins:
+        v = g.dynamic_ready(v)
+        idx = g.loops(v.shape)
+        dst = list(idx)
+        dst[axis] = f"{off} + {idx[axis]}" if idx[axis] != 0 else off
+        g.emit(f"{g.elem(res, dst)} = {_cast(g.elem(v, idx), v.dtype, out.dtype)}")
+        g.close(idx)
+        off += v.shape[axis]
+    return [res]
+
+
+def _constant(g, eqn, ins):
+    out = eqn.outputs[0].aval
+    value = np.asarray(eqn.params["value"])
+    if value.dtype.kind == "c":
+        return NotImplemented
+    if _small(out.shape):
+        return [SV(out.shape, out.dtype, [_lit(x, out.dtype) for x in value.reshape(-1)])]
+    k = len(g.consts)
+    g.consts.append(np.ascontiguousarray(value, out.dtype))
+    return [AV(out.shape, out.dtype, f"k{k}")]
+
+
+# -- static indexing --------------------------------------------------------
+
+
+def _index_plan(spec, x_shape, dyn):
+    """(output shape, in_index) for a basic index whose array operands are 0-d.
+
+    ``dyn`` holds the (already bounds-checked) expressions of the 0-d index arrays.
+    Returns None if the spec has an index array with dimensions.
+    """
+    from ...primitives.indexing import ARRAY
+    n_consumed = sum(1 for e in spec if e is not None and e is not Ellipsis)
+    entries = []
+    for e in spec:
+        if e is Ellipsis:
+            entries.extend([slice(None)] * (len(x_shape) - n_consumed))
+        else:
+            entries.append(e)
+    n_consumed = sum(1 for e in entries if e is not None)
+    entries.extend([slice(None)] * (len(x_shape) - n_consumed))
+    dyn = iter(dyn)
+    plan, out_shape, axis = [], [], 0   # plan: per input axis, ("fix", expr) or ("slice", out_axis, start, step)
+    for e in entries:
+        if e is None:
+            out_shape.append(1)
+            continue
+        n = x_shape[axis]
+        if e is ARRAY:
+            plan.append(("fix", next(dyn)))
+        elif isinstance(e, slice):
+            start, stop, step = e.indices(n)
+            plan.append(("slice", len(out_shape), start, step))
+            out_shape.append(len(range(start, stop, step)))
+        else:
+            i = int(e)
+            plan.append(("fix", i + n if i < 0 else i))
+        axis += 1
+
+    def in_index(idx):
+        src = []
+        for p in plan:
+            if p[0] == "fix":
+                src.append(p[1])
+                continue
+            _, k, start, step = p
+            i = idx[k]
+            if type(i) is int:
+                src.append(start + i * step)
+            else:
+                term = i if step == 1 else f"{i} * {step}"
+                src.append(term if start == 0 else f"{start} + {term}")
+        return tuple(src)
+    return tuple(out_shape), in_index
+
+
+def _dyn_indices(g, eqn, arrays, x_shape):
+    """Bounds-checked scalar names for the 0-d index operands, or None."""
+    from ...primitives.indexing import ARRAY
+    spec = eqn.params["spec"]
+    if any(v.shape for v in arrays):
+        return None
+    axes = []
+    n_consumed = sum(1 for e in spec if e is not None and e is not Ellipsis)
+    axis = 0
+    for e in spec:
+        if e is Ellipsis:
+            axis += len(x_shape) - n_consumed
+        elif e is ARRAY:
+            axes.append(axis)
+            axis += 1
+        elif e is not None:
+            axis += 1
+    out = []
+    for v, ax in zip(arrays, axes):
+        i = _cast(g.elem(v, ()), v.dtype, _I8)
+        out.append(g.scalar(f"_index({i}, {x_shape[ax]})"))
+    return out
+
+
+def _getitem(g, eqn, ins):
+    x, arrays = ins[0], ins[1:]
+    dyn = _dyn_indices(g, eqn, arrays, x.shape)
+    if dyn is None:
+        return NotImplemented
+    out = eqn.outputs[0].aval
+    _, in_index = _index_plan(eqn.params["spec"], x.shape, dyn)
+    return [_remap(g, x, out, in_index)]
+
+
+_SCATTER_OPS = {"add": "add", "mul": "mul", "min": "min", "max": "max"}
+
+
+def _combine(mode, old, new, dtype):
+    if mode == "set":
+        return new
+    return _OPS[_SCATTER_OPS[mode]]([old, new], dtype)
+
+
+def _scatter(g, eqn, ins):
+    x, y, arrays = ins[0], ins[1], ins[2:]
+    mode = eqn.params["mode"]
+    dyn = _dyn_indices(g, eqn, arrays, x.shape)
+    if dyn is None or mode not in ("set", "add", "mul", "min", "max"):
+        return NotImplemented
+    out = eqn.outputs[0].aval
+    idx_shape, in_index = _index_plan(eqn.params["spec"], x.shape, dyn)
+    cdt = np.result_type(x.dtype, y.dtype) if mode != "set" else out.dtype
+
+    def update(old, idx):
+        new = _cast(g.elem(y, _bidx(idx, y.shape, idx_shape)), y.dtype, cdt)
+        return _cast(_wrap(_combine(mode, _cast(old, x.dtype, cdt), new, cdt), cdt), cdt, out.dtype)
+
+    if type(x) is SV and not dyn:
+        elems = list(x.elems)
+        for idx in np.ndindex(*idx_shape):
+            k = _ravel(in_index(idx), x.shape)
+            elems[k] = g.scalar(update(elems[k], idx))
+        return [SV(out.shape, out.dtype, elems)]
+    y = g.dynamic_ready(y)
+    a = g.array(x)
+    n = g.name("a")
+    g.emit(f"{n} = {a.name}.copy()")
+    res = AV(out.shape, out.dtype, n)
+    idx = g.loops(idx_shape)
+    dst = g.elem(res, in_index(tuple(idx)))
+    g.emit(f"{dst} = {update(dst, tuple(idx))}")
+    g.close(idx)
+    return [g.small(res) if _small(out.shape) else res]
+
+
+# ---------------------------------------------------------------------------
+# Reductions
+
+def _extreme(dt, low):
+    if dt.kind == "f":
+        return _lit(-np.inf if low else np.inf, dt)
+    if dt.kind == "b":
+        return "False" if low else "True"
+    return _lit(np.iinfo(dt).min if low else np.iinfo(dt).max, dt)
+
+
+_RED_INIT = {
+    "reduce_sum": lambda dt: _lit(0, dt),
+    "reduce_prod": lambda dt: _lit(1, dt),
+    "reduce_max": lambda dt: _extreme(dt, True),
+    "reduce_min": lambda dt: _extreme(dt, False),
+    "reduce_and": lambda dt: "True",
+    "reduce_or": lambda dt: "False",
+}
+_RED_OP = {"reduce_sum": "add", "reduce_prod": "mul", "reduce_max": "max", "reduce_min": "min",
+           "reduce_and": "and", "reduce_or": "or"}
+
+
+def _reduce(g, eqn, ins):
+    x, = ins
+    out = eqn.outputs[0].aval
+    axes = tuple(eqn.params["axes"])
+    name = eqn.prim.name
+    dt = out.dtype
+    op = _OPS[_RED_OP[name]]
+
+    def comb(acc, e):
+        return _wrap(op([acc, _cast(e, x.dtype, dt)], dt), dt)
+    kept = [d for i, d in enumerate(x.shape) if i not in axes]
+    red = [d for i, d in enumerate(x.shape) if i in axes]
+
+    def full_index(k_idx, r_idx):
+        k_it, r_it = iter(k_idx), iter(r_idx)
+        return tuple(next(r_it) if i in axes else next(k_it) for i in range(len(x.shape)))
+
+    if type(x) is SV:
+        elems = []
+        for k_idx in np.ndindex(*kept):
+            acc = None
+            for r_idx in np.ndindex(*red):
+                e = g.elem(x, full_index(k_idx, r_idx))
+                acc = _cast(e, x.dtype, dt) if acc is None else g.scalar(comb(acc, e))
+            elems.append(g.scalar(acc) if acc is not None else _RED_INIT[name](dt))
+        return [SV(out.shape, dt, elems)]
+    x = g.dynamic_ready(x)
+    res = None
+    if kept:
+        n = g.name("a")
+        g.emit(f"{n} = np.empty({_shape_str(out.shape)}, {_dt(dt)})")
+        res = AV(out.shape, dt, n)
+    k_idx = g.loops(kept)
+    acc = g.name("acc")
+    g.emit(f"{acc} = {_RED_INIT[name](dt)}")
+    r_idx = g.loops(red)
+    g.emit(f"{acc} = {comb(acc, g.elem(x, full_index(k_idx, r_idx)))}")
+    g.close(r_idx)
+    if res is not None:
+        g.emit(f"{g.elem(res, k_idx)} = {acc}")
+    g.close(k_idx)
+    if res is None:
+        return [SV((), dt, [acc])]
+    return [g.small(res) if _small(out.shape) else res]
+
+
+def _argreduce(g, eqn, ins):
+    x, = ins
+    out = eqn.outputs[0].aval
+    axis = eqn.params["axis"]
+    better = ">" if eqn.prim.name == "argmax" else "<"
+    x = g.dynamic_ready(x) if type(x) is not SV else g.array(x)
+    kept = [d for i, d in enumerate(x.shape) if i != axis]
+    res = None
+    if kept:
+        n = g.name("a")
+        g.emit(f"{n} = np.empty({_shape_str(out.shape)}, np.int64)")
+        res = AV(out.shape, out.dtype, n)
+    k_idx = g.loops(kept)
+    best, bi, j = g.name("best"), g.name("bi"), g.name("j")
+
+    def at(i):
+        full = list(k_idx)
+        full.insert(axis, i)
+        return g.elem(x, full)
+    g.emit(f"{best} = {at(0)}")
+    g.emit(f"{bi} = 0")
+    g.emit(f"for {j} in range(1, {x.shape[axis]}):")
+    g.push()
+    if x.dtype.kind == "f":
+        g.emit(f"if {best} != {best}:")
+        g.emit("    break")
+        cand = g.name("s")
+        g.emit(f"{cand} = {at(j)}")
+        g.emit(f"if {cand} {better} {best} or {cand} != {cand}:")
+    else:
+        cand = g.name("s")
+        g.emit(f"{cand} = {at(j)}")
+        g.emit(f"if {cand} {better} {best}:")
+    g.emit(f"    {best} = {cand}")
+    g.emit(f"    {bi} = {j}")
+    g.pop()
+    if res is not None:
+        g.emit(f"{g.elem(res, k_idx)} = {bi}")
+    g.close(k_idx)
+    if res is None:
+        return [SV((), out.dtype, [bi])]
+    return [g.small(res) if _small(out.shape) else res]
+
+
+# ---------------------------------------------------------------------------
+# Contractions
+
+
+def _dot_general(g, eqn, ins):
+    x, y = ins
+    out = eqn.outputs[0].aval
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    dt = out.dtype
+    lf = [i for i in range(len(x.shape)) if i not in lc and i not in lb]
+    rf = [i for i in range(len(y.shape)) if i not in rc and i not in rb]
+    csh = [x.shape[i] for i in lc]
+    bsh = [x.shape[i] for i in lb]
+    m = _size([x.shape[i] for i in lf])
+    n = _size([y.shape[i] for i in rf])
+    k = _size(csh)
+    nb, nlf = len(lb), len(lf)
+
+    def indices(o_idx, c_idx):
+        xi, yi = [None] * len(x.shape), [None] * len(y.shape)
+        for t, (a, b) in enumerate(zip(lb, rb)):
+            xi[a] = yi[b] = o_idx[t]
+        for t, a in enumerate(lf):
+            xi[a] = o_idx[nb + t]
+        for t, b in enumerate(rf):
+            yi[b] = o_idx[nb + nlf + t]
+        for t, (a, b) in enumerate(zip(lc, rc)):
+            xi[a] = yi[b] = c_idx[t]
+        return tuple(xi), tuple(yi)
+
+    def term(xi, yi):
+        return _wrap(_OPS["mul"]([_cast(g.elem(x, xi), x.dtype, dt), _cast(g.elem(y, yi), y.dtype, dt)], dt), dt)
+
+    def add(acc, t):
+        return _wrap(_OPS["add"]([acc, t], dt), dt)
+
+    if _small(out.shape) and _size(out.shape) * k <= 4 * SMALL and \
+            type(x) is not LV and type(y) is not LV:
+        if type(x) is SV or type(y) is SV:
+            x, y = (g.small(x) if _small(x.shape) else x), (g.small(y) if _small(y.shape) else y)
+        elems = []
+        for o_idx in np.ndindex(*out.shape):
+            acc = None
+            for c_idx in np.ndindex(*csh):
+                t = term(*indices(o_idx, c_idx))
+                acc = t if acc is None else g.scalar(add(acc, t))
+            elems.append(g.scalar(acc) if acc is not None else _lit(0, dt))
+        return [SV(out.shape, dt, elems)]
+    if dt.kind == "f" and m * n * k * max(1, _size(bsh)) >= BLAS_MIN_FLOPS and k > 1:
+        return [_dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k)]
+    x, y = g.array(x), g.array(y)
+    r = g.name("a")
+    g.emit(f"{r} = np.empty({_shape_str(out.shape)}, {_dt(dt)})")
+    res = AV(out.shape, dt, r)
+    o_idx = g.loops(out.shape)
+    acc = g.name("acc")
+    g.emit(f"{acc} = {_lit(0, dt)}")
+    c_idx = g.loops(csh)
+    g.emit(f"{acc} = {add(acc, term(*indices(o_idx, c_idx)))}")
+    g.close(c_idx)
+    g.emit(f"{g.elem(res, o_idx)} = {acc}")
+    g.close(o_idx)
+    return [g.small(res) if _small(out.shape) else res]
+
+
+def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k):
+    dt = out.dtype
+    B = _size([x.shape[i] for i in lb])
+
+    def operand(v, order, shape3):
+        perm = list(order)
+        if type(v) is AV and perm == sorted(perm) and v.dtype == dt:
+            a = v
+        else:
+            tshape = tuple(v.shape[i] for i in perm)
+
+            def in_index(idx, perm=perm):
+                src = [0] * len(perm)
+                for t, p in enumerate(perm):
+                    src[p] = idx[t]
+                return tuple(src)
+            src = g.dynamic_ready(v)
+            lv = LV(tshape, dt, lambda idx: _cast(g.elem(src, in_index(idx)), src.dtype, dt))
+            a = g.array(lv)
+        r = g.name("a")
+        g.emit(f"{r} = {a.name}.reshape({_shape_str(shape3)})")
+        return r
+    xa = operand(x, list(lb) + lf + list(lc), (B, m, k))
+    ya = operand(y, list(rb) + list(rc) + rf, (B, k, n))
+    r = g.name("a")
+    if B == 1:
+        g.emit(f"{r} = np.dot({xa}[0], {ya}[0])")
+    else:
+        g.emit(f"{r} = np.empty(({B}, {m}, {n}), {_dt(dt)})")
+        b = g.name("i")
+        g.emit(f"for {b} in range({B}):")
+        g.emit(f"    {r}[{b}] = np.dot({xa}[{b}], {ya}[{b}])")
+    o = g.name("a")
+    g.emit(f"{o} = {r}.reshape({_shape_str(out.shape)})")
+    return AV(out.shape, dt, o)
+
+
+# ---------------------------------------------------------------------------
+# Control flow and calls
+
+
+def _split(seq, *sizes):
+    out, i = [], 0
+    for n in sizes:
+        out.append(list(seq[i:i + n]))
+        i += n
+    out.append(list(seq[i:]))
+    return out
+
+
+def _carry_init(g, avals, vals):
+    names = [g.fresh_like(a) for a in avals]
+    for n, v in zip(names, vals):
+        g.assign(n, v)
+    return names
+
+
+def _while(g, eqn, ins):
+    p = eqn.params
+    cc, bc, carry = _split(ins, p["cond_nconsts"], p["body_nconsts"])
+    cc = [g.settle(v) for v in cc]
+    bc = [g.settle(v) for v in bc]
+    avals = [v.aval for v in eqn.outputs]
+    names = _carry_init(g, avals, carry)
+    g.emit("while True:")
+    g.push()
+    cur = [g.from_names(n, a) for n, a in zip(names, avals)]
+    pred, = g.call_jaxpr(p["cond_jaxpr"], cc + cur)
+    pe = g.elem(pred, ())
+    g.emit(f"if not {pe}:" if pred.dtype.kind == "b" else f"if {pe} == 0:")
+    g.emit("    break")
+    new = g.call_jaxpr(p["body_jaxpr"], bc + cur)
+    g.assign_all(names, new)
+    g.pop()
+    return [g.from_names(n, a) for n, a in zip(names, avals)]
+
+
+def _scan(g, eqn, ins):
+    p = eqn.params
+    nc, ncar, length = p["num_consts"], p["num_carry"], p["length"]
+    consts, carry, xs = _split(ins, nc, ncar)
+    consts = [g.settle(v) for v in consts]
+    xs = [v if type(v) is ZV else g.array(v) for v in xs]
+    body = p["jaxpr"]
+    avals = [v.aval for v in eqn.outputs[:ncar]]
+    names = _carry_init(g, avals, carry)
+    y_avals = [v.aval for v in body.outvars[ncar:]]
+    ys = []
+    for a in y_avals:
+        if _is_float0(a.dtype):
+            ys.append(ZV((length,) + a.shape, a.dtype))
+            continue
+        n = g.name("ys")
+        g.emit(f"{n} = np.empty({_shape_str((length,) + a.shape)}, {_dt(a.dtype)})")
+        ys.append(AV((length,) + a.shape, a.dtype, n))
+    i = g.name("i")
+    g.emit(f"for {i} in range({length - 1}, -1, -1):" if p["reverse"] else f"for {i} in range({length}):")
+    g.push()
+    x_vals = []
+    for x in xs:
+        shape = x.shape[1:]
+        if type(x) is ZV:
+            x_vals.append(ZV(shape, x.dtype))
+        elif _small(shape):
+            x_vals.append(SV(shape, x.dtype, [g.scalar(g.elem(x, (i,) + idx)) for idx in np.ndindex(*shape)]))
+        else:
+            n = g.name("a")
+            g.emit(f"{n} = {x.name}[{i}]")
+            x_vals.append(AV(shape, x.dtype, n))
+    cur = [g.from_names(n, a) for n, a in zip(names, avals)]
+    outs = g.call_jaxpr(body, consts + cur + x_vals)
+    for buf, y in zip(ys, outs[ncar:]):
+        if type(buf) is ZV:
+            continue
+        if type(y) is AV:
+            g.emit(f"{buf.name}[{i}] = {y.name}")
+            continue
+        y = g.dynamic_ready(y) if not _small(y.shape) else y
+        idx = g.loops(y.shape) if type(y) is not SV else None
+        if idx is None:
+            for k, j in enumerate(np.ndindex(*y.shape)):
+                g.emit(f"{g.elem(buf, (i,) + j)} = {y.elems[k]}")
+        else:
+            g.emit(f"{g.elem(buf, (i,) + tuple(idx))} = {g.elem(y, idx)}")
+            g.close(idx)
+    g.assign_all(names, outs[:ncar])
+    g.pop()
+    return [g.from_names(n, a) for n, a in zip(names, avals)] + ys
+
+
+def _cond(g, eqn, ins):
+    branches = eqn.params["branches"]
+    index, ops = ins[0], [g.settle(v) for v in ins[1:]]
+    if len(branches) == 1:
+        return [g.settle(v) for v in g.call_jaxpr(branches[0], ops)]
+    avals = [v.aval for v in eqn.outputs]
+    names = [g.fresh_like(a) for a in avals]
+    ix = g.scalar(f"min(max({_cast(g.elem(index, ()), index.dtype, _I8)}, 0), {len(branches) - 1})")
+    for b, br in enumerate(branches):
+        if b == 0:
+            g.emit(f"if {ix} == 0:")
+        elif b < len(branches) - 1:
+            g.emit(f"elif {ix} == {b}:")
+        else:
+            g.emit("else:")
+        g.push()
+        outs = g.call_jaxpr(br, ops)
+        for n, o in zip(names, outs):
+            g.assign(n, o)
+        g.pop()
+    return [g.from_names(n, a) for n, a in zip(names, avals)]
+
+
+def _inline(param, select=None):
+    def rule(g, eqn, ins):
+        jaxpr = eqn.params[param]
+        args = ins if select is None else select(eqn.params, ins)
+        args = [g.settle(v) if type(v) is LV else v for v in args]
+        return g.call_jaxpr(jaxpr, args)
+    return rule
+
+
+def _linear_solve(g, eqn, ins):
+    p = eqn.params
+    cl = p["const_lengths"]
+    start = cl[0] + cl[1]
+    args = ins[start:start + cl[2]] + ins[sum(cl):]
+    return g.call_jaxpr(p["jaxprs"][2], [g.settle(v) if type(v) is LV else v for v in args])
+
+
+def _identity(g, eqn, ins):
+    return [ins[0]]
+
+
+RULES = {name: _elementwise for name in _ELEMENTWISE}
+RULES.update({
+    "stop_gradient": _identity,
+    "reshape": _reshape, "transpose": _transpose, "broadcast_to": _broadcast_to,
+    "concatenate": _concatenate, "constant": _constant,
+    "getitem": _getitem, "scatter": _scatter,
+    "reduce_sum": _reduce, "reduce_prod": _reduce, "reduce_max": _reduce, "reduce_min": _reduce,
+    "reduce_and": _reduce, "reduce_or": _reduce, "argmax": _argreduce, "argmin": _argreduce,
+    "dot_general": _dot_general,
+    "while": _while, "scan": _scan, "cond": _cond,
+    "jit": _inline("jaxpr"), "checkpoint": _inline("jaxpr"),
+    "custom_jvp_call": _inline("call_jaxpr"), "custom_vjp_call": _inline("call_jaxpr"),
+    "linear_solve": _linear_solve,
+})
+# Consumers that read a lazy operand element by element (it stays lazy for them).
+FUSIBLE = (_ELEMENTWISE | {"transpose", "broadcast_to", "getitem", "reduce_sum", "reduce_prod",
+                            "reduce_max", "reduce_min", "reduce_and", "reduce_or"}) - {"stop_gradient"}
+# Rules that handle only some cases natively (others: kernel or objmode).
+_PARTIAL = {"getitem": "native for static indices and 0-d index arrays",
+            "scatter": "native for static indices and 0-d index arrays",
+            "constant": "native except complex values"}
+
+
+def lowering_paths(prims=None):
+    """``{primitive name: path}`` for every primitive: ``"native"`` (generated
+    code), ``"kernel"`` (``numba_kernels``) or ``"objmode"`` (the NumPy
+    implementation in ``numba.objmode``).  Partly native primitives read
+    ``"native+kernel"`` or ``"native+objmode"`` (see ``_PARTIAL``)."""
+    if prims is None:
+        prims = _all_primitives()
+    kernels = _kernel_table()
+    out = {}
+    for p in prims:
+        native = p.name in RULES
+        kernel = p in kernels
+        if native and p.name in _PARTIAL:
+            out[p.name] = "native+kernel" if kernel else "native+objmode"
+        elif native:
+            out[p.name] = "native"
+        elif kernel:
+            out[p.name] = "kernel"
+        elif p.impl is not None:
+            out[p.name] = "objmode"
+        else:
+            out[p.name] = "none"
+    return out
+
+
+def _all_primitives():
+    import importlib
+    import pkgutil
+
+    from ...core import Primitive
+    names = ["tangentia.primitives." + m.name for m in
+             pkgutil.iter_modules(importlib.import_module("tangentia.primitives").__path__)]
+    names += ["tangentia.custom_derivatives", "tangentia.lax.implicit", "tangentia.debugging",
+              "tangentia.debug", "tangentia.interpreters.ad", "tangentia.interpreters.partial_eval",
+              "tangentia.interpreters.base_ops", "tangentia.random"]
+    seen = {}
+    for n in names:
+        try:
+            mod = importlib.import_module(n)
+        except ImportError:
+            continue
+        for v in vars(mod).values():
+            if isinstance(v, Primitive):
+                seen.setdefault(id(v), v)
+    return list(seen.values())
+
+
+# ---------------------------------------------------------------------------
+# Whole programs: source, disk cache, compilation

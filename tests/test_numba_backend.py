@@ -1,0 +1,496 @@
+"""The numba backend of ``jit``, tested differentially against the NumPy backend.
+
+Every program is compiled by both backends and run on the same inputs: the
+values must agree (rtol 1e-12 for float64, 1e-5 for float32; integers and
+booleans exactly) and the dtypes must be equal.  Shapes are drawn from a few
+fixed ones -- scalars, small arrays (scalarized into locals) and larger ones
+(fused loops) -- so each distinct program compiles once per process while
+hypothesis varies the values (NaN, infinities, signed zeros, integer extremes).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+import tangentia as tg  # noqa: E402
+import tangentia.numpy as tnp  # noqa: E402
+from tangentia import lax  # noqa: E402
+from tangentia.compiler import numba_backend as nbb  # noqa: E402
+from tangentia.compiler.backend import get_backend  # noqa: E402
+from tangentia.interpreters.partial_eval import convert_constvars_to_invars  # noqa: E402
+
+NUMBA = nbb.NumbaBackend()
+SETTINGS = settings(max_examples=10, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+PRIMS = {p.name: p for p in nbb._all_primitives()}
+F64, F32, I64, B = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.int64), np.dtype(bool)
+DTYPES = [F64, F32, I64, B]
+SHAPES = [(), (3,), (4, 5)]          # scalar, scalarized, fused loops (20 > SMALL)
+
+
+def numpy_backend():
+    return get_backend("numpy")
+
+
+def program(f, *args):
+    """(program without constvars, full argument list) of ``f`` at ``args``."""
+    closed = tg.make_jaxpr(f)(*args)
+    return convert_constvars_to_invars(closed.jaxpr), list(closed.consts) + list(args)
+
+
+def assert_same(got, want, rtol=None, atol=None, what=""):
+    assert len(got) == len(want), what
+    for k, (g, w) in enumerate(zip(got, want)):
+        g, w = np.asarray(g), np.asarray(w)
+        where = f"{what} output {k}"
+        assert g.dtype == w.dtype, f"{where}: dtype {g.dtype}, NumPy backend gives {w.dtype}"
+        assert g.shape == w.shape, f"{where}: shape {g.shape}, NumPy backend gives {w.shape}"
+        if w.dtype.kind == "f":
+            tol = rtol if rtol is not None else (1e-5 if w.dtype == F32 else 1e-12)
+            a = atol if atol is not None else (1e-6 if w.dtype == F32 else 1e-14)
+            np.testing.assert_allclose(g, w, rtol=tol, atol=a, equal_nan=True, err_msg=where)
+            # infinities and NaNs in the same places, with the same signs
+            np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=where)
+            np.testing.assert_array_equal(np.isposinf(g), np.isposinf(w), err_msg=where)
+            np.testing.assert_array_equal(np.isneginf(g), np.isneginf(w), err_msg=where)
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=where)
+
+
+def check(f, *args, rtol=None, atol=None):
+    """Run ``f``'s program with both backends; return the numba results."""
+    jaxpr, full = program(f, *args)
+    got = NUMBA.compile(jaxpr)(*full)
+    with np.errstate(all="ignore"):
+        want = numpy_backend().compile(jaxpr)(*full)
+    assert_same(got, want, rtol, atol, what=getattr(f, "__name__", "program"))
+    return got
+
+
+def values(dtype, shape):
+    """Arrays with the interesting values of ``dtype``."""
+    if dtype == B:
+        elems = st.booleans()
+    elif dtype.kind == "i":
+        elems = st.one_of(st.integers(-5, 5), st.sampled_from(
+            [np.iinfo(np.int64).min, np.iinfo(np.int64).max, 2**40, -2**40]))
+    else:
+        width = 32 if dtype == F32 else 64
+        elems = st.one_of(st.floats(-4, 4, width=width), st.floats(width=width),
+                          st.sampled_from([0.0, -0.0, 0.5, 1.5, 2.5, -2.5]))
+    return hnp.arrays(dtype, shape, elements=elems)
+
+
+def _valid(ufunc, *dtypes):
+    try:
+        with np.errstate(all="ignore"):
+            ufunc(*[np.ones(1, d) for d in dtypes])
+        return True
+    except TypeError:
+        return False
+
+
+UNARY = ["neg", "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "asin", "acos", "atan",
+         "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sqrt", "cbrt", "abs", "sign",
+         "floor", "ceil", "round", "isnan", "isinf", "isfinite", "signbit", "not",
+         "bitwise_not", "erf", "erfc", "lgamma"]
+BINARY = ["add", "sub", "mul", "div", "pow", "max", "min", "atan2", "rem", "floor_divide",
+          "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "bitwise_and", "bitwise_or",
+          "bitwise_xor", "copysign"]
+
+
+def _unary_names(dtype):
+    return [n for n in UNARY if _valid(PRIMS[n].impl, dtype)]
+
+
+# ---------------------------------------------------------------------------
+# Elementwise operations
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@SETTINGS
+@given(data=st.data())
+def test_unary_elementwise(dtype, data):
+    shape = data.draw(st.sampled_from(SHAPES))
+    x = data.draw(values(dtype, shape))
+    names = _unary_names(dtype)
+
+    def unary_ops(x):
+        return [PRIMS[n].bind(x) for n in names]
+    check(unary_ops, x)
+
+
+def test_integer_pow_and_rint_half_to_even():
+    x = np.array([0.5, 1.5, 2.5, -0.5, -2.5, 3.7, -1e300, np.nan, -np.inf])
+    p = PRIMS["integer_pow"]
+    check(lambda x: [PRIMS["round"].bind(x), p.bind(x, y=2), p.bind(x, y=3), p.bind(x, y=-2),
+                     p.bind(x, y=0)], x)
+    check(lambda x: [p.bind(x, y=3), p.bind(x, y=2)], np.arange(-4, 40, dtype=np.int64) * 10**6)
+
+
+BINARY_DTYPES = [(F64, F64), (F32, F32), (I64, I64), (B, B), (F32, I64), (I64, F64), (B, F32)]
+BINARY_SHAPES = [((), ()), ((3,), (3,)), ((4, 5), (5,)), ((4, 1), (1, 5))]
+
+
+@pytest.mark.parametrize("dtypes", BINARY_DTYPES, ids=lambda d: f"{d[0]}-{d[1]}")
+@SETTINGS
+@given(data=st.data())
+def test_binary_elementwise(dtypes, data):
+    dx, dy = dtypes
+    sx, sy = data.draw(st.sampled_from(BINARY_SHAPES))
+    x = data.draw(values(dx, sx))
+    y = data.draw(values(dy, sy))
+    names = [n for n in BINARY if _valid(PRIMS[n].impl, dx, dy)]
+    if dx.kind == "i" and dy.kind == "i":
+        y_pow = np.abs(y) % 5  # NumPy refuses negative integer powers
+    else:
+        y_pow = y
+
+    def binary_ops(x, y, y_pow):
+        return [PRIMS[n].bind(x, y_pow if n == "pow" else y) for n in names]
+    check(binary_ops, x, y, y_pow)
+
+
+@pytest.mark.parametrize("dtype", [F64, F32, I64, B], ids=str)
+def test_weak_python_scalars_keep_the_array_dtype(dtype):
+    x = np.arange(6).astype(dtype).reshape(2, 3)
+    names = [n for n in BINARY if _valid(PRIMS[n].impl, dtype, dtype)]
+
+    def with_scalars(x):
+        out = []
+        for n in names:
+            for s in ((2, 1.5) if dtype.kind != "b" else (True,)):
+                if n in ("pow",) and dtype.kind == "i" and isinstance(s, int):
+                    continue
+                try:
+                    out.append(PRIMS[n].bind(x, s))
+                    out.append(PRIMS[n].bind(s, x))
+                except TypeError:
+                    pass
+        return out
+    check(with_scalars, x)
+
+
+def test_integer_wraparound_and_division_signs():
+    big = np.array([np.iinfo(np.int64).max, np.iinfo(np.int64).min, 3, -7, 7, -7, 0])
+    d = np.array([1, -1, 0, 2, -2, -2, 5])
+    check(lambda a, b: [a + 1, a * a, -a, tnp.abs(a), a - 1, a // b, a % b, tnp.sign(a)], big, d)
+    f = np.array([-7.5, 7.5, 5.0, -5.0, 0.0, -0.0, np.inf, -np.inf, np.nan])
+    g = np.array([2.0, -2.0, -3.0, 0.0, 0.0, -1.0, 2.0, np.inf, 1.0])
+    check(lambda a, b: [a % b, a // b, a / b, tnp.maximum(a, b), tnp.minimum(a, b)], f, g)
+
+
+def test_nan_comparisons_and_extrema_propagate_like_numpy():
+    a = np.array([np.nan, 1.0, np.nan, -np.inf, 0.0, -0.0])
+    b = np.array([1.0, np.nan, np.nan, np.inf, -0.0, 0.0])
+    check(lambda a, b: [tnp.maximum(a, b), tnp.minimum(a, b), a < b, a == b, a != b, a >= b,
+                        tnp.max(a), tnp.min(b), tnp.argmax(a), tnp.argmin(b)], a, b)
+
+
+@pytest.mark.parametrize("src", DTYPES, ids=str)
+def test_select_and_convert_element_type(src):
+    x = (np.array([[-2.5, -1.0, 0.0, 0.5, 3.7]] * 4) * 1e3).astype(src)
+    small = x[0, :3]
+
+    def converts(x):
+        out = [tnp.where(x > 0, x, -x) if src != B else tnp.where(x, 1.5, 2)]
+        for dst in DTYPES:
+            out.append(x.astype(dst))
+        out.append(tnp.where(x > 1, 1, x))
+        return out
+    check(converts, x)
+    check(converts, small)
+
+
+def test_float32_stays_float32():
+    x = np.linspace(-3, 3, 7, dtype=np.float32)
+    out = check(lambda x: [x * 2.5 + 1, tnp.sin(x) / 3, tnp.exp(x) - x ** 2, tnp.sum(x * 0.1),
+                           x @ x, tg.lax.fori_loop(0, 3, lambda i, c: c * 1.1 + 0.5, x)], x)
+    assert all(o.dtype == F32 for o in out)
+
+
+# ---------------------------------------------------------------------------
+# Reductions, data movement, indexing
+
+
+RED_CASES = [((3,), (0,)), ((4, 5), (0,)), ((4, 5), (1,)), ((4, 5), (0, 1)), ((2, 3, 4), (0, 2)),
+             ((2, 3, 4), (1,))]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@SETTINGS
+@given(data=st.data())
+def test_reductions(dtype, data):
+    shape, axes = data.draw(st.sampled_from(RED_CASES))
+    x = data.draw(values(dtype, shape) if dtype.kind != "f" else hnp.arrays(
+        dtype, shape, elements=st.floats(-4, 4, width=8 * dtype.itemsize)))
+    names = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or"]
+    if dtype == B:
+        names = ["reduce_sum", "reduce_max", "reduce_min", "reduce_and", "reduce_or"]
+
+    def reductions(x):
+        out = [PRIMS[n].bind(x, axes=axes) for n in names]
+        out += [PRIMS["argmax"].bind(x, axis=axes[0]), PRIMS["argmin"].bind(x, axis=axes[-1])]
+        return out
+    scale = float(np.max(np.abs(x.astype(np.float64)))) if x.size else 1.0
+    check(reductions, x, atol=1e-12 * max(1.0, scale) * x.size if dtype == F64 else None,
+          rtol=1e-4 if dtype == F32 else None)
+
+
+def test_reductions_of_fused_expressions_and_nan():
+    x = np.random.default_rng(0).normal(size=(30, 7))
+    x[3, 2] = np.nan
+    check(lambda x: [tnp.sum(tnp.exp(x) * 2 + x, axis=0), tnp.max(tnp.abs(x), axis=1),
+                     tnp.argmax(x, axis=0), tnp.mean(x * x), tnp.prod(x[:, :2] + 1.0, axis=0)], x)
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (6, 5)], ids=str)
+def test_data_movement(shape):
+    x = np.arange(np.prod(shape), dtype=np.float64).reshape(shape) - 3.5
+    i = np.int64(1)
+
+    def moves(x, i):
+        return [x.reshape(-1), x.T, tnp.broadcast_to(x[:, :1], shape),
+                tnp.concatenate([x, x.astype(np.int64)], axis=1),
+                tnp.concatenate([x[:1], x], axis=0), tnp.stack([x, 2 * x]),
+                x[1], x[:, ::-1], x[None, 1:3], x[..., 0], x[-1, -1], x[i], x[-i, i],
+                tnp.expand_dims(x, 0) + x[:, None, :]]
+    check(moves, x, i)
+
+
+@pytest.mark.parametrize("shape", [(3,), (7, 4)], ids=str)
+def test_functional_updates(shape):
+    x = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+    y = np.float64(2.5)
+
+    def updates(x, y, i):
+        return [x.at[1].set(y), x.at[-1].add(y), x.at[1:].mul(y), x.at[i].min(-1.0),
+                x.at[0].max(100.0), x.at[i].add(x[0]), x.astype(np.int64).at[0].add(1.7)]
+    check(updates, x, y, np.int64(-2))
+
+
+def test_traced_index_wraps_negatives_and_checks_bounds():
+    jaxpr, _ = program(lambda x, i: x[i], np.arange(3.0), np.int64(0))
+    fn = NUMBA.compile(jaxpr)
+    assert fn(np.arange(3.0), np.int64(-3))[0] == 0.0
+    assert fn(np.arange(3.0), np.int64(2))[0] == 2.0
+    with pytest.raises(IndexError):
+        fn(np.arange(3.0), np.int64(3))
+
+
+# ---------------------------------------------------------------------------
+# Contractions
+
+
+@pytest.mark.parametrize("case", [
+    ((2, 3), (3, 2), F64), ((3,), (3,), F64), ((2, 3), (3,), F32), ((5, 6), (6, 4), I64),
+    ((40, 30), (30, 20), F64), ((40, 30), (30, 20), F32), ((3, 4, 5), (3, 5, 6), F64),
+    ((8, 50), (50,), F64), ((6, 7), (7, 9), B)], ids=str)
+def test_dot_general(case):
+    sx, sy, dtype = case
+    rng = np.random.default_rng(1)
+    x = (rng.normal(size=sx) * 3).astype(dtype)
+    y = (rng.normal(size=sy) * 3).astype(dtype)
+    check(lambda x, y: [x @ y, tnp.tensordot(x, x, axes=(0, 0)) if len(sx) == 2 else x * 1,
+                        x.astype(np.float64) @ y if dtype == F32 else x @ y], x, y,
+          rtol=1e-4 if dtype == F32 else 1e-10)
+
+
+# ---------------------------------------------------------------------------
+# Control flow
+
+
+def test_loops_small_and_large_carries():
+    xs = np.linspace(0.0, 1.0, 40)
+
+    def loops(x0, xs):
+        def wbody(c):
+            i, v, big = c
+            return i + 1, v * 0.5 + tnp.sum(big[:2]), big * 1.01 + v[0]
+        _, v, big = lax.while_loop(lambda c: c[0] < 7, wbody, (0, x0, xs))
+
+        def sbody(c, x):
+            return c + x * v[1], (c * x, x > 0.5)
+        c, (ys, flags) = lax.scan(sbody, 0.0, xs)
+        rc, rys = lax.scan(lambda c, x: (c - x, c), 1.0, xs, reverse=True)
+        f = lax.fori_loop(0, 5, lambda i, a: a + i * xs[i], 0.0)
+        return v, big, c, ys, flags, rc, rys, f
+    check(loops, np.array([1.0, 2.0]), xs)
+
+
+def test_cond_and_switch_clamp_the_index():
+    def branches(i, x):
+        return lax.switch(i, [lambda x: x + 1, lambda x: x * 2, lambda x: -x], x), \
+            lax.cond(x[0] > 0, lambda x: tnp.sin(x), lambda x: tnp.cos(x), x)
+    for i in (-3, 0, 1, 2, 7):
+        check(branches, np.int64(i), np.array([0.3, -1.2]))
+        check(branches, np.int64(i), -np.linspace(0.0, 1.0, 30))
+
+
+def test_nested_loops_and_cond_inside_scan():
+    def nested(x):
+        def outer(c, xi):
+            inner = lax.while_loop(lambda d: d[1] < 3, lambda d: (d[0] * 1.5 + xi, d[1] + 1),
+                                   (c, 0))[0]
+            y = lax.cond(xi > 0.5, lambda v: v * 2.0, lambda v: v - 1.0, inner)
+            z = lax.fori_loop(0, 3, lambda j, a: a + lax.fori_loop(0, j, lambda k, b: b + k, 0.0), 0.0)
+            return y * 0.1, y + z
+        return lax.scan(outer, 0.0, x)
+    check(nested, np.linspace(0.0, 1.0, 11))
+
+
+def test_custom_rules_inside_loops_and_transformations_of_jitted_programs():
+    @tg.custom_jvp
+    def softplus(x):
+        return tnp.log1p(tnp.exp(x))
+    softplus.defjvp(lambda p, t: (softplus(p[0]), t[0] / (1 + tnp.exp(-p[0]))))
+
+    @tg.custom_vjp
+    def clip_grad(x):
+        return x
+    clip_grad.defvjp(lambda x: (x, None), lambda _, g: (tnp.clip(g, -0.5, 0.5),))
+
+    def f(w, xs):
+        def body(c, x):
+            return c + softplus(w * x) + clip_grad(c * x), c
+        return lax.scan(body, 0.0, xs)[0]
+    w, xs = np.float64(0.7), np.linspace(-1.0, 1.0, 9)
+    check(tg.grad(f), w, xs)
+    check(lambda w, xs: tg.jvp(lambda w: lax.fori_loop(0, 3, lambda i, c: softplus(c * w), w),
+                               (w,), (1.0,)), w, xs)
+    check(tg.vmap(f, in_axes=(0, None)), np.array([0.1, 0.5, 2.0]), xs)
+    check(tg.grad(lambda w, xs: tg.checkpoint(f)(w, xs)), w, xs)
+    g = tg.jit(tg.grad(f))
+    np.testing.assert_allclose(g(w, xs), check(tg.grad(f), w, xs)[0], rtol=1e-12)
+
+
+def test_pendulum_odeint_gradient_matches_numpy_backend():
+    from tangentia.experimental.ode import odeint
+    ts = np.linspace(0.0, 10.0, 101)
+
+    def loss(y0, b, c):
+        def pend(y, t, b, c):
+            return tnp.stack([y[1], -b * y[1] - c * tnp.sin(y[0])])
+        return tnp.sum(odeint(pend, y0, ts, b, c)[-1] ** 2)
+    grad = tg.grad(loss, argnums=(0, 1, 2))
+    args = (np.array([np.pi - 0.1, 0.0]), np.float64(0.25), np.float64(5.0))
+    jaxpr, full = program(grad, *args)
+    t0 = time.perf_counter()
+    fn = NUMBA.compile(jaxpr)
+    compile_s = time.perf_counter() - t0
+    got = fn(*full)
+    ref = numpy_backend().compile(jaxpr)
+    want = ref(*full)
+    assert_same(got, want, rtol=1e-9, atol=1e-10, what="pendulum gradient")
+
+    def per_call(f, n):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            f(*full)
+        return (time.perf_counter() - t0) / n
+    print(f"\npendulum grad: numba compile (or cache load) {compile_s:.2f} s, "
+          f"run {per_call(fn, 20) * 1e3:.3f} ms; NumPy backend run {per_call(ref, 1) * 1e3:.1f} ms")
+
+
+# ---------------------------------------------------------------------------
+# Fallbacks, paths, cache, threads
+
+
+def test_every_primitive_has_a_path():
+    paths = nbb.lowering_paths()
+    assert len(paths) >= 100
+    allowed = {"native", "native+kernel", "native+objmode", "kernel", "objmode"}
+    missing = {n: p for n, p in paths.items() if p not in allowed}
+    assert not missing, f"primitives without a lowering path: {missing}"
+    for name in ["add", "sin", "select", "reduce_sum", "dot_general", "while", "scan", "cond",
+                 "jit", "custom_vjp_call", "custom_jvp_call", "checkpoint", "linear_solve"]:
+        assert paths[name] == "native", name
+    assert paths["digamma"] in ("objmode", "kernel")
+
+
+def test_objmode_equation_inside_a_loop_is_still_right():
+    from tangentia.scipy.special import digamma
+    assert nbb.lowering_paths([PRIMS["digamma"]])["digamma"] == "objmode"
+
+    def f(x):
+        return lax.fori_loop(0, 3, lambda i, c: c + digamma(c + x), x)
+    out = check(f, np.array([1.5, 2.0, 3.5]))
+    assert "objmode" in NUMBA.source(program(f, np.array([1.5, 2.0, 3.5]))[0])
+    assert np.all(np.isfinite(out[0]))
+
+
+def test_uncompilable_program_warns_once_and_runs_with_numpy():
+    x = np.array([1.0, 2.0], dtype=np.float16)
+    jaxpr, full = program(lambda x: [tnp.sin(x) * 2], x)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn = NUMBA.compile(jaxpr)
+        out = fn(*full)
+    msgs = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(msgs) == 1 and "numba" in msgs[0] and "float16" in msgs[0], msgs
+    np.testing.assert_array_equal(out[0], np.sin(x) * 2)
+
+
+def test_source_fuses_and_scalarizes():
+    big = np.linspace(0, 1, 100)
+    src = NUMBA.source(program(lambda x: tnp.sum(tnp.tanh(x * 2 + 1) ** 2 - x), big)[0])
+    assert src.count("np.empty") == 1, src            # the chain and its sum are one loop
+    src = NUMBA.source(program(lambda x: lax.fori_loop(0, 9, lambda i, c: c * 0.5 + c[::-1], x),
+                               np.ones(2))[0])
+    assert src.count("np.empty") == 1, src           # the 2-element carry stays scalar: only
+    assert src.index("np.empty") > src.index("for "), src   # the output is allocated
+    src = NUMBA.source(program(lambda x: tnp.exp(x) * 2 + x, big)[0])
+    assert src.count("np.empty") == 1, src           # one output, no temporaries
+
+
+def test_concurrent_first_calls_compile_once():
+    jaxpr, full = program(lambda x: [tnp.sin(x) * 3.25 + 0.125], np.ones(5))
+    fns, errors = [], []
+
+    def worker():
+        try:
+            fn = NUMBA.compile(jaxpr)
+            fns.append((fn, fn(*full)[0]))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert len({id(f) for f, _ in fns}) == 1
+    for _, out in fns:
+        np.testing.assert_array_equal(out, np.sin(np.ones(5)) * 3.25 + 0.125)
+
+
+def test_disk_cache_is_used_by_a_new_process(tmp_path):
+    code = (
+        "import sys, numpy as np, tangentia as tg, tangentia.numpy as tnp\n"
+        "from tangentia.compiler.numba_backend import NumbaBackend\n"
+        "from tangentia.interpreters.partial_eval import convert_constvars_to_invars\n"
+        "j = convert_constvars_to_invars(tg.make_jaxpr(lambda x: tnp.cos(x) * 1.75 - x)(np.ones(3)).jaxpr)\n"
+        "fn = NumbaBackend().compile(j)\n"
+        "assert np.allclose(fn(np.ones(3))[0], np.cos(1.0) * 1.75 - 1.0)\n"
+        "print(sum(fn.dispatcher.stats.cache_hits.values()))\n")
+    env = dict(os.environ, TANGENTIA_CACHE_DIR=str(tmp_path))
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.strip() == "0"
+    assert any(n.endswith(".py") for n in os.listdir(tmp_path / "numba"))
+    second = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert second.returncode == 0, second.stderr
+    assert int(second.stdout.strip()) >= 1, "the second process did not load the cached code"
