@@ -334,9 +334,10 @@ def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
                 per_chunk[c][i] = f
 
         prefix = _task_prefix("vmap", fun)
-        futures = [cl.submit(_vmap_task, key, blob, in_tree, dims, out_axes, chunk_leaves,
-                             key=f"{prefix}-{c}", pure=False)
-                   for c, chunk_leaves in enumerate(per_chunk)]
+        n = len(per_chunk)  # one graph for all chunks: one message to the scheduler
+        futures = cl.map(_vmap_task, [key] * n, [blob] * n, [in_tree] * n, [dims] * n,
+                         [out_axes] * n, per_chunk, key=[f"{prefix}-{c}" for c in range(n)],
+                         pure=False)
         results = _gather(cl, futures)
 
         flat = [tree_flatten(r) for r in results]
@@ -452,9 +453,11 @@ def value_and_grad(loss, argnums=0, has_aux=False, *, client=None):
         [params_f] = cl.scatter([params], broadcast=True, hash=False)
         ship_args = _ship_large(cl, list(args))
         prefix = _task_prefix("value_and_grad", loss)
-        futures = [cl.submit(_shard_task, key, blob, argnums, has_aux, i, treedef, as_leaves,
-                             params_f, p, ship_args, key=f"{prefix}-shard-{i}", pure=False)
-                   for i, (as_leaves, p) in enumerate(payloads)]
+        n = len(payloads)
+        futures = cl.map(_shard_task, [key] * n, [blob] * n, [argnums] * n, [has_aux] * n,
+                         range(n), [treedef] * n, [a for a, _ in payloads], [params_f] * n,
+                         [p for _, p in payloads], [ship_args] * n,
+                         key=[f"{prefix}-shard-{i}" for i in range(n)], pure=False)
         total = _tree_sum(cl, futures, prefix)
         try:
             value, grads, auxes = total.result()

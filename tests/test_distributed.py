@@ -20,7 +20,7 @@ import tangentia as tg
 import tangentia.numpy as tnp
 from tangentia import lax
 from tangentia.experimental.ode import odeint
-from tangentia.tree_util import tree_flatten, tree_structure
+from tangentia.tree_util import tree_flatten
 
 da = pytest.importorskip("dask.array", reason="dask is an optional extra ([distributed])")
 dd = pytest.importorskip("distributed", reason="dask is an optional extra ([distributed])")
