@@ -332,7 +332,9 @@ class custom_jvp(_CustomFunction):
             tans = tuple([_user_zero(t, sz) if type(t) is Zero else t
                           for t in xs[n_dyn + n_diff:]])
             tangents = tans if in_tree is None else tree_unflatten(in_tree, list(tans))
-            res = rule(*nondiff_vals, tuple(primals), tuple(tangents))
+            res = _call_rule(rule, (*nondiff_vals, tuple(primals), tuple(tangents)),
+                             "Custom JVP rule", name, "jvp(*nondiff_args, primals, tangents)",
+                             len(nondiff_vals))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must return a "
                                 f"pair (primal_out, tangent_out), got {type(res).__name__}")
@@ -434,7 +436,8 @@ class custom_vjp(_CustomFunction):
         def flat_fwd(perturbed, *xs):
             if sz:
                 xs = [CustomVJPPrimal(x, p) for x, p in zip(xs, perturbed)]
-            res = fwd(*full_args(unflat(xs)))
+            res = _call_rule(fwd, tuple(full_args(unflat(xs))), "Custom VJP fwd rule", name,
+                             "fwd(*args) (the function's own arguments)", 0)
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {name} must return "
                                 f"a pair (output, residuals), got {type(res).__name__}")
@@ -458,13 +461,58 @@ class custom_vjp(_CustomFunction):
             res = _unflatten_out(res_tree, list(res_and_cts[:nres]))
             cts = _unflatten_out(store["out_tree"], [_user_zero(c, sz) if type(c) is Zero else c
                                                      for c in res_and_cts[nres:]])
-            got = bwd(*nondiff, res, cts)
+            got = _call_rule(bwd, (*nondiff, res, cts), "Custom VJP bwd rule", name,
+                             "bwd(*nondiff_args, residuals, cotangents)", len(nondiff))
             return _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name)
 
         outs = custom_vjp_call_p.bind(*leaves, fun=flat_fun, fwd=flat_fwd, bwd=flat_bwd,
                                       num_consts=0, symbolic_zeros=sz, name=name,
                                       rule_name=fwd_name, call_jaxpr=None)
         return _unflatten_out(store["out_tree"], outs)
+
+
+def _call_rule(rule, args, what, name, expected, n_nondiff):
+    """``rule(*args)``; a call that does not fit the rule's signature, or a rule
+    written with the nondiff arguments last, gets an error saying so."""
+    try:
+        return rule(*args)
+    except TypeError as e:
+        err = _rule_call_error(rule, args, what, name, expected, n_nondiff)
+        if err is None:
+            raise
+        raise err from e
+
+
+def _rule_call_error(rule, args, what, name, expected, n_nondiff):
+    try:
+        sig = inspect.signature(rule)
+    except (TypeError, ValueError):
+        return None
+    rule_name = _fun_name(rule)
+    received = ", ".join(_describe_arg(a) for a in args)
+    try:
+        sig.bind(*args)
+    except TypeError as bind_err:
+        return TypeError(
+            f"{what} {rule_name}{sig} for function {name} does not accept the arguments it is "
+            f"called with: it is called as {expected}, here with {len(args)} positional "
+            f"arguments ({received}); {bind_err}.")
+    params = list(sig.parameters)
+    if n_nondiff and params and params[0].startswith("primal"):
+        return TypeError(
+            f"{what} {rule_name}{sig} for function {name} takes the primals first, but with "
+            f"nondiff_argnums the nondiff arguments come first: it is called as {expected}, here "
+            f"with ({received}). Write it as {rule_name}(*nondiff_args, primals, tangents), as "
+            "in JAX.")
+    return None
+
+
+def _describe_arg(x):
+    if core.is_array_like(x):
+        return core.get_aval(x).str_short()
+    if isinstance(x, tuple):
+        return "(" + ", ".join(_describe_arg(a) for a in x) + ("," if len(x) == 1 else "") + ")"
+    return getattr(x, "__name__", type(x).__name__)
 
 
 def _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name):

@@ -161,3 +161,53 @@ def test_fwd_primal_output_shape_checked_against_function():
         tg.vjp(tg.jit(my_h), np.ones(2))
     msg = str(ei.value)
     assert "my_fwd" in msg and "my_h" in msg and "f64[2]" in msg
+
+
+def test_jvp_rule_with_the_seed_argument_order_is_named():
+    import functools
+
+    @functools.partial(tg.custom_jvp, nondiff_argnums=(0,))
+    def app(f, x):
+        return f(x)
+
+    @app.defjvp
+    def app_jvp(primals, tangents, f):  # nondiff last: the old order
+        (x,), (t,) = primals, tangents
+        return f(x), 2.0 * t
+
+    with pytest.raises(TypeError, match=r"Custom JVP rule app_jvp\(primals, tangents, f\) for "
+                                        r"function app takes the primals first.*called as "
+                                        r"jvp\(\*nondiff_args, primals, tangents\), here with "
+                                        r"\(sin, \(f64\[\],\), \(f64\[\],\)\)"):
+        tg.jvp(lambda x: app(tnp.sin, x), (1.0,), (1.0,))
+
+
+def test_bwd_rule_without_the_nondiff_parameters_is_named():
+    import functools
+
+    @functools.partial(tg.custom_vjp, nondiff_argnums=(0,))
+    def app(f, x):
+        return f(x)
+
+    def app_bwd(res, g):
+        return (g,)
+
+    app.defvjp(lambda f, x: (f(x), x), app_bwd)
+    with pytest.raises(TypeError, match=r"Custom VJP bwd rule app_bwd\(res, g\) for function app "
+                                        r"does not accept the arguments.*"
+                                        r"bwd\(\*nondiff_args, residuals, cotangents\), here with 3 "
+                                        r"positional arguments \(sin, f64\[\], f64\[\]\)"):
+        tg.grad(lambda x: app(tnp.sin, x))(1.0)
+
+
+def test_errors_raised_by_a_rule_itself_pass_through():
+    @tg.custom_jvp
+    def f(x):
+        return x
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        raise TypeError("my own message")
+
+    with pytest.raises(TypeError, match="^my own message$"):
+        tg.jvp(f, (1.0,), (1.0,))
