@@ -35,7 +35,7 @@ from tangentia.interpreters.partial_eval import convert_constvars_to_invars  # n
 NUMBA = nbb.NumbaBackend()
 SETTINGS = settings(max_examples=10, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-PRIMS = {p.name: p for p in nbb._all_primitives()}
+PRIMS = {p.name: p for p in nbb.all_primitives()}
 F64, F32, I64, B = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.int64), np.dtype(bool)
 DTYPES = [F64, F32, I64, B]
 SHAPES = [(), (3,), (4, 5)]          # scalar, scalarized, fused loops (20 > SMALL)

@@ -52,9 +52,9 @@ from numba.core import errors as NE
 from ..backend import Backend, register_backend
 from . import helpers
 from .codegen import SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _small, AV, ZV
-from .rules import lowering_paths
+from .rules import all_primitives, lowering_paths
 
-__all__ = ["NumbaBackend", "lowering_paths", "SMALL"]
+__all__ = ["NumbaBackend", "all_primitives", "lowering_paths", "SMALL"]
 _NJIT_OPTIONS = dict(error_model="numpy", nogil=True)
 
 

@@ -180,7 +180,10 @@ def _small(aval_or_shape):
 # ---------------------------------------------------------------------------
 # The code generator
 
-OUTLINE_MIN_EQNS = 40  # nested programs with at least this many equations become functions
+# Loop bodies and branches with at least this many equations (nested ones included)
+# become separate njit functions: numba's compile time grows faster than linearly
+# in the size of very large functions, but each function also costs ~0.1 s.
+OUTLINE_MIN_EQNS = 1500
 _CONST_NAME = re.compile(r"\bk\d+\b")
 
 
@@ -204,8 +207,8 @@ class _Gen:
     program's equations into ``lines`` and returns its output values."""
 
     def __init__(self):
-        from .rules import FUSIBLE, RULES
-        self.rules, self.fusible = RULES, FUSIBLE
+        from .rules import ELEMENTWISE, FUSIBLE, RULES
+        self.rules, self.fusible, self.inline = RULES, FUSIBLE, ELEMENTWISE
         self.lines = []
         self.depth = 1
         self.counter = itertools.count()
@@ -240,6 +243,12 @@ class _Gen:
         n = self.name("s")
         self.emit(f"{n} = {expr}")
         return n
+
+    def named(self, v):
+        """``v`` with every element a name or literal (expressions are computed here)."""
+        if type(v) is SV and not all(_is_atom(e) for e in v.elems):
+            return SV(v.shape, v.dtype, [self.scalar(e) for e in v.elems])
+        return v
 
     def glob(self, obj, prefix):
         n = self.name(prefix)
@@ -402,10 +411,19 @@ class _Gen:
             ins = [self.read(env, a) for a in eqn.inputs]
             outs = self.lower_eqn(eqn, ins)
             for v, o in zip(eqn.outputs, outs):
+                users = consumers.get(v, ())
+                user = users[0] if len(users) == 1 else None
                 if type(o) is LV:
-                    users = consumers.get(v, ())
-                    if len(users) != 1 or users[0] is None or users[0].prim.name not in self.fusible:
+                    if user is None or user.prim.name not in self.fusible:
                         o = self.array(o)
+                elif type(o) is SV:
+                    # A scalar expression stays unnamed (inlined into its consumer's
+                    # expression) only for one elementwise consumer using each element once.
+                    if (user is None or user.prim.name not in self.inline
+                            or user.outputs[0].aval.shape != o.shape
+                            or sum(a is v for a in user.inputs) != 1
+                            or any(len(e) > 160 for e in o.elems)):
+                        o = self.named(o)
                 env[v] = o
         return [self.read(env, a) for a in outvars]
 

@@ -141,16 +141,16 @@ def _elementwise(g, eqn, ins):
     out = eqn.outputs[0].aval
     fn = _scalar_fn(eqn)
     if _small(out.shape):
-        elems = []
-        for idx in np.ndindex(*out.shape):
-            elems.append(g.scalar(fn([g.elem(v, _bidx(idx, v.shape, out.shape)) for v in ins])))
+        ins = [v if v.shape == out.shape else g.named(v) for v in ins]
+        elems = [fn([g.elem(v, _bidx(idx, v.shape, out.shape)) for v in ins])
+                 for idx in np.ndindex(*out.shape)]
         return [SV(out.shape, out.dtype, elems)]
-    ins = [g.dynamic_ready(v) for v in ins]
+    ins = [g.named(g.dynamic_ready(v)) for v in ins]
     return [LV(out.shape, out.dtype,
                lambda idx: fn([g.elem(v, _bidx(idx, v.shape, out.shape)) for v in ins]))]
 
 
-_ELEMENTWISE = set(_OPS) | {"select", "convert_element_type", "integer_pow", "stop_gradient"}
+ELEMENTWISE = set(_OPS) | {"select", "convert_element_type", "integer_pow", "stop_gradient"}
 
 # ---------------------------------------------------------------------------
 # Data movement
@@ -680,7 +680,7 @@ def _cond(g, eqn, ins):
     branches = eqn.params["branches"]
     index, ops = ins[0], [g.settle(v) for v in ins[1:]]
     if len(branches) == 1:
-        return [g.settle(v) for v in g.call_jaxpr(branches[0], ops)]
+        return [g.settle(v) for v in g.lower_jaxpr(branches[0], ops)]
     avals = [v.aval for v in eqn.outputs]
     names = [g.fresh_like(a) for a in avals]
     ix = g.scalar(f"min(max({_cast(g.elem(index, ()), index.dtype, _I8)}, 0), {len(branches) - 1})")
@@ -704,7 +704,7 @@ def _inline(param, select=None):
         jaxpr = eqn.params[param]
         args = ins if select is None else select(eqn.params, ins)
         args = [g.settle(v) if type(v) is LV else v for v in args]
-        return g.call_jaxpr(jaxpr, args)
+        return g.lower_jaxpr(jaxpr, args)
     return rule
 
 
@@ -713,14 +713,14 @@ def _linear_solve(g, eqn, ins):
     cl = p["const_lengths"]
     start = cl[0] + cl[1]
     args = ins[start:start + cl[2]] + ins[sum(cl):]
-    return g.call_jaxpr(p["jaxprs"][2], [g.settle(v) if type(v) is LV else v for v in args])
+    return g.lower_jaxpr(p["jaxprs"][2], [g.settle(v) if type(v) is LV else v for v in args])
 
 
 def _identity(g, eqn, ins):
     return [ins[0]]
 
 
-RULES = {name: _elementwise for name in _ELEMENTWISE}
+RULES = {name: _elementwise for name in ELEMENTWISE}
 RULES.update({
     "stop_gradient": _identity,
     "reshape": _reshape, "transpose": _transpose, "broadcast_to": _broadcast_to,
@@ -735,7 +735,7 @@ RULES.update({
     "linear_solve": _linear_solve,
 })
 # Consumers that read a lazy operand element by element (it stays lazy for them).
-FUSIBLE = (_ELEMENTWISE | {"transpose", "broadcast_to", "getitem", "reduce_sum", "reduce_prod",
+FUSIBLE = (ELEMENTWISE | {"transpose", "broadcast_to", "getitem", "reduce_sum", "reduce_prod",
                             "reduce_max", "reduce_min", "reduce_and", "reduce_or"}) - {"stop_gradient"}
 # Rules that handle only some cases natively (others: kernel or objmode).
 _PARTIAL = {"getitem": "native for static indices and 0-d index arrays",
@@ -749,7 +749,7 @@ def lowering_paths(prims=None):
     implementation in ``numba.objmode``).  Partly native primitives read
     ``"native+kernel"`` or ``"native+objmode"`` (see ``_PARTIAL``)."""
     if prims is None:
-        prims = _all_primitives()
+        prims = all_primitives()
     kernels = _kernel_table()
     out = {}
     for p in prims:
@@ -768,7 +768,9 @@ def lowering_paths(prims=None):
     return out
 
 
-def _all_primitives():
+def all_primitives():
+    """Every ``Primitive`` defined by the library: those found as module attributes
+    of ``tangentia.primitives.*`` and the other modules that define primitives."""
     import importlib
     import pkgutil
 
