@@ -25,6 +25,7 @@ import collections
 import functools
 import hashlib
 import inspect
+import io
 import math
 import pickle
 import threading
@@ -43,6 +44,7 @@ import numpy as np
 
 from . import core
 from .api import jit as _jit, value_and_grad as _value_and_grad, vmap as _vmap
+from .api.staging import _Jitted
 from .api.vectorization import _broadcast_prefix
 from ._messages import fun_name as _fun_name
 from .tree_util import tree_flatten, tree_map, tree_unflatten
@@ -173,17 +175,39 @@ def _unpicklable_part(fun):
     for kind, names in (("closes over", cv.nonlocals), ("refers to the global", cv.globals)):
         for name, value in names.items():
             try:
-                cloudpickle.dumps(value)
+                _dumps(value)
             except Exception:  # noqa: BLE001
                 return f" because it {kind} '{name}' (a {type(value).__name__})"
     return ""
+
+
+def _rebuild_jit(fun, static_argnums, static_argnames, backend):
+    return _jit(fun, static_argnums=static_argnums, static_argnames=static_argnames,
+                backend=backend)
+
+
+class _Pickler(cloudpickle.Pickler):
+    """cloudpickle, with ``jit`` functions sent as ``jit(fun, options)``: their
+    caches (compiled programs, locks) stay behind and the worker compiles its own."""
+
+    def reducer_override(self, obj):
+        if type(obj) is _Jitted:
+            return _rebuild_jit, (obj.fun, obj.static_argnums, tuple(sorted(obj.static_argnames)),
+                                  obj.backend)
+        return super().reducer_override(obj)
+
+
+def _dumps(obj):
+    buf = io.BytesIO()
+    _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return buf.getvalue()
 
 
 def _pickle_function(fun, api):
     """``(blob, digest)``: ``fun`` pickled with cloudpickle, or a TypeError that
     names it and says why it cannot travel to the workers."""
     try:
-        blob = cloudpickle.dumps(fun)
+        blob = _dumps(fun)
     except Exception as e:
         raise TypeError(
             f"tangentia.distributed.{api}: the function {_fun_name(fun)!r} cannot be pickled to "

@@ -2,7 +2,12 @@
 LocalCluster (two worker processes, one thread each; no mocks).
 
 One module-scoped cluster serves every test except the killed-worker test,
-which starts its own (it kills one of its workers).  Functions defined here
+which starts its own (it kills one of its workers).  The workers' default jit
+backend is the NumPy one (``TANGENTIA_JIT_BACKEND=numpy``): the distributed
+layer does not depend on the backend, and numba would compile every program
+of every case on each worker (minutes for the odeint case), far beyond this
+file's time budget; the "numba_inside" case runs numba-compiled code on the
+workers and is compared with the same program run here.  Functions defined here
 travel to the workers by value (as from a notebook or script), registered
 with cloudpickle.
 """
@@ -31,9 +36,18 @@ import tangentia.distributed as tgd  # noqa: E402
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
-def _cluster(**kw):
+def _cluster():
     return dd.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                           dashboard_address=":0", **kw)
+                           dashboard_address=":0", env={"TANGENTIA_JIT_BACKEND": "numpy"})
+
+
+@pytest.fixture(scope="module", autouse=True)
+def numpy_backend_here():
+    """The references computed here use the workers' backend (eager control flow
+    runs on the jit backend too), so that results can be compared bit for bit."""
+    tg.config.update("jit_backend", "numpy")
+    yield
+    tg.config.update("jit_backend", None)
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +111,7 @@ def pendulum_final(y0, b):
 @pytest.mark.parametrize("case", [
     "in_axes_0", "in_axes_none", "in_axes_1_out_axes_1", "negative_axes", "pytree",
     "kwargs", "uneven_chunks", "one_chunk", "float32_and_int", "grad", "custom_vjp", "jitted",
-    "odeint", "dask_array"])
+    "odeint", "dask_array", "numba_inside"])
 def test_vmap_equals_local_vmap(client, case):
     i = np.arange(7, dtype=np.int32)
     f, args, kw, opts = {
@@ -121,9 +135,13 @@ def test_vmap_equals_local_vmap(client, case):
                    (np.array([[3.0, 0.0], [2.5, 0.1], [1.0, 0.0]]), np.array([0.2, 0.3, 0.25])),
                    {}, {}),
         "dask_array": (lambda x, w: tnp.tanh(x @ w), (X, Y), {}, dict(in_axes=(0, None))),
+        "numba_inside": (tg.jit(lambda x: tnp.tanh(x) * 2.0 + x, backend="numba"), (X,), {},
+                         dict(chunk_size=4)),
     }[case]
-    want = tg.vmap(f, in_axes=opts.get("in_axes", 0), out_axes=opts.get("out_axes", 0))(
-        *args, **kw)
+    local = tg.vmap(f, in_axes=opts.get("in_axes", 0), out_axes=opts.get("out_axes", 0))
+    if case == "numba_inside":  # what the workers run: jit(vmap(f)), f's program by numba
+        local = tg.jit(local)
+    want = local(*args, **kw)
     if case == "dask_array":  # chunks (3, 3, 1) become the tasks; w stays a dask array
         args = (da.from_array(X, chunks=(3, 2)), da.from_array(Y, chunks=2))
     got = tgd.vmap(f, client=client, **opts)(*args, **kw)
@@ -212,7 +230,7 @@ def test_killed_worker_does_not_change_the_result():
         return lax.fori_loop(0, 12, lambda k, acc: acc + row_work(r * (k + 1.0)), 0.0)
 
     x = np.random.default_rng(5).normal(size=(8 * 60, 120))
-    want = tg.jit(tg.vmap(heavy))(x)
+    want = tg.vmap(heavy)(x)
     with _cluster() as cluster, dd.Client(cluster) as c:
         pids = c.run(os.getpid)
         out = {}
