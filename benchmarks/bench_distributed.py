@@ -26,7 +26,10 @@ available jit backend is measured (selected with ``TANGENTIA_JIT_BACKEND``
 in this process and the workers, which inherit it).
 
 Standalone only (the suite's ``run.py`` pins one core):
-``python benchmarks/bench_distributed.py [--quick] [--json PATH]``.
+``python benchmarks/bench_distributed.py [--quick] [--backends numpy] [--json PATH]``.
+With the numba backend the first call compiles the batched odeint gradient in
+every worker process (minutes each on a loaded 2-core machine: the program
+uses object mode, so the on-disk cache does not apply).
 """
 from __future__ import annotations
 
@@ -214,9 +217,13 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="short timings (smoke test)")
     p.add_argument("--json", help="write the results to this file")
+    p.add_argument("--backends", help="comma-separated jit backends (default: all available)")
     p.add_argument("--wait-idle", type=float, default=0.0, metavar="S",
                    help="first wait up to S seconds for other processes to leave the CPU")
     a = p.parse_args(argv)
+    if a.backends:
+        import _harness
+        _harness.SELECTED_BACKENDS = a.backends.split(",")
     if a.wait_idle:
         from _harness import wait_for_idle
         wait_for_idle(a.wait_idle)
