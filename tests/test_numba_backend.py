@@ -38,7 +38,7 @@ SETTINGS = settings(max_examples=10, deadline=None,
 PRIMS = {p.name: p for p in nbb.all_primitives()}
 F64, F32, I64, B = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.int64), np.dtype(bool)
 DTYPES = [F64, F32, I64, B]
-SHAPES = [(), (3,), (4, 5)]          # scalar, scalarized, fused loops (20 > SMALL)
+SHAPES = [(3,), (4, 5)]              # scalarized, fused loops (20 > SMALL); 0-d: elsewhere
 
 
 def numpy_backend():
@@ -142,7 +142,7 @@ def test_integer_pow_and_rint_half_to_even():
 
 
 BINARY_DTYPES = [(F64, F64), (F32, F32), (I64, I64), (B, B), (F32, I64), (I64, F64), (B, F32)]
-BINARY_SHAPES = [((), ()), ((3,), (3,)), ((4, 5), (5,)), ((4, 1), (1, 5))]
+BINARY_SHAPES = [((3,), ()), ((4, 5), (5,)), ((4, 1), (1, 5))]
 
 
 @pytest.mark.parametrize("dtypes", BINARY_DTYPES, ids=lambda d: f"{d[0]}-{d[1]}")
@@ -166,7 +166,7 @@ def test_binary_elementwise(dtypes, data):
 
 @pytest.mark.parametrize("dtype", [F64, F32, I64, B], ids=str)
 def test_weak_python_scalars_keep_the_array_dtype(dtype):
-    x = np.arange(6).astype(dtype).reshape(2, 3)
+    x = np.arange(-1, 2).astype(dtype)
     names = [n for n in BINARY if _valid(PRIMS[n].impl, dtype, dtype)]
 
     def with_scalars(x):
@@ -226,8 +226,7 @@ def test_float32_stays_float32():
 # Reductions, data movement, indexing
 
 
-RED_CASES = [((3,), (0,)), ((4, 5), (0,)), ((4, 5), (1,)), ((4, 5), (0, 1)), ((2, 3, 4), (0, 2)),
-             ((2, 3, 4), (1,))]
+RED_CASES = [((3,), (0,)), ((4, 5), (1,)), ((2, 3, 4), (0, 2)), ((2, 3, 4), (1,))]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -1,14 +1,20 @@
 """The numba backend of ``jit``: a whole program becomes one generated Python
-function compiled with ``numba.njit``.
+module compiled with ``numba.njit``.
 
-How a program is lowered (``_Gen`` walks the equations once, in order):
+Layout: ``codegen`` (value representations and the generator ``_Gen``, which
+walks a program's equations once, in order), ``rules`` (one lowering rule per
+primitive or family), ``helpers`` (scalar functions with NumPy's semantics,
+called from generated code), and this module (compilation, the on-disk cache,
+the calling wrapper, the ``Backend``).
 
-* **Values** have one of three representations.  ``SV`` (*scalarized*): a
+* **Values** have one of four representations.  ``SV`` (*scalarized*): a
   value with a small static shape (``SMALL`` elements or fewer) is a list of
-  scalar locals, one per element (``v12_0, v12_1``), so loop steps over small
-  states allocate nothing.  ``AV``: a C-contiguous numba array variable.
-  ``LV`` (*lazy*): an element expression ``fn(index) -> str`` for a larger
-  value, not computed yet.
+  scalar expressions, one per element -- locals such as ``s12``, or, for a
+  value used once by an elementwise operation, the expression itself, inlined
+  into its consumer -- so loop steps over small states allocate nothing.
+  ``AV``: a C-contiguous numba array variable.  ``LV`` (*lazy*): an element
+  expression ``fn(index) -> str`` for a larger value, not computed yet.
+  ``ZV``: a ``float0`` value (no data; never computed).
 * **Fusion.** Elementwise operations (NumPy broadcasting and dtype promotion:
   every operand is cast to the dtype of NumPy's loop, every result to the
   output aval's dtype), ``select``, ``convert_element_type``,
@@ -19,7 +25,9 @@ How a program is lowered (``_Gen`` walks the equations once, in order):
 * **Control flow** is native: ``while`` -> ``while True`` with the condition
   program inlined, ``scan`` -> ``for`` with stacked outputs written in place,
   ``cond`` -> ``if/elif``.  Call-like primitives (``jit``, ``checkpoint``,
-  custom-rule calls, ``linear_solve``) are inlined.
+  custom-rule calls, ``linear_solve``) are inlined.  Very large loop bodies
+  become separate njit functions (``codegen.OUTLINE_MIN_EQNS``), shared by
+  every use of the same body.
 * **Contractions.** Small ``dot_general`` is unrolled over scalars, large
   floating ones go to BLAS (``np.dot`` on contiguous 2-D views), others are
   loops.
@@ -28,9 +36,14 @@ How a program is lowered (``_Gen`` walks the equations once, in order):
   ``lowering_paths()`` lists the path of every primitive.
 
 If numba cannot compile a program, the NumPy backend runs it, after one
-warning naming the error.  Compiled code is cached on disk (see
-``_cache_dir``): the generated source is written to a file named by its hash
-and compiled with ``njit(cache=True)``.
+warning naming the error.  Compiled code is cached on disk (``_cache_dir``:
+``$TANGENTIA_CACHE_DIR/numba``, default ``~/.cache/tangentia/numba``): the
+generated source is written to a file named by the hash of its text and of
+the library, numba and NumPy versions, imported, and compiled with
+``njit(cache=True)``; a new process loads the machine code from there.
+Programs with objmode fallbacks (Python objects in their globals) are not
+cached on disk.  Compiles longer than 2 s print a line on stderr unless
+``TANGENTIA_COMPILE_PROGRESS=0``.
 """
 from __future__ import annotations
 
@@ -55,7 +68,7 @@ from .codegen import SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype
 from .rules import all_primitives, lowering_paths
 
 __all__ = ["NumbaBackend", "all_primitives", "lowering_paths", "SMALL"]
-_NJIT_OPTIONS = dict(error_model="numpy", nogil=True)
+_NJIT_OPTIONS = dict(error_model="numpy")
 
 
 def _generate(jaxpr):
@@ -179,7 +192,8 @@ def _arg_types(jaxpr, consts):
 
 def _compile_program(jaxpr):
     source, glb, consts, objmode = _generate(jaxpr)
-    glb = dict(glb, _jit=numba.njit(cache=not objmode, **_NJIT_OPTIONS))
+    # objmode blocks hold the GIL anyway (and numba warns about nogil there)
+    glb = dict(glb, _jit=numba.njit(cache=not objmode, nogil=not objmode, **_NJIT_OPTIONS))
     mod = _load_module(source, glb)
     disp = mod.program
     with _Progress(f"a program of {len(jaxpr.eqns)} equations"), _fast_typing():

@@ -1,5 +1,7 @@
 """Scalar functions called from generated numba programs, with NumPy's semantics
 where Python's (or numba's) differ."""
+import math
+
 import numba
 
 @numba.njit(cache=True)
@@ -43,5 +45,14 @@ def _index(i, n):
     return j
 
 
+@numba.njit(cache=True)
+def _lgamma(x):
+    """scipy.special.gammaln: infinite at -inf and at subnormal arguments (Cephes)."""
+    if x == -math.inf:
+        return x
+    if x != 0 and abs(x) < 2.2250738585072014e-308:
+        return math.inf
+    return math.lgamma(x)
 
-__all__ = HELPERS = ("_fmax", "_fmin", "_fsign", "_index", "_where", "_ifloordiv")
+
+__all__ = HELPERS = ("_fmax", "_fmin", "_fsign", "_index", "_where", "_ifloordiv", "_lgamma")

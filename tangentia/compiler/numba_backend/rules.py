@@ -89,7 +89,7 @@ _OPS = {
     "isfinite": _by_kind("math.isfinite({0})", "True"),
     "signbit": _by_kind("(math.copysign(1.0, {0}) < 0)", "({0} < 0)", "False"),
     "copysign": _f("math.copysign({0}, {1})"),
-    "erf": _f("math.erf({0})"), "erfc": _f("math.erfc({0})"), "lgamma": _f("math.lgamma({0})"),
+    "erf": _f("math.erf({0})"), "erfc": _f("math.erfc({0})"), "lgamma": _f("_lgamma({0})"),
 }
 
 _UFUNC = {"add": np.add, "add_any": np.add, "sub": np.subtract, "mul": np.multiply,
@@ -699,12 +699,10 @@ def _cond(g, eqn, ins):
     return [g.from_names(n, a) for n, a in zip(names, avals)]
 
 
-def _inline(param, select=None):
+def _inline(param):
+    """The rule of a call-like primitive: its program (``params[param]``), inlined."""
     def rule(g, eqn, ins):
-        jaxpr = eqn.params[param]
-        args = ins if select is None else select(eqn.params, ins)
-        args = [g.settle(v) if type(v) is LV else v for v in args]
-        return g.lower_jaxpr(jaxpr, args)
+        return g.lower_jaxpr(eqn.params[param], [g.settle(v) if type(v) is LV else v for v in ins])
     return rule
 
 
