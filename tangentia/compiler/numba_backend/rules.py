@@ -414,26 +414,40 @@ def _reduce(g, eqn, ins):
             acc = None
             for r_idx in np.ndindex(*red):
                 e = g.elem(x, full_index(k_idx, r_idx))
-                acc = _cast(e, x.dtype, dt) if acc is None else g.scalar(comb(acc, e))
-            elems.append(g.scalar(acc) if acc is not None else _RED_INIT[name](dt))
+                acc = _cast(e, x.dtype, dt) if acc is None else comb(acc, e)
+                if len(acc) > 160:
+                    acc = g.scalar(acc)
+            elems.append(acc if acc is not None else _RED_INIT[name](dt))
         return [SV(out.shape, dt, elems)]
     x = g.dynamic_ready(x)
-    res = None
-    if kept:
-        n = g.name("a")
-        g.emit(f"{n} = np.empty({_shape_str(out.shape)}, {_dt(dt)})")
-        res = AV(out.shape, dt, n)
-    k_idx = g.loops(kept)
-    acc = g.name("acc")
-    g.emit(f"{acc} = {_RED_INIT[name](dt)}")
-    r_idx = g.loops(red)
-    g.emit(f"{acc} = {comb(acc, g.elem(x, full_index(k_idx, r_idx)))}")
-    g.close(r_idx)
-    if res is not None:
-        g.emit(f"{g.elem(res, k_idx)} = {acc}")
-    g.close(k_idx)
-    if res is None:
+    if not kept:
+        acc = g.name("acc")
+        g.emit(f"{acc} = {_RED_INIT[name](dt)}")
+        r_idx = g.loops(red)
+        g.emit(f"{acc} = {comb(acc, g.elem(x, full_index((), r_idx)))}")
+        g.close(r_idx)
         return [SV((), dt, [acc])]
+    n = g.name("a")
+    g.emit(f"{n} = np.empty({_shape_str(out.shape)}, {_dt(dt)})")
+    res = AV(out.shape, dt, n)
+    if axes == tuple(range(len(x.shape) - len(axes), len(x.shape))):
+        # Reduced axes last: a scalar accumulator per output element, contiguous reads.
+        k_idx = g.loops(kept)
+        acc = g.name("acc")
+        g.emit(f"{acc} = {_RED_INIT[name](dt)}")
+        r_idx = g.loops(red)
+        g.emit(f"{acc} = {comb(acc, g.elem(x, full_index(k_idx, r_idx)))}")
+        g.close(r_idx)
+        g.emit(f"{g.elem(res, k_idx)} = {acc}")
+        g.close(k_idx)
+    else:
+        # Otherwise accumulate into the output while reading the input in its order.
+        g.emit(f"{n}[...] = {_RED_INIT[name](dt)}")
+        idx = g.loops(x.shape)
+        k_idx = [i for a, i in enumerate(idx) if a not in axes]
+        dst = g.elem(res, k_idx)
+        g.emit(f"{dst} = {comb(dst, g.elem(x, idx))}")
+        g.close(idx)
     return [g.small(res) if _small(out.shape) else res]
 
 
