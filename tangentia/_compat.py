@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .compiler.backend import default_backend_name, set_default_backend
+from ._traceback_util import set_filtering
 from .core import Tracer
 from .tree_util import tree_map
 
@@ -78,6 +79,9 @@ class _Config:
             if value not in (None, "cpu", _CPU):
                 raise NotImplementedError(f"config.update({name!r}, {value!r}): tangentia runs "
                                           "on the CPU only")
+            return
+        if name in ("tangentia_traceback_filtering", "jax_traceback_filtering"):
+            set_filtering(value)
             return
         if name == "jit_backend":
             set_default_backend(value)

@@ -275,7 +275,7 @@ def test_import_graph_is_a_dag():
 
 LAYERS = [   # lowest first; fnmatch patterns of module names
     ("core", ["tangentia.core", "tangentia.dtypes", "tangentia.tree_util", "tangentia._messages",
-              "tangentia.compiler", "tangentia.compiler.backend"]),
+              "tangentia._traceback_util", "tangentia.compiler", "tangentia.compiler.backend"]),
     ("interpreters", ["tangentia.interpreters", "tangentia.interpreters.*"]),
     ("primitives", ["tangentia.primitives", "tangentia.primitives.*",
                     "tangentia.custom_derivatives"]),

@@ -10,6 +10,7 @@ from .. import core, dtypes
 from ..core import ShapedArray, Tracer
 from ..interpreters import ad, batching
 from .._messages import fun_name as _fun_name
+from .._traceback_util import api_boundary
 from ..tree_util import tree_flatten, tree_map, tree_unflatten
 from ._util import (_arg_leaf_names, _arrays, _check_callable, _describe, _leaf_aval,
                     _normalize_argnums)
@@ -20,6 +21,7 @@ from .vectorization import vmap
 # Forward mode
 
 
+@api_boundary
 def jvp(fun, primals, tangents, has_aux=False):
     """Jacobian-vector product: ``(fun(*primals), J(primals) @ tangents)``."""
     _check_callable(fun, "jvp")
@@ -83,6 +85,7 @@ def _jvp_with_aux(flat, primals, tangents, store, holder):
     return [p for p, _ in pairs], [t for _, t in pairs]
 
 
+@api_boundary
 def linearize(fun, *primals, has_aux=False):
     """Return ``(fun(*primals), f_jvp)`` where ``f_jvp`` evaluates the linear map."""
     _check_callable(fun, "linearize")
@@ -94,6 +97,7 @@ def linearize(fun, *primals, has_aux=False):
     out_tree = store["out_tree"]
     in_avals = [v.aval for v in jaxpr.invars]
 
+    @api_boundary
     def f_jvp(*tangents):
         t_leaves, t_tree = tree_flatten(tangents)
         if t_tree != p_tree:
@@ -134,6 +138,7 @@ def _linearize(fun, p_leaves, p_tree, store, has_aux, differentiable=None):
 # Reverse mode
 
 
+@api_boundary
 def vjp(fun, *primals, has_aux=False):
     """Return ``(fun(*primals), vjp_fun)``; ``vjp_fun(ct)`` pulls a cotangent back.
 
@@ -154,6 +159,7 @@ def vjp(fun, *primals, has_aux=False):
 def _make_pullback(jaxpr, consts, out_tree, out_avals, in_tree, api):
     in_avals = [v.aval for v in jaxpr.invars]
 
+    @api_boundary
     def vjp_fun(ct):
         ct_leaves, ct_tree = tree_flatten(ct)
         if ct_tree != out_tree:
@@ -177,6 +183,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     """Return a function computing ``fun``'s value and its gradient."""
     _check_callable(fun, "value_and_grad")
 
+    @api_boundary
     @functools.wraps(fun, updated=())
     def value_and_grad_f(*args, **kwargs):
         return _value_and_grad(fun, argnums, has_aux, allow_int, "grad", args, kwargs)
@@ -252,6 +259,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
     """Return a function computing the gradient of scalar-valued ``fun``."""
     _check_callable(fun, "grad")
 
+    @api_boundary
     @functools.wraps(fun, updated=())
     def grad_f(*args, **kwargs):
         (_, aux), g = _value_and_grad(fun, argnums, True, allow_int, "grad", args, kwargs) \
@@ -302,6 +310,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     """Jacobian of ``fun`` by forward mode (vmap of jvp)."""
     _check_callable(fun, "jacfwd")
 
+    @api_boundary
     def jac_f(*args, **kwargs):
         single, d_leaves, d_tree, f_diff = _diff_args(fun, argnums, args, kwargs, "jacfwd")
         basis, sizes, in_avals = _std_basis(d_leaves)
@@ -335,6 +344,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     """Jacobian of ``fun`` by reverse mode (vmap of vjp)."""
     _check_callable(fun, "jacrev")
 
+    @api_boundary
     def jac_f(*args, **kwargs):
         single, d_leaves, d_tree, f_diff = _diff_args(fun, argnums, args, kwargs, "jacrev")
 
@@ -374,6 +384,7 @@ def _moveaxis(x, src, dst):
 
 
 
+@api_boundary
 def linear_transpose(fun, *primals, reduce_axes=()):
     """Transpose of the linear function ``fun`` (example ``primals`` give the
     input shapes and dtypes): ``linear_transpose(f, x)(ct) == (J^T ct,)``.
@@ -393,6 +404,7 @@ def linear_transpose(fun, *primals, reduce_axes=()):
     api = f"linear_transpose of {_fun_name(fun)}"
     pullback = _make_pullback(jaxpr, consts, out_tree, jaxpr.out_avals, in_tree, api)
 
+    @api_boundary
     def transposed(ct):
         try:
             return pullback(ct)

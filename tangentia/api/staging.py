@@ -12,6 +12,7 @@ from .. import core
 from ..core import ShapedArray, Tracer
 from ..interpreters import partial_eval as pe
 from .._messages import fun_name as _fun_name
+from .._traceback_util import api_boundary
 from ..compiler.backend import get_backend
 from ..primitives.call import jit_p
 from ..primitives.remat import remat_p
@@ -203,6 +204,7 @@ class _Jitted:
                                          _arg_leaf_names(self.fun, dyn_args))
         return pe.convert_constvars_to_invars(jaxpr), consts, out_tree
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         # Fast path: positional ndarray / Python scalar arguments only, called
         # eagerly, with a program already compiled for their types.
@@ -281,6 +283,7 @@ class Lowered:
         fn = self.backend.compile(self.jaxpr)
         consts, in_tree, out_tree = self.consts, self.in_tree, self.out_tree
 
+        @api_boundary
         def compiled(*args, **kwargs):
             leaves, tree = tree_flatten((args, kwargs))
             if tree != in_tree:
@@ -354,6 +357,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
 
+    @api_boundary
     @functools.wraps(fun, updated=())
     def remat_f(*args, **kwargs):
         statics, dyn_args, dyn_kwargs = _static_split(fun, args, kwargs, static_argnums, (),
@@ -380,6 +384,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False, abstracted_axes=None)
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
 
+    @api_boundary
     def make(*args, **kwargs):
         statics, dyn_args, dyn_kwargs = _static_split(fun, args, kwargs, static_argnums, (),
                                                       "make_jaxpr")
@@ -395,6 +400,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False, abstracted_axes=None)
     return make
 
 
+@api_boundary
 def eval_shape(fun, *args, **kwargs):
     """Shapes and dtypes of ``fun``'s outputs, computed without running it."""
     _check_callable(fun, "eval_shape")

@@ -6,6 +6,7 @@ import functools
 from .. import core
 from ..interpreters import batching
 from .._messages import fun_name as _fun_name
+from .._traceback_util import api_boundary
 from ..tree_util import tree_flatten, tree_structure, tree_unflatten
 from ._util import _arg_leaf_names, _check_callable, _flatten_fun
 
@@ -50,6 +51,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     if not (in_axes is None or isinstance(in_axes, (int, tuple, dict))):
         raise TypeError(f"vmap in_axes must be an int, None, or a tuple/dict of them, got {in_axes!r}")
 
+    @api_boundary
     @functools.wraps(fun, updated=())
     def vmapped(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):

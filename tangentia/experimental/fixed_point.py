@@ -26,6 +26,7 @@ from ..custom_derivatives import closure_convert, custom_vjp
 from ..lax import while_loop
 from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .._messages import fun_name as _fun_name, types_str as _types_str
+from .._traceback_util import api_boundary
 
 __all__ = ["fixed_point"]
 
@@ -86,6 +87,7 @@ def _fp_bwd(f, tol, max_iter, res, g):
 _fixed_point.defvjp(_fp_fwd, _fp_bwd)
 
 
+@api_boundary
 def fixed_point(f, a, x_guess, *, tol=1e-10, max_iter=1000):
     """The fixed point ``x = f(a, x)`` reached by iterating ``f`` from ``x_guess``.
 

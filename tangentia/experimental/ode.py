@@ -35,6 +35,7 @@ from .. import numpy as tnp
 from ..lax import scan, while_loop
 from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .._messages import fun_name as _fun_name, types_str as _types_str
+from .._traceback_util import api_boundary
 
 __all__ = ["odeint"]
 
@@ -372,6 +373,7 @@ def _static_float(x, what):
                         f"value {core.get_aval(x).str_short()}") from None
 
 
+@api_boundary
 def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.inf):
     """Integrate ``dy/dt = func(y, t, *args)`` and return ``y`` at the times ``t``.
 

@@ -15,6 +15,7 @@ from ..primitives import elementwise as E
 from ..primitives import structural as S
 from ..primitives.control_flow import cond_p, scan_p, while_p
 from .._messages import fun_name as _fun_name
+from .._traceback_util import api_boundary
 from ..tree_util import tree_flatten, tree_unflatten
 
 
@@ -91,6 +92,7 @@ def _same(a, b):
 # cond / switch
 
 
+@api_boundary
 def switch(index, branches, *operands):
     """Apply ``branches[index](*operands)``; the index is clamped to range."""
     branches = list(branches)
@@ -114,6 +116,7 @@ def switch(index, branches, *operands):
     return _cond(index, branches, operands, "switch")
 
 
+@api_boundary
 def cond(pred, true_fun, false_fun, *operands, operand=None):
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, staged."""
     if operand is not None:
@@ -169,6 +172,7 @@ def _cond(index, branches, operands, api):
 # while_loop / fori_loop
 
 
+@api_boundary
 def while_loop(cond_fun, body_fun, init_val):
     """``while cond_fun(val): val = body_fun(val)``, staged; returns ``val``."""
     return _while_loop(cond_fun, body_fun, init_val, cond_fun, body_fun)
@@ -216,6 +220,7 @@ def _is_static_int(x):
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
+@api_boundary
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     """``for i in range(lower, upper): val = body_fun(i, val)``.
 
@@ -251,6 +256,7 @@ def _fori_cond(c):
 # scan / map
 
 
+@api_boundary
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
     """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``.
 
@@ -338,6 +344,7 @@ def _scan(f, init, xs, length, reverse, unroll, owner):
     return (tree_unflatten(c_tree, outs[:n_c]), tree_unflatten(store["y_tree"], outs[n_c:]))
 
 
+@api_boundary
 def map(f, xs):
     """``stack([f(x) for x in xs])`` as a staged loop."""
     _, ys = scan(lambda _, x: (None, f(x)), None, xs)

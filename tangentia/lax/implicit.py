@@ -42,6 +42,7 @@ from ..primitives import elementwise as E
 from ..primitives.linear_solve import linear_solve_p
 from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .._messages import fun_name as _fun_name, types_str as _types_str
+from .._traceback_util import api_boundary
 
 __all__ = ["custom_linear_solve", "custom_root", "linear_solve_p"]
 
@@ -76,6 +77,7 @@ def _trace_program(fun, avals, name):
     return pe.convert_constvars_to_invars(jaxpr), list(consts)
 
 
+@api_boundary
 def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False, has_aux=False):
     """Solve ``matvec(x) == b`` as ``x = solve(matvec, b)``, with implicit derivatives.
 
@@ -175,6 +177,7 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
 # custom_root
 
 
+@api_boundary
 def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     """The root of ``f`` found by ``solve``, differentiated implicitly.
 
