@@ -9,3 +9,11 @@ import sys
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
+
+# Which jit backend the suite runs by default.  The numba backend compiles each
+# distinct program natively (about a second per program), and the suite stages
+# thousands of small programs, so by default they run on the NumPy reference
+# backend; the numba backend is tested differentially against it, program by
+# program, in tests/test_numba_backend.py (and the tests that name a backend).
+# Run everything on numba with TANGENTIA_TEST_BACKEND=numba (slow: tens of minutes).
+os.environ["TANGENTIA_JIT_BACKEND"] = os.environ.get("TANGENTIA_TEST_BACKEND", "numpy")
