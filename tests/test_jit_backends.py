@@ -137,3 +137,35 @@ def test_eager_equation_cache_is_reused():
     lax.while_loop(cond, body, 0)
     assert after_first >= before
     assert len(B._EQN_CACHE) == after_first
+
+
+def test_changing_the_default_backend_takes_effect_on_the_fast_path(restore_backend):
+    class Counting(B.Backend):
+        name = "counting-test"
+        calls = 0
+
+        def compile(self, jaxpr):
+            fn = B.get_backend("numpy").compile(jaxpr)
+
+            def run(*args):
+                Counting.calls += 1
+                return fn(*args)
+            return run
+
+        def source(self, jaxpr):
+            return B.get_backend("numpy").source(jaxpr)
+
+    B.register_backend(Counting())
+    try:
+        f = tg.jit(lambda x: x * 3.0)
+        tg.config.update("jit_backend", "numpy")
+        f(np.ones(2))
+        f(np.ones(2))  # fast path, NumPy backend
+        assert Counting.calls == 0
+        tg.config.update("jit_backend", "counting-test")
+        np.testing.assert_array_equal(f(np.ones(2)), [3.0, 3.0])
+        np.testing.assert_array_equal(f(np.ones(2)), [3.0, 3.0])
+        assert Counting.calls == 2
+    finally:
+        del B._BACKENDS["counting-test"]
+        tg.config.update("jit_backend", None)

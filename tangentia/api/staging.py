@@ -13,7 +13,7 @@ from ..core import ShapedArray, Tracer
 from ..interpreters import partial_eval as pe
 from .._messages import fun_name as _fun_name
 from .._traceback_util import api_boundary
-from ..compiler.backend import get_backend
+from ..compiler.backend import default_backend_name as _default_backend_name, get_backend
 from ..primitives.call import jit_p
 from ..primitives.remat import remat_p
 from ..tree_util import tree_flatten, tree_unflatten
@@ -180,7 +180,8 @@ class _Jitted:
         self.static_argnames = frozenset(names)
         # The caches belong to the function (weakly), as in JAX: jit(f)(x) written
         # inline traces f once per signature, not once per jit object.
-        self.cache, self.fast_cache = _function_caches(
+        # fast_caches: per backend name, compiled programs by argument types.
+        self.cache, self.fast_caches = _function_caches(
             fun, (self.static_argnums, self.static_argnames, backend))
         self.name = _fun_name(fun)
         functools.update_wrapper(self, fun, updated=())
@@ -214,7 +215,8 @@ class _Jitted:
                                   for a in args])
             except KeyError:
                 fast_key = None
-            entry = self.fast_cache.get(fast_key)
+            fast_cache = self.fast_caches.get(self.backend or _default_backend_name())
+            entry = None if fast_cache is None else fast_cache.get(fast_key)
             if entry is not None and _current_trace() is _EVAL_TRACE:
                 fn, consts, out_tree = entry
                 outs = fn(*consts, *args)
@@ -235,9 +237,11 @@ class _Jitted:
                 self.cache[key] = entry
                 if not kwargs and not statics and all(
                         type(a) is np.ndarray or type(a) in _SCALAR_KEY for a in args):
-                    self.fast_cache[tuple((a.shape, a.dtype) if type(a) is np.ndarray
-                                          else _SCALAR_KEY[type(a)] for a in args)] = (
-                        get_backend(self.backend).compile(jaxpr), consts, out_tree)
+                    backend = get_backend(self.backend)
+                    self.fast_caches.setdefault(backend.name, {})[
+                        tuple((a.shape, a.dtype) if type(a) is np.ndarray
+                              else _SCALAR_KEY[type(a)] for a in args)] = (
+                        backend.compile(jaxpr), consts, out_tree)
         jaxpr, consts, out_tree = entry
         outs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=self.name, backend=self.backend)
         return tree_unflatten(out_tree, outs)

@@ -44,11 +44,14 @@ class Backend:
 
 
 _BACKENDS = {}
-_override = {"jit_backend": None}  # set by config.update("jit_backend", ...)
+# "jit_backend": set by config.update("jit_backend", ...); "resolved": the
+# default's name, computed once (the environment variable is read then).
+_override = {"jit_backend": None, "resolved": None}
 
 
 def register_backend(backend):
     _BACKENDS[backend.name] = backend
+    _override["resolved"] = None
 
 
 def available_backends():
@@ -60,14 +63,20 @@ def set_default_backend(name):
     if name is not None:
         _check_name(name, "config.update('jit_backend', ...)")
     _override["jit_backend"] = name
+    _override["resolved"] = None
 
 
 def default_backend_name():
-    name = _override["jit_backend"] or os.environ.get(_ENV_VAR) or DEFAULT_BACKEND
-    if name not in _BACKENDS:
-        if name == DEFAULT_BACKEND and "numpy" in _BACKENDS:
-            return "numpy"  # numba is not installed: the reference backend runs
-        _check_name(name, f"the {_ENV_VAR} environment variable")
+    """The name of the backend ``jit`` uses when none is named."""
+    name = _override["resolved"]
+    if name is None:
+        name = _override["jit_backend"] or os.environ.get(_ENV_VAR) or DEFAULT_BACKEND
+        if name not in _BACKENDS:
+            if name == DEFAULT_BACKEND and "numpy" in _BACKENDS:
+                name = "numpy"  # numba is not installed: the reference backend runs
+            else:
+                _check_name(name, f"the {_ENV_VAR} environment variable")
+        _override["resolved"] = name
     return name
 
 
