@@ -65,7 +65,7 @@ from numba.core import errors as NE
 from ..backend import Backend, register_backend
 from . import helpers
 from .codegen import SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _small, AV, ZV
-from .rules import all_primitives, lowering_paths
+from .rules import ELEMENTWISE, FUSIBLE, RULES, all_primitives, lowering_paths
 
 __all__ = ["NumbaBackend", "all_primitives", "lowering_paths", "SMALL"]
 _NJIT_OPTIONS = dict(error_model="numpy")
@@ -73,7 +73,7 @@ _NJIT_OPTIONS = dict(error_model="numpy")
 
 def _generate(jaxpr):
     """(source, globals, consts, objmode) for a program without constvars."""
-    g = _Gen()
+    g = _Gen(RULES, FUSIBLE, ELEMENTWISE)
     params, in_vals = [], []
     for v in jaxpr.invars:
         a = v.aval
@@ -105,10 +105,8 @@ def _cache_dir():
 
 
 def _version_tag():
-    try:
-        from ... import __version__
-    except ImportError:
-        __version__ = "?"
+    # The library's version, looked up (not imported: this layer sits below the package).
+    version = getattr(sys.modules.get("tangentia"), "__version__", "?")
     here = os.path.dirname(os.path.abspath(__file__))
     files = [os.path.join(here, n) for n in sorted(os.listdir(here)) if n.endswith(".py")]
     files.append(os.path.join(os.path.dirname(here), "numba_kernels.py"))
@@ -119,7 +117,7 @@ def _version_tag():
                 digest.update(f.read())
         except OSError:
             pass
-    return f"{__version__}/{numba.__version__}/{np.__version__}/{digest.hexdigest()}"
+    return f"{version}/{numba.__version__}/{np.__version__}/{digest.hexdigest()}"
 
 
 _VERSION = None

@@ -206,9 +206,10 @@ class _Gen:
     """Generates one program's source: ``lower_jaxpr`` emits the code of a
     program's equations into ``lines`` and returns its output values."""
 
-    def __init__(self):
-        from .rules import ELEMENTWISE, FUSIBLE, RULES
-        self.rules, self.fusible, self.inline = RULES, FUSIBLE, ELEMENTWISE
+    def __init__(self, rules, fusible, inline):
+        # rules: {primitive name: rule}; fusible: consumers that keep a lazy operand
+        # lazy; inline: consumers that take single-use scalar expressions inline.
+        self.rules, self.fusible, self.inline = rules, fusible, inline
         self.lines = []
         self.depth = 1
         self.counter = itertools.count()
