@@ -197,7 +197,9 @@ def test_nan_comparisons_and_extrema_propagate_like_numpy():
     a = np.array([np.nan, 1.0, np.nan, -np.inf, 0.0, -0.0])
     b = np.array([1.0, np.nan, np.nan, np.inf, -0.0, 0.0])
     check(lambda a, b: [tnp.maximum(a, b), tnp.minimum(a, b), a < b, a == b, a != b, a >= b,
-                        tnp.max(a), tnp.min(b), tnp.argmax(a), tnp.argmin(b)], a, b)
+                        tnp.max(a), tnp.min(b), tnp.argmax(a), tnp.argmin(b),
+                        tnp.signbit(tnp.maximum(a, b)), tnp.signbit(tnp.minimum(b, a)),
+                        tnp.signbit(tnp.max(a[4:])), tnp.signbit(tnp.min(b[4:]))], a, b)
 
 
 @pytest.mark.parametrize("src", DTYPES, ids=str)

@@ -640,6 +640,8 @@ def _while(g, eqn, ins):
 def _scan(g, eqn, ins):
     p = eqn.params
     nc, ncar, length = p["num_consts"], p["num_carry"], p["length"]
+    if length == 1:
+        return _scan_once(g, eqn, ins)
     consts, carry, xs = _split(ins, nc, ncar)
     consts = [g.settle(v) for v in consts]
     xs = [v if type(v) is ZV else g.array(v) for v in xs]
@@ -688,6 +690,42 @@ def _scan(g, eqn, ins):
     g.assign_all(names, outs[:ncar])
     g.pop()
     return [g.from_names(n, a) for n, a in zip(names, avals)] + ys
+
+
+def _scan_once(g, eqn, ins):
+    """A scan of length 1: its body, inlined (no loop, no stacked buffers)."""
+    p = eqn.params
+    nc, ncar = p["num_consts"], p["num_carry"]
+    consts, carry, xs = _split(ins, nc, ncar)
+    x_vals = [_drop_leading(g, x) for x in xs]
+    outs = g.lower_jaxpr(p["jaxpr"], consts + carry + x_vals)
+    return outs[:ncar] + [_add_leading(g, y) for y in outs[ncar:]]
+
+
+def _drop_leading(g, v):
+    """``v[0]`` for ``v`` of shape ``(1, ...)``."""
+    shape = v.shape[1:]
+    if type(v) is ZV:
+        return ZV(shape, v.dtype)
+    if type(v) is SV:
+        return SV(shape, v.dtype, list(v.elems))
+    if type(v) is LV:
+        return LV(shape, v.dtype, lambda idx: v.fn((0,) + tuple(idx)))
+    return g.settle(LV(shape, v.dtype, lambda idx: g.elem(v, (0,) + tuple(idx)))) \
+        if _small(shape) else AV(shape, v.dtype, f"{v.name}[0]")
+
+
+def _add_leading(g, v):
+    """``v[None]``: a value of shape ``(1, ...)``."""
+    shape = (1,) + v.shape
+    if type(v) is ZV:
+        return ZV(shape, v.dtype)
+    if type(v) is SV:
+        return SV(shape, v.dtype, list(v.elems))
+    a = g.array(v)
+    n = g.name("a")
+    g.emit(f"{n} = {a.name}.reshape({_shape_str(shape)})")
+    return AV(shape, v.dtype, n)
 
 
 def _cond(g, eqn, ins):
