@@ -133,11 +133,11 @@ def test_unary_elementwise(dtype, data):
     check(unary_ops, x)
 
 
-def test_integer_pow_and_rint_half_to_even():
-    x = np.array([0.5, 1.5, 2.5, -0.5, -2.5, 3.7, -1e300, np.nan, -np.inf])
+def test_integer_pow_sign_and_rint_half_to_even():
+    x = np.array([0.5, 1.5, 2.5, -0.5, -2.5, 3.7, -1e300, np.nan, -np.inf, np.inf, -0.0])
     p = PRIMS["integer_pow"]
     check(lambda x: [PRIMS["round"].bind(x), p.bind(x, y=2), p.bind(x, y=3), p.bind(x, y=-2),
-                     p.bind(x, y=0)], x)
+                     p.bind(x, y=0), PRIMS["sign"].bind(x), tnp.signbit(PRIMS["sign"].bind(x))], x)
     check(lambda x: [p.bind(x, y=3), p.bind(x, y=2)], np.arange(-4, 40, dtype=np.int64) * 10**6)
 
 

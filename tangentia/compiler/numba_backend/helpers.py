@@ -76,11 +76,15 @@ def _ifloordiv(a, b):
 
 @numba.njit(cache=True)
 def _fsign(x):
+    """NumPy's sign of a float: +-1, 0.0 for both zeros, NaN for NaN (as float64;
+    the caller casts float32 results back)."""
     if x > 0:
-        return x - x + 1.0
+        return 1.0
     if x < 0:
-        return x - x - 1.0
-    return x - x if x == 0 else x
+        return -1.0
+    if x == 0:
+        return 0.0
+    return x + 0.0
 
 
 @numba.njit(cache=True)
