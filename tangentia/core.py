@@ -79,7 +79,7 @@ class ShapedArray:
         return f"ShapedArray({self.str_short()}{weak})"
 
 
-def _aval_ndarray(x):
+def aval_of_ndarray(x):
     return ShapedArray(x.shape, x.dtype, False)
 
 
@@ -88,7 +88,7 @@ def _aval_generic(x):
 
 
 _AVAL_OF_TYPE = {
-    np.ndarray: _aval_ndarray,
+    np.ndarray: aval_of_ndarray,
     float: lambda x: ShapedArray((), dtypes.float64, True),
     int: lambda x: ShapedArray((), dtypes.int64, True),
     bool: lambda x: ShapedArray((), dtypes.bool_, True),
@@ -106,8 +106,8 @@ def get_aval(x):
     if isinstance(x, np.generic):
         return _aval_generic(x)
     if isinstance(x, np.ndarray):
-        return _aval_ndarray(x)
-    return _aval_ndarray(as_array(x))
+        return aval_of_ndarray(x)
+    return aval_of_ndarray(as_array(x))
 
 
 def as_array(x, what="argument"):
@@ -380,6 +380,78 @@ class CustomVJPCallPrimitive(Primitive):
 
     def bind(self, *args, **params):
         return _trace_ctx.get().process_custom_vjp_call(self, args, params)
+
+
+# ---------------------------------------------------------------------------
+# Eager dispatch: the one place that decides "outside any transformation,
+# call NumPy directly".  A public function made here costs one context-variable
+# read more than its NumPy kernel when nothing is being transformed; under a
+# transformation it binds the primitive.  Every such fast path is registered in
+# ``EAGER_FAST_PATHS`` (tests check each against the bound primitive).
+
+
+EAGER_FAST_PATHS = {}  # name -> (primitive, public function)
+
+
+def is_eager():
+    """True outside every transformation (eager evaluation is the interpreter)."""
+    return _trace_ctx.get() is EVAL_TRACE
+
+
+def eager_dispatch(prim, eager, nin=None, traced=None, on_error=None, name=None):
+    """The public function of ``prim`` with an eager fast path.
+
+    * ``nin=1`` or ``nin=2``: ``f(x)`` / ``f(x, y)`` with no parameters.
+      Eagerly ``eager(*args)`` (a NumPy kernel) gives the result; a
+      ``ValueError`` from it is first passed to ``on_error(*args)``, which may
+      raise a clearer error.  Otherwise ``prim`` is bound.
+    * ``nin=None``: ``f(*args, **kwargs)``.  Eagerly ``eager(*args, **kwargs)``
+      gives the result unless it returns ``NotImplemented`` (the fast path does
+      not apply to these arguments); otherwise, and under any transformation,
+      ``traced(*args, **kwargs)`` does (it binds primitives).
+
+    Eager results are always ``numpy.ndarray`` (never NumPy scalars), as those
+    of a bound primitive.
+    """
+    get = _trace_ctx.get
+    ndarray, asarray = np.ndarray, np.asarray
+    name = name or prim.name
+    if nin == 1:
+        def f(x):
+            trace = get()
+            if trace is EVAL_TRACE:
+                out = eager(x)
+                return out if type(out) is ndarray else asarray(out)
+            return trace.process_primitive(prim, (x,), {})
+    elif nin == 2:
+        def f(x, y):
+            trace = get()
+            if trace is EVAL_TRACE:
+                try:
+                    out = eager(x, y)
+                except ValueError:
+                    if on_error is not None:
+                        on_error(x, y)
+                    raise
+                return out if type(out) is ndarray else asarray(out)
+            return trace.process_primitive(prim, (x, y), {})
+    else:
+        if traced is None:
+            raise TypeError(f"eager_dispatch({name}): a function of any arity needs 'traced'")
+
+        def f(*args, **kwargs):
+            if get() is EVAL_TRACE:
+                out = eager(*args, **kwargs)
+                if out is not NotImplemented:
+                    return out if type(out) is ndarray else asarray(out)
+            return traced(*args, **kwargs)
+        f.__wrapped__ = traced
+        f.__doc__ = traced.__doc__
+    f.__name__ = f.__qualname__ = name
+    f.primitive = prim
+    f.eager = eager
+    EAGER_FAST_PATHS[name] = (prim, f)
+    return f
 
 
 # ---------------------------------------------------------------------------

@@ -51,15 +51,16 @@ def add_tangents(a, b):
         return b
     if type(b) is Zero:
         return a
-    return add_any_p.bind(a, b)
+    return add_any(a, b)
 
 
 # A primitive that adds two tangents of the same type (used to accumulate).
 add_any_p = Primitive("add_any")
 add_any_p.impl = np.add
 add_any_p.abstract_eval = lambda x, y: x.strip_weak() if x.weak_type and not y.weak_type else x
-add_any_p.jvp = lambda primals, tangents: (add_any_p.bind(*primals), add_tangents(*tangents))
+add_any_p.jvp = lambda primals, tangents: (add_any(*primals), add_tangents(*tangents))
 add_any_p.transpose = lambda ct, x, y: (ct, ct)
+add_any = core.eager_dispatch(add_any_p, np.add, nin=2)
 
 # Its batching rule is in ``batching`` (it moves and broadcasts batch axes).
 
@@ -98,35 +99,73 @@ class JVPTrace(core.Trace):
         return "differentiation (jvp/grad)"
 
     def process_primitive(self, prim, args, params):
-        primals = []
-        tangents = []
-        nonzero = False
-        for x in args:
+        if len(args) == 1:
+            # A unary primitive applied to one of our tracers with a nonzero
+            # tangent and a per-argument rule: the hot path of eager ``grad``
+            # (the general code below gives the same result).
+            x = args[0]
             if type(x) is JVPTracer and x._trace is self:
-                primals.append(x.primal)
-                tangents.append(x.tangent)
-                nonzero = True
+                fns = prim.jvp_fns
+                t = x.tangent
+                if fns is not None and type(t) is not Zero and fns[0] is not None:
+                    p = x.primal
+                    parent = self.parent
+                    ans = parent.process_primitive(prim, (p,), params)
+                    token = _set_trace(parent)
+                    try:
+                        return JVPTracer(self, ans, fns[0](t, ans, p, **params))
+                    finally:
+                        _reset_trace(token)
+        if len(args) == 2:  # binary primitives are the most common: no loop
+            x, y = args
+            if type(x) is JVPTracer and x._trace is self:
+                px, tx = x.primal, x.tangent
             else:
                 if isinstance(x, Tracer):
                     self.check_foreign(x)
-                primals.append(x)
-                tangents.append(None)
+                px = x
+                tx = None
+            if type(y) is JVPTracer and y._trace is self:
+                py, ty = y.primal, y.tangent
+            else:
+                if isinstance(y, Tracer):
+                    self.check_foreign(y)
+                py = y
+                ty = None
+            primals = [px, py]
+            tangents = [tx, ty]
+            nonzero = tx is not None or ty is not None
+        else:
+            primals = []
+            tangents = []
+            nonzero = False
+            for x in args:
+                if type(x) is JVPTracer and x._trace is self:
+                    primals.append(x.primal)
+                    tangents.append(x.tangent)
+                    nonzero = True
+                else:
+                    if isinstance(x, Tracer):
+                        self.check_foreign(x)
+                    primals.append(x)
+                    tangents.append(None)
         parent = self.parent
         if not nonzero:
             # Nothing of ours: the parent handles it (it sets its own context
             # for any rule it runs).
             return parent.process_primitive(prim, args, params)
         fns = prim.jvp_fns
-        if fns is not None:  # per-argument linear rules, inlined (the hot path)
+        if fns is not None:
+            # Per-argument linear rules (``defjvp``), inlined: the hot path of
+            # eager ``grad``.  Same result as ``prim.jvp``.
             ans = parent.process_primitive(prim, primals, params)
             out = None
             token = _set_trace(parent)
             try:
                 for fn, t in zip(fns, tangents):
-                    if fn is None or t is None or type(t) is Zero:
-                        continue
-                    c = fn(t, ans, *primals, **params)
-                    out = c if out is None else add_any_p.bind(out, c)
+                    if t is not None and fn is not None and type(t) is not Zero:
+                        c = fn(t, ans, *primals, **params)
+                        out = c if out is None else add_any(out, c)
             finally:
                 _reset_trace(token)
             return ans if out is None else JVPTracer(self, ans, out)
@@ -136,7 +175,7 @@ class JVPTrace(core.Trace):
         rule = prim.jvp
         if rule is None:
             raise NotImplementedError(f"differentiation rule for '{prim.name}' not implemented")
-        token = _set_trace(self.parent)
+        token = _set_trace(parent)
         try:
             out, tan = rule(primals, tangents, **params)
         finally:
@@ -266,7 +305,7 @@ def defjvp(prim, *tangent_fns):
             if fn is None or t is None or type(t) is Zero:
                 continue
             contrib = fn(t, ans, *primals, **params)
-            out = contrib if out is None else add_any_p.bind(out, contrib)
+            out = contrib if out is None else add_any(out, contrib)
         if out is None:
             return ans, Zero.from_primal(ans)
         return ans, out
@@ -325,56 +364,48 @@ def backward_pass(jaxpr, consts, cts_out):
     """Transpose the linear program ``jaxpr`` (linear in its invars).
 
     Equations that do not depend on the linear inputs are evaluated forward
-    first (programs made by ``linearize`` have none).  Returns one cotangent
+    first (programs made by ``linearize`` have none: they are marked
+    ``all_linear`` and go straight to transposition).  Returns one cotangent
     per invar (``None`` for a zero cotangent).
     """
     env = dict(zip(jaxpr.constvars, consts))
     if jaxpr.cache.get("all_linear"):
         lin_eqns = jaxpr.eqns
     else:
-        linear = set(jaxpr.invars)
-        lin_eqns = []
-        for eqn in jaxpr.eqns:
-            if any(type(a) is Var and a in linear for a in eqn.inputs):
-                lin_eqns.append(eqn)
-                linear.update(eqn.outputs)
-            else:
-                out = eqn.prim.bind(*[env[a] if type(a) is Var else a.val for a in eqn.inputs],
-                                    **eqn.params)
-                if eqn.prim.multiple_results:
-                    env.update(zip(eqn.outputs, out))
-                else:
-                    env[eqn.outputs[0]] = out
+        lin_eqns = _eval_nonlinear(jaxpr, env)
     # From here on, a variable is linear exactly when it has no value in env.
     ct_env = {}
-    get, add = ct_env.get, add_any_p.bind
+    get = ct_env.get
     for v, ct in zip(jaxpr.outvars, cts_out):
         if type(v) is Var and v not in env and ct is not None and type(ct) is not Zero:
             old = get(v)
-            ct_env[v] = ct if old is None else add(old, ct)
-
+            ct_env[v] = ct if old is None else add_any(old, ct)
+    pop = ct_env.pop
     for eqn in reversed(lin_eqns):
-        if eqn.prim.multiple_results:
-            cts = [ct_env.pop(v, None) for v in eqn.outputs]
+        outputs = eqn.outputs
+        prim = eqn.prim
+        if prim.multiple_results:
+            cts = [pop(v, None) for v in outputs]
             if all(c is None for c in cts):
                 continue
-            cts = [Zero(tangent_aval(v.aval)) if c is None else c for v, c in zip(eqn.outputs, cts)]
+            cts = [Zero(tangent_aval(v.aval)) if c is None else c for v, c in zip(outputs, cts)]
         else:
-            cts = ct_env.pop(eqn.outputs[0], None)
+            cts = pop(outputs[0], None)
             if cts is None:
                 continue
+        inputs = eqn.inputs
         args = []
-        for a in eqn.inputs:
+        for a in inputs:
             if type(a) is Var:
                 x = env.get(a, _MISSING)
                 args.append(UndefinedPrimal(a.aval) if x is _MISSING else x)
             else:
                 args.append(a.val)
-        rule = eqn.prim.transpose
+        rule = prim.transpose
         try:
             if rule is None:
                 raise NotImplementedError(
-                    f"transpose rule for '{eqn.prim.name}' not implemented: it appeared in a "
+                    f"transpose rule for '{prim.name}' not implemented: it appeared in a "
                     "linear program but is not linear")
             cts_in = rule(cts, *args, **eqn.params)
         except (NotImplementedError, TypeError) as err:
@@ -383,14 +414,32 @@ def backward_pass(jaxpr, consts, cts_out):
             raise TypeError(
                 f"The custom_jvp rule of {eqn.source} is not linear in its tangents, so it cannot "
                 f"be used for reverse-mode differentiation (grad/vjp): it applies "
-                f"'{eqn.prim.name}' to a tangent in a non-linear way ({err}). A JVP rule's "
+                f"'{prim.name}' to a tangent in a non-linear way ({err}). A JVP rule's "
                 "tangent output must be a linear function of the input tangents.") from None
-        for a, c in zip(eqn.inputs, cts_in):
-            if c is None or type(a) is not Var or a in env or type(c) is Zero:
-                continue
-            old = get(a)
-            ct_env[a] = c if old is None else add(old, c)
+        for a, c in zip(inputs, cts_in):
+            if c is not None and type(a) is Var and a not in env and type(c) is not Zero:
+                old = get(a)
+                ct_env[a] = c if old is None else add_any(old, c)
     return [get(v) for v in jaxpr.invars]
+
+
+def _eval_nonlinear(jaxpr, env):
+    """Evaluate the equations of ``jaxpr`` that do not depend on its (linear)
+    inputs, storing their values in ``env``; returns the other equations."""
+    linear = set(jaxpr.invars)
+    lin_eqns = []
+    for eqn in jaxpr.eqns:
+        if any(type(a) is Var and a in linear for a in eqn.inputs):
+            lin_eqns.append(eqn)
+            linear.update(eqn.outputs)
+        else:
+            out = eqn.prim.bind(*[env[a] if type(a) is Var else a.val for a in eqn.inputs],
+                                **eqn.params)
+            if eqn.prim.multiple_results:
+                env.update(zip(eqn.outputs, out))
+            else:
+                env[eqn.outputs[0]] = out
+    return lin_eqns
 
 
 # ---------------------------------------------------------------------------

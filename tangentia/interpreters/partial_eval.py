@@ -103,6 +103,7 @@ def dce_jaxpr(jaxpr):
     return core.Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 
 
+_aval_of_ndarray = core.aval_of_ndarray
 _WEAK_SCALAR_AVALS = {t: core.get_aval(t()) for t in (int, float, bool, complex)}
 
 
@@ -128,7 +129,11 @@ class JaxprTrace(core.Trace):
         return JaxprTracer(self, v)
 
     def to_atom(self, x):
-        if type(x) is JaxprTracer and x._trace is self:
+        t = type(x)
+        if t is np.ndarray:  # the common constant: a residual of linearization
+            v = self.builder.const_ids.get(id(x))
+            return v if v is not None else self.builder.const_var(x, _aval_of_ndarray(x))
+        if t is JaxprTracer and x._trace is self:
             return x.ir_var
         if isinstance(x, Tracer):
             v = self.builder.const_ids.get(id(x))
@@ -253,22 +258,31 @@ class JaxprTrace(core.Trace):
         return self.stage(prim, list(consts) + list(args), new)
 
     def stage(self, prim, args, params):
-        to_atom = self.to_atom
-        inputs = [x.ir_var if type(x) is JaxprTracer and x._trace is self else to_atom(x)
-                  for x in args]
-        out_aval = prim.abstract_eval(*[a.aval for a in inputs], **params)
+        # The hot path of eager ``grad`` (every tangent operation is staged
+        # here): one pass over the arguments, no intermediate lists.
+        inputs = []
+        in_avals = []
+        const_ids = self.builder.const_ids
+        for x in args:
+            t = type(x)
+            if t is JaxprTracer and x._trace is self:
+                a = x.ir_var
+            elif t is np.ndarray:  # a residual of linearization, most often
+                a = const_ids.get(id(x))
+                if a is None:
+                    a = self.builder.const_var(x, _aval_of_ndarray(x))
+            else:
+                a = self.to_atom(x)
+            inputs.append(a)
+            in_avals.append(a.aval)
+        out_aval = prim.abstract_eval(*in_avals, **params)
         # As in NumPy, only Python scalars are weakly typed: results are strong.
         if prim.multiple_results:
-            out_aval = [a.strip_weak() for a in out_aval]
-        elif out_aval.weak_type:
-            out_aval = out_aval.strip_weak()
-        source = _custom_rule_get()
-        if prim.multiple_results:
-            outvars = [Var(a) for a in out_aval]
-            self.builder.eqns.append(core.Eqn(prim, inputs, outvars, params, source))
+            outvars = [Var(a.strip_weak()) for a in out_aval]
+            self.builder.eqns.append(core.Eqn(prim, inputs, outvars, params, _custom_rule_get()))
             return [JaxprTracer(self, v) for v in outvars]
-        v = Var(out_aval)
-        self.builder.eqns.append(core.Eqn(prim, inputs, [v], params, source))
+        v = Var(out_aval.strip_weak() if out_aval.weak_type else out_aval)
+        self.builder.eqns.append(core.Eqn(prim, inputs, [v], params, _custom_rule_get()))
         return JaxprTracer(self, v)
 
     def concrete_value(self, tracer, context):

@@ -63,20 +63,39 @@ def ufunc_result(ufunc, key):
     return np.asarray(out).dtype if weak else out.dtype, weak
 
 
+_AVAL_CACHE_SIZE = 4096
+
+
 def elementwise_abstract_eval(name, ufunc):
-    def rule(*avals, **params):
-        if len(avals) == 1:
-            a, = avals
-            dtype, weak = ufunc_result(ufunc, ((a.dtype, a.weak_type),))
-            return ShapedArray(a.shape, dtype, weak)
-        if len(avals) == 2:
-            a, b = avals
-            shape = a.shape if a.shape == b.shape else broadcast_shapes(name, a.shape, b.shape)
-            dtype, weak = ufunc_result(ufunc, ((a.dtype, a.weak_type), (b.dtype, b.weak_type)))
-            return ShapedArray(shape, dtype, weak)
+    """The shape/dtype rule of an elementwise primitive, memoized.
+
+    Results are cached per input types (shape, dtype, weak type of each
+    input), so staging the same operation again costs one dictionary lookup
+    and returns the same (immutable) ``ShapedArray``.
+    """
+    cache = {}
+
+    def compute(avals):
         shape = broadcast_shapes(name, *[a.shape for a in avals])
         dtype, weak = ufunc_result(ufunc, tuple((a.dtype, a.weak_type) for a in avals))
+        if len(cache) >= _AVAL_CACHE_SIZE:
+            cache.clear()
         return ShapedArray(shape, dtype, weak)
+
+    def rule(*avals):
+        if len(avals) == 2:
+            a, b = avals
+            key = (a.shape, a.dtype, a.weak_type, b.shape, b.dtype, b.weak_type)
+        elif len(avals) == 1:
+            a, = avals
+            key = (a.shape, a.dtype, a.weak_type)
+        else:
+            key = tuple((a.shape, a.dtype, a.weak_type) for a in avals)
+        out = cache.get(key)
+        if out is None:
+            out = cache[key] = compute(avals)
+        return out
+    rule.cache = cache
     return rule
 
 
@@ -149,8 +168,7 @@ def _broadcasting(fn):
 
 add_p = elementwise("add", np.add, [lambda t, ans, x, y: t, lambda t, ans, x, y: t],
                     passthrough=(0, 1))
-sub_p = elementwise("sub", np.subtract, [lambda t, ans, x, y: t, lambda t, ans, x, y: neg(t)],
-                    passthrough=(0, 1))
+sub_p = elementwise("sub", np.subtract)
 neg_p = elementwise("neg", np.negative, [lambda t, ans, x: neg(t)])
 
 
@@ -167,6 +185,27 @@ def _sub_transpose(ct, x, y):
             unbroadcast(neg(ct), y.aval) if is_undefined(y) else None)
 
 
+def _sub_jvp(primals, tangents):
+    # One tangent operation (``tx - ty``), not ``tx + neg(ty)``: the same
+    # numbers, one equation fewer to stage and transpose.
+    x, y = primals
+    tx, ty = tangents
+    ans = sub(x, y)
+    if tx is None or type(tx) is Zero:
+        if ty is None or type(ty) is Zero:
+            return ans, Zero.from_primal(ans)
+        out = neg(ty)
+    elif ty is None or type(ty) is Zero:
+        out = tx
+    else:
+        out = sub(tx, ty)
+    if out.shape != ans.shape:
+        out = B.broadcast_to(out, ans.shape)
+    return ans, out
+
+
+sub_p.jvp = _sub_jvp
+sub_p.jvp_takes_none = True
 add_p.transpose = _add_transpose
 sub_p.transpose = _sub_transpose
 neg_p.transpose = lambda ct, x: (neg(ct),)
@@ -201,8 +240,8 @@ def _mul_transpose(ct, x, y):
     if type(x) is UndefinedPrimal:
         if type(y) is UndefinedPrimal:
             raise TypeError("mul: transposition of a product of two linear values (not linear)")
-        return unbroadcast(mul_p.bind(ct, y), x.aval), None
-    return None, unbroadcast(mul_p.bind(x, ct), y.aval)
+        return unbroadcast(mul(ct, y), x.aval), None
+    return None, unbroadcast(mul(x, ct), y.aval)
 
 
 mul_p.transpose = _mul_transpose
@@ -234,7 +273,7 @@ log_p, log = _unary("log", np.log, lambda t, ans, x: div(t, x))
 log1p_p, log1p = _unary("log1p", np.log1p, lambda t, ans, x: div(t, add(x, 1)))
 expm1_p, expm1 = _unary("expm1", np.expm1, lambda t, ans, x: mul(t, add(ans, 1)))
 sin_p, sin = _unary("sin", np.sin, lambda t, ans, x: mul(t, cos(x)))
-cos_p, cos = _unary("cos", np.cos, lambda t, ans, x: neg(mul(t, sin(x))))
+cos_p, cos = _unary("cos", np.cos, lambda t, ans, x: mul(t, neg(sin(x))))
 tan_p, tan = _unary("tan", np.tan, lambda t, ans, x: mul(t, add(1, mul(ans, ans))))
 arcsin_p, arcsin = _unary("asin", np.arcsin, lambda t, ans, x: div(t, sqrt(sub(1, mul(x, x)))))
 arccos_p, arccos = _unary("acos", np.arccos,
@@ -446,37 +485,18 @@ select_p.transpose = _select_transpose
 
 
 # ---------------------------------------------------------------------------
-# Eager fast path: outside any transformation an elementwise function is one
-# NumPy ufunc call (plus the ndarray guarantee); otherwise it binds.
-
-_current_trace = core.current_trace
-_EVAL = core.EVAL_TRACE
-_ndarray = np.ndarray
-_asarray = np.asarray
+# The public functions: outside any transformation one NumPy ufunc call (the
+# eager-dispatch point is ``core.eager_dispatch``); otherwise they bind.
 
 
 def _fast(prim, ufunc):
-    def unary(x):
-        trace = _current_trace()
-        if trace is _EVAL:
-            out = ufunc(x)
-            return out if type(out) is _ndarray else _asarray(out)
-        return trace.process_primitive(prim, (x,), {})
-
-    def binary(x, y):
-        trace = _current_trace()
-        if trace is _EVAL:
-            try:
-                out = ufunc(x, y)
-            except ValueError:
-                # Report a shape mismatch as traced code does (naming the op).
-                broadcast_shapes(prim.name, np.shape(x), np.shape(y))
-                raise
-            return out if type(out) is _ndarray else _asarray(out)
-        return trace.process_primitive(prim, (x, y), {})
-
-    f = unary if ufunc.nin == 1 else binary
-    f.__name__ = f.__qualname__ = prim.name
+    """The public function of an elementwise primitive backed by ``ufunc``."""
+    if ufunc.nin == 1:
+        f = core.eager_dispatch(prim, ufunc, nin=1)
+    else:
+        # Report a shape mismatch as traced code does (naming the operation).
+        f = core.eager_dispatch(prim, ufunc, nin=2, on_error=lambda x, y: broadcast_shapes(
+            prim.name, np.shape(x), np.shape(y)))
     f.__doc__ = f"Elementwise {prim.name} (NumPy's {ufunc.__name__})."
     return f
 
