@@ -390,7 +390,7 @@ class CustomVJPCallPrimitive(Primitive):
 # ``EAGER_FAST_PATHS`` (tests check each against the bound primitive).
 
 
-EAGER_FAST_PATHS = {}  # name -> (primitive, public function)
+EAGER_FAST_PATHS = []  # (primitive, public function), in definition order
 
 
 def is_eager():
@@ -447,10 +447,11 @@ def eager_dispatch(prim, eager, nin=None, traced=None, on_error=None, name=None)
             return traced(*args, **kwargs)
         f.__wrapped__ = traced
         f.__doc__ = traced.__doc__
+        f.__module__ = traced.__module__
     f.__name__ = f.__qualname__ = name
     f.primitive = prim
     f.eager = eager
-    EAGER_FAST_PATHS[name] = (prim, f)
+    EAGER_FAST_PATHS.append((prim, f))
     return f
 
 

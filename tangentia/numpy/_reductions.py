@@ -8,6 +8,7 @@ import math
 
 import numpy as _np
 
+from .. import core as _core
 from ..primitives import elementwise as _E
 from ..primitives import misc as _M
 from ..primitives import reductions as _R
@@ -16,7 +17,7 @@ from ._constants import float64, inf, int64, nan
 from ._conversion import _in, asarray, astype
 from ._elementwise import isclose, isnan, logical_and, logical_not, logical_or, sqrt, where
 from ._shapes import broadcast_shapes, concatenate, ndim, ravel, shape
-from ._util import _EVAL, _aval, _axes, _axis, _current_trace, _eager, _is_tracer
+from ._util import _aval, _axes, _axis, _eager, _is_tracer
 
 
 # ---------------------------------------------------------------------------
@@ -34,11 +35,6 @@ def _reduce(prim_fn, fname, a, axis, keepdims, dtype=None):
     return out
 
 
-def _eager_reduce(ufunc, a, axis, keepdims, dtype=None):
-    out = ufunc.reduce(a, axis=axis, dtype=dtype, keepdims=keepdims)
-    return out if type(out) is _np.ndarray else _np.asarray(out)
-
-
 def _check_nonempty(a, axis, fname):
     av = _aval(a)
     axes = _axes(axis, av.ndim, fname)
@@ -47,44 +43,40 @@ def _check_nonempty(a, axis, fname):
                          f"no identity (shape {av.shape})")
 
 
-def sum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+def _sum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
     """Sum along ``axis`` (of all entries if ``axis`` is None)."""
-    if type(a) is _np.ndarray and where is None and initial is None and \
-            _current_trace() is _EVAL:  # eager fast path
-        out = _np.add.reduce(a, axis=axis, dtype=dtype, keepdims=keepdims)
-        return out if type(out) is _np.ndarray else _np.asarray(out)
     if where is not None:
         a = _E.select(asarray(where) if not _is_tracer(where) else where, a, 0)
     out = _reduce(_R.reduce_sum, "sum", a, axis, keepdims, dtype)
     return out if initial is None else _E.add(out, initial)
 
 
-def prod(a, axis=None, dtype=None, keepdims=False, initial=None):
+def _prod(a, axis=None, dtype=None, keepdims=False, initial=None):
     """Product along ``axis`` (of all entries if ``axis`` is None)."""
-    if type(a) is _np.ndarray and initial is None and _current_trace() is _EVAL:
-        return _eager_reduce(_np.multiply, a, axis, keepdims, dtype)
     out = _reduce(_R.reduce_prod, "prod", a, axis, keepdims, dtype)
     return out if initial is None else _E.mul(out, initial)
 
 
-def max(a, axis=None, keepdims=False, initial=None):
+def _max(a, axis=None, keepdims=False, initial=None):
     """Maximum along ``axis`` (of all entries if ``axis`` is None)."""
-    if type(a) is _np.ndarray and initial is None and a.size and _current_trace() is _EVAL:
-        return _eager_reduce(_np.maximum, a, axis, keepdims)
     _check_nonempty(a, axis, "max")
     out = _reduce(_R.reduce_max, "max", a, axis, keepdims)
     return out if initial is None else _E.maximum(out, initial)
 
 
-def min(a, axis=None, keepdims=False, initial=None):
+def _min(a, axis=None, keepdims=False, initial=None):
     """Minimum along ``axis`` (of all entries if ``axis`` is None)."""
-    if type(a) is _np.ndarray and initial is None and a.size and _current_trace() is _EVAL:
-        return _eager_reduce(_np.minimum, a, axis, keepdims)
     _check_nonempty(a, axis, "min")
     out = _reduce(_R.reduce_min, "min", a, axis, keepdims)
     return out if initial is None else _E.minimum(out, initial)
 
 
+# Outside any transformation these are one ufunc reduction (the eager kernels
+# live in primitives.reductions, the dispatch in core.eager_dispatch).
+sum = _core.eager_dispatch(_R.reduce_sum_p, _R.eager_sum, traced=_sum, name="sum")
+prod = _core.eager_dispatch(_R.reduce_prod_p, _R.eager_prod, traced=_prod, name="prod")
+max = _core.eager_dispatch(_R.reduce_max_p, _R.eager_max, traced=_max, name="max")
+min = _core.eager_dispatch(_R.reduce_min_p, _R.eager_min, traced=_min, name="min")
 amax, amin = max, min
 
 

@@ -127,3 +127,36 @@ cumsum_p.batch = _cumsum_batch
 def cumsum(x, axis, reverse=False):
     return cumsum_p.bind(x, axis=int(axis), reverse=bool(reverse))
 
+
+# ---------------------------------------------------------------------------
+# Eager kernels of the NumPy-style reductions (``tangentia.numpy.sum``, ...),
+# used through the eager-dispatch point ``core.eager_dispatch``: outside any
+# transformation, one ufunc reduction on an ndarray (NumPy's ``np.sum`` & co.
+# add a Python layer costing more than the reduction itself on small arrays).
+# They return ``NotImplemented`` for what only the traced path handles
+# (non-ndarray inputs, ``initial``/``where``, empty max/min), which then runs.
+
+
+def eager_sum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+    if type(a) is not np.ndarray or initial is not None or where is not None:
+        return NotImplemented
+    return np.add.reduce(a, axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def eager_prod(a, axis=None, dtype=None, keepdims=False, initial=None):
+    if type(a) is not np.ndarray or initial is not None:
+        return NotImplemented
+    return np.multiply.reduce(a, axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def _eager_extremum(ufunc):
+    def kernel(a, axis=None, keepdims=False, initial=None):
+        if type(a) is not np.ndarray or initial is not None or not a.size:
+            return NotImplemented
+        return ufunc.reduce(a, axis=axis, keepdims=keepdims)
+    kernel.__name__ = f"eager_{ufunc.__name__}"
+    return kernel
+
+
+eager_max = _eager_extremum(np.maximum)
+eager_min = _eager_extremum(np.minimum)
