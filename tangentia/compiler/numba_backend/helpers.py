@@ -98,10 +98,10 @@ def _index(i, n):
 
 @numba.njit(cache=True)
 def _lgamma(x):
-    """scipy.special.gammaln: infinite at -inf and at subnormal arguments (Cephes)."""
+    """scipy.special.gammaln: infinite at -inf and where 1/x overflows (Cephes)."""
     if x == -math.inf:
         return x
-    if x != 0 and abs(x) < 2.2250738585072014e-308:
+    if x != 0 and math.isinf(1.0 / x):   # Cephes works with 1/x there
         return math.inf
     return math.lgamma(x)
 

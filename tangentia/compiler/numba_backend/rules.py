@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import Literal
-from .codegen import (AV, LV, SV, ZV, SMALL, BLAS_MIN_FLOPS, _I8, _bidx, _cast,
+from .codegen import (AV, LV, SV, ZV, SMALL, BLAS_MIN_FLOPS, _F4, _I8, _bidx, _cast,
                       _dt, _is_float0, _kernel_table, _lit, _ravel, _shape_str, _size, _small,
                       _wrap)
 
@@ -26,6 +26,9 @@ def _loop_dtypes(eqn):
         res = ufunc.resolve_dtypes(tuple(spec) + (None,))
     except Exception:  # noqa: BLE001 - no such loop: compute in the output dtype
         return [out] * len(eqn.inputs), out
+    # numba has no float16: a float16 loop (e.g. signbit of a boolean) runs in
+    # float32, exact for the values such inputs can have
+    res = [_F4 if d == np.float16 else d for d in res]
     return list(res[:-1]), res[-1]
 
 
