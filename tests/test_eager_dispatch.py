@@ -210,7 +210,7 @@ def test_inlined_jvp_agrees_with_the_jvp_rule(prim, fn, which):
         _same(np.asarray(tan[0]), np.asarray(rule_tan), f"{prim.name} tangent ({which})")
 
 
-def test_sub_and_cos_tangents_are_one_equation_with_the_same_numbers():
+def test_add_sub_and_cos_tangents_are_one_equation_with_the_same_numbers():
     x, y = np.linspace(0.1, 0.9, 5), np.linspace(-1.0, 2.0, 5)
     tx, ty = np.cos(3 * x), np.sin(2 * y)
     _, lin = tg.linearize(lambda a, b: tnp.cos(a - b), x, y)
@@ -225,6 +225,12 @@ def test_sub_and_cos_tangents_are_one_equation_with_the_same_numbers():
     np.testing.assert_array_equal(t, np.full((2, 5), 2.0))
     _, t = tg.jvp(lambda b: xb - b, (y,), (ty,))
     np.testing.assert_array_equal(t, np.broadcast_to(-ty, (2, 5)))
+    # add: tx + ty in one equation, broadcasting and promoting like the primal.
+    _, t = tg.jvp(lambda a, b: a + b, (xb.astype(np.float32), y), (np.ones((2, 1), np.float32), ty))
+    assert t.dtype == np.float64 and t.shape == (2, 5)
+    np.testing.assert_array_equal(t, 1.0 + np.broadcast_to(ty, (2, 5)))
+    _, lin = tg.linearize(lambda a, b: a + b, x, y)
+    assert [e.prim.name for e in tg.make_jaxpr(lin)(tx, ty).jaxpr.eqns] == ["add_any"]
     g = tg.grad(lambda a, b: tnp.sum(tnp.cos(a - b) * (a - b)), argnums=(0, 1))(x, y)
     want = np.cos(x - y) - (x - y) * np.sin(x - y)
     np.testing.assert_allclose(g[0], want, rtol=1e-14)

@@ -104,6 +104,8 @@ def dce_jaxpr(jaxpr):
 
 
 _aval_of_ndarray = core.aval_of_ndarray
+_ndarray = np.ndarray
+_Eqn = core.Eqn
 _WEAK_SCALAR_AVALS = {t: core.get_aval(t()) for t in (int, float, bool, complex)}
 
 
@@ -130,9 +132,12 @@ class JaxprTrace(core.Trace):
 
     def to_atom(self, x):
         t = type(x)
-        if t is np.ndarray:  # the common constant: a residual of linearization
+        if t is _ndarray:  # the common constant: a residual of linearization
             v = self.builder.const_ids.get(id(x))
             return v if v is not None else self.builder.const_var(x, _aval_of_ndarray(x))
+        aval = _WEAK_SCALAR_AVALS.get(t)
+        if aval is not None:  # a Python scalar
+            return Literal(x, aval)
         if t is JaxprTracer and x._trace is self:
             return x.ir_var
         if isinstance(x, Tracer):
@@ -141,9 +146,6 @@ class JaxprTrace(core.Trace):
                 return v
             self.check_foreign(x)
             return self.builder.const_var(x)
-        aval = _WEAK_SCALAR_AVALS.get(type(x))
-        if aval is not None:
-            return Literal(x, aval)
         if isinstance(x, (np.ndarray, np.generic)) and x.ndim == 0 and not isinstance(x, np.ndarray):
             return Literal(x, core.get_aval(x))
         if not isinstance(x, np.ndarray):
@@ -260,17 +262,18 @@ class JaxprTrace(core.Trace):
     def stage(self, prim, args, params):
         # The hot path of eager ``grad`` (every tangent operation is staged
         # here): one pass over the arguments, no intermediate lists.
+        builder = self.builder
+        const_ids = builder.const_ids
         inputs = []
         in_avals = []
-        const_ids = self.builder.const_ids
         for x in args:
             t = type(x)
             if t is JaxprTracer and x._trace is self:
                 a = x.ir_var
-            elif t is np.ndarray:  # a residual of linearization, most often
+            elif t is _ndarray:  # a residual of linearization, most often
                 a = const_ids.get(id(x))
                 if a is None:
-                    a = self.builder.const_var(x, _aval_of_ndarray(x))
+                    a = builder.const_var(x, _aval_of_ndarray(x))
             else:
                 a = self.to_atom(x)
             inputs.append(a)
@@ -279,10 +282,10 @@ class JaxprTrace(core.Trace):
         # As in NumPy, only Python scalars are weakly typed: results are strong.
         if prim.multiple_results:
             outvars = [Var(a.strip_weak()) for a in out_aval]
-            self.builder.eqns.append(core.Eqn(prim, inputs, outvars, params, _custom_rule_get()))
+            builder.eqns.append(_Eqn(prim, inputs, outvars, params, _custom_rule_get()))
             return [JaxprTracer(self, v) for v in outvars]
         v = Var(out_aval.strip_weak() if out_aval.weak_type else out_aval)
-        self.builder.eqns.append(core.Eqn(prim, inputs, [v], params, _custom_rule_get()))
+        builder.eqns.append(_Eqn(prim, inputs, [v], params, _custom_rule_get()))
         return JaxprTracer(self, v)
 
     def concrete_value(self, tracer, context):

@@ -166,8 +166,7 @@ def _broadcasting(fn):
 # The public functions (add, mul, sin, ...) are defined at the end of this
 # module, with an eager fast path; rules below refer to them by name.
 
-add_p = elementwise("add", np.add, [lambda t, ans, x, y: t, lambda t, ans, x, y: t],
-                    passthrough=(0, 1))
+add_p = elementwise("add", np.add)
 sub_p = elementwise("sub", np.subtract)
 neg_p = elementwise("neg", np.negative, [lambda t, ans, x: neg(t)])
 
@@ -185,27 +184,35 @@ def _sub_transpose(ct, x, y):
             unbroadcast(neg(ct), y.aval) if is_undefined(y) else None)
 
 
-def _sub_jvp(primals, tangents):
-    # One tangent operation (``tx - ty``), not ``tx + neg(ty)``: the same
-    # numbers, one equation fewer to stage and transpose.
-    x, y = primals
-    tx, ty = tangents
-    ans = sub(x, y)
-    if tx is None or type(tx) is Zero:
-        if ty is None or type(ty) is Zero:
-            return ans, Zero.from_primal(ans)
-        out = neg(ty)
-    elif ty is None or type(ty) is Zero:
-        out = tx
-    else:
-        out = sub(tx, ty)
-    if out.shape != ans.shape:
-        out = B.broadcast_to(out, ans.shape)
-    return ans, out
+def _additive_jvp(prim, neg_second):
+    """JVP of ``x + y`` / ``x - y``: one tangent operation (``tx + ty``,
+    ``tx - ty``), broadcast to the output's shape; the same numbers as
+    per-argument rules summed, with fewer equations to stage and transpose."""
+    def rule(primals, tangents):
+        x, y = primals
+        tx, ty = tangents
+        ans = sub(x, y) if neg_second else add(x, y)
+        if tx is None or type(tx) is Zero:
+            if ty is None or type(ty) is Zero:
+                return ans, Zero.from_primal(ans)
+            out = neg(ty) if neg_second else ty
+        elif ty is None or type(ty) is Zero:
+            out = tx
+        elif neg_second:
+            out = sub(tx, ty)
+        elif tx.shape == ty.shape and tx.dtype == ty.dtype:
+            out = ad.add_any(tx, ty)
+        else:
+            out = add(tx, ty)
+        if out.shape != ans.shape:
+            out = B.broadcast_to(out, ans.shape)
+        return ans, out
+    prim.jvp = rule
+    prim.jvp_takes_none = True
 
 
-sub_p.jvp = _sub_jvp
-sub_p.jvp_takes_none = True
+_additive_jvp(add_p, neg_second=False)
+_additive_jvp(sub_p, neg_second=True)
 add_p.transpose = _add_transpose
 sub_p.transpose = _sub_transpose
 neg_p.transpose = lambda ct, x: (neg(ct),)
