@@ -64,7 +64,7 @@ from numba.core import errors as NE
 
 from ..backend import Backend, register_backend
 from . import helpers
-from .codegen import SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _small, AV, ZV
+from .codegen import SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _small, _weight, AV, ZV
 from .rules import ELEMENTWISE, FUSIBLE, RULES, all_primitives, lowering_paths
 
 __all__ = ["NumbaBackend", "all_primitives", "lowering_paths", "SMALL"]
@@ -194,7 +194,7 @@ def _compile_program(jaxpr):
     glb = dict(glb, _jit=numba.njit(cache=not objmode, nogil=not objmode, **_NJIT_OPTIONS))
     mod = _load_module(source, glb)
     disp = mod.program
-    with _Progress(f"a program of {len(jaxpr.eqns)} equations"), _fast_typing():
+    with _Progress(f"a program of {_weight(jaxpr)} equations"), _fast_typing():
         disp.compile(_arg_types(jaxpr, consts))
     return _wrapper(disp, jaxpr, consts, source)
 
