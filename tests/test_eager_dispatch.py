@@ -229,6 +229,9 @@ def test_add_sub_and_cos_tangents_are_one_equation_with_the_same_numbers():
     _, t = tg.jvp(lambda a, b: a + b, (xb.astype(np.float32), y), (np.ones((2, 1), np.float32), ty))
     assert t.dtype == np.float64 and t.shape == (2, 5)
     np.testing.assert_array_equal(t, 1.0 + np.broadcast_to(ty, (2, 5)))
+    # Python scalar tangents (tg.jvp accepts them).
+    assert tg.jvp(lambda a, b: a + b, (1.0, 2.0), (1.0, 3.0))[1] == 4.0
+    assert tg.jvp(lambda a, b: a - b, (1.0, 2.0), (1.0, 3.0))[1] == -2.0
     _, lin = tg.linearize(lambda a, b: a + b, x, y)
     assert [e.prim.name for e in tg.make_jaxpr(lin)(tx, ty).jaxpr.eqns] == ["add_any"]
     g = tg.grad(lambda a, b: tnp.sum(tnp.cos(a - b) * (a - b)), argnums=(0, 1))(x, y)

@@ -200,12 +200,12 @@ def _additive_jvp(prim, neg_second):
             out = tx
         elif neg_second:
             out = sub(tx, ty)
-        elif tx.shape == ty.shape and tx.dtype == ty.dtype:
-            out = ad.add_any(tx, ty)
         else:
-            out = add(tx, ty)
-        if out.shape != ans.shape:
-            out = B.broadcast_to(out, ans.shape)
+            a, b = core.get_aval(tx), core.get_aval(ty)
+            out = ad.add_any(tx, ty) if a.shape == b.shape and a.dtype == b.dtype else add(tx, ty)
+        shape = ans.shape  # ans is an ndarray or a tracer; tangents may be Python scalars
+        if core.get_aval(out).shape != shape:
+            out = B.broadcast_to(out, shape)
         return ans, out
     prim.jvp = rule
     prim.jvp_takes_none = True
