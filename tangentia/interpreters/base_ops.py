@@ -33,8 +33,7 @@ def unchanged(x):
     Eagerly, Python and NumPy scalars become arrays, as the output of a bound
     primitive would; under a transformation the value is kept as it is.
     """
-    if type(x) is np.ndarray or isinstance(x, core.Tracer) or \
-            core.current_trace() is not core.EVAL_TRACE:
+    if type(x) is np.ndarray or isinstance(x, core.Tracer) or not core.is_eager():
         return x
     return np.asarray(x)
 

@@ -13,9 +13,6 @@ import numpy as _np
 from .. import core as _core
 from ..core import Tracer as _Tracer
 
-_current_trace = _core.current_trace
-_EVAL = _core.EVAL_TRACE
-
 
 def _aval(x):
     return _core.get_aval(x)
@@ -27,7 +24,7 @@ def _is_tracer(x):
 
 def _eager(*arrays):
     """True outside every transformation, with no traced argument."""
-    return _current_trace() is _EVAL and not builtins.any(_is_tracer(a) for a in arrays)
+    return _core.is_eager() and not builtins.any(_is_tracer(a) for a in arrays)
 
 
 def _flat_seq(a):
