@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import Literal
+from ...primitives.control_flow import split
 from .codegen import (AV, LV, SV, ZV, SMALL, BLAS_MIN_FLOPS, _F4, _I8, _bidx, _cast,
                       _dt, _is_float0, _kernel_table, _lit, _ravel, _shape_str, _size, _small,
                       _wrap)
@@ -604,13 +605,6 @@ def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k):
 # Control flow and calls
 
 
-def _split(seq, *sizes):
-    out, i = [], 0
-    for n in sizes:
-        out.append(list(seq[i:i + n]))
-        i += n
-    out.append(list(seq[i:]))
-    return out
 
 
 def _carry_init(g, avals, vals):
@@ -622,7 +616,7 @@ def _carry_init(g, avals, vals):
 
 def _while(g, eqn, ins):
     p = eqn.params
-    cc, bc, carry = _split(ins, p["cond_nconsts"], p["body_nconsts"])
+    cc, bc, carry = split(ins, p["cond_nconsts"], p["body_nconsts"])
     cc = [g.settle(v) for v in cc]
     bc = [g.settle(v) for v in bc]
     avals = [v.aval for v in eqn.outputs]
@@ -645,7 +639,7 @@ def _scan(g, eqn, ins):
     nc, ncar, length = p["num_consts"], p["num_carry"], p["length"]
     if length == 1:
         return _scan_once(g, eqn, ins)
-    consts, carry, xs = _split(ins, nc, ncar)
+    consts, carry, xs = split(ins, nc, ncar)
     consts = [g.settle(v) for v in consts]
     xs = [v if type(v) is ZV else g.array(v) for v in xs]
     body = p["jaxpr"]
@@ -699,7 +693,7 @@ def _scan_once(g, eqn, ins):
     """A scan of length 1: its body, inlined (no loop, no stacked buffers)."""
     p = eqn.params
     nc, ncar = p["num_consts"], p["num_carry"]
-    consts, carry, xs = _split(ins, nc, ncar)
+    consts, carry, xs = split(ins, nc, ncar)
     x_vals = [_drop_leading(g, x) for x in xs]
     outs = g.lower_jaxpr(p["jaxpr"], consts + carry + x_vals)
     return outs[:ncar] + [_add_leading(g, y) for y in outs[ncar:]]
