@@ -27,7 +27,6 @@ from .interpreters import ad
 from .interpreters import partial_eval as pe
 from .interpreters.ad import custom_lin_p  # noqa: F401 - the backends find it here
 from ._messages import fun_name as _fun_name
-from ._traceback_util import api_boundary
 from .tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 
 __all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "CustomVJPPrimal", "closure_convert",
@@ -282,7 +281,6 @@ class custom_jvp(_CustomFunction):
 
         self.defjvp(jvp)
 
-    @api_boundary
     def __call__(self, *args, **kwargs):
         name = _fun_name(self.fun)
         if self.jvp is None:
@@ -395,7 +393,6 @@ class custom_vjp(_CustomFunction):
                                 f"callable, got {type(f).__name__}")
         self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
 
-    @api_boundary
     def __call__(self, *args, **kwargs):
         name = _fun_name(self.fun)
         if self.fwd is None:
