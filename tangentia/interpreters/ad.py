@@ -89,11 +89,7 @@ register_leaf_type(JVPTracer)
 
 
 class JVPTrace(core.Trace):
-    __slots__ = ("tag",)
-
-    def __init__(self, parent, tag=None):
-        super().__init__(parent)
-        self.tag = tag
+    __slots__ = ()
 
     def describe(self):
         return "differentiation (jvp/grad)"
@@ -502,19 +498,6 @@ def linearize_flat(fun, primals, differentiable=None, aux_holder=None):
         jvp_trace.alive = False
         pe_trace.alive = False
     return out_primals, jaxpr, consts, out_tan_avals, aux
-
-
-def vjp_flat(fun, primals, differentiable=None):
-    """Reverse mode as linearize + transpose. Returns (outs, pullback, jaxpr)."""
-    outs, jaxpr, consts, out_avals, _ = linearize_flat(fun, primals, differentiable)
-    in_avals = [v.aval for v in jaxpr.invars]
-
-    def pullback(cts):
-        res = backward_pass(jaxpr, consts, cts)
-        return [zeros_like_aval(a) if c is None or type(c) is Zero else c
-                for c, a in zip(res, in_avals)]
-
-    return outs, pullback, jaxpr
 
 
 # ---------------------------------------------------------------------------

@@ -16,7 +16,6 @@ from .ad import add_any_p
 from .base_ops import batch_size, broadcast_front, materialize, move_axis, move_to_front  # noqa: F401
 from .base_ops import reduce_sum
 
-not_mapped = None
 _set_trace = core._trace_ctx.set
 _reset_trace = core._trace_ctx.reset
 

@@ -501,7 +501,3 @@ def close_or_hoist(jaxpr, consts):
     return (core.Jaxpr([], hoisted_vars + list(closed.invars), closed.eqns, closed.outvars),
             [c for c, t in zip(consts, traced) if t])
 
-
-def close_consts(jaxpr, consts):
-    """Turn concrete consts into ``constant`` equations; tracer consts must not occur."""
-    return _close_over(jaxpr, consts)
