@@ -17,11 +17,13 @@ import math
 import numpy as np
 import scipy.special as _sc
 
-from .elementwise import add, elementwise, exp, mul, neg, sub
+from .elementwise import add, elementwise, exp, gt, log, log1p, mul, neg, power, select, sub
 
 __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "polygamma", "ndtr", "ndtri",
-           "log_ndtr", "erf_p", "erfc_p", "erfinv_p", "lgamma_p", "digamma_p", "polygamma_p",
-           "ndtr_p", "ndtri_p", "log_ndtr_p"]
+           "log_ndtr", "gamma", "rgamma", "gammasgn", "beta", "betaln", "gammainc", "gammaincc",
+           "betainc", "erf_p", "erfc_p", "erfinv_p", "lgamma_p", "digamma_p", "polygamma_p",
+           "ndtr_p", "ndtri_p", "log_ndtr_p", "gamma_p", "rgamma_p", "gammasgn_p", "beta_p",
+           "betaln_p", "gammainc_p", "gammaincc_p", "betainc_p"]
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0
@@ -70,6 +72,82 @@ def _log_ndtr_jvp(t, ans, x):
 log_ndtr_p = elementwise("log_ndtr", _sc.log_ndtr, [_log_ndtr_jvp])
 
 
+# Gamma and beta functions.  gamma' = gamma * digamma, rgamma' = -rgamma * digamma,
+# d/da betaln(a, b) = digamma(a) - digamma(a + b) (and the same for beta, times beta).
+gamma_p = elementwise("gamma", _sc.gamma, [lambda t, ans, x: mul(t, mul(ans, digamma(x)))])
+rgamma_p = elementwise("rgamma", _sc.rgamma,
+                       [lambda t, ans, x: mul(t, neg(mul(ans, digamma(x))))])
+gammasgn_p = elementwise("gammasgn", _sc.gammasgn, zero_jvp=True)
+
+
+def _dbetaln(which):
+    def fn(t, ans, a, b):
+        return mul(t, sub(digamma(a if which == 0 else b), digamma(add(a, b))))
+    return fn
+
+
+def _dbeta(which):
+    def fn(t, ans, a, b):
+        return mul(_dbetaln(which)(t, ans, a, b), ans)
+    return fn
+
+
+betaln_p = elementwise("betaln", _sc.betaln, [_dbetaln(0), _dbetaln(1)])
+beta_p = elementwise("beta", _sc.beta, [_dbeta(0), _dbeta(1)])
+
+
+# Regularized incomplete gamma and beta functions.  Their derivatives with
+# respect to x are densities, written as exp(log-density) so that they stay
+# finite where x^(a-1) overflows and exp(-x) underflows; at x == 0 the power
+# form x^(a-1) (1 at a == 1, where (a-1) log x would be 0 * -inf) is used.
+# Derivatives with respect to the shape parameters are not implemented (JAX
+# has none for betainc); the rule raises an error naming the argument.
+
+
+def _no_shape_derivative(fname, argname):
+    def fn(t, ans, *primals):
+        raise NotImplementedError(
+            f"{fname}: the derivative with respect to argument '{argname}' (a shape "
+            f"parameter) is not implemented; only the derivative with respect to 'x' is")
+    return fn
+
+
+def _xpow_density(log_rest, x, a):
+    """``x^(a-1) * exp(log_rest)``, with the x == 0 limit taken from ``power``."""
+    pos = gt(x, 0)
+    safe_x = select(pos, x, 1.0)
+    dens = exp(add(mul(sub(a, 1), log(safe_x)), log_rest))
+    return select(pos, dens, mul(power(x, sub(a, 1)), exp(log_rest)))
+
+
+def _gammainc_dx(t, ans, a, x):
+    # d/dx P(a, x) = x^(a-1) exp(-x) / Gamma(a)
+    return mul(t, _xpow_density(sub(neg(x), gammaln(a)), x, a))
+
+
+gammainc_p = elementwise("gammainc", _sc.gammainc,
+                         [_no_shape_derivative("gammainc", "a"), _gammainc_dx])
+gammaincc_p = elementwise("gammaincc", _sc.gammaincc,
+                          [_no_shape_derivative("gammaincc", "a"),
+                           lambda t, ans, a, x: neg(_gammainc_dx(t, ans, a, x))])
+
+
+def _betainc_dx(t, ans, a, b, x):
+    # d/dx I_x(a, b) = x^(a-1) (1-x)^(b-1) / B(a, b)
+    q = sub(1.0, x)
+    inside = gt(q, 0)
+    log_q_term = mul(sub(b, 1), log1p(neg(select(inside, x, 0.0))))
+    dens = _xpow_density(sub(log_q_term, betaln(a, b)), x, a)
+    # at x == 1 the (1-x)^(b-1) factor by its power form, as x^(a-1) at 0
+    edge = mul(power(q, sub(b, 1)), exp(neg(betaln(a, b))))
+    return mul(t, select(inside, dens, edge))
+
+
+betainc_p = elementwise("betainc", _sc.betainc,
+                        [_no_shape_derivative("betainc", "a"),
+                         _no_shape_derivative("betainc", "b"), _betainc_dx])
+
+
 def erf(x):
     return erf_p.bind(x)
 
@@ -104,3 +182,35 @@ def ndtri(x):
 
 def log_ndtr(x):
     return log_ndtr_p.bind(x)
+
+
+def gamma(x):
+    return gamma_p.bind(x)
+
+
+def rgamma(x):
+    return rgamma_p.bind(x)
+
+
+def gammasgn(x):
+    return gammasgn_p.bind(x)
+
+
+def beta(a, b):
+    return beta_p.bind(a, b)
+
+
+def betaln(a, b):
+    return betaln_p.bind(a, b)
+
+
+def gammainc(a, x):
+    return gammainc_p.bind(a, x)
+
+
+def gammaincc(a, x):
+    return gammaincc_p.bind(a, x)
+
+
+def betainc(a, b, x):
+    return betainc_p.bind(a, b, x)

@@ -4,7 +4,9 @@ Two kinds of functions live here:
 
 * thin wrappers of special-function *primitives* (``erf``, ``erfc``,
   ``erfinv``, ``gammaln``, ``digamma``, ``polygamma``, ``ndtr``, ``ndtri``,
-  ``log_ndtr``; see ``tangentia/primitives/special.py``), which promote
+  ``log_ndtr``, ``gamma``, ``rgamma``, ``gammasgn``, ``beta``, ``betaln``,
+  ``gammainc``, ``gammaincc``, ``betainc``; see
+  ``tangentia/primitives/special.py``), which promote
   integer inputs to float64 and check their arguments;
 * functions written with ``tnp`` and given **custom derivative rules** where
   the rule is more stable or cheaper than differentiating the composition
@@ -31,7 +33,9 @@ from ..primitives import special as _P
 from ..primitives import structural as _S
 
 __all__ = ["expit", "logit", "logsumexp", "xlogy", "xlog1py", "erf", "erfc", "erfinv", "gammaln",
-           "digamma", "polygamma", "log_ndtr", "ndtr", "ndtri", "softmax", "log_softmax"]
+           "digamma", "polygamma", "log_ndtr", "ndtr", "ndtri", "softmax", "log_softmax",
+           "gamma", "rgamma", "gammasgn", "loggamma", "psi", "beta", "betaln", "gammainc",
+           "gammaincc", "betainc", "entr", "multigammaln"]
 
 
 # ---------------------------------------------------------------------------
@@ -387,6 +391,94 @@ def log_ndtr(x, series_order=3):
         raise ValueError(f"log_ndtr: argument 'series_order' must be in [0, 30], got "
                          f"{series_order}")
     return _P.log_ndtr(_inexact("log_ndtr", "x", x))
+
+
+def gamma(x):
+    """The Gamma function (``inf`` at 0 and the negative integers, as SciPy)."""
+    return _P.gamma(_inexact("gamma", "x", x))
+
+
+def rgamma(x):
+    """``1 / gamma(x)`` (0 at the poles of gamma)."""
+    return _P.rgamma(_inexact("rgamma", "x", x))
+
+
+def gammasgn(x):
+    """The sign of ``gamma(x)`` (derivative 0)."""
+    return _P.gammasgn(_inexact("gammasgn", "x", x))
+
+
+def loggamma(x):
+    """``log(gamma(x))`` for real ``x``: ``gammaln`` for ``x >= 0``, NaN for ``x < 0`` (SciPy)."""
+    x = _inexact("loggamma", "x", x)
+    return tnp.where(tnp.less(x, 0), np.nan, _P.gammaln(x))
+
+
+psi = digamma
+
+
+def _promote_all(fname, names, args):
+    """Promote several arguments together (Python numbers weakly, like NumPy)."""
+    args = [_inexact(fname, n, a, True) for n, a in zip(names, args)]
+    arrays = [a for a in args if type(a) is not float]
+    if not arrays:
+        return [np.asarray(a, np.float64) for a in args]
+    dt = np.result_type(*[_dtype_of(a) for a in arrays])
+    return [np.asarray(a, dt) if type(a) is float else
+            (a if _dtype_of(a) == dt else tnp.astype(a, dt)) for a in args]
+
+
+def beta(a, b):
+    """The Beta function ``gamma(a) gamma(b) / gamma(a + b)``."""
+    return _P.beta(*_promote_all("beta", ("a", "b"), (a, b)))
+
+
+def betaln(a, b):
+    """``log|beta(a, b)|``, accurate for large arguments."""
+    return _P.betaln(*_promote_all("betaln", ("a", "b"), (a, b)))
+
+
+def gammainc(a, x):
+    """The regularized lower incomplete gamma function ``P(a, x)``.
+
+    Differentiable with respect to ``x``; the derivative with respect to ``a``
+    raises ``NotImplementedError``.
+    """
+    return _P.gammainc(*_promote_all("gammainc", ("a", "x"), (a, x)))
+
+
+def gammaincc(a, x):
+    """The regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``."""
+    return _P.gammaincc(*_promote_all("gammaincc", ("a", "x"), (a, x)))
+
+
+def betainc(a, b, x):
+    """The regularized incomplete beta function ``I_x(a, b)``.
+
+    Differentiable with respect to ``x``; derivatives with respect to ``a`` and
+    ``b`` raise ``NotImplementedError`` (as in JAX).
+    """
+    return _P.betainc(*_promote_all("betainc", ("a", "b", "x"), (a, b, x)))
+
+
+def entr(x):
+    """``-x log(x)`` for ``x > 0``, 0 at 0, ``-inf`` for ``x < 0`` (SciPy's ``entr``)."""
+    x = _inexact("entr", "x", x)
+    neg = tnp.less(x, 0)
+    safe = tnp.where(neg, 1.0, x)
+    return tnp.where(neg, -np.inf, tnp.negative(xlogy(safe, safe)))
+
+
+def multigammaln(a, d):
+    """The log of the multivariate gamma function of dimension ``d`` (a Python int)."""
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise ValueError(f"multigammaln: argument 'd' must be a positive Python int, got {d!r:.60}")
+    a = _inexact("multigammaln", "a", a)
+    d = int(d)
+    const = d * (d - 1) / 4.0 * np.log(np.pi)
+    js = np.arange(d, dtype=_dtype_of(a))
+    terms = gammaln(tnp.subtract(tnp.expand_dims(a, -1), js / 2.0))
+    return tnp.add(tnp.sum(terms, axis=-1), np.asarray(const, _dtype_of(a)))
 
 
 # ---------------------------------------------------------------------------
