@@ -464,6 +464,39 @@ def test_source_fuses_and_scalarizes():
     assert src.count("np.empty") == 1, src           # one output, no temporaries
 
 
+def _rk_loop(th):
+    """A while loop of Runge-Kutta stages on a 2-element state (pendulum-like)."""
+    def f(y):
+        return tnp.stack([y[1], -th[0] * tnp.sin(y[0]) - th[1] * y[1]])
+
+    def body(c):
+        i, y = c
+        h = 0.05
+        k1 = f(y)
+        k2 = f(y + h / 2 * k1)
+        k3 = f(y + h / 2 * k2)
+        k4 = f(y + h * k3)
+        return i + 1, y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return tnp.sum(lax.while_loop(lambda c: c[0] < 20, body, (0, tnp.array([1.0, 0.0])))[1] ** 2)
+
+
+def test_batched_loop_bodies_become_functions_by_code_size(monkeypatch):
+    # A batched body scalarizes 8x the elements of the same unbatched body: past
+    # OUTLINE_MIN_COST it becomes a separate njit function (numba's compile time grows
+    # much faster than linearly with function size); the unbatched body stays inline.
+    monkeypatch.setattr(nbb.codegen, "OUTLINE_MIN_COST", 400)
+    th = np.array([1.0, 0.1])
+    ths = np.stack([np.linspace(0.5, 1.5, 8), np.full(8, 0.1)], 1)
+    one = NUMBA.source(program(_rk_loop, th)[0])
+    assert "def _f" not in one, one
+    many = NUMBA.source(program(tg.vmap(_rk_loop), ths)[0])
+    assert many.count("def _f") == 1, many          # the loop body, called from the loop
+    got = check(tg.vmap(_rk_loop), ths)[0]
+    want = [check(_rk_loop, t)[0] for t in ths[[0, 7]]]
+    np.testing.assert_allclose(got[[0, 7]], want, rtol=1e-12)
+    assert abs(want[0] - want[1]) > 1e-3            # the lanes differ
+
+
 def test_concurrent_first_calls_compile_once():
     jaxpr, full = program(lambda x: [tnp.sin(x) * 3.25 + 0.125], np.ones(5))
     fns, errors = [], []

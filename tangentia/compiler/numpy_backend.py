@@ -22,13 +22,14 @@ from functools import partial
 
 import numpy as np
 
-from ..core import Eqn, Literal, Var
+from ..core import Literal, Var
 from ..custom_derivatives import custom_jvp_call_p, custom_lin_p, custom_vjp_call_p
 from ..primitives.call import jit_p
 from ..primitives.control_flow import cond_p, scan_p, split as _split, while_p
 from ..primitives.linear_solve import linear_solve_p, solve_operands
 from ..primitives.remat import remat_p
 from .backend import Backend, register_backend
+from .passes import simplify
 
 LOWERINGS = {}
 
@@ -65,30 +66,6 @@ def _reusable_input(eqn, i, owned, last_use, outset):
     return None
 
 
-def cse_eqns(jaxpr):
-    """Common-subexpression elimination; returns (eqns, outvars)."""
-    seen, subst, eqns = {}, {}, []
-    for eqn in jaxpr.eqns:
-        ins = [subst.get(a, a) if type(a) is Var else a for a in eqn.inputs]
-        key = None
-        if not eqn.prim.multiple_results and not eqn.prim.has_effects:
-            key = (eqn.prim, tuple(a if type(a) is Var else ("literal", a.val, a.aval.dtype)
-                                   for a in ins), tuple(sorted(eqn.params.items())))
-            try:
-                hash(key)
-            except TypeError:  # unhashable parameters (arrays, programs, slices)
-                key = None
-        if key is not None:
-            prev = seen.get(key)
-            if prev is not None:
-                subst[eqn.outputs[0]] = prev
-                continue
-            seen[key] = eqn.outputs[0]
-        eqns.append(Eqn(eqn.prim, ins, eqn.outputs, eqn.params, eqn.source)
-                    if any(a is not b for a, b in zip(ins, eqn.inputs)) else eqn)
-    return eqns, [subst.get(a, a) if type(a) is Var else a for a in jaxpr.outvars]
-
-
 def _generate(jaxpr):
     """(source, namespace) of the Python function running ``jaxpr``."""
     names = {}
@@ -104,7 +81,7 @@ def _generate(jaxpr):
             n = names[a] = f"v{len(names)}"
         return n
 
-    eqns, outvars = cse_eqns(jaxpr)
+    eqns, outvars = simplify(jaxpr)  # common subexpressions
     last_use = {}
     for i, eqn in enumerate(eqns):
         for a in eqn.inputs:

@@ -25,9 +25,9 @@ the calling wrapper, the ``Backend``).
 * **Control flow** is native: ``while`` -> ``while True`` with the condition
   program inlined, ``scan`` -> ``for`` with stacked outputs written in place,
   ``cond`` -> ``if/elif``.  Call-like primitives (``jit``, ``checkpoint``,
-  custom-rule calls, ``linear_solve``) are inlined.  Very large loop bodies
-  become separate njit functions (``codegen.OUTLINE_MIN_EQNS``), shared by
-  every use of the same body.
+  custom-rule calls, ``linear_solve``) are inlined.  Large loop bodies and
+  branches (by estimated code size: ``codegen.OUTLINE_MIN_COST``) become
+  separate njit functions, shared by every use of the same body.
 * **Contractions.** Small ``dot_general`` is unrolled over scalars, large
   floating ones go to BLAS (``np.dot`` on contiguous 2-D views), others are
   loops.

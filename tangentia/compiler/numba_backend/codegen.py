@@ -14,6 +14,7 @@ import numba
 from numba import types as nbt
 
 from ...core import Literal, Var
+from ..passes import simplify
 
 SMALL = 16          # values with at most this many elements are scalarized
 BLAS_MIN_FLOPS = 4096  # dot_general with m*n*k*batch at least this (floats) calls BLAS
@@ -180,26 +181,50 @@ def _small(aval_or_shape):
 # ---------------------------------------------------------------------------
 # The code generator
 
-# Loop bodies and branches with at least this many equations (nested ones included)
-# become separate njit functions: numba's compile time grows faster than linearly
-# in the size of very large functions, but each function also costs ~0.1 s.
-OUTLINE_MIN_EQNS = 1500
+# Loop bodies and branches costing at least this many scalar operations (``_cost``)
+# become separate njit functions: numba's compile time grows much faster than
+# linearly with function size -- above all its SSA passes (``reconstruct_ssa``,
+# ``strip_phis``), which revisit the whole function for every variable assigned more
+# than once, i.e. every scalarized loop carry -- but each function also costs ~0.1 s.  Cost, not equation count, decides, so a batched
+# body (whose scalarized values have 8x the elements) is outlined while the same
+# unbatched body stays inline.
+OUTLINE_MIN_COST = 1500
 _CONST_NAME = re.compile(r"\bk\d+\b")
+
+
+def _nested(eqn):
+    for p in eqn.params.values():
+        for q in (p if isinstance(p, (tuple, list)) else (p,)):
+            if hasattr(q, "eqns") and hasattr(q, "cache"):
+                yield q
 
 
 def _weight(jaxpr):
     """Number of equations of a program, nested programs included (memoized)."""
     w = jaxpr.cache.get("numba_weight")
     if w is None:
-        w = 0
-        for eqn in jaxpr.eqns:
-            w += 1
-            for p in eqn.params.values():
-                for q in (p if isinstance(p, (tuple, list)) else (p,)):
-                    if hasattr(q, "eqns") and hasattr(q, "cache"):
-                        w += _weight(q)
+        w = sum(1 + sum(_weight(q) for q in _nested(eqn)) for eqn in jaxpr.eqns)
         jaxpr.cache["numba_weight"] = w
     return w
+
+
+def _cost(jaxpr):
+    """Estimated generated code size of a program: each equation counts the elements of
+    its largest scalarized output (1 for array outputs), nested programs included."""
+    key = ("numba_cost", SMALL)
+    c = jaxpr.cache.get(key)
+    if c is None:
+        c = 0
+        for eqn in jaxpr.eqns:
+            c += max([_size(v.aval.shape) for v in eqn.outputs if _small(v.aval.shape)] + [1])
+            c += sum(_cost(q) for q in _nested(eqn))
+        jaxpr.cache[key] = c
+    return c
+
+
+def _large(jaxpr):
+    """Whether a nested program is large enough to become a separate function."""
+    return _cost(jaxpr) >= OUTLINE_MIN_COST
 
 
 class _Gen:
@@ -396,7 +421,7 @@ class _Gen:
 
     # -- programs ---------------------------------------------------------
     def lower_jaxpr(self, jaxpr, in_vals):
-        eqns, outvars = _simplify(jaxpr)
+        eqns, outvars = simplify(jaxpr, dce=True)
         env = dict(zip(jaxpr.invars, in_vals))
         consumers = {}
         for eqn in eqns:
@@ -435,13 +460,18 @@ class _Gen:
         faster than linearly with function size), shared by every call with
         the same program and input representation; small ones are inlined.
         """
-        if _weight(jaxpr) < OUTLINE_MIN_EQNS:
+        if not _large(jaxpr):
             return self.lower_jaxpr(jaxpr, in_vals)
+        return self.outlined(id(jaxpr), in_vals, lambda vals: self.lower_jaxpr(jaxpr, vals))
+
+    def outlined(self, what, in_vals, body):
+        """Emit ``body(in_vals)`` as a call of a separate njit function, generated once
+        per ``what`` (a hashable key of the code) and input representation."""
         in_vals = [self.settle(v) for v in in_vals]
-        key = (id(jaxpr), tuple((type(v), v.shape, v.dtype) for v in in_vals))
+        key = (what, tuple((type(v), v.shape, v.dtype) for v in in_vals))
         hit = self.helpers.get(key)
         if hit is None:
-            hit = self.helpers[key] = self._outline(jaxpr, in_vals)
+            hit = self.helpers[key] = self._outline(body, in_vals)
         fname, extra, template = hit
         args = []
         for v in in_vals:
@@ -463,7 +493,7 @@ class _Gen:
         self.emit(f"({''.join(n + ', ' for n in names)}) = {call}" if names else call)
         return outs
 
-    def _outline(self, jaxpr, in_vals):
+    def _outline(self, body, in_vals):
         saved = self.lines, self.depth, self.scopes
         self.lines, self.depth, self.scopes = [], 1, [next(self.scope_ids)]
         params, vals = [], []
@@ -478,7 +508,7 @@ class _Gen:
                 n = self.name("p")
                 params.append(n)
                 vals.append(AV(v.shape, v.dtype, n))
-        outs = [self.settle(o) for o in self.lower_jaxpr(jaxpr, vals)]
+        outs = [self.settle(o) for o in body(vals)]
         ret = []
         for o in outs:
             if type(o) is not ZV:
@@ -595,50 +625,6 @@ def _kernel(eqn):
         return factory(eqn)
     except Exception:  # noqa: BLE001 - an unsupported case: use the NumPy implementation
         return None
-
-
-# ---------------------------------------------------------------------------
-# Program simplification: common subexpressions and dead code
-
-
-def _simplify(jaxpr):
-    seen, subst, eqns = {}, {}, []
-    for eqn in jaxpr.eqns:
-        ins = [subst.get(a, a) if type(a) is Var else a for a in eqn.inputs]
-        key = None
-        if not eqn.prim.multiple_results and not eqn.prim.has_effects:
-            try:
-                key = (eqn.prim, tuple(a if type(a) is Var else ("lit", repr(a.val), a.aval.dtype)
-                                       for a in ins), tuple(sorted(eqn.params.items())))
-                hash(key)
-            except TypeError:
-                key = None
-        if key is not None:
-            prev = seen.get(key)
-            if prev is not None:
-                subst[eqn.outputs[0]] = prev
-                continue
-            seen[key] = eqn.outputs[0]
-        eqns.append((eqn, ins))
-    outvars = [subst.get(a, a) if type(a) is Var else a for a in jaxpr.outvars]
-    live = {a for a in outvars if type(a) is Var}
-    kept = []
-    for eqn, ins in reversed(eqns):
-        if eqn.prim.has_effects or any(v in live for v in eqn.outputs):
-            live.update(a for a in ins if type(a) is Var)
-            kept.append(_Eqn(eqn, ins))
-    kept.reverse()
-    return kept, outvars
-
-
-class _Eqn:
-    """An equation with substituted inputs (the original is left untouched)."""
-
-    __slots__ = ("prim", "inputs", "outputs", "params", "source")
-
-    def __init__(self, eqn, ins):
-        self.prim, self.inputs, self.outputs = eqn.prim, ins, eqn.outputs
-        self.params, self.source = eqn.params, eqn.source
 
 
 # ---------------------------------------------------------------------------
