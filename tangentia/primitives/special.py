@@ -17,13 +17,13 @@ import math
 import numpy as np
 import scipy.special as _sc
 
-from .elementwise import add, elementwise, exp, gt, log, log1p, mul, neg, power, select, sub
+from .elementwise import add, div, elementwise, exp, gt, log, log1p, mul, neg, power, select, sub
 
 __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "polygamma", "ndtr", "ndtri",
            "log_ndtr", "gamma", "rgamma", "gammasgn", "beta", "betaln", "gammainc", "gammaincc",
-           "betainc", "erf_p", "erfc_p", "erfinv_p", "lgamma_p", "digamma_p", "polygamma_p",
+           "betainc", "erfcx", "erf_p", "erfc_p", "erfinv_p", "lgamma_p", "digamma_p", "polygamma_p",
            "ndtr_p", "ndtri_p", "log_ndtr_p", "gamma_p", "rgamma_p", "gammasgn_p", "beta_p",
-           "betaln_p", "gammainc_p", "gammaincc_p", "betainc_p"]
+           "betaln_p", "gammainc_p", "gammaincc_p", "betainc_p", "erfcx_p"]
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0
@@ -63,10 +63,22 @@ ndtri_p = elementwise("ndtri", _sc.ndtri,
                       [lambda t, ans, x: mul(t, mul(_SQRT_2PI, exp(mul(0.5, _sq(ans)))))])
 
 
+# erfcx(x) = exp(x^2) erfc(x);  erfcx'(x) = 2 x erfcx(x) - 2/sqrt(pi)
+erfcx_p = elementwise("erfcx", _sc.erfcx,
+                      [lambda t, ans, x: mul(t, sub(mul(mul(2.0, x), ans), _TWO_OVER_SQRT_PI))])
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+
+
 def _log_ndtr_jvp(t, ans, x):
-    # phi(x) / Phi(x) = exp(log phi(x) - log Phi(x)): finite and accurate in the
-    # far left tail (x = -40: about 40.025), where phi and Phi both underflow.
-    return mul(t, exp(sub(mul(-0.5, _sq(x)), add(ans, _HALF_LOG_2PI))))
+    # phi(x) / Phi(x).  For x < 0 it is sqrt(2/pi) / erfcx(-x/sqrt(2)), with no
+    # cancellation (x = -40: 40.024968847207264, right to the last bits); for
+    # x >= 0, exp(log phi(x) - log Phi(x)), where erfcx(-x/sqrt(2)) would overflow.
+    neg_x = gt(0.0, x)
+    left = div(_SQRT_2_OVER_PI, erfcx(mul(-_INV_SQRT2, select(neg_x, x, 0.0))))
+    right = exp(sub(mul(-0.5, _sq(x)), add(ans, _HALF_LOG_2PI)))
+    return mul(t, select(neg_x, left, right))
 
 
 log_ndtr_p = elementwise("log_ndtr", _sc.log_ndtr, [_log_ndtr_jvp])
@@ -150,6 +162,10 @@ betainc_p = elementwise("betainc", _sc.betainc,
 
 def erf(x):
     return erf_p.bind(x)
+
+
+def erfcx(x):
+    return erfcx_p.bind(x)
 
 
 def erfc(x):

@@ -1,2 +1,2 @@
 """SciPy-compatible functions (``tangentia.scipy.special``, ``tangentia.scipy.linalg``)."""
-from . import linalg, special  # noqa: F401
+from . import linalg, special, stats  # noqa: F401

@@ -1,0 +1,57 @@
+"""The beta distribution (``jax.scipy.stats.beta``).
+
+The cdf is the regularized incomplete beta function (differentiable in ``x``,
+``loc`` and ``scale``; not in the shapes ``a`` and ``b``, as in JAX); the sf
+is ``betainc(b, a, 1 - y)``, accurate near ``y = 1``.
+"""
+from __future__ import annotations
+
+from ... import numpy as tnp
+from .. import special as sp
+from ._util import NEG_INF, promote, safe
+
+_NAMES = ("x", "a", "b", "loc", "scale")
+
+
+def _logpdf(x, a, b, loc, scale):
+    y = (x - loc) / scale
+    out_of = (y < 0) | (y > 1)
+    y = safe(out_of, 0.5, y)
+    out = sp.xlogy(a - 1.0, y) + sp.xlog1py(b - 1.0, -y) - sp.betaln(a, b) - tnp.log(scale)
+    return tnp.where(out_of, NEG_INF, out)
+
+
+def _y(x, loc, scale):
+    return tnp.clip((x - loc) / scale, 0.0, 1.0)
+
+
+def _cdf(x, a, b, loc, scale):
+    return sp.betainc(a, b, _y(x, loc, scale))
+
+
+def _sf(x, a, b, loc, scale):
+    return sp.betainc(b, a, 1.0 - _y(x, loc, scale))
+
+
+def logpdf(x, a, b, loc=0, scale=1):
+    return _logpdf(*promote("beta.logpdf", _NAMES, (x, a, b, loc, scale)))
+
+
+def pdf(x, a, b, loc=0, scale=1):
+    return tnp.exp(_logpdf(*promote("beta.pdf", _NAMES, (x, a, b, loc, scale))))
+
+
+def cdf(x, a, b, loc=0, scale=1):
+    return _cdf(*promote("beta.cdf", _NAMES, (x, a, b, loc, scale)))
+
+
+def logcdf(x, a, b, loc=0, scale=1):
+    return tnp.log(_cdf(*promote("beta.logcdf", _NAMES, (x, a, b, loc, scale))))
+
+
+def sf(x, a, b, loc=0, scale=1):
+    return _sf(*promote("beta.sf", _NAMES, (x, a, b, loc, scale)))
+
+
+def logsf(x, a, b, loc=0, scale=1):
+    return tnp.log(_sf(*promote("beta.logsf", _NAMES, (x, a, b, loc, scale))))

@@ -1,0 +1,56 @@
+"""The exponential distribution (``jax.scipy.stats.expon``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import numpy as tnp
+from ._util import NEG_INF, promote, safe
+
+_LOG2 = float(np.log(2.0))
+
+
+def _y(fname, x, loc, scale, argname="x"):
+    x, loc, scale = promote(f"expon.{fname}", (argname, "loc", "scale"), (x, loc, scale))
+    y = (x - loc) / scale
+    neg = y < 0
+    return safe(neg, 0.0, y), neg, scale
+
+
+def logpdf(x, loc=0, scale=1):
+    y, neg, scale = _y("logpdf", x, loc, scale)
+    return tnp.where(neg, NEG_INF, -y - tnp.log(scale))
+
+
+def pdf(x, loc=0, scale=1):
+    return tnp.exp(logpdf(x, loc, scale))
+
+
+def cdf(x, loc=0, scale=1):
+    y, neg, _ = _y("cdf", x, loc, scale)
+    return tnp.where(neg, 0.0, -tnp.expm1(-y))
+
+
+def logcdf(x, loc=0, scale=1):
+    # log(1 - e^-y): log(-expm1(-y)) for small y, log1p(-e^-y) for large y.
+    y, neg, _ = _y("logcdf", x, loc, scale)
+    small = y < _LOG2
+    ys = safe(small, y, 1.0)
+    yl = safe(small, 1.0, y)
+    out = tnp.where(small, tnp.log(-tnp.expm1(-ys)), tnp.log1p(-tnp.exp(-yl)))
+    return tnp.where(neg, NEG_INF, out)
+
+
+def sf(x, loc=0, scale=1):
+    y, neg, _ = _y("sf", x, loc, scale)
+    return tnp.where(neg, 1.0, tnp.exp(-y))
+
+
+def logsf(x, loc=0, scale=1):
+    y, neg, _ = _y("logsf", x, loc, scale)
+    return tnp.where(neg, 0.0, -y)
+
+
+def ppf(q, loc=0, scale=1):
+    q, loc, scale = promote("expon.ppf", ("q", "loc", "scale"), (q, loc, scale))
+    bad = (q < 0) | (q > 1)
+    return tnp.where(bad, np.nan, -tnp.log1p(-safe(bad, 0.5, q)) * scale + loc)
