@@ -535,3 +535,23 @@ def test_disk_cache_is_used_by_a_new_process(tmp_path):
     second = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert second.returncode == 0, second.stderr
     assert int(second.stdout.strip()) >= 1, "the second process did not load the cached code"
+
+
+def test_loop_free_programs_over_large_arrays_run_as_numpy_calls():
+    # NumPy's SIMD ufuncs beat numba's scalar libm loops on large arrays, and a
+    # loop-free program over them has no per-call overhead worth compiling away.
+    from tangentia.compiler.numba_backend import LARGE, vector_bound
+
+    big = np.linspace(-3.0, 3.0, LARGE)
+    small = big[:64]
+    f = lambda x: tnp.sum(1.0 / (1.0 + tnp.exp(-x)))  # noqa: E731
+    big_jaxpr = tg.make_jaxpr(tg.grad(f))(big).jaxpr
+    assert vector_bound(big_jaxpr)
+    assert not vector_bound(tg.make_jaxpr(tg.grad(f))(small).jaxpr)
+    looped = tg.make_jaxpr(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2.0, x))(big).jaxpr
+    assert not vector_bound(looped)
+    text = tg.jit(tg.grad(f), backend="numba").lower(big).as_text()
+    assert text.startswith("# numba backend: a loop-free program over large arrays")
+    got = tg.jit(tg.grad(f), backend="numba")(big)
+    want = tg.jit(tg.grad(f), backend="numpy")(big)
+    np.testing.assert_array_equal(got, want)

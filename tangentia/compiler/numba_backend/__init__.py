@@ -62,9 +62,11 @@ import numba
 from numba import types as nbt
 from numba.core import errors as NE
 
+from ...core import Jaxpr
 from ..backend import Backend, register_backend
 from . import helpers
-from .codegen import SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _small, _weight, AV, ZV
+from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _size, _small,
+                      _weight, AV, ZV)
 from .rules import ELEMENTWISE, FUSIBLE, RULES, all_primitives, lowering_paths
 
 __all__ = ["NumbaBackend", "all_primitives", "lowering_paths", "SMALL"]
@@ -330,6 +332,8 @@ class NumbaBackend(Backend):
 
     def _compile(self, jaxpr):
         assert not jaxpr.constvars, "compile expects constants to be inputs"
+        if vector_bound(jaxpr):
+            return _numpy_compile(jaxpr)
         try:
             return _compile_program(jaxpr)
         except Exception as e:  # noqa: BLE001 - any failure: the NumPy backend runs the program
@@ -341,10 +345,51 @@ class NumbaBackend(Backend):
             return _numpy_compile(jaxpr)
 
     def source(self, jaxpr):
+        if vector_bound(jaxpr):
+            from ..backend import get_backend
+            return ("# numba backend: a loop-free program over large arrays runs as NumPy calls "
+                    "(vectorized ufuncs)\n" + get_backend("numpy").source(jaxpr))
         try:
             return _generate(jaxpr)[0]
         except Unsupported as e:
             return f"# numba backend: not compilable ({e}); the NumPy backend runs this program\n"
+
+
+LARGE = 1 << 15  # elements: from here on NumPy's vectorized kernels beat scalar loops
+_CONTROL_FLOW = ("while", "scan", "cond")
+
+
+def _sub_programs(eqn):
+    for v in eqn.params.values():
+        if isinstance(v, Jaxpr):
+            yield v
+        elif isinstance(v, tuple):
+            yield from (j for j in v if isinstance(j, Jaxpr))
+
+
+def vector_bound(jaxpr):
+    """Whether ``jaxpr`` is better run as NumPy calls: it has no loops or
+    branches (at any depth) and its typical value is large, so per-call
+    overhead is negligible and NumPy's SIMD ufuncs (``exp``, ``tanh``, ...)
+    beat numba's scalar libm loops."""
+    hit = jaxpr.cache.get("numba_vector_bound")
+    if hit is not None:
+        return hit
+    sizes = []
+
+    def walk(j):
+        for eqn in j.eqns:
+            if eqn.prim.name in _CONTROL_FLOW:
+                return False
+            for sub_program in _sub_programs(eqn):
+                if not walk(sub_program):
+                    return False
+            sizes.extend(_size(v.aval.shape) for v in eqn.outputs)
+        return True
+
+    result = walk(jaxpr) and bool(sizes) and sorted(sizes)[len(sizes) // 2] >= LARGE
+    jaxpr.cache["numba_vector_bound"] = result
+    return result
 
 
 def _numpy_compile(jaxpr):
