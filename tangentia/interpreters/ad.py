@@ -62,6 +62,20 @@ add_any_p.jvp = lambda primals, tangents: (add_any(*primals), add_tangents(*tang
 add_any_p.transpose = lambda ct, x, y: (ct, ct)
 add_any = core.eager_dispatch(add_any_p, np.add, nin=2)
 
+# ``convert_element_type``, installed by ``base_ops`` (which defines it and
+# imports this module).  Tangents and cotangents always have their primal's
+# tangent dtype: a rule whose result was promoted (a float32 primal meeting a
+# float64 constant, say) is cast back here, once, for every rule.
+_convert = [None]
+
+
+def fit_dtype(t, dtype):
+    """``t`` with the floating ``dtype`` of its primal (cast only if it differs)."""
+    have = t.dtype if hasattr(t, "dtype") else core.get_aval(t).dtype  # Python scalars too
+    if have != dtype and dtype.kind in "fc":
+        return _convert[0](t, dtype)
+    return t
+
 # Its batching rule is in ``batching`` (it moves and broadcasts batch axes).
 
 
@@ -109,7 +123,10 @@ class JVPTrace(core.Trace):
                     ans = parent.process_primitive(prim, (p,), params)
                     token = _set_trace(parent)
                     try:
-                        return JVPTracer(self, ans, fns[0](t, ans, p, **params))
+                        out = fns[0](t, ans, p, **params)
+                        if getattr(out, "dtype", None) != ans.dtype:
+                            out = fit_dtype(out, ans.dtype)
+                        return JVPTracer(self, ans, out)
                     finally:
                         _reset_trace(token)
         if len(args) == 2:  # binary primitives are the most common: no loop
@@ -162,6 +179,8 @@ class JVPTrace(core.Trace):
                     if t is not None and fn is not None and type(t) is not Zero:
                         c = fn(t, ans, *primals, **params)
                         out = c if out is None else add_any(out, c)
+                if out is not None and getattr(out, "dtype", None) != ans.dtype:
+                    out = fit_dtype(out, ans.dtype)
             finally:
                 _reset_trace(token)
             return ans if out is None else JVPTracer(self, ans, out)
@@ -174,6 +193,11 @@ class JVPTrace(core.Trace):
         token = _set_trace(parent)
         try:
             out, tan = rule(primals, tangents, **params)
+            if prim.multiple_results:
+                tan = [t if type(t) is Zero else fit_dtype(t, core.get_aval(p).dtype)
+                       for p, t in zip(out, tan)]
+            elif type(tan) is not Zero:
+                tan = fit_dtype(tan, core.get_aval(out).dtype)
         finally:
             _reset_trace(token)
         if prim.multiple_results:
@@ -414,6 +438,9 @@ def backward_pass(jaxpr, consts, cts_out):
                 "tangent output must be a linear function of the input tangents.") from None
         for a, c in zip(inputs, cts_in):
             if c is not None and type(a) is Var and a not in env and type(c) is not Zero:
+                want = a.aval.dtype
+                if getattr(c, "dtype", want) != want:
+                    c = fit_dtype(c, want)
                 old = get(a)
                 ct_env[a] = c if old is None else add_any(old, c)
     return [get(v) for v in jaxpr.invars]

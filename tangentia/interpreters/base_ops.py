@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import core, dtypes
 from ..core import Primitive, ShapedArray
+from . import ad
 from .ad import Zero, deflinear
 
 # ---------------------------------------------------------------------------
@@ -235,6 +236,9 @@ def convert_element_type(x, dtype, weak_type=False):
     if a.dtype == dtype and a.weak_type == weak_type:
         return unchanged(x)
     return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type)
+
+
+ad._convert[0] = convert_element_type  # tangents keep their primal's dtype (ad.fit_dtype)
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,62 @@
+"""Tangents and cotangents have their primal's dtype (JAX's rule), whatever the
+rule computes in between: float32 stays float32 next to Python scalars, float64
+constants and promoting operations."""
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+from tangentia import core
+
+X32 = np.array([0.3, 0.7, 1.4], np.float32)
+
+# Every elementwise primitive with a floating result, applied with a Python
+# scalar and with a float64 array as the other operand where it is binary.
+ELEMENTWISE = [(p.name, f, p) for p, f in core.EAGER_FAST_PATHS if isinstance(p.impl, np.ufunc)]
+
+
+def _float_cases():
+    cases = []
+    for name, f, prim in ELEMENTWISE:
+        if name in ("add_any",):
+            continue
+        if prim.impl.nin == 1:
+            new = [(name, lambda x, f=f: f(x))]
+        else:
+            new = [(name + "(x, 0.5)", lambda x, f=f: f(x, 0.5)),
+                   (name + "(2.0, x)", lambda x, f=f: f(2.0, x))]
+        with np.errstate(all="ignore"):  # comparisons and logic have zero (float0) tangents
+            cases += [c for c in new if np.asarray(c[1](X32)).dtype.kind in "fc"]
+    return cases
+
+
+CASES = _float_cases() + [
+    ("max", lambda x: tnp.max(x)), ("min", lambda x: tnp.min(x)),
+    ("clip", lambda x: tnp.clip(x, 0.5, 1.0)), ("power", lambda x: x ** 2.5),
+    ("rpower", lambda x: 2.0 ** x), ("arctan2", lambda x: tnp.arctan2(x, 1.0)),
+    ("copysign", lambda x: tnp.copysign(x, -1.0)), ("maximum", lambda x: tnp.maximum(x, 0.7)),
+    ("promote add", lambda x: x + np.ones(3)), ("promote stack", lambda x: tnp.stack([x, np.ones(3)])),
+    ("promote concatenate", lambda x: tnp.concatenate([x, np.ones(3)])),
+    ("promote where", lambda x: tnp.where(x > 0.5, x, np.zeros(3))),
+    ("promote dot", lambda x: x @ np.ones((3, 2))),
+]
+
+
+@pytest.mark.parametrize("name,f", CASES, ids=[c[0] for c in CASES])
+def test_tangent_and_cotangent_dtypes_equal_the_primals(name, f):
+    with np.errstate(all="ignore"):
+        out, t = tg.jvp(f, (X32,), (np.ones(3, np.float32),))
+        assert t.dtype == np.asarray(out).dtype, (name, t.dtype, np.asarray(out).dtype)
+        g = tg.grad(lambda x: tnp.sum(f(x)).astype(np.float32))(X32)
+        assert g.dtype == np.float32, (name, g.dtype)
+        _, pullback = tg.vjp(f, X32)
+        ct, = pullback(np.ones_like(np.asarray(out)))
+        assert ct.dtype == np.float32, (name, ct.dtype)
+        jf = tg.jacfwd(f)(X32)
+        assert jf.dtype == np.asarray(out).dtype, (name, jf.dtype)
+
+
+def test_float64_stays_float64():
+    x = X32.astype(np.float64)
+    assert tg.grad(lambda x: tnp.sum(tnp.sin(x) * np.float32(2.0)))(x).dtype == np.float64
+    assert tg.jvp(lambda x: x * np.float32(2.0), (x,), (np.ones(3),))[1].dtype == np.float64
