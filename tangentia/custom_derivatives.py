@@ -184,6 +184,10 @@ def _unflatten_out(tree, outs):
     return outs[0] if tree is _LEAF_TREE else tree_unflatten(tree, outs)
 
 
+def _type_str(aval):
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+
+
 def _check_tangent(p, t, i, jvp_name, name):
     """Check/normalize tangent output ``i`` of a JVP rule against its primal ``p``."""
     pa = core.get_aval(p)
@@ -196,10 +200,14 @@ def _check_tangent(p, t, i, jvp_name, name):
             f"tangent {i} of shape {pa.shape} (like primal {pa.str_short()})",
             f"shape {ta.shape} ({ta.str_short()})")
     if ta.dtype != pa.dtype:
-        if ta.dtype.kind not in "fc":
-            raise _tangent_mismatch(
-                jvp_name, name, "tangent outputs with the tangent dtype of the primal",
-                f"tangent {i} of dtype {pa.dtype}", f"dtype {ta.dtype}")
+        if ta.dtype.kind not in "fc" or not np.can_cast(pa.dtype, ta.dtype, "safe"):
+            # A narrower tangent (float32 for a float64 primal) would lose precision
+            # silently: an error, with JAX's wording.
+            raise TypeError(
+                "Custom JVP rule must produce primal and tangent outputs with corresponding "
+                f"shapes and dtypes. Expected {_type_str(pa)} (tangent type of {_type_str(pa)}) "
+                f"but got {_type_str(ta)}. (Custom JVP rule {jvp_name} for function {name}, "
+                f"tangent output {i}.)")
         if isinstance(t, Tracer):
             from .primitives.structural import convert_element_type
             return convert_element_type(t, pa.dtype)

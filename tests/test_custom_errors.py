@@ -211,3 +211,20 @@ def test_errors_raised_by_a_rule_itself_pass_through():
 
     with pytest.raises(TypeError, match="^my own message$"):
         tg.jvp(f, (1.0,), (1.0,))
+
+
+def test_jvp_rule_with_a_narrower_tangent_dtype_raises_jax_error():
+    @tg.custom_jvp
+    def f(x):
+        return tnp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return f(x), (tnp.cos(x) * t).astype(np.float32)  # loses precision: an error
+
+    with pytest.raises(TypeError, match=r"^Custom JVP rule must produce primal and tangent outputs "
+                                        r"with corresponding shapes and dtypes\. Expected "
+                                        r"float64\[2\] \(tangent type of float64\[2\]\) but got "
+                                        r"float32\[2\]\. \(Custom JVP rule f_jvp for function f"):
+        tg.jvp(f, (np.ones(2),), (np.ones(2),))
