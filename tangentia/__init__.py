@@ -8,11 +8,10 @@ import importlib.util as _importlib_util
 
 from . import primitives  # noqa: F401  (defines every primitive and its rules)
 from .compiler import numpy_backend as _numpy_backend  # noqa: F401  (registers the backend)
-if (_importlib_util.find_spec("numba") is not None  # the default backend, when numba is installed
-        and _importlib_util.find_spec("tangentia.compiler.numba_backend") is not None):
+if _importlib_util.find_spec("numba") is not None:  # the default backend (numba is a dependency)
     from .compiler import numba_backend as _numba_backend  # noqa: F401
 from . import tree_util
-from .api import (ShapeDtypeStruct, checkpoint, eval_shape, grad, linear_transpose, remat, hessian, jacfwd, jacrev, jit, jvp,
+from .api import (ShapeDtypeStruct, checkpoint, disable_jit, eval_shape, grad, linear_transpose, remat, hessian, jacfwd, jacrev, jit, jvp,
                   linearize, make_jaxpr, value_and_grad, vjp, vmap)
 from .core import (ConcretizationTypeError, TracerArrayConversionError, UnexpectedTracerError,
                    ClosedJaxpr, Jaxpr)
@@ -33,7 +32,7 @@ from .api import jacrev as jacobian
 
 __version__ = "0.1.0"
 
-__all__ = ["linear_transpose", "random", "tree", "debug", "block_until_ready", "config", "default_backend",
+__all__ = ["disable_jit", "linear_transpose", "random", "tree", "debug", "block_until_ready", "config", "default_backend",
            "device_count", "device_get", "device_put", "devices", "local_device_count",
            "local_devices", "jacobian", "debug_nans", "Array", "ShapeDtypeStruct", "checkpoint", "remat", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
            "linearize", "make_jaxpr", "value_and_grad", "vjp", "vmap", "tree_util", "numpy", "lax",

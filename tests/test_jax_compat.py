@@ -86,3 +86,40 @@ def test_tree_config_and_devices():
     y = np.ones(2)
     assert tg.block_until_ready(y) is y
     np.testing.assert_allclose(tg.jacobian(lambda v: v ** 2)(A), np.diag(2 * A), rtol=1e-15)
+
+
+def test_disable_jit_runs_python_eagerly():
+    seen = []
+
+    def f(x):
+        seen.append(type(x))
+        return float(x) + 1  # would fail on a traced value
+
+    with tg.disable_jit():
+        assert tg.jit(f)(1.0) == 2.0
+        assert tg.jit(f)(np.float64(2.0)) == 3.0
+    assert all(not issubclass(t, tg.core.Tracer) for t in seen)
+    with pytest.raises(tg.ConcretizationTypeError):
+        tg.jit(f)(1.0)
+    with tg.disable_jit(False):
+        with pytest.raises(tg.ConcretizationTypeError):
+            tg.jit(f)(1.0)
+
+
+def test_lax_broadcast_full_like():
+    from tangentia import lax
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(lax.broadcast(x, (2,)), np.broadcast_to(x, (2, 3)))
+    got = lax.broadcast_in_dim(x, (2, 3, 4), (1,))
+    np.testing.assert_array_equal(got, np.broadcast_to(x[None, :, None], (2, 3, 4)))
+    with pytest.raises(TypeError, match=r"broadcast_in_dim: operand of shape \(3,\) cannot be "
+                                        r"broadcast to \(2, 4\)"):
+        lax.broadcast_in_dim(x, (2, 4), (1,))
+    f = lax.full_like(np.ones(3, np.int32), 7)
+    assert f.dtype == np.int32 and f.tolist() == [7, 7, 7]
+    g = lax.full_like(np.ones(2), 1.5, dtype=np.float32, shape=(2, 2))
+    assert g.dtype == np.float32 and g.shape == (2, 2)
+    assert lax.full((2,), 3.0).dtype == np.float64
+    # under transformations: the gradient of a full_like-based expression
+    assert float(tg.grad(lambda x: (x * lax.full_like(x, 2.0)).sum())(np.ones(3))[0]) == 2.0
+    assert tg.jit(lambda x: lax.full_like(x, 0.5))(np.ones(4)).shape == (4,)

@@ -1,6 +1,7 @@
 """Staging: jit (and its lowering), checkpoint, make_jaxpr and eval_shape."""
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import threading
@@ -129,6 +130,30 @@ def _stage(fun, statics, in_tree, avals, label, arg_names=None):
     return jaxpr, consts, store["out_tree"]
 
 
+_JIT_DISABLED = contextvars.ContextVar("tangentia_jit_disabled", default=False)
+
+
+class disable_jit:
+    """Context manager: jitted functions run their Python code eagerly, as
+    ``jax.disable_jit`` (for debugging with prints and pdb).
+
+    >>> import tangentia as tg
+    >>> with tg.disable_jit():
+    ...     tg.jit(lambda x: float(x) + 1)(1.0)   # float() of a traced value would fail
+    2.0
+    """
+
+    def __init__(self, disable=True):
+        self.disable = bool(disable)
+
+    def __enter__(self):
+        self.token = _JIT_DISABLED.set(self.disable)
+        return self
+
+    def __exit__(self, *exc):
+        _JIT_DISABLED.reset(self.token)
+
+
 _ndarray = np.ndarray
 _current_trace = core.current_trace
 _EVAL_TRACE = core.EVAL_TRACE
@@ -207,6 +232,8 @@ class _Jitted:
 
     @api_boundary
     def __call__(self, *args, **kwargs):
+        if _JIT_DISABLED.get():
+            return self.fun(*args, **kwargs)
         # Fast path: positional ndarray / Python scalar arguments only, called
         # eagerly, with a program already compiled for their types.
         if not kwargs:

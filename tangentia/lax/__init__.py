@@ -1,7 +1,7 @@
 """Lower-level operations (``tangentia.lax``), mirroring ``jax.lax``."""
 from .control_flow import cond, fori_loop, map, scan, switch, while_loop
 from .implicit import custom_linear_solve, custom_root
-from .ops import (clamp, concatenate, cummax, cummin, cumprod, dot, dynamic_index_in_dim,
+from .ops import (broadcast, broadcast_in_dim, clamp, concatenate, full, full_like, cummax, cummin, cumprod, dot, dynamic_index_in_dim,
                   dynamic_slice, dynamic_slice_in_dim, dynamic_update_index_in_dim,
                   dynamic_update_slice, dynamic_update_slice_in_dim, erf, expand_dims, logistic,
                   pow, reduce_max, reduce_min, reduce_prod, reduce_sum, rsqrt, slice,
@@ -18,7 +18,8 @@ from ..primitives.structural import (broadcast_to, convert_element_type, reshape
                                      transpose)
 
 __all__ = [
-    "abs", "add", "atan2", "broadcast_to", "ceil", "clamp", "concatenate", "cond",
+    "abs", "add", "atan2", "broadcast", "broadcast_in_dim", "broadcast_to", "full",
+    "full_like", "ceil", "clamp", "concatenate", "cond",
     "convert_element_type", "cos", "cosh", "cummax", "cummin", "cumprod", "cumsum",
     "custom_linear_solve", "custom_root", "div", "dot", "dot_general", "dynamic_index_in_dim",
     "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim",

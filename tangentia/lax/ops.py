@@ -142,6 +142,47 @@ def squeeze(array, dimensions):
     return S.reshape(array, tuple(n for i, n in enumerate(shape) if i not in dims))
 
 
+def broadcast(operand, sizes):
+    """``operand`` broadcast with new leading dimensions ``sizes`` (``jax.lax.broadcast``)."""
+    return S.broadcast_to(operand, tuple(sizes) + _shape(operand))
+
+
+def broadcast_in_dim(operand, shape, broadcast_dimensions):
+    """``operand`` broadcast to ``shape``, its dimension ``i`` becoming dimension
+    ``broadcast_dimensions[i]`` of the result (``jax.lax.broadcast_in_dim``)."""
+    shape, dims, in_shape = tuple(shape), tuple(broadcast_dimensions), _shape(operand)
+    if len(dims) != len(in_shape) or list(dims) != sorted(set(dims)) or \
+            any(not 0 <= d < len(shape) or in_shape[i] not in (1, shape[d])
+                for i, d in enumerate(dims)):
+        raise TypeError(f"broadcast_in_dim: operand of shape {in_shape} cannot be broadcast to "
+                        f"{shape} with broadcast_dimensions={dims}: one strictly increasing "
+                        "dimension per operand dimension, of size 1 or the target size")
+    expanded = [1] * len(shape)
+    for i, d in enumerate(dims):
+        expanded[d] = in_shape[i]
+    return S.broadcast_to(S.reshape(operand, tuple(expanded)), shape)
+
+
+def full(shape, fill_value, dtype=None):
+    """An array of ``shape`` filled with ``fill_value`` (``jax.lax.full``)."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    value = fill_value
+    if dtype is not None:
+        value = S.convert_element_type(fill_value, np.dtype(dtype))
+    elif not isinstance(fill_value, core.Tracer):
+        value = np.asarray(fill_value)
+    if _shape(value) != ():
+        raise TypeError(f"full: fill_value must be a scalar, got shape {_shape(value)}")
+    return S.broadcast_to(value, shape)
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    """``full`` with the shape and dtype of ``x`` unless given (``jax.lax.full_like``)."""
+    a = core.get_aval(x)
+    return full(a.shape if shape is None else shape, fill_value,
+                a.dtype if dtype is None else dtype)
+
+
 def expand_dims(array, dimensions):
     shape = list(_shape(array))
     for d in sorted(dimensions):
