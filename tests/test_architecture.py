@@ -371,11 +371,7 @@ KINDS = {
 }
 
 # Rules a primitive's kind requires that it deliberately lacks.
-EXEMPT = {
-    ("custom_lin", "jvp"): "the linear step of a custom_vjp function only defines reverse "
-                           "mode; forward mode over it is an error raised by its impl and "
-                           "batching rule, as in JAX",
-}
+EXEMPT = {}
 
 # Not imported to look for primitives: running it runs the demo.  It defines
 # none (checked below from its source).

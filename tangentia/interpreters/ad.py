@@ -280,17 +280,41 @@ class JVPTrace(core.Trace):
 
 # custom_lin: the linear step of a custom_vjp function under linearization.
 # Inputs ``(*residuals, *input tangents)``; transposition calls ``bwd`` on the
-# residuals and output cotangents (``Zero`` for zero ones).  Evaluating it
-# means forward mode was applied to a custom_vjp function: an error.
+# residuals and output cotangents (``Zero`` for zero ones).  Evaluating it is
+# forward mode through the custom_vjp function: ``bwd`` is linear in its
+# cotangents, so the output tangents are its transpose applied to the input
+# tangents (``bwd`` is staged as a function of the cotangents, at the
+# residuals, and that linear program is transposed).  This works under every
+# transformation, because the evaluation is itself made of primitives.
 
 custom_lin_p = Primitive("custom_lin", multiple_results=True)
 
 
-def _custom_lin_impl(*args, name, **_):
-    raise TypeError(
-        f"can't apply forward-mode differentiation (jvp) to a custom_vjp function ({name}). "
-        "A custom_vjp function only defines reverse mode: use grad/vjp, or define the rule "
-        "with custom_jvp instead.")
+def custom_lin_forward(*args, num_res, bwd, out_avals, name):
+    res, t_in = args[:num_res], args[num_res:]
+    in_avals = [tangent_aval(core.get_aval(t)) for t in t_in]
+
+    def bwd_of_cts(*cts):
+        cts_in = bwd(*res, *cts)
+        return [zeros_like_aval(a) if c is None or type(c) is Zero else c
+                for c, a in zip(cts_in, in_avals)]
+
+    jaxpr, consts = pe.trace_to_jaxpr(bwd_of_cts, list(out_avals), name=f"bwd of {name}",
+                                      label="forward mode through custom_vjp")
+    try:
+        cts = backward_pass(jaxpr, consts, list(t_in))
+    except (NotImplementedError, TypeError) as err:
+        raise TypeError(
+            f"can't apply forward-mode differentiation (jvp, jacfwd, hessian, linearize) to the "
+            f"custom_vjp function {name}: forward mode transposes its bwd rule, which must be "
+            f"linear in the cotangents, but it is not ({err}). Define the derivative with "
+            "custom_jvp instead, which serves both modes.") from None
+    return [zeros_like_aval(a) if c is None or type(c) is Zero else c
+            for c, a in zip(cts, out_avals)]
+
+
+def _custom_lin_impl(*args, **params):
+    return custom_lin_forward(*args, **params)
 
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, name):
@@ -303,9 +327,14 @@ custom_lin_p.impl = _custom_lin_impl
 custom_lin_p.abstract_eval = lambda *avals, out_avals, **_: list(out_avals)
 custom_lin_p.print_params = lambda params: {"name": params["name"], "num_res": params["num_res"]}
 custom_lin_p.transpose = _custom_lin_transpose
-# Only reached when forward mode (jvp, possibly under vmap as in jacfwd) is
-# applied to a custom_vjp function: the same error as evaluating it.
-custom_lin_p.batch = lambda args, dims, **params: _custom_lin_impl(**params)
+
+
+def _custom_lin_jvp(primals, tangents, **params):
+    return jvp_flat(lambda *xs: custom_lin_forward(*xs, **params), list(primals),
+                    [Zero.from_primal(p) if t is None else t for p, t in zip(primals, tangents)])
+
+
+custom_lin_p.jvp = _custom_lin_jvp  # (its batching rule is in batching.py, which imports this)
 
 
 # Helpers for defining rules ------------------------------------------------

@@ -12,6 +12,7 @@ from .. import core
 from ..tree_util import register_leaf_type
 from ..core import ShapedArray, Tracer, set_trace
 from . import partial_eval as pe
+from . import ad
 from .ad import add_any_p
 from .base_ops import batch_size, broadcast_front, materialize, move_axis, move_to_front  # noqa: F401
 from .base_ops import reduce_sum
@@ -296,3 +297,15 @@ def batch_jaxpr_natural(jaxpr, in_dims, axis_size):
     if not hoisted:
         jaxpr.cache[key] = result
     return result
+
+
+def _custom_lin_batch(args, dims, **params):
+    """Forward mode through a custom_vjp function, batched: the transposed
+    ``bwd`` is made of primitives, so it is simply evaluated under vmap."""
+    size = batch_size(args, dims)
+    outs = vmap_flat(lambda *xs: ad.custom_lin_forward(*xs, **params), list(args), list(dims),
+                     size, lambda n: [0] * n)
+    return outs, [0] * len(outs)
+
+
+ad.custom_lin_p.batch = _custom_lin_batch
