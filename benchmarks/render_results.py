@@ -18,16 +18,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
-
-
-def fmt_time(s):
-    if s is None:
-        return "-"
-    if s >= 1:
-        return f"{s:.3f} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    return f"{s * 1e6:.3g} us"
+sys.path.insert(0, HERE)
+from _harness import fmt_time  # noqa: E402  (one time format for the run and the tables)
 
 
 def fmt_ratio(r):
