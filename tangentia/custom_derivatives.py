@@ -223,10 +223,27 @@ class _CustomFunction:
 
     kind = "custom"
 
-    def __init__(self, fun, nondiff_argnums=()):
+    def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
         functools.update_wrapper(self, fun, updated=())
         self.fun = fun
-        self.nondiff_argnums = tuple(sorted(int(i) for i in nondiff_argnums))
+        nums = {int(i) for i in nondiff_argnums}
+        if isinstance(nondiff_argnames, str):
+            nondiff_argnames = (nondiff_argnames,)
+        if nondiff_argnames:
+            # Names become positions, as in JAX: the rules receive them first.
+            try:
+                params = [p.name for p in inspect.signature(fun).parameters.values()
+                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            except (TypeError, ValueError):
+                params = []
+            for n in nondiff_argnames:
+                if n not in params:
+                    raise ValueError(
+                        f"{self.kind} of {_fun_name(fun)}: nondiff_argnames contains {n!r}, "
+                        f"which is not a positional parameter of the function (its parameters: "
+                        f"{', '.join(params) or 'unknown'})")
+                nums.add(params.index(n))
+        self.nondiff_argnums = tuple(sorted(nums))
         self.symbolic_zeros = False
 
     def __get__(self, obj, objtype=None):
@@ -257,8 +274,8 @@ class custom_jvp(_CustomFunction):
 
     kind = "custom_jvp"
 
-    def __init__(self, fun, nondiff_argnums=()):
-        super().__init__(fun, nondiff_argnums)
+    def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
+        super().__init__(fun, nondiff_argnums, nondiff_argnames)
         self.jvp = None
 
     def defjvp(self, jvp, symbolic_zeros=False):
@@ -388,8 +405,8 @@ class custom_vjp(_CustomFunction):
 
     kind = "custom_vjp"
 
-    def __init__(self, fun, nondiff_argnums=()):
-        super().__init__(fun, nondiff_argnums)
+    def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
+        super().__init__(fun, nondiff_argnums, nondiff_argnames)
         self.fwd = None
         self.bwd = None
 

@@ -2052,3 +2052,56 @@ class TestProperties:
         g = tg.grad(lambda x: cg(lo, hi, x) * scale)(1.)
         close(g, np.clip(scale, lo, hi))
         close(tg.jit(tg.grad(lambda x, lo, hi: cg(lo, hi, x) * scale))(1., lo, hi), g)
+
+
+class TestNondiffArgnames:
+    def _app(self, decorator_kwargs):
+        import functools
+
+        @functools.partial(tg.custom_jvp, **decorator_kwargs)
+        def app(x, f, scale):
+            return f(x) * scale
+
+        @app.defjvp
+        def app_jvp(*args):
+            *nondiff, primals, tangents = args
+            got = dict(zip(["f", "scale"][-len(nondiff):] if len(nondiff) == 2 else ["f"],
+                           nondiff))
+            f = got["f"]
+            x, = primals[:1]
+            scale = got.get("scale", primals[-1] if len(primals) > 1 else None)
+            return app(x, f, scale), 5.0 * tangents[0]
+        return app
+
+    def test_custom_jvp_nondiff_argnames_alone_and_with_argnums(self):
+        for kw in ({"nondiff_argnames": ("f",)}, {"nondiff_argnames": "f"},
+                   {"nondiff_argnums": (1,), "nondiff_argnames": ("scale",)}):
+            app = self._app(kw)
+            for call in (lambda x: app(x, tnp.sin, 2.0), lambda x: app(x, f=tnp.sin, scale=2.0)):
+                y, t = tg.jvp(call, (0.3,), (1.0,))
+                close(y, 2.0 * np.sin(0.3))
+                close(t, 5.0)
+                close(tg.grad(call)(0.3), 5.0)
+                np.testing.assert_allclose(tg.vmap(tg.grad(call))(np.ones(3)), [5.0] * 3)
+
+    def test_custom_vjp_nondiff_argnames(self):
+        import functools
+
+        @functools.partial(tg.custom_vjp, nondiff_argnames=("f",))
+        def app(f, x):
+            return f(x)
+
+        app.defvjp(lambda f, x: (f(x), x), lambda f, x, g: (g * 7.0,))
+        close(tg.grad(lambda x: app(tnp.sin, x))(0.3), 7.0)
+        close(tg.grad(lambda x: app(f=tnp.sin, x=x))(0.3), 7.0)
+
+    def test_unknown_nondiff_argname_is_named(self):
+        def g(x, y):
+            return x
+
+        for deco in (tg.custom_jvp, tg.custom_vjp):
+            with pytest.raises(ValueError, match=rf"{deco.__name__} of g: nondiff_argnames "
+                                                 r"contains 'h', which is not a positional "
+                                                 r"parameter of the function \(its parameters: "
+                                                 r"x, y\)"):
+                deco(g, nondiff_argnames=("h",))
