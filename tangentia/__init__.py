@@ -17,6 +17,7 @@ from .core import (ConcretizationTypeError, TracerArrayConversionError, Unexpect
                    ClosedJaxpr, Jaxpr)
 from .debugging import debug_nans
 from . import custom_derivatives
+from . import errors  # noqa: F401
 from .custom_derivatives import closure_convert, custom_jvp, custom_vjp
 from . import numpy  # noqa: F401
 from .numpy import ndarray as Array

@@ -281,7 +281,7 @@ class Suspended:
         self.name = name
 
 
-class CustomRuleClosureError(TypeError):
+class CustomRuleClosureError(UnexpectedTracerError, TypeError):
     """A custom_jvp/custom_vjp function was differentiated with respect to a closed-over value."""
 
 

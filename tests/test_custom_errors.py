@@ -228,3 +228,21 @@ def test_jvp_rule_with_a_narrower_tangent_dtype_raises_jax_error():
                                         r"float64\[2\] \(tangent type of float64\[2\]\) but got "
                                         r"float32\[2\]\. \(Custom JVP rule f_jvp for function f"):
         tg.jvp(f, (np.ones(2),), (np.ones(2),))
+
+
+def test_closed_over_differentiation_error_is_an_unexpected_tracer_error():
+    import tangentia.errors as errors
+
+    def outer(y):
+        @tg.custom_jvp
+        def f(x):
+            return x * y  # closes over the value being differentiated
+
+        f.defjvp(lambda p, t: (f(p[0]), t[0] * y))
+        return f(2.0)
+
+    with pytest.raises(errors.UnexpectedTracerError,
+                       match="Detected differentiation of a custom_jvp function") as info:
+        tg.grad(outer)(3.0)
+    assert isinstance(info.value, TypeError)  # still a TypeError, as before
+    assert issubclass(errors.ConcretizationTypeError, errors.JAXTypeError)
