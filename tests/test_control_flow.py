@@ -1147,3 +1147,20 @@ def test_scan_unroll_is_accepted_and_changes_nothing():
     for bad in (0, -2, 1.5, "2"):
         with pytest.raises(ValueError, match="scan: unroll must be a positive integer"):
             lax.scan(body, 1.0, xs, unroll=bad)
+
+
+def test_map_with_batch_size_matches_map_and_a_loop():
+    xs = np.arange(14.0).reshape(7, 2)
+    f = lambda x: {"a": tnp.sum(x ** 2), "b": x * 2.0}  # noqa: E731
+    want = {"a": np.array([np.sum(x ** 2) for x in xs]), "b": xs * 2.0}
+    for bs in (None, 1, 2, 3, 7, 10):
+        got = lax.map(f, xs, batch_size=bs)
+        np.testing.assert_allclose(got["a"], want["a"], rtol=1e-14)
+        np.testing.assert_allclose(got["b"], want["b"], rtol=1e-14)
+    g = tg.grad(lambda x: tnp.sum(lax.map(lambda r: tnp.sin(r).sum(), x, batch_size=3)))(xs)
+    np.testing.assert_allclose(g, np.cos(xs), rtol=1e-14)
+    np.testing.assert_allclose(tg.jit(lambda x: lax.map(lambda r: r * 3.0, x, batch_size=2))(xs),
+                               xs * 3.0)
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="map: batch_size must be a positive integer"):
+            lax.map(f, xs, batch_size=bad)

@@ -9,6 +9,8 @@ import weakref
 import numpy as np
 
 from .. import core
+from .. import numpy as tnp
+from ..api import vmap
 from ..core import ShapedArray, Var
 from ..interpreters import partial_eval as pe
 from ..primitives import elementwise as E
@@ -345,10 +347,41 @@ def _scan(f, init, xs, length, reverse, unroll, owner):
 
 
 @api_boundary
-def map(f, xs):
-    """``stack([f(x) for x in xs])`` as a staged loop."""
-    _, ys = scan(lambda _, x: (None, f(x)), None, xs)
-    return ys
+def map(f, xs, *, batch_size=None):
+    """``stack([f(x) for x in xs])`` as a staged loop (``jax.lax.map``).
+
+    With ``batch_size``, ``xs`` is mapped in chunks of that many elements,
+    each chunk by ``vmap(f)`` (the remainder too), which trades memory for
+    fewer loop steps.
+    """
+    if not callable(f):
+        raise TypeError(f"map: f must be callable, got {type(f).__name__}")
+    if batch_size is None:
+        return _scan(lambda _, x: (None, f(x)), None, xs, None, False, 1, (f, "map"))[1]
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+            or batch_size < 1:
+        raise ValueError(f"map: batch_size must be a positive integer, got {batch_size!r}")
+    leaves, tree = tree_flatten(xs)
+    if not leaves:
+        raise ValueError("map: xs has no array leaves to map over")
+    n = core.get_aval(leaves[0]).shape[0]
+    nb, rem = divmod(n, int(batch_size))
+    fv = vmap(f)
+    parts = []
+    if nb:
+        main = [tnp.reshape(x[:nb * batch_size], (nb, batch_size) + core.get_aval(x).shape[1:])
+                for x in leaves]
+        ys = _scan(lambda _, x: (None, fv(x)), None, tree_unflatten(tree, main), None, False, 1,
+                   (f, ("map", int(batch_size))))[1]
+        y_leaves, y_tree = tree_flatten(ys)
+        parts.append([tnp.reshape(y, (nb * batch_size,) + core.get_aval(y).shape[2:])
+                      for y in y_leaves])
+    if rem:
+        y_leaves, y_tree = tree_flatten(fv(tree_unflatten(tree, [x[nb * batch_size:]
+                                                                 for x in leaves])))
+        parts.append(y_leaves)
+    out = parts[0] if len(parts) == 1 else [tnp.concatenate(ys, axis=0) for ys in zip(*parts)]
+    return tree_unflatten(y_tree, out)
 
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map"]
