@@ -313,17 +313,13 @@ def custom_lin_forward(*args, num_res, bwd, out_avals, name):
             for c, a in zip(cts, out_avals)]
 
 
-def _custom_lin_impl(*args, **params):
-    return custom_lin_forward(*args, **params)
-
-
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, name):
     cts = [Zero(a) if c is None else c for c, a in zip(cts, out_avals)]
     cts_in = bwd(*args[:num_res], *cts)
     return [None] * num_res + [None if type(c) is Zero else c for c in cts_in]
 
 
-custom_lin_p.impl = _custom_lin_impl
+custom_lin_p.impl = custom_lin_forward
 custom_lin_p.abstract_eval = lambda *avals, out_avals, **_: list(out_avals)
 custom_lin_p.print_params = lambda params: {"name": params["name"], "num_res": params["num_res"]}
 custom_lin_p.transpose = _custom_lin_transpose

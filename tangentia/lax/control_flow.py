@@ -72,9 +72,10 @@ def _cached_trace(owner, key, trace):
     return result
 
 
-def _trace_cached(fun, in_tree, in_avals, what):
-    """``_trace_fun`` memoized on ``fun``."""
-    return _cached_trace(fun, (what, in_tree, tuple(in_avals)),
+def _trace_cached(fun, in_tree, in_avals, what, owner=None):
+    """``_trace_fun`` memoized on ``owner`` (the user's function; ``fun`` itself
+    when None)."""
+    return _cached_trace(fun if owner is None else owner, (what, in_tree, tuple(in_avals)),
                          lambda: _trace_fun(fun, in_tree, in_avals, what))
 
 
@@ -185,16 +186,14 @@ def _while_loop(cond_fun, body_fun, init_val, cond_owner, body_owner):
     avals = _avals_of(leaves)
     in_tree = tree_flatten((init_val,))[1]
 
-    def cached(owner, fun, what):
-        return _cached_trace(owner, (what, in_tree, tuple(avals)),
-                             lambda: _trace_fun(fun, in_tree, avals, what))
-
-    cj, cconsts, ctree = cached(cond_owner, cond_fun, "while_loop cond_fun")
+    cj, cconsts, ctree = _trace_cached(cond_fun, in_tree, avals, "while_loop cond_fun",
+                                       cond_owner)
     outs = [v.aval for v in cj.outvars]
     if len(outs) != 1 or outs[0].shape != () or outs[0].dtype.kind != "b":
         raise TypeError(f"while_loop: cond_fun must return a scalar boolean, got "
                         f"{_types_str(ctree, outs)}")
-    bj, bconsts, btree = cached(body_owner, body_fun, "while_loop body_fun")
+    bj, bconsts, btree = _trace_cached(body_fun, in_tree, avals, "while_loop body_fun",
+                                       body_owner)
     _check_carry("while_loop", "body_fun", tree, avals, btree, [v.aval for v in bj.outvars])
     leaves = [_cast(x, a) for x, a in zip(leaves, avals)]
     out = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cj, body_jaxpr=bj,

@@ -62,11 +62,10 @@ import numba
 from numba import types as nbt
 from numba.core import errors as NE
 
-from ...core import Jaxpr
 from ..backend import Backend, register_backend
 from . import helpers
-from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _size, _small,
-                      _weight, AV, ZV)
+from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
+                      _small, _weight, AV, ZV)
 from .rules import ELEMENTWISE, FUSIBLE, RULES, all_primitives, lowering_paths
 
 __all__ = ["NumbaBackend", "all_primitives", "lowering_paths", "SMALL"]
@@ -359,14 +358,6 @@ LARGE = 1 << 15  # elements: from here on NumPy's vectorized kernels beat scalar
 _CONTROL_FLOW = ("while", "scan", "cond")
 
 
-def _sub_programs(eqn):
-    for v in eqn.params.values():
-        if isinstance(v, Jaxpr):
-            yield v
-        elif isinstance(v, tuple):
-            yield from (j for j in v if isinstance(j, Jaxpr))
-
-
 def vector_bound(jaxpr):
     """Whether ``jaxpr`` is better run as NumPy calls: it has no loops or
     branches (at any depth) and nearly all its elements (90%) are in large
@@ -381,7 +372,7 @@ def vector_bound(jaxpr):
         for eqn in j.eqns:
             if eqn.prim.name in _CONTROL_FLOW:
                 return False
-            for sub_program in _sub_programs(eqn):
+            for sub_program in _nested(eqn):
                 if not walk(sub_program):
                     return False
             sizes.extend(_size(v.aval.shape) for v in eqn.outputs)
