@@ -187,6 +187,14 @@ class JaxprTrace(core.Trace):
                 return False
         return True
 
+    def _inline_unknown(self, params, args):
+        """A custom call with unknown inputs under partial evaluation: its
+        inputs are tangents (partial evaluation builds linear programs), so the
+        rules are no longer needed and the function's body is recorded, where
+        transposition sees its linear operations (as in JAX)."""
+        return [o if type(o) is _ndarray or isinstance(o, Tracer) else np.asarray(o)
+                for o in params["fun"](*args)]
+
     def process_custom_jvp_call(self, prim, args, params):
         if self._computes_now(args):
             token = _set_trace(self.parent)
@@ -194,6 +202,8 @@ class JaxprTrace(core.Trace):
                 return self.parent.process_custom_jvp_call(prim, args, params)
             finally:
                 _reset_trace(token)
+        if self.forward_known:
+            return self._inline_unknown(params, args)
         avals = [core.get_aval(a) for a in args]
         name = params["name"]
         call_jaxpr, consts = _trace_closed(params["fun"], avals, name, "custom_jvp")
@@ -239,6 +249,8 @@ class JaxprTrace(core.Trace):
                 return self.parent.process_custom_vjp_call(prim, args, params)
             finally:
                 _reset_trace(token)
+        if self.forward_known:
+            return self._inline_unknown(params, args)
         avals = [core.get_aval(a) for a in args]
         name = params["name"]
         call_jaxpr, consts = _trace_closed(params["fun"], avals, name, "custom_vjp")
