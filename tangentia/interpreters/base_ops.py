@@ -203,7 +203,10 @@ convert_element_type_p = Primitive("convert_element_type")
 
 
 def _convert_impl(x, new_dtype, weak_type=False):
-    return np.asarray(x).astype(new_dtype)
+    x = np.asarray(x)
+    if x.dtype.kind == "c" and new_dtype.kind != "c":
+        x = x.real  # complex to real keeps the real part, as lax.convert_element_type
+    return x.astype(new_dtype)
 
 
 convert_element_type_p.impl = _convert_impl
