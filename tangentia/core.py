@@ -184,6 +184,14 @@ class Trace:
     def process_custom_vjp_call(self, prim, args, params):
         raise NotImplementedError(f"{prim.name} under {self.describe()}")
 
+    # Of a custom-vmap call (``custom_batching``): ``fun(*args) -> outs``,
+    # ``rule(axis_size, in_batched, *args[num_consts:]) -> (outs, out_batched)``
+    # (flat lists; batched arguments have their batch axis first), ``num_consts``
+    # (leading closed-over inputs, which must not be batched), ``name``,
+    # ``call_jaxpr`` (the program of ``fun``; None only under evaluation).
+    def process_custom_vmap_call(self, prim, args, params):
+        raise NotImplementedError(f"{prim.name} under {self.describe()}")
+
     def describe(self):
         return type(self).__name__
 
@@ -210,6 +218,7 @@ class EvalTrace(Trace):
                 for o in params["fun"](*args)]
 
     process_custom_vjp_call = process_custom_jvp_call
+    process_custom_vmap_call = process_custom_jvp_call
 
     def describe(self):
         return "eager evaluation"
@@ -380,6 +389,19 @@ class CustomVJPCallPrimitive(Primitive):
 
     def bind(self, *args, **params):
         return _trace_ctx.get().process_custom_vjp_call(self, args, params)
+
+
+class CustomVmapCallPrimitive(Primitive):
+    """The call of a function with a custom batching rule: the current trace's
+    ``process_custom_vmap_call`` decides what it means."""
+
+    __slots__ = ()
+
+    def __init__(self, name):
+        super().__init__(name, multiple_results=True)
+
+    def bind(self, *args, **params):
+        return _trace_ctx.get().process_custom_vmap_call(self, args, params)
 
 
 # ---------------------------------------------------------------------------
