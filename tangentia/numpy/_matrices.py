@@ -69,7 +69,9 @@ def dot(a, b):
 
 
 def vdot(a, b):
-    """Dot product of the flattened ``a`` and ``b``."""
+    """Dot product of the flattened ``a`` and ``b``, conjugating ``a`` (as NumPy's)."""
+    if _aval(a).dtype.kind == "c":
+        a = _E.conj(a)
     return dot(ravel(a), ravel(b))
 
 
