@@ -228,6 +228,9 @@ EVAL_TRACE = EvalTrace(None)
 # Name of the custom JVP rule currently running (recorded on staged equations
 # so that a non-linear rule can be named when transposition fails).
 custom_rule_ctx = contextvars.ContextVar("tangentia_custom_rule", default=None)
+# Set by ``ensure_compile_time_eval``: while staging, operations whose inputs are
+# all concrete are evaluated now instead of being recorded.
+compile_time_eval_ctx = contextvars.ContextVar("tangentia_compile_time_eval", default=False)
 _trace_ctx = contextvars.ContextVar("tangentia_current_trace", default=EVAL_TRACE)
 current_trace = _trace_ctx.get
 
