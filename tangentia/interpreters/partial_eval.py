@@ -19,6 +19,7 @@ from ..core import Literal, Tracer, Var, set_trace
 
 
 _custom_rule_get = core.custom_rule_ctx.get
+_compile_time_eval_get = core.compile_time_eval_ctx.get
 _set_trace = core._trace_ctx.set
 _reset_trace = core._trace_ctx.reset
 
@@ -163,6 +164,8 @@ class JaxprTrace(core.Trace):
                 return self.parent.process_primitive(prim, args, params)
             if prim.partial_eval is not None:
                 return prim.partial_eval(self, args, params)
+        elif _compile_time_eval_get() and not any(isinstance(x, Tracer) for x in args):
+            return core.EVAL_TRACE.process_primitive(prim, args, params)
         return self.stage(prim, args, params)
 
     def is_known(self, x):
@@ -270,6 +273,23 @@ class JaxprTrace(core.Trace):
         new = dict(params, fun=core.jaxpr_as_fun(call_jaxpr), fwd=staged_fwd,
                    num_consts=len(consts) + params["num_consts"], call_jaxpr=call_jaxpr)
         return self.stage(prim, list(consts) + list(args), new)
+
+    def process_custom_vmap_call(self, prim, args, params):
+        if self._computes_now(args):
+            token = _set_trace(self.parent)
+            try:
+                return self.parent.process_custom_vmap_call(prim, args, params)
+            finally:
+                _reset_trace(token)
+        if self.forward_known:
+            raise ValueError(
+                "Linearization failed to produce known values for all output primals. This is "
+                "typically caused by attempting to differentiate a function uses an operation "
+                "that does not support reverse-mode autodiff. (The custom_vmap function "
+                f"{params['name']} has inputs that depend on the differentiated values: a "
+                "custom batching rule has no reverse-mode derivative, as in JAX. Use forward "
+                "mode (jvp, jacfwd), or give the function a custom_vjp.)")
+        return self.stage(prim, args, params)
 
     def stage(self, prim, args, params):
         # The hot path of eager ``grad`` (every tangent operation is staged
