@@ -108,7 +108,8 @@ def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
     n = math.prod(av.shape[i] for i in axes)
     m = mean(a, axis, dtype, keepdims=True)
     d = _E.sub(a, m)
-    s = sum(_E.mul(d, d), axis, dtype, keepdims)
+    dd = _E.real(_E.mul(d, _E.conj(d))) if _aval(d).dtype.kind == "c" else _E.mul(d, d)
+    s = sum(dd, axis, dtype, keepdims)
     return _E.div(s, float(n - ddof))
 
 
