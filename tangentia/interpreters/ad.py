@@ -278,6 +278,37 @@ class JVPTrace(core.Trace):
                 for p, t, a in zip(outs, out_tans, out_avals)]
 
 
+    def process_custom_vmap_call(self, prim, args, params):
+        # jvp(custom_vmap(f, rule)) = custom_vmap(jvp(f), jvp(rule)), as in JAX:
+        # the function is differentiated as written (closed-over values too);
+        # under vmap the JVP of its rule batches it (``custom_vmap_jvp_rule``).
+        name = params["name"]
+        primals, tangents, perturbed = self._custom_unpack(args, 0, 0, "custom_vmap", name)
+        token = _set_trace(self.parent)
+        try:
+            if not perturbed:
+                return self.parent.process_custom_vmap_call(prim, primals, params)
+            call_jaxpr = params["call_jaxpr"]
+            nonzeros = tuple([type(t) is not Zero for t in tangents])
+            jvp_call, hoisted = jvp_jaxpr(call_jaxpr, nonzeros)
+            rule = functools.partial(custom_vmap_jvp_rule[0], params["rule"], name,
+                                     params["num_consts"], nonzeros)
+            outs = prim.bind(*hoisted, *primals, *[t for t in tangents if type(t) is not Zero],
+                             fun=core.jaxpr_as_fun(jvp_call), rule=rule, num_consts=len(hoisted),
+                             name=name, call_jaxpr=jvp_call)
+        finally:
+            _reset_trace(token)
+        n = len(call_jaxpr.outvars)
+        tans = zero_nonfloat(call_jaxpr.out_avals, outs[n:])
+        return [p if type(t) is Zero else JVPTracer(self, p, t) for p, t in zip(outs[:n], tans)]
+
+
+# The batching rule of a custom_vmap call's JVP, ``rule(user_rule, name, num_consts,
+# nonzeros, axis_size, in_batched, *primals_and_nonzero_tangents)``; installed by
+# ``batching`` (it broadcasts batch axes, which this module cannot).
+custom_vmap_jvp_rule = [None]
+
+
 # custom_lin: the linear step of a custom_vjp function under linearization.
 # Inputs ``(*residuals, *input tangents)``; transposition calls ``bwd`` on the
 # residuals and output cotangents (``Zero`` for zero ones).  Evaluating it is
