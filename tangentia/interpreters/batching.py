@@ -173,6 +173,29 @@ class BatchTrace(core.Trace):
                              call_jaxpr=None))
 
 
+    def process_custom_vmap_call(self, prim, args, params):
+        # The rule replaces batching the function (see core.Trace); batched
+        # arguments reach it with their batch axis first.
+        vals, dims = zip(*[self.unpack(x) for x in args]) if args else ((), ())
+        with set_trace(self.parent):
+            if all(d is None for d in dims):
+                return self.parent.process_custom_vmap_call(prim, list(vals), params)
+            nc = params["num_consts"]
+            if any(d is not None for d in dims[:nc]):
+                raise _batched_closure_error(params["name"])
+            xs = [move_to_front(v, d) for v, d in zip(vals[nc:], dims[nc:])]
+            outs, out_batched = params["rule"](self.axis_size,
+                                                [d is not None for d in dims[nc:]], *xs)
+        return [BatchTracer(self, o, 0) if b else o for o, b in zip(outs, out_batched)]
+
+
+def _batched_closure_error(name):
+    return ValueError(
+        f"custom_vmap function {name} closes over a value that vmap batches (or whose tangent "
+        "it batches, as under jacfwd), but its batching rule only sees the function's "
+        "arguments. Pass the value to the function as an argument.")
+
+
 def _all_zero(n):
     return [0] * n
 
@@ -309,3 +332,38 @@ def _custom_lin_batch(args, dims, **params):
 
 
 ad.custom_lin_p.batch = _custom_lin_batch
+
+
+def _custom_vmap_jvp_rule(rule, name, num_consts, nonzeros, axis_size, in_batched, *xs):
+    """The batching rule of a custom_vmap call's JVP: the JVP of ``rule``.
+
+    A primal and its tangent are batched together (the unbatched one of a pair
+    is broadcast), so ``rule`` sees each argument batched or not as a whole; the
+    tangent outputs are batched as their primals."""
+    n = len(nonzeros)
+    primals, tans, t_batched = list(xs[:n]), iter(xs[n:]), iter(in_batched[n:])
+    tangents, batched = [], []
+    for i, (p, nz, pb) in enumerate(zip(primals, nonzeros, in_batched[:n])):
+        t, tb = (next(tans), next(t_batched)) if nz else (None, False)
+        if tb and not pb:
+            primals[i] = p = broadcast_front(p, axis_size)
+        if t is None:
+            t = core.Zero.from_primal(p)
+        elif pb and not tb:
+            t = broadcast_front(t, axis_size)
+        tangents.append(t)
+        batched.append(pb or tb)
+    if any(batched[:num_consts]):
+        raise _batched_closure_error(name)
+    store = {}
+
+    def f(*ps):
+        outs, store["out_batched"] = rule(axis_size, batched[num_consts:], *ps[num_consts:])
+        return outs
+
+    outs, out_tans = ad.jvp_flat(f, primals, tangents)
+    out_batched = list(store["out_batched"])
+    return list(outs) + [ad.instantiate(t) for t in out_tans], out_batched + out_batched
+
+
+ad.custom_vmap_jvp_rule[0] = _custom_vmap_jvp_rule
