@@ -779,6 +779,7 @@ RULES.update({
     "while": _while, "scan": _scan, "cond": _cond,
     "jit": _inline("jaxpr"), "checkpoint": _inline("jaxpr"),
     "custom_jvp_call": _inline("call_jaxpr"), "custom_vjp_call": _inline("call_jaxpr"),
+    "custom_vmap_call": _inline("call_jaxpr"),
     "linear_solve": _linear_solve,
 })
 # Consumers that read a lazy operand element by element (it stays lazy for them).
