@@ -27,6 +27,7 @@ from . import scipy, nn  # noqa: F401
 from . import random  # noqa: F401
 from . import tree  # noqa: F401
 from . import debug  # noqa: F401
+from . import _jaxpr_dot  # noqa: F401  (installs ClosedJaxpr.to_dot/show/_repr_svg_)
 from ._compat import (block_until_ready, config, default_backend, device_count, device_get,
                       device_put, devices, local_device_count, local_devices)
 from .api import jacrev as jacobian

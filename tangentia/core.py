@@ -721,9 +721,11 @@ class ClosedJaxpr:
         return eval_jaxpr(self.jaxpr, self.consts, *args)
 
     def __str__(self):
-        return pp_jaxpr(self.jaxpr)
+        return pp_jaxpr(self.jaxpr, self.consts)
 
     __repr__ = __str__
+
+    # ``to_dot``, ``show`` and ``_repr_svg_`` (pictures) are installed by tangentia._jaxpr_dot.
 
 
 def eval_jaxpr(jaxpr, consts, *args):
@@ -828,7 +830,7 @@ def _pp_param(k, v, name, indent):
     if isinstance(v, Jaxpr):
         return f"{k}=" + _pp(v, name, indent + 2)
     if isinstance(v, ClosedJaxpr):
-        return f"{k}=" + _pp(v.jaxpr, name, indent + 2)
+        return f"{k}=" + _pp(v.jaxpr, name, indent + 2, v.consts)
     if callable(v) and not isinstance(v, type):
         return f"{k}={getattr(v, '__name__', type(v).__name__)}"
     if isinstance(v, np.dtype):
@@ -836,10 +838,27 @@ def _pp_param(k, v, name, indent):
     return f"{k}={v!r}"
 
 
-def _pp(jaxpr, name, indent):
+_SMALL_CONST = 8  # constants of up to this many elements are printed with their values
+
+
+def _const_value(x):
+    """``=value`` for a small constant (scalars, arrays of up to 8 elements), else ''."""
+    if isinstance(x, Tracer) or not is_array_like(x):
+        return ""
+    x = np.asarray(x)
+    if x.size > _SMALL_CONST:
+        return ""
+    if x.ndim == 0:
+        return f"={x.item()!r}"
+    return "=" + np.array2string(x, separator=",", max_line_width=10**6).replace(" ", "")
+
+
+def _pp(jaxpr, name, indent, constvals=None):
     pad = " " * indent
     decl = lambda v: f"{name(v)}:{v.aval.str_short()}"  # noqa: E731
-    consts = " ".join(decl(v) for v in jaxpr.constvars)
+    if constvals is None:
+        constvals = [None] * len(jaxpr.constvars)
+    consts = " ".join(decl(v) + _const_value(c) for v, c in zip(jaxpr.constvars, constvals))
     ins = " ".join(decl(v) for v in jaxpr.invars)
     lines = [f"{{ lambda {consts}; {ins}. let"]
     for eqn in jaxpr.eqns:
@@ -857,5 +876,6 @@ def _pp(jaxpr, name, indent):
     return "\n".join(lines)
 
 
-def pp_jaxpr(jaxpr):
-    return _pp(jaxpr, _var_namer(), 0)
+def pp_jaxpr(jaxpr, consts=None):
+    """The program as text; with ``consts``, small constants show their values."""
+    return _pp(jaxpr, _var_namer(), 0, None if consts is None else list(consts))
