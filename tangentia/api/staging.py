@@ -154,6 +154,29 @@ class disable_jit:
         _JIT_DISABLED.reset(self.token)
 
 
+class ensure_compile_time_eval:
+    """Context manager: operations whose inputs are all concrete run eagerly even
+    while ``jit`` (or any staging) traces, as ``jax.ensure_compile_time_eval``;
+    their results are concrete arrays, so Python can branch on them.
+
+    >>> import tangentia as tg, tangentia.numpy as tnp
+    >>> @tg.jit
+    ... def f(x):
+    ...     with tg.ensure_compile_time_eval():
+    ...         n = tnp.sum(tnp.arange(4.0))   # 6.0, computed while tracing
+    ...     return x * n if n > 5 else x
+    >>> float(f(2.0))
+    12.0
+    """
+
+    def __enter__(self):
+        self.token = core.compile_time_eval_ctx.set(True)
+        return self
+
+    def __exit__(self, *exc):
+        core.compile_time_eval_ctx.reset(self.token)
+
+
 _ndarray = np.ndarray
 _current_trace = core.current_trace
 _EVAL_TRACE = core.EVAL_TRACE
