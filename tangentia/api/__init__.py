@@ -4,10 +4,10 @@ vjp, grad, value_and_grad, jacfwd, jacrev, hessian, linear_transpose),
 eval_shape)."""
 from .differentiation import (grad, hessian, jacfwd, jacrev, jvp, linear_transpose, linearize,
                               value_and_grad, vjp)
-from .staging import (Lowered, ShapeDtypeStruct, checkpoint, disable_jit, eval_shape, jit,
-                      make_jaxpr, remat)
+from .staging import (Lowered, ShapeDtypeStruct, checkpoint, disable_jit, ensure_compile_time_eval,
+                      eval_shape, jit, make_jaxpr, remat)
 from .vectorization import vmap
 
 __all__ = ["grad", "hessian", "jacfwd", "jacrev", "jvp", "linear_transpose", "linearize",
-           "value_and_grad", "vjp", "Lowered", "ShapeDtypeStruct", "checkpoint", "disable_jit", "eval_shape",
+           "value_and_grad", "vjp", "Lowered", "ShapeDtypeStruct", "checkpoint", "disable_jit", "ensure_compile_time_eval", "eval_shape",
            "jit", "make_jaxpr", "remat", "vmap"]
