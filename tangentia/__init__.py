@@ -11,7 +11,7 @@ from .compiler import numpy_backend as _numpy_backend  # noqa: F401  (registers 
 if _importlib_util.find_spec("numba") is not None:  # the default backend (numba is a dependency)
     from .compiler import numba_backend as _numba_backend  # noqa: F401
 from . import tree_util
-from .api import (ShapeDtypeStruct, checkpoint, disable_jit, eval_shape, grad, linear_transpose, remat, hessian, jacfwd, jacrev, jit, jvp,
+from .api import (ShapeDtypeStruct, checkpoint, disable_jit, ensure_compile_time_eval, eval_shape, grad, linear_transpose, remat, hessian, jacfwd, jacrev, jit, jvp,
                   linearize, make_jaxpr, value_and_grad, vjp, vmap)
 from .core import (ConcretizationTypeError, TracerArrayConversionError, UnexpectedTracerError,
                    ClosedJaxpr, Jaxpr)
@@ -19,6 +19,9 @@ from .debugging import debug_nans
 from . import custom_derivatives
 from . import errors  # noqa: F401
 from .custom_derivatives import closure_convert, custom_jvp, custom_vjp
+from . import custom_batching  # noqa: F401
+from ._custom_gradient import custom_gradient
+custom_derivatives.custom_gradient = custom_gradient  # also its JAX home (defined above it)
 from . import numpy  # noqa: F401
 from .numpy import ndarray as Array
 from . import lax  # noqa: F401
@@ -34,7 +37,7 @@ from .api import jacrev as jacobian
 
 __version__ = "0.1.0"
 
-__all__ = ["disable_jit", "linear_transpose", "random", "tree", "debug", "block_until_ready", "config", "default_backend",
+__all__ = ["custom_gradient", "custom_batching", "ensure_compile_time_eval", "disable_jit", "linear_transpose", "random", "tree", "debug", "block_until_ready", "config", "default_backend",
            "device_count", "device_get", "device_put", "devices", "local_device_count",
            "local_devices", "jacobian", "debug_nans", "Array", "ShapeDtypeStruct", "checkpoint", "remat", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
            "linearize", "make_jaxpr", "value_and_grad", "vjp", "vmap", "tree_util", "numpy", "lax",
