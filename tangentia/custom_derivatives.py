@@ -30,7 +30,7 @@ from ._messages import fun_name as _fun_name
 from .tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 
 __all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "CustomVJPPrimal", "closure_convert",
-           "zero_from_primal"]
+           "zero_from_primal", "custom_vjp_primal_tree_values"]
 
 
 # ---------------------------------------------------------------------------
@@ -121,8 +121,6 @@ def _user_zero(z, symbolic_zeros):
 
 
 def _resolve_kwargs(fun, args, kwargs, kind):
-    if not kwargs:
-        return tuple(args)
     try:
         sig = inspect.signature(fun)
     except (TypeError, ValueError):
@@ -131,13 +129,16 @@ def _resolve_kwargs(fun, args, kwargs, kind):
                         "them to positions; pass them positionally") from None
     try:
         ba = sig.bind(*args, **kwargs)
+        ba.apply_defaults()
+        if ba.kwargs:
+            raise TypeError("The following keyword arguments could not be resolved to positions: "
+                            + ", ".join(k for k in ba.kwargs if k in kwargs)
+                            + " (keyword-only and **kwargs parameters cannot be passed to custom "
+                            "rules)")
     except TypeError as e:
-        raise TypeError(f"{kind} function {_fun_name(fun)}: {e}") from None
-    ba.apply_defaults()
-    if ba.kwargs:
-        raise TypeError(f"{kind} function {_fun_name(fun)}: keyword arguments {sorted(ba.kwargs)} "
-                        "cannot be resolved to positions (keyword-only or **kwargs parameters are "
-                        "not supported by custom rules)")
+        raise TypeError(f"The input arguments to the {kind}-decorated function {_fun_name(fun)} "
+                        "could not be resolved to positional-only arguments. Binding failed with "
+                        f"the error:\n{e}") from None
     return tuple(ba.args)
 
 
@@ -152,26 +153,7 @@ def _check_leaves(leaves, kind, name):
                                 "with nondiff_argnums") from None
 
 
-def _avals_str(tree, leaves):
-    return str(tree_unflatten(tree, [core.get_aval(x).str_short() for x in leaves]))
-
-
-def _tangent_mismatch(rule, fname, what, expected, got):
-    return TypeError(f"Custom JVP rule {rule} for function {fname} must produce {what}; "
-                     f"expected {expected}, got {got}.")
-
-
 _LEAF_TREE = tree_structure(0)
-
-
-def _flatten_args(args):
-    """Flatten positional arguments; ``(list(args), None)`` when all are arrays
-    (the common case, which then needs no pytree work)."""
-    for a in args:
-        if not (type(a) is np.ndarray or isinstance(a, Tracer)):
-            leaves, tree = tree_flatten(tuple(args))
-            return leaves, tree
-    return list(args), None
 
 
 def _flatten_out(out):
@@ -188,26 +170,31 @@ def _type_str(aval):
     return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
 
 
+def _tangent_type_error(pa, ta, jvp_name, name, i):
+    return TypeError(
+        "Custom JVP rule must produce primal and tangent outputs with corresponding shapes and "
+        f"dtypes. Expected {_type_str(ad.tangent_aval(pa))} (tangent type of {_type_str(pa)}) but "
+        f"got {_type_str(ta)}. (Custom JVP rule {jvp_name} for function {name}, tangent output "
+        f"{i}.)")
+
+
 def _check_tangent(p, t, i, jvp_name, name):
     """Check/normalize tangent output ``i`` of a JVP rule against its primal ``p``."""
     pa = core.get_aval(p)
-    if t is None or type(t) is SymbolicZero or pa.dtype.kind not in "fc":
+    if t is None or pa.dtype.kind not in "fc":
+        return Zero(ad.tangent_aval(pa))
+    if type(t) is SymbolicZero:
+        if t.aval.shape != pa.shape:
+            raise _tangent_type_error(pa, t.aval, jvp_name, name, i)
         return Zero(ad.tangent_aval(pa))
     ta = core.get_aval(t)
     if ta.shape != pa.shape:
-        raise _tangent_mismatch(
-            jvp_name, name, "primal and tangent outputs with equal shapes",
-            f"tangent {i} of shape {pa.shape} (like primal {pa.str_short()})",
-            f"shape {ta.shape} ({ta.str_short()})")
+        raise _tangent_type_error(pa, ta, jvp_name, name, i)
     if ta.dtype != pa.dtype:
         if ta.dtype.kind not in "fc" or not np.can_cast(pa.dtype, ta.dtype, "safe"):
             # A narrower tangent (float32 for a float64 primal) would lose precision
             # silently: an error, with JAX's wording.
-            raise TypeError(
-                "Custom JVP rule must produce primal and tangent outputs with corresponding "
-                f"shapes and dtypes. Expected {_type_str(pa)} (tangent type of {_type_str(pa)}) "
-                f"but got {_type_str(ta)}. (Custom JVP rule {jvp_name} for function {name}, "
-                f"tangent output {i}.)")
+            raise _tangent_type_error(pa, ta, jvp_name, name, i)
         if isinstance(t, Tracer):
             from .primitives.structural import convert_element_type
             return convert_element_type(t, pa.dtype)
@@ -215,6 +202,71 @@ def _check_tangent(p, t, i, jvp_name, name):
     if type(t) is not np.ndarray and not isinstance(t, Tracer):
         return np.asarray(t, dtype=pa.dtype)
     return t
+
+
+def _identity_full(dyn_vals, diff_vals):
+    return diff_vals
+
+
+class _Args:
+    """One call's positional arguments as the flat rules see them.
+
+    The array leaves of nondiff arguments (``dyn``: traced values, arrays)
+    become leading inputs of the call, so that every interpreter sees them; the
+    differentiable arguments are flattened to ``leaves`` (``in_tree`` is None
+    when each is one array, the common case that needs no pytree work).
+    ``full(dyn_vals, diff_vals)`` rebuilds the positional arguments and
+    ``nondiff(dyn_vals)`` the nondiff ones.
+    """
+
+    __slots__ = ("n", "nd", "nd_leaves", "nd_tree", "dyn_pos", "dyn", "leaves", "in_tree",
+                 "full")
+
+    def __init__(self, args, nd, kind, name):
+        self.nd = nd
+        self.n = len(args)
+        if nd:
+            nd_set = set(nd)
+            self.nd_leaves, self.nd_tree = tree_flatten([args[i] for i in nd])
+            self.dyn_pos = [i for i, x in enumerate(self.nd_leaves)
+                            if isinstance(x, (Tracer, np.ndarray))]
+            self.dyn = [self.nd_leaves[i] for i in self.dyn_pos]
+            diff = [a for i, a in enumerate(args) if i not in nd_set]
+            self.full = self._full
+        else:
+            self.dyn, diff = (), args
+            self.full = _identity_full
+        for a in diff:
+            if not (type(a) is np.ndarray or isinstance(a, Tracer)):
+                self.leaves, self.in_tree = tree_flatten(tuple(diff))
+                _check_leaves(self.leaves, kind, name)
+                if not nd:
+                    self.full = self._full
+                break
+        else:
+            self.leaves, self.in_tree = list(diff), None
+
+    def diff(self, diff_leaves):
+        return (tuple(diff_leaves) if self.in_tree is None
+                else tree_unflatten(self.in_tree, list(diff_leaves)))
+
+    def nondiff(self, dyn_vals):
+        if not self.nd:
+            return []
+        nl = list(self.nd_leaves)
+        for p, v in zip(self.dyn_pos, dyn_vals):
+            nl[p] = v
+        return tree_unflatten(self.nd_tree, nl)
+
+    def _full(self, dyn_vals, diff_leaves):
+        diff_vals = self.diff(diff_leaves)
+        if not self.nd:
+            return diff_vals
+        out, it_n, it_d = [], iter(self.nondiff(dyn_vals)), iter(diff_vals)
+        nd = self.nd
+        for i in range(self.n):
+            out.append(next(it_n) if i in nd else next(it_d))
+        return out
 
 
 class _CustomFunction:
@@ -226,6 +278,7 @@ class _CustomFunction:
     def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
         functools.update_wrapper(self, fun, updated=())
         self.fun = fun
+        self.name = _fun_name(fun)
         nums = {int(i) for i in nondiff_argnums}
         if isinstance(nondiff_argnames, str):
             nondiff_argnames = (nondiff_argnames,)
@@ -245,22 +298,36 @@ class _CustomFunction:
                 nums.add(params.index(n))
         self.nondiff_argnums = tuple(sorted(nums))
         self.symbolic_zeros = False
+        # Calls with exactly the positional parameters need no signature
+        # binding (the common, fast case); others are bound as in JAX, so
+        # defaults are applied and a missing argument gets JAX's error.
+        try:
+            ps = inspect.signature(fun).parameters.values()
+        except (TypeError, ValueError):
+            self._n_pos = None
+        else:
+            self._n_pos = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in ps)
+            if any(p.kind is p.VAR_POSITIONAL for p in ps):
+                self._n_pos = -1 - self._n_pos  # at least -1 - n arguments
+            elif any(p.kind is p.KEYWORD_ONLY and p.default is p.empty for p in ps):
+                self._n_pos = -10 ** 9  # always bound
 
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
         return functools.partial(self, obj)
 
-    def _resolve(self, args, kwargs):
-        """Positional arguments (kwargs resolved), checked against nondiff_argnums."""
-        args = _resolve_kwargs(self.fun, args, kwargs, self.kind)
+    def _args(self, args, kwargs):
+        """The call's arguments split for the flat rules (kwargs resolved,
+        nondiff_argnums checked)."""
+        n = self._n_pos
+        if kwargs or not (n is None or len(args) == n or (n < 0 and len(args) >= -1 - n)):
+            args = _resolve_kwargs(self.fun, args, kwargs, self.kind)
         nd = self.nondiff_argnums
-        for i in nd:
-            if i >= len(args):
-                raise TypeError(f"{self.kind} function {_fun_name(self.fun)}: "
-                                f"nondiff_argnums={nd} but only {len(args)} positional arguments "
-                                "were given")
-        return args
+        if nd and nd[-1] >= len(args):
+            raise TypeError(f"{self.kind} function {self.name}: nondiff_argnums={nd} but only "
+                            f"{len(args)} positional arguments were given")
+        return _Args(args, nd, self.kind, self.name)
 
 
 class custom_jvp(_CustomFunction):
@@ -284,6 +351,7 @@ class custom_jvp(_CustomFunction):
             raise TypeError(f"custom_jvp.defjvp of {_fun_name(self.fun)} expects a callable, "
                             f"got {type(jvp).__name__}")
         self.jvp = jvp
+        self.jvp_name = _fun_name(jvp)
         self.symbolic_zeros = symbolic_zeros
         return jvp
 
@@ -307,84 +375,45 @@ class custom_jvp(_CustomFunction):
         self.defjvp(jvp)
 
     def __call__(self, *args, **kwargs):
-        name = _fun_name(self.fun)
+        name = self.name
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
-        args = self._resolve(args, kwargs)
-        nd = self.nondiff_argnums
-        if nd:
-            nondiff = [args[i] for i in nd]
-            diff = tuple(a for i, a in enumerate(args) if i not in nd)
-            nd_leaves, nd_tree = tree_flatten(nondiff)
-            dyn_pos = [i for i, x in enumerate(nd_leaves) if isinstance(x, (Tracer, np.ndarray))]
-            dyn = [nd_leaves[i] for i in dyn_pos]
-        else:
-            diff, dyn, dyn_pos = args, (), ()
-        leaves, in_tree = _flatten_args(diff)
-        _check_leaves(leaves, "custom_jvp", name)
+        ca = self._args(args, kwargs)
         store = {}
-        fun, rule, sz = self.fun, self.jvp, self.symbolic_zeros
-        jvp_name = _fun_name(rule)
+        fun, rule, sz, jvp_name = self.fun, self.jvp, self.symbolic_zeros, self.jvp_name
+        full = ca.full
+        dyn, leaves = ca.dyn, ca.leaves
         n_dyn, n_diff = len(dyn), len(leaves)
 
-        def rebuild(dyn_vals, diff_leaves):
-            if not nd:
-                return (), (tuple(diff_leaves) if in_tree is None
-                            else tree_unflatten(in_tree, diff_leaves))
-            nl = list(nd_leaves)
-            for p, v in zip(dyn_pos, dyn_vals):
-                nl[p] = v
-            nondiff_vals = tree_unflatten(nd_tree, nl)
-            return nondiff_vals, (tuple(diff_leaves) if in_tree is None
-                                  else tree_unflatten(in_tree, list(diff_leaves)))
-
-        def full_args(nondiff_vals, diff_vals):
-            if not nd:
-                return diff_vals
-            out, it_n, it_d = [], iter(nondiff_vals), iter(diff_vals)
-            for i in range(len(args)):
-                out.append(next(it_n) if i in nd else next(it_d))
-            return out
-
         def flat_fun(*xs):
-            nondiff_vals, diff_vals = rebuild(xs[:n_dyn], xs[n_dyn:])
-            out = fun(*full_args(nondiff_vals, diff_vals))
+            out = fun(*full(xs[:n_dyn], xs[n_dyn:]))
             outs, store["out_tree"] = _flatten_out(out)
             return outs
 
         def flat_jvp(*xs):
-            nondiff_vals, primals = rebuild(xs[:n_dyn], xs[n_dyn:n_dyn + n_diff])
-            tans = tuple([_user_zero(t, sz) if type(t) is Zero else t
-                          for t in xs[n_dyn + n_diff:]])
-            tangents = tans if in_tree is None else tree_unflatten(in_tree, list(tans))
-            res = _call_rule(rule, (*nondiff_vals, tuple(primals), tuple(tangents)),
+            tans = [_user_zero(t, sz) if type(t) is Zero else t for t in xs[n_dyn + n_diff:]]
+            dyn_vals = xs[:n_dyn]
+            res = _call_rule(rule, (*ca.nondiff(dyn_vals), ca.diff(xs[n_dyn:n_dyn + n_diff]),
+                                    ca.diff(tans)),
                              "Custom JVP rule", name, "jvp(*nondiff_args, primals, tangents)",
-                             len(nondiff_vals))
+                             n_dyn or len(ca.nd))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
-                raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must return a "
-                                f"pair (primal_out, tangent_out), got {type(res).__name__}")
+                raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce a "
+                                "pair (list or tuple of length two) representing primal and "
+                                f"tangent outputs, but got {res!r}.")
             p_out, t_out = res
             if type(p_out) is np.ndarray or isinstance(p_out, Tracer):  # one array: fast path
-                want = store.get("out_tree")
-                if want is not None and want != _LEAF_TREE:
-                    raise _tangent_mismatch(jvp_name, name, "a primal output with the same "
-                                            "structure as the function's output", want,
-                                            _LEAF_TREE)
-                store["out_tree"] = _LEAF_TREE
                 if t_out is None or type(t_out) is SymbolicZero or core.is_array_like(t_out):
+                    _check_out_tree(store, _LEAF_TREE, jvp_name, name)
                     return [p_out, _check_tangent(p_out, t_out, 0, jvp_name, name)]
             p_leaves, p_tree = tree_flatten(p_out)
             t_leaves, t_tree = tree_flatten(t_out, is_leaf=lambda x: x is None or
                                             type(x) is SymbolicZero)
-            want = store.get("out_tree")
-            if want is not None and want != p_tree:
-                raise _tangent_mismatch(jvp_name, name,
-                                        "a primal output with the same structure as the function's "
-                                        "output", want, p_tree)
-            store["out_tree"] = p_tree
             if p_tree != t_tree:
-                raise _tangent_mismatch(jvp_name, name, "primal and tangent outputs with equal "
-                                        "container structure", p_tree, t_tree)
+                raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce "
+                                "primal and tangent outputs with equal container (pytree) "
+                                f"structures, but got {p_tree} and {t_tree} respectively.")
+            _check_out_tree(store, p_tree, jvp_name, name)
             fixed = [_check_tangent(p, t, i, jvp_name, name)
                      for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
             return _as_arrays(p_leaves) + fixed
@@ -395,12 +424,32 @@ class custom_jvp(_CustomFunction):
         return _unflatten_out(store["out_tree"], outs)
 
 
+def _check_out_tree(store, tree, jvp_name, name):
+    """The primal output of a JVP rule has the function's output structure."""
+    want = store.get("out_tree")
+    if want is not None and want != tree:
+        raise TypeError(
+            f"Custom JVP rule {jvp_name} for function {name} must produce a pair (list or tuple "
+            "of length two) where the first element represents the primal output (equal in value "
+            f"to the output of the custom_jvp-decorated function {name}, and in particular of "
+            "the same container/pytree structure), but instead the JVP rule output's first "
+            f"element had container/pytree structure:\n    {tree}\nwhile the custom_jvp-decorated "
+            f"function {name} had output container/pytree structure:\n    {want}. (expected "
+            f"{want}, got {tree})")
+    store["out_tree"] = tree
+
+
 class custom_vjp(_CustomFunction):
     """A function with a user-defined VJP (reverse-mode) rule.
 
     ``f.defvjp(fwd, bwd)``: ``fwd`` takes ``f``'s arguments and returns
     ``(out, residuals)``; ``bwd(*nondiff, residuals, cotangent)`` returns a
     tuple with one cotangent (or ``None``) per differentiable argument.
+
+    Arrays passed through ``nondiff_argnums``, traced ones included (the
+    old-style ``clip_gradient(lo, hi, x)`` under jit and vmap), are rewritten
+    into inputs and residuals: ``fwd`` and ``bwd`` receive them as the same
+    values, and their cotangent is zero.
     """
 
     kind = "custom_vjp"
@@ -417,83 +466,85 @@ class custom_vjp(_CustomFunction):
                 raise TypeError(f"custom_vjp.defvjp of {_fun_name(self.fun)}: {what} must be "
                                 f"callable, got {type(f).__name__}")
         self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
+        self.fwd_name, self.bwd_name = _fun_name(fwd), _fun_name(bwd)
 
     def __call__(self, *args, **kwargs):
-        name = _fun_name(self.fun)
+        name = self.name
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
-        args = self._resolve(args, kwargs)
-        nd = self.nondiff_argnums
-        for i in nd:
-            for leaf in tree_flatten(args[i])[0]:
-                if isinstance(leaf, Tracer):
-                    raise TypeError(
-                        f"custom_vjp function {name} got a traced value (a {leaf.aval.str_short()} "
-                        f"array under a transformation) for its argument {i}, which is in "
-                        f"nondiff_argnums={nd}. For custom_vjp, nondiff_argnums is only for "
-                        "non-array values such as functions, shapes or strings. Pass arrays as "
-                        "regular arguments instead, and return None for them from bwd (see the "
-                        "custom_vjp nondiff_argnums update guide).")
-        nondiff = [args[i] for i in nd]
-        diff = tuple(a for i, a in enumerate(args) if i not in nd)
-        leaves, in_tree = _flatten_args(diff)
-        _check_leaves(leaves, "custom_vjp", name)
-        in_avals = [core.get_aval(x) for x in leaves]
-
-        def unflat(xs):
-            return tuple(xs) if in_tree is None else tree_unflatten(in_tree, list(xs))
+        ca = self._args(args, kwargs)
         store = {}
         fun, fwd, bwd, sz = self.fun, self.fwd, self.bwd, self.symbolic_zeros
-        fwd_name, bwd_name = _fun_name(fwd), _fun_name(bwd)
-        n_args = len(diff)
-
-        def full_args(diff_vals):
-            out, it_n, it_d = [], iter(nondiff), iter(diff_vals)
-            for i in range(len(args)):
-                out.append(next(it_n) if i in nd else next(it_d))
-            return out
+        fwd_name, bwd_name = self.fwd_name, self.bwd_name
+        full = ca.full
+        dyn, leaves = ca.dyn, ca.leaves
+        n_dyn = len(dyn)
 
         def flat_fun(*xs):
-            out = fun(*full_args(unflat(xs)))
+            out = fun(*full(xs[:n_dyn], xs[n_dyn:]))
             outs, store["out_tree"] = _flatten_out(out)
             return outs
 
         def flat_fwd(perturbed, *xs):
+            dyn_vals, ys = xs[:n_dyn], xs[n_dyn:]
             if sz:
-                xs = [CustomVJPPrimal(x, p) for x, p in zip(xs, perturbed)]
-            res = _call_rule(fwd, tuple(full_args(unflat(xs))), "Custom VJP fwd rule", name,
+                ys = [CustomVJPPrimal(y, p) for y, p in zip(ys, perturbed[n_dyn:])]
+            res = _call_rule(fwd, tuple(full(dyn_vals, ys)), "Custom VJP fwd rule", name,
                              "fwd(*args) (the function's own arguments)", 0)
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
-                raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {name} must return "
-                                f"a pair (output, residuals), got {type(res).__name__}")
+                raise TypeError(_fwd_pair_message(fwd_name, name) + "but instead of a pair the "
+                                f"fwd rule {fwd_name} produced {res!r}.")
             out, residuals = res
             outs, out_tree = _flatten_out(out)
             want = store.get("out_tree")
             if want is not None and want != out_tree:
-                raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {name} must produce "
-                                f"a primal output with the structure of the function's output; "
-                                f"expected {want}, got {out_tree}.")
+                raise TypeError(
+                    _fwd_pair_message(fwd_name, name) + "but instead the fwd rule output's first "
+                    f"element had container/pytree structure:\n    {out_tree}\nwhile the "
+                    f"custom_vjp-decorated function {name} had output container/pytree "
+                    f"structure:\n    {want}. (expected {want}, got {out_tree})")
             store["out_tree"] = out_tree
             res_leaves, res_tree = _flatten_out(residuals)
             for i, r in enumerate(res_leaves):
-                if not core.is_array_like(r):
+                if not (type(r) is np.ndarray or core.is_array_like(r)):
                     raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {name}: residual "
                                     f"leaf {i} of type {type(r).__name__} is not an array")
-            return outs, res_leaves, res_tree
+            if n_dyn:  # the nondiff arrays are residuals too, for bwd
+                res_leaves = [*dyn_vals, *res_leaves]
+            return outs, res_leaves, (out_tree, res_tree)
 
-        def flat_bwd(res_tree, *res_and_cts):
-            nres = res_tree.num_leaves
-            res = _unflatten_out(res_tree, list(res_and_cts[:nres]))
-            cts = _unflatten_out(store["out_tree"], [_user_zero(c, sz) if type(c) is Zero else c
-                                                     for c in res_and_cts[nres:]])
+        def flat_bwd(trees, *res_and_cts):
+            out_tree, res_tree = trees
+            nres = n_dyn + res_tree.num_leaves
+            res = _unflatten_out(res_tree, list(res_and_cts[n_dyn:nres]))
+            cts = _unflatten_out(out_tree, [_user_zero(c, sz) if type(c) is Zero else c
+                                            for c in res_and_cts[nres:]])
+            nondiff = ca.nondiff(res_and_cts[:n_dyn])
             got = _call_rule(bwd, (*nondiff, res, cts), "Custom VJP bwd rule", name,
                              "bwd(*nondiff_args, residuals, cotangents)", len(nondiff))
-            return _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name)
+            out = _flatten_bwd_output(got, ca, bwd_name, name, sz)
+            if n_dyn:
+                return [Zero.from_primal(d) for d in res_and_cts[:n_dyn]] + out
+            return out
 
-        outs = custom_vjp_call_p.bind(*leaves, fun=flat_fun, fwd=flat_fwd, bwd=flat_bwd,
+        outs = custom_vjp_call_p.bind(*dyn, *leaves, fun=flat_fun, fwd=flat_fwd, bwd=flat_bwd,
                                       num_consts=0, symbolic_zeros=sz, name=name,
                                       rule_name=fwd_name, call_jaxpr=None)
         return _unflatten_out(store["out_tree"], outs)
+
+
+def _fwd_pair_message(fwd_name, name):
+    return (f"Custom VJP fwd rule {fwd_name} for function {name} must produce a pair (list or "
+            "tuple of length two) where the first element represents the primal output (equal to "
+            f"the output of the custom_vjp-decorated function {name}) and the second element "
+            "represents residuals (i.e. values stored from the forward pass for use on the "
+            "backward pass), ")
+
+
+def custom_vjp_primal_tree_values(tree):
+    """Strip the perturbation information from the arguments of a ``fwd`` rule
+    defined with ``symbolic_zeros=True``: each ``CustomVJPPrimal`` becomes its value."""
+    return tree_map(lambda x: x.value if type(x) is CustomVJPPrimal else x, tree)
 
 
 def _call_rule(rule, args, what, name, expected, n_nondiff):
@@ -540,58 +591,92 @@ def _describe_arg(x):
     return getattr(x, "__name__", type(x).__name__)
 
 
-def _flatten_bwd_output(got, in_tree, in_avals, n_args, bwd_name, name):
+def _bwd_structure_error(bwd_name, name, got, ca, detail):
+    in_tree = ca.in_tree if ca.in_tree is not None else tree_structure(tuple(ca.leaves))
+    return TypeError(
+        f"Custom VJP bwd rule {bwd_name} for function {name} must produce an output with the same "
+        "container (pytree) structure as the args tuple of the primal function, and in "
+        "particular must produce a tuple of length equal to the number of arguments to the "
+        f"primal function, but got bwd output structure {_structure_of(got)} for primal input "
+        f"structure {in_tree}. ({detail})")
+
+
+def _structure_of(x):
+    return tree_structure(x, is_leaf=lambda v: v is None or type(v) is SymbolicZero)
+
+
+def _flatten_bwd_output(got, ca, bwd_name, name, sz):
     """The flat cotangents of a bwd rule's output (``Zero`` for zero ones), checked."""
+    leaves = ca.leaves
+    n_args = ca.n - len(ca.nd)
     if not isinstance(got, (tuple, list)):
-        raise TypeError(f"Custom VJP bwd rule {bwd_name} for function {name} must return a tuple "
-                        f"with one cotangent per differentiable argument ({n_args}), got "
-                        f"{type(got).__name__}")
+        raise _bwd_structure_error(bwd_name, name, got, ca, f"a tuple with one cotangent per "
+                                   f"differentiable argument ({n_args}) is expected, got a "
+                                   f"{type(got).__name__}")
     if len(got) != n_args:
-        raise TypeError(f"Custom VJP bwd rule {bwd_name} for function {name} must return a tuple "
-                        f"of length equal to the number of differentiable arguments ({n_args}), "
-                        f"got a tuple of length {len(got)}")
-    if in_tree is None:  # every argument is one array: the common, fast case
-        for c, a in zip(got, in_avals):
-            if not ((type(c) is np.ndarray or isinstance(c, Tracer)) and c.shape == a.shape
-                    and c.dtype == a.dtype):
+        raise _bwd_structure_error(bwd_name, name, got, ca, f"a tuple of length equal to the "
+                                   f"number of differentiable arguments ({n_args}) is expected, "
+                                   f"got a tuple of length {len(got)}")
+    if ca.in_tree is None:  # every argument is one array: the common, fast case
+        for c, x in zip(got, leaves):
+            if not ((type(c) is np.ndarray or isinstance(c, Tracer)) and c.shape == x.shape
+                    and c.dtype == x.dtype):
                 break
         else:
             return list(got)
-    arg_trees = [_LEAF_TREE] * n_args if in_tree is None else in_tree.children()
+    arg_trees = [_LEAF_TREE] * n_args if ca.in_tree is None else ca.in_tree.children()
     out = []
-    it_avals = iter(in_avals)
+    it_leaves = iter(leaves)
     for k, (g, t) in enumerate(zip(got, arg_trees)):
-        avals = [next(it_avals) for _ in range(t.num_leaves)]
+        avals = [core.get_aval(next(it_leaves)) for _ in range(t.num_leaves)]
         if g is None:
             out.extend(_zero_ct(a) for a in avals)
             continue
         try:
             g_leaves = t.flatten_up_to(g)
         except Exception:  # noqa: BLE001 - reported with both structures
-            raise TypeError(f"Custom VJP bwd rule {bwd_name} for function {name} returned a "
-                            f"cotangent for argument {k} with structure {tree_structure(g)}, but "
-                            f"the argument has structure {t}") from None
+            raise _bwd_structure_error(
+                bwd_name, name, got, ca, f"the cotangent for argument {k} has structure "
+                f"{_structure_of(g)}, but the argument has structure {t}") from None
         for j, (c, a) in enumerate(zip(g_leaves, avals)):
-            if c is None or type(c) is SymbolicZero:
+            where = f"output[{k}]" + (f" (leaf {j})" if t is not _LEAF_TREE else "")
+            want = ad.tangent_aval(a)
+            if c is None:
+                out.append(_zero_ct(a))
+                continue
+            if type(c) is SymbolicZero:
+                if c.aval.shape != a.shape or (want.dtype != dtypes.float0
+                                               and c.aval.dtype != want.dtype):
+                    raise ValueError(
+                        f"Custom VJP bwd rule {bwd_name} for function {name} produced a "
+                        "SymbolicZero with a shape/dtype that does not match the corresponding "
+                        f"input tangent shape/dtype: at {where} the SymbolicZero had shape/dtype "
+                        f"{c.aval.str_short()} while the corresponding input had shape/dtype "
+                        f"{a.str_short()}. Consider just returning a None here instead of a "
+                        "SymbolicZero object.")
                 out.append(_zero_ct(a))
                 continue
             if not core.is_array_like(c):
-                raise TypeError(
-                    f"Custom VJP bwd rule {bwd_name} for function {name} returned a cotangent for "
-                    f"argument {k} with structure {tree_structure(g)}, but the argument has "
-                    f"structure {t}: leaf {j} is a {type(c).__name__}, not an array")
-            ca = core.get_aval(c)
-            want = ad.tangent_aval(a)
+                raise _bwd_structure_error(
+                    bwd_name, name, got, ca, f"the cotangent for argument {k} has structure "
+                    f"{_structure_of(g)}, but the argument has structure {t}: leaf {j} is a "
+                    f"{type(c).__name__}, not an array")
+            ca_ = core.get_aval(c)
             if want.dtype == dtypes.float0:
                 out.append(_zero_ct(a))
                 continue
-            if ca.shape != a.shape:
-                raise TypeError(f"Custom VJP bwd rule {bwd_name} for function {name} returned a "
-                                f"cotangent of shape {ca.shape} for argument {k} (leaf {j}), but "
-                                f"the argument has shape {a.shape}")
+            if ca_.shape != a.shape:
+                hint = (" Consider just returning a None here instead of a zero array." if sz
+                        and isinstance(c, np.ndarray) and not c.any() else "")
+                raise ValueError(
+                    f"Custom VJP bwd rule {bwd_name} for function {name} must produce an output "
+                    "with the same type as the args tuple of the primal function, but at "
+                    f"{where} the bwd rule produced an output of type {_type_str(ca_)} "
+                    f"corresponding to an input of type {_type_str(a)} (argument {k}: cotangent "
+                    f"of shape {ca_.shape}, argument of shape {a.shape}).{hint}")
             if not isinstance(c, Tracer):
                 c = np.asarray(c, dtype=want.dtype)
-            elif ca.dtype != want.dtype:
+            elif ca_.dtype != want.dtype:
                 from .primitives.structural import convert_element_type
                 c = convert_element_type(c, want.dtype)
             out.append(c)

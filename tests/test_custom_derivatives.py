@@ -938,8 +938,9 @@ class TestPytrees:
         with pytest.raises(TypeError) as ei:
             tg.jvp(f, (1.,), (1.,))
         msg = str(ei.value)
-        assert "f_jvp" in msg and "function f" in msg
-        assert "expected PyTreeDef(*)" in msg and "got PyTreeDef((*, *))" in msg
+        assert msg.startswith("Custom JVP rule f_jvp for function f must produce primal and "
+                              "tangent outputs with equal container (pytree) structures, but got "
+                              "PyTreeDef(*) and PyTreeDef((*, *)) respectively.")
 
     def test_jvp_rule_wrong_primal_structure_error(self):
         @tg.custom_jvp
@@ -968,8 +969,10 @@ class TestPytrees:
         with pytest.raises(TypeError) as ei:
             tg.jvp(f, (np.ones(2),), (np.ones(2),))
         msg = str(ei.value)
+        assert msg.startswith("Custom JVP rule must produce primal and tangent outputs with "
+                              "corresponding shapes and dtypes. Expected float64[2] (tangent type "
+                              "of float64[2]) but got float64[3].")
         assert "<lambda>" in msg and "function f" in msg
-        assert "(2,)" in msg and "(3,)" in msg and "shape" in msg
 
     def test_jvp_rule_wrong_tangent_dtype_error(self):
         @tg.custom_jvp
@@ -1059,10 +1062,13 @@ class TestPytrees:
             return (tnp.ones(3) * g,)
 
         f.defvjp(lambda x: (f(x), None), my_bwd)
-        with pytest.raises(TypeError) as ei:
+        with pytest.raises(ValueError) as ei:  # JAX's type
             tg.grad(f)(np.ones(2))
         msg = str(ei.value)
-        assert "my_bwd" in msg and "function f" in msg
+        assert msg.startswith("Custom VJP bwd rule my_bwd for function f must produce an output "
+                              "with the same type as the args tuple of the primal function, but "
+                              "at output[0] the bwd rule produced an output of type float64[3] "
+                              "corresponding to an input of type float64[2]")
         assert "(3,)" in msg and "(2,)" in msg and "argument 0" in msg
 
     def test_fwd_must_return_pair_and_matching_output(self):
@@ -1146,8 +1152,12 @@ class TestKwargs:
             return x * y
 
         f.defjvp(lambda p, t: (f(*p), t[0]))
-        with pytest.raises(TypeError, match=r"custom_jvp function f.*\['y'\].*positions"):
+        with pytest.raises(TypeError) as ei:
             f(1., y=2.)
+        assert str(ei.value).startswith(
+            "The input arguments to the custom_jvp-decorated function f could not be resolved to "
+            "positional-only arguments. Binding failed with the error:\nThe following keyword "
+            "arguments could not be resolved to positions: y")
 
 
 # ---------------------------------------------------------------------------
@@ -1342,20 +1352,7 @@ class TestNondiffArgnums:
         close(tg.grad(lambda x: tg.vmap(lambda y: clip_gradient(-1., 1., y) * 3.)(x).sum())(XS4),
               np.ones(4))
 
-    @pytest.mark.parametrize("how", ["vmap", "jit", "grad"])
-    def test_clip_gradient_old_style_loud_error_with_tracer(self, how):
-        clip_gradient = make_clip_gradient_old()
-        run = {
-            "vmap": lambda: tg.vmap(lambda lo: clip_gradient(lo, 0.5, 1.))(-np.ones(3)),
-            "jit": lambda: tg.jit(lambda x, lo: clip_gradient(lo, 0.5, x))(1., -0.5),
-            "grad": lambda: tg.grad(lambda hi: clip_gradient(-0.5, hi, 1.))(0.5),
-        }[how]
-        with pytest.raises(TypeError) as ei:
-            run()
-        msg = str(ei.value)
-        assert "clip_gradient" in msg and "nondiff_argnums" in msg
-        assert "traced" in msg
-        assert "Pass arrays as regular arguments" in msg and "return None" in msg and "bwd" in msg
+    # Traced lo/hi through nondiff_argnums (an error in JAX) work: test_custom_nondiff.py.
 
     def test_clip_gradient_new_style(self):
         clip_gradient = make_clip_gradient_new()
