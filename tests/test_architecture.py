@@ -367,7 +367,7 @@ KINDS = {
     "call": {"jit", "checkpoint", "linear_solve", "custom_lin"},
     "control flow": {"cond", "while", "scan"},
     "nullary": {"constant"},
-    "custom call": {"custom_jvp_call", "custom_vjp_call"},
+    "custom call": {"custom_jvp_call", "custom_vjp_call", "custom_vmap_call"},
 }
 
 # Rules a primitive's kind requires that it deliberately lacks.
