@@ -352,7 +352,8 @@ RULES = {
 # must be added here: its kind says which rules it needs.
 KINDS = {
     "elementwise": {"polygamma"},                   # scipy's polygamma is not a ufunc
-    "linear elementwise": {"add", "sub", "neg", "mul", "div", "select", "add_any"},
+    "linear elementwise": {"add", "sub", "neg", "mul", "div", "select", "add_any", "real",
+                           "imag", "conj", "complex"},
     "structural": {"reshape", "transpose", "broadcast_to", "convert_element_type",
                    "concatenate", "getitem", "scatter"},
     "linear": {"reduce_sum", "cumsum", "dot_general", "einsum", "triangular_solve",

@@ -290,7 +290,7 @@ def test_grad_of_non_scalar_output():
         tg.grad(lambda x: [x])(1.0)
     with pytest.raises(TypeError, match=r"real-valued outputs.*bool"):
         tg.grad(lambda x: x > 0)(1.0)
-    with pytest.raises(TypeError, match=r"floating-point output.*int64"):
+    with pytest.raises(TypeError, match=r"real-valued outputs.*int64"):
         tg.grad(lambda x: tnp.argmax(x))(np.ones(2))
 
 
@@ -299,13 +299,13 @@ def _scale(x, n):
 
 
 def test_grad_with_respect_to_integer_input_names_the_right_argument():
-    with pytest.raises(TypeError, match=r"argument 'n'.*int64"):
+    with pytest.raises(TypeError, match=r"int64.*argument 'n'"):
         tg.grad(_scale, argnums=1)(2.0, 3)
 
 
 def test_grad_with_respect_to_integer_input():
     f = _scale
-    with pytest.raises(TypeError, match=r"argnums=1.*int64"):
+    with pytest.raises(TypeError, match=r"int64.*argnums=1"):
         tg.grad(f, argnums=1)(2.0, 3)
     with pytest.raises(TypeError, match=r"argument 'x'.*int64"):
         tg.grad(f)(np.arange(3), 2.0)
