@@ -11,7 +11,7 @@ from ..core import ShapedArray, Tracer
 from ..interpreters import ad, batching
 from .._messages import fun_name as _fun_name
 from .._traceback_util import api_boundary
-from ..tree_util import tree_flatten, tree_map, tree_unflatten
+from ..tree_util import Partial, tree_flatten, tree_map, tree_unflatten
 from ._util import (_arg_leaf_names, _arrays, _check_callable, _describe, _leaf_aval,
                     _normalize_argnums)
 from .staging import _abstractify, _stage
@@ -157,25 +157,28 @@ def vjp(fun, *primals, has_aux=False):
 
 
 def _make_pullback(jaxpr, consts, out_tree, out_avals, in_tree, api):
-    in_avals = [v.aval for v in jaxpr.invars]
+    """The pullback as a pytree (``tree_util.Partial``, as JAX's): its leaves are
+    the residuals, so it can be returned from ``jit``, stored as a custom_vjp
+    residual, or called inside a later transformation."""
+    return Partial(functools.partial(_pullback, jaxpr, out_tree, tuple(out_avals), in_tree, api),
+                   tuple(consts))
 
-    @api_boundary
-    def vjp_fun(ct):
-        ct_leaves, ct_tree = tree_flatten(ct)
-        if ct_tree != out_tree:
-            raise ValueError(f"{api}: the cotangent has structure {ct_tree} but the function's "
-                             f"output has structure {out_tree}")
-        for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
-            ca = core.get_aval(c)
-            if ca.shape != a.shape:
-                raise ValueError(f"{api}: cotangent {i} has shape {ca.shape} but the output has "
-                                 f"shape {a.shape}")
-        res = ad.backward_pass(jaxpr, consts, ct_leaves)
-        res = [ad.zeros_like_aval(a) if c is None or type(c) is ad.Zero else c
-               for c, a in zip(res, in_avals)]
-        return tree_unflatten(in_tree, _arrays(res))
 
-    return vjp_fun
+@api_boundary
+def _pullback(jaxpr, out_tree, out_avals, in_tree, api, consts, ct):
+    ct_leaves, ct_tree = tree_flatten(ct)
+    if ct_tree != out_tree:
+        raise ValueError(f"{api}: the cotangent has structure {ct_tree} but the function's "
+                         f"output has structure {out_tree}")
+    for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
+        ca = core.get_aval(c)
+        if ca.shape != a.shape:
+            raise ValueError(f"{api}: cotangent {i} has shape {ca.shape} but the output has "
+                             f"shape {a.shape}")
+    res = ad.backward_pass(jaxpr, list(consts), ct_leaves)
+    res = [ad.zeros_like_aval(v.aval) if c is None or type(c) is ad.Zero else c
+           for c, v in zip(res, jaxpr.invars)]
+    return tree_unflatten(in_tree, _arrays(res))
 
 
 def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False,
