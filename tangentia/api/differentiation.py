@@ -181,6 +181,56 @@ def _pullback(jaxpr, out_tree, out_avals, in_tree, api, consts, ct):
     return tree_unflatten(in_tree, _arrays(res))
 
 
+def _check_input_dtype(api, aval, holomorphic, allow_int, detail):
+    """JAX's dtype checks of a differentiated input (``_check_input_dtype_revderiv`` and
+    ``_check_input_dtype_jacfwd``): JAX's wording, then ``detail`` naming the argument."""
+    kind = aval.dtype.kind
+    name = aval.dtype.name
+    msg = None
+    if holomorphic and kind != "c":
+        msg = (f"{api} with holomorphic=True requires inputs with complex dtype, "
+               f"but got {name}.")
+    elif api == "jacfwd" and kind != "f" and not holomorphic:
+        msg = (f"jacfwd requires real-valued inputs (input dtype that is a sub-dtype of "
+               f"np.floating), but got {name}. For holomorphic differentiation, pass "
+               "holomorphic=True. For differentiation of non-holomorphic functions involving "
+               "complex inputs or integer inputs, use jax.jvp directly.")
+    elif kind in "iub" and not allow_int:
+        msg = (f"{api} requires real- or complex-valued inputs (input dtype that is a "
+               f"sub-dtype of np.inexact), but got {name}. If you want to use Boolean- or "
+               "integer-valued inputs, use vjp or set allow_int to True.")
+    elif kind not in "fciub":
+        msg = (f"{api} requires numerical-valued inputs (input dtype that is a sub-dtype of "
+               f"np.bool_ or np.number), but got {name}.")
+    if msg is not None:
+        raise TypeError(f"{msg} ({detail})")
+
+
+def _check_output_dtype(api, aval, holomorphic, detail):
+    """JAX's dtype checks of a differentiated output (``_check_output_dtype_revderiv``;
+    jacfwd checks only the holomorphic case)."""
+    kind = aval.dtype.kind
+    name = aval.dtype.name
+    msg = None
+    if holomorphic:
+        if kind != "c":
+            msg = (f"{api} with holomorphic=True requires outputs with complex dtype, "
+                   f"but got {name}.")
+    elif api == "jacfwd":
+        pass
+    elif kind == "c":
+        msg = (f"{api} requires real-valued outputs (output dtype that is a sub-dtype of "
+               f"np.floating), but got {name}. For holomorphic differentiation, pass "
+               "holomorphic=True. For differentiation of non-holomorphic functions involving "
+               "complex outputs, use jax.vjp directly.")
+    elif kind != "f":
+        msg = (f"{api} requires real-valued outputs (output dtype that is a sub-dtype of "
+               f"np.floating), but got {name}. For differentiation of functions with integer "
+               "outputs, use jax.vjp directly.")
+    if msg is not None:
+        raise TypeError(f"{msg} ({detail})")
+
+
 def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False,
                    reduce_axes=()):
     """Return a function computing ``fun``'s value and its gradient."""
@@ -189,34 +239,26 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     @api_boundary
     @functools.wraps(fun, updated=())
     def value_and_grad_f(*args, **kwargs):
-        return _value_and_grad(fun, argnums, has_aux, allow_int, "grad", args, kwargs)
+        return _value_and_grad(fun, argnums, has_aux, allow_int, "grad", args, kwargs,
+                               holomorphic)
 
     return value_and_grad_f
 
 
-def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs):
+def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs, holomorphic=False):
     single, nums = _normalize_argnums(argnums, len(args), api, fun)
     diff = tuple(args[i] for i in nums)
     d_leaves, d_tree = tree_flatten(diff)
     names = None
     for i, x in enumerate(d_leaves):
         a = _leaf_aval(x, api, f"argument {i}")
-        if (a.dtype.kind != "f" and not (allow_int and a.dtype.kind in "iub")):
+        if holomorphic or a.dtype.kind not in "fc":
             if names is None:
                 all_names = _arg_leaf_names(fun, args)
                 starts = [len(tree_flatten(args[:k])[0]) for k in range(len(args) + 1)]
                 names = [n for k in nums for n in all_names[starts[k]:starts[k + 1]]]
-            if a.dtype.kind == "c":
-                raise TypeError(
-                    f"{api} of {_fun_name(fun)}: {names[i]} (argnums={argnums!r}) is complex "
-                    f"({a.dtype}); differentiation with respect to complex inputs is not "
-                    "supported yet. Differentiate with respect to the real and imaginary parts "
-                    "as separate float arguments.")
-            raise TypeError(
-                f"{api} of {_fun_name(fun)} requires real-valued inputs (float dtype) "
-                f"for the arguments it differentiates, but {names[i]} (argnums={argnums!r}) has "
-                f"dtype {a.dtype}. Convert it to float, or differentiate with respect to other "
-                "arguments.")
+            _check_input_dtype(api, a, holomorphic, allow_int,
+                               f"{api} of {_fun_name(fun)}: {names[i]} (argnums={argnums!r})")
     aux_holder = {}
 
     def flat(*leaves):
@@ -238,9 +280,7 @@ def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs):
                 f"{api} of {_fun_name(fun)} requires a scalar output (shape ()), but the function "
                 f"returned {what}. Use vjp, jacrev or jacfwd for non-scalar outputs, or reduce the "
                 "output (for example with .sum()).")
-        if a.dtype.kind != "f":
-            raise TypeError(f"{api} of {_fun_name(fun)} requires a real floating-point output, "
-                            f"got dtype {a.dtype}")
+        _check_output_dtype(api, a, holomorphic, f"{api} of {_fun_name(fun)}")
         return [out]
 
     outs, jaxpr, consts, out_avals, aux = ad.linearize_flat(
@@ -265,9 +305,10 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
     @api_boundary
     @functools.wraps(fun, updated=())
     def grad_f(*args, **kwargs):
-        (_, aux), g = _value_and_grad(fun, argnums, True, allow_int, "grad", args, kwargs) \
+        (_, aux), g = _value_and_grad(fun, argnums, True, allow_int, "grad", args, kwargs,
+                                      holomorphic) \
             if has_aux else ((None, None), _value_and_grad(fun, argnums, False, allow_int,
-                                                           "grad", args, kwargs)[1])
+                                                           "grad", args, kwargs, holomorphic)[1])
         return (g, aux) if has_aux else g
 
     return grad_f
@@ -291,14 +332,13 @@ def _std_basis(leaves):
     return out, sizes, avals
 
 
-def _diff_args(fun, argnums, args, kwargs, api):
+def _diff_args(fun, argnums, args, kwargs, api, holomorphic, allow_int=False):
     """The differentiated arguments' leaves and a function of those leaves alone."""
     single, nums = _normalize_argnums(argnums, len(args), api, fun)
     d_leaves, d_tree = tree_flatten(tuple(args[i] for i in nums))
     for i, x in enumerate(d_leaves):
-        if _leaf_aval(x, api, f"argument {i}").dtype.kind != "f":
-            raise TypeError(f"{api} of {_fun_name(fun)} requires real float inputs, "
-                            f"argument leaf {i} has dtype {core.get_aval(x).dtype}")
+        _check_input_dtype(api, _leaf_aval(x, api, f"argument {i}"), holomorphic, allow_int,
+                           f"{api} of {_fun_name(fun)}: argument leaf {i}")
 
     def f_diff(*leaves):
         new = list(args)
@@ -315,7 +355,8 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 
     @api_boundary
     def jac_f(*args, **kwargs):
-        single, d_leaves, d_tree, f_diff = _diff_args(fun, argnums, args, kwargs, "jacfwd")
+        single, d_leaves, d_tree, f_diff = _diff_args(fun, argnums, args, kwargs, "jacfwd",
+                                                      holomorphic)
         basis, sizes, in_avals = _std_basis(d_leaves)
 
         def push(*tans):
@@ -337,6 +378,9 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
             tree = tree_unflatten(d_tree, parts)
             return tree[0] if single else tree
 
+        for leaf in tree_flatten(jac_t)[0]:
+            _check_output_dtype("jacfwd", core.get_aval(leaf), holomorphic,
+                                f"jacfwd of {_fun_name(fun)}")
         jac = tree_map(arrange, jac_t)
         return (jac, aux) if has_aux else jac
 
@@ -349,11 +393,15 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
 
     @api_boundary
     def jac_f(*args, **kwargs):
-        single, d_leaves, d_tree, f_diff = _diff_args(fun, argnums, args, kwargs, "jacrev")
+        single, d_leaves, d_tree, f_diff = _diff_args(fun, argnums, args, kwargs, "jacrev",
+                                                      holomorphic, allow_int)
 
         res = vjp(f_diff, *d_leaves, has_aux=has_aux)
         out, pullback = res[0], res[1]
         out_leaves, out_tree = tree_flatten(out)
+        for leaf in out_leaves:
+            _check_output_dtype("jacrev", core.get_aval(leaf), holomorphic,
+                                f"jacrev of {_fun_name(fun)}")
         basis, sizes, out_avals = _std_basis(out_leaves)
 
         def pull(*cts):
@@ -378,7 +426,8 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
 
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     """Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``."""
-    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                  has_aux=has_aux, holomorphic=holomorphic)
 
 
 def _moveaxis(x, src, dst):
@@ -399,9 +448,9 @@ def linear_transpose(fun, *primals, reduce_axes=()):
     leaves, in_tree = tree_flatten(primals)
     avals = [_abstractify(x) for x in leaves]
     for i, a in enumerate(avals):
-        if a.dtype.kind != "f":
+        if a.dtype.kind not in "fc":
             raise TypeError(f"linear_transpose of {_fun_name(fun)}: primal {i} has dtype "
-                            f"{a.dtype}; a linear function needs float inputs")
+                            f"{a.dtype}; a linear function needs float or complex inputs")
     jaxpr, consts, out_tree = _stage(fun, (), tree_flatten((primals, {}))[1], avals,
                                      "linear_transpose")
     api = f"linear_transpose of {_fun_name(fun)}"

@@ -179,7 +179,11 @@ def multi_dot(arrays):
 
 
 def _symmetrize(a):
-    return (a + _shapes.swapaxes(a, -1, -2)) / 2
+    """``(a + a^H) / 2``, as JAX's ``symmetrize_input``."""
+    at = _shapes.swapaxes(a, -1, -2)
+    if _core.get_aval(a).dtype.kind == "c":
+        at = _L.E.conj(at)
+    return (a + at) / 2
 
 
 def cholesky(a, *, upper=False, symmetrize_input=True):
@@ -274,11 +278,18 @@ def _norm_axes(axis, nd):
     return axis
 
 
+def _abs2(x):
+    """``|x|**2``, real for complex ``x``."""
+    if _aval(x).dtype.kind == "c":
+        return _L.E.real(x * _L.E.conj(x))
+    return x * x
+
+
 def _vector_norm(x, ord, axis, keepdims):
     ax = axis
     absx = _elementwise.abs(x)
     if ord is None or ord == 2:
-        return _elementwise.sqrt(_reductions.sum(x * x, axis=ax, keepdims=keepdims))
+        return _elementwise.sqrt(_reductions.sum(_abs2(x), axis=ax, keepdims=keepdims))
     if ord == _np.inf:
         return _reductions.max(absx, axis=ax, keepdims=keepdims)
     if ord == -_np.inf:
@@ -298,7 +309,7 @@ def _vector_norm(x, ord, axis, keepdims):
 def _matrix_norm(x, ord, axis, keepdims):
     row, col = axis
     if ord is None or ord == "fro":
-        out = _elementwise.sqrt(_reductions.sum(x * x, axis=(row, col)))
+        out = _elementwise.sqrt(_reductions.sum(_abs2(x), axis=(row, col)))
     elif ord in ("nuc", 2, -2):
         s = _svd_values(_shapes.moveaxis(x, (row, col), (-2, -1)))
         if ord == "nuc":
@@ -335,7 +346,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     nd = _aval(x).ndim
     if axis is None:
         if ord is None:
-            out = _elementwise.sqrt(_reductions.sum(x * x))
+            out = _elementwise.sqrt(_reductions.sum(_abs2(x)))
             if keepdims:
                 out = _shapes.reshape(out, (1,) * nd)
             return out

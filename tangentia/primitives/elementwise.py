@@ -296,7 +296,18 @@ arccosh_p, arccosh = _unary("acosh", np.arccosh,
 arctanh_p, arctanh = _unary("atanh", np.arctanh, lambda t, ans, x: div(t, sub(1, mul(x, x))))
 sqrt_p, sqrt = _unary("sqrt", np.sqrt, lambda t, ans, x: div(t, mul(2, ans)))
 cbrt_p, cbrt = _unary("cbrt", np.cbrt, lambda t, ans, x: div(t, mul(3, mul(ans, ans))))
-abs_p, abs = _unary("abs", np.absolute, lambda t, ans, x: mul(t, sign(x)))
+
+
+def _abs_jvp(t, ans, x):
+    # JAX's rule: real(t * conj(x) / |x|) for complex x (0 at x == 0); for real x,
+    # t where x >= 0 (so the derivative at 0 is 1, as JAX's) and -t elsewhere.
+    if core.get_aval(x).dtype.kind == "c":
+        safe = select(eq(ans, 0), 1.0, ans)
+        return real(mul(t, div(conj(x), safe)))
+    return select(ge(x, 0), t, neg(t))
+
+
+abs_p, abs = _unary("abs", np.absolute, _abs_jvp)
 
 
 def _integer_pow_impl(x, y):
@@ -392,6 +403,70 @@ rem_p = elementwise("rem", np.remainder,
                     [lambda t, ans, x, y: t,
                      lambda t, ans, x, y: mul(t, neg(floor(div(x, y))))], passthrough=(0,))
 
+
+
+# ---------------------------------------------------------------------------
+# Complex parts, with JAX's rules: linear maps transposed without conjugation,
+# the cotangent of a complex value ``a + ib`` with respect to (a, b) being
+# represented as ``ct_a - i ct_b``.
+
+
+def _complex_impl(x, y):
+    return np.add(x, np.multiply(y, 1j))
+
+
+real_p = elementwise("real", np.real)
+imag_p = elementwise("imag", np.imag)
+conj_p = elementwise("conj", np.conjugate)
+complex_p = elementwise("complex", _complex_impl)
+
+
+def _zero(x):
+    """A real zero of ``x``'s precision."""
+    return np.zeros((), np.empty(0, core.get_aval(x).dtype).real.dtype)
+
+
+ad.deflinear(real_p, lambda ct, x: (complex_(ct, _zero(ct)),))
+ad.deflinear(imag_p, lambda ct, x: (complex_(_zero(ct), neg(ct)),))
+ad.deflinear(conj_p, lambda ct, x: (conj(ct) if x.aval.dtype.kind == "c" else real(ct),))
+
+
+def _complex_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    ans = complex_(x, y)
+    if type(tx) is Zero and type(ty) is Zero:
+        return ans, Zero.from_primal(ans)
+    tx = _zero(ty) if type(tx) is Zero else tx
+    ty = _zero(tx) if type(ty) is Zero else ty
+    t = complex_(tx, ty)
+    if core.get_aval(t).shape != core.get_aval(ans).shape:
+        t = B.broadcast_to(t, core.get_aval(ans).shape)
+    return ans, t
+
+
+def _complex_transpose(ct, x, y):
+    return (unbroadcast(real(ct), x.aval) if is_undefined(x) else None,
+            unbroadcast(neg(imag(ct)), y.aval) if is_undefined(y) else None)
+
+
+complex_p.jvp = _complex_jvp
+complex_p.transpose = _complex_transpose
+
+
+def real(x):
+    """Real part of a complex array."""
+    return real_p.bind(x)
+
+
+def imag(x):
+    """Imaginary part of a complex array."""
+    return imag_p.bind(x)
+
+
+def complex_(x, y):
+    """``x + 1j * y`` from real arrays (``lax.complex``)."""
+    return complex_p.bind(x, y)
 
 
 # ---------------------------------------------------------------------------
@@ -519,6 +594,7 @@ arcsin, arccos, arctan = (_fast(p, p.impl) for p in (arcsin_p, arccos_p, arctan_
 sinh, cosh, tanh = (_fast(p, p.impl) for p in (sinh_p, cosh_p, tanh_p))
 arcsinh, arccosh, arctanh = (_fast(p, p.impl) for p in (arcsinh_p, arccosh_p, arctanh_p))
 sqrt, cbrt, abs = (_fast(p, p.impl) for p in (sqrt_p, cbrt_p, abs_p))
+conj = _fast(conj_p, np.conjugate)
 power = _fast(pow_p, np.power)
 maximum = _fast(maximum_p, np.maximum)
 minimum = _fast(minimum_p, np.minimum)

@@ -130,18 +130,34 @@ def _nz(t):
     return type(t) is not Zero
 
 
-def _check_real(name, *xs):
-    for x in xs:
-        if core.get_aval(x).dtype.kind == "c":
-            raise NotImplementedError(f"{name}: differentiation of complex matrices is not "
-                                      "implemented")
+def _is_complex(x):
+    return core.get_aval(x).dtype.kind == "c"
+
+
+def _mH(x):
+    """The conjugate transpose of (stacks of) matrices (the transpose if real)."""
+    return E.conj(_mT(x)) if _is_complex(x) else _mT(x)
+
+
+def _real_part(x):
+    """The real part of a complex ``x`` (``x`` itself if real)."""
+    return E.real(x) if _is_complex(x) else x
 
 
 def _sym_from_triangle(t, lower):
-    """The symmetric matrix a routine that reads only one triangle sees."""
-    if lower:
-        return E.add(_tril(t), _mT(_tril(t, -1)))
-    return E.add(_triu(t), _mT(_triu(t, 1)))
+    """The symmetric (Hermitian, if complex) matrix a routine that reads only one
+    triangle sees: LAPACK ignores the imaginary part of a Hermitian diagonal."""
+    strict = _tril(t, -1) if lower else _triu(t, 1)
+    if not _is_complex(t):
+        return E.add(_tril(t) if lower else _triu(t), _mT(strict))
+    d = _diag_matrix(t)
+    return E.add(E.add(strict, _mH(strict)), E.mul(0.5, E.add(d, E.conj(d))))
+
+
+def _diag_matrix(t):
+    """``t`` with its off-diagonal entries zeroed."""
+    n = _shape(t)[-1]
+    return E.select(np.eye(n, dtype=bool), t, _zero_like(t))
 
 
 def _as_out(x):
@@ -306,7 +322,6 @@ def _lu_parts(lu):
 def _lu_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
     lu, piv, perm = lu_p.bind(a)
-    _check_real("lu", a)
     l, u = _lu_parts(lu)
     x = _permute_rows(da, perm)
     la = triangular_solve(l, x, lower=True, trans=0, unit_diagonal=True)
@@ -380,7 +395,6 @@ def _tri_jvp(primals, tangents, lower, trans, unit_diagonal):
     if _nz(db):
         t = triangular_solve_p.bind(a, db, **params)
     if _nz(da):
-        _check_real("solve_triangular", a)
         k = (-1 if unit_diagonal else 0) if lower else (1 if unit_diagonal else 0)
         dam = _tril(da, k) if lower else _triu(da, k)
         if trans:
@@ -440,7 +454,6 @@ def _lu_solve_jvp(primals, tangents, trans):
     if _nz(db):
         t = lu_solve_p.bind(lu, piv, db, trans=trans)
     if _nz(dlu):
-        _check_real("lu_solve", lu)
         dl, du = _tril(dlu, -1), _triu(dlu)
         if trans == 0:
             # dx = -U^-1 (L^-1 dL U x + dU x)
@@ -497,7 +510,6 @@ def _solve_jvp(primals, tangents):
     x = lu_solve_p.bind(lu, piv, b, trans=0)
     rhs = db if _nz(db) else None
     if _nz(da):
-        _check_real("solve", a)
         ax = _mm(da, x)
         rhs = E.neg(ax) if rhs is None else E.sub(rhs, ax)
     if rhs is None:
@@ -537,7 +549,6 @@ inv_p.batch = _front_batch(inv_p)
 def _inv_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
     ainv = inv_p.bind(a)
-    _check_real("inv", a)
     return ainv, E.neg(_mm(_mm(ainv, da), ainv))
 
 
@@ -576,7 +587,6 @@ det_p.batch = _front_batch(det_p)
 
 def _det_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
-    _check_real("det", a)
     lu, piv, _ = lu_p.bind(a)
     parity, d = _lu_sign_and_diag(lu, piv)
     ans = E.mul(parity, R.reduce_prod(d, (len(_shape(d)) - 1,)))
@@ -591,7 +601,8 @@ slogdet_p.impl = lambda a: [_as_out(v) for v in np.linalg.slogdet(a)]
 
 def _slogdet_abstract_eval(a):
     _square("slogdet", a)
-    return [ShapedArray(a.shape[:-2], a.dtype), ShapedArray(a.shape[:-2], a.dtype)]
+    real = np.finfo(a.dtype).dtype if a.dtype.kind in "fc" else a.dtype
+    return [ShapedArray(a.shape[:-2], a.dtype), ShapedArray(a.shape[:-2], real)]
 
 
 slogdet_p.abstract_eval = _slogdet_abstract_eval
@@ -600,12 +611,16 @@ slogdet_p.batch = _front_batch(slogdet_p)
 
 def _slogdet_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
-    _check_real("slogdet", a)
     lu, piv, _ = lu_p.bind(a)
     parity, d = _lu_sign_and_diag(lu, piv)
     sign = E.mul(parity, R.reduce_prod(E.sign(d), (len(_shape(d)) - 1,)))
     logabsdet = _sum_axis(E.log(E.abs(d)), -1)
-    return [sign, logabsdet], [Zero.from_primal(sign), _trace_inv_times(lu, piv, da)]
+    tr = _trace_inv_times(lu, piv, da)
+    if not _is_complex(a):
+        return [sign, logabsdet], [Zero.from_primal(sign), tr]
+    # JAX's rule: d log|det| = Re tr(a^-1 da), d sign = i Im tr(a^-1 da) sign.
+    re = E.real(tr)
+    return [sign, logabsdet], [E.mul(E.sub(tr, re), sign), re]
 
 
 slogdet_p.jvp = _slogdet_jvp
@@ -630,11 +645,10 @@ cholesky_p.batch = _front_batch(cholesky_p)
 
 def _cholesky_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
-    _check_real("cholesky", a)
     L = cholesky_p.bind(a)
     dA = _sym_from_triangle(da, lower=True)
     X = triangular_solve(L, dA, lower=True)                 # L^-1 dA
-    Y = _mT(triangular_solve(L, _mT(X), lower=True))        # L^-1 dA L^-T
+    Y = _mH(triangular_solve(L, _mH(X), lower=True))        # L^-1 dA L^-H
     n = _shape(a)[-1]
     phi = E.add(_tril(Y, -1), E.mul(0.5, E.mul(Y, _eye(n, core.get_aval(a).dtype))))
     return L, _mm(L, phi)
@@ -668,15 +682,14 @@ eigh_p.batch = _front_batch(eigh_p)
 
 def _eigh_jvp(primals, tangents, lower):
     (a,), (da,) = primals, tangents
-    _check_real("eigh", a)
     w, v = eigh_p.bind(a, lower=lower)
     dA = _sym_from_triangle(da, lower)
-    vt_da_v = _mm(_mT(v), _mm(dA, v))
+    vt_da_v = _mm(_mH(v), _mm(dA, v))
     n = _shape(a)[-1]
     eye = _eye(n, core.get_aval(a).dtype)
     gaps = E.sub(_row(w), _col(w))       # [i, j] = w_j - w_i
     F = E.sub(E.div(1.0, E.add(gaps, eye)), eye)
-    dw = _diag(vt_da_v)
+    dw = _real_part(_diag(vt_da_v))
     dv = _mm(v, E.mul(F, vt_da_v))
     return [w, v], [dw, dv]
 
@@ -692,10 +705,9 @@ eigvalsh_p.batch = _front_batch(eigvalsh_p)
 def _eigvalsh_jvp(primals, tangents, lower):
     # The derivative needs the eigenvectors: the primal computes them (eigh).
     (a,), (da,) = primals, tangents
-    _check_real("eigvalsh", a)
     w, v = eigh_p.bind(a, lower=lower)
     dA = _sym_from_triangle(da, lower)
-    return w, _sum_axis(E.mul(v, _mm(dA, v)), -2)
+    return w, _real_part(_sum_axis(E.mul(E.conj(v), _mm(dA, v)), -2))
 
 
 eigvalsh_p.jvp = _eigvalsh_jvp
@@ -731,9 +743,11 @@ qr_p.batch = _front_batch(qr_p)
 def _qr_square_tangents(q, r, dx):
     """(dq, dr) for ``x = q r`` with ``r`` square (m >= n, reduced)."""
     dx_rinv = _mT(triangular_solve(r, _mT(dx), lower=False, trans=1))    # dx r^-1
-    qt_dx_rinv = _mm(_mT(q), dx_rinv)
+    qt_dx_rinv = _mm(_mH(q), dx_rinv)
     low = _tril(qt_dx_rinv, -1)
-    do = E.sub(low, _mT(low))
+    do = E.sub(low, _mH(low))
+    if _is_complex(q):  # JAX's correction for complex inputs: i Im(diag(q^H dx r^-1))
+        do = E.add(do, _diag_matrix(E.sub(qt_dx_rinv, E.real(qt_dx_rinv))))
     dq = E.add(_mm(q, E.sub(do, qt_dx_rinv)), dx_rinv)
     dr = _mm(E.sub(qt_dx_rinv, do), r)
     return dq, dr
@@ -741,7 +755,6 @@ def _qr_square_tangents(q, r, dx):
 
 def _qr_jvp(primals, tangents, full_matrices):
     (a,), (da,) = primals, tangents
-    _check_real("qr", a)
     q, r = qr_p.bind(a, full_matrices=full_matrices)
     m, n = _shape(a)[-2:]
     if m >= n:
@@ -755,7 +768,7 @@ def _qr_jvp(primals, tangents, full_matrices):
     # Wide: a = [x | y], q r_x = x, r_y = q^T y.
     dq, drx = _qr_square_tangents(q, _cols(r, 0, m), _cols(da, 0, m))
     y = _cols(a, m, n)
-    dry = E.add(_mm(_mT(dq), y), _mm(_mT(q), _cols(da, m, n)))
+    dry = E.add(_mm(_mH(dq), y), _mm(_mH(q), _cols(da, m, n)))
     return [q, r], [dq, _concat([drx, dry], -1)]
 
 
@@ -798,7 +811,6 @@ svd_p.batch = _front_batch(svd_p)
 
 def _svd_jvp(primals, tangents, full_matrices, compute_uv):
     (a,), (da,) = primals, tangents
-    _check_real("svd", a)
     m, n = _shape(a)[-2:]
     if compute_uv and full_matrices and m != n:
         raise NotImplementedError(
@@ -806,9 +818,9 @@ def _svd_jvp(primals, tangents, full_matrices, compute_uv):
             f"(got shape {_shape(a)}); use full_matrices=False")
     # The rule needs the singular vectors, so the primal computes them.
     U, s, Vt = svd_p.bind(a, full_matrices=False, compute_uv=True)
-    V = _mT(Vt)
-    dS = _mm(_mT(U), _mm(da, V))
-    ds = _diag(dS)
+    V = _mH(Vt)
+    dS = _mm(_mH(U), _mm(da, V))
+    ds = _real_part(_diag(dS))
     if not compute_uv:
         return [s], [ds]
     k = min(m, n)
@@ -818,15 +830,19 @@ def _svd_jvp(primals, tangents, full_matrices, compute_uv):
     F = E.sub(E.div(1.0, E.add(E.mul(E.add(s_row, s_col), E.sub(s_row, s_col)), eye)), eye)
     dSS = E.mul(s_row, dS)
     SdS = E.mul(s_col, dS)
-    dU = _mm(U, E.mul(F, E.add(dSS, _mT(dSS))))
-    dV = _mm(V, E.mul(F, E.add(SdS, _mT(SdS))))
+    dU = E.mul(F, E.add(dSS, _mH(dSS)))
+    if _is_complex(a):  # JAX's term for complex inputs: i Im(diag(dS)) / s
+        s_inv = E.div(1.0, E.select(E.eq(s, 0), 1.0, s))
+        dU = E.add(dU, _diag_matrix(E.mul(E.sub(dS, _mH(dS)), E.mul(0.5, _row(s_inv)))))
+    dU = _mm(U, dU)
+    dV = _mm(V, E.mul(F, E.add(SdS, _mH(SdS))))
     if m > n:
         dAV = _mm(da, V)
-        dU = E.add(dU, E.div(E.sub(dAV, _mm(U, _mm(_mT(U), dAV))), s_row))
+        dU = E.add(dU, E.div(E.sub(dAV, _mm(U, _mm(_mH(U), dAV))), s_row))
     if n > m:
-        dAtU = _mm(_mT(da), U)
+        dAtU = _mm(_mH(da), U)
         dV = E.add(dV, E.div(E.sub(dAtU, _mm(V, _mm(Vt, dAtU))), s_row))
-    return [U, s, Vt], [dU, ds, _mT(dV)]
+    return [U, s, Vt], [dU, ds, _mH(dV)]
 
 
 svd_p.jvp = _svd_jvp
@@ -879,7 +895,6 @@ def _both_concrete(*xs):
 
 def _expm_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
-    _check_real("expm", a)
     if _both_concrete(a, da) and np.ndim(a) == 2:
         # Forward mode on concrete values: one SciPy call gives both.
         ans, t = _sla.expm_frechet(np.asarray(a), np.asarray(da), compute_expm=True,
@@ -896,7 +911,6 @@ def _frechet_jvp(primals, tangents):
     # L(a, e) is the top-right block of expm([[a, e], [0, a]]); differentiate that.
     a, e = primals
     da, de = tangents
-    _check_real("expm_frechet", a)
     ans = expm_frechet_p.bind(a, e)
     n = _shape(a)[-1]
     dtype = core.get_aval(ans).dtype
