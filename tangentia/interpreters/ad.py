@@ -321,7 +321,9 @@ custom_vmap_jvp_rule = [None]
 custom_lin_p = Primitive("custom_lin", multiple_results=True)
 
 
-def custom_lin_forward(*args, num_res, bwd, out_avals, name):
+def custom_lin_forward(*args, num_res, bwd, out_avals, name, forward=None):
+    if forward is not None:  # the definer gave the linear map itself (its transpose is bwd)
+        return list(forward(*args))
     res, t_in = args[:num_res], args[num_res:]
     in_avals = [tangent_aval(core.get_aval(t)) for t in t_in]
 
@@ -344,7 +346,7 @@ def custom_lin_forward(*args, num_res, bwd, out_avals, name):
             for c, a in zip(cts, out_avals)]
 
 
-def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, name):
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, name, forward=None):
     cts = [Zero(a) if c is None else c for c, a in zip(cts, out_avals)]
     cts_in = bwd(*args[:num_res], *cts)
     return [None] * num_res + [None if type(c) is Zero else c for c in cts_in]
