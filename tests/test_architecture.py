@@ -357,7 +357,7 @@ KINDS = {
     "structural": {"reshape", "transpose", "broadcast_to", "convert_element_type",
                    "concatenate", "getitem", "scatter"},
     "linear": {"reduce_sum", "cumsum", "dot_general", "einsum", "triangular_solve",
-               "lu_solve", "solve", "expm_frechet"},
+               "lu_solve", "solve", "expm_frechet", "fft"},
     "reduction": {"reduce_max", "reduce_min", "reduce_prod"},
     "nonlinear": {"integer_pow", "cumprod", "cummax", "cummin", "sort", "lu", "inv", "det",
                   "slogdet", "cholesky", "eigh", "eigvalsh", "qr", "svd", "expm"},

@@ -427,6 +427,7 @@ def test_every_primitive_has_a_path():
                  "jit", "custom_vjp_call", "custom_jvp_call", "checkpoint", "linear_solve"]:
         assert paths[name] == "native", name
     assert paths["digamma"] in ("objmode", "kernel")
+    assert paths["fft"] == "objmode"  # numba has no FFT: NumPy's, in object mode
 
 
 def test_objmode_equation_inside_a_loop_is_still_right():

@@ -36,7 +36,7 @@ conjugate convolve copy copysign corrcoef correlate cos cosh count_nonzero cov c
 cummin cumprod cumsum cumulative_prod cumulative_sum deg2rad degrees delete diag
 diag_indices diag_indices_from diagflat diagonal diff digitize divide divmod dot double
 dsplit dstack dtype e ediff1d einsum empty empty_like equal euler_gamma exp exp2
-expand_dims expm1 eye fabs finfo fix flatnonzero flip fliplr flipud float16 float32 float64
+expand_dims expm1 eye fabs fft finfo fix flatnonzero flip fliplr flipud float16 float32 float64
 float_ float_power floating floor floor_divide fmax fmin fmod full full_like geomspace
 greater greater_equal heaviside hsplit hstack hypot identity iinfo imag index_exp indices
 inexact inf inner int16 int32 int64 int8 int_ integer interp intersect1d invert isclose
@@ -61,7 +61,7 @@ zeros zeros_like
 
 def test_public_names_are_unchanged():
     now = {n for n in dir(tnp) if not n.startswith("_")} - {"annotations"}
-    assert len(PUBLIC_NAMES_BEFORE) == 325
+    assert len(PUBLIC_NAMES_BEFORE) == 326
     assert sorted(now - PUBLIC_NAMES_BEFORE) == [], "names added to tangentia.numpy"
     assert sorted(PUBLIC_NAMES_BEFORE - now) == [], "names missing from tangentia.numpy"
     assert set(tnp.__all__) == PUBLIC_NAMES_BEFORE
@@ -78,7 +78,8 @@ def test_jax_bool_name_and_ndarray_isinstance():
     assert not isinstance([1.0], tnp.ndarray)
 
 
-@pytest.mark.parametrize("module", [tnp, tnp.linalg], ids=["numpy", "numpy.linalg"])
+@pytest.mark.parametrize("module", [tnp, tnp.linalg, tnp.fft],
+                         ids=["numpy", "numpy.linalg", "numpy.fft"])
 def test_every_public_function_has_a_docstring(module):
     names = module.__all__
     missing = [n for n in names if inspect.isfunction(getattr(module, n))

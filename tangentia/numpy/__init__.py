@@ -25,6 +25,7 @@ This file only gathers the public names; the code is in one module per topic
 ``_polynomials``   ``polyval``/``polyadd``/..., ``convolve``, ``correlate``, ``interp``
 ``_functional``    ``apply_along_axis``, ``vectorize``, ``select``, ``piecewise``
 ``_array_methods`` operators and methods of traced values (``x + y``, ``x.sum()``, ``x.at``)
+``fft``            ``tangentia.numpy.fft``
 ``linalg``         ``tangentia.numpy.linalg``
 """
 from __future__ import annotations
@@ -85,7 +86,7 @@ from ._polynomials import (  # noqa: F401
 from ._functional import (  # noqa: F401
     apply_along_axis, piecewise, select, vectorize)
 from . import _array_methods
-from . import linalg
+from . import fft, linalg  # noqa: F401
 
 _array_methods.install()
 
@@ -105,7 +106,7 @@ __all__ = [
     "divmod", "dot", "double", "dsplit", "dstack", "dtype", "e", "ediff1d", "einsum", "empty",
     "empty_like", "equal", "euler_gamma", "exp", "exp2", "expand_dims", "expm1", "eye", "fabs",
     "finfo", "fix", "flatnonzero", "flip", "fliplr", "flipud", "float16", "float32", "float64",
-    "float_", "float_power", "floating", "floor", "floor_divide", "fmax", "fmin", "fmod",
+    "fft", "float_", "float_power", "floating", "floor", "floor_divide", "fmax", "fmin", "fmod",
     "full", "full_like", "geomspace", "greater", "greater_equal", "heaviside", "hsplit",
     "hstack", "hypot", "identity", "iinfo", "imag", "index_exp", "indices", "inexact", "inf",
     "inner", "int16", "int32", "int64", "int8", "int_", "integer", "interp", "intersect1d",

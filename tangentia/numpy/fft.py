@@ -1,0 +1,232 @@
+"""``tangentia.numpy.fft``: NumPy's discrete Fourier transforms, differentiable.
+
+Every transform crops or zero-pads its input to the requested lengths, moves
+the transformed axes last, applies the ``fft`` primitive
+(``tangentia.primitives.fft``) and scales by ``norm`` ("backward", the
+default, "ortho" or "forward"), so values equal ``numpy.fft``'s and every
+transformation (jvp, vjp, vmap, jit) sees linear primitives only.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as _np
+
+from ..primitives import elementwise as _E
+from ..primitives import fft as _F
+from ._conversion import asarray, astype
+from ._padding import pad
+from ._indexing import roll
+from ._shapes import moveaxis
+from ._util import _aval
+
+__all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
+           "fftn", "ifftn", "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+
+_NORMS = ("backward", "ortho", "forward")
+_SWAP = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
+
+
+def _check_norm(fname, norm):
+    if norm is None:
+        return "backward"
+    if norm not in _NORMS:
+        raise ValueError(f'Invalid norm value {norm}; should be "backward", "ortho" or '
+                         f'"forward". (numpy.fft.{fname}: argument norm)')
+    return norm
+
+
+def _scale(fft_type, norm, lengths):
+    """The factor ``norm`` applies to an unnormalized forward / normalized inverse result."""
+    n = math.prod(lengths)
+    inverse = fft_type.startswith("i")
+    if norm == "backward":
+        return None
+    if norm == "ortho":
+        return math.sqrt(n) if inverse else 1 / math.sqrt(n)
+    return float(n) if inverse else 1 / n
+
+
+def _operand(fname, a, fft_type):
+    a = asarray(a)
+    dtype = _aval(a).dtype
+    if fft_type == "rfft":
+        if dtype.kind == "c":
+            raise TypeError(f"numpy.fft.{fname}: argument a must be real, got dtype {dtype}")
+        return astype(a, _F.real_dtype(dtype))
+    return astype(a, _F.complex_dtype(dtype))
+
+
+def _fft_core(fname, fft_type, a, s, axes, norm):
+    """JAX's ``_fft_core``: crop/pad to ``s``, move ``axes`` last, transform, scale."""
+    norm = _check_norm(fname, norm)
+    a = _operand(fname, a, fft_type)
+    nd = _aval(a).ndim
+    if s is not None:
+        s = tuple(operator.index(n) for n in s)
+        if any(n <= 0 for n in s):
+            raise ValueError(f"numpy.fft.{fname}: argument s (or n) must be positive, got {s}")
+        if axes is not None and len(s) != len(axes):
+            raise ValueError(f"numpy.fft.{fname}: Shape and axes have different lengths "
+                             f"(s={s}, axes={tuple(axes)})")
+    if axes is None:
+        axes = range(nd) if s is None else range(nd - len(s), nd)
+    axes = tuple(operator.index(ax) for ax in axes)
+    for ax in axes:
+        if not -nd <= ax < nd:
+            raise ValueError(f"numpy.fft.{fname}: axis {ax} is out of bounds for an array of "
+                             f"rank {nd}")
+    axes = tuple(ax % nd for ax in axes)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"numpy.fft.{fname} does not support repeated axes. Got axes {axes}.")
+    last = tuple(range(nd - len(axes), nd))
+    a = moveaxis(a, axes, last)
+    shape = _aval(a).shape
+    if s is None:
+        s = [shape[ax] for ax in last]
+        if fft_type == "irfft" and axes:
+            s[-1] = 2 * (s[-1] - 1)
+        s = tuple(s)
+        if any(n <= 0 for n in s):
+            raise ValueError(f"numpy.fft.{fname}: Invalid number of FFT data points {s} "
+                             f"(argument a of shape {_aval(a).shape})")
+    want = list(shape)
+    for ax, n in zip(last, s):
+        want[ax] = n
+    if fft_type == "irfft" and axes:
+        want[-1] = s[-1] // 2 + 1
+    if tuple(want) != shape:
+        a = a[tuple(slice(0, w) for w in want)]
+        a = pad(a, [(0, w - h) for w, h in zip(want, _aval(a).shape)])
+    out = _F.fft(a, fft_type, s)
+    factor = _scale(fft_type, norm, s)
+    if factor is not None:
+        out = _E.mul(out, factor)
+    return moveaxis(out, last, axes)
+
+
+def _one_axis(axis):
+    return None if axis is None else (axis,)
+
+
+def _one_length(n):
+    return None if n is None else (n,)
+
+
+def fft(a, n=None, axis=-1, norm=None):
+    """One-dimensional discrete Fourier transform (``numpy.fft.fft``)."""
+    return _fft_core("fft", "fft", a, _one_length(n), _one_axis(axis), norm)
+
+
+def ifft(a, n=None, axis=-1, norm=None):
+    """One-dimensional inverse discrete Fourier transform (``numpy.fft.ifft``)."""
+    return _fft_core("ifft", "ifft", a, _one_length(n), _one_axis(axis), norm)
+
+
+def rfft(a, n=None, axis=-1, norm=None):
+    """One-dimensional transform of a real input, non-negative frequencies only."""
+    return _fft_core("rfft", "rfft", a, _one_length(n), _one_axis(axis), norm)
+
+
+def irfft(a, n=None, axis=-1, norm=None):
+    """Inverse of ``rfft``: a real output of length ``n`` (default ``2 * (m - 1)``)."""
+    return _fft_core("irfft", "irfft", a, _one_length(n), _one_axis(axis), norm)
+
+
+def hfft(a, n=None, axis=-1, norm=None):
+    """Transform of a signal with Hermitian symmetry (real spectrum), as NumPy's:
+    ``irfft(conj(a), n, axis, norm=<swapped>)``."""
+    _check_norm("hfft", norm)
+    a = asarray(a)
+    if _aval(a).dtype.kind == "c":
+        a = _E.conj(a)
+    return _fft_core("hfft", "irfft", a, _one_length(n), _one_axis(axis),
+                     _SWAP[norm or "backward"])
+
+
+def ihfft(a, n=None, axis=-1, norm=None):
+    """Inverse of ``hfft``, as NumPy's: ``conj(rfft(a, n, axis, norm=<swapped>))``."""
+    _check_norm("ihfft", norm)
+    return _E.conj(_fft_core("ihfft", "rfft", a, _one_length(n), _one_axis(axis),
+                             _SWAP[norm or "backward"]))
+
+
+def fftn(a, s=None, axes=None, norm=None):
+    """N-dimensional discrete Fourier transform (``numpy.fft.fftn``)."""
+    return _fft_core("fftn", "fft", a, s, axes, norm)
+
+
+def ifftn(a, s=None, axes=None, norm=None):
+    """N-dimensional inverse discrete Fourier transform (``numpy.fft.ifftn``)."""
+    return _fft_core("ifftn", "ifft", a, s, axes, norm)
+
+
+def rfftn(a, s=None, axes=None, norm=None):
+    """N-dimensional transform of a real input (the last axis halved)."""
+    return _fft_core("rfftn", "rfft", a, s, axes, norm)
+
+
+def irfftn(a, s=None, axes=None, norm=None):
+    """Inverse of ``rfftn``."""
+    return _fft_core("irfftn", "irfft", a, s, axes, norm)
+
+
+def _two_axes(fname, axes):
+    if len(axes) != 2:
+        raise ValueError(f"numpy.fft.{fname} only supports 2 axes. Got axes = {tuple(axes)}.")
+    return axes
+
+
+def fft2(a, s=None, axes=(-2, -1), norm=None):
+    """Two-dimensional discrete Fourier transform."""
+    return _fft_core("fft2", "fft", a, s, _two_axes("fft2", axes), norm)
+
+
+def ifft2(a, s=None, axes=(-2, -1), norm=None):
+    """Two-dimensional inverse discrete Fourier transform."""
+    return _fft_core("ifft2", "ifft", a, s, _two_axes("ifft2", axes), norm)
+
+
+def rfft2(a, s=None, axes=(-2, -1), norm=None):
+    """Two-dimensional transform of a real input."""
+    return _fft_core("rfft2", "rfft", a, s, _two_axes("rfft2", axes), norm)
+
+
+def irfft2(a, s=None, axes=(-2, -1), norm=None):
+    """Inverse of ``rfft2``."""
+    return _fft_core("irfft2", "irfft", a, s, _two_axes("irfft2", axes), norm)
+
+
+def fftfreq(n, d=1.0, *, dtype=None):
+    """Sample frequencies of an ``n``-point transform with sample spacing ``d``."""
+    out = _np.fft.fftfreq(operator.index(n), d)
+    return out if dtype is None else out.astype(dtype)
+
+
+def rfftfreq(n, d=1.0, *, dtype=None):
+    """Non-negative sample frequencies of an ``n``-point ``rfft``."""
+    out = _np.fft.rfftfreq(operator.index(n), d)
+    return out if dtype is None else out.astype(dtype)
+
+
+def _shift(x, axes, sign):
+    x = asarray(x)
+    nd = _aval(x).ndim
+    if axes is None:
+        axes = tuple(range(nd))
+    elif isinstance(axes, int):
+        axes = (axes,)
+    shape = _aval(x).shape
+    shifts = tuple(sign * (shape[ax] // 2) for ax in axes)
+    return roll(x, shifts, tuple(axes))
+
+
+def fftshift(x, axes=None):
+    """Move the zero-frequency term to the center (``numpy.fft.fftshift``)."""
+    return _shift(x, axes, 1)
+
+
+def ifftshift(x, axes=None):
+    """Inverse of ``fftshift``."""
+    return _shift(x, axes, -1)
