@@ -322,13 +322,33 @@ def batch_jaxpr_natural(jaxpr, in_dims, axis_size):
     return result
 
 
-def _custom_lin_batch(args, dims, **params):
-    """Forward mode through a custom_vjp function, batched: the transposed
-    ``bwd`` is made of primitives, so it is simply evaluated under vmap."""
+def _custom_lin_batch(args, dims, *, num_res, bwd, out_avals, name, forward=None):
+    """A batched linear step is a linear step of the batched maps: ``bwd`` (and
+    ``forward``) under vmap, so it stays transposable when its tangents are
+    unknown (a custom_jvp rule batched inside a linearization)."""
     size = batch_size(args, dims)
-    outs = vmap_flat(lambda *xs: ad.custom_lin_forward(*xs, **params), list(args), list(dims),
-                     size, lambda n: [0] * n)
+    t_avals = [ad.tangent_aval(_unbatched_aval(x, d)) for x, d in zip(args[num_res:], dims[num_res:])]
+
+    def batched_bwd(*res_and_cts):
+        def one(*zs):
+            return [_instantiate(a if c is None else c) for c, a in
+                    zip(bwd(*zs), [core.Zero(a) for a in t_avals])]
+        xs = [_instantiate(x) for x in res_and_cts]
+        return vmap_flat(one, xs, [0] * len(xs), size, lambda n: [0] * n)
+
+    def batched_forward(*xs):
+        return vmap_flat(forward, xs, [0] * len(xs), size, lambda n: [0] * n)
+
+    outs = ad.custom_lin_p.bind(
+        *[materialize(x, d, size) for x, d in zip(args, dims)], num_res=num_res,
+        bwd=batched_bwd, name=name, forward=None if forward is None else batched_forward,
+        out_avals=tuple(ShapedArray((size,) + a.shape, a.dtype) for a in out_avals))
     return outs, [0] * len(outs)
+
+
+def _unbatched_aval(x, d):
+    a = core.get_aval(x)
+    return a if d is None else ShapedArray(a.shape[:d] + a.shape[d + 1:], a.dtype)
 
 
 ad.custom_lin_p.batch = _custom_lin_batch
