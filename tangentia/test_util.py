@@ -1,14 +1,22 @@
-"""Numerical checks of derivatives: ``check_grads`` and helpers.
+"""Numerical checks of derivatives: ``check_grads``, ``check_custom_rules`` and helpers.
 
 ``check_grads(f, args, order, modes)`` checks forward mode against central
 finite differences and reverse mode against finite differences through the
 transposition identity ``<u, J v> == <J^T u, v>``, recursively up to ``order``.
+
+``check_custom_rules(f, args)`` checks every custom derivative rule that
+differentiating ``f`` reaches against automatic differentiation of that
+function's own implementation (and finite differences where that
+implementation is not differentiable).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import api
+from . import api, core
+from .custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
+from .primitives.call import jit_p
+from .primitives.linear_solve import linear_solve_p, solve_operands
 from .tree_util import tree_flatten, tree_map, tree_unflatten
 
 _DEFAULT_EPS = 1e-4
@@ -110,4 +118,241 @@ def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=
     _check(f, args, order)
 
 
-__all__ = ["check_grads", "check_jvp", "check_vjp", "numerical_jvp", "tree_unflatten"]
+# ---------------------------------------------------------------------------
+# check_custom_rules
+#
+# ``f`` is staged once into a program.  For each custom function N that the
+# program calls (custom_jvp, custom_vjp, custom_gradient; inside loops, branches,
+# jit and other custom functions; ``custom_linear_solve`` counts as one, named
+# so), two copies of the program are differentiated
+# along the same random directions: one where N's calls keep their rule, one
+# where they become plain calls of N's own implementation (a ``jit`` call of
+# its primal program), so that automatic differentiation goes through it.  In
+# both, the custom functions enclosing N are plain calls too (otherwise N's
+# rule would never be used), and every other rule is kept, so a difference is
+# N's alone.  Rewritten programs are new objects, so no derivative program
+# cached for the original is reused.  Where the implementation's derivative is
+# unavailable (an error, such as reverse mode through a while_loop) or
+# disagrees, finite differences of the program decide.
+
+_CUSTOM_CALLS = (custom_jvp_call_p, custom_vjp_call_p)
+
+
+def _ruled_call(eqn):
+    """``(kind, name, implementation, its inputs)`` when ``eqn`` calls a function
+    with a custom derivative rule, else None."""
+    if eqn.prim in _CUSTOM_CALLS:
+        return (eqn.prim.name.removesuffix("_call"), eqn.params["name"],
+                eqn.params["call_jaxpr"], eqn.inputs)
+    if eqn.prim is linear_solve_p:  # the implementation is the solve program
+        start, stop, first_b = solve_operands(eqn.params["const_lengths"])
+        return ("custom_linear_solve", "custom_linear_solve", eqn.params["jaxprs"][2],
+                eqn.inputs[start:stop] + eqn.inputs[first_b:])
+    return None
+
+
+def _sub_programs(value):
+    """The programs a parameter value carries (a program, or a tuple of them)."""
+    if isinstance(value, core.ClosedJaxpr):
+        value = value.jaxpr
+    if isinstance(value, core.Jaxpr):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [p for v in value for p in _sub_programs(v)]
+    return []
+
+
+def _custom_functions(jaxpr, enclosing=frozenset(), found=None):
+    """``{name: (kind, names of the custom functions enclosing its calls)}``, in call order."""
+    found = {} if found is None else found
+    for eqn in jaxpr.eqns:
+        call = _ruled_call(eqn)
+        if call is not None:
+            kind, name, impl, _ = call
+            found[name] = (kind, found.get(name, (kind, frozenset()))[1] | enclosing)
+            _custom_functions(impl, enclosing | {name}, found)
+        # The other programs of a custom linear solve (matvec, ...) serve its rule.
+        if eqn.prim not in _CUSTOM_CALLS:
+            for value in eqn.params.values():
+                for sub in _sub_programs(value):
+                    if call is None or sub is not call[2]:
+                        _custom_functions(sub, enclosing, found)
+    return found
+
+
+def _without_rules(jaxpr, names):
+    """``jaxpr`` with the calls of the custom functions ``names`` made plain calls
+    of their implementations; ``jaxpr`` itself when it has none."""
+    eqns, changed = [], False
+    for eqn in jaxpr.eqns:
+        call = _ruled_call(eqn)
+        if call is not None and call[1] in names:
+            _, name, impl, inputs = call
+            eqn = core.Eqn(jit_p, list(inputs), eqn.outputs,
+                           {"jaxpr": _without_rules(impl, names), "name": name, "backend": None},
+                           eqn.source)
+            changed = True
+        elif eqn.prim not in _CUSTOM_CALLS:  # (kept custom calls enclose no function in names)
+            params = {k: _rewrite_param(v, names) for k, v in eqn.params.items()}
+            if any(params[k] is not v for k, v in eqn.params.items()):
+                eqn = core.Eqn(eqn.prim, eqn.inputs, eqn.outputs, params, eqn.source)
+                changed = True
+        eqns.append(eqn)
+    return core.Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars) if changed else jaxpr
+
+
+def _rewrite_param(value, names):
+    if isinstance(value, core.ClosedJaxpr):
+        new = _without_rules(value.jaxpr, names)
+        return value if new is value.jaxpr else core.ClosedJaxpr(new, value.consts)
+    if isinstance(value, core.Jaxpr):
+        return _without_rules(value, names)
+    if isinstance(value, tuple) and any(_sub_programs(value)):
+        new = tuple(_rewrite_param(v, names) for v in value)
+        return value if all(a is b for a, b in zip(new, value)) else new
+    return value
+
+
+def _directional(f, args, level, mode):
+    """``(g, w)``: ``g`` is the derivative of ``f`` along ``w``, a fixed random direction
+    (forward mode) or output cotangent (reverse mode), the same for every ``f``
+    with these shapes at this ``level``."""
+    rng = np.random.default_rng(1000 * level + (mode == "rev"))
+    if mode == "fwd":
+        w = [_rand_like(rng, a) for a in args]
+        return lambda *xs: api.jvp(f, tuple(xs), tuple(w))[1], w
+    out = f(*args)
+    w = type(out)(_rand_like(rng, o) for o in out)  # the output's container
+    return lambda *xs: api.vjp(f, *xs)[1](w), w
+
+
+def _derivative(f, args, order, mode):
+    """``(d, g, w)``: the ``order``-th derivative ``d`` of ``f`` at ``args`` along fixed
+    random directions; ``g`` is the derivative of one order less, and ``d`` its
+    derivative along ``w`` (see ``_directional``)."""
+    g = f
+    for level in range(order):
+        prev = g
+        g, w = _directional(prev, args, level, mode)
+    return [np.asarray(d) for d in g(*args)], prev, w
+
+
+def _close(a, b, atol, rtol):
+    return len(a) == len(b) and all(
+        np.shape(x) == np.shape(y) and np.allclose(np.asarray(x, np.complex128),
+                                                   np.asarray(y, np.complex128),
+                                                   atol=atol, rtol=rtol, equal_nan=False)
+        for x, y in zip(a, b))
+
+
+def _finite_difference_agrees(got, prev, w, args, mode, atol, rtol):
+    """Whether ``got`` (a derivative of ``prev`` at ``args`` along ``w``) matches
+    central finite differences; returns ``(agrees, what the differences give)``."""
+    if mode == "fwd":
+        num = numerical_jvp(prev, tuple(args), tuple(w))
+        return _close(got, num, atol, rtol), num
+    v = [_rand_like(np.random.default_rng(7), a) for a in args]
+    lhs = _inner(w, numerical_jvp(prev, tuple(args), tuple(v)))
+    rhs = _inner(got, v)
+    ok = abs(lhs - rhs) <= atol * max(1.0, abs(lhs)) + rtol * abs(rhs)
+    return ok, f"<u, J v> = {lhs!r} by finite differences, <J^T u, v> = {rhs!r} from the rule"
+
+
+def _show(values):
+    return "; ".join(np.array2string(np.asarray(v), precision=8, threshold=20) for v in values)
+
+
+def check_custom_rules(fun, args, *, order=1, modes=("fwd", "rev"), atol=None, rtol=None,
+                       exclude=()):
+    """Check every custom derivative rule that differentiating ``fun`` at ``args`` reaches.
+
+    For each custom function called by ``fun`` (``custom_jvp``, ``custom_vjp``,
+    ``custom_gradient``, at any depth: inside loops, branches, ``jit`` and other
+    custom functions), the derivative of ``fun`` computed with that function's
+    rule is compared with the derivative computed by automatic differentiation
+    of the function's own implementation instead, at the values that reach it,
+    in each of ``modes`` ("fwd": ``jvp``, "rev": ``vjp``) and up to ``order``.
+    Where the implementation cannot be differentiated (an error, such as reverse
+    mode through a ``while_loop``) or its derivative disagrees, central finite
+    differences decide.  Custom functions named in ``exclude`` (their
+    ``__name__``) are not checked: rules that disagree on purpose, such as
+    gradient clipping.  ``fun`` must be traceable (as for ``jit``).
+
+    With ``order`` > 1, the rules reached inside other rules (which only
+    differentiating those rules uses) are checked too, by checking the
+    derivative of ``fun`` at one order less.
+
+    Raises ``AssertionError`` naming the first custom function whose rule
+    disagrees, with both derivatives.  Returns ``{name: reference}`` for the
+    functions checked, where ``reference`` is ``"autodiff"`` or
+    ``"finite differences"`` (the second when any comparison needed them).
+    """
+    if isinstance(modes, str):
+        modes = (modes,)
+    for m in modes:
+        if m not in ("fwd", "rev"):
+            raise ValueError(f"check_custom_rules: unknown mode {m!r} in modes; expected 'fwd' "
+                             "and/or 'rev'")
+    if not isinstance(order, (int, np.integer)) or order < 1:
+        raise ValueError(f"check_custom_rules: order must be a positive integer, got {order!r}")
+    if isinstance(exclude, str):
+        exclude = (exclude,)
+    atol = 1e-5 if atol is None else atol
+    rtol = 1e-5 if rtol is None else rtol
+    leaves, in_tree = tree_flatten(tuple(args))
+    diff = [i for i, x in enumerate(leaves) if np.asarray(x).dtype.kind in "fc"]
+    x = [leaves[i] for i in diff]
+
+    def flat(*xs):
+        full = list(leaves)
+        for i, v in zip(diff, xs):
+            full[i] = v
+        out, _ = tree_flatten(fun(*tree_unflatten(in_tree, full)))
+        return [o for o in out if core.get_aval(o).dtype.kind in "fc"]
+
+    closed = api.make_jaxpr(flat)(*x)
+
+    def program(names):
+        jaxpr = _without_rules(closed.jaxpr, names)
+        return lambda *xs: core.eval_jaxpr(jaxpr, closed.consts, *xs)
+
+    fname = getattr(fun, "__name__", type(fun).__name__)
+    report = {}
+    if order > 1:
+        # Rules inside rules appear in the derivative's program: checked first, so
+        # that a wrong inner rule is named rather than the rule that calls it.
+        for mode in modes:
+            g, _ = _directional(program(frozenset()), x, 0, mode)
+            g.__name__ = f"{'jvp' if mode == 'fwd' else 'vjp'}({fname})"
+            report.update(check_custom_rules(g, x, order=order - 1, modes=(mode,), atol=atol,
+                                             rtol=rtol, exclude=exclude))
+    for name, (kind, enclosing) in _custom_functions(closed.jaxpr).items():
+        if name in exclude:
+            continue
+        with_rule, without = program(enclosing), program(enclosing | {name})
+        report[name] = "autodiff"
+        for mode in modes:
+            got, prev, w = _derivative(with_rule, x, order, mode)
+            try:
+                want = _derivative(without, x, order, mode)[0]
+            except Exception as e:  # noqa: BLE001 - the implementation is not differentiable
+                want = f"an error: {type(e).__name__}: {str(e).splitlines()[0]}"
+            else:
+                if _close(got, want, atol, rtol):
+                    continue
+            ok, num = _finite_difference_agrees(got, prev, w, x, mode, atol, rtol)
+            if ok:
+                report[name] = "finite differences"
+                continue
+            what = "jvp" if mode == "fwd" else "vjp"
+            raise AssertionError(
+                f"check_custom_rules: the {kind} rule of {name!r} disagrees with differentiating "
+                f"its own implementation ({what}, order {order}, atol={atol}, rtol={rtol}). "
+                f"Derivative of {fname} along fixed random directions:\n"
+                f"  with the rule of {name}:  {_show(got)}\n"
+                f"  differentiating {name}:   {want if isinstance(want, str) else _show(want)}\n"
+                f"  finite differences:  {num if isinstance(num, str) else _show(num)}")
+    return report
+
+
+__all__ = ["check_custom_rules", "check_grads", "check_jvp", "check_vjp", "numerical_jvp"]
