@@ -240,14 +240,47 @@ def test_pendulum_gradient_vs_finite_differences():
     np.testing.assert_allclose(got, fd, rtol=1e-5, atol=1e-4 * np.max(np.abs(fd)))
 
 
-def test_jvp_needs_a_linear_adjoint():
-    # Forward mode through odeint transposes its adjoint pass, whose adaptive
-    # steps depend on the cotangent: not linear, so a clear error (JAX has no
-    # forward mode for odeint either).
-    f = lambda k: odeint(lambda y, t, k: -k * y, 1.0, np.array([0.0, 1.0]), k)  # noqa: E731
-    with pytest.raises(TypeError, match="to the custom_vjp function odeint: forward mode "
-                                        "transposes its bwd rule"):
-        tg.jvp(f, (1.0,), (1.0,))
+def test_forward_mode_is_the_solver_jvp():
+    # Beyond JAX (which has no forward mode for odeint): jvp and jacfwd, against
+    # central differences of the solution.
+    ts = np.array([0.0, 0.5, 1.0])
+    f = lambda k: odeint(lambda y, t, k: -k * y, np.array([1.0, 2.0]), ts, k,  # noqa: E731
+                         rtol=1e-10, atol=1e-10)
+    eps = 1e-5
+    fd = (np.asarray(f(0.7 + eps)) - np.asarray(f(0.7 - eps))) / (2 * eps)
+    np.testing.assert_allclose(tg.jvp(f, (0.7,), (1.0,))[1], fd, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(tg.jacfwd(f)(0.7), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_hessian_of_a_loss_through_odeint():
+    # Forward mode over the adjoint pass, against central differences of grad.
+    def loss(p):
+        ys = odeint(pend, np.array([2.0, 0.0]), np.array([0.0, 0.5, 1.0]), p[0], p[1],
+                    rtol=1e-10, atol=1e-10)
+        return tnp.sum(ys[-1] ** 2) + tnp.sum(ys[1])
+
+    p = np.array([0.25, 5.0])
+    h = tg.hessian(loss)(p)
+    g = tg.grad(loss)
+    eps = 1e-5
+    fd = np.stack([(g(p + eps * e) - g(p - eps * e)) / (2 * eps) for e in np.eye(2)], axis=1)
+    np.testing.assert_allclose(h, fd, rtol=1e-5, atol=1e-6 * np.max(np.abs(fd)))
+    np.testing.assert_allclose(h, h.T, rtol=1e-6)
+
+
+def test_dynamics_may_return_another_container():
+    # As JAX's odeint: only the flattened values must match the state (a list
+    # of scalars for an array state here).
+    ts = np.array([0.0, 0.5, 1.0])
+    ys = odeint(lambda y, t, k: [y[1], -k * y[0]], np.array([1.0, 0.0]), ts, 4.0,
+                rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(ys[:, 0], np.cos(2 * ts), atol=1e-8)
+    g = tg.grad(lambda k: odeint(lambda y, t, k: [y[1], -k * y[0]], np.array([1.0, 0.0]), ts,
+                                 k, rtol=1e-10, atol=1e-10)[-1, 0])(4.0)
+    # d/dk cos(sqrt(k) t) at t = 1: -sin(sqrt(k)) / (2 sqrt(k))
+    np.testing.assert_allclose(g, -np.sin(2.0) / 4.0, rtol=1e-6)
+    with pytest.raises(TypeError, match="same number of values once flattened"):
+        odeint(lambda y, t: [y[0]], np.array([1.0, 0.0]), ts)
 
 
 # ---------------------------------------------------------------------------
@@ -320,11 +353,12 @@ def test_non_increasing_times(ts):
 
 
 def test_dynamics_structure_mismatch():
-    def listy(y, t):
-        return [y[1], -y[0]]
+    def listy(y, t):  # three values for a state of two (another container is fine)
+        return [y[1], -y[0], y[0]]
 
     with pytest.raises(TypeError, match=r"dynamics function listy\(y, t, \*args\) must return .*"
-                                        r"y0 is f64\[2\] and listy returned \[f64\[\], f64\[\]\]"):
+                                        r"y0 is f64\[2\] and listy returned \[f64\[\], f64\[\], "
+                                        r"f64\[\]\]"):
         odeint(listy, np.array([1.0, 0.0]), TS)
 
 

@@ -14,11 +14,16 @@ axis of every leaf of the state pytree), with the semantics of
   beyond its end points;
 * everything is built on ``lax.scan`` (over the output times) and
   ``lax.while_loop`` (over steps), so it runs under ``jit`` and ``vmap``;
-* reverse mode is a ``custom_vjp`` (seeds/000: odeint is the canonical user
-  of custom_vjp): the backward pass integrates the adjoint system
-  ``(y, a, t-cotangent, parameter cotangents)`` backwards in time between
-  consecutive output times, so its memory does not depend on the number of
-  steps taken.  Forward mode (``jvp``) is not defined, as in JAX.
+* reverse mode integrates the adjoint system ``(y, a, t-cotangent, parameter
+  cotangents)`` backwards in time between consecutive output times, so its
+  memory does not depend on the number of steps taken;
+* forward mode (``jvp``, ``jacfwd``), which JAX's odeint lacks, is the JVP of
+  the solver (forward sensitivities).  Both are the two forms of one linear
+  step (a ``custom_jvp`` whose tangent is a ``custom_lin`` carrying the
+  forward map and its transpose, the adjoint), so they compose: ``hessian``
+  of a loss through odeint is forward mode over the adjoint pass;
+* like JAX's, ``func`` may return its derivative in another container than
+  the state, as long as the flattened values match (a list for an array).
 
 Closed-over arrays of ``func`` are hoisted into explicit arguments
 (``closure_convert``), so derivatives with respect to them are correct too.
@@ -27,10 +32,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import core
+from .. import core, dtypes
 from ..core import Tracer
-from ..api import jit, vjp as _vjp
-from ..custom_derivatives import closure_convert, custom_vjp
+from ..api import jit, jvp as _jvp, vjp as _vjp
+from ..custom_derivatives import closure_convert, custom_jvp, custom_lin_p
 from .. import numpy as tnp
 from ..lax import scan, while_loop
 from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
@@ -217,10 +222,14 @@ def _integrate(func, rtol, atol, mxstep, hmax, y0, ts, args):
 
 
 # ---------------------------------------------------------------------------
-# The differentiable core: a custom_vjp with an adjoint backward pass.
-# Non-array settings (the converted dynamics and the tolerances) are
-# nondiff_argnums; arrays (y0, ts and the flat leaves of the extra arguments and
-# of the values func closes over) are regular arguments.
+# The differentiable core: a custom_jvp whose tangent is one linear step
+# (``custom_lin``) with both of its forms: forward mode evaluates the JVP of the
+# solver (forward sensitivities), reverse mode transposes it with the adjoint
+# pass.  So jvp, grad and their compositions (hessian = forward over reverse)
+# all work, and reverse mode keeps the adjoint's memory use.  Non-array
+# settings (the converted dynamics and the tolerances) are nondiff_argnums;
+# arrays (y0, ts and the flat leaves of the extra arguments and of the values
+# func closes over) are regular arguments.
 
 
 # The forward solve and the adjoint solve are each one compiled program, also
@@ -233,21 +242,56 @@ def _odeint_impl(func, rtol, atol, mxstep, hmax, y0, ts, *arg_leaves):
 
 
 _odeint_impl.__name__ = _odeint_impl.__qualname__ = "odeint"
-_odeint = custom_vjp(_odeint_impl, nondiff_argnums=(0, 1, 2, 3, 4))
+_odeint = custom_jvp(_odeint_impl, nondiff_argnums=(0, 1, 2, 3, 4))
 
 
-def _odeint_fwd(func, rtol, atol, mxstep, hmax, y0, ts, *arg_leaves):
-    ys = _odeint(func, rtol, atol, mxstep, hmax, y0, ts, *arg_leaves)
-    return ys, (ys, ts, arg_leaves)
+@_odeint.defjvp
+def _odeint_jvp(func, rtol, atol, mxstep, hmax, primals, tangents):
+    settings = (func, rtol, atol, mxstep, hmax)
+    ys = _odeint(*settings, *primals)
+    p_leaves, p_tree = tree_flatten(primals)
+    float_in = [_is_float(x) for x in p_leaves]
+    y_leaves, y_tree = tree_flatten(ys)
+    tans = [t for t, f in zip(tree_leaves(tangents), float_in) if f]
+    n_p = len(p_leaves)
+
+    def solve(*leaves):
+        y0, ts, *arg_leaves = tree_unflatten(p_tree, list(leaves))
+        return tree_leaves(_integrate_jit(*settings, y0, ts, tuple(arg_leaves)))
+
+    def forward(*args):  # (primals..., ys..., float tangents...) -> ys tangents
+        it = iter(args[n_p + len(y_leaves):])
+        t_all = [next(it) if f else _float0_zeros(x) for x, f in zip(args[:n_p], float_in)]
+        return _jvp(solve, tuple(args[:n_p]), tuple(t_all))[1]
+
+    def adjoint(*args):  # (primals..., ys..., ys cotangents...) -> float input cotangents
+        ps, ys_, cts = args[:n_p], args[n_p:n_p + len(y_leaves)], args[n_p + len(y_leaves):]
+        _, ts, *arg_leaves = tree_unflatten(p_tree, list(ps))
+        g = tree_unflatten(y_tree, [_instantiate(c, y) for c, y in zip(cts, ys_)])
+        y_bar, ts_bar, *leaves_bar = _backward_jit(*settings, tree_unflatten(y_tree, list(ys_)),
+                                                   ts, tuple(arg_leaves), g)
+        out = tree_leaves(y_bar) + [ts_bar] + leaves_bar
+        return [c for c, f in zip(out, float_in) if f]
+
+    out_tans = custom_lin_p.bind(
+        *p_leaves, *y_leaves, *tans, num_res=n_p + len(y_leaves), bwd=adjoint,
+        out_avals=tuple(core.tangent_aval(core.get_aval(y)) for y in y_leaves),
+        name=f"odeint({_fun_name(func)})", forward=forward)
+    return ys, tree_unflatten(y_tree, list(out_tans))
+
+
+def _float0_zeros(x):
+    return np.zeros(core.get_aval(x).shape, dtypes.float0)
+
+
+def _instantiate(ct, y):
+    if ct is None or type(ct) is core.Zero:
+        return tnp.zeros_like(y)
+    return ct
 
 
 def _is_float(x):
     return core.get_aval(x).dtype.kind in "fc"
-
-
-def _odeint_bwd(func, rtol, atol, mxstep, hmax, res, g):
-    ys, ts, arg_leaves = res
-    return _backward_jit(func, rtol, atol, mxstep, hmax, ys, ts, tuple(arg_leaves), g)
 
 
 def _backward(func, rtol, atol, mxstep, hmax, ys, ts, arg_leaves, g):
@@ -306,7 +350,6 @@ def _backward(func, rtol, atol, mxstep, hmax, ys, ts, arg_leaves, g):
 
 
 _backward_jit = jit(_backward, static_argnums=(0, 1, 2, 3, 4))
-_odeint.defvjp(_odeint_fwd, _odeint_bwd)
 
 
 # Converted dynamics by program, so that calls with the same dynamics reuse
@@ -363,6 +406,15 @@ def _concrete(x):
         return np.asarray(x.concrete_value("odeint"))
     except (core.ConcretizationTypeError, TypeError):
         return None
+
+
+def _split_like(flat, avals):
+    """``flat`` cut into arrays of the shapes of ``avals``, in order."""
+    out, start = [], 0
+    for a in avals:
+        out.append(tnp.reshape(flat[start:start + a.size], a.shape))
+        start += a.size
+    return out
 
 
 def _static_float(x, what):
@@ -449,16 +501,20 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.
     def checked(y, t, *args):
         out = func(y, t, *args)
         leaves, tree = tree_flatten(out)
-        ok = tree == y_tree and all(core.is_array_like(o) for o in leaves)
+        ok = all(core.is_array_like(o) for o in leaves)
         if ok:
             got = [core.get_aval(o) for o in leaves]
-            ok = all(a.shape == b.shape for a, b in zip(got, y_avals))
+            if tree != y_tree or any(a.shape != b.shape for a, b in zip(got, y_avals)):
+                # Another container, the same values once flattened (JAX ravels both).
+                ok = sum(a.size for a in got) == sum(a.size for a in y_avals)
+                if ok:
+                    leaves = _split_like(tnp.concatenate([tnp.ravel(o) for o in leaves]), y_avals)
         if not ok:
             raise TypeError(
                 f"odeint: the dynamics function {name}(y, t, *args) must return a value with the "
-                f"same structure and shapes as the state y0, but y0 is {_types_str(y0)} and "
-                f"{name} returned {_types_str(out)}")
-        return tree_unflatten(tree, [
+                f"same structure and shapes as the state y0 (or the same number of values once "
+                f"flattened), but y0 is {_types_str(y0)} and {name} returned {_types_str(out)}")
+        return tree_unflatten(y_tree, [
             o if core.get_aval(o).dtype == a.dtype else tnp.asarray(o, a.dtype)
             for o, a in zip(leaves, y_avals)])
 
