@@ -6,6 +6,8 @@ primitive's batching rule maps batched inputs to a batched output.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import core
@@ -134,8 +136,10 @@ class BatchTrace(core.Trace):
                         s = t.aval.shape
                         tangents[i] = core.Zero(ShapedArray(s[:d] + s[d + 1:], t.aval.dtype))
                     tdims[i] = None
-            return vmap_flat(jvp, primals + tangents, list(dims) + tdims, size, _all_zero,
-                             tag=tag)
+            outs = _vmap_keeping_zeros(jvp, primals + tangents, list(dims) + tdims, size, tag)
+            k = len(outs) // 2
+            return outs[:k] + [core.Zero.from_primal(p) if t is None else t
+                               for p, t in zip(outs[:k], outs[k:])]
 
         return self._forward_custom_call(
             prim, vals, dict(params, fun=batched_fun, jvp=batched_jvp, call_jaxpr=None))
@@ -145,6 +149,7 @@ class BatchTrace(core.Trace):
         size, tag = self.axis_size, self.tag
         fun, fwd, bwd = params["fun"], params["fwd"], params["bwd"]
         diff_dims = dims[params["num_consts"]:]
+        diff_vals = vals[params["num_consts"]:]
 
         def batched_fun(*xs):
             return vmap_flat(fun, xs, dims, size, _all_zero, tag=tag)
@@ -161,12 +166,14 @@ class BatchTrace(core.Trace):
             return flat[:n], flat[n:], info["res_tree"]
 
         def batched_bwd(res_tree, *res_and_cts):
-            def b(*zs):
-                return [_instantiate(c) for c in bwd(res_tree, *zs)]
-            rc = [_instantiate(c) for c in res_and_cts]
-            cts = vmap_flat(b, rc, [0] * len(rc), size, _all_zero, tag=tag)
-            return [reduce_sum(c, (0,)) if d is None else move_axis(c, 0, d)
-                    for c, d in zip(cts, diff_dims)]
+            # Zero cotangents stay symbolic: unbatched, of the per-example type.
+            rc = [core.Zero(ShapedArray(c.aval.shape[1:], c.aval.dtype))
+                  if type(c) is core.Zero else c for c in res_and_cts]
+            cts = _vmap_keeping_zeros(functools.partial(bwd, res_tree), rc,
+                                      [None if type(c) is core.Zero else 0 for c in rc], size, tag)
+            return [core.Zero.from_primal(v) if c is None
+                    else reduce_sum(c, (0,)) if d is None else move_axis(c, 0, d)
+                    for c, d, v in zip(cts, diff_dims, diff_vals)]
 
         return self._forward_custom_call(
             prim, vals, dict(params, fun=batched_fun, fwd=batched_fwd, bwd=batched_bwd,
@@ -198,6 +205,21 @@ def _batched_closure_error(name):
 
 def _all_zero(n):
     return [0] * n
+
+
+def _vmap_keeping_zeros(fun, args, in_dims, axis_size, tag):
+    """``vmap_flat(fun, ...)`` for a custom rule whose inputs and outputs may be
+    ``Zero``: a zero input is passed as it is (with ``in_dims`` None), a zero
+    output comes back as None."""
+    zero = []
+
+    def f(*xs):
+        outs = fun(*xs)
+        zero[:] = [type(o) is core.Zero for o in outs]
+        return [o for o in outs if type(o) is not core.Zero]
+
+    it = iter(vmap_flat(f, args, in_dims, axis_size, _all_zero, tag=tag))
+    return [None if z else next(it) for z in zero]
 
 
 def _instantiate(t):
