@@ -19,9 +19,10 @@ This file only gathers the public names; the code is in one module per topic
 ``_reductions``    ``sum``/``max``/``mean``/..., cumulative and NaN-ignoring variants, ``allclose``
 ``_matrices``      ``matmul``/``dot``/``einsum``/..., ``diag``/``trace``/``tril``/``vander``
 ``_sorting``       sorting, searching, ``unique`` and set operations, ``bincount``
-``_statistics``    ``average``, ``cov``, ``corrcoef``, quantiles, medians
+``_statistics``    ``average``, ``cov``, ``corrcoef``, quantiles, medians, histograms
 ``_padding``       ``pad``
-``_calculus``      ``diff``, ``ediff1d``, ``trapezoid``
+``_editing``       ``insert``, ``put``: functional edits returning new arrays
+``_calculus``      ``diff``, ``ediff1d``, ``trapezoid``, ``gradient``
 ``_polynomials``   ``polyval``/``polyadd``/..., ``convolve``, ``correlate``, ``interp``
 ``_functional``    ``apply_along_axis``, ``vectorize``, ``select``, ``piecewise``
 ``_array_methods`` operators and methods of traced values (``x + y``, ``x.sum()``, ``x.at``)
@@ -38,8 +39,9 @@ from ._constants import (  # noqa: F401
 from ._conversion import (  # noqa: F401
     asarray, astype, copy)
 from ._creation import (  # noqa: F401
-    arange, array, empty, empty_like, eye, full, full_like, geomspace, identity, linspace,
-    logspace, meshgrid, ones, ones_like, tri, zeros, zeros_like)
+    arange, array, bartlett, blackman, empty, empty_like, eye, full, full_like, geomspace,
+    hamming, hanning, identity, kaiser, linspace, logspace, meshgrid, ones, ones_like, tri,
+    zeros, zeros_like)
 from ._shapes import (  # noqa: F401
     append, array_split, atleast_1d, atleast_2d, atleast_3d, broadcast_arrays,
     broadcast_shapes, broadcast_to, column_stack, concat, concatenate, dsplit, dstack,
@@ -56,12 +58,12 @@ from ._elementwise import (  # noqa: F401
     arctanh, around, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_not, bitwise_or,
     bitwise_xor, cbrt, ceil, clip, copysign, cos, cosh, deg2rad, degrees, divide, divmod,
     equal, exp, exp2, expm1, fabs, fix, float_power, floor, floor_divide, fmax, fmin, fmod,
-    greater, greater_equal, heaviside, hypot, invert, isclose, isfinite, isinf, isnan,
+    frexp, greater, greater_equal, heaviside, hypot, invert, isclose, isfinite, isinf, isnan,
     isneginf, isposinf, ldexp, less, less_equal, log, log10, log1p, log2, logaddexp,
     logaddexp2, logical_and, logical_not, logical_or, logical_xor, maximum, minimum, mod, modf,
-    multiply, nan_to_num, negative, not_equal, positive, pow, power, rad2deg, radians,
-    reciprocal, remainder, rint, round, sign, signbit, sin, sinc, sinh, sqrt, square, subtract,
-    tan, tanh, true_divide, trunc, where)
+    multiply, nan_to_num, negative, nextafter, not_equal, positive, pow, power, rad2deg,
+    radians, reciprocal, remainder, rint, round, sign, signbit, sin, sinc, sinh, spacing, sqrt,
+    square, subtract, tan, tanh, true_divide, trunc, where)
 from ._complex import (  # noqa: F401
     angle, conj, conjugate, imag, iscomplex, iscomplexobj, isreal, isrealobj, real)
 from ._reductions import (  # noqa: F401
@@ -76,11 +78,14 @@ from ._sorting import (  # noqa: F401
     argpartition, argsort, bincount, digitize, intersect1d, isin, lexsort, partition,
     searchsorted, setdiff1d, sort, union1d, unique)
 from ._statistics import (  # noqa: F401
-    average, corrcoef, cov, median, nanmedian, nanpercentile, nanquantile, percentile, quantile)
+    average, corrcoef, cov, histogram, histogram_bin_edges, median, nanmedian, nanpercentile,
+    nanquantile, percentile, quantile)
 from ._padding import (  # noqa: F401
     pad)
+from ._editing import insert, put  # noqa: F401
+from ._shapes import vstack as row_stack  # noqa: F401  (NumPy's older name)
 from ._calculus import (  # noqa: F401
-    diff, ediff1d, trapezoid)
+    diff, ediff1d, gradient, trapezoid)
 from ._polynomials import (  # noqa: F401
     convolve, correlate, interp, polyadd, polyder, polyint, polymul, polysub, polyval)
 from ._functional import (  # noqa: F401
@@ -96,43 +101,44 @@ __all__ = [
     "arctan", "arctan2", "arctanh", "argmax", "argmin", "argpartition", "argsort", "argwhere",
     "around", "array", "array_equal", "array_equiv", "array_split", "asarray", "asin", "asinh",
     "astype", "at", "atan", "atan2", "atanh", "atleast_1d", "atleast_2d", "atleast_3d",
-    "average", "bincount", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "bool_",
-    "broadcast_arrays", "broadcast_shapes", "broadcast_to", "c_", "can_cast", "cbrt", "ceil",
-    "clip", "column_stack", "complex128", "complex64", "complexfloating", "concat",
-    "concatenate", "conj", "conjugate", "convolve", "copy", "copysign", "corrcoef",
-    "correlate", "cos", "cosh", "count_nonzero", "cov", "cross", "cummax", "cummin", "cumprod",
-    "cumsum", "cumulative_prod", "cumulative_sum", "deg2rad", "degrees", "delete", "diag",
-    "diag_indices", "diag_indices_from", "diagflat", "diagonal", "diff", "digitize", "divide",
-    "divmod", "dot", "double", "dsplit", "dstack", "dtype", "e", "ediff1d", "einsum", "empty",
-    "empty_like", "equal", "euler_gamma", "exp", "exp2", "expand_dims", "expm1", "eye", "fabs",
-    "finfo", "fix", "flatnonzero", "flip", "fliplr", "flipud", "float16", "float32", "float64",
-    "fft", "float_", "float_power", "floating", "floor", "floor_divide", "fmax", "fmin", "fmod",
-    "full", "full_like", "geomspace", "greater", "greater_equal", "heaviside", "hsplit",
-    "hstack", "hypot", "identity", "iinfo", "imag", "index_exp", "indices", "inexact", "inf",
-    "inner", "int16", "int32", "int64", "int8", "int_", "integer", "interp", "intersect1d",
-    "invert", "isclose", "iscomplex", "iscomplexobj", "isdtype", "isfinite", "isin", "isinf",
-    "isnan", "isneginf", "isposinf", "isreal", "isrealobj", "isscalar", "issubdtype",
-    "iterable", "ix_", "kron", "ldexp", "less", "less_equal", "lexsort", "linspace", "log",
-    "log10", "log1p", "log2", "logaddexp", "logaddexp2", "logical_and", "logical_not",
-    "logical_or", "logical_xor", "logspace", "matmul", "matrix_transpose", "matvec", "max",
-    "maximum", "mean", "median", "meshgrid", "mgrid", "min", "minimum", "mod", "modf",
-    "moveaxis", "multiply", "nan", "nan_to_num", "nanargmax", "nanargmin", "nancumprod",
-    "nancumsum", "nanmax", "nanmean", "nanmedian", "nanmin", "nanpercentile", "nanprod",
-    "nanquantile", "nanstd", "nansum", "nanvar", "ndarray", "ndim", "negative", "newaxis",
+    "average", "bartlett", "bincount", "bitwise_and", "bitwise_not", "bitwise_or",
+    "bitwise_xor", "blackman", "bool_", "broadcast_arrays", "broadcast_shapes", "broadcast_to",
+    "c_", "can_cast", "cbrt", "ceil", "clip", "column_stack", "complex128", "complex64",
+    "complexfloating", "concat", "concatenate", "conj", "conjugate", "convolve", "copy",
+    "copysign", "corrcoef", "correlate", "cos", "cosh", "count_nonzero", "cov", "cross",
+    "cummax", "cummin", "cumprod", "cumsum", "cumulative_prod", "cumulative_sum", "deg2rad",
+    "degrees", "delete", "diag", "diag_indices", "diag_indices_from", "diagflat", "diagonal",
+    "diff", "digitize", "divide", "divmod", "dot", "double", "dsplit", "dstack", "dtype", "e",
+    "ediff1d", "einsum", "empty", "empty_like", "equal", "euler_gamma", "exp", "exp2",
+    "expand_dims", "expm1", "eye", "fabs", "fft", "finfo", "fix", "flatnonzero", "flip", "fliplr",
+    "flipud", "float16", "float32", "float64", "float_", "float_power", "floating", "floor",
+    "floor_divide", "fmax", "fmin", "fmod", "frexp", "full", "full_like", "geomspace",
+    "gradient", "greater", "greater_equal", "hamming", "hanning", "heaviside", "histogram",
+    "histogram_bin_edges", "hsplit", "hstack", "hypot", "identity", "iinfo", "imag",
+    "index_exp", "indices", "inexact", "inf", "inner", "insert", "int16", "int32", "int64",
+    "int8", "int_", "integer", "interp", "intersect1d", "invert", "isclose", "iscomplex",
+    "iscomplexobj", "isdtype", "isfinite", "isin", "isinf", "isnan", "isneginf", "isposinf",
+    "isreal", "isrealobj", "isscalar", "issubdtype", "iterable", "ix_", "kaiser", "kron",
+    "ldexp", "less", "less_equal", "lexsort", "linalg", "linspace", "log", "log10", "log1p",
+    "log2", "logaddexp", "logaddexp2", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "logspace", "matmul", "matrix_transpose", "matvec", "max", "maximum",
+    "mean", "median", "meshgrid", "mgrid", "min", "minimum", "mod", "modf", "moveaxis",
+    "multiply", "nan", "nan_to_num", "nanargmax", "nanargmin", "nancumprod", "nancumsum",
+    "nanmax", "nanmean", "nanmedian", "nanmin", "nanpercentile", "nanprod", "nanquantile",
+    "nanstd", "nansum", "nanvar", "ndarray", "ndim", "negative", "newaxis", "nextafter",
     "nonzero", "not_equal", "number", "ogrid", "ones", "ones_like", "outer", "pad",
     "partition", "percentile", "permute_dims", "pi", "piecewise", "polyadd", "polyder",
     "polyint", "polymul", "polysub", "polyval", "positive", "pow", "power", "prod",
-    "promote_types", "ptp", "quantile", "r_", "rad2deg", "radians", "ravel",
+    "promote_types", "ptp", "put", "quantile", "r_", "rad2deg", "radians", "ravel",
     "ravel_multi_index", "real", "reciprocal", "remainder", "repeat", "reshape", "result_type",
-    "rint", "roll", "rollaxis", "rot90", "round", "s_", "searchsorted", "select", "setdiff1d",
-    "shape", "sign", "signbit", "sin", "sinc", "single", "sinh", "size", "sort", "split",
-    "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take",
-    "take_along_axis", "tan", "tanh", "tensordot", "tile", "trace", "transpose", "trapezoid",
-    "tri", "tril", "tril_indices", "tril_indices_from", "triu", "triu_indices",
-    "triu_indices_from", "true_divide", "trunc", "uint", "uint16", "uint32", "uint64", "uint8",
-    "union1d", "unique", "unravel_index", "unstack", "vander", "var", "vdot", "vecdot",
-    "vecmat", "vectorize", "vsplit", "vstack", "where", "zeros", "zeros_like", "linalg"
-]
+    "rint", "roll", "rollaxis", "rot90", "round", "row_stack", "s_", "searchsorted", "select",
+    "setdiff1d", "shape", "sign", "signbit", "sin", "sinc", "single", "sinh", "size", "sort",
+    "spacing", "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum",
+    "swapaxes", "take", "take_along_axis", "tan", "tanh", "tensordot", "tile", "trace",
+    "transpose", "trapezoid", "tri", "tril", "tril_indices", "tril_indices_from", "triu",
+    "triu_indices", "triu_indices_from", "true_divide", "trunc", "uint", "uint16", "uint32",
+    "uint64", "uint8", "union1d", "unique", "unravel_index", "unstack", "vander", "var",
+    "vdot", "vecdot", "vecmat", "vectorize", "vsplit", "vstack", "where", "zeros", "zeros_like"]
 
 
 def __getattr__(name):

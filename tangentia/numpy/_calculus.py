@@ -79,3 +79,109 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
         shp[axis] = n - 1
         d = reshape(d, tuple(shp))
     return _E.mul(sum(_E.mul(d, _E.add(y0, y1)), axis=axis), 0.5)
+
+
+def _spacings(varargs, f, axes):
+    """Per-axis spacing for ``gradient``: a Python/NumPy scalar (uniform) or a
+    1-D array of differences between consecutive coordinates."""
+    n = len(varargs)
+    if n == 0:
+        return [1.0] * len(axes)
+    if n == 1 and ndim(varargs[0]) == 0:
+        return [varargs[0]] * len(axes)
+    if n != len(axes):
+        raise TypeError(f"gradient: invalid number of arguments: got {n} spacings for "
+                        f"{len(axes)} axes (expected none, one scalar, or one per axis)")
+    out = []
+    for i, d in enumerate(varargs):
+        if ndim(d) == 0:
+            out.append(d)
+            continue
+        if ndim(d) != 1:
+            raise ValueError("gradient: distances must be either scalars or 1d")
+        if shape(d)[0] != shape(f)[axes[i]]:
+            raise ValueError("gradient: when 1d, distances must match the length of the "
+                             "corresponding dimension")
+        if not _is_tracer(d):
+            d = _np.asarray(d)
+            if _np.issubdtype(d.dtype, _np.integer):
+                d = d.astype(_np.float64)
+            dd = _np.diff(d)
+            out.append(dd[0] if (dd == dd[0]).all() else dd)
+            continue
+        if not _np.issubdtype(_aval(d).dtype, _np.inexact):
+            d = astype(d, _np.float64)
+        out.append(diff(d))
+    return out
+
+
+def gradient(f, *varargs, axis=None, edge_order=1):
+    """Gradient of sampled values by central differences, as ``numpy.gradient``.
+
+    Interior points use second-order central differences, the boundaries
+    first- or second-order one-sided differences (``edge_order``).  Spacings
+    are scalars or coordinate arrays, one per axis.  Returns one array for a
+    single axis, otherwise a tuple.  Differentiable in ``f`` and in the
+    spacings.
+    """
+    f = _in(f, "gradient", "f")
+    nd = ndim(f)
+    if axis is None:
+        axes = tuple(range(nd))
+    else:
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        axes = tuple(_axis(a, f, "gradient") for a in axes)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"gradient: repeated axis in argument 'axis': {axis}")
+    if edge_order not in (1, 2):
+        raise ValueError(f"gradient: argument 'edge_order' must be 1 or 2, got {edge_order!r}")
+    dt = _aval(f).dtype
+    otype = dt if _np.issubdtype(dt, _np.inexact) else _np.dtype(_np.float64)
+    f = astype(f, otype)
+    outs = []
+    for ax, h in zip(axes, _spacings(varargs, f, axes)):
+        m = shape(f)[ax]
+        if m < edge_order + 1:
+            raise ValueError("gradient: Shape of array too small to calculate a numerical "
+                             "gradient, at least (edge_order + 1) elements are required.")
+
+        def sl(a, b, ax=ax):
+            return _I.static_slice(f, ax, a, b)
+
+        def along(v, ax=ax):  # a 1-D coefficient array broadcast along ``ax``
+            s = [1] * nd
+            s[ax] = -1
+            return reshape(v, tuple(s))
+
+        def comb(a, b, c, fs):
+            return _E.add(_E.add(_E.mul(a, fs[0]), _E.mul(b, fs[1])), _E.mul(c, fs[2]))
+
+        uniform = ndim(h) == 0
+        if uniform:
+            mid = _E.div(_E.sub(sl(2, m), sl(0, m - 2)), _E.mul(2.0, h))
+        else:
+            d1, d2 = h[:-1], h[1:]
+            a = _E.div(_E.neg(d2), _E.mul(d1, _E.add(d1, d2)))
+            b = _E.div(_E.sub(d2, d1), _E.mul(d1, d2))
+            c = _E.div(d1, _E.mul(d2, _E.add(d1, d2)))
+            mid = comb(along(a), along(b), along(c), (sl(0, m - 2), sl(1, m - 1), sl(2, m)))
+        if edge_order == 1:
+            first = _E.div(_E.sub(sl(1, 2), sl(0, 1)), h if uniform else h[0])
+            last = _E.div(_E.sub(sl(m - 1, m), sl(m - 2, m - 1)), h if uniform else h[-1])
+        else:
+            if uniform:
+                ca, cb, cc = _E.div(-1.5, h), _E.div(2.0, h), _E.div(-0.5, h)
+                ea, eb, ec = _E.div(0.5, h), _E.div(-2.0, h), _E.div(1.5, h)
+            else:
+                d1, d2 = h[0], h[1]
+                ca = _E.div(_E.neg(_E.add(_E.mul(2.0, d1), d2)), _E.mul(d1, _E.add(d1, d2)))
+                cb = _E.div(_E.add(d1, d2), _E.mul(d1, d2))
+                cc = _E.div(_E.neg(d1), _E.mul(d2, _E.add(d1, d2)))
+                d1, d2 = h[-2], h[-1]
+                ea = _E.div(d2, _E.mul(d1, _E.add(d1, d2)))
+                eb = _E.div(_E.neg(_E.add(d2, d1)), _E.mul(d1, d2))
+                ec = _E.div(_E.add(_E.mul(2.0, d2), d1), _E.mul(d2, _E.add(d1, d2)))
+            first = comb(ca, cb, cc, (sl(0, 1), sl(1, 2), sl(2, 3)))
+            last = comb(ea, eb, ec, (sl(m - 3, m - 2), sl(m - 2, m - 1), sl(m - 1, m)))
+        outs.append(astype(concatenate([first, mid, last], ax), otype))
+    return outs[0] if len(axes) == 1 else tuple(outs)

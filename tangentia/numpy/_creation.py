@@ -9,6 +9,7 @@ import numpy as _np
 
 from ..primitives import elementwise as _E
 from ..primitives import indexing as _I
+from ..primitives import special as _SP
 from ..primitives import structural as _S
 from ._constants import float64
 from ._conversion import _in, _inexact, asarray, astype
@@ -187,3 +188,45 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     if not sparse:
         out = broadcast_arrays(*out)
     return tuple(out)
+
+
+# ---------------------------------------------------------------------------
+# Window functions (``numpy.hanning`` ...): float64 arrays of static length M.
+
+def _window_length(name, M):
+    try:
+        return int(_concrete(M, name, "M"))
+    except TypeError:
+        raise TypeError(f"{name}: argument 'M' (the number of points) must be an integer, "
+                        f"got {M!r}") from None
+
+
+def _window(name, fn):
+    def window(M):
+        return _np.asarray(fn(_window_length(name, M)), dtype=_np.float64)
+    window.__name__ = window.__qualname__ = name
+    window.__doc__ = f"The {name} window of ``M`` points, as ``numpy.{name}``."
+    return window
+
+
+bartlett = _window("bartlett", _np.bartlett)
+blackman = _window("blackman", _np.blackman)
+hamming = _window("hamming", _np.hamming)
+hanning = _window("hanning", _np.hanning)
+
+
+def kaiser(M, beta):
+    """The Kaiser window of ``M`` points and shape ``beta``, as ``numpy.kaiser``.
+
+    Differentiable in ``beta``: ``I0(beta * sqrt(1 - (2n/(M-1) - 1)**2)) / I0(beta)``.
+    """
+    M = _window_length("kaiser", M)
+    if not _is_tracer(beta):
+        return _np.asarray(_np.kaiser(M, beta), dtype=_np.float64)
+    if M <= 1:
+        return _np.ones(M, _np.float64)
+    n = _np.arange(M, dtype=_np.float64)
+    alpha = (M - 1) / 2.0
+    r = _np.sqrt(_np.clip(1.0 - ((n - alpha) / alpha) ** 2, 0.0, None))
+    beta = astype(beta, float64)
+    return _E.div(_SP.i0(_E.mul(beta, r)), _SP.i0(beta))

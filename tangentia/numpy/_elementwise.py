@@ -143,6 +143,22 @@ def ldexp(x1, x2):
     return _E.mul(x1, exp2(astype(x2, _aval(_inexact(x1)).dtype)))
 
 
+def frexp(x):
+    """Mantissa in [0.5, 1) (with ``x``'s sign) and integer exponent: ``x = m * 2**e``."""
+    x = _in(x, "frexp")
+    return _M.frexp_mantissa(x), _M.frexp_exponent(x)
+
+
+def spacing(x):
+    """Distance from ``x`` to the nearest adjacent floating-point number (derivative 0)."""
+    return _M.spacing(_in(x, "spacing"))
+
+
+def nextafter(x1, x2):
+    """The next floating-point value after ``x1`` towards ``x2`` (derivative 0)."""
+    return _M.nextafter(x1, x2)
+
+
 def fmax(x1, x2):
     """Elementwise maximum that ignores NaNs (NaN only if both are NaN)."""
     if _eager(x1, x2):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 
 import numpy as _np
 
@@ -12,12 +13,15 @@ from ..primitives import indexing as _I
 from ..primitives import sorting as _SO
 from ._constants import float64, int64, nan
 from ._conversion import _in, _inexact, astype
+from ._creation import linspace, zeros
+from ._indexing import at
+from ._sorting import searchsorted
 from ._elementwise import clip, isnan, logical_not, sqrt, where
 from ._matrices import diagonal, matmul
-from ._reductions import any, mean, sum
-from ._shapes import atleast_2d, broadcast_to, concatenate, ndim, reshape, shape, squeeze, \
+from ._reductions import any, max, mean, min, sum
+from ._shapes import atleast_2d, broadcast_to, concatenate, ndim, ravel, reshape, shape, squeeze, \
     transpose
-from ._util import _aval, _axes, _eager, _is_tracer
+from ._util import _aval, _axes, _concrete, _eager, _is_tracer
 
 
 # ---------------------------------------------------------------------------
@@ -307,3 +311,68 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """Median ignoring NaNs."""
     _check_quantile_args("nanmedian", out, None)
     return _quantile(a, 0.5, axis, "_median", keepdims, "nanmedian", True)
+
+
+# ---------------------------------------------------------------------------
+# Histograms
+
+
+def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002 - NumPy's name
+    """Edges of ``histogram``'s bins: ``bins`` equal bins over ``range`` (the data's
+    min and max by default), or the given edges."""
+    a = _in(a, "histogram_bin_edges")
+    if isinstance(bins, str):
+        raise NotImplementedError("string values for `bins` not implemented. "
+                                  "(tangentia.numpy.histogram: pass a number of bins or the edges)")
+    if ndim(bins) == 1:
+        edges = _in(bins, "histogram_bin_edges", "bins")
+        if not _is_tracer(edges) and _np.any(_np.diff(edges) < 0):
+            raise ValueError("histogram: `bins` must increase monotonically, when an array")
+        return edges
+    try:
+        nb = operator.index(_concrete(bins, "histogram", "bins"))
+    except TypeError:
+        raise TypeError(f"histogram: argument 'bins' must be an integer, a 1-D array of edges, "
+                        f"got {bins!r}") from None
+    if nb < 1:
+        raise ValueError("histogram: `bins` must be positive, when an integer")
+    dt = _aval(_inexact(a)).dtype
+    if range is None:
+        if _aval(a).size == 0:
+            lo, hi = 0.0, 1.0
+        else:
+            lo, hi = min(a), max(a)
+    else:
+        lo, hi = range
+        if not (_is_tracer(lo) or _is_tracer(hi)) and lo > hi:
+            raise ValueError("histogram: max must be larger than min in range parameter.")
+    lo, hi = astype(lo, dt), astype(hi, dt)
+    same = _E.eq(lo, hi)
+    lo, hi = where(same, _E.sub(lo, 0.5), lo), where(same, _E.add(hi, 0.5), hi)
+    return linspace(lo, hi, nb + 1, dtype=dt)
+
+
+def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002
+    """Counts (or weighted sums, or densities) of ``a`` in bins, and the bin edges,
+    as ``numpy.histogram``: each bin is half-open except the last, which includes
+    its right edge; values outside the edges are not counted.  Differentiable in
+    ``weights`` (and, through ``density``, in the edges)."""
+    a = ravel(_in(a, "histogram"))
+    edges = histogram_bin_edges(a, bins, range)
+    nb = shape(edges)[0] - 1
+    idx = searchsorted(edges, a, side="right")
+    idx = where(_E.eq(a, edges[nb]), nb, idx)       # the last bin is closed
+    if weights is None:
+        w, wdt = None, _np.dtype(int64)
+    else:
+        w = ravel(_in(weights, "histogram", "weights"))
+        if shape(w) != shape(a):
+            raise ValueError("histogram: weights should have the same shape as a.")
+        wdt = _aval(w).dtype
+    counts = at(zeros(nb + 2, wdt))[idx].add(1 if w is None else w)
+    counts = counts[1:nb + 1]
+    if density:
+        widths = _E.sub(edges[1:], edges[:-1])
+        counts = _inexact(counts)
+        counts = _E.div(_E.div(counts, widths), sum(counts))
+    return counts, edges

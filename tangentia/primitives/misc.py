@@ -16,6 +16,7 @@ import numpy as np
 from .. import core, dtypes
 from ..core import Primitive, ShapedArray
 from ..interpreters.ad import defjvp
+from ..interpreters.base_ops import convert_element_type
 from . import elementwise as E
 from . import indexing as I
 from . import reductions as R
@@ -157,5 +158,44 @@ copysign_p = E.elementwise("copysign", np.copysign, [_copysign_jvp_x, None])
 signbit = E._fast(signbit_p, np.signbit)
 copysign = E._fast(copysign_p, np.copysign)
 
+
+# ---------------------------------------------------------------------------
+# Floating-point representation: frexp, spacing, nextafter.  Only frexp's
+# mantissa has a derivative (2**-exponent, the exponent being locally constant).
+
+def _frexp_mantissa(x):
+    return np.frexp(x)[0]
+
+
+def _frexp_exponent(x):
+    return np.frexp(x)[1]
+
+
+frexp_exponent_p = E.elementwise("frexp_exponent", _frexp_exponent, zero_jvp=True)
+
+
+def _mantissa_jvp(t, ans, x):
+    e = frexp_exponent_p.bind(x)
+    scale = E.power(2.0, E.neg(convert_element_type(e, core.get_aval(ans).dtype)))
+    return E.mul(t, scale)
+
+
+frexp_mantissa_p = E.elementwise("frexp_mantissa", _frexp_mantissa, [_mantissa_jvp])
+spacing_p = E.elementwise("spacing", np.spacing, zero_jvp=True)
+nextafter_p = E.elementwise("nextafter", np.nextafter, zero_jvp=True)
+
+
+
+def frexp_mantissa(x):
+    return frexp_mantissa_p.bind(x)
+
+
+def frexp_exponent(x):
+    return frexp_exponent_p.bind(x)
+
+spacing = E._fast(spacing_p, np.spacing)
+nextafter = E._fast(nextafter_p, np.nextafter)
+
 __all__ = ["copysign", "copysign_p", "cummax", "cummax_p", "cummin", "cummin_p", "cumprod",
-           "cumprod_p", "signbit", "signbit_p", "dtypes"]
+           "cumprod_p", "signbit", "signbit_p", "dtypes", "frexp_mantissa", "frexp_mantissa_p",
+           "frexp_exponent", "frexp_exponent_p", "spacing", "spacing_p", "nextafter", "nextafter_p"]

@@ -17,13 +17,17 @@ import math
 import numpy as np
 import scipy.special as _sc
 
-from .elementwise import add, div, elementwise, exp, gt, log, log1p, mul, neg, power, select, sub
+from .elementwise import (add, div, elementwise, exp, gt, log, log1p, mul, neg, power, select, sign,
+                          sub)
 
 __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "polygamma", "ndtr", "ndtri",
            "log_ndtr", "gamma", "rgamma", "gammasgn", "beta", "betaln", "gammainc", "gammaincc",
            "betainc", "erfcx", "erf_p", "erfc_p", "erfinv_p", "lgamma_p", "digamma_p", "polygamma_p",
            "ndtr_p", "ndtri_p", "log_ndtr_p", "gamma_p", "rgamma_p", "gammasgn_p", "beta_p",
-           "betaln_p", "gammainc_p", "gammaincc_p", "betainc_p", "erfcx_p"]
+           "betaln_p", "gammainc_p", "gammaincc_p", "betainc_p", "erfcx_p", "erfcinv", "erfcinv_p",
+           "i0", "i0e", "i1", "i1e", "iv", "ive", "jv", "yv", "j0", "j1", "y0", "y1", "zeta",
+           "i0_p", "i0e_p", "i1_p", "i1e_p", "iv_p", "ive_p", "jv_p", "yv_p", "j0_p", "j1_p",
+           "y0_p", "y1_p", "zeta_p"]
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0
@@ -158,6 +162,113 @@ def _betainc_dx(t, ans, a, b, x):
 betainc_p = elementwise("betainc", _sc.betainc,
                         [_no_shape_derivative("betainc", "a"),
                          _no_shape_derivative("betainc", "b"), _betainc_dx])
+
+
+# erfcinv(y) = erfinv(1 - y);  erfcinv'(y) = -sqrt(pi)/2 exp(erfcinv(y)^2) (reuses the output)
+erfcinv_p = elementwise("erfcinv", _sc.erfcinv,
+                        [lambda t, ans, x: mul(t, mul(-_SQRT_PI_OVER_TWO, exp(_sq(ans))))])
+
+
+# Bessel functions.  Derivatives with respect to x by the recurrences
+# I_v' = (I_{v-1} + I_{v+1}) / 2, J_v' = (J_{v-1} - J_{v+1}) / 2 (also for Y_v),
+# written without a 1/x term so they hold at x == 0; the exponentially scaled
+# forms ive(v, x) = iv(v, x) exp(-|x|) add -sign(x) ive(v, x).  Derivatives
+# with respect to the order v are not implemented (JAX has none).
+
+def _order_shift(v, k):
+    return v + k if isinstance(v, (int, float, np.integer, np.floating)) else add(v, k)
+
+
+def _bessel_dx(fn, sub_sign, scaled=False):
+    def rule(t, ans, v, x):
+        lo, hi = fn(_order_shift(v, -1), x), fn(_order_shift(v, 1), x)
+        d = mul(0.5, sub(lo, hi) if sub_sign else add(lo, hi))
+        if scaled:
+            d = sub(d, mul(sign(x), ans))
+        return mul(t, d)
+    return rule
+
+
+iv_p = elementwise("iv", _sc.iv, [_no_shape_derivative("iv", "v"),
+                                  _bessel_dx(lambda v, x: iv(v, x), False)])
+ive_p = elementwise("ive", _sc.ive, [_no_shape_derivative("ive", "v"),
+                                     _bessel_dx(lambda v, x: ive(v, x), False, scaled=True)])
+jv_p = elementwise("jv", _sc.jv, [_no_shape_derivative("jv", "v"),
+                                  _bessel_dx(lambda v, x: jv(v, x), True)])
+yv_p = elementwise("yv", _sc.yv, [_no_shape_derivative("yv", "v"),
+                                  _bessel_dx(lambda v, x: yv(v, x), True)])
+# Orders 0 and 1 have their own (faster, more accurate) SciPy functions.
+i0_p = elementwise("i0", _sc.i0, [lambda t, ans, x: mul(t, i1(x))])
+i1_p = elementwise("i1", _sc.i1, [lambda t, ans, x: mul(t, mul(0.5, add(i0(x), iv(2.0, x))))])
+i0e_p = elementwise("i0e", _sc.i0e, [lambda t, ans, x: mul(t, sub(i1e(x), mul(sign(x), ans)))])
+i1e_p = elementwise("i1e", _sc.i1e, [lambda t, ans, x: mul(t, sub(
+    mul(0.5, add(i0e(x), ive(2.0, x))), mul(sign(x), ans)))])
+j0_p = elementwise("j0", _sc.j0, [lambda t, ans, x: mul(t, neg(j1(x)))])
+j1_p = elementwise("j1", _sc.j1, [lambda t, ans, x: mul(t, mul(0.5, sub(j0(x), jv(2.0, x))))])
+y0_p = elementwise("y0", _sc.y0, [lambda t, ans, x: mul(t, neg(y1(x)))])
+y1_p = elementwise("y1", _sc.y1, [lambda t, ans, x: mul(t, mul(0.5, sub(y0(x), yv(2.0, x))))])
+
+
+# Hurwitz zeta(x, q) = sum_k (k + q)^-x;  d/dq = -x zeta(x + 1, q).  No derivative in x (as JAX).
+zeta_p = elementwise("zeta", _sc.zeta, [
+    _no_shape_derivative("zeta", "x"),
+    lambda t, ans, x, q: mul(t, neg(mul(x, zeta(_order_shift(x, 1), q))))])
+
+
+def erfcinv(x):
+    return erfcinv_p.bind(x)
+
+
+def i0(x):
+    return i0_p.bind(x)
+
+
+def i0e(x):
+    return i0e_p.bind(x)
+
+
+def i1(x):
+    return i1_p.bind(x)
+
+
+def i1e(x):
+    return i1e_p.bind(x)
+
+
+def iv(v, x):
+    return iv_p.bind(v, x)
+
+
+def ive(v, x):
+    return ive_p.bind(v, x)
+
+
+def jv(v, x):
+    return jv_p.bind(v, x)
+
+
+def yv(v, x):
+    return yv_p.bind(v, x)
+
+
+def j0(x):
+    return j0_p.bind(x)
+
+
+def j1(x):
+    return j1_p.bind(x)
+
+
+def y0(x):
+    return y0_p.bind(x)
+
+
+def y1(x):
+    return y1_p.bind(x)
+
+
+def zeta(x, q):
+    return zeta_p.bind(x, q)
 
 
 def erf(x):

@@ -5,7 +5,9 @@ Two kinds of functions live here:
 * thin wrappers of special-function *primitives* (``erf``, ``erfc``,
   ``erfinv``, ``gammaln``, ``digamma``, ``polygamma``, ``ndtr``, ``ndtri``,
   ``log_ndtr``, ``gamma``, ``rgamma``, ``gammasgn``, ``beta``, ``betaln``,
-  ``gammainc``, ``gammaincc``, ``betainc``; see
+  ``gammainc``, ``gammaincc``, ``betainc``, ``erfcinv``, the Bessel
+  functions ``i0``/``i0e``/``i1``/``i1e``/``iv``/``ive``/``jv``/``yv`` and
+  their integer-order spellings, ``zeta``; see
   ``tangentia/primitives/special.py``), which promote
   integer inputs to float64 and check their arguments;
 * functions written with ``tnp`` and given **custom derivative rules** where
@@ -35,7 +37,8 @@ from ..primitives import structural as _S
 __all__ = ["expit", "logit", "logsumexp", "xlogy", "xlog1py", "erf", "erfc", "erfinv", "gammaln",
            "digamma", "polygamma", "log_ndtr", "ndtr", "ndtri", "softmax", "log_softmax",
            "gamma", "rgamma", "gammasgn", "loggamma", "psi", "beta", "betaln", "gammainc",
-           "gammaincc", "betainc", "entr", "multigammaln"]
+           "gammaincc", "betainc", "entr", "multigammaln", "erfcinv", "i0", "i0e", "i1", "i1e",
+           "iv", "ive", "jv", "jn", "j0", "j1", "yv", "yn", "y0", "y1", "zeta"]
 
 
 # ---------------------------------------------------------------------------
@@ -558,3 +561,56 @@ def softmax(x, axis=None):
 def log_softmax(x, axis=None):
     """``x - logsumexp(x)`` over ``axis`` (all axes by default, as in SciPy)."""
     return _softmax_impl("log_softmax", _log_softmax, x, axis, None)
+
+
+# ---------------------------------------------------------------------------
+# erfcinv, Bessel functions and zeta (primitives; derivatives in x only)
+
+
+def _unary(name, prim_fn, doc):
+    def fn(x):
+        return prim_fn(_inexact(name, "x", x))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+erfcinv = _unary("erfcinv", _P.erfcinv, "The inverse of ``erfc``: ``erfcinv(erfc(x)) == x``.")
+i0 = _unary("i0", _P.i0, "The modified Bessel function of the first kind of order 0.")
+i0e = _unary("i0e", _P.i0e, "Exponentially scaled ``i0``: ``i0(x) * exp(-|x|)``.")
+i1 = _unary("i1", _P.i1, "The modified Bessel function of the first kind of order 1.")
+i1e = _unary("i1e", _P.i1e, "Exponentially scaled ``i1``: ``i1(x) * exp(-|x|)``.")
+j0 = _unary("j0", _P.j0, "The Bessel function of the first kind of order 0.")
+j1 = _unary("j1", _P.j1, "The Bessel function of the first kind of order 1.")
+y0 = _unary("y0", _P.y0, "The Bessel function of the second kind of order 0.")
+y1 = _unary("y1", _P.y1, "The Bessel function of the second kind of order 1.")
+
+
+def _binary(name, prim_fn, names, doc):
+    def fn(v, x):
+        return prim_fn(*_promote_all(name, names, (v, x)))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+iv = _binary("iv", _P.iv, ("v", "z"), "The modified Bessel function of the first kind of real "
+             "order ``v``; differentiable in ``z`` (not in ``v``).")
+ive = _binary("ive", _P.ive, ("v", "z"), "Exponentially scaled ``iv``: ``iv(v, z) * exp(-|z|)``.")
+jv = _binary("jv", _P.jv, ("v", "z"), "The Bessel function of the first kind of real order "
+             "``v``; differentiable in ``z`` (not in ``v``).")
+yv = _binary("yv", _P.yv, ("v", "z"), "The Bessel function of the second kind of real order "
+             "``v``; differentiable in ``z`` (not in ``v``).")
+jn = _binary("jn", _P.jv, ("n", "x"), "The Bessel function of the first kind of integer order "
+             "``n`` (SciPy's ``jn`` is ``jv``).")
+yn = _binary("yn", _P.yv, ("n", "x"), "The Bessel function of the second kind of integer order "
+             "``n``.")
+
+
+def zeta(x, q=None):
+    """The Hurwitz zeta function ``sum_k (k + q)**-x`` (Riemann's for ``q=None``).
+
+    Differentiable in ``q``: ``d/dq zeta(x, q) = -x zeta(x + 1, q)``; the
+    derivative in ``x`` raises ``NotImplementedError`` (as in JAX).
+    """
+    return _P.zeta(*_promote_all("zeta", ("x", "q"), (x, 1.0 if q is None else q)))
