@@ -688,10 +688,13 @@ def _zero_ct(aval):
 
 
 def closure_convert(fun, *example_args):
-    """Hoist the traced values ``fun`` closes over into explicit arguments.
+    """Hoist the floating values ``fun`` closes over into explicit arguments.
 
     Returns ``(converted_fun, hoisted_consts)`` with
-    ``converted_fun(*args, *hoisted_consts) == fun(*args)``.
+    ``converted_fun(*args, *hoisted_consts) == fun(*args)``.  Floating
+    constants (traced or not) are hoisted, so that a custom rule can
+    differentiate with respect to them; integer and boolean constants cannot
+    be perturbed and stay closed over, as in JAX.
     """
     leaves, in_tree = tree_flatten(example_args)
     avals = [core.get_aval(x) for x in leaves]
@@ -703,23 +706,26 @@ def closure_convert(fun, *example_args):
         return outs
 
     jaxpr, consts = pe.trace_to_jaxpr(flat, avals, name=_fun_name(fun), label="closure_convert")
-    hoist = [isinstance(c, Tracer) or core.get_aval(c).dtype.kind in "fc" for c in consts]
+    hoist = tuple(core.get_aval(c).dtype.kind in "fc" for c in consts)
     hoisted = [c for c, h in zip(consts, hoist) if h]
-    kept = [c for c, h in zip(consts, hoist) if not h]
-    n_args = len(leaves)
+    kept = tuple(c for c, h in zip(consts, hoist) if not h)
+    n_hoisted = len(hoisted)
     out_tree = store["out_tree"]
 
     def converted(*args):
-        xs, hs = args[:len(args) - len(hoisted)], args[len(args) - len(hoisted):]
+        xs, hs = args[:len(args) - n_hoisted], args[len(args) - n_hoisted:]
         x_leaves, tree = tree_flatten(tuple(xs))
-        if len(x_leaves) != n_args:
-            raise TypeError(f"closure_convert: converted function of {_fun_name(fun)} expected "
-                            f"{n_args} array leaves, got {len(x_leaves)}")
+        if tree != in_tree:
+            raise TypeError(
+                "The inputs to the closure produced by closure_convert must have the same Pytree "
+                "structure as the example arguments passed when closure_convert was called. "
+                f"Expected {in_tree}, but got {tree}. (The converted {_fun_name(fun)} takes the "
+                f"example arguments followed by the {n_hoisted} hoisted constants.)")
         it_h, it_k = iter(hs), iter(kept)
         cvals = [next(it_h) if h else next(it_k) for h in hoist]
         return tree_unflatten(out_tree, core.eval_jaxpr(jaxpr, cvals, *x_leaves))
 
     functools.update_wrapper(converted, fun)
     # What identifies the converted function (for callers that cache on it).
-    converted.program = (jaxpr, tuple(kept), tuple(hoist), in_tree, out_tree)
+    converted.program = (jaxpr, kept, hoist, in_tree, out_tree)
     return converted, hoisted

@@ -2102,3 +2102,208 @@ class TestNondiffArgnames:
                                                  r"parameter of the function \(its parameters: "
                                                  r"x, y\)"):
                 deco(g, nondiff_argnames=("h",))
+
+
+# ---------------------------------------------------------------------------
+# A custom_jvp rule linear in its tangents through another custom function
+# (JAX's custom `div`): reverse mode records the function's body for the
+# tangent call, so it transposes under grad, scan, vjp of vjp and hessian.
+
+
+def _make_div():
+    @tg.custom_jvp
+    def div(x, y):
+        return x / y
+
+    @div.defjvp
+    def div_jvp(primals, tangents):
+        (x, y), (tx, ty) = primals, tangents
+        out = div(x, y)
+        return out, div(tx, y) - div(x, y) * div(ty, y)  # linear in (tx, ty)
+
+    return div
+
+
+class TestLinearCustomJvpInReverseMode:
+    def test_grad_and_jit_grad(self):
+        div = _make_div()
+        g = tg.grad(div, argnums=(0, 1))
+        close(g(3., 2.), (0.5, -0.75))
+        close(tg.jit(g)(3., 2.), (0.5, -0.75))
+        close(tg.vmap(g)(XS4, XS4 + 3.), (1. / (XS4 + 3.), -XS4 / (XS4 + 3.) ** 2))
+
+    def test_inside_scan(self):
+        div = _make_div()
+        ys = np.array([2., 3., 0.5])
+
+        def f(c):
+            return tg.lax.scan(lambda c, y: (div(c, y), None), c, ys)[0]
+
+        close(tg.grad(f)(1.7), 1. / np.prod(ys))
+        close(tg.jit(tg.grad(f))(1.7), 1. / np.prod(ys))
+
+    def test_vjp_of_vjp(self):
+        div = _make_div()
+
+        def pullback(x, ct):
+            return tg.vjp(lambda x: div(x, 4.), x)[1](ct)[0]
+
+        # d/dct of the pullback at any x is 1/4; d/dx is 0 (it is linear in ct only).
+        _, pb2 = tg.vjp(pullback, 1.5, 2.)
+        close(pb2(1.), (0., 0.25))
+
+    def test_hessian_against_finite_differences(self):
+        div = _make_div()
+        f = lambda x: div(x, x + 1.)  # noqa: E731
+        close(tg.hessian(f)(2.), -2. / 27.)
+        close(tg.jit(tg.hessian(f))(2.), -2. / 27.)
+        eps = 1e-4
+        fd = (tg.grad(f)(2. + eps) - tg.grad(f)(2. - eps)) / (2 * eps)
+        close(tg.hessian(f)(2.), fd, rtol=1e-7, atol=0)
+
+
+# ---------------------------------------------------------------------------
+# closure_convert: floating constants are hoisted, integers stay closed over
+
+
+class TestClosureConvert:
+    def test_only_float_constants_are_hoisted(self):
+        def run(c, k):
+            def fn(x):
+                return c * x + k  # c float (hoisted), k integer (closed over)
+            conv, consts = tg.closure_convert(fn, 2.)
+            assert len(consts) == 1 and consts[0].dtype == np.float64
+            return conv(2., *consts)
+
+        close(tg.jit(run)(1.5, np.int64(3)), 6.)
+        close(tg.vmap(run)(XS4, np.arange(4)), 2. * XS4 + np.arange(4))
+        close(tg.grad(run)(1.5, 3), 2.)
+        # Eagerly too: a concrete float is hoisted, a concrete integer array is not.
+        w = np.full(3, 2.5)
+        conv, consts = tg.closure_convert(lambda x: x * w + np.arange(3), np.ones(3))
+        assert len(consts) == 1 and consts[0] is w
+        close(conv(np.ones(3), *consts), 2.5 + np.arange(3))
+        close(conv(np.ones(3), np.full(3, 4.)), 4. + np.arange(3))
+
+    def test_mismatched_pytree_is_jax_type_error(self):
+        conv, consts = tg.closure_convert(lambda p: p["a"] * 2., {"a": 1.})
+        close(conv({"a": 3.}, *consts), 6.)
+        with pytest.raises(TypeError) as ei:
+            conv((3.,), *consts)
+        msg = str(ei.value)
+        assert msg.startswith("The inputs to the closure produced by closure_convert must have "
+                              "the same Pytree structure as the example arguments passed when "
+                              "closure_convert was called. Expected PyTreeDef(({'a': *},)), but "
+                              "got PyTreeDef(((*,),))")
+        assert "<lambda>" in msg
+
+
+# ---------------------------------------------------------------------------
+# Symbolic zeros under vmap
+
+
+def _make_pair_with_zero_tangent(seen):
+    """f(x, y) = (x * y, x + y) whose rule reports a symbolic zero for the
+    second output's dependence on y (a deliberate lie that the tests see)."""
+    @tg.custom_jvp
+    def f(x, y):
+        return x * y, x + y
+
+    def f_jvp(primals, tangents):
+        (x, y), (tx, ty) = primals, tangents
+        seen.append((type(tx).__name__, type(ty).__name__))
+        assert type(ty) is SymbolicZero  # y is never perturbed below
+        return f(x, y), (tx * y, cd.zero_from_primal(x, symbolic_zeros=True))
+
+    f.defjvp(f_jvp, symbolic_zeros=True)
+    return f
+
+
+class TestSymbolicZerosUnderVmap:
+    @pytest.mark.parametrize("how", ["vmap_jvp", "jvp_vmap", "jvp_vmap_jit", "vmap_jit_jvp"])
+    def test_jvp_rule_sees_and_returns_symbolic_zeros(self, how):
+        seen = []
+        f = _make_pair_with_zero_tangent(seen)
+        one = lambda x: tg.jvp(lambda x: f(x, 2.), (x,), (tnp.ones_like(x),))[1]  # noqa: E731
+        run = {
+            "vmap_jvp": lambda: tg.vmap(one)(XS4),
+            "jvp_vmap": lambda: tg.jvp(tg.vmap(lambda x: f(x, 2.)), (XS4,), (np.ones(4),))[1],
+            "jvp_vmap_jit": lambda: tg.jvp(tg.vmap(tg.jit(lambda x: f(x, 2.))), (XS4,),
+                                           (np.ones(4),))[1],
+            "vmap_jit_jvp": lambda: tg.vmap(tg.jit(one))(XS4),
+        }[how]
+        t0, t1 = run()
+        close(t0, 2. * np.ones(4))
+        close(t1, np.zeros(4))
+        assert seen and all(s[1] == "SymbolicZero" for s in seen)
+
+    @pytest.mark.parametrize("how", ["grad_vmap", "grad_vmap_jit", "vmap_grad", "vmap_jit_grad"])
+    def test_bwd_sees_symbolic_zero_cotangent_and_may_return_one(self, how):
+        seen = []
+
+        @tg.custom_vjp
+        def h(x, y):
+            return x * y, x
+
+        def h_fwd(x, y):
+            x, y = cd.custom_vjp_primal_tree_values((x, y))
+            return h(x, y), (x, y)
+
+        def h_bwd(res, cts):
+            seen.append(tuple(type(c).__name__ for c in cts))
+            (x, y), (c0, c1) = res, cts
+            assert type(c1) is SymbolicZero  # the second output is never used
+            return c0 * y, cd.zero_from_primal(y, symbolic_zeros=True)
+
+        h.defvjp(h_fwd, h_bwd, symbolic_zeros=True)
+        loss = lambda x: h(x, 2.)[0]  # noqa: E731
+        run = {
+            "grad_vmap": lambda: tg.grad(lambda xs: tnp.sum(tg.vmap(loss)(xs)))(XS4),
+            "grad_vmap_jit": lambda: tg.grad(lambda xs: tnp.sum(tg.vmap(tg.jit(loss))(xs)))(XS4),
+            "vmap_grad": lambda: tg.vmap(tg.grad(loss))(XS4),
+            "vmap_jit_grad": lambda: tg.vmap(tg.jit(tg.grad(loss)))(XS4),
+        }[how]
+        close(run(), 2. * np.ones(4))
+        assert seen
+
+    def test_primal_tree_values_strips_perturbation(self):
+        p = cd.CustomVJPPrimal(np.ones(2), True)
+        tree = {"a": p, "b": (cd.CustomVJPPrimal(3., False), 4.)}
+        out = cd.custom_vjp_primal_tree_values(tree)
+        assert out["a"] is p.value and out["b"] == (3., 4.)
+        assert tg.custom_derivatives.custom_vjp_primal_tree_values is cd.custom_vjp_primal_tree_values
+
+    def test_symbolic_zero_of_wrong_shape_from_bwd(self):
+        @tg.custom_vjp
+        def f(x, y):
+            return x * y
+
+        def bwd(res, g):
+            return g * res, SymbolicZero(_sz_aval((3,)))  # y is a scalar
+
+        f.defvjp(lambda x, y: (f(x.value, y.value), y.value), bwd, symbolic_zeros=True)
+        with pytest.raises(ValueError) as ei:
+            tg.grad(f)(1., 2.)
+        msg = str(ei.value)
+        assert "bwd" in msg and "function f" in msg and "output[1]" in msg
+        assert "f64[3]" in msg and "Consider just returning a None here" in msg
+
+    def test_integer_inputs_with_symbolic_zeros_under_jacrev(self):
+        seen = []
+
+        @tg.custom_vjp
+        def f(x, n):
+            return x * n
+
+        def fwd(x, n):
+            seen.append((x.perturbed, n.perturbed))
+            return f(x.value, n.value), n.value
+
+        def bwd(n, g):
+            return g * n, None
+
+        f.defvjp(fwd, bwd, symbolic_zeros=True)
+        close(tg.jacrev(lambda x: f(x, 3))(XS4), 3. * np.eye(4))
+        close(tg.jacrev(lambda x: f(x, np.arange(4)))(XS4), np.diag(np.arange(4.)))
+        close(tg.jit(tg.jacrev(lambda x, n: f(x, n)))(XS4, np.arange(4)), np.diag(np.arange(4.)))
+        assert seen and all(s == (True, False) for s in seen)
