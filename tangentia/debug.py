@@ -1,9 +1,20 @@
-"""``tangentia.debug.print``: print values from inside transformed functions.
+"""``tangentia.debug``: ``print`` and ``callback``, effects with concrete values
+from inside transformed functions, as ``jax.debug``.
 
-Eagerly it prints at once; under ``jit`` the print is part of the compiled
-program and happens each time it runs, with concrete values; under ``grad``
-and ``jvp`` it prints primal values; under ``vmap`` it prints the whole
-batch.  It has no derivative and returns nothing.
+Both are effectful primitives with no outputs (kept by dead-code elimination,
+never merged), sharing one set of rules:
+
+* eagerly the effect happens at once; under ``jit`` it is part of the
+  compiled program and happens each time it runs (both backends: the numba
+  one runs it in object mode), with concrete NumPy arrays;
+* under ``grad``/``jvp``/``linearize`` it sees the primal values, once, and
+  contributes no tangent or cotangent;
+* under ``vmap`` it happens once per element of the batch, in order, with
+  that element's values (as JAX's batching rule does);
+* inside ``scan``/``while_loop``/``cond`` bodies it happens at every iteration.
+
+``debug.print`` keeps its own primitive (``debug_print``, as JAX has one), so
+programs show its format string.
 """
 from __future__ import annotations
 
@@ -11,44 +22,99 @@ import builtins as _builtins
 
 import numpy as np
 
+from . import core
+from ._messages import fun_name as _fun_name
 from .core import Primitive
+from .numpy import take as _take
+from .tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["print"]
-
-debug_print_p = Primitive("debug_print", multiple_results=True)
-debug_print_p.has_effects = True
-
-
-def _impl(*args, fmt, n_pos, names):
-    pos = [np.asarray(a) for a in args[:n_pos]]
-    kw = {k: np.asarray(v) for k, v in zip(names, args[n_pos:])}
-    _builtins.print(fmt.format(*pos, **kw))
-    return []
+__all__ = ["print", "callback"]
 
 
-debug_print_p.impl = lambda *args, **params: _impl(*args, **params)
-debug_print_p.abstract_eval = lambda *avals, **params: []
-debug_print_p.print_params = lambda params: {"fmt": params["fmt"]}
+def _effect_primitive(name, run, print_params):
+    """A primitive with no outputs whose implementation calls ``run(*arrays, **params)``."""
+    prim = Primitive(name, multiple_results=True)
+    prim.has_effects = True
+
+    def impl(*args, **params):
+        run(*[np.asarray(a) for a in args], **params)
+        return []
+
+    def jvp(primals, tangents, **params):
+        prim.bind(*primals, **params)  # the primal values; no tangent
+        return [], []
+
+    def batch(args, dims, **params):
+        size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+        for i in range(size):
+            prim.bind(*[a if d is None else _take(a, i, axis=d) for a, d in zip(args, dims)],
+                      **params)
+        return [], []
+
+    prim.impl = impl
+    prim.abstract_eval = lambda *avals, **params: []
+    prim.print_params = print_params
+    prim.jvp = jvp
+    prim.batch = batch
+    prim.transpose = lambda cts, *args, **params: [None] * len(args)
+    return prim
 
 
-def _jvp(primals, tangents, **params):
-    debug_print_p.bind(*primals, **params)
-    return [], []
+def _flatten_args(api, args, kwargs):
+    """The array leaves of ``(args, kwargs)`` and their structure, checked."""
+    leaves, tree = tree_flatten((args, kwargs))
+    for i, x in enumerate(leaves):
+        if not core.is_array_like(x):
+            raise TypeError(f"{api}: argument leaf {i} is a {type(x).__name__}, not an array; "
+                            "pass arrays (or pytrees of arrays), and close over other values")
+    return leaves, tree
 
 
-def _batch(args, dims, **params):
-    debug_print_p.bind(*args, **params)
-    return [], []
+# ---------------------------------------------------------------------------
+# debug.print
 
 
-debug_print_p.jvp = _jvp
-debug_print_p.batch = _batch
-debug_print_p.transpose = lambda cts, *args, **params: [None] * len(args)
+def _print_run(*arrays, fmt, tree):
+    args, kwargs = tree_unflatten(tree, list(arrays))
+    _builtins.print(fmt.format(*args, **kwargs))
+
+
+debug_print_p = _effect_primitive("debug_print", _print_run,
+                                  lambda params: {"fmt": params["fmt"]})
 
 
 def print(fmt, *args, **kwargs):  # noqa: A001 - jax.debug.print's name
     """Print ``fmt.format(*args, **kwargs)`` with the concrete values, also
-    from inside jit, vmap and differentiated code."""
-    names = tuple(sorted(kwargs))
-    debug_print_p.bind(*args, *[kwargs[k] for k in names], fmt=fmt, n_pos=len(args),
-                       names=names)
+    from inside jit, vmap (once per element) and differentiated code."""
+    leaves, tree = _flatten_args("debug.print", args, kwargs)
+    debug_print_p.bind(*leaves, fmt=fmt, tree=tree)
+
+
+# ---------------------------------------------------------------------------
+# debug.callback
+
+
+def _callback_run(*arrays, callback, tree, ordered):
+    args, kwargs = tree_unflatten(tree, list(arrays))
+    callback(*args, **kwargs)
+
+
+debug_callback_p = _effect_primitive(
+    "debug_callback", _callback_run,
+    lambda params: {"callback": _fun_name(params["callback"]), "ordered": params["ordered"]})
+
+
+def callback(callback, *args, ordered=False, **kwargs):
+    """Call ``callback(*args, **kwargs)`` with concrete NumPy arrays, as
+    ``jax.debug.callback``: at once eagerly, at every run under ``jit``, with
+    primal values under differentiation, once per element under ``vmap``, and
+    at every iteration of loops.  Its result is ignored; returns None.
+
+    ``ordered`` is accepted for JAX compatibility: effects always happen in
+    program order here.
+    """
+    if not callable(callback):
+        raise TypeError(f"debug.callback: callback must be callable, got "
+                        f"{type(callback).__name__}")
+    leaves, tree = _flatten_args("debug.callback", args, kwargs)
+    debug_callback_p.bind(*leaves, callback=callback, tree=tree, ordered=bool(ordered))

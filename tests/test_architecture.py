@@ -365,7 +365,7 @@ KINDS = {
     "nondifferentiable": {"argmax", "argmin", "argsort", "searchsorted", "reduce_and",
                           "reduce_or", "lu_pivots_to_permutation", "stop_gradient"},
     "random": {"random_bits"},
-    "effectful": {"debug_print"},
+    "effectful": {"debug_print", "debug_callback"},
     "call": {"jit", "checkpoint", "linear_solve", "custom_lin"},
     "control flow": {"cond", "while", "scan"},
     "custom call": {"custom_jvp_call", "custom_vjp_call", "custom_vmap_call"},
