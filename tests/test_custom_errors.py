@@ -286,3 +286,88 @@ def test_closed_over_differentiation_error_is_an_unexpected_tracer_error():
         tg.grad(outer)(3.0)
     assert isinstance(info.value, TypeError)  # still a TypeError, as before
     assert issubclass(errors.ConcretizationTypeError, errors.JAXTypeError)
+
+
+# ---------------------------------------------------------------------------
+# Messages that begin with JAX's wording (code and tests written for JAX match
+# them); our detail follows.
+
+
+def _jvp_fn(rule):
+    @tg.custom_jvp
+    def my_f(x):
+        return 2. * x
+
+    my_f.defjvp(rule)
+    return my_f
+
+
+def _vjp_fn(fwd, bwd):
+    @tg.custom_vjp
+    def my_g(x):
+        return 2. * x
+
+    my_g.defvjp(fwd, bwd)
+    return my_g
+
+
+def my_rule_not_pair(primals, tangents):
+    return 2. * primals[0]
+
+
+def my_rule_tree_mismatch(primals, tangents):
+    return 2. * primals[0], (tangents[0], tangents[0])
+
+
+def my_rule_bad_tangent(primals, tangents):
+    return 2. * primals[0], tnp.ones(3)
+
+
+def my_fwd_not_pair(x):
+    return 2. * x
+
+
+def my_bwd_not_tuple(res, g):
+    return 2. * g
+
+
+def my_bwd_bad_type(res, g):
+    return (tnp.ones(3),)
+
+
+@pytest.mark.parametrize("case,exc,start", [
+    ("jvp_pair", TypeError, "Custom JVP rule my_rule_not_pair for function my_f must produce a "
+     "pair (list or tuple of length two) representing primal and tangent outputs, but got "),
+    ("jvp_tree", TypeError, "Custom JVP rule my_rule_tree_mismatch for function my_f must produce "
+     "primal and tangent outputs with equal container (pytree) structures, but got PyTreeDef(*) "
+     "and PyTreeDef((*, *)) respectively."),
+    ("jvp_type", TypeError, "Custom JVP rule must produce primal and tangent outputs with "
+     "corresponding shapes and dtypes. Expected float64[] (tangent type of float64[]) but got "
+     "float64[3]."),
+    ("fwd_pair", TypeError, "Custom VJP fwd rule my_fwd_not_pair for function my_g must produce "
+     "a pair (list or tuple of length two) where the first element represents the primal output"),
+    ("bwd_tuple", TypeError, "Custom VJP bwd rule my_bwd_not_tuple for function my_g must produce "
+     "an output with the same container (pytree) structure as the args tuple of the primal "
+     "function, and in particular must produce a tuple of length equal to the number of "
+     "arguments to the primal function, but got bwd output structure PyTreeDef(*) for primal "
+     "input structure PyTreeDef((*,))."),
+    ("bwd_type", ValueError, "Custom VJP bwd rule my_bwd_bad_type for function my_g must produce "
+     "an output with the same type as the args tuple of the primal function, but at output[0] "
+     "the bwd rule produced an output of type float64[3] corresponding to an input of type "
+     "float64[]"),
+])
+def test_messages_begin_with_jax_wording(case, exc, start):
+    fn = {
+        "jvp_pair": lambda: _jvp_fn(my_rule_not_pair),
+        "jvp_tree": lambda: _jvp_fn(my_rule_tree_mismatch),
+        "jvp_type": lambda: _jvp_fn(my_rule_bad_tangent),
+        "fwd_pair": lambda: _vjp_fn(my_fwd_not_pair, lambda r, g: (g,)),
+        "bwd_tuple": lambda: _vjp_fn(lambda x: (2. * x, None), my_bwd_not_tuple),
+        "bwd_type": lambda: _vjp_fn(lambda x: (2. * x, None), my_bwd_bad_type),
+    }[case]()
+    with pytest.raises(exc) as ei:
+        if case.startswith("jvp"):
+            tg.jvp(fn, (1.,), (1.,))
+        else:
+            tg.grad(fn)(1.)
+    assert str(ei.value).startswith(start), str(ei.value)
