@@ -1,5 +1,6 @@
-"""NaN debugging: ``with tg.debug_nans(): ...`` raises at the first primitive
-that produces a NaN, naming it.
+"""Debugging aids: ``with tg.debug_nans(): ...`` and ``tg.print_environment_info()``.
+
+NaN debugging raises at the first primitive that produces a NaN, naming it.
 
 Enabling it swaps the outermost interpreter for one that checks every result
 (a context variable, so it is per thread and costs nothing when off).  It is
@@ -10,9 +11,14 @@ operation inside them is found too.
 """
 from __future__ import annotations
 
+import importlib.metadata
+import platform
+import sys
+
 import numpy as np
 
 from . import core
+from .compiler import backend as _backend
 
 
 class DebugNansEvalTrace(core.EvalTrace):
@@ -80,3 +86,32 @@ class debug_nans:
 
     def __exit__(self, *exc):
         self.scope.__exit__(*exc)
+
+
+def _version(dist):
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def print_environment_info(return_string=False):
+    """Print the versions and settings to include in a bug report, as
+    ``jax.print_environment_info``: tangentia, numpy, scipy, numba, Python,
+    the default jit backend (and the available ones) and the platform.
+    With ``return_string=True`` the text is returned instead of printed."""
+    lines = [f"{name + ':':13s}{value}" for name, value in (
+        ("tangentia", _version("tangentia")),
+        ("numpy", np.__version__),
+        ("scipy", _version("scipy")),
+        ("numba", _version("numba")),
+        ("python", sys.version.replace("\n", " ")),
+        ("jit backend", f"{_backend.default_backend_name()} (available: "
+                        f"{', '.join(_backend.available_backends())})"),
+        ("platform", platform.platform()),
+    )]
+    text = "\n".join(lines)
+    if return_string:
+        return text
+    print(text)
+    return None

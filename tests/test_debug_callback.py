@@ -132,3 +132,19 @@ def test_bad_arguments_are_named():
         tg.debug.callback(3, X)
     with pytest.raises(TypeError, match="debug.callback: argument leaf 1 is a str, not an array"):
         tg.debug.callback(print, X, "text")
+
+
+def test_print_environment_info(capsys):
+    import numba
+    import scipy
+
+    from tangentia.compiler.backend import default_backend_name
+    text = tg.print_environment_info(return_string=True)
+    lines = dict(line.split(":", 1) for line in text.splitlines())
+    assert lines["tangentia"].strip() == tg.__version__
+    assert lines["numpy"].strip() == np.__version__ and lines["scipy"].strip() == scipy.__version__
+    assert lines["numba"].strip() == numba.__version__
+    assert lines["jit backend"].split()[0] == default_backend_name()
+    assert {"python", "platform"} <= set(lines)
+    assert tg.print_environment_info() is None
+    assert capsys.readouterr().out.strip() == text
