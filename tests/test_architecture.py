@@ -351,8 +351,8 @@ RULES = {
 # "elementwise", or "linear elementwise" when listed here).  A new primitive
 # must be added here: its kind says which rules it needs.
 KINDS = {
-    # not ufuncs: scipy's polygamma and zeta, NumPy's frexp split in two
-    "elementwise": {"polygamma", "zeta", "frexp_mantissa", "frexp_exponent"},
+    # not ufuncs: scipy's polygamma and zeta, NumPy's frexp split in two, gammainc's d/da
+    "elementwise": {"polygamma", "zeta", "frexp_mantissa", "frexp_exponent", "igamma_grad_a"},
     "linear elementwise": {"add", "sub", "neg", "mul", "div", "select", "add_any", "real",
                            "imag", "conj", "complex"},
     "structural": {"reshape", "transpose", "broadcast_to", "convert_element_type",

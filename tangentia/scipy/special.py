@@ -444,8 +444,8 @@ def betaln(a, b):
 def gammainc(a, x):
     """The regularized lower incomplete gamma function ``P(a, x)``.
 
-    Differentiable with respect to ``x``; the derivative with respect to ``a``
-    raises ``NotImplementedError``.
+    Differentiable with respect to ``x`` and to the shape ``a`` (first order in
+    ``a``: by differentiating its series or continued fraction).
     """
     return _P.gammainc(*_promote_all("gammainc", ("a", "x"), (a, x)))
 
