@@ -60,3 +60,43 @@ def test_float64_stays_float64():
     x = X32.astype(np.float64)
     assert tg.grad(lambda x: tnp.sum(tnp.sin(x) * np.float32(2.0)))(x).dtype == np.float64
     assert tg.jvp(lambda x: x * np.float32(2.0), (x,), (np.ones(3),))[1].dtype == np.float64
+
+
+# Complex primals: tangents and cotangents are complex of the primal's precision;
+# a real primal meeting complex values still gets a real cotangent (the real part).
+Z64 = (X32 + 1j * X32[::-1]).astype(np.complex64)
+COMPLEX_CASES = [
+    ("exp", tnp.exp), ("log", tnp.log), ("sqrt", tnp.sqrt), ("sin", tnp.sin),
+    ("tanh", tnp.tanh), ("conj", tnp.conj), ("square", lambda z: z * z),
+    ("power", lambda z: z ** 2.5), ("reciprocal", lambda z: 1.0 / z),
+    ("scalar mul", lambda z: z * (1 + 2j)), ("promote add", lambda z: z + np.ones(3)),
+    ("promote where", lambda z: tnp.where(tnp.real(z) > 0.5, z, np.zeros(3))),
+    ("dot", lambda z: z @ np.ones((3, 2))), ("cumsum", tnp.cumsum),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("name,f", COMPLEX_CASES, ids=[c[0] for c in COMPLEX_CASES])
+def test_complex_tangents_and_cotangents_have_the_primals_dtype(name, f, dtype):
+    z = Z64.astype(dtype)
+    out, t = tg.jvp(f, (z,), (np.ones(3, dtype),))
+    assert np.asarray(out).dtype.kind == "c" and t.dtype == np.asarray(out).dtype, (name, t.dtype)
+    _, pullback = tg.vjp(f, z)
+    ct, = pullback(np.ones_like(np.asarray(out)))
+    assert ct.dtype == dtype, (name, ct.dtype)
+    real = np.float32 if dtype == np.complex64 else np.float64
+    g = tg.grad(lambda z: tnp.sum(tnp.abs(f(z)) ** 2).astype(real))(z)
+    assert g.dtype == dtype, (name, g.dtype)
+
+
+@pytest.mark.parametrize("name,f", [
+    ("complex scalar", lambda x: tnp.abs(x * (1 + 2j))),
+    ("complex array", lambda x: tnp.real(x * np.array([1j, 2, 3 - 1j], np.complex64))),
+    ("plus 0j", lambda x: tnp.imag(tnp.exp(1j * x))),
+    ("fft", lambda x: tnp.abs(tnp.fft.fft(x))),
+])
+def test_real_primals_through_complex_values_get_real_cotangents(name, f):
+    g = tg.grad(lambda x: tnp.sum(f(x)))(X32)
+    assert g.dtype == np.float32, (name, g.dtype)
+    _, t = tg.jvp(f, (X32,), (np.ones(3, np.float32),))
+    assert t.dtype == np.float32, (name, t.dtype)
