@@ -16,8 +16,8 @@ from ..numpy.linalg import LinAlgError, _check_matrix, _check_square, _inexact, 
 from ..primitives import linalg as _L
 
 __all__ = ["LinAlgError", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "eigvalsh",
-           "expm", "expm_frechet", "inv", "lu", "lu_factor", "lu_solve", "norm", "qr", "solve",
-           "solve_triangular", "svd", "svdvals"]
+           "expm", "expm_frechet", "inv", "lu", "lu_factor", "lu_solve", "norm", "polar", "qr",
+           "solve", "solve_banded", "solve_triangular", "svd", "svdvals"]
 
 
 def _aval(x):
@@ -64,6 +64,33 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
         return cho_solve((c, lower), b)
     raise NotImplementedError(f"solve: assume_a={assume_a!r} is not supported (use None, 'gen' or "
                               "'pos')")
+
+
+def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
+    """Solve ``a @ x = b`` for a banded ``a`` given in SciPy's diagonal ordered form:
+    ``ab[u + i - j, j] == a[i, j]`` for the ``l`` sub- and ``u`` super-diagonals.
+
+    The band is expanded into the full matrix (a static gather), which is then
+    solved: exact, differentiable in ``ab`` and ``b``, and cubic in ``n``.
+    """
+    try:
+        lo, up = (int(v) for v in l_and_u)
+    except (TypeError, ValueError):
+        raise ValueError(f"solve_banded: argument 'l_and_u' must be a pair of integers (l, u), "
+                         f"got {l_and_u!r}") from None
+    ab, b = _inexact(ab, b)
+    rows, n = _aval(ab).shape[-2:] if _aval(ab).ndim >= 2 else (None, None)
+    if _aval(ab).ndim != 2 or rows != lo + up + 1 or lo < 0 or up < 0:
+        raise ValueError(f"solve_banded: argument 'ab' must have shape (l + u + 1, n) = "
+                         f"({lo + up + 1}, n) for (l, u) = ({lo}, {up}), got {_aval(ab).shape}")
+    if _aval(b).shape[:1] != (n,):
+        raise ValueError(f"solve_banded: argument 'b' must have {n} rows (the size of the "
+                         f"matrix), got shape {_aval(b).shape}")
+    i, j = _np.indices((n, n))
+    band = (i - j <= lo) & (j - i <= up)
+    k = _np.where(band, up + i - j, 0)
+    full = _tnp.where(band, ab[k, j], 0.0)
+    return solve(full, b)
 
 
 def inv(a, overwrite_a=False, check_finite=True):
@@ -234,6 +261,26 @@ def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=
     _check_matrix("svd", a)
     outs = _L.svd_p.bind(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
     return outs[0] if not compute_uv else tuple(outs)
+
+
+def polar(a, side="right"):
+    """The polar decomposition ``a = u @ p`` (``side="right"``) or ``a = p @ u``
+    (``"left"``): ``u`` has orthonormal columns, ``p`` is Hermitian positive
+    semi-definite.  From the SVD ``a = w s vh``: ``u = w vh``, ``p = vh^H s vh``
+    (right) or ``w s w^H`` (left); differentiable where the singular values
+    are distinct."""
+    if side not in ("right", "left"):
+        raise ValueError(f"polar: argument 'side' must be 'right' or 'left', got {side!r}")
+    a, = _inexact(a)
+    if _aval(a).ndim != 2:
+        raise ValueError(f"polar: argument 'a' must be a 2-D array, got shape {_aval(a).shape}")
+    w, s, vh = svd(a, full_matrices=False)
+    u = _tnp.matmul(w, vh)
+    if side == "right":
+        p = _tnp.matmul(_tnp.conj(_tnp.swapaxes(vh, -1, -2)) * s, vh)
+    else:
+        p = _tnp.matmul(w * s, _tnp.conj(_tnp.swapaxes(w, -1, -2)))
+    return u, p
 
 
 def svdvals(a, overwrite_a=False, check_finite=True):

@@ -1,0 +1,61 @@
+"""scipy.linalg.solve_banded and polar: values against SciPy, gradients
+against finite differences, jit against eager, errors naming the argument."""
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import tangentia as tg
+import tangentia.numpy as tnp
+import tangentia.scipy.linalg as tl
+
+RNG = np.random.default_rng(0)
+
+
+def _fd(f, x, eps=1e-6):
+    out = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[idx] = eps
+        out[idx] = (f(x + e) - f(x - e)) / (2 * eps)
+    return out
+
+
+@pytest.mark.parametrize("lo,up", [(0, 0), (1, 1), (2, 1), (0, 3)])
+def test_solve_banded(lo, up):
+    n = 6
+    ab = RNG.normal(size=(lo + up + 1, n))
+    ab[up] += 5.0
+    b = RNG.normal(size=(n, 2))
+    np.testing.assert_allclose(tl.solve_banded((lo, up), ab, b), sl.solve_banded((lo, up), ab, b),
+                               rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(tg.jit(lambda ab, v: tl.solve_banded((lo, up), ab, v))(ab, b[:, 0]),
+                               sl.solve_banded((lo, up), ab, b[:, 0]), rtol=1e-12, atol=1e-14)
+    g = tg.grad(lambda ab: tnp.sum(tl.solve_banded((lo, up), ab, b) ** 2))(ab)
+    np.testing.assert_allclose(g, _fd(lambda m: np.sum(sl.solve_banded((lo, up), m, b) ** 2), ab),
+                               rtol=1e-5, atol=1e-7)
+
+
+def test_solve_banded_errors():
+    with pytest.raises(ValueError, match="solve_banded: argument 'ab' must have shape"):
+        tl.solve_banded((1, 1), np.ones((2, 4)), np.ones(4))
+    with pytest.raises(ValueError, match="solve_banded: argument 'b' must have 4 rows"):
+        tl.solve_banded((1, 1), np.ones((3, 4)), np.ones(5))
+    with pytest.raises(ValueError, match="solve_banded: argument 'l_and_u'"):
+        tl.solve_banded(1, np.ones((3, 4)), np.ones(4))
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+@pytest.mark.parametrize("shape", [(3, 3), (4, 3)])
+def test_polar(side, shape):
+    a = RNG.normal(size=shape)
+    u, p = tl.polar(a, side)
+    uw, pw = sl.polar(a, side)
+    np.testing.assert_allclose(u, uw, atol=1e-12)
+    np.testing.assert_allclose(p, pw, atol=1e-12)
+    w = np.arange(p.size, dtype=float).reshape(p.shape)
+    g = tg.grad(lambda a: tnp.sum(tl.polar(a, side)[1] * w) + tnp.sum(tl.polar(a, side)[0]))(a)
+    np.testing.assert_allclose(
+        g, _fd(lambda m: np.sum(sl.polar(m, side)[1] * w) + np.sum(sl.polar(m, side)[0]), a),
+        rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="polar: argument 'side'"):
+        tl.polar(a, "up")
