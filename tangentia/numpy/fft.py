@@ -106,32 +106,29 @@ def _fft_core(fname, fft_type, a, s, axes, norm):
     return moveaxis(out, last, axes)
 
 
-def _one_axis(axis):
-    return None if axis is None else (axis,)
-
-
-def _one_length(n):
-    return None if n is None else (n,)
+def _one(v):
+    """``(v,)``: the one length or axis of a 1-D transform (None stays None)."""
+    return None if v is None else (v,)
 
 
 def fft(a, n=None, axis=-1, norm=None):
     """One-dimensional discrete Fourier transform (``numpy.fft.fft``)."""
-    return _fft_core("fft", "fft", a, _one_length(n), _one_axis(axis), norm)
+    return _fft_core("fft", "fft", a, _one(n), _one(axis), norm)
 
 
 def ifft(a, n=None, axis=-1, norm=None):
     """One-dimensional inverse discrete Fourier transform (``numpy.fft.ifft``)."""
-    return _fft_core("ifft", "ifft", a, _one_length(n), _one_axis(axis), norm)
+    return _fft_core("ifft", "ifft", a, _one(n), _one(axis), norm)
 
 
 def rfft(a, n=None, axis=-1, norm=None):
     """One-dimensional transform of a real input, non-negative frequencies only."""
-    return _fft_core("rfft", "rfft", a, _one_length(n), _one_axis(axis), norm)
+    return _fft_core("rfft", "rfft", a, _one(n), _one(axis), norm)
 
 
 def irfft(a, n=None, axis=-1, norm=None):
     """Inverse of ``rfft``: a real output of length ``n`` (default ``2 * (m - 1)``)."""
-    return _fft_core("irfft", "irfft", a, _one_length(n), _one_axis(axis), norm)
+    return _fft_core("irfft", "irfft", a, _one(n), _one(axis), norm)
 
 
 def hfft(a, n=None, axis=-1, norm=None):
@@ -141,14 +138,14 @@ def hfft(a, n=None, axis=-1, norm=None):
     a = asarray(a)
     if _aval(a).dtype.kind == "c":
         a = _E.conj(a)
-    return _fft_core("hfft", "irfft", a, _one_length(n), _one_axis(axis),
+    return _fft_core("hfft", "irfft", a, _one(n), _one(axis),
                      _SWAP[norm or "backward"])
 
 
 def ihfft(a, n=None, axis=-1, norm=None):
     """Inverse of ``hfft``, as NumPy's: ``conj(rfft(a, n, axis, norm=<swapped>))``."""
     _check_norm("ihfft", norm)
-    return _E.conj(_fft_core("ihfft", "rfft", a, _one_length(n), _one_axis(axis),
+    return _E.conj(_fft_core("ihfft", "rfft", a, _one(n), _one(axis),
                              _SWAP[norm or "backward"]))
 
 
