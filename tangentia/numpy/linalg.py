@@ -295,7 +295,7 @@ def _vector_norm(x, ord, axis, keepdims):
     if ord == -_np.inf:
         return _reductions.min(absx, axis=ax, keepdims=keepdims)
     if ord == 0:
-        nonzero = _conversion.astype(x != 0, _aval(x).dtype)
+        nonzero = _conversion.astype(x != 0, _np.finfo(_aval(x).dtype).dtype)
         return _reductions.sum(nonzero, axis=ax, keepdims=keepdims)
     if ord == 1:
         return _reductions.sum(absx, axis=ax, keepdims=keepdims)
