@@ -156,14 +156,18 @@ def _check_leaves(leaves, kind, name):
 _LEAF_TREE = tree_structure(0)
 
 
+_ndarray = np.ndarray
+_ARRAYS = (np.ndarray, Tracer)
+
+
 def _flatten_out(out):
-    if type(out) is np.ndarray or isinstance(out, Tracer):
+    if type(out) is _ndarray or isinstance(out, _ARRAYS):
         return [out], _LEAF_TREE
     return tree_flatten(out)
 
 
 def _unflatten_out(tree, outs):
-    return outs[0] if tree is _LEAF_TREE else tree_unflatten(tree, outs)
+    return outs[0] if tree is _LEAF_TREE else tree_unflatten(tree, list(outs))
 
 
 def _type_str(aval):
@@ -319,8 +323,16 @@ class _CustomFunction:
 
     def _args(self, args, kwargs):
         """The call's arguments split for the flat rules (kwargs resolved,
-        nondiff_argnums checked)."""
+        nondiff_argnums checked), or None in the common case: no kwargs, no
+        nondiff_argnums, each argument one array (the rules then take the
+        flat arguments as they are)."""
         n = self._n_pos
+        if not kwargs and not self.nondiff_argnums and (n is None or len(args) == n):
+            for a in args:
+                if not (type(a) is _ndarray or isinstance(a, _ARRAYS)):
+                    break
+            else:
+                return None
         if kwargs or not (n is None or len(args) == n or (n < 0 and len(args) >= -1 - n)):
             args = _resolve_kwargs(self.fun, args, kwargs, self.kind)
         nd = self.nondiff_argnums
@@ -381,30 +393,43 @@ class custom_jvp(_CustomFunction):
         ca = self._args(args, kwargs)
         store = {}
         fun, rule, sz, jvp_name = self.fun, self.jvp, self.symbolic_zeros, self.jvp_name
-        full = ca.full
-        dyn, leaves = ca.dyn, ca.leaves
-        n_dyn, n_diff = len(dyn), len(leaves)
+        if ca is None:
+            dyn, leaves, n_dyn, n_diff = (), args, 0, len(args)
+        else:
+            dyn, leaves = ca.dyn, ca.leaves
+            n_dyn, n_diff = len(dyn), len(leaves)
 
         def flat_fun(*xs):
-            out = fun(*full(xs[:n_dyn], xs[n_dyn:]))
-            outs, store["out_tree"] = _flatten_out(out)
+            out = fun(*xs) if ca is None else fun(*ca.full(xs[:n_dyn], xs[n_dyn:]))
+            if type(out) is _ndarray or isinstance(out, _ARRAYS):
+                store["out_tree"] = _LEAF_TREE
+                return [out]
+            outs, store["out_tree"] = tree_flatten(out)
             return outs
 
         def flat_jvp(*xs):
-            tans = [_user_zero(t, sz) if type(t) is Zero else t for t in xs[n_dyn + n_diff:]]
-            dyn_vals = xs[:n_dyn]
-            res = _call_rule(rule, (*ca.nondiff(dyn_vals), ca.diff(xs[n_dyn:n_dyn + n_diff]),
-                                    ca.diff(tans)),
-                             "Custom JVP rule", name, "jvp(*nondiff_args, primals, tangents)",
-                             n_dyn or len(ca.nd))
+            tans = tuple([_user_zero(t, sz) if type(t) is Zero else t
+                          for t in xs[n_dyn + n_diff:]])
+            if ca is None:
+                rule_args = (xs[:n_diff], tans)
+            else:
+                rule_args = (*ca.nondiff(xs[:n_dyn]), ca.diff(xs[n_dyn:n_dyn + n_diff]),
+                             ca.diff(tans))
+            try:
+                res = rule(*rule_args)
+            except TypeError as e:
+                _reraise_rule_error(e, rule, rule_args, "Custom JVP rule", name,
+                                    "jvp(*nondiff_args, primals, tangents)", len(rule_args) - 2)
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce a "
                                 "pair (list or tuple of length two) representing primal and "
                                 f"tangent outputs, but got {res!r}.")
             p_out, t_out = res
-            if type(p_out) is np.ndarray or isinstance(p_out, Tracer):  # one array: fast path
+            if type(p_out) is _ndarray or isinstance(p_out, _ARRAYS):  # one array: fast path
                 if t_out is None or type(t_out) is SymbolicZero or core.is_array_like(t_out):
-                    _check_out_tree(store, _LEAF_TREE, jvp_name, name)
+                    if store.get("out_tree", _LEAF_TREE) is not _LEAF_TREE:
+                        _check_out_tree(store, _LEAF_TREE, jvp_name, name)
+                    store["out_tree"] = _LEAF_TREE
                     return [p_out, _check_tangent(p_out, t_out, 0, jvp_name, name)]
             p_leaves, p_tree = tree_flatten(p_out)
             t_leaves, t_tree = tree_flatten(t_out, is_leaf=lambda x: x is None or
@@ -421,7 +446,8 @@ class custom_jvp(_CustomFunction):
         outs = custom_jvp_call_p.bind(*dyn, *leaves, fun=flat_fun, jvp=flat_jvp, num_consts=0,
                                       num_nondiff=n_dyn, symbolic_zeros=sz, name=name,
                                       rule_name=jvp_name, call_jaxpr=None)
-        return _unflatten_out(store["out_tree"], outs)
+        tree = store["out_tree"]
+        return outs[0] if tree is _LEAF_TREE else tree_unflatten(tree, outs)
 
 
 def _check_out_tree(store, tree, jvp_name, name):
@@ -476,28 +502,36 @@ class custom_vjp(_CustomFunction):
         store = {}
         fun, fwd, bwd, sz = self.fun, self.fwd, self.bwd, self.symbolic_zeros
         fwd_name, bwd_name = self.fwd_name, self.bwd_name
-        full = ca.full
-        dyn, leaves = ca.dyn, ca.leaves
-        n_dyn = len(dyn)
+        if ca is None:
+            dyn, leaves, n_dyn = (), args, 0
+        else:
+            dyn, leaves, n_dyn = ca.dyn, ca.leaves, len(ca.dyn)
 
         def flat_fun(*xs):
-            out = fun(*full(xs[:n_dyn], xs[n_dyn:]))
-            outs, store["out_tree"] = _flatten_out(out)
+            out = fun(*xs) if ca is None else fun(*ca.full(xs[:n_dyn], xs[n_dyn:]))
+            if type(out) is _ndarray or isinstance(out, _ARRAYS):
+                store["out_tree"] = _LEAF_TREE
+                return [out]
+            outs, store["out_tree"] = tree_flatten(out)
             return outs
 
         def flat_fwd(perturbed, *xs):
-            dyn_vals, ys = xs[:n_dyn], xs[n_dyn:]
+            dyn_vals = xs[:n_dyn]
             if sz:
-                ys = [CustomVJPPrimal(y, p) for y, p in zip(ys, perturbed[n_dyn:])]
-            res = _call_rule(fwd, tuple(full(dyn_vals, ys)), "Custom VJP fwd rule", name,
-                             "fwd(*args) (the function's own arguments)", 0)
+                xs = [CustomVJPPrimal(y, p) for y, p in zip(xs[n_dyn:], perturbed[n_dyn:])]
+            fwd_args = xs if ca is None else tuple(ca.full(dyn_vals, xs[n_dyn:] if not sz else xs))
+            try:
+                res = fwd(*fwd_args)
+            except TypeError as e:
+                _reraise_rule_error(e, fwd, fwd_args, "Custom VJP fwd rule", name,
+                                    "fwd(*args) (the function's own arguments)", 0)
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(_fwd_pair_message(fwd_name, name) + "but instead of a pair the "
                                 f"fwd rule {fwd_name} produced {res!r}.")
             out, residuals = res
             outs, out_tree = _flatten_out(out)
-            want = store.get("out_tree")
-            if want is not None and want != out_tree:
+            want = store.get("out_tree", out_tree)
+            if want is not out_tree and want != out_tree:
                 raise TypeError(
                     _fwd_pair_message(fwd_name, name) + "but instead the fwd rule output's first "
                     f"element had container/pytree structure:\n    {out_tree}\nwhile the "
@@ -506,7 +540,7 @@ class custom_vjp(_CustomFunction):
             store["out_tree"] = out_tree
             res_leaves, res_tree = _flatten_out(residuals)
             for i, r in enumerate(res_leaves):
-                if not (type(r) is np.ndarray or core.is_array_like(r)):
+                if not (type(r) is _ndarray or core.is_array_like(r)):
                     raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {name}: residual "
                                     f"leaf {i} of type {type(r).__name__} is not an array")
             if n_dyn:  # the nondiff arrays are residuals too, for bwd
@@ -516,13 +550,24 @@ class custom_vjp(_CustomFunction):
         def flat_bwd(trees, *res_and_cts):
             out_tree, res_tree = trees
             nres = n_dyn + res_tree.num_leaves
-            res = _unflatten_out(res_tree, list(res_and_cts[n_dyn:nres]))
-            cts = _unflatten_out(out_tree, [_user_zero(c, sz) if type(c) is Zero else c
-                                            for c in res_and_cts[nres:]])
-            nondiff = ca.nondiff(res_and_cts[:n_dyn])
-            got = _call_rule(bwd, (*nondiff, res, cts), "Custom VJP bwd rule", name,
-                             "bwd(*nondiff_args, residuals, cotangents)", len(nondiff))
-            out = _flatten_bwd_output(got, ca, bwd_name, name, sz)
+            cts = [_user_zero(c, sz) if type(c) is Zero else c for c in res_and_cts[nres:]]
+            bwd_args = (*(() if ca is None else ca.nondiff(res_and_cts[:n_dyn])),
+                        _unflatten_out(res_tree, res_and_cts[n_dyn:nres]),
+                        _unflatten_out(out_tree, cts))
+            try:
+                got = bwd(*bwd_args)
+            except TypeError as e:
+                _reraise_rule_error(e, bwd, bwd_args, "Custom VJP bwd rule", name,
+                                    "bwd(*nondiff_args, residuals, cotangents)", len(bwd_args) - 2)
+            if ca is None and type(got) is tuple and len(got) == len(leaves):
+                for c, x in zip(got, leaves):  # the common case: as many arrays of the right type
+                    if not ((type(c) is _ndarray or isinstance(c, _ARRAYS))
+                            and c.shape == x.shape and c.dtype == x.dtype):
+                        break
+                else:
+                    return got
+            out = _flatten_bwd_output(got, ca or _Args(leaves, (), "custom_vjp", name), bwd_name,
+                                      name, sz)
             if n_dyn:
                 return [Zero.from_primal(d) for d in res_and_cts[:n_dyn]] + out
             return out
@@ -530,7 +575,8 @@ class custom_vjp(_CustomFunction):
         outs = custom_vjp_call_p.bind(*dyn, *leaves, fun=flat_fun, fwd=flat_fwd, bwd=flat_bwd,
                                       num_consts=0, symbolic_zeros=sz, name=name,
                                       rule_name=fwd_name, call_jaxpr=None)
-        return _unflatten_out(store["out_tree"], outs)
+        tree = store["out_tree"]
+        return outs[0] if tree is _LEAF_TREE else tree_unflatten(tree, outs)
 
 
 def _fwd_pair_message(fwd_name, name):
@@ -547,16 +593,14 @@ def custom_vjp_primal_tree_values(tree):
     return tree_map(lambda x: x.value if type(x) is CustomVJPPrimal else x, tree)
 
 
-def _call_rule(rule, args, what, name, expected, n_nondiff):
-    """``rule(*args)``; a call that does not fit the rule's signature, or a rule
-    written with the nondiff arguments last, gets an error saying so."""
-    try:
-        return rule(*args)
-    except TypeError as e:
-        err = _rule_call_error(rule, args, what, name, expected, n_nondiff)
-        if err is None:
-            raise
-        raise err from e
+def _reraise_rule_error(e, rule, args, what, name, expected, n_nondiff):
+    """Re-raise the TypeError ``e`` of ``rule(*args)``: a call that does not fit
+    the rule's signature, or a rule written with the nondiff arguments last,
+    gets an error saying so; any other error passes through."""
+    err = _rule_call_error(rule, args, what, name, expected, n_nondiff)
+    if err is None:
+        raise e
+    raise err from e
 
 
 def _rule_call_error(rule, args, what, name, expected, n_nondiff):
