@@ -266,6 +266,8 @@ def test_hessian_of_a_loss_through_odeint():
     fd = np.stack([(g(p + eps * e) - g(p - eps * e)) / (2 * eps) for e in np.eye(2)], axis=1)
     np.testing.assert_allclose(h, fd, rtol=1e-5, atol=1e-6 * np.max(np.abs(fd)))
     np.testing.assert_allclose(h, h.T, rtol=1e-6)
+    np.testing.assert_allclose(tg.jit(tg.hessian(loss))(p), h, rtol=1e-10)
+    np.testing.assert_allclose(tg.vmap(tg.hessian(loss))(np.stack([p, p]))[1], h, rtol=1e-10)
 
 
 def test_dynamics_may_return_another_container():
