@@ -16,6 +16,7 @@ from .api import (ShapeDtypeStruct, checkpoint, disable_jit, ensure_compile_time
 from .core import (ConcretizationTypeError, TracerArrayConversionError, UnexpectedTracerError,
                    ClosedJaxpr, Jaxpr)
 from .debugging import debug_nans, print_environment_info
+from .primitives.callback import pure_callback
 from . import custom_derivatives
 from . import errors  # noqa: F401
 from .custom_derivatives import closure_convert, custom_jvp, custom_vjp
@@ -37,7 +38,7 @@ from .api import jacrev as jacobian
 
 __version__ = "0.1.0"
 
-__all__ = ["custom_gradient", "custom_batching", "ensure_compile_time_eval", "disable_jit", "linear_transpose", "random", "tree", "debug", "block_until_ready", "config", "default_backend",
+__all__ = ["pure_callback", "custom_gradient", "custom_batching", "ensure_compile_time_eval", "disable_jit", "linear_transpose", "random", "tree", "debug", "block_until_ready", "config", "default_backend",
            "device_count", "device_get", "device_put", "devices", "local_device_count",
            "local_devices", "jacobian", "debug_nans", "print_environment_info", "Array", "ShapeDtypeStruct", "checkpoint", "remat", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
            "linearize", "make_jaxpr", "value_and_grad", "vjp", "vmap", "tree_util", "numpy", "lax",

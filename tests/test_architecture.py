@@ -342,6 +342,7 @@ RULES = {
     "nondifferentiable": BASE_RULES,                # integer/boolean outputs: a zero JVP
     "random": BASE_RULES,                           # integer bits: a zero JVP
     "effectful": BASE_RULES + ("transpose",),       # must also set has_effects
+    "callback": BASE_RULES,                         # pure callbacks: a jvp rule that raises
     "call": BASE_RULES + ("transpose",),
     "control flow": BASE_RULES + ("transpose", "partial_eval"),
     "custom call": (),                              # interpreters' process_<name> methods
@@ -365,6 +366,7 @@ KINDS = {
     "nondifferentiable": {"argmax", "argmin", "argsort", "searchsorted", "reduce_and",
                           "reduce_or", "lu_pivots_to_permutation", "stop_gradient"},
     "random": {"random_bits"},
+    "callback": {"pure_callback"},
     "effectful": {"debug_print", "debug_callback"},
     "call": {"jit", "checkpoint", "linear_solve", "custom_lin"},
     "control flow": {"cond", "while", "scan"},
