@@ -403,3 +403,22 @@ def test_complex_linalg_values_and_dtypes_match_numpy():
     np.testing.assert_allclose(tg.jit(tnp.linalg.cholesky)(H), np.linalg.cholesky(H))
     np.testing.assert_allclose(tnp.linalg.norm(MX), np.linalg.norm(MX))
     np.testing.assert_allclose(tnp.var(MX), np.var(MX))
+
+
+def test_complex_gradients_through_control_flow_and_checkpoint():
+    x = np.array([0.3 + 0.2j, -0.5 + 1j, 1.2 - 0.4j])
+    fs = [
+        lambda z: tnp.abs(tg.lax.scan(lambda c, a: (c * a + tnp.sin(a), c), 1.0 + 0j, z)[0]),
+        lambda z: tnp.sum(tnp.abs(tg.lax.cond(tnp.real(z[0]) > 0, lambda q: q * q,
+                                              lambda q: tnp.conj(q), z)) ** 2),
+        lambda z: tnp.abs(tg.lax.fori_loop(0, 3, lambda i, c: c * tnp.asarray(z)[i] + 1, 0j)),
+        tg.checkpoint(lambda z: tnp.sum(tnp.abs(tnp.exp(z) * z))),
+    ]
+    h = 1e-6
+    with warnings.catch_warnings():  # eager loops run on the default (numba) backend
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for f in fs:
+            g = tg.grad(f)(x)
+            fd = [_fd_grad(lambda t, e=e: float(f(x + t * e)), 0.0, h) for e in np.eye(3)]
+            np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+            np.testing.assert_allclose(tg.jit(tg.grad(f))(x), g, rtol=1e-12)
