@@ -14,10 +14,12 @@ from .. import core as _core
 from ..numpy import linalg as _nla
 from ..numpy.linalg import LinAlgError, _check_matrix, _check_square, _inexact, _solve_with
 from ..primitives import linalg as _L
+from ..primitives.callback import pure_callback as _pure_callback
 
 __all__ = ["LinAlgError", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "eigvalsh",
            "expm", "expm_frechet", "inv", "lu", "lu_factor", "lu_solve", "norm", "polar", "qr",
-           "solve", "solve_banded", "solve_triangular", "svd", "svdvals"]
+           "schur", "solve", "solve_banded", "solve_sylvester", "solve_triangular", "svd",
+           "svdvals"]
 
 
 def _aval(x):
@@ -91,6 +93,69 @@ def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_fi
     k = _np.where(band, up + i - j, 0)
     full = _tnp.where(band, ab[k, j], 0.0)
     return solve(full, b)
+
+
+def _sylvester_callback(a, b, q):
+    """SciPy's Bartels-Stewart solve of ``a x + x b = q`` on concrete arrays."""
+    import scipy.linalg  # noqa: PLC0415  (only when a solve runs)
+    x = scipy.linalg.solve_sylvester(a, b, q)
+    return _np.asarray(x, dtype=_np.result_type(a, b, q))
+
+
+def _sylvester_solve(a, b, q):
+    shape = _core.ShapedArray(_aval(q).shape, _aval(q).dtype)
+    return _pure_callback(_sylvester_callback, shape, a, b, q, vmap_method="sequential")
+
+
+def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):
+    """Solve the Sylvester equation ``A @ X + X @ B == C`` for ``X``.
+
+    The solve is SciPy's Bartels-Stewart algorithm (through ``pure_callback``);
+    derivatives are implicit (``lax.custom_linear_solve`` of the operator
+    ``X -> A X + X B``), so ``X`` is differentiable in ``A``, ``B`` and ``C``
+    in forward and reverse mode, and works under ``vmap`` and ``jit``.
+    ``method`` ('schur' or 'eigen') and ``tol`` are accepted as in JAX; both
+    use the Schur-based solve here.
+    """
+    from ..lax import custom_linear_solve  # noqa: PLC0415  (lax sits below this module)
+    if method not in ("schur", "eigen"):
+        raise ValueError(f"solve_sylvester: argument 'method' must be 'schur' or 'eigen', "
+                         f"got {method!r}")
+    A, B, C = _inexact(A, B, C)
+    _check_square("solve_sylvester", A)
+    _check_square("solve_sylvester", B)
+    (n, m), na, nb = _aval(C).shape[-2:], _aval(A).shape[-1], _aval(B).shape[-1]
+    if _aval(C).ndim != 2 or (n, m) != (na, nb):
+        raise ValueError(f"solve_sylvester: argument 'C' must have shape ({na}, {nb}) (rows of "
+                         f"A, columns of B), got {_aval(C).shape}")
+    At, Bt = _tnp.swapaxes(A, -1, -2), _tnp.swapaxes(B, -1, -2)
+    return custom_linear_solve(
+        lambda x: _tnp.matmul(A, x) + _tnp.matmul(x, B), C,
+        solve=lambda _, q: _sylvester_solve(A, B, q),
+        transpose_solve=lambda _, q: _sylvester_solve(At, Bt, q))
+
+
+def schur(a, output="real"):
+    """The Schur decomposition ``a = z @ t @ z^H`` (SciPy's, through
+    ``pure_callback``): ``t`` is quasi-upper-triangular for ``output='real'``
+    and upper-triangular for ``'complex'``.  Not differentiable (as in JAX)."""
+    if output not in ("real", "complex"):
+        raise ValueError(f"schur: argument 'output' must be 'real' or 'complex', got {output!r}")
+    a, = _inexact(a)
+    _check_square("schur", a)
+    dt = _aval(a).dtype
+    if output == "complex" and dt.kind != "c":
+        dt = _np.result_type(dt, _np.complex64)
+    shape = _core.ShapedArray(_aval(a).shape, dt)
+
+    def run(m):
+        import scipy.linalg  # noqa: PLC0415
+        t, z = scipy.linalg.schur(m, output=output)
+        return t.astype(dt, copy=False), z.astype(dt, copy=False)
+
+    if _aval(a).ndim != 2:
+        raise ValueError(f"schur: argument 'a' must be a 2-D array, got shape {_aval(a).shape}")
+    return tuple(_pure_callback(run, (shape, shape), a, vmap_method="sequential"))
 
 
 def inv(a, overwrite_a=False, check_finite=True):
