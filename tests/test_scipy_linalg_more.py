@@ -96,3 +96,22 @@ def test_schur():
     assert t.dtype == np.complex128
     np.testing.assert_allclose(z @ t @ z.conj().T, a, atol=1e-12)
     np.testing.assert_allclose(np.tril(t, -1), 0, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", ["sqrtm", "logm"])
+def test_sqrtm_logm_values_and_derivatives(name):
+    ours, ref = getattr(tl, name), getattr(sl, name)
+    p = RNG.normal(size=(3, 3))
+    p = p @ p.T + np.eye(3)
+    w = RNG.normal(size=(3, 3))
+    out = ours(p)
+    assert out.dtype == np.complex128                      # complex, as JAX's sqrtm
+    np.testing.assert_allclose(out, ref(p), atol=1e-13)
+    a = RNG.normal(size=(3, 3))                            # complex results for a general matrix
+    np.testing.assert_allclose(ours(a), ref(a), atol=1e-12)
+    g = tg.grad(lambda m: tnp.real(tnp.sum(ours(m) * w)))(p)
+    np.testing.assert_allclose(g, _fd(lambda m: np.real(np.sum(ref(m) * w)), p), rtol=1e-5, atol=1e-7)
+    t = tg.jvp(ours, (p,), (w,))[1]
+    np.testing.assert_allclose(t, (ref(p + 1e-6 * w) - ref(p - 1e-6 * w)) / 2e-6, rtol=1e-5, atol=1e-7)
+    stack = np.stack([p, p + np.eye(3)])
+    np.testing.assert_allclose(tg.jit(tg.vmap(ours))(stack)[1], ref(p + np.eye(3)), atol=1e-12)

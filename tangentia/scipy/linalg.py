@@ -18,7 +18,7 @@ from ..primitives.callback import pure_callback as _pure_callback
 
 __all__ = ["LinAlgError", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "eigvalsh",
            "expm", "expm_frechet", "inv", "lu", "lu_factor", "lu_solve", "norm", "polar", "qr",
-           "schur", "solve", "solve_banded", "solve_sylvester", "solve_triangular", "svd",
+           "logm", "schur", "solve", "sqrtm", "solve_banded", "solve_sylvester", "solve_triangular", "svd",
            "svdvals"]
 
 
@@ -133,6 +133,97 @@ def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):
         lambda x: _tnp.matmul(A, x) + _tnp.matmul(x, B), C,
         solve=lambda _, q: _sylvester_solve(A, B, q),
         transpose_solve=lambda _, q: _sylvester_solve(At, Bt, q))
+
+
+def _sqrtm_callback(m):
+    import scipy.linalg  # noqa: PLC0415
+    return _np.asarray(scipy.linalg.sqrtm(m), dtype=m.dtype)
+
+
+def _sqrtm_jvp(primals, tangents):
+    # X X = A  =>  X dX + dX X = dA: a Sylvester equation, linear in dA.
+    x = _sqrtm(primals[0])
+    return x, solve_sylvester(x, x, tangents[0])
+
+
+
+
+def sqrtm(A, blocksize=1):
+    """The principal matrix square root ``X`` (``X @ X == A``), complex as in JAX.
+
+    SciPy's Schur method computes it (through ``pure_callback``); its
+    derivative solves the Sylvester equation ``X dX + dX X = dA``, so it is
+    differentiable in both modes and works under ``vmap`` and ``jit``.
+    ``blocksize`` is accepted for SciPy compatibility (JAX ignores it too).
+    """
+    A, = _inexact(A)
+    _check_square("sqrtm", A)
+    if _aval(A).ndim != 2:
+        raise ValueError(f"sqrtm: argument 'A' must be a 2-D array, got shape {_aval(A).shape}")
+    cdt = _np.result_type(_aval(A).dtype, _np.complex64)
+    return _sqrtm(_tnp.astype(A, cdt))
+
+
+def _logm_callback(m):
+    import scipy.linalg  # noqa: PLC0415
+    return _np.asarray(scipy.linalg.logm(m), dtype=m.dtype)
+
+
+def _dlogm_callback(a, e):
+    """The Fréchet derivative of logm at ``a`` in direction ``e``, from the
+    block identity logm([[a, e], [0, a]]) = [[L, dL], [0, L]]."""
+    import scipy.linalg  # noqa: PLC0415
+    n = a.shape[0]
+    big = _np.zeros((2 * n, 2 * n), dtype=a.dtype)
+    big[:n, :n] = big[n:, n:] = a
+    big[:n, n:] = e
+    return _np.asarray(scipy.linalg.logm(big)[:n, n:], dtype=a.dtype)
+
+
+def _callback_of(fn, like, *args):
+    return _pure_callback(fn, _core.ShapedArray(_aval(like).shape, _aval(like).dtype), *args,
+                          vmap_method="sequential")
+
+
+def _logm_jvp(primals, tangents):
+    # expm(L) = A  =>  Dexp(L)[dL] = dA: dL solves a linear equation whose
+    # operator is expm's Frechet derivative (transposable), solved by the
+    # Frechet derivative of logm (its transpose: the same at A^T).
+    from ..lax import custom_linear_solve  # noqa: PLC0415
+    a, = primals
+    lg = _logm(a)
+    at = _tnp.swapaxes(a, -1, -2)
+    d = custom_linear_solve(lambda x: _L.expm_frechet_p.bind(lg, x), tangents[0],
+                            solve=lambda _, q: _callback_of(_dlogm_callback, q, a, q),
+                            transpose_solve=lambda _, q: _callback_of(_dlogm_callback, q, at, q))
+    return lg, d
+
+
+def _make_custom_jvp(impl, rule):
+    from ..custom_derivatives import custom_jvp  # noqa: PLC0415
+    f = custom_jvp(impl)
+    f.defjvp(rule)
+    return f
+
+
+_logm = _make_custom_jvp(lambda a: _callback_of(_logm_callback, a, a), _logm_jvp)
+_sqrtm = _make_custom_jvp(lambda a: _callback_of(_sqrtm_callback, a, a), _sqrtm_jvp)
+
+
+def logm(A, disp=True):
+    """The principal matrix logarithm ``L`` (``expm(L) == A``), complex.
+
+    SciPy computes it (through ``pure_callback``); its derivative solves
+    ``Dexp(L)[dL] = dA`` with SciPy's Frechet derivative of logm as the solver,
+    so it is differentiable in both modes and works under ``vmap`` and ``jit``.
+    ``disp`` is accepted for SciPy compatibility (errors are not estimated).
+    """
+    A, = _inexact(A)
+    _check_square("logm", A)
+    if _aval(A).ndim != 2:
+        raise ValueError(f"logm: argument 'A' must be a 2-D array, got shape {_aval(A).shape}")
+    cdt = _np.result_type(_aval(A).dtype, _np.complex64)
+    return _logm(_tnp.astype(A, cdt))
 
 
 def schur(a, output="real"):
