@@ -208,47 +208,47 @@ def _check_tangent(p, t, i, jvp_name, name):
     return t
 
 
-def _identity_full(dyn_vals, diff_vals):
-    return diff_vals
-
-
 class _Args:
-    """One call's positional arguments as the flat rules see them.
+    """How one call's positional arguments reach the flat rules.
 
     The array leaves of nondiff arguments (``dyn``: traced values, arrays)
     become leading inputs of the call, so that every interpreter sees them; the
-    differentiable arguments are flattened to ``leaves`` (``in_tree`` is None
-    when each is one array, the common case that needs no pytree work).
-    ``full(dyn_vals, diff_vals)`` rebuilds the positional arguments and
-    ``nondiff(dyn_vals)`` the nondiff ones.
+    differentiable arguments are flattened (``in_tree`` is None when each is
+    one array).  ``full(dyn_vals, diff_leaves)`` rebuilds the positional
+    arguments, ``nondiff(dyn_vals)`` the nondiff ones.  It holds no tracer
+    (``avals`` are the types of the differentiable leaves): the rules that
+    keep it live in the programs that the tracers' interpreters record, and a
+    tracer here would make a reference cycle.
     """
 
-    __slots__ = ("n", "nd", "nd_leaves", "nd_tree", "dyn_pos", "dyn", "leaves", "in_tree",
-                 "full")
+    __slots__ = ("n", "nd", "nd_leaves", "nd_tree", "dyn_pos", "in_tree", "avals")
 
-    def __init__(self, args, nd, kind, name):
-        self.nd = nd
-        self.n = len(args)
+    @staticmethod
+    def split(args, nd, kind, name):
+        """``(how, dyn, leaves)`` for the positional ``args``."""
+        self = _Args()
+        self.nd, self.n = nd, len(args)
+        dyn = ()
         if nd:
             nd_set = set(nd)
-            self.nd_leaves, self.nd_tree = tree_flatten([args[i] for i in nd])
-            self.dyn_pos = [i for i, x in enumerate(self.nd_leaves)
-                            if isinstance(x, (Tracer, np.ndarray))]
-            self.dyn = [self.nd_leaves[i] for i in self.dyn_pos]
+            nd_leaves, self.nd_tree = tree_flatten([args[i] for i in nd])
+            self.dyn_pos = [i for i, x in enumerate(nd_leaves) if isinstance(x, _ARRAYS)]
+            dyn = [nd_leaves[i] for i in self.dyn_pos]
+            for i in self.dyn_pos:
+                nd_leaves[i] = None  # filled in by ``nondiff``
+            self.nd_leaves = nd_leaves
             diff = [a for i, a in enumerate(args) if i not in nd_set]
-            self.full = self._full
         else:
-            self.dyn, diff = (), args
-            self.full = _identity_full
+            diff = args
         for a in diff:
-            if not (type(a) is np.ndarray or isinstance(a, Tracer)):
-                self.leaves, self.in_tree = tree_flatten(tuple(diff))
-                _check_leaves(self.leaves, kind, name)
-                if not nd:
-                    self.full = self._full
+            if not (type(a) is _ndarray or isinstance(a, _ARRAYS)):
+                leaves, self.in_tree = tree_flatten(tuple(diff))
+                _check_leaves(leaves, kind, name)
                 break
         else:
-            self.leaves, self.in_tree = list(diff), None
+            leaves, self.in_tree = list(diff), None
+        self.avals = [core.get_aval(x) for x in leaves]
+        return self, dyn, leaves
 
     def diff(self, diff_leaves):
         return (tuple(diff_leaves) if self.in_tree is None
@@ -262,7 +262,7 @@ class _Args:
             nl[p] = v
         return tree_unflatten(self.nd_tree, nl)
 
-    def _full(self, dyn_vals, diff_leaves):
+    def full(self, dyn_vals, diff_leaves):
         diff_vals = self.diff(diff_leaves)
         if not self.nd:
             return diff_vals
@@ -322,24 +322,25 @@ class _CustomFunction:
         return functools.partial(self, obj)
 
     def _args(self, args, kwargs):
-        """The call's arguments split for the flat rules (kwargs resolved,
-        nondiff_argnums checked), or None in the common case: no kwargs, no
-        nondiff_argnums, each argument one array (the rules then take the
-        flat arguments as they are)."""
+        """``(how, dyn, leaves)``: the call's arguments split for the flat
+        rules (kwargs resolved, nondiff_argnums checked; see ``_Args``).
+        ``how`` is None in the common case: no kwargs, no nondiff_argnums,
+        each argument one array (the rules then take the flat arguments as
+        they are)."""
         n = self._n_pos
         if not kwargs and not self.nondiff_argnums and (n is None or len(args) == n):
             for a in args:
                 if not (type(a) is _ndarray or isinstance(a, _ARRAYS)):
                     break
             else:
-                return None
+                return None, (), args
         if kwargs or not (n is None or len(args) == n or (n < 0 and len(args) >= -1 - n)):
             args = _resolve_kwargs(self.fun, args, kwargs, self.kind)
         nd = self.nondiff_argnums
         if nd and nd[-1] >= len(args):
             raise TypeError(f"{self.kind} function {self.name}: nondiff_argnums={nd} but only "
                             f"{len(args)} positional arguments were given")
-        return _Args(args, nd, self.kind, self.name)
+        return _Args.split(args, nd, self.kind, self.name)
 
 
 class custom_jvp(_CustomFunction):
@@ -390,14 +391,10 @@ class custom_jvp(_CustomFunction):
         name = self.name
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
-        ca = self._args(args, kwargs)
+        ca, dyn, leaves = self._args(args, kwargs)
         store = {}
         fun, rule, sz, jvp_name = self.fun, self.jvp, self.symbolic_zeros, self.jvp_name
-        if ca is None:
-            dyn, leaves, n_dyn, n_diff = (), args, 0, len(args)
-        else:
-            dyn, leaves = ca.dyn, ca.leaves
-            n_dyn, n_diff = len(dyn), len(leaves)
+        n_dyn, n_diff = len(dyn), len(leaves)
 
         def flat_fun(*xs):
             out = fun(*xs) if ca is None else fun(*ca.full(xs[:n_dyn], xs[n_dyn:]))
@@ -498,14 +495,11 @@ class custom_vjp(_CustomFunction):
         name = self.name
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
-        ca = self._args(args, kwargs)
+        ca, dyn, leaves = self._args(args, kwargs)
         store = {}
         fun, fwd, bwd, sz = self.fun, self.fwd, self.bwd, self.symbolic_zeros
         fwd_name, bwd_name = self.fwd_name, self.bwd_name
-        if ca is None:
-            dyn, leaves, n_dyn = (), args, 0
-        else:
-            dyn, leaves, n_dyn = ca.dyn, ca.leaves, len(ca.dyn)
+        n_dyn = len(dyn)
 
         def flat_fun(*xs):
             out = fun(*xs) if ca is None else fun(*ca.full(xs[:n_dyn], xs[n_dyn:]))
@@ -517,6 +511,17 @@ class custom_vjp(_CustomFunction):
 
         def flat_fwd(perturbed, *xs):
             dyn_vals = xs[:n_dyn]
+            # The differentiable inputs' types, for bwd's checks: the arrays
+            # themselves in the common case, else their avals (never tracers,
+            # which would make a reference cycle through the recorded program).
+            if ca is None:
+                in_types = xs
+                for x in xs:
+                    if type(x) is not _ndarray:
+                        in_types = [core.get_aval(y) for y in xs]
+                        break
+            else:
+                in_types = ca.avals
             if sz:
                 xs = [CustomVJPPrimal(y, p) for y, p in zip(xs[n_dyn:], perturbed[n_dyn:])]
             fwd_args = xs if ca is None else tuple(ca.full(dyn_vals, xs[n_dyn:] if not sz else xs))
@@ -545,10 +550,10 @@ class custom_vjp(_CustomFunction):
                                     f"leaf {i} of type {type(r).__name__} is not an array")
             if n_dyn:  # the nondiff arrays are residuals too, for bwd
                 res_leaves = [*dyn_vals, *res_leaves]
-            return outs, res_leaves, (out_tree, res_tree)
+            return outs, res_leaves, (out_tree, res_tree, in_types)
 
         def flat_bwd(trees, *res_and_cts):
-            out_tree, res_tree = trees
+            out_tree, res_tree, in_types = trees
             nres = n_dyn + res_tree.num_leaves
             cts = [_user_zero(c, sz) if type(c) is Zero else c for c in res_and_cts[nres:]]
             bwd_args = (*(() if ca is None else ca.nondiff(res_and_cts[:n_dyn])),
@@ -559,15 +564,14 @@ class custom_vjp(_CustomFunction):
             except TypeError as e:
                 _reraise_rule_error(e, bwd, bwd_args, "Custom VJP bwd rule", name,
                                     "bwd(*nondiff_args, residuals, cotangents)", len(bwd_args) - 2)
-            if ca is None and type(got) is tuple and len(got) == len(leaves):
-                for c, x in zip(got, leaves):  # the common case: as many arrays of the right type
+            if ca is None and type(got) is tuple and len(got) == len(in_types):
+                for c, x in zip(got, in_types):  # the common case: arrays of the right types
                     if not ((type(c) is _ndarray or isinstance(c, _ARRAYS))
                             and c.shape == x.shape and c.dtype == x.dtype):
                         break
                 else:
                     return got
-            out = _flatten_bwd_output(got, ca or _Args(leaves, (), "custom_vjp", name), bwd_name,
-                                      name, sz)
+            out = _flatten_bwd_output(got, ca, in_types, bwd_name, name, sz)
             if n_dyn:
                 return [Zero.from_primal(d) for d in res_and_cts[:n_dyn]] + out
             return out
@@ -635,8 +639,9 @@ def _describe_arg(x):
     return getattr(x, "__name__", type(x).__name__)
 
 
-def _bwd_structure_error(bwd_name, name, got, ca, detail):
-    in_tree = ca.in_tree if ca.in_tree is not None else tree_structure(tuple(ca.leaves))
+def _bwd_structure_error(bwd_name, name, got, ca, avals, detail):
+    in_tree = (ca.in_tree if ca is not None and ca.in_tree is not None
+               else tree_structure(tuple(avals)))
     return TypeError(
         f"Custom VJP bwd rule {bwd_name} for function {name} must produce an output with the same "
         "container (pytree) structure as the args tuple of the primal function, and in "
@@ -649,30 +654,25 @@ def _structure_of(x):
     return tree_structure(x, is_leaf=lambda v: v is None or type(v) is SymbolicZero)
 
 
-def _flatten_bwd_output(got, ca, bwd_name, name, sz):
-    """The flat cotangents of a bwd rule's output (``Zero`` for zero ones), checked."""
-    leaves = ca.leaves
-    n_args = ca.n - len(ca.nd)
+def _flatten_bwd_output(got, ca, in_types, bwd_name, name, sz):
+    """The flat cotangents of a bwd rule's output (``Zero`` for zero ones),
+    checked against the differentiable inputs' types (arrays or avals)."""
+    avals_in = [x if type(x) is core.ShapedArray else core.get_aval(x) for x in in_types]
+    in_tree = None if ca is None else ca.in_tree
+    n_args = len(avals_in) if ca is None else ca.n - len(ca.nd)
     if not isinstance(got, (tuple, list)):
-        raise _bwd_structure_error(bwd_name, name, got, ca, f"a tuple with one cotangent per "
-                                   f"differentiable argument ({n_args}) is expected, got a "
-                                   f"{type(got).__name__}")
+        raise _bwd_structure_error(bwd_name, name, got, ca, avals_in, f"a tuple with one "
+                                   f"cotangent per differentiable argument ({n_args}) is "
+                                   f"expected, got a {type(got).__name__}")
     if len(got) != n_args:
-        raise _bwd_structure_error(bwd_name, name, got, ca, f"a tuple of length equal to the "
-                                   f"number of differentiable arguments ({n_args}) is expected, "
-                                   f"got a tuple of length {len(got)}")
-    if ca.in_tree is None:  # every argument is one array: the common, fast case
-        for c, x in zip(got, leaves):
-            if not ((type(c) is np.ndarray or isinstance(c, Tracer)) and c.shape == x.shape
-                    and c.dtype == x.dtype):
-                break
-        else:
-            return list(got)
-    arg_trees = [_LEAF_TREE] * n_args if ca.in_tree is None else ca.in_tree.children()
+        raise _bwd_structure_error(bwd_name, name, got, ca, avals_in, f"a tuple of length equal "
+                                   f"to the number of differentiable arguments ({n_args}) is "
+                                   f"expected, got a tuple of length {len(got)}")
+    arg_trees = [_LEAF_TREE] * n_args if in_tree is None else in_tree.children()
     out = []
-    it_leaves = iter(leaves)
+    it_avals = iter(avals_in)
     for k, (g, t) in enumerate(zip(got, arg_trees)):
-        avals = [core.get_aval(next(it_leaves)) for _ in range(t.num_leaves)]
+        avals = [next(it_avals) for _ in range(t.num_leaves)]
         if g is None:
             out.extend(_zero_ct(a) for a in avals)
             continue
@@ -680,7 +680,7 @@ def _flatten_bwd_output(got, ca, bwd_name, name, sz):
             g_leaves = t.flatten_up_to(g)
         except Exception:  # noqa: BLE001 - reported with both structures
             raise _bwd_structure_error(
-                bwd_name, name, got, ca, f"the cotangent for argument {k} has structure "
+                bwd_name, name, got, ca, avals_in, f"the cotangent for argument {k} has structure "
                 f"{_structure_of(g)}, but the argument has structure {t}") from None
         for j, (c, a) in enumerate(zip(g_leaves, avals)):
             where = f"output[{k}]" + (f" (leaf {j})" if t is not _LEAF_TREE else "")
@@ -702,7 +702,7 @@ def _flatten_bwd_output(got, ca, bwd_name, name, sz):
                 continue
             if not core.is_array_like(c):
                 raise _bwd_structure_error(
-                    bwd_name, name, got, ca, f"the cotangent for argument {k} has structure "
+                    bwd_name, name, got, ca, avals_in, f"the cotangent for argument {k} has structure "
                     f"{_structure_of(g)}, but the argument has structure {t}: leaf {j} is a "
                     f"{type(c).__name__}, not an array")
             ca_ = core.get_aval(c)
