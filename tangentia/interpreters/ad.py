@@ -267,13 +267,19 @@ class JVPTrace(core.Trace):
                 return self.parent.process_custom_vjp_call(prim, primals, params)
             outs, res, res_tree = params["fwd"](tuple([type(t) is not Zero for t in tangents]),
                                                 *primals)
-        out_avals = tuple([tangent_aval(core.get_aval(o)) for o in outs])
         # The linear step carrying ``bwd``, recorded by the parent (a
         # linearization); its linear inputs are materialized tangents.
+        lin_in = list(res)
+        for t in tangents:
+            lin_in.append(zeros_like_aval(t.aval) if type(t) is Zero else t)
+        out_avals = []
+        for o in outs:
+            a = core.get_aval(o)  # a float aval is its own tangent aval
+            out_avals.append(a if a.dtype.kind in "fc" and not a.weak_type else tangent_aval(a))
+        out_avals = tuple(out_avals)
         out_tans = self.parent.process_primitive(
-            custom_lin_p, [*res, *[instantiate(t) for t in tangents]],
-            dict(num_res=len(res), bwd=functools.partial(params["bwd"], res_tree),
-                 out_avals=out_avals, name=name))
+            custom_lin_p, lin_in, {"num_res": len(res), "out_avals": out_avals, "name": name,
+                                   "bwd": functools.partial(params["bwd"], res_tree)})
         return [p if a.dtype == dtypes.float0 else JVPTracer(self, p, t)
                 for p, t, a in zip(outs, out_tans, out_avals)]
 
