@@ -251,34 +251,6 @@ class set_trace:
         _trace_ctx.reset(self.token)
 
 
-class suspend:
-    """Context manager: run a custom rule of ``name`` under ``trace``'s parent,
-    with ``trace`` suspended.
-
-    A tracer of a suspended trace reaching a primitive means the custom
-    function closed over a value being differentiated (reported by
-    ``closure_error``).  While a custom JVP rule runs, its name is recorded on
-    the equations staged from it (for errors about non-linear rules).
-    """
-
-    __slots__ = ("trace", "state", "token", "rule_token")
-
-    def __init__(self, trace, kind, name):
-        self.trace = trace
-        self.state = Suspended(kind, name)
-
-    def __enter__(self):
-        self.trace.alive = self.state
-        self.token = _trace_ctx.set(self.trace.parent)
-        self.rule_token = custom_rule_ctx.set(
-            self.state.name if self.state.kind == "custom_jvp" else None)
-
-    def __exit__(self, *exc):
-        custom_rule_ctx.reset(self.rule_token)
-        _trace_ctx.reset(self.token)
-        self.trace.alive = True
-
-
 class Suspended:
     """Marks a differentiation trace while a custom rule of ``name`` runs.
 
@@ -291,6 +263,34 @@ class Suspended:
     def __init__(self, kind, name):
         self.kind = kind
         self.name = name
+
+
+class suspend(Suspended):
+    """Context manager: run a custom rule of ``name`` under ``trace``'s parent,
+    with ``trace`` suspended (its ``alive`` is this object, a ``Suspended``).
+
+    A tracer of a suspended trace reaching a primitive means the custom
+    function closed over a value being differentiated (reported by
+    ``closure_error``).  While a custom JVP rule runs, its name is recorded on
+    the equations staged from it (for errors about non-linear rules).
+    """
+
+    __slots__ = ("trace", "token", "rule_token")
+
+    def __init__(self, trace, kind, name):
+        self.trace = trace
+        self.kind = kind
+        self.name = name
+
+    def __enter__(self):
+        self.trace.alive = self
+        self.token = _trace_ctx.set(self.trace.parent)
+        self.rule_token = custom_rule_ctx.set(self.name if self.kind == "custom_jvp" else None)
+
+    def __exit__(self, *exc):
+        custom_rule_ctx.reset(self.rule_token)
+        _trace_ctx.reset(self.token)
+        self.trace.alive = True
 
 
 class CustomRuleClosureError(UnexpectedTracerError, TypeError):
