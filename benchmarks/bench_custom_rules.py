@@ -1,7 +1,8 @@
 """Benchmark: eager cost of a custom-rule call relative to a plain primitive.
 
-Target (issue: custom_jvp and custom_vjp): under eager ``grad`` a custom_jvp or
-custom_vjp call costs at most 3x a plain primitive.  The workload is ``grad``
+Target (issue 14): under eager ``grad`` a custom_jvp or custom_vjp call costs at
+most 2x a plain primitive (PyTorch's ``autograd.Function`` is about 2x its plain
+op).  The workload is ``grad``
 of a chain of 100 ``sin`` applications on a length-8 vector, then a sum:
 
 * tangentia: plain ``tnp.sin``, a ``custom_jvp`` sin and a ``custom_vjp`` sin;
@@ -30,7 +31,7 @@ from _harness import Impl, peer, run_impls  # noqa: E402
 NAME = "custom_rules"
 TITLE = "eager grad through custom rules: chain of 100 sin on f64[8], cost per call"
 N_CALLS = 100
-TARGET = 3.0
+TARGET = 2.0
 
 
 def chain(f, total):
