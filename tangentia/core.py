@@ -79,8 +79,17 @@ class ShapedArray:
         return f"ShapedArray({self.str_short()}{weak})"
 
 
+_NDARRAY_AVALS = {}  # (shape, dtype) -> the ShapedArray: avals are immutable, so shared
+
+
 def aval_of_ndarray(x):
-    return ShapedArray(x.shape, x.dtype, False)
+    key = (x.shape, x.dtype)
+    aval = _NDARRAY_AVALS.get(key)
+    if aval is None:
+        if len(_NDARRAY_AVALS) >= 4096:
+            _NDARRAY_AVALS.clear()
+        aval = _NDARRAY_AVALS[key] = ShapedArray(x.shape, x.dtype, False)
+    return aval
 
 
 def _aval_generic(x):

@@ -20,7 +20,11 @@ from ..core import Primitive, Tracer, Var, set_trace
 
 _set_trace = core._trace_ctx.set
 _reset_trace = core._trace_ctx.reset
+_ndarray = np.ndarray
+_asarray = np.asarray
 from . import partial_eval as pe
+
+_JaxprTracer = pe.JaxprTracer
 
 
 # ---------------------------------------------------------------------------
@@ -71,8 +75,7 @@ _convert = [None]
 
 def fit_dtype(t, dtype):
     """``t`` with the floating ``dtype`` of its primal (cast only if it differs)."""
-    have = t.dtype if hasattr(t, "dtype") else core.get_aval(t).dtype  # Python scalars too
-    if have != dtype and dtype.kind in "fc":
+    if _dtype_of(t) != dtype and dtype.kind in "fc":
         return _convert[0](t, dtype)
     return t
 
@@ -102,8 +105,27 @@ class JVPTracer(Tracer):
 register_leaf_type(JVPTracer)
 
 
+def _dtype_of(x):
+    """The dtype of a tangent (a staged value, an array or a Python scalar)."""
+    if type(x) is _JaxprTracer:
+        return x.ir_var.aval.dtype
+    return x.dtype if hasattr(x, "dtype") else core.get_aval(x).dtype
+
+
 class JVPTrace(core.Trace):
-    __slots__ = ()
+    """Pushes tangents through each primitive's JVP rule.
+
+    ``eval_primals``: the parent computes values that carry no tangent with
+    each primitive's NumPy implementation (a linearization under eager
+    evaluation, see ``LinearizeTrace``), so primal outputs are computed here
+    directly, without passing through the parent.
+    """
+
+    __slots__ = ("eval_primals",)
+
+    def __init__(self, parent, eval_primals=False):
+        super().__init__(parent)
+        self.eval_primals = eval_primals
 
     def describe(self):
         return "differentiation (jvp/grad)"
@@ -120,15 +142,24 @@ class JVPTrace(core.Trace):
                 if fns is not None and type(t) is not Zero and fns[0] is not None:
                     p = x.primal
                     parent = self.parent
-                    ans = parent.process_primitive(prim, (p,), params)
+                    if self.eval_primals:
+                        ans = prim.impl(p, **params)
+                        if type(ans) is not _ndarray:
+                            ans = _asarray(ans)
+                    else:
+                        ans = parent.process_primitive(prim, (p,), params)
                     token = _set_trace(parent)
                     try:
-                        out = fns[0](t, ans, p, **params)
-                        if getattr(out, "dtype", None) != ans.dtype:
+                        out = fns[0](t, ans, p, **params) if params else fns[0](t, ans, p)
+                        if (out.ir_var.aval.dtype if type(out) is _JaxprTracer
+                                else _dtype_of(out)) != ans.dtype:
                             out = fit_dtype(out, ans.dtype)
                         return JVPTracer(self, ans, out)
                     finally:
                         _reset_trace(token)
+        # Whether every argument is ours or a non-tracer (then primal outputs
+        # may be computed by ``prim.impl`` when ``eval_primals``).
+        plain = True
         if len(args) == 2:  # binary primitives are the most common: no loop
             x, y = args
             if type(x) is JVPTracer and x._trace is self:
@@ -136,6 +167,7 @@ class JVPTrace(core.Trace):
             else:
                 if isinstance(x, Tracer):
                     self.check_foreign(x)
+                    plain = False
                 px = x
                 tx = None
             if type(y) is JVPTracer and y._trace is self:
@@ -143,6 +175,7 @@ class JVPTrace(core.Trace):
             else:
                 if isinstance(y, Tracer):
                     self.check_foreign(y)
+                    plain = False
                 py = y
                 ty = None
             primals = [px, py]
@@ -160,6 +193,7 @@ class JVPTrace(core.Trace):
                 else:
                     if isinstance(x, Tracer):
                         self.check_foreign(x)
+                        plain = False
                     primals.append(x)
                     tangents.append(None)
         parent = self.parent
@@ -171,7 +205,10 @@ class JVPTrace(core.Trace):
         if fns is not None:
             # Per-argument linear rules (``defjvp``), inlined: the hot path of
             # eager ``grad``.  Same result as ``prim.jvp``.
-            ans = parent.process_primitive(prim, primals, params)
+            if plain and self.eval_primals:
+                ans = core.EVAL_TRACE.process_primitive(prim, primals, params)
+            else:
+                ans = parent.process_primitive(prim, primals, params)
             out = None
             token = _set_trace(parent)
             try:
@@ -179,7 +216,7 @@ class JVPTrace(core.Trace):
                     if t is not None and fn is not None and type(t) is not Zero:
                         c = fn(t, ans, *primals, **params)
                         out = c if out is None else add_any(out, c)
-                if out is not None and getattr(out, "dtype", None) != ans.dtype:
+                if out is not None and _dtype_of(out) != ans.dtype:
                     out = fit_dtype(out, ans.dtype)
             finally:
                 _reset_trace(token)
@@ -192,12 +229,14 @@ class JVPTrace(core.Trace):
             raise NotImplementedError(f"differentiation rule for '{prim.name}' not implemented")
         token = _set_trace(parent)
         try:
-            out, tan = rule(primals, tangents, **params)
+            out, tan = rule(primals, tangents, **params) if params else rule(primals, tangents)
             if prim.multiple_results:
                 tan = [t if type(t) is Zero else fit_dtype(t, core.get_aval(p).dtype)
                        for p, t in zip(out, tan)]
             elif type(tan) is not Zero:
-                tan = fit_dtype(tan, core.get_aval(out).dtype)
+                want = out.dtype if type(out) is _ndarray else core.get_aval(out).dtype
+                if _dtype_of(tan) != want:
+                    tan = fit_dtype(tan, want)
         finally:
             _reset_trace(token)
         if prim.multiple_results:
@@ -313,6 +352,33 @@ class JVPTrace(core.Trace):
 # nonzeros, axis_size, in_batched, *primals_and_nonzero_tangents)``; installed by
 # ``batching`` (it broadcasts batch axes, which this module cannot).
 custom_vmap_jvp_rule = [None]
+
+
+class LinearizeTrace(pe.JaxprTrace):
+    """The partial evaluator under ``linearize``'s JVP interpreter.
+
+    Operations on known values (the primal computation) go to the parent now;
+    those touching a tangent are recorded into the linear program.  Under
+    eager evaluation (``eval_known``) known values are computed with each
+    primitive's NumPy implementation directly, as the parent would.
+    """
+
+    __slots__ = ("eval_known",)
+
+    def __init__(self, parent, builder):
+        super().__init__(parent, builder, forward_known=True)
+        self.eval_known = parent is core.EVAL_TRACE
+
+    def process_primitive(self, prim, args, params):
+        for x in args:
+            if type(x) is _JaxprTracer and x._trace is self:
+                if prim.partial_eval is not None:
+                    return prim.partial_eval(self, args, params)
+                return self.stage(prim, args, params)
+        if self.eval_known and not prim.multiple_results:
+            out = prim.impl(*args, **params) if params else prim.impl(*args)
+            return out if type(out) is _ndarray else _asarray(out)
+        return self.parent.process_primitive(prim, args, params)
 
 
 # custom_lin: the linear step of a custom_vjp function under linearization.
@@ -465,6 +531,10 @@ def backward_pass(jaxpr, consts, cts_out):
             old = get(v)
             ct_env[v] = ct if old is None else add_any(old, ct)
     pop = ct_env.pop
+    env_get = env.get
+    # One UndefinedPrimal per type (it only carries the aval; the avals, held
+    # by the program's variables, outlive the pass, so their ids are keys).
+    undefined = {}
     for eqn in reversed(lin_eqns):
         outputs = eqn.outputs
         prim = eqn.prim
@@ -479,10 +549,17 @@ def backward_pass(jaxpr, consts, cts_out):
                 continue
         inputs = eqn.inputs
         args = []
+        linear = []  # positions of the linear inputs
         for a in inputs:
             if type(a) is Var:
-                x = env.get(a, _MISSING)
-                args.append(UndefinedPrimal(a.aval) if x is _MISSING else x)
+                x = env_get(a, _MISSING)
+                if x is _MISSING:
+                    linear.append(len(args))
+                    aval = a.aval
+                    x = undefined.get(id(aval))
+                    if x is None:
+                        x = undefined[id(aval)] = UndefinedPrimal(aval)
+                args.append(x)
             else:
                 args.append(a.val)
         rule = prim.transpose
@@ -491,7 +568,8 @@ def backward_pass(jaxpr, consts, cts_out):
                 raise NotImplementedError(
                     f"transpose rule for '{prim.name}' not implemented: it appeared in a "
                     "linear program but is not linear")
-            cts_in = rule(cts, *args, **eqn.params)
+            params = eqn.params
+            cts_in = rule(cts, *args, **params) if params else rule(cts, *args)
         except (NotImplementedError, TypeError) as err:
             if eqn.source is None:
                 raise
@@ -500,8 +578,12 @@ def backward_pass(jaxpr, consts, cts_out):
                 f"be used for reverse-mode differentiation (grad/vjp): it applies "
                 f"'{prim.name}' to a tangent in a non-linear way ({err}). A JVP rule's "
                 "tangent output must be a linear function of the input tangents.") from None
-        for a, c in zip(inputs, cts_in):
-            if c is not None and type(a) is Var and a not in env and type(c) is not Zero:
+        if type(cts_in) is not tuple and type(cts_in) is not list:
+            cts_in = list(cts_in)
+        for i in linear:
+            c = cts_in[i]
+            if c is not None and type(c) is not Zero:
+                a = inputs[i]
                 want = a.aval.dtype
                 if getattr(c, "dtype", want) != want:
                     c = fit_dtype(c, want)
@@ -556,8 +638,8 @@ def linearize_flat(fun, primals, differentiable=None, aux_holder=None):
     ``aux_holder["aux"]``; they are returned with their tangents stripped.
     """
     builder = pe.JaxprBuilder("linearized")
-    pe_trace = pe.JaxprTrace(core.current_trace(), builder, forward_known=True)
-    jvp_trace = JVPTrace(pe_trace)
+    pe_trace = LinearizeTrace(core.current_trace(), builder)
+    jvp_trace = JVPTrace(pe_trace, eval_primals=pe_trace.eval_known)
     ins = []
     in_tracers = []
     for i, p in enumerate(primals):
