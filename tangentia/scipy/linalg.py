@@ -137,13 +137,17 @@ def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):
 
 def _sqrtm_callback(m):
     import scipy.linalg  # noqa: PLC0415
-    return _np.asarray(scipy.linalg.sqrtm(m), dtype=m.dtype)
+    return _np.asarray(scipy.linalg.sqrtm(m), dtype=_complex_dtype(m.dtype))
+
+
+def _complex_dtype(dt):
+    return _np.result_type(dt, _np.complex64)
 
 
 def _sqrtm_jvp(primals, tangents):
     # X X = A  =>  X dX + dX X = dA: a Sylvester equation, linear in dA.
     x = _sqrtm(primals[0])
-    return x, solve_sylvester(x, x, tangents[0])
+    return x, solve_sylvester(x, x, _tnp.astype(tangents[0], _aval(x).dtype))
 
 
 
@@ -160,13 +164,12 @@ def sqrtm(A, blocksize=1):
     _check_square("sqrtm", A)
     if _aval(A).ndim != 2:
         raise ValueError(f"sqrtm: argument 'A' must be a 2-D array, got shape {_aval(A).shape}")
-    cdt = _np.result_type(_aval(A).dtype, _np.complex64)
-    return _sqrtm(_tnp.astype(A, cdt))
+    return _sqrtm(A)
 
 
 def _logm_callback(m):
     import scipy.linalg  # noqa: PLC0415
-    return _np.asarray(scipy.linalg.logm(m), dtype=m.dtype)
+    return _np.asarray(scipy.linalg.logm(m), dtype=_complex_dtype(m.dtype))
 
 
 def _dlogm_callback(a, e):
@@ -174,15 +177,16 @@ def _dlogm_callback(a, e):
     block identity logm([[a, e], [0, a]]) = [[L, dL], [0, L]]."""
     import scipy.linalg  # noqa: PLC0415
     n = a.shape[0]
-    big = _np.zeros((2 * n, 2 * n), dtype=a.dtype)
+    big = _np.zeros((2 * n, 2 * n), dtype=_np.result_type(a, e))
     big[:n, :n] = big[n:, n:] = a
     big[:n, n:] = e
-    return _np.asarray(scipy.linalg.logm(big)[:n, n:], dtype=a.dtype)
+    return _np.asarray(scipy.linalg.logm(big)[:n, n:], dtype=big.dtype)
 
 
-def _callback_of(fn, like, *args):
-    return _pure_callback(fn, _core.ShapedArray(_aval(like).shape, _aval(like).dtype), *args,
-                          vmap_method="sequential")
+def _callback_of(fn, like, *args, dtype=None):
+    """``fn(*args)`` through pure_callback, its result typed as ``like`` (or ``dtype``)."""
+    out = _core.ShapedArray(_aval(like).shape, dtype or _aval(like).dtype)
+    return _pure_callback(fn, out, *args, vmap_method="sequential")
 
 
 def _logm_jvp(primals, tangents):
@@ -193,7 +197,8 @@ def _logm_jvp(primals, tangents):
     a, = primals
     lg = _logm(a)
     at = _tnp.swapaxes(a, -1, -2)
-    d = custom_linear_solve(lambda x: _L.expm_frechet_p.bind(lg, x), tangents[0],
+    d = custom_linear_solve(lambda x: _L.expm_frechet_p.bind(lg, x),
+                            _tnp.astype(tangents[0], _aval(lg).dtype),
                             solve=lambda _, q: _callback_of(_dlogm_callback, q, a, q),
                             transpose_solve=lambda _, q: _callback_of(_dlogm_callback, q, at, q))
     return lg, d
@@ -206,8 +211,12 @@ def _make_custom_jvp(impl, rule):
     return f
 
 
-_logm = _make_custom_jvp(lambda a: _callback_of(_logm_callback, a, a), _logm_jvp)
-_sqrtm = _make_custom_jvp(lambda a: _callback_of(_sqrtm_callback, a, a), _sqrtm_jvp)
+# SciPy is called on the input's own dtype (a real matrix takes SciPy's real
+# path, whose branch choices on the negative axis are SciPy's); results are complex.
+_logm = _make_custom_jvp(
+    lambda a: _callback_of(_logm_callback, a, a, dtype=_complex_dtype(_aval(a).dtype)), _logm_jvp)
+_sqrtm = _make_custom_jvp(
+    lambda a: _callback_of(_sqrtm_callback, a, a, dtype=_complex_dtype(_aval(a).dtype)), _sqrtm_jvp)
 
 
 def logm(A, disp=True):
@@ -222,8 +231,7 @@ def logm(A, disp=True):
     _check_square("logm", A)
     if _aval(A).ndim != 2:
         raise ValueError(f"logm: argument 'A' must be a 2-D array, got shape {_aval(A).shape}")
-    cdt = _np.result_type(_aval(A).dtype, _np.complex64)
-    return _logm(_tnp.astype(A, cdt))
+    return _logm(A)
 
 
 def schur(a, output="real"):
