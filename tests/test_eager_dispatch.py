@@ -268,3 +268,60 @@ def test_eager_grad_matches_the_hand_written_gradient():
     fd = np.array([(np.sum(f(x + eps * e, np)) - np.sum(f(x - eps * e, np))) / (2 * eps)
                    for e in np.eye(6)])
     np.testing.assert_allclose(g, fd, rtol=1e-7, atol=1e-9)
+
+
+# ---------------------------------------------------------------------------
+# Linearization under eager evaluation: ``ad.LinearizeTrace`` computes known
+# values with ``prim.impl`` and the JVP interpreter computes primal outputs
+# directly (``eval_known`` / ``eval_primals``).  Under any other parent
+# interpreter (here a trivial EvalTrace) both go through the parent: the same
+# primal values, the same linear program and the same cotangents.
+
+
+def _linearized(fn, *args):
+    outs, jaxpr, consts, _, _ = ad.linearize_flat(lambda *a: [fn(*a)], list(args))
+    out = outs[0]
+    program = [(e.prim.name, [(v.aval.shape, v.aval.dtype) for v in e.outputs])
+               for e in jaxpr.eqns]
+    cts = None
+    if out.dtype.kind == "f":
+        cts = ad.backward_pass(jaxpr, consts, [np.full(out.shape, 0.5, out.dtype)])
+    return out, program, cts
+
+
+def _agree(fn, args, what):
+    eager = _outcome(_linearized, fn, *args)
+    with core.set_trace(core.EvalTrace(None)):
+        bound = _outcome(_linearized, fn, *args)
+    if isinstance(eager, type) or isinstance(bound, type):
+        _same(eager, bound, what)
+        return
+    _same(eager[0], bound[0], f"{what}: primal")
+    assert eager[1] == bound[1], f"{what}: linear programs differ"
+    if eager[2] is not None:
+        for i, (a, b) in enumerate(zip(eager[2], bound[2])):
+            assert (a is None) == (b is None), f"{what}: cotangent {i}"
+            if a is not None:
+                _same(np.asarray(a), np.asarray(b), f"{what}: cotangent {i}")
+
+
+@pytest.mark.parametrize("prim,fn", ELEMENTWISE, ids=[f.__name__ for _, f in ELEMENTWISE])
+@SETTINGS
+@given(data=st.data())
+def test_eager_linearize_agrees_with_linearize_under_another_interpreter(prim, fn, data):
+    args = _arrays(data.draw, prim.impl.nin)
+    if prim is ad.add_any_p:
+        args = [args[0], args[0][::-1] if args[0].ndim else args[0]]
+    _agree(fn, args, f"{prim.name}{tuple((a.dtype.name, a.shape) for a in args)}")
+
+
+def test_eager_linearize_of_a_chain_agrees_with_linearize_under_another_interpreter():
+    x = np.linspace(-1.0, 1.0, 6)
+
+    def f(v):
+        y = tnp.cos((tnp.exp(tnp.tanh(tnp.sin(v) * 0.9 + v) * 0.1) - v) ** 2) * 0.5
+        return tnp.sum(y * y / (1.5 + v))
+
+    _agree(f, [x], "chain")
+    _agree(f, [x.astype(np.float32)], "chain (float32)")
+    assert _linearized(f, x.astype(np.float32))[2][0].dtype == np.float32
