@@ -534,7 +534,10 @@ class custom_vjp(_CustomFunction):
                 raise TypeError(_fwd_pair_message(fwd_name, name) + "but instead of a pair the "
                                 f"fwd rule {fwd_name} produced {res!r}.")
             out, residuals = res
-            outs, out_tree = _flatten_out(out)
+            if type(out) is _ndarray or isinstance(out, _ARRAYS):
+                outs, out_tree = [out], _LEAF_TREE
+            else:
+                outs, out_tree = tree_flatten(out)
             want = store.get("out_tree", out_tree)
             if want is not out_tree and want != out_tree:
                 raise TypeError(
@@ -543,22 +546,31 @@ class custom_vjp(_CustomFunction):
                     f"custom_vjp-decorated function {name} had output container/pytree "
                     f"structure:\n    {want}. (expected {want}, got {out_tree})")
             store["out_tree"] = out_tree
-            res_leaves, res_tree = _flatten_out(residuals)
-            for i, r in enumerate(res_leaves):
-                if not (type(r) is _ndarray or core.is_array_like(r)):
-                    raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {name}: residual "
-                                    f"leaf {i} of type {type(r).__name__} is not an array")
+            if type(residuals) is _ndarray:
+                res_leaves, res_tree = [residuals], _LEAF_TREE
+            else:
+                res_leaves, res_tree = _flatten_out(residuals)
+                for i, r in enumerate(res_leaves):
+                    if not core.is_array_like(r):
+                        raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {name}: "
+                                        f"residual leaf {i} of type {type(r).__name__} is not an "
+                                        "array")
             if n_dyn:  # the nondiff arrays are residuals too, for bwd
                 res_leaves = [*dyn_vals, *res_leaves]
             return outs, res_leaves, (out_tree, res_tree, in_types)
 
         def flat_bwd(trees, *res_and_cts):
             out_tree, res_tree, in_types = trees
-            nres = n_dyn + res_tree.num_leaves
-            cts = [_user_zero(c, sz) if type(c) is Zero else c for c in res_and_cts[nres:]]
-            bwd_args = (*(() if ca is None else ca.nondiff(res_and_cts[:n_dyn])),
-                        _unflatten_out(res_tree, res_and_cts[n_dyn:nres]),
-                        _unflatten_out(out_tree, cts))
+            if (ca is None and res_tree is _LEAF_TREE and out_tree is _LEAF_TREE
+                    and len(res_and_cts) == 2):
+                c = res_and_cts[1]  # one residual array, one output: the common case
+                bwd_args = (res_and_cts[0], _user_zero(c, sz) if type(c) is Zero else c)
+            else:
+                nres = n_dyn + res_tree.num_leaves
+                cts = [_user_zero(c, sz) if type(c) is Zero else c for c in res_and_cts[nres:]]
+                bwd_args = (*(() if ca is None else ca.nondiff(res_and_cts[:n_dyn])),
+                            _unflatten_out(res_tree, res_and_cts[n_dyn:nres]),
+                            _unflatten_out(out_tree, cts))
             try:
                 got = bwd(*bwd_args)
             except TypeError as e:
