@@ -14,13 +14,13 @@ import numpy as _np
 
 from .. import core as _core
 from ..primitives import linalg as _L
-from . import _conversion, _elementwise, _matrices, _reductions, _shapes
+from . import _complex, _conversion, _elementwise, _matrices, _reductions, _shapes
 
 LinAlgError = _np.linalg.LinAlgError
 
-__all__ = ["LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_norm",
-           "matrix_power", "multi_dot", "norm", "qr", "slogdet", "solve", "svd", "svdvals",
-           "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cond", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv",
+           "lstsq", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr",
+           "slogdet", "solve", "svd", "svdvals", "tensorinv", "tensorsolve", "vector_norm"]
 
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 QRResult = namedtuple("QRResult", ["Q", "R"])
@@ -393,3 +393,252 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     """Matrix norm over the last two axes."""
     return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
+
+
+# ---------------------------------------------------------------------------
+# Pseudo-inverse, rank, least squares, condition numbers, tensor solves
+
+
+def _H(x):
+    return _complex.conj(_shapes.swapaxes(x, -1, -2))
+
+
+def _pinv_value(a, rtol):
+    u, s, vh = _L.svd_p.bind(a, full_matrices=False, compute_uv=True)
+    cutoff = _elementwise.multiply(rtol, _reductions.max(s, axis=-1, keepdims=True))
+    keep = _elementwise.greater(s, cutoff)
+    s_inv = _elementwise.where(keep, _elementwise.divide(1, _elementwise.where(keep, s, 1)), 0)
+    s_inv = _conversion.astype(s_inv, _aval(a).dtype)
+    return _matrices.matmul(_H(vh) * _shapes.expand_dims(s_inv, -2), _H(u))
+
+
+def _pinv_jvp(rtol, primals, tangents):
+    # Golub & Pereyra (1973): the derivative of the pseudo-inverse (exact where
+    # the rank is locally constant), written with products only.
+    a, = primals
+    da, = tangents
+    p = _pinv(rtol, a)
+    mm = _matrices.matmul
+    s = mm(mm(p, _H(p)), _H(da))
+    t = mm(mm(_H(da), _H(p)), p)
+    return p, (-mm(mm(p, da), p) + s - mm(mm(s, a), p) + t - mm(mm(p, a), t))
+
+
+def _make_pinv():
+    from ..custom_derivatives import custom_jvp  # noqa: PLC0415  (primitives layer)
+    f = custom_jvp(lambda rtol, a: _pinv_value(a, rtol), nondiff_argnums=(0,))
+    f.defjvp(_pinv_jvp)
+    return f
+
+
+_pinv = _make_pinv()
+
+
+def pinv(a, rtol=None, hermitian=False, *, rcond=None):
+    """The Moore-Penrose pseudo-inverse, from the SVD; singular values below
+    ``rtol * max(s)`` are dropped.  As in JAX, the default ``rtol`` is
+    ``10 * max(m, n) * eps`` (NumPy's is 1e-15), and the derivative is
+    Golub and Pereyra's formula (stable where the SVD's is not)."""
+    if rcond is not None:
+        if rtol is not None:
+            raise ValueError("pinv: only one of rtol and rcond may be specified.")
+        rtol = rcond
+    a, = _inexact(a)
+    _check_matrix("pinv", a)
+    m, n = _aval(a).shape[-2:]
+    if rtol is None:
+        rtol = 10.0 * max(m, n) * float(_np.finfo(_aval(a).dtype).eps)
+    if isinstance(rtol, (int, float, _np.number)):
+        rtol = float(rtol)
+    elif not isinstance(rtol, _core.Tracer):
+        rtol = float(_np.asarray(rtol))
+    return _pinv(rtol, a)
+
+
+def matrix_rank(M, rtol=None, *, hermitian=False, tol=None):
+    """The number of singular values above ``tol`` (default ``s.max() * max(m, n) * eps``,
+    or ``rtol * s.max()``)."""
+    M, = _inexact(M)
+    if _aval(M).ndim < 2:
+        return _conversion.astype(_reductions.any(_elementwise.not_equal(M, 0)), _np.int64)
+    s = _svd_values(M)
+    if tol is None:
+        if rtol is None:
+            rtol = max(_aval(M).shape[-2:]) * float(_np.finfo(_aval(M).dtype).eps)
+        tol = _elementwise.multiply(_reductions.max(s, axis=-1), rtol)
+    tol = _shapes.expand_dims(_conversion.asarray(tol) if not isinstance(tol, _core.Tracer)
+                              else tol, -1)
+    return _reductions.sum(_elementwise.greater(s, tol), axis=-1)
+
+
+LstsqResult = namedtuple("LstsqResult", ["x", "residuals", "rank", "s"])
+
+
+def lstsq(a, b, rcond=None, *, numpy_resid=False):
+    """The least-squares solution of ``a @ x = b``, from the SVD: ``(x, residuals,
+    rank, s)``.  As in JAX, ``residuals`` always holds the squared residual norms
+    (NumPy returns an empty array when ``a`` is rank-deficient or wide; pass
+    ``numpy_resid=True`` for NumPy's behaviour, eagerly)."""
+    a, b = _inexact(a, b)
+    if _aval(a).ndim != 2:
+        raise TypeError(f"{_aval(a).ndim}-dimensional array given. Array must be two-dimensional "
+                        "(lstsq: argument 'a')")
+    vector = _aval(b).ndim == 1
+    if _aval(b).ndim not in (1, 2):
+        raise TypeError(f"{_aval(b).ndim}-dimensional array given. Array must be one or "
+                        "two-dimensional (lstsq: argument 'b')")
+    if _aval(a).shape[0] != _aval(b).shape[0]:
+        raise ValueError("Leading dimensions of input arrays must match (lstsq: a has "
+                         f"{_aval(a).shape[0]} rows, b has {_aval(b).shape[0]})")
+    if vector:
+        b = _shapes.expand_dims(b, -1)
+    m, n = _aval(a).shape
+    eps = float(_np.finfo(_aval(a).dtype).eps)
+    rcond = eps * max(m, n) if rcond is None else (rcond if rcond >= 0 else eps)
+    u, s, vh = _L.svd_p.bind(a, full_matrices=False, compute_uv=True)
+    mask = _elementwise.logical_and(_elementwise.greater(s, 0),
+                                    _elementwise.greater_equal(s, rcond * s[0]))
+    rank = _reductions.sum(mask)
+    safe = _elementwise.where(mask, s, 1)
+    s_inv = _conversion.astype(_elementwise.where(mask, _elementwise.divide(1, safe), 0),
+                               _aval(a).dtype)
+    x = _matrices.matmul(_H(vh), _shapes.expand_dims(s_inv, -1) * _matrices.matmul(_H(u), b))
+    r = _elementwise.subtract(b, _matrices.matmul(a, x))
+    resid = _reductions.sum(_complex.real(_elementwise.multiply(_complex.conj(r), r)),
+                            axis=0)
+    if numpy_resid and (int(rank) < n or m <= n):
+        resid = _np.empty((0,), _aval(resid).dtype)
+    if vector:
+        x = _shapes.reshape(x, (n,))
+        if _aval(resid).shape == (1,):
+            resid = _shapes.reshape(resid, ())
+    return LstsqResult(x, resid, rank, s)
+
+
+def cond(x, p=None):
+    """The condition number of ``x`` in the norm ``p`` (None/2/-2: singular values;
+    otherwise ``norm(x, p) * norm(inv(x), p)``); inf for a singular matrix."""
+    x, = _inexact(x)
+    shape = _aval(x).shape
+    if len(shape) < 2:
+        raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got arr.shape={shape}")
+    if shape[-1] == 0 or shape[-2] == 0:
+        raise ValueError(f"jnp.linalg.cond: input array must not be empty; got arr.shape={shape}")
+    if p is None or p == 2:
+        s = _svd_values(x)
+        return _elementwise.divide(s[..., 0], s[..., -1])
+    if p == -2:
+        s = _svd_values(x)
+        r = _elementwise.divide(s[..., -1], s[..., 0])
+    else:
+        if shape[-1] != shape[-2]:
+            raise ValueError(f"jnp.linalg.cond: for p={p!r}, array must be square; got "
+                             f"arr.shape={shape}")
+        r = _elementwise.multiply(norm(x, ord=p, axis=(-2, -1)), norm(inv(x), ord=p, axis=(-2, -1)))
+    nan_in = _reductions.any(_elementwise.isnan(x), axis=(-2, -1))
+    return _elementwise.where(_elementwise.logical_and(_elementwise.isnan(r),
+                                                       _elementwise.logical_not(nan_in)), _np.inf, r)
+
+
+def tensorinv(a, ind=2):
+    """The inverse of ``a`` seen as a linear map from its last ``ndim - ind``
+    axes to its first ``ind`` axes, shaped ``a.shape[ind:] + a.shape[:ind]``."""
+    a, = _inexact(a)
+    ind = int(ind)
+    if ind <= 0:
+        raise ValueError(f"tensorinv: argument 'ind' must be a positive integer, got {ind}")
+    shape = _aval(a).shape
+    rows, cols = math.prod(shape[:ind]), math.prod(shape[ind:])
+    if rows != cols:
+        raise LinAlgError(f"tensorinv: the product of the first {ind} dimensions of 'a' ({rows}) "
+                          f"must equal the product of the others ({cols})")
+    return _shapes.reshape(inv(_shapes.reshape(a, (rows, cols))), shape[ind:] + shape[:ind])
+
+
+def tensorsolve(a, b, axes=None):
+    """The ``x`` with ``tensordot(a, x, x.ndim) == b``; ``axes`` are moved to the end first."""
+    a, b = _inexact(a, b)
+    nd = _aval(a).ndim
+    if axes is not None:
+        axes = [ax % nd for ax in axes]
+        order = [i for i in range(nd) if i not in axes] + axes
+        a = _shapes.transpose(a, tuple(order))
+    shape = _aval(a).shape
+    bnd = _aval(b).ndim
+    xshape = shape[bnd:]
+    rows, cols = math.prod(shape[:bnd]), math.prod(xshape)
+    if rows != cols or shape[:bnd] != _aval(b).shape:
+        raise LinAlgError(f"tensorsolve: a of shape {shape} does not map {xshape}-shaped x onto "
+                          f"b of shape {_aval(b).shape} (a square system is needed)")
+    x = solve(_shapes.reshape(a, (rows, cols)), _shapes.reshape(b, (rows,)))
+    return _shapes.reshape(x, xshape)
+
+
+# ---------------------------------------------------------------------------
+# General (non-symmetric) eigendecomposition: LAPACK through pure_callback,
+# complex results as in JAX; eigenvalues are differentiable, eigenvectors
+# are not (JAX's error).
+
+EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
+
+
+def _eig_callback(m):
+    w, v = _np.linalg.eig(m)
+    dt = _np.result_type(m.dtype, _np.complex64)
+    return w.astype(dt), v.astype(dt)
+
+
+def _eig_parts(a):
+    from ..primitives.callback import pure_callback  # noqa: PLC0415
+    shape = _aval(a).shape
+    dt = _np.result_type(_aval(a).dtype, _np.complex64)
+    return pure_callback(_eig_callback, (_core.ShapedArray(shape[:-1], dt),
+                                         _core.ShapedArray(shape, dt)), a,
+                         vmap_method="sequential")
+
+
+def _eigvals_jvp(primals, tangents):
+    # dw_i = (V^-1 dA V)_ii
+    a, = primals
+    w, v = _eig_parts(a)
+    da = _conversion.astype(tangents[0], _aval(v).dtype)
+    return w, _reductions.sum(_elementwise.multiply(solve(v, da),
+                                                    _shapes.swapaxes(v, -1, -2)), axis=-1)
+
+
+def _eig_jvp(primals, tangents):
+    raise NotImplementedError(
+        "Derivatives of non-symmetric eigenvectors are only valid under assumptions on the "
+        "input that JAX cannot check (see the enable_eigvec_derivs argument to "
+        "jax.lax.linalg.eig). Pass enable_eigvec_derivs=True to jax.lax.linalg.eig to opt in. "
+        "See https://github.com/jax-ml/jax/issues/2748 for discussion. (tangentia.numpy.linalg."
+        "eig: differentiate eigvals instead, or eigh for a symmetric matrix.)")
+
+
+def _make_eig():
+    from ..custom_derivatives import custom_jvp  # noqa: PLC0415
+    vals = custom_jvp(lambda a: _eig_parts(a)[0])
+    vals.defjvp(_eigvals_jvp)
+    both = custom_jvp(lambda a: tuple(_eig_parts(a)))
+    both.defjvp(_eig_jvp)
+    return vals, both
+
+
+_eigvals, _eig = _make_eig()
+
+
+def eig(a):
+    """Eigenvalues and right eigenvectors of a general square matrix (complex,
+    as in JAX; LAPACK's through ``pure_callback``).  Not differentiable (use
+    ``eigvals`` or ``eigh``)."""
+    a, = _inexact(a)
+    _check_square("eig", a)
+    return EigResult(*_eig(a))
+
+
+def eigvals(a):
+    """Eigenvalues of a general square matrix (complex), differentiable:
+    ``dw_i = (V^-1 dA V)_ii``."""
+    a, = _inexact(a)
+    _check_square("eigvals", a)
+    return _eigvals(a)
