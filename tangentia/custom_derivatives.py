@@ -185,6 +185,10 @@ def _tangent_type_error(pa, ta, jvp_name, name, i):
 def _check_tangent(p, t, i, jvp_name, name):
     """Check/normalize tangent output ``i`` of a JVP rule against its primal ``p``."""
     pa = core.get_aval(p)
+    if isinstance(t, Tracer):  # the common case: a traced tangent of the primal's type
+        ta = t.aval
+        if ta.shape == pa.shape and ta.dtype == pa.dtype and pa.dtype.kind in "fc":
+            return t
     if t is None or pa.dtype.kind not in "fc":
         return Zero(ad.tangent_aval(pa))
     if type(t) is SymbolicZero:
@@ -423,7 +427,8 @@ class custom_jvp(_CustomFunction):
                                 f"tangent outputs, but got {res!r}.")
             p_out, t_out = res
             if type(p_out) is _ndarray or isinstance(p_out, _ARRAYS):  # one array: fast path
-                if t_out is None or type(t_out) is SymbolicZero or core.is_array_like(t_out):
+                if (isinstance(t_out, _ARRAYS) or t_out is None or type(t_out) is SymbolicZero
+                        or core.is_array_like(t_out)):
                     if store.get("out_tree", _LEAF_TREE) is not _LEAF_TREE:
                         _check_out_tree(store, _LEAF_TREE, jvp_name, name)
                     store["out_tree"] = _LEAF_TREE
