@@ -193,3 +193,15 @@ def test_histogram_edges_errors_and_weights_gradient():
 def test_row_stack_is_vstack():
     np.testing.assert_array_equal(tnp.row_stack([np.ones(3), np.zeros(3)]),
                                   np.vstack([np.ones(3), np.zeros(3)]))
+
+
+def test_real_if_close():
+    a = np.array([1 + 1e-15j, 2 + 0j])
+    for x in (a, np.array([1 + 1e-3j]), np.array([1.0, 2.0]), np.array([1 + 1e-10j]).astype(np.complex64)):
+        got, want = tnp.real_if_close(x), np.real_if_close(x)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    assert tnp.real_if_close(np.array([1 + 1e-3j]), tol=1e-2).dtype == np.float64
+    assert tg.grad(lambda x: tnp.real_if_close(x * (1 + 0j)))(2.0) == 1.0   # concrete under grad
+    with pytest.raises(tg.ConcretizationTypeError, match="real_if_close: the dtype of the result"):
+        tg.jit(tnp.real_if_close)(a)

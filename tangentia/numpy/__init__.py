@@ -65,7 +65,8 @@ from ._elementwise import (  # noqa: F401
     radians, reciprocal, remainder, rint, round, sign, signbit, sin, sinc, sinh, spacing, sqrt,
     square, subtract, tan, tanh, true_divide, trunc, where)
 from ._complex import (  # noqa: F401
-    angle, conj, conjugate, imag, iscomplex, iscomplexobj, isreal, isrealobj, real)
+    angle, conj, conjugate, imag, iscomplex, iscomplexobj, isreal, isrealobj, real,
+    real_if_close)
 from ._reductions import (  # noqa: F401
     all, allclose, amax, amin, any, argmax, argmin, array_equal, array_equiv, count_nonzero,
     cummax, cummin, cumprod, cumsum, cumulative_prod, cumulative_sum, max, mean, min,
@@ -130,7 +131,7 @@ __all__ = [
     "partition", "percentile", "permute_dims", "pi", "piecewise", "polyadd", "polyder",
     "polyint", "polymul", "polysub", "polyval", "positive", "pow", "power", "prod",
     "promote_types", "ptp", "put", "quantile", "r_", "rad2deg", "radians", "ravel",
-    "ravel_multi_index", "real", "reciprocal", "remainder", "repeat", "reshape", "result_type",
+    "ravel_multi_index", "real", "real_if_close", "reciprocal", "remainder", "repeat", "reshape", "result_type",
     "rint", "roll", "rollaxis", "rot90", "round", "row_stack", "s_", "searchsorted", "select",
     "setdiff1d", "shape", "sign", "signbit", "sin", "sinc", "single", "sinh", "size", "sort",
     "spacing", "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum",

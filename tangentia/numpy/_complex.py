@@ -5,12 +5,15 @@ Complex arrays work under every transformation with JAX's conventions (see
 ``complex_p``); on real arrays these functions are the identity or zeros."""
 from __future__ import annotations
 
+import numpy as _np
+
+from .. import core as _core
 from ..primitives import elementwise as _E
 from ..primitives import structural as _S
 from ._constants import bool_, pi
 from ._creation import ones_like, zeros_like
 from ._elementwise import arctan2, rad2deg, where
-from ._util import _aval
+from ._util import _aval, _is_tracer
 
 
 def _is_complex(x):
@@ -52,6 +55,29 @@ def isreal(x):
 def iscomplex(x):
     """Elementwise test for a nonzero imaginary part."""
     return _E.ne(_E.imag(x), 0) if _is_complex(x) else zeros_like(x, dtype=bool_)
+
+
+def real_if_close(a, tol=100):
+    """``a``'s real part if every imaginary part is below ``tol`` (in multiples of
+    the dtype's machine epsilon when ``tol > 1``), else ``a``, as NumPy's.  The
+    result's dtype depends on the values, so under a transformation (traced
+    ``a``) the imaginary parts must be concrete."""
+    if not _is_complex(a):
+        return a if _is_tracer(a) else _np.asarray(a)
+    if _is_tracer(a):
+        try:
+            small = a.concrete_value("real_if_close")
+        except _core.ConcretizationTypeError:
+            raise _core.ConcretizationTypeError(
+                "real_if_close: the dtype of the result depends on the values of argument 'a', "
+                "which is traced (under jit or vmap); call it outside the transformed function, "
+                "or use real(a)") from None
+    else:
+        small = a = _np.asarray(a)
+    eps = _np.finfo(_aval(a).dtype).eps
+    if tol > 1:
+        tol = tol * eps
+    return real(a) if bool(_np.all(_np.abs(_np.imag(small)) < tol)) else a
 
 
 def isrealobj(x):
