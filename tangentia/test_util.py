@@ -29,11 +29,17 @@ def _rand_like(rng, x):
     return rng.standard_normal(x.shape).astype(x.dtype)
 
 
+def _wide(x):
+    """``x`` in float64, or complex128 if it is complex."""
+    return np.asarray(x, np.complex128 if np.iscomplexobj(x) else np.float64)
+
+
 def _inner(a, b):
+    """The real part of the bilinear pairing (JAX's convention for complex vjps:
+    ``Re <u, J v> == Re <J^T u, v>``, without conjugation)."""
     la, _ = tree_flatten(a)
     lb, _ = tree_flatten(b)
-    return float(sum(np.sum(np.asarray(x, np.float64) * np.asarray(y, np.float64))
-                     for x, y in zip(la, lb)))
+    return float(sum(np.real(np.sum(_wide(x) * _wide(y))) for x, y in zip(la, lb)))
 
 
 def _add(a, b, scale):
@@ -57,8 +63,7 @@ def numerical_jvp(f, primals, tangents, eps=_DEFAULT_EPS):
     """Central finite difference of ``f`` at ``primals`` along ``tangents``."""
     fp = f(*_add(primals, tangents, eps))
     fm = f(*_add(primals, tangents, -eps))
-    return tree_map(lambda a, b: (np.asarray(a, np.float64) - np.asarray(b, np.float64))
-                    / (2 * eps), fp, fm)
+    return tree_map(lambda a, b: (_wide(a) - _wide(b)) / (2 * eps), fp, fm)
 
 
 def check_jvp(f, args, atol=1e-5, rtol=1e-5, eps=_DEFAULT_EPS, rng=None):

@@ -159,15 +159,16 @@ def test_bad_arguments_are_named():
 
 
 def _library_custom_functions():
-    """Names of the custom_jvp/custom_vjp functions defined at module level in tangentia."""
-    names = set()
+    """``{"module.attribute": custom function}`` for every custom_jvp/custom_vjp
+    function defined at module level in tangentia (where its function is defined)."""
+    found = {}
     for info in pkgutil.walk_packages(tg.__path__, "tangentia."):
         if info.name in ("tangentia.__main__", "tangentia.distributed"):
             continue  # a demo script; an optional dependency (dask), no custom rules
-        for value in vars(importlib.import_module(info.name)).values():
-            if isinstance(value, (custom_jvp, custom_vjp)):
-                names.add(value.__name__)
-    return names
+        for attr, value in vars(importlib.import_module(info.name)).items():
+            if isinstance(value, (custom_jvp, custom_vjp)) and value.__module__ == info.name:
+                found[f"{info.name}.{attr}"] = value
+    return found
 
 
 def _root_cube(a):
@@ -185,36 +186,60 @@ def _linear_solve(b):
                                    symmetric=True)
 
 
-LIBRARY = {  # name -> (function, args, checker options)
-    "softplus": (lambda x: tg.nn.softplus(30 * x), (X,), {}),
-    "relu": (tg.nn.relu, (X,), {}),
-    "expit": (special.expit, (X,), {"order": 2}),  # order 2 reaches neg_abs in its rule
-    "logit": (special.logit, (np.array([0.2, 0.7]),), {}),
-    "xlogy": (lambda x: special.xlogy(x, x * x + 1.0), (X,), {}),
-    "xlog1py": (lambda x: special.xlog1py(x, x * x), (X,), {}),
-    "softmax": (lambda x: tg.nn.softmax(x) * special.logsumexp(x), (X,), {}),
-    "log_softmax": (tg.nn.log_softmax, (X,), {}),
-    "custom_root(solve)": (_root_cube, (np.array([2.0, 5.0]),), {}),
-    "custom_linear_solve": (_linear_solve, (np.array([1.0, 2.0]),), {}),
+A32 = np.array([[2.0, 0.5], [0.3, 1.0], [0.1, -0.7]])
+M22 = np.array([[2.0, 0.5], [0.3, 1.0]])
+
+# Each case: (function, args, checker options, the name it must check).  Module-level
+# custom functions are keyed by where they are defined; the others by their factory.
+LIBRARY = {
+    "tangentia.nn._softplus": (lambda x: tg.nn.softplus(30 * x), (X,), {}, "softplus"),
+    "tangentia.nn._relu": (tg.nn.relu, (X,), {}, "relu"),
+    # Order 2 reaches neg_abs, used only inside expit's rule.
+    "tangentia.scipy.special._expit": (special.expit, (X,), {"order": 2}, "expit"),
+    "tangentia.scipy.special._neg_abs": (special.expit, (X,), {"order": 2}, "neg_abs"),
+    "tangentia.scipy.special._logit": (special.logit, (np.array([0.2, 0.7]),), {}, "logit"),
+    "tangentia.scipy.special._xlogy": (lambda x: special.xlogy(x, x * x + 1.0), (X,), {},
+                                       "xlogy"),
+    "tangentia.scipy.special._xlog1py": (lambda x: special.xlog1py(x, x * x), (X,), {},
+                                         "xlog1py"),
+    "tangentia.scipy.special._softmax": (lambda x: tg.nn.softmax(x) * special.logsumexp(x),
+                                         (X,), {}, "softmax"),
+    "tangentia.scipy.special._log_softmax": (tg.nn.log_softmax, (X,), {}, "log_softmax"),
+    "tangentia.numpy.linalg._pinv": (tnp.linalg.pinv, (A32,), {}, "<lambda>"),
+    "tangentia.numpy.linalg._eigvals": (tnp.linalg.eigvals, (M22,), {}, "<lambda>"),
+    "tangentia.scipy.linalg._logm": (tg.scipy.linalg.logm, (M22,), {}, "<lambda>"),
+    "tangentia.scipy.linalg._sqrtm": (tg.scipy.linalg.sqrtm, (M22,), {}, "<lambda>"),
     # Forward mode through fixed_point is not available (its bwd is not linear).
-    "fixed_point": (lambda a: fixed_point(lambda a, z: 0.5 * tnp.cos(z) + a, a,
-                                          tnp.zeros_like(a)), (X,), {"modes": "rev"}),
-    "odeint": (lambda y0, k: odeint(lambda y, t, k: -k * y + tnp.sin(t), y0,
-                                    np.array([0.0, 0.5]), k),
-               (np.array([1.0, -0.5]), 0.7), {"modes": "rev", "rtol": 1e-4}),
+    "tangentia.experimental.fixed_point._fixed_point": (
+        lambda a: fixed_point(lambda a, z: 0.5 * tnp.cos(z) + a, a, tnp.zeros_like(a)), (X,),
+        {"modes": "rev"}, "fixed_point"),
+    "tangentia.experimental.ode._odeint": (
+        lambda y0, k: odeint(lambda y, t, k: -k * y + tnp.sin(t), y0, np.array([0.0, 0.5]), k),
+        (np.array([1.0, -0.5]), 0.7), {"modes": "rev", "rtol": 1e-4}, "odeint"),
+    "lax.custom_root": (_root_cube, (np.array([2.0, 5.0]),), {}, "custom_root(solve)"),
+    "lax.custom_linear_solve": (_linear_solve, (np.array([1.0, 2.0]),), {},
+                                "custom_linear_solve"),
 }
+# eig's rule refuses eigenvector derivatives (as JAX's does without
+# enable_eigvec_derivs), so differentiating anything through it raises.
+REFUSING = {"tangentia.numpy.linalg._eig": (lambda m: tnp.linalg.eig(m)[0], (M22,))}
 
 
-@pytest.mark.parametrize("name", sorted(LIBRARY))
-def test_every_library_rule_passes(name):
-    fun, args, opts = LIBRARY[name]
+@pytest.mark.parametrize("key", sorted(LIBRARY))
+def test_every_library_rule_passes(key):
+    fun, args, opts, name = LIBRARY[key]
     report = check_custom_rules(fun, args, **opts)
     assert name in report
 
 
+def test_a_rule_that_refuses_to_differentiate_is_reported_as_its_error():
+    fun, args = REFUSING["tangentia.numpy.linalg._eig"]
+    with pytest.raises(NotImplementedError, match="enable_eigvec_derivs"):
+        check_custom_rules(fun, args)
+
+
 def test_the_library_table_covers_every_custom_function_of_the_library():
     found = _library_custom_functions()
-    assert {"softplus", "expit", "odeint", "fixed_point"} <= found
-    covered = set(LIBRARY) | {"neg_abs"}  # neg_abs: only inside expit's rule (order 2)
-    assert found <= covered, f"custom functions without a check here: {found - covered}"
-    assert "neg_abs" in check_custom_rules(*LIBRARY["expit"][:2], **LIBRARY["expit"][2])
+    assert {"tangentia.nn._softplus", "tangentia.experimental.ode._odeint"} <= set(found)
+    covered = set(LIBRARY) | set(REFUSING)
+    assert set(found) <= covered, f"custom functions without a check here: {set(found) - covered}"
