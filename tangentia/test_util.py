@@ -15,6 +15,7 @@ import numpy as np
 
 from . import api, core
 from .custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
+from .debug import debug_callback_p
 from .primitives.call import jit_p
 from .primitives.linear_solve import linear_solve_p, solve_operands
 from .tree_util import tree_flatten, tree_map, tree_unflatten
@@ -185,20 +186,26 @@ def _custom_functions(jaxpr, enclosing=frozenset(), found=None):
     return found
 
 
-def _without_rules(jaxpr, names):
+def _without_rules(jaxpr, names, spy=None):
     """``jaxpr`` with the calls of the custom functions ``names`` made plain calls
-    of their implementations; ``jaxpr`` itself when it has none."""
+    of their implementations; ``jaxpr`` itself when it has none.  ``spy=(name,
+    fn)``: calls of ``name`` first call ``fn`` with their inputs (a debug callback)."""
     eqns, changed = [], False
     for eqn in jaxpr.eqns:
         call = _ruled_call(eqn)
         if call is not None and call[1] in names:
             _, name, impl, inputs = call
+            body = _without_rules(impl, names, spy)
+            if spy is not None and spy[0] == name:
+                see = core.Eqn(debug_callback_p, list(body.invars), [],
+                               {"callback": spy[1], "ordered": False,
+                                "tree": tree_flatten((tuple(body.invars), {}))[1]})
+                body = core.Jaxpr(body.constvars, body.invars, [see, *body.eqns], body.outvars)
             eqn = core.Eqn(jit_p, list(inputs), eqn.outputs,
-                           {"jaxpr": _without_rules(impl, names), "name": name, "backend": None},
-                           eqn.source)
+                           {"jaxpr": body, "name": name, "backend": None}, eqn.source)
             changed = True
         elif eqn.prim not in _CUSTOM_CALLS:  # (kept custom calls enclose no function in names)
-            params = {k: _rewrite_param(v, names) for k, v in eqn.params.items()}
+            params = {k: _rewrite_param(v, names, spy) for k, v in eqn.params.items()}
             if any(params[k] is not v for k, v in eqn.params.items()):
                 eqn = core.Eqn(eqn.prim, eqn.inputs, eqn.outputs, params, eqn.source)
                 changed = True
@@ -206,14 +213,14 @@ def _without_rules(jaxpr, names):
     return core.Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars) if changed else jaxpr
 
 
-def _rewrite_param(value, names):
+def _rewrite_param(value, names, spy):
     if isinstance(value, core.ClosedJaxpr):
-        new = _without_rules(value.jaxpr, names)
+        new = _without_rules(value.jaxpr, names, spy)
         return value if new is value.jaxpr else core.ClosedJaxpr(new, value.consts)
     if isinstance(value, core.Jaxpr):
-        return _without_rules(value, names)
+        return _without_rules(value, names, spy)
     if isinstance(value, tuple) and any(_sub_programs(value)):
-        new = tuple(_rewrite_param(v, names) for v in value)
+        new = tuple(_rewrite_param(v, names, spy) for v in value)
         return value if all(a is b for a, b in zip(new, value)) else new
     return value
 
@@ -317,9 +324,15 @@ def check_custom_rules(fun, args, *, order=1, modes=("fwd", "rev"), atol=None, r
 
     closed = api.make_jaxpr(flat)(*x)
 
-    def program(names):
-        jaxpr = _without_rules(closed.jaxpr, names)
+    def program(names, spy=None):
+        jaxpr = _without_rules(closed.jaxpr, names, spy)
         return lambda *xs: core.eval_jaxpr(jaxpr, closed.consts, *xs)
+
+    def inputs_of(name, enclosing):
+        """The inputs of the first call of ``name`` when ``fun`` runs at ``args``."""
+        seen = []
+        program(enclosing | {name}, (name, lambda *a: seen.append(a) if not seen else None))(*x)
+        return _show(seen[0]) if seen else "(not called at these arguments)"
 
     fname = getattr(fun, "__name__", type(fun).__name__)
     report = {}
@@ -353,6 +366,7 @@ def check_custom_rules(fun, args, *, order=1, modes=("fwd", "rev"), atol=None, r
             raise AssertionError(
                 f"check_custom_rules: the {kind} rule of {name!r} disagrees with differentiating "
                 f"its own implementation ({what}, order {order}, atol={atol}, rtol={rtol}). "
+                f"Its first call has the inputs {inputs_of(name, enclosing)}. "
                 f"Derivative of {fname} along fixed random directions:\n"
                 f"  with the rule of {name}:  {_show(got)}\n"
                 f"  differentiating {name}:   {want if isinstance(want, str) else _show(want)}\n"
