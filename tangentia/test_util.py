@@ -279,8 +279,8 @@ def check_custom_rules(fun, args, *, order=1, modes=("fwd", "rev"), atol=None, r
     """Check every custom derivative rule that differentiating ``fun`` at ``args`` reaches.
 
     For each custom function called by ``fun`` (``custom_jvp``, ``custom_vjp``,
-    ``custom_gradient``, at any depth: inside loops, branches, ``jit`` and other
-    custom functions), the derivative of ``fun`` computed with that function's
+    ``custom_gradient``, ``lax.custom_linear_solve`` (named so), at any depth:
+    inside loops, branches, ``jit`` and other custom functions), the derivative of ``fun`` computed with that function's
     rule is compared with the derivative computed by automatic differentiation
     of the function's own implementation instead, at the values that reach it,
     in each of ``modes`` ("fwd": ``jvp``, "rev": ``vjp``) and up to ``order``.
@@ -295,7 +295,8 @@ def check_custom_rules(fun, args, *, order=1, modes=("fwd", "rev"), atol=None, r
     derivative of ``fun`` at one order less.
 
     Raises ``AssertionError`` naming the first custom function whose rule
-    disagrees, with both derivatives.  Returns ``{name: reference}`` for the
+    disagrees, with the inputs of its first call and both derivatives (of
+    ``fun``, along fixed random directions) and finite differences.  Returns ``{name: reference}`` for the
     functions checked, where ``reference`` is ``"autodiff"`` or
     ``"finite differences"`` (the second when any comparison needed them).
     """
