@@ -207,8 +207,8 @@ FUNCS = {  # name: (f, input is complex, f is holomorphic)
     "complex()": (lambda x: E.complex_(x, tnp.sin(x)) * A[0], False, False),
     "cumsum/prod": (lambda z: tnp.cumsum(z) * tnp.prod(z), True, True),
     "solve": (lambda z: tnp.linalg.solve(A + tnp.diag(z), z), True, True),
-    "where/index": (lambda z: tnp.where(tnp.real(z) > 0, z[::-1], 2 * z).at[0].set(z[1] ** 2),
-                    True, False),
+    "where/index": (lambda z: tnp.at(tnp.where(tnp.real(z) > 0, z[::-1], 2 * z))[0].set(
+        z[1] ** 2), True, False),
 }
 
 
