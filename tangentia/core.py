@@ -223,8 +223,12 @@ class EvalTrace(Trace):
 
     def process_custom_jvp_call(self, prim, args, params):
         # Evaluation calls the function only: its rules never run.
-        return [o if type(o) is np.ndarray or isinstance(o, Tracer) else np.asarray(o)
-                for o in params["fun"](*args)]
+        outs = params["fun"](*args)
+        for o in outs:
+            if not (type(o) is np.ndarray or isinstance(o, Tracer)):
+                return [o if type(o) is np.ndarray or isinstance(o, Tracer) else np.asarray(o)
+                        for o in outs]
+        return outs if type(outs) is list else list(outs)
 
     process_custom_vjp_call = process_custom_jvp_call
     process_custom_vmap_call = process_custom_jvp_call

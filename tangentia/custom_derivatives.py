@@ -409,8 +409,11 @@ class custom_jvp(_CustomFunction):
             return outs
 
         def flat_jvp(*xs):
-            tans = tuple([_user_zero(t, sz) if type(t) is Zero else t
-                          for t in xs[n_dyn + n_diff:]])
+            tans = xs[n_dyn + n_diff:]
+            for t in tans:
+                if type(t) is Zero:
+                    tans = tuple([_user_zero(t, sz) if type(t) is Zero else t for t in tans])
+                    break
             if ca is None:
                 rule_args = (xs[:n_diff], tans)
             else:
