@@ -422,3 +422,17 @@ def test_complex_gradients_through_control_flow_and_checkpoint():
             fd = [_fd_grad(lambda t, e=e: float(f(x + t * e)), 0.0, h) for e in np.eye(3)]
             np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
             np.testing.assert_allclose(tg.jit(tg.grad(f))(x), g, rtol=1e-12)
+
+
+def test_lax_complex_parts():
+    x, y = np.array([1.0, -2.0]), np.array([0.5, 3.0])
+    np.testing.assert_array_equal(tg.lax.complex(x, y), x + 1j * y)
+    np.testing.assert_array_equal(tg.lax.real(x + 1j * y), x)
+    np.testing.assert_array_equal(tg.lax.imag(x + 1j * y), y)
+    np.testing.assert_array_equal(tg.lax.conj(x + 1j * y), x - 1j * y)
+    assert tg.lax.complex(np.float32(1), np.float32(2)).dtype == np.complex64
+    # d/dx, d/dy of |x + iy|^2 = (2x, 2y), through complex's JVP and transpose.
+    f = lambda x, y: tnp.sum(tnp.abs(tg.lax.complex(x, y)) ** 2)  # noqa: E731
+    for g in (tg.grad(f, (0, 1))(x, y), tg.jacfwd(f, (0, 1))(x, y)):
+        np.testing.assert_allclose(g[0], 2 * x)
+        np.testing.assert_allclose(g[1], 2 * y)

@@ -262,3 +262,19 @@ def test_hessian_of_a_spectral_energy():
     # Parseval: sum |fft(x)|^2 = n |x|^2, so the full-FFT energy's Hessian is 2 n I.
     H2 = tg.hessian(lambda x: tnp.sum(tnp.abs(tfft.fft(x)) ** 2))(x)
     np.testing.assert_allclose(H2, 12 * np.eye(6), atol=1e-12)
+
+
+def test_lax_fft_takes_jax_s_fft_types():
+    x = np.random.default_rng(6).normal(size=(2, 3, 4))
+    np.testing.assert_allclose(tg.lax.fft(x, "RFFT", (3, 4)), np.fft.rfftn(x, axes=(1, 2)))
+    z = x + 1j
+    np.testing.assert_allclose(tg.lax.fft(z, "ifft", (4,)), np.fft.ifft(z))
+
+    class FftType:  # an enum member, as jax.lax.FftType.IRFFT
+        name = "IRFFT"
+    np.testing.assert_allclose(tg.lax.fft(z[..., :3], FftType(), (4,)),
+                               np.fft.irfft(z[..., :3], 4))
+    with pytest.raises(ValueError, match=r"fft: fft_type must be one of .*'dct'"):
+        tg.lax.fft(z, "dct", (4,))
+    with pytest.raises(ValueError, match=r"fft: an fft with fft_lengths=\(5,\) needs trailing"):
+        tg.lax.fft(z, "fft", (5,))

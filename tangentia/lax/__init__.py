@@ -12,6 +12,8 @@ from ..primitives.elementwise import (abs, add, ceil, cos, cosh, div, eq, exp, e
                                       ne, neg, round, select, sign, sin, sinh, sqrt, sub, tan,
                                       tanh)
 from ..primitives.elementwise import arctan2 as atan2
+from ..primitives.elementwise import complex_ as complex, conj, imag, real
+from ..primitives.fft import fft
 from ..primitives.elementwise import remainder as rem
 from ..primitives.reductions import cumsum
 from ..primitives.structural import (broadcast_to, convert_element_type, reshape, stop_gradient,
@@ -19,7 +21,7 @@ from ..primitives.structural import (broadcast_to, convert_element_type, reshape
 
 __all__ = [
     "abs", "add", "atan2", "broadcast", "broadcast_in_dim", "broadcast_to", "full",
-    "full_like", "ceil", "clamp", "concatenate", "cond",
+    "full_like", "ceil", "clamp", "complex", "concatenate", "cond", "conj", "fft", "imag", "real",
     "convert_element_type", "cos", "cosh", "cummax", "cummin", "cumprod", "cumsum",
     "custom_linear_solve", "custom_root", "div", "dot", "dot_general", "dynamic_index_in_dim",
     "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim",

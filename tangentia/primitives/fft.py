@@ -88,8 +88,13 @@ fft_p.abstract_eval = _out_aval
 
 
 def fft(x, fft_type, fft_lengths):
-    """``lax.fft``: the ``fft_type`` transform of the trailing axes of ``x``."""
-    return fft_p.bind(x, fft_type=fft_type, fft_lengths=tuple(int(n) for n in fft_lengths))
+    """``lax.fft``: the ``fft_type`` transform of the trailing axes of ``x`` (``fft_type``
+    a string, any case, or an enum member such as JAX's ``FftType.RFFT``)."""
+    fft_type = getattr(fft_type, "name", fft_type)
+    if not isinstance(fft_type, str) or fft_type.lower() not in FFT_TYPES:
+        raise ValueError(f"fft: fft_type must be one of {FFT_TYPES}, got {fft_type!r}")
+    return fft_p.bind(x, fft_type=fft_type.lower(),
+                      fft_lengths=tuple(int(n) for n in fft_lengths))
 
 
 def _fft_batch(args, dims, fft_type, fft_lengths):
