@@ -114,9 +114,11 @@ def _invalid_argument_error(name, fun, args, kwargs, api):
     return TypeError(f"{api} of {name}: an argument is not a valid array type")
 
 
-def _stage(fun, statics, in_tree, avals, label, arg_names=None):
+def _stage(fun, statics, in_tree, avals, label, arg_names=None, as_program=False):
     """Trace ``fun`` on the flattened ``(args, kwargs)`` (static arguments put
-    back in place). Returns ``(jaxpr, consts, out_tree)``."""
+    back in place). Returns ``(jaxpr, consts, out_tree)``: the consts are the
+    program's constvars, or with ``as_program=True`` (for a primitive to carry
+    it) its leading inputs."""
     store = {}
 
     def flat(*leaves):
@@ -125,8 +127,9 @@ def _stage(fun, statics, in_tree, avals, label, arg_names=None):
         out_leaves, store["out_tree"] = tree_flatten(fun(*args, **kwargs))
         return out_leaves
 
-    jaxpr, consts = pe.trace_to_jaxpr(flat, list(avals), name=_fun_name(fun), label=label,
-                                      arg_names=arg_names)
+    trace = pe.trace_to_program if as_program else pe.trace_to_jaxpr
+    jaxpr, consts = trace(flat, list(avals), name=_fun_name(fun), label=label,
+                          arg_names=arg_names)
     return jaxpr, consts, store["out_tree"]
 
 
@@ -249,9 +252,8 @@ class _Jitted:
         return statics, leaves, in_tree, avals
 
     def _trace(self, statics, in_tree, avals, dyn_args):
-        jaxpr, consts, out_tree = _stage(self.fun, statics, in_tree, avals, "jit",
-                                         _arg_leaf_names(self.fun, dyn_args))
-        return pe.convert_constvars_to_invars(jaxpr), consts, out_tree
+        return _stage(self.fun, statics, in_tree, avals, "jit",
+                      _arg_leaf_names(self.fun, dyn_args), as_program=True)
 
     @api_boundary
     def __call__(self, *args, **kwargs):
@@ -418,8 +420,9 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
                                                       "checkpoint")
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         jaxpr, consts, out_tree = _stage(fun, statics, in_tree, map(_abstractify, leaves),
-                                         "checkpoint", _arg_leaf_names(fun, dyn_args))
-        outs = remat_p.bind(*consts, *leaves, jaxpr=pe.convert_constvars_to_invars(jaxpr))
+                                         "checkpoint", _arg_leaf_names(fun, dyn_args),
+                                         as_program=True)
+        outs = remat_p.bind(*consts, *leaves, jaxpr=jaxpr)
         return tree_unflatten(out_tree, outs)
 
     return remat_f

@@ -681,8 +681,8 @@ def jvp_jaxpr(jaxpr, nonzeros):
     """A program computing (primals_out..., tangents_out...) from
     (primals..., tangents of the nonzero inputs...).
 
-    Returns ``(program, hoisted)``; ``hoisted`` are traced values the program
-    closes over, passed as its leading inputs (see ``close_or_hoist``)."""
+    Returns ``(program, hoisted)``; ``hoisted`` are the constants the program
+    closes over, passed as its leading inputs (see ``trace_to_program``)."""
     key = ("jvp", tuple(nonzeros))
     hit = jaxpr.cache.get(key)
     if hit is not None:
@@ -700,11 +700,8 @@ def jvp_jaxpr(jaxpr, nonzeros):
         out_nonzero[:] = [type(t) is not Zero for t in out_tans]
         return list(outs) + [instantiate(t) for t in out_tans]
 
-    new, consts = pe.trace_to_jaxpr(fun, in_avals + tan_avals, name="jvp")
-    result = pe.close_or_hoist(new, consts)
-    if not result[1]:
-        jaxpr.cache[key] = result
-    return result
+    new = pe.trace_to_program(fun, in_avals + tan_avals, name="jvp")
+    return pe.memoize_program(jaxpr.cache, key, new)
 
 
 def transpose_jaxpr(jaxpr, linear_mask):
@@ -729,8 +726,5 @@ def transpose_jaxpr(jaxpr, linear_mask):
         out = backward_pass(sub, list(res), cts)
         return [zeros_like_aval(a) if c is None or type(c) is Zero else c for c, a in zip(out, lin_avals)]
 
-    new, consts = pe.trace_to_jaxpr(fun, res_avals + ct_avals, name="transpose")
-    result = pe.close_or_hoist(new, consts)
-    if not result[1]:
-        jaxpr.cache[key] = result
-    return result
+    new = pe.trace_to_program(fun, res_avals + ct_avals, name="transpose")
+    return pe.memoize_program(jaxpr.cache, key, new)

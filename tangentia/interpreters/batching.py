@@ -294,7 +294,7 @@ def _batched_in_avals(jaxpr, in_dims, axis_size):
 def batch_jaxpr(jaxpr, in_dims, axis_size):
     """A program computing the batched outputs (batch axis 0 on every output).
 
-    Returns ``(program, hoisted)`` (see ``partial_eval.close_or_hoist``)."""
+    Returns ``(program, hoisted)`` (see ``partial_eval.trace_to_program``)."""
     key = ("batch", tuple(in_dims), axis_size)
     hit = jaxpr.cache.get(key)
     if hit is not None:
@@ -305,11 +305,7 @@ def batch_jaxpr(jaxpr, in_dims, axis_size):
         return vmap_flat(lambda *xs: core.eval_jaxpr(jaxpr, (), *xs), args, in_dims, axis_size,
                          lambda n: [0] * n)
 
-    new, consts = pe.trace_to_jaxpr(fun, in_avals, name="vmap")
-    result = pe.close_or_hoist(new, consts)
-    if not result[1]:
-        jaxpr.cache[key] = result
-    return result
+    return pe.memoize_program(jaxpr.cache, key, pe.trace_to_program(fun, in_avals, name="vmap"))
 
 
 def batch_jaxpr_natural(jaxpr, in_dims, axis_size):
@@ -336,12 +332,8 @@ def batch_jaxpr_natural(jaxpr, in_dims, axis_size):
         out_dims[:] = [None if d is None else 0 for _, d in pairs]
         return [v if d is None else move_to_front(v, d) for v, d in pairs]
 
-    new, consts = pe.trace_to_jaxpr(fun, in_avals, name="vmap")
-    new, hoisted = pe.close_or_hoist(new, consts)
-    result = (new, hoisted, list(out_dims))
-    if not hoisted:
-        jaxpr.cache[key] = result
-    return result
+    new, hoisted = pe.trace_to_program(fun, in_avals, name="vmap")
+    return pe.memoize_program(jaxpr.cache, key, (new, hoisted, list(out_dims)))
 
 
 def _custom_lin_batch(args, dims, *, num_res, bwd, out_avals, name, forward=None):

@@ -4,10 +4,10 @@ programs they run (``jit``, ``checkpoint``, ``cond``, loops, ...).
 Each interpreter transforms the carried programs and binds the primitive
 again: JVP -> the JVP programs, vmap -> the batched programs, transposition
 -> the transposed programs, partial evaluation -> a known call now and an
-unknown (staged) call later.  Transformed programs may close over traced
-values of outer interpreters; those are passed as the programs' leading
-inputs ("hoisted", see ``partial_eval.close_or_hoist``), while concrete
-constants are still ``constant`` equations inside the programs.
+unknown (staged) call later.  Transformed programs take the constants they
+close over (concrete arrays made by rules, values of outer interpreters) as
+leading inputs ("hoisted", see ``partial_eval.trace_to_program``), which the
+rules pass as the leading operands of the primitive they bind.
 
 ``def_call_rules(prim)`` gives a primitive that carries one program in
 ``params["jaxpr"]`` and takes exactly its inputs all four rules; the pieces
@@ -41,6 +41,17 @@ def jvp_outputs(out_avals, outs):
 def unknowns(trace, args):
     """Which of ``args`` are unknown to the partial evaluator ``trace``."""
     return [not trace.is_known(x) for x in args]
+
+
+def split(seq, *sizes):
+    """``seq`` cut into pieces of the given sizes, then the rest (operands of
+    loops and calls: their groups of consts, carries, ...)."""
+    out, i = [], 0
+    for n in sizes:
+        out.append(list(seq[i:i + n]))
+        i += n
+    out.append(list(seq[i:]))
+    return out
 
 
 def merge_outputs(out_unknown, known_outs, unknown_outs):
@@ -138,8 +149,9 @@ def def_call_rules(prim, remat=False):
     def partial_eval(trace, args, params):
         jaxpr = params["jaxpr"]
         uk = unknowns(trace, args)
-        known, unknown, out_uk, num_res, _ = pe.partial_eval_jaxpr(jaxpr, uk)
-        known_args = [x for x, u in zip(args, uk) if not u]
+        split = pe.partial_eval_jaxpr(jaxpr, uk)
+        known, out_uk, num_res = split.known, split.out_unknowns, split.num_res
+        known_args = split.known_consts + [x for x, u in zip(args, uk) if not u]
         if remat:
             # Known outputs now (residuals dropped: nothing inside is saved) ...
             n_known = len(known.outvars) - num_res
@@ -154,6 +166,7 @@ def def_call_rules(prim, remat=False):
             nk = len(kouts) - num_res
             known_outs, residuals = kouts[:nk], kouts[nk:]
             unknown_args = list(residuals) + [x for x, u in zip(args, uk) if u]
+            unknown = split.unknown
         uouts = trace.stage(prim, unknown_args, with_program(params, unknown))
         return merge_outputs(out_uk, known_outs, uouts)
 

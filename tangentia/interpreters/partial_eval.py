@@ -8,8 +8,18 @@ One trace class serves two purposes:
   known are forwarded to the parent interpreter (computed now); only those
   touching an unknown value are recorded.  The recorded program is the linear
   part of a JVP, and the known values it reads are its residuals.
+
+Constants: a traced program's constants (concrete arrays and values of outer
+interpreters alike) are its constvars only until it is carried by a
+primitive; ``trace_to_program`` makes them the program's leading inputs,
+which the binder passes as operands (as JAX does).  No program embeds a
+value, so the printed IR shows constants as inputs and a cache keyed on a
+program cannot hand back stale values.  ``make_jaxpr`` alone keeps the
+constvars, in the ``ClosedJaxpr`` it returns.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -209,7 +219,7 @@ class JaxprTrace(core.Trace):
             return self._inline_unknown(params, args)
         avals = [core.get_aval(a) for a in args]
         name = params["name"]
-        call_jaxpr, consts = _trace_closed(params["fun"], avals, name, "custom_jvp")
+        call_jaxpr, consts = trace_to_program(params["fun"], avals, name, "custom_jvp")
         nc_new = len(consts)
         nd = params["num_consts"] + params["num_nondiff"]
         lazy = LazyRuleProgram(params["jvp"], consts, avals, name, "custom_jvp")
@@ -256,7 +266,7 @@ class JaxprTrace(core.Trace):
             return self._inline_unknown(params, args)
         avals = [core.get_aval(a) for a in args]
         name = params["name"]
-        call_jaxpr, consts = _trace_closed(params["fun"], avals, name, "custom_vjp")
+        call_jaxpr, consts = trace_to_program(params["fun"], avals, name, "custom_vjp")
         lazy = LazyRuleProgram(params["fwd"], consts, avals, name, "custom_vjp")
         what = f"Custom VJP fwd rule {params['rule_name']}"
 
@@ -376,10 +386,28 @@ def trace_to_jaxpr(fun, in_avals, name="fun", label="jit", arg_names=None):
     return jaxpr, consts
 
 
-def _trace_closed(fun, avals, name, label):
-    """Trace ``fun``; closed-over values become leading inputs."""
-    jaxpr, consts = trace_to_jaxpr(fun, avals, name=name, label=label)
+def trace_to_program(fun, in_avals, name="fun", label="jit", arg_names=None):
+    """Stage ``fun`` into a program to be carried by a primitive.
+
+    Returns ``(program, consts)``: the program has no constvars; its first
+    ``len(consts)`` inputs are the constants ``fun`` closed over (concrete
+    arrays and values of outer interpreters alike), which the binder passes
+    as the primitive's leading operands.  This is the one way programs carried
+    by primitives hold constants, so a program never embeds a value: caches
+    keyed on a program (or its text) cannot hand back stale values.
+    """
+    jaxpr, consts = trace_to_jaxpr(fun, in_avals, name=name, label=label, arg_names=arg_names)
     return convert_constvars_to_invars(jaxpr), consts
+
+
+def memoize_program(cache, key, result):
+    """Store ``result = (program, consts, ...)`` in ``cache[key]`` unless its
+    consts include tracers (values of an enclosing transformation, specific to
+    this call); concrete consts are derived from the transformed program
+    itself, so they are kept with it.  Returns ``result``."""
+    if not any(isinstance(c, Tracer) for c in result[1]):
+        cache[key] = result
+    return result
 
 
 def check_primal_outs(rule, name, call_jaxpr, outs):
@@ -431,28 +459,36 @@ class LazyRuleProgram:
             jaxpr, jconsts = builder.build(const_tracers + in_tracers, outs, trace)
         finally:
             trace.alive = False
-        # Traced values only the rule closes over become leading inputs; such a
-        # program is specific to this call, so it is not memoized.
-        jaxpr, hoisted = close_or_hoist(jaxpr, jconsts)
-        if not hoisted:
-            self.memo[key] = (jaxpr, hoisted, info)
-        return jaxpr, hoisted, info
+        # Values only the rule closes over become leading inputs ("hoisted");
+        # a program hoisting traced values is specific to this call.
+        return memoize_program(self.memo, key,
+                               (convert_constvars_to_invars(jaxpr), jconsts, info))
 
 
 def convert_constvars_to_invars(jaxpr):
     return core.Jaxpr([], list(jaxpr.constvars) + list(jaxpr.invars), jaxpr.eqns, jaxpr.outvars)
 
 
-def partial_eval_jaxpr(jaxpr, in_unknowns, instantiate=None):
-    """Split a program into a known part and an unknown part.
+class PartialEval(NamedTuple):
+    """A program split by ``partial_eval_jaxpr`` into a known and an unknown part.
 
-    Returns ``(known, unknown, out_unknowns, num_res, res_forward)``: ``known``
-    maps the known inputs to the known outputs followed by ``num_res``
-    residuals, and ``unknown`` maps residuals followed by the unknown inputs
-    to the unknown outputs.  Both have no constvars.  ``instantiate[i]``
-    forces output i to be unknown.  ``res_forward[j]`` is the index (among the
-    known inputs) of the input that residual j simply is, or None.
+    ``known`` maps ``(*known_consts, *known inputs)`` to the known outputs
+    followed by ``num_res`` residuals; ``unknown`` maps the residuals followed
+    by the unknown inputs to the unknown outputs.  ``res_forward[j]`` is the
+    index among ``known``'s inputs (consts first) of the input that residual j
+    simply is, or None.
     """
+    known: core.Jaxpr
+    known_consts: list
+    unknown: core.Jaxpr
+    out_unknowns: list
+    num_res: int
+    res_forward: list
+
+
+def partial_eval_jaxpr(jaxpr, in_unknowns, instantiate=None):
+    """Split a program (without constvars) into a known and an unknown part
+    (a ``PartialEval``); ``instantiate[i]`` forces output i to be unknown."""
     in_unknowns = tuple(bool(u) for u in in_unknowns)
     instantiate = tuple(bool(i) for i in instantiate) if instantiate is not None else None
     key = ("partial_eval", in_unknowns, instantiate)
@@ -480,56 +516,18 @@ def partial_eval_jaxpr(jaxpr, in_unknowns, instantiate=None):
             ujaxpr, residuals = ubuilder.build(u_tracers, unknown_outs, pe)
         finally:
             pe.alive = False
-        ids = {id(a): j for j, a in enumerate(known_args)}
-        result["res_forward"] = [ids.get(id(r)) for r in residuals]
+        result["known_args"] = known_args
+        result["residuals"] = residuals
         result["unknown"] = convert_constvars_to_invars(ujaxpr)
         result["out_unknowns"] = out_unknowns
-        result["num_res"] = len(residuals)
         known_outs = [o for o, u in zip(outs, out_unknowns) if not u]
         return known_outs + list(residuals)
 
-    kjaxpr, kconsts = trace_to_jaxpr(known_fun, known_avals, name="known")
-    if kconsts:  # concrete constants created while tracing become constant equations
-        kjaxpr = _close_over(kjaxpr, kconsts)
-    out = (kjaxpr, result["unknown"], result["out_unknowns"], result["num_res"],
-           result["res_forward"])
-    jaxpr.cache[key] = out
-    return out
-
-
-# constant: a value embedded in a program (the equation ``_close_over`` emits).
-# It has no operands, so no interpreter ever sees it with a tracer input: it
-# needs no JVP, transpose or batching rule.
-constant_p = core.Primitive("constant")
-constant_p.impl = lambda value: value
-constant_p.abstract_eval = lambda value: core.get_aval(value)
-constant_p.print_params = lambda params: {"value": f"<{core.get_aval(params['value']).str_short()}>"}
-
-
-def _close_over(jaxpr, consts):
-    """Inline concrete consts as a leading 'const' equation-free binding.
-
-    The jit call primitive takes programs without constvars, so concrete
-    constants are wrapped by a ``const`` primitive per value.
-    """
-    eqns = [core.Eqn(constant_p, [], [v], {"value": c}) for v, c in zip(jaxpr.constvars, consts)]
-    return core.Jaxpr([], jaxpr.invars, eqns + jaxpr.eqns, jaxpr.outvars)
-
-
-def close_or_hoist(jaxpr, consts):
-    """Close a traced program over its constants.
-
-    Concrete constants become ``constant`` equations; traced ones (values of
-    outer interpreters that the program closed over) become leading inputs.
-    Returns ``(program, hoisted)``: bind the program with ``*hoisted`` first.
-    """
-    traced = [isinstance(c, Tracer) for c in consts]
-    if not any(traced):
-        return _close_over(jaxpr, consts), []
-    conc_vars = [v for v, t in zip(jaxpr.constvars, traced) if not t]
-    conc = [c for c, t in zip(consts, traced) if not t]
-    closed = _close_over(core.Jaxpr(conc_vars, jaxpr.invars, jaxpr.eqns, jaxpr.outvars), conc)
-    hoisted_vars = [v for v, t in zip(jaxpr.constvars, traced) if t]
-    return (core.Jaxpr([], hoisted_vars + list(closed.invars), closed.eqns, closed.outvars),
-            [c for c, t in zip(consts, traced) if t])
-
+    known, kconsts = trace_to_program(known_fun, known_avals, name="known")
+    # A residual that is a known input, or a constant (made while tracing), is
+    # forwarded: its index among the known program's inputs.
+    ids = {id(a): j for j, a in enumerate(list(kconsts) + list(result["known_args"]))}
+    residuals = result["residuals"]
+    out = PartialEval(known, list(kconsts), result["unknown"], result["out_unknowns"],
+                      len(residuals), [ids.get(id(r)) for r in residuals])
+    return memoize_program(jaxpr.cache, key, out)

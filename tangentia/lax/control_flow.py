@@ -11,8 +11,9 @@ import numpy as np
 from .. import core
 from .. import numpy as tnp
 from ..api import vmap
-from ..core import ShapedArray, Var
+from ..core import ShapedArray
 from ..interpreters import partial_eval as pe
+from ..interpreters.call_rules import common_hoisted
 from ..primitives import elementwise as E
 from ..primitives import structural as S
 from ..primitives.control_flow import cond_p, scan_p, while_p
@@ -41,8 +42,8 @@ def _trace_fun(fun, in_tree, in_avals, what):
                                 f"(output leaf {i}); expected arrays")
         return outs
 
-    jaxpr, consts = pe.trace_to_jaxpr(flat, in_avals, name=_fun_name(fun), label=what)
-    return pe.convert_constvars_to_invars(jaxpr), consts, store["tree"]
+    jaxpr, consts = pe.trace_to_program(flat, in_avals, name=_fun_name(fun), label=what)
+    return jaxpr, consts, store["tree"]
 
 
 _TRACE_CACHE = weakref.WeakKeyDictionary()  # user function -> {key: traced program}
@@ -156,17 +157,8 @@ def _cond(index, branches, operands, api):
                 f"{api}: the branches must return the same structure, shapes and dtypes, but "
                 f"{names[0]} returns {_types_str(trees[0], a0)} and {names[i]} returns "
                 f"{_types_str(trees[i], ai)}")
-    # Give every branch the union of all branches' constants as leading inputs.
-    all_consts = [c for cs in consts for c in cs]
-    new = []
-    for i, (j, cs) in enumerate(zip(jaxprs, consts)):
-        before = sum(len(c) for c in consts[:i])
-        after = sum(len(c) for c in consts[i + 1:])
-        pad_b = [Var(core.get_aval(c)) for c in all_consts[:before]]
-        pad_a = [Var(core.get_aval(c)) for c in all_consts[before + len(cs):]]
-        assert len(pad_a) == after
-        invars = pad_b + list(j.invars[:len(cs)]) + pad_a + list(j.invars[len(cs):])
-        new.append(core.Jaxpr([], invars, j.eqns, j.outvars))
+    # Every branch takes the union of all branches' constants as leading inputs.
+    new, all_consts = common_hoisted(list(zip(jaxprs, consts)))
     outs = cond_p.bind(index, *all_consts, *leaves, branches=tuple(new))
     return tree_unflatten(trees[0], outs)
 

@@ -73,8 +73,7 @@ def _split_aux(out, api, fname, has_aux):
 
 def _trace_program(fun, avals, name):
     """Trace flat ``fun`` to a program whose constants are leading inputs."""
-    jaxpr, consts = pe.trace_to_jaxpr(fun, avals, name=name, label="custom_linear_solve")
-    return pe.convert_constvars_to_invars(jaxpr), list(consts)
+    return pe.trace_to_program(fun, avals, name=name, label="custom_linear_solve")
 
 
 @api_boundary

@@ -17,22 +17,12 @@ from ..core import Jaxpr, Primitive, ShapedArray, Var
 from ..interpreters import ad, batching
 from ..interpreters import partial_eval as pe
 from ..interpreters.ad import Zero, is_undefined
-from ..interpreters.call_rules import (batch_programs, jvp_outputs, jvp_programs, merge_outputs,
-                                       scatter_linear, transpose_programs, unknowns,
-                                       zero_nonfloat)
+from ..interpreters.call_rules import (  # noqa: F401  (split is re-exported for the backends)
+    batch_programs, common_hoisted, jvp_outputs, jvp_programs, merge_outputs, scatter_linear,
+    split, transpose_programs, unknowns)
 from . import elementwise as E
 from . import reductions as R
 from . import structural as S
-
-
-def split(seq, *sizes):
-    """``seq`` cut into pieces of the given sizes, then the rest."""
-    out, i = [], 0
-    for n in sizes:
-        out.append(list(seq[i:i + n]))
-        i += n
-    out.append(list(seq[i:]))
-    return out
 
 
 def _fresh(avals):
@@ -42,18 +32,10 @@ def _fresh(avals):
 def _trace(fun, avals, name):
     """Trace ``fun`` into a program taking ``avals`` and returning a list.
 
-    Returns ``(program, hoisted)``: traced values ``fun`` closes over are the
-    program's leading inputs (see ``partial_eval.close_or_hoist``).
+    Returns ``(program, hoisted)``: the constants ``fun`` closes over are the
+    program's leading inputs (see ``partial_eval.trace_to_program``).
     """
-    jaxpr, consts = pe.trace_to_jaxpr(fun, avals, name=name, label="control flow")
-    return pe.close_or_hoist(jaxpr, consts)
-
-
-def _closed(pair):
-    """A program known to close over no traced values."""
-    jaxpr, hoisted = pair
-    assert not hoisted, "unexpected traced constants"
-    return jaxpr
+    return pe.trace_to_program(fun, avals, name=name, label="control flow")
 
 
 def _zeros_like(aval):
@@ -115,44 +97,45 @@ def _cond_partial_eval(trace, args, params):
     ops_uk = unknown[1:]
     out_uk = [False] * len(branches[0].outvars)
     for b in branches:
-        out_uk = [a or b_ for a, b_ in zip(out_uk, pe.partial_eval_jaxpr(b, ops_uk)[2])]
+        b_uk = pe.partial_eval_jaxpr(b, ops_uk).out_unknowns
+        out_uk = [a or b_ for a, b_ in zip(out_uk, b_uk)]
     splits = [pe.partial_eval_jaxpr(b, ops_uk, instantiate=out_uk) for b in branches]
     res_avals = []
     offsets = []
-    for known, _, _, nres, _ in splits:
+    for sp in splits:
         offsets.append(len(res_avals))
-        res_avals.extend(v.aval for v in known.outvars[len(known.outvars) - nres:])
+        res_avals.extend(v.aval for v in sp.known.outvars[len(sp.known.outvars) - sp.num_res:])
     k_in = [v.aval for v, u in zip(branches[0].invars, ops_uk) if not u]
     u_in = [v.aval for v, u in zip(branches[0].invars, ops_uk) if u]
     n_known_out = sum(1 for u in out_uk if not u)
 
     def known_branch(i):
-        known, _, _, nres, _ = splits[i]
+        sp = splits[i]
 
         def f(*kops):
-            outs = core.eval_jaxpr(known, (), *kops)
+            outs = core.eval_jaxpr(sp.known, (), *sp.known_consts, *kops)
             res = list(outs[n_known_out:])
             full = [_zeros_like(a) for a in res_avals]
-            full[offsets[i]:offsets[i] + nres] = res
+            full[offsets[i]:offsets[i] + sp.num_res] = res
             return list(outs[:n_known_out]) + full
-        return _closed(_trace(f, k_in, f"known branch {i}"))
+        return _trace(f, k_in, f"known branch {i}")
 
     def unknown_branch(i):
-        _, unknown, _, nres, _ = splits[i]
+        sp = splits[i]
 
         def f(*xs):
             res_all, uops = xs[:len(res_avals)], xs[len(res_avals):]
-            mine = res_all[offsets[i]:offsets[i] + nres]
-            return core.eval_jaxpr(unknown, (), *mine, *uops)
-        return _closed(_trace(f, res_avals + u_in, f"unknown branch {i}"))
+            mine = res_all[offsets[i]:offsets[i] + sp.num_res]
+            return core.eval_jaxpr(sp.unknown, (), *mine, *uops)
+        return _trace(f, res_avals + u_in, f"unknown branch {i}")
 
     kops = [x for x, u in zip(ops, ops_uk) if not u]
-    kouts = trace.process_known(cond_p, [index, *kops], {
-        "branches": tuple(known_branch(i) for i in range(len(branches)))})
+    known_bs, k_hoisted = common_hoisted([known_branch(i) for i in range(len(branches))])
+    kouts = trace.process_known(cond_p, [index, *k_hoisted, *kops], {"branches": known_bs})
     known_outs, residuals = kouts[:n_known_out], kouts[n_known_out:]
     uops = [x for x, u in zip(ops, ops_uk) if u]
-    uouts = trace.stage(cond_p, [index] + list(residuals) + uops,
-                        {"branches": tuple(unknown_branch(i) for i in range(len(branches)))})
+    unknown_bs, u_hoisted = common_hoisted([unknown_branch(i) for i in range(len(branches))])
+    uouts = trace.stage(cond_p, [index, *u_hoisted, *residuals, *uops], {"branches": unknown_bs})
     return merge_outputs(out_uk, known_outs, uouts)
 
 
@@ -254,28 +237,28 @@ def _while_partial_eval(trace, args, params):
     cc_uk, bc_uk, carry_uk = split(unknown, ncc, nbc)
     carry_uk = list(carry_uk)
     while True:
-        out_uk = pe.partial_eval_jaxpr(body_jaxpr, bc_uk + carry_uk, instantiate=carry_uk)[2]
+        out_uk = pe.partial_eval_jaxpr(body_jaxpr, bc_uk + carry_uk,
+                                       instantiate=carry_uk).out_unknowns
         new = [a or b for a, b in zip(carry_uk, out_uk)]
         if new == carry_uk:
             break
         carry_uk = new
-    cond_uk = pe.partial_eval_jaxpr(cond_jaxpr, cc_uk + carry_uk)[2][0]
+    cond_uk = pe.partial_eval_jaxpr(cond_jaxpr, cc_uk + carry_uk).out_unknowns[0]
     if cond_uk or all(carry_uk) or any(cc_uk):
         return trace.stage(while_p, args, params)
     # Compute the known carries with a loop over them alone; the unknown ones
     # are computed by the whole loop, staged (recomputing the known part).
-    known_b = pe.partial_eval_jaxpr(body_jaxpr, bc_uk + carry_uk, instantiate=carry_uk)[0]
+    sp = pe.partial_eval_jaxpr(body_jaxpr, bc_uk + carry_uk, instantiate=carry_uk)
     n_known = sum(1 for u in carry_uk if not u)
-    body_k = pe.dce_jaxpr(Jaxpr([], known_b.invars, known_b.eqns, known_b.outvars[:n_known]))
+    body_k = pe.dce_jaxpr(Jaxpr([], sp.known.invars, sp.known.eqns, sp.known.outvars[:n_known]))
     cc_vars, carry_vars = cond_jaxpr.invars[:ncc], cond_jaxpr.invars[ncc:]
     cond_k = Jaxpr([], list(cc_vars) + [v for v, u in zip(carry_vars, carry_uk) if not u],
                    cond_jaxpr.eqns, cond_jaxpr.outvars)
     cc, bc, carry = split(args, ncc, nbc)
+    k_bc = sp.known_consts + [x for x, u in zip(bc, bc_uk) if not u]
     kouts = trace.process_known(
-        while_p, [*cc, *[x for x, u in zip(bc, bc_uk) if not u],
-                  *[x for x, u in zip(carry, carry_uk) if not u]],
-        dict(cond_jaxpr=cond_k, body_jaxpr=body_k, cond_nconsts=ncc,
-             body_nconsts=sum(1 for u in bc_uk if not u)))
+        while_p, [*cc, *k_bc, *[x for x, u in zip(carry, carry_uk) if not u]],
+        dict(cond_jaxpr=cond_k, body_jaxpr=body_k, cond_nconsts=ncc, body_nconsts=len(k_bc)))
     # The staged loop computes every carry; its known ones are replaced.
     uouts = trace.stage(while_p, args, params)
     return merge_outputs(carry_uk, kouts, [o for o, u in zip(uouts, carry_uk) if u])
@@ -331,7 +314,7 @@ def _scan_jvp(primals, tangents, jaxpr, num_consts, num_carry, length, reverse, 
                        jaxpr=body, num_consts=nh + num_consts + sum(c_nz), num_carry=2 * ncar,
                        length=length, reverse=reverse, unroll=unroll)
     car, tcar, ys, tys = split(outs, ncar, ncar, ny)
-    return car + ys, zero_nonfloat(jaxpr.out_avals, tcar + tys)
+    return jvp_outputs(jaxpr.out_avals, car + ys + tcar + tys)
 
 
 def _scan_batch(args, dims, jaxpr, num_consts, num_carry, length, reverse, unroll):
@@ -358,32 +341,34 @@ def _scan_partial_eval(trace, args, params):
     car_uk = list(car_uk)
     while True:
         out_uk = pe.partial_eval_jaxpr(jaxpr, c_uk + car_uk + x_uk,
-                                       instantiate=car_uk + [False] * ny)[2]
+                                       instantiate=car_uk + [False] * ny).out_unknowns
         new = [a or b for a, b in zip(car_uk, out_uk[:ncar])]
         if new == car_uk:
             break
         car_uk = new
     in_uk = c_uk + car_uk + x_uk
-    known, unknown_j, out_uk, nres, res_fwd = pe.partial_eval_jaxpr(
-        jaxpr, in_uk, instantiate=car_uk + [False] * ny)
-    n_kc = sum(1 for u in c_uk if not u)
+    sp = pe.partial_eval_jaxpr(jaxpr, in_uk, instantiate=car_uk + [False] * ny)
+    known, unknown_j, out_uk, nres = sp.known, sp.unknown, sp.out_unknowns, sp.num_res
+    consts, carry, xs = split(args, nc, ncar)
+    # The known body's consts: its own (constants made while splitting), then
+    # the scan's known consts.
+    k_consts = sp.known_consts + [x for x, u in zip(consts, c_uk) if not u]
+    n_kc = len(k_consts)
     n_kcar = sum(1 for u in car_uk if not u)
     n_kout = len(known.outvars) - nres
     # Residuals that are loop-invariant known consts are passed once; the
     # others are stacked along the loop (one per-step-sized array each).
-    invariant = [j is not None and j < n_kc for j in res_fwd]
+    invariant = [j is not None and j < n_kc for j in sp.res_forward]
     res_vars = known.outvars[n_kout:]
     body_k = pe.dce_jaxpr(Jaxpr([], known.invars, known.eqns,
                                 known.outvars[:n_kout] + [v for v, inv in zip(res_vars, invariant)
                                                           if not inv]))
-    consts, carry, xs = split(args, nc, ncar)
-    k_consts = [x for x, u in zip(consts, c_uk) if not u]
     k_args = k_consts + [x for x, u in zip(carry, car_uk) if not u] + \
         [x for x, u in zip(xs, x_uk) if not u]
     kouts = trace.process_known(scan_p, k_args, dict(
         params, jaxpr=body_k, num_consts=n_kc, num_carry=n_kcar))
     k_car, k_ys, stacked = split(kouts, n_kcar, n_kout - n_kcar)
-    inv_vals = [k_args[j] for j, inv in zip(res_fwd, invariant) if inv]
+    inv_vals = [k_args[j] for j, inv in zip(sp.res_forward, invariant) if inv]
     # Unknown body: (invariant res, unknown consts, unknown carry, stacked res, unknown xs).
     u_res, u_c, u_car, u_x = split(unknown_j.invars, nres, sum(c_uk), sum(car_uk))
     body_u = Jaxpr([], [v for v, inv in zip(u_res, invariant) if inv] + u_c + u_car
@@ -427,10 +412,8 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
             d_lc, d_car, d_lx = split(out, n_lc, ncar)
             return [ad.add_any_p.bind(x, y) for x, y in zip(acc, d_lc)] + d_car + d_lx
 
-        body_t, ht = _trace(body, rc_avals + lin_c_avals + car_avals + rx_avals + y_avals,
-                            "scan transpose")
-        if not ht:
-            jaxpr.cache[key] = (body_t, ht)
+        body_t, ht = pe.memoize_program(jaxpr.cache, key, _trace(
+            body, rc_avals + lin_c_avals + car_avals + rx_avals + y_avals, "scan transpose"))
     acc0 = [_zeros_like(a) for a in lin_c_avals]
     outs = scan_p.bind(*ht, *res_c, *acc0, *ct_car, *res_x, *ct_ys, jaxpr=body_t,
                        num_consts=len(ht) + len(res_c), num_carry=len(acc0) + ncar,

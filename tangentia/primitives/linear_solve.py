@@ -17,18 +17,10 @@ from ..compiler.backend import run_equation
 from ..core import Primitive
 from ..interpreters import ad, batching
 from ..interpreters.ad import Zero, is_undefined
-from ..interpreters.call_rules import batch_programs
+from ..interpreters.call_rules import batch_programs, split
 from . import elementwise as E
 
 linear_solve_p = Primitive("linear_solve", multiple_results=True)
-
-
-def split_args(args, const_lengths):
-    out, i = [], 0
-    for n in const_lengths:
-        out.append(list(args[i:i + n]))
-        i += n
-    return out, list(args[i:])
 
 
 def _transposed(const_lengths, jaxprs):
@@ -54,8 +46,8 @@ def _ls_jvp(primals, tangents, jaxprs, const_lengths, num_b):
     # A x = b  =>  dA x + A dx = db  =>  dx = A^{-1} (db - dA x)
     params = dict(jaxprs=jaxprs, const_lengths=const_lengths, num_b=num_b)
     outs = linear_solve_p.bind(*primals, **params)
-    (mc, _, _, _), _ = split_args(primals, const_lengths)
-    (mc_dot, _, _, _), b_dot = split_args(tangents, const_lengths)
+    mc = split(primals, *const_lengths)[0]
+    mc_dot, _, _, _, b_dot = split(tangents, *const_lengths)
     x = outs[:num_b]
     nz_a = any(type(t) is not Zero for t in mc_dot)
     nz_b = any(type(t) is not Zero for t in b_dot)
@@ -78,7 +70,7 @@ def _ls_transpose(cts, *args, jaxprs, const_lengths, num_b):
         raise TypeError("custom_linear_solve: transpose_solve is required for reverse-mode "
                         "differentiation (grad/vjp) of custom_linear_solve; pass "
                         "transpose_solve=..., or symmetric=True if the operator is symmetric")
-    consts, b = split_args(args, const_lengths)
+    *consts, b = split(args, *const_lengths)
     if any(is_undefined(c) for cs in consts for c in cs):
         raise TypeError("custom_linear_solve: the solution is linear in b only; it cannot be "
                         "transposed with respect to the values matvec or solve close over")
@@ -95,8 +87,8 @@ def _ls_batch(args, dims, jaxprs, const_lengths, num_b):
     # Every vector (b, x, and the vectors inside each program) is batched
     # along axis 0; each program is the vmap of the original one.
     size = batching.batch_size(args, dims)
-    consts, b = split_args(args, const_lengths)
-    cdims, bdims = split_args(dims, const_lengths)
+    *consts, b = split(args, *const_lengths)
+    *cdims, bdims = split(dims, *const_lengths)
     b = [batching.materialize(x, d, size) for x, d in zip(b, bdims)]
     new_jaxprs, new_consts = [], []
     for j, cs, ds in zip(jaxprs, consts, cdims):

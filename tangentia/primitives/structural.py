@@ -1,10 +1,10 @@
 """Primitives that move data without arithmetic: reshape, transpose,
-broadcast, dtype conversion, concatenation, constants and stop_gradient.
+broadcast, dtype conversion, concatenation and stop_gradient.
 
 ``reshape``, ``transpose``, ``broadcast_to`` and ``convert_element_type``
 are emitted by the interpreters themselves (batching moves batch axes), so
-they are defined in ``tangentia.interpreters.base_ops``, and ``constant`` in
-``tangentia.interpreters.partial_eval``; they are re-exported here.
+they are defined in ``tangentia.interpreters.base_ops``; they are re-exported
+here.
 """
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from ..interpreters.base_ops import (  # noqa: F401  (re-exported)
     broadcast_to, broadcast_to_p, convert_element_type, convert_element_type_p, reshape,
     reshape_p, transpose, transpose_p, unchanged)
 from ..interpreters.batching import batch_size, materialize
-from ..interpreters.partial_eval import constant_p  # noqa: F401  (re-exported)
 from .indexing import static_slice
 
 # ---------------------------------------------------------------------------

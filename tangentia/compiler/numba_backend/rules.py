@@ -231,18 +231,6 @@ def _concatenate(g, eqn, ins):
     return [res]
 
 
-def _constant(g, eqn, ins):
-    out = eqn.outputs[0].aval
-    value = np.asarray(eqn.params["value"])
-    if value.dtype.kind == "c":
-        return NotImplemented
-    if _small(out.shape):
-        return [SV(out.shape, out.dtype, [_lit(x, out.dtype) for x in value.reshape(-1)])]
-    k = len(g.consts)
-    g.consts.append(np.ascontiguousarray(value, out.dtype))
-    return [AV(out.shape, out.dtype, f"k{k}")]
-
-
 # -- static indexing --------------------------------------------------------
 
 
@@ -771,7 +759,7 @@ RULES = {name: _elementwise for name in ELEMENTWISE}
 RULES.update({
     "stop_gradient": _identity,
     "reshape": _reshape, "transpose": _transpose, "broadcast_to": _broadcast_to,
-    "concatenate": _concatenate, "constant": _constant,
+    "concatenate": _concatenate,
     "getitem": _getitem, "scatter": _scatter,
     "reduce_sum": _reduce, "reduce_prod": _reduce, "reduce_max": _reduce, "reduce_min": _reduce,
     "reduce_and": _reduce, "reduce_or": _reduce, "argmax": _argreduce, "argmin": _argreduce,
@@ -787,8 +775,7 @@ FUSIBLE = (ELEMENTWISE | {"transpose", "broadcast_to", "getitem", "reduce_sum", 
                             "reduce_max", "reduce_min", "reduce_and", "reduce_or"}) - {"stop_gradient"}
 # Rules that handle only some cases natively (others: kernel or objmode).
 _PARTIAL = {"getitem": "native for static indices and 0-d index arrays",
-            "scatter": "native for static indices and 0-d index arrays",
-            "constant": "native except complex values"}
+            "scatter": "native for static indices and 0-d index arrays"}
 
 
 def lowering_paths(prims=None):
