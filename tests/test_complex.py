@@ -411,7 +411,8 @@ def test_complex_gradients_through_control_flow_and_checkpoint():
         lambda z: tnp.abs(tg.lax.scan(lambda c, a: (c * a + tnp.sin(a), c), 1.0 + 0j, z)[0]),
         lambda z: tnp.sum(tnp.abs(tg.lax.cond(tnp.real(z[0]) > 0, lambda q: q * q,
                                               lambda q: tnp.conj(q), z)) ** 2),
-        lambda z: tnp.abs(tg.lax.fori_loop(0, 3, lambda i, c: c * tnp.asarray(z)[i] + 1, 0j)),
+        lambda z: tnp.abs(tg.lax.fori_loop(
+            0, 3, lambda i, c: c * tg.lax.dynamic_index_in_dim(z, i, keepdims=False) + 1, 0j)),
         tg.checkpoint(lambda z: tnp.sum(tnp.abs(tnp.exp(z) * z))),
     ]
     h = 1e-6
