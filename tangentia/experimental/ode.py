@@ -368,10 +368,8 @@ def _program_key(converted, a_tree):
     def walk(j):
         for eqn in j.eqns:
             for v in eqn.params.values():
-                if isinstance(v, core.Jaxpr):
+                if isinstance(v, core.Jaxpr):  # constants are operands, not in programs
                     walk(v)
-                elif isinstance(v, core.ClosedJaxpr):
-                    walk(v.jaxpr)
                 elif isinstance(v, tuple) and v and isinstance(v[0], core.Jaxpr):
                     for b in v:
                         walk(b)
