@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tangentia as tg
 import tangentia.numpy as tnp
@@ -126,3 +128,20 @@ def test_a_function_that_does_not_return_a_pair():
     with pytest.raises(TypeError, match="custom_gradient function <lambda> must return a pair "
                                         r"\(output, pullback\)"):
         tg.grad(bad)(1.0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2 ** 31 - 1))
+def test_forward_mode_is_the_adjoint_of_the_pullback(seed):
+    # <u, J v> from jvp (the transposed pullback) equals <J^T u, v> from the pullback.
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(3, 4))
+
+    @tg.custom_gradient
+    def f(x):
+        return a @ tnp.tanh(x), lambda g: (1 - tnp.tanh(x) ** 2) * (a.T @ g)
+
+    x, v, u = rng.normal(size=4), rng.normal(size=4), rng.normal(size=3)
+    jv = tg.jvp(f, (x,), (v,))[1]
+    jtu = tg.vjp(f, x)[1](u)[0]
+    np.testing.assert_allclose(np.dot(u, jv), np.dot(jtu, v), rtol=1e-10, atol=1e-12)
