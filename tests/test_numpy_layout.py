@@ -59,12 +59,15 @@ zeros zeros_like
 """.split())
 
 
-def test_public_names_are_unchanged():
+def test_public_names_are_kept_and_exported():
+    # No public name of the split-up module is lost, and __all__ lists exactly
+    # the public names (new functions are added to both; no helper leaks out).
     now = {n for n in dir(tnp) if not n.startswith("_")} - {"annotations"}
     assert len(PUBLIC_NAMES_BEFORE) == 326
-    assert sorted(now - PUBLIC_NAMES_BEFORE) == [], "names added to tangentia.numpy"
     assert sorted(PUBLIC_NAMES_BEFORE - now) == [], "names missing from tangentia.numpy"
-    assert set(tnp.__all__) == PUBLIC_NAMES_BEFORE
+    assert sorted(now - set(tnp.__all__) - {"fft", "linalg"}) == [], \
+        "public names missing from __all__"
+    assert sorted(set(tnp.__all__) - now) == [], "__all__ names that do not exist"
     assert len(tnp.__all__) == len(set(tnp.__all__))
 
 

@@ -13,7 +13,9 @@ from collections import namedtuple
 import numpy as _np
 
 from .. import core as _core
+from ..custom_derivatives import custom_jvp
 from ..primitives import linalg as _L
+from ..primitives.callback import pure_callback
 from . import _complex, _conversion, _elementwise, _matrices, _reductions, _shapes
 
 LinAlgError = _np.linalg.LinAlgError
@@ -425,7 +427,6 @@ def _pinv_jvp(rtol, primals, tangents):
 
 
 def _make_pinv():
-    from ..custom_derivatives import custom_jvp  # noqa: PLC0415  (primitives layer)
     f = custom_jvp(lambda rtol, a: _pinv_value(a, rtol), nondiff_argnums=(0,))
     f.defjvp(_pinv_jvp)
     return f
@@ -589,7 +590,6 @@ def _eig_callback(m):
 
 
 def _eig_parts(a):
-    from ..primitives.callback import pure_callback  # noqa: PLC0415
     shape = _aval(a).shape
     dt = _np.result_type(_aval(a).dtype, _np.complex64)
     return pure_callback(_eig_callback, (_core.ShapedArray(shape[:-1], dt),
@@ -616,7 +616,6 @@ def _eig_jvp(primals, tangents):
 
 
 def _make_eig():
-    from ..custom_derivatives import custom_jvp  # noqa: PLC0415
     vals = custom_jvp(lambda a: _eig_parts(a)[0])
     vals.defjvp(_eigvals_jvp)
     both = custom_jvp(lambda a: tuple(_eig_parts(a)))
