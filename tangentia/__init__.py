@@ -35,6 +35,16 @@ from . import _jaxpr_dot  # noqa: F401  (installs ClosedJaxpr.to_dot/show/_repr_
 from ._compat import (block_until_ready, config, default_backend, device_count, device_get,
                       device_put, devices, local_device_count, local_devices)
 from .api import jacrev as jacobian
+from ._array import install_boundaries as _install_boundaries
+from .scipy import stats as _stats
+
+# Eager results of the public functions are tangentia arrays (numpy.ndarray
+# with JAX's methods); see tangentia/_array.py.
+_install_boundaries(numpy, numpy.linalg, lax, scipy.special, scipy.linalg, nn, random,
+                    _stats.bernoulli, _stats.beta, _stats.binom, _stats.cauchy, _stats.chi2,
+                    _stats.dirichlet, _stats.expon, _stats.gamma, _stats.laplace, _stats.logistic,
+                    _stats.multivariate_normal, _stats.norm, _stats.poisson, _stats.t,
+                    _stats.uniform)
 
 __version__ = "0.1.0"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._array import CPU as _CPU, CpuDevice, to_user  # noqa: F401  (CpuDevice: the one device)
 from .compiler.backend import default_backend_name, set_default_backend
 from ._traceback_util import set_filtering
 from .core import Tracer
@@ -17,26 +18,12 @@ def block_until_ready(x):
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
-    """Arrays live in host memory: converts leaves to ``numpy.ndarray``."""
-    return tree_map(lambda v: v if isinstance(v, Tracer) else np.asarray(v), x)
+    """Arrays live in host memory: converts leaves to tangentia arrays (``numpy.ndarray``)."""
+    return tree_map(lambda v: v if isinstance(v, Tracer) else to_user(np.asarray(v)), x)
 
 
 def device_get(x):
     return tree_map(lambda v: v if isinstance(v, Tracer) else np.asarray(v), x)
-
-
-class CpuDevice:
-    """The one device: the host CPU."""
-
-    platform = "cpu"
-    device_kind = "cpu"
-    id = 0
-
-    def __repr__(self):
-        return "CpuDevice(id=0)"
-
-
-_CPU = CpuDevice()
 
 
 def devices(backend=None):

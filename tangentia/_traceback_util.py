@@ -19,6 +19,8 @@ import functools
 import os
 import types
 
+from ._array import FPWarnings, api_label, to_user
+
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _MODES = ("on", "off")
 _state = {"mode": None}
@@ -89,12 +91,17 @@ def filter_exception(e):
 
 
 def api_boundary(fun):
-    """Wrap a public entry point so that exceptions passing it are filtered."""
+    """Wrap a public entry point so that exceptions passing it are filtered,
+    NumPy's warnings inside it point at the user's line, and its concrete
+    results are handed to the user as tangentia arrays (``tangentia._array``)."""
+    fp_warnings = FPWarnings(api_label(fun))
+
     @functools.wraps(fun)
     def boundary(*args, **kwargs):
         __tracebackhide__ = True  # noqa: F841 - pytest and IPython hide this frame
+        token = fp_warnings.enter()
         try:
-            return fun(*args, **kwargs)
+            out = fun(*args, **kwargs)
         except Exception as e:
             if filtering_on():
                 try:
@@ -102,4 +109,7 @@ def api_boundary(fun):
                 except Exception:  # noqa: BLE001 - never hide the user's error
                     pass
             raise
+        finally:
+            fp_warnings.exit(token)
+        return to_user(out)
     return boundary

@@ -23,7 +23,7 @@ class Recorder:
     def __call__(self, *args, **kwargs):
         for a in list(args) + list(kwargs.values()):
             for leaf in tg.tree_util.tree_leaves(a):
-                assert type(leaf) is np.ndarray, type(leaf)
+                assert isinstance(leaf, np.ndarray), type(leaf)
         self.calls.append(tg.tree_util.tree_map(np.copy, (args, kwargs)))
 
 

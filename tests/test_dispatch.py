@@ -58,7 +58,7 @@ def test_eval_trace_subclass_evaluates_custom_calls_without_registration(f, want
     with core.set_trace(trace):
         out = f(x)
     np.testing.assert_allclose(out, want(x), rtol=1e-14)
-    assert type(out) is np.ndarray
+    assert isinstance(out, np.ndarray)
     # the function ran on the new interpreter, primitive by primitive
     assert trace.names and set(trace.names) <= {"mul", "sin", "integer_pow", "pow"}, trace.names
 

@@ -62,7 +62,7 @@ def assert_same(got, want):
     wl, wt = tree_flatten(want)
     assert gt == wt, f"structure {gt} != {wt}"
     for g, w in zip(gl, wl):
-        assert type(g) is np.ndarray, type(g)
+        assert isinstance(g, np.ndarray), type(g)
         assert g.dtype == np.asarray(w).dtype and g.shape == np.shape(w), (g.dtype, g.shape,
                                                                          np.asarray(w).dtype)
         np.testing.assert_array_equal(g, w)
@@ -280,7 +280,7 @@ def assert_close(got, want):
     wl, wt = tree_flatten(want)
     assert gt == wt, f"structure {gt} != {wt}"
     for g, w in zip(gl, wl):
-        assert type(g) is np.ndarray and g.dtype == np.float64
+        assert isinstance(g, np.ndarray) and g.dtype == np.float64
         np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-15)
 
 

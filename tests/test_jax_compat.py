@@ -82,7 +82,7 @@ def test_tree_config_and_devices():
         tg.config.update("jax_foo", 1)
     assert tg.device_count() == 1 and tg.devices()[0].platform == "cpu"
     x = tg.device_put([1.0, np.float32(2.0)])
-    assert all(type(v) is np.ndarray for v in x) and x[1].dtype == np.float32
+    assert all(isinstance(v, np.ndarray) for v in x) and x[1].dtype == np.float32
     y = np.ones(2)
     assert tg.block_until_ready(y) is y
     np.testing.assert_allclose(tg.jacobian(lambda v: v ** 2)(A), np.diag(2 * A), rtol=1e-15)

@@ -111,7 +111,7 @@ def test_scalar_fast_path_matches_traced_path(args):
     second = f(*args)  # fast path
     want = tnp.multiply(*args) + 1
     for r in (first, second):
-        assert type(r) is np.ndarray
+        assert isinstance(r, np.ndarray)
         assert r.dtype == np.asarray(want).dtype
         np.testing.assert_allclose(r, want)
 

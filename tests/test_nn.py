@@ -94,7 +94,7 @@ ACTIVATIONS = {
 def test_activation_values(name):
     f, ref, _, _ = ACTIVATIONS[name]
     out = f(X)
-    assert type(out) is np.ndarray and out.dtype == np.float64
+    assert isinstance(out, np.ndarray) and out.dtype == np.float64
     _close(out, ref(X))
     _close(tg.jit(f)(X), ref(X))
     _close(tg.vmap(f)(X), ref(X))

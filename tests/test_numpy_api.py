@@ -72,7 +72,7 @@ EAGER_CALLS = [
                          ids=[n for n, _, _ in EAGER_CALLS])
 def test_eager_results_are_ndarrays_with_numpy_values(call, want):
     got = call()
-    assert type(got) is np.ndarray, type(got)
+    assert isinstance(got, np.ndarray), type(got)
     want = np.asarray(want)
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
     assert got.shape == want.shape
@@ -81,13 +81,13 @@ def test_eager_results_are_ndarrays_with_numpy_values(call, want):
 
 def test_eager_results_of_transformations_are_ndarrays():
     x = np.array([0.5, 1.5])
-    assert type(tg.grad(lambda a: tnp.sum(a ** 2))(x)) is np.ndarray
-    assert type(tg.grad(lambda a: a ** 2)(1.5)) is np.ndarray
-    assert type(tg.jit(lambda a: a * 2)(1.5)) is np.ndarray
+    assert isinstance(tg.grad(lambda a: tnp.sum(a ** 2))(x), np.ndarray)
+    assert isinstance(tg.grad(lambda a: a ** 2)(1.5), np.ndarray)
+    assert isinstance(tg.jit(lambda a: a * 2)(1.5), np.ndarray)
     y, t = tg.jvp(tnp.sin, (0.5,), (1.0,))
-    assert type(y) is np.ndarray and type(t) is np.ndarray
-    assert type(tg.vmap(tnp.sin)(x)) is np.ndarray
-    assert type(tg.hessian(lambda a: tnp.sum(a ** 3))(x)) is np.ndarray
+    assert isinstance(y, np.ndarray) and isinstance(t, np.ndarray)
+    assert isinstance(tg.vmap(tnp.sin)(x), np.ndarray)
+    assert isinstance(tg.hessian(lambda a: tnp.sum(a ** 3))(x), np.ndarray)
     np.testing.assert_allclose(tg.hessian(lambda a: tnp.sum(a ** 3))(x), np.diag(6 * x))
 
 
@@ -95,7 +95,7 @@ def test_constructors_default_to_float64():
     for arr in (tnp.zeros(3), tnp.ones((2, 2)), tnp.empty(2), tnp.full((2,), 1.5), tnp.eye(2),
                 tnp.identity(3), tnp.linspace(0, 1, 4), tnp.zeros_like(np.ones(2)),
                 tnp.ones_like(np.ones(2)), tnp.full_like(np.ones(2), 3.0)):
-        assert type(arr) is np.ndarray and arr.dtype == np.float64
+        assert isinstance(arr, np.ndarray) and arr.dtype == np.float64
     assert tnp.arange(3).dtype == np.int64 and tnp.arange(0.0, 1.0, 0.25).dtype == np.float64
     np.testing.assert_array_equal(tnp.arange(0.0, 1.0, 0.25), [0.0, 0.25, 0.5, 0.75])
     assert tnp.zeros(2, np.int32).dtype == np.int32
@@ -185,7 +185,7 @@ def test_dtype_promotion_matches_numpy_eager_jit_and_eval_shape(f, ref, args):
     with np.errstate(all="ignore"):
         want = np.asarray(ref(*args))
         got = f(*args)
-    assert type(got) is np.ndarray
+    assert isinstance(got, np.ndarray)
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
     np.testing.assert_allclose(got, want, rtol=1e-6)
     # Under jit, non-array Python scalars are passed as weakly typed arguments
@@ -435,7 +435,7 @@ def test_at_on_numpy_array_is_functional():
     np.testing.assert_array_equal(tnp.at(x)[:].min(2.0), [0.0, 1.0, 2.0, 2.0, 2.0])
     np.testing.assert_array_equal(tnp.at(x)[:].max(2.0), [2.0, 2.0, 2.0, 3.0, 4.0])
     np.testing.assert_array_equal(tnp.at(x)[x > 2].set(0.0), [0.0, 1.0, 2.0, 0.0, 0.0])
-    assert type(y) is np.ndarray
+    assert isinstance(y, np.ndarray)
 
 
 def test_boolean_mask_indexing_outside_jit():

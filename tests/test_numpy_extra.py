@@ -314,7 +314,7 @@ def _check(got, want, rtol):
         for g, w in zip(got, want):
             _check(g, w, rtol)
         return
-    assert type(got) is np.ndarray, type(got)
+    assert isinstance(got, np.ndarray), type(got)
     want = np.asarray(want)
     assert got.shape == want.shape, (got.shape, want.shape)
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
@@ -555,7 +555,7 @@ def test_eager_results_are_ndarrays():
             tnp.nan_to_num(np.nan), tnp.select([True], [1.0]), tnp.cumprod(2.0),
             tnp.ptp(A), tnp.nanmean(NANS), tnp.average(A), tnp.sort(V), tnp.roll(V, 1)]
     for o in outs:
-        assert type(o) is np.ndarray, type(o)
+        assert isinstance(o, np.ndarray), type(o)
     assert bool(tnp.array_equal(A, A)) and not bool(tnp.array_equal(A, A[:2]))
 
 

@@ -56,7 +56,7 @@ def sp_solve(f, y0, ts, *args):
 def test_decay_closed_form_and_result_type():
     ts = np.linspace(0.0, 2.0, 7)
     ys = odeint(lambda y, t, k: -k * y, np.array([1.0, -2.0]), ts, 1.5)
-    assert type(ys) is np.ndarray and ys.shape == (7, 2) and ys.dtype == np.float64
+    assert isinstance(ys, np.ndarray) and ys.shape == (7, 2) and ys.dtype == np.float64
     np.testing.assert_allclose(ys, np.exp(-1.5 * ts)[:, None] * np.array([1.0, -2.0]),
                                rtol=1e-7, atol=1e-10)
     np.testing.assert_array_equal(ys[0], [1.0, -2.0])

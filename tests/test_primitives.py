@@ -486,7 +486,7 @@ def _assert_close(got, want, rtol=RTOL, atol=ATOL):
 def test_eager_value_matches_numpy(case):
     got = case.fn(*case.args)
     want = case.ref(*case.args)
-    assert type(got) is np.ndarray
+    assert isinstance(got, np.ndarray)
     _assert_close(got, want)
     assert got.dtype == np.asarray(want).dtype
 
@@ -501,7 +501,7 @@ def test_jvp_vjp_match_finite_differences(case):
 def test_jit_matches_numpy(case):
     got = tg.jit(case.fn)(*case.args)
     want = case.ref(*case.args)
-    assert type(got) is np.ndarray
+    assert isinstance(got, np.ndarray)
     _assert_close(got, want)
     assert got.dtype == np.asarray(want).dtype
 
@@ -548,7 +548,7 @@ def test_vmap_matches_loop(case, layout, in_axes):
     batched, per_example = _batched_args(case, in_axes)
     got = tg.vmap(case.fn, in_axes=in_axes)(*batched)
     want = np.stack([np.asarray(case.ref(*ex)) for ex in per_example])
-    assert type(got) is np.ndarray
+    assert isinstance(got, np.ndarray)
     _assert_close(got, want)
 
 

@@ -82,7 +82,7 @@ UNARY = {
 def test_unary_values(name):
     f, ref, _, _, x = UNARY[name]
     out = f(x)
-    assert type(out) is np.ndarray and out.dtype == np.float64
+    assert isinstance(out, np.ndarray) and out.dtype == np.float64
     _close(out, ref(x), rtol=1e-13)
     _close(tg.jit(f)(x), ref(x), rtol=1e-13)
     _close(tg.vmap(f)(x), ref(x), rtol=1e-13)

@@ -63,6 +63,6 @@ def test_trace_state_does_not_leak_between_threads():
     t1 = threading.Thread(target=lambda: seen.append(tg.jit(inside_jit)(np.ones(2))))
     t2 = threading.Thread(target=eager)
     t1.start(); t2.start(); t1.join(); t2.join()
-    assert np.ndarray in seen
+    assert any(isinstance(s, type) and issubclass(s, np.ndarray) for s in seen)  # eager result
     arrays = [s for s in seen if isinstance(s, np.ndarray)]
     np.testing.assert_array_equal(arrays[0], [2.0, 2.0])

@@ -70,7 +70,7 @@ def f_scalar_hess(x):
 def test_jvp_definition_closed_form():
     x, v = rand(1, 5), rand(2, 5)
     y, t = tg.jvp(f_vec, (x,), (v,))
-    assert type(y) is np.ndarray and type(t) is np.ndarray
+    assert isinstance(y, np.ndarray) and isinstance(t, np.ndarray)
     np.testing.assert_allclose(y, np.sin(x) * x, rtol=1e-15)
     np.testing.assert_allclose(t, f_vec_jac(x) @ v, rtol=1e-13, atol=1e-15)
 
@@ -100,7 +100,7 @@ def test_jvp_has_aux():
     y, t, aux = tg.jvp(lambda a: (tnp.sin(a), {"sq": a * a}), (x,), (v,), has_aux=True)
     np.testing.assert_allclose(t, np.cos(x) * v, rtol=1e-15)
     np.testing.assert_allclose(aux["sq"], x * x, rtol=1e-15)
-    assert type(aux["sq"]) is np.ndarray
+    assert isinstance(aux["sq"], np.ndarray)
 
 
 def test_jvp_with_integer_primal_has_float0_tangent():
@@ -161,13 +161,13 @@ def test_vjp_has_aux():
     np.testing.assert_allclose(pull(np.ones(4))[0], np.exp(x), rtol=1e-15)
     assert aux[1] == "tag"
     np.testing.assert_allclose(aux[0], x.max())
-    assert type(aux[0]) is np.ndarray
+    assert isinstance(aux[0], np.ndarray)
 
 
 def test_grad_definition_closed_form():
     x = rand(27, 5)
     g = tg.grad(f_scalar)(x)
-    assert type(g) is np.ndarray and g.shape == x.shape
+    assert isinstance(g, np.ndarray) and g.shape == x.shape
     np.testing.assert_allclose(g, f_scalar_grad(x), rtol=1e-13, atol=1e-14)
     np.testing.assert_allclose(g, tg.vjp(f_scalar, x)[1](1.0)[0], rtol=1e-15)
     check_grads(f_scalar, (x,), order=3)
@@ -210,7 +210,7 @@ def test_value_and_grad_has_aux():
     pred = np.tanh(x @ w)
     np.testing.assert_allclose(v, np.mean(pred ** 2), rtol=1e-14)
     np.testing.assert_allclose(aux["pred"], pred, rtol=1e-14)
-    assert type(aux["pred"]) is np.ndarray
+    assert isinstance(aux["pred"], np.ndarray)
     want = x.T @ (2 * pred * (1 - pred ** 2) / 5)
     np.testing.assert_allclose(g, want, rtol=1e-12)
     (v2, aux2), (gw, gx) = tg.value_and_grad(loss, argnums=(0, 1), has_aux=True)(w, x)
@@ -451,7 +451,7 @@ def test_jit_definition_and_types():
     x = rand(66, 3, 4)
     f = lambda a: tnp.tanh(a @ a.T).sum(0) * 2.0  # noqa: E731
     got = tg.jit(f)(x)
-    assert type(got) is np.ndarray
+    assert isinstance(got, np.ndarray)
     np.testing.assert_allclose(got, f(x), rtol=1e-15)
     assert tg.jit(lambda a: a * 2)(np.arange(3)).dtype == np.int64
     assert tg.jit(lambda a: a * 2.0)(np.ones(2, np.float32)).dtype == np.float32

@@ -10,6 +10,7 @@ import weakref
 import numpy as np
 
 from .. import core
+from .._array import ArrayImpl
 from ..core import ShapedArray, Tracer
 from ..interpreters import partial_eval as pe
 from .._messages import fun_name as _fun_name
@@ -181,6 +182,7 @@ class ensure_compile_time_eval:
 
 
 _ndarray = np.ndarray
+_ArrayImpl = ArrayImpl
 _current_trace = core.current_trace
 _EVAL_TRACE = core.EVAL_TRACE
 _SCALAR_KEY = {float: "float", int: "int", bool: "bool", complex: "complex"}
@@ -266,6 +268,8 @@ class _Jitted:
                 fast_key = tuple([(a.shape, a.dtype) if type(a) is _ndarray else _SCALAR_KEY[type(a)]
                                   for a in args])
             except KeyError:
+                if _ArrayImpl in [type(a) for a in args]:  # eager results: as plain ndarrays
+                    return self(*[a.view(_ndarray) if type(a) is _ArrayImpl else a for a in args])
                 fast_key = None
             fast_cache = self.fast_caches.get(self.backend or _default_backend_name())
             entry = None if fast_cache is None else fast_cache.get(fast_key)

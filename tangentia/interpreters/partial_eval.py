@@ -24,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import core
+from .._array import ArrayImpl
 from ..tree_util import register_leaf_type
 from ..core import Literal, Tracer, Var, set_trace
 
@@ -163,6 +164,8 @@ class JaxprTrace(core.Trace):
             x = core.as_array(x)
             if x.ndim == 0:
                 return Literal(x[()], core.get_aval(x))
+        elif type(x) is ArrayImpl:  # an eager result: programs hold plain ndarrays
+            x = x.view(_ndarray)
         return self.builder.const_var(x)
 
     def process_primitive(self, prim, args, params):

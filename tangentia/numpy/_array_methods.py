@@ -3,12 +3,18 @@
 ``install()`` puts them all on ``core.Tracer`` (``x + y``, ``x @ y``, ``x[i]``,
 ``x.T``, ``x.at[i].set(v)``, ``x.sum()``, ``x.reshape(...)``, ...), each one
 calling the ``tangentia.numpy`` function of the same meaning;
-``tangentia.numpy`` calls it once when it is imported.  Eager values are
-``numpy.ndarray`` and have NumPy's own methods.
+``tangentia.numpy`` calls it once when it is imported.  Eager results
+(``tangentia._array.ArrayImpl``, a ``numpy.ndarray``) keep NumPy's own methods
+and get JAX's ``.at`` and indexing by traced values here.
 """
 from __future__ import annotations
 
+import builtins
+
+import numpy as _np
+
 from .. import dtypes as _dtypes
+from .._array import ArrayImpl as _ArrayImpl
 from ..core import Tracer as _Tracer
 from ..primitives import elementwise as _E
 from ._complex import conj, imag, real
@@ -34,8 +40,32 @@ def _setitem(self, idx, value):
         f"are immutable in tangentia too: this one is a traced {self.aval.str_short()}.")
 
 
+_nd_getitem = _np.ndarray.__getitem__
+
+
+def _array_getitem(self, idx):
+    """``x[idx]`` on an eager result: NumPy's indexing, or, when the index holds
+    traced values (``jit(lambda i: x[i])``), the traced indexing of
+    ``tangentia.numpy`` with ``x`` as a constant, as on JAX arrays."""
+    try:
+        return _nd_getitem(self, idx)
+    except Exception:  # noqa: BLE001 - re-raised unless a traced index explains it
+        if not _has_tracer(idx):
+            raise
+    return _getitem(self.view(_np.ndarray), idx)
+
+
+def _has_tracer(idx):
+    if isinstance(idx, tuple):
+        return builtins.any(isinstance(e, _Tracer) for e in idx)
+    return isinstance(idx, _Tracer)
+
+
 def install():
-    """Give ``core.Tracer`` NumPy's operators, properties and array methods."""
+    """Give ``core.Tracer`` NumPy's operators, properties and array methods,
+    and eager results (``ArrayImpl``) JAX's ``.at`` and traced indexing."""
+    _ArrayImpl.at = property(lambda s: _IndexUpdateHelper(s))
+    _ArrayImpl.__getitem__ = _array_getitem
     T = _Tracer
 
     def rev(f):

@@ -9,12 +9,13 @@ import operator
 import numpy as _np
 
 from .. import core as _core
+from .._array import to_user as _to_user
 from .. import dtypes as _dtypes
 from ..primitives import elementwise as _E
 from ..primitives import indexing as _I
 from ..primitives import structural as _S
 from ._constants import int64
-from ._conversion import _in, asarray
+from ._conversion import _in, asarray, copy
 from ._shapes import concatenate, ndim, ravel, reshape, shape, transpose
 from ._util import _aval, _axes, _axis, _concrete, _eager, _is_int_scalar, _is_tracer, \
     _value_dependent
@@ -27,6 +28,10 @@ from ._util import _aval, _axes, _axis, _concrete, _eager, _is_int_scalar, _is_t
 def _getitem(x, idx):
     """NumPy indexing: basic slicing, integer arrays, and concrete boolean masks."""
     spec, arrays = _parse_index(x, idx, "indexing")
+    return _take(x, spec, arrays)
+
+
+def _take(x, spec, arrays):
     if not arrays and not _is_tracer(x):
         return _np.asarray(x)[_I.build_index(spec, ())]
     return _I.getitem(x, spec, arrays)
@@ -99,8 +104,128 @@ def _parse_index(x, idx, fname):
     return tuple(spec), tuple(arrays)
 
 
+# JAX's ``mode`` of ``x.at[idx]`` methods -> what an out-of-bounds index does:
+# a gather clamps it ("clip") or reads a fill value ("fill"); a scatter clamps
+# it or drops its update ("drop").  Defaults as in JAX: get clamps, scatters drop.
+_GATHER_MODES = {None: "clip", "promise_in_bounds": "clip", "clip": "clip", "fill": "fill",
+                 "drop": "fill"}
+_SCATTER_MODES = {None: "drop", "promise_in_bounds": "clip", "clip": "clip", "fill": "drop",
+                  "drop": "drop"}
+
+
+def _mode(mode, table, method):
+    how = table.get(getattr(mode, "name", mode).lower() if mode is not None else None, "?")
+    if how == "?":
+        raise ValueError(
+            f'Unknown gather mode "{mode}" (tangentia: x.at[...].{method}: argument \'mode\' '
+            'must be None, "clip", "fill", "drop" or "promise_in_bounds")')
+    return how
+
+
+def _bounded_index(x, index, fname, how, wrap_negative):
+    """``index`` into ``x`` parsed, with out-of-bounds integer indices handled
+    as ``how`` says: "clip" clamps them into their axis.  "fill" and "drop"
+    also return ``ok``: when every index is a scalar (one target, so no two
+    updates collide), indices are clamped and ``ok`` says whether the target
+    is in bounds (True when known to be); otherwise ``ok`` is True and
+    ``pads`` lists the axes whose out-of-bounds indices were sent one past
+    the end (the caller pads those axes with a scratch slot).
+
+    Returns ``(spec, arrays, pads, ok)``."""
+    spec, arrays = _parse_index(x, index, fname)
+    shape = _aval(x).shape
+    entries = _indexed_axes(spec, shape)
+    if not arrays:  # static integers and slices only
+        ints = [(s, n) for s, _, n in entries if _is_int_scalar(s)]
+        if builtins.all((-n if wrap_negative else 0) <= s < n for s, n in ints):
+            return spec, (), [], True
+        arrays = tuple(_np.asarray(s) for s, _ in ints)
+        spec = tuple(_I.ARRAY if _is_int_scalar(s) else s for s in spec)
+        entries = _indexed_axes(spec, shape)
+    scalar = builtins.all(_aval(e).ndim == 0 for e in arrays)
+    out, pads, ok = [], [], True
+    for e, (axis, n) in zip(arrays, [(a, n) for s, a, n in entries if s is _I.ARRAY]):
+        if _is_tracer(e):
+            if wrap_negative:
+                e = _E.select(_E.lt(e, 0), _E.add(e, n), e)
+            bad = _E.select(_E.lt(e, 0), True, _E.ge(e, n))
+        else:
+            if wrap_negative:
+                e = _np.where(e < 0, e + n, e)
+            bad = (e < 0) | (e >= n)
+            if not bad.any():
+                out.append(e)
+                continue
+        if how == "clip" or scalar:
+            e = _E.minimum(_E.maximum(e, 0), n - 1)
+            if how != "clip":
+                ok = (ok and not bad) if not (_is_tracer(ok) or _is_tracer(bad)) else \
+                    _E.select(bad, False, ok)
+        else:
+            e = _E.select(bad, n, e)
+            pads.append(axis)
+        out.append(e)
+    return spec, tuple(out), pads, ok
+
+
+def _indexed_axes(spec, shape):
+    """(entry, axis, axis size) of each entry of ``spec`` that indexes an axis."""
+    consumed = builtins.sum(1 for s in spec if s is not None and s is not Ellipsis)
+    axis, out = 0, []
+    for s in spec:
+        if s is Ellipsis:
+            axis += len(shape) - consumed
+        elif s is not None:
+            out.append((s, axis, shape[axis]))
+            axis += 1
+    return out
+
+
+def _pad(x, axes, value):
+    """``x`` with one more slot holding ``value`` at the end of each of ``axes``."""
+    for a in axes:
+        shape = list(_aval(x).shape)
+        shape[a] = 1
+        x = _S.concatenate([x, _S.broadcast_to(_S.convert_element_type(
+            _np.asarray(value), _aval(x).dtype), tuple(shape))], a)
+    return x
+
+
+def _unpad(x, axes, shape):
+    for a in axes:
+        x = _I.static_slice(x, a, 0, shape[a])
+    return x
+
+
+def _fill_value(dtype, fill_value):
+    """JAX's default fill of out-of-bounds reads: NaN, the most negative signed
+    integer, the largest unsigned integer, True."""
+    if fill_value is not None:
+        return fill_value
+    if dtype.kind in "fc":
+        return _np.nan
+    if dtype.kind == "b":
+        return True
+    return _np.iinfo(dtype).min if dtype.kind == "i" else _np.iinfo(dtype).max
+
+
+def _user(out):
+    """A result of ``x.at[...]``: an eager one is handed to the user as ``ArrayImpl``."""
+    return _to_user(out) if _core.is_eager() else out
+
+
 class _IndexUpdateHelper:
-    """``x.at[idx]`` returns an object with ``set/add/multiply/min/max/get``."""
+    """``x.at[idx]`` returns an object with JAX's ``get``, ``set``, ``add``,
+    ``subtract``, ``multiply``/``mul``, ``divide``, ``power``, ``min``, ``max``
+    and ``apply``: each returns a new array (``x`` is unchanged).
+
+    Keyword arguments are JAX's: ``mode`` says what an out-of-bounds index does
+    (``get``: clamped by default or with "clip"/"promise_in_bounds", a
+    ``fill_value`` read with "fill"/"drop"; updates: dropped by default or with
+    "drop"/"fill", clamped with "clip"/"promise_in_bounds");
+    ``wrap_negative_indices=False`` makes negative indices out of bounds;
+    ``indices_are_sorted`` and ``unique_indices`` are hints, accepted and unused.
+    """
 
     __slots__ = ("array",)
 
@@ -118,35 +243,108 @@ class _IndexUpdateRef:
         self.array = array
         self.index = index
 
-    def _scatter(self, values, mode):
-        spec, arrays = _parse_index(self.array, self.index, f"at[...].{mode}")
-        return _I.scatter(self.array, values, spec, arrays, mode)
+    def __repr__(self):
+        return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
-    def get(self):
-        return _getitem(self.array, self.index)
+    def _scatter(self, values, op, method, mode, wrap_negative_indices):
+        x = self.array
+        how = _mode(mode, _SCATTER_MODES, method)
+        spec, arrays, pads, ok = _bounded_index(x, self.index, f"at[...].{method}", how,
+                                                wrap_negative_indices)
+        if ok is not True:  # one target, maybe out of bounds: then the update keeps x
+            if not _is_tracer(ok) and not ok:
+                return _user(copy(_in(x, f"at[...].{method}", "x")))
+            keep = _take(x, spec, arrays) if op in ("set", "min", "max") else (
+                0 if op == "add" else 1)
+            values = _E.select(ok, values, keep)
+        if pads:
+            shape = _aval(x).shape
+            out = _I.scatter(_pad(x, pads, 0), values, spec, arrays, op)
+            return _user(_unpad(out, pads, shape))
+        return _user(_I.scatter(x, values, spec, arrays, op))
 
-    def set(self, values):
-        return self._scatter(values, "set")
+    def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            fill_value=None, wrap_negative_indices=True, out_sharding=None):
+        """``x[idx]``, with JAX's handling of out-of-bounds indices (``mode``)."""
+        x = self.array
+        how = _mode(mode, _GATHER_MODES, "get")
+        spec, arrays, pads, ok = _bounded_index(x, self.index, "at[...].get", how,
+                                                wrap_negative_indices)
+        if how == "fill":
+            fill = _fill_value(_aval(x).dtype, fill_value)
+            x = _pad(x, pads, fill)
+        out = _take(x, spec, arrays)
+        if ok is not True:
+            out = _E.select(ok, out, _S.convert_element_type(_np.asarray(fill), _aval(out).dtype))
+        return _user(out if _is_tracer(out) else _np.asarray(out))  # JAX: an array, not a scalar
 
-    def add(self, values):
-        return self._scatter(values, "add")
+    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True, out_sharding=None):
+        """``x`` with ``x[idx] = values``."""
+        return self._scatter(values, "set", "set", mode, wrap_negative_indices)
 
-    def multiply(self, values):
-        return self._scatter(values, "mul")
+    def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True, out_sharding=None):
+        """``x`` with ``x[idx] += values`` (repeated indices accumulate)."""
+        return self._scatter(values, "add", "add", mode, wrap_negative_indices)
+
+    def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+                 wrap_negative_indices=True, out_sharding=None):
+        """``x`` with ``x[idx] -= values``."""
+        return self._scatter(_E.neg(values), "add", "subtract", mode, wrap_negative_indices)
+
+    def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+                 wrap_negative_indices=True, out_sharding=None):
+        """``x`` with ``x[idx] *= values``."""
+        return self._scatter(values, "mul", "multiply", mode, wrap_negative_indices)
 
     mul = multiply
 
-    def min(self, values):
-        return self._scatter(values, "min")
+    def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+               wrap_negative_indices=True, out_sharding=None):
+        """``x`` with ``x[idx] /= values``."""
+        return self._scatter(_E.div(1.0, values), "mul", "divide", mode, wrap_negative_indices)
 
-    def max(self, values):
-        return self._scatter(values, "max")
+    def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True, out_sharding=None):
+        """``x`` with ``x[idx] = minimum(x[idx], values)``."""
+        return self._scatter(values, "min", "min", mode, wrap_negative_indices)
 
-    def subtract(self, values):
-        return self._scatter(_E.neg(values), "add")
+    def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True, out_sharding=None):
+        """``x`` with ``x[idx] = maximum(x[idx], values)``."""
+        return self._scatter(values, "max", "max", mode, wrap_negative_indices)
 
-    def divide(self, values):
-        return self._scatter(_E.div(1.0, values), "mul")
+    def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+              wrap_negative_indices=True):
+        """``x`` with ``x[idx] **= values``."""
+        old = self.get(mode="clip", wrap_negative_indices=wrap_negative_indices)
+        return self.set(_E.power(old, values), mode=mode,
+                        wrap_negative_indices=wrap_negative_indices)
+
+    def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
+              wrap_negative_indices=True):
+        """``x`` with the unary function ``func`` applied at ``idx``, once per
+        occurrence of an index (as ``numpy.ufunc.at`` and JAX).  Repeated
+        indices need a concrete index, or ``unique_indices=True``."""
+        x = self.array
+        how = _mode(mode, _SCATTER_MODES, "apply")
+        spec, arrays, pads, ok = _bounded_index(x, self.index, "at[...].apply", how,
+                                                wrap_negative_indices)
+        if unique_indices or builtins.all(_aval(e).ndim == 0 for e in arrays):
+            return self.set(func(self.get(mode="clip", wrap_negative_indices=wrap_negative_indices)),
+                            mode=mode, wrap_negative_indices=wrap_negative_indices)
+        if builtins.any(_is_tracer(e) for e in arrays):
+            raise _core.ConcretizationTypeError(
+                "at[...].apply: the index arrays are traced, so how often each index repeats is "
+                "unknown; pass unique_indices=True if no index repeats, or use a concrete index")
+        shape = _aval(x).shape
+        times = _np.zeros([n + (a in pads) for a, n in enumerate(shape)], _np.int64)
+        _np.add.at(times, _I.build_index(spec, arrays), 1)
+        times = times[tuple(slice(0, n) for n in shape)]
+        for k in range(int(times.max(initial=0))):
+            x = _E.select(times > k, func(x), x)
+        return _user(x)
 
 
 def at(x):

@@ -1,0 +1,291 @@
+"""The class of eager results: ``numpy.ndarray`` with JAX's array methods.
+
+Results handed back to the user outside every transformation (of
+``tangentia.numpy``, ``tangentia.lax``, ``grad``, ``jit``, ``vmap``, ...) are
+``ArrayImpl`` instances: a ``numpy.ndarray`` subclass, so ``isinstance(r,
+np.ndarray)`` holds and NumPy, SciPy and matplotlib take them without a copy,
+with what JAX code calls on its arrays (``x.at[i].set(v)``, ``x[traced_i]``
+inside ``jit``, ``x.block_until_ready()``, ``x.device``, ``x.devices()``,
+``x.addressable_shards``, ``x.copy_to_host_async()``).  ``.at`` and indexing
+with traced indices are installed by ``tangentia.numpy`` (the layer that
+defines them).
+
+Only values at the user boundary are wrapped (``to_user``): internal values
+stay exact ``numpy.ndarray``, because a NumPy ufunc costs about 0.35 us more
+on a subclass.  The boundary is
+
+* the public functions of ``tangentia.numpy``, ``tangentia.lax`` and the
+  library modules: ``install_boundaries`` replaces each with a twin that wraps
+  its concrete results (eager ones, and constants such as ``tnp.zeros(3)``
+  inside ``jit``, so that ``tnp.zeros(3).at[i].set(v)`` works there too);
+* the transformations (``api_boundary`` in ``_traceback_util``).
+
+Tracers are never wrapped, and a constant captured by a staged program is
+stored as a plain ndarray (``partial_eval``): programs never hold the class.
+
+NumPy operations on an ``ArrayImpl`` behave exactly as on ``numpy.ndarray``
+(NumPy's own subclass handling: ``r + 1`` and ``np.sin(r)`` are ``ArrayImpl``,
+``r[0]`` is a NumPy scalar, ``np.asarray(r)`` a plain ndarray view); pickling
+round-trips the class.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import types
+import warnings
+
+import numpy as np
+from numpy._core import _ufunc_config
+
+from . import core
+from .tree_util import tree_flatten, tree_unflatten
+
+_ndarray = np.ndarray
+
+
+class CpuDevice:
+    """The one device: the host CPU."""
+
+    platform = "cpu"
+    device_kind = "cpu"
+    id = 0
+    process_index = 0
+
+    def __repr__(self):
+        return "CpuDevice(id=0)"
+
+    def __str__(self):
+        return "cpu:0"
+
+
+CPU = CpuDevice()
+
+
+class Shard:
+    """One shard of an array (``x.addressable_shards``): the whole array, on the CPU."""
+
+    __slots__ = ("device", "index", "replica_id", "data")
+
+    def __init__(self, device, index, replica_id, data):
+        self.device = device
+        self.index = index
+        self.replica_id = replica_id
+        self.data = data
+
+    def __repr__(self):
+        return (f"Shard(device={self.device!r}, index={self.index}, "
+                f"replica_id={self.replica_id}, data={self.data})")
+
+
+class ArrayImpl(np.ndarray):
+    """An eager result: a ``numpy.ndarray`` with JAX's array methods.
+
+    Arrays live in host memory and are computed eagerly, so the JAX methods
+    about devices and asynchrony have trivial answers.
+    """
+
+    __slots__ = ()
+
+    def block_until_ready(self):
+        """Results are computed eagerly: returns the array itself."""
+        return self
+
+    def copy_to_host_async(self):
+        """The array is already in host memory: nothing to do."""
+
+    def is_ready(self):
+        return True
+
+    def is_deleted(self):
+        return False
+
+    @property
+    def device(self):
+        """The device holding the array (the host CPU), as ``jax.Array.device``."""
+        return CPU
+
+    def devices(self):
+        """The set of devices holding the array: ``{CpuDevice(id=0)}``."""
+        return {CPU}
+
+    @property
+    def addressable_shards(self):
+        """One shard on the CPU holding the whole array."""
+        return [Shard(CPU, (slice(None),) * self.ndim, 0, self)]
+
+    is_fully_addressable = True
+    is_fully_replicated = True
+
+    def __repr__(self):
+        return "Array" + repr(self.view(_ndarray))[5:]
+
+
+def to_user(out):
+    """``out`` as handed to the user: its ``numpy.ndarray`` leaves (pytrees
+    included) viewed as ``ArrayImpl``; every other value is unchanged."""
+    if type(out) is _ndarray:
+        return out.view(ArrayImpl)
+    if isinstance(out, (core.Tracer, np.ndarray, np.generic, int, float, complex, str)) or out is None:
+        return out
+    if isinstance(out, (tuple, list)) and all(isinstance(o, core.Tracer) for o in out):
+        return out
+    leaves, tree = tree_flatten(out)
+    if not any(type(x) is _ndarray for x in leaves):
+        return out
+    return tree_unflatten(tree, [x.view(ArrayImpl) if type(x) is _ndarray else x for x in leaves])
+
+
+# ---------------------------------------------------------------------------
+# NumPy's floating-point warnings (divide by zero, invalid value, overflow)
+# raised by a primitive point at the user's line: while a public function
+# runs, NumPy's "warn" modes become "call" modes whose callback re-issues the
+# warning at the first frame outside tangentia and NumPy.  The user's own
+# NumPy settings ("ignore", "raise", np.errstate blocks) are kept.
+
+_EXTOBJ = _ufunc_config._extobj_contextvar  # NumPy's error state (a context variable)
+_FP_KINDS = ("divide", "over", "under", "invalid")
+_INTERNAL_MODULES = ("tangentia", "numpy", "numba", "functools", "contextlib")
+
+
+def _user_frame():
+    """The innermost frame outside tangentia, NumPy and the stdlib helpers they use."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        module = frame.f_globals.get("__name__") or ""
+        if not (module.split(".", 1)[0] in _INTERNAL_MODULES
+                or frame.f_code.co_filename.startswith("<tangentia")):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _fp_warning(name, errtype, flag):
+    msg = f"{errtype} encountered in {name}"
+    frame = _user_frame()
+    if frame is None:
+        warnings.warn(msg, RuntimeWarning, stacklevel=2)
+        return
+    g = frame.f_globals
+    warnings.warn_explicit(msg, RuntimeWarning, frame.f_code.co_filename, frame.f_lineno,
+                           module=g.get("__name__"), registry=g.setdefault("__warningregistry__", {}),
+                           module_globals=g)
+
+
+class FPWarnings:
+    """Makes NumPy warnings raised while ``name`` runs point at the user's line:
+    ``token = w.enter()`` ... ``w.exit(token)``."""
+
+    __slots__ = ("name", "pair")
+
+    def __init__(self, name):
+        self.name = name
+        self.pair = (None, None)  # (the user's error state, ours), replaced atomically
+
+    def __reduce__(self):  # functions holding one travel with (cloud)pickle; states do not
+        return FPWarnings, (self.name,)
+
+    @staticmethod
+    def exit(token):
+        _EXTOBJ.reset(token)
+
+    def enter(self):
+        user = _EXTOBJ.get()
+        pair = self.pair
+        if pair[0] is not user:
+            pair = self.pair = (user, self._derive(user))
+        return _EXTOBJ.set(pair[1])
+
+    def _derive(self, user):
+        modes = _ufunc_config._get_extobj_dict()  # of ``user``, the current state
+        if any(modes[k] in ("call", "log") for k in _FP_KINDS) or "warn" not in modes.values():
+            return user  # the user's own callback, or nothing to redirect: keep theirs
+        return _ufunc_config._make_extobj(
+            call=functools.partial(_fp_warning, self.name),
+            **{k: "call" for k in _FP_KINDS if modes[k] == "warn"})
+
+
+_API_LABELS = {"_Jitted": "jit", "Lowered": "jit", "_pullback": "vjp"}
+
+
+def api_label(fun):
+    """The public name of a transformation's entry point ``fun`` (for messages)."""
+    code = getattr(fun, "__code__", None)  # its own name, even if it took the user's
+    outer = (code.co_qualname if code is not None else fun.__qualname__).split(".", 1)[0]
+    return _API_LABELS.get(outer, outer)
+
+
+def public(fn, module, name):
+    """The twin of ``fn`` that is ``module.name``: the same function, whose
+    concrete results (eager ones, and constants computed under a
+    transformation, such as ``tnp.zeros(3)`` inside ``jit``) are handed to the
+    user as ``ArrayImpl``.
+
+    For the unary and binary functions made by ``core.eager_dispatch``, the
+    twin binds the primitive itself under a transformation, as ``fn`` does (no
+    extra call on the hot path of eager ``grad``), and eagerly unwraps an
+    ``ArrayImpl`` argument before NumPy sees it.
+    """
+    get = core.current_trace
+    EVAL = core.EVAL_TRACE
+    prim = getattr(fn, "primitive", None)
+    eager = getattr(fn, "eager", None)
+    enter = FPWarnings(eager.__name__ if isinstance(eager, np.ufunc) else name).enter
+    reset = _EXTOBJ.reset
+    if prim is None or eager is None or hasattr(fn, "__wrapped__"):
+        def twin(*args, **kwargs):
+            token = enter()
+            try:
+                return to_user(fn(*args, **kwargs))
+            finally:
+                reset(token)
+    elif fn.__code__.co_argcount == 1:
+        def twin(x):
+            trace = get()
+            if trace is EVAL:
+                token = enter()
+                try:
+                    return fn(x.view(_ndarray) if type(x) is ArrayImpl else x).view(ArrayImpl)
+                finally:
+                    reset(token)
+            out = trace.process_primitive(prim, (x,), {})
+            return out if type(out) is not _ndarray else out.view(ArrayImpl)
+    else:
+        def twin(x, y):
+            trace = get()
+            if trace is EVAL:
+                token = enter()
+                try:
+                    return fn(x.view(_ndarray) if type(x) is ArrayImpl else x,
+                              y.view(_ndarray) if type(y) is ArrayImpl else y).view(ArrayImpl)
+                finally:
+                    reset(token)
+            out = trace.process_primitive(prim, (x, y), {})
+            return out if type(out) is not _ndarray else out.view(ArrayImpl)
+    functools.update_wrapper(twin, fn)
+    twin.__module__ = module
+    twin.__name__ = twin.__qualname__ = name
+    twin.user_boundary = True
+    return twin
+
+
+def install_boundaries(*modules):
+    """Replace the public functions of ``modules`` (their ``__all__``, else the
+    functions they define) by ``public`` twins.  Internal code keeps calling
+    the functions it imported from their defining modules, so its values are
+    never wrapped."""
+    for mod in modules:
+        twins = {}
+        names = getattr(mod, "__all__", None)
+        if names is None:  # the functions the module defines
+            names = [n for n, v in vars(mod).items() if not n.startswith("_") and getattr(
+                v, "__module__", None) == mod.__name__]
+        for name in names:
+            fn = getattr(mod, name, None)
+            if (not isinstance(fn, types.FunctionType) or getattr(fn, "user_boundary", False)
+                    or not fn.__module__.startswith("tangentia")):
+                continue
+            if id(fn) not in twins:
+                twins[id(fn)] = public(fn, mod.__name__, name)
+            setattr(mod, name, twins[id(fn)])
