@@ -1,11 +1,12 @@
-"""The class of eager results: ``numpy.ndarray`` with JAX's array methods.
+"""The user boundary: the class of eager results (``numpy.ndarray`` with JAX's
+array methods), and NumPy warnings that point at the user's line.
 
-Results handed back to the user outside every transformation (of
-``tangentia.numpy``, ``tangentia.lax``, ``grad``, ``jit``, ``vmap``, ...) are
-``ArrayImpl`` instances: a ``numpy.ndarray`` subclass, so ``isinstance(r,
-np.ndarray)`` holds and NumPy, SciPy and matplotlib take them without a copy,
-with what JAX code calls on its arrays (``x.at[i].set(v)``, ``x[traced_i]``
-inside ``jit``, ``x.block_until_ready()``, ``x.device``, ``x.devices()``,
+Results handed back to the user (of ``tangentia.numpy``, ``tangentia.lax``,
+``grad``, ``jit``, ``vmap``, ...) are ``ArrayImpl`` instances: a
+``numpy.ndarray`` subclass, so ``isinstance(r, np.ndarray)`` holds and NumPy,
+SciPy and matplotlib take them without a copy, with what JAX code calls on its
+arrays (``x.at[i].set(v)``, ``x[traced_i]`` inside ``jit``,
+``x.block_until_ready()``, ``x.device``, ``x.devices()``,
 ``x.addressable_shards``, ``x.copy_to_host_async()``).  ``.at`` and indexing
 with traced indices are installed by ``tangentia.numpy`` (the layer that
 defines them).
@@ -22,6 +23,8 @@ on a subclass.  The boundary is
 
 Tracers are never wrapped, and a constant captured by a staged program is
 stored as a plain ndarray (``partial_eval``): programs never hold the class.
+While a boundary function runs, NumPy's floating-point warnings are
+re-issued at the user's line (``FPWarnings``).
 
 NumPy operations on an ``ArrayImpl`` behave exactly as on ``numpy.ndarray``
 (NumPy's own subclass handling: ``r + 1`` and ``np.sin(r)`` are ``ArrayImpl``,
@@ -31,7 +34,6 @@ round-trips the class.
 from __future__ import annotations
 
 import functools
-import os
 import sys
 import types
 import warnings

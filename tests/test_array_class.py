@@ -234,6 +234,16 @@ def test_at_errors():
         [0.0, 1.0, np.sin(2.0)])
 
 
+def test_constants_inside_transformations_have_at():
+    # JAX code builds arrays inside jit and updates them: tnp.zeros(n).at[i].set(v)
+    f = tg.jit(lambda i, v: tnp.zeros(3).at[i].set(v))
+    np.testing.assert_array_equal(f(1, 2.0), [0.0, 2.0, 0.0])
+    assert float(tg.grad(lambda v: tnp.sum(tnp.zeros(3).at[1].set(v) * tnp.arange(3.0)))(
+        2.0)) == 1.0
+    np.testing.assert_array_equal(tg.vmap(lambda v: tnp.zeros(2).at[0].set(v))(np.ones(2)),
+                                  [[1.0, 0.0], [1.0, 0.0]])
+
+
 def test_at_differentiates():
     def f(x, v):
         return tnp.sum(x.at[1].set(v) ** 2)
