@@ -347,6 +347,19 @@ class _CustomFunction:
         return _Args.split(args, nd, self.kind, self.name)
 
 
+def _flat_fun(fun, ca, n_dyn, store):
+    """The custom function with flat inputs (see ``_Args``) and outputs; it
+    records its output structure in ``store``."""
+    def flat_fun(*xs):
+        out = fun(*xs) if ca is None else fun(*ca.full(xs[:n_dyn], xs[n_dyn:]))
+        if type(out) is _ndarray or isinstance(out, _ARRAYS):
+            store["out_tree"] = _LEAF_TREE
+            return [out]
+        outs, store["out_tree"] = tree_flatten(out)
+        return outs
+    return flat_fun
+
+
 class custom_jvp(_CustomFunction):
     """A function with a user-defined JVP (forward-mode) rule.
 
@@ -400,14 +413,6 @@ class custom_jvp(_CustomFunction):
         fun, rule, sz, jvp_name = self.fun, self.jvp, self.symbolic_zeros, self.jvp_name
         n_dyn, n_diff = len(dyn), len(leaves)
 
-        def flat_fun(*xs):
-            out = fun(*xs) if ca is None else fun(*ca.full(xs[:n_dyn], xs[n_dyn:]))
-            if type(out) is _ndarray or isinstance(out, _ARRAYS):
-                store["out_tree"] = _LEAF_TREE
-                return [out]
-            outs, store["out_tree"] = tree_flatten(out)
-            return outs
-
         def flat_jvp(*xs):
             tans = xs[n_dyn + n_diff:]
             for t in tans:
@@ -448,9 +453,10 @@ class custom_jvp(_CustomFunction):
                      for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
             return _as_arrays(p_leaves) + fixed
 
-        outs = custom_jvp_call_p.bind(*dyn, *leaves, fun=flat_fun, jvp=flat_jvp, num_consts=0,
-                                      num_nondiff=n_dyn, symbolic_zeros=sz, name=name,
-                                      rule_name=jvp_name, call_jaxpr=None)
+        outs = custom_jvp_call_p.bind(*dyn, *leaves, fun=_flat_fun(fun, ca, n_dyn, store),
+                                      jvp=flat_jvp, num_consts=0, num_nondiff=n_dyn,
+                                      symbolic_zeros=sz, name=name, rule_name=jvp_name,
+                                      call_jaxpr=None)
         tree = store["out_tree"]
         return outs[0] if tree is _LEAF_TREE else tree_unflatten(tree, outs)
 
@@ -508,14 +514,6 @@ class custom_vjp(_CustomFunction):
         fun, fwd, bwd, sz = self.fun, self.fwd, self.bwd, self.symbolic_zeros
         fwd_name, bwd_name = self.fwd_name, self.bwd_name
         n_dyn = len(dyn)
-
-        def flat_fun(*xs):
-            out = fun(*xs) if ca is None else fun(*ca.full(xs[:n_dyn], xs[n_dyn:]))
-            if type(out) is _ndarray or isinstance(out, _ARRAYS):
-                store["out_tree"] = _LEAF_TREE
-                return [out]
-            outs, store["out_tree"] = tree_flatten(out)
-            return outs
 
         def flat_fwd(perturbed, *xs):
             dyn_vals = xs[:n_dyn]
@@ -596,9 +594,10 @@ class custom_vjp(_CustomFunction):
                 return [Zero.from_primal(d) for d in res_and_cts[:n_dyn]] + out
             return out
 
-        outs = custom_vjp_call_p.bind(*dyn, *leaves, fun=flat_fun, fwd=flat_fwd, bwd=flat_bwd,
-                                      num_consts=0, symbolic_zeros=sz, name=name,
-                                      rule_name=fwd_name, call_jaxpr=None)
+        outs = custom_vjp_call_p.bind(*dyn, *leaves, fun=_flat_fun(fun, ca, n_dyn, store),
+                                      fwd=flat_fwd, bwd=flat_bwd, num_consts=0,
+                                      symbolic_zeros=sz, name=name, rule_name=fwd_name,
+                                      call_jaxpr=None)
         tree = store["out_tree"]
         return outs[0] if tree is _LEAF_TREE else tree_unflatten(tree, outs)
 
