@@ -523,7 +523,7 @@ class custom_vjp(_CustomFunction):
             if ca is None:
                 in_types = xs
                 for x in xs:
-                    if type(x) is not _ndarray:
+                    if not isinstance(x, _ndarray):
                         in_types = [core.get_aval(y) for y in xs]
                         break
             else:
@@ -552,7 +552,7 @@ class custom_vjp(_CustomFunction):
                     f"custom_vjp-decorated function {name} had output container/pytree "
                     f"structure:\n    {want}. (expected {want}, got {out_tree})")
             store["out_tree"] = out_tree
-            if type(residuals) is _ndarray:
+            if isinstance(residuals, _ndarray):
                 res_leaves, res_tree = [residuals], _LEAF_TREE
             else:
                 res_leaves, res_tree = _flatten_out(residuals)
