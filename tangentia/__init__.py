@@ -17,6 +17,8 @@ from .core import (ConcretizationTypeError, TracerArrayConversionError, Unexpect
                    ClosedJaxpr, Jaxpr)
 from .debugging import debug_nans, print_environment_info
 from .primitives.callback import pure_callback
+from . import ad_checkpoint  # noqa: F401
+from .ad_checkpoint import checkpoint_policies
 from . import custom_derivatives
 from . import errors  # noqa: F401
 from .custom_derivatives import closure_convert, custom_jvp, custom_vjp
@@ -51,7 +53,7 @@ _document_public(numpy, scipy.special, scipy.linalg)
 
 __version__ = "0.1.0"
 
-__all__ = ["pure_callback", "custom_gradient", "custom_batching", "ensure_compile_time_eval", "disable_jit", "linear_transpose", "random", "tree", "debug", "block_until_ready", "config", "default_backend",
+__all__ = ["ad_checkpoint", "checkpoint_policies", "pure_callback", "custom_gradient", "custom_batching", "ensure_compile_time_eval", "disable_jit", "linear_transpose", "random", "tree", "debug", "block_until_ready", "config", "default_backend",
            "device_count", "device_get", "device_put", "devices", "local_device_count",
            "local_devices", "jacobian", "debug_nans", "print_environment_info", "Array", "ShapeDtypeStruct", "checkpoint", "remat", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
            "linearize", "make_jaxpr", "value_and_grad", "vjp", "vmap", "tree_util", "numpy", "lax",

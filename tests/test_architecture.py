@@ -357,7 +357,7 @@ KINDS = {
     "linear elementwise": {"add", "sub", "neg", "mul", "div", "select", "add_any", "real",
                            "imag", "conj", "complex"},
     "structural": {"reshape", "transpose", "broadcast_to", "convert_element_type",
-                   "concatenate", "getitem", "scatter"},
+                   "concatenate", "getitem", "scatter", "name"},
     "linear": {"reduce_sum", "cumsum", "dot_general", "einsum", "triangular_solve",
                "lu_solve", "solve", "expm_frechet", "fft"},
     "reduction": {"reduce_max", "reduce_min", "reduce_prod"},

@@ -408,12 +408,17 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
 
 def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
     """Differentiate ``fun`` saving only its inputs: reverse mode recomputes
-    its intermediates instead of storing them (JAX's default policy)."""
+    its intermediates instead of storing them (JAX's default policy).
+
+    ``policy(prim, *in_avals, **params) -> bool`` (see
+    ``tangentia.checkpoint_policies``) lets reverse mode save the outputs of
+    the equations it approves (matrix products, values named with
+    ``checkpoint_name``, ...) and recompute only the rest."""
     _check_callable(fun, "checkpoint")
-    if policy is not None:
-        raise NotImplementedError(
-            "checkpoint: only policy=None (save nothing but the inputs) is supported; "
-            f"got {policy!r}")
+    if policy is not None and not callable(policy):
+        raise TypeError(f"checkpoint: argument 'policy' must be None or a callable "
+                        f"policy(prim, *avals, **params) -> bool, got {policy!r}")
+    extra = {} if policy is None else {"policy": policy}
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
 
@@ -426,7 +431,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
         jaxpr, consts, out_tree = _stage(fun, statics, in_tree, map(_abstractify, leaves),
                                          "checkpoint", _arg_leaf_names(fun, dyn_args),
                                          as_program=True)
-        outs = remat_p.bind(*consts, *leaves, jaxpr=jaxpr)
+        outs = remat_p.bind(*consts, *leaves, jaxpr=jaxpr, **extra)
         return tree_unflatten(out_tree, outs)
 
     return remat_f

@@ -113,6 +113,51 @@ def scatter_linear(linear, cts):
 
 
 # ---------------------------------------------------------------------------
+# checkpoint policies: which primal values a rematerialized program may save
+
+
+def _remat_saved(trace, prim, params, jaxpr, args, uk, unknown_outvars):
+    """The values of ``jaxpr`` that ``params["policy"]`` lets a checkpoint save
+    for its unknown (tangent) part: ``({var: None}, [known values])``.
+
+    A known equation (all inputs known) whose outputs the unknown part reads
+    is saveable when ``policy(prim, *in_avals, **params)`` says so (JAX's
+    convention); its outputs are computed now by a program of the known
+    equations and enter the unknown program as inputs instead of being
+    recomputed.  Without a policy nothing is saved.
+    """
+    policy = params.get("policy")
+    if policy is None:
+        return {}, []
+    known = {v for v, u in zip(jaxpr.invars, uk) if not u}
+    known_eqns, candidates = [], []
+    for e in jaxpr.eqns:
+        if all(type(x) is not Var or x in known for x in e.inputs) \
+                and not getattr(e.prim, "has_effects", False):
+            known_eqns.append(e)
+            known.update(e.outputs)
+            if policy(e.prim, *[x.aval for x in e.inputs], **e.params):
+                candidates.extend(e.outputs)
+    if not candidates:
+        return {}, []
+    # Keep the candidates the recomputation would read.
+    cand = dict.fromkeys(candidates)
+    eqns = pe.dce_jaxpr(Jaxpr([], [], [e for e in jaxpr.eqns
+                                       if not any(o in cand for o in e.outputs)],
+                              unknown_outvars)).eqns
+    read = {x for e in eqns for x in e.inputs if type(x) is Var} | set(unknown_outvars)
+    saved = {v: None for v in candidates if v in read}
+    if not saved:
+        return {}, []
+    kin = [v for v, u in zip(jaxpr.invars, uk) if not u]
+    program = pe.dce_jaxpr(Jaxpr([], kin, known_eqns, list(saved)))
+    params = {k: v for k, v in params.items() if k != "policy"}
+    vals = trace.process_known(prim, [x for x, u in zip(args, uk) if not u],
+                               with_program(params, program))
+    return saved, list(vals)
+
+
+# ---------------------------------------------------------------------------
 # The four rules of a primitive carrying one program (``params["jaxpr"]``)
 # and taking exactly its inputs.
 
@@ -153,14 +198,19 @@ def def_call_rules(prim, remat=False):
         known, out_uk, num_res = split.known, split.out_unknowns, split.num_res
         known_args = split.known_consts + [x for x, u in zip(args, uk) if not u]
         if remat:
-            # Known outputs now (residuals dropped: nothing inside is saved) ...
+            # Known outputs now (residuals dropped: nothing inside is saved but
+            # what the policy allows) ...
             n_known = len(known.outvars) - num_res
             known = pe.dce_jaxpr(Jaxpr([], known.invars, known.eqns, known.outvars[:n_known]))
             known_outs = trace.process_known(prim, known_args, with_program(params, known))
-            # ... and the unknown ones by the whole program, from the inputs alone.
-            unknown = pe.dce_jaxpr(Jaxpr([], jaxpr.invars, jaxpr.eqns,
-                                         [v for v, u in zip(jaxpr.outvars, out_uk) if u]))
-            unknown_args = list(args)
+            # ... and the unknown ones by the whole program, from the inputs and
+            # the saved values alone.
+            unknown_outvars = [v for v, u in zip(jaxpr.outvars, out_uk) if u]
+            saved, saved_vals = _remat_saved(trace, prim, params, jaxpr, args, uk, unknown_outvars)
+            eqns = [e for e in jaxpr.eqns if not any(o in saved for o in e.outputs)]
+            unknown = pe.dce_jaxpr(Jaxpr([], list(saved) + list(jaxpr.invars), eqns,
+                                         unknown_outvars))
+            unknown_args = saved_vals + list(args)
         else:
             kouts = trace.process_known(prim, known_args, with_program(params, known))
             nk = len(kouts) - num_res
