@@ -34,6 +34,7 @@ _SECTION_RULE = re.compile(r"^-{3,}\s*$")
 _ROLE_WITH_TITLE = re.compile(r":(?:ref|doc):`([^`<]*?)\s*<[^`>]*>`")
 _ROLE_PLAIN = re.compile(r":(?:ref|doc):`([^`]*)`")
 _CITATION = re.compile(r"\s*\[[0-9a-zA-Z#*]+\]_")
+_SUBSTITUTION = re.compile(r"\|([a-z]+)\|")   # |vdots|: defined in NumPy's own docs only
 _PARAM_HEAD = re.compile(r"^(\*{0,2}[A-Za-z_][\w, *]*?)\s*(?::\s*(.*))?$")
 
 
@@ -58,6 +59,7 @@ def _clean(lines):
     text = _ROLE_WITH_TITLE.sub(r"\1", text)
     text = _ROLE_PLAIN.sub(r"\1", text)
     text = _CITATION.sub("", text)
+    text = _SUBSTITUTION.sub(r"\1", text)
     return text
 
 
