@@ -23,7 +23,39 @@ from .vectorization import vmap
 
 @api_boundary
 def jvp(fun, primals, tangents, has_aux=False):
-    """Jacobian-vector product: ``(fun(*primals), J(primals) @ tangents)``."""
+    """Jacobian-vector product: ``(fun(*primals), J(primals) @ tangents)``.
+
+    Forward mode: one evaluation of ``fun`` carries the tangents along with the
+    values.  Custom JVP rules (``custom_jvp``) are used where ``fun`` calls them.
+
+    Args:
+      fun: the function to differentiate; its arguments and outputs are
+        arrays, scalars or pytrees of them.
+      primals: a tuple or list of ``fun``'s positional arguments.
+      tangents: a tuple or list with one tangent per primal, of the same
+        pytree structure, shapes and dtypes (integer inputs take ``float0``
+        tangents or zeros).
+      has_aux: ``fun`` returns ``(output, aux)``; ``aux`` is returned as is,
+        not differentiated.
+
+    Returns:
+      ``(primals_out, tangents_out)``, each of the structure of ``fun``'s
+      output; ``(primals_out, tangents_out, aux)`` if ``has_aux``.
+
+    Raises:
+      TypeError: ``primals`` and ``tangents`` are not tuples or lists of the
+        same structure.
+      ValueError: a tangent's shape does not match its primal's.
+
+    Examples:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> y, dy = tg.jvp(tnp.sin, (0.0,), (2.0,))
+      >>> print(y, dy)
+      0.0 2.0
+      >>> tg.jvp(lambda x, w: tnp.sum(x * w), (tnp.ones(3), tnp.arange(3.0)),
+      ...        (tnp.ones(3), tnp.zeros(3)))
+      (Array(3.), Array(3.))
+    """
     _check_callable(fun, "jvp")
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp: primals and tangents must be tuples or lists, got "
@@ -87,7 +119,27 @@ def _jvp_with_aux(flat, primals, tangents, store, holder):
 
 @api_boundary
 def linearize(fun, *primals, has_aux=False):
-    """Return ``(fun(*primals), f_jvp)`` where ``f_jvp`` evaluates the linear map."""
+    """Linearize ``fun`` at ``primals``: its value and its JVP as a function.
+
+    ``fun`` is evaluated once; the linear map ``f_jvp(*tangents) =
+    jvp(fun, primals, tangents)[1]`` is kept as a staged linear program, so
+    calling it many times costs no further evaluation of ``fun``.
+
+    Args:
+      fun: the function to linearize (arrays or pytrees in and out).
+      *primals: the point: ``fun``'s positional arguments.
+      has_aux: ``fun`` returns ``(output, aux)``; ``aux`` is returned as is.
+
+    Returns:
+      ``(fun(*primals), f_jvp)`` (``(fun(*primals), f_jvp, aux)`` if
+      ``has_aux``); ``f_jvp`` takes one tangent per primal.
+
+    Examples:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> y, f_jvp = tg.linearize(tnp.exp, 1.0)
+      >>> print(round(float(y), 6), round(float(f_jvp(2.0)), 6))
+      2.718282 5.436564
+    """
     _check_callable(fun, "linearize")
     p_leaves, p_tree = tree_flatten(primals)
     for i, p in enumerate(p_leaves):
@@ -140,7 +192,28 @@ def _linearize(fun, p_leaves, p_tree, store, has_aux, differentiable=None):
 
 @api_boundary
 def vjp(fun, *primals, has_aux=False):
-    """Return ``(fun(*primals), vjp_fun)``; ``vjp_fun(ct)`` pulls a cotangent back.
+    """Vector-Jacobian product: ``fun``'s value and its pullback.
+
+    Reverse mode: ``vjp_fun(ct)`` returns ``ct @ J(primals)``, one cotangent
+    per primal.  Custom VJP rules (``custom_vjp``) are used where ``fun``
+    calls them.
+
+    Args:
+      fun: the function to differentiate (arrays or pytrees in and out).
+      *primals: the point: ``fun``'s positional arguments.
+      has_aux: ``fun`` returns ``(output, aux)``; ``aux`` is returned as is.
+
+    Returns:
+      ``(fun(*primals), vjp_fun)`` (``(..., vjp_fun, aux)`` if ``has_aux``).
+      ``vjp_fun`` takes a cotangent of the structure, shapes and dtypes of
+      the output and returns a tuple with one cotangent per primal; it is a
+      pytree (``tree_util.Partial``), so it can be returned from ``jit``.
+
+    Examples:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> y, vjp_fun = tg.vjp(lambda x, y: x * y, 2.0, 3.0)
+      >>> vjp_fun(1.0)
+      (Array(3.), Array(2.))
 
     Built as linearize + partial evaluation + transposition.
     """
@@ -233,7 +306,37 @@ def _check_output_dtype(api, aval, holomorphic, detail):
 
 def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False,
                    reduce_axes=()):
-    """Return a function computing ``fun``'s value and its gradient."""
+    """A function that evaluates ``fun`` and its gradient together.
+
+    Args:
+      fun: a function returning a real scalar (``(scalar, aux)`` with
+        ``has_aux``).
+      argnums: which positional argument(s) to differentiate with respect
+        to: an int or a tuple of ints.
+      has_aux: ``fun`` returns ``(value, aux)``; ``aux`` is not
+        differentiated.
+      holomorphic: ``fun`` is holomorphic in complex inputs (the gradient
+        of a complex output is then taken as in JAX).
+      allow_int: allow integer inputs (their gradient is ``float0``
+        zeros) instead of raising.
+      reduce_axes: accepted for JAX compatibility; must be empty.
+
+    Returns:
+      A function with ``fun``'s arguments returning ``(value, gradient)``
+      (``((value, aux), gradient)`` with ``has_aux``); the gradient has the
+      structure of the argument(s) ``argnums`` selects (a tuple for a tuple
+      ``argnums``).
+
+    Raises:
+      TypeError: ``fun``'s output is not a real scalar, or a differentiated
+        input is an integer (without ``allow_int``).
+
+    Examples:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> value, g = tg.value_and_grad(lambda x: tnp.sum(x ** 2))(tnp.arange(3.0))
+      >>> print(value, g)
+      5.0 [0. 2. 4.]
+    """
     _check_callable(fun, "value_and_grad")
 
     @api_boundary
@@ -299,7 +402,41 @@ def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs, holomor
 
 
 def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
-    """Return a function computing the gradient of scalar-valued ``fun``."""
+    """The gradient of a scalar-valued ``fun``, as a function.
+
+    Reverse mode: ``grad(fun)(x)`` costs a small multiple of ``fun(x)``
+    whatever the size of ``x``.
+
+    Args:
+      fun: a function returning a real scalar (``(scalar, aux)`` with
+        ``has_aux``); its arguments are arrays, scalars or pytrees of them.
+      argnums: which positional argument(s) to differentiate with respect
+        to: an int or a tuple of ints.
+      has_aux: ``fun`` returns ``(value, aux)``; the gradient function then
+        returns ``(gradient, aux)``.
+      holomorphic: ``fun`` is holomorphic in complex inputs.
+      allow_int: allow integer inputs (their gradient is ``float0``
+        zeros) instead of raising.
+      reduce_axes: accepted for JAX compatibility; must be empty.
+
+    Returns:
+      A function with ``fun``'s arguments returning the gradient, with the
+      structure, shapes and dtypes of the selected argument(s) (a tuple for
+      a tuple ``argnums``).
+
+    Raises:
+      TypeError: ``fun``'s output is not a real scalar, or a differentiated
+        input is an integer (without ``allow_int``).
+
+    Examples:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> tg.grad(tnp.tanh)(0.0)
+      Array(1.)
+      >>> tg.grad(lambda x, y: x * y ** 2, argnums=(0, 1))(3.0, 2.0)
+      (Array(4.), Array(12.))
+      >>> tg.grad(tg.grad(lambda x: x ** 3))(2.0)   # second derivative
+      Array(12.)
+    """
     _check_callable(fun, "grad")
 
     @api_boundary
@@ -350,7 +487,30 @@ def _diff_args(fun, argnums, args, kwargs, api, holomorphic, allow_int=False):
 
 
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
-    """Jacobian of ``fun`` by forward mode (vmap of jvp)."""
+    """The Jacobian of ``fun``, by forward mode (``vmap`` of ``jvp``).
+
+    Efficient when ``fun`` has fewer inputs than outputs.
+
+    Args:
+      fun: the function (arrays or pytrees in and out).
+      argnums: which positional argument(s) to differentiate with respect
+        to: an int or a tuple of ints.
+      has_aux: ``fun`` returns ``(output, aux)``; the Jacobian function
+        then returns ``(jacobian, aux)``.
+      holomorphic: ``fun`` is holomorphic in complex inputs.
+
+    Returns:
+      A function with ``fun``'s arguments returning the Jacobian: for an
+      output of shape ``out`` and an input of shape ``in``, an array of shape
+      ``out + in`` (pytrees of those for pytree outputs and inputs).
+
+    Examples:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> tg.jacfwd(lambda x: x ** 2)(tnp.arange(3.0))
+      Array([[0., 0., 0.],
+             [0., 2., 0.],
+             [0., 0., 4.]])
+    """
     _check_callable(fun, "jacfwd")
 
     @api_boundary
@@ -388,7 +548,31 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 
 
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
-    """Jacobian of ``fun`` by reverse mode (vmap of vjp)."""
+    """The Jacobian of ``fun``, by reverse mode (``vmap`` of ``vjp``).
+
+    Efficient when ``fun`` has fewer outputs than inputs.  ``tangentia.jacobian``
+    is the same function.
+
+    Args:
+      fun: the function (arrays or pytrees in and out).
+      argnums: which positional argument(s) to differentiate with respect
+        to: an int or a tuple of ints.
+      has_aux: ``fun`` returns ``(output, aux)``; the Jacobian function
+        then returns ``(jacobian, aux)``.
+      holomorphic: ``fun`` is holomorphic in complex inputs.
+      allow_int: allow integer inputs (their Jacobian is ``float0`` zeros).
+
+    Returns:
+      A function with ``fun``'s arguments returning the Jacobian: for an
+      output of shape ``out`` and an input of shape ``in``, an array of shape
+      ``out + in`` (pytrees of those for pytree outputs and inputs).
+
+    Examples:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> tg.jacrev(lambda x: tnp.stack([x[0] * x[1], x[1]]))(tnp.array([2.0, 3.0]))
+      Array([[3., 2.],
+             [0., 1.]])
+    """
     _check_callable(fun, "jacrev")
 
     @api_boundary
@@ -425,7 +609,26 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
 
 
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
-    """Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``."""
+    """The Hessian of a scalar-valued ``fun``: ``jacfwd(jacrev(fun))``.
+
+    Args:
+      fun: a function returning a real scalar.
+      argnums: which positional argument(s) to differentiate with respect
+        to: an int or a tuple of ints.
+      has_aux: ``fun`` returns ``(value, aux)``; the Hessian function then
+        returns ``(hessian, aux)``.
+      holomorphic: ``fun`` is holomorphic in complex inputs.
+
+    Returns:
+      A function with ``fun``'s arguments returning the Hessian: for an
+      input of shape ``in``, an array of shape ``in + in``.
+
+    Examples:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> tg.hessian(lambda x: x[0] ** 2 * x[1])(tnp.array([1.0, 2.0]))
+      Array([[4., 2.],
+             [2., 0.]])
+    """
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
                   has_aux=has_aux, holomorphic=holomorphic)
 
@@ -438,11 +641,29 @@ def _moveaxis(x, src, dst):
 
 @api_boundary
 def linear_transpose(fun, *primals, reduce_axes=()):
-    """Transpose of the linear function ``fun`` (example ``primals`` give the
-    input shapes and dtypes): ``linear_transpose(f, x)(ct) == (J^T ct,)``.
+    """The transpose of the linear function ``fun``.
 
-    A ``fun`` that is not linear in its inputs raises an error when the
-    transpose is called.
+    ``linear_transpose(f, x)(ct) == (J^T ct,)`` where ``J`` is ``f``'s
+    matrix; the example ``primals`` give only the input shapes and dtypes.
+
+    Args:
+      fun: a function linear in its positional arguments.
+      *primals: example arguments (or ``ShapeDtypeStruct``s).
+      reduce_axes: accepted for JAX compatibility; must be empty.
+
+    Returns:
+      A function taking a cotangent of ``fun``'s output structure and
+      returning a tuple with one cotangent per primal.
+
+    Raises:
+      TypeError: (when the transpose is called) ``fun`` is not linear in
+        its inputs.
+
+    Examples:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> f_t = tg.linear_transpose(lambda x: 3.0 * x[::-1], tnp.zeros(3))
+      >>> f_t(tnp.array([1.0, 2.0, 3.0]))
+      (Array([9., 6., 3.]),)
     """
     _check_callable(fun, "linear_transpose")
     leaves, in_tree = tree_flatten(primals)
