@@ -44,7 +44,7 @@ def jvp(fun, primals, tangents, has_aux=False):
 
     Raises:
       TypeError: ``primals`` and ``tangents`` are not tuples or lists of the
-        same structure.
+        same structure, or a tangent's dtype does not match its primal's.
       ValueError: a tangent's shape does not match its primal's.
 
     Examples:
