@@ -216,3 +216,226 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
     rhs_shape[axis] = num_classes
     rhs = np.arange(num_classes).reshape(rhs_shape)
     return tnp.astype(tnp.equal(lhs, rhs), dtype)
+
+
+# ---------------------------------------------------------------------------
+# More activations (jax.nn's definitions)
+
+
+def identity(x):
+    """``x`` itself."""
+    return tnp.asarray(x)
+
+
+def tanh(x):
+    """The hyperbolic tangent (``tangentia.numpy.tanh``)."""
+    return tnp.tanh(x)
+
+
+def _relu6_fun(x):
+    return tnp.minimum(tnp.maximum(x, 0), 6.0)
+
+
+_relu6 = _named_custom_jvp(_relu6_fun, "relu6")
+
+
+@_relu6.defjvp
+def _relu6_jvp(primals, tangents):
+    # Derivative 0 at both kinks (0 and 6), as in JAX.
+    (x,), (t,) = primals, tangents
+    inside = tnp.logical_and(tnp.greater(x, 0), tnp.less(x, 6))
+    return _relu6(x), tnp.where(inside, t, 0.0)
+
+
+def relu6(x):
+    """``min(max(x, 0), 6)``; its derivative is 0 at 0 and at 6, as in JAX."""
+    return _relu6(_inexact("relu6", "x", x))
+
+
+def hard_sigmoid(x):
+    """``relu6(x + 3) / 6``."""
+    return tnp.divide(relu6(tnp.add(_inexact("hard_sigmoid", "x", x), 3.0)), 6.0)
+
+
+def hard_silu(x):
+    """``x * hard_sigmoid(x)`` (also called hard_swish)."""
+    x = _inexact("hard_silu", "x", x)
+    return tnp.multiply(x, hard_sigmoid(x))
+
+
+hard_swish = hard_silu
+
+
+def hard_tanh(x):
+    """``x`` clipped to ``[-1, 1]``."""
+    x = _inexact("hard_tanh", "x", x)
+    return tnp.where(tnp.greater(x, 1), 1.0, tnp.where(tnp.less(x, -1), -1.0, x))
+
+
+def celu(x, alpha=1.0):
+    """``max(x, 0) + alpha * expm1(min(x, 0) / alpha)``."""
+    x = _inexact("celu", "x", x)
+    alpha = _scalar_param("celu", "alpha", alpha)
+    return tnp.add(tnp.maximum(x, 0.0), tnp.multiply(alpha, tnp.expm1(tnp.divide(
+        tnp.minimum(x, 0.0), alpha))))
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(x):
+    """``scale * elu(x, alpha)`` with the self-normalizing constants."""
+    return tnp.multiply(_SELU_SCALE, elu(_inexact("selu", "x", x), _SELU_ALPHA))
+
+
+def glu(x, axis=-1):
+    """Gated linear unit: ``x1 * sigmoid(x2)`` for the two halves of ``x`` along ``axis``."""
+    x = _inexact("glu", "x", x)
+    size = tnp.shape(x)[axis]
+    if size % 2:
+        raise AssertionError(f"axis size must be divisible by 2, got {size} (glu: argument 'x')")
+    x1, x2 = tnp.split(x, 2, axis)
+    return tnp.multiply(x1, sigmoid(x2))
+
+
+def mish(x):
+    """``x * tanh(softplus(x))``."""
+    x = _inexact("mish", "x", x)
+    return tnp.multiply(x, tnp.tanh(softplus(x)))
+
+
+def soft_sign(x):
+    """``x / (|x| + 1)``."""
+    x = _inexact("soft_sign", "x", x)
+    return tnp.divide(x, tnp.add(tnp.abs(x), 1.0))
+
+
+def squareplus(x, b=4):
+    """``(x + sqrt(x^2 + b)) / 2``."""
+    x = _inexact("squareplus", "x", x)
+    b = _scalar_param("squareplus", "b", b)
+    return tnp.divide(tnp.add(x, tnp.sqrt(tnp.add(tnp.square(x), b))), 2.0)
+
+
+def sparse_plus(x):
+    """0 for ``x <= -1``, ``x`` for ``x >= 1``, ``(x + 1)^2 / 4`` between."""
+    x = _inexact("sparse_plus", "x", x)
+    return tnp.where(tnp.less_equal(x, -1.0), 0.0,
+                     tnp.where(tnp.greater_equal(x, 1.0), x, tnp.divide(tnp.square(x + 1.0), 4.0)))
+
+
+def sparse_sigmoid(x):
+    """``clip((x + 1) / 2, 0, 1)`` (the derivative of sparse_plus)."""
+    x = _inexact("sparse_sigmoid", "x", x)
+    return tnp.multiply(0.5, tnp.clip(tnp.add(x, 1.0), 0.0, 2.0))
+
+
+def log1mexp(x):
+    """``log(1 - exp(-x))`` for ``x > 0``, accurate at both ends (Maechler's switch at log 2)."""
+    x = _inexact("log1mexp", "x", x)
+    big = tnp.greater(x, math.log(2.0))
+    safe_big = tnp.where(big, x, 1.0)
+    safe_small = tnp.where(big, 1.0, x)
+    return tnp.where(big, tnp.log1p(tnp.negative(tnp.exp(tnp.negative(safe_big)))),
+                     tnp.log(tnp.negative(tnp.expm1(tnp.negative(safe_small)))))
+
+
+def logmeanexp(x, axis=None, where=None, keepdims=False):
+    """``log(mean(exp(x)))`` over ``axis``, stable (``logsumexp - log(count)``)."""
+    x = _inexact("logmeanexp", "x", x)
+    lse = logsumexp(x, axis=axis, keepdims=keepdims, where=where) if where is not None else \
+        logsumexp(x, axis=axis, keepdims=keepdims)
+    if where is None:
+        shape = tnp.shape(x)
+        axes = range(len(shape)) if axis is None else (
+            [axis] if isinstance(axis, int) else list(axis))
+        count = math.prod(shape[a] for a in axes)
+        return tnp.subtract(lse, math.log(count))
+    count = tnp.sum(tnp.broadcast_to(where, tnp.shape(x)), axis=axis, keepdims=keepdims)
+    return tnp.subtract(lse, tnp.log(tnp.astype(count, tnp.result_type(x))))
+
+
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
+    """``(x - mean) / sqrt(variance + epsilon)`` over ``axis`` (mean and variance
+    computed when not given)."""
+    x = _inexact("standardize", "x", x)
+
+    def average(v):
+        if where is None:
+            return tnp.mean(v, axis, keepdims=True)
+        w = tnp.broadcast_to(where, tnp.shape(v))
+        return tnp.divide(tnp.sum(tnp.where(w, v, 0.0), axis, keepdims=True),
+                          tnp.sum(w, axis, keepdims=True))
+
+    if mean is None:
+        mean = average(x)
+    if variance is None:
+        variance = tnp.subtract(average(tnp.square(x)), tnp.square(mean))
+    return tnp.multiply(tnp.subtract(x, mean), tnp.reciprocal(tnp.sqrt(tnp.add(variance, epsilon))))
+
+
+def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None,
+                          is_causal=False, query_seq_lengths=None, key_value_seq_lengths=None,
+                          local_window_size=None, implementation=None):
+    """Scaled dot-product attention, as ``jax.nn.dot_product_attention``:
+    ``softmax(q k^T * scale + bias, masked) v`` with arrays shaped
+    ``[B, T, N, H]`` (query) and ``[B, S, K, H]`` (key, value; ``N`` a multiple
+    of ``K``: grouped-query attention), or without the leading batch axis.
+    ``mask`` (True keeps), ``is_causal``, the sequence lengths and
+    ``local_window_size`` restrict which keys each query sees."""
+    if implementation not in (None, "xla"):
+        raise ValueError(f"Unsupported implementation option: {implementation} "
+                         "(dot_product_attention: only None and 'xla' on CPU)")
+    q, k, v = (_inexact("dot_product_attention", n, a)
+               for n, a in (("query", query), ("key", key), ("value", value)))
+    unbatched = tnp.ndim(q) == 3
+    if unbatched:
+        q, k, v = q[None], k[None], v[None]
+        bias = None if bias is None else tnp.asarray(bias)[None] if tnp.ndim(bias) == 3 else bias
+        mask = None if mask is None else tnp.asarray(mask)[None] if tnp.ndim(mask) == 3 else mask
+    if tnp.ndim(q) != 4 or tnp.ndim(k) != 4 or tnp.ndim(v) != 4:
+        raise ValueError("dot_product_attention: query, key and value must be rank 3 ([T, N, H]) "
+                         "or 4 ([B, T, N, H])")
+    B, T, N, H = tnp.shape(q)
+    S, K = tnp.shape(k)[1], tnp.shape(k)[2]
+    if N % K:
+        raise ValueError(f"dot_product_attention: the number of query heads ({N}) must be a "
+                         f"multiple of the number of key/value heads ({K})")
+    if N != K:
+        k = tnp.repeat(k, N // K, axis=2)
+        v = tnp.repeat(v, N // K, axis=2)
+    scale = 1.0 / math.sqrt(H) if scale is None else scale
+    logits = tnp.multiply(tnp.einsum("btnh,bsnh->bnts", q, k), scale)
+    if bias is not None:
+        logits = tnp.add(logits, bias)
+    keep = None
+    if mask is not None:
+        keep = tnp.asarray(mask, dtype=bool) if not isinstance(mask, Tracer) else mask
+    tpos = np.arange(T)[:, None]
+    spos = np.arange(S)[None, :]
+    if is_causal:
+        c = spos <= tpos
+        keep = c if keep is None else tnp.logical_and(keep, c)
+    if local_window_size is not None:
+        left, right = (local_window_size, local_window_size) if isinstance(local_window_size, int) \
+            else local_window_size
+        w = (spos >= tpos - left) & (spos <= tpos + right)
+        keep = w if keep is None else tnp.logical_and(keep, w)
+    if query_seq_lengths is not None:
+        qk = tnp.less(tpos[None, None], tnp.reshape(query_seq_lengths, (B, 1, 1, 1)))
+        keep = qk if keep is None else tnp.logical_and(keep, qk)
+    if key_value_seq_lengths is not None:
+        kk = tnp.less(spos[None, None], tnp.reshape(key_value_seq_lengths, (B, 1, 1, 1)))
+        keep = kk if keep is None else tnp.logical_and(keep, kk)
+    if keep is not None:
+        big_neg = float(np.finfo(tnp.result_type(logits)).min)
+        logits = tnp.where(keep, logits, big_neg)
+    probs = softmax(logits, axis=-1)
+    out = tnp.einsum("bnts,bsnh->btnh", probs, v)
+    return out[0] if unbatched else out
+
+
+__all__ += ["identity", "tanh", "relu6", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
+            "celu", "selu", "glu", "mish", "soft_sign", "squareplus", "sparse_plus",
+            "sparse_sigmoid", "log1mexp", "logmeanexp", "standardize", "dot_product_attention"]
