@@ -26,7 +26,18 @@ from ._util import _LEAF_TREE, _arg_leaf_names, _arrays, _check_callable
 
 
 class ShapeDtypeStruct:
-    """A shape and dtype standing for an array (for eval_shape and tracing)."""
+    """A shape and dtype standing for an array (for ``eval_shape`` and tracing).
+
+    Args:
+      shape: a tuple of ints.
+      dtype: anything ``numpy.dtype`` accepts.
+      weak_type: whether the value is weakly typed (as a Python scalar).
+
+    Examples:
+      >>> import tangentia as tg
+      >>> tg.ShapeDtypeStruct((3, 2), "float32")
+      ShapeDtypeStruct(shape=(3, 2), dtype=float32)
+    """
 
     __slots__ = ("shape", "dtype", "weak_type")
 
@@ -141,10 +152,15 @@ class disable_jit:
     """Context manager: jitted functions run their Python code eagerly, as
     ``jax.disable_jit`` (for debugging with prints and pdb).
 
-    >>> import tangentia as tg
-    >>> with tg.disable_jit():
-    ...     tg.jit(lambda x: float(x) + 1)(1.0)   # float() of a traced value would fail
-    2.0
+    Args:
+      disable: ``True`` runs jitted functions eagerly inside the ``with``
+        block; ``False`` restores ``jit`` there (inside an outer block).
+
+    Examples:
+      >>> import tangentia as tg
+      >>> with tg.disable_jit():
+      ...     tg.jit(lambda x: float(x) + 1)(1.0)   # float() of a traced value would fail
+      2.0
     """
 
     def __init__(self, disable=True):
@@ -163,14 +179,15 @@ class ensure_compile_time_eval:
     while ``jit`` (or any staging) traces, as ``jax.ensure_compile_time_eval``;
     their results are concrete arrays, so Python can branch on them.
 
-    >>> import tangentia as tg, tangentia.numpy as tnp
-    >>> @tg.jit
-    ... def f(x):
-    ...     with tg.ensure_compile_time_eval():
-    ...         n = tnp.sum(tnp.arange(4.0))   # 6.0, computed while tracing
-    ...     return x * n if n > 5 else x
-    >>> float(f(2.0))
-    12.0
+    Examples:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> @tg.jit
+      ... def f(x):
+      ...     with tg.ensure_compile_time_eval():
+      ...         n = tnp.sum(tnp.arange(4.0))   # 6.0, computed while tracing
+      ...     return x * n if n > 5 else x
+      >>> float(f(2.0))
+      12.0
     """
 
     def __enter__(self):
@@ -303,8 +320,18 @@ class _Jitted:
         return tree_unflatten(out_tree, outs)
 
     def lower(self, *args, **kwargs):
-        """Stage and lower for these arguments: ``.as_text()`` is the code the
-        backend generates, ``.compile()`` the callable it runs."""
+        """Stage and lower for these arguments, without running the program.
+
+        Args:
+          *args: the arguments ``fun`` would be called with (arrays,
+            ``ShapeDtypeStruct``s or pytrees of them; static ones as values).
+          **kwargs: its keyword arguments.
+
+        Returns:
+          A ``Lowered``: ``.as_text()`` is the code the backend generates,
+          ``.compiler_ir()`` the staged program, ``.compile()`` the callable
+          it runs.
+        """
         statics, leaves, in_tree, avals = self._signature(args, kwargs)
         dyn_args = tree_unflatten(in_tree, leaves)[0]
         jaxpr, consts, out_tree = self._trace(statics, in_tree, avals, dyn_args)
@@ -320,7 +347,32 @@ class _Jitted:
 
 
 class Lowered:
-    """A program staged and lowered by one backend (``jit(f).lower(*args)``)."""
+    """A program staged and lowered by one backend: what ``jit(f).lower(*args)`` returns.
+
+    Args:
+      jaxpr: the staged program (its constants are its leading inputs).
+      consts: the values of those constants.
+      in_tree: the pytree structure of ``(args, kwargs)``.
+      out_tree: the pytree structure of the output.
+      backend: the backend that lowers and compiles the program.
+      name: the function's name (for error messages).
+
+    Returns:
+      (Construct it with ``jit(f).lower(*args)``.)  ``as_text()``,
+      ``compiler_ir()`` and ``compile()`` give the generated code, the
+      program and the compiled callable.
+
+    Examples:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> lowered = tg.jit(lambda x: tnp.sin(x) * 2.0, backend="numpy").lower(1.0)
+      >>> print(lowered.compiler_ir())
+      { lambda ; a:f64[]. let
+          b:f64[] = sin a
+          c:f64[] = mul b 2.0
+        in (c,) }
+      >>> print(round(float(lowered.compile()(0.5)), 6))
+      0.958851
+    """
 
     def __init__(self, jaxpr, consts, in_tree, out_tree, backend, name):
         self.jaxpr = jaxpr
@@ -361,32 +413,58 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
         device=None, backend=None, inline=False, abstracted_axes=None, compiler_options=None):
     """Stage ``fun`` into a program, compile it, and cache it per abstract signature.
 
+    The first call with arguments of given shapes and dtypes traces ``fun``
+    with abstract values into a program, which the backend compiles; later
+    calls with the same signature run the compiled program.  Python control
+    flow on traced values is not possible inside (use ``lax.cond``,
+    ``lax.while_loop``, ...), and side effects run only while tracing (use
+    ``debug.print``).  Usable as a decorator, with or without arguments.
+
     Args:
       fun: the function to compile. Its arguments are arrays or pytrees of
         arrays, except those marked static.
-      static_argnums, static_argnames: positions / names of arguments that are
-        Python values (hashable); a new value compiles a new program.
+      in_shardings: accepted only as ``None`` (one CPU device).
+      out_shardings: accepted only as ``None``.
+      static_argnums: positions of arguments that are Python values
+        (hashable); a new value compiles a new program.
+      static_argnames: names of such arguments.
+      donate_argnums: accepted for JAX compatibility; no effect here.
+      donate_argnames: accepted for JAX compatibility; no effect here.
+      keep_unused: accepted for JAX compatibility; no effect here.
+      device: accepted only as ``None``.
       backend: ``"numba"`` (whole programs compiled to native code, the
         default), ``"numpy"`` (one NumPy call per operation, the reference),
         or ``None``: ``config.update("jit_backend", ...)``, else the
         ``TANGENTIA_JIT_BACKEND`` environment variable, else ``"numba"``.
         ``"cpu"`` (JAX's platform name) means the default.
-      donate_argnums, donate_argnames, inline, keep_unused, abstracted_axes,
-        compiler_options: accepted for JAX compatibility; no effect here.
-      in_shardings, out_shardings, device: accepted only as ``None`` (one CPU
-        device).
+      inline: accepted for JAX compatibility; no effect here.
+      abstracted_axes: accepted for JAX compatibility; no effect here.
+      compiler_options: accepted for JAX compatibility; no effect here.
 
     Returns:
       A function with the signature of ``fun``. The program is retraced only
       when argument shapes/dtypes, the pytree structure or the values of
-      static arguments change. ``.lower(*args).as_text()`` shows the
-      generated code.
+      static arguments change. ``.lower(*args)`` stages it without running
+      (``.as_text()`` shows the generated code).
 
-    Example:
+    Raises:
+      NotImplementedError: ``in_shardings``, ``out_shardings`` or ``device``
+        is given.
+      TypeError: ``fun`` is not callable, or an argument is not an array.
+
+    Examples:
       >>> import tangentia as tg, tangentia.numpy as tnp
       >>> f = tg.jit(lambda x: tnp.sin(x) ** 2 + tnp.cos(x) ** 2)
       >>> float(f(0.3))
       1.0
+      >>> power = tg.jit(lambda x, n: x ** n, static_argnums=1)
+      >>> power(2.0, 3)
+      Array(8.)
+      >>> print(tg.jit(lambda x: tnp.sin(x) * 2.0).lower(1.0).compiler_ir())
+      { lambda ; a:f64[]. let
+          b:f64[] = sin a
+          c:f64[] = mul b 2.0
+        in (c,) }
     """
     for opt, val in (("in_shardings", in_shardings), ("out_shardings", out_shardings),
                      ("device", device)):
@@ -410,10 +488,33 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
     """Differentiate ``fun`` saving only its inputs: reverse mode recomputes
     its intermediates instead of storing them (JAX's default policy).
 
-    ``policy(prim, *in_avals, **params) -> bool`` (see
-    ``tangentia.checkpoint_policies``) lets reverse mode save the outputs of
-    the equations it approves (matrix products, values named with
-    ``checkpoint_name``, ...) and recompute only the rest."""
+    The values are the same as without ``checkpoint``; only memory and work
+    in reverse mode change.  ``remat`` is the same function.
+
+    Args:
+      fun: the function whose intermediates are recomputed.
+      prevent_cse: accepted for JAX compatibility (the recomputation is
+        never merged with the forward computation here).
+      policy: ``None`` (save nothing but the inputs) or
+        ``policy(prim, *in_avals, **params) -> bool`` (see
+        ``tangentia.checkpoint_policies``): reverse mode saves the outputs of
+        the equations it approves (matrix products, values named with
+        ``checkpoint_name``, ...) and recomputes only the rest.
+      static_argnums: positions of arguments that are Python values, not
+        arrays.
+
+    Returns:
+      A function with ``fun``'s signature and values.
+
+    Raises:
+      TypeError: ``policy`` is neither None nor callable.
+
+    Examples:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> f = tg.checkpoint(lambda x: tnp.sin(tnp.sin(x)))
+      >>> print(round(float(tg.grad(f)(1.0)), 6))
+      0.360039
+    """
     _check_callable(fun, "checkpoint")
     if policy is not None and not callable(policy):
         raise TypeError(f"checkpoint: argument 'policy' must be None or a callable "
@@ -445,7 +546,38 @@ remat = checkpoint
 
 
 def make_jaxpr(fun, static_argnums=(), return_shape=False, abstracted_axes=None):
-    """Return a function that traces ``fun`` and returns its program (a ClosedJaxpr)."""
+    """A function that traces ``fun`` and returns its program (a ``ClosedJaxpr``).
+
+    The program is what ``jit`` compiles: one equation per primitive
+    operation, printed in JAX's notation.  Transformed functions show their
+    transformed programs (``make_jaxpr(grad(f))``).  The result also has
+    ``.to_dot()`` (Graphviz text) and ``.show(path)`` (a picture).
+
+    Args:
+      fun: the function to trace.
+      static_argnums: positions of arguments that are Python values (used
+        as constants while tracing).
+      return_shape: also return the output's shapes and dtypes, as a pytree
+        of ``ShapeDtypeStruct``.
+      abstracted_axes: accepted for JAX compatibility; must be None.
+
+    Returns:
+      A function with ``fun``'s arguments returning the ``ClosedJaxpr``
+      (``(closed_jaxpr, shapes)`` with ``return_shape``).
+
+    Examples:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> print(tg.make_jaxpr(lambda x, y: tnp.sin(x) * y)(1.0, 2.0))
+      { lambda ; a:f64[] b:f64[]. let
+          c:f64[] = sin a
+          d:f64[] = mul c b
+        in (d,) }
+      >>> print(tg.make_jaxpr(tg.grad(tnp.sin))(1.0))
+      { lambda a:f64[]=1.0; b:f64[]. let
+          c:f64[] = cos b
+          d:f64[] = mul a c
+        in (d,) }
+    """
     _check_callable(fun, "make_jaxpr")
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
@@ -468,7 +600,24 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False, abstracted_axes=None)
 
 @api_boundary
 def eval_shape(fun, *args, **kwargs):
-    """Shapes and dtypes of ``fun``'s outputs, computed without running it."""
+    """Shapes and dtypes of ``fun``'s outputs, computed without running it.
+
+    ``fun`` is traced with abstract values, so no arithmetic is done.
+
+    Args:
+      fun: the function.
+      *args: its positional arguments: arrays, ``ShapeDtypeStruct``s or
+        anything with ``.shape`` and ``.dtype``, or pytrees of them.
+      **kwargs: its keyword arguments, likewise.
+
+    Returns:
+      A pytree of ``ShapeDtypeStruct`` with the structure of ``fun``'s output.
+
+    Examples:
+      >>> import tangentia as tg
+      >>> tg.eval_shape(lambda x: x @ x.T, tg.ShapeDtypeStruct((3, 2), "float32"))
+      ShapeDtypeStruct(shape=(3, 3), dtype=float32)
+    """
     _check_callable(fun, "eval_shape")
     leaves, in_tree = tree_flatten((args, kwargs))
     jaxpr, _, out_tree = _stage(fun, (), in_tree, map(_abstractify, leaves), "eval_shape")
