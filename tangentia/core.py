@@ -168,6 +168,12 @@ class Trace:
 
     __slots__ = ("parent", "alive", "__weakref__")
 
+    # True for an interpreter that computes operations on values it does not
+    # trace with each primitive's implementation, as eager evaluation does
+    # (linearize's partial evaluator under eager evaluation): the eager
+    # dispatch point then takes its fast path for arguments that are not tracers.
+    eval_known = False
+
     def __init__(self, parent):
         self.parent = parent
         self.alive = True
@@ -424,8 +430,11 @@ class CustomVmapCallPrimitive(Primitive):
 # Eager dispatch: the one place that decides "outside any transformation,
 # call NumPy directly".  A public function made here costs one context-variable
 # read more than its NumPy kernel when nothing is being transformed; under a
-# transformation it binds the primitive.  Every such fast path is registered in
-# ``EAGER_FAST_PATHS`` (tests check each against the bound primitive).
+# transformation it binds the primitive (except on untraced arguments under an
+# interpreter that evaluates those eagerly anyway, ``Trace.eval_known``: the
+# residuals computed while linearizing under eager evaluation).  Every such
+# fast path is registered in ``EAGER_FAST_PATHS`` (tests check each against
+# the bound primitive).
 
 
 EAGER_FAST_PATHS = []  # (primitive, public function), in definition order
@@ -440,9 +449,10 @@ def eager_dispatch(prim, eager, nin=None, traced=None, on_error=None, name=None)
     """The public function of ``prim`` with an eager fast path.
 
     * ``nin=1`` or ``nin=2``: ``f(x)`` / ``f(x, y)`` with no parameters.
-      Eagerly ``eager(*args)`` (a NumPy kernel) gives the result; a
-      ``ValueError`` from it is first passed to ``on_error(*args)``, which may
-      raise a clearer error.  Otherwise ``prim`` is bound.
+      Eagerly ``eager(*args)`` (a NumPy kernel) gives the result, also for
+      arguments that are not tracers under an interpreter whose ``eval_known``
+      is true; a ``ValueError`` from it is first passed to ``on_error(*args)``,
+      which may raise a clearer error.  Otherwise ``prim`` is bound.
     * ``nin=None``: ``f(*args, **kwargs)``.  Eagerly ``eager(*args, **kwargs)``
       gives the result unless it returns ``NotImplemented`` (the fast path does
       not apply to these arguments); otherwise, and under any transformation,
@@ -457,14 +467,15 @@ def eager_dispatch(prim, eager, nin=None, traced=None, on_error=None, name=None)
     if nin == 1:
         def f(x):
             trace = get()
-            if trace is EVAL_TRACE:
+            if trace is EVAL_TRACE or (trace.eval_known and not isinstance(x, Tracer)):
                 out = eager(x)
                 return out if type(out) is ndarray else asarray(out)
             return trace.process_primitive(prim, (x,), {})
     elif nin == 2:
         def f(x, y):
             trace = get()
-            if trace is EVAL_TRACE:
+            if trace is EVAL_TRACE or (trace.eval_known and not isinstance(x, Tracer)
+                                       and not isinstance(y, Tracer)):
                 try:
                     out = eager(x, y)
                 except ValueError:

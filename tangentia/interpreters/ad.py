@@ -235,7 +235,8 @@ class JVPTrace(core.Trace):
                        for p, t in zip(out, tan)]
             elif type(tan) is not Zero:
                 want = out.dtype if type(out) is _ndarray else core.get_aval(out).dtype
-                if _dtype_of(tan) != want:
+                if (tan.ir_var.aval.dtype if type(tan) is _JaxprTracer
+                        else _dtype_of(tan)) != want:
                     tan = fit_dtype(tan, want)
         finally:
             _reset_trace(token)
@@ -359,8 +360,9 @@ class LinearizeTrace(pe.JaxprTrace):
 
     Operations on known values (the primal computation) go to the parent now;
     those touching a tangent are recorded into the linear program.  Under
-    eager evaluation (``eval_known``) known values are computed with each
-    primitive's NumPy implementation directly, as the parent would.
+    eager evaluation (``eval_known``, see ``core.Trace``) known values are
+    computed with each primitive's NumPy implementation directly, as the
+    parent would, and the eager-dispatch point takes its fast path for them.
     """
 
     __slots__ = ("eval_known",)
