@@ -38,7 +38,11 @@ __all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "CustomVJPPrimal", "closu
 
 
 class SymbolicZero:
-    """A tangent or cotangent that is known to be zero (``symbolic_zeros=True``)."""
+    """A tangent or cotangent that is known to be zero (``symbolic_zeros=True``).
+
+    Args:
+      aval: the abstract value (shape and dtype) of the zero.
+    """
 
     __slots__ = ("aval",)
 
@@ -61,6 +65,15 @@ class SymbolicZero:
 
 
 def zero_from_primal(x, symbolic_zeros=False):
+    """The zero tangent of the primal value ``x``.
+
+    Args:
+      x: a primal value (array or scalar).
+      symbolic_zeros: return a ``SymbolicZero`` instead of an array of zeros.
+
+    Returns:
+      Zeros of the tangent dtype of ``x`` (``float0`` for integers), of its shape.
+    """
     aval = ad.tangent_aval(core.get_aval(x))
     return SymbolicZero(aval) if symbolic_zeros else np.zeros(aval.shape, aval.dtype)
 
@@ -367,6 +380,39 @@ class custom_jvp(_CustomFunction):
     ``rule(*nondiff, primals, tangents) -> (primal_out, tangent_out)``.
     The rule is used by jvp, by reverse mode (it is linearized and
     transposed), under vmap, jit and control flow, and at any order.
+
+    Args:
+      fun: the function; its own code gives the values (and is used when
+        nothing differentiates it).
+      nondiff_argnums: positions of arguments that are not differentiated
+        (Python values such as callables, or arrays); the rule receives them
+        first, before ``primals``.
+      nondiff_argnames: names of such arguments.
+
+    Returns:
+      (Construct it as a decorator.)  Calling the ``custom_jvp`` calls
+      ``fun``; ``defjvp``/``defjvps`` set the rule.
+
+    Raises:
+      TypeError: (when called under differentiation) no rule was defined,
+        or the rule's output does not match ``fun``'s structure or dtypes.
+
+    Examples:
+      ``log(1 + exp(x))`` whose derivative stays finite for large ``x``:
+
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> @tg.custom_jvp
+      ... def log1pexp(x):
+      ...     return tnp.log1p(tnp.exp(x))
+      >>> @log1pexp.defjvp
+      ... def log1pexp_jvp(primals, tangents):
+      ...     x, = primals
+      ...     t, = tangents
+      ...     return log1pexp(x), t * (1 - 1 / (1 + tnp.exp(x)))
+      >>> tg.grad(log1pexp)(100.0)
+      Array(1.)
+      >>> tg.vmap(tg.grad(log1pexp))(tnp.array([0.0, 100.0]))
+      Array([0.5, 1. ])
     """
 
     kind = "custom_jvp"
@@ -376,7 +422,18 @@ class custom_jvp(_CustomFunction):
         self.jvp = None
 
     def defjvp(self, jvp, symbolic_zeros=False):
-        """Define the JVP rule; returns ``jvp`` so it can be used as a decorator."""
+        """Define the JVP rule; returns ``jvp`` so it can be used as a decorator.
+
+        Args:
+          jvp: ``jvp(*nondiff, primals, tangents) -> (primal_out, tangent_out)``
+            with ``primals`` and ``tangents`` tuples of the differentiable
+            arguments; ``tangent_out`` has ``primal_out``'s structure.
+          symbolic_zeros: tangents of arguments that are not perturbed are
+            passed as ``SymbolicZero`` instead of arrays of zeros.
+
+        Returns:
+          ``jvp``.
+        """
         if not callable(jvp):
             raise TypeError(f"custom_jvp.defjvp of {_fun_name(self.fun)} expects a callable, "
                             f"got {type(jvp).__name__}")
@@ -386,7 +443,20 @@ class custom_jvp(_CustomFunction):
         return jvp
 
     def defjvps(self, *jvps):
-        """Define the JVP rule by one function per argument: ``fn(t, ans, *primals)``."""
+        """Define the JVP rule by one function per argument.
+
+        Args:
+          *jvps: one ``fn(t, ans, *primals) -> tangent contribution`` per
+            argument (``None`` for an argument with a zero derivative); the
+            contributions are summed.
+
+        Examples:
+          >>> import tangentia as tg, tangentia.numpy as tnp
+          >>> f = tg.custom_jvp(lambda x, y: x * y)
+          >>> f.defjvps(lambda t, ans, x, y: t * y, lambda t, ans, x, y: x * t)
+          >>> tg.grad(f, argnums=(0, 1))(2.0, 3.0)
+          (Array(3.), Array(2.))
+        """
         if self.nondiff_argnums:
             raise TypeError("custom_jvp.defjvps is not supported with nondiff_argnums")
 
@@ -487,6 +557,39 @@ class custom_vjp(_CustomFunction):
     old-style ``clip_gradient(lo, hi, x)`` under jit and vmap), are rewritten
     into inputs and residuals: ``fwd`` and ``bwd`` receive them as the same
     values, and their cotangent is zero.
+
+    Forward mode (``jvp``, ``jacfwd``) through a ``custom_vjp`` differentiates
+    ``fwd`` and transposes ``bwd``, as the rule defines reverse mode only.
+
+    Args:
+      fun: the function; its own code gives the values.
+      nondiff_argnums: positions of arguments that are not differentiated;
+        ``bwd`` receives them first.
+      nondiff_argnames: names of such arguments.
+
+    Returns:
+      (Construct it as a decorator.)  Calling the ``custom_vjp`` calls
+      ``fun``; ``defvjp`` sets the rules.
+
+    Raises:
+      TypeError: (when differentiated) no rule was defined, or ``bwd``
+        returns the wrong number, structure or dtypes of cotangents.
+
+    Examples:
+      Gradient clipping: the value is ``x``, the gradient is clipped.
+
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> @tg.custom_vjp
+      ... def clip_gradient(lo, hi, x):
+      ...     return x
+      >>> def fwd(lo, hi, x):
+      ...     return x, (lo, hi)
+      >>> def bwd(res, g):
+      ...     lo, hi = res
+      ...     return None, None, tnp.clip(g, lo, hi)
+      >>> clip_gradient.defvjp(fwd, bwd)
+      >>> tg.grad(lambda x: 3.0 * clip_gradient(-1.0, 1.0, x))(2.0)
+      Array(1.)
     """
 
     kind = "custom_vjp"
@@ -497,7 +600,18 @@ class custom_vjp(_CustomFunction):
         self.bwd = None
 
     def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
-        """Define the forward and backward rules."""
+        """Define the forward and backward rules.
+
+        Args:
+          fwd: ``fwd(*args) -> (out, residuals)``: the value and what
+            ``bwd`` needs (any pytree of arrays).
+          bwd: ``bwd(*nondiff, residuals, cotangent) -> tuple``: one
+            cotangent (or ``None`` for zero) per differentiable argument.
+          symbolic_zeros: ``fwd`` receives ``CustomVJPPrimal`` arguments
+            (value and whether it is perturbed) and ``bwd`` may receive
+            ``SymbolicZero`` cotangents.
+          optimize_remat: accepted for JAX compatibility; no effect here.
+        """
         for what, f in (("fwd", fwd), ("bwd", bwd)):
             if not callable(f):
                 raise TypeError(f"custom_vjp.defvjp of {_fun_name(self.fun)}: {what} must be "
@@ -612,7 +726,14 @@ def _fwd_pair_message(fwd_name, name):
 
 def custom_vjp_primal_tree_values(tree):
     """Strip the perturbation information from the arguments of a ``fwd`` rule
-    defined with ``symbolic_zeros=True``: each ``CustomVJPPrimal`` becomes its value."""
+    defined with ``symbolic_zeros=True``: each ``CustomVJPPrimal`` becomes its value.
+
+    Args:
+      tree: a pytree whose leaves may be ``CustomVJPPrimal``.
+
+    Returns:
+      The pytree with each ``CustomVJPPrimal`` replaced by its ``value``.
+    """
     return tree_map(lambda x: x.value if type(x) is CustomVJPPrimal else x, tree)
 
 
@@ -753,11 +874,26 @@ def _zero_ct(aval):
 def closure_convert(fun, *example_args):
     """Hoist the floating values ``fun`` closes over into explicit arguments.
 
-    Returns ``(converted_fun, hoisted_consts)`` with
-    ``converted_fun(*args, *hoisted_consts) == fun(*args)``.  Floating
-    constants (traced or not) are hoisted, so that a custom rule can
-    differentiate with respect to them; integer and boolean constants cannot
-    be perturbed and stay closed over, as in JAX.
+    Floating constants (traced or not) are hoisted, so that a custom rule
+    can differentiate with respect to them; integer and boolean constants
+    cannot be perturbed and stay closed over, as in JAX.
+
+    Args:
+      fun: the function, closing over arrays (for example a tracer of an
+        outer ``grad``).
+      *example_args: arguments of ``fun`` (their shapes and dtypes are used
+        to trace it).
+
+    Returns:
+      ``(converted_fun, hoisted_consts)`` with
+      ``converted_fun(*args, *hoisted_consts) == fun(*args)``.
+
+    Examples:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> w = tnp.array([1.0, 2.0])
+      >>> f, consts = tg.closure_convert(lambda x: tnp.sum(w * x), tnp.ones(2))
+      >>> len(consts), float(f(tnp.ones(2), *consts))
+      (1, 3.0)
     """
     leaves, in_tree = tree_flatten(example_args)
     avals = [core.get_aval(x) for x in leaves]
