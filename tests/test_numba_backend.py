@@ -10,6 +10,7 @@ hypothesis varies the values (NaN, infinities, signed zeros, integer extremes).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -463,6 +464,57 @@ def test_source_fuses_and_scalarizes():
     assert src.index("np.empty") > src.index("for "), src   # the output is allocated
     src = NUMBA.source(program(lambda x: tnp.exp(x) * 2 + x, big)[0])
     assert src.count("np.empty") == 1, src           # one output, no temporaries
+
+
+def _loop_body(src, header):
+    """The lines of the loop (or block) opened by the first line containing ``header``."""
+    lines = src.splitlines()
+    start = next(k for k, line in enumerate(lines) if header in line)
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    body = []
+    for line in lines[start + 1:]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        body.append(line)
+    return "\n".join(body)
+
+
+def test_scan_gradient_carries_tuples_and_fuses_outer_products():
+    # A scalarized carry of several elements is one tuple variable (numba's SSA passes
+    # cost per variable assigned more than once); in the backward loop the outer
+    # product of two scalarized values is written by unrolled code straight into the
+    # sum with the weight-gradient carry: one array per step, no operand temporaries.
+    W = np.linspace(-1, 1, 64).reshape(8, 8) / 4
+    xs = np.linspace(0, 1, 80).reshape(10, 8)
+    c0 = np.linspace(-0.5, 0.5, 8)
+
+    def loss(W, c0):
+        def body(c, x):
+            c = tnp.tanh(W @ c + x)
+            return c, c[0]
+        cT, ys = lax.scan(body, c0, xs)
+        return tnp.sum(cT ** 2) + 0.1 * tnp.sum(ys)
+    f = tg.grad(loss, argnums=(0, 1))
+    got = check(f, W, c0)
+    eps = 1e-6
+    fd = (loss(W, c0 + eps * np.eye(8)[3]) - loss(W, c0 - eps * np.eye(8)[3])) / (2 * eps)
+    np.testing.assert_allclose(got[1][3], fd, rtol=1e-7)
+    src = NUMBA.source(program(f, W, c0)[0])
+    forward = _loop_body(src, "in range(10):")
+    assert re.search(r"\bc\d+ = \(", forward), forward       # the carry, as a tuple
+    backward = _loop_body(src, "in range(9, -1, -1):")
+    assert backward.count("np.empty") == 1, backward          # the new weight-gradient carry
+    assert "for " not in backward, backward                   # unrolled (64 elements)
+
+
+def test_long_elementwise_chains_are_split():
+    # A lazy chain longer than codegen.MAX_FUSED is materialized (its expression is
+    # built recursively): 300 fused operations compile and agree with NumPy.
+    def chain(x):
+        for k in range(300):
+            x = tnp.sin(x) * 1.001 + 0.01 * k if k % 2 else x * 0.999 - 0.002
+        return x
+    check(chain, np.linspace(-1, 1, 40))
 
 
 def _rk_loop(th):

@@ -13,8 +13,11 @@ the calling wrapper, the ``Backend``).
   value used once by an elementwise operation, the expression itself, inlined
   into its consumer -- so loop steps over small states allocate nothing.
   ``AV``: a C-contiguous numba array variable.  ``LV`` (*lazy*): an element
-  expression ``fn(index) -> str`` for a larger value, not computed yet.
-  ``ZV``: a ``float0`` value (no data; never computed).
+  expression ``fn(index) -> str`` for a larger value, not computed yet (if it
+  reads scalarized operands, it has at most ``UNROLL`` elements and is written
+  by unrolled code).  ``ZV``: a ``float0`` value (no data; never computed).
+  A scalarized loop carry or branch result is one tuple variable (numba's SSA
+  passes cost grows with the number of variables assigned more than once).
 * **Fusion.** Elementwise operations (NumPy broadcasting and dtype promotion:
   every operand is cast to the dtype of NumPy's loop, every result to the
   output aval's dtype), ``select``, ``convert_element_type``,
@@ -22,6 +25,8 @@ the calling wrapper, the ``Backend``).
   ``LV`` values; a lazy value used once by another fusible operation stays
   lazy, so a chain becomes one expression, written by one loop nest when it
   is materialized (or accumulated directly by the reduction consuming it).
+  Chains longer than ``codegen.MAX_FUSED`` are split; short contractions
+  (outer products, ...) are fused expressions too.
 * **Control flow** is native: ``while`` -> ``while True`` with the condition
   program inlined, ``scan`` -> ``for`` with stacked outputs written in place,
   ``cond`` -> ``if/elif``.  Call-like primitives (``jit``, ``checkpoint``,
@@ -65,7 +70,7 @@ from numba.core import errors as NE
 from ..backend import Backend, register_backend
 from . import helpers
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
-                      _small, _weight, AV, ZV)
+                      _weight, AV, ZV)
 from .rules import ELEMENTWISE, FUSIBLE, RULES, all_primitives, lowering_paths
 
 __all__ = ["NumbaBackend", "all_primitives", "lowering_paths", "SMALL"]
@@ -84,7 +89,7 @@ def _generate(jaxpr):
             continue
         params.append(g.name("x"))
         av = AV(a.shape, a.dtype, params[-1])
-        in_vals.append(g.small(av) if _small(a.shape) else av)
+        in_vals.append(g.small(av) if g.is_small(a.shape) else av)
     outs = g.lower_jaxpr(jaxpr, in_vals)
     names = []
     for o in outs:

@@ -17,6 +17,8 @@ from ...core import Literal, Var
 from ..passes import simplify
 
 SMALL = 16          # values with at most this many elements are scalarized
+UNROLL = 64         # values with at most this many elements computed from scalarized ones
+                    # are written by unrolled code (no temporary arrays for the operands)
 BLAS_MIN_FLOPS = 4096  # dot_general with m*n*k*batch at least this (floats) calls BLAS
 
 
@@ -151,12 +153,19 @@ class AV:
 
 
 class LV:
-    """A lazy value: ``fn(index) -> element expression``, computed where it is used."""
+    """A lazy value: ``fn(index) -> element expression``, computed where it is used.
+    ``static``: the index must be constant (it reads scalarized operands), so the
+    value is written by unrolled code, never by a loop (``UNROLL`` elements at most)."""
 
-    __slots__ = ("shape", "dtype", "fn")
+    __slots__ = ("shape", "dtype", "fn", "static")
 
-    def __init__(self, shape, dtype, fn):
-        self.shape, self.dtype, self.fn = tuple(shape), dtype, fn
+    def __init__(self, shape, dtype, fn, static=False):
+        self.shape, self.dtype, self.fn, self.static = tuple(shape), dtype, fn, static
+
+
+def needs_static(v):
+    """Whether element access to ``v`` needs constant indices (else: an array first)."""
+    return (type(v) is SV and len(v.shape) > 0) or (type(v) is LV and v.static)
 
 
 class ZV:
@@ -169,13 +178,19 @@ class ZV:
         self.shape, self.dtype = tuple(shape), dtype
 
 
+class CT:
+    """A tuple variable holding a scalarized value across blocks (see ``_Gen.fresh_vars``)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+
 def _is_float0(dtype):
     return dtype.kind == "V"
 
 
-def _small(aval_or_shape):
-    shape = getattr(aval_or_shape, "shape", aval_or_shape)
-    return _size(shape) <= SMALL
 
 
 # ---------------------------------------------------------------------------
@@ -189,6 +204,9 @@ def _small(aval_or_shape):
 # body (whose scalarized values have 8x the elements) is outlined while the same
 # unbatched body stays inline.
 OUTLINE_MIN_COST = 1500
+# A chain of fused operations longer than this is materialized (its element
+# expression is built recursively, and numba types one huge expression slowly).
+MAX_FUSED = 32
 _CONST_NAME = re.compile(r"\bk\d+\b")
 
 
@@ -208,33 +226,31 @@ def _weight(jaxpr):
     return w
 
 
-def _cost(jaxpr):
-    """Estimated generated code size of a program: each equation counts the elements of
-    its largest scalarized output (1 for array outputs), nested programs included."""
-    key = ("numba_cost", SMALL)
+def _cost(jaxpr, limit):
+    """Estimated generated code size of a program whose values of at most ``limit``
+    elements are scalarized: each equation counts the elements of its largest
+    scalarized output (1 for array outputs), nested programs included."""
+    key = ("numba_cost", limit)
     c = jaxpr.cache.get(key)
     if c is None:
         c = 0
         for eqn in jaxpr.eqns:
-            c += max([_size(v.aval.shape) for v in eqn.outputs if _small(v.aval.shape)] + [1])
-            c += sum(_cost(q) for q in _nested(eqn))
+            c += max([_size(v.aval.shape) for v in eqn.outputs if _size(v.aval.shape) <= limit]
+                     + [1])
+            c += sum(_cost(q, limit) for q in _nested(eqn))
         jaxpr.cache[key] = c
     return c
-
-
-def _large(jaxpr):
-    """Whether a nested program is large enough to become a separate function."""
-    return _cost(jaxpr) >= OUTLINE_MIN_COST
 
 
 class _Gen:
     """Generates one program's source: ``lower_jaxpr`` emits the code of a
     program's equations into ``lines`` and returns its output values."""
 
-    def __init__(self, rules, fusible, inline):
+    def __init__(self, rules, fusible, inline, limit=SMALL):
         # rules: {primitive name: rule}; fusible: consumers that keep a lazy operand
-        # lazy; inline: consumers that take single-use scalar expressions inline.
-        self.rules, self.fusible, self.inline = rules, fusible, inline
+        # lazy; inline: consumers that take single-use scalar expressions inline;
+        # limit: values of at most this many elements are scalarized.
+        self.rules, self.fusible, self.inline, self.limit = rules, fusible, inline, limit
         self.lines = []
         self.depth = 1
         self.counter = itertools.count()
@@ -246,6 +262,10 @@ class _Gen:
         self.scope_ids = itertools.count(1)
         self.functions = []     # sources of outlined bodies (see ``call_jaxpr``)
         self.helpers = {}       # (program, input representation) -> (name, output template)
+
+    def is_small(self, aval_or_shape):
+        """Whether values of this shape are scalarized (``SV``)."""
+        return _size(getattr(aval_or_shape, "shape", aval_or_shape)) <= self.limit
 
     # -- emission ---------------------------------------------------------
     def name(self, prefix="v"):
@@ -315,7 +335,8 @@ class _Gen:
         """``v`` as an ``AV`` (a fresh or input C-contiguous array), cast to ``dtype``."""
         if dtype is not None and dtype != v.dtype:
             src = v
-            v = LV(v.shape, dtype, lambda idx: _cast(self.elem(src, idx), src.dtype, dtype))
+            v = LV(v.shape, dtype, lambda idx: _cast(self.elem(src, idx), src.dtype, dtype),
+                   needs_static(src))
         if type(v) is AV:
             return v
         if type(v) is ZV:
@@ -329,6 +350,10 @@ class _Gen:
             for k, idx in enumerate(np.ndindex(*v.shape)):
                 self.emit(f"{self.elem(out, idx)} = {v.elems[k]}")
             v.arr = (self.scopes[-1], out)
+            return out
+        if v.static:
+            for idx in np.ndindex(*v.shape):
+                self.emit(f"{self.elem(out, idx)} = {v.fn(idx)}")
             return out
         idx = self.loops(v.shape)
         self.emit(f"{self.elem(out, idx)} = {v.fn(tuple(idx))}")
@@ -348,17 +373,21 @@ class _Gen:
         """The representation a value keeps once its block ends: SV if small, else AV."""
         if type(v) is ZV:
             return v
-        return self.small(v) if _small(v.shape) else self.array(v)
+        return self.small(v) if self.is_small(v.shape) else self.array(v)
 
     def dynamic_ready(self, v):
         """``v`` ready for element access with loop indices (no SV with dimensions)."""
-        return self.array(v) if type(v) is SV and v.shape else v
+        return self.array(v) if needs_static(v) else v
 
     def assign(self, names, v):
-        """Assign ``v`` to the variables ``names`` (from ``fresh_like``)."""
+        """Assign ``v`` to the variables ``names`` (from ``fresh_vars``)."""
         if names is None:
             return
-        if type(names) is list:
+        if type(names) is CT:
+            v = self.small(v)
+            els = [_wrap(_typed(e, v.dtype), v.dtype) for e in v.elems]
+            self.emit(f"{names.name} = ({''.join(e + ', ' for e in els)})")
+        elif type(names) is list:
             v = self.small(v)
             for n, e in zip(names, v.elems):
                 if n != e:
@@ -368,18 +397,33 @@ class _Gen:
             if a.name != names:
                 self.emit(f"{names} = {a.name}")
 
-    def fresh_like(self, aval):
-        """Variables to hold a value of ``aval`` across blocks: a list of names (small) or a name."""
-        if _is_float0(aval.dtype):
-            return None
-        base = self.name("c")
-        if _small(aval.shape):
-            return [f"{base}_{k}" for k in range(_size(aval.shape))]
-        return base
+    def fresh_vars(self, avals):
+        """Variables to hold values of ``avals`` across blocks (loop carries, branch
+        results): per value, a ``CT`` (a tuple, scalarized with more than one
+        element), a list of one name (a scalar), a name (an array) or None (float0).
+        A tuple is one variable assigned once per block, where separate names would
+        be one per element: numba's SSA passes cost (variables assigned more than
+        once) x (function size), and LLVM keeps a tuple's elements in registers."""
+        out = []
+        for aval in avals:
+            if _is_float0(aval.dtype):
+                out.append(None)
+                continue
+            base = self.name("c")
+            if not self.is_small(aval.shape):
+                out.append(base)
+            elif _size(aval.shape) > 1:
+                out.append(CT(base))
+            else:
+                out.append([f"{base}_{k}" for k in range(_size(aval.shape))])
+        return out
 
     def from_names(self, names, aval):
         if names is None:
             return ZV(aval.shape, aval.dtype)
+        if type(names) is CT:
+            return SV(aval.shape, aval.dtype,
+                      [self.scalar(f"{names.name}[{k}]") for k in range(_size(aval.shape))])
         if type(names) is list:
             return SV(aval.shape, aval.dtype, list(names))
         return AV(aval.shape, aval.dtype, names)
@@ -389,10 +433,11 @@ class _Gen:
         keep = [n is not None for n in names_list]
         names_list = [n for n, k in zip(names_list, keep) if k]
         vals = [v for v, k in zip(vals, keep) if k]
-        vals = [self.small(v) if type(n) is list else self.array(v) for n, v in zip(names_list, vals)]
+        vals = [self.array(v) if type(n) is str else self.small(v) for n, v in zip(names_list, vals)]
         targets = set()
         for n in names_list:
-            targets.update(n if type(n) is list else [n])
+            if type(n) is not CT:   # (tuple elements are read into fresh names)
+                targets.update(n if type(n) is list else [n])
         srcs = []
         for v in vals:
             if type(v) is SV:
@@ -431,6 +476,7 @@ class _Gen:
         for a in outvars:
             if type(a) is Var:
                 consumers.setdefault(a, []).append(None)
+        depth = {}   # lazy value -> length of its chain of fused operations
         for eqn in eqns:
             for v in eqn.outputs:
                 _check_dtype(v.aval.dtype)
@@ -440,8 +486,11 @@ class _Gen:
                 users = consumers.get(v, ())
                 user = users[0] if len(users) == 1 else None
                 if type(o) is LV:
-                    if user is None or user.prim.name not in self.fusible:
+                    d = 1 + max([depth.get(a, 0) for a in eqn.inputs if type(a) is Var] + [0])
+                    if user is None or user.prim.name not in self.fusible or d > MAX_FUSED:
                         o = self.array(o)
+                    else:
+                        depth[v] = d
                 elif type(o) is SV:
                     # A scalar expression stays unnamed (inlined into its consumer's
                     # expression) only for one elementwise consumer using each element once.
@@ -460,7 +509,7 @@ class _Gen:
         faster than linearly with function size), shared by every call with
         the same program and input representation; small ones are inlined.
         """
-        if not _large(jaxpr):
+        if _cost(jaxpr, self.limit) < OUTLINE_MIN_COST:
             return self.lower_jaxpr(jaxpr, in_vals)
         return self.outlined(id(jaxpr), in_vals, lambda vals: self.lower_jaxpr(jaxpr, vals))
 
@@ -555,7 +604,7 @@ class _Gen:
             n = self.name("a")
             self.emit(f"{n} = np.ascontiguousarray({src})" if kernel else f"{n} = {src}")
             o = AV(v.aval.shape, v.aval.dtype, n)
-            outs.append(self.small(o) if _small(v.aval.shape) else o)
+            outs.append(self.small(o) if self.is_small(v.aval.shape) else o)
         return outs
 
     def objmode_call(self, eqn, ins):
@@ -582,7 +631,7 @@ class _Gen:
         res = []
         for n, v in zip(outs, eqn.outputs):
             o = AV(v.aval.shape, v.aval.dtype, n)
-            res.append(self.small(o) if _small(v.aval.shape) else o)
+            res.append(self.small(o) if self.is_small(v.aval.shape) else o)
         return res
 
 

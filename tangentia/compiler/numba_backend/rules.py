@@ -7,9 +7,8 @@ import numpy as np
 
 from ...core import Literal
 from ...primitives.control_flow import split
-from .codegen import (AV, LV, SV, ZV, SMALL, BLAS_MIN_FLOPS, _F4, _I8, _bidx, _cast,
-                      _dt, _is_float0, _kernel_table, _lit, _ravel, _shape_str, _size, _small,
-                      _wrap)
+from .codegen import (AV, LV, SV, ZV, BLAS_MIN_FLOPS, UNROLL, needs_static, _F4, _I8, _bidx, _cast,
+                      _dt, _is_float0, _kernel_table, _lit, _ravel, _shape_str, _size, _wrap)
 
 def _loop_dtypes(eqn):
     """(input loop dtypes, output loop dtype) of the NumPy ufunc behind ``eqn``."""
@@ -144,14 +143,15 @@ def _scalar_fn(eqn):
 def _elementwise(g, eqn, ins):
     out = eqn.outputs[0].aval
     fn = _scalar_fn(eqn)
-    if _small(out.shape):
+    if g.is_small(out.shape):
         ins = [v if v.shape == out.shape else g.named(v) for v in ins]
         elems = [fn([g.elem(v, _bidx(idx, v.shape, out.shape)) for v in ins])
                  for idx in np.ndindex(*out.shape)]
         return [SV(out.shape, out.dtype, elems)]
-    ins = [g.named(g.dynamic_ready(v)) for v in ins]
+    static = _size(out.shape) <= UNROLL and any(needs_static(v) for v in ins)
+    ins = [g.named(v if static else g.dynamic_ready(v)) for v in ins]
     return [LV(out.shape, out.dtype,
-               lambda idx: fn([g.elem(v, _bidx(idx, v.shape, out.shape)) for v in ins]))]
+               lambda idx: fn([g.elem(v, _bidx(idx, v.shape, out.shape)) for v in ins]), static)]
 
 
 ELEMENTWISE = set(_OPS) | {"select", "convert_element_type", "integer_pow", "stop_gradient"}
@@ -162,12 +162,12 @@ ELEMENTWISE = set(_OPS) | {"select", "convert_element_type", "integer_pow", "sto
 
 def _remap(g, x, out_aval, in_index):
     """A value of ``out_aval`` whose element ``idx`` is ``x[in_index(idx)]``."""
-    if type(x) is SV and _small(out_aval.shape):
+    if type(x) is SV and g.is_small(out_aval.shape):
         idxs = [in_index(idx) for idx in np.ndindex(*out_aval.shape)]
         if all(type(i) is int for ix in idxs for i in ix):
             return SV(out_aval.shape, out_aval.dtype, [g.elem(x, ix) for ix in idxs])
     x = g.dynamic_ready(x)
-    if _small(out_aval.shape):
+    if g.is_small(out_aval.shape):
         return SV(out_aval.shape, out_aval.dtype,
                   [g.scalar(g.elem(x, in_index(idx))) for idx in np.ndindex(*out_aval.shape)])
     return LV(out_aval.shape, out_aval.dtype, lambda idx: g.elem(x, in_index(idx)))
@@ -176,13 +176,13 @@ def _remap(g, x, out_aval, in_index):
 def _reshape(g, eqn, ins):
     x, = ins
     out = eqn.outputs[0].aval
-    if type(x) is SV and _small(out.shape):
+    if type(x) is SV and g.is_small(out.shape):
         return [SV(out.shape, out.dtype, list(x.elems))]
     a = g.array(x)
     n = g.name("a")
     g.emit(f"{n} = {a.name}.reshape({_shape_str(out.shape)})")
     o = AV(out.shape, out.dtype, n)
-    return [g.small(o) if _small(out.shape) else o]
+    return [g.small(o) if g.is_small(out.shape) else o]
 
 
 def _transpose(g, eqn, ins):
@@ -205,7 +205,7 @@ def _broadcast_to(g, eqn, ins):
 def _concatenate(g, eqn, ins):
     out = eqn.outputs[0].aval
     axis = eqn.params["axis"]
-    if _small(out.shape):
+    if g.is_small(out.shape):
         pieces = []
         for idx in np.ndindex(*out.shape):
             k = idx[axis]
@@ -357,7 +357,7 @@ def _scatter(g, eqn, ins):
     dst = g.elem(res, in_index(tuple(idx)))
     g.emit(f"{dst} = {update(dst, tuple(idx))}")
     g.close(idx)
-    return [g.small(res) if _small(out.shape) else res]
+    return [g.small(res) if g.is_small(out.shape) else res]
 
 
 # ---------------------------------------------------------------------------
@@ -440,7 +440,7 @@ def _reduce(g, eqn, ins):
         dst = g.elem(res, k_idx)
         g.emit(f"{dst} = {comb(dst, g.elem(x, idx))}")
         g.close(idx)
-    return [g.small(res) if _small(out.shape) else res]
+    return [g.small(res) if g.is_small(out.shape) else res]
 
 
 def _argreduce(g, eqn, ins):
@@ -484,11 +484,14 @@ def _argreduce(g, eqn, ins):
     g.close(k_idx)
     if res is None:
         return [SV((), out.dtype, [bi])]
-    return [g.small(res) if _small(out.shape) else res]
+    return [g.small(res) if g.is_small(out.shape) else res]
 
 
 # ---------------------------------------------------------------------------
 # Contractions
+
+
+FUSED_DOT_K = 4   # contractions over at most this many elements are fused expressions
 
 
 def _dot_general(g, eqn, ins):
@@ -523,10 +526,10 @@ def _dot_general(g, eqn, ins):
     def add(acc, t):
         return _wrap(_OPS["add"]([acc, t], dt), dt)
 
-    if _small(out.shape) and _size(out.shape) * k <= 4 * SMALL and \
+    if g.is_small(out.shape) and _size(out.shape) * k <= 4 * g.limit and \
             type(x) is not LV and type(y) is not LV:
         if type(x) is SV or type(y) is SV:
-            x, y = (g.small(x) if _small(x.shape) else x), (g.small(y) if _small(y.shape) else y)
+            x, y = (g.small(x) if g.is_small(x.shape) else x), (g.small(y) if g.is_small(y.shape) else y)
         elems = []
         for o_idx in np.ndindex(*out.shape):
             acc = None
@@ -537,6 +540,20 @@ def _dot_general(g, eqn, ins):
         return [SV(out.shape, dt, elems)]
     if dt.kind == "f" and m * n * k * max(1, _size(bsh)) >= BLAS_MIN_FLOPS and k > 1:
         return [_dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k)]
+    if k <= FUSED_DOT_K and type(x) is not LV and type(y) is not LV:
+        # A short contraction (an outer product, ...) is an elementwise expression,
+        # fused into its consumer.
+        static = _size(out.shape) <= UNROLL and (needs_static(x) or needs_static(y))
+        if not static:
+            x, y = g.dynamic_ready(x), g.dynamic_ready(y)
+
+        def element(o_idx):
+            acc = None
+            for c_idx in np.ndindex(*csh):
+                t = term(*indices(o_idx, c_idx))
+                acc = t if acc is None else add(acc, t)
+            return acc if acc is not None else _lit(0, dt)
+        return [LV(out.shape, dt, element, static)]
     x, y = g.array(x), g.array(y)
     r = g.name("a")
     g.emit(f"{r} = np.empty({_shape_str(out.shape)}, {_dt(dt)})")
@@ -549,7 +566,7 @@ def _dot_general(g, eqn, ins):
     g.close(c_idx)
     g.emit(f"{g.elem(res, o_idx)} = {acc}")
     g.close(o_idx)
-    return [g.small(res) if _small(out.shape) else res]
+    return [g.small(res) if g.is_small(out.shape) else res]
 
 
 def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k):
@@ -596,7 +613,7 @@ def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k):
 
 
 def _carry_init(g, avals, vals):
-    names = [g.fresh_like(a) for a in avals]
+    names = g.fresh_vars(avals)
     for n, v in zip(names, vals):
         g.assign(n, v)
     return names
@@ -650,7 +667,7 @@ def _scan(g, eqn, ins):
         shape = x.shape[1:]
         if type(x) is ZV:
             x_vals.append(ZV(shape, x.dtype))
-        elif _small(shape):
+        elif g.is_small(shape):
             x_vals.append(SV(shape, x.dtype, [g.scalar(g.elem(x, (i,) + idx)) for idx in np.ndindex(*shape)]))
         else:
             n = g.name("a")
@@ -664,7 +681,7 @@ def _scan(g, eqn, ins):
         if type(y) is AV:
             g.emit(f"{buf.name}[{i}] = {y.name}")
             continue
-        y = g.dynamic_ready(y) if not _small(y.shape) else y
+        y = g.dynamic_ready(y) if not g.is_small(y.shape) else y
         idx = g.loops(y.shape) if type(y) is not SV else None
         if idx is None:
             for k, j in enumerate(np.ndindex(*y.shape)):
@@ -695,9 +712,9 @@ def _drop_leading(g, v):
     if type(v) is SV:
         return SV(shape, v.dtype, list(v.elems))
     if type(v) is LV:
-        return LV(shape, v.dtype, lambda idx: v.fn((0,) + tuple(idx)))
+        return LV(shape, v.dtype, lambda idx: v.fn((0,) + tuple(idx)), v.static)
     return g.settle(LV(shape, v.dtype, lambda idx: g.elem(v, (0,) + tuple(idx)))) \
-        if _small(shape) else AV(shape, v.dtype, f"{v.name}[0]")
+        if g.is_small(shape) else AV(shape, v.dtype, f"{v.name}[0]")
 
 
 def _add_leading(g, v):
@@ -719,7 +736,7 @@ def _cond(g, eqn, ins):
     if len(branches) == 1:
         return [g.settle(v) for v in g.lower_jaxpr(branches[0], ops)]
     avals = [v.aval for v in eqn.outputs]
-    names = [g.fresh_like(a) for a in avals]
+    names = g.fresh_vars(avals)
     ix = g.scalar(f"min(max({_cast(g.elem(index, ()), index.dtype, _I8)}, 0), {len(branches) - 1})")
     for b, br in enumerate(branches):
         if b == 0:
@@ -757,7 +774,7 @@ def _identity(g, eqn, ins):
 
 RULES = {name: _elementwise for name in ELEMENTWISE}
 RULES.update({
-    "stop_gradient": _identity,
+    "stop_gradient": _identity, "name": _identity,
     "reshape": _reshape, "transpose": _transpose, "broadcast_to": _broadcast_to,
     "concatenate": _concatenate,
     "getitem": _getitem, "scatter": _scatter,
