@@ -205,3 +205,30 @@ def test_real_if_close():
     assert tg.grad(lambda x: tnp.real_if_close(x * (1 + 0j)))(2.0) == 1.0   # concrete under grad
     with pytest.raises(tg.ConcretizationTypeError, match="real_if_close: the dtype of the result"):
         tg.jit(tnp.real_if_close)(a)
+
+
+@pytest.mark.parametrize("fname,kw", [("sum", {}), ("prod", {}), ("mean", {}), ("var", {}),
+                                      ("std", {}), ("var", {"ddof": 1}), ("max", {"initial": -10.0}),
+                                      ("min", {"initial": 10.0}), ("all", {}), ("any", {})])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_reductions_take_where(fname, kw, axis):
+    x = RNG.normal(size=(4, 5))
+    w = x > -0.3
+    a = x > 0 if fname in ("all", "any") else x
+    want = getattr(np, fname)(a, axis=axis, where=w, **kw)
+    got = getattr(tnp, fname)(a, axis=axis, where=w, **kw)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+    np.testing.assert_allclose(tg.jit(lambda a: getattr(tnp, fname)(a, axis=axis, where=w, **kw))(a),
+                               want, rtol=1e-14)
+
+
+def test_where_masked_gradients_and_errors():
+    x = RNG.normal(size=(3, 4))
+    w = x > 0
+    np.testing.assert_allclose(tg.grad(lambda x: tnp.mean(x, where=w))(x), w / w.sum())
+    np.testing.assert_allclose(tg.grad(lambda x: tnp.max(x, where=w, initial=-1e9))(x),
+                               (x == np.max(x, where=w, initial=-1e9)).astype(float))
+    with pytest.raises(ValueError, match="^reduction operation max does not have an identity, so "
+                                         "to use a where mask one has to specify 'initial'"):
+        tnp.max(x, where=w)

@@ -43,32 +43,44 @@ def _check_nonempty(a, axis, fname):
                          f"no identity (shape {av.shape})")
 
 
+def _masked(a, where, fill):
+    """``a`` with the entries outside ``where`` replaced by ``fill`` (a reduction's identity)."""
+    if where is None:
+        return a
+    return _E.select(asarray(where) if not _is_tracer(where) else where, a, fill)
+
+
 def _sum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
-    """Sum along ``axis`` (of all entries if ``axis`` is None)."""
-    if where is not None:
-        a = _E.select(asarray(where) if not _is_tracer(where) else where, a, 0)
-    out = _reduce(_R.reduce_sum, "sum", a, axis, keepdims, dtype)
+    """Sum along ``axis`` (of all entries if ``axis`` is None), over ``where`` only."""
+    out = _reduce(_R.reduce_sum, "sum", _masked(a, where, 0), axis, keepdims, dtype)
     return out if initial is None else _E.add(out, initial)
 
 
-def _prod(a, axis=None, dtype=None, keepdims=False, initial=None):
-    """Product along ``axis`` (of all entries if ``axis`` is None)."""
-    out = _reduce(_R.reduce_prod, "prod", a, axis, keepdims, dtype)
+def _prod(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+    """Product along ``axis`` (of all entries if ``axis`` is None), over ``where`` only."""
+    out = _reduce(_R.reduce_prod, "prod", _masked(a, where, 1), axis, keepdims, dtype)
     return out if initial is None else _E.mul(out, initial)
 
 
-def _max(a, axis=None, keepdims=False, initial=None):
-    """Maximum along ``axis`` (of all entries if ``axis`` is None)."""
-    _check_nonempty(a, axis, "max")
-    out = _reduce(_R.reduce_max, "max", a, axis, keepdims)
-    return out if initial is None else _E.maximum(out, initial)
+def _extremum(fname, ufunc_name, reduce, combine):
+    def fn(a, axis=None, keepdims=False, initial=None, where=None):
+        if where is not None:
+            if initial is None:
+                raise ValueError(f"reduction operation {fname} does not have an identity, so to "
+                                 "use a where mask one has to specify 'initial' (tangentia.numpy."
+                                 f"{fname}: argument 'initial')")
+            a = _masked(a, where, initial)
+        else:
+            _check_nonempty(a, axis, fname)
+        out = _reduce(reduce, fname, a, axis, keepdims)
+        return out if initial is None else combine(out, initial)
+    fn.__name__ = f"_{fname}"
+    fn.__doc__ = f"{ufunc_name} along ``axis`` (of all entries if ``axis`` is None), over ``where``."
+    return fn
 
 
-def _min(a, axis=None, keepdims=False, initial=None):
-    """Minimum along ``axis`` (of all entries if ``axis`` is None)."""
-    _check_nonempty(a, axis, "min")
-    out = _reduce(_R.reduce_min, "min", a, axis, keepdims)
-    return out if initial is None else _E.minimum(out, initial)
+_max = _extremum("max", "Maximum", _R.reduce_max, _E.maximum)
+_min = _extremum("min", "Minimum", _R.reduce_min, _E.minimum)
 
 
 # Outside any transformation these are one ufunc reduction (the eager kernels
@@ -80,42 +92,57 @@ min = _core.eager_dispatch(_R.reduce_min_p, _R.eager_min, traced=_min, name="min
 amax, amin = max, min
 
 
-def all(a, axis=None, keepdims=False):
-    """Whether all entries along ``axis`` are true."""
+def _as_bool(a):
+    return a if _aval(a).dtype.kind == "b" else _E.ne(a, 0)
+
+
+def all(a, axis=None, keepdims=False, *, where=None):
+    """Whether all entries along ``axis`` (within ``where``) are true."""
+    a = _masked(_as_bool(a), where, True)
     return _reduce(lambda x, axes: _R.reduce_and_p.bind(x, axes=axes), "all", a, axis, keepdims)
 
 
-def any(a, axis=None, keepdims=False):
-    """Whether any entry along ``axis`` is true."""
+def any(a, axis=None, keepdims=False, *, where=None):
+    """Whether any entry along ``axis`` (within ``where``) is true."""
+    a = _masked(_as_bool(a), where, False)
     return _reduce(lambda x, axes: _R.reduce_or_p.bind(x, axes=axes), "any", a, axis, keepdims)
 
 
-def mean(a, axis=None, dtype=None, keepdims=False):
-    """Arithmetic mean along ``axis`` (float64 for integer input)."""
+def _count(a, axis, keepdims, where):
+    """The number of entries reduced: a Python int, or an array with ``where``."""
     av = _aval(a)
-    axes = _axes(axis, av.ndim, "mean")
-    n = math.prod(av.shape[i] for i in axes)
-    s = sum(a, axis, dtype, keepdims)
+    if where is None:
+        return math.prod(av.shape[i] for i in _axes(axis, av.ndim, "mean"))
+    w = _S.broadcast_to(asarray(where) if not _is_tracer(where) else where, av.shape)
+    return sum(astype(w, int64), axis, keepdims=keepdims)
+
+
+def mean(a, axis=None, dtype=None, keepdims=False, *, where=None):
+    """Arithmetic mean along ``axis`` (float64 for integer input), over ``where`` only."""
+    n = _count(a, axis, keepdims, where)
+    s = sum(a, axis, dtype, keepdims, where=where)
     if _aval(s).dtype.kind not in "fc":
         s = astype(s, float64)
+    if where is not None:
+        return _E.div(s, astype(n, _aval(s).dtype if _aval(s).dtype.kind == "f" else float64))
     return _E.div(s, float(n)) if n else _E.mul(s, nan)
 
 
-def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
-    """Variance along ``axis`` (``ddof`` delta degrees of freedom)."""
-    av = _aval(a)
-    axes = _axes(axis, av.ndim, "var")
-    n = math.prod(av.shape[i] for i in axes)
-    m = mean(a, axis, dtype, keepdims=True)
+def var(a, axis=None, dtype=None, ddof=0, keepdims=False, *, where=None):
+    """Variance along ``axis`` (``ddof`` delta degrees of freedom), over ``where`` only."""
+    n = _count(a, axis, keepdims, where)
+    m = mean(a, axis, dtype, keepdims=True, where=where)
     d = _E.sub(a, m)
     dd = _E.real(_E.mul(d, _E.conj(d))) if _aval(d).dtype.kind == "c" else _E.mul(d, d)
-    s = sum(dd, axis, dtype, keepdims)
+    s = sum(dd, axis, dtype, keepdims, where=where)
+    if where is not None:
+        return _E.div(s, _E.sub(astype(n, _aval(s).dtype), ddof))
     return _E.div(s, float(n - ddof))
 
 
-def std(a, axis=None, dtype=None, ddof=0, keepdims=False):
-    """Standard deviation along ``axis`` (``ddof`` delta degrees of freedom)."""
-    return sqrt(var(a, axis, dtype, ddof, keepdims))
+def std(a, axis=None, dtype=None, ddof=0, keepdims=False, *, where=None):
+    """Standard deviation along ``axis`` (``ddof`` delta degrees of freedom), over ``where``."""
+    return sqrt(var(a, axis, dtype, ddof, keepdims, where=where))
 
 
 def ptp(a, axis=None, keepdims=False):

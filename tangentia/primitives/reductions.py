@@ -143,15 +143,15 @@ def eager_sum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None
     return np.add.reduce(a, axis=axis, dtype=dtype, keepdims=keepdims)
 
 
-def eager_prod(a, axis=None, dtype=None, keepdims=False, initial=None):
-    if type(a) is not np.ndarray or initial is not None:
+def eager_prod(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+    if type(a) is not np.ndarray or initial is not None or where is not None:
         return NotImplemented
     return np.multiply.reduce(a, axis=axis, dtype=dtype, keepdims=keepdims)
 
 
 def _eager_extremum(ufunc):
-    def kernel(a, axis=None, keepdims=False, initial=None):
-        if type(a) is not np.ndarray or initial is not None or not a.size:
+    def kernel(a, axis=None, keepdims=False, initial=None, where=None):
+        if type(a) is not np.ndarray or initial is not None or where is not None or not a.size:
             return NotImplemented
         return ufunc.reduce(a, axis=axis, keepdims=keepdims)
     kernel.__name__ = f"eager_{ufunc.__name__}"
