@@ -98,7 +98,34 @@ def _same(a, b):
 
 @api_boundary
 def switch(index, branches, *operands):
-    """Apply ``branches[index](*operands)``; the index is clamped to range."""
+    """Apply ``branches[index](*operands)``, staged; the index is clamped to range.
+
+    Every branch is traced (under ``jit`` the choice happens when the
+    program runs); under ``vmap`` with a batched index every branch runs and
+    the results are selected.  Differentiable in ``operands``.
+
+    Args:
+      index: a scalar integer (traced or not); values below 0 select the
+        first branch, values past the end the last.
+      branches: a non-empty sequence of functions of ``*operands``, all
+        returning outputs of the same structure, shapes and dtypes.
+      *operands: the arguments passed to the chosen branch (pytrees).
+
+    Returns:
+      The chosen branch's output.
+
+    Raises:
+      TypeError: the index is not a scalar integer, a branch is not
+        callable, or the branches' outputs differ in structure or type.
+      ValueError: ``branches`` is empty.
+
+    Examples:
+      >>> from tangentia import lax
+      >>> lax.switch(1, [lambda x: x, lambda x: 2 * x, lambda x: 3 * x], 1.0)
+      Array(2.)
+      >>> lax.switch(7, [lambda x: x, lambda x: 2 * x, lambda x: 3 * x], 1.0)   # clamped
+      Array(3.)
+    """
     branches = list(branches)
     if not branches:
         raise ValueError("switch: branches must be a non-empty sequence of functions")
@@ -122,7 +149,36 @@ def switch(index, branches, *operands):
 
 @api_boundary
 def cond(pred, true_fun, false_fun, *operands, operand=None):
-    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, staged."""
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, staged.
+
+    Both branches are traced; under ``jit`` the choice happens when the
+    program runs, and under ``vmap`` with a batched ``pred`` both branches
+    run and the results are selected.  Differentiable in ``operands``.
+
+    Args:
+      pred: a scalar boolean (or number: nonzero is true), traced or not.
+      true_fun: the function applied when ``pred`` is true.
+      false_fun: the function applied otherwise; both return outputs of the
+        same structure, shapes and dtypes.
+      *operands: the arguments passed to the chosen function (pytrees).
+      operand: JAX's older single-operand keyword (the same as one operand).
+
+    Returns:
+      The chosen function's output.
+
+    Raises:
+      TypeError: ``pred`` is not a scalar, or the two branches' outputs
+        differ in structure, shape or dtype.
+
+    Examples:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> from tangentia import lax
+      >>> lax.cond(True, lambda x: x + 1, lambda x: x - 1, 1.0)
+      Array(2.)
+      >>> tg.vmap(lambda p, x: lax.cond(p, lambda x: x + 1, lambda x: x - 1, x))(
+      ...     tnp.array([True, False]), tnp.zeros(2))
+      Array([ 1., -1.])
+    """
     if operand is not None:
         operands = (operand,)
     try:
@@ -169,7 +225,31 @@ def _cond(index, branches, operands, api):
 
 @api_boundary
 def while_loop(cond_fun, body_fun, init_val):
-    """``while cond_fun(val): val = body_fun(val)``, staged; returns ``val``."""
+    """``while cond_fun(val): val = body_fun(val)``, staged; returns ``val``.
+
+    The loop runs as one staged loop (inside ``jit`` the number of
+    iterations is decided when the program runs).  Forward mode (``jvp``)
+    works through it; reverse mode needs a known number of steps: use
+    ``fori_loop`` with Python-int bounds or ``scan`` instead.
+
+    Args:
+      cond_fun: ``cond_fun(val) -> scalar bool``.
+      body_fun: ``body_fun(val) -> val``, keeping the structure, shapes and
+        dtypes of ``val``.
+      init_val: the initial value (a pytree of arrays).
+
+    Returns:
+      The final ``val``.
+
+    Raises:
+      TypeError: ``body_fun`` changes the carry's structure or types, or
+        ``cond_fun`` does not return a scalar boolean.
+
+    Examples:
+      >>> from tangentia import lax
+      >>> lax.while_loop(lambda v: v < 10, lambda v: v * 2, 1)
+      Array(16)
+    """
     return _while_loop(cond_fun, body_fun, init_val, cond_fun, body_fun)
 
 
@@ -215,10 +295,29 @@ def _is_static_int(x):
 
 @api_boundary
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
-    """``for i in range(lower, upper): val = body_fun(i, val)``.
+    """``for i in range(lower, upper): val = body_fun(i, val)``, staged.
 
     With Python-int bounds it is lowered to ``scan`` (so reverse mode works);
     otherwise to ``while_loop``.
+
+    Args:
+      lower: the first index (an int, or a traced integer scalar).
+      upper: the end of the range (excluded).
+      body_fun: ``body_fun(i, val) -> val``, keeping the structure, shapes
+        and dtypes of ``val``.
+      init_val: the initial value (a pytree of arrays).
+      unroll: accepted for JAX compatibility; no effect here.
+
+    Returns:
+      The final ``val``.
+
+    Examples:
+      >>> import tangentia as tg
+      >>> from tangentia import lax
+      >>> lax.fori_loop(0, 5, lambda i, v: v + i, 0.0)
+      Array(10.)
+      >>> tg.grad(lambda x: lax.fori_loop(0, 3, lambda i, v: v * x, 1.0))(2.0)   # d x^3
+      Array(12.)
     """
     if _is_static_int(lower) and _is_static_int(upper):
         lower, upper = int(lower), int(upper)
@@ -265,10 +364,27 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
       unroll: accepted for JAX compatibility (a positive int or a bool) and
         has no effect: the compiled loop is the same, and results are
         identical either way.
+      _split_transpose: accepted for JAX compatibility; no effect here.
 
     Returns:
       ``(final carry, ys)`` with the ``y`` of every step stacked along a new
       leading axis.
+
+    Raises:
+      TypeError: the body's output carry differs from ``init`` in
+        structure, shape or dtype.
+      ValueError: ``xs``'s leading axes differ, or disagree with ``length``.
+
+    Examples:
+      A cumulative sum, carrying the running total:
+
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> from tangentia import lax
+      >>> lax.scan(lambda c, x: (c + x, c + x), 0.0, tnp.arange(4.0))
+      (Array(6.), Array([0., 1., 3., 6.]))
+      >>> tg.grad(lambda w: lax.scan(lambda c, x: (c * w + x, None), 0.0,
+      ...                            tnp.ones(3))[0])(2.0)   # d(w^2 + w + 1)/dw
+      Array(5.)
     """
     if isinstance(unroll, bool):
         unroll = 1
@@ -344,6 +460,22 @@ def map(f, xs, *, batch_size=None):
     With ``batch_size``, ``xs`` is mapped in chunks of that many elements,
     each chunk by ``vmap(f)`` (the remainder too), which trades memory for
     fewer loop steps.
+
+    Args:
+      f: the function applied to each slice of ``xs`` along its leading axis.
+      xs: an array or pytree of arrays with a common leading axis.
+      batch_size: the number of elements per loop step (None: one).
+
+    Returns:
+      The outputs of ``f`` stacked along a new leading axis.
+
+    Examples:
+      >>> import tangentia.numpy as tnp
+      >>> from tangentia import lax
+      >>> lax.map(lambda x: x ** 2, tnp.arange(3.0))
+      Array([0., 1., 4.])
+      >>> lax.map(lambda x: x ** 2, tnp.arange(5.0), batch_size=2)
+      Array([ 0.,  1.,  4.,  9., 16.])
     """
     if not callable(f):
         raise TypeError(f"map: f must be callable, got {type(f).__name__}")
