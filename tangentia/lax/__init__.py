@@ -9,8 +9,22 @@ from .ops import (broadcast, broadcast_in_dim, clamp, concatenate, full, full_li
 from ..primitives.contraction import dot_general
 from ..primitives.elementwise import (abs, add, ceil, cos, cosh, div, eq, exp, expm1, floor, ge,
                                       gt, integer_pow, le, log, log1p, lt, maximum, minimum, mul,
-                                      ne, neg, round, select, sign, sin, sinh, sqrt, sub, tan,
-                                      tanh)
+                                      ne, neg, select, sign, sin, sinh, sqrt, sub, tan, tanh)
+from .enums import (AccuracyMode, ConvDimensionNumbers, ConvGeneralDilatedDimensionNumbers,
+                    DotAlgorithm, DotAlgorithmPreset, DotDimensionNumbers, FftType,
+                    GatherDimensionNumbers, GatherScatterMode, Precision, PrecisionLike,
+                    RandomAlgorithm, RoundingMethod, ScatterDimensionNumbers, Tolerance)
+from .numeric import (acos, acosh, argmax, argmin, asin, asinh, atan, atanh, bessel_i0e,
+                      bessel_i1e, betainc, bitcast_convert_type, bitwise_and, bitwise_not,
+                      bitwise_or, bitwise_xor, cbrt, clz, digamma, dtype, erf_inv, erfc, exp2,
+                      igamma, igamma_grad_a, igammac, is_finite, lgamma, max, min, nextafter,
+                      polygamma, population_count, reciprocal, reduce_and, reduce_or,
+                      reduce_precision, reduce_xor, round, shift_left, shift_right_arithmetic,
+                      shift_right_logical, zeta)
+from .shaping import (associative_scan, batch_matmul, broadcast_shapes, broadcast_to_rank,
+                      broadcasted_iota, collapse, cumlogsumexp, empty, index_in_dim, index_take,
+                      iota, optimization_barrier, pad, rev, select_n, sort_key_val, split, stack,
+                      tile, top_k, unstack, with_sharding_constraint)
 from ..primitives.elementwise import arctan2 as atan2
 from ..primitives.elementwise import complex_ as complex, conj, imag, real
 from ..primitives.fft import fft
@@ -31,4 +45,21 @@ __all__ = [
     "reduce_prod", "reduce_sum", "rem", "reshape", "round", "rsqrt", "scan", "select", "sign",
     "sin", "sinh", "slice", "slice_in_dim", "sort", "sqrt", "square", "squeeze", "stop_gradient",
     "sub", "switch", "tan", "tanh", "transpose", "while_loop",
+    # enums and parameter records
+    "AccuracyMode", "ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "DotAlgorithm",
+    "DotAlgorithmPreset", "DotDimensionNumbers", "FftType", "GatherDimensionNumbers",
+    "GatherScatterMode", "Precision", "PrecisionLike", "RandomAlgorithm", "RoundingMethod",
+    "ScatterDimensionNumbers", "Tolerance",
+    # numeric
+    "acos", "acosh", "argmax", "argmin", "asin", "asinh", "atan", "atanh", "bessel_i0e",
+    "bessel_i1e", "betainc", "bitcast_convert_type", "bitwise_and", "bitwise_not", "bitwise_or",
+    "bitwise_xor", "cbrt", "clz", "digamma", "dtype", "erf_inv", "erfc", "exp2", "igamma",
+    "igamma_grad_a", "igammac", "is_finite", "lgamma", "max", "min", "nextafter", "polygamma",
+    "population_count", "reciprocal", "reduce_and", "reduce_or", "reduce_precision",
+    "reduce_xor", "shift_left", "shift_right_arithmetic", "shift_right_logical", "zeta",
+    # shaping
+    "associative_scan", "batch_matmul", "broadcast_shapes", "broadcast_to_rank",
+    "broadcasted_iota", "collapse", "cumlogsumexp", "empty", "index_in_dim", "index_take", "iota",
+    "optimization_barrier", "pad", "rev", "select_n", "sort_key_val", "split", "stack", "tile",
+    "top_k", "unstack", "with_sharding_constraint",
 ]

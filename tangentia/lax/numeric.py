@@ -1,0 +1,283 @@
+"""``jax.lax``'s thin operations: elementwise aliases (``acos``, ``lgamma``,
+``igamma``, ...), bit operations, reductions by index or logic, ``round`` with
+JAX's tie rule and ``reduce_precision``.
+
+Each is a composition of existing primitives (so it differentiates, batches and
+stages like them) or, for the integer bit manipulations that have no
+derivative, a vectorized NumPy kernel called through ``pure_callback``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import core
+from ..numpy import _elementwise as NE
+from ..numpy import _reductions as NR
+from ..primitives import elementwise as E
+from ..primitives import misc as M
+from ..primitives import reductions as R
+from ..primitives import special as SP
+from ..primitives import structural as S
+from ..primitives.callback import pure_callback
+from .enums import RoundingMethod
+
+# ---------------------------------------------------------------------------
+# Elementwise aliases (JAX's names for existing functions)
+
+acos, asin, atan = E.arccos, E.arcsin, E.arctan
+acosh, asinh, atanh = E.arccosh, E.arcsinh, E.arctanh
+lgamma, digamma, polygamma = SP.gammaln, SP.digamma, SP.polygamma
+erfc, erf_inv, zeta, betainc = SP.erfc, SP.erfinv, SP.zeta, SP.betainc
+igamma, igammac = SP.gammainc, SP.gammaincc
+bessel_i0e, bessel_i1e = SP.i0e, SP.i1e
+max, min = E.maximum, E.minimum  # noqa: A001 - JAX's names
+nextafter = M.nextafter
+is_finite = NE.isfinite
+
+
+def cbrt(x, *, accuracy=None):
+    """The real cube root (``jax.lax.cbrt``); ``accuracy`` is accepted and ignored."""
+    return E.cbrt(x)
+
+
+def exp2(x, *, accuracy=None):
+    """``2 ** x`` (``jax.lax.exp2``); ``accuracy`` is accepted and ignored."""
+    return NE.exp2(x)
+
+
+def reciprocal(x):
+    """``1 / x`` in the dtype of ``x`` (``jax.lax.reciprocal``)."""
+    return E.div(np.ones((), _dtype(x)), x)
+
+
+def igamma_grad_a(a, x):
+    """The derivative of the regularized lower incomplete gamma function in ``a``."""
+    return SP.igamma_grad_a_p.bind(a, x)
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001 - JAX's name
+    """``x`` rounded to an integral value; ties away from zero by default, as in
+    JAX (``rounding_method=RoundingMethod.TO_NEAREST_EVEN`` rounds half to even)."""
+    method = RoundingMethod(int(rounding_method))
+    if method == RoundingMethod.TO_NEAREST_EVEN:
+        return E.round(x)
+    t = NE.trunc(x)
+    return E.select(E.eq(E.abs(E.sub(x, t)), 0.5), E.add(t, E.sign(x)), E.round(x))
+
+
+def _dtype(x):
+    return np.dtype(core.get_aval(x).dtype)
+
+
+def dtype(x):
+    """The dtype of ``x`` (``jax.lax.dtype``: Python scalars take the default
+    float64/int64/complex128/bool dtypes)."""
+    if isinstance(x, (type, np.dtype, str)):
+        return np.dtype(x)
+    return _dtype(x)
+
+
+# ---------------------------------------------------------------------------
+# reduce_precision: round to a floating-point format of fewer bits
+
+
+def _reduce_precision_change(x, exponent_bits, mantissa_bits):
+    """How much ``x`` changes (0 where not finite) when rounded (half to even) to ``mantissa_bits`` fraction bits, values past the
+    largest finite number of the format becoming infinite and those below its
+    smallest normal number flushed to (signed) zero, as XLA's ReducePrecision."""
+    emax = 2 ** (exponent_bits - 1) - 1
+    finite = NE.isfinite(x)
+    safe = E.select(finite, x, np.zeros((), _dtype(x)))
+    exponent = E.sub(M.frexp_exponent(safe), 1)  # floor(log2|x|)
+    quantum = NE.ldexp(np.ones((), _dtype(x)), E.sub(exponent, mantissa_bits))
+    rounded = E.mul(E.round(E.div(safe, quantum)), quantum)
+    largest = np.ldexp(2.0 - 2.0 ** -mantissa_bits, emax)
+    smallest = np.ldexp(1.0, 1 - emax)
+    big = E.gt(E.abs(rounded), largest)
+    rounded = E.select(big, M.copysign(np.inf, safe), rounded)
+    rounded = E.select(E.lt(E.abs(rounded), smallest), M.copysign(0.0, safe), rounded)
+    return E.select(finite, S.convert_element_type(E.sub(rounded, safe), _dtype(x)),
+                    np.zeros((), _dtype(x)))
+
+
+def reduce_precision(operand, exponent_bits, mantissa_bits):
+    """``operand`` rounded to a float format with ``exponent_bits`` exponent and
+    ``mantissa_bits`` mantissa bits, kept in its own dtype
+    (``jax.lax.reduce_precision``).  Its derivative is the identity's, rounded
+    the same way, as JAX's."""
+    exponent_bits, mantissa_bits = int(exponent_bits), int(mantissa_bits)
+    if exponent_bits < 1 or mantissa_bits < 0:
+        raise ValueError(f"reduce_precision: exponent_bits must be >= 1 and mantissa_bits >= 0, "
+                         f"got {exponent_bits} and {mantissa_bits}")
+    x = operand if isinstance(operand, core.Tracer) else np.asarray(operand)
+    if _dtype(x).kind != "f":
+        raise TypeError(f"reduce_precision: argument 'operand' must be floating, got {_dtype(x)}")
+    finfo = np.finfo(_dtype(x))
+    if mantissa_bits >= finfo.nmant and exponent_bits >= finfo.bits - finfo.nmant - 1:
+        return x
+    change = _reduce_precision_change(x, exponent_bits, mantissa_bits)
+    return E.add(x, S.stop_gradient(change))
+
+
+# ---------------------------------------------------------------------------
+# Bit operations on integers (NumPy kernels; they have no derivative)
+
+
+def _bits_call(fname, kernel, out_dtype, *args):
+    args = [a if isinstance(a, core.Tracer) else np.asarray(a) for a in args]
+    for a in args:
+        if _dtype(a).kind not in "iub":
+            raise TypeError(f"{fname}: arguments must be integers, got {_dtype(a)}")
+    shapes = [core.get_aval(a).shape for a in args]
+    shape = np.broadcast_shapes(*shapes)
+    args = [a if s == shape else S.broadcast_to(a, shape) for a, s in zip(args, shapes)]
+    out = core.ShapedArray(shape, np.dtype(out_dtype or _dtype(args[0])))
+    return pure_callback(kernel, out, *args, vmap_method="expand_dims")
+
+
+def _unsigned(x):
+    return x.view(np.dtype(f"u{x.dtype.itemsize}")) if x.dtype.kind == "i" else x
+
+
+def _shift_kernel(direction):
+    def kernel(x, y):
+        x = np.asarray(x)
+        bits = 8 * x.dtype.itemsize
+        y = np.asarray(y).astype(np.int64)
+        inside = (y >= 0) & (y < bits)
+        ys = np.where(inside, y, 0).astype(x.dtype)
+        if direction == "left":
+            out, fill = np.left_shift(x, ys), np.zeros((), x.dtype)
+        elif direction == "arithmetic":
+            out, fill = np.right_shift(x, ys), np.where(x < 0, -1, 0).astype(x.dtype)
+        else:
+            u = _unsigned(x)
+            out = np.right_shift(u, ys.astype(u.dtype)).view(x.dtype)
+            fill = np.zeros((), x.dtype)
+        return np.where(inside, out, fill).astype(x.dtype)
+    return kernel
+
+
+def shift_left(x, y):
+    """``x << y``; shifts of the bit width or more give 0 (``jax.lax.shift_left``)."""
+    return _bits_call("shift_left", _shift_kernel("left"), None, x, y)
+
+
+def shift_right_arithmetic(x, y):
+    """``x >> y`` filling with the sign bit (``jax.lax.shift_right_arithmetic``)."""
+    return _bits_call("shift_right_arithmetic", _shift_kernel("arithmetic"), None, x, y)
+
+
+def shift_right_logical(x, y):
+    """``x >> y`` filling with zeros (``jax.lax.shift_right_logical``)."""
+    return _bits_call("shift_right_logical", _shift_kernel("logical"), None, x, y)
+
+
+def _popcount_kernel(x):
+    x = np.asarray(x)
+    return np.bitwise_count(_unsigned(x)).astype(x.dtype)
+
+
+def _clz_kernel(x):
+    x = np.asarray(x)
+    u = _unsigned(x).astype(np.uint64)
+    bits = 8 * x.dtype.itemsize
+    length = np.zeros(u.shape, np.int64)
+    for step in (32, 16, 8, 4, 2, 1):
+        high = (u >> np.uint64(step)) != 0
+        length = np.where(high, length + step, length)
+        u = np.where(high, u >> np.uint64(step), u)
+    length = length + (u != 0)
+    return (bits - length).astype(x.dtype)
+
+
+def population_count(x):
+    """The number of set bits of each integer (``jax.lax.population_count``)."""
+    return _bits_call("population_count", _popcount_kernel, None, x)
+
+
+def clz(x):
+    """The number of leading zero bits of each integer (``jax.lax.clz``)."""
+    return _bits_call("clz", _clz_kernel, None, x)
+
+
+def bitwise_and(x, y):
+    return E.bitwise_and_p.bind(x, y)
+
+
+def bitwise_or(x, y):
+    return E.bitwise_or_p.bind(x, y)
+
+
+def bitwise_xor(x, y):
+    return E.bitwise_xor_p.bind(x, y)
+
+
+def bitwise_not(x):
+    return E.bitwise_not_p.bind(x)
+
+
+def bitcast_convert_type(operand, new_dtype):
+    """The bits of ``operand`` read as ``new_dtype`` (``jax.lax.bitcast_convert_type``):
+    a wider type merges the trailing axis, a narrower one adds a trailing axis."""
+    x = operand if isinstance(operand, core.Tracer) else np.asarray(operand)
+    old, new = _dtype(x), np.dtype(new_dtype)
+    shape = core.get_aval(x).shape
+    if old.itemsize == new.itemsize:
+        out_shape = shape
+    elif old.itemsize > new.itemsize:
+        out_shape = shape + (old.itemsize // new.itemsize,)
+    else:
+        if not shape or shape[-1] != new.itemsize // old.itemsize:
+            raise TypeError(f"bitcast_convert_type: converting {old} to the wider {new} needs a "
+                            f"trailing axis of size {new.itemsize // old.itemsize}, got shape "
+                            f"{shape}")
+        out_shape = shape[:-1]
+
+    def kernel(a):
+        a = np.ascontiguousarray(a)
+        return a.view(new).reshape(a.shape[:a.ndim - len(shape)] + out_shape)
+    return pure_callback(kernel, core.ShapedArray(out_shape, new), x, vmap_method="expand_dims")
+
+
+# ---------------------------------------------------------------------------
+# Reductions
+
+
+def argmax(operand, axis, index_dtype):
+    """Index of the largest entry along ``axis``, as ``index_dtype`` (``jax.lax.argmax``)."""
+    return S.convert_element_type(NR.argmax(operand, int(axis)), np.dtype(index_dtype))
+
+
+def argmin(operand, axis, index_dtype):
+    """Index of the smallest entry along ``axis``, as ``index_dtype`` (``jax.lax.argmin``)."""
+    return S.convert_element_type(NR.argmin(operand, int(axis)), np.dtype(index_dtype))
+
+
+def _logical_reduce(fname, prim, ufunc):
+    def reduce(operand, axes):
+        axes = tuple(int(a) for a in axes)
+        if _dtype(operand) == np.bool_ and prim is not None:
+            return prim.bind(operand, axes=axes)
+        x = operand if isinstance(operand, core.Tracer) else np.asarray(operand)
+        shape = core.get_aval(x).shape
+        out_shape = tuple(n for i, n in enumerate(shape) if i not in {a % len(shape) for a in axes})
+
+        def kernel(a):
+            a = np.asarray(a)
+            lead = a.ndim - len(shape)
+            return ufunc.reduce(a, axis=tuple(lead + ax % len(shape) for ax in axes)) \
+                if axes else a
+        if _dtype(x).kind not in "iub":
+            raise TypeError(f"{fname}: argument 'operand' must be boolean or integer, got "
+                            f"{_dtype(x)}")
+        return pure_callback(kernel, core.ShapedArray(out_shape, _dtype(x)), x,
+                             vmap_method="expand_dims")
+    reduce.__name__ = reduce.__qualname__ = fname
+    reduce.__doc__ = f"``jax.lax.{fname}``: {ufunc.__name__} of the entries over ``axes``."
+    return reduce
+
+
+reduce_and = _logical_reduce("reduce_and", R.reduce_and_p, np.bitwise_and)
+reduce_or = _logical_reduce("reduce_or", R.reduce_or_p, np.bitwise_or)
+reduce_xor = _logical_reduce("reduce_xor", None, np.bitwise_xor)

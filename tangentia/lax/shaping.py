@@ -1,0 +1,301 @@
+"""``jax.lax``'s shape and layout operations: ``pad`` (negative and interior
+padding), ``rev``, ``iota``, ``select_n``, ``collapse``, ``split``, ``top_k``,
+``sort_key_val``, ``batch_matmul``, ... and the parallel-prefix
+``associative_scan`` with ``cumlogsumexp`` on it.
+
+All are compositions of existing primitives, so they differentiate, batch and
+stage as those do.
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import core
+from ..numpy import _elementwise as NE
+from ..numpy import _indexing as NI
+from ..numpy import _shapes as NS
+from ..numpy import _sorting as NSO
+from ..primitives import contraction as C
+from ..primitives import elementwise as E
+from ..primitives import indexing as I
+from ..primitives import structural as S
+from ..tree_util import tree_flatten, tree_unflatten
+
+
+def _shape(x):
+    return core.get_aval(x).shape
+
+
+def _array(x):
+    return x if isinstance(x, core.Tracer) else np.asarray(x)
+
+
+def iota(dtype, size):
+    """``[0, 1, ..., size - 1]`` as ``dtype`` (``jax.lax.iota``)."""
+    return np.arange(int(size), dtype=np.dtype(dtype))
+
+
+def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
+    """An array of ``shape`` whose entries are their index along ``dimension``."""
+    shape = tuple(int(n) for n in shape)
+    dimension = int(dimension)
+    if not 0 <= dimension < len(shape):
+        raise ValueError(f"broadcasted_iota: dimension {dimension} is out of range for shape "
+                         f"{shape}")
+    ramp = np.arange(shape[dimension], dtype=np.dtype(dtype)).reshape(
+        (-1,) + (1,) * (len(shape) - dimension - 1))
+    return np.broadcast_to(ramp, shape).copy()
+
+
+def empty(shape, dtype, *, out_sharding=None):
+    """An array of ``shape`` and ``dtype`` (zeros here; ``jax.lax.empty``)."""
+    return np.zeros(tuple(shape), np.dtype(dtype))
+
+
+def optimization_barrier(operand, /):
+    """``operand`` unchanged (``jax.lax.optimization_barrier``: a scheduling hint)."""
+    return operand
+
+
+def with_sharding_constraint(x, shardings):
+    """``x`` unchanged: there is one CPU device (``jax.lax.with_sharding_constraint``)."""
+    return x
+
+
+def broadcast_shapes(*shapes):
+    """The broadcast of ``shapes`` (``jax.lax.broadcast_shapes``)."""
+    return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+
+
+def broadcast_to_rank(x, rank):
+    """``x`` with leading axes of size 1 up to ``rank`` dimensions."""
+    shape = _shape(x)
+    if len(shape) >= rank:
+        return x
+    return S.reshape(x, (1,) * (rank - len(shape)) + shape)
+
+
+def pad(operand, padding_value, padding_config):
+    """``operand`` padded with the scalar ``padding_value``: ``padding_config`` holds
+    one ``(low, high, interior)`` per axis; negative ``low``/``high`` crop
+    (``jax.lax.pad``).  Differentiable in both arguments."""
+    x = _array(operand)
+    shape, dtype = _shape(x), core.get_aval(x).dtype
+    config = [tuple(int(v) for v in c) for c in padding_config]
+    if len(config) != len(shape) or any(len(c) != 3 or c[2] < 0 for c in config):
+        raise ValueError(f"pad: padding_config must hold one (low, high, interior) triple with "
+                         f"interior >= 0 per operand dimension (shape {shape}), got "
+                         f"{padding_config}")
+    if _shape(padding_value) != ():
+        raise TypeError(f"pad: padding_value must be a scalar, got shape {_shape(padding_value)}")
+    value = S.convert_element_type(padding_value, dtype)
+    full, place, crop = [], [], []
+    for n, (lo, hi, interior) in zip(shape, config):
+        dilated = n + builtins.max(n - 1, 0) * interior
+        start = builtins.max(lo, 0)
+        size = start + dilated + builtins.max(hi, 0)
+        if lo + dilated + hi < 0:
+            raise ValueError(f"pad: padding_config {padding_config} gives a negative dimension "
+                             f"for shape {shape}")
+        full.append(size)
+        place.append(builtins.slice(start, start + dilated, interior + 1))
+        crop.append(builtins.slice(-builtins.min(lo, 0), size + builtins.min(hi, 0)))
+    out = I.scatter(S.broadcast_to(value, tuple(full)), x, tuple(place), (), "set")
+    if any(c.start or c.stop != n for c, n in zip(crop, full)):
+        out = I.getitem(out, tuple(crop))
+    return out
+
+
+def rev(operand, dimensions):
+    """``operand`` reversed along ``dimensions`` (``jax.lax.rev``)."""
+    dims = tuple(int(d) for d in dimensions)
+    if not dims:
+        return operand
+    return NI.flip(operand, dims)
+
+
+def select_n(which, *cases):
+    """``cases[which]`` elementwise: ``which`` is boolean (two cases) or an integer
+    array (``jax.lax.select_n``)."""
+    if not cases:
+        raise ValueError("select_n: at least one case is required")
+    which = _array(which)
+    kind = np.dtype(core.get_aval(which).dtype).kind
+    if kind == "b":
+        if len(cases) > 2:
+            raise ValueError(f"select_n: a boolean 'which' selects among at most 2 cases, got "
+                             f"{len(cases)}")
+        return cases[0] if len(cases) == 1 else E.select(which, cases[1], cases[0])
+    if kind not in "iu":
+        raise TypeError(f"select_n: argument 'which' must be boolean or integer, got "
+                        f"{core.get_aval(which).dtype}")
+    out = cases[0]
+    for i, case in enumerate(cases[1:], 1):
+        out = E.select(E.eq(which, i), case, out)
+    return out
+
+
+def index_in_dim(operand, index, axis=0, keepdims=True):
+    """The slice at static ``index`` along ``axis`` (``jax.lax.index_in_dim``)."""
+    shape = _shape(operand)
+    axis %= len(shape)
+    index = int(index)
+    if index < 0:
+        index += shape[axis]
+    out = I.static_slice(operand, axis, index, index + 1)
+    return out if keepdims else S.reshape(out, shape[:axis] + shape[axis + 1:])
+
+
+def index_take(src, idxs, axes):
+    """``src`` indexed by the arrays ``idxs`` on ``axes`` (wrapped modulo the sizes):
+    result axis 0 runs over the indices, the untouched axes follow in order."""
+    axes = [int(a) % len(_shape(src)) for a in axes]
+    rest = [d for d in range(len(_shape(src))) if d not in axes]
+    moved = S.transpose(src, tuple(axes + rest)) if axes + rest != sorted(axes + rest) else src
+    sizes = [_shape(src)[a] for a in axes]
+    arrays = [E.remainder(S.convert_element_type(_array(i), np.int64), n)
+              for i, n in zip(idxs, sizes)]
+    spec = (I.ARRAY,) * len(axes) + (builtins.slice(None),) * len(rest)
+    return I.getitem(moved, spec, arrays)
+
+
+def collapse(operand, start_dimension, stop_dimension=None):
+    """``operand`` with dimensions ``[start_dimension, stop_dimension)`` merged into one."""
+    shape = _shape(operand)
+    lo = start_dimension % (len(shape) + 1) if start_dimension < 0 else start_dimension
+    hi = len(shape) if stop_dimension is None else (
+        stop_dimension % (len(shape) + 1) if stop_dimension < 0 else stop_dimension)
+    if not 0 <= lo <= hi <= len(shape):
+        raise ValueError(f"collapse: dimensions [{start_dimension}, {stop_dimension}) are out "
+                         f"of range for shape {shape}")
+    return S.reshape(operand, shape[:lo] + (int(np.prod(shape[lo:hi])),) + shape[hi:])
+
+
+def tile(operand, reps):
+    """``operand`` repeated ``reps[i]`` times along axis ``i`` (``jax.lax.tile``)."""
+    return NS.tile(operand, tuple(int(r) for r in reps))
+
+
+def split(operand, sizes, axis=0):
+    """Pieces of ``operand`` of the given ``sizes`` along ``axis`` (``jax.lax.split``)."""
+    sizes = [int(s) for s in sizes]
+    n = _shape(operand)[axis]
+    if sum(sizes) != n or any(s < 0 for s in sizes):
+        raise ValueError(f"split: sizes {sizes} must be non-negative and sum to the size "
+                         f"{n} of axis {axis}")
+    bounds = np.cumsum([0] + sizes).tolist()
+    ax = axis % len(_shape(operand))
+    return [I.static_slice(operand, ax, a, b) for a, b in zip(bounds, bounds[1:])]
+
+
+def stack(operands, axis=0):
+    """Arrays of one shape joined along a new ``axis`` (``jax.lax.stack``)."""
+    return NS.stack(list(operands), axis)
+
+
+def unstack(x, axis=0):
+    """The slices of ``x`` along ``axis``, as a tuple (``jax.lax.unstack``)."""
+    return NI.unstack(x, axis)
+
+
+def top_k(operand, k, *, axis=-1):
+    """The ``k`` largest entries along ``axis`` in descending order and their
+    indices (int32, as JAX's; ties keep the lower index first)."""
+    k = int(k)
+    n = _shape(operand)[axis]
+    if not 0 <= k <= n:
+        raise ValueError(f"top_k: k must be between 0 and the size {n} of axis {axis}, got {k}")
+    x = _array(operand)
+    order = NSO.argsort(E.neg(x) if np.dtype(core.get_aval(x).dtype).kind != "b" else
+                        E.bitwise_not_p.bind(x), axis=axis, stable=True)
+    idx = I.static_slice(order, axis % len(_shape(x)), 0, k)
+    return NI.take_along_axis(x, idx, axis), S.convert_element_type(idx, np.int32)
+
+
+def sort_key_val(keys, values, dimension=-1, is_stable=True):
+    """``keys`` sorted along ``dimension`` and ``values`` permuted the same way."""
+    order = NSO.argsort(keys, axis=dimension, stable=True)
+    return NI.take_along_axis(keys, order, dimension), NI.take_along_axis(values, order, dimension)
+
+
+def batch_matmul(lhs, rhs, precision=None):
+    """Batched matrix product of ``(..., m, k)`` and ``(..., k, n)`` arrays of one rank."""
+    ls, rs = _shape(lhs), _shape(rhs)
+    if len(ls) != len(rs) or len(ls) < 2 or ls[:-2] != rs[:-2]:
+        raise ValueError(f"batch_matmul: lhs and rhs must have one rank >= 2 and the same batch "
+                         f"dimensions, got shapes {ls} and {rs}")
+    batch = tuple(range(len(ls) - 2))
+    return C.dot_general(lhs, rhs, (((len(ls) - 1,), (len(rs) - 2,)), (batch, batch)))
+
+
+# ---------------------------------------------------------------------------
+# associative_scan (parallel prefix, as JAX's)
+
+
+def _interleave(a, b, axis):
+    """``a[0], b[0], a[1], b[1], ...`` along ``axis`` (``a`` as long as ``b`` or one longer)."""
+    na, nb = _shape(a)[axis], _shape(b)[axis]
+    head = I.static_slice(a, axis, 0, nb) if na != nb else a
+    both = NS.stack([head, b], axis + 1)
+    shape = _shape(both)
+    out = S.reshape(both, shape[:axis] + (2 * nb,) + shape[axis + 2:])
+    if na != nb:
+        out = S.concatenate([out, I.static_slice(a, axis, nb, na)], axis)
+    return out
+
+
+def associative_scan(fn, elems, reverse=False, axis=0):
+    """All prefix combinations ``fn(...fn(fn(e0, e1), e2)..., ei)`` of the pytree
+    ``elems`` along ``axis`` by parallel prefix (``jax.lax.associative_scan``);
+    ``fn`` must be associative and work on slices of ``elems``."""
+    flat, tree = tree_flatten(elems)
+    flat = [_array(e) for e in flat]
+    if not flat:
+        return elems
+    axis = axis % len(_shape(flat[0]))
+    if reverse:
+        flat = [rev(e, [axis]) for e in flat]
+    n = _shape(flat[0])[axis]
+    if any(_shape(e)[axis] != n for e in flat):
+        raise ValueError(f"associative_scan: array inputs to associative_scan must have the "
+                         f"same first dimension. (saw: {[_shape(e) for e in flat]})")
+
+    def combine(a, b):
+        out, out_tree = tree_flatten(fn(tree_unflatten(tree, a), tree_unflatten(tree, b)))
+        if out_tree != tree:
+            raise ValueError(f"associative_scan: fn must return a pytree of the structure of "
+                             f"elems ({tree}), got {out_tree}")
+        return out
+
+    def piece(e, start, stop, step=1):
+        size = _shape(e)[axis]
+        stop = size if stop is None else (stop if stop >= 0 else size + stop)
+        spec = [builtins.slice(None)] * len(_shape(e))
+        spec[axis] = builtins.slice(start, stop, step)
+        return I.getitem(e, tuple(spec))
+
+    def scan(es):
+        size = _shape(es[0])[axis]
+        if size < 2:
+            return es
+        reduced = combine([piece(e, 0, -1, 2) for e in es], [piece(e, 1, None, 2) for e in es])
+        odd = scan(reduced)
+        if size % 2 == 0:
+            even = combine([piece(e, 0, -1) for e in odd], [piece(e, 2, None, 2) for e in es])
+        else:
+            even = combine(odd, [piece(e, 2, None, 2) for e in es])
+        even = [S.concatenate([piece(e, 0, 1), r], axis) for e, r in zip(es, even)]
+        return [_interleave(e, o, axis) for e, o in zip(even, odd)]
+
+    out = scan(flat)
+    if reverse:
+        out = [rev(e, [axis]) for e in out]
+    return tree_unflatten(tree, out)
+
+
+def cumlogsumexp(operand, axis=0, reverse=False):
+    """``log(cumsum(exp(operand)))`` along ``axis``, computed stably (``jax.lax.cumlogsumexp``)."""
+    return associative_scan(NE.logaddexp, _array(operand), reverse=reverse, axis=axis)
+
