@@ -30,12 +30,26 @@ __all__ = ["custom_gradient"]
 def custom_gradient(fun):
     """Define ``fun``'s gradient by the pullback it returns with its output.
 
-    >>> import numpy as np, tangentia as tg, tangentia.numpy as tnp
-    >>> @tg.custom_gradient
-    ... def f(x):
-    ...     return tnp.sin(x), lambda g: g * 2.0   # a deliberately custom gradient
-    >>> float(tg.grad(f)(0.5))
-    2.0
+    ``fun(*args)`` returns ``(output, pullback)``; differentiating the
+    decorated function calls ``pullback(cotangent)``, which returns one
+    cotangent per argument (a single value for one argument).  Used eagerly,
+    the pullback stays a Python closure called with NumPy arrays, so it may
+    branch, print or stop in pdb; under ``jit`` it is traced.
+
+    Args:
+      fun: ``fun(*args) -> (output, pullback)``.
+
+    Returns:
+      A function with ``fun``'s arguments returning only ``output``, whose
+      derivatives are given by ``pullback``.
+
+    Examples:
+      >>> import numpy as np, tangentia as tg, tangentia.numpy as tnp
+      >>> @tg.custom_gradient
+      ... def f(x):
+      ...     return tnp.sin(x), lambda g: g * 2.0   # a deliberately custom gradient
+      >>> float(tg.grad(f)(0.5))
+      2.0
     """
     name = _fun_name(fun)
 

@@ -61,15 +61,31 @@ def _as_arrays(leaves):
 class custom_vmap:
     """A function with a user-defined ``vmap`` rule (``jax.custom_batching.custom_vmap``).
 
-    >>> import numpy as np, tangentia as tg, tangentia.numpy as tnp
-    >>> @tg.custom_batching.custom_vmap
-    ... def f(x, y):
-    ...     return x + y
-    >>> @f.def_vmap
-    ... def f_vmap_rule(axis_size, in_batched, xs, ys):
-    ...     return xs * ys, in_batched[0] or in_batched[1]   # deliberately not x + y
-    >>> tg.vmap(f)(np.arange(3.0), np.arange(3.0)).tolist()
-    [0.0, 1.0, 4.0]
+    Under ``vmap`` the rule computes the batched result; elsewhere ``fun``
+    runs.  The rule is used under ``jit`` and inside loops too, and
+    differentiating the function differentiates ``fun``.
+
+    Args:
+      fun: the function (arrays or pytrees in and out).
+
+    Returns:
+      (Construct it as a decorator.)  Calling it calls ``fun``;
+      ``def_vmap(rule)`` sets the batching rule.
+
+    Raises:
+      TypeError: the rule is not callable, or its output or ``out_batched``
+        does not match ``fun``'s output structure.
+
+    Examples:
+      >>> import numpy as np, tangentia as tg, tangentia.numpy as tnp
+      >>> @tg.custom_batching.custom_vmap
+      ... def f(x, y):
+      ...     return x + y
+      >>> @f.def_vmap
+      ... def f_vmap_rule(axis_size, in_batched, xs, ys):
+      ...     return xs * ys, in_batched[0] or in_batched[1]   # deliberately not x + y
+      >>> tg.vmap(f)(np.arange(3.0), np.arange(3.0)).tolist()
+      [0.0, 1.0, 4.0]
     """
 
     def __init__(self, fun):
@@ -78,8 +94,17 @@ class custom_vmap:
         self.vmap_rule = None
 
     def def_vmap(self, vmap_rule):
-        """Define the rule ``vmap_rule(axis_size, in_batched, *args) -> (out, out_batched)``;
-        returns it unchanged (so it can be used as a decorator)."""
+        """Define the batching rule; returns it unchanged (so it can be used as a decorator).
+
+        Args:
+          vmap_rule: ``vmap_rule(axis_size, in_batched, *args) -> (out,
+            out_batched)``: ``in_batched`` has one bool per argument leaf
+            (whether it carries the batch axis, in front), ``out_batched``
+            likewise for the output.
+
+        Returns:
+          ``vmap_rule``.
+        """
         if not callable(vmap_rule):
             raise TypeError(f"custom_vmap.def_vmap of {_fun_name(self.fun)} expects a callable, "
                             f"got {type(vmap_rule).__name__}")
@@ -183,7 +208,20 @@ def _flat_rule(rule, name, in_tree, out_tree, out_avals, axis_size, in_batched, 
 
 def sequential_vmap(f):
     """A ``custom_vmap`` whose rule maps ``f`` over the batch sequentially (a
-    loop, ``lax.map``), for functions that have no batched form."""
+    loop, ``lax.map``), for functions that have no batched form.
+
+    Args:
+      f: the function.
+
+    Returns:
+      A ``custom_vmap`` of ``f``.
+
+    Examples:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> from tangentia.custom_batching import sequential_vmap
+      >>> tg.vmap(sequential_vmap(lambda x: tnp.sum(x) * 2))(tnp.ones((3, 2)))
+      Array([4., 4., 4.])
+    """
     f = custom_vmap(f)
 
     @f.def_vmap

@@ -441,6 +441,19 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.
     Returns:
       ``y`` at the times ``t``: ``y0``'s pytree with a leading axis of size
       ``len(t)`` on every leaf.
+
+    Examples:
+      Exponential decay ``dy/dt = -k y``, and the derivative of ``y(1)``
+      with respect to ``k`` by the adjoint method (exactly ``-exp(-k)``):
+
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> from tangentia.experimental.ode import odeint
+      >>> t = tnp.linspace(0.0, 1.0, 3)
+      >>> odeint(lambda y, t, k: -k * y, 1.0, t, 2.0)
+      Array([1.        , 0.36787944, 0.13533528])
+      >>> dk = tg.grad(lambda k: odeint(lambda y, t, k: -k * y, 1.0, t, k)[-1])(2.0)
+      >>> print(round(float(dk), 6))
+      -0.135335
     """
     name = _fun_name(func)
     if not callable(func):

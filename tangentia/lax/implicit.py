@@ -94,6 +94,23 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
 
     Returns:
       ``x`` (``(x, aux)`` if ``has_aux``).
+
+    Examples:
+      A linear solve whose derivatives reuse the solver (here for a
+      symmetric matrix, so ``solve`` serves for the transpose too):
+
+      >>> import numpy as np, tangentia as tg, tangentia.numpy as tnp
+      >>> from tangentia import lax
+      >>> A = np.array([[2.0, 1.0], [1.0, 3.0]])
+      >>> def solve(b):
+      ...     return lax.custom_linear_solve(lambda x: A @ x, b,
+      ...                                    lambda matvec, b: tnp.linalg.solve(A, b),
+      ...                                    symmetric=True)
+      >>> solve(np.ones(2))
+      Array([0.4, 0.2])
+      >>> tg.jacrev(solve)(np.ones(2))   # the inverse of A
+      Array([[ 0.6, -0.2],
+             [-0.2,  0.4]])
     """
     api = "custom_linear_solve"
     for what, fn in (("matvec", matvec), ("solve", solve)):
@@ -191,6 +208,23 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
 
     Returns:
       ``x*`` (``(x*, aux)`` if ``has_aux``).
+
+    Examples:
+      A square root by Newton's method, differentiated implicitly (the
+      iterations of ``solve`` are not differentiated):
+
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> from tangentia import lax
+      >>> def newton(f, x0):
+      ...     step = lambda x: x - f(x) / tg.grad(f)(x)
+      ...     return lax.while_loop(lambda x: tnp.abs(f(x)) > 1e-12, step, x0)
+      >>> def sqrt(a):
+      ...     return lax.custom_root(lambda x: x ** 2 - a, 1.0, newton,
+      ...                            lambda g, y: y / g(1.0))
+      >>> sqrt(2.0)
+      Array(1.41421356)
+      >>> tg.grad(sqrt)(2.0)   # 1 / (2 sqrt(2))
+      Array(0.35355339)
     """
     api = "custom_root"
     for what, fn in (("f", f), ("solve", solve), ("tangent_solve", tangent_solve)):
