@@ -85,7 +85,25 @@ debug_print_p = _effect_primitive("debug_print", _print_run,
 
 def print(fmt, *args, **kwargs):  # noqa: A001 - jax.debug.print's name
     """Print ``fmt.format(*args, **kwargs)`` with the concrete values, also
-    from inside jit, vmap (once per element) and differentiated code."""
+    from inside jit, vmap (once per element) and differentiated code.
+
+    Args:
+      fmt: a format string (``str.format`` syntax).
+      *args: the positional values (arrays or pytrees, traced or not).
+      **kwargs: the named values.
+
+    Returns:
+      None.
+
+    Examples:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> f = tg.jit(lambda x: tg.debug.print("x = {}", x) or x * 2)
+      >>> y = f(3.0)
+      x = 3.0
+      >>> _ = tg.vmap(lambda x: tg.debug.print("x = {x}", x=x))(tnp.arange(2.0))
+      x = 0.0
+      x = 1.0
+    """
     leaves, tree = _flatten_args("debug.print", args, kwargs)
     debug_print_p.bind(*leaves, fmt=fmt, tree=tree)
 
@@ -110,8 +128,24 @@ def callback(callback, *args, ordered=False, **kwargs):
     primal values under differentiation, once per element under ``vmap``, and
     at every iteration of loops.  Its result is ignored; returns None.
 
-    ``ordered`` is accepted for JAX compatibility: effects always happen in
-    program order here.
+    Args:
+      callback: the Python function to call.
+      *args: its positional arguments (arrays or pytrees, traced or not).
+      ordered: accepted for JAX compatibility: effects always happen in
+        program order here.
+      **kwargs: its keyword arguments.
+
+    Returns:
+      None.
+
+    Examples:
+      >>> import tangentia as tg
+      >>> seen = []
+      >>> f = tg.jit(lambda x: tg.debug.callback(seen.append, x) or x + 1)
+      >>> f(1.0), f(2.0)
+      (Array(2.), Array(3.))
+      >>> [float(v) for v in seen]
+      [1.0, 2.0]
     """
     if not callable(callback):
         raise TypeError(f"debug.callback: callback must be callable, got "

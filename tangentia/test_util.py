@@ -61,13 +61,37 @@ def _check_close(name, got, want, atol, rtol):
 
 
 def numerical_jvp(f, primals, tangents, eps=_DEFAULT_EPS):
-    """Central finite difference of ``f`` at ``primals`` along ``tangents``."""
+    """Central finite difference of ``f`` at ``primals`` along ``tangents``.
+
+    Args:
+      f: the function.
+      primals: a tuple of its arguments.
+      tangents: a tuple of directions, one per argument.
+      eps: the step.
+
+    Returns:
+      ``(f(primals + eps t) - f(primals - eps t)) / (2 eps)``, computed in
+      float64.
+    """
     fp = f(*_add(primals, tangents, eps))
     fm = f(*_add(primals, tangents, -eps))
     return tree_map(lambda a, b: (_wide(a) - _wide(b)) / (2 * eps), fp, fm)
 
 
 def check_jvp(f, args, atol=1e-5, rtol=1e-5, eps=_DEFAULT_EPS, rng=None):
+    """Check ``jvp(f)`` at ``args`` against central finite differences.
+
+    Args:
+      f: the function.
+      args: a tuple of its arguments.
+      atol: the absolute tolerance.
+      rtol: the relative tolerance.
+      eps: the finite-difference step.
+      rng: a ``numpy.random.Generator`` for the random directions.
+
+    Raises:
+      AssertionError: the values disagree.
+    """
     rng = rng or np.random.default_rng(0)
     tangents = tree_map(lambda x: _rand_like(rng, x), tuple(args))
     out, tan = api.jvp(f, tuple(args), tangents)
@@ -77,6 +101,20 @@ def check_jvp(f, args, atol=1e-5, rtol=1e-5, eps=_DEFAULT_EPS, rng=None):
 
 
 def check_vjp(f, args, atol=1e-5, rtol=1e-5, eps=_DEFAULT_EPS, rng=None):
+    """Check ``vjp(f)`` at ``args``: ``<J^T u, v>`` against ``<u, J v>`` by
+    central finite differences, for random ``u`` and ``v``.
+
+    Args:
+      f: the function.
+      args: a tuple of its arguments.
+      atol: the absolute tolerance.
+      rtol: the relative tolerance.
+      eps: the finite-difference step.
+      rng: a ``numpy.random.Generator`` for the random directions.
+
+    Raises:
+      AssertionError: the values disagree.
+    """
     rng = rng or np.random.default_rng(1)
     tangents = tree_map(lambda x: _rand_like(rng, x), tuple(args))
     out, pullback = api.vjp(f, *args)
@@ -94,8 +132,29 @@ def check_vjp(f, args, atol=1e-5, rtol=1e-5, eps=_DEFAULT_EPS, rng=None):
 def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=None):
     """Check ``f``'s derivatives up to ``order`` in the given modes.
 
-    ``modes`` may contain "fwd" (jvp vs central finite differences) and "rev"
-    (``<u, J v>`` by finite differences vs ``<J^T u, v>`` from vjp).  Raises AssertionError on a mismatch.
+    Args:
+      f: the function (arrays or pytrees in and out).
+      args: a tuple of its arguments (the point of the check).
+      order: the highest order of derivatives checked (1: first
+        derivatives; 2: also the derivatives of the derivatives, ...).
+      modes: "fwd" (jvp vs central finite differences) and/or "rev"
+        (``<u, J v>`` by finite differences vs ``<J^T u, v>`` from vjp).
+      atol: the absolute tolerance (default 1e-5).
+      rtol: the relative tolerance (default 1e-5).
+      eps: the finite-difference step.
+
+    Returns:
+      None.
+
+    Raises:
+      AssertionError: a derivative disagrees with finite differences.
+
+    Examples:
+      >>> import tangentia.numpy as tnp
+      >>> from tangentia.test_util import check_grads
+      >>> check_grads(tnp.sin, (0.5,), order=2)
+      >>> check_grads(lambda x: tnp.sum(tnp.tanh(x) ** 2), (tnp.arange(3.0),), order=1,
+      ...             modes=["rev"])
     """
     if isinstance(modes, str):
         modes = (modes,)
@@ -294,11 +353,43 @@ def check_custom_rules(fun, args, *, order=1, modes=("fwd", "rev"), atol=None, r
     differentiating those rules uses) are checked too, by checking the
     derivative of ``fun`` at one order less.
 
-    Raises ``AssertionError`` naming the first custom function whose rule
-    disagrees, with the inputs of its first call and both derivatives (of
-    ``fun``, along fixed random directions) and finite differences.  Returns ``{name: reference}`` for the
-    functions checked, where ``reference`` is ``"autodiff"`` or
-    ``"finite differences"`` (the second when any comparison needed them).
+    Args:
+      fun: the function whose custom rules are checked (traceable, as for
+        ``jit``).
+      args: a tuple of its arguments (the point of the check).
+      order: the highest order of derivatives checked.
+      modes: "fwd" and/or "rev".
+      atol: the absolute tolerance (default 1e-5).
+      rtol: the relative tolerance (default 1e-5).
+      exclude: names (``__name__``) of custom functions not to check.
+
+    Returns:
+      ``{name: reference}`` for the functions checked, where ``reference``
+      is ``"autodiff"`` or ``"finite differences"`` (the second when any
+      comparison needed them).
+
+    Raises:
+      AssertionError: naming the first custom function whose rule
+        disagrees, with the inputs of its first call and both derivatives
+        (of ``fun``, along fixed random directions) and finite differences.
+      ValueError: ``modes`` or ``order`` is invalid.
+
+    Examples:
+      A ``custom_vjp`` of ``2 x`` whose backward rule claims ``3 g`` is
+      flagged, also inside a larger function:
+
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> from tangentia.test_util import check_custom_rules
+      >>> @tg.custom_vjp
+      ... def double(x):
+      ...     return 2 * x
+      >>> double.defvjp(lambda x: (2 * x, None), lambda res, g: (3 * g,))
+      >>> check_custom_rules(lambda x: tnp.sin(double(x)), (0.5,))
+      Traceback (most recent call last):
+        ...
+      AssertionError: check_custom_rules: the custom_vjp rule of 'double' disagrees ...
+      >>> check_custom_rules(lambda x: tg.nn.softplus(x) * 2, (0.5,))
+      {'softplus': 'autodiff'}
     """
     if isinstance(modes, str):
         modes = (modes,)
