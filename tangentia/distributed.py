@@ -282,6 +282,31 @@ def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
     arrays, Python scalars or ``dask.array.Array`` (computed on the cluster,
     never brought to the client).  Keyword arguments are mapped over axis 0,
     as in ``tangentia.vmap``.
+
+    Args:
+      fun: the function to map (picklable with cloudpickle: closures and
+        custom rules are).
+      in_axes: as in ``tangentia.vmap``.
+      out_axes: as in ``tangentia.vmap``.
+      client: a ``distributed.Client`` (default: the current one).
+      chunk_size: the number of mapped elements per task, or None.
+
+    Returns:
+      A function with ``fun``'s arguments returning the mapped outputs.
+
+    Raises:
+      TypeError: ``fun`` is not callable.
+      ValueError: ``chunk_size`` is not a positive int, or there is no
+        client.
+
+    Examples:
+      >>> import numpy as np, tangentia.numpy as tnp, tangentia.distributed as tgd
+      >>> from distributed import Client
+      >>> client = Client(processes=False, n_workers=1, threads_per_worker=2,
+      ...                 dashboard_address=None)   # or Client("scheduler:8786")
+      >>> tgd.vmap(lambda x: tnp.sum(x ** 2))(np.arange(6.0).reshape(3, 2))
+      array([ 1., 13., 41.])
+      >>> client.close()
     """
     if not callable(fun):
         raise TypeError(f"tangentia.distributed.vmap: expected a callable, got "
@@ -456,6 +481,32 @@ def value_and_grad(loss, argnums=0, has_aux=False, *, client=None):
     ``argnums`` counts ``loss``'s positional arguments and may not include
     the shard (position 1).  With ``has_aux`` the value is ``(total_loss,
     [aux of each shard, in shard order])``.
+
+    Args:
+      loss: ``loss(params, shard, *args) -> scalar`` (``(scalar, aux)`` with
+        ``has_aux``).
+      argnums: the positional argument(s) of ``loss`` to differentiate with
+        respect to (not 1, the shard).
+      has_aux: ``loss`` returns ``(value, aux)``.
+      client: a ``distributed.Client`` (default: the current one).
+
+    Returns:
+      ``g(params, shards, *args) -> (total value, total gradient)``.
+
+    Examples:
+      The same numbers as ``value_and_grad`` of the sum over the shards:
+
+      >>> import numpy as np, tangentia.numpy as tnp, tangentia.distributed as tgd
+      >>> from distributed import Client
+      >>> client = Client(processes=False, n_workers=1, threads_per_worker=2,
+      ...                 dashboard_address=None)
+      >>> def loss(w, batch):
+      ...     x, y = batch
+      ...     return tnp.sum((x @ w - y) ** 2)
+      >>> shards = [(np.ones((2, 2)), np.zeros(2)), (2 * np.ones((2, 2)), np.ones(2))]
+      >>> tgd.value_and_grad(loss)(np.array([1.0, -1.0]), shards)
+      (array(2.), array([-8., -8.]))
+      >>> client.close()
     """
     if not callable(loss):
         raise TypeError(f"tangentia.distributed.value_and_grad: expected a callable, got "
