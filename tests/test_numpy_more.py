@@ -232,3 +232,62 @@ def test_where_masked_gradients_and_errors():
     with pytest.raises(ValueError, match="^reduction operation max does not have an identity, so "
                                          "to use a where mask one has to specify 'initial'"):
         tnp.max(x, where=w)
+
+
+def test_integer_bit_functions():
+    a, b = np.array([12, 18, -7, 0]), np.array([8, 27, 21, 5])
+    for name in ("gcd", "lcm", "left_shift", "right_shift", "bitwise_left_shift",
+                 "bitwise_right_shift"):
+        got = getattr(tnp, name)(a, np.abs(b) % 5 if "shift" in name else b)
+        want = getattr(np, name)(a, np.abs(b) % 5 if "shift" in name else b)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(tnp.bitwise_count(a), np.bitwise_count(a))
+    np.testing.assert_array_equal(tnp.bitwise_invert(a), np.invert(a))
+    np.testing.assert_array_equal(tg.jit(tnp.gcd)(a, b), np.gcd(a, b))
+    np.testing.assert_allclose(tnp.i0(np.array([0.0, 1.5, -3.0])), np.i0(np.array([0.0, 1.5, -3.0])),
+                               rtol=1e-14)
+
+
+def test_unique_family_setxor_sort_complex():
+    x = np.array([3.0, 1, 2, 3, 1, np.nan, np.nan])
+    for got, want in zip(tnp.unique_all(x), np.unique_all(x)):
+        np.testing.assert_array_equal(got, want)
+    for f in ("unique_counts", "unique_inverse"):
+        for got, want in zip(getattr(tnp, f)(x), getattr(np, f)(x)):
+            np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(tnp.unique_values(x), np.unique_values(x))
+    np.testing.assert_array_equal(tnp.setxor1d([1, 2, 3], [2, 5]), np.setxor1d([1, 2, 3], [2, 5]))
+    z = np.array([1 + 2j, 1 - 1j, -3 + 0j, 1 + 0j])
+    np.testing.assert_array_equal(tnp.sort_complex(z), np.sort_complex(z))
+    np.testing.assert_array_equal(tg.jit(tnp.sort_complex)(z), np.sort_complex(z))
+    assert tnp.sort_complex(np.array([3, 1, 2])).dtype == np.complex128
+
+
+def test_poly_polydiv_polyfit_roots():
+    np.testing.assert_allclose(tnp.poly([1.0, 2.0, 3.0]), np.poly([1, 2, 3]))
+    # a square matrix: its characteristic polynomial (complex, as JAX's)
+    np.testing.assert_allclose(tnp.poly(np.array([[1.0, 2], [3, 4]])), [1, -5, -2], atol=1e-13)
+    q, r = tnp.polydiv(np.array([1.0, -3, 2, 5]), np.array([1.0, -1]))
+    np.testing.assert_allclose(q, [1, -2, 0])
+    np.testing.assert_allclose(r, [0, 0, 0, 5])                    # JAX keeps the length
+    x = np.linspace(0, 1, 10)
+    y = 3 * x ** 2 - x + 0.5 + 0.01 * np.sin(7 * x)
+    np.testing.assert_allclose(tnp.polyfit(x, y, 2), np.polyfit(x, y, 2), rtol=1e-12)
+    for got, want in zip(tnp.polyfit(x, y, 2, full=True), np.polyfit(x, y, 2, full=True)):
+        np.testing.assert_allclose(got, want, rtol=1e-10)
+    for got, want in zip(tnp.polyfit(x, np.stack([y, 2 * y], 1), 2, cov=True),
+                         np.polyfit(x, np.stack([y, 2 * y], 1), 2, cov=True)):
+        np.testing.assert_allclose(got, want, rtol=1e-10)
+    w = np.linspace(1, 2, 10)
+    np.testing.assert_allclose(tnp.polyfit(x, y, 2, w=w), np.polyfit(x, y, 2, w=w), rtol=1e-12)
+    # the fit is linear in y: its gradient is the sum of the pseudo-inverse's rows
+    g = tg.grad(lambda y: tnp.sum(tnp.polyfit(x, y, 2)))(y)
+    np.testing.assert_allclose(g, np.linalg.pinv(np.vander(x, 3)).sum(0), atol=1e-12)
+    r = tnp.roots(np.array([0, 1.0, -6, 11, -6]))
+    assert r.dtype == np.complex128
+    np.testing.assert_allclose(np.sort_complex(r), [1, 2, 3], atol=1e-12)
+    np.testing.assert_allclose(np.sort_complex(tg.jit(lambda p: tnp.roots(p, strip_zeros=False))(
+        np.array([1.0, -6, 11, -6]))), [1, 2, 3], atol=1e-12)
+    with pytest.raises(TypeError, match="pass strip_zeros=False"):
+        tg.jit(tnp.roots)(np.array([1.0, -6, 11, -6]))

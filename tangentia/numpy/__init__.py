@@ -28,6 +28,7 @@ This file only gathers the public names; the code is in one module per topic
 ``_array_methods`` operators and methods of traced values (``x + y``, ``x.sum()``, ``x.at``)
 ``fft``            ``tangentia.numpy.fft``
 ``linalg``         ``tangentia.numpy.linalg``
+``_polyfit``       ``poly``, ``polydiv``, ``polyfit``, ``roots`` (after linalg: eigenvalues, lstsq)
 """
 from __future__ import annotations
 
@@ -55,15 +56,16 @@ from ._indexing import (  # noqa: F401
     triu_indices_from, unravel_index, unstack)
 from ._elementwise import (  # noqa: F401
     abs, absolute, acos, acosh, add, arccos, arccosh, arcsin, arcsinh, arctan, arctan2,
-    arctanh, around, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_not, bitwise_or,
+    arctanh, around, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_count,
+    bitwise_invert, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift,
     bitwise_xor, cbrt, ceil, clip, copysign, cos, cosh, deg2rad, degrees, divide, divmod,
     equal, exp, exp2, expm1, fabs, fix, float_power, floor, floor_divide, fmax, fmin, fmod,
-    frexp, greater, greater_equal, heaviside, hypot, invert, isclose, isfinite, isinf, isnan,
-    isneginf, isposinf, ldexp, less, less_equal, log, log10, log1p, log2, logaddexp,
-    logaddexp2, logical_and, logical_not, logical_or, logical_xor, maximum, minimum, mod, modf,
-    multiply, nan_to_num, negative, nextafter, not_equal, positive, pow, power, rad2deg,
-    radians, reciprocal, remainder, rint, round, sign, signbit, sin, sinc, sinh, spacing, sqrt,
-    square, subtract, tan, tanh, true_divide, trunc, where)
+    frexp, gcd, greater, greater_equal, heaviside, hypot, i0, invert, isclose, isfinite, isinf,
+    isnan, isneginf, isposinf, lcm, ldexp, left_shift, less, less_equal, log, log10, log1p,
+    log2, logaddexp, logaddexp2, logical_and, logical_not, logical_or, logical_xor, maximum,
+    minimum, mod, modf, multiply, nan_to_num, negative, nextafter, not_equal, positive, pow,
+    power, rad2deg, radians, reciprocal, remainder, right_shift, rint, round, sign, signbit,
+    sin, sinc, sinh, spacing, sqrt, square, subtract, tan, tanh, true_divide, trunc, where)
 from ._complex import (  # noqa: F401
     angle, conj, conjugate, imag, iscomplex, iscomplexobj, isreal, isrealobj, real,
     real_if_close)
@@ -77,7 +79,8 @@ from ._matrices import (  # noqa: F401
     tensordot, trace, tril, triu, vander, vdot, vecdot, vecmat)
 from ._sorting import (  # noqa: F401
     argpartition, argsort, bincount, digitize, intersect1d, isin, lexsort, partition,
-    searchsorted, setdiff1d, sort, union1d, unique)
+    searchsorted, setdiff1d, setxor1d, sort, sort_complex, union1d, unique, unique_all,
+    unique_counts, unique_inverse, unique_values)
 from ._statistics import (  # noqa: F401
     average, corrcoef, cov, histogram, histogram_bin_edges, median, nanmedian, nanpercentile,
     nanquantile, percentile, quantile)
@@ -93,6 +96,7 @@ from ._functional import (  # noqa: F401
     apply_along_axis, piecewise, select, vectorize)
 from . import _array_methods
 from . import fft, linalg  # noqa: F401
+from ._polyfit import poly, polydiv, polyfit, roots  # noqa: F401
 
 _array_methods.install()
 
@@ -102,44 +106,48 @@ __all__ = [
     "arctan", "arctan2", "arctanh", "argmax", "argmin", "argpartition", "argsort", "argwhere",
     "around", "array", "array_equal", "array_equiv", "array_split", "asarray", "asin", "asinh",
     "astype", "at", "atan", "atan2", "atanh", "atleast_1d", "atleast_2d", "atleast_3d",
-    "average", "bartlett", "bincount", "bitwise_and", "bitwise_not", "bitwise_or",
-    "bitwise_xor", "blackman", "bool_", "broadcast_arrays", "broadcast_shapes", "broadcast_to",
-    "c_", "can_cast", "cbrt", "ceil", "clip", "column_stack", "complex128", "complex64",
+    "average", "bartlett", "bincount", "bitwise_and", "bitwise_count", "bitwise_invert",
+    "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
+    "blackman", "bool_", "broadcast_arrays", "broadcast_shapes", "broadcast_to", "c_",
+    "can_cast", "cbrt", "ceil", "clip", "column_stack", "complex128", "complex64",
     "complexfloating", "concat", "concatenate", "conj", "conjugate", "convolve", "copy",
     "copysign", "corrcoef", "correlate", "cos", "cosh", "count_nonzero", "cov", "cross",
     "cummax", "cummin", "cumprod", "cumsum", "cumulative_prod", "cumulative_sum", "deg2rad",
     "degrees", "delete", "diag", "diag_indices", "diag_indices_from", "diagflat", "diagonal",
     "diff", "digitize", "divide", "divmod", "dot", "double", "dsplit", "dstack", "dtype", "e",
     "ediff1d", "einsum", "empty", "empty_like", "equal", "euler_gamma", "exp", "exp2",
-    "expand_dims", "expm1", "eye", "fabs", "fft", "finfo", "fix", "flatnonzero", "flip", "fliplr",
-    "flipud", "float16", "float32", "float64", "float_", "float_power", "floating", "floor",
-    "floor_divide", "fmax", "fmin", "fmod", "frexp", "full", "full_like", "geomspace",
-    "gradient", "greater", "greater_equal", "hamming", "hanning", "heaviside", "histogram",
-    "histogram_bin_edges", "hsplit", "hstack", "hypot", "identity", "iinfo", "imag",
-    "index_exp", "indices", "inexact", "inf", "inner", "insert", "int16", "int32", "int64",
-    "int8", "int_", "integer", "interp", "intersect1d", "invert", "isclose", "iscomplex",
-    "iscomplexobj", "isdtype", "isfinite", "isin", "isinf", "isnan", "isneginf", "isposinf",
-    "isreal", "isrealobj", "isscalar", "issubdtype", "iterable", "ix_", "kaiser", "kron",
-    "ldexp", "less", "less_equal", "lexsort", "linalg", "linspace", "log", "log10", "log1p",
-    "log2", "logaddexp", "logaddexp2", "logical_and", "logical_not", "logical_or",
-    "logical_xor", "logspace", "matmul", "matrix_transpose", "matvec", "max", "maximum",
-    "mean", "median", "meshgrid", "mgrid", "min", "minimum", "mod", "modf", "moveaxis",
-    "multiply", "nan", "nan_to_num", "nanargmax", "nanargmin", "nancumprod", "nancumsum",
-    "nanmax", "nanmean", "nanmedian", "nanmin", "nanpercentile", "nanprod", "nanquantile",
-    "nanstd", "nansum", "nanvar", "ndarray", "ndim", "negative", "newaxis", "nextafter",
-    "nonzero", "not_equal", "number", "ogrid", "ones", "ones_like", "outer", "pad",
-    "partition", "percentile", "permute_dims", "pi", "piecewise", "polyadd", "polyder",
-    "polyint", "polymul", "polysub", "polyval", "positive", "pow", "power", "prod",
-    "promote_types", "ptp", "put", "quantile", "r_", "rad2deg", "radians", "ravel",
-    "ravel_multi_index", "real", "real_if_close", "reciprocal", "remainder", "repeat", "reshape", "result_type",
-    "rint", "roll", "rollaxis", "rot90", "round", "row_stack", "s_", "searchsorted", "select",
-    "setdiff1d", "shape", "sign", "signbit", "sin", "sinc", "single", "sinh", "size", "sort",
-    "spacing", "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum",
-    "swapaxes", "take", "take_along_axis", "tan", "tanh", "tensordot", "tile", "trace",
-    "transpose", "trapezoid", "tri", "tril", "tril_indices", "tril_indices_from", "triu",
-    "triu_indices", "triu_indices_from", "true_divide", "trunc", "uint", "uint16", "uint32",
-    "uint64", "uint8", "union1d", "unique", "unravel_index", "unstack", "vander", "var",
-    "vdot", "vecdot", "vecmat", "vectorize", "vsplit", "vstack", "where", "zeros", "zeros_like"]
+    "expand_dims", "expm1", "eye", "fabs", "fft", "finfo", "fix", "flatnonzero", "flip",
+    "fliplr", "flipud", "float16", "float32", "float64", "float_", "float_power", "floating",
+    "floor", "floor_divide", "fmax", "fmin", "fmod", "frexp", "full", "full_like", "gcd",
+    "geomspace", "gradient", "greater", "greater_equal", "hamming", "hanning", "heaviside",
+    "histogram", "histogram_bin_edges", "hsplit", "hstack", "hypot", "i0", "identity", "iinfo",
+    "imag", "index_exp", "indices", "inexact", "inf", "inner", "insert", "int16", "int32",
+    "int64", "int8", "int_", "integer", "interp", "intersect1d", "invert", "isclose",
+    "iscomplex", "iscomplexobj", "isdtype", "isfinite", "isin", "isinf", "isnan", "isneginf",
+    "isposinf", "isreal", "isrealobj", "isscalar", "issubdtype", "iterable", "ix_", "kaiser",
+    "kron", "lcm", "ldexp", "left_shift", "less", "less_equal", "lexsort", "linalg",
+    "linspace", "log", "log10", "log1p", "log2", "logaddexp", "logaddexp2", "logical_and",
+    "logical_not", "logical_or", "logical_xor", "logspace", "matmul", "matrix_transpose",
+    "matvec", "max", "maximum", "mean", "median", "meshgrid", "mgrid", "min", "minimum", "mod",
+    "modf", "moveaxis", "multiply", "nan", "nan_to_num", "nanargmax", "nanargmin",
+    "nancumprod", "nancumsum", "nanmax", "nanmean", "nanmedian", "nanmin", "nanpercentile",
+    "nanprod", "nanquantile", "nanstd", "nansum", "nanvar", "ndarray", "ndim", "negative",
+    "newaxis", "nextafter", "nonzero", "not_equal", "number", "ogrid", "ones", "ones_like",
+    "outer", "pad", "partition", "percentile", "permute_dims", "pi", "piecewise", "poly",
+    "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul", "polysub", "polyval",
+    "positive", "pow", "power", "prod", "promote_types", "ptp", "put", "quantile", "r_",
+    "rad2deg", "radians", "ravel", "ravel_multi_index", "real", "real_if_close", "reciprocal",
+    "remainder", "repeat", "reshape", "result_type", "right_shift", "rint", "roll", "rollaxis",
+    "roots", "rot90", "round", "row_stack", "s_", "searchsorted", "select", "setdiff1d",
+    "setxor1d", "shape", "sign", "signbit", "sin", "sinc", "single", "sinh", "size", "sort",
+    "sort_complex", "spacing", "split", "sqrt", "square", "squeeze", "stack", "std",
+    "subtract", "sum", "swapaxes", "take", "take_along_axis", "tan", "tanh", "tensordot",
+    "tile", "trace", "transpose", "trapezoid", "tri", "tril", "tril_indices",
+    "tril_indices_from", "triu", "triu_indices", "triu_indices_from", "true_divide", "trunc",
+    "uint", "uint16", "uint32", "uint64", "uint8", "union1d", "unique", "unique_all",
+    "unique_counts", "unique_inverse", "unique_values", "unravel_index", "unstack", "vander",
+    "var", "vdot", "vecdot", "vecmat", "vectorize", "vsplit", "vstack", "where", "zeros",
+    "zeros_like"]
 
 
 def __getattr__(name):

@@ -12,6 +12,7 @@ import numpy as _np
 from .. import dtypes as _dtypes
 from ..primitives import elementwise as _E
 from ..primitives import misc as _M
+from ..primitives import special as _SP
 from ..primitives import structural as _S
 from ._constants import float64, pi
 from ._conversion import _in, _inexact, astype
@@ -159,6 +160,19 @@ def nextafter(x1, x2):
     return _M.nextafter(x1, x2)
 
 
+gcd = _M.gcd
+lcm = _M.lcm
+left_shift = bitwise_left_shift = _M.left_shift
+right_shift = bitwise_right_shift = _M.right_shift
+bitwise_count = _M.bitwise_count
+
+
+def i0(x):
+    """The modified Bessel function of the first kind of order 0 (``numpy.i0``)."""
+    x = _in(x, "i0", "x")
+    return _SP.i0(_inexact(x))
+
+
 def fmax(x1, x2):
     """Elementwise maximum that ignores NaNs (NaN only if both are NaN)."""
     if _eager(x1, x2):
@@ -298,7 +312,7 @@ def bitwise_not(x):
     return _E.bitwise_not_p.bind(x)
 
 
-invert = bitwise_not
+invert = bitwise_invert = bitwise_not
 
 
 def isnan(x):

@@ -180,3 +180,4 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     f = where(_E.lt(x, xp[0]), fp[0] if left is None else left, f)
     f = where(_E.gt(x, xp[-1]), fp[-1] if right is None else right, f)
     return astype(f, float64)
+

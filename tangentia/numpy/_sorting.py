@@ -7,6 +7,7 @@ jit/vmap given a static size."""
 from __future__ import annotations
 
 import builtins
+import collections as _collections
 import operator
 
 import numpy as _np
@@ -199,6 +200,56 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         outs.append(_I.scatter(_np.zeros(size + 1, int64), _np.ones(n, int64), (_I.ARRAY,),
                                (grp,), "add")[:size])
     return tuple(outs) if len(outs) > 1 else outs[0]
+
+
+UniqueAllResult = _collections.namedtuple("UniqueAllResult",
+                                          ["values", "indices", "inverse_indices", "counts"])
+UniqueCountsResult = _collections.namedtuple("UniqueCountsResult", ["values", "counts"])
+UniqueInverseResult = _collections.namedtuple("UniqueInverseResult",
+                                              ["values", "inverse_indices"])
+
+
+def unique_all(x, /, *, size=None, fill_value=None):
+    """Unique values, first indices, inverse indices and counts (the array API's
+    ``unique_all``; NaNs are distinct, as there).  Under jit pass ``size``."""
+    v, i, inv, c = unique(x, True, True, True, equal_nan=False, size=size, fill_value=fill_value)
+    return UniqueAllResult(v, i, reshape(inv, shape(x)), c)
+
+
+def unique_counts(x, /, *, size=None, fill_value=None):
+    """Unique values and their counts (the array API's ``unique_counts``)."""
+    v, c = unique(x, return_counts=True, equal_nan=False, size=size, fill_value=fill_value)
+    return UniqueCountsResult(v, c)
+
+
+def unique_inverse(x, /, *, size=None, fill_value=None):
+    """Unique values and the inverse indices, shaped like ``x`` (``unique_inverse``)."""
+    v, inv = unique(x, return_inverse=True, equal_nan=False, size=size, fill_value=fill_value)
+    return UniqueInverseResult(v, reshape(inv, shape(x)))
+
+
+def unique_values(x, /, *, size=None, fill_value=None):
+    """Unique values (the array API's ``unique_values``)."""
+    return unique(x, equal_nan=False, size=size, fill_value=fill_value)
+
+
+def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
+    """Sorted values in exactly one of the arrays (eager only, as for union1d)."""
+    if size is not None:
+        raise NotImplementedError("setxor1d: argument 'size' is not supported; call it outside "
+                                  "jit (the result's shape depends on the values)")
+    return _np.setxor1d(_value_dependent(ar1, "setxor1d", "ar1"),
+                        _value_dependent(ar2, "setxor1d", "ar2"), assume_unique)
+
+
+def sort_complex(a):
+    """Sorted by real part, then imaginary part; the result is complex."""
+    a = _in(a, "sort_complex")
+    dt = _np.result_type(_aval(a).dtype, _np.complex64)
+    a = astype(ravel(a) if _aval(a).ndim == 0 else a, dt)
+    if _eager(a):
+        return _np.sort_complex(a).astype(dt)
+    return sort(a, axis=-1)
 
 
 def union1d(ar1, ar2):

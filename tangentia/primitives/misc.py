@@ -185,6 +185,18 @@ spacing_p = E.elementwise("spacing", np.spacing, zero_jvp=True)
 nextafter_p = E.elementwise("nextafter", np.nextafter, zero_jvp=True)
 
 
+# Integer-valued elementwise functions (derivative 0): gcd, lcm, shifts, bit counts.
+gcd_p = E.elementwise("gcd", np.gcd, zero_jvp=True)
+lcm_p = E.elementwise("lcm", np.lcm, zero_jvp=True)
+left_shift_p = E.elementwise("left_shift", np.left_shift, zero_jvp=True)
+right_shift_p = E.elementwise("right_shift", np.right_shift, zero_jvp=True)
+bitwise_count_p = E.elementwise("bitwise_count", np.bitwise_count, zero_jvp=True)
+gcd = E._fast(gcd_p, np.gcd)
+lcm = E._fast(lcm_p, np.lcm)
+left_shift = E._fast(left_shift_p, np.left_shift)
+right_shift = E._fast(right_shift_p, np.right_shift)
+bitwise_count = E._fast(bitwise_count_p, np.bitwise_count)
+
 
 def frexp_mantissa(x):
     return frexp_mantissa_p.bind(x)
@@ -198,4 +210,6 @@ nextafter = E._fast(nextafter_p, np.nextafter)
 
 __all__ = ["copysign", "copysign_p", "cummax", "cummax_p", "cummin", "cummin_p", "cumprod",
            "cumprod_p", "signbit", "signbit_p", "dtypes", "frexp_mantissa", "frexp_mantissa_p",
-           "frexp_exponent", "frexp_exponent_p", "spacing", "spacing_p", "nextafter", "nextafter_p"]
+           "frexp_exponent", "frexp_exponent_p", "spacing", "spacing_p", "nextafter", "nextafter_p",
+           "gcd", "gcd_p", "lcm", "lcm_p", "left_shift", "left_shift_p", "right_shift",
+           "right_shift_p", "bitwise_count", "bitwise_count_p"]
