@@ -359,7 +359,7 @@ KINDS = {
     "structural": {"reshape", "transpose", "broadcast_to", "convert_element_type",
                    "concatenate", "getitem", "scatter", "name"},
     "linear": {"reduce_sum", "cumsum", "dot_general", "einsum", "triangular_solve",
-               "lu_solve", "solve", "expm_frechet", "fft"},
+               "lu_solve", "solve", "expm_frechet", "fft", "conv_general_dilated"},
     "reduction": {"reduce_max", "reduce_min", "reduce_prod"},
     "nonlinear": {"integer_pow", "cumprod", "cummax", "cummin", "sort", "lu", "inv", "det",
                   "slogdet", "cholesky", "eigh", "eigvalsh", "qr", "svd", "expm"},
