@@ -13,20 +13,48 @@ from .tree_util import tree_map
 
 
 def block_until_ready(x):
-    """Results are computed eagerly: returns ``x`` unchanged."""
+    """Results are computed eagerly: returns ``x`` unchanged.
+
+    Args:
+      x: an array or pytree of arrays.
+    """
     return x
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
-    """Arrays live in host memory: converts leaves to tangentia arrays (``numpy.ndarray``)."""
+    """Arrays live in host memory: converts leaves to tangentia arrays (``numpy.ndarray``).
+
+    Args:
+      x: an array, scalar or pytree of them.
+      device: accepted for JAX compatibility (the one CPU device).
+      src: accepted for JAX compatibility.
+      donate: accepted for JAX compatibility.
+      may_alias: accepted for JAX compatibility.
+
+    Returns:
+      ``x`` with every leaf a tangentia array.
+    """
     return tree_map(lambda v: v if isinstance(v, Tracer) else to_user(np.asarray(v)), x)
 
 
 def device_get(x):
+    """Arrays live in host memory: converts leaves to ``numpy.ndarray``.
+
+    Args:
+      x: an array, scalar or pytree of them.
+
+    Returns:
+      ``x`` with every leaf a NumPy array.
+    """
     return tree_map(lambda v: v if isinstance(v, Tracer) else np.asarray(v), x)
 
 
 def devices(backend=None):
+    """The devices: one CPU device.
+
+    Args:
+      backend: accepted for JAX compatibility (``None`` or ``"cpu"``).
+    """
     return [_CPU]
 
 
@@ -34,6 +62,11 @@ local_devices = devices
 
 
 def device_count(backend=None):
+    """The number of devices: 1.
+
+    Args:
+      backend: accepted for JAX compatibility (``None`` or ``"cpu"``).
+    """
     return 1
 
 
@@ -41,6 +74,8 @@ local_device_count = device_count
 
 
 def default_backend():
+    """The platform name JAX reports: ``"cpu"`` (for the ``jit`` backend, see
+    ``config.jit_backend``)."""
     return "cpu"
 
 

@@ -721,6 +721,10 @@ class ClosedJaxpr:
     """A program together with the values of its constant variables.
 
     ``str(closed)`` prints the program; calling it evaluates it.
+
+    Args:
+      jaxpr: the program (a ``Jaxpr``).
+      consts: the values of its constant variables, in order.
     """
 
     __slots__ = ("jaxpr", "consts")

@@ -69,6 +69,9 @@ class debug_nans:
 
     ``with tg.debug_nans(): tg.grad(f)(x)``; ``debug_nans(False)`` turns it off
     in a nested scope.
+
+    Args:
+      enable: turn the check on (``True``) or off (``False``) inside the block.
     """
 
     __slots__ = ("enable", "scope")
