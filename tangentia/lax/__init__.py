@@ -10,6 +10,10 @@ from ..primitives.contraction import dot_general
 from ..primitives.elementwise import (abs, add, ceil, cos, cosh, div, eq, exp, expm1, floor, ge,
                                       gt, integer_pow, le, log, log1p, lt, maximum, minimum, mul,
                                       ne, neg, select, sign, sin, sinh, sqrt, sub, tan, tanh)
+from .convolution import (conv, conv_dimension_numbers, conv_general_dilated,
+                          conv_general_permutations, conv_general_shape_tuple, conv_shape_tuple,
+                          conv_transpose, conv_transpose_shape_tuple, conv_with_general_padding,
+                          padtype_to_pads)
 from .enums import (AccuracyMode, ConvDimensionNumbers, ConvGeneralDilatedDimensionNumbers,
                     DotAlgorithm, DotAlgorithmPreset, DotDimensionNumbers, FftType,
                     GatherDimensionNumbers, GatherScatterMode, Precision, PrecisionLike,
@@ -45,6 +49,10 @@ __all__ = [
     "reduce_prod", "reduce_sum", "rem", "reshape", "round", "rsqrt", "scan", "select", "sign",
     "sin", "sinh", "slice", "slice_in_dim", "sort", "sqrt", "square", "squeeze", "stop_gradient",
     "sub", "switch", "tan", "tanh", "transpose", "while_loop",
+    # convolutions
+    "conv", "conv_dimension_numbers", "conv_general_dilated", "conv_general_permutations",
+    "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose",
+    "conv_transpose_shape_tuple", "conv_with_general_padding", "padtype_to_pads",
     # enums and parameter records
     "AccuracyMode", "ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "DotAlgorithm",
     "DotAlgorithmPreset", "DotDimensionNumbers", "FftType", "GatherDimensionNumbers",
