@@ -49,7 +49,7 @@ _install_boundaries(numpy, numpy.linalg, lax, scipy.special, scipy.linalg, nn, r
                     _stats.uniform)
 # The twins' docstrings: ours, with NumPy's/SciPy's arguments (tangentia/_docstrings.py).
 from ._docstrings import document_public as _document_public
-_document_public(numpy, scipy.special, scipy.linalg)
+_document_public()
 
 __version__ = "0.1.0"
 

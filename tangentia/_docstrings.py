@@ -24,6 +24,7 @@ A generated docstring is
 """
 from __future__ import annotations
 
+import enum
 import inspect
 import re
 import types
@@ -155,28 +156,357 @@ def document(module, reference, prefix):
     ``numpy_docstring``; ``prefix`` is the reference's public name
     (``"numpy.linalg"``).  Each function is documented once, under the first
     name ``__all__`` lists it by."""
-    done = set()
+    documented = {}   # id of a function: whether its reference documents the arguments
     for name in module.__all__:
         fn = getattr(module, name, None)
         ref = getattr(reference, name, None)
-        if (not isinstance(fn, types.FunctionType) or id(fn) in done
-                or not getattr(ref, "__doc__", None) or not callable(ref)):
+        if (not isinstance(fn, types.FunctionType) or not getattr(ref, "__doc__", None)
+                or not callable(ref)):
             continue
-        done.add(id(fn))
+        # an alias (NumPy's ``amax``) is documented by the name whose NumPy
+        # docstring has the Parameters (``max``)
+        has_parameters = "Parameters" in _sections(ref.__doc__)[1]
+        if id(fn) in documented and (documented[id(fn)] or not has_parameters):
+            continue
+        if id(fn) in documented:
+            fn.__doc__ = fn.own_doc
+        documented[id(fn)] = has_parameters
+        fn.own_doc = fn.__doc__
         fn.__doc__ = numpy_docstring(fn, ref, f"{prefix}.{name}")
         fn.reference_doc = f"{prefix}.{name}"
 
 
-def document_public(tnp, scipy_special, scipy_linalg):
-    """Document the public twins of ``tangentia.numpy`` (and its ``linalg`` and
-    ``fft``), ``tangentia.scipy.special`` and ``tangentia.scipy.linalg`` from
-    NumPy's and SciPy's docstrings (both modules are already imported by
-    tangentia)."""
+def document_public():
+    """Document the public twins (run by ``tangentia/__init__`` once
+    ``install_boundaries`` has made them): ``tangentia.numpy`` (with its
+    ``linalg`` and ``fft``), ``scipy.special`` and ``scipy.linalg`` from NumPy's
+    and SciPy's docstrings (both already imported by tangentia); ``lax``,
+    ``random``, ``nn``, ``tree_util`` and ``scipy.stats`` by their arguments."""
     import numpy
     import scipy.linalg
     import scipy.special
+
+    from . import lax, nn, random, tree, tree_util
+    from . import numpy as tnp
+    from .scipy import linalg as tsl, special as tss, stats
     for module, reference, prefix in (
             (tnp, numpy, "numpy"), (tnp.linalg, numpy.linalg, "numpy.linalg"),
-            (tnp.fft, numpy.fft, "numpy.fft"), (scipy_special, scipy.special, "scipy.special"),
-            (scipy_linalg, scipy.linalg, "scipy.linalg")):
+            (tnp.fft, numpy.fft, "numpy.fft"), (tss, scipy.special, "scipy.special"),
+            (tsl, scipy.linalg, "scipy.linalg")):
         document(module, reference, prefix)
+        document_by_arguments(module, _NUMPY_ARGS)
+    document_lax(lax)
+    document_by_arguments(random, _RANDOM_ARGS)
+    for module, arguments in ((nn, _NN_ARGS), (tree_util, _TREE_ARGS), (tree, _TREE_ARGS),
+                              (tsl, _SCIPY_LINALG_ARGS)):
+        document_by_arguments(module, arguments)
+    for name, label in _STATS_LABELS.items():
+        document_stats(getattr(stats, name), label)
+
+
+# ---------------------------------------------------------------------------
+# Functions with no NumPy twin (``tangentia.lax``, ``tangentia.random``,
+# ``tangentia.scipy.stats.*``, ...): our summary, and an ``Args:`` entry for
+# every argument the docstring does not name yet, described by its name.
+
+_COMMON = {
+    "x": "an array or scalar.",
+    "y": "an array or scalar, broadcast against ``x``.",
+    "operand": "the input array.",
+    "operands": "a sequence of arrays.",
+    "a": "the input array.",
+    "array": "the input array.",
+    "shape": "a tuple of ints: the shape of the result.",
+    "dtype": "the dtype of the result (None: the default).",
+    "axis": "an int: the axis along which the operation applies.",
+    "axes": "a tuple of ints: the axes reduced.",
+    "dimension": "an int: the dimension along which the operation applies.",
+    "dimensions": "a tuple of ints: the dimensions concerned.",
+    "reverse": "run from the end of the axis to its start.",
+    "keepdims": "keep the reduced axes with size 1.",
+    "where": "a boolean mask of the entries included (None: all).",
+    "is_leaf": "a predicate: a subtree for which it is true is a leaf.",
+    "tree": "a pytree (nested tuples, lists, dicts, None and registered nodes).",
+    "function": "the function applied (``function(accumulated, leaf)`` for a reduction).",
+    "initializer": "the initial accumulated value (default: the first leaf).",
+    "backend": "accepted for JAX compatibility (there is one CPU backend).",
+    "seed": "an integer seed.",
+    "impl": "accepted for JAX compatibility; must be None.",
+}
+
+_NUMPY_ARGS = {
+    "ary": "the array to split.",
+    "indices_or_sections": "the number of equal sections, or the indices at which to split.",
+    "initial": "the starting value of the reduction (needed for empty slices).",
+    "reverse": "accumulate from the end of the axis to its start.",
+}
+
+_LAX_ARGS = {
+    "window_strides": "the stride of the window in each spatial dimension.",
+    "padding": "``'SAME'``, ``'VALID'`` or one ``(low, high)`` pair per spatial dimension.",
+    "lhs_dilation": "the dilation of the input in each spatial dimension (None: 1).",
+    "rhs_dilation": "the dilation of the kernel in each spatial dimension (None: 1).",
+    "feature_group_count": "the number of groups the input features are split into.",
+    "batch_group_count": "the number of groups the batch is split into.",
+    "lhs_shape": "the shape of the input.",
+    "rhs_shape": "the shape of the kernel.",
+    "pads": "one ``(low, high)`` padding pair per spatial dimension.",
+    "use_consistent_padding": "accepted for JAX compatibility.",
+    "in_shape": "the spatial shape of the input.",
+    "window_shape": "the spatial shape of the window.",
+    "lhs_spec": "the input's dimensions in the order (batch, feature, spatial...).",
+    "rhs_spec": "the kernel's dimensions in the order (out feature, in feature, spatial...).",
+    "out_spec": "the output's dimensions in the order (batch, feature, spatial...).",
+    "offset_dims": "the output dimensions that index into each gathered slice.",
+    "collapsed_slice_dims": "the operand dimensions of size-1 slices left out of the output.",
+    "start_index_map": "for each component of an index, the operand dimension it indexes.",
+    "operand_batching_dims": "the operand dimensions that are batch dimensions.",
+    "start_indices_batching_dims": "the index dimensions matching ``operand_batching_dims``.",
+    "update_window_dims": "the dimensions of the updates that are window dimensions.",
+    "inserted_window_dims": "the operand's size-1 window dimensions absent from the updates.",
+    "scatter_dims_to_operand_dims": "for each component of an index, the operand dimension "
+                                    "it indexes.",
+    "scatter_indices_batching_dims": "the index dimensions matching ``operand_batching_dims``.",
+    "b": "the second parameter (an array, broadcast with the others).",
+    "n": "the order of the derivative (an integer array).",
+    "q": "the shift of the Hurwitz zeta function (an array).",
+    "out_sharding": "accepted only as None (one CPU device).",
+    "shardings": "accepted for JAX compatibility (one CPU device).",
+    "atol": "accepted for JAX compatibility; no effect here.",
+    "rtol": "accepted for JAX compatibility; no effect here.",
+    "ulps": "accepted for JAX compatibility; no effect here.",
+    **{name: "accepted for JAX compatibility; no effect on the CPU." for name in (
+        "lhs_precision_type", "rhs_precision_type", "accumulation_type",
+        "lhs_component_count", "rhs_component_count", "num_primitive_operations",
+        "allow_imprecise_accumulation")},
+    "index": "a scalar integer index (traced or not).",
+    "start_index": "the (clamped) start along ``axis``, a scalar integer.",
+    "start_indices": "one start per dimension (scalar integers, clamped).",
+    "slice_size": "the size of the slice along ``axis``.",
+    "slice_sizes": "the size of the slice in each dimension (static ints).",
+    "limit_index": "the end of the slice (excluded).",
+    "limit_indices": "one end per dimension (excluded).",
+    "stride": "the step of the slice.",
+    "strides": "one step per dimension (None: 1).",
+    "update": "the array written into ``operand``.",
+    "new_sizes": "the new shape (same number of entries).",
+    "permutation": "a permutation of the dimensions.",
+    "lhs": "the left operand.",
+    "rhs": "the right operand.",
+    "precision": "accepted for JAX compatibility (float64 arithmetic on the CPU).",
+    "preferred_element_type": "the dtype of the result (None: the operands' promoted dtype).",
+    "dimension_numbers": "``((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))`` axes.",
+    "pred": "a boolean array.",
+    "min": "the lower bound (an array or scalar).",
+    "max": "the upper bound (an array or scalar).",
+    "weak_type": "whether the result is weakly typed (as a Python scalar).",
+    "is_stable": "keep the order of equal keys.",
+    "num_keys": "the number of leading operands used as sort keys.",
+    "fill_value": "the value of every entry.",
+    "fft_lengths": "the lengths of the transformed trailing axes.",
+    "y": "an array or scalar of ``x``'s shape (or broadcastable).",
+}
+
+_LAX_SUMMARIES = {
+    "broadcast_to": ("``x`` broadcast to ``shape`` (NumPy's broadcasting rules).", "an array of ``shape``."),
+    "clamp": ("``x`` clipped elementwise to ``[min, max]``.", "an array of ``x``'s shape and dtype."),
+    "concatenate": ("The arrays joined along an existing ``dimension``.", "the joined array."),
+    "convert_element_type": ("``x`` cast to ``dtype`` (real to complex and back as NumPy's ``astype``); "
+                             "its derivative is the cast of the tangent.", "an array of ``x``'s shape."),
+    "cummax": ("The running maximum along ``axis``.", "an array of ``operand``'s shape."),
+    "cummin": ("The running minimum along ``axis``.", "an array of ``operand``'s shape."),
+    "cumprod": ("The running product along ``axis``.", "an array of ``operand``'s shape."),
+    "cumsum": ("The running sum along ``axis``.", "an array of ``x``'s shape."),
+    "dot": ("The matrix (or vector) product of ``lhs`` and ``rhs`` (``jax.lax.dot``).",
+            "an array: the contraction of the last axis of ``lhs`` with the first of ``rhs``."),
+    "dot_general": ("A general contraction with batch dimensions (``jax.lax.dot_general``).",
+                    "an array: batch dimensions, then ``x``'s and ``y``'s free dimensions."),
+    "dynamic_index_in_dim": ("The slice at a (traced) ``index`` along ``axis``.",
+                             "the slice, with ``axis`` kept as size 1 if ``keepdims``."),
+    "dynamic_slice_in_dim": ("``slice_size`` entries from a (traced) ``start_index`` along ``axis``.",
+                             "an array of ``operand``'s rank."),
+    "dynamic_update_index_in_dim": ("``operand`` with the slice at a (traced) ``index`` along ``axis`` "
+                                    "replaced by ``update``.", "an array of ``operand``'s shape."),
+    "dynamic_update_slice_in_dim": ("``operand`` with ``update`` written from a (traced) "
+                                    "``start_index`` along ``axis``.",
+                                    "an array of ``operand``'s shape."),
+    "erf": ("The error function, elementwise.", "an array of ``x``'s shape."),
+    "expand_dims": ("``array`` with size-1 dimensions inserted at ``dimensions``.", "the reshaped array."),
+    "integer_pow": ("``x ** y`` for a static Python int ``y``, by repeated multiplication.",
+                    "an array of ``x``'s shape and dtype."),
+    "logistic": ("The logistic sigmoid ``1 / (1 + exp(-x))``, stable for any ``x``.",
+                 "an array of ``x``'s shape."),
+    "pow": ("``x ** y`` elementwise (real or complex ``y``).", "the broadcast array."),
+    "reduce_max": ("The maximum over ``axes``.", "an array without the reduced axes."),
+    "reduce_min": ("The minimum over ``axes``.", "an array without the reduced axes."),
+    "reduce_prod": ("The product over ``axes``.", "an array without the reduced axes."),
+    "reduce_sum": ("The sum over ``axes``.", "an array without the reduced axes."),
+    "reshape": ("``x`` with the shape ``new_sizes`` (row-major order).", "the reshaped array."),
+    "rsqrt": ("``1 / sqrt(x)``, elementwise.", "an array of ``x``'s shape."),
+    "select": ("``x`` where ``pred`` is true, else ``y`` (``jax.lax.select``).",
+               "an array of the common shape."),
+    "slice": ("The static slice ``operand[start:limit:stride, ...]``.", "the slice."),
+    "slice_in_dim": ("The static slice ``start_index:limit_index:stride`` along ``axis``.", "the slice."),
+    "sort": ("``operand`` sorted along ``dimension`` (a tuple of operands: sorted by the first "
+             "``num_keys``, the others permuted alike).", "the sorted array(s)."),
+    "square": ("``x * x``, elementwise.", "an array of ``x``'s shape."),
+    "squeeze": ("``array`` without its size-1 ``dimensions``.", "the reshaped array."),
+    "stop_gradient": ("``x`` unchanged, with a zero derivative: differentiation does not flow "
+                      "through it.", "``x``."),
+    "transpose": ("``x`` with its dimensions permuted by ``permutation``.", "the transposed array."),
+}
+
+_SCIPY_LINALG_ARGS = {
+    "c_and_lower": "``(c, lower)``: the Cholesky factor and whether it is lower triangular, "
+                   "as ``cho_factor`` returns.",
+    "lu_and_piv": "``(lu, piv)``: the LU factors and pivots, as ``lu_factor`` returns.",
+    "l_and_u": "``(l, u)``: the numbers of nonzero lower and upper diagonals.",
+}
+
+_NN_ARGS = {
+    "query_seq_lengths": "the valid length of each query sequence (None: all).",
+    "key_value_seq_lengths": "the valid length of each key/value sequence (None: all).",
+    "implementation": "accepted for JAX compatibility (None or ``'xla'``).",
+}
+
+_TREE_ARGS = {
+    "num_leaves": "the number of leaves.",
+    "flatten_with_keys_func": "``flatten_with_keys(node) -> (((key, child), ...), aux)`` "
+                              "(None: keys are the children's positions).",
+    "flatten_func": "``flatten(node) -> (children, aux)``.",
+    "unflatten_func": "``unflatten(aux, children) -> node``.",
+    "data_fields": "the names of the fields that are children (arrays).",
+    "meta_fields": "the names of the fields that are static auxiliary data.",
+    "drop_fields": "the names of fields left out of the pytree.",
+    "idx": "the position of the child in its sequence.",
+    "key": "the key of the child.",
+    "name": "the attribute name of the child.",
+}
+
+_RANDOM_ARGS = {
+    "key": "a PRNG key (from ``PRNGKey``, ``key``, ``split`` or ``fold_in``).",
+    "keys": "a key or an array of keys.",
+    "key_bits_array": "raw uint32 key data.",
+    "shape": "the shape of the samples (a tuple of ints; for ``bernoulli``, "
+             "``categorical``, ``truncated_normal`` and ``multivariate_normal``, None: "
+             "the broadcast shape of the parameters).",
+    "dtype": "the dtype of the samples (None: float64, int64 or uint32 as the function "
+             "draws).",
+    "independent": "permute each slice along the other axes independently.",
+    "replace": "sample with replacement.",
+    "p": "the probabilities of the entries of ``a`` (None: uniform).",
+    "method": "the factorization of ``cov``: ``'cholesky'``, ``'eigh'`` or ``'svd'``.",
+}
+
+_STATS_SUMMARIES = {
+    "pdf": "The probability density function of the {d} distribution at ``x``.",
+    "logpdf": "The log of the probability density function of the {d} distribution at ``x``.",
+    "pmf": "The probability mass function of the {d} distribution at ``k``.",
+    "logpmf": "The log of the probability mass function of the {d} distribution at ``k``.",
+    "cdf": "The cumulative distribution function of the {d} distribution.",
+    "logcdf": "The log of the cumulative distribution function of the {d} distribution.",
+    "sf": "The survival function (``1 - cdf``) of the {d} distribution.",
+    "logsf": "The log of the survival function of the {d} distribution.",
+    "ppf": "The percent point function (inverse of ``cdf``) of the {d} distribution.",
+    "isf": "The inverse survival function of the {d} distribution.",
+}
+
+_STATS_ARGS = {
+    "x": "the points at which the function is evaluated (an array, broadcast with the "
+         "parameters).",
+    "k": "the integer outcomes at which the function is evaluated.",
+    "q": "probabilities in ``[0, 1]``.",
+    "loc": "the location (shift) parameter.",
+    "scale": "the scale parameter (positive).",
+    "a": "the first shape parameter (positive).",
+    "b": "the second shape parameter (positive).",
+    "df": "the degrees of freedom (positive).",
+    "mu": "the mean (positive).",
+    "n": "the number of trials.",
+    "p": "the probability of success.",
+    "alpha": "the concentration parameters (positive), along the last axis.",
+    "mean": "the mean vector, along the last axis.",
+    "cov": "the covariance matrix (symmetric positive definite), in the last two axes.",
+    "allow_singular": "accept a singular ``cov`` (as SciPy's option).",
+}
+
+
+def _names(doc):
+    return {m.group(0) for m in re.finditer(r"\w+", doc)}
+
+
+def complete(fn, arguments, summary=None, returns=None, replace=False):
+    """Give ``fn`` a docstring that names every argument: ``summary`` when it has
+    none (or ``replace``), then an ``Args:`` entry (``Other Parameters:`` when it has an
+    ``Args:`` section) for each argument it does not mention, described by
+    ``arguments[name]`` (else ``_COMMON[name]``), and ``returns`` as a
+    ``Returns:`` section when it has none."""
+    doc = inspect.cleandoc(fn.__doc__ or "")
+    if summary and (replace or not doc):
+        doc = summary
+    words = _names(doc)
+    entries = []
+    for name in _signature_names(fn) or []:
+        if name in words or name in ("args", "kwargs", "self"):
+            continue
+        text = arguments.get(name, _COMMON.get(name))
+        if text is not None:
+            entries.append(f"  {name}: {text}")
+    if entries:
+        title = "Other Parameters:" if re.search(r"^Args:\s*$", doc, re.M) else "Args:"
+        doc += f"\n\n{title}\n" + "\n".join(entries)
+    if returns and not re.search(r"^Returns:\s*$", doc, re.M):
+        doc += f"\n\nReturns:\n  {returns[0].upper() + returns[1:]}"
+    fn.__doc__ = doc + "\n"
+
+
+def document_lax(lax):
+    """Docstrings of ``tangentia.lax``'s public twins: a short summary where the
+    function has none, and every argument and the result described."""
+    elementwise = re.compile(r"^Elementwise (\w+) \(NumPy's (\w+)\)\.$")
+    for name in lax.__all__:
+        fn = getattr(lax, name)
+        if not _documentable(fn):
+            continue
+        summary, returns = _LAX_SUMMARIES.get(name, (None, None))
+        m = elementwise.match(inspect.cleandoc(fn.__doc__ or ""))
+        if m:
+            summary = (f"Elementwise ``{name}`` (``jax.lax.{name}``): the same values as "
+                       f"NumPy's ``{m.group(2)}``.")
+            returns = "an array of the inputs' broadcast shape."
+        complete(fn, _LAX_ARGS, summary, returns, replace=bool(m))
+
+
+def _documentable(obj):
+    """Our functions, and our classes other than enums (whose signature is
+    Enum's own)."""
+    return isinstance(obj, types.FunctionType) or (
+        isinstance(obj, type) and not issubclass(obj, enum.Enum)
+        and obj.__module__.startswith("tangentia"))
+
+
+def document_by_arguments(module, arguments, returns=None):
+    """Every public function and class of ``module`` names all its arguments."""
+    for name in module.__all__:
+        fn = getattr(module, name)
+        if _documentable(fn):
+            complete(fn, arguments, returns=returns)
+
+
+def document_stats(distribution, label):
+    """The functions of one ``tangentia.scipy.stats`` module (``label``: the
+    distribution's name in prose)."""
+    for name, fn in vars(distribution).items():
+        if isinstance(fn, types.FunctionType) and name in _STATS_SUMMARIES \
+                and fn.__module__ == distribution.__name__:
+            complete(fn, _STATS_ARGS, _STATS_SUMMARIES[name].format(d=label),
+                     "an array of the broadcast shape of the arguments.")
+
+
+_STATS_LABELS = {
+    "bernoulli": "Bernoulli", "beta": "beta", "binom": "binomial", "cauchy": "Cauchy",
+    "chi2": "chi-squared", "dirichlet": "Dirichlet", "expon": "exponential",
+    "gamma": "gamma", "laplace": "Laplace", "logistic": "logistic",
+    "multivariate_normal": "multivariate normal", "norm": "normal", "poisson": "Poisson",
+    "t": "Student's t", "uniform": "uniform",
+}
