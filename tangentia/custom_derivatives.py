@@ -22,6 +22,7 @@ import inspect
 import numpy as np
 
 from . import core, dtypes
+from ._array import to_user
 from .core import Tracer, Zero
 from .interpreters import ad
 from .interpreters import partial_eval as pe
@@ -528,7 +529,7 @@ class custom_jvp(_CustomFunction):
                                       symbolic_zeros=sz, name=name, rule_name=jvp_name,
                                       call_jaxpr=None)
         tree = store["out_tree"]
-        return outs[0] if tree is _LEAF_TREE else tree_unflatten(tree, outs)
+        return to_user(outs[0] if tree is _LEAF_TREE else tree_unflatten(tree, outs))
 
 
 def _check_out_tree(store, tree, jvp_name, name):
@@ -713,7 +714,7 @@ class custom_vjp(_CustomFunction):
                                       symbolic_zeros=sz, name=name, rule_name=fwd_name,
                                       call_jaxpr=None)
         tree = store["out_tree"]
-        return outs[0] if tree is _LEAF_TREE else tree_unflatten(tree, outs)
+        return to_user(outs[0] if tree is _LEAF_TREE else tree_unflatten(tree, outs))
 
 
 def _fwd_pair_message(fwd_name, name):

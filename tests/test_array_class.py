@@ -58,6 +58,15 @@ def test_eager_results_are_tangentia_arrays(make):
     assert _is_user(r), type(r)
 
 
+def test_custom_rule_functions_called_eagerly():
+    f = tg.custom_jvp(lambda x: tnp.sin(x))
+    f.defjvp(lambda p, t: (tnp.sin(p[0]), tnp.cos(p[0]) * t[0]))
+    g = tg.custom_vjp(lambda x: x * 2.0)
+    g.defvjp(lambda x: (x * 2.0, None), lambda r, ct: (ct * 2.0,))
+    assert _is_user(f(X)) and _is_user(g(X)) and _is_user(tg.scipy.special.expit(X))
+    np.testing.assert_allclose(tg.grad(lambda x: tnp.sum(f(x) + g(x)))(X), np.cos(X) + 2.0)
+
+
 def test_pytree_results_are_wrapped_leaf_by_leaf():
     v, g = tg.value_and_grad(lambda x: tnp.sum(x ** 2))(X)
     assert _is_user(v) and _is_user(g)
