@@ -648,7 +648,7 @@ def linear_transpose(fun, *primals, reduce_axes=()):
 
     Args:
       fun: a function linear in its positional arguments.
-      *primals: example arguments (or ``ShapeDtypeStruct``s).
+      *primals: example arguments (or ``ShapeDtypeStruct`` objects).
       reduce_axes: accepted for JAX compatibility; must be empty.
 
     Returns:

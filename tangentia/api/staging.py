@@ -324,7 +324,7 @@ class _Jitted:
 
         Args:
           *args: the arguments ``fun`` would be called with (arrays,
-            ``ShapeDtypeStruct``s or pytrees of them; static ones as values).
+            ``ShapeDtypeStruct`` objects or pytrees of them; static ones as values).
           **kwargs: its keyword arguments.
 
         Returns:
@@ -606,7 +606,7 @@ def eval_shape(fun, *args, **kwargs):
 
     Args:
       fun: the function.
-      *args: its positional arguments: arrays, ``ShapeDtypeStruct``s or
+      *args: its positional arguments: arrays, ``ShapeDtypeStruct`` objects or
         anything with ``.shape`` and ``.dtype``, or pytrees of them.
       **kwargs: its keyword arguments, likewise.
 

@@ -146,7 +146,8 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
         results are unused.
       result_shape_dtypes: a pytree of objects with ``shape`` and ``dtype``
         (``tangentia.ShapeDtypeStruct``, arrays) describing the results.
-      *args, **kwargs: the arguments (pytrees of arrays).
+      *args: the positional arguments (pytrees of arrays).
+      **kwargs: the keyword arguments (pytrees of arrays).
       sharding: accepted for JAX compatibility; must be None (one CPU device).
       vmap_method: how ``vmap`` reaches the callback (see the module notes).
 
