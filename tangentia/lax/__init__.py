@@ -14,6 +14,7 @@ from .convolution import (conv, conv_dimension_numbers, conv_general_dilated,
                           conv_general_permutations, conv_general_shape_tuple, conv_shape_tuple,
                           conv_transpose, conv_transpose_shape_tuple, conv_with_general_padding,
                           padtype_to_pads)
+from .windowed import reduce, reduce_window, reduce_window_shape_tuple
 from .enums import (AccuracyMode, ConvDimensionNumbers, ConvGeneralDilatedDimensionNumbers,
                     DotAlgorithm, DotAlgorithmPreset, DotDimensionNumbers, FftType,
                     GatherDimensionNumbers, GatherScatterMode, Precision, PrecisionLike,
@@ -53,6 +54,8 @@ __all__ = [
     "conv", "conv_dimension_numbers", "conv_general_dilated", "conv_general_permutations",
     "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose",
     "conv_transpose_shape_tuple", "conv_with_general_padding", "padtype_to_pads",
+    # windows
+    "reduce", "reduce_window", "reduce_window_shape_tuple",
     # enums and parameter records
     "AccuracyMode", "ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "DotAlgorithm",
     "DotAlgorithmPreset", "DotDimensionNumbers", "FftType", "GatherDimensionNumbers",

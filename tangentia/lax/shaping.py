@@ -21,6 +21,7 @@ from ..primitives import contraction as C
 from ..primitives import elementwise as E
 from ..primitives import indexing as I
 from ..primitives import structural as S
+from ..primitives import windowed as W
 from ..tree_util import tree_flatten, tree_unflatten
 
 
@@ -82,7 +83,7 @@ def pad(operand, padding_value, padding_config):
     one ``(low, high, interior)`` per axis; negative ``low``/``high`` crop
     (``jax.lax.pad``).  Differentiable in both arguments."""
     x = _array(operand)
-    shape, dtype = _shape(x), core.get_aval(x).dtype
+    shape = _shape(x)
     config = [tuple(int(v) for v in c) for c in padding_config]
     if len(config) != len(shape) or any(len(c) != 3 or c[2] < 0 for c in config):
         raise ValueError(f"pad: padding_config must hold one (low, high, interior) triple with "
@@ -90,22 +91,7 @@ def pad(operand, padding_value, padding_config):
                          f"{padding_config}")
     if _shape(padding_value) != ():
         raise TypeError(f"pad: padding_value must be a scalar, got shape {_shape(padding_value)}")
-    value = S.convert_element_type(padding_value, dtype)
-    full, place, crop = [], [], []
-    for n, (lo, hi, interior) in zip(shape, config):
-        dilated = n + builtins.max(n - 1, 0) * interior
-        start = builtins.max(lo, 0)
-        size = start + dilated + builtins.max(hi, 0)
-        if lo + dilated + hi < 0:
-            raise ValueError(f"pad: padding_config {padding_config} gives a negative dimension "
-                             f"for shape {shape}")
-        full.append(size)
-        place.append(builtins.slice(start, start + dilated, interior + 1))
-        crop.append(builtins.slice(-builtins.min(lo, 0), size + builtins.min(hi, 0)))
-    out = I.scatter(S.broadcast_to(value, tuple(full)), x, tuple(place), (), "set")
-    if any(c.start or c.stop != n for c, n in zip(crop, full)):
-        out = I.getitem(out, tuple(crop))
-    return out
+    return W.pad(x, padding_value, config)
 
 
 def rev(operand, dimensions):
