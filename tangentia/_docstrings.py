@@ -60,8 +60,22 @@ def _clean(lines):
     text = _ROLE_WITH_TITLE.sub(r"\1", text)
     text = _ROLE_PLAIN.sub(r"\1", text)
     text = _CITATION.sub("", text)
-    text = _SUBSTITUTION.sub(r"\1", text)
-    return text
+    # |vdots| in a table row: "..." of the same width, so that the table stays aligned
+    return "\n".join(
+        _SUBSTITUTION.sub(lambda m: "..." + " " * (len(m.group(0)) - 3), line)
+        if line.lstrip().startswith("|") else line for line in text.splitlines())
+
+
+def _escape_bars(text):
+    """``|err|_1`` in prose would be a substitution reference: escape the bars
+    outside tables and inline literals."""
+    lines = []
+    for line in text.splitlines():
+        if not line.lstrip().startswith(("|", "+")):
+            parts = line.split("``")
+            line = "``".join(p if i % 2 else p.replace("|", "\\|") for i, p in enumerate(parts))
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _parameter_entries(lines):
@@ -146,6 +160,8 @@ def numpy_docstring(fn, ref, ref_name):
         if title == "Examples":
             text = f"{library}'s examples::\n\n" + "\n".join(
                 "    " + line if line.strip() else "" for line in text.splitlines())
+        else:
+            text = _escape_bars(text)
         parts.append(f"{title}\n{'-' * len(title)}\n{text}")
     return "\n\n".join(parts) + "\n"
 
@@ -465,7 +481,7 @@ def document_lax(lax):
     function has none, and every argument and the result described."""
     elementwise = re.compile(r"^Elementwise (\w+) \(NumPy's (\w+)\)\.$")
     for name in lax.__all__:
-        fn = getattr(lax, name)
+        fn = getattr(lax, name, None)
         if not _documentable(fn):
             continue
         summary, returns = _LAX_SUMMARIES.get(name, (None, None))
@@ -488,7 +504,7 @@ def _documentable(obj):
 def document_by_arguments(module, arguments, returns=None):
     """Every public function and class of ``module`` names all its arguments."""
     for name in module.__all__:
-        fn = getattr(module, name)
+        fn = getattr(module, name, None)
         if _documentable(fn):
             complete(fn, arguments, returns=returns)
 
