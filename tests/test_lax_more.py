@@ -263,3 +263,81 @@ def test_enums_are_accepted():
     x = np.arange(4.0).astype(complex)
     np.testing.assert_allclose(lax.fft(x, lax.FftType.FFT, (4,)), np.fft.fft(x))
     np.testing.assert_allclose(lax.dot(M, M.T, precision=lax.Precision.HIGHEST), M @ M.T)
+
+
+# ---------------------------------------------------------------------------
+# gather / scatter (numbers from jax 0.10.2, x64)
+
+G = np.arange(24.0).reshape(2, 3, 4)
+GDN = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0, 2),
+                                 start_index_map=(0, 2))
+SDN = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0, 2),
+                                  scatter_dims_to_operand_dims=(0, 2))
+SI = np.array([[0, 1], [1, 3], [0, 1], [1, 9]])  # a duplicate and an out-of-bounds window
+SU = np.array([[1.0, 2, 3], [10, 20, 30], [100, 200, 300], [5, 5, 5]])
+
+
+def test_gather_modes_match_jax():
+    idx = np.array([[0, 1], [1, 3], [5, -2]])
+    np.testing.assert_array_equal(lax.gather(G, idx, GDN, (1, 3, 1)),
+                                  [[1.0, 5.0, 9.0], [15.0, 19.0, 23.0], [12.0, 16.0, 20.0]])
+    np.testing.assert_array_equal(lax.gather(G, idx, GDN, (1, 3, 1), mode="fill"),
+                                  [[1.0, 5.0, 9.0], [15.0, 19.0, 23.0], [np.nan] * 3])
+    dn = lax.GatherDimensionNumbers(offset_dims=(0, 2), collapsed_slice_dims=(1,),
+                                    start_index_map=(1,))
+    np.testing.assert_array_equal(lax.gather(G, np.array([[2], [0]]), dn, (2, 1, 2)),
+                                  [[[8.0, 9.0], [0.0, 1.0]], [[20.0, 21.0], [12.0, 13.0]]])
+    batched = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(1,),
+                                         start_index_map=(1,), operand_batching_dims=(0,),
+                                         start_indices_batching_dims=(0,))
+    np.testing.assert_array_equal(lax.gather(G, np.array([[2], [0]]), batched, (1, 1, 4)),
+                                  [G[0, 2], G[1, 0]])
+
+
+def test_gather_derivatives_vmap_jit():
+    idx = np.array([[0, 1], [1, 3], [1, 0]])
+    f = lambda x: lax.gather(x, idx, GDN, (1, 3, 1)) ** 2  # noqa: E731
+    check_grads(f, (G / 10,), 2)
+    xs = np.stack([G, -G])
+    np.testing.assert_array_equal(tg.vmap(f)(xs), np.stack([f(G), f(-G)]))
+    np.testing.assert_array_equal(tg.jit(f)(G), f(G))
+    h = lambda i: lax.gather(G, i, GDN, (1, 3, 1))  # noqa: E731
+    np.testing.assert_array_equal(tg.vmap(h)(np.stack([idx, idx[::-1]])),
+                                  np.stack([h(idx), h(idx[::-1])]))
+
+
+@pytest.mark.parametrize("fn, mode, want_last", [
+    ("scatter_add", None, [25.0, 39.0, 53.0]), ("scatter_add", "clip", [30.0, 44.0, 58.0]),
+    ("scatter_max", None, [15.0, 20.0, 30.0]), ("scatter_mul", None, [150.0, 380.0, 690.0]),
+    ("scatter_mul", "clip", [750.0, 1900.0, 3450.0])])
+def test_scatters_match_jax(fn, mode, want_last):
+    out = getattr(lax, fn)(G, SI, SU, SDN, mode=mode)
+    np.testing.assert_array_equal(out[1, :, 3], want_last)
+    first = {"scatter_add": [102.0, 207.0, 312.0], "scatter_max": [100.0, 200.0, 300.0],
+             "scatter_mul": [100.0, 2000.0, 8100.0]}[fn]
+    np.testing.assert_array_equal(out[0, :, 1], first)
+    untouched = np.ones(G.shape, bool)
+    untouched[0, :, 1] = untouched[1, :, 3] = False
+    np.testing.assert_array_equal(out[untouched], G[untouched])
+    np.testing.assert_array_equal(tg.jit(lambda x, u: getattr(lax, fn)(x, SI, u, SDN, mode=mode))
+                                  (G, SU), out)
+
+
+def test_scatter_set_sub_apply_and_derivatives():
+    out = lax.scatter(G, SI[1:], SU[1:], SDN)
+    np.testing.assert_array_equal(out[1, :, 3], [10.0, 20.0, 30.0])
+    np.testing.assert_array_equal(out[0, :, 1], [100.0, 200.0, 300.0])
+    np.testing.assert_array_equal(lax.scatter_sub(G, SI, SU, SDN),
+                                  lax.scatter_add(G, SI, -SU, SDN))
+    applied = lax.scatter_apply(G, SI[:3], lambda v: v * 10 + 1, SDN, update_shape=(3, 3))
+    want = G.copy()
+    want[0, :, 1] = (want[0, :, 1] * 10 + 1) * 10 + 1  # listed twice: applied twice (as XLA)
+    want[1, :, 3] = want[1, :, 3] * 10 + 1
+    np.testing.assert_array_equal(applied, want)
+    f = lambda x, u: lax.scatter_add(x, SI, u, SDN) ** 2  # noqa: E731
+    check_grads(f, (G / 10, SU / 10), 2)
+    us = np.stack([SU, 2 * SU])
+    np.testing.assert_array_equal(tg.vmap(lambda u: lax.scatter(G, SI[1:], u, SDN))(us[:, 1:]),
+                                  np.stack([lax.scatter(G, SI[1:], u, SDN) for u in us[:, 1:]]))
+    with pytest.raises(TypeError, match="scatter_add: the scatter dimensions of updates"):
+        lax.scatter_add(G, SI, SU[:2], SDN)

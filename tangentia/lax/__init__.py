@@ -14,6 +14,8 @@ from .convolution import (conv, conv_dimension_numbers, conv_general_dilated,
                           conv_general_permutations, conv_general_shape_tuple, conv_shape_tuple,
                           conv_transpose, conv_transpose_shape_tuple, conv_with_general_padding,
                           padtype_to_pads)
+from .slicing import (gather, scatter, scatter_add, scatter_apply, scatter_max, scatter_min,
+                      scatter_mul, scatter_sub)
 from .windowed import reduce, reduce_window, reduce_window_shape_tuple
 from .enums import (AccuracyMode, ConvDimensionNumbers, ConvGeneralDilatedDimensionNumbers,
                     DotAlgorithm, DotAlgorithmPreset, DotDimensionNumbers, FftType,
@@ -54,6 +56,9 @@ __all__ = [
     "conv", "conv_dimension_numbers", "conv_general_dilated", "conv_general_permutations",
     "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose",
     "conv_transpose_shape_tuple", "conv_with_general_padding", "padtype_to_pads",
+    # gather/scatter
+    "gather", "scatter", "scatter_add", "scatter_apply", "scatter_max", "scatter_min",
+    "scatter_mul", "scatter_sub",
     # windows
     "reduce", "reduce_window", "reduce_window_shape_tuple",
     # enums and parameter records

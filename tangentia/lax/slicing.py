@@ -1,0 +1,265 @@
+"""XLA's general ``gather`` and ``scatter`` (``jax.lax.gather``,
+``scatter``/``scatter_add``/``scatter_sub``/``scatter_mul``/``scatter_min``/
+``scatter_max``/``scatter_apply``) with JAX's dimension numbers and modes.
+
+Both are expressed with the indexing primitives: every operand dimension gets
+an integer index array (a window start from ``start_indices``, plus the
+offsets inside the window), so one ``getitem`` gathers all windows and one
+``scatter`` writes them; both differentiate and batch as those do.  Modes, as
+JAX's: gathers default to clamping windows into the operand
+(``PROMISE_IN_BOUNDS``/``CLIP``) and ``FILL_OR_DROP`` fills whole out-of-bounds
+windows with ``fill_value``; scatters default to ``FILL_OR_DROP``, which drops
+out-of-bounds windows (sent to a spare slot past the end of the flattened
+operand).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import core
+from ..primitives import elementwise as E
+from ..primitives import indexing as I
+from ..primitives import structural as S
+from .enums import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
+
+
+def _array(x):
+    return x if isinstance(x, core.Tracer) else np.asarray(x)
+
+
+def _shape(x):
+    return core.get_aval(x).shape
+
+
+def _mode(mode, default):
+    return default if mode is None else GatherScatterMode.from_any(mode)
+
+
+def _column(indices, k):
+    """``indices[..., k]`` as int64."""
+    nd = len(_shape(indices))
+    col = I.getitem(indices, (slice(None),) * (nd - 1) + (k,))
+    return S.convert_element_type(col, np.int64)
+
+
+def _window_indices(fname, operand_shape, indices, index_map, window_dims, sizes,
+                    operand_batching_dims, indices_batching_dims, clamp):
+    """Per operand dimension, an int64 index array of shape ``batch + window`` (ones
+    where a dimension does not vary), and whether each window lies in bounds.
+
+    ``window_dims`` are the operand dimensions kept as window (offset) dims in
+    order; ``sizes`` the window size per operand dimension."""
+    batch_shape = _shape(indices)[:-1]
+    nb, nw = len(batch_shape), len(window_dims)
+    if _shape(indices)[-1] != len(index_map):
+        raise TypeError(f"{fname}: the last dimension of the indices ({_shape(indices)[-1]}) "
+                        f"must equal the number of mapped operand dimensions ({len(index_map)})")
+    arrays, in_bounds = [], None
+    for d, n in enumerate(operand_shape):
+        size = sizes[d]
+        if d in index_map:
+            start = _column(indices, index_map.index(d))
+            ok = E.bitwise_and_p.bind(E.ge(start, 0), E.le(start, n - size))
+            in_bounds = ok if in_bounds is None else E.bitwise_and_p.bind(in_bounds, ok)
+            if clamp:
+                start = E.minimum(E.maximum(start, np.int64(0)), np.int64(max(n - size, 0)))
+        elif d in operand_batching_dims:
+            axis = indices_batching_dims[operand_batching_dims.index(d)]
+            start = np.arange(batch_shape[axis], dtype=np.int64).reshape(
+                (-1,) + (1,) * (nb - axis - 1))
+        else:
+            start = np.zeros((1,) * nb, np.int64)
+        start = S.reshape(start, tuple(_shape(start)) + (1,) * nw)
+        if d in window_dims:
+            w = window_dims.index(d)
+            offset = np.arange(size, dtype=np.int64).reshape(
+                (1,) * nb + (1,) * w + (size,) + (1,) * (nw - w - 1))
+            start = E.add(start, offset)
+        arrays.append(start)
+    return arrays, in_bounds
+
+
+def _broadcast_all(arrays):
+    shape = np.broadcast_shapes(*[_shape(a) for a in arrays])
+    return [a if _shape(a) == shape else S.broadcast_to(a, shape) for a in arrays], shape
+
+
+def _fill_value(dtype, fill_value):
+    if fill_value is not None:
+        return np.asarray(fill_value, dtype)
+    dtype = np.dtype(dtype)
+    if dtype.kind in "fc":
+        return np.asarray(np.nan, dtype)
+    if dtype.kind == "i":
+        return np.asarray(np.iinfo(dtype).min, dtype)
+    if dtype.kind == "u":
+        return np.asarray(np.iinfo(dtype).max, dtype)
+    return np.asarray(True)
+
+
+def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_indices=False,
+           indices_are_sorted=False, mode=None, fill_value=None):
+    """XLA's gather (``jax.lax.gather``): one window of ``slice_sizes`` per index
+    vector (the last axis of ``start_indices``)."""
+    fname = "gather"
+    x, idx = _array(operand), _array(start_indices)
+    dn = GatherDimensionNumbers(*dimension_numbers) if not isinstance(
+        dimension_numbers, GatherDimensionNumbers) else dimension_numbers
+    shape = _shape(x)
+    sizes = tuple(int(s) for s in slice_sizes)
+    if len(sizes) != len(shape):
+        raise TypeError(f"{fname}: slice_sizes must have one entry per operand dimension "
+                        f"({len(shape)}), got {sizes}")
+    dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
+    if any(sizes[d] != 1 for d in dropped):
+        raise TypeError(f"{fname}: collapsed and operand batching dimensions must have slice "
+                        f"size 1, got slice_sizes={sizes}")
+    window_dims = [d for d in range(len(shape)) if d not in dropped]
+    if len(window_dims) != len(dn.offset_dims):
+        raise TypeError(f"{fname}: offset_dims {tuple(dn.offset_dims)} must name one output "
+                        f"dimension per kept operand dimension ({len(window_dims)})")
+    parsed = _mode(mode, GatherScatterMode.PROMISE_IN_BOUNDS)
+    arrays, in_bounds = _window_indices(
+        fname, shape, idx, tuple(dn.start_index_map), window_dims, sizes,
+        tuple(dn.operand_batching_dims), tuple(dn.start_indices_batching_dims), clamp=True)
+    arrays, _ = _broadcast_all(arrays)
+    out = I.getitem(x, (I.ARRAY,) * len(shape), arrays)  # batch dims, then window dims
+    nb = len(_shape(idx)) - 1
+    if parsed == GatherScatterMode.FILL_OR_DROP and in_bounds is not None:
+        mask = S.reshape(in_bounds, _shape(in_bounds) + (1,) * len(window_dims))
+        out = E.select(S.broadcast_to(mask, _shape(out)), out,
+                       _fill_value(core.get_aval(x).dtype, fill_value))
+    rank = nb + len(window_dims)
+    offsets = list(dn.offset_dims)
+    batch_positions = [p for p in range(rank) if p not in offsets]
+    perm = [0] * rank
+    for i, p in enumerate(batch_positions):
+        perm[p] = i
+    for w, p in enumerate(offsets):
+        perm[p] = nb + w
+    return S.transpose(out, tuple(perm)) if perm != list(range(rank)) else out
+
+
+def _scatter(fname, operand, scatter_indices, updates, dimension_numbers, mode, how):
+    x, idx, upd = _array(operand), _array(scatter_indices), _array(updates)
+    dn = ScatterDimensionNumbers(*dimension_numbers) if not isinstance(
+        dimension_numbers, ScatterDimensionNumbers) else dimension_numbers
+    shape = _shape(x)
+    ushape = _shape(upd)
+    window_out = list(dn.update_window_dims)
+    scatter_dims = [d for d in range(len(ushape)) if d not in window_out]
+    dropped = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+    window_dims = [d for d in range(len(shape)) if d not in dropped]
+    if len(window_dims) != len(window_out):
+        raise TypeError(f"{fname}: update_window_dims {tuple(window_out)} must name one "
+                        f"updates dimension per operand dimension not inserted "
+                        f"({len(window_dims)})")
+    sizes = [1] * len(shape)
+    for d, u in zip(window_dims, window_out):
+        sizes[d] = ushape[u]
+    batch_shape = _shape(idx)[:-1]
+    if tuple(ushape[d] for d in scatter_dims) != tuple(batch_shape):
+        raise TypeError(f"{fname}: the scatter dimensions of updates (shape {ushape}) must "
+                        f"match the indices' batch shape {tuple(batch_shape)}")
+    parsed = _mode(mode, GatherScatterMode.FILL_OR_DROP)
+    drop = parsed == GatherScatterMode.FILL_OR_DROP
+    arrays, in_bounds = _window_indices(
+        fname, shape, idx, tuple(dn.scatter_dims_to_operand_dims), window_dims, sizes,
+        tuple(dn.operand_batching_dims), tuple(dn.scatter_indices_batching_dims), clamp=not drop)
+    arrays, ishape = _broadcast_all(arrays)
+    perm = scatter_dims + window_out
+    if perm != list(range(len(ushape))):
+        upd = S.transpose(upd, tuple(perm))
+    upd = S.convert_element_type(upd, core.get_aval(x).dtype)
+    if not drop or in_bounds is None:
+        return I.scatter(x, upd, (I.ARRAY,) * len(shape), arrays, how)
+    # Dropped windows go to a spare slot past the end of the flattened operand.
+    size = int(np.prod(shape, dtype=np.int64))
+    flat_idx = None
+    for a, n, stride in zip(arrays, shape, np.cumprod((1,) + shape[:0:-1])[::-1]):
+        term = E.mul(a, np.int64(stride))
+        flat_idx = term if flat_idx is None else E.add(flat_idx, term)
+    flat_idx = np.zeros(ishape, np.int64) if flat_idx is None else flat_idx
+    mask = S.broadcast_to(S.reshape(in_bounds, _shape(in_bounds) + (1,) * len(window_dims)),
+                          ishape)
+    flat_idx = E.select(mask, flat_idx, np.int64(size))
+    spare = np.zeros((1,), core.get_aval(x).dtype)
+    flat = S.concatenate([S.reshape(x, (size,)), spare], 0)
+    out = I.scatter(flat, upd, (I.ARRAY,), (flat_idx,), how)
+    return S.reshape(I.getitem(out, (slice(0, size),)), shape)
+
+
+def _scatter_fn(name, how, doc):
+    def fn(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
+           unique_indices=False, mode=None):
+        return _scatter(name, operand, scatter_indices, updates, dimension_numbers, mode, how)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+scatter = _scatter_fn("scatter", "set", "XLA's scatter (``jax.lax.scatter``): ``operand`` with "
+                      "the windows at ``scatter_indices`` replaced by ``updates``.")
+scatter_add = _scatter_fn("scatter_add", "add", "``operand`` with ``updates`` added at "
+                          "``scatter_indices`` (``jax.lax.scatter_add``; duplicates accumulate).")
+scatter_mul = _scatter_fn("scatter_mul", "mul", "``operand`` multiplied by ``updates`` at "
+                          "``scatter_indices`` (``jax.lax.scatter_mul``).")
+scatter_min = _scatter_fn("scatter_min", "min", "``operand`` with the minimum of it and "
+                          "``updates`` at ``scatter_indices`` (``jax.lax.scatter_min``).")
+scatter_max = _scatter_fn("scatter_max", "max", "``operand`` with the maximum of it and "
+                          "``updates`` at ``scatter_indices`` (``jax.lax.scatter_max``).")
+
+
+def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
+                indices_are_sorted=False, unique_indices=False, mode=None):
+    """``operand`` with ``updates`` subtracted at ``scatter_indices`` (``jax.lax.scatter_sub``)."""
+    return _scatter("scatter_sub", operand, scatter_indices, E.neg(_array(updates)),
+                    dimension_numbers, mode, "add")
+
+
+def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_shape=(),
+                  indices_are_sorted=False, unique_indices=False, mode=None):
+    """``operand`` with ``func`` applied to the windows (of ``update_shape``) at
+    ``scatter_indices`` (``jax.lax.scatter_apply``; each window once)."""
+    x = _array(operand)
+    dn = ScatterDimensionNumbers(*dimension_numbers) if not isinstance(
+        dimension_numbers, ScatterDimensionNumbers) else dimension_numbers
+    shape = _shape(x)
+    dropped = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+    window_dims = [d for d in range(len(shape)) if d not in dropped]
+    update_shape = tuple(update_shape)
+    sizes = [1] * len(shape)
+    window_sizes = [update_shape[u] for u in dn.update_window_dims]
+    for d, n in zip(window_dims, window_sizes):
+        sizes[d] = n
+    gdn = GatherDimensionNumbers(
+        offset_dims=tuple(dn.update_window_dims), collapsed_slice_dims=tuple(
+            dn.inserted_window_dims), start_index_map=tuple(dn.scatter_dims_to_operand_dims),
+        operand_batching_dims=tuple(dn.operand_batching_dims),
+        start_indices_batching_dims=tuple(dn.scatter_indices_batching_dims))
+    gather_mode = GatherScatterMode.CLIP if mode is not None and GatherScatterMode.from_any(
+        mode) == GatherScatterMode.CLIP else GatherScatterMode.PROMISE_IN_BOUNDS
+    idx = _array(scatter_indices)
+
+    def apply(x, idx):
+        current = gather(x, idx, gdn, sizes, mode=gather_mode)
+        return _scatter("scatter_apply", x, idx, func(current), dn, mode, "set")
+    # An index listed k times gets func applied k times (as XLA): one pass per
+    # index vector unless the indices are known to be unique.
+    vectors = np.reshape(idx, (-1, _shape(idx)[-1])) if not isinstance(idx, core.Tracer) \
+        else None
+    if unique_indices or (vectors is not None and not dn.operand_batching_dims
+                          and len(np.unique(vectors, axis=0)) == len(vectors)):
+        return apply(x, idx)
+    count = int(np.prod(_shape(idx)[:-1], dtype=np.int64))
+    flat = S.reshape(idx, (count, _shape(idx)[-1]))
+    flat_dn = dn._replace(update_window_dims=tuple(range(1, 1 + len(dn.update_window_dims))),
+                          scatter_indices_batching_dims=())
+    if dn.operand_batching_dims:
+        raise NotImplementedError("scatter_apply: operand batching dimensions with possibly "
+                                  "repeated indices are not supported; pass unique_indices=True")
+    dn = flat_dn
+    gdn = gdn._replace(offset_dims=dn.update_window_dims, start_indices_batching_dims=())
+    for k in range(count):
+        x = apply(x, I.static_slice(flat, 0, k, k + 1))
+    return x
