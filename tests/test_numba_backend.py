@@ -479,11 +479,24 @@ def _loop_body(src, header):
     return "\n".join(body)
 
 
-def test_scan_gradient_carries_tuples_and_fuses_outer_products():
-    # A scalarized carry of several elements is one tuple variable (numba's SSA passes
-    # cost per variable assigned more than once); in the backward loop the outer
-    # product of two scalarized values is written by unrolled code straight into the
-    # sum with the weight-gradient carry: one array per step, no operand temporaries.
+def test_many_scalarized_carries_are_tuples():
+    # Past CARRY_SCALARS scalarized carry elements, each carry is one tuple variable
+    # (numba's SSA passes cost per variable assigned more than once).
+    def f(x):
+        def body(c):
+            i, a, b, c_, d, e = c
+            return i + 1, b * 0.5, c_ + a, d - b, e * a, tnp.sin(a)
+        return lax.while_loop(lambda c: c[0] < 5, body, (0, x, x + 1, x * 2, x - 1, x * x))[1:]
+    x = np.linspace(-1, 1, 16).reshape(4, 4)
+    check(f, x)
+    loop = _loop_body(NUMBA.source(program(f, x)[0]), "while True:")
+    assert len(set(re.findall(r"\b(c\d+) = \(", loop))) == 5, loop
+
+
+def test_scan_gradient_fuses_outer_products():
+    # In the backward loop the outer product of two scalarized values is written by
+    # unrolled code straight into the sum with the weight-gradient carry: one array
+    # per step, no operand temporaries.
     W = np.linspace(-1, 1, 64).reshape(8, 8) / 4
     xs = np.linspace(0, 1, 80).reshape(10, 8)
     c0 = np.linspace(-0.5, 0.5, 8)
@@ -500,8 +513,6 @@ def test_scan_gradient_carries_tuples_and_fuses_outer_products():
     fd = (loss(W, c0 + eps * np.eye(8)[3]) - loss(W, c0 - eps * np.eye(8)[3])) / (2 * eps)
     np.testing.assert_allclose(got[1][3], fd, rtol=1e-7)
     src = NUMBA.source(program(f, W, c0)[0])
-    forward = _loop_body(src, "in range(10):")
-    assert re.search(r"\bc\d+ = \(", forward), forward       # the carry, as a tuple
     backward = _loop_body(src, "in range(9, -1, -1):")
     assert backward.count("np.empty") == 1, backward          # the new weight-gradient carry
     assert "for " not in backward, backward                   # unrolled (64 elements)

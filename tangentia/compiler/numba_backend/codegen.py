@@ -207,6 +207,9 @@ OUTLINE_MIN_COST = 1500
 # A chain of fused operations longer than this is materialized (its element
 # expression is built recursively, and numba types one huge expression slowly).
 MAX_FUSED = 32
+# Loops and branches whose scalarized carries have more elements than this hold
+# them in tuples (``_Gen.fresh_vars``).
+CARRY_SCALARS = 64
 _CONST_NAME = re.compile(r"\bk\d+\b")
 
 
@@ -399,11 +402,14 @@ class _Gen:
 
     def fresh_vars(self, avals):
         """Variables to hold values of ``avals`` across blocks (loop carries, branch
-        results): per value, a ``CT`` (a tuple, scalarized with more than one
-        element), a list of one name (a scalar), a name (an array) or None (float0).
-        A tuple is one variable assigned once per block, where separate names would
-        be one per element: numba's SSA passes cost (variables assigned more than
-        once) x (function size), and LLVM keeps a tuple's elements in registers."""
+        results): per value, a list of names (scalarized), a name (an array) or None
+        (float0).  If the scalarized values have more than ``CARRY_SCALARS``
+        elements in all, each of several elements is a ``CT`` (a tuple): one
+        variable assigned once per block, where separate names are one per element
+        -- numba's SSA passes cost (variables assigned more than once) x (function
+        size).  Fewer stay names, which cost numba little."""
+        tuples = sum(_size(a.shape) for a in avals
+                     if not _is_float0(a.dtype) and self.is_small(a.shape)) > CARRY_SCALARS
         out = []
         for aval in avals:
             if _is_float0(aval.dtype):
@@ -412,7 +418,7 @@ class _Gen:
             base = self.name("c")
             if not self.is_small(aval.shape):
                 out.append(base)
-            elif _size(aval.shape) > 1:
+            elif tuples and _size(aval.shape) > 1:
                 out.append(CT(base))
             else:
                 out.append([f"{base}_{k}" for k in range(_size(aval.shape))])
