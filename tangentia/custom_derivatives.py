@@ -361,6 +361,34 @@ class _CustomFunction:
         return _Args.split(args, nd, self.kind, self.name)
 
 
+def rule_key(fn, role):
+    """A stable, hashable identity for a callable carried in a custom call's
+    parameters (``role`` is the parameter's name), or None.  The flat rules a
+    call makes are new closures at every call, their behaviour is not: they
+    record ``rule_of`` (their custom function and the call's structure, or the
+    staged rule they wrap), from which the key is computed here, when a cache
+    of compiled programs (odeint's) asks."""
+    of = getattr(fn, "rule_of", None)
+    if of is None:
+        return None
+    if of[0] == "program":      # runs the call's own program (carried as call_jaxpr)
+        return ("program",)
+    if of[0] == "staged":       # a staged rule: the rule it wraps, at these input types
+        inner = rule_key(of[1], role)
+        return None if inner is None else ("staged", inner, of[2])
+    owner, ca = of
+    rules = ((owner.jvp,) if isinstance(owner, custom_jvp) else (owner.fwd, owner.bwd))
+    key = (owner, owner.fun, rules, owner.symbolic_zeros, role)
+    if ca is not None:
+        key += (ca.n, ca.nd, getattr(ca, "nd_tree", None), tuple(getattr(ca, "nd_leaves", ())),
+                ca.in_tree, tuple(ca.avals))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 def _flat_fun(fun, ca, n_dyn, store):
     """The custom function with flat inputs (see ``_Args``) and outputs; it
     records its output structure in ``store``."""
@@ -524,7 +552,9 @@ class custom_jvp(_CustomFunction):
                      for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
             return _as_arrays(p_leaves) + fixed
 
-        outs = custom_jvp_call_p.bind(*dyn, *leaves, fun=_flat_fun(fun, ca, n_dyn, store),
+        flat = _flat_fun(fun, ca, n_dyn, store)
+        flat_jvp.rule_of = flat.rule_of = (self, ca)   # see rule_key
+        outs = custom_jvp_call_p.bind(*dyn, *leaves, fun=flat,
                                       jvp=flat_jvp, num_consts=0, num_nondiff=n_dyn,
                                       symbolic_zeros=sz, name=name, rule_name=jvp_name,
                                       call_jaxpr=None)
@@ -709,7 +739,9 @@ class custom_vjp(_CustomFunction):
                 return [Zero.from_primal(d) for d in res_and_cts[:n_dyn]] + out
             return out
 
-        outs = custom_vjp_call_p.bind(*dyn, *leaves, fun=_flat_fun(fun, ca, n_dyn, store),
+        flat = _flat_fun(fun, ca, n_dyn, store)
+        flat_fwd.rule_of = flat_bwd.rule_of = flat.rule_of = (self, ca)   # see rule_key
+        outs = custom_vjp_call_p.bind(*dyn, *leaves, fun=flat,
                                       fwd=flat_fwd, bwd=flat_bwd, num_consts=0,
                                       symbolic_zeros=sz, name=name, rule_name=fwd_name,
                                       call_jaxpr=None)

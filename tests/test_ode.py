@@ -378,3 +378,23 @@ def test_bad_arguments():
         odeint(lambda y, t, f: f(y), 1.0, TS, np.sin)
     with pytest.raises(ValueError, match="non-empty 1-d array"):
         odeint(lambda y, t: -y, 1.0, np.ones((2, 2)))
+
+
+def test_dynamics_with_custom_rules_compile_once():
+    # The flat rules a custom_jvp/custom_vjp call makes are new closures at every
+    # call; their stable key lets odeint reuse its compiled solve across calls.
+    from tangentia.experimental import ode as ode_mod
+    y0, ts = np.array([1.0, 2.0]), np.linspace(0.0, 1.0, 3)
+
+    @tg.custom_vjp
+    def h(y):
+        return tnp.sin(y)
+
+    h.defvjp(lambda y: (tnp.sin(y), tnp.cos(y)), lambda c, g: (c * g,))
+    for dyn in (lambda y, t: -tg.nn.softplus(y), lambda y, t: h(y)):
+        odeint(dyn, y0, ts)
+        n = len(ode_mod._DYNAMICS)
+        first = odeint(dyn, y0, ts)
+        again = odeint(dyn, y0, ts)
+        assert len(ode_mod._DYNAMICS) == n
+        np.testing.assert_array_equal(first, again)

@@ -35,7 +35,7 @@ import numpy as np
 from .. import core, dtypes
 from ..core import Tracer
 from ..api import jit, jvp as _jvp, vjp as _vjp
-from ..custom_derivatives import closure_convert, custom_jvp, custom_lin_p
+from ..custom_derivatives import closure_convert, custom_jvp, custom_lin_p, rule_key
 from .. import numpy as tnp
 from ..lax import scan, while_loop
 from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
@@ -367,14 +367,17 @@ def _program_key(converted, a_tree):
 
     def walk(j):
         for eqn in j.eqns:
-            for v in eqn.params.values():
+            for role, v in eqn.params.items():
                 if isinstance(v, core.Jaxpr):  # constants are operands, not in programs
                     walk(v)
                 elif isinstance(v, tuple) and v and isinstance(v[0], core.Jaxpr):
                     for b in v:
                         walk(b)
                 elif callable(v) and not isinstance(v, type):
-                    objs.append(id(v))
+                    # custom rules made per call carry a stable key (their function,
+                    # rules and call structure); other callables count by identity
+                    key = rule_key(v, role)
+                    objs.append(id(v) if key is None else key)
     walk(jaxpr)
     consts = tuple((k.dtype.str, k.shape, k.tobytes()) if isinstance(k, np.ndarray) else repr(k)
                    for k in kept)

@@ -254,7 +254,8 @@ class JaxprTrace(core.Trace):
             return list(prim_out) + [core.Zero.from_primal(p) if z else next(tan_it)
                                      for p, z in zip(prim_out, out_zero)]
 
-        new = dict(params, fun=core.jaxpr_as_fun(call_jaxpr), jvp=staged_jvp,
+        _keyed(staged_jvp, params["jvp"], avals)
+        new = dict(params, fun=_program_fun(call_jaxpr), jvp=staged_jvp,
                    num_consts=nc_new + params["num_consts"], call_jaxpr=call_jaxpr)
         return self.stage(prim, list(consts) + list(args), new)
 
@@ -283,7 +284,8 @@ class JaxprTrace(core.Trace):
             flat = core.eval_jaxpr(jaxpr, (), *hoisted, *xs)
             return flat[:n_out], flat[n_out:], res_tree
 
-        new = dict(params, fun=core.jaxpr_as_fun(call_jaxpr), fwd=staged_fwd,
+        _keyed(staged_fwd, params["fwd"], avals)
+        new = dict(params, fun=_program_fun(call_jaxpr), fwd=staged_fwd,
                    num_consts=len(consts) + params["num_consts"], call_jaxpr=call_jaxpr)
         return self.stage(prim, list(consts) + list(args), new)
 
@@ -423,6 +425,20 @@ def check_primal_outs(rule, name, call_jaxpr, outs):
             f"{rule} for function {name} must produce primal outputs with the "
             f"function's shapes and dtypes; expected {[a.str_short() for a in want]}, got "
             f"{[a.str_short() for a in got]}.")
+
+
+def _keyed(staged, rule, avals):
+    """Record what a staged rule wraps, for a stable identity of it
+    (``custom_derivatives.rule_key``): the user's rule at these input types."""
+    staged.rule_of = ("staged", rule, tuple(avals))
+
+
+def _program_fun(jaxpr):
+    """``jaxpr`` as a function, identified by the program it runs (which the
+    staged call also carries as ``call_jaxpr``)."""
+    fun = core.jaxpr_as_fun(jaxpr)
+    fun.rule_of = ("program",)
+    return fun
 
 
 class LazyRuleProgram:
