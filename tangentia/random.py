@@ -5,12 +5,19 @@
     k1, k2 = tr.split(key)
     x = tr.normal(k1, (3,))
 
-A key is a uint32 array of shape ``(2,)``.  Every function is pure: the same
-key gives the same numbers, eagerly, under ``jit`` and under ``vmap`` (a
-batch of keys gives one independent stream per key).  All randomness comes
-from one primitive, ``random_bits_p`` (tangentia/primitives/prng.py); the
-distributions are ordinary ``tangentia.numpy`` code on those bits, so they are
-differentiable with respect to their float parameters (never the key).
+A key is a uint32 array of shape ``(2,)``, laid out as JAX's raw threefry2x32
+keys.  The numbers are JAX's: for the same key, shape and dtype every function
+returns what ``jax.random`` returns with ``jax_enable_x64`` (JAX's default PRNG
+threefry2x32 with ``jax_threefry_partitionable=True``, and JAX's algorithms on
+its bits), bit-exact for integers and to the last ulp or so for floats.  Every
+function is pure: the same key gives the same numbers, eagerly, under ``jit``
+and under ``vmap`` (a batch of keys gives one independent stream per key).
+All randomness comes from the primitive ``random_bits_p`` (and
+``random_gamma_p``, a vectorized rejection sampler on the same bits) in
+tangentia/primitives/prng.py; the distributions are ordinary
+``tangentia.numpy`` code on those bits, so they are differentiable with respect
+to their float parameters (never the key); gamma and its relatives use JAX's
+implicit reparameterization gradient.
 """
 from __future__ import annotations
 
@@ -19,19 +26,24 @@ import operator
 import numpy as np
 
 from . import core
+from . import lax as _lax
 from . import numpy as tnp
 from .numpy import linalg as _linalg
-from .primitives.prng import random_bits as _random_bits, random_bits_p  # noqa: F401
+from .primitives import prng as _prng
+from .primitives.prng import random_bits as _random_bits, random_bits_p, random_gamma_p  # noqa: F401
 from .scipy import special as _special
 
 __all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits",
            "uniform", "normal", "randint", "bernoulli", "categorical", "gumbel", "exponential",
            "permutation", "choice", "truncated_normal", "multivariate_normal", "laplace",
-           "logistic", "rademacher", "cauchy", "random_bits_p"]
+           "logistic", "rademacher", "cauchy", "gamma", "loggamma", "beta", "dirichlet",
+           "chisquare", "f", "t", "poisson", "binomial", "geometric", "multinomial", "lognormal",
+           "pareto", "weibull_min", "rayleigh", "maxwell", "double_sided_maxwell", "triangular",
+           "wald", "generalized_normal", "ball", "orthogonal", "clone", "key_impl", "key_dtype",
+           "random_bits_p", "random_gamma_p"]
 
 _U32 = np.dtype(np.uint32)
 _U64 = np.dtype(np.uint64)
-_DOMAIN_FOLD_IN = np.uint32(0x9E3779B9)
 
 
 # ---------------------------------------------------------------------------
@@ -90,15 +102,15 @@ def PRNGKey(seed):
     if a.shape != () or a.dtype.kind not in "iu":
         raise TypeError(f"PRNGKey: argument 'seed' must be a scalar integer, got {a.str_short()}")
     s = tnp.astype(seed, _U64)
-    hi = tnp.astype(tnp.floor_divide(s, np.uint64(1 << 32)), _U32)
-    lo = tnp.astype(tnp.remainder(s, np.uint64(1 << 32)), _U32)
-    return tnp.stack([hi, lo])
+    hi = tnp.astype(tnp.right_shift(s, np.uint64(32)), _U32)
+    return tnp.stack([hi, tnp.astype(s, _U32)])
 
 
 def key(seed, *, impl=None):
     """Same as ``PRNGKey`` (keys are plain uint32[2] arrays here)."""
-    if impl is not None:
-        raise NotImplementedError("key: only the default PRNG implementation is supported")
+    if impl not in (None, "threefry2x32"):
+        raise NotImplementedError(f"key: only the default PRNG implementation 'threefry2x32' "
+                                  f"is supported, got impl={impl!r}")
     return PRNGKey(seed)
 
 
@@ -112,11 +124,38 @@ def wrap_key_data(key_bits_array, *, impl=None):
     return key_bits_array
 
 
+def key_impl(keys):
+    """The name of the PRNG implementation of ``keys``: always ``'threefry2x32'``."""
+    _check_key("key_impl", keys)
+    return "threefry2x32"
+
+
+def key_dtype(impl=None):
+    """The dtype of keys: keys are raw uint32[2] arrays here (JAX's raw key layout)."""
+    if impl not in (None, "threefry2x32"):
+        raise NotImplementedError(f"key_dtype: only 'threefry2x32' is supported, got {impl!r}")
+    return _U32
+
+
+def clone(key):
+    """A copy of ``key`` (keys are immutable arrays here, so the key itself)."""
+    return _check_key("clone", key)
+
+
+def _split(key, shape):
+    b = _random_bits(key, shape, 64)    # threefry's (b1, b2) as b1 << 32 | b2
+    return tnp.stack([tnp.astype(tnp.right_shift(b, np.uint64(32)), _U32), tnp.astype(b, _U32)],
+                     axis=-1)
+
+
 def split(key, num=2):
     """``num`` new keys derived from ``key``, as a uint32 array of shape ``(num, 2)``."""
     key = _check_key("split", key)
-    shape = _shape("split", num)
-    return _random_bits(key, shape + (2,), 32)
+    return _split(key, _shape("split", num))
+
+
+def _rotl_traced(x, r):
+    return tnp.bitwise_or(tnp.left_shift(x, np.uint32(r)), tnp.right_shift(x, np.uint32(32 - r)))
 
 
 def fold_in(key, data):
@@ -126,19 +165,17 @@ def fold_in(key, data):
     if a.shape != () or a.dtype.kind not in "iub":
         raise TypeError(f"fold_in: argument 'data' must be a scalar integer, got {a.str_short()}")
     d = tnp.astype(data, _U32)
-    # Hash ``data`` with a fixed key (so nearby values give unrelated words),
-    # then key the generator with key XOR hash.
-    h = _random_bits(tnp.stack([tnp.asarray(_DOMAIN_FOLD_IN), d]), (2,), 32)
-    return _random_bits(tnp.bitwise_xor(key, h), (2,), 32)
+    y1, y2 = _prng.threefry2x32(key[0], key[1], tnp.zeros((), _U32), d, rotl=_rotl_traced)
+    return tnp.stack([y1, y2])
 
 
 def bits(key, shape=(), dtype=None):
-    """Uniformly random unsigned integer bits (uint32 by default, or uint64)."""
+    """Uniformly random unsigned integer bits (uint32 by default; uint8/16/32/64)."""
     key = _check_key("bits", key)
     shape = _shape("bits", shape)
     dtype = np.dtype(np.uint32 if dtype is None else dtype)
-    if dtype not in (_U32, _U64):
-        raise TypeError(f"bits: argument 'dtype' must be uint32 or uint64, got {dtype}")
+    if dtype.kind != "u":
+        raise TypeError(f"bits: argument 'dtype' must be an unsigned integer dtype, got {dtype}")
     return _random_bits(key, shape, 8 * dtype.itemsize)
 
 
@@ -146,19 +183,28 @@ def bits(key, shape=(), dtype=None):
 # Continuous distributions
 
 
-def _unit(key, shape, dtype, open_=False):
-    """Uniform floats in [0, 1) (or (0, 1) when ``open_``) with full mantissa precision."""
-    if dtype == np.float64:
-        b = _random_bits(key, shape, 64)
-        m = tnp.astype(tnp.floor_divide(b, np.uint64(1 << 11)), np.float64)   # 53 bits
-        scale = 2.0 ** -53
-    else:
-        b = _random_bits(key, shape, 32)
-        m = tnp.astype(tnp.floor_divide(b, np.uint32(1 << 8)), np.float32)   # 24 bits
-        scale = np.float32(2.0 ** -24)
-    if open_:
-        m = m + (0.5 if dtype == np.float64 else np.float32(0.5))
-    return m * scale
+def _as(x, dtype):
+    return tnp.astype(x if isinstance(x, core.Tracer) else tnp.asarray(x), dtype)
+
+
+def _uniform(key, shape, dtype, minval=0.0, maxval=1.0):
+    """JAX's ``_uniform``: mantissa bits as a float in [1, 2), minus 1, scaled to the range."""
+    finfo = np.finfo(dtype)
+    b = _random_bits(key, shape, finfo.bits)
+    m = tnp.right_shift(b, np.dtype(b.dtype).type(finfo.bits - finfo.nmant))
+    floats = tnp.astype(m, dtype) * dtype.type(2.0 ** -finfo.nmant)   # exact: (1.m) - 1
+    minval, maxval = _as(minval, dtype), _as(maxval, dtype)
+    return tnp.maximum(minval, floats * (maxval - minval) + minval)
+
+
+def _sample_shape(name, shape, *params):
+    shapes = [tuple(tnp.shape(p)) for p in params]
+    if shape is None:
+        return tuple(tnp.broadcast_shapes(*shapes)) if shapes else ()
+    if shapes and tuple(tnp.broadcast_shapes(shape, *shapes)) != shape:
+        raise ValueError(f"{name}: argument 'shape' {shape} must be broadcast-compatible with "
+                         f"the parameter shapes {shapes} (they must broadcast to it)")
+    return shape
 
 
 def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
@@ -166,91 +212,101 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     key = _check_key("uniform", key)
     shape = _shape("uniform", shape)
     dtype = _float_dtype("uniform", dtype)
-    shape = tuple(tnp.broadcast_shapes(shape, tnp.shape(minval), tnp.shape(maxval)))
-    u = _unit(key, shape, dtype)
-    minval = tnp.asarray(minval, dtype=dtype) if not isinstance(minval, core.Tracer) else tnp.astype(minval, dtype)
-    maxval = tnp.asarray(maxval, dtype=dtype) if not isinstance(maxval, core.Tracer) else tnp.astype(maxval, dtype)
-    return tnp.maximum(minval, u * (maxval - minval) + minval)
+    return _uniform(key, shape, dtype, minval, maxval)
+
+
+def _normal(key, shape, dtype):
+    lo = np.nextafter(dtype.type(-1), dtype.type(0))
+    u = _uniform(key, shape, dtype, lo, 1.0)
+    return dtype.type(np.sqrt(2)) * _special.erfinv(u)
 
 
 def normal(key, shape=(), dtype=None):
-    """Standard normal samples (inverse CDF of an open-interval uniform)."""
+    """Standard normal samples: sqrt(2) erfinv(u) for u uniform in (-1, 1)."""
     key = _check_key("normal", key)
-    shape = _shape("normal", shape)
-    dtype = _float_dtype("normal", dtype)
-    u = _unit(key, shape, np.dtype(np.float64), open_=True)
-    return tnp.astype(_special.ndtri(u), dtype)
+    return _normal(key, _shape("normal", shape), _float_dtype("normal", dtype))
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
-    """Standard normal samples conditioned on ``lower <= x <= upper``."""
+    """Standard normal samples conditioned on ``lower < x < upper``."""
     key = _check_key("truncated_normal", key)
-    shape = _shape("truncated_normal", shape)
+    shape = _sample_shape("truncated_normal", _shape("truncated_normal", shape), lower, upper)
     dtype = _float_dtype("truncated_normal", dtype)
-    if shape is None:
-        shape = tuple(tnp.broadcast_shapes(tnp.shape(lower), tnp.shape(upper)))
-    lower = tnp.astype(tnp.asarray(lower), dtype)
-    upper = tnp.astype(tnp.asarray(upper), dtype)
-    a = _special.ndtr(lower)
-    b = _special.ndtr(upper)
-    u = _unit(key, shape, np.dtype(np.float64), open_=True)
-    out = _special.ndtri(a + tnp.astype(u, dtype) * (b - a))
-    return tnp.clip(out, lower, upper)
+    sqrt2 = dtype.type(np.sqrt(2))
+    lower, upper = _as(lower, dtype), _as(upper, dtype)
+    a = _special.erf(lower / sqrt2)
+    b = _special.erf(upper / sqrt2)
+    out = sqrt2 * _special.erfinv(_uniform(key, shape, dtype, a, b))
+    return tnp.clip(out, tnp.nextafter(_lax.stop_gradient(lower), dtype.type(np.inf)),
+                    tnp.nextafter(_lax.stop_gradient(upper), dtype.type(-np.inf)))
 
 
-def gumbel(key, shape=(), dtype=None):
-    """Standard Gumbel samples."""
+def _simple(name, sampler):
+    """A ``fn(key, shape=(), dtype=None)`` sampler from ``sampler(key, shape, dtype)``."""
+    def fn(key, shape=(), dtype=None):
+        key = _check_key(name, key)
+        return sampler(key, _shape(name, shape), _float_dtype(name, dtype))
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+def _gumbel(key, shape, dtype, mode=None):
+    info = np.finfo(dtype)
+    if mode == "high":
+        hi_lo = _uniform(key, (2,) + shape, dtype)
+        high, low = hi_lo[0], hi_lo[1]
+        x = tnp.where(high >= 0.5, high, high + dtype.type(2.0 ** -info.nmant) * low + info.tiny)
+        return -tnp.log(-tnp.log1p(-x))
+    return -tnp.log(-tnp.log(_uniform(key, shape, dtype, info.tiny, 1.0)))
+
+
+def gumbel(key, shape=(), dtype=None, mode=None):
+    """Standard Gumbel samples (``mode='high'`` uses two uniforms for the small ones)."""
     key = _check_key("gumbel", key)
-    shape = _shape("gumbel", shape)
-    dtype = _float_dtype("gumbel", dtype)
-    u = _unit(key, shape, dtype, open_=True)
-    return -tnp.log(-tnp.log(u))
+    if mode not in (None, "low", "high"):
+        raise ValueError(f"gumbel: argument 'mode' must be 'low' or 'high', got {mode!r}")
+    return _gumbel(key, _shape("gumbel", shape), _float_dtype("gumbel", dtype), mode)
 
 
-def exponential(key, shape=(), dtype=None):
-    """Standard exponential samples."""
-    key = _check_key("exponential", key)
-    shape = _shape("exponential", shape)
-    dtype = _float_dtype("exponential", dtype)
-    return -tnp.log1p(-_unit(key, shape, dtype))
+exponential = _simple("exponential", lambda k, s, d: -tnp.log1p(-_uniform(k, s, d)))
+exponential.__doc__ = "Standard exponential samples: -log1p(-u)."
 
 
-def laplace(key, shape=(), dtype=None):
-    """Standard Laplace samples."""
-    key = _check_key("laplace", key)
-    shape = _shape("laplace", shape)
-    dtype = _float_dtype("laplace", dtype)
-    u = _unit(key, shape, dtype, open_=True) * 2 - 1
-    return tnp.sign(u) * -tnp.log1p(-tnp.abs(u))
+def _laplace(k, s, d):
+    u = _uniform(k, s, d, -1.0 + np.finfo(d).epsneg, 1.0)
+    return tnp.sign(u) * tnp.log1p(-tnp.abs(u))
 
 
-def logistic(key, shape=(), dtype=None):
-    """Standard logistic samples."""
-    key = _check_key("logistic", key)
-    shape = _shape("logistic", shape)
-    dtype = _float_dtype("logistic", dtype)
-    u = _unit(key, shape, dtype, open_=True)
-    return tnp.log(u) - tnp.log1p(-u)
+laplace = _simple("laplace", _laplace)
+laplace.__doc__ = "Standard Laplace samples (JAX's sign(u) log1p(-|u|))."
 
 
-def cauchy(key, shape=(), dtype=None):
-    """Standard Cauchy samples."""
-    key = _check_key("cauchy", key)
-    shape = _shape("cauchy", shape)
-    dtype = _float_dtype("cauchy", dtype)
-    u = _unit(key, shape, dtype, open_=True)
-    return tnp.tan(np.pi * (u - 0.5))
+def _logistic(k, s, d):
+    x = _uniform(k, s, d, np.finfo(d).tiny, 1.0)
+    return tnp.log(x) - tnp.log1p(-x)
+
+
+logistic = _simple("logistic", _logistic)
+logistic.__doc__ = "Standard logistic samples."
+cauchy = _simple("cauchy", lambda k, s, d: tnp.tan(d.type(np.pi)
+                                                  * (_uniform(k, s, d, np.finfo(d).eps, 1.0) - 0.5)))
+cauchy.__doc__ = "Standard Cauchy samples."
+maxwell = _simple("maxwell", lambda k, s, d: _linalg.norm(_normal(k, s + (3,), d), axis=-1))
+maxwell.__doc__ = "Maxwell samples: the norm of three standard normals."
 
 
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
     """Multivariate normal samples with ``mean`` (..., n) and ``cov`` (..., n, n)."""
     key = _check_key("multivariate_normal", key)
     shape = _shape("multivariate_normal", shape)
-    dtype = _float_dtype("multivariate_normal", dtype)
     if method not in ("cholesky", "eigh", "svd"):
         raise ValueError(f"multivariate_normal: method must be 'cholesky', 'eigh' or 'svd', got {method!r}")
-    mean = tnp.astype(tnp.asarray(mean), dtype)
-    cov = tnp.astype(tnp.asarray(cov), dtype)
+    mean, cov = tnp.asarray(mean), tnp.asarray(cov)
+    if dtype is None:
+        dtype = tnp.result_type(mean.dtype, cov.dtype, np.float32 if mean.dtype == np.float32 else float)
+    dtype = _float_dtype("multivariate_normal", dtype)
+    mean = tnp.astype(mean, dtype)
+    cov = tnp.astype(cov, dtype)
     if mean.ndim < 1 or cov.ndim < 2 or cov.shape[-2:] != (mean.shape[-1],) * 2:
         raise ValueError(f"multivariate_normal: 'mean' must have shape (..., n) and 'cov' shape "
                          f"(..., n, n); got {tuple(mean.shape)} and {tuple(cov.shape)}")
@@ -264,8 +320,196 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     else:
         u, s, _ = _linalg.svd(cov)
         factor = u * tnp.sqrt(s[..., None, :])
-    z = normal(key, shape + mean.shape[-1:], dtype)
+    z = _normal(key, shape + mean.shape[-1:], dtype)
     return mean + tnp.einsum("...ij,...j->...i", factor, z)
+
+
+def _param_sampler(name, sampler, nparams):
+    """A ``fn(key, *params, shape=None, dtype=None)`` sampler; params broadcast to ``shape``."""
+    def fn(key, *args, **kwargs):
+        names = ("shape", "dtype")
+        params = args[:nparams]
+        rest = dict(zip(names, args[nparams:]), **kwargs)
+        if len(params) != nparams or set(rest) - set(names):
+            raise TypeError(f"{name}: expected a key, {nparams} parameter(s) and optional "
+                            f"'shape' and 'dtype'")
+        key = _check_key(name, key)
+        shape = _sample_shape(name, _shape(name, rest.get("shape")), *params)
+        dtype = _float_dtype(name, rest.get("dtype"))
+        return sampler(key, *[tnp.broadcast_to(_as(p, dtype), shape) for p in params],
+                       shape=shape, dtype=dtype)
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+def _gamma(key, a, shape, dtype, log_space=False):
+    return _prng.random_gamma(key, a, log_space)
+
+
+gamma = _param_sampler("gamma", _gamma, 1)
+gamma.__doc__ = ("Gamma(a, 1) samples (JAX's Marsaglia-Tsang sampler; differentiable in ``a`` "
+                 "by implicit reparameterization).  ``gamma(key, a, shape=None, dtype=None)``.")
+loggamma = _param_sampler("loggamma", lambda k, a, shape, dtype: _gamma(k, a, shape, dtype, True), 1)
+loggamma.__doc__ = "Logs of Gamma(a, 1) samples, accurate for small ``a``."
+
+
+def _beta(key, a, b, shape, dtype):
+    key_a, key_b = _split(key, (2,))
+    log_ga = _gamma(key_a, a, shape, dtype, True)
+    log_gb = _gamma(key_b, b, shape, dtype, True)
+    log_max = tnp.maximum(log_ga, log_gb)
+    ga, gb = tnp.exp(log_ga - log_max), tnp.exp(log_gb - log_max)
+    return ga / (ga + gb)
+
+
+beta = _param_sampler("beta", _beta, 2)
+beta.__doc__ = "Beta(a, b) samples from two log-gamma draws.  ``beta(key, a, b, shape, dtype)``."
+
+
+def dirichlet(key, alpha, shape=None, dtype=None):
+    """Dirichlet samples with concentration ``alpha`` (..., k): softmax of log-gamma draws."""
+    key = _check_key("dirichlet", key)
+    dtype = _float_dtype("dirichlet", dtype)
+    alpha = _as(alpha, dtype)
+    if alpha.ndim < 1:
+        raise ValueError("dirichlet: argument 'alpha' must have at least one dimension")
+    shape = _sample_shape("dirichlet", _shape("dirichlet", shape), alpha[..., 0])
+    lg = _gamma(key, tnp.broadcast_to(alpha, shape + alpha.shape[-1:]), None, dtype, True)
+    e = tnp.exp(lg - _lax.stop_gradient(tnp.max(lg, axis=-1, keepdims=True)))
+    return e / tnp.sum(e, axis=-1, keepdims=True)
+
+
+def _chisquare(key, df, shape, dtype):
+    return tnp.exp(_gamma(key, df / dtype.type(2), shape, dtype, True)) * dtype.type(2)
+
+
+chisquare = _param_sampler("chisquare", _chisquare, 1)
+chisquare.__doc__ = "Chi-square samples with ``df`` degrees of freedom."
+
+
+def _f(key, dfnum, dfden, shape, dtype):
+    key_dfd, key_dfn = _split(key, (2,))
+    return (_chisquare(key_dfn, dfnum, shape, dtype) / dfnum) / (_chisquare(key_dfd, dfden, shape, dtype) / dfden)
+
+
+f = _param_sampler("f", _f, 2)
+f.__doc__ = "F-distribution samples with ``dfnum`` and ``dfden`` degrees of freedom."
+
+
+def _t(key, df, shape, dtype):
+    key_n, key_g = _split(key, (2,))
+    n = _normal(key_n, shape, dtype)
+    half_df = df / dtype.type(2)
+    return n * tnp.sqrt(half_df / _gamma(key_g, half_df, shape, dtype))
+
+
+t = _param_sampler("t", _t, 1)
+t.__doc__ = "Student's t samples with ``df`` degrees of freedom."
+pareto = _param_sampler("pareto", lambda k, b, shape, dtype:
+                        tnp.exp(-tnp.log1p(-_uniform(k, shape, dtype)) / b), 1)
+pareto.__doc__ = "Pareto samples with shape ``b``: exp(exponential / b)."
+_lognormal = _param_sampler("lognormal", lambda k, sigma, shape, dtype:
+                            tnp.exp(_normal(k, shape, dtype) * sigma), 1)
+
+
+def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
+    """Log-normal samples ``exp(sigma * normal)``."""
+    return _lognormal(key, sigma, shape, dtype)
+
+
+def _rayleigh(key, scale, shape, dtype):
+    u = _uniform(key, shape, dtype)
+    return scale * tnp.sqrt(tnp.log(u) * dtype.type(-2))
+
+
+rayleigh = _param_sampler("rayleigh", _rayleigh, 1)
+rayleigh.__doc__ = "Rayleigh samples with ``scale``."
+
+
+def _wald(key, mean, shape, dtype):
+    k1, k2 = _split(key, (2,))
+    v = _normal(k1, shape, dtype)
+    z = _uniform(k2, shape, dtype)
+    y = v * v
+    mean_sq = mean * mean
+    sqrt_term = tnp.sqrt(4 * mean * y + mean_sq * (y * y))
+    x = mean + mean_sq * y / 2 - mean / 2 * sqrt_term
+    return tnp.where(z <= mean / (mean + x), x, mean_sq / x)
+
+
+wald = _param_sampler("wald", _wald, 1)
+wald.__doc__ = "Wald (inverse Gaussian) samples with ``mean``."
+
+
+def _triangular(key, left, mode, right, shape, dtype):
+    fc = (mode - left) / (right - left)
+    u = _uniform(key, shape, dtype)
+    out1 = left + tnp.sqrt(u * (right - left) * (mode - left))
+    out2 = right - tnp.sqrt((1 - u) * (right - left) * (right - mode))
+    return tnp.where(u < fc, out1, out2)
+
+
+triangular = _param_sampler("triangular", _triangular, 3)
+triangular.__doc__ = "Triangular samples on [left, right] peaking at ``mode``."
+
+
+def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
+    """Double-sided Maxwell samples: a random sign times a Maxwell sample, scaled and shifted."""
+    key = _check_key("double_sided_maxwell", key)
+    shape = _shape("double_sided_maxwell", shape)
+    dtype = _float_dtype("double_sided_maxwell", dtype)
+    shape = shape + tuple(tnp.broadcast_shapes(tnp.shape(loc), tnp.shape(scale)))
+    maxwell_key, rademacher_key = _split(key, (2,))
+    sign = tnp.astype(_rademacher(rademacher_key, shape), dtype)
+    return sign * maxwell(maxwell_key, shape, dtype) * scale + loc
+
+
+def weibull_min(key, scale, concentration, shape=(), dtype=None):
+    """Weibull samples: (-log1p(-u)) ** (1 / concentration) * scale."""
+    key = _check_key("weibull_min", key)
+    shape = _shape("weibull_min", shape)
+    dtype = _float_dtype("weibull_min", dtype)
+    u = _uniform(key, shape, dtype)
+    return tnp.power(-tnp.log1p(-u), 1.0 / concentration) * scale
+
+
+def orthogonal(key, n, shape=(), dtype=None, m=None):
+    """Samples from the Haar measure on n x m matrices with orthonormal columns (or rows)."""
+    key = _check_key("orthogonal", key)
+    shape = _shape("orthogonal", shape)
+    dtype = _float_dtype("orthogonal", dtype)
+    n = operator.index(n)
+    m = n if m is None else operator.index(m)
+    z = _normal(key, shape + (max(n, m), min(n, m)), dtype)
+    q, r = _linalg.qr(z)
+    x = q * tnp.expand_dims(tnp.sign(tnp.diagonal(r, axis1=-2, axis2=-1)), -2)
+    return tnp.swapaxes(x, -1, -2) if n < m else x
+
+
+def _generalized_normal(key, p, shape, dtype):
+    keys = _split(key, (2,))
+    g = _gamma(keys[0], tnp.full(shape, 1 / p, dtype), shape, dtype)
+    r = tnp.astype(_rademacher(keys[1], shape), dtype)
+    return r * g ** (1 / p)
+
+
+def generalized_normal(key, p, shape=(), dtype=None):
+    """Generalized normal samples with density proportional to exp(-|x|^p)."""
+    key = _check_key("generalized_normal", key)
+    return _generalized_normal(key, p, _shape("generalized_normal", shape),
+                               _float_dtype("generalized_normal", dtype))
+
+
+def ball(key, d, p=2, shape=(), dtype=None):
+    """Uniform samples from the unit ``p``-norm ball in ``d`` dimensions."""
+    key = _check_key("ball", key)
+    shape = _shape("ball", shape)
+    dtype = _float_dtype("ball", dtype)
+    d = operator.index(d)
+    k1, k2 = _split(key, (2,))
+    g = _generalized_normal(k1, p, shape + (d,), dtype)
+    e = -tnp.log1p(-_uniform(k2, shape, dtype))
+    return g / ((tnp.sum(tnp.abs(g) ** p, axis=-1) + e) ** (1 / p))[..., None]
 
 
 # ---------------------------------------------------------------------------
@@ -282,39 +526,74 @@ def randint(key, shape, minval, maxval, dtype=None):
     for nm, v in (("minval", minval), ("maxval", maxval)):
         if _aval(v).dtype.kind not in "iub":
             raise TypeError(f"randint: argument '{nm}' must be an integer, got {_aval(v).str_short()}")
-    shape = tuple(tnp.broadcast_shapes(shape, tnp.shape(minval), tnp.shape(maxval)))
-    lo = tnp.astype(tnp.asarray(minval), np.int64)
-    hi = tnp.astype(tnp.asarray(maxval), np.int64)
+    shape = _sample_shape("randint", shape, minval, maxval)
     info = np.iinfo(dtype)
-    lo = tnp.clip(lo, max(int(info.min), -(1 << 63)), min(int(info.max), (1 << 63) - 1))
-    hi = tnp.clip(hi, max(int(info.min), -(1 << 63)), min(int(info.max), (1 << 63) - 1))
-    span = tnp.astype(tnp.maximum(hi - lo, 1), _U64)
-    # One 64-bit draw per sample: the modulo bias is below span / 2^64.
-    r = tnp.remainder(_random_bits(key, shape, 64), span)
-    out = lo + tnp.astype(r, np.int64)
-    out = tnp.where(hi > lo, out, lo)
-    return tnp.astype(out, dtype)
+    if info.bits < 32:   # JAX samples 8/16-bit integers as int32 (less modulo bias)
+        minval = tnp.clip(_as(minval, np.int64), int(info.min), int(info.max))
+        maxval = tnp.clip(_as(maxval, np.int64), int(info.min), int(info.max) + 1)
+        return tnp.astype(randint(key, shape, minval, maxval, np.int32), dtype)
+    lo64, hi64 = max(int(info.min), -(1 << 63)), min(int(info.max), (1 << 63) - 1)
+    minval, maxval = _as(minval, np.int64), _as(maxval, np.int64)
+    maxval_out_of_range = maxval > hi64
+    lo = tnp.astype(tnp.clip(minval, lo64, hi64), dtype)
+    hi = tnp.astype(tnp.clip(maxval, lo64, hi64), dtype)
+    nbits = info.bits
+    k = _split(key, (2,))
+    higher, lower = _random_bits(k[0], shape, nbits), _random_bits(k[1], shape, nbits)
+    udt = np.dtype(f"uint{nbits}")
+    span = tnp.astype(hi - lo, udt)
+    span = tnp.where(hi <= lo, udt.type(1), span)
+    span = tnp.where(maxval_out_of_range & (hi > lo), span + udt.type(1), span)
+    multiplier = tnp.remainder(udt.type((1 << (nbits // 2)) % (1 << nbits)), span)
+    multiplier = tnp.remainder(multiplier * multiplier, span)
+    offset = tnp.remainder(higher, span) * multiplier + tnp.remainder(lower, span)
+    offset = tnp.remainder(offset, span)
+    return tnp.astype(lo + tnp.astype(offset, dtype), dtype)
 
 
-def bernoulli(key, p=0.5, shape=None):
+def _bernoulli(key, p, shape):
+    dtype = _aval(p).dtype if _aval(p).dtype.kind == "f" else np.dtype(np.float64)
+    return _uniform(key, shape, dtype) < p
+
+
+def bernoulli(key, p=0.5, shape=None, mode="low"):
     """Boolean samples that are True with probability ``p``."""
     key = _check_key("bernoulli", key)
-    shape = _shape("bernoulli", shape)
-    if shape is None:
-        shape = tuple(tnp.shape(p))
-    return uniform(key, shape) < p
+    if mode not in ("low", "high"):
+        raise ValueError(f"bernoulli: argument 'mode' must be 'low' or 'high', got {mode!r}")
+    if _aval(p).dtype.kind != "f" and not isinstance(p, float):
+        raise TypeError(f"bernoulli: argument 'p' must have a floating dtype, got {_aval(p).str_short()}")
+    shape = _sample_shape("bernoulli", _shape("bernoulli", shape), p)
+    if mode == "high":
+        dtype = _aval(p).dtype
+        u = _uniform(key, (2,) + shape, dtype)
+        return u[1] * dtype.type(2.0 ** -np.finfo(dtype).nmant) < p - u[0]
+    return _bernoulli(key, p, shape)
+
+
+def _rademacher(key, shape):
+    return 2 * tnp.astype(_bernoulli(key, 0.5, shape), np.int64) - 1
 
 
 def rademacher(key, shape=(), dtype=None):
     """Samples of +1/-1 with equal probability."""
     key = _check_key("rademacher", key)
-    shape = _shape("rademacher", shape)
     dtype = np.dtype(np.int64 if dtype is None else dtype)
-    b = bernoulli(key, 0.5, shape)
-    return tnp.astype(tnp.where(b, 1, -1), dtype)
+    return tnp.astype(_rademacher(key, _shape("rademacher", shape)), dtype)
 
 
-def categorical(key, logits, axis=-1, shape=None):
+def geometric(key, p, shape=None, dtype=None):
+    """Geometric samples (number of trials to the first success, >= 1)."""
+    key = _check_key("geometric", key)
+    dtype = np.dtype(np.int64 if dtype is None else dtype)
+    shape = _sample_shape("geometric", _shape("geometric", shape), p)
+    p = _as(p, np.float32 if _aval(p).dtype == np.float32 else np.float64)
+    u = _uniform(key, shape, np.dtype(p.dtype))
+    u = tnp.where(u == 0, np.asarray(1, p.dtype), u)
+    return tnp.astype(tnp.floor(tnp.log(u) / tnp.log1p(-p)) + 1, dtype)
+
+
+def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     """Indices sampled from ``softmax(logits, axis)`` (Gumbel-max)."""
     key = _check_key("categorical", key)
     shape = _shape("categorical", shape)
@@ -326,84 +605,257 @@ def categorical(key, logits, axis=-1, shape=None):
         raise ValueError(f"categorical: axis {axis} is out of bounds for logits of shape {tuple(logits.shape)}")
     axis = axis % nd
     batch_shape = tuple(logits.shape[:axis] + logits.shape[axis + 1:])
-    if shape is None:
-        shape = batch_shape
-    elif tuple(tnp.broadcast_shapes(shape, batch_shape)) != shape:
-        raise ValueError(f"categorical: shape {shape} is not compatible with the batch shape "
-                         f"{batch_shape} of logits (it must broadcast to shape)")
+    shape = _sample_shape("categorical", shape, np.empty(batch_shape))
     prefix = shape[:len(shape) - len(batch_shape)]
+    dtype = logits.dtype if logits.dtype.kind == "f" else np.dtype(np.float64)
+    if not replace:
+        k = int(np.prod(prefix, dtype=np.int64))
+        if k > logits.shape[axis]:
+            raise ValueError(f"categorical: number of samples without replacement ({k}) cannot "
+                             f"exceed the number of categories ({logits.shape[axis]})")
+        noisy = logits + _gumbel(key, tuple(logits.shape), dtype, mode)
+        _, idx = _lax.top_k(tnp.moveaxis(noisy, axis, -1), k)
+        return tnp.reshape(tnp.moveaxis(idx, -1, 0), shape)
     tail = list(shape[len(shape) - len(batch_shape):])
     tail.insert(axis, logits.shape[axis])
-    dtype = logits.dtype if logits.dtype.kind == "f" else np.dtype(np.float64)
-    g = gumbel(key, prefix + tuple(tail), dtype)
+    g = _gumbel(key, prefix + tuple(tail), dtype, mode)
     return tnp.argmax(g + tnp.reshape(logits, (1,) * len(prefix) + tuple(logits.shape)),
                       axis=axis + len(prefix))
+
+
+def _shuffle(key, x, axis):
+    """JAX's ``_shuffle``: stable sorts by fresh 32-bit keys, ceil(3 log n / log 2^32) rounds."""
+    size = int(np.prod(x.shape, dtype=np.int64))
+    rounds = int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
+    for _ in range(rounds):
+        ks = _split(key, (2,))
+        key, subkey = ks[0], ks[1]
+        sort_keys = _random_bits(subkey, tuple(x.shape), 32)
+        x = tnp.take_along_axis(x, tnp.argsort(sort_keys, axis=axis, stable=True), axis)
+    return x
 
 
 def permutation(key, x, axis=0, independent=False):
     """A random permutation of ``arange(x)`` (int ``x``) or of ``x`` along ``axis``."""
     key = _check_key("permutation", key)
-    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
-        n = int(x)
+    if tnp.ndim(x) == 0:
+        if _aval(x).dtype.kind not in "iu":
+            raise TypeError("permutation: argument 'x' must be an integer or at least "
+                            "1-dimensional")
+        n = operator.index(x)
         if n < 0:
             raise ValueError(f"permutation: argument 'x' must be non-negative, got {n}")
-        return tnp.argsort(_random_bits(key, (n,), 64))
+        return _shuffle(key, tnp.arange(n), 0)
     x = tnp.asarray(x) if not isinstance(x, core.Tracer) else x
-    if x.ndim == 0:
-        raise ValueError("permutation: argument 'x' must be an integer or an array with at "
-                         "least one dimension")
     axis = operator.index(axis)
     if not -x.ndim <= axis < x.ndim:
         raise ValueError(f"permutation: axis {axis} is out of bounds for shape {tuple(x.shape)}")
     axis %= x.ndim
-    if independent:
-        idx = tnp.argsort(_random_bits(key, tuple(x.shape), 64), axis=axis)
-        return tnp.take_along_axis(x, idx, axis)
-    perm = tnp.argsort(_random_bits(key, (x.shape[axis],), 64))
-    return tnp.take(x, perm, axis=axis)
+    if independent or x.ndim == 1:
+        return _shuffle(key, x, axis)
+    return tnp.take(x, _shuffle(key, tnp.arange(x.shape[axis]), 0), axis=axis)
 
 
-def choice(key, a, shape=(), replace=True, p=None, axis=0):
+def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
     """Samples from ``arange(a)`` (int ``a``) or from ``a`` along ``axis``."""
     key = _check_key("choice", key)
     shape = _shape("choice", shape)
-    if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
-        n = int(a)
-        arr = None
+    arr = tnp.asarray(a) if not isinstance(a, core.Tracer) else a
+    if arr.ndim == 0:
+        n = operator.index(a)
     else:
-        arr = tnp.asarray(a) if not isinstance(a, core.Tracer) else a
-        if arr.ndim == 0:
-            raise ValueError("choice: argument 'a' must be an integer or an array with at least "
-                             "one dimension")
         axis = operator.index(axis) % arr.ndim
         n = arr.shape[axis]
+    size = int(np.prod(shape, dtype=np.int64))
+    if size == 0:
+        return tnp.zeros(shape, arr.dtype)
     if n <= 0:
         raise ValueError(f"choice: argument 'a' must be non-empty, got {n} elements")
-    size = 1
-    for d in shape:
-        size *= d
-    if p is not None:
+    if not replace and size > n:
+        raise ValueError(f"choice: cannot take a larger sample (size {size}) than the "
+                         f"population ({n}) when 'replace=False'")
+    if p is None:
+        if replace:
+            ind = randint(key, shape, 0, n)
+            result = ind if arr.ndim == 0 else tnp.take(arr, ind, axis=axis)
+        else:
+            perm = permutation(key, n if arr.ndim == 0 else arr, axis)
+            result = perm[(slice(None),) * axis + (slice(size),)]
+    else:
         if tuple(tnp.shape(p)) != (n,):
             raise ValueError(f"choice: argument 'p' must have shape ({n},), got {tuple(tnp.shape(p))}")
         p = tnp.asarray(p) if not isinstance(p, core.Tracer) else p
-    if replace:
-        if p is None:
-            idx = randint(key, shape, 0, n)
-        else:
+        pdt = np.dtype(p.dtype) if p.dtype.kind == "f" else np.dtype(np.float64)
+        p = tnp.astype(p, pdt)
+        if replace:
             cdf = tnp.cumsum(p)
-            u = uniform(key, shape) * cdf[-1]
-            idx = tnp.minimum(tnp.searchsorted(cdf, u, side="right"), n - 1)
-    else:
-        if size > n:
-            raise ValueError(f"choice: cannot take a larger sample (size {size}) than the "
-                             f"population ({n}) when 'replace=False'")
-        if p is None:
-            idx = tnp.reshape(permutation(key, n)[:size], shape)
+            r = cdf[-1] * (1 - _uniform(key, shape, pdt))
+            ind = tnp.astype(tnp.searchsorted(cdf, r), np.int64)
         else:
-            pos = p > 0
-            logp = tnp.where(pos, tnp.log(tnp.where(pos, p, 1.0)), -np.inf)
-            g = gumbel(key, (n,)) + logp
-            idx = tnp.reshape(tnp.argsort(-g)[:size], shape)
-    if arr is None:
-        return idx
-    return tnp.take(arr, idx, axis=axis)
+            g = _gumbel(key, (n,), pdt, mode) + tnp.log(p)
+            ind = tnp.astype(_lax.top_k(g, size)[1], np.int64)
+        result = ind if arr.ndim == 0 else tnp.take(arr, ind, axis=axis)
+    return tnp.reshape(result, shape if arr.ndim == 0 else
+                       tuple(arr.shape[:axis]) + shape + tuple(arr.shape[axis + 1:]))
+
+
+def _poisson_knuth(key, lam, shape):
+    def cond(c):
+        return tnp.any(c[3] > -lam)
+
+    def body(c):
+        i, k, rng, log_prod = c
+        ks = _split(rng, (2,))
+        k = tnp.where(log_prod > -lam, k + 1, k)
+        u = _uniform(ks[1], shape, np.dtype(np.float32))
+        return i + 1, k, ks[0], log_prod + tnp.log(u)
+    init = (0, tnp.zeros(shape, np.int64), key, tnp.zeros(shape, np.float32))
+    return _lax.while_loop(cond, body, init)[1] - 1
+
+
+def _poisson_rejection(key, lam, shape):
+    f32 = np.float32
+    log_lam = tnp.log(lam)
+    b = f32(0.931) + f32(2.53) * tnp.sqrt(lam)
+    a = f32(-0.059) + f32(0.02483) * b
+    inv_alpha = f32(1.1239) + f32(1.1328) / (b - f32(3.4))
+    v_r = f32(0.9277) - f32(3.6224) / (b - f32(2))
+
+    def body(c):
+        i, k_out, accepted, rng = c
+        ks = _split(rng, (3,))
+        u = _uniform(ks[1], shape, np.dtype(f32)) - f32(0.5)
+        v = _uniform(ks[2], shape, np.dtype(f32))
+        us = f32(0.5) - tnp.abs(u)
+        k = tnp.floor((2 * a / us + b) * u + lam + f32(0.43))
+        s = tnp.log(v * inv_alpha / (a / (us * us) + b))
+        t_ = -lam + k * log_lam - _special.gammaln(k + 1)
+        accept1 = (us >= f32(0.07)) & (v <= v_r)
+        reject = (k < 0) | ((us < f32(0.013)) & (v > us))
+        accept = accept1 | (~reject & (s <= t_))
+        return i + 1, tnp.where(accept, k, k_out), accepted | accept, ks[0]
+    init = (0, tnp.full(shape, -1, f32), tnp.zeros(shape, bool), key)
+    return _lax.while_loop(lambda c: tnp.any(~c[2]), body, init)[1]
+
+
+def poisson(key, lam, shape=None, dtype=None):
+    """Poisson samples with rate ``lam`` (JAX's Knuth / transformed-rejection samplers, float32)."""
+    key = _check_key("poisson", key)
+    dtype = np.dtype(np.int64 if dtype is None else dtype)
+    shape = _sample_shape("poisson", _shape("poisson", shape), lam)
+    lam = tnp.broadcast_to(_as(lam, np.float32), shape)
+    use_knuth = tnp.isnan(lam) | (lam < 10)
+    knuth = _poisson_knuth(key, tnp.where(use_knuth, lam, np.float32(0)), shape)
+    rej = _poisson_rejection(key, tnp.where(use_knuth, np.float32(1e5), lam), shape)
+    out = tnp.where(use_knuth, tnp.astype(knuth, dtype), tnp.astype(rej, dtype))
+    return tnp.where(lam == 0, tnp.zeros_like(out), out)
+
+
+_STIRLING_TAIL = np.array([0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
+                           0.02079067210376509, 0.0166446911898211, 0.0138761288230707,
+                           0.0118967099458917, 0.0104112652619720, 0.00925546218271273,
+                           0.00833056343336287])
+
+
+def _stirling_approx_tail(k):
+    use_table = k <= 9
+    k = tnp.clip(k, 0.0, 9.0)
+    kp1sq = (k + 1) * (k + 1)
+    approx = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+    table = tnp.take(tnp.asarray(_STIRLING_TAIL, k.dtype), tnp.astype(tnp.floor(k), np.int32))
+    return tnp.where(use_table, table, approx)
+
+
+def _binomial_inversion(key, count, prob, shape):
+    log1mp = tnp.log1p(-prob)
+
+    def body(c):
+        i, num_geom, geom_sum, rng = c
+        ks = _split(rng, (2,))
+        subkey, rng = ks[0], ks[1]
+        num_geom = tnp.where(geom_sum <= count, num_geom + 1, num_geom)
+        geom = tnp.ceil(tnp.log(_uniform(subkey, shape, np.dtype(prob.dtype))) / log1mp)
+        return i + 1, num_geom, geom_sum + geom, rng
+    zero = tnp.zeros(shape, prob.dtype)
+    return _lax.while_loop(lambda c: tnp.any(c[2] <= count), body, (0, zero, zero, key))[1] - 1
+
+
+def _btrs(key, count, prob, shape):
+    stddev = tnp.sqrt(count * prob * (1 - prob))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * prob
+    c = count * prob + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = prob / (1 - prob)
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = tnp.floor((count + 1) * prob)
+
+    def body(carry):
+        i, k_out, accepted, rng = carry
+        ks = _split(rng, (3,))
+        u = _uniform(ks[1], shape, np.dtype(prob.dtype)) - 0.5
+        v = _uniform(ks[2], shape, np.dtype(prob.dtype))
+        us = 0.5 - tnp.abs(u)
+        accept1 = (us >= 0.07) & (v <= v_r)
+        k = tnp.floor((2 * a / us + b) * u + c)
+        reject = (k < 0) | (k > count)
+        v = tnp.log(v * alpha / (a / (us * us) + b))
+        ub = ((m + 0.5) * tnp.log((m + 1) / (r * (count - m + 1)))
+              + (count + 1) * tnp.log((count - m + 1) / (count - k + 1))
+              + (k + 0.5) * tnp.log(r * (count - k + 1) / (k + 1))
+              + _stirling_approx_tail(m) + _stirling_approx_tail(count - m)
+              - _stirling_approx_tail(k) - _stirling_approx_tail(count - k))
+        accept = accept1 | (~reject & (v <= ub))
+        return i + 1, tnp.where(accept, k, k_out), accepted | accept, ks[0]
+    init = (0, tnp.full(shape, -1, prob.dtype), tnp.zeros(shape, bool), key)
+    return _lax.while_loop(lambda carry: tnp.any(~carry[2]), body, init)[1]
+
+
+def binomial(key, n, p, shape=None, dtype=None):
+    """Binomial samples (JAX's inversion / BTRS samplers), as floats like JAX."""
+    key = _check_key("binomial", key)
+    dtype = _float_dtype("binomial", dtype)
+    shape = _sample_shape("binomial", _shape("binomial", shape), n, p)
+    prob = tnp.asarray(p) if not isinstance(p, core.Tracer) else p
+    prob = _as(prob, prob.dtype if prob.dtype.kind == "f" else np.float64)
+    count = tnp.broadcast_to(_as(n, prob.dtype), shape)
+    prob = tnp.broadcast_to(prob, shape)
+    p_lt_half = prob < 0.5
+    q = tnp.where(p_lt_half, prob, 1.0 - prob)
+    count_nan_or_neg = tnp.isnan(count) | (count < 0.0)
+    count_inf = tnp.isinf(count)
+    q_is_nan = tnp.isnan(q)
+    q_l_0 = q < 0.0
+    q = tnp.where(q_is_nan | q_l_0, 0.01, q)
+    use_inversion = count_nan_or_neg | (count * q <= 10.0)
+    count = tnp.floor(count)
+    inv = _binomial_inversion(key, tnp.where(use_inversion, count, 0.0), q, shape)
+    btrs = _btrs(key, tnp.where(use_inversion, 1e4, count), tnp.where(use_inversion, 0.5, q), shape)
+    samples = tnp.astype(tnp.where(use_inversion, inv, btrs), dtype)
+    invalid = q_l_0 | q_is_nan | count_nan_or_neg
+    samples = tnp.where(invalid, dtype.type(np.nan), samples)
+    samples = tnp.where(count_inf & ~invalid, dtype.type(np.inf), samples)
+    return tnp.where(p_lt_half | count_nan_or_neg | q_is_nan | count_inf, samples,
+                     tnp.astype(count, dtype) - samples)
+
+
+def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
+    """Multinomial counts of ``n`` trials over the categories of ``p`` (last axis), as floats."""
+    key = _check_key("multinomial", key)
+    dtype = _float_dtype("multinomial", dtype)
+    p = tnp.asarray(p) if not isinstance(p, core.Tracer) else p
+    pdt = p.dtype if p.dtype.kind == "f" else np.dtype(np.float64)
+    p = tnp.astype(p, pdt)
+    shape = tuple(p.shape) if shape is None else _shape("multinomial", shape)
+    n = tnp.broadcast_to(_as(n, pdt), shape[:-1])
+    p = tnp.moveaxis(tnp.broadcast_to(p, shape), -1, 0)
+    remaining = tnp.flip(tnp.cumsum(tnp.flip(p, 0), axis=0), 0)
+    ratios = p / tnp.where(remaining == 0, 1, remaining)
+    keys = _split(key, (shape[-1],))
+
+    def step(remainder, ratio_key):
+        ratio, k = ratio_key
+        count = binomial(k, remainder, tnp.clip(ratio, 0, 1), dtype=pdt)
+        return remainder - count, count
+    _, counts = _lax.scan(step, n, (ratios, keys), unroll=unroll)
+    return tnp.astype(tnp.moveaxis(counts, 0, -1), dtype)

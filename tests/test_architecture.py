@@ -367,7 +367,7 @@ KINDS = {
     "nondifferentiable": {"argmax", "argmin", "argsort", "searchsorted", "reduce_and",
                           "reduce_or", "lu_pivots_to_permutation", "stop_gradient",
                           "window_argmax"},
-    "random": {"random_bits"},
+    "random": {"random_bits", "random_gamma"},
     "callback": {"pure_callback"},
     "effectful": {"debug_print", "debug_callback"},
     "call": {"jit", "checkpoint", "linear_solve", "custom_lin"},

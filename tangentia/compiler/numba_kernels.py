@@ -37,7 +37,7 @@ Coverage (``None`` = NumPy fallback):
   ``None`` for complex.
 * ``sort``, ``argsort`` (stable, ``descending``), ``searchsorted`` (side),
   NaNs ordered as NumPy's (last ascending); ``None`` for complex.
-* ``random_bits``: Philox4x64-10, the same bits as ``numpy.random.Philox``.
+* ``random_bits``: JAX's threefry2x32 bits, as ``tangentia.primitives.prng``.
 * ``integer_pow`` (``None`` for bool and complex), ``einsum`` (explicit
   subscripts by nested loops; ``None`` for bool and complex operands).
 * Linear algebra on float32/float64 (stacks of matrices by a loop):
@@ -612,92 +612,58 @@ def _build_searchsorted(prim, ins, outs, side):
 
 
 # ---------------------------------------------------------------------------
-# random_bits: Philox4x64-10 exactly as numpy.random.Philox(key=k0 << 32 | k1)
+# random_bits: JAX's threefry2x32 (partitionable counters), as prng.random_bits_p
 
 _M32 = np.uint64(0xFFFFFFFF)
 _S32 = np.uint64(32)
-_PHILOX_M0 = np.uint64(0xD2E7470EE14C6C93)
-_PHILOX_M1 = np.uint64(0xCA5A826395121157)
-_PHILOX_W0 = np.uint64(0x9E3779B97F4A7C15)
-_PHILOX_W1 = np.uint64(0xBB67AE8584CAA73B)
-_U1 = np.uint64(1)
+_PARITY = np.uint64(0x1BD11BDA)
+_ROT = np.array([[13, 15, 26, 6], [17, 29, 16, 24]], np.uint64)
 
 
 @numba.njit(inline="always")
-def _mulhilo64(a, b):
-    a_lo, a_hi = a & _M32, a >> _S32
-    b_lo, b_hi = b & _M32, b >> _S32
-    p0 = a_lo * b_lo
-    p1 = a_lo * b_hi
-    p2 = a_hi * b_lo
-    p3 = a_hi * b_hi
-    mid = (p0 >> _S32) + (p1 & _M32) + (p2 & _M32)
-    hi = p3 + (p1 >> _S32) + (p2 >> _S32) + (mid >> _S32)
-    return hi, a * b
-
-
-@numba.njit
-def _philox_fill(k_lo, out):
-    """Fill ``out`` (uint64, 1-d) with the raw outputs of Philox4x64-10 keyed
-    by ``(k_lo, 0)``; NumPy increments the 256-bit counter before each block."""
-    c0 = np.uint64(0)
-    c1 = np.uint64(0)
-    c2 = np.uint64(0)
-    c3 = np.uint64(0)
-    n = out.shape[0]
-    for start in range(0, n, 4):
-        c0 += _U1
-        if c0 == 0:
-            c1 += _U1
-            if c1 == 0:
-                c2 += _U1
-                if c2 == 0:
-                    c3 += _U1
-        x0, x1, x2, x3 = c0, c1, c2, c3
-        k0 = k_lo
-        k1 = np.uint64(0)
-        for r in range(10):
-            if r:
-                k0 += _PHILOX_W0
-                k1 += _PHILOX_W1
-            hi0, lo0 = _mulhilo64(_PHILOX_M0, x0)
-            hi1, lo1 = _mulhilo64(_PHILOX_M1, x2)
-            x0, x1, x2, x3 = hi1 ^ x1 ^ k0, lo1, hi0 ^ x3 ^ k1, lo0
-        block = (x0, x1, x2, x3)
-        for t in range(min(4, n - start)):
-            out[start + t] = block[t]
+def _threefry2x32(k1, k2, x1, x2):
+    """Threefry-2x32, 20 rounds, on uint64 values below 2**32 (wrapped by masking)."""
+    ks = (k1, k2, k1 ^ k2 ^ _PARITY)
+    x1 = (x1 + k1) & _M32
+    x2 = (x2 + k2) & _M32
+    for i in range(5):
+        for j in range(4):
+            r = _ROT[i % 2, j]
+            x1 = (x1 + x2) & _M32
+            x2 = x1 ^ (((x2 << r) | (x2 >> (_S32 - r))) & _M32)
+        x1 = (x1 + ks[(i + 1) % 3]) & _M32
+        x2 = (x2 + ks[(i + 2) % 3] + np.uint64(i + 1)) & _M32
+    return x1, x2
 
 
 @_register(_P.random_bits_p)
 def _build_random_bits(prim, ins, outs, shape, bit_width):
     key, out = ins[0], outs[0]
-    if bit_width not in (32, 64) or key.dtype != np.uint32:
+    if bit_width not in (8, 16, 32, 64) or key.dtype != np.uint32:
         return None
     n = int(np.prod(shape, dtype=np.int64))
-    nraw = n if bit_width == 64 else (n + 1) // 2
     src = _Src()
     src("def random_bits(key):")
     src.indent()
     batch = key.shape[:-1]
     nkeys = int(np.prod(batch, dtype=np.int64))
     src(f"flat = np.empty(({nkeys}, {n}), {_np_type(out.dtype)})")
-    src(f"raw = np.empty({nraw}, np.uint64)")
     src("b = 0")
     loops = _loops(src, batch)
     lead = [f"i{d}" for d in range(len(batch))]
-    src(f"k = (np.uint64(key{_idx(lead + ['0'])}) << _S32) | np.uint64(key{_idx(lead + ['1'])})")
-    src("_philox_fill(k, raw)")
+    src(f"k1 = np.uint64(key{_idx(lead + ['0'])})")
+    src(f"k2 = np.uint64(key{_idx(lead + ['1'])})")
+    src(f"for j in range({n}):")
+    src("    c = np.uint64(j)")
+    src("    y1, y2 = _threefry2x32(k1, k2, c >> _S32, c & _M32)")
     if bit_width == 64:
-        src(f"for j in range({n}):")
-        src("    flat[b, j] = raw[j]")
+        src("    flat[b, j] = (y1 << _S32) | y2")
     else:
-        src(f"for j in range({n}):")
-        src("    w = raw[j >> 1]")
-        src("    flat[b, j] = np.uint32((w >> _S32) if j & 1 else (w & _M32))")
+        src(f"    flat[b, j] = {_np_type(out.dtype)}((y1 ^ y2) & np.uint64({(1 << bit_width) - 1}))")
     src("b += 1")
     _close(src, loops)
     src(f"return flat.reshape({tuple(out.shape)})")
-    return _compile(src.text(), "random_bits", _philox_fill=_philox_fill, _S32=_S32, _M32=_M32)
+    return _compile(src.text(), "random_bits", _threefry2x32=_threefry2x32, _S32=_S32, _M32=_M32)
 
 
 # ---------------------------------------------------------------------------
