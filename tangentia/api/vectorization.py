@@ -143,7 +143,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                 return [out_axes] * n
             return _broadcast_prefix(out_axes, tree_unflatten(out_tree, [0] * n), "out_axes")
 
-        outs = batching.vmap_flat(flat, leaves, dims, size, out_dims)
+        outs = batching.vmap_flat(flat, leaves, dims, size, out_dims, axis_name=axis_name)
         return tree_unflatten(store["out_tree"], outs)
 
     return vmapped

@@ -6,6 +6,8 @@ primitive's batching rule maps batched inputs to a batched output.
 """
 from __future__ import annotations
 
+import contextvars
+
 import functools
 
 import numpy as np
@@ -21,6 +23,8 @@ from .base_ops import reduce_sum
 
 _set_trace = core._trace_ctx.set
 _reset_trace = core._trace_ctx.reset
+# The axis name of the named vmap whose rule is running (for batch_jaxpr).
+_rule_axis_name = contextvars.ContextVar("tangentia_vmap_axis_name", default=None)
 
 
 class BatchTracer(Tracer):
@@ -63,6 +67,8 @@ class BatchTrace(core.Trace):
         return "vmap"
 
     def process_primitive(self, prim, args, params):
+        if self.axis_name is not None and params.get("axis_name") == self.axis_name:
+            return self._process_collective(prim, args, params)
         vals = []
         dims = []
         batched = False
@@ -85,12 +91,28 @@ class BatchTrace(core.Trace):
         if rule is None:
             raise NotImplementedError(f"batching rule for '{prim.name}' not implemented")
         token = _set_trace(self.parent)
+        # Programs a rule batches (jit, loops) see this trace's axis name too.
+        named = _rule_axis_name.set(self.axis_name) if self.axis_name is not None else None
         try:
             out, out_dim = rule(vals, dims, **params)
         finally:
             _reset_trace(token)
+            if named is not None:
+                _rule_axis_name.reset(named)
         if prim.multiple_results:
             return [o if d is None else BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
+        return out if out_dim is None else BatchTracer(self, out, out_dim)
+
+    def _process_collective(self, prim, args, params):
+        """A collective over this trace's named axis (``lax.psum(x, name)``): its
+        batch rule gets ``axis_size`` and reduces over the batch axis, even when
+        nothing is batched; other names pass through the ordinary path."""
+        vals, dims = zip(*[self.unpack(x) for x in args]) if args else ((), ())
+        token = _set_trace(self.parent)
+        try:
+            out, out_dim = prim.batch(list(vals), list(dims), axis_size=self.axis_size, **params)
+        finally:
+            _reset_trace(token)
         return out if out_dim is None else BatchTracer(self, out, out_dim)
 
     def concrete_value(self, tracer, context):
@@ -245,10 +267,11 @@ def _add_any_batch(args, dims):
 add_any_p.batch = _add_any_batch
 
 
-def vmap_flat(fun, args, in_dims, axis_size, out_dims_fn, tag=None):
+def vmap_flat(fun, args, in_dims, axis_size, out_dims_fn, tag=None, axis_name=None):
     """Run ``fun`` (flat in/out) batched.  ``out_dims_fn(n)`` gives the output
-    axes for ``n`` outputs.  Returns the flat outputs."""
-    trace = BatchTrace(core.current_trace(), axis_size, tag=tag)
+    axes for ``n`` outputs; ``axis_name`` names the batch axis for collectives.
+    Returns the flat outputs."""
+    trace = BatchTrace(core.current_trace(), axis_size, axis_name=axis_name, tag=tag)
     ins = [a if d is None else BatchTracer(trace, a, d) for a, d in zip(args, in_dims)]
     try:
         with set_trace(trace):
@@ -295,7 +318,8 @@ def batch_jaxpr(jaxpr, in_dims, axis_size):
     """A program computing the batched outputs (batch axis 0 on every output).
 
     Returns ``(program, hoisted)`` (see ``partial_eval.trace_to_program``)."""
-    key = ("batch", tuple(in_dims), axis_size)
+    name = _rule_axis_name.get()
+    key = ("batch", tuple(in_dims), axis_size) + ((name,) if name is not None else ())
     hit = jaxpr.cache.get(key)
     if hit is not None:
         return hit
@@ -303,7 +327,7 @@ def batch_jaxpr(jaxpr, in_dims, axis_size):
 
     def fun(*args):
         return vmap_flat(lambda *xs: core.eval_jaxpr(jaxpr, (), *xs), args, in_dims, axis_size,
-                         lambda n: [0] * n)
+                         lambda n: [0] * n, axis_name=name)
 
     return pe.memoize_program(jaxpr.cache, key, pe.trace_to_program(fun, in_avals, name="vmap"))
 
@@ -313,7 +337,8 @@ def batch_jaxpr_natural(jaxpr, in_dims, axis_size):
 
     Returns ``(program, hoisted, out_dims)`` with out_dims entries 0 or None.
     """
-    key = ("batch_natural", tuple(in_dims), axis_size)
+    name = _rule_axis_name.get()
+    key = ("batch_natural", tuple(in_dims), axis_size) + ((name,) if name is not None else ())
     hit = jaxpr.cache.get(key)
     if hit is not None:
         return hit
@@ -321,7 +346,7 @@ def batch_jaxpr_natural(jaxpr, in_dims, axis_size):
     out_dims = []
 
     def fun(*args):
-        trace = BatchTrace(core.current_trace(), axis_size)
+        trace = BatchTrace(core.current_trace(), axis_size, axis_name=name)
         ins = [a if d is None else BatchTracer(trace, a, d) for a, d in zip(args, in_dims)]
         try:
             with set_trace(trace):

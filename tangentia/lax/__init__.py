@@ -10,6 +10,8 @@ from ..primitives.contraction import dot_general
 from ..primitives.elementwise import (abs, add, ceil, cos, cosh, div, eq, exp, expm1, floor, ge,
                                       gt, integer_pow, le, log, log1p, lt, maximum, minimum, mul,
                                       ne, neg, select, sign, sin, sinh, sqrt, sub, tan, tanh)
+from .collectives import (all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin,
+                          ppermute, psum, psum_scatter)
 from .convolution import (conv, conv_dimension_numbers, conv_general_dilated,
                           conv_general_permutations, conv_general_shape_tuple, conv_shape_tuple,
                           conv_transpose, conv_transpose_shape_tuple, conv_with_general_padding,
@@ -52,6 +54,9 @@ __all__ = [
     "reduce_prod", "reduce_sum", "rem", "reshape", "round", "rsqrt", "scan", "select", "sign",
     "sin", "sinh", "slice", "slice_in_dim", "sort", "sqrt", "square", "squeeze", "stop_gradient",
     "sub", "switch", "tan", "tanh", "transpose", "while_loop",
+    # collectives over a named vmap axis
+    "all_gather", "all_to_all", "axis_index", "axis_size", "pmax", "pmean", "pmin", "ppermute",
+    "psum", "psum_scatter",
     # convolutions
     "conv", "conv_dimension_numbers", "conv_general_dilated", "conv_general_permutations",
     "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose",
