@@ -439,3 +439,5 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
 __all__ += ["identity", "tanh", "relu6", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
             "celu", "selu", "glu", "mish", "soft_sign", "squareplus", "sparse_plus",
             "sparse_sigmoid", "log1mexp", "logmeanexp", "standardize", "dot_product_attention"]
+
+from . import initializers  # noqa: E402,F401  (jax.nn.initializers)

@@ -1,0 +1,174 @@
+"""Parameter initializers, mirroring ``jax.nn.initializers``.
+
+    import tangentia.nn.initializers as init   # like: import jax.nn.initializers
+    w = init.glorot_normal()(tangentia.random.PRNGKey(0), (784, 128))
+
+Every initializer is ``init(key, shape, dtype=None) -> array`` (float64 by
+default, as JAX with x64), built on ``tangentia.random`` with JAX's formulas,
+so the same key gives JAX's numbers.  The factories (``uniform``, ``normal``,
+``variance_scaling``, ``glorot_*``, ``orthogonal``, ...) take JAX's arguments.
+Only real (float32/float64) dtypes are supported.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from .. import numpy as tnp
+from .. import random
+
+__all__ = ["zeros", "ones", "constant", "uniform", "normal", "truncated_normal",
+           "variance_scaling", "glorot_uniform", "glorot_normal", "xavier_uniform",
+           "xavier_normal", "lecun_uniform", "lecun_normal", "he_uniform", "he_normal",
+           "kaiming_uniform", "kaiming_normal", "orthogonal", "delta_orthogonal"]
+
+
+def _dtype(name, dtype):
+    dtype = np.dtype(np.float64 if dtype is None else dtype)
+    if dtype.kind != "f" or dtype.itemsize not in (4, 8):
+        raise TypeError(f"{name}: argument 'dtype' must be float32 or float64, got {dtype}")
+    return dtype
+
+
+def _shape(name, shape):
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        return tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"{name}: argument 'shape' must be a tuple of ints, got {shape!r:.60}") from None
+
+
+def zeros(key, shape, dtype=None):
+    """An array of zeros (the key is unused)."""
+    return tnp.zeros(_shape("zeros", shape), _dtype("zeros", dtype))
+
+
+def ones(key, shape, dtype=None):
+    """An array of ones (the key is unused)."""
+    return tnp.ones(_shape("ones", shape), _dtype("ones", dtype))
+
+
+def constant(value, dtype=None):
+    """An initializer filling arrays with ``value``."""
+    def init(key, shape, dtype=dtype):
+        return tnp.full(_shape("constant", shape), value, _dtype("constant", dtype))
+    return init
+
+
+def _scaled(name, sample, scale, default_dtype):
+    """An initializer ``sample(key, shape, dtype) * scale`` (scale cast to dtype first)."""
+    def init(key, shape, dtype=default_dtype):
+        dtype = _dtype(name, dtype)
+        return sample(key, _shape(name, shape), dtype) * tnp.asarray(scale, dtype)
+    init.__name__ = init.__qualname__ = f"{name}_init"
+    return init
+
+
+def uniform(scale=1e-2, dtype=None):
+    """An initializer of uniform samples in ``[0, scale)``."""
+    return _scaled("uniform", random.uniform, scale, dtype)
+
+
+def normal(stddev=1e-2, dtype=None):
+    """An initializer of normal samples with standard deviation ``stddev``."""
+    return _scaled("normal", random.normal, stddev, dtype)
+
+
+def truncated_normal(stddev=1e-2, dtype=None, lower=-2.0, upper=2.0):
+    """An initializer of normal samples truncated to ``[lower, upper]``, times ``stddev``."""
+    return _scaled("truncated_normal",
+                   lambda k, s, d: random.truncated_normal(k, lower, upper, s, d), stddev, dtype)
+
+
+def _compute_fans(shape, in_axis=-2, out_axis=-1, batch_axis=()):
+    if isinstance(in_axis, int) and in_axis == -2 and len(shape) <= 1:
+        raise ValueError(f"variance_scaling: can't compute input and output sizes of a "
+                         f"{len(shape)}-dimensional weights tensor with default in_axis. Must be "
+                         f"at least 2D or specify in_axis explicitly.")
+
+    def size(axes):
+        return shape[axes] if isinstance(axes, int) else math.prod(shape[i] for i in axes)
+    in_size, out_size = size(in_axis), size(out_axis)
+    receptive_field_size = math.prod(shape) / in_size / out_size / size(batch_axis)
+    return in_size * receptive_field_size, out_size * receptive_field_size
+
+
+def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_axis=(),
+                     dtype=None):
+    """JAX's variance-scaling initializer: samples with variance ``scale / fan``.
+
+    ``mode`` is 'fan_in', 'fan_out', 'fan_avg' or 'fan_geo_avg'; ``distribution``
+    is 'truncated_normal' (truncated to 2 standard deviations and rescaled),
+    'normal' or 'uniform'.
+    """
+    if mode not in ("fan_in", "fan_out", "fan_avg", "fan_geo_avg"):
+        raise ValueError(f"invalid mode for variance scaling initializer: {mode}")
+    if distribution not in ("truncated_normal", "normal", "uniform"):
+        raise ValueError(f"invalid distribution for variance scaling initializer: {distribution}")
+
+    def init(key, shape, dtype=dtype):
+        shape = _shape("variance_scaling", shape)
+        dtype = _dtype("variance_scaling", dtype)
+        fan_in, fan_out = _compute_fans(shape, in_axis, out_axis, batch_axis)
+        denominator = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2,
+                       "fan_geo_avg": (fan_in * fan_out) ** 0.5}[mode]
+        variance = tnp.asarray(scale / denominator, dtype)
+        if distribution == "truncated_normal":
+            stddev = tnp.sqrt(variance) / tnp.asarray(.87962566103423978, dtype)
+            return random.truncated_normal(key, -2, 2, shape, dtype) * stddev
+        if distribution == "normal":
+            return random.normal(key, shape, dtype) * tnp.sqrt(variance)
+        return random.uniform(key, shape, dtype, -1) * tnp.sqrt(3 * variance)
+    return init
+
+
+def _variance_family(name, scale, mode, distribution):
+    def factory(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
+        return variance_scaling(scale, mode, distribution, in_axis=in_axis, out_axis=out_axis,
+                                batch_axis=batch_axis, dtype=dtype)
+    factory.__name__ = factory.__qualname__ = name
+    factory.__doc__ = (f"``variance_scaling({scale}, {mode!r}, {distribution!r})`` "
+                       f"(JAX's ``{name}``).")
+    return factory
+
+
+glorot_uniform = xavier_uniform = _variance_family("glorot_uniform", 1.0, "fan_avg", "uniform")
+glorot_normal = xavier_normal = _variance_family("glorot_normal", 1.0, "fan_avg", "truncated_normal")
+lecun_uniform = _variance_family("lecun_uniform", 1.0, "fan_in", "uniform")
+lecun_normal = _variance_family("lecun_normal", 1.0, "fan_in", "truncated_normal")
+he_uniform = kaiming_uniform = _variance_family("he_uniform", 2.0, "fan_in", "uniform")
+he_normal = kaiming_normal = _variance_family("he_normal", 2.0, "fan_in", "truncated_normal")
+
+
+def orthogonal(scale=1.0, column_axis=-1, dtype=None):
+    """An initializer of (scaled) matrices with orthonormal columns along ``column_axis``."""
+    def init(key, shape, dtype=dtype):
+        shape = _shape("orthogonal", shape)
+        dtype = _dtype("orthogonal", dtype)
+        if len(shape) < 2:
+            raise ValueError("orthogonal initializer requires at least a 2D shape")
+        if any(d == 0 for d in shape):
+            return tnp.zeros(shape, dtype)
+        n_rows, n_cols = math.prod(shape) // shape[column_axis], shape[column_axis]
+        q = random.orthogonal(key, n_rows, (), dtype, n_cols)
+        q = tnp.reshape(q, tuple(np.delete(shape, column_axis)) + (shape[column_axis],))
+        return tnp.asarray(scale, dtype) * tnp.moveaxis(q, -1, column_axis)
+    return init
+
+
+def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
+    """An initializer for 3D/4D/5D convolution kernels: an orthogonal matrix at the center tap."""
+    def init(key, shape, dtype=dtype):
+        shape = _shape("delta_orthogonal", shape)
+        dtype = _dtype("delta_orthogonal", dtype)
+        if len(shape) not in (3, 4, 5):
+            raise ValueError("Delta orthogonal initializer requires a 3D, 4D or 5D shape.")
+        if shape[-1] < shape[-2]:
+            raise ValueError("`fan_in` must be less or equal than `fan_out`. ")
+        ortho = orthogonal(scale=scale, column_axis=column_axis, dtype=dtype)(key, shape[-2:])
+        center = tuple((k - 1) // 2 for k in shape[:-2])
+        return tnp.zeros(shape, dtype).at[center].set(ortho)
+    return init
