@@ -17,8 +17,8 @@ import math
 import numpy as np
 import scipy.special as _sc
 
-from .elementwise import (add, div, elementwise, exp, gt, log, log1p, mul, neg, power, select, sign,
-                          sub)
+from .elementwise import (add, complex_, cos, div, elementwise, eq, exp, gt, log, log1p, mul, neg,
+                          power, select, sign, sin, sqrt, sub)
 
 __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "polygamma", "ndtr", "ndtri",
            "log_ndtr", "gamma", "rgamma", "gammasgn", "beta", "betaln", "gammainc", "gammaincc",
@@ -27,7 +27,9 @@ __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "polygamma", "ndtr", "
            "betaln_p", "gammainc_p", "gammaincc_p", "betainc_p", "erfcx_p", "erfcinv", "erfcinv_p",
            "i0", "i0e", "i1", "i1e", "iv", "ive", "jv", "yv", "j0", "j1", "y0", "y1", "zeta",
            "i0_p", "i0e_p", "i1_p", "i1e_p", "iv_p", "ive_p", "jv_p", "yv_p", "j0_p", "j1_p",
-           "y0_p", "y1_p", "zeta_p", "igamma_grad_a_p"]
+           "y0_p", "y1_p", "zeta_p", "igamma_grad_a_p", "exp1", "expi", "expn", "poch",
+           "kl_div", "rel_entr", "hyp1f1", "hyp2f1", "spence", "dawsn", "fresnel_s", "fresnel_c",
+           "sici_si", "sici_ci", "owens_t", "wofz", "sph_harm_y"]
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0
@@ -299,6 +301,190 @@ y1_p = elementwise("y1", _sc.y1, [lambda t, ans, x: mul(t, mul(0.5, sub(y0(x), y
 zeta_p = elementwise("zeta", _sc.zeta, [
     _no_shape_derivative("zeta", "x"),
     lambda t, ans, x, q: mul(t, neg(mul(x, zeta(_order_shift(x, 1), q))))])
+
+
+
+# Exponential integrals: E1' = -exp(-x)/x, Ei' = exp(x)/x, d/dx E_n = -E_{n-1} (n static or
+# an operand without derivative, as in JAX).
+exp1_p = elementwise("exp1", _sc.exp1, [lambda t, ans, x: mul(t, neg(div(exp(neg(x)), x)))])
+expi_p = elementwise("expi", _sc.expi, [lambda t, ans, x: mul(t, div(exp(x), x))])
+expn_p = elementwise("expn", _sc.expn, [
+    None, lambda t, ans, n, x: mul(t, neg(expn(_order_shift(n, -1), x)))])
+
+# poch(z, m) = gamma(z + m) / gamma(z): d/dz = poch (psi(z + m) - psi(z)), d/dm = poch psi(z + m).
+poch_p = elementwise("poch", _sc.poch, [
+    lambda t, ans, z, m: mul(t, mul(ans, sub(digamma(add(z, m)), digamma(z)))),
+    lambda t, ans, z, m: mul(t, mul(ans, digamma(add(z, m))))])
+
+# kl_div(x, y) = x log(x/y) - x + y and rel_entr(x, y) = x log(x/y) (inf off the domain).
+kl_div_p = elementwise("kl_div", _sc.kl_div, [
+    lambda t, ans, x, y: mul(t, log(div(x, y))),
+    lambda t, ans, x, y: mul(t, sub(1.0, div(x, y)))])
+rel_entr_p = elementwise("rel_entr", _sc.rel_entr, [
+    lambda t, ans, x, y: mul(t, add(log(div(x, y)), 1.0)),
+    lambda t, ans, x, y: mul(t, neg(div(x, y)))])
+
+# Hypergeometric functions: d/dx 1F1(a; b; x) = a/b 1F1(a+1; b+1; x),
+# d/dx 2F1(a, b; c; x) = ab/c 2F1(a+1, b+1; c+1; x); not differentiable in the parameters.
+hyp1f1_p = elementwise("hyp1f1", _sc.hyp1f1, [
+    _no_shape_derivative("hyp1f1", "a"), _no_shape_derivative("hyp1f1", "b"),
+    lambda t, ans, a, b, x: mul(t, mul(div(a, b), hyp1f1(_order_shift(a, 1), _order_shift(b, 1),
+                                                         x)))])
+hyp2f1_p = elementwise("hyp2f1", _sc.hyp2f1, [
+    _no_shape_derivative("hyp2f1", "a"), _no_shape_derivative("hyp2f1", "b"),
+    _no_shape_derivative("hyp2f1", "c"),
+    lambda t, ans, a, b, c, x: mul(t, mul(div(mul(a, b), c), hyp2f1(
+        _order_shift(a, 1), _order_shift(b, 1), _order_shift(c, 1), x)))])
+
+# spence(z) = int_1^z log t / (1 - t) dt (SciPy's convention): spence' = log z / (1 - z), -1 at 1.
+def _spence_jvp(t, ans, z):
+    one = eq(z, 1.0)
+    safe = select(one, 2.0, z)
+    return mul(t, select(one, -1.0, div(log(safe), sub(1.0, safe))))
+
+
+spence_p = elementwise("spence", _sc.spence, [_spence_jvp])
+# Dawson's integral: F' = 1 - 2 x F.
+dawsn_p = elementwise("dawsn", _sc.dawsn, [lambda t, ans, x: mul(t, sub(1.0, mul(mul(2.0, x), ans)))])
+
+
+def _fresnel_s(x):
+    return _sc.fresnel(x)[0]
+
+
+def _fresnel_c(x):
+    return _sc.fresnel(x)[1]
+
+
+def _sici_si(x):
+    return _sc.sici(x)[0]
+
+
+def _sici_ci(x):
+    return _sc.sici(x)[1]
+
+
+_HALF_PI = math.pi / 2
+# Fresnel integrals S' = sin(pi x^2 / 2), C' = cos(pi x^2 / 2); Si' = sinc, Ci' = cos(x) / x.
+fresnel_s_p = elementwise("fresnel_s", _fresnel_s,
+                          [lambda t, ans, x: mul(t, sin(mul(_HALF_PI, _sq(x))))])
+fresnel_c_p = elementwise("fresnel_c", _fresnel_c,
+                          [lambda t, ans, x: mul(t, cos(mul(_HALF_PI, _sq(x))))])
+
+
+def _si_jvp(t, ans, x):
+    zero = eq(x, 0.0)
+    safe = select(zero, 1.0, x)
+    return mul(t, select(zero, 1.0, div(sin(safe), safe)))
+
+
+sici_si_p = elementwise("sici_si", _sici_si, [_si_jvp])
+sici_ci_p = elementwise("sici_ci", _sici_ci, [lambda t, ans, x: mul(t, div(cos(x), x))])
+
+
+# Owen's T(h, a): dT/dh = -phi(h) erf(a h / sqrt 2) / 2, dT/da = exp(-h^2 (1 + a^2) / 2) /
+# (2 pi (1 + a^2)).
+def _owens_t_dh(t, ans, h, a):
+    phi = mul(_INV_SQRT_2PI, exp(mul(-0.5, _sq(h))))
+    return mul(t, mul(mul(-0.5, phi), erf(mul(_INV_SQRT2, mul(a, h)))))
+
+
+def _owens_t_da(t, ans, h, a):
+    s = add(1.0, _sq(a))
+    return mul(t, div(exp(mul(mul(-0.5, _sq(h)), s)), mul(2 * math.pi, s)))
+
+
+owens_t_p = elementwise("owens_t", _sc.owens_t, [_owens_t_dh, _owens_t_da])
+
+# Faddeeva w(z) = exp(-z^2) erfc(-iz), holomorphic: w' = -2 z w + 2i/sqrt(pi).
+wofz_p = elementwise("wofz", _sc.wofz, [
+    lambda t, ans, z: mul(t, add(mul(mul(-2.0, z), ans), 1j * _TWO_OVER_SQRT_PI))])
+
+
+def _sph_harm_y(n, m, theta, phi):
+    return _sc.sph_harm_y(n, m, theta, phi)
+
+
+# Spherical harmonics Y_n^m(theta, phi) = c P_n^m(cos theta) e^{i m phi} (SciPy's, with the
+# Condon-Shortley phase): dY/dphi = i m Y, dY/dtheta = m cot(theta) Y
+# + sqrt((n - m)(n + m + 1)) e^{-i phi} Y_n^{m+1}.
+def _sph_dtheta(t, ans, n, m, theta, phi):
+    up = sph_harm_y(n, add(m, 1), theta, phi)
+    k = sqrt(mul(sub(n, m), add(add(n, m), 1)))
+    rot = complex_(cos(phi), neg(sin(phi)))
+    return mul(t, add(mul(div(mul(m, cos(theta)), sin(theta)), ans), mul(mul(k, rot), up)))
+
+
+sph_harm_y_p = elementwise("sph_harm_y", _sph_harm_y, [
+    None, None, _sph_dtheta, lambda t, ans, n, m, theta, phi: mul(t, mul(mul(1j, m), ans))])
+
+
+def exp1(x):
+    return exp1_p.bind(x)
+
+
+def expi(x):
+    return expi_p.bind(x)
+
+
+def expn(n, x):
+    return expn_p.bind(n, x)
+
+
+def poch(z, m):
+    return poch_p.bind(z, m)
+
+
+def kl_div(x, y):
+    return kl_div_p.bind(x, y)
+
+
+def rel_entr(x, y):
+    return rel_entr_p.bind(x, y)
+
+
+def hyp1f1(a, b, x):
+    return hyp1f1_p.bind(a, b, x)
+
+
+def hyp2f1(a, b, c, x):
+    return hyp2f1_p.bind(a, b, c, x)
+
+
+def spence(z):
+    return spence_p.bind(z)
+
+
+def dawsn(x):
+    return dawsn_p.bind(x)
+
+
+def fresnel_s(x):
+    return fresnel_s_p.bind(x)
+
+
+def fresnel_c(x):
+    return fresnel_c_p.bind(x)
+
+
+def sici_si(x):
+    return sici_si_p.bind(x)
+
+
+def sici_ci(x):
+    return sici_ci_p.bind(x)
+
+
+def owens_t(h, a):
+    return owens_t_p.bind(h, a)
+
+
+def wofz(z):
+    return wofz_p.bind(z)
+
+
+def sph_harm_y(n, m, theta, phi):
+    return sph_harm_y_p.bind(n, m, theta, phi)
 
 
 def erfcinv(x):

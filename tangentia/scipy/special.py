@@ -7,7 +7,10 @@ Two kinds of functions live here:
   ``log_ndtr``, ``gamma``, ``rgamma``, ``gammasgn``, ``beta``, ``betaln``,
   ``gammainc``, ``gammaincc``, ``betainc``, ``erfcinv``, the Bessel
   functions ``i0``/``i0e``/``i1``/``i1e``/``iv``/``ive``/``jv``/``yv`` and
-  their integer-order spellings, ``zeta``; see
+  their integer-order spellings, ``zeta``, ``erfcx``, the exponential
+  integrals ``exp1``/``expi``/``expn``, ``poch``, ``kl_div``, ``rel_entr``,
+  ``hyp1f1``/``hyp2f1`` (differentiable in ``x``), ``spence``, ``dawsn``,
+  ``fresnel``, ``sici``, ``owens_t``, ``wofz`` (complex) and ``sph_harm_y``; see
   ``tangentia/primitives/special.py``), which promote
   integer inputs to float64 and check their arguments;
 * functions written with ``tnp`` and given **custom derivative rules** where
@@ -26,6 +29,7 @@ import builtins
 import operator
 
 import numpy as np
+import scipy.special as _scipy_special
 
 from .. import core
 from .. import numpy as tnp
@@ -38,7 +42,10 @@ __all__ = ["expit", "logit", "logsumexp", "xlogy", "xlog1py", "erf", "erfc", "er
            "digamma", "polygamma", "log_ndtr", "ndtr", "ndtri", "softmax", "log_softmax",
            "gamma", "rgamma", "gammasgn", "loggamma", "psi", "beta", "betaln", "gammainc",
            "gammaincc", "betainc", "entr", "multigammaln", "erfcinv", "i0", "i0e", "i1", "i1e",
-           "iv", "ive", "jv", "jn", "j0", "j1", "yv", "yn", "y0", "y1", "zeta"]
+           "iv", "ive", "jv", "jn", "j0", "j1", "yv", "yn", "y0", "y1", "zeta", "erfcx", "exp1",
+           "expi", "expn", "poch", "factorial", "comb", "kl_div", "rel_entr", "hyp1f1", "hyp2f1",
+           "spence", "dawsn", "fresnel", "sici", "owens_t", "bernoulli", "boxcox", "boxcox1p",
+           "wofz", "bessel_jn", "sph_harm_y"]
 
 
 # ---------------------------------------------------------------------------
@@ -614,3 +621,132 @@ def zeta(x, q=None):
     derivative in ``x`` raises ``NotImplementedError`` (as in JAX).
     """
     return _P.zeta(*_promote_all("zeta", ("x", "q"), (x, 1.0 if q is None else q)))
+
+
+erfcx = _unary("erfcx", _P.erfcx, "The scaled complementary error function ``exp(x**2) erfc(x)``.")
+exp1 = _unary("exp1", _P.exp1, "The exponential integral ``E1(x) = int_1^inf exp(-x t) / t dt``.")
+expi = _unary("expi", _P.expi, "The exponential integral ``Ei(x)``.")
+spence = _unary("spence", _P.spence, "Spence's function ``int_1^z log(t) / (1 - t) dt`` "
+                "(SciPy's convention).")
+dawsn = _unary("dawsn", _P.dawsn, "Dawson's integral ``exp(-x**2) int_0^x exp(t**2) dt``.")
+expn = _binary("expn", _P.expn, ("n", "x"), "The generalized exponential integral ``E_n(x)``; "
+               "differentiable in ``x``.")
+poch = _binary("poch", _P.poch, ("z", "m"), "The Pochhammer symbol ``gamma(z + m) / gamma(z)``.")
+kl_div = _binary("kl_div", _P.kl_div, ("p", "q"), "Elementwise ``p log(p / q) - p + q`` "
+                 "(``inf`` outside the domain, as SciPy).")
+rel_entr = _binary("rel_entr", _P.rel_entr, ("p", "q"), "Elementwise relative entropy "
+                   "``p log(p / q)`` (``inf`` outside the domain, as SciPy).")
+owens_t = _binary("owens_t", _P.owens_t, ("h", "a"), "Owen's T function.")
+
+
+def hyp1f1(a, b, x):
+    """The confluent hypergeometric function ``1F1(a; b; x)``; differentiable in ``x``
+    (the derivative in ``a`` and ``b`` raises ``NotImplementedError``)."""
+    return _P.hyp1f1(*_promote_all("hyp1f1", ("a", "b", "x"), (a, b, x)))
+
+
+def hyp2f1(a, b, c, x):
+    """The Gauss hypergeometric function ``2F1(a, b; c; x)``; differentiable in ``x``."""
+    return _P.hyp2f1(*_promote_all("hyp2f1", ("a", "b", "c", "x"), (a, b, c, x)))
+
+
+def fresnel(x):
+    """The Fresnel integrals ``(S(x), C(x))``."""
+    x = _inexact("fresnel", "x", x)
+    return _P.fresnel_s(x), _P.fresnel_c(x)
+
+
+def sici(x):
+    """The sine and cosine integrals ``(Si(x), Ci(x))``."""
+    x = _inexact("sici", "x", x)
+    return _P.sici_si(x), _P.sici_ci(x)
+
+
+def wofz(z):
+    """The Faddeeva function ``exp(-z**2) erfc(-i z)`` (complex; holomorphic derivative)."""
+    z = z if isinstance(z, Tracer) else core.as_array(z, "wofz: argument 'z'")
+    dt = _dtype_of(z)
+    if dt.kind not in "biufc":
+        raise TypeError(f"wofz: argument 'z' must be a numeric array, got dtype {dt}")
+    if dt.kind != "c":
+        z = tnp.astype(z, np.complex64 if dt == np.float32 else np.complex128)
+    return _P.wofz(z)
+
+
+def factorial(n, exact=False):
+    """``n!`` as ``gamma(n + 1)``, 0 for negative ``n`` (``exact=True`` is not supported, as
+    in JAX)."""
+    if exact:
+        raise ValueError("factorial with exact=True is not supported. "
+                         "(tangentia.scipy.special.factorial: argument 'exact' must be False)")
+    n = _inexact("factorial", "n", n)
+    return tnp.where(tnp.less(n, 0), 0.0, _P.gamma(tnp.where(tnp.less(n, 0), 0.0, n) + 1.0))
+
+
+def comb(N, k, *, exact=False, repetition=False):
+    """The binomial coefficient ``N choose k`` via ``gammaln`` (0 where ``k < 0`` or ``k > N``);
+    with ``repetition=True``, ``N + k - 1 choose k``."""
+    if exact:
+        raise ValueError("comb: argument 'exact' must be False (exact integers are not "
+                         "supported, as in JAX)")
+    N, k = _promote_all("comb", ("N", "k"), (N, k))
+    if repetition:
+        N = N + k - 1.0
+    ok = tnp.logical_and(tnp.logical_and(tnp.greater_equal(k, 0), tnp.greater_equal(N, k)),
+                         tnp.greater_equal(N, 0))
+    kk, nn = tnp.where(ok, k, 0.0), tnp.where(ok, N, 0.0)
+    val = tnp.exp(_P.gammaln(nn + 1.0) - _P.gammaln(kk + 1.0) - _P.gammaln(nn - kk + 1.0))
+    return tnp.where(ok, val, 0.0)
+
+
+def bernoulli(n):
+    """The Bernoulli numbers ``B_0 .. B_n`` (``B_1 = -1/2``), as ``scipy.special.bernoulli``;
+    ``n`` is a static integer."""
+    if isinstance(n, Tracer) or not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"bernoulli: argument 'n' must be a static non-negative integer, got {n!r}")
+    if n < 0:
+        raise ValueError(f"bernoulli: argument 'n' must be non-negative, got {n}")
+    return tnp.asarray(_scipy_special.bernoulli(int(n)))
+
+
+def boxcox(x, lmbda):
+    """The Box-Cox transform ``(x**lmbda - 1) / lmbda`` (``log x`` at ``lmbda == 0``);
+    differentiable in both arguments."""
+    x, lmbda = _promote_all("boxcox", ("x", "lmbda"), (x, lmbda))
+    return _boxcox_of_log(tnp.log(x), lmbda)
+
+
+def boxcox1p(x, lmbda):
+    """The Box-Cox transform of ``1 + x``, accurate for small ``x``."""
+    x, lmbda = _promote_all("boxcox1p", ("x", "lmbda"), (x, lmbda))
+    return _boxcox_of_log(tnp.log1p(x), lmbda)
+
+
+def _boxcox_of_log(logx, lmbda):
+    zero = tnp.equal(lmbda, 0)
+    safe = tnp.where(zero, 1.0, lmbda)
+    return tnp.where(zero, logx, tnp.expm1(safe * logx) / safe)
+
+
+def bessel_jn(z, *, v, n_iter=50):
+    """The Bessel functions ``J_0(z) .. J_v(z)`` stacked on a new first axis (JAX's signature;
+    ``n_iter`` is accepted and unused: the values are SciPy's)."""
+    if isinstance(v, Tracer) or not isinstance(v, (int, np.integer)) or v < 0:
+        raise TypeError(f"bessel_jn: argument 'v' must be a static non-negative integer, got {v!r}")
+    z = _inexact("bessel_jn", "z", z)
+    return tnp.stack([_P.jv(np.asarray(float(k), _dtype_of(z)), z) for k in range(int(v) + 1)])
+
+
+def sph_harm_y(n, m, theta, phi, diff_n=None, n_max=None):
+    """The spherical harmonics ``Y_n^m(theta, phi)`` (SciPy's ``sph_harm_y``; ``theta`` polar,
+    ``phi`` azimuthal), complex; differentiable in ``theta`` and ``phi``.  ``n_max`` is
+    accepted and unused; ``diff_n`` must be None or 0."""
+    if diff_n:
+        raise NotImplementedError(f"sph_harm_y: argument 'diff_n' must be None or 0, got {diff_n}")
+    n, m = (tnp.asarray(a) for a in (n, m))
+    for name, a in (("n", n), ("m", m)):
+        if _dtype_of(a).kind not in "iu":
+            raise TypeError(f"sph_harm_y: argument '{name}' must hold integers, got dtype "
+                            f"{_dtype_of(a)}")
+    theta, phi = _promote_all("sph_harm_y", ("theta", "phi"), (theta, phi))
+    return _P.sph_harm_y(tnp.astype(n, np.int64), tnp.astype(m, np.int64), theta, phi)
