@@ -120,3 +120,12 @@ def test_unbound_axis_name_is_jax_name_error():
         tg.jit(lambda x: lax.psum(x, "j"))(1.0)
     with pytest.raises(NameError, match="^unbound axis name: j"):
         named(lambda x: lax.axis_index("j"))(XS)
+
+
+def test_pshuffle_and_pswapaxes():
+    np.testing.assert_array_equal(named(lambda x: lax.pshuffle(x, "i", [2, 0, 1]))(
+        np.arange(3.0)), [2.0, 0.0, 1.0])
+    ys = np.arange(27.0).reshape(3, 3, 3)
+    # element j: out[a, i] = x_i[a, j] (the named axis and axis 1 exchanged)
+    np.testing.assert_array_equal(named(lambda x: lax.pswapaxes(x, "i", 1))(ys),
+                                  np.swapaxes(ys, 0, 2))

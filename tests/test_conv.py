@@ -188,3 +188,13 @@ def test_numba_backend_runs_it_in_object_mode_with_the_same_numbers():
     g = tg.grad(loss, (0, 1))
     for a, b in zip(tg.jit(g, backend="numba")(x, w), tg.jit(g, backend="numpy")(x, w)):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+
+
+def test_patches_are_the_windows_a_convolution_sees():
+    x = RNG.normal(size=(2, 3, 5, 4))
+    patches = lax.conv_general_dilated_patches(x, (2, 3), (1, 2), "SAME", rhs_dilation=(1, 2))
+    assert patches.shape == (2, 18, 5, 2)
+    w = RNG.normal(size=(4, 3, 2, 3))
+    conv = lax.conv_general_dilated(x, w, (1, 2), "SAME", rhs_dilation=(1, 2))
+    np.testing.assert_allclose(np.einsum("nphw,op->nohw", patches, w.reshape(4, -1)), conv,
+                               atol=1e-12)

@@ -341,3 +341,19 @@ def test_scatter_set_sub_apply_and_derivatives():
                                   np.stack([lax.scatter(G, SI[1:], u, SDN) for u in us[:, 1:]]))
     with pytest.raises(TypeError, match="scatter_add: the scatter dimensions of updates"):
         lax.scatter_add(G, SI, SU[:2], SDN)
+
+
+def test_remaining_cpu_trivial_names():
+    ints = np.array([np.iinfo(np.int64).min, -7, 3, np.iinfo(np.int64).max], np.int64)
+    other = np.array([np.iinfo(np.int64).min, 2**40 + 3, -(2**62), np.iinfo(np.int64).max])
+    want = [(int(a) * int(b)) >> 64 for a, b in zip(ints, other)]  # exact, Python integers
+    assert lax.mulhi(ints, other).tolist() == want
+    u = np.array([2**32 - 1, 12345], np.uint32)
+    assert lax.mulhi(u, u).tolist() == [(int(a) * int(a)) >> 32 for a in u]
+    vals, idx = lax.approx_max_k(np.array([3.0, 1, 4, 1, 5]), 2)
+    assert vals.tolist() == [5.0, 4.0] and idx.tolist() == [4, 2]
+    vals, idx = lax.approx_min_k(np.array([3.0, 1, 4, 1, 5]), 2)
+    assert vals.tolist() == [1.0, 1.0] and idx.tolist() == [1, 3]
+    assert lax.platform_dependent(2.0, cpu=lambda x: x + 1, default=lambda x: x) == 3.0
+    assert lax.composite(tnp.sin, "my.sin")(0.0) == 0.0
+    assert lax.broadcast_like(np.arange(3), np.zeros((2, 3))).shape == (2, 3)

@@ -11,8 +11,9 @@ from ..primitives.elementwise import (abs, add, ceil, cos, cosh, div, eq, exp, e
                                       gt, integer_pow, le, log, log1p, lt, maximum, minimum, mul,
                                       ne, neg, select, sign, sin, sinh, sqrt, sub, tan, tanh)
 from .collectives import (all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin,
-                          ppermute, psum, psum_scatter)
+                          ppermute, pshuffle, psum, psum_scatter, pswapaxes)
 from .convolution import (conv, conv_dimension_numbers, conv_general_dilated,
+                          conv_general_dilated_patches,
                           conv_general_permutations, conv_general_shape_tuple, conv_shape_tuple,
                           conv_transpose, conv_transpose_shape_tuple, conv_with_general_padding,
                           padtype_to_pads)
@@ -26,11 +27,14 @@ from .enums import (AccuracyMode, ConvDimensionNumbers, ConvGeneralDilatedDimens
 from .numeric import (acos, acosh, argmax, argmin, asin, asinh, atan, atanh, bessel_i0e,
                       bessel_i1e, betainc, bitcast_convert_type, bitwise_and, bitwise_not,
                       bitwise_or, bitwise_xor, cbrt, clz, digamma, dtype, erf_inv, erfc, exp2,
-                      igamma, igamma_grad_a, igammac, is_finite, lgamma, max, min, nextafter,
+                      igamma, igamma_grad_a, igammac, is_finite, lgamma, max, min, mulhi,
+                      nextafter,
                       polygamma, population_count, reciprocal, reduce_and, reduce_or,
                       reduce_precision, reduce_xor, round, shift_left, shift_right_arithmetic,
                       shift_right_logical, zeta)
-from .shaping import (associative_scan, batch_matmul, broadcast_shapes, broadcast_to_rank,
+from .shaping import (approx_max_k, approx_min_k, associative_scan, batch_matmul,
+                      broadcast_like, broadcast_shapes, broadcast_to_rank, composite,
+                      platform_dependent,
                       broadcasted_iota, collapse, cumlogsumexp, empty, index_in_dim, index_take,
                       iota, optimization_barrier, pad, rev, select_n, sort_key_val, split, stack,
                       tile, top_k, unstack, with_sharding_constraint)
@@ -56,9 +60,10 @@ __all__ = [
     "sub", "switch", "tan", "tanh", "transpose", "while_loop",
     # collectives over a named vmap axis
     "all_gather", "all_to_all", "axis_index", "axis_size", "pmax", "pmean", "pmin", "ppermute",
-    "psum", "psum_scatter",
+    "pshuffle", "psum", "psum_scatter", "pswapaxes",
     # convolutions
-    "conv", "conv_dimension_numbers", "conv_general_dilated", "conv_general_permutations",
+    "conv", "conv_dimension_numbers", "conv_general_dilated", "conv_general_dilated_patches",
+    "conv_general_permutations",
     "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose",
     "conv_transpose_shape_tuple", "conv_with_general_padding", "padtype_to_pads",
     # gather/scatter
@@ -75,11 +80,13 @@ __all__ = [
     "acos", "acosh", "argmax", "argmin", "asin", "asinh", "atan", "atanh", "bessel_i0e",
     "bessel_i1e", "betainc", "bitcast_convert_type", "bitwise_and", "bitwise_not", "bitwise_or",
     "bitwise_xor", "cbrt", "clz", "digamma", "dtype", "erf_inv", "erfc", "exp2", "igamma",
-    "igamma_grad_a", "igammac", "is_finite", "lgamma", "max", "min", "nextafter", "polygamma",
+    "igamma_grad_a", "igammac", "is_finite", "lgamma", "max", "min", "mulhi", "nextafter",
+    "polygamma",
     "population_count", "reciprocal", "reduce_and", "reduce_or", "reduce_precision",
     "reduce_xor", "shift_left", "shift_right_arithmetic", "shift_right_logical", "zeta",
     # shaping
-    "associative_scan", "batch_matmul", "broadcast_shapes", "broadcast_to_rank",
+    "approx_max_k", "approx_min_k", "associative_scan", "batch_matmul", "broadcast_like",
+    "broadcast_shapes", "broadcast_to_rank", "composite", "platform_dependent",
     "broadcasted_iota", "collapse", "cumlogsumexp", "empty", "index_in_dim", "index_take", "iota",
     "optimization_barrier", "pad", "rev", "select_n", "sort_key_val", "split", "stack", "tile",
     "top_k", "unstack", "with_sharding_constraint",

@@ -387,3 +387,17 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
         oshape = core.get_aval(out).shape
         return S.reshape(out, oshape[:c] + (oshape[c] * oshape[c + 1],) + oshape[c + 2:])
     return tree_map(one, x)
+
+
+def pshuffle(x, axis_name, perm):
+    """Element ``i`` receives ``x`` of element ``perm[i]`` (``jax.lax.pshuffle``)."""
+    perm = [int(p) for p in perm]
+    if set(perm) != set(range(len(perm))):
+        raise ValueError(f"`perm` does not represent a permutation: {perm}")
+    return ppermute(x, axis_name, list(zip(perm, range(len(perm)))))
+
+
+def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
+    """Swap the named axis with data axis ``axis`` (``all_to_all`` with ``split_axis ==
+    concat_axis == axis``)."""
+    return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)

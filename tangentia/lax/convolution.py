@@ -231,3 +231,24 @@ def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
     space = [(i - 1) * s - k + 2 + e for i, k, s, e in zip(lt[2:], rt[2:], window_strides, extra)]
     out = (lt[0], rt[0]) + tuple(space)
     return tuple(out[i] for i in np.argsort(op))
+
+
+def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs_dilation=None,
+                                 rhs_dilation=None, dimension_numbers=None, precision=None,
+                                 preferred_element_type=None):
+    """The patches a convolution with a kernel of ``filter_shape`` sees, flattened into
+    the feature dimension (channel-major, ``jax.lax.conv_general_dilated_patches``):
+    a grouped convolution with one-hot kernels, as JAX's."""
+    x = lhs if isinstance(lhs, core.Tracer) else np.asarray(lhs)
+    filter_shape = tuple(int(k) for k in filter_shape)
+    ls = _aval(x).shape
+    dn = conv_dimension_numbers(ls, (1, 1) + filter_shape, dimension_numbers)
+    size = int(np.prod(filter_shape))
+    channels = ls[dn.lhs_spec[1]]
+    eye = np.eye(size, dtype=_aval(x).dtype)
+    rhs = np.broadcast_to(eye, (channels, size, size)).reshape((channels * size, 1)
+                                                               + filter_shape)
+    rhs = np.moveaxis(rhs, (0, 1), (dn.rhs_spec[0], dn.rhs_spec[1]))
+    return conv_general_dilated(x, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dn,
+                                feature_group_count=channels,
+                                preferred_element_type=preferred_element_type)

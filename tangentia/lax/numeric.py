@@ -82,9 +82,10 @@ def dtype(x):
 
 
 def _reduce_precision_change(x, exponent_bits, mantissa_bits):
-    """How much ``x`` changes (0 where not finite) when rounded (half to even) to ``mantissa_bits`` fraction bits, values past the
-    largest finite number of the format becoming infinite and those below its
-    smallest normal number flushed to (signed) zero, as XLA's ReducePrecision."""
+    """How much ``x`` changes (0 where not finite) when rounded (half to even) to
+    ``mantissa_bits`` fraction bits, values past the largest finite number of the
+    format becoming infinite and those below its smallest normal number flushed
+    to (signed) zero, as XLA's ReducePrecision."""
     emax = 2 ** (exponent_bits - 1) - 1
     finite = NE.isfinite(x)
     safe = E.select(finite, x, np.zeros((), _dtype(x)))
@@ -281,3 +282,26 @@ def _logical_reduce(fname, prim, ufunc):
 reduce_and = _logical_reduce("reduce_and", R.reduce_and_p, np.bitwise_and)
 reduce_or = _logical_reduce("reduce_or", R.reduce_or_p, np.bitwise_or)
 reduce_xor = _logical_reduce("reduce_xor", None, np.bitwise_xor)
+
+
+def _mulhi_kernel(x, y):
+    x, y = np.asarray(x), np.asarray(y)
+    bits = 8 * x.dtype.itemsize
+    if bits == 64:  # exact 128-bit product from 32-bit halves
+        ux, uy = _unsigned(x).astype(np.uint64), _unsigned(y).astype(np.uint64)
+        mask = np.uint64(0xFFFFFFFF)
+        a, b = ux >> np.uint64(32), ux & mask
+        c, d = uy >> np.uint64(32), uy & mask
+        mid = (b * d >> np.uint64(32)) + (a * d & mask) + (b * c & mask)
+        high = a * c + (a * d >> np.uint64(32)) + (b * c >> np.uint64(32)) + (mid >> np.uint64(32))
+        if x.dtype.kind == "i":  # signed: subtract the sign corrections
+            high = high - np.where(x < 0, uy, 0).astype(np.uint64) \
+                - np.where(y < 0, ux, 0).astype(np.uint64)
+        return high.view(x.dtype) if x.dtype.kind == "i" else high
+    wide = np.int64 if x.dtype.kind == "i" else np.uint64
+    return ((x.astype(wide) * y.astype(wide)) >> bits).astype(x.dtype)
+
+
+def mulhi(x, y, /):
+    """The high half of the bits of ``x * y`` for integers (``jax.lax.mulhi``)."""
+    return _bits_call("mulhi", _mulhi_kernel, None, x, y)

@@ -70,6 +70,41 @@ def broadcast_shapes(*shapes):
     return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
 
 
+def broadcast_like(arr, like_arr):
+    """``arr`` broadcast to the shape of ``like_arr`` (``jax.lax.broadcast_like``)."""
+    return S.broadcast_to(_array(arr), _shape(like_arr))
+
+
+def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True):
+    """The ``k`` largest entries along ``reduction_dimension`` and their indices; exact
+    on the CPU, as JAX's (``jax.lax.approx_max_k``)."""
+    return top_k(operand, k, axis=reduction_dimension)
+
+
+def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True):
+    """The ``k`` smallest entries along ``reduction_dimension`` and their indices; exact
+    on the CPU, as JAX's (``jax.lax.approx_min_k``)."""
+    values, idx = top_k(E.neg(_array(operand)), k, axis=reduction_dimension)
+    return E.neg(values), idx
+
+
+def platform_dependent(*args, default=None, **per_platform):
+    """Call the ``cpu`` branch (else ``default``) with ``args``: the one platform here."""
+    fn = per_platform.get("cpu", default)
+    if fn is None:
+        raise NotImplementedError("platform_dependent: no branch for the 'cpu' platform and no "
+                                  "default")
+    return fn(*args)
+
+
+def composite(decomposition, name, version=0):
+    """``decomposition`` itself: a composite is its decomposition on the CPU
+    (``jax.lax.composite``)."""
+    return decomposition
+
+
 def broadcast_to_rank(x, rank):
     """``x`` with leading axes of size 1 up to ``rank`` dimensions."""
     shape = _shape(x)
