@@ -3,10 +3,19 @@
 All functions accept stacks of matrices (leading batch dimensions) and work
 under ``grad``, ``jvp``, ``vmap`` and ``jit``.  ``overwrite_*`` and
 ``check_finite`` arguments are accepted for compatibility and ignored.
+
+Special matrices: those built from arrays (``toeplitz``, ``hankel``,
+``circulant``, ``companion``, ``fiedler``, ``fiedler_companion``, ``leslie``,
+``block_diag``, ``convolution_matrix``) gather their entries with static
+indices, so they are differentiable; those given by a size (``dft``,
+``hadamard``, ``hilbert``, ``invhilbert``, ``pascal``, ``invpascal``,
+``helmert``) are SciPy's constants.  ``hessenberg``, ``funm`` and
+``rsf2csf`` run SciPy through ``pure_callback`` (not differentiable).
 """
 from __future__ import annotations
 
 import numpy as _np
+import scipy.linalg as _sla
 
 import tangentia.numpy as _tnp
 
@@ -19,7 +28,10 @@ from ..primitives.callback import pure_callback as _pure_callback
 __all__ = ["LinAlgError", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "eigvalsh",
            "expm", "expm_frechet", "inv", "lu", "lu_factor", "lu_solve", "norm", "polar", "qr",
            "logm", "schur", "solve", "sqrtm", "solve_banded", "solve_sylvester", "solve_triangular", "svd",
-           "svdvals"]
+           "svdvals", "block_diag", "toeplitz", "hankel", "circulant", "companion",
+           "convolution_matrix", "dft", "hadamard", "hilbert", "invhilbert", "pascal", "invpascal",
+           "leslie", "helmert", "fiedler", "fiedler_companion", "hessenberg", "eigh_tridiagonal",
+           "funm", "qr_multiply", "rsf2csf"]
 
 
 def _aval(x):
@@ -479,3 +491,299 @@ def expm_frechet(A, E, method=None, compute_expm=True, check_finite=True):
         return _L.expm_p.bind(A), frechet
     return frechet
 
+
+
+# ---------------------------------------------------------------------------
+# Special matrices
+
+
+def _vector(fname, argname, x):
+    """``x`` as a 1-D array (scalars become length 1), promoted as NumPy does."""
+    x = x if isinstance(x, _core.Tracer) else _tnp.asarray(x)
+    if _aval(x).ndim > 1:
+        raise ValueError(f"{fname}: argument '{argname}' must be 1-D, got shape {_aval(x).shape}")
+    return _tnp.reshape(x, (-1,))
+
+
+def _gather(vals, idx):
+    """``vals[..., idx]`` for a static integer index array ``idx``."""
+    return _tnp.take(vals, _np.asarray(idx, _np.intp), axis=-1)
+
+
+def _static_size(fname, n):
+    if isinstance(n, _core.Tracer) or not isinstance(n, (int, _np.integer)) or n < 0:
+        raise TypeError(f"{fname}: argument 'n' must be a static non-negative integer, got {n!r}")
+    return int(n)
+
+
+def toeplitz(c, r=None):
+    """The Toeplitz matrix with first column ``c`` and first row ``r`` (``conj(c)`` by
+    default; ``r[..., 0]`` is ignored).  Leading dimensions of ``c`` and ``r`` are batch
+    dimensions (as in JAX)."""
+    c = c if isinstance(c, _core.Tracer) else _tnp.asarray(c)
+    r = _tnp.conj(c) if r is None else (r if isinstance(r, _core.Tracer) else _tnp.asarray(r))
+    c, r = _tnp.atleast_1d(c), _tnp.atleast_1d(r)
+    n, m = _aval(c).shape[-1], _aval(r).shape[-1]
+    batch = _np.broadcast_shapes(_aval(c).shape[:-1], _aval(r).shape[:-1])
+    c, r = (_tnp.broadcast_to(v, batch + (k,)) for v, k in ((c, n), (r, m)))
+    vals = _tnp.concatenate([_tnp.flip(c, -1), r[..., 1:]], axis=-1)
+    return _gather(vals, n - 1 - _np.arange(n)[:, None] + _np.arange(m)[None, :])
+
+
+def hankel(c, r=None):
+    """The Hankel matrix with first column ``c`` and last row ``r`` (zeros by default;
+    ``r[0]`` is ignored)."""
+    c = _vector("hankel", "c", c)
+    r = _tnp.zeros_like(c) if r is None else _vector("hankel", "r", r)
+    n, m = _aval(c).shape[0], _aval(r).shape[0]
+    vals = _tnp.concatenate([c, r[1:]])
+    return _gather(vals, _np.arange(n)[:, None] + _np.arange(m)[None, :])
+
+
+def circulant(c):
+    """The circulant matrix with first column ``c`` (leading dimensions batch)."""
+    c = _tnp.atleast_1d(c if isinstance(c, _core.Tracer) else _tnp.asarray(c))
+    n = _aval(c).shape[-1]
+    return _gather(c, (_np.arange(n)[:, None] - _np.arange(n)[None, :]) % n)
+
+
+def companion(a):
+    """The companion matrix of the polynomial with coefficients ``a`` (highest first)."""
+    a = _vector("companion", "a", a)
+    n = _aval(a).shape[0]
+    if n < 2:
+        raise ValueError(f"companion: argument 'a' must have at least two coefficients, got {n}")
+    first = -a[1:] / a[0]
+    below = _np.eye(n - 2, n - 1, dtype=_aval(first).dtype)
+    return _tnp.concatenate([first[None, :], below], axis=0)
+
+
+def fiedler(a):
+    """The symmetric Fiedler matrix ``|a[i] - a[j]|``."""
+    a = _vector("fiedler", "a", a)
+    return _tnp.abs(a[:, None] - a[None, :])
+
+
+def fiedler_companion(a):
+    """The Fiedler companion matrix of the polynomial ``a`` (highest coefficient first)."""
+    a = _vector("fiedler_companion", "a", a)
+    k = _aval(a).shape[0]
+    if k < 2:
+        raise ValueError(f"fiedler_companion: argument 'a' must have at least two "
+                         f"coefficients, got {k}")
+    a = a / a[0]
+    n = k - 1
+    if n == 1:
+        return _tnp.reshape(-a[1], (1, 1))
+    # SciPy's layout: each entry is 0, 1 or -a[j]; vals[0] = 0, vals[1] = 1, vals[j + 1] = -a[j].
+    src = _np.zeros((n, n), _np.intp)
+    src[range(3, n, 2), range(1, n - 2, 2)] = 1
+    src[range(2, n, 2), range(1, n - 1, 2)] = _np.arange(3, k, 2) + 1
+    src[range(0, n - 2, 2), range(2, n, 2)] = 1
+    src[range(0, n - 1, 2), range(1, n, 2)] = _np.arange(2, k, 2) + 1
+    src[0, 0], src[1, 0] = 2, 1
+    vals = _tnp.concatenate([_tnp.array([0.0, 1.0], _aval(a).dtype), -a[1:]])
+    return _gather(vals, src)
+
+
+def leslie(f, s):
+    """The Leslie matrix: fecundities ``f`` in the first row, survivals ``s`` below the
+    diagonal."""
+    f, s = _vector("leslie", "f", f), _vector("leslie", "s", s)
+    n = _aval(f).shape[0]
+    if _aval(s).shape[0] != n - 1:
+        raise ValueError(f"leslie: argument 's' must have length len(f) - 1 = {n - 1}, got "
+                         f"{_aval(s).shape[0]}")
+    dt = _np.result_type(_aval(f).dtype, _aval(s).dtype, _np.float64 if _aval(f).dtype.kind in
+                         "biu" else _aval(f).dtype)
+    vals = _tnp.concatenate([_tnp.zeros(1, dt), _tnp.astype(f, dt), _tnp.astype(s, dt)])
+    src = _np.zeros((n, n), _np.intp)
+    src[0] = 1 + _np.arange(n)
+    src[_np.arange(1, n), _np.arange(n - 1)] = 1 + n + _np.arange(n - 1)
+    return _gather(vals, src)
+
+
+def block_diag(*arrs):
+    """The block-diagonal matrix of ``arrs`` (each scalar, 1-D as a row, or 2-D)."""
+    if not arrs:
+        return _tnp.zeros((1, 0))
+    arrs = [_tnp.atleast_2d(a if isinstance(a, _core.Tracer) else _tnp.asarray(a)) for a in arrs]
+    for i, a in enumerate(arrs):
+        if _aval(a).ndim != 2:
+            raise ValueError(f"block_diag: argument {i} must have at most 2 dimensions, got shape "
+                             f"{_aval(a).shape}")
+    dt = _np.result_type(*[_aval(a).dtype for a in arrs])
+    cols = sum(_aval(a).shape[1] for a in arrs)
+    rows, left = [], 0
+    for a in arrs:
+        r, c = _aval(a).shape
+        rows.append(_tnp.pad(_tnp.astype(a, dt), ((0, 0), (left, cols - left - c))))
+        left += c
+    return _tnp.concatenate(rows, axis=0)
+
+
+def convolution_matrix(a, n, mode="full"):
+    """The matrix ``A`` with ``A @ v == convolve(a, v, mode)`` for ``v`` of length ``n``."""
+    a = _vector("convolution_matrix", "a", a)
+    n = _static_size("convolution_matrix", n)
+    m = _aval(a).shape[0]
+    if n <= 0 or m == 0:
+        raise ValueError(f"convolution_matrix: need len(a) > 0 and n > 0, got {m} and {n}")
+    if mode not in ("full", "same", "valid"):
+        raise ValueError(f"convolution_matrix: argument 'mode' must be 'full', 'same' or "
+                         f"'valid', got {mode!r}")
+    az = _tnp.pad(a, (0, n - 1))
+    raz = _tnp.pad(_tnp.flip(a), (0, n - 1))
+    if mode == "full":
+        col0, row0 = az, raz[_aval(raz).shape[0] - n:]
+    else:
+        trim = min(n, m) - 1
+        tb = trim // 2 if mode == "same" else trim
+        te = trim - tb if mode == "same" else trim
+        size = _aval(az).shape[0]
+        col0 = az[tb:size - te]
+        row0 = raz[size - n - tb:size - tb]
+    return toeplitz(col0, row0)
+
+
+def dft(n, scale=None, *, dtype=None):
+    """The discrete Fourier transform matrix (``scale``: None, 'sqrtn' or 'n')."""
+    n = _static_size("dft", n)
+    if scale not in (None, "sqrtn", "n"):
+        raise ValueError(f"dft: argument 'scale' must be None, 'sqrtn' or 'n', got {scale!r}")
+    k = _np.arange(n)
+    m = _np.exp(-2j * _np.pi * _np.outer(k, k) / n)
+    if scale == "sqrtn":
+        m = m / _np.sqrt(n)
+    elif scale == "n":
+        m = m / n
+    return _tnp.asarray(m.astype(dtype or _np.complex128))
+
+
+def hadamard(n, dtype=int):
+    """The Hadamard matrix of order ``n`` (a power of 2)."""
+    return _tnp.asarray(_sla.hadamard(_static_size("hadamard", n), dtype=dtype))
+
+
+def hilbert(n):
+    """The Hilbert matrix ``1 / (i + j + 1)``."""
+    return _tnp.asarray(_sla.hilbert(_static_size("hilbert", n)))
+
+
+def invhilbert(n):
+    """The inverse of the Hilbert matrix (SciPy's, in float64)."""
+    return _tnp.asarray(_sla.invhilbert(_static_size("invhilbert", n)).astype(_np.float64))
+
+
+def pascal(n, kind=None):
+    """The Pascal matrix (``kind``: 'symmetric' (default), 'lower' or 'upper'), exact in
+    float64."""
+    return _tnp.asarray(_sla.pascal(_static_size("pascal", n), kind or "symmetric",
+                                    exact=False).astype(_np.float64))
+
+
+def invpascal(n, kind=None):
+    """The inverse of the Pascal matrix, exact in float64."""
+    return _tnp.asarray(_sla.invpascal(_static_size("invpascal", n), kind or "symmetric",
+                                       exact=True).astype(_np.float64))
+
+
+def helmert(n, full=False):
+    """The Helmert matrix of order ``n`` (without its first row unless ``full``)."""
+    return _tnp.asarray(_sla.helmert(_static_size("helmert", n), full=full))
+
+
+# ---------------------------------------------------------------------------
+# Decompositions through SciPy
+
+
+def _square_2d(fname, a):
+    a, = _inexact(a)
+    _check_square(fname, a)
+    if _aval(a).ndim != 2:
+        raise ValueError(f"{fname}: argument 'a' must be a 2-D array, got shape {_aval(a).shape}")
+    return a
+
+
+def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
+    """The Hessenberg form ``h`` of ``a`` (and ``q`` with ``a = q h q^H`` when ``calc_q``),
+    SciPy's, through ``pure_callback``; not differentiable."""
+    a = _square_2d("hessenberg", a)
+    shape = _core.ShapedArray(_aval(a).shape, _aval(a).dtype)
+    if not calc_q:
+        return _pure_callback(lambda m: _sla.hessenberg(m).astype(shape.dtype), shape, a,
+                              vmap_method="sequential")
+    return tuple(_pure_callback(
+        lambda m: tuple(x.astype(shape.dtype) for x in _sla.hessenberg(m, calc_q=True)),
+        (shape, shape), a, vmap_method="sequential"))
+
+
+def rsf2csf(T, Z, check_finite=True):
+    """The complex Schur form from the real one (``schur(a)``'s ``t, z``), SciPy's, through
+    ``pure_callback``; not differentiable."""
+    T, Z = _inexact(T, Z)
+    _check_square("rsf2csf", T, "T")
+    dt = _np.result_type(_aval(T).dtype, _np.complex64)
+    shape = _core.ShapedArray(_aval(T).shape, dt)
+    return tuple(_pure_callback(
+        lambda t, z: tuple(x.astype(dt) for x in _sla.rsf2csf(t, z)), (shape, shape), T, Z,
+        vmap_method="sequential"))
+
+
+def funm(A, func, disp=True):
+    """The matrix function of ``A`` defined by the scalar function ``func`` (SciPy's
+    Schur-Parlett algorithm, through ``pure_callback``; not differentiable).  The result is
+    complex, as JAX's.  With ``disp=False`` also returns SciPy's error estimate."""
+    A = _square_2d("funm", A)
+    dt = _np.result_type(_aval(A).dtype, _np.complex64)
+    out = _core.ShapedArray(_aval(A).shape, dt)
+
+    def run(m):
+        f, err = _sla.funm(m, lambda x: _np.asarray(func(x)), disp=False)
+        return _np.asarray(f).astype(dt), _np.asarray(err, _np.float64)
+
+    f, err = _pure_callback(run, (out, _core.ShapedArray((), _np.float64)), A,
+                            vmap_method="sequential")
+    return f if disp else (f, err)
+
+
+def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a=False,
+                overwrite_c=False):
+    """``(c @ q, r)`` (``mode='right'``) or ``(q @ c, r)`` (``'left'``) with the economic QR
+    decomposition ``a = q r``; differentiable."""
+    if pivoting:
+        raise NotImplementedError("qr_multiply: pivoting=True is not supported")
+    if mode not in ("left", "right"):
+        raise ValueError(f"qr_multiply: argument 'mode' must be 'left' or 'right', got {mode!r}")
+    a, c = _inexact(a, c)
+    _check_matrix("qr_multiply", a)
+    q, r = _L.qr_p.bind(a, full_matrices=False)
+    if conjugate:
+        q = _tnp.conj(q)
+    vec = _aval(c).ndim == 1
+    if mode == "left":
+        cq = _tnp.matmul(q, c[:, None] if vec else c)
+    else:
+        cq = _tnp.matmul(c[None, :] if vec else c, q)
+    return (_tnp.reshape(cq, (-1,)) if vec else cq), r
+
+
+def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None, tol=None,
+                     key=None):
+    """Eigenvalues (and eigenvectors) of the symmetric tridiagonal matrix with diagonal ``d``
+    and off-diagonal ``e``, through the dense ``eigh`` (differentiable).  ``select``: 'a'
+    (all) or 'i' (indices ``select_range = (lo, hi)``, inclusive)."""
+    d, e = _inexact(_vector("eigh_tridiagonal", "d", d), _vector("eigh_tridiagonal", "e", e))
+    n = _aval(d).shape[0]
+    if _aval(e).shape[0] != n - 1:
+        raise ValueError(f"eigh_tridiagonal: argument 'e' must have length len(d) - 1 = {n - 1}, "
+                         f"got {_aval(e).shape[0]}")
+    if select not in ("a", "i"):
+        raise NotImplementedError(f"eigh_tridiagonal: select={select!r} is not supported (use "
+                                  "'a' or 'i')")
+    m = _tnp.diag(d) + _tnp.diag(e, 1) + _tnp.diag(_tnp.conj(e), -1)
+    lo, hi = (0, n - 1) if select == "a" else (int(select_range[0]), int(select_range[1]))
+    if eigvals_only:
+        return _nla.eigvalsh(m)[lo:hi + 1]
+    w, v = _nla.eigh(m)
+    return w[lo:hi + 1], v[:, lo:hi + 1]
