@@ -4,7 +4,8 @@ Every ```python block of every ``docs/*.md`` page runs, page by page, in one
 fresh namespace per page (blocks in order, as a reader would paste them), with
 matplotlib on its Agg backend (no windows).  A block followed directly by a
 ```text block must print exactly that text (trailing spaces aside): the
-numbers shown on the pages are the numbers the code gives.  Blocks marked
+numbers shown on the pages are the numbers the code gives.  The DOT text of a
+committed picture must equal what the page's code writes today.  Blocks marked
 ```python no-run are shown but not run (examples that need a cluster).
 
 A second test builds the site with ``sphinx -W`` (warnings are errors) when
@@ -79,6 +80,12 @@ def test_page_examples_run(page, tmp_path, monkeypatch):
     (tmp_path / "_static").mkdir()
     monkeypatch.chdir(tmp_path)               # pages save their pictures under _static/
     run_page(page, text)
+    # A committed picture drawn from DOT text must still show today's program.
+    for made in sorted((tmp_path / "_static").glob("*.dot")):
+        with open(os.path.join(DOCS, "_static", made.name), encoding="utf-8") as f:
+            assert made.read_text(encoding="utf-8") == f.read(), (
+                f"docs/{page} now draws a different program than docs/_static/{made.name}; "
+                f"regenerate the committed pictures: python tests/test_docs.py {page}")
 
 
 def run_page(page, text):
