@@ -40,7 +40,7 @@ import dataclasses
 import functools
 import operator
 from itertools import islice
-from typing import Any, Callable, Hashable, Iterable, NamedTuple
+from typing import Any, Callable, Hashable, Iterable, NamedTuple, Tuple, TypeVar
 
 import numpy as np
 
@@ -74,6 +74,14 @@ __all__ = [
     "tree_flatten_with_path",
     "tree_leaves_with_path",
     "tree_map_with_path",
+    "KeyEntry",
+    "KeyPath",
+    "default_registry",
+    "flatten_one_level",
+    "flatten_one_level_with_keys",
+    "is_tree_node",
+    "tree_broadcast",
+    "tree_reduce_associative",
 ]
 
 
@@ -1175,3 +1183,118 @@ def tree_map_with_path(f: Callable[..., Any], tree, *rest,
     others = _flatten_rest(treedef, rest, "tree_map_with_path")
     new = [f(p, x, *xs) for (p, x), *xs in zip(path_leaves, *others)]
     return treedef.unflatten(new)
+
+
+# ---------------------------------------------------------------------------
+# One level at a time, broadcasting, parallel reduction
+# ---------------------------------------------------------------------------
+
+KeyEntry = TypeVar("KeyEntry", bound=Any)
+"""The type of one step of a key path (``SequenceKey``, ``DictKey``, ...)."""
+KeyPath = Tuple[KeyEntry, ...]
+"""The type of a key path: a tuple of key entries."""
+
+
+def _one_level(tree):
+    """``(children, aux, keys)`` of ``tree``'s root node, or None for a leaf."""
+    t = type(tree)
+    if tree is None:
+        return (), None, ()
+    if t is tuple or t is list:
+        return tuple(tree), None, tuple(SequenceKey(i) for i in range(len(tree)))
+    if t is dict:
+        try:
+            keys = tuple(sorted(tree))
+        except TypeError:
+            keys = _sorted_keys(tree)
+        return tuple(tree[k] for k in keys), keys, tuple(DictKey(k) for k in keys)
+    reg = _registry.get(t)
+    if reg is not None:
+        if reg.flatten_with_keys is not None:
+            key_children, aux = reg.flatten_with_keys(tree)
+            key_children = tuple(key_children)
+            return (tuple(c for _, c in key_children), aux,
+                    tuple(k for k, _ in key_children))
+        children, aux = reg.flatten(tree)
+        children = tuple(children)
+        return children, aux, tuple(FlattenedIndexKey(i) for i in range(len(children)))
+    if issubclass(t, tuple) and hasattr(t, "_fields"):
+        return tuple(tree), t, tuple(GetAttrKey(f) for f in t._fields)
+    return None
+
+
+def flatten_one_level(tree) -> tuple[Iterable[Any], Hashable]:
+    """The children of ``tree``'s root node and its auxiliary data (dict keys, the node's
+    own data); raises ``ValueError`` for a leaf."""
+    level = _one_level(tree)
+    if level is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    return level[0], level[1]
+
+
+def flatten_one_level_with_keys(tree) -> tuple[Iterable[Any], Hashable]:
+    """Like :func:`flatten_one_level`, the children as ``(key, child)`` pairs."""
+    level = _one_level(tree)
+    if level is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    return tuple(zip(level[2], level[0])), level[1]
+
+
+def is_tree_node(typ) -> bool:
+    """True for the types whose values are pytree nodes (not leaves)."""
+    if not isinstance(typ, type):
+        raise TypeError(f"is_tree_node: argument 'typ' must be a type, got {typ!r}")
+    return (typ in _BUILTIN_NODE_TYPES or typ in _registry
+            or (issubclass(typ, tuple) and hasattr(typ, "_fields")))
+
+
+def tree_broadcast(prefix_tree, full_tree, is_leaf: Callable[[Any], bool] | None = None):
+    """``prefix_tree`` with each leaf replicated over the matching subtree of ``full_tree``."""
+    prefix_leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
+    subtrees = prefix_def.flatten_up_to(full_tree)
+    return prefix_def.unflatten([tree_map(lambda _, p=p: p, sub, is_leaf=is_leaf)
+                                 for p, sub in zip(prefix_leaves, subtrees)])
+
+
+def tree_reduce_associative(operation: Callable[[Any, Any], Any], tree, *,
+                            identity: Any = _MISSING,
+                            is_leaf: Callable[[Any], bool] | None = None):
+    """Reduce the leaves with an associative ``operation``, pairwise (a balanced tree of
+    calls, as JAX's)."""
+    leaves = tree_leaves(tree, is_leaf)
+    if not leaves:
+        if identity is _MISSING:
+            raise TypeError("Must specify identity for parallel reduction of empty sequence. "
+                            "(tree_reduce_associative: argument 'identity')")
+        return identity
+    while len(leaves) > 1:
+        paired = [operation(a, b) for a, b in zip(leaves[::2], leaves[1::2])]
+        if len(leaves) % 2:
+            paired.append(leaves[-1])
+        leaves = paired
+    return leaves[0]
+
+
+class _Registry:
+    """``default_registry``: the pytree registry's methods, as JAX's ``PyTreeRegistry``."""
+
+    def flatten(self, tree, leaf_predicate: Callable[[Any], bool] | None = None):
+        return tree_flatten(tree, leaf_predicate)
+
+    def flatten_one_level(self, tree):
+        """``(children, aux)`` of the root node, or None for a leaf."""
+        level = _one_level(tree)
+        return None if level is None else level[:2]
+
+    def flatten_one_level_with_keys(self, tree):
+        level = _one_level(tree)
+        return None if level is None else (tuple(zip(level[2], level[0])), level[1])
+
+    def is_node(self, typ) -> bool:
+        return is_tree_node(typ)
+
+    def register_node(self, nodetype, flatten_func, unflatten_func, flatten_with_keys_func=None):
+        register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
+
+
+default_registry = _Registry()
