@@ -357,3 +357,25 @@ def test_remaining_cpu_trivial_names():
     assert lax.platform_dependent(2.0, cpu=lambda x: x + 1, default=lambda x: x) == 3.0
     assert lax.composite(tnp.sin, "my.sin")(0.0) == 0.0
     assert lax.broadcast_like(np.arange(3), np.zeros((2, 3))).shape == (2, 3)
+
+
+def test_lax_linalg_signatures():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(4, 4))
+    spd = a @ a.T + 4 * np.eye(4)
+    np.testing.assert_allclose(lax.linalg.cholesky(spd), np.linalg.cholesky(spd), rtol=1e-13)
+    v, w = lax.linalg.eigh(spd)  # eigenvectors first, as jax.lax.linalg
+    np.testing.assert_allclose(spd @ v, v * w, atol=1e-12)
+    lu, piv, perm = lax.linalg.lu(a)
+    assert piv.dtype == np.int32 and perm.dtype == np.int32
+    lower = np.tril(lu, -1) + np.eye(4)
+    np.testing.assert_allclose(a[perm], lower @ np.triu(lu), atol=1e-12)
+    q, r = lax.linalg.qr(a)
+    np.testing.assert_allclose(q @ r, a, atol=1e-12)
+    b = rng.normal(size=(3, 4))
+    t = np.tril(a) + 4 * np.eye(4)
+    x = lax.linalg.triangular_solve(t, b, lower=True)  # default: x @ a = b
+    np.testing.assert_allclose(x @ t, b, atol=1e-12)
+    x = lax.linalg.triangular_solve(t, b.T, left_side=True, lower=True, transpose_a=True)
+    np.testing.assert_allclose(t.T @ x, b.T, atol=1e-12)
+    check_grads(lambda t: lax.linalg.triangular_solve(t, b, lower=True), (t,), 1)

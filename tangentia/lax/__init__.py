@@ -1,5 +1,6 @@
 """Lower-level operations (``tangentia.lax``), mirroring ``jax.lax``."""
 from .control_flow import cond, fori_loop, map, scan, switch, while_loop
+from . import linalg
 from .implicit import custom_linear_solve, custom_root
 from .ops import (broadcast, broadcast_in_dim, clamp, concatenate, full, full_like, cummax, cummin, cumprod, dot, dynamic_index_in_dim,
                   dynamic_slice, dynamic_slice_in_dim, dynamic_update_index_in_dim,

@@ -1,0 +1,71 @@
+"""``jax.lax.linalg``: the linear-algebra primitives with JAX's lax-level
+signatures (``eigh`` returns eigenvectors first, ``lu`` returns pivots and the
+permutation, ``triangular_solve`` solves from the right by default)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import core
+from ..numpy import linalg as NL
+from ..numpy._shapes import swapaxes
+from ..primitives import elementwise as E
+from ..primitives import linalg as PL
+
+
+def _array(x):
+    return x if isinstance(x, core.Tracer) else np.asarray(x)
+
+
+def cholesky(x, *, symmetrize_input=True):
+    """The lower Cholesky factor of (the symmetrized) ``x``."""
+    return NL.cholesky(x, symmetrize_input=symmetrize_input)
+
+
+def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True, subset_by_index=None,
+         implementation=None):
+    """``(v, w)``: eigenvectors (columns) and ascending eigenvalues of a Hermitian ``x``."""
+    if subset_by_index is not None:
+        raise NotImplementedError("lax.linalg.eigh: subset_by_index is not supported")
+    w, v = NL.eigh(x, UPLO="L" if lower else "U", symmetrize_input=symmetrize_input)
+    return v, w
+
+
+def lu(x):
+    """``(lu, pivots, permutation)`` of the partially pivoted LU decomposition (int32)."""
+    return tuple(PL.lu_p.bind(_array(x)))
+
+
+def lu_pivots_to_permutation(pivots, permutation_size):
+    """The row permutation the LAPACK-style ``pivots`` (row swaps) describe."""
+    return PL.lu_pivots_to_permutation(pivots, permutation_size)
+
+
+def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
+    """``(q, r)`` with ``x = q @ r`` (complete by default, as JAX's)."""
+    if pivoting:
+        raise NotImplementedError("lax.linalg.qr: pivoting=True is not supported")
+    q, r = NL.qr(x, mode="complete" if full_matrices else "reduced")
+    return q, r
+
+
+def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None):
+    """``(u, s, vh)`` (or ``s`` alone) with singular values in descending order."""
+    if subset_by_index is not None:
+        raise NotImplementedError("lax.linalg.svd: subset_by_index is not supported")
+    out = NL.svd(x, full_matrices=full_matrices, compute_uv=compute_uv)
+    return tuple(out) if compute_uv else out
+
+
+def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
+                     conjugate_a=False, unit_diagonal=False):
+    """Solve ``op(a) @ x = b`` (``left_side=True``) or ``x @ op(a) = b`` (the default)
+    for triangular ``a``, ``op`` transposing and/or conjugating as asked."""
+    a, b = _array(a), _array(b)
+    if conjugate_a:
+        a = E.conj(a)
+    trans = int(bool(transpose_a))
+    if left_side:
+        return PL.triangular_solve(a, b, lower, trans, unit_diagonal)
+    # x op(a) = b  <=>  op(a)^T x^T = b^T
+    xt = PL.triangular_solve(a, swapaxes(b, -1, -2), lower, 1 - trans, unit_diagonal)
+    return swapaxes(xt, -1, -2)
