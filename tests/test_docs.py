@@ -90,7 +90,6 @@ def test_page_examples_run(page, tmp_path, monkeypatch):
 
 def run_page(page, text):
     """Run a page's blocks in order in a fresh namespace, checking printed output."""
-    import matplotlib.pyplot as plt
     import numpy as np
 
     namespace = {"__name__": f"docs_{page[:-3]}"}
@@ -112,7 +111,8 @@ def run_page(page, text):
                     f"{buf.getvalue()}\nbut the page shows\n{expected}")
     finally:
         np.set_printoptions(**options)
-        plt.close("all")
+        if "matplotlib.pyplot" in sys.modules:
+            sys.modules["matplotlib.pyplot"].close("all")
 
 
 def _sphinx_missing():
