@@ -110,11 +110,12 @@ def _reference_names(ref, sections):
 
 def _positional_renames(fn, ref, ours):
     """``{NumPy's name: ours}`` for the inputs of a ufunc that we name
-    differently (``x1, x2`` -> ``x, y``)."""
+    differently (``x1, x2`` -> ``x, y``), matched by position."""
     nin = getattr(ref, "nin", None)
     if nin is None:
         return {}
-    theirs = ["x"] if nin == 1 else [f"x{i + 1}" for i in range(nin)]
+    theirs = [n for names, _ in _parameter_entries(_sections(ref.__doc__ or "")[1].get(
+        "Parameters", [])) for n in names][:nin]
     return {t: o for t, o in zip(theirs, ours[:nin]) if t != o}
 
 
@@ -205,16 +206,18 @@ def document_public():
     from . import lax, nn, random, tree, tree_util
     from . import numpy as tnp
     from .scipy import linalg as tsl, special as tss, stats
-    for module, reference, prefix in (
-            (tnp, numpy, "numpy"), (tnp.linalg, numpy.linalg, "numpy.linalg"),
-            (tnp.fft, numpy.fft, "numpy.fft"), (tss, scipy.special, "scipy.special"),
-            (tsl, scipy.linalg, "scipy.linalg")):
+    special = {**_NUMPY_ARGS, "v": "the order of the function (an array or scalar)."}
+    for module, reference, prefix, arguments in (
+            (tnp, numpy, "numpy", _NUMPY_ARGS),
+            (tnp.linalg, numpy.linalg, "numpy.linalg", _NUMPY_ARGS),
+            (tnp.fft, numpy.fft, "numpy.fft", _NUMPY_ARGS),
+            (tss, scipy.special, "scipy.special", special),
+            (tsl, scipy.linalg, "scipy.linalg", _SCIPY_LINALG_ARGS)):
         document(module, reference, prefix)
-        document_by_arguments(module, _NUMPY_ARGS)
+        document_by_arguments(module, arguments)
     document_lax(lax)
     document_by_arguments(random, _RANDOM_ARGS)
-    for module, arguments in ((nn, _NN_ARGS), (tree_util, _TREE_ARGS), (tree, _TREE_ARGS),
-                              (tsl, _SCIPY_LINALG_ARGS)):
+    for module, arguments in ((nn, _NN_ARGS), (tree_util, _TREE_ARGS), (tree, _TREE_ARGS)):
         document_by_arguments(module, arguments)
     for name, label in _STATS_LABELS.items():
         document_stats(getattr(stats, name), label)
@@ -267,6 +270,25 @@ _LAX_ARGS = {
     "lhs_shape": "the shape of the input.",
     "rhs_shape": "the shape of the kernel.",
     "pads": "one ``(low, high)`` padding pair per spatial dimension.",
+    "axis_name": "the name of a mapped axis (``vmap(..., axis_name=...)``).",
+    "axis_index_groups": "groups of indices along the mapped axis (JAX's option; None: "
+                         "one group).",
+    "tiled": "concatenate the pieces along the axis instead of stacking them.",
+    "indices_are_sorted": "a hint that the indices are sorted (JAX's option; results do "
+                          "not depend on it).",
+    "unique_indices": "a hint that the indices do not repeat (JAX's option; results do "
+                      "not depend on it).",
+    "mode": "out-of-bounds indices: a ``GatherScatterMode`` or its name (``'clip'``, "
+            "``'fill'``, ``'promise_in_bounds'``).",
+    "window_dimensions": "the size of the window in each dimension.",
+    "operand_shape": "the shape of the operand.",
+    "base_dilation": "the dilation of the operand in each dimension.",
+    "window_dilation": "the dilation of the window in each dimension.",
+    "recall_target": "accepted for JAX compatibility (the result is exact here).",
+    "reduction_input_size_override": "accepted for JAX compatibility.",
+    "aggregate_to_topk": "accepted for JAX compatibility (the result is exact here).",
+    "name": "the name of the composite operation (shown in programs).",
+    "version": "the version of the composite operation.",
     "use_consistent_padding": "accepted for JAX compatibility.",
     "in_shape": "the spatial shape of the input.",
     "window_shape": "the spatial shape of the window.",
@@ -395,6 +417,8 @@ _TREE_ARGS = {
     "meta_fields": "the names of the fields that are static auxiliary data.",
     "drop_fields": "the names of fields left out of the pytree.",
     "idx": "the position of the child in its sequence.",
+    "typ": "a type.",
+    "identity": "the identity element of the operation (returned for a tree without leaves).",
     "key": "the key of the child.",
     "name": "the attribute name of the child.",
 }
@@ -412,6 +436,11 @@ _RANDOM_ARGS = {
     "replace": "sample with replacement.",
     "p": "the probabilities of the entries of ``a`` (None: uniform).",
     "method": "the factorization of ``cov``: ``'cholesky'``, ``'eigh'`` or ``'svd'``.",
+    "mode": "``'low'`` or ``'high'``: how many random bits make one sample (JAX's option).",
+    "n": "the number of trials.",
+    "unroll": "accepted for JAX compatibility.",
+    "loc": "the location of the distribution.",
+    "scale": "the scale of the distribution (positive).",
 }
 
 _STATS_SUMMARIES = {
