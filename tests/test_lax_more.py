@@ -379,3 +379,18 @@ def test_lax_linalg_signatures():
     x = lax.linalg.triangular_solve(t, b.T, left_side=True, lower=True, transpose_a=True)
     np.testing.assert_allclose(t.T @ x, b.T, atol=1e-12)
     check_grads(lambda t: lax.linalg.triangular_solve(t, b, lower=True), (t,), 1)
+
+
+def test_sort_several_operands_and_dot_general_keywords():
+    k1 = np.array([[2, 1, 2, 1, 0], [1, 1, 0, 0, 1]])
+    k2 = np.array([[5.0, 3, 1, 4, 2], [1, 2, 3, 4, 5]])
+    v = np.arange(10.0).reshape(2, 5)
+    a, b, c = lax.sort((k1, k2, v), num_keys=2)  # jax 0.10.2's numbers
+    assert a.tolist() == [[0, 1, 1, 2, 2], [0, 0, 1, 1, 1]]
+    assert b.tolist() == [[2.0, 3.0, 4.0, 1.0, 5.0], [3.0, 4.0, 1.0, 2.0, 5.0]]
+    assert c.tolist() == [[4.0, 1.0, 3.0, 2.0, 0.0], [7.0, 8.0, 5.0, 6.0, 9.0]]
+    g = tg.grad(lambda v: tnp.sum(lax.sort((k1[0], v))[1] * np.arange(5.0)))(v[0])
+    np.testing.assert_array_equal(g, [3.0, 1.0, 4.0, 2.0, 0.0])
+    out = lax.dot_general(np.ones((2, 3)), np.ones(3), (((1,), (0,)), ((), ())),
+                          precision=lax.Precision.HIGHEST, preferred_element_type=np.float32)
+    assert out.dtype == np.float32 and out.tolist() == [3.0, 3.0]

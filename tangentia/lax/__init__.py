@@ -2,12 +2,12 @@
 from .control_flow import cond, fori_loop, map, scan, switch, while_loop
 from . import linalg
 from .implicit import custom_linear_solve, custom_root
-from .ops import (broadcast, broadcast_in_dim, clamp, concatenate, full, full_like, cummax, cummin, cumprod, dot, dynamic_index_in_dim,
+from .ops import (broadcast, broadcast_in_dim, clamp, concatenate, full, full_like, cummax,
+                  cummin, cumprod, dot, dot_general, dynamic_index_in_dim,
                   dynamic_slice, dynamic_slice_in_dim, dynamic_update_index_in_dim,
                   dynamic_update_slice, dynamic_update_slice_in_dim, erf, expand_dims, logistic,
                   pow, reduce_max, reduce_min, reduce_prod, reduce_sum, rsqrt, slice,
                   slice_in_dim, sort, square, squeeze)
-from ..primitives.contraction import dot_general
 from ..primitives.elementwise import (abs, add, ceil, cos, cosh, div, eq, exp, expm1, floor, ge,
                                       gt, integer_pow, le, log, log1p, lt, maximum, minimum, mul,
                                       ne, neg, select, sign, sin, sinh, sqrt, sub, tan, tanh)

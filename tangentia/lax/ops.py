@@ -219,12 +219,37 @@ def cummin(operand, axis=0, reverse=False):
 
 
 def sort(operand, dimension=-1, is_stable=True, num_keys=1):
-    return SO.sort(operand, dimension)
+    """``operand`` sorted along ``dimension``; a sequence of operands is sorted
+    together by its first ``num_keys`` (lexicographically, stably), as ``jax.lax.sort``."""
+    if not isinstance(operand, (tuple, list)):
+        return SO.sort(operand, dimension)
+    ops = list(operand)
+    if not 1 <= num_keys <= len(ops):
+        raise ValueError(f"sort: num_keys must be between 1 and the number of operands "
+                         f"({len(ops)}), got {num_keys}")
+    axis = dimension % len(_shape(ops[0]))
+    order = None
+    for key in reversed(ops[:num_keys]):  # least significant key first, stable sorts
+        k = key if order is None else SO.take_along_axis(key, order, axis)
+        step = SO.argsort(k, axis)
+        order = step if order is None else SO.take_along_axis(order, step, axis)
+    return tuple(SO.take_along_axis(o, order, axis) for o in ops)
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+                out_sharding=None):
+    """General contraction (``jax.lax.dot_general``); ``precision`` is accepted and
+    ignored, ``preferred_element_type`` sets the result dtype."""
+    out = C.dot_general(lhs, rhs, dimension_numbers)
+    if preferred_element_type is not None:
+        out = S.convert_element_type(out, np.dtype(preferred_element_type))
+    return out
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
     ln = len(_shape(lhs))
-    return C.dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())))
+    return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())),
+                       preferred_element_type=preferred_element_type)
 
 
 def clamp(min, x, max):  # noqa: A002 - JAX's signature
