@@ -36,6 +36,12 @@ from . import debug  # noqa: F401
 from . import _jaxpr_dot  # noqa: F401  (installs ClosedJaxpr.to_dot/show/_repr_svg_)
 from ._compat import (block_until_ready, config, default_backend, device_count, device_get,
                       device_put, devices, local_device_count, local_devices)
+from ._compat import (check_tracer_leaks, checking_leaks, clear_caches, debug_infs,  # noqa: F401
+                      debug_key_reuse, default_device, default_matmul_precision, enable_checks,
+                      enable_x64, float0, log_compiles, named_call, named_scope,
+                      numpy_dtype_promotion, numpy_rank_promotion, softmax_custom_jvp,
+                      transfer_guard, transfer_guard_device_to_device,
+                      transfer_guard_device_to_host, transfer_guard_host_to_device, typeof)
 from .api import jacrev as jacobian
 from ._array import install_boundaries as _install_boundaries
 from .scipy import stats as _stats
@@ -59,4 +65,9 @@ __all__ = ["ad_checkpoint", "checkpoint_policies", "pure_callback", "custom_grad
            "linearize", "make_jaxpr", "value_and_grad", "vjp", "vmap", "tree_util", "numpy", "lax",
            "ConcretizationTypeError", "TracerArrayConversionError", "UnexpectedTracerError",
            "ClosedJaxpr", "Jaxpr", "custom_jvp", "custom_vjp", "closure_convert",
-           "custom_derivatives"]
+           "custom_derivatives", "check_tracer_leaks", "checking_leaks", "clear_caches",
+           "debug_infs", "debug_key_reuse", "default_device", "default_matmul_precision",
+           "enable_checks", "enable_x64", "float0", "log_compiles", "named_call", "named_scope",
+           "numpy_dtype_promotion", "numpy_rank_promotion", "softmax_custom_jvp",
+           "transfer_guard", "transfer_guard_device_to_device", "transfer_guard_device_to_host",
+           "transfer_guard_host_to_device", "typeof"]

@@ -1,7 +1,21 @@
 """Names JAX programs commonly call that have a trivial meaning here (one CPU
 device, NumPy arrays that are always ready), so such programs run after
-changing only their imports."""
+changing only their imports.
+
+JAX's configuration states (``enable_x64``, ``default_matmul_precision``,
+``log_compiles``, ...) are objects that are both context managers
+(``with tangentia.enable_x64(True): ...``) and settings (``.value``).  Those
+whose meaning is trivial on one CPU device with NumPy's semantics accept
+their values as no-ops; values that would change results here
+(``enable_x64(False)``, ``numpy_dtype_promotion('strict')``,
+``numpy_rank_promotion('raise')``, ``debug_infs(True)``,
+``debug_key_reuse(True)``) raise ``NotImplementedError`` (``enable_x64`` is
+always on: dtypes are NumPy's, float64 by default).
+"""
 from __future__ import annotations
+
+import contextlib
+import functools
 
 import numpy as np
 
@@ -10,6 +24,9 @@ from .compiler.backend import default_backend_name, set_default_backend
 from ._traceback_util import set_filtering
 from .core import Tracer
 from .tree_util import tree_map
+from . import core as _core
+from .api import staging as _staging
+from .compiler import backend as _backend
 
 
 def block_until_ready(x):
@@ -116,3 +133,135 @@ class _Config:
 
 
 config = _Config()
+
+
+# ---------------------------------------------------------------------------
+# Caches, names and types
+
+
+def clear_caches():
+    """Drop every compiled program: the per-function ``jit`` caches (traced programs and
+    their compiled code) and the cache of eagerly compiled equations.  The next call of a
+    jitted function traces and compiles again."""
+    with _staging._FUNCTION_CACHES_LOCK:
+        for per_fun in list(_staging._FUNCTION_CACHES.values()):
+            for cache, fast_caches in per_fun.values():
+                cache.clear()
+                fast_caches.clear()
+    with _backend._EQN_LOCK:
+        _backend._EQN_CACHE.clear()
+
+
+def named_call(fun, *, name=None):
+    """``fun`` itself, under a new name (JAX names the call in its programs; the name
+    has no effect here).
+
+    Args:
+      fun: a function.
+      name: the name (``fun.__name__`` by default).
+    """
+    if not callable(fun):
+        raise TypeError(f"named_call: argument 'fun' must be callable, got {fun!r}")
+
+    @functools.wraps(fun)
+    def named(*args, **kwargs):
+        return fun(*args, **kwargs)
+    if name is not None:
+        named.__name__ = named.__qualname__ = name
+    return named
+
+
+@contextlib.contextmanager
+def named_scope(name):
+    """A context manager naming the operations inside it in JAX's programs; a no-op here.
+
+    Args:
+      name: a string.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"named_scope: argument 'name' must be a string, got {name!r}")
+    yield
+
+
+def typeof(x):
+    """The abstract value (``ShapedArray``: shape, dtype, weak type) of ``x``."""
+    return _core.get_aval(x)
+
+
+float0 = np.dtype([("float0", np.void, 0)])
+"""JAX's dtype of the tangents of integer values (a zero-size void dtype)."""
+
+
+# ---------------------------------------------------------------------------
+# Configuration states
+
+
+class _State:
+    """One of JAX's configuration states: ``with state(value): ...`` or ``state.value``."""
+
+    def __init__(self, name, default, check):
+        self.__name__ = name
+        self._value = default
+        self._check = check  # value -> None, raising for values that would change results
+
+    @property
+    def value(self):
+        return self._value
+
+    @contextlib.contextmanager
+    def __call__(self, new_val=True):
+        self._check(new_val)
+        old, self._value = self._value, new_val
+        try:
+            yield
+        finally:
+            self._value = old
+
+    def __repr__(self):
+        return f"<tangentia config state {self.__name__}={self._value!r}>"
+
+
+def _state(name, default, *allowed, reason=""):
+    """A state accepting the values ``allowed`` (any value if none are listed)."""
+    def check(value):
+        if allowed and value not in allowed:
+            raise NotImplementedError(f"{name}({value!r}) is not supported: {reason}")
+    return _State(name, default, check)
+
+
+enable_x64 = _state("enable_x64", True, True, 1, reason="tangentia always uses NumPy's dtypes "
+                    "(float64 by default); pass float32 arrays to compute in float32")
+default_matmul_precision = _state("default_matmul_precision", None)
+numpy_dtype_promotion = _state("numpy_dtype_promotion", "standard", "standard", reason="dtype "
+                               "promotion is NumPy's")
+numpy_rank_promotion = _state("numpy_rank_promotion", "allow", "allow", reason="rank promotion "
+                              "is NumPy's broadcasting")
+default_device = _state("default_device", None, None, "cpu", _CPU,
+                        reason="tangentia runs on the one CPU device")
+transfer_guard_host_to_device = _state("transfer_guard_host_to_device", "allow")
+transfer_guard_device_to_host = _state("transfer_guard_device_to_host", "allow")
+transfer_guard_device_to_device = _state("transfer_guard_device_to_device", "allow")
+log_compiles = _state("log_compiles", False)
+check_tracer_leaks = _state("check_tracer_leaks", False)
+checking_leaks = functools.partial(check_tracer_leaks, True)
+enable_checks = _state("enable_checks", False)
+debug_infs = _state("debug_infs", False, False, 0, reason="use tangentia.debug_nans() "
+                    "(NaNs only)")
+debug_key_reuse = _state("debug_key_reuse", False, False, 0, reason="keys are not tracked")
+softmax_custom_jvp = _state("softmax_custom_jvp", False)
+
+
+@contextlib.contextmanager
+def transfer_guard(new_val):
+    """JAX's guard of implicit host/device transfers: a no-op here (arrays live in host
+    memory, there is nothing to transfer).
+
+    Args:
+      new_val: "allow", "log", "disallow", "log_explicit" or "disallow_explicit".
+    """
+    if new_val not in ("allow", "log", "disallow", "log_explicit", "disallow_explicit"):
+        raise ValueError(f"transfer_guard: argument 'new_val' must be one of 'allow', 'log', "
+                         f"'disallow', 'log_explicit', 'disallow_explicit'; got {new_val!r}")
+    with transfer_guard_host_to_device(new_val), transfer_guard_device_to_host(new_val), \
+            transfer_guard_device_to_device(new_val):
+        yield
