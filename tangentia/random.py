@@ -170,10 +170,10 @@ def fold_in(key, data):
 
 
 def bits(key, shape=(), dtype=None):
-    """Uniformly random unsigned integer bits (uint32 by default; uint8/16/32/64)."""
+    """Uniformly random unsigned integer bits (uint64 by default, as JAX with x64; uint8/16/32/64)."""
     key = _check_key("bits", key)
     shape = _shape("bits", shape)
-    dtype = np.dtype(np.uint32 if dtype is None else dtype)
+    dtype = np.dtype(np.uint64 if dtype is None else dtype)
     if dtype.kind != "u":
         raise TypeError(f"bits: argument 'dtype' must be an unsigned integer dtype, got {dtype}")
     return _random_bits(key, shape, 8 * dtype.itemsize)
@@ -201,7 +201,11 @@ def _sample_shape(name, shape, *params):
     shapes = [tuple(tnp.shape(p)) for p in params]
     if shape is None:
         return tuple(tnp.broadcast_shapes(*shapes)) if shapes else ()
-    if shapes and tuple(tnp.broadcast_shapes(shape, *shapes)) != shape:
+    try:
+        ok = tuple(tnp.broadcast_shapes(shape, *shapes)) == shape
+    except ValueError:
+        ok = False
+    if not ok:
         raise ValueError(f"{name}: argument 'shape' {shape} must be broadcast-compatible with "
                          f"the parameter shapes {shapes} (they must broadcast to it)")
     return shape
@@ -692,7 +696,8 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
             r = cdf[-1] * (1 - _uniform(key, shape, pdt))
             ind = tnp.astype(tnp.searchsorted(cdf, r), np.int64)
         else:
-            g = _gumbel(key, (n,), pdt, mode) + tnp.log(p)
+            with np.errstate(divide="ignore"):    # p == 0: log 0 = -inf, never drawn
+                g = _gumbel(key, (n,), pdt, mode) + tnp.log(p)
             ind = tnp.astype(_lax.top_k(g, size)[1], np.int64)
         result = ind if arr.ndim == 0 else tnp.take(arr, ind, axis=axis)
     return tnp.reshape(result, shape if arr.ndim == 0 else
@@ -745,8 +750,9 @@ def poisson(key, lam, shape=None, dtype=None):
     shape = _sample_shape("poisson", _shape("poisson", shape), lam)
     lam = tnp.broadcast_to(_as(lam, np.float32), shape)
     use_knuth = tnp.isnan(lam) | (lam < 10)
-    knuth = _poisson_knuth(key, tnp.where(use_knuth, lam, np.float32(0)), shape)
-    rej = _poisson_rejection(key, tnp.where(use_knuth, np.float32(1e5), lam), shape)
+    with np.errstate(divide="ignore", invalid="ignore"):   # both samplers run everywhere
+        knuth = _poisson_knuth(key, tnp.where(use_knuth, lam, np.float32(0)), shape)
+        rej = _poisson_rejection(key, tnp.where(use_knuth, np.float32(1e5), lam), shape)
     out = tnp.where(use_knuth, tnp.astype(knuth, dtype), tnp.astype(rej, dtype))
     return tnp.where(lam == 0, tnp.zeros_like(out), out)
 
@@ -829,8 +835,10 @@ def binomial(key, n, p, shape=None, dtype=None):
     q = tnp.where(q_is_nan | q_l_0, 0.01, q)
     use_inversion = count_nan_or_neg | (count * q <= 10.0)
     count = tnp.floor(count)
-    inv = _binomial_inversion(key, tnp.where(use_inversion, count, 0.0), q, shape)
-    btrs = _btrs(key, tnp.where(use_inversion, 1e4, count), tnp.where(use_inversion, 0.5, q), shape)
+    with np.errstate(divide="ignore", invalid="ignore"):   # both samplers run everywhere
+        inv = _binomial_inversion(key, tnp.where(use_inversion, count, 0.0), q, shape)
+        btrs = _btrs(key, tnp.where(use_inversion, 1e4, count), tnp.where(use_inversion, 0.5, q),
+                     shape)
     samples = tnp.astype(tnp.where(use_inversion, inv, btrs), dtype)
     invalid = q_l_0 | q_is_nan | count_nan_or_neg
     samples = tnp.where(invalid, dtype.type(np.nan), samples)

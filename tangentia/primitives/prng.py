@@ -53,15 +53,16 @@ def threefry2x32(k1, k2, x1, x2, rotl=_rotl_np):
     All four are uint32 and broadcast together; ``rotl(x, r)`` rotates left by
     the int ``r`` (the default works on NumPy arrays).  Returns ``(y1, y2)``.
     """
-    ks = (k1, k2, k1 ^ k2 ^ _PARITY)
-    x1 = x1 + ks[0]
-    x2 = x2 + ks[1]
-    for i in range(5):
-        for r in _ROTATIONS[i % 2]:
-            x1 = x1 + x2
-            x2 = x1 ^ rotl(x2, r)
-        x1 = x1 + ks[(i + 1) % 3]
-        x2 = x2 + ks[(i + 2) % 3] + np.uint32(i + 1)
+    with np.errstate(over="ignore"):    # uint32 arithmetic wraps by design
+        ks = (k1, k2, k1 ^ k2 ^ _PARITY)
+        x1 = x1 + ks[0]
+        x2 = x2 + ks[1]
+        for i in range(5):
+            for r in _ROTATIONS[i % 2]:
+                x1 = x1 + x2
+                x2 = x1 ^ rotl(x2, r)
+            x1 = x1 + ks[(i + 1) % 3]
+            x2 = x2 + ks[(i + 2) % 3] + np.uint32(i + 1)
     return x1, x2
 
 
@@ -73,8 +74,7 @@ def _hash_counts(key, shape):
     hi = (count >> np.uint64(32)).astype(np.uint32).reshape(shape)
     lo = count.astype(np.uint32).reshape(shape)
     expand = (Ellipsis,) + (None,) * len(shape)
-    with np.errstate(over="ignore"):
-        return threefry2x32(key[..., 0][expand], key[..., 1][expand], hi, lo)
+    return threefry2x32(key[..., 0][expand], key[..., 1][expand], hi, lo)
 
 
 def _random_bits_impl(key, shape, bit_width):
