@@ -196,6 +196,7 @@ M22 = np.array([[2.0, 0.5], [0.3, 1.0]])
 LIBRARY = {
     "tangentia.nn._softplus": (lambda x: tg.nn.softplus(30 * x), (X,), {}, "softplus"),
     "tangentia.nn._relu": (tg.nn.relu, (X,), {}, "relu"),
+    "tangentia.nn._relu6": (lambda x: tg.nn.relu6(4 * x), (X,), {}, "relu6"),
     # Order 2 reaches neg_abs, used only inside expit's rule.
     "tangentia.scipy.special._expit": (special.expit, (X,), {"order": 2}, "expit"),
     "tangentia.scipy.special._neg_abs": (special.expit, (X,), {"order": 2}, "neg_abs"),
