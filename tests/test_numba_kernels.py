@@ -229,8 +229,8 @@ def test_searchsorted_matches_numpy(n, v_shape, side, dtype, sort_a, seed):
 
 @FEW
 @given(st.lists(st.integers(1, 3), max_size=2).map(tuple),
-       st.lists(st.integers(1, 5), max_size=2).map(tuple), st.sampled_from([32, 64]), seeds)
-def test_random_bits_match_numpy_philox(key_batch, shape, bit_width, seed):
+       st.lists(st.integers(1, 5), max_size=2).map(tuple), st.sampled_from([8, 16, 32, 64]), seeds)
+def test_random_bits_match_numpy_threefry(key_batch, shape, bit_width, seed):
     key = np.random.default_rng(seed).integers(0, 2**32, size=key_batch + (2,), dtype=np.uint32)
     _check(P.random_bits_p, [key], dict(shape=shape, bit_width=bit_width))
 
