@@ -21,7 +21,7 @@ This file only gathers the public names; the code is in one module per topic
 ``_sorting``       sorting, searching, ``unique`` and set operations, ``bincount``
 ``_statistics``    ``average``, ``cov``, ``corrcoef``, quantiles, medians, histograms
 ``_padding``       ``pad``
-``_editing``       ``insert``, ``put``: functional edits returning new arrays
+``_editing``       ``insert``, ``put``, ``place``, ``choose``, ``compress``, ...: functional edits
 ``_calculus``      ``diff``, ``ediff1d``, ``trapezoid``, ``gradient``
 ``_polynomials``   ``polyval``/``polyadd``/..., ``convolve``, ``correlate``, ``interp``
 ``_functional``    ``apply_along_axis``, ``vectorize``, ``select``, ``piecewise``
@@ -36,9 +36,12 @@ from ._constants import (  # noqa: F401
     bool_, can_cast, complex128, complex64, complexfloating, double, dtype, e, euler_gamma,
     finfo, float16, float32, float64, float_, floating, iinfo, inexact, inf, int16, int32,
     int64, int8, int_, integer, isdtype, issubdtype, iterable, nan, ndarray, newaxis, number,
-    pi, promote_types, result_type, single, uint, uint16, uint32, uint64, uint8)
+    pi, promote_types, result_type, single, uint, uint16, uint32, uint64, uint8, cdouble, csingle,
+    complex_, character, flexible, generic, signedinteger, unsignedinteger, object_,
+    ComplexWarning)
 from ._conversion import (  # noqa: F401
-    asarray, astype, copy)
+    asarray, astype, copy, get_printoptions, set_printoptions, printoptions, array_repr,
+    array_str, frombuffer, fromfile, fromiter, fromstring, from_dlpack, load, save, savez)
 from ._creation import (  # noqa: F401
     arange, array, bartlett, blackman, empty, empty_like, eye, full, full_like, geomspace,
     hamming, hanning, identity, kaiser, linspace, logspace, meshgrid, ones, ones_like, tri,
@@ -48,7 +51,7 @@ from ._shapes import (  # noqa: F401
     broadcast_shapes, broadcast_to, column_stack, concat, concatenate, dsplit, dstack,
     expand_dims, hsplit, hstack, isscalar, matrix_transpose, moveaxis, ndim, permute_dims,
     ravel, repeat, reshape, rollaxis, shape, size, split, squeeze, stack, swapaxes, tile,
-    transpose, vsplit, vstack)
+    transpose, vsplit, vstack, block)
 from ._indexing import (  # noqa: F401
     argwhere, at, c_, delete, diag_indices, diag_indices_from, flatnonzero, flip, fliplr,
     flipud, index_exp, indices, ix_, mgrid, nonzero, ogrid, r_, ravel_multi_index, roll, rot90,
@@ -82,18 +85,20 @@ from ._sorting import (  # noqa: F401
     searchsorted, setdiff1d, setxor1d, sort, sort_complex, union1d, unique, unique_all,
     unique_counts, unique_inverse, unique_values)
 from ._statistics import (  # noqa: F401
-    average, corrcoef, cov, histogram, histogram_bin_edges, median, nanmedian, nanpercentile,
-    nanquantile, percentile, quantile)
+    average, corrcoef, cov, histogram, histogram2d, histogram_bin_edges, histogramdd, median,
+    nanmedian, nanpercentile, nanquantile, percentile, quantile)
 from ._padding import (  # noqa: F401
     pad)
-from ._editing import insert, put  # noqa: F401
+from ._editing import (  # noqa: F401
+    choose, compress, extract, fill_diagonal, insert, mask_indices, place, put, put_along_axis,
+    resize, trim_zeros)
 from ._shapes import vstack as row_stack  # noqa: F401  (NumPy's older name)
 from ._calculus import (  # noqa: F401
-    diff, ediff1d, gradient, trapezoid)
+    diff, ediff1d, gradient, trapezoid, unwrap)
 from ._polynomials import (  # noqa: F401
     convolve, correlate, interp, polyadd, polyder, polyint, polymul, polysub, polyval)
 from ._functional import (  # noqa: F401
-    apply_along_axis, piecewise, select, vectorize)
+    apply_along_axis, apply_over_axes, einsum_path, fromfunction, piecewise, select, vectorize)
 from . import _array_methods
 from . import fft, linalg  # noqa: F401
 from ._polyfit import poly, polydiv, polyfit, roots  # noqa: F401
@@ -147,7 +152,13 @@ __all__ = [
     "uint", "uint16", "uint32", "uint64", "uint8", "union1d", "unique", "unique_all",
     "unique_counts", "unique_inverse", "unique_values", "unravel_index", "unstack", "vander",
     "var", "vdot", "vecdot", "vecmat", "vectorize", "vsplit", "vstack", "where", "zeros",
-    "zeros_like"]
+    "zeros_like",
+    "cdouble", "csingle", "complex_", "character", "flexible", "generic", "signedinteger",
+    "unsignedinteger", "object_", "ComplexWarning", "get_printoptions", "set_printoptions",
+    "printoptions", "array_repr", "array_str", "frombuffer", "fromfile", "fromiter",
+    "fromstring", "from_dlpack", "load", "save", "savez", "block", "histogram2d", "histogramdd",
+    "choose", "compress", "extract", "fill_diagonal", "mask_indices", "place", "put_along_axis",
+    "resize", "trim_zeros", "unwrap", "apply_over_axes", "einsum_path", "fromfunction"]
 
 
 def __getattr__(name):

@@ -1,4 +1,4 @@
-"""Discrete differences (``diff``, ``ediff1d``) and integration (``trapezoid``)."""
+"""Discrete differences (``diff``, ``ediff1d``, ``unwrap``) and integration (``trapezoid``)."""
 from __future__ import annotations
 
 import builtins
@@ -10,9 +10,10 @@ from .. import dtypes as _dtypes
 from ..primitives import elementwise as _E
 from ..primitives import indexing as _I
 from ..primitives import structural as _S
-from ._conversion import _in, asarray, astype
+from ._conversion import _in, _inexact, asarray, astype
+from ._elementwise import logical_and, where
 from ._indexing import take
-from ._reductions import sum
+from ._reductions import cumsum, sum
 from ._shapes import broadcast_to, concatenate, ndim, ravel, reshape, shape
 from ._util import _aval, _axis, _is_tracer
 
@@ -185,3 +186,22 @@ def gradient(f, *varargs, axis=None, edge_order=1):
             last = comb(ea, eb, ec, (sl(m - 3, m - 2), sl(m - 2, m - 1), sl(m - 1, m)))
         outs.append(astype(concatenate([first, mid, last], ax), otype))
     return outs[0] if len(axes) == 1 else tuple(outs)
+
+
+def unwrap(p, discont=None, axis=-1, period=2 * _np.pi):
+    """``p`` with jumps larger than ``discont`` (``period / 2`` by default) along ``axis``
+    replaced by their complement modulo ``period``, as ``numpy.unwrap``; differentiable."""
+    p = _inexact(_in(p, "unwrap", "p"))
+    ax = _axis(axis, p, "unwrap")
+    dd = diff(p, axis=ax)
+    half = _E.div(period, 2)
+    if discont is None:
+        discont = half
+    ddmod = _E.sub(_E.remainder(_E.add(dd, half), period), half)
+    # NumPy's boundary rule: a jump of exactly +period/2 stays +period/2.
+    ddmod = where(logical_and(_E.eq(ddmod, _E.neg(half)), _E.gt(dd, 0)), half, ddmod)
+    correct = where(_E.lt(_E.abs(dd), discont), 0, _E.sub(ddmod, dd))
+    n = shape(p)[ax]
+    first = take(p, _np.arange(1), axis=ax)
+    rest = _E.add(take(p, _np.arange(1, n), axis=ax), cumsum(correct, axis=ax))
+    return concatenate([first, astype(rest, _aval(p).dtype)], ax) if n else p

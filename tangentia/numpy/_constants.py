@@ -53,3 +53,9 @@ promote_types = _np.promote_types
 can_cast = _np.can_cast
 isdtype = _np.isdtype
 iterable = _np.iterable
+cdouble, csingle, complex_ = complex128, complex64, complex128
+character, flexible, generic = _np.character, _np.flexible, _np.generic
+signedinteger, unsignedinteger, object_ = _np.signedinteger, _np.unsignedinteger, _np.object_
+ComplexWarning = _np.exceptions.ComplexWarning
+# Not provided: JAX's ml_dtypes types (bfloat16, float8_*, float6_*, float4_e2m1fn, int1/2/4,
+# uint1/2/4), which NumPy has no arithmetic for.

@@ -1,5 +1,8 @@
 """Turning inputs into arrays: ``asarray``, ``astype``, ``copy``, and the
-argument helpers the other modules use to accept lists, scalars and tracers."""
+argument helpers the other modules use to accept lists, scalars and tracers;
+NumPy's printing (``array_repr``, ``printoptions``, ...) and file/buffer
+functions (``frombuffer``, ``load``, ``save``, ...), which work on concrete
+values."""
 from __future__ import annotations
 
 import builtins
@@ -61,3 +64,22 @@ def _stack(arrays, axis):
     s = _aval(arrays[0]).shape
     ax = axis % (len(s) + 1)
     return _S.concatenate([_S.reshape(a, s[:ax] + (1,) + s[ax:]) for a in arrays], ax)
+
+
+# ---------------------------------------------------------------------------
+# NumPy's printing, file and buffer functions: they work on concrete values and
+# return arrays (tangentia arrays at the user boundary).
+
+get_printoptions = _np.get_printoptions
+set_printoptions = _np.set_printoptions
+printoptions = _np.printoptions
+array_repr = _np.array_repr
+array_str = _np.array_str
+frombuffer = _np.frombuffer
+fromfile = _np.fromfile
+fromiter = _np.fromiter
+fromstring = _np.fromstring
+from_dlpack = _np.from_dlpack
+load = _np.load
+save = _np.save
+savez = _np.savez

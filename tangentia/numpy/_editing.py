@@ -1,20 +1,28 @@
-"""Functional edits that return a new array: ``insert`` and ``put``.
+"""Functional edits that return a new array: ``insert``, ``put``,
+``put_along_axis``, ``place``, ``fill_diagonal``, ``choose``, selections by a
+mask (``compress``, ``extract``, ``mask_indices``) and reshaping by repetition
+or trimming (``resize``, ``trim_zeros``).
 
-Both leave their input unchanged (arrays under transformations are
-immutable, as in JAX).  The positions are static where they decide the
-result's shape (``insert``'s ``obj``); the inserted or written values may be
-traced and are differentiable.
+All leave their input unchanged (arrays under transformations are
+immutable, as in JAX: the functions JAX gives ``inplace=True`` by default
+require ``inplace=False``).  The positions are static where they decide the
+result's shape (``insert``'s ``obj``, a mask without ``size=``); the written
+values may be traced and are differentiable.
 """
 from __future__ import annotations
+
+import builtins
 
 import numpy as _np
 
 from ..primitives import elementwise as _E
-from ._conversion import _in, astype
-from ._creation import zeros
-from ._elementwise import clip, logical_and, where
-from ._indexing import at, take
-from ._shapes import broadcast_to, concatenate, moveaxis, ravel, reshape, shape, tile
+from ._conversion import _in, asarray, astype
+from ._creation import full, ones, zeros
+from ._elementwise import clip, logical_and, not_equal, where
+from ._indexing import at, take, take_along_axis
+from ._reductions import cumsum, sum
+from ._shapes import (broadcast_arrays, broadcast_to, concatenate, moveaxis, ravel, reshape, shape,
+                      stack, tile)
 from ._util import _aval, _axis, _concrete, _is_tracer
 
 
@@ -83,6 +91,12 @@ def insert(arr, obj, values, axis=None):
     return take(concatenate([arr, values], ax), src, axis=ax)
 
 
+def _immutable(fname):
+    return ValueError(f"jax.numpy.{fname} cannot modify arrays in-place, because JAX arrays are "
+                      "immutable. Pass inplace=False to instead return an updated array. "
+                      f"(tangentia.numpy.{fname}: arrays under transformations are immutable too.)")
+
+
 def put(a, ind, v, mode=None, *, inplace=True):
     """``a`` with the flat entries ``ind`` replaced by ``v``, as ``jax.numpy.put``.
 
@@ -91,9 +105,7 @@ def put(a, ind, v, mode=None, *, inplace=True):
     negative indices count from the end.
     """
     if inplace:
-        raise ValueError("jax.numpy.put cannot modify arrays in-place, because JAX arrays are "
-                         "immutable. Pass inplace=False to instead return an updated array. "
-                         "(tangentia.numpy.put: arrays under transformations are immutable too.)")
+        raise _immutable("put")
     if mode not in (None, "clip", "wrap", "raise"):
         raise ValueError(f"mode should be one of 'wrap' or 'clip'; got mode={mode!r} "
                          "(tangentia.numpy.put: argument 'mode'; None drops out-of-bounds "
@@ -122,3 +134,202 @@ def put(a, ind, v, mode=None, *, inplace=True):
     slot = where(ok, where(_E.lt(ind, 0), _E.add(ind, size), ind), size)
     padded = concatenate([flat, zeros(1, _aval(a).dtype)])
     return reshape(take(at(padded)[slot].set(v), _np.arange(size), axis=0), shape(a))
+
+
+def _true_positions(mask, size, fill, fname):
+    """Positions of the true entries of the 1-D boolean ``mask``: all of them (``mask``
+    concrete) or the first ``size`` (traced too), the rest ``fill``."""
+    n = shape(mask)[0]
+    if size is None:
+        return _np.flatnonzero(_np.asarray(_concrete(mask, fname, "condition")))
+    if not isinstance(size, (int, _np.integer)) or size < 0:
+        raise TypeError(f"{fname}: argument 'size' must be a static non-negative integer, "
+                        f"got {size!r}")
+    slot = where(mask, _E.sub(cumsum(astype(mask, _np.int64)), 1), size)
+    out = concatenate([full(int(size), fill, _np.int64), zeros(1, _np.int64)])
+    return take(at(out)[slot].set(_np.arange(n)), _np.arange(int(size)), axis=0)
+
+
+def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
+    """The slices of ``a`` along ``axis`` where ``condition`` holds (``a`` flattened when
+    ``axis`` is None).  The result's length depends on ``condition``, which must be
+    concrete unless ``size`` is given (then the result has ``size`` slices, padded with
+    ``fill_value``)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.compress is not supported. "
+                                  "(tangentia.numpy.compress: argument 'out')")
+    condition = _in(condition, "compress", "condition")
+    if len(shape(condition)) != 1:
+        raise ValueError(f"condition must be a 1D array; got shape {shape(condition)} "
+                         "(tangentia.numpy.compress: argument 'condition')")
+    a = _in(a, "compress", "a")
+    if axis is None:
+        a, axis = ravel(a), 0
+    ax = _axis(axis, a, "compress", "axis")
+    n = shape(a)[ax]
+    mask = astype(condition, bool)
+    k = shape(mask)[0]
+    if k > n:
+        if size is None and _np.asarray(_concrete(mask, "compress", "condition"))[n:].any():
+            raise ValueError("condition contains entries that are out of bounds "
+                             f"(tangentia.numpy.compress: a true entry at an index >= {n}, the "
+                             f"length of axis {ax})")
+        mask = take(mask, _np.arange(n), axis=0)
+    elif k < n:
+        mask = concatenate([mask, zeros(n - k, bool)])
+    idx = _true_positions(mask, size, n, "compress")
+    if size is None:
+        return take(a, idx, axis=ax)
+    padded = concatenate([a, full(tuple(1 if i == ax else d for i, d in enumerate(shape(a))),
+                                  fill_value, _aval(a).dtype)], ax)
+    return take(padded, idx, axis=ax)
+
+
+def extract(condition, arr, *, size=None, fill_value=0):
+    """The entries of ``arr`` where ``condition`` is nonzero, flattened (see ``compress``
+    for ``size`` and ``fill_value``)."""
+    condition = ravel(not_equal(_in(condition, "extract", "condition"), 0))
+    return compress(condition, ravel(_in(arr, "extract", "arr")), size=size,
+                    fill_value=fill_value)
+
+
+def place(arr, mask, vals, *, inplace=True):
+    """``arr`` with the entries where ``mask`` holds replaced, in order, by ``vals``
+    (repeated cyclically); works under ``jit`` (``mask`` may be traced)."""
+    if inplace:
+        raise _immutable("place")
+    arr = _in(arr, "place", "arr")
+    mask = ravel(astype(_in(mask, "place", "mask"), bool))
+    size = _aval(arr).size
+    if shape(mask)[0] != size:
+        raise ValueError(f"place: argument 'mask' must have the size of 'arr' ({size}), got "
+                         f"{shape(mask)[0]}")
+    return put(arr, _true_positions(mask, size, size, "place"), vals, inplace=False)
+
+
+def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
+    """``arr`` with ``values`` written at ``indices`` along ``axis`` (the other axes matched
+    one to one, as ``take_along_axis``); ``axis=None`` works on the flattened array."""
+    if inplace:
+        raise _immutable("put_along_axis")
+    arr = _in(arr, "put_along_axis", "arr")
+    indices = _in(indices, "put_along_axis", "indices")
+    if _aval(indices).dtype.kind not in "iu":
+        raise TypeError(f"put_along_axis: argument 'indices' must hold integers, got dtype "
+                        f"{_aval(indices).dtype}")
+    if axis is None:
+        flat = put_along_axis(ravel(arr), ravel(indices), ravel(asarray(values)), 0,
+                              inplace=False, mode=mode)
+        return reshape(flat, shape(arr))
+    nd = len(shape(arr))
+    ax = _axis(axis, arr, "put_along_axis", "axis")
+    if len(shape(indices)) != nd:
+        raise ValueError(f"put_along_axis: argument 'indices' must have {nd} dimensions, as "
+                         f"'arr', got shape {shape(indices)}")
+    s = shape(indices)
+    index = tuple(indices if i == ax else _np.arange(s[i]).reshape([-1 if j == i else 1
+                                                                   for j in range(nd)])
+                  for i in range(nd))
+    values = broadcast_to(astype(_in(values, "put_along_axis", "values"), _aval(arr).dtype), s)
+    return at(arr)[index].set(values, mode=mode)
+
+
+def fill_diagonal(a, val, wrap=False, *, inplace=True):
+    """``a`` with its main diagonal set to ``val`` (repeated cyclically); the leading square
+    part of a 2-D array, or all equal axes of an n-D one."""
+    if inplace:
+        raise NotImplementedError("JAX arrays are immutable, must use inplace=False "
+                                  "(tangentia.numpy.fill_diagonal)")
+    if wrap:
+        raise NotImplementedError("wrap=True is not implemented, must use wrap=False "
+                                  "(tangentia.numpy.fill_diagonal)")
+    a = _in(a, "fill_diagonal", "a")
+    s = shape(a)
+    if len(s) < 2:
+        raise ValueError(f"array must be at least 2-d (tangentia.numpy.fill_diagonal: argument "
+                         f"'a' has shape {s})")
+    if len(s) > 2 and len(set(s)) != 1:
+        raise ValueError(f"All dimensions of input must be of equal length "
+                         f"(tangentia.numpy.fill_diagonal: argument 'a' has shape {s})")
+    n = min(s)
+    val = astype(_in(val, "fill_diagonal", "val"), _aval(a).dtype)
+    if len(shape(val)):
+        val = ravel(val)
+        k = shape(val)[0]
+        val = take(tile(val, -(-n // k)) if k < n else val, _np.arange(n), axis=0)
+    return at(a)[_np.diag_indices(n, len(s))].set(val)
+
+
+def choose(a, choices, out=None, mode="raise"):
+    """``choices[a[i]][i]`` for each ``i`` (all broadcast together).  ``mode``: 'raise'
+    (``a`` must be concrete and in range), 'wrap' or 'clip'."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.choose is not supported. "
+                                  "(tangentia.numpy.choose: argument 'out')")
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"mode={mode!r} not understood. Must be 'raise', 'wrap', or 'clip' "
+                         "(tangentia.numpy.choose: argument 'mode')")
+    a = _in(a, "choose", "a")
+    if _aval(a).dtype.kind not in "iub":
+        raise TypeError(f"choose: argument 'a' must hold integers, got dtype {_aval(a).dtype}")
+    choices = [_in(c, "choose", "choices") for c in choices]
+    n = len(choices)
+    if mode == "raise":
+        v = _np.asarray(_concrete(a, "choose", "a (mode='raise'; use mode='wrap' or 'clip' "
+                                  "under jit)"))
+        if v.size and (v.min() < 0 or v.max() >= n):
+            raise ValueError("invalid entry in choice array (tangentia.numpy.choose: argument "
+                             f"'a' must be in [0, {n}))")
+    elif mode == "wrap":
+        a = _E.remainder(a, n)
+    else:
+        a = clip(a, 0, n - 1)
+    a, *choices = broadcast_arrays(a, *choices)
+    picked = take_along_axis(stack(choices, 0), reshape(a, (1,) + tuple(shape(a))), 0)
+    return reshape(picked, shape(a))
+
+
+def resize(a, new_shape):
+    """An array of shape ``new_shape`` filled with the entries of ``a`` repeated in order."""
+    a = ravel(_in(a, "resize", "a"))
+    new_shape = (new_shape,) if isinstance(new_shape, (int, _np.integer)) else tuple(new_shape)
+    if builtins.any(d < 0 for d in new_shape):
+        raise ValueError(f"resize: all elements of argument 'new_shape' must be non-negative, "
+                         f"got {new_shape}")
+    total, k = int(_np.prod(new_shape)), shape(a)[0]
+    if k == 0:
+        return zeros(new_shape, _aval(a).dtype)
+    reps = tile(a, max(1, -(-total // k)))
+    return reshape(take(reps, _np.arange(total), axis=0), new_shape)
+
+
+def trim_zeros(filt, trim="fb", axis=None):
+    """``filt`` without its leading ('f') and/or trailing ('b') zeros (all-zero slices along
+    ``axis``, every axis by default).  ``filt`` must be concrete (the result's shape
+    depends on it)."""
+    filt = _in(filt, "trim_zeros", "filt")
+    trim = trim.lower() if isinstance(trim, str) else trim
+    if trim not in ("f", "b", "fb", "bf"):
+        raise ValueError(f"unexpected character(s) in `trim`: {trim!r} "
+                         "(tangentia.numpy.trim_zeros: argument 'trim')")
+    v = _np.asarray(_concrete(filt, "trim_zeros", "filt"))
+    nd = v.ndim
+    axes = range(nd) if axis is None else [
+        _axis(ax, filt, "trim_zeros", "axis") for ax in
+        (axis if isinstance(axis, (tuple, list)) else (axis,))]
+    out = filt
+    for ax in axes:
+        nz = _np.flatnonzero(_np.any(v != 0, axis=tuple(i for i in range(nd) if i != ax)))
+        lo = int(nz[0]) if nz.size and "f" in trim else (v.shape[ax] if not nz.size else 0)
+        hi = int(nz[-1]) + 1 if nz.size and "b" in trim else v.shape[ax]
+        out = take(out, _np.arange(lo, max(lo, hi)), axis=ax)
+    return out
+
+
+def mask_indices(n, mask_func, k=0, *, size=None):
+    """The indices of the nonzero entries of ``mask_func(ones((n, n)), k)`` (e.g. ``triu``),
+    as a pair of arrays (the first ``size`` of them with ``size=``)."""
+    m = mask_func(ones((n, n), _np.int64), k)
+    flat = ravel(not_equal(m, 0))
+    idx = _true_positions(flat, size, 0, "mask_indices")
+    return _E.floor_divide(idx, n), _E.remainder(idx, n)

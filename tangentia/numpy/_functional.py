@@ -1,5 +1,7 @@
 """Applying Python functions to arrays (``apply_along_axis``, ``vectorize``,
-both through ``vmap``) and choosing between values (``select``, ``piecewise``)."""
+``fromfunction``, through ``vmap``; ``apply_over_axes``), choosing between
+values (``select``, ``piecewise``) and planning contractions
+(``einsum_path``, NumPy's, from the operands' shapes)."""
 from __future__ import annotations
 
 import numpy as _np
@@ -10,7 +12,8 @@ from ..core import Tracer as _Tracer
 from ._conversion import _in, asarray, astype
 from ._elementwise import logical_not, where
 from ._reductions import any
-from ._shapes import broadcast_arrays, broadcast_shapes, broadcast_to, ndim, shape, stack
+from ._shapes import (broadcast_arrays, broadcast_shapes, broadcast_to, expand_dims, ndim,
+                      shape, stack)
 from ._util import _aval, _axis, _eager, _is_tracer
 
 
@@ -114,3 +117,40 @@ def piecewise(x, condlist, funclist, *args, **kw):
         v = f(x, *args, **kw) if callable(f) else f
         out = where(c, astype(v, dt) if _is_tracer(v) or isinstance(v, _np.ndarray) else v, out)
     return astype(broadcast_to(out, shape(x)), dt)
+
+
+def apply_over_axes(func, a, axes):
+    """Apply ``func(a, axis)`` for each axis in ``axes`` in turn, keeping the dimensions
+    (``func``'s result has the same rank as its input, or one less: the axis is then
+    restored with size 1)."""
+    a = _in(a, "apply_over_axes", "a")
+    for ax in ([axes] if isinstance(axes, int) else axes):
+        nd = ndim(a)
+        ax = _axis(ax, a, "apply_over_axes", "axes")
+        res = func(a, ax)
+        if ndim(res) == nd - 1:
+            res = expand_dims(res, ax)
+        elif ndim(res) != nd:
+            raise ValueError("function is not returning an array of the correct shape "
+                             "(tangentia.numpy.apply_over_axes: argument 'func' must keep the "
+                             "rank or drop the axis)")
+        a = res
+    return a
+
+
+def fromfunction(function, shape, *, dtype=float, **kwargs):
+    """``function`` applied to the index grid of ``shape`` (one index array per axis, of
+    ``dtype``), vectorized with ``vmap`` as in JAX (``function`` sees scalar indices)."""
+    shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
+    fn = function
+    for i in range(len(shape)):
+        fn = _vmap(fn, in_axes=tuple(0 if i == j else None for j in range(len(shape)))[::-1])
+    return fn(*(astype(_np.arange(s), dtype) for s in shape), **kwargs)
+
+
+def einsum_path(subscripts, *operands, optimize="auto"):
+    """NumPy's ``einsum_path``: the contraction order and its report, computed from the
+    operands' shapes (so traced operands are fine)."""
+    stand_ins = [_np.broadcast_to(_np.zeros((), _aval(o).dtype), _aval(o).shape)
+                 for o in (asarray(o) if not _is_tracer(o) else o for o in operands)]
+    return _np.einsum_path(subscripts, *stand_ins, optimize=optimize)

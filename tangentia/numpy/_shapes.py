@@ -348,3 +348,41 @@ def vsplit(ary, indices_or_sections):
 def dsplit(ary, indices_or_sections):
     """Split along the third axis."""
     return split(ary, indices_or_sections, 2)
+
+
+def _block_depth(arrays, where="arrays"):
+    """The nesting depth of ``block``'s lists (all leaves must be equally deep)."""
+    if isinstance(arrays, tuple):
+        raise TypeError(f"{where} is a tuple. Only lists can be used to arrange blocks, and "
+                        "np.block does not allow implicit conversion from tuple to ndarray. "
+                        "(tangentia.numpy.block)")
+    if not isinstance(arrays, list):
+        return 0
+    if not arrays:
+        raise ValueError(f"List at {where} cannot be empty (tangentia.numpy.block)")
+    depths = {_block_depth(a, f"{where}[{i}]") for i, a in enumerate(arrays)}
+    if len(depths) != 1:
+        raise ValueError(f"List depths are mismatched at {where}: the blocks must be nested "
+                         "equally deep (tangentia.numpy.block)")
+    return depths.pop() + 1
+
+
+def _block_ndim(arrays):
+    if isinstance(arrays, list):
+        return builtins.max(_block_ndim(a) for a in arrays)
+    return len(_aval(arrays).shape) if _is_tracer(arrays) else _np.ndim(arrays)
+
+
+def block(arrays):
+    """Assemble an array from nested lists of blocks, as ``numpy.block``: the innermost
+    lists are joined along the last axis, the next ones along the one before, ..."""
+    depth = _block_depth(arrays)
+    nd = builtins.max(depth, _block_ndim(arrays))
+
+    def build(x, level):
+        if isinstance(x, list):
+            return concatenate([build(b, level + 1) for b in x], axis=-(depth - level))
+        x = _in(x, "block", "arrays")
+        s = _aval(x).shape
+        return reshape(x, (1,) * (nd - len(s)) + tuple(s))
+    return build(arrays, 0)

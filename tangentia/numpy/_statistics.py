@@ -20,7 +20,7 @@ from ._elementwise import clip, isnan, logical_not, sqrt, where
 from ._matrices import diagonal, matmul
 from ._reductions import any, max, mean, min, sum
 from ._shapes import atleast_2d, broadcast_to, concatenate, ndim, ravel, reshape, shape, squeeze, \
-    transpose
+    stack, transpose
 from ._util import _aval, _axes, _concrete, _eager, _is_tracer
 
 
@@ -376,3 +376,73 @@ def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002
         counts = _inexact(counts)
         counts = _E.div(_E.div(counts, widths), sum(counts))
     return counts, edges
+
+
+def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noqa: A002
+    """The D-dimensional histogram of the ``(N, D)`` points ``sample`` and its bin edges (one
+    array per dimension), as ``numpy.histogramdd``: ``bins`` and ``range`` are given for
+    all dimensions or per dimension; the last bin of each dimension includes its right
+    edge.  Differentiable in ``weights``."""
+    sample = _in(sample, "histogramdd", "sample")
+    if ndim(sample) == 1:
+        sample = reshape(sample, (-1, 1))
+    if ndim(sample) != 2:
+        raise ValueError(f"histogramdd: argument 'sample' must be an (N, D) array, got shape "
+                         f"{shape(sample)}")
+    n, d = shape(sample)
+    if isinstance(bins, (int, _np.integer)):
+        bins = [bins] * d
+    if len(bins) != d:
+        raise ValueError(f"histogramdd: argument 'bins' must give {d} entries (one per "
+                         f"dimension), got {len(bins)}")
+    ranges = [None] * d if range is None else list(range)
+    if len(ranges) != d:
+        raise ValueError(f"histogramdd: argument 'range' must give {d} entries, got "
+                         f"{len(ranges)}")
+    flat, edges, sizes = 0, [], []
+    for k in builtins.range(d):
+        col = sample[:, k]
+        e = histogram_bin_edges(col, bins[k], ranges[k])
+        nb = shape(e)[0] - 1
+        idx = searchsorted(e, col, side="right")
+        idx = where(_E.eq(col, e[nb]), nb, idx)     # the last bin is closed
+        flat = _E.add(_E.mul(flat, nb + 2), idx)
+        edges.append(e)
+        sizes.append(nb)
+    if weights is None:
+        w, wdt = 1, _np.dtype(float64)      # NumPy's histogramdd counts in float64
+    else:
+        w = ravel(_in(weights, "histogramdd", "weights"))
+        if shape(w) != (n,):
+            raise ValueError(f"histogramdd: argument 'weights' must have shape ({n},), got "
+                             f"{shape(w)}")
+        wdt = _aval(w).dtype
+    counts = at(zeros(math.prod(s + 2 for s in sizes), wdt))[flat].add(w)
+    counts = reshape(counts, tuple(s + 2 for s in sizes))[tuple(slice(1, s + 1) for s in sizes)]
+    if density:
+        counts = _inexact(counts)
+        counts = _E.div(counts, sum(counts))
+        for k, e in enumerate(edges):
+            widths = _E.sub(e[1:], e[:-1])
+            counts = _E.div(counts, reshape(widths, tuple(-1 if j == k else 1
+                                                          for j in builtins.range(d))))
+    return counts, edges
+
+
+def histogram2d(x, y, bins=10, range=None, weights=None, density=None):  # noqa: A002
+    """The 2-D histogram of the points ``(x, y)`` and the bin edges along ``x`` and ``y``,
+    as ``numpy.histogram2d``."""
+    x, y = ravel(_in(x, "histogram2d", "x")), ravel(_in(y, "histogram2d", "y"))
+    if shape(x) != shape(y):
+        raise ValueError(f"histogram2d: arguments 'x' and 'y' must have the same shape, got "
+                         f"{shape(x)} and {shape(y)}")
+    try:
+        nbins = len(bins)
+    except TypeError:
+        nbins = 1
+    if nbins not in (1, 2):
+        bins = [bins, bins]
+    elif nbins == 1 and not isinstance(bins, (int, _np.integer)):
+        bins = [bins[0], bins[0]]
+    hist, (ex, ey) = histogramdd(stack([x, y], 1), bins, range, weights, density)
+    return hist, ex, ey
