@@ -15,6 +15,7 @@ import functools
 import numpy as np
 
 from .. import core, dtypes
+from .._array import ArrayImpl as _ArrayImpl
 from ..tree_util import register_leaf_type
 from ..core import Primitive, Tracer, Var, set_trace
 
@@ -103,6 +104,13 @@ class JVPTracer(Tracer):
 
 
 register_leaf_type(JVPTracer)
+
+
+def _internal(x):
+    """A value computed by user code (a custom rule) as carried inside the
+    machinery: an eager result (``ArrayImpl``, from a public function) as the
+    plain ndarray it views, on which NumPy is faster; other values unchanged."""
+    return x.view(_ndarray) if type(x) is _ArrayImpl else x
 
 
 def _dtype_of(x):
@@ -295,7 +303,7 @@ class JVPTrace(core.Trace):
                 return self.parent.process_custom_jvp_call(prim, primals, params)
             outs = params["jvp"](*primals, *tangents)
         n = len(outs) // 2
-        return [p if type(t) is Zero else JVPTracer(self, p, t)
+        return [p if type(t) is Zero else JVPTracer(self, _internal(p), t)
                 for p, t in zip(outs[:n], outs[n:])]
 
     def process_custom_vjp_call(self, prim, args, params):
@@ -309,7 +317,7 @@ class JVPTrace(core.Trace):
                                                 *primals)
         # The linear step carrying ``bwd``, recorded by the parent (a
         # linearization); its linear inputs are materialized tangents.
-        lin_in = list(res)
+        lin_in = [_internal(r) for r in res]
         for t in tangents:
             lin_in.append(zeros_like_aval(t.aval) if type(t) is Zero else t)
         out_avals = []
@@ -320,7 +328,7 @@ class JVPTrace(core.Trace):
         out_tans = self.parent.process_primitive(
             custom_lin_p, lin_in, {"num_res": len(res), "out_avals": out_avals, "name": name,
                                    "bwd": functools.partial(params["bwd"], res_tree)})
-        return [p if a.dtype == dtypes.float0 else JVPTracer(self, p, t)
+        return [p if a.dtype == dtypes.float0 else JVPTracer(self, _internal(p), t)
                 for p, t, a in zip(outs, out_tans, out_avals)]
 
 

@@ -119,6 +119,23 @@ _aval_of_ndarray = core.aval_of_ndarray
 _ndarray = np.ndarray
 _Eqn = core.Eqn
 _WEAK_SCALAR_AVALS = {t: core.get_aval(t()) for t in (int, float, bool, complex)}
+# Literals of Python scalars, shared per (type, value): literals are immutable,
+# and the same constants (``y * 0.5``) are staged again at every call of eager
+# ``grad``.  Zeros (0.0 and -0.0 are equal keys) and NaNs (not equal to
+# themselves) are not cached; the cache is bounded.
+_SCALAR_LITERALS = {}
+
+
+def _scalar_literal(x, t, aval):
+    key = (t, x)
+    lit = _SCALAR_LITERALS.get(key)
+    if lit is None:
+        lit = Literal(x, aval)
+        if x and x == x:
+            if len(_SCALAR_LITERALS) >= 1024:
+                _SCALAR_LITERALS.clear()
+            _SCALAR_LITERALS[key] = lit
+    return lit
 
 
 class JaxprTrace(core.Trace):
@@ -149,7 +166,7 @@ class JaxprTrace(core.Trace):
             return v if v is not None else self.builder.const_var(x, _aval_of_ndarray(x))
         aval = _WEAK_SCALAR_AVALS.get(t)
         if aval is not None:  # a Python scalar
-            return Literal(x, aval)
+            return _scalar_literal(x, t, aval)
         if t is JaxprTracer and x._trace is self:
             return x.ir_var
         if isinstance(x, Tracer):
@@ -321,6 +338,8 @@ class JaxprTrace(core.Trace):
                 a = const_ids.get(id(x))
                 if a is None:
                     a = builder.const_var(x, _aval_of_ndarray(x))
+            elif t is ArrayImpl:  # a value of user code (a custom rule): held plain
+                a = builder.const_var(x.view(_ndarray), _aval_of_ndarray(x))
             else:
                 a = self.to_atom(x)
             inputs.append(a)
