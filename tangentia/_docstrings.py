@@ -217,7 +217,8 @@ def document_public():
         document_by_arguments(module, arguments)
     document_lax(lax)
     document_by_arguments(random, _RANDOM_ARGS)
-    for module, arguments in ((nn, _NN_ARGS), (tree_util, _TREE_ARGS), (tree, _TREE_ARGS)):
+    for module, arguments in ((nn, _NN_ARGS), (tree_util, _TREE_ARGS), (tree, _TREE_ARGS),
+                              (lax.linalg, _LAX_LINALG_ARGS)):
         document_by_arguments(module, arguments)
     for name, label in _STATS_LABELS.items():
         document_stats(getattr(stats, name), label)
@@ -401,6 +402,25 @@ _SCIPY_LINALG_ARGS = {
     "l_and_u": "``(l, u)``: the numbers of nonzero lower and upper diagonals.",
 }
 
+_LAX_LINALG_ARGS = {
+    "x": "a matrix (or a stack of matrices in the last two axes).",
+    "symmetrize_input": "factorize ``(x + x^H) / 2`` instead of ``x``.",
+    "lower": "use the lower triangle of ``x`` or ``a`` (else the upper).",
+    "sort_eigenvalues": "accepted for JAX compatibility: the eigenvalues are always "
+                        "ascending.",
+    "subset_by_index": "only None is supported (all of them).",
+    "implementation": "accepted for JAX compatibility (LAPACK is used).",
+    "permutation_size": "the length of the permutation.",
+    "pivoting": "only False is supported.",
+    "full_matrices": "complete (square) factors; else reduced ones.",
+    "use_magma": "accepted for JAX compatibility (no GPU).",
+    "compute_uv": "return ``(u, s, vh)``; else only the singular values ``s``.",
+    "algorithm": "accepted for JAX compatibility (LAPACK is used).",
+    "transpose_a": "solve with the transpose of ``a``.",
+    "conjugate_a": "solve with the complex conjugate of ``a``.",
+    "unit_diagonal": "assume ``a`` has ones on its diagonal (its diagonal is not read).",
+}
+
 _NN_ARGS = {
     "query_seq_lengths": "the valid length of each query sequence (None: all).",
     "key_value_seq_lengths": "the valid length of each key/value sequence (None: all).",
@@ -531,8 +551,12 @@ def _documentable(obj):
 
 
 def document_by_arguments(module, arguments, returns=None):
-    """Every public function and class of ``module`` names all its arguments."""
-    for name in module.__all__:
+    """Every public function and class of ``module`` (its ``__all__``, else the
+    ones it defines) names all its arguments."""
+    names = getattr(module, "__all__", None) or [
+        n for n, v in vars(module).items()
+        if not n.startswith("_") and getattr(v, "__module__", None) == module.__name__]
+    for name in names:
         fn = getattr(module, name, None)
         if _documentable(fn):
             complete(fn, arguments, returns=returns)

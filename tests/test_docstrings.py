@@ -19,7 +19,7 @@ API_PAGES = Path(__file__).resolve().parent.parent / "docs" / "api"
 STATS = ["bernoulli", "beta", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma",
          "laplace", "logistic", "multivariate_normal", "norm", "poisson", "t", "uniform"]
 MODULES = ["tangentia", "tangentia.numpy", "tangentia.numpy.linalg", "tangentia.numpy.fft",
-           "tangentia.lax", "tangentia.scipy.special", "tangentia.scipy.linalg", "tangentia.nn",
+           "tangentia.lax", "tangentia.lax.linalg", "tangentia.scipy.special", "tangentia.scipy.linalg", "tangentia.nn",
            "tangentia.random", "tangentia.tree_util", "tangentia.tree",
            "tangentia.custom_derivatives", "tangentia.custom_batching",
            "tangentia.experimental", "tangentia.experimental.ode", "tangentia.distributed",
