@@ -34,7 +34,7 @@ import scipy.special as _sc
 from ..core import Primitive, ShapedArray
 from ..interpreters.ad import defjvp, defjvp_zero
 from ..interpreters.batching import materialize, move_to_front
-from .elementwise import div, exp, log, maximum, mul, neg, sub
+from .elementwise import div, exp, maximum, mul, neg, sub
 from .special import _xpow_density, gammaln, igamma_grad_a_p
 
 _OUT_DTYPE = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
