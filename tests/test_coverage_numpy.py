@@ -209,3 +209,25 @@ def test_numpy_io_printing_and_dtype_names():
     assert issubclass(tnp.int32, tnp.signedinteger) and issubclass(tnp.uint8, tnp.unsignedinteger)
     assert issubclass(tnp.float64, tnp.generic) and issubclass(np.str_, tnp.character)
     assert issubclass(tnp.ComplexWarning, RuntimeWarning)
+
+
+def test_packbits_and_unpackbits_match_numpy():
+    a = np.array([[1, 0, 1], [0, 1, 1]])
+    for axis in (None, 0, 1):
+        for order in ("big", "little"):
+            packed = np.packbits(a, axis=axis, bitorder=order)
+            got = tnp.packbits(a, axis=axis, bitorder=order)
+            np.testing.assert_array_equal(got, packed)
+            assert got.dtype == np.uint8
+            for count in (None, 3, -2, 10):
+                np.testing.assert_array_equal(
+                    tnp.unpackbits(packed, axis=axis, count=count, bitorder=order),
+                    np.unpackbits(packed, axis=axis, count=count, bitorder=order))
+    bits = np.arange(20) % 3 == 0
+    np.testing.assert_array_equal(tg.jit(tnp.packbits)(bits), np.packbits(bits))
+    np.testing.assert_array_equal(tg.jit(tnp.unpackbits)(np.packbits(bits)),
+                                  np.unpackbits(np.packbits(bits)))
+    with pytest.raises(TypeError, match="unpackbits.*'a'"):
+        tnp.unpackbits(np.ones(2, np.int64))
+    with pytest.raises(TypeError, match="packbits.*'a'"):
+        tnp.packbits(np.ones(2))

@@ -90,8 +90,8 @@ from ._statistics import (  # noqa: F401
 from ._padding import (  # noqa: F401
     pad)
 from ._editing import (  # noqa: F401
-    choose, compress, extract, fill_diagonal, insert, mask_indices, place, put, put_along_axis,
-    resize, trim_zeros)
+    choose, compress, extract, fill_diagonal, insert, mask_indices, packbits, place, put,
+    put_along_axis, resize, trim_zeros, unpackbits)
 from ._shapes import vstack as row_stack  # noqa: F401  (NumPy's older name)
 from ._calculus import (  # noqa: F401
     diff, ediff1d, gradient, trapezoid, unwrap)
@@ -158,7 +158,8 @@ __all__ = [
     "printoptions", "array_repr", "array_str", "frombuffer", "fromfile", "fromiter",
     "fromstring", "from_dlpack", "load", "save", "savez", "block", "histogram2d", "histogramdd",
     "choose", "compress", "extract", "fill_diagonal", "mask_indices", "place", "put_along_axis",
-    "resize", "trim_zeros", "unwrap", "apply_over_axes", "einsum_path", "fromfunction"]
+    "resize", "trim_zeros", "unwrap", "apply_over_axes", "einsum_path", "fromfunction",
+    "packbits", "unpackbits"]
 
 
 def __getattr__(name):

@@ -1,7 +1,8 @@
 """Functional edits that return a new array: ``insert``, ``put``,
 ``put_along_axis``, ``place``, ``fill_diagonal``, ``choose``, selections by a
 mask (``compress``, ``extract``, ``mask_indices``) and reshaping by repetition
-or trimming (``resize``, ``trim_zeros``).
+or trimming (``resize``, ``trim_zeros``), and bit packing (``packbits``,
+``unpackbits``).
 
 All leave their input unchanged (arrays under transformations are
 immutable, as in JAX: the functions JAX gives ``inplace=True`` by default
@@ -18,8 +19,9 @@ import numpy as _np
 from ..primitives import elementwise as _E
 from ._conversion import _in, asarray, astype
 from ._creation import full, ones, zeros
-from ._elementwise import clip, logical_and, not_equal, where
+from ._elementwise import bitwise_and, clip, logical_and, not_equal, right_shift, where
 from ._indexing import at, take, take_along_axis
+from ._padding import pad
 from ._reductions import cumsum, sum
 from ._shapes import (broadcast_arrays, broadcast_to, concatenate, moveaxis, ravel, reshape, shape,
                       stack, tile)
@@ -333,3 +335,59 @@ def mask_indices(n, mask_func, k=0, *, size=None):
     flat = ravel(not_equal(m, 0))
     idx = _true_positions(flat, size, 0, "mask_indices")
     return _E.floor_divide(idx, n), _E.remainder(idx, n)
+
+
+def _bits_layout(a, axis, fname):
+    """``a`` with the bit axis last (flattened when ``axis`` is None) and that axis."""
+    if _aval(a).dtype.kind not in "biu":
+        raise TypeError(f"Expected an input array of integer or boolean data type "
+                        f"(tangentia.numpy.{fname}: argument 'a' has dtype {_aval(a).dtype})")
+    if axis is None:
+        return ravel(a), 0
+    ax = _axis(axis, a, fname, "axis")
+    return moveaxis(a, ax, -1), ax
+
+
+def _bit_weights(bitorder, fname):
+    if bitorder not in ("big", "little"):
+        raise ValueError(f"'order' must be either 'little' or 'big' (tangentia.numpy.{fname}: "
+                         f"argument 'bitorder', got {bitorder!r})")
+    shifts = _np.arange(8, dtype=_np.uint8)
+    return shifts[::-1].copy() if bitorder == "big" else shifts
+
+
+def packbits(a, axis=None, bitorder="big"):
+    """The truth of the entries of ``a`` packed 8 to a ``uint8`` along ``axis`` (the flattened
+    array by default), padded with zeros to a multiple of 8, as ``numpy.packbits``."""
+    a = _in(a, "packbits", "a")
+    x, ax = _bits_layout(a, axis, "packbits")
+    shifts = _bit_weights(bitorder, "packbits")
+    n = shape(x)[-1]
+    x = astype(not_equal(x, 0), _np.uint8)
+    x = pad(x, [(0, 0)] * (len(shape(x)) - 1) + [(0, -n % 8)])
+    x = reshape(x, tuple(shape(x)[:-1]) + (-1, 8))
+    packed = sum(_E.mul(x, _np.uint8(1) << shifts), axis=-1, dtype=_np.uint8)
+    return packed if axis is None else moveaxis(packed, -1, ax)
+
+
+def unpackbits(a, axis=None, count=None, bitorder="big"):
+    """The bits of the ``uint8`` array ``a`` along ``axis`` (the flattened array by
+    default), the first ``count`` of them (all but the last ``-count`` if negative), as
+    ``numpy.unpackbits``."""
+    a = _in(a, "unpackbits", "a")
+    if _aval(a).dtype != _np.uint8:
+        raise TypeError(f"Expected an input array of unsigned byte data type "
+                        f"(tangentia.numpy.unpackbits: argument 'a' has dtype "
+                        f"{_aval(a).dtype})")
+    x, ax = _bits_layout(a, axis, "unpackbits")
+    shifts = _bit_weights(bitorder, "unpackbits")
+    bits = bitwise_and(right_shift(reshape(x, tuple(shape(x)) + (1,)), shifts), _np.uint8(1))
+    bits = reshape(bits, tuple(shape(x)[:-1]) + (-1,))
+    if count is not None:
+        n = shape(bits)[-1]
+        keep = max(0, count if count >= 0 else n + count)
+        if keep > n:
+            bits = pad(bits, [(0, 0)] * (len(shape(bits)) - 1) + [(0, keep - n)])
+        else:
+            bits = take(bits, _np.arange(keep), axis=-1)
+    return bits if axis is None else moveaxis(bits, -1, ax)
