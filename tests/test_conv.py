@@ -20,7 +20,6 @@ RNG = np.random.default_rng(0)
 
 def _reference(x, w, strides, padding, lhs_dil, rhs_dil, fg=1, bg=1):
     """Canonical (N, C, spatial) x (O, I, spatial) convolution by explicit loops."""
-    nsp = x.ndim - 2
     dil = [1 + d * (n - 1) for n, d in zip(x.shape[2:], lhs_dil)]
     xd = np.zeros(x.shape[:2] + tuple(dil))
     xd[(slice(None),) * 2 + tuple(slice(None, None, d) for d in lhs_dil)] = x

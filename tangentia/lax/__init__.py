@@ -1,6 +1,6 @@
 """Lower-level operations (``tangentia.lax``), mirroring ``jax.lax``."""
 from .control_flow import cond, fori_loop, map, scan, switch, while_loop
-from . import linalg
+from . import linalg  # noqa: F401  (jax.lax.linalg)
 from .implicit import custom_linear_solve, custom_root
 from .ops import (broadcast, broadcast_in_dim, clamp, concatenate, full, full_like, cummax,
                   cummin, cumprod, dot, dot_general, dynamic_index_in_dim,
