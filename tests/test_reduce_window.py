@@ -55,16 +55,18 @@ CASES = {
     "sum init 0.5, base dilation": (0.5, "add", dict(
         window_dimensions=(1, 2, 2), window_strides=(1, 2, 1),
         padding=((0, 1), (1, 1), (0, 0)), base_dilation=(1, 1, 2))),
+    "max SAME, base dilation": (-np.inf, "max", dict(
+        window_dimensions=(1, 3, 2), window_strides=(1, 2, 2), padding="SAME",
+        base_dilation=(1, 2, 1))),
 }
 
 
 def _explicit(x, kw):
     pad = kw["padding"]
-    if isinstance(pad, str):
-        dil = [1 + b * (n - 1) for n, b in zip(x.shape, kw.get("base_dilation", (1,) * x.ndim))]
+    if isinstance(pad, str):  # JAX pads for the undilated operand shape
         eff = [1 + d * (k - 1) for k, d in zip(kw["window_dimensions"],
                                                 kw.get("window_dilation", (1,) * x.ndim))]
-        pad = lax.padtype_to_pads(dil, eff, kw["window_strides"], pad)
+        pad = lax.padtype_to_pads(x.shape, eff, kw["window_strides"], pad)
     return pad
 
 

@@ -98,10 +98,9 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
                          f"got {window_dimensions}, {window_strides}, {base_dilation}, "
                          f"{window_dilation}")
     op = _monoid(fname, computation)
-    if isinstance(padding, str):
-        dilated = [0 if n == 0 else 1 + b * (n - 1) for n, b in zip(shape, base_dilation)]
+    if isinstance(padding, str):  # from the undilated operand shape, as JAX's
         eff = [1 + d * (k - 1) for k, d in zip(window_dimensions, window_dilation)]
-        padding = padtype_to_pads(dilated, eff, window_strides, padding)
+        padding = padtype_to_pads(shape, eff, window_strides, padding)
     padding = tuple((int(lo), int(hi)) for lo, hi in padding)
     if len(padding) != nd:
         raise ValueError(f"{fname}: padding must have one (low, high) pair per operand "
