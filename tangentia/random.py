@@ -328,33 +328,18 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     return mean + tnp.einsum("...ij,...j->...i", factor, z)
 
 
-def _param_sampler(name, sampler, nparams):
-    """A ``fn(key, *params, shape=None, dtype=None)`` sampler; params broadcast to ``shape``."""
-    def fn(key, *args, **kwargs):
-        names = ("shape", "dtype")
-        params = args[:nparams]
-        rest = dict(zip(names, args[nparams:]), **kwargs)
-        if len(params) != nparams or set(rest) - set(names):
-            raise TypeError(f"{name}: expected a key, {nparams} parameter(s) and optional "
-                            f"'shape' and 'dtype'")
-        key = _check_key(name, key)
-        shape = _sample_shape(name, _shape(name, rest.get("shape")), *params)
-        dtype = _float_dtype(name, rest.get("dtype"))
-        return sampler(key, *[tnp.broadcast_to(_as(p, dtype), shape) for p in params],
-                       shape=shape, dtype=dtype)
-    fn.__name__ = fn.__qualname__ = name
-    return fn
+def _prep(name, key, params, shape, dtype):
+    """Check ``key``, ``shape`` and ``dtype``; cast the params to dtype, broadcast to shape."""
+    key = _check_key(name, key)
+    shape = _sample_shape(name, _shape(name, shape), *params)
+    dtype = _float_dtype(name, dtype)
+    return key, [tnp.broadcast_to(_as(p, dtype), shape) for p in params], shape, dtype
 
 
 def _gamma(key, a, shape, dtype, log_space=False):
     return _prng.random_gamma(key, a, log_space)
 
 
-gamma = _param_sampler("gamma", _gamma, 1)
-gamma.__doc__ = ("Gamma(a, 1) samples (JAX's Marsaglia-Tsang sampler; differentiable in ``a`` "
-                 "by implicit reparameterization).  ``gamma(key, a, shape=None, dtype=None)``.")
-loggamma = _param_sampler("loggamma", lambda k, a, shape, dtype: _gamma(k, a, shape, dtype, True), 1)
-loggamma.__doc__ = "Logs of Gamma(a, 1) samples, accurate for small ``a``."
 
 
 def _beta(key, a, b, shape, dtype):
@@ -366,8 +351,6 @@ def _beta(key, a, b, shape, dtype):
     return ga / (ga + gb)
 
 
-beta = _param_sampler("beta", _beta, 2)
-beta.__doc__ = "Beta(a, b) samples from two log-gamma draws.  ``beta(key, a, b, shape, dtype)``."
 
 
 def dirichlet(key, alpha, shape=None, dtype=None):
@@ -387,8 +370,6 @@ def _chisquare(key, df, shape, dtype):
     return tnp.exp(_gamma(key, df / dtype.type(2), shape, dtype, True)) * dtype.type(2)
 
 
-chisquare = _param_sampler("chisquare", _chisquare, 1)
-chisquare.__doc__ = "Chi-square samples with ``df`` degrees of freedom."
 
 
 def _f(key, dfnum, dfden, shape, dtype):
@@ -396,8 +377,6 @@ def _f(key, dfnum, dfden, shape, dtype):
     return (_chisquare(key_dfn, dfnum, shape, dtype) / dfnum) / (_chisquare(key_dfd, dfden, shape, dtype) / dfden)
 
 
-f = _param_sampler("f", _f, 2)
-f.__doc__ = "F-distribution samples with ``dfnum`` and ``dfden`` degrees of freedom."
 
 
 def _t(key, df, shape, dtype):
@@ -407,18 +386,10 @@ def _t(key, df, shape, dtype):
     return n * tnp.sqrt(half_df / _gamma(key_g, half_df, shape, dtype))
 
 
-t = _param_sampler("t", _t, 1)
-t.__doc__ = "Student's t samples with ``df`` degrees of freedom."
-pareto = _param_sampler("pareto", lambda k, b, shape, dtype:
-                        tnp.exp(-tnp.log1p(-_uniform(k, shape, dtype)) / b), 1)
-pareto.__doc__ = "Pareto samples with shape ``b``: exp(exponential / b)."
-_lognormal = _param_sampler("lognormal", lambda k, sigma, shape, dtype:
-                            tnp.exp(_normal(k, shape, dtype) * sigma), 1)
-
-
 def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
     """Log-normal samples ``exp(sigma * normal)``."""
-    return _lognormal(key, sigma, shape, dtype)
+    key, (sigma,), shape, dtype = _prep("lognormal", key, (sigma,), shape, dtype)
+    return tnp.exp(_normal(key, shape, dtype) * sigma)
 
 
 def _rayleigh(key, scale, shape, dtype):
@@ -426,8 +397,6 @@ def _rayleigh(key, scale, shape, dtype):
     return scale * tnp.sqrt(tnp.log(u) * dtype.type(-2))
 
 
-rayleigh = _param_sampler("rayleigh", _rayleigh, 1)
-rayleigh.__doc__ = "Rayleigh samples with ``scale``."
 
 
 def _wald(key, mean, shape, dtype):
@@ -441,8 +410,6 @@ def _wald(key, mean, shape, dtype):
     return tnp.where(z <= mean / (mean + x), x, mean_sq / x)
 
 
-wald = _param_sampler("wald", _wald, 1)
-wald.__doc__ = "Wald (inverse Gaussian) samples with ``mean``."
 
 
 def _triangular(key, left, mode, right, shape, dtype):
@@ -453,8 +420,6 @@ def _triangular(key, left, mode, right, shape, dtype):
     return tnp.where(u < fc, out1, out2)
 
 
-triangular = _param_sampler("triangular", _triangular, 3)
-triangular.__doc__ = "Triangular samples on [left, right] peaking at ``mode``."
 
 
 def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
@@ -514,6 +479,67 @@ def ball(key, d, p=2, shape=(), dtype=None):
     g = _generalized_normal(k1, p, shape + (d,), dtype)
     e = -tnp.log1p(-_uniform(k2, shape, dtype))
     return g / ((tnp.sum(tnp.abs(g) ** p, axis=-1) + e) ** (1 / p))[..., None]
+
+
+def gamma(key, a, shape=None, dtype=None):
+    """Gamma(a, 1) samples (JAX's Marsaglia-Tsang sampler), differentiable in ``a`` by implicit
+    reparameterization (JAX's ``random_gamma_grad``)."""
+    key, (a,), shape, dtype = _prep("gamma", key, (a,), shape, dtype)
+    return _gamma(key, a, shape, dtype)
+
+
+def loggamma(key, a, shape=None, dtype=None):
+    """Logs of Gamma(a, 1) samples, accurate for small ``a``."""
+    key, (a,), shape, dtype = _prep("loggamma", key, (a,), shape, dtype)
+    return _gamma(key, a, shape, dtype, True)
+
+
+def beta(key, a, b, shape=None, dtype=None):
+    """Beta(a, b) samples from two log-gamma draws."""
+    key, (a, b), shape, dtype = _prep("beta", key, (a, b), shape, dtype)
+    return _beta(key, a, b, shape, dtype)
+
+
+def chisquare(key, df, shape=None, dtype=None):
+    """Chi-square samples with ``df`` degrees of freedom."""
+    key, (df,), shape, dtype = _prep("chisquare", key, (df,), shape, dtype)
+    return _chisquare(key, df, shape, dtype)
+
+
+def f(key, dfnum, dfden, shape=None, dtype=None):
+    """F-distribution samples with ``dfnum`` and ``dfden`` degrees of freedom."""
+    key, (dfnum, dfden), shape, dtype = _prep("f", key, (dfnum, dfden), shape, dtype)
+    return _f(key, dfnum, dfden, shape, dtype)
+
+
+def t(key, df, shape=None, dtype=None):
+    """Student's t samples with ``df`` degrees of freedom."""
+    key, (df,), shape, dtype = _prep("t", key, (df,), shape, dtype)
+    return _t(key, df, shape, dtype)
+
+
+def pareto(key, b, shape=None, dtype=None):
+    """Pareto samples with shape ``b``: exp(exponential / b)."""
+    key, (b,), shape, dtype = _prep("pareto", key, (b,), shape, dtype)
+    return tnp.exp(-tnp.log1p(-_uniform(key, shape, dtype)) / b)
+
+
+def rayleigh(key, scale, shape=None, dtype=None):
+    """Rayleigh samples with ``scale``."""
+    key, (scale,), shape, dtype = _prep("rayleigh", key, (scale,), shape, dtype)
+    return _rayleigh(key, scale, shape, dtype)
+
+
+def wald(key, mean, shape=None, dtype=None):
+    """Wald (inverse Gaussian) samples with ``mean``."""
+    key, (mean,), shape, dtype = _prep("wald", key, (mean,), shape, dtype)
+    return _wald(key, mean, shape, dtype)
+
+
+def triangular(key, left, mode, right, shape=None, dtype=None):
+    """Triangular samples on [left, right] peaking at ``mode``."""
+    key, (left, mode, right), shape, dtype = _prep("triangular", key, (left, mode, right), shape, dtype)
+    return _triangular(key, left, mode, right, shape, dtype)
 
 
 # ---------------------------------------------------------------------------
