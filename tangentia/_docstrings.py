@@ -25,6 +25,7 @@ A generated docstring is
 from __future__ import annotations
 
 import enum
+import functools
 import inspect
 import re
 import types
@@ -39,9 +40,25 @@ _SUBSTITUTION = re.compile(r"\|([a-z]+)\|")   # |vdots|: defined in NumPy's own 
 _PARAM_HEAD = re.compile(r"^(\*{0,2}[A-Za-z_][\w, *]*?)\s*(?::\s*(.*))?$")
 
 
+_INDENT = re.compile(r"^( *)\S", re.M)
+
+
+def _cleandoc(doc):
+    """``inspect.cleandoc`` for docstrings without tabs, with regular
+    expressions (it runs on every public function at import)."""
+    first, _, rest = doc.strip("\n").partition("\n")
+    margins = _INDENT.findall(rest)
+    if margins:
+        margin = min(len(m) for m in margins)
+        rest = re.sub(rf"^ {{0,{margin}}}", "", rest, flags=re.M)
+    return (first.strip() + "\n" + rest).strip() if rest else first.strip()
+
+
+@functools.lru_cache(maxsize=None)
 def _sections(doc):
-    """``(summary lines, {section title: lines})`` of a NumPy-style docstring."""
-    lines = inspect.cleandoc(doc).splitlines()
+    """``(summary lines, {section title: lines})`` of a NumPy-style docstring
+    (cached: a reference's docstring is read several times)."""
+    lines = _cleandoc(doc).splitlines()
     summary, sections, current = [], {}, None
     i = 0
     while i < len(lines):
@@ -69,6 +86,8 @@ def _clean(lines):
 def _escape_bars(text):
     """``|err|_1`` in prose would be a substitution reference: escape the bars
     outside tables and inline literals."""
+    if "|" not in text:
+        return text
     lines = []
     for line in text.splitlines():
         if not line.lstrip().startswith(("|", "+")):
@@ -92,12 +111,13 @@ def _parameter_entries(lines):
     return entries
 
 
+@functools.lru_cache(maxsize=None)
 def _signature_names(fn):
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return None
-    return [p.name for p in params]
+    return tuple(p.name for p in params)
 
 
 def _reference_names(ref, sections):
@@ -137,7 +157,7 @@ def numpy_docstring(fn, ref, ref_name):
     unsupported = [n for n in theirs if n not in ours]
     own = [n for n in ours if n not in theirs and n not in ("args", "kwargs")]
     library = "NumPy" if ref_name.startswith("numpy") else "SciPy"
-    parts = [inspect.cleandoc(fn.__doc__ or "") or
+    parts = [_cleandoc(fn.__doc__ or "") or
              f"tangentia implementation of ``{ref_name}``.",
              f"This is tangentia's ``{ref_name}``; the description of its arguments below is "
              f"{library}'s."]
@@ -496,8 +516,15 @@ _STATS_ARGS = {
 }
 
 
-def _names(doc):
-    return {m.group(0) for m in re.finditer(r"\w+", doc)}
+@functools.lru_cache(maxsize=None)
+def _word(name):
+    return re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
+
+
+def _unnamed(fn, doc):
+    """The parameters of ``fn`` that ``doc`` does not mention as a word."""
+    return [name for name in _signature_names(fn) or []
+            if name not in ("args", "kwargs", "self") and not _word(name).search(doc)]
 
 
 def complete(fn, arguments, summary=None, returns=None, replace=False):
@@ -506,14 +533,15 @@ def complete(fn, arguments, summary=None, returns=None, replace=False):
     ``Args:`` section) for each argument it does not mention, described by
     ``arguments[name]`` (else ``_COMMON[name]``), and ``returns`` as a
     ``Returns:`` section when it has none."""
-    doc = inspect.cleandoc(fn.__doc__ or "")
+    missing = _unnamed(fn, fn.__doc__ or "")
+    if not (missing or summary and (replace or not fn.__doc__) or returns):
+        return
+    doc = _cleandoc(fn.__doc__ or "")
     if summary and (replace or not doc):
         doc = summary
-    words = _names(doc)
+        missing = _unnamed(fn, doc)
     entries = []
-    for name in _signature_names(fn) or []:
-        if name in words or name in ("args", "kwargs", "self"):
-            continue
+    for name in missing:
         text = arguments.get(name, _COMMON.get(name))
         if text is not None:
             entries.append(f"  {name}: {text}")
@@ -534,7 +562,7 @@ def document_lax(lax):
         if not _documentable(fn):
             continue
         summary, returns = _LAX_SUMMARIES.get(name, (None, None))
-        m = elementwise.match(inspect.cleandoc(fn.__doc__ or ""))
+        m = elementwise.match(_cleandoc(fn.__doc__ or ""))
         if m:
             summary = (f"Elementwise ``{name}`` (``jax.lax.{name}``): the same values as "
                        f"NumPy's ``{m.group(2)}``.")
