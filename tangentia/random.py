@@ -282,7 +282,7 @@ def _laplace(k, s, d):
 
 
 laplace = _simple("laplace", _laplace)
-laplace.__doc__ = "Standard Laplace samples (JAX's sign(u) log1p(-|u|))."
+laplace.__doc__ = "Standard Laplace samples (JAX's ``sign(u) log1p(-|u|)``)."
 
 
 def _logistic(k, s, d):
@@ -463,7 +463,7 @@ def _generalized_normal(key, p, shape, dtype):
 
 
 def generalized_normal(key, p, shape=(), dtype=None):
-    """Generalized normal samples with density proportional to exp(-|x|^p)."""
+    """Generalized normal samples with density proportional to ``exp(-|x|^p)``."""
     key = _check_key("generalized_normal", key)
     return _generalized_normal(key, p, _shape("generalized_normal", shape),
                                _float_dtype("generalized_normal", dtype))
