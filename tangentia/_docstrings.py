@@ -1,26 +1,33 @@
-"""Docstrings of the public functions that implement a NumPy or SciPy function.
+"""Docstrings of the public functions, made once at import.
 
-JAX documents ``jax.numpy.sin`` by keeping NumPy's description of the
-arguments and adding what differs; tangentia does the same, once, for every
-public function of ``tangentia.numpy``, ``tangentia.numpy.linalg``,
-``tangentia.numpy.fft``, ``tangentia.scipy.special``, ``tangentia.scipy.linalg``
-and ``tangentia.scipy.stats.*`` (``document``, called by ``tangentia/__init__``
-on the public twins that ``install_boundaries`` makes, so a function object
-shared with ``tangentia.lax`` keeps its own docstring there).
+``document_public`` runs in ``tangentia/__init__`` on the public twins that
+``install_boundaries`` makes (so a function object shared by
+``tangentia.numpy`` and ``tangentia.lax`` gets a docstring for each).
 
-A generated docstring is
+1. The functions that implement a NumPy or SciPy function
+   (``tangentia.numpy``, its ``linalg`` and ``fft``, ``tangentia.scipy.special``
+   and ``tangentia.scipy.linalg``; ``document``) are documented as JAX did,
+   keeping NumPy's description of the arguments and saying what differs:
 
-1. our own docstring (its summary says what tangentia does, and notes such as
-   "a static ``size`` is needed under jit");
-2. a line naming the function it implements, and the differences visible in
-   the signatures: NumPy's arguments that tangentia does not accept, and
-   tangentia's own arguments (JAX's, such as ``size``) that NumPy lacks;
-3. NumPy's (SciPy's) *Parameters* (only those tangentia accepts), *Returns*
-   and *Examples* sections.  The other sections (*See Also*, *Notes*,
-   *References*, ...) and the cross references that would not resolve in our
-   documentation are dropped, so that Sphinx builds them without warnings.
-   The examples are NumPy's own (they call ``np.``, and are not doctests of
-   tangentia: ``tests/test_doctests.py`` skips them).
+   a. our own docstring (its summary says what tangentia does, and notes
+      such as "a static ``size`` is needed under jit");
+   b. a line naming the function it implements, and the differences visible
+      in the signatures: NumPy's arguments that tangentia does not accept,
+      and tangentia's own arguments (JAX's, such as ``size``);
+   c. NumPy's (SciPy's) *Parameters* (only those tangentia accepts),
+      *Returns* and *Examples* sections.  The other sections (*See Also*,
+      *Notes*, *References*, ...) and the cross references that would not
+      resolve in our documentation are dropped, so that Sphinx builds them
+      without warnings.  The examples are NumPy's own (they call ``np.``;
+      ``tests/test_doctests.py`` skips them).
+
+2. The functions with no NumPy twin (``tangentia.lax``, ``tangentia.random``,
+   ``tangentia.scipy.stats.*``, ``tangentia.nn``, ``tangentia.tree_util``,
+   ...; ``complete``) keep their docstring, or get a hand-written summary
+   (``_LAX_SUMMARIES``, ``_STATS_SUMMARIES``), and an ``Args:`` entry for each
+   argument the docstring does not mention, from tables of descriptions by
+   argument name.  ``tests/test_docstrings.py`` checks that every public
+   name's docstring names all its arguments.
 """
 from __future__ import annotations
 
@@ -38,8 +45,6 @@ _ROLE_PLAIN = re.compile(r":(?:ref|doc):`([^`]*)`")
 _CITATION = re.compile(r"\s*\[[0-9a-zA-Z#*]+\]_")
 _SUBSTITUTION = re.compile(r"\|([a-z]+)\|")   # |vdots|: defined in NumPy's own docs only
 _PARAM_HEAD = re.compile(r"^(\*{0,2}[A-Za-z_][\w, *]*?)\s*(?::\s*(.*))?$")
-
-
 _INDENT = re.compile(r"^( *)\S", re.M)
 
 
@@ -150,7 +155,7 @@ def _renamed_entry(names, entry, renames):
 def numpy_docstring(fn, ref, ref_name):
     """The docstring of ``fn``, tangentia's implementation of ``ref`` (whose
     qualified name is ``ref_name``, e.g. ``"numpy.sin"``)."""
-    summary, sections = _sections(ref.__doc__ or "")
+    _, sections = _sections(ref.__doc__ or "")
     ours = _signature_names(fn) or []
     renames = _positional_renames(fn, ref, ours)
     theirs = [renames.get(n, n) for n in _reference_names(ref, sections)]
