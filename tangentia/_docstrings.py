@@ -475,7 +475,7 @@ _RANDOM_ARGS = {
     "shape": "the shape of the samples (a tuple of ints; for ``bernoulli``, "
              "``categorical``, ``truncated_normal`` and ``multivariate_normal``, None: "
              "the broadcast shape of the parameters).",
-    "dtype": "the dtype of the samples (None: float64, int64 or uint32 as the function "
+    "dtype": "the dtype of the samples (None: float64, int64 or uint64 as the function "
              "draws).",
     "independent": "permute each slice along the other axes independently.",
     "replace": "sample with replacement.",
