@@ -44,25 +44,33 @@ _PARITY = np.uint32(0x1BD11BDA)
 
 
 def _rotl_np(x, r):
-    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
+    """Rotate the uint32 array ``x`` left by ``r``, in place."""
+    t = x >> np.uint32(32 - r)
+    x <<= np.uint32(r)
+    x |= t
+    return x
 
 
 def threefry2x32(k1, k2, x1, x2, rotl=_rotl_np):
     """The Threefry-2x32 hash (20 rounds) of counters ``(x1, x2)`` under key ``(k1, k2)``.
 
     All four are uint32 and broadcast together; ``rotl(x, r)`` rotates left by
-    the int ``r`` (the default works on NumPy arrays).  Returns ``(y1, y2)``.
+    the int ``r`` (the default works on NumPy arrays, in place).  Returns
+    ``(y1, y2)``.  After the first (out-of-place) key addition both words are
+    fresh arrays of the full shape, so the augmented assignments update NumPy
+    arrays in place (fast for millions of counters) and rebind tracers.
     """
     with np.errstate(over="ignore"):    # uint32 arithmetic wraps by design
         ks = (k1, k2, k1 ^ k2 ^ _PARITY)
-        x1 = x1 + ks[0]
-        x2 = x2 + ks[1]
+        x1 = x1 + ks[0] + (x2 ^ x2)     # both words get the full broadcast shape
+        x2 = x2 + ks[1] + (x1 ^ x1)
         for i in range(5):
             for r in _ROTATIONS[i % 2]:
-                x1 = x1 + x2
-                x2 = x1 ^ rotl(x2, r)
-            x1 = x1 + ks[(i + 1) % 3]
-            x2 = x2 + ks[(i + 2) % 3] + np.uint32(i + 1)
+                x1 += x2
+                x2 = rotl(x2, r)
+                x2 ^= x1
+            x1 += ks[(i + 1) % 3]
+            x2 += ks[(i + 2) % 3] + np.uint32(i + 1)
     return x1, x2
 
 
