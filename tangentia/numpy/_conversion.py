@@ -70,16 +70,37 @@ def _stack(arrays, axis):
 # NumPy's printing, file and buffer functions: they work on concrete values and
 # return arrays (tangentia arrays at the user boundary).
 
-get_printoptions = _np.get_printoptions
-set_printoptions = _np.set_printoptions
-printoptions = _np.printoptions
+
+
+def get_printoptions():
+    """NumPy's print options (``numpy.get_printoptions``): they format our arrays too."""
+    return _np.get_printoptions()
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
+                     suppress=None, nanstr=None, infstr=None, formatter=None, sign=None,
+                     floatmode=None, *, legacy=None, override_repr=None):
+    """Set NumPy's print options (``numpy.set_printoptions``), which format our arrays too."""
+    _np.set_printoptions(precision, threshold, edgeitems, linewidth, suppress, nanstr, infstr,
+                         formatter, sign, floatmode, legacy=legacy, override_repr=override_repr)
+
+
+def printoptions(*args, **kwargs):
+    """A context manager setting NumPy's print options (``numpy.printoptions``) inside it."""
+    return _np.printoptions(*args, **kwargs)
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    """An array from an object supporting the DLPack protocol (``numpy.from_dlpack``); the
+    array lives in host memory, the one device here."""
+    return _np.from_dlpack(x, device=device, copy=copy)
+
 array_repr = _np.array_repr
 array_str = _np.array_str
 frombuffer = _np.frombuffer
 fromfile = _np.fromfile
 fromiter = _np.fromiter
 fromstring = _np.fromstring
-from_dlpack = _np.from_dlpack
 load = _np.load
 save = _np.save
 savez = _np.savez
