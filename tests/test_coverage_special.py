@@ -153,3 +153,11 @@ def test_errors_name_the_function_and_argument():
     with pytest.raises(TypeError, match="exp1.*'x'.*complex"):
         tss.exp1(1j)
     assert tnp.asarray(tss.exp1(np.float32(0.5))).dtype == np.float32
+
+
+def test_entropy_derivatives_on_the_domain_boundary_are_jax_s():
+    # JAX 0.10.2: grad(kl_div) is (-1, 1) and grad(rel_entr) is (0, 0) wherever p <= 0 or q <= 0.
+    for p, q in [(0.0, 1.0), (1.0, 0.0), (-1.0, 1.0), (0.0, 0.0)]:
+        np.testing.assert_array_equal(tg.grad(tss.kl_div, argnums=(0, 1))(p, q), (-1.0, 1.0))
+        np.testing.assert_array_equal(tg.grad(tss.rel_entr, argnums=(0, 1))(p, q), (0.0, 0.0))
+    assert tss.kl_div(0.0, 1.0) == 1.0 and tss.rel_entr(1.0, 0.0) == np.inf

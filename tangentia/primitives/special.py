@@ -317,12 +317,22 @@ poch_p = elementwise("poch", _sc.poch, [
     lambda t, ans, z, m: mul(t, mul(ans, digamma(add(z, m))))])
 
 # kl_div(x, y) = x log(x/y) - x + y and rel_entr(x, y) = x log(x/y) (inf off the domain).
+# Inside the domain (x, y > 0) the derivatives are the calculus ones; on its boundary and
+# outside, rel_entr's are 0 and kl_div's those of -x + y, as JAX's.
+def _entropy_rule(inside, outside):
+    def rule(t, ans, x, y):
+        ok = mul(gt(x, 0.0), gt(y, 0.0))
+        sx, sy = select(ok, x, 1.0), select(ok, y, 1.0)
+        return mul(t, select(ok, inside(sx, sy), outside))
+    return rule
+
+
 kl_div_p = elementwise("kl_div", _sc.kl_div, [
-    lambda t, ans, x, y: mul(t, log(div(x, y))),
-    lambda t, ans, x, y: mul(t, sub(1.0, div(x, y)))])
+    _entropy_rule(lambda x, y: log(div(x, y)), -1.0),
+    _entropy_rule(lambda x, y: sub(1.0, div(x, y)), 1.0)])
 rel_entr_p = elementwise("rel_entr", _sc.rel_entr, [
-    lambda t, ans, x, y: mul(t, add(log(div(x, y)), 1.0)),
-    lambda t, ans, x, y: mul(t, neg(div(x, y)))])
+    _entropy_rule(lambda x, y: add(log(div(x, y)), 1.0), 0.0),
+    _entropy_rule(lambda x, y: neg(div(x, y)), 0.0)])
 
 # Hypergeometric functions: d/dx 1F1(a; b; x) = a/b 1F1(a+1; b+1; x),
 # d/dx 2F1(a, b; c; x) = ab/c 2F1(a+1, b+1; c+1; x); not differentiable in the parameters.
