@@ -355,7 +355,8 @@ def _spence_jvp(t, ans, z):
 
 spence_p = elementwise("spence", _sc.spence, [_spence_jvp])
 # Dawson's integral: F' = 1 - 2 x F.
-dawsn_p = elementwise("dawsn", _sc.dawsn, [lambda t, ans, x: mul(t, sub(1.0, mul(mul(2.0, x), ans)))])
+dawsn_p = elementwise("dawsn", _sc.dawsn,
+                      [lambda t, ans, x: mul(t, sub(1.0, mul(mul(2.0, x), ans)))])
 
 
 def _fresnel_s(x):
