@@ -51,7 +51,7 @@ def main():
     _show("4th derivative of sin at 1.0",
           tg.grad(tg.grad(tg.grad(tg.grad(tnp.sin))))(1.0), np.sin(1.0))
 
-    print("\nA custom rule that survives vmap and jit (seed example: bwd returns 3*g):")
+    print("\nA custom rule that survives vmap and jit (a deliberately wrong bwd that returns 3*g):")
 
     @tg.custom_vjp
     def f(x):

@@ -1,7 +1,7 @@
 """User-defined differentiation rules: ``custom_jvp`` and ``custom_vjp``.
 
 A call of a custom function binds a call-like primitive that every
-interpreter passes through (the design of seeds/000):
+interpreter passes through (docs/architecture.md describes the design):
 
 * evaluation calls the function only (Python control flow, pdb and print
   work, rules never run);

@@ -3,8 +3,8 @@ differentiated implicitly.
 
 The forward pass iterates ``x <- f(a, x)`` in a ``lax.while_loop`` until the
 largest change of any element is at most ``tol`` (or ``max_iter`` iterations).
-Reverse mode is a ``custom_vjp`` (the fixed-point example of seeds/000's
-design): at the fixed point ``x* = f(a, x*)``, so with ``v`` the solution of
+Reverse mode is a ``custom_vjp`` (implicit differentiation of the fixed
+point): at the fixed point ``x* = f(a, x*)``, so with ``v`` the solution of
 the adjoint fixed-point equation ``v = g + v . df/dx(a, x*)`` (found by the
 same iteration) the cotangent of ``a`` is ``v . df/da(a, x*)``.  Only
 ``(a, x*)`` are saved, so reverse-mode memory does not grow with the number

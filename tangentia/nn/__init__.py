@@ -1,7 +1,7 @@
 """Neural-network functions (``tangentia.nn``), mirroring ``jax.nn``.
 
 Activations whose plain composition differentiates badly carry custom JVP
-rules (seeds 000 and 004):
+rules (stable, and sharing work between the value and the derivative):
 
 * ``relu``: derivative 0 at 0 (as in JAX), at every order;
 * ``sigmoid`` (= ``tangentia.scipy.special.expit``): one ``exp(-|x|)`` shared

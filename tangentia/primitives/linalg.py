@@ -8,7 +8,7 @@ always matrices ``(..., n, k)`` here; the public wrappers in
 broadcasting, dtype promotion and argument errors.
 
 Several derivative rules change the primal computation so that it shares work
-with the tangent (see seeds/004):
+with the tangent (a rule returns the value and shares its work):
 
 * ``solve``: the JVP factors ``a`` once (``lu``) and uses the factors both for
   the primal solution and for the tangent, which is a ``lu_solve`` -- a linear

@@ -15,7 +15,7 @@ Two kinds of functions live here:
   integer inputs to float64 and check their arguments;
 * functions written with ``tnp`` and given **custom derivative rules** where
   the rule is more stable or cheaper than differentiating the composition
-  (seeds 000 and 004): ``expit``, ``logit``, ``xlogy``, ``xlog1py``,
+  (for stability and to share work between value and derivative): ``expit``, ``logit``, ``xlogy``, ``xlog1py``,
   ``softmax`` and ``log_softmax``.  ``logsumexp`` uses the max-shift with a
   ``stop_gradient`` instead, which makes its derivative exact and finite at
   any input, at every order.
@@ -168,7 +168,7 @@ _expit = _named_custom_jvp(_expit_fun, "expit")
 
 @_expit.defjvp
 def _expit_jvp(primals, tangents):
-    # The rrule of seed 004: one exponential e = exp(-|x|) serves both the
+    # A rule that shares work with the value: one exponential e = exp(-|x|) serves both the
     # value, y = 1/(1+e) or e/(1+e), and the derivative, e/(1+e)^2 (no second
     # exp, no cancellation, finite everywhere).  Under grad only the
     # derivative's part survives dead-code elimination.
