@@ -38,6 +38,12 @@ the calling wrapper, the ``Backend``).
   loops.
 * **Everything else** runs a kernel from ``numba_kernels.KERNELS`` if there is
   one, else the primitive's NumPy implementation inside ``numba.objmode``.
+* **Complex dtypes** (complex64, complex128) are native for arithmetic,
+  ``abs``, ``==``/``!=``, logical operations, ``cmath`` functions, ``real``/
+  ``imag``/``conj``/``complex``, casts (to a real dtype: the real part),
+  ``select``, sums, products, ``dot_general`` (BLAS when large), indexing and
+  control flow; orderings, ``max``/``min``, ``sign``, ... and the kernels run
+  the NumPy implementation of that one equation in ``numba.objmode``.
   ``lowering_paths()`` lists the path of every primitive.
 
 If numba cannot compile a program, the NumPy backend runs it, after one
@@ -97,7 +103,7 @@ def _generate(jaxpr):
             names.append(g.array(o).name)
     g.emit("return (" + "".join(n + ", " for n in names) + ")")
     args = params + [f"k{i}" for i in range(len(g.consts))]
-    head = ["import math", "import numpy as np", "import numba",
+    head = ["import cmath", "import math", "import numpy as np", "import numba",
             f"from {helpers.__name__} import {', '.join(helpers.HELPERS)}", ""] + g.notes + [""]
     funcs = [f + "\n\n" for f in g.functions]
     main = "\n".join(["@_jit", f"def program({', '.join(args)}):"] + g.lines)

@@ -40,7 +40,8 @@ _NATURAL = (_B, _I8, _F8)   # numba computes in these without explicit casts
 def _check_dtype(dtype):
     if _is_float0(dtype):
         return
-    if dtype.kind not in "biuf" or dtype.itemsize > 8 or (dtype.kind == "f" and dtype.itemsize < 4):
+    if dtype.kind not in "biufc" or dtype.itemsize > 16 or (dtype.kind in "biu" and dtype.itemsize > 8) \
+            or (dtype.kind == "f" and not 4 <= dtype.itemsize <= 8) or (dtype.kind == "c" and dtype.itemsize < 8):
         raise Unsupported(f"dtype {dtype} is not supported by the numba backend")
 
 
@@ -64,6 +65,8 @@ def _cast(expr, src, dst):
         return _lit(expr == "True" if expr in ("True", "False") else float(expr) if src.kind == "f" else int(expr), dst)
     if dst.kind == "b":
         return f"({expr} != 0)"
+    if src.kind == "c" and dst.kind != "c":
+        return f"{_dt(dst)}(({expr}).real)"   # NumPy's cast: the real part
     return f"{_dt(dst)}({expr})"
 
 
@@ -73,17 +76,22 @@ def _lit(val, dtype):
         return "True" if v else "False"
     if dtype.kind in "iu":
         s = str(int(v))
+    elif dtype.kind == "c":
+        s = f"complex({_float_lit(v.real)}, {_float_lit(v.imag)})"
     else:
-        v = float(v)
-        if math.isnan(v):
-            s = "np.nan"
-        elif math.isinf(v):
-            s = "np.inf" if v > 0 else "(-np.inf)"
-        else:
-            s = repr(v)
+        s = _float_lit(v)
     if s.startswith("-"):
         s = f"({s})"
     return s if dtype in _NATURAL else f"{_dt(dtype)}({s})"
+
+
+def _float_lit(v):
+    v = float(v)
+    if math.isnan(v):
+        return "np.nan"
+    if math.isinf(v):
+        return "np.inf" if v > 0 else "(-np.inf)"
+    return repr(v)
 
 
 def _typed(expr, dtype):
@@ -581,12 +589,13 @@ class _Gen:
         if eqn.outputs and all(_is_float0(v.aval.dtype) for v in eqn.outputs) and \
                 not eqn.prim.has_effects:
             return [ZV(v.aval.shape, v.aval.dtype) for v in eqn.outputs]
+        rule = self.rules.get(name)
+        if rule is not None:
+            out = rule(self, eqn, ins)
+            if out is not NotImplemented:
+                return out
+        # (the kernels are written for real and integer dtypes)
         if not any(a.aval.dtype.kind == "c" for a in list(eqn.inputs) + list(eqn.outputs)):
-            rule = self.rules.get(name)
-            if rule is not None:
-                out = rule(self, eqn, ins)
-                if out is not NotImplemented:
-                    return out
             kern = _kernel(eqn)
             if kern is not None:
                 return self.call_kernel(eqn, kern, ins)

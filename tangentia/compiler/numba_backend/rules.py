@@ -95,6 +95,22 @@ _OPS = {
     "erf": _f("math.erf({0})"), "erfc": _f("math.erfc({0})"), "lgamma": _f("_lgamma({0})"),
 }
 
+# Complex operands: the operations above that are correct for complex scalars as
+# written, and those computed by ``cmath`` (C99's branch cuts, as NumPy's).
+# Others (orderings, max/min, sign, ...) run the NumPy implementation.
+_COMPLEX_AS_IS = {"add", "add_any", "sub", "mul", "div", "neg", "abs", "pow", "eq", "ne",
+                  "and", "or", "xor", "not"}
+_COMPLEX_OPS = {name: _f(f"cmath.{name}({{0}})") for name in (
+    "exp", "log", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+    "asinh", "acosh", "atanh", "isnan", "isinf", "isfinite")}
+# Complex parts (on real operands too: NumPy's real, imag and conjugate of a real number).
+_PARTS = {
+    "real": lambda a, dt: f"({a[0]}).real" if dt.kind == "c" else a[0],
+    "imag": lambda a, dt: f"({a[0]}).imag" if dt.kind == "c" else _lit(0, dt),
+    "conj": lambda a, dt: f"({a[0]}).conjugate()" if dt.kind == "c" else a[0],
+    "complex": _f("({0} + {1} * 1j)"),   # as the NumPy implementation computes it
+}
+
 _UFUNC = {"add": np.add, "add_any": np.add, "sub": np.subtract, "mul": np.multiply,
           "div": np.true_divide, "neg": np.negative, "exp": np.exp, "log": np.log,
           "log1p": np.log1p, "expm1": np.expm1, "sin": np.sin, "cos": np.cos, "tan": np.tan,
@@ -118,16 +134,25 @@ def _scalar_fn(eqn):
     out = eqn.outputs[0].aval.dtype
     in_dts = [a.aval.dtype for a in eqn.inputs]
     if name == "select":
+        if out.kind == "c":   # (``_where`` selects real and integer scalars)
+            return lambda a: f"({_cast(a[1], in_dts[1], out)} if {a[0]} else {_cast(a[2], in_dts[2], out)})"
         return lambda a: f"_where({a[0]}, {_cast(a[1], in_dts[1], out)}, {_cast(a[2], in_dts[2], out)})"
     if name == "convert_element_type":
         return lambda a: _cast(a[0], in_dts[0], out)
     if name == "stop_gradient":
         return lambda a: a[0]
     loop_in, loop_out = _loop_dtypes(eqn)
-    if name == "integer_pow":
+    if name in _PARTS:
+        loop_in, loop_out = in_dts, out
+        op = _PARTS[name]
+    elif name == "integer_pow":
         y = eqn.params["y"]
         loop_in, loop_out = [out], out
         op = lambda a, dt: _integer_pow(a, dt, y)  # noqa: E731
+    elif loop_in[0].kind == "c":
+        op = _COMPLEX_OPS.get(name) or (_OPS[name] if name in _COMPLEX_AS_IS else None)
+        if op is None:
+            return None
     else:
         op = _OPS[name]
     op_dt = loop_in[0]
@@ -143,6 +168,8 @@ def _scalar_fn(eqn):
 def _elementwise(g, eqn, ins):
     out = eqn.outputs[0].aval
     fn = _scalar_fn(eqn)
+    if fn is None:
+        return NotImplemented
     if g.is_small(out.shape):
         ins = [v if v.shape == out.shape else g.named(v) for v in ins]
         elems = [fn([g.elem(v, _bidx(idx, v.shape, out.shape)) for v in ins])
@@ -154,7 +181,7 @@ def _elementwise(g, eqn, ins):
                lambda idx: fn([g.elem(v, _bidx(idx, v.shape, out.shape)) for v in ins]), static)]
 
 
-ELEMENTWISE = set(_OPS) | {"select", "convert_element_type", "integer_pow", "stop_gradient"}
+ELEMENTWISE = set(_OPS) | set(_PARTS) | {"select", "convert_element_type", "integer_pow", "stop_gradient"}
 
 # ---------------------------------------------------------------------------
 # Data movement
@@ -332,7 +359,8 @@ def _scatter(g, eqn, ins):
     x, y, arrays = ins[0], ins[1], ins[2:]
     mode = eqn.params["mode"]
     dyn = _dyn_indices(g, eqn, arrays, x.shape)
-    if dyn is None or mode not in ("set", "add", "mul", "min", "max"):
+    if dyn is None or mode not in ("set", "add", "mul", "min", "max") or \
+            (mode in ("min", "max") and eqn.outputs[0].aval.dtype.kind == "c"):
         return NotImplemented
     out = eqn.outputs[0].aval
     idx_shape, in_index = _index_plan(eqn.params["spec"], x.shape, dyn)
@@ -389,6 +417,8 @@ def _reduce(g, eqn, ins):
     axes = tuple(eqn.params["axes"])
     name = eqn.prim.name
     dt = out.dtype
+    if dt.kind == "c" and name in ("reduce_max", "reduce_min"):
+        return NotImplemented   # (NumPy's lexicographic order)
     op = _OPS[_RED_OP[name]]
 
     def comb(acc, e):
@@ -448,6 +478,8 @@ def _argreduce(g, eqn, ins):
     out = eqn.outputs[0].aval
     axis = eqn.params["axis"]
     better = ">" if eqn.prim.name == "argmax" else "<"
+    if x.dtype.kind == "c":
+        return NotImplemented   # (NumPy's lexicographic order)
     x = g.dynamic_ready(x) if type(x) is not SV else g.array(x)
     kept = [d for i, d in enumerate(x.shape) if i != axis]
     res = None
@@ -538,7 +570,7 @@ def _dot_general(g, eqn, ins):
                 acc = t if acc is None else g.scalar(add(acc, t))
             elems.append(g.scalar(acc) if acc is not None else _lit(0, dt))
         return [SV(out.shape, dt, elems)]
-    if dt.kind == "f" and m * n * k * max(1, _size(bsh)) >= BLAS_MIN_FLOPS and k > 1:
+    if dt.kind in "fc" and m * n * k * max(1, _size(bsh)) >= BLAS_MIN_FLOPS and k > 1:
         return [_dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k)]
     if k <= FUSED_DOT_K and type(x) is not LV and type(y) is not LV:
         # A short contraction (an outer product, ...) is an elementwise expression,
