@@ -71,35 +71,32 @@ def install():
     def rev(f):
         return lambda self, other: f(other, self)
 
-    # The functions themselves are the forward operators (a function stored
-    # on a class is a method: ``x * y`` calls ``multiply(x, y)``, with no
-    # extra call on the hot path of eager ``grad``).
-    T.__add__ = add
+    T.__add__ = lambda s, o: add(s, o)
     T.__radd__ = rev(add)
-    T.__sub__ = subtract
+    T.__sub__ = lambda s, o: subtract(s, o)
     T.__rsub__ = rev(subtract)
-    T.__mul__ = multiply
+    T.__mul__ = lambda s, o: multiply(s, o)
     T.__rmul__ = rev(multiply)
-    T.__truediv__ = divide
+    T.__truediv__ = lambda s, o: divide(s, o)
     T.__rtruediv__ = rev(divide)
-    T.__floordiv__ = floor_divide
+    T.__floordiv__ = lambda s, o: floor_divide(s, o)
     T.__rfloordiv__ = rev(floor_divide)
-    T.__mod__ = remainder
+    T.__mod__ = lambda s, o: remainder(s, o)
     T.__rmod__ = rev(remainder)
     T.__pow__ = _pow
     T.__rpow__ = lambda s, o: power(o, s)
-    T.__matmul__ = matmul
+    T.__matmul__ = lambda s, o: matmul(s, o)
     T.__rmatmul__ = rev(matmul)
-    T.__neg__ = negative
+    T.__neg__ = lambda s: negative(s)
     T.__pos__ = lambda s: s
-    T.__abs__ = abs
+    T.__abs__ = lambda s: abs(s)
     T.__invert__ = lambda s: logical_not(s) if _aval(s).dtype == _dtypes.bool_ else bitwise_not(s)
-    T.__eq__ = equal
-    T.__ne__ = not_equal
-    T.__lt__ = less
-    T.__le__ = less_equal
-    T.__gt__ = greater
-    T.__ge__ = greater_equal
+    T.__eq__ = lambda s, o: equal(s, o)
+    T.__ne__ = lambda s, o: not_equal(s, o)
+    T.__lt__ = lambda s, o: less(s, o)
+    T.__le__ = lambda s, o: less_equal(s, o)
+    T.__gt__ = lambda s, o: greater(s, o)
+    T.__ge__ = lambda s, o: greater_equal(s, o)
     T.__and__ = lambda s, o: _logic(s, o, logical_and, bitwise_and)
     T.__rand__ = lambda s, o: _logic(o, s, logical_and, bitwise_and)
     T.__or__ = lambda s, o: _logic(s, o, logical_or, bitwise_or)
