@@ -202,20 +202,9 @@ def clz(x):
     return _bits_call("clz", _clz_kernel, None, x)
 
 
-def bitwise_and(x, y):
-    return E.bitwise_and_p.bind(x, y)
-
-
-def bitwise_or(x, y):
-    return E.bitwise_or_p.bind(x, y)
-
-
-def bitwise_xor(x, y):
-    return E.bitwise_xor_p.bind(x, y)
-
-
-def bitwise_not(x):
-    return E.bitwise_not_p.bind(x)
+# The same primitives as tangentia.numpy's bitwise functions bind.
+bitwise_and, bitwise_or = NE.bitwise_and, NE.bitwise_or
+bitwise_xor, bitwise_not = NE.bitwise_xor, NE.bitwise_not
 
 
 def bitcast_convert_type(operand, new_dtype):
