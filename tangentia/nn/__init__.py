@@ -361,17 +361,11 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
     computed when not given)."""
     x = _inexact("standardize", "x", x)
 
-    def average(v):
-        if where is None:
-            return tnp.mean(v, axis, keepdims=True)
-        w = tnp.broadcast_to(where, tnp.shape(v))
-        return tnp.divide(tnp.sum(tnp.where(w, v, 0.0), axis, keepdims=True),
-                          tnp.sum(w, axis, keepdims=True))
-
     if mean is None:
-        mean = average(x)
+        mean = tnp.mean(x, axis, keepdims=True, where=where)
     if variance is None:
-        variance = tnp.subtract(average(tnp.square(x)), tnp.square(mean))
+        variance = tnp.subtract(tnp.mean(tnp.square(x), axis, keepdims=True, where=where),
+                                tnp.square(mean))
     return tnp.multiply(tnp.subtract(x, mean), tnp.reciprocal(tnp.sqrt(tnp.add(variance, epsilon))))
 
 

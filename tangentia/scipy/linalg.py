@@ -115,8 +115,7 @@ def _sylvester_callback(a, b, q):
 
 
 def _sylvester_solve(a, b, q):
-    shape = _core.ShapedArray(_aval(q).shape, _aval(q).dtype)
-    return _pure_callback(_sylvester_callback, shape, a, b, q, vmap_method="sequential")
+    return _callback_of(_sylvester_callback, q, a, b, q)
 
 
 def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):
