@@ -458,11 +458,11 @@ def check_custom_rules(fun, args, *, order=1, modes=("fwd", "rev"), atol=None, r
             raise AssertionError(
                 f"check_custom_rules: the {kind} rule of {name!r} disagrees with differentiating "
                 f"its own implementation ({what}, order {order}, atol={atol}, rtol={rtol}). "
-                f"Its first call has the inputs {inputs_of(name, enclosing)}. "
                 f"Derivative of {fname} along fixed random directions:\n"
                 f"  with the rule of {name}:  {_show(got)}\n"
                 f"  differentiating {name}:   {want if isinstance(want, str) else _show(want)}\n"
-                f"  finite differences:  {num if isinstance(num, str) else _show(num)}")
+                f"  finite differences:  {num if isinstance(num, str) else _show(num)}\n"
+                f"  inputs of the first call of {name}:  {inputs_of(name, enclosing)}")
     return report
 
 

@@ -45,7 +45,7 @@ def test_seed_000_wrong_bwd_is_flagged_with_both_values(fun, mode):
     msg = str(info.value)
     assert "custom_vjp rule of 'f' disagrees" in msg
     # The values that reach f: the input itself, and the scan's initial carry.
-    assert f"Its first call has the inputs {np.array2string(X, precision=8)}." in msg
+    assert f"inputs of the first call of f:  {np.array2string(X, precision=8)}" in msg
     if fun is f and mode == "fwd":  # derivative of 2x along v: the rule says 3 v
         v = np.random.default_rng(0).standard_normal(3)
         assert np.array2string(3 * v, precision=8) in msg
