@@ -29,7 +29,9 @@ import io
 import math
 import pickle
 import threading
+import time
 import uuid
+import weakref
 
 try:
     import cloudpickle
@@ -46,6 +48,7 @@ from . import core
 from .api import jit as _jit, value_and_grad as _value_and_grad, vmap as _vmap
 from .api.staging import _Jitted
 from .api.vectorization import _broadcast_prefix
+from .compiler.backend import default_backend_name as _default_backend_name
 from ._messages import fun_name as _fun_name
 from .tree_util import tree_flatten, tree_map, tree_unflatten
 
@@ -91,10 +94,18 @@ def _cached_function(key, blob, build):
 
 
 def worker_cache_info():
-    """``{"entries", "hits", "misses"}`` of this process's cache of jitted
-    functions (run it on the workers with ``client.run(worker_cache_info)``)."""
+    """This process's cache of jitted functions, as ``{"entries", "hits",
+    "misses", "traces", "backend"}``: hits and misses count lookups by the
+    tasks (a miss unpickles the function and builds its jitted form),
+    ``traces`` the signatures the cached functions have traced, ``backend``
+    the jit backend they run on (the process's default: ``TANGENTIA_JIT_BACKEND``
+    or ``config.update("jit_backend", ...)`` on the worker).  Run it on the
+    workers with ``client.run(worker_cache_info)``."""
     with _cache_lock:
-        return {"entries": len(_cache), **_cache_stats}
+        fns = list(_cache.values())
+        stats = dict(_cache_stats)
+    return {"entries": len(fns), **stats, "traces": sum(len(f.cache) for f in fns),
+            "backend": _default_backend_name()}
 
 
 def clear_worker_cache():
@@ -217,6 +228,34 @@ def _pickle_function(fun, api):
     return blob, hashlib.sha256(blob).hexdigest()
 
 
+def _pickled_once(fun, api):
+    """A function returning ``_pickle_function(fun, api)``, computed at its
+    first call and reused afterwards (thread-safe)."""
+    lock, memo = threading.Lock(), []
+
+    def get():
+        with lock:
+            if not memo:
+                memo.append(_pickle_function(fun, api))
+            return memo[0]
+    return get
+
+
+_THREADS_TTL = 2.0  # seconds: Dask's own client refreshes its cluster summary this often
+_threads = weakref.WeakKeyDictionary()  # client -> (time, number of worker threads)
+
+
+def _total_threads(client):
+    """The cluster's worker threads, asked of the scheduler at most every
+    ``_THREADS_TTL`` seconds per client (a round trip costs milliseconds)."""
+    now = time.monotonic()
+    seen = _threads.get(client)
+    if seen is None or now - seen[0] > _THREADS_TTL:
+        seen = (now, sum(client.nthreads().values()))
+        _threads[client] = seen
+    return seen[1]
+
+
 def _check_not_traced(leaves, api, fun):
     for x in leaves:
         if isinstance(x, core.Tracer):
@@ -318,6 +357,7 @@ def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     local = _vmap(fun, in_axes=in_axes, out_axes=out_axes)  # argument checks, zero-size fallback
+    pickled = _pickled_once(fun, "vmap")
 
     @functools.wraps(fun, updated=())
     def distributed_vmapped(*args, **kwargs):
@@ -347,7 +387,7 @@ def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
             return local(*args, **kwargs)  # the local vmap raises its error
         size = sizes.pop()
         cl = _get_client(client, "vmap")
-        blob, digest = _pickle_function(fun, "vmap")
+        blob, digest = pickled()
         layout = repr((in_tree, tuple(dims), out_axes)).encode()
         key = f"vmap-{digest}-{hashlib.sha256(layout).hexdigest()}"
 
@@ -359,7 +399,7 @@ def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
             stops = np.cumsum(x.chunks[d]).tolist()
             bounds = list(zip([0] + stops[:-1], stops)) or [(0, 0)]
         else:
-            bounds = _chunk_bounds(size, chunk_size, sum(cl.nthreads().values()))
+            bounds = _chunk_bounds(size, chunk_size, _total_threads(cl))
 
         # Per-leaf payload for each chunk: a slice, the whole value, or futures.
         per_chunk = [[None] * len(leaves) for _ in bounds]
@@ -517,12 +557,13 @@ def value_and_grad(loss, argnums=0, has_aux=False, *, client=None):
                          f"{argnums!r} includes 1, the shard; gradients are summed over shards, "
                          "so they can only be taken with respect to params (0) or the "
                          "broadcast arguments (2, 3, ...)")
+    pickled = _pickled_once(loss, "value_and_grad")
 
     @functools.wraps(loss, updated=())
     def distributed_value_and_grad(params, shards, *args):
         _check_not_traced(tree_flatten((params, args))[0], "value_and_grad", loss)
         cl = _get_client(client, "value_and_grad")
-        blob, digest = _pickle_function(loss, "value_and_grad")
+        blob, digest = pickled()
         payloads, treedef = _shard_payloads(cl, shards, loss)
         key = f"value_and_grad-{digest}-{argnums!r}-{has_aux}"
         [params_f] = cl.scatter([params], broadcast=True, hash=False)

@@ -154,16 +154,38 @@ def test_vmap_zero_size_axis_and_default_client(client):
     assert_same(got, tg.vmap(lambda x: x * 2.0)(np.zeros((0, 3))))
 
 
-def test_vmap_each_worker_compiles_once_per_signature(client):
+class CountsPickles:
+    """A function that counts how often it is pickled (on the client)."""
+    pickled = 0
+
+    def __call__(self, x):
+        return tnp.sin(x) + 1.0
+
+    def __reduce__(self):
+        CountsPickles.pickled += 1
+        return CountsPickles, ()
+
+
+def test_vmap_pickles_once_and_each_worker_traces_once_per_signature(client):
     client.run(tgd.clear_worker_cache)
-    f = tgd.vmap(lambda x: tnp.sin(x) + 1.0, client=client, chunk_size=2)
+    CountsPickles.pickled = 0
+    f = tgd.vmap(CountsPickles(), client=client)  # default chunks: one per worker thread
     x = np.arange(8.0)
     for _ in range(3):
         np.testing.assert_array_equal(f(x), np.sin(x) + 1.0)
-    info = client.run(tgd.worker_cache_info).values()
-    # 12 tasks; a worker builds the jitted function at most once, then reuses it
-    assert sum(i["hits"] + i["misses"] for i in info) == 12
-    assert all(i["misses"] <= 1 and i["entries"] == i["misses"] for i in info), info
+    assert CountsPickles.pickled == 1  # pickled at the first call, the bytes reused
+    info = client.run(tgd.worker_cache_info)
+    # 3 calls x 2 chunks; a worker builds and traces the jitted function at most once
+    assert sum(i["hits"] + i["misses"] for i in info.values()) == 6, info
+    assert all(i["misses"] <= 1 and i["entries"] == i["misses"] == i["traces"]
+               and i["backend"] == "numpy" for i in info.values()), info
+    np.testing.assert_array_equal(f(x[:6]), np.sin(x[:6]) + 1.0)  # chunks of 3: new signature
+    after = client.run(tgd.worker_cache_info)
+    for w, i in after.items():  # a worker that ran a chunk of 3 traced it once more
+        ran = i["hits"] + i["misses"] > info[w]["hits"] + info[w]["misses"]
+        assert i["traces"] == info[w]["traces"] + ran, (info, after)
+        assert i["entries"] == max(info[w]["entries"], ran), (info, after)
+    assert CountsPickles.pickled == 1
 
 
 def row_work(r):
