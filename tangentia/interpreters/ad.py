@@ -26,6 +26,9 @@ _asarray = np.asarray
 from . import partial_eval as pe
 
 _JaxprTracer = pe.JaxprTracer
+_WEAK_SCALAR_AVALS = pe._WEAK_SCALAR_AVALS
+_aval_of_ndarray = core.aval_of_ndarray
+_custom_rule_get = core.custom_rule_ctx.get
 
 
 # ---------------------------------------------------------------------------
@@ -390,6 +393,45 @@ class LinearizeTrace(pe.JaxprTrace):
             return out if type(out) is _ndarray else _asarray(out)
         return self.parent.process_primitive(prim, args, params)
 
+    def stage(self, prim, args, params):
+        # The hot path of eager ``grad``: every tangent operation is recorded
+        # here, compactly (``pe.LinearBuilder``): no Eqn, no constant variables.
+        in_avals = []
+        for x in args:
+            t = type(x)
+            if t is _JaxprTracer and x._trace is self:
+                in_avals.append(x.ir_var.aval)
+            elif t is _ndarray:  # a residual, most often
+                in_avals.append(_aval_of_ndarray(x))
+            else:
+                aval = _WEAK_SCALAR_AVALS.get(t)
+                if aval is None:
+                    args, in_avals = self._plain_args(args)
+                    break
+                in_avals.append(aval)
+        out_aval = prim.abstract_eval(*in_avals, **params)
+        # As in NumPy, only Python scalars are weakly typed: results are strong.
+        if prim.multiple_results:
+            out = [Var(a.strip_weak()) for a in out_aval]
+            self.builder.records.append((prim, args, params, out, _custom_rule_get()))
+            return [_JaxprTracer(self, v) for v in out]
+        v = Var(out_aval.strip_weak() if out_aval.weak_type else out_aval)
+        self.builder.records.append((prim, args, params, v, _custom_rule_get()))
+        return _JaxprTracer(self, v)
+
+    def _plain_args(self, args):
+        """``args`` with every value other than the trace's own tracers, plain
+        ndarrays and Python scalars made plain (``plain_value``), and their avals."""
+        out, avals = [], []
+        for x in args:
+            t = type(x)
+            if not ((t is _JaxprTracer and x._trace is self) or t is _ndarray
+                    or t in _WEAK_SCALAR_AVALS):
+                x = self.plain_value(x)
+            out.append(x)
+            avals.append(x.aval if type(x) is core.Literal else core.get_aval(x))
+        return out, avals
+
 
 # custom_lin: the linear step of a custom_vjp function under linearization.
 # Inputs ``(*residuals, *input tangents)``; transposition calls ``bwd`` on the
@@ -520,19 +562,43 @@ def is_undefined(x):
 _MISSING = object()
 
 
+class LinearRecords:
+    """A linear program as linearize's partial evaluator recorded it
+    (``pe.LinearBuilder``), for transposing it at once (eager ``grad``):
+    ``records`` are its equations as tuples, ``trace`` the trace whose
+    tracers in them are the linear values, ``invars`` the input tangents'
+    variables, ``outvars`` the output tangents' variables (constants for
+    outputs that do not depend on the inputs)."""
+
+    __slots__ = ("records", "trace", "invars", "outvars")
+
+    def __init__(self, records, trace, invars, outvars):
+        self.records = records
+        self.trace = trace
+        self.invars = invars
+        self.outvars = outvars
+
+
 def backward_pass(jaxpr, consts, cts_out):
-    """Transpose the linear program ``jaxpr`` (linear in its invars).
+    """Transpose the linear program ``jaxpr`` (linear in its invars), a
+    ``core.Jaxpr`` or ``LinearRecords`` (then ``consts`` is unused).
 
     Equations that do not depend on the linear inputs are evaluated forward
     first (programs made by ``linearize`` have none: they are marked
     ``all_linear`` and go straight to transposition).  Returns one cotangent
     per invar (``None`` for a zero cotangent).
     """
-    env = dict(zip(jaxpr.constvars, consts))
-    if jaxpr.cache.get("all_linear"):
-        lin_eqns = jaxpr.eqns
+    if type(jaxpr) is LinearRecords:
+        env = {}
+        records = jaxpr.records
+        own = jaxpr.trace
     else:
-        lin_eqns = _eval_nonlinear(jaxpr, env)
+        own = None
+        env = dict(zip(jaxpr.constvars, consts))
+        eqns = jaxpr.eqns if jaxpr.cache.get("all_linear") else _eval_nonlinear(jaxpr, env)
+        records = [(e.prim, e.inputs, e.params,
+                    e.outputs if e.prim.multiple_results else e.outputs[0], e.source)
+                   for e in eqns]
     # From here on, a variable is linear exactly when it has no value in env.
     ct_env = {}
     get = ct_env.get
@@ -545,55 +611,55 @@ def backward_pass(jaxpr, consts, cts_out):
     # One UndefinedPrimal per type (it only carries the aval; the avals, held
     # by the program's variables, outlive the pass, so their ids are keys).
     undefined = {}
-    for eqn in reversed(lin_eqns):
-        outputs = eqn.outputs
-        prim = eqn.prim
+    for prim, inputs, params, out, source in reversed(records):
         if prim.multiple_results:
-            cts = [pop(v, None) for v in outputs]
+            cts = [pop(v, None) for v in out]
             if all(c is None for c in cts):
                 continue
-            cts = [Zero(tangent_aval(v.aval)) if c is None else c for v, c in zip(outputs, cts)]
+            cts = [Zero(tangent_aval(v.aval)) if c is None else c for v, c in zip(out, cts)]
         else:
-            cts = pop(outputs[0], None)
+            cts = pop(out, None)
             if cts is None:
                 continue
-        inputs = eqn.inputs
         args = []
         linear = []  # positions of the linear inputs
+        lin_vars = []  # and their variables
         for a in inputs:
-            if type(a) is Var:
-                x = env_get(a, _MISSING)
-                if x is _MISSING:
-                    linear.append(len(args))
-                    aval = a.aval
-                    x = undefined.get(id(aval))
-                    if x is None:
-                        x = undefined[id(aval)] = UndefinedPrimal(aval)
-                args.append(x)
-            else:
-                args.append(a.val)
+            t = type(a)
+            if t is _JaxprTracer and a._trace is own:  # a record's linear input
+                a = a.ir_var
+            elif t is not Var:
+                args.append(a.val if t is core.Literal else a)  # a record holds plain values
+                continue
+            x = env_get(a, _MISSING)
+            if x is _MISSING:
+                linear.append(len(args))
+                lin_vars.append(a)
+                aval = a.aval
+                x = undefined.get(id(aval))
+                if x is None:
+                    x = undefined[id(aval)] = UndefinedPrimal(aval)
+            args.append(x)
         rule = prim.transpose
         try:
             if rule is None:
                 raise NotImplementedError(
                     f"transpose rule for '{prim.name}' not implemented: it appeared in a "
                     "linear program but is not linear")
-            params = eqn.params
             cts_in = rule(cts, *args, **params) if params else rule(cts, *args)
         except (NotImplementedError, TypeError) as err:
-            if eqn.source is None:
+            if source is None:
                 raise
             raise TypeError(
-                f"The custom_jvp rule of {eqn.source} is not linear in its tangents, so it cannot "
+                f"The custom_jvp rule of {source} is not linear in its tangents, so it cannot "
                 f"be used for reverse-mode differentiation (grad/vjp): it applies "
                 f"'{prim.name}' to a tangent in a non-linear way ({err}). A JVP rule's "
                 "tangent output must be a linear function of the input tangents.") from None
         if type(cts_in) is not tuple and type(cts_in) is not list:
             cts_in = list(cts_in)
-        for i in linear:
+        for i, a in zip(linear, lin_vars):
             c = cts_in[i]
             if c is not None and type(c) is not Zero:
-                a = inputs[i]
                 want = a.aval.dtype
                 if getattr(c, "dtype", want) != want:
                     c = fit_dtype(c, want)
@@ -638,7 +704,7 @@ def jvp_flat(fun, primals, tangents):
     return [p for p, _ in pairs], [t for _, t in pairs]
 
 
-def linearize_flat(fun, primals, differentiable=None, aux_holder=None):
+def linearize_flat(fun, primals, differentiable=None, aux_holder=None, records=False):
     """Linearize ``fun`` at ``primals``.
 
     Returns ``(primals_out, jaxpr, consts, out_tangent_avals, aux)`` where
@@ -646,8 +712,10 @@ def linearize_flat(fun, primals, differentiable=None, aux_holder=None):
     ``differentiable[i]`` False skips input i (its tangent is a zero).  If
     ``aux_holder`` is given, ``fun`` stores auxiliary outputs in
     ``aux_holder["aux"]``; they are returned with their tangents stripped.
+    With ``records``, ``jaxpr`` is the program as recorded (``LinearRecords``,
+    for ``backward_pass`` only) and ``consts`` is None: no program is built.
     """
-    builder = pe.JaxprBuilder("linearized")
+    builder = pe.LinearBuilder("linearized")
     pe_trace = LinearizeTrace(core.current_trace(), builder)
     jvp_trace = JVPTrace(pe_trace, eval_primals=pe_trace.eval_known)
     ins = []
@@ -670,9 +738,15 @@ def linearize_flat(fun, primals, differentiable=None, aux_holder=None):
             out_primals.append(p)
             out_tangents.append(instantiate(t))
         out_tan_avals = [tangent_aval(core.get_aval(p)) for p in out_primals]
-        jaxpr, consts = builder.build(in_tracers, out_tangents, pe_trace)
-        # Every recorded equation has an unknown (tangent) input.
-        jaxpr.cache["all_linear"] = True
+        if records:
+            jaxpr = LinearRecords(builder.records, pe_trace, [t.ir_var for t in in_tracers],
+                                  [t.ir_var if type(t) is _JaxprTracer and t._trace is pe_trace
+                                   else t for t in out_tangents])
+            consts = None
+        else:
+            jaxpr, consts = builder.build(in_tracers, out_tangents, pe_trace)
+            # Every recorded equation has an unknown (tangent) input.
+            jaxpr.cache["all_linear"] = True
         if aux_holder is not None:
             from ..tree_util import tree_map
             aux = tree_map(lambda x: jvp_trace.unpack(x)[0] if isinstance(x, Tracer) else x,
@@ -680,6 +754,7 @@ def linearize_flat(fun, primals, differentiable=None, aux_holder=None):
     finally:
         jvp_trace.alive = False
         pe_trace.alive = False
+        builder.records = []  # they hold tracers, which hold the trace: no cycle
     return out_primals, jaxpr, consts, out_tan_avals, aux
 
 

@@ -88,6 +88,50 @@ class JaxprBuilder:
         return core.Jaxpr(constvars, invars, eqns, outvars), constvals
 
 
+class LinearBuilder(JaxprBuilder):
+    """The builder of linearize's partial evaluator (``ad.LinearizeTrace``).
+
+    Tangent equations are recorded compactly, as ``(prim, args, params, out,
+    source)`` tuples: ``args`` as the primitive got them (the trace's own
+    tracers, residual arrays, Python scalars; any other value already made
+    plain by ``JaxprTrace.plain_value``), ``out`` the output ``Var`` (a list
+    of them for a primitive with several results), ``source`` the custom rule
+    that emitted it.  ``Eqn`` objects are made only when a program is needed
+    (``build``); eager ``grad`` transposes the records directly
+    (``ad.backward_pass``), as if they were the equations of a program.
+    """
+
+    __slots__ = ("records",)
+
+    def __init__(self, name="fun"):
+        super().__init__(name)
+        self.records = []
+
+    def build(self, in_tracers, outs, trace):
+        eqns = self.eqns
+        const_ids = self.const_ids
+        const_var = self.const_var
+        for prim, args, params, out, source in self.records:
+            inputs = []
+            for x in args:
+                t = type(x)
+                if t is JaxprTracer and x._trace is trace:
+                    a = x.ir_var
+                elif t is Literal:
+                    a = x
+                elif t is _ndarray or isinstance(x, Tracer):  # a tracer of an outer trace
+                    a = const_ids.get(id(x))
+                    if a is None:
+                        a = const_var(x)
+                else:  # a Python scalar
+                    a = _scalar_literal(x, t, _WEAK_SCALAR_AVALS[t])
+                inputs.append(a)
+            eqns.append(_Eqn(prim, inputs, out if prim.multiple_results else [out], params,
+                             source))
+        self.records = []
+        return super().build(in_tracers, outs, trace)
+
+
 def _dce(eqns, outvars):
     """Drop equations whose outputs are unused; returns (eqns, live variables)."""
     live = {v for v in outvars if type(v) is Var}
@@ -173,9 +217,17 @@ class JaxprTrace(core.Trace):
             v = self.builder.const_ids.get(id(x))
             if v is not None:
                 return v
+        x = self.plain_value(x)
+        return x if type(x) is Literal else self.builder.const_var(x)
+
+    def plain_value(self, x):
+        """A value that is not one of this trace's tracers, as a program holds
+        it: a ``Literal`` for a scalar, a plain ndarray, or a tracer of an
+        active outer interpreter (checked here)."""
+        if isinstance(x, Tracer):
             self.check_foreign(x)
-            return self.builder.const_var(x)
-        if isinstance(x, (np.ndarray, np.generic)) and x.ndim == 0 and not isinstance(x, np.ndarray):
+            return x
+        if isinstance(x, np.generic):
             return Literal(x, core.get_aval(x))
         if not isinstance(x, np.ndarray):
             x = core.as_array(x)
@@ -183,7 +235,7 @@ class JaxprTrace(core.Trace):
                 return Literal(x[()], core.get_aval(x))
         elif type(x) is ArrayImpl:  # an eager result: programs hold plain ndarrays
             x = x.view(_ndarray)
-        return self.builder.const_var(x)
+        return x
 
     def process_primitive(self, prim, args, params):
         if self.forward_known:
