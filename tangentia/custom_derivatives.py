@@ -22,7 +22,7 @@ import inspect
 import numpy as np
 
 from . import core, dtypes
-from ._array import to_user
+from ._array import ArrayImpl, to_user
 from .core import Tracer, Zero
 from .interpreters import ad
 from .interpreters import partial_eval as pe
@@ -172,6 +172,13 @@ _LEAF_TREE = tree_structure(0)
 
 _ndarray = np.ndarray
 _ARRAYS = (np.ndarray, Tracer)
+# Arguments with which a call computed now (``_CustomFunction._evaluate``) gets
+# the same arguments and checks as a bound one.
+_CONCRETE = (np.ndarray, np.generic, float, int, complex)
+_EVAL = core.EVAL_TRACE
+_current_trace = core.current_trace
+_set_trace = core._trace_ctx.set
+_reset_trace = core._trace_ctx.reset
 
 
 def _flatten_out(out):
@@ -339,6 +346,41 @@ class _CustomFunction:
             return self
         return functools.partial(self, obj)
 
+    def __call__(self, *args, **kwargs):
+        if self._undefined is not None:
+            raise AttributeError(self._undefined)
+        trace = _current_trace()
+        if (trace is _EVAL or trace.eval_known) and not kwargs and not self.nondiff_argnums:
+            n = self._n_pos
+            if n is None or len(args) == n:
+                for a in args:
+                    if not isinstance(a, _CONCRETE):
+                        break
+                else:
+                    return self._evaluate(trace, args)
+        return self._bind(*self._args(args, kwargs))
+
+    def _evaluate(self, trace, args):
+        """A call on concrete arguments (arrays and scalars) under eager
+        evaluation, or under an interpreter that evaluates untraced values as
+        eager evaluation does (``Trace.eval_known``): the function's value, as
+        eager evaluation of the bound call gives it (rules never run), without
+        binding."""
+        if trace is _EVAL:
+            out = self.fun(*args)
+        else:
+            token = _set_trace(_EVAL)
+            try:
+                out = self.fun(*args)
+            finally:
+                _reset_trace(token)
+        if type(out) is _ndarray:
+            return out.view(ArrayImpl)
+        if type(out) is ArrayImpl:
+            return out
+        leaves, tree = tree_flatten(out)
+        return to_user(tree_unflatten(tree, _as_arrays(leaves)))
+
     def _args(self, args, kwargs):
         """``(how, dyn, leaves)``: the call's arguments split for the flat
         rules (kwargs resolved, nondiff_argnums checked; see ``_Args``).
@@ -449,6 +491,7 @@ class custom_jvp(_CustomFunction):
     def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
         super().__init__(fun, nondiff_argnums, nondiff_argnames)
         self.jvp = None
+        self._undefined = f"No JVP defined for custom_jvp function {self.name} using defjvp."
 
     def defjvp(self, jvp, symbolic_zeros=False):
         """Define the JVP rule; returns ``jvp`` so it can be used as a decorator.
@@ -467,6 +510,7 @@ class custom_jvp(_CustomFunction):
             raise TypeError(f"custom_jvp.defjvp of {_fun_name(self.fun)} expects a callable, "
                             f"got {type(jvp).__name__}")
         self.jvp = jvp
+        self._undefined = None
         self.jvp_name = _fun_name(jvp)
         self.symbolic_zeros = symbolic_zeros
         return jvp
@@ -503,11 +547,8 @@ class custom_jvp(_CustomFunction):
 
         self.defjvp(jvp)
 
-    def __call__(self, *args, **kwargs):
+    def _bind(self, ca, dyn, leaves):
         name = self.name
-        if self.jvp is None:
-            raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
-        ca, dyn, leaves = self._args(args, kwargs)
         store = {}
         fun, rule, sz, jvp_name = self.fun, self.jvp, self.symbolic_zeros, self.jvp_name
         n_dyn, n_diff = len(dyn), len(leaves)
@@ -629,6 +670,7 @@ class custom_vjp(_CustomFunction):
         super().__init__(fun, nondiff_argnums, nondiff_argnames)
         self.fwd = None
         self.bwd = None
+        self._undefined = f"No VJP defined for custom_vjp function {self.name} using defvjp."
 
     def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
         """Define the forward and backward rules.
@@ -648,13 +690,11 @@ class custom_vjp(_CustomFunction):
                 raise TypeError(f"custom_vjp.defvjp of {_fun_name(self.fun)}: {what} must be "
                                 f"callable, got {type(f).__name__}")
         self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
+        self._undefined = None
         self.fwd_name, self.bwd_name = _fun_name(fwd), _fun_name(bwd)
 
-    def __call__(self, *args, **kwargs):
+    def _bind(self, ca, dyn, leaves):
         name = self.name
-        if self.fwd is None:
-            raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
-        ca, dyn, leaves = self._args(args, kwargs)
         store = {}
         fun, fwd, bwd, sz = self.fun, self.fwd, self.bwd, self.symbolic_zeros
         fwd_name, bwd_name = self.fwd_name, self.bwd_name
