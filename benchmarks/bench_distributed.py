@@ -18,15 +18,26 @@ Per-task overhead: ``distributed.vmap(lambda x: x + 1.0, chunk_size=1)`` over
 cluster: (t64 - t1) / 63 is the cost of one more task; t1 minus the local
 call is the fixed cost of a call.
 
+Per-task overhead: as above, and a plain Dask round trip
+(``client.submit(noop, x).result()``), the floor under any call.
+
 All runs are timed in interleaved rounds (``_harness.measure_interleaved``);
 the median round is reported.  Every distributed result is checked against
 the local one.  Thread-pool variables are set to 1 (each worker uses one
 core); the process is not pinned, since the clusters need both cores.  Each
-available jit backend is measured (selected with ``TANGENTIA_JIT_BACKEND``
-in this process and the workers, which inherit it).
+available jit backend is measured: selected here with
+``config.update("jit_backend", ...)`` and in the workers with
+``TANGENTIA_JIT_BACKEND`` (a variable set in this process after tangentia is
+imported would not reach its ``jit``); the backend each side ran is checked
+(the local function's compiled programs, the workers' ``worker_cache_info``)
+and reported.
+
+The CPU used by other processes is measured over each timing (machine busy
+time minus this process and its clusters' workers and nannies): the
+harness's own per-round figure counts the workers as "others".
 
 Standalone only (the suite's ``run.py`` pins one core):
-``python benchmarks/bench_distributed.py [--quick] [--backends numpy] [--json PATH]``.
+``python benchmarks/bench_distributed.py [--quick] [--backends numpy] [--n 64] [--json PATH]``.
 With the numba backend the first call compiles the batched odeint gradient in
 every worker process (minutes each on a loaded 2-core machine: the program
 uses object mode, so the on-disk cache does not apply).
@@ -47,18 +58,20 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from _harness import FULL, QUICK, fmt_time, measure_interleaved, paired_ratio  # noqa: E402
+from _harness import (FULL, QUICK, CpuMonitor, fmt_time, measure_interleaved,  # noqa: E402
+                      paired_ratio)
 
 NAME = "distributed"
 TITLE = "tangentia.distributed: 64 pendulum gradient solves on a Dask LocalCluster"
-N = 64
+N = 64     # pendulum solves in the sweep (--n)
+TINY = 64  # elements of the tiny-task overhead measurement
 TARGETS = {"2 workers / 1 worker speedup": 1.7, "1 worker / local time": 1.15}
 
 
-def sweep_inputs():
+def sweep_inputs(n=N):
     from bench_ode import Y0
     rng = np.random.default_rng(0)
-    return Y0, rng.uniform(0.15, 0.35, N), rng.uniform(4.0, 6.0, N)
+    return Y0, rng.uniform(0.15, 0.35, n), rng.uniform(4.0, 6.0, n)
 
 
 def grad_fn():
@@ -71,11 +84,63 @@ def grad_fn():
     return tg.grad(loss, argnums=(1, 2))
 
 
-def _cluster(n):
+def _cluster(n, backend):
     from dask.distributed import Client, LocalCluster
+    env = {} if backend is None else {"TANGENTIA_JIT_BACKEND": backend}
     cluster = LocalCluster(n_workers=n, processes=True, threads_per_worker=1,
-                           dashboard_address=":0", silence_logs=40)
+                           dashboard_address=":0", silence_logs=40, env=env)
     return cluster, Client(cluster, set_as_default=False)
+
+
+def _cluster_pids(clients):
+    """The worker processes of ``clients`` and their nannies (the scheduler
+    runs in this process)."""
+    pids = set()
+    for cl in clients:
+        pids.update(cl.run(os.getpid).values())
+        pids.update(cl.run(os.getppid).values())
+    return sorted(pids)
+
+
+def _cpu_seconds(pids):
+    """User + system CPU seconds of the processes ``pids`` (Linux; 0 elsewhere)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+class LoadMeter:
+    """Cores used during a ``with`` block by this process's clusters and by
+    everything else on the machine (``others``), from /proc."""
+
+    def __init__(self, pids):
+        self.pids = pids
+
+    def __enter__(self):
+        self.mon = CpuMonitor()  # machine busy time minus this process's
+        self.start = _cpu_seconds(self.pids)
+        return self
+
+    def __exit__(self, *exc):
+        wall = time.perf_counter() - self.mon.start[1] if self.mon.start else 0.0
+        others = self.mon.others_cores()
+        self.cluster = (_cpu_seconds(self.pids) - self.start) / wall if wall > 0 else None
+        self.others = None if others is None else max(0.0, others - self.cluster)
+        return False
+
+    def describe(self):
+        if self.others is None:
+            return "load of other processes unknown (no /proc)"
+        return (f"other processes used {self.others:.2f} of {os.cpu_count()} cores meanwhile "
+                f"(the clusters {self.cluster:.2f})"
+                + ("; busy machine: parallel speedups shrink and overheads grow"
+                   if self.others > 0.2 else ""))
 
 
 def _max_rel(a, b):
@@ -84,15 +149,24 @@ def _max_rel(a, b):
     return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
 
 
-def run_backend(cfg, log):
+def _backends_ran(local, clients):
+    """``(local, workers)``: the jit backends the local function compiled with
+    and the workers' default backend (what their jitted functions run on)."""
+    import tangentia.distributed as tgd
+    here = sorted(b for b, c in local.fast_caches.items() if c)
+    there = sorted({i["backend"] for cl in clients for i in cl.run(tgd.worker_cache_info).values()})
+    return here, there
+
+
+def run_backend(cfg, log, backend, n):
     import tangentia as tg
     import tangentia.distributed as tgd
 
     g = grad_fn()
-    y0, bs, cs = sweep_inputs()
+    y0, bs, cs = sweep_inputs(n)
     local = tg.jit(tg.vmap(g, in_axes=(None, 0, 0)))
-    chunk = N // 2  # the default chunks of 2 workers, run one after the other by 1 worker
-    c1, c2 = _cluster(1), _cluster(2)
+    chunk = n // 2  # the default chunks of 2 workers, run one after the other by 1 worker
+    c1, c2 = _cluster(1, backend), _cluster(2, backend)
     try:
         fns = {"local": lambda: local(y0, bs, cs)}
         for name, (_, cl) in (("1 worker", c1), ("2 workers", c2)):
@@ -105,17 +179,20 @@ def run_backend(cfg, log):
             t0 = time.perf_counter()
             outs[k] = fn()
             first[k] = time.perf_counter() - t0
+        clients = [c1[1], c2[1]]
+        ran = dict(zip(("local", "workers"), _backends_ran(local, clients)))
+        log(f"    backends that ran: local {ran['local']}, workers {ran['workers']}")
+        if backend is not None and (ran["local"] != [backend] or ran["workers"] != [backend]):
+            raise RuntimeError(f"asked for the {backend} backend everywhere, got {ran}")
         errors = {k: _max_rel(v, outs["local"]) for k, v in outs.items() if k != "local"}
         log(f"    max relative difference to local: {max(errors.values()):.2g}")
         keys = list(fns)
-        stats = dict(zip(keys, measure_interleaved([fns[k] for k in keys], cfg)))
+        with LoadMeter(_cluster_pids(clients)) as load:
+            stats = dict(zip(keys, measure_interleaved([fns[k] for k in keys], cfg)))
         for k in keys:
             log(f"    {k:<34} {fmt_time(stats[k]['median_s']):>10}   first call "
                 f"{fmt_time(first[k])}")
-        loads = [x for x in stats["local"]["others_cores_per_round"] if x is not None]
-        if loads:
-            log(f"    other processes used {np.median(loads):.2f} cores (median over rounds; "
-                f"this machine has {os.cpu_count()}): parallel speedups shrink accordingly")
+        log(f"    {load.describe()}")
         ratios = {
             "1 worker / local time (default chunks)":
                 paired_ratio(stats["1 worker, default chunks"], stats["local"]),
@@ -141,76 +218,90 @@ def run_backend(cfg, log):
         for cluster, cl in (c1, c2):
             cl.close()
             cluster.close()
-    return {"others_cores_median": float(np.median(loads)) if loads else None,
+    return {"backends_ran": ran, "others_cores": load.others, "clusters_cores": load.cluster,
             "times": {k: {"median_s": stats[k]["median_s"], "first_s": first[k],
                           "runs_s": stats[k]["runs_s"]} for k in keys},
             "ratios": ratios, "max_rel_diff_to_local": errors, "task_overhead": overhead,
             "local_batch_scaling": scaling}
 
 
+def _noop(x):
+    return x
+
+
 def task_overhead(cfg, log, clients):
-    """Cost of one more tiny task, and of one call with one tiny task."""
+    """Cost of one more tiny task, of one call with one tiny task, and of a
+    plain Dask round trip (``submit(noop).result()``: the floor of any call)."""
     import tangentia as tg
     import tangentia.distributed as tgd
 
     def tiny(x):
         return x + 1.0
 
-    x = np.arange(float(N))
+    x = np.arange(float(TINY))
     local = tg.jit(tg.vmap(tiny))
     fns = {"local jit(vmap)": lambda: local(x)}
     for name, cl in clients.items():
-        for cs in (N, 1):
-            fns[f"{name}, {N // cs} task(s)"] = (
+        fns[f"{name}, dask round trip"] = lambda cl=cl: cl.submit(_noop, x, pure=False).result()
+        for cs in (TINY, 1):
+            fns[f"{name}, {TINY // cs} task(s)"] = (
                 lambda f=tgd.vmap(tiny, client=cl, chunk_size=cs): f(x))
-    for fn in fns.values():
-        np.testing.assert_array_equal(fn(), x + 1.0)
+    for k, fn in fns.items():
+        np.testing.assert_array_equal(fn(), x if "round trip" in k else x + 1.0)
     keys = list(fns)
-    stats = dict(zip(keys, measure_interleaved([fns[k] for k in keys], cfg)))
-    out = {"local_call_s": stats[keys[0]]["median_s"]}
-    log("  per-task overhead (tiny tasks: x + 1.0 on 64 elements)")
+    with LoadMeter(_cluster_pids(clients.values())) as load:
+        stats = dict(zip(keys, measure_interleaved([fns[k] for k in keys], cfg)))
+    out = {"local_call_s": stats[keys[0]]["median_s"], "others_cores": load.others}
+    log(f"  per-task overhead (tiny tasks: x + 1.0 on {TINY} elements)")
     for name in clients:
         one = stats[f"{name}, 1 task(s)"]["median_s"]
-        many = stats[f"{name}, {N} task(s)"]["median_s"]
-        out[name] = {"call_with_1_task_s": one, f"call_with_{N}_tasks_s": many,
-                     "per_extra_task_s": (many - one) / (N - 1),
-                     "fixed_call_overhead_s": one - out["local_call_s"]}
-        log(f"    {name:<10} call with 1 task {fmt_time(one):>9}, with {N} tasks "
-            f"{fmt_time(many):>9}: {fmt_time((many - one) / (N - 1))} per extra task "
+        many = stats[f"{name}, {TINY} task(s)"]["median_s"]
+        floor = stats[f"{name}, dask round trip"]["median_s"]
+        out[name] = {"call_with_1_task_s": one, f"call_with_{TINY}_tasks_s": many,
+                     "per_extra_task_s": (many - one) / (TINY - 1),
+                     "fixed_call_overhead_s": one - out["local_call_s"],
+                     "dask_round_trip_s": floor}
+        log(f"    {name:<10} call with 1 task {fmt_time(one):>9} (a plain Dask round trip "
+            f"{fmt_time(floor)}), with {TINY} tasks {fmt_time(many):>9}: "
+            f"{fmt_time((many - one) / (TINY - 1))} per extra task "
             f"(local call {fmt_time(out['local_call_s'])})")
+    log(f"    {load.describe()}")
     return out
 
 
 def batch_scaling(cfg, local, y0, bs, cs, log):
-    """Local jit(vmap) time for batches of 64, 32 and 8 (how the compute of a
-    chunk scales with its size on this backend: what chunking can gain)."""
-    fns = {n: (lambda n=n: local(y0, bs[:n], cs[:n])) for n in (N, N // 2, N // 8)}
+    """Local jit(vmap) time for the whole batch, half and an eighth of it (how
+    the compute of a chunk scales with its size on this backend: what
+    chunking can gain)."""
+    n = len(bs)
+    fns = {m: (lambda m=m: local(y0, bs[:m], cs[:m])) for m in (n, n // 2, n // 8)}
     for fn in fns.values():
         fn()
     stats = dict(zip(fns, measure_interleaved(list(fns.values()), cfg)))
-    out = {str(n): stats[n]["median_s"] for n in fns}
+    out = {str(m): stats[m]["median_s"] for m in fns}
     log("  local jit(vmap) per batch size: " + ", ".join(
-        f"{n}: {fmt_time(s)}" for n, s in out.items())
-        + f"  (64 / 32 time ratio {out[str(N)] / out[str(N // 2)]:.2f}; 2.0 = compute-bound)")
+        f"{m}: {fmt_time(t)}" for m, t in out.items())
+        + f"  ({n} / {n // 2} time ratio {out[str(n)] / out[str(n // 2)]:.2f}; "
+        "2.0 = compute-bound)")
     return out
 
 
-def run(cfg, log=print):
+def run(cfg, log=print, n=N):
+    """Each backend in turn, selected here and in the workers."""
+    import tangentia as tg
     from _harness import tg_backends
     results = {}
-    old = os.environ.get("TANGENTIA_JIT_BACKEND")
-    try:
-        for name, how in tg_backends():
-            if how == "backend=":
-                os.environ["TANGENTIA_JIT_BACKEND"] = name
-            log(f"  backend {name}: sweep of {N} pendulum gradients")
-            results[name] = run_backend(cfg, log)
-    finally:
-        if old is None:
-            os.environ.pop("TANGENTIA_JIT_BACKEND", None)
-        else:
-            os.environ["TANGENTIA_JIT_BACKEND"] = old
-    return {"title": TITLE, "cpus": os.cpu_count(), "backends": results}
+    for name, how in tg_backends():
+        backend = name if how == "backend=" else None
+        if backend is not None:
+            tg.config.update("jit_backend", backend)
+        try:
+            log(f"  backend {name}: sweep of {n} pendulum gradients")
+            results[name] = run_backend(cfg, log, backend, n)
+        finally:
+            if backend is not None:
+                tg.config.update("jit_backend", None)
+    return {"title": TITLE, "cpus": os.cpu_count(), "n": n, "backends": results}
 
 
 def main(argv=None):
@@ -218,6 +309,7 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="short timings (smoke test)")
     p.add_argument("--json", help="write the results to this file")
     p.add_argument("--backends", help="comma-separated jit backends (default: all available)")
+    p.add_argument("--n", type=int, default=N, help=f"solves in the sweep (default {N})")
     p.add_argument("--wait-idle", type=float, default=0.0, metavar="S",
                    help="first wait up to S seconds for other processes to leave the CPU")
     a = p.parse_args(argv)
@@ -233,7 +325,7 @@ def main(argv=None):
     for name in ("distributed", "distributed.scheduler", "distributed.core", "distributed.nanny"):
         logging.getLogger(name).setLevel(logging.WARNING)
     print(TITLE)
-    res = run(QUICK if a.quick else FULL)
+    res = run(QUICK if a.quick else FULL, n=a.n)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)
