@@ -74,7 +74,7 @@ from numba import types as nbt
 from numba.core import errors as NE
 
 from ..backend import Backend, register_backend
-from . import helpers
+from . import elementwise_loop, helpers, vecmath
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
                       _weight, AV, ZV)
 from .rules import ELEMENTWISE, FUSIBLE, RULES, all_primitives, lowering_paths
@@ -86,6 +86,7 @@ _NJIT_OPTIONS = dict(error_model="numpy")
 def _generate(jaxpr):
     """(source, globals, consts, objmode) for a program without constvars."""
     g = _Gen(RULES, FUSIBLE, ELEMENTWISE)
+    loop = one_loop(jaxpr)
     params, in_vals = [], []
     for v in jaxpr.invars:
         a = v.aval
@@ -95,16 +96,17 @@ def _generate(jaxpr):
             continue
         params.append(g.name("x"))
         av = AV(a.shape, a.dtype, params[-1])
-        in_vals.append(g.small(av) if g.is_small(a.shape) else av)
-    outs = g.lower_jaxpr(jaxpr, in_vals)
-    names = []
-    for o in outs:
-        if type(o) is not ZV:
-            names.append(g.array(o).name)
+        in_vals.append(g.small(av) if g.is_small(a.shape) and loop is None else av)
+    if loop is not None:
+        names = elementwise_loop.generate(g, jaxpr, *loop, params)
+    else:
+        outs = g.lower_jaxpr(jaxpr, in_vals)
+        names = [g.array(o).name for o in outs if type(o) is not ZV]
     g.emit("return (" + "".join(n + ", " for n in names) + ")")
     args = params + [f"k{i}" for i in range(len(g.consts))]
     head = ["import cmath", "import math", "import numpy as np", "import numba",
-            f"from {helpers.__name__} import {', '.join(helpers.HELPERS)}", ""] + g.notes + [""]
+            f"from {helpers.__name__} import {', '.join(helpers.HELPERS)}",
+            f"from {vecmath.__name__} import {', '.join(vecmath.INTRINSICS)}", ""] + g.notes + [""]
     funcs = [f + "\n\n" for f in g.functions]
     main = "\n".join(["@_jit", f"def program({', '.join(args)}):"] + g.lines)
     return "\n".join(head) + "\n" + "\n".join(funcs) + main + "\n", g.globals, g.consts, g.objmode
@@ -342,7 +344,7 @@ class NumbaBackend(Backend):
 
     def _compile(self, jaxpr):
         assert not jaxpr.constvars, "compile expects constants to be inputs"
-        if vector_bound(jaxpr):
+        if vector_bound(jaxpr) and one_loop(jaxpr) is None:
             return _numpy_compile(jaxpr)
         try:
             return _compile_program(jaxpr)
@@ -355,7 +357,7 @@ class NumbaBackend(Backend):
             return _numpy_compile(jaxpr)
 
     def source(self, jaxpr):
-        if vector_bound(jaxpr):
+        if vector_bound(jaxpr) and one_loop(jaxpr) is None:
             from ..backend import get_backend
             return ("# numba backend: a loop-free program over large arrays runs as NumPy calls "
                     "(vectorized ufuncs)\n" + get_backend("numpy").source(jaxpr))
@@ -373,7 +375,8 @@ def vector_bound(jaxpr):
     """Whether ``jaxpr`` is better run as NumPy calls: it has no loops or
     branches (at any depth) and nearly all its elements (90%) are in large
     values, so per-call overhead is negligible and NumPy's SIMD ufuncs
-    (``exp``, ``tanh``, ...) and BLAS beat numba's scalar libm loops."""
+    (``tanh``, ``log``, ...) and BLAS beat numba's scalar libm loops --
+    unless it is elementwise and vectorizes (``one_loop``)."""
     hit = jaxpr.cache.get("numba_vector_bound")
     if hit is not None:
         return hit
@@ -393,6 +396,14 @@ def vector_bound(jaxpr):
               and sum(s for s in sizes if s >= LARGE) >= 0.9 * sum(sizes))
     jaxpr.cache["numba_vector_bound"] = result
     return result
+
+
+def one_loop(jaxpr):
+    """``(scalar body, shape)`` if ``jaxpr`` runs as one vectorized loop: it is
+    vector-bound and elementwise over one shape with vectorizable operations
+    only (``elementwise_loop``), which beats NumPy's calls (one pass over
+    memory, no temporaries); else None."""
+    return elementwise_loop.scalar_program(jaxpr) if vector_bound(jaxpr) else None
 
 
 def _numpy_compile(jaxpr):
