@@ -136,8 +136,11 @@ def _build_value_and_grad(argnums, has_aux):
     return build
 
 
-def _shard_task(key, blob, argnums, has_aux, index, treedef, as_leaves, params, shard, args):
-    """``value_and_grad`` of one shard, as ``(loss, grads, [aux] or None)``."""
+def _shard_task(key, blob, argnums, has_aux, index, treedef, as_leaves, params_tree, params,
+                shard, args):
+    """``value_and_grad`` of one shard, as ``(loss, grads, [aux] or None)``;
+    ``params`` are the leaves of ``params_tree``."""
+    params = tree_unflatten(params_tree, params)
     if as_leaves:
         shard = tree_unflatten(treedef, shard)
     elif treedef is not None:
@@ -320,7 +323,9 @@ def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
     ``client`` defaults to the current Dask client.  Leaves may be NumPy
     arrays, Python scalars or ``dask.array.Array`` (computed on the cluster,
     never brought to the client).  Keyword arguments are mapped over axis 0,
-    as in ``tangentia.vmap``.
+    as in ``tangentia.vmap``.  ``fun`` is pickled at the first call and the
+    same bytes are sent afterwards (as ``jit`` traces once, the values it
+    closes over are captured then).
 
     Args:
       fun: the function to map (picklable with cloudpickle: closures and
@@ -516,8 +521,11 @@ def value_and_grad(loss, argnums=0, has_aux=False, *, client=None):
     ``shards`` is a sequence of data pytrees, Dask futures of them, or dask
     arrays (one dask array is also accepted: its blocks along axis 0 are the
     shards).  Each shard's ``jit(value_and_grad(loss))`` runs where its data
-    is; ``params`` are scattered to every worker once per call; the per-shard
-    results are summed pairwise on the cluster and only the total comes back.
+    is; ``params`` travel with the tasks (arrays above 1 MiB are scattered
+    to every worker once per call); the per-shard results are summed
+    pairwise on the cluster and only the total comes back.  ``loss`` is
+    pickled at the first call and the same bytes are sent afterwards (as
+    ``jit`` traces once, the values it closes over are captured then).
     ``argnums`` counts ``loss``'s positional arguments and may not include
     the shard (position 1).  With ``has_aux`` the value is ``(total_loss,
     [aux of each shard, in shard order])``.
@@ -566,13 +574,14 @@ def value_and_grad(loss, argnums=0, has_aux=False, *, client=None):
         blob, digest = pickled()
         payloads, treedef = _shard_payloads(cl, shards, loss)
         key = f"value_and_grad-{digest}-{argnums!r}-{has_aux}"
-        [params_f] = cl.scatter([params], broadcast=True, hash=False)
+        param_leaves, params_tree = tree_flatten(params)
+        ship_params = _ship_large(cl, param_leaves)
         ship_args = _ship_large(cl, list(args))
         prefix = _task_prefix("value_and_grad", loss)
         n = len(payloads)
         futures = cl.map(_shard_task, [key] * n, [blob] * n, [argnums] * n, [has_aux] * n,
-                         range(n), [treedef] * n, [a for a, _ in payloads], [params_f] * n,
-                         [p for _, p in payloads], [ship_args] * n,
+                         range(n), [treedef] * n, [a for a, _ in payloads], [params_tree] * n,
+                         [ship_params] * n, [p for _, p in payloads], [ship_args] * n,
                          key=[f"{prefix}-shard-{i}" for i in range(n)], pure=False)
         total = _tree_sum(cl, futures, prefix)
         try:

@@ -328,6 +328,24 @@ def test_value_and_grad_equals_sum_of_local_shards(client, kind):
     assert_close(g(W, shards, 0.5), local_sum(loss, W, SHARDS, 0.5))
 
 
+def test_value_and_grad_large_params_are_scattered_small_ones_travel_with_tasks(client):
+    big = np.random.default_rng(4).normal(size=150_000)  # 1.2 MB: above the scatter threshold
+    params = {"big": big, "w": W[0], "b": W[1]}
+
+    def loss_big(p, shard, scale):
+        return loss((p["w"], p["b"]), shard, scale) + 1e-3 * tnp.sum(p["big"] ** 2)
+
+    scattered = []
+    real = client.scatter
+    client.scatter = lambda data, **kw: scattered.append(len(data)) or real(data, **kw)
+    try:
+        got = tgd.value_and_grad(loss_big, client=client)(params, SHARDS[:2], 0.5)
+    finally:
+        del client.scatter
+    assert scattered == [1]  # big alone
+    assert_close(got, local_sum(loss_big, params, SHARDS[:2], 0.5))
+
+
 def test_value_and_grad_argnums_and_aux(client):
     def loss_aux(params, shard, scale):
         return loss(params, shard, scale), tnp.mean(shard[1])
