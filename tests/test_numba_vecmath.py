@@ -1,0 +1,238 @@
+"""The numba backend's vectorizable exp (``numba_backend.vecmath``) and the
+one-loop lowering of elementwise programs over large arrays
+(``numba_backend.elementwise_loop``).
+
+``_vexp`` is checked in ulps against a reference wider than float64
+(``np.longdouble`` where it has a 64-bit significand, else mpmath) on a dense
+grid over the whole range, on hypothesis' points and at the edges (overflow,
+the subnormal range, underflow to zero, the reduction's switch points); its
+special values must be NumPy's exactly.  Programs are compiled by both jit
+backends and compared; the generated code must be one loop, and vectorized.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+numba = pytest.importorskip("numba")
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import tangentia as tg  # noqa: E402
+import tangentia.nn as nn  # noqa: E402
+import tangentia.numpy as tnp  # noqa: E402
+from tangentia.compiler import numba_backend as nbb  # noqa: E402
+from tangentia.compiler.numba_backend.vecmath import _vexp  # noqa: E402
+from test_numba_backend import NUMBA, assert_same, numpy_backend, program  # noqa: E402
+
+LN2 = math.log(2.0)
+X_OVERFLOW = 709.782712893384            # the largest x with a finite exp(x)
+X_SUBNORMAL = -708.3964185322641         # exp below here is subnormal
+X_ZERO = -745.1332191019412              # exp below here rounds to 0 (NumPy's threshold)
+
+
+@numba.njit(error_model="numpy")
+def _exp_loop(x, out):
+    for i in range(x.shape[0]):
+        out[i] = _vexp(x[i])
+
+
+def vexp(x):
+    x = np.ascontiguousarray(x)
+    out = np.empty_like(x)
+    _exp_loop(x, out)
+    return out
+
+
+def exact_exp(x):
+    """exp of float64 ``x`` with at least 64 significant bits (as longdouble / mpmath)."""
+    if np.finfo(np.longdouble).nmant >= 63:
+        return np.exp(x.astype(np.longdouble))
+    import mpmath
+    mpmath.mp.prec = 80
+    return [mpmath.exp(mpmath.mpf(float(v))) for v in x]
+
+
+def ulp_errors(x):
+    """|vexp(x) - exp(x)| in units of the last place of the correctly rounded result."""
+    got = vexp(x)
+    ref = exact_exp(x)
+    with np.errstate(over="ignore"):
+        rounded = np.array([float(r) for r in ref]) if isinstance(ref, list) else ref.astype(np.float64)
+    finite = np.isfinite(rounded)
+    assert np.array_equal(got[~finite], rounded[~finite]), "overflow where exp overflows"
+    ulp = np.spacing(np.abs(rounded[finite]))
+    if isinstance(ref, list):
+        import mpmath
+        err = [abs((mpmath.mpf(float(g)) - r) / u) for g, r, u in
+               zip(got[finite], [r for r, f in zip(ref, finite) if f], ulp)]
+        return np.array([float(e) for e in err])
+    return np.abs((got[finite].astype(np.longdouble) - ref[finite]) / ulp).astype(np.float64)
+
+
+def edges():
+    """Points around the thresholds and the reduction's switch points (k ln2 +- ln2/2)."""
+    centers = [X_OVERFLOW, X_SUBNORMAL, X_ZERO, 0.0, -1074 * LN2, -1022 * LN2]
+    centers += [(k + 0.5) * LN2 for k in range(-1076, 1024, 37)]
+    pts = []
+    for c in centers:
+        lo = hi = c
+        for _ in range(4):
+            lo, hi = np.nextafter(lo, -np.inf), np.nextafter(hi, np.inf)
+            pts += [lo, hi]
+        pts.append(c)
+    return np.array(pts + [5e-324, -5e-324, 1e-300, -1e-300, 1e-17, -1e-17])
+
+
+def test_exp_float64_is_within_one_ulp_over_the_whole_range():
+    grid = np.linspace(X_ZERO - 1.0, X_OVERFLOW + 1.0, 200_001)
+    rng = np.random.default_rng(0)
+    near_zero = rng.uniform(-1.0, 1.0, 50_000) * 10.0 ** rng.uniform(-20, 0, 50_000)
+    subnormal = rng.uniform(X_ZERO, X_SUBNORMAL, 20_000)
+    x = np.concatenate([grid, near_zero, subnormal, edges()])
+    err = ulp_errors(x)
+    assert err.max() < 1.0, (err.max(), x[np.isfinite(vexp(x))][err.argmax()])
+    # in the normal range: the last rounding (0.5) and the evaluation's (< 0.2;
+    # NumPy's exp reaches 0.67 too); the subnormal range adds a rounding to its
+    # coarser grid
+    with np.errstate(over="ignore"):
+        normal = (x > X_SUBNORMAL)[np.isfinite(exact_exp(x).astype(np.float64))]
+    assert err[normal].max() < 0.75, err[normal].max()
+    # and NumPy's own exp is not closer: both round, so they agree almost everywhere
+    with np.errstate(over="ignore"):
+        assert np.mean(vexp(x) == np.exp(x)) > 0.9
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-750.0, 712.0), min_size=1, max_size=64))
+def test_exp_float64_ulp_error_on_hypothesis_points(xs):
+    err = ulp_errors(np.array(xs))
+    assert err.size == 0 or err.max() < 1.0, (err.max(), xs)
+
+
+def test_exp_special_values_are_numpys():
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1e308, -1e308, X_OVERFLOW,
+                  np.nextafter(X_OVERFLOW, np.inf), 710.0, X_ZERO, np.nextafter(X_ZERO, 0.0),
+                  -746.0, 5e-324, -5e-324])
+    with np.errstate(over="ignore"):
+        want = np.exp(x)
+    got = vexp(x)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    assert vexp(np.zeros(3))[0] == 1.0
+
+
+def test_exp_float32_is_float64_exp_rounded_once():
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.uniform(-104.0, 89.0, 200_000),
+                        np.linspace(-104.0, 89.0, 100_001)]).astype(np.float32)
+    edge = np.array([88.72283, 88.72284, -87.33655, -103.27893, -103.97208, -103.9721, 0.0, -0.0,
+                     np.inf, -np.inf, np.nan, 1e-45, -1e-45], np.float32)
+    x = np.concatenate([x, edge])
+    got = vexp(x)
+    assert got.dtype == np.float32
+    with np.errstate(over="ignore"):
+        ref = np.exp(x.astype(np.float64)).astype(np.float32)   # (double rounding: rare, 1 ulp)
+        numpy32 = np.exp(x)
+    ulps = np.abs(got.view(np.int32).astype(np.int64) - ref.view(np.int32).astype(np.int64))
+    assert ulps[~np.isnan(ref)].max() <= 1
+    np.testing.assert_array_equal(got[-len(edge):][np.isnan(ref[-len(edge):]) | np.isinf(ref[-len(edge):])],
+                                  numpy32[-len(edge):][np.isnan(ref[-len(edge):]) | np.isinf(ref[-len(edge):])])
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(numpy32))
+    np.testing.assert_array_equal(got == 0, numpy32 == 0)
+
+
+def _vector_width(llvm_ir):
+    """The widest ``<N x double>``/``<N x float>`` vector in LLVM IR (1: scalar code)."""
+    import re
+    widths = [int(n) for n in re.findall(r"<(\d+) x (?:double|float)>", llvm_ir)]
+    return max(widths, default=1)
+
+
+def test_exp_loop_vectorizes():
+    for sig in _exp_loop.signatures:
+        llvm_ir = _exp_loop.inspect_llvm(sig)
+        assert _vector_width(llvm_ir) >= 2, sig
+        assert "@exp" not in llvm_ir and "@llvm.exp" not in llvm_ir   # no libm call left
+
+
+# ---------------------------------------------------------------------------
+# Programs: one loop, vectorized, the NumPy backend's values
+
+N = nbb.LARGE * 2
+
+
+def _every_vector_op(x, y, s, k):
+    """A program using every operation of ``rules.VECTOR_OPS`` (x, y: f64[N]; s: f64[];
+    k: i64[N]; the f32 operations through a cast)."""
+    e = tnp.exp(-tnp.abs(x))
+    z = tnp.where(x > s, e, tnp.sqrt(tnp.abs(y)))
+    z = tnp.maximum(z, y) - tnp.minimum(x, e * 2.0) + x ** 2
+    z = z / (1.0 + e) + tnp.copysign(e, y) * (x <= y) - (x >= 0.5) * (y < x) * (x != y)
+    z = z + tnp.where(tnp.isnan(y), 1.0, 0.0) + (x == s) + k.astype(np.float64)
+    f32 = tnp.exp(x.astype(np.float32)) * np.float32(0.5)
+    return z, f32, tg.grad(lambda x: tnp.sum(nn.sigmoid(x) * e))(x)
+
+
+def _compile(f, *args):
+    jaxpr, full = program(f, *args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn = NUMBA.compile(jaxpr)
+    assert not [w for w in caught if "numba backend" in str(w.message)]
+    return jaxpr, full, fn
+
+
+def test_elementwise_program_over_large_arrays_is_one_vectorized_loop(tmp_path, monkeypatch):
+    monkeypatch.setenv("TANGENTIA_CACHE_DIR", str(tmp_path))   # compiled here: inspectable
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(N) * 30.0
+    x[:8] = [0.0, -0.0, np.inf, -np.inf, np.nan, 800.0, -800.0, 1e-310]
+    y = rng.standard_normal(N)
+    y[8:12] = [np.nan, -np.inf, 0.0, x[12]]
+    k = rng.integers(-5, 5, N)
+    s = np.float64(0.25)
+    jaxpr, full, fn = _compile(_every_vector_op, x, y, s, k)
+    assert nbb.one_loop(jaxpr) is not None
+    src = NUMBA.source(jaxpr)
+    assert src.count(" for ") == 1 and "np.exp" not in src and "math.exp" not in src, src
+    assert _vector_width(fn.dispatcher.inspect_llvm(fn.dispatcher.signatures[0])) >= 2
+    got = fn(*full)
+    with np.errstate(all="ignore"):
+        want = numpy_backend().compile(jaxpr)(*full)
+    # (exp is not NumPy's bit for bit: both are within an ulp of the true value,
+    # and the sums cancel)
+    assert_same(got, want)
+
+
+@pytest.mark.parametrize("rule", [False, True])
+def test_sigmoid_gradient_runs_as_one_loop_and_matches_the_numpy_backend(rule):
+    x = np.random.default_rng(3).standard_normal(N) * 5.0
+    x[:4] = [np.inf, -np.inf, 800.0, -800.0]
+    loss = (lambda x: tnp.sum(nn.sigmoid(x))) if rule else \
+        (lambda x: tnp.sum(1.0 / (1.0 + tnp.exp(-x))))
+    jaxpr, full, fn = _compile(tg.grad(loss), x)
+    assert nbb.one_loop(jaxpr) is not None
+    with np.errstate(all="ignore"):
+        want = numpy_backend().compile(jaxpr)(*full)
+    assert_same(fn(*full), want, rtol=1e-15, atol=0.0)
+    got = tg.jit(tg.grad(loss), backend="numba")(x)
+    np.testing.assert_allclose(got, want[0], rtol=1e-15, atol=0.0)
+
+
+@pytest.mark.parametrize("case", ["libm", "reduction", "two_shapes", "small"])
+def test_other_programs_keep_their_paths(case):
+    x = np.linspace(-3.0, 3.0, N)
+    f = {"libm": lambda x: tnp.exp(tnp.tanh(x)),           # tanh is not vectorized: NumPy calls
+         "reduction": lambda x: tnp.exp(x) * tnp.sum(x),   # a reduction: NumPy calls
+         "two_shapes": lambda x: (tnp.exp(x), tnp.exp(x[: N // 2])),
+         "small": lambda x: tnp.exp(x)}[case]
+    if case == "small":
+        x = x[:64]
+    jaxpr, _ = program(f, x)
+    assert nbb.one_loop(jaxpr) is None
+    assert nbb.vector_bound(jaxpr) == (case != "small")
