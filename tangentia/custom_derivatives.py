@@ -172,9 +172,7 @@ _LEAF_TREE = tree_structure(0)
 
 _ndarray = np.ndarray
 _ARRAYS = (np.ndarray, Tracer)
-# Arguments with which a call computed now (``_CustomFunction._evaluate``) gets
-# the same arguments and checks as a bound one.
-_CONCRETE = (np.ndarray, np.generic, float, int, complex)
+_SCALARS = (np.generic, float, int, complex)
 _EVAL = core.EVAL_TRACE
 _current_trace = core.current_trace
 _set_trace = core._trace_ctx.set
@@ -205,11 +203,13 @@ def _tangent_type_error(pa, ta, jvp_name, name, i):
 
 def _check_tangent(p, t, i, jvp_name, name):
     """Check/normalize tangent output ``i`` of a JVP rule against its primal ``p``."""
-    pa = core.get_aval(p)
     if isinstance(t, Tracer):  # the common case: a traced tangent of the primal's type
         ta = t.aval
+        # (An array's own shape and dtype are those of its aval.)
+        pa = p if isinstance(p, _ndarray) else core.get_aval(p)
         if ta.shape == pa.shape and ta.dtype == pa.dtype and pa.dtype.kind in "fc":
             return t
+    pa = core.get_aval(p)
     if t is None or pa.dtype.kind not in "fc":
         return Zero(ad.tangent_aval(pa))
     if type(t) is SymbolicZero:
@@ -340,6 +340,9 @@ class _CustomFunction:
                 self._n_pos = -1 - self._n_pos  # at least -1 - n arguments
             elif any(p.kind is p.KEYWORD_ONLY and p.default is p.empty for p in ps):
                 self._n_pos = -10 ** 9  # always bound
+        # The number of positional arguments (None: any) of the common calls,
+        # which need no resolution (``__call__``); never matched with nondiff_argnums.
+        self._n_plain = -2 if self.nondiff_argnums else self._n_pos
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -349,15 +352,24 @@ class _CustomFunction:
     def __call__(self, *args, **kwargs):
         if self._undefined is not None:
             raise AttributeError(self._undefined)
-        trace = _current_trace()
-        if (trace is _EVAL or trace.eval_known) and not kwargs and not self.nondiff_argnums:
-            n = self._n_pos
-            if n is None or len(args) == n:
-                for a in args:
-                    if not isinstance(a, _CONCRETE):
+        n = self._n_plain
+        if not kwargs and (n is None or len(args) == n):
+            # The common calls: positional arrays (and scalars), no nondiff_argnums.
+            traced = scalar = False
+            for a in args:
+                if isinstance(a, Tracer):
+                    traced = True
+                elif not isinstance(a, _ndarray):
+                    if not isinstance(a, _SCALARS):
                         break
-                else:
-                    return self._evaluate(trace, args)
+                    scalar = True
+            else:
+                if not traced:
+                    trace = _current_trace()
+                    if trace is _EVAL or trace.eval_known:
+                        return self._evaluate(trace, args)
+                if not scalar:  # each argument one array: the flat rules take them as they are
+                    return self._bind(None, (), args)
         return self._bind(*self._args(args, kwargs))
 
     def _evaluate(self, trace, args):
@@ -383,17 +395,9 @@ class _CustomFunction:
 
     def _args(self, args, kwargs):
         """``(how, dyn, leaves)``: the call's arguments split for the flat
-        rules (kwargs resolved, nondiff_argnums checked; see ``_Args``).
-        ``how`` is None in the common case: no kwargs, no nondiff_argnums,
-        each argument one array (the rules then take the flat arguments as
-        they are)."""
+        rules (kwargs resolved, nondiff_argnums checked; see ``_Args``), for
+        the calls that ``__call__`` does not take as they are."""
         n = self._n_pos
-        if not kwargs and not self.nondiff_argnums and (n is None or len(args) == n):
-            for a in args:
-                if not (type(a) is _ndarray or isinstance(a, _ARRAYS)):
-                    break
-            else:
-                return None, (), args
         if kwargs or not (n is None or len(args) == n or (n < 0 and len(args) >= -1 - n)):
             args = _resolve_kwargs(self.fun, args, kwargs, self.kind)
         nd = self.nondiff_argnums
@@ -406,21 +410,23 @@ class _CustomFunction:
 def rule_key(fn, role):
     """A stable, hashable identity for a callable carried in a custom call's
     parameters (``role`` is the parameter's name), or None.  The flat rules a
-    call makes are new closures at every call, their behaviour is not: they
-    record ``rule_of`` (their custom function and the call's structure, or the
-    staged rule they wrap), from which the key is computed here, when a cache
-    of compiled programs (odeint's) asks."""
-    of = getattr(fn, "rule_of", None)
-    if of is None:
-        return None
-    if of[0] == "program":      # runs the call's own program (carried as call_jaxpr)
-        return ("program",)
-    if of[0] == "staged":       # a staged rule: the rule it wraps, at these input types
+    call makes are new at every call, their behaviour is not: a call's own
+    are methods of its ``_Call`` (which holds its custom function's definition
+    and the call's structure), staged ones record the rule they wrap
+    (``rule_of``); the key is computed from those here, when a cache of
+    compiled programs (odeint's) asks."""
+    call = getattr(fn, "__self__", None)
+    if not isinstance(call, _Call):
+        of = getattr(fn, "rule_of", None)
+        if of is None:
+            return None
+        if of[0] == "program":      # runs the call's own program (carried as call_jaxpr)
+            return ("program",)
+        # a staged rule: the rule it wraps, at these input types
         inner = rule_key(of[1], role)
         return None if inner is None else ("staged", inner, of[2])
-    owner, ca = of
-    rules = ((owner.jvp,) if isinstance(owner, custom_jvp) else (owner.fwd, owner.bwd))
-    key = (owner, owner.fun, rules, owner.symbolic_zeros, role)
+    owner, ca = call.owner, call.ca
+    key = (owner, call.rules, role)
     if ca is not None:
         key += (ca.n, ca.nd, getattr(ca, "nd_tree", None), tuple(getattr(ca, "nd_leaves", ())),
                 ca.in_tree, tuple(ca.avals))
@@ -431,17 +437,198 @@ def rule_key(fn, role):
     return key
 
 
-def _flat_fun(fun, ca, n_dyn, store):
-    """The custom function with flat inputs (see ``_Args``) and outputs; it
-    records its output structure in ``store``."""
-    def flat_fun(*xs):
-        out = fun(*xs) if ca is None else fun(*ca.full(xs[:n_dyn], xs[n_dyn:]))
+class _Call:
+    """One call of a custom function as its flat rules see them (its bound
+    methods: ``fun``, and the subclasses' ``jvp`` or ``fwd``/``bwd``): the
+    function's definition when called (``rules``), how the arguments were
+    split (``ca``, see ``_Args``; None when each argument is one array), the
+    number of leading nondiff arrays (``n_dyn``), and the output structure
+    (``out_tree``, None until a rule computing the primal output records it).
+    It holds no tracer (see ``_Args``)."""
+
+    __slots__ = ("owner", "rules", "ca", "n_dyn", "out_tree")
+
+    def __init__(self, owner, ca, n_dyn):
+        self.owner = owner
+        self.rules = owner._rules
+        self.ca = ca
+        self.n_dyn = n_dyn
+        self.out_tree = None
+
+    def fun(self, *xs):
+        """The custom function with flat inputs (see ``_Args``) and outputs."""
+        ca = self.ca
+        fun = self.rules[0]
+        out = fun(*xs) if ca is None else fun(*ca.full(xs[:self.n_dyn], xs[self.n_dyn:]))
         if type(out) is _ndarray or isinstance(out, _ARRAYS):
-            store["out_tree"] = _LEAF_TREE
+            self.out_tree = _LEAF_TREE
             return [out]
-        outs, store["out_tree"] = tree_flatten(out)
+        outs, self.out_tree = tree_flatten(out)
         return outs
-    return flat_fun
+
+    def bind(self, prim, dyn, leaves, params):
+        """Bind ``prim`` (directly with the current trace, as its ``bind``
+        does, with ``params`` as they are); the value as handed to the user."""
+        args = leaves if not dyn and type(leaves) is tuple else (*dyn, *leaves)
+        if prim is custom_jvp_call_p:
+            outs = _current_trace().process_custom_jvp_call(prim, args, params)
+        else:
+            outs = _current_trace().process_custom_vjp_call(prim, args, params)
+        tree = self.out_tree
+        if tree is _LEAF_TREE:
+            out = outs[0]
+            return out if isinstance(out, Tracer) else to_user(out)
+        return to_user(tree_unflatten(tree, outs))
+
+
+class _JVPCall(_Call):
+    """A call of a ``custom_jvp`` function (``rules``: its function, JVP
+    rule, symbolic_zeros and the rule's name)."""
+
+    __slots__ = ()
+
+    def jvp(self, *xs):
+        """The JVP rule with flat inputs (primals, then the differentiable
+        inputs' tangents) and outputs (primals, then tangents)."""
+        _, rule, sz, jvp_name = self.rules
+        name = self.owner.name
+        ca, n_dyn = self.ca, self.n_dyn
+        n_diff = (len(xs) - n_dyn) // 2
+        tans = xs[n_dyn + n_diff:]
+        for t in tans:
+            if type(t) is Zero:
+                tans = tuple([_user_zero(t, sz) if type(t) is Zero else t for t in tans])
+                break
+        if ca is None:
+            rule_args = (xs[:n_diff], tans)
+        else:
+            rule_args = (*ca.nondiff(xs[:n_dyn]), ca.diff(xs[n_dyn:n_dyn + n_diff]),
+                         ca.diff(tans))
+        try:
+            res = rule(*rule_args)
+        except TypeError as e:
+            _reraise_rule_error(e, rule, rule_args, "Custom JVP rule", name,
+                                "jvp(*nondiff_args, primals, tangents)", len(rule_args) - 2)
+        if not (isinstance(res, (tuple, list)) and len(res) == 2):
+            raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce a "
+                            "pair (list or tuple of length two) representing primal and "
+                            f"tangent outputs, but got {res!r}.")
+        p_out, t_out = res
+        if type(p_out) is _ndarray or isinstance(p_out, _ARRAYS):  # one array: fast path
+            if (isinstance(t_out, _ARRAYS) or t_out is None or type(t_out) is SymbolicZero
+                    or core.is_array_like(t_out)):
+                tree = self.out_tree
+                if tree is None:
+                    self.out_tree = _LEAF_TREE
+                elif tree is not _LEAF_TREE:
+                    _check_out_tree(self, _LEAF_TREE, jvp_name, name)
+                return [p_out, _check_tangent(p_out, t_out, 0, jvp_name, name)]
+        p_leaves, p_tree = tree_flatten(p_out)
+        t_leaves, t_tree = tree_flatten(t_out, is_leaf=lambda x: x is None or
+                                        type(x) is SymbolicZero)
+        if p_tree != t_tree:
+            raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce "
+                            "primal and tangent outputs with equal container (pytree) "
+                            f"structures, but got {p_tree} and {t_tree} respectively.")
+        _check_out_tree(self, p_tree, jvp_name, name)
+        fixed = [_check_tangent(p, t, i, jvp_name, name)
+                 for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
+        return _as_arrays(p_leaves) + fixed
+
+
+class _VJPCall(_Call):
+    """A call of a ``custom_vjp`` function (``rules``: its function, fwd and
+    bwd rules, symbolic_zeros and the rules' names)."""
+
+    __slots__ = ()
+
+    def fwd(self, perturbed, *xs):
+        """The fwd rule with flat inputs: ``(outs, residuals, trees)``."""
+        _, fwd, _, sz, fwd_name, _ = self.rules
+        name = self.owner.name
+        ca, n_dyn = self.ca, self.n_dyn
+        dyn_vals = xs[:n_dyn]
+        # The differentiable inputs' types, for bwd's checks: the arrays
+        # themselves in the common case, else their avals (never tracers,
+        # which would make a reference cycle through the recorded program).
+        if ca is None:
+            in_types = xs
+            for x in xs:
+                if not isinstance(x, _ndarray):
+                    in_types = [core.get_aval(y) for y in xs]
+                    break
+        else:
+            in_types = ca.avals
+        if sz:
+            xs = [CustomVJPPrimal(y, p) for y, p in zip(xs[n_dyn:], perturbed[n_dyn:])]
+        fwd_args = xs if ca is None else tuple(ca.full(dyn_vals, xs[n_dyn:] if not sz else xs))
+        try:
+            res = fwd(*fwd_args)
+        except TypeError as e:
+            _reraise_rule_error(e, fwd, fwd_args, "Custom VJP fwd rule", name,
+                                "fwd(*args) (the function's own arguments)", 0)
+        if not (isinstance(res, (tuple, list)) and len(res) == 2):
+            raise TypeError(_fwd_pair_message(fwd_name, name) + "but instead of a pair the "
+                            f"fwd rule {fwd_name} produced {res!r}.")
+        out, residuals = res
+        if type(out) is _ndarray or isinstance(out, _ARRAYS):
+            outs, out_tree = [out], _LEAF_TREE
+        else:
+            outs, out_tree = tree_flatten(out)
+        want = self.out_tree
+        if want is not out_tree and want is not None and want != out_tree:
+            raise TypeError(
+                _fwd_pair_message(fwd_name, name) + "but instead the fwd rule output's first "
+                f"element had container/pytree structure:\n    {out_tree}\nwhile the "
+                f"custom_vjp-decorated function {name} had output container/pytree "
+                f"structure:\n    {want}. (expected {want}, got {out_tree})")
+        self.out_tree = out_tree
+        if isinstance(residuals, _ndarray):
+            res_leaves, res_tree = [residuals], _LEAF_TREE
+        else:
+            res_leaves, res_tree = _flatten_out(residuals)
+            for i, r in enumerate(res_leaves):
+                if not core.is_array_like(r):
+                    raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {name}: "
+                                    f"residual leaf {i} of type {type(r).__name__} is not an "
+                                    "array")
+        if n_dyn:  # the nondiff arrays are residuals too, for bwd
+            res_leaves = [*dyn_vals, *res_leaves]
+        return outs, res_leaves, (out_tree, res_tree, in_types)
+
+    def bwd(self, trees, *res_and_cts):
+        """The bwd rule with flat inputs (residuals, then output cotangents)
+        and outputs (one cotangent per input, ``Zero`` for a zero one)."""
+        _, _, bwd, sz, _, bwd_name = self.rules
+        name = self.owner.name
+        ca, n_dyn = self.ca, self.n_dyn
+        out_tree, res_tree, in_types = trees
+        if (ca is None and res_tree is _LEAF_TREE and out_tree is _LEAF_TREE
+                and len(res_and_cts) == 2):
+            c = res_and_cts[1]  # one residual array, one output: the common case
+            bwd_args = (res_and_cts[0], _user_zero(c, sz) if type(c) is Zero else c)
+        else:
+            nres = n_dyn + res_tree.num_leaves
+            cts = [_user_zero(c, sz) if type(c) is Zero else c for c in res_and_cts[nres:]]
+            bwd_args = (*(() if ca is None else ca.nondiff(res_and_cts[:n_dyn])),
+                        _unflatten_out(res_tree, res_and_cts[n_dyn:nres]),
+                        _unflatten_out(out_tree, cts))
+        try:
+            got = bwd(*bwd_args)
+        except TypeError as e:
+            _reraise_rule_error(e, bwd, bwd_args, "Custom VJP bwd rule", name,
+                                "bwd(*nondiff_args, residuals, cotangents)", len(bwd_args) - 2)
+        if ca is None and type(got) is tuple and len(got) == len(in_types):
+            for c, x in zip(got, in_types):  # the common case: arrays of the right types
+                if not ((type(c) is _ndarray or isinstance(c, _ARRAYS))
+                        and c.shape == x.shape and c.dtype == x.dtype):
+                    break
+            else:
+                return got
+        out = _flatten_bwd_output(got, ca, in_types, bwd_name, name, sz)
+        if n_dyn:
+            return [Zero.from_primal(d) for d in res_and_cts[:n_dyn]] + out
+        return out
 
 
 class custom_jvp(_CustomFunction):
@@ -513,6 +700,11 @@ class custom_jvp(_CustomFunction):
         self._undefined = None
         self.jvp_name = _fun_name(jvp)
         self.symbolic_zeros = symbolic_zeros
+        self._rules = (self.fun, jvp, symbolic_zeros, self.jvp_name)
+        # What every call binds with (``_bind`` adds the call's flat rules).
+        self._params = dict(fun=None, jvp=None, num_consts=0, num_nondiff=0,
+                            symbolic_zeros=symbolic_zeros, name=self.name,
+                            rule_name=self.jvp_name, call_jaxpr=None)
         return jvp
 
     def defjvps(self, *jvps):
@@ -548,64 +740,18 @@ class custom_jvp(_CustomFunction):
         self.defjvp(jvp)
 
     def _bind(self, ca, dyn, leaves):
-        name = self.name
-        store = {}
-        fun, rule, sz, jvp_name = self.fun, self.jvp, self.symbolic_zeros, self.jvp_name
-        n_dyn, n_diff = len(dyn), len(leaves)
-
-        def flat_jvp(*xs):
-            tans = xs[n_dyn + n_diff:]
-            for t in tans:
-                if type(t) is Zero:
-                    tans = tuple([_user_zero(t, sz) if type(t) is Zero else t for t in tans])
-                    break
-            if ca is None:
-                rule_args = (xs[:n_diff], tans)
-            else:
-                rule_args = (*ca.nondiff(xs[:n_dyn]), ca.diff(xs[n_dyn:n_dyn + n_diff]),
-                             ca.diff(tans))
-            try:
-                res = rule(*rule_args)
-            except TypeError as e:
-                _reraise_rule_error(e, rule, rule_args, "Custom JVP rule", name,
-                                    "jvp(*nondiff_args, primals, tangents)", len(rule_args) - 2)
-            if not (isinstance(res, (tuple, list)) and len(res) == 2):
-                raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce a "
-                                "pair (list or tuple of length two) representing primal and "
-                                f"tangent outputs, but got {res!r}.")
-            p_out, t_out = res
-            if type(p_out) is _ndarray or isinstance(p_out, _ARRAYS):  # one array: fast path
-                if (isinstance(t_out, _ARRAYS) or t_out is None or type(t_out) is SymbolicZero
-                        or core.is_array_like(t_out)):
-                    if store.get("out_tree", _LEAF_TREE) is not _LEAF_TREE:
-                        _check_out_tree(store, _LEAF_TREE, jvp_name, name)
-                    store["out_tree"] = _LEAF_TREE
-                    return [p_out, _check_tangent(p_out, t_out, 0, jvp_name, name)]
-            p_leaves, p_tree = tree_flatten(p_out)
-            t_leaves, t_tree = tree_flatten(t_out, is_leaf=lambda x: x is None or
-                                            type(x) is SymbolicZero)
-            if p_tree != t_tree:
-                raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce "
-                                "primal and tangent outputs with equal container (pytree) "
-                                f"structures, but got {p_tree} and {t_tree} respectively.")
-            _check_out_tree(store, p_tree, jvp_name, name)
-            fixed = [_check_tangent(p, t, i, jvp_name, name)
-                     for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
-            return _as_arrays(p_leaves) + fixed
-
-        flat = _flat_fun(fun, ca, n_dyn, store)
-        flat_jvp.rule_of = flat.rule_of = (self, ca)   # see rule_key
-        outs = custom_jvp_call_p.bind(*dyn, *leaves, fun=flat,
-                                      jvp=flat_jvp, num_consts=0, num_nondiff=n_dyn,
-                                      symbolic_zeros=sz, name=name, rule_name=jvp_name,
-                                      call_jaxpr=None)
-        tree = store["out_tree"]
-        return to_user(outs[0] if tree is _LEAF_TREE else tree_unflatten(tree, outs))
+        call = _JVPCall(self, ca, len(dyn))
+        params = self._params.copy()
+        params["fun"] = call.fun
+        params["jvp"] = call.jvp
+        if dyn:
+            params["num_nondiff"] = len(dyn)
+        return call.bind(custom_jvp_call_p, dyn, leaves, params)
 
 
-def _check_out_tree(store, tree, jvp_name, name):
+def _check_out_tree(call, tree, jvp_name, name):
     """The primal output of a JVP rule has the function's output structure."""
-    want = store.get("out_tree")
+    want = call.out_tree
     if want is not None and want != tree:
         raise TypeError(
             f"Custom JVP rule {jvp_name} for function {name} must produce a pair (list or tuple "
@@ -615,7 +761,7 @@ def _check_out_tree(store, tree, jvp_name, name):
             f"element had container/pytree structure:\n    {tree}\nwhile the custom_jvp-decorated "
             f"function {name} had output container/pytree structure:\n    {want}. (expected "
             f"{want}, got {tree})")
-    store["out_tree"] = tree
+    call.out_tree = tree
 
 
 class custom_vjp(_CustomFunction):
@@ -692,101 +838,19 @@ class custom_vjp(_CustomFunction):
         self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
         self._undefined = None
         self.fwd_name, self.bwd_name = _fun_name(fwd), _fun_name(bwd)
+        self._rules = (self.fun, fwd, bwd, symbolic_zeros, self.fwd_name, self.bwd_name)
+        # What every call binds with (``_bind`` adds the call's flat rules).
+        self._params = dict(fun=None, fwd=None, bwd=None, num_consts=0,
+                            symbolic_zeros=symbolic_zeros, name=self.name,
+                            rule_name=self.fwd_name, call_jaxpr=None)
 
     def _bind(self, ca, dyn, leaves):
-        name = self.name
-        store = {}
-        fun, fwd, bwd, sz = self.fun, self.fwd, self.bwd, self.symbolic_zeros
-        fwd_name, bwd_name = self.fwd_name, self.bwd_name
-        n_dyn = len(dyn)
-
-        def flat_fwd(perturbed, *xs):
-            dyn_vals = xs[:n_dyn]
-            # The differentiable inputs' types, for bwd's checks: the arrays
-            # themselves in the common case, else their avals (never tracers,
-            # which would make a reference cycle through the recorded program).
-            if ca is None:
-                in_types = xs
-                for x in xs:
-                    if not isinstance(x, _ndarray):
-                        in_types = [core.get_aval(y) for y in xs]
-                        break
-            else:
-                in_types = ca.avals
-            if sz:
-                xs = [CustomVJPPrimal(y, p) for y, p in zip(xs[n_dyn:], perturbed[n_dyn:])]
-            fwd_args = xs if ca is None else tuple(ca.full(dyn_vals, xs[n_dyn:] if not sz else xs))
-            try:
-                res = fwd(*fwd_args)
-            except TypeError as e:
-                _reraise_rule_error(e, fwd, fwd_args, "Custom VJP fwd rule", name,
-                                    "fwd(*args) (the function's own arguments)", 0)
-            if not (isinstance(res, (tuple, list)) and len(res) == 2):
-                raise TypeError(_fwd_pair_message(fwd_name, name) + "but instead of a pair the "
-                                f"fwd rule {fwd_name} produced {res!r}.")
-            out, residuals = res
-            if type(out) is _ndarray or isinstance(out, _ARRAYS):
-                outs, out_tree = [out], _LEAF_TREE
-            else:
-                outs, out_tree = tree_flatten(out)
-            want = store.get("out_tree", out_tree)
-            if want is not out_tree and want != out_tree:
-                raise TypeError(
-                    _fwd_pair_message(fwd_name, name) + "but instead the fwd rule output's first "
-                    f"element had container/pytree structure:\n    {out_tree}\nwhile the "
-                    f"custom_vjp-decorated function {name} had output container/pytree "
-                    f"structure:\n    {want}. (expected {want}, got {out_tree})")
-            store["out_tree"] = out_tree
-            if isinstance(residuals, _ndarray):
-                res_leaves, res_tree = [residuals], _LEAF_TREE
-            else:
-                res_leaves, res_tree = _flatten_out(residuals)
-                for i, r in enumerate(res_leaves):
-                    if not core.is_array_like(r):
-                        raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {name}: "
-                                        f"residual leaf {i} of type {type(r).__name__} is not an "
-                                        "array")
-            if n_dyn:  # the nondiff arrays are residuals too, for bwd
-                res_leaves = [*dyn_vals, *res_leaves]
-            return outs, res_leaves, (out_tree, res_tree, in_types)
-
-        def flat_bwd(trees, *res_and_cts):
-            out_tree, res_tree, in_types = trees
-            if (ca is None and res_tree is _LEAF_TREE and out_tree is _LEAF_TREE
-                    and len(res_and_cts) == 2):
-                c = res_and_cts[1]  # one residual array, one output: the common case
-                bwd_args = (res_and_cts[0], _user_zero(c, sz) if type(c) is Zero else c)
-            else:
-                nres = n_dyn + res_tree.num_leaves
-                cts = [_user_zero(c, sz) if type(c) is Zero else c for c in res_and_cts[nres:]]
-                bwd_args = (*(() if ca is None else ca.nondiff(res_and_cts[:n_dyn])),
-                            _unflatten_out(res_tree, res_and_cts[n_dyn:nres]),
-                            _unflatten_out(out_tree, cts))
-            try:
-                got = bwd(*bwd_args)
-            except TypeError as e:
-                _reraise_rule_error(e, bwd, bwd_args, "Custom VJP bwd rule", name,
-                                    "bwd(*nondiff_args, residuals, cotangents)", len(bwd_args) - 2)
-            if ca is None and type(got) is tuple and len(got) == len(in_types):
-                for c, x in zip(got, in_types):  # the common case: arrays of the right types
-                    if not ((type(c) is _ndarray or isinstance(c, _ARRAYS))
-                            and c.shape == x.shape and c.dtype == x.dtype):
-                        break
-                else:
-                    return got
-            out = _flatten_bwd_output(got, ca, in_types, bwd_name, name, sz)
-            if n_dyn:
-                return [Zero.from_primal(d) for d in res_and_cts[:n_dyn]] + out
-            return out
-
-        flat = _flat_fun(fun, ca, n_dyn, store)
-        flat_fwd.rule_of = flat_bwd.rule_of = flat.rule_of = (self, ca)   # see rule_key
-        outs = custom_vjp_call_p.bind(*dyn, *leaves, fun=flat,
-                                      fwd=flat_fwd, bwd=flat_bwd, num_consts=0,
-                                      symbolic_zeros=sz, name=name, rule_name=fwd_name,
-                                      call_jaxpr=None)
-        tree = store["out_tree"]
-        return to_user(outs[0] if tree is _LEAF_TREE else tree_unflatten(tree, outs))
+        call = _VJPCall(self, ca, len(dyn))
+        params = self._params.copy()
+        params["fun"] = call.fun
+        params["fwd"] = call.fwd
+        params["bwd"] = call.bwd
+        return call.bind(custom_vjp_call_p, dyn, leaves, params)
 
 
 def _fwd_pair_message(fwd_name, name):
