@@ -64,8 +64,7 @@ _OPS = {
     "mul": _by_kind("({0} * {1})", "({0} * {1})", "({0} & {1})"),
     "div": _f("({0} / {1})"),
     "neg": _f("(-{0})"),
-    # exp of floats: branch-free arithmetic (``vecmath``), so loops over it vectorize
-    "exp": _by_kind("_vexp({0})", "math.exp({0})"), "log": _f("math.log({0})"), "log1p": _f("math.log1p({0})"),
+    "exp": _f("math.exp({0})"), "log": _f("math.log({0})"), "log1p": _f("math.log1p({0})"),
     "expm1": _f("math.expm1({0})"), "sin": _f("math.sin({0})"), "cos": _f("math.cos({0})"),
     "tan": _f("math.tan({0})"), "asin": _f("math.asin({0})"), "acos": _f("math.acos({0})"),
     "atan": _f("math.atan({0})"), "sinh": _f("math.sinh({0})"), "cosh": _f("math.cosh({0})"),
@@ -183,21 +182,6 @@ def _elementwise(g, eqn, ins):
 
 
 ELEMENTWISE = set(_OPS) | set(_PARTS) | {"select", "convert_element_type", "integer_pow", "stop_gradient"}
-
-# Elementwise operations whose lowering on real and integer operands is
-# branch-free arithmetic without calls, so LLVM vectorizes loops over them
-# (tests/test_numba_vecmath.py checks the generated code for SIMD registers).
-VECTOR_OPS = {"add", "add_any", "sub", "mul", "div", "neg", "abs", "max", "min", "sqrt", "exp",
-              "eq", "ne", "lt", "le", "gt", "ge", "select", "convert_element_type",
-              "integer_pow", "copysign", "isnan"}
-
-
-def vectorizes(eqn):
-    """Whether a loop over ``eqn`` (in ``VECTOR_OPS``) vectorizes: no complex
-    operands, and ``integer_pow`` only as a product (``pow`` is a libm call)."""
-    if any(v.aval.dtype.kind == "c" for v in list(eqn.inputs) + list(eqn.outputs)):
-        return False
-    return eqn.prim.name != "integer_pow" or eqn.params["y"] in (0, 1, 2)
 
 # ---------------------------------------------------------------------------
 # Data movement
@@ -618,37 +602,46 @@ def _dot_general(g, eqn, ins):
 
 
 def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k):
+    """``dot_general`` by BLAS: ``np.dot`` of one (m, k) by (k, n) matrix pair per
+    batch element (the batch dimensions folded into one).  An operand array of
+    the output's dtype is used in place when its dimensions are in the order
+    (batch, rows, columns), or (batch, columns, rows): then each matrix is a
+    transposed view, which numba's ``np.dot`` hands to BLAS as a transpose flag
+    (the backward pass's ``x.T @ g``), not a copy.  Any other operand is
+    written once, in (batch, rows, columns) order."""
     dt = out.dtype
     B = _size([x.shape[i] for i in lb])
 
-    def operand(v, order, shape3):
-        perm = list(order)
-        if type(v) is AV and perm == sorted(perm) and v.dtype == dt:
-            a = v
+    def operand(v, batch, rows, cols):
+        nr, nc = _size([v.shape[i] for i in rows]), _size([v.shape[i] for i in cols])
+        natural, swapped = list(batch) + list(rows) + list(cols), list(batch) + list(cols) + list(rows)
+        in_place = type(v) is AV and v.dtype == dt
+        if in_place and swapped == list(range(len(v.shape))) != natural:
+            shape3, view = (B, nc, nr), ".T"
         else:
-            tshape = tuple(v.shape[i] for i in perm)
+            shape3, view = (B, nr, nc), ""
+            if not (in_place and natural == list(range(len(v.shape)))):
+                src = g.dynamic_ready(v)
 
-            def in_index(idx, perm=perm):
-                src = [0] * len(perm)
-                for t, p in enumerate(perm):
-                    src[p] = idx[t]
-                return tuple(src)
-            src = g.dynamic_ready(v)
-            lv = LV(tshape, dt, lambda idx: _cast(g.elem(src, in_index(idx)), src.dtype, dt))
-            a = g.array(lv)
+                def element(idx):
+                    src_idx = [0] * len(natural)
+                    for t, d in enumerate(natural):
+                        src_idx[d] = idx[t]
+                    return _cast(g.elem(src, tuple(src_idx)), src.dtype, dt)
+                v = g.array(LV(tuple(v.shape[d] for d in natural), dt, element))
         r = g.name("a")
-        g.emit(f"{r} = {a.name}.reshape({_shape_str(shape3)})")
-        return r
-    xa = operand(x, list(lb) + lf + list(lc), (B, m, k))
-    ya = operand(y, list(rb) + list(rc) + rf, (B, k, n))
+        g.emit(f"{r} = {v.name}.reshape({_shape_str(shape3)})")
+        return lambda b: f"{r}[{b}]{view}"
+    xb = operand(x, lb, lf, lc)
+    yb = operand(y, rb, rc, rf)
     r = g.name("a")
     if B == 1:
-        g.emit(f"{r} = np.dot({xa}[0], {ya}[0])")
+        g.emit(f"{r} = np.dot({xb(0)}, {yb(0)})")
     else:
         g.emit(f"{r} = np.empty(({B}, {m}, {n}), {_dt(dt)})")
         b = g.name("i")
         g.emit(f"for {b} in range({B}):")
-        g.emit(f"    {r}[{b}] = np.dot({xa}[{b}], {ya}[{b}])")
+        g.emit(f"    np.dot({xb(b)}, {yb(b)}, {r}[{b}])")
     o = g.name("a")
     g.emit(f"{o} = {r}.reshape({_shape_str(out.shape)})")
     return AV(out.shape, dt, o)
