@@ -284,32 +284,24 @@ class Suspended:
         self.name = name
 
 
-class suspend(Suspended):
-    """Context manager: run a custom rule of ``name`` under ``trace``'s parent,
-    with ``trace`` suspended (its ``alive`` is this object, a ``Suspended``).
+def run_suspended(trace, kind, name, rule, *args):
+    """``rule(*args)``: a custom rule of ``name`` run under ``trace``'s parent,
+    with ``trace`` suspended (its ``alive`` is a ``Suspended``).
 
     A tracer of a suspended trace reaching a primitive means the custom
     function closed over a value being differentiated (reported by
     ``closure_error``).  While a custom JVP rule runs, its name is recorded on
     the equations staged from it (for errors about non-linear rules).
     """
-
-    __slots__ = ("trace", "token", "rule_token")
-
-    def __init__(self, trace, kind, name):
-        self.trace = trace
-        self.kind = kind
-        self.name = name
-
-    def __enter__(self):
-        self.trace.alive = self
-        self.token = _trace_ctx.set(self.trace.parent)
-        self.rule_token = custom_rule_ctx.set(self.name if self.kind == "custom_jvp" else None)
-
-    def __exit__(self, *exc):
-        custom_rule_ctx.reset(self.rule_token)
-        _trace_ctx.reset(self.token)
-        self.trace.alive = True
+    trace.alive = Suspended(kind, name)
+    token = _trace_ctx.set(trace.parent)
+    rule_token = custom_rule_ctx.set(name if kind == "custom_jvp" else None)
+    try:
+        return rule(*args)
+    finally:
+        custom_rule_ctx.reset(rule_token)
+        _trace_ctx.reset(token)
+        trace.alive = True
 
 
 class CustomRuleClosureError(UnexpectedTracerError, TypeError):

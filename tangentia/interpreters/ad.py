@@ -29,6 +29,7 @@ _JaxprTracer = pe.JaxprTracer
 _WEAK_SCALAR_AVALS = pe._WEAK_SCALAR_AVALS
 _aval_of_ndarray = core.aval_of_ndarray
 _custom_rule_get = core.custom_rule_ctx.get
+_suspended = core.run_suspended
 
 
 # ---------------------------------------------------------------------------
@@ -301,10 +302,13 @@ class JVPTrace(core.Trace):
             args, nc, nc + params["num_nondiff"], "custom_jvp", name)
         # Suspended either way, so that a function closing over one of this
         # trace's tracers is reported instead of silently losing its derivative.
-        with core.suspend(self, "custom_jvp", name):
-            if not perturbed:
-                return self.parent.process_custom_jvp_call(prim, primals, params)
-            outs = params["jvp"](*primals, *tangents)
+        if not perturbed:
+            return _suspended(self, "custom_jvp", name, self.parent.process_custom_jvp_call,
+                              prim, primals, params)
+        outs = _suspended(self, "custom_jvp", name, params["jvp"], *primals, *tangents)
+        if len(outs) == 2:  # one output
+            p, t = outs
+            return [p if type(t) is Zero else JVPTracer(self, _internal(p), t)]
         n = len(outs) // 2
         return [p if type(t) is Zero else JVPTracer(self, _internal(p), t)
                 for p, t in zip(outs[:n], outs[n:])]
@@ -313,16 +317,17 @@ class JVPTrace(core.Trace):
         nc = params["num_consts"]
         name = params["name"]
         primals, tangents, perturbed = self._custom_unpack(args, nc, nc, "custom_vjp", name)
-        with core.suspend(self, "custom_vjp", name):
-            if not perturbed:
-                return self.parent.process_custom_vjp_call(prim, primals, params)
-            outs, res, res_tree = params["fwd"](tuple([type(t) is not Zero for t in tangents]),
-                                                *primals)
+        if not perturbed:
+            return _suspended(self, "custom_vjp", name, self.parent.process_custom_vjp_call,
+                              prim, primals, params)
+        outs, res, res_tree = _suspended(self, "custom_vjp", name, params["fwd"],
+                                         tuple([type(t) is not Zero for t in tangents]), *primals)
         # The linear step carrying ``bwd``, recorded by the parent (a
         # linearization); its linear inputs are materialized tangents.
         lin_in = [_internal(r) for r in res]
         for t in tangents:
             lin_in.append(zeros_like_aval(t.aval) if type(t) is Zero else t)
+        outs = [_internal(o) for o in outs]
         out_avals = []
         for o in outs:
             a = core.get_aval(o)  # a float aval is its own tangent aval
@@ -331,7 +336,7 @@ class JVPTrace(core.Trace):
         out_tans = self.parent.process_primitive(
             custom_lin_p, lin_in, {"num_res": len(res), "out_avals": out_avals, "name": name,
                                    "bwd": functools.partial(params["bwd"], res_tree)})
-        return [p if a.dtype == dtypes.float0 else JVPTracer(self, _internal(p), t)
+        return [p if a.dtype == dtypes.float0 else JVPTracer(self, p, t)
                 for p, t, a in zip(outs, out_tans, out_avals)]
 
 
