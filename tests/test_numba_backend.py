@@ -427,16 +427,16 @@ def test_every_primitive_has_a_path():
     for name in ["add", "sin", "select", "reduce_sum", "dot_general", "while", "scan", "cond",
                  "jit", "custom_vjp_call", "custom_jvp_call", "checkpoint", "linear_solve"]:
         assert paths[name] == "native", name
-    assert paths["digamma"] in ("objmode", "kernel")
+    assert paths["digamma"] == "native"   # SciPy's C function (numba_backend/special.py)
     assert paths["fft"] == "objmode"  # numba has no FFT: NumPy's, in object mode
 
 
 def test_objmode_equation_inside_a_loop_is_still_right():
-    from tangentia.scipy.special import digamma
-    assert nbb.lowering_paths([PRIMS["digamma"]])["digamma"] == "objmode"
+    from tangentia.scipy.special import zeta
+    assert nbb.lowering_paths([PRIMS["zeta"]])["zeta"] == "objmode"
 
     def f(x):
-        return lax.fori_loop(0, 3, lambda i, c: c + digamma(c + x), x)
+        return lax.fori_loop(0, 3, lambda i, c: c + zeta(2.0, c + x), x)
     out = check(f, np.array([1.5, 2.0, 3.5]))
     assert "objmode" in NUMBA.source(program(f, np.array([1.5, 2.0, 3.5]))[0])
     assert np.all(np.isfinite(out[0]))

@@ -11,6 +11,8 @@ import numba
 from numba.core import types
 from numba.core.extending import intrinsic
 
+from . import special
+
 
 def _unified(typingctx, a, b):
     ty = typingctx.unify_types(a, b)
@@ -106,4 +108,5 @@ def _lgamma(x):
     return math.lgamma(x)
 
 
-__all__ = HELPERS = ("_fmax", "_fmin", "_fsign", "_index", "_where", "_ifloordiv", "_lgamma")
+globals().update(special.FUNCTIONS)   # SciPy's special functions, imported by generated code
+__all__ = HELPERS = ("_fmax", "_fmin", "_fsign", "_index", "_where", "_ifloordiv", "_lgamma") + special.NAMES

@@ -9,6 +9,7 @@ from ...core import Literal
 from ...primitives.control_flow import split
 from .codegen import (AV, LV, SV, ZV, BLAS_MIN_FLOPS, UNROLL, needs_static, _F4, _I8, _bidx, _cast,
                       _dt, _is_float0, _kernel_table, _lit, _ravel, _shape_str, _size, _wrap)
+from . import special
 
 def _loop_dtypes(eqn):
     """(input loop dtypes, output loop dtype) of the NumPy ufunc behind ``eqn``."""
@@ -126,6 +127,9 @@ _UFUNC = {"add": np.add, "add_any": np.add, "sub": np.subtract, "mul": np.multip
           "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
           "bitwise_not": np.invert, "isnan": np.isnan, "isinf": np.isinf,
           "isfinite": np.isfinite, "signbit": np.signbit, "copysign": np.copysign}
+# SciPy's special functions, called natively (``special``)
+_OPS.update(special.OPS)
+_UFUNC.update(special.UFUNCS)
 
 
 def _scalar_fn(eqn):

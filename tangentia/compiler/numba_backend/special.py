@@ -1,0 +1,134 @@
+"""SciPy's special functions called natively from generated numba code.
+
+SciPy exports the C implementations behind ``scipy.special``'s ufuncs in
+``scipy.special.cython_special`` (``__pyx_capi__``).  Each one used here is
+registered with LLVM under a fixed name (``llvmlite.binding.add_symbol``) when
+this module is imported, and generated code calls it through an intrinsic that
+declares that external symbol.  The machine code refers to the name, not to an
+address, so programs using these functions are cached on disk like any other and
+relinked in a new process (which imports this module first: generated modules
+import ``helpers``, which imports it).  Values are SciPy's bit for bit: the same
+C code, with the ufunc's own float32 variant where SciPy has one (``erfinv``,
+``betainc``; its other float32 loops compute in double and round).
+
+``OPS`` and ``UFUNCS`` extend the elementwise tables of ``rules``; ``NAMES``
+are the intrinsics generated code imports.  Complex operands, ``zeta``,
+``polygamma`` (SciPy exports no Hurwitz zeta) and ``sph_harm_y`` still run
+SciPy's ufunc in object mode.
+"""
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+import numpy as np
+import scipy.special as sc
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.core.extending import get_cython_function_address, intrinsic
+
+_CYTHON = "scipy.special.cython_special"
+_F8, _F4, _I8 = types.float64, types.float32, types.int64
+
+
+def _extern(capi, argtys, outputs=0, which=0):
+    """An intrinsic calling ``cython_special``'s C function ``capi`` on
+    ``argtys`` (numeric operands are cast to them).  The function returns its
+    result (cpdef functions take a trailing ``skip_dispatch`` flag: 0), or, with
+    ``outputs`` > 0, writes that many doubles through pointers, of which the
+    ``which``-th is returned."""
+    symbol = "tangentia_cython_special_" + capi
+    llvm.add_symbol(symbol, get_cython_function_address(_CYTHON, capi))
+    ret = _F4 if argtys[0] == _F4 else _F8
+
+    def codegen(context, builder, sig, args):
+        vals = [context.cast(builder, v, t, want) for v, t, want in zip(args, sig.args, argtys)]
+        arg_ir = [context.get_value_type(t) for t in argtys]
+        if outputs:
+            ptrs = [cgutils.alloca_once(builder, ir.DoubleType()) for _ in range(outputs)]
+            fnty = ir.FunctionType(ir.VoidType(), arg_ir + [p.type for p in ptrs])
+            builder.call(cgutils.get_or_insert_function(builder.module, fnty, symbol), vals + ptrs)
+            return builder.load(ptrs[which])
+        flag = ir.IntType(32)
+        fnty = ir.FunctionType(context.get_value_type(ret), arg_ir + [flag])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
+        return builder.call(fn, vals + [ir.Constant(flag, 0)])
+
+    def typer(typingctx, *args):
+        if len(args) != len(argtys) or not all(isinstance(a, (types.Integer, types.Float,
+                                                               types.Boolean)) for a in args):
+            return None
+        return ret(*args), codegen
+    # numba reads an intrinsic's arity from its typer's signature
+    arity = {1: lambda c, a: typer(c, a), 2: lambda c, a, b: typer(c, a, b),
+             3: lambda c, a, b, x: typer(c, a, b, x),
+             4: lambda c, a, b, x, y: typer(c, a, b, x, y)}[len(argtys)]
+    arity.__name__ = "_sc_" + capi.replace("__pyx_fuse_", "f")
+    return intrinsic(arity)
+
+
+def _fuse(n, name):
+    return f"__pyx_fuse_{n}{name}"
+
+
+# primitive -> (SciPy ufunc, {loop kind: (C function, operand types[, outputs, which])});
+# loop kind "d" is float64 (and the default), "f" a float32 variant, "l" integer orders.
+_D1, _D2, _D3, _D4 = [_F8], [_F8] * 2, [_F8] * 3, [_F8] * 4
+_TABLE = {
+    "beta": (sc.beta, {"d": ("beta", _D2)}),
+    "betainc": (sc.betainc, {"d": (_fuse(0, "betainc"), _D3), "f": (_fuse(1, "betainc"), [_F4] * 3)}),
+    "betaln": (sc.betaln, {"d": ("betaln", _D2)}),
+    "dawsn": (sc.dawsn, {"d": (_fuse(1, "dawsn"), _D1)}),
+    "digamma": (sc.psi, {"d": (_fuse(1, "psi"), _D1)}),
+    "erfcinv": (sc.erfcinv, {"d": ("erfcinv", _D1)}),
+    "erfcx": (sc.erfcx, {"d": (_fuse(1, "erfcx"), _D1)}),
+    "erfinv": (sc.erfinv, {"d": (_fuse(0, "erfinv"), _D1), "f": (_fuse(1, "erfinv"), [_F4])}),
+    "exp1": (sc.exp1, {"d": (_fuse(1, "exp1"), _D1)}),
+    "expi": (sc.expi, {"d": (_fuse(1, "expi"), _D1)}),
+    "expn": (sc.expn, {"d": (_fuse(0, "expn"), _D2), "l": (_fuse(1, "expn"), [_I8, _F8])}),
+    "gamma": (sc.gamma, {"d": (_fuse(1, "gamma"), _D1)}),
+    "gammainc": (sc.gammainc, {"d": ("gammainc", _D2)}),
+    "gammaincc": (sc.gammaincc, {"d": ("gammaincc", _D2)}),
+    "gammasgn": (sc.gammasgn, {"d": ("gammasgn", _D1)}),
+    "hyp1f1": (sc.hyp1f1, {"d": (_fuse(1, "hyp1f1"), _D3)}),
+    "hyp2f1": (sc.hyp2f1, {"d": (_fuse(1, "hyp2f1"), _D4)}),
+    "kl_div": (sc.kl_div, {"d": ("kl_div", _D2)}),
+    "log_ndtr": (sc.log_ndtr, {"d": (_fuse(1, "log_ndtr"), _D1)}),
+    "ndtr": (sc.ndtr, {"d": (_fuse(1, "ndtr"), _D1)}),
+    "ndtri": (sc.ndtri, {"d": ("ndtri", _D1)}),
+    "owens_t": (sc.owens_t, {"d": ("owens_t", _D2)}),
+    "poch": (sc.poch, {"d": ("poch", _D2)}),
+    "rel_entr": (sc.rel_entr, {"d": ("rel_entr", _D2)}),
+    "rgamma": (sc.rgamma, {"d": (_fuse(1, "rgamma"), _D1)}),
+    "spence": (sc.spence, {"d": (_fuse(1, "spence"), _D1)}),
+    "fresnel_s": (None, {"d": (_fuse(1, "fresnel"), _D1, 2, 0)}),
+    "fresnel_c": (None, {"d": (_fuse(1, "fresnel"), _D1, 2, 1)}),
+    "sici_si": (None, {"d": (_fuse(1, "sici"), _D1, 2, 0)}),
+    "sici_ci": (None, {"d": (_fuse(1, "sici"), _D1, 2, 1)}),
+}
+for _n in ("i0", "i0e", "i1", "i1e", "j0", "j1", "y0", "y1"):
+    _TABLE[_n] = (getattr(sc, _n), {"d": (_n, _D1)})
+for _n in ("iv", "ive", "jv", "yv"):
+    _TABLE[_n] = (getattr(sc, _n), {"d": (_fuse(1, _n), _D2)})
+
+FUNCTIONS = {}     # intrinsic name -> intrinsic
+OPS = {}           # primitive -> op(operand expressions, loop dtype) -> expression
+UFUNCS = {name: uf for name, (uf, _) in _TABLE.items() if uf is not None}
+
+
+def _op(variants):
+    def op(a, dt):
+        kind = "l" if dt.kind in "iub" else "f" if dt == np.float32 else "d"
+        fn = variants.get(kind, variants["d"])
+        return f"{fn}({', '.join(a)})"
+    return op
+
+
+for _name, (_, _loops) in _TABLE.items():
+    _variants = {}
+    for _kind, (_capi, _argtys, *_out) in _loops.items():
+        _fn = _extern(_capi, _argtys, *_out)
+        _key = f"_sc_{_name}_{_kind}"
+        FUNCTIONS[_key] = _fn
+        _variants[_kind] = _key
+    OPS[_name] = _op(_variants)
+
+NAMES = tuple(FUNCTIONS)
