@@ -284,6 +284,9 @@ class Suspended:
         self.name = name
 
 
+_SUSPENDED = {}  # (kind, name) -> its Suspended mark (immutable, so shared)
+
+
 def run_suspended(trace, kind, name, rule, *args):
     """``rule(*args)``: a custom rule of ``name`` run under ``trace``'s parent,
     with ``trace`` suspended (its ``alive`` is a ``Suspended``).
@@ -293,7 +296,12 @@ def run_suspended(trace, kind, name, rule, *args):
     ``closure_error``).  While a custom JVP rule runs, its name is recorded on
     the equations staged from it (for errors about non-linear rules).
     """
-    trace.alive = Suspended(kind, name)
+    mark = _SUSPENDED.get((kind, name))
+    if mark is None:
+        if len(_SUSPENDED) >= 4096:
+            _SUSPENDED.clear()
+        mark = _SUSPENDED[kind, name] = Suspended(kind, name)
+    trace.alive = mark
     token = _trace_ctx.set(trace.parent)
     rule_token = custom_rule_ctx.set(name if kind == "custom_jvp" else None)
     try:

@@ -620,8 +620,8 @@ class _VJPCall(_Call):
                                 "bwd(*nondiff_args, residuals, cotangents)", len(bwd_args) - 2)
         if ca is None and type(got) is tuple and len(got) == len(in_types):
             for c, x in zip(got, in_types):  # the common case: arrays of the right types
-                if not ((type(c) is _ndarray or isinstance(c, _ARRAYS))
-                        and c.shape == x.shape and c.dtype == x.dtype):
+                if not ((type(c) is _ndarray or isinstance(c, _ARRAYS)) and c.shape == x.shape
+                        and (c.dtype is x.dtype or c.dtype == x.dtype)):
                     break
             else:
                 return got

@@ -336,7 +336,7 @@ class JVPTrace(core.Trace):
         out_tans = self.parent.process_primitive(
             custom_lin_p, lin_in, {"num_res": len(res), "out_avals": out_avals, "name": name,
                                    "bwd": functools.partial(params["bwd"], res_tree)})
-        return [p if a.dtype == dtypes.float0 else JVPTracer(self, p, t)
+        return [p if a.dtype is dtypes.float0 else JVPTracer(self, p, t)
                 for p, t, a in zip(outs, out_tans, out_avals)]
 
 
