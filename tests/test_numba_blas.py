@@ -149,3 +149,23 @@ def test_random_dimension_numbers_match_numpy(cases, seed):
     def f(*args):
         return [lax.dot_general(args[2 * i], args[2 * i + 1], dn) for i, dn in enumerate(dns)]
     check_close(f, *args, rtol=1e-4 if F32 in [c[3] for c in cases] else 1e-12)
+
+
+def test_numpy_calls_programs_update_the_products_buffer():
+    """A loop-free program over large arrays runs as NumPy calls; a product is
+    a new array, so the SGD update ``W - lr * (x.T @ g)`` and ``x @ W + b``
+    write into its buffer (``out=``) instead of allocating."""
+    W, x, g, b = data((300, 200), F64, 18), data((200, 300), F64, 19), data((200, 200), F64, 20), data((200,), F64, 21)
+
+    def step(W, x, g, b):
+        return [W - 0.1 * (x.T @ g), tnp.tanh(x @ W + b)]
+    jaxpr, full = program(step, W, x, g, b)
+    src = NUMBA.source(jaxpr)
+    assert "NumPy calls" in src, src
+    products = re.findall(r"(v\d+) = dot_general_\d+\(", src)
+    assert len(products) == 2, src
+    for v in products:  # the scaling and the bias addition write into the product
+        assert re.search(rf"= (mul|add)_\d+\([^)]*\bout={v}\)", src), src
+    got = NUMBA.compile(jaxpr)(*full)
+    np.testing.assert_allclose(got[0], W - 0.1 * (x.T @ g), rtol=1e-13)
+    np.testing.assert_allclose(got[1], np.tanh(x @ W + b), rtol=1e-13)

@@ -25,6 +25,7 @@ import numpy as np
 from ..core import Literal, Var
 from ..custom_derivatives import custom_jvp_call_p, custom_lin_p, custom_vjp_call_p
 from ..primitives.call import jit_p
+from ..primitives.contraction import dot_general_p
 from ..primitives.control_flow import cond_p, scan_p, split as _split, while_p
 from ..primitives.linear_solve import linear_solve_p, solve_operands
 from ..primitives.remat import remat_p
@@ -111,6 +112,8 @@ def _generate(jaxpr):
             # Other operations may return views of (or alias) their inputs, so
             # those buffers must not be overwritten later.
             owned.difference_update(eqn.inputs)
+            if eqn.prim is dot_general_p and eqn.outputs[0].aval.ndim:
+                owned.add(eqn.outputs[0])  # a product is a new array: `W - lr * (x.T @ g)` reuses it
         if eqn.prim.multiple_results:
             outs = "".join(name(v) + ", " for v in eqn.outputs)
             lines.append(f"    ({outs}) = {fname}({args})" if eqn.outputs else f"    {fname}({args})")
