@@ -65,7 +65,8 @@ _OPS = {
     "mul": _by_kind("({0} * {1})", "({0} * {1})", "({0} & {1})"),
     "div": _f("({0} / {1})"),
     "neg": _f("(-{0})"),
-    "exp": _f("math.exp({0})"), "log": _f("math.log({0})"), "log1p": _f("math.log1p({0})"),
+    # exp of floats: branch-free arithmetic (``vecmath``), so loops over it vectorize
+    "exp": _by_kind("_vexp({0})", "math.exp({0})"), "log": _f("math.log({0})"), "log1p": _f("math.log1p({0})"),
     "expm1": _f("math.expm1({0})"), "sin": _f("math.sin({0})"), "cos": _f("math.cos({0})"),
     "tan": _f("math.tan({0})"), "asin": _f("math.asin({0})"), "acos": _f("math.acos({0})"),
     "atan": _f("math.atan({0})"), "sinh": _f("math.sinh({0})"), "cosh": _f("math.cosh({0})"),
@@ -186,6 +187,21 @@ def _elementwise(g, eqn, ins):
 
 
 ELEMENTWISE = set(_OPS) | set(_PARTS) | {"select", "convert_element_type", "integer_pow", "stop_gradient"}
+
+# Elementwise operations whose lowering on real and integer operands is
+# branch-free arithmetic without calls, so LLVM vectorizes loops over them
+# (tests/test_numba_vecmath.py checks the generated code for SIMD registers).
+VECTOR_OPS = {"add", "add_any", "sub", "mul", "div", "neg", "abs", "max", "min", "sqrt", "exp",
+              "eq", "ne", "lt", "le", "gt", "ge", "select", "convert_element_type",
+              "integer_pow", "copysign", "isnan"}
+
+
+def vectorizes(eqn):
+    """Whether a loop over ``eqn`` (in ``VECTOR_OPS``) vectorizes: no complex
+    operands, and ``integer_pow`` only as a product (``pow`` is a libm call)."""
+    if any(v.aval.dtype.kind == "c" for v in list(eqn.inputs) + list(eqn.outputs)):
+        return False
+    return eqn.prim.name != "integer_pow" or eqn.params["y"] in (0, 1, 2)
 
 # ---------------------------------------------------------------------------
 # Data movement
