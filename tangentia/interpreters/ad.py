@@ -298,17 +298,24 @@ class JVPTrace(core.Trace):
     def process_custom_jvp_call(self, prim, args, params):
         nc = params["num_consts"]
         name = params["name"]
-        primals, tangents, perturbed = self._custom_unpack(
-            args, nc, nc + params["num_nondiff"], "custom_jvp", name)
-        # Suspended either way, so that a function closing over one of this
-        # trace's tracers is reported instead of silently losing its derivative.
-        if not perturbed:
-            return _suspended(self, "custom_jvp", name, self.parent.process_custom_jvp_call,
-                              prim, primals, params)
-        outs = _suspended(self, "custom_jvp", name, params["jvp"], *primals, *tangents)
+        x = args[0] if len(args) == 1 else None
+        if type(x) is JVPTracer and x._trace is self and not nc and not params["num_nondiff"]:
+            # One argument, perturbed: the common case.
+            outs = _suspended(self, "custom_jvp", name, params["jvp"], x.primal, x.tangent)
+        else:
+            primals, tangents, perturbed = self._custom_unpack(
+                args, nc, nc + params["num_nondiff"], "custom_jvp", name)
+            # Suspended either way, so that a function closing over one of this trace's
+            # tracers is reported instead of silently losing its derivative.
+            if not perturbed:
+                return _suspended(self, "custom_jvp", name, self.parent.process_custom_jvp_call,
+                                  prim, primals, params)
+            outs = _suspended(self, "custom_jvp", name, params["jvp"], *primals, *tangents)
         if len(outs) == 2:  # one output
             p, t = outs
-            return [p if type(t) is Zero else JVPTracer(self, _internal(p), t)]
+            if type(t) is Zero:
+                return [p]
+            return [JVPTracer(self, p.view(_ndarray) if type(p) is _ArrayImpl else p, t)]
         n = len(outs) // 2
         return [p if type(t) is Zero else JVPTracer(self, _internal(p), t)
                 for p, t in zip(outs[:n], outs[n:])]
@@ -316,29 +323,46 @@ class JVPTrace(core.Trace):
     def process_custom_vjp_call(self, prim, args, params):
         nc = params["num_consts"]
         name = params["name"]
-        primals, tangents, perturbed = self._custom_unpack(args, nc, nc, "custom_vjp", name)
-        if not perturbed:
-            return _suspended(self, "custom_vjp", name, self.parent.process_custom_vjp_call,
-                              prim, primals, params)
-        outs, res, res_tree = _suspended(self, "custom_vjp", name, params["fwd"],
-                                         tuple([type(t) is not Zero for t in tangents]), *primals)
+        x = args[0] if len(args) == 1 else None
+        if type(x) is JVPTracer and x._trace is self and not nc:
+            # One argument, perturbed: the common case.
+            tangents = (x.tangent,)
+            outs, res, res_tree = _suspended(self, "custom_vjp", name, params["fwd"], (True,),
+                                             x.primal)
+        else:
+            primals, tangents, perturbed = self._custom_unpack(args, nc, nc, "custom_vjp", name)
+            if not perturbed:
+                return _suspended(self, "custom_vjp", name, self.parent.process_custom_vjp_call,
+                                  prim, primals, params)
+            outs, res, res_tree = _suspended(self, "custom_vjp", name, params["fwd"],
+                                             tuple([type(t) is not Zero for t in tangents]),
+                                             *primals)
         # The linear step carrying ``bwd``, recorded by the parent (a
         # linearization); its linear inputs are materialized tangents.
-        lin_in = [_internal(r) for r in res]
+        lin_in = []
+        for r in res:
+            lin_in.append(r.view(_ndarray) if type(r) is _ArrayImpl else r)
         for t in tangents:
             lin_in.append(zeros_like_aval(t.aval) if type(t) is Zero else t)
-        outs = [_internal(o) for o in outs]
+        plain_outs = []
         out_avals = []
         for o in outs:
-            a = core.get_aval(o)  # a float aval is its own tangent aval
+            if type(o) is _ArrayImpl:
+                o = o.view(_ndarray)
+            plain_outs.append(o)
+            # (a float aval is its own tangent aval)
+            a = _aval_of_ndarray(o) if type(o) is _ndarray else core.get_aval(o)
             out_avals.append(a if a.dtype.kind in "fc" and not a.weak_type else tangent_aval(a))
         out_avals = tuple(out_avals)
         out_tans = self.parent.process_primitive(
             custom_lin_p, lin_in, {"num_res": len(res), "out_avals": out_avals, "name": name,
                                    "bwd": functools.partial(params["bwd"], res_tree)})
+        if len(plain_outs) == 1:  # one output
+            a = out_avals[0]
+            return [plain_outs[0] if a.dtype is dtypes.float0
+                    else JVPTracer(self, plain_outs[0], out_tans[0])]
         return [p if a.dtype is dtypes.float0 else JVPTracer(self, p, t)
-                for p, t, a in zip(outs, out_tans, out_avals)]
-
+                for p, t, a in zip(plain_outs, out_tans, out_avals)]
 
     def process_custom_vmap_call(self, prim, args, params):
         # jvp(custom_vmap(f, rule)) = custom_vmap(jvp(f), jvp(rule)), as in JAX:
@@ -476,9 +500,14 @@ def custom_lin_forward(*args, num_res, bwd, out_avals, name, forward=None):
 
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, name, forward=None):
-    cts = [Zero(a) if c is None else c for c, a in zip(cts, out_avals)]
-    cts_in = bwd(*args[:num_res], *cts)
-    return [None] * num_res + [None if type(c) is Zero else c for c in cts_in]
+    for c in cts:
+        if c is None:
+            cts = [Zero(a) if c is None else c for c, a in zip(cts, out_avals)]
+            break
+    out = [None] * num_res
+    for c in bwd(*args[:num_res], *cts):
+        out.append(None if type(c) is Zero else c)
+    return out
 
 
 custom_lin_p.impl = custom_lin_forward
