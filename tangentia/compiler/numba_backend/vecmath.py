@@ -19,14 +19,21 @@ range are rounded once.  Error below 1 ulp against the correctly rounded
 value; ``exp(0) == 1``, ``exp(inf) == inf``, ``exp(-inf) == 0``, NaN stays
 NaN, and overflow to ``inf`` happens where IEEE rounding of the true value
 overflows (NumPy's threshold).
+
+``_vlog(x)`` is ``log`` (fdlibm's algorithm: ``x = 2^k m``, ``m`` in
+``[sqrt(2)/2, sqrt(2))``, ``log(m) = 2 atanh(s)`` by a polynomial in ``s^2``;
+subnormal inputs scaled first): error below 1 ulp, ``log(0) = -inf``,
+``log(x < 0) = NaN``, ``log(inf) = inf``.
 """
 from __future__ import annotations
+
+import math
 
 from llvmlite import ir
 from numba.core import types
 from numba.core.extending import intrinsic
 
-__all__ = INTRINSICS = ("_vexp",)
+__all__ = INTRINSICS = ("_vexp", "_vlog")
 
 _INV_LN2 = 1.4426950408889634
 _LN2_HI = float.fromhex("0x1.62e42fefa39efp-1")      # ln 2 rounded to double
@@ -40,6 +47,15 @@ _EXP_Q = tuple(float.fromhex(h) for h in (
 # Inputs are clamped to [_X_MIN, _X_MAX] first (k stays small enough for the
 # exponent arithmetic); exp(_X_MAX) overflows and exp(_X_MIN) underflows to 0.
 _X_MAX, _X_MIN = 710.0, -746.0
+
+# log: fdlibm's ln2 split (k ln2_hi is exact for |k| < 2^11) and its polynomial
+# Lg1..Lg7 in s^2, s = f / (2 + f), of (log(1+f) - 2s) / s (error < 1 ulp)
+_LOG_LN2_HI, _LOG_LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10
+_LOG_LG = (6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01,
+           2.222219843214978396e-01, 1.818357216161805012e-01, 1.531383769920937332e-01,
+           1.479819860511658591e-01)
+_SQRT_HALF_BITS = 0x3FE6A09E667F3BCD                # the bits of sqrt(2)/2
+_TINY = 2.2250738585072014e-308                     # the smallest normal double
 
 _F64 = ir.DoubleType()
 _I64 = ir.IntType(64)
@@ -98,6 +114,37 @@ def _exp_ir(f, x):
     return f.select(b.fcmp_unordered("uno", x, x), x, y)
 
 
+def _i64(v):
+    return ir.Constant(_I64, v)
+
+
+def _log_ir(f, x):
+    """The IR of ``log`` of the double ``x`` (fdlibm's ``__ieee754_log`` without branches)."""
+    b = f.b
+    sub = f.lt(x, _const(_TINY))                      # subnormal inputs: scaled by 2^54 first
+    bits = b.bitcast(f.select(sub, b.fmul(x, _const(2.0 ** 54)), x), _I64)
+    # x = 2^k m with m in [sqrt(2)/2, sqrt(2)): the exponent field offset by the bits of sqrt(2)/2
+    hx = b.add(bits, _i64(0x3FF0000000000000 - _SQRT_HALF_BITS))
+    k = b.sub(b.sub(b.ashr(hx, _i64(52)), _i64(0x3FF)), b.select(sub, _i64(54), _i64(0)))
+    m = b.bitcast(b.add(b.and_(hx, _i64((1 << 52) - 1)), _i64(_SQRT_HALF_BITS)), _F64)
+    fr = b.fsub(m, _const(1.0))
+    kd = b.sitofp(k, _F64)
+    s = b.fdiv(fr, b.fadd(_const(2.0), fr))           # log(1 + fr) = 2 atanh(s)
+    z = b.fmul(s, s)
+    w = b.fmul(z, z)
+    lg = [_const(c) for c in _LOG_LG]
+    t1 = b.fmul(w, f.fma(w, f.fma(w, lg[5], lg[3]), lg[1]))
+    t2 = b.fmul(z, f.fma(w, f.fma(w, f.fma(w, lg[6], lg[4]), lg[2]), lg[0]))
+    hfsq = b.fmul(_const(0.5), b.fmul(fr, fr))
+    corr = b.fadd(b.fmul(s, b.fadd(hfsq, b.fadd(t2, t1))), b.fmul(kd, _const(_LOG_LN2_LO)))
+    y = b.fsub(b.fmul(kd, _const(_LOG_LN2_HI)), b.fsub(b.fsub(hfsq, corr), fr))
+    # log(+-0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN stays NaN
+    y = f.select(b.fcmp_ordered("==", x, _const(0.0)), _const(-math.inf), y)
+    y = f.select(f.lt(x, _const(0.0)), _const(math.nan), y)
+    y = f.select(b.fcmp_ordered("==", x, _const(math.inf)), x, y)
+    return f.select(b.fcmp_unordered("uno", x, x), x, y)
+
+
 def _unary(ir_fn):
     """A numba intrinsic ``fn(x)`` for float32/float64 ``x`` emitting ``ir_fn``
     (computed in double; float32 results are rounded once from it)."""
@@ -117,3 +164,5 @@ def _unary(ir_fn):
 
 _vexp = _unary(_exp_ir)
 _vexp.__doc__ = "NumPy's exp of a float32/float64 scalar, branch-free (vectorizable in loops)."
+_vlog = _unary(_log_ir)
+_vlog.__doc__ = "NumPy's log of a float32/float64 scalar, branch-free (vectorizable in loops)."
