@@ -466,19 +466,10 @@ class _Call:
         outs, self.out_tree = tree_flatten(out)
         return outs
 
-    def bind(self, prim, dyn, leaves, params):
-        """Bind ``prim`` (directly with the current trace, as its ``bind``
-        does, with ``params`` as they are); the value as handed to the user."""
-        args = leaves if not dyn and type(leaves) is tuple else (*dyn, *leaves)
-        if prim is custom_jvp_call_p:
-            outs = _current_trace().process_custom_jvp_call(prim, args, params)
-        else:
-            outs = _current_trace().process_custom_vjp_call(prim, args, params)
+    def value(self, outs):
+        """The call's value, as handed to the user, from its flat outputs."""
         tree = self.out_tree
-        if tree is _LEAF_TREE:
-            out = outs[0]
-            return out if isinstance(out, Tracer) else to_user(out)
-        return to_user(tree_unflatten(tree, outs))
+        return to_user(outs[0] if tree is _LEAF_TREE else tree_unflatten(tree, outs))
 
 
 class _JVPCall(_Call):
@@ -744,9 +735,14 @@ class custom_jvp(_CustomFunction):
         params = self._params.copy()
         params["fun"] = call.fun
         params["jvp"] = call.jvp
-        if dyn:
+        if dyn or type(leaves) is not tuple:
             params["num_nondiff"] = len(dyn)
-        return call.bind(custom_jvp_call_p, dyn, leaves, params)
+            leaves = (*dyn, *leaves)
+        # The primitive's ``bind``, with ``params`` as they are.
+        outs = _current_trace().process_custom_jvp_call(custom_jvp_call_p, leaves, params)
+        if call.out_tree is _LEAF_TREE and isinstance(outs[0], Tracer):
+            return outs[0]  # one traced output: the common case
+        return call.value(outs)
 
 
 def _check_out_tree(call, tree, jvp_name, name):
@@ -850,7 +846,13 @@ class custom_vjp(_CustomFunction):
         params["fun"] = call.fun
         params["fwd"] = call.fwd
         params["bwd"] = call.bwd
-        return call.bind(custom_vjp_call_p, dyn, leaves, params)
+        if dyn or type(leaves) is not tuple:
+            leaves = (*dyn, *leaves)
+        # The primitive's ``bind``, with ``params`` as they are.
+        outs = _current_trace().process_custom_vjp_call(custom_vjp_call_p, leaves, params)
+        if call.out_tree is _LEAF_TREE and isinstance(outs[0], Tracer):
+            return outs[0]  # one traced output: the common case
+        return call.value(outs)
 
 
 def _fwd_pair_message(fwd_name, name):
