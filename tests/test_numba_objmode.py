@@ -10,9 +10,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("numba")
 
@@ -25,7 +28,7 @@ from tangentia.interpreters.partial_eval import convert_constvars_to_invars  # n
 
 NUMBA = nbb.NumbaBackend()
 PRIMS = {p.name: p for p in nbb.all_primitives()}
-SPECIAL = sorted(special.OPS)
+SPECIAL = sorted(special.SCIPY_FUNCTIONS)
 EDGES = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 2.0, 0.5, -2.5, 1e-300, 171.5, 1e308,
          -1e-8, 3.0, 40.0, -40.0, 0.999]
 
@@ -49,7 +52,7 @@ _OPERANDS = {"erfcinv": (_U,), "ndtri": (_U,), "betainc": (_P, _Q, _U), "gammain
              "gammaincc": (_P, _Q), "kl_div": (_P, _Q), "rel_entr": (_P, _Q), "expn": (_Q, _P),
              "spence": (_P,), "exp1": (_P,), "y0": (_P,), "y1": (_P,), "yv": (_X, _P),
              "iv": (_X, _P), "ive": (_X, _P), "jv": (_X, _P), "hyp2f1": (_X, _Y, _Z, _Y)}
-_ARITY = {name: (special.UFUNCS[name].nin if name in special.UFUNCS else 1) for name in SPECIAL}
+_ARITY = {name: special.UFUNCS[name].nin for name in SPECIAL}
 
 
 def _program(f, *args):
@@ -57,12 +60,21 @@ def _program(f, *args):
     return convert_constvars_to_invars(closed.jaxpr), list(closed.consts) + list(args)
 
 
-def _same(f, *args):
+def _same(f, *args, compiled=None):
     """Both backends run ``f``'s program: identical bits and dtypes; the numba program
-    has no object-mode block."""
+    has no object-mode block.  ``compiled``: a dict keeping the numba program for
+    further calls at the same shapes and dtypes."""
     jaxpr, full = _program(f, *args)
-    assert "objmode" not in NUMBA.source(jaxpr)
-    got = NUMBA.compile(jaxpr)(*full)
+    if compiled is None or "fn" not in compiled:
+        assert "objmode" not in NUMBA.source(jaxpr)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fn = NUMBA.compile(jaxpr)
+        fallbacks = [str(w.message) for w in caught if "numba backend" in str(w.message)]
+        assert not fallbacks, fallbacks   # compiled by numba, not handed to the NumPy backend
+        if compiled is not None:
+            compiled["fn"] = fn
+    got = (compiled["fn"] if compiled is not None else fn)(*full)
     with np.errstate(all="ignore"):
         want = get_backend("numpy").compile(jaxpr)(*full)
     assert len(got) == len(want)
@@ -148,3 +160,86 @@ def test_program_with_a_special_function_is_loaded_from_the_disk_cache(tmp_path)
         assert r.returncode == 0, r.stderr
     assert runs[0].stdout.strip() == "0"
     assert int(runs[1].stdout.strip()) >= 1, "the second process did not load the cached code"
+
+
+# ---------------------------------------------------------------------------
+# NumPy's integer and floating-point utilities
+
+INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint64]
+FLOATS = [np.float64, np.float32]
+SHIFTS = [0, 1, 3, 7, 8, 15, 16, 31, 32, 63, 64, 65, 100, -1, -64]
+_UTILS = {}   # the numba program of ``_utilities``, compiled once
+
+
+def _int_edges(dt):
+    ii = np.iinfo(dt)
+    signed = [-1, -2, -7, ii.min + 1] if ii.min < 0 else [128, 255]
+    return [ii.min, ii.max, 0, 1, 2, 3, 6, ii.max - 1] + signed
+
+
+def _utilities(*xs):
+    n = len(INTS)
+    outs = []
+    for a, b, s in zip(xs[:n], xs[n:2 * n], xs[2 * n:3 * n]):
+        outs += [PRIMS["gcd"].bind(a, b), PRIMS["lcm"].bind(a, b), PRIMS["left_shift"].bind(a, s),
+                 PRIMS["right_shift"].bind(a, s), PRIMS["bitwise_count"].bind(a)]
+    for x, y in zip(xs[3 * n::2], xs[3 * n + 1::2]):
+        outs += [PRIMS["nextafter"].bind(x, y), PRIMS["spacing"].bind(x),
+                 PRIMS["frexp_mantissa"].bind(x), PRIMS["frexp_exponent"].bind(x)]
+    return outs
+
+
+def _utility_operands(rng, size=256):
+    """Every pair of edge values (integers: extremes, 0, small; shift counts in and out
+    of range; floats: zeros, infinities, NaN, extremes, subnormals), then random ones."""
+    ints, other, shifts = [], [], []
+    for dt in INTS:
+        ii, e = np.iinfo(dt), np.array(_int_edges(dt), dtype=dt)
+        k = len(e)
+        rand = [rng.integers(ii.min, ii.max, size, dtype=dt, endpoint=True) for _ in range(2)]
+        ints.append(np.resize(np.concatenate([np.repeat(e, k), rand[0]]), size))
+        other.append(np.resize(np.concatenate([np.tile(e, k), rand[1]]), size))
+        counts = [c for c in SHIFTS if c >= 0 or ii.min < 0]
+        shifts.append(np.resize(np.array(counts, dtype=dt), size))
+    floats = []
+    for dt in FLOATS:
+        fi = np.finfo(dt)
+        e = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, fi.max, -fi.max, fi.tiny,
+                      fi.smallest_subnormal, -fi.smallest_subnormal, 3.5, -7.25], dtype=dt)
+        k = len(e)
+        floats += [np.resize(np.concatenate([np.repeat(e, k), rng.standard_normal(size).astype(dt)]), size),
+                   np.resize(np.concatenate([np.tile(e, k), rng.standard_normal(size).astype(dt)]), size)]
+    return ints + other + shifts + floats
+
+
+def test_integer_and_float_utilities_are_numpys():
+    paths = nbb.lowering_paths([PRIMS[n] for n in ("gcd", "lcm", "left_shift", "right_shift",
+                                                    "bitwise_count", "nextafter", "spacing",
+                                                    "frexp_mantissa", "frexp_exponent")])
+    assert set(paths.values()) == {"native"}, paths
+    got = _same(_utilities, *_utility_operands(np.random.default_rng(1)), compiled=_UTILS)
+    dtypes = [g.dtype for g in got]
+    assert dtypes[:5] == [np.int8] * 4 + [np.uint8] and dtypes[-4:] == [np.float32] * 3 + [np.int32]
+    # not vacuous: wrapped results, out-of-range shifts, infinities and NaN occur
+    i8 = got[:5]
+    assert (i8[0] < 0).any() and (i8[1] < 0).any() and (i8[3] == -1).any()
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32 - 1))
+def test_integer_and_float_utilities_on_random_values(seed):
+    # the same program (compiled once), on other values: random integers of every size
+    rng = np.random.default_rng(seed)
+    ops = _utility_operands(rng)
+    ops = [rng.permutation(o) for o in ops]
+    _same(_utilities, *ops, compiled=_UTILS)
+
+
+def test_utilities_on_scalars_and_promoted_operands():
+    # scalarized (small) operands; booleans and mixed integer widths promoted as NumPy does
+    a = np.array([-128, 127, 6], dtype=np.int8)
+    b = np.array([6, -4, 1 << 40])
+    got = _same(lambda a, b: [PRIMS["gcd"].bind(a, b), PRIMS["left_shift"].bind(a, b),
+                              PRIMS["bitwise_count"].bind(a > 0), PRIMS["spacing"].bind(b),
+                              PRIMS["frexp_exponent"].bind(b)], a, b)
+    assert [g.dtype for g in got] == [np.int64, np.int64, np.uint8, np.float64, np.int32]

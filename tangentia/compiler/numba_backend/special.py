@@ -11,19 +11,29 @@ import ``helpers``, which imports it).  Values are SciPy's bit for bit: the same
 C code, with the ufunc's own float32 variant where SciPy has one (``erfinv``,
 ``betainc``; its other float32 loops compute in double and round).
 
+NumPy's integer and floating-point utilities without a numba equivalent with
+NumPy's semantics (shifts by out-of-range counts, ``gcd``/``lcm`` of the most
+negative integer, ``bitwise_count``, ``spacing``, ``frexp``, ``nextafter``) are
+small intrinsics and functions here too.
+
 ``OPS`` and ``UFUNCS`` extend the elementwise tables of ``rules``; ``NAMES``
-are the intrinsics generated code imports.  Complex operands, ``zeta``,
+are the functions generated code imports.  Complex operands, ``zeta``,
 ``polygamma`` (SciPy exports no Hurwitz zeta) and ``sph_harm_y`` still run
 SciPy's ufunc in object mode.
 """
 from __future__ import annotations
 
+import math
+
 import llvmlite.binding as llvm
+import numba
 import numpy as np
 import scipy.special as sc
 from llvmlite import ir
 from numba.core import cgutils, types
 from numba.core.extending import get_cython_function_address, intrinsic
+
+from .codegen import _dt, _lit
 
 _CYTHON = "scipy.special.cython_special"
 _F8, _F4, _I8 = types.float64, types.float32, types.int64
@@ -104,14 +114,30 @@ _TABLE = {
     "sici_si": (None, {"d": (_fuse(1, "sici"), _D1, 2, 0)}),
     "sici_ci": (None, {"d": (_fuse(1, "sici"), _D1, 2, 1)}),
 }
+
+
+class _OneOutput:
+    """The type resolution of output ``k`` of a ufunc with several outputs."""
+
+    def __init__(self, ufunc, k):
+        self.ufunc, self.k, self.nin = ufunc, k, ufunc.nin
+
+    def resolve_dtypes(self, dtypes):
+        res = self.ufunc.resolve_dtypes(tuple(dtypes[:-1]) + (None,) * self.ufunc.nout)
+        return res[:self.ufunc.nin] + (res[self.ufunc.nin + self.k],)
+
+
+UFUNCS = {"fresnel_s": _OneOutput(sc.fresnel, 0), "fresnel_c": _OneOutput(sc.fresnel, 1),
+          "sici_si": _OneOutput(sc.sici, 0), "sici_ci": _OneOutput(sc.sici, 1)}
 for _n in ("i0", "i0e", "i1", "i1e", "j0", "j1", "y0", "y1"):
     _TABLE[_n] = (getattr(sc, _n), {"d": (_n, _D1)})
 for _n in ("iv", "ive", "jv", "yv"):
     _TABLE[_n] = (getattr(sc, _n), {"d": (_fuse(1, _n), _D2)})
 
-FUNCTIONS = {}     # intrinsic name -> intrinsic
+SCIPY_FUNCTIONS = tuple(_TABLE)
+FUNCTIONS = {}     # name in generated code -> intrinsic or njit function
 OPS = {}           # primitive -> op(operand expressions, loop dtype) -> expression
-UFUNCS = {name: uf for name, (uf, _) in _TABLE.items() if uf is not None}
+UFUNCS.update({name: uf for name, (uf, _) in _TABLE.items() if uf is not None})
 
 
 def _op(variants):
@@ -131,4 +157,130 @@ for _name, (_, _loops) in _TABLE.items():
         _variants[_kind] = _key
     OPS[_name] = _op(_variants)
 
+
+
+# ---------------------------------------------------------------------------
+# NumPy's integer and floating-point utilities
+
+
+def _int_typer(ret, n):
+    """Typer of an integer intrinsic of ``n`` operands (unified to one type)."""
+    def typer(typingctx, *args):
+        if len(args) != n or not all(isinstance(a, (types.Integer, types.Boolean)) for a in args):
+            return None
+        ty = args[0] if n == 1 else typingctx.unify_types(*args)
+        if not isinstance(ty, (types.Integer, types.Boolean)):
+            return None
+        return (ret or ty)(*args), ty
+    return typer
+
+
+def _uabs_ir(context, builder, val, ty):
+    """|val| as a 64-bit unsigned integer (the most negative value's magnitude too)."""
+    wide = ir.IntType(64)
+    if isinstance(ty, types.Integer) and ty.signed:
+        val = builder.sext(val, wide) if ty.bitwidth < 64 else val
+        return builder.select(builder.icmp_signed("<", val, ir.Constant(wide, 0)),
+                              builder.neg(val), val)
+    return builder.zext(val, wide) if context.get_value_type(ty).width < 64 else val
+
+
+@intrinsic
+def _uabs(typingctx, x):
+    """|x| as uint64 (NumPy's gcd, lcm and bitwise_count work on magnitudes)."""
+    found = _int_typer(types.uint64, 1)(typingctx, x)
+    if found is None:
+        return None
+    sig, ty = found
+    return sig, lambda context, builder, sig, args: _uabs_ir(context, builder, args[0], ty)
+
+
+@intrinsic
+def _bitwise_count(typingctx, x):
+    """NumPy's bitwise_count: the number of 1 bits of |x|, as uint8."""
+    found = _int_typer(types.uint8, 1)(typingctx, x)
+    if found is None:
+        return None
+    sig, ty = found
+
+    def codegen(context, builder, sig, args):
+        bits = builder.ctpop(_uabs_ir(context, builder, args[0], ty))
+        return builder.trunc(bits, ir.IntType(8))
+    return sig, codegen
+
+
+def _shift(left):
+    def typer(typingctx, a, b):
+        found = _int_typer(None, 2)(typingctx, a, b)
+        if found is None:
+            return None
+        sig, ty = found
+
+        def codegen(context, builder, sig, args):
+            x, n = (context.cast(builder, v, t, ty) for v, t in zip(args, sig.args))
+            lty = x.type
+            signed = isinstance(ty, types.Integer) and ty.signed
+            # C's (size_t)n < width: negative counts are out of range too
+            ok = builder.icmp_unsigned("<", n, ir.Constant(lty, lty.width))
+            if left:
+                return builder.select(ok, builder.shl(x, n), ir.Constant(lty, 0))
+            shifted = builder.ashr(x, n) if signed else builder.lshr(x, n)
+            fill = ir.Constant(lty, 0)
+            if signed:   # a negative value shifted out entirely is -1
+                fill = builder.select(builder.icmp_signed("<", x, fill), ir.Constant(lty, -1), fill)
+            return builder.select(ok, shifted, fill)
+        return sig, codegen
+    return typer
+
+
+_left_shift = intrinsic(_shift(True))
+_left_shift.__doc__ = "NumPy's left_shift: 0 for counts outside [0, width)."
+_right_shift = intrinsic(_shift(False))
+_right_shift.__doc__ = "NumPy's right_shift: 0 (-1 for negative values) for counts outside [0, width)."
+
+
+@numba.njit(cache=True)
+def _gcd(a, b):
+    """NumPy's gcd: Euclid's algorithm on the magnitudes, as uint64."""
+    x, y = _uabs(a), _uabs(b)
+    while x != np.uint64(0):
+        x, y = y % x, x
+    return y
+
+
+@numba.njit(cache=True)
+def _lcm(a, b):
+    """NumPy's lcm: |a| / gcd * |b| (0 if both are 0), as uint64 (wrapping)."""
+    g = _gcd(a, b)
+    if g == np.uint64(0):
+        return g
+    return _uabs(a) // g * _uabs(b)
+
+
+@numba.njit(cache=True)
+def _spacing(x, inf):
+    """NumPy's spacing: the distance to the next float away from zero (-0.0 counts
+    as positive), NaN at infinities; ``inf`` is the infinity of ``x``'s type."""
+    if math.isinf(x):
+        return x - x
+    return np.nextafter(x, inf if x >= 0 else -inf) - x
+
+
+FUNCTIONS.update(_left_shift=_left_shift, _right_shift=_right_shift, _gcd=_gcd, _lcm=_lcm,
+                 _bitwise_count=_bitwise_count, _spacing=_spacing)
+OPS.update({
+    "left_shift": lambda a, dt: f"_left_shift({a[0]}, {a[1]})",
+    "right_shift": lambda a, dt: f"_right_shift({a[0]}, {a[1]})",
+    "gcd": lambda a, dt: f"{_dt(dt)}(_gcd({a[0]}, {a[1]}))",
+    "lcm": lambda a, dt: f"{_dt(dt)}(_lcm({a[0]}, {a[1]}))",
+    "bitwise_count": lambda a, dt: f"_bitwise_count({a[0]})",
+    "nextafter": lambda a, dt: f"np.nextafter({a[0]}, {a[1]})",
+    "spacing": lambda a, dt: f"_spacing({a[0]}, {_lit(np.inf, dt)})",
+    "frexp_mantissa": lambda a, dt: f"math.frexp({a[0]})[0]",
+    "frexp_exponent": lambda a, dt: f"math.frexp({a[0]})[1]",
+})
+UFUNCS.update({"left_shift": np.left_shift, "right_shift": np.right_shift, "gcd": np.gcd,
+               "lcm": np.lcm, "bitwise_count": np.bitwise_count, "nextafter": np.nextafter,
+               "spacing": np.spacing, "frexp_mantissa": _OneOutput(np.frexp, 0),
+               "frexp_exponent": _OneOutput(np.frexp, 1)})
 NAMES = tuple(FUNCTIONS)
