@@ -450,15 +450,18 @@ class LinearizeTrace(pe.JaxprTrace):
 
     def _plain_args(self, args):
         """``args`` with every value other than the trace's own tracers, plain
-        ndarrays and Python scalars made plain (``plain_value``), and their avals."""
+        ndarrays and Python scalars made plain (``plain_value``; the value of a
+        ``Literal``), and their avals."""
         out, avals = [], []
         for x in args:
             t = type(x)
             if not ((t is _JaxprTracer and x._trace is self) or t is _ndarray
                     or t in _WEAK_SCALAR_AVALS):
                 x = self.plain_value(x)
+                if type(x) is core.Literal:
+                    x = x.val
             out.append(x)
-            avals.append(x.aval if type(x) is core.Literal else core.get_aval(x))
+            avals.append(core.get_aval(x))
         return out, avals
 
 
@@ -594,14 +597,11 @@ def is_undefined(x):
     return type(x) is UndefinedPrimal
 
 
-_MISSING = object()
-
-
 class LinearRecords:
     """A linear program as linearize's partial evaluator recorded it
     (``pe.LinearBuilder``), for transposing it at once (eager ``grad``):
-    ``records`` are its equations as tuples, ``trace`` the trace whose
-    tracers in them are the linear values, ``invars`` the input tangents'
+    ``records`` are its equations as tuples (``pe.LinearBuilder``), ``trace``
+    the trace whose tracers in them are the linear values, ``invars`` the input tangents'
     variables, ``outvars`` the output tangents' variables (constants for
     outputs that do not depend on the inputs)."""
 
@@ -631,8 +631,9 @@ def backward_pass(jaxpr, consts, cts_out):
         own = None
         env = dict(zip(jaxpr.constvars, consts))
         eqns = jaxpr.eqns if jaxpr.cache.get("all_linear") else _eval_nonlinear(jaxpr, env)
-        records = [(e.prim, e.inputs, e.params,
-                    e.outputs if e.prim.multiple_results else e.outputs[0], e.source)
+        # As records: the linear inputs stay variables, the others become values.
+        records = [(e.prim, [env.get(a, a) if type(a) is Var else a.val for a in e.inputs],
+                    e.params, e.outputs if e.prim.multiple_results else e.outputs[0], e.source)
                    for e in eqns]
     # From here on, a variable is linear exactly when it has no value in env.
     ct_env = {}
@@ -642,7 +643,6 @@ def backward_pass(jaxpr, consts, cts_out):
             old = get(v)
             ct_env[v] = ct if old is None else add_any(old, ct)
     pop = ct_env.pop
-    env_get = env.get
     # One UndefinedPrimal per type (it only carries the aval; the avals, held
     # by the program's variables, outlive the pass, so their ids are keys).
     undefined = {}
@@ -657,23 +657,19 @@ def backward_pass(jaxpr, consts, cts_out):
             if cts is None:
                 continue
         args = []
-        linear = []  # positions of the linear inputs
-        lin_vars = []  # and their variables
+        linear = []  # (position, variable) of the linear inputs
         for a in inputs:
             t = type(a)
             if t is _JaxprTracer and a._trace is own:  # a record's linear input
                 a = a.ir_var
-            elif t is not Var:
-                args.append(a.val if t is core.Literal else a)  # a record holds plain values
+            elif t is not Var:  # a value
+                args.append(a)
                 continue
-            x = env_get(a, _MISSING)
-            if x is _MISSING:
-                linear.append(len(args))
-                lin_vars.append(a)
-                aval = a.aval
-                x = undefined.get(id(aval))
-                if x is None:
-                    x = undefined[id(aval)] = UndefinedPrimal(aval)
+            linear.append((len(args), a))
+            aval = a.aval
+            x = undefined.get(id(aval))
+            if x is None:
+                x = undefined[id(aval)] = UndefinedPrimal(aval)
             args.append(x)
         rule = prim.transpose
         try:
@@ -692,11 +688,12 @@ def backward_pass(jaxpr, consts, cts_out):
                 "tangent output must be a linear function of the input tangents.") from None
         if type(cts_in) is not tuple and type(cts_in) is not list:
             cts_in = list(cts_in)
-        for i, a in zip(linear, lin_vars):
+        for i, a in linear:
             c = cts_in[i]
             if c is not None and type(c) is not Zero:
                 want = a.aval.dtype
-                if getattr(c, "dtype", want) != want:
+                d = getattr(c, "dtype", want)
+                if d is not want and d != want:
                     c = fit_dtype(c, want)
                 old = get(a)
                 ct_env[a] = c if old is None else add_any(old, c)

@@ -94,7 +94,8 @@ class LinearBuilder(JaxprBuilder):
     Tangent equations are recorded compactly, as ``(prim, args, params, out,
     source)`` tuples: ``args`` as the primitive got them (the trace's own
     tracers, residual arrays, Python scalars; any other value already made
-    plain by ``JaxprTrace.plain_value``), ``out`` the output ``Var`` (a list
+    plain by ``JaxprTrace.plain_value``, a NumPy scalar for a ``Literal``),
+    ``out`` the output ``Var`` (a list
     of them for a primitive with several results), ``source`` the custom rule
     that emitted it.  ``Eqn`` objects are made only when a program is needed
     (``build``); eager ``grad`` transposes the records directly
@@ -117,14 +118,14 @@ class LinearBuilder(JaxprBuilder):
                 t = type(x)
                 if t is JaxprTracer and x._trace is trace:
                     a = x.ir_var
-                elif t is Literal:
-                    a = x
                 elif t is _ndarray or isinstance(x, Tracer):  # a tracer of an outer trace
                     a = const_ids.get(id(x))
                     if a is None:
                         a = const_var(x)
-                else:  # a Python scalar
+                elif t in _WEAK_SCALAR_AVALS:  # a Python scalar
                     a = _scalar_literal(x, t, _WEAK_SCALAR_AVALS[t])
+                else:  # a NumPy scalar
+                    a = trace.plain_value(x)
                 inputs.append(a)
             eqns.append(_Eqn(prim, inputs, out if prim.multiple_results else [out], params,
                              source))
