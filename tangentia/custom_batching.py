@@ -33,7 +33,7 @@ import numpy as np
 
 from . import core
 from .compiler import numpy_backend
-from .custom_derivatives import custom_jvp_call_p
+from .custom_derivatives import custom_jvp_call_p, require_arrays
 from .interpreters import partial_eval as pe
 from ._messages import fun_name as _fun_name
 from .lax import map as _lax_map
@@ -123,11 +123,8 @@ class custom_vmap:
             raise AttributeError(f"No batching rule defined for custom_vmap function {name} "
                                  "using def_vmap.")
         leaves, in_tree = tree_flatten(args)
-        for i, x in enumerate(leaves):
-            if not core.is_array_like(x):
-                raise TypeError(f"custom_vmap function {name}: argument leaf {i} of type "
-                                f"{type(x).__name__} is not an array (close over non-array "
-                                "values instead of passing them)")
+        require_arrays(leaves, f"custom_vmap function {name}: argument",
+                       " (close over non-array values instead of passing them)")
         if core.is_eager():  # evaluation: the function, as Python, untraced
             out_leaves, out_tree = tree_flatten(self.fun(*args))
             return tree_unflatten(out_tree, _as_arrays(out_leaves))

@@ -167,6 +167,14 @@ def _check_leaves(leaves, kind, name):
                                 "with nondiff_argnums") from None
 
 
+def require_arrays(leaves, what, hint=""):
+    """Raise a TypeError for the first of ``leaves`` that is not an array:
+    "``what`` leaf i of type T is not an array``hint``"."""
+    for i, x in enumerate(leaves):
+        if not core.is_array_like(x):
+            raise TypeError(f"{what} leaf {i} of type {type(x).__name__} is not an array{hint}")
+
+
 _LEAF_TREE = tree_structure(0)
 
 
@@ -578,11 +586,8 @@ class _VJPCall(_Call):
             res_leaves, res_tree = [residuals], _LEAF_TREE
         else:
             res_leaves, res_tree = _flatten_out(residuals)
-            for i, r in enumerate(res_leaves):
-                if not core.is_array_like(r):
-                    raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {name}: "
-                                    f"residual leaf {i} of type {type(r).__name__} is not an "
-                                    "array")
+            require_arrays(res_leaves, f"Custom VJP fwd rule {fwd_name} for function {name}: "
+                           "residual")
         if n_dyn:  # the nondiff arrays are residuals too, for bwd
             res_leaves = [*dyn_vals, *res_leaves]
         return outs, res_leaves, (out_tree, res_tree, in_types)
