@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import tangentia.numpy as tnp
 from tangentia import lax
 from tangentia.compiler.numba_backend.codegen import BLAS_MIN_FLOPS
+from tangentia.compiler.numba_backend.rules import BATCHED_BLAS_MIN
 
 from test_numba_backend import NUMBA, check, numpy_backend, program
 
@@ -62,10 +63,11 @@ def test_operand_layouts(dtype):
 
 
 def test_batched_contractions():
-    a, b = data((5, 12, 9), F64, 2), data((5, 9, 11), F64, 3)   # (batch, m, k), (batch, k, n)
-    at = data((5, 9, 12), F64, 4)                               # (batch, k, m)
-    c = data((12, 5, 9), F64, 5)                                # batch dimension not first
-    d, e = data((2, 3, 12, 9), F64, 6), data((2, 3, 9, 11), F64, 7)  # two batch dimensions
+    # products of at least BATCHED_BLAS_MIN multiply-adds (24 * 32 * 24) per batch element
+    a, b = data((3, 24, 32), F64, 2), data((3, 32, 24), F64, 3)  # (batch, m, k), (batch, k, n)
+    at = data((3, 32, 24), F64, 4)                               # (batch, k, m)
+    c = data((24, 3, 32), F64, 5)                                # batch dimension not first
+    d, e = data((2, 2, 24, 32), F64, 6), data((2, 2, 32, 24), F64, 7)  # two batch dimensions
 
     def f(a, b, at, c, d, e):
         return [a @ b,
@@ -78,6 +80,18 @@ def test_batched_contractions():
     assert src.count("np.dot(") == 5, src
     # batched products write into their result (no per-element temporary)
     assert re.search(r"np\.dot\([^()]*\[i\d+\][^()]*, [^()]*\[i\d+\][^()]*, a\d+\[i\d+\]\)", src), src
+
+
+def test_small_batched_products_are_loops():
+    """Many small products (per-example ``x @ w`` with batched weights): loops,
+    not one BLAS call per batch element."""
+    x, w = data((256, 32), F64, 22), data((256, 32, 8), F64, 23)
+    assert 32 * 8 < BATCHED_BLAS_MIN <= 24 * 32 * 24 and 256 * 32 * 8 >= BLAS_MIN_FLOPS
+
+    def f(x, w):
+        return [lax.dot_general(x, w, (((1,), (1,)), ((0,), (0,))))]
+    check(f, x, w, rtol=1e-12)
+    assert "np.dot(" not in NUMBA.source(program(f, x, w)[0])
 
 
 def test_several_contracting_dimensions_and_casts():

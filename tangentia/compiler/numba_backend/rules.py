@@ -545,6 +545,11 @@ def _argreduce(g, eqn, ins):
 
 
 FUSED_DOT_K = 4   # contractions over at most this many elements are fused expressions
+# A batched contraction calls BLAS once per batch element, when each product has at least
+# this many multiply-adds (m*n*k); smaller ones are loops, whose per-element cost has no call
+# overhead (1x32 by 32x1 products: 4x faster, 16x16 by 16x16: 1.3x, 24^3: equal) but which
+# lose at larger sizes (64^3: 17x slower, power-of-two strides).
+BATCHED_BLAS_MIN = 1 << 14
 
 
 def _dot_general(g, eqn, ins):
@@ -591,7 +596,8 @@ def _dot_general(g, eqn, ins):
                 acc = t if acc is None else g.scalar(add(acc, t))
             elems.append(g.scalar(acc) if acc is not None else _lit(0, dt))
         return [SV(out.shape, dt, elems)]
-    if dt.kind in "fc" and m * n * k * max(1, _size(bsh)) >= BLAS_MIN_FLOPS and k > 1:
+    if dt.kind in "fc" and m * n * k * max(1, _size(bsh)) >= BLAS_MIN_FLOPS and k > 1 and \
+            (_size(bsh) <= 1 or m * n * k >= BATCHED_BLAS_MIN):
         return [_dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k)]
     if k <= FUSED_DOT_K and type(x) is not LV and type(y) is not LV:
         # A short contraction (an outer product, ...) is an elementwise expression,
