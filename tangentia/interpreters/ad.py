@@ -29,6 +29,7 @@ _JaxprTracer = pe.JaxprTracer
 _WEAK_SCALAR_AVALS = pe._WEAK_SCALAR_AVALS
 _aval_of_ndarray = core.aval_of_ndarray
 _custom_rule_get = core.custom_rule_ctx.get
+_new = object.__new__
 _suspended = core.run_suspended
 
 
@@ -166,7 +167,9 @@ class JVPTrace(core.Trace):
                         if (out.ir_var.aval.dtype if type(out) is _JaxprTracer
                                 else _dtype_of(out)) != ans.dtype:
                             out = fit_dtype(out, ans.dtype)
-                        return JVPTracer(self, ans, out)
+                        r = _new(JVPTracer)  # JVPTracer(self, ans, out) without an __init__ frame
+                        r._trace, r.primal, r.tangent = self, ans, out
+                        return r
                     finally:
                         _reset_trace(token)
         # Whether every argument is ours or a non-tracer (then primal outputs
@@ -254,7 +257,11 @@ class JVPTrace(core.Trace):
             _reset_trace(token)
         if prim.multiple_results:
             return [p if type(t) is Zero else JVPTracer(self, p, t) for p, t in zip(out, tan)]
-        return out if type(tan) is Zero else JVPTracer(self, out, tan)
+        if type(tan) is Zero:
+            return out
+        r = _new(JVPTracer)  # JVPTracer(self, out, tan) without an __init__ frame
+        r._trace, r.primal, r.tangent = self, out, tan
+        return r
 
     def concrete_value(self, tracer, context):
         p = tracer.primal
@@ -444,9 +451,13 @@ class LinearizeTrace(pe.JaxprTrace):
             out = [Var(a.strip_weak()) for a in out_aval]
             self.builder.records.append((prim, args, params, out, _custom_rule_get()))
             return [_JaxprTracer(self, v) for v in out]
-        v = Var(out_aval.strip_weak() if out_aval.weak_type else out_aval)
+        # Var(aval) and JaxprTracer(self, v) without __init__ frames.
+        v = _new(Var)
+        v.aval = out_aval.strip_weak() if out_aval.weak_type else out_aval
         self.builder.records.append((prim, args, params, v, _custom_rule_get()))
-        return _JaxprTracer(self, v)
+        r = _new(_JaxprTracer)
+        r._trace, r.ir_var = self, v
+        return r
 
     def _plain_args(self, args):
         """``args`` with every value other than the trace's own tracers, plain
