@@ -418,33 +418,37 @@ class LinearizeTrace(pe.JaxprTrace):
         super().__init__(parent, builder, forward_known=True)
         self.eval_known = parent is core.EVAL_TRACE
 
-    def process_primitive(self, prim, args, params):
-        for x in args:
-            if type(x) is _JaxprTracer and x._trace is self:
-                if prim.partial_eval is not None:
-                    return prim.partial_eval(self, args, params)
-                return self.stage(prim, args, params)
-        if self.eval_known and not prim.multiple_results:
-            out = prim.impl(*args, **params) if params else prim.impl(*args)
-            return out if type(out) is _ndarray else _asarray(out)
-        return self.parent.process_primitive(prim, args, params)
-
-    def stage(self, prim, args, params):
-        # The hot path of eager ``grad``: every tangent operation is recorded
-        # here, compactly (``pe.LinearBuilder``): no Eqn, no constant variables.
+    def process_primitive(self, prim, args, params, stage=False):
+        # The hot path of eager ``grad``.  One pass over the arguments finds
+        # the trace's own tracers (tangents) and the input types: an operation
+        # on a tangent is recorded, compactly (``pe.LinearBuilder``: no Eqn, no
+        # constant variables); the others are known, computed now.
+        own = stage
+        plain = True  # every argument is an own tracer, an ndarray or a Python scalar
         in_avals = []
         for x in args:
             t = type(x)
             if t is _JaxprTracer and x._trace is self:
+                own = True
                 in_avals.append(x.ir_var.aval)
             elif t is _ndarray:  # a residual, most often
                 in_avals.append(_aval_of_ndarray(x))
             else:
                 aval = _WEAK_SCALAR_AVALS.get(t)
                 if aval is None:
-                    args, in_avals = self._plain_args(args)
+                    plain = False
+                    own = own or any(type(y) is _JaxprTracer and y._trace is self for y in args)
                     break
                 in_avals.append(aval)
+        if not own:
+            if self.eval_known and not prim.multiple_results:
+                out = prim.impl(*args, **params) if params else prim.impl(*args)
+                return out if type(out) is _ndarray else _asarray(out)
+            return self.parent.process_primitive(prim, args, params)
+        if not stage and prim.partial_eval is not None:
+            return prim.partial_eval(self, args, params)
+        if not plain:
+            args, in_avals = self._plain_args(args)
         out_aval = prim.abstract_eval(*in_avals, **params)
         # As in NumPy, only Python scalars are weakly typed: results are strong.
         if prim.multiple_results:
@@ -458,6 +462,9 @@ class LinearizeTrace(pe.JaxprTrace):
         r = _new(_JaxprTracer)
         r._trace, r.ir_var = self, v
         return r
+
+    def stage(self, prim, args, params):
+        return self.process_primitive(prim, args, params, True)
 
     def _plain_args(self, args):
         """``args`` with every value other than the trace's own tracers, plain
