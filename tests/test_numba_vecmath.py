@@ -255,12 +255,28 @@ def test_sigmoid_gradient_runs_as_one_loop_and_matches_the_numpy_backend(rule):
     np.testing.assert_allclose(got, want[0], rtol=1e-15, atol=0.0)
 
 
-@pytest.mark.parametrize("case", ["libm", "reduction", "two_shapes", "small"])
+def test_one_loop_over_several_dimensions_with_repeated_and_passed_through_outputs():
+    x = np.random.default_rng(5).standard_normal((256, 256))
+    b, s = np.array([[0.5]]), np.int64(3)
+
+    def f(x, b, s):
+        y = x * b + tnp.abs(s - 5)      # (a scalar computed in the loop: LLVM hoists it)
+        return y, y, x, y > 2.25, (y * 4.0).astype(np.int64)
+    jaxpr, full, fn = _compile(f, x, b, s)
+    assert nbb.one_loop(jaxpr) is not None
+    assert NUMBA.source(jaxpr).count(" for ") == 1
+    got = fn(*full)
+    assert_same(got, numpy_backend().compile(jaxpr)(*full), rtol=0.0, atol=0.0)
+    assert not np.shares_memory(got[2], x)   # (an output is never an argument's buffer)
+
+
+@pytest.mark.parametrize("case", ["libm", "reduction", "two_shapes", "small", "cube"])
 def test_other_programs_keep_their_paths(case):
     x = np.linspace(-3.0, 3.0, N)
     f = {"libm": lambda x: tnp.exp(tnp.tanh(x)),           # tanh is not vectorized: NumPy calls
          "reduction": lambda x: tnp.exp(x) * tnp.sum(x),   # a reduction: NumPy calls
          "two_shapes": lambda x: (tnp.exp(x), tnp.exp(x[: N // 2])),
+         "cube": lambda x: tnp.exp(x) ** 3,                 # pow: a libm call
          "small": lambda x: tnp.exp(x)}[case]
     if case == "small":
         x = x[:64]
