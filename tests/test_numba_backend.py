@@ -561,6 +561,58 @@ def test_batched_loop_bodies_become_functions_by_code_size(monkeypatch):
     assert abs(want[0] - want[1]) > 1e-3            # the lanes differ
 
 
+def test_batched_loop_is_computed_row_by_row():
+    # vmap over 32 lanes: the (32, 2) values of the loop body are not scalarized (64
+    # elements) but computed in ONE loop over the lanes, each row of 2 elements in
+    # scalars (not one loop and one temporary array per operation: numba compiled the
+    # batched odeint gradient for minutes).  Only the carries are arrays.
+    ths = np.stack([np.linspace(0.5, 1.5, 32), np.full(32, 0.1)], 1)
+    src = NUMBA.source(program(tg.vmap(_rk_loop), ths)[0])
+    loop = _loop_body(src, "while True:")
+    assert loop.count("for ") == 2, loop            # the predicate's reduction, the rows
+    assert loop.count("np.empty") == 2, loop        # the new carries
+    assert "objmode" not in src and "_fb" not in src, src
+    got = check(tg.vmap(_rk_loop), ths)[0]
+    assert abs(got[0] - got[31]) > 1e-3             # the lanes differ
+
+
+def test_row_wise_indexing_updates_concatenation_and_reductions():
+    # Row by row: scatter, static getitem (slices, negative, ellipsis), concatenate,
+    # stack, transpose and reductions of rows; an equation that is not row-wise (a
+    # kernel) is computed before the loop.
+    def f(v, w):
+        u = v.at[1].add(w[0]) * w[1]
+        c = tnp.concatenate([u[:2], v[::-1]])
+        m = tnp.stack([c[:2], c[2:4]])
+        return (tnp.sum(m.T * c[:2], axis=1) + tnp.max(c) - u[-1],
+                tnp.cumsum(v)[..., 1:] + c.reshape(5, 1)[1:3, 0])
+    vs = np.linspace(-1, 1, 24 * 3).reshape(24, 3)
+    ws = np.linspace(2, 3, 48).reshape(24, 2)
+    src = NUMBA.source(program(tg.vmap(f), vs, ws)[0])
+    assert src.count("for ") == 1 and src.count("np.empty") == 2, src   # one loop, two outputs
+    check(tg.vmap(f), vs, ws)
+
+
+def test_small_loop_carries_share_one_tuple():
+    # The scalarized carries of a loop (at most CARRY_SCALARS elements) are one tuple
+    # variable per 16 elements: numba's SSA reconstruction costs (variables assigned
+    # more than once) x (function size).
+    def f(x, n):
+        def body(c):
+            i, a, b, d = c
+            return i + 1, a * 0.5 + b[0], b * 1.5 - a, d | (a > 3.0)
+        return lax.while_loop(lambda c: c[0] < n, body, (0, x, tnp.stack([x, x + 1.0]), False))
+    check(f, 2.5, 7)
+    loop = _loop_body(NUMBA.source(program(f, 2.5, 7)[0]), "while True:")
+    assert len(set(re.findall(r"\b(c\d+) = \(", loop))) == 1, loop
+    def g(x):   # 1 + 12 + 12 elements: two tuples of at most 16 (TUPLE_MAX)
+        return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0, c[2] - c[1]),
+                              (0, x, x + 1.0))
+    check(g, np.ones((3, 4)))
+    loop = _loop_body(NUMBA.source(program(g, np.ones((3, 4)))[0]), "while True:")
+    assert len(set(re.findall(r"\b(c\d+) = \(", loop))) == 2, loop
+
+
 def test_concurrent_first_calls_compile_once():
     jaxpr, full = program(lambda x: [tnp.sin(x) * 3.25 + 0.125], np.ones(5))
     fns, errors = [], []

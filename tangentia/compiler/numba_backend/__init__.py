@@ -16,8 +16,16 @@ the calling wrapper, the ``Backend``).
   expression ``fn(index) -> str`` for a larger value, not computed yet (if it
   reads scalarized operands, it has at most ``UNROLL`` elements and is written
   by unrolled code).  ``ZV``: a ``float0`` value (no data; never computed).
-  A scalarized loop carry or branch result is one tuple variable (numba's SSA
+  Scalarized loop carries and branch results are tuple variables (numba's SSA
   passes cost grows with the number of variables assigned more than once).
+* **Batched values, row by row.**  A value with a leading (vmap batch) axis of
+  length B, too large to scalarize but whose rows are small, is computed row
+  by row: a run of such equations (elementwise, broadcasts, reshapes, static
+  indexing and updates, concatenation, transposes and reductions within rows;
+  ``rules.ROWS``) becomes ONE loop over the B rows, each row scalarized, and
+  only values used after the run are written to arrays.  The code is that of
+  one unbatched row, not one loop and one temporary per operation (a batched
+  odeint gradient compiled in minutes).
 * **Fusion.** Elementwise operations (NumPy broadcasting and dtype promotion:
   every operand is cast to the dtype of NumPy's loop, every result to the
   output aval's dtype), ``select``, ``convert_element_type``,
@@ -77,15 +85,15 @@ from ..backend import Backend, register_backend
 from . import elementwise_loop, helpers, vecmath
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
                       _weight, AV, ZV)
-from .rules import ELEMENTWISE, FUSIBLE, RULES, all_primitives, lowering_paths
+from .rules import ELEMENTWISE, FUSIBLE, ROWS, RULES, all_primitives, lowering_paths
 
 __all__ = ["NumbaBackend", "all_primitives", "lowering_paths", "SMALL"]
 _NJIT_OPTIONS = dict(error_model="numpy")
 
 
 def _generate(jaxpr):
-    """(source, globals, consts, objmode) for a program without constvars."""
-    g = _Gen(RULES, FUSIBLE, ELEMENTWISE)
+    """(source, globals, objmode) for a program without constvars."""
+    g = _Gen(RULES, FUSIBLE, ELEMENTWISE, ROWS)
     loop = one_loop(jaxpr)
     params, in_vals = [], []
     for v in jaxpr.invars:
@@ -103,13 +111,12 @@ def _generate(jaxpr):
         outs = g.lower_jaxpr(jaxpr, in_vals)
         names = [g.array(o).name for o in outs if type(o) is not ZV]
     g.emit("return (" + "".join(n + ", " for n in names) + ")")
-    args = params + [f"k{i}" for i in range(len(g.consts))]
     head = ["import cmath", "import math", "import numpy as np", "import numba",
             f"from {helpers.__name__} import {', '.join(helpers.HELPERS)}",
             f"from {vecmath.__name__} import {', '.join(vecmath.INTRINSICS)}", ""] + g.notes + [""]
     funcs = [f + "\n\n" for f in g.functions]
-    main = "\n".join(["@_jit", f"def program({', '.join(args)}):"] + g.lines)
-    return "\n".join(head) + "\n" + "\n".join(funcs) + main + "\n", g.globals, g.consts, g.objmode
+    main = "\n".join(["@_jit", f"def program({', '.join(params)}):"] + g.lines)
+    return "\n".join(head) + "\n" + "\n".join(funcs) + main + "\n", g.globals, g.objmode
 
 
 def _cache_dir():
@@ -196,24 +203,23 @@ class _Progress:
                 print(f"tangentia: compiled {self.what} in {dt:.1f} s", file=sys.stderr, flush=True)
 
 
-def _arg_types(jaxpr, consts):
-    return tuple([nbt.Array(_nbtype(v.aval.dtype), v.aval.ndim, "C") for v in jaxpr.invars
-                  if not _is_float0(v.aval.dtype)] +
-                 [nbt.Array(_nbtype(c.dtype), c.ndim, "C") for c in consts])
+def _arg_types(jaxpr):
+    return tuple(nbt.Array(_nbtype(v.aval.dtype), v.aval.ndim, "C") for v in jaxpr.invars
+                 if not _is_float0(v.aval.dtype))
 
 
 def _compile_program(jaxpr):
-    source, glb, consts, objmode = _generate(jaxpr)
+    source, glb, objmode = _generate(jaxpr)
     # objmode blocks hold the GIL anyway (and numba warns about nogil there)
     glb = dict(glb, _jit=numba.njit(cache=not objmode, nogil=not objmode, **_NJIT_OPTIONS))
     mod = _load_module(source, glb)
     disp = mod.program
     with _Progress(f"a program of {_weight(jaxpr)} equations"), _fast_typing():
-        disp.compile(_arg_types(jaxpr, consts))
-    return _wrapper(disp, jaxpr, consts, source)
+        disp.compile(_arg_types(jaxpr))
+    return _wrapper(disp, jaxpr, source)
 
 
-def _wrapper(disp, jaxpr, consts, source):
+def _wrapper(disp, jaxpr, source):
     """The callable ``fn(*args) -> list of arrays`` around the compiled program.
 
     Arguments are made C-contiguous writable arrays of the program's dtypes
@@ -225,7 +231,6 @@ def _wrapper(disp, jaxpr, consts, source):
     has_float0 = any(_is_float0(dt) for _, dt in specs)
     zeros_out = [(i, np.zeros(v.aval.shape, v.aval.dtype)) for i, v in enumerate(jaxpr.outvars)
                  if _is_float0(v.aval.dtype)]
-    consts = tuple(consts)
     ndarray = np.ndarray
     entry = disp.overloads[disp.signatures[0]].entry_point
 
@@ -243,7 +248,7 @@ def _wrapper(disp, jaxpr, consts, source):
                 raise TypeError(f"compiled program: an argument of shape {a.shape} where "
                                 f"{shape} was compiled for")
             conv.append(a)
-        outs = list(entry(*conv, *consts))
+        outs = list(entry(*conv))
         for i, z in zeros_out:
             outs.insert(i, z)
         return outs

@@ -6,14 +6,13 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-import re
 
 import numpy as np
 
 import numba
 from numba import types as nbt
 
-from ...core import Literal, Var
+from ...core import Literal, ShapedArray, Var
 from ..passes import simplify
 
 SMALL = 16          # values with at most this many elements are scalarized
@@ -176,6 +175,24 @@ def needs_static(v):
     return (type(v) is SV and len(v.shape) > 0) or (type(v) is LV and v.static)
 
 
+class _RowVar:
+    """A variable of a row equation (``_Gen.row_plan``): only its aval is read."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+
+class _RowEqn:
+    """An equation applied to one row of a batch (``_Gen.row_plan``)."""
+
+    __slots__ = ("prim", "params", "inputs", "outputs")
+
+    def __init__(self, prim, params, inputs, outputs):
+        self.prim, self.params, self.inputs, self.outputs = prim, params, inputs, outputs
+
+
 class ZV:
     """A ``float0`` value (the tangent type of integers): it holds no data, so it
     is never computed or stored; program outputs of this type are made outside numba."""
@@ -187,12 +204,13 @@ class ZV:
 
 
 class CT:
-    """A tuple variable holding a scalarized value across blocks (see ``_Gen.fresh_vars``)."""
+    """Elements ``offset...`` of a tuple variable holding scalarized values across
+    blocks (see ``_Gen.fresh_vars``)."""
 
-    __slots__ = ("name",)
+    __slots__ = ("name", "offset")
 
-    def __init__(self, name):
-        self.name = name
+    def __init__(self, name, offset=0):
+        self.name, self.offset = name, offset
 
 
 def _is_float0(dtype):
@@ -216,9 +234,11 @@ OUTLINE_MIN_COST = 1500
 # expression is built recursively, and numba types one huge expression slowly).
 MAX_FUSED = 32
 # Loops and branches whose scalarized carries have more elements than this hold
-# them in tuples (``_Gen.fresh_vars``).
+# each in its own tuple; fewer share tuples (``_Gen.fresh_vars``).
 CARRY_SCALARS = 64
-_CONST_NAME = re.compile(r"\bk\d+\b")
+# Elements of one such tuple at most: CPython builds longer tuple displays from a list,
+# which numba cannot do for a variable assigned more than once.
+TUPLE_MAX = 16
 
 
 def _nested(eqn):
@@ -257,16 +277,17 @@ class _Gen:
     """Generates one program's source: ``lower_jaxpr`` emits the code of a
     program's equations into ``lines`` and returns its output values."""
 
-    def __init__(self, rules, fusible, inline, limit=SMALL):
+    def __init__(self, rules, fusible, inline, rows=None, limit=SMALL):
         # rules: {primitive name: rule}; fusible: consumers that keep a lazy operand
         # lazy; inline: consumers that take single-use scalar expressions inline;
+        # rows: {primitive name: row rule} (``rules.ROWS``) for batched values;
         # limit: values of at most this many elements are scalarized.
         self.rules, self.fusible, self.inline, self.limit = rules, fusible, inline, limit
+        self.rows = rows or {}
         self.lines = []
         self.depth = 1
         self.counter = itertools.count()
         self.globals = {}       # generated-name -> Python object (kernels, fallbacks, types)
-        self.consts = []        # large constants, passed as trailing arguments
         self.notes = []         # comments making the source (the cache key) unique
         self.objmode = False
         self.scopes = [0]
@@ -394,11 +415,7 @@ class _Gen:
         """Assign ``v`` to the variables ``names`` (from ``fresh_vars``)."""
         if names is None:
             return
-        if type(names) is CT:
-            v = self.small(v)
-            els = [_wrap(_typed(e, v.dtype), v.dtype) for e in v.elems]
-            self.emit(f"{names.name} = ({''.join(e + ', ' for e in els)})")
-        elif type(names) is list:
+        if type(names) is list:
             v = self.small(v)
             for n, e in zip(names, v.elems):
                 if n != e:
@@ -411,13 +428,16 @@ class _Gen:
     def fresh_vars(self, avals):
         """Variables to hold values of ``avals`` across blocks (loop carries, branch
         results): per value, a list of names (scalarized), a name (an array) or None
-        (float0).  If the scalarized values have more than ``CARRY_SCALARS``
-        elements in all, each of several elements is a ``CT`` (a tuple): one
-        variable assigned once per block, where separate names are one per element
-        -- numba's SSA passes cost (variables assigned more than once) x (function
-        size).  Fewer stay names, which cost numba little."""
-        tuples = sum(_size(a.shape) for a in avals
-                     if not _is_float0(a.dtype) and self.is_small(a.shape)) > CARRY_SCALARS
+        (float0).  Scalarized values are held in tuples (``CT``): one variable
+        assigned once per block, where separate names are one per element --
+        numba's SSA reconstruction costs (variables assigned more than once) x
+        (function size); pendulum gradient: 15% less compile time.  Up to
+        ``CARRY_SCALARS`` elements in all share tuples of at most ``TUPLE_MAX``
+        elements; past it each value of several elements is its own tuple (a batched
+        state).  A single scalar stays a name."""
+        n = sum(_size(a.shape) for a in avals if not _is_float0(a.dtype) and self.is_small(a.shape))
+        tuples = n > CARRY_SCALARS
+        shared, offset = (self.name("c") if 1 < n <= CARRY_SCALARS else None), 0
         out = []
         for aval in avals:
             if _is_float0(aval.dtype):
@@ -428,6 +448,11 @@ class _Gen:
                 out.append(base)
             elif tuples and _size(aval.shape) > 1:
                 out.append(CT(base))
+            elif shared is not None:
+                if offset + _size(aval.shape) > TUPLE_MAX:
+                    shared, offset = self.name("c"), 0
+                out.append(CT(shared, offset))
+                offset += _size(aval.shape)
             else:
                 out.append([f"{base}_{k}" for k in range(_size(aval.shape))])
         return out
@@ -436,8 +461,8 @@ class _Gen:
         if names is None:
             return ZV(aval.shape, aval.dtype)
         if type(names) is CT:
-            return SV(aval.shape, aval.dtype,
-                      [self.scalar(f"{names.name}[{k}]") for k in range(_size(aval.shape))])
+            return SV(aval.shape, aval.dtype, [self.scalar(f"{names.name}[{names.offset + k}]")
+                                               for k in range(_size(aval.shape))])
         if type(names) is list:
             return SV(aval.shape, aval.dtype, list(names))
         return AV(aval.shape, aval.dtype, names)
@@ -469,8 +494,17 @@ class _Gen:
                     self.emit(f"{t} = {v.name}")
                     v = AV(v.shape, v.dtype, t)
                 srcs.append(v)
+        tuples = {}   # tuple variable -> its elements
         for n, v in zip(names_list, srcs):
-            self.assign(n, v)
+            if type(n) is CT:
+                v = self.small(v)
+                els = tuples.setdefault(n.name, [])
+                assert len(els) == n.offset
+                els.extend(_wrap(_typed(e, v.dtype), v.dtype) for e in v.elems)
+            else:
+                self.assign(n, v)
+        for name, els in tuples.items():
+            self.emit(f"{name} = ({''.join(e + ', ' for e in els)})")
 
     def read(self, env, a):
         if type(a) is Literal:
@@ -491,30 +525,135 @@ class _Gen:
             if type(a) is Var:
                 consumers.setdefault(a, []).append(None)
         depth = {}   # lazy value -> length of its chain of fused operations
-        for eqn in eqns:
-            for v in eqn.outputs:
-                _check_dtype(v.aval.dtype)
-            ins = [self.read(env, a) for a in eqn.inputs]
-            outs = self.lower_eqn(eqn, ins)
-            for v, o in zip(eqn.outputs, outs):
-                users = consumers.get(v, ())
-                user = users[0] if len(users) == 1 else None
-                if type(o) is LV:
-                    d = 1 + max([depth.get(a, 0) for a in eqn.inputs if type(a) is Var] + [0])
-                    if user is None or user.prim.name not in self.fusible or d > MAX_FUSED:
-                        o = self.array(o)
-                    else:
-                        depth[v] = d
-                elif type(o) is SV:
-                    # A scalar expression stays unnamed (inlined into its consumer's
-                    # expression) only for one elementwise consumer using each element once.
-                    if (user is None or user.prim.name not in self.inline
-                            or user.outputs[0].aval.shape != o.shape
-                            or sum(a is v for a in user.inputs) != 1
-                            or any(len(e) > 160 for e in o.elems)):
-                        o = self.named(o)
-                env[v] = o
+        k = 0
+        while k < len(eqns):
+            run = self.row_run(eqns, k)
+            if run is None:
+                self.lower_one(eqns[k], env, consumers, depth)
+                k += 1
+                continue
+            b, hoisted, rows, k = run
+            for eqn in hoisted:
+                self.lower_one(eqn, env, consumers, depth)
+            self.lower_rows(b, rows, env, consumers)
         return [self.read(env, a) for a in outvars]
+
+    def lower_one(self, eqn, env, consumers, depth):
+        for v in eqn.outputs:
+            _check_dtype(v.aval.dtype)
+        ins = [self.read(env, a) for a in eqn.inputs]
+        outs = self.lower_eqn(eqn, ins)
+        for v, o in zip(eqn.outputs, outs):
+            users = consumers.get(v, ())
+            user = users[0] if len(users) == 1 else None
+            if type(o) is LV:
+                d = 1 + max([depth.get(a, 0) for a in eqn.inputs if type(a) is Var] + [0])
+                if user is None or user.prim.name not in self.fusible or d > MAX_FUSED:
+                    o = self.array(o)
+                else:
+                    depth[v] = d
+            elif type(o) is SV:
+                o = self.inlined_or_named(o, v, user, user.outputs[0].aval.shape if user else None)
+            env[v] = o
+
+    def inlined_or_named(self, o, v, user, user_shape):
+        """A scalar expression stays unnamed (inlined into its consumer's expression)
+        only for one elementwise consumer using each element once."""
+        if (user is None or user.prim.name not in self.inline or user_shape != o.shape
+                or sum(a is v for a in user.inputs) != 1 or any(len(e) > 160 for e in o.elems)):
+            return self.named(o)
+        return o
+
+    # -- batched values, row by row -----------------------------------------
+    def row_plan(self, eqn):
+        """``(B, roles, row equation)`` if ``eqn`` is better computed row by row: its
+        output has a leading (batch) axis of length B and rows of at most ``limit``
+        elements, but is not small itself; else None (see ``rules.ROWS``)."""
+        rule = self.rows.get(eqn.prim.name)
+        if rule is None or len(eqn.outputs) != 1 or eqn.prim.has_effects:
+            return None
+        out = eqn.outputs[0].aval
+        if not out.shape or out.shape[0] < 2 or self.is_small(out.shape) \
+                or not self.is_small(out.shape[1:]):
+            return None
+        if any(a.aval.dtype.kind not in "biuf" for a in list(eqn.inputs) + [eqn.outputs[0]]):
+            return None
+        b = out.shape[0]
+        roles, params = rule(eqn, b)
+        if roles is None:
+            return None
+        ins = []
+        for a, r in zip(eqn.inputs, roles):
+            if r == "w" and not self.is_small(a.aval.shape):
+                return None
+            ins.append(a if r == "w" else _RowVar(ShapedArray(a.aval.shape[1:], a.aval.dtype)))
+        return b, roles, _RowEqn(eqn.prim, params, ins, [_RowVar(ShapedArray(out.shape[1:], out.dtype))])
+
+    def row_run(self, eqns, k):
+        """A run of equations from ``eqns[k]`` computed in one loop over the rows of a
+        batch: ``(B, hoisted, rows, next k)``, where ``hoisted`` are equations in between
+        that do not depend on the run (computed before the loop) and ``rows`` the
+        (equation, plan) pairs; None if fewer than two equations qualify."""
+        plan = self.row_plan(eqns[k])
+        if plan is None:
+            return None
+        b = plan[0]
+        produced, rows, hoisted, end = set(), [], [], k
+        for j in range(k, len(eqns)):
+            eqn = eqns[j]
+            plan = self.row_plan(eqn) if j > k else plan
+            uses = [a for a in eqn.inputs if type(a) is Var and a in produced]
+            if plan is not None and plan[0] == b and not any(
+                    r == "w" for a, r in zip(eqn.inputs, plan[1]) if a in uses):
+                rows.append((eqn, plan))
+                produced.update(eqn.outputs)
+                end = j + 1
+            elif not uses and not eqn.prim.has_effects and not any(True for _ in _nested(eqn)):
+                hoisted.append((j, eqn))
+            else:
+                break
+        # (a run over a vector (rows of one element) gains nothing over fused loops,
+        # and would keep its result from fusing into the reduction consuming it)
+        if len(rows) < 2 or all(len(eqn.outputs[0].aval.shape) < 2 for eqn, _ in rows):
+            return None
+        return b, [e for j, e in hoisted if j < end], rows, end
+
+    def lower_rows(self, b, rows, env, consumers):
+        """Emit one loop over the ``b`` rows computing every equation of ``rows`` on
+        scalarized rows; values used after the run are written to arrays."""
+        in_run = {id(eqn) for eqn, _ in rows}
+        bufs = {}
+        views = {}
+        for eqn, (_, roles, _) in rows:
+            for a, r in zip(eqn.inputs, roles):
+                if r != "w" and type(a) is Var and a in env and a not in views:
+                    views[a] = self.dynamic_ready(env[a])
+            v = eqn.outputs[0]
+            if any(u is None or id(u) not in in_run for u in consumers.get(v, ())):
+                n = self.name("a")
+                self.emit(f"{n} = np.empty({_shape_str(v.aval.shape)}, {_dt(v.aval.dtype)})")
+                bufs[v] = AV(v.aval.shape, v.aval.dtype, n)
+        i = self.name("i")
+        self.emit(f"for {i} in range({b}):")
+        self.push()
+        local = {}
+        for a, v in views.items():
+            row = a.aval.shape[1:]
+            r = i if a.aval.shape[0] == b else 0
+            local[a] = SV(row, v.dtype, [self.elem(v, (r,) + idx) for idx in np.ndindex(*row)])
+        for eqn, (_, roles, row_eqn) in rows:
+            ins = [local[a] if r != "w" else self.read(env, a) for a, r in zip(eqn.inputs, roles)]
+            o = self.small(self.lower_eqn(row_eqn, ins)[0])
+            v = eqn.outputs[0]
+            users = consumers.get(v, ())
+            user = users[0] if len(users) == 1 and v not in bufs else None
+            local[v] = o = self.inlined_or_named(
+                o, v, user, user and user.outputs[0].aval.shape[1:])
+            if v in bufs:
+                for idx, e in zip(np.ndindex(*o.shape), o.elems):
+                    self.emit(f"{self.elem(bufs[v], (i,) + idx)} = {e}")
+        self.pop()
+        env.update(bufs)
 
     def call_jaxpr(self, jaxpr, in_vals):
         """Lower a nested program (a loop body, a branch, a called function).
@@ -535,7 +674,7 @@ class _Gen:
         hit = self.helpers.get(key)
         if hit is None:
             hit = self.helpers[key] = self._outline(body, in_vals)
-        fname, extra, template = hit
+        fname, template = hit
         args = []
         for v in in_vals:
             if type(v) is not ZV:
@@ -552,7 +691,7 @@ class _Gen:
                 n = self.name("a")
                 names.append(n)
                 outs.append(AV(shape, dtype, n))
-        call = f"{fname}({''.join(a + ', ' for a in args + extra)})"
+        call = f"{fname}({''.join(a + ', ' for a in args)})"
         self.emit(f"({''.join(n + ', ' for n in names)}) = {call}" if names else call)
         return outs
 
@@ -579,10 +718,9 @@ class _Gen:
         self.emit(f"return ({''.join(r + ', ' for r in ret)})")
         body = self.lines
         self.lines, self.depth, self.scopes = saved
-        extra = sorted(set(_CONST_NAME.findall("\n".join(body))), key=lambda k: int(k[1:]))
         fname = self.name("_f")
-        self.functions.append("\n".join(["@_jit", f"def {fname}({', '.join(params + extra)}):"] + body))
-        return fname, extra, [(type(o), o.shape, o.dtype) for o in outs]
+        self.functions.append("\n".join(["@_jit", f"def {fname}({', '.join(params)}):"] + body))
+        return fname, [(type(o), o.shape, o.dtype) for o in outs]
 
     def lower_eqn(self, eqn, ins):
         name = eqn.prim.name

@@ -682,8 +682,7 @@ def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k):
 
 def _carry_init(g, avals, vals):
     names = g.fresh_vars(avals)
-    for n, v in zip(names, vals):
-        g.assign(n, v)
+    g.assign_all(names, vals)
     return names
 
 
@@ -746,9 +745,8 @@ def _scan(g, eqn, ins):
     for buf, y in zip(ys, outs[ncar:]):
         if type(buf) is ZV:
             continue
-        if type(y) is AV:
-            g.emit(f"{buf.name}[{i}] = {y.name}")
-            continue
+        # (an array y is copied by a loop: numba's ``buf[i] = y`` compiles a shape
+        # check and its error message, seconds of compile time)
         y = g.dynamic_ready(y) if not g.is_small(y.shape) else y
         idx = g.loops(y.shape) if type(y) is not SV else None
         if idx is None:
@@ -814,9 +812,7 @@ def _cond(g, eqn, ins):
         else:
             g.emit("else:")
         g.push()
-        outs = g.call_jaxpr(br, ops)
-        for n, o in zip(names, outs):
-            g.assign(n, o)
+        g.assign_all(names, g.call_jaxpr(br, ops))
         g.pop()
     return [g.from_names(n, a) for n, a in zip(names, avals)]
 
@@ -861,6 +857,101 @@ FUSIBLE = (ELEMENTWISE | {"transpose", "broadcast_to", "getitem", "reduce_sum", 
 # Rules that handle only some cases natively (others: kernel or objmode).
 _PARTIAL = {"getitem": "native for static indices and 0-d index arrays",
             "scatter": "native for static indices and 0-d index arrays"}
+
+
+# ---------------------------------------------------------------------------
+# Row-wise lowering of batched values (``codegen._Gen.lower_rows``): an equation
+# whose output has a leading axis of length B (a vmap batch) and small rows is
+# the same equation applied to each row, with these parameters.
+
+
+def _roles(ins, out_ndim, b):
+    """Per operand, how a row of the output reads it (NumPy broadcasting): ``"b"``
+    (its row ``i``), ``"b0"`` (its only row, leading axis 1) or ``"w"`` (the whole
+    operand: it has fewer axes); None if an operand has a leading axis of another length."""
+    roles = []
+    for a in ins:
+        s = a.aval.shape
+        if len(s) < out_ndim:
+            roles.append("w")
+        elif s[0] == b:
+            roles.append("b")
+        elif s[0] == 1:
+            roles.append("b0")
+        else:
+            return None
+    return roles
+
+
+def _row_spec(spec, ndim):
+    """A static index ``spec`` applied to one row (None if it indexes the leading axis)."""
+    from ...primitives.indexing import ARRAY
+    if any(e is ARRAY for e in spec):
+        return None
+    if spec and spec[0] == slice(None):
+        return tuple(spec[1:])
+    consumed = sum(1 for e in spec if e is not None and e is not Ellipsis)
+    if spec and spec[0] is Ellipsis and consumed < ndim:
+        return tuple(spec)
+    return None
+
+
+def _row_params(eqn):
+    """The parameters of ``eqn`` with output shapes (``shape``, ``new_sizes``) made a row's."""
+    return {k: tuple(v[1:]) if k in ("shape", "new_sizes") else v for k, v in eqn.params.items()}
+
+
+def _row_elementwise(eqn, b):
+    return _roles(eqn.inputs, len(eqn.outputs[0].aval.shape), b), _row_params(eqn)
+
+
+def _row_leading(eqn, b):
+    """Operands with the batch axis leading."""
+    ok = all(a.aval.shape[:1] == (b,) for a in eqn.inputs)
+    return (["b"] * len(eqn.inputs), _row_params(eqn)) if ok else (None, None)
+
+
+def _row_transpose(eqn, b):
+    perm = eqn.params["permutation"]
+    if perm[0] != 0:
+        return None, None
+    return _row_leading(eqn, b)[0], {"permutation": tuple(p - 1 for p in perm[1:])}
+
+
+def _row_reduce(eqn, b):
+    axes = tuple(eqn.params["axes"])
+    if 0 in axes:
+        return None, None
+    return _row_leading(eqn, b)[0], dict(eqn.params, axes=tuple(a - 1 for a in axes))
+
+
+def _row_concatenate(eqn, b):
+    if eqn.params["axis"] == 0:
+        return None, None
+    return _row_leading(eqn, b)[0], dict(eqn.params, axis=eqn.params["axis"] - 1)
+
+
+def _row_index(eqn, b):
+    x = eqn.inputs[0].aval
+    spec = _row_spec(eqn.params["spec"], len(x.shape))
+    if spec is None or x.shape[:1] != (b,):
+        return None, None
+    roles = ["b"]
+    if eqn.prim.name == "scatter":
+        # the updates broadcast against the indexed part, whose leading axis is the batch's
+        n_int = sum(1 for e in spec if isinstance(e, (int, np.integer)))
+        idx_ndim = len(x.shape) - n_int + sum(1 for e in spec if e is None)
+        y_roles = _roles(eqn.inputs[1:], idx_ndim, b)
+        if y_roles is None:
+            return None, None
+        roles += y_roles
+    return roles, dict(eqn.params, spec=spec)
+
+
+ROWS = {name: _row_elementwise for name in ELEMENTWISE | {"broadcast_to"}}
+ROWS.update({"reshape": _row_leading, "transpose": _row_transpose, "concatenate": _row_concatenate,
+             "getitem": _row_index, "scatter": _row_index,
+             **{name: _row_reduce for name in _RED_OP}})
 
 
 def lowering_paths(prims=None):
