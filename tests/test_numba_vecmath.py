@@ -27,7 +27,7 @@ import tangentia as tg  # noqa: E402
 import tangentia.nn as nn  # noqa: E402
 import tangentia.numpy as tnp  # noqa: E402
 from tangentia.compiler import numba_backend as nbb  # noqa: E402
-from tangentia.compiler.numba_backend.vecmath import _vexp, _vlog  # noqa: E402
+from tangentia.compiler.numba_backend.vecmath import _vexp, _vlog, _vlog1p  # noqa: E402
 from test_numba_backend import NUMBA, assert_same, numpy_backend, program  # noqa: E402
 
 LN2 = math.log(2.0)
@@ -44,7 +44,7 @@ def _looped(fn):
     return loop
 
 
-LOOPS = {"exp": _looped(_vexp), "log": _looped(_vlog)}
+LOOPS = {"exp": _looped(_vexp), "log": _looped(_vlog), "log1p": _looped(_vlog1p)}
 
 
 def run(name, x):
@@ -59,7 +59,7 @@ def vexp(x):
 
 
 def exact(name, x):
-    """``name`` (exp, log) of float64 ``x`` with at least 64 significant bits."""
+    """``name`` (exp, log, log1p) of float64 ``x`` with at least 64 significant bits."""
     if np.finfo(np.longdouble).nmant >= 63:
         with np.errstate(divide="ignore", invalid="ignore"):
             return getattr(np, name)(x.astype(np.longdouble))
@@ -182,6 +182,27 @@ def test_log_is_within_one_ulp_with_numpys_special_values():
     np.testing.assert_array_equal(got[~np.isfinite(ref)], ref[~np.isfinite(ref)])
 
 
+def test_log1p_is_within_one_ulp_with_numpys_special_values():
+    rng = np.random.default_rng(6)
+    tiny = np.exp(rng.uniform(-745.0, 0.0, 100_000))
+    x = np.concatenate([np.exp(rng.uniform(-745.0, 709.0, 100_000)), tiny, -tiny,
+                        rng.uniform(-1.0, 3.0, 100_000), 1.0 + rng.uniform(-1e-6, 1e-6, 10_000),
+                        [2.0 ** -54, -(2.0 ** -54), 2.0 ** -53, -(2.0 ** -53), -1.6742637313159597e-16,
+                         np.nextafter(-1.0, 0.0), 1.7976931348623157e308, 5e-324]])
+    err, _ = ulp_errors("log1p", x)
+    assert err.max() < 0.9, err.max()
+    special = np.array([0.0, -0.0, -1.0, -2.0, -np.inf, np.inf, np.nan, -5e-324])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = np.log1p(special)
+    got = run("log1p", special)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got[:3]), np.signbit(want[:3]))   # log1p(-0.0) = -0.0
+    x32 = rng.uniform(-1.0, 4.0, 10_000).astype(np.float32)
+    ref = np.log1p(x32.astype(np.float64)).astype(np.float32)
+    ulps = np.abs(run("log1p", x32).view(np.int32).astype(np.int64) - ref.view(np.int32).astype(np.int64))
+    assert ulps.max() <= 1
+
+
 @pytest.mark.parametrize("name", sorted(LOOPS))
 def test_loops_vectorize(name):
     run(name, np.ones(3)), run(name, np.ones(3, np.float32))
@@ -204,7 +225,7 @@ def _every_vector_op(x, y, s, k):
     z = tnp.where(x > s, e, tnp.sqrt(tnp.abs(y)))
     z = tnp.maximum(z, y) - tnp.minimum(x, e * 2.0) + x ** 2
     z = z / (1.0 + e) + tnp.copysign(e, y) * (x <= y) - (x >= 0.5) * (y < x) * (x != y)
-    z = z + tnp.where(tnp.isnan(y), 1.0, 0.0) + (x == s) + k.astype(np.float64) + tnp.log(e)
+    z = z + tnp.where(tnp.isnan(y), 1.0, 0.0) + (x == s) + k.astype(np.float64) + tnp.log(e) + tnp.log1p(e)
     f32 = tnp.exp(x.astype(np.float32)) * np.float32(0.5)
     return z, f32, tg.grad(lambda x: tnp.sum(nn.sigmoid(x) * e))(x)
 
@@ -230,7 +251,7 @@ def test_elementwise_program_over_large_arrays_is_one_vectorized_loop(tmp_path, 
     jaxpr, full, fn = _compile(_every_vector_op, x, y, s, k)
     assert nbb.one_loop(jaxpr) is not None
     src = NUMBA.source(jaxpr)
-    assert src.count(" for ") == 1 and not re.search(r"(math|np)\.(exp|log)\(", src), src
+    assert src.count(" for ") == 1 and not re.search(r"(math|np)\.(exp|log|log1p)\(", src), src
     assert _vector_width(fn.dispatcher.inspect_llvm(fn.dispatcher.signatures[0])) >= 2
     got = fn(*full)
     with np.errstate(all="ignore"):

@@ -65,9 +65,9 @@ _OPS = {
     "mul": _by_kind("({0} * {1})", "({0} * {1})", "({0} & {1})"),
     "div": _f("({0} / {1})"),
     "neg": _f("(-{0})"),
-    # exp and log of floats: branch-free arithmetic (``vecmath``), so loops over them vectorize
+    # exp, log and log1p of floats: branch-free arithmetic (``vecmath``), so loops over them vectorize
     "exp": _by_kind("_vexp({0})", "math.exp({0})"), "log": _by_kind("_vlog({0})", "math.log({0})"),
-    "log1p": _f("math.log1p({0})"),
+    "log1p": _by_kind("_vlog1p({0})", "math.log1p({0})"),
     "expm1": _f("math.expm1({0})"), "sin": _f("math.sin({0})"), "cos": _f("math.cos({0})"),
     "tan": _f("math.tan({0})"), "asin": _f("math.asin({0})"), "acos": _f("math.acos({0})"),
     "atan": _f("math.atan({0})"), "sinh": _f("math.sinh({0})"), "cosh": _f("math.cosh({0})"),
@@ -193,6 +193,7 @@ ELEMENTWISE = set(_OPS) | set(_PARTS) | {"select", "convert_element_type", "inte
 # branch-free arithmetic without calls, so LLVM vectorizes loops over them
 # (tests/test_numba_vecmath.py checks the generated code for SIMD registers).
 VECTOR_OPS = {"add", "add_any", "sub", "mul", "div", "neg", "abs", "max", "min", "sqrt", "exp", "log",
+              "log1p",
               "eq", "ne", "lt", "le", "gt", "ge", "select", "convert_element_type",
               "integer_pow", "copysign", "isnan"}
 

@@ -23,7 +23,9 @@ overflows (NumPy's threshold).
 ``_vlog(x)`` is ``log`` (fdlibm's algorithm: ``x = 2^k m``, ``m`` in
 ``[sqrt(2)/2, sqrt(2))``, ``log(m) = 2 atanh(s)`` by a polynomial in ``s^2``;
 subnormal inputs scaled first): error below 1 ulp, ``log(0) = -inf``,
-``log(x < 0) = NaN``, ``log(inf) = inf``.
+``log(x < 0) = NaN``, ``log(inf) = inf``.  ``_vlog1p(x)`` is ``log(u) + c/u``
+with ``u = 1 + x`` rounded and ``c`` its exact error, the correction added
+inside ``log``'s last step (error below 1 ulp; ``log1p(-0.0) = -0.0``).
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.core.extending import intrinsic
 
-__all__ = INTRINSICS = ("_vexp", "_vlog")
+__all__ = INTRINSICS = ("_vexp", "_vlog", "_vlog1p")
 
 _INV_LN2 = 1.4426950408889634
 _LN2_HI = float.fromhex("0x1.62e42fefa39efp-1")      # ln 2 rounded to double
@@ -71,6 +73,10 @@ class _IR:
     def __init__(self, builder):
         self.b = builder
         self._rint = builder.module.declare_intrinsic("llvm.rint", [_F64])
+        self._fabs = builder.module.declare_intrinsic("llvm.fabs", [_F64])
+
+    def fabs(self, a):
+        return self.b.call(self._fabs, [a])
 
     def fma(self, a, b, c):
         return self.b.fma(a, b, c)
@@ -118,8 +124,10 @@ def _i64(v):
     return ir.Constant(_I64, v)
 
 
-def _log_ir(f, x):
-    """The IR of ``log`` of the double ``x`` (fdlibm's ``__ieee754_log`` without branches)."""
+def _log_ir(f, x, extra=None):
+    """The IR of ``log`` of the double ``x`` (fdlibm's ``__ieee754_log`` without
+    branches), of ``log(x) + extra`` for a small ``extra`` added before the last
+    rounding."""
     b = f.b
     sub = f.lt(x, _const(_TINY))                      # subnormal inputs: scaled by 2^54 first
     bits = b.bitcast(f.select(sub, b.fmul(x, _const(2.0 ** 54)), x), _I64)
@@ -137,12 +145,27 @@ def _log_ir(f, x):
     t2 = b.fmul(z, f.fma(w, f.fma(w, f.fma(w, lg[6], lg[4]), lg[2]), lg[0]))
     hfsq = b.fmul(_const(0.5), b.fmul(fr, fr))
     corr = b.fadd(b.fmul(s, b.fadd(hfsq, b.fadd(t2, t1))), b.fmul(kd, _const(_LOG_LN2_LO)))
+    if extra is not None:
+        corr = b.fadd(corr, extra)
     y = b.fsub(b.fmul(kd, _const(_LOG_LN2_HI)), b.fsub(b.fsub(hfsq, corr), fr))
     # log(+-0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN stays NaN
     y = f.select(b.fcmp_ordered("==", x, _const(0.0)), _const(-math.inf), y)
     y = f.select(f.lt(x, _const(0.0)), _const(math.nan), y)
     y = f.select(b.fcmp_ordered("==", x, _const(math.inf)), x, y)
     return f.select(b.fcmp_unordered("uno", x, x), x, y)
+
+
+def _log1p_ir(f, x):
+    """The IR of ``log1p`` of the double ``x``: ``log(u) + c/u`` for ``u + c == 1 + x``
+    (``u`` rounded, ``c`` its exact error), ``x`` itself where ``|x| < 2^-54``."""
+    b = f.b
+    u = b.fadd(_const(1.0), x)
+    v = b.fsub(u, _const(1.0))
+    c = b.fadd(b.fsub(_const(1.0), b.fsub(u, v)), b.fsub(x, v))       # (Knuth's TwoSum)
+    y = _log_ir(f, u, b.fdiv(c, u))
+    y = f.select(f.lt(f.fabs(x), _const(2.0 ** -54)), x, y)           # (keeps -0.0)
+    y = f.select(b.fcmp_ordered("==", x, _const(math.inf)), x, y)
+    return f.select(b.fcmp_ordered("==", x, _const(-1.0)), _const(-math.inf), y)
 
 
 def _unary(ir_fn):
@@ -166,3 +189,5 @@ _vexp = _unary(_exp_ir)
 _vexp.__doc__ = "NumPy's exp of a float32/float64 scalar, branch-free (vectorizable in loops)."
 _vlog = _unary(_log_ir)
 _vlog.__doc__ = "NumPy's log of a float32/float64 scalar, branch-free (vectorizable in loops)."
+_vlog1p = _unary(_log1p_ir)
+_vlog1p.__doc__ = "NumPy's log1p of a float32/float64 scalar, branch-free (vectorizable in loops)."
