@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 
@@ -615,21 +616,18 @@ def is_undefined(x):
     return type(x) is UndefinedPrimal
 
 
-class LinearRecords:
-    """A linear program as linearize's partial evaluator recorded it
-    (``pe.LinearBuilder``), for transposing it at once (eager ``grad``):
-    ``records`` are its equations as tuples (``pe.LinearBuilder``), ``trace``
-    the trace whose tracers in them are the linear values, ``invars`` the input tangents'
-    variables, ``outvars`` the output tangents' variables (constants for
-    outputs that do not depend on the inputs)."""
+class LinearRecords(NamedTuple):
+    """A linear program as linearize's partial evaluator recorded it, for
+    transposing it at once (eager ``grad``): ``records`` are its equations as
+    tuples (``pe.LinearBuilder``), ``trace`` the trace whose tracers in them
+    are the linear values, ``invars`` the input tangents' variables,
+    ``outvars`` the output tangents' variables (constants for outputs that do
+    not depend on the inputs)."""
 
-    __slots__ = ("records", "trace", "invars", "outvars")
-
-    def __init__(self, records, trace, invars, outvars):
-        self.records = records
-        self.trace = trace
-        self.invars = invars
-        self.outvars = outvars
+    records: list
+    trace: object
+    invars: list
+    outvars: list
 
 
 def backward_pass(jaxpr, consts, cts_out):
