@@ -243,3 +243,44 @@ def test_utilities_on_scalars_and_promoted_operands():
                               PRIMS["bitwise_count"].bind(a > 0), PRIMS["spacing"].bind(b),
                               PRIMS["frexp_exponent"].bind(b)], a, b)
     assert [g.dtype for g in got] == [np.int64, np.int64, np.uint8, np.float64, np.int32]
+
+
+# ---------------------------------------------------------------------------
+# Window reductions (pooling) as loops
+
+POOL = dict(window_dimensions=(2, 2, 1), window_strides=(2, 2, 1), window_dilation=(1, 1, 1))
+DILATED = dict(window_dimensions=(3, 1, 2), window_strides=(1, 2, 1), window_dilation=(1, 2, 2))
+ONE_TAP = dict(window_dimensions=(1, 1, 1), window_strides=(1, 1, 1), window_dilation=(1, 1, 1))
+
+
+def test_window_reductions_are_numpys():
+    paths = nbb.lowering_paths([PRIMS["window_reduce"], PRIMS["window_argmax"]])
+    assert set(paths.values()) == {"native"}, paths
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((5, 7, 6))
+    x[1, 2, 3], x[0, 0, 0], x[4, 6, 5] = np.nan, -0.0, np.inf
+    xi = rng.integers(-100, 100, x.shape).astype(np.int8)     # sums and products wrap
+    xb = rng.integers(0, 2, x.shape).astype(bool)
+    xi[0, :2, :2] = 7                                          # ties: the first index wins
+    red, arg = PRIMS["window_reduce"].bind, PRIMS["window_argmax"].bind
+
+    def f(x, xi, xb):   # (each equation costs numba ~0.1-1 s to compile: a few cases)
+        return ([red(x, op=op, **POOL) for op in ("add", "mul", "max", "min")]
+                + [red(xi, op="add", **POOL), red(xb, op="max", **POOL), arg(x, op="max", **POOL),
+                   arg(xi, op="min", **POOL), red(x, op="max", **DILATED),
+                   red(xi, op="mul", **DILATED), arg(x, op="max", **DILATED),
+                   red(x, op="add", **ONE_TAP)])
+    got = _same(f, x, xi, xb)
+    assert got[0].shape == (2, 3, 6) and np.isnan(got[0]).any()
+    assert got[-1][0, 0, 0] == 0 and not np.signbit(got[-1][0, 0, 0])   # 0.0 + -0.0
+
+
+def test_pooling_on_small_operands_and_its_gradient():
+    from tangentia import numpy as tnp
+    x = np.random.default_rng(3).standard_normal((4, 4))
+
+    def pool(x):   # scalarized operand (16 elements); max pooling and its gradient
+        kw = dict(window_dimensions=(2, 2), window_strides=(2, 2), window_dilation=(1, 1))
+        return tnp.sum(tnp.sin(PRIMS["window_reduce"].bind(x, op="max", **kw)))
+    got = _same(lambda x: [pool(x), tg.grad(pool)(x)], x)
+    assert np.count_nonzero(got[1]) == 4

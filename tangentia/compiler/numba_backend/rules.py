@@ -9,7 +9,7 @@ from ...core import Literal
 from ...primitives.control_flow import split
 from .codegen import (AV, LV, SV, ZV, BLAS_MIN_FLOPS, UNROLL, needs_static, _F4, _I8, _bidx, _cast,
                       _dt, _is_float0, _kernel_table, _lit, _ravel, _shape_str, _size, _wrap)
-from . import special
+from . import special, windows
 
 def _loop_dtypes(eqn):
     """(input loop dtypes, output loop dtype) of the NumPy ufunc behind ``eqn``."""
@@ -852,6 +852,7 @@ RULES.update({
     "custom_vmap_call": _inline("call_jaxpr"),
     "linear_solve": _linear_solve,
 })
+RULES.update(windows.RULES)   # window_reduce, window_argmax
 # Consumers that read a lazy operand element by element (it stays lazy for them).
 FUSIBLE = (ELEMENTWISE | {"transpose", "broadcast_to", "getitem", "reduce_sum", "reduce_prod",
                             "reduce_max", "reduce_min", "reduce_and", "reduce_or"}) - {"stop_gradient"}
