@@ -185,28 +185,24 @@ def _uabs_ir(context, builder, val, ty):
     return builder.zext(val, wide) if context.get_value_type(ty).width < 64 else val
 
 
-@intrinsic
-def _uabs(typingctx, x):
-    """|x| as uint64 (NumPy's gcd, lcm and bitwise_count work on magnitudes)."""
-    found = _int_typer(types.uint64, 1)(typingctx, x)
-    if found is None:
-        return None
-    sig, ty = found
-    return sig, lambda context, builder, sig, args: _uabs_ir(context, builder, args[0], ty)
+def _on_magnitude(name, ret, finish, doc):
+    """An intrinsic ``finish(builder, |x| as an i64)`` of type ``ret``."""
+    def typer(typingctx, x):
+        found = _int_typer(ret, 1)(typingctx, x)
+        if found is None:
+            return None
+        sig, ty = found
+        return sig, lambda context, builder, sig, args: finish(
+            builder, _uabs_ir(context, builder, args[0], ty))
+    typer.__name__, typer.__doc__ = name, doc
+    return intrinsic(typer)
 
 
-@intrinsic
-def _bitwise_count(typingctx, x):
-    """NumPy's bitwise_count: the number of 1 bits of |x|, as uint8."""
-    found = _int_typer(types.uint8, 1)(typingctx, x)
-    if found is None:
-        return None
-    sig, ty = found
-
-    def codegen(context, builder, sig, args):
-        bits = builder.ctpop(_uabs_ir(context, builder, args[0], ty))
-        return builder.trunc(bits, ir.IntType(8))
-    return sig, codegen
+_uabs = _on_magnitude("_uabs", types.uint64, lambda builder, m: m,
+                      "|x| as uint64 (NumPy's gcd, lcm and bitwise_count work on magnitudes).")
+_bitwise_count = _on_magnitude(
+    "_bitwise_count", types.uint8, lambda builder, m: builder.trunc(builder.ctpop(m), ir.IntType(8)),
+    "NumPy's bitwise_count: the number of 1 bits of |x|, as uint8.")
 
 
 def _shift(left):
@@ -230,6 +226,7 @@ def _shift(left):
                 fill = builder.select(builder.icmp_signed("<", x, fill), ir.Constant(lty, -1), fill)
             return builder.select(ok, shifted, fill)
         return sig, codegen
+    typer.__name__ = "_left_shift" if left else "_right_shift"
     return typer
 
 
