@@ -132,6 +132,7 @@ _UFUNC = {"add": np.add, "add_any": np.add, "sub": np.subtract, "mul": np.multip
 # SciPy's special functions, called natively (``special``)
 _OPS.update(special.OPS)
 _UFUNC.update(special.UFUNCS)
+_COMPLEX_OPS.update(special.COMPLEX_OPS)
 
 
 def _scalar_fn(eqn):
@@ -852,7 +853,7 @@ RULES.update({
     "custom_vmap_call": _inline("call_jaxpr"),
     "linear_solve": _linear_solve,
 })
-RULES.update(windows.RULES)   # window_reduce, window_argmax
+RULES.update(windows.rules(_OPS))   # window_reduce, window_argmax
 # Consumers that read a lazy operand element by element (it stays lazy for them).
 FUSIBLE = (ELEMENTWISE | {"transpose", "broadcast_to", "getitem", "reduce_sum", "reduce_prod",
                             "reduce_max", "reduce_min", "reduce_and", "reduce_or"}) - {"stop_gradient"}

@@ -17,13 +17,16 @@ negative integer, ``bitwise_count``, ``spacing``, ``frexp``, ``nextafter``) are
 small intrinsics and functions here too.
 
 ``OPS`` and ``UFUNCS`` extend the elementwise tables of ``rules``; ``NAMES``
-are the functions generated code imports.  Complex operands, ``zeta``,
-``polygamma`` (SciPy exports no Hurwitz zeta) and ``sph_harm_y`` still run
-SciPy's ufunc in object mode.
+are the functions generated code imports.  Complex operands of the
+one-argument functions and ``wofz`` call SciPy's complex C functions; complex
+arguments of the Bessel and hypergeometric functions (a real order, a complex
+argument), ``zeta``, ``polygamma`` (SciPy exports no Hurwitz zeta) and
+``sph_harm_y`` still run SciPy's ufunc in object mode.
 """
 from __future__ import annotations
 
 import math
+import sys
 
 import llvmlite.binding as llvm
 import numba
@@ -36,7 +39,11 @@ from numba.core.extending import get_cython_function_address, intrinsic
 from .codegen import _dt, _lit
 
 _CYTHON = "scipy.special.cython_special"
-_F8, _F4, _I8 = types.float64, types.float32, types.int64
+# SciPy's complex functions take and return C's double complex by value: in two
+# floating-point registers on x86-64 and AArch64 (System V), as LLVM passes
+# {double, double}; Windows passes it by reference (not called natively there).
+_COMPLEX_BY_VALUE = sys.platform != "win32"
+_F8, _F4, _I8, _C16 = types.float64, types.float32, types.int64, types.complex128
 
 
 def _extern(capi, argtys, outputs=0, which=0):
@@ -47,7 +54,7 @@ def _extern(capi, argtys, outputs=0, which=0):
     ``which``-th is returned."""
     symbol = "tangentia_cython_special_" + capi
     llvm.add_symbol(symbol, get_cython_function_address(_CYTHON, capi))
-    ret = _F4 if argtys[0] == _F4 else _F8
+    ret = _F4 if argtys[0] == _F4 else _C16 if _C16 in argtys else _F8
 
     def codegen(context, builder, sig, args):
         vals = [context.cast(builder, v, t, want) for v, t, want in zip(args, sig.args, argtys)]
@@ -62,9 +69,12 @@ def _extern(capi, argtys, outputs=0, which=0):
         fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
         return builder.call(fn, vals + [ir.Constant(flag, 0)])
 
+    # (a complex operand of a real function would lose its imaginary part: rejected)
+    accepted = (types.Number, types.Boolean) if ret == _C16 else (types.Integer, types.Float,
+                                                                  types.Boolean)
+
     def typer(typingctx, *args):
-        if len(args) != len(argtys) or not all(isinstance(a, (types.Integer, types.Float,
-                                                               types.Boolean)) for a in args):
+        if len(args) != len(argtys) or not all(isinstance(a, accepted) for a in args):
             return None
         return ret(*args), codegen
     # numba reads an intrinsic's arity from its typer's signature
@@ -80,7 +90,8 @@ def _fuse(n, name):
 
 
 # primitive -> (SciPy ufunc, {loop kind: (C function, operand types[, outputs, which])});
-# loop kind "d" is float64 (and the default), "f" a float32 variant, "l" integer orders.
+# loop kind "d" is float64 (and the default), "f" a float32 variant, "l" integer orders,
+# "c" complex (complex64 operands computed in complex128, as SciPy's loops do).
 _D1, _D2, _D3, _D4 = [_F8], [_F8] * 2, [_F8] * 3, [_F8] * 4
 _TABLE = {
     "beta": (sc.beta, {"d": ("beta", _D2)}),
@@ -116,6 +127,20 @@ _TABLE = {
 }
 
 
+class _Loops:
+    """A ufunc's type resolution, failing for loops mixing real and complex operands
+    (``rules`` then computes in the output dtype: complex, not called natively)."""
+
+    def __init__(self, ufunc):
+        self.ufunc, self.nin = ufunc, ufunc.nin
+
+    def resolve_dtypes(self, dtypes):
+        res = self.ufunc.resolve_dtypes(dtypes)
+        if len({d.kind == "c" for d in res}) > 1:
+            raise TypeError(f"{self.ufunc.__name__}: a loop mixing real and complex operands")
+        return res
+
+
 class _OneOutput:
     """The type resolution of output ``k`` of a ufunc with several outputs."""
 
@@ -129,6 +154,14 @@ class _OneOutput:
 
 UFUNCS = {"fresnel_s": _OneOutput(sc.fresnel, 0), "fresnel_c": _OneOutput(sc.fresnel, 1),
           "sici_si": _OneOutput(sc.sici, 0), "sici_ci": _OneOutput(sc.sici, 1)}
+_TABLE["wofz"] = (sc.wofz, {"c": ("wofz", [_C16])})
+if _COMPLEX_BY_VALUE:
+    for _n, _c in (("dawsn", "dawsn"), ("digamma", "psi"), ("erfcx", "erfcx"), ("exp1", "exp1"),
+                   ("expi", "expi"), ("gamma", "gamma"), ("log_ndtr", "log_ndtr"),
+                   ("ndtr", "ndtr"), ("rgamma", "rgamma"), ("spence", "spence")):
+        _TABLE[_n][1]["c"] = (_fuse(0, _c), [_C16])
+else:
+    del _TABLE["wofz"]
 for _n in ("i0", "i0e", "i1", "i1e", "j0", "j1", "y0", "y1"):
     _TABLE[_n] = (getattr(sc, _n), {"d": (_n, _D1)})
 for _n in ("iv", "ive", "jv", "yv"):
@@ -137,13 +170,14 @@ for _n in ("iv", "ive", "jv", "yv"):
 SCIPY_FUNCTIONS = tuple(_TABLE)
 FUNCTIONS = {}     # name in generated code -> intrinsic or njit function
 OPS = {}           # primitive -> op(operand expressions, loop dtype) -> expression
-UFUNCS.update({name: uf for name, (uf, _) in _TABLE.items() if uf is not None})
+COMPLEX_OPS = {}   # the same, for the primitives called on complex operands too
+UFUNCS.update({name: _Loops(uf) for name, (uf, _) in _TABLE.items() if uf is not None})
 
 
 def _op(variants):
     def op(a, dt):
-        kind = "l" if dt.kind in "iub" else "f" if dt == np.float32 else "d"
-        fn = variants.get(kind, variants["d"])
+        kind = "l" if dt.kind in "iub" else "c" if dt.kind == "c" else "f" if dt == np.float32 else "d"
+        fn = variants.get(kind) or variants["d"]
         return f"{fn}({', '.join(a)})"
     return op
 
@@ -156,6 +190,8 @@ for _name, (_, _loops) in _TABLE.items():
         FUNCTIONS[_key] = _fn
         _variants[_kind] = _key
     OPS[_name] = _op(_variants)
+    if "c" in _loops:
+        COMPLEX_OPS[_name] = OPS[_name]
 
 
 

@@ -55,12 +55,11 @@ def _windows(g, eqn, ins, init, step):
     return [g.small(res) if g.is_small(out.shape) else res]
 
 
-def _window_reduce(g, eqn, ins):
-    from .rules import _OPS
+def _window_reduce(g, eqn, ins, ops):
     dt = eqn.outputs[0].aval.dtype
     if 0 in eqn.outputs[0].aval.shape or (dt.kind == "c" and eqn.params["op"] in ("max", "min")):
         return NotImplemented
-    op = _OPS[eqn.params["op"]]
+    op = ops[eqn.params["op"]]
     acc = g.name("acc")
 
     def init(x, idx):
@@ -103,4 +102,7 @@ def _window_argmax(g, eqn, ins):
     return _windows(g, eqn, ins, init, step)
 
 
-RULES = {"window_reduce": _window_reduce, "window_argmax": _window_argmax}
+def rules(ops):
+    """The lowering rules, combining taps with ``ops`` (the elementwise operations of ``rules``)."""
+    return {"window_reduce": lambda g, eqn, ins: _window_reduce(g, eqn, ins, ops),
+            "window_argmax": _window_argmax}
