@@ -553,7 +553,8 @@ class _Gen:
                 else:
                     depth[v] = d
             elif type(o) is SV:
-                o = self.inlined_or_named(o, v, user, user.outputs[0].aval.shape if user else None)
+                o = self.inlined_or_named(o, v, user, user.outputs[0].aval.shape
+                                          if user is not None and user.outputs else None)
             env[v] = o
 
     def inlined_or_named(self, o, v, user, user_shape):
