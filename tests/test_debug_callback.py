@@ -145,6 +145,14 @@ def test_print_environment_info(capsys):
     assert lines["numpy"].strip() == np.__version__ and lines["scipy"].strip() == scipy.__version__
     assert lines["numba"].strip() == numba.__version__
     assert lines["jit backend"].split()[0] == default_backend_name()
-    assert {"python", "platform"} <= set(lines)
+    assert {"python", "platform", "blas"} <= set(lines)
+    # NumPy's OpenBLAS (if it has one) is loaded, so its kernels are named on Linux; a
+    # forced core type is reported.
+    import os
+    import sys
+    blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]["name"]
+    if sys.platform == "linux" and "openblas" in blas:
+        assert lines["blas"].strip().startswith("OpenBLAS kernels ")
+    assert ("OPENBLAS_CORETYPE=" in lines["blas"]) == bool(os.environ.get("OPENBLAS_CORETYPE"))
     assert tg.print_environment_info() is None
     assert capsys.readouterr().out.strip() == text
