@@ -401,6 +401,24 @@ class _CustomFunction:
         leaves, tree = tree_flatten(out)
         return to_user(tree_unflatten(tree, _as_arrays(leaves)))
 
+    def _bind(self, ca, dyn, leaves):
+        """Bind the subclass's call primitive (``_PRIM``, through the current
+        trace's ``_PROCESS`` method, as its ``bind`` would, with ``params`` as
+        they are) with this call's flat rules: the methods ``_RULE_PARAMS`` of a
+        ``_CALL`` made for it."""
+        call = self._CALL(self, ca, len(dyn))
+        params = self._params.copy()
+        for k in self._RULE_PARAMS:
+            params[k] = getattr(call, k)
+        if dyn or type(leaves) is not tuple:
+            if "num_nondiff" in params:
+                params["num_nondiff"] = len(dyn)
+            leaves = (*dyn, *leaves)
+        outs = getattr(_current_trace(), self._PROCESS)(self._PRIM, leaves, params)
+        if call.out_tree is _LEAF_TREE and isinstance(outs[0], Tracer):
+            return outs[0]  # one traced output: the common case
+        return call.value(outs)
+
     def _args(self, args, kwargs):
         """``(how, dyn, leaves)``: the call's arguments split for the flat
         rules (kwargs resolved, nondiff_argnums checked; see ``_Args``), for
@@ -670,6 +688,8 @@ class custom_jvp(_CustomFunction):
     """
 
     kind = "custom_jvp"
+    _CALL, _RULE_PARAMS = _JVPCall, ("fun", "jvp")
+    _PRIM, _PROCESS = custom_jvp_call_p, "process_custom_jvp_call"
 
     def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
         super().__init__(fun, nondiff_argnums, nondiff_argnames)
@@ -735,19 +755,6 @@ class custom_jvp(_CustomFunction):
 
         self.defjvp(jvp)
 
-    def _bind(self, ca, dyn, leaves):
-        call = _JVPCall(self, ca, len(dyn))
-        params = self._params.copy()
-        params["fun"] = call.fun
-        params["jvp"] = call.jvp
-        if dyn or type(leaves) is not tuple:
-            params["num_nondiff"] = len(dyn)
-            leaves = (*dyn, *leaves)
-        # The primitive's ``bind``, with ``params`` as they are.
-        outs = _current_trace().process_custom_jvp_call(custom_jvp_call_p, leaves, params)
-        if call.out_tree is _LEAF_TREE and isinstance(outs[0], Tracer):
-            return outs[0]  # one traced output: the common case
-        return call.value(outs)
 
 
 def _check_out_tree(call, tree, jvp_name, name):
@@ -812,6 +819,8 @@ class custom_vjp(_CustomFunction):
     """
 
     kind = "custom_vjp"
+    _CALL, _RULE_PARAMS = _VJPCall, ("fun", "fwd", "bwd")
+    _PRIM, _PROCESS = custom_vjp_call_p, "process_custom_vjp_call"
 
     def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
         super().__init__(fun, nondiff_argnums, nondiff_argnames)
@@ -845,19 +854,6 @@ class custom_vjp(_CustomFunction):
                             symbolic_zeros=symbolic_zeros, name=self.name,
                             rule_name=self.fwd_name, call_jaxpr=None)
 
-    def _bind(self, ca, dyn, leaves):
-        call = _VJPCall(self, ca, len(dyn))
-        params = self._params.copy()
-        params["fun"] = call.fun
-        params["fwd"] = call.fwd
-        params["bwd"] = call.bwd
-        if dyn or type(leaves) is not tuple:
-            leaves = (*dyn, *leaves)
-        # The primitive's ``bind``, with ``params`` as they are.
-        outs = _current_trace().process_custom_vjp_call(custom_vjp_call_p, leaves, params)
-        if call.out_tree is _LEAF_TREE and isinstance(outs[0], Tracer):
-            return outs[0]  # one traced output: the common case
-        return call.value(outs)
 
 
 def _fwd_pair_message(fwd_name, name):
