@@ -323,7 +323,7 @@ class JVPTrace(core.Trace):
             p, t = outs
             if type(t) is Zero:
                 return [p]
-            return [JVPTracer(self, p.view(_ndarray) if type(p) is _ArrayImpl else p, t)]
+            return [JVPTracer(self, _internal(p), t)]
         n = len(outs) // 2
         return [p if type(t) is Zero else JVPTracer(self, _internal(p), t)
                 for p, t in zip(outs[:n], outs[n:])]
@@ -347,16 +347,13 @@ class JVPTrace(core.Trace):
                                              *primals)
         # The linear step carrying ``bwd``, recorded by the parent (a
         # linearization); its linear inputs are materialized tangents.
-        lin_in = []
-        for r in res:
-            lin_in.append(r.view(_ndarray) if type(r) is _ArrayImpl else r)
+        lin_in = [_internal(r) for r in res]
         for t in tangents:
             lin_in.append(zeros_like_aval(t.aval) if type(t) is Zero else t)
         plain_outs = []
         out_avals = []
         for o in outs:
-            if type(o) is _ArrayImpl:
-                o = o.view(_ndarray)
+            o = _internal(o)
             plain_outs.append(o)
             # (a float aval is its own tangent aval)
             a = _aval_of_ndarray(o) if type(o) is _ndarray else core.get_aval(o)
