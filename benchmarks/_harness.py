@@ -514,6 +514,15 @@ def tg_backends():
     return list(_BACKENDS)
 
 
+def jit_targets(targets):
+    """``targets`` (``{peer key: max ratio}``) for every measured jit backend,
+    in the ``"tangentia[backend]/peer"`` form :func:`run_impls` takes.  The
+    issues' targets are for the default (compiling) backend; the NumPy
+    backend's rows show the same limit for comparison."""
+    return {f"tangentia[{b}]/{peer_key}": limit for b, _ in tg_backends()
+            for peer_key, limit in targets.items()}
+
+
 def backend_note():
     """One line saying which backends were measured and how they were selected."""
     bs = tg_backends()

@@ -3,7 +3,7 @@
 f(x) = sum(tanh(A @ x) ** 2) with A of shape 256x256;
 hvp(A, x, v) = jvp(grad(f), (x,), (v,))[1].
 
-No target in the issue: reported for information.
+Target: tangentia at most 1.0x JAX jit (issue 9).
 """
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ if __name__ == "__main__":  # standalone: the same as `python benchmarks/run.py 
 
 import numpy as np  # noqa: E402
 
-from _harness import (Impl, backend_note, peer, run_impls, tg_backends,  # noqa: E402
+from _harness import (Impl, backend_note, jit_targets, peer, run_impls,  # noqa: E402
                       tg_impls, tg_jit)
 
 NAME = "hvp"
 TITLE = "Hessian-vector product: jvp(grad(f)), f = sum(tanh(A@x)**2), A 256x256, jit"
-TARGETS = {}
+TARGETS = {"jax": 1.0}
 N = 256
 
 
@@ -84,7 +84,6 @@ def impls():
 
 
 def run(cfg, log=print):
-    targets = {f"tangentia[{b}]/{peer_key}": limit for b, _ in tg_backends()
-               for peer_key, limit in TARGETS.items()}
+    targets = jit_targets(TARGETS)
     entries = run_impls(impls(), cfg, targets=targets, log=log)
     return {"title": TITLE, "entries": entries, "notes": [backend_note()]}
