@@ -94,3 +94,137 @@ def test_minimize_errors_use_jaxs_wording():
         topt.minimize(_rosen(tnp), np.zeros(2), args=[1], method="BFGS")
     with pytest.raises(ValueError, match="Method nelder-mead not recognized"):
         topt.minimize(_rosen(tnp), np.zeros(2), method="nelder-mead")
+
+
+# ---------------------------------------------------------------- scipy.signal
+
+import scipy.signal  # noqa: E402
+
+from tangentia.scipy import signal as tsig  # noqa: E402
+
+jsig = jax.scipy.signal
+RNG = np.random.default_rng(0)
+
+
+def _close(ours, theirs, atol=1e-10):
+    ours = ours if isinstance(ours, tuple) else (ours,)
+    theirs = theirs if isinstance(theirs, tuple) else (theirs,)
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        assert np.shape(a) == np.shape(b)
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=atol, rtol=1e-9)
+
+
+@pytest.mark.parametrize("shapes", [((7,), (3,)), ((3,), (7,)), ((5, 6), (2, 3)),
+                                    ((4, 5, 3), (2, 2, 2))])
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_convolve_and_correlate_match_scipy(shapes, mode):
+    a, b = RNG.normal(size=shapes[0]), RNG.normal(size=shapes[1])
+    for method in ("direct", "fft"):
+        _close(tsig.convolve(a, b, mode, method), scipy.signal.convolve(a, b, mode, method))
+        _close(tsig.correlate(a, b, mode, method), scipy.signal.correlate(a, b, mode, method))
+    _close(tsig.fftconvolve(a, b, mode), scipy.signal.fftconvolve(a, b, mode))
+    if a.ndim == 2:
+        for x, y in ((a, b), (b, a)):
+            _close(tsig.convolve2d(x, y, mode), scipy.signal.convolve2d(x, y, mode))
+            _close(tsig.correlate2d(x, y, mode), scipy.signal.correlate2d(x, y, mode))
+
+
+def test_convolutions_match_jax():
+    """JAX (complex operands, mapped axes); SciPy is the reference above."""
+    a = RNG.normal(size=(4, 6)) + 1j * RNG.normal(size=(4, 6))
+    b = RNG.normal(size=(2, 3))
+    _close(tsig.convolve(a, b), jsig.convolve(a, b))
+    _close(tsig.correlate2d(a, b, "same"), jsig.correlate2d(a, b, "same"))
+    _close(tsig.correlate2d(b, a, "full"), jsig.correlate2d(b, a, "full"))
+    a, b = RNG.normal(size=(3, 8)), RNG.normal(size=(3, 4))
+    _close(tsig.fftconvolve(a, b, axes=1), jsig.fftconvolve(a, b, axes=1))
+    _close(tsig.fftconvolve(a, b, "valid", axes=[-1]), jsig.fftconvolve(a, b, "valid", axes=[-1]))
+
+
+@pytest.mark.parametrize("kw", [{}, {"type": "constant"}, {"bp": [10, 30]}, {"axis": 0}])
+def test_detrend_matches_scipy(kw):
+    x = RNG.normal(size=(3, 50)) + np.arange(50) * 0.3
+    _close(tsig.detrend(x, **kw), scipy.signal.detrend(x, **kw))
+
+
+STFT_CASES = [{"nperseg": 16}, {"nperseg": 20, "noverlap": 5, "nfft": 32},
+              {"nperseg": 16, "boundary": None, "padded": False},
+              {"nperseg": 16, "boundary": "even", "detrend": "linear"},
+              {"nperseg": 16, "window": "hamming"}, {"nperseg": 15, "boundary": "odd"}]
+
+
+@pytest.mark.parametrize("kw", STFT_CASES)
+def test_stft_and_istft_match_scipy(kw):
+    x = RNG.normal(size=(2, 100))
+    _close(tsig.stft(x, **kw), scipy.signal.stft(x, **kw))
+    _, _, Z = scipy.signal.stft(x, **kw)
+    inv = {k: v for k, v in kw.items() if k in ("nperseg", "noverlap", "nfft", "window")}
+    if kw.get("boundary", "zeros") is not None:
+        _close(tsig.istft(Z, **inv), scipy.signal.istft(Z, **inv))
+
+
+def test_stft_istft_match_jax_and_invert():
+    x = RNG.normal(size=(2, 96))
+    _close(tsig.stft(x, nperseg=16, noverlap=4), jsig.stft(x, nperseg=16, noverlap=4))
+    _, _, Z = tsig.stft(x, nperseg=16)
+    t, y = tsig.istft(Z, nperseg=16)
+    np.testing.assert_allclose(y[:, :96], x, atol=1e-12)
+    Zt = np.swapaxes(np.asarray(Z), 0, 1)
+    _close(tsig.istft(Zt, time_axis=-1, freq_axis=0), jsig.istft(Zt, time_axis=-1, freq_axis=0))
+
+
+@pytest.mark.parametrize("kw", [{"nperseg": 100}, {"nperseg": 16},
+                                {"nperseg": 16, "average": "median"},
+                                {"nperseg": 16, "scaling": "spectrum", "return_onesided": False},
+                                {"nperseg": 17, "detrend": "linear"}])
+def test_welch_and_csd_match_scipy(kw):
+    x, y = RNG.normal(size=(2, 100)), RNG.normal(size=(2, 100))
+    _close(tsig.welch(x, **kw), scipy.signal.welch(x, **kw))
+    _close(tsig.csd(x, y, **kw), scipy.signal.csd(x, y, **kw))
+    _close(tsig.welch(x.T, axis=0, **kw), scipy.signal.welch(x.T, axis=0, **kw))
+
+
+def test_welch_and_csd_match_jax():
+    """JAX's defaults (nperseg: the whole signal for a named window) and median averaging."""
+    x, y = RNG.normal(size=(2, 100)), RNG.normal(size=(2, 100))
+    _close(tsig.welch(x), jsig.welch(x))
+    _close(tsig.csd(x, y, nperseg=16, average="median"),
+           jsig.csd(x, y, nperseg=16, average="median"))
+
+
+def _fd_grad(f, x, eps=1e-6):
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = eps
+        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
+    return g
+
+
+def test_signal_gradients_match_finite_differences():
+    x, k = RNG.normal(size=12), RNG.normal(size=3)
+    cases = [lambda v: tnp.sum(tsig.convolve(v, k, "same") ** 2),
+             lambda v: tnp.sum(tsig.fftconvolve(v, k) ** 2),
+             lambda v: tnp.sum(tsig.welch(v, nperseg=8)[1]),
+             lambda v: tnp.sum(tsig.detrend(v) ** 3)]
+    for f in cases:
+        np.testing.assert_allclose(tg.grad(f)(x), _fd_grad(lambda v: float(f(v)), x),
+                                   rtol=1e-6, atol=1e-7)
+
+
+def test_signal_errors_use_jaxs_wording():
+    with pytest.raises(ValueError, match=r"mode must be one of \['full', 'same', 'valid'\]"):
+        tsig.convolve(np.ones(3), np.ones(2), mode="bad")
+    with pytest.raises(ValueError, match="Got method='x'; expected 'auto', 'fft', or 'direct'"):
+        tsig.convolve(np.ones(3), np.ones(2), method="x")
+    with pytest.raises(ValueError, match="convolve2d\\(\\) only supports 2-dimensional"):
+        tsig.convolve2d(np.ones(3), np.ones(2))
+    with pytest.raises(NotImplementedError, match="only supports boundary='fill'"):
+        tsig.correlate2d(np.ones((3, 3)), np.ones((2, 2)), boundary="wrap")
+    with pytest.raises(ValueError, match="Trend type must be 'linear' or 'constant'"):
+        tsig.detrend(np.ones(4), type="cubic")
+    with pytest.raises(ValueError, match="noverlap must be less than nperseg"):
+        tsig.welch(np.ones(32), nperseg=8, noverlap=8)
+    with pytest.raises(ValueError, match="One input must be smaller than the other"):
+        tsig.convolve(np.ones((3, 1)), np.ones((1, 3)))
