@@ -31,7 +31,9 @@ not imported by ``import tangentia``; use ``import tangentia.distributed``.
 """
 from __future__ import annotations
 
+import asyncio
 import collections
+import concurrent.futures
 import functools
 import hashlib
 import inspect
@@ -47,6 +49,7 @@ try:
     import cloudpickle
     import dask.array as da
     import distributed as _dd
+    import tblib.pickling_support
 except ImportError as _e:  # pragma: no cover - exercised only without dask
     raise ImportError(
         f"tangentia.distributed needs Dask ({_e.name or 'dask'} is not installed): "
@@ -75,7 +78,7 @@ _SCATTER_BYTES = 1 << 20
 _CACHE_SIZE = 64
 _cache: collections.OrderedDict = collections.OrderedDict()
 _cache_lock = threading.Lock()
-_cache_stats = {"hits": 0, "misses": 0}
+_cache_stats = {"hits": 0, "misses": 0, "actor_calls": 0, "running": 0}
 
 
 def _cached_function(key, blob, build):
@@ -105,12 +108,14 @@ def _cached_function(key, blob, build):
 
 def worker_cache_info():
     """This process's cache of jitted functions, as ``{"entries", "hits",
-    "misses", "traces", "backend"}``: hits and misses count lookups by the
-    tasks (a miss unpickles the function and builds its jitted form),
-    ``traces`` the signatures the cached functions have traced, ``backend``
-    the jit backend they run on (the process's default: ``TANGENTIA_JIT_BACKEND``
-    or ``config.update("jit_backend", ...)`` on the worker).  Run it on the
-    workers with ``client.run(worker_cache_info)``."""
+    "misses", "traces", "backend", "actor_calls", "running"}``: hits and
+    misses count lookups by the tasks and actor calls (a miss unpickles the
+    function and builds its jitted form), ``traces`` the signatures the cached
+    functions have traced, ``backend`` the jit backend they run on (the
+    process's default: ``TANGENTIA_JIT_BACKEND`` or ``config.update("jit_backend",
+    ...)`` on the worker), ``actor_calls`` the ``vmap`` chunks this worker's
+    actor ran (the others ran as tasks) and ``running`` those running now.
+    Run it on the workers with ``client.run(worker_cache_info)``."""
     with _cache_lock:
         fns = list(_cache.values())
         stats = dict(_cache_stats)
@@ -122,7 +127,7 @@ def clear_worker_cache():
     """Empty this process's cache of jitted functions and its counters."""
     with _cache_lock:
         _cache.clear()
-        _cache_stats.update(hits=0, misses=0)
+        _cache_stats.update(hits=0, misses=0, actor_calls=0)
 
 
 def _build_vmap(in_tree, dims, out_axes):
@@ -138,6 +143,47 @@ def _build_vmap(in_tree, dims, out_axes):
 def _vmap_task(key, blob, in_tree, dims, out_axes, leaves):
     fn = _cached_function(key, blob, _build_vmap(in_tree, dims, out_axes))
     return fn(*leaves)
+
+
+_runner_pool = []  # this worker process's threads for actor calls, created by the first actor
+
+
+def _run_chunk(task):
+    """``(True, result)`` of ``_vmap_task(*task)``, or ``(False, exception)``
+    with the exception's traceback made picklable (it travels back by value)."""
+    with _cache_lock:
+        _cache_stats["running"] += 1
+    try:
+        return True, _vmap_task(*task)
+    except Exception as e:  # noqa: BLE001 - re-raised on the client
+        tblib.pickling_support.install(e)
+        try:
+            cloudpickle.dumps(e)
+        except Exception:  # noqa: BLE001 - as Dask does for unpicklable exceptions
+            e = Exception(f"{type(e).__name__}: {e}")
+        return False, e
+    finally:
+        with _cache_lock:
+            _cache_stats["running"] -= 1
+            _cache_stats["actor_calls"] += 1
+
+
+class _Runner:
+    """The Dask actor that runs ``vmap`` chunks on its worker, one per client
+    and worker.  Calls go from the client to the worker directly (or through
+    the scheduler's proxy), not through the scheduler's task machinery and its
+    batched messages, and run in a pool of as many threads as the worker has
+    (shared by the process's actors), outside Dask's task threads."""
+
+    def __init__(self, nthreads):
+        with _cache_lock:
+            if not _runner_pool:
+                _runner_pool.append(concurrent.futures.ThreadPoolExecutor(
+                    max(nthreads, 1), thread_name_prefix="tangentia-runner"))
+
+    async def run(self, *task):
+        return await asyncio.get_running_loop().run_in_executor(_runner_pool[0], _run_chunk,
+                                                                task)
 
 
 def _build_value_and_grad(argnums, has_aux):
@@ -258,15 +304,78 @@ _THREADS_TTL = 2.0  # seconds: Dask's own client refreshes its cluster summary t
 _threads = weakref.WeakKeyDictionary()  # client -> (time, number of worker threads)
 
 
-def _total_threads(client):
-    """The cluster's worker threads, asked of the scheduler at most every
+def _worker_threads(client):
+    """``{worker address: threads}``, asked of the scheduler at most every
     ``_THREADS_TTL`` seconds per client (a round trip costs milliseconds)."""
     now = time.monotonic()
     seen = _threads.get(client)
     if seen is None or now - seen[0] > _THREADS_TTL:
-        seen = (now, sum(client.nthreads().values()))
+        seen = (now, dict(client.nthreads()))
         _threads[client] = seen
     return seen[1]
+
+
+# How long a call waits for the actors it has just created (a task each, run when
+# their worker has a free thread) before running as tasks.
+_RUNNER_WAIT = 5.0
+
+
+class _Runners:
+    """A client's ``_Runner`` actors, one per worker, created when a call
+    first finds the worker; an actor whose worker was lost is dropped and
+    created again when a call finds the worker's replacement."""
+
+    def __init__(self, client):
+        self.client = client
+        self.lock = threading.Lock()
+        self.futures = {}  # worker address -> Future of its actor (kept: it keeps the actor)
+        self.actors = {}   # worker address -> Actor handle
+
+    def ready(self):
+        """``{worker address: (actor, threads)}`` of the actors that can take
+        calls now, waiting up to ``_RUNNER_WAIT`` for those just created."""
+        cl, workers = self.client, _worker_threads(self.client)
+        with self.lock:
+            new = []
+            for addr, k in workers.items():
+                if addr not in self.futures:
+                    self.futures[addr] = cl.submit(
+                        _Runner, k, actor=True, workers=[addr], allow_other_workers=False,
+                        pure=False, key=f"tangentia-runner-{uuid.uuid4().hex[:12]}")
+                    new.append(self.futures[addr])
+        if new:
+            try:
+                _dd.wait(new, timeout=_RUNNER_WAIT)
+            except TimeoutError:
+                pass  # the call uses the actors that are ready
+        out = {}
+        with self.lock:
+            for addr, fut in list(self.futures.items()):
+                if addr not in self.actors and fut.status == "finished":
+                    with cl.as_current():  # the handle calls through this client
+                        self.actors[addr] = fut.result()
+                elif fut.status in ("error", "lost", "cancelled"):
+                    self.drop(addr)
+                if addr in self.actors and addr in workers:
+                    out[addr] = (self.actors[addr], workers[addr])
+        return out
+
+    def drop(self, addr):
+        """Forget the actor on ``addr`` (its worker was lost)."""
+        self.futures.pop(addr, None)
+        self.actors.pop(addr, None)
+        _threads.pop(self.client, None)  # the next call asks which workers there are
+
+
+_runners_lock = threading.Lock()
+_runners = {}  # client id -> _Runners
+
+
+def _client_runners(client):
+    with _runners_lock:
+        for cid in [c for c, r in _runners.items() if r.client.status == "closed"]:
+            del _runners[cid]
+        return _runners.setdefault(client.id, _Runners(client))
 
 
 def _check_not_traced(leaves, api, fun):
@@ -320,6 +429,58 @@ def _chunk_bounds(size, chunk_size, default_chunks):
     if chunk_size is None:
         chunk_size = math.ceil(size / max(default_chunks, 1))
     return [(s, min(s + chunk_size, size)) for s in range(0, size, chunk_size)]
+
+
+def _map_tasks(client, head, chunks, prefix):
+    """``[_vmap_task(*head, chunk) for chunk in chunks]`` as Dask tasks (one
+    graph: one message to the scheduler), which the scheduler places near
+    their data and reruns when a worker is lost."""
+    n = len(chunks)
+    futures = client.map(_vmap_task, *([h] * n for h in head), chunks,
+                         key=[f"{prefix}-{c}" for c in range(n)], pure=False)
+    return _gather(client, futures)
+
+
+def _map_actors(client, head, chunks, prefix):
+    """``_map_tasks``'s results, computed by the workers' ``_Runner`` actors:
+    each worker thread takes the next chunk when its previous one is done.
+    If an actor fails (its worker was lost), no further chunks go to the
+    actors and those not done run as tasks; an error raised by the function
+    is raised here."""
+    runners = _client_runners(client)
+    lanes = [(addr, actor) for addr, (actor, k) in runners.ready().items() for _ in range(k)]
+    if not lanes:
+        return _map_tasks(client, head, chunks, prefix)
+    results, todo, lost = [None] * len(chunks), collections.deque(range(len(chunks))), []
+
+    async def lane(addr, actor):
+        while todo and not lost:
+            c = todo.popleft()
+            try:
+                ok, value = await actor.run(*head, chunks[c])
+            except Exception:  # noqa: BLE001 - the actor is gone; Dask says why
+                lost.append(c)
+                with runners.lock:
+                    runners.drop(addr)
+                return
+            if not ok:
+                raise value
+            results[c] = (value,)
+
+    async def run_lanes():
+        tasks = [asyncio.ensure_future(lane(*a)) for a in lanes]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+
+    client.sync(run_lanes)
+    left = [c for c, r in enumerate(results) if r is None]
+    if left:
+        for c, value in zip(left, _map_tasks(client, head, [chunks[c] for c in left], prefix)):
+            results[c] = (value,)
+    return [r[0] for r in results]
 
 
 def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
@@ -414,7 +575,7 @@ def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
             stops = np.cumsum(x.chunks[d]).tolist()
             bounds = list(zip([0] + stops[:-1], stops)) or [(0, 0)]
         else:
-            bounds = _chunk_bounds(size, chunk_size, _total_threads(cl))
+            bounds = _chunk_bounds(size, chunk_size, sum(_worker_threads(cl).values()))
 
         # Per-leaf payload for each chunk: a slice, the whole value, or futures.
         per_chunk = [[None] * len(leaves) for _ in bounds]
@@ -437,12 +598,12 @@ def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
             for c, f in enumerate(futs):
                 per_chunk[c][i] = f
 
+        head = (key, blob, in_tree, dims, out_axes)
         prefix = _task_prefix("vmap", fun)
-        n = len(per_chunk)  # one graph for all chunks: one message to the scheduler
-        futures = cl.map(_vmap_task, [key] * n, [blob] * n, [in_tree] * n, [dims] * n,
-                         [out_axes] * n, per_chunk, key=[f"{prefix}-{c}" for c in range(n)],
-                         pure=False)
-        results = _gather(cl, futures)
+        on_cluster = dask_dims or any(isinstance(x, da.Array) for x in leaves) or any(
+            isinstance(w, _dd.Future) for w in whole)
+        results = (_map_tasks(cl, head, per_chunk, prefix) if on_cluster
+                   else _map_actors(cl, head, per_chunk, prefix))
 
         flat = [tree_flatten(r) for r in results]
         out_tree = flat[0][1]

@@ -11,6 +11,7 @@ workers and is compared with the same program run here.  Functions defined here
 travel to the workers by value (as from a notebook or script), registered
 with cloudpickle.
 """
+import concurrent.futures
 import os
 import signal
 import subprocess
@@ -66,6 +67,12 @@ def assert_same(got, want):
         assert g.dtype == np.asarray(w).dtype and g.shape == np.shape(w), (g.dtype, g.shape,
                                                                          np.asarray(w).dtype)
         np.testing.assert_array_equal(g, w)
+
+
+def _vmap_tasks_run(task_stream, fun_name):
+    """The chunks of ``fun_name`` that ran as Dask tasks (not on the actors)."""
+    return sorted(int(str(t["key"]).rsplit("-", 1)[1]) for t in task_stream.data
+                  if str(t["key"]).startswith(f"tangentia-vmap-{fun_name}-"))
 
 
 # ---------------------------------------------------------------------------
@@ -208,6 +215,33 @@ def test_vmap_results_in_input_order_when_chunks_finish_out_of_order(client):
     assert min(ends[1], ends[2], ends[3]) < ends[0], ends  # a later chunk finished first
 
 
+def test_vmap_runs_numpy_inputs_on_the_actors_and_dask_arrays_as_tasks(client):
+    client.run(tgd.clear_worker_cache)
+    x = np.random.default_rng(7).normal(size=(7, 4))
+    f = tgd.vmap(row_work, client=client, chunk_size=3)
+    with dd.get_task_stream(client=client) as ts:
+        np.testing.assert_allclose(f(x), tg.vmap(row_work)(x), rtol=1e-13)
+        np.testing.assert_allclose(f(da.from_array(x, chunks=2)), tg.vmap(row_work)(x),
+                                   rtol=1e-13)
+    assert _vmap_tasks_run(ts, "row_work") == [0, 1, 2]  # the dask array's 3 chunks of 3
+    info = client.run(tgd.worker_cache_info)
+    # the NumPy input's 3 chunks ran on the actors, each worker's taking at least one
+    assert [i["actor_calls"] >= 1 for i in info.values()] == [True, True], info
+    assert sum(i["actor_calls"] for i in info.values()) == 3, info
+
+
+def test_vmap_concurrent_calls_from_client_threads(client):
+    def scaled_sin(x, s):
+        return tnp.sin(x) * s
+
+    f = tgd.vmap(scaled_sin, in_axes=(0, None), client=client, chunk_size=2)
+    xs = [np.random.default_rng(k).normal(size=(3 + k % 3, 3)) for k in range(8)]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda k: f(xs[k], float(k)), range(8)))
+    for k, g in enumerate(got):
+        assert_same(g, tg.vmap(scaled_sin, in_axes=(0, None))(xs[k], float(k)))
+
+
 # ---------------------------------------------------------------------------
 # vmap: faults and bad input
 
@@ -247,7 +281,7 @@ def test_bad_axes_and_sizes_raise_the_local_vmap_errors(client):
         tgd.vmap(lambda a: a, chunk_size=0)
 
 
-def test_killed_worker_does_not_change_the_result():
+def test_killed_worker_does_not_change_the_result_and_its_actor_is_recreated():
     def heavy(r):
         return lax.fori_loop(0, 12, lambda k, acc: acc + row_work(r * (k + 1.0)), 0.0)
 
@@ -255,22 +289,30 @@ def test_killed_worker_does_not_change_the_result():
     want = tg.vmap(heavy)(x)
     with _cluster() as cluster, dd.Client(cluster) as c:
         pids = c.run(os.getpid)
+        f = tgd.vmap(heavy, client=c, chunk_size=60)
         out = {}
-        run = threading.Thread(target=lambda: out.update(
-            r=tgd.vmap(heavy, client=c, chunk_size=60)(x)))
-        run.start()
-        victim, deadline = None, time.monotonic() + 60
-        while victim is None and time.monotonic() < deadline:  # a worker in mid-task
-            busy = [w for w, keys in c.processing().items()
-                    if any(str(k).startswith("tangentia-vmap-heavy-") for k in keys)]
-            victim = busy[0] if busy else None
-            time.sleep(0.01)
-        assert victim is not None, "no task started"
-        os.kill(pids[victim], signal.SIGKILL)
-        run.join(120)
-        assert not run.is_alive()
-        assert set(c.run(os.getpid).values()) != set(pids.values())  # the worker was replaced
-    np.testing.assert_allclose(out["r"], want, rtol=1e-13)
+        with dd.get_task_stream(client=c) as ts:
+            run = threading.Thread(target=lambda: out.update(r=f(x)))
+            run.start()
+            victim, deadline = None, time.monotonic() + 60
+            while victim is None and time.monotonic() < deadline:  # an actor in mid-chunk
+                busy = [w for w, i in c.run(tgd.worker_cache_info).items() if i["running"]]
+                victim = busy[0] if busy else None
+            assert victim is not None, "no chunk started"
+            os.kill(pids[victim], signal.SIGKILL)
+            run.join(120)
+            assert not run.is_alive()
+        # the chunks not done when the actor failed (at least its own) ran as tasks
+        assert 1 <= len(_vmap_tasks_run(ts, "heavy")) < 8, ts.data
+        np.testing.assert_allclose(out["r"], want, rtol=1e-13)
+        # the next call after the worker's replacement arrives uses an actor on it again
+        c.wait_for_workers(2, timeout=60)
+        new = [w for w, pid in c.run(os.getpid).items() if pid not in pids.values()]
+        assert len(new) == 1, (pids, c.run(os.getpid))
+        with dd.get_task_stream(client=c) as ts:
+            np.testing.assert_allclose(f(x[:120]), want[:120], rtol=1e-13)
+        assert _vmap_tasks_run(ts, "heavy") == []
+        assert c.run(tgd.worker_cache_info, workers=new)[new[0]]["actor_calls"] >= 1
 
 
 # ---------------------------------------------------------------------------
