@@ -1162,24 +1162,51 @@ def _collect_paths(node, x, prefix: tuple, out: list) -> None:
             _collect_paths(c, y, prefix + (FlattenedIndexKey(i),), out)
 
 
-def tree_flatten_with_path(tree, is_leaf: Callable[[Any], bool] | None = None):
-    """Like :func:`tree_flatten` but leaves come as ``(key_path, leaf)``."""
+def _path_is_leaf_decisions(x, path: tuple, is_leaf, decisions: list, paths: list) -> None:
+    """Walk ``x`` in the pre-order of ``_flatten_is_leaf``, appending
+    ``is_leaf(path, node)`` for every node to ``decisions`` and the leaves' paths to
+    ``paths``."""
+    stop = bool(is_leaf(path, x))
+    decisions.append(stop)
+    level = None if stop or type(x) in _leaf_types else _one_level(x)
+    if level is None:
+        paths.append(path)
+        return
+    children, _, keys = level
+    for k, c in zip(keys, children):
+        _path_is_leaf_decisions(c, path + (k,), is_leaf, decisions, paths)
+
+
+def tree_flatten_with_path(tree, is_leaf: Callable[..., bool] | None = None,
+                           is_leaf_takes_path: bool = False):
+    """Like :func:`tree_flatten` but leaves come as ``(key_path, leaf)``;
+    with ``is_leaf_takes_path=True`` ``is_leaf`` is called as
+    ``is_leaf(key_path, x)``."""
+    if is_leaf is not None and is_leaf_takes_path:
+        decisions: list = []
+        paths: list = []
+        _path_is_leaf_decisions(tree, (), is_leaf, decisions, paths)
+        leaves, treedef = tree_flatten(tree, lambda _, d=iter(decisions): next(d))
+        return list(zip(paths, leaves)), treedef
     leaves, treedef = tree_flatten(tree, is_leaf)
-    paths: list = []
+    paths = []
     _collect_paths(treedef._node, tree, (), paths)
     return list(zip(paths, leaves)), treedef
 
 
-def tree_leaves_with_path(tree,
-                          is_leaf: Callable[[Any], bool] | None = None) -> list:
-    """List of ``(key_path, leaf)`` pairs of ``tree``."""
-    return tree_flatten_with_path(tree, is_leaf)[0]
+def tree_leaves_with_path(tree, is_leaf: Callable[..., bool] | None = None,
+                          is_leaf_takes_path: bool = False) -> list:
+    """List of ``(key_path, leaf)`` pairs of ``tree`` (``is_leaf`` as in
+    :func:`tree_flatten_with_path`)."""
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
 
 
 def tree_map_with_path(f: Callable[..., Any], tree, *rest,
-                       is_leaf: Callable[[Any], bool] | None = None):
-    """Like :func:`tree_map` but calls ``f(key_path, x, *xs)``."""
-    path_leaves, treedef = tree_flatten_with_path(tree, is_leaf)
+                       is_leaf: Callable[..., bool] | None = None,
+                       is_leaf_takes_path: bool = False):
+    """Like :func:`tree_map` but calls ``f(key_path, x, *xs)`` (``is_leaf`` as in
+    :func:`tree_flatten_with_path`)."""
+    path_leaves, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
     others = _flatten_rest(treedef, rest, "tree_map_with_path")
     new = [f(p, x, *xs) for (p, x), *xs in zip(path_leaves, *others)]
     return treedef.unflatten(new)
