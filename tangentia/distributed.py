@@ -328,29 +328,33 @@ class _Runners:
     def __init__(self, client):
         self.client = client
         self.lock = threading.Lock()
-        self.futures = {}  # worker address -> Future of its actor (kept: it keeps the actor)
+        self.futures = {}  # worker address -> (time created, Future of its actor)
         self.actors = {}   # worker address -> Actor handle
 
     def ready(self):
         """``{worker address: (actor, threads)}`` of the actors that can take
-        calls now, waiting up to ``_RUNNER_WAIT`` for those just created."""
+        calls now, after waiting for those created less than ``_RUNNER_WAIT``
+        seconds ago (by this call or a concurrent one) to be ready."""
         cl, workers = self.client, _worker_threads(self.client)
+        now = time.monotonic()
         with self.lock:
-            new = []
             for addr, k in workers.items():
                 if addr not in self.futures:
-                    self.futures[addr] = cl.submit(
+                    self.futures[addr] = (now, cl.submit(
                         _Runner, k, actor=True, workers=[addr], allow_other_workers=False,
-                        pure=False, key=f"tangentia-runner-{uuid.uuid4().hex[:12]}")
-                    new.append(self.futures[addr])
-        if new:
+                        pure=False, key=f"tangentia-runner-{uuid.uuid4().hex[:12]}"))
+            young = [(t, fut) for addr, (t, fut) in self.futures.items()
+                     if addr not in self.actors and now - t < _RUNNER_WAIT]
+        if young:
             try:
-                _dd.wait(new, timeout=_RUNNER_WAIT)
+                with cl.as_current():  # wait() takes the current client's futures
+                    _dd.wait([fut for _, fut in young],
+                             timeout=_RUNNER_WAIT - (now - min(t for t, _ in young)))
             except TimeoutError:
                 pass  # the call uses the actors that are ready
         out = {}
         with self.lock:
-            for addr, fut in list(self.futures.items()):
+            for addr, (_, fut) in list(self.futures.items()):
                 if addr not in self.actors and fut.status == "finished":
                     with cl.as_current():  # the handle calls through this client
                         self.actors[addr] = fut.result()

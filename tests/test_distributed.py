@@ -230,14 +230,18 @@ def test_vmap_runs_numpy_inputs_on_the_actors_and_dask_arrays_as_tasks(client):
     assert sum(i["actor_calls"] for i in info.values()) == 3, info
 
 
-def test_vmap_concurrent_calls_from_client_threads(client):
+def test_vmap_concurrent_calls_from_threads_of_a_client_that_is_not_the_default(client):
     def scaled_sin(x, s):
         return tnp.sin(x) * s
 
-    f = tgd.vmap(scaled_sin, in_axes=(0, None), client=client, chunk_size=2)
     xs = [np.random.default_rng(k).normal(size=(3 + k % 3, 3)) for k in range(8)]
-    with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        got = list(pool.map(lambda k: f(xs[k], float(k)), range(8)))
+    with dd.Client(client.scheduler.address, set_as_default=False) as other:
+        f = tgd.vmap(scaled_sin, in_axes=(0, None), client=other, chunk_size=2)
+        other.run(tgd.clear_worker_cache)
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lambda k: f(xs[k], float(k)), range(8)))
+        info = other.run(tgd.worker_cache_info)  # 18 chunks, all on the new client's actors
+        assert sum(i["actor_calls"] for i in info.values()) == 18, info
     for k, g in enumerate(got):
         assert_same(g, tg.vmap(scaled_sin, in_axes=(0, None))(xs[k], float(k)))
 
