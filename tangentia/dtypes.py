@@ -68,3 +68,143 @@ def tangent_dtype(dtype):
 
 def canonicalize(dtype):
     return np.dtype(dtype)
+
+
+# ---------------------------------------------------------------------------
+# The public names of ``jax.dtypes`` (our dtypes are NumPy's, float64 by
+# default: canonicalization is the identity, as JAX's with x64 enabled).
+
+try:  # ml_dtypes is optional: bfloat16 and its finfo exist only when it imports
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # pragma: no cover - depends on the environment
+    _ml_dtypes = None
+
+if _ml_dtypes is not None:
+    bfloat16 = _ml_dtypes.bfloat16
+    finfo = _ml_dtypes.finfo
+    iinfo = _ml_dtypes.iinfo
+    _CUSTOM_FLOATS = frozenset(
+        getattr(_ml_dtypes, n) for n in (
+            "bfloat16", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4",
+            "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+            "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu") if hasattr(_ml_dtypes, n))
+    _CUSTOM_SIGNED = frozenset(getattr(_ml_dtypes, n) for n in ("int1", "int2", "int4")
+                               if hasattr(_ml_dtypes, n))
+    _CUSTOM_UNSIGNED = frozenset(getattr(_ml_dtypes, n) for n in ("uint1", "uint2", "uint4")
+                                 if hasattr(_ml_dtypes, n))
+else:  # pragma: no cover
+    finfo, iinfo = np.finfo, np.iinfo
+    _CUSTOM_FLOATS = _CUSTOM_SIGNED = _CUSTOM_UNSIGNED = frozenset()
+
+
+class extended(np.generic):  # noqa: N801 - JAX's name
+    """Scalar class of extended dtypes, for ``issubdtype`` only (never
+    instantiated).  tangentia has no extended dtypes: its PRNG keys are uint32
+    arrays, as JAX's legacy ``PRNGKey``."""
+
+
+class prng_key(extended):  # noqa: N801 - JAX's name
+    """Scalar class of PRNG key dtypes, for ``issubdtype`` only (tangentia's keys
+    are uint32 arrays, so ``issubdtype(key.dtype, prng_key)`` is False)."""
+
+
+class TypePromotionError(ValueError):
+    """Raised when type promotion fails (as ``jax.dtypes.TypePromotionError``).
+    tangentia promotes with NumPy's rules, which always succeed for numeric
+    dtypes."""
+
+
+def canonicalize_dtype(dtype, allow_extended_dtype: bool = False) -> np.dtype:
+    """The dtype tangentia uses for ``dtype``: ``np.dtype(dtype)`` (no 64-bit to
+    32-bit narrowing: tangentia behaves as JAX with x64 enabled).
+
+    Args:
+      dtype: anything ``np.dtype`` accepts.
+      allow_extended_dtype: whether the extended scalar classes (``extended``,
+        ``prng_key``) are accepted (returned as they are).
+    """
+    if isinstance(dtype, type) and issubclass(dtype, extended):
+        if not allow_extended_dtype:
+            raise ValueError(f"Internal: canonicalize_dtype called on extended dtype {dtype} "
+                             "with allow_extended_dtype=False")
+        return dtype
+    return np.dtype(dtype)
+
+
+def _scalar_class(x):
+    """The NumPy scalar class of a dtype-like ``x`` (or ``x`` itself when it is one)."""
+    if isinstance(x, type) and issubclass(x, np.generic):
+        return x
+    return np.dtype(x).type
+
+
+@lru_cache(maxsize=512)
+def _issubdtype(a, b) -> bool:
+    if isinstance(b, type) and issubclass(b, extended):
+        return isinstance(a, type) and issubclass(a, b)
+    a, b = _scalar_class(a), _scalar_class(b)
+    if issubclass(a, extended):
+        return False
+    for custom, parents in ((_CUSTOM_FLOATS, (np.floating, np.inexact)),
+                            (_CUSTOM_SIGNED, (np.signedinteger, np.integer)),
+                            (_CUSTOM_UNSIGNED, (np.unsignedinteger, np.integer))):
+        if a in custom:    # (ml_dtypes' scalar classes are outside NumPy's hierarchy)
+            return b in {a, *parents, np.number, np.generic}
+    return bool(np.issubdtype(a, b))
+
+
+def issubdtype(a, b) -> bool:
+    """Whether ``a`` is ``b`` or below it in NumPy's type hierarchy, as
+    ``np.issubdtype``, also for bfloat16 and the other ml_dtypes types (a
+    floating or integer kind) and the ``extended``/``prng_key`` classes.
+
+    Args:
+      a: a dtype, scalar class or anything ``np.dtype`` accepts.
+      b: the same, or an abstract class (``np.floating``, ``extended``, ...).
+    """
+    def hashable(x):
+        return x if isinstance(x, (type, np.dtype)) else np.dtype(x)
+    return _issubdtype(hashable(a), hashable(b))
+
+
+def itemsize_bits(dtype) -> int:
+    """The number of bits of one element of ``dtype`` (8 for bool; 4 for int4).
+
+    Args:
+      dtype: a numeric dtype.
+    """
+    if dtype is None:
+        raise ValueError("dtype cannot be None.")
+    if np.dtype(dtype) == bool_:
+        return 8
+    if issubdtype(dtype, np.integer):
+        return int(iinfo(dtype).bits)
+    if issubdtype(dtype, np.floating):
+        return int(finfo(dtype).bits)
+    if issubdtype(dtype, np.complexfloating):
+        return 2 * int(finfo(dtype).bits)
+    raise ValueError(f"unexpected input: {dtype=}")
+
+
+def scalar_type_of(x) -> type:
+    """The Python scalar type (bool, int, float or complex) of the values of
+    ``x`` (an array, a scalar or anything with a numeric ``dtype``).
+
+    Args:
+      x: the value.
+    """
+    if x is None:
+        raise ValueError("Invalid argument to dtype: None.")
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        dtype = py_scalar_dtype(x)
+    dtype = np.asarray(x).dtype if dtype is None else np.dtype(dtype)
+    for kind, scalar in (("b", bool), ("iu", int), ("f", float), ("c", complex)):
+        if dtype.kind in kind:
+            return scalar
+    if issubdtype(dtype, np.floating):
+        return float
+    if issubdtype(dtype, np.integer):
+        return int
+    raise TypeError(f"Value '{x}' with dtype {dtype} is not a valid JAX array type. Only arrays "
+                    "of numeric types are supported by JAX.")

@@ -23,7 +23,6 @@ from typing import Any, Callable
 import numpy as np
 
 from . import numpy as tnp
-from .dtypes import result_type
 from .tree_util import PyTreeDef, tree_flatten, tree_unflatten
 
 __all__ = ["ravel_pytree"]
@@ -114,7 +113,7 @@ def ravel_pytree(pytree: Any) -> tuple[Any, Callable[[Any], Any]]:
     if not leaves:
         return tnp.zeros((0,), np.float32), _Unravel(treedef, (), None, np.dtype(np.float32))
     from_dtypes = tuple(_leaf_dtype(x) for x in leaves)
-    to_dtype, _ = result_type(*[(d, False) for d in from_dtypes])
+    to_dtype = np.result_type(*from_dtypes)
     flat = tnp.concatenate([tnp.ravel(tnp.asarray(x, to_dtype)) for x in leaves])
     same = all(d == to_dtype for d in from_dtypes)
     return flat, _Unravel(treedef, shapes, None if same else from_dtypes, to_dtype)
