@@ -53,6 +53,8 @@ _install_boundaries(numpy, numpy.linalg, lax, scipy.special, scipy.linalg, nn, r
                     _stats.dirichlet, _stats.expon, _stats.gamma, _stats.laplace, _stats.logistic,
                     _stats.multivariate_normal, _stats.norm, _stats.poisson, _stats.t,
                     _stats.uniform)
+from . import image  # noqa: E402  (jax.image)
+_install_boundaries(scipy.fft, scipy.integrate, scipy.ndimage, scipy.optimize, scipy.signal, image)
 # The twins' docstrings: ours, with NumPy's/SciPy's arguments (tangentia/_docstrings.py).
 from ._docstrings import document_public as _document_public
 _document_public()

@@ -228,3 +228,93 @@ def test_signal_errors_use_jaxs_wording():
         tsig.welch(np.ones(32), nperseg=8, noverlap=8)
     with pytest.raises(ValueError, match="One input must be smaller than the other"):
         tsig.convolve(np.ones((3, 1)), np.ones((1, 3)))
+
+
+# ------------------------------------------------- scipy.fft, integrate, ndimage
+
+import scipy.fft  # noqa: E402
+import scipy.integrate  # noqa: E402
+
+from tangentia.scipy import fft as tfft  # noqa: E402
+from tangentia.scipy import integrate as tint  # noqa: E402
+from tangentia.scipy import ndimage as tndi  # noqa: E402
+
+
+@pytest.mark.parametrize("norm", [None, "backward", "ortho"])
+def test_dct_family_matches_scipy(norm):
+    x = RNG.normal(size=(5, 6, 4))
+    for axis in (0, 1, -1):
+        for n in (None, 3, 8):
+            _close(tfft.dct(x, n=n, axis=axis, norm=norm),
+                   scipy.fft.dct(x, n=n, axis=axis, norm=norm))
+            _close(tfft.idct(x, n=n, axis=axis, norm=norm),
+                   scipy.fft.idct(x, n=n, axis=axis, norm=norm))
+    for s, axes in ((None, None), ((3, 7), None), (None, (0, 2)), ((4, 4, 4), None)):
+        _close(tfft.dctn(x, s=s, axes=axes, norm=norm), scipy.fft.dctn(x, s=s, axes=axes,
+                                                                       norm=norm))
+        _close(tfft.idctn(x, s=s, axes=axes, norm=norm), scipy.fft.idctn(x, s=s, axes=axes,
+                                                                         norm=norm))
+    z = x + 1j * x[::-1]
+    _close(tfft.dct(z, norm=norm), scipy.fft.dct(z, norm=norm))
+    _close(tfft.idctn(z, norm=norm), scipy.fft.idctn(z, norm=norm))
+
+
+def test_dct_matches_jax_dtype_gradient_and_errors():
+    x = RNG.normal(size=(4, 6)).astype(np.float32)
+    ours = tfft.dctn(x, norm="ortho")
+    theirs = jax.jit(lambda v: jax.scipy.fft.dctn(v, norm="ortho"))(x)
+    assert ours.dtype == theirs.dtype == np.float32
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+    v = RNG.normal(size=7)
+    w = RNG.normal(size=7)
+    for f in (tfft.dct, tfft.idct):
+        np.testing.assert_allclose(tg.grad(lambda u: tnp.sum(f(u) * w))(v),
+                                   _fd_grad(lambda u: float(np.sum(f(u) * w)), v), rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="Only DCT type 2 is implemented"):
+        tfft.dct(v, type=3)
+    with pytest.raises(ValueError, match="jax.scipy.fft.idctn: norm='forward' is not "
+                                         "implemented"):
+        tfft.idctn(v, norm="forward")
+
+
+def test_trapezoid_matches_scipy_and_differentiates():
+    y, x = RNG.normal(size=(3, 9)), np.sort(RNG.uniform(size=9))
+    _close(tint.trapezoid(y, x), scipy.integrate.trapezoid(y, x))
+    _close(tint.trapezoid(y, dx=0.3, axis=0), scipy.integrate.trapezoid(y, dx=0.3, axis=0))
+    np.testing.assert_allclose(tg.grad(lambda v: tint.trapezoid(v[0] ** 2, x))(y),
+                               _fd_grad(lambda v: float(scipy.integrate.trapezoid(v[0] ** 2, x)),
+                                        y), rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("order", [0, 1])
+@pytest.mark.parametrize("mode", ["constant", "nearest", "wrap", "mirror", "reflect"])
+def test_map_coordinates_matches_jax(order, mode):
+    img = RNG.normal(size=(5, 6))
+    coords = RNG.uniform(-3, 9, size=(2, 4, 3))
+    coords[0, 0, 0], coords[1, 0, 1] = 2.5, -0.5     # ties round away from zero
+    for im in (img, RNG.integers(0, 100, size=(5, 6))):
+        ours = tndi.map_coordinates(im, list(coords), order, mode, cval=0.5)
+        theirs = jax.scipy.ndimage.map_coordinates(im, list(coords), order, mode, cval=0.5)
+        assert ours.dtype == theirs.dtype
+        _close(ours, theirs)
+    if mode in ("nearest", "mirror", "reflect"):   # SciPy agrees inside these modes
+        import scipy.ndimage
+        _close(tndi.map_coordinates(img, list(coords), order, mode),
+               scipy.ndimage.map_coordinates(img, coords, order=order, mode=mode))
+
+
+def test_map_coordinates_gradients_and_errors():
+    img = RNG.normal(size=(4, 5))
+    c = np.array([[1.3, 2.7], [0.4, 3.2]])
+    f = lambda cc: tnp.sum(tndi.map_coordinates(img, list(cc), 1, "nearest") ** 2)
+    np.testing.assert_allclose(tg.grad(f)(c), _fd_grad(lambda cc: float(f(cc)), c), rtol=1e-6)
+    g = lambda im: tnp.sum(tndi.map_coordinates(im, list(c), 1) ** 2)
+    np.testing.assert_allclose(tg.grad(g)(img), _fd_grad(lambda im: float(g(im)), img),
+                               rtol=1e-6, atol=1e-9)
+    with pytest.raises(ValueError, match="coordinates must be a sequence of length input.ndim, "
+                                         "but 1 != 2"):
+        tndi.map_coordinates(img, [c[0]], 1)
+    with pytest.raises(NotImplementedError, match="does not yet support mode grid-wrap"):
+        tndi.map_coordinates(img, list(c), 1, "grid-wrap")
+    with pytest.raises(NotImplementedError, match="currently requires order<=1"):
+        tndi.map_coordinates(img, list(c), 3)
