@@ -9,7 +9,7 @@ from ...core import Literal
 from ...primitives.control_flow import split
 from .codegen import (AV, LV, SV, ZV, BLAS_MIN_FLOPS, UNROLL, needs_static, _F4, _I8, _bidx, _cast,
                       _dt, _is_float0, _kernel_table, _lit, _ravel, _shape_str, _size, _wrap)
-from . import special, windows
+from . import gemm, special, windows
 
 def _loop_dtypes(eqn):
     """(input loop dtypes, output loop dtype) of the NumPy ufunc behind ``eqn``."""
@@ -632,12 +632,13 @@ def _dot_general(g, eqn, ins):
 
 def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k):
     """``dot_general`` by BLAS: ``np.dot`` of one (m, k) by (k, n) matrix pair per
-    batch element (the batch dimensions folded into one).  An operand array of
+    batch element (the batch dimensions folded into one), or ``gemm._gemm`` where
+    ``gemm.use_gemm`` says so (float32/float64 on AVX-512).  An operand array of
     the output's dtype is used in place when its dimensions are in the order
     (batch, rows, columns), or (batch, columns, rows): then each matrix is a
     transposed view, which numba's ``np.dot`` hands to BLAS as a transpose flag
-    (the backward pass's ``x.T @ g``), not a copy.  Any other operand is
-    written once, in (batch, rows, columns) order."""
+    (the backward pass's ``x.T @ g``), not a copy (``_gemm`` takes the flag).
+    Any other operand is written once, in (batch, rows, columns) order."""
     dt = out.dtype
     B = _size([x.shape[i] for i in lb])
 
@@ -646,9 +647,9 @@ def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k):
         natural, swapped = list(batch) + list(rows) + list(cols), list(batch) + list(cols) + list(rows)
         in_place = type(v) is AV and v.dtype == dt
         if in_place and swapped == list(range(len(v.shape))) != natural:
-            shape3, view = (B, nc, nr), ".T"
+            shape3, transposed = (B, nc, nr), True
         else:
-            shape3, view = (B, nr, nc), ""
+            shape3, transposed = (B, nr, nc), False
             if not (in_place and natural == list(range(len(v.shape)))):
                 src = g.dynamic_ready(v)
 
@@ -660,17 +661,24 @@ def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k):
                 v = g.array(LV(tuple(v.shape[d] for d in natural), dt, element))
         r = g.name("a")
         g.emit(f"{r} = {v.name}.reshape({_shape_str(shape3)})")
-        return lambda b: f"{r}[{b}]{view}"
+        if own_gemm:
+            return lambda b: f"{r}[{b}], {transposed}"
+        return lambda b: f"{r}[{b}]{'.T' if transposed else ''}"
+    own_gemm = gemm.use_gemm(dt, m, n, k)
     xb = operand(x, lb, lf, lc)
     yb = operand(y, rb, rc, rf)
     r = g.name("a")
-    if B == 1:
+    if B == 1 and not own_gemm:
         g.emit(f"{r} = np.dot({xb(0)}, {yb(0)})")
     else:
+        fn = "np.dot"
+        if own_gemm:
+            fn = g.glob(gemm._gemm, "_gemm")
+            g.notes.append(f"# {fn}: {gemm.__name__}._gemm")
         g.emit(f"{r} = np.empty(({B}, {m}, {n}), {_dt(dt)})")
         b = g.name("i")
         g.emit(f"for {b} in range({B}):")
-        g.emit(f"    np.dot({xb(b)}, {yb(b)}, {r}[{b}])")
+        g.emit(f"    {fn}({xb(b)}, {yb(b)}, {r}[{b}])")
     o = g.name("a")
     g.emit(f"{o} = {r}.reshape({_shape_str(out.shape)})")
     return AV(out.shape, dt, o)

@@ -1,0 +1,308 @@
+"""Matrix products for the numba backend: a packed, cache-blocked GEMM whose
+micro-kernel is LLVM IR with explicit AVX-512 vectors.
+
+Why: numba's ``np.dot`` calls SciPy's OpenBLAS, whose kernels are chosen when
+it loads -- by the CPU, or by ``OPENBLAS_CORETYPE`` when that is set (some
+container images set ``Haswell``, and tangentia does not override a user's
+variable).  With AVX2 kernels on an AVX-512 CPU, the matrix products of an MLP
+step run at ~0.6x what the CPU can do.  This kernel runs at AVX-512 speed
+whatever OpenBLAS chose (measured on AMD Zen 5, one thread: 1.5-1.9x numba's
+``np.dot`` under ``OPENBLAS_CORETYPE=Haswell`` for the MLP's float64 products).
+
+``_gemm(a, ta, b, tb, c)`` writes ``op(a) @ op(b)`` into the C-contiguous
+``c``, where ``op(x)`` is ``x.T`` if ``tx`` else ``x`` (``a`` and ``b`` are
+2-D arrays of one float dtype, any strides: transposed operands are read in
+place, not copied).  The structure is BLIS's (Goto's): for each block of
+``NC`` columns of ``op(b)`` and ``KC`` of the contraction, the block of
+``op(b)`` is packed into panels of ``NR`` columns, each panel ``KC`` rows of
+``NR`` contiguous values; for each block of ``MC`` rows of ``op(a)``, that
+block is packed into panels of ``MR`` rows (``KC`` columns of ``MR`` values);
+then the micro-kernel computes each ``MR x NR`` tile of ``c`` from one panel
+of each as ``KC`` rank-1 updates, holding the tile in ``MR * NV`` vector
+registers (``NR = NV`` vectors of 8 doubles or 16 floats: 24 accumulators of
+the 32 ``zmm`` registers, so 8 x 24 doubles or 8 x 48 floats).  Packing pads
+panels with zeros (partial tiles are computed whole into a scratch tile and
+their valid part copied), and pads the depth to a multiple of the k-loop's
+unrolling ``KU`` with zeros.  Summation: each element is a chain of fused
+multiply-adds over one ``KC`` block, in order of ``k``, blocks added in order:
+results differ from BLAS only by the order of summation (and a sum of
+zero products is ``+0.0``).  NaN and infinities propagate as in any sum of
+products.
+
+When it is used (``use_gemm``): float32/float64 products on a CPU with
+AVX-512F (as numba compiles for it: ``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES``
+if set, else the host), unless the environment variable
+``TANGENTIA_NUMBA_GEMM=blas`` asks for BLAS (``auto``, the default, uses it
+where it applies).  The choice is made when a program is generated, so it is
+part of the generated source and of the on-disk cache key.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.core.extending import intrinsic
+
+__all__ = ["use_gemm", "gemm_mode", "MIN_FLOPS", "MIN_DIM"]
+
+MR = 8          # rows of a micro-tile
+NV = 3          # vectors per micro-tile row (NR = NV * lanes: 24 doubles, 48 floats)
+KU = 4          # the k-loop's unrolling; packed depths are multiples of it
+KC = 256        # depth of a packed block (a panel of op(b): KC x NR, 48 KiB for doubles)
+MC = 128        # rows of op(a) per packed block (MC x KC: 256 KiB for doubles)
+NC = 512        # columns of op(b) per packed block
+VECTOR_BYTES = 64
+# Products with fewer multiply-adds (m*n*k), or a dimension shorter than
+# MIN_DIM, call BLAS: there packing and partial tiles cost more than the faster
+# kernel gains (measured against OPENBLAS_CORETYPE=Haswell: 32^3 0.8x,
+# 128x512 by 512x10 0.55x; 64^3 1.2x, 100x37 by 37x61 1.1x).
+MIN_FLOPS = 1 << 17
+MIN_DIM = 16
+
+_ENV = "TANGENTIA_NUMBA_GEMM"
+
+
+def gemm_mode():
+    """``"auto"`` or ``"blas"``, from the environment variable ``TANGENTIA_NUMBA_GEMM``."""
+    mode = os.environ.get(_ENV, "auto").strip().lower() or "auto"
+    if mode not in ("auto", "blas"):
+        raise ValueError(f"{_ENV} must be 'auto' or 'blas', got {os.environ[_ENV]!r}")
+    return mode
+
+
+_AVX512 = None
+
+
+def _has_avx512():
+    """Whether numba compiles for a CPU with AVX-512F (its configured target, else the host)."""
+    global _AVX512
+    if _AVX512 is None:
+        from numba.core import config
+        import llvmlite.binding as llb
+        if config.CPU_FEATURES is not None:
+            _AVX512 = "+avx512f" in config.CPU_FEATURES.split(",")
+        elif config.CPU_NAME is not None and config.CPU_NAME != "host":
+            _AVX512 = False       # a named generic target: keep BLAS
+        else:
+            _AVX512 = bool(llb.get_host_cpu_features().get("avx512f", False))
+    return _AVX512
+
+
+def use_gemm(dtype, m, n, k):
+    """Whether an (m, k) by (k, n) product of ``dtype`` runs ``_gemm`` (else BLAS)."""
+    return (np.dtype(dtype).type in (np.float32, np.float64) and m * n * k >= MIN_FLOPS
+            and min(m, n, k) >= MIN_DIM and gemm_mode() == "auto" and _has_avx512())
+
+
+def _vector_fma(module, vt, lanes, bits):
+    name = f"llvm.fma.v{lanes}f{bits}"
+    fn = module.globals.get(name)
+    return fn if fn is not None else ir.Function(module, ir.FunctionType(vt, [vt, vt, vt]), name)
+
+
+@intrinsic
+def _micro(typingctx, kc, a, aoff, b, boff, c, coff, ldc, acc):
+    """The micro-kernel: ``c[coff + i*ldc + j] (+)= sum_p a[aoff + p*MR + i] * b[boff + p*NR + j]``
+    for the tile ``i < MR``, ``j < NR``, ``p < kc`` (a multiple of ``KU``), added to
+    ``c`` if ``acc`` else stored."""
+    if not (isinstance(a, types.Array) and a.dtype in (types.float32, types.float64)
+            and b == a and isinstance(c, types.Array) and c.dtype == a.dtype):
+        return None
+    sig = types.void(kc, a, aoff, b, boff, c, coff, ldc, acc)
+
+    def codegen(context, builder, sig, args):
+        kc, a, aoff, b, boff, c, coff, ldc, acc = args
+        i64 = ir.IntType(64)
+        kc, aoff, boff, coff, ldc = (context.cast(builder, v, t, types.int64) for v, t in
+                                     zip((kc, aoff, boff, coff, ldc), (sig.args[0], sig.args[2],
+                                         sig.args[4], sig.args[6], sig.args[7])))
+        ap = builder.gep(context.make_array(sig.args[1])(context, builder, a).data, [aoff])
+        bp = builder.gep(context.make_array(sig.args[3])(context, builder, b).data, [boff])
+        cp = builder.gep(context.make_array(sig.args[5])(context, builder, c).data, [coff])
+        bits = 64 if sig.args[1].dtype == types.float64 else 32
+        lanes = VECTOR_BYTES * 8 // bits
+        nr = NV * lanes
+        vt = ir.VectorType(context.get_value_type(sig.args[1].dtype), lanes)
+        fma = _vector_fma(builder.module, vt, lanes, bits)
+        zero = ir.Constant(vt, [0.0] * lanes)
+        undef = ir.Constant(vt, ir.Undefined)
+        splat = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)
+
+        def const(v):
+            return ir.Constant(i64, v)
+
+        def vptr(base, offset):
+            return builder.bitcast(builder.gep(base, [offset]), vt.as_pointer())
+
+        def rank1(accs, p):
+            """One rank-1 update of the tile: depth index ``p``."""
+            bo = builder.mul(p, const(nr))
+            bv = [builder.load(vptr(bp, builder.add(bo, const(v * lanes))), align=bits // 8)
+                  for v in range(NV)]
+            ao = builder.mul(p, const(MR))
+            out = list(accs)
+            for i in range(MR):
+                s = builder.load(builder.gep(ap, [builder.add(ao, const(i))]))
+                sv = builder.shuffle_vector(builder.insert_element(undef, s, const(0)), undef, splat)
+                for v in range(NV):
+                    out[i * NV + v] = builder.call(fma, [sv, bv[v], out[i * NV + v]])
+            return out
+
+        entry = builder.basic_block
+        loop = builder.append_basic_block("gemm.k")
+        done = builder.append_basic_block("gemm.tile")
+        steps = builder.sdiv(kc, const(KU))
+        builder.cbranch(builder.icmp_signed(">", steps, const(0)), loop, done)
+        builder.position_at_end(loop)
+        step = builder.phi(i64)
+        step.add_incoming(const(0), entry)
+        phis = [builder.phi(vt) for _ in range(MR * NV)]
+        for p in phis:
+            p.add_incoming(zero, entry)
+        accs = phis
+        p0 = builder.mul(step, const(KU))
+        for u in range(KU):
+            accs = rank1(accs, builder.add(p0, const(u)))
+        nxt = builder.add(step, const(1))
+        step.add_incoming(nxt, loop)
+        for p, v in zip(phis, accs):
+            p.add_incoming(v, loop)
+        builder.cbranch(builder.icmp_signed("<", nxt, steps), loop, done)
+        builder.position_at_end(done)
+        fins = []
+        for v in accs:
+            fins.append(builder.phi(vt))
+            fins[-1].add_incoming(zero, entry)
+            fins[-1].add_incoming(v, loop)
+        add = builder.icmp_signed("!=", acc, ir.Constant(acc.type, 0))
+        for i in range(MR):
+            row = builder.mul(const(i), ldc)
+            for v in range(NV):
+                fin = fins[i * NV + v]
+                ptr = vptr(cp, builder.add(row, const(v * lanes)))
+                old = builder.load(ptr, align=bits // 8)
+                builder.store(builder.select(add, builder.fadd(old, fin), fin), ptr,
+                              align=bits // 8)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@intrinsic
+def _copy_vector(typingctx, src, soff, dst, doff):
+    """``dst[doff:doff + L] = src[soff:soff + L]`` for one vector of ``L = 64 / itemsize``
+    elements (one unaligned vector load and store: LLVM does not vectorize a copy
+    loop this short, and cannot prove the arrays distinct)."""
+    if not (isinstance(src, types.Array) and src.dtype in (types.float32, types.float64)
+            and isinstance(dst, types.Array) and dst.dtype == src.dtype):
+        return None
+    sig = types.void(src, soff, dst, doff)
+
+    def codegen(context, builder, sig, args):
+        src, soff, dst, doff = args
+        elt = context.get_value_type(sig.args[0].dtype)
+        vt = ir.VectorType(elt, VECTOR_BYTES // context.get_abi_sizeof(elt))
+        sp = builder.gep(context.make_array(sig.args[0])(context, builder, src).data, [soff])
+        dp = builder.gep(context.make_array(sig.args[2])(context, builder, dst).data, [doff])
+        v = builder.load(builder.bitcast(sp, vt.as_pointer()), align=1)
+        builder.store(v, builder.bitcast(dp, vt.as_pointer()), align=1)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+_OPTS = dict(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+
+
+@njit(**_OPTS)
+def _pack(src, base, sp, sl, depth, depth_pad, lanes, width, dst):
+    """Pack the block ``src[base + p*sp + l*sl]`` (depth ``p < depth``, lane
+    ``l < lanes``) into panels of ``width`` lanes: lane ``l`` at depth ``p`` goes
+    to ``dst[(l // width) * depth_pad * width + p * width + l % width]``; the
+    padding (lanes up to a multiple of ``width``, depths up to ``depth_pad``) is
+    zero.  The source is read in its contiguous runs (a 4 KiB stride between
+    short reads defeats the hardware prefetcher: 5x slower on a 3 MB operand)."""
+    panels = (lanes + width - 1) // width
+    step = depth_pad * width
+    vec = VECTOR_BYTES // dst.itemsize
+    if sl == 1:
+        for p in range(depth):
+            s = base + p * sp
+            for q in range(panels):
+                d, l0 = q * step + p * width, q * width
+                w = min(width, lanes - l0)
+                j = 0
+                while j + vec <= w:
+                    _copy_vector(src, s + l0 + j, dst, d + j)
+                    j += vec
+                for j in range(j, w):
+                    dst[d + j] = src[s + l0 + j]
+    else:
+        # a vector's worth of lanes at a time: reads in vec sequential streams,
+        # each depth's values written together
+        for q in range(panels):
+            w = min(width, lanes - q * width)
+            for j0 in range(0, w, vec):
+                s, d = base + (q * width + j0) * sl, q * step + j0
+                if j0 + vec <= w:
+                    for p in range(depth):
+                        for j in range(vec):
+                            dst[d + p * width + j] = src[s + j * sl + p * sp]
+                else:
+                    for j in range(w - j0):
+                        for p in range(depth):
+                            dst[d + p * width + j] = src[s + j * sl + p * sp]
+    last = (panels - 1) * step
+    for p in range(depth):
+        for j in range(lanes - (panels - 1) * width, width):
+            dst[last + p * width + j] = 0
+    for q in range(panels):
+        for p in range(depth * width, step):
+            dst[q * step + p] = 0
+
+
+@njit(**_OPTS)
+def _gemm(a, ta, b, tb, c):
+    """``c[:] = op(a) @ op(b)``, ``op(x) = x.T if tx else x`` (see the module docstring)."""
+    m, n = c.shape
+    k = a.shape[0] if ta else a.shape[1]
+    if k == 0:
+        c[:] = 0
+        return
+    nr = NV * (VECTOR_BYTES // c.itemsize)
+    # flat views and the strides of op(a) (rows i, depth p) and op(b) (depth p, columns j)
+    af, bf = a.reshape(a.size), b.reshape(b.size)
+    a_si, a_sp = (1, a.shape[1]) if ta else (a.shape[1], 1)
+    b_sp, b_sj = (1, b.shape[1]) if tb else (b.shape[1], 1)
+    kmax = min(KC, k)
+    kpad = (kmax + KU - 1) // KU * KU
+    ap = np.empty(((min(MC, m) + MR - 1) // MR) * MR * kpad, c.dtype)
+    bp = np.empty(((min(NC, n) + nr - 1) // nr) * nr * kpad, c.dtype)
+    tile = np.empty((MR, nr), c.dtype)
+    for jc in range(0, n, NC):
+        nc = min(NC, n - jc)
+        for pc in range(0, k, KC):
+            kc = min(KC, k - pc)
+            kcp = (kc + KU - 1) // KU * KU
+            _pack(bf, pc * b_sp + jc * b_sj, b_sp, b_sj, kc, kcp, nc, nr, bp)
+            acc = pc > 0
+            for ic in range(0, m, MC):
+                mc = min(MC, m - ic)
+                _pack(af, ic * a_si + pc * a_sp, a_sp, a_si, kc, kcp, mc, MR, ap)
+                for jr in range(0, nc, nr):
+                    for ir_ in range(0, mc, MR):
+                        i0, j0 = ic + ir_, jc + jr
+                        whole = ir_ + MR <= mc and jr + nr <= nc
+                        # (one call site: the kernel is inlined where it is called)
+                        if whole:
+                            dst, off, ld = c, i0 * n + j0, n
+                        else:
+                            dst, off, ld = tile, 0, nr
+                        _micro(kcp, ap, ir_ * kcp, bp, jr * kcp, dst, off, ld, acc and whole)
+                        if not whole:
+                            for i in range(min(MR, mc - ir_)):
+                                for j in range(min(nr, nc - jr)):
+                                    if acc:
+                                        c[i0 + i, j0 + j] += tile[i, j]
+                                    else:
+                                        c[i0 + i, j0 + j] = tile[i, j]

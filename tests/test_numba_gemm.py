@@ -1,0 +1,201 @@
+"""The numba backend's own matrix multiply (``numba_backend.gemm``).
+
+``_gemm`` is checked directly against float64 NumPy products within the
+rounding bound of a sum of ``k`` products (``|error| <= k eps |a| @ |b|``
+elementwise, plus half an ulp of the rounded result), for sizes on and off the
+edges of its register tiles and cache blocks (odd sizes, ``k = 1``, empty
+dimensions, more than one block in every direction), each operand stored in
+either orientation, float32 and float64; NaN and infinities must land where
+NumPy's put them.  Programs using it are compared with the NumPy backend (the
+differential tests), and the switch ``TANGENTIA_NUMBA_GEMM=blas`` must bring
+back BLAS calls.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("numba")
+
+import tangentia as tg  # noqa: E402
+import tangentia.numpy as tnp  # noqa: E402
+from tangentia import lax  # noqa: E402
+from tangentia.compiler.numba_backend import gemm  # noqa: E402
+
+from test_numba_backend import NUMBA, check, program  # noqa: E402
+
+F64, F32 = np.dtype(np.float64), np.dtype(np.float32)
+NR = {F64: gemm.NV * 8, F32: gemm.NV * 16}
+needs_avx512 = pytest.mark.skipif(not gemm._has_avx512(),
+                                  reason="numba's target CPU has no AVX-512F: products call BLAS")
+
+
+def run(a, ta, b, tb, dtype):
+    """``_gemm`` on ``a``, ``b`` (stored transposed if ``ta``/``tb``), and the
+    float64 reference ``op(a) @ op(b)`` with its rounding bound."""
+    A, B = (a.T if ta else a), (b.T if tb else b)
+    c = np.full((A.shape[0], B.shape[1]), np.nan, dtype)   # every element must be written
+    gemm._gemm(np.ascontiguousarray(a), ta, np.ascontiguousarray(b), tb, c)
+    A64, B64 = A.astype(np.float64), B.astype(np.float64)
+    ref = A64 @ B64
+    eps = np.finfo(dtype).eps
+    k = A.shape[1]
+    bound = (k + 1) * eps * (np.abs(A64) @ np.abs(B64)) + eps * np.abs(ref) + np.finfo(dtype).tiny
+    return c, ref, bound
+
+
+def operands(m, n, k, ta, tb, dtype, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(k, m) if ta else (m, k)).astype(dtype)
+    b = rng.normal(size=(n, k) if tb else (k, n)).astype(dtype)
+    return a, b
+
+
+def assert_within(c, ref, bound, what):
+    err = np.abs(c.astype(np.float64) - ref)
+    assert c.shape == ref.shape, what
+    assert np.all(err <= bound), f"{what}: error {err.max():.3g} above the bound at {np.argmax(err > bound)}"
+
+
+# sizes around the register tile (MR rows, NR columns), the k-loop unrolling and
+# the cache blocks (MC, KC, NC), and arbitrary ones
+DIMS = st.one_of(st.sampled_from([0, 1, 2, 7, 8, 9, 23, 24, 25, 47, 48, 49, 127, 128, 129, 130]),
+                 st.integers(0, 140))
+DEPTHS = st.one_of(st.sampled_from([0, 1, 2, 3, 4, 5, 255, 256, 257, 259, 300]), st.integers(0, 300))
+
+
+@pytest.mark.parametrize("dtype", [F64, F32], ids=str)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(m=DIMS, n=DIMS, k=DEPTHS, ta=st.booleans(), tb=st.booleans(), seed=st.integers(0, 2**16))
+def test_gemm_matches_numpy_within_rounding(dtype, m, n, k, ta, tb, seed):
+    a, b = operands(m, n, k, ta, tb, dtype, seed)
+    c, ref, bound = run(a, ta, b, tb, dtype)
+    assert c.dtype == dtype
+    assert_within(c, ref, bound, f"{dtype} m={m} n={n} k={k} ta={ta} tb={tb}")
+
+
+@pytest.mark.parametrize("dtype", [F64, F32], ids=str)
+def test_more_than_one_block_in_every_direction(dtype):
+    # m > MC, n > NC, k > 2 KC, none a multiple of the tile or of a block
+    m, n, k = gemm.MC + gemm.MR + 3, gemm.NC + NR[dtype] + 5, 2 * gemm.KC + 7
+    for ta, tb in [(False, False), (True, True)]:
+        a, b = operands(m, n, k, ta, tb, dtype, 1)
+        c, ref, bound = run(a, ta, b, tb, dtype)
+        assert_within(c, ref, bound, f"{dtype} ta={ta} tb={tb}")
+
+
+def test_exact_on_small_integers():
+    # integer-valued products and sums are exact in any order
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(-8, 9, size=(37, 261)).astype(float), rng.integers(-8, 9, size=(261, 53)).astype(float)
+    c, ref, _ = run(a, False, b, False, F64)
+    np.testing.assert_array_equal(c, ref)
+
+
+def test_empty_dimensions():
+    for m, n, k in [(0, 5, 3), (5, 0, 3), (5, 4, 0), (0, 0, 0)]:
+        a, b = np.ones((m, k)), np.ones((k, n))
+        c = np.full((m, n), np.nan)
+        gemm._gemm(a, False, b, False, c)
+        np.testing.assert_array_equal(c, np.zeros((m, n)))
+
+
+@pytest.mark.parametrize("dtype", [F64, F32], ids=str)
+def test_nan_and_infinities_propagate_like_numpy(dtype):
+    rng = np.random.default_rng(4)
+    m, n, k = 19, 53, 270
+    a, b = rng.normal(size=(m, k)).astype(dtype), rng.normal(size=(k, n)).astype(dtype)
+    a[3, 5], a[7, 260], a[11, 0] = np.nan, np.inf, -np.inf
+    b[100, 2], b[269, 50], b[0, 9] = np.inf, np.nan, 0.0   # a[11, 0] * b[0, 9] = -inf * 0 = NaN
+    b[7, :] = 0.0
+    a[12, 7] = np.inf                                      # inf * 0 in every column: NaN row
+    for ta, tb in [(False, False), (True, False), (False, True)]:
+        c = np.empty((m, n), dtype)
+        gemm._gemm(a.T.copy() if ta else a, ta, b.T.copy() if tb else b, tb, c)
+        with np.errstate(invalid="ignore"):
+            want = a.astype(np.float64) @ b.astype(np.float64)
+        np.testing.assert_array_equal(np.isnan(c), np.isnan(want))
+        np.testing.assert_array_equal(np.isposinf(c), np.isposinf(want))
+        np.testing.assert_array_equal(np.isneginf(c), np.isneginf(want))
+        assert np.isnan(c).sum() > n and np.isinf(c).sum() > 0
+
+
+def test_use_gemm_thresholds(monkeypatch):
+    monkeypatch.setattr(gemm, "_AVX512", True)
+    monkeypatch.delenv("TANGENTIA_NUMBA_GEMM", raising=False)
+    assert gemm.use_gemm(F64, 128, 512, 784) and gemm.use_gemm(F32, 64, 64, 64)
+    assert not gemm.use_gemm(F64, 32, 32, 32)             # below MIN_FLOPS
+    assert not gemm.use_gemm(F64, 128, 10, 512)           # a dimension below MIN_DIM
+    assert not gemm.use_gemm(np.complex128, 128, 128, 128)
+    assert not gemm.use_gemm(np.int64, 128, 128, 128)
+    monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "blas")
+    assert not gemm.use_gemm(F64, 128, 512, 784)
+    monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "Auto")
+    assert gemm.use_gemm(F64, 128, 512, 784)
+    monkeypatch.setattr(gemm, "_AVX512", False)
+    assert not gemm.use_gemm(F64, 128, 512, 784)
+
+
+def test_bad_switch_value_names_the_variable(monkeypatch):
+    monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "mkl")
+    with pytest.raises(ValueError, match=r"TANGENTIA_NUMBA_GEMM must be 'auto' or 'blas', got 'mkl'"):
+        gemm.gemm_mode()
+
+
+# --- programs: the numba backend against the NumPy backend --------------------
+# (values below numba_backend.LARGE elements, so the numba backend compiles them)
+
+def data(shape, dtype, seed):
+    return (np.random.default_rng(seed).normal(size=shape) * 2).astype(dtype)
+
+
+def dots(x, y):
+    """Products of ``x`` (64, 96) and ``y`` (96, 80) in every operand layout."""
+    xt, yt = x.T * 1, y.T * 1
+    return [x @ y,
+            lax.dot_general(xt, y, (((0,), (0,)), ((), ()))),    # x.T @ y, x stored transposed
+            lax.dot_general(x, yt, (((1,), (1,)), ((), ()))),    # x @ y.T
+            lax.dot_general(xt, yt, (((0,), (1,)), ((), ()))),
+            tnp.tanh(x) @ y,                                    # a lazy operand, written once
+            x[:, ::2] @ y[::2, :]]                              # strided slices
+
+
+@needs_avx512
+@pytest.mark.parametrize("dtype", [F64, F32], ids=str)
+def test_programs_call_gemm_and_match_the_numpy_backend(dtype, monkeypatch):
+    monkeypatch.delenv("TANGENTIA_NUMBA_GEMM", raising=False)
+    x, y = data((64, 96), dtype, 0), data((96, 80), dtype, 1)
+    x[5, 7], y[3, 11] = np.nan, np.inf
+    rtol = 1e-4 if dtype == F32 else 1e-12
+    check(dots, x, y, rtol=rtol, atol=rtol)
+    src = NUMBA.source(program(dots, x, y)[0])
+    assert len(re.findall(r"_gemm\d+\(", src)) == 6 and "np.dot(" not in src, src
+    monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "blas")
+    src = NUMBA.source(program(dots, x, y)[0])
+    assert "_gemm" not in src and src.count("np.dot(") == 6, src
+
+
+@needs_avx512
+def test_batched_products_and_gradients(monkeypatch):
+    monkeypatch.delenv("TANGENTIA_NUMBA_GEMM", raising=False)
+    a, b = data((3, 64, 48), F64, 2), data((3, 48, 64), F64, 3)
+    c = data((64, 3, 48), F64, 4)                 # batch dimension not first
+
+    def f(a, b, c):
+        return [a @ b, lax.dot_general(c, b, (((2,), (1,)), ((1,), (0,))))]
+    check(f, a, b, c, rtol=1e-12)
+    assert "_gemm" in NUMBA.source(program(f, a, b, c)[0])
+
+    # an MLP's loss gradient: the forward products and the backward x.T @ g, g @ w.T
+    w1, w2, xb = data((48, 64), F64, 5) / 7, data((64, 32), F64, 6) / 8, data((64, 48), F64, 7)
+
+    def loss(w1, w2, xb):
+        return tnp.sum(tnp.tanh(tnp.tanh(xb @ w1) @ w2) ** 2)
+    grad = tg.grad(loss, argnums=(0, 1))
+    check(lambda *args: list(grad(*args)), w1, w2, xb, rtol=1e-12)
+    src = NUMBA.source(program(lambda *args: list(grad(*args)), w1, w2, xb)[0])
+    assert len(re.findall(r"_gemm\d+\(", src)) >= 3, src
