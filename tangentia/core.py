@@ -159,6 +159,18 @@ class TracerBoolConversionError(ConcretizationTypeError):
     pass
 
 
+class TracerIntegerConversionError(ConcretizationTypeError):
+    """A traced value was used where Python needs an integer (``__index__``)."""
+
+
+class JAXIndexError(IndexError):
+    """tangentia's IndexErrors (``jax.errors.JAXIndexError``)."""
+
+
+class NonConcreteBooleanIndexError(JAXIndexError):
+    """A traced boolean mask was used as an index (its result's shape is unknown)."""
+
+
 # ---------------------------------------------------------------------------
 # Traces and the interpreter context
 
@@ -601,7 +613,14 @@ class Tracer:
         return complex(self.concrete_value("complex"))
 
     def __index__(self):
-        v = self.concrete_value("index")
+        try:
+            v = self.concrete_value("index")
+        except ConcretizationTypeError as e:
+            if type(e) is not ConcretizationTypeError:
+                raise
+            raise TracerIntegerConversionError(
+                f"The __index__() method was called on traced array with shape "
+                f"{self.aval.str_short()}. {e}") from None
         if np.asarray(v).dtype.kind not in "iub":
             raise TypeError(f"only integer traced values can be used as an index, got {self.aval.str_short()}")
         return int(v)

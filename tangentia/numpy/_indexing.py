@@ -63,7 +63,8 @@ def _parse_index(x, idx, fname):
                 try:
                     mask = _np.asarray(_concrete(e, fname, "boolean mask"))
                 except _core.ConcretizationTypeError:
-                    raise IndexError(
+                    raise _core.NonConcreteBooleanIndexError(
+                        f"Array boolean indices must be concrete; got {a.str_short()}. "
                         f"{fname}: a boolean mask index of shape {a.shape} is traced, so the "
                         "shape of the result is unknown. Boolean masks work outside jit/vmap; "
                         "inside them use tnp.where(mask, x, other) or a fixed-size "
