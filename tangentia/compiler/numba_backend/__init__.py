@@ -82,7 +82,7 @@ from numba import types as nbt
 from numba.core import errors as NE
 
 from ..backend import Backend, register_backend
-from . import elementwise_loop, helpers, vecmath
+from . import elementwise_loop, helpers, vecmath, vecmath_trig
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
                       _weight, AV, ZV)
 from .rules import ELEMENTWISE, FUSIBLE, ROWS, RULES, all_primitives, lowering_paths
@@ -113,7 +113,8 @@ def _generate(jaxpr):
     g.emit("return (" + "".join(n + ", " for n in names) + ")")
     head = ["import cmath", "import math", "import numpy as np", "import numba",
             f"from {helpers.__name__} import {', '.join(helpers.HELPERS)}",
-            f"from {vecmath.__name__} import {', '.join(vecmath.INTRINSICS)}", ""] + g.notes + [""]
+            f"from {vecmath.__name__} import {', '.join(vecmath.INTRINSICS)}",
+            f"from {vecmath_trig.__name__} import {', '.join(vecmath_trig.INTRINSICS)}", ""] + g.notes + [""]
     funcs = [f + "\n\n" for f in g.functions]
     main = "\n".join(["@_jit", f"def program({', '.join(params)}):"] + g.lines)
     return "\n".join(head) + "\n" + "\n".join(funcs) + main + "\n", g.globals, g.objmode
