@@ -162,13 +162,16 @@ def vecmat(x1, x2):
 
 
 def vecdot(x1, x2, /, *, axis=-1):
-    """Dot product of vectors along ``axis``, broadcasting the other axes."""
+    """Dot product of vectors along ``axis`` (conjugating ``x1``), broadcasting the other
+    axes."""
     x1 = _in(x1, "vecdot", "x1")
     x2 = _in(x2, "vecdot", "x2")
     a1, a2 = _axis(axis, x1, "vecdot", "x1"), _axis(axis, x2, "vecdot", "x2")
     if shape(x1)[a1] != shape(x2)[a2]:
         raise ValueError(f"vecdot: arguments 'x1' and 'x2' must have the same size along axis "
                          f"{axis}, got shapes {shape(x1)} and {shape(x2)}")
+    if _aval(x1).dtype.kind == "c":  # conjugates x1, as NumPy's and JAX's
+        x1 = _E.conj(x1)
     return sum(_E.mul(moveaxis(x1, a1, -1), moveaxis(x2, a2, -1)), -1)
 
 

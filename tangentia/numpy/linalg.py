@@ -22,7 +22,9 @@ LinAlgError = _np.linalg.LinAlgError
 
 __all__ = ["LinAlgError", "cholesky", "cond", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv",
            "lstsq", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr",
-           "slogdet", "solve", "svd", "svdvals", "tensorinv", "tensorsolve", "vector_norm"]
+           "slogdet", "solve", "svd", "svdvals", "tensorinv", "tensorsolve", "vector_norm",
+           "cross", "diagonal", "matmul", "matrix_transpose", "outer", "tensordot", "trace",
+           "vecdot"]
 
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 QRResult = namedtuple("QRResult", ["Q", "R"])
@@ -641,3 +643,117 @@ def eigvals(a):
     a, = _inexact(a)
     _check_square("eigvals", a)
     return _eigvals(a)
+
+
+# ---------------------------------------------------------------------------
+# The array API's linalg names (numpy.linalg's too): tangentia.numpy's
+# functions acting on the last axes, with the array API's signatures.
+
+
+def cross(x1, x2, /, *, axis=-1):
+    """The cross product of 3-vectors along ``axis`` (the array API's
+    ``linalg.cross``: both operands must have 3 elements there).
+
+    Args:
+      x1: the first operand.
+      x2: the second operand (broadcast against ``x1``).
+      axis: the axis holding the vectors (default the last).
+    """
+    n1, n2 = _shapes.shape(x1)[axis], _shapes.shape(x2)[axis]
+    if n1 != 3 or n2 != 3:
+        raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but they "
+                         f"have x1.shape[axis]={n1} and x2.shape[axis]={n2} (linalg.cross)")
+    return _matrices.cross(x1, x2, axis=axis)
+
+
+def diagonal(x, /, *, offset=0):
+    """The diagonals of the matrices in the last two axes of ``x``.
+
+    Args:
+      x: an array of at least two dimensions.
+      offset: the diagonal (positive: above the main one).
+    """
+    if _shapes.ndim(x) < 2:
+        raise ValueError("diagonal requires an array of at least two dimensions. "
+                         f"(linalg.diagonal: argument 'x' has shape {_shapes.shape(x)})")
+    return _matrices.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
+    """The matrix product ``x1 @ x2`` (as ``tangentia.numpy.matmul``).
+
+    Args:
+      x1: the first operand.
+      x2: the second operand.
+      precision: accepted for JAX compatibility (products are float64 exact).
+      preferred_element_type: the result's dtype (default: the promoted one).
+    """
+    out = _matrices.matmul(x1, x2)
+    return out if preferred_element_type is None else _conversion.astype(
+        out, preferred_element_type)
+
+
+def matrix_transpose(x, /):
+    """``x`` with its last two axes swapped.
+
+    Args:
+      x: an array of at least two dimensions.
+    """
+    return _shapes.matrix_transpose(x)
+
+
+def outer(x1, x2, /):
+    """The outer product of two vectors.
+
+    Args:
+      x1: a 1-D array.
+      x2: a 1-D array.
+    """
+    if _shapes.ndim(x1) != 1 or _shapes.ndim(x2) != 1:
+        raise ValueError("Input arrays must be one-dimensional, but they are "
+                         f"x1.ndim={_shapes.ndim(x1)} x2.ndim={_shapes.ndim(x2)} (linalg.outer)")
+    return _matrices.outer(x1, x2)
+
+
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None):
+    """The tensor contraction of ``x1`` and ``x2`` over ``axes`` (as
+    ``tangentia.numpy.tensordot``).
+
+    Args:
+      x1: the first operand.
+      x2: the second operand.
+      axes: the number of trailing/leading axes contracted, or two sequences
+        of axes.
+      precision: accepted for JAX compatibility.
+      preferred_element_type: the result's dtype (default: the promoted one).
+    """
+    out = _matrices.tensordot(x1, x2, axes=axes)
+    return out if preferred_element_type is None else _conversion.astype(
+        out, preferred_element_type)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    """The sums of the diagonals of the matrices in the last two axes.
+
+    Args:
+      x: an array of at least two dimensions.
+      offset: the diagonal (positive: above the main one).
+      dtype: the result's dtype (default: ``x``'s).
+    """
+    out = _matrices.trace(x, offset=offset, axis1=-2, axis2=-1)
+    return out if dtype is None else _conversion.astype(out, dtype)
+
+
+def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
+    """The dot products of the vectors along ``axis`` (conjugating ``x1``).
+
+    Args:
+      x1: the first operand.
+      x2: the second operand (broadcast against ``x1``).
+      axis: the axis of the vectors (default the last).
+      precision: accepted for JAX compatibility.
+      preferred_element_type: the result's dtype (default: the promoted one).
+    """
+    out = _matrices.vecdot(x1, x2, axis=axis)
+    return out if preferred_element_type is None else _conversion.astype(
+        out, preferred_element_type)
