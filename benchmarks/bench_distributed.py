@@ -87,11 +87,15 @@ def grad_fn():
 
 
 def _cluster(n, backend):
+    """``(cluster, client, direct client)``: a LocalCluster of ``n`` worker
+    processes and two clients, the second with ``direct_to_workers=True`` (its
+    actor calls and gathers go to the workers without the scheduler's proxy)."""
     from dask.distributed import Client, LocalCluster
     env = {} if backend is None else {"TANGENTIA_JIT_BACKEND": backend}
     cluster = LocalCluster(n_workers=n, processes=True, threads_per_worker=1,
                            dashboard_address=":0", silence_logs=40, env=env)
-    return cluster, Client(cluster, set_as_default=False)
+    return (cluster, Client(cluster, set_as_default=False),
+            Client(cluster, set_as_default=False, direct_to_workers=True))
 
 
 def _cluster_pids(clients):
@@ -171,17 +175,20 @@ def run_backend(cfg, log, backend, n):
     c1, c2 = _cluster(1, backend), _cluster(2, backend)
     try:
         fns = {"local": lambda: local(y0, bs, cs)}
-        for name, (_, cl) in (("1 worker", c1), ("2 workers", c2)):
+        for name, (_, cl, direct) in (("1 worker", c1), ("2 workers", c2)):
             fns[f"{name}, default chunks"] = (
                 lambda f=tgd.vmap(g, (None, 0, 0), client=cl): f(y0, bs, cs))
             fns[f"{name}, chunk_size={chunk}"] = (
                 lambda f=tgd.vmap(g, (None, 0, 0), client=cl, chunk_size=chunk): f(y0, bs, cs))
+            fns[f"{name}, direct, default chunks"] = (
+                lambda f=tgd.vmap(g, (None, 0, 0), client=direct): f(y0, bs, cs))
         first, outs = {}, {}
         for k, fn in fns.items():  # first calls: tracing and compiling (on each worker)
             t0 = time.perf_counter()
             outs[k] = fn()
             first[k] = time.perf_counter() - t0
         clients = [c1[1], c2[1]]
+        _check_paths(clients)
         ran = dict(zip(("local", "workers"), _backends_ran(local, clients)))
         log(f"    backends that ran: local {ran['local']}, workers {ran['workers']}")
         if backend is not None and (ran["local"] != [backend] or ran["workers"] != [backend]):
@@ -205,6 +212,11 @@ def run_backend(cfg, log, backend, n):
                              stats[f"2 workers, chunk_size={chunk}"]),
             f"1 worker / local time (chunk_size={chunk})":
                 paired_ratio(stats[f"1 worker, chunk_size={chunk}"], stats["local"]),
+            "1 worker / local time (direct, default chunks)":
+                paired_ratio(stats["1 worker, direct, default chunks"], stats["local"]),
+            "2 workers / 1 worker speedup (direct, default chunks)":
+                paired_ratio(stats["1 worker, direct, default chunks"],
+                             stats["2 workers, direct, default chunks"]),
             "2 workers / local speedup (default chunks)":
                 paired_ratio(stats["local"], stats["2 workers, default chunks"]),
         }
@@ -214,11 +226,14 @@ def run_backend(cfg, log, backend, n):
                 f"   target {'>=' if 'speedup' in k else '<='} {target}: "
                 + ("met" if (v >= target if "speedup" in k else v <= target) else "NOT met"))
             log(f"    {k:<50} {v:.2f}{met}")
-        overhead = task_overhead(cfg, log, {"1 worker": c1[1], "2 workers": c2[1]})
+        overhead = task_overhead(cfg, log, {"1 worker": c1[1], "2 workers": c2[1],
+                                            "1 worker, direct": c1[2],
+                                            "2 workers, direct": c2[2]})
         scaling = batch_scaling(cfg, local, y0, bs, cs, log)
         expected = expected_ratios(scaling, overhead, n, log)
     finally:
-        for cluster, cl in (c1, c2):
+        for cluster, cl, direct in (c1, c2):
+            direct.close()
             cl.close()
             cluster.close()
     return {"backends_ran": ran, "others_cores": load.others, "clusters_cores": load.cluster,
@@ -228,14 +243,32 @@ def run_backend(cfg, log, backend, n):
             "local_batch_scaling": scaling, "expected_idle_ratios": expected}
 
 
+def _check_paths(clients):
+    """Raise unless the sweep's chunks ran on the workers' actors (the path
+    ``distributed.vmap`` takes for NumPy inputs), as ``worker_cache_info`` counts."""
+    import tangentia.distributed as tgd
+    for cl in clients:
+        info = cl.run(tgd.worker_cache_info)
+        if not all(i["actor_calls"] for i in info.values()):
+            raise RuntimeError(f"a worker ran no chunk on its actor: {info}")
+
+
 def _noop(x):
     return x
 
 
+class Noop:
+    """A Dask actor whose call returns its argument: the floor under an actor call."""
+
+    def noop(self, x):
+        return x
+
+
 def task_overhead(cfg, log, clients):
-    """Cost of one more tiny task and of one call with one tiny task, for
-    ``distributed.vmap`` and for plain Dask (``submit(noop).result()``,
-    ``map(noop, rows)``: the floor under any call)."""
+    """Cost of one more tiny chunk and of one call with one tiny chunk, for
+    ``distributed.vmap`` (its chunks run on the workers' actors) and for plain
+    Dask (``submit(noop).result()``, ``map(noop, rows)``, an actor's
+    ``noop(x).result()``: the floors under a call on tasks and on actors)."""
     import tangentia as tg
     import tangentia.distributed as tgd
 
@@ -248,10 +281,13 @@ def task_overhead(cfg, log, clients):
     rows = [x[i:i + 1] for i in range(TINY)]
     for name, cl in clients.items():
         fns[f"{name}, dask round trip"] = lambda cl=cl: cl.submit(_noop, x, pure=False).result()
+        with cl.as_current():  # the actor handle calls through cl
+            actor = cl.submit(Noop, actor=True, pure=False).result()
+        fns[f"{name}, dask actor round trip"] = lambda a=actor: a.noop(x).result()
         fns[f"{name}, dask {TINY} tasks"] = (
             lambda cl=cl: np.concatenate(cl.gather(cl.map(_noop, rows, pure=False))))
         for cs in (TINY, 1):
-            fns[f"{name}, {TINY // cs} task(s)"] = (
+            fns[f"{name}, {TINY // cs} chunk(s)"] = (
                 lambda f=tgd.vmap(tiny, client=cl, chunk_size=cs): f(x))
     for k, fn in fns.items():
         np.testing.assert_array_equal(fn(), x if "dask" in k else x + 1.0)
@@ -259,22 +295,24 @@ def task_overhead(cfg, log, clients):
     with LoadMeter(_cluster_pids(clients.values())) as load:
         stats = dict(zip(keys, measure_interleaved([fns[k] for k in keys], cfg)))
     out = {"local_call_s": stats[keys[0]]["median_s"], "others_cores": load.others}
-    log(f"  per-task overhead (tiny tasks: x + 1.0 on {TINY} elements)")
+    log(f"  per-call and per-chunk overhead (tiny chunks: x + 1.0 on {TINY} elements)")
     for name in clients:
-        one = stats[f"{name}, 1 task(s)"]["median_s"]
-        many = stats[f"{name}, {TINY} task(s)"]["median_s"]
+        one = stats[f"{name}, 1 chunk(s)"]["median_s"]
+        many = stats[f"{name}, {TINY} chunk(s)"]["median_s"]
         floor = stats[f"{name}, dask round trip"]["median_s"]
         floor_many = stats[f"{name}, dask {TINY} tasks"]["median_s"]
-        out[name] = {"call_with_1_task_s": one, f"call_with_{TINY}_tasks_s": many,
-                     "per_extra_task_s": (many - one) / (TINY - 1),
+        floor_actor = stats[f"{name}, dask actor round trip"]["median_s"]
+        out[name] = {"call_with_1_chunk_s": one, f"call_with_{TINY}_chunks_s": many,
+                     "per_extra_chunk_s": (many - one) / (TINY - 1),
                      "fixed_call_overhead_s": one - out["local_call_s"],
-                     "dask_round_trip_s": floor,
+                     "dask_round_trip_s": floor, "dask_actor_round_trip_s": floor_actor,
                      "dask_per_extra_task_s": (floor_many - floor) / (TINY - 1)}
-        log(f"    {name:<10} call with 1 task {fmt_time(one):>9}, with {TINY} tasks "
-            f"{fmt_time(many):>9}: {fmt_time((many - one) / (TINY - 1))} per extra task "
+        log(f"    {name:<17} call with 1 chunk {fmt_time(one):>9}, with {TINY} chunks "
+            f"{fmt_time(many):>9}: {fmt_time((many - one) / (TINY - 1))} per extra chunk "
             f"(local call {fmt_time(out['local_call_s'])})")
-        log(f"    {'':<10} plain Dask: submit(noop).result() {fmt_time(floor):>9}, "
-            f"{fmt_time((floor_many - floor) / (TINY - 1))} per extra task")
+        log(f"    {'':<17} plain Dask: submit(noop).result() {fmt_time(floor):>9}, "
+            f"{fmt_time((floor_many - floor) / (TINY - 1))} per extra task; an actor's "
+            f"noop(x).result() {fmt_time(floor_actor)}")
     log(f"    {load.describe()}")
     return out
 
@@ -311,14 +349,16 @@ def batch_scaling(cfg, local, y0, bs, cs, log):
 def expected_ratios(scaling, overhead, n, log):
     """The targets' ratios expected on an idle machine from quantities that
     load distorts little: the CPU time C(m) of a batch of m solves and the
-    measured cost o of a call with one tiny task (inflated by load, so these
+    measured cost o of a call with one tiny chunk (inflated by load, so these
     are conservative): 1 worker / local = (C(n) + o1) / C(n), 2 workers / 1
-    worker = (C(n) + o1) / (C(n/2) + o2)."""
+    worker = (C(n) + o1) / (C(n/2) + o2); for the default and the direct clients."""
     c_all, c_half = scaling["cpu_s"][str(n)], scaling["cpu_s"][str(n // 2)]
-    o1 = overhead["1 worker"]["call_with_1_task_s"]
-    o2 = overhead["2 workers"]["call_with_1_task_s"]
-    out = {"1 worker / local time": (c_all + o1) / c_all,
-           "2 workers / 1 worker speedup": (c_all + o1) / (c_half + o2)}
+    out = {}
+    for how, suffix in (("", ""), (" (direct)", ", direct")):
+        o1 = overhead["1 worker" + suffix]["call_with_1_chunk_s"]
+        o2 = overhead["2 workers" + suffix]["call_with_1_chunk_s"]
+        out["1 worker / local time" + how] = (c_all + o1) / c_all
+        out["2 workers / 1 worker speedup" + how] = (c_all + o1) / (c_half + o2)
     log("  expected on an idle machine from CPU times and call overheads: " + ", ".join(
         f"{k} {v:.2f}" for k, v in out.items()))
     return out

@@ -318,18 +318,23 @@ def _worker_threads(client):
 # How long a call waits for the actors it has just created (a task each, run when
 # their worker has a free thread) before running as tasks.
 _RUNNER_WAIT = 5.0
+# Seconds without calls after which a client's actors are released: Dask does not
+# retire a worker that holds an actor (adaptive scaling, retire_workers).
+_RUNNER_IDLE = 10.0
 
 
 class _Runners:
     """A client's ``_Runner`` actors, one per worker, created when a call
     first finds the worker; an actor whose worker was lost is dropped and
-    created again when a call finds the worker's replacement."""
+    created again when a call finds the worker's replacement.  All are
+    released once no call used them for ``_RUNNER_IDLE`` seconds."""
 
     def __init__(self, client):
         self.client = client
         self.lock = threading.Lock()
         self.futures = {}  # worker address -> (time created, Future of its actor)
         self.actors = {}   # worker address -> Actor handle
+        self.active, self.used, self.timer = 0, 0.0, False  # calls running, last end
 
     def ready(self):
         """``{worker address: (actor, threads)}`` of the actors that can take
@@ -362,7 +367,38 @@ class _Runners:
                     self.drop(addr)
                 if addr in self.actors and addr in workers:
                     out[addr] = (self.actors[addr], workers[addr])
+            self.active += 1  # until done()
         return out
+
+    def done(self):
+        """End a call that ``ready()`` started."""
+        with self.lock:
+            self.active -= 1
+            self.used = time.monotonic()
+            if not self.timer:
+                self.timer = True
+                self._expire_later(_RUNNER_IDLE)
+
+    def _expire_later(self, delay):
+        timer = threading.Timer(delay, self._expire)
+        timer.daemon = True
+        timer.start()
+
+    def _expire(self):
+        """Release the actors if they were idle for ``_RUNNER_IDLE`` seconds,
+        else look again then."""
+        with self.lock:
+            wait = self.used + _RUNNER_IDLE - time.monotonic()
+            if self.active or wait > 0:
+                self._expire_later(wait if wait > 0 else _RUNNER_IDLE)
+                return
+            self.timer = False
+            futures = [fut for _, fut in self.futures.values()]
+            self.futures.clear()
+            self.actors.clear()
+        if futures and self.client.status == "running":
+            # cancel, not release: the actor handles keep references to their keys
+            self.client.cancel(futures)
 
     def drop(self, addr):
         """Forget the actor on ``addr`` (its worker was lost)."""
@@ -452,7 +488,16 @@ def _map_actors(client, head, chunks, prefix):
     actors and those not done run as tasks; an error raised by the function
     is raised here."""
     runners = _client_runners(client)
-    lanes = [(addr, actor) for addr, (actor, k) in runners.ready().items() for _ in range(k)]
+    ready = runners.ready()
+    try:
+        return _run_lanes(client, runners, [(addr, actor) for addr, (actor, k) in ready.items()
+                                            for _ in range(k)], head, chunks, prefix)
+    finally:
+        runners.done()
+
+
+def _run_lanes(client, runners, lanes, head, chunks, prefix):
+    """``_map_actors`` with the actors' ``lanes``, one per worker thread."""
     if not lanes:
         return _map_tasks(client, head, chunks, prefix)
     results, todo, lost = [None] * len(chunks), collections.deque(range(len(chunks))), []

@@ -230,10 +230,17 @@ def test_vmap_runs_numpy_inputs_on_the_actors_and_dask_arrays_as_tasks(client):
     assert sum(i["actor_calls"] for i in info.values()) == 3, info
 
 
-def test_vmap_concurrent_calls_from_threads_of_a_client_that_is_not_the_default(client):
+def _actors_of(dask_scheduler, client_id):
+    return sum(1 for ts in dask_scheduler.tasks.values()
+               if ts.actor and any(cs.client_key == client_id for cs in ts.who_wants))
+
+
+def test_vmap_concurrent_calls_from_threads_of_a_client_that_is_not_the_default(
+        client, monkeypatch):
     def scaled_sin(x, s):
         return tnp.sin(x) * s
 
+    monkeypatch.setattr(tgd, "_RUNNER_IDLE", 0.5)
     xs = [np.random.default_rng(k).normal(size=(3 + k % 3, 3)) for k in range(8)]
     with dd.Client(client.scheduler.address, set_as_default=False) as other:
         f = tgd.vmap(scaled_sin, in_axes=(0, None), client=other, chunk_size=2)
@@ -242,6 +249,16 @@ def test_vmap_concurrent_calls_from_threads_of_a_client_that_is_not_the_default(
             got = list(pool.map(lambda k: f(xs[k], float(k)), range(8)))
         info = other.run(tgd.worker_cache_info)  # 18 chunks, all on the new client's actors
         assert sum(i["actor_calls"] for i in info.values()) == 18, info
+        assert other.run_on_scheduler(_actors_of, client_id=other.id) == 2
+        # idle actors are released (Dask retires no worker holding one), and made again
+        deadline = time.monotonic() + 10
+        while other.run_on_scheduler(_actors_of, client_id=other.id) and (
+                time.monotonic() < deadline):
+            time.sleep(0.1)
+        assert other.run_on_scheduler(_actors_of, client_id=other.id) == 0
+        assert_same(f(xs[0], 1.0), tg.vmap(scaled_sin, in_axes=(0, None))(xs[0], 1.0))
+        assert other.run_on_scheduler(_actors_of, client_id=other.id) == 2
+        assert sum(i["actor_calls"] for i in other.run(tgd.worker_cache_info).values()) == 20
     for k, g in enumerate(got):
         assert_same(g, tg.vmap(scaled_sin, in_axes=(0, None))(xs[k], float(k)))
 
@@ -294,6 +311,7 @@ def test_killed_worker_does_not_change_the_result_and_its_actor_is_recreated():
     with _cluster() as cluster, dd.Client(cluster) as c:
         pids = c.run(os.getpid)
         f = tgd.vmap(heavy, client=c, chunk_size=60)
+        f(x[:2])  # the actors exist (made by a first call, which waits for them)
         out = {}
         with dd.get_task_stream(client=c) as ts:
             run = threading.Thread(target=lambda: out.update(r=f(x)))
@@ -302,7 +320,8 @@ def test_killed_worker_does_not_change_the_result_and_its_actor_is_recreated():
             while victim is None and time.monotonic() < deadline:  # an actor in mid-chunk
                 busy = [w for w, i in c.run(tgd.worker_cache_info).items() if i["running"]]
                 victim = busy[0] if busy else None
-            assert victim is not None, "no chunk started"
+            assert victim is not None, ("no chunk started on an actor",
+                                        c.run(tgd.worker_cache_info))
             os.kill(pids[victim], signal.SIGKILL)
             run.join(120)
             assert not run.is_alive()
@@ -313,6 +332,7 @@ def test_killed_worker_does_not_change_the_result_and_its_actor_is_recreated():
         c.wait_for_workers(2, timeout=60)
         new = [w for w, pid in c.run(os.getpid).items() if pid not in pids.values()]
         assert len(new) == 1, (pids, c.run(os.getpid))
+        f(x[:2])  # makes the new worker's actor
         with dd.get_task_stream(client=c) as ts:
             np.testing.assert_allclose(f(x[:120]), want[:120], rtol=1e-13)
         assert _vmap_tasks_run(ts, "heavy") == []
