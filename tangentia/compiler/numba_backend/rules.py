@@ -65,15 +65,15 @@ _OPS = {
     "mul": _by_kind("({0} * {1})", "({0} * {1})", "({0} & {1})"),
     "div": _f("({0} / {1})"),
     "neg": _f("(-{0})"),
-    # exp, log and log1p of floats: branch-free arithmetic (``vecmath``), so loops over them vectorize
+    # exp, log, log1p, expm1 and tanh of floats: branch-free arithmetic (``vecmath``), so loops over them vectorize
     "exp": _by_kind("_vexp({0})", "math.exp({0})"), "log": _by_kind("_vlog({0})", "math.log({0})"),
     "log1p": _by_kind("_vlog1p({0})", "math.log1p({0})"),
-    "expm1": _f("math.expm1({0})"),
+    "expm1": _by_kind("_vexpm1({0})", "math.expm1({0})"),
     # sin and cos of floats: ``vecmath_trig`` (libm only for |x| > 2^40)
     "sin": _by_kind("_vsin({0})", "math.sin({0})"), "cos": _by_kind("_vcos({0})", "math.cos({0})"),
     "tan": _f("math.tan({0})"), "asin": _f("math.asin({0})"), "acos": _f("math.acos({0})"),
     "atan": _f("math.atan({0})"), "sinh": _f("math.sinh({0})"), "cosh": _f("math.cosh({0})"),
-    "tanh": _f("math.tanh({0})"), "asinh": _f("math.asinh({0})"), "acosh": _f("math.acosh({0})"),
+    "tanh": _by_kind("_vtanh({0})", "math.tanh({0})"), "asinh": _f("math.asinh({0})"), "acosh": _f("math.acosh({0})"),
     "atanh": _f("math.atanh({0})"), "sqrt": _f("math.sqrt({0})"), "cbrt": _f("np.cbrt({0})"),
     "abs": _by_kind("abs({0})", "abs({0})", "{0}"),
     "pow": _f("({0} ** {1})"),
@@ -196,7 +196,7 @@ ELEMENTWISE = set(_OPS) | set(_PARTS) | {"select", "convert_element_type", "inte
 # branch-free arithmetic without calls, so LLVM vectorizes loops over them
 # (tests/test_numba_vecmath.py checks the generated code for SIMD registers).
 VECTOR_OPS = {"add", "add_any", "sub", "mul", "div", "neg", "abs", "max", "min", "sqrt", "exp", "log",
-              "log1p",
+              "log1p", "expm1", "tanh",
               "sin", "cos",                 # (libm in masked vector calls for |x| > 2^40)
               "eq", "ne", "lt", "le", "gt", "ge", "select", "convert_element_type",
               "integer_pow", "copysign", "isnan"}

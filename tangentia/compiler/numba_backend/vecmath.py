@@ -35,7 +35,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.core.extending import intrinsic
 
-__all__ = INTRINSICS = ("_vexp", "_vlog", "_vlog1p")
+__all__ = INTRINSICS = ("_vexp", "_vexpm1", "_vlog", "_vlog1p", "_vtanh")
 
 _INV_LN2 = 1.4426950408889634
 _LN2_HI = float.fromhex("0x1.62e42fefa39efp-1")      # ln 2 rounded to double
@@ -46,9 +46,18 @@ _EXP_Q = tuple(float.fromhex(h) for h in (
     "0x1.11111111109adp-7", "0x1.6c16c17893833p-10", "0x1.a01a01a7c8d47p-13",
     "0x1.a019b8ef67c6cp-16", "0x1.71de0d9c145d0p-19", "0x1.2891a8c1d838dp-22",
     "0x1.af38d53857513p-26"))
+# the same to relative error 3.2e-18 (degree 10, 1/2 exact): expm1 keeps r^3 q3(r) =
+# r^3 (q(r) - 1/2) / r as a term of its own
+_EXPM1_Q = tuple(float.fromhex(h) for h in (
+    "0x1.0000000000000p-1", "0x1.5555555555557p-3", "0x1.5555555555551p-5",
+    "0x1.111111111004fp-7", "0x1.6c16c16c1928bp-10", "0x1.a01a01ac1ff03p-13",
+    "0x1.a01a01943d2a8p-16", "0x1.71de01a41b2cfp-19", "0x1.27e5093ff4d9bp-22",
+    "0x1.af4ee13f86f6cp-26", "0x1.1f25003664ea8p-29"))
 # Inputs are clamped to [_X_MIN, _X_MAX] first (k stays small enough for the
 # exponent arithmetic); exp(_X_MAX) overflows and exp(_X_MIN) underflows to 0.
 _X_MAX, _X_MIN = 710.0, -746.0
+_EXPM1_X_MIN = -40.0      # expm1(x) rounds to -1 below -38
+_TANH_X_ONE = 20.0        # tanh(x) rounds to 1 above 19.1
 
 # log: fdlibm's ln2 split (k ln2_hi is exact for |k| < 2^11) and its polynomial
 # Lg1..Lg7 in s^2, s = f / (2 + f), of (log(1+f) - 2s) / s (error < 1 ulp)
@@ -67,6 +76,10 @@ def _const(v):
     return ir.Constant(_F64, v)
 
 
+def _i64(v):
+    return ir.Constant(_I64, v)
+
+
 class _IR:
     """Short names for the few IR operations the functions use."""
 
@@ -74,6 +87,8 @@ class _IR:
         self.b = builder
         self._rint = builder.module.declare_intrinsic("llvm.rint", [_F64])
         self._fabs = builder.module.declare_intrinsic("llvm.fabs", [_F64])
+        self._copysign = builder.module.declare_intrinsic(
+            "llvm.copysign", [_F64], ir.FunctionType(_F64, [_F64, _F64]))
 
     def fabs(self, a):
         return self.b.call(self._fabs, [a])
@@ -90,26 +105,54 @@ class _IR:
     def select(self, p, a, b):
         return self.b.select(p, a, b)
 
+    def copysign(self, a, b):
+        return self.b.call(self._copysign, [a, b])
+
+    def two_sum(self, a, b):
+        """``(s, e)``: ``s = a + b`` rounded and its exact error ``e`` (Knuth's TwoSum)."""
+        s = self.b.fadd(a, b)
+        bb = self.b.fsub(s, a)
+        e = self.b.fadd(self.b.fsub(a, self.b.fsub(s, bb)), self.b.fsub(b, bb))
+        return s, e
+
+    def fast_two_sum(self, a, b):
+        """``two_sum(a, b)`` for ``|a| >= |b|`` (Dekker's Fast2Sum)."""
+        s = self.b.fadd(a, b)
+        return s, self.b.fsub(b, self.b.fsub(s, a))
+
     def pow2(self, k):
         """``2.0 ** k`` for an int64 ``k`` in [-1022, 1023] (exponent bits)."""
         bits = self.b.shl(self.b.add(k, ir.Constant(_I64, 1023)), ir.Constant(_I64, 52))
         return self.b.bitcast(bits, _F64)
 
 
-def _exp_ir(f, x):
-    """The IR of ``exp`` of the double ``x`` (see the module docstring)."""
+def _reduce(f, xc, coeffs):
+    """``(k, r, r_err, q)`` for a double ``xc`` in [-746, 710]: ``xc = k ln2 + r + r_err``
+    (``k`` an integral double, ``|r| <= ln2/2``, ``r_err`` the rounding error of
+    ``r``) and ``q = q(r) = (exp(r) - 1 - r) / r^2`` (the polynomial ``coeffs``)."""
     b = f.b
-    xc = f.select(f.lt(_const(_X_MIN), x), x, _const(_X_MIN))     # NaN -> _X_MIN
-    xc = f.select(f.lt(xc, _const(_X_MAX)), xc, _const(_X_MAX))
     kd = f.rint(b.fmul(xc, _const(_INV_LN2)))
     nk = b.fneg(kd)
     rh = f.fma(nk, _const(_LN2_HI), xc)        # exact (|rh| < 1/2, a multiple of 2^-54)
     rl = b.fmul(nk, _const(_LN2_LO))
     r = b.fadd(rh, rl)
     r_err = b.fadd(b.fsub(rh, r), rl)          # rh + rl == r + r_err (|rh| >= |rl|)
-    q = _const(_EXP_Q[-1])
-    for c in reversed(_EXP_Q[:-1]):
+    q = _const(coeffs[-1])
+    for c in reversed(coeffs[:-1]):
         q = f.fma(q, r, _const(c))
+    return kd, r, r_err, q
+
+
+def _clamp(f, x, lo, hi):
+    """``x`` clamped to ``[lo, hi]``, NaN to ``lo``."""
+    xc = f.select(f.lt(_const(lo), x), x, _const(lo))
+    return f.select(f.lt(xc, _const(hi)), xc, _const(hi))
+
+
+def _exp_ir(f, x):
+    """The IR of ``exp`` of the double ``x`` (see the module docstring)."""
+    b = f.b
+    kd, r, r_err, q = _reduce(f, _clamp(f, x, _X_MIN, _X_MAX), _EXP_Q)
     # 1 + r + r^2 q + r_err exp(r), with the rounding error of 1 + r carried in lo
     hi = b.fadd(_const(1.0), r)
     lo = f.fma(r_err, hi, b.fadd(b.fsub(_const(1.0), hi), r))
@@ -120,8 +163,59 @@ def _exp_ir(f, x):
     return f.select(b.fcmp_unordered("uno", x, x), x, y)
 
 
-def _i64(v):
-    return ir.Constant(_I64, v)
+def _expm1_parts(f, xc):
+    """``(hi, lo, k_b)`` with ``expm1(xc) = (hi + lo) 2^k_b`` (``lo`` not
+    normalized: up to 2% of ``hi``), for a double ``xc`` in [-40, 710]:
+    ``2^k (1 + r + r^2/2 + c) - 1`` with ``c = r^3 q3(r) + r_err exp(r)``, where
+    ``2^k``, ``2^k r``, ``2^k r^2/2`` (its leading double) and ``-1`` are summed
+    exactly (Fast2Sum, TwoSum) and only small terms round.  ``2^k`` is ``2^k_a
+    2^k_b`` with ``k_a <= 1020``; ``k_b > 0`` only where the ``-1`` is far below
+    the last place."""
+    b = f.b
+    kd, r, r_err, q3 = _reduce(f, xc, _EXPM1_Q[1:])    # q3 = (q - 1/2) / r
+    rr = b.fmul(r, r)
+    rr_lo = f.fma(r, r, b.fneg(rr))                     # r^2 == rr + rr_lo exactly
+    c = f.fma(b.fmul(rr, r), q3, f.fma(r_err, r, f.fma(rr_lo, _const(0.5), r_err)))
+    k = b.fptosi(kd, _I64)
+    k_a = b.select(b.icmp_signed(">", k, _i64(1020)), _i64(1020), k)
+    s = f.pow2(k_a)
+    sr = b.fmul(s, r)                                   # exact (a power of two), as is
+    srr = b.fmul(b.fmul(s, _const(0.5)), rr)            # this
+    h1, l1 = f.fast_two_sum(s, sr)                      # |s| >= |s r|
+    h2, l2 = f.fast_two_sum(h1, srr)                    # |s (1 + r)| >= |s r^2 / 2|
+    hi, l3 = f.two_sum(h2, _const(-1.0))
+    return hi, b.fadd(l3, f.fma(s, c, b.fadd(l1, l2))), b.sub(k, k_a)
+
+
+def _expm1_ir(f, x):
+    """The IR of ``expm1`` of the double ``x``: ``(hi + lo) 2^k_b`` of
+    ``_expm1_parts`` (``-1`` below -40, where ``expm1`` rounds to it)."""
+    b = f.b
+    hi, lo, k_b = _expm1_parts(f, _clamp(f, x, _EXPM1_X_MIN, _X_MAX))
+    y = b.fmul(b.fadd(hi, lo), f.pow2(k_b))
+    # |x| < 2^-30: x + x^2/2 (there 1 + r rounds off much of r, and lo rounds)
+    y = f.select(f.lt(f.fabs(x), _const(2.0 ** -30)), f.fma(b.fmul(x, _const(0.5)), x, x), y)
+    y = f.select(b.fcmp_ordered("==", x, _const(0.0)), x, y)          # (keeps -0.0)
+    return f.select(b.fcmp_unordered("uno", x, x), x, y)
+
+
+def _tanh_ir(f, x):
+    """The IR of ``tanh`` of the double ``x``: ``t / (t + 2)`` for ``t =
+    expm1(2|x|)`` (``|x|`` clamped to 20, where ``tanh`` rounds to 1) in double-double
+    arithmetic, rounded once, with the sign of ``x``."""
+    b = f.b
+    a = _clamp(f, f.fabs(x), 0.0, _TANH_X_ONE)
+    hi, lo, _ = _expm1_parts(f, b.fadd(a, a))           # (k_b == 0 here)
+    th, tl = f.two_sum(hi, lo)                          # (1 / dh must be 1 / (t + 2) nearly)
+    dh, dl = f.two_sum(th, _const(2.0))
+    dl = b.fadd(dl, tl)                                 # t + 2 == dh + dl
+    inv = b.fdiv(_const(1.0), dh)
+    q0 = b.fmul(th, inv)
+    rem = f.fma(b.fneg(q0), dh, th)                     # th - q0 dh, nearly exact
+    q1 = b.fmul(b.fsub(b.fadd(rem, tl), b.fmul(q0, dl)), inv)
+    y = f.copysign(b.fadd(q0, q1), x)
+    y = f.select(f.lt(a, _const(2.0 ** -28)), x, y)    # tanh(x) = x - x^3/3 rounds to x
+    return f.select(b.fcmp_unordered("uno", x, x), x, y)
 
 
 def _log_ir(f, x, extra=None):
@@ -191,3 +285,7 @@ _vlog = _unary(_log_ir)
 _vlog.__doc__ = "NumPy's log of a float32/float64 scalar, branch-free (vectorizable in loops)."
 _vlog1p = _unary(_log1p_ir)
 _vlog1p.__doc__ = "NumPy's log1p of a float32/float64 scalar, branch-free (vectorizable in loops)."
+_vexpm1 = _unary(_expm1_ir)
+_vexpm1.__doc__ = "NumPy's expm1 of a float32/float64 scalar, branch-free (vectorizable in loops)."
+_vtanh = _unary(_tanh_ir)
+_vtanh.__doc__ = "NumPy's tanh of a float32/float64 scalar, branch-free (vectorizable in loops)."
