@@ -1,7 +1,7 @@
 """tangentia.distributed: ``vmap`` and data-parallel ``value_and_grad`` on a Dask cluster.
 
 Dask does the scheduling, data placement and fault tolerance; this module only
-cuts the work into tasks and puts the results back together:
+cuts the work into pieces and puts the results back together:
 
 * :func:`vmap` has the semantics of ``tangentia.vmap``.  It splits the mapped
   axis into chunks, runs ``jit(vmap(f))`` on each chunk on a Dask worker and
@@ -10,21 +10,31 @@ cuts the work into tasks and puts the results back together:
   ``jit(value_and_grad(loss))`` runs on the worker that holds the shard, and
   the per-shard results are summed by a tree reduction on the cluster.
 
+Two paths.  ``vmap`` of NumPy inputs (and unmapped arrays up to 1 MiB) sends
+its chunks to one Dask actor per worker (``_Runner``), which the client calls
+directly: about 1 ms a call on a 2-core machine, where a task's round trip
+through the scheduler costs about 10 ms (Dask sends the client's, scheduler's
+and workers' messages in batches, in windows of 2-10 ms fixed in its code).
+Each worker thread takes the next chunk when its last one is done.  If an
+actor fails (its worker was lost), the chunks not done run as ordinary tasks,
+which the scheduler reruns elsewhere, and the worker's replacement gets an
+actor at the next call; a client's actors are released after ``_RUNNER_IDLE``
+seconds without calls, since Dask retires no worker that holds one.
+``vmap`` of dask arrays or of larger unmapped arrays (scattered once per call)
+and ``value_and_grad`` (whose shards may live on the workers) run as tasks,
+which Dask places where their data is.
+
 Functions travel with cloudpickle (closures, custom rules, ``odeint``, jitted
 functions), pickled once per distributed function, at its first call (as
 ``jit`` traces once: the values the function closes over are captured then).
-The bytes (a few kB) travel inside every task, so that any worker, including
-one that replaces a lost worker, can run any task.  Each worker keeps the
+The bytes (a few kB) travel with every chunk, so that any worker, including
+one that replaces a lost worker, can run any chunk.  Each worker keeps the
 jitted functions it built in a small cache keyed by the pickled function's
-digest, so repeated tasks reuse the traced and compiled code (one trace and
+digest, so repeated chunks reuse the traced and compiled code (one trace and
 compile per worker and signature); the on-disk compile cache
 (``TANGENTIA_CACHE_DIR``) lets workers on a shared filesystem share it.
-
-What a call costs beyond the computation is Dask's: a round trip through the
-scheduler per call (about 12 ms for calls made back to back on a 2-core
-machine: Dask batches its messages in windows of 2-10 ms) and 1.5-3.5 ms per
-task; this module adds no round trip of its own (the number of worker
-threads is looked up at most every 2 s).  See docs/distributed.md.
+This module adds no round trip of its own (the workers and their threads are
+looked up at most every 2 s).  See docs/distributed.md.
 
 Dask is optional: ``pip install 'tangentia[distributed]'``.  This module is
 not imported by ``import tangentia``; use ``import tangentia.distributed``.
@@ -81,15 +91,17 @@ _cache_lock = threading.Lock()
 _cache_stats = {"hits": 0, "misses": 0, "actor_calls": 0, "running": 0}
 
 
-def _cached_function(key, blob, build):
-    """The jitted function for ``key``, built once per process by ``build(fun)``
-    from the pickled user function ``blob``."""
+def _cached_function(key, spec, build):
+    """The jitted function for ``key``, built once per process by ``build(fun,
+    *options)`` from ``spec``, the pickled ``(blob, *options)`` where ``blob``
+    is the pickled user function (a hit unpickles neither)."""
     with _cache_lock:
         fn = _cache.get(key)
         if fn is not None:
             _cache.move_to_end(key)
             _cache_stats["hits"] += 1
             return fn
+    blob, *options = pickle.loads(spec)
     try:
         fun = pickle.loads(blob)
     except Exception as e:
@@ -97,7 +109,7 @@ def _cached_function(key, blob, build):
                    "worker; the modules it refers to must be importable there (or register "
                    "them with cloudpickle.register_pickle_by_value)")
         raise
-    fn = build(fun)
+    fn = build(fun, *options)
     with _cache_lock:
         _cache_stats["misses"] += 1
         fn = _cache.setdefault(key, fn)
@@ -130,19 +142,18 @@ def clear_worker_cache():
         _cache_stats.update(hits=0, misses=0, actor_calls=0)
 
 
-def _build_vmap(in_tree, dims, out_axes):
-    def build(fun):
-        @functools.wraps(fun, updated=())
-        def flat(*leaves):
-            args, kwargs = tree_unflatten(in_tree, leaves)
-            return fun(*args, **kwargs)
-        return _jit(_vmap(flat, in_axes=tuple(dims), out_axes=out_axes))
-    return build
+def _build_vmap(fun, in_tree, dims, out_axes):
+    @functools.wraps(fun, updated=())
+    def flat(*leaves):
+        args, kwargs = tree_unflatten(in_tree, leaves)
+        return fun(*args, **kwargs)
+    return _jit(_vmap(flat, in_axes=tuple(dims), out_axes=out_axes))
 
 
-def _vmap_task(key, blob, in_tree, dims, out_axes, leaves):
-    fn = _cached_function(key, blob, _build_vmap(in_tree, dims, out_axes))
-    return fn(*leaves)
+def _vmap_task(key, spec, leaves):
+    """One chunk of a ``vmap``: ``spec`` is the pickled ``(blob, in_tree, dims,
+    out_axes)``, ``leaves`` the chunk's arguments."""
+    return _cached_function(key, spec, _build_vmap)(*leaves)
 
 
 _runner_pool = []  # this worker process's threads for actor calls, created by the first actor
@@ -186,16 +197,15 @@ class _Runner:
                                                                 task)
 
 
-def _build_value_and_grad(argnums, has_aux):
-    def build(fun):
-        return _jit(_value_and_grad(fun, argnums=argnums, has_aux=has_aux))
-    return build
+def _build_value_and_grad(fun, argnums, has_aux):
+    return _jit(_value_and_grad(fun, argnums=argnums, has_aux=has_aux))
 
 
-def _shard_task(key, blob, argnums, has_aux, index, treedef, as_leaves, params_tree, params,
-                shard, args):
+def _shard_task(key, spec, has_aux, index, treedef, as_leaves, params_tree, params, shard,
+                args):
     """``value_and_grad`` of one shard, as ``(loss, grads, [aux] or None)``;
-    ``params`` are the leaves of ``params_tree``."""
+    ``spec`` is the pickled ``(blob, argnums, has_aux)``, ``params`` are the
+    leaves of ``params_tree``."""
     params = tree_unflatten(params_tree, params)
     if as_leaves:
         shard = tree_unflatten(treedef, shard)
@@ -204,7 +214,7 @@ def _shard_task(key, blob, argnums, has_aux, index, treedef, as_leaves, params_t
         if got != treedef:
             raise ValueError(f"tangentia.distributed.value_and_grad: shard {index} has the "
                              f"structure {got} but the other shards have {treedef}")
-    fn = _cached_function(key, blob, _build_value_and_grad(argnums, has_aux))
+    fn = _cached_function(key, spec, _build_value_and_grad)
     value, grads = fn(params, shard, *args)
     if has_aux:
         value, aux = value
@@ -472,9 +482,10 @@ def _chunk_bounds(size, chunk_size, default_chunks):
 
 
 def _map_tasks(client, head, chunks, prefix):
-    """``[_vmap_task(*head, chunk) for chunk in chunks]`` as Dask tasks (one
-    graph: one message to the scheduler), which the scheduler places near
-    their data and reruns when a worker is lost."""
+    """``[_vmap_task(*head, chunk) for chunk in chunks]`` (``head``: the cache
+    key and the pickled spec) as Dask tasks (one graph: one message to the
+    scheduler), which the scheduler places near their data and reruns when a
+    worker is lost."""
     n = len(chunks)
     futures = client.map(_vmap_task, *([h] * n for h in head), chunks,
                          key=[f"{prefix}-{c}" for c in range(n)], pure=False)
@@ -583,6 +594,7 @@ def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
         in_axes = tuple(in_axes)
     local = _vmap(fun, in_axes=in_axes, out_axes=out_axes)  # argument checks, zero-size fallback
     pickled = _pickled_once(fun, "vmap")
+    specs = {}  # repr of (in_tree, dims, out_axes) -> (cache key, pickled spec)
 
     @functools.wraps(fun, updated=())
     def distributed_vmapped(*args, **kwargs):
@@ -613,8 +625,12 @@ def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
         size = sizes.pop()
         cl = _get_client(client, "vmap")
         blob, digest = pickled()
-        layout = repr((in_tree, tuple(dims), out_axes)).encode()
-        key = f"vmap-{digest}-{hashlib.sha256(layout).hexdigest()}"
+        layout = repr((in_tree, tuple(dims), out_axes))
+        head = specs.get(layout)
+        if head is None:  # once per argument structure: the key and the pickled spec
+            head = specs.setdefault(layout, (
+                f"vmap-{digest}-{hashlib.sha256(layout.encode()).hexdigest()}",
+                _dumps((blob, in_tree, dims, out_axes))))
 
         # Chunk boundaries: chunk_size, else the first mapped dask array's chunks.
         dask_dims = [(x, d) for x, d in zip(leaves, dims) if isinstance(x, da.Array)
@@ -647,7 +663,6 @@ def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
             for c, f in enumerate(futs):
                 per_chunk[c][i] = f
 
-        head = (key, blob, in_tree, dims, out_axes)
         prefix = _task_prefix("vmap", fun)
         on_cluster = dask_dims or any(isinstance(x, da.Array) for x in leaves) or any(
             isinstance(w, _dd.Future) for w in whole)
@@ -794,13 +809,14 @@ def value_and_grad(loss, argnums=0, has_aux=False, *, client=None):
         blob, digest = pickled()
         payloads, treedef = _shard_payloads(cl, shards, loss)
         key = f"value_and_grad-{digest}-{argnums!r}-{has_aux}"
+        spec = _dumps((blob, argnums, has_aux))
         param_leaves, params_tree = tree_flatten(params)
         ship_params = _ship_large(cl, param_leaves)
         ship_args = _ship_large(cl, list(args))
         prefix = _task_prefix("value_and_grad", loss)
         n = len(payloads)
-        futures = cl.map(_shard_task, [key] * n, [blob] * n, [argnums] * n, [has_aux] * n,
-                         range(n), [treedef] * n, [a for a, _ in payloads], [params_tree] * n,
+        futures = cl.map(_shard_task, [key] * n, [spec] * n, [has_aux] * n, range(n),
+                         [treedef] * n, [a for a, _ in payloads], [params_tree] * n,
                          [ship_params] * n, [p for _, p in payloads], [ship_args] * n,
                          key=[f"{prefix}-shard-{i}" for i in range(n)], pure=False)
         total = _tree_sum(cl, futures, prefix)
