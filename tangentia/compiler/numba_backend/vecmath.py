@@ -12,8 +12,9 @@ No fast-math flags: every operation rounds as IEEE arithmetic does.
 rounded): Cody-Waite reduction ``x = k ln2 + r``, ``|r| <= ln2/2``, with ``r``
 kept as a sum of two doubles (``x - k ln2_hi`` is exact in a fused
 multiply-add); ``exp(r) = 1 + r + r^2 q(r)``, summed with the rounding errors
-of ``r`` and of ``1 + r`` carried to the last addition, and ``q`` a near-minimax polynomial of degree 9 (Chebyshev interpolation of
-``(exp(r) - 1 - r) / r^2``, relative error 1.6e-17); the scaling ``2^k`` is
+of ``r`` and of ``1 + r`` carried to the last addition, and ``q`` a
+near-minimax polynomial of degree 9 (Chebyshev interpolation of ``(exp(r) - 1
+- r) / r^2``, relative error 2.3e-16, so 1.4e-17 of ``exp(r)``); the scaling ``2^k`` is
 two exact powers of two built from exponent bits, so results in the subnormal
 range are rounded once.  Error below 1 ulp against the correctly rounded
 value; ``exp(0) == 1``, ``exp(inf) == inf``, ``exp(-inf) == 0``, NaN stays
@@ -26,6 +27,19 @@ subnormal inputs scaled first): error below 1 ulp, ``log(0) = -inf``,
 ``log(x < 0) = NaN``, ``log(inf) = inf``.  ``_vlog1p(x)`` is ``log(u) + c/u``
 with ``u = 1 + x`` rounded and ``c`` its exact error, the correction added
 inside ``log``'s last step (error below 1 ulp; ``log1p(-0.0) = -0.0``).
+
+``_vexpm1(x)`` is ``expm1``: the same reduction, ``expm1(x) = 2^k (1 + r +
+r^2/2 + r^3 q3(r)) - 1`` (``q3`` of degree 9, relative error 3.2e-18), where
+``2^k``, ``2^k r``, ``2^k r^2/2`` (``r^2`` split exactly by an fma) and ``-1``
+are summed without error (Fast2Sum, TwoSum) and only the small terms round, so
+there is no cancellation near ``x = 0`` or ``k = +-1``.  Error below 0.6 ulp
+(measured; NumPy's: 0.52); ``expm1(-0.0) = -0.0``, ``expm1(-inf) = -1``,
+overflow where NumPy's (exp's) threshold is.  ``_vtanh(x)`` is ``tanh``:
+``t / (t + 2)`` for ``t = expm1(2|x|)`` kept as a double-double, the quotient
+corrected by its exact remainder (one division), rounded once and given the
+sign of ``x``: error below 0.6 ulp (measured; NumPy's SIMD tanh reaches 1.2),
+exactly odd, ``x`` itself where ``|x| < 2^-28`` (subnormals too), +-1 exactly
+where the true value rounds to it (``|x| > 19.06``), NaN stays NaN.
 """
 from __future__ import annotations
 
@@ -163,21 +177,21 @@ def _exp_ir(f, x):
     return f.select(b.fcmp_unordered("uno", x, x), x, y)
 
 
-def _expm1_parts(f, xc):
+def _expm1_parts(f, xc, huge=True):
     """``(hi, lo, k_b)`` with ``expm1(xc) = (hi + lo) 2^k_b`` (``lo`` not
     normalized: up to 2% of ``hi``), for a double ``xc`` in [-40, 710]:
     ``2^k (1 + r + r^2/2 + c) - 1`` with ``c = r^3 q3(r) + r_err exp(r)``, where
     ``2^k``, ``2^k r``, ``2^k r^2/2`` (its leading double) and ``-1`` are summed
     exactly (Fast2Sum, TwoSum) and only small terms round.  ``2^k`` is ``2^k_a
     2^k_b`` with ``k_a <= 1020``; ``k_b > 0`` only where the ``-1`` is far below
-    the last place."""
+    the last place (``huge=False``: ``xc <= 700``, ``k_b = 0``)."""
     b = f.b
     kd, r, r_err, q3 = _reduce(f, xc, _EXPM1_Q[1:])    # q3 = (q - 1/2) / r
     rr = b.fmul(r, r)
     rr_lo = f.fma(r, r, b.fneg(rr))                     # r^2 == rr + rr_lo exactly
     c = f.fma(b.fmul(rr, r), q3, f.fma(r_err, r, f.fma(rr_lo, _const(0.5), r_err)))
     k = b.fptosi(kd, _I64)
-    k_a = b.select(b.icmp_signed(">", k, _i64(1020)), _i64(1020), k)
+    k_a = b.select(b.icmp_signed(">", k, _i64(1020)), _i64(1020), k) if huge else k
     s = f.pow2(k_a)
     sr = b.fmul(s, r)                                   # exact (a power of two), as is
     srr = b.fmul(b.fmul(s, _const(0.5)), rr)            # this
@@ -204,15 +218,17 @@ def _tanh_ir(f, x):
     expm1(2|x|)`` (``|x|`` clamped to 20, where ``tanh`` rounds to 1) in double-double
     arithmetic, rounded once, with the sign of ``x``."""
     b = f.b
-    a = _clamp(f, f.fabs(x), 0.0, _TANH_X_ONE)
-    hi, lo, _ = _expm1_parts(f, b.fadd(a, a))           # (k_b == 0 here)
-    th, tl = f.two_sum(hi, lo)                          # (1 / dh must be 1 / (t + 2) nearly)
+    a = f.fabs(x)
+    a = f.select(f.lt(a, _const(_TANH_X_ONE)), a, _const(_TANH_X_ONE))      # (NaN -> 20)
+    hi, lo, _ = _expm1_parts(f, b.fadd(a, a), huge=False)
+    # (1 / dh must be 1 / (t + 2) nearly; |hi| >= |lo| where a >= 2^-28)
+    th, tl = f.fast_two_sum(hi, lo)
     dh, dl = f.two_sum(th, _const(2.0))
     dl = b.fadd(dl, tl)                                 # t + 2 == dh + dl
     inv = b.fdiv(_const(1.0), dh)
     q0 = b.fmul(th, inv)
     rem = f.fma(b.fneg(q0), dh, th)                     # th - q0 dh, nearly exact
-    q1 = b.fmul(b.fsub(b.fadd(rem, tl), b.fmul(q0, dl)), inv)
+    q1 = b.fmul(f.fma(b.fneg(q0), dl, b.fadd(rem, tl)), inv)
     y = f.copysign(b.fadd(q0, q1), x)
     y = f.select(f.lt(a, _const(2.0 ** -28)), x, y)    # tanh(x) = x - x^3/3 rounds to x
     return f.select(b.fcmp_unordered("uno", x, x), x, y)
