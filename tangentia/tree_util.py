@@ -1196,15 +1196,16 @@ def tree_flatten_with_path(tree, is_leaf: Callable[..., bool] | None = None,
 
 def tree_leaves_with_path(tree, is_leaf: Callable[..., bool] | None = None,
                           is_leaf_takes_path: bool = False) -> list:
-    """List of ``(key_path, leaf)`` pairs of ``tree`` (``is_leaf`` as in
-    :func:`tree_flatten_with_path`)."""
+    """List of ``(key_path, leaf)`` pairs of ``tree`` (``is_leaf`` and
+    ``is_leaf_takes_path`` as in :func:`tree_flatten_with_path`)."""
     return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
 
 
 def tree_map_with_path(f: Callable[..., Any], tree, *rest,
                        is_leaf: Callable[..., bool] | None = None,
                        is_leaf_takes_path: bool = False):
-    """Like :func:`tree_map` but calls ``f(key_path, x, *xs)`` (``is_leaf`` as in
+    """Like :func:`tree_map` but calls ``f(key_path, x, *xs)`` (``rest``, ``is_leaf``
+    and ``is_leaf_takes_path`` as in :func:`tree_map` and
     :func:`tree_flatten_with_path`)."""
     path_leaves, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
     others = _flatten_rest(treedef, rest, "tree_map_with_path")

@@ -86,7 +86,7 @@ def optimizer(opt_maker: Callable[..., tuple]) -> Callable[..., Optimizer]:
       ...     return (lambda x: x), (lambda i, g, x: x / 2), (lambda x: x)
       >>> init, update, get_params = halve()
       >>> get_params(update(0, {"a": 0.0}, init({"a": np.ones(2)})))
-      {'a': Array([0.5, 0.5])}
+      {'a': array([0.5, 0.5])}
     """
     @functools.wraps(opt_maker)
     def tree_opt_maker(*args, **kwargs):
@@ -301,11 +301,11 @@ def adam(step_size, b1=0.9, b2=0.999, eps=1e-8):
       >>> from tangentia.example_libraries import optimizers
       >>> init, update, get_params = optimizers.adam(0.1)
       >>> state = init({"w": tnp.ones(2)})
-      >>> for i in range(100):
+      >>> for i in range(300):
       ...     g = tg.grad(lambda p: tnp.sum((p["w"] - 3.0) ** 2))(get_params(state))
       ...     state = update(i, g, state)
-      >>> get_params(state)["w"].round(2)
-      Array([3., 3.])
+      >>> [round(float(w), 4) for w in get_params(state)["w"]]
+      [3.0, 3.0]
     """
     step_size = make_schedule(step_size)
 

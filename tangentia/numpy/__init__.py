@@ -29,6 +29,7 @@ This file only gathers the public names; the code is in one module per topic
 ``fft``            ``tangentia.numpy.fft``
 ``linalg``         ``tangentia.numpy.linalg``
 ``_polyfit``       ``poly``, ``polydiv``, ``polyfit``, ``roots`` (after linalg: eigenvalues, lstsq)
+``_ufunc``         ``ufunc``, ``frompyfunc``; the ufunc methods of ``add``, ``multiply``, ...
 """
 from __future__ import annotations
 
@@ -102,8 +103,11 @@ from ._functional import (  # noqa: F401
 from . import _array_methods
 from . import fft, linalg  # noqa: F401
 from ._polyfit import poly, polydiv, polyfit, roots  # noqa: F401
+from . import _ufunc
+from ._ufunc import frompyfunc, ufunc  # noqa: F401
 
 _array_methods.install()
+_ufunc.install()
 
 __all__ = [
     "abs", "absolute", "acos", "acosh", "add", "all", "allclose", "amax", "amin", "angle",
@@ -159,7 +163,7 @@ __all__ = [
     "fromstring", "from_dlpack", "load", "save", "savez", "block", "histogram2d", "histogramdd",
     "choose", "compress", "extract", "fill_diagonal", "mask_indices", "place", "put_along_axis",
     "resize", "trim_zeros", "unwrap", "apply_over_axes", "einsum_path", "fromfunction",
-    "packbits", "unpackbits"]
+    "packbits", "unpackbits", "ufunc", "frompyfunc"]
 
 
 def __getattr__(name):
