@@ -10,3 +10,7 @@ are promoted to float64.
 """
 from . import (bernoulli, beta, binom, cauchy, chi2, dirichlet, expon, gamma, laplace,  # noqa: F401
                logistic, multivariate_normal, norm, poisson, t, uniform)
+from . import (betabinom, gennorm, geom, gumbel_l, gumbel_r, multinomial, nbinom,  # noqa: F401
+               pareto, truncnorm, vonmises, wrapcauchy)
+from ._kde import gaussian_kde  # noqa: F401
+from ._summaries import ModeResult, mode, rankdata, sem  # noqa: F401

@@ -1,0 +1,24 @@
+"""The generalized normal distribution (``jax.scipy.stats.gennorm``: ``logpdf``, ``pdf``,
+``cdf``), density ``beta / (2 Gamma(1/beta)) exp(-|x|**beta)``."""
+from __future__ import annotations
+
+from ... import numpy as tnp
+from .. import special as sp
+from ._util import promote
+
+
+def logpdf(x, beta):
+    """The log density at ``x`` with shape ``beta``."""
+    x, beta = promote("gennorm.logpdf", ("x", "beta"), (x, beta))
+    return tnp.log(0.5 * beta) - sp.gammaln(1 / beta) - tnp.abs(x) ** beta
+
+
+def pdf(x, beta):
+    """The density at ``x`` with shape ``beta``."""
+    return tnp.exp(logpdf(x, beta))
+
+
+def cdf(x, beta):
+    """The cumulative distribution at ``x`` with shape ``beta``."""
+    x, beta = promote("gennorm.cdf", ("x", "beta"), (x, beta))
+    return 0.5 * (1 + tnp.sign(x) * sp.gammainc(1 / beta, tnp.abs(x) ** beta))

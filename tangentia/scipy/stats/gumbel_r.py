@@ -1,0 +1,69 @@
+"""The Gumbel distribution of maxima (``jax.scipy.stats.gumbel_r``: ``logpdf``, ``pdf``,
+``logcdf``, ``cdf``, ``logsf``, ``sf``, ``ppf``); NaN where ``scale <= 0``.
+``gumbel_l`` is its mirror image and reuses these functions."""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import numpy as tnp
+from ._util import promote, safe
+
+
+def _log1mexp(x):
+    """``log(1 - exp(-x))`` for ``x >= 0``, accurate for small and large ``x``."""
+    return tnp.where(x < np.log(2.0), tnp.log(-tnp.expm1(-x)), tnp.log1p(-tnp.exp(-x)))
+
+
+def _standard(fname, x, loc, scale):
+    x, loc, scale = promote(fname, ("x", "loc", "scale"), (x, loc, scale))
+    return (x - loc) / scale, scale
+
+
+def _logpdf(z, scale):
+    return tnp.where(scale > 0, -tnp.log(safe(scale > 0, scale, 1.0)) - (z + tnp.exp(-z)), np.nan)
+
+
+def _logcdf(z, scale):
+    return tnp.where(scale > 0, -tnp.exp(-z), np.nan)
+
+
+def _logsf(z, scale):
+    return tnp.where(scale > 0, _log1mexp(tnp.exp(-z)), np.nan)
+
+
+def logpdf(x, loc=0, scale=1):
+    """The log density at ``x`` with location ``loc`` and scale ``scale``."""
+    return _logpdf(*_standard("gumbel_r.logpdf", x, loc, scale))
+
+
+def pdf(x, loc=0, scale=1):
+    """The density at ``x`` with location ``loc`` and scale ``scale``."""
+    return tnp.exp(logpdf(x, loc, scale))
+
+
+def logcdf(x, loc=0, scale=1):
+    """The log cumulative distribution at ``x`` with location ``loc`` and scale ``scale``."""
+    return _logcdf(*_standard("gumbel_r.logcdf", x, loc, scale))
+
+
+def cdf(x, loc=0, scale=1):
+    """The cumulative distribution at ``x`` with location ``loc`` and scale ``scale``."""
+    return tnp.exp(logcdf(x, loc, scale))
+
+
+def logsf(x, loc=0, scale=1):
+    """The log survival function at ``x`` with location ``loc`` and scale ``scale``."""
+    return _logsf(*_standard("gumbel_r.logsf", x, loc, scale))
+
+
+def sf(x, loc=0, scale=1):
+    """The survival function at ``x`` with location ``loc`` and scale ``scale``."""
+    z, scale = _standard("gumbel_r.sf", x, loc, scale)
+    return tnp.where(scale > 0, -tnp.expm1(-tnp.exp(-z)), np.nan)
+
+
+def ppf(p, loc=0, scale=1):
+    """The quantile at probability ``p`` with location ``loc`` and scale ``scale``."""
+    p, loc, scale = promote("gumbel_r.ppf", ("p", "loc", "scale"), (p, loc, scale))
+    ok = (p > 0) & (p < 1)
+    return tnp.where(ok, loc - scale * tnp.log(-tnp.log(safe(ok, p, 0.5))), np.nan)

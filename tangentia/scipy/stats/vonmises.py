@@ -1,0 +1,21 @@
+"""The von Mises distribution (``jax.scipy.stats.vonmises``: ``logpdf``, ``pdf``) on the
+circle, concentration ``kappa > 0`` (NaN otherwise)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import numpy as tnp
+from .. import special as sp
+from ._util import promote
+
+
+def logpdf(x, kappa):
+    """The log density at angle ``x`` with concentration ``kappa``."""
+    x, kappa = promote("vonmises.logpdf", ("x", "kappa"), (x, kappa))
+    out = kappa * (tnp.cos(x) - 1) - tnp.log(2 * np.pi * sp.i0e(kappa))
+    return tnp.where(kappa > 0, out, np.nan)
+
+
+def pdf(x, kappa):
+    """The density at angle ``x`` with concentration ``kappa``."""
+    return tnp.exp(logpdf(x, kappa))
