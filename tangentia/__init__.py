@@ -54,7 +54,10 @@ _install_boundaries(numpy, numpy.linalg, lax, scipy.special, scipy.linalg, nn, r
                     _stats.multivariate_normal, _stats.norm, _stats.poisson, _stats.t,
                     _stats.uniform)
 from . import image  # noqa: E402  (jax.image)
-_install_boundaries(scipy.fft, scipy.integrate, scipy.ndimage, scipy.optimize, scipy.signal, image)
+_install_boundaries(scipy.fft, scipy.integrate, scipy.ndimage, scipy.optimize, scipy.signal, image,
+                    _stats.betabinom, _stats.gennorm, _stats.geom, _stats.gumbel_l,
+                    _stats.gumbel_r, _stats.multinomial, _stats.nbinom, _stats.pareto,
+                    _stats.truncnorm, _stats.vonmises, _stats.wrapcauchy, _stats._summaries)
 # The twins' docstrings: ours, with NumPy's/SciPy's arguments (tangentia/_docstrings.py).
 from ._docstrings import document_public as _document_public
 _document_public()
