@@ -1068,3 +1068,102 @@ def closure_convert(fun, *example_args):
     # What identifies the converted function (for callers that cache on it).
     converted.program = (jaxpr, kept, hoist, in_tree, out_tree)
     return converted, hoisted
+
+
+# ---------------------------------------------------------------------------
+# linear_call
+
+
+def _linear_call_parts(fun, fun_transpose, res_leaves, res_tree, lin_tree):
+    """``(forward, bwd)`` for ``ad.custom_lin_p``: ``fun`` on flat linear leaves, and
+    its transpose as another ``linear_call`` (so transposing twice gives ``fun``)."""
+    n = len(res_leaves)
+    out_trees = []
+
+    def forward(*args):
+        out = fun(tree_unflatten(res_tree, list(args[:n])), tree_unflatten(lin_tree, list(args[n:])))
+        leaves, tree = tree_flatten(out)
+        out_trees.append(tree)
+        return leaves
+
+    def bwd(*args):
+        cts = [np.zeros(c.aval.shape, c.aval.dtype) if type(c) is Zero else c for c in args[n:]]
+        out = linear_call(fun_transpose, fun, tree_unflatten(res_tree, list(args[:n])),
+                          tree_unflatten(out_trees[-1], cts))
+        leaves, tree = tree_flatten(out)
+        if tree != lin_tree:
+            raise TypeError("transpose output pytree structure must match that of linear inputs, "
+                            f"got output structure {tree} and input structure {lin_tree}. "
+                            f"(linear_call: fun_transpose {_fun_name(fun_transpose)} must return "
+                            "a cotangent for each linear argument)")
+        return leaves
+
+    return forward, bwd, out_trees
+
+
+def linear_call(fun, fun_transpose, residual_args, linear_args):
+    """Call a linear function, with a custom implementation for its transpose.
+
+    ``fun(residual_args, linear_args)`` must be linear in ``linear_args``;
+    ``fun_transpose(residual_args, out_cotangent)`` is its transpose with
+    respect to them.  Differentiation (``jvp``, ``linearize``) keeps the call
+    linear (the tangent is ``fun`` of the linear tangents), and transposition
+    (``grad``, ``vjp``, ``linear_transpose``) calls ``fun_transpose``, itself
+    as a ``linear_call`` whose transpose is ``fun``.  ``residual_args`` are
+    not differentiated (as in JAX, they must not depend on what is).
+    ``linear_transpose`` of a function calling ``linear_call`` is not
+    supported (it is in JAX); ``grad``/``vjp`` are.  When ``fun_transpose``
+    is not really ``fun``'s transpose, derivatives of order two and more may
+    differ from JAX's.
+
+    Args:
+      fun: ``(residual_args, linear_args) -> out``, linear in ``linear_args``.
+      fun_transpose: ``(residual_args, out_cotangent) -> linear_args
+        cotangent`` (the structure of ``linear_args``).
+      residual_args: a pytree of the values ``fun`` may be nonlinear in.
+      linear_args: a pytree of the values ``fun`` is linear in.
+
+    Returns:
+      ``fun(residual_args, linear_args)``.
+
+    Examples:
+      >>> import tangentia as tg
+      >>> from tangentia.custom_derivatives import linear_call
+      >>> def f(x):  # the identity, with a transpose that is not (as JAX's example)
+      ...     return linear_call(lambda _, x: x, lambda _, t: 7.0 * t, (), x)
+      >>> float(f(1.0)), float(tg.grad(f)(1.0)), float(tg.jvp(f, (1.0,), (1.0,))[1])
+      (1.0, 7.0, 1.0)
+    """
+    res_leaves, res_tree = tree_flatten(residual_args)
+    lin_leaves, lin_tree = tree_flatten(linear_args)
+    forward, bwd, out_trees = _linear_call_parts(fun, fun_transpose, res_leaves, res_tree,
+                                                 lin_tree)
+    n = len(res_leaves)
+
+    @custom_jvp
+    def call(*leaves):
+        return forward(*leaves)
+
+    def call_jvp(primals, tangents):
+        if any(type(t) is not SymbolicZero for t in tangents[:n]):
+            raise TypeError(f"linear_call({_fun_name(fun)}): residual_args must not be "
+                            "differentiated (they are not involved in the transposition); "
+                            "pass the values to differentiate in linear_args")
+        outs = forward(*primals)
+        lin_dots = [zero_from_primal(p) if type(t) is SymbolicZero else t
+                    for p, t in zip(primals[n:], tangents[n:])]
+        # the tangent map is this same call (differentiating it again keeps the custom
+        # transpose); its transpose is bwd, a linear_call of fun_transpose
+        out_dots = custom_lin_p.bind(
+            *primals[:n], *lin_dots, num_res=n, bwd=bwd, forward=lambda *xs: list(call(*xs)),
+            out_avals=tuple(core.tangent_aval(core.get_aval(y)) for y in outs),
+            name=f"linear_call({_fun_name(fun)})")
+        return outs, list(out_dots)
+
+    call.defjvp(call_jvp, symbolic_zeros=True)
+
+    outs = call(*res_leaves, *lin_leaves)
+    return tree_unflatten(out_trees[-1], list(outs))
+
+
+__all__.append("linear_call")
