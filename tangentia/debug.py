@@ -19,6 +19,9 @@ programs show its format string.
 from __future__ import annotations
 
 import builtins as _builtins
+import pdb as _pdb
+import sys as _sys
+import warnings as _warnings
 
 import numpy as np
 
@@ -28,7 +31,7 @@ from .core import Primitive
 from .numpy import take as _take
 from .tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["print", "callback"]
+__all__ = ["print", "callback", "breakpoint"]
 
 
 def _effect_primitive(name, run, print_params):
@@ -152,3 +155,43 @@ def callback(callback, *args, ordered=False, **kwargs):
                         f"{type(callback).__name__}")
     leaves, tree = _flatten_args("debug.callback", args, kwargs)
     debug_callback_p.bind(*leaves, callback=callback, tree=tree, ordered=bool(ordered))
+
+
+# ---------------------------------------------------------------------------
+# debug.breakpoint
+
+
+def _breakpoint_run(**values):
+    """Open pdb in this frame: ``values`` is the dict of the concrete values."""
+    if not _sys.stdin or not _sys.stdin.isatty():
+        _warnings.warn("debug.breakpoint: standard input is not an interactive terminal; "
+                       "continuing without stopping", RuntimeWarning, stacklevel=2)
+        return
+    _pdb.Pdb().set_trace(_sys._getframe())
+
+
+def breakpoint(*, backend=None, filter_frames=True, num_frames=None, ordered=False,  # noqa: A001
+               token=None, **kwargs):
+    """Stop in Python's debugger (pdb) with concrete values, also from inside
+    ``jit``, ``vmap`` (once per element) and differentiated code, as
+    ``jax.debug.breakpoint``.
+
+    The values to inspect are passed as keyword arguments: the debugger opens
+    in a frame where ``values`` is the dict of their concrete NumPy values
+    (``p values["x"]``; JAX's debugger shows the traced function's frames
+    instead).  When standard input is not an interactive terminal it warns
+    (RuntimeWarning) and continues.
+
+    Args:
+      backend: accepted for JAX compatibility (pdb is the one debugger).
+      filter_frames: accepted for JAX compatibility.
+      num_frames: accepted for JAX compatibility.
+      ordered: accepted for JAX compatibility (effects happen in order).
+      token: returned unchanged (JAX's optional ordering token).
+      **kwargs: the values to inspect (arrays or pytrees, traced or not).
+
+    Returns:
+      ``token``.
+    """
+    callback(_breakpoint_run, ordered=ordered, **kwargs)
+    return token
