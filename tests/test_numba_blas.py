@@ -165,10 +165,12 @@ def test_random_dimension_numbers_match_numpy(cases, seed):
     check_close(f, *args, rtol=1e-4 if F32 in [c[3] for c in cases] else 1e-12)
 
 
-def test_numpy_calls_programs_update_the_products_buffer():
+def test_numpy_calls_programs_update_the_products_buffer(monkeypatch):
     """A loop-free program over large arrays runs as NumPy calls; a product is
     a new array, so the SGD update ``W - lr * (x.T @ g)`` and ``x @ W + b``
     write into its buffer (``out=``) instead of allocating."""
+    # (with its own GEMM, the numba backend compiles this product-bound program whole)
+    monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "blas")
     W, x, g, b = data((300, 200), F64, 18), data((200, 300), F64, 19), data((200, 200), F64, 20), data((200,), F64, 21)
 
     def step(W, x, g, b):

@@ -199,3 +199,22 @@ def test_batched_products_and_gradients(monkeypatch):
     check(lambda *args: list(grad(*args)), w1, w2, xb, rtol=1e-12)
     src = NUMBA.source(program(lambda *args: list(grad(*args)), w1, w2, xb)[0])
     assert len(re.findall(r"_gemm\d+\(", src)) >= 3, src
+
+
+@needs_avx512
+def test_gemm_bound_programs_leave_the_numpy_calls_path(monkeypatch):
+    """A loop-free program over large arrays whose products dominate (a layer and
+    its gradient) is compiled whole, calling ``_gemm``; with the switch at
+    ``blas`` it runs as NumPy calls (numpy.matmul), as before."""
+    x, w = data((128, 256), F64, 8), data((256, 256), F64, 9) / 16
+
+    def make():
+        return lambda x, w: [tnp.tanh(x @ w), tg.grad(lambda w: tnp.sum(tnp.tanh(x @ w)))(w)]
+    monkeypatch.delenv("TANGENTIA_NUMBA_GEMM", raising=False)
+    jaxpr = program(make(), x, w)[0]
+    src = NUMBA.source(jaxpr)
+    assert "NumPy calls" not in src and len(re.findall(r"_gemm\d+\(", src)) == 2, src
+    check(make(), x, w, rtol=1e-12)
+    monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "blas")
+    assert NUMBA.source(program(make(), x, w)[0]).startswith(
+        "# numba backend: a loop-free program over large arrays runs as NumPy calls")

@@ -85,7 +85,7 @@ from ..backend import Backend, register_backend
 from . import elementwise_loop, helpers, vecmath, vecmath_trig
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
                       _weight, AV, ZV)
-from .rules import ELEMENTWISE, FUSIBLE, ROWS, RULES, all_primitives, lowering_paths
+from .rules import ELEMENTWISE, FUSIBLE, ROWS, RULES, all_primitives, gemm_bound, lowering_paths
 
 __all__ = ["NumbaBackend", "all_primitives", "lowering_paths", "SMALL"]
 _NJIT_OPTIONS = dict(error_model="numpy")
@@ -399,7 +399,8 @@ def vector_bound(jaxpr):
         return True
 
     result = (walk(jaxpr) and bool(sizes)
-              and sum(s for s in sizes if s >= LARGE) >= 0.9 * sum(sizes))
+              and sum(s for s in sizes if s >= LARGE) >= 0.9 * sum(sizes)
+              and not gemm_bound(jaxpr, sum(sizes)))    # (its own GEMM beats BLAS: compiled)
     jaxpr.cache["numba_vector_bound"] = result
     return result
 

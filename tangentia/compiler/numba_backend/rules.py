@@ -8,7 +8,7 @@ import numpy as np
 from ...core import Literal
 from ...primitives.control_flow import split
 from .codegen import (AV, LV, SV, ZV, BLAS_MIN_FLOPS, UNROLL, needs_static, _F4, _I8, _bidx, _cast,
-                      _dt, _is_float0, _kernel_table, _lit, _ravel, _shape_str, _size, _wrap)
+                      _dt, _is_float0, _kernel_table, _lit, _nested, _ravel, _shape_str, _size, _wrap)
 from . import gemm, special, windows
 
 def _loop_dtypes(eqn):
@@ -557,18 +557,47 @@ FUSED_DOT_K = 4   # contractions over at most this many elements are fused expre
 BATCHED_BLAS_MIN = 1 << 14
 
 
+# A loop-free program over large arrays runs as NumPy calls (``vector_bound`` in
+# numba_backend/__init__.py), unless the contractions that ``gemm._gemm`` would
+# compute do at least this many multiply-adds per element of the program's values:
+# then its products gain more over BLAS than its elementwise loops can lose to
+# NumPy's ufuncs (the MLP step: ~68 per element).
+GEMM_BOUND = 32
+
+
+def _dot_dims(x_shape, y_shape, dimension_numbers):
+    """(lhs free dims, rhs free dims, m, n, k, batch size) of a ``dot_general``."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    lf = [i for i in range(len(x_shape)) if i not in lc and i not in lb]
+    rf = [i for i in range(len(y_shape)) if i not in rc and i not in rb]
+    return (lf, rf, _size([x_shape[i] for i in lf]), _size([y_shape[i] for i in rf]),
+            _size([x_shape[i] for i in lc]), _size([x_shape[i] for i in lb]))
+
+
+def gemm_bound(jaxpr, elements):
+    """Whether ``jaxpr``'s contractions (nested programs included) that ``gemm._gemm``
+    would compute do at least ``GEMM_BOUND * elements`` multiply-adds."""
+    def walk(j):
+        total = 0
+        for eqn in j.eqns:
+            total += sum(walk(q) for q in _nested(eqn))
+            if eqn.prim.name == "dot_general":
+                x, y = (v.aval for v in eqn.inputs)
+                _, _, m, n, k, nb = _dot_dims(x.shape, y.shape, eqn.params["dimension_numbers"])
+                if gemm.use_gemm(eqn.outputs[0].aval.dtype, m, n, k):
+                    total += nb * m * n * k
+        return total
+    return walk(jaxpr) >= GEMM_BOUND * elements
+
+
 def _dot_general(g, eqn, ins):
     x, y = ins
     out = eqn.outputs[0].aval
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     dt = out.dtype
-    lf = [i for i in range(len(x.shape)) if i not in lc and i not in lb]
-    rf = [i for i in range(len(y.shape)) if i not in rc and i not in rb]
+    lf, rf, m, n, k, _ = _dot_dims(x.shape, y.shape, eqn.params["dimension_numbers"])
     csh = [x.shape[i] for i in lc]
     bsh = [x.shape[i] for i in lb]
-    m = _size([x.shape[i] for i in lf])
-    n = _size([y.shape[i] for i in rf])
-    k = _size(csh)
     nb, nlf = len(lb), len(lf)
 
     def indices(o_idx, c_idx):
