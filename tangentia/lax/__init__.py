@@ -92,3 +92,8 @@ __all__ = [
     "optimization_barrier", "pad", "rev", "select_n", "sort_key_val", "split", "stack", "tile",
     "top_k", "unstack", "with_sharding_constraint",
 ]
+
+# JAX's primitive names (lax.add_p, lax.cond_p, ...): ours where one means the same
+from . import primitive_names as _primitive_names  # noqa: E402
+globals().update({n: getattr(_primitive_names, n) for n in _primitive_names.__all__
+                  if n.endswith("_p")})
