@@ -35,9 +35,10 @@ are summed without error (Fast2Sum, TwoSum) and only the small terms round, so
 there is no cancellation near ``x = 0`` or ``k = +-1``.  Error below 0.6 ulp
 (measured; NumPy's: 0.52); ``expm1(-0.0) = -0.0``, ``expm1(-inf) = -1``,
 overflow where NumPy's (exp's) threshold is.  ``_vtanh(x)`` is ``tanh``:
-``t / (t + 2)`` for ``t = expm1(2|x|)`` kept as a double-double, the quotient
-corrected by its exact remainder (one division), rounded once and given the
-sign of ``x``: error below 0.6 ulp (measured; NumPy's SIMD tanh reaches 1.2),
+``(E - 1) / (E + 1)`` for ``E = exp(2|x|)`` from the same exact sum, numerator
+and denominator as double-doubles, the quotient corrected by its remainder
+(one division), rounded once and given the sign of ``x``: error below 0.6 ulp
+(measured; NumPy's SIMD tanh reaches 1.2),
 exactly odd, ``x`` itself where ``|x| < 2^-28`` (subnormals too), +-1 exactly
 where the true value rounds to it (``|x| > 19.06``), NaN stays NaN.
 """
@@ -177,14 +178,13 @@ def _exp_ir(f, x):
     return f.select(b.fcmp_unordered("uno", x, x), x, y)
 
 
-def _expm1_parts(f, xc, huge=True):
-    """``(hi, lo, k_b)`` with ``expm1(xc) = (hi + lo) 2^k_b`` (``lo`` not
-    normalized: up to 2% of ``hi``), for a double ``xc`` in [-40, 710]:
-    ``2^k (1 + r + r^2/2 + c) - 1`` with ``c = r^3 q3(r) + r_err exp(r)``, where
-    ``2^k``, ``2^k r``, ``2^k r^2/2`` (its leading double) and ``-1`` are summed
-    exactly (Fast2Sum, TwoSum) and only small terms round.  ``2^k`` is ``2^k_a
-    2^k_b`` with ``k_a <= 1020``; ``k_b > 0`` only where the ``-1`` is far below
-    the last place (``huge=False``: ``xc <= 700``, ``k_b = 0``)."""
+def _exp_parts(f, xc, huge=True):
+    """``(hi, lo, k_b)`` with ``exp(xc) = (hi + lo) 2^k_b``, ``hi >= 1/2^58``
+    the exact sum of ``2^k``, ``2^k r`` and ``2^k r^2/2`` (its leading double;
+    Fast2Sum), ``lo`` the rest (their rounding errors and ``2^k (r^3 q3(r) +
+    r_err exp(r))``, up to 2% of ``hi``), for a double ``xc`` in [-40, 710].
+    ``2^k`` is ``2^k_a 2^k_b`` with ``k_a <= 1020`` (``huge=False``: ``xc <=
+    700``, ``k_b = 0``)."""
     b = f.b
     kd, r, r_err, q3 = _reduce(f, xc, _EXPM1_Q[1:])    # q3 = (q - 1/2) / r
     rr = b.fmul(r, r)
@@ -196,17 +196,18 @@ def _expm1_parts(f, xc, huge=True):
     sr = b.fmul(s, r)                                   # exact (a power of two), as is
     srr = b.fmul(b.fmul(s, _const(0.5)), rr)            # this
     h1, l1 = f.fast_two_sum(s, sr)                      # |s| >= |s r|
-    h2, l2 = f.fast_two_sum(h1, srr)                    # |s (1 + r)| >= |s r^2 / 2|
-    hi, l3 = f.two_sum(h2, _const(-1.0))
-    return hi, b.fadd(l3, f.fma(s, c, b.fadd(l1, l2))), b.sub(k, k_a)
+    hi, l2 = f.fast_two_sum(h1, srr)                    # |s (1 + r)| >= |s r^2 / 2|
+    return hi, f.fma(s, c, b.fadd(l1, l2)), b.sub(k, k_a)
 
 
 def _expm1_ir(f, x):
-    """The IR of ``expm1`` of the double ``x``: ``(hi + lo) 2^k_b`` of
-    ``_expm1_parts`` (``-1`` below -40, where ``expm1`` rounds to it)."""
+    """The IR of ``expm1`` of the double ``x``: ``_exp_parts``' ``hi - 1`` exact
+    (TwoSum), ``lo`` and the error added, rounded once (``-1`` below -40, where
+    ``expm1`` rounds to it)."""
     b = f.b
-    hi, lo, k_b = _expm1_parts(f, _clamp(f, x, _EXPM1_X_MIN, _X_MAX))
-    y = b.fmul(b.fadd(hi, lo), f.pow2(k_b))
+    hi, lo, k_b = _exp_parts(f, _clamp(f, x, _EXPM1_X_MIN, _X_MAX))
+    hi, lo1 = f.two_sum(hi, _const(-1.0))
+    y = b.fmul(b.fadd(hi, b.fadd(lo1, lo)), f.pow2(k_b))
     # |x| < 2^-30: x + x^2/2 (there 1 + r rounds off much of r, and lo rounds)
     y = f.select(f.lt(f.fabs(x), _const(2.0 ** -30)), f.fma(b.fmul(x, _const(0.5)), x, x), y)
     y = f.select(b.fcmp_ordered("==", x, _const(0.0)), x, y)          # (keeps -0.0)
@@ -214,21 +215,22 @@ def _expm1_ir(f, x):
 
 
 def _tanh_ir(f, x):
-    """The IR of ``tanh`` of the double ``x``: ``t / (t + 2)`` for ``t =
-    expm1(2|x|)`` (``|x|`` clamped to 20, where ``tanh`` rounds to 1) in double-double
-    arithmetic, rounded once, with the sign of ``x``."""
+    """The IR of ``tanh`` of the double ``x``: ``(E - 1) / (E + 1)`` for ``E =
+    exp(2|x|)`` (``|x|`` clamped to 20, where ``tanh`` rounds to 1) from
+    ``_exp_parts`` (``E >= 1``, so ``hi -+ 1`` are exact by Fast2Sum), the
+    quotient corrected by its remainder, rounded once, with the sign of ``x``."""
     b = f.b
     a = f.fabs(x)
     a = f.select(f.lt(a, _const(_TANH_X_ONE)), a, _const(_TANH_X_ONE))      # (NaN -> 20)
-    hi, lo, _ = _expm1_parts(f, b.fadd(a, a), huge=False)
-    # (1 / dh must be 1 / (t + 2) nearly; |hi| >= |lo| where a >= 2^-28)
-    th, tl = f.fast_two_sum(hi, lo)
-    dh, dl = f.two_sum(th, _const(2.0))
-    dl = b.fadd(dl, tl)                                 # t + 2 == dh + dl
+    hi, lo, _ = _exp_parts(f, b.fadd(a, a), huge=False)
+    nh, nl = f.fast_two_sum(hi, _const(-1.0))
+    nh, nl = f.fast_two_sum(nh, b.fadd(nl, lo))         # E - 1 == nh + nl, normalized
+    dh, dl = f.fast_two_sum(hi, _const(1.0))
+    dh, dl = f.fast_two_sum(dh, b.fadd(dl, lo))         # E + 1 == dh + dl, normalized
     inv = b.fdiv(_const(1.0), dh)
-    q0 = b.fmul(th, inv)
-    rem = f.fma(b.fneg(q0), dh, th)                     # th - q0 dh, nearly exact
-    q1 = b.fmul(f.fma(b.fneg(q0), dl, b.fadd(rem, tl)), inv)
+    q0 = b.fmul(nh, inv)
+    rem = f.fma(b.fneg(q0), dh, nh)                     # nh - q0 dh, nearly exact
+    q1 = b.fmul(f.fma(b.fneg(q0), dl, b.fadd(rem, nl)), inv)
     y = f.copysign(b.fadd(q0, q1), x)
     y = f.select(f.lt(a, _const(2.0 ** -28)), x, y)    # tanh(x) = x - x^3/3 rounds to x
     return f.select(b.fcmp_unordered("uno", x, x), x, y)
