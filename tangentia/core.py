@@ -315,11 +315,15 @@ def run_suspended(trace, kind, name, rule, *args):
         mark = _SUSPENDED[kind, name] = Suspended(kind, name)
     trace.alive = mark
     token = _trace_ctx.set(trace.parent)
-    rule_token = custom_rule_ctx.set(name if kind == "custom_jvp" else None)
+    if kind == "custom_jvp":
+        rule_token = custom_rule_ctx.set(name)
+    else:  # cleared, if set (a context-variable write costs more than the rest of this function)
+        rule_token = None if custom_rule_ctx.get() is None else custom_rule_ctx.set(None)
     try:
         return rule(*args)
     finally:
-        custom_rule_ctx.reset(rule_token)
+        if rule_token is not None:
+            custom_rule_ctx.reset(rule_token)
         _trace_ctx.reset(token)
         trace.alive = True
 
