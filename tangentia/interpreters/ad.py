@@ -323,7 +323,9 @@ class JVPTrace(core.Trace):
             p, t = outs
             if type(t) is Zero:
                 return [p]
-            return [JVPTracer(self, _internal(p), t)]
+            r = _new(JVPTracer)  # JVPTracer(self, _internal(p), t) without an __init__ frame
+            r._trace, r.primal, r.tangent = self, _internal(p), t
+            return [r]
         n = len(outs) // 2
         return [p if type(t) is Zero else JVPTracer(self, _internal(p), t)
                 for p, t in zip(outs[:n], outs[n:])]
@@ -363,9 +365,11 @@ class JVPTrace(core.Trace):
             custom_lin_p, lin_in, {"num_res": len(res), "out_avals": out_avals, "name": name,
                                    "bwd": functools.partial(params["bwd"], res_tree)})
         if len(plain_outs) == 1:  # one output
-            a = out_avals[0]
-            return [plain_outs[0] if a.dtype is dtypes.float0
-                    else JVPTracer(self, plain_outs[0], out_tans[0])]
+            if out_avals[0].dtype is dtypes.float0:
+                return plain_outs
+            r = _new(JVPTracer)  # JVPTracer(self, plain_outs[0], out_tans[0]) without a frame
+            r._trace, r.primal, r.tangent = self, plain_outs[0], out_tans[0]
+            return [r]
         return [p if a.dtype is dtypes.float0 else JVPTracer(self, p, t)
                 for p, t, a in zip(plain_outs, out_tans, out_avals)]
 
