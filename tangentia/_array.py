@@ -227,7 +227,10 @@ def public(fn, module, name):
     For the unary and binary functions made by ``core.eager_dispatch``, the
     twin binds the primitive itself under a transformation, as ``fn`` does (no
     extra call on the hot path of eager ``grad``), and eagerly unwraps an
-    ``ArrayImpl`` argument before NumPy sees it.
+    ``ArrayImpl`` argument before NumPy sees it.  On arrays under an
+    interpreter that evaluates untraced values eagerly (``Trace.eval_known``:
+    a custom rule run on known values while ``grad`` linearizes eagerly) it
+    calls ``fn``, which takes its eager path there, instead of binding.
     """
     get = core.current_trace
     EVAL = core.EVAL_TRACE
@@ -253,6 +256,9 @@ def public(fn, module, name):
                     return fn(x.view(_ndarray) if type(x) is ArrayImpl else x).view(ArrayImpl)
                 finally:
                     reset(token)
+            t = type(x)
+            if (t is _ndarray or t is ArrayImpl) and trace.eval_known:
+                return fn(x if t is _ndarray else x.view(_ndarray)).view(ArrayImpl)
             out = trace.process_primitive(prim, (x,), {})
             return out if type(out) is not _ndarray else out.view(ArrayImpl)
     else:
@@ -265,6 +271,11 @@ def public(fn, module, name):
                               y.view(_ndarray) if type(y) is ArrayImpl else y).view(ArrayImpl)
                 finally:
                     reset(token)
+            tx, ty = type(x), type(y)
+            if ((tx is _ndarray or tx is ArrayImpl) and (ty is _ndarray or ty is ArrayImpl)
+                    and trace.eval_known):
+                return fn(x if tx is _ndarray else x.view(_ndarray),
+                          y if ty is _ndarray else y.view(_ndarray)).view(ArrayImpl)
             out = trace.process_primitive(prim, (x, y), {})
             return out if type(out) is not _ndarray else out.view(ArrayImpl)
     functools.update_wrapper(twin, fn)

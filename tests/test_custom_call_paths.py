@@ -3,6 +3,8 @@ concrete arguments under eager evaluation, or inside a rule under eager
 ``grad``, calls the function without binding; a call with one perturbed
 argument reaches the rule directly.  Each must give what the general path
 gives: values, types, which user code runs, and the program-cache keys."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -110,3 +112,52 @@ def test_rule_keys_are_stable_and_follow_the_definition():
     assert k1 is not None and k1 == k2 and hash(k1) == hash(k2)
     sj.defjvp(lambda p, t: (sj(p[0]), t[0]))
     assert key() != k1
+
+
+def test_public_functions_on_known_values_inside_rules():
+    """Inside rules run on known values under eager ``grad``, the public
+    unary and binary functions give what eager evaluation gives (eager
+    results, NumPy's values, ArrayImpl arguments accepted), and NumPy's
+    warnings still point at the user's line, reported for ``grad``."""
+    seen = []
+
+    def record(*vals):
+        seen.extend(vals)
+        return vals[0]
+
+    @tg.custom_vjp
+    def sv(x):
+        return tnp.sin(x)
+
+    def fwd(x):
+        s = tnp.sin(x)
+        c = tnp.cos(x)
+        record(s, c, tnp.multiply(s, x), tnp.multiply(x, c), tnp.add(s, c), tnp.exp(c))
+        tnp.log(tnp.multiply(x, 0.0))  # warns
+        return s, c
+
+    sv.defvjp(fwd, lambda c, g: (c * g,))
+
+    @tg.custom_jvp
+    def sj(x):
+        return tnp.sin(x)
+
+    sj.defjvp(lambda p, t: (sj(p[0]), record(tnp.cos(p[0])) * t[0]))
+
+    for f in (sv, sj):
+        seen.clear()
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            g = tg.grad(lambda x: tnp.sum(f(x)))(X)
+        np.testing.assert_allclose(g, np.cos(X), rtol=1e-15)
+        assert seen and all(type(v) is ArrayImpl for v in seen)
+        assert seen[0].at[0].set(5.0)[0] == 5.0
+        fp = [w for w in warned if issubclass(w.category, RuntimeWarning)]
+        if f is sj:
+            assert not fp
+            continue
+        s, c = np.sin(X), np.cos(X)
+        for got, want in zip(seen, [s, c, s * X, X * c, s + c, np.exp(c)], strict=True):
+            np.testing.assert_array_equal(got, want)
+        assert len(fp) == 1 and fp[0].filename == __file__
+        assert str(fp[0].message) == "divide by zero encountered in grad"
