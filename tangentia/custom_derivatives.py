@@ -179,6 +179,7 @@ _LEAF_TREE = tree_structure(0)
 
 
 _ndarray = np.ndarray
+_new = object.__new__
 _ARRAYS = (np.ndarray, Tracer)
 _SCALARS = (np.generic, float, int, complex)
 _EVAL = core.EVAL_TRACE
@@ -406,7 +407,9 @@ class _CustomFunction:
         trace's ``_PROCESS`` method, as its ``bind`` would, with ``params`` as
         they are) with this call's flat rules: the methods ``_RULE_PARAMS`` of a
         ``_CALL`` made for it."""
-        call = self._CALL(self, ca, len(dyn))
+        call = _new(self._CALL)  # _CALL(self, ca, len(dyn)) without an __init__ frame
+        call.owner, call.rules, call.ca, call.n_dyn, call.out_tree = (
+            self, self._rules, ca, len(dyn), None)
         params = self._params.copy()
         for k in self._RULE_PARAMS:
             params[k] = getattr(call, k)
@@ -470,16 +473,10 @@ class _Call:
     split (``ca``, see ``_Args``; None when each argument is one array), the
     number of leading nondiff arrays (``n_dyn``), and the output structure
     (``out_tree``, None until a rule computing the primal output records it).
-    It holds no tracer (see ``_Args``)."""
+    It holds no tracer (see ``_Args``).  ``_CustomFunction._bind`` makes one
+    per call, setting the slots directly (no ``__init__`` frame)."""
 
     __slots__ = ("owner", "rules", "ca", "n_dyn", "out_tree")
-
-    def __init__(self, owner, ca, n_dyn):
-        self.owner = owner
-        self.rules = owner._rules
-        self.ca = ca
-        self.n_dyn = n_dyn
-        self.out_tree = None
 
     def fun(self, *xs):
         """The custom function with flat inputs (see ``_Args``) and outputs."""
@@ -1111,10 +1108,6 @@ def linear_call(fun, fun_transpose, residual_args, linear_args):
     (``grad``, ``vjp``, ``linear_transpose``) calls ``fun_transpose``, itself
     as a ``linear_call`` whose transpose is ``fun``.  ``residual_args`` are
     not differentiated (as in JAX, they must not depend on what is).
-    ``linear_transpose`` of a function calling ``linear_call`` is not
-    supported (it is in JAX); ``grad``/``vjp`` are.  When ``fun_transpose``
-    is not really ``fun``'s transpose, derivatives of order two and more may
-    differ from JAX's.
 
     Args:
       fun: ``(residual_args, linear_args) -> out``, linear in ``linear_args``.
