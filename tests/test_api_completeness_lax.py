@@ -146,7 +146,8 @@ def _run_jax_program(jaxpr, consts, args):
             bound += outs[1]
             outs = outs[0]
         else:
-            ours = getattr(L, name.replace("-", "_") + "_p")
+            attr = name.replace("-", "_") + "_p"
+            ours = getattr(L, attr) if hasattr(L, attr) else getattr(L.linalg, attr)
             outs = ours.bind(*[read(v) for v in eqn.invars], **eqn.params)
             bound.append(name)
             if not eqn.primitive.multiple_results:
@@ -195,3 +196,83 @@ def test_collective_names_under_named_vmap():
         v, all_gather_dimension=0, axis_name="i", axis_index_groups=None, axis_size=3,
         tiled=False), axis_name="i")(x)
     np.testing.assert_allclose(gathered[1], x)
+
+
+# ------------------------------------------------------------------ lax.linalg
+
+JLL = jax.lax.linalg
+LINALG_EXCLUDED = {
+    "qdwh": "the QDWH polar iteration is not implemented (its iteration count is part of "
+            "its result); tangentia.scipy.linalg.polar computes the polar decomposition",
+}
+A = RNG.normal(size=(4, 4))
+S = A + A.T
+H, TAUS = np.linalg.qr(A[:, :3], mode="raw")
+H = H.T
+DL, D, DU = np.r_[0, RNG.normal(size=3)], RNG.normal(size=4) + 3, np.r_[RNG.normal(size=3), 0]
+R = np.linalg.cholesky(S @ S.T + np.eye(4)).T
+
+LINALG_CASES = [   # (function of the module M = jax.lax.linalg or tangentia.lax.linalg, operands)
+    (lambda M, a: M.eig(a), (A,)),
+    (lambda M, a: M.eig(a, compute_left_eigenvectors=False), (A,)),
+    (lambda M, a: M.eig(a[None] * np.array([1.0, 2.0])[:, None, None]), (A,)),
+    (lambda M, a: M.schur(a), (A,)), (lambda M, a: M.hessenberg(a), (A,)),
+    (lambda M, s: M.tridiagonal(s), (S,)), (lambda M, s: M.tridiagonal(s, lower=False), (S,)),
+    (lambda M, h, t: M.householder_product(h, t), (H, TAUS)),
+    (lambda M, h, t: M.householder_product(h + 0.5j * h, t - 0.1j), (H, TAUS)),
+    (lambda M, h, t, c: M.ormqr(h, t, c), (H, TAUS, A[:, :3])),
+    (lambda M, h, t, c: M.ormqr(h, t, c, left=False, transpose=True), (H, TAUS, A[:2])),
+    (lambda M, dl, d, du, b: M.tridiagonal_solve(dl, d, du, b), (DL, D, DU, A[:, :2])),
+    (lambda M, r, w: M.cholesky_update(r, w), (R, A[0])),
+    (lambda M, a, c: M.symmetric_product(a, c, alpha=2.0, beta=0.5, symmetrize_output=True),
+     (A[:, :3], S)),
+    (lambda M, s: M.cholesky(s @ s.T + np.eye(4)), (S,)), (lambda M, s: M.eigh(s), (S,)),
+    (lambda M, a: M.lu(a), (A,)), (lambda M, a: M.qr(a, full_matrices=False), (A[:, :3],)),
+    (lambda M, a: M.svd(a), (A,)), (lambda M, a: M.svd(a, compute_uv=False), (A,)),
+    (lambda M, a, b: M.triangular_solve(a, b, left_side=True, lower=True), (R.T, A[:, :2])),
+]
+
+
+def test_every_jax_lax_linalg_name_is_provided_or_excluded():
+    names = {n for n in dir(JLL) if not n.startswith("_")}
+    assert sorted(n for n in names if not hasattr(L.linalg, n)
+                  and n not in LINALG_EXCLUDED) == []
+    assert set(LINALG_EXCLUDED) <= names
+
+
+@pytest.mark.parametrize("case", range(len(LINALG_CASES)))
+def test_lax_linalg_functions_and_primitive_names_match_jax(case):
+    """Our function called as JAX's, and JAX's program bound through our names."""
+    fn, args = LINALG_CASES[case]
+    expected = jax.tree_util.tree_leaves(fn(JLL, *args))
+    closed = jax.make_jaxpr(lambda *a: fn(JLL, *a))(*args)
+    outs, bound = _run_jax_program(closed.jaxpr, closed.consts, args)
+    ours = jax.tree_util.tree_leaves(fn(L.linalg, *args))
+    assert bound and len(outs) == len(ours) == len(expected)
+    for o, p, e in zip(outs, ours, expected):
+        np.testing.assert_allclose(np.asarray(o), np.asarray(e), rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(np.asarray(p), np.asarray(e), rtol=1e-8, atol=1e-10)
+
+
+def test_lax_linalg_compositions_differentiate():
+    def fd(f, x, eps=1e-6):
+        g = np.zeros_like(x)
+        for i in np.ndindex(x.shape):
+            e = np.zeros_like(x)
+            e[i] = eps
+            g[i] = (f(x + e) - f(x - e)) / (2 * eps)
+        return g
+
+    cases = [lambda d: tg.numpy.sum(L.linalg.tridiagonal_solve(DL, d, DU, A[:, :2]) ** 2),
+             lambda h: tg.numpy.sum(L.linalg.householder_product(h, TAUS) * A[:, :3]),
+             lambda w: tg.numpy.sum(L.linalg.cholesky_update(R, w) ** 2),
+             lambda a: tg.numpy.sum(tg.numpy.real(L.linalg.eig(a, compute_left_eigenvectors=False,
+                                                                compute_right_eigenvectors=False
+                                                                )[0]) ** 3)]
+    for f, x in zip(cases, (D, H, A[0], A)):
+        np.testing.assert_allclose(tg.grad(f)(x), fd(lambda v: float(f(v)), x), rtol=1e-5,
+                                   atol=1e-8)
+    # the LAPACK-backed ones stage under jit and vmap
+    batch = RNG.normal(size=(2, 4, 4))
+    np.testing.assert_allclose(tg.jit(tg.vmap(lambda a: L.linalg.hessenberg(a)[0]))(batch)[1],
+                               L.linalg.hessenberg(batch[1])[0], rtol=1e-12)

@@ -69,3 +69,11 @@ def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
     # x op(a) = b  <=>  op(a)^T x^T = b^T
     xt = PL.triangular_solve(a, swapaxes(b, -1, -2), lower, 1 - trans, unit_diagonal)
     return swapaxes(xt, -1, -2)
+
+
+# The rest of jax.lax.linalg (CPU), and JAX's names of the primitives (cholesky_p, ...)
+from ._linalg_more import (EigImplementation, EighImplementation, SvdAlgorithm,  # noqa: E402,F401
+                           cholesky_update, eig, hessenberg, householder_product, ormqr,
+                           primitives as _jax_primitives, schur, symmetric_product,
+                           tridiagonal, tridiagonal_solve)
+globals().update(_jax_primitives(globals()))
