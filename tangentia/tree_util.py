@@ -1287,20 +1287,25 @@ def tree_broadcast(prefix_tree, full_tree, is_leaf: Callable[[Any], bool] | None
 def tree_reduce_associative(operation: Callable[[Any, Any], Any], tree, *,
                             identity: Any = _MISSING,
                             is_leaf: Callable[[Any], bool] | None = None):
-    """Reduce the leaves with an associative ``operation``, pairwise (a balanced tree of
-    calls, as JAX's)."""
+    """Reduce the leaves with an associative ``operation`` in a balanced tree of calls
+    (the two halves reduced first, as JAX's)."""
     leaves = tree_leaves(tree, is_leaf)
     if not leaves:
         if identity is _MISSING:
             raise TypeError("Must specify identity for parallel reduction of empty sequence. "
                             "(tree_reduce_associative: argument 'identity')")
         return identity
-    while len(leaves) > 1:
-        paired = [operation(a, b) for a, b in zip(leaves[::2], leaves[1::2])]
-        if len(leaves) % 2:
-            paired.append(leaves[-1])
-        leaves = paired
-    return leaves[0]
+    return _halving_reduce(operation, leaves)
+
+
+def _halving_reduce(operation, leaves):
+    """``operation`` of the reductions of the two halves (the first has ``n // 2``
+    leaves): JAX's order of calls."""
+    if len(leaves) == 1:
+        return leaves[0]
+    half = len(leaves) // 2
+    return operation(_halving_reduce(operation, leaves[:half]),
+                     _halving_reduce(operation, leaves[half:]))
 
 
 class _Registry:
