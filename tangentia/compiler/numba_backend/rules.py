@@ -69,7 +69,7 @@ _OPS = {
     "exp": _by_kind("_vexp({0})", "math.exp({0})"), "log": _by_kind("_vlog({0})", "math.log({0})"),
     "log1p": _by_kind("_vlog1p({0})", "math.log1p({0})"),
     "expm1": _by_kind("_vexpm1({0})", "math.expm1({0})"),
-    # sin and cos of floats: ``vecmath_trig`` (libm only for |x| > 2^40)
+    # sin and cos of floats: ``vecmath_trig`` (branch-free but for |x| > 2^40)
     "sin": _by_kind("_vsin({0})", "math.sin({0})"), "cos": _by_kind("_vcos({0})", "math.cos({0})"),
     "tan": _f("math.tan({0})"), "asin": _f("math.asin({0})"), "acos": _f("math.acos({0})"),
     "atan": _f("math.atan({0})"), "sinh": _f("math.sinh({0})"), "cosh": _f("math.cosh({0})"),
@@ -197,7 +197,7 @@ ELEMENTWISE = set(_OPS) | set(_PARTS) | {"select", "convert_element_type", "inte
 # (tests/test_numba_vecmath.py checks the generated code for SIMD registers).
 VECTOR_OPS = {"add", "add_any", "sub", "mul", "div", "neg", "abs", "max", "min", "sqrt", "exp", "log",
               "log1p", "expm1", "tanh",
-              "sin", "cos",                 # (libm in masked vector calls for |x| > 2^40)
+              "sin", "cos",                 # (|x| > 2^40: in masked vector calls)
               "eq", "ne", "lt", "le", "gt", "ge", "select", "convert_element_type",
               "integer_pow", "copysign", "isnan"}
 
