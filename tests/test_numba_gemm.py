@@ -170,7 +170,7 @@ def test_programs_call_gemm_and_match_the_numpy_backend(dtype, monkeypatch):
     monkeypatch.delenv("TANGENTIA_NUMBA_GEMM", raising=False)
     x, y = data((64, 96), dtype, 0), data((96, 80), dtype, 1)
     x[5, 7], y[3, 11] = np.nan, np.inf
-    rtol = 1e-4 if dtype == F32 else 1e-12
+    rtol = 1e-4 if dtype == F32 else 1e-10
     check(dots, x, y, rtol=rtol, atol=rtol)
     src = NUMBA.source(program(dots, x, y)[0])
     assert len(re.findall(r"_gemm\d+\(", src)) == 6 and "np.dot(" not in src, src
@@ -187,7 +187,7 @@ def test_batched_products_and_gradients(monkeypatch):
 
     def f(a, b, c):
         return [a @ b, lax.dot_general(c, b, (((2,), (1,)), ((1,), (0,))))]
-    check(f, a, b, c, rtol=1e-12)
+    check(f, a, b, c, rtol=1e-10, atol=1e-12)
     assert "_gemm" in NUMBA.source(program(f, a, b, c)[0])
 
     # an MLP's loss gradient: the forward products and the backward x.T @ g, g @ w.T
@@ -196,7 +196,7 @@ def test_batched_products_and_gradients(monkeypatch):
     def loss(w1, w2, xb):
         return tnp.sum(tnp.tanh(tnp.tanh(xb @ w1) @ w2) ** 2)
     grad = tg.grad(loss, argnums=(0, 1))
-    check(lambda *args: list(grad(*args)), w1, w2, xb, rtol=1e-12)
+    check(lambda *args: list(grad(*args)), w1, w2, xb, rtol=1e-10, atol=1e-12)
     src = NUMBA.source(program(lambda *args: list(grad(*args)), w1, w2, xb)[0])
     assert len(re.findall(r"_gemm\d+\(", src)) >= 3, src
 
@@ -214,7 +214,7 @@ def test_gemm_bound_programs_leave_the_numpy_calls_path(monkeypatch):
     jaxpr = program(make(), x, w)[0]
     src = NUMBA.source(jaxpr)
     assert "NumPy calls" not in src and len(re.findall(r"_gemm\d+\(", src)) == 2, src
-    check(make(), x, w, rtol=1e-12)
+    check(make(), x, w, rtol=1e-10, atol=1e-12)   # (sums in another order)
     monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "blas")
     assert NUMBA.source(program(make(), x, w)[0]).startswith(
         "# numba backend: a loop-free program over large arrays runs as NumPy calls")

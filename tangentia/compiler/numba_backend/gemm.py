@@ -50,7 +50,7 @@ __all__ = ["use_gemm", "gemm_mode", "MIN_FLOPS", "MIN_DIM"]
 MR = 8          # rows of a micro-tile
 NV = 3          # vectors per micro-tile row (NR = NV * lanes: 24 doubles, 48 floats)
 KU = 4          # the k-loop's unrolling; packed depths are multiples of it
-KC = 256        # depth of a packed block (a panel of op(b): KC x NR, 48 KiB for doubles)
+KC = 128        # depth of a packed block (a panel of op(b): KC x NR, 48 KiB for doubles)
 MC = 128        # rows of op(a) per packed block (MC x KC: 256 KiB for doubles)
 NC = 512        # columns of op(b) per packed block
 VECTOR_BYTES = 64
@@ -211,6 +211,46 @@ def _copy_vector(typingctx, src, soff, dst, doff):
     return sig, codegen
 
 
+@intrinsic
+def _transpose_vectors(typingctx, src, soff, sstride, dst, doff, dstride):
+    """``dst[doff + j*dstride + i] = src[soff + i*sstride + j]`` for ``i, j < L``
+    (``L`` elements per vector): ``L`` vector loads, a transpose in registers
+    (``log2 L`` rounds of interleaving row ``i`` with row ``i + L/2``), ``L``
+    vector stores -- for packing operands whose panel lanes are strided."""
+    if not (isinstance(src, types.Array) and src.dtype in (types.float32, types.float64)
+            and isinstance(dst, types.Array) and dst.dtype == src.dtype):
+        return None
+    sig = types.void(src, soff, sstride, dst, doff, dstride)
+
+    def codegen(context, builder, sig, args):
+        src, soff, sstride, dst, doff, dstride = args
+        elt = context.get_value_type(sig.args[0].dtype)
+        lanes = VECTOR_BYTES // context.get_abi_sizeof(elt)
+        vt = ir.VectorType(elt, lanes)
+        i64 = ir.IntType(64)
+        soff, sstride, doff, dstride = (context.cast(builder, v, t, types.int64) for v, t in zip(
+            (soff, sstride, doff, dstride), (sig.args[1], sig.args[2], sig.args[4], sig.args[5])))
+        sp = context.make_array(sig.args[0])(context, builder, src).data
+        dp = context.make_array(sig.args[3])(context, builder, dst).data
+
+        def vptr(base, offset, stride, r):
+            at = builder.add(offset, builder.mul(stride, ir.Constant(i64, r)))
+            return builder.bitcast(builder.gep(base, [at]), vt.as_pointer())
+        rows = [builder.load(vptr(sp, soff, sstride, r), align=1) for r in range(lanes)]
+        h = lanes // 2
+        lo = ir.Constant(ir.VectorType(ir.IntType(32), lanes),
+                         [x for t in range(h) for x in (t, lanes + t)])
+        hi = ir.Constant(ir.VectorType(ir.IntType(32), lanes),
+                         [x for t in range(h, lanes) for x in (t, lanes + t)])
+        for _ in range(lanes.bit_length() - 1):
+            rows = [builder.shuffle_vector(rows[i], rows[i + h], mask)
+                    for i in range(h) for mask in (lo, hi)]
+        for r in range(lanes):
+            builder.store(rows[r], vptr(dp, doff, dstride, r), align=1)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
 _OPTS = dict(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 
 
@@ -245,7 +285,12 @@ def _pack(src, base, sp, sl, depth, depth_pad, lanes, width, dst):
             for j0 in range(0, w, vec):
                 s, d = base + (q * width + j0) * sl, q * step + j0
                 if j0 + vec <= w:
-                    for p in range(depth):
+                    p0 = 0
+                    if sp == 1:   # vec x vec blocks transposed in registers
+                        for p0 in range(0, depth - vec + 1, vec):
+                            _transpose_vectors(src, s + p0, sl, dst, d + p0 * width, width)
+                        p0 = depth - depth % vec
+                    for p in range(p0, depth):
                         for j in range(vec):
                             dst[d + p * width + j] = src[s + j * sl + p * sp]
                 else:
