@@ -161,3 +161,24 @@ def test_public_functions_on_known_values_inside_rules():
             np.testing.assert_array_equal(got, want)
         assert len(fp) == 1 and fp[0].filename == __file__
         assert str(fp[0].message) == "divide by zero encountered in grad"
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "truediv", "floordiv", "mod", "matmul"])
+def test_eager_result_on_the_left_of_a_tracer(op):
+    """``x op tracer`` with ``x`` an eager result (as in a rule computing
+    ``tnp.cos(p) * t``): NumPy defers to the tracer, which gets ``x`` as a
+    plain ndarray; values and derivatives are those of the plain array, and a
+    staged program holds no ArrayImpl."""
+    import operator
+    f = getattr(operator, op)
+    a = np.array([[1.5, 2.0], [3.0, -4.0]])
+    y = np.array([[0.7, -1.2], [2.5, 0.3]])
+    xa = tnp.asarray(a)
+    assert type(xa) is ArrayImpl
+    for fn in (lambda v: f(xa, v), lambda v: f(a, v)):
+        np.testing.assert_array_equal(tg.jit(fn)(y), f(a, y))
+        np.testing.assert_array_equal(tg.vmap(fn)(y[None])[0], f(a, y))
+        g = tg.grad(lambda v: tnp.sum(fn(v)))(y)
+        np.testing.assert_array_equal(g, tg.grad(lambda v: tnp.sum(f(a, v)))(y))
+    consts = tg.make_jaxpr(lambda v: f(xa, v))(y).consts
+    assert consts and all(type(c) is np.ndarray for c in consts)

@@ -69,7 +69,11 @@ def install():
     T = _Tracer
 
     def rev(f):
-        return lambda self, other: f(other, self)
+        # ``x op tracer`` with ``x`` an eager result reaches us when NumPy defers:
+        # ``x`` is passed as the plain ndarray it views, as interpreters hold
+        # constants (its subclass would take their slower general path).
+        nd, arr = _np.ndarray, _ArrayImpl
+        return lambda self, other: f(other.view(nd) if type(other) is arr else other, self)
 
     T.__add__ = lambda s, o: add(s, o)
     T.__radd__ = rev(add)
