@@ -185,12 +185,8 @@ def momentum(step_size: Schedule, mass: float):
 @optimizer
 def nesterov(step_size: Schedule, mass: float):
     """SGD with Nesterov momentum: ``v <- mass * v + g;
-    x <- x - step_size(i) * (mass * v + g)``.
-
-    Args:
-      step_size: a positive scalar, or a schedule mapping the iteration index
-        to one.
-      mass: the momentum coefficient (a positive scalar).
+    x <- x - step_size(i) * (mass * v + g)`` (``step_size`` and ``mass`` as
+    :func:`momentum`'s).
 
     Returns:
       An ``(init_fun, update_fun, get_params)`` triple.
@@ -322,12 +318,10 @@ def adam(step_size, b1=0.9, b2=0.999, eps=1e-8):
 
 @optimizer
 def adamax(step_size, b1=0.9, b2=0.999, eps=1e-8):
-    """AdaMax: Adam with the infinity norm in place of the second moment.
+    """AdaMax: Adam with the infinity norm in place of the second moment
+    (``step_size`` and ``b1`` as :func:`adam`'s).
 
     Args:
-      step_size: a positive scalar, or a schedule mapping the iteration index
-        to one.
-      b1: the decay of the first moment estimate (default 0.9).
       b2: the decay of the weighted infinity norm (default 0.999).
       eps: added to the norm (default 1e-8).
 
@@ -348,12 +342,8 @@ def adamax(step_size, b1=0.9, b2=0.999, eps=1e-8):
 @optimizer
 def sm3(step_size, momentum=0.9):
     """SM3 (Anil et al. 2019): memory-efficient adaptive steps, one
-    accumulator vector per axis of each parameter.
-
-    Args:
-      step_size: a positive scalar, or a schedule mapping the iteration index
-        to one.
-      momentum: the momentum coefficient (default 0.9).
+    accumulator vector per axis of each parameter (``step_size`` and
+    ``momentum`` as :func:`adagrad`'s).
 
     Returns:
       An ``(init_fun, update_fun, get_params)`` triple.
