@@ -9,9 +9,9 @@ import pytest
 import scipy.stats as ss
 
 import tangentia as tg
-import tangentia.numpy as tnp
 import tangentia.random as trandom
 import tangentia.scipy.stats as T
+from tangentia.test_util import check_grads
 
 jax = pytest.importorskip("jax", reason="JAX 0.10.2 is the reference these tests compare with")
 jax.config.update("jax_enable_x64", True)
@@ -34,7 +34,7 @@ CASES = {
     "pareto": [(f, (X, 2.5, -1.0, 1.5)) for f in FUNCS] + [("ppf", (P, 2.5, 1.0, 2.0))],
     # (all bounds at once: one JAX compilation per function; SciPy below case by case)
     "truncnorm": [(f, (X[:, None], np.array([-1.0, 3.0, -12.0, 2.0]),
-                       np.array([2.0, 9.0, -8.0, 1.0]), 1.0, 2.0)) for f in ("logpdf", "logcdf")],
+                       np.array([2.0, 9.0, -8.0, 1.0]), 1.0, 2.0)) for f in ("logcdf",)],
     "vonmises": [("logpdf", (X, 2.0)), ("pdf", (X, 0.5)), ("logpdf", (X, -1.0))],
     "wrapcauchy": [("logpdf", (X, 0.3)), ("pdf", (X, 0.8)), ("logpdf", (X, 1.2))],
 }
@@ -94,10 +94,6 @@ def test_multinomial_matches_jax_and_checks_integers():
         T.multinomial.logpmf(xs.astype(float), 10, p)
 
 
-def _fd(f, x, eps=1e-6):
-    return (f(x + eps) - f(x - eps)) / (2 * eps)
-
-
 @pytest.mark.parametrize("f", [
     lambda t: T.truncnorm.logcdf(0.3, -1.0, 2.0, t, 1.5),
     lambda t: T.truncnorm.logpdf(t, -1.0, 2.0, 0.2, 1.5),
@@ -112,8 +108,7 @@ def _fd(f, x, eps=1e-6):
     lambda t: T.geom.logpmf(4.0, t / 4),
 ])
 def test_gradients_match_finite_differences(f):
-    t = 1.3
-    np.testing.assert_allclose(tg.grad(f)(t), _fd(lambda v: float(f(v)), t), rtol=1e-6)
+    check_grads(f, (1.3,), order=1)
 
 
 @pytest.mark.parametrize("kw", [{}, {"axis": 1}, {"axis": None}, {"keepdims": True},

@@ -246,8 +246,9 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
     m = _aval(d).shape[-1]
     below = np.eye(m, k=-1, dtype=bool)
     above = np.eye(m, k=1, dtype=bool)
-    matrix = d[..., :, None] * np.eye(m, dtype=_aval(d).dtype) + _elementwise.where(below, dl[..., :, None], 0) \
-        + _elementwise.where(above, du[..., :, None], 0)
+    matrix = (d[..., :, None] * np.eye(m, dtype=_aval(d).dtype)
+              + _elementwise.where(below, dl[..., :, None], 0)
+              + _elementwise.where(above, du[..., :, None], 0))
     return NL.solve(matrix, b)
 
 

@@ -24,7 +24,6 @@ from ..primitives import reductions as _R
 from ..primitives import special as _sp
 from ..primitives import structural as _S
 from . import collectives as _col
-from . import control_flow as _lcf
 from . import convolution as _conv
 from . import enums as _enums
 from . import numeric as _num
@@ -166,7 +165,8 @@ _SAME = {   # JAX's name: our primitive, operands and parameters alike
     "erf_inv": _sp.erfinv_p, "igamma": _sp.gammainc_p, "igammac": _sp.gammaincc_p,
     "igamma_grad_a": _sp.igamma_grad_a_p, "bessel_i0e": _sp.i0e_p, "bessel_i1e": _sp.i1e_p,
     "regularized_incomplete_beta": _sp.betainc_p, "polygamma": _sp.polygamma_p,
-    "zeta": _sp.zeta_p, "transpose": _S.transpose_p, "stop_gradient": _S.stop_gradient_p, "cumsum": _R.cumsum_p,
+    "zeta": _sp.zeta_p, "transpose": _S.transpose_p, "stop_gradient": _S.stop_gradient_p,
+    "cumsum": _R.cumsum_p,
     "cummax": _misc.cummax_p, "cummin": _misc.cummin_p, "cumprod": _misc.cumprod_p,
     "reduce_max": _R.reduce_max_p, "reduce_min": _R.reduce_min_p,
     "reduce_prod": _R.reduce_prod_p, "reduce_and": _R.reduce_and_p,

@@ -114,7 +114,7 @@ def idct(x, type=2, n=None, axis=-1, norm=None):
     return _idct1(x, n, axis, norm)
 
 
-def _axes_and_sizes(fname, x, s, axes):
+def _axes_and_sizes(x, s, axes):
     x = tnp.asarray(x)
     if s is not None:
         s = list(s) if np.iterable(s) else [operator.index(s)]
@@ -127,8 +127,17 @@ def _axes_and_sizes(fname, x, s, axes):
     return axes, [None] * len(axes) if s is None else s
 
 
-def dctn(x, type=2, s=None, axes=None, norm=None):
-    """The N-dimensional DCT (type 2) over ``axes`` (SciPy's ``dctn``).
+def _n_axes(fname, one_axis, summary):
+    """The N-dimensional transform ``fname`` applying ``one_axis`` axis by axis."""
+    def transform(x, type=2, s=None, axes=None, norm=None):
+        _check(fname, type, norm)
+        axes, sizes = _axes_and_sizes(x, s, axes)
+        for axis, n in zip(axes, sizes):
+            x = one_axis(x, n, axis, norm)
+        return tnp.asarray(x)
+    transform.__name__ = transform.__qualname__ = fname
+    transform.__module__ = __name__
+    transform.__doc__ = f"""{summary}
 
     Args:
       x: the array.
@@ -137,28 +146,12 @@ def dctn(x, type=2, s=None, axes=None, norm=None):
       axes: the axes (default: the last ``len(s)``, else all).
       norm: ``None``/``"backward"`` or ``"ortho"``.
     """
-    _check("dctn", type, norm)
-    axes, sizes = _axes_and_sizes("dctn", x, s, axes)
-    for axis, n in zip(axes, sizes):
-        x = _dct1(x, n, axis, norm)
-    return tnp.asarray(x)
+    return transform
 
 
-def idctn(x, type=2, s=None, axes=None, norm=None):
-    """The inverse of :func:`dctn` (SciPy's ``idctn``, type 2).
-
-    Args:
-      x: the array.
-      type: the DCT type; only 2.
-      s: the transform lengths along ``axes``.
-      axes: the axes (default: the last ``len(s)``, else all).
-      norm: ``None``/``"backward"`` or ``"ortho"``.
-    """
-    _check("idctn", type, norm)
-    axes, sizes = _axes_and_sizes("idctn", x, s, axes)
-    for axis, n in zip(axes, sizes):
-        x = _idct1(x, n, axis, norm)
-    return tnp.asarray(x)
+dctn = _n_axes("dctn", _dct1, "The N-dimensional DCT (type 2) over ``axes`` (SciPy's ``dctn``).")
+idctn = _n_axes("idctn", _idct1,
+                "The inverse of :func:`dctn` (SciPy's ``idctn``, type 2).")
 
 
 __all__ = ["dct", "dctn", "idct", "idctn"]

@@ -10,7 +10,6 @@ import functools
 import itertools
 import operator
 
-import numpy as np
 
 from .. import numpy as tnp
 

@@ -125,17 +125,9 @@ def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=No
 
 
 def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=None):
-    """The 2-D cross-correlation of ``in1`` and ``in2`` (SciPy's ``correlate2d``, zero
-    fill only), with SciPy's placement of ``"same"`` and ``"valid"`` outputs.
-
-    Args:
-      in1: a 2-D array.
-      in2: a 2-D array.
-      mode: ``"full"``, ``"same"`` or ``"valid"``.
-      boundary: only ``"fill"``.
-      fillvalue: only 0.
-      precision: accepted for JAX compatibility.
-    """
+    """The 2-D cross-correlation of ``in1`` and ``in2`` (SciPy's ``correlate2d``), with
+    SciPy's placement of ``"same"`` and ``"valid"`` outputs; ``mode``, ``boundary``,
+    ``fillvalue`` and ``precision`` as :func:`convolve2d`'s."""
     _check_2d("correlate2d", in1, in2, boundary, fillvalue)
     in1, in2 = tnp.asarray(in1), tnp.asarray(in2)
     swap = all(a <= b for a, b in zip(in1.shape, in2.shape))

@@ -20,19 +20,20 @@ from ._line_search import LineSearchResults, line_search
 class OptimizeResults(NamedTuple):
     """The result of :func:`minimize`.
 
-    Attributes:
-      x: the final solution.
-      success: whether the optimization converged without a line-search failure.
-      status: solver-specific return code: 0 converged, 1 maximum iterations
-        reached, 3 zoom failed, 4 saddle point reached, 5 maximum line-search
-        iterations reached, -1 undefined (BFGS); L-BFGS: 2/3 maximum function/
-        gradient evaluations, 4 insufficient progress, 5 line search failed.
-      fun: the final function value.
-      jac: the final gradient.
-      hess_inv: the final inverse-Hessian estimate (``None`` for L-BFGS).
-      nfev: the number of function evaluations.
-      njev: the number of gradient evaluations.
-      nit: the number of iterations.
+    Fields:
+
+    * ``x``: the final solution.
+    * ``success``: whether it converged without a line-search failure.
+    * ``status``: the solver's return code. BFGS: 0 converged, 1 maximum iterations
+      reached, 3 zoom failed, 4 saddle point reached, 5 maximum line-search iterations
+      reached, -1 undefined; L-BFGS: 2/3 maximum function/gradient evaluations,
+      4 insufficient progress, 5 line search failed.
+    * ``fun``: the final function value.
+    * ``jac``: the final gradient.
+    * ``hess_inv``: the final inverse-Hessian estimate (``None`` for L-BFGS).
+    * ``nfev``: the number of function evaluations.
+    * ``njev``: the number of gradient evaluations.
+    * ``nit``: the number of iterations.
     """
     x: object
     success: object
@@ -79,17 +80,14 @@ def minimize(fun, x0, args=(), *, method, tol=None, options=None):
     def objective(x):
         return fun(x, *args)
 
-    name = method.lower()
-    if name == "bfgs":
-        r = _minimize_bfgs(objective, x0, **options)
+    solvers = {"bfgs": _minimize_bfgs,
+               "l-bfgs-experimental-do-not-rely-on-this": _minimize_lbfgs}
+    solver = solvers.get(method.lower())
+    if solver is not None:
+        r = solver(objective, x0, **options)
         return OptimizeResults(x=r.x_k, success=r.converged & ~r.failed, status=r.status,
-                               fun=r.f_k, jac=r.g_k, hess_inv=r.H_k, nfev=r.nfev, njev=r.ngev,
-                               nit=r.k)
-    if name == "l-bfgs-experimental-do-not-rely-on-this":
-        r = _minimize_lbfgs(objective, x0, **options)
-        return OptimizeResults(x=r.x_k, success=r.converged & ~r.failed, status=r.status,
-                               fun=r.f_k, jac=r.g_k, hess_inv=None, nfev=r.nfev, njev=r.ngev,
-                               nit=r.k)
+                               fun=r.f_k, jac=r.g_k, hess_inv=getattr(r, "H_k", None),
+                               nfev=r.nfev, njev=r.ngev, nit=r.k)
     raise ValueError(f"Method {method} not recognized (tangentia.scipy.optimize.minimize: "
                      "expected 'BFGS' or 'l-bfgs-experimental-do-not-rely-on-this')")
 
@@ -109,6 +107,7 @@ class _BFGS(NamedTuple):
     g_k: object
     H_k: object
     old_old_fval: object
+    status: object
     line_search_status: object
 
 
@@ -120,7 +119,8 @@ def _minimize_bfgs(fun, x0, maxiter=None, norm=np.inf, gtol=1e-5, line_search_ma
     state = _arrays(_BFGS(converged=tnp.linalg.norm(g_0, ord=norm) < gtol, failed=False, k=0,
                           nfev=1, ngev=1, x_k=x0, f_k=f_0, g_k=g_0,
                           H_k=tnp.eye(d, dtype=x0.dtype),
-                          old_old_fval=f_0 + tnp.linalg.norm(g_0) / 2, line_search_status=0))
+                          old_old_fval=f_0 + tnp.linalg.norm(g_0) / 2, status=0,
+                          line_search_status=0))
 
     def body(s):
         p_k = -tnp.dot(s.H_k, s.g_k)
@@ -140,22 +140,7 @@ def _minimize_bfgs(fun, x0, maxiter=None, norm=np.inf, gtol=1e-5, line_search_ma
     s = lax.while_loop(lambda s: ~s.converged & ~s.failed & (s.k < maxiter), body, state)
     status = tnp.where(s.converged, 0, tnp.where(
         s.k == maxiter, 1, tnp.where(s.failed, 2 + s.line_search_status, -1)))
-    return _BFGSResult(*s, status=status)
-
-
-class _BFGSResult(NamedTuple):
-    converged: object
-    failed: object
-    k: object
-    nfev: object
-    ngev: object
-    x_k: object
-    f_k: object
-    g_k: object
-    H_k: object
-    old_old_fval: object
-    line_search_status: object
-    status: object
+    return s._replace(status=status)
 
 
 class _LBFGS(NamedTuple):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numpy as np
 
 from ... import lax
 from ... import numpy as tnp
@@ -128,16 +127,17 @@ class _LineSearch(NamedTuple):
 class LineSearchResults(NamedTuple):
     """The result of :func:`line_search` (JAX's ``_LineSearchResults``).
 
-    Attributes:
-      failed: whether no step satisfying the strong Wolfe conditions was found.
-      nit: the number of bracketing iterations.
-      nfev: the number of function evaluations.
-      ngev: the number of gradient evaluations.
-      k: ``nit + 1``.
-      a_k: the step length.
-      f_k: the function value at ``xk + a_k * pk``.
-      g_k: the gradient there.
-      status: 0 (success), 1 (zoom failed) or 3 (``maxiter`` reached).
+    Fields:
+
+    * ``failed``: whether no step satisfying the strong Wolfe conditions was found.
+    * ``nit``: the number of bracketing iterations.
+    * ``nfev``: the number of function evaluations.
+    * ``ngev``: the number of gradient evaluations.
+    * ``k``: ``nit + 1``.
+    * ``a_k``: the step length.
+    * ``f_k``: the function value at ``xk + a_k * pk``.
+    * ``g_k``: the gradient there.
+    * ``status``: 0 (success), 1 (zoom failed) or 3 (``maxiter`` reached).
     """
     failed: object
     nit: object
