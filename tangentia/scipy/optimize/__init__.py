@@ -7,6 +7,7 @@ strong-Wolfe :func:`line_search`.  The iterations are staged loops, so
 """
 from __future__ import annotations
 
+from collections import namedtuple
 from typing import NamedTuple
 
 import numpy as np
@@ -96,19 +97,11 @@ def _arrays(state):
     return state._replace(**{k: tnp.asarray(v) for k, v in state._asdict().items()})
 
 
-class _BFGS(NamedTuple):
-    converged: object
-    failed: object
-    k: object
-    nfev: object
-    ngev: object
-    x_k: object
-    f_k: object
-    g_k: object
-    H_k: object
-    old_old_fval: object
-    status: object
-    line_search_status: object
+# The loop states: the fields both methods keep, then each one's own.
+_COMMON = ("converged", "failed", "k", "nfev", "ngev", "x_k", "f_k", "g_k")
+_BFGS = namedtuple("_BFGS", _COMMON + ("H_k", "old_old_fval", "status", "line_search_status"))
+_LBFGS = namedtuple("_LBFGS", _COMMON + ("s_history", "y_history", "rho_history", "gamma",
+                                         "status", "ls_status"))
 
 
 def _minimize_bfgs(fun, x0, maxiter=None, norm=np.inf, gtol=1e-5, line_search_maxiter=10):
@@ -141,23 +134,6 @@ def _minimize_bfgs(fun, x0, maxiter=None, norm=np.inf, gtol=1e-5, line_search_ma
     status = tnp.where(s.converged, 0, tnp.where(
         s.k == maxiter, 1, tnp.where(s.failed, 2 + s.line_search_status, -1)))
     return s._replace(status=status)
-
-
-class _LBFGS(NamedTuple):
-    converged: object
-    failed: object
-    k: object
-    nfev: object
-    ngev: object
-    x_k: object
-    f_k: object
-    g_k: object
-    s_history: object
-    y_history: object
-    rho_history: object
-    gamma: object
-    status: object
-    ls_status: object
 
 
 def _minimize_lbfgs(fun, x0, maxiter=None, norm=np.inf, maxcor=10, ftol=2.220446049250313e-09,
