@@ -157,7 +157,7 @@ class JVPTrace(core.Trace):
                     p = x.primal
                     parent = self.parent
                     if self.eval_primals:
-                        ans = prim.impl(p, **params)
+                        ans = prim.impl(p, **params) if params else prim.impl(p)
                         if type(ans) is not _ndarray:
                             ans = _asarray(ans)
                     else:
@@ -165,8 +165,8 @@ class JVPTrace(core.Trace):
                     token = _set_trace(parent)
                     try:
                         out = fns[0](t, ans, p, **params) if params else fns[0](t, ans, p)
-                        if (out.ir_var.aval.dtype if type(out) is _JaxprTracer
-                                else _dtype_of(out)) != ans.dtype:
+                        d = out.ir_var.aval.dtype if type(out) is _JaxprTracer else _dtype_of(out)
+                        if d is not ans.dtype and d != ans.dtype:
                             out = fit_dtype(out, ans.dtype)
                         r = _new(JVPTracer)  # JVPTracer(self, ans, out) without an __init__ frame
                         r._trace, r.primal, r.tangent = self, ans, out
@@ -251,8 +251,8 @@ class JVPTrace(core.Trace):
                        for p, t in zip(out, tan)]
             elif type(tan) is not Zero:
                 want = out.dtype if type(out) is _ndarray else core.get_aval(out).dtype
-                if (tan.ir_var.aval.dtype if type(tan) is _JaxprTracer
-                        else _dtype_of(tan)) != want:
+                d = tan.ir_var.aval.dtype if type(tan) is _JaxprTracer else _dtype_of(tan)
+                if d is not want and d != want:
                     tan = fit_dtype(tan, want)
         finally:
             _reset_trace(token)
