@@ -127,9 +127,13 @@ def test_nan_and_infinities_propagate_like_numpy(dtype):
 def test_use_gemm_thresholds(monkeypatch):
     monkeypatch.setattr(gemm, "_AVX512", True)
     monkeypatch.delenv("TANGENTIA_NUMBA_GEMM", raising=False)
-    assert gemm.use_gemm(F64, 128, 512, 784) and gemm.use_gemm(F32, 64, 64, 64)
+    assert gemm.use_gemm(F64, 128, 512, 784) and gemm.use_gemm(F32, 96, 96, 96)
+    assert gemm.use_gemm(F64, 64, 64, 64) and gemm.use_gemm(F64, 16, 48, 256)
     assert not gemm.use_gemm(F64, 32, 32, 32)             # below MIN_FLOPS
-    assert not gemm.use_gemm(F64, 128, 10, 512)           # a dimension below MIN_DIM
+    assert not gemm.use_gemm(F64, 512, 512, 8)            # a dimension below MIN_DIM
+    assert not gemm.use_gemm(F64, 10, 512, 512)
+    assert not gemm.use_gemm(F64, 512, 47, 512)           # fewer than two tiles' width
+    assert not gemm.use_gemm(F32, 512, 64, 512)
     assert not gemm.use_gemm(np.complex128, 128, 128, 128)
     assert not gemm.use_gemm(np.int64, 128, 128, 128)
     monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "blas")
@@ -154,7 +158,7 @@ def data(shape, dtype, seed):
 
 
 def dots(x, y):
-    """Products of ``x`` (64, 96) and ``y`` (96, 80) in every operand layout."""
+    """Products of ``x`` (64, 96) and ``y`` (96, 112) in every operand layout."""
     xt, yt = x.T * 1, y.T * 1
     return [x @ y,
             lax.dot_general(xt, y, (((0,), (0,)), ((), ()))),    # x.T @ y, x stored transposed
@@ -168,7 +172,7 @@ def dots(x, y):
 @pytest.mark.parametrize("dtype", [F64, F32], ids=str)
 def test_programs_call_gemm_and_match_the_numpy_backend(dtype, monkeypatch):
     monkeypatch.delenv("TANGENTIA_NUMBA_GEMM", raising=False)
-    x, y = data((64, 96), dtype, 0), data((96, 80), dtype, 1)
+    x, y = data((64, 96), dtype, 0), data((96, 112), dtype, 1)
     x[5, 7], y[3, 11] = np.nan, np.inf
     rtol = 1e-4 if dtype == F32 else 1e-10
     check(dots, x, y, rtol=rtol, atol=rtol)

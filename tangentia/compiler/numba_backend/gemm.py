@@ -50,14 +50,15 @@ __all__ = ["use_gemm", "gemm_mode", "MIN_FLOPS", "MIN_DIM"]
 MR = 8          # rows of a micro-tile
 NV = 3          # vectors per micro-tile row (NR = NV * lanes: 24 doubles, 48 floats)
 KU = 4          # the k-loop's unrolling; packed depths are multiples of it
-KC = 128        # depth of a packed block (a panel of op(b): KC x NR, 48 KiB for doubles)
-MC = 128        # rows of op(a) per packed block (MC x KC: 256 KiB for doubles)
+KC = 128        # depth of a packed block (a panel of op(b), KC x NR: 24 KiB, stays in L1)
+MC = 128        # rows of op(a) per packed block (MC x KC: 128 KiB for doubles, in L2)
 NC = 512        # columns of op(b) per packed block
 VECTOR_BYTES = 64
-# Products with fewer multiply-adds (m*n*k), or a dimension shorter than
-# MIN_DIM, call BLAS: there packing and partial tiles cost more than the faster
-# kernel gains (measured against OPENBLAS_CORETYPE=Haswell: 32^3 0.8x,
-# 128x512 by 512x10 0.55x; 64^3 1.2x, 100x37 by 37x61 1.1x).
+# Products with fewer multiply-adds (m*n*k), m or k shorter than MIN_DIM, or
+# fewer than two tiles' width of columns (n < 2 NR: 48 doubles, 96 floats) call
+# BLAS: there packing and partial tiles cost more than the faster kernel gains
+# (against OPENBLAS_CORETYPE=Haswell: float64 32^3 0.9x, 128x512 by 512x10
+# 0.9x, 64^3 1.45x, 100x37 by 37x61 1.14x; float32 64^3 0.76x, 96^3 1.23x).
 MIN_FLOPS = 1 << 17
 MIN_DIM = 16
 
@@ -92,8 +93,10 @@ def _has_avx512():
 
 def use_gemm(dtype, m, n, k):
     """Whether an (m, k) by (k, n) product of ``dtype`` runs ``_gemm`` (else BLAS)."""
-    return (np.dtype(dtype).type in (np.float32, np.float64) and m * n * k >= MIN_FLOPS
-            and min(m, n, k) >= MIN_DIM and gemm_mode() == "auto" and _has_avx512())
+    dtype = np.dtype(dtype)
+    return (dtype.type in (np.float32, np.float64) and m * n * k >= MIN_FLOPS
+            and min(m, k) >= MIN_DIM and n >= 2 * NV * VECTOR_BYTES // dtype.itemsize
+            and gemm_mode() == "auto" and _has_avx512())
 
 
 def _vector_fma(module, vt, lanes, bits):
