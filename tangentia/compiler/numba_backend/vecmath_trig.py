@@ -88,12 +88,8 @@ def _reduce(f, x):
     rh = f.fma(nk, _const(_PIO2[0]), x)                     # exact
     th = b.fmul(kd, _const(_PIO2[1]))
     tl = f.fma(kd, _const(_PIO2[1]), b.fneg(th))            # k P2 == th + tl exactly
-    s = b.fsub(rh, th)                                      # TwoSum: rh - th == s + e
-    bb = b.fsub(s, rh)
-    e = b.fadd(b.fsub(rh, b.fsub(s, bb)), b.fsub(b.fneg(th), bb))
-    lo = f.fma(nk, _const(_PIO2[2]), b.fsub(e, tl))
-    r = b.fadd(s, lo)
-    rl = b.fadd(b.fsub(s, r), lo)
+    s, e = f.two_sum(rh, b.fneg(th))                        # rh - th == s + e
+    r, rl = f.fast_two_sum(s, f.fma(nk, _const(_PIO2[2]), b.fsub(e, tl)))
     q = b.and_(b.fptosi(kd, _I64), ir.Constant(_I64, 3))
     return r, rl, q
 
@@ -191,8 +187,7 @@ def _reduce_large(f, x):
     p = b.fmul(t_hi, _const(_PIO2[0]))                                        # (t_hi + t_lo) pi/2
     pe = f.fma(t_hi, _const(_PIO2[0]), b.fneg(p))
     pe = b.fadd(pe, f.fma(t_hi, _const(_PIO2[1]), b.fmul(t_lo, _const(_PIO2[0]))))
-    rh = b.fadd(p, pe)
-    rl = b.fsub(pe, b.fsub(rh, p))
+    rh, rl = f.fast_two_sum(p, pe)
     # sin and cos of -x: those of x at -(k pi/2 + r)
     flip = b.xor(negative, f.lt(x, _const(0.0)))
     q = f.select(f.lt(x, _const(0.0)), b.neg(q), q)
