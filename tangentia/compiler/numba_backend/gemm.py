@@ -6,13 +6,16 @@ it loads -- by the CPU, or by ``OPENBLAS_CORETYPE`` when that is set (some
 container images set ``Haswell``, and tangentia does not override a user's
 variable).  With AVX2 kernels on an AVX-512 CPU, the matrix products of an MLP
 step run at ~0.6x what the CPU can do.  This kernel runs at AVX-512 speed
-whatever OpenBLAS chose (measured on AMD Zen 5, one thread: 1.5-1.9x numba's
-``np.dot`` under ``OPENBLAS_CORETYPE=Haswell`` for the MLP's float64 products).
+whatever OpenBLAS chose (measured on AMD Zen 5, one thread, on a loaded
+machine: 90-108 GFLOP/s, 1.5-1.85x numba's ``np.dot`` under
+``OPENBLAS_CORETYPE=Haswell`` for the MLP step's float64 products; float32
+1.1-1.45x).
 
 ``_gemm(a, ta, b, tb, c)`` writes ``op(a) @ op(b)`` into the C-contiguous
 ``c``, where ``op(x)`` is ``x.T`` if ``tx`` else ``x`` (``a`` and ``b`` are
-2-D arrays of one float dtype, any strides: transposed operands are read in
-place, not copied).  The structure is BLIS's (Goto's): for each block of
+C-contiguous 2-D arrays of ``c``'s dtype, float32 or float64: an operand
+stored transposed is passed as it is stored, with its flag, and read in
+place).  The structure is BLIS's (Goto's): for each block of
 ``NC`` columns of ``op(b)`` and ``KC`` of the contraction, the block of
 ``op(b)`` is packed into panels of ``NR`` columns, each panel ``KC`` rows of
 ``NR`` contiguous values; for each block of ``MC`` rows of ``op(a)``, that
@@ -23,7 +26,9 @@ registers (``NR = NV`` vectors of 8 doubles or 16 floats: 24 accumulators of
 the 32 ``zmm`` registers, so 8 x 24 doubles or 8 x 48 floats).  Packing pads
 panels with zeros (partial tiles are computed whole into a scratch tile and
 their valid part copied), and pads the depth to a multiple of the k-loop's
-unrolling ``KU`` with zeros.  Summation: each element is a chain of fused
+unrolling ``KU`` with zeros; it reads the source in contiguous runs, and
+transposes vector x vector blocks in registers where a panel's lanes are
+strided in the source (``A`` stored by rows, ``B`` stored transposed).  Summation: each element is a chain of fused
 multiply-adds over one ``KC`` block, in order of ``k``, blocks added in order:
 results differ from BLAS only by the order of summation (and a sum of
 zero products is ``+0.0``).  NaN and infinities propagate as in any sum of
