@@ -9,16 +9,20 @@ of the odeint loss of ``bench_ode`` (y0 = [pi - 0.1, 0], ts = linspace(0, 10,
 * ``distributed.vmap(g)`` on a cluster of 1 worker and of 2 workers (one
   process with one thread each), with the default chunking (one chunk per
   worker thread: 1 x 64 and 2 x 32) and with ``chunk_size=32`` (the same two
-  tasks on both clusters, so the ratio isolates the parallelism).
+  chunks on both clusters, so the ratio isolates the parallelism), through a
+  client with Dask's defaults (actor calls through the scheduler's proxy)
+  and, default chunks only, through one with ``direct_to_workers=True``.
+  NumPy inputs take the actor path (one actor per worker); that the chunks
+  ran on the actors is checked.
 
 Targets (issue 15): 2 workers >= 1.7x one worker; 1 worker <= 1.15x local.
 
-Per-task overhead: ``distributed.vmap(lambda x: x + 1.0, chunk_size=1)`` over
-64 elements (64 tiny tasks) against ``chunk_size=64`` (one task), on each
-cluster: (t64 - t1) / 63 is the cost of one more task; t1 minus the local
-call is the fixed cost of a call.  The same for plain Dask
+Per-call overhead: ``distributed.vmap(lambda x: x + 1.0, chunk_size=1)`` over
+64 elements (64 tiny chunks) against ``chunk_size=64`` (one chunk), on each
+cluster and client: (t64 - t1) / 63 is the cost of one more chunk; t1 minus
+the local call is the fixed cost of a call.  The floors: plain Dask tasks
 (``client.submit(noop, x).result()``, and 64 tasks of ``client.map(noop,
-rows)``) is the floor under any call.
+rows)``) and a plain actor call (``actor.noop(x).result()``).
 
 All runs are timed in interleaved rounds (``_harness.measure_interleaved``);
 the median round is reported.  Every distributed result is checked against

@@ -311,7 +311,7 @@ def _pickled_once(fun, api):
 
 
 _THREADS_TTL = 2.0  # seconds: Dask's own client refreshes its cluster summary this often
-_threads = weakref.WeakKeyDictionary()  # client -> (time, number of worker threads)
+_threads = weakref.WeakKeyDictionary()  # client -> (time, {worker address: threads})
 
 
 def _worker_threads(client):
@@ -371,8 +371,11 @@ class _Runners:
         with self.lock:
             for addr, (_, fut) in list(self.futures.items()):
                 if addr not in self.actors and fut.status == "finished":
-                    with cl.as_current():  # the handle calls through this client
-                        self.actors[addr] = fut.result()
+                    try:
+                        with cl.as_current():  # the handle calls through this client
+                            self.actors[addr] = fut.result()
+                    except Exception:  # noqa: BLE001 - its worker was lost meanwhile
+                        self.drop(addr)
                 elif fut.status in ("error", "lost", "cancelled"):
                     self.drop(addr)
                 if addr in self.actors and addr in workers:
@@ -422,6 +425,7 @@ _runners = {}  # client id -> _Runners
 
 
 def _client_runners(client):
+    """``client``'s ``_Runners`` (those of closed clients are forgotten)."""
     with _runners_lock:
         for cid in [c for c, r in _runners.items() if r.client.status == "closed"]:
             del _runners[cid]
@@ -549,14 +553,18 @@ def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
 
     The result equals the local ``vmap``'s: same values, dtypes and pytree
     structure, as NumPy arrays, in the input's order.  ``chunk_size`` is the
-    number of mapped elements per task (default: one chunk per worker
+    number of mapped elements per chunk (default: one chunk per worker
     thread; with ``dask.array`` inputs, their chunks along the mapped axis).
     ``client`` defaults to the current Dask client.  Leaves may be NumPy
     arrays, Python scalars or ``dask.array.Array`` (computed on the cluster,
-    never brought to the client).  Keyword arguments are mapped over axis 0,
-    as in ``tangentia.vmap``.  ``fun`` is pickled at the first call and the
-    same bytes are sent afterwards (as ``jit`` traces once, the values it
-    closes over are captured then).
+    never brought to the client).  Chunks of NumPy inputs run on one Dask
+    actor per worker, called directly (about 1 ms a call; a worker thread
+    takes the next chunk when its last one is done; if a worker is lost,
+    the chunks not done run as tasks); with dask arrays or unmapped arrays
+    above 1 MiB the chunks are Dask tasks.  Keyword arguments are mapped over
+    axis 0, as in ``tangentia.vmap``.  ``fun`` is pickled at the first call
+    and the same bytes are sent afterwards (as ``jit`` traces once, the
+    values it closes over are captured then).
 
     Args:
       fun: the function to map (picklable with cloudpickle: closures and
@@ -564,7 +572,7 @@ def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
       in_axes: as in ``tangentia.vmap``.
       out_axes: as in ``tangentia.vmap``.
       client: a ``distributed.Client`` (default: the current one).
-      chunk_size: the number of mapped elements per task, or None.
+      chunk_size: the number of mapped elements per chunk, or None.
 
     Returns:
       A function with ``fun``'s arguments returning the mapped outputs.
@@ -755,10 +763,10 @@ def value_and_grad(loss, argnums=0, has_aux=False, *, client=None):
 
     ``shards`` is a sequence of data pytrees, Dask futures of them, or dask
     arrays (one dask array is also accepted: its blocks along axis 0 are the
-    shards).  Each shard's ``jit(value_and_grad(loss))`` runs where its data
-    is; ``params`` travel with the tasks (arrays above 1 MiB are scattered
-    to every worker once per call); the per-shard results are summed
-    pairwise on the cluster and only the total comes back.  ``loss`` is
+    shards).  Each shard's ``jit(value_and_grad(loss))`` runs as a Dask task
+    where its data is; ``params`` travel with the tasks (arrays above 1 MiB
+    are scattered to every worker once per call); the per-shard results are
+    summed pairwise on the cluster and only the total comes back.  ``loss`` is
     pickled at the first call and the same bytes are sent afterwards (as
     ``jit`` traces once, the values it closes over are captured then).
     ``argnums`` counts ``loss``'s positional arguments and may not include
