@@ -427,12 +427,14 @@ class LinearizeTrace(pe.JaxprTrace):
         # constant variables); the others are known, computed now.
         own = stage
         plain = True  # every argument is an own tracer, an ndarray or a Python scalar
+        ins = []  # the record's inputs: own tracers as their variables
         in_avals = []
         for x in args:
             t = type(x)
             if t is _JaxprTracer and x._trace is self:
                 own = True
-                in_avals.append(x.ir_var.aval)
+                x = x.ir_var
+                in_avals.append(x.aval)
             elif t is _ndarray:  # a residual, most often
                 in_avals.append(_aval_of_ndarray(x))
             else:
@@ -442,6 +444,7 @@ class LinearizeTrace(pe.JaxprTrace):
                     own = own or any(type(y) is _JaxprTracer and y._trace is self for y in args)
                     break
                 in_avals.append(aval)
+            ins.append(x)
         if not own:
             if self.eval_known and not prim.multiple_results:
                 out = prim.impl(*args, **params) if params else prim.impl(*args)
@@ -450,17 +453,17 @@ class LinearizeTrace(pe.JaxprTrace):
         if not stage and prim.partial_eval is not None:
             return prim.partial_eval(self, args, params)
         if not plain:
-            args, in_avals = self._plain_args(args)
+            ins, in_avals = self._plain_args(args)
         out_aval = prim.abstract_eval(*in_avals, **params)
         # As in NumPy, only Python scalars are weakly typed: results are strong.
         if prim.multiple_results:
             out = [Var(a.strip_weak()) for a in out_aval]
-            self.builder.records.append((prim, args, params, out, _custom_rule_get()))
+            self.builder.records.append((prim, ins, params, out, _custom_rule_get()))
             return [_JaxprTracer(self, v) for v in out]
         # Var(aval) and JaxprTracer(self, v) without __init__ frames.
         v = _new(Var)
         v.aval = out_aval.strip_weak() if out_aval.weak_type else out_aval
-        self.builder.records.append((prim, args, params, v, _custom_rule_get()))
+        self.builder.records.append((prim, ins, params, v, _custom_rule_get()))
         r = _new(_JaxprTracer)
         r._trace, r.ir_var = self, v
         return r
@@ -469,19 +472,23 @@ class LinearizeTrace(pe.JaxprTrace):
         return self.process_primitive(prim, args, params, True)
 
     def _plain_args(self, args):
-        """``args`` with every value other than the trace's own tracers, plain
-        ndarrays and Python scalars made plain (``plain_value``; the value of a
-        ``Literal``), and their avals."""
+        """A record's inputs from ``args``: the trace's own tracers as their
+        variables, plain ndarrays and Python scalars as they are, every other
+        value made plain (``plain_value``; the value of a ``Literal``); and
+        their avals."""
         out, avals = [], []
         for x in args:
             t = type(x)
-            if not ((t is _JaxprTracer and x._trace is self) or t is _ndarray
-                    or t in _WEAK_SCALAR_AVALS):
-                x = self.plain_value(x)
-                if type(x) is core.Literal:
-                    x = x.val
+            if t is _JaxprTracer and x._trace is self:
+                x = x.ir_var
+                avals.append(x.aval)
+            else:
+                if not (t is _ndarray or t in _WEAK_SCALAR_AVALS):
+                    x = self.plain_value(x)
+                    if type(x) is core.Literal:
+                        x = x.val
+                avals.append(core.get_aval(x))
             out.append(x)
-            avals.append(core.get_aval(x))
         return out, avals
 
 
@@ -620,13 +627,11 @@ def is_undefined(x):
 class LinearRecords(NamedTuple):
     """A linear program as linearize's partial evaluator recorded it, for
     transposing it at once (eager ``grad``): ``records`` are its equations as
-    tuples (``pe.LinearBuilder``), ``trace`` the trace whose tracers in them
-    are the linear values, ``invars`` the input tangents' variables,
-    ``outvars`` the output tangents' variables (constants for outputs that do
-    not depend on the inputs)."""
+    tuples (``pe.LinearBuilder``), whose variables are the linear values,
+    ``invars`` the input tangents' variables, ``outvars`` the output tangents'
+    variables (constants for outputs that do not depend on the inputs)."""
 
     records: list
-    trace: object
     invars: list
     outvars: list
 
@@ -643,9 +648,7 @@ def backward_pass(jaxpr, consts, cts_out):
     if type(jaxpr) is LinearRecords:
         env = {}
         records = jaxpr.records
-        own = jaxpr.trace
     else:
-        own = None
         env = dict(zip(jaxpr.constvars, consts))
         eqns = jaxpr.eqns if jaxpr.cache.get("all_linear") else _eval_nonlinear(jaxpr, env)
         # As records: the linear inputs stay variables, the others become values.
@@ -679,10 +682,7 @@ def backward_pass(jaxpr, consts, cts_out):
         args = []
         linear = []  # (position, variable) of the linear inputs
         for a in inputs:
-            t = type(a)
-            if t is _JaxprTracer and a._trace is own:  # a record's linear input
-                a = a.ir_var
-            elif t is not Var:  # a value
+            if type(a) is not Var:  # a value
                 args.append(a)
                 continue
             linear.append((len(args), a))
@@ -791,7 +791,7 @@ def linearize_flat(fun, primals, differentiable=None, aux_holder=None, records=F
             out_tangents.append(instantiate(t))
         out_tan_avals = [tangent_aval(core.get_aval(p)) for p in out_primals]
         if records:
-            jaxpr = LinearRecords(builder.records, pe_trace, [t.ir_var for t in in_tracers],
+            jaxpr = LinearRecords(builder.records, [t.ir_var for t in in_tracers],
                                   [t.ir_var if type(t) is _JaxprTracer and t._trace is pe_trace
                                    else t for t in out_tangents])
             consts = None
@@ -806,7 +806,7 @@ def linearize_flat(fun, primals, differentiable=None, aux_holder=None, records=F
     finally:
         jvp_trace.alive = False
         pe_trace.alive = False
-        builder.records = []  # they hold tracers, which hold the trace: no cycle
+        builder.records = []  # handed over (the builder is the trace's: no cycle)
     return out_primals, jaxpr, consts, out_tan_avals, aux
 
 

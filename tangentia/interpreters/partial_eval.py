@@ -91,13 +91,13 @@ class JaxprBuilder:
 class LinearBuilder(JaxprBuilder):
     """The builder of linearize's partial evaluator (``ad.LinearizeTrace``).
 
-    Tangent equations are recorded compactly, as ``(prim, args, params, out,
-    source)`` tuples: ``args`` as the primitive got them (the trace's own
-    tracers, residual arrays, Python scalars; any other value already made
-    plain by ``JaxprTrace.plain_value``, a NumPy scalar for a ``Literal``),
-    ``out`` the output ``Var`` (a list
-    of them for a primitive with several results), ``source`` the custom rule
-    that emitted it.  ``Eqn`` objects are made only when a program is needed
+    Tangent equations are recorded compactly, as ``(prim, inputs, params, out,
+    source)`` tuples: ``inputs`` the primitive's arguments with the trace's
+    own tracers as their ``Var`` (the linear inputs; the records keep no
+    tracer alive), residual arrays and Python scalars as they are, any other
+    value already made plain by ``JaxprTrace.plain_value`` (a NumPy scalar for
+    a ``Literal``); ``out`` the output ``Var`` (a list of them for a primitive
+    with several results), ``source`` the custom rule that emitted it.  ``Eqn`` objects are made only when a program is needed
     (``build``); eager ``grad`` transposes the records directly
     (``ad.backward_pass``), as if they were the equations of a program.
     """
@@ -116,8 +116,8 @@ class LinearBuilder(JaxprBuilder):
             inputs = []
             for x in args:
                 t = type(x)
-                if t is JaxprTracer and x._trace is trace:
-                    a = x.ir_var
+                if t is Var:  # a linear input
+                    a = x
                 elif t is _ndarray or isinstance(x, Tracer):  # a tracer of an outer trace
                     a = const_ids.get(id(x))
                     if a is None:
