@@ -70,8 +70,8 @@ def minimize(fun, x0, args=(), *, method, tol=None, options=None):
       >>> import tangentia.numpy as tnp
       >>> from tangentia.scipy.optimize import minimize
       >>> r = minimize(lambda x: tnp.sum((x - 3.0) ** 2), tnp.zeros(2), method="BFGS")
-      >>> r.x.round(6), bool(r.success)
-      (Array([3., 3.]), True)
+      >>> r.x.round(6).tolist(), bool(r.success)
+      ([3.0, 3.0], True)
     """
     options = {} if options is None else options
     if not isinstance(args, tuple):
