@@ -55,7 +55,7 @@ def test_tree_broadcast_and_tree_reduce_associative():
         calls.append((a, b))
         return a + b
     assert tu.tree_reduce_associative(op, [1, 2, 3, 4, 5]) == 15
-    assert calls == [(1, 2), (3, 4), (3, 7), (10, 5)]      # pairwise, as JAX
+    assert calls == [(1, 2), (4, 5), (3, 9), (3, 12)]      # halves first, as JAX 0.10.2
     assert tu.tree_reduce_associative(op, [], identity=0) == 0
     with pytest.raises(TypeError, match="Must specify identity"):
         tu.tree_reduce_associative(op, [])
