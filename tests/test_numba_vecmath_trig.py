@@ -26,7 +26,9 @@ from hypothesis import strategies as st  # noqa: E402
 import tangentia as tg  # noqa: E402
 import tangentia.numpy as tnp  # noqa: E402
 from tangentia.compiler import numba_backend as nbb  # noqa: E402
-from tangentia.compiler.numba_backend.vecmath_trig import _FAST_MAX, _vcos, _vsin  # noqa: E402
+from tangentia.compiler.numba_backend.vecmath import _sexpm1, _stanh, _vexpm1, _vtanh  # noqa: E402
+from tangentia.compiler.numba_backend.vecmath_trig import (_FAST_MAX, _scos, _ssin, _vcos,  # noqa: E402
+                                                           _vsin)
 from test_numba_backend import NUMBA, assert_same, numpy_backend, program  # noqa: E402
 from test_numba_vecmath import _compile, _looped, _vector_width, exact  # noqa: E402
 
@@ -175,7 +177,8 @@ def test_loops_vectorize_with_large_arguments_in_masked_vector_calls(name):
 # Programs
 
 
-def test_small_program_gradient_uses_the_intrinsics_and_matches_the_numpy_backend():
+def test_small_program_gradient_uses_the_intrinsics_and_matches_the_numpy_backend(tmp_path, monkeypatch):
+    monkeypatch.setenv("TANGENTIA_CACHE_DIR", str(tmp_path))   # compiled here: inspectable
     x = np.linspace(-4.0, 4.0, 8)
     x[:3] = [0.0, -0.0, 3e12]
 
@@ -184,8 +187,38 @@ def test_small_program_gradient_uses_the_intrinsics_and_matches_the_numpy_backen
         return tnp.sum(tnp.cos(tnp.sin(y) * 3.0) + y)
     jaxpr, full, fn = _compile(tg.grad(f), x)
     src = NUMBA.source(jaxpr)
-    assert "_vsin(" in src and "_vcos(" in src and not re.search(r"math\.(sin|cos)\(", src)
+    # unrolled scalar code calls one out-of-line copy (not the IR inlined at every element)
+    assert "_ssin(" in src and "_scos(" in src and not re.search(r"math\.(sin|cos)\(|_v(sin|cos)\(", src)
+    llvm_ir = fn.dispatcher.inspect_llvm(fn.dispatcher.signatures[0])
+    assert len(re.findall(r"define [^\n]*@tangentia_sin\(", llvm_ir)) == 1
     assert_same(fn(*full), numpy_backend().compile(jaxpr)(*full), rtol=1e-14, atol=1e-15)
+
+
+def _hard_points():
+    x = np.concatenate([np.linspace(-8.0, 8.0, 20001), nearest_to_multiples_of_pio2(range(-2, 30)),
+                        np.nextafter(0.78, [0.0, 2.0]), -np.nextafter(0.78, [0.0, 2.0]),
+                        [0.0, -0.0, 1e-310, -1e-310, 2.0 ** 40, -(2.0 ** 40), 1e300, np.inf, -np.inf,
+                         np.nan, np.pi / 4, -np.pi / 4]])
+    rng = np.random.default_rng(7)
+    return np.concatenate([x, rng.standard_normal(20000) * 10.0 ** rng.integers(-8, 20, 20000)])
+
+
+@pytest.mark.parametrize("scalar,vector", [(_ssin, _vsin), (_scos, _vcos), (_stanh, _vtanh),
+                                           (_sexpm1, _vexpm1)])
+def test_out_of_line_functions_equal_the_inlined_ones_bit_for_bit(scalar, vector):
+    """The out-of-line copies (unrolled code) compute the same bits as the inlined,
+    vectorizable ones; sin/cos take a shorter path for |x| < 0.78 that must agree."""
+    x = _hard_points()
+    a, b = np.empty_like(x), np.empty_like(x)
+    _looped(scalar)(x, a)
+    _looped(vector)(x, b)
+    np.testing.assert_array_equal(a.view(np.int64), b.view(np.int64))
+    with np.errstate(over="ignore"):   # (doubles beyond float32's range become +-inf)
+        x32 = x.astype(np.float32)
+    a32, b32 = np.empty_like(x32), np.empty_like(x32)
+    _looped(scalar)(x32, a32)
+    _looped(vector)(x32, b32)
+    np.testing.assert_array_equal(a32.view(np.int32), b32.view(np.int32))
 
 
 def test_large_elementwise_program_is_one_vectorized_loop():

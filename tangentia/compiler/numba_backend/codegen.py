@@ -294,6 +294,7 @@ class _Gen:
         self.scope_ids = itertools.count(1)
         self.functions = []     # sources of outlined bodies (see ``call_jaxpr``)
         self.helpers = {}       # (program, input representation) -> (name, output template)
+        self.vector_loop = False  # lowering a loop body LLVM vectorizes (elementwise_loop, rows)
 
     def is_small(self, aval_or_shape):
         """Whether values of this shape are scalarized (``SV``)."""
@@ -637,6 +638,7 @@ class _Gen:
         i = self.name("i")
         self.emit(f"for {i} in range({b}):")
         self.push()
+        outer, self.vector_loop = self.vector_loop, True   # (rows are independent: LLVM vectorizes)
         local = {}
         for a, v in views.items():
             row = a.aval.shape[1:]
@@ -653,6 +655,7 @@ class _Gen:
             if v in bufs:
                 for idx, e in zip(np.ndindex(*o.shape), o.elems):
                     self.emit(f"{self.elem(bufs[v], (i,) + idx)} = {e}")
+        self.vector_loop = outer
         self.pop()
         env.update(bufs)
 

@@ -132,7 +132,9 @@ def generate(g, jaxpr, body, shape, params):
     g.emit(f"for {i} in range({n}):")
     g.push()
     vals = [SV((), v.dtype, [g.scalar(g.elem(v, (i,)))]) if type(v) is AV else v for v in in_vals]
+    outer, g.vector_loop = g.vector_loop, True   # (its scalars use the inlined vectorizable functions)
     res = g.lower_jaxpr(body, vals)
+    g.vector_loop = outer
     for o, r in zip(outs, res):
         g.emit(f"{o.name}[{i}] = {_cast(r.elems[0], r.dtype, o.dtype)}")
     g.pop()

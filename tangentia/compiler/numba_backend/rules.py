@@ -137,8 +137,18 @@ _UFUNC.update(special.UFUNCS)
 _COMPLEX_OPS.update(special.COMPLEX_OPS)
 
 
-def _scalar_fn(eqn):
-    """``f(input expressions) -> output expression`` for an elementwise equation."""
+# The same functions for scalarized values (unrolled code, no loop to vectorize):
+# calls of one out-of-line copy per program, not their IR inlined at every element
+# (hundreds of inlined sin/cos cost seconds of compile time; the call, a few ns).
+_SCALAR_OPS = {"sin": _by_kind("_ssin({0})", "math.sin({0})"),
+               "cos": _by_kind("_scos({0})", "math.cos({0})"),
+               "tanh": _by_kind("_stanh({0})", "math.tanh({0})"),
+               "expm1": _by_kind("_sexpm1({0})", "math.expm1({0})")}
+
+
+def _scalar_fn(eqn, scalarized=False):
+    """``f(input expressions) -> output expression`` for an elementwise equation
+    (``scalarized``: for the elements of a scalarized value)."""
     name = eqn.prim.name
     out = eqn.outputs[0].aval.dtype
     in_dts = [a.aval.dtype for a in eqn.inputs]
@@ -163,7 +173,7 @@ def _scalar_fn(eqn):
         if op is None:
             return None
     else:
-        op = _OPS[name]
+        op = (scalarized and _SCALAR_OPS.get(name)) or _OPS[name]
     op_dt = loop_in[0]
 
     def fn(a):
@@ -176,10 +186,11 @@ def _scalar_fn(eqn):
 
 def _elementwise(g, eqn, ins):
     out = eqn.outputs[0].aval
-    fn = _scalar_fn(eqn)
+    small = g.is_small(out.shape)
+    fn = _scalar_fn(eqn, small and not g.vector_loop)
     if fn is None:
         return NotImplemented
-    if g.is_small(out.shape):
+    if small:
         ins = [v if v.shape == out.shape else g.named(v) for v in ins]
         elems = [fn([g.elem(v, _bidx(idx, v.shape, out.shape)) for v in ins])
                  for idx in np.ndindex(*out.shape)]

@@ -41,6 +41,11 @@ and denominator as double-doubles, the quotient corrected by its remainder
 (measured; NumPy's SIMD tanh reaches 1.2), exactly odd, ``x`` itself where
 ``|x| < 2^-28`` (subnormals too), +-1 where the true value rounds to it (``|x|
 > 19.06``; within 0.1 ulp of that tie either), NaN stays NaN.
+
+``_stanh`` and ``_sexpm1`` are ``_vtanh`` and ``_vexpm1`` as calls of one
+out-of-line copy per program (``_outlined``), the same bits, for scalarized
+code outside vectorized loops, where inlining at every element only costs
+compile time.
 """
 from __future__ import annotations
 
@@ -50,7 +55,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.core.extending import intrinsic
 
-__all__ = INTRINSICS = ("_vexp", "_vexpm1", "_vlog", "_vlog1p", "_vtanh")
+__all__ = INTRINSICS = ("_vexp", "_vexpm1", "_vlog", "_vlog1p", "_vtanh", "_sexpm1", "_stanh")
 
 _INV_LN2 = 1.4426950408889634
 _LN2_HI = float.fromhex("0x1.62e42fefa39efp-1")      # ln 2 rounded to double
@@ -298,6 +303,27 @@ def _unary(ir_fn):
     return intrinsic(typer)
 
 
+def _outlined(ir_fn, name):
+    """``ir_fn`` as a call to one out-of-line function per module,
+    ``tangentia_<name>`` (``noinline``, ``readnone``): for unrolled scalar code,
+    where a function's IR inlined at each of hundreds of sites costs seconds of
+    LLVM compile time and no loop vectorizes it anyway."""
+    def call(f, x):
+        module = f.b.module
+        fname = f"tangentia_{name}"
+        fn = module.globals.get(fname)
+        if fn is None:
+            fn = ir.Function(module, ir.FunctionType(_F64, [_F64]), fname)
+            fn.linkage = "linkonce_odr"
+            for attr in ("noinline", "nounwind", "readnone"):
+                fn.attributes.add(attr)
+            builder = ir.IRBuilder(fn.append_basic_block())
+            builder.ret(ir_fn(_IR(builder), fn.args[0]))
+        return f.b.call(fn, [x])
+    call.__name__ = f"_{name}_call_ir"
+    return call
+
+
 _vexp = _unary(_exp_ir)
 _vexp.__doc__ = "NumPy's exp of a float32/float64 scalar, branch-free (vectorizable in loops)."
 _vlog = _unary(_log_ir)
@@ -308,3 +334,7 @@ _vexpm1 = _unary(_expm1_ir)
 _vexpm1.__doc__ = "NumPy's expm1 of a float32/float64 scalar, branch-free (vectorizable in loops)."
 _vtanh = _unary(_tanh_ir)
 _vtanh.__doc__ = "NumPy's tanh of a float32/float64 scalar, branch-free (vectorizable in loops)."
+_stanh = _unary(_outlined(_tanh_ir, "tanh"))
+_stanh.__doc__ = "``_vtanh`` as a call of one out-of-line function (for unrolled scalar code)."
+_sexpm1 = _unary(_outlined(_expm1_ir, "expm1"))
+_sexpm1.__doc__ = "``_vexpm1`` as a call of one out-of-line function (for unrolled scalar code)."
