@@ -170,9 +170,15 @@ def _fp_warning(name, errtype, flag):
         warnings.warn(msg, RuntimeWarning, stacklevel=2)
         return
     g = frame.f_globals
-    warnings.warn_explicit(msg, RuntimeWarning, frame.f_code.co_filename, frame.f_lineno,
-                           module=g.get("__name__"), registry=g.setdefault("__warningregistry__", {}),
-                           module_globals=g)
+    where = (msg, RuntimeWarning, frame.f_code.co_filename, frame.f_lineno, g.get("__name__"),
+             g.setdefault("__warningregistry__", {}))
+    try:
+        warnings.warn_explicit(*where, module_globals=g)
+    except ImportError:
+        # ``python -c`` and scripts read from stdin: ``__main__``'s loader is the
+        # built-in importer, whose get_source (asked for the warning's source line
+        # before any filter applies) raises; the line is then simply not shown.
+        warnings.warn_explicit(*where)
 
 
 class FPWarnings:

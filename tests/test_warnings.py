@@ -107,3 +107,21 @@ def test_numpy_outside_tangentia_is_unchanged():
     with pytest.warns(RuntimeWarning, match="divide by zero encountered in log") as record:
         np.log(ZEROS)
     assert record[0].filename == __file__
+
+
+@pytest.mark.parametrize("how", ["-c", "stdin"])
+def test_code_run_by_python_c_or_from_stdin_warns_instead_of_crashing(how):
+    """``__main__``'s loader is then the built-in importer, whose get_source
+    raises ImportError when the warning machinery asks for the source line."""
+    import subprocess
+    import sys
+    code = ("import warnings, numpy as np, tangentia as tg, tangentia.numpy as tnp\n"
+            "print(tnp.log(np.zeros(1))[0], tg.jit(tnp.log)(np.zeros(1))[0])\n"
+            "warnings.simplefilter('ignore')\n"
+            "print(tnp.log(np.zeros(1))[0])\n")
+    args, stdin = ([sys.executable, "-c", code], None) if how == "-c" else ([sys.executable, "-"], code)
+    r = subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=120,
+                       env={**__import__("os").environ, "TANGENTIA_JIT_BACKEND": "numpy"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["-inf", "-inf", "-inf"]
+    assert r.stderr.count("RuntimeWarning: divide by zero encountered in ") == 2, r.stderr
