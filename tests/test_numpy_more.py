@@ -223,6 +223,25 @@ def test_reductions_take_where(fname, kw, axis):
                                want, rtol=1e-14)
 
 
+def test_variance_without_degrees_of_freedom_is_nan_as_jaxs():
+    """ddof >= the count (per slice under ``where``): NaN, as JAX gives (NumPy's
+    var gives inf or -0.0 there, its nanvar NaN); slices with dof left unchanged."""
+    a, x = np.array([1.0, 3.0]), np.array([1.0, np.nan, 3.0])
+    for got in (tnp.var(a, ddof=2), tnp.var(a, ddof=3), tnp.std(a, ddof=3), tnp.nanvar(x, ddof=2),
+                tnp.nanstd(x, ddof=3), tnp.var(a, ddof=3, where=np.array([True, True])),
+                tg.jit(lambda a: tnp.var(a, ddof=2))(a)):
+        assert np.isnan(got)
+    m = np.array([[1.0, 2.0, 4.0], [5.0, 7.0, 8.0]])
+    w = np.array([[True, True, False], [False, True, False]])
+    got = tnp.var(m, axis=1, ddof=1, where=w)
+    np.testing.assert_array_equal(got, [0.5, np.nan])
+    np.testing.assert_array_equal(tg.jit(lambda m: tnp.var(m, axis=0, ddof=1, where=w))(m),
+                                  [np.nan, 12.5, np.nan])
+    assert tnp.nanvar(np.ones(3, np.float32), ddof=5).dtype == np.float32
+    np.testing.assert_allclose(tg.grad(lambda a: tnp.var(a, ddof=1, where=np.array([True, True])))(a),
+                               [-2.0, 2.0])
+
+
 def test_where_masked_gradients_and_errors():
     x = RNG.normal(size=(3, 4))
     w = x > 0

@@ -136,8 +136,14 @@ def var(a, axis=None, dtype=None, ddof=0, keepdims=False, *, where=None):
     dd = _E.real(_E.mul(d, _E.conj(d))) if _aval(d).dtype.kind == "c" else _E.mul(d, d)
     s = sum(dd, axis, dtype, keepdims, where=where)
     if where is not None:
-        return _E.div(s, _E.sub(astype(n, _aval(s).dtype), ddof))
-    return _E.div(s, float(n - ddof))
+        return _over_dof(s, _E.sub(astype(n, _aval(s).dtype), ddof))
+    return _E.div(s, float(n - ddof)) if n > ddof else _E.mul(s, nan)
+
+
+def _over_dof(s, dof):
+    """``s / dof``, NaN where ``dof <= 0`` (no degrees of freedom left: JAX's value;
+    NumPy's var gives inf there, its nanvar NaN)."""
+    return where(_E.gt(dof, 0), _E.div(s, _E.maximum(dof, 1)), nan)
 
 
 def std(a, axis=None, dtype=None, ddof=0, keepdims=False, *, where=None):
@@ -289,8 +295,7 @@ def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False):
     m = nanmean(a, axis, dtype, keepdims=True)
     d = _nan_to(_E.sub(a, m), 0)
     s = sum(_E.mul(d, d), axis, dtype, keepdims)
-    n = _E.sub(astype(_nan_count(a, axis, keepdims), _aval(s).dtype), ddof)
-    return _E.div(s, _E.maximum(n, 0))
+    return _over_dof(s, _E.sub(astype(_nan_count(a, axis, keepdims), _aval(s).dtype), ddof))
 
 
 def nanstd(a, axis=None, dtype=None, ddof=0, keepdims=False):
