@@ -1104,10 +1104,12 @@ def linear_call(fun, fun_transpose, residual_args, linear_args):
     ``fun(residual_args, linear_args)`` must be linear in ``linear_args``;
     ``fun_transpose(residual_args, out_cotangent)`` is its transpose with
     respect to them.  Differentiation (``jvp``, ``linearize``) keeps the call
-    linear (the tangent is ``fun`` of the linear tangents), and transposition
-    (``grad``, ``vjp``, ``linear_transpose``) calls ``fun_transpose``, itself
-    as a ``linear_call`` whose transpose is ``fun``.  ``residual_args`` are
-    not differentiated (as in JAX, they must not depend on what is).
+    linear (the tangent is ``fun`` of the linear tangents), and reverse mode
+    (``grad``, ``vjp``) calls ``fun_transpose``, itself as a ``linear_call``
+    whose transpose is ``fun``.  ``residual_args`` are not differentiated (as
+    in JAX, they must not depend on what is).  Unlike JAX, ``linear_transpose``
+    of a function calling it is not supported yet: it raises a TypeError
+    saying the function is not linear.
 
     Args:
       fun: ``(residual_args, linear_args) -> out``, linear in ``linear_args``.
