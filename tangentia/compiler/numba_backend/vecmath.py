@@ -303,23 +303,29 @@ def _unary(ir_fn):
     return intrinsic(typer)
 
 
+def _module_function(module, fname, body):
+    """``(fn, new)``: the module's out-of-line double -> double function ``fname``
+    (``noinline``, ``readnone``, ``linkonce_odr``: one copy per program), its IR
+    ``body(f, x)`` emitted when it is first asked for (then ``new``)."""
+    fn = module.globals.get(fname)
+    if fn is not None:
+        return fn, False
+    fn = ir.Function(module, ir.FunctionType(_F64, [_F64]), fname)
+    fn.linkage = "linkonce_odr"
+    for attr in ("noinline", "nounwind", "readnone"):
+        fn.attributes.add(attr)
+    builder = ir.IRBuilder(fn.append_basic_block())
+    builder.ret(body(_IR(builder), fn.args[0]))
+    return fn, True
+
+
 def _outlined(ir_fn, name):
     """``ir_fn`` as a call to one out-of-line function per module,
-    ``tangentia_<name>`` (``noinline``, ``readnone``): for unrolled scalar code,
-    where a function's IR inlined at each of hundreds of sites costs seconds of
-    LLVM compile time and no loop vectorizes it anyway."""
+    ``tangentia_<name>``: for unrolled scalar code, where a function's IR inlined
+    at each of hundreds of sites costs seconds of LLVM compile time and no loop
+    vectorizes it anyway."""
     def call(f, x):
-        module = f.b.module
-        fname = f"tangentia_{name}"
-        fn = module.globals.get(fname)
-        if fn is None:
-            fn = ir.Function(module, ir.FunctionType(_F64, [_F64]), fname)
-            fn.linkage = "linkonce_odr"
-            for attr in ("noinline", "nounwind", "readnone"):
-                fn.attributes.add(attr)
-            builder = ir.IRBuilder(fn.append_basic_block())
-            builder.ret(ir_fn(_IR(builder), fn.args[0]))
-        return f.b.call(fn, [x])
+        return f.b.call(_module_function(f.b.module, f"tangentia_{name}", ir_fn)[0], [x])
     call.__name__ = f"_{name}_call_ir"
     return call
 

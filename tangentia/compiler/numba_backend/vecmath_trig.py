@@ -57,7 +57,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .vecmath import _F64, _I64, _IR, _const, _outlined, _unary
+from .vecmath import _F64, _I64, _const, _module_function, _outlined, _unary
 
 __all__ = INTRINSICS = ("_vsin", "_vcos", "_ssin", "_scos")
 
@@ -225,17 +225,14 @@ def _slow(module, name):
     unless a lane is masked in, and then calls the scalar function lane by
     lane.  They are ``weak_odr`` so that LLVM keeps them until the vectorizer
     has run (every program has its own copy)."""
+    def body(f, x):
+        y = _from_reduced(name, f, *_reduce_large(f, x))
+        nan = f.b.fsub(x, x)                                        # NaN for inf and NaN
+        return f.select(f.b.fcmp_unordered("uno", nan, nan), nan, y)
     fname = f"tangentia_{name}_slow"
-    fn = module.globals.get(fname)
-    if fn is not None:
+    fn, new = _module_function(module, fname, body)
+    if not new:
         return fn
-    fn = ir.Function(module, ir.FunctionType(_F64, [_F64]), fname)
-    fn.linkage = "linkonce_odr"
-    f = _IR(ir.IRBuilder(fn.append_basic_block()))
-    (x,) = fn.args
-    y = _from_reduced(name, f, *_reduce_large(f, x))
-    nan = f.b.fsub(x, x)                                            # NaN for inf and NaN
-    f.b.ret(f.select(f.b.fcmp_unordered("uno", nan, nan), nan, y))
     variants = []
     for vf in _SLOW_VFS:
         vt = ir.VectorType(_F64, vf)
@@ -261,8 +258,6 @@ def _slow(module, name):
             b.ret(y)
         b.ret(x)
         variants.append(f"_ZGV_LLVM_M{vf}v_{fname}({vfn.name})")
-    for attr in ("noinline", "nounwind", "readnone"):
-        fn.attributes.add(attr)
     # (a string attribute, which llvmlite's list of known attributes lacks)
     set.add(fn.attributes, '"vector-function-abi-variant"="' + ",".join(variants) + '"')
     return fn
