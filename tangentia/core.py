@@ -105,6 +105,12 @@ _AVAL_OF_TYPE = {
 }
 
 
+def register_aval_type(t, aval_of):
+    """``get_aval`` of values of exactly type ``t`` is ``aval_of(x)`` (a direct
+    lookup, for a tracer type on a hot path)."""
+    _AVAL_OF_TYPE[t] = aval_of
+
+
 def get_aval(x):
     """Abstract value of any array-like, Python scalar or tracer."""
     f = _AVAL_OF_TYPE.get(type(x))

@@ -49,6 +49,7 @@ class JaxprTracer(Tracer):
 
 
 register_leaf_type(JaxprTracer)
+core.register_aval_type(JaxprTracer, lambda x: x.ir_var.aval)   # (eager grad's tangents)
 
 
 class JaxprBuilder:

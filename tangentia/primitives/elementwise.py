@@ -16,7 +16,6 @@ from ..interpreters.ad import UndefinedPrimal, Zero, defjvp, defjvp_zero, is_und
 from ..interpreters import base_ops as B
 from ..interpreters.base_ops import unbroadcast  # noqa: F401  (re-exported)
 from ..interpreters.batching import move_to_front
-from ..interpreters.partial_eval import JaxprTracer as _JaxprTracer
 
 # ---------------------------------------------------------------------------
 # Shape and dtype rules
@@ -185,11 +184,6 @@ def _sub_transpose(ct, x, y):
             unbroadcast(neg(ct), y.aval) if is_undefined(y) else None)
 
 
-def _aval(x):
-    """``core.get_aval(x)``, directly for a staged tangent (eager grad's hot path)."""
-    return x.ir_var.aval if type(x) is _JaxprTracer else core.get_aval(x)
-
-
 def _additive_jvp(prim, neg_second):
     """JVP of ``x + y`` / ``x - y``: one tangent operation (``tx + ty``,
     ``tx - ty``), broadcast to the output's shape; the same numbers as
@@ -207,10 +201,10 @@ def _additive_jvp(prim, neg_second):
         elif neg_second:
             out = sub(tx, ty)
         else:
-            a, b = _aval(tx), _aval(ty)
+            a, b = core.get_aval(tx), core.get_aval(ty)
             out = ad.add_any(tx, ty) if a.shape == b.shape and a.dtype == b.dtype else add(tx, ty)
         shape = ans.shape  # ans is an ndarray or a tracer; tangents may be Python scalars
-        if _aval(out).shape != shape:
+        if core.get_aval(out).shape != shape:
             out = B.broadcast_to(out, shape)
         return ans, out
     prim.jvp = rule
