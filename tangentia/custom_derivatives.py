@@ -31,7 +31,7 @@ from ._messages import fun_name as _fun_name
 from .tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 
 __all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "CustomVJPPrimal", "closure_convert",
-           "zero_from_primal", "custom_vjp_primal_tree_values"]
+           "zero_from_primal", "custom_vjp_primal_tree_values", "linear_call"]
 
 
 # ---------------------------------------------------------------------------
@@ -753,7 +753,6 @@ class custom_jvp(_CustomFunction):
         self.defjvp(jvp)
 
 
-
 def _check_out_tree(call, tree, jvp_name, name):
     """The primal output of a JVP rule has the function's output structure."""
     want = call.out_tree
@@ -850,7 +849,6 @@ class custom_vjp(_CustomFunction):
         self._params = dict(fun=None, fwd=None, bwd=None, num_consts=0,
                             symbolic_zeros=symbolic_zeros, name=self.name,
                             rule_name=self.fwd_name, call_jaxpr=None)
-
 
 
 def _fwd_pair_message(fwd_name, name):
@@ -1072,8 +1070,9 @@ def closure_convert(fun, *example_args):
 
 
 def _linear_call_parts(fun, fun_transpose, res_leaves, res_tree, lin_tree):
-    """``(forward, bwd)`` for ``ad.custom_lin_p``: ``fun`` on flat linear leaves, and
-    its transpose as another ``linear_call`` (so transposing twice gives ``fun``)."""
+    """``(forward, bwd, out_trees)`` for ``ad.custom_lin_p``: ``fun`` on flat leaves,
+    its transpose as another ``linear_call`` (so transposing twice gives ``fun``),
+    and the list where ``forward`` records its output structure."""
     n = len(res_leaves)
     out_trees = []
 
@@ -1159,6 +1158,3 @@ def linear_call(fun, fun_transpose, residual_args, linear_args):
 
     outs = call(*res_leaves, *lin_leaves)
     return tree_unflatten(out_trees[-1], list(outs))
-
-
-__all__.append("linear_call")
