@@ -413,9 +413,8 @@ class _Gen:
         return self.array(v) if needs_static(v) else v
 
     def assign(self, names, v):
-        """Assign ``v`` to the variables ``names`` (from ``fresh_vars``)."""
-        if names is None:
-            return
+        """Assign ``v`` to the variables ``names`` (from ``fresh_vars``: a list of
+        scalar names or an array's name; ``assign_all`` writes tuples)."""
         if type(names) is list:
             v = self.small(v)
             for n, e in zip(names, v.elems):
