@@ -429,7 +429,10 @@ def _client_runners(client):
     with _runners_lock:
         for cid in [c for c, r in _runners.items() if r.client.status == "closed"]:
             del _runners[cid]
-        return _runners.setdefault(client.id, _Runners(client))
+        r = _runners.get(client.id)
+        if r is None:
+            r = _runners[client.id] = _Runners(client)
+        return r
 
 
 def _check_not_traced(leaves, api, fun):
