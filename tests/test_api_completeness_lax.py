@@ -113,18 +113,10 @@ CASES = [
     (lambda x: JL.stop_gradient(x), (X,)), (lambda x, y: JL.optimization_barrier((x, y)), (X, Y)),
     (lambda x, i: JL.gather(x, i, JL.GatherDimensionNumbers((1,), (0,), (0,)), (1, 4)),
      (X, np.array([[2], [0]]))),
-    (lambda x, i, u: JL.scatter_add(x, i, u, JL.ScatterDimensionNumbers((1,), (0,), (0,))),
-     (X, np.array([[2], [0]]), Y[:2])),
-    (lambda x, i, u: JL.scatter(x, i, u, JL.ScatterDimensionNumbers((1,), (0,), (0,))),
-     (X, np.array([[2], [0]]), Y[:2])),
-    (lambda x, i, u: JL.scatter_mul(x, i, u, JL.ScatterDimensionNumbers((1,), (0,), (0,))),
-     (X, np.array([[2], [0]]), Y[:2])),
-    (lambda x, i, u: JL.scatter_max(x, i, u, JL.ScatterDimensionNumbers((1,), (0,), (0,))),
-     (X, np.array([[2], [0]]), Y[:2])),
-    (lambda x, i, u: JL.scatter_min(x, i, u, JL.ScatterDimensionNumbers((1,), (0,), (0,))),
-     (X, np.array([[2], [0]]), Y[:2])),
-    (lambda x, i, u: JL.scatter_sub(x, i, u, JL.ScatterDimensionNumbers((1,), (0,), (0,))),
-     (X, np.array([[2], [0]]), Y[:2])),
+    *[(lambda x, i, u, scatter=scatter: scatter(x, i, u, JL.ScatterDimensionNumbers((1,), (0,), (0,))),
+       (X, np.array([[2], [0]]), Y[:2]))
+      for scatter in (JL.scatter_add, JL.scatter, JL.scatter_mul, JL.scatter_max, JL.scatter_min,
+                      JL.scatter_sub)],
 ]
 
 
