@@ -216,11 +216,13 @@ def _compile_program(jaxpr):
     mod = _load_module(source, glb)
     disp = mod.program
     with _Progress(f"a program of {_weight(jaxpr)} equations"), _fast_typing():
-        disp.compile(_arg_types(jaxpr))
-    return _wrapper(disp, jaxpr, source)
+        # the entry point of this program's signature: programs of the same source (an
+        # identity, say) share one module and dispatcher across argument dtypes
+        entry = disp.compile(_arg_types(jaxpr))
+    return _wrapper(disp, entry, jaxpr, source)
 
 
-def _wrapper(disp, jaxpr, source):
+def _wrapper(disp, entry, jaxpr, source):
     """The callable ``fn(*args) -> list of arrays`` around the compiled program.
 
     Arguments are made C-contiguous writable arrays of the program's dtypes
@@ -233,7 +235,6 @@ def _wrapper(disp, jaxpr, source):
     zeros_out = [(i, np.zeros(v.aval.shape, v.aval.dtype)) for i, v in enumerate(jaxpr.outvars)
                  if _is_float0(v.aval.dtype)]
     ndarray = np.ndarray
-    entry = disp.overloads[disp.signatures[0]].entry_point
 
     def run(*args):
         if len(args) != n_in:
