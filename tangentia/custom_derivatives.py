@@ -918,11 +918,11 @@ def _bwd_structure_error(bwd_name, name, got, ca, avals, detail):
     in_tree = (ca.in_tree if ca is not None and ca.in_tree is not None
                else tree_structure(tuple(avals)))
     return TypeError(
-        f"Custom VJP bwd rule {bwd_name} for function {name} must produce an output with the same "
+        "Custom VJP bwd rule must produce an output with the same "
         "container (pytree) structure as the args tuple of the primal function, and in "
         "particular must produce a tuple of length equal to the number of arguments to the "
         f"primal function, but got bwd output structure {_structure_of(got)} for primal input "
-        f"structure {in_tree}. ({detail})")
+        f"structure {in_tree}. (bwd rule {bwd_name} of function {name}: {detail})")
 
 
 def _structure_of(x):
@@ -967,12 +967,12 @@ def _flatten_bwd_output(got, ca, in_types, bwd_name, name, sz):
                 if c.aval.shape != a.shape or (want.dtype != dtypes.float0
                                                and c.aval.dtype != want.dtype):
                     raise ValueError(
-                        f"Custom VJP bwd rule {bwd_name} for function {name} produced a "
+                        "Custom VJP bwd rule produced a "
                         "SymbolicZero with a shape/dtype that does not match the corresponding "
                         f"input tangent shape/dtype: at {where} the SymbolicZero had shape/dtype "
                         f"{c.aval.str_short()} while the corresponding input had shape/dtype "
                         f"{a.str_short()}. Consider just returning a None here instead of a "
-                        "SymbolicZero object.")
+                        f"SymbolicZero object. (bwd rule {bwd_name} of function {name})")
                 out.append(_zero_ct(a))
                 continue
             if not core.is_array_like(c):
@@ -988,10 +988,11 @@ def _flatten_bwd_output(got, ca, in_types, bwd_name, name, sz):
                 hint = (" Consider just returning a None here instead of a zero array." if sz
                         and isinstance(c, np.ndarray) and not c.any() else "")
                 raise ValueError(
-                    f"Custom VJP bwd rule {bwd_name} for function {name} must produce an output "
+                    "Custom VJP bwd rule must produce an output "
                     "with the same type as the args tuple of the primal function, but at "
                     f"{where} the bwd rule produced an output of type {_type_str(ca_)} "
-                    f"corresponding to an input of type {_type_str(a)} (argument {k}: cotangent "
+                    f"corresponding to an input of type {_type_str(a)}, so the shapes do not "
+                    f"match (bwd rule {bwd_name} of function {name}, argument {k}: cotangent "
                     f"of shape {ca_.shape}, argument of shape {a.shape}).{hint}")
             if not isinstance(c, Tracer):
                 c = np.asarray(c, dtype=want.dtype)

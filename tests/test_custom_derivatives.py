@@ -1021,7 +1021,7 @@ class TestPytrees:
             return g
 
         f.defvjp(lambda x: (f(x), None), my_bwd)
-        with pytest.raises(TypeError, match=r"my_bwd .*function f .*tuple"):
+        with pytest.raises(TypeError, match=r"tuple.*my_bwd of function f"):
             tg.grad(f)(1.)
 
     def test_bwd_wrong_argument_structure_error(self):
@@ -1065,11 +1065,11 @@ class TestPytrees:
         with pytest.raises(ValueError) as ei:  # JAX's type
             tg.grad(f)(np.ones(2))
         msg = str(ei.value)
-        assert msg.startswith("Custom VJP bwd rule my_bwd for function f must produce an output "
+        assert msg.startswith("Custom VJP bwd rule must produce an output "
                               "with the same type as the args tuple of the primal function, but "
                               "at output[0] the bwd rule produced an output of type float64[3] "
                               "corresponding to an input of type float64[2]")
-        assert "(3,)" in msg and "(2,)" in msg and "argument 0" in msg
+        assert "(3,)" in msg and "(2,)" in msg and "argument 0" in msg and "my_bwd" in msg
 
     def test_fwd_must_return_pair_and_matching_output(self):
         @tg.custom_vjp

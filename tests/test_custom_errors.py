@@ -346,12 +346,12 @@ def my_bwd_bad_type(res, g):
      "float64[3]."),
     ("fwd_pair", TypeError, "Custom VJP fwd rule my_fwd_not_pair for function my_g must produce "
      "a pair (list or tuple of length two) where the first element represents the primal output"),
-    ("bwd_tuple", TypeError, "Custom VJP bwd rule my_bwd_not_tuple for function my_g must produce "
+    ("bwd_tuple", TypeError, "Custom VJP bwd rule must produce "
      "an output with the same container (pytree) structure as the args tuple of the primal "
      "function, and in particular must produce a tuple of length equal to the number of "
      "arguments to the primal function, but got bwd output structure PyTreeDef(*) for primal "
      "input structure PyTreeDef((*,))."),
-    ("bwd_type", ValueError, "Custom VJP bwd rule my_bwd_bad_type for function my_g must produce "
+    ("bwd_type", ValueError, "Custom VJP bwd rule must produce "
      "an output with the same type as the args tuple of the primal function, but at output[0] "
      "the bwd rule produced an output of type float64[3] corresponding to an input of type "
      "float64[]"),
