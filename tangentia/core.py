@@ -661,14 +661,20 @@ def concretization_error(tracer, context, reason=""):
     what = {"bool": "bool() (for example an `if` or `while` on a traced value)",
             "float": "float()", "int": "int()", "complex": "complex()", "index": "an index",
             "item": ".item()", "tolist": ".tolist()"}.get(context, context)
-    msg = (f"Abstract tracer value encountered where a concrete value is expected: the traced "
-           f"value {tracer.aval.str_short()} was converted with {what}. ")
+    if context == "bool":   # JAX's wording and error type for bool()
+        error = TracerBoolConversionError
+        msg = (f"Attempted boolean conversion of traced array with shape "
+               f"{tracer.aval.str_short()}: it was converted with {what}. ")
+    else:
+        error = ConcretizationTypeError
+        msg = (f"Abstract tracer value encountered where concrete value is expected: traced "
+               f"array with shape {tracer.aval.str_short()}, converted with {what}. ")
     if reason:
         msg += reason + " "
     msg += ("Python control flow cannot depend on traced values there. Use tangentia.numpy.where "
             "or tangentia.lax.cond / while_loop for data-dependent choices, or mark the argument "
             "static (static_argnums / static_argnames of jit).")
-    return ConcretizationTypeError(msg)
+    return error(msg)
 
 
 def _default_concrete_value(self, tracer, context):

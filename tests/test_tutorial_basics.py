@@ -1,0 +1,35 @@
+"""Behaviour found by running JAX's introductory tutorials against tangentia.
+
+Each test pins one difference that a tutorial cell showed (an error of another type or
+wording, a missing name or argument, a different number), with our own code and values.
+"""
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+
+
+def test_python_if_on_traced_value_raises_tracer_bool_conversion_error():
+    def pick(x, flag):
+        return x * 2.0 if flag else x
+
+    with pytest.raises(tg.errors.TracerBoolConversionError,
+                       match=r"^Attempted boolean conversion of traced array with shape bool\[\]"):
+        tg.jit(pick)(np.arange(3.0), np.bool_(True))
+    # it is still a ConcretizationTypeError, and static arguments avoid it
+    assert issubclass(tg.errors.TracerBoolConversionError, tg.errors.ConcretizationTypeError)
+    np.testing.assert_array_equal(tg.jit(pick, static_argnums=1)(np.arange(3.0), True),
+                                  [0.0, 2.0, 4.0])
+
+
+@pytest.mark.parametrize("convert, name", [(float, "float()"), (int, "int()"),
+                                           (lambda x: x.item(), ".item()")])
+def test_other_conversions_of_traced_values_use_jaxs_wording(convert, name):
+    with pytest.raises(tg.errors.ConcretizationTypeError) as info:
+        tg.jit(lambda x: tnp.sin(x) * convert(x))(0.5)
+    assert type(info.value) is tg.errors.ConcretizationTypeError
+    message = str(info.value)
+    assert message.startswith("Abstract tracer value encountered where concrete value is "
+                              "expected: traced array with shape f64[]")
+    assert name in message
