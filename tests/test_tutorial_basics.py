@@ -33,3 +33,21 @@ def test_other_conversions_of_traced_values_use_jaxs_wording(convert, name):
     assert message.startswith("Abstract tracer value encountered where concrete value is "
                               "expected: traced array with shape f64[]")
     assert name in message
+
+
+@pytest.mark.parametrize("make", [
+    lambda n: tnp.zeros((n, 2)),
+    lambda n: tnp.ones(n),
+    lambda n: tnp.full((3, n), 0.5),
+    lambda n: tnp.zeros_like(np.ones(4), shape=(n,)),
+    lambda n: tnp.reshape(np.arange(6.0), (n, -1)),
+    lambda n: tnp.broadcast_to(2.0, (n,)),
+    lambda n: tg.lax.full((n,), 1.5),
+], ids=["zeros", "ones", "full", "zeros_like", "reshape", "broadcast_to", "lax.full"])
+def test_traced_shape_raises_jaxs_shape_error(make):
+    with pytest.raises(TypeError, match=r"^Shapes must be 1D sequences of concrete values of "
+                                        r"integer type, got \(") as info:
+        tg.jit(make)(3)
+    assert "static_argnums" in str(info.value)
+    # the same shape given statically works, under jit too
+    assert tg.jit(make, static_argnums=0)(3).size % 3 == 0

@@ -112,8 +112,26 @@ def _reshape_batch(args, dims, new_sizes):
 reshape_p.batch = _reshape_batch
 
 
+def traced_shape_error(shape, fname):
+    """JAX's TypeError for a shape holding traced values, with which function and what to do."""
+    dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    return TypeError(
+        f"Shapes must be 1D sequences of concrete values of integer type, got {dims}. "
+        f"{fname}: argument 'shape' is traced, so the result's shape would be unknown; pass it "
+        "as a static argument (static_argnums / static_argnames of jit) or take it from an "
+        "array's .shape.")
+
+
+def static_shape(shape, fname):
+    """``shape`` as a tuple of ints; ``traced_shape_error`` if a dimension is traced."""
+    try:
+        return tuple(int(d) for d in shape)
+    except core.ConcretizationTypeError:
+        raise traced_shape_error(shape, fname) from None
+
+
 def reshape(x, new_sizes):
-    new_sizes = tuple(int(d) for d in new_sizes)
+    new_sizes = static_shape(new_sizes, "reshape")
     if core.get_aval(x).shape == new_sizes:
         return unchanged(x)
     return reshape_p.bind(x, new_sizes=new_sizes)
@@ -190,7 +208,7 @@ broadcast_to_p.batch = _broadcast_to_batch
 
 
 def broadcast_to(x, shape):
-    shape = tuple(int(d) for d in shape)
+    shape = static_shape(shape, "broadcast_to")
     if core.get_aval(x).shape == shape:
         return unchanged(x)
     return broadcast_to_p.bind(x, shape=shape)

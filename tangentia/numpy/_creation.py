@@ -7,6 +7,7 @@ import builtins
 
 import numpy as _np
 
+from ..interpreters.base_ops import traced_shape_error
 from ..primitives import elementwise as _E
 from ..primitives import indexing as _I
 from ..primitives import special as _SP
@@ -23,23 +24,34 @@ from ._util import _aval, _concrete, _eager, _flat_seq, _is_tracer
 # Filled arrays
 
 
+def _check_shape(shape, fname):
+    """``shape`` unchanged; a TypeError with JAX's wording if it is or holds a traced value
+    (a shape must be known while tracing)."""
+    if type(shape) is int or (type(shape) is tuple and all(type(d) is int for d in shape)):
+        return shape
+    if any(_is_tracer(d) for d in (shape if isinstance(shape, (tuple, list)) else (shape,))):
+        raise traced_shape_error(shape, fname)
+    return shape
+
+
 def zeros(shape, dtype=None):
     """An array of zeros of the given shape (float64 by default)."""
-    return _np.zeros(shape, dtype or float64)
+    return _np.zeros(_check_shape(shape, "zeros"), dtype or float64)
 
 
 def ones(shape, dtype=None):
     """An array of ones of the given shape (float64 by default)."""
-    return _np.ones(shape, dtype or float64)
+    return _np.ones(_check_shape(shape, "ones"), dtype or float64)
 
 
 def empty(shape, dtype=None):
     """An array of the given shape and dtype (float64 by default); here filled with zeros."""
-    return _np.zeros(shape, dtype or float64)
+    return _np.zeros(_check_shape(shape, "empty"), dtype or float64)
 
 
 def full(shape, fill_value, dtype=None):
     """An array of the given shape filled with ``fill_value``."""
+    shape = _check_shape(shape, "full")
     if _is_tracer(fill_value):
         v = fill_value if dtype is None else astype(fill_value, dtype)
         return broadcast_to(v, (shape,) if isinstance(shape, int) else tuple(shape))
@@ -49,13 +61,15 @@ def full(shape, fill_value, dtype=None):
 def zeros_like(a, dtype=None, shape=None):
     """An array of zeros with the shape and dtype of ``a``."""
     av = _aval(a)
-    return _np.zeros(av.shape if shape is None else shape, dtype or av.dtype)
+    return _np.zeros(av.shape if shape is None else _check_shape(shape, "zeros_like"),
+                   dtype or av.dtype)
 
 
 def ones_like(a, dtype=None, shape=None):
     """An array of ones with the shape and dtype of ``a``."""
     av = _aval(a)
-    return _np.ones(av.shape if shape is None else shape, dtype or av.dtype)
+    return _np.ones(av.shape if shape is None else _check_shape(shape, "ones_like"),
+                   dtype or av.dtype)
 
 
 def empty_like(a, dtype=None, shape=None):

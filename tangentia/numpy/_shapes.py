@@ -8,10 +8,11 @@ import math
 import numpy as _np
 
 from ..core import Tracer as _Tracer
+from ..interpreters.base_ops import static_shape
 from ..primitives import indexing as _I
 from ..primitives import structural as _S
 from ._conversion import _in, _stack, asarray, astype
-from ._util import _aval, _axes, _concrete, _is_tracer
+from ._util import _aval, _axes, _is_tracer
 
 
 # ---------------------------------------------------------------------------
@@ -60,7 +61,7 @@ def reshape(a, shape=None, order="C", *, newshape=None):
         shape = newshape
     if isinstance(shape, (int, _np.integer)):
         shape = (int(shape),)
-    shape = tuple(int(_concrete(d, "reshape", "shape")) for d in shape)
+    shape = static_shape(shape, "reshape")
     n = math.prod(_aval(a).shape)
     if shape.count(-1) > 1:
         raise ValueError(f"reshape: can only specify one unknown dimension (-1), got {shape}")
