@@ -10,6 +10,8 @@ residuals to host memory on accelerators and are not supported on a CPU.
 """
 from __future__ import annotations
 
+import inspect
+import re
 import types
 
 from . import core
@@ -113,54 +115,101 @@ checkpoint_policies = types.SimpleNamespace(
 
 def saved_residuals(f, *args, **kwargs):
     """The values reverse mode keeps between the forward and backward passes of
-    ``f`` at ``args``: a list of ``(ShapedArray, description)``; the
-    description says which argument it is, or which primitive computed it (as
-    ``jax.ad_checkpoint.saved_residuals``).  ``checkpoint`` and its policies
-    change this list."""
-    from .api import jvp, make_jaxpr  # noqa: PLC0415  (the api layer sits below)
-    from .interpreters import partial_eval as pe  # noqa: PLC0415
+    ``f`` at ``args``: a list of ``(ShapedArray, description)``, as
+    ``jax.ad_checkpoint.saved_residuals`` gives it: the arguments first (named
+    as in ``f``'s signature, with their path inside a pytree: ``params[0]``),
+    then the values computed inside, in the order they are computed, each
+    described by the primitive that computes it (``named 'a'`` for
+    ``checkpoint_name``, the function's name for ``jit``).  ``checkpoint`` and
+    its policies change this list."""
+    from .api import make_jaxpr, vjp  # noqa: PLC0415  (the api layer sits below)
     from .tree_util import tree_flatten, tree_unflatten  # noqa: PLC0415
     leaves, tree = tree_flatten((args, kwargs))
-    n = len(leaves)
 
-    def flat_jvp(*xs):
-        def g(*p):
-            a, kw = tree_unflatten(tree, list(p))
-            return f(*a, **kw)
-        return jvp(g, tuple(xs[:n]), tuple(xs[n:]))
+    def flat_f(*xs):
+        a, kw = tree_unflatten(tree, list(xs))
+        return f(*a, **kw)
 
-    closed = make_jaxpr(flat_jvp)(*leaves, *leaves)
-    program = pe.convert_constvars_to_invars(closed.jaxpr)
-    nc = len(closed.consts)
-    split = pe.partial_eval_jaxpr(program, [False] * (nc + n) + [True] * n)
-    known = split.known
-    n_known_outs = len(known.outvars) - split.num_res
-    producer = {o: e for e in known.eqns for o in e.outputs}
-    n_kconsts = len(split.known_consts)
-    out = []
-    for i, fwd in enumerate(split.res_forward):
-        var = known.outvars[n_known_outs + i]
-        if fwd is not None and fwd >= n_kconsts + nc:
-            out.append((var.aval, f"from the argument {fwd - n_kconsts - nc}"))
-        elif fwd is not None:
-            out.append((var.aval, "a constant"))
-        elif var in producer:
-            out.append((var.aval, f"output of {_origin(producer[var], var)}"))
+    closed, (_, pullback) = make_jaxpr(lambda *xs: vjp(flat_f, *xs),
+                                       return_shape=True)(*leaves)
+    jaxpr = closed.jaxpr
+    num_res = len(tree_flatten(pullback)[0])
+    res = jaxpr.outvars[len(jaxpr.outvars) - num_res:]
+    names = _arg_names(f, args, kwargs)
+    origins = {}      # var -> (order key, description)
+    for j, v in enumerate(jaxpr.constvars):
+        origins[v] = ((0, j), "from a constant")
+    for i, v in enumerate(jaxpr.invars):
+        origins[v] = ((1, i), f"from the argument {names[i]}")
+    _describe_outputs(jaxpr, origins, (2,))
+    found = {}
+    for v in res:
+        if type(v) is not core.Var:
+            found[("literal", id(v))] = ((-1,), v.aval, "from a literal")
         else:
-            out.append((var.aval, f"from the argument {known.invars.index(var) - n_kconsts - nc}"
-                        if var in known.invars else "a constant"))
-    return out
+            key, what = origins[v]
+            found.setdefault(key, (key, v.aval, what))
+    return [(aval, what) for _, aval, what in sorted(found.values(), key=lambda t: t[0])]
 
 
-def _origin(eqn, var):
-    """The primitive that computed ``var``, looking inside calls (checkpoint, jit)."""
-    inner = eqn.params.get("jaxpr")
-    if isinstance(inner, core.Jaxpr) and eqn.prim.multiple_results:
-        v = inner.outvars[eqn.outputs.index(var)]
-        for e in inner.eqns:
-            if v in e.outputs:
-                return f"{_origin(e, v)} (in {eqn.prim.name})"
-    return eqn.prim.name
+def _describe_outputs(jaxpr, origins, prefix):
+    """Describe every variable ``jaxpr``'s equations compute (``origins[var] =
+    (order key, description)``).  A checkpoint's equations are described from
+    inside (JAX inlines their known part); an output of a call that is one of
+    its inputs is that input."""
+    for k, e in enumerate(jaxpr.eqns):
+        key = prefix + (k,)
+        inner = e.params.get("jaxpr")
+        call = e.prim.name in ("jit", "checkpoint") and isinstance(inner, core.Jaxpr)
+        sub = {}
+        if call and e.prim.name == "checkpoint":
+            sub.update((v, origins.get(x, ((3,), "from a constant")))
+                       for v, x in zip(inner.invars, e.inputs))
+            _describe_outputs(inner, sub, key)
+        for j, x in enumerate(e.outputs):
+            o = inner.outvars[j] if call else None
+            if o in sub:
+                origins[x] = sub[o]
+            elif call and o in inner.invars:      # forwarded: the call's input itself
+                origins[x] = origins.get(e.inputs[inner.invars.index(o)],
+                                         ((3,), "from a constant"))
+            elif e.prim is name_p:
+                origins[x] = (key + (j,), f"named '{e.params['name']}'")
+            elif e.prim.name == "jit":
+                origins[x] = (key + (j,), "output of jitted function "
+                              f"'{_base_name(e.params.get('name', ''))}'")
+            else:
+                origins[x] = (key + (j,), f"output of {e.prim.name}")
+
+
+def _base_name(name):
+    """A staged function's name without the transformations wrapped around it
+    (``jvp(f)`` is ``f``)."""
+    m = re.fullmatch(r"(?:jvp|vmap|transpose|linearize|vjp)\((.*)\)", name)
+    return _base_name(m.group(1)) if m else name
+
+
+def _arg_names(f, args, kwargs):
+    """The names of the leaves of ``(args, kwargs)`` as JAX's debugging
+    information gives them: the parameter of ``f`` each is bound to followed by
+    its path in that argument (``params[0]``, ``p.x``, ``kw['z']``); ``args[i]``
+    when ``f``'s signature is unknown or does not bind them."""
+    from .tree_util import keystr, tree_flatten_with_path  # noqa: PLC0415
+    ordered = None
+    try:
+        sig = inspect.signature(f)
+        bound = sig.bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        pass
+    else:
+        var_kw = next((n for n, p in sig.parameters.items() if p.kind is p.VAR_KEYWORD), None)
+        ordered = [(n, x) for n, x in bound.arguments.items() if n not in kwargs and n != var_kw]
+        ordered += [(n if n in bound.arguments else f"{var_kw}['{n}']", x)
+                    for n, x in sorted(kwargs.items())]
+    if ordered is None:
+        ordered = [("args", args)] + sorted((f"kwargs['{n}']", x) for n, x in kwargs.items())
+    return [f"{n}{keystr(path)}" for n, x in ordered
+            for path, _ in tree_flatten_with_path(x)[0]]
 
 
 def print_saved_residuals(f, *args, **kwargs):

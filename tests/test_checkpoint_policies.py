@@ -24,7 +24,7 @@ def mlp(x):
 def _computed(f, x):
     """(shape, description) of the residuals that are computed (not arguments/constants)."""
     return [(a.shape, d) for a, d in saved_residuals(f, x)
-            if not d.startswith(("from the argument", "a constant"))]
+            if not d.startswith(("from the argument", "from a constant"))]
 
 
 def test_policies_save_what_they_promise():
@@ -39,7 +39,7 @@ def test_policies_save_what_they_promise():
     assert all("dot_general" in d for _, d in dots)
     # save_only_these_names("h"): exactly the named value.
     named = _computed(tg.checkpoint(mlp, policy=cp.save_only_these_names("h")), X)
-    assert named == [((7, 6), "output of name (in checkpoint)")]
+    assert named == [((7, 6), "named 'h'")]
     assert _computed(tg.checkpoint(mlp, policy=cp.save_only_these_names("other")), X) == []
     assert _computed(tg.checkpoint(mlp, policy=cp.save_any_names_but_these("h")), X) == []
     both = _computed(tg.checkpoint(mlp, policy=cp.save_from_both_policies(
@@ -92,5 +92,5 @@ def test_errors_and_report(capsys):
         tg.checkpoint(mlp, policy="dots")
     print_saved_residuals(tg.checkpoint(mlp, policy=cp.save_only_these_names("h")), X)
     lines = capsys.readouterr().out.splitlines()
-    assert "f64[7,6] output of name (in checkpoint)" in lines
-    assert "f64[7,5] from the argument 0" in lines
+    assert "f64[7,6] named 'h'" in lines
+    assert "f64[7,5] from the argument x" in lines

@@ -42,3 +42,49 @@ def test_bwd_shape_error_begins_with_jax_wording_then_names_the_rule():
                           "produced an output of type float64[4] corresponding to an input of "
                           "type float64[3], so the shapes do not match"), msg
     assert "total_bwd of function total" in msg
+
+
+def _report(f, *args, **kwargs):
+    from tangentia.ad_checkpoint import saved_residuals
+    return [f"{aval.str_short()} {what}" for aval, what in saved_residuals(f, *args, **kwargs)]
+
+
+def _two_layer(params, x, scale=2.0):
+    from tangentia.ad_checkpoint import checkpoint_name
+    h = checkpoint_name(tnp.tanh(params["w"] @ x), "hidden")
+    return tnp.sum(tnp.sin(params["v"] @ h)) * scale
+
+
+PARAMS = {"w": np.full((3, 2), 0.5), "v": np.full((4, 3), 0.25)}
+
+
+def test_saved_residuals_name_arguments_by_parameter_and_path_then_values_in_order():
+    # arguments first (in signature order, pytree paths), then computed values in program order
+    assert _report(_two_layer, PARAMS, np.ones(2)) == [
+        "f64[4,3] from the argument params['v']",
+        "f64[3,2] from the argument params['w']",
+        "f64[2] from the argument x",
+        "f64[3] output of sub",                     # 1 - tanh^2, tanh's derivative
+        "f64[3] named 'hidden'",
+        "f64[4] output of cos"]
+    # a policy inside checkpoint: the saved value is described from inside the checkpoint
+    policy = tg.checkpoint_policies.save_only_these_names("hidden")
+    assert _report(tg.checkpoint(_two_layer, policy=policy), PARAMS, np.ones(2)) == [
+        "f64[4,3] from the argument params['v']",
+        "f64[3,2] from the argument params['w']",
+        "f64[2] from the argument x",
+        "f64[3] named 'hidden'"]
+    # keyword arguments come after positional ones (sorted), **kwargs by key
+    def g(a, *rest, **kw):
+        return tnp.sum(tnp.sin(a * rest[0] * kw["z"]))
+    lines = _report(g, np.ones(2), np.ones(2), z=np.ones(2))
+    assert lines[:3] == ["f64[2] from the argument a", "f64[2] from the argument rest[0]",
+                         "f64[2] from the argument kw['z']"], lines
+
+
+def test_saved_residuals_of_a_jitted_function_name_it_and_see_through_forwarded_inputs():
+    def inner(a, b):
+        return tnp.sin(a * b)
+    assert _report(tg.jit(inner), 2.0, 3.0) == [
+        "f64[] from the argument a", "f64[] from the argument b",
+        "f64[] output of jitted function 'inner'"]
