@@ -88,3 +88,18 @@ def test_saved_residuals_of_a_jitted_function_name_it_and_see_through_forwarded_
     assert _report(tg.jit(inner), 2.0, 3.0) == [
         "f64[] from the argument a", "f64[] from the argument b",
         "f64[] output of jitted function 'inner'"]
+
+
+def test_checkpoint_keeps_only_the_inputs_its_recomputation_reads():
+    def f(x, y, z):
+        return tnp.sum(tnp.sin(x) * 3.0) + tnp.sum(y * 2.0)    # linear in y, z unused
+
+    ckpt = tg.checkpoint(f)
+    args = (np.arange(3.0), np.ones(4), np.ones(5))
+    assert _report(ckpt, *args) == ["f64[3] from the argument x"]
+    policy = tg.checkpoint_policies.everything_saveable
+    assert _report(tg.checkpoint(f, policy=policy), *args) == _report(f, *args)
+    for g in (ckpt, tg.jit(ckpt), tg.checkpoint(f, policy=policy)):
+        dx, dy, dz = tg.grad(g, (0, 1, 2))(*args)
+        np.testing.assert_allclose(dx, 3.0 * np.cos(args[0]), rtol=1e-15)
+        assert dy.tolist() == [2.0] * 4 and dz.tolist() == [0.0] * 5

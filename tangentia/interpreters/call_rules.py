@@ -207,10 +207,15 @@ def def_call_rules(prim, remat=False):
             # the saved values alone.
             unknown_outvars = [v for v, u in zip(jaxpr.outvars, out_uk) if u]
             saved, saved_vals = _remat_saved(trace, prim, params, jaxpr, args, uk, unknown_outvars)
-            eqns = [e for e in jaxpr.eqns if not any(o in saved for o in e.outputs)]
-            unknown = pe.dce_jaxpr(Jaxpr([], list(saved) + list(jaxpr.invars), eqns,
-                                         unknown_outvars))
-            unknown_args = saved_vals + list(args)
+            eqns = pe.dce_jaxpr(Jaxpr([], [], [e for e in jaxpr.eqns
+                                               if not any(o in saved for o in e.outputs)],
+                                      unknown_outvars)).eqns
+            # Known inputs the recomputation does not read are not kept.
+            read = {x for e in eqns for x in e.inputs if type(x) is Var} | set(unknown_outvars)
+            keep = [u or v in read for v, u in zip(jaxpr.invars, uk)]
+            unknown = Jaxpr([], list(saved) + [v for v, k in zip(jaxpr.invars, keep) if k],
+                            eqns, unknown_outvars)
+            unknown_args = saved_vals + [x for x, k in zip(args, keep) if k]
         else:
             kouts = trace.process_known(prim, known_args, with_program(params, known))
             nk = len(kouts) - num_res
