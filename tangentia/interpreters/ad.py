@@ -608,20 +608,16 @@ def deflinear(prim, transpose_rule):
 # Transposition
 
 
-class UndefinedPrimal:
-    """Marks a linear input of an equation during transposition."""
-
-    __slots__ = ("aval",)
-
-    def __init__(self, aval):
-        self.aval = aval
-
-    def __repr__(self):
-        return f"UndefinedPrimal({self.aval.str_short()})"
+# A transpose rule receives each linear input of its equation as the input's
+# variable: a value whose type (``.aval``) is known and whose value is not.
+# The records and equations being transposed hold their linear inputs as
+# variables already, so they are passed to the rules as they are.
+UndefinedPrimal = Var
 
 
 def is_undefined(x):
-    return type(x) is UndefinedPrimal
+    """Whether ``x``, an argument of a transpose rule, is a linear input."""
+    return type(x) is Var
 
 
 class LinearRecords(NamedTuple):
@@ -663,9 +659,6 @@ def backward_pass(jaxpr, consts, cts_out):
             old = get(v)
             ct_env[v] = ct if old is None else add_any(old, ct)
     pop = ct_env.pop
-    # One UndefinedPrimal per type (it only carries the aval; the avals, held
-    # by the program's variables, outlive the pass, so their ids are keys).
-    undefined = {}
     for prim, inputs, params, out, source in reversed(records):
         if prim.multiple_results:
             cts = [pop(v, None) for v in out]
@@ -679,25 +672,14 @@ def backward_pass(jaxpr, consts, cts_out):
             cts = pop(out, None)
             if cts is None:
                 continue
-        args = []
-        linear = []  # (position, variable) of the linear inputs
-        for a in inputs:
-            if type(a) is not Var:  # a value
-                args.append(a)
-                continue
-            linear.append((len(args), a))
-            aval = a.aval
-            x = undefined.get(id(aval))
-            if x is None:
-                x = undefined[id(aval)] = UndefinedPrimal(aval)
-            args.append(x)
         rule = prim.transpose
         try:
             if rule is None:
                 raise NotImplementedError(
                     f"transpose rule for '{prim.name}' not implemented: it appeared in a "
                     "linear program but is not linear")
-            cts_in = rule(cts, *args, **params) if params else rule(cts, *args)
+            # (the linear inputs are variables: ``UndefinedPrimal``)
+            cts_in = rule(cts, *inputs, **params) if params else rule(cts, *inputs)
         except (NotImplementedError, TypeError) as err:
             if source is None:
                 raise
@@ -706,11 +688,8 @@ def backward_pass(jaxpr, consts, cts_out):
                 f"be used for reverse-mode differentiation (grad/vjp): it applies "
                 f"'{prim.name}' to a tangent in a non-linear way ({err}). A JVP rule's "
                 "tangent output must be a linear function of the input tangents.") from None
-        if type(cts_in) is not tuple and type(cts_in) is not list:
-            cts_in = list(cts_in)
-        for i, a in linear:
-            c = cts_in[i]
-            if c is not None and type(c) is not Zero:
+        for a, c in zip(inputs, cts_in):
+            if type(a) is Var and c is not None and type(c) is not Zero:
                 want = a.aval.dtype
                 d = getattr(c, "dtype", want)
                 if d is not want and d != want:
