@@ -356,18 +356,22 @@ def _scan_partial_eval(trace, args, params):
     n_kc = len(k_consts)
     n_kcar = sum(1 for u in car_uk if not u)
     n_kout = len(known.outvars) - nres
-    # Residuals that are loop-invariant known consts are passed once; the
-    # others are stacked along the loop (one per-step-sized array each).
+    # Residuals that are loop-invariant known consts are passed once; those
+    # that are slices of known xs are those xs (not copies stacked by the
+    # loop); the others are stacked along the loop (one per-step-sized array each).
     invariant = [j is not None and j < n_kc for j in sp.res_forward]
+    from_xs = [j is not None and j >= n_kc + n_kcar for j in sp.res_forward]
     res_vars = known.outvars[n_kout:]
-    body_k = pe.dce_jaxpr(Jaxpr([], known.invars, known.eqns,
-                                known.outvars[:n_kout] + [v for v, inv in zip(res_vars, invariant)
-                                                          if not inv]))
+    body_k = pe.dce_jaxpr(Jaxpr([], known.invars, known.eqns, known.outvars[:n_kout] + [
+        v for v, inv, fx in zip(res_vars, invariant, from_xs) if not (inv or fx)]))
     k_args = k_consts + [x for x, u in zip(carry, car_uk) if not u] + \
         [x for x, u in zip(xs, x_uk) if not u]
     kouts = trace.process_known(scan_p, k_args, dict(
         params, jaxpr=body_k, num_consts=n_kc, num_carry=n_kcar))
-    k_car, k_ys, stacked = split(kouts, n_kcar, n_kout - n_kcar)
+    k_car, k_ys, computed = split(kouts, n_kcar, n_kout - n_kcar)
+    computed = iter(computed)
+    stacked = [k_args[j] if fx else next(computed)
+               for j, inv, fx in zip(sp.res_forward, invariant, from_xs) if not inv]
     inv_vals = [k_args[j] for j, inv in zip(sp.res_forward, invariant) if inv]
     # Unknown body: (invariant res, unknown consts, unknown carry, stacked res, unknown xs).
     u_res, u_c, u_car, u_x = split(unknown_j.invars, nres, sum(c_uk), sum(car_uk))
