@@ -175,16 +175,16 @@ def test_shape_mismatch_eager_shows_both_shapes():
 
 @pytest.mark.parametrize("op", [tnp.add, tnp.multiply, tnp.subtract, tnp.maximum, tnp.arctan2])
 def test_shape_mismatch_under_jit_names_op_and_both_shapes(op):
-    with pytest.raises(ValueError, match=r"incompatible shapes.*" + _BOTH_SHAPES):
+    with pytest.raises(ValueError, match=r"^Incompatible shapes for broadcasting.*" + _BOTH_SHAPES):
         tg.jit(op)(A, A[:, :2])
     with pytest.raises(ValueError, match=_BOTH_SHAPES):
         tg.grad(lambda x: tnp.sum(op(x, A[:, :2])))(A)
 
 
 def test_shape_mismatch_under_vmap_shows_per_example_shapes():
-    with pytest.raises(ValueError, match=r"add: incompatible shapes.*\(4,\), \(5,\)"):
+    with pytest.raises(ValueError, match=r"Incompatible shapes.*\(4,\), \(5,\)\] \(operation 'add'\)"):
         tg.vmap(lambda x: x + np.ones(5))(A)
-    with pytest.raises(ValueError, match=r"mul: incompatible shapes.*\(4,\), \(5,\)"):
+    with pytest.raises(ValueError, match=r"Incompatible shapes.*\(4,\), \(5,\)\] \(operation 'mul'\)"):
         tg.vmap(lambda x, y: x * y)(A, np.ones((3, 5)))
 
 
@@ -384,9 +384,9 @@ def test_jit_unhashable_static_argument():
 
 
 def test_eager_shape_mismatch_names_the_function_and_both_shapes():
-    with pytest.raises(ValueError, match=r"add: incompatible shapes for broadcasting: \(3,\), \(4,\)"):
+    with pytest.raises(ValueError, match=r"^Incompatible shapes for broadcasting: shapes=\[\(3,\), \(4,\)\] \(operation 'add'\)"):
         tnp.add(np.ones(3), np.ones(4))
-    with pytest.raises(ValueError, match=r"mul: .*\(2, 3\), \(4,\)"):
+    with pytest.raises(ValueError, match=r"\(2, 3\), \(4,\)\] \(operation 'mul'\)"):
         tnp.multiply(np.ones((2, 3)), np.ones(4))
 
 

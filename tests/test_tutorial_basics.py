@@ -51,3 +51,13 @@ def test_traced_shape_raises_jaxs_shape_error(make):
     assert "static_argnums" in str(info.value)
     # the same shape given statically works, under jit too
     assert tg.jit(make, static_argnums=0)(3).size % 3 == 0
+
+
+def test_broadcasting_error_starts_with_jaxs_wording():
+    expected = r"^Incompatible shapes for broadcasting: shapes=\[\(4,\), \(4, 2\)\]"
+    with pytest.raises(ValueError, match=expected + r" \(operation 'mul'\)"):
+        tnp.multiply(np.arange(4.0), np.ones((4, 2)))
+    with pytest.raises(ValueError, match=expected):
+        tg.jit(lambda a, b: tnp.log1p(a) * b)(np.arange(4.0), np.ones((4, 2)))
+    with pytest.raises(ValueError, match=r"^Incompatible shapes for broadcasting: shapes=\[\(4,\), \(3,\)\]"):
+        tg.vmap(lambda a: a - np.ones(3))(np.ones((2, 4)))
