@@ -243,12 +243,22 @@ mul_p.jvp = _mul_jvp
 mul_p.jvp_fns = None
 
 
+_ndarray = np.ndarray
+
+
 def _mul_transpose(ct, x, y):
+    # The product is summed down to the linear input's type (``unbroadcast``)
+    # only if it differs (that input was broadcast or promoted): on the hot
+    # path of eager ``grad`` it does not, and the test costs less than the call.
     if type(x) is UndefinedPrimal:
         if type(y) is UndefinedPrimal:
             raise TypeError("mul: transposition of a product of two linear values (not linear)")
-        return unbroadcast(mul(ct, y), x.aval), None
-    return None, unbroadcast(mul(x, ct), y.aval)
+        c, aval = mul(ct, y), x.aval
+        return (c if type(c) is _ndarray and c.shape == aval.shape and c.dtype is aval.dtype
+                else unbroadcast(c, aval)), None
+    c, aval = mul(x, ct), y.aval
+    return None, (c if type(c) is _ndarray and c.shape == aval.shape and c.dtype is aval.dtype
+                  else unbroadcast(c, aval))
 
 
 mul_p.transpose = _mul_transpose
