@@ -348,22 +348,41 @@ class JVPTrace(core.Trace):
                                              tuple([type(t) is not Zero for t in tangents]),
                                              *primals)
         # The linear step carrying ``bwd``, recorded by the parent (a
-        # linearization); its linear inputs are materialized tangents.
-        lin_in = [_internal(r) for r in res]
+        # linearization); its linear inputs are materialized tangents.  Eager
+        # results (ArrayImpl, from public functions) become the plain arrays
+        # they view.
+        parent = self.parent
+        lin_in = []
+        for r in res:
+            lin_in.append(r.view(_ndarray) if type(r) is _ArrayImpl else r)
         for t in tangents:
             lin_in.append(zeros_like_aval(t.aval) if type(t) is Zero else t)
         plain_outs = []
         out_avals = []
         for o in outs:
-            o = _internal(o)
+            if type(o) is _ArrayImpl:
+                o = o.view(_ndarray)
             plain_outs.append(o)
-            # (a float aval is its own tangent aval)
+            # (a float aval is its own tangent aval; both are strong)
             a = _aval_of_ndarray(o) if type(o) is _ndarray else core.get_aval(o)
             out_avals.append(a if a.dtype.kind in "fc" and not a.weak_type else tangent_aval(a))
         out_avals = tuple(out_avals)
-        out_tans = self.parent.process_primitive(
-            custom_lin_p, lin_in, {"num_res": len(res), "out_avals": out_avals, "name": name,
-                                   "bwd": functools.partial(params["bwd"], res_tree)})
+        lin_params = {"num_res": len(res), "out_avals": out_avals, "name": name,
+                      "bwd": functools.partial(params["bwd"], res_tree)}
+        ins = _lin_record_inputs(parent, lin_in, len(res))
+        if ins is None:
+            out_tans = parent.process_primitive(custom_lin_p, lin_in, lin_params)
+        else:  # recorded here, as the parent's process_primitive would record it
+            out_vars, out_tans = [], []
+            for a in out_avals:
+                v = _new(Var)  # Var(a) and JaxprTracer(parent, v) without __init__ frames
+                v.aval = a
+                out_vars.append(v)
+                t = _new(_JaxprTracer)
+                t._trace, t.ir_var = parent, v
+                out_tans.append(t)
+            parent.builder.records.append((custom_lin_p, ins, lin_params, out_vars,
+                                           _custom_rule_get()))
         if len(plain_outs) == 1:  # one output
             if out_avals[0].dtype is dtypes.float0:
                 return plain_outs
@@ -396,6 +415,24 @@ class JVPTrace(core.Trace):
         n = len(call_jaxpr.outvars)
         tans = zero_nonfloat(call_jaxpr.out_avals, outs[n:])
         return [p if type(t) is Zero else JVPTracer(self, p, t) for p, t in zip(outs[:n], tans)]
+
+
+def _lin_record_inputs(trace, lin_in, num_res):
+    """The inputs of the ``custom_lin`` record that ``trace`` would make for
+    ``lin_in`` (residuals, then tangents) if it is a ``LinearizeTrace``, the
+    residuals plain arrays and the tangents its own tracers: the residuals,
+    then the tangents' variables.  Otherwise None."""
+    if type(trace) is not LinearizeTrace:
+        return None
+    ins = lin_in[:num_res]
+    for r in ins:
+        if type(r) is not _ndarray:
+            return None
+    for t in lin_in[num_res:]:
+        if type(t) is not _JaxprTracer or t._trace is not trace:
+            return None
+        ins.append(t.ir_var)
+    return ins
 
 
 # The batching rule of a custom_vmap call's JVP, ``rule(user_rule, name, num_consts,
