@@ -736,13 +736,23 @@ def backward_pass(jaxpr, consts, cts_out):
     return [get(v) for v in jaxpr.invars]
 
 
+# Call primitives whose equation, given both linear and non-linear inputs,
+# can be split: ``split_mixed_call[prim](eqn, linear_mask, env)`` evaluates the
+# part that does not depend on the linear inputs (its values go to ``env``) and
+# returns the equation of the rest (``call_rules`` registers jit and checkpoint).
+split_mixed_call = {}
+
+
 def _eval_nonlinear(jaxpr, env):
     """Evaluate the equations of ``jaxpr`` that do not depend on its (linear)
     inputs, storing their values in ``env``; returns the other equations."""
     linear = set(jaxpr.invars)
     lin_eqns = []
     for eqn in jaxpr.eqns:
-        if any(type(a) is Var and a in linear for a in eqn.inputs):
+        mask = [type(a) is Var and a in linear for a in eqn.inputs]
+        if any(mask):
+            if eqn.prim in split_mixed_call and not all(mask):
+                eqn = split_mixed_call[eqn.prim](eqn, mask, env)
             lin_eqns.append(eqn)
             linear.update(eqn.outputs)
         else:
