@@ -61,3 +61,24 @@ def test_broadcasting_error_starts_with_jaxs_wording():
         tg.jit(lambda a, b: tnp.log1p(a) * b)(np.arange(4.0), np.ones((4, 2)))
     with pytest.raises(ValueError, match=r"^Incompatible shapes for broadcasting: shapes=\[\(4,\), \(3,\)\]"):
         tg.vmap(lambda a: a - np.ones(3))(np.ones((2, 4)))
+
+
+@pytest.mark.parametrize("product", [tnp.dot, tnp.matmul, tnp.inner,
+                                     lambda a, b: tnp.tensordot(a, b, 1)],
+                         ids=["dot", "matmul", "inner", "tensordot"])
+def test_mismatched_contraction_is_jaxs_type_error(product):
+    # a per-example function applied to a batch, as a tutorial shows: TypeError, as in JAX
+    w, batch = np.ones((6, 5)), np.ones((3, 4))
+    with pytest.raises(TypeError, match=r"^dot_general requires contracting dimensions to "
+                                        r"have the same shape, got \(5,\) and \("):
+        product(w, batch)
+    with pytest.raises(TypeError, match=r"^dot_general requires contracting dimensions"):
+        tg.jit(product)(w, batch)
+
+
+def test_mismatched_batch_dimensions_of_dot_general_is_jaxs_type_error():
+    dims = (((2,), (1,)), ((0,), (0,)))
+    with pytest.raises(TypeError, match=r"^dot_general requires lhs batch dimensions and rhs "
+                                        r"batch dimensions to have the same shape, got \(2,\) "
+                                        r"and \(3,\)"):
+        tg.jit(lambda a, b: tg.lax.dot_general(a, b, dims))(np.ones((2, 4, 5)), np.ones((3, 5)))

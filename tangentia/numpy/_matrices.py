@@ -52,9 +52,11 @@ def matmul(a, b):
 
 
 def _check_contract(fname, sa, sb, ia, ib):
-    if sa[ia] != sb[ib]:
-        raise ValueError(f"{fname}: shapes {sa} and {sb} are not aligned: dimension {ia} of the "
-                         f"first ({sa[ia]}) != dimension {ib} of the second ({sb[ib]})")
+    if sa[ia] != sb[ib]:   # JAX's wording and type
+        raise TypeError(f"dot_general requires contracting dimensions to have the same shape, "
+                        f"got ({sa[ia]},) and ({sb[ib]},): {fname}: shapes {sa} and {sb} are not "
+                        f"aligned: dimension {ia} of the first ({sa[ia]}) != dimension {ib} of "
+                        f"the second ({sb[ib]})")
 
 
 def dot(a, b):

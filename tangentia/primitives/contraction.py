@@ -51,13 +51,16 @@ def _dot_general_impl(x, y, dimension_numbers):
 def _dot_general_abstract_eval(x, y, dimension_numbers):
     (lc, rc), (lb, rb) = dimension_numbers
     if len(lc) != len(rc) or any(x.shape[a] != y.shape[b] for a, b in zip(lc, rc)):
-        raise ValueError(
-            f"dot_general: contracting dimensions must match: lhs shape {x.shape} axes {lc}, "
-            f"rhs shape {y.shape} axes {rc}")
+        raise TypeError(   # JAX's wording and type
+            f"dot_general requires contracting dimensions to have the same shape, got "
+            f"{tuple(x.shape[a] for a in lc)} and {tuple(y.shape[b] for b in rc)}: lhs shape "
+            f"{x.shape} axes {lc}, rhs shape {y.shape} axes {rc}")
     if len(lb) != len(rb) or any(x.shape[a] != y.shape[b] for a, b in zip(lb, rb)):
-        raise ValueError(
-            f"dot_general: batch dimensions must match: lhs shape {x.shape} axes {lb}, "
-            f"rhs shape {y.shape} axes {rb}")
+        raise TypeError(
+            f"dot_general requires lhs batch dimensions and rhs batch dimensions to have the "
+            f"same shape, got {tuple(x.shape[a] for a in lb)} and "
+            f"{tuple(y.shape[b] for b in rb)}: lhs shape {x.shape} axes {lb}, rhs shape "
+            f"{y.shape} axes {rb}")
     shape = (tuple(x.shape[i] for i in lb) + tuple(x.shape[i] for i in _free(x.ndim, lc, lb))
              + tuple(y.shape[i] for i in _free(y.ndim, rc, rb)))
     dtype, weak = dtypes.result_type((x.dtype, x.weak_type), (y.dtype, y.weak_type))
