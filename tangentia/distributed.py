@@ -60,6 +60,7 @@ try:
     import dask.array as da
     import distributed as _dd
     import tblib.pickling_support
+    from distributed.protocol import to_serialize
 except ImportError as _e:  # pragma: no cover - exercised only without dask
     raise ImportError(
         f"tangentia.distributed needs Dask ({_e.name or 'dask'} is not installed): "
@@ -88,7 +89,7 @@ _SCATTER_BYTES = 1 << 20
 _CACHE_SIZE = 64
 _cache: collections.OrderedDict = collections.OrderedDict()
 _cache_lock = threading.Lock()
-_cache_stats = {"hits": 0, "misses": 0, "actor_calls": 0, "running": 0}
+_cache_stats = {"hits": 0, "misses": 0, "actor_calls": 0, "inline": 0, "running": 0}
 
 
 def _cached_function(key, spec, build):
@@ -120,14 +121,16 @@ def _cached_function(key, spec, build):
 
 def worker_cache_info():
     """This process's cache of jitted functions, as ``{"entries", "hits",
-    "misses", "traces", "backend", "actor_calls", "running"}``: hits and
+    "misses", "traces", "backend", "actor_calls", "inline", "running"}``: hits and
     misses count lookups by the tasks and actor calls (a miss unpickles the
     function and builds its jitted form), ``traces`` the signatures the cached
     functions have traced, ``backend`` the jit backend they run on (the
     process's default: ``TANGENTIA_JIT_BACKEND`` or ``config.update("jit_backend",
     ...)`` on the worker), ``actor_calls`` the ``vmap`` chunks this worker's
-    actor ran (the others ran as tasks) and ``running`` those running now.
-    Run it on the workers with ``client.run(worker_cache_info)``."""
+    actor ran (the others ran as tasks), ``inline`` those of them it ran on
+    the worker's event loop (short chunks, see ``_INLINE_SECONDS``) and
+    ``running`` those running now in the actor's threads (a chunk on the event
+    loop finishes before this function runs there).  Run it on the workers with ``client.run(worker_cache_info)``."""
     with _cache_lock:
         fns = list(_cache.values())
         stats = dict(_cache_stats)
@@ -139,7 +142,8 @@ def clear_worker_cache():
     """Empty this process's cache of jitted functions and its counters."""
     with _cache_lock:
         _cache.clear()
-        _cache_stats.update(hits=0, misses=0, actor_calls=0)
+        _chunk_seconds.clear()
+        _cache_stats.update(hits=0, misses=0, actor_calls=0, inline=0)
 
 
 def _build_vmap(fun, in_tree, dims, out_axes):
@@ -156,24 +160,47 @@ def _vmap_task(key, spec, leaves):
     return _cached_function(key, spec, _build_vmap)(*leaves)
 
 
-_runner_pool = []  # this worker process's threads for actor calls, created by the first actor
+# A chunk whose signature last ran for less than this runs on the worker's event
+# loop (no hop into the actor's thread and back, about 0.1 ms), if the worker has
+# one thread and the actor's thread is idle; longer chunks run in that thread, so
+# that the worker keeps answering while they run.
+_INLINE_SECONDS = 0.02
+_chunk_seconds = {}  # (cache key, leaf shapes) -> seconds its last chunk took here
 
 
-def _run_chunk(task):
-    """``(True, result)`` of ``_vmap_task(*task)``, or ``(False, exception)``
-    with the exception's traceback made picklable (it travels back by value)."""
+class _Pool:
+    """This worker process's threads for actor calls (shared by its actors),
+    and how many of them are running a chunk (changed on the event loop only)."""
+
+    def __init__(self, threads):
+        self.threads, self.busy = threads, 0
+        self.executor = concurrent.futures.ThreadPoolExecutor(
+            threads, thread_name_prefix="tangentia-runner")
+
+
+_runner_pool = []  # this worker process's _Pool, created by its first actor
+
+
+def _run_chunk(task, signature, inline):
+    """``_vmap_task(*task)`` as the pickled ``(True, result)``, or ``(False,
+    exception)`` with the exception's traceback made picklable (it travels
+    back by value); records how long the chunk took."""
     with _cache_lock:
         _cache_stats["running"] += 1
+        _cache_stats["inline"] += inline
+    start = time.perf_counter()
     try:
-        return True, _vmap_task(*task)
+        return pickle.dumps((True, _vmap_task(*task)), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as e:  # noqa: BLE001 - re-raised on the client
         tblib.pickling_support.install(e)
         try:
-            cloudpickle.dumps(e)
+            return cloudpickle.dumps((False, e))
         except Exception:  # noqa: BLE001 - as Dask does for unpicklable exceptions
-            e = Exception(f"{type(e).__name__}: {e}")
-        return False, e
+            return cloudpickle.dumps((False, Exception(f"{type(e).__name__}: {e}")))
     finally:
+        if len(_chunk_seconds) > 4096:
+            _chunk_seconds.clear()
+        _chunk_seconds[signature] = time.perf_counter() - start
         with _cache_lock:
             _cache_stats["running"] -= 1
             _cache_stats["actor_calls"] += 1
@@ -181,20 +208,36 @@ def _run_chunk(task):
 
 class _Runner:
     """The Dask actor that runs ``vmap`` chunks on its worker, one per client
-    and worker.  Calls go from the client to the worker directly (or through
-    the scheduler's proxy), not through the scheduler's task machinery and its
-    batched messages, and run in a pool of as many threads as the worker has
-    (shared by the process's actors), outside Dask's task threads."""
+    and worker.  The client calls it with the worker's ``actor_execute``
+    message, straight to the worker when it can reach it (else through the
+    scheduler's proxy), not through the scheduler's task machinery and its
+    batched messages.  A call's argument and result are bytes pickled by
+    tangentia (Dask passes bytes through without serializing them again).
+    Short chunks run on the worker's event loop (see ``_INLINE_SECONDS``),
+    the others in a pool of as many threads as the worker has, outside
+    Dask's task threads."""
 
     def __init__(self, nthreads):
         with _cache_lock:
             if not _runner_pool:
-                _runner_pool.append(concurrent.futures.ThreadPoolExecutor(
-                    max(nthreads, 1), thread_name_prefix="tangentia-runner"))
+                _runner_pool.append(_Pool(max(nthreads, 1)))
 
-    async def run(self, *task):
-        return await asyncio.get_running_loop().run_in_executor(_runner_pool[0], _run_chunk,
-                                                                task)
+    async def run(self, payload):
+        """The pickled result of the chunk ``payload``, the pickled ``(key,
+        spec, leaves)`` of ``_vmap_task``."""
+        task = pickle.loads(payload)
+        signature = (task[0], tuple((np.shape(x), getattr(x, "dtype", type(x)))
+                                    for x in task[2]))
+        pool = _runner_pool[0]
+        if pool.threads == 1 and not pool.busy and task[0] in _cache and \
+                _chunk_seconds.get(signature, _INLINE_SECONDS) < _INLINE_SECONDS:
+            return _run_chunk(task, signature, True)
+        pool.busy += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(
+                pool.executor, _run_chunk, task, signature, False)
+        finally:
+            pool.busy -= 1
 
 
 def _build_value_and_grad(fun, argnums, has_aux):
@@ -333,23 +376,36 @@ _RUNNER_WAIT = 5.0
 _RUNNER_IDLE = 10.0
 
 
+# Seconds a client tries to connect to a worker (once, in the background, when its
+# actor is ready) before it calls the actor through the scheduler's proxy instead.
+_CONNECT_TIMEOUT = 2.0
+
+
 class _Runners:
     """A client's ``_Runner`` actors, one per worker, created when a call
     first finds the worker; an actor whose worker was lost is dropped and
     created again when a call finds the worker's replacement.  All are
-    released once no call used them for ``_RUNNER_IDLE`` seconds."""
+    released once no call used them for ``_RUNNER_IDLE`` seconds.
+
+    Calls go straight to a worker when the client reaches it: at once with
+    ``Client(direct_to_workers=True)``; with Dask's default (``None``) once a
+    connection tried in the background when the actor became ready
+    succeeded.  Until then, if it fails, and with ``direct_to_workers=False``
+    they go through the scheduler's proxy (a hop more, about 0.2-0.4 ms)."""
 
     def __init__(self, client):
         self.client = client
         self.lock = threading.Lock()
         self.futures = {}  # worker address -> (time created, Future of its actor)
-        self.actors = {}   # worker address -> Actor handle
+        self.actors = {}   # worker address -> the actor's key
+        self.direct = set()  # worker addresses the client called directly
         self.active, self.used, self.timer = 0, 0.0, False  # calls running, last end
 
     def ready(self):
-        """``{worker address: (actor, threads)}`` of the actors that can take
+        """``{worker address: (call, threads)}`` for the actors that can take
         calls now, after waiting for those created less than ``_RUNNER_WAIT``
-        seconds ago (by this call or a concurrent one) to be ready."""
+        seconds ago (by this call or a concurrent one) to be ready, where
+        ``await call(payload)`` runs ``payload`` on the worker's actor."""
         cl, workers = self.client, _worker_threads(self.client)
         now = time.monotonic()
         with self.lock:
@@ -371,17 +427,41 @@ class _Runners:
         with self.lock:
             for addr, (_, fut) in list(self.futures.items()):
                 if addr not in self.actors and fut.status == "finished":
-                    try:
-                        with cl.as_current():  # the handle calls through this client
-                            self.actors[addr] = fut.result()
-                    except Exception:  # noqa: BLE001 - its worker was lost meanwhile
-                        self.drop(addr)
+                    self.actors[addr] = fut.key
+                    if cl.direct_to_workers:
+                        self.direct.add(addr)
+                    elif cl.direct_to_workers is None and addr not in self.direct:
+                        cl.loop.add_callback(self._connect, addr)
                 elif fut.status in ("error", "lost", "cancelled"):
                     self.drop(addr)
                 if addr in self.actors and addr in workers:
-                    out[addr] = (self.actors[addr], workers[addr])
+                    out[addr] = (functools.partial(self._call, addr, self.actors[addr]),
+                                 workers[addr])
             self.active += 1  # until done()
         return out
+
+    async def _connect(self, addr):
+        """Call ``addr``'s actor directly from now on if the client can connect to it."""
+        try:
+            comm = await self.client.rpc.connect(addr, timeout=_CONNECT_TIMEOUT)
+        except Exception:  # noqa: BLE001 - not reachable from here: keep the proxy
+            return
+        self.client.rpc.reuse(addr, comm)
+        self.direct.add(addr)
+
+    async def _call(self, addr, key, payload):
+        """The bytes returned by ``_Runner.run(payload)`` of the actor ``key`` on ``addr``."""
+        msg = {"actor": key, "function": "run", "kwargs": {},
+               # bytes travel in the message itself; large ones as frames of their own
+               "args": [payload if len(payload) < _SCATTER_BYTES else to_serialize(payload)]}
+        if addr in self.direct:
+            reply = await self.client.rpc(addr).actor_execute(**msg)
+        else:
+            reply = await self.client.scheduler.proxy(msg={"op": "actor_execute", **msg},
+                                                      worker=addr)
+        if reply["status"] != "OK":
+            raise reply["exception"]
+        return reply["result"]
 
     def done(self):
         """End a call that ``ready()`` started."""
@@ -410,13 +490,13 @@ class _Runners:
             self.futures.clear()
             self.actors.clear()
         if futures and self.client.status == "running":
-            # cancel, not release: the actor handles keep references to their keys
-            self.client.cancel(futures)
+            self.client.cancel(futures)  # the actors end (release would wait for the keys)
 
     def drop(self, addr):
         """Forget the actor on ``addr`` (its worker was lost)."""
         self.futures.pop(addr, None)
         self.actors.pop(addr, None)
+        self.direct.discard(addr)
         _threads.pop(self.client, None)  # the next call asks which workers there are
 
 
@@ -488,18 +568,18 @@ def _chunk_bounds(size, chunk_size, default_chunks):
     return [(s, min(s + chunk_size, size)) for s in range(0, size, chunk_size)]
 
 
-def _map_tasks(client, head, chunks, prefix):
+def _map_tasks(client, head, chunks, fun):
     """``[_vmap_task(*head, chunk) for chunk in chunks]`` (``head``: the cache
-    key and the pickled spec) as Dask tasks (one graph: one message to the
-    scheduler), which the scheduler places near their data and reruns when a
-    worker is lost."""
-    n = len(chunks)
+    key and the pickled spec of ``fun``) as Dask tasks (one graph: one message
+    to the scheduler), which the scheduler places near their data and reruns
+    when a worker is lost."""
+    n, prefix = len(chunks), _task_prefix("vmap", fun)
     futures = client.map(_vmap_task, *([h] * n for h in head), chunks,
                          key=[f"{prefix}-{c}" for c in range(n)], pure=False)
     return _gather(client, futures)
 
 
-def _map_actors(client, head, chunks, prefix):
+def _map_actors(client, head, chunks, fun):
     """``_map_tasks``'s results, computed by the workers' ``_Runner`` actors:
     each worker thread takes the next chunk when its previous one is done.
     If an actor fails (its worker was lost), no further chunks go to the
@@ -508,34 +588,43 @@ def _map_actors(client, head, chunks, prefix):
     runners = _client_runners(client)
     ready = runners.ready()
     try:
-        return _run_lanes(client, runners, [(addr, actor) for addr, (actor, k) in ready.items()
-                                            for _ in range(k)], head, chunks, prefix)
+        return _run_lanes(client, runners, [(addr, call) for addr, (call, k) in ready.items()
+                                            for _ in range(k)], head, chunks, fun)
     finally:
         runners.done()
 
 
-def _run_lanes(client, runners, lanes, head, chunks, prefix):
-    """``_map_actors`` with the actors' ``lanes``, one per worker thread."""
+def _run_lanes(client, runners, lanes, head, chunks, fun):
+    """``_map_actors`` with the actors' ``lanes``, one ``(worker address,
+    call)`` per worker thread (``call``: see ``_Runners.ready``)."""
     if not lanes:
-        return _map_tasks(client, head, chunks, prefix)
+        return _map_tasks(client, head, chunks, fun)
+    payloads = [pickle.dumps((*head, chunk), protocol=pickle.HIGHEST_PROTOCOL)
+                for chunk in chunks]
     results, todo, lost = [None] * len(chunks), collections.deque(range(len(chunks))), []
 
-    async def lane(addr, actor):
-        while todo and not lost:
-            c = todo.popleft()
+    async def lane(addr, call, c):
+        while True:
             try:
-                ok, value = await actor.run(*head, chunks[c])
+                reply = await call(payloads[c])
             except Exception:  # noqa: BLE001 - the actor is gone; Dask says why
                 lost.append(c)
                 with runners.lock:
                     runners.drop(addr)
                 return
+            ok, value = pickle.loads(reply)
             if not ok:
                 raise value
             results[c] = (value,)
+            if not todo or lost:
+                return
+            c = todo.popleft()
 
     async def run_lanes():
-        tasks = [asyncio.ensure_future(lane(*a)) for a in lanes]
+        # Each lane takes its first chunk now: a reply can arrive without the loop
+        # yielding (tornado reads data already there), so a lane started later
+        # could find the chunks taken by the first one.
+        tasks = [asyncio.ensure_future(lane(*a, todo.popleft())) for a in lanes if todo]
         try:
             await asyncio.gather(*tasks)
         finally:
@@ -545,7 +634,7 @@ def _run_lanes(client, runners, lanes, head, chunks, prefix):
     client.sync(run_lanes)
     left = [c for c, r in enumerate(results) if r is None]
     if left:
-        for c, value in zip(left, _map_tasks(client, head, [chunks[c] for c in left], prefix)):
+        for c, value in zip(left, _map_tasks(client, head, [chunks[c] for c in left], fun)):
             results[c] = (value,)
     return [r[0] for r in results]
 
@@ -605,7 +694,7 @@ def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
         in_axes = tuple(in_axes)
     local = _vmap(fun, in_axes=in_axes, out_axes=out_axes)  # argument checks, zero-size fallback
     pickled = _pickled_once(fun, "vmap")
-    specs = {}  # repr of (in_tree, dims, out_axes) -> (cache key, pickled spec)
+    specs = {}  # (in_tree, dims) -> (cache key, pickled spec)
 
     @functools.wraps(fun, updated=())
     def distributed_vmapped(*args, **kwargs):
@@ -636,10 +725,10 @@ def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
         size = sizes.pop()
         cl = _get_client(client, "vmap")
         blob, digest = pickled()
-        layout = repr((in_tree, tuple(dims), out_axes))
-        head = specs.get(layout)
+        head = specs.get((in_tree, tuple(dims)))
         if head is None:  # once per argument structure: the key and the pickled spec
-            head = specs.setdefault(layout, (
+            layout = repr((in_tree, tuple(dims), out_axes))
+            head = specs.setdefault((in_tree, tuple(dims)), (
                 f"vmap-{digest}-{hashlib.sha256(layout.encode()).hexdigest()}",
                 _dumps((blob, in_tree, dims, out_axes))))
 
@@ -674,11 +763,10 @@ def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
             for c, f in enumerate(futs):
                 per_chunk[c][i] = f
 
-        prefix = _task_prefix("vmap", fun)
         on_cluster = dask_dims or any(isinstance(x, da.Array) for x in leaves) or any(
             isinstance(w, _dd.Future) for w in whole)
-        results = (_map_tasks(cl, head, per_chunk, prefix) if on_cluster
-                   else _map_actors(cl, head, per_chunk, prefix))
+        results = (_map_tasks(cl, head, per_chunk, fun) if on_cluster
+                   else _map_actors(cl, head, per_chunk, fun))
 
         flat = [tree_flatten(r) for r in results]
         out_tree = flat[0][1]

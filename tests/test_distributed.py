@@ -263,6 +263,46 @@ def test_vmap_concurrent_calls_from_threads_of_a_client_that_is_not_the_default(
         assert_same(g, tg.vmap(scaled_sin, in_axes=(0, None))(xs[k], float(k)))
 
 
+def slow_rows(x):
+    """Sleeps 30 ms per chunk: longer than a chunk may run on a worker's event loop."""
+    def cb(v):
+        time.sleep(0.03)
+        return v * 2.0
+    return tg.pure_callback(cb, tg.ShapeDtypeStruct(x.shape, x.dtype), x,
+                            vmap_method="broadcast_all")
+
+
+@pytest.mark.parametrize("direct", [None, False])
+def test_vmap_actor_calls_go_straight_to_reachable_workers_and_short_chunks_run_inline(
+        client, direct):
+    """With Dask's default (direct_to_workers=None) the client calls the actors
+    on the workers it connected to (in the background, after the actors are
+    made); with direct_to_workers=False through the scheduler's proxy.  A chunk
+    whose signature ran for less than _INLINE_SECONDS before runs on the
+    worker's event loop; a longer one in the actor's thread."""
+    x = np.arange(8.0)
+    with dd.Client(client.scheduler.address, set_as_default=False,
+                   direct_to_workers=direct) as other:
+        other.run(tgd.clear_worker_cache)
+        fast = tgd.vmap(lambda v: v + 1.0, client=other)
+        slow = tgd.vmap(slow_rows, client=other)
+        for _ in range(4):
+            np.testing.assert_array_equal(fast(x), x + 1.0)
+            time.sleep(0.05)  # the background connections, if any, are made meanwhile
+        runners = tgd._client_runners(other)
+        assert runners.direct == (set(other.nthreads()) if direct is None else set())
+        # one chunk per worker and call, on the actors; a worker's first chunk (its
+        # signature's time unknown) in the actor's thread, the later ones mostly inline
+        info = other.run(tgd.worker_cache_info)
+        assert [i["actor_calls"] for i in info.values()] == [4, 4], info
+        assert all(1 <= i["inline"] <= 3 for i in info.values()), info
+        for _ in range(3):
+            np.testing.assert_array_equal(slow(x), x * 2.0)
+        after = other.run(tgd.worker_cache_info)  # the slow chunks all ran in the thread
+        assert [i["actor_calls"] for i in after.values()] == [7, 7], after
+        assert [i["inline"] for i in after.values()] == [i["inline"] for i in info.values()]
+
+
 # ---------------------------------------------------------------------------
 # vmap: faults and bad input
 
@@ -278,9 +318,13 @@ def f_raises(x):
 
 
 def test_error_in_f_reaches_the_user_with_its_type_and_frame(client):
-    with pytest.raises(UserError, match="wants rows of 2") as info:
-        tgd.vmap(f_raises, client=client)(np.ones((4, 3)))
-    assert any(entry.name == "f_raises" for entry in info.traceback), info.traceback
+    client.run(tgd.clear_worker_cache)
+    f = tgd.vmap(f_raises, client=client)
+    for _ in range(3):  # from the actor's thread, then from the worker's event loop
+        with pytest.raises(UserError, match="wants rows of 2") as info:
+            f(np.ones((4, 3)))
+        assert any(entry.name == "f_raises" for entry in info.traceback), info.traceback
+    assert sum(i["inline"] for i in client.run(tgd.worker_cache_info).values()) >= 1
 
 
 def test_unpicklable_function_raises_type_error_naming_it(client, tmp_path):
