@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import functools
+from types import MethodType as _MethodType
 from typing import NamedTuple
 
 import numpy as np
@@ -367,8 +368,10 @@ class JVPTrace(core.Trace):
             a = _aval_of_ndarray(o) if type(o) is _ndarray else core.get_aval(o)
             out_avals.append(a if a.dtype.kind in "fc" and not a.weak_type else tangent_aval(a))
         out_avals = tuple(out_avals)
+        # (``bwd`` with ``res_tree`` bound first: a method object is one object
+        # to keep until transposition, a partial three)
         lin_params = {"num_res": len(res), "out_avals": out_avals, "name": name,
-                      "bwd": functools.partial(params["bwd"], res_tree)}
+                      "bwd": _MethodType(params["bwd"], res_tree)}
         ins = _lin_record_inputs(parent, lin_in, len(res))
         if ins is None:
             out_tans = parent.process_primitive(custom_lin_p, lin_in, lin_params)
