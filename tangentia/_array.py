@@ -45,6 +45,7 @@ from . import core
 from .tree_util import tree_flatten, tree_unflatten
 
 _ndarray = np.ndarray
+_asarray = np.asarray
 
 
 class CpuDevice:
@@ -236,7 +237,8 @@ def public(fn, module, name):
     ``ArrayImpl`` argument before NumPy sees it.  On arrays under an
     interpreter that evaluates untraced values eagerly (``Trace.eval_known``:
     a custom rule run on known values while ``grad`` linearizes eagerly) it
-    calls ``fn``, which takes its eager path there, instead of binding.
+    takes ``fn``'s eager path there (the NumPy function, for one argument
+    without calling ``fn``) instead of binding.
     """
     get = core.current_trace
     EVAL = core.EVAL_TRACE
@@ -264,7 +266,9 @@ def public(fn, module, name):
                     reset(token)
             t = type(x)
             if (t is _ndarray or t is ArrayImpl) and trace.eval_known:
-                return fn(x if t is _ndarray else x.view(_ndarray)).view(ArrayImpl)
+                # ``fn``'s eager path there, inlined (eager results are arrays)
+                out = eager(x if t is _ndarray else x.view(_ndarray))
+                return (out if type(out) is _ndarray else _asarray(out)).view(ArrayImpl)
             out = trace.process_primitive(prim, (x,), {})
             return out if type(out) is not _ndarray else out.view(ArrayImpl)
     else:
