@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 
 import numpy as np
 
@@ -406,13 +407,12 @@ class _CustomFunction:
         """Bind the subclass's call primitive (``_PRIM``, through the current
         trace's ``_PROCESS`` method, as its ``bind`` would, with ``params`` as
         they are) with this call's flat rules: the methods ``_RULE_PARAMS`` of a
-        ``_CALL`` made for it."""
+        ``_CALL`` made for it (``_rule_methods`` gets them)."""
         call = _new(self._CALL)  # _CALL(self, ca, len(dyn)) without an __init__ frame
         call.owner, call.rules, call.ca, call.n_dyn, call.out_tree = (
             self, self._rules, ca, len(dyn), None)
         params = self._params.copy()
-        for k in self._RULE_PARAMS:
-            params[k] = getattr(call, k)
+        params.update(zip(self._RULE_PARAMS, self._rule_methods(call)))
         if dyn or type(leaves) is not tuple:
             if "num_nondiff" in params:
                 params["num_nondiff"] = len(dyn)
@@ -611,7 +611,6 @@ class _VJPCall(_Call):
         """The bwd rule with flat inputs (residuals, then output cotangents)
         and outputs (one cotangent per input, ``Zero`` for a zero one)."""
         _, _, bwd, sz, _, bwd_name = self.rules
-        name = self.owner.name
         ca, n_dyn = self.ca, self.n_dyn
         out_tree, res_tree, in_types = trees
         if (ca is None and res_tree is _LEAF_TREE and out_tree is _LEAF_TREE
@@ -627,7 +626,7 @@ class _VJPCall(_Call):
         try:
             got = bwd(*bwd_args)
         except TypeError as e:
-            _reraise_rule_error(e, bwd, bwd_args, "Custom VJP bwd rule", name,
+            _reraise_rule_error(e, bwd, bwd_args, "Custom VJP bwd rule", self.owner.name,
                                 "bwd(*nondiff_args, residuals, cotangents)", len(bwd_args) - 2)
         if ca is None and type(got) is tuple and len(got) == len(in_types):
             for c, x in zip(got, in_types):  # the common case: arrays of the right types
@@ -636,7 +635,7 @@ class _VJPCall(_Call):
                     break
             else:
                 return got
-        out = _flatten_bwd_output(got, ca, in_types, bwd_name, name, sz)
+        out = _flatten_bwd_output(got, ca, in_types, bwd_name, self.owner.name, sz)
         if n_dyn:
             return [Zero.from_primal(d) for d in res_and_cts[:n_dyn]] + out
         return out
@@ -686,6 +685,7 @@ class custom_jvp(_CustomFunction):
 
     kind = "custom_jvp"
     _CALL, _RULE_PARAMS = _JVPCall, ("fun", "jvp")
+    _rule_methods = operator.attrgetter(*_RULE_PARAMS)
     _PRIM, _PROCESS = custom_jvp_call_p, "process_custom_jvp_call"
 
     def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
@@ -816,6 +816,7 @@ class custom_vjp(_CustomFunction):
 
     kind = "custom_vjp"
     _CALL, _RULE_PARAMS = _VJPCall, ("fun", "fwd", "bwd")
+    _rule_methods = operator.attrgetter(*_RULE_PARAMS)
     _PRIM, _PROCESS = custom_vjp_call_p, "process_custom_vjp_call"
 
     def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
