@@ -460,6 +460,9 @@ class CustomVmapCallPrimitive(Primitive):
 
 
 EAGER_FAST_PATHS = []  # (primitive, public function), in definition order
+# The parameters of a primitive bound without any: one shared dict (records and
+# equations hold it; parameters are never mutated), not a new one per call.
+_NO_PARAMS = {}
 
 
 def is_eager():
@@ -486,13 +489,14 @@ def eager_dispatch(prim, eager, nin=None, traced=None, on_error=None, name=None)
     get = _trace_ctx.get
     ndarray, asarray = np.ndarray, np.asarray
     name = name or prim.name
+    no_params = _NO_PARAMS
     if nin == 1:
         def f(x):
             trace = get()
             if trace is EVAL_TRACE or (trace.eval_known and not isinstance(x, Tracer)):
                 out = eager(x)
                 return out if type(out) is ndarray else asarray(out)
-            return trace.process_primitive(prim, (x,), {})
+            return trace.process_primitive(prim, (x,), no_params)
     elif nin == 2:
         def f(x, y):
             trace = get()
@@ -505,7 +509,7 @@ def eager_dispatch(prim, eager, nin=None, traced=None, on_error=None, name=None)
                         on_error(x, y)
                     raise
                 return out if type(out) is ndarray else asarray(out)
-            return trace.process_primitive(prim, (x, y), {})
+            return trace.process_primitive(prim, (x, y), no_params)
     else:
         if traced is None:
             raise TypeError(f"eager_dispatch({name}): a function of any arity needs 'traced'")
@@ -725,6 +729,11 @@ class Eqn:
         self.params = params
         self.source = source
 
+    # JAX's names for the fields, read by custom interpreters written for JAX.
+    primitive = property(lambda self: self.prim, doc="The primitive (JAX's name for ``prim``).")
+    invars = property(lambda self: self.inputs, doc="The inputs (JAX's name for ``inputs``).")
+    outvars = property(lambda self: self.outputs, doc="The outputs (JAX's name).")
+
 
 class Jaxpr:
     """A typed first-order program: ``lambda constvars; invars. let eqns in outvars``."""
@@ -779,6 +788,11 @@ class ClosedJaxpr:
     @property
     def eqns(self):
         return self.jaxpr.eqns
+
+    @property
+    def literals(self):
+        """The values of the constant variables (JAX's other name for ``consts``)."""
+        return self.consts
 
     def __call__(self, *args):
         return eval_jaxpr(self.jaxpr, self.consts, *args)

@@ -82,3 +82,42 @@ def test_mismatched_batch_dimensions_of_dot_general_is_jaxs_type_error():
                                         r"batch dimensions to have the same shape, got \(2,\) "
                                         r"and \(3,\)"):
         tg.jit(lambda a, b: tg.lax.dot_general(a, b, dims))(np.ones((2, 4, 5)), np.ones((3, 5)))
+
+
+def test_a_custom_interpreter_written_against_jax_names_runs():
+    # JAX's field names on equations and closed programs, and a table keyed by lax.*_p
+    from tangentia import core, lax
+
+    inverses = {lax.sqrt_p: lambda y: y * y, lax.exp_p: tnp.log, lax.log1p_p: tnp.expm1}
+
+    def invert(fun):
+        def inverse(y):
+            closed = tg.make_jaxpr(fun)(y)
+            jaxpr, env = closed.jaxpr, {}
+            assert closed.literals == closed.consts
+            env[jaxpr.outvars[0]] = y
+            for eqn in reversed(jaxpr.eqns):
+                assert isinstance(eqn.primitive, core.Primitive) and eqn.params == {}
+                (x_var,), (y_var,) = eqn.invars, eqn.outvars
+                env[x_var] = inverses[eqn.primitive](env[y_var])
+            return env[jaxpr.invars[0]]
+        return inverse
+
+    def f(x):
+        return tnp.sqrt(tnp.exp(tnp.log1p(x)))
+
+    x = np.array([0.25, 1.5, 3.0])
+    np.testing.assert_allclose(invert(f)(f(x)), x, rtol=1e-14)
+    # the interpreter composes with the transformations: d/dy f^-1(y) = 2y for f^-1(y) = y^2 - 1
+    y = np.array([1.5, 2.0, 4.0])
+    np.testing.assert_allclose(tg.jit(tg.vmap(tg.grad(invert(f))))(y), 2 * y, rtol=1e-14)
+
+
+def test_jax_primitive_names_compare_equal_to_the_primitive_they_stand_for():
+    from tangentia.primitives import elementwise
+    assert tg.lax.tanh_p == elementwise.tanh_p and elementwise.tanh_p == tg.lax.tanh_p
+    assert hash(tg.lax.tanh_p) == hash(elementwise.tanh_p)
+    assert tg.lax.tanh_p != elementwise.sinh_p and tg.lax.exp_p != tg.lax.log_p
+    assert {tg.lax.exp_p: 1}[elementwise.exp_p] == 1
+    # names that are compositions equal only themselves
+    assert tg.lax.logistic_p == tg.lax.logistic_p and len({tg.lax.logistic_p, tg.lax.exp2_p}) == 2

@@ -30,6 +30,7 @@ from . import partial_eval as pe
 _JaxprTracer = pe.JaxprTracer
 _WEAK_SCALAR_AVALS = pe._WEAK_SCALAR_AVALS
 _aval_of_ndarray = core.aval_of_ndarray
+_NDARRAY_AVALS = core._NDARRAY_AVALS
 _custom_rule_get = core.custom_rule_ctx.get
 _new = object.__new__
 _suspended = core.run_suspended
@@ -476,7 +477,8 @@ class LinearizeTrace(pe.JaxprTrace):
                 x = x.ir_var
                 in_avals.append(x.aval)
             elif t is _ndarray:  # a residual, most often
-                in_avals.append(_aval_of_ndarray(x))
+                # (``core.aval_of_ndarray(x)``, its cache read inline)
+                in_avals.append(_NDARRAY_AVALS.get((x.shape, x.dtype)) or _aval_of_ndarray(x))
             else:
                 aval = _WEAK_SCALAR_AVALS.get(t)
                 if aval is None:

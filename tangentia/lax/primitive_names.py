@@ -42,12 +42,22 @@ class JaxPrimitive:
       name: JAX's name of the primitive (``"exp"``, ``"reduce_sum"``, ...).
       bind: the function implementing ``bind``.
       multiple_results: whether ``bind`` returns a list (as JAX's primitive does).
+      primitive: our primitive that JAX's name stands for, when it is one (JAX's differs
+        only in hints): the name then compares and hashes equal to it, so a table keyed by
+        ``lax.exp_p`` is found from the ``eqn.primitive`` of a program.
     """
 
-    def __init__(self, name, bind, multiple_results=False):
+    def __init__(self, name, bind, multiple_results=False, primitive=None):
         self.name = name
         self._bind = bind
         self.multiple_results = multiple_results
+        self.primitive = primitive
+
+    def __eq__(self, other):
+        return self is other or (self.primitive is not None and other is self.primitive)
+
+    def __hash__(self):
+        return hash(self.primitive) if self.primitive is not None else id(self)
 
     def bind(self, *args, **params):
         """JAX's primitive applied to the operands ``args`` with JAX's ``params``."""
@@ -174,13 +184,15 @@ _SAME = {   # JAX's name: our primitive, operands and parameters alike
     "linear_solve": _ls.linear_solve_p,
 }
 
+# JAX's names of our primitives whose JAX parameters add accuracy / sharding / dtype hints,
+# which do not change a float64 CPU result
+_HINTED = {"exp": _E.exp_p, "log": _E.log_p, "log1p": _E.log1p_p, "expm1": _E.expm1_p,
+           "tanh": _E.tanh_p, "sin": _E.sin_p, "cos": _E.cos_p, "tan": _E.tan_p,
+           "sqrt": _E.sqrt_p, "cbrt": _E.cbrt_p, "conj": _E.conj_p, "mul": _E.mul_p,
+           "reduce_sum": _R.reduce_sum_p, "convert_element_type": _S.convert_element_type_p}
+
 _ADAPTED = {   # JAX's name: bind(JAX's operands, **JAX's params) over our operations
-    # JAX's accuracy / sharding / dtype hints, which do not change a float64 CPU result
-    **{name: (_dropping_hints(prim), False) for name, prim in (
-        ("exp", _E.exp_p), ("log", _E.log_p), ("log1p", _E.log1p_p), ("expm1", _E.expm1_p),
-        ("tanh", _E.tanh_p), ("sin", _E.sin_p), ("cos", _E.cos_p), ("tan", _E.tan_p),
-        ("sqrt", _E.sqrt_p), ("cbrt", _E.cbrt_p), ("conj", _E.conj_p), ("mul", _E.mul_p),
-        ("reduce_sum", _R.reduce_sum_p), ("convert_element_type", _S.convert_element_type_p))},
+    **{name: (_dropping_hints(prim), False) for name, prim in _HINTED.items()},
     # compositions of ours, or our primitives with other parameters
     "exp2": (_unary(_num.exp2), False), "rsqrt": (_unary(_ops.rsqrt), False),
     "logistic": (_unary(_ops.logistic), False), "square": (_unary(_ops.square), False),
@@ -248,7 +260,7 @@ _ADAPTED = {   # JAX's name: bind(JAX's operands, **JAX's params) over our opera
 }
 
 
-PRIMITIVES = {**_SAME, **{name: JaxPrimitive(name, bind, multiple)
+PRIMITIVES = {**_SAME, **{name: JaxPrimitive(name, bind, multiple, _HINTED.get(name))
                           for name, (bind, multiple) in _ADAPTED.items()}}
 """JAX's primitive name (``"add"``, ``"scatter-add"``, ...) -> our primitive or
 :class:`JaxPrimitive`."""

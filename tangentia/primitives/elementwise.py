@@ -175,13 +175,13 @@ neg_p = elementwise("neg", np.negative, [lambda t, ans, x: neg(t)])
 
 
 def _add_transpose(ct, x, y):
-    return (unbroadcast(ct, x.aval) if is_undefined(x) else None,
-            unbroadcast(ct, y.aval) if is_undefined(y) else None)
+    return (unbroadcast(ct, x.aval) if type(x) is UndefinedPrimal else None,
+            unbroadcast(ct, y.aval) if type(y) is UndefinedPrimal else None)
 
 
 def _sub_transpose(ct, x, y):
-    return (unbroadcast(ct, x.aval) if is_undefined(x) else None,
-            unbroadcast(neg(ct), y.aval) if is_undefined(y) else None)
+    return (unbroadcast(ct, x.aval) if type(x) is UndefinedPrimal else None,
+            unbroadcast(neg(ct), y.aval) if type(y) is UndefinedPrimal else None)
 
 
 def _additive_jvp(prim, neg_second):
@@ -202,7 +202,12 @@ def _additive_jvp(prim, neg_second):
             out = sub(tx, ty)
         else:
             a, b = core.get_aval(tx), core.get_aval(ty)
-            out = ad.add_any(tx, ty) if a.shape == b.shape and a.dtype == b.dtype else add(tx, ty)
+            if a.shape == b.shape and a.dtype == b.dtype:
+                out = ad.add_any(tx, ty)
+                if a.shape == ans.shape:  # (the output's type: nothing to broadcast)
+                    return ans, out
+            else:
+                out = add(tx, ty)
         shape = ans.shape  # ans is an ndarray or a tracer; tangents may be Python scalars
         if core.get_aval(out).shape != shape:
             out = B.broadcast_to(out, shape)
