@@ -11,7 +11,7 @@ from .compiler import numpy_backend as _numpy_backend  # noqa: F401  (registers 
 if _importlib_util.find_spec("numba") is not None:  # the default backend (numba is a dependency)
     from .compiler import numba_backend as _numba_backend  # noqa: F401
 from . import tree_util
-from .api import (ShapeDtypeStruct, checkpoint, disable_jit, ensure_compile_time_eval, eval_shape, grad, linear_transpose, remat, hessian, jacfwd, jacrev, jit, jvp,
+from .api import (ShapeDtypeStruct, checkpoint, disable_jit, ensure_compile_time_eval, eval_shape, fwd_and_bwd, grad, linear_transpose, remat, hessian, jacfwd, jacrev, jit, jvp,
                   linearize, make_jaxpr, value_and_grad, vjp, vmap)
 from .core import (ConcretizationTypeError, TracerArrayConversionError, UnexpectedTracerError,
                    ClosedJaxpr, Jaxpr)
@@ -67,7 +67,7 @@ __version__ = "0.1.0"
 __all__ = ["ad_checkpoint", "checkpoint_policies", "pure_callback", "custom_gradient", "custom_batching", "ensure_compile_time_eval", "disable_jit", "linear_transpose", "random", "tree", "debug", "block_until_ready", "config", "default_backend",
            "device_count", "device_get", "device_put", "devices", "local_device_count",
            "local_devices", "jacobian", "debug_nans", "print_environment_info", "Array", "ShapeDtypeStruct", "checkpoint", "remat", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
-           "linearize", "make_jaxpr", "value_and_grad", "vjp", "vmap", "tree_util", "numpy", "lax",
+           "linearize", "make_jaxpr", "value_and_grad", "vjp", "fwd_and_bwd", "vmap", "tree_util", "numpy", "lax",
            "ConcretizationTypeError", "TracerArrayConversionError", "UnexpectedTracerError",
            "ClosedJaxpr", "Jaxpr", "custom_jvp", "custom_vjp", "closure_convert",
            "custom_derivatives", "check_tracer_leaks", "checking_leaks", "clear_caches",

@@ -171,3 +171,28 @@ def test_checkpoint_inside_checkpoint_differentiates(n):
     leaves, tree = tree_flatten(pullback)
     rebuilt = tg.jit(lambda leaves, ct: tree_unflatten(tree, leaves)(ct))
     np.testing.assert_allclose(rebuilt(leaves, y)[0], tg.vjp(plain, x)[1](y)[0], rtol=1e-13)
+
+
+def test_fwd_and_bwd_split_reverse_mode_into_two_reusable_functions():
+    def layer(w, x):
+        return tnp.tanh(x @ w)
+
+    w1, w2 = np.full((3, 3), 0.2), np.full((3, 3), -0.4)
+    x0 = np.arange(6.0).reshape(2, 3) / 5
+    fwd, bwd = tg.fwd_and_bwd(layer, argnums=(0, 1))
+    x1, res1 = fwd(w1, x0)
+    x2, res2 = fwd(w2, x1)                      # the same compiled forward, reused
+    dw2, dx1 = bwd(res2, np.ones_like(x2))
+    dw1, dx0 = bwd(res1, dx1)
+    want = tg.grad(lambda w1, w2, x: tnp.sum(layer(w2, layer(w1, x))), (0, 1, 2))(w1, w2, x0)
+    for got, ref in zip((dw1, dw2, dx0), want):
+        np.testing.assert_allclose(got, ref, rtol=1e-14)
+    # one argnum: bwd returns that cotangent itself; has_aux; jitted=False
+    fwd, bwd = tg.fwd_and_bwd(lambda w, x: (tnp.sum(layer(w, x)), x.shape[0]), argnums=1,
+                              has_aux=True, jitted=False)
+    y, res, aux = fwd(w1, x0)
+    assert aux == 2
+    np.testing.assert_allclose(bwd(res, 1.0), tg.grad(lambda x: tnp.sum(layer(w1, x)))(x0),
+                               rtol=1e-14)
+    with pytest.raises(TypeError, match="fwd_and_bwd"):
+        tg.fwd_and_bwd(3, argnums=0)

@@ -14,7 +14,7 @@ from .._traceback_util import api_boundary
 from ..tree_util import Partial, tree_flatten, tree_map, tree_unflatten
 from ._util import (_arg_leaf_names, _arrays, _check_callable, _describe, _leaf_aval,
                     _normalize_argnums)
-from .staging import _abstractify, _stage
+from .staging import _abstractify, _stage, jit
 from .vectorization import vmap
 
 # ---------------------------------------------------------------------------
@@ -227,6 +227,54 @@ def vjp(fun, *primals, has_aux=False):
     pullback = _make_pullback(jaxpr, consts, out_tree, out_avals, p_tree, "vjp")
     out = tree_unflatten(out_tree, _arrays(outs))
     return (out, pullback, aux) if has_aux else (out, pullback)
+
+
+def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
+    """The forward and backward passes of ``fun`` as two functions (``jax.fwd_and_bwd``),
+    to run on a schedule of one's own (pipelines, microbatches), each compiled once.
+
+    Args:
+      fun: the function to differentiate.
+      argnums: the positional argument (an int) or arguments (a sequence) to
+        differentiate with respect to.
+      has_aux: ``fun`` returns ``(output, aux)``; ``fwd`` returns ``aux`` last.
+      jitted: ``jit`` both functions (the default; the residuals, a pytree of
+        arrays, pass from one compiled program to the other).
+
+    Returns:
+      ``(fwd, bwd)``: ``fwd(*args)`` is ``vjp`` of ``fun`` with respect to the
+      arguments ``argnums`` and returns ``(fun(*args), residuals)`` (``(...,
+      aux)`` with ``has_aux``); ``bwd(residuals, ct)`` returns the cotangent of
+      the argument ``argnums``, or a tuple of them if ``argnums`` is a sequence.
+
+    Examples:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> fwd, bwd = tg.fwd_and_bwd(lambda w, x: tnp.tanh(w * x), argnums=0)
+      >>> y, res = fwd(0.5, 2.0)
+      >>> bool(tnp.allclose(bwd(res, 1.0), tg.grad(lambda w: tnp.tanh(w * 2.0))(0.5)))
+      True
+    """
+    _check_callable(fun, "fwd_and_bwd")
+    single = isinstance(argnums, int)
+
+    def fwd(*args, **kwargs):
+        _, nums = _normalize_argnums(argnums, len(args), "fwd_and_bwd", fun)
+
+        def partial_fun(*dyn):
+            new = list(args)
+            for i, v in zip(nums, dyn):
+                new[i] = v
+            return fun(*new, **kwargs)
+
+        return vjp(partial_fun, *[args[i] for i in nums], has_aux=has_aux)
+
+    def bwd(f_vjp, outgrad):
+        g = f_vjp(outgrad)
+        return g[0] if single else g
+
+    if jitted:
+        return jit(fwd), jit(bwd)
+    return fwd, bwd
 
 
 def _make_pullback(jaxpr, consts, out_tree, out_avals, in_tree, api):
