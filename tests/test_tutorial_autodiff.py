@@ -196,3 +196,19 @@ def test_fwd_and_bwd_split_reverse_mode_into_two_reusable_functions():
                                rtol=1e-14)
     with pytest.raises(TypeError, match="fwd_and_bwd"):
         tg.fwd_and_bwd(3, argnums=0)
+
+
+def test_jit_trace_gives_the_staged_program_before_lowering():
+    def softplus(x):
+        return tnp.log(1.0 + tnp.exp(x))
+
+    traced = tg.jit(tg.grad(softplus)).trace(40.0)
+    assert str(traced.jaxpr) == str(tg.make_jaxpr(tg.grad(softplus))(40.0))
+    assert [e.prim.name for e in traced.jaxpr.jaxpr.eqns] == ["exp", "add", "div", "mul"]
+    assert traced.out_info.shape == () and traced.out_info.dtype == np.float64
+    np.testing.assert_allclose(traced.lower().compile()(2.0), 1.0 / (1.0 + np.exp(-2.0)),
+                               rtol=1e-15)
+    # pytrees and static arguments
+    traced = tg.jit(lambda p, n: p["w"] * n, static_argnums=1).trace({"w": np.ones(3)}, 4)
+    assert traced.out_info.shape == (3,) and traced.in_avals[0][0]["w"].shape == (3,)
+    assert traced.lower().compile()({"w": np.arange(3.0)}).tolist() == [0.0, 4.0, 8.0]

@@ -119,10 +119,12 @@ def _invalid_argument_error(name, fun, args, kwargs, api):
         try:
             _abstractify(x)
         except TypeError:
-            return TypeError(
-                f"{api} of {name}: {n} of type {type(x).__name__} is not a valid array type. "
-                "Pass arrays (or pytrees of arrays), or mark the argument static with "
-                "static_argnums / static_argnames.")
+            return TypeError(   # JAX's wording first
+                f"Error interpreting argument to {fun!r} as an abstract array. The problematic "
+                f"value is of type {type(x)} and was passed to the function as {n}. {api} of "
+                f"{name}: {n} of type {type(x).__name__} is not a valid array type. Pass arrays "
+                "(or pytrees of arrays), or mark the argument static with static_argnums / "
+                "static_argnames.")
     return TypeError(f"{api} of {name}: an argument is not a valid array type")
 
 
@@ -337,6 +339,37 @@ class _Jitted:
         jaxpr, consts, out_tree = self._trace(statics, in_tree, avals, dyn_args)
         return Lowered(jaxpr, consts, in_tree, out_tree, get_backend(self.backend), self.name)
 
+    def trace(self, *args, **kwargs):
+        """Stage for these arguments, without lowering or running the program
+        (the first ahead-of-time stage, as ``jax.jit(f).trace``).
+
+        Args:
+          *args: the arguments ``fun`` would be called with (arrays,
+            ``ShapeDtypeStruct`` objects or pytrees of them; static ones as values).
+          **kwargs: its keyword arguments.
+
+        Returns:
+          A ``Traced``: ``.jaxpr`` is the staged program (a ``ClosedJaxpr``),
+          ``.out_info`` the output's shapes and dtypes, ``.lower()`` the next stage.
+
+        Examples:
+          >>> import tangentia as tg, tangentia.numpy as tnp
+          >>> traced = tg.jit(lambda x: tnp.sin(x) * 2.0).trace(1.0)
+          >>> print(traced.jaxpr)
+          { lambda ; a:f64[]. let
+              b:f64[] = sin a
+              c:f64[] = mul b 2.0
+            in (c,) }
+          >>> traced.out_info
+          ShapeDtypeStruct(shape=(), dtype=float64)
+        """
+        statics, leaves, in_tree, avals = self._signature(args, kwargs)
+        dyn_args = tree_unflatten(in_tree, leaves)[0]
+        jaxpr, consts, out_tree = _stage(self.fun, statics, in_tree, avals, "jit",
+                                         _arg_leaf_names(self.fun, dyn_args))
+        return Traced(core.ClosedJaxpr(jaxpr, consts), in_tree, avals, out_tree,
+                      lambda: self.lower(*args, **kwargs), self.name)
+
     def _cache_size(self):
         return len(self.cache)
 
@@ -344,6 +377,44 @@ class _Jitted:
         if obj is None:
             return self
         return functools.partial(self, obj)
+
+
+class Traced:
+    """A program staged for some arguments: what ``jit(f).trace(*args)`` returns.
+
+    Args:
+      jaxpr: the staged program (a ``ClosedJaxpr``).
+      in_tree: the pytree structure of ``(args, kwargs)`` (static ones left out).
+      in_avals: the abstract values of their leaves.
+      out_tree: the pytree structure of the output.
+      lower: a function giving the ``Lowered`` program.
+      fun_name: the function's name.
+
+    Returns:
+      (Construct it with ``jit(f).trace(*args)``.)  ``jaxpr``, ``in_avals``,
+      ``out_avals``, ``out_info`` (``ShapeDtypeStruct`` pytree) and ``lower()``.
+
+    Examples:
+      >>> import tangentia as tg, tangentia.numpy as tnp
+      >>> traced = tg.jit(lambda x, y: x @ y).trace(tnp.ones((2, 3)), tnp.ones((3, 4)))
+      >>> traced.out_info.shape, float(traced.lower().compile()(tnp.ones((2, 3)), tnp.ones((3, 4)))[0, 0])
+      ((2, 4), 3.0)
+    """
+
+    def __init__(self, jaxpr, in_tree, in_avals, out_tree, lower, fun_name):
+        self.jaxpr = jaxpr
+        self.in_tree = in_tree
+        self.in_avals = tree_unflatten(in_tree, list(in_avals))
+        self.out_tree = out_tree
+        self.out_avals = tree_unflatten(out_tree, [v.aval for v in jaxpr.jaxpr.outvars])
+        self.out_info = tree_unflatten(out_tree, [ShapeDtypeStruct(v.aval.shape, v.aval.dtype)
+                                                  for v in jaxpr.jaxpr.outvars])
+        self._lower = lower
+        self.fun_name = fun_name
+
+    def lower(self):
+        """The next stage: the program lowered by the backend (a ``Lowered``)."""
+        return self._lower()
 
 
 class Lowered:
@@ -587,8 +658,13 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False, abstracted_axes=None)
         statics, dyn_args, dyn_kwargs = _static_split(fun, args, kwargs, static_argnums, (),
                                                       "make_jaxpr")
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
-        jaxpr, consts, out_tree = _stage(fun, statics, in_tree, map(_abstractify, leaves),
-                                         "make_jaxpr", _arg_leaf_names(fun, dyn_args))
+        try:
+            avals = [_abstractify(x) for x in leaves]
+        except TypeError:
+            raise _invalid_argument_error(_fun_name(fun), fun, dyn_args, dyn_kwargs,
+                                          "make_jaxpr") from None
+        jaxpr, consts, out_tree = _stage(fun, statics, in_tree, avals, "make_jaxpr",
+                                         _arg_leaf_names(fun, dyn_args))
         closed = core.ClosedJaxpr(jaxpr, consts)
         if return_shape:
             shapes = [ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in jaxpr.outvars]
