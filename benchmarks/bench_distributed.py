@@ -6,23 +6,30 @@ of the odeint loss of ``bench_ode`` (y0 = [pi - 0.1, 0], ts = linspace(0, 10,
 ``in_axes=(None, 0, 0)``:
 
 * local ``jit(vmap(g))`` in this process (one core);
-* ``distributed.vmap(g)`` on a cluster of 1 worker and of 2 workers (one
-  process with one thread each), with the default chunking (one chunk per
-  worker thread: 1 x 64 and 2 x 32) and with ``chunk_size=32`` (the same two
+* ``distributed.vmap(g)`` on a cluster of 1 worker and then on one of 2
+  workers (one process with one thread each; each cluster alone on the
+  machine, as a user runs one, the local sweep timed with each as the common
+  reference), with the default chunking (one chunk per worker thread: 1 x 64
+  and 2 x 32) and with ``chunk_size=32`` (the same two
   chunks on both clusters, so the ratio isolates the parallelism), through a
-  client with Dask's defaults (actor calls through the scheduler's proxy)
-  and, default chunks only, through one with ``direct_to_workers=True``.
+  client with Dask's defaults (which calls the actors straight on the workers
+  once it has connected to them) and, default chunks only, through one with
+  ``direct_to_workers=False`` (actor calls through the scheduler's proxy).
   NumPy inputs take the actor path (one actor per worker); that the chunks
-  ran on the actors is checked.
+  ran on the actors, and the default client's calls straight on the workers,
+  is checked.
 
 Targets (issue 15): 2 workers >= 1.7x one worker; 1 worker <= 1.15x local.
 
 Per-call overhead: ``distributed.vmap(lambda x: x + 1.0, chunk_size=1)`` over
 64 elements (64 tiny chunks) against ``chunk_size=64`` (one chunk), on each
 cluster and client: (t64 - t1) / 63 is the cost of one more chunk; t1 minus
-the local call is the fixed cost of a call.  The floors: plain Dask tasks
-(``client.submit(noop, x).result()``, and 64 tasks of ``client.map(noop,
-rows)``) and a plain actor call (``actor.noop(x).result()``).
+the local call is the fixed cost of a call; and with the default chunks (one
+tiny chunk per worker: the cost of a call that runs on both workers at once).
+The floors: plain Dask tasks (``client.submit(noop, x).result()``, and 64
+tasks of ``client.map(noop, rows)``) and a plain actor call
+(``actor.noop(x).result()``, which Dask sends through the scheduler's proxy
+unless the client has ``direct_to_workers=True``).
 
 All runs are timed in interleaved rounds (``_harness.measure_interleaved``);
 the median round is reported.  Every distributed result is checked against
@@ -36,11 +43,11 @@ imported would not reach its ``jit``); the backend each side ran is checked
 and reported.
 
 The CPU used by other processes is measured over each timing (machine busy
-time minus this process and its clusters' workers and nannies): the
-harness's own per-round figure counts the workers as "others".  Since a
-shared 2-core machine is rarely idle, the target ratios are also estimated
-from what load distorts little: the CPU time of the local batches and the
-cost of a call with one tiny task (see ``expected_ratios``).
+time minus this process and its cluster's workers): the harness's own
+per-round figure counts the workers as "others".  Since a shared 2-core
+machine is rarely idle, the target ratios are also estimated from what load
+distorts little: the CPU time of the local batches and the least cost of a
+call with tiny chunks (see ``expected_ratios``).
 
 Standalone only (the suite's ``run.py`` pins one core):
 ``python benchmarks/bench_distributed.py [--quick] [--backends numpy] [--n 64] [--json PATH]``.
@@ -91,24 +98,25 @@ def grad_fn():
 
 
 def _cluster(n, backend):
-    """``(cluster, client, direct client)``: a LocalCluster of ``n`` worker
-    processes and two clients, the second with ``direct_to_workers=True`` (its
-    actor calls and gathers go to the workers without the scheduler's proxy)."""
+    """``(cluster, client, proxy client)``: a LocalCluster of ``n`` worker
+    processes and two clients, the second with ``direct_to_workers=False`` (its
+    actor calls and gathers go through the scheduler's proxy)."""
     from dask.distributed import Client, LocalCluster
     env = {} if backend is None else {"TANGENTIA_JIT_BACKEND": backend}
     cluster = LocalCluster(n_workers=n, processes=True, threads_per_worker=1,
                            dashboard_address=":0", silence_logs=40, env=env)
     return (cluster, Client(cluster, set_as_default=False),
-            Client(cluster, set_as_default=False, direct_to_workers=True))
+            Client(cluster, set_as_default=False, direct_to_workers=False))
 
 
 def _cluster_pids(clients):
-    """The worker processes of ``clients`` and their nannies (the scheduler
-    runs in this process)."""
+    """The worker processes of ``clients`` and their parents (the nannies and
+    the scheduler run in this process, which is not counted again)."""
     pids = set()
     for cl in clients:
         pids.update(cl.run(os.getpid).values())
         pids.update(cl.run(os.getppid).values())
+    pids.discard(os.getpid())
     return sorted(pids)
 
 
@@ -168,93 +176,116 @@ def _backends_ran(local, clients):
     return here, there
 
 
-def run_backend(cfg, log, backend, n):
-    import tangentia as tg
+def _fmt_target(name, value):
+    target = next((t for k, t in TARGETS.items() if name.startswith(k)), None)
+    if target is None:
+        return ""
+    met = value >= target if "speedup" in name else value <= target
+    return (f"   target {'>=' if 'speedup' in name else '<='} {target}: "
+            + ("met" if met else "NOT met"))
+
+
+def run_cluster(cfg, log, backend, n, workers, local, y0, bs, cs):
+    """One cluster of ``workers`` workers, alone on the machine (as a user
+    runs one): its sweeps interleaved with the local one, and its call
+    overheads.  Returns the timings and the overheads."""
     import tangentia.distributed as tgd
 
     g = grad_fn()
-    y0, bs, cs = sweep_inputs(n)
-    local = tg.jit(tg.vmap(g, in_axes=(None, 0, 0)))
     chunk = n // 2  # the default chunks of 2 workers, run one after the other by 1 worker
-    c1, c2 = _cluster(1, backend), _cluster(2, backend)
+    cluster, cl, proxy = _cluster(workers, backend)
+    name = f"{workers} worker{'s' if workers > 1 else ''}"
     try:
-        fns = {"local": lambda: local(y0, bs, cs)}
-        for name, (_, cl, direct) in (("1 worker", c1), ("2 workers", c2)):
-            fns[f"{name}, default chunks"] = (
-                lambda f=tgd.vmap(g, (None, 0, 0), client=cl): f(y0, bs, cs))
-            fns[f"{name}, chunk_size={chunk}"] = (
-                lambda f=tgd.vmap(g, (None, 0, 0), client=cl, chunk_size=chunk): f(y0, bs, cs))
-            fns[f"{name}, direct, default chunks"] = (
-                lambda f=tgd.vmap(g, (None, 0, 0), client=direct): f(y0, bs, cs))
+        fns = {"local": lambda: local(y0, bs, cs),
+               f"{name}, default chunks": (
+                   lambda f=tgd.vmap(g, (None, 0, 0), client=cl): f(y0, bs, cs)),
+               f"{name}, chunk_size={chunk}": (
+                   lambda f=tgd.vmap(g, (None, 0, 0), client=cl, chunk_size=chunk): f(y0, bs, cs)),
+               f"{name}, proxy, default chunks": (
+                   lambda f=tgd.vmap(g, (None, 0, 0), client=proxy): f(y0, bs, cs))}
         first, outs = {}, {}
         for k, fn in fns.items():  # first calls: tracing and compiling (on each worker)
             t0 = time.perf_counter()
             outs[k] = fn()
             first[k] = time.perf_counter() - t0
-        clients = [c1[1], c2[1]]
-        _check_paths(clients)
-        ran = dict(zip(("local", "workers"), _backends_ran(local, clients)))
-        log(f"    backends that ran: local {ran['local']}, workers {ran['workers']}")
+        time.sleep(0.2)  # the default client's connections to the workers are made meanwhile
+        _check_paths([cl, proxy])
+        ran = dict(zip(("local", "workers"), _backends_ran(local, [cl])))
+        log(f"    {name}: backends that ran: local {ran['local']}, workers {ran['workers']}")
         if backend is not None and (ran["local"] != [backend] or ran["workers"] != [backend]):
             raise RuntimeError(f"asked for the {backend} backend everywhere, got {ran}")
         errors = {k: _max_rel(v, outs["local"]) for k, v in outs.items() if k != "local"}
         log(f"    max relative difference to local: {max(errors.values()):.2g}")
         keys = list(fns)
-        with LoadMeter(_cluster_pids(clients)) as load:
+        with LoadMeter(_cluster_pids([cl])) as load:
             stats = dict(zip(keys, measure_interleaved([fns[k] for k in keys], cfg)))
         for k in keys:
             log(f"    {k:<34} {fmt_time(stats[k]['median_s']):>10}   first call "
                 f"{fmt_time(first[k])}")
         log(f"    {load.describe()}")
-        ratios = {
-            "1 worker / local time (default chunks)":
-                paired_ratio(stats["1 worker, default chunks"], stats["local"]),
-            "2 workers / 1 worker speedup (default chunks)":
-                paired_ratio(stats["1 worker, default chunks"], stats["2 workers, default chunks"]),
-            f"2 workers / 1 worker speedup (chunk_size={chunk})":
-                paired_ratio(stats[f"1 worker, chunk_size={chunk}"],
-                             stats[f"2 workers, chunk_size={chunk}"]),
-            f"1 worker / local time (chunk_size={chunk})":
-                paired_ratio(stats[f"1 worker, chunk_size={chunk}"], stats["local"]),
-            "1 worker / local time (direct, default chunks)":
-                paired_ratio(stats["1 worker, direct, default chunks"], stats["local"]),
-            "2 workers / 1 worker speedup (direct, default chunks)":
-                paired_ratio(stats["1 worker, direct, default chunks"],
-                             stats["2 workers, direct, default chunks"]),
-            "2 workers / local speedup (default chunks)":
-                paired_ratio(stats["local"], stats["2 workers, default chunks"]),
-        }
-        for k, v in ratios.items():
-            target = next((t for name, t in TARGETS.items() if k.startswith(name)), None)
-            met = "" if target is None else (
-                f"   target {'>=' if 'speedup' in k else '<='} {target}: "
-                + ("met" if (v >= target if "speedup" in k else v <= target) else "NOT met"))
-            log(f"    {k:<50} {v:.2f}{met}")
-        overhead = task_overhead(cfg, log, {"1 worker": c1[1], "2 workers": c2[1],
-                                            "1 worker, direct": c1[2],
-                                            "2 workers, direct": c2[2]})
-        scaling = batch_scaling(cfg, local, y0, bs, cs, log)
-        expected = expected_ratios(scaling, overhead, n, log)
+        overhead = task_overhead(cfg, log, {name: cl, f"{name}, proxy": proxy})
     finally:
-        for cluster, cl, direct in (c1, c2):
-            direct.close()
-            cl.close()
-            cluster.close()
-    return {"backends_ran": ran, "others_cores": load.others, "clusters_cores": load.cluster,
-            "times": {k: {"median_s": stats[k]["median_s"], "first_s": first[k],
-                          "runs_s": stats[k]["runs_s"]} for k in keys},
-            "ratios": ratios, "max_rel_diff_to_local": errors, "task_overhead": overhead,
-            "local_batch_scaling": scaling, "expected_idle_ratios": expected}
+        proxy.close()
+        cl.close()
+        cluster.close()
+    return {"stats": stats, "first": first, "errors": errors, "ran": ran,
+            "others_cores": load.others, "clusters_cores": load.cluster, "overhead": overhead}
+
+
+def run_backend(cfg, log, backend, n):
+    """The 1-worker and the 2-worker cluster in turn, each with the local
+    sweep as the common reference: a ratio between the clusters is the
+    quotient of their ratios to the local time (median over paired rounds)."""
+    import tangentia as tg
+
+    y0, bs, cs = sweep_inputs(n)
+    local = tg.jit(tg.vmap(grad_fn(), in_axes=(None, 0, 0)))
+    chunk = n // 2
+    one = run_cluster(cfg, log, backend, n, 1, local, y0, bs, cs)
+    two = run_cluster(cfg, log, backend, n, 2, local, y0, bs, cs)
+
+    def to_local(res, key):
+        return paired_ratio(res["stats"][key], res["stats"]["local"])
+
+    ratios = {}
+    for how in ("default chunks", f"chunk_size={chunk}", "proxy, default chunks"):
+        r1, r2 = to_local(one, f"1 worker, {how}"), to_local(two, f"2 workers, {how}")
+        ratios[f"1 worker / local time ({how})"] = r1
+        ratios[f"2 workers / 1 worker speedup ({how})"] = r1 / r2
+    ratios["2 workers / local speedup (default chunks)"] = 1 / to_local(
+        two, "2 workers, default chunks")
+    for k, v in ratios.items():
+        log(f"    {k:<50} {v:.2f}{_fmt_target(k, v)}")
+    overhead = {**one["overhead"], **two["overhead"]}
+    scaling = batch_scaling(cfg, local, y0, bs, cs, log)
+    expected = expected_ratios(scaling, overhead, n, log)
+    times = {k: {"median_s": res["stats"][k]["median_s"], "first_s": res["first"][k],
+                 "runs_s": res["stats"][k]["runs_s"]}
+             for res in (one, two) for k in res["stats"] if k != "local"}
+    return {"backends_ran": {"1 worker": one["ran"], "2 workers": two["ran"]},
+            "others_cores": [one["others_cores"], two["others_cores"]],
+            "clusters_cores": [one["clusters_cores"], two["clusters_cores"]],
+            "local_s": [one["stats"]["local"]["median_s"], two["stats"]["local"]["median_s"]],
+            "times": times, "ratios": ratios,
+            "max_rel_diff_to_local": {**one["errors"], **two["errors"]},
+            "task_overhead": overhead, "local_batch_scaling": scaling,
+            "expected_idle_ratios": expected}
 
 
 def _check_paths(clients):
     """Raise unless the sweep's chunks ran on the workers' actors (the path
-    ``distributed.vmap`` takes for NumPy inputs), as ``worker_cache_info`` counts."""
+    ``distributed.vmap`` takes for NumPy inputs), as ``worker_cache_info``
+    counts, and the clients with Dask's default ``direct_to_workers`` call
+    them straight on the workers (this machine's client reaches its workers)."""
     import tangentia.distributed as tgd
     for cl in clients:
         info = cl.run(tgd.worker_cache_info)
         if not all(i["actor_calls"] for i in info.values()):
             raise RuntimeError(f"a worker ran no chunk on its actor: {info}")
+        direct = tgd._client_runners(cl).direct
+        if cl.direct_to_workers is None and direct != set(info):
+            raise RuntimeError(f"the client calls {sorted(direct)} directly, not all of "
+                               f"{sorted(info)}")
 
 
 def _noop(x):
@@ -269,10 +300,11 @@ class Noop:
 
 
 def task_overhead(cfg, log, clients):
-    """Cost of one more tiny chunk and of one call with one tiny chunk, for
-    ``distributed.vmap`` (its chunks run on the workers' actors) and for plain
-    Dask (``submit(noop).result()``, ``map(noop, rows)``, an actor's
-    ``noop(x).result()``: the floors under a call on tasks and on actors)."""
+    """Cost of one more tiny chunk, of one call with one tiny chunk and of one
+    with a tiny chunk on each worker, for ``distributed.vmap`` (its chunks run
+    on the workers' actors) and for plain Dask (``submit(noop).result()``,
+    ``map(noop, rows)``, an actor's ``noop(x).result()``: the floors under a
+    call on tasks and on actors)."""
     import tangentia as tg
     import tangentia.distributed as tgd
 
@@ -293,6 +325,7 @@ def task_overhead(cfg, log, clients):
         for cs in (TINY, 1):
             fns[f"{name}, {TINY // cs} chunk(s)"] = (
                 lambda f=tgd.vmap(tiny, client=cl, chunk_size=cs): f(x))
+        fns[f"{name}, a chunk per worker"] = lambda f=tgd.vmap(tiny, client=cl): f(x)
     for k, fn in fns.items():
         np.testing.assert_array_equal(fn(), x if "dask" in k else x + 1.0)
     keys = list(fns)
@@ -306,14 +339,20 @@ def task_overhead(cfg, log, clients):
         floor = stats[f"{name}, dask round trip"]["median_s"]
         floor_many = stats[f"{name}, dask {TINY} tasks"]["median_s"]
         floor_actor = stats[f"{name}, dask actor round trip"]["median_s"]
+        each = stats[f"{name}, a chunk per worker"]["median_s"]
         out[name] = {"call_with_1_chunk_s": one, f"call_with_{TINY}_chunks_s": many,
+                     "call_with_a_chunk_per_worker_s": each,
+                     "least_call_with_1_chunk_s": stats[f"{name}, 1 chunk(s)"]["min_s"],
+                     "least_call_with_a_chunk_per_worker_s":
+                         stats[f"{name}, a chunk per worker"]["min_s"],
                      "per_extra_chunk_s": (many - one) / (TINY - 1),
                      "fixed_call_overhead_s": one - out["local_call_s"],
                      "dask_round_trip_s": floor, "dask_actor_round_trip_s": floor_actor,
                      "dask_per_extra_task_s": (floor_many - floor) / (TINY - 1)}
         log(f"    {name:<17} call with 1 chunk {fmt_time(one):>9}, with {TINY} chunks "
-            f"{fmt_time(many):>9}: {fmt_time((many - one) / (TINY - 1))} per extra chunk "
-            f"(local call {fmt_time(out['local_call_s'])})")
+            f"{fmt_time(many):>9}: {fmt_time((many - one) / (TINY - 1))} per extra chunk; "
+            f"with a chunk per worker {fmt_time(each)} (local call "
+            f"{fmt_time(out['local_call_s'])})")
         log(f"    {'':<17} plain Dask: submit(noop).result() {fmt_time(floor):>9}, "
             f"{fmt_time((floor_many - floor) / (TINY - 1))} per extra task; an actor's "
             f"noop(x).result() {fmt_time(floor_actor)}")
@@ -353,18 +392,23 @@ def batch_scaling(cfg, local, y0, bs, cs, log):
 def expected_ratios(scaling, overhead, n, log):
     """The targets' ratios expected on an idle machine from quantities that
     load distorts little: the CPU time C(m) of a batch of m solves and the
-    measured cost o of a call with one tiny chunk (inflated by load, so these
-    are conservative): 1 worker / local = (C(n) + o1) / C(n), 2 workers / 1
-    worker = (C(n) + o1) / (C(n/2) + o2); for the default and the direct clients."""
+    cost of a call with one tiny chunk on one worker, o1, and with one tiny
+    chunk on each of two workers, o2 (the least of the timed rounds, each the
+    mean of several calls; still inflated by load, so these are conservative):
+    1 worker / local = (C(n) + o1) / C(n), 2 workers / 1
+    worker = (C(n) + o1) / (C(n/2) + o2); for the default and the proxy clients."""
     c_all, c_half = scaling["cpu_s"][str(n)], scaling["cpu_s"][str(n // 2)]
     out = {}
-    for how, suffix in (("", ""), (" (direct)", ", direct")):
-        o1 = overhead["1 worker" + suffix]["call_with_1_chunk_s"]
-        o2 = overhead["2 workers" + suffix]["call_with_1_chunk_s"]
+    for how, suffix in (("", ""), (" (proxy)", ", proxy")):
+        o1 = overhead["1 worker" + suffix]["least_call_with_1_chunk_s"]
+        o2 = overhead["2 workers" + suffix]["least_call_with_a_chunk_per_worker_s"]
         out["1 worker / local time" + how] = (c_all + o1) / c_all
         out["2 workers / 1 worker speedup" + how] = (c_all + o1) / (c_half + o2)
-    log("  expected on an idle machine from CPU times and call overheads: " + ", ".join(
-        f"{k} {v:.2f}" for k, v in out.items()))
+    log(f"  expected on an idle machine from CPU times (C({n}) {fmt_time(c_all)}, "
+        f"C({n // 2}) {fmt_time(c_half)}) and the least call overheads (o1 "
+        f"{fmt_time(overhead['1 worker']['least_call_with_1_chunk_s'])}, o2 "
+        f"{fmt_time(overhead['2 workers']['least_call_with_a_chunk_per_worker_s'])}): "
+        + ", ".join(f"{k} {v:.2f}" for k, v in out.items()))
     return out
 
 

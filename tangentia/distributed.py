@@ -130,7 +130,8 @@ def worker_cache_info():
     actor ran (the others ran as tasks), ``inline`` those of them it ran on
     the worker's event loop (short chunks, see ``_INLINE_SECONDS``) and
     ``running`` those running now in the actor's threads (a chunk on the event
-    loop finishes before this function runs there).  Run it on the workers with ``client.run(worker_cache_info)``."""
+    loop finishes before this function runs there).  Run it on the workers
+    with ``client.run(worker_cache_info)``."""
     with _cache_lock:
         fns = list(_cache.values())
         stats = dict(_cache_stats)

@@ -272,17 +272,26 @@ def slow_rows(x):
                             vmap_method="broadcast_all")
 
 
-@pytest.mark.parametrize("direct", [None, False])
+@pytest.mark.parametrize("how", ["default", "unreachable", "proxy"])
 def test_vmap_actor_calls_go_straight_to_reachable_workers_and_short_chunks_run_inline(
-        client, direct):
+        client, how):
     """With Dask's default (direct_to_workers=None) the client calls the actors
     on the workers it connected to (in the background, after the actors are
-    made); with direct_to_workers=False through the scheduler's proxy.  A chunk
-    whose signature ran for less than _INLINE_SECONDS before runs on the
-    worker's event loop; a longer one in the actor's thread."""
+    made), else ("unreachable": the connections fail; direct_to_workers=False)
+    through the scheduler's proxy.  A chunk whose signature ran for less than
+    _INLINE_SECONDS before runs on the worker's event loop; a longer one in the
+    actor's thread."""
     x = np.arange(8.0)
     with dd.Client(client.scheduler.address, set_as_default=False,
-                   direct_to_workers=direct) as other:
+                   direct_to_workers=False if how == "proxy" else None) as other:
+        if how == "unreachable":  # the client reaches the scheduler only
+            connect = other.rpc.connect
+
+            async def refuse(addr, timeout=None):
+                if addr != other.scheduler.address:
+                    raise OSError(f"{addr} is not reachable from this client (test)")
+                return await connect(addr, timeout)
+            other.rpc.connect = refuse
         other.run(tgd.clear_worker_cache)
         fast = tgd.vmap(lambda v: v + 1.0, client=other)
         slow = tgd.vmap(slow_rows, client=other)
@@ -290,7 +299,7 @@ def test_vmap_actor_calls_go_straight_to_reachable_workers_and_short_chunks_run_
             np.testing.assert_array_equal(fast(x), x + 1.0)
             time.sleep(0.05)  # the background connections, if any, are made meanwhile
         runners = tgd._client_runners(other)
-        assert runners.direct == (set(other.nthreads()) if direct is None else set())
+        assert runners.direct == (set(other.nthreads()) if how == "default" else set())
         # one chunk per worker and call, on the actors; a worker's first chunk (its
         # signature's time unknown) in the actor's thread, the later ones mostly inline
         info = other.run(tgd.worker_cache_info)
