@@ -130,10 +130,11 @@ def as_array(x, what="argument"):
     try:
         arr = np.asarray(x)
     except Exception as e:  # noqa: BLE001 - rethrown with context
-        raise TypeError(f"{what} of type {type(x).__name__} is not a valid array: {e}") from None
-    if arr.dtype.kind in "OUS":
-        raise TypeError(f"{what} of type {type(x).__name__} is not a valid array type "
-                        f"(got value {x!r:.80})")
+        raise TypeError(f"Argument '{x!r:.80}' of type '{type(x)}' is not a valid JAX type: "
+                        f"{what} of type {type(x).__name__} is not a valid array ({e})") from None
+    if arr.dtype.kind in "OUS":   # JAX's wording first
+        raise TypeError(f"Argument '{x!r:.80}' of type '{type(x)}' is not a valid JAX type: "
+                        f"{what} of type {type(x).__name__} is not a valid array type")
     return arr
 
 

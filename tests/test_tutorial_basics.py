@@ -121,3 +121,27 @@ def test_jax_primitive_names_compare_equal_to_the_primitive_they_stand_for():
     assert {tg.lax.exp_p: 1}[elementwise.exp_p] == 1
     # names that are compositions equal only themselves
     assert tg.lax.logistic_p == tg.lax.logistic_p and len({tg.lax.logistic_p, tg.lax.exp2_p}) == 2
+
+
+def test_non_array_arguments_raise_jaxs_wording_first():
+    def body(arr, extra):
+        return tnp.sum(arr) + extra
+
+    stream = iter(range(4))
+    # staging entry points name the function and the argument
+    for stage in (tg.jit(body), tg.make_jaxpr(body)):
+        with pytest.raises(TypeError, match=r"^Error interpreting argument to <function .*body.* "
+                                            r"as an abstract array\. The problematic value is of "
+                                            r"type <class 'range_iterator'> and was passed to the "
+                                            r"function as argument 'arr'"):
+            stage(stream, 1.0)
+    # transformations and control flow say which value is not a valid type
+    expected = r"^Argument '<range_iterator object at 0x[0-9a-f]+>' of type '<class " \
+               r"'range_iterator'>' is not a valid JAX type"
+    for call in (lambda: tg.grad(body)(stream, 1.0),
+                 lambda: tg.vmap(body)(stream, np.ones(2)),
+                 lambda: tg.jvp(body, (stream, 1.0), (stream, 1.0)),
+                 lambda: tg.lax.cond(True, lambda s: s, lambda s: s, stream),
+                 lambda: tg.lax.fori_loop(0, 3, lambda i, c: c, stream)):
+        with pytest.raises(TypeError, match=expected):
+            call()

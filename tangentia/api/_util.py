@@ -42,7 +42,7 @@ def _leaf_aval(x, api, what):
     try:
         return core.get_aval(x)
     except TypeError as e:
-        raise TypeError(f"{api}: {what} is not an array: {e}") from None
+        raise TypeError(f"{e} ({api}: {what} is not an array)") from None
 
 
 def _arg_leaf_names(fun, args):

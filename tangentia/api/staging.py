@@ -119,10 +119,12 @@ def _invalid_argument_error(name, fun, args, kwargs, api):
         try:
             _abstractify(x)
         except TypeError:
-            return TypeError(
-                f"{api} of {name}: {n} of type {type(x).__name__} is not a valid array type. "
-                "Pass arrays (or pytrees of arrays), or mark the argument static with "
-                "static_argnums / static_argnames.")
+            return TypeError(   # JAX's wording first
+                f"Error interpreting argument to {fun!r} as an abstract array. The problematic "
+                f"value is of type {type(x)} and was passed to the function as {n}. {api} of "
+                f"{name}: {n} of type {type(x).__name__} is not a valid array type. Pass arrays "
+                "(or pytrees of arrays), or mark the argument static with static_argnums / "
+                "static_argnames.")
     return TypeError(f"{api} of {name}: an argument is not a valid array type")
 
 
@@ -656,8 +658,13 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False, abstracted_axes=None)
         statics, dyn_args, dyn_kwargs = _static_split(fun, args, kwargs, static_argnums, (),
                                                       "make_jaxpr")
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
-        jaxpr, consts, out_tree = _stage(fun, statics, in_tree, map(_abstractify, leaves),
-                                         "make_jaxpr", _arg_leaf_names(fun, dyn_args))
+        try:
+            avals = [_abstractify(x) for x in leaves]
+        except TypeError:
+            raise _invalid_argument_error(_fun_name(fun), fun, dyn_args, dyn_kwargs,
+                                          "make_jaxpr") from None
+        jaxpr, consts, out_tree = _stage(fun, statics, in_tree, avals, "make_jaxpr",
+                                         _arg_leaf_names(fun, dyn_args))
         closed = core.ClosedJaxpr(jaxpr, consts)
         if return_shape:
             shapes = [ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in jaxpr.outvars]
