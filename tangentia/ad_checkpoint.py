@@ -11,8 +11,12 @@ residuals to host memory on accelerators and are not supported on a CPU.
 from __future__ import annotations
 
 import inspect
+import os
 import re
+import sys
 import types
+
+import numpy as np
 
 from . import core
 from .primitives.remat import checkpoint_name, name_p
@@ -130,8 +134,9 @@ def saved_residuals(f, *args, **kwargs):
         a, kw = tree_unflatten(tree, list(xs))
         return f(*a, **kw)
 
-    closed, (_, pullback) = make_jaxpr(lambda *xs: vjp(flat_f, *xs),
-                                       return_shape=True)(*leaves)
+    with _SourceLines() as sources:
+        closed, (_, pullback) = make_jaxpr(lambda *xs: vjp(flat_f, *xs),
+                                           return_shape=True)(*leaves)
     jaxpr = closed.jaxpr
     num_res = len(tree_flatten(pullback)[0])
     res = jaxpr.outvars[len(jaxpr.outvars) - num_res:]
@@ -141,7 +146,7 @@ def saved_residuals(f, *args, **kwargs):
         origins[v] = ((0, j), "from a constant")
     for i, v in enumerate(jaxpr.invars):
         origins[v] = ((1, i), f"from the argument {names[i]}")
-    _describe_outputs(jaxpr, origins, (2,))
+    _describe_outputs(jaxpr, origins, (2,), sources.lines)
     found = {}
     for v in res:
         if type(v) is not core.Var:
@@ -152,11 +157,12 @@ def saved_residuals(f, *args, **kwargs):
     return [(aval, what) for _, aval, what in sorted(found.values(), key=lambda t: t[0])]
 
 
-def _describe_outputs(jaxpr, origins, prefix):
+def _describe_outputs(jaxpr, origins, prefix, lines):
     """Describe every variable ``jaxpr``'s equations compute (``origins[var] =
-    (order key, description)``).  A checkpoint's equations are described from
-    inside (JAX inlines their known part); an output of a call that is one of
-    its inputs is that input."""
+    (order key, description)``), with the source line that computed it
+    (``lines``, see ``_SourceLines``).  A checkpoint's equations are described
+    from inside (JAX inlines their known part); an output of a call that is one
+    of its inputs is that input."""
     for k, e in enumerate(jaxpr.eqns):
         key = prefix + (k,)
         inner = e.params.get("jaxpr")
@@ -165,7 +171,8 @@ def _describe_outputs(jaxpr, origins, prefix):
         if call and e.prim.name == "checkpoint":
             sub.update((v, origins.get(x, ((3,), "from a constant")))
                        for v, x in zip(inner.invars, e.inputs))
-            _describe_outputs(inner, sub, key)
+            _describe_outputs(inner, sub, key, lines)
+        where = f" from {lines.get(e.outputs[0], '')}" if e.outputs else ""
         for j, x in enumerate(e.outputs):
             o = inner.outvars[j] if call else None
             if o in sub:
@@ -174,12 +181,60 @@ def _describe_outputs(jaxpr, origins, prefix):
                 origins[x] = origins.get(e.inputs[inner.invars.index(o)],
                                          ((3,), "from a constant"))
             elif e.prim is name_p:
-                origins[x] = (key + (j,), f"named '{e.params['name']}'")
+                origins[x] = (key + (j,), f"named '{e.params['name']}'{where}")
             elif e.prim.name == "jit":
                 origins[x] = (key + (j,), "output of jitted function "
-                              f"'{_base_name(e.params.get('name', ''))}'")
+                              f"'{_base_name(e.params.get('name', ''))}'{where}")
             else:
-                origins[x] = (key + (j,), f"output of {e.prim.name}")
+                origins[x] = (key + (j,), f"output of {e.prim.name}{where}")
+
+
+class _SourceLines:
+    """While active (``with _SourceLines() as s``), ``s.lines`` maps each IR
+    variable a staging trace creates to the user's source line that computed
+    it, ``file:line:column (function)`` as JAX summarizes source information:
+    the innermost frame outside tangentia (and NumPy) below the frame that
+    entered; a variable staged while a program is evaluated (``eval_jaxpr``,
+    when a transformation re-traces it) takes the line of the equation being
+    evaluated.  A profile hook watches staging returns, so nothing is recorded
+    (or paid) by tracing outside this block."""
+
+    _SKIP = (os.path.dirname(os.path.abspath(__file__)) + os.sep,
+             os.path.dirname(os.path.abspath(np.__file__)) + os.sep)
+
+    def __enter__(self):
+        from .interpreters.partial_eval import JaxprTrace  # noqa: PLC0415
+        self.lines = {}
+        self._stage, self._eval = JaxprTrace.stage.__code__, core.eval_jaxpr.__code__
+        self._entry = sys._getframe(1)
+        self._old = sys.getprofile()
+        sys.setprofile(self._hook)
+        return self
+
+    def __exit__(self, *exc):
+        sys.setprofile(self._old)
+
+    def _hook(self, frame, event, arg):
+        if event != "return" or frame.f_code is not self._stage or arg is None:
+            return
+        line = self._line(frame.f_back)
+        for t in arg if isinstance(arg, (list, tuple)) else (arg,):
+            v = getattr(t, "ir_var", None)
+            if v is not None:
+                self.lines[v] = line
+
+    def _line(self, frame):
+        while frame is not None and frame is not self._entry:
+            code = frame.f_code
+            if code is self._eval:
+                eqn = frame.f_locals.get("eqn")
+                if eqn is not None and eqn.outputs and eqn.outputs[0] in self.lines:
+                    return self.lines[eqn.outputs[0]]
+            elif not os.path.abspath(code.co_filename).startswith(self._SKIP):
+                positions = list(code.co_positions())[frame.f_lasti // 2]
+                return f"{code.co_filename}:{positions[0]}:{positions[2]} ({code.co_qualname})"
+            frame = frame.f_back
+        return ""
 
 
 def _base_name(name):

@@ -1,6 +1,8 @@
 """Behaviours JAX's autodiff tutorials rely on (custom derivative rules, the autodiff
 cookbook, advanced autodiff, gradient checkpointing), each found different from JAX by
 running those tutorials with only their imports changed; our own code and numbers."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -58,22 +60,29 @@ def _two_layer(params, x, scale=2.0):
 PARAMS = {"w": np.full((3, 2), 0.5), "v": np.full((4, 3), 0.25)}
 
 
+def _at(fun, line, col):
+    """JAX's summary of a source position: line ``line`` of ``fun``'s body (1 = its first)."""
+    return f"{__file__}:{fun.__code__.co_firstlineno + line}:{col} ({fun.__qualname__})"
+
+
 def test_saved_residuals_name_arguments_by_parameter_and_path_then_values_in_order():
-    # arguments first (in signature order, pytree paths), then computed values in program order
+    # arguments first (in signature order, pytree paths), then computed values in program
+    # order, each with the line and column of the user's code that computed it
     assert _report(_two_layer, PARAMS, np.ones(2)) == [
         "f64[4,3] from the argument params['v']",
         "f64[3,2] from the argument params['w']",
         "f64[2] from the argument x",
-        "f64[3] output of sub",                     # 1 - tanh^2, tanh's derivative
-        "f64[3] named 'hidden'",
-        "f64[4] output of cos"]
-    # a policy inside checkpoint: the saved value is described from inside the checkpoint
+        f"f64[3] output of sub from {_at(_two_layer, 2, 24)}",   # 1 - tanh^2 (of tnp.tanh)
+        f"f64[3] named 'hidden' from {_at(_two_layer, 2, 8)}",
+        f"f64[4] output of cos from {_at(_two_layer, 3, 19)}"]
+    # a policy inside checkpoint: the saved value is described from inside the checkpoint,
+    # at the line that computed it (programs re-traced by transformations keep it)
     policy = tg.checkpoint_policies.save_only_these_names("hidden")
     assert _report(tg.checkpoint(_two_layer, policy=policy), PARAMS, np.ones(2)) == [
         "f64[4,3] from the argument params['v']",
         "f64[3,2] from the argument params['w']",
         "f64[2] from the argument x",
-        "f64[3] named 'hidden'"]
+        f"f64[3] named 'hidden' from {_at(_two_layer, 2, 8)}"]
     # keyword arguments come after positional ones (sorted), **kwargs by key
     def g(a, *rest, **kw):
         return tnp.sum(tnp.sin(a * rest[0] * kw["z"]))
@@ -87,7 +96,11 @@ def test_saved_residuals_of_a_jitted_function_name_it_and_see_through_forwarded_
         return tnp.sin(a * b)
     assert _report(tg.jit(inner), 2.0, 3.0) == [
         "f64[] from the argument a", "f64[] from the argument b",
-        "f64[] output of jitted function 'inner'"]
+        "f64[] output of jitted function 'inner' from "]    # no user frame computed it
+    assert _report(lambda a, b: tg.jit(inner)(a, b) * 1.0, 2.0, 3.0)[-1] == (
+        f"f64[] output of jitted function 'inner' from {__file__}:"
+        f"{sys._getframe().f_lineno - 2}:32 (test_saved_residuals_of_a_jitted_function_name_it_"
+        "and_see_through_forwarded_inputs.<locals>.<lambda>)")
 
 
 def test_checkpoint_keeps_only_the_inputs_its_recomputation_reads():
