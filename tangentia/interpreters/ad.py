@@ -325,8 +325,8 @@ class JVPTrace(core.Trace):
             p, t = outs
             if type(t) is Zero:
                 return [p]
-            r = _new(JVPTracer)  # JVPTracer(self, _internal(p), t) without an __init__ frame
-            r._trace, r.primal, r.tangent = self, _internal(p), t
+            r = _new(JVPTracer)  # JVPTracer(self, _internal(p), t) without frames
+            r._trace, r.primal, r.tangent = self, p.view(_ndarray) if type(p) is _ArrayImpl else p, t
             return [r]
         n = len(outs) // 2
         return [p if type(t) is Zero else JVPTracer(self, _internal(p), t)
@@ -353,12 +353,24 @@ class JVPTrace(core.Trace):
         # linearization); its linear inputs are materialized tangents.  Eager
         # results (ArrayImpl, from public functions) become the plain arrays
         # they view.
+        # Under linearize, the parent's process_primitive would record the step
+        # as it is when the residuals are plain arrays and the tangents its own
+        # tracers (``direct``): it is recorded here then.
         parent = self.parent
+        direct = type(parent) is LinearizeTrace
         lin_in = []
         for r in res:
-            lin_in.append(r.view(_ndarray) if type(r) is _ArrayImpl else r)
+            if type(r) is _ArrayImpl:
+                r = r.view(_ndarray)
+            elif type(r) is not _ndarray:
+                direct = False
+            lin_in.append(r)
         for t in tangents:
-            lin_in.append(zeros_like_aval(t.aval) if type(t) is Zero else t)
+            if type(t) is not _JaxprTracer or t._trace is not parent:
+                direct = False
+                if type(t) is Zero:
+                    t = zeros_like_aval(t.aval)
+            lin_in.append(t)
         plain_outs = []
         out_avals = []
         for o in outs:
@@ -373,10 +385,12 @@ class JVPTrace(core.Trace):
         # to keep until transposition, a partial three)
         lin_params = {"num_res": len(res), "out_avals": out_avals, "name": name,
                       "bwd": _MethodType(params["bwd"], res_tree)}
-        ins = _lin_record_inputs(parent, lin_in, len(res))
-        if ins is None:
+        if not direct:
             out_tans = parent.process_primitive(custom_lin_p, lin_in, lin_params)
-        else:  # recorded here, as the parent's process_primitive would record it
+        else:
+            ins = lin_in[:len(res)]  # the residuals, then the tangents' variables
+            for t in tangents:
+                ins.append(t.ir_var)
             out_vars, out_tans = [], []
             for a in out_avals:
                 v = _new(Var)  # Var(a) and JaxprTracer(parent, v) without __init__ frames
@@ -419,24 +433,6 @@ class JVPTrace(core.Trace):
         n = len(call_jaxpr.outvars)
         tans = zero_nonfloat(call_jaxpr.out_avals, outs[n:])
         return [p if type(t) is Zero else JVPTracer(self, p, t) for p, t in zip(outs[:n], tans)]
-
-
-def _lin_record_inputs(trace, lin_in, num_res):
-    """The inputs of the ``custom_lin`` record that ``trace`` would make for
-    ``lin_in`` (residuals, then tangents) if it is a ``LinearizeTrace``, the
-    residuals plain arrays and the tangents its own tracers: the residuals,
-    then the tangents' variables.  Otherwise None."""
-    if type(trace) is not LinearizeTrace:
-        return None
-    ins = lin_in[:num_res]
-    for r in ins:
-        if type(r) is not _ndarray:
-            return None
-    for t in lin_in[num_res:]:
-        if type(t) is not _JaxprTracer or t._trace is not trace:
-            return None
-        ins.append(t.ir_var)
-    return ins
 
 
 # The batching rule of a custom_vmap call's JVP, ``rule(user_rule, name, num_consts,
@@ -731,9 +727,9 @@ def backward_pass(jaxpr, consts, cts_out):
                 f"'{prim.name}' to a tangent in a non-linear way ({err}). A JVP rule's "
                 "tangent output must be a linear function of the input tangents.") from None
         for a, c in zip(inputs, cts_in):
-            if type(a) is Var and c is not None and type(c) is not Zero:
+            if c is not None and type(a) is Var and type(c) is not Zero:
                 want = a.aval.dtype
-                d = getattr(c, "dtype", want)
+                d = c.dtype if type(c) is _ndarray else getattr(c, "dtype", want)
                 if d is not want and d != want:
                     c = fit_dtype(c, want)
                 old = get(a)
