@@ -137,12 +137,11 @@ class JVPTrace(core.Trace):
     directly, without passing through the parent.
     """
 
-    __slots__ = ("eval_primals", "eval_known")
+    __slots__ = ("eval_primals",)
 
     def __init__(self, parent, eval_primals=False):
         super().__init__(parent)
         self.eval_primals = eval_primals
-        self.eval_known = eval_primals
 
     def describe(self):
         return "differentiation (jvp/grad)"
@@ -165,7 +164,7 @@ class JVPTrace(core.Trace):
                             ans = _asarray(ans)
                     else:
                         ans = parent.process_primitive(prim, (p,), params)
-                    token = None
+                    token = _set_trace(parent)
                     try:
                         out = fns[0](t, ans, p, **params) if params else fns[0](t, ans, p)
                         d = out.ir_var.aval.dtype if type(out) is _JaxprTracer else _dtype_of(out)
@@ -175,7 +174,7 @@ class JVPTrace(core.Trace):
                         r._trace, r.primal, r.tangent = self, ans, out
                         return r
                     finally:
-                        pass
+                        _reset_trace(token)
         # Whether every argument is ours or a non-tracer (then primal outputs
         # may be computed by ``prim.impl`` when ``eval_primals``).
         plain = True
@@ -246,6 +245,7 @@ class JVPTrace(core.Trace):
         rule = prim.jvp
         if rule is None:
             raise NotImplementedError(f"differentiation rule for '{prim.name}' not implemented")
+        token = _set_trace(parent)
         try:
             out, tan = rule(primals, tangents, **params) if params else rule(primals, tangents)
             if prim.multiple_results:
@@ -257,7 +257,7 @@ class JVPTrace(core.Trace):
                 if d is not want and d != want:
                     tan = fit_dtype(tan, want)
         finally:
-            pass
+            _reset_trace(token)
         if prim.multiple_results:
             return [p if type(t) is Zero else JVPTracer(self, p, t) for p, t in zip(out, tan)]
         if type(tan) is Zero:
