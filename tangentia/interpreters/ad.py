@@ -352,10 +352,9 @@ class JVPTrace(core.Trace):
         # The linear step carrying ``bwd``, recorded by the parent (a
         # linearization); its linear inputs are materialized tangents.  Eager
         # results (ArrayImpl, from public functions) become the plain arrays
-        # they view.
-        # Under linearize, the parent's process_primitive would record the step
-        # as it is when the residuals are plain arrays and the tangents its own
-        # tracers (``direct``): it is recorded here then.
+        # they view.  When the parent is a LinearizeTrace, the residuals plain
+        # arrays and the tangents its own tracers (``direct``), its
+        # process_primitive would record the step as it is: it is recorded here.
         parent = self.parent
         direct = type(parent) is LinearizeTrace
         lin_in = []
