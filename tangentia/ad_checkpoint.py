@@ -6,7 +6,8 @@ A policy is ``policy(prim, *in_avals, **params) -> bool``: True lets the
 outputs of that equation (inside a ``checkpoint``-ed function, when its
 derivative is taken) be saved for the backward pass instead of recomputed.
 ``checkpoint_policies`` holds JAX's policies; the offloading ones move
-residuals to host memory on accelerators and are not supported on a CPU.
+residuals to host memory on accelerators, and on a CPU, where all memory is
+host memory, save them (as JAX does there).
 """
 from __future__ import annotations
 
@@ -80,14 +81,22 @@ def save_from_both_policies(policy_1, policy_2):
     return policy
 
 
-def _offload(name):
-    def make(*args, **kwargs):
-        raise NotImplementedError(
-            f"checkpoint_policies.{name}: offloading residuals to host memory is not supported "
-            "on CPU (tangentia runs on one CPU device, where all memory is host memory); use "
-            "save_only_these_names or dots_saveable instead")
-    make.__name__ = name
-    return make
+def offload_dot_with_no_batch_dims(offload_src, offload_dst):
+    """Offload the results of matrix products without batch dimensions from
+    memory ``offload_src`` to ``offload_dst`` (``"device"``, ``"pinned_host"``):
+    on a CPU all memory is host memory, so they are saved, as
+    ``dots_with_no_batch_dims_saveable`` saves them."""
+    return dots_with_no_batch_dims_saveable
+
+
+def save_and_offload_only_these_names(*, names_which_can_be_saved, names_which_can_be_offloaded,
+                                      offload_src, offload_dst):
+    """Save the values named with one of ``names_which_can_be_saved`` and
+    offload those named with one of ``names_which_can_be_offloaded`` (from
+    memory ``offload_src`` to ``offload_dst``); recompute the rest.  On a CPU
+    all memory is host memory: offloaded values are saved too."""
+    return save_only_these_names(*_flat_names(names_which_can_be_saved),
+                                 *_flat_names(names_which_can_be_offloaded))
 
 
 def _flat_names(names):
@@ -107,8 +116,8 @@ checkpoint_policies = types.SimpleNamespace(
     save_only_these_names=save_only_these_names,
     save_any_names_but_these=save_any_names_but_these,
     save_from_both_policies=save_from_both_policies,
-    offload_dot_with_no_batch_dims=_offload("offload_dot_with_no_batch_dims"),
-    save_and_offload_only_these_names=_offload("save_and_offload_only_these_names"),
+    offload_dot_with_no_batch_dims=offload_dot_with_no_batch_dims,
+    save_and_offload_only_these_names=save_and_offload_only_these_names,
     save_anything_except_these_names=save_any_names_but_these,
 )
 

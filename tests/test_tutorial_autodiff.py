@@ -225,3 +225,22 @@ def test_jit_trace_gives_the_staged_program_before_lowering():
     traced = tg.jit(lambda p, n: p["w"] * n, static_argnums=1).trace({"w": np.ones(3)}, 4)
     assert traced.out_info.shape == (3,) and traced.in_avals[0][0]["w"].shape == (3,)
     assert traced.lower().compile()({"w": np.arange(3.0)}).tolist() == [0.0, 4.0, 8.0]
+
+
+def test_offloading_policies_save_on_a_cpu():
+    from tangentia.ad_checkpoint import checkpoint_name
+    policy = tg.checkpoint_policies.save_and_offload_only_these_names(
+        names_which_can_be_saved=["u"], names_which_can_be_offloaded=["v"],
+        offload_src="device", offload_dst="pinned_host")
+
+    def body(x):
+        u = checkpoint_name(tnp.cos(x), "u")      # kept
+        v = checkpoint_name(tnp.cos(u), "v")      # offloaded: on a CPU, kept too
+        w = checkpoint_name(tnp.cos(v), "w")      # recomputed
+        return tnp.sum(w)
+
+    x = np.linspace(0.0, 1.0, 4)
+    np.testing.assert_allclose(tg.grad(tg.checkpoint(body, policy=policy))(x), tg.grad(body)(x),
+                               rtol=1e-14)
+    saved = [line.split(" from /")[0] for line in _report(tg.checkpoint(body, policy=policy), x)]
+    assert saved == ["f64[4] from the argument x", "f64[4] named 'u'", "f64[4] named 'v'"]
