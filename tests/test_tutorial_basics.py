@@ -145,3 +145,12 @@ def test_non_array_arguments_raise_jaxs_wording_first():
                  lambda: tg.lax.fori_loop(0, 3, lambda i, c: c, stream)):
         with pytest.raises(TypeError, match=expected):
             call()
+
+
+def test_reshape_takes_a_zero_dimensional_size():
+    x = np.arange(6.0).reshape(2, 3)
+    for size in (np.array(6), np.int64(6), tnp.prod(tnp.array(x.shape))):
+        np.testing.assert_array_equal(tnp.reshape(x, size), np.arange(6.0))
+    # traced: JAX's shape error, not a failed iteration over a 0-d value
+    with pytest.raises(TypeError, match=r"^Shapes must be 1D sequences of concrete values"):
+        tg.jit(lambda a, n: a.reshape(n))(x, 6)

@@ -59,8 +59,8 @@ def reshape(a, shape=None, order="C", *, newshape=None):
     """Reshape; one dimension may be -1."""
     if shape is None:
         shape = newshape
-    if isinstance(shape, (int, _np.integer)):
-        shape = (int(shape),)
+    if isinstance(shape, (int, _np.integer)) or getattr(shape, "ndim", None) == 0:
+        shape = (shape,)   # one dimension (a 0-d array or traced value included)
     shape = static_shape(shape, "reshape")
     n = math.prod(_aval(a).shape)
     if shape.count(-1) > 1:
