@@ -237,8 +237,8 @@ def public(fn, module, name):
     ``ArrayImpl`` argument before NumPy sees it.  On arrays under an
     interpreter that evaluates untraced values eagerly (``Trace.eval_known``:
     a custom rule run on known values while ``grad`` linearizes eagerly) it
-    takes ``fn``'s eager path there (the NumPy function, for one argument
-    without calling ``fn``) instead of binding.
+    takes ``fn``'s eager path instead of binding.  The unary twin runs that
+    path itself (the NumPy function), without calling ``fn``.
     """
     get = core.current_trace
     EVAL = core.EVAL_TRACE
@@ -258,19 +258,20 @@ def public(fn, module, name):
     elif fn.__code__.co_argcount == 1:
         def twin(x):
             trace = get()
+            t = type(x)
             if trace is EVAL:
                 token = enter()
                 try:
-                    return fn(x.view(_ndarray) if type(x) is ArrayImpl else x).view(ArrayImpl)
+                    out = eager(x.view(_ndarray) if t is ArrayImpl else x)
                 finally:
                     reset(token)
-            t = type(x)
-            if (t is _ndarray or t is ArrayImpl) and trace.eval_known:
-                # ``fn``'s eager path there, inlined (eager results are arrays)
+            elif (t is _ndarray or t is ArrayImpl) and trace.eval_known:
                 out = eager(x if t is _ndarray else x.view(_ndarray))
-                return (out if type(out) is _ndarray else _asarray(out)).view(ArrayImpl)
-            out = trace.process_primitive(prim, (x,), {})
-            return out if type(out) is not _ndarray else out.view(ArrayImpl)
+            else:
+                out = trace.process_primitive(prim, (x,), {})
+                return out if type(out) is not _ndarray else out.view(ArrayImpl)
+            # ``fn``'s eager path, inlined (its results are arrays, never NumPy scalars)
+            return (out if type(out) is _ndarray else _asarray(out)).view(ArrayImpl)
     else:
         def twin(x, y):
             trace = get()
