@@ -184,7 +184,9 @@ def _fp_warning(name, errtype, flag):
 
 class FPWarnings:
     """Makes NumPy warnings raised while ``name`` runs point at the user's line:
-    ``token = w.enter()`` ... ``w.exit(token)``."""
+    ``token = w.enter()`` ... ``w.exit(token)``.  The token is None when the
+    state is kept as it is (inside another boundary, which already redirects
+    the warnings, or under the user's own callback): no context write then."""
 
     __slots__ = ("name", "pair")
 
@@ -197,14 +199,15 @@ class FPWarnings:
 
     @staticmethod
     def exit(token):
-        _EXTOBJ.reset(token)
+        if token is not None:
+            _EXTOBJ.reset(token)
 
     def enter(self):
         user = _EXTOBJ.get()
         pair = self.pair
         if pair[0] is not user:
             pair = self.pair = (user, self._derive(user))
-        return _EXTOBJ.set(pair[1])
+        return None if pair[1] is user else _EXTOBJ.set(pair[1])
 
     def _derive(self, user):
         modes = _ufunc_config._get_extobj_dict()  # of ``user``, the current state
@@ -254,7 +257,8 @@ def public(fn, module, name):
             try:
                 return to_user(fn(*args, **kwargs))
             finally:
-                reset(token)
+                if token is not None:
+                    reset(token)
     elif fn.__code__.co_argcount == 1:
         def twin(x):
             trace = get()
@@ -264,7 +268,8 @@ def public(fn, module, name):
                 try:
                     out = eager(x.view(_ndarray) if t is ArrayImpl else x)
                 finally:
-                    reset(token)
+                    if token is not None:
+                        reset(token)
             elif (t is _ndarray or t is ArrayImpl) and trace.eval_known:
                 out = eager(x if t is _ndarray else x.view(_ndarray))
             else:
@@ -281,7 +286,8 @@ def public(fn, module, name):
                     return fn(x.view(_ndarray) if type(x) is ArrayImpl else x,
                               y.view(_ndarray) if type(y) is ArrayImpl else y).view(ArrayImpl)
                 finally:
-                    reset(token)
+                    if token is not None:
+                        reset(token)
             tx, ty = type(x), type(y)
             if ((tx is _ndarray or tx is ArrayImpl) and (ty is _ndarray or ty is ArrayImpl)
                     and trace.eval_known):
