@@ -184,6 +184,7 @@ _new = object.__new__
 _ARRAYS = (np.ndarray, Tracer)
 _SCALARS = (np.generic, float, int, complex)
 _EVAL = core.EVAL_TRACE
+_JaxprTracer = pe.JaxprTracer
 _current_trace = core.current_trace
 _set_trace = core._trace_ctx.set
 _reset_trace = core._trace_ctx.reset
@@ -214,7 +215,7 @@ def _tangent_type_error(pa, ta, jvp_name, name, i):
 def _check_tangent(p, t, i, jvp_name, name):
     """Check/normalize tangent output ``i`` of a JVP rule against its primal ``p``."""
     if isinstance(t, Tracer):  # the common case: a traced tangent of the primal's type
-        ta = t.aval
+        ta = t.ir_var.aval if type(t) is _JaxprTracer else t.aval  # (no property call)
         # (An array's own shape and dtype are those of its aval.)
         pa = p if isinstance(p, _ndarray) else core.get_aval(p)
         if ta.shape == pa.shape and ta.dtype == pa.dtype and pa.dtype.kind in "fc":
