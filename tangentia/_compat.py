@@ -129,6 +129,11 @@ class _Config:
             raise NotImplementedError(
                 "config.update('jax_debug_nans', ...): use the context manager "
                 "`with tangentia.debug_nans(): ...` instead (it is per thread)")
+        state = globals().get(name[4:]) if name.startswith("jax_") else None
+        if isinstance(state, _State):   # jax_log_compiles, ...: the state of that name
+            state._check(value)
+            state._value = value
+            return
         raise ValueError(f"config.update: unknown or unsupported option {name!r}")
 
 
@@ -242,6 +247,7 @@ transfer_guard_host_to_device = _state("transfer_guard_host_to_device", "allow")
 transfer_guard_device_to_host = _state("transfer_guard_device_to_host", "allow")
 transfer_guard_device_to_device = _state("transfer_guard_device_to_device", "allow")
 log_compiles = _state("log_compiles", False)
+explain_cache_misses = _state("explain_cache_misses", False)  # nothing is logged here
 check_tracer_leaks = _state("check_tracer_leaks", False)
 checking_leaks = functools.partial(check_tracer_leaks, True)
 enable_checks = _state("enable_checks", False)

@@ -629,7 +629,11 @@ class PyTreeDef:
     def __hash__(self):
         h = self._hash
         if h is None:
-            h = self._hash = hash(self._node)
+            try:
+                h = hash(self._node)
+            except TypeError:   # unhashable aux data (a dict, say): JAX accepts it too
+                h = _hash_hashable_parts(self._node)
+            self._hash = h
         return h
 
     def __repr__(self):
@@ -643,6 +647,17 @@ class PyTreeDef:
 
     def __deepcopy__(self, memo):
         return self
+
+
+def _hash_hashable_parts(node):
+    """A hash of a node tuple that skips the values it cannot hash (hashing their type
+    instead): equal structures still hash equal, and equality decides the rest."""
+    if type(node) is tuple:
+        return hash(tuple(_hash_hashable_parts(e) for e in node))
+    try:
+        return hash(node)
+    except TypeError:
+        return hash(type(node))
 
 
 # ---------------------------------------------------------------------------

@@ -154,3 +154,36 @@ def test_reshape_takes_a_zero_dimensional_size():
     # traced: JAX's shape error, not a failed iteration over a 0-d value
     with pytest.raises(TypeError, match=r"^Shapes must be 1D sequences of concrete values"):
         tg.jit(lambda a, n: a.reshape(n))(x, 6)
+
+
+def test_pytree_nodes_with_unhashable_aux_data_work_under_jit():
+    class Scaled:
+        def __init__(self, x, opts):
+            self.x, self.opts = x, opts
+
+    tg.tree_util.register_pytree_node(Scaled, lambda s: ((s.x,), {"times": s.opts}),
+                                      lambda aux, ch: Scaled(ch[0], aux["times"]))
+    calls = []
+
+    @tg.jit
+    def apply(s, y):
+        calls.append(s.opts)
+        return s.x * y * s.opts
+
+    assert apply(Scaled(np.float64(2.0), 3), 5.0) == 30.0
+    assert apply(Scaled(np.float64(4.0), 3), 5.0) == 60.0     # same structure: cached
+    assert apply(Scaled(np.float64(2.0), 7), 5.0) == 70.0     # other aux data: traced again
+    assert calls == [3, 7]
+    a, b = (tg.tree.structure(Scaled(1.0, k)) for k in (3, 3))
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+
+
+def test_config_update_takes_jaxs_logging_flags():
+    for flag in ("jax_explain_cache_misses", "jax_log_compiles"):
+        tg.config.update(flag, True)
+        tg.config.update(flag, False)
+    assert tg.log_compiles.value is False
+    with pytest.raises(NotImplementedError, match="debug_infs"):
+        tg.config.update("jax_debug_infs", True)
+    with pytest.raises(ValueError, match="unknown or unsupported option 'jax_no_such_flag'"):
+        tg.config.update("jax_no_such_flag", True)
