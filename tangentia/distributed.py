@@ -12,10 +12,13 @@ cuts the work into pieces and puts the results back together:
 
 Two paths.  ``vmap`` of NumPy inputs (and unmapped arrays up to 1 MiB) sends
 its chunks to one Dask actor per worker (``_Runner``), which the client calls
-directly: about 1 ms a call on a 2-core machine, where a task's round trip
-through the scheduler costs about 10 ms (Dask sends the client's, scheduler's
-and workers' messages in batches, in windows of 2-10 ms fixed in its code).
-Each worker thread takes the next chunk when its last one is done.  If an
+straight on the worker when it can connect to it (else through the
+scheduler's proxy): about 0.6 ms a call on a 2-core machine, where a task's
+round trip through the scheduler costs about 10 ms (Dask sends the client's,
+scheduler's and workers' messages in batches, in windows of 2-10 ms fixed in
+its code).  A call carries one payload pickled here; short chunks run on the
+worker's event loop, longer ones in the actor's threads.  Each worker thread
+takes the next chunk when its last one is done.  If an
 actor fails (its worker was lost), the chunks not done run as ordinary tasks,
 which the scheduler reruns elsewhere, and the worker's replacement gets an
 actor at the next call; a client's actors are released after ``_RUNNER_IDLE``
@@ -651,7 +654,7 @@ def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
     ``client`` defaults to the current Dask client.  Leaves may be NumPy
     arrays, Python scalars or ``dask.array.Array`` (computed on the cluster,
     never brought to the client).  Chunks of NumPy inputs run on one Dask
-    actor per worker, called directly (about 1 ms a call; a worker thread
+    actor per worker, called directly (about 0.6 ms a call; a worker thread
     takes the next chunk when its last one is done; if a worker is lost,
     the chunks not done run as tasks); with dask arrays or unmapped arrays
     above 1 MiB the chunks are Dask tasks.  Keyword arguments are mapped over
