@@ -560,14 +560,12 @@ class _VJPCall(_Call):
     def fwd(self, perturbed, *xs):
         """The fwd rule with flat inputs: ``(outs, residuals, trees)``."""
         _, fwd, _, sz, fwd_name, _ = self.rules
-        name = self.owner.name
         ca, n_dyn = self.ca, self.n_dyn
-        dyn_vals = xs[:n_dyn]
         # The differentiable inputs' types, for bwd's checks: the arrays
         # themselves in the common case, else their avals (never tracers,
         # which would make a reference cycle through the recorded program).
         if ca is None:
-            in_types = xs
+            in_types = fwd_args = xs
             for x in xs:
                 if not isinstance(x, _ndarray):
                     in_types = [core.get_aval(y) for y in xs]
@@ -575,14 +573,16 @@ class _VJPCall(_Call):
         else:
             in_types = ca.avals
         if sz:
-            xs = [CustomVJPPrimal(y, p) for y, p in zip(xs[n_dyn:], perturbed[n_dyn:])]
-        fwd_args = xs if ca is None else tuple(ca.full(dyn_vals, xs[n_dyn:] if not sz else xs))
+            fwd_args = [CustomVJPPrimal(y, p) for y, p in zip(xs[n_dyn:], perturbed[n_dyn:])]
+        if ca is not None:
+            fwd_args = tuple(ca.full(xs[:n_dyn], fwd_args if sz else xs[n_dyn:]))
         try:
             res = fwd(*fwd_args)
         except TypeError as e:
-            _reraise_rule_error(e, fwd, fwd_args, "Custom VJP fwd rule", name,
+            _reraise_rule_error(e, fwd, fwd_args, "Custom VJP fwd rule", self.owner.name,
                                 "fwd(*args) (the function's own arguments)", 0)
-        if not (isinstance(res, (tuple, list)) and len(res) == 2):
+        if not (type(res) is tuple or isinstance(res, (tuple, list))) or len(res) != 2:
+            name = self.owner.name
             raise TypeError(_fwd_pair_message(fwd_name, name) + "but instead of a pair the "
                             f"fwd rule {fwd_name} produced {res!r}.")
         out, residuals = res
@@ -592,6 +592,7 @@ class _VJPCall(_Call):
             outs, out_tree = tree_flatten(out)
         want = self.out_tree
         if want is not out_tree and want is not None and want != out_tree:
+            name = self.owner.name
             raise TypeError(
                 _fwd_pair_message(fwd_name, name) + "but instead the fwd rule output's first "
                 f"element had container/pytree structure:\n    {out_tree}\nwhile the "
@@ -602,10 +603,10 @@ class _VJPCall(_Call):
             res_leaves, res_tree = [residuals], _LEAF_TREE
         else:
             res_leaves, res_tree = _flatten_out(residuals)
-            require_arrays(res_leaves, f"Custom VJP fwd rule {fwd_name} for function {name}: "
-                           "residual")
+            require_arrays(res_leaves, f"Custom VJP fwd rule {fwd_name} for function "
+                           f"{self.owner.name}: residual")
         if n_dyn:  # the nondiff arrays are residuals too, for bwd
-            res_leaves = [*dyn_vals, *res_leaves]
+            res_leaves = [*xs[:n_dyn], *res_leaves]
         return outs, res_leaves, (out_tree, res_tree, in_types)
 
     def bwd(self, trees, *res_and_cts):
