@@ -361,9 +361,16 @@ class _CustomFunction:
         return functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
+        """The function's value on concrete arguments under eager evaluation
+        (``_evaluate``); otherwise the subclass's call primitive (``_PRIM``)
+        bound through the current trace's ``_PROCESS`` method, as its ``bind``
+        would, with ``params`` as they are, and this call's flat rules: the
+        methods ``_RULE_PARAMS`` of a ``_CALL`` made for it (``_rule_methods``
+        gets them)."""
         if self._undefined is not None:
             raise AttributeError(self._undefined)
         n = self._n_plain
+        split = True  # the arguments go through ``_args``
         if not kwargs and (n is None or len(args) == n):
             # The common calls: positional arrays (and scalars), no nondiff_argnums.
             traced = scalar = False
@@ -379,9 +386,24 @@ class _CustomFunction:
                     trace = _current_trace()
                     if trace is _EVAL or trace.eval_known:
                         return self._evaluate(trace, args)
-                if not scalar:  # each argument one array: the flat rules take them as they are
-                    return self._bind(None, (), args)
-        return self._bind(*self._args(args, kwargs))
+                split = scalar  # each argument one array: the flat rules take them as they are
+        if split:
+            ca, dyn, leaves = self._args(args, kwargs)
+        else:
+            ca, dyn, leaves = None, (), args
+        call = _new(self._CALL)  # _CALL(self, ca, len(dyn)) without an __init__ frame
+        call.owner, call.rules, call.ca, call.n_dyn, call.out_tree = (
+            self, self._rules, ca, len(dyn), None)
+        params = self._params.copy()
+        params.update(zip(self._RULE_PARAMS, self._rule_methods(call)))
+        if dyn or type(leaves) is not tuple:
+            if "num_nondiff" in params:
+                params["num_nondiff"] = len(dyn)
+            leaves = (*dyn, *leaves)
+        outs = getattr(_current_trace(), self._PROCESS)(self._PRIM, leaves, params)
+        if call.out_tree is _LEAF_TREE and isinstance(outs[0], Tracer):
+            return outs[0]  # one traced output: the common case
+        return call.value(outs)
 
     def _evaluate(self, trace, args):
         """A call on concrete arguments (arrays and scalars) under eager
@@ -403,25 +425,6 @@ class _CustomFunction:
             return out
         leaves, tree = tree_flatten(out)
         return to_user(tree_unflatten(tree, _as_arrays(leaves)))
-
-    def _bind(self, ca, dyn, leaves):
-        """Bind the subclass's call primitive (``_PRIM``, through the current
-        trace's ``_PROCESS`` method, as its ``bind`` would, with ``params`` as
-        they are) with this call's flat rules: the methods ``_RULE_PARAMS`` of a
-        ``_CALL`` made for it (``_rule_methods`` gets them)."""
-        call = _new(self._CALL)  # _CALL(self, ca, len(dyn)) without an __init__ frame
-        call.owner, call.rules, call.ca, call.n_dyn, call.out_tree = (
-            self, self._rules, ca, len(dyn), None)
-        params = self._params.copy()
-        params.update(zip(self._RULE_PARAMS, self._rule_methods(call)))
-        if dyn or type(leaves) is not tuple:
-            if "num_nondiff" in params:
-                params["num_nondiff"] = len(dyn)
-            leaves = (*dyn, *leaves)
-        outs = getattr(_current_trace(), self._PROCESS)(self._PRIM, leaves, params)
-        if call.out_tree is _LEAF_TREE and isinstance(outs[0], Tracer):
-            return outs[0]  # one traced output: the common case
-        return call.value(outs)
 
     def _args(self, args, kwargs):
         """``(how, dyn, leaves)``: the call's arguments split for the flat
@@ -474,7 +477,7 @@ class _Call:
     split (``ca``, see ``_Args``; None when each argument is one array), the
     number of leading nondiff arrays (``n_dyn``), and the output structure
     (``out_tree``, None until a rule computing the primal output records it).
-    It holds no tracer (see ``_Args``).  ``_CustomFunction._bind`` makes one
+    It holds no tracer (see ``_Args``).  ``_CustomFunction.__call__`` makes one
     per call, setting the slots directly (no ``__init__`` frame)."""
 
     __slots__ = ("owner", "rules", "ca", "n_dyn", "out_tree")
@@ -716,7 +719,7 @@ class custom_jvp(_CustomFunction):
         self.jvp_name = _fun_name(jvp)
         self.symbolic_zeros = symbolic_zeros
         self._rules = (self.fun, jvp, symbolic_zeros, self.jvp_name)
-        # What every call binds with (``_bind`` adds the call's flat rules).
+        # What every call binds with (``__call__`` adds the call's flat rules).
         self._params = dict(fun=None, jvp=None, num_consts=0, num_nondiff=0,
                             symbolic_zeros=symbolic_zeros, name=self.name,
                             rule_name=self.jvp_name, call_jaxpr=None)
@@ -848,7 +851,7 @@ class custom_vjp(_CustomFunction):
         self._undefined = None
         self.fwd_name, self.bwd_name = _fun_name(fwd), _fun_name(bwd)
         self._rules = (self.fun, fwd, bwd, symbolic_zeros, self.fwd_name, self.bwd_name)
-        # What every call binds with (``_bind`` adds the call's flat rules).
+        # What every call binds with (``__call__`` adds the call's flat rules).
         self._params = dict(fun=None, fwd=None, bwd=None, num_consts=0,
                             symbolic_zeros=symbolic_zeros, name=self.name,
                             rule_name=self.fwd_name, call_jaxpr=None)
