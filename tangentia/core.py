@@ -78,6 +78,9 @@ class ShapedArray:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short()}{weak})"
 
+    def __str__(self):   # as JAX's: print(jax.typeof(x)) shows f64[3]
+        return self.str_short()
+
 
 _NDARRAY_AVALS = {}  # (shape, dtype) -> the ShapedArray: avals are immutable, so shared
 

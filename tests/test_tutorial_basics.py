@@ -187,3 +187,10 @@ def test_config_update_takes_jaxs_logging_flags():
         tg.config.update("jax_debug_infs", True)
     with pytest.raises(ValueError, match="unknown or unsupported option 'jax_no_such_flag'"):
         tg.config.update("jax_no_such_flag", True)
+
+
+def test_an_abstract_value_prints_as_its_short_type():
+    seen = []
+    tg.vmap(lambda x: seen.append(str(tg.typeof(x))) or x)(np.ones((4, 2, 3), np.float32))
+    assert seen == ["f32[2,3]"]
+    assert repr(tg.typeof(np.arange(3))) == "ShapedArray(i64[3])"
