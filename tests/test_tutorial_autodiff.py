@@ -244,3 +244,24 @@ def test_offloading_policies_save_on_a_cpu():
                                rtol=1e-14)
     saved = [line.split(" from /")[0] for line in _report(tg.checkpoint(body, policy=policy), x)]
     assert saved == ["f64[4] from the argument x", "f64[4] named 'u'", "f64[4] named 'v'"]
+
+
+def test_forward_mode_of_a_custom_vjp_with_a_nonlinear_bwd_raises_jax_s_error():
+    @tg.custom_vjp
+    def clipped(lo, hi, x):
+        return x
+
+    clipped.defvjp(lambda lo, hi, x: (x, (lo, hi)),
+                   lambda res, g: (None, None, tnp.clip(g, *res)))      # not linear in g
+    with pytest.raises(TypeError) as ei:
+        tg.jvp(lambda x: clipped(-0.5, 0.5, x), (2.0,), (1.0,))
+    msg = str(ei.value)
+    assert msg.startswith("can't apply forward-mode autodiff (jvp) to a custom_vjp function."), msg
+    assert "clipped" in msg
+    # a bwd rule linear in the cotangent is transposed: forward mode works (beyond JAX)
+    @tg.custom_vjp
+    def scaled(x):
+        return 3.0 * x
+
+    scaled.defvjp(lambda x: (3.0 * x, None), lambda _, g: (3.0 * g,))
+    assert tg.jvp(scaled, (2.0,), (1.5,))[1] == 4.5

@@ -558,10 +558,10 @@ def custom_lin_forward(*args, num_res, bwd, out_avals, name, forward=None):
         cts = backward_pass(jaxpr, consts, list(t_in))
     except (NotImplementedError, TypeError) as err:
         raise TypeError(
-            f"can't apply forward-mode differentiation (jvp, jacfwd, hessian, linearize) to the "
-            f"custom_vjp function {name}: forward mode transposes its bwd rule, which must be "
-            f"linear in the cotangents, but it is not ({err}). Define the derivative with "
-            "custom_jvp instead, which serves both modes.") from None
+            "can't apply forward-mode autodiff (jvp) to a custom_vjp function. (Forward mode "
+            f"(jvp, jacfwd, hessian, linearize) of the custom_vjp function {name} transposes "
+            f"its bwd rule, which must be linear in the cotangents, but it is not ({err}). "
+            "Define the derivative with custom_jvp instead, which serves both modes.)") from None
     return [zeros_like_aval(a) if c is None or type(c) is Zero else c
             for c, a in zip(cts, out_avals)]
 
