@@ -182,3 +182,96 @@ def test_eager_result_on_the_left_of_a_tracer(op):
         np.testing.assert_array_equal(g, tg.grad(lambda v: tnp.sum(f(a, v)))(y))
     consts = tg.make_jaxpr(lambda v: f(xa, v))(y).consts
     assert consts and all(type(c) is np.ndarray for c in consts)
+
+
+def _vjp_with_residuals(make_res):
+    """``sin`` as a custom_vjp whose fwd keeps ``make_res(x)`` (any pytree of
+    arrays and scalars whose leaves multiply to ``cos(x)``)."""
+
+    @tg.custom_vjp
+    def f(x):
+        return tnp.sin(x)
+
+    def bwd(res, g):
+        leaves = tg.tree_util.tree_leaves(res)
+        out = g
+        for leaf in leaves:
+            out = out * leaf
+        return (out,)
+
+    f.defvjp(lambda x: (tnp.sin(x), make_res(x)), bwd)
+    return f
+
+
+@pytest.mark.parametrize("make_res", [
+    lambda x: tnp.cos(x),                                   # an eager result (ArrayImpl)
+    lambda x: np.cos(x) if isinstance(x, np.ndarray) else tnp.cos(x),  # a plain ndarray
+    lambda x: {"c": tnp.cos(x), "one": 1.0},                # a pytree with a Python float
+    lambda x: (np.float64(1.0), tnp.cos(x)),                # a NumPy scalar
+], ids=["arrayimpl", "ndarray", "float-leaf", "numpy-scalar"])
+def test_custom_lin_recorded_under_eager_grad_as_the_linearization_would(make_res):
+    """Under eager ``grad`` the JVP interpreter records a custom_vjp call's
+    linear step itself when the linearization would record it as it is
+    (plain residual arrays, tangents of its own), and hands it to the
+    linearization otherwise: both give the derivative, as ``jit`` (a staged
+    linearization, never recorded directly) and ``vjp`` (a program) do."""
+    f = _vjp_with_residuals(make_res)
+
+    def loss(x):
+        return tnp.sum(f(f(x)) * x)
+
+    x = np.linspace(-0.7, 0.9, 6)
+    s = np.sin(x)
+    want = np.cos(s) * np.cos(x) * x + np.sin(s)
+    g = tg.grad(loss)(x)
+    assert type(g) is ArrayImpl
+    np.testing.assert_allclose(g, want, rtol=1e-14)
+    np.testing.assert_allclose(tg.jit(tg.grad(loss))(x), want, rtol=1e-14)
+    np.testing.assert_allclose(tg.vjp(loss, x)[1](1.0)[0], want, rtol=1e-14)
+    np.testing.assert_allclose(tg.vmap(tg.grad(loss))(x[None]), want[None], rtol=1e-14)
+
+
+def test_custom_lin_with_an_unperturbed_input_and_an_integer_output():
+    """An argument that is not differentiated (its tangent is a symbolic
+    zero, materialized for the linear step) and an integer output (no
+    tangent) under eager ``grad``, against the derivative by hand."""
+
+    @tg.custom_vjp
+    def f(x, y):
+        return x * y, tnp.floor(x).astype(np.int32)
+
+    f.defvjp(lambda x, y: (f(x, y), (x, y)),
+             lambda res, g: (g[0] * res[1], g[0] * res[0]))
+    x, y = np.array([1.5, -2.25, 3.0]), np.array([0.5, 4.0, -1.0])
+    out, k = f(x, y)
+    np.testing.assert_array_equal(k, np.floor(x).astype(np.int32))
+    gx = tg.grad(lambda x: tnp.sum(f(x, y)[0] ** 2))(x)
+    np.testing.assert_allclose(gx, 2 * x * y * y, rtol=1e-15)
+    gx, gy = tg.grad(lambda x, y: tnp.sum(f(x, y)[0]), argnums=(0, 1))(x, y)
+    np.testing.assert_array_equal(gx, y)
+    np.testing.assert_array_equal(gy, x)
+    g32 = tg.grad(lambda x: tnp.sum(f(x, np.full(3, 2.0, np.float32))[0]))(x.astype(np.float32))
+    assert g32.dtype == np.float32
+    np.testing.assert_array_equal(g32, np.full(3, 2.0, np.float32))
+
+
+def test_warnings_of_a_custom_function_evaluated_in_its_rule_under_grad():
+    """A custom_jvp function evaluated inside its own rule under ``grad``
+    (public functions inside another boundary keep NumPy's error state as
+    grad set it) warns for grad at the user's line, once per warning."""
+
+    @tg.custom_jvp
+    def f(x):
+        return tnp.log(x)  # the function's line
+
+    f.defjvp(lambda p, t: (f(p[0]), t[0] / p[0]))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        g = tg.grad(lambda x: tnp.sum(f(x)))(np.array([0.0, 1.0]))
+    np.testing.assert_array_equal(g, [np.inf, 1.0])
+    fp = [(str(w.message), w.filename, w.lineno) for w in record]
+    with open(__file__) as src:
+        line = next(i for i, text in enumerate(src, 1) if "# the function's line" in text)
+    assert ("divide by zero encountered in grad", __file__, line) in fp
+    assert all(msg.endswith("in grad") and file == __file__ for msg, file, _ in fp)
+    assert np.geterr()["divide"] == "warn"
