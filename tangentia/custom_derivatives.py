@@ -361,12 +361,16 @@ class _CustomFunction:
         return functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
-        """The function's value on concrete arguments under eager evaluation
-        (``_evaluate``); otherwise the subclass's call primitive (``_PRIM``)
-        bound through the current trace's ``_PROCESS`` method, as its ``bind``
-        would, with ``params`` as they are, and this call's flat rules: the
-        methods ``_RULE_PARAMS`` of a ``_CALL`` made for it (``_rule_methods``
-        gets them)."""
+        """The subclass's call primitive (``_PRIM``) bound through the current
+        trace's ``_PROCESS`` method, as its ``bind`` would, with ``params`` as
+        they are, and this call's flat rules: the methods ``_RULE_PARAMS`` of a
+        ``_CALL`` made for it (``_rule_methods`` gets them).
+
+        A call on concrete arguments (arrays and scalars) under eager
+        evaluation, or under an interpreter that evaluates untraced values as
+        eager evaluation does (``Trace.eval_known``), is not bound: it gives
+        the function's value, as eager evaluation of the bound call does
+        (rules never run)."""
         if self._undefined is not None:
             raise AttributeError(self._undefined)
         n = self._n_plain
@@ -384,8 +388,19 @@ class _CustomFunction:
             else:
                 if not traced:
                     trace = _current_trace()
-                    if trace is _EVAL or trace.eval_known:
-                        return self._evaluate(trace, args)
+                    if trace is _EVAL or trace.eval_known:  # evaluated, not bound
+                        token = None if trace is _EVAL else _set_trace(_EVAL)
+                        try:
+                            out = self.fun(*args)
+                        finally:
+                            if token is not None:
+                                _reset_trace(token)
+                        if type(out) is ArrayImpl:
+                            return out
+                        if type(out) is _ndarray:
+                            return out.view(ArrayImpl)
+                        leaves, tree = tree_flatten(out)
+                        return to_user(tree_unflatten(tree, _as_arrays(leaves)))
                 split = scalar  # each argument one array: the flat rules take them as they are
         if split:
             ca, dyn, leaves = self._args(args, kwargs)
@@ -404,27 +419,6 @@ class _CustomFunction:
         if call.out_tree is _LEAF_TREE and isinstance(outs[0], Tracer):
             return outs[0]  # one traced output: the common case
         return call.value(outs)
-
-    def _evaluate(self, trace, args):
-        """A call on concrete arguments (arrays and scalars) under eager
-        evaluation, or under an interpreter that evaluates untraced values as
-        eager evaluation does (``Trace.eval_known``): the function's value, as
-        eager evaluation of the bound call gives it (rules never run), without
-        binding."""
-        if trace is _EVAL:
-            out = self.fun(*args)
-        else:
-            token = _set_trace(_EVAL)
-            try:
-                out = self.fun(*args)
-            finally:
-                _reset_trace(token)
-        if type(out) is _ndarray:
-            return out.view(ArrayImpl)
-        if type(out) is ArrayImpl:
-            return out
-        leaves, tree = tree_flatten(out)
-        return to_user(tree_unflatten(tree, _as_arrays(leaves)))
 
     def _args(self, args, kwargs):
         """``(how, dyn, leaves)``: the call's arguments split for the flat
