@@ -194,3 +194,23 @@ def test_an_abstract_value_prints_as_its_short_type():
     tg.vmap(lambda x: seen.append(str(tg.typeof(x))) or x)(np.ones((4, 2, 3), np.float32))
     assert seen == ["f32[2,3]"]
     assert repr(tg.typeof(np.arange(3))) == "ShapedArray(i64[3])"
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "rem", "max", "min", "atan2",
+                                  "nextafter", "eq", "ne", "lt", "le", "gt", "ge"])
+def test_lax_binary_operations_do_not_promote(name):
+    op = getattr(tg.lax, name)
+    f32, f64 = np.array([1.5, 2.5], np.float32), np.array([0.5, 4.0])
+    with pytest.raises(TypeError, match=rf"^lax\.{name} requires arguments to have the same "
+                                        r"dtypes, got float32, float64\."):
+        op(f32, f64)
+    with pytest.raises(TypeError, match=r"got int64, float64"):
+        tg.jit(op)(3, 2.0)
+    # one dtype: the operation, under the transformations too
+    ref = getattr(np, {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide",
+                       "rem": "fmod", "max": "maximum", "min": "minimum", "atan2": "arctan2",
+                       "nextafter": "nextafter", "eq": "equal", "ne": "not_equal",
+                       "lt": "less", "le": "less_equal", "gt": "greater",
+                       "ge": "greater_equal"}[name])
+    np.testing.assert_array_equal(op(f32, f32 * 3), ref(f32, f32 * 3))
+    np.testing.assert_array_equal(tg.jit(tg.vmap(op))(f64, f64 + 1), ref(f64, f64 + 1))

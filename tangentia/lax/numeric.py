@@ -8,6 +8,8 @@ derivative, a vectorized NumPy kernel called through ``pure_callback``.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import core
@@ -30,9 +32,42 @@ lgamma, digamma, polygamma = SP.gammaln, SP.digamma, SP.polygamma
 erfc, erf_inv, zeta, betainc = SP.erfc, SP.erfinv, SP.zeta, SP.betainc
 igamma, igammac = SP.gammainc, SP.gammaincc
 bessel_i0e, bessel_i1e = SP.i0e, SP.i1e
-max, min = E.maximum, E.minimum  # noqa: A001 - JAX's names
-nextafter = M.nextafter
 is_finite = NE.isfinite
+
+
+def _same_dtypes(name, fn, tip=None):
+    """``jax.lax.<name>``: ``fn`` of two arguments of one dtype.  lax does not promote
+    (``lax.add(f32, f64)`` and ``lax.add(1, 1.0)`` are TypeErrors, as in JAX); the
+    ``tangentia.numpy`` functions do."""
+    hint = f" (Tip: {tip} is a similar function that does automatic type promotion on " \
+           "inputs)." if tip else ""
+
+    @functools.wraps(fn)
+    def op(x, y):
+        dx, dy = core.get_aval(x).dtype, core.get_aval(y).dtype
+        if dx != dy:
+            raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
+                            f"{dx}, {dy}.{hint}")
+        return fn(x, y)
+    op.__name__ = op.__qualname__ = name
+    return op
+
+
+add = _same_dtypes("add", E.add, "jnp.add")
+sub = _same_dtypes("sub", E.sub, "jnp.subtract")
+mul = _same_dtypes("mul", E.mul, "jnp.multiply")
+div = _same_dtypes("div", E.div, "jnp.divide")
+rem = _same_dtypes("rem", E.remainder)
+max = _same_dtypes("max", E.maximum, "jnp.maximum")  # noqa: A001 - JAX's names
+min = _same_dtypes("min", E.minimum, "jnp.minimum")  # noqa: A001
+atan2 = _same_dtypes("atan2", E.arctan2, "jnp.arctan2")
+nextafter = _same_dtypes("nextafter", M.nextafter, "jnp.nextafter")
+eq = _same_dtypes("eq", E.eq, "jnp.equal")
+ne = _same_dtypes("ne", E.ne, "jnp.not_equal")
+lt = _same_dtypes("lt", E.lt)
+le = _same_dtypes("le", E.le)
+gt = _same_dtypes("gt", E.gt)
+ge = _same_dtypes("ge", E.ge)
 
 
 def cbrt(x, *, accuracy=None):
