@@ -10,6 +10,8 @@ The comparison's rules (deliberate differences, not failures):
   JAX's (cast to the common dtype), or NumPy's where JAX's x64 promotion computes in a narrower
   type (``uint8`` -> ``float32`` in JAX, ``float16`` in NumPy: we compute in float64).
 * eager results are ``numpy.ndarray`` instances; only values, shapes and dtypes are compared.
+* complex results that are not finite are only compared for being not finite: NumPy and XLA
+  choose differently among C99's complex infinities (``1 / (-0+0j)``).
 
 Hypothesis runs a few examples per test by default; ``TANGENTIA_FUZZ_EXAMPLES=2000`` runs many
 more locally.  The profile is derandomized so a failure reproduces; each bug found by fuzzing
@@ -53,3 +55,166 @@ def test_numba_identity_program_per_dtype(dtype):
     got = f(x)
     assert got.dtype == jnp.conj(x).dtype == dtype
     np.testing.assert_array_equal(got, x)
+
+
+# ---------------------------------------------------------------------------
+# generated arguments
+
+DTYPES = [np.bool_, np.int32, np.int64, np.float32, np.float64, np.complex128]
+_POOLS = {
+    "b": [True, False],
+    "i": [0, 1, -1, 2, -3, 7, -128, 127, 31, 32, 63, 64, 2 ** 31 - 1, -2 ** 31],
+    "f": [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e308, -1e308, 1e-310, 1.0, -1.0, 0.5, -2.5, 3.0,
+          700.0, -700.0, 1e-8],
+    "c": [complex(np.nan, 0), complex(np.inf, 1), complex(0, -np.inf), complex(-0.0, 0), 1 + 1j,
+          -1 - 2j, 0j, complex(1e300, 1e300), 0.5j, 2.0, -3 + 0.5j],
+}
+SHAPES = st.sampled_from([(), (0,), (1,), (3,), (2, 1), (1, 3), (2, 3), (0, 2), (2, 1, 3)])
+
+
+@st.composite
+def arrays(draw, dtypes=DTYPES, shape=None, pool=None):
+    """An array of a drawn dtype and shape, its values from the dtype's pool of edge values
+    (integers clipped into the dtype's range)."""
+    dt = np.dtype(draw(st.sampled_from(dtypes)))
+    shape = draw(SHAPES) if shape is None else shape
+    vals = pool or _POOLS["i" if dt.kind in "iu" else dt.kind]
+    flat = draw(st.lists(st.sampled_from(vals), min_size=int(np.prod(shape)),
+                         max_size=int(np.prod(shape))))
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        flat = [min(max(int(v), info.min), info.max) for v in flat]
+    with np.errstate(all="ignore"):
+        return np.array(flat, dtype=dt).reshape(shape)
+
+
+def _run(f, *args, **kw):
+    """``f``'s result, or the exception it raised (warnings silenced)."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            return f(*args, **kw)
+        except Exception as e:  # noqa: BLE001 - the comparison looks at the exception
+            return e
+
+
+def _leaves(r):
+    return list(r) if isinstance(r, (tuple, list)) else [r]
+
+
+def _close(a, b, tol):
+    """Elementwise: equal, both NaN (componentwise for complex), or within ``tol``."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind not in "fc" and b.dtype.kind not in "fc":
+        return a == b
+    complex_ = a.dtype.kind == "c" or b.dtype.kind == "c"
+    a, b = a.astype(complex), b.astype(complex)
+    same = [(x == y) | (np.isnan(x) & np.isnan(y)) | np.isclose(x, y, rtol=tol, atol=0)
+            for x, y in ((a.real, b.real), (a.imag, b.imag))]
+    if complex_:  # C99's complex infinities: implementations differ, only non-finiteness counts
+        return (same[0] & same[1]) | (~np.isfinite(a) & ~np.isfinite(b))
+    return same[0] & same[1]
+
+
+def _tol(*arrays):
+    dts = {np.asarray(a).dtype.name for a in arrays}
+    return 2e-3 if "float16" in dts else 1e-5 if dts & {"float32", "complex64"} else 1e-12
+
+
+def check(name, ours, theirs, reference=None, dtype_of=None, tol=None):
+    """Compare our result (or exception) with JAX's and NumPy's.
+
+    Exceptions: if we raise, JAX or NumPy must raise the same type; if JAX raises and we do not,
+    NumPy must not (we follow NumPy where JAX refuses).  Values: each element equal (NaN equal
+    NaN) to JAX's or, where JAX computes differently (a narrower dtype, integer corner cases),
+    to NumPy's.  Shapes are JAX's; dtypes are NumPy's (``dtype_of`` overrides for a documented
+    deliberate difference).
+    """
+    if isinstance(ours, Exception):
+        allowed = [type(r) for r in (theirs, reference) if isinstance(r, Exception)]
+        assert allowed, f"{name}: we raised {ours!r}; JAX gave {theirs!r}"
+        assert any(isinstance(ours, t) for t in allowed), (name, ours, theirs, reference)
+        return
+    if isinstance(theirs, Exception):
+        assert reference is not None and not isinstance(reference, Exception), \
+            f"{name}: JAX raised {theirs!r}, we returned {ours!r}"
+        theirs = reference
+    outs, jouts = _leaves(ours), _leaves(theirs)
+    refs = _leaves(reference) if reference is not None and not isinstance(reference, Exception) \
+        else [None] * len(outs)
+    assert len(outs) == len(jouts), (name, len(outs), len(jouts))
+    for k, (a, b, n) in enumerate(zip(outs, jouts, refs)):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.shape == b.shape, f"{name}[{k}]: shape {a.shape}, JAX {b.shape}"
+        want = dtype_of if dtype_of is not None else (np.asarray(n).dtype if n is not None
+                                                      else None)
+        if want is not None:
+            assert a.dtype == want, f"{name}[{k}]: dtype {a.dtype}, want {want} (JAX {b.dtype})"
+        ok = _close(a, b, tol or _tol(a, b))
+        if n is not None:
+            ok = ok | _close(a, np.asarray(n), tol or _tol(a, n))
+        if not np.all(ok):
+            bad = np.argwhere(~np.atleast_1d(ok))[:3].ravel()
+            raise AssertionError(f"{name}[{k}] differs at {bad}: ours {np.atleast_1d(a)[bad]}, "
+                                 f"JAX {np.atleast_1d(b)[bad]}"
+                                 + ("" if n is None else f", NumPy {np.atleast_1d(n)[bad]}"))
+
+
+# ---------------------------------------------------------------------------
+# elementwise functions of tangentia.numpy (every NumPy ufunc JAX has)
+
+def _ufuncs(nin):
+    return sorted(n for n in dir(jnp) if isinstance(getattr(np, n, None), np.ufunc)
+                  and getattr(np, n).nin == nin and hasattr(tnp, n)
+                  and n not in ("matmul", "vecdot", "matvec", "vecmat"))
+
+
+UNARY, BINARY = _ufuncs(1), _ufuncs(2)
+# deliberate differences from NumPy's result dtype (JAX's choice)
+_DTYPE_RULES = {
+    # conj of bool stays bool (NumPy's loop makes it int8)
+    ("conj", "b"): np.bool_, ("conjugate", "b"): np.bool_,
+}
+
+
+def _want_dtype(name, ref, *args):
+    """The documented deliberate difference from NumPy's result dtype, if any."""
+    kinds = "".join(np.asarray(a).dtype.kind for a in args)
+    if name == "reciprocal" and kinds in "biu":  # JAX's numbers (1/2 = 0.5), in float64
+        return np.float64
+    return _DTYPE_RULES.get((name, kinds))
+
+
+def _elementwise_case(name, *args):
+    ours = _run(getattr(tnp, name), *args)
+    ref = _run(getattr(np, name), *args)
+    check(name, ours, _run(getattr(jnp, name), *args), ref, _want_dtype(name, ref, *args))
+
+
+@pytest.mark.skipif("TANGENTIA_FUZZ_EXAMPLES" not in os.environ,
+                    reason="the exhaustive sweep compiles ~600 JAX programs (40 s): run it with "
+                           "TANGENTIA_FUZZ_EXAMPLES set; test_unary_elementwise samples it")
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_unary_elementwise_edge_values(dtype):
+    """Every unary function on every edge value of each dtype."""
+    kind = np.dtype(dtype).kind
+    pool = _POOLS["i" if kind in "iu" else kind]
+    with np.errstate(all="ignore"):
+        x = np.array(pool).astype(dtype)
+    for name in UNARY:
+        _elementwise_case(name, x)
+
+
+@FUZZ
+@given(name=st.sampled_from(UNARY), x=arrays())
+def test_unary_elementwise(name, x):
+    _elementwise_case(name, x)
+
+
+@FUZZ
+@given(name=st.sampled_from(BINARY), data=st.data())
+def test_binary_elementwise(name, data):
+    """Binary functions with broadcasting and mixed dtypes (NumPy's promotion)."""
+    s1, s2 = data.draw(st.sampled_from([((), ()), ((3,), ()), ((2, 1), (3,)), ((0,), (1,)),
+                                        ((1, 3), (2, 1)), ((2, 3), (2, 3)), ((), (2,))]))
+    _elementwise_case(name, data.draw(arrays(shape=s1)), data.draw(arrays(shape=s2)))

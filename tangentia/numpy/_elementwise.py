@@ -14,7 +14,7 @@ from ..primitives import elementwise as _E
 from ..primitives import misc as _M
 from ..primitives import special as _SP
 from ..primitives import structural as _S
-from ._constants import float64, pi
+from ._constants import complex128, float64, pi
 from ._conversion import _in, _inexact, astype
 from ._indexing import nonzero
 from ._util import _aval, _eager
@@ -45,7 +45,6 @@ arctan2 = atan2 = _E.arctan2
 sqrt = _E.sqrt
 cbrt = _E.cbrt
 abs = absolute = _E.abs
-fabs = abs
 sign = _E.sign
 maximum = _E.maximum
 minimum = _E.minimum
@@ -64,14 +63,30 @@ copysign = _M.copysign
 # Arithmetic compositions
 
 
+def _ufunc_inexact(x, ufunc):
+    """``x`` cast to the floating dtype NumPy's ``ufunc`` computes an integer or boolean ``x`` in
+    (``int8`` and ``bool`` -> ``float16``, wider integers -> ``float64``); inexact ``x`` as is."""
+    aval = _aval(x)
+    if aval.dtype.kind in "fc":
+        return x
+    return astype(x, _E.ufunc_result(ufunc, ((aval.dtype, aval.weak_type),))[0])
+
+
+def fabs(x):
+    """Elementwise absolute value of a real ``x``, in a floating dtype (as NumPy's)."""
+    if _aval(x).dtype.kind == "c":
+        raise TypeError("ufunc 'fabs' does not support complex dtypes")
+    return _E.abs(_ufunc_inexact(x, _np.fabs))
+
+
 def positive(x):
     """Elementwise ``+x`` (the value itself)."""
     return _S.unchanged(x)
 
 
 def square(x):
-    """Elementwise ``x**2``."""
-    return _E.integer_pow(x, 2)
+    """Elementwise ``x**2`` (booleans square as ``int8``, as NumPy's)."""
+    return _E.integer_pow(astype(x, _np.int8) if _aval(x).dtype == bool else x, 2)
 
 
 def reciprocal(x):
@@ -81,17 +96,26 @@ def reciprocal(x):
 
 def exp2(x):
     """Elementwise ``2**x``."""
-    return _E.power(2.0, x)
+    return _E.power(2.0, _ufunc_inexact(x, _np.exp2))
+
+
+def _log_base(x, base):
+    # a complex log divided by the real log(base) part by part: a complex division would turn
+    # log(inf + 1j) = inf + 0j into inf + nanj
+    y = _E.log(x)
+    if _aval(y).dtype.kind == "c":
+        return _E.complex_(_E.div(_E.real(y), math.log(base)), _E.div(_E.imag(y), math.log(base)))
+    return _E.div(y, math.log(base))
 
 
 def log2(x):
     """Elementwise base-2 logarithm."""
-    return _E.div(_E.log(x), math.log(2.0))
+    return _log_base(x, 2.0)
 
 
 def log10(x):
     """Elementwise base-10 logarithm."""
-    return _E.div(_E.log(x), math.log(10.0))
+    return _log_base(x, 10.0)
 
 
 def logaddexp(x, y):
@@ -111,19 +135,39 @@ def logaddexp2(x1, x2):
 
 
 def hypot(x, y):
-    """Elementwise ``sqrt(x**2 + y**2)``."""
-    return sqrt(_E.add(_E.mul(x, x), _E.mul(y, y)))
+    """Elementwise ``sqrt(x**2 + y**2)``, without overflow or underflow (scaled by the larger
+    magnitude; infinite where either is, even NaN), in NumPy's floating dtype."""
+    a1, a2 = _aval(x), _aval(y)
+    if "c" in (a1.dtype.kind, a2.dtype.kind):
+        raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please convert "
+                         "to real values first, such as by using abs(x)")
+    dt, _ = _E.ufunc_result(_np.hypot, ((a1.dtype, a1.weak_type), (a2.dtype, a2.weak_type)))
+    x, y = _E.abs(astype(x, dt)), _E.abs(astype(y, dt))
+    hi, lo = _E.maximum(x, y), _E.minimum(x, y)
+    ratio = _E.div(lo, where(_E.eq(hi, 0), 1.0, hi))
+    r = _E.mul(hi, sqrt(_E.add(1.0, _E.mul(ratio, ratio))))
+    return where(_E.or_p.bind(isinf(x), isinf(y)), _np.inf, r)
 
 
 def float_power(x1, x2):
-    """Elementwise ``x1 ** x2`` computed in float64."""
-    return _E.power(astype(x1, float64), astype(x2, float64) if not isinstance(x2, (int, float))
-                    else x2)
+    """Elementwise ``x1 ** x2`` computed in float64 (complex128 if either is complex)."""
+    dt = complex128 if "c" in (_aval(x1).dtype.kind, _aval(x2).dtype.kind) else float64
+    return _E.power(astype(x1, dt), astype(x2, dt) if not isinstance(x2, (int, float)) else x2)
 
 
 def fmod(x1, x2):
-    """C-style remainder: the result has the sign of ``x1``."""
-    return _E.sub(x1, _E.mul(trunc(_E.div(x1, x2)), x2))
+    """C-style remainder: the result has the sign of ``x1``.
+
+    Computed from NumPy's exact ``remainder`` (sign of the divisor): of magnitudes for floats
+    (so ``fmod(x, inf) == x``, and huge ``x`` keep their exact remainder), by one correction
+    for integers (whose magnitudes may overflow)."""
+    r = _E.remainder(x1, x2)
+    dt = _aval(r).dtype
+    if dt.kind in "iu":
+        other_sign = _E.and_p.bind(_E.ne(r, 0), _E.ne(_E.lt(x1, 0), _E.lt(x2, 0)))
+        return where(other_sign, _E.sub(r, x2), r)
+    x1, ay = astype(x1, dt), _E.abs(astype(x2, dt))
+    return where(signbit(x1), _E.neg(_E.remainder(_E.neg(x1), ay)), _E.remainder(x1, ay))
 
 
 def divmod(x1, x2):  # noqa: A001 - NumPy's name
@@ -132,7 +176,8 @@ def divmod(x1, x2):  # noqa: A001 - NumPy's name
 
 
 def modf(x):
-    """Fractional and integral parts, both with the sign of ``x``."""
+    """Fractional and integral parts, both with the sign of ``x`` (floating, as NumPy's)."""
+    x = _ufunc_inexact(x, _np.modf)
     ipart = trunc(x)
     return _E.sub(x, ipart), ipart
 
@@ -191,7 +236,9 @@ def fmin(x1, x2):
 
 def heaviside(x1, x2):
     """Heaviside step function: 0 for x1 < 0, ``x2`` at 0, 1 for x1 > 0."""
-    return where(_E.gt(x1, 0), 1.0, where(_E.lt(x1, 0), 0.0, x2))
+    a1, a2 = _aval(x1), _aval(x2)
+    dt, _ = _E.ufunc_result(_np.heaviside, ((a1.dtype, a1.weak_type), (a2.dtype, a2.weak_type)))
+    return astype(where(_E.gt(x1, 0), 1.0, where(_E.lt(x1, 0), 0.0, x2)), dt)
 
 
 def sinc(x):
@@ -203,12 +250,12 @@ def sinc(x):
 
 def deg2rad(x):
     """Angles converted from degrees to radians."""
-    return _E.mul(x, pi / 180)
+    return _E.mul(_ufunc_inexact(x, _np.deg2rad), pi / 180)
 
 
 def rad2deg(x):
     """Angles converted from radians to degrees."""
-    return _E.mul(x, 180 / pi)
+    return _E.mul(_ufunc_inexact(x, _np.rad2deg), 180 / pi)
 
 
 radians, degrees = deg2rad, rad2deg
