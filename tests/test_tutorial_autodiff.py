@@ -265,3 +265,17 @@ def test_forward_mode_of_a_custom_vjp_with_a_nonlinear_bwd_raises_jax_s_error():
 
     scaled.defvjp(lambda x: (3.0 * x, None), lambda _, g: (3.0 * g,))
     assert tg.jvp(scaled, (2.0,), (1.5,))[1] == 4.5
+
+
+def test_checkpoint_static_argnames():
+    def power(x, n, *, shift=0.0):
+        for _ in range(n):                  # Python control flow on the static n
+            x = tnp.sin(x) + shift
+        return x
+
+    for ck in (tg.checkpoint(power, static_argnames="n"),
+               tg.checkpoint(power, static_argnames=("n", "shift")),
+               tg.checkpoint(power, static_argnums=1)):
+        np.testing.assert_allclose(tg.grad(ck)(0.7, 3), tg.grad(power)(0.7, 3), rtol=1e-15)
+        np.testing.assert_allclose(tg.grad(lambda x: ck(x, n=2, shift=0.5))(0.7),
+                                   tg.grad(lambda x: power(x, 2, shift=0.5))(0.7), rtol=1e-15)

@@ -99,6 +99,31 @@ def _static_split(fun, args, kwargs, static_argnums, static_argnames, api):
     return tuple(statics), tuple(dyn_args), dyn_kwargs
 
 
+def _resolve_statics(fun, static_argnums, static_argnames):
+    """``(positions, names)`` of the static arguments, each completed from the
+    other through ``fun``'s signature, as JAX resolves them."""
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    if isinstance(static_argnames, str):
+        static_argnames = (static_argnames,)
+    static_argnums = tuple(static_argnums or ())
+    static_argnames = tuple(static_argnames or ())
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    pos_names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    nums = set(static_argnums)
+    names = set(static_argnames)
+    for i in static_argnums:
+        if 0 <= i < len(pos_names):
+            names.add(pos_names[i])
+    for n in static_argnames:
+        if n in pos_names:
+            nums.add(pos_names.index(n))
+    return tuple(sorted(nums)), frozenset(names)
+
+
 def _merge_static(statics, dyn_args, dyn_kwargs):
     args = list(dyn_args)
     kwargs = dict(dyn_kwargs)
@@ -227,29 +252,8 @@ class _Jitted:
         if backend is not None:
             get_backend(backend)  # an unknown name fails here, naming the backends
         self.backend = backend
-        if isinstance(static_argnums, int):
-            static_argnums = (static_argnums,)
-        if isinstance(static_argnames, str):
-            static_argnames = (static_argnames,)
-        static_argnums = tuple(static_argnums or ())
-        static_argnames = tuple(static_argnames or ())
-        # Resolve names <-> positions as JAX does.
-        try:
-            params = list(inspect.signature(fun).parameters.values())
-        except (TypeError, ValueError):
-            params = []
-        pos_names = [p.name for p in params
-                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        nums = set(static_argnums)
-        names = set(static_argnames)
-        for i in static_argnums:
-            if 0 <= i < len(pos_names):
-                names.add(pos_names[i])
-        for n in static_argnames:
-            if n in pos_names:
-                nums.add(pos_names.index(n))
-        self.static_argnums = tuple(sorted(nums))
-        self.static_argnames = frozenset(names)
+        self.static_argnums, self.static_argnames = _resolve_statics(fun, static_argnums,
+                                                                     static_argnames)
         # The caches belong to the function (weakly), as in JAX: jit(f)(x) written
         # inline traces f once per signature, not once per jit object.
         # fast_caches: per backend name, compiled programs by argument types.
@@ -555,7 +559,7 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
 # checkpoint (rematerialization)
 
 
-def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
+def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_argnames=()):
     """Differentiate ``fun`` saving only its inputs: reverse mode recomputes
     its intermediates instead of storing them (JAX's default policy).
 
@@ -573,6 +577,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
         ``checkpoint_name``, ...) and recomputes only the rest.
       static_argnums: positions of arguments that are Python values, not
         arrays.
+      static_argnames: names of such arguments (positional or keyword).
 
     Returns:
       A function with ``fun``'s signature and values.
@@ -591,14 +596,13 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
         raise TypeError(f"checkpoint: argument 'policy' must be None or a callable "
                         f"policy(prim, *avals, **params) -> bool, got {policy!r}")
     extra = {} if policy is None else {"policy": policy}
-    if isinstance(static_argnums, int):
-        static_argnums = (static_argnums,)
+    static_argnums, static_argnames = _resolve_statics(fun, static_argnums, static_argnames)
 
     @api_boundary
     @functools.wraps(fun, updated=())
     def remat_f(*args, **kwargs):
-        statics, dyn_args, dyn_kwargs = _static_split(fun, args, kwargs, static_argnums, (),
-                                                      "checkpoint")
+        statics, dyn_args, dyn_kwargs = _static_split(fun, args, kwargs, static_argnums,
+                                                      static_argnames, "checkpoint")
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         jaxpr, consts, out_tree = _stage(fun, statics, in_tree, map(_abstractify, leaves),
                                          "checkpoint", _arg_leaf_names(fun, dyn_args),
