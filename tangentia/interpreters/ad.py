@@ -338,9 +338,40 @@ class JVPTrace(core.Trace):
         x = args[0] if len(args) == 1 else None
         if type(x) is JVPTracer and x._trace is self and not nc:
             # One argument, perturbed: the common case.
-            tangents = (x.tangent,)
+            t = x.tangent
+            tangents = (t,)
             outs, res, res_tree = _suspended(self, "custom_vjp", name, params["fwd"], (True,),
                                              x.primal)
+            parent = self.parent
+            if (len(outs) == 1 and type(parent) is LinearizeTrace and type(t) is _JaxprTracer
+                    and t._trace is parent):
+                # One floating output of arrays too, under eager linearize: what the
+                # general code below gives, without its lists.
+                o = outs[0]
+                if type(o) is _ArrayImpl:
+                    o = o.view(_ndarray)
+                ins = []
+                for r in res:
+                    if type(r) is _ArrayImpl:
+                        r = r.view(_ndarray)
+                    elif type(r) is not _ndarray:
+                        break
+                    ins.append(r)
+                else:
+                    a = _aval_of_ndarray(o) if type(o) is _ndarray else None
+                    if a is not None and a.dtype.kind in "fc":
+                        ins.append(t.ir_var)
+                        v = _new(Var)  # Var(a) and JaxprTracer(parent, v) without frames
+                        v.aval = a
+                        r = _new(_JaxprTracer)
+                        r._trace, r.ir_var = parent, v
+                        lin_params = {"num_res": len(res), "out_avals": (a,), "name": name,
+                                      "bwd": _MethodType(params["bwd"], res_tree)}
+                        parent.builder.records.append((custom_lin_p, ins, lin_params, [v],
+                                                       _custom_rule_get()))
+                        t = _new(JVPTracer)  # JVPTracer(self, o, r) without a frame
+                        t._trace, t.primal, t.tangent = self, o, r
+                        return [t]
         else:
             primals, tangents, perturbed = self._custom_unpack(args, nc, nc, "custom_vjp", name)
             if not perturbed:
