@@ -113,3 +113,25 @@ def test_a_nonlinear_custom_jvp_rule_is_named_from_records():
     with pytest.raises(TypeError, match="custom_jvp rule of f is not linear"):
         tg.grad(lambda x: tnp.sum(f(x)))(X)
 
+
+
+def test_transposes_sum_broadcast_and_promoted_cotangents_back_to_their_input():
+    # The transposes of mul/add/sub hand a linear input its cotangent as is when
+    # it already has that input's type, and sum/cast it down otherwise: a
+    # float32 vector and a float64 scalar meeting a float64 matrix, on both sides.
+    a = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+    v32 = np.array([0.3, -0.7, 1.1], np.float32)
+
+    def f(v, s):
+        y = a * v + s * a - v * s        # mul with the linear input on the right and the left
+        return tnp.sum(tnp.sin(y) * a) + tnp.sum(v - s)
+
+    gv, gs = tg.grad(f, argnums=(0, 1))(v32, 0.8)
+    pv, ps = tg.vjp(f, v32, 0.8)[1](1.0)
+    assert gv.dtype == np.float32 and gv.shape == (3,) and np.shape(gs) == ()
+    np.testing.assert_array_equal(gv, pv)
+    np.testing.assert_array_equal(gs, ps)
+    v, s = v32.astype(np.float64), 0.8
+    c = np.cos(a * v + s * a - v * s) * a     # d/dy of the first sum
+    np.testing.assert_allclose(gv, (c * (a - s)).sum(0) + 1, rtol=1e-6)
+    np.testing.assert_allclose(gs, (c * (a - v)).sum() - 3, rtol=1e-6)  # (v * s is float32)
