@@ -361,10 +361,12 @@ class _CustomFunction:
         return functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
-        """The subclass's call primitive (``_PRIM``) bound through the current
-        trace's ``_PROCESS`` method, as its ``bind`` would, with ``params`` as
-        they are, and this call's flat rules: the methods ``_RULE_PARAMS`` of a
-        ``_CALL`` made for it (``_rule_methods`` gets them).
+        """The subclass's call primitive bound through the current trace's
+        method for it, as its ``bind`` would, with ``params`` as they are, and
+        this call's flat rules: methods of a ``_Call`` made for it (the
+        subclass's ``_BINDING``: the ``_Call`` class, the names of the rule
+        parameters, a getter of those methods, the trace method's name and the
+        primitive; one class attribute, read once).
 
         A call on concrete arguments (arrays and scalars) under eager
         evaluation, or under an interpreter that evaluates untraced values as
@@ -406,16 +408,17 @@ class _CustomFunction:
             ca, dyn, leaves = self._args(args, kwargs)
         else:
             ca, dyn, leaves = None, (), args
-        call = _new(self._CALL)  # _CALL(self, ca, len(dyn)) without an __init__ frame
+        call_class, rule_params, rule_methods, process, prim = self._BINDING
+        call = _new(call_class)  # call_class(self, ca, len(dyn)) without an __init__ frame
         call.owner, call.rules, call.ca, call.n_dyn, call.out_tree = (
             self, self._rules, ca, len(dyn), None)
         params = self._params.copy()
-        params.update(zip(self._RULE_PARAMS, self._rule_methods(call)))
+        params.update(zip(rule_params, rule_methods(call)))
         if dyn or type(leaves) is not tuple:
             if "num_nondiff" in params:
                 params["num_nondiff"] = len(dyn)
             leaves = (*dyn, *leaves)
-        outs = getattr(_current_trace(), self._PROCESS)(self._PRIM, leaves, params)
+        outs = getattr(_current_trace(), process)(prim, leaves, params)
         if call.out_tree is _LEAF_TREE and isinstance(outs[0], Tracer):
             return outs[0]  # one traced output: the common case
         return call.value(outs)
@@ -687,9 +690,8 @@ class custom_jvp(_CustomFunction):
     """
 
     kind = "custom_jvp"
-    _CALL, _RULE_PARAMS = _JVPCall, ("fun", "jvp")
-    _rule_methods = operator.attrgetter(*_RULE_PARAMS)
-    _PRIM, _PROCESS = custom_jvp_call_p, "process_custom_jvp_call"
+    _BINDING = (_JVPCall, ("fun", "jvp"), operator.attrgetter("fun", "jvp"),
+                "process_custom_jvp_call", custom_jvp_call_p)
 
     def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
         super().__init__(fun, nondiff_argnums, nondiff_argnames)
@@ -818,9 +820,8 @@ class custom_vjp(_CustomFunction):
     """
 
     kind = "custom_vjp"
-    _CALL, _RULE_PARAMS = _VJPCall, ("fun", "fwd", "bwd")
-    _rule_methods = operator.attrgetter(*_RULE_PARAMS)
-    _PRIM, _PROCESS = custom_vjp_call_p, "process_custom_vjp_call"
+    _BINDING = (_VJPCall, ("fun", "fwd", "bwd"), operator.attrgetter("fun", "fwd", "bwd"),
+                "process_custom_vjp_call", custom_vjp_call_p)
 
     def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
         super().__init__(fun, nondiff_argnums, nondiff_argnames)
