@@ -42,6 +42,10 @@ def _cluster():
                            dashboard_address=":0", env={"TANGENTIA_JIT_BACKEND": "numpy"})
 
 
+def _import_tangentia_distributed():
+    import tangentia.distributed  # noqa: F401
+
+
 @pytest.fixture(scope="module", autouse=True)
 def numpy_backend_here():
     """The references computed here use the workers' backend (eager control flow
@@ -54,6 +58,7 @@ def numpy_backend_here():
 @pytest.fixture(scope="module")
 def client():
     with _cluster() as cluster, dd.Client(cluster) as c:
+        c.run(_import_tangentia_distributed)  # see the killed-worker test
         yield c
 
 
@@ -363,8 +368,11 @@ def test_killed_worker_does_not_change_the_result_and_its_actor_is_recreated():
     want = tg.vmap(heavy)(x)
     with _cluster() as cluster, dd.Client(cluster) as c:
         pids = c.run(os.getpid)
+        # the workers import tangentia first (seconds on a loaded machine, longer than a
+        # call waits for its new actors); then a first call makes the actors
+        c.run(_import_tangentia_distributed)
         f = tgd.vmap(heavy, client=c, chunk_size=60)
-        f(x[:2])  # the actors exist (made by a first call, which waits for them)
+        f(x[:2])
         out = {}
         with dd.get_task_stream(client=c) as ts:
             run = threading.Thread(target=lambda: out.update(r=f(x)))
@@ -385,7 +393,8 @@ def test_killed_worker_does_not_change_the_result_and_its_actor_is_recreated():
         c.wait_for_workers(2, timeout=60)
         new = [w for w, pid in c.run(os.getpid).items() if pid not in pids.values()]
         assert len(new) == 1, (pids, c.run(os.getpid))
-        f(x[:2])  # makes the new worker's actor
+        c.run(_import_tangentia_distributed, workers=new)  # as above
+        f(x[:2])
         with dd.get_task_stream(client=c) as ts:
             np.testing.assert_allclose(f(x[:120]), want[:120], rtol=1e-13)
         assert _vmap_tasks_run(ts, "heavy") == []
