@@ -331,8 +331,11 @@ def _dumps(obj):
 
 
 def _pickle_data(obj):
-    """``obj`` (an actor call's chunk or result) pickled with pickle, or with
-    cloudpickle if pickle cannot (as Dask does; pickle is twice as fast)."""
+    """``obj`` (an actor call's chunk or result) pickled with pickle (twice as
+    fast as cloudpickle), or with cloudpickle if pickle cannot.  (A chunk that
+    pickle takes but the worker cannot load, such as an object of a class
+    defined in the client's ``__main__``, fails the actor call: the chunks
+    then run as tasks, which Dask pickles with cloudpickle.)"""
     try:
         return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001 - e.g. a lambda or a class defined in a notebook
