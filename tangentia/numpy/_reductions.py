@@ -64,16 +64,22 @@ def _prod(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
 
 def _extremum(fname, ufunc_name, reduce, combine):
     def fn(a, axis=None, keepdims=False, initial=None, where=None):
-        if where is not None:
-            if initial is None:
+        if initial is None:
+            if where is not None:
                 raise ValueError(f"reduction operation {fname} does not have an identity, so to "
                                  "use a where mask one has to specify 'initial' (tangentia.numpy."
                                  f"{fname}: argument 'initial')")
-            a = _masked(a, where, initial)
-        else:
             _check_nonempty(a, axis, fname)
-        out = _reduce(reduce, fname, a, axis, keepdims)
-        return out if initial is None else combine(out, initial)
+            return _reduce(reduce, fname, a, axis, keepdims)
+        av = _aval(a)
+        initial = astype(initial, av.dtype)  # the array's dtype, as NumPy's and JAX's
+        axes = _axes(axis, av.ndim, fname)
+        if builtins.any(av.shape[i] == 0 for i in axes):  # nothing to reduce: ``initial``
+            shape = tuple(1 if i in axes else d for i, d in enumerate(av.shape) if keepdims
+                          or i not in axes)
+            return _E.add(_np.zeros(shape, av.dtype), initial)
+        out = _reduce(reduce, fname, _masked(a, where, initial), axis, keepdims)
+        return combine(out, initial)
     fn.__name__ = f"_{fname}"
     fn.__doc__ = f"{ufunc_name} along ``axis`` (of all entries if ``axis`` is None), over ``where``."
     return fn
@@ -132,12 +138,15 @@ def var(a, axis=None, dtype=None, ddof=0, keepdims=False, *, where=None):
     """Variance along ``axis`` (``ddof`` delta degrees of freedom), over ``where`` only."""
     n = _count(a, axis, keepdims, where)
     m = mean(a, axis, dtype, keepdims=True, where=where)
-    d = _E.sub(a, m)
-    dd = _E.real(_E.mul(d, _E.conj(d))) if _aval(d).dtype.kind == "c" else _E.mul(d, d)
-    s = sum(dd, axis, dtype, keepdims, where=where)
+    s = sum(_abs2(_E.sub(a, m)), axis, dtype, keepdims, where=where)
     if where is not None:
         return _over_dof(s, _E.sub(astype(n, _aval(s).dtype), ddof))
     return _E.div(s, float(n - ddof)) if n > ddof else _E.mul(s, nan)
+
+
+def _abs2(d):
+    """``|d|**2``, real for complex ``d`` (variances of complex values are real)."""
+    return _E.real(_E.mul(d, _E.conj(d))) if _aval(d).dtype.kind == "c" else _E.mul(d, d)
 
 
 def _over_dof(s, dof):
@@ -293,8 +302,8 @@ def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False):
     if _aval(a).dtype.kind not in "fc":
         return var(a, axis, dtype, ddof, keepdims)
     m = nanmean(a, axis, dtype, keepdims=True)
-    d = _nan_to(_E.sub(a, m), 0)
-    s = sum(_E.mul(d, d), axis, dtype, keepdims)
+    d = where(isnan(a), 0, _E.sub(a, m))  # NaN entries only (inf - inf stays NaN)
+    s = sum(_abs2(d), axis, dtype, keepdims)
     return _over_dof(s, _E.sub(astype(_nan_count(a, axis, keepdims), _aval(s).dtype), ddof))
 
 
