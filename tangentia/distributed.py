@@ -146,7 +146,7 @@ def clear_worker_cache():
     """Empty this process's cache of jitted functions and its counters."""
     with _cache_lock:
         _cache.clear()
-        _chunk_seconds.clear()
+        _inline_signatures.clear()
         _cache_stats.update(hits=0, misses=0, actor_calls=0, inline=0)
 
 
@@ -169,7 +169,10 @@ def _vmap_task(key, spec, leaves):
 # one thread and the actor's thread is idle; longer chunks run in that thread, so
 # that the worker keeps answering while they run.
 _INLINE_SECONDS = 0.02
-_chunk_seconds = {}  # (cache key, leaf shapes) -> seconds its last chunk took here
+# Signatures whose last chunk here took less than _INLINE_SECONDS and computed for at
+# least half of its time (a chunk that mostly waited, on I/O or on a call into Dask
+# that needs the event loop, stays in the thread), as (cache key, leaf shapes, dtypes).
+_inline_signatures = set()
 
 
 class _Pool:
@@ -192,7 +195,7 @@ def _run_chunk(task, signature, inline):
     with _cache_lock:
         _cache_stats["running"] += 1
         _cache_stats["inline"] += inline
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.thread_time()
     try:
         return _pickle_data((True, _vmap_task(*task)))
     except Exception as e:  # noqa: BLE001 - re-raised on the client
@@ -202,9 +205,13 @@ def _run_chunk(task, signature, inline):
         except Exception:  # noqa: BLE001 - as Dask does for unpicklable exceptions
             return cloudpickle.dumps((False, Exception(f"{type(e).__name__}: {e}")))
     finally:
-        if len(_chunk_seconds) > 4096:
-            _chunk_seconds.clear()
-        _chunk_seconds[signature] = time.perf_counter() - start
+        wall, cpu = time.perf_counter() - start, time.thread_time() - cpu
+        if wall < _INLINE_SECONDS and cpu >= wall / 2:
+            if len(_inline_signatures) > 4096:
+                _inline_signatures.clear()
+            _inline_signatures.add(signature)
+        else:
+            _inline_signatures.discard(signature)
         with _cache_lock:
             _cache_stats["running"] -= 1
             _cache_stats["actor_calls"] += 1
@@ -234,7 +241,7 @@ class _Runner:
                                     for x in task[2]))
         pool = _runner_pool[0]
         if pool.threads == 1 and not pool.busy and task[0] in _cache and \
-                _chunk_seconds.get(signature, _INLINE_SECONDS) < _INLINE_SECONDS:
+                signature in _inline_signatures:
             return _run_chunk(task, signature, True)
         pool.busy += 1
         try:

@@ -12,6 +12,7 @@ travel to the workers by value (as from a notebook or script), registered
 with cloudpickle.
 """
 import concurrent.futures
+import importlib
 import os
 import signal
 import subprocess
@@ -43,7 +44,7 @@ def _cluster():
 
 
 def _import_tangentia_distributed():
-    import tangentia.distributed  # noqa: F401
+    importlib.import_module("tangentia.distributed")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -268,10 +269,11 @@ def test_vmap_concurrent_calls_from_threads_of_a_client_that_is_not_the_default(
         assert_same(g, tg.vmap(scaled_sin, in_axes=(0, None))(xs[k], float(k)))
 
 
-def slow_rows(x):
-    """Sleeps 30 ms per chunk: longer than a chunk may run on a worker's event loop."""
+def waits(x):
+    """Sleeps 5 ms per chunk: short, but a chunk that mostly waits (here, or on a call
+    into Dask that needs the worker's event loop) never runs on that loop."""
     def cb(v):
-        time.sleep(0.03)
+        time.sleep(0.005)
         return v * 2.0
     return tg.pure_callback(cb, tg.ShapeDtypeStruct(x.shape, x.dtype), x,
                             vmap_method="broadcast_all")
@@ -284,8 +286,8 @@ def test_vmap_actor_calls_go_straight_to_reachable_workers_and_short_chunks_run_
     on the workers it connected to (in the background, after the actors are
     made), else ("unreachable": the connections fail; direct_to_workers=False)
     through the scheduler's proxy.  A chunk whose signature ran for less than
-    _INLINE_SECONDS before runs on the worker's event loop; a longer one in the
-    actor's thread."""
+    _INLINE_SECONDS before, computing for at least half of that time, runs on the
+    worker's event loop; one that waited, in the actor's thread."""
     x = np.arange(8.0)
     with dd.Client(client.scheduler.address, set_as_default=False,
                    direct_to_workers=False if how == "proxy" else None) as other:
@@ -299,7 +301,7 @@ def test_vmap_actor_calls_go_straight_to_reachable_workers_and_short_chunks_run_
             other.rpc.connect = refuse
         other.run(tgd.clear_worker_cache)
         fast = tgd.vmap(lambda v: v + 1.0, client=other)
-        slow = tgd.vmap(slow_rows, client=other)
+        waiting = tgd.vmap(waits, client=other)
         for _ in range(4):
             np.testing.assert_array_equal(fast(x), x + 1.0)
             time.sleep(0.05)  # the background connections, if any, are made meanwhile
@@ -311,8 +313,8 @@ def test_vmap_actor_calls_go_straight_to_reachable_workers_and_short_chunks_run_
         assert [i["actor_calls"] for i in info.values()] == [4, 4], info
         assert all(1 <= i["inline"] <= 3 for i in info.values()), info
         for _ in range(3):
-            np.testing.assert_array_equal(slow(x), x * 2.0)
-        after = other.run(tgd.worker_cache_info)  # the slow chunks all ran in the thread
+            np.testing.assert_array_equal(waiting(x), x * 2.0)
+        after = other.run(tgd.worker_cache_info)  # the waiting chunks all ran in the thread
         assert [i["actor_calls"] for i in after.values()] == [7, 7], after
         assert [i["inline"] for i in after.values()] == [i["inline"] for i in info.values()]
 
