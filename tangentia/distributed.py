@@ -513,7 +513,7 @@ class _Runners:
             self.futures.clear()
             self.actors.clear()
         if futures and self.client.status == "running":
-            self.client.cancel(futures)  # the actors end (release would wait for the keys)
+            self.client.cancel(futures)  # the scheduler forgets them: the actors end
 
     def drop(self, addr):
         """Forget the actor on ``addr`` (its worker was lost)."""
