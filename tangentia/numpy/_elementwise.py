@@ -222,16 +222,15 @@ def fmax(x1, x2):
     """Elementwise maximum that ignores NaNs (NaN only if both are NaN)."""
     if _eager(x1, x2):
         return _np.asarray(_np.fmax(x1, x2))
-    m = _E.maximum(x1, x2)
-    return where(isnan(x2), x1, where(isnan(x1), x2, m))
+    # JAX's selection: ties take x2 (its derivative goes to x2 alone)
+    return where(_E.or_p.bind(_E.gt(x1, x2), isnan(x2)), x1, x2)
 
 
 def fmin(x1, x2):
     """Elementwise minimum that ignores NaNs (NaN only if both are NaN)."""
     if _eager(x1, x2):
         return _np.asarray(_np.fmin(x1, x2))
-    m = _E.minimum(x1, x2)
-    return where(isnan(x2), x1, where(isnan(x1), x2, m))
+    return where(_E.or_p.bind(_E.lt(x1, x2), isnan(x2)), x1, x2)
 
 
 def heaviside(x1, x2):

@@ -149,7 +149,8 @@ signbit_p = E.elementwise("signbit", np.signbit, zero_jvp=True)
 
 
 def _copysign_jvp_x(t, ans, x, y):
-    same = E.eq(signbit_p.bind(x), signbit_p.bind(y))
+    # JAX's: abs'(x) (1 at either zero) times y's sign bit
+    same = E.ne(E.ge(x, 0), signbit_p.bind(y))
     return E.mul(t, E.select(same, 1.0, -1.0))
 
 
