@@ -121,6 +121,23 @@ class ArrayImpl(np.ndarray):
     is_fully_addressable = True
     is_fully_replicated = True
 
+    # A JAX array has no in-place operators, so ``x += y`` rebinds ``x`` to a
+    # new (promoted) array and leaves other references to the old one as they
+    # were; NumPy's would write into ``x`` and keep its dtype.
+    __iadd__ = _ndarray.__add__
+    __isub__ = _ndarray.__sub__
+    __imul__ = _ndarray.__mul__
+    __itruediv__ = _ndarray.__truediv__
+    __ifloordiv__ = _ndarray.__floordiv__
+    __imod__ = _ndarray.__mod__
+    __ipow__ = _ndarray.__pow__
+    __imatmul__ = _ndarray.__matmul__
+    __iand__ = _ndarray.__and__
+    __ior__ = _ndarray.__or__
+    __ixor__ = _ndarray.__xor__
+    __ilshift__ = _ndarray.__lshift__
+    __irshift__ = _ndarray.__rshift__
+
     def __repr__(self):
         return "Array" + repr(self.view(_ndarray))[5:]
 
