@@ -10,6 +10,7 @@ The comparison's rules (deliberate differences, not failures):
   JAX's (cast to the common dtype), or NumPy's where JAX's x64 promotion computes in a narrower
   type (``uint8`` -> ``float32`` in JAX, ``float16`` in NumPy: we compute in float64).
 * eager results are ``numpy.ndarray`` instances; only values, shapes and dtypes are compared.
+* subnormal values equal zero (XLA flushes them).
 * complex results that are not finite are only compared for being not finite: NumPy and XLA
   choose differently among C99's complex infinities (``1 / (-0+0j)``).
 
@@ -109,7 +110,9 @@ def _close(a, b, tol):
         return a == b
     complex_ = a.dtype.kind == "c" or b.dtype.kind == "c"
     a, b = a.astype(complex), b.astype(complex)
+    tiny = np.finfo(np.float64).tiny  # subnormals as zero: XLA flushes them
     same = [(x == y) | (np.isnan(x) & np.isnan(y)) | np.isclose(x, y, rtol=tol, atol=0)
+            | ((np.abs(x) < tiny) & (np.abs(y) < tiny))
             for x, y in ((a.real, b.real), (a.imag, b.imag))]
     if complex_:  # C99's complex infinities: implementations differ, only non-finiteness counts
         return (same[0] & same[1]) | (~np.isfinite(a) & ~np.isfinite(b))
@@ -154,10 +157,10 @@ def check(name, ours, theirs, reference=None, dtype_of=None, tol=None):
         if n is not None:
             ok = ok | _close(a, np.asarray(n), tol or _tol(a, n))
         if not np.all(ok):
-            bad = np.argwhere(~np.atleast_1d(ok))[:3].ravel()
-            raise AssertionError(f"{name}[{k}] differs at {bad}: ours {np.atleast_1d(a)[bad]}, "
-                                 f"JAX {np.atleast_1d(b)[bad]}"
-                                 + ("" if n is None else f", NumPy {np.atleast_1d(n)[bad]}"))
+            bad = np.flatnonzero(~np.broadcast_to(ok, a.shape))[:3]
+            raise AssertionError(f"{name}[{k}] differs at flat {bad}: ours {a.ravel()[bad]}, "
+                                 f"JAX {b.ravel()[bad]}"
+                                 + ("" if n is None else f", NumPy {np.ravel(n)[bad]}"))
 
 
 # ---------------------------------------------------------------------------
@@ -332,3 +335,72 @@ def test_binary_grad(name, x, y):
     g = _run(tg.grad(lambda a, b: tnp.sum(f(a, b)), argnums=(0, 1)), x, y)
     jg = _run(jax.grad(lambda a, b: jnp.sum(jf(a, b)), argnums=(0, 1)), x, y)
     check(f"grad {name}({x!r}, {y!r})", _finite(g), _finite(jg))
+
+
+# ---------------------------------------------------------------------------
+# indexing: negative and out-of-bounds indices (JAX's clamping / filling), boolean masks,
+# functional updates with modes and duplicates, take / take_along_axis
+
+_INDEX = st.sampled_from([0, 1, -1, 2, -3, 3, 5, -7])
+
+
+@FUZZ
+@given(x=arrays([np.int64, np.float64], shape=(3, 4)), i=_INDEX, j=_INDEX,
+       how=st.sampled_from(["get", "set", "add", "min", "max", "mul"]),
+       mode=st.sampled_from([None, "clip", "drop", "fill", "promise_in_bounds"]),
+       dup=st.booleans())
+def test_at_updates(x, i, j, how, mode, dup):
+    """``.at[idx].op(v, mode=...)`` with duplicate and out-of-bounds indices, eager and jit."""
+    rows = np.array([i, i if dup else j])
+    if mode == "promise_in_bounds":
+        rows = rows % 3  # out of bounds is undefined behaviour there
+    v = np.array([[2.0], [-1.0]]) if how != "get" else None
+    kw = {} if mode is None else {"mode": mode}
+    if how == "fill" or (how == "get" and mode == "fill"):
+        kw["fill_value"] = -9
+
+    def upd(at, a):
+        op = getattr(at(a)[rows], how)
+        return op(**kw) if how == "get" else op(v.astype(a.dtype), **kw)
+
+    ours = _run(upd, lambda a: tnp.asarray(a).at, x)
+    theirs = _run(upd, lambda a: jnp.asarray(a).at, x)
+    check(f"at[{rows}].{how}({kw})", ours, theirs)
+    if not isinstance(ours, Exception):
+        np.testing.assert_array_equal(tg.jit(lambda a: upd(lambda b: b.at, a))(x), ours)
+
+
+@FUZZ
+@given(x=arrays([np.float64, np.int32, np.bool_], shape=(2, 3)), idx=st.lists(_INDEX, max_size=4),
+       axis=st.sampled_from([None, 0, 1, -1]),
+       mode=st.sampled_from([None, "clip", "wrap", "fill"]))
+@example(x=np.ones((2, 3), np.int32), idx=[-7, 5, -1], axis=1, mode=None)  # take had no mode
+def test_take(x, idx, axis, mode):
+    """take with every mode (JAX's default fills out-of-bounds indices: we follow JAX) and
+    take_along_axis."""
+    idx = np.array(idx, np.int64)
+    ours, theirs = _run(tnp.take, x, idx, axis=axis, mode=mode), _run(jnp.take, x, idx,
+                                                                      axis=axis, mode=mode)
+    check(f"take({idx}, axis={axis}, mode={mode})", ours, theirs)
+    if axis is not None and idx.size:  # in bounds (negative ones too)
+        ind = np.expand_dims(np.clip(idx, -x.shape[axis], x.shape[axis] - 1), 1 - axis % 2)
+        check(f"take_along_axis({ind}, {axis})", _run(tnp.take_along_axis, x, ind, axis),
+              _run(jnp.take_along_axis, x, ind, axis))
+
+
+@FUZZ
+@given(x=arrays([np.float64], shape=(3, 4), pool=_SMALL), i=_INDEX, j=_INDEX, k=_INDEX,
+       form=st.integers(0, 5))
+def test_getitem(x, i, j, k, form):
+    """Basic, advanced and boolean indexing; out-of-bounds integer arrays are clamped
+    (JAX's gather), out-of-bounds scalars raise IndexError as JAX's do."""
+    forms = [lambda a: a[i], lambda a: a[np.array([i, j])], lambda a: a[:, np.array([j, k])],
+             lambda a: a[np.array([i, j]), np.array([k, k])], lambda a: a[a > 0],
+             lambda a: a[i:j, ::k or 1]]
+    f = forms[form]
+    ours, theirs = _run(f, tnp.asarray(x)), _run(f, jnp.asarray(x))
+    if isinstance(ours, IndexError) and not isinstance(theirs, Exception):
+        return  # eager out-of-bounds: NumPy's IndexError (JAX clamps)
+    check(f"form {form} i={i} j={j} k={k}", ours, theirs)
+    if form != 4:  # a boolean mask's result has no static shape
+        check(f"jit form {form} i={i} j={j} k={k}", _run(tg.jit(f), x), theirs)

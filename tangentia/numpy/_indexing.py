@@ -361,22 +361,51 @@ def at(x):
 # Taking entries
 
 
-def take(a, indices, axis=None):
-    """Entries at ``indices`` along ``axis`` (of the flattened array if None)."""
+def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
+         indices_are_sorted=False, fill_value=None):
+    """Entries at ``indices`` along ``axis`` (of the flattened array if None).
+
+    Out-of-bounds indices follow JAX's ``mode``: ``"fill"`` (the default: negative indices
+    count from the end once, the rest give ``fill_value``, by default NaN, the most negative
+    integer, the largest unsigned one or True), ``"clip"`` (clipped to ``[0, n - 1]``) or
+    ``"wrap"`` (taken modulo ``n``)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
+    if mode not in (None, "fill", "clip", "wrap", "promise_in_bounds"):
+        raise ValueError(f"Invalid mode '{mode}' for np.take (tangentia.numpy.take: argument "
+                         "'mode' must be one of None, 'fill', 'clip', 'wrap', "
+                         "'promise_in_bounds')")
     if axis is None:
         a = ravel(a)
         axis = 0
     nd = ndim(a)
-    axis %= nd
+    axis = _axis(axis, a, "take")
+    idx = asarray(indices) if not _is_tracer(indices) else indices
+    n = shape(a)[axis]
     spec = (slice(None),) * axis + (_I.ARRAY,)
-    return _I.getitem(a, spec, (asarray(indices) if not _is_tracer(indices) else indices,))
+    if mode == "promise_in_bounds" or n == 0:
+        return _I.getitem(a, spec, (idx,))
+    if mode == "wrap":
+        return _I.getitem(a, spec, (_E.remainder(idx, n),))
+    if mode == "clip":
+        return _I.getitem(a, spec, (_E.minimum(_E.maximum(idx, 0), n - 1),))
+    idx = _E.select(_E.lt(idx, 0), _E.add(idx, n), idx)
+    valid = _E.and_p.bind(_E.ge(idx, 0), _E.lt(idx, n))
+    got = _I.getitem(a, spec, (_E.select(valid, idx, 0),))
+    dt = _aval(a).dtype
+    if fill_value is None:
+        fill_value = (_np.nan if dt.kind in "fc" else True if dt.kind == "b"
+                      else _np.iinfo(dt).min if dt.kind == "i" else _np.iinfo(dt).max)
+    valid = reshape(valid, (1,) * axis + shape(idx) + (1,) * (nd - axis - 1))
+    return _E.select(valid, got, _np.asarray(fill_value, dt))
 
 
 def take_along_axis(arr, indices, axis):
-    """Entries of ``arr`` at ``indices`` along ``axis``, matching the other axes one to one."""
+    """Entries of ``arr`` at ``indices`` along ``axis``, matching the other axes one to one
+    (broadcasting: a length-1 axis of either meets the other's length)."""
     nd = ndim(arr)
     axis %= nd
-    s = shape(indices)
+    s, sa = shape(indices), shape(arr)
     arrays = []
     spec = []
     for i in range(nd):
@@ -384,8 +413,8 @@ def take_along_axis(arr, indices, axis):
             arrays.append(indices)
         else:
             shp = [1] * nd
-            shp[i] = s[i]
-            arrays.append(_np.arange(s[i]).reshape(shp))
+            shp[i] = n = sa[i] if s[i] == 1 else s[i]
+            arrays.append((_np.arange(n) if sa[i] != 1 else _np.zeros(n, int)).reshape(shp))
         spec.append(_I.ARRAY)
     return _I.getitem(arr, tuple(spec), tuple(arrays))
 
