@@ -54,6 +54,8 @@ _install_boundaries(numpy, numpy.linalg, lax, scipy.special, scipy.linalg, nn, r
                     _stats.multivariate_normal, _stats.norm, _stats.poisson, _stats.t,
                     _stats.uniform)
 from . import image  # noqa: E402  (jax.image)
+from ._array import public as _public  # noqa: E402
+pure_callback = _public(pure_callback, __name__, "pure_callback")
 _install_boundaries(scipy.fft, scipy.integrate, scipy.ndimage, scipy.optimize, scipy.signal, image,
                     _stats.betabinom, _stats.gennorm, _stats.geom, _stats.gumbel_l,
                     _stats.gumbel_r, _stats.multinomial, _stats.nbinom, _stats.pareto,

@@ -2,8 +2,13 @@
 callbacks, MAML, score matching, primitives, debugging, FAQ) unchanged on
 tangentia: each test pins one difference that was fixed."""
 import numpy as np
+import pytest
 
+import tangentia as tg
 import tangentia.numpy as tnp
+from tangentia import lax
+from tangentia._array import ArrayImpl
+from tangentia.experimental import io_callback
 
 
 def test_augmented_assignment_makes_a_new_promoted_array():
@@ -22,3 +27,41 @@ def test_augmented_assignment_makes_a_new_promoted_array():
     c = tnp.arange(4)
     c[1] += 5  # item assignment on an eager result still writes in place
     assert np.array_equal(c, [0, 6, 2, 3])
+
+
+def test_conv_general_dilated_refuses_mixed_dtypes():
+    lhs = np.arange(16.0, dtype=np.float32).reshape(1, 1, 4, 4)
+    rhs = np.ones((1, 1, 2, 2))
+    with pytest.raises(TypeError, match="^lax.conv_general_dilated requires arguments to have "
+                                        "the same dtypes, got float32, float64"):
+        lax.conv_general_dilated(lhs, rhs, (1, 1), "VALID")
+    with pytest.raises(TypeError, match="same dtypes"):
+        lax.conv(lhs, rhs, (1, 1), "SAME")
+    out = lax.conv(lhs, rhs.astype(np.float32), (1, 1), "VALID")
+    assert out.dtype == np.float32 and out[0, 0, 0, 0] == 0 + 1 + 4 + 5
+
+
+def test_eager_callbacks_return_tangentia_arrays():
+    sd = tg.ShapeDtypeStruct((3,), np.float64)
+    out = tg.pure_callback(np.cos, sd, np.array([0.0, np.pi, 2 * np.pi]))
+    assert type(out) is ArrayImpl and np.allclose(out, [1.0, -1.0, 1.0])
+    out = io_callback(np.cos, sd, np.zeros(3))
+    assert type(out) is ArrayImpl and np.array_equal(out, np.ones(3))
+
+
+def test_vmap_of_ordered_io_callback_raises():
+    calls = []
+
+    def record(x):
+        calls.append(float(x))
+        return np.asarray(2 * x)
+
+    sd = tg.ShapeDtypeStruct((), np.float64)
+    unordered = tg.vmap(lambda x: io_callback(record, sd, x))(np.array([1.0, 3.0]))
+    assert np.array_equal(unordered, [2.0, 6.0]) and calls == [1.0, 3.0]
+    with pytest.raises(ValueError, match="^Cannot `vmap` ordered IO callback"):
+        tg.vmap(lambda x: io_callback(record, sd, x, ordered=True))(np.array([1.0, 3.0]))
+    # ordered calls still run inside loops, once per step and in order
+    _, ys = lax.scan(lambda c, x: (c, io_callback(record, sd, x, ordered=True)), None,
+                     np.array([5.0, 7.0]))
+    assert np.array_equal(ys, [10.0, 14.0]) and calls == [1.0, 3.0, 5.0, 7.0]

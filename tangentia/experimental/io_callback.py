@@ -4,15 +4,15 @@ NumPy arrays from inside transformed code, as ``jax.experimental.io_callback``.
 It is ``pure_callback`` made effectful: the call is kept under ``jit`` even
 when its results are unused (a no-op debug effect consumes them), a callback
 without results is a ``debug.callback``, and ``vmap`` calls it once per
-element, in order.  It has no derivative (``jvp``/``grad`` raise JAX's
-``IO callbacks do not support JVP.``).  ``ordered`` is accepted: effects
-always happen in program order here.
+element, in order (with ``ordered=True`` vmap raises, as in JAX).  It has no
+derivative (``jvp``/``grad`` raise JAX's ``IO callbacks do not support
+JVP.``).  Effects always happen in program order here.
 """
 from __future__ import annotations
 
 from .. import debug
 from ..custom_derivatives import custom_jvp
-from ..primitives.callback import pure_callback
+from ..primitives.callback import ORDERED_IO, pure_callback
 from ..tree_util import tree_flatten, tree_leaves, tree_unflatten
 
 __all__ = ["io_callback"]
@@ -33,7 +33,8 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=Fal
         (``tangentia.ShapeDtypeStruct``) describing the results, or None.
       *args: the positional arguments (pytrees of arrays).
       sharding: accepted for JAX compatibility; must be None.
-      ordered: accepted for JAX compatibility (effects happen in program order).
+      ordered: effects always happen in program order; True makes ``vmap``
+        of the call raise, as in JAX.
       **kwargs: the keyword arguments (pytrees of arrays).
 
     Returns:
@@ -60,7 +61,7 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=Fal
     @custom_jvp
     def call(*leaves):
         a, k = tree_unflatten(tree, list(leaves))
-        return pure_callback(callback, result_shape_dtypes, *a, vmap_method="sequential", **k)
+        return pure_callback(callback, result_shape_dtypes, *a, vmap_method=ORDERED_IO if ordered else "sequential", **k)
 
     @call.defjvp
     def _no_jvp(primals, tangents):

@@ -14,7 +14,9 @@ JAX).  Under ``vmap``, ``vmap_method`` says how the batch reaches it:
   axis, unbatched ones with a leading axis of size 1;
 * ``"broadcast_all"``: once, every argument with the batch as leading axis;
 * ``"legacy_vectorized"``: once, unbatched arguments as they are;
-* ``None`` (the default): vmap raises, as in JAX.
+* ``None`` (the default): vmap raises, as in JAX;
+* ``ORDERED_IO`` (``io_callback(..., ordered=True)``, not a public choice):
+  vmap raises JAX's ``Cannot `vmap` ordered IO callback.``
 """
 from __future__ import annotations
 
@@ -25,10 +27,11 @@ from ..core import Primitive, ShapedArray
 from ..interpreters import base_ops as B
 from ..tree_util import tree_flatten, tree_leaves, tree_unflatten
 
-__all__ = ["pure_callback", "pure_callback_p"]
+__all__ = ["pure_callback", "pure_callback_p", "ORDERED_IO"]
 
 VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
                 "legacy_vectorized", None)
+ORDERED_IO = "ordered_io"
 
 pure_callback_p = Primitive("pure_callback", multiple_results=True)
 
@@ -104,6 +107,9 @@ class _Sequential:
 
 
 def _batch(args, dims, *, callback, result_avals, vmap_method):
+    if vmap_method == ORDERED_IO:
+        raise ValueError(f"Cannot `vmap` ordered IO callback. (io_callback of {callback!r}: "
+                         "pass ordered=False to map it)")
     if vmap_method is None or vmap_method not in VMAP_METHODS:
         raise NotImplementedError(
             "vmap is only supported for the pure_callback primitive when vmap_method is one of "
@@ -163,7 +169,7 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
       >>> tg.jit(f)(np.zeros(2))
       Array([0.5, 0.5])
     """
-    if vmap_method not in VMAP_METHODS:
+    if vmap_method not in VMAP_METHODS and vmap_method != ORDERED_IO:
         raise ValueError(f"vmap_method must be on of the allowed methods {list(VMAP_METHODS)}, "
                          f"but got: {vmap_method}")
     if sharding is not None:
