@@ -339,14 +339,15 @@ def _dumps(obj):
 
 def _pickle_data(obj):
     """``obj`` (an actor call's chunk or result) pickled with pickle (twice as
-    fast as cloudpickle), or with cloudpickle if pickle cannot.  (A chunk that
-    pickle takes but the worker cannot load, such as an object of a class
-    defined in the client's ``__main__``, fails the actor call: the chunks
-    then run as tasks, which Dask pickles with cloudpickle.)"""
+    fast as cloudpickle), or with cloudpickle if pickle cannot or if its
+    pickle refers to ``__main__`` (an object of a class defined in the
+    client's script or notebook, which the worker could not import by name:
+    the rule Dask's own pickling uses)."""
     try:
-        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001 - e.g. a lambda or a class defined in a notebook
         return _dumps(obj)
+    return _dumps(obj) if b"__main__" in data else data
 
 
 def _pickle_function(fun, api):

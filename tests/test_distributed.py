@@ -236,6 +236,25 @@ def test_vmap_runs_numpy_inputs_on_the_actors_and_dask_arrays_as_tasks(client):
     assert sum(i["actor_calls"] for i in info.values()) == 3, info
 
 
+class Scaled:
+    """A value of a class that, in the test below, looks defined in the client's
+    ``__main__`` (a script's or notebook's class): pickle refers to it by name,
+    which another process cannot import."""
+
+    def __init__(self, a):
+        self.a = a
+
+
+def test_chunk_pickles_carry_classes_from_main_by_value(monkeypatch):
+    monkeypatch.setattr(Scaled, "__module__", "__main__")
+    monkeypatch.setattr(sys.modules["__main__"], "Scaled", Scaled, raising=False)
+    data = tgd._pickle_data((np.arange(3.0), Scaled(2.5)))
+    out = subprocess.run([sys.executable, "-c", "import pickle, sys; "
+                          "x, s = pickle.loads(sys.stdin.buffer.read()); print(x.sum() * s.a)"],
+                         input=data, capture_output=True, timeout=60)
+    assert out.stdout.decode().strip() == "7.5", out.stderr.decode()[-2000:]
+
+
 def _actors_of(dask_scheduler, client_id):
     return sum(1 for ts in dask_scheduler.tasks.values()
                if ts.actor and any(cs.client_key == client_id for cs in ts.who_wants))
