@@ -404,3 +404,84 @@ def test_getitem(x, i, j, k, form):
     check(f"form {form} i={i} j={j} k={k}", ours, theirs)
     if form != 4:  # a boolean mask's result has no static shape
         check(f"jit form {form} i={i} j={j} k={k}", _run(tg.jit(f), x), theirs)
+
+
+# ---------------------------------------------------------------------------
+# sorting, cumulative ops, quantiles; vmap with in_axes variants; shape errors
+
+
+@FUZZ
+@given(x=arrays([np.float64, np.int32, np.bool_], pool=_SMALL),
+       name=st.sampled_from(["sort", "argsort", "cumsum", "cumprod", "nancumsum", "nancumprod",
+                             "argmax", "argmin", "unique", "searchsorted", "median", "quantile",
+                             "nanquantile"]),
+       data=st.data())
+def test_sorting_cumulative_quantiles(x, name, data):
+    """NaNs sort last; argmax/argmin find the first NaN; unique with size= pads; quantile
+    methods; cumulative ops along each axis."""
+    kw, args = {}, (x,)
+    if name in ("sort", "argsort", "cumsum", "cumprod", "nancumsum", "nancumprod", "argmax",
+                "argmin", "median", "quantile", "nanquantile"):
+        kw["axis"] = data.draw(st.sampled_from([None] + list(range(-x.ndim, x.ndim))))
+        if name in ("sort", "argsort") and kw["axis"] is None:
+            return  # JAX and NumPy flatten, no axis=None variant to compare beyond that
+    if name == "argsort":
+        kw["stable"] = True
+    if name == "unique":
+        kw = {"size": data.draw(st.integers(1, 5)), "return_counts": data.draw(st.booleans())}
+    if name == "searchsorted":
+        if x.ndim != 1:
+            return
+        args = (np.sort(x), data.draw(arrays([x.dtype.type], shape=(3,), pool=_SMALL)))
+        kw["side"] = data.draw(st.sampled_from(["left", "right"]))
+    if name in ("quantile", "nanquantile"):
+        if x.dtype.kind == "b" or x.size == 0:
+            return  # JAX refuses bool, and its empty-axis error is an internal gather error
+        args = (x, data.draw(st.sampled_from([0.0, 0.3, 0.5, 1.0, np.array([0.25, 0.9])])))
+        kw["method"] = data.draw(st.sampled_from(["linear", "lower", "higher", "midpoint",
+                                                  "nearest"]))
+    if name == "median" and x.size == 0:
+        return
+    ours = _run(getattr(tnp, name), *args, **kw)
+    # NumPy's values where JAX's differ (JAX's quantile of [inf] is NaN)
+    ref = _run(getattr(np, name), *args, **kw) if name != "unique" else None
+    # quantiles of integers are float64 for every method (JAX's kind; NumPy keeps the dtype for
+    # lower/higher/nearest)
+    dt = np.float64 if "quantile" in name and x.dtype.kind in "iub" else None
+    check(f"{name}({args}, {kw})", ours, _run(getattr(jnp, name), *args, **kw), ref, dt)
+    if not isinstance(ours, Exception) and name != "unique":
+        staged = _run(tg.jit(lambda *a: getattr(tnp, name)(*a, **kw)), *args)
+        check(f"jit {name}", staged, ours)
+
+
+def test_quantile_equal_infinite_ends():
+    """Interpolating towards an infinite entry gives it, as JAX's (we gave NumPy's NaN)."""
+    x = np.array([np.inf, np.inf, 1.0])
+    check("quantile", tnp.quantile(x, [0.3, 0.9]), jnp.quantile(x, np.array([0.3, 0.9])))
+    np.testing.assert_array_equal(tg.jit(tnp.quantile)(x, 0.8), np.inf)
+
+
+@FUZZ
+@given(x=arrays([np.float64], shape=(2, 3), pool=_SMALL),
+       y=arrays([np.float64], shape=(3,), pool=_SMALL),
+       in_axes=st.sampled_from([(0, None), (1, 0), (-1, 0), (None, 0)]),
+       out_axes=st.sampled_from([0, 1, -1]),
+       name=st.sampled_from(["add", "maximum", "arctan2", "where", "outer", "cumsum", "sort",
+                             "dot"]))
+def test_vmap_in_axes(x, y, in_axes, out_axes, name):
+    """vmap with in_axes / out_axes variants equals JAX's vmap."""
+    def fn(np_):
+        if name == "where":
+            return lambda a, b: np_.where(a > b, a, b)
+        if name == "cumsum":
+            return lambda a, b: np_.cumsum(a) * b
+        if name == "sort":
+            return lambda a, b: np_.sort(a - b)
+        return getattr(np_, name)
+    if in_axes[0] is None:
+        x = x[0]
+    ours = _run(tg.vmap(fn(tnp), in_axes=in_axes, out_axes=out_axes), x,
+                y if in_axes[1] is None else y[:2] if in_axes[0] in (0, None) else y)
+    theirs = _run(jax.vmap(fn(jnp), in_axes=in_axes, out_axes=out_axes), x,
+                  y if in_axes[1] is None else y[:2] if in_axes[0] in (0, None) else y)
+    check(f"vmap {name} {in_axes} {out_axes}", ours, theirs)

@@ -155,6 +155,9 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         outs = list(out) if isinstance(out, tuple) else [out]
         size = operator.index(size)
         vals = outs[0]
+        if not vals.size and size and fill_value is None:
+            raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
+                             "fill_value must be specified")
         fill = (vals.min() if vals.size else 0) if fill_value is None else fill_value
         outs[0] = _np.concatenate([vals, _np.full(builtins.max(size - vals.size, 0), fill,
                                                   vals.dtype)])[:size]

@@ -253,9 +253,9 @@ def _quantile(a, q, axis, method, keepdims, fname, nan_aware=False, scale=1):
         res = _E.mul(_E.add(res, gather(hi)), 0.5)
     elif gamma is not None:
         b = gather(hi)
-        d = _E.sub(b, res)
         t = astype(gamma, dt) if _is_tracer(gamma) else _np.asarray(gamma).astype(dt)
-        res = where(_E.ge(t, 0.5), _E.sub(b, _E.mul(d, _E.sub(1.0, t))), _E.add(res, _E.mul(d, t)))
+        # JAX's weighting: an infinite end gives it (NumPy's b - (b - a)(1 - t) gives NaN)
+        res = _E.add(_E.mul(res, _E.sub(1.0, t)), _E.mul(b, t))
     if nan_aware:
         res = where(_E.eq(count, 0), nan, res)
     else:
