@@ -345,8 +345,8 @@ class JVPTrace(core.Trace):
             parent = self.parent
             if (len(outs) == 1 and type(parent) is LinearizeTrace and type(t) is _JaxprTracer
                     and t._trace is parent):
-                # One floating output of arrays too, under eager linearize: what the
-                # general code below gives, without its lists.
+                # One floating output and array residuals too, under linearize: what
+                # the general code below records and returns, without its lists.
                 o = outs[0]
                 if type(o) is _ArrayImpl:
                     o = o.view(_ndarray)
