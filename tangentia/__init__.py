@@ -34,6 +34,7 @@ from . import random  # noqa: F401
 from . import tree  # noqa: F401
 from . import debug  # noqa: F401
 from . import _jaxpr_dot  # noqa: F401  (installs ClosedJaxpr.to_dot/show/_repr_svg_)
+from ._compat import effects_barrier  # noqa: F401
 from ._compat import (block_until_ready, config, default_backend, device_count, device_get,
                       device_put, devices, local_device_count, local_devices)
 from ._compat import (check_tracer_leaks, checking_leaks, clear_caches, debug_infs,  # noqa: F401
@@ -66,7 +67,7 @@ _document_public()
 
 __version__ = "0.1.0"
 
-__all__ = ["ad_checkpoint", "checkpoint_policies", "pure_callback", "custom_gradient", "custom_batching", "ensure_compile_time_eval", "disable_jit", "linear_transpose", "random", "tree", "debug", "block_until_ready", "config", "default_backend",
+__all__ = ["ad_checkpoint", "checkpoint_policies", "pure_callback", "custom_gradient", "custom_batching", "ensure_compile_time_eval", "disable_jit", "linear_transpose", "random", "tree", "debug", "block_until_ready", "effects_barrier", "config", "default_backend",
            "device_count", "device_get", "device_put", "devices", "local_device_count",
            "local_devices", "jacobian", "debug_nans", "print_environment_info", "Array", "ShapeDtypeStruct", "checkpoint", "remat", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
            "linearize", "make_jaxpr", "value_and_grad", "vjp", "fwd_and_bwd", "vmap", "tree_util", "numpy", "lax",

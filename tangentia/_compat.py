@@ -38,6 +38,11 @@ def block_until_ready(x):
     return x
 
 
+def effects_barrier():
+    """Wait until every pending effect (``debug.print``, callbacks) is done: effects
+    happen synchronously here, so there is nothing to wait for."""
+
+
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     """Arrays live in host memory: converts leaves to tangentia arrays (``numpy.ndarray``).
 

@@ -26,6 +26,7 @@ import warnings as _warnings
 import numpy as np
 
 from . import core
+from ._array import ArrayImpl
 from ._messages import fun_name as _fun_name
 from .core import Primitive
 from .numpy import take as _take
@@ -77,8 +78,14 @@ def _flatten_args(api, args, kwargs):
 # debug.print
 
 
+def _user_args(arrays, tree):
+    """The callback's (args, kwargs): tangentia arrays, as JAX hands its callbacks
+    JAX arrays."""
+    return tree_unflatten(tree, [np.asarray(a).view(ArrayImpl) for a in arrays])
+
+
 def _print_run(*arrays, fmt, tree):
-    args, kwargs = tree_unflatten(tree, list(arrays))
+    args, kwargs = _user_args(arrays, tree)
     _builtins.print(fmt.format(*args, **kwargs))
 
 
@@ -116,7 +123,7 @@ def print(fmt, *args, **kwargs):  # noqa: A001 - jax.debug.print's name
 
 
 def _callback_run(*arrays, callback, tree, ordered):
-    args, kwargs = tree_unflatten(tree, list(arrays))
+    args, kwargs = _user_args(arrays, tree)
     callback(*args, **kwargs)
 
 

@@ -65,3 +65,33 @@ def test_vmap_of_ordered_io_callback_raises():
     _, ys = lax.scan(lambda c, x: (c, io_callback(record, sd, x, ordered=True)), None,
                      np.array([5.0, 7.0]))
     assert np.array_equal(ys, [10.0, 14.0]) and calls == [1.0, 3.0, 5.0, 7.0]
+
+
+def _record_prints(capsys):
+    return capsys.readouterr().out.splitlines()
+
+
+def test_effects_in_branches_without_used_outputs_are_kept(capsys):
+    def f(p, x):
+        lax.cond(p, lambda v: tg.debug.print("yes {}", v),
+                 lambda v: tg.debug.print("no {}", v), x)
+        # the branch's result is unused; the print inside must still happen
+        lax.cond(p, lambda v: tg.debug.print("inner {}", v * 2) or v, lambda v: v, x)
+        return x + 1
+
+    assert f(True, 1.5) == 2.5
+    assert _record_prints(capsys) == ["yes 1.5", "inner 3.0"]
+    assert tg.jit(f)(False, 2.0) == 3.0
+    assert _record_prints(capsys) == ["no 2.0"]
+    assert "debug_print" in str(tg.make_jaxpr(f)(True, 1.0))
+
+
+def test_debug_callbacks_receive_tangentia_arrays(capsys):
+    seen = []
+    tg.jit(lambda x, y: tg.debug.callback(lambda a, b: seen.append((a, b)), x, {"k": y}))(
+        np.arange(2.0), np.ones(3, np.int32))
+    a, b = seen[0]
+    assert type(a) is ArrayImpl and type(b["k"]) is ArrayImpl and b["k"].dtype == np.int32
+    tg.debug.print("{x:.2f} {t}", x=np.float64(0.125), t={"w": np.zeros(1)})
+    assert _record_prints(capsys) == ["0.12 {'w': Array([0.])}"]
+    assert tg.effects_barrier() is None

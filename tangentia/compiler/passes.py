@@ -10,6 +10,7 @@ untouched: equations whose inputs change are new ``Eqn`` objects.
 from __future__ import annotations
 
 from ..core import Eqn, Var
+from ..interpreters.partial_eval import has_nested_effects
 
 __all__ = ["simplify"]
 
@@ -48,7 +49,8 @@ def simplify(jaxpr, dce=False):
         live = {a for a in outvars if type(a) is Var}
         kept = []
         for eqn in reversed(eqns):
-            if eqn.prim.has_effects or any(v in live for v in eqn.outputs):
+            if (eqn.prim.has_effects or any(v in live for v in eqn.outputs)
+                    or has_nested_effects(eqn)):
                 live.update(a for a in eqn.inputs if type(a) is Var)
                 kept.append(eqn)
         kept.reverse()

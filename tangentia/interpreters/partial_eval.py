@@ -134,8 +134,21 @@ class LinearBuilder(JaxprBuilder):
         return super().build(in_tracers, outs, trace)
 
 
+def has_nested_effects(eqn):
+    """Whether a program that ``eqn`` carries (a branch, a loop body) has an
+    equation with effects (``debug.print`` in a ``cond`` branch)."""
+    for p in eqn.params.values():
+        for q in (p if isinstance(p, (tuple, list)) else (p,)):
+            eqns = getattr(getattr(q, "jaxpr", q), "eqns", None)
+            if eqns is not None and any(e.prim.has_effects or has_nested_effects(e)
+                                        for e in eqns):
+                return True
+    return False
+
+
 def _dce(eqns, outvars):
-    """Drop equations whose outputs are unused; returns (eqns, live variables)."""
+    """Drop equations whose outputs are unused (unless they or the programs
+    they carry have effects); returns (eqns, live variables)."""
     live = {v for v in outvars if type(v) is Var}
     add = live.add
     kept = []
@@ -144,9 +157,9 @@ def _dce(eqns, outvars):
         if e.prim.has_effects:
             pass
         elif len(outs) == 1:
-            if outs[0] not in live:
+            if outs[0] not in live and not has_nested_effects(e):
                 continue
-        elif not any(o in live for o in outs):
+        elif not any(o in live for o in outs) and not has_nested_effects(e):
             continue
         kept.append(e)
         for a in e.inputs:
