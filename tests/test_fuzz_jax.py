@@ -40,6 +40,8 @@ settings.register_profile(
     "fuzz", max_examples=int(os.environ.get("TANGENTIA_FUZZ_EXAMPLES", "25")), deadline=None,
     derandomize=True, suppress_health_check=list(HealthCheck), database=None)
 FUZZ = settings.get_profile("fuzz")
+# control flow compiles a JAX program per example (~0.7 s): a fifth of the examples
+FUZZ_SLOW = settings(FUZZ, max_examples=max(4, FUZZ.max_examples // 5))
 
 
 # ---------------------------------------------------------------------------
@@ -485,3 +487,90 @@ def test_vmap_in_axes(x, y, in_axes, out_axes, name):
     theirs = _run(jax.vmap(fn(jnp), in_axes=in_axes, out_axes=out_axes), x,
                   y if in_axes[1] is None else y[:2] if in_axes[0] in (0, None) else y)
     check(f"vmap {name} {in_axes} {out_axes}", ours, theirs)
+
+
+# ---------------------------------------------------------------------------
+# lax: elementwise and structural ops with JAX's conventions; control flow with random bodies
+
+_LAX_UNARY = ["abs", "neg", "sign", "floor", "ceil", "round", "exp", "log", "log1p", "expm1",
+              "sin", "cos", "tan", "tanh", "sqrt", "rsqrt", "cbrt", "logistic", "erf", "erfc",
+              "lgamma", "digamma", "erf_inv", "is_finite", "square", "integer_pow", "exp2"]
+_LAX_BINARY = ["add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter",
+               "eq", "ne", "lt", "le", "gt", "ge"]
+
+
+@FUZZ
+@given(name=st.sampled_from(_LAX_UNARY + _LAX_BINARY),
+       x=arrays([np.float64], shape=(4,)), y=arrays([np.float64], shape=(4,)))
+@example(name="rem", x=np.array([-7.0, 7.0, -0.0, 5.5]), y=np.array([3.0, -3.0, 2.0, np.inf]))
+def test_lax_elementwise(name, x, y):
+    """lax's elementwise ops take same-dtype operands and keep their dtype (rem is C's fmod:
+    the sign of x, as JAX's)."""
+    args = (x,) if name in _LAX_UNARY else (x, y)
+    kw = {"y": 3} if name == "integer_pow" else {}
+    check(f"lax.{name}", _run(getattr(tlax, name), *args, **kw),
+          _run(getattr(jlax, name), *args, **kw))
+
+
+@FUZZ_SLOW
+@given(x=arrays([np.float64], shape=(3,), pool=_SMALL), n=st.integers(0, 4),
+       ops=st.lists(st.sampled_from(["sin", "mul", "add", "max", "where"]), min_size=1,
+                    max_size=3))
+def test_lax_control_flow(x, n, ops):
+    """scan / fori_loop / while_loop / cond / switch with random small bodies equal JAX's
+    (values and, for scan and fori_loop, gradients)."""
+    def body(np_, c):
+        for op in ops:
+            c = {"sin": lambda v: np_.sin(v), "mul": lambda v: v * 0.5,
+                 "add": lambda v: v + 1.0, "max": lambda v: np_.maximum(v, -v),
+                 "where": lambda v: np_.where(v > 0, v, 0.1 * v)}[op](c)
+        return c
+
+    def programs(lax_, np_):
+        return {
+            "scan": lambda v: lax_.scan(lambda c, _: (body(np_, c), c.sum()), v, None,
+                                        length=n),
+            "fori": lambda v: lax_.fori_loop(0, n, lambda i, c: body(np_, c) + i, v),
+            "while": lambda v: lax_.while_loop(lambda c: c[1] < n,
+                                               lambda c: (body(np_, c[0]), c[1] + 1), (v, 0))[0],
+            "cond": lambda v: lax_.cond(n % 2 == 0, lambda u: body(np_, u), lambda u: -u, v),
+            "switch": lambda v: lax_.switch(n, [lambda u: u, lambda u: body(np_, u),
+                                                lambda u: u * 2.0], v),
+        }
+    ours, theirs = programs(tlax, tnp), programs(jlax, jnp)
+    for k in ours:
+        check(f"{k} {ops} n={n}", _run(ours[k], x), _run(theirs[k], x))
+        check(f"jit {k}", _run(tg.jit(ours[k]), x), _run(theirs[k], x))
+    if np.isfinite(x).all():
+        for k in ("scan", "fori"):
+            def loss(fs, v, k=k):
+                out = fs[k](v)
+                return (out[0] if isinstance(out, tuple) else out).sum()
+            check(f"grad {k} {ops}", _finite(_run(tg.grad(lambda v: loss(ours, v)), x)),
+                  _finite(jax.grad(lambda v: loss(theirs, v))(x)))
+
+
+# ---------------------------------------------------------------------------
+# errors: JAX's exception type, our message beginning with JAX's wording
+
+# Known differences not listed: shape mismatches of concatenate and broadcasting raise NumPy's
+# ValueError (JAX: TypeError), an unknown pad mode ValueError (JAX: NotImplementedError).
+_ERRORS = [
+    ("sum with a bad axis", lambda np_: np_.sum(np.ones((2, 3)), axis=2)),
+    ("moveaxis out of range", lambda np_: np_.moveaxis(np.ones((2, 3)), 3, 0)),  # was wrapped
+    ("squeeze of a non-unit axis", lambda np_: np_.squeeze(np.ones((2, 3)), axis=0)),
+    ("reshape to a wrong size", lambda np_: np_.reshape(np.ones(6), (4, -1))),
+    ("stack mismatch", lambda np_: np_.stack([np.ones(2), np.ones(3)])),
+    ("split unequally", lambda np_: np_.split(np.ones(5), 2)),
+    ("matmul mismatch", lambda np_: np_.matmul(np.ones((2, 3)), np.ones((2, 3)))),
+    ("take with a bad mode", lambda np_: np_.take(np.ones(3), np.array([0]), mode="bogus")),
+    ("hypot of complex", lambda np_: np_.hypot(np.ones(2) * 1j, 1.0)),
+    ("unique of empty with size", lambda np_: np_.unique(np.ones(0), size=2)),
+]
+
+
+@pytest.mark.parametrize("what, f", _ERRORS, ids=[e[0] for e in _ERRORS])
+def test_errors_match_jax(what, f):
+    ours, theirs = _run(f, tnp), _run(f, jnp)
+    assert isinstance(theirs, Exception), f"JAX accepts {what}"
+    assert isinstance(ours, type(theirs)), (what, ours, theirs)

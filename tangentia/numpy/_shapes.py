@@ -12,7 +12,7 @@ from ..interpreters.base_ops import static_shape
 from ..primitives import indexing as _I
 from ..primitives import structural as _S
 from ._conversion import _in, _stack, asarray, astype
-from ._util import _aval, _axes, _is_tracer
+from ._util import _aval, _axes, _axis, _is_tracer
 
 
 # ---------------------------------------------------------------------------
@@ -125,8 +125,8 @@ def moveaxis(a, source, destination):
     dst = [destination] if isinstance(destination, int) else list(destination)
     if len(src) != len(dst):
         raise ValueError("moveaxis: source and destination must have the same number of elements")
-    src = [s % nd for s in src]
-    dst = [d % nd for d in dst]
+    src = [_axis(s, a, "moveaxis") for s in src]
+    dst = [_axis(d, a, "moveaxis") for d in dst]
     order = [i for i in range(nd) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
