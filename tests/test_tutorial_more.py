@@ -1,6 +1,8 @@
 """Behaviour found by running more of JAX's tutorials (convolutions, external
 callbacks, MAML, score matching, primitives, debugging, FAQ) unchanged on
 tangentia: each test pins one difference that was fixed."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -95,3 +97,15 @@ def test_debug_callbacks_receive_tangentia_arrays(capsys):
     tg.debug.print("{x:.2f} {t}", x=np.float64(0.125), t={"w": np.zeros(1)})
     assert _record_prints(capsys) == ["0.12 {'w': Array([0.])}"]
     assert tg.effects_barrier() is None
+
+
+def test_numba_compiles_a_cond_branch_that_emits_nothing(capsys):
+    def g(p, x):
+        lax.cond(p, lambda v: tg.debug.print("t {}", v), lambda v: None, x)
+        return x * 2
+
+    f = tg.jit(g, backend="numba")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to the NumPy backend
+        assert f(True, 1.0) == 2.0 and f(False, 3.0) == 6.0
+    assert _record_prints(capsys)[-1:] == ["t 1.0"]

@@ -865,6 +865,7 @@ def _cond(g, eqn, ins):
         else:
             g.emit("else:")
         g.push()
+        g.emit("pass")  # a branch may emit nothing (no outputs, no effects)
         g.assign_all(names, g.call_jaxpr(br, ops))
         g.pop()
     return [g.from_names(n, a) for n, a in zip(names, avals)]
