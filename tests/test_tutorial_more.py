@@ -31,18 +31,6 @@ def test_augmented_assignment_makes_a_new_promoted_array():
     assert np.array_equal(c, [0, 6, 2, 3])
 
 
-def test_conv_general_dilated_refuses_mixed_dtypes():
-    lhs = np.arange(16.0, dtype=np.float32).reshape(1, 1, 4, 4)
-    rhs = np.ones((1, 1, 2, 2))
-    with pytest.raises(TypeError, match="^lax.conv_general_dilated requires arguments to have "
-                                        "the same dtypes, got float32, float64"):
-        lax.conv_general_dilated(lhs, rhs, (1, 1), "VALID")
-    with pytest.raises(TypeError, match="same dtypes"):
-        lax.conv(lhs, rhs, (1, 1), "SAME")
-    out = lax.conv(lhs, rhs.astype(np.float32), (1, 1), "VALID")
-    assert out.dtype == np.float32 and out[0, 0, 0, 0] == 0 + 1 + 4 + 5
-
-
 def test_eager_callbacks_return_tangentia_arrays():
     sd = tg.ShapeDtypeStruct((3,), np.float64)
     out = tg.pure_callback(np.cos, sd, np.array([0.0, np.pi, 2 * np.pi]))

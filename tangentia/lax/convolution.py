@@ -102,9 +102,6 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     lhs = lhs if isinstance(lhs, core.Tracer) else np.asarray(lhs)
     rhs = rhs if isinstance(rhs, core.Tracer) else np.asarray(rhs)
     ls, rs = _aval(lhs).shape, _aval(rhs).shape
-    if _aval(lhs).dtype != _aval(rhs).dtype:  # lax does not promote (JAX's TypeError)
-        raise TypeError(f"lax.conv_general_dilated requires arguments to have the same dtypes, "
-                        f"got {_aval(lhs).dtype}, {_aval(rhs).dtype}.")
     dnums = conv_dimension_numbers(ls, rs, dimension_numbers)
     nsp = len(ls) - 2
     window_strides = tuple(int(s) for s in window_strides)
