@@ -58,6 +58,22 @@ sub = _same_dtypes("sub", E.sub, "jnp.subtract")
 mul = _same_dtypes("mul", E.mul, "jnp.multiply")
 div = _same_dtypes("div", E.div, "jnp.divide")
 rem = _same_dtypes("rem", NE.fmod)  # C's remainder (the sign of x), as JAX's lax.rem
+del rem.__wrapped__  # lax.rem(x, y), as JAX names them: not fmod's (x1, x2)
+rem.__doc__ = """Elementwise C-style remainder (``jax.lax.rem``): ``x - y * trunc(x / y)``,
+with the sign of ``x`` (NumPy's ``fmod``), exact for floats.
+
+Args:
+  x: an array or scalar (the dividend).
+  y: an array or scalar of ``x``'s dtype (the divisor).
+
+Returns:
+  An array of the inputs' broadcast shape and dtype.
+
+Example:
+  >>> from tangentia import lax
+  >>> lax.rem(-7.0, 3.0)
+  Array(-1.)
+"""
 max = _same_dtypes("max", E.maximum, "jnp.maximum")  # noqa: A001 - JAX's names
 min = _same_dtypes("min", E.minimum, "jnp.minimum")  # noqa: A001
 atan2 = _same_dtypes("atan2", E.arctan2, "jnp.arctan2")
