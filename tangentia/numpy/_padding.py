@@ -133,8 +133,9 @@ def pad(array, pad_width, mode="constant", **kwargs):
     if callable(mode):
         raise NotImplementedError("pad: a function as argument 'mode' is not supported")
     if mode not in _PAD_KWARGS:
-        raise ValueError(f"pad: unknown mode {mode!r} for argument 'mode'; expected one of "
-                         f"{', '.join(repr(m) for m in _PAD_KWARGS)}")
+        raise NotImplementedError(
+            f"Unimplemented padding mode {mode!r} for np.pad. (pad: argument 'mode' must be one "
+            f"of {', '.join(repr(m) for m in _PAD_KWARGS)})")
     bad = sorted(set(kwargs) - set(_PAD_KWARGS[mode]))
     if bad:
         raise ValueError(f"pad: unsupported keyword arguments for mode {mode!r}: "

@@ -24,17 +24,35 @@ from .indexing import static_slice
 # concatenate
 
 concatenate_p = Primitive("concatenate")
-concatenate_p.impl = lambda *xs, axis: np.concatenate(xs, axis)
+
+
+def _check_concatenate_shapes(shapes, axis):
+    """JAX's TypeError for arrays that cannot be joined along ``axis``."""
+    first = shapes[0]
+    listed = ", ".join(str(tuple(s)) for s in shapes)
+    if any(len(s) != len(first) for s in shapes):
+        raise TypeError("Cannot concatenate arrays with different numbers of dimensions: got "
+                        f"{listed}. (concatenate: every array needs {len(first)} dimensions)")
+    if any(a != b for s in shapes for j, (a, b) in enumerate(zip(s, first)) if j != axis):
+        raise TypeError("Cannot concatenate arrays with shapes that differ in dimensions other "
+                        f"than the one being concatenated: concatenating along dimension {axis} "
+                        f"for shapes {listed}.")
+
+
+def _concatenate_impl(*xs, axis):
+    try:
+        return np.concatenate(xs, axis)
+    except ValueError:
+        _check_concatenate_shapes([np.shape(x) for x in xs], axis)
+        raise
+
+
+concatenate_p.impl = _concatenate_impl
 
 
 def _concatenate_abstract_eval(*xs, axis):
+    _check_concatenate_shapes([x.shape for x in xs], axis)
     first = xs[0]
-    for i, x in enumerate(xs):
-        if x.ndim != first.ndim or any(a != b for j, (a, b) in enumerate(zip(x.shape, first.shape))
-                                       if j != axis):
-            raise ValueError(
-                f"concatenate: all arrays must have the same shape except along axis {axis}; "
-                f"got shapes {[tuple(y.shape) for y in xs]}")
     shape = list(first.shape)
     shape[axis] = sum(x.shape[axis] for x in xs)
     dtype, weak = dtypes.result_type(*[(x.dtype, x.weak_type) for x in xs])
