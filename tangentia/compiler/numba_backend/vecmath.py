@@ -156,8 +156,7 @@ def _reduce(f, xc, coeffs):
     nk = b.fneg(kd)
     rh = f.fma(nk, _const(_LN2_HI), xc)        # exact (|rh| < 1/2, a multiple of 2^-54)
     rl = b.fmul(nk, _const(_LN2_LO))
-    r = b.fadd(rh, rl)
-    r_err = b.fadd(b.fsub(rh, r), rl)          # rh + rl == r + r_err (|rh| >= |rl|)
+    r, r_err = f.fast_two_sum(rh, rl)          # rh + rl == r + r_err (|rh| >= |rl|)
     q = _const(coeffs[-1])
     for c in reversed(coeffs[:-1]):
         q = f.fma(q, r, _const(c))
@@ -175,8 +174,8 @@ def _exp_ir(f, x):
     b = f.b
     kd, r, r_err, q = _reduce(f, _clamp(f, x, _X_MIN, _X_MAX), _EXP_Q)
     # 1 + r + r^2 q + r_err exp(r), with the rounding error of 1 + r carried in lo
-    hi = b.fadd(_const(1.0), r)
-    lo = f.fma(r_err, hi, b.fadd(b.fsub(_const(1.0), hi), r))
+    hi, lo = f.fast_two_sum(_const(1.0), r)
+    lo = f.fma(r_err, hi, lo)
     p = b.fadd(hi, f.fma(b.fmul(r, r), q, lo))
     k = b.fptosi(kd, _I64)
     k1 = b.ashr(k, ir.Constant(_I64, 1))
@@ -277,9 +276,7 @@ def _log1p_ir(f, x):
     """The IR of ``log1p`` of the double ``x``: ``log(u) + c/u`` for ``u + c == 1 + x``
     (``u`` rounded, ``c`` its exact error), ``x`` itself where ``|x| < 2^-54``."""
     b = f.b
-    u = b.fadd(_const(1.0), x)
-    v = b.fsub(u, _const(1.0))
-    c = b.fadd(b.fsub(_const(1.0), b.fsub(u, v)), b.fsub(x, v))       # (Knuth's TwoSum)
+    u, c = f.two_sum(_const(1.0), x)
     y = _log_ir(f, u, b.fdiv(c, u))
     y = f.select(f.lt(f.fabs(x), _const(2.0 ** -54)), x, y)           # (keeps -0.0)
     y = f.select(b.fcmp_ordered("==", x, _const(math.inf)), x, y)
