@@ -275,6 +275,8 @@ _vsin = _unary(_sin_ir)
 _vsin.__doc__ = "NumPy's sin of a float32/float64 scalar, branch-free but for |x| > 2^40 (vectorizable)."
 _vcos = _unary(_cos_ir)
 _vcos.__doc__ = "NumPy's cos of a float32/float64 scalar, branch-free but for |x| > 2^40 (vectorizable)."
+
+
 def _scalar_ir(name):
     """``_trig_ir`` for one scalar, out of line: ``|x| < 0.78`` (where ``k = 0``
     and ``_reduce`` returns ``(x, 0)``) branches straight to the kernel, the same
