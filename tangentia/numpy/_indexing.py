@@ -393,11 +393,8 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     valid = _E.and_p.bind(_E.ge(idx, 0), _E.lt(idx, n))
     got = _I.getitem(a, spec, (_E.select(valid, idx, 0),))
     dt = _aval(a).dtype
-    if fill_value is None:
-        fill_value = (_np.nan if dt.kind in "fc" else True if dt.kind == "b"
-                      else _np.iinfo(dt).min if dt.kind == "i" else _np.iinfo(dt).max)
     valid = reshape(valid, (1,) * axis + shape(idx) + (1,) * (nd - axis - 1))
-    return _E.select(valid, got, _np.asarray(fill_value, dt))
+    return _E.select(valid, got, _np.asarray(_fill_value(dt, fill_value), dt))
 
 
 def take_along_axis(arr, indices, axis):
