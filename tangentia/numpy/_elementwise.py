@@ -63,13 +63,17 @@ copysign = _M.copysign
 # Arithmetic compositions
 
 
+def _ufunc_dtype(ufunc, *xs):
+    """The dtype of NumPy's ``ufunc`` applied to ``xs`` (weakly typed ones as Python scalars)."""
+    return _E.ufunc_result(ufunc, tuple((a.dtype, a.weak_type) for a in map(_aval, xs)))[0]
+
+
 def _ufunc_inexact(x, ufunc):
     """``x`` cast to the floating dtype NumPy's ``ufunc`` computes an integer or boolean ``x`` in
     (``int8`` and ``bool`` -> ``float16``, wider integers -> ``float64``); inexact ``x`` as is."""
-    aval = _aval(x)
-    if aval.dtype.kind in "fc":
+    if _aval(x).dtype.kind in "fc":
         return x
-    return astype(x, _E.ufunc_result(ufunc, ((aval.dtype, aval.weak_type),))[0])
+    return astype(x, _ufunc_dtype(ufunc, x))
 
 
 def fabs(x):
@@ -137,11 +141,10 @@ def logaddexp2(x1, x2):
 def hypot(x, y):
     """Elementwise ``sqrt(x**2 + y**2)``, without overflow or underflow (scaled by the larger
     magnitude; infinite where either is, even NaN), in NumPy's floating dtype."""
-    a1, a2 = _aval(x), _aval(y)
-    if "c" in (a1.dtype.kind, a2.dtype.kind):
+    if "c" in (_aval(x).dtype.kind, _aval(y).dtype.kind):
         raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please convert "
                          "to real values first, such as by using abs(x)")
-    dt, _ = _E.ufunc_result(_np.hypot, ((a1.dtype, a1.weak_type), (a2.dtype, a2.weak_type)))
+    dt = _ufunc_dtype(_np.hypot, x, y)
     x, y = _E.abs(astype(x, dt)), _E.abs(astype(y, dt))
     hi, lo = _E.maximum(x, y), _E.minimum(x, y)
     ratio = _E.div(lo, where(_E.eq(hi, 0), 1.0, hi))
@@ -235,8 +238,7 @@ def fmin(x1, x2):
 
 def heaviside(x1, x2):
     """Heaviside step function: 0 for x1 < 0, ``x2`` at 0, 1 for x1 > 0."""
-    a1, a2 = _aval(x1), _aval(x2)
-    dt, _ = _E.ufunc_result(_np.heaviside, ((a1.dtype, a1.weak_type), (a2.dtype, a2.weak_type)))
+    dt = _ufunc_dtype(_np.heaviside, x1, x2)
     return astype(where(_E.gt(x1, 0), 1.0, where(_E.lt(x1, 0), 0.0, x2)), dt)
 
 
