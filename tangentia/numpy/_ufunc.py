@@ -314,14 +314,6 @@ def frompyfunc(func, /, nin, nout, *, identity=None):
 # tangentia.numpy's own ufuncs
 
 
-def _reduce_sum(a, axis, dtype, keepdims, initial, where):
-    return sum(a, axis, dtype, keepdims, initial, where)
-
-
-def _reduce_prod(a, axis, dtype, keepdims, initial, where):
-    return prod(a, axis, dtype, keepdims, initial, where)
-
-
 def _extremum(reduction, accumulation, method):
     """``(reduce, accumulate, at)`` of maximum or minimum."""
     def reduce(a, axis, dtype, keepdims, initial, where):
@@ -334,28 +326,25 @@ def _extremum(reduction, accumulation, method):
     return reduce, accumulate, lambda a, idx, b: getattr(_at(a)[idx], method)(b)
 
 
-def _logical_reduction(reduction):
+def _logical_reduction(reduction, combine):
     def reduce(a, axis, dtype, keepdims, initial, where):
         out = reduction(a, axis, keepdims, where=where)
         if initial is not None:
-            out = _LOGICAL[reduction](out, asarray(initial, bool))
+            out = combine(out, asarray(initial, bool))
         return out if dtype is None else astype(out, dtype)
     return reduce
 
 
-_LOGICAL = {all: logical_and, any: logical_or}
 _MAX = _extremum(max, cummax, "max")
 _MIN = _extremum(min, cummin, "min")
 
 _UFUNCS = [  # (name, function, nin, identity, reduce, accumulate, at)
-    ("add", add, 2, 0, _reduce_sum, lambda a, axis, dtype: cumsum(a, axis, dtype),
-     lambda a, idx, b: _at(a)[idx].add(b)),
-    ("multiply", multiply, 2, 1, _reduce_prod, lambda a, axis, dtype: cumprod(a, axis, dtype),
-     lambda a, idx, b: _at(a)[idx].multiply(b)),
+    ("add", add, 2, 0, sum, cumsum, lambda a, idx, b: _at(a)[idx].add(b)),
+    ("multiply", multiply, 2, 1, prod, cumprod, lambda a, idx, b: _at(a)[idx].multiply(b)),
     ("maximum", maximum, 2, None, *_MAX),
     ("minimum", minimum, 2, None, *_MIN),
-    ("logical_and", logical_and, 2, True, _logical_reduction(all), None, None),
-    ("logical_or", logical_or, 2, False, _logical_reduction(any), None, None),
+    ("logical_and", logical_and, 2, True, _logical_reduction(all, logical_and), None, None),
+    ("logical_or", logical_or, 2, False, _logical_reduction(any, logical_or), None, None),
     ("subtract", subtract, 2, None, None, None,
      lambda a, idx, b: _at(a)[idx].add(negative(b))),
     ("logical_xor", logical_xor, 2, False, None, None, None),
