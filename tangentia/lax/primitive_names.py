@@ -117,26 +117,14 @@ def _gather(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sor
                       mode=_mode(mode), fill_value=fill_value)
 
 
-def _reduce_window(computation, init):
+def _reduce_window(computation, monoid):
+    """JAX's ``reduce_window_<monoid>``: the window reduction from the monoid's identity."""
     def bind(operand, *, window_dimensions, window_strides, padding, base_dilation,
              window_dilation):
-        return _win.reduce_window(operand, init(operand), computation, window_dimensions,
+        init = _win._identity(monoid, core.get_aval(operand).dtype)
+        return _win.reduce_window(operand, init, computation, window_dimensions,
                                   window_strides, padding, base_dilation, window_dilation)
     return bind
-
-
-def _zero(x):
-    return np.zeros((), core.get_aval(x).dtype)
-
-
-def _lowest(x):
-    dtype = np.dtype(core.get_aval(x).dtype)
-    return np.array(-np.inf if dtype.kind in "fc" else np.iinfo(dtype).min, dtype)
-
-
-def _highest(x):
-    dtype = np.dtype(core.get_aval(x).dtype)
-    return np.array(np.inf if dtype.kind in "fc" else np.iinfo(dtype).max, dtype)
 
 
 def _copy(x):
@@ -244,9 +232,9 @@ _ADAPTED = {   # JAX's name: bind(JAX's operands, **JAX's params) over our opera
     "scatter-mul": (_scatter(_sl.scatter_mul), False),
     "scatter-min": (_scatter(_sl.scatter_min), False),
     "scatter-max": (_scatter(_sl.scatter_max), False),
-    "reduce_window_sum": (_reduce_window(_E.add, _zero), False),
-    "reduce_window_max": (_reduce_window(_E.maximum, _lowest), False),
-    "reduce_window_min": (_reduce_window(_E.minimum, _highest), False),
+    "reduce_window_sum": (_reduce_window(_E.add, "add"), False),
+    "reduce_window_max": (_reduce_window(_E.maximum, "max"), False),
+    "reduce_window_min": (_reduce_window(_E.minimum, "min"), False),
     "psum": (_psum_like(_col.psum), True), "pmax": (_psum_like(_col.pmax), True),
     "pmin": (_psum_like(_col.pmin), True),
     "axis_index": (lambda *, axis_name: _col.axis_index(axis_name), False),
