@@ -4,9 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ... import numpy as tnp
+from ...nn import log1mexp
 from ._util import NEG_INF, promote, safe
-
-_LOG2 = float(np.log(2.0))
 
 
 def _y(fname, x, loc, scale, argname="x"):
@@ -31,13 +30,8 @@ def cdf(x, loc=0, scale=1):
 
 
 def logcdf(x, loc=0, scale=1):
-    # log(1 - e^-y): log(-expm1(-y)) for small y, log1p(-e^-y) for large y.
     y, neg, _ = _y("logcdf", x, loc, scale)
-    small = y < _LOG2
-    ys = safe(small, y, 1.0)
-    yl = safe(small, 1.0, y)
-    out = tnp.where(small, tnp.log(-tnp.expm1(-ys)), tnp.log1p(-tnp.exp(-yl)))
-    return tnp.where(neg, NEG_INF, out)
+    return tnp.where(neg, NEG_INF, log1mexp(y))
 
 
 def sf(x, loc=0, scale=1):

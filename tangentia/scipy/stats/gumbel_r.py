@@ -6,12 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ... import numpy as tnp
+from ...nn import log1mexp
 from ._util import promote, safe
-
-
-def _log1mexp(x):
-    """``log(1 - exp(-x))`` for ``x >= 0``, accurate for small and large ``x``."""
-    return tnp.where(x < np.log(2.0), tnp.log(-tnp.expm1(-x)), tnp.log1p(-tnp.exp(-x)))
 
 
 def _standard(fname, x, loc, scale):
@@ -28,7 +24,7 @@ def _logcdf(z, scale):
 
 
 def _logsf(z, scale):
-    return tnp.where(scale > 0, _log1mexp(tnp.exp(-z)), np.nan)
+    return tnp.where(scale > 0, log1mexp(tnp.exp(-z)), np.nan)
 
 
 def logpdf(x, loc=0, scale=1):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import numpy as tnp
+from ...nn import log1mexp
 from .. import special as sp
 from . import norm
 from ._util import NEG_INF, promote, safe
@@ -15,8 +16,7 @@ from ._util import NEG_INF, promote, safe
 def _log_diff(x, y):
     """``log(exp(x) - exp(y))`` for ``x >= y``."""
     d = tnp.where(x == NEG_INF, 1.0, x - y)
-    out = x + tnp.where(d < np.log(2.0), tnp.log(-tnp.expm1(-d)), tnp.log1p(-tnp.exp(-d)))
-    return tnp.where(x == NEG_INF, NEG_INF, out)
+    return tnp.where(x == NEG_INF, NEG_INF, x + log1mexp(d))
 
 
 def _log_gauss_mass(a, b):
