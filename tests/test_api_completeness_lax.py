@@ -61,6 +61,7 @@ CASES = [
     (lambda x, y: x / y, (X, Y)), (JL.neg, (X,)), (JL.sign, (X - 0.5,)), (JL.floor, (X,)),
     (JL.ceil, (X,)), (JL.round, (X * 4,)), (JL.eq, (X, Y)), (JL.ne, (X, Y)), (JL.lt, (X, Y)),
     (JL.le, (X, Y)), (JL.gt, (X, Y)), (JL.ge, (X, Y)), (JL.atan2, (X, Y)), (JL.rem, (X, Y)),
+    (JL.rem, (X - 0.5, Y - 0.5)),   # mixed signs: C's remainder, not NumPy's floor remainder
     (JL.pow, (X, Y)), (JL.nextafter, (X, Y)), (JL.complex, (X, Y)), (JL.real, (X + 1j * Y,)),
     (JL.imag, (X + 1j * Y,)), (JL.conj, (X + 1j * Y,)), (JL.abs, (X - 0.5,)), (JL.acos, (X,)),
     (JL.asin, (X,)), (JL.atan, (X,)), (JL.acosh, (X + 1,)), (JL.asinh, (X,)), (JL.atanh, (X,)),

@@ -156,7 +156,7 @@ _SAME = {   # JAX's name: our primitive, operands and parameters alike
     "div": _E.div_p, "eq": _E.eq_p, "floor": _E.floor_p, "ge": _E.ge_p, "gt": _E.gt_p,
     "imag": _E.imag_p, "integer_pow": _E.integer_pow_p, "le": _E.le_p, "lt": _E.lt_p,
     "max": _E.maximum_p, "min": _E.minimum_p, "ne": _E.ne_p, "neg": _E.neg_p,
-    "pow": _E.pow_p, "real": _E.real_p, "rem": _E.rem_p, "sign": _E.sign_p, "sinh": _E.sinh_p,
+    "pow": _E.pow_p, "real": _E.real_p, "sign": _E.sign_p, "sinh": _E.sinh_p,
     "sub": _E.sub_p, "and": _E.bitwise_and_p, "or": _E.bitwise_or_p, "xor": _E.bitwise_xor_p,
     "not": _E.bitwise_not_p, "is_finite": _E.isfinite_p, "nextafter": _misc.nextafter_p,
     "digamma": _sp.digamma_p, "lgamma": _sp.lgamma_p, "erf": _sp.erf_p, "erfc": _sp.erfc_p,
@@ -184,6 +184,7 @@ _ADAPTED = {   # JAX's name: bind(JAX's operands, **JAX's params) over our opera
     # compositions of ours, or our primitives with other parameters
     "exp2": (_unary(_num.exp2), False), "rsqrt": (_unary(_ops.rsqrt), False),
     "logistic": (_unary(_ops.logistic), False), "square": (_unary(_ops.square), False),
+    "rem": (_num.rem, False),   # C's remainder (sign of x); our rem_p is NumPy's floor remainder
     "clz": (_unary(_num.clz), False), "population_count": (_unary(_num.population_count), False),
     "copy": (_unary(_copy), False),
     "round": (lambda x, *, rounding_method: _num.round(x, rounding_method), False),
