@@ -10,7 +10,7 @@ untouched: equations whose inputs change are new ``Eqn`` objects.
 from __future__ import annotations
 
 from ..core import Eqn, Var
-from ..interpreters.partial_eval import has_nested_effects
+from ..interpreters.partial_eval import _dce   # (tracing's DCE: effects, nested ones too)
 
 __all__ = ["simplify"]
 
@@ -46,13 +46,5 @@ def simplify(jaxpr, dce=False):
                     if any(a is not b for a, b in zip(ins, eqn.inputs)) else eqn)
     outvars = [subst.get(a, a) if type(a) is Var else a for a in jaxpr.outvars]
     if dce:
-        live = {a for a in outvars if type(a) is Var}
-        kept = []
-        for eqn in reversed(eqns):
-            if (eqn.prim.has_effects or any(v in live for v in eqn.outputs)
-                    or has_nested_effects(eqn)):
-                live.update(a for a in eqn.inputs if type(a) is Var)
-                kept.append(eqn)
-        kept.reverse()
-        eqns = kept
+        eqns, _ = _dce(eqns, outvars)
     return eqns, outvars
