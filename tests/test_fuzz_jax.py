@@ -489,10 +489,10 @@ def test_vmap_in_axes(x, y, in_axes, out_axes, name):
         return getattr(np_, name)
     if in_axes[0] is None:
         x = x[0]
-    ours = _run(tg.vmap(fn(tnp), in_axes=in_axes, out_axes=out_axes), x,
-                y if in_axes[1] is None else y[:2] if in_axes[0] in (0, None) else y)
-    theirs = _run(jax.vmap(fn(jnp), in_axes=in_axes, out_axes=out_axes), x,
-                  y if in_axes[1] is None else y[:2] if in_axes[0] in (0, None) else y)
+    if in_axes[1] is not None and in_axes[0] in (0, None):
+        y = y[:2]
+    ours = _run(tg.vmap(fn(tnp), in_axes=in_axes, out_axes=out_axes), x, y)
+    theirs = _run(jax.vmap(fn(jnp), in_axes=in_axes, out_axes=out_axes), x, y)
     check(f"vmap {name} {in_axes} {out_axes}", ours, theirs)
 
 
