@@ -747,11 +747,12 @@ def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
             return local(*args, **kwargs)  # the local vmap raises its error
         size = sizes.pop()
         cl = _get_client(client, "vmap")
-        blob, digest = pickled()
-        head = specs.get((in_tree, tuple(dims)))
+        structure = (in_tree, tuple(dims))
+        head = specs.get(structure)
         if head is None:  # once per argument structure: the key and the pickled spec
-            layout = repr((in_tree, tuple(dims), out_axes))
-            head = specs.setdefault((in_tree, tuple(dims)), (
+            blob, digest = pickled()
+            layout = repr((*structure, out_axes))
+            head = specs.setdefault(structure, (
                 f"vmap-{digest}-{hashlib.sha256(layout.encode()).hexdigest()}",
                 _dumps((blob, in_tree, dims, out_axes))))
 
@@ -923,15 +924,18 @@ def value_and_grad(loss, argnums=0, has_aux=False, *, client=None):
                          "so they can only be taken with respect to params (0) or the "
                          "broadcast arguments (2, 3, ...)")
     pickled = _pickled_once(loss, "value_and_grad")
+    head = []  # (cache key, pickled spec), made at the first call
 
     @functools.wraps(loss, updated=())
     def distributed_value_and_grad(params, shards, *args):
         _check_not_traced(tree_flatten((params, args))[0], "value_and_grad", loss)
         cl = _get_client(client, "value_and_grad")
-        blob, digest = pickled()
+        if not head:  # at the first call: the cache key and the pickled spec
+            blob, digest = pickled()
+            head[:] = (f"value_and_grad-{digest}-{argnums!r}-{has_aux}",
+                       _dumps((blob, argnums, has_aux)))
+        key, spec = head
         payloads, treedef = _shard_payloads(cl, shards, loss)
-        key = f"value_and_grad-{digest}-{argnums!r}-{has_aux}"
-        spec = _dumps((blob, argnums, has_aux))
         param_leaves, params_tree = tree_flatten(params)
         ship_params = _ship_large(cl, param_leaves)
         ship_args = _ship_large(cl, list(args))
