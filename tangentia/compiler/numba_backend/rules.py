@@ -606,9 +606,8 @@ def _dot_general(g, eqn, ins):
     out = eqn.outputs[0].aval
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     dt = out.dtype
-    lf, rf, m, n, k, _ = _dot_dims(x.shape, y.shape, eqn.params["dimension_numbers"])
+    lf, rf, m, n, k, batch = _dot_dims(x.shape, y.shape, eqn.params["dimension_numbers"])
     csh = [x.shape[i] for i in lc]
-    bsh = [x.shape[i] for i in lb]
     nb, nlf = len(lb), len(lf)
 
     def indices(o_idx, c_idx):
@@ -641,8 +640,8 @@ def _dot_general(g, eqn, ins):
                 acc = t if acc is None else g.scalar(add(acc, t))
             elems.append(g.scalar(acc) if acc is not None else _lit(0, dt))
         return [SV(out.shape, dt, elems)]
-    if dt.kind in "fc" and m * n * k * max(1, _size(bsh)) >= BLAS_MIN_FLOPS and k > 1 and \
-            (_size(bsh) <= 1 or m * n * k >= BATCHED_BLAS_MIN):
+    if dt.kind in "fc" and m * n * k * max(1, batch) >= BLAS_MIN_FLOPS and k > 1 and \
+            (batch <= 1 or m * n * k >= BATCHED_BLAS_MIN):
         return [_dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k)]
     if k <= FUSED_DOT_K and type(x) is not LV and type(y) is not LV:
         # A short contraction (an outer product, ...) is an elementwise expression,
