@@ -266,6 +266,7 @@ def public(fn, module, name):
     eager = getattr(fn, "eager", None)
     enter = FPWarnings(eager.__name__ if isinstance(eager, np.ufunc) else name).enter
     reset = _EXTOBJ.reset
+    no_params = core._NO_PARAMS  # (shared, as ``fn`` binds with it: no dict per call)
     if prim is None or eager is None or hasattr(fn, "__wrapped__"):
         def twin(*args, **kwargs):
             if get() is not EVAL:  # the transformation's boundary redirects warnings
@@ -290,7 +291,7 @@ def public(fn, module, name):
             elif (t is _ndarray or t is ArrayImpl) and trace.eval_known:
                 out = eager(x if t is _ndarray else x.view(_ndarray))
             else:
-                out = trace.process_primitive(prim, (x,), {})
+                out = trace.process_primitive(prim, (x,), no_params)
                 return out if type(out) is not _ndarray else out.view(ArrayImpl)
             # ``fn``'s eager path, inlined (its results are arrays, never NumPy scalars)
             return (out if type(out) is _ndarray else _asarray(out)).view(ArrayImpl)
@@ -310,7 +311,7 @@ def public(fn, module, name):
                     and trace.eval_known):
                 return fn(x if tx is _ndarray else x.view(_ndarray),
                           y if ty is _ndarray else y.view(_ndarray)).view(ArrayImpl)
-            out = trace.process_primitive(prim, (x, y), {})
+            out = trace.process_primitive(prim, (x, y), no_params)
             return out if type(out) is not _ndarray else out.view(ArrayImpl)
     functools.update_wrapper(twin, fn)
     twin.__module__ = module
