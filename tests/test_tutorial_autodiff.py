@@ -221,10 +221,17 @@ def test_jit_trace_gives_the_staged_program_before_lowering():
     assert traced.out_info.shape == () and traced.out_info.dtype == np.float64
     np.testing.assert_allclose(traced.lower().compile()(2.0), 1.0 / (1.0 + np.exp(-2.0)),
                                rtol=1e-15)
-    # pytrees and static arguments
-    traced = tg.jit(lambda p, n: p["w"] * n, static_argnums=1).trace({"w": np.ones(3)}, 4)
+    # pytrees and static arguments; lower() reuses the staged program (f runs once)
+    calls = []
+
+    def scale(p, n):
+        calls.append(n)
+        return p["w"] * n
+
+    traced = tg.jit(scale, static_argnums=1).trace({"w": np.ones(3)}, 4)
     assert traced.out_info.shape == (3,) and traced.in_avals[0][0]["w"].shape == (3,)
     assert traced.lower().compile()({"w": np.arange(3.0)}).tolist() == [0.0, 4.0, 8.0]
+    assert calls == [4]
 
 
 def test_offloading_policies_save_on_a_cpu():

@@ -371,8 +371,13 @@ class _Jitted:
         dyn_args = tree_unflatten(in_tree, leaves)[0]
         jaxpr, consts, out_tree = _stage(self.fun, statics, in_tree, avals, "jit",
                                          _arg_leaf_names(self.fun, dyn_args))
-        return Traced(core.ClosedJaxpr(jaxpr, consts), in_tree, avals, out_tree,
-                      lambda: self.lower(*args, **kwargs), self.name)
+
+        def lower():  # the program ``lower`` would stage (f is not traced again)
+            return Lowered(pe.convert_constvars_to_invars(jaxpr), consts, in_tree, out_tree,
+                           get_backend(self.backend), self.name)
+
+        return Traced(core.ClosedJaxpr(jaxpr, consts), in_tree, avals, out_tree, lower,
+                      self.name)
 
     def _cache_size(self):
         return len(self.cache)
