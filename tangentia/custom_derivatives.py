@@ -1089,7 +1089,7 @@ def _linear_call_parts(fun, fun_transpose, res_leaves, res_tree, lin_tree):
         return leaves
 
     def bwd(*args):
-        cts = [np.zeros(c.aval.shape, c.aval.dtype) if type(c) is Zero else c for c in args[n:]]
+        cts = [ad.instantiate(c) for c in args[n:]]
         out = linear_call(fun_transpose, fun, tree_unflatten(res_tree, list(args[:n])),
                           tree_unflatten(out_trees[-1], cts))
         leaves, tree = tree_flatten(out)
