@@ -34,9 +34,8 @@ from . import random  # noqa: F401
 from . import tree  # noqa: F401
 from . import debug  # noqa: F401
 from . import _jaxpr_dot  # noqa: F401  (installs ClosedJaxpr.to_dot/show/_repr_svg_)
-from ._compat import effects_barrier  # noqa: F401
 from ._compat import (block_until_ready, config, default_backend, device_count, device_get,
-                      device_put, devices, local_device_count, local_devices)
+                      device_put, devices, effects_barrier, local_device_count, local_devices)
 from ._compat import (check_tracer_leaks, checking_leaks, clear_caches, debug_infs,  # noqa: F401
                       debug_key_reuse, default_device, default_matmul_precision, enable_checks,
                       enable_x64, float0, log_compiles, named_call, named_scope,
