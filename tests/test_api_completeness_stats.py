@@ -167,6 +167,8 @@ def test_gaussian_kde_matches_scipy(bw):
         _close(ours.logpdf(pts), theirs.logpdf(pts))
         _close(ours.integrate_gaussian(np.zeros(2), np.eye(2)),
                theirs.integrate_gaussian(np.zeros(2), np.eye(2)))
+        _close(ours.integrate_kde(T.gaussian_kde(pts)),
+               theirs.integrate_kde(ss.gaussian_kde(pts)))
 
 
 def test_gaussian_kde_matches_jax():

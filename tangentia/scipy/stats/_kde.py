@@ -117,14 +117,15 @@ class gaussian_kde:
         """The log of the estimated density at the points ``x``."""
         return special.logsumexp(self._log_terms(x), axis=1)
 
-    def _convolve(self, chol, norm, target, weights, mean):
-        diff = target - mean[:, None]
-        alpha = linalg.cho_solve(chol, diff)
-        return norm * tnp.sum(tnp.exp(-0.5 * tnp.sum(diff * alpha, axis=0)) * weights)
-
-    def _chol_norm(self, cov):
+    def _convolve(self, cov, target, weights, means):
+        """``(k,)``: for each column of ``means`` (``(d, k)``), the sum of ``weights`` times
+        the Gaussian density of covariance ``self.covariance + cov`` at ``target - mean``
+        (``target``: ``(d, n)`` points), all columns in one triangular solve."""
         chol = linalg.cho_factor(self.covariance + cov)
-        return chol, 1.0 / (np.sqrt(2 * np.pi) ** self.d * tnp.prod(tnp.diag(chol[0])))
+        norm = 1.0 / (np.sqrt(2 * np.pi) ** self.d * tnp.prod(tnp.diag(chol[0])))
+        diff = target[:, None, :] - means[:, :, None]
+        alpha = linalg.cho_solve(chol, diff.reshape(self.d, -1)).reshape(diff.shape)
+        return norm * tnp.sum(tnp.exp(-0.5 * tnp.sum(diff * alpha, axis=0)) * weights, axis=1)
 
     def integrate_gaussian(self, mean, cov):
         """The integral of the estimate times the Gaussian with ``mean`` and ``cov``."""
@@ -134,8 +135,7 @@ class gaussian_kde:
             raise ValueError(f"mean does not have dimension {self.d}")
         if cov.shape != (self.d, self.d):
             raise ValueError(f"covariance does not have dimension {self.d}")
-        chol, norm = self._chol_norm(cov)
-        return self._convolve(chol, norm, self.dataset, self.weights, mean)
+        return self._convolve(cov, self.dataset, self.weights, mean[:, None])[0]
 
     def integrate_box_1d(self, low, high):
         """The estimate's mass between the scalars ``low`` and ``high`` (1-D only)."""
@@ -152,11 +152,9 @@ class gaussian_kde:
         """The integral of the product of this estimate and ``other``."""
         if other.d != self.d:
             raise ValueError("KDEs are not the same dimensionality")
-        chol, norm = self._chol_norm(other.covariance)
         small, large = (self, other) if self.n < other.n else (other, self)
-        terms = [self._convolve(chol, norm, large.dataset, large.weights, small.dataset[:, i])
-                 for i in range(small.n)]
-        return tnp.sum(tnp.stack(terms) * small.weights)
+        terms = self._convolve(other.covariance, large.dataset, large.weights, small.dataset)
+        return tnp.sum(terms * small.weights)
 
     def resample(self, key, shape=()):
         """``shape`` samples from the estimate (shape ``(d, *shape)``), drawn with the
