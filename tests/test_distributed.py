@@ -14,7 +14,9 @@ with cloudpickle.
 import concurrent.futures
 import importlib
 import os
+import pickle
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -298,15 +300,26 @@ def waits(x):
                             vmap_method="broadcast_all")
 
 
-@pytest.mark.parametrize("how", ["default", "unreachable", "proxy"])
+def _wait_for_channels(client, runners):
+    """Wait (up to 10 s) until ``runners`` learned every worker's channel (in
+    the background, after the actors were made)."""
+    deadline = time.monotonic() + 10
+    while set(runners.channels) != set(client.nthreads()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("how", ["same machine", "other machine", "unreachable", "proxy"])
 def test_vmap_actor_calls_go_straight_to_reachable_workers_and_short_chunks_run_inline(
         client, how):
     """With Dask's default (direct_to_workers=None) the client calls the actors
     on the workers it connected to (in the background, after the actors are
-    made), else ("unreachable": the connections fail; direct_to_workers=False)
-    through the scheduler's proxy.  A chunk whose signature ran for less than
-    _INLINE_SECONDS before, computing for at least half of that time, runs on the
-    worker's event loop; one that waited, in the actor's thread."""
+    made), over each worker's channel (a Unix socket) when it can connect to
+    it ("same machine"), else through Dask's messages ("other machine": the
+    channels cannot be reached); else ("unreachable": the connections fail;
+    direct_to_workers=False) through the scheduler's proxy.  On Dask's
+    messages, a chunk whose signature ran for less than _INLINE_SECONDS
+    before, computing for at least half of that time, runs on the worker's
+    event loop; one that waited, in the actor's thread."""
     x = np.arange(8.0)
     with dd.Client(client.scheduler.address, set_as_default=False,
                    direct_to_workers=False if how == "proxy" else None) as other:
@@ -321,21 +334,61 @@ def test_vmap_actor_calls_go_straight_to_reachable_workers_and_short_chunks_run_
         other.run(tgd.clear_worker_cache)
         fast = tgd.vmap(lambda v: v + 1.0, client=other)
         waiting = tgd.vmap(waits, client=other)
-        for _ in range(4):
-            np.testing.assert_array_equal(fast(x), x + 1.0)
-            time.sleep(0.05)  # the background connections, if any, are made meanwhile
+        np.testing.assert_array_equal(fast(x), x + 1.0)  # makes the actors
         runners = tgd._client_runners(other)
-        assert runners.direct == (set(other.nthreads()) if how == "default" else set())
-        # one chunk per worker and call, on the actors; a worker's first chunk (its
-        # signature's time unknown) in the actor's thread, the later ones mostly inline
+        if how in ("same machine", "other machine"):
+            _wait_for_channels(other, runners)
+            assert set(runners.channels) == set(other.nthreads())
+        if how == "other machine":  # as from another machine: nothing listens there
+            runners.channels = {a: ("/nonexistent/tangentia-test", t)
+                                for a, (_, t) in runners.channels.items()}
+        for _ in range(3):
+            np.testing.assert_array_equal(fast(x), x + 1.0)
+        assert runners.direct == (set() if how in ("unreachable", "proxy")
+                                  else set(other.nthreads()))
+        # a channel that could not be reached is forgotten
+        assert set(runners.channels) == (set(other.nthreads()) if how == "same machine"
+                                         else set())
+        # one chunk per worker and call, on the actors; over the channels for the
+        # last three calls, or through Dask: a worker's first chunk (its signature's
+        # time unknown) in the actor's thread, the later ones mostly inline
         info = other.run(tgd.worker_cache_info)
         assert [i["actor_calls"] for i in info.values()] == [4, 4], info
-        assert all(1 <= i["inline"] <= 3 for i in info.values()), info
+        if how == "same machine":
+            assert [(i["socket"], i["inline"]) for i in info.values()] == [(3, 0)] * 2, info
+        else:
+            assert all(i["socket"] == 0 and 1 <= i["inline"] <= 3 for i in info.values()), info
         for _ in range(3):
             np.testing.assert_array_equal(waiting(x), x * 2.0)
-        after = other.run(tgd.worker_cache_info)  # the waiting chunks all ran in the thread
+        after = other.run(tgd.worker_cache_info)  # the waiting chunks all ran in a thread
         assert [i["actor_calls"] for i in after.values()] == [7, 7], after
         assert [i["inline"] for i in after.values()] == [i["inline"] for i in info.values()]
+
+
+def test_channel_runs_nothing_for_a_connection_without_the_token(client):
+    """A connection to a worker's channel that does not first send the token the
+    client got through Dask is closed without running anything."""
+    f = tgd.vmap(lambda v: v * 3.0, client=client)
+    x = np.arange(4.0)
+    f(x)
+    runners = tgd._client_runners(client)
+    _wait_for_channels(client, runners)
+    np.testing.assert_array_equal(f(x), x * 3.0)
+    before = client.run(tgd.worker_cache_info)
+    address, token = next(iter(runners.channels.values()))
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(address)
+        s.sendall(bytes(b ^ 1 for b in token))
+        try:
+            tgd._send_message(s, pickle.dumps(("k", b"", [x])))  # never unpickled
+            assert s.recv(1) == b""  # closed by the worker
+        except (ConnectionResetError, BrokenPipeError):
+            pass  # closed by the worker, with our message unread
+    after = client.run(tgd.worker_cache_info)
+    assert [i["actor_calls"] for i in after.values()] == \
+        [i["actor_calls"] for i in before.values()]
+    np.testing.assert_array_equal(f(x), x * 3.0)  # the client's own sockets still work
 
 
 # ---------------------------------------------------------------------------
@@ -352,14 +405,28 @@ def f_raises(x):
     return x
 
 
-def test_error_in_f_reaches_the_user_with_its_type_and_frame(client):
-    client.run(tgd.clear_worker_cache)
-    f = tgd.vmap(f_raises, client=client)
-    for _ in range(3):  # from the actor's thread, then from the worker's event loop
-        with pytest.raises(UserError, match="wants rows of 2") as info:
-            f(np.ones((4, 3)))
-        assert any(entry.name == "f_raises" for entry in info.traceback), info.traceback
-    assert sum(i["inline"] for i in client.run(tgd.worker_cache_info).values()) >= 1
+@pytest.mark.parametrize("direct", [None, False])
+def test_error_in_f_reaches_the_user_with_its_type_and_frame(client, direct):
+    """Over the channels (Dask's default client, this machine) and through
+    Dask's messages (direct_to_workers=False): from the actor's thread, then
+    from the worker's event loop; the next call runs normally."""
+    with dd.Client(client.scheduler.address, set_as_default=False,
+                   direct_to_workers=direct) as other:
+        other.run(tgd.clear_worker_cache)
+        f = tgd.vmap(f_raises, client=other)
+        f(np.ones((4, 2)))
+        if direct is None:
+            _wait_for_channels(other, tgd._client_runners(other))
+        for _ in range(3):
+            with pytest.raises(UserError, match="wants rows of 2") as info:
+                f(np.ones((4, 3)))
+            assert any(entry.name == "f_raises" for entry in info.traceback), info.traceback
+        np.testing.assert_array_equal(f(np.ones((4, 2))), np.ones((4, 2)))
+        info = other.run(tgd.worker_cache_info).values()
+        if direct is None:
+            assert sum(i["socket"] for i in info) == 8, info
+        else:
+            assert sum(i["inline"] for i in info) >= 1, info
 
 
 def test_unpicklable_function_raises_type_error_naming_it(client, tmp_path):
@@ -394,6 +461,7 @@ def test_killed_worker_does_not_change_the_result_and_its_actor_is_recreated():
         c.run(_import_tangentia_distributed)
         f = tgd.vmap(heavy, client=c, chunk_size=60)
         f(x[:2])
+        _wait_for_channels(c, tgd._client_runners(c))  # the chunks go over the channels
         out = {}
         with dd.get_task_stream(client=c) as ts:
             run = threading.Thread(target=lambda: out.update(r=f(x)))
@@ -416,10 +484,11 @@ def test_killed_worker_does_not_change_the_result_and_its_actor_is_recreated():
         assert len(new) == 1, (pids, c.run(os.getpid))
         c.run(_import_tangentia_distributed, workers=new)  # as above
         f(x[:2])
+        _wait_for_channels(c, tgd._client_runners(c))
         with dd.get_task_stream(client=c) as ts:
             np.testing.assert_allclose(f(x[:120]), want[:120], rtol=1e-13)
         assert _vmap_tasks_run(ts, "heavy") == []
-        assert c.run(tgd.worker_cache_info, workers=new)[new[0]]["actor_calls"] >= 1
+        assert c.run(tgd.worker_cache_info, workers=new)[new[0]]["socket"] >= 1
 
 
 # ---------------------------------------------------------------------------
