@@ -706,15 +706,23 @@ def backward_pass(jaxpr, consts, cts_out):
 
     Equations that do not depend on the linear inputs are evaluated forward
     first (programs made by ``linearize`` have none: they are marked
-    ``all_linear`` and go straight to transposition).  Returns one cotangent
+    ``all_linear`` and go straight to transposition); when a call, loop or
+    branch mixes linear and non-linear inputs, the program is split by
+    partial evaluation first (``_eval_known_part``).  Returns one cotangent
     per invar (``None`` for a zero cotangent).
     """
     if type(jaxpr) is LinearRecords:
         env = {}
         records = jaxpr.records
     else:
-        env = dict(zip(jaxpr.constvars, consts))
-        eqns = jaxpr.eqns if jaxpr.cache.get("all_linear") else _eval_nonlinear(jaxpr, env)
+        if jaxpr.cache.get("all_linear"):
+            env = dict(zip(jaxpr.constvars, consts))
+            eqns = jaxpr.eqns
+        else:
+            if _splits_mixed(jaxpr):
+                jaxpr, consts = _eval_known_part(jaxpr, consts)
+            env = dict(zip(jaxpr.constvars, consts))
+            eqns = _eval_nonlinear(jaxpr, env)
         # As records: the linear inputs stay variables, the others become values.
         records = [(e.prim, [env.get(a, a) if type(a) is Var else a.val for a in e.inputs],
                     e.params, e.outputs if e.prim.multiple_results else e.outputs[0], e.source)
@@ -767,11 +775,51 @@ def backward_pass(jaxpr, consts, cts_out):
     return [get(v) for v in jaxpr.invars]
 
 
-# Call primitives whose equation, given both linear and non-linear inputs,
-# can be split: ``split_mixed_call[prim](eqn, linear_mask, env)`` evaluates the
-# part that does not depend on the linear inputs (its values go to ``env``) and
-# returns the equation of the rest (``call_rules`` registers jit and checkpoint).
-split_mixed_call = {}
+def _splits_mixed(jaxpr):
+    """Whether an equation of ``jaxpr`` reads both linear values (depending on
+    its invars) and non-linear ones and has a partial-evaluation rule: a call,
+    loop or branch carrying a program (a checkpoint's recomputation holds the
+    JVP of a ``scan``, whose primal carries are not linear)."""
+    linear = set(jaxpr.invars)
+    found = False
+    for eqn in jaxpr.eqns:
+        lin = [type(a) is Var and a in linear for a in eqn.inputs]
+        if any(lin):
+            if eqn.prim.partial_eval is not None and not all(lin):
+                found = True
+                break
+            linear.update(eqn.outputs)
+    return found
+
+
+def _eval_known_part(jaxpr, consts):
+    """Split ``jaxpr`` by partial evaluation (its invars unknown) and evaluate
+    the known part now.  Returns the unknown part, linear in its invars (those
+    of ``jaxpr``), as a program whose constvars are the residuals and the
+    known outputs, and their values.  The primitives' partial-eval rules split
+    the equations that mix linear and non-linear inputs, as under linearize."""
+    nc, n = len(jaxpr.constvars), len(jaxpr.invars)
+    split = pe.partial_eval_jaxpr(
+        core.Jaxpr([], list(jaxpr.constvars) + list(jaxpr.invars), jaxpr.eqns, jaxpr.outvars),
+        [False] * nc + [True] * n)
+    kouts = core.eval_jaxpr(split.known, (), *split.known_consts, *consts)
+    nk = len(kouts) - split.num_res
+    unknown = split.unknown
+    res_vars = list(unknown.invars[:split.num_res])
+    uouts = iter(unknown.outvars)
+    known = iter(kouts[:nk])
+    outvars, known_vars, known_vals = [], [], []
+    for uk in split.out_unknowns:
+        if uk:
+            outvars.append(next(uouts))
+        else:
+            v = Var(jaxpr.outvars[len(outvars)].aval)
+            known_vars.append(v)
+            known_vals.append(next(known))
+            outvars.append(v)
+    return (core.Jaxpr(res_vars + known_vars, list(unknown.invars[split.num_res:]),
+                       unknown.eqns, outvars),
+            list(kouts[nk:]) + known_vals)
 
 
 def _eval_nonlinear(jaxpr, env):
@@ -782,8 +830,6 @@ def _eval_nonlinear(jaxpr, env):
     for eqn in jaxpr.eqns:
         mask = [type(a) is Var and a in linear for a in eqn.inputs]
         if any(mask):
-            if eqn.prim in split_mixed_call and not all(mask):
-                eqn = split_mixed_call[eqn.prim](eqn, mask, env)
             lin_eqns.append(eqn)
             linear.update(eqn.outputs)
         else:

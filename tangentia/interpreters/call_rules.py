@@ -229,27 +229,3 @@ def def_call_rules(prim, remat=False):
     prim.batch = batch
     prim.transpose = transpose
     prim.partial_eval = partial_eval
-    ad.split_mixed_call[prim] = _split_mixed
-
-
-def _split_mixed(eqn, linear, env):
-    """An equation of a call primitive some of whose inputs are linear (a
-    checkpoint's recomputation that calls another checkpoint, when it is
-    transposed): evaluate now the part of its program that does not read the
-    linear inputs (its outputs and residuals go to ``env``), and return the
-    equation of the part that does, which reads those residuals."""
-    split = pe.partial_eval_jaxpr(eqn.params["jaxpr"], linear)
-    known_in = [env[a] if type(a) is Var else a.val for a, lin in zip(eqn.inputs, linear) if not lin]
-    kouts = eqn.prim.bind(*split.known_consts, *known_in, **with_program(eqn.params, split.known))
-    nk = len(kouts) - split.num_res
-    known = iter(kouts[:nk])
-    outputs = []
-    for v, uk in zip(eqn.outputs, split.out_unknowns):
-        if uk:
-            outputs.append(v)
-        else:
-            env[v] = next(known)
-    res_vars = [Var(core.get_aval(r)) for r in kouts[nk:]]
-    env.update(zip(res_vars, kouts[nk:]))
-    return core.Eqn(eqn.prim, res_vars + [a for a, lin in zip(eqn.inputs, linear) if lin],
-                    outputs, with_program(eqn.params, split.unknown), eqn.source)
