@@ -57,6 +57,7 @@ from . import image  # noqa: E402  (jax.image)
 from ._array import public as _public  # noqa: E402
 pure_callback = _public(pure_callback, __name__, "pure_callback")
 _install_boundaries(scipy.fft, scipy.integrate, scipy.ndimage, scipy.optimize, scipy.signal, image,
+                    scipy.sparse.linalg, scipy.cluster.vq,
                     _stats.betabinom, _stats.gennorm, _stats.geom, _stats.gumbel_l,
                     _stats.gumbel_r, _stats.multinomial, _stats.nbinom, _stats.pareto,
                     _stats.truncnorm, _stats.vonmises, _stats.wrapcauchy, _stats._summaries)
