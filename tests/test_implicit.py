@@ -181,7 +181,7 @@ def test_linear_solve_without_transpose_solve():
     f = lambda b: custom_linear_solve(lambda x: A0 @ x, b, jacobi)  # noqa: E731
     _, t = tg.jvp(f, (B0,), (np.ones(N),))       # forward mode needs only solve
     np.testing.assert_allclose(t, np.linalg.solve(A0, np.ones(N)), rtol=1e-12)
-    with pytest.raises(TypeError, match="transpose_solve is required for reverse-mode"):
+    with pytest.raises(TypeError, match="transpose_solve required for backwards mode"):
         tg.grad(lambda b: tnp.sum(f(b)))(B0)
 
 
@@ -236,13 +236,13 @@ def test_linear_solve_transformation_orders(order):
 
 
 def test_linear_solve_errors():
-    with pytest.raises(TypeError, match=r"custom_linear_solve: matvec bad .*b is f64\[3\] and "
-                                        r"matvec bad returned f64\[2\]"):
+    with pytest.raises(ValueError, match=r"matvec\(\) output shapes must match b, got \[\(2,\)\] "
+                                         r"and \[\(3,\)\] .*matvec \(bad\) returned f64\[2\]"):
         def bad(x):
             return x[:2]
         custom_linear_solve(bad, B0, dense)
-    with pytest.raises(TypeError, match=r"custom_linear_solve: solve wrong must return a "
-                                        r"solution .*returned \(f64\[3\], f64\[3\]\)"):
+    with pytest.raises(TypeError, match=r"solve\(\) output pytree structure must match b.*"
+                                        r"solve \(wrong\) returned \(f64\[3\], f64\[3\]\)"):
         def wrong(op, b):
             return (b, b)
         custom_linear_solve(lambda x: x, B0, wrong)
@@ -379,13 +379,13 @@ def test_root_has_aux_and_initial_guess_not_differentiated():
 
 
 def test_root_errors():
-    with pytest.raises(TypeError, match=r"custom_root: f \(grow\) must return a value with the "
-                                        r"same structure and shapes .* f64\[3\] and f \(grow\) "
-                                        r"returned f64\[6\]"):
+    with pytest.raises(TypeError, match=r"f\(\) output pytree structure must match initial_guess"
+                                        r".* f \(grow\) returned \(f64\[3\], f64\[3\]\)"):
         def grow(x):
-            return tnp.concatenate([x, x])
+            return (x, x)
         custom_root(grow, tnp.zeros(3), newton_vec, lambda g, y: y)
-    with pytest.raises(TypeError, match=r"custom_root: solve \(pair\) must return a solution"):
+    with pytest.raises(TypeError, match=r"solve\(\) output pytree structure must match "
+                                        r"initial_guess"):
         def pair(f, x0):
             return x0, x0
         custom_root(lambda x: x, 1.0, pair, lambda g, y: y)

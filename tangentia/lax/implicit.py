@@ -40,34 +40,41 @@ from ..interpreters import partial_eval as pe
 from .. import numpy as tnp
 from ..primitives import elementwise as E
 from ..primitives.linear_solve import linear_solve_p
-from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
+from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
 from .._messages import fun_name as _fun_name, types_str as _types_str
 from .._traceback_util import api_boundary
 
 __all__ = ["custom_linear_solve", "custom_root", "linear_solve_p"]
 
 
-def _check_like(api, fname, what, got, ref, ref_name):
-    """``got`` must have the structure and leaf shapes of ``ref``."""
-    g_leaves, g_tree = tree_flatten(got)
-    r_leaves, r_tree = tree_flatten(ref)
-    ok = g_tree == r_tree and all(core.is_array_like(x) for x in g_leaves)
-    if ok:
-        ok = all(core.get_aval(a).shape == core.get_aval(b).shape
-                 for a, b in zip(g_leaves, r_leaves))
-    if not ok:
-        raise TypeError(
-            f"{api}: {fname} must return {what} with the same structure and shapes as "
-            f"{ref_name}, but {ref_name} is {_types_str(ref)} and {fname} returned "
-            f"{_types_str(got)}")
+def _check_output(api, role, fn, expected_name, got, ref, shapes=True):
+    """``got`` (what ``fn``, the argument ``role``, returned) must be a pytree of arrays with ``ref``'s
+    structure (JAX's TypeError) and, if ``shapes``, its leaf shapes (JAX's ValueError)."""
+    got_tree, ref_tree = tree_structure(got), tree_structure(ref)
+    detail = (f"({api}: {role} ({_fun_name(fn)}) returned {_types_str(got)}; {expected_name} is "
+              f"{_types_str(ref)})")
+    if got_tree != ref_tree:
+        raise TypeError(f"{role}() output pytree structure must match {expected_name}, got "
+                        f"{got_tree} and {ref_tree}. {detail}")
+    for i, x in enumerate(tree_leaves(got)):
+        if not core.is_array_like(x):
+            raise TypeError(f"{api}: {role} must return arrays, but output leaf {i} is a "
+                            f"{type(x).__name__} {detail}")
+    got_shapes = [np.shape(x) for x in tree_leaves(got)]
+    ref_shapes = [np.shape(x) for x in tree_leaves(ref)]
+    if shapes and got_shapes != ref_shapes:
+        raise ValueError(f"{role}() output shapes must match {expected_name}, got {got_shapes} "
+                         f"and {ref_shapes} {detail}")
 
 
-def _split_aux(out, api, fname, has_aux):
+def _split_aux(out, api, role, fn, has_aux):
     if not has_aux:
         return out, None
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        raise TypeError(f"{api}: with has_aux=True, {fname} must return a pair (solution, aux), "
-                        f"got {type(out).__name__}")
+        raise ValueError(f"{role}() produced a pytree with structure {tree_structure(out)}, but "
+                         "a pytree tuple with auxiliary output was expected because has_aux was "
+                         f"set to True ({api}: with has_aux=True, {role} ({_fun_name(fn)}) must return a pair "
+                         f"(solution, aux), got {_types_str(out)})")
     return out[0], out[1]
 
 
@@ -135,23 +142,22 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
 
     def flat_matvec(*xs):
         y = matvec(as_b(xs))
-        _check_like(api, f"matvec {_fun_name(matvec)}", "a vector", y, as_b(xs), "b")
+        _check_output(api, "matvec", matvec, "b", y, as_b(xs))
         return tree_leaves(y)
 
-    def make_solver(fn, op, fname, key):
+    def make_solver(fn, op, role):
         def flat(*bs):
             out = fn(op, as_b(bs))
-            x, aux = _split_aux(out, api, fname, has_aux)
-            _check_like(api, fname, "a solution", x, as_b(bs), "b")
+            x, aux = _split_aux(out, api, role, fn, has_aux)
+            _check_output(api, role, fn, "b", x, as_b(bs))
             aux_leaves, aux_tree = tree_flatten(aux)
-            aux_store[key] = aux_tree
+            aux_store[role] = aux_tree
             return tree_leaves(x) + aux_leaves
         return flat
 
     mv_j, mv_c = _trace_program(flat_matvec, b_avals, _fun_name(matvec))
     mv_fun = lambda x: as_b(core.eval_jaxpr(mv_j, (), *mv_c, *tree_leaves(x)))  # noqa: E731
-    s_j, s_c = _trace_program(make_solver(solve, mv_fun, f"solve {_fun_name(solve)}", "solve"),
-                              b_avals, _fun_name(solve))
+    s_j, s_c = _trace_program(make_solver(solve, mv_fun, "solve"), b_avals, _fun_name(solve))
     if transpose_solve is None:
         vm_j, vm_c, ts_j, ts_c = None, [], None, []
     else:
@@ -165,19 +171,14 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
             vm_j, vm_c = _trace_program(flat_vecmat, b_avals, f"transpose({_fun_name(matvec)})")
         vm_fun = lambda y: as_b(core.eval_jaxpr(vm_j, (), *vm_c, *tree_leaves(y)))  # noqa: E731
         ts_j, ts_c = _trace_program(
-            make_solver(transpose_solve, vm_fun, f"transpose_solve {_fun_name(transpose_solve)}",
-                        "transpose_solve"), b_avals, _fun_name(transpose_solve))
-        if has_aux and aux_store["transpose_solve"] != aux_store["solve"]:
-            raise TypeError(f"{api}: with has_aux=True, solve and transpose_solve must return aux "
-                            f"values of the same structure, got {aux_store['solve']} and "
-                            f"{aux_store['transpose_solve']}")
-        n_out = len(s_j.outvars)
-        if len(ts_j.outvars) != n_out or any(
-                a.aval.shape != c.aval.shape or a.aval.dtype != c.aval.dtype
-                for a, c in zip(s_j.outvars, ts_j.outvars)):
-            raise TypeError(f"{api}: solve and transpose_solve must return values of the same "
-                            f"types, got {[v.aval.str_short() for v in s_j.outvars]} and "
-                            f"{[v.aval.str_short() for v in ts_j.outvars]}")
+            make_solver(transpose_solve, vm_fun, "transpose_solve"), b_avals,
+            _fun_name(transpose_solve))
+        # Only the solutions must agree (the transpose's aux outputs are dropped, as in JAX).
+        if any(a.aval.shape != c.aval.shape or a.aval.dtype != c.aval.dtype
+               for a, c in zip(s_j.outvars[:num_b], ts_j.outvars[:num_b])):
+            raise TypeError(f"{api}: solve and transpose_solve must return solutions of the same "
+                            f"types, got {[v.aval.str_short() for v in s_j.outvars[:num_b]]} and "
+                            f"{[v.aval.str_short() for v in ts_j.outvars[:num_b]]}")
     b_leaves = [x if isinstance(x, core.Tracer) else np.asarray(x) for x in b_leaves]
     consts = [mv_c, vm_c, s_c, ts_c]
     outs = linear_solve_p.bind(*[c for cs in consts for c in cs], *b_leaves,
@@ -235,24 +236,22 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
         if not core.is_array_like(x):
             raise TypeError(f"{api}: initial_guess must be a pytree of arrays, but leaf {i} is "
                             f"a {type(x).__name__}")
-    fname, sname, tname = _fun_name(f), _fun_name(solve), _fun_name(tangent_solve)
 
     def f_checked(x):
         y = f(x)
-        _check_like(api, f"f ({fname})", "a value", y, x, "its input x (like initial_guess)")
+        _check_output(api, "f", f, "initial_guess", y, x, shapes=False)
         return y
 
     def solve_checked(x0):
         out = solve(f_checked, x0)
-        x, _ = _split_aux(out, api, f"solve ({sname})", has_aux)
-        _check_like(api, f"solve ({sname})", "a solution", x, x0, "initial_guess")
+        x, _ = _split_aux(out, api, "solve", solve, has_aux)
+        _check_output(api, "solve", solve, "initial_guess", x, x0, shapes=False)
         return out
 
     def lin_solve(x, rhs):
         _, f_jvp = _linearize(f_checked, x)
         out = tangent_solve(f_jvp, rhs)
-        _check_like(api, f"tangent_solve ({tname})", "a solution", out, rhs,
-                    "its right-hand side (like initial_guess)")
+        _check_output(api, "tangent_solve", tangent_solve, "x", out, rhs, shapes=False)
         return out
 
     f_conv, f_consts = closure_convert(f_checked, initial_guess)
@@ -262,7 +261,7 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     def root(f_c, s_c, ls_c, x0):
         return s_conv(x0, *s_c)
 
-    root.__name__ = f"custom_root({sname})"
+    root.__name__ = f"custom_root({_fun_name(solve)})"
     root = custom_jvp(root)
 
     def root_jvp(primals, tangents):
@@ -270,7 +269,7 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
         f_c, s_c, ls_c, x0 = primals
         f_c_dot = tangents[0]
         out = root(f_c, s_c, ls_c, x0)
-        x, aux = _split_aux(out, api, sname, has_aux)
+        x, aux = _split_aux(out, api, "solve", solve, has_aux)
         _, rhs = _jvp(lambda *p: f_conv(x, *p), tuple(f_c), tuple(f_c_dot))
         x_dot = tree_map(E.neg, ls_conv(x, rhs, *ls_c))
         if has_aux:

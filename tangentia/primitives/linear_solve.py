@@ -67,9 +67,9 @@ def _ls_jvp(primals, tangents, jaxprs, const_lengths, num_b):
 
 def _ls_transpose(cts, *args, jaxprs, const_lengths, num_b):
     if jaxprs[3] is None:
-        raise TypeError("custom_linear_solve: transpose_solve is required for reverse-mode "
-                        "differentiation (grad/vjp) of custom_linear_solve; pass "
-                        "transpose_solve=..., or symmetric=True if the operator is symmetric")
+        raise TypeError("transpose_solve required for backwards mode automatic differentiation "
+                        "of custom_linear_solve (reverse mode: grad/vjp; pass "
+                        "transpose_solve=..., or symmetric=True if the operator is symmetric)")
     *consts, b = split(args, *const_lengths)
     if any(is_undefined(c) for cs in consts for c in cs):
         raise TypeError("custom_linear_solve: the solution is linear in b only; it cannot be "
