@@ -27,13 +27,12 @@ it closes over become leading operands of the call; they must not be batched
 from __future__ import annotations
 
 import functools
-import inspect
 
 import numpy as np
 
 from . import core
 from .compiler import numpy_backend
-from .custom_derivatives import custom_jvp_call_p, require_arrays
+from .custom_derivatives import _resolve_kwargs, custom_jvp_call_p, require_arrays
 from .interpreters import partial_eval as pe
 from ._messages import fun_name as _fun_name
 from .lax import map as _lax_map
@@ -116,9 +115,19 @@ class custom_vmap:
             return self
         return functools.partial(self, obj)
 
+    def __getattr__(self, name):
+        # Attributes this object lacks are the wrapped function's, as in JAX:
+        # ``custom_vmap(custom_jvp(f))`` has ``defjvp``.
+        fun = self.__dict__.get("fun")
+        if fun is None or name.startswith("__"):
+            raise AttributeError(f"'custom_vmap' object has no attribute {name!r}")
+        return getattr(fun, name)
+
     def __call__(self, *args, **kwargs):
         name = _fun_name(self.fun)
-        args = _resolve_kwargs(self.fun, name, args, kwargs)
+        # Bound to the signature (defaults applied), so a missing or unknown
+        # argument gets JAX's error naming the custom_vmap function.
+        args = _resolve_kwargs(self.fun, args, kwargs, "custom_vmap")
         if self.vmap_rule is None:
             raise AttributeError(f"No batching rule defined for custom_vmap function {name} "
                                  "using def_vmap.")
@@ -144,23 +153,6 @@ class custom_vmap:
                                        rule=rule, num_consts=len(consts), name=name,
                                        call_jaxpr=call_jaxpr)
         return tree_unflatten(out_tree, outs)
-
-
-def _resolve_kwargs(fun, name, args, kwargs):
-    if not kwargs:
-        return tuple(args)
-    try:
-        ba = inspect.signature(fun).bind(*args, **kwargs)
-        ba.apply_defaults()
-        if ba.kwargs:
-            raise TypeError("keyword arguments could not be resolved to positions: "
-                            f"{', '.join(sorted(ba.kwargs))}")
-    except (TypeError, ValueError) as e:
-        raise TypeError(
-            f"The input arguments to the custom_vmap-decorated function {name} could not be "
-            f"resolved to positional-only arguments. Binding failed with the error:\n{e}"
-        ) from None
-    return tuple(ba.args)
 
 
 def _flat_rule(rule, name, in_tree, out_tree, out_avals, axis_size, in_batched, *xs):
@@ -193,7 +185,10 @@ def _flat_rule(rule, name, in_tree, out_tree, out_avals, axis_size, in_batched, 
                             f"must be a pytree of bools, got {b!r} for output {i}")
         want = ((axis_size,) if b else ()) + a.shape
         got = core.get_aval(o)
-        if got.shape != want or got.dtype != a.dtype:
+        # A batched output needs only its batch axis in front: JAX does not check
+        # the rest of its shape (a rule may broadcast a closed-over value into it).
+        if ((got.shape[:1] != want[:1] if b else got.shape != want)
+                or got.dtype != a.dtype):
             raise ValueError(
                 f"custom vmap rule ({rule_name}) of function {name}: output {i} is marked "
                 f"{'batched' if b else 'unbatched'} in out_batched, so it must be "

@@ -139,15 +139,18 @@ def _resolve_kwargs(fun, args, kwargs, kind):
     try:
         sig = inspect.signature(fun)
     except (TypeError, ValueError):
+        if not kwargs:
+            return tuple(args)
         raise TypeError(f"{kind} function {_fun_name(fun)} was called with keyword arguments "
                         f"{sorted(kwargs)}, but its signature cannot be inspected to resolve "
                         "them to positions; pass them positionally") from None
     try:
         ba = sig.bind(*args, **kwargs)
         ba.apply_defaults()
-        if ba.kwargs:
+        passed = [k for k in ba.kwargs if k in kwargs]  # (defaults of keyword-only ones are fine)
+        if passed:
             raise TypeError("The following keyword arguments could not be resolved to positions: "
-                            + ", ".join(k for k in ba.kwargs if k in kwargs)
+                            + ", ".join(passed)
                             + " (keyword-only and **kwargs parameters cannot be passed to custom "
                             "rules)")
     except TypeError as e:
@@ -359,6 +362,15 @@ class _CustomFunction:
         if obj is None:
             return self
         return functools.partial(self, obj)
+
+    def __getattr__(self, name):
+        # Attributes this object lacks are the wrapped function's, as in JAX:
+        # ``custom_vjp(custom_vmap(f))`` has ``def_vmap`` (only reached for
+        # missing attributes, never on the call path).
+        fun = self.__dict__.get("fun")
+        if fun is None or name.startswith("__"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(fun, name)
 
     def __call__(self, *args, **kwargs):
         """The subclass's call primitive bound through the current trace's

@@ -1,0 +1,104 @@
+"""Regression cases from running JAX's ``tests/custom_api_test.py`` against tangentia.
+
+Each test is ours (our words, our numbers): it pins one behaviour that differed
+from JAX's public API for ``custom_jvp``, ``custom_vjp`` and ``custom_vmap`` and was
+fixed.  Rules that deliberately differ from the function they decorate (a cosine
+rule for a sine) make it visible which one ran.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+from tangentia.custom_batching import custom_vmap
+
+
+def close(a, b, **kw):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=kw.get("rtol", 1e-12),
+                               atol=kw.get("atol", 1e-12))
+
+
+# ---------------------------------------------------------------------------
+# Decorators compose: a custom_jvp / custom_vjp / custom_vmap forwards the
+# attributes it lacks to the function it wraps.
+
+
+def test_custom_vjp_of_custom_vmap_has_def_vmap():
+    @tg.custom_vjp
+    @custom_vmap
+    def f(x, y):
+        return tnp.sin(x) * y
+
+    @f.def_vmap
+    def rule(axis_size, in_batched, xs, ys):
+        return tnp.cos(xs) * ys, True       # the rule: cos, not sin
+
+    f.defvjp(lambda x, y: (f(x, y), (x, y)), lambda r, g: (3.0 * g, 5.0 * g))
+    xs, ys = np.linspace(0.0, 1.0, 4), np.linspace(-1.0, 2.0, 4)
+    close(tg.vmap(f)(xs, ys), np.cos(xs) * ys)
+    close(f(0.3, 2.0), np.sin(0.3) * 2.0)
+    close(tg.grad(f, argnums=(0, 1))(0.3, 2.0), (3.0, 5.0))
+
+
+def test_custom_vmap_of_custom_jvp_has_defjvp():
+    @custom_vmap
+    @tg.custom_jvp
+    def f(x):
+        return 2.0 * x
+
+    f.defjvp(lambda p, t: (f(*p), 7.0 * t[0]))
+    f.def_vmap(lambda n, b, xs: (4.0 * xs, b[0]))
+    close(tg.jvp(f, (1.5,), (1.0,)), (3.0, 7.0))
+    close(tg.vmap(f)(np.arange(3.0)), 4.0 * np.arange(3.0))
+    with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
+        f.nonexistent
+
+
+# ---------------------------------------------------------------------------
+# custom_vmap: arguments are bound to the signature (JAX's error), a batched
+# output needs only its batch axis in front.
+
+
+def test_custom_vmap_missing_argument_is_jax_error():
+    @custom_vmap
+    def f(x, y, *, z=None):
+        return x * y
+
+    f.def_vmap(lambda n, b, xs, ys: (xs * ys, True))
+    with pytest.raises(TypeError, match=r"^The input arguments to the custom_vmap-decorated "
+                                        r"function f could not be resolved.*\n"
+                                        r"missing a required argument: 'y'"):
+        f(0.5)
+    close(f(2.0, y=3.0), 6.0)
+
+
+def test_custom_vmap_batched_output_may_broadcast_a_closed_over_value():
+    z = np.array([2.0, 1.0, 3.0])
+
+    @custom_vmap
+    def f(x):
+        return z + tnp.sin(x)
+
+    # per example the output is z's shape; the rule returns one row for the batch
+    f.def_vmap(lambda n, b, xs: (z + tnp.cos(xs), b[0]))
+    xs = np.arange(3.0)
+    close(tg.vmap(f)(xs), z + np.cos(xs))
+    with pytest.raises(ValueError, match="leading batch axis of 3"):
+        f.def_vmap(lambda n, b, xs: (tnp.cos(xs)[:2], True))
+        tg.vmap(f)(xs)
+
+
+def test_keyword_only_parameter_with_default_is_not_an_error():
+    # JAX rejects only keyword arguments that were passed and cannot become
+    # positions, not the defaults of keyword-only parameters left out.
+    @tg.custom_jvp
+    def f(x, y, *, z=None):
+        return x * y
+
+    f.defjvp(lambda p, t: (f(*p), 10.0 * t[0] + 20.0 * t[1]))
+    close(f(2.0, y=3.0), 6.0)
+    close(tg.jvp(lambda x: f(x, y=3.0), (2.0,), (1.0,)), (6.0, 10.0))
+    with pytest.raises(TypeError, match="could not be resolved to positions: z"):
+        f(2.0, 3.0, z=1.0)
