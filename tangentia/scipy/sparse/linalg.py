@@ -103,9 +103,10 @@ def _count(fname, argname, value, least):
     return n
 
 
-def _solver(fname, method, A, b, x0, tol, atol, maxiter, M, symmetric=False, **options):
+def _solver(fname, method, A, b, x0, tol, atol, maxiter, M, hermitian=False, **options):
     """Check the arguments and run ``method`` on raveled vectors inside a
-    ``custom_linear_solve`` whose solve and transpose solve are ``method``."""
+    ``custom_linear_solve`` whose solve and transpose solve are ``method``
+    (``hermitian``: ``A`` is, so it is symmetric for a real ``b``)."""
     matvec = _as_operator(fname, "A", A)
     precondition = (lambda v: v) if M is None else _as_operator(fname, "M", M)
     b_leaves, b_tree = _arrays(fname, "b", b)
@@ -140,6 +141,7 @@ def _solver(fname, method, A, b, x0, tol, atol, maxiter, M, symmetric=False, **o
                          flat_x0.astype(dtype), tol, atol, maxiter, **options)
         return unravel(x), info
 
+    symmetric = hermitian and not any(tnp.iscomplexobj(x) for x in b_leaves)
     return custom_linear_solve(matvec, b, solve, transpose_solve=solve, symmetric=symmetric,
                                has_aux=True)
 
@@ -236,8 +238,7 @@ def cg(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None):
       >>> tg.grad(lambda b: cg(lambda v: A @ v, b, tol=1e-12)[0][0])(np.array([1.0, 2.0]))
       Array([ 0.27272727, -0.09090909])
     """
-    real = all(not tnp.iscomplexobj(x) for x in tree_flatten(b)[0])
-    return _solver("cg", _cg, A, b, x0, tol, atol, maxiter, M, symmetric=real)
+    return _solver("cg", _cg, A, b, x0, tol, atol, maxiter, M, hermitian=True)
 
 
 # ---------------------------------------------------------------------------
@@ -372,6 +373,9 @@ def _gmres_cycle(A, M, x, u, beta, restart, ptol, incremental):
         h = h.at[j + 1].set(tnp.where(grows, w_next, 0))
         h = lax.fori_loop(0, j, lambda i, h: _rotate_at(h, i, rot_c[i], rot_s[i]), h)
         c_j, s_j, h_j = _givens(h[j], h[j + 1])
+        # a zero pivot: M A is singular on the Krylov space; NaN (info -1) where
+        # JAX's triangular solve gives inf or NaN and SciPy's raises
+        h_j = tnp.where(h_j == 0, np.nan, h_j)
         column = tnp.where(tnp.arange(restart) < j, h[:restart], 0).at[j].set(h_j)
         R = R.at[:, j].set(column)
         g = _rotate_at(g, j, c_j, s_j)
@@ -443,7 +447,8 @@ def gmres(A, b, x0=None, *, tol=1e-5, atol=0.0, restart=20, maxiter=None, M=None
     Returns:
       ``(x, info)``: the solution, with ``b``'s structure, and the convergence
       code: 0 converged, the number of cycles done if not, -1 if ``x`` has NaNs
-      (JAX returns 0 whenever there are no NaNs).
+      (as when ``A`` is singular on the Krylov space; JAX returns 0 whenever
+      there are no NaNs).
 
     Examples:
       >>> import numpy as np
