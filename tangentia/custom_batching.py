@@ -219,6 +219,11 @@ def sequential_vmap(f):
     @f.def_vmap
     def rule(axis_size, in_batched, *args):
         del axis_size
+        if not any(tree_flatten(in_batched)[0]):
+            # Nothing to map (the JVP of a call whose tangents alone are batched,
+            # as under jacfwd): the function itself, unbatched; JAX's lax.map fails.
+            out = f.fun(*args)
+            return out, tree_map(lambda _: False, out)
         mapped = tree_map(lambda b, x: x if b else None, in_batched, list(args))
         fixed = tree_map(lambda b, x: None if b else x, in_batched, list(args))
 

@@ -102,3 +102,78 @@ def test_keyword_only_parameter_with_default_is_not_an_error():
     close(tg.jvp(lambda x: f(x, y=3.0), (2.0,), (1.0,)), (6.0, 10.0))
     with pytest.raises(TypeError, match="could not be resolved to positions: z"):
         f(2.0, 3.0, z=1.0)
+
+
+# ---------------------------------------------------------------------------
+# The JVP of a custom_vmap call under vmap (JAX's semantics): the rule batches
+# the arguments whose primal and tangent are both batched; a primal or tangent
+# batched alone is mapped by vmap of the JVP of the rule's call.
+
+
+def exp_rule_function(log):
+    """``sin`` whose vmap rule computes ``exp`` (recording ``in_batched``)."""
+    @custom_vmap
+    def f(x):
+        return tnp.sin(x)
+
+    @f.def_vmap
+    def rule(axis_size, in_batched, xs):
+        log.append(list(in_batched))
+        return tnp.exp(xs), in_batched[0]
+
+    return f
+
+
+def test_jacfwd_of_custom_vmap_uses_the_rule_unbatched():
+    log = []
+    f = exp_rule_function(log)
+    x = np.array([0.1, 0.7, -0.4])
+    close(tg.jacfwd(f)(x), np.diag(np.exp(x)))
+    assert log == [[False]]
+
+
+def test_vmap_of_jvp_with_only_primals_or_only_tangents_batched():
+    log = []
+    f = exp_rule_function(log)
+    xs, t = np.array([0.1, 0.7, -0.4]), 2.0
+    ys, ts = tg.vmap(lambda x: tg.jvp(f, (x,), (t,)))(xs)
+    close(ys, np.exp(xs))
+    close(ts, np.exp(xs) * t)
+    tans = np.array([1.0, -2.0, 3.0])
+    y, ts = tg.vmap(lambda tx: tg.jvp(f, (0.3,), (tx,)), out_axes=(None, 0))(tans)
+    close(y, np.exp(0.3))
+    close(ts, np.exp(0.3) * tans)
+    ys, ts = tg.vmap(lambda x, tx: tg.jvp(f, (x,), (tx,)))(xs, tans)  # both: the rule batches
+    close(ys, np.exp(xs))
+    close(ts, np.exp(xs) * tans)
+    assert log == [[False], [False], [True]]
+
+
+def test_linear_rule_keeps_an_unbatched_tangent_unbatched():
+    @custom_vmap
+    def f(x):
+        return 7.0 * x
+
+    f.def_vmap(lambda n, b, xs: (11.0 * xs, b[0]))
+    xs = np.arange(3.0)
+    ys, t = tg.vmap(lambda x: tg.jvp(f, (x,), (4.0,)), out_axes=(0, None))(xs)
+    close(ys, 11.0 * xs)
+    close(t, 44.0)
+    g = exp_rule_function([])
+    with pytest.raises(ValueError, match=r"^at vmap out_axes, got axis spec None but output "
+                                         r"was batched on axis 0"):
+        tg.vmap(lambda x: tg.jvp(g, (x,), (4.0,)), out_axes=(0, None))(xs)
+
+
+def test_mixed_batching_of_a_custom_vmap_jvp_matches_the_loop():
+    # x batched with its tangent, y batched alone: one batch axis for both.
+    @custom_vmap
+    def f(x, y):
+        return tnp.sin(x) * y
+
+    f.def_vmap(lambda n, b, xs, ys: (tnp.sin(xs) * ys, b[0] or b[1]))
+    xs, ys, txs = np.array([0.1, 0.5, 0.9]), np.array([2.0, -1.0, 3.0]), np.array([1.0, 2.0, 3.0])
+    out, tan = tg.vmap(lambda x, y, tx: tg.jvp(f, (x, y), (tx, 0.5)),
+                       in_axes=(0, 0, 0))(xs, ys, txs)
+    close(out, np.sin(xs) * ys)
+    close(tan, np.cos(xs) * txs * ys + np.sin(xs) * 0.5)

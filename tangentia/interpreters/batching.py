@@ -271,22 +271,16 @@ def vmap_flat(fun, args, in_dims, axis_size, out_dims_fn, tag=None, axis_name=No
     """Run ``fun`` (flat in/out) batched.  ``out_dims_fn(n)`` gives the output
     axes for ``n`` outputs; ``axis_name`` names the batch axis for collectives.
     Returns the flat outputs."""
-    trace = BatchTrace(core.current_trace(), axis_size, axis_name=axis_name, tag=tag)
-    ins = [a if d is None else BatchTracer(trace, a, d) for a, d in zip(args, in_dims)]
-    try:
-        with set_trace(trace):
-            outs = fun(*ins)
-        pairs = [trace.unpack(o) for o in outs]
-    finally:
-        trace.alive = False
+    pairs = _run_batched(fun, args, in_dims, axis_size, tag, axis_name)
     out_axes = out_dims_fn(len(pairs))
     result = []
-    for (v, d), od in zip(pairs, out_axes):
+    for i, ((v, d), od) in enumerate(zip(pairs, out_axes)):
         if od is None:
             if d is not None:
                 raise ValueError(
-                    "vmap has out_axes=None for an output that is batched: out_axes=None "
-                    "requires the output not to depend on the mapped inputs")
+                    f"at vmap out_axes, got axis spec None but output was batched on axis {d} "
+                    f"(flat output {i}: out_axes=None requires the output not to depend on the "
+                    "mapped inputs)")
             result.append(v)
             continue
         if d is None:
@@ -301,6 +295,18 @@ def vmap_flat(fun, args, in_dims, axis_size, out_dims_fn, tag=None, axis_name=No
             od += nd
         result.append(move_axis(v, d, od))
     return result
+
+
+def _run_batched(fun, args, in_dims, axis_size, tag=None, axis_name=None):
+    """``fun`` (flat in/out) run batched: its outputs as ``(value, batch axis or None)``."""
+    trace = BatchTrace(core.current_trace(), axis_size, axis_name=axis_name, tag=tag)
+    ins = [a if d is None else BatchTracer(trace, a, d) for a, d in zip(args, in_dims)]
+    try:
+        with set_trace(trace):
+            outs = fun(*ins)
+        return [trace.unpack(o) for o in outs]
+    finally:
+        trace.alive = False
 
 
 def _batched_in_avals(jaxpr, in_dims, axis_size):
@@ -394,35 +400,58 @@ ad.custom_lin_p.batch = _custom_lin_batch
 
 
 def _custom_vmap_jvp_rule(rule, name, num_consts, nonzeros, axis_size, in_batched, *xs):
-    """The batching rule of a custom_vmap call's JVP: the JVP of ``rule``.
+    """The batching rule of a custom_vmap call's JVP: the JVP of ``rule``, as in JAX.
 
-    A primal and its tangent are batched together (the unbatched one of a pair
-    is broadcast), so ``rule`` sees each argument batched or not as a whole; the
-    tangent outputs are batched as their primals."""
+    ``rule`` batches the arguments whose primal and tangent are both batched (its
+    ``in_batched`` says which); a primal or a tangent batched without its partner
+    is mapped by an ordinary vmap of the JVP of the rule's call, so that ``rule``
+    sees such an argument unbatched and an output that nothing batched reaches
+    stays unbatched (a tangent of a linear rule, under ``jacfwd``).  When both
+    kinds occur in one call, each unbatched partner is broadcast instead (one
+    batch axis for all)."""
     n = len(nonzeros)
-    primals, tans, t_batched = list(xs[:n]), iter(xs[n:]), iter(in_batched[n:])
-    tangents, batched = [], []
-    for i, (p, nz, pb) in enumerate(zip(primals, nonzeros, in_batched[:n])):
-        t, tb = (next(tans), next(t_batched)) if nz else (None, False)
-        if tb and not pb:
-            primals[i] = p = broadcast_front(p, axis_size)
-        if t is None:
-            t = core.Zero.from_primal(p)
-        elif pb and not tb:
-            t = broadcast_front(t, axis_size)
+    p_b = list(in_batched[:n])
+    t_it = iter(zip(xs[n:], in_batched[n:]))
+    primals, tangents, t_b = list(xs[:n]), [], []
+    for nz in nonzeros:
+        t, tb = next(t_it) if nz else (None, False)
         tangents.append(t)
-        batched.append(pb or tb)
-    if any(batched[:num_consts]):
+        t_b.append(tb)
+    if any(p_b[:num_consts]) or any(t_b[:num_consts]):
         raise _batched_closure_error(name)
+    mutual = [pb and tb for pb, tb in zip(p_b, t_b)]
+    extra = [pb != tb for pb, tb in zip(p_b, t_b)]
+    if any(mutual) and any(extra):
+        for i, (p, t) in enumerate(zip(primals, tangents)):
+            if t_b[i] and not p_b[i]:
+                primals[i] = broadcast_front(p, axis_size)
+            elif p_b[i] and t is not None and not t_b[i]:
+                tangents[i] = broadcast_front(t, axis_size)
+        mutual = [pb or tb for pb, tb in zip(p_b, t_b)]
+        p_b = t_b = [False] * n
     store = {}
 
-    def f(*ps):
-        outs, store["out_batched"] = rule(axis_size, batched[num_consts:], *ps[num_consts:])
-        return outs
+    def jvp_of_call(*ps_ts):
+        ps, it = ps_ts[:n], iter(ps_ts[n:])
+        ts = [next(it) if nz else core.Zero.from_primal(p) for p, nz in zip(ps, nonzeros)]
 
-    outs, out_tans = ad.jvp_flat(f, primals, tangents)
-    out_batched = list(store["out_batched"])
-    return list(outs) + [ad.instantiate(t) for t in out_tans], out_batched + out_batched
+        def call(*qs):
+            outs, store["out_batched"] = rule(axis_size, mutual[num_consts:], *qs[num_consts:])
+            return outs
+
+        outs, out_tans = ad.jvp_flat(call, ps, ts)
+        return list(outs) + [ad.instantiate(t) for t in out_tans]
+
+    ins = primals + [t for t in tangents if t is not None]
+    in_dims = [0 if pb and not tb else None for pb, tb in zip(p_b, t_b)] + [
+        0 if tb and not pb else None for pb, tb, nz in zip(p_b, t_b, nonzeros) if nz]
+    if any(d is not None for d in in_dims):
+        pairs = _run_batched(jvp_of_call, ins, in_dims, axis_size)
+    else:
+        pairs = [(o, None) for o in jvp_of_call(*ins)]
+    rule_b = list(store["out_batched"]) * 2  # the rule's flags, for primals and tangents
+    outs = [v if d is None else move_to_front(v, d) for v, d in pairs]
+    return outs, [rb or d is not None for rb, (_, d) in zip(rule_b, pairs)]
 
 
 ad.custom_vmap_jvp_rule[0] = _custom_vmap_jvp_rule
