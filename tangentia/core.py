@@ -244,7 +244,12 @@ class EvalTrace(Trace):
     __slots__ = ()
 
     def process_primitive(self, prim, args, params):
-        out = prim.impl(*args, **params)
+        try:
+            out = prim.impl(*args, **params)
+        except ValueError:
+            if prim.check_args is not None:
+                prim.check_args(*args, **params)
+            raise
         if prim.multiple_results:
             return [o if type(o) is np.ndarray else np.asarray(o) for o in out]
         return out if type(out) is np.ndarray else np.asarray(out)
@@ -382,6 +387,8 @@ class Primitive:
       transpose(ct, *args, **params)      for linear primitives -> cts per arg
       batch(args, dims, **params)         -> (out, out_dim)
       partial_eval(trace, args, params)   optional special staging rule
+      check_args(*arrays, **params)       optional: raise a clearer error when
+                                          ``impl`` raised a ValueError
 
     How a backend compiles the primitive lives in that backend's own lowering
     table (``tangentia.compiler``), not here.
@@ -389,7 +396,7 @@ class Primitive:
 
     __slots__ = ("name", "multiple_results", "impl", "abstract_eval", "jvp", "transpose",
                  "batch", "partial_eval", "print_params", "jvp_takes_none", "jvp_fns",
-                 "has_effects",
+                 "has_effects", "check_args",
                  "__weakref__")
 
     def __init__(self, name, multiple_results=False):
@@ -405,6 +412,7 @@ class Primitive:
         self.jvp_takes_none = False  # the JVP rule accepts None for a zero tangent
         self.jvp_fns = None  # per-argument tangent functions (see ad.defjvp)
         self.has_effects = False  # kept by dead-code elimination even without used outputs
+        self.check_args = None
 
     def bind(self, *args, **params):
         return _trace_ctx.get().process_primitive(self, args, params)
@@ -474,14 +482,15 @@ def is_eager():
     return _trace_ctx.get() is EVAL_TRACE
 
 
-def eager_dispatch(prim, eager, nin=None, traced=None, on_error=None, name=None):
+def eager_dispatch(prim, eager, nin=None, traced=None, name=None):
     """The public function of ``prim`` with an eager fast path.
 
     * ``nin=1`` or ``nin=2``: ``f(x)`` / ``f(x, y)`` with no parameters.
       Eagerly ``eager(*args)`` (a NumPy kernel) gives the result, also for
       arguments that are not tracers under an interpreter whose ``eval_known``
-      is true; a ``ValueError`` from it is first passed to ``on_error(*args)``,
-      which may raise a clearer error.  Otherwise ``prim`` is bound.
+      is true; a ``ValueError`` from it is first passed to
+      ``prim.check_args(*args)``, which may raise a clearer error.  Otherwise
+      ``prim`` is bound.
     * ``nin=None``: ``f(*args, **kwargs)``.  Eagerly ``eager(*args, **kwargs)``
       gives the result unless it returns ``NotImplemented`` (the fast path does
       not apply to these arguments); otherwise, and under any transformation,
@@ -509,8 +518,8 @@ def eager_dispatch(prim, eager, nin=None, traced=None, on_error=None, name=None)
                 try:
                     out = eager(x, y)
                 except ValueError:
-                    if on_error is not None:
-                        on_error(x, y)
+                    if prim.check_args is not None:
+                        prim.check_args(x, y)
                     raise
                 return out if type(out) is ndarray else asarray(out)
             return trace.process_primitive(prim, (x, y), no_params)

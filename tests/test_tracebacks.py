@@ -58,7 +58,7 @@ def test_error_from_a_check_keeps_only_the_frame_that_raised():
     def g(x):
         return x + tnp.ones(4)
 
-    with pytest.raises(ValueError, match=r"shapes=\[\(3,\), \(4,\)\] \(operation 'add'\)") as info:
+    with pytest.raises(TypeError, match=r"^add got incompatible shapes for broadcasting: \(3,\), \(4,\)") as info:
         tg.jit(tg.vmap(tg.grad(lambda x: tnp.sum(g(x)))))(np.ones((2, 3)))
     tb = info.value.__traceback__
     lib = library_frames(tb)

@@ -48,7 +48,11 @@ def isscalar(element):
 
 def broadcast_shapes(*shapes):
     """The shape that the given shapes broadcast to."""
-    return tuple(_np.broadcast_shapes(*shapes))
+    try:
+        return tuple(_np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError("Incompatible shapes for broadcasting: shapes=["
+                         f"{', '.join(str(tuple(s)) for s in shapes)}]") from None
 
 
 # ---------------------------------------------------------------------------

@@ -37,12 +37,20 @@ def broadcast_shapes(name, *shapes):
             d = s[j]
             if d != 1:
                 if size != 1 and d != size:
-                    raise ValueError(
-                        f"Incompatible shapes for broadcasting: shapes=["
-                        f"{', '.join(str(tuple(s)) for s in shapes)}] (operation '{name}')")
+                    raise broadcasting_error(name, shapes)
                 size = d
         out.append(size)
     return tuple(out)
+
+
+def broadcasting_error(name, shapes):
+    """JAX's error for operands of ``name`` whose ``shapes`` do not broadcast:
+    a TypeError from the operation itself when they have the same rank, else
+    the ValueError of the implicit rank promotion (with the operation named)."""
+    text = ", ".join(str(tuple(s)) for s in shapes)
+    if len({len(s) for s in shapes}) == 1:
+        return TypeError(f"{name} got incompatible shapes for broadcasting: {text}.")
+    return ValueError(f"Incompatible shapes for broadcasting: shapes=[{text}] (operation '{name}')")
 
 
 _PROTO = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
@@ -588,12 +596,10 @@ select_p.transpose = _select_transpose
 
 def _fast(prim, ufunc):
     """The public function of an elementwise primitive backed by ``ufunc``."""
-    if ufunc.nin == 1:
-        f = core.eager_dispatch(prim, ufunc, nin=1)
-    else:
+    if ufunc.nin == 2:
         # Report a shape mismatch as traced code does (naming the operation).
-        f = core.eager_dispatch(prim, ufunc, nin=2, on_error=lambda x, y: broadcast_shapes(
-            prim.name, np.shape(x), np.shape(y)))
+        prim.check_args = lambda x, y: broadcast_shapes(prim.name, np.shape(x), np.shape(y))
+    f = core.eager_dispatch(prim, ufunc, nin=ufunc.nin)
     f.__doc__ = f"Elementwise {prim.name} (NumPy's {ufunc.__name__})."
     return f
 
