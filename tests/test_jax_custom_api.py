@@ -177,3 +177,11 @@ def test_mixed_batching_of_a_custom_vmap_jvp_matches_the_loop():
                        in_axes=(0, 0, 0))(xs, ys, txs)
     close(out, np.sin(xs) * ys)
     close(tan, np.cos(xs) * txs * ys + np.sin(xs) * 0.5)
+
+
+def test_lax_map_batch_size_zero_maps_one_element_at_a_time():
+    # JAX treats batch_size=0 as no batching (JAX's custom_api_test maps with 0).
+    xs = np.arange(5.0)
+    close(tg.lax.map(lambda x: x ** 2, xs, batch_size=0), xs ** 2)
+    with pytest.raises(ValueError, match="batch_size must be a positive integer"):
+        tg.lax.map(lambda x: x, xs, batch_size=-1)

@@ -479,7 +479,8 @@ def map(f, xs, *, batch_size=None):
     """
     if not callable(f):
         raise TypeError(f"map: f must be callable, got {type(f).__name__}")
-    if batch_size is None:
+    if batch_size is None or (batch_size == 0 and not isinstance(batch_size, bool)):
+        # (batch_size=0 maps one element at a time, as in JAX)
         return _scan(lambda _, x: (None, f(x)), None, xs, None, False, 1, (f, "map"))[1]
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
             or batch_size < 1:
