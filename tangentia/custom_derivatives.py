@@ -548,12 +548,17 @@ class _JVPCall(_Call):
                 if tree is None:
                     self.out_tree = _LEAF_TREE
                 elif tree is not _LEAF_TREE:
-                    _check_out_tree(self, _LEAF_TREE, jvp_name, name)
+                    _check_out_tree(self, _LEAF_TREE, jvp_name, name, [p_out],
+                                    xs[:n_dyn + n_diff])
                 if type(t_out) is _JaxprTracer and isinstance(p_out, _ndarray):
                     ta = t_out.ir_var.aval  # a staged tangent of the primal's type: as it is
                     if ta.shape == p_out.shape and ta.dtype == p_out.dtype and ta.dtype.kind in "fc":
                         return [p_out, t_out]
-                return [p_out, _check_tangent(p_out, t_out, 0, jvp_name, name)]
+                try:
+                    return [p_out, _check_tangent(p_out, t_out, 0, jvp_name, name)]
+                except TypeError:  # a primal output of the wrong type is reported first
+                    _check_primal_types(self, [p_out], xs[:n_dyn + n_diff], jvp_name, name)
+                    raise
         p_leaves, p_tree = tree_flatten(p_out)
         t_leaves, t_tree = tree_flatten(t_out, is_leaf=lambda x: x is None or
                                         type(x) is SymbolicZero)
@@ -561,9 +566,13 @@ class _JVPCall(_Call):
             raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce "
                             "primal and tangent outputs with equal container (pytree) "
                             f"structures, but got {p_tree} and {t_tree} respectively.")
-        _check_out_tree(self, p_tree, jvp_name, name)
-        fixed = [_check_tangent(p, t, i, jvp_name, name)
-                 for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
+        _check_out_tree(self, p_tree, jvp_name, name, p_leaves, xs[:n_dyn + n_diff])
+        try:
+            fixed = [_check_tangent(p, t, i, jvp_name, name)
+                     for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
+        except TypeError:  # a primal output of the wrong type is reported first
+            _check_primal_types(self, p_leaves, xs[:n_dyn + n_diff], jvp_name, name)
+            raise
         return _as_arrays(p_leaves) + fixed
 
 
@@ -770,19 +779,54 @@ class custom_jvp(_CustomFunction):
         self.defjvp(jvp)
 
 
-def _check_out_tree(call, tree, jvp_name, name):
-    """The primal output of a JVP rule has the function's output structure."""
+def _check_out_tree(call, tree, jvp_name, name, leaves, primals):
+    """The primal output of a JVP rule (``leaves`` with structure ``tree``) has the
+    function's output structure; the message shows both with their leaves' types,
+    as JAX's (the function's are traced from ``primals``, the call's inputs)."""
     want = call.out_tree
     if want is not None and want != tree:
+        got_s = _typed_tree(tree, [core.get_aval(x) for x in leaves])
+        want_s = _typed_tree(want, [v.aval for v in _fun_program(call, primals, name).outvars])
         raise TypeError(
             f"Custom JVP rule {jvp_name} for function {name} must produce a pair (list or tuple "
             "of length two) where the first element represents the primal output (equal in value "
             f"to the output of the custom_jvp-decorated function {name}, and in particular of "
             "the same container/pytree structure), but instead the JVP rule output's first "
-            f"element had container/pytree structure:\n    {tree}\nwhile the custom_jvp-decorated "
-            f"function {name} had output container/pytree structure:\n    {want}. (expected "
-            f"{want}, got {tree})")
+            f"element had container/pytree structure:\n    {got_s}\nwhile the "
+            f"custom_jvp-decorated function {name} had output container/pytree structure:\n"
+            f"    {want_s}. (expected {want}, got {tree})")
     call.out_tree = tree
+
+
+def _fun_program(call, primals, name):
+    """The call's function traced on the types of its flat inputs ``primals``
+    (for error messages only)."""
+    out_tree = call.out_tree
+    try:
+        return pe.trace_to_jaxpr(call.fun, [core.get_aval(x) for x in primals], name=name,
+                                 label="custom_jvp")[0]
+    finally:
+        call.out_tree = out_tree
+
+
+def _check_primal_types(call, leaves, primals, jvp_name, name):
+    """Raise JAX's error if the JVP rule's primal outputs ``leaves`` do not have
+    the types of the function's outputs."""
+    pe.check_primal_outs(f"Custom JVP rule {jvp_name}", name, _fun_program(call, primals, name),
+                         leaves)
+
+
+class _TypeName(str):
+    """A leaf printed as its type, ``float32[3]``, in a structure's repr."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return str(self)
+
+
+def _typed_tree(tree, avals):
+    return tree_unflatten(tree, [_TypeName(_type_str(a)) for a in avals])
 
 
 class custom_vjp(_CustomFunction):

@@ -185,3 +185,78 @@ def test_lax_map_batch_size_zero_maps_one_element_at_a_time():
     close(tg.lax.map(lambda x: x ** 2, xs, batch_size=0), xs ** 2)
     with pytest.raises(ValueError, match="batch_size must be a positive integer"):
         tg.lax.map(lambda x: x, xs, batch_size=-1)
+
+
+# ---------------------------------------------------------------------------
+# Rule outputs of the wrong type or structure: JAX's wording first, with the
+# leaves' types (eagerly and inside a scan body).
+
+
+def scan_once(f, x):
+    return tg.lax.scan(lambda c, _: (f(c), None), x, None, length=1)[0]
+
+
+def test_jvp_rule_primal_structure_error_shows_leaf_types():
+    @tg.custom_jvp
+    def f(x):
+        return x
+
+    f.defjvp(lambda p, t: ((p[0], p[0]), (t[0], t[0])))
+    want = ("Custom JVP rule <lambda> for function f must produce a pair (list or tuple of length "
+            "two) where the first element represents the primal output (equal in value to the "
+            "output of the custom_jvp-decorated function f, and in particular of the same "
+            "container/pytree structure), but instead the JVP rule output's first element had "
+            "container/pytree structure:\n    (float32[], float32[])\nwhile the "
+            "custom_jvp-decorated function f had output container/pytree structure:\n"
+            "    float32[].")
+    x = np.float32(1.0)
+    for run in (lambda: tg.jvp(lambda x: scan_once(f, x), (x,), (x,)),
+                lambda: tg.jvp(tg.jit(f), (x,), (x,))):
+        with pytest.raises(TypeError) as ei:
+            run()
+        assert str(ei.value).startswith(want)
+
+
+def test_jvp_and_fwd_rule_primal_shape_errors_come_before_the_tangent_check():
+    @tg.custom_jvp
+    def f(x):
+        return x
+
+    f.defjvp(lambda p, t: (tnp.zeros((3,)), t[0]))
+    with pytest.raises(TypeError, match=r"(?s)^Custom JVP rule <lambda> for function f must "
+                       r"produce a pair .*in particular with leaves of the same shape/dtype\), "
+                       r"but instead the JVP rule output's first element had shapes/dtypes of:\n"
+                       r"    float64\[3\]\nwhile the custom_jvp-decorated function f had output "
+                       r"shapes/dtypes of:\n    float64\[\]"):
+        tg.jvp(lambda x: scan_once(f, x), (1.0,), (1.0,))
+
+    @tg.custom_vjp
+    def g(x):
+        return x
+
+    g.defvjp(lambda x: (tnp.zeros((3,)), None), lambda r, ct: (ct,))
+    with pytest.raises(TypeError, match=r"(?s)^Custom VJP fwd rule <lambda> for function g must "
+                       r"produce a pair .*the fwd rule output's first element had shapes/dtypes "
+                       r"of:\n    float64\[3\]\nwhile the custom_vjp-decorated function g had "
+                       r"output shapes/dtypes of:\n    float64\[\]"):
+        tg.grad(lambda x: scan_once(g, x))(1.0)
+
+
+def test_custom_call_under_ensure_compile_time_eval_runs_concretely_in_jit():
+    seen = []
+
+    @tg.custom_jvp
+    def f(x):
+        seen.append(float(x))          # concrete: Python can read it
+        return 2.0 * x
+
+    f.defjvp(lambda p, t: (f(p[0]), t[0]))
+
+    @tg.jit
+    def g(y):
+        with tg.ensure_compile_time_eval():
+            c = f(3.0)
+        return y * c
+
+    close(g(2.0), 12.0)
+    assert seen == [3.0]

@@ -280,8 +280,8 @@ class JaxprTrace(core.Trace):
     def _computes_now(self, args):
         """Whether a partial evaluator computes a call now, with its parent
         (all its inputs are known).  The hot path of eager ``grad``."""
-        if not self.forward_known:
-            return False
+        if not self.forward_known:  # staging: only under ensure_compile_time_eval
+            return _compile_time_eval_get() and not any(isinstance(x, Tracer) for x in args)
         for x in args:
             if type(x) is JaxprTracer and x._trace is self:
                 return False
@@ -507,10 +507,25 @@ def check_primal_outs(rule, name, call_jaxpr, outs):
     got = [core.get_aval(o) for o in outs]
     if len(want) != len(got) or any(a.shape != b.shape or a.dtype != b.dtype
                                     for a, b in zip(want, got)):
+        types = [", ".join(f"{a.dtype.name}[{','.join(map(str, a.shape))}]" for a in avals)
+                 for avals in (got, want)]
+        if rule.startswith("Custom JVP"):  # JAX's wording, then ours
+            equal = (f"(equal in value to the output of the custom_jvp-decorated function {name}, "
+                     "and in particular with leaves of the same shape/dtype)")
+            kind = "custom_jvp"
+        else:
+            equal = (f"(equal to the output of the custom_vjp-decorated function {name}) and the "
+                     "second element represents residuals (i.e. values stored from the forward "
+                     "pass for use on the backward pass)")
+            kind = "custom_vjp"
         raise TypeError(
-            f"{rule} for function {name} must produce primal outputs with the "
-            f"function's shapes and dtypes; expected {[a.str_short() for a in want]}, got "
-            f"{[a.str_short() for a in got]}.")
+            f"{rule} for function {name} must produce a pair (list or tuple of length two) where "
+            f"the first element represents the primal output {equal}, but instead the "
+            f"{'JVP' if kind == 'custom_jvp' else 'fwd'} rule output's first element had "
+            f"shapes/dtypes of:\n    {types[0]}\nwhile the {kind}-decorated function {name} had "
+            f"output shapes/dtypes of:\n    {types[1]}\n(the primal outputs must have the "
+            f"function's shapes and dtypes: expected {[a.str_short() for a in want]}, got "
+            f"{[a.str_short() for a in got]})")
 
 
 def _keyed(staged, rule, avals):
