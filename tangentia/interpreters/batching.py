@@ -320,20 +320,26 @@ def _batched_in_avals(jaxpr, in_dims, axis_size):
     return out
 
 
-def batch_jaxpr(jaxpr, in_dims, axis_size):
-    """A program computing the batched outputs (batch axis 0 on every output).
+def batch_jaxpr(jaxpr, in_dims, axis_size, out_batched=None):
+    """A program computing the batched outputs (batch axis 0 on every output, or,
+    given ``out_batched`` (a tuple of bools), on those where it is true; the others
+    must not depend on the batched inputs).
 
     Returns ``(program, hoisted)`` (see ``partial_eval.trace_to_program``)."""
     name = _rule_axis_name.get()
     key = ("batch", tuple(in_dims), axis_size) + ((name,) if name is not None else ())
+    if out_batched is not None:
+        key += (tuple(out_batched),)
     hit = jaxpr.cache.get(key)
     if hit is not None:
         return hit
     in_avals = _batched_in_avals(jaxpr, in_dims, axis_size)
+    out_dims = (lambda n: [0] * n) if out_batched is None else (
+        lambda n: [0 if b else None for b in out_batched])
 
     def fun(*args):
         return vmap_flat(lambda *xs: core.eval_jaxpr(jaxpr, (), *xs), args, in_dims, axis_size,
-                         lambda n: [0] * n, axis_name=name)
+                         out_dims, axis_name=name)
 
     return pe.memoize_program(jaxpr.cache, key, pe.trace_to_program(fun, in_avals, name="vmap"))
 

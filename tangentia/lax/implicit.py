@@ -47,9 +47,22 @@ from .._traceback_util import api_boundary
 __all__ = ["custom_linear_solve", "custom_root", "linear_solve_p"]
 
 
+def _check_args(api, funs, what, leaves):
+    """Each ``(name, fn)`` of ``funs`` must be callable and each of ``leaves`` (of the
+    argument ``what``) an array (JAX's wording first)."""
+    for name, fn in funs:
+        if not callable(fn):
+            raise TypeError(f"'{type(fn).__name__}' object is not callable ({api}: {name} must "
+                            "be callable)")
+    for i, x in enumerate(leaves):
+        if not core.is_array_like(x):
+            core.as_array(x, f"{api}: leaf {i} of {what}")
+
+
 def _check_output(api, role, fn, expected_name, got, ref, shapes=True):
-    """``got`` (what ``fn``, the argument ``role``, returned) must be a pytree of arrays with ``ref``'s
-    structure (JAX's TypeError) and, if ``shapes``, its leaf shapes (JAX's ValueError)."""
+    """``got`` (what ``fn``, the argument ``role``, returned) must be a pytree of arrays
+    with ``ref``'s structure (JAX's TypeError) and, if ``shapes``, its leaf shapes
+    (JAX's ValueError)."""
     got_tree, ref_tree = tree_structure(got), tree_structure(ref)
     detail = (f"({api}: {role} ({_fun_name(fn)}) returned {_types_str(got)}; {expected_name} is "
               f"{_types_str(ref)})")
@@ -120,19 +133,12 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
              [-0.2,  0.4]])
     """
     api = "custom_linear_solve"
-    for what, fn in (("matvec", matvec), ("solve", solve)):
-        if not callable(fn):
-            raise TypeError(f"{api}: {what} must be callable, got {type(fn).__name__}")
-    if transpose_solve is not None and not callable(transpose_solve):
-        raise TypeError(f"{api}: transpose_solve must be callable or None, got "
-                        f"{type(transpose_solve).__name__}")
     if transpose_solve is None and symmetric:
         transpose_solve = solve
     b_leaves, b_tree = tree_flatten(b)
-    for i, x in enumerate(b_leaves):
-        if not core.is_array_like(x):
-            raise TypeError(f"{api}: b must be a pytree of arrays, but leaf {i} is a "
-                            f"{type(x).__name__}")
+    _check_args(api, (("matvec", matvec), ("solve", solve))
+                + ((("transpose_solve", transpose_solve),) if transpose_solve is not None else ()),
+                "b", b_leaves)
     b_avals = [core.get_aval(x).strip_weak() for x in b_leaves]
     num_b = len(b_leaves)
     aux_store = {}
@@ -228,14 +234,8 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
       Array(0.35355339)
     """
     api = "custom_root"
-    for what, fn in (("f", f), ("solve", solve), ("tangent_solve", tangent_solve)):
-        if not callable(fn):
-            raise TypeError(f"{api}: {what} must be callable, got {type(fn).__name__}")
-    g_leaves = tree_leaves(initial_guess)
-    for i, x in enumerate(g_leaves):
-        if not core.is_array_like(x):
-            raise TypeError(f"{api}: initial_guess must be a pytree of arrays, but leaf {i} is "
-                            f"a {type(x).__name__}")
+    _check_args(api, (("f", f), ("solve", solve), ("tangent_solve", tangent_solve)),
+                "initial_guess", tree_leaves(initial_guess))
 
     def f_checked(x):
         y = f(x)

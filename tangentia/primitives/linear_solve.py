@@ -8,7 +8,8 @@ be None); ``const_lengths`` = the four const counts; ``num_b`` = the number of
 
 Evaluating it runs the ``solve`` program; it is differentiated implicitly
 from ``A x = b`` (JVP: another solve; transpose: ``transpose_solve`` on the
-transposed operator), and batched by batching all four programs.
+transposed operator), and batched by batching all four programs (the leaves of
+``b`` and of the solution that no batched value reaches stay unbatched).
 """
 from __future__ import annotations
 
@@ -83,26 +84,58 @@ def _ls_transpose(cts, *args, jaxprs, const_lengths, num_b):
                                           for c, bi in zip(ct_b[:num_b], b)]
 
 
+def _dims(batched):
+    return tuple(0 if t else None for t in batched)
+
+
+def _natural(jaxpr, in_dims, size, num_b):
+    """Which of the first ``num_b`` outputs of ``jaxpr`` vmap batches (given ``in_dims``)."""
+    if jaxpr is None:
+        return [False] * num_b
+    return [d is not None for d in batching.batch_jaxpr_natural(jaxpr, in_dims, size)[2][:num_b]]
+
+
 def _ls_batch(args, dims, jaxprs, const_lengths, num_b):
-    # Every vector (b, x, and the vectors inside each program) is batched
-    # along axis 0; each program is the vmap of the original one.
+    # The four programs map between two spaces: matvec and transpose_solve take
+    # an x and give a b, vecmat and solve take a b and give an x.  Which leaves of
+    # x and of b are batched must be the same in all four (transposition swaps
+    # them), so start from the batched leaves of b and add what each program
+    # batches until nothing changes (at most 2 * num_b rounds); unbatched leaves
+    # stay unbatched, as in JAX (vmap(..., out_axes=None) can return them).
     size = batching.batch_size(args, dims)
     *consts, b = split(args, *const_lengths)
     *cdims, bdims = split(dims, *const_lengths)
-    b = [batching.materialize(x, d, size) for x, d in zip(b, bdims)]
+    mv, vm, sv, ts = jaxprs
+    b_bat = [d is not None for d in bdims]
+    x_bat = [False] * num_b
+    while True:
+        x_new = [any(t) for t in zip(x_bat, _natural(sv, (*cdims[2], *_dims(b_bat)), size, num_b),
+                                     _natural(vm, (*cdims[1], *_dims(b_bat)), size, num_b))]
+        b_new = [any(t) for t in zip(b_bat, _natural(mv, (*cdims[0], *_dims(x_new)), size, num_b),
+                                     _natural(ts, (*cdims[3], *_dims(x_new)), size, num_b))]
+        if x_new == x_bat and b_new == b_bat:
+            break
+        x_bat, b_bat = x_new, b_new
+    ins = (x_bat, b_bat, b_bat, x_bat)      # the vector each program takes
+    outs_bat = (b_bat, x_bat, x_bat, b_bat)  # and the one it gives
     new_jaxprs, new_consts = [], []
-    for j, cs, ds in zip(jaxprs, consts, cdims):
+    for i, (j, cs, ds, vin, vout) in enumerate(zip(jaxprs, consts, cdims, ins, outs_bat)):
         if j is None:
             new_jaxprs.append(None)
             new_consts.append([])
             continue
-        (bj,), hoisted = batch_programs([j], tuple(ds) + (0,) * num_b, size)
+        in_dims = (*ds, *_dims(vin))
+        aux = [d is not None for d in batching.batch_jaxpr_natural(j, in_dims, size)[2][num_b:]]
+        bj, hoisted = batching.batch_jaxpr(j, in_dims, size, out_batched=tuple(vout + aux))
         new_jaxprs.append(bj)
         new_consts.append(list(hoisted) + list(cs))
+        if i == 2:  # solve: its outputs are the primitive's
+            out_dims = _dims(x_bat + aux)
+    b = [batching.materialize(x, d, size) if t else x for x, d, t in zip(b, bdims, b_bat)]
     outs = linear_solve_p.bind(*[c for cs in new_consts for c in cs], *b,
                                jaxprs=tuple(new_jaxprs),
                                const_lengths=tuple(len(cs) for cs in new_consts), num_b=num_b)
-    return outs, [0] * len(outs)
+    return outs, list(out_dims)
 
 
 linear_solve_p.jvp = _ls_jvp
