@@ -1015,9 +1015,12 @@ def _flatten_bwd_output(got, ca, in_types, bwd_name, name, sz):
         try:
             g_leaves = t.flatten_up_to(g)
         except Exception:  # noqa: BLE001 - reported with both structures
-            raise _bwd_structure_error(
-                bwd_name, name, got, ca, avals_in, f"the cotangent for argument {k} has structure "
-                f"{_structure_of(g)}, but the argument has structure {t}") from None
+            if t.num_leaves == 1 and core.is_array_like(g):
+                g_leaves = [g]  # one array for a one-leaf container: JAX accepts it too
+            else:
+                raise _bwd_structure_error(
+                    bwd_name, name, got, ca, avals_in, f"the cotangent for argument {k} has "
+                    f"structure {_structure_of(g)}, but the argument has structure {t}") from None
         for j, (c, a) in enumerate(zip(g_leaves, avals)):
             where = f"output[{k}]" + (f" (leaf {j})" if t is not _LEAF_TREE else "")
             want = ad.tangent_aval(a)

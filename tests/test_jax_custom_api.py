@@ -260,3 +260,35 @@ def test_custom_call_under_ensure_compile_time_eval_runs_concretely_in_jit():
 
     close(g(2.0), 12.0)
     assert seen == [3.0]
+
+
+def test_bwd_may_return_one_array_for_a_one_leaf_container():
+    @tg.tree_util.register_pytree_node_class
+    class Box:
+        def __init__(self, x):
+            self.x = x
+
+        def tree_flatten(self):
+            return [self.x], None
+
+        @classmethod
+        def tree_unflatten(cls, aux, xs):
+            return cls(xs[0])
+
+    @tg.custom_vjp
+    def f(box, y):
+        return box.x * y
+
+    f.defvjp(lambda box, y: (f(box, y), (box.x, y)), lambda r, g: (3.0 * r[1] * g, r[0] * g))
+    gb, gy = tg.grad(f, argnums=(0, 1))(Box(2.0), 5.0)
+    close(gb.x, 15.0)
+    close(gy, 2.0)
+
+    @tg.custom_vjp
+    def h(pair):
+        return pair[0] * pair[1]
+
+    h.defvjp(lambda p: (h(p), p), lambda r, g: (g,))  # one array for two leaves: an error
+    with pytest.raises(TypeError, match="Custom VJP bwd rule must produce an output with the "
+                                        "same container"):
+        tg.grad(h)((2.0, 3.0))
