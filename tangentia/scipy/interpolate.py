@@ -144,7 +144,7 @@ class RegularGridInterpolator:
         method = self.method if method is None else method
         _check_method(method)
         ndim = len(self.grid)
-        xi = self._points(xi)
+        xi = self._points(xi, ndim)
         if xi.shape[-1] != ndim:
             raise ValueError(f"the requested sample points xi have dimension {xi.shape[-1]}, "
                              f"but this RegularGridInterpolator has dimension {ndim}")
@@ -168,14 +168,15 @@ class RegularGridInterpolator:
         return tnp.where(nans[trailing], np.nan, result).reshape(shape)
 
     @staticmethod
-    def _points(xi):
+    def _points(xi, ndim):
+        """The points as an array of shape ``(..., ndim)``, as SciPy reads them."""
         if isinstance(xi, tuple) and len(xi) == 1:
             xi = xi[0]
         if isinstance(xi, tuple):
             coords = tnp.broadcast_arrays(*[_inexact(x, "xi") for x in xi])
             return tnp.stack(coords, axis=-1)
         xi = _inexact(xi, "xi")
-        return xi.reshape(1, 1) if xi.ndim == 0 else xi
+        return xi.reshape(-1, ndim) if xi.ndim <= 1 and xi.size % ndim == 0 else xi
 
     def _check_bounds(self, xi):
         value = _concrete(xi)
