@@ -1028,17 +1028,19 @@ class TestPytrees:
     def test_bwd_wrong_argument_structure_error(self):
         @tg.custom_vjp
         def f(x, y):
-            return x["a"] * y
+            return x["a"] * x["b"] * y
 
         def my_bwd(res, g):
-            return (g * res[1], g)  # argument 0 is a dict
+            # argument 0 is a dict of two arrays (one array for a one-leaf dict is accepted,
+            # as in JAX)
+            return (g * res[1], g)
 
         f.defvjp(lambda x, y: (f(x, y), (x, y)), my_bwd)
         with pytest.raises(TypeError) as ei:
-            tg.grad(f)({"a": 1.}, 2.)
+            tg.grad(f)({"a": 1., "b": 1.}, 2.)
         msg = str(ei.value)
         assert "my_bwd" in msg and "function f" in msg and "argument 0" in msg
-        assert "PyTreeDef(*)" in msg and "PyTreeDef({'a': *})" in msg
+        assert "PyTreeDef(*)" in msg and "PyTreeDef({'a': *, 'b': *})" in msg
 
     def test_bwd_cotangent_with_extra_structure_error(self):
         @tg.custom_vjp
