@@ -122,6 +122,22 @@ for _p in (custom_jvp_call_p, custom_vjp_call_p):
     _p.abstract_eval = lambda *avals, call_jaxpr=None, **_: [v.aval for v in call_jaxpr.outvars]
 
 
+def _custom_jvp_call_transpose(cts, *args, **params):
+    """A custom_jvp call in a linear program (``linear_transpose`` of a function
+    calling one, ``linear_call``): the transpose of its JVP rule's linearization at
+    zero linear inputs, the known inputs fixed.  A rule whose tangent map has a
+    custom transpose (``linear_call``'s) keeps it."""
+    lin = [ad.is_undefined(a) for a in args]
+    point = [ad.zeros_like_aval(a.aval) if is_lin else a for a, is_lin in zip(args, lin)]
+    _, program, consts, _, _ = ad.linearize_flat(
+        lambda *xs: custom_jvp_call_p.bind(*xs, **params), point, differentiable=lin)
+    cts_in = ad.backward_pass(program, consts, list(cts))
+    return [c if is_lin else None for c, is_lin in zip(cts_in, lin)]
+
+
+custom_jvp_call_p.transpose = _custom_jvp_call_transpose
+
+
 def _as_arrays(outs):
     return [o if type(o) is np.ndarray or isinstance(o, Tracer) else np.asarray(o) for o in outs]
 
@@ -1171,9 +1187,9 @@ def linear_call(fun, fun_transpose, residual_args, linear_args):
     linear (the tangent is ``fun`` of the linear tangents), and reverse mode
     (``grad``, ``vjp``) calls ``fun_transpose``, itself as a ``linear_call``
     whose transpose is ``fun``.  ``residual_args`` are not differentiated (as
-    in JAX, they must not depend on what is).  Unlike JAX, ``linear_transpose``
-    of a function calling it is not supported yet: it raises a TypeError
-    saying the function is not linear.
+    in JAX, they must not depend on what is).  ``linear_transpose`` of a
+    function calling it calls ``fun_transpose`` too (and transposing that
+    calls ``fun``).
 
     Args:
       fun: ``(residual_args, linear_args) -> out``, linear in ``linear_args``.

@@ -292,3 +292,54 @@ def test_bwd_may_return_one_array_for_a_one_leaf_container():
     with pytest.raises(TypeError, match="Custom VJP bwd rule must produce an output with the "
                                         "same container"):
         tg.grad(h)((2.0, 3.0))
+
+
+# ---------------------------------------------------------------------------
+# linear_transpose through linear_call (and custom_jvp calls in linear programs).
+
+
+def divide_with_untrue_transpose(r):
+    """``x -> x / r`` as a linear_call whose transpose divides by ``3 r``."""
+    from tangentia.custom_derivatives import linear_call
+    return lambda x: linear_call(lambda r, x: x / r, lambda r, t: t / (3.0 * r), r, x)
+
+
+def transpose_of(f, example):
+    return lambda ct: tg.linear_transpose(f, example)(ct)[0]
+
+
+def test_linear_transpose_of_linear_call_calls_its_transpose():
+    r, x = np.array([2.0, 4.0]), np.array([6.0, 1.0])
+    f = divide_with_untrue_transpose(r)
+    g = lambda x: x + f(x)                                    # noqa: E731
+    close(g(x), x + x / r)
+    ft = transpose_of(g, x)
+    close(ft(x), x + x / (3.0 * r))
+    close(tg.jit(ft)(x), x + x / (3.0 * r))
+    close(transpose_of(ft, x)(x), x + x / r)                  # transposing twice: fun again
+    close(transpose_of(transpose_of(ft, x), x)(x), x + x / (3.0 * r))
+    close(tg.grad(lambda x: tnp.sum(g(x)))(x), 1.0 + 1.0 / (3.0 * r))
+
+
+def test_linear_transpose_of_linear_call_with_pytrees_and_a_bad_transpose():
+    from tangentia.custom_derivatives import linear_call
+
+    def two(x):
+        return linear_call(lambda _, x: [x, 2.0 * x], lambda _, t: t[0] + 5.0 * t[1], (), x)
+
+    close(transpose_of(two, 1.0)([3.0, 4.0]), 23.0)
+
+    def bad(x):
+        return linear_call(lambda _, x: x, lambda _, t: None, (), x)
+
+    with pytest.raises(TypeError, match="transpose output pytree structure must match"):
+        transpose_of(bad, 1.0)(1.0)
+
+
+def test_linear_transpose_through_a_custom_jvp_uses_its_rule():
+    @tg.custom_jvp
+    def f(x):
+        return 2.0 * x
+
+    f.defjvp(lambda p, t: (f(p[0]), 5.0 * t[0]))   # the rule's linear map: 5 x
+    close(transpose_of(f, 1.0)(1.0), 5.0)
