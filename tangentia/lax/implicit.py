@@ -86,8 +86,8 @@ def _split_aux(out, api, role, fn, has_aux):
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
         raise ValueError(f"{role}() produced a pytree with structure {tree_structure(out)}, but "
                          "a pytree tuple with auxiliary output was expected because has_aux was "
-                         f"set to True ({api}: with has_aux=True, {role} ({_fun_name(fn)}) must return a pair "
-                         f"(solution, aux), got {_types_str(out)})")
+                         f"set to True ({api}: with has_aux=True, {role} ({_fun_name(fn)}) must "
+                         f"return a pair (solution, aux), got {_types_str(out)})")
     return out[0], out[1]
 
 

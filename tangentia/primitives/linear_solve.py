@@ -18,7 +18,7 @@ from ..compiler.backend import run_equation
 from ..core import Primitive
 from ..interpreters import ad, batching
 from ..interpreters.ad import Zero, is_undefined
-from ..interpreters.call_rules import batch_programs, split
+from ..interpreters.call_rules import split
 from . import elementwise as E
 
 linear_solve_p = Primitive("linear_solve", multiple_results=True)
