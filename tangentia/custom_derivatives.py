@@ -32,7 +32,7 @@ from ._messages import fun_name as _fun_name
 from .tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 
 __all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "CustomVJPPrimal", "closure_convert",
-           "zero_from_primal", "custom_vjp_primal_tree_values", "linear_call"]
+           "zero_from_primal", "custom_vjp_primal_tree_values", "linear_call", "custom_transpose"]
 
 
 # ---------------------------------------------------------------------------
@@ -1150,10 +1150,11 @@ def closure_convert(fun, *example_args):
 # linear_call
 
 
-def _linear_call_parts(fun, fun_transpose, res_leaves, res_tree, lin_tree):
+def _linear_call_parts(fun, transpose, res_leaves, res_tree, lin_tree, what):
     """``(forward, bwd, out_trees)`` for ``ad.custom_lin_p``: ``fun`` on flat leaves,
-    its transpose as another ``linear_call`` (so transposing twice gives ``fun``),
-    and the list where ``forward`` records its output structure."""
+    its transpose (``transpose(residual_args, out_cotangent)``, whose structure must
+    be that of the linear arguments), and the list where ``forward`` records its
+    output structure."""
     n = len(res_leaves)
     out_trees = []
 
@@ -1165,17 +1166,57 @@ def _linear_call_parts(fun, fun_transpose, res_leaves, res_tree, lin_tree):
 
     def bwd(*args):
         cts = [ad.instantiate(c) for c in args[n:]]
-        out = linear_call(fun_transpose, fun, tree_unflatten(res_tree, list(args[:n])),
-                          tree_unflatten(out_trees[-1], cts))
+        out = transpose(tree_unflatten(res_tree, list(args[:n])), tree_unflatten(out_trees[-1], cts))
         leaves, tree = tree_flatten(out)
         if tree != lin_tree:
             raise TypeError("transpose output pytree structure must match that of linear inputs, "
                             f"got output structure {tree} and input structure {lin_tree}. "
-                            f"(linear_call: fun_transpose {_fun_name(fun_transpose)} must return "
-                            "a cotangent for each linear argument)")
+                            f"({what} must return a cotangent for each linear argument)")
         return leaves
 
     return forward, bwd, out_trees
+
+
+def _linear_map(fun, transpose, residual_args, linear_args, name, what):
+    """``fun(residual_args, linear_args)``, linear in ``linear_args``, whose
+    transpose is ``transpose(residual_args, out_cotangent)``: a custom_jvp call
+    (named ``name``) whose tangent map is this same call, with ``transpose`` as
+    the tangent map's transpose (``what`` names it in errors)."""
+    res_leaves, res_tree = tree_flatten(residual_args)
+    lin_leaves, lin_tree = tree_flatten(linear_args)
+    forward, bwd, out_trees = _linear_call_parts(fun, transpose, res_leaves, res_tree, lin_tree,
+                                                 what)
+    n = len(res_leaves)
+
+    def call(*leaves):
+        return forward(*leaves)
+
+    call.__name__ = call.__qualname__ = name
+    call = custom_jvp(call)
+
+    def call_jvp(primals, tangents):
+        if any(type(t) is not SymbolicZero for t in tangents[:n]):
+            raise TypeError(f"{name}({_fun_name(fun)}): residual_args must not be "
+                            "differentiated (they are not involved in the transposition); "
+                            "pass the values to differentiate in linear_args")
+        outs = forward(*primals)
+        lin_dots = [zero_from_primal(p) if type(t) is SymbolicZero else t
+                    for p, t in zip(primals[n:], tangents[n:])]
+        # the tangent map is this same call (differentiating it again keeps the custom
+        # transpose); its transpose is bwd
+        out_dots = custom_lin_p.bind(
+            *primals[:n], *lin_dots, num_res=n, bwd=bwd, forward=lambda *xs: list(call(*xs)),
+            out_avals=tuple(core.tangent_aval(core.get_aval(y)) for y in outs),
+            name=f"{name}({_fun_name(fun)})")
+        return outs, list(out_dots)
+
+    call.defjvp(call_jvp, symbolic_zeros=True)
+    # Partial evaluation records the call (not its body) where its inputs are unknown,
+    # so that transposition still calls ``transpose``.
+    call._params["linear_map"] = True
+
+    outs = call(*res_leaves, *lin_leaves)
+    return tree_unflatten(out_trees[-1], list(outs))
 
 
 def linear_call(fun, fun_transpose, residual_args, linear_args):
@@ -1209,33 +1250,81 @@ def linear_call(fun, fun_transpose, residual_args, linear_args):
       >>> float(f(1.0)), float(tg.grad(f)(1.0)), float(tg.jvp(f, (1.0,), (1.0,))[1])
       (1.0, 7.0, 1.0)
     """
-    res_leaves, res_tree = tree_flatten(residual_args)
-    lin_leaves, lin_tree = tree_flatten(linear_args)
-    forward, bwd, out_trees = _linear_call_parts(fun, fun_transpose, res_leaves, res_tree,
-                                                 lin_tree)
-    n = len(res_leaves)
+    return _linear_map(fun, lambda r, ct: linear_call(fun_transpose, fun, r, ct), residual_args,
+                       linear_args, "linear_call",
+                       f"linear_call: fun_transpose {_fun_name(fun_transpose)}")
 
-    @custom_jvp
-    def call(*leaves):
-        return forward(*leaves)
 
-    def call_jvp(primals, tangents):
-        if any(type(t) is not SymbolicZero for t in tangents[:n]):
-            raise TypeError(f"linear_call({_fun_name(fun)}): residual_args must not be "
-                            "differentiated (they are not involved in the transposition); "
-                            "pass the values to differentiate in linear_args")
-        outs = forward(*primals)
-        lin_dots = [zero_from_primal(p) if type(t) is SymbolicZero else t
-                    for p, t in zip(primals[n:], tangents[n:])]
-        # the tangent map is this same call (differentiating it again keeps the custom
-        # transpose); its transpose is bwd, a linear_call of fun_transpose
-        out_dots = custom_lin_p.bind(
-            *primals[:n], *lin_dots, num_res=n, bwd=bwd, forward=lambda *xs: list(call(*xs)),
-            out_avals=tuple(core.tangent_aval(core.get_aval(y)) for y in outs),
-            name=f"linear_call({_fun_name(fun)})")
-        return outs, list(out_dots)
+# ---------------------------------------------------------------------------
+# custom_transpose
 
-    call.defjvp(call_jvp, symbolic_zeros=True)
 
-    outs = call(*res_leaves, *lin_leaves)
-    return tree_unflatten(out_trees[-1], list(outs))
+class custom_transpose:
+    """A linear function with a user-defined transpose, as ``jax.custom_transpose``.
+
+    ``f = custom_transpose(fun)`` with ``fun(residual_args, linear_args)`` linear
+    in ``linear_args``; ``f.def_transpose(t)`` with ``t(residual_args,
+    out_cotangent) -> linear_args cotangent``; call ``f(out_types,
+    residual_args, linear_args)``.  Evaluation calls ``fun``; ``jvp`` keeps the
+    call linear (its tangent is ``f`` of the linear tangents); transposition
+    (``linear_transpose``, and so ``grad`` through a JVP rule that calls ``f``)
+    calls ``t`` itself, so transposing twice gives ``t``'s own transpose (its
+    code's, or its rule's if ``t`` is a ``custom_transpose`` too).
+
+    Args:
+      fun: ``fun(residual_args, linear_args) -> out``.
+
+    Examples:
+      >>> import tangentia as tg
+      >>> from tangentia.custom_transpose import custom_transpose
+      >>> @custom_transpose
+      ... def double(_, x):
+      ...     return 2.0 * x
+      >>> @double.def_transpose
+      ... def double_t(_, t):
+      ...     return 3.0 * t                   # deliberately not the true transpose
+      >>> f = lambda x: double(None, (), x)
+      >>> float(f(1.0)), float(tg.linear_transpose(f, 1.0)(1.0)[0])
+      (2.0, 3.0)
+    """
+
+    def __init__(self, fun):
+        functools.update_wrapper(self, fun, updated=())
+        self.fun = fun
+        self.transpose = None
+
+    def __getattr__(self, name):
+        # Attributes this object lacks are the wrapped function's, as in JAX.
+        fun = self.__dict__.get("fun")
+        if fun is None or name.startswith("__"):
+            raise AttributeError(f"'custom_transpose' object has no attribute {name!r}")
+        return getattr(fun, name)
+
+    def def_transpose(self, transpose):
+        """Define the transpose; returns it (so it can be used as a decorator).
+
+        Args:
+          transpose: ``transpose(residual_args, out_cotangent) -> cotangent``
+            of ``linear_args`` (their structure).
+
+        Returns:
+          ``transpose``.
+        """
+        if not callable(transpose):
+            raise TypeError(f"custom_transpose.def_transpose of {_fun_name(self.fun)} expects a "
+                            f"callable, got {type(transpose).__name__}")
+        self.transpose = transpose
+        return transpose
+
+    def __call__(self, out_types, res_arg, lin_arg):
+        """``fun(res_arg, lin_arg)``; ``out_types`` (the output's types, which
+        JAX needs to stage the call without running ``fun``) is accepted and not
+        needed: the call runs ``fun``."""
+        del out_types
+        name = _fun_name(self.fun)
+        if self.transpose is None:
+            raise AttributeError(f"No transpose rule defined for custom_transpose function "
+                                 f"{name} using def_transpose.")
+        return _linear_map(self.fun, self.transpose, res_arg, lin_arg, "custom_transpose_call",
+                           f"custom_transpose: the transpose rule {_fun_name(self.transpose)} "
+                           f"of {name}")

@@ -343,3 +343,56 @@ def test_linear_transpose_through_a_custom_jvp_uses_its_rule():
 
     f.defjvp(lambda p, t: (f(p[0]), 5.0 * t[0]))   # the rule's linear map: 5 x
     close(transpose_of(f, 1.0)(1.0), 5.0)
+
+
+# ---------------------------------------------------------------------------
+# custom_transpose (tangentia.custom_transpose, as jax.custom_transpose)
+
+
+def divide_with_transpose(rule_factor):
+    """``x + x / y`` whose inner division has the transpose ``rule_factor * t / y``."""
+    from tangentia.custom_transpose import custom_transpose
+
+    def f(x, y):
+        fn = custom_transpose(lambda r, x: x / r)
+        fn.def_transpose(lambda r, t: rule_factor * t / r)
+        return x + fn(None, y, x)
+    return f
+
+
+def test_custom_transpose_under_jit_cond_and_jvp():
+    f = divide_with_transpose(2.0)
+    x, y = np.array([6.0, 1.5]), np.array([3.0, 0.5])
+    g = lambda x: f(x, y)                                      # noqa: E731
+    want_t = x + 2.0 * x / y
+    close(g(x), x + x / y)
+    close(tg.jit(g)(x), x + x / y)
+    close(transpose_of(g, x)(x), want_t)
+    close(tg.jit(transpose_of(g, x))(x), want_t)
+    close(transpose_of(tg.jit(g), x)(x), want_t)               # transposing the jit program
+    in_cond = lambda x: tg.lax.cond(True, g, lambda x: x, x)   # noqa: E731
+    close(transpose_of(in_cond, x)(x), want_t)
+    close(tg.jvp(g, (x,), (np.ones(2),)), (x + x / y, 1.0 + 1.0 / y))
+    close(tg.grad(lambda x: tnp.sum(g(x)))(x), 1.0 + 2.0 / y)   # grad transposes: the rule
+
+
+def test_custom_transpose_transposes_of_transposes():
+    from tangentia.custom_transpose import custom_transpose
+    T = lambda f: transpose_of(f, 0.0)                          # noqa: E731
+
+    f = custom_transpose(lambda _, z: 2.0 * z)
+    g = custom_transpose(lambda _, z: 3.0 * z)
+    f.def_transpose(lambda r, t: g(None, r, t))                 # f and g transpose to each other
+    g.def_transpose(lambda r, t: f(None, r, t))
+    f1 = lambda z: f(None, (), z)                               # noqa: E731
+    assert [float(h(1.0)) for h in (f1, T(f1), T(T(f1)), T(T(T(f1))))] == [2.0, 3.0, 2.0, 3.0]
+
+    h = custom_transpose(lambda c, z: c * z)
+    h.def_transpose(lambda c, z: h(None, c + 1.0, z))           # each transpose adds one
+    h1 = lambda z: h(None, 1.0, z)                              # noqa: E731
+    assert [float(k(1.0)) for k in (h1, T(h1), T(T(h1)))] == [1.0, 2.0, 3.0]
+
+    undefined = custom_transpose(lambda _, z: z)
+    with pytest.raises(AttributeError, match="No transpose rule defined for custom_transpose "
+                                             "function <lambda>"):
+        undefined(None, (), 1.0)

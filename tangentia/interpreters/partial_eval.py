@@ -302,7 +302,8 @@ class JaxprTrace(core.Trace):
                 return self.parent.process_custom_jvp_call(prim, args, params)
             finally:
                 _reset_trace(token)
-        if self.forward_known:
+        if self.forward_known and not params.get("linear_map"):
+            # (a linear map with a custom transpose, linear_call's, is recorded instead)
             return self._inline_unknown(params, args)
         avals = [core.get_aval(a) for a in args]
         name = params["name"]
