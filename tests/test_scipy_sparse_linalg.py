@@ -177,6 +177,29 @@ def test_pytree_right_hand_side():
     np.testing.assert_allclose(x["b"], b["b"] / 4, rtol=1e-12)
 
 
+def test_matrix_times_2d_b_scalar_leaves_and_jacobian_of_a_tuple_rhs():
+    """A matrix (or a plain object with ``@``) applied to a 2-D ``b`` treats its
+    columns as one vector; Python-number leaves; ``jacrev`` through a tuple
+    right-hand side (it batches the solve)."""
+    class Op:                 # not a pytree: only ``@`` and ``shape``
+        shape = (3, 3)
+
+        def __matmul__(self, x):
+            return 2.0 * x
+
+    b = np.arange(9.0).reshape(3, 3)
+    for solve in (cg, bicgstab, gmres):
+        for A in (2.0 * np.eye(3), Op()):
+            np.testing.assert_allclose(solve(A, b, **TIGHT)[0], b / 2, rtol=1e-12)
+        x = solve(lambda t: {"a": t["a"] + 0.5 * t["b"], "b": 0.5 * t["a"] + t["b"]},
+                  {"a": 1.0, "b": -4.0}, **TIGHT)[0]
+        np.testing.assert_allclose([x["a"], x["b"]], [4.0, -6.0], rtol=1e-12)
+    jac = tg.jacrev(lambda b: cg(lambda x: (SPD @ x[0], SPD @ x[1]), (b, 2 * b), **TIGHT)[0])(B)
+    inv = np.linalg.inv(SPD)
+    np.testing.assert_allclose(jac[0], inv, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(jac[1], 2 * inv, rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("name", SOLVERS)
 def test_derivatives_are_implicit_and_match_finite_differences(name):
     """Gradients through the solve (whose while_loop could not be reversed) are

@@ -291,16 +291,9 @@ def bicgstab(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None):
     transpose (reverse mode), accurate when they converge.
 
     Args:
-      A: the operator: a function ``x -> A x`` (returning ``x``'s structure and
-        shapes), a square 2-D array, or an object with ``__matmul__``.
-      b: the right-hand side, an array or a pytree of arrays of any shapes.
-      x0: the starting guess, with ``b``'s structure and shapes (default zeros).
-      tol: the relative tolerance: stop when
-        ``norm(residual) <= max(tol * norm(b), atol)``.
-      atol: the absolute tolerance.
-      maxiter: the maximum number of iterations (default ``10 * b``'s size).
-      M: a preconditioner approximating ``A``'s inverse (function, matrix or
-        ``__matmul__`` object).
+      A: the operator, any nonsingular one, given as for :func:`cg`.
+      b, x0, tol, atol, maxiter: as for :func:`cg`.
+      M: a preconditioner approximating ``A``'s inverse, given as ``A``.
 
     Returns:
       ``(x, info)``: the solution, with ``b``'s structure, and SciPy's
@@ -429,17 +422,14 @@ def gmres(A, b, x0=None, *, tol=1e-5, atol=0.0, restart=20, maxiter=None, M=None
     or its transpose, accurate when they converge.
 
     Args:
-      A: the operator: a function ``x -> A x`` (returning ``x``'s structure and
-        shapes), a square 2-D array, or an object with ``__matmul__``.
-      b: the right-hand side, an array or a pytree of arrays of any shapes.
-      x0: the starting guess, with ``b``'s structure and shapes (default zeros).
-      tol: the relative tolerance on the (preconditioned) residual.
-      atol: the absolute tolerance.
+      A: the operator, any nonsingular one, given as for :func:`cg`.
+      b, x0: as for :func:`cg`.
+      tol, atol: the relative and absolute tolerances on the preconditioned
+        residual ``M (b - A x)``, as for :func:`cg`.
       restart: the dimension of the Krylov space built per cycle (at most
         ``b``'s size).
       maxiter: the maximum number of restart cycles (default ``10 * b``'s size).
-      M: a preconditioner approximating ``A``'s inverse (function, matrix or
-        ``__matmul__`` object).
+      M: a preconditioner approximating ``A``'s inverse, given as ``A``.
       solve_method: ``'batched'`` builds the whole basis of every cycle;
         ``'incremental'`` stops a cycle as soon as the residual estimate
         reaches the tolerance.
