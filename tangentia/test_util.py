@@ -27,6 +27,8 @@ def _rand_like(rng, x):
     x = np.asarray(x)
     if x.dtype.kind not in "fc":
         return np.zeros(x.shape, dtype=np.float64)
+    if x.dtype.kind == "c":   # directions off the real axis too
+        return (rng.standard_normal(x.shape) + 1j * rng.standard_normal(x.shape)).astype(x.dtype)
     return rng.standard_normal(x.shape).astype(x.dtype)
 
 
@@ -52,8 +54,7 @@ def _check_close(name, got, want, atol, rtol):
     gl, _ = tree_flatten(got)
     wl, _ = tree_flatten(want)
     for g, w in zip(gl, wl):
-        g = np.asarray(g, dtype=np.float64)
-        w = np.asarray(w, dtype=np.float64)
+        g, w = _wide(g), _wide(w)
         if not np.allclose(g, w, atol=atol, rtol=rtol, equal_nan=True):
             err = np.max(np.abs(g - w))
             raise AssertionError(f"{name} mismatch (max abs error {err:.3g}, atol={atol}, "

@@ -384,3 +384,20 @@ def test_numba_backend_matches_numpy_backend():
     want = tg.jit(program, backend="numpy")(SPD, B, BS)
     assert_close(got, want, rtol=1e-11, atol=1e-13)
     assert_close(want[1], np.linalg.solve(SPD, BS.T).T)
+
+
+def test_check_grads_checks_complex_directions():
+    # JAX's complex custom_linear_solve test relies on check_grads drawing complex
+    # directions and comparing imaginary parts: a rule right only on the real axis
+    # (d(z**2) = 2 Re(z) dz) must fail, the true one (2 z dz) pass.
+    @tg.custom_jvp
+    def square(z):
+        return z * z
+
+    square.defjvp(lambda p, t: (p[0] * p[0], 2.0 * tnp.real(p[0]) * t[0]))
+    z = np.array([0.5 + 1.5j, -1.0 + 0.25j])
+    with pytest.raises(AssertionError, match="jvp vs finite differences"):
+        check_grads(square, (z,), order=1, modes=("fwd",))
+    with pytest.raises(AssertionError, match="vjp disagrees"):
+        check_grads(square, (z,), order=1, modes=("rev",))
+    check_grads(lambda z: z * z, (z,), order=2, modes=("fwd", "rev"))
