@@ -396,3 +396,24 @@ def test_custom_transpose_transposes_of_transposes():
     with pytest.raises(AttributeError, match="No transpose rule defined for custom_transpose "
                                              "function <lambda>"):
         undefined(None, (), 1.0)
+
+
+def test_collective_inside_custom_rules_under_a_named_vmap():
+    # The function and rules of a custom call batched by vmap(axis_name=...) see the name.
+    xs = np.arange(4.0)
+
+    @tg.custom_jvp
+    def f(x):
+        return tg.lax.psum(x, "i") * x
+
+    f.defjvp(lambda p, t: (f(p[0]), 3.0 * t[0]))
+    close(tg.vmap(f, axis_name="i")(xs), xs.sum() * xs)
+    close(tg.vmap(tg.grad(f), axis_name="i")(xs), 3.0)
+
+    @tg.custom_vjp
+    def h(x):
+        return tg.lax.psum(x, "i") * x
+
+    h.defvjp(lambda x: (h(x), None), lambda r, g: (5.0 * tg.lax.psum(g, "i"),))
+    close(tg.vmap(h, axis_name="i")(xs), xs.sum() * xs)
+    close(tg.vmap(tg.grad(h), axis_name="i")(xs), 20.0)

@@ -140,12 +140,12 @@ class BatchTrace(core.Trace):
 
     def process_custom_jvp_call(self, prim, args, params):
         vals, dims = zip(*[self.unpack(x) for x in args]) if args else ((), ())
-        size, tag = self.axis_size, self.tag
+        size, tag, name = self.axis_size, self.tag, self.axis_name
         fun, jvp = params["fun"], params["jvp"]
         first_diff = params["num_consts"] + params["num_nondiff"]
 
         def batched_fun(*xs):
-            return vmap_flat(fun, xs, dims, size, _all_zero, tag=tag)
+            return vmap_flat(fun, xs, dims, size, _all_zero, tag=tag, axis_name=name)
 
         def batched_jvp(*xs):
             n = len(dims)
@@ -158,7 +158,8 @@ class BatchTrace(core.Trace):
                         s = t.aval.shape
                         tangents[i] = core.Zero(ShapedArray(s[:d] + s[d + 1:], t.aval.dtype))
                     tdims[i] = None
-            outs = _vmap_keeping_zeros(jvp, primals + tangents, list(dims) + tdims, size, tag)
+            outs = _vmap_keeping_zeros(jvp, primals + tangents, list(dims) + tdims, size, tag,
+                                       name)
             k = len(outs) // 2
             return outs[:k] + [core.Zero.from_primal(p) if t is None else t
                                for p, t in zip(outs[:k], outs[k:])]
@@ -168,13 +169,13 @@ class BatchTrace(core.Trace):
 
     def process_custom_vjp_call(self, prim, args, params):
         vals, dims = zip(*[self.unpack(x) for x in args]) if args else ((), ())
-        size, tag = self.axis_size, self.tag
+        size, tag, name = self.axis_size, self.tag, self.axis_name
         fun, fwd, bwd = params["fun"], params["fwd"], params["bwd"]
         diff_dims = dims[params["num_consts"]:]
         diff_vals = vals[params["num_consts"]:]
 
         def batched_fun(*xs):
-            return vmap_flat(fun, xs, dims, size, _all_zero, tag=tag)
+            return vmap_flat(fun, xs, dims, size, _all_zero, tag=tag, axis_name=name)
 
         def batched_fwd(perturbed, *xs):
             info = {}
@@ -183,7 +184,7 @@ class BatchTrace(core.Trace):
                 outs, res, res_tree = fwd(perturbed, *ys)
                 info["n"], info["res_tree"] = len(outs), res_tree
                 return list(outs) + list(res)
-            flat = vmap_flat(f, xs, dims, size, _all_zero, tag=tag)
+            flat = vmap_flat(f, xs, dims, size, _all_zero, tag=tag, axis_name=name)
             n = info["n"]
             return flat[:n], flat[n:], info["res_tree"]
 
@@ -192,7 +193,8 @@ class BatchTrace(core.Trace):
             rc = [core.Zero(ShapedArray(c.aval.shape[1:], c.aval.dtype))
                   if type(c) is core.Zero else c for c in res_and_cts]
             cts = _vmap_keeping_zeros(functools.partial(bwd, res_tree), rc,
-                                      [None if type(c) is core.Zero else 0 for c in rc], size, tag)
+                                      [None if type(c) is core.Zero else 0 for c in rc], size, tag,
+                                      name)
             return [core.Zero.from_primal(v) if c is None
                     else reduce_sum(c, (0,)) if d is None else move_axis(c, 0, d)
                     for c, d, v in zip(cts, diff_dims, diff_vals)]
@@ -229,7 +231,7 @@ def _all_zero(n):
     return [0] * n
 
 
-def _vmap_keeping_zeros(fun, args, in_dims, axis_size, tag):
+def _vmap_keeping_zeros(fun, args, in_dims, axis_size, tag, axis_name=None):
     """``vmap_flat(fun, ...)`` for a custom rule whose inputs and outputs may be
     ``Zero``: a zero input is passed as it is (with ``in_dims`` None), a zero
     output comes back as None."""
@@ -240,7 +242,7 @@ def _vmap_keeping_zeros(fun, args, in_dims, axis_size, tag):
         zero[:] = [type(o) is core.Zero for o in outs]
         return [o for o in outs if type(o) is not core.Zero]
 
-    it = iter(vmap_flat(f, args, in_dims, axis_size, _all_zero, tag=tag))
+    it = iter(vmap_flat(f, args, in_dims, axis_size, _all_zero, tag=tag, axis_name=axis_name))
     return [None if z else next(it) for z in zero]
 
 
