@@ -271,6 +271,8 @@ def associative_scan(fn, elems, reverse=False, axis=0):
     """All prefix combinations ``fn(...fn(fn(e0, e1), e2)..., ei)`` of the pytree
     ``elems`` along ``axis`` by parallel prefix (``jax.lax.associative_scan``);
     ``fn`` must be associative and work on slices of ``elems``."""
+    if not callable(fn):
+        raise TypeError("lax.associative_scan: fn argument should be callable.")
     flat, tree = tree_flatten(elems)
     flat = [_array(e) for e in flat]
     if not flat:
