@@ -346,6 +346,7 @@ RULES = {
     "call": BASE_RULES + ("transpose",),
     "control flow": BASE_RULES + ("transpose", "partial_eval"),
     "custom call": (),                              # interpreters' process_<name> methods
+    "custom dce": BASE_RULES,
 }
 
 # The kind of every primitive not backed by a NumPy ufunc (those are
@@ -375,6 +376,8 @@ KINDS = {
     "call": {"jit", "checkpoint", "linear_solve", "custom_lin"},
     "control flow": {"cond", "while", "scan"},
     "custom call": {"custom_jvp_call", "custom_vjp_call", "custom_vmap_call"},
+    # a call whose jvp/batch rules transform its program (not linear: no transpose)
+    "custom dce": {"custom_dce_call"},
 }
 
 # Rules a primitive's kind requires that it deliberately lacks.

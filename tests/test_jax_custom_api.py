@@ -417,3 +417,77 @@ def test_collective_inside_custom_rules_under_a_named_vmap():
     h.defvjp(lambda x: (h(x), None), lambda r, g: (5.0 * tg.lax.psum(g, "i"),))
     close(tg.vmap(h, axis_name="i")(xs), xs.sum() * xs)
     close(tg.vmap(tg.grad(h), axis_name="i")(xs), 20.0)
+
+
+# ---------------------------------------------------------------------------
+# custom_dce (tangentia.experimental.custom_dce, as jax.experimental.custom_dce)
+
+
+def sin_cos_with_rule():
+    """``(sin x, cos x)`` whose DCE rule computes ``exp`` and ``sqrt`` (to see it run)."""
+    from tangentia.experimental.custom_dce import custom_dce
+
+    @custom_dce
+    def f(x):
+        return tnp.sin(x), np.eye(1) * tnp.cos(x)
+
+    @f.def_dce
+    def rule(used, x):
+        return (tnp.exp(x) if used[0] else None,
+                np.full((1, 1), 2.0) * tnp.sqrt(x) if used[1] else None)
+
+    return f
+
+
+def test_custom_dce_rule_replaces_a_partly_used_call_under_jit():
+    f = sin_cos_with_rule()
+    x = 1.1234
+    close(f(x)[0], np.sin(x))                                   # eagerly: the function
+    close(tg.jit(lambda x: f(x)[0])(x), np.exp(x))
+    close(tg.jit(lambda x: f(x)[1])(x), [[2.0 * np.sqrt(x)]])
+    close(tg.jit(f)(x)[0], np.sin(x))                           # all outputs used: the function
+    xs = np.linspace(0.5, 1.5, 4)
+    close(tg.jit(lambda x: tg.vmap(f)(x)[0])(xs), np.exp(xs))  # the rule is batched too
+    close(tg.vmap(tg.jit(lambda x: f(x)[1]))(xs), 2.0 * np.sqrt(xs)[:, None, None])
+    close(tg.grad(lambda x: f(x)[0])(x), np.cos(x))             # derivatives: the function's
+
+
+def test_custom_dce_rule_calling_its_function_and_static_args():
+    from tangentia.experimental.custom_dce import custom_dce
+
+    @custom_dce
+    def f(x):
+        return tnp.exp(x), 10.0 * tnp.sqrt(x)
+
+    f.def_dce(lambda used, x: [2.0 * v if u else None for u, v in zip(used, f(x))])
+    close(tg.jit(lambda x: f(x)[1])(1.5), 20.0 * np.sqrt(1.5))
+
+    def g(fn, x):
+        return fn(x), 10.0 * fn(x)
+
+    g = custom_dce(g, static_argnums=(0,))
+    g.def_dce(lambda fn, used, x: [3.0 * v if u else None for u, v in zip(used, g(fn, x))])
+    close(tg.jit(lambda x: g(tnp.exp, x)[0])(0.5), 3.0 * np.exp(0.5))
+
+
+def test_custom_dce_rule_errors_are_jax_errors():
+    from tangentia.experimental.custom_dce import custom_dce
+
+    @custom_dce
+    def f(x):
+        return tnp.stack((x, x)), tnp.cos(x)
+
+    f.def_dce(lambda used, x: (tnp.exp(x) if used[0] else None, None))
+    with pytest.raises(ValueError, match=r"Custom DCE rule <lambda> for function f must produce "
+                                         r"an output with the same shapes/dtypes .* output\[0\]"):
+        tg.jit(lambda x: f(x)[0])(1.0)
+    with pytest.raises(ValueError, match=r"must produce values for all of the required outputs "
+                                         r".* at output\[1\], the DCE rule returned None"):
+        tg.jit(lambda x: f(x)[1])(1.0)
+
+    @custom_dce
+    def h(x):
+        return x
+
+    with pytest.raises(AttributeError, match="No DCE rule defined for custom_dce function h"):
+        h(1.0)

@@ -146,6 +146,11 @@ def has_nested_effects(eqn):
     return False
 
 
+# Primitives whose equations change when some of their outputs are unused:
+# ``rule(eqn, used) -> eqn`` computing only the used outputs (custom_dce's).
+dce_rules = {}
+
+
 def _dce(eqns, outvars):
     """Drop equations whose outputs are unused (unless they or the programs
     they carry have effects); returns (eqns, live variables)."""
@@ -161,6 +166,8 @@ def _dce(eqns, outvars):
                 continue
         elif not any(o in live for o in outs) and not has_nested_effects(e):
             continue
+        elif e.prim in dce_rules:
+            e = dce_rules[e.prim](e, [o in live for o in outs])
         kept.append(e)
         for a in e.inputs:
             if type(a) is Var:
