@@ -20,9 +20,11 @@ import types
 import numpy as np
 
 from . import core
+from .api import checkpoint, remat
 from .primitives.remat import checkpoint_name, name_p
 
-__all__ = ["checkpoint_name", "checkpoint_policies", "print_saved_residuals", "saved_residuals"]
+__all__ = ["checkpoint", "checkpoint_name", "checkpoint_policies", "print_saved_residuals", "remat",
+           "saved_residuals"]
 
 _DOTS = ("dot_general", "einsum")
 

@@ -104,3 +104,143 @@ def test_nested_checkpoint_inside_a_checkpointed_scan():
     got = tg.grad(tg.checkpoint(f), argnums=(0, 1))(W, X)
     for g, h in zip(got, want):
         np.testing.assert_allclose(g, h, rtol=1e-12)
+
+
+# --- control flow: behaviour and errors as in JAX
+
+
+def test_grad_of_vmapped_cond_ignores_the_branch_not_taken():
+    # sqrt has an infinite derivative at 0; the batched cond runs both branches,
+    # and the branch not taken must contribute zero, not NaN
+    def safe_sqrt(x):
+        return lax.cond(x < 1e-3, lambda: 1e-3, lambda: tnp.sqrt(x))
+
+    x = np.array([0.0, 4.0, 0.0, 0.25])
+    with np.errstate(all="ignore"):
+        g = tg.grad(lambda x: tnp.sum(tg.vmap(safe_sqrt)(x)))(x)
+        g_jit = tg.jit(tg.grad(lambda x: tnp.sum(tg.vmap(safe_sqrt)(x))))(x)
+    np.testing.assert_array_equal(g, [0.0, 0.25, 0.0, 1.0])
+    np.testing.assert_array_equal(g_jit, g)
+    # the values are those of a Python loop, for three branches too
+    ops = [lambda v: v * 2.0, lambda v: tnp.sin(v), lambda v: -v]
+    idx = np.array([2, 0, 1, 0])
+    got = tg.vmap(lambda i, v: lax.switch(i, ops, v))(idx, x)
+    np.testing.assert_allclose(got, [float(ops[i](v)) for i, v in zip(idx, x)], rtol=1e-15)
+
+
+def test_fori_loop_with_concrete_non_int_bounds_is_a_scan():
+    # as JAX: bounds with concrete values (floats, arrays, values being differentiated)
+    # give a scan, so reverse mode works; bounds traced by jit give a while loop
+    body = lambda i, c: c * 1.5  # noqa: E731
+    assert float(tg.grad(lambda x: lax.fori_loop(x, x + 2.0, lambda i, c: c, x))(1.0)) == 1.0
+    g = tg.grad(lambda x, n: lax.fori_loop(0, n, lambda i, c: c * x, 1.0))(2.0, np.array(3))
+    assert float(g) == 12.0
+    assert float(tg.grad(lambda x: lax.fori_loop(np.int32(1), np.int32(4), body, x))(1.0)) \
+        == 1.5 ** 3
+    with pytest.raises(ValueError, match="Reverse-mode differentiation does not work for "
+                                         "lax.while_loop or lax.fori_loop with dynamic"):
+        tg.jit(tg.grad(lambda x, n: lax.fori_loop(0, n, lambda i, c: c * x, 1.0)))(
+            2.0, np.array(3))
+    with pytest.raises(TypeError, match="lower and upper arguments to fori_loop must have "
+                                        "equal types, got int16 and int32"):
+        lax.fori_loop(np.int16(0), np.int32(3), body, 1.0)
+    assert float(lax.fori_loop(0, np.int16(3), body, 1.0)) == 1.5 ** 3   # a Python int is weak
+
+
+def test_cond_with_per_branch_operands():
+    # JAX's older signature cond(pred, true_operand, true_fun, false_operand, false_fun)
+    f = lambda x: lax.cond(x > 0, x, lambda a: a * 3.0, 2.0, lambda b: b - x)  # noqa: E731
+    assert float(f(2.0)) == 6.0 and float(f(-1.0)) == 3.0
+    assert float(tg.grad(f)(2.0)) == 3.0 and float(tg.grad(f)(-1.0)) == -1.0
+    assert float(tg.jit(f)(-1.0)) == 3.0
+
+
+@pytest.mark.parametrize("call, exc, msg", [
+    (lambda: lax.fori_loop(0, 1, 42, 0), TypeError,
+     "lax.fori_loop: body_fun argument should be callable."),
+    (lambda: lax.while_loop(42, 42, 0), TypeError,
+     "lax.while_loop: body_fun and cond_fun arguments should be callable."),
+    (lambda: lax.switch(0, [42]), TypeError,
+     "lax.switch: branches argument should be a sequence of callables."),
+    (lambda: lax.cond(True, 42, 42), TypeError,
+     "lax.cond: true_fun and false_fun arguments should be callable."),
+    (lambda: lax.scan(42, 0, np.ones(2)), TypeError, "lax.scan: f argument should be a callable."),
+    (lambda: lax.associative_scan(42, np.ones(2)), TypeError,
+     "lax.associative_scan: fn argument should be callable."),
+    (lambda: lax.cond(None, lambda: 1.0, lambda: 2.0), TypeError, "cond predicate is None"),
+    (lambda: lax.cond(print, lambda: 1.0, lambda: 2.0), TypeError,
+     "Pred type must be either boolean or number, got <built-in function print>."),
+    (lambda: lax.cond((1.0, 1.0), lambda: 1.0, lambda: 2.0), TypeError,
+     "Pred must be a scalar, got (1.0, 1.0) of type <class 'tuple'>"),
+    (lambda: lax.switch("foo", [lambda: 1.0]), TypeError, "Index type must be an integer, got foo."),
+    (lambda: lax.switch((1, 1), [lambda: 1.0]), TypeError,
+     "Branch index must be scalar, got (1, 1) of shape (2,)."),
+    (lambda: lax.switch(0, []), ValueError, "Empty branch sequence"),
+    (lambda: lax.switch(1, [lambda: 1.0, lambda: (1.0, 1.0)]), TypeError,
+     "switch branch outputs must have the same pytree structure, but they differ:"),
+    (lambda: lax.cond(True, lambda: np.ones(1), lambda: 1.0), TypeError,
+     "cond branches must have equal output types but they differ."),
+    (lambda: lax.scan(lambda c, x: (c, x), 0, [1, 2]), ValueError,
+     "scan got value with no leading axis to scan over: 1, 2."),
+    (lambda: lax.scan(lambda c, x: 0.0, 0.0, np.ones(2, np.float32)), TypeError,
+     "scan body output must be a pair, got float64[]."),
+    (lambda: lax.scan(lambda c, x: ((c, c), x), 0.0, np.ones(2)), TypeError,
+     "scan body function carry input and carry output must have the same pytree structure"),
+    (lambda: lax.while_loop(lambda c: (True, True), lambda c: c, 0.0), TypeError,
+     "cond_fun must return a boolean scalar, but got pytree PyTreeDef((*, *))."),
+    (lambda: lax.while_loop(lambda c: c, lambda c: c, np.float32(0.0)), TypeError,
+     "cond_fun must return a boolean scalar, but got output type(s) [ShapedArray(float32[])]."),
+    (lambda: lax.while_loop(lambda c: c < 3.0, lambda c: tnp.asarray(c, np.int32), 1.0),
+     TypeError, "while_loop body function carry input and carry output must have equal types"),
+])
+def test_control_flow_errors_begin_with_jax_wording(call, exc, msg):
+    with pytest.raises(exc) as info:
+        call()
+    assert str(info.value).startswith(msg), str(info.value)
+
+
+def test_weakly_typed_initial_carry_takes_the_dtype_the_body_gives_it():
+    # a Python scalar carry meeting a uint64 array: the carry is uint64, as in JAX
+    # (NumPy would promote int64 with uint64 to float64)
+    x = np.arange(1, 6, dtype=np.uint64)
+    carry, ys = lax.scan(lambda c, v: (c + v, v), 0, x)
+    assert carry.dtype == np.uint64 and int(carry) == 15
+    np.testing.assert_array_equal(ys, x)
+    out = lax.while_loop(lambda v: v < 2, lambda v: v + np.uint64(1), 0)
+    assert out.dtype == np.uint64 and int(out) == 2
+    # a weak float carry given float32 by the body is float32
+    c32, _ = lax.scan(lambda c, v: (tnp.asarray(c * v, np.float32), None), 1.0,
+                      np.full(3, 2.0, np.float32))
+    assert c32.dtype == np.float32 and float(c32) == 8.0
+
+
+def test_vmap_keeps_an_unbatched_loop_counter_unbatched():
+    # only carries that depend on batched values are batched (JAX's fixpoint): the
+    # counter stays a scalar and the predicate needs no reduction over the batch
+    f = lambda x: lax.while_loop(lambda c: c[0] < 4, lambda c: (c[0] + 1, c[1] * 2.0),  # noqa
+                                 (0, x))
+    xs = np.array([1.0, -2.0, 0.5])
+    jaxpr = tg.make_jaxpr(tg.vmap(f))(xs).jaxpr
+    loop, = [e for e in jaxpr.eqns if e.prim.name == "while"]
+    assert loop.params["cond_jaxpr"].invars[0].aval.shape == ()
+    counts, vals = tg.vmap(f)(xs)
+    np.testing.assert_array_equal(counts, 4)
+    np.testing.assert_array_equal(vals, xs * 16.0)
+    # scan: an unbatched carry beside a batched one; values as a Python loop
+    g = lambda x: lax.scan(lambda c, v: ((c[0] + 1.0, c[1] * v + c[0]), c[0] * v),  # noqa
+                           (0.0, x), np.arange(1.0, 4.0))
+    (n, acc), ys = tg.vmap(g)(xs)
+    np.testing.assert_array_equal(n, [3.0] * 3)
+    for i, x in enumerate(xs):
+        (n1, acc1), ys1 = g(x)
+        np.testing.assert_allclose(acc[i], acc1, rtol=1e-15)
+        np.testing.assert_allclose(ys[i], ys1, rtol=1e-15)
+    np.testing.assert_allclose(tg.vmap(tg.grad(lambda x: g(x)[0][1]))(xs),
+                               [float(tg.grad(lambda x: g(x)[0][1])(x)) for x in xs], rtol=1e-14)
+
+
+def test_checkpoint_names_and_printed_program():
+    from tangentia import ad_checkpoint
+    assert ad_checkpoint.checkpoint is tg.checkpoint and ad_checkpoint.remat is tg.remat
+    text = str(tg.make_jaxpr(tg.checkpoint(lambda y: tnp.sin(y) * 2.0))(1.0))
+    assert "checkpoint[jaxpr={" in text and "sin" in text and "policy" not in text

@@ -84,6 +84,16 @@ def _strong(aval):
     return ShapedArray(aval.shape, aval.dtype, False)
 
 
+def _jax_type(aval):
+    """An aval as JAX's messages write it (``float32[3]``)."""
+    return f"{aval.dtype.name}[{','.join(str(d) for d in aval.shape)}]"
+
+
+def _shown(x, aval):
+    """``x`` as JAX's messages show an argument: its value, or its type when traced."""
+    return aval.str_short() if isinstance(x, core.Tracer) else x
+
+
 def _avals_of(leaves):
     return [_strong(core.get_aval(x)) for x in leaves]
 
@@ -127,20 +137,25 @@ def switch(index, branches, *operands):
       Array(3.)
     """
     branches = list(branches)
-    if not branches:
-        raise ValueError("switch: branches must be a non-empty sequence of functions")
     for i, b in enumerate(branches):
         if not callable(b):
-            raise TypeError(f"switch: branch {i} is not callable ({type(b).__name__})")
+            raise TypeError("lax.switch: branches argument should be a sequence of callables. "
+                            f"(Branch {i} is a {type(b).__name__}.)")
+    if isinstance(index, (tuple, list)):
+        raise TypeError(f"Branch index must be scalar, got {index} of shape "
+                        f"{np.shape(index)}. (lax.switch's index selects one branch.)")
     try:
         ia = core.get_aval(index)
     except TypeError:
-        raise TypeError(f"switch: the index must be a scalar integer, got "
-                        f"{type(index).__name__} {index!r:.40}") from None
+        raise TypeError(f"Index type must be an integer, got {index}. (lax.switch's index is "
+                        f"a {type(index).__name__}.)") from None
     if ia.shape != ():
-        raise TypeError(f"switch: the index must be a scalar, got an array {ia.str_short()}")
+        raise TypeError(f"Branch index must be scalar, got {_shown(index, ia)} of shape "
+                        f"{ia.shape}. (lax.switch's index selects one branch.)")
     if ia.dtype.kind not in "iub":
-        raise TypeError(f"switch: the index must be an integer, got {ia.str_short()}")
+        raise TypeError(f"Index type must be an integer, got {_shown(index, ia)} as {ia.dtype}")
+    if not branches:
+        raise ValueError("Empty branch sequence (lax.switch needs at least one branch)")
     index = S.convert_element_type(index, np.int64)
     if len(branches) > 1:
         index = E.minimum(E.maximum(index, 0), len(branches) - 1)
@@ -181,16 +196,28 @@ def cond(pred, true_fun, false_fun, *operands, operand=None):
     """
     if operand is not None:
         operands = (operand,)
+    elif (len(operands) == 2 and callable(false_fun) and callable(operands[1])
+          and not (callable(true_fun) and callable(false_fun))):
+        # JAX's older signature: cond(pred, true_operand, true_fun, false_operand, false_fun)
+        true_op, t_fun, false_op, f_fun = true_fun, false_fun, operands[0], operands[1]
+        true_fun = lambda ops: t_fun(ops[0])  # noqa: E731
+        false_fun = lambda ops: f_fun(ops[1])  # noqa: E731
+        operands = ((true_op, false_op),)
+    if not (callable(true_fun) and callable(false_fun)):
+        raise TypeError("lax.cond: true_fun and false_fun arguments should be callable. (Got "
+                        f"{type(true_fun).__name__} and {type(false_fun).__name__}.)")
+    if pred is None:
+        raise TypeError("cond predicate is None")
+    if isinstance(pred, (str, tuple, list)):
+        raise TypeError(f"Pred must be a scalar, got {pred} of type {type(pred)}")
     try:
         pa = core.get_aval(pred)
     except TypeError:
-        raise TypeError(f"cond: pred must be a scalar boolean, got {type(pred).__name__} "
-                        f"{pred!r:.40}") from None
+        raise TypeError(f"Pred type must be either boolean or number, got {pred}.") from None
     if pa.shape != ():
-        raise TypeError(f"cond: pred must be a scalar boolean, got an array {pa.str_short()} "
-                        f"(shape {pa.shape})")
+        raise TypeError(f"Pred must be a scalar, got {_shown(pred, pa)} of shape {pa.shape}.")
     if pa.dtype.kind not in "biuf":
-        raise TypeError(f"cond: pred must be a scalar boolean, got dtype {pa.dtype}")
+        raise TypeError(f"Pred type must be either boolean or number, got {pa.dtype}.")
     if pa.dtype.kind != "b":
         pred = E.ne(pred, 0)
     index = S.convert_element_type(pred, np.int64)
@@ -209,10 +236,12 @@ def _cond(index, branches, operands, api):
         ai = [v.aval for v in jaxprs[i].outvars]
         if trees[i] != trees[0] or len(a0) != len(ai) or not all(_same(x, y)
                                                                    for x, y in zip(a0, ai)):
+            what = (" outputs must have the same pytree structure, but they differ:"
+                    if trees[i] != trees[0] else
+                    "es must have equal output types but they differ.")
             raise TypeError(
-                f"{api}: the branches must return the same structure, shapes and dtypes, but "
-                f"{names[0]} returns {_types_str(trees[0], a0)} and {names[i]} returns "
-                f"{_types_str(trees[i], ai)}")
+                f"{api} branch{what} {names[0]} returns {_types_str(trees[0], a0)} and "
+                f"{names[i]} returns {_types_str(trees[i], ai)}.")
     # Every branch takes the union of all branches' constants as leading inputs.
     new, all_consts = common_hoisted(list(zip(jaxprs, consts)))
     outs = cond_p.bind(index, *all_consts, *leaves, branches=tuple(new))
@@ -250,20 +279,25 @@ def while_loop(cond_fun, body_fun, init_val):
       >>> lax.while_loop(lambda v: v < 10, lambda v: v * 2, 1)
       Array(16)
     """
+    if not (callable(body_fun) and callable(cond_fun)):
+        raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable. "
+                        f"(Got {type(cond_fun).__name__} and {type(body_fun).__name__}.)")
     return _while_loop(cond_fun, body_fun, init_val, cond_fun, body_fun)
 
 
 def _while_loop(cond_fun, body_fun, init_val, cond_owner, body_owner):
     leaves, tree = tree_flatten(init_val)
-    avals = _avals_of(leaves)
     in_tree = tree_flatten((init_val,))[1]
-
+    avals = _carry_avals(lambda a: _trace_cached(body_fun, in_tree, a, "while_loop body_fun",
+                                                 body_owner), leaves, 0)
     cj, cconsts, ctree = _trace_cached(cond_fun, in_tree, avals, "while_loop cond_fun",
                                        cond_owner)
     outs = [v.aval for v in cj.outvars]
-    if len(outs) != 1 or outs[0].shape != () or outs[0].dtype.kind != "b":
-        raise TypeError(f"while_loop: cond_fun must return a scalar boolean, got "
-                        f"{_types_str(ctree, outs)}")
+    if ctree.num_leaves != 1 or ctree != tree_flatten(0)[1]:
+        raise TypeError(f"cond_fun must return a boolean scalar, but got pytree {ctree}.")
+    if outs[0].shape != () or outs[0].dtype.kind != "b":
+        raise TypeError("cond_fun must return a boolean scalar, but got output type(s) "
+                        f"[ShapedArray({_jax_type(outs[0])})].")
     bj, bconsts, btree = _trace_cached(body_fun, in_tree, avals, "while_loop body_fun",
                                        body_owner)
     _check_carry("while_loop", "body_fun", tree, avals, btree, [v.aval for v in bj.outvars])
@@ -276,6 +310,8 @@ def _while_loop(cond_fun, body_fun, init_val, cond_owner, body_owner):
 def _cast(x, aval):
     a = core.get_aval(x)
     if a.dtype != aval.dtype or a.weak_type:
+        if not isinstance(x, core.Tracer):  # a constant: cast now (a scalar: a literal)
+            return np.asarray(x, aval.dtype)[()]
         return S.convert_element_type(x, aval.dtype)
     return x
 
@@ -283,10 +319,38 @@ def _cast(x, aval):
 def _check_carry(api, fname, tree, avals, out_tree, out_avals):
     if out_tree != tree or len(out_avals) != len(avals) or not all(
             _same(a, b) for a, b in zip(avals, out_avals)):
+        what = ("the same pytree structure, but they differ:" if out_tree != tree else
+                "equal types, but they differ:")
         raise TypeError(
-            f"{api}: {fname} must return a carry with the same structure, shapes and dtypes as "
-            f"its input carry, but the input carry is {_types_str(tree, avals)} and the output "
-            f"carry is {_types_str(out_tree, out_avals)}")
+            f"{api} body function carry input and carry output must have {what} the input "
+            f"carry is {_types_str(tree, avals)} and the output carry is "
+            f"{_types_str(out_tree, out_avals)} ({fname}).")
+
+
+def _carry_avals(trace, leaves, n_out):
+    """The types of a loop's carry ``leaves``: strong (a Python scalar's dtype is
+    NumPy's), except that, as in JAX, a weakly typed initial value to which the
+    body gives another dtype takes that dtype (``0`` carried with ``+ x`` for a
+    uint64 ``x`` is uint64).  ``trace(avals)`` returns the body's program (memoized:
+    the common case traces once); its outputs from position ``n_out`` are the carry."""
+    avals = _avals_of(leaves)
+    weak = [core.get_aval(x).weak_type for x in leaves]
+    if not any(weak):
+        return avals
+    outs = trace(avals)[0].outvars[n_out:n_out + len(avals)]
+    if all(not w or o.aval.dtype == a.dtype for w, a, o in zip(weak, avals, outs)):
+        return avals
+    as_weak = [ShapedArray(a.shape, a.dtype, w) for a, w in zip(avals, weak)]
+    outs = trace(as_weak)[0].outvars[n_out:n_out + len(avals)]
+    return [ShapedArray(a.shape, o.aval.dtype)
+            if w and o.aval.shape == a.shape and _KIND.get(o.aval.dtype.kind, -1) >= _KIND[
+                a.dtype.kind] else a
+            for a, w, o in zip(avals, weak, outs)]
+
+
+# A weak type promotes to a dtype of its kind or of a later one (a weak 0 to uint8
+# or float32, a weak 0.0 to float32, not to int32).
+_KIND = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
 
 
 def _is_static_int(x):
@@ -319,15 +383,25 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
       >>> tg.grad(lambda x: lax.fori_loop(0, 3, lambda i, v: v * x, 1.0))(2.0)   # d x^3
       Array(12.)
     """
-    if _is_static_int(lower) and _is_static_int(upper):
-        lower, upper = int(lower), int(upper)
-
+    if not callable(body_fun):
+        raise TypeError("lax.fori_loop: body_fun argument should be callable. (Got a "
+                        f"{type(body_fun).__name__}.)")
+    la, ua = core.get_aval(lower), core.get_aval(upper)
+    if la.dtype != ua.dtype and not (la.weak_type or ua.weak_type):
+        raise TypeError("lower and upper arguments to fori_loop must have equal types, got "
+                        f"{la.dtype} and {ua.dtype}")
+    bounds = _concrete_ints(lower, upper)
+    if bounds is not None:
+        # Known bounds (Python ints, or concrete values as JAX accepts): a scan, so
+        # that reverse mode works.  The index starts as ``lower`` itself.
         def step(carry, _):
             i, val = carry
             return (i + 1, body_fun(i, val)), None
 
-        (_, val), _ = _scan(step, (np.int64(lower), init_val), None,
-                            builtins.max(upper - lower, 0), False, 1, (body_fun, "fori_loop"))
+        start = np.int64(lower) if isinstance(lower, int) else lower
+        (_, val), _ = _scan(step, (start, init_val), None,
+                            builtins.max(bounds[1] - bounds[0], 0), False, 1,
+                            (body_fun, "fori_loop"))
         return val
 
     def body(c):
@@ -342,6 +416,15 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
 
 def _fori_cond(c):
     return E.lt(c[0], c[1])
+
+
+def _concrete_ints(lower, upper):
+    """``(int(lower), int(upper))`` when both bounds have concrete values (Python
+    ints, arrays, values under eager differentiation), else None (traced by jit)."""
+    try:
+        return int(lower), int(upper)
+    except (TypeError, core.ConcretizationTypeError):
+        return None
 
 
 # ---------------------------------------------------------------------------
@@ -396,51 +479,54 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
 def _scan(f, init, xs, length, reverse, unroll, owner):
     """``scan``; the traced body is memoized on ``owner = (function, tag)``."""
     if not callable(f):
-        raise TypeError(f"scan: f must be callable, got {type(f).__name__}")
+        raise TypeError("lax.scan: f argument should be a callable. (Got a "
+                        f"{type(f).__name__}.)")
     x_leaves, x_tree = tree_flatten(xs)
-    lengths = set()
-    for i, x in enumerate(x_leaves):
-        a = core.get_aval(x)
-        if a.ndim == 0:
-            raise ValueError(f"scan: xs leaf {i} is a scalar ({a.str_short()}); every xs leaf "
-                             "must have a leading axis to scan over")
-        lengths.add(a.shape[0])
+    x_avals = [core.get_aval(x) for x in x_leaves]
+    scalars = [x for x, a in zip(x_leaves, x_avals) if a.ndim == 0]
+    if scalars:
+        raise ValueError("scan got value with no leading axis to scan over: "
+                         f"{', '.join(str(_shown(x, core.get_aval(x))) for x in scalars)}. "
+                         "(Every leaf of xs is sliced along its leading axis.)")
+    sizes = [a.shape[0] for a in x_avals]
     if length is not None:
         length = int(length)
-        if lengths and lengths != {length}:
-            raise ValueError(f"scan: length={length} but xs have leading axis sizes "
-                             f"{sorted(lengths)}")
-    elif len(lengths) > 1:
-        raise ValueError(f"scan: all xs must have the same leading axis size, got "
-                         f"{sorted(lengths)}")
-    elif not lengths:
-        raise ValueError("scan: length must be given when xs is None or has no leaves")
+        if any(n != length for n in sizes):
+            raise ValueError(f"scan got `length` argument of {length} which disagrees with "
+                             f"leading axis sizes {sizes}.")
+    elif len(set(sizes)) > 1:
+        raise ValueError("scan got values with different leading axis sizes: "
+                         f"{', '.join(str(n) for n in sizes)}.")
+    elif not sizes:
+        raise ValueError("scan got no values to scan over and `length` not provided.")
     else:
-        length = lengths.pop()
+        length = sizes[0]
     c_leaves, c_tree = tree_flatten(init)
-    c_avals = _avals_of(c_leaves)
-    x_avals = [_strong(ShapedArray(core.get_aval(x).shape[1:], core.get_aval(x).dtype))
-               for x in x_leaves]
+    x_avals = [_strong(ShapedArray(a.shape[1:], a.dtype)) for a in x_avals]
     in_tree = tree_flatten((init, xs))[1]
     store = {}
 
     def body(carry, x):
         out = f(carry, x)
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
-            raise TypeError(f"scan: f must return a pair (carry, y), got {type(out).__name__}")
+            got = _jax_type(core.get_aval(out)) if core.is_array_like(out) else \
+                type(out).__name__
+            raise TypeError(f"scan body output must be a pair, got {got}. (The body returns "
+                            "(carry, y).)")
         new_carry, y = out
         nc, nc_tree = tree_flatten(new_carry)
         y_leaves, store["y_tree"] = tree_flatten(y)
         store["carry_tree"] = nc_tree
         return list(nc) + list(y_leaves)
 
-    in_avals = c_avals + x_avals
+    def traced(in_avals):
+        def trace():
+            jaxpr, consts, _ = _trace_fun(body, in_tree, in_avals, "scan body")
+            return jaxpr, consts, dict(store)
+        return _cached_trace(owner[0], (owner[1], in_tree, tuple(in_avals)), trace)
 
-    def trace():
-        jaxpr, consts, _ = _trace_fun(body, in_tree, in_avals, "scan body")
-        return jaxpr, consts, dict(store)
-
-    jaxpr, consts, info = _cached_trace(owner[0], (owner[1], in_tree, tuple(in_avals)), trace)
+    c_avals = _carry_avals(lambda a: traced(a + x_avals), c_leaves, 0)
+    jaxpr, consts, info = traced(c_avals + x_avals)
     store.update(info)
     n_c = len(c_leaves)
     out_avals = [v.aval for v in jaxpr.outvars]

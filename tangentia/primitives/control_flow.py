@@ -72,20 +72,34 @@ def _cond_batch(args, dims, branches):
         new, hoisted = batch_programs(branches, odims, size)
         outs = cond_p.bind(index, *hoisted, *ops, branches=new)
         return outs, [0] * len(outs)
-    pairs = [batching.batch_jaxpr(b, tuple(odims), size) for b in branches]
-    # A batched index: run every branch and select per batch element.
+    # A batched index: run every branch and select per batch element.  As in JAX,
+    # branch i reads its floating operands where it is selected and their
+    # stop_gradient elsewhere, so that a branch not taken (sqrt at 0, say) gives
+    # a zero, not a NaN, derivative.
     index = batching.move_to_front(index, idim)
-    results = [core.eval_jaxpr(b, (), *h, *ops) for b, h in pairs]
+    guarded = [core.get_aval(x).dtype.kind in "fc" for x in ops]
+    ops = [batching.materialize(x, d, size) if g else x for x, d, g in zip(ops, odims, guarded)]
+    odims = [0 if g else d for d, g in zip(odims, guarded)]
+    pairs = [batching.batch_jaxpr(b, tuple(odims), size) for b in branches]
+    results = []
+    for i, (b, h) in enumerate(pairs):
+        taken = E.eq(index, i)
+        ops_i = [_where_batched(taken, x, S.stop_gradient(x)) if g else x
+                 for x, g in zip(ops, guarded)]
+        results.append(core.eval_jaxpr(b, (), *h, *ops_i))
     outs = []
     for k in range(len(results[0])):
         out = results[0][k]
         for i in range(1, len(results)):
-            r = results[i][k]
-            shape = core.get_aval(r).shape
-            pred = S.reshape(E.eq(index, i), (size,) + (1,) * (len(shape) - 1))
-            out = E.select(pred, r, out)
+            out = _where_batched(E.eq(index, i), results[i][k], out)
         outs.append(out)
     return outs, [0] * len(outs)
+
+
+def _where_batched(pred, x, y):
+    """``x`` where ``pred`` (one flag per batch element, axis 0) else ``y``."""
+    shape = core.get_aval(x).shape
+    return E.select(S.reshape(pred, (shape[0],) + (1,) * (len(shape) - 1)), x, y)
 
 
 def _cond_partial_eval(trace, args, params):
@@ -192,15 +206,25 @@ def _while_batch(args, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts)
     size = batching.batch_size(args, dims)
     cc, bc, carry = split(args, cond_nconsts, body_nconsts)
     ccd, bcd, card = split(dims, cond_nconsts, body_nconsts)
-    carry = [batching.materialize(x, d, size) for x, d in zip(carry, card)]
-    cond_b, hc, pred_dims = batching.batch_jaxpr_natural(
-        cond_jaxpr, tuple(ccd) + (0,) * len(carry), size)
-    body_b, hb = batching.batch_jaxpr(body_jaxpr, tuple(bcd) + (0,) * len(carry), size)
+    batched = _batched_carries(body_jaxpr, bcd, card, size)
+    init = carry
+    carry = [batching.materialize(x, d, size) if b else x for x, d, b in zip(init, card, batched)]
+    car_dims = tuple(0 if b else None for b in batched)
+    cond_b, hc, pred_dims = batching.batch_jaxpr_natural(cond_jaxpr, tuple(ccd) + car_dims, size)
+    if pred_dims[0] is not None and not all(batched):
+        # a batched predicate: every carry is frozen per element, so all are batched
+        batched = [True] * len(carry)
+        carry = [batching.materialize(x, d, size) for x, d in zip(init, card)]
+        car_dims = (0,) * len(carry)
+        cond_b, hc, pred_dims = batching.batch_jaxpr_natural(cond_jaxpr, tuple(ccd) + car_dims,
+                                                             size)
+    body_b, hb = batching.batch_jaxpr(body_jaxpr, tuple(bcd) + car_dims, size,
+                                      out_batched=tuple(batched))
     if pred_dims[0] is None:
         outs = while_p.bind(*hc, *cc, *hb, *bc, *carry, cond_jaxpr=cond_b, body_jaxpr=body_b,
                             cond_nconsts=len(hc) + cond_nconsts,
                             body_nconsts=len(hb) + body_nconsts)
-        return outs, [0] * len(outs)
+        return outs, list(car_dims)
     # A batched predicate: loop while any element runs; freeze finished ones.
     nc, nb = len(cc), len(bc)
     c_avals = [core.get_aval(x) for x in cc]
@@ -228,6 +252,21 @@ def _while_batch(args, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts)
     outs = while_p.bind(*hcj, *cc, *hbj, *cc, *bc, *carry, cond_jaxpr=cond_j, body_jaxpr=body_j,
                         cond_nconsts=len(hcj) + nc, body_nconsts=len(hbj) + nc + nb)
     return outs, [0] * len(outs)
+
+
+def _batched_carries(body_jaxpr, const_dims, carry_dims, size, x_dims=()):
+    """Which carries of a loop must be batched (JAX's fixpoint): those batched
+    initially and those the body makes batched from batched consts, carries or
+    ``xs`` slices.  The body takes (consts, carries, xs) and returns the carries first."""
+    batched = [d is not None for d in carry_dims]
+    while True:
+        _, _, out_dims = batching.batch_jaxpr_natural(
+            body_jaxpr, tuple(const_dims) + tuple(0 if b else None for b in batched)
+            + tuple(x_dims), size)
+        new = [b or d is not None for b, d in zip(batched, out_dims[:len(batched)])]
+        if new == batched:
+            return batched
+        batched = new
 
 
 def _while_partial_eval(trace, args, params):
@@ -265,11 +304,11 @@ def _while_partial_eval(trace, args, params):
 
 
 def _while_transpose(cts, *args, **params):
-    raise TypeError(
-        "Reverse-mode differentiation does not work for lax.while_loop: the number of "
-        "iterations is unknown, so the residuals of the forward pass cannot be saved. "
-        "Use lax.scan, or lax.fori_loop with static (Python int) bounds, which is lowered "
-        "to scan and supports reverse mode. (Forward mode, jvp, works with while_loop.)")
+    raise ValueError(
+        "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with "
+        "dynamic start/stop values. Try using lax.scan, or using fori_loop with static "
+        "start/stop. (The number of iterations is unknown, so the residuals of the forward "
+        "pass cannot be saved; forward mode, jvp, works with while_loop.)")
 
 
 while_p.jvp = _while_jvp
@@ -321,15 +360,17 @@ def _scan_batch(args, dims, jaxpr, num_consts, num_carry, length, reverse, unrol
     size = batching.batch_size(args, dims)
     consts, carry, xs = split(args, num_consts, num_carry)
     cd, card, xd = split(dims, num_consts, num_carry)
-    carry = [batching.materialize(x, d, size) for x, d in zip(carry, card)]
     xs = [x if d is None else batching.move_axis(x, d, 1) for x, d in zip(xs, xd)]
     body_xd = [None if d is None else 0 for d in xd]
-    body, hoisted = batching.batch_jaxpr(jaxpr, tuple(cd) + (0,) * num_carry + tuple(body_xd),
-                                         size)
+    batched = _batched_carries(jaxpr, cd, card, size, body_xd)
+    carry = [batching.materialize(x, d, size) if b else x for x, d, b in zip(carry, card, batched)]
+    body, hoisted = batching.batch_jaxpr(
+        jaxpr, tuple(cd) + tuple(0 if b else None for b in batched) + tuple(body_xd), size,
+        out_batched=tuple(batched) + (True,) * (len(jaxpr.outvars) - num_carry))
     outs = scan_p.bind(*hoisted, *consts, *carry, *xs, jaxpr=body,
                        num_consts=len(hoisted) + num_consts,
                        num_carry=num_carry, length=length, reverse=reverse, unroll=unroll)
-    return outs, [0] * num_carry + [1] * (len(outs) - num_carry)
+    return outs, [0 if b else None for b in batched] + [1] * (len(outs) - num_carry)
 
 
 def _scan_partial_eval(trace, args, params):

@@ -31,7 +31,9 @@ def _remat_impl(*args, jaxpr, policy=None):
 
 remat_p.impl = _remat_impl
 remat_p.abstract_eval = lambda *avals, jaxpr, policy=None: [v.aval for v in jaxpr.outvars]
-remat_p.print_params = lambda params: {k: v for k, v in params.items() if k != "jaxpr"}
+# (the program is shown, as JAX shows its ``remat``'s; a policy only when one is set)
+remat_p.print_params = lambda params: {k: v for k, v in params.items()
+                                       if k != "policy" or v is not None}
 
 
 def_call_rules(remat_p, remat=True)
