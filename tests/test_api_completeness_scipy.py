@@ -315,13 +315,11 @@ import inspect  # noqa: E402
 
 # JAX's public names in the modules covered here that tangentia does not have, and why.
 NOT_PROVIDED = {
-    "scipy.cluster": "jax.scipy.cluster (vq) is not implemented yet",
-    "scipy.interpolate": "jax.scipy.interpolate (RegularGridInterpolator) is not implemented yet",
-    "scipy.sparse": "jax.scipy.sparse (linalg.cg/gmres/bicgstab) is not implemented yet",
     "scipy.stats.poisson.entropy": "not implemented yet (tangentia/scipy/stats/poisson.py)",
 }
 COVERED = ["scipy", "scipy.optimize", "scipy.signal", "scipy.integrate", "scipy.fft",
-           "scipy.ndimage", "scipy.stats", "image"]
+           "scipy.ndimage", "scipy.stats", "image", "scipy.sparse.linalg", "scipy.interpolate",
+           "scipy.cluster.vq"]
 
 
 def _public_names(module):
