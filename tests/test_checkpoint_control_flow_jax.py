@@ -244,3 +244,20 @@ def test_checkpoint_names_and_printed_program():
     assert ad_checkpoint.checkpoint is tg.checkpoint and ad_checkpoint.remat is tg.remat
     text = str(tg.make_jaxpr(tg.checkpoint(lambda y: tnp.sin(y) * 2.0))(1.0))
     assert "checkpoint[jaxpr={" in text and "sin" in text and "policy" not in text
+
+
+def test_branches_share_residual_slots_of_the_same_type():
+    # only one branch runs, so its residuals reuse the slots of the others: sin and cos
+    # each save one f64[] (one slot between them); sin + cos needs a second slot
+    def residuals(branches):
+        jaxpr = tg.make_jaxpr(tg.grad(lambda x, i: lax.switch(i, branches, x)))(0.3, 0).jaxpr
+        fwd = [e for e in jaxpr.eqns if e.prim.name == "cond"][0]
+        return len(fwd.params["branches"][0].outvars) - 1   # minus the primal output
+
+    two = [tnp.sin, tnp.cos]
+    assert residuals(two) == residuals(two + [tnp.sinh]) == 1
+    assert residuals(two + [tnp.sinh, lambda x: tnp.sin(x) + tnp.cos(x)]) == 2
+    fns = two + [tnp.sinh, lambda x: tnp.sin(x) + tnp.cos(x)]
+    for i, fn in enumerate(fns):
+        g = tg.grad(lambda x: lax.switch(i, fns, x))(0.3)
+        np.testing.assert_allclose(g, _fd_grad(fn, (0.3,), 0), rtol=1e-8)

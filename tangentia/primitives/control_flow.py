@@ -114,11 +114,20 @@ def _cond_partial_eval(trace, args, params):
         b_uk = pe.partial_eval_jaxpr(b, ops_uk).out_unknowns
         out_uk = [a or b_ for a, b_ in zip(out_uk, b_uk)]
     splits = [pe.partial_eval_jaxpr(b, ops_uk, instantiate=out_uk) for b in branches]
+    # Residual slots shared by the branches (only one runs): a branch's residual
+    # takes a slot of its type that the branch has not used yet, as in JAX.
     res_avals = []
-    offsets = []
+    slots = []  # per branch: the slot of each of its residuals
     for sp in splits:
-        offsets.append(len(res_avals))
-        res_avals.extend(v.aval for v in sp.known.outvars[len(sp.known.outvars) - sp.num_res:])
+        mine = []
+        for v in sp.known.outvars[len(sp.known.outvars) - sp.num_res:]:
+            j = next((j for j, a in enumerate(res_avals) if j not in mine and a == v.aval),
+                     None)
+            if j is None:
+                j = len(res_avals)
+                res_avals.append(v.aval)
+            mine.append(j)
+        slots.append(mine)
     k_in = [v.aval for v, u in zip(branches[0].invars, ops_uk) if not u]
     u_in = [v.aval for v, u in zip(branches[0].invars, ops_uk) if u]
     n_known_out = sum(1 for u in out_uk if not u)
@@ -128,9 +137,9 @@ def _cond_partial_eval(trace, args, params):
 
         def f(*kops):
             outs = core.eval_jaxpr(sp.known, (), *sp.known_consts, *kops)
-            res = list(outs[n_known_out:])
             full = [_zeros_like(a) for a in res_avals]
-            full[offsets[i]:offsets[i] + sp.num_res] = res
+            for j, r in zip(slots[i], outs[n_known_out:]):
+                full[j] = r
             return list(outs[:n_known_out]) + full
         return _trace(f, k_in, f"known branch {i}")
 
@@ -139,8 +148,7 @@ def _cond_partial_eval(trace, args, params):
 
         def f(*xs):
             res_all, uops = xs[:len(res_avals)], xs[len(res_avals):]
-            mine = res_all[offsets[i]:offsets[i] + sp.num_res]
-            return core.eval_jaxpr(sp.unknown, (), *mine, *uops)
+            return core.eval_jaxpr(sp.unknown, (), *[res_all[j] for j in slots[i]], *uops)
         return _trace(f, res_avals + u_in, f"unknown branch {i}")
 
     kops = [x for x, u in zip(ops, ops_uk) if not u]
