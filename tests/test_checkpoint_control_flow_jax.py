@@ -261,3 +261,20 @@ def test_branches_share_residual_slots_of_the_same_type():
     for i, fn in enumerate(fns):
         g = tg.grad(lambda x: lax.switch(i, fns, x))(0.3)
         np.testing.assert_allclose(g, _fd_grad(fn, (0.3,), 0), rtol=1e-8)
+
+
+def test_scan_reverse_mode_keeps_xs_as_they_are():
+    # the per-step slices of xs that the backward pass needs are xs itself (no stacked
+    # copy); under checkpoint the residuals are the inputs only
+    def cumprod(x):
+        return lax.scan(lambda s, v: (v * s, s), tnp.ones((2, 8)), x)
+
+    x = np.random.RandomState(0).randn(16, 2, 8)
+    for f, copies in [(cumprod, 1), (tg.checkpoint(cumprod), 0)]:
+        _, pullback = tg.vjp(f, x)
+        big = [r for r in tg.tree_util.tree_leaves(pullback) if np.shape(r) == x.shape]
+        assert any(np.shares_memory(r, x) for r in big)
+        # the only other full-size residual is the stacked carry (v * s needs s)
+        assert sum(not np.shares_memory(r, x) for r in big) == copies
+        ct = (np.ones((2, 8)), np.ones((16, 2, 8)))
+        np.testing.assert_allclose(pullback(ct)[0], tg.vjp(cumprod, x)[1](ct)[0], rtol=1e-13)
