@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tangentia as tg
 import tangentia.numpy as tnp
@@ -305,6 +307,38 @@ def test_complex_operator_derivatives():
 def test_linear_transpose_is_the_inverse_transpose():
     got = tg.linear_transpose(lambda b: solve_general(A, b), B)(B)[0]
     assert_close(got, np.linalg.solve(A.T, B))
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2 ** 31), batched=st.sampled_from(["a", "b", "both"]),
+       symmetric=st.booleans())
+def test_vmap_vjp_is_the_transpose_of_jvp(seed, batched, symmetric):
+    # For random systems and batchings: <u, J v> == <J^T u, v> for the batched
+    # solution map (b, a) -> x, whose J and J^T take different routes (a forward
+    # solve and a transposed one) through the batch rule.
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((3, 3, 3)) + 3.0 * np.eye(3)
+    if symmetric:
+        a = a + np.swapaxes(a, 1, 2)
+    b = rng.standard_normal((3, 3))
+    in_axes = (0 if batched != "b" else None, 0 if batched != "a" else None)
+    a_in, b_in = (a if in_axes[0] == 0 else a[0]), (b if in_axes[1] == 0 else b[0])
+    solve = solve_spd if symmetric else solve_general
+    if symmetric:  # CG needs a positive definite operator
+        a_in = np.einsum("...ij,...kj->...ik", a_in, a_in)
+    f = tg.vmap(solve, in_axes)
+    v = tuple(rng.standard_normal(np.shape(x)) for x in (a_in, b_in))
+    if symmetric:  # perturbations of a symmetric operator stay symmetric
+        v = (v[0] + np.swapaxes(v[0], -1, -2), v[1])
+    out, jv = tg.jvp(f, (a_in, b_in), v)
+    u = rng.standard_normal(out.shape)
+    jtu = tg.vjp(f, a_in, b_in)[1](u)
+    lhs = np.sum(u * jv)
+    rhs = sum(np.sum(c * t) for c, t in zip(jtu, v))
+    np.testing.assert_allclose(lhs, rhs, rtol=1e-10, atol=1e-10)
+    loop = [np.linalg.solve(a_in[i] if in_axes[0] == 0 else a_in,
+                            b_in[i] if in_axes[1] == 0 else b_in) for i in range(3)]
+    np.testing.assert_allclose(out, np.stack(loop), rtol=1e-9, atol=1e-12)
 
 
 # ---------------------------------------------------------------------------
