@@ -110,10 +110,19 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
         required for reverse mode unless ``symmetric``.
       symmetric: ``matvec`` is symmetric (``transpose_solve`` defaults to ``solve``).
       has_aux: ``solve`` (and ``transpose_solve``) return ``(x, aux)``; ``aux``
-        is returned too and is not differentiated.
+        is returned too and is not differentiated (``transpose_solve``'s aux,
+        of any structure, is dropped).
 
     Returns:
       ``x`` (``(x, aux)`` if ``has_aux``).
+
+    Raises:
+      TypeError: a function is not callable, ``b`` is not a pytree of arrays,
+        ``matvec``/``solve``/``transpose_solve`` return another pytree
+        structure than ``b``, or reverse mode without ``transpose_solve``
+        (JAX's wording first).
+      ValueError: they return other shapes than ``b``'s, or ``has_aux`` is
+        set and ``solve`` does not return a pair.
 
     Examples:
       A linear solve whose derivatives reuse the solver (here for a
@@ -215,6 +224,12 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
 
     Returns:
       ``x*`` (``(x*, aux)`` if ``has_aux``).
+
+    Raises:
+      TypeError: a function is not callable, or ``f``/``solve``/``tangent_solve``
+        return another pytree structure than ``initial_guess`` (as in JAX, only
+        the structure is checked: ``f`` may return other shapes).
+      ValueError: ``has_aux`` is set and ``solve`` does not return a pair.
 
     Examples:
       A square root by Newton's method, differentiated implicitly (the
