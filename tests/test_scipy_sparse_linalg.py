@@ -115,6 +115,8 @@ def test_complex_hermitian_and_general():
         assert _rel(x, theirs(A, b, rtol=1e-14, maxiter=2)[0]) < 1e-12
         x, info = ours(A, b, **TIGHT)
         assert int(info) == 0 and _rel(x, np.linalg.solve(A, b)) < 1e-11
+        # a complex matrix with a real b: the problem is complex
+        assert _rel(ours(A, B, **TIGHT)[0], np.linalg.solve(A, B)) < 1e-11
 
 
 @register_pytree_node_class
@@ -298,3 +300,9 @@ def test_bad_arguments_name_the_function_and_argument():
         gmres(GEN, B, restart=0)
     with pytest.raises(TypeError, match=r"cg: b must be a pytree of arrays, but leaf 1 is a str"):
         cg(lambda x: x, (np.ones(2), "b"))
+    with pytest.raises(TypeError, match=r"cg: A must return values of b's structure, shapes and "
+                                        r"kind .* returned 2 complex128 numbers \(pass a complex b"):
+        cg(lambda x: (1 + 1j) * x, np.ones(2))
+    with pytest.raises(TypeError, match=r"gmres: M must return values of b's structure, .* but "
+                                        r"returned 1 float64 numbers$"):
+        gmres(GEN, B, M=lambda x: x[:1])

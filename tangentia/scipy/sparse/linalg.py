@@ -113,6 +113,9 @@ def _solver(fname, method, A, b, x0, tol, atol, maxiter, M, hermitian=False, **o
     if not b_leaves:
         raise ValueError(f"{fname}: b must hold at least one array, got {b!r}")
     _check_matrix_fits(fname, A, b_leaves)
+    # a complex matrix (or preconditioner) makes the problem complex
+    op_dtypes = [op.dtype for op in (A, M) if isinstance(getattr(op, "dtype", None), np.dtype)]
+    b_leaves = [x.astype(tnp.result_type(x, *op_dtypes)) for x in b_leaves]
     b = tree_unflatten(b_tree, b_leaves)
     if x0 is None:
         x0 = tree_map(tnp.zeros_like, b)
@@ -134,10 +137,20 @@ def _solver(fname, method, A, b, x0, tol, atol, maxiter, M, hermitian=False, **o
         flat_b, unravel = ravel_pytree(rhs)
         dtype = flat_b.dtype
 
-        def ravelled(fun):
-            return lambda v: ravel_pytree(fun(unravel(v)))[0].astype(dtype)
+        def ravelled(fun, name):
+            def apply(v):
+                out = ravel_pytree(fun(unravel(v)))[0]
+                complex_out = tnp.iscomplexobj(out) and not tnp.iscomplexobj(v)
+                if out.shape != v.shape or complex_out:
+                    raise TypeError(f"{fname}: {name} must return values of b's structure, "
+                                    f"shapes and kind (real or complex), as {v.shape[0]} "
+                                    f"{dtype} numbers, but returned {out.shape[0]} {out.dtype} "
+                                    f"numbers" + (" (pass a complex b for a complex operator)"
+                                                  if complex_out else ""))
+                return out.astype(dtype)
+            return apply
 
-        x, info = method(ravelled(operator_), ravelled(precondition), flat_b,
+        x, info = method(ravelled(operator_, "A"), ravelled(precondition, "M"), flat_b,
                          flat_x0.astype(dtype), tol, atol, maxiter, **options)
         return unravel(x), info
 
