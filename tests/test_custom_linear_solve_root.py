@@ -238,6 +238,52 @@ def test_vmap_leaves_unreached_leaves_unbatched():
     check_grads(loss, (BS, b2), order=2, modes=("fwd", "rev"), atol=1e-6, rtol=1e-6)
 
 
+def test_vmap_batches_what_the_transpose_reaches():
+    # x2 = b2 / 2 does not depend on the batched b1, but the transposed operator
+    # couples them (A^T y1 + c y1[0] + ...), so x2 comes out batched (JAX's rule
+    # too) and solve's unbatched x2 is broadcast; values against a loop.
+    c = np.array([0.5, -1.0])
+
+    def f(b1, b2):
+        def op(x):
+            return (A @ x[0] + x[1][0] * np.ones(3) + c[1] * x[1][1], 2.0 * x[1])
+
+        def solve(op, b):
+            x2 = b[1] / 2.0
+            return tnp.linalg.solve(A, b[0] - x2[0] * np.ones(3) - c[1] * x2[1]), x2
+
+        def transpose_solve(op, y):
+            y1 = tnp.linalg.solve(A.T, y[0])
+            return y1, (y[1] - tnp.stack([tnp.sum(y1), c[1] * tnp.sum(y1)])) / 2.0
+
+        return lax.custom_linear_solve(op, (b1, b2), solve, transpose_solve)
+
+    b2 = np.array([1.0, 3.0])
+    got = tg.vmap(f, (0, None))(BS, b2)
+    assert np.shape(got[1]) == (4, 2)
+    for i in range(4):
+        assert_close([g[i] for g in got], f(BS[i], b2))
+    check_grads(lambda b1s, b2: tg.vmap(f, (0, None))(b1s, b2), (BS, b2), order=2,
+                modes=("fwd", "rev"), atol=1e-6, rtol=1e-6)
+
+
+def test_vmap_broadcasts_a_solver_output_no_batched_value_reaches():
+    # This solve returns a fixed x2 (as an iterative solver stopped before its
+    # first step would), while the transposed operator makes x2's leaf batched:
+    # the batched solve must broadcast it, and loop and vmap agree.
+    def f(b1, b2):
+        return lax.custom_linear_solve(
+            lambda x: (A @ x[0] + x[1][0], 2.0 * x[1]), (b1, b2),
+            lambda op, b: (tnp.linalg.solve(A, b[0]), tnp.zeros(2)),
+            lambda op, y: (tnp.linalg.solve(A.T, y[0]), y[1] / 2.0))
+
+    b2 = np.array([1.0, 3.0])
+    got = tg.vmap(f, (0, None))(BS, b2)
+    for i in range(4):
+        assert_close([g[i] for g in got], f(BS[i], b2))
+    assert_close(got[1], np.zeros((4, 2)))
+
+
 def test_pytree_rhs_second_order():
     def op(a, x):
         return {"u": a @ x["u"] + x["v"][0], "v": 2.0 * x["v"] - x["u"][:2]}

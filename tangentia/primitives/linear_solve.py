@@ -125,8 +125,10 @@ def _ls_batch(args, dims, jaxprs, const_lengths, num_b):
             new_consts.append([])
             continue
         in_dims = (*ds, *_dims(vin))
-        aux = [d is not None for d in batching.batch_jaxpr_natural(j, in_dims, size)[2][num_b:]]
-        bj, hoisted = batching.batch_jaxpr(j, in_dims, size, out_batched=tuple(vout + aux))
+        bj, hoisted, natural = batching.batch_jaxpr_natural(j, in_dims, size)
+        aux = [d is not None for d in natural[num_b:]]
+        if [d is not None for d in natural[:num_b]] != vout:   # batch what it does not reach
+            bj, hoisted = batching.batch_jaxpr(j, in_dims, size, out_batched=tuple(vout + aux))
         new_jaxprs.append(bj)
         new_consts.append(list(hoisted) + list(cs))
         if i == 2:  # solve: its outputs are the primitive's
