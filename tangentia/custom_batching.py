@@ -32,7 +32,8 @@ import numpy as np
 
 from . import core
 from .compiler import numpy_backend
-from .custom_derivatives import _resolve_kwargs, custom_jvp_call_p, require_arrays
+from .custom_derivatives import (_resolve_kwargs, check_rule, custom_jvp_call_p, forward_attr,
+                                 require_arrays)
 from .interpreters import partial_eval as pe
 from ._messages import fun_name as _fun_name
 from .lax import map as _lax_map
@@ -104,9 +105,7 @@ class custom_vmap:
         Returns:
           ``vmap_rule``.
         """
-        if not callable(vmap_rule):
-            raise TypeError(f"custom_vmap.def_vmap of {_fun_name(self.fun)} expects a callable, "
-                            f"got {type(vmap_rule).__name__}")
+        check_rule(vmap_rule, "custom_vmap.def_vmap", self.fun)
         self.vmap_rule = vmap_rule
         return vmap_rule
 
@@ -115,13 +114,7 @@ class custom_vmap:
             return self
         return functools.partial(self, obj)
 
-    def __getattr__(self, name):
-        # Attributes this object lacks are the wrapped function's, as in JAX:
-        # ``custom_vmap(custom_jvp(f))`` has ``defjvp``.
-        fun = self.__dict__.get("fun")
-        if fun is None or name.startswith("__"):
-            raise AttributeError(f"'custom_vmap' object has no attribute {name!r}")
-        return getattr(fun, name)
+    __getattr__ = forward_attr
 
     def __call__(self, *args, **kwargs):
         name = _fun_name(self.fun)

@@ -195,6 +195,23 @@ def require_arrays(leaves, what, hint=""):
             raise TypeError(f"{what} leaf {i} of type {type(x).__name__} is not an array{hint}")
 
 
+def forward_attr(self, name):
+    """``__getattr__`` of the custom-rule decorators: attributes the object lacks
+    are the wrapped function's, as in JAX (``custom_vjp(custom_vmap(f))`` has
+    ``def_vmap``); only reached for missing attributes, never on a call path."""
+    fun = self.__dict__.get("fun")
+    if fun is None or name.startswith("__"):
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    return getattr(fun, name)
+
+
+def check_rule(rule, method, fun):
+    """The TypeError of ``method`` (``"custom_jvp.defjvp"``, ...) given a non-callable rule."""
+    if not callable(rule):
+        raise TypeError(f"{method} of {_fun_name(fun)} expects a callable, got "
+                        f"{type(rule).__name__}")
+
+
 _LEAF_TREE = tree_structure(0)
 
 
@@ -379,14 +396,7 @@ class _CustomFunction:
             return self
         return functools.partial(self, obj)
 
-    def __getattr__(self, name):
-        # Attributes this object lacks are the wrapped function's, as in JAX:
-        # ``custom_vjp(custom_vmap(f))`` has ``def_vmap`` (only reached for
-        # missing attributes, never on the call path).
-        fun = self.__dict__.get("fun")
-        if fun is None or name.startswith("__"):
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        return getattr(fun, name)
+    __getattr__ = forward_attr
 
     def __call__(self, *args, **kwargs):
         """The subclass's call primitive bound through the current trace's
@@ -748,9 +758,7 @@ class custom_jvp(_CustomFunction):
         Returns:
           ``jvp``.
         """
-        if not callable(jvp):
-            raise TypeError(f"custom_jvp.defjvp of {_fun_name(self.fun)} expects a callable, "
-                            f"got {type(jvp).__name__}")
+        check_rule(jvp, "custom_jvp.defjvp", self.fun)
         self.jvp = jvp
         self._undefined = None
         self.jvp_name = _fun_name(jvp)
@@ -1293,12 +1301,7 @@ class custom_transpose:
         self.fun = fun
         self.transpose = None
 
-    def __getattr__(self, name):
-        # Attributes this object lacks are the wrapped function's, as in JAX.
-        fun = self.__dict__.get("fun")
-        if fun is None or name.startswith("__"):
-            raise AttributeError(f"'custom_transpose' object has no attribute {name!r}")
-        return getattr(fun, name)
+    __getattr__ = forward_attr
 
     def def_transpose(self, transpose):
         """Define the transpose; returns it (so it can be used as a decorator).
@@ -1310,9 +1313,7 @@ class custom_transpose:
         Returns:
           ``transpose``.
         """
-        if not callable(transpose):
-            raise TypeError(f"custom_transpose.def_transpose of {_fun_name(self.fun)} expects a "
-                            f"callable, got {type(transpose).__name__}")
+        check_rule(transpose, "custom_transpose.def_transpose", self.fun)
         self.transpose = transpose
         return transpose
 

@@ -20,7 +20,7 @@ import contextvars
 import functools
 
 from .. import core
-from ..custom_derivatives import _resolve_kwargs, require_arrays
+from ..custom_derivatives import _resolve_kwargs, check_rule, forward_attr, require_arrays
 from ..interpreters import ad, batching
 from ..interpreters import partial_eval as pe
 from .._messages import fun_name as _fun_name
@@ -56,12 +56,7 @@ class custom_dce:
         self.static_argnums = tuple(sorted(int(i) for i in static_argnums))
         self.dce_rule = None
 
-    def __getattr__(self, name):
-        # Attributes this object lacks are the wrapped function's, as in JAX.
-        fun = self.__dict__.get("fun")
-        if fun is None or name.startswith("__"):
-            raise AttributeError(f"'custom_dce' object has no attribute {name!r}")
-        return getattr(fun, name)
+    __getattr__ = forward_attr
 
     def def_dce(self, dce_rule):
         """Define the DCE rule; returns it (so it can be used as a decorator).
@@ -74,9 +69,7 @@ class custom_dce:
         Returns:
           ``dce_rule``.
         """
-        if not callable(dce_rule):
-            raise TypeError(f"custom_dce.def_dce of {_fun_name(self.fun)} expects a callable, "
-                            f"got {type(dce_rule).__name__}")
+        check_rule(dce_rule, "custom_dce.def_dce", self.fun)
         self.dce_rule = dce_rule
         return dce_rule
 
