@@ -183,6 +183,9 @@ def test_interpolator_bad_arguments():
     with pytest.raises(TypeError, match=r"RegularGridInterpolator: values must be an array, "
                                         r"got str"):
         RegularGridInterpolator(GRID, "values")
+    with pytest.raises(ValueError, match=r"RegularGridInterpolator: points must hold at least one "
+                                         r"axis"):
+        RegularGridInterpolator((), VALUES)
 
 
 # ---------------------------------------------------------------------------

@@ -102,6 +102,8 @@ class RegularGridInterpolator:
         _check_method(method)
         values = _inexact(values, "values")
         points = tuple(points)
+        if not points:
+            raise ValueError(f"{_NAME}: points must hold at least one axis of grid coordinates")
         if len(points) > values.ndim:
             raise ValueError(f"there are {len(points)} point arrays, but values has "
                              f"{values.ndim} dimensions ({_NAME}: arguments points and values)")
@@ -186,7 +188,7 @@ class RegularGridInterpolator:
                 f"the points xi, which are traced here; use bounds_error=False with a "
                 f"fill_value)")
         for i, g in enumerate(self.grid):
-            lo, hi = (_concrete(g[0]), _concrete(g[-1]))
+            lo, hi = _concrete(g[0]), _concrete(g[-1])
             if lo is not None and not np.all((lo <= value[:, i]) & (value[:, i] <= hi)):
                 raise ValueError(f"One of the requested xi is out of bounds in dimension {i} "
                                  f"({_NAME}: bounds_error=True)")
