@@ -690,7 +690,7 @@ def concretization_error(tracer, context, reason=""):
         msg += reason + " "
     msg += ("Python control flow cannot depend on traced values there. Use tangentia.numpy.where "
             "or tangentia.lax.cond / while_loop for data-dependent choices, or mark the argument "
-            "static (static_argnums / static_argnames of jit).")
+            "static (static_argnums / static_argnames of jit or checkpoint).")
     return error(msg)
 
 

@@ -278,3 +278,19 @@ def test_scan_reverse_mode_keeps_xs_as_they_are():
         assert sum(not np.shares_memory(r, x) for r in big) == copies
         ct = (np.ones((2, 8)), np.ones((16, 2, 8)))
         np.testing.assert_allclose(pullback(ct)[0], tg.vjp(cumprod, x)[1](ct)[0], rtol=1e-13)
+
+
+def test_checkpoint_removed_concrete_option_and_control_flow_hint():
+    with pytest.raises(NotImplementedError, match="The `concrete` option to `jax.checkpoint` "
+                                                  "was deprecated"):
+        tg.checkpoint(tnp.sin, concrete=True)
+
+    def g(x):
+        return tnp.sin(x) if x > 0 else tnp.cos(x)
+
+    with pytest.raises(tg.errors.TracerBoolConversionError, match="static_argnums / "
+                                                                  "static_argnames of jit or "
+                                                                  "checkpoint"):
+        tg.checkpoint(g)(3.0)
+    h = tg.checkpoint(lambda x, pos: tnp.sin(x) if pos else tnp.cos(x), static_argnums=(1,))
+    np.testing.assert_allclose(tg.grad(h)(3.0, True), np.cos(3.0), rtol=1e-15)

@@ -564,7 +564,8 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
 # checkpoint (rematerialization)
 
 
-def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_argnames=()):
+def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_argnames=(),
+               concrete=False):
     """Differentiate ``fun`` saving only its inputs: reverse mode recomputes
     its intermediates instead of storing them (JAX's default policy).
 
@@ -583,12 +584,15 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_
       static_argnums: positions of arguments that are Python values, not
         arrays.
       static_argnames: names of such arguments (positional or keyword).
+      concrete: JAX's removed option; ``concrete=True`` raises (use
+        ``static_argnums``).
 
     Returns:
       A function with ``fun``'s signature and values.
 
     Raises:
       TypeError: ``policy`` is neither None nor callable.
+      NotImplementedError: ``concrete=True``.
 
     Examples:
       >>> import tangentia as tg, tangentia.numpy as tnp
@@ -597,6 +601,11 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_
       0.360039
     """
     _check_callable(fun, "checkpoint")
+    if concrete:
+        raise NotImplementedError(
+            "The `concrete` option to `jax.checkpoint` was deprecated in JAX v0.8.2, and removed "
+            "in JAX v0.10.0. In its place please use `static_argnums`. (tangentia.checkpoint "
+            "marks Python-valued arguments with static_argnums / static_argnames.)")
     if policy is not None and not callable(policy):
         raise TypeError(f"checkpoint: argument 'policy' must be None or a callable "
                         f"policy(prim, *avals, **params) -> bool, got {policy!r}")
