@@ -574,8 +574,8 @@ class _JVPCall(_Call):
                 if tree is None:
                     self.out_tree = _LEAF_TREE
                 elif tree is not _LEAF_TREE:
-                    _check_out_tree(self, _LEAF_TREE, jvp_name, name, [p_out],
-                                    xs[:n_dyn + n_diff])
+                    _check_out_tree(self, _LEAF_TREE, jvp_name, name, [p_out], xs,
+                                    n_dyn + n_diff)
                 if type(t_out) is _JaxprTracer and isinstance(p_out, _ndarray):
                     ta = t_out.ir_var.aval  # a staged tangent of the primal's type: as it is
                     if ta.shape == p_out.shape and ta.dtype == p_out.dtype and ta.dtype.kind in "fc":
@@ -592,7 +592,7 @@ class _JVPCall(_Call):
             raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce "
                             "primal and tangent outputs with equal container (pytree) "
                             f"structures, but got {p_tree} and {t_tree} respectively.")
-        _check_out_tree(self, p_tree, jvp_name, name, p_leaves, xs[:n_dyn + n_diff])
+        _check_out_tree(self, p_tree, jvp_name, name, p_leaves, xs, n_dyn + n_diff)
         try:
             fixed = [_check_tangent(p, t, i, jvp_name, name)
                      for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
@@ -803,14 +803,15 @@ class custom_jvp(_CustomFunction):
         self.defjvp(jvp)
 
 
-def _check_out_tree(call, tree, jvp_name, name, leaves, primals):
+def _check_out_tree(call, tree, jvp_name, name, leaves, xs, n_primals):
     """The primal output of a JVP rule (``leaves`` with structure ``tree``) has the
     function's output structure; the message shows both with their leaves' types,
-    as JAX's (the function's are traced from ``primals``, the call's inputs)."""
+    as JAX's (the function's are traced from ``xs[:n_primals]``, the call's inputs)."""
     want = call.out_tree
     if want is not None and want != tree:
         got_s = _typed_tree(tree, [core.get_aval(x) for x in leaves])
-        want_s = _typed_tree(want, [v.aval for v in _fun_program(call, primals, name).outvars])
+        program = _fun_program(call, xs[:n_primals], name)
+        want_s = _typed_tree(want, [v.aval for v in program.outvars])
         raise TypeError(
             f"Custom JVP rule {jvp_name} for function {name} must produce a pair (list or tuple "
             "of length two) where the first element represents the primal output (equal in value "
