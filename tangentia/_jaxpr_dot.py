@@ -11,7 +11,7 @@ types, edges follow the data flow, and outputs are double octagons.  A
 custom-rule call (``custom_jvp_call``, ``custom_vjp_call``) and a ``jit`` or
 ``checkpoint`` call are drawn inline as a cluster labelled with the function's
 name, so edges run straight into the called program.  A loop or branch
-(``scan``, ``while``, ``cond``, ``linear_solve``, ...) is a box inside a
+(``scan``, ``while``, ``cond``, ``custom_linear_solve``, ...) is a box inside a
 cluster that also holds one nested cluster per carried program (the body,
 each branch), whose outputs feed the box with dashed edges.
 """

@@ -373,7 +373,7 @@ KINDS = {
     "random": {"random_bits", "random_gamma"},
     "callback": {"pure_callback"},
     "effectful": {"debug_print", "debug_callback"},
-    "call": {"jit", "checkpoint", "linear_solve", "custom_lin"},
+    "call": {"jit", "checkpoint", "custom_linear_solve", "custom_lin"},
     "control flow": {"cond", "while", "scan"},
     "custom call": {"custom_jvp_call", "custom_vjp_call", "custom_vmap_call"},
     # a call whose jvp/batch rules transform its program (not linear: no transpose)

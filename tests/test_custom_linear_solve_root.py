@@ -481,3 +481,9 @@ def test_check_grads_checks_complex_directions():
     with pytest.raises(AssertionError, match="vjp disagrees"):
         check_grads(square, (z,), order=1, modes=("rev",))
     check_grads(lambda z: z * z, (z,), order=2, modes=("fwd", "rev"))
+
+
+def test_primitive_is_named_as_in_jax():
+    assert lax.linear_solve_p.name == "custom_linear_solve"
+    text = str(tg.make_jaxpr(lambda b: solve_general(A, b))(B))
+    assert " = custom_linear_solve[" in text

@@ -425,7 +425,8 @@ def test_every_primitive_has_a_path():
     missing = {n: p for n, p in paths.items() if p not in allowed}
     assert not missing, f"primitives without a lowering path: {missing}"
     for name in ["add", "sin", "select", "reduce_sum", "dot_general", "while", "scan", "cond",
-                 "jit", "custom_vjp_call", "custom_jvp_call", "checkpoint", "linear_solve"]:
+                 "jit", "custom_vjp_call", "custom_jvp_call", "checkpoint",
+                 "custom_linear_solve"]:
         assert paths[name] == "native", name
     assert paths["digamma"] == "native"   # SciPy's C function (numba_backend/special.py)
     assert paths["fft"] == "objmode"  # numba has no FFT: NumPy's, in object mode

@@ -14,7 +14,7 @@ linear map ``A``; it is differentiated *implicitly* from ``A x = b``:
   ``symmetric=True`` uses ``matvec`` and ``solve`` themselves).
   ``transpose_solve`` is required for reverse mode unless ``symmetric``.
 
-It is a primitive (``linear_solve``) carrying the four programs ``matvec``,
+It is a primitive (``custom_linear_solve``, as in JAX) carrying the four programs ``matvec``,
 ``vecmat``, ``solve`` and ``transpose_solve``, with JVP, transpose and
 batching rules, so it composes with every transformation like JAX's.
 

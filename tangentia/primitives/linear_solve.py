@@ -1,4 +1,5 @@
-"""The ``linear_solve`` primitive behind ``lax.custom_linear_solve``.
+"""The ``custom_linear_solve`` primitive (``lax.linear_solve_p``, named as in JAX) behind
+``lax.custom_linear_solve``.
 
 Inputs: ``(*matvec_consts, *vecmat_consts, *solve_consts, *tr_solve_consts, *b)``.
 Params: ``jaxprs = (matvec, vecmat, solve, transpose_solve)``, each a program
@@ -21,7 +22,7 @@ from ..interpreters.ad import Zero, is_undefined
 from ..interpreters.call_rules import split
 from . import elementwise as E
 
-linear_solve_p = Primitive("linear_solve", multiple_results=True)
+linear_solve_p = Primitive("custom_linear_solve", multiple_results=True)
 
 
 def _transposed(const_lengths, jaxprs):
@@ -31,7 +32,7 @@ def _transposed(const_lengths, jaxprs):
 
 
 def solve_operands(const_lengths):
-    """Where the ``solve`` program's inputs are among a ``linear_solve``'s inputs:
+    """Where the ``solve`` program's inputs are among a ``custom_linear_solve``'s inputs:
     ``(start, stop, first_b)`` - its consts are ``args[start:stop]``, then ``args[first_b:]``."""
     start = const_lengths[0] + const_lengths[1]
     return start, start + const_lengths[2], sum(const_lengths)

@@ -38,7 +38,7 @@ the calling wrapper, the ``Backend``).
 * **Control flow** is native: ``while`` -> ``while True`` with the condition
   program inlined, ``scan`` -> ``for`` with stacked outputs written in place,
   ``cond`` -> ``if/elif``.  Call-like primitives (``jit``, ``checkpoint``,
-  custom-rule calls, ``linear_solve``) are inlined.  Large loop bodies and
+  custom-rule calls, ``custom_linear_solve``) are inlined.  Large loop bodies and
   branches (by estimated code size: ``codegen.OUTLINE_MIN_COST``) become
   separate njit functions, shared by every use of the same body.
 * **Contractions.** Small ``dot_general`` is unrolled over scalars, large

@@ -902,7 +902,7 @@ RULES.update({
     "jit": _inline("jaxpr"), "checkpoint": _inline("jaxpr"),
     "custom_jvp_call": _inline("call_jaxpr"), "custom_vjp_call": _inline("call_jaxpr"),
     "custom_vmap_call": _inline("call_jaxpr"),
-    "linear_solve": _linear_solve,
+    "custom_linear_solve": _linear_solve,
 })
 RULES.update(windows.rules(_OPS))   # window_reduce, window_argmax
 # Consumers that read a lazy operand element by element (it stays lazy for them).
