@@ -491,3 +491,49 @@ def test_custom_dce_rule_errors_are_jax_errors():
 
     with pytest.raises(AttributeError, match="No DCE rule defined for custom_dce function h"):
         h(1.0)
+
+
+# ---------------------------------------------------------------------------
+# A custom_jvp output that depends on no batched value stays unbatched under vmap
+# (it was broadcast: vmap(lambda x: relu(W) @ x) became a batched matmul).
+
+
+def sin_and_square_rule():
+    """``(sin x, w ** 2)`` with a rule whose derivatives are 3 cos x and 5 w."""
+    @tg.custom_jvp
+    def f(x, w):
+        return tnp.sin(x), w ** 2
+
+    f.defjvp(lambda p, t: (f(*p), (3.0 * tnp.cos(p[0]) * t[0], 5.0 * p[1] * t[1])))
+    return f
+
+
+def test_custom_jvp_output_of_unbatched_values_stays_unbatched():
+    f = sin_and_square_rule()
+    xs, w = np.linspace(0.1, 0.9, 4), np.array([1.5, -2.0])
+    ys, sq = tg.vmap(lambda x: f(x, w), out_axes=(0, None))(xs)
+    close(ys, np.sin(xs))
+    close(sq, w ** 2)
+    program = str(tg.make_jaxpr(tg.vmap(lambda x: tg.nn.relu(w) * x))(xs))
+    assert "broadcast" not in program.split("custom_jvp_call")[1].split("name=")[0]
+
+
+def test_custom_jvp_mixed_batching_derivatives_match_the_loop():
+    f = sin_and_square_rule()
+    xs, w = np.linspace(0.1, 0.9, 4), np.array([1.5, -2.0])
+
+    def loss(w, xs):
+        ys, sq = tg.vmap(lambda x: f(x, w), out_axes=(0, None))(xs)
+        return tnp.sum(ys) + tnp.sum(sq * tnp.sum(xs))
+
+    want_w = 5.0 * w * xs.sum()
+    want_x = 3.0 * np.cos(xs) + np.sum(w ** 2)
+    for g in (tg.grad(loss, argnums=(0, 1)), tg.jit(tg.grad(loss, argnums=(0, 1))),
+              tg.grad(tg.jit(loss), argnums=(0, 1))):
+        gw, gx = g(w, xs)
+        close(gw, want_w)
+        close(gx, want_x)
+    # forward mode under vmap: only the tangents batched (jacfwd), then both
+    close(tg.jacfwd(lambda w: f(0.3, w)[1])(w), np.diag(5.0 * w))
+    ts = tg.vmap(lambda x, t: tg.jvp(lambda x: f(x, w)[0], (x,), (t,))[1])(xs, xs)
+    close(ts, 3.0 * np.cos(xs) * xs)

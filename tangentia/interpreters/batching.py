@@ -133,19 +133,31 @@ class BatchTrace(core.Trace):
     # There is no shortcut when nothing is batched: the function may close over
     # batched values, which the sub-traces (sharing this trace's tag) see.
 
-    def _forward_custom_call(self, prim, vals, params):
+    def _forward_custom_call(self, prim, vals, params, out_dims=None):
+        """Bind with the parent; ``out_dims`` (filled by the rule that ran) says
+        which outputs are batched (in front), None: all of them."""
         with set_trace(self.parent):
             outs = prim.bind(*vals, **params)  # the parent's process_custom_*_call
-        return [BatchTracer(self, o, 0) for o in outs]
+        if not out_dims:
+            return [BatchTracer(self, o, 0) for o in outs]
+        return [o if d is None else BatchTracer(self, o, 0) for o, d in zip(outs, out_dims)]
 
     def process_custom_jvp_call(self, prim, args, params):
         vals, dims = zip(*[self.unpack(x) for x in args]) if args else ((), ())
         size, tag, name = self.axis_size, self.tag, self.axis_name
         fun, jvp = params["fun"], params["jvp"]
         first_diff = params["num_consts"] + params["num_nondiff"]
+        # Which outputs are batched, as the first rule to run (the function, or the JVP
+        # rule for primal and tangent together) finds: an output that depends on no
+        # batched value stays unbatched (a custom_jvp of a parameter inside vmap, as in
+        # JAX); a rule run later (a staged call's JVP) follows it.
+        out_dims = []
 
         def batched_fun(*xs):
-            return vmap_flat(fun, xs, dims, size, _all_zero, tag=tag, axis_name=name)
+            pairs = _run_batched(fun, xs, dims, size, tag, name)
+            if not out_dims:
+                out_dims.extend([None if d is None else 0 for _, d in pairs])
+            return _conform(pairs, out_dims, size, params["name"])
 
         def batched_jvp(*xs):
             n = len(dims)
@@ -158,14 +170,21 @@ class BatchTrace(core.Trace):
                         s = t.aval.shape
                         tangents[i] = core.Zero(ShapedArray(s[:d] + s[d + 1:], t.aval.dtype))
                     tdims[i] = None
-            outs = _vmap_keeping_zeros(jvp, primals + tangents, list(dims) + tdims, size, tag,
+            pairs = _run_keeping_zeros(jvp, primals + tangents, list(dims) + tdims, size, tag,
                                        name)
-            k = len(outs) // 2
-            return outs[:k] + [core.Zero.from_primal(p) if t is None else t
-                               for p, t in zip(outs[:k], outs[k:])]
+            k = len(pairs) // 2
+            if not out_dims:
+                out_dims.extend([None if dp is None and dt is None else 0
+                                 for (_, dp), (_, dt) in zip(pairs[:k], pairs[k:])])
+            outs = _conform(pairs[:k], out_dims, size, params["name"])
+            tans = _conform([(p, 0 if d == 0 else None) if v is None else (v, dt)
+                             for p, d, (v, dt) in zip(outs, out_dims, pairs[k:])],
+                            out_dims, size, params["name"])
+            return outs + [core.Zero.from_primal(p) if v is None else t
+                           for p, t, (v, _) in zip(outs, tans, pairs[k:])]
 
         return self._forward_custom_call(
-            prim, vals, dict(params, fun=batched_fun, jvp=batched_jvp, call_jaxpr=None))
+            prim, vals, dict(params, fun=batched_fun, jvp=batched_jvp, call_jaxpr=None), out_dims)
 
     def process_custom_vjp_call(self, prim, args, params):
         vals, dims = zip(*[self.unpack(x) for x in args]) if args else ((), ())
@@ -231,10 +250,10 @@ def _all_zero(n):
     return [0] * n
 
 
-def _vmap_keeping_zeros(fun, args, in_dims, axis_size, tag, axis_name=None):
-    """``vmap_flat(fun, ...)`` for a custom rule whose inputs and outputs may be
+def _run_keeping_zeros(fun, args, in_dims, axis_size, tag, axis_name=None):
+    """``_run_batched(fun, ...)`` for a custom rule whose inputs and outputs may be
     ``Zero``: a zero input is passed as it is (with ``in_dims`` None), a zero
-    output comes back as None."""
+    output comes back as ``(None, None)``."""
     zero = []
 
     def f(*xs):
@@ -242,8 +261,35 @@ def _vmap_keeping_zeros(fun, args, in_dims, axis_size, tag, axis_name=None):
         zero[:] = [type(o) is core.Zero for o in outs]
         return [o for o in outs if type(o) is not core.Zero]
 
-    it = iter(vmap_flat(f, args, in_dims, axis_size, _all_zero, tag=tag, axis_name=axis_name))
-    return [None if z else next(it) for z in zero]
+    it = iter(_run_batched(f, args, in_dims, axis_size, tag, axis_name))
+    return [(None, None) if z else next(it) for z in zero]
+
+
+def _vmap_keeping_zeros(fun, args, in_dims, axis_size, tag, axis_name=None):
+    """``vmap_flat(fun, ...)`` (every output batched in front) for a custom rule
+    whose inputs and outputs may be ``Zero``; a zero output comes back as None."""
+    pairs = _run_keeping_zeros(fun, args, in_dims, axis_size, tag, axis_name)
+    return [None if v is None else _conform([(v, d)], [0], axis_size, None)[0]
+            for v, d in pairs]
+
+
+def _conform(pairs, targets, axis_size, name):
+    """The values of ``pairs`` ``(value, batch axis or None)`` with their batch axis
+    where ``targets`` says: 0 (in front; an unbatched value is broadcast) or None
+    (unbatched: a batched value is an error)."""
+    out = []
+    for i, ((v, d), t) in enumerate(zip(pairs, targets)):
+        if t is None:
+            if d is not None:
+                raise ValueError(
+                    f"custom_jvp function {name} under vmap: output {i} of its JVP rule "
+                    "depends on the batched inputs, but the function's output does not (the "
+                    "rule must give the function's value; its tangent may not depend on what "
+                    "the value does not depend on)")
+            out.append(v)
+        else:
+            out.append(broadcast_front(v, axis_size) if d is None else move_to_front(v, d))
+    return out
 
 
 def _instantiate(t):
