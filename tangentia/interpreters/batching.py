@@ -157,7 +157,7 @@ class BatchTrace(core.Trace):
             pairs = _run_batched(fun, xs, dims, size, tag, name)
             if not out_dims:
                 out_dims.extend([None if d is None else 0 for _, d in pairs])
-            return _conform(pairs, out_dims, size, params["name"])
+            return _conform(pairs, out_dims, size, _jvp_rule_batched_error(params["name"]))
 
         def batched_jvp(*xs):
             n = len(dims)
@@ -176,10 +176,11 @@ class BatchTrace(core.Trace):
             if not out_dims:
                 out_dims.extend([None if dp is None and dt is None else 0
                                  for (_, dp), (_, dt) in zip(pairs[:k], pairs[k:])])
-            outs = _conform(pairs[:k], out_dims, size, params["name"])
+            error = _jvp_rule_batched_error(params["name"])
+            outs = _conform(pairs[:k], out_dims, size, error)
             tans = _conform([(p, 0 if d == 0 else None) if v is None else (v, dt)
                              for p, d, (v, dt) in zip(outs, out_dims, pairs[k:])],
-                            out_dims, size, params["name"])
+                            out_dims, size, error)
             return outs + [core.Zero.from_primal(p) if v is None else t
                            for p, t, (v, _) in zip(outs, tans, pairs[k:])]
 
@@ -273,25 +274,6 @@ def _vmap_keeping_zeros(fun, args, in_dims, axis_size, tag, axis_name=None):
             for v, d in pairs]
 
 
-def _conform(pairs, targets, axis_size, name):
-    """The values of ``pairs`` ``(value, batch axis or None)`` with their batch axis
-    where ``targets`` says: 0 (in front; an unbatched value is broadcast) or None
-    (unbatched: a batched value is an error)."""
-    out = []
-    for i, ((v, d), t) in enumerate(zip(pairs, targets)):
-        if t is None:
-            if d is not None:
-                raise ValueError(
-                    f"custom_jvp function {name} under vmap: output {i} of its JVP rule "
-                    "depends on the batched inputs, but the function's output does not (the "
-                    "rule must give the function's value; its tangent may not depend on what "
-                    "the value does not depend on)")
-            out.append(v)
-        else:
-            out.append(broadcast_front(v, axis_size) if d is None else move_to_front(v, d))
-    return out
-
-
 def _instantiate(t):
     return np.zeros(t.aval.shape, t.aval.dtype) if type(t) is core.Zero else t
 
@@ -320,15 +302,20 @@ def vmap_flat(fun, args, in_dims, axis_size, out_dims_fn, tag=None, axis_name=No
     axes for ``n`` outputs; ``axis_name`` names the batch axis for collectives.
     Returns the flat outputs."""
     pairs = _run_batched(fun, args, in_dims, axis_size, tag, axis_name)
-    out_axes = out_dims_fn(len(pairs))
+    return _conform(pairs, out_dims_fn(len(pairs)), axis_size, lambda i, d: ValueError(
+        f"at vmap out_axes, got axis spec None but output was batched on axis {d} (flat "
+        f"output {i}: out_axes=None requires the output not to depend on the mapped inputs)"))
+
+
+def _conform(pairs, targets, axis_size, unbatched_error):
+    """The values of ``pairs`` ``(value, batch axis or None)`` with their batch axis
+    at ``targets`` (an unbatched value is broadcast; None: the value must be
+    unbatched, else ``unbatched_error(i, axis)`` is raised)."""
     result = []
-    for i, ((v, d), od) in enumerate(zip(pairs, out_axes)):
+    for i, ((v, d), od) in enumerate(zip(pairs, targets)):
         if od is None:
             if d is not None:
-                raise ValueError(
-                    f"at vmap out_axes, got axis spec None but output was batched on axis {d} "
-                    f"(flat output {i}: out_axes=None requires the output not to depend on the "
-                    "mapped inputs)")
+                raise unbatched_error(i, d)
             result.append(v)
             continue
         if d is None:
@@ -343,6 +330,13 @@ def vmap_flat(fun, args, in_dims, axis_size, out_dims_fn, tag=None, axis_name=No
             od += nd
         result.append(move_axis(v, d, od))
     return result
+
+
+def _jvp_rule_batched_error(name):
+    return lambda i, d: ValueError(
+        f"custom_jvp function {name} under vmap: output {i} of its JVP rule depends on the "
+        "batched inputs, but the function's output does not (the rule must give the "
+        "function's value; its tangent may not depend on what the value does not depend on)")
 
 
 def _run_batched(fun, args, in_dims, axis_size, tag=None, axis_name=None):
