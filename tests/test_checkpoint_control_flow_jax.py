@@ -294,3 +294,15 @@ def test_checkpoint_removed_concrete_option_and_control_flow_hint():
         tg.checkpoint(g)(3.0)
     h = tg.checkpoint(lambda x, pos: tnp.sin(x) if pos else tnp.cos(x), static_argnums=(1,))
     np.testing.assert_allclose(tg.grad(h)(3.0, True), np.cos(3.0), rtol=1e-15)
+
+
+def test_linearized_loop_of_a_python_scalar_is_the_loop_alone():
+    # a weakly typed initial carry of the loop's dtype enters the loop as it is (no
+    # convert_element_type equation in the linear program, as in JAX)
+    f = lambda x: lax.scan(lambda c, v: (tnp.sin(c) * v, None), x, np.arange(1.0, 4.0))[0]  # noqa
+    jaxpr = tg.make_jaxpr(tg.linearize(f, 0.4)[1])(1.0).jaxpr
+    assert [e.prim.name for e in jaxpr.eqns] == ["scan"]
+    np.testing.assert_allclose(tg.linearize(f, 0.4)[1](1.0), _fd_grad(f, (0.4,), 0), rtol=1e-8)
+    w = lambda x: lax.while_loop(lambda c: c < 10.0, lambda c: c * 2.0, x)  # noqa: E731
+    assert float(tg.jit(w)(1.0)) == 16.0
+    assert [float(v) for v in tg.jit(lambda x: tg.jvp(w, (x,), (1.0,)))(1.0)] == [16.0, 16.0]

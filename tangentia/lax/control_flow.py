@@ -308,10 +308,13 @@ def _while_loop(cond_fun, body_fun, init_val, cond_owner, body_owner):
 
 
 def _cast(x, aval):
-    a = core.get_aval(x)
-    if a.dtype != aval.dtype or a.weak_type:
-        if not isinstance(x, core.Tracer):  # a constant: cast now (a scalar: a literal)
-            return np.asarray(x, aval.dtype)[()]
+    """``x`` with the dtype of ``aval`` (a traced value of that dtype is kept even if
+    weakly typed: the body was traced with the strong type, which only differs in
+    promotion while tracing)."""
+    if not isinstance(x, core.Tracer):  # a constant: cast now (a scalar: a literal)
+        a = core.get_aval(x)
+        return np.asarray(x, aval.dtype)[()] if a.dtype != aval.dtype or a.weak_type else x
+    if x.aval.dtype != aval.dtype:
         return S.convert_element_type(x, aval.dtype)
     return x
 
