@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.cluster.vq
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import scipy.interpolate
 
 import tangentia as tg
@@ -105,6 +107,25 @@ def test_bounds_error():
     with pytest.raises(NotImplementedError, match=r"^`bounds_error` takes no effect under JIT "
                                                   r"\(RegularGridInterpolator: "):
         tg.jit(interp)(INSIDE)
+
+
+@settings(max_examples=15, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2 ** 16), sizes=st.tuples(st.integers(2, 5), st.integers(2, 5)))
+def test_linear_reproduces_affine_functions_and_nearest_returns_a_node(seed, sizes):
+    """On any grid, linear interpolation of an affine function is exact inside
+    the grid (and extrapolates it with fill_value=None); 'nearest' returns the
+    value of the closest node."""
+    rng = np.random.default_rng(seed)
+    grid = tuple(np.sort(rng.choice(np.linspace(-2.0, 2.0, 41), m, replace=False)) for m in sizes)
+    c = rng.standard_normal(3)
+    affine = lambda x, y: c[0] + c[1] * x + c[2] * y  # noqa: E731
+    values = affine(*np.meshgrid(*grid, indexing="ij"))
+    xi = rng.uniform(-3.0, 3.0, (20, 2))
+    got = RegularGridInterpolator(grid, values, fill_value=None)(xi)
+    np.testing.assert_allclose(got, affine(xi[:, 0], xi[:, 1]), rtol=1e-12, atol=1e-12)
+    near = RegularGridInterpolator(grid, values, method="nearest", fill_value=None)(xi)
+    nodes = [g[np.argmin(np.abs(g[None, :] - x[:, None]), axis=1)] for g, x in zip(grid, xi.T)]
+    np.testing.assert_allclose(near, affine(*nodes), rtol=1e-12, atol=1e-12)
 
 
 def test_gradients_match_finite_differences():

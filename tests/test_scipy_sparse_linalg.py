@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse.linalg as ssl
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tangentia as tg
 import tangentia.numpy as tnp
@@ -215,6 +217,25 @@ def test_derivatives_are_implicit_and_match_finite_differences(name):
         got = jac(f, (0, 1))(A, B)
         assert _rel(got[0], ref[0]) < 1e-9 and _rel(got[1], ref[1]) < 1e-9
     check_grads(f, (A, B), 1, modes=("fwd", "rev"))
+
+
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(n=st.integers(1, 6), seed=st.integers(0, 2 ** 16), name=st.sampled_from(list(SOLVERS)))
+def test_identities_on_random_systems(n, seed, name):
+    """A x = b at convergence, and the derivative's transpose is the transpose
+    of the derivative: <u, J v> == <J^T u, v>, with J = d x / d(A, b)."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((n, n))
+    A = q @ q.T / n + np.eye(n) if name == "cg" else q / np.sqrt(n) + 2.0 * np.eye(n)
+    b, u = rng.standard_normal(n), rng.standard_normal(n)
+    dA, db = rng.standard_normal((n, n)), rng.standard_normal(n)
+    solve = SOLVERS[name][0]
+    f = lambda A, b: solve(lambda x: A @ x, b, **TIGHT)[0]  # noqa: E731
+    x, jv = tg.jvp(f, (A, b), (dA, db))
+    np.testing.assert_allclose(A @ x, b, rtol=1e-10, atol=1e-11)
+    _, pullback = tg.vjp(f, A, b)
+    ua, ub = pullback(u)
+    np.testing.assert_allclose(u @ jv, np.sum(ua * dA) + ub @ db, rtol=1e-9, atol=1e-10)
 
 
 def test_second_derivatives_through_cg():
