@@ -306,3 +306,18 @@ def test_linearized_loop_of_a_python_scalar_is_the_loop_alone():
     w = lambda x: lax.while_loop(lambda c: c < 10.0, lambda c: c * 2.0, x)  # noqa: E731
     assert float(tg.jit(w)(1.0)) == 16.0
     assert [float(v) for v in tg.jit(lambda x: tg.jvp(w, (x,), (1.0,)))(1.0)] == [16.0, 16.0]
+
+
+def test_named_axis_inside_a_loop_or_jit_that_is_not_batched_otherwise():
+    # the loop's operands are not batched, but its cond_fun reads the vmap's named axis:
+    # the loop is batched anyway (each element stops at its own index), as in JAX
+    fun = lambda x: lax.while_loop(lambda v: v < lax.axis_index("i"), lambda v: v + 2, x)  # noqa
+    want = [0, 2, 2, 4]
+    np.testing.assert_array_equal(tg.vmap(fun, axis_name="i")(np.zeros(4, np.int64)), want)
+    np.testing.assert_array_equal(
+        tg.vmap(lambda _, x: tg.jit(fun)(x), axis_name="i", in_axes=(0, None))(np.zeros(4), 0),
+        want)
+    # a psum over the axis in a scan body started from an unbatched carry
+    f = lambda x: lax.scan(lambda c, _: (c + lax.psum(x, "i"), None), 0.0, None, length=2)[0]  # noqa
+    np.testing.assert_allclose(tg.vmap(lambda x, y: f(y), axis_name="i", in_axes=(0, None))(
+        np.arange(3.0), 1.5), [9.0] * 3)

@@ -50,6 +50,20 @@ class BatchTracer(Tracer):
 register_leaf_type(BatchTracer)
 
 
+def _reads_axis(params, name):
+    """Whether a program among ``params`` (a call's, a loop's, a branch's, at any
+    depth) has an equation over the named axis ``name`` (a collective)."""
+    programs = [q for p in params.values() for q in (p if isinstance(p, (tuple, list)) else (p,))
+                if hasattr(getattr(q, "jaxpr", q), "eqns")]
+    for program in programs:
+        for e in getattr(program, "jaxpr", program).eqns:
+            n = e.params.get("axis_name")
+            if n == name or (isinstance(n, (tuple, list)) and name in n) or \
+                    _reads_axis(e.params, name):
+                return True
+    return False
+
+
 class BatchTrace(core.Trace):
     """Batching interpreter.  Tracers are recognized by ``tag``: a sub-trace
     made for a custom rule shares its parent's tag, so values the custom
@@ -84,9 +98,15 @@ class BatchTrace(core.Trace):
                 vals.append(x)
                 dims.append(None)
         if not batched:
-            # Nothing of ours: the parent handles it (it sets its own context
-            # for any rule it runs).
-            return self.parent.process_primitive(prim, args, params)
+            if not (self.axis_name is not None and vals and _reads_axis(params, self.axis_name)):
+                # Nothing of ours: the parent handles it (it sets its own context
+                # for any rule it runs).
+                return self.parent.process_primitive(prim, args, params)
+            # A call, loop or branch whose program uses this trace's named axis
+            # (``lax.axis_index('i')`` in a jit or loop body): batched, as JAX's
+            # named-axis effect makes it, by broadcasting its last operand.
+            vals[-1] = broadcast_front(vals[-1], self.axis_size)
+            dims[-1] = 0
         rule = prim.batch
         if rule is None:
             raise NotImplementedError(f"batching rule for '{prim.name}' not implemented")
