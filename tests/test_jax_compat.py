@@ -123,3 +123,37 @@ def test_lax_broadcast_full_like():
     # under transformations: the gradient of a full_like-based expression
     assert float(tg.grad(lambda x: (x * lax.full_like(x, 2.0)).sum())(np.ones(3))[0]) == 2.0
     assert tg.jit(lambda x: lax.full_like(x, 0.5))(np.ones(4)).shape == (4,)
+
+
+_PRODUCTS = {
+    "dot": (tnp.dot, np.dot),
+    "matmul": (tnp.matmul, np.matmul),
+    "inner": (lambda a, b, **k: tnp.inner(a, b.T, **k), lambda a, b: np.inner(a, b.T)),
+    "vdot": (tnp.vdot, np.vdot),
+    "tensordot": (lambda a, b, **k: tnp.tensordot(a, b, 1, **k), lambda a, b: np.tensordot(a, b, 1)),
+    "einsum": (lambda a, b, **k: tnp.einsum("ij,jk->ik", a, b, **k),
+               lambda a, b: np.einsum("ij,jk->ik", a, b)),
+    "linalg.matmul": (tnp.linalg.matmul, np.matmul),
+}
+
+
+@pytest.mark.parametrize("name", list(_PRODUCTS))
+def test_products_take_jaxs_precision_and_preferred_element_type(name):
+    """JAX's products take precision= and preferred_element_type=: the latter
+    is the type the product accumulates in (int8 products sum in int32 without
+    wrapping) and the result's dtype."""
+    ours, theirs = _PRODUCTS[name]
+    a = np.full((2, 3), 100, np.int8) + np.arange(6, dtype=np.int8).reshape(2, 3)
+    b = np.full((3, 2), 90, np.int8) if name != "vdot" else a
+    want = theirs(a.astype(np.int32), b.astype(np.int32))
+    for f in (ours, tg.jit(ours, static_argnames=("preferred_element_type", "precision"))):
+        got = f(a, b, precision=tg.lax.Precision.HIGHEST, preferred_element_type=np.int32)
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got, want)
+    x = np.linspace(0.5, 1.5, 6).reshape(2, 3)
+    y = x if name == "vdot" else x.T.copy()
+    got = ours(x, y, precision="highest", preferred_element_type=np.float32)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, theirs(x, y), rtol=1e-6)
+    g = tg.grad(lambda x: tnp.sum(ours(x, y, precision=tg.lax.Precision.HIGHEST)))(x)
+    np.testing.assert_allclose(g, tg.grad(lambda x: tnp.sum(ours(x, y)))(x), rtol=0)

@@ -26,8 +26,22 @@ from ._util import _aval, _axis
 # Products
 
 
-def matmul(a, b):
+def _in_preferred(fn, preferred_element_type, *operands, **kwargs):
+    """``fn(*operands, **kwargs)`` accumulated in and returned as
+    ``preferred_element_type``, as JAX's products: operands that convert to it
+    safely are converted first (int8 products sum in int32 without wrapping).
+    ``precision`` has nothing to choose here: products are computed exactly in
+    their dtype."""
+    dt = _np.dtype(preferred_element_type)
+    operands = [astype(o, dt) if _np.can_cast(_aval(o).dtype, dt, "safe") else o
+                for o in operands]
+    return astype(fn(*operands, **kwargs), dt)
+
+
+def matmul(a, b, *, precision=None, preferred_element_type=None):
     """Matrix product with NumPy's rules for 1-D and batched operands."""
+    if preferred_element_type is not None:
+        return _in_preferred(matmul, preferred_element_type, a, b)
     a_av, b_av = _aval(a), _aval(b)
     an, bn = a_av.ndim, b_av.ndim
     if an == 0 or bn == 0:
@@ -59,8 +73,10 @@ def _check_contract(fname, sa, sb, ia, ib):
                         f"the second ({sb[ib]})")
 
 
-def dot(a, b):
+def dot(a, b, *, precision=None, preferred_element_type=None):
     """Dot product (matmul up to rank 2, else sums a's last axis with b's second-to-last)."""
+    if preferred_element_type is not None:
+        return _in_preferred(dot, preferred_element_type, a, b)
     a_av, b_av = _aval(a), _aval(b)
     if a_av.ndim == 0 or b_av.ndim == 0:
         return multiply(a, b)
@@ -70,15 +86,17 @@ def dot(a, b):
     return _C.dot_general(a, b, (((a_av.ndim - 1,), (b_av.ndim - 2,)), ((), ())))
 
 
-def vdot(a, b):
+def vdot(a, b, *, precision=None, preferred_element_type=None):
     """Dot product of the flattened ``a`` and ``b``, conjugating ``a`` (as NumPy's)."""
     if _aval(a).dtype.kind == "c":
         a = _E.conj(a)
-    return dot(ravel(a), ravel(b))
+    return dot(ravel(a), ravel(b), preferred_element_type=preferred_element_type)
 
 
-def inner(a, b):
+def inner(a, b, *, precision=None, preferred_element_type=None):
     """Inner product: sum over the last axes of ``a`` and ``b``."""
+    if preferred_element_type is not None:
+        return _in_preferred(inner, preferred_element_type, a, b)
     a_av, b_av = _aval(a), _aval(b)
     if a_av.ndim == 0 or b_av.ndim == 0:
         return multiply(a, b)
@@ -91,8 +109,10 @@ def outer(a, b):
     return _C.dot_general(ravel(a), ravel(b), (((), ()), ((), ())))
 
 
-def tensordot(a, b, axes=2):
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     """Sum over the last ``axes`` axes of ``a`` and the first of ``b`` (or given axis pairs)."""
+    if preferred_element_type is not None:
+        return _in_preferred(tensordot, preferred_element_type, a, b, axes)
     a_av, b_av = _aval(a), _aval(b)
     if isinstance(axes, int):
         ca = tuple(range(a_av.ndim - axes, a_av.ndim))
@@ -108,10 +128,13 @@ def tensordot(a, b, axes=2):
     return _C.dot_general(a, b, ((ca, cb), ((), ())))
 
 
-def einsum(subscripts, *operands, optimize=None, precision=None):
+def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None):
     """Einstein summation over explicit or implicit subscripts (with ``...``)."""
     if not isinstance(subscripts, str):
         raise TypeError("einsum: only the string form of subscripts is supported")
+    if preferred_element_type is not None:
+        return _in_preferred(lambda *ops: einsum(subscripts, *ops), preferred_element_type,
+                             *operands)
     subs = _normalize_einsum(subscripts.replace(" ", ""), [ndim(o) for o in operands])
     return _C.einsum_explicit(subs, *operands)
 

@@ -688,9 +688,7 @@ def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
       precision: accepted for JAX compatibility (products are float64 exact).
       preferred_element_type: the result's dtype (default: the promoted one).
     """
-    out = _matrices.matmul(x1, x2)
-    return out if preferred_element_type is None else _conversion.astype(
-        out, preferred_element_type)
+    return _matrices.matmul(x1, x2, preferred_element_type=preferred_element_type)
 
 
 def matrix_transpose(x, /):
@@ -727,9 +725,7 @@ def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None)
       precision: accepted for JAX compatibility.
       preferred_element_type: the result's dtype (default: the promoted one).
     """
-    out = _matrices.tensordot(x1, x2, axes=axes)
-    return out if preferred_element_type is None else _conversion.astype(
-        out, preferred_element_type)
+    return _matrices.tensordot(x1, x2, axes=axes, preferred_element_type=preferred_element_type)
 
 
 def trace(x, /, *, offset=0, dtype=None):
