@@ -157,3 +157,15 @@ def test_products_take_jaxs_precision_and_preferred_element_type(name):
     np.testing.assert_allclose(got, theirs(x, y), rtol=1e-6)
     g = tg.grad(lambda x: tnp.sum(ours(x, y, precision=tg.lax.Precision.HIGHEST)))(x)
     np.testing.assert_allclose(g, tg.grad(lambda x: tnp.sum(ours(x, y)))(x), rtol=0)
+
+
+def test_python_round_of_arrays_and_tracers():
+    """round(x[, n]) works on arrays as on JAX's (NumPy's ndarray has no __round__):
+    half to even, an int64 array without n."""
+    x = tnp.asarray([1.26, 2.5, -3.5, 0.449])
+    np.testing.assert_array_equal(round(x), np.array([1, 2, -4, 0]))
+    assert round(x).dtype == np.int64 and isinstance(round(x[1]), np.ndarray)
+    np.testing.assert_allclose(round(x, 1), np.round(np.asarray(x), 1))
+    np.testing.assert_array_equal(tg.jit(lambda v: round(v))(x), round(x))
+    np.testing.assert_allclose(tg.jit(lambda v: round(v, 1))(x), np.round(np.asarray(x), 1))
+    np.testing.assert_allclose(tg.grad(lambda v: round(v, 1) * v)(1.26), 1.3)

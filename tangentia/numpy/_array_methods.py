@@ -66,6 +66,7 @@ def install():
     and eager results (``ArrayImpl``) JAX's ``.at`` and traced indexing."""
     _ArrayImpl.at = property(lambda s: _IndexUpdateHelper(s))
     _ArrayImpl.__getitem__ = _array_getitem
+    _ArrayImpl.__round__ = _round_builtin  # NumPy's ndarray has none
     T = _Tracer
 
     def rev(f):
@@ -143,6 +144,7 @@ def install():
     T.clip = _no_out("clip", lambda s, min=None, max=None: clip(s, min, max))
     T.dot = lambda s, o: dot(s, o)
     T.round = _no_out("round", lambda s, decimals=0: round(s, decimals))
+    T.__round__ = _round_builtin
     T.conj = lambda s: conj(s)
     T.copy = lambda s: s
     T.swapaxes = lambda s, a, b: swapaxes(s, a, b)
@@ -156,6 +158,14 @@ def install():
     T.cumprod = _no_out("cumprod", lambda s, axis=None, dtype=None: cumprod(s, axis, dtype))
     T.ptp = _no_out("ptp", lambda s, axis=None, keepdims=False: ptp(s, axis, keepdims))
     T.nonzero = lambda s: nonzero(s)
+
+
+def _round_builtin(x, ndigits=None):
+    """Python's ``round(x[, ndigits])`` on an array, as on JAX's: rounded
+    half to even, as an integer array without ``ndigits``."""
+    if ndigits is None:
+        return astype(round(x), _np.int64)
+    return round(x, ndigits)
 
 
 def _no_out(name, method):
