@@ -18,9 +18,13 @@ _LEAF_TREE = tree_structure(0)
 
 
 def _check_callable(fun, api):
+    """JAX's check_callable: a callable that is not a generator function."""
     if not callable(fun):
-        raise TypeError(f"{api}: expected a callable as the function to transform, "
-                        f"got {type(fun).__name__} {fun!r:.60}")
+        raise TypeError(f"Expected a callable value, got {fun!r:.60} ({api}: the function to "
+                        f"transform must be callable, not {type(fun).__name__})")
+    if inspect.isgeneratorfunction(fun):
+        raise TypeError(f"Expected a function, got a generator function: {_fun_name(fun)} ({api} "
+                        "traces the function once; a generator's body does not run when called)")
 
 
 def _normalize_argnums(argnums, nargs, api, fun):
@@ -32,8 +36,11 @@ def _normalize_argnums(argnums, nargs, api, fun):
             raise TypeError(f"{api}: argnums must be an int or a tuple of ints, got {argnums!r}")
         b = a + nargs if a < 0 else a
         if not 0 <= b < nargs:
-            raise ValueError(f"{api} of {_fun_name(fun)}: argnums={argnums!r} but the function "
-                             f"was called with {nargs} positional argument(s)")
+            need = a + 1 if a >= 0 else -a
+            raise TypeError(f"differentiating with respect to argnums={argnums!r} requires at "
+                            f"least {need} positional arguments to be passed by the caller, but "
+                            f"got only {nargs} positional arguments. ({api} of "
+                            f"{_fun_name(fun)}: pass the differentiated arguments positionally)")
         out.append(int(b))
     return single, tuple(out)
 

@@ -58,28 +58,34 @@ def jvp(fun, primals, tangents, has_aux=False):
     """
     _check_callable(fun, "jvp")
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise TypeError("jvp: primals and tangents must be tuples or lists, got "
-                        f"{type(primals).__name__} and {type(tangents).__name__}")
-    if len(primals) != len(tangents):
-        raise ValueError(f"jvp: got {len(primals)} primals but {len(tangents)} tangents")
+        raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; found "
+                        f"{type(primals).__name__} and {type(tangents).__name__}. (jvp: primals "
+                        "and tangents must be tuples or lists)")
     p_leaves, p_tree = tree_flatten(tuple(primals))
     t_leaves, t_tree = tree_flatten(tuple(tangents))
-    if p_tree != t_tree:
-        raise ValueError(f"jvp: primal and tangent structures differ: {p_tree} and {t_tree}")
+    if p_tree != t_tree or type(primals) is not type(tangents):
+        detail = (f"got {len(primals)} primals but {len(tangents)} tangents"
+                  if len(primals) != len(tangents) else
+                  f"primals are a {type(primals).__name__} {p_tree}, tangents a "
+                  f"{type(tangents).__name__} {t_tree}")
+        raise TypeError("primal and tangent arguments to jax.jvp must have the same tree "
+                        f"structure (jvp: {detail})")
     tans = []
     for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
         pa = _leaf_aval(p, "jvp", f"primal {i}")
         ta = _leaf_aval(t, "jvp", f"tangent {i}")
         want = dtypes.tangent_dtype(pa.dtype)
         if pa.shape != ta.shape:
-            raise ValueError(f"jvp: tangent {i} has shape {ta.shape} but its primal has shape "
-                             f"{pa.shape}; they must match")
+            raise ValueError(f"jvp called with different primal and tangent shapes; tangent {i} "
+                             f"has shape {ta.shape} but its primal has shape {pa.shape}")
         if want == dtypes.float0:
             tans.append(ad.Zero(ShapedArray(pa.shape, dtypes.float0)))
             continue
         if ta.dtype != want and not ta.weak_type:
-            raise TypeError(f"jvp: tangent {i} has dtype {ta.dtype} but its primal has dtype "
-                            f"{pa.dtype}; the tangent dtype must be {want}")
+            raise TypeError("primal and tangent arguments to jax.jvp do not match; dtypes must "
+                            "be equal, or in case of int/bool primal dtype the tangent dtype "
+                            f"must be float0. (jvp: tangent {i} has dtype {ta.dtype} but its "
+                            f"primal has dtype {pa.dtype}; the tangent dtype must be {want})")
         tans.append(t)
     store = {}
 
@@ -153,12 +159,14 @@ def linearize(fun, *primals, has_aux=False):
     def f_jvp(*tangents):
         t_leaves, t_tree = tree_flatten(tangents)
         if t_tree != p_tree:
-            raise ValueError(f"linearize: the linearized function expects tangents with structure "
-                             f"{p_tree}, got {t_tree}")
+            raise ValueError("linearized function called on tangent values inconsistent with the "
+                             "original primal values (linearize: the linearized function expects "
+                             f"tangents with structure {p_tree}, got {t_tree})")
         for i, (t, a) in enumerate(zip(t_leaves, in_avals)):
             if core.get_aval(t).shape != a.shape:
-                raise ValueError(f"linearize: tangent {i} has shape {core.get_aval(t).shape}, "
-                                 f"expected {a.shape}")
+                raise ValueError("linearized function called on tangent values inconsistent with "
+                                 f"the original primal values (linearize: tangent {i} has shape "
+                                 f"{core.get_aval(t).shape}, expected {a.shape})")
         res = core.eval_jaxpr(jaxpr, consts, *t_leaves)
         return tree_unflatten(out_tree, _arrays(res))
 
@@ -289,17 +297,27 @@ def _make_pullback(jaxpr, consts, out_tree, out_avals, in_tree, api):
 def _pullback(jaxpr, out_tree, out_avals, in_tree, api, consts, ct):
     ct_leaves, ct_tree = tree_flatten(ct)
     if ct_tree != out_tree:
-        raise ValueError(f"{api}: the cotangent has structure {ct_tree} but the function's "
-                         f"output has structure {out_tree}")
+        raise ValueError(f"unexpected tree structure. ({api}: the cotangent has structure "
+                         f"{ct_tree} but the function's output has structure {out_tree})")
     for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
         ca = core.get_aval(c)
-        if ca.shape != a.shape:
-            raise ValueError(f"{api}: cotangent {i} has shape {ca.shape} but the output has "
-                             f"shape {a.shape}")
+        want = dtypes.tangent_dtype(a.dtype)
+        if ca.shape != a.shape or (ca.dtype != want and not ca.weak_type and want != dtypes.float0
+                                   and ca.dtype.kind not in "iub"):
+            raise ValueError("unexpected JAX type (e.g. shape/dtype) for argument to VJP function: "
+                             f"got {_jax_type(ca.shape, ca.dtype)}, but expected "
+                             f"{_jax_type(a.shape, want)} ({api}: cotangent {i} has "
+                             f"shape {ca.shape} and dtype {ca.dtype}; the output has shape "
+                             f"{a.shape} and dtype {a.dtype})")
     res = ad.backward_pass(jaxpr, list(consts), ct_leaves)
     res = [ad.zeros_like_aval(v.aval) if c is None or type(c) is ad.Zero else c
            for c, v in zip(res, jaxpr.invars)]
     return tree_unflatten(in_tree, _arrays(res))
+
+
+def _jax_type(shape, dtype):
+    """An aval as JAX's messages write it: ``float32[3,4]``."""
+    return f"{np.dtype(dtype).name}[{','.join(map(str, shape))}]"
 
 
 def _check_input_dtype(api, aval, holomorphic, allow_int, detail):
@@ -376,8 +394,9 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
       ``argnums``).
 
     Raises:
-      TypeError: ``fun``'s output is not a real scalar, or a differentiated
-        input is an integer (without ``allow_int``).
+      TypeError: ``fun``'s output is not a real scalar, a differentiated
+        input is an integer (without ``allow_int``), or ``argnums`` names a
+        positional argument the call did not pass.
 
     Examples:
       >>> import tangentia as tg, tangentia.numpy as tnp
@@ -428,9 +447,11 @@ def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs, holomor
             what = (f"an array of shape {a.shape}" if a is not None else
                     f"a {type(out).__name__}")
             raise TypeError(
-                f"{api} of {_fun_name(fun)} requires a scalar output (shape ()), but the function "
+                "Gradient only defined for scalar-output functions. Output "
+                + (f"had shape: {a.shape}. " if a is not None else f"was {_describe(out)}. ") +
+                f"({api} of {_fun_name(fun)} requires a scalar output (shape ()), but the function "
                 f"returned {what}. Use vjp, jacrev or jacfwd for non-scalar outputs, or reduce the "
-                "output (for example with .sum()).")
+                "output (for example with .sum()).)")
         _check_output_dtype(api, a, holomorphic, f"{api} of {_fun_name(fun)}")
         return [out]
 
@@ -473,8 +494,9 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
       a tuple ``argnums``).
 
     Raises:
-      TypeError: ``fun``'s output is not a real scalar, or a differentiated
-        input is an integer (without ``allow_int``).
+      TypeError: ``fun``'s output is not a real scalar, a differentiated
+        input is an integer (without ``allow_int``), or ``argnums`` names a
+        positional argument the call did not pass.
 
     Examples:
       >>> import tangentia as tg, tangentia.numpy as tnp

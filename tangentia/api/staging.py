@@ -61,6 +61,11 @@ class ShapeDtypeStruct:
     def __hash__(self):
         return hash((self.shape, self.dtype))
 
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object (a ShapeDtypeStruct of shape ())")
+        return self.shape[0]
+
     def __repr__(self):
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
 
@@ -69,6 +74,17 @@ def _abstractify(x):
     if isinstance(x, ShapeDtypeStruct):
         return ShapedArray(x.shape, x.dtype, x.weak_type)
     return core.get_aval(x)
+
+
+def _abstractify_duck(x):
+    """eval_shape's arguments: arrays, or any object with ``.shape`` and ``.dtype`` (JAX's
+    duck typing)."""
+    try:
+        return _abstractify(x)
+    except TypeError:
+        if hasattr(x, "shape") and hasattr(x, "dtype"):
+            return ShapedArray(tuple(x.shape), np.dtype(x.dtype))
+        raise
 
 
 def _static_split(fun, args, kwargs, static_argnums, static_argnames, api):
@@ -714,7 +730,8 @@ def eval_shape(fun, *args, **kwargs):
     """
     _check_callable(fun, "eval_shape")
     leaves, in_tree = tree_flatten((args, kwargs))
-    jaxpr, _, out_tree = _stage(fun, (), in_tree, map(_abstractify, leaves), "eval_shape")
+    avals = map(_abstractify_duck, leaves)
+    jaxpr, _, out_tree = _stage(fun, (), in_tree, avals, "eval_shape")
     shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]
     return tree_unflatten(out_tree, shapes)
 

@@ -1,0 +1,133 @@
+"""The core transformations' public behaviour where JAX code relies on it (JAX's api_test,
+core part): the error types and the leading words of their messages, argument handling,
+ShapeDtypeStruct and eval_shape's duck typing. Each case is a regression test for a
+difference found by running JAX's api_test against tangentia."""
+import copy
+import re
+
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+
+
+def _starts(text):
+    """A `match=` pattern: the message begins with JAX's words (our detail may follow)."""
+    return "^" + re.escape(text)
+
+
+# --- jit and friends: what counts as a function --------------------------------------------
+
+@pytest.mark.parametrize("transform", [tg.jit, tg.grad, tg.vmap, tg.make_jaxpr])
+def test_non_callable_is_rejected_with_jax_words(transform):
+    with pytest.raises(TypeError, match=_starts("Expected a callable value, got 7")):
+        transform(7)
+
+
+def test_generator_function_is_rejected():
+    def counter(n):
+        yield n + 1
+
+    with pytest.raises(TypeError, match=_starts(
+            "Expected a function, got a generator function: counter")):
+        tg.jit(counter)
+
+
+# --- grad: argnums and the scalar output ---------------------------------------------------
+
+def test_grad_argnums_needs_positional_arguments():
+    df = tg.grad(lambda a, b: a * b, argnums=1)
+    with pytest.raises(TypeError, match=_starts(
+            "differentiating with respect to argnums=1 requires at least 2 positional "
+            "arguments to be passed by the caller, but got only 1 positional arguments.")):
+        df(2.0, b=3.0)
+    assert df(2.0, 3.0) == 2.0
+
+
+@pytest.mark.parametrize("out, words", [
+    (lambda x: tnp.ones((2, 3)) * x, "Output had shape: (2, 3)."),
+    (lambda x: (x, x), "Output was a tuple of length 2."),
+])
+def test_grad_of_non_scalar_output(out, words):
+    with pytest.raises(TypeError, match=_starts(
+            "Gradient only defined for scalar-output functions. " + words)):
+        tg.grad(out)(1.5)
+
+
+# --- jvp: primals and tangents ---------------------------------------------------------------
+
+def test_jvp_argument_kinds_and_structures():
+    f = lambda x, y: x * y
+    with pytest.raises(TypeError, match=_starts(
+            "primal and tangent arguments to jax.jvp must be tuples or lists; found float "
+            "and tuple.")):
+        tg.jvp(f, 1.0, (1.0,))
+    # a list of tangents for a tuple of primals: JAX compares the two trees, not their leaves
+    with pytest.raises(TypeError, match=_starts(
+            "primal and tangent arguments to jax.jvp must have the same tree structure")):
+        tg.jvp(lambda x: 2 * x, (1.0,), [1.0])
+    with pytest.raises(TypeError, match=_starts(
+            "primal and tangent arguments to jax.jvp must have the same tree structure")):
+        tg.jvp(f, (1.0, 2.0), (1.0,))
+    # the same kind on both sides is fine, whichever it is
+    assert tg.jvp(f, [2.0, 3.0], [1.0, 0.0]) == (6.0, 3.0)
+
+
+def test_jvp_tangent_dtype_and_shape():
+    with pytest.raises(TypeError, match=_starts(
+            "primal and tangent arguments to jax.jvp do not match; dtypes must be equal")):
+        tg.jvp(lambda x: -x, (np.float16(2),), (np.float32(4),))
+    with pytest.raises(ValueError, match=_starts(
+            "jvp called with different primal and tangent shapes")):
+        tg.jvp(lambda x: -x, (np.ones(3),), (np.ones(2),))
+
+
+# --- vjp's pullback and linearize's f_jvp check what they are given ----------------------------
+
+def test_vjp_cotangent_structure_and_type():
+    y, pullback = tg.vjp(lambda a, b: a * b, np.float32(3), np.float32(4))
+    with pytest.raises(ValueError, match=_starts("unexpected tree structure.")):
+        pullback((np.float32(1), np.float32(1)))
+    with pytest.raises(ValueError, match=_starts(
+            "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got "
+            "float16[], but expected float32[]")):
+        pullback(np.float16(1))
+    with pytest.raises(ValueError, match=_starts(
+            "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got "
+            "float32[2], but expected float32[]")):
+        pullback(np.ones(2, np.float32))
+    # a cotangent of the output's dtype, or a Python scalar (weakly typed), is accepted
+    assert pullback(np.float32(2)) == (8.0, 6.0)
+    ga, gb = pullback(2.0)
+    assert (ga, gb) == (8.0, 6.0) and ga.dtype == np.float32
+
+
+def test_linearized_function_checks_tangents():
+    x = np.arange(3.0)
+    for f in (tnp.sum, tg.jit(tnp.sum)):
+        y, f_jvp = tg.linearize(f, x)
+        with pytest.raises(ValueError, match=_starts(
+                "linearized function called on tangent values inconsistent with the original "
+                "primal values")):
+            f_jvp(np.ones((3, 2)))
+        assert f_jvp(np.array([1.0, 2.0, 4.0])) == 7.0
+
+
+# --- ShapeDtypeStruct and eval_shape ---------------------------------------------------------
+
+def test_shape_dtype_struct_len():
+    assert len(tg.ShapeDtypeStruct((4, 2), np.float32)) == 4
+    with pytest.raises(TypeError, match=_starts("len() of unsized object")):
+        len(tg.ShapeDtypeStruct((), np.float32))
+
+
+def test_eval_shape_accepts_any_object_with_shape_and_dtype():
+    class Spec:
+        def __init__(self, shape, dtype):
+            self.shape, self.dtype = shape, dtype
+
+    out = tg.eval_shape(lambda a, b: a @ b + 1.0, Spec((3, 4), np.float32), Spec([4, 5], "float32"))
+    assert out == tg.ShapeDtypeStruct((3, 5), np.float32)
+    with pytest.raises(TypeError, match="not a valid JAX type"):
+        tg.eval_shape(lambda a: a, object())
