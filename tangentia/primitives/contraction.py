@@ -154,15 +154,19 @@ def _dot_general_batch(args, dims, dimension_numbers):
         y = move_to_front(y, yd)
         dn = ((shift(lc), shift(rc)), ((0,) + shift(lb), (0,) + shift(rb)))
         return dot_general(x, y, dn), 0
+    # One operand batched: its batch axis stays where it is, a free axis of that
+    # operand (no transpose, as JAX: vmap of a matvec is one matmul).
     nb = len(lb)
     if xd is not None:
-        x = move_to_front(x, xd)
-        dn = ((shift(lc), rc), (shift(lb), rb))
-        return dot_general(x, y, dn), nb  # new free dim 0 is the first lhs free dim
-    y = move_to_front(y, yd)
-    x_nd = core.get_aval(x).ndim
-    dn = ((lc, shift(rc)), (lb, shift(rb)))
-    return dot_general(x, y, dn), nb + len(_free(x_nd, lc, lb))
+        bump = lambda ds: tuple(i + (i >= xd) for i in ds)  # noqa: E731
+        lc, lb = bump(lc), bump(lb)
+        pos = _free(core.get_aval(x).ndim, lc, lb).index(xd)
+        return dot_general(x, y, ((lc, rc), (lb, rb))), nb + pos
+    bump = lambda ds: tuple(i + (i >= yd) for i in ds)  # noqa: E731
+    rc, rb = bump(rc), bump(rb)
+    pos = _free(core.get_aval(y).ndim, rc, rb).index(yd)
+    return (dot_general(x, y, ((lc, rc), (lb, rb))),
+            nb + len(_free(core.get_aval(x).ndim, lc, lb)) + pos)
 
 
 dot_general_p.jvp = _dot_general_jvp
