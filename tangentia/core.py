@@ -133,10 +133,10 @@ def as_array(x, what="argument"):
     try:
         arr = np.asarray(x)
     except Exception as e:  # noqa: BLE001 - rethrown with context
-        raise TypeError(f"Argument '{x!r:.80}' of type '{type(x)}' is not a valid JAX type: "
+        raise TypeError(f"Argument '{x!s:.80}' of type {type(x)} is not a valid JAX type: "
                         f"{what} of type {type(x).__name__} is not a valid array ({e})") from None
     if arr.dtype.kind in "OUS":   # JAX's wording first
-        raise TypeError(f"Argument '{x!r:.80}' of type '{type(x)}' is not a valid JAX type: "
+        raise TypeError(f"Argument '{x!s:.80}' of type {type(x)} is not a valid JAX type: "
                         f"{what} of type {type(x).__name__} is not a valid array type")
     return arr
 
@@ -661,7 +661,9 @@ class Tracer:
     def __array__(self, dtype=None, copy=None):
         if self._trace.alive is not True:
             raise inactive_tracer_error(self)
-        raise TracerArrayConversionError(
+        raise TracerArrayConversionError(   # JAX's words first
+            f"The numpy.ndarray conversion method __array__() was called on traced array with "
+            f"shape {self.aval.dtype.name}{list(self.aval.shape)}. "
             f"A traced array {self.aval.str_short()} was passed to a NumPy function that needs a "
             f"concrete array, while running under {self._trace.describe()}. NumPy functions "
             "cannot be transformed: use the tangentia.numpy equivalent (import tangentia.numpy "
@@ -669,6 +671,12 @@ class Tracer:
 
     def __hash__(self):
         raise TypeError(f"unhashable type: traced array {self.aval.str_short()}")
+
+    def __copy__(self):   # a traced value is immutable (as JAX's tracers)
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
 
     def __repr__(self):
         return f"Traced<{self.aval.str_short()}> with {type(self._trace).__name__}"
@@ -686,6 +694,10 @@ def concretization_error(tracer, context, reason=""):
         error = ConcretizationTypeError
         msg = (f"Abstract tracer value encountered where concrete value is expected: traced "
                f"array with shape {tracer.aval.str_short()}, converted with {what}. ")
+    if context in ("float", "int", "complex"):   # JAX's hint for casts
+        msg += (f"The problem arose with the `{context}` function. If trying to convert the data "
+                f"type of a value, try using `x.astype({context})` or `jnp.array(x, {context})` "
+                "instead. ")
     if reason:
         msg += reason + " "
     msg += ("Python control flow cannot depend on traced values there. Use tangentia.numpy.where "

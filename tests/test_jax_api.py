@@ -131,3 +131,35 @@ def test_eval_shape_accepts_any_object_with_shape_and_dtype():
     assert out == tg.ShapeDtypeStruct((3, 5), np.float32)
     with pytest.raises(TypeError, match="not a valid JAX type"):
         tg.eval_shape(lambda a: a, object())
+
+
+# --- values that are not arrays, and traced values used as concrete ones ----------------------
+
+def test_non_array_argument_message():
+    with pytest.raises(TypeError, match=_starts(
+            "Argument 'spam' of type <class 'str'> is not a valid JAX type")):
+        tg.grad(lambda s: s)("spam")
+
+
+@pytest.mark.parametrize("cast", [float, int, complex])
+def test_casting_a_traced_value_suggests_astype(cast):
+    with pytest.raises(tg.ConcretizationTypeError,
+                       match=re.escape(f"try using `x.astype({cast.__name__})`")):
+        tg.jit(lambda x: cast(x))(2.5)
+
+
+def test_numpy_function_on_a_tracer():
+    with pytest.raises(tg.TracerArrayConversionError, match=_starts(
+            "The numpy.ndarray conversion method __array__() was called on traced array with "
+            "shape float64[2]")):
+        tg.grad(lambda x: np.sum(np.sin(x)))(np.ones(2))
+
+
+def test_copying_a_traced_value():
+    def f(x):
+        y = copy.deepcopy(x) * 2.0
+        return copy.copy(y) + x
+
+    assert tg.jit(f)(1.5) == 4.5
+    assert tg.grad(f)(1.5) == 3.0
+    np.testing.assert_array_equal(tg.vmap(f)(np.arange(3.0)), [0.0, 3.0, 6.0])
