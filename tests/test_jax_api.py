@@ -163,3 +163,45 @@ def test_copying_a_traced_value():
     assert tg.jit(f)(1.5) == 4.5
     assert tg.grad(f)(1.5) == 3.0
     np.testing.assert_array_equal(tg.vmap(f)(np.arange(3.0)), [0.0, 3.0, 6.0])
+
+
+# --- vmap's axis specifications ---------------------------------------------------------------
+
+def test_vmap_axis_specification_errors():
+    f = lambda a, b: a
+    with pytest.raises(ValueError, match=_starts(
+            "vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
+            "positional arguments passed to the function, but got len(in_axes)=3, len(args)=2")):
+        tg.vmap(f, in_axes=(0, 0, 0))(np.ones(2), np.ones(2))
+    for spec in ("in_axes", "out_axes"):
+        with pytest.raises(TypeError, match=_starts(
+                f"vmap {spec} must be an int, None, or (nested) container with those types as "
+                "leaves")):
+            tg.vmap(lambda a: a, **{spec: (np.array([0.0]),)})(np.ones(2))
+    with pytest.raises(ValueError, match=_starts(
+            "vmap out_axes specification must be a tree prefix of the corresponding value")):
+        tg.vmap(lambda a: a, out_axes=(0, 1))(np.ones(2))
+    with pytest.raises(ValueError, match=_starts(
+            "vmap must have at least one non-None value in in_axes")):
+        tg.vmap(lambda a: a, in_axes=None)(np.ones(2))
+
+
+@pytest.mark.parametrize("shape, axis, rank", [((), 0, 1), ((4,), 1, 2), ((4, 2), -3, 3)])
+def test_vmap_axis_beyond_the_rank(shape, axis, rank):
+    with pytest.raises(ValueError, match=_starts(
+            f"vmap was requested to map its argument along axis {axis}, which implies that its "
+            f"rank should be at least {rank}, but is only {len(shape)}")):
+        tg.vmap(lambda a: a, in_axes=axis)(np.ones(shape))
+
+
+def test_vmap_inconsistent_sizes_lists_each_size():
+    def h(u, v, w):
+        return u.sum() + v.sum() + w.sum()
+
+    a, b = np.ones((5, 3)), np.ones((5, 2))
+    with pytest.raises(ValueError, match=_starts(
+            "vmap got inconsistent sizes for array axes to be mapped:\n"
+            "  * most axes (2 of them) had size 5, e.g. axis 0 of argument u of type "
+            "float64[5,3];\n"
+            "  * one axis had size 2: axis 1 of argument v of type float64[5,2]")):
+        tg.vmap(h, in_axes=(0, 1, 0))(a, b, a)

@@ -36,11 +36,39 @@ def _broadcast_prefix(prefix, tree, what):
                 ts.flatten_up_to(p)
             except Exception:  # noqa: BLE001
                 pass
-        raise ValueError(f"vmap {what} specification {p!r} does not match the structure of the "
-                         f"arguments ({ts}); it must be an int, None, or a pytree prefix of them")
+        bad = [a for a in tree_flatten(prefix, is_leaf=lambda x: x is None)[0]
+               if a is not None and not isinstance(a, int)]
+        if bad:   # JAX's words for a leaf that is not an axis
+            raise TypeError(f"vmap {what} must be an int, None, or (nested) container with those "
+                            f"types as leaves, but got {prefix!r:.200}. (a leaf of type "
+                            f"{type(bad[0]).__name__})")
+        raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding "
+                         f"value, got specification {p!r} for value tree {ts}. (it must be an "
+                         "int, None, or a pytree prefix of the value)")
 
     rec(prefix, tree)
     return out
+
+
+def _inconsistent_sizes(fun, sizes, names, leaves, dims):
+    """JAX's message for mapped axes of different sizes: one line per size, most common first."""
+    by_size = {}
+    for i, s in sizes:
+        by_size.setdefault(s, []).append(i)
+
+    def where(i):
+        a = core.get_aval(leaves[i])
+        name = (names[i] if i < len(names) else f"leaf {i}").replace("'", "")
+        return (f"axis {dims[i]} of {name} of type "
+                f"{a.dtype.name}[{','.join(map(str, a.shape))}]")
+
+    lines = [f"  * one axis had size {s}: {where(ix[0])}" if len(ix) == 1 else
+             f"  * most axes ({len(ix)} of them) had size {s}, e.g. {where(ix[0])}"
+             for s, ix in sorted(by_size.items(), key=lambda kv: -len(kv[1]))]
+    detail = ", ".join(f"{names[i] if i < len(names) else f'leaf {i}'} has size {s}"
+                       for i, s in sizes)
+    return ("vmap got inconsistent sizes for array axes to be mapped:\n" + ";\n".join(lines)
+            + f"\n(vmap of {_fun_name(fun)}: {detail}. All mapped axes must have the same size.)")
 
 
 def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
@@ -93,8 +121,11 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     @functools.wraps(fun, updated=())
     def vmapped(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
-            raise ValueError(f"vmap of {_fun_name(fun)}: in_axes has {len(in_axes)} entries but "
-                             f"the function was called with {len(args)} positional arguments")
+            raise ValueError("vmap in_axes must be an int, None, or a tuple of entries "
+                             "corresponding to the positional arguments passed to the function, "
+                             f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)} (vmap "
+                             f"of {_fun_name(fun)}: in_axes has {len(in_axes)} entries but the "
+                             f"function was called with {len(args)} positional arguments)")
         leaves, in_tree = tree_flatten((args, kwargs))
         axes = _broadcast_prefix(in_axes if isinstance(in_axes, tuple) else
                                  (in_axes,) * len(args), args, "in_axes") + \
@@ -108,28 +139,28 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                 dims.append(None)
                 continue
             a = core.get_aval(x)
-            if a.ndim == 0:
+            if not -a.ndim <= ax < a.ndim:   # JAX's words, then which argument
                 names = names or _arg_leaf_names(fun, args)
-                raise ValueError(f"vmap of {_fun_name(fun)}: in_axes={ax} was given for "
-                                 f"{names[i] if i < len(names) else f'leaf {i}'}, which is a "
-                                 "scalar (rank 0); it has no axis to map over")
-            if not -a.ndim <= ax < a.ndim:
-                raise ValueError(f"vmap of {_fun_name(fun)}: in_axes={ax} is out of range for an "
-                                 f"argument of shape {a.shape}")
+                name = names[i] if i < len(names) else f"leaf {i}"
+                raise ValueError(f"vmap was requested to map its argument along axis {ax}, which "
+                                 f"implies that its rank should be at least "
+                                 f"{ax + 1 if ax >= 0 else -ax}, but is only {a.ndim} (its shape "
+                                 f"is {a.shape}). (vmap of {_fun_name(fun)}: in_axes={ax} "
+                                 + (f"was given for {name}, which is a scalar (rank 0); it has "
+                                    "no axis to map over)" if a.ndim == 0 else
+                                    f"is out of range for an argument of shape {a.shape}: {name})"))
             d = ax + a.ndim if ax < 0 else ax
             dims.append(d)
             sizes.append((i, a.shape[d]))
         distinct = {s for _, s in sizes}
         if size is None:
             if not sizes:
-                raise ValueError(f"vmap of {_fun_name(fun)} needs at least one mapped argument "
-                                 "(all in_axes are None) or an explicit axis_size")
+                raise ValueError("vmap must have at least one non-None value in in_axes (vmap of "
+                                 f"{_fun_name(fun)} needs at least one mapped argument, or an "
+                                 "explicit axis_size)")
             if len(distinct) > 1:
                 names = names or _arg_leaf_names(fun, args)
-                detail = ", ".join(
-                    f"{names[i] if i < len(names) else f'leaf {i}'} has size {s}" for i, s in sizes)
-                raise ValueError(f"vmap of {_fun_name(fun)} got inconsistent sizes for the mapped "
-                                 f"axis: {detail}. All mapped axes must have the same size.")
+                raise ValueError(_inconsistent_sizes(fun, sizes, names, leaves, dims))
             size = sizes[0][1]
         elif distinct and distinct != {size}:
             raise ValueError(f"vmap of {_fun_name(fun)}: axis_size={size} but mapped arguments "
