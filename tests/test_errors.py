@@ -248,31 +248,32 @@ def test_vmap_inconsistent_axis_sizes_names_arguments():
     with pytest.raises(ValueError, match=r"inconsistent sizes") as info:
         tg.vmap(f)(A, A[:2])
     msg = str(info.value)
-    assert "argument 'xs' has size 3" in msg
-    assert "argument 'ys' has size 2" in msg
+    assert "one axis had size 3: axis 0 of argument xs of type float64[3,4]" in msg
+    assert "one axis had size 2: axis 0 of argument ys of type float64[2,4]" in msg
 
 
 def test_vmap_inconsistent_axis_sizes_with_in_axes_and_pytrees():
     def f(p, q):
         return p["a"] * q
 
-    with pytest.raises(ValueError, match=r"argument 'p'.*size 4.*argument 'q'.*size 3"):
+    with pytest.raises(ValueError, match=r"(?s)size 4: axis 1 of argument p\['a'\].*size 3: axis 0 "
+                                         r"of argument q"):
         tg.vmap(f, in_axes=({"a": 1}, 0))({"a": A}, np.ones(3))
 
 
 def test_vmap_axis_size_mismatch_and_missing_mapped_axes():
-    with pytest.raises(ValueError, match=r"axis_size=5.*\[3\]"):
+    with pytest.raises(ValueError, match=r"(?s)`axis_size` argument was 5.*size 3"):
         tg.vmap(lambda x: x, axis_size=5)(A)
-    with pytest.raises(ValueError, match=r"at least one mapped argument"):
+    with pytest.raises(ValueError, match=r"at least one non-None value in in_axes"):
         tg.vmap(lambda x: x, in_axes=None)(A)
 
 
 def test_vmap_in_axes_errors():
-    with pytest.raises(ValueError, match=r"in_axes=2 is out of range.*\(3, 4\)"):
+    with pytest.raises(ValueError, match=r"rank should be at least 3.*\(3, 4\).*in_axes=2 is out"):
         tg.vmap(lambda x: x, in_axes=2)(A)
-    with pytest.raises(ValueError, match=r"argument 'x'.*scalar"):
+    with pytest.raises(ValueError, match=r"argument x.*scalar"):
         tg.vmap(lambda x: x)(2.0)
-    with pytest.raises(ValueError, match=r"in_axes has 3 entries.*2 positional"):
+    with pytest.raises(ValueError, match=r"len\(in_axes\)=3, len\(args\)=2"):
         tg.vmap(lambda x, y: x * y, in_axes=(0, 0, 0))(A, A)
     with pytest.raises(TypeError, match=r"in_axes must be"):
         tg.vmap(lambda x: x, in_axes=1.5)

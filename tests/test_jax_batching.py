@@ -42,3 +42,83 @@ def test_nested_vmap_of_vdot_is_one_matmul():
     c = np.cos(A @ B)
     np.testing.assert_allclose(g[0], c @ B.T, rtol=1e-12)
     np.testing.assert_allclose(g[1], A.T @ c, rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# vmap's argument errors begin with JAX's wording
+
+
+def _raises(exc, pattern, f, *args):
+    with pytest.raises(exc, match=pattern) as info:
+        f(*args)
+    return str(info.value)
+
+
+def test_in_axes_beyond_the_rank_names_the_rank_needed():
+    x = np.ones((3, 4, 5))
+    for ax, need in [(-4, 4), (3, 4), (5, 6)]:
+        msg = _raises(ValueError, rf"^vmap was requested to map its argument along axis {ax}, "
+                      rf"which implies that its rank should be at least {need}, but is only 3 "
+                      r"\(its shape is \(3, 4, 5\)\)", tg.vmap(tnp.sum, in_axes=ax), x)
+        assert "argument a of vmap of sum" in msg
+    _raises(ValueError, r"at least 1, but is only 0 \(its shape is \(\)\): kwargs\['b'\] .*scalar",
+            lambda: tg.vmap(lambda a, b: a + b, in_axes=(0,))(np.ones(3), b=2.0))
+    # negative in_axes that fit map the axis counted from the end
+    np.testing.assert_array_equal(tg.vmap(tnp.sum, in_axes=-1)(x), np.sum(x, axis=(0, 1)))
+
+
+def test_inconsistent_sizes_list_each_size_with_an_example_argument():
+    msg = _raises(ValueError, r"^vmap got inconsistent sizes for array axes to be mapped:\n",
+                  tg.vmap(lambda a, b: a), {"p": np.ones(3)}, [np.ones(4), np.ones((4, 2))])
+    assert msg.splitlines()[1:3] == [
+        "  * most axes (2 of them) had size 4, e.g. axis 0 of argument b[0] of type float64[4];",
+        "  * one axis had size 3: axis 0 of argument a['p'] of type float64[3]"]
+    msg = _raises(ValueError, r"inconsistent sizes", tg.vmap(lambda a: a, in_axes=1, axis_size=4),
+                  np.ones((2, 3)))
+    assert msg.splitlines()[1:3] == [
+        "  * the `axis_size` argument was 4;",
+        "  * one axis had size 3: axis 1 of argument a of type float64[2,3]"]
+
+
+def test_in_axes_and_out_axes_of_the_wrong_kind():
+    f = lambda a: a  # noqa: E731
+    for bad in [1.0, {"a": 0}, True]:
+        _raises(TypeError, r"^vmap in_axes must be an int, None, or a tuple of entries "
+                r"corresponding to the positional arguments passed to the function, but got",
+                tg.vmap, f, bad)
+    _raises(TypeError, r"^vmap in_axes must be an int, None, or \(nested\) container with those "
+            r"types as leaves, but got \(0, 'x'\)", tg.vmap, f, (0, "x"))
+    _raises(TypeError, r"^vmap out_axes must be an int, None, or \(nested\) container with those "
+            r"types as leaves, but got 1.5", tg.vmap, f, 0, 1.5)
+    _raises(ValueError, r"len\(in_axes\)=2, len\(args\)=1",
+            lambda: tg.vmap(lambda a, b: a + b, in_axes=(0, None))(np.ones(3), b=np.ones(3)))
+    _raises(ValueError, r"^vmap in_axes specification must be a tree prefix of the corresponding "
+            r"value", lambda: tg.vmap(f, in_axes=({"q": 0},))({"p": np.ones(3)}))
+    _raises(ValueError, r"^vmap out_axes specification must be a tree prefix",
+            lambda: tg.vmap(lambda a: (a, a), out_axes=(0, 0, 0))(np.ones(3)))
+
+
+def test_nothing_to_map():
+    _raises(ValueError, r"^vmap must have at least one non-None value in in_axes or axis_size "
+            r"must be specified", lambda: tg.vmap(lambda a: a, in_axes=None)(np.ones(3)))
+    _raises(ValueError, r"^vmap wrapped function must be passed at least one argument containing "
+            r"an array or axis_size must be specified, got empty \*args=\(\) and \*\*kwargs=\{\}",
+            lambda: tg.vmap(lambda: 1.0)())
+    np.testing.assert_array_equal(tg.vmap(lambda: 1.0, axis_size=3)(), np.ones(3))
+
+
+def test_out_axes_out_of_bounds_and_non_array_outputs():
+    x = np.arange(60.0).reshape(3, 4, 5)
+    _raises(ValueError, r"^axis -4 is out of bounds for array of dimension 3",
+            tg.vmap(lambda y: y, out_axes=-4), x)
+    # an unbatched output is broadcast first, so its batched rank counts
+    _raises(ValueError, r"^axis -2 is out of bounds for array of dimension 1",
+            tg.vmap(lambda *xs: xs, in_axes=(0, None), out_axes=(0, -2)), np.arange(5), 7)
+    np.testing.assert_array_equal(
+        tg.vmap(lambda *xs: xs, in_axes=(0, None), out_axes=(0, -1))(np.arange(5), 7)[1],
+        np.full(5, 7))
+    for out_axes in [0, None]:
+        _raises(TypeError, r"^Output from batched function 'hello' with type <class 'str'> is not "
+                r"a valid JAX type", tg.vmap(lambda y: "hello", out_axes=out_axes), x)
+    outs = tg.vmap(lambda y: (y, 3, True, np.float32(2)))(np.ones(2))
+    assert [o.dtype for o in outs] == [np.float64, np.int64, np.bool_, np.float32]

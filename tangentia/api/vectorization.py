@@ -1,14 +1,18 @@
 """Vectorization: vmap."""
 from __future__ import annotations
 
+import collections
 import functools
+import inspect
+
+import numpy as np
 
 from .. import core
 from ..interpreters import batching
 from .._messages import fun_name as _fun_name
 from .._traceback_util import api_boundary
-from ..tree_util import tree_flatten, tree_structure, tree_unflatten
-from ._util import _arg_leaf_names, _check_callable, _flatten_fun
+from ..tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_structure, tree_unflatten
+from ._util import _check_callable, _flatten_fun
 
 # ---------------------------------------------------------------------------
 # vmap
@@ -30,45 +34,79 @@ def _broadcast_prefix(prefix, tree, what):
             for k in sorted(t):
                 rec(p[k], t[k])
             return
-        ps, ts = tree_structure(p), tree_structure(t)
-        if ps.num_leaves == ts.num_leaves:
-            try:
-                ts.flatten_up_to(p)
-            except Exception:  # noqa: BLE001
-                pass
-        bad = [a for a in tree_flatten(prefix, is_leaf=lambda x: x is None)[0]
-               if a is not None and not isinstance(a, int)]
-        if bad:   # JAX's words for a leaf that is not an axis
-            raise TypeError(f"vmap {what} must be an int, None, or (nested) container with those "
-                            f"types as leaves, but got {prefix!r:.200}. (a leaf of type "
-                            f"{type(bad[0]).__name__})")
         raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding "
-                         f"value, got specification {p!r} for value tree {ts}. (it must be an "
-                         "int, None, or a pytree prefix of the value)")
+                         f"value; {p!r} does not match the structure {tree_structure(t)} (it "
+                         "must be an int, None, or a pytree prefix of it)")
 
     rec(prefix, tree)
     return out
 
 
-def _inconsistent_sizes(fun, sizes, names, leaves, dims):
-    """JAX's message for mapped axes of different sizes: one line per size, most common first."""
-    by_size = {}
-    for i, s in sizes:
-        by_size.setdefault(s, []).append(i)
+_AXES_TYPES = "an int, None, or a tuple of entries corresponding to the positional arguments " \
+    "passed to the function"
 
-    def where(i):
-        a = core.get_aval(leaves[i])
-        name = (names[i] if i < len(names) else f"leaf {i}").replace("'", "")
-        return (f"axis {dims[i]} of {name} of type "
-                f"{a.dtype.name}[{','.join(map(str, a.shape))}]")
 
-    lines = [f"  * one axis had size {s}: {where(ix[0])}" if len(ix) == 1 else
-             f"  * most axes ({len(ix)} of them) had size {s}, e.g. {where(ix[0])}"
-             for s, ix in sorted(by_size.items(), key=lambda kv: -len(kv[1]))]
-    detail = ", ".join(f"{names[i] if i < len(names) else f'leaf {i}'} has size {s}"
-                       for i, s in sizes)
-    return ("vmap got inconsistent sizes for array axes to be mapped:\n" + ";\n".join(lines)
-            + f"\n(vmap of {_fun_name(fun)}: {detail}. All mapped axes must have the same size.)")
+def _check_axes_leaves(axes, what):
+    for leaf in tree_flatten(axes)[0]:
+        if isinstance(leaf, bool) or not isinstance(leaf, (int, np.integer)):
+            raise TypeError(f"vmap {what} must be an int, None, or (nested) container with "
+                            f"those types as leaves, but got {axes}.")
+
+
+def _leaf_names(fun, args, kwargs):
+    """JAX's names for the flat leaves of ``(args, kwargs)`` in errors: ``argument x``,
+    ``argument p['a']``, ``kwargs['b']``."""
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for path, _ in tree_flatten_with_path(tuple(args))[0]:
+        i = path[0].idx
+        names.append(f"argument {params[i]}{keystr(path[1:])}" if i < len(params)
+                     else f"args{keystr(path)}")
+    names += [f"kwargs{keystr(path)}" for path, _ in tree_flatten_with_path(kwargs)[0]]
+    return names
+
+
+def _type_str(x):
+    try:
+        a = core.get_aval(x)
+    except TypeError:
+        return "unknown"
+    return f"{a.dtype.name}[{','.join(map(str, a.shape))}]"
+
+
+def _rank_error(fun, args, kwargs, i, ax, shape):
+    need = ax + 1 if ax >= 0 else -ax
+    name = _leaf_names(fun, args, kwargs)[i]
+    detail = (f"{name} of vmap of {_fun_name(fun)} is a scalar, with no axis to map over"
+              if not shape else f"in_axes={ax} is out of range for {name} of vmap of "
+              f"{_fun_name(fun)}")
+    return ValueError(f"vmap was requested to map its argument along axis {ax}, which implies "
+                      f"that its rank should be at least {need}, but is only {len(shape)} (its "
+                      f"shape is {shape}): {detail}")
+
+
+def _sizes_error(fun, args, kwargs, leaves, axes, axis_size):
+    """JAX's message for mapped axes of different sizes (or sizes other than
+    ``axis_size``): the sizes, most common first, each with an example argument."""
+    names = _leaf_names(fun, args, kwargs)
+    mapped = [(i, ax, core.get_aval(x).shape[ax]) for i, (x, ax) in enumerate(zip(leaves, axes))
+              if ax is not None]
+    counts = collections.Counter(s for _, _, s in mapped).most_common()
+    lines = [] if axis_size is None else [f"the `axis_size` argument was {axis_size}"]
+    for k, (size, count) in enumerate(counts):
+        i, ax, _ = next(m for m in mapped if m[2] == size)
+        where = f"axis {ax} of {names[i]} of type {_type_str(leaves[i])}"
+        if count == 1:
+            lines.append(f"one axis had size {size}: {where}")
+        else:
+            lines.append(f"{'most' if k == 0 and axis_size is None else 'some'} axes ({count} "
+                         f"of them) had size {size}, e.g. {where}")
+    return ValueError("vmap got inconsistent sizes for array axes to be mapped:\n" +
+                      ";\n".join(f"  * {line}" for line in lines) +
+                      f"\n(vmap of {_fun_name(fun)}: all mapped axes must have the same size)")
 
 
 def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
@@ -114,57 +152,59 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     _check_callable(fun, "vmap")
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
-    if not (in_axes is None or isinstance(in_axes, (int, tuple, dict))):
-        raise TypeError(f"vmap in_axes must be an int, None, or a tuple/dict of them, got {in_axes!r}")
+    if not (in_axes is None or isinstance(in_axes, (int, np.integer, tuple))) or \
+            isinstance(in_axes, bool):
+        raise TypeError(f"vmap in_axes must be {_AXES_TYPES}, but got {in_axes}.")
+    _check_axes_leaves(in_axes, "in_axes")
+    _check_axes_leaves(out_axes, "out_axes")
+    in_axes_by_tree = {}  # the flat in_axes for each structure of the arguments
+
+    def flat_in_axes(args, kwargs, in_tree):
+        axes = in_axes_by_tree.get(in_tree)
+        if axes is None:
+            if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+                raise ValueError(f"vmap in_axes must be {_AXES_TYPES}, but got "
+                                 f"len(in_axes)={len(in_axes)}, len(args)={len(args)} (vmap of "
+                                 f"{_fun_name(fun)}; keyword arguments are mapped over axis 0)")
+            axes = _broadcast_prefix(in_axes if isinstance(in_axes, tuple) else
+                                     (in_axes,) * len(args), args, "in_axes") + \
+                [0] * len(tree_flatten(kwargs)[0])
+            in_axes_by_tree[in_tree] = axes
+        return axes
 
     @api_boundary
     @functools.wraps(fun, updated=())
     def vmapped(*args, **kwargs):
-        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
-            raise ValueError("vmap in_axes must be an int, None, or a tuple of entries "
-                             "corresponding to the positional arguments passed to the function, "
-                             f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)} (vmap "
-                             f"of {_fun_name(fun)}: in_axes has {len(in_axes)} entries but the "
-                             f"function was called with {len(args)} positional arguments)")
         leaves, in_tree = tree_flatten((args, kwargs))
-        axes = _broadcast_prefix(in_axes if isinstance(in_axes, tuple) else
-                                 (in_axes,) * len(args), args, "in_axes") + \
-            [0] * len(tree_flatten(kwargs)[0])
+        axes = flat_in_axes(args, kwargs, in_tree)
         dims = []
-        size = axis_size
-        sizes = []
-        names = None
+        size = None
+        uneven = False
         for i, (x, ax) in enumerate(zip(leaves, axes)):
             if ax is None:
                 dims.append(None)
                 continue
-            a = core.get_aval(x)
-            if not -a.ndim <= ax < a.ndim:   # JAX's words, then which argument
-                names = names or _arg_leaf_names(fun, args)
-                name = names[i] if i < len(names) else f"leaf {i}"
-                raise ValueError(f"vmap was requested to map its argument along axis {ax}, which "
-                                 f"implies that its rank should be at least "
-                                 f"{ax + 1 if ax >= 0 else -ax}, but is only {a.ndim} (its shape "
-                                 f"is {a.shape}). (vmap of {_fun_name(fun)}: in_axes={ax} "
-                                 + (f"was given for {name}, which is a scalar (rank 0); it has "
-                                    "no axis to map over)" if a.ndim == 0 else
-                                    f"is out of range for an argument of shape {a.shape}: {name})"))
-            d = ax + a.ndim if ax < 0 else ax
+            shape = core.get_aval(x).shape
+            if not -len(shape) <= ax < len(shape):
+                raise _rank_error(fun, args, kwargs, i, ax, shape)
+            d = ax + len(shape) if ax < 0 else ax
             dims.append(d)
-            sizes.append((i, a.shape[d]))
-        distinct = {s for _, s in sizes}
+            if size is None:
+                size = shape[d]
+            elif shape[d] != size:
+                uneven = True
+        if uneven or (axis_size is not None and size not in (None, axis_size)):
+            raise _sizes_error(fun, args, kwargs, leaves, axes, axis_size)
         if size is None:
-            if not sizes:
-                raise ValueError("vmap must have at least one non-None value in in_axes (vmap of "
-                                 f"{_fun_name(fun)} needs at least one mapped argument, or an "
-                                 "explicit axis_size)")
-            if len(distinct) > 1:
-                names = names or _arg_leaf_names(fun, args)
-                raise ValueError(_inconsistent_sizes(fun, sizes, names, leaves, dims))
-            size = sizes[0][1]
-        elif distinct and distinct != {size}:
-            raise ValueError(f"vmap of {_fun_name(fun)}: axis_size={size} but mapped arguments "
-                             f"have sizes {sorted(distinct)}")
+            size = axis_size
+            if size is None:
+                if not leaves:
+                    raise ValueError(
+                        "vmap wrapped function must be passed at least one argument containing "
+                        f"an array or axis_size must be specified, got empty *args={args} and "
+                        f"**kwargs={kwargs} (vmap of {_fun_name(fun)})")
+                raise ValueError("vmap must have at least one non-None value in in_axes or "
+                                 f"axis_size must be specified (vmap of {_fun_name(fun)})")
         store = {}
         flat = _flatten_fun(fun, in_tree, store)
 
@@ -178,5 +218,3 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         return tree_unflatten(store["out_tree"], outs)
 
     return vmapped
-
-

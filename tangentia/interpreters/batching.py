@@ -336,20 +336,31 @@ def _conform(pairs, targets, axis_size, unbatched_error):
         if od is None:
             if d is not None:
                 raise unbatched_error(i, d)
-            result.append(v)
+            result.append(_check_output(v))
             continue
         if d is None:
-            v = broadcast_front(v, axis_size)
+            v = broadcast_front(_check_output(v), axis_size)
             d = 0
         nd = core.get_aval(v).ndim
         if not -nd <= od < nd:
             raise ValueError(
-                f"vmap out_axes={od} is out of range for an output of rank {nd - 1} (its batched "
-                f"rank is {nd}); out_axes must be in [{-nd}, {nd})")
+                f"axis {od} is out of bounds for array of dimension {nd} (vmap out_axes={od} for "
+                f"an output of rank {nd - 1}; out_axes must be in [{-nd}, {nd}))")
         if od < 0:
             od += nd
         result.append(move_axis(v, d, od))
     return result
+
+
+def _check_output(v):
+    """``v``, an unbatched output of a batched function, if it is an array (JAX's error if not)."""
+    if not core.is_array_like(v):
+        try:
+            core.get_aval(v)
+        except TypeError:
+            raise TypeError(f"Output from batched function {v!r:.80} with type {type(v)} is not a "
+                            "valid JAX type") from None
+    return v
 
 
 def _jvp_rule_batched_error(name):
