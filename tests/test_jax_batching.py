@@ -122,3 +122,30 @@ def test_out_axes_out_of_bounds_and_non_array_outputs():
                 r"a valid JAX type", tg.vmap(lambda y: "hello", out_axes=out_axes), x)
     outs = tg.vmap(lambda y: (y, 3, True, np.float32(2)))(np.ones(2))
     assert [o.dtype for o in outs] == [np.float64, np.int64, np.bool_, np.float32]
+
+
+# ---------------------------------------------------------------------------
+# Collectives over several named axes at once
+
+
+def _over_two_names(f, x, i, j):
+    """f under vmap over 'i' (size i) then 'j' (size j), x's leading axis split in two."""
+    g = tg.vmap(tg.vmap(f, axis_name="j"), axis_name="i")
+    y = g(x.reshape((i, j) + x.shape[1:]))
+    return y.reshape((i * j,) + y.shape[2:])
+
+
+@pytest.mark.parametrize("split,concat,tiled", [(0, 0, False), (0, 1, False), (1, 0, False),
+                                                (1, 1, True), (0, 1, True)])
+def test_all_to_all_over_two_names_is_all_to_all_over_their_product(split, concat, tiled):
+    # ('i', 'j') together are one axis of size 6 with 'i' major, as JAX's.
+    x = RNG.randn(6, 6, 12 if tiled else 6)
+    one = tg.vmap(lambda v: tg.lax.all_to_all(v, "k", split, concat, tiled=tiled), axis_name="k")
+    two = lambda v: tg.lax.all_to_all(v, ("i", "j"), split, concat, tiled=tiled)  # noqa: E731
+    want = one(x)
+    np.testing.assert_array_equal(_over_two_names(two, x, 2, 3), want)
+    np.testing.assert_array_equal(_over_two_names(two, x, 3, 2), want)
+    # linear, so its VJP is the inverse exchange: <ct, A x> == <A^T ct, x>
+    ct = RNG.randn(*want.shape)
+    _, pullback = tg.vjp(lambda v: _over_two_names(two, v, 2, 3), x)
+    np.testing.assert_allclose(np.vdot(pullback(ct)[0], x), np.vdot(ct, want), rtol=1e-12)

@@ -363,6 +363,23 @@ all_to_all_p = _collective("all_to_all", _all_to_all_abstract_eval, _all_to_all_
                            _all_to_all_transpose)
 
 
+def _all_to_all_names(v, names, split, concat, n):
+    """Untiled all_to_all over the named axes ``names`` taken together (the first
+    major, as JAX's), by one all_to_all per name: the split axis is cut into the
+    first name's part and the rest's, each is exchanged over its axis and the two
+    received axes are merged at ``concat``."""
+    if len(names) == 1:
+        return all_to_all_p.bind(v, axis_name=names[0], split_axis=split, concat_axis=concat,
+                                 size=n)
+    first = axis_size(names[0])
+    shape = core.get_aval(v).shape
+    v = S.reshape(v, shape[:split] + (first, n // first) + shape[split + 1:])
+    v = all_to_all_p.bind(v, axis_name=names[0], split_axis=split, concat_axis=0, size=first)
+    v = _all_to_all_names(v, names[1:], split + 1, 1, n // first)
+    shape = core.get_aval(v).shape
+    return move_axis(S.reshape(v, (n,) + shape[2:]), 0, concat)
+
+
 def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):
     """Element ``i`` sends block ``j`` of ``split_axis`` to element ``j``, which
     stacks what it receives along ``concat_axis`` (concatenates if ``tiled``)."""
@@ -375,15 +392,13 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
         shape = core.get_aval(v).shape
         split, concat = split_axis % len(shape), concat_axis % len(shape)
         if not tiled:
-            return all_to_all_p.bind(v, axis_name=axis_name, split_axis=split,
-                                     concat_axis=concat, size=n)
+            return _all_to_all_names(v, _names(axis_name), split, concat, n)
         if shape[split] % n:
             raise ValueError(f"all_to_all: dimension {split} of the operand (size "
                              f"{shape[split]}) must be divisible by the axis size {n}")
         blocks = S.reshape(v, shape[:split] + (n, shape[split] // n) + shape[split + 1:])
         c = concat  # the sources' axis lands here, the received blocks' axis after it
-        out = all_to_all_p.bind(blocks, axis_name=axis_name, split_axis=split, concat_axis=c,
-                                size=n)
+        out = _all_to_all_names(blocks, _names(axis_name), split, c, n)
         oshape = core.get_aval(out).shape
         return S.reshape(out, oshape[:c] + (oshape[c] * oshape[c + 1],) + oshape[c + 2:])
     return tree_map(one, x)
