@@ -149,3 +149,18 @@ def test_all_to_all_over_two_names_is_all_to_all_over_their_product(split, conca
     ct = RNG.randn(*want.shape)
     _, pullback = tg.vjp(lambda v: _over_two_names(two, v, 2, 3), x)
     np.testing.assert_allclose(np.vdot(pullback(ct)[0], x), np.vdot(ct, want), rtol=1e-12)
+
+
+def test_axis_index_over_several_names_counts_along_their_product():
+    # ('i', 'j', 'k') numbers the elements with 'i' major; the name order, not
+    # the nesting order, decides (JAX's numbers).
+    f = lambda a: tg.lax.axis_index(("i", "j", "k")) + 0 * a  # noqa: E731
+    got = tg.vmap(tg.vmap(tg.vmap(f, axis_name="k"), axis_name="j"), axis_name="i")(
+        np.zeros((2, 3, 4), np.int32))
+    np.testing.assert_array_equal(got, np.arange(24).reshape(2, 3, 4))
+    g = lambda a: tg.lax.axis_index(("j", "i"))  # noqa: E731
+    got = tg.vmap(tg.vmap(g, axis_name="j"), axis_name="i")(np.zeros((2, 3)))
+    np.testing.assert_array_equal(got, np.arange(6).reshape(3, 2).T)
+    assert got.dtype == np.int32
+    jitted = tg.jit(tg.vmap(tg.vmap(tg.jit(g), axis_name="j"), axis_name="i"))(np.zeros((2, 3)))
+    np.testing.assert_array_equal(jitted, got)

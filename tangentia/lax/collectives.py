@@ -173,8 +173,14 @@ ad.defjvp_zero(axis_index_p)
 
 
 def axis_index(axis_name):
-    """This element's position along the named axis (int32)."""
-    return axis_index_p.bind(axis_name=axis_name)
+    """This element's position along the named axis (int32); over a tuple of names,
+    along the axis of their product, the first major (as JAX's)."""
+    *names, last = _names(axis_name)
+    index = axis_index_p.bind(axis_name=last)
+    for k, name in enumerate(reversed(names)):
+        stride = axis_size(tuple(names[len(names) - k:]) + (last,))
+        index = E.add(E.mul(axis_index_p.bind(axis_name=name), np.int32(stride)), index)
+    return index
 
 
 # ---------------------------------------------------------------------------
