@@ -114,11 +114,11 @@ def test_inside_jit_scan_and_nested_vmaps():
 
 
 def test_unbound_axis_name_is_jax_name_error():
-    with pytest.raises(NameError, match="^unbound axis name: i"):
+    with pytest.raises(NameError, match="^Found an unbound axis name: i"):
         lax.psum(1.0, "i")
-    with pytest.raises(NameError, match="^unbound axis name: j"):
+    with pytest.raises(NameError, match="^Found an unbound axis name: j"):
         tg.jit(lambda x: lax.psum(x, "j"))(1.0)
-    with pytest.raises(NameError, match="^unbound axis name: j"):
+    with pytest.raises(NameError, match="^Found an unbound axis name: j"):
         named(lambda x: lax.axis_index("j"))(XS)
 
 

@@ -34,7 +34,7 @@ from ..tree_util import tree_map
 
 
 def _unbound(name):
-    return NameError(f"unbound axis name: {name}. Collectives (lax.psum, ...) need an "
+    return NameError(f"Found an unbound axis name: {name}. Collectives (lax.psum, ...) need an "
                      f"enclosing vmap(..., axis_name={name!r})")
 
 
