@@ -236,8 +236,10 @@ def test_at_errors():
         r.at[0].set(1.0, mode="foo")
     with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
         r.at[0].set(1.0, bogus=True)
+    np.testing.assert_allclose(tg.jit(lambda i: r.at[i].apply(tnp.sin))(np.array([0, 1, 1])),
+                               [0.0, np.sin(np.sin(1.0)), 2.0])  # once per occurrence
     with pytest.raises(tg.ConcretizationTypeError, match="unique_indices=True"):
-        tg.jit(lambda i: r.at[i].apply(tnp.sin))(np.array([0, 1]))
+        tg.jit(lambda i: r.at[i].apply(tnp.sin))(np.zeros(65, int))  # too many rounds
     np.testing.assert_allclose(
         tg.jit(lambda i: r.at[i].apply(tnp.sin, unique_indices=True))(np.array([0, 2])),
         [0.0, 1.0, np.sin(2.0)])

@@ -9,8 +9,6 @@ and get JAX's ``.at`` and indexing by traced values here.
 """
 from __future__ import annotations
 
-import builtins
-
 import numpy as _np
 
 from .. import dtypes as _dtypes
@@ -44,21 +42,15 @@ _nd_getitem = _np.ndarray.__getitem__
 
 
 def _array_getitem(self, idx):
-    """``x[idx]`` on an eager result: NumPy's indexing, or, when the index holds
-    traced values (``jit(lambda i: x[i])``), the traced indexing of
-    ``tangentia.numpy`` with ``x`` as a constant, as on JAX arrays."""
+    """``x[idx]`` on an eager result: NumPy's indexing, or, when NumPy cannot (an
+    index holding traced values, ``jit(lambda i: x[i])``, or a bad index), the
+    indexing of ``tangentia.numpy`` with ``x`` as a constant, as on JAX arrays
+    (which raises JAX's errors)."""
     try:
         return _nd_getitem(self, idx)
-    except Exception:  # noqa: BLE001 - re-raised unless a traced index explains it
-        if not _has_tracer(idx):
-            raise
+    except Exception:  # noqa: BLE001 - tangentia's indexing explains or raises it
+        pass
     return _getitem(self.view(_np.ndarray), idx)
-
-
-def _has_tracer(idx):
-    if isinstance(idx, tuple):
-        return builtins.any(isinstance(e, _Tracer) for e in idx)
-    return isinstance(idx, _Tracer)
 
 
 def install():

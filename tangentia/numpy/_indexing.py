@@ -17,8 +17,8 @@ from ..primitives import structural as _S
 from ._constants import int64
 from ._conversion import _in, asarray, copy
 from ._shapes import concatenate, ndim, ravel, reshape, shape, transpose
-from ._util import _aval, _axes, _axis, _concrete, _eager, _is_int_scalar, _is_tracer, \
-    _value_dependent
+from ._util import _aval, _axes, _axis, _concrete, _eager, _flat_seq, _is_int_scalar, \
+    _is_tracer, _value_dependent
 
 
 # ---------------------------------------------------------------------------
@@ -27,6 +27,9 @@ from ._util import _aval, _axes, _axis, _concrete, _eager, _is_int_scalar, _is_t
 
 def _getitem(x, idx):
     """NumPy indexing: basic slicing, integer arrays, and concrete boolean masks."""
+    expanded = _scalar_bools(x, idx)
+    if expanded is not None:
+        x, idx = expanded
     spec, arrays = _parse_index(x, idx, "indexing")
     return _take(x, spec, arrays)
 
@@ -37,45 +40,139 @@ def _take(x, spec, arrays):
     return _I.getitem(x, spec, arrays)
 
 
+class _IndexTypeError(_core.JAXIndexError, TypeError):
+    """An index of the wrong type: JAX's TypeError, and NumPy's IndexError."""
+
+
+def _has_tracer(e):
+    return _is_tracer(e) or (isinstance(e, (list, tuple))
+                             and builtins.any(_is_tracer(v) for v in _flat_seq(e)))
+
+
+def _is_scalar_bool(e):
+    if isinstance(e, (bool, _np.bool_)):
+        return True
+    return (isinstance(e, _np.ndarray) or _is_tracer(e)) and _aval(e).ndim == 0 and \
+        _aval(e).dtype == _dtypes.bool_
+
+
+def _axes_consumed(e):
+    """How many axes of the indexed array the index entry ``e`` consumes."""
+    if e is None or e is Ellipsis or _is_scalar_bool(e):
+        return 0
+    if isinstance(e, (list, tuple)) and not _has_tracer(e):
+        e = _np.asarray(e)
+    if (isinstance(e, _np.ndarray) or _is_tracer(e)) and _aval(e).dtype == _dtypes.bool_:
+        return _aval(e).ndim
+    return 1
+
+
+def _scalar_bools(x, idx):
+    """NumPy's scalar boolean indices (``x[True]``, ``x[0, ..., False]``) rewritten:
+    each consumes no axis and adds one of length 1 (True) or 0 (False) that takes
+    part in advanced indexing, which is ``x`` with a new length-1 axis there,
+    indexed by an integer array of length 1 or 0.  Returns ``(x, idx)`` so
+    rewritten, or None when ``idx`` has no scalar boolean."""
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    if not builtins.any(_is_scalar_bool(e) for e in idx):
+        return None
+    shape = list(_aval(x).shape)
+    rest = len(shape) - builtins.sum(_axes_consumed(e) for e in idx)
+    out, pos = [], 0
+    for e in idx:
+        if _is_scalar_bool(e):
+            shape.insert(pos, 1)
+            e = _np.zeros(int(bool(_concrete_mask(e, "indexing"))), _np.intp)
+        pos += rest if e is Ellipsis else _axes_consumed(e)
+        out.append(e)
+    return reshape(x, tuple(shape)), tuple(out)
+
+
+def _concrete_mask(e, fname):
+    try:
+        return _np.asarray(_concrete(e, fname, "boolean mask"))
+    except _core.ConcretizationTypeError:
+        a = _aval(e)
+        raise _core.NonConcreteBooleanIndexError(
+            f"Array boolean indices must be concrete; got {a.str_short()}. "
+            f"{fname}: a boolean mask index of shape {a.shape} is traced, so the "
+            "shape of the result is unknown. Boolean masks work outside jit/vmap; "
+            "inside them use tnp.where(mask, x, other) or a fixed-size "
+            "integer index instead.") from None
+
+
+def _slice_bound(v, e, fname):
+    if v is None:
+        return None
+    if _is_tracer(v):
+        try:
+            v = v.concrete_value(fname)
+        except _core.ConcretizationTypeError:
+            raise _core.JAXIndexError(
+                "Array slice indices must have static start/stop/step to be used with NumPy "
+                f"indexing syntax. Found {e}. (tangentia: {fname}: a slice's bounds set the "
+                "shape of the result, so they cannot be traced; for a window of fixed size at "
+                "a traced position use tangentia.lax.dynamic_slice or "
+                "dynamic_update_slice.)") from None
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"slice indices must be integers or None or have an __index__ method "
+                        f"(tangentia: {fname}: got the slice {e})") from None
+
+
+def _bad_index(e, pos, fname):
+    if isinstance(e, str):
+        return _IndexTypeError(f"JAX does not support string indexing; got idx={e!r} "
+                         f"(tangentia: {fname}: index entry {pos})")
+    dt = getattr(e, "dtype", None) or type(e).__name__
+    return _IndexTypeError(
+        f"Indexer must have integer or boolean type, got indexer with type {dt} at position "
+        f"{pos}, indexer value {e!r:.60} (tangentia: {fname}: indices must be integers, "
+        "slices, None, Ellipsis or boolean masks)")
+
+
 def _parse_index(x, idx, fname):
     if not isinstance(idx, tuple):
         idx = (idx,)
+    shape = _aval(x).shape
     spec = []
     arrays = []
-    for e in idx:
-        if e is None or e is Ellipsis or isinstance(e, slice):
-            if isinstance(e, slice):
-                e = slice(*(None if v is None else int(_concrete(v, fname, "slice bound"))
-                            for v in (e.start, e.stop, e.step)))
+    for pos, e in enumerate(idx):
+        if e is None or e is Ellipsis:
             spec.append(e)
+        elif isinstance(e, slice):
+            spec.append(slice(*(_slice_bound(v, e, fname) for v in (e.start, e.stop, e.step))))
         elif _is_int_scalar(e):
             spec.append(int(e))
         elif isinstance(e, (bool, _np.bool_)):
             spec.append(_I.ARRAY)
             arrays.append(_np.asarray(e))
         else:
-            if not _is_tracer(e):
+            if _has_tracer(e):
+                e = asarray(e)
+            else:
+                if isinstance(e, str):
+                    raise _bad_index(e, pos, fname)
                 e = _np.asarray(e)
                 if e.dtype == object:
-                    raise TypeError(f"{fname}: invalid index {e!r:.60}")
+                    raise _bad_index(e, pos, fname)
             a = _aval(e)
             if a.dtype == _dtypes.bool_:
-                try:
-                    mask = _np.asarray(_concrete(e, fname, "boolean mask"))
-                except _core.ConcretizationTypeError:
-                    raise _core.NonConcreteBooleanIndexError(
-                        f"Array boolean indices must be concrete; got {a.str_short()}. "
-                        f"{fname}: a boolean mask index of shape {a.shape} is traced, so the "
-                        "shape of the result is unknown. Boolean masks work outside jit/vmap; "
-                        "inside them use tnp.where(mask, x, other) or a fixed-size "
-                        "integer index instead.") from None
+                mask = _concrete_mask(e, fname)
+                axis = _axes_before(spec, len(shape), idx[pos:])
+                want = shape[axis:axis + mask.ndim]
+                if mask.shape != want:
+                    raise _core.JAXIndexError(
+                        f"boolean index did not match shape of indexed array in index {pos}: "
+                        f"got {mask.shape}, expected {want} (tangentia: {fname}: an array of "
+                        f"shape {shape})")
                 for nz in _np.nonzero(mask):
                     spec.append(_I.ARRAY)
                     arrays.append(nz)
                 continue
             if a.dtype.kind not in "iu":
-                raise IndexError(f"{fname}: indices must be integers, slices, None, Ellipsis or "
-                                 f"boolean masks; got an array of dtype {a.dtype}")
+                raise _bad_index(e, pos, fname)
             if a.ndim == 0 and not _is_tracer(e):
                 spec.append(int(e))
                 continue
@@ -97,12 +194,31 @@ def _parse_index(x, idx, fname):
             else:
                 new_spec.append(s)
         spec, arrays = new_spec, extra
-    nd = _aval(x).ndim
+    nd = len(shape)
     consumed = builtins.sum(1 for s in spec if s is not None and s is not Ellipsis)
     if consumed > nd:
-        raise IndexError(f"{fname}: too many indices for an array of shape {_aval(x).shape}: "
-                         f"{consumed} were indexed")
+        raise IndexError(f"Too many indices: {nd}-dimensional array indexed with {consumed} "
+                         f"regular {'index' if consumed == 1 else 'indices'}. (tangentia: "
+                         f"{fname}: too many indices for an array of shape {shape})")
+    for s, axis, n in _indexed_axes(spec, shape):
+        if n == 0 and (s is _I.ARRAY or _is_int_scalar(s)):
+            raise _core.JAXIndexError(
+                f"index is out of bounds for axis {axis} with size 0 (tangentia: {fname}: an "
+                f"array of shape {shape} has no entry to take)")
     return tuple(spec), tuple(arrays)
+
+
+def _axes_before(spec, nd, rest):
+    """The axis of an array of ``nd`` axes that the next index entry indexes, after
+    the parsed entries ``spec`` (``rest``: the entries still to parse)."""
+    axis = 0
+    for s in spec:
+        if s is Ellipsis:
+            axis += nd - builtins.sum(1 for t in spec if t is not None and t is not Ellipsis) \
+                - builtins.sum(_axes_consumed(e) for e in rest)
+        elif s is not None:
+            axis += 1
+    return axis
 
 
 # JAX's ``mode`` of ``x.at[idx]`` methods -> what an out-of-bounds index does:
@@ -215,6 +331,9 @@ def _user(out):
     return _to_user(out) if _core.is_eager() else out
 
 
+_APPLY_ROUNDS = 64   # the most entries of a traced index with repeats that apply() takes
+
+
 class _IndexUpdateHelper:
     """``x.at[idx]`` returns an object with JAX's ``get``, ``set``, ``add``,
     ``subtract``, ``multiply``/``mul``, ``divide``, ``power``, ``min``, ``max``
@@ -238,14 +357,23 @@ class _IndexUpdateHelper:
 
 
 class _IndexUpdateRef:
-    __slots__ = ("array", "index")
+    __slots__ = ("array", "index", "shape")
 
     def __init__(self, array, index):
+        self.shape = None   # set when a scalar boolean index adds axes to ``array``
+        expanded = _scalar_bools(array, index)
+        if expanded is not None:
+            self.shape = _aval(array).shape
+            array, index = expanded
         self.array = array
         self.index = index
 
     def __repr__(self):
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
+
+    def _out(self, out):
+        """An updated array handed back: without the axes scalar booleans added."""
+        return _user(out if self.shape is None else reshape(out, self.shape))
 
     def _scatter(self, values, op, method, mode, wrap_negative_indices):
         x = self.array
@@ -254,15 +382,15 @@ class _IndexUpdateRef:
                                                 wrap_negative_indices)
         if ok is not True:  # one target, maybe out of bounds: then the update keeps x
             if not _is_tracer(ok) and not ok:
-                return _user(copy(_in(x, f"at[...].{method}", "x")))
+                return copy(_in(x, f"at[...].{method}", "x"))
             keep = _take(x, spec, arrays) if op in ("set", "min", "max") else (
                 0 if op == "add" else 1)
             values = _E.select(ok, values, keep)
         if pads:
             shape = _aval(x).shape
             out = _I.scatter(_pad(x, pads, 0), values, spec, arrays, op)
-            return _user(_unpad(out, pads, shape))
-        return _user(_I.scatter(x, values, spec, arrays, op))
+            return _unpad(out, pads, shape)
+        return _I.scatter(x, values, spec, arrays, op)
 
     def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
             fill_value=None, wrap_negative_indices=True, out_sharding=None):
@@ -282,39 +410,42 @@ class _IndexUpdateRef:
     def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             wrap_negative_indices=True, out_sharding=None):
         """``x`` with ``x[idx] = values``."""
-        return self._scatter(values, "set", "set", mode, wrap_negative_indices)
+        return self._out(self._scatter(values, "set", "set", mode, wrap_negative_indices))
 
     def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             wrap_negative_indices=True, out_sharding=None):
         """``x`` with ``x[idx] += values`` (repeated indices accumulate)."""
-        return self._scatter(values, "add", "add", mode, wrap_negative_indices)
+        return self._out(self._scatter(values, "add", "add", mode, wrap_negative_indices))
 
     def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                  wrap_negative_indices=True, out_sharding=None):
         """``x`` with ``x[idx] -= values``."""
-        return self._scatter(_E.neg(values), "add", "subtract", mode, wrap_negative_indices)
+        return self._out(self._scatter(_E.neg(values), "add", "subtract", mode, wrap_negative_indices))
 
     def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                  wrap_negative_indices=True, out_sharding=None):
         """``x`` with ``x[idx] *= values``."""
-        return self._scatter(values, "mul", "multiply", mode, wrap_negative_indices)
+        return self._out(self._scatter(values, "mul", "multiply", mode, wrap_negative_indices))
 
     mul = multiply
 
     def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                wrap_negative_indices=True, out_sharding=None):
         """``x`` with ``x[idx] /= values``."""
-        return self._scatter(_E.div(1.0, values), "mul", "divide", mode, wrap_negative_indices)
+        ones = _S.broadcast_to(_np.ones((), _aval(self.array).dtype), _aval(self.array).shape)
+        denominator = _IndexUpdateRef(ones, self.index)._scatter(values, "mul", "divide", mode,
+                                                                wrap_negative_indices)
+        return self._out(_E.div(self.array, denominator))  # JAX's x / (1 *= values at idx)
 
     def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             wrap_negative_indices=True, out_sharding=None):
         """``x`` with ``x[idx] = minimum(x[idx], values)``."""
-        return self._scatter(values, "min", "min", mode, wrap_negative_indices)
+        return self._out(self._scatter(values, "min", "min", mode, wrap_negative_indices))
 
     def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             wrap_negative_indices=True, out_sharding=None):
         """``x`` with ``x[idx] = maximum(x[idx], values)``."""
-        return self._scatter(values, "max", "max", mode, wrap_negative_indices)
+        return self._out(self._scatter(values, "max", "max", mode, wrap_negative_indices))
 
     def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
               wrap_negative_indices=True):
@@ -326,8 +457,9 @@ class _IndexUpdateRef:
     def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
               wrap_negative_indices=True):
         """``x`` with the unary function ``func`` applied at ``idx``, once per
-        occurrence of an index (as ``numpy.ufunc.at`` and JAX).  Repeated
-        indices need a concrete index, or ``unique_indices=True``."""
+        occurrence of an index (as ``numpy.ufunc.at`` and JAX).  A traced index
+        with repeats is applied in as many rounds as it has entries, so it may
+        have at most 64 (``unique_indices=True`` says there are no repeats)."""
         x = self.array
         how = _mode(mode, _SCATTER_MODES, "apply")
         spec, arrays, pads, ok = _bounded_index(x, self.index, "at[...].apply", how,
@@ -335,17 +467,26 @@ class _IndexUpdateRef:
         if unique_indices or builtins.all(_aval(e).ndim == 0 for e in arrays):
             return self.set(func(self.get(mode="clip", wrap_negative_indices=wrap_negative_indices)),
                             mode=mode, wrap_negative_indices=wrap_negative_indices)
-        if builtins.any(_is_tracer(e) for e in arrays):
-            raise _core.ConcretizationTypeError(
-                "at[...].apply: the index arrays are traced, so how often each index repeats is "
-                "unknown; pass unique_indices=True if no index repeats, or use a concrete index")
         shape = _aval(x).shape
-        times = _np.zeros([n + (a in pads) for a, n in enumerate(shape)], _np.int64)
-        _np.add.at(times, _I.build_index(spec, arrays), 1)
-        times = times[tuple(slice(0, n) for n in shape)]
-        for k in range(int(times.max(initial=0))):
-            x = _E.select(times > k, func(x), x)
-        return _user(x)
+        counts = _np.zeros([n + (a in pads) for a, n in enumerate(shape)], _np.int64)
+        if builtins.any(_is_tracer(e) for e in arrays):
+            rounds = _np.broadcast_shapes(*(_aval(e).shape for e in arrays))
+            rounds = int(_np.prod(rounds))
+            if rounds > _APPLY_ROUNDS:
+                raise _core.ConcretizationTypeError(
+                    f"at[...].apply: the index arrays are traced and have {rounds} entries, so "
+                    f"how often each index repeats is unknown (at most {_APPLY_ROUNDS} are "
+                    "applied in rounds); pass unique_indices=True if no index repeats, or use "
+                    "a concrete index")
+            times = _unpad(_I.scatter(counts, _np.ones((), _np.int64), spec, arrays, "add"),
+                           pads, shape)
+        else:
+            _np.add.at(counts, _I.build_index(spec, arrays), 1)
+            times = counts[tuple(slice(0, n) for n in shape)]
+            rounds = int(times.max(initial=0))
+        for k in range(rounds):
+            x = _E.select(_E.lt(k, times), func(x), x)
+        return self._out(x)
 
 
 def at(x):

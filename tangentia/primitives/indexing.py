@@ -261,6 +261,7 @@ def _scatter_jvp(primals, tangents, spec, mode):
         if type(tx) is not Zero:
             t = scatter_p.bind(tx, y, *arrays, spec=spec, mode="mul")
         if type(ty) is not Zero:
+            _check_unique(core.get_aval(x).shape, spec, arrays)
             xi = getitem_p.bind(x, *arrays, spec=spec)
             zeros = np.zeros(core.get_aval(x).shape, core.get_aval(ans).dtype)
             contrib = scatter_p.bind(zeros, E.mul(xi, ty), *arrays, spec=spec, mode="add")
@@ -275,6 +276,20 @@ def _scatter_jvp(primals, tangents, spec, mode):
     ty_sel = E.select(E.eq(yb, ans_i), ty_i, 0.0)
     t_from_y = scatter_p.bind(zeros, ty_sel, *arrays, spec=spec, mode="set")
     return ans, E.select(from_x, instantiate(tx), t_from_y)
+
+
+def _check_unique(shape, spec, arrays):
+    """Raise JAX's error for the derivative of a multiplying scatter with respect
+    to its updates when a known index repeats (a traced one is assumed unique)."""
+    if not arrays or any(isinstance(a, core.Tracer) for a in arrays):
+        return
+    hits = np.zeros(shape, np.int64)
+    np.add.at(hits, build_index(spec, arrays), 1)
+    if hits.max(initial=0) > 1:
+        raise NotImplementedError(
+            "scatter_mul gradients are only implemented if `unique_indices=True` (tangentia: "
+            "x.at[idx].multiply(y) is differentiated with respect to y, and idx repeats an "
+            "index: the derivative of a repeated product is not implemented)")
 
 
 def _scatter_transpose(ct, x, y, *arrays, spec, mode):
