@@ -205,3 +205,70 @@ def test_vmap_inconsistent_sizes_lists_each_size():
             "float64[5,3];\n"
             "  * one axis had size 2: axis 1 of argument v of type float64[5,2]")):
         tg.vmap(h, in_axes=(0, 1, 0))(a, b, a)
+
+
+# --- has_aux, reduce_axes, wrapped names -------------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda f: tg.grad(f, has_aux=True)(2.0),
+    lambda f: tg.vjp(f, 2.0, has_aux=True),
+    lambda f: tg.linearize(f, 2.0, has_aux=True),
+    lambda f: tg.jvp(f, (2.0,), (1.0,), has_aux=True),
+    lambda f: tg.jacfwd(f, has_aux=True)(2.0),
+])
+def test_has_aux_needs_a_pair(call):
+    with pytest.raises(TypeError, match=_starts(
+            "expected function with aux output to return a two-element tuple, but got")):
+        call(lambda x: x * x)
+
+
+def test_has_aux_results():
+    (v, aux), g = tg.value_and_grad(lambda x: (x ** 2, {"half": x / 2}), has_aux=True)(3.0)
+    assert (v, aux["half"], g) == (9.0, 1.5, 6.0)
+    y, ty, aux = tg.jvp(lambda x: (x * 2, x + 1), (3.0,), (1.0,), has_aux=True)
+    assert (y, ty, aux) == (6.0, 2.0, 4.0)
+
+
+def test_reduce_axes_is_rejected_as_in_jax():
+    for make in (lambda: tg.grad(lambda x: x, reduce_axes=("batch",)),
+                 lambda: tg.value_and_grad(lambda x: x, reduce_axes=("batch",))):
+        with pytest.raises(NotImplementedError, match=_starts(
+                "reduce_axes argument to grad is deprecated")):
+            make()
+    with pytest.raises(NotImplementedError, match=_starts(
+            "reduce_axes argument to transpose is deprecated")):
+        tg.linear_transpose(lambda x: x, 1.0, reduce_axes=("batch",))
+    assert tg.grad(lambda x: 3 * x, reduce_axes=())(1.0) == 3.0
+
+
+def test_jacobians_keep_the_function_name():
+    def energy(x):
+        return x ** 2
+
+    for t in (tg.jacfwd, tg.jacrev, tg.hessian, tg.grad, tg.jit, tg.vmap):
+        assert t(energy).__name__ == "energy"
+
+
+# --- jit's static arguments --------------------------------------------------------------------
+
+def test_static_argument_must_be_hashable():
+    f = tg.jit(lambda x, n: x * len(n), static_argnums=1)
+    with pytest.raises(ValueError, match=_starts(
+            "Non-hashable static arguments are not supported. An error occurred while trying to "
+            "hash an object of type <class 'list'>, [1, 2].")):
+        f(2.0, [1, 2])
+    assert f(2.0, (1, 2)) == 4.0
+
+
+def test_static_argnums_and_argnames_checked_against_the_signature():
+    with pytest.raises(ValueError, match=_starts(
+            "Jitted function has static_argnums=(2,), but only accepts 2 positional "
+            "arguments.")):
+        tg.jit(lambda x, y: x, static_argnums=2)
+    with pytest.raises(ValueError, match=_starts(
+            "Jitted function has invalid argnames {'scale'} in static_argnames.")):
+        tg.jit(lambda x, y: x, static_argnames="scale")
+    # *args and **kwargs can take anything, so nothing is rejected
+    assert tg.jit(lambda *xs: xs[0] * xs[2], static_argnums=2)(2.0, 0.0, 4) == 8.0
+    assert tg.jit(lambda x, **kw: x * kw["scale"], static_argnames="scale")(2.0, scale=5) == 10.0
+    assert tg.jit(lambda x, y: x + y, static_argnums=-1)(1.0, 2) == 3.0

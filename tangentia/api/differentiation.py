@@ -92,8 +92,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     def flat(*leaves):
         out = fun(*tree_unflatten(p_tree, leaves))
         if has_aux:
-            out, aux = out
-            store["aux"] = aux
+            out, store["aux"] = _split_aux(out, fun)
         out_leaves, store["out_tree"] = tree_flatten(out)
         return out_leaves
 
@@ -180,11 +179,7 @@ def _linearize(fun, p_leaves, p_tree, store, has_aux, differentiable=None):
     def flat(*leaves):
         out = fun(*tree_unflatten(p_tree, leaves))
         if has_aux:
-            if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                raise TypeError(f"{_fun_name(fun)} was transformed with has_aux=True, so it must "
-                                f"return a pair (output, aux); got {_describe(out)}")
-            out, aux = out
-            aux_holder["aux"] = aux
+            out, aux_holder["aux"] = _split_aux(out, fun)
         out_leaves, store["out_tree"] = tree_flatten(out)
         store["out"] = out_leaves
         return out_leaves
@@ -320,6 +315,22 @@ def _jax_type(shape, dtype):
     return f"{np.dtype(dtype).name}[{','.join(map(str, shape))}]"
 
 
+def _check_reduce_axes(reduce_axes, what):
+    """JAX removed ``reduce_axes`` (named-axis reductions of cotangents); it must be empty."""
+    if reduce_axes:
+        raise NotImplementedError(f"reduce_axes argument to {what} is deprecated (tangentia "
+                                  f"accepts only reduce_axes=(), got {reduce_axes!r})")
+
+
+def _split_aux(out, fun):
+    """``(output, aux)`` of a function transformed with ``has_aux=True``."""
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError("expected function with aux output to return a two-element tuple, but "
+                        f"got {type(out)} ({_fun_name(fun)} was transformed with has_aux=True: "
+                        f"it must return a pair (output, aux), got {_describe(out)})")
+    return out
+
+
 def _check_input_dtype(api, aval, holomorphic, allow_int, detail):
     """JAX's dtype checks of a differentiated input (``_check_input_dtype_revderiv`` and
     ``_check_input_dtype_jacfwd``): JAX's wording, then ``detail`` naming the argument."""
@@ -385,7 +396,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         of a complex output is then taken as in JAX).
       allow_int: allow integer inputs (their gradient is ``float0``
         zeros) instead of raising.
-      reduce_axes: accepted for JAX compatibility; must be empty.
+      reduce_axes: accepted for JAX compatibility; must be empty (else
+        NotImplementedError, as JAX).
 
     Returns:
       A function with ``fun``'s arguments returning ``(value, gradient)``
@@ -405,6 +417,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
       5.0 [0. 2. 4.]
     """
     _check_callable(fun, "value_and_grad")
+    _check_reduce_axes(reduce_axes, "grad")
 
     @api_boundary
     @functools.wraps(fun, updated=())
@@ -437,11 +450,7 @@ def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs, holomor
             new_args[i] = v
         out = fun(*new_args, **kwargs)
         if has_aux:
-            if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                raise TypeError(f"{api} of {_fun_name(fun)} with has_aux=True: the function must "
-                                f"return a pair (output, aux), got {_describe(out)}")
-            out, aux = out
-            aux_holder["aux"] = aux
+            out, aux_holder["aux"] = _split_aux(out, fun)
         a = core.get_aval(out) if core.is_array_like(out) else None
         if a is None or a.shape != ():
             what = (f"an array of shape {a.shape}" if a is not None else
@@ -486,7 +495,8 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
       holomorphic: ``fun`` is holomorphic in complex inputs.
       allow_int: allow integer inputs (their gradient is ``float0``
         zeros) instead of raising.
-      reduce_axes: accepted for JAX compatibility; must be empty.
+      reduce_axes: accepted for JAX compatibility; must be empty (else
+        NotImplementedError, as JAX).
 
     Returns:
       A function with ``fun``'s arguments returning the gradient, with the
@@ -508,6 +518,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
       Array(12.)
     """
     _check_callable(fun, "grad")
+    _check_reduce_axes(reduce_axes, "grad")
 
     @api_boundary
     @functools.wraps(fun, updated=())
@@ -584,6 +595,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     _check_callable(fun, "jacfwd")
 
     @api_boundary
+    @functools.wraps(fun, updated=())
     def jac_f(*args, **kwargs):
         single, d_leaves, d_tree, f_diff = _diff_args(fun, argnums, args, kwargs, "jacfwd",
                                                       holomorphic)
@@ -646,6 +658,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     _check_callable(fun, "jacrev")
 
     @api_boundary
+    @functools.wraps(fun, updated=())
     def jac_f(*args, **kwargs):
         single, d_leaves, d_tree, f_diff = _diff_args(fun, argnums, args, kwargs, "jacrev",
                                                       holomorphic, allow_int)
@@ -719,7 +732,8 @@ def linear_transpose(fun, *primals, reduce_axes=()):
     Args:
       fun: a function linear in its positional arguments.
       *primals: example arguments (or ``ShapeDtypeStruct`` objects).
-      reduce_axes: accepted for JAX compatibility; must be empty.
+      reduce_axes: accepted for JAX compatibility; must be empty (else
+        NotImplementedError, as JAX).
 
     Returns:
       A function taking a cotangent of ``fun``'s output structure and
@@ -736,6 +750,7 @@ def linear_transpose(fun, *primals, reduce_axes=()):
       (Array([9., 6., 3.]),)
     """
     _check_callable(fun, "linear_transpose")
+    _check_reduce_axes(reduce_axes, "transpose")
     leaves, in_tree = tree_flatten(primals)
     avals = [_abstractify(x) for x in leaves]
     for i, a in enumerate(avals):

@@ -110,14 +110,17 @@ def _static_split(fun, args, kwargs, static_argnums, static_argnames, api):
         try:
             hash(v)
         except TypeError:
-            raise ValueError(f"{api} of {_fun_name(fun)}: static argument {k!r} has unhashable "
-                             f"type {type(v).__name__}; static arguments must be hashable") from None
+            raise ValueError("Non-hashable static arguments are not supported. An error occurred "
+                             f"while trying to hash an object of type {type(v)}, {v!r:.80}. "
+                             f"({api} of {_fun_name(fun)}: static argument {k!r} has unhashable "
+                             f"type {type(v).__name__}; static arguments must be hashable)") from None
     return tuple(statics), tuple(dyn_args), dyn_kwargs
 
 
-def _resolve_statics(fun, static_argnums, static_argnames):
+def _resolve_statics(fun, static_argnums, static_argnames, validate=False):
     """``(positions, names)`` of the static arguments, each completed from the
-    other through ``fun``'s signature, as JAX resolves them."""
+    other through ``fun``'s signature, as JAX resolves them; with ``validate``
+    (jit), positions and names ``fun`` cannot take raise JAX's ValueError."""
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
     if isinstance(static_argnames, str):
@@ -129,6 +132,8 @@ def _resolve_statics(fun, static_argnums, static_argnames):
     except (TypeError, ValueError):
         params = []
     pos_names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if validate and params:
+        _validate_statics(params, pos_names, static_argnums, static_argnames)
     nums = set(static_argnums)
     names = set(static_argnames)
     for i in static_argnums:
@@ -138,6 +143,21 @@ def _resolve_statics(fun, static_argnums, static_argnames):
         if n in pos_names:
             nums.add(pos_names.index(n))
     return tuple(sorted(nums)), frozenset(names)
+
+
+def _validate_statics(params, pos_names, static_argnums, static_argnames):
+    kinds = {p.kind for p in params}
+    if inspect.Parameter.VAR_POSITIONAL not in kinds:
+        n = len(pos_names)
+        if any(not -n <= i < n for i in static_argnums):
+            raise ValueError(f"Jitted function has static_argnums={static_argnums}, but only "
+                             f"accepts {n} positional arguments.")
+    if inspect.Parameter.VAR_KEYWORD not in kinds:
+        valid = {p.name for p in params if p.kind != p.POSITIONAL_ONLY}
+        invalid = set(static_argnames) - valid
+        if invalid:
+            raise ValueError(f"Jitted function has invalid argnames {invalid} in static_argnames. "
+                             "Function does not take these args.")
 
 
 def _merge_static(statics, dyn_args, dyn_kwargs):
@@ -268,8 +288,8 @@ class _Jitted:
         if backend is not None:
             get_backend(backend)  # an unknown name fails here, naming the backends
         self.backend = backend
-        self.static_argnums, self.static_argnames = _resolve_statics(fun, static_argnums,
-                                                                     static_argnames)
+        self.static_argnums, self.static_argnames = _resolve_statics(
+            fun, static_argnums, static_argnames, validate=True)
         # The caches belong to the function (weakly), as in JAX: jit(f)(x) written
         # inline traces f once per signature, not once per jit object.
         # fast_caches: per backend name, compiled programs by argument types.
