@@ -110,6 +110,9 @@ def test_integer_index_into_an_empty_axis():
         x[0, 0]
     with pytest.raises(IndexError, match="^index is out of bounds for axis 1 with size 0"):
         tg.jit(lambda i: x[0, i])(0)
+    empty = np.array([], np.int32)  # taking no entry of an empty axis is fine
+    assert tg.jit(lambda x, i: x[i])(np.zeros(0), empty).shape == (0,)
+    assert tnp.zeros((0, 2))[empty, 1].shape == (0,)
     with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 2"):
         x[3]  # a non-empty axis keeps NumPy's error (docs/coming_from_jax.md)
 

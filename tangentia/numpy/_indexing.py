@@ -200,8 +200,9 @@ def _parse_index(x, idx, fname):
         raise IndexError(f"Too many indices: {nd}-dimensional array indexed with {consumed} "
                          f"regular {'index' if consumed == 1 else 'indices'}. (tangentia: "
                          f"{fname}: too many indices for an array of shape {shape})")
+    sizes = iter([int(_np.prod(_aval(a).shape)) for a in arrays])
     for s, axis, n in _indexed_axes(spec, shape):
-        if n == 0 and (s is _I.ARRAY or _is_int_scalar(s)):
+        if (next(sizes) if s is _I.ARRAY else _is_int_scalar(s)) and n == 0:
             raise _core.JAXIndexError(
                 f"index is out of bounds for axis {axis} with size 0 (tangentia: {fname}: an "
                 f"array of shape {shape} has no entry to take)")
