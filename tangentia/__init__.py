@@ -31,6 +31,7 @@ from . import lax  # noqa: F401
 from . import dtypes  # noqa: F401
 from . import scipy, nn  # noqa: F401
 from . import random  # noqa: F401
+from . import ops  # noqa: F401  (jax.ops: segment_sum, ...)
 from . import tree  # noqa: F401
 from . import debug  # noqa: F401
 from . import _jaxpr_dot  # noqa: F401  (installs ClosedJaxpr.to_dot/show/_repr_svg_)
@@ -57,7 +58,7 @@ from . import image  # noqa: E402  (jax.image)
 from ._array import public as _public  # noqa: E402
 pure_callback = _public(pure_callback, __name__, "pure_callback")
 _install_boundaries(scipy.fft, scipy.integrate, scipy.ndimage, scipy.optimize, scipy.signal, image,
-                    scipy.sparse.linalg, scipy.cluster.vq,
+                    scipy.sparse.linalg, scipy.cluster.vq, ops,
                     _stats.betabinom, _stats.gennorm, _stats.geom, _stats.gumbel_l,
                     _stats.gumbel_r, _stats.multinomial, _stats.nbinom, _stats.pareto,
                     _stats.truncnorm, _stats.vonmises, _stats.wrapcauchy, _stats._summaries)

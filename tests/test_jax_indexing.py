@@ -152,3 +152,45 @@ def test_multiply_derivative_needs_unique_indices():
         tg.jvp(lambda x, z: f(x, z, np.array([1, 4, 1])), (x, z), (x, z))
     check_grads(lambda x, z: f(x, z, np.array([1, 4, 7])), (x, z), order=2)
     check_grads(lambda x: f(x, z, np.array([1, 1, 7])), (x,), order=2)  # x only: fine
+
+
+def _segment_reference(ufunc, identity, data, ids, n):
+    out = np.full((n,) + data.shape[1:], identity, data.dtype)
+    for i, row in zip(ids, data):
+        if 0 <= i < n:
+            out[i] = ufunc(out[i], row)
+    return out
+
+
+SEGMENT_OPS = [("segment_sum", np.add, 0), ("segment_prod", np.multiply, 1),
+               ("segment_min", np.minimum, np.inf), ("segment_max", np.maximum, -np.inf)]
+
+
+@pytest.mark.parametrize("name,ufunc,identity,dtype", [
+    op + (dt,) for op in SEGMENT_OPS for dt in (np.float64, np.int32, np.bool_)
+    if dt != np.bool_ or op[0] in ("segment_min", "segment_max")])  # JAX's boolean ones
+def test_segment_reductions_match_a_loop(name, ufunc, identity, dtype):
+    rng = np.random.default_rng(1)
+    data = (rng.normal(size=(7, 3)) * 3).astype(dtype)
+    ids = np.array([2, 0, 2, -1, 5, 0, 1])   # -1 and 5 (with 4 segments) are dropped
+    if dtype != np.float64:
+        identity = {np.inf: np.iinfo(np.int32).max, -np.inf: np.iinfo(np.int32).min}.get(
+            identity, identity) if dtype == np.int32 else identity == np.inf
+    op = getattr(tg.ops, name)
+    want = _segment_reference(ufunc, identity, data, ids, 4)
+    np.testing.assert_array_equal(op(data, ids, num_segments=4), want)
+    np.testing.assert_array_equal(tg.jit(lambda d, i: op(d, i, num_segments=4))(data, ids), want)
+    np.testing.assert_array_equal(op(data, ids), _segment_reference(ufunc, identity, data, ids, 6))
+
+
+def test_segment_sum_derivatives_and_errors():
+    data, ids = np.linspace(1.0, 2.0, 5), np.array([1, 0, 1, 3, 9])
+    check_grads(lambda d: tg.ops.segment_sum(d, ids, 4) ** 2, (data,), order=2)
+    check_grads(lambda d: tg.ops.segment_prod(d, np.array([1, 0, 2, 3, 9]), 4), (data,),
+                order=1)
+    np.testing.assert_array_equal(tg.grad(lambda d: tg.ops.segment_sum(d, ids, 4).sum())(data),
+                                  [1.0, 1.0, 1.0, 1.0, 0.0])   # the dropped row: 0
+    with pytest.raises(tg.ConcretizationTypeError, match="segment_sum"):
+        tg.jit(lambda d, i: tg.ops.segment_sum(d, i))(data, ids)   # num_segments unknown
+    with pytest.raises(ValueError, match="segment_ids"):
+        tg.ops.segment_sum(data, ids[:3], 4)

@@ -49,7 +49,12 @@ def _has_tracer(e):
                              and builtins.any(_is_tracer(v) for v in _flat_seq(e)))
 
 
+_PLAIN_ENTRIES = frozenset([int, slice, type(None), type(Ellipsis), list])
+
+
 def _is_scalar_bool(e):
+    if type(e) in _PLAIN_ENTRIES:   # the common entries, decided fast
+        return False
     if isinstance(e, (bool, _np.bool_)):
         return True
     return (isinstance(e, _np.ndarray) or _is_tracer(e)) and _aval(e).ndim == 0 and \
@@ -74,7 +79,10 @@ def _scalar_bools(x, idx):
     indexed by an integer array of length 1 or 0.  Returns ``(x, idx)`` so
     rewritten, or None when ``idx`` has no scalar boolean."""
     idx = idx if isinstance(idx, tuple) else (idx,)
-    if not builtins.any(_is_scalar_bool(e) for e in idx):
+    for e in idx:
+        if _is_scalar_bool(e):
+            break
+    else:
         return None
     shape = list(_aval(x).shape)
     rest = len(shape) - builtins.sum(_axes_consumed(e) for e in idx)
