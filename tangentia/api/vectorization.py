@@ -136,8 +136,13 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
       along ``out_axes``.
 
     Raises:
-      ValueError: the mapped axes of the arguments have different sizes, or
-        an axis is out of range.
+      TypeError: ``in_axes`` or ``out_axes`` is not made of ints and None
+        (raised by ``vmap`` itself), or ``fun`` returns a value that is not an
+        array.
+      ValueError: the mapped axes of the arguments have different sizes (or
+        differ from ``axis_size``), an axis is out of range, nothing is mapped
+        and ``axis_size`` is not given, or the axes do not match the structure
+        of the arguments or outputs.  The messages begin with JAX's wording.
 
     Examples:
       >>> import tangentia as tg, tangentia.numpy as tnp
