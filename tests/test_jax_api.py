@@ -272,3 +272,29 @@ def test_static_argnums_and_argnames_checked_against_the_signature():
     assert tg.jit(lambda *xs: xs[0] * xs[2], static_argnums=2)(2.0, 0.0, 4) == 8.0
     assert tg.jit(lambda x, **kw: x * kw["scale"], static_argnames="scale")(2.0, scale=5) == 10.0
     assert tg.jit(lambda x, y: x + y, static_argnums=-1)(1.0, 2) == 3.0
+
+
+# --- ShapeDtypeStruct's JAX attributes, jit(f).eval_shape, linearize's tangent tree --------------
+
+def test_shape_dtype_struct_update_sharding_and_weak_repr():
+    s = tg.ShapeDtypeStruct((2, 5), np.float32)
+    assert s.sharding is None
+    assert s.update(shape=(7,)) == tg.ShapeDtypeStruct((7,), np.float32)
+    assert s.update(dtype=np.int8).dtype == np.int8 and s.shape == (2, 5)
+    with pytest.raises(TypeError, match="unexpected fields"):
+        s.update(size=3)
+    weak = tg.eval_shape(lambda x: 0.5, np.ones(3))
+    assert weak.weak_type and repr(weak) == "ShapeDtypeStruct(shape=(), dtype=float64, weak_type=True)"
+
+
+def test_jitted_function_eval_shape():
+    f = tg.jit(lambda x, n: tnp.tile(x, n), static_argnums=1)
+    out = f.eval_shape(tg.ShapeDtypeStruct((3,), np.float32), 4)
+    assert out == tg.ShapeDtypeStruct((12,), np.float32)
+
+
+def test_linearized_function_tangent_structure():
+    y, f_jvp = tg.linearize(lambda a, b: a * b, 2.0, 5.0)
+    with pytest.raises(TypeError, match=_starts("expected PyTreeDef((*, *)), got PyTreeDef((*,))")):
+        f_jvp(1.0)
+    assert f_jvp(1.0, 0.0) == 5.0

@@ -158,9 +158,8 @@ def linearize(fun, *primals, has_aux=False):
     def f_jvp(*tangents):
         t_leaves, t_tree = tree_flatten(tangents)
         if t_tree != p_tree:
-            raise ValueError("linearized function called on tangent values inconsistent with the "
-                             "original primal values (linearize: the linearized function expects "
-                             f"tangents with structure {p_tree}, got {t_tree})")
+            raise TypeError(f"expected {p_tree}, got {t_tree} (linearize: the linearized "
+                            "function takes tangents with the structure of the primals)")
         for i, (t, a) in enumerate(zip(t_leaves, in_avals)):
             if core.get_aval(t).shape != a.shape:
                 raise ValueError("linearized function called on tangent values inconsistent with "

@@ -61,13 +61,31 @@ class ShapeDtypeStruct:
     def __hash__(self):
         return hash((self.shape, self.dtype))
 
+    @property
+    def sharding(self):
+        """Always None: tangentia has one device (JAX's attribute, for code that reads it)."""
+        return None
+
+    def update(self, **changes):
+        """A copy with some of ``shape``, ``dtype``, ``weak_type`` replaced (JAX's
+        ``ShapeDtypeStruct.update``; ``sharding`` may only be None)."""
+        if changes.pop("sharding", None) is not None:
+            raise ValueError("ShapeDtypeStruct.update: tangentia has no shardings; sharding "
+                             "must be None")
+        unknown = set(changes) - {"shape", "dtype", "weak_type"}
+        if unknown:
+            raise TypeError(f"ShapeDtypeStruct.update got unexpected fields {sorted(unknown)}")
+        return ShapeDtypeStruct(changes.get("shape", self.shape), changes.get("dtype", self.dtype),
+                                changes.get("weak_type", self.weak_type))
+
     def __len__(self):
         if not self.shape:
             raise TypeError("len() of unsized object (a ShapeDtypeStruct of shape ())")
         return self.shape[0]
 
     def __repr__(self):
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
 
 
 def _abstractify(x):
@@ -378,6 +396,11 @@ class _Jitted:
         dyn_args = tree_unflatten(in_tree, leaves)[0]
         jaxpr, consts, out_tree = self._trace(statics, in_tree, avals, dyn_args)
         return Lowered(jaxpr, consts, in_tree, out_tree, get_backend(self.backend), self.name)
+
+    def eval_shape(self, *args, **kwargs):
+        """Shapes and dtypes of the outputs for these arguments, without running
+        the program (as ``jax.jit(f).eval_shape``): ``trace(...).out_info``."""
+        return self.trace(*args, **kwargs).out_info
 
     def trace(self, *args, **kwargs):
         """Stage for these arguments, without lowering or running the program
