@@ -164,3 +164,23 @@ def test_axis_index_over_several_names_counts_along_their_product():
     assert got.dtype == np.int32
     jitted = tg.jit(tg.vmap(tg.vmap(tg.jit(g), axis_name="j"), axis_name="i"))(np.zeros((2, 3)))
     np.testing.assert_array_equal(jitted, got)
+
+
+@pytest.mark.parametrize("start", [-1, -2, -4, -6, -9, 0, 2, 7])
+def test_dynamic_slices_count_negative_starts_from_the_end_then_clamp(start):
+    # JAX's rule (found comparing vmap of dynamic_update_slice with JAX): a negative
+    # start gets the dimension size added, then the window is clamped into the operand.
+    x = np.arange(5.0)
+    s = min(max(start + 5 if start < 0 else start, 0), 3)
+    want_slice, want_update = x[s:s + 2], x.copy()
+    want_update[s:s + 2] = 9.0
+    lax = tg.lax
+    ds = lambda v, i: lax.dynamic_slice(v, (i,), (2,))  # noqa: E731
+    dus = lambda v, i: lax.dynamic_update_slice(v, np.full(2, 9.0), (i,))  # noqa: E731
+    for f, want in [(ds, want_slice), (dus, want_update)]:
+        np.testing.assert_array_equal(f(x, start), want)
+        np.testing.assert_array_equal(tg.jit(f)(x, start), want)
+        np.testing.assert_array_equal(tg.vmap(f, in_axes=(None, 0))(x, np.array([start, 0]))[0],
+                                      want)
+    np.testing.assert_array_equal(lax.dynamic_index_in_dim(x, start, keepdims=False),
+                                  x[min(max(start + 5 if start < 0 else start, 0), 4)])

@@ -12,7 +12,8 @@ X = np.arange(20.0).reshape(4, 5) / 7.0 + 0.1
 
 
 def _np_dynamic_slice(x, starts, sizes):
-    starts = [min(max(s, 0), d - n) for s, n, d in zip(starts, sizes, x.shape)]
+    # JAX's rule: a negative start counts from the end, then the window is clamped
+    starts = [min(max(s + d if s < 0 else s, 0), d - n) for s, n, d in zip(starts, sizes, x.shape)]
     return x[tuple(slice(s, s + n) for s, n in zip(starts, sizes))]
 
 

@@ -1,5 +1,6 @@
 """``jax.lax`` operations built from tangentia's primitives: slicing with
-traced start indices (clamped into range, as in JAX), reductions, and a few
+traced start indices (a negative one counts from the end, then all are clamped
+into range, as in JAX), reductions, and a few
 elementwise conveniences."""
 from __future__ import annotations
 
@@ -43,7 +44,11 @@ def _window_index(operand, start_indices, sizes):
     nd = len(shape)
     arrays = []
     for i, (s, size, d) in enumerate(zip(start_indices, sizes, shape)):
-        s = S.convert_element_type(s, np.int64)
+        if isinstance(s, (int, np.integer)):  # a negative start counts from the end (JAX's)
+            s = np.int64(s + d if s < 0 else s)
+        else:
+            s = S.convert_element_type(s, np.int64)
+            s = E.select(E.lt(s, 0), E.add(s, np.int64(d)), s)
         s = E.minimum(E.maximum(s, 0), d - size)
         idx = E.add(s, np.arange(size, dtype=np.int64))
         arrays.append(S.reshape(idx, (1,) * i + (size,) + (1,) * (nd - i - 1)))
