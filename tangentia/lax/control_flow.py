@@ -356,10 +356,6 @@ def _carry_avals(trace, leaves, n_out):
 _KIND = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
 
 
-def _is_static_int(x):
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-
-
 @api_boundary
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     """``for i in range(lower, upper): val = body_fun(i, val)``, staged.
