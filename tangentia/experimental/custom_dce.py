@@ -108,8 +108,8 @@ class custom_dce:
                 return _used_outputs(out, out_tree, used, store["out_avals"], rule_name, name)
             return flat_rule
 
-        outs = _bind(flat_fun, rule_for, list(leaves), name,
-                     lambda avals: store.__setitem__("out_avals", avals))
+        outs = _bind(flat_fun, rule_for, list(leaves), name)
+        store["out_avals"] = [core.get_aval(o) for o in outs]  # read when the rule runs
         return tree_unflatten(store["out_tree"], outs)
 
 
@@ -155,14 +155,12 @@ def _used_outputs(out, out_tree, used, out_avals, rule_name, name):
     return results
 
 
-def _bind(flat_fun, rule_for, ins, name, on_out_avals=None):
+def _bind(flat_fun, rule_for, ins, name):
     """Stage ``flat_fun`` on ``ins`` and bind ``custom_dce_call`` with it;
     ``rule_for(used)`` is the rule as a flat function of ``ins``."""
     jaxpr, consts = pe.trace_to_jaxpr(flat_fun, [core.get_aval(x) for x in ins], name=name,
                                       label="custom_dce")
     program = pe.convert_constvars_to_invars(jaxpr)
-    if on_out_avals is not None:
-        on_out_avals([v.aval for v in program.outvars])
     n = len(consts)
 
     def dce_rule(used):
