@@ -8,19 +8,11 @@ import operator
 import numpy as np
 
 from . import numpy as tnp
+from .lax.windowed import _identity
 from .numpy import _indexing
 
-
-def _identity(dtype, method):
-    """The value of an empty segment: the scatter operation's neutral element."""
-    if method in ("add", "multiply"):
-        return 0 if method == "add" else 1
-    if dtype.kind == "b":
-        return method == "min"
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return info.max if method == "min" else info.min
-    return np.inf if method == "min" else -np.inf
+# the ``x.at[...]`` method of each reduction -> its monoid (whose identity fills an empty segment)
+_MONOIDS = {"add": "add", "multiply": "mul", "min": "min", "max": "max"}
 
 
 def _segment(fname, method, data, segment_ids, num_segments, mode):
@@ -33,7 +25,8 @@ def _segment(fname, method, data, segment_ids, num_segments, mode):
         num_segments = int(_indexing._concrete(tnp.max(ids), fname, "segment_ids")) + 1
     num_segments = operator.index(num_segments)
     dtype = np.dtype(tnp.result_type(data))
-    out = tnp.full((num_segments,) + tnp.shape(data)[1:], _identity(dtype, method), dtype)
+    empty = _identity(_MONOIDS[method], dtype)
+    out = tnp.full((num_segments,) + tnp.shape(data)[1:], empty, dtype)
     # ids out of [0, num_segments) are dropped (negative ones too), as in JAX
     return getattr(_indexing.at(out)[ids], method)(data, mode=mode, wrap_negative_indices=False)
 
