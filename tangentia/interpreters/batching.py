@@ -431,14 +431,8 @@ def batch_jaxpr_natural(jaxpr, in_dims, axis_size):
     out_dims = []
 
     def fun(*args):
-        trace = BatchTrace(core.current_trace(), axis_size, axis_name=name)
-        ins = [a if d is None else BatchTracer(trace, a, d) for a, d in zip(args, in_dims)]
-        try:
-            with set_trace(trace):
-                outs = core.eval_jaxpr(jaxpr, (), *ins)
-            pairs = [trace.unpack(o) for o in outs]
-        finally:
-            trace.alive = False
+        pairs = _run_batched(lambda *xs: core.eval_jaxpr(jaxpr, (), *xs), args, in_dims,
+                             axis_size, axis_name=name)
         out_dims[:] = [None if d is None else 0 for _, d in pairs]
         return [v if d is None else move_to_front(v, d) for v, d in pairs]
 
