@@ -760,6 +760,16 @@ class Eqn:
     outvars = property(lambda self: self.outputs, doc="The outputs (JAX's name).")
 
 
+def programs_in(params):
+    """The programs (``Jaxpr``) an equation's ``params`` carry: a call's, a loop's
+    body, a ``cond``'s branches (a ``ClosedJaxpr`` gives its ``jaxpr``)."""
+    for p in params.values():
+        for q in (p if isinstance(p, (tuple, list)) else (p,)):
+            q = getattr(q, "jaxpr", q)
+            if hasattr(q, "eqns"):
+                yield q
+
+
 class Jaxpr:
     """A typed first-order program: ``lambda constvars; invars. let eqns in outvars``."""
 

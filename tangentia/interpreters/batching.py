@@ -53,10 +53,8 @@ register_leaf_type(BatchTracer)
 def _reads_axis(params, name):
     """Whether a program among ``params`` (a call's, a loop's, a branch's, at any
     depth) has an equation over the named axis ``name`` (a collective)."""
-    programs = [q for p in params.values() for q in (p if isinstance(p, (tuple, list)) else (p,))
-                if hasattr(getattr(q, "jaxpr", q), "eqns")]
-    for program in programs:
-        for e in getattr(program, "jaxpr", program).eqns:
+    for program in core.programs_in(params):
+        for e in program.eqns:
             n = e.params.get("axis_name")
             if n == name or (isinstance(n, (tuple, list)) and name in n) or \
                     _reads_axis(e.params, name):

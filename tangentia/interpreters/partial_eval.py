@@ -137,13 +137,8 @@ class LinearBuilder(JaxprBuilder):
 def has_nested_effects(eqn):
     """Whether a program that ``eqn`` carries (a branch, a loop body) has an
     equation with effects (``debug.print`` in a ``cond`` branch)."""
-    for p in eqn.params.values():
-        for q in (p if isinstance(p, (tuple, list)) else (p,)):
-            eqns = getattr(getattr(q, "jaxpr", q), "eqns", None)
-            if eqns is not None and any(e.prim.has_effects or has_nested_effects(e)
-                                        for e in eqns):
-                return True
-    return False
+    return any(e.prim.has_effects or has_nested_effects(e)
+               for program in core.programs_in(eqn.params) for e in program.eqns)
 
 
 # Primitives whose equations change when some of their outputs are unused:
