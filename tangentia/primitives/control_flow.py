@@ -81,17 +81,17 @@ def _cond_batch(args, dims, branches):
     ops = [batching.materialize(x, d, size) if g else x for x, d, g in zip(ops, odims, guarded)]
     odims = [0 if g else d for d, g in zip(odims, guarded)]
     pairs = [batching.batch_jaxpr(b, tuple(odims), size) for b in branches]
+    taken = [E.eq(index, i) for i in range(len(branches))]
+    stopped = [S.stop_gradient(x) if g else None for x, g in zip(ops, guarded)]
     results = []
-    for i, (b, h) in enumerate(pairs):
-        taken = E.eq(index, i)
-        ops_i = [_where_batched(taken, x, S.stop_gradient(x)) if g else x
-                 for x, g in zip(ops, guarded)]
+    for (b, h), t in zip(pairs, taken):
+        ops_i = [_where_batched(t, x, s) if g else x for x, s, g in zip(ops, stopped, guarded)]
         results.append(core.eval_jaxpr(b, (), *h, *ops_i))
     outs = []
     for k in range(len(results[0])):
         out = results[0][k]
-        for i in range(1, len(results)):
-            out = _where_batched(E.eq(index, i), results[i][k], out)
+        for t, r in zip(taken[1:], results[1:]):
+            out = _where_batched(t, r[k], out)
         outs.append(out)
     return outs, [0] * len(outs)
 
