@@ -248,12 +248,7 @@ def _while_batch(args, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts)
         pred, = core.eval_jaxpr(cond_b, (), *hc, *ccs, *cs)
         pred = batching.move_to_front(pred, pred_dims[0])
         new = core.eval_jaxpr(body_b, (), *hb, *bcs, *cs)
-        out = []
-        for old, nw in zip(cs, new):
-            shape = core.get_aval(nw).shape
-            p = S.reshape(pred, (size,) + (1,) * (len(shape) - 1))
-            out.append(E.select(p, nw, old))
-        return out
+        return [_where_batched(pred, nw, old) for old, nw in zip(cs, new)]
 
     cond_j, hcj = _trace(new_cond, c_avals + carry_avals, "while cond")
     body_j, hbj = _trace(new_body, c_avals + b_avals + carry_avals, "while body")
