@@ -141,6 +141,8 @@ def _bad_index(e, pos, fname):
 
 
 def _parse_index(x, idx, fname):
+    """``idx`` (without scalar booleans: ``_scalar_bools`` rewrote them) as the
+    ``(spec, arrays)`` of ``getitem``/``scatter``."""
     if not isinstance(idx, tuple):
         idx = (idx,)
     shape = _aval(x).shape
@@ -153,9 +155,6 @@ def _parse_index(x, idx, fname):
             spec.append(slice(*(_slice_bound(v, e, fname) for v in (e.start, e.stop, e.step))))
         elif _is_int_scalar(e):
             spec.append(int(e))
-        elif isinstance(e, (bool, _np.bool_)):
-            spec.append(_I.ARRAY)
-            arrays.append(_np.asarray(e))
         else:
             if _has_tracer(e):
                 e = asarray(e)
