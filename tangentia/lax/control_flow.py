@@ -289,7 +289,7 @@ def _while_loop(cond_fun, body_fun, init_val, cond_owner, body_owner):
     leaves, tree = tree_flatten(init_val)
     in_tree = tree_flatten((init_val,))[1]
     avals = _carry_avals(lambda a: _trace_cached(body_fun, in_tree, a, "while_loop body_fun",
-                                                 body_owner), leaves, 0)
+                                                 body_owner), leaves)
     cj, cconsts, ctree = _trace_cached(cond_fun, in_tree, avals, "while_loop cond_fun",
                                        cond_owner)
     outs = [v.aval for v in cj.outvars]
@@ -330,21 +330,22 @@ def _check_carry(api, fname, tree, avals, out_tree, out_avals):
             f"{_types_str(out_tree, out_avals)} ({fname}).")
 
 
-def _carry_avals(trace, leaves, n_out):
+def _carry_avals(trace, leaves):
     """The types of a loop's carry ``leaves``: strong (a Python scalar's dtype is
     NumPy's), except that, as in JAX, a weakly typed initial value to which the
     body gives another dtype takes that dtype (``0`` carried with ``+ x`` for a
     uint64 ``x`` is uint64).  ``trace(avals)`` returns the body's program (memoized:
-    the common case traces once); its outputs from position ``n_out`` are the carry."""
-    avals = _avals_of(leaves)
-    weak = [core.get_aval(x).weak_type for x in leaves]
+    the common case traces once), whose first outputs are the carry."""
+    given = [core.get_aval(x) for x in leaves]
+    avals = [_strong(a) for a in given]
+    weak = [a.weak_type for a in given]
     if not any(weak):
         return avals
-    outs = trace(avals)[0].outvars[n_out:n_out + len(avals)]
+    outs = trace(avals)[0].outvars[:len(avals)]
     if all(not w or o.aval.dtype == a.dtype for w, a, o in zip(weak, avals, outs)):
         return avals
     as_weak = [ShapedArray(a.shape, a.dtype, w) for a, w in zip(avals, weak)]
-    outs = trace(as_weak)[0].outvars[n_out:n_out + len(avals)]
+    outs = trace(as_weak)[0].outvars[:len(avals)]
     return [ShapedArray(a.shape, o.aval.dtype)
             if w and o.aval.shape == a.shape and _KIND.get(o.aval.dtype.kind, -1) >= _KIND[
                 a.dtype.kind] else a
@@ -524,7 +525,7 @@ def _scan(f, init, xs, length, reverse, unroll, owner):
             return jaxpr, consts, dict(store)
         return _cached_trace(owner[0], (owner[1], in_tree, tuple(in_avals)), trace)
 
-    c_avals = _carry_avals(lambda a: traced(a + x_avals), c_leaves, 0)
+    c_avals = _carry_avals(lambda a: traced(a + x_avals), c_leaves)
     jaxpr, consts, info = traced(c_avals + x_avals)
     store.update(info)
     n_c = len(c_leaves)
