@@ -175,11 +175,10 @@ ad.defjvp_zero(axis_index_p)
 def axis_index(axis_name):
     """This element's position along the named axis (int32); over a tuple of names,
     along the axis of their product, the first major (as JAX's)."""
-    *names, last = _names(axis_name)
-    index = axis_index_p.bind(axis_name=last)
-    for k, name in enumerate(reversed(names)):
-        stride = axis_size(tuple(names[len(names) - k:]) + (last,))
-        index = E.add(E.mul(axis_index_p.bind(axis_name=name), np.int32(stride)), index)
+    first, *rest = _names(axis_name)
+    index = axis_index_p.bind(axis_name=first)
+    for name in rest:  # Horner's rule: index * size + the next (minor) name's index
+        index = E.add(E.mul(index, np.int32(axis_size(name))), axis_index_p.bind(axis_name=name))
     return index
 
 
