@@ -158,15 +158,18 @@ def _dot_general_batch(args, dims, dimension_numbers):
     # operand (no transpose, as JAX: vmap of a matvec is one matmul).
     nb = len(lb)
     if xd is not None:
-        bump = lambda ds: tuple(i + (i >= xd) for i in ds)  # noqa: E731
-        lc, lb = bump(lc), bump(lb)
-        pos = _free(core.get_aval(x).ndim, lc, lb).index(xd)
+        lc, lb, pos = _around_batch_axis(x, xd, lc, lb)
         return dot_general(x, y, ((lc, rc), (lb, rb))), nb + pos
-    bump = lambda ds: tuple(i + (i >= yd) for i in ds)  # noqa: E731
-    rc, rb = bump(rc), bump(rb)
-    pos = _free(core.get_aval(y).ndim, rc, rb).index(yd)
+    rc, rb, pos = _around_batch_axis(y, yd, rc, rb)
     return (dot_general(x, y, ((lc, rc), (lb, rb))),
             nb + len(_free(core.get_aval(x).ndim, lc, lb)) + pos)
+
+
+def _around_batch_axis(v, d, contract, batch):
+    """An operand's contracting and batch dimensions moved past its batch axis ``d``
+    (which becomes a free axis), and the place of ``d`` among its free axes."""
+    contract, batch = (tuple(i + (i >= d) for i in ds) for ds in (contract, batch))
+    return contract, batch, _free(core.get_aval(v).ndim, contract, batch).index(d)
 
 
 dot_general_p.jvp = _dot_general_jvp
