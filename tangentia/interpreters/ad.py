@@ -715,14 +715,11 @@ def backward_pass(jaxpr, consts, cts_out):
         env = {}
         records = jaxpr.records
     else:
-        if jaxpr.cache.get("all_linear"):
-            env = dict(zip(jaxpr.constvars, consts))
-            eqns = jaxpr.eqns
-        else:
-            if _splits_mixed(jaxpr):
-                jaxpr, consts = _eval_known_part(jaxpr, consts)
-            env = dict(zip(jaxpr.constvars, consts))
-            eqns = _eval_nonlinear(jaxpr, env)
+        all_linear = jaxpr.cache.get("all_linear")
+        if not all_linear and _splits_mixed(jaxpr):
+            jaxpr, consts = _eval_known_part(jaxpr, consts)
+        env = dict(zip(jaxpr.constvars, consts))
+        eqns = jaxpr.eqns if all_linear else _eval_nonlinear(jaxpr, env)
         # As records: the linear inputs stay variables, the others become values.
         records = [(e.prim, [env.get(a, a) if type(a) is Var else a.val for a in e.inputs],
                     e.params, e.outputs if e.prim.multiple_results else e.outputs[0], e.source)
@@ -781,15 +778,13 @@ def _splits_mixed(jaxpr):
     loop or branch carrying a program (a checkpoint's recomputation holds the
     JVP of a ``scan``, whose primal carries are not linear)."""
     linear = set(jaxpr.invars)
-    found = False
     for eqn in jaxpr.eqns:
         lin = [type(a) is Var and a in linear for a in eqn.inputs]
         if any(lin):
             if eqn.prim.partial_eval is not None and not all(lin):
-                found = True
-                break
+                return True
             linear.update(eqn.outputs)
-    return found
+    return False
 
 
 def _eval_known_part(jaxpr, consts):
