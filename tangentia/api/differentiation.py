@@ -12,7 +12,7 @@ from ..interpreters import ad, batching
 from .._messages import fun_name as _fun_name
 from .._traceback_util import api_boundary
 from ..tree_util import Partial, tree_flatten, tree_map, tree_unflatten
-from ._util import (_arg_leaf_names, _arrays, _check_callable, _describe, _leaf_aval,
+from ._util import (_arg_leaf_names, _arrays, _check_callable, _describe, _jax_type, _leaf_aval,
                     _normalize_argnums)
 from .staging import _abstractify, _stage, jit
 from .vectorization import vmap
@@ -307,11 +307,6 @@ def _pullback(jaxpr, out_tree, out_avals, in_tree, api, consts, ct):
     res = [ad.zeros_like_aval(v.aval) if c is None or type(c) is ad.Zero else c
            for c, v in zip(res, jaxpr.invars)]
     return tree_unflatten(in_tree, _arrays(res))
-
-
-def _jax_type(shape, dtype):
-    """An aval as JAX's messages write it: ``float32[3,4]``."""
-    return f"{np.dtype(dtype).name}[{','.join(map(str, shape))}]"
 
 
 def _check_reduce_axes(reduce_axes, what):

@@ -12,7 +12,7 @@ from ..interpreters import batching
 from .._messages import fun_name as _fun_name
 from .._traceback_util import api_boundary
 from ..tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_structure, tree_unflatten
-from ._util import _check_callable, _flatten_fun
+from ._util import _check_callable, _flatten_fun, _jax_type
 
 # ---------------------------------------------------------------------------
 # vmap
@@ -69,14 +69,6 @@ def _leaf_names(fun, args, kwargs):
     return names
 
 
-def _type_str(x):
-    try:
-        a = core.get_aval(x)
-    except TypeError:
-        return "unknown"
-    return f"{a.dtype.name}[{','.join(map(str, a.shape))}]"
-
-
 def _rank_error(fun, args, kwargs, i, ax, shape):
     need = ax + 1 if ax >= 0 else -ax
     name = _leaf_names(fun, args, kwargs)[i]
@@ -98,7 +90,8 @@ def _sizes_error(fun, args, kwargs, leaves, axes, axis_size):
     lines = [] if axis_size is None else [f"the `axis_size` argument was {axis_size}"]
     for k, (size, count) in enumerate(counts):
         i, ax, _ = next(m for m in mapped if m[2] == size)
-        where = f"axis {ax} of {names[i]} of type {_type_str(leaves[i])}"
+        a = core.get_aval(leaves[i])
+        where = f"axis {ax} of {names[i]} of type {_jax_type(a.shape, a.dtype)}"
         if count == 1:
             lines.append(f"one axis had size {size}: {where}")
         else:
