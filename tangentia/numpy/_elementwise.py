@@ -164,9 +164,9 @@ def fmod(x1, x2):
     Computed from NumPy's exact ``remainder`` (sign of the divisor): of magnitudes for floats
     (so ``fmod(x, inf) == x``, and huge ``x`` keep their exact remainder), by one correction
     for integers (whose magnitudes may overflow)."""
-    r = _E.remainder(x1, x2)
-    dt = _aval(r).dtype
+    dt = _ufunc_dtype(_np.remainder, x1, x2)
     if dt.kind in "iu":
+        r = _E.remainder(x1, x2)
         other_sign = _E.and_p.bind(_E.ne(r, 0), _E.ne(_E.lt(x1, 0), _E.lt(x2, 0)))
         return where(other_sign, _E.sub(r, x2), r)
     x1, ay = astype(x1, dt), _E.abs(astype(x2, dt))
