@@ -52,12 +52,17 @@ def _leaf_aval(x, api, what):
         raise TypeError(f"{e} ({api}: {what} is not an array)") from None
 
 
+def _parameters(fun):
+    """``fun``'s ``inspect.Parameter`` objects ([] when it has no signature)."""
+    try:
+        return list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return []
+
+
 def _arg_leaf_names(fun, args):
     """Readable names for the flattened leaves of ``args`` (for errors)."""
-    try:
-        params = list(inspect.signature(fun).parameters)
-    except (TypeError, ValueError):
-        params = []
+    params = [p.name for p in _parameters(fun)]
     names = []
     for i, a in enumerate(args):
         base = params[i] if i < len(params) else f"argument {i}"

@@ -19,7 +19,7 @@ from ..compiler.backend import default_backend_name as _default_backend_name, ge
 from ..primitives.call import jit_p
 from ..primitives.remat import remat_p
 from ..tree_util import tree_flatten, tree_unflatten
-from ._util import _LEAF_TREE, _arg_leaf_names, _arrays, _check_callable
+from ._util import _LEAF_TREE, _arg_leaf_names, _arrays, _check_callable, _parameters
 
 # ---------------------------------------------------------------------------
 # jit
@@ -145,10 +145,7 @@ def _resolve_statics(fun, static_argnums, static_argnames, validate=False):
         static_argnames = (static_argnames,)
     static_argnums = tuple(static_argnums or ())
     static_argnames = tuple(static_argnames or ())
-    try:
-        params = list(inspect.signature(fun).parameters.values())
-    except (TypeError, ValueError):
-        params = []
+    params = _parameters(fun)
     pos_names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if validate and params:
         _validate_statics(params, pos_names, static_argnums, static_argnames)

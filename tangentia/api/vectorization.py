@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import collections
 import functools
-import inspect
 
 import numpy as np
 
@@ -12,7 +11,7 @@ from ..interpreters import batching
 from .._messages import fun_name as _fun_name
 from .._traceback_util import api_boundary
 from ..tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_structure, tree_unflatten
-from ._util import _check_callable, _flatten_fun, _jax_type
+from ._util import _check_callable, _flatten_fun, _jax_type, _parameters
 
 # ---------------------------------------------------------------------------
 # vmap
@@ -56,10 +55,7 @@ def _check_axes_leaves(axes, what):
 def _leaf_names(fun, args, kwargs):
     """JAX's names for the flat leaves of ``(args, kwargs)`` in errors: ``argument x``,
     ``argument p['a']``, ``kwargs['b']``."""
-    try:
-        params = list(inspect.signature(fun).parameters)
-    except (TypeError, ValueError):
-        params = []
+    params = [p.name for p in _parameters(fun)]
     names = []
     for path, _ in tree_flatten_with_path(tuple(args))[0]:
         i = path[0].idx
