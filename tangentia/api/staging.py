@@ -389,10 +389,7 @@ class _Jitted:
           ``.compiler_ir()`` the staged program, ``.compile()`` the callable
           it runs.
         """
-        statics, leaves, in_tree, avals = self._signature(args, kwargs)
-        dyn_args = tree_unflatten(in_tree, leaves)[0]
-        jaxpr, consts, out_tree = self._trace(statics, in_tree, avals, dyn_args)
-        return Lowered(jaxpr, consts, in_tree, out_tree, get_backend(self.backend), self.name)
+        return self.trace(*args, **kwargs).lower()
 
     def eval_shape(self, *args, **kwargs):
         """Shapes and dtypes of the outputs for these arguments, without running
@@ -428,7 +425,7 @@ class _Jitted:
         jaxpr, consts, out_tree = _stage(self.fun, statics, in_tree, avals, "jit",
                                          _arg_leaf_names(self.fun, dyn_args))
 
-        def lower():  # the program ``lower`` would stage (f is not traced again)
+        def lower():  # the next stage, from this program (f is not traced again)
             return Lowered(pe.convert_constvars_to_invars(jaxpr), consts, in_tree, out_tree,
                            get_backend(self.backend), self.name)
 
