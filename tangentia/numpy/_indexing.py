@@ -207,13 +207,19 @@ def _parse_index(x, idx, fname):
         raise IndexError(f"Too many indices: {nd}-dimensional array indexed with {consumed} "
                          f"regular {'index' if consumed == 1 else 'indices'}. (tangentia: "
                          f"{fname}: too many indices for an array of shape {shape})")
+    if 0 in shape:  # an integer index into an empty axis has no entry to take
+        _check_empty_axes(spec, arrays, shape, fname)
+    return tuple(spec), tuple(arrays)
+
+
+def _check_empty_axes(spec, arrays, shape, fname):
+    """JAX's error for an integer index, or a nonempty index array, into an axis of size 0."""
     sizes = iter([int(_np.prod(_aval(a).shape)) for a in arrays])
     for s, axis, n in _indexed_axes(spec, shape):
         if (next(sizes) if s is _I.ARRAY else _is_int_scalar(s)) and n == 0:
             raise _core.JAXIndexError(
                 f"index is out of bounds for axis {axis} with size 0 (tangentia: {fname}: an "
                 f"array of shape {shape} has no entry to take)")
-    return tuple(spec), tuple(arrays)
 
 
 def _axes_before(spec, nd, rest):
