@@ -18,6 +18,7 @@ import numpy as np
 from .. import core
 from .. import numpy as tnp
 from ..tree_util import register_pytree_node
+from ._util import inexact
 
 __all__ = ["RegularGridInterpolator"]
 
@@ -34,8 +35,7 @@ def _check_method(method):
 def _inexact(x, argname):
     if not core.is_array_like(x) and not isinstance(x, (list, tuple)):
         raise TypeError(f"{_NAME}: {argname} must be an array, got {type(x).__name__}")
-    x = tnp.asarray(x)
-    return x if tnp.issubdtype(x.dtype, tnp.inexact) else x.astype(tnp.float64)
+    return inexact(x)[0]
 
 
 def _concrete(x):

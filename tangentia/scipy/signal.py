@@ -15,17 +15,9 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as tnp
+from ._util import inexact as _inexact
 
 _MODES = ("full", "same", "valid")
-
-
-def _inexact(*arrays):
-    """The arrays promoted together to an inexact dtype (integers -> float64)."""
-    arrays = [tnp.asarray(a) for a in arrays]
-    dtype = tnp.result_type(*arrays)
-    if not tnp.issubdtype(dtype, tnp.inexact):
-        dtype = tnp.float64
-    return [a.astype(dtype) for a in arrays]
 
 
 def _check_mode(fname, mode):

@@ -7,6 +7,7 @@ works under ``vmap`` and ``jit``.
 from __future__ import annotations
 
 from ... import numpy as tnp
+from .._util import inexact
 
 __all__ = ["vq"]
 
@@ -35,11 +36,7 @@ def vq(obs, code_book, check_finite=True):
       (Array([0, 1]), Array([0.14142136, 1.        ]))
     """
     del check_finite
-    obs, code_book = tnp.asarray(obs), tnp.asarray(code_book)
-    dtype = tnp.result_type(obs, code_book)
-    if not tnp.issubdtype(dtype, tnp.inexact):
-        dtype = tnp.float64
-    obs, code_book = obs.astype(dtype), code_book.astype(dtype)
+    obs, code_book = inexact(obs, code_book)
     if obs.ndim != code_book.ndim:
         raise ValueError(f"Observation and code_book should have the same rank (vq: obs has "
                          f"shape {obs.shape}, code_book has shape {code_book.shape})")

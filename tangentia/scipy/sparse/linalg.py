@@ -36,6 +36,7 @@ from ... import numpy as tnp
 from ...flatten_util import ravel_pytree
 from ...lax.implicit import custom_linear_solve
 from ...tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
+from .._util import inexact
 from ..linalg import solve_triangular
 
 __all__ = ["cg", "bicgstab", "gmres"]
@@ -76,18 +77,13 @@ def _check_matrix_fits(fname, A, b_leaves):
                          f"array of shape ({n},) (or ({n}, ...)), got leaves of shapes {got}")
 
 
-def _as_inexact(x):
-    x = tnp.asarray(x)
-    return x if tnp.issubdtype(x.dtype, tnp.inexact) else x.astype(tnp.float64)
-
-
 def _arrays(fname, argname, tree):
     leaves, treedef = tree_flatten(tree)
     for i, x in enumerate(leaves):
         if not core.is_array_like(x):
             raise TypeError(f"{fname}: {argname} must be a pytree of arrays, but leaf {i} is a "
                             f"{type(x).__name__}")
-    return [_as_inexact(x) for x in leaves], treedef
+    return [inexact(x)[0] for x in leaves], treedef
 
 
 def _count(fname, argname, value, least):
