@@ -1,4 +1,4 @@
-"""Small helpers for error messages: function names and pytrees of types."""
+"""Small helpers for error messages: function names, JAX's type strings and pytrees of types."""
 from __future__ import annotations
 
 from . import core
@@ -20,6 +20,12 @@ class _Shown:
 
     def __repr__(self):
         return self.text
+
+
+def jax_type(aval):
+    """An aval (anything with a shape and a dtype) as JAX's messages write it:
+    ``float32[3,4]``."""
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
 
 
 def types_str(tree):

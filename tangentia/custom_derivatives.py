@@ -28,7 +28,7 @@ from .core import Tracer, Zero
 from .interpreters import ad
 from .interpreters import partial_eval as pe
 from .interpreters.ad import custom_lin_p  # noqa: F401 - the backends find it here
-from ._messages import fun_name as _fun_name
+from ._messages import fun_name as _fun_name, jax_type as _jax_type
 from .tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 
 __all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "CustomVJPPrimal", "closure_convert",
@@ -236,15 +236,11 @@ def _unflatten_out(tree, outs):
     return outs[0] if tree is _LEAF_TREE else tree_unflatten(tree, list(outs))
 
 
-def _type_str(aval):
-    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
-
-
 def _tangent_type_error(pa, ta, jvp_name, name, i):
     return TypeError(
         "Custom JVP rule must produce primal and tangent outputs with corresponding shapes and "
-        f"dtypes. Expected {_type_str(ad.tangent_aval(pa))} (tangent type of {_type_str(pa)}) but "
-        f"got {_type_str(ta)}. (Custom JVP rule {jvp_name} for function {name}, tangent output "
+        f"dtypes. Expected {_jax_type(ad.tangent_aval(pa))} (tangent type of {_jax_type(pa)}) but "
+        f"got {_jax_type(ta)}. (Custom JVP rule {jvp_name} for function {name}, tangent output "
         f"{i}.)")
 
 
@@ -851,7 +847,7 @@ class _TypeName(str):
 
 
 def _typed_tree(tree, avals):
-    return tree_unflatten(tree, [_TypeName(_type_str(a)) for a in avals])
+    return tree_unflatten(tree, [_TypeName(_jax_type(a)) for a in avals])
 
 
 class custom_vjp(_CustomFunction):
@@ -1079,8 +1075,8 @@ def _flatten_bwd_output(got, ca, in_types, bwd_name, name, sz):
                 raise ValueError(
                     "Custom VJP bwd rule must produce an output "
                     "with the same type as the args tuple of the primal function, but at "
-                    f"{where} the bwd rule produced an output of type {_type_str(ca_)} "
-                    f"corresponding to an input of type {_type_str(a)}, so the shapes do not "
+                    f"{where} the bwd rule produced an output of type {_jax_type(ca_)} "
+                    f"corresponding to an input of type {_jax_type(a)}, so the shapes do not "
                     f"match (bwd rule {bwd_name} of function {name}, argument {k}: cotangent "
                     f"of shape {ca_.shape}, argument of shape {a.shape}).{hint}")
             if not isinstance(c, Tracer):

@@ -74,11 +74,6 @@ def _arg_leaf_names(fun, args):
     return names
 
 
-def _jax_type(shape, dtype):
-    """An aval as JAX's messages write it: ``float32[3,4]``."""
-    return f"{np.dtype(dtype).name}[{','.join(map(str, shape))}]"
-
-
 def _describe(x):
     if core.is_array_like(x):
         return f"a single array {core.get_aval(x).str_short()}"

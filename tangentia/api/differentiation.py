@@ -9,10 +9,10 @@ import numpy as np
 from .. import core, dtypes
 from ..core import ShapedArray, Tracer
 from ..interpreters import ad, batching
-from .._messages import fun_name as _fun_name
+from .._messages import fun_name as _fun_name, jax_type as _jax_type
 from .._traceback_util import api_boundary
 from ..tree_util import Partial, tree_flatten, tree_map, tree_unflatten
-from ._util import (_arg_leaf_names, _arrays, _check_callable, _describe, _jax_type, _leaf_aval,
+from ._util import (_arg_leaf_names, _arrays, _check_callable, _describe, _leaf_aval,
                     _normalize_argnums)
 from .staging import _abstractify, _stage, jit
 from .vectorization import vmap
@@ -299,8 +299,8 @@ def _pullback(jaxpr, out_tree, out_avals, in_tree, api, consts, ct):
         if ca.shape != a.shape or (ca.dtype != want and not ca.weak_type and want != dtypes.float0
                                    and ca.dtype.kind not in "iub"):
             raise ValueError("unexpected JAX type (e.g. shape/dtype) for argument to VJP function: "
-                             f"got {_jax_type(ca.shape, ca.dtype)}, but expected "
-                             f"{_jax_type(a.shape, want)} ({api}: cotangent {i} has "
+                             f"got {_jax_type(ca)}, but expected "
+                             f"{_jax_type(ShapedArray(a.shape, want))} ({api}: cotangent {i} has "
                              f"shape {ca.shape} and dtype {ca.dtype}; the output has shape "
                              f"{a.shape} and dtype {a.dtype})")
     res = ad.backward_pass(jaxpr, list(consts), ct_leaves)

@@ -8,10 +8,10 @@ import numpy as np
 
 from .. import core
 from ..interpreters import batching
-from .._messages import fun_name as _fun_name
+from .._messages import fun_name as _fun_name, jax_type as _jax_type
 from .._traceback_util import api_boundary
 from ..tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_structure, tree_unflatten
-from ._util import _check_callable, _flatten_fun, _jax_type, _parameters
+from ._util import _check_callable, _flatten_fun, _parameters
 
 # ---------------------------------------------------------------------------
 # vmap
@@ -87,7 +87,7 @@ def _sizes_error(fun, args, kwargs, leaves, axes, axis_size):
     for k, (size, count) in enumerate(counts):
         i, ax, _ = next(m for m in mapped if m[2] == size)
         a = core.get_aval(leaves[i])
-        where = f"axis {ax} of {names[i]} of type {_jax_type(a.shape, a.dtype)}"
+        where = f"axis {ax} of {names[i]} of type {_jax_type(a)}"
         if count == 1:
             lines.append(f"one axis had size {size}: {where}")
         else:

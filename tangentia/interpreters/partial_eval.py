@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import core
 from .._array import ArrayImpl
+from .._messages import jax_type
 from ..tree_util import register_leaf_type
 from ..core import Literal, Tracer, Var, set_trace
 
@@ -510,8 +511,7 @@ def check_primal_outs(rule, name, call_jaxpr, outs):
     got = [core.get_aval(o) for o in outs]
     if len(want) != len(got) or any(a.shape != b.shape or a.dtype != b.dtype
                                     for a, b in zip(want, got)):
-        types = [", ".join(f"{a.dtype.name}[{','.join(map(str, a.shape))}]" for a in avals)
-                 for avals in (got, want)]
+        types = [", ".join(map(jax_type, avals)) for avals in (got, want)]
         if rule.startswith("Custom JVP"):  # JAX's wording, then ours
             equal = (f"(equal in value to the output of the custom_jvp-decorated function {name}, "
                      "and in particular with leaves of the same shape/dtype)")

@@ -17,7 +17,7 @@ from ..interpreters.call_rules import common_hoisted
 from ..primitives import elementwise as E
 from ..primitives import structural as S
 from ..primitives.control_flow import cond_p, scan_p, while_p
-from .._messages import fun_name as _fun_name
+from .._messages import fun_name as _fun_name, jax_type as _jax_type
 from .._traceback_util import api_boundary
 from ..tree_util import tree_flatten, tree_unflatten
 
@@ -82,11 +82,6 @@ def _trace_cached(fun, in_tree, in_avals, what, owner=None):
 
 def _strong(aval):
     return ShapedArray(aval.shape, aval.dtype, False)
-
-
-def _jax_type(aval):
-    """An aval as JAX's messages write it (``float32[3]``)."""
-    return f"{aval.dtype.name}[{','.join(str(d) for d in aval.shape)}]"
 
 
 def _shown(x, aval):
