@@ -187,6 +187,16 @@ def test_shape_mismatch_under_jit_names_op_and_both_shapes(op, name):
         op(A, A[:, :2])
 
 
+def test_shape_mismatch_of_values_known_under_grad_is_jaxs_error():
+    # operands that do not depend on the differentiated input are computed at once
+    a, b = np.ones(3), np.ones(4)
+    want = r"^add got incompatible shapes for broadcasting: \(3,\), \(4,\)\.$"
+    with pytest.raises(TypeError, match=want):
+        tg.grad(lambda x: x * tnp.sum(tnp.add(a, b)))(1.0)
+    with pytest.raises(TypeError, match=want):
+        tg.vjp(lambda x: x * tnp.sum(tnp.add(a, b)), 1.0)
+
+
 def test_shape_mismatch_under_vmap_shows_per_example_shapes():
     with pytest.raises(TypeError, match=r"^add got incompatible shapes for broadcasting: "
                                         r"\(4,\), \(5,\)\.$"):

@@ -515,7 +515,12 @@ class LinearizeTrace(pe.JaxprTrace):
             ins.append(x)
         if not own:
             if self.eval_known and not prim.multiple_results:
-                out = prim.impl(*args, **params) if params else prim.impl(*args)
+                try:
+                    out = prim.impl(*args, **params) if params else prim.impl(*args)
+                except ValueError:  # a clearer error, as EvalTrace.process_primitive gives
+                    if prim.check_args is not None:
+                        prim.check_args(*args, **params)
+                    raise
                 return out if type(out) is _ndarray else _asarray(out)
             return self.parent.process_primitive(prim, args, params)
         if not stage and prim.partial_eval is not None:
