@@ -11,6 +11,7 @@ import numpy as np
 from .. import core
 from .. import numpy as tnp
 from ..api import vmap
+from ..api.staging import _JIT_DISABLED
 from ..core import ShapedArray
 from ..interpreters import partial_eval as pe
 from ..interpreters.call_rules import common_hoisted
@@ -19,7 +20,7 @@ from ..primitives import structural as S
 from ..primitives.control_flow import cond_p, scan_p, while_p
 from .._messages import fun_name as _fun_name, jax_type as _jax_type
 from .._traceback_util import api_boundary
-from ..tree_util import tree_flatten, tree_unflatten
+from ..tree_util import tree_flatten, tree_map, tree_unflatten
 
 
 def _types_str(tree, avals):
@@ -97,6 +98,31 @@ def _same(a, b):
     return a.shape == b.shape and a.dtype == b.dtype
 
 
+class _NoOperand:
+    """The default of ``cond``'s ``operand=`` keyword: "not given" (``None`` is an operand)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<no operand>"
+
+
+_NO_OPERAND = _NoOperand()
+
+
+def _concrete(x):
+    """The concrete value of ``x`` (an array, a scalar, a tracer with a known value, as
+    under eager ``grad``), or None when it is only known when the program runs (``jit``,
+    ``vmap``): under ``disable_jit`` the loops and branches run in Python when their
+    decisions are concrete, as in JAX."""
+    if not isinstance(x, core.Tracer):
+        return x
+    try:
+        return x.concrete_value("bool")
+    except core.ConcretizationTypeError:
+        return None
+
+
 # ---------------------------------------------------------------------------
 # cond / switch
 
@@ -154,11 +180,15 @@ def switch(index, branches, *operands):
     index = S.convert_element_type(index, np.int64)
     if len(branches) > 1:
         index = E.minimum(E.maximum(index, 0), len(branches) - 1)
+    if _JIT_DISABLED.get():  # as JAX: only the branch taken runs, in Python
+        i = _concrete(index)
+        if i is not None:
+            return branches[int(i)](*operands)
     return _cond(index, branches, operands, "switch")
 
 
 @api_boundary
-def cond(pred, true_fun, false_fun, *operands, operand=None):
+def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, staged.
 
     Both branches are traced; under ``jit`` the choice happens when the
@@ -171,7 +201,8 @@ def cond(pred, true_fun, false_fun, *operands, operand=None):
       false_fun: the function applied otherwise; both return outputs of the
         same structure, shapes and dtypes.
       *operands: the arguments passed to the chosen function (pytrees).
-      operand: JAX's older single-operand keyword (the same as one operand).
+      operand: JAX's older single-operand keyword (the same as one operand;
+        ``operand=None`` passes ``None`` to the branch).
 
     Returns:
       The chosen function's output.
@@ -189,7 +220,11 @@ def cond(pred, true_fun, false_fun, *operands, operand=None):
       ...     tnp.array([True, False]), tnp.zeros(2))
       Array([ 1., -1.])
     """
-    if operand is not None:
+    if operand is not _NO_OPERAND:
+        if operands:
+            raise TypeError("if 'operand' keyword is passed then no positional operands can be "
+                            f"passed, got operand={operand!r} and positional operands "
+                            f"{operands!r}")
         operands = (operand,)
     elif (len(operands) == 2 and callable(false_fun) and callable(operands[1])
           and not (callable(true_fun) and callable(false_fun))):
@@ -215,6 +250,10 @@ def cond(pred, true_fun, false_fun, *operands, operand=None):
         raise TypeError(f"Pred type must be either boolean or number, got {pa.dtype}.")
     if pa.dtype.kind != "b":
         pred = E.ne(pred, 0)
+    if _JIT_DISABLED.get():  # as JAX: only the branch taken runs, in Python
+        p = _concrete(pred)
+        if p is not None:
+            return true_fun(*operands) if p else false_fun(*operands)
     index = S.convert_element_type(pred, np.int64)
     return _cond(index, [false_fun, true_fun], operands, "cond")
 
@@ -281,6 +320,16 @@ def while_loop(cond_fun, body_fun, init_val):
 
 
 def _while_loop(cond_fun, body_fun, init_val, cond_owner, body_owner):
+    if _JIT_DISABLED.get():
+        # As JAX: a Python loop, unless a decision is only known when the program
+        # runs (under vmap), then the staged loop.
+        try:
+            val = tree_map(tnp.asarray, init_val)
+            while cond_fun(val):
+                val = body_fun(val)
+            return val
+        except core.ConcretizationTypeError:
+            pass
     leaves, tree = tree_flatten(init_val)
     in_tree = tree_flatten((init_val,))[1]
     avals = _carry_avals(lambda a: _trace_cached(body_fun, in_tree, a, "while_loop body_fun",
@@ -496,6 +545,8 @@ def _scan(f, init, xs, length, reverse, unroll, owner):
         raise ValueError("scan got no values to scan over and `length` not provided.")
     else:
         length = sizes[0]
+    if _JIT_DISABLED.get():  # as JAX: a Python loop over the steps
+        return _python_scan(f, init, x_leaves, x_tree, length, reverse)
     c_leaves, c_tree = tree_flatten(init)
     x_avals = [_strong(ShapedArray(a.shape[1:], a.dtype)) for a in x_avals]
     in_tree = tree_flatten((init, xs))[1]
@@ -532,6 +583,21 @@ def _scan(f, init, xs, length, reverse, unroll, owner):
     outs = scan_p.bind(*consts, *c_leaves, *x_leaves, jaxpr=jaxpr, num_consts=len(consts),
                        num_carry=n_c, length=length, reverse=bool(reverse), unroll=unroll)
     return (tree_unflatten(c_tree, outs[:n_c]), tree_unflatten(store["y_tree"], outs[n_c:]))
+
+
+def _python_scan(f, init, x_leaves, x_tree, length, reverse):
+    """``scan`` under ``disable_jit``: ``f`` runs once per step, in Python."""
+    if length == 0:
+        raise ValueError("zero-length scan is not supported in disable_jit() mode because the "
+                         "output type is unknown.")
+    steps = range(length - 1, -1, -1) if reverse else range(length)
+    carry, ys = init, []
+    for i in steps:
+        carry, y = f(carry, tree_unflatten(x_tree, [x[i] for x in x_leaves]))
+        ys.append(y)
+    if reverse:
+        ys.reverse()
+    return carry, tree_map(lambda *y: tnp.stack(y), *ys)
 
 
 @api_boundary
