@@ -112,6 +112,14 @@ class _Config:
         """The backend ``jit`` uses when none is named (``"numba"`` or ``"numpy"``)."""
         return default_backend_name()
 
+    @property
+    def jit_tiered(self):
+        """Whether a program's first calls run on the NumPy backend while the numba backend
+        compiles it in the background (``config.update("jit_tiered", False)`` or
+        ``TANGENTIA_JIT_TIERED=0``: compile before the first call, so every call runs the
+        same code)."""
+        return _backend.tiered()
+
     def update(self, name, value):
         if name == "jax_enable_x64":
             if not value:
@@ -129,6 +137,9 @@ class _Config:
             return
         if name == "jit_backend":
             set_default_backend(value)
+            return
+        if name == "jit_tiered":
+            _backend.set_tiered(value)
             return
         if name == "jax_debug_nans":
             raise NotImplementedError(

@@ -17,3 +17,6 @@ if _ROOT not in sys.path:
 # program, in tests/test_numba_backend.py (and the tests that name a backend).
 # Run everything on numba with TANGENTIA_TEST_BACKEND=numba (slow: tens of minutes).
 os.environ["TANGENTIA_JIT_BACKEND"] = os.environ.get("TANGENTIA_TEST_BACKEND", "numpy")
+# Tests that name the numba backend check its own code, so it compiles before the
+# first call (no tiering); tests/test_tiered.py turns tiering on where it tests it.
+os.environ.setdefault("TANGENTIA_JIT_TIERED", "0")

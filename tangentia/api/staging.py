@@ -15,7 +15,8 @@ from ..core import ShapedArray, Tracer
 from ..interpreters import partial_eval as pe
 from .._messages import fun_name as _fun_name
 from .._traceback_util import api_boundary
-from ..compiler.backend import default_backend_name as _default_backend_name, get_backend
+from ..compiler.backend import (Tiered, compile_program, default_backend_name as _default_backend_name,
+                               get_backend, tiered as _tiered)
 from ..primitives.call import jit_p
 from ..primitives.remat import remat_p
 from ..tree_util import tree_flatten, tree_unflatten
@@ -295,6 +296,12 @@ def _function_caches(fun, options):
         return {}, {}
 
 
+def _swap_native(fast_cache, key, consts, out_tree, fn):
+    """A tiered program's native code takes its place in ``jit``'s call cache."""
+    if key in fast_cache:
+        fast_cache[key] = (fn, consts, out_tree)
+
+
 class _Jitted:
     """A function compiled on first call for each abstract signature."""
 
@@ -368,10 +375,14 @@ class _Jitted:
                 if not kwargs and not statics and all(
                         type(a) is np.ndarray or type(a) in _SCALAR_KEY for a in args):
                     backend = get_backend(self.backend)
-                    self.fast_caches.setdefault(backend.name, {})[
-                        tuple((a.shape, a.dtype) if type(a) is np.ndarray
-                              else _SCALAR_KEY[type(a)] for a in args)] = (
-                        backend.compile(jaxpr), consts, out_tree)
+                    fast_cache = self.fast_caches.setdefault(backend.name, {})
+                    fast_key = tuple((a.shape, a.dtype) if type(a) is np.ndarray
+                                     else _SCALAR_KEY[type(a)] for a in args)
+                    fn = compile_program(jaxpr, backend.name)
+                    fast_cache[fast_key] = (fn, consts, out_tree)
+                    if type(fn) is Tiered:  # the native code replaces it once compiled
+                        fn.on_native(functools.partial(_swap_native, fast_cache, fast_key,
+                                                       consts, out_tree))
         jaxpr, consts, out_tree = entry
         outs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=self.name, backend=self.backend)
         return tree_unflatten(out_tree, outs)
@@ -516,8 +527,16 @@ class Lowered:
         self.name = name
 
     def as_text(self):
-        """The code the backend generates for the program."""
-        return self.backend.source(self.jaxpr)
+        """The code the backend generates for the program (with a first line saying
+        when calls run tiered: on the NumPy backend until this code is compiled)."""
+        text = self.backend.source(self.jaxpr)
+        if self.backend.slow_compile and _tiered():
+            text = (f"# tiered: calls of jit run the NumPy backend's code until the "
+                    f"{self.backend.name} backend has compiled this in the background (from the "
+                    f"second call on); results agree within rounding. "
+                    f"config.update('jit_tiered', False) compiles before the first call.\n"
+                    + text)
+        return text
 
     def compiler_ir(self, dialect=None):
         """The staged program (tangentia's IR), as a ``ClosedJaxpr``."""

@@ -12,11 +12,24 @@ Which backend runs: an explicit ``jit(f, backend=...)``, else
 environment variable, else ``"numba"`` (``"numpy"`` when numba is not
 installed).
 
+**Tiered execution.**  ``compile_program`` is the one place where ``jit``,
+``checkpoint`` and eagerly evaluated loops get their callable.  A backend
+whose compiles take long (``Backend.slow_compile``: numba, about a second
+per small program) does not make the user wait: the program runs on the
+NumPy backend (no native compile) while the backend compiles it on one
+background thread, from the program's second call on, and the calls after
+that run the native code.  Both tiers compute the same operations; results
+agree within rounding, not always bit for bit.  ``config.update("jit_tiered",
+False)`` (or ``TANGENTIA_JIT_TIERED=0``) compiles before the first call
+instead, so every call runs the same code.
+
 This module sits at the core layer: it imports only ``core``.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import queue
 import threading
 
 from .. import core
@@ -33,6 +46,13 @@ class Backend:
     """
 
     name = "?"
+    #: Whether compiling takes long enough that the first calls should run on
+    #: the NumPy backend while this one compiles in the background.
+    slow_compile = False
+
+    def compiled(self, jaxpr):
+        """The callable for ``jaxpr`` if it is at hand without compiling, else None."""
+        return None
 
     def compile(self, jaxpr):
         """``fn(*args) -> list`` running ``jaxpr`` (which has no constvars)."""
@@ -45,8 +65,10 @@ class Backend:
 
 _BACKENDS = {}
 # "jit_backend": set by config.update("jit_backend", ...); "resolved": the
-# default's name, computed once (the environment variable is read then).
-_override = {"jit_backend": None, "resolved": None}
+# default's name, computed once (the environment variable is read then);
+# "jit_tiered": config.update("jit_tiered", ...), else TANGENTIA_JIT_TIERED.
+_override = {"jit_backend": None, "resolved": None, "jit_tiered": None}
+_TIERED_ENV = "TANGENTIA_JIT_TIERED"
 
 
 def register_backend(backend):
@@ -96,8 +118,172 @@ def get_backend(name=None, where="jit"):
 
 
 def compile_jaxpr(jaxpr, backend=None):
-    """Compile ``jaxpr`` with ``backend`` (a name, or None for the default)."""
+    """Compile ``jaxpr`` with ``backend`` (a name, or None for the default), waiting
+    for the native code (``compile_program`` is what calls use)."""
     return get_backend(backend).compile(jaxpr)
+
+
+def set_tiered(value):
+    """``config.update("jit_tiered", value)``; ``None`` restores the default."""
+    if value is not None and not isinstance(value, bool):
+        raise TypeError(f"config.update('jit_tiered', ...): expected True, False or None, "
+                        f"got {value!r}")
+    _override["jit_tiered"] = value
+
+
+def tiered():
+    """Whether slow backends run a program's first calls on the NumPy backend."""
+    value = _override["jit_tiered"]
+    if value is None:
+        env = os.environ.get(_TIERED_ENV, "1").strip().lower()
+        value = env not in ("0", "false", "no", "off")
+    return value
+
+
+def compile_program(jaxpr, backend=None):
+    """The callable running ``jaxpr`` (no constvars) on ``backend``: the one place
+    where calls obtain compiled code (``jit``, ``checkpoint``, eager loops).
+
+    A slow backend's code is returned when it is at hand; otherwise, unless
+    tiering is off, a ``Tiered`` callable that runs the NumPy backend's code
+    until the native code is ready (see the module docstring)."""
+    b = get_backend(backend)
+    if not b.slow_compile or not tiered():
+        return b.compile(jaxpr)
+    fn = b.compiled(jaxpr)
+    if fn is not None:
+        return fn
+    key = ("tiered", b.name)
+    t = jaxpr.cache.get(key)
+    if t is None:
+        with _TIER_LOCK:
+            t = jaxpr.cache.get(key)
+            if t is None:
+                t = jaxpr.cache[key] = Tiered(jaxpr, b)
+    return t.native or t
+
+
+_TIER_LOCK = threading.Lock()
+
+
+class Tiered:
+    """Runs a program on the NumPy backend until ``backend`` has compiled it.
+
+    The compile is queued at the second call (a program called once never
+    pays for it) and runs on the background compile thread; from then on
+    every call runs the native code.  ``on_native(callback)`` registers
+    ``callback(fn)``, called once with the native callable (``jit``'s call
+    cache replaces this object by it, so a call costs nothing more after the
+    switch).  ``wait()`` blocks until the switch.  If the backend fails, its
+    own fallback (the NumPy backend, after a warning) becomes the "native"
+    code, so no call ever loses its result.
+    """
+
+    __slots__ = ("jaxpr", "backend", "fallback", "native", "calls", "queued", "_callbacks",
+                 "_done", "__weakref__")
+
+    def __init__(self, jaxpr, backend):
+        self.jaxpr = jaxpr
+        self.backend = backend
+        self.fallback = get_backend("numpy").compile(jaxpr)
+        self.native = None
+        self.calls = 0
+        self.queued = False
+        self._callbacks = []
+        self._done = threading.Event()
+
+    def __call__(self, *args):
+        native = self.native
+        if native is not None:
+            return native(*args)
+        self.calls += 1
+        if self.calls > 1 and not self.queued:
+            self.start()
+        return self.fallback(*args)
+
+    def start(self):
+        """Queue the native compile now (idempotent)."""
+        with _TIER_LOCK:
+            if self.queued:
+                return
+            self.queued = True
+        _compile_queue().put(self)
+
+    def wait(self, timeout=None):
+        """Block until the native code is ready (queueing its compile if needed); returns it."""
+        self.start()
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"the {self.backend.name} backend has not finished compiling "
+                               f"this program in {timeout} s")
+        return self.native
+
+    def on_native(self, callback):
+        with _TIER_LOCK:
+            if self.native is None:
+                self._callbacks.append(callback)
+                return
+        callback(self.native)
+
+    def _compile(self):
+        try:
+            fn = self.backend.compile(self.jaxpr)
+        except BaseException as e:  # noqa: BLE001 - the NumPy code keeps serving the calls
+            import warnings
+            warnings.warn(f"{self.backend.name} backend: compiling a program in the background "
+                          f"failed ({type(e).__name__}: {e}); it keeps running on the NumPy "
+                          f"backend", RuntimeWarning, stacklevel=2)
+            fn = self.fallback
+        with _TIER_LOCK:
+            self.native = fn
+            callbacks, self._callbacks = self._callbacks, []
+        self._done.set()
+        for cb in callbacks:
+            cb(fn)
+
+
+_QUEUE = []          # [queue.SimpleQueue] once the compile thread runs
+_EXITING = threading.Event()
+
+
+def _compile_queue():
+    if not _QUEUE:
+        with _TIER_LOCK:
+            if not _QUEUE:
+                q = queue.SimpleQueue()
+                threading.Thread(target=_compile_worker, args=(q,), daemon=True,
+                                 name="tangentia-compile").start()
+                _QUEUE.append(q)
+    return _QUEUE[0]
+
+
+def _compile_worker(q):
+    while not _EXITING.is_set():
+        t = q.get()
+        if _EXITING.is_set():
+            break
+        t._compile()
+
+
+atexit.register(_EXITING.set)   # no new compile starts while the interpreter exits
+
+
+def wait_for_compiles(timeout=None):
+    """Block until every queued background compile has finished (benchmarks, tests)."""
+    if not _QUEUE:
+        return
+    done = threading.Event()
+    marker = _Marker(done)
+    _QUEUE[0].put(marker)
+    if not done.wait(timeout):
+        raise TimeoutError(f"background compiles still running after {timeout} s")
+
+
+class _Marker:
+    def __init__(self, done):
+        self.done = done
+
+    def _compile(self):
+        self.done.set()
 
 
 # ---------------------------------------------------------------------------
@@ -131,7 +317,7 @@ def run_equation(prim, args, params):
         out_avals = list(out) if prim.multiple_results else [out]
         outvars = [Var(a.strip_weak()) for a in out_avals]
         jaxpr = Jaxpr([], invars, [Eqn(prim, list(invars), outvars, params)], outvars)
-        fn = backend.compile(jaxpr)
+        fn = compile_program(jaxpr, backend.name)
         if key is not None:
             with _EQN_LOCK:
                 if len(_EQN_CACHE) >= _EQN_CACHE_MAX:

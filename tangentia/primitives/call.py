@@ -9,7 +9,7 @@ primitives (``interpreters.call_rules``); they propagate every parameter
 """
 from __future__ import annotations
 
-from ..compiler.backend import get_backend
+from ..compiler.backend import compile_program
 from ..core import Primitive
 from ..interpreters.call_rules import def_call_rules
 
@@ -17,7 +17,7 @@ jit_p = Primitive("jit", multiple_results=True)
 
 
 def _jit_impl(*args, jaxpr, name, backend=None):
-    return get_backend(backend).compile(jaxpr)(*args)
+    return compile_program(jaxpr, backend)(*args)
 
 
 jit_p.impl = _jit_impl

@@ -17,7 +17,7 @@ select values by.
 """
 from __future__ import annotations
 
-from ..compiler.backend import get_backend
+from ..compiler.backend import compile_program
 from ..core import Primitive
 from ..interpreters import ad
 from ..interpreters.call_rules import def_call_rules
@@ -26,7 +26,7 @@ remat_p = Primitive("checkpoint", multiple_results=True)
 
 
 def _remat_impl(*args, jaxpr, policy=None):
-    return get_backend().compile(jaxpr)(*args)
+    return compile_program(jaxpr)(*args)
 
 
 remat_p.impl = _remat_impl

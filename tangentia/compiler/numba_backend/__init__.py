@@ -336,6 +336,13 @@ class NumbaBackend(Backend):
     """Compiles a whole program into one ``numba.njit`` function (see the module docstring)."""
 
     name = "numba"
+    slow_compile = True
+
+    def compiled(self, jaxpr):
+        fn = jaxpr.cache.get("numba_fn")
+        if fn is None and vector_bound(jaxpr) and one_loop(jaxpr) is None:
+            fn = jaxpr.cache["numba_fn"] = _numpy_compile(jaxpr)  # nothing to compile
+        return fn
 
     def compile(self, jaxpr):
         fn = jaxpr.cache.get("numba_fn")

@@ -1,0 +1,297 @@
+"""Benchmark: the cold first call, in fresh processes with empty compile caches.
+
+Every case runs in its own fresh interpreter (pinned to one core, every library on
+one thread), once with tangentia and once with JAX (x64), back to back, the same
+code through a name map (``jax``/``jnp``/``lax``/``odeint``/...).  Reported per
+case and library: the import time, the first call (tracing, compiling and running,
+until the result is ready: ``block_until_ready``), the second call, and the ratio
+of first calls tangentia / JAX (< 1: tangentia is faster).  tangentia's compile
+cache is a new empty directory per process (``TANGENTIA_CACHE_DIR``); JAX keeps no
+persistent cache by default.  Results agree within the case's tolerance (checked).
+
+By default tangentia runs tiered (``jit`` runs the NumPy backend's code while numba
+compiles in the background): ``--untiered`` measures the synchronous numba compile
+(``TANGENTIA_JIT_TIERED=0``) instead, which is also what ``native_s`` reports
+(the time until the background compile has finished, from the first call's start).
+
+    python benchmarks/bench_cold.py                  # every case, 3 rounds
+    python benchmarks/bench_cold.py --rounds 5 --only jit_elementwise,ode_grad
+    python benchmarks/bench_cold.py --json benchmarks/cold_results.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+PRELUDE = {
+    "tangentia": """
+        import tangentia as jax
+        import tangentia.numpy as jnp
+        from tangentia import lax
+        from tangentia.experimental.ode import odeint
+        from tangentia.scipy.optimize import minimize
+        from tangentia.compiler.backend import wait_for_compiles
+    """,
+    "jax": """
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+        from jax import lax
+        from jax.experimental.ode import odeint
+        from jax.scipy.optimize import minimize
+        def wait_for_compiles(timeout=None):
+            pass
+    """,
+}
+
+# name: (setup, the first call's expression, a second call's expression or None, tolerance)
+CASES = {
+    "jit_elementwise": ("""
+        def f(x):
+            for i in range(10):
+                x = jnp.sin(x) * 1.1 + 0.1 if i % 2 else jnp.exp(-x * x)
+            return x
+        x = np.linspace(0.0, 1.0, 8)
+        g = jax.jit(f)
+    """, "g(x)", "g(x + 1.0)", 1e-12),
+    "jit_grad_elementwise": ("""
+        def f(x):
+            for i in range(10):
+                x = jnp.sin(x) * 1.1 + 0.1 if i % 2 else jnp.exp(-x * x)
+            return jnp.sum(x)
+        x = np.linspace(0.0, 1.0, 8)
+        g = jax.jit(jax.grad(f))
+    """, "g(x)", "g(x + 1.0)", 1e-12),
+    "jit_grad_scan": ("""
+        rng = np.random.default_rng(0)
+        W = rng.standard_normal((8, 8)) / 3.0
+        xs = rng.standard_normal((100, 8))
+        def loss(W, c0):
+            def body(c, x):
+                c = jnp.tanh(W @ c + x)
+                return c, c[0]
+            cT, ys = lax.scan(body, c0, xs)
+            return jnp.sum(cT ** 2) + 0.1 * jnp.sum(ys)
+        g = jax.jit(jax.grad(loss))
+        c0 = np.ones(8)
+    """, "g(W, c0)", "g(W * 0.5, c0)", 1e-10),
+    "jit_grad_mlp": ("""
+        rng = np.random.default_rng(0)
+        params = [rng.standard_normal((8, 32)) * 0.3, np.zeros(32),
+                  rng.standard_normal((32, 1)) * 0.3, np.zeros(1)]
+        X = rng.standard_normal((64, 8)); Y = rng.standard_normal((64, 1))
+        def loss(p, X, Y):
+            h = jnp.tanh(X @ p[0] + p[1])
+            return jnp.mean((h @ p[2] + p[3] - Y) ** 2)
+        g = jax.jit(jax.grad(loss))
+    """, "g(params, X, Y)", "g(params, X * 0.5, Y)", 1e-10),
+    "jit_vmap_jacfwd_newton": ("""
+        def newton(a):
+            def cond(s):
+                x, i = s
+                return (jnp.abs(x * x - a) > 1e-12) & (i < 50)
+            def body(s):
+                x, i = s
+                return 0.5 * (x + a / x), i + 1
+            return lax.while_loop(cond, body, (a, 0))[0]
+        g = jax.jit(jax.vmap(jax.jacfwd(newton)))
+        a = np.linspace(1.0, 4.0, 8)
+    """, "g(a)", "g(a + 1.0)", 1e-10),
+    "ode_grad": ("""
+        def pend(y, t, b, c):
+            return jnp.stack([y[1], -b * y[1] - c * jnp.sin(y[0])])
+        y0 = np.array([np.pi - 0.1, 0.0]); ts = np.linspace(0.0, 10.0, 101)
+        def loss(b, c):
+            return jnp.sum(odeint(pend, y0, ts, b, c)[-1] ** 2)
+        g = jax.jit(jax.grad(loss, argnums=(0, 1)))
+    """, "g(0.25, 5.0)", "g(0.3, 5.0)", 1e-6),
+    "minimize_bfgs": ("""
+        def rosen(x):
+            return jnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+        x0 = np.zeros(6)
+    """, "minimize(rosen, x0, method='BFGS').x", None, 1e-4),
+    "mlp_first_step": ("""
+        rng = np.random.default_rng(0)
+        params = [rng.standard_normal((1, 64)) * 0.5, np.zeros(64),
+                  rng.standard_normal((64, 64)) * 0.2, np.zeros(64),
+                  rng.standard_normal((64, 1)) * 0.2, np.zeros(1)]
+        X = np.linspace(-2, 2, 128)[:, None]; Y = np.sin(3 * X)
+        def loss(p):
+            h = jnp.tanh(X @ p[0] + p[1])
+            h = jnp.tanh(h @ p[2] + p[3])
+            return jnp.mean((h @ p[4] + p[5] - Y) ** 2)
+        @jax.jit
+        def step(p):
+            l, gr = jax.value_and_grad(loss)(p)
+            return [a - 0.05 * b for a, b in zip(p, gr)], l
+    """, "step(params)", "step(step(params)[0])", 1e-10),
+    "custom_root_eager": ("""
+        def f(x, a):
+            return x ** 3 - a
+        def solve(g, x0):
+            x = x0
+            for _ in range(30):
+                x = x - g(x) / jax.grad(g)(x)
+            return x
+        def tangent_solve(g, y):
+            return y / g(1.0)
+        def cube_root(a):
+            return lax.custom_root(lambda x: f(x, a), 1.0, solve, tangent_solve)
+    """, "jax.grad(cube_root)(2.0)", "jax.grad(cube_root)(3.0)", 1e-10),
+    "ode_vmap_grad": ("""
+        def pend(y, t, b, c):
+            return jnp.stack([y[1], -b * y[1] - c * jnp.sin(y[0])])
+        y0 = np.array([np.pi - 0.1, 0.0]); ts = np.linspace(0.0, 10.0, 51)
+        def loss(p):
+            return jnp.sum(odeint(pend, y0, ts, p[0], p[1])[-1] ** 2)
+        g = jax.jit(jax.vmap(jax.grad(loss)))
+        P = np.stack([np.linspace(0.2, 0.3, 8), np.linspace(4.0, 5.0, 8)], axis=1)
+    """, "g(P)", "g(P * 1.01)", 1e-5),
+    "ode_jacrev_grad": ("""
+        def pend(y, t, b, c):
+            return jnp.stack([y[1], -b * y[1] - c * jnp.sin(y[0])])
+        y0 = np.array([np.pi - 0.1, 0.0]); ts = np.linspace(0.0, 10.0, 51)
+        def loss(p):
+            return jnp.sum(odeint(pend, y0, ts, p[0], p[1])[-1] ** 2)
+        g = jax.jacrev(jax.grad(loss))
+        p = np.array([0.25, 5.0])
+    """, "g(p)", "g(p * 1.01)", 1e-4),
+    "ode_hessian": ("""
+        def pend(y, t, b, c):
+            return jnp.stack([y[1], -b * y[1] - c * jnp.sin(y[0])])
+        y0 = np.array([np.pi - 0.1, 0.0]); ts = np.linspace(0.0, 10.0, 51)
+        def loss(p):
+            return jnp.sum(odeint(pend, y0, ts, p[0], p[1])[-1] ** 2)
+        g = jax.hessian(loss)
+        p = np.array([0.25, 5.0])
+    """, "g(p)", "g(p * 1.01)", 1e-4),
+}
+
+CHILD = """
+import os, time, json
+os.sched_setaffinity(0, {{{cpu}}})
+t0 = time.perf_counter()
+import numpy as np
+{prelude}
+t1 = time.perf_counter()
+{setup}
+def ready(r):
+    return jax.block_until_ready(r)
+t2 = time.perf_counter()
+r1 = ready({first})
+t3 = time.perf_counter()
+second = None
+if {has_second}:
+    t4 = time.perf_counter(); ready({second_expr}); second = time.perf_counter() - t4
+t5 = time.perf_counter()
+wait_for_compiles(600)
+native = time.perf_counter() - t2
+import numpy as _np
+leaves = jax.tree_util.tree_leaves(r1)
+print(json.dumps({{"import_s": t1 - t0, "first_s": t3 - t2, "second_s": second,
+                   "native_s": native,
+                   "result": [_np.asarray(l, dtype=float).ravel().tolist() for l in leaves]}}))
+"""
+
+
+def child_code(lib, case, cpu):
+    setup, first, second, _ = CASES[case]
+    return CHILD.format(cpu=cpu, prelude=textwrap.dedent(PRELUDE[lib]),
+                        setup=textwrap.dedent(setup), first=first,
+                        has_second=second is not None, second_expr=second or "None")
+
+
+def run_case(lib, case, cpu, tiered=True, timeout=900):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
+    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[k] = "1"
+    env["XLA_FLAGS"] = env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
+    env["TANGENTIA_COMPILE_PROGRESS"] = "0"
+    env["TANGENTIA_JIT_TIERED"] = "1" if tiered else "0"
+    with tempfile.TemporaryDirectory() as cache:
+        env["TANGENTIA_CACHE_DIR"] = cache
+        proc = subprocess.run([sys.executable, "-c", child_code(lib, case, cpu)],
+                              capture_output=True, text=True, timeout=timeout, env=env)
+    if proc.returncode != 0:
+        err = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        return {"error": err}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _median(rows, key):
+    vals = [r[key] for r in rows if r.get(key) is not None]
+    return statistics.median(vals) if vals else None
+
+
+def _fmt(s):
+    if s is None:
+        return "-"
+    return f"{s:.3f} s" if s >= 0.1 else f"{s * 1e3:.1f} ms"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--untiered", action="store_true")
+    ap.add_argument("--no-jax", action="store_true")
+    ap.add_argument("--cpu", type=int, default=None, help="the core to pin to (default: the last)")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    cases = [c for c in CASES if not args.only or c in args.only.split(",")]
+    cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
+    libs = ["tangentia"] + ([] if args.no_jax else ["jax"])
+    results = {}
+    for case in cases:
+        rows = {lib: [] for lib in libs}
+        for _ in range(args.rounds):          # interleaved: tangentia, JAX, tangentia, ...
+            for lib in libs:
+                r = run_case(lib, case, cpu, tiered=not args.untiered)
+                rows[lib].append(r)
+        out = {}
+        for lib in libs:
+            ok = [r for r in rows[lib] if "error" not in r]
+            out[lib] = {k: _median(ok, k) for k in ("import_s", "first_s", "second_s", "native_s")}
+            out[lib]["errors"] = [r["error"] for r in rows[lib] if "error" in r]
+            out[lib]["runs_first_s"] = [r.get("first_s") for r in rows[lib]]
+            if ok:
+                out[lib]["result"] = ok[0]["result"]
+        if "jax" in out and out["tangentia"].get("result") and out["jax"].get("result"):
+            import numpy as np
+            tol = CASES[case][3]
+            a = np.concatenate([np.asarray(x) for x in out["tangentia"]["result"]])
+            b = np.concatenate([np.asarray(x) for x in out["jax"]["result"]])
+            out["agree"] = bool(a.shape == b.shape and np.allclose(a, b, rtol=tol, atol=tol))
+        t, j = out["tangentia"].get("first_s"), out.get("jax", {}).get("first_s")
+        out["ratio"] = t / j if t and j else None
+        results[case] = out
+        line = (f"{case:<24} tangentia first {_fmt(t):>9} (2nd {_fmt(out['tangentia'].get('second_s')):>9},"
+                f" native after {_fmt(out['tangentia'].get('native_s')):>9}, import "
+                f"{_fmt(out['tangentia'].get('import_s'))})")
+        if "jax" in out:
+            line += (f" | JAX first {_fmt(j):>9} (import {_fmt(out['jax'].get('import_s'))})"
+                     f" | ratio {out['ratio']:.3f}" if out["ratio"] else " | ratio -")
+            line += "" if out.get("agree", True) else "  RESULTS DIFFER"
+        errs = out["tangentia"]["errors"] + out.get("jax", {}).get("errors", [])
+        print(line + (f"  errors: {errs}" if errs else ""), flush=True)
+    if args.json:
+        for out in results.values():
+            for lib in libs:
+                out[lib].pop("result", None)
+        with open(args.json, "w") as f:
+            json.dump({"tiered": not args.untiered, "rounds": args.rounds, "cases": results}, f,
+                      indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,257 @@
+"""Tiered execution: ``jit`` runs a program's first calls on the NumPy backend while a
+slow backend compiles it in the background, then switches to the native code.
+
+Checked: both tiers agree with eager evaluation (within rounding); the compile starts
+at the second call and never for a program called once; the call cache holds the
+native code after the switch; concurrent calls during the switch are all right; a
+failing background compile keeps the NumPy code running after one warning; the
+choice shows in ``lower().as_text()``; eager loops are tiered too; and two processes
+compiling the same program at once into one cache both leave a cache a third loads.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+from tangentia import lax
+from tangentia.compiler import backend as B
+from tangentia.core import Var
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+def tiered_numba():
+    """Tiering on, with the numba backend as the default (the suite runs untiered numpy)."""
+    tg.config.update("jit_tiered", True)
+    tg.config.update("jit_backend", "numba")
+    try:
+        yield
+    finally:
+        B.wait_for_compiles(300)   # leave no compile running into the next test
+        tg.config.update("jit_tiered", None)
+        tg.config.update("jit_backend", None)
+
+
+def _f(x):
+    for i in range(6):
+        x = tnp.sin(x) * 1.1 + 0.1 if i % 2 else tnp.exp(-x * x)
+    return tnp.sum(x ** 2)
+
+
+def _tier(jitted, *args):
+    """The Tiered object behind a jitted function's program for ``args`` (or None)."""
+    for fast_cache in jitted.fast_caches.values():
+        for fn, _, _ in fast_cache.values():
+            if type(fn) is B.Tiered:
+                return fn
+    return None
+
+
+def test_tiers_agree_with_eager_and_switch(tiered_numba):
+    x = np.linspace(-1.0, 1.0, 7)
+    g = tg.jit(tg.grad(_f))
+    eager = tg.grad(_f)(x)
+    first = g(x)                         # the NumPy tier
+    t = _tier(g)
+    assert t is not None and not t.queued and t.native is None
+    second = g(x)                        # still the NumPy tier; the compile is queued now
+    assert t.queued
+    native = t.wait(300)
+    assert native is not None and type(native) is not B.Tiered
+    # the call cache now holds the native code itself: no tier object in between
+    assert _tier(g) is None
+    third = g(x)
+    for r in (first, second, third):
+        np.testing.assert_allclose(r, eager, rtol=1e-13, atol=1e-15)
+    np.testing.assert_array_equal(first, second)
+
+
+def test_called_once_never_compiles(tiered_numba):
+    g = tg.jit(lambda x: tnp.cos(x) * 3.0 + x)
+    x = np.arange(5.0)
+    np.testing.assert_allclose(g(x), np.cos(x) * 3.0 + x, rtol=1e-15)
+    t = _tier(g)
+    assert t is not None and not t.queued and t.native is None
+
+
+@pytest.mark.parametrize("case", ["scan", "while", "cond"])
+def test_tiers_agree_on_control_flow(tiered_numba, case):
+    def scan_f(c0, xs):
+        def body(c, x):
+            c = tnp.tanh(0.9 * c + x)
+            return c, c[0]
+        c, ys = lax.scan(body, c0, xs)
+        return tnp.sum(c) + tnp.sum(ys)
+
+    def while_f(a):
+        return lax.while_loop(lambda s: s[1] < 20, lambda s: (0.5 * (s[0] + a / s[0]), s[1] + 1),
+                              (a, 0))[0]
+
+    def cond_f(x):
+        return lax.cond(tnp.sum(x) > 0, lambda v: tnp.sin(v), lambda v: tnp.cos(v) * 2.0, x)
+
+    fun, args = {"scan": (scan_f, (np.ones(3), np.linspace(0, 1, 30).reshape(10, 3))),
+                 "while": (while_f, (np.linspace(1.0, 3.0, 4),)),
+                 "cond": (cond_f, (np.array([-1.0, 0.5]),))}[case]
+    g = tg.jit(fun)
+    eager = fun(*args)
+    np.testing.assert_allclose(g(*args), eager, rtol=1e-13)
+    g(*args)
+    _tier(g).wait(300)
+    np.testing.assert_allclose(g(*args), eager, rtol=1e-13)
+
+
+def test_concurrent_calls_across_the_switch(tiered_numba):
+    g = tg.jit(lambda x: tnp.sum(tnp.exp(tnp.sin(x)) * x))
+    xs = [np.linspace(0, 1, 9) + i for i in range(8)]
+    expected = [np.sum(np.exp(np.sin(x)) * x) for x in xs]
+    errors = []
+
+    def worker(k):
+        try:
+            for j in range(60):
+                i = (k + j) % len(xs)
+                np.testing.assert_allclose(g(xs[i]), expected[i], rtol=1e-13)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(120)
+    assert not errors, errors[:1]
+    B.wait_for_compiles(300)
+    np.testing.assert_allclose(g(xs[0]), expected[0], rtol=1e-13)
+
+
+class _FailingBackend(B.Backend):
+    """A slow backend whose compile always fails (the NumPy code must keep serving)."""
+    name = "failing-for-test"
+    slow_compile = True
+
+    def compile(self, jaxpr):
+        raise RuntimeError("this backend cannot compile anything")
+
+    def source(self, jaxpr):
+        return "# nothing\n"
+
+
+def test_failed_background_compile_keeps_the_result():
+    B.register_backend(_FailingBackend())
+    tg.config.update("jit_tiered", True)
+    try:
+        g = tg.jit(lambda x: x * 2.0 + 1.0, backend="failing-for-test")
+        x = np.arange(4.0)
+        np.testing.assert_array_equal(g(x), x * 2.0 + 1.0)
+        t = _tier(g)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            np.testing.assert_array_equal(g(x), x * 2.0 + 1.0)
+            t.wait(60)
+        assert t.native is t.fallback
+        assert any("cannot compile anything" in str(m.message) for m in w)
+        np.testing.assert_array_equal(g(x + 1), (x + 1) * 2.0 + 1.0)
+    finally:
+        tg.config.update("jit_tiered", None)
+        B._BACKENDS.pop("failing-for-test", None)
+
+
+def test_tier_shows_in_lowered_text():
+    f = tg.jit(lambda x: tnp.sin(x) + 1.0, backend="numba")
+    tg.config.update("jit_tiered", True)
+    try:
+        assert f.lower(1.0).as_text().startswith("# tiered:")
+        assert tg.config.jit_tiered is True
+    finally:
+        tg.config.update("jit_tiered", False)
+    try:
+        assert not f.lower(1.0).as_text().startswith("# tiered:")
+        assert tg.config.jit_tiered is False
+    finally:
+        tg.config.update("jit_tiered", None)
+    with pytest.raises(TypeError, match="jit_tiered"):
+        tg.config.update("jit_tiered", "yes")
+
+
+def test_untiered_compiles_first():
+    tg.config.update("jit_tiered", False)
+    try:
+        g = tg.jit(lambda x: tnp.sin(x) * 2.0, backend="numba")
+        g(1.0)
+        assert _tier(g) is None    # the native code itself is in the cache
+    finally:
+        tg.config.update("jit_tiered", None)
+
+
+def test_eager_loops_are_tiered(tiered_numba):
+    xs = np.linspace(0, 1, 12)
+
+    def run():
+        return lax.scan(lambda c, x: (c * 0.5 + x, c), 0.0, xs)
+
+    ref_c = 0.0
+    ref_ys = []
+    for x in xs:
+        ref_ys.append(ref_c)
+        ref_c = ref_c * 0.5 + x
+    for _ in range(3):
+        c, ys = run()
+        np.testing.assert_allclose(c, ref_c, rtol=1e-14)
+        np.testing.assert_allclose(ys, ref_ys, rtol=1e-14)
+    B.wait_for_compiles(300)
+    c, ys = run()
+    np.testing.assert_allclose(ys, ref_ys, rtol=1e-14)
+
+
+def test_program_compile_through_compile_program_is_tiered(tiered_numba):
+    a = Var(tg.core.ShapedArray((3,), np.dtype("float64")))
+    from tangentia.primitives.elementwise import sin_p
+    b = Var(a.aval)
+    jaxpr = tg.core.Jaxpr([], [a], [tg.core.Eqn(sin_p, [a], [b], {})], [b])
+    fn = B.compile_program(jaxpr)
+    assert type(fn) is B.Tiered
+    assert B.compile_program(jaxpr) is fn          # one tier object per program
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(fn(x)[0], np.sin(x))
+    fn.wait(300)
+    assert B.compile_program(jaxpr) is fn.native   # then the native code itself
+    np.testing.assert_allclose(fn(x)[0], np.sin(x), rtol=1e-15)
+
+
+_COMPILE_ONE = textwrap.dedent("""
+    import sys, numpy as np
+    import tangentia as tg, tangentia.numpy as tnp
+    tg.config.update("jit_tiered", False)
+    f = tg.jit(lambda x: tnp.sum(tnp.tanh(x) * tnp.arange(5.0)) + 0.25, backend="numba")
+    r = f(np.linspace(0, 1, 5))
+    print(repr(float(r)))
+""")
+
+
+def test_concurrent_processes_share_a_valid_cache(tmp_path):
+    env = dict(os.environ, TANGENTIA_CACHE_DIR=str(tmp_path), TANGENTIA_COMPILE_PROGRESS="0")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
+    procs = [subprocess.Popen([sys.executable, "-c", _COMPILE_ONE], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=240) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-500:] for o in outs]
+    expected = float(np.sum(np.tanh(np.linspace(0, 1, 5)) * np.arange(5.0)) + 0.25)
+    for out, _ in outs:
+        assert abs(float(out.strip()) - expected) < 1e-13
+    leftovers = [n for n in os.listdir(tmp_path / "numba") if n.endswith(".tmp")]
+    assert not leftovers
+    third = subprocess.run([sys.executable, "-c", _COMPILE_ONE], env=env, capture_output=True,
+                           text=True, timeout=240)
+    assert third.returncode == 0, third.stderr[-500:]
+    assert abs(float(third.stdout.strip()) - expected) < 1e-13
