@@ -138,6 +138,29 @@ class ArrayImpl(np.ndarray):
     __ilshift__ = _ndarray.__lshift__
     __irshift__ = _ndarray.__rshift__
 
+    # ``x == None`` is False and ``x != None`` True, as on JAX arrays (NumPy compares
+    # elementwise, so ``None in [x, y]`` raised "truth value ... is ambiguous").  Other
+    # operands go to the ufunc directly (about 0.1 us more than NumPy's own operator; its
+    # slot wrapper would cost 0.2 us), and to NumPy's operator when the ufunc refuses them
+    # (a tracer, which the operator defers to; a string), so results are NumPy's.
+    def __eq__(self, other, _eq=np.equal, _op=_ndarray.__eq__):
+        if other is None:
+            return False
+        try:
+            return _eq(self, other)
+        except Exception:  # noqa: BLE001 - NumPy's operator decides (defers, or raises)
+            return _op(self, other)
+
+    def __ne__(self, other, _ne=np.not_equal, _op=_ndarray.__ne__):
+        if other is None:
+            return True
+        try:
+            return _ne(self, other)
+        except Exception:  # noqa: BLE001 - as in __eq__
+            return _op(self, other)
+
+    __hash__ = None  # (defining __eq__ would otherwise ask for one; arrays are unhashable)
+
     def __repr__(self):
         return "Array" + repr(self.view(_ndarray))[5:]
 
