@@ -9,24 +9,28 @@ and get JAX's ``.at`` and indexing by traced values here.
 """
 from __future__ import annotations
 
+import builtins
+
 import numpy as _np
 
 from .. import dtypes as _dtypes
-from .._array import ArrayImpl as _ArrayImpl
-from ..core import Tracer as _Tracer
+from .._array import ArrayImpl as _ArrayImpl, to_user as _to_user
+from ..core import (ConcretizationTypeError as _ConcretizationTypeError, Tracer as _Tracer,
+                   TracerArrayConversionError as _TracerArrayConversionError)
 from ..primitives import elementwise as _E
 from ._complex import conj, imag, real
 from ._conversion import astype
+from ._editing import choose, compress, put
 from ._elementwise import (abs, add, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clip,
                            divide, equal, floor_divide, greater, greater_equal, less, less_equal,
                            logical_and, logical_not, logical_or, logical_xor, multiply, negative,
                            not_equal, power, remainder, round, subtract)
-from ._indexing import _getitem, _IndexUpdateHelper, nonzero
+from ._indexing import _getitem, _IndexUpdateHelper, nonzero, take
 from ._matrices import diagonal, dot, matmul, trace
 from ._reductions import (all, any, argmax, argmin, cumprod, cumsum, max, mean, min, prod, ptp,
                           std, sum, var)
-from ._shapes import ravel, reshape, squeeze, swapaxes, transpose
-from ._sorting import argsort, searchsorted, sort
+from ._shapes import ravel, repeat, reshape, squeeze, swapaxes, transpose
+from ._sorting import argpartition, argsort, searchsorted, sort
 from ._util import _aval, _is_int_scalar, _is_tracer
 
 
@@ -59,6 +63,8 @@ def install():
     _ArrayImpl.at = property(lambda s: _IndexUpdateHelper(s))
     _ArrayImpl.__getitem__ = _array_getitem
     _ArrayImpl.__round__ = _round_builtin  # NumPy's ndarray has none
+    for name, spec in _METHODS.items():
+        setattr(_ArrayImpl, name, _eager_method(name, *spec))
     T = _Tracer
 
     def rev(f):
@@ -88,8 +94,9 @@ def install():
     T.__pos__ = lambda s: s
     T.__abs__ = lambda s: abs(s)
     T.__invert__ = lambda s: logical_not(s) if _aval(s).dtype == _dtypes.bool_ else bitwise_not(s)
-    T.__eq__ = lambda s, o: equal(s, o)
-    T.__ne__ = lambda s, o: not_equal(s, o)
+    # ``x == None`` is False (``None in [x, y]`` works), as on JAX's tracers
+    T.__eq__ = lambda s, o: False if o is None else equal(s, o)
+    T.__ne__ = lambda s, o: True if o is None else not_equal(s, o)
     T.__lt__ = lambda s, o: less(s, o)
     T.__le__ = lambda s, o: less_equal(s, o)
     T.__gt__ = lambda s, o: greater(s, o)
@@ -150,6 +157,13 @@ def install():
     T.cumprod = _no_out("cumprod", lambda s, axis=None, dtype=None: cumprod(s, axis, dtype))
     T.ptp = _no_out("ptp", lambda s, axis=None, keepdims=False: ptp(s, axis, keepdims))
     T.nonzero = lambda s: nonzero(s)
+    T.take = _m_take
+    T.choose = _m_choose
+    T.compress = _m_compress
+    T.repeat = _m_repeat
+    T.put = _m_put
+    T.argpartition = lambda s, kth, axis=-1: argpartition(s, kth, axis)
+    T.conjugate = lambda s: conj(s)
 
 
 def _round_builtin(x, ndigits=None):
@@ -182,3 +196,198 @@ def _logic(x, y, logical, bitwise):
         return logical(x, y)
     return bitwise(x, y)
 
+
+
+# ---------------------------------------------------------------------------
+# Methods of eager results taking array arguments: NumPy's method, or, when an
+# argument is traced (``a.dot(x)`` with ``a`` an eager result and ``x`` a tracer
+# of ``jit`` or ``grad``), the ``tangentia.numpy`` function, as on JAX arrays.
+# NumPy's methods convert a tracer with ``__array__``, which raises
+# TracerArrayConversionError (or with ``__index__``/``__float__``, which raise
+# ConcretizationTypeError under jit): that is the signal, so the eager path is NumPy's
+# method behind one Python call (about 0.06-0.1 us).  Keywords NumPy would convert
+# with ``float()`` (``initial=``), which succeeds on a tracer of eager ``grad`` and
+# would lose its derivative, are checked for tracers before NumPy sees them.  The functions below take the
+# arguments of JAX's methods (which are NumPy's, ``out`` only None).
+
+
+def _out_none(name, out):
+    if out is not None:
+        raise TypeError(f"{name}: the 'out' argument is not supported (arrays under "
+                        "transformations are immutable); use the returned value instead")
+
+
+def _m_sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+           promote_integers=True):
+    _out_none("sum", out)
+    return sum(a, axis, dtype, keepdims, initial, where)
+
+
+def _m_prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+            promote_integers=True):
+    _out_none("prod", out)
+    return prod(a, axis, dtype, keepdims, initial, where)
+
+
+def _m_max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    _out_none("max", out)
+    return max(a, axis, keepdims, initial, where)
+
+
+def _m_min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    _out_none("min", out)
+    return min(a, axis, keepdims, initial, where)
+
+
+def _m_all(a, axis=None, out=None, keepdims=False, *, where=None):
+    _out_none("all", out)
+    return all(a, axis, keepdims, where=where)
+
+
+def _m_any(a, axis=None, out=None, keepdims=False, *, where=None):
+    _out_none("any", out)
+    return any(a, axis, keepdims, where=where)
+
+
+def _m_mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    _out_none("mean", out)
+    return mean(a, axis, dtype, keepdims, where=where)
+
+
+def _m_var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+           correction=None):
+    _out_none("var", out)
+    return var(a, axis, dtype, ddof if correction is None else correction, keepdims, where=where)
+
+
+def _m_std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+           correction=None):
+    _out_none("std", out)
+    return std(a, axis, dtype, ddof if correction is None else correction, keepdims, where=where)
+
+
+def _m_clip(a, min=None, max=None, out=None, **kwargs):
+    _out_none("clip", out)
+    if kwargs:
+        raise TypeError(f"clip: unexpected keyword arguments {sorted(kwargs)} (JAX's "
+                        "Array.clip takes min and max)")
+    return clip(a, min, max)
+
+
+def _m_compress(a, condition, axis=None, out=None, *, size=None, fill_value=0):
+    _out_none("compress", out)
+    return compress(condition, a, axis, size=size, fill_value=fill_value)
+
+
+def _m_take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
+            indices_are_sorted=False, fill_value=None):
+    _out_none("take", out)
+    return take(a, indices, axis, mode=mode, unique_indices=unique_indices,
+                indices_are_sorted=indices_are_sorted, fill_value=fill_value)
+
+
+def _m_choose(a, choices, out=None, mode="raise"):
+    _out_none("choose", out)
+    return choose(a, choices, mode=mode)
+
+
+def _m_repeat(a, repeats, axis=None, *, total_repeat_length=None):
+    if total_repeat_length is not None:
+        raise NotImplementedError("repeat: total_repeat_length is not supported (tangentia: "
+                                  "a traced number of repeats needs a static total length)")
+    return repeat(a, repeats, axis)
+
+
+def _m_put(a, ind, v, mode=None):
+    return put(a, ind, v, mode)   # raises JAX's error: arrays are immutable
+
+
+def _m_searchsorted(a, v, side="left", sorter=None, *, method="scan"):
+    return searchsorted(a, v, side, sorter, method=method)
+
+
+def _m_dot(a, b, out=None, *, precision=None, preferred_element_type=None):
+    _out_none("dot", out)
+    return dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
+
+
+# name -> (the leading parameters of NumPy's method, NumPy's further keywords (given
+# when not None), JAX's own keywords with their defaults (any other value takes the
+# tangentia.numpy path, eagerly too), the function for traced arguments)
+_METHODS = {
+    "sum": ("axis=None, dtype=None, out=None, keepdims=False", ("initial", "where"), {}, _m_sum),
+    "prod": ("axis=None, dtype=None, out=None, keepdims=False", ("initial", "where"), {},
+             _m_prod),
+    "max": ("axis=None, out=None, keepdims=False", ("initial", "where"), {}, _m_max),
+    "min": ("axis=None, out=None, keepdims=False", ("initial", "where"), {}, _m_min),
+    "all": ("axis=None, out=None, keepdims=False", ("where",), {}, _m_all),
+    "any": ("axis=None, out=None, keepdims=False", ("where",), {}, _m_any),
+    "mean": ("axis=None, dtype=None, out=None, keepdims=False", ("where",), {}, _m_mean),
+    "var": ("axis=None, dtype=None, out=None, ddof=0, keepdims=False", ("where", "correction"),
+            {}, _m_var),
+    "std": ("axis=None, dtype=None, out=None, ddof=0, keepdims=False", ("where", "correction"),
+            {}, _m_std),
+    "clip": ("min=None, max=None, out=None", (), {}, _m_clip),
+    "compress": ("condition, axis=None, out=None", (), {"size": None, "fill_value": 0},
+                 _m_compress),
+    "take": ("indices, axis=None, out=None, mode=None", (),
+             {"unique_indices": False, "indices_are_sorted": False, "fill_value": None},
+             _m_take),
+    "choose": ("choices, out=None, mode='raise'", (), {}, _m_choose),
+    "repeat": ("repeats, axis=None", (), {"total_repeat_length": None}, _m_repeat),
+    "put": ("indices, values, mode=None", (), {}, _m_put),
+    "searchsorted": ("v, side='left', sorter=None", (), {"method": "scan"}, _m_searchsorted),
+    "dot": ("b, out=None", (), {"precision": None, "preferred_element_type": None}, _m_dot),
+}
+
+# Explicit parameters (a function taking ``*args, **kwargs`` would cost 0.12 us over
+# NumPy's method instead of 0.06).  NumPy's ``mode`` of take and put defaults to "raise",
+# JAX's to None.
+_TEMPLATE = """
+def {name}(self, {params}):
+    if {jax_defaults}:
+        try:
+            if {numpy_none}:
+                return numpy_method(self, {args})
+            given = {{k: v for k, v in ({numpy_pairs}) if v is not None}}
+            if not _any(isinstance(v, Tracer) for v in given.values()):
+                return numpy_method(self, {args}, **given)
+        except ConcretizationTypeError:
+            pass   # (outside the handler: errors of the traced path do not chain to it)
+    return to_user(traced(self.view(ndarray), {names}{keywords}))
+"""
+
+
+# NumPy's all and any hand their positional arguments to functions whose second
+# parameter is ``dtype`` (``ndarray.any(0, None, True)`` misreads them), and choose
+# takes further positional arguments as more choices: keywords after the first.
+_BY_KEYWORD = ("all", "any", "choose")
+
+
+def _eager_method(name, lead, numpy_kw, jax_kw, traced):
+    """The method ``name`` of eager results: NumPy's, or ``traced`` (with JAX's
+    arguments) when an argument is a tracer or a JAX-only keyword is given."""
+    numpy_method = getattr(_np.ndarray, name)
+    names = [p.split("=")[0].strip() for p in lead.split(",")]
+    extra = list(numpy_kw) + list(jax_kw)
+    params = lead + "".join(f", {k}=None" for k in numpy_kw) + "".join(
+        f", {k}=_D[{i}]" for i, k in enumerate(jax_kw))
+    scope = {"numpy_method": numpy_method, "traced": traced, "ndarray": _np.ndarray,
+             "ConcretizationTypeError": (_TracerArrayConversionError, _ConcretizationTypeError),
+             "Tracer": _Tracer, "to_user": _to_user, "_any": builtins.any,
+             "_D": tuple(jax_kw.values())}
+    src = _TEMPLATE.format(
+        name=name, params=params, names=", ".join(names),
+        args=", ".join(("mode=" if name in _BY_KEYWORD else "") + '"raise" if mode is None else '
+                       'mode' if n == "mode" else f"{n}={n}" if name in _BY_KEYWORD and i else n
+                       for i, n in enumerate(names)),
+        jax_defaults=" and ".join(f"{k} is _D[{i}]" for i, k in enumerate(jax_kw)) or "True",
+        numpy_none=" and ".join(f"{k} is None" for k in numpy_kw) or "True",
+        numpy_pairs="".join(f"({k!r}, {k}), " for k in numpy_kw),
+        keywords="".join(f", {k}={k}" for k in extra))
+    exec(src, scope)
+    method = scope[name]
+    method.__qualname__ = f"ArrayImpl.{name}"
+    method.__module__ = _ArrayImpl.__module__
+    method.__doc__ = numpy_method.__doc__
+    return method
