@@ -208,3 +208,30 @@ def test_stiff_van_der_pol_like_jax():
     want = np.asarray(jax_odeint(vdp(jnp), jnp.asarray(y0), ts, 50.0, rtol=1e-6, atol=1e-6))
     assert not np.isnan(want).any()
     assert_like_jax(ys, want, rtol=1e-4, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------
+# odeint: dynamics in SciPy's (t, y) order
+
+
+def test_scipy_argument_order_hint():
+    ts = np.linspace(0.0, 1.0, 3)
+    y0 = np.array([1.0, 0.0])
+
+    def oscillator(t, y):  # SciPy's solve_ivp order
+        return tnp.stack([y[1], -y[0]])
+    # y[1] on the scalar time: the original error first, then the hint.
+    with pytest.raises(IndexError, match=r"(?s)^Too many indices.*oscillator\(y, t, \*args\), "
+                                         r"state first.*solve_ivp order \(t, y\)"):
+        odeint(oscillator, y0, ts)
+    # An output of another shape than y0 (the time's): the same hint.
+    with pytest.raises(TypeError, match=r"(?s)^odeint: the dynamics function.*f64\[\].*"
+                                        r"solve_ivp order \(t, y\)"):
+        odeint(lambda t, y, k: -k * y, y0, ts, 2.0)
+    # The hint swap fixes it.
+    ys = np.asarray(odeint(lambda y, t: oscillator(t, y), y0, ts))
+    np.testing.assert_allclose(ys[:, 0], np.cos(ts), rtol=1e-7)
+    # Errors about Python control flow keep their own message only.
+    with pytest.raises(TypeError) as info:
+        odeint(lambda y, t: -y if y[0] > 0 else y, y0, ts)
+    assert "solve_ivp" not in str(info.value)

@@ -460,6 +460,21 @@ def _static_float(x, what):
                         f"value {core.get_aval(x).str_short()}") from None
 
 
+def _with_order_hint(e, name):
+    """``e`` (raised by the dynamics called as ``func(y, t, *args)``) with its
+    message followed by a hint about SciPy's ``(t, y)`` order; ``e`` itself,
+    with the hint as a note, if its type cannot be rebuilt from a message."""
+    hint = (f"(odeint calls the dynamics as {name}(y, t, *args), state first; if {name} is "
+            "written in SciPy's solve_ivp order (t, y), swap its first two parameters, e.g. "
+            "odeint(lambda y, t, *args: func(t, y, *args), y0, t, *args).)")
+    try:
+        new = type(e)(f"{e}\n{hint}")
+    except Exception:  # noqa: BLE001 - exception types with other constructors
+        e.add_note(hint)
+        return e
+    return new.with_traceback(e.__traceback__)
+
+
 @api_boundary
 def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.inf):
     """Integrate ``dy/dt = func(y, t, *args)`` and return ``y`` at the times ``t``.
@@ -579,7 +594,12 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.
             for o, a in zip(leaves, y_avals)])
 
     checked.__name__ = name
-    converted, consts = closure_convert(checked, y0, t[0], *args)
+    try:
+        converted, consts = closure_convert(checked, y0, t[0], *args)
+    except core.ConcretizationTypeError:
+        raise  # Python control flow on traced values: not a matter of argument order
+    except (TypeError, ValueError, IndexError) as e:
+        raise _with_order_hint(e, name) from None
     all_args = (tuple(args), tuple(consts))
     a_leaves, a_tree = tree_flatten(all_args)
 
