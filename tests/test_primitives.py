@@ -369,7 +369,7 @@ CASES += [
     Case("at_add_slice", lambda x, y: tnp.at(x)[1:, ::2].add(y),
          lambda x, y: _np_ufunc_at(np.add, x, (slice(1, None), slice(None, None, 2)), y),
          [_A, _normal(504, (2, 2))]),
-    Case("at_mul", lambda x, y: tnp.at(x)[np.array([2, 0])].mul(y),
+    Case("at_mul", lambda x, y: tnp.at(x)[np.array([2, 0])].mul(y, unique_indices=True),
          lambda x, y: _np_ufunc_at(np.multiply, x, np.array([2, 0]), y),
          [_A, _normal(505, (2, 4))]),
     Case("at_mul_slice", lambda x, y: tnp.at(x)[:, 1].multiply(y),

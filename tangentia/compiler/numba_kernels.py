@@ -431,7 +431,8 @@ def _plan(x_aval, spec, array_avals, indexed_shape):
 
 
 @_register(_I.getitem_p)
-def _build_getitem(prim, ins, outs, spec):
+def _build_getitem(prim, ins, outs, spec, unique_indices=False, indices_are_sorted=False):
+    # The hints change nothing here: one loop over the index visits every entry.
     x, *arrays = ins
     out = outs[0]
     if not _kind_ok(x.dtype, kinds="biufc") or not _kind_ok(*[a.dtype for a in arrays], kinds="iu"):
@@ -457,7 +458,10 @@ _SCATTER_UPDATE = {
 
 
 @_register(_I.scatter_p)
-def _build_scatter(prim, ins, outs, spec, mode):
+def _build_scatter(prim, ins, outs, spec, mode, unique_indices=False,
+                   indices_are_sorted=False):
+    # The loop writes updates in index order (a repeated entry keeps the last, as
+    # NumPy), which the derivative rules rely on; the hints change nothing.
     x, y, *arrays = ins
     if not _kind_ok(x.dtype, y.dtype) or not _kind_ok(*[a.dtype for a in arrays], kinds="iu"):
         return None

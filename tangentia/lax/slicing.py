@@ -123,7 +123,8 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_ind
         fname, shape, idx, tuple(dn.start_index_map), window_dims, sizes,
         tuple(dn.operand_batching_dims), tuple(dn.start_indices_batching_dims), clamp=True)
     arrays, _ = _broadcast_all(arrays)
-    out = I.getitem(x, (I.ARRAY,) * len(shape), arrays)  # batch dims, then window dims
+    # batch dims, then window dims
+    out = I.getitem(x, (I.ARRAY,) * len(shape), arrays, unique_indices, indices_are_sorted)
     nb = len(_shape(idx)) - 1
     if parsed == GatherScatterMode.FILL_OR_DROP and in_bounds is not None:
         mask = S.reshape(in_bounds, _shape(in_bounds) + (1,) * len(window_dims))
@@ -140,7 +141,8 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_ind
     return S.transpose(out, tuple(perm)) if perm != list(range(rank)) else out
 
 
-def _scatter(fname, operand, scatter_indices, updates, dimension_numbers, mode, how):
+def _scatter(fname, operand, scatter_indices, updates, dimension_numbers, mode, how,
+             unique_indices=False, indices_are_sorted=False):
     x, idx, upd = _array(operand), _array(scatter_indices), _array(updates)
     dn = ScatterDimensionNumbers(*dimension_numbers) if not isinstance(
         dimension_numbers, ScatterDimensionNumbers) else dimension_numbers
@@ -172,7 +174,8 @@ def _scatter(fname, operand, scatter_indices, updates, dimension_numbers, mode, 
         upd = S.transpose(upd, tuple(perm))
     upd = S.convert_element_type(upd, core.get_aval(x).dtype)
     if not drop or in_bounds is None:
-        return I.scatter(x, upd, (I.ARRAY,) * len(shape), arrays, how)
+        return I.scatter(x, upd, (I.ARRAY,) * len(shape), arrays, how, unique_indices,
+                         indices_are_sorted)
     # Dropped windows go to a spare slot past the end of the flattened operand.
     size = int(np.prod(shape, dtype=np.int64))
     flat_idx = None
@@ -185,14 +188,16 @@ def _scatter(fname, operand, scatter_indices, updates, dimension_numbers, mode, 
     flat_idx = E.select(mask, flat_idx, np.int64(size))
     spare = np.zeros((1,), core.get_aval(x).dtype)
     flat = S.concatenate([S.reshape(x, (size,)), spare], 0)
-    out = I.scatter(flat, upd, (I.ARRAY,), (flat_idx,), how)
+    # Dropped windows may share the spare slot; it is cut off, so the hints still hold.
+    out = I.scatter(flat, upd, (I.ARRAY,), (flat_idx,), how, unique_indices, indices_are_sorted)
     return S.reshape(I.getitem(out, (slice(0, size),)), shape)
 
 
 def _scatter_fn(name, how, doc):
     def fn(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
            unique_indices=False, mode=None):
-        return _scatter(name, operand, scatter_indices, updates, dimension_numbers, mode, how)
+        return _scatter(name, operand, scatter_indices, updates, dimension_numbers, mode, how,
+                        unique_indices, indices_are_sorted)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return fn
@@ -214,7 +219,7 @@ def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
                 indices_are_sorted=False, unique_indices=False, mode=None):
     """``operand`` with ``updates`` subtracted at ``scatter_indices`` (``jax.lax.scatter_sub``)."""
     return _scatter("scatter_sub", operand, scatter_indices, E.neg(_array(updates)),
-                    dimension_numbers, mode, "add")
+                    dimension_numbers, mode, "add", unique_indices, indices_are_sorted)
 
 
 def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_shape=(),
@@ -242,8 +247,10 @@ def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_s
     idx = _array(scatter_indices)
 
     def apply(x, idx):
-        current = gather(x, idx, gdn, sizes, mode=gather_mode)
-        return _scatter("scatter_apply", x, idx, func(current), dn, mode, "set")
+        current = gather(x, idx, gdn, sizes, mode=gather_mode, unique_indices=unique_indices,
+                         indices_are_sorted=indices_are_sorted)
+        return _scatter("scatter_apply", x, idx, func(current), dn, mode, "set", unique_indices,
+                        indices_are_sorted)
     # An index listed k times gets func applied k times (as XLA): one pass per
     # index vector unless the indices are known to be unique.
     vectors = np.reshape(idx, (-1, _shape(idx)[-1])) if not isinstance(idx, core.Tracer) \

@@ -34,10 +34,10 @@ def _getitem(x, idx):
     return _take(x, spec, arrays)
 
 
-def _take(x, spec, arrays):
+def _take(x, spec, arrays, unique_indices=False, indices_are_sorted=False):
     if not arrays and not _is_tracer(x):
         return _np.asarray(x)[_I.build_index(spec, ())]
-    return _I.getitem(x, spec, arrays)
+    return _I.getitem(x, spec, arrays, unique_indices, indices_are_sorted)
 
 
 class _IndexTypeError(_core.JAXIndexError, TypeError):
@@ -358,7 +358,10 @@ class _IndexUpdateHelper:
     ``fill_value`` read with "fill"/"drop"; updates: dropped by default or with
     "drop"/"fill", clamped with "clip"/"promise_in_bounds");
     ``wrap_negative_indices=False`` makes negative indices out of bounds;
-    ``indices_are_sorted`` and ``unique_indices`` are hints, accepted and unused.
+    ``unique_indices=True`` promises that no entry is addressed twice (unchecked:
+    derivatives then take the fast path, and the derivative of ``multiply`` or
+    ``divide`` with respect to the values, which repeats would make wrong, is
+    allowed with a traced index); ``indices_are_sorted`` is a hint, accepted.
     """
 
     __slots__ = ("array",)
@@ -389,8 +392,10 @@ class _IndexUpdateRef:
         """An updated array handed back: without the axes scalar booleans added."""
         return _user(out if self.shape is None else reshape(out, self.shape))
 
-    def _scatter(self, values, op, method, mode, wrap_negative_indices):
+    def _scatter(self, values, op, method, mode, wrap_negative_indices, unique_indices=False,
+                 indices_are_sorted=False):
         x = self.array
+        hints = dict(unique_indices=unique_indices, indices_are_sorted=indices_are_sorted)
         how = _mode(mode, _SCATTER_MODES, method)
         spec, arrays, pads, ok = _bounded_index(x, self.index, f"at[...].{method}", how,
                                                 wrap_negative_indices)
@@ -402,9 +407,9 @@ class _IndexUpdateRef:
             values = _E.select(ok, values, keep)
         if pads:
             shape = _aval(x).shape
-            out = _I.scatter(_pad(x, pads, 0), values, spec, arrays, op)
+            out = _I.scatter(_pad(x, pads, 0), values, spec, arrays, op, **hints)
             return _unpad(out, pads, shape)
-        return _I.scatter(x, values, spec, arrays, op)
+        return _I.scatter(x, values, spec, arrays, op, **hints)
 
     def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
             fill_value=None, wrap_negative_indices=True, out_sharding=None):
@@ -416,7 +421,7 @@ class _IndexUpdateRef:
         if how == "fill":
             fill = _fill_value(_aval(x).dtype, fill_value)
             x = _pad(x, pads, fill)
-        out = _take(x, spec, arrays)
+        out = _take(x, spec, arrays, unique_indices, indices_are_sorted)
         if ok is not True:
             out = _E.select(ok, out, _S.convert_element_type(_np.asarray(fill), _aval(out).dtype))
         return _user(out if _is_tracer(out) else _np.asarray(out))  # JAX: an array, not a scalar
@@ -424,22 +429,27 @@ class _IndexUpdateRef:
     def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             wrap_negative_indices=True, out_sharding=None):
         """``x`` with ``x[idx] = values``."""
-        return self._out(self._scatter(values, "set", "set", mode, wrap_negative_indices))
+        return self._out(self._scatter(values, "set", "set", mode, wrap_negative_indices,
+                                       unique_indices, indices_are_sorted))
 
     def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             wrap_negative_indices=True, out_sharding=None):
         """``x`` with ``x[idx] += values`` (repeated indices accumulate)."""
-        return self._out(self._scatter(values, "add", "add", mode, wrap_negative_indices))
+        return self._out(self._scatter(values, "add", "add", mode, wrap_negative_indices,
+                                       unique_indices, indices_are_sorted))
 
     def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                  wrap_negative_indices=True, out_sharding=None):
         """``x`` with ``x[idx] -= values``."""
-        return self._out(self._scatter(_E.neg(values), "add", "subtract", mode, wrap_negative_indices))
+        return self._out(self._scatter(_E.neg(values), "add", "subtract", mode,
+                                       wrap_negative_indices, unique_indices,
+                                       indices_are_sorted))
 
     def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                  wrap_negative_indices=True, out_sharding=None):
         """``x`` with ``x[idx] *= values``."""
-        return self._out(self._scatter(values, "mul", "multiply", mode, wrap_negative_indices))
+        return self._out(self._scatter(values, "mul", "multiply", mode, wrap_negative_indices,
+                                       unique_indices, indices_are_sorted))
 
     mul = multiply
 
@@ -447,26 +457,31 @@ class _IndexUpdateRef:
                wrap_negative_indices=True, out_sharding=None):
         """``x`` with ``x[idx] /= values``."""
         ones = _S.broadcast_to(_np.ones((), _aval(self.array).dtype), _aval(self.array).shape)
-        denominator = _IndexUpdateRef(ones, self.index)._scatter(values, "mul", "divide", mode,
-                                                                wrap_negative_indices)
+        denominator = _IndexUpdateRef(ones, self.index)._scatter(
+            values, "mul", "divide", mode, wrap_negative_indices, unique_indices,
+            indices_are_sorted)
         return self._out(_E.div(self.array, denominator))  # JAX's x / (1 *= values at idx)
 
     def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             wrap_negative_indices=True, out_sharding=None):
         """``x`` with ``x[idx] = minimum(x[idx], values)``."""
-        return self._out(self._scatter(values, "min", "min", mode, wrap_negative_indices))
+        return self._out(self._scatter(values, "min", "min", mode, wrap_negative_indices,
+                                       unique_indices, indices_are_sorted))
 
     def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             wrap_negative_indices=True, out_sharding=None):
         """``x`` with ``x[idx] = maximum(x[idx], values)``."""
-        return self._out(self._scatter(values, "max", "max", mode, wrap_negative_indices))
+        return self._out(self._scatter(values, "max", "max", mode, wrap_negative_indices,
+                                       unique_indices, indices_are_sorted))
 
     def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
               wrap_negative_indices=True):
         """``x`` with ``x[idx] **= values``."""
-        old = self.get(mode="clip", wrap_negative_indices=wrap_negative_indices)
+        old = self.get(mode="clip", wrap_negative_indices=wrap_negative_indices,
+                       unique_indices=unique_indices, indices_are_sorted=indices_are_sorted)
         return self.set(_E.power(old, values), mode=mode,
-                        wrap_negative_indices=wrap_negative_indices)
+                        wrap_negative_indices=wrap_negative_indices,
+                        unique_indices=unique_indices, indices_are_sorted=indices_are_sorted)
 
     def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
               wrap_negative_indices=True):
@@ -479,8 +494,10 @@ class _IndexUpdateRef:
         spec, arrays, pads, ok = _bounded_index(x, self.index, "at[...].apply", how,
                                                 wrap_negative_indices)
         if unique_indices or builtins.all(_aval(e).ndim == 0 for e in arrays):
-            return self.set(func(self.get(mode="clip", wrap_negative_indices=wrap_negative_indices)),
-                            mode=mode, wrap_negative_indices=wrap_negative_indices)
+            hints = dict(unique_indices=unique_indices, indices_are_sorted=indices_are_sorted)
+            return self.set(func(self.get(mode="clip", wrap_negative_indices=wrap_negative_indices,
+                                          **hints)),
+                            mode=mode, wrap_negative_indices=wrap_negative_indices, **hints)
         shape = _aval(x).shape
         counts = _np.zeros([n + (a in pads) for a, n in enumerate(shape)], _np.int64)
         if builtins.any(_is_tracer(e) for e in arrays):
@@ -538,15 +555,16 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     idx = asarray(indices) if not _is_tracer(indices) else indices
     n = shape(a)[axis]
     spec = (slice(None),) * axis + (_I.ARRAY,)
+    hints = (unique_indices, indices_are_sorted)
     if mode == "promise_in_bounds" or n == 0:
-        return _I.getitem(a, spec, (idx,))
+        return _I.getitem(a, spec, (idx,), *hints)
     if mode == "wrap":
-        return _I.getitem(a, spec, (_E.remainder(idx, n),))
+        return _I.getitem(a, spec, (_E.remainder(idx, n),), *hints)
     if mode == "clip":
-        return _I.getitem(a, spec, (_E.minimum(_E.maximum(idx, 0), n - 1),))
+        return _I.getitem(a, spec, (_E.minimum(_E.maximum(idx, 0), n - 1),), *hints)
     idx = _E.select(_E.lt(idx, 0), _E.add(idx, n), idx)
     valid = _E.and_p.bind(_E.ge(idx, 0), _E.lt(idx, n))
-    got = _I.getitem(a, spec, (_E.select(valid, idx, 0),))
+    got = _I.getitem(a, spec, (_E.select(valid, idx, 0),), *hints)
     dt = _aval(a).dtype
     valid = reshape(valid, (1,) * axis + shape(idx) + (1,) * (nd - axis - 1))
     return _E.select(valid, got, _np.asarray(_fill_value(dt, fill_value), dt))

@@ -151,15 +151,24 @@ def _batch_index(x, xd, arrays, adims, spec, size, force_x_batched=False):
 getitem_p = Primitive("getitem")
 
 
-def _getitem_impl(x, *arrays, spec):
+def _getitem_impl(x, *arrays, spec, unique_indices=False, indices_are_sorted=False):
     return np.asarray(x)[build_index(spec, arrays)]
 
 
+def _print_params(params, **extra):
+    """``index=[...]`` then the other parameters, with the index hints only when set."""
+    out = {"index": _spec_str(params["spec"]), **extra}
+    for k in ("unique_indices", "indices_are_sorted"):
+        if params.get(k):
+            out[k] = True
+    return out
+
+
 getitem_p.impl = _getitem_impl
-getitem_p.print_params = lambda params: {"index": _spec_str(params["spec"])}
+getitem_p.print_params = _print_params
 
 
-def _getitem_abstract_eval(x, *arrays, spec):
+def _getitem_abstract_eval(x, *arrays, spec, unique_indices=False, indices_are_sorted=False):
     shape = _indexed_aval("getitem", x, spec, arrays)
     return ShapedArray(shape, x.dtype, x.weak_type)
 
@@ -167,26 +176,28 @@ def _getitem_abstract_eval(x, *arrays, spec):
 getitem_p.abstract_eval = _getitem_abstract_eval
 
 
-def _getitem_jvp(primals, tangents, spec):
+def _getitem_jvp(primals, tangents, **params):
     x, *arrays = primals
-    ans = getitem_p.bind(x, *arrays, spec=spec)
+    ans = getitem_p.bind(x, *arrays, **params)
     tx = tangents[0]
     if type(tx) is Zero:
         return ans, Zero.from_primal(ans)
-    return ans, getitem_p.bind(tx, *arrays, spec=spec)
+    return ans, getitem_p.bind(tx, *arrays, **params)
 
 
-def _getitem_transpose(ct, x, *arrays, spec):
+def _getitem_transpose(ct, x, *arrays, **params):
     zeros = np.zeros(x.aval.shape, core.get_aval(ct).dtype)
-    return (scatter_p.bind(zeros, ct, *arrays, spec=spec, mode="add"),) + (None,) * len(arrays)
+    return (scatter_p.bind(zeros, ct, *arrays, mode="add", **params),) + (None,) * len(arrays)
 
 
-def _getitem_batch(args, dims, spec):
+def _getitem_batch(args, dims, spec, **hints):
+    # The batch axis is indexed by an iota (or kept as a slice), so the indices of
+    # different examples never meet: uniqueness and order carry over.
     x, *arrays = args
     xd, *adims = dims
     size = next(core.get_aval(a).shape[d] for a, d in zip(args, dims) if d is not None)
     x, arrays, spec, out_d, _ = _batch_index(x, xd, arrays, adims, spec, size)
-    return getitem_p.bind(x, *arrays, spec=spec), out_d
+    return getitem_p.bind(x, *arrays, spec=spec, **hints), out_d
 
 
 getitem_p.jvp = _getitem_jvp
@@ -194,8 +205,13 @@ getitem_p.transpose = _getitem_transpose
 getitem_p.batch = _getitem_batch
 
 
-def getitem(x, spec, arrays=()):
-    return getitem_p.bind(x, *arrays, spec=tuple(spec))
+def getitem(x, spec, arrays=(), unique_indices=False, indices_are_sorted=False):
+    """``x[index]`` for the index ``spec`` with the integer arrays ``arrays``.
+    ``unique_indices`` promises that no entry is read twice (the transpose then
+    scatters without accumulating duplicates) and ``indices_are_sorted`` that the
+    indices are sorted; both are JAX's hints, unchecked."""
+    return getitem_p.bind(x, *arrays, spec=tuple(spec), unique_indices=bool(unique_indices),
+                          indices_are_sorted=bool(indices_are_sorted))
 
 
 def static_slice(x, axis, start, stop):
@@ -206,12 +222,22 @@ def static_slice(x, axis, start, stop):
 
 # ---------------------------------------------------------------------------
 # scatter: out = x with x[idx] <mode>= y
+#
+# ``unique_indices=True`` promises that no entry of ``x`` is addressed twice
+# (JAX's hint; unchecked, and repeats then give unspecified derivatives).
+# Without it the derivative rules find out: an index with no arrays, or whose
+# arrays broadcast to a single entry, never repeats (slices do not), concrete
+# arrays are counted, and only traced ones are unknown.  Where a repeat changes
+# the derivative: ``set`` sends the cotangent only to the update that landed,
+# ``min``/``max`` share the tangent equally among the operand entry and the
+# updates tied at the result (as JAX), and ``mul`` raises JAX's error for the
+# derivative with respect to the updates.
 
 scatter_p = Primitive("scatter")
 _UFUNC_AT = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
 
 
-def _scatter_impl(x, y, *arrays, spec, mode):
+def _scatter_impl(x, y, *arrays, spec, mode, unique_indices=False, indices_are_sorted=False):
     out = np.array(x, copy=True)
     idx = build_index(spec, arrays)
     if mode == "set":
@@ -224,10 +250,11 @@ def _scatter_impl(x, y, *arrays, spec, mode):
 
 
 scatter_p.impl = _scatter_impl
-scatter_p.print_params = lambda params: {"index": _spec_str(params["spec"]), "mode": params["mode"]}
+scatter_p.print_params = lambda params: _print_params(params, mode=params["mode"])
 
 
-def _scatter_abstract_eval(x, y, *arrays, spec, mode):
+def _scatter_abstract_eval(x, y, *arrays, spec, mode, unique_indices=False,
+                           indices_are_sorted=False):
     shape = _indexed_aval(f"at[...].{mode}", x, spec, arrays)
     try:
         np.broadcast_shapes(y.shape, shape)
@@ -243,76 +270,164 @@ def _scatter_abstract_eval(x, y, *arrays, spec, mode):
 scatter_p.abstract_eval = _scatter_abstract_eval
 
 
-def scatter(x, y, spec, arrays, mode):
-    return scatter_p.bind(x, y, *arrays, spec=tuple(spec), mode=mode)
+def scatter(x, y, spec, arrays, mode, unique_indices=False, indices_are_sorted=False):
+    """``x`` with ``x[index] <mode>= y`` (mode "set", "add", "mul", "min" or "max");
+    ``unique_indices`` and ``indices_are_sorted`` are JAX's hints (see above)."""
+    return scatter_p.bind(x, y, *arrays, spec=tuple(spec), mode=mode,
+                          unique_indices=bool(unique_indices),
+                          indices_are_sorted=bool(indices_are_sorted))
 
 
-def _scatter_jvp(primals, tangents, spec, mode):
+def _concrete_arrays(arrays):
+    """The index arrays as NumPy arrays, or None if one of them is traced."""
+    out = []
+    for a in arrays:
+        if isinstance(a, core.Tracer):
+            try:
+                a = a.concrete_value("scatter")
+            except core.ConcretizationTypeError:
+                return None
+        out.append(np.asarray(a))
+    return out
+
+
+def _repeats(shape, spec, arrays, unique_indices):
+    """Whether the index addresses an entry of an array of ``shape`` more than once:
+    False when promised or known not to, True when known to, None when unknown
+    (traced index arrays)."""
+    if unique_indices or not arrays:
+        return False
+    bshape = np.broadcast_shapes(*[core.get_aval(a).shape for a in arrays])
+    if int(np.prod(bshape, dtype=np.int64)) <= 1:   # one entry per slice position
+        return False
+    values = _concrete_arrays(arrays)
+    if values is None:
+        return None
+    hits = np.zeros(shape, np.int64)
+    np.add.at(hits, build_index(spec, values), 1)
+    return bool(hits.max(initial=0) > 1)
+
+
+def _landed(shape, spec, arrays):
+    """Per indexed entry, whether its update is the one a ``set`` scatter keeps
+    (decided by the scatter itself: each update is tagged with a distinct id)."""
+    idx_shape = _indexed_aval("scatter", ShapedArray(shape, np.dtype(np.int64)), spec,
+                              [core.get_aval(a) for a in arrays])
+    ids = np.arange(1, int(np.prod(idx_shape, dtype=np.int64)) + 1, dtype=np.int64)
+    ids = ids.reshape(idx_shape)
+    zeros = np.zeros(shape, np.int64)
+    values = _concrete_arrays(arrays)
+    if values is not None:
+        kept = _scatter_impl(zeros, ids, *values, spec=spec, mode="set")
+        return _getitem_impl(kept, *values, spec=spec) == ids
+    kept = scatter_p.bind(zeros, ids, *arrays, spec=spec, mode="set")
+    return E.eq(getitem_p.bind(kept, *arrays, spec=spec), ids)
+
+
+_MUL_ERROR = "scatter_mul gradients are only implemented if `unique_indices=True`"
+
+
+def _scatter_jvp(primals, tangents, spec, mode, **hints):
     x, y, *arrays = primals
     tx, ty = tangents[0], tangents[1]
-    ans = scatter_p.bind(x, y, *arrays, spec=spec, mode=mode)
+    ans = scatter_p.bind(x, y, *arrays, spec=spec, mode=mode, **hints)
     if type(tx) is Zero and type(ty) is Zero:
         return ans, Zero.from_primal(ans)
     if mode in ("set", "add"):
-        return ans, scatter_p.bind(instantiate(tx), instantiate(ty), *arrays, spec=spec, mode=mode)
+        # For "set" the tangents land where the primal updates do; the transpose
+        # sorts out which of repeated updates landed.
+        return ans, scatter_p.bind(instantiate(tx), instantiate(ty), *arrays, spec=spec,
+                                   mode=mode, **hints)
     if mode == "mul":
-        # out[idx] = x[idx] * y (indices assumed unique for the y-derivative).
-        t = 0.0
+        # out[idx] = x[idx] * y: linear in x however indices repeat; in y only when
+        # they do not (a repeated entry is a product of several updates).
+        t = None
         if type(tx) is not Zero:
-            t = scatter_p.bind(tx, y, *arrays, spec=spec, mode="mul")
+            t = scatter_p.bind(tx, y, *arrays, spec=spec, mode="mul", **hints)
         if type(ty) is not Zero:
-            _check_unique(core.get_aval(x).shape, spec, arrays)
-            xi = getitem_p.bind(x, *arrays, spec=spec)
+            _check_mul_unique(core.get_aval(x).shape, spec, arrays, hints)
+            xi = getitem_p.bind(x, *arrays, spec=spec, **hints)
             zeros = np.zeros(core.get_aval(x).shape, core.get_aval(ans).dtype)
-            contrib = scatter_p.bind(zeros, E.mul(xi, ty), *arrays, spec=spec, mode="add")
-            t = contrib if type(t) is float else E.add(t, contrib)
+            contrib = scatter_p.bind(zeros, E.mul(xi, ty), *arrays, spec=spec, mode="add",
+                                     **hints)
+            t = contrib if t is None else E.add(t, contrib)
         return ans, t
-    # min / max: the tangent follows whichever operand won (x on ties).
-    from_x = E.eq(ans, x)
-    ans_i = getitem_p.bind(ans, *arrays, spec=spec)
-    yb = B.broadcast_to(y, core.get_aval(ans_i).shape)
-    zeros = np.zeros(core.get_aval(ans).shape, core.get_aval(ans).dtype)
-    ty_i = B.broadcast_to(instantiate(ty), core.get_aval(ans_i).shape)
-    ty_sel = E.select(E.eq(yb, ans_i), ty_i, 0.0)
-    t_from_y = scatter_p.bind(zeros, ty_sel, *arrays, spec=spec, mode="set")
-    return ans, E.select(from_x, instantiate(tx), t_from_y)
+    return ans, _extremum_tangent(x, y, arrays, tx, ty, ans, spec, hints)
 
 
-def _check_unique(shape, spec, arrays):
-    """Raise JAX's error for the derivative of a multiplying scatter with respect
-    to its updates when a known index repeats (a traced one is assumed unique)."""
-    if not arrays or any(isinstance(a, core.Tracer) for a in arrays):
+def _extremum_tangent(x, y, arrays, tx, ty, ans, spec, hints):
+    """The tangent of a ``min``/``max`` scatter: each entry of the result takes
+    the mean of the tangents of the candidates equal to it (the operand entry and
+    every update sent there), as JAX."""
+    aval = core.get_aval(ans)
+    ans_i = getitem_p.bind(ans, *arrays, spec=spec, **hints)
+    idx_shape = core.get_aval(ans_i).shape
+    won = E.eq(B.broadcast_to(y, idx_shape), ans_i)      # per update: tied at the result
+    kept = E.eq(x, ans)                                   # per entry: the operand is
+    zeros = np.zeros(aval.shape, aval.dtype)
+    one, nought = np.ones((), aval.dtype), np.zeros((), aval.dtype)
+    n_won = scatter_p.bind(zeros, E.select(won, one, nought), *arrays, spec=spec, mode="add",
+                           **hints)
+    count = E.add(n_won, E.select(kept, one, nought))     # candidates tied, per entry
+    # An entry with no candidate tied (NaN) keeps the operand's tangent.
+    count = E.select(E.eq(count, nought), one, count)
+    t = None
+    if type(tx) is not Zero:
+        t = E.mul(tx, E.select(kept, E.div(one, count), nought))
+        t = E.select(E.eq(n_won, nought), tx, t)          # entries no update won stay tx
+    if type(ty) is not Zero:
+        share = E.select(won, E.div(one, getitem_p.bind(count, *arrays, spec=spec, **hints)),
+                         nought)
+        ty_i = B.broadcast_to(instantiate(ty), idx_shape)
+        contrib = scatter_p.bind(zeros, E.mul(ty_i, share), *arrays, spec=spec, mode="add",
+                                 **hints)
+        t = contrib if t is None else E.add(t, contrib)
+    return t
+
+
+def _check_mul_unique(shape, spec, arrays, hints):
+    """JAX's error for the derivative of a multiplying scatter with respect to its
+    updates, unless the index is promised or known not to repeat."""
+    repeats = _repeats(shape, spec, arrays, hints.get("unique_indices", False))
+    if repeats is False:
         return
-    hits = np.zeros(shape, np.int64)
-    np.add.at(hits, build_index(spec, arrays), 1)
-    if hits.max(initial=0) > 1:
-        raise NotImplementedError(
-            "scatter_mul gradients are only implemented if `unique_indices=True` (tangentia: "
-            "x.at[idx].multiply(y) is differentiated with respect to y, and idx repeats an "
-            "index: the derivative of a repeated product is not implemented)")
+    why = ("idx repeats an index: the derivative of a repeated product is not implemented"
+           if repeats else
+           "idx is traced, so whether it repeats an index is unknown; pass "
+           "unique_indices=True if it never does")
+    raise NotImplementedError(
+        f"{_MUL_ERROR} (tangentia: x.at[idx].multiply(y), divide or lax.scatter_mul is "
+        f"differentiated with respect to y, and {why})")
 
 
-def _scatter_transpose(ct, x, y, *arrays, spec, mode):
+def _scatter_transpose(ct, x, y, *arrays, spec, mode, **hints):
     if any(is_undefined(a) for a in arrays):
         raise TypeError("scatter: index arrays cannot be linear")
     nones = (None,) * len(arrays)
     if mode == "add":
-        ct_y = (unbroadcast(getitem_p.bind(ct, *arrays, spec=spec), y.aval)
+        ct_y = (unbroadcast(getitem_p.bind(ct, *arrays, spec=spec, **hints), y.aval)
                 if is_undefined(y) else None)
         return (ct if is_undefined(x) else None, ct_y) + nones
     if mode == "set":
         ct_x = None
+        dt = core.get_aval(ct).dtype
         if is_undefined(x):
-            ct_x = scatter_p.bind(ct, np.zeros((), core.get_aval(ct).dtype), *arrays, spec=spec, mode="set")
-        ct_y = (unbroadcast(getitem_p.bind(ct, *arrays, spec=spec), y.aval)
-                if is_undefined(y) else None)
+            ct_x = scatter_p.bind(ct, np.zeros((), dt), *arrays, spec=spec, mode="set", **hints)
+        ct_y = None
+        if is_undefined(y):
+            ct_y = getitem_p.bind(ct, *arrays, spec=spec, **hints)
+            shape = core.get_aval(ct).shape
+            if _repeats(shape, spec, arrays, hints.get("unique_indices", False)) is not False:
+                # Only the update that landed reaches the output.
+                ct_y = E.select(_landed(shape, spec, arrays), ct_y, np.zeros((), dt))
+            ct_y = unbroadcast(ct_y, y.aval)
         return (ct_x, ct_y) + nones
     if mode == "mul" and is_undefined(x) and not is_undefined(y):
-        return (scatter_p.bind(ct, y, *arrays, spec=spec, mode="mul"), None) + nones
+        return (scatter_p.bind(ct, y, *arrays, spec=spec, mode="mul", **hints), None) + nones
     raise TypeError(f"scatter with mode '{mode}' is not linear in the requested operand")
 
 
-def _scatter_batch(args, dims, spec, mode):
+def _scatter_batch(args, dims, spec, mode, **hints):
     x, y, *arrays = args
     xd, yd, *adims = dims
     size = next(core.get_aval(a).shape[d] for a, d in zip(args, dims) if d is not None)
@@ -336,7 +451,8 @@ def _scatter_batch(args, dims, spec, mode):
         y = B.broadcast_to(y, (size,) + tuple(idx_shape))
     if out_d != 0:
         y = move_axis(y, 0, out_d)
-    return scatter_p.bind(x, y, *arrays, spec=new_spec, mode=mode), x_dim
+    # Each example scatters into its own slice of x: the hints carry over.
+    return scatter_p.bind(x, y, *arrays, spec=new_spec, mode=mode, **hints), x_dim
 
 
 scatter_p.jvp = _scatter_jvp
