@@ -729,7 +729,50 @@ def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k):
 # ---------------------------------------------------------------------------
 # Control flow and calls
 
+# Loops poll the SIGINT flag (``helpers._interrupted``, an atomic load) about every
+# CHECK_WORK estimated scalar operations (~10-30 us), and at least every POLL_MAX
+# iterations: a tight loop pays one counter increment per iteration (<1%), a
+# Ctrl-C stops any loop within a few ms of its body's work.
+CHECK_WORK = 1 << 15
+POLL_MAX = 1 << 14
 
+
+def _work(jaxpr):
+    """Estimated scalar operations of one run of ``jaxpr`` (elements computed, a
+    scan's body times its length; a while loop's body once: it polls itself)."""
+    w = jaxpr.cache.get("numba_work")
+    if w is None:
+        w = 0
+        for eqn in jaxpr.eqns:
+            name, p = eqn.prim.name, eqn.params
+            if name == "scan":
+                w += p["length"] * _work(p["jaxpr"])
+            elif name == "cond":
+                w += max(_work(b) for b in p["branches"])
+            else:
+                w += max(1, sum(_size(v.aval.shape) for v in list(eqn.outputs) + list(eqn.inputs)))
+                w += sum(_work(q) for q in _nested(eqn))
+        jaxpr.cache["numba_work"] = w
+    return w
+
+
+def _poll_every(work):
+    """Iterations between two polls of a loop whose iteration costs ``work``: a power
+    of two (the poll tests the low bits of a counter)."""
+    n = max(1, min(POLL_MAX, CHECK_WORK // max(1, work)))
+    return 1 << (n.bit_length() - 1)
+
+
+def _emit_poll(g, counter, every):
+    """At the top of a loop body: leave the program if SIGINT arrived (every ``every``
+    iterations of ``counter``, or every iteration)."""
+    if every > 1:
+        g.emit(f"if ({counter} & {every - 1}) == 0:")
+        g.push()
+    g.emit("if _interrupted():")
+    g.emit("    raise CompiledLoopInterrupted")
+    if every > 1:
+        g.pop()
 
 
 def _carry_init(g, avals, vals):
@@ -745,8 +788,15 @@ def _while(g, eqn, ins):
     bc = [g.settle(v) for v in bc]
     avals = [v.aval for v in eqn.outputs]
     names = _carry_init(g, avals, carry)
+    every = _poll_every(_work(p["cond_jaxpr"]) + _work(p["body_jaxpr"]))
+    k = g.name("k") if every > 1 else None
+    if k is not None:
+        g.emit(f"{k} = np.int64(0)")
     g.emit("while True:")
     g.push()
+    if k is not None:
+        g.emit(f"{k} += 1")
+    _emit_poll(g, k, every)     # (an unbounded loop: always interruptible)
     cur = [g.from_names(n, a) for n, a in zip(names, avals)]
     pred, = g.call_jaxpr(p["cond_jaxpr"], cc + cur)
     pe = g.elem(pred, ())
@@ -779,8 +829,27 @@ def _scan(g, eqn, ins):
         g.emit(f"{n} = np.empty({_shape_str((length,) + a.shape)}, {_dt(a.dtype)})")
         ys.append(AV((length,) + a.shape, a.dtype, n))
     i = g.name("i")
-    g.emit(f"for {i} in range({length - 1}, -1, -1):" if p["reverse"] else f"for {i} in range({length}):")
+    # A long scan polls the SIGINT flag: in chunks of ``every`` steps (the inner loop
+    # keeps no side exit, so LLVM may still vectorize it), or at every step.
+    body_work = _work(body)
+    every = _poll_every(body_work) if length * body_work >= CHECK_WORK else 0
+    if every > 1:
+        i0 = g.name("i")
+        if p["reverse"]:
+            g.emit(f"for {i0} in range({length - 1}, -1, -{every}):")
+            g.push()
+            _emit_poll(g, None, 1)
+            g.emit(f"for {i} in range({i0}, max({i0} - {every}, -1), -1):")
+        else:
+            g.emit(f"for {i0} in range(0, {length}, {every}):")
+            g.push()
+            _emit_poll(g, None, 1)
+            g.emit(f"for {i} in range({i0}, min({i0} + {every}, {length})):")
+    else:
+        g.emit(f"for {i} in range({length - 1}, -1, -1):" if p["reverse"] else f"for {i} in range({length}):")
     g.push()
+    if every == 1:
+        _emit_poll(g, None, 1)
     x_vals = []
     for x in xs:
         shape = x.shape[1:]
@@ -809,6 +878,8 @@ def _scan(g, eqn, ins):
             g.close(idx)
     g.assign_all(names, outs[:ncar])
     g.pop()
+    if every > 1:
+        g.pop()
     return [g.from_names(n, a) for n, a in zip(names, avals)] + ys
 
 
