@@ -235,3 +235,75 @@ def test_scipy_argument_order_hint():
     with pytest.raises(TypeError) as info:
         odeint(lambda y, t: -y if y[0] > 0 else y, y0, ts)
     assert "solve_ivp" not in str(info.value)
+
+
+# ---------------------------------------------------------------------------
+# fixed_point: non-convergence is reported
+
+
+from tangentia.experimental.fixed_point import FixedPointInfo, fixed_point  # noqa: E402
+
+
+def affine(a, x):
+    return a * x + 1.0
+
+
+def test_fixed_point_not_converged_warns():
+    # x_n = 2^n - 1 diverges: after 50 iterations x = 2^50 - 1, last change 2^49.
+    with pytest.warns(RuntimeWarning, match=r"fixed_point\(affine, \.\.\.\): did not converge: "
+                                            r"it stopped after max_iter=50 iterations with the "
+                                            r"last change max\|x_new - x\| = 5\.63e\+14 above "
+                                            r"tol=1e-10") as record:
+        x = fixed_point(affine, 2.0, 0.0, max_iter=50)
+    assert float(x) == 2.0 ** 50 - 1
+    assert record[0].filename == __file__  # points at the caller's line
+    with pytest.warns(RuntimeWarning, match="did not converge"):
+        x, info = fixed_point(affine, 2.0, 0.0, max_iter=50, return_info=True)
+    assert isinstance(info, FixedPointInfo)
+    assert int(info.iterations) == 50 and float(info.residual) == 2.0 ** 49
+    assert not bool(info.converged)
+
+
+def test_fixed_point_converged_is_silent():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x, info = fixed_point(affine, 0.5, 0.0, return_info=True)
+        # tol < 0 asks for exactly max_iter iterations: nothing to report.
+        y = fixed_point(affine, 0.5, 0.0, tol=-1.0, max_iter=7)
+    # x_n = 2 - 2^(1-n): the change 2^(1-n) falls below 1e-10 at n = 35.
+    assert float(x) == 2.0 - 2.0 ** -34
+    assert int(info.iterations) == 35 and bool(info.converged)
+    assert float(info.residual) == 2.0 ** -34
+    assert float(y) == 2.0 - 2.0 ** -6
+
+
+def test_fixed_point_nan_stops_at_once():
+    with pytest.warns(RuntimeWarning, match=r"did not converge: iterate 1 was NaN"):
+        x, info = fixed_point(lambda a, x: tnp.log(x - a), 2.0, 1.0, return_info=True)
+    assert np.isnan(float(x)) and int(info.iterations) == 1 and np.isnan(float(info.residual))
+
+
+def test_fixed_point_warns_under_grad_and_for_the_adjoint():
+    # grad of the fixed point of x = a x + 1 (x* = 1 / (1 - a)): 1 / (1 - a)^2.
+    g = tg.grad(lambda a: fixed_point(affine, a, 0.0))(0.5)
+    np.testing.assert_allclose(float(g), 4.0, rtol=1e-8)
+    with pytest.warns(RuntimeWarning) as record:
+        tg.grad(lambda a: fixed_point(affine, a, 0.0, max_iter=20))(2.0)
+    msgs = [str(w.message) for w in record]
+    assert any(m.startswith("fixed_point(affine, ...): did not converge") for m in msgs)
+    assert any(m.startswith("fixed_point(adjoint of affine, ...): did not converge")
+               for m in msgs)
+
+
+def test_fixed_point_info_under_jit_and_vmap():
+    # Traced values cannot warn; the info says it instead, per problem.
+    def solve(a):
+        return fixed_point(affine, a, 0.0, max_iter=50, return_info=True)
+    x, info = tg.jit(solve)(2.0)
+    assert float(x) == 2.0 ** 50 - 1 and int(info.iterations) == 50
+    assert not bool(info.converged)
+    xs, infos = tg.vmap(solve)(np.array([0.5, 2.0]))
+    np.testing.assert_allclose(np.asarray(xs), [2.0, 2.0 ** 50 - 1], rtol=1e-10)
+    assert np.asarray(infos.iterations).tolist() == [35, 50]
+    assert np.asarray(infos.converged).tolist() == [True, False]
+    assert np.asarray(infos.residual).tolist() == [2.0 ** -34, 2.0 ** 49]
