@@ -3,6 +3,7 @@
 ``float0`` is the tangent dtype of integer and boolean values: a zero-size
 dtype, as in JAX, so a tangent of an integer input carries no data.
 """
+import sys
 from functools import lru_cache
 
 import numpy as np
@@ -74,27 +75,58 @@ def canonicalize(dtype):
 # The public names of ``jax.dtypes`` (our dtypes are NumPy's, float64 by
 # default: canonicalization is the identity, as JAX's with x64 enabled).
 
-try:  # ml_dtypes is optional: bfloat16 and its finfo exist only when it imports
-    import ml_dtypes as _ml_dtypes
-except ImportError:  # pragma: no cover - depends on the environment
-    _ml_dtypes = None
+# ml_dtypes (bfloat16, the float8 family, int4, ...) is imported on first use, not at
+# import: it costs about half a second, and an array of its dtypes can only exist once
+# something has imported it.  ``bfloat16``, ``finfo`` and ``iinfo`` are resolved then.
+_ML = []
 
-if _ml_dtypes is not None:
-    bfloat16 = _ml_dtypes.bfloat16
-    finfo = _ml_dtypes.finfo
-    iinfo = _ml_dtypes.iinfo
-    _CUSTOM_FLOATS = frozenset(
-        getattr(_ml_dtypes, n) for n in (
-            "bfloat16", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4",
-            "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
-            "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu") if hasattr(_ml_dtypes, n))
-    _CUSTOM_SIGNED = frozenset(getattr(_ml_dtypes, n) for n in ("int1", "int2", "int4")
-                               if hasattr(_ml_dtypes, n))
-    _CUSTOM_UNSIGNED = frozenset(getattr(_ml_dtypes, n) for n in ("uint1", "uint2", "uint4")
-                                 if hasattr(_ml_dtypes, n))
-else:  # pragma: no cover
-    finfo, iinfo = np.finfo, np.iinfo
-    _CUSTOM_FLOATS = _CUSTOM_SIGNED = _CUSTOM_UNSIGNED = frozenset()
+
+def _ml_dtypes():
+    """The ml_dtypes module (imported now if needed), or None where it is not installed."""
+    if not _ML:
+        try:
+            import ml_dtypes as ml
+        except ImportError:  # pragma: no cover - depends on the environment
+            ml = None
+        _ML.append(ml)
+    return _ML[0]
+
+
+def _custom_kinds():
+    """(floats, signed, unsigned): ml_dtypes' scalar classes, which sit outside NumPy's
+    hierarchy; empty while ml_dtypes is not imported (no value can have them then)."""
+    ml = sys.modules.get("ml_dtypes")
+    if ml is None:
+        return frozenset(), frozenset(), frozenset()
+    names = (("bfloat16", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4",
+              "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+              "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"),
+             ("int1", "int2", "int4"), ("uint1", "uint2", "uint4"))
+    return tuple(frozenset(getattr(ml, n) for n in group if hasattr(ml, n)) for group in names)
+
+
+def finfo(dtype):
+    """Machine limits of a floating dtype (``ml_dtypes.finfo``: NumPy's, and bfloat16's too)."""
+    ml = _ml_dtypes()
+    return (ml or np).finfo(dtype)
+
+
+def iinfo(dtype):
+    """Machine limits of an integer dtype (``ml_dtypes.iinfo``: NumPy's, and int4's too)."""
+    ml = _ml_dtypes()
+    return (ml or np).iinfo(dtype)
+
+
+def __getattr__(name):
+    if name == "bfloat16":
+        ml = _ml_dtypes()
+        if ml is not None:
+            return ml.bfloat16
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | ({"bfloat16"} if _ml_dtypes() is not None else set()))
 
 
 class extended(np.generic):  # noqa: N801 - JAX's name
@@ -145,9 +177,10 @@ def _issubdtype(a, b) -> bool:
     a, b = _scalar_class(a), _scalar_class(b)
     if issubclass(a, extended):
         return False
-    for custom, parents in ((_CUSTOM_FLOATS, (np.floating, np.inexact)),
-                            (_CUSTOM_SIGNED, (np.signedinteger, np.integer)),
-                            (_CUSTOM_UNSIGNED, (np.unsignedinteger, np.integer))):
+    floats, signed, unsigned = _custom_kinds()
+    for custom, parents in ((floats, (np.floating, np.inexact)),
+                            (signed, (np.signedinteger, np.integer)),
+                            (unsigned, (np.unsignedinteger, np.integer))):
         if a in custom:    # (ml_dtypes' scalar classes are outside NumPy's hierarchy)
             return b in {a, *parents, np.number, np.generic}
     return bool(np.issubdtype(a, b))
