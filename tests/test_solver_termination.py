@@ -100,7 +100,8 @@ def test_blowup_grad_is_nan_like_jax():
     g = float(tg.grad(loss(tnp, odeint, ts[:3]))(1.0))
     np.testing.assert_allclose(g, 0.5 / 0.5 ** 2 + 0.9 / 0.1 ** 2, rtol=1e-5)
     # Lotka-Volterra, under jit too: every gradient NaN, in bounded time.
-    lv = lambda p: tnp.sum(odeint(lotka_volterra(tnp), np.array([1.0, 1.0]), TS, *p)[:5])  # noqa: E731
+    def lv(p):
+        return tnp.sum(odeint(lotka_volterra(tnp), np.array([1.0, 1.0]), TS, *p)[:5])
     assert np.isnan(np.asarray(tg.grad(lv)(BLOWUP))).all()
     assert np.isnan(np.asarray(tg.jit(tg.grad(lv))(BLOWUP))).all()
 
@@ -307,3 +308,95 @@ def test_fixed_point_info_under_jit_and_vmap():
     assert np.asarray(infos.iterations).tolist() == [35, 50]
     assert np.asarray(infos.converged).tolist() == [True, False]
     assert np.asarray(infos.residual).tolist() == [2.0 ** -34, 2.0 ** 49]
+
+
+# ---------------------------------------------------------------------------
+# minimize: success and status against SciPy's
+
+
+import scipy.optimize as sp_optimize  # noqa: E402
+import jax.scipy.optimize as jax_optimize  # noqa: E402
+import tangentia.scipy.optimize as tg_optimize  # noqa: E402
+
+LBFGS = "l-bfgs-experimental-do-not-rely-on-this"
+
+
+def _weighted_quadratic(m):
+    return lambda x: m.sum((x - 3.0) ** 2 * m.arange(1.0, 4.0))
+
+
+def _booth(m):
+    return lambda x: (x[0] + 2 * x[1] - 7) ** 2 + (2 * x[0] + x[1] - 5) ** 2
+
+
+def _rosenbrock(m):
+    return lambda x: m.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def _unbounded(m):
+    return lambda x: -m.sum(x)
+
+
+def _nan_at_start(m):
+    return lambda x: m.sum(m.sqrt(x))
+
+
+# SciPy's BFGS status codes and ours (JAX's): 0 and 1 are the same; SciPy's 2
+# (line-search failure, "precision loss") and 3 (NaN) are JAX's line-search
+# failures 3 (zoom failed), 4 (saddle point) and 5 (line-search iterations).
+SCIPY_TO_OURS = {0: {0}, 1: {1}, 2: {3, 4, 5}, 3: {3, 4, 5}}
+
+PROBLEMS = [  # (objective, x0, options, SciPy's status)
+    (_weighted_quadratic, np.zeros(3), {}, 0),
+    (_booth, np.zeros(2), {}, 0),
+    (_weighted_quadratic, np.zeros(3), {"maxiter": 1}, 1),
+    (_rosenbrock, np.array([-1.2, 1.0]), {"maxiter": 5}, 1),
+    (_unbounded, np.zeros(2), {}, 2),
+    (_nan_at_start, np.array([-1.0, 1.0]), {}, 3),
+]
+
+
+@pytest.mark.parametrize("make, x0, options, scipy_status", PROBLEMS,
+                         ids=["quadratic", "booth", "quadratic-maxiter", "rosenbrock-maxiter",
+                              "unbounded", "nan"])
+def test_bfgs_success_and_status_like_scipy(make, x0, options, scipy_status):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NaN objectives
+        ref = sp_optimize.minimize(make(np), x0, method="BFGS",
+                                   jac=lambda x, g=jax.jit(jax.grad(make(jnp))): np.asarray(g(x)),
+                                   options=options)
+        ours = tg_optimize.minimize(make(tnp), x0, method="BFGS", options=options)
+        theirs = jax_optimize.minimize(make(jnp), jnp.asarray(x0), method="BFGS",
+                                       options=options)
+    assert ref.status == scipy_status
+    assert bool(ours.success) == bool(ref.success) == (int(ours.status) == 0)
+    assert int(ours.status) in SCIPY_TO_OURS[ref.status]
+    # The same steps as JAX's (and its status, which differs only in corners).
+    assert int(ours.status) == int(theirs.status) and int(ours.nit) == int(theirs.nit)
+    if ref.success:
+        np.testing.assert_allclose(np.asarray(ours.x), ref.x, rtol=1e-5, atol=1e-5)
+        assert int(ours.nit) == ref.nit
+    elif ref.status == 1:
+        assert int(ours.nit) == ref.nit == options["maxiter"]
+
+
+@pytest.mark.parametrize("make, x0, options, scipy_status", PROBLEMS[:3] + PROBLEMS[4:5],
+                         ids=["quadratic", "booth", "quadratic-maxiter", "unbounded"])
+def test_lbfgs_success_is_status_zero(make, x0, options, scipy_status):
+    ours = tg_optimize.minimize(make(tnp), x0, method=LBFGS, options=options)
+    theirs = jax_optimize.minimize(make(jnp), jnp.asarray(x0), method=LBFGS, options=options)
+    assert bool(ours.success) == (int(ours.status) == 0) == (scipy_status == 0)
+    assert int(ours.status) == int(theirs.status)
+    if scipy_status == 1:
+        assert int(ours.status) == 1
+
+
+def test_minimize_failure_under_jit_and_vmap():
+    def run(x0):
+        r = tg_optimize.minimize(_rosenbrock(tnp), x0, method="BFGS", options={"maxiter": 5})
+        return r.success, r.status
+    success, status = tg.jit(run)(np.array([-1.2, 1.0]))
+    assert not bool(success) and int(status) == 1
+    success, status = tg.vmap(run)(np.array([[-1.2, 1.0], [1.0, 1.0]]))
+    assert np.asarray(success).tolist() == [False, True]
+    assert np.asarray(status).tolist() == [1, 0]

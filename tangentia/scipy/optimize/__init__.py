@@ -23,12 +23,19 @@ class OptimizeResults(NamedTuple):
 
     Fields:
 
-    * ``x``: the final solution.
-    * ``success``: whether it converged without a line-search failure.
-    * ``status``: the solver's return code. BFGS: 0 converged, 1 maximum iterations
-      reached, 3 zoom failed, 4 saddle point reached, 5 maximum line-search iterations
-      reached, -1 undefined; L-BFGS: 2/3 maximum function/gradient evaluations,
-      4 insufficient progress, 5 line search failed.
+    * ``x``: the final solution (the last iterate when it did not converge).
+    * ``success``: ``status == 0``, as in SciPy: the gradient norm fell below ``gtol``
+      with no line-search failure.  A NaN gradient never counts as converged.
+    * ``status``: the solver's return code, JAX's codes.  BFGS: 0 converged, 1 maximum
+      iterations reached, 3 zoom failed, 4 saddle point reached, 5 maximum line-search
+      iterations reached (3, 4 and 5 are SciPy's 2, "Desired error not necessarily
+      achieved due to precision loss", which also covers SciPy's 3, a NaN result: the line
+      search fails on NaN values), -1 undefined.  A line-search failure takes precedence
+      over the iteration limit, as in SciPy (JAX reports 1 when both happen at the last
+      iteration, and 0 with ``success=False`` when the gradient is small at a failed line
+      search).  L-BFGS: 0 converged, 1 maximum iterations, 2/3 maximum
+      function/gradient evaluations, 4 insufficient progress (``ftol``; SciPy's
+      L-BFGS-B counts that as success, JAX and we do not), 5 line search failed.
     * ``fun``: the final function value.
     * ``jac``: the final gradient.
     * ``hess_inv``: the final inverse-Hessian estimate (``None`` for L-BFGS).
@@ -86,7 +93,7 @@ def minimize(fun, x0, args=(), *, method, tol=None, options=None):
     solver = solvers.get(method.lower())
     if solver is not None:
         r = solver(objective, x0, **options)
-        return OptimizeResults(x=r.x_k, success=r.converged & ~r.failed, status=r.status,
+        return OptimizeResults(x=r.x_k, success=r.status == 0, status=r.status,
                                fun=r.f_k, jac=r.g_k, hess_inv=getattr(r, "H_k", None),
                                nfev=r.nfev, njev=r.ngev, nit=r.k)
     raise ValueError(f"Method {method} not recognized (tangentia.scipy.optimize.minimize: "
@@ -131,8 +138,9 @@ def _minimize_bfgs(fun, x0, maxiter=None, norm=np.inf, gtol=1e-5, line_search_ma
                           line_search_status=ls.status)
 
     s = lax.while_loop(lambda s: ~s.converged & ~s.failed & (s.k < maxiter), body, state)
-    status = tnp.where(s.converged, 0, tnp.where(
-        s.k == maxiter, 1, tnp.where(s.failed, 2 + s.line_search_status, -1)))
+    # SciPy's order: a line-search failure, then the iteration limit (success is status 0).
+    status = tnp.where(s.failed, 2 + s.line_search_status, tnp.where(
+        s.converged, 0, tnp.where(s.k >= maxiter, 1, -1)))
     return s._replace(status=status)
 
 
