@@ -17,6 +17,12 @@ compiles in the background): ``--untiered`` measures the synchronous numba compi
     python benchmarks/bench_cold.py                  # every case, 3 rounds
     python benchmarks/bench_cold.py --rounds 5 --only jit_elementwise,ode_grad
     python benchmarks/bench_cold.py --json benchmarks/cold_results.json
+    python benchmarks/bench_cold.py --sizes 100,300,1000,3000   # compile time vs size
+
+``--sizes``: compile time against program size, for both libraries: ``jit(grad(f))``
+of a chain of N/2 elementwise operations on ``f64[8]`` (N equations after
+differentiation, counted with ``make_jaxpr``), first call minus second call, untiered
+(the time numba takes), and JAX's the same way.
 """
 from __future__ import annotations
 
@@ -212,7 +218,7 @@ def child_code(lib, case, cpu, native_wait=300):
                         has_second=second is not None, second_expr=second or "None")
 
 
-def run_case(lib, case, cpu, tiered=True, timeout=900):
+def run_case(lib, case, cpu, tiered=True, timeout=900, native_wait=300):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
     for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -222,12 +228,55 @@ def run_case(lib, case, cpu, tiered=True, timeout=900):
     env["TANGENTIA_JIT_TIERED"] = "1" if tiered else "0"
     with tempfile.TemporaryDirectory() as cache:
         env["TANGENTIA_CACHE_DIR"] = cache
-        proc = subprocess.run([sys.executable, "-c", child_code(lib, case, cpu)],
+        proc = subprocess.run([sys.executable, "-c", child_code(lib, case, cpu, native_wait)],
                               capture_output=True, text=True, timeout=timeout, env=env)
     if proc.returncode != 0:
         err = (proc.stderr.strip().splitlines() or ["?"])[-1]
         return {"error": err}
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+SIZE_CHILD = """
+import os, time, json
+os.sched_setaffinity(0, {{{cpu}}})
+import numpy as np
+{prelude}
+def f(x):
+    for i in range({n}):
+        x = jnp.sin(x) * 1.01 + 0.1 if i % 3 == 0 else (x * x * 0.5 if i % 3 == 1 else jnp.cos(x) - x)
+    return jnp.sum(x)
+g = jax.jit(jax.grad(f))
+x = np.linspace(0.0, 1.0, 8)
+eqns = len(jax.make_jaxpr(jax.grad(f))(x).jaxpr.eqns)
+t0 = time.perf_counter(); jax.block_until_ready(g(x)); t1 = time.perf_counter()
+jax.block_until_ready(g(x + 0.5)); t2 = time.perf_counter()
+print(json.dumps({{"eqns": eqns, "compile_s": (t1 - t0) - (t2 - t1)}}))
+"""
+
+
+def run_sizes(sizes, cpu, libs, rounds):
+    env = dict(os.environ, TANGENTIA_JIT_TIERED="0", TANGENTIA_COMPILE_PROGRESS="0",
+               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
+    out = {}
+    for n in sizes:
+        for lib in libs:
+            rows = []
+            for _ in range(rounds):
+                with tempfile.TemporaryDirectory() as cache:
+                    env["TANGENTIA_CACHE_DIR"] = cache
+                    code = SIZE_CHILD.format(cpu=cpu, prelude=textwrap.dedent(PRELUDE[lib]), n=n)
+                    proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                          text=True, timeout=3600, env=env)
+                if proc.returncode == 0:
+                    rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            if rows:
+                eq = rows[0]["eqns"]
+                c = statistics.median(r["compile_s"] for r in rows)
+                out.setdefault(str(n), {})[lib] = {"eqns": eq, "compile_s": c}
+                print(f"size {n:>6} {lib:<10} {eq:>6} equations  compile {_fmt(c):>9}  "
+                      f"{c / eq * 1e3:.2f} ms/equation", flush=True)
+    return out
 
 
 def _median(rows, key):
@@ -248,17 +297,26 @@ def main(argv=None):
     ap.add_argument("--untiered", action="store_true")
     ap.add_argument("--no-jax", action="store_true")
     ap.add_argument("--cpu", type=int, default=None, help="the core to pin to (default: the last)")
+    ap.add_argument("--native-wait", type=float, default=300,
+                    help="seconds to wait for tangentia's background compiles (native_s)")
+    ap.add_argument("--sizes", default="", help="compile time vs size: chain lengths")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     cases = [c for c in CASES if not args.only or c in args.only.split(",")]
     cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
     libs = ["tangentia"] + ([] if args.no_jax else ["jax"])
+    if args.sizes:
+        sizes = run_sizes([int(n) for n in args.sizes.split(",")], cpu, libs, args.rounds)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"sizes": sizes}, f, indent=1)
+        return
     results = {}
     for case in cases:
         rows = {lib: [] for lib in libs}
         for _ in range(args.rounds):          # interleaved: tangentia, JAX, tangentia, ...
             for lib in libs:
-                r = run_case(lib, case, cpu, tiered=not args.untiered)
+                r = run_case(lib, case, cpu, tiered=not args.untiered, native_wait=args.native_wait)
                 rows[lib].append(r)
         out = {}
         for lib in libs:

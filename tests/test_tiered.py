@@ -255,3 +255,40 @@ def test_concurrent_processes_share_a_valid_cache(tmp_path):
                            text=True, timeout=240)
     assert third.returncode == 0, third.stderr[-500:]
     assert abs(float(third.stdout.strip()) - expected) < 1e-13
+
+
+class _SlowEstimate(B.Backend):
+    """A slow backend whose compile is estimated at 100 s (it compiles with NumPy)."""
+    name = "slow-estimate-for-test"
+    slow_compile = True
+
+    def compile_estimate(self, jaxpr):
+        return 100.0
+
+    def compile(self, jaxpr):
+        return B.get_backend("numpy").compile(jaxpr)
+
+    def source(self, jaxpr):
+        return "# nothing\n"
+
+
+def test_long_compiles_wait_until_the_calls_pay_for_them():
+    """Rent or buy: a compile estimated at 100 s starts only once the calls on the NumPy
+    backend have taken 50 s, not at the second call."""
+    B.register_backend(_SlowEstimate())
+    tg.config.update("jit_tiered", True)
+    try:
+        g = tg.jit(lambda x: x + 1.0, backend="slow-estimate-for-test")
+        for _ in range(5):
+            np.testing.assert_array_equal(g(np.ones(2)), 2.0)
+        t = _tier(g)
+        assert not t.queued and t.calls == 5 and 0 < t.spent < 50
+        t.spent = 50.0                    # as if the calls had taken that long
+        g(np.ones(2))
+        assert t.queued
+        t.wait(60)
+        np.testing.assert_array_equal(g(np.ones(2)), 2.0)
+        assert _tier(g) is None
+    finally:
+        tg.config.update("jit_tiered", None)
+        B._BACKENDS.pop("slow-estimate-for-test", None)

@@ -17,8 +17,12 @@ installed).
 whose compiles take long (``Backend.slow_compile``: numba, about a second
 per small program) does not make the user wait: the program runs on the
 NumPy backend (no native compile) while the backend compiles it on one
-background thread, from the program's second call on, and the calls after
-that run the native code.  Both tiers compute the same operations; results
+background thread, and the calls after that run the native code.  When to
+compile is a rent-or-buy choice: a program is compiled at its second call
+if its compile is estimated to be short (``Backend.compile_estimate``, at
+most ``EAGER_COMPILE_S``), otherwise once its calls on the NumPy backend
+have taken half that estimate, so a large program called a few times never
+spends minutes of a core on a compile that could not pay for itself.  Both tiers compute the same operations; results
 agree within rounding, not always bit for bit.  ``config.update("jit_tiered",
 False)`` (or ``TANGENTIA_JIT_TIERED=0``) compiles before the first call
 instead, so every call runs the same code.
@@ -31,6 +35,7 @@ import atexit
 import os
 import queue
 import threading
+import time
 
 from .. import core
 from ..core import Eqn, Jaxpr, Var
@@ -53,6 +58,10 @@ class Backend:
     def compiled(self, jaxpr):
         """The callable for ``jaxpr`` if it is at hand without compiling, else None."""
         return None
+
+    def compile_estimate(self, jaxpr):
+        """Seconds that compiling ``jaxpr`` is expected to take (for tiering)."""
+        return 0.0
 
     def compile(self, jaxpr):
         """``fn(*args) -> list`` running ``jaxpr`` (which has no constvars)."""
@@ -164,6 +173,17 @@ def compile_program(jaxpr, backend=None):
 
 
 _TIER_LOCK = threading.Lock()
+EAGER_COMPILE_S = 5.0   # a compile estimated to take at most this starts at the second call
+
+
+def program_size(jaxpr):
+    """The number of equations of ``jaxpr``, counting those of the programs it carries."""
+    n = 0
+    for eqn in jaxpr.eqns:
+        n += 1
+        for sub in core.programs_in(eqn.params):
+            n += program_size(sub)
+    return n
 
 
 class Tiered:
@@ -180,7 +200,7 @@ class Tiered:
     """
 
     __slots__ = ("jaxpr", "backend", "fallback", "native", "calls", "queued", "_callbacks",
-                 "_done", "__weakref__")
+                 "_done", "estimate", "spent", "compile_s", "__weakref__")
 
     def __init__(self, jaxpr, backend):
         self.jaxpr = jaxpr
@@ -191,15 +211,25 @@ class Tiered:
         self.queued = False
         self._callbacks = []
         self._done = threading.Event()
+        self.estimate = backend.compile_estimate(jaxpr)   # seconds
+        self.spent = 0.0        # seconds of calls on the NumPy backend so far
+        self.compile_s = None   # how long the background compile took
 
     def __call__(self, *args):
         native = self.native
         if native is not None:
             return native(*args)
         self.calls += 1
-        if self.calls > 1 and not self.queued:
+        if self.calls > 1 and not self.queued and (
+                self.estimate <= EAGER_COMPILE_S or self.spent >= 0.5 * self.estimate):
             self.start()
-        return self.fallback(*args)
+        if self.queued or self.estimate <= EAGER_COMPILE_S:
+            return self.fallback(*args)
+        t0 = time.perf_counter()
+        try:
+            return self.fallback(*args)
+        finally:
+            self.spent += time.perf_counter() - t0
 
     def start(self):
         """Queue the native compile now (idempotent)."""
@@ -225,6 +255,7 @@ class Tiered:
         callback(self.native)
 
     def _compile(self):
+        t0 = time.perf_counter()
         try:
             fn = self.backend.compile(self.jaxpr)
         except BaseException as e:  # noqa: BLE001 - the NumPy code keeps serving the calls
@@ -233,6 +264,7 @@ class Tiered:
                           f"failed ({type(e).__name__}: {e}); it keeps running on the NumPy "
                           f"backend", RuntimeWarning, stacklevel=2)
             fn = self.fallback
+        self.compile_s = time.perf_counter() - t0
         with _TIER_LOCK:
             self.native = fn
             callbacks, self._callbacks = self._callbacks, []
