@@ -33,13 +33,22 @@ from . import scipy, nn  # noqa: F401
 from . import random  # noqa: F401
 from . import ops  # noqa: F401  (jax.ops: segment_sum, ...)
 from . import tree  # noqa: F401
+from . import typing  # noqa: F401  (jax.typing: ArrayLike, DTypeLike)
+from . import experimental  # noqa: F401  (jax.experimental)
+from . import sharding  # noqa: F401  (jax.sharding; eager results' .sharding)
+from .sharding import (NamedSharding, PartitionSpec as P, copy_to_host_async, host_count,
+                       host_id, host_ids, make_array_from_callback,
+                       make_array_from_process_local_data, make_array_from_single_device_arrays,
+                       make_mesh, process_count, process_index, process_indices, reshard,
+                       set_mesh)
+from ._array import CpuDevice as Device, Shard  # noqa: E402  (the one device's class)
 from . import debug  # noqa: F401
 from . import _jaxpr_dot  # noqa: F401  (installs ClosedJaxpr.to_dot/show/_repr_svg_)
 from ._compat import (block_until_ready, config, default_backend, device_count, device_get,
                       device_put, devices, effects_barrier, local_device_count, local_devices)
 from ._compat import (check_tracer_leaks, checking_leaks, clear_caches, debug_infs,  # noqa: F401
                       debug_key_reuse, default_device, default_matmul_precision, enable_checks,
-                      enable_x64, float0, log_compiles, named_call, named_scope,
+                      enable_x64, explain_cache_misses, float0, log_compiles, named_call, named_scope,
                       numpy_dtype_promotion, numpy_rank_promotion, softmax_custom_jvp,
                       transfer_guard, transfer_guard_device_to_device,
                       transfer_guard_device_to_host, transfer_guard_host_to_device, typeof)
@@ -68,7 +77,11 @@ _document_public()
 
 __version__ = "0.1.0"
 
-__all__ = ["ad_checkpoint", "checkpoint_policies", "pure_callback", "custom_gradient", "custom_batching", "ensure_compile_time_eval", "disable_jit", "linear_transpose", "random", "tree", "debug", "block_until_ready", "effects_barrier", "config", "default_backend",
+__all__ = ["typing", "sharding", "make_mesh", "NamedSharding", "P", "Device", "Shard",
+           "copy_to_host_async", "host_count", "host_id", "host_ids", "make_array_from_callback",
+           "make_array_from_process_local_data", "make_array_from_single_device_arrays",
+           "process_count", "process_index", "process_indices", "reshard", "set_mesh",
+           "experimental", "explain_cache_misses", "ad_checkpoint", "checkpoint_policies", "pure_callback", "custom_gradient", "custom_batching", "ensure_compile_time_eval", "disable_jit", "linear_transpose", "random", "tree", "debug", "block_until_ready", "effects_barrier", "config", "default_backend",
            "device_count", "device_get", "device_put", "devices", "local_device_count",
            "local_devices", "jacobian", "debug_nans", "print_environment_info", "Array", "ShapeDtypeStruct", "checkpoint", "remat", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
            "linearize", "make_jaxpr", "value_and_grad", "vjp", "fwd_and_bwd", "vmap", "tree_util", "numpy", "lax",

@@ -112,6 +112,31 @@ class _Config:
         """The backend ``jit`` uses when none is named (``"numba"`` or ``"numpy"``)."""
         return default_backend_name()
 
+    # What libraries read: x64 is always on; jax_disable_jit follows disable_jit (and
+    # update("jax_disable_jit", ...)); jax_<state> reads the state of that name.
+    x64_enabled = True
+
+    @property
+    def jax_disable_jit(self):
+        return _staging._JIT_DISABLED.get()
+
+    def __getattr__(self, name):
+        state = globals().get(name[4:]) if name.startswith("jax_") else None
+        if isinstance(state, _State):
+            return state.value
+        raise AttributeError(f"Unrecognized config option: {name}")
+
+    def read(self, name):
+        """The value of the option ``name`` (``config.read("jax_enable_x64")``)."""
+        return getattr(self, name)
+
+    @property
+    def values(self):
+        """The options and their values, as a dict."""
+        names = ["jax_enable_x64", "jax_platform_name", "jax_disable_jit", "jit_backend"] + [
+            "jax_" + n for n, v in globals().items() if isinstance(v, _State)]
+        return {n: getattr(self, n) for n in names}
+
     @property
     def jit_tiered(self):
         """Whether a program's first calls run on the NumPy backend while the numba backend
@@ -137,6 +162,9 @@ class _Config:
             return
         if name == "jit_backend":
             set_default_backend(value)
+            return
+        if name == "jax_disable_jit":
+            _staging._JIT_DISABLED.set(bool(value))
             return
         if name == "jit_tiered":
             _backend.set_tiered(value)

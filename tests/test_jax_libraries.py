@@ -362,3 +362,164 @@ def test_tracers_have_the_array_methods_of_jax():
     np.testing.assert_array_equal(conj, x)
     assert int(part[1]) == 2
     np.testing.assert_array_equal(ch, [3.0, -1.0, 2.0])
+
+
+# ---------------------------------------------------------------------------
+# typing, sharding, config: the names libraries read
+
+def test_typing_names():
+    from tangentia.typing import ArrayLike, DTypeLike
+    import jax.typing
+    assert sorted(n for n in dir(jax.typing) if not n.startswith("_")) == ["ArrayLike",
+                                                                            "DTypeLike"]
+    for v in (tnp.ones(2), np.ones(2), np.float32(1), 2.0, 3, True, 1j):
+        assert isinstance(v, ArrayLike), v
+    for v in ("2", None, [1.0]):
+        assert not isinstance(v, ArrayLike), v
+
+    def seen(x):
+        assert isinstance(x, ArrayLike)   # tracers are arrays too
+        return x * 2
+    tg.jit(seen)(1.0)
+    tg.grad(seen)(1.0)
+    assert DTypeLike is not None and tg.typing.ArrayLike is ArrayLike
+
+
+def test_sharding_on_one_device():
+    from tangentia.sharding import (Mesh, NamedSharding, PartitionSpec as P, PositionalSharding,
+                                    SingleDeviceSharding, get_abstract_mesh, get_mesh)
+    x = tnp.ones((4, 2))
+    s = x.sharding
+    js = jnp.ones((4, 2)).sharding
+    assert repr(s) == repr(js) == "SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=device)"
+    assert s == SingleDeviceSharding(tg.devices()[0]) and s.device_set == {tg.devices()[0]}
+    assert (s.is_fully_replicated, s.is_fully_addressable, s.num_devices, s.memory_kind) == (
+        js.is_fully_replicated, js.is_fully_addressable, js.num_devices, js.memory_kind)
+    assert s.shard_shape((4, 2)) == js.shard_shape((4, 2)) == (4, 2)
+    assert list(s.devices_indices_map((4, 2)).values()) == [(slice(None), slice(None))]
+    mesh, jmesh = tg.make_mesh((1,), ("batch",)), jax.make_mesh((1,), ("batch",))
+    assert repr(mesh) == repr(jmesh) and mesh.shape == jmesh.shape and mesh.size == 1
+    ns, jns = NamedSharding(mesh, P("batch")), jax.NamedSharding(jmesh, jax.P("batch"))
+    assert repr(ns) == repr(jns) and repr(P(None, "x")) == repr(jax.P(None, "x")) == "P(None, 'x')"
+    assert ns.shard_shape((4, 2)) == jns.shard_shape((4, 2)) and ns.is_fully_replicated
+    assert s.is_equivalent_to(ns, 2)
+    with pytest.raises(ValueError, match=r"Resource axis: y of P\('y',\) is not found in mesh"):
+        NamedSharding(mesh, P("y"))
+    with pytest.raises(ValueError, match=r"^Number of devices 1 must be >= the product of "
+                                         r"mesh_shape \(2,\)"):
+        tg.make_mesh((2,), ("x",))
+    # device_put to any sharding: the values, as arrays on the one device
+    for target in (ns, s, tg.devices()[0], PositionalSharding(tg.devices())):
+        y = tg.device_put(np.arange(3.0), target)
+        assert type(y) is ArrayImpl and y.sharding == s
+        np.testing.assert_array_equal(y, [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(tg.jit(lambda v: tg.reshard(v, ns) * 2)(tnp.ones(2)), 2.0)
+    # the current mesh
+    assert get_mesh().empty
+    with tg.set_mesh(Mesh(np.array(tg.devices()).reshape(1, 1), ("a", "b"))) as m:
+        assert get_mesh() is m and get_abstract_mesh().axis_names == ("a", "b")
+    assert get_mesh().empty
+    arr = tg.make_array_from_callback((2, 3), ns, lambda idx: np.arange(6.0).reshape(2, 3)[idx])
+    np.testing.assert_array_equal(arr, np.arange(6.0).reshape(2, 3))
+    assert (tg.process_count(), tg.process_index(), tg.process_indices()) == (1, 0, [0])
+    assert isinstance(tg.devices()[0], tg.Device)
+
+
+def test_config_reads_as_jax():
+    c = tg.config
+    assert c.x64_enabled and c.jax_enable_x64 and c.read("jax_enable_x64")
+    assert c.jax_numpy_rank_promotion == jax.config.jax_numpy_rank_promotion == "allow"
+    assert c.jax_disable_jit is False
+    with tg.disable_jit():
+        assert c.jax_disable_jit is True
+    c.update("jax_disable_jit", True)
+    try:
+        assert tg.jit(lambda x: float(x) + 1)(1.0) == 2.0   # Python runs: float() works
+    finally:
+        c.update("jax_disable_jit", False)
+    assert c.jax_disable_jit is False
+    assert c.values["jax_enable_x64"] is True
+    with pytest.raises(AttributeError, match="Unrecognized config option: jax_no_such"):
+        c.jax_no_such   # noqa: B018
+
+
+# ---------------------------------------------------------------------------
+# optax, run on tangentia through a `jax` -> `tangentia` import alias
+
+
+class _JaxAlias:
+    """A meta path finder importing ``jax.x`` as ``tangentia.x``."""
+
+    def find_spec(self, name, path, target=None):
+        import importlib.util
+        if name == "jax" or name.startswith("jax."):
+            return importlib.util.spec_from_loader(name, self)
+        return None
+
+    def create_module(self, spec):
+        import importlib
+        return importlib.import_module("tangentia" + spec.name[3:])
+
+    def exec_module(self, module):
+        pass
+
+
+@pytest.fixture
+def optax_on_tangentia():
+    import importlib.util
+    import sys
+    if importlib.util.find_spec("optax") is None:
+        pytest.skip("optax is not installed (pip install optax)")
+    saved = {k: v for k, v in sys.modules.items()
+             if k == "jax" or k.startswith(("jax.", "optax", "chex"))}
+    for k in saved:
+        del sys.modules[k]
+    alias = _JaxAlias()
+    sys.meta_path.insert(0, alias)
+    try:
+        import optax
+        yield optax
+    finally:
+        sys.meta_path.remove(alias)
+        for k in [k for k in sys.modules if k == "jax" or k.startswith(("jax.", "optax", "chex"))]:
+            del sys.modules[k]
+        sys.modules.update(saved)
+
+
+def test_optax_optimizers_and_lbfgs_run_on_tangentia(optax_on_tangentia):
+    optax = optax_on_tangentia
+    target = np.array([0.0, 1.0, 2.0])
+
+    def loss(w):
+        return tnp.sum((w - target) ** 2) + 0.1 * tnp.sum(w ** 4)
+
+    def numpy_loss_grad(w):
+        return np.sum((w - target) ** 2) + 0.1 * np.sum(w ** 4), 2 * (w - target) + 0.4 * w ** 3
+
+    # adam, by hand in NumPy: the same steps
+    opt = optax.adam(0.1)
+    w, st = tnp.zeros(3), opt.init(tnp.zeros(3))
+    step = tg.jit(lambda w, st: (lambda g: (lambda u: (optax.apply_updates(w, u[0]), u[1]))(
+        opt.update(g, st, w)))(tg.grad(loss)(w)))
+    m = v = np.zeros(3)
+    wn = np.zeros(3)
+    for t in range(1, 31):
+        w, st = step(w, st)
+        g = numpy_loss_grad(wn)[1]
+        m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
+        wn = wn - 0.1 * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
+    np.testing.assert_allclose(w, wn, rtol=1e-10)
+    # L-BFGS with its zoom line search (while_loop, cond) under jit: the minimum
+    opt = optax.lbfgs()
+    vg = optax.value_and_grad_from_state(loss)
+    w, st = tnp.zeros(3), opt.init(tnp.zeros(3))
+
+    @tg.jit
+    def lbfgs_step(w, st):
+        value, g = vg(w, state=st)
+        u, st = opt.update(g, st, w, value=value, grad=g, value_fn=loss)
+        return optax.apply_updates(w, u), st
+    with np.errstate(all="ignore"):   # (the line search divides by zero in an unused branch)
+        for _ in range(15):
+            w, st = lbfgs_step(w, st)
+    np.testing.assert_allclose(numpy_loss_grad(np.asarray(w))[1], 0.0, atol=1e-8)
