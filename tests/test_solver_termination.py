@@ -211,6 +211,29 @@ def test_stiff_van_der_pol_like_jax():
     assert_like_jax(ys, want, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.timeout(60)
+def test_stiff_adjoint_fails_with_nan_forward_mode_works():
+    # The adjoint pass integrates y backwards in time, where van der Pol's limit
+    # cycle repels (errors grow like exp(mu t)): the backward solve blows up and
+    # fails, so reverse mode gives NaN, as JAX's does.  Forward mode never
+    # integrates backwards: it matches central differences.
+    def vdp(m):
+        return lambda y, t, mu: m.stack([y[1], mu * (1 - y[0] ** 2) * y[1] - y[0]])
+    ts = np.linspace(0.0, 3.0, 4)
+    y0 = np.array([2.0, 0.0])
+
+    def last(m, ode, mu, tol=1e-6):
+        return ode(vdp(m), m.asarray(y0), ts, mu, rtol=tol, atol=tol)[-1, 0]
+    g = float(tg.grad(lambda mu: last(tnp, odeint, mu))(10.0))
+    want = float(jax.grad(lambda mu: last(jnp, jax_odeint, mu))(10.0))
+    assert np.isnan(want) and np.isnan(g)
+    d = float(tg.jacfwd(lambda mu: last(tnp, odeint, mu))(10.0))
+    eps = 1e-4
+    fd = (float(last(tnp, odeint, 10.0 + eps, 1e-10))
+          - float(last(tnp, odeint, 10.0 - eps, 1e-10))) / (2 * eps)
+    np.testing.assert_allclose(d, fd, rtol=1e-4)
+
+
 # ---------------------------------------------------------------------------
 # odeint: dynamics in SciPy's (t, y) order
 
