@@ -27,7 +27,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ._array import CPU, ArrayImpl, CpuDevice
+from ._array import CPU, ArrayImpl, CpuDevice, Shard
 
 __all__ = ["AbstractDevice", "AbstractMesh", "AxisType", "Mesh", "NamedSharding",
            "PartitionSpec", "PositionalSharding", "Sharding", "SingleDeviceSharding",
@@ -120,8 +120,13 @@ def make_single_device_sharding(device):
 
 class PartitionSpec(tuple):
     """How each axis of an array is split over named mesh axes: ``P('x', None)``.
-    Each entry is a mesh axis name, a tuple of names, ``None`` (not split) or
-    ``PartitionSpec.UNCONSTRAINED``."""
+
+    Args:
+      *partitions: one entry per array axis: a mesh axis name, a tuple of names,
+        ``None`` (not split) or ``PartitionSpec.UNCONSTRAINED``.
+      unreduced: accepted for JAX compatibility (mesh axes holding partial sums).
+      reduced: accepted for JAX compatibility.
+    """
 
     UNCONSTRAINED = "unconstrained"
 
@@ -418,7 +423,12 @@ class PositionalSharding(Sharding):
 
 
 def reshard(xs, out_shardings):
-    """``xs`` laid out as ``out_shardings`` says: unchanged (one device)."""
+    """``xs`` laid out as ``out_shardings`` says: unchanged (one device).
+
+    Args:
+      xs: an array or pytree of arrays.
+      out_shardings: shardings or partition specs (accepted: one device).
+    """
     return xs
 
 
@@ -434,7 +444,14 @@ def explicit_axes(fun=None, *, axes=None, in_sharding=None):
 
 def make_mesh(axis_shapes, axis_names, *, axis_types=None, devices=None):
     """A ``Mesh`` of the given shape (every size 1: there is one device), as
-    ``jax.make_mesh``."""
+    ``jax.make_mesh``.
+
+    Args:
+      axis_shapes: the size of each mesh axis (all 1).
+      axis_names: the name of each mesh axis.
+      axis_types: one ``AxisType`` per axis (default Explicit).
+      devices: accepted for JAX compatibility (the one CPU device).
+    """
     shape = tuple(int(s) for s in axis_shapes)
     n = int(np.prod(shape, dtype=np.int64))
     if n != 1:
@@ -444,7 +461,15 @@ def make_mesh(axis_shapes, axis_names, *, axis_types=None, devices=None):
     return Mesh(np.full(shape, CPU, dtype=object), axis_names, axis_types=axis_types)
 
 
-# An eager result's layout: the whole array on the CPU.
+# An eager result's layout: the whole array on the CPU; its shards' documentation.
+Shard.__doc__ = """One shard of an array (``x.addressable_shards``): here the whole array, on the CPU.
+
+    Args:
+      device: the device holding it (the CPU).
+      index: the slice of the array it holds (all of it).
+      replica_id: its replica number (0).
+      data: the shard's values (the array).
+    """
 ArrayImpl.sharding = property(lambda self: _SINGLE, doc="``SingleDeviceSharding`` of the CPU.")
 ArrayImpl.committed = False  # (JAX: True once device_put to an explicit device)
 ArrayImpl.addressable_data = lambda self, index: self
@@ -456,21 +481,57 @@ ArrayImpl.addressable_data = lambda self, index: self
 
 
 def process_count(backend=None):
-    """The number of processes: 1."""
+    """The number of processes: 1.
+
+    Args:
+      backend: accepted for JAX compatibility.
+    """
     return 1
 
 
 def process_index(backend=None):
-    """This process's index: 0."""
+    """This process's index: 0.
+
+    Args:
+      backend: accepted for JAX compatibility.
+    """
     return 0
 
 
 def process_indices(backend=None):
-    """The indices of the processes: ``[0]``."""
+    """The indices of the processes: ``[0]``.
+
+    Args:
+      backend: accepted for JAX compatibility.
+    """
     return [0]
 
 
-host_count, host_id, host_ids = process_count, process_index, process_indices
+def host_count(backend=None):
+    """JAX's older name of ``process_count``: 1.
+
+    Args:
+      backend: accepted for JAX compatibility.
+    """
+    return 1
+
+
+def host_id(backend=None):
+    """JAX's older name of ``process_index``: 0.
+
+    Args:
+      backend: accepted for JAX compatibility.
+    """
+    return 0
+
+
+def host_ids(backend=None):
+    """JAX's older name of ``process_indices``: ``[0]``.
+
+    Args:
+      backend: accepted for JAX compatibility.
+    """
+    return [0]
 
 
 def _check_sharding(sharding, what):
@@ -489,7 +550,14 @@ def _whole(x, shape, dtype, what):
 
 def make_array_from_callback(shape, sharding, data_callback, dtype=None):
     """The array of ``shape`` whose one shard (all of it) is
-    ``data_callback((slice(None),) * len(shape))``."""
+    ``data_callback((slice(None),) * len(shape))``.
+
+    Args:
+      shape: the array's shape.
+      sharding: a ``Sharding`` (every one places the whole array on the CPU).
+      data_callback: called with the index of the shard, returns its values.
+      dtype: the array's dtype (by default the callback's).
+    """
     _check_sharding(sharding, "make_array_from_callback")
     shape = tuple(int(d) for d in shape)
     return _whole(data_callback((slice(None),) * len(shape)), shape, dtype,
@@ -497,7 +565,14 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
 
 
 def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
-    """The array of ``shape`` made of its per-device pieces: one device, one piece."""
+    """The array of ``shape`` made of its per-device pieces: one device, one piece.
+
+    Args:
+      shape: the array's shape.
+      sharding: a ``Sharding``.
+      arrays: a sequence holding the one piece (the whole array).
+      dtype: the array's dtype (by default the piece's).
+    """
     _check_sharding(sharding, "make_array_from_single_device_arrays")
     arrays = list(arrays)
     if len(arrays) != 1:
@@ -507,12 +582,22 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
 
 
 def make_array_from_process_local_data(sharding, local_data, global_shape=None):
-    """The global array from this process's data: one process holds all of it."""
+    """The global array from this process's data: one process holds all of it.
+
+    Args:
+      sharding: a ``Sharding``.
+      local_data: the data (all of it).
+      global_shape: the array's shape (by default the data's).
+    """
     _check_sharding(sharding, "make_array_from_process_local_data")
     shape = np.shape(local_data) if global_shape is None else global_shape
     return _whole(local_data, shape, None, "make_array_from_process_local_data")
 
 
 def copy_to_host_async(x):
-    """Start copying ``x``'s arrays to the host: they are there already."""
+    """Start copying ``x``'s arrays to the host: they are there already.
+
+    Args:
+      x: an array or pytree of arrays (returned unchanged).
+    """
     return x
