@@ -18,13 +18,28 @@ from ..core import ShapedArray, Tracer, set_trace
 from . import partial_eval as pe
 from . import ad
 from .ad import add_any_p
-from .base_ops import batch_size, broadcast_front, materialize, move_axis, move_to_front  # noqa: F401
+from .base_ops import broadcast_front, materialize, move_axis, move_to_front  # noqa: F401
+from .base_ops import batch_size as _batch_size_of
 from .base_ops import reduce_sum
 
 _set_trace = core._trace_ctx.set
 _reset_trace = core._trace_ctx.reset
-# The axis name of the named vmap whose rule is running (for batch_jaxpr).
-_rule_axis_name = contextvars.ContextVar("tangentia_vmap_axis_name", default=None)
+# ``(axis name, axis size)`` of the named vmap whose rule is running: batch_jaxpr
+# names the batch axis of the programs it traces, and batch_size gives the size
+# to a rule none of whose operands is batched (a program reading the axis).
+_rule_axis = contextvars.ContextVar("tangentia_vmap_axis", default=None)
+
+
+def batch_size(vals, dims):
+    """The size of the batch axis of a rule's operands; when none is batched (a
+    call whose program reads a named vmap axis), that vmap's axis size."""
+    for v, d in zip(vals, dims):
+        if d is not None:
+            return core.get_aval(v).shape[d]
+    axis = _rule_axis.get()
+    if axis is not None:
+        return axis[1]
+    return _batch_size_of(vals, dims)   # its error
 
 
 class BatchTracer(Tracer):
@@ -50,15 +65,28 @@ class BatchTracer(Tracer):
 register_leaf_type(BatchTracer)
 
 
-def _reads_axis(params, name):
-    """Whether a program among ``params`` (a call's, a loop's, a branch's, at any
-    depth) has an equation over the named axis ``name`` (a collective)."""
-    for program in core.programs_in(params):
+def _axis_names(program):
+    """The axis names the equations of ``program`` are over (collectives), at any
+    depth (a call's, a loop's, a branch's program inside it): computed once per
+    program and kept in its cache."""
+    names = program.cache.get("axis_names")
+    if names is None:
+        found = set()
         for e in program.eqns:
             n = e.params.get("axis_name")
-            if n == name or (isinstance(n, (tuple, list)) and name in n) or \
-                    _reads_axis(e.params, name):
-                return True
+            if n is not None:
+                found.update(n if isinstance(n, (tuple, list)) else (n,))
+            for inner in core.programs_in(e.params):
+                found.update(_axis_names(inner))
+        names = program.cache["axis_names"] = frozenset(found)
+    return names
+
+
+def _reads_axis(params, name):
+    """Whether a program among ``params`` has an equation over the named axis ``name``."""
+    for program in core.programs_in(params):
+        if name in _axis_names(program):
+            return True
     return False
 
 
@@ -95,28 +123,28 @@ class BatchTrace(core.Trace):
                     self.check_foreign(x)
                 vals.append(x)
                 dims.append(None)
-        if not batched:
-            if not (self.axis_name is not None and vals and _reads_axis(params, self.axis_name)):
-                # Nothing of ours: the parent handles it (it sets its own context
-                # for any rule it runs).
-                return self.parent.process_primitive(prim, args, params)
-            # A call, loop or branch whose program uses this trace's named axis
-            # (``lax.axis_index('i')`` in a jit or loop body): batched, as JAX's
-            # named-axis effect makes it, by broadcasting its last operand.
-            vals[-1] = broadcast_front(vals[-1], self.axis_size)
-            dims[-1] = 0
+        if not batched and (self.axis_name is None or not _reads_axis(params, self.axis_name)):
+            # Nothing of ours: the parent handles it (it sets its own context for
+            # any rule it runs).
+            return self.parent.process_primitive(prim, args, params)
+        # Otherwise batched operands, or a call, loop or branch whose program uses
+        # this trace's named axis (``lax.axis_index('i')`` in a jit or loop body,
+        # with or without operands): its rule batches the program, whose
+        # collectives make the outputs batched (JAX's named-axis effect); with no
+        # batched operand the rule gets the axis size from ``batch_size``.
         rule = prim.batch
         if rule is None:
             raise NotImplementedError(f"batching rule for '{prim.name}' not implemented")
         token = _set_trace(self.parent)
         # Programs a rule batches (jit, loops) see this trace's axis name too.
-        named = _rule_axis_name.set(self.axis_name) if self.axis_name is not None else None
+        named = _rule_axis.set((self.axis_name, self.axis_size)) \
+            if self.axis_name is not None else None
         try:
             out, out_dim = rule(vals, dims, **params)
         finally:
             _reset_trace(token)
             if named is not None:
-                _rule_axis_name.reset(named)
+                _rule_axis.reset(named)
         if prim.multiple_results:
             return [o if d is None else BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
         return out if out_dim is None else BatchTracer(self, out, out_dim)
@@ -397,7 +425,8 @@ def batch_jaxpr(jaxpr, in_dims, axis_size, out_batched=None):
     must not depend on the batched inputs).
 
     Returns ``(program, hoisted)`` (see ``partial_eval.trace_to_program``)."""
-    name = _rule_axis_name.get()
+    axis = _rule_axis.get()
+    name = None if axis is None else axis[0]
     key = ("batch", tuple(in_dims), axis_size) + ((name,) if name is not None else ())
     if out_batched is not None:
         key += (tuple(out_batched),)
@@ -420,7 +449,8 @@ def batch_jaxpr_natural(jaxpr, in_dims, axis_size):
 
     Returns ``(program, hoisted, out_dims)`` with out_dims entries 0 or None.
     """
-    name = _rule_axis_name.get()
+    axis = _rule_axis.get()
+    name = None if axis is None else axis[0]
     key = ("batch_natural", tuple(in_dims), axis_size) + ((name,) if name is not None else ())
     hit = jaxpr.cache.get(key)
     if hit is not None:

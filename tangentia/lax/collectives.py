@@ -16,7 +16,9 @@ transpose to their adjoints (``psum`` to ``psum``, ``all_gather`` to
 ``psum_scatter``, ``ppermute`` to the inverse permutation, ``all_to_all`` to
 the swapped one); ``pmax``/``pmin`` have no derivative, as in JAX.
 Programs batched by a named vmap's rules (``jit``, loops, ``cond`` inside it)
-are batched with the name, so collectives work inside them too.
+are batched with the name, so collectives work inside them too, also when none
+of their operands is batched (``jit(lambda: lax.axis_index('i'))()``: the
+batching interpreter sees that the program reads its axis).
 """
 from __future__ import annotations
 
