@@ -33,6 +33,7 @@ round-trips the class.
 """
 from __future__ import annotations
 
+import contextvars
 import functools
 import sys
 import types
@@ -181,21 +182,34 @@ def to_user(out):
 
 
 # ---------------------------------------------------------------------------
-# NumPy's floating-point warnings (divide by zero, invalid value, overflow)
-# raised by a primitive point at the user's line: while a public function
-# runs, NumPy's "warn" modes become "call" modes whose callback re-issues the
-# warning at the first frame outside tangentia and NumPy.  The user's own
-# NumPy settings ("ignore", "raise", np.errstate blocks) are kept.
+# NumPy's floating-point warnings (divide by zero, invalid value) raised by a
+# primitive point at the user's line: while a public function runs, NumPy's
+# "warn" modes become "log" modes whose writer re-issues NumPy's own text
+# ("divide by zero encountered in log", the same eagerly and under every
+# transformation, so Python's registry shows it once per line) at the first
+# frame outside tangentia and NumPy, once per line in each outermost call.
+# Overflow is silent, as in JAX: its result, an infinity, is IEEE's, and the
+# idioms that select a finite branch with ``where`` (the stable softplus
+# ``where(x > 0, x + log1p(exp(-x)), log1p(exp(x)))``) overflow by design in the
+# branch they discard.  The user's own NumPy settings ("ignore", "raise", their
+# own callback, np.errstate blocks) are kept.
 
 _EXTOBJ = _ufunc_config._extobj_contextvar  # NumPy's error state (a context variable)
 _FP_KINDS = ("divide", "over", "under", "invalid")
 _INTERNAL_MODULES = ("tangentia", "numpy", "numba", "functools", "contextlib")
 
 
+_SILENT = object()
+
+
 def _user_frame():
-    """The innermost frame outside tangentia, NumPy and the stdlib helpers they use."""
+    """The innermost frame outside tangentia, NumPy and the stdlib helpers they use
+    (``_SILENT`` inside a backward pass's own arithmetic, see ``BackwardPass``)."""
     frame = sys._getframe(2)
+    stop = _BACKWARD_CALLER.get()
     while frame is not None:
+        if frame is stop:   # tangentia's own backward pass, not a rule of the user's
+            return _SILENT
         module = frame.f_globals.get("__name__") or ""
         if not (module.split(".", 1)[0] in _INTERNAL_MODULES
                 or frame.f_code.co_filename.startswith("<tangentia")):
@@ -204,22 +218,40 @@ def _user_frame():
     return None
 
 
-def _fp_warning(name, errtype, flag):
-    msg = f"{errtype} encountered in {name}"
-    frame = _user_frame()
-    if frame is None:
-        warnings.warn(msg, RuntimeWarning, stacklevel=2)
-        return
-    g = frame.f_globals
-    where = (msg, RuntimeWarning, frame.f_code.co_filename, frame.f_lineno, g.get("__name__"),
-             g.setdefault("__warningregistry__", {}))
-    try:
-        warnings.warn_explicit(*where, module_globals=g)
-    except ImportError:
-        # ``python -c`` and scripts read from stdin: ``__main__``'s loader is the
-        # built-in importer, whose get_source (asked for the warning's source line
-        # before any filter applies) raises; the line is then simply not shown.
-        warnings.warn_explicit(*where)
+class _FPLog:
+    """NumPy's "log" target: ``write("Warning: divide by zero encountered in log\\n")``
+    re-issues the warning at the user's line, once per line until ``seen`` is cleared
+    (by the outermost boundary's entry)."""
+
+    __slots__ = ("seen",)
+
+    def __init__(self):
+        self.seen = set()
+
+    def write(self, text):
+        msg = text.strip()
+        if msg.startswith("Warning: "):
+            msg = msg[9:]
+        frame = _user_frame()
+        if frame is _SILENT:
+            return
+        if frame is None:
+            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+            return
+        key = (frame.f_code.co_filename, frame.f_lineno)
+        if key in self.seen:   # this line already warned in this call
+            return
+        self.seen.add(key)
+        g = frame.f_globals
+        where = (msg, RuntimeWarning, key[0], key[1], g.get("__name__"),
+                 g.setdefault("__warningregistry__", {}))
+        try:
+            warnings.warn_explicit(*where, module_globals=g)
+        except ImportError:
+            # ``python -c`` and scripts read from stdin: ``__main__``'s loader is the
+            # built-in importer, whose get_source (asked for the warning's source line
+            # before any filter applies) raises; the line is then simply not shown.
+            warnings.warn_explicit(*where)
 
 
 class FPWarnings:
@@ -232,7 +264,8 @@ class FPWarnings:
 
     def __init__(self, name):
         self.name = name
-        self.pair = (None, None)  # (the user's error state, ours), replaced atomically
+        # (the user's error state, ours, our log writer), replaced atomically
+        self.pair = (None, None, None)
 
     def __reduce__(self):  # functions holding one travel with (cloud)pickle; states do not
         return FPWarnings, (self.name,)
@@ -246,16 +279,45 @@ class FPWarnings:
         user = _EXTOBJ.get()
         pair = self.pair
         if pair[0] is not user:
-            pair = self.pair = (user, self._derive(user))
-        return None if pair[1] is user else _EXTOBJ.set(pair[1])
+            pair = self.pair = (user,) + _derive(user)
+        if pair[1] is user:
+            return None
+        seen = pair[2].seen
+        if seen:   # a new outermost call: each line may warn again
+            seen.clear()
+        return _EXTOBJ.set(pair[1])
 
-    def _derive(self, user):
-        modes = _ufunc_config._get_extobj_dict()  # of ``user``, the current state
-        if any(modes[k] in ("call", "log") for k in _FP_KINDS) or "warn" not in modes.values():
-            return user  # the user's own callback, or nothing to redirect: keep theirs
-        return _ufunc_config._make_extobj(
-            call=functools.partial(_fp_warning, self.name),
-            **{k: "call" for k in _FP_KINDS if modes[k] == "warn"})
+
+def _derive(user):
+    """(our error state, its log writer) for the user's state ``user`` (current)."""
+    modes = _ufunc_config._get_extobj_dict()  # of ``user``, the current state
+    if any(modes[k] in ("call", "log") for k in _FP_KINDS) or "warn" not in modes.values():
+        return user, None  # the user's own callback, or nothing to redirect: keep theirs
+    log = _FPLog()
+    return _ufunc_config._make_extobj(
+        call=log, **{k: ("ignore" if k == "over" else "log")
+                     for k in _FP_KINDS if modes[k] == "warn"}), log
+
+
+# The frame that runs a backward pass (``ad.backward_pass``), while it runs.
+_BACKWARD_CALLER = contextvars.ContextVar("tangentia_backward_caller", default=None)
+
+
+class BackwardPass:
+    """``token = BackwardPass.enter()`` ... ``BackwardPass.exit(token)`` around a
+    backward pass: the floating-point warnings of tangentia's own cotangent arithmetic
+    are dropped meanwhile (``0 * inf`` where a ``where`` discarded an infinite branch,
+    the derivative of ``log`` at 0: NaN or inf cotangents, silently, as in JAX; the
+    primal computation has already warned at the user's line).  The user's own rules
+    (a custom_vjp's ``bwd``) run there still warn, at their line."""
+
+    @staticmethod
+    def enter():
+        return _BACKWARD_CALLER.set(sys._getframe(1))
+
+    @staticmethod
+    def exit(token):
+        _BACKWARD_CALLER.reset(token)
 
 
 _API_LABELS = {"_Jitted": "jit", "Lowered": "jit", "_pullback": "vjp"}

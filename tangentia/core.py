@@ -628,29 +628,41 @@ class Tracer:
         return self._trace.concrete_value(self, context)
 
     def __bool__(self):
+        aval = self.aval
+        if aval.size != 1 and self._trace.alive is True:   # JAX checks the size first
+            raise ValueError(
+                ("The truth value of an empty array is ambiguous. Use `array.size > 0` to check "
+                 "that an array is not empty." if aval.size == 0 else
+                 "The truth value of an array with more than one element is ambiguous. Use "
+                 "a.any() or a.all()") + f" (bool() of a traced array {_jax_type(aval)})")
         return bool(self.concrete_value("bool"))
 
     def __float__(self):
-        return float(self.concrete_value("float"))
+        return float(self._scalar_value("float"))
 
     def __int__(self):
-        return int(self.concrete_value("int"))
+        return int(self._scalar_value("int"))
 
     def __complex__(self):
-        return complex(self.concrete_value("complex"))
+        return complex(self._scalar_value("complex"))
+
+    def _scalar_value(self, context):
+        aval = self.aval
+        if aval.shape and self._trace.alive is True:   # JAX checks the shape first
+            raise TypeError(
+                "Only scalar arrays can be converted to Python scalars; got "
+                f"arr.ndim={len(aval.shape)} ({context}() of a traced array {_jax_type(aval)}; "
+                "index or reshape it to shape () first)")
+        return self.concrete_value(context)
 
     def __index__(self):
-        try:
-            v = self.concrete_value("index")
-        except ConcretizationTypeError as e:
-            if type(e) is not ConcretizationTypeError:
-                raise
-            raise TracerIntegerConversionError(
-                f"The __index__() method was called on traced array with shape "
-                f"{self.aval.str_short()}. {e}") from None
-        if np.asarray(v).dtype.kind not in "iub":
-            raise TypeError(f"only integer traced values can be used as an index, got {self.aval.str_short()}")
-        return int(v)
+        aval = self.aval
+        if (aval.shape or aval.dtype.kind not in "iu") and self._trace.alive is True:
+            raise TypeError(   # JAX checks the type first
+                "Only integer scalar arrays can be converted to a scalar index. (a traced array "
+                f"{_jax_type(aval)} was used where Python needs an integer: an index, range() "
+                "or operator.index())")
+        return int(self.concrete_value("index"))
 
     def item(self):
         return np.asarray(self.concrete_value("item")).item()
@@ -661,13 +673,16 @@ class Tracer:
     def __array__(self, dtype=None, copy=None):
         if self._trace.alive is not True:
             raise inactive_tracer_error(self)
-        raise TracerArrayConversionError(   # JAX's words first
+        err = TracerArrayConversionError(   # JAX's words first
             f"The numpy.ndarray conversion method __array__() was called on traced array with "
-            f"shape {self.aval.dtype.name}{list(self.aval.shape)}. "
+            f"shape {_jax_type(self.aval)}\n"
             f"A traced array {self.aval.str_short()} was passed to a NumPy function that needs a "
-            f"concrete array, while running under {self._trace.describe()}. NumPy functions "
+            f"concrete array (or converted with numpy.asarray, numpy.array or a NumPy scalar "
+            f"type), while running under {self._trace.describe()}. NumPy functions "
             "cannot be transformed: use the tangentia.numpy equivalent (import tangentia.numpy "
             "as tnp), or move the NumPy call outside the transformed function.")
+        err.trace = self._trace
+        raise err
 
     def __hash__(self):
         raise TypeError(f"unhashable type: traced array {self.aval.str_short()}")
@@ -682,28 +697,55 @@ class Tracer:
         return f"Traced<{self.aval.str_short()}> with {type(self._trace).__name__}"
 
 
-def concretization_error(tracer, context, reason=""):
+def _jax_type(aval):
+    """An aval as JAX's messages write it: ``float32[3,4]``."""
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+
+
+# Conversions JAX refuses for every traced value, also one whose value is known
+# (under jvp / grad): their result would silently drop the derivative.
+STRICT_CONVERSIONS = frozenset(("float", "complex", "tolist"))
+
+_CONTROL_FLOW_ADVICE = (
+    "Python control flow cannot depend on traced values there. Use tangentia.numpy.where "
+    "or tangentia.lax.cond / while_loop for data-dependent choices, or mark the argument "
+    "static (static_argnums / static_argnames of jit or checkpoint).")
+
+
+def concretization_error(tracer, context, reason="", advice=_CONTROL_FLOW_ADVICE):
+    """The error for converting ``tracer`` to a concrete value in ``context``:
+    JAX's wording and type first, then ``reason`` and ``advice``."""
     what = {"bool": "bool() (for example an `if` or `while` on a traced value)",
-            "float": "float()", "int": "int()", "complex": "complex()", "index": "an index",
+            "float": "float()", "int": "int()", "complex": "complex()",
+            "index": "operator.index() (an index, range() or a shape)",
             "item": ".item()", "tolist": ".tolist()"}.get(context, context)
+    jt = _jax_type(tracer.aval)
     if context == "bool":   # JAX's wording and error type for bool()
         error = TracerBoolConversionError
-        msg = (f"Attempted boolean conversion of traced array with shape "
-               f"{tracer.aval.str_short()}: it was converted with {what}. ")
+        msg = f"Attempted boolean conversion of traced array with shape {jt}."
+    elif context == "index":
+        error = TracerIntegerConversionError
+        msg = f"The __index__() method was called on traced array with shape {jt}"
     else:
         error = ConcretizationTypeError
-        msg = (f"Abstract tracer value encountered where concrete value is expected: traced "
-               f"array with shape {tracer.aval.str_short()}, converted with {what}. ")
-    if context in ("float", "int", "complex"):   # JAX's hint for casts
-        msg += (f"The problem arose with the `{context}` function. If trying to convert the data "
-                f"type of a value, try using `x.astype({context})` or `jnp.array(x, {context})` "
-                "instead. ")
+        msg = ("Abstract tracer value encountered where concrete value is expected: traced "
+               f"array with shape {jt}")
+        if context in ("float", "int", "complex"):   # JAX's hint for casts
+            msg += (f"\nThe problem arose with the `{context}` function. If trying to convert "
+                    f"the data type of a value, try using `x.astype({context})` or "
+                    f"`jnp.array(x, {context})` instead.")
+        elif context == "item":
+            msg += "\nThis occurred in the item() method of the array."
+        elif context == "tolist":
+            msg += f"\nThe tolist() method was called on traced array with shape {jt}."
+    msg += f"\nThe traced array {tracer.aval.str_short()} was converted with {what}."
     if reason:
-        msg += reason + " "
-    msg += ("Python control flow cannot depend on traced values there. Use tangentia.numpy.where "
-            "or tangentia.lax.cond / while_loop for data-dependent choices, or mark the argument "
-            "static (static_argnums / static_argnames of jit or checkpoint).")
-    return error(msg)
+        msg += " " + reason
+    if advice:
+        msg += " " + advice
+    err = error(msg)
+    err.trace = tracer._trace   # which interpreter refused (api functions add argument names)
+    return err
 
 
 def _default_concrete_value(self, tracer, context):

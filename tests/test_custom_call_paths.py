@@ -118,7 +118,7 @@ def test_public_functions_on_known_values_inside_rules():
     """Inside rules run on known values under eager ``grad``, the public
     unary and binary functions give what eager evaluation gives (eager
     results, NumPy's values, ArrayImpl arguments accepted), and NumPy's
-    warnings still point at the user's line, reported for ``grad``."""
+    warnings still point at the user's line, with NumPy's text."""
     seen = []
 
     def record(*vals):
@@ -160,7 +160,7 @@ def test_public_functions_on_known_values_inside_rules():
         for got, want in zip(seen, [s, c, s * X, X * c, s + c, np.exp(c)], strict=True):
             np.testing.assert_array_equal(got, want)
         assert len(fp) == 1 and fp[0].filename == __file__
-        assert str(fp[0].message) == "divide by zero encountered in grad"
+        assert str(fp[0].message) == "divide by zero encountered in log"   # NumPy's text
 
 
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "truediv", "floordiv", "mod", "matmul"])
@@ -258,7 +258,7 @@ def test_custom_lin_with_an_unperturbed_input_and_an_integer_output():
 def test_warnings_of_a_custom_function_evaluated_in_its_rule_under_grad():
     """A custom_jvp function evaluated inside its own rule under ``grad``
     (public functions inside another boundary keep NumPy's error state as
-    grad set it) warns for grad at the user's line, once per warning."""
+    grad set it) warns at the user's line, with NumPy's text, once per line."""
 
     @tg.custom_jvp
     def f(x):
@@ -272,6 +272,6 @@ def test_warnings_of_a_custom_function_evaluated_in_its_rule_under_grad():
     fp = [(str(w.message), w.filename, w.lineno) for w in record]
     with open(__file__) as src:
         line = next(i for i, text in enumerate(src, 1) if "# the function's line" in text)
-    assert ("divide by zero encountered in grad", __file__, line) in fp
-    assert all(msg.endswith("in grad") and file == __file__ for msg, file, _ in fp)
+    assert ("divide by zero encountered in log", __file__, line) in fp
+    assert all(msg.startswith("divide by zero") and file == __file__ for msg, file, _ in fp)
     assert np.geterr()["divide"] == "warn"

@@ -31,7 +31,7 @@ def test_other_conversions_of_traced_values_use_jaxs_wording(convert, name):
     assert type(info.value) is tg.errors.ConcretizationTypeError
     message = str(info.value)
     assert message.startswith("Abstract tracer value encountered where concrete value is "
-                              "expected: traced array with shape f64[]")
+                              "expected: traced array with shape float64[]")
     assert name in message
 
 

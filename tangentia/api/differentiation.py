@@ -10,6 +10,7 @@ from .. import core, dtypes
 from ..core import ShapedArray, Tracer
 from ..interpreters import ad, batching
 from .._messages import fun_name as _fun_name, jax_type as _jax_type
+from .._array import BackwardPass
 from .._traceback_util import api_boundary
 from ..tree_util import Partial, tree_flatten, tree_map, tree_unflatten
 from ._util import (_arg_leaf_names, _arrays, _check_callable, _describe, _leaf_aval,
@@ -90,7 +91,12 @@ def jvp(fun, primals, tangents, has_aux=False):
     store = {}
 
     def flat(*leaves):
-        out = fun(*tree_unflatten(p_tree, leaves))
+        args = tree_unflatten(p_tree, leaves)
+        try:
+            out = fun(*args)
+        except _CONVERSION_ERRORS as err:
+            _name_the_input(err, leaves, _leaf_names_of(fun, args), fun)
+            raise
         if has_aux:
             out, store["aux"] = _split_aux(out, fun)
         out_leaves, store["out_tree"] = tree_flatten(out)
@@ -176,7 +182,12 @@ def _linearize(fun, p_leaves, p_tree, store, has_aux, differentiable=None):
     aux_holder = {}
 
     def flat(*leaves):
-        out = fun(*tree_unflatten(p_tree, leaves))
+        args = tree_unflatten(p_tree, leaves)
+        try:
+            out = fun(*args)
+        except _CONVERSION_ERRORS as err:
+            _name_the_input(err, leaves, _leaf_names_of(fun, args), fun)
+            raise
         if has_aux:
             out, aux_holder["aux"] = _split_aux(out, fun)
         out_leaves, store["out_tree"] = tree_flatten(out)
@@ -291,8 +302,15 @@ def _make_pullback(jaxpr, consts, out_tree, out_avals, in_tree, api):
 def _pullback(jaxpr, out_tree, out_avals, in_tree, api, consts, ct):
     ct_leaves, ct_tree = tree_flatten(ct)
     if ct_tree != out_tree:
+        hint = ""
+        kids = out_tree.children()
+        if len(kids) == 2 and ct_tree == kids[0] and isinstance(
+                out_tree.unflatten([0] * out_tree.num_leaves), tuple):
+            hint = (". If the function returns (output, aux), pass has_aux=True to vjp: then "
+                    "the pullback takes a cotangent of the output only, and aux is returned "
+                    "apart")
         raise ValueError(f"unexpected tree structure. ({api}: the cotangent has structure "
-                         f"{ct_tree} but the function's output has structure {out_tree})")
+                         f"{ct_tree} but the function's output has structure {out_tree}{hint})")
     for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
         ca = core.get_aval(c)
         want = dtypes.tangent_dtype(a.dtype)
@@ -303,10 +321,46 @@ def _pullback(jaxpr, out_tree, out_avals, in_tree, api, consts, ct):
                              f"{_jax_type(ShapedArray(a.shape, want))} ({api}: cotangent {i} has "
                              f"shape {ca.shape} and dtype {ca.dtype}; the output has shape "
                              f"{a.shape} and dtype {a.dtype})")
-    res = ad.backward_pass(jaxpr, list(consts), ct_leaves)
+    token = BackwardPass.enter()   # its own NaN / inf cotangents are silent, as JAX's
+    try:
+        res = ad.backward_pass(jaxpr, list(consts), ct_leaves)
+    finally:
+        BackwardPass.exit(token)
     res = [ad.zeros_like_aval(v.aval) if c is None or type(c) is ad.Zero else c
            for c, v in zip(res, jaxpr.invars)]
     return tree_unflatten(in_tree, _arrays(res))
+
+
+def _name_the_input(err, leaves, names, fun):
+    """Add to a conversion error raised by this differentiation (``err.trace`` is the
+    trace of one of ``leaves``) which differentiated input the value comes from.
+    ``names()`` gives a name per leaf; it runs only here, on the error path."""
+    trace = getattr(err, "trace", None)
+    if trace is None or getattr(err, "input_named", False) or not err.args:
+        return
+    diff = [i for i, x in enumerate(leaves) if type(x) is ad.JVPTracer and x._trace is trace]
+    if not diff:
+        return
+    try:
+        all_names = names()
+    except Exception:   # a name is a nicety: never hide the error itself
+        return
+    named = [all_names[i] if i < len(all_names) else f"argument leaf {i}" for i in diff]
+    where = (f"It comes from {named[0]}" if len(named) == 1 else
+             f"It comes from (some of) {', '.join(named)}")
+    err.args = (f"{err.args[0]} {where} of {_fun_name(fun)}, which is being differentiated.",
+                ) + err.args[1:]
+    err.input_named = True
+
+
+def _leaf_names_of(fun, args):
+    """``names()`` for ``_name_the_input``: the leaves of ``args`` as arguments of ``fun``
+    (a function made by ``_diff_args`` knows its own)."""
+    own = getattr(fun, "_diff_leaf_names", None)
+    return own if own is not None else (lambda: _arg_leaf_names(fun, args))
+
+
+_CONVERSION_ERRORS = (core.ConcretizationTypeError, core.TracerArrayConversionError)
 
 
 def _check_reduce_axes(reduce_axes, what):
@@ -431,9 +485,7 @@ def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs, holomor
         a = _leaf_aval(x, api, f"argument {i}")
         if holomorphic or a.dtype.kind not in "fc":
             if names is None:
-                all_names = _arg_leaf_names(fun, args)
-                starts = [len(tree_flatten(args[:k])[0]) for k in range(len(args) + 1)]
-                names = [n for k in nums for n in all_names[starts[k]:starts[k + 1]]]
+                names = _diff_leaf_names(fun, args, nums)
             _check_input_dtype(api, a, holomorphic, allow_int,
                                f"{api} of {_fun_name(fun)}: {names[i]} (argnums={argnums!r})")
     aux_holder = {}
@@ -442,19 +494,26 @@ def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs, holomor
         new_args = list(args)
         for i, v in zip(nums, tree_unflatten(d_tree, leaves)):
             new_args[i] = v
-        out = fun(*new_args, **kwargs)
+        try:
+            out = fun(*new_args, **kwargs)
+        except _CONVERSION_ERRORS as err:
+            _name_the_input(err, leaves, lambda: _diff_leaf_names(fun, args, nums), fun)
+            raise
         if has_aux:
             out, aux_holder["aux"] = _split_aux(out, fun)
         a = core.get_aval(out) if core.is_array_like(out) else None
         if a is None or a.shape != ():
             what = (f"an array of shape {a.shape}" if a is not None else
                     f"a {type(out).__name__}")
+            advice = ("Use vjp, jacrev or jacfwd for non-scalar outputs, or reduce the output "
+                      "(for example with .sum()).")
+            if isinstance(out, (tuple, list)) and not has_aux:
+                advice = (_has_aux_advice(out, api, fun) + " Otherwise, u" + advice[1:])
             raise TypeError(
                 "Gradient only defined for scalar-output functions. Output "
                 + (f"had shape: {a.shape}. " if a is not None else f"was {_describe(out)}. ") +
                 f"({api} of {_fun_name(fun)} requires a scalar output (shape ()), but the function "
-                f"returned {what}. Use vjp, jacrev or jacfwd for non-scalar outputs, or reduce the "
-                "output (for example with .sum()).)")
+                f"returned {what}. {advice})")
         _check_output_dtype(api, a, holomorphic, f"{api} of {_fun_name(fun)}")
         return [out]
 
@@ -462,7 +521,11 @@ def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs, holomor
         flat, d_leaves, None, aux_holder if has_aux else None, records=True)
     out = outs[0]
     ct = np.ones((), core.get_aval(out).dtype)
-    cts = ad.backward_pass(jaxpr, consts, [ct])
+    token = BackwardPass.enter()   # its own NaN / inf cotangents are silent, as JAX's
+    try:
+        cts = ad.backward_pass(jaxpr, consts, [ct])
+    finally:
+        BackwardPass.exit(token)
     g = _arrays([ad.zeros_like_aval(v.aval) if c is None else c for c, v in zip(cts, jaxpr.invars)])
     out = _arrays([out])[0]
     g = tree_unflatten(d_tree, g)
@@ -544,6 +607,26 @@ def _std_basis(leaves):
     return out, sizes, avals
 
 
+def _has_aux_advice(out, api, fun):
+    """The advice for a gradient of a function returning a tuple or list: most often
+    ``(loss, aux)`` without ``has_aux=True``."""
+    first = out[0] if len(out) else None
+    pair = (len(out) == 2 and core.is_array_like(first)
+            and core.get_aval(first).shape == ())
+    name = _fun_name(fun)
+    head = (f"{name} returns a pair whose first element is a scalar: if it is (value, aux), "
+            if pair else f"If {name} returns (value, aux), a pair with a scalar value, ")
+    return (head + f"pass has_aux=True: {api}({name}, has_aux=True) differentiates the value "
+            "only and returns (gradient, aux) (value_and_grad: ((value, aux), gradient)).")
+
+
+def _diff_leaf_names(fun, args, nums):
+    """Names of the leaves of the differentiated arguments ``args[i] for i in nums``."""
+    all_names = _arg_leaf_names(fun, args)
+    starts = [len(tree_flatten(args[:k])[0]) for k in range(len(args) + 1)]
+    return [n for k in nums for n in all_names[starts[k]:starts[k + 1]]]
+
+
 def _diff_args(fun, argnums, args, kwargs, api, holomorphic, allow_int=False):
     """The differentiated arguments' leaves and a function of those leaves alone."""
     single, nums = _normalize_argnums(argnums, len(args), api, fun)
@@ -557,6 +640,9 @@ def _diff_args(fun, argnums, args, kwargs, api, holomorphic, allow_int=False):
         for i, v in zip(nums, tree_unflatten(d_tree, list(leaves))):
             new[i] = v
         return fun(*new, **kwargs)
+
+    f_diff._diff_leaf_names = lambda: _diff_leaf_names(fun, args, nums)
+    f_diff.__name__ = f_diff.__qualname__ = getattr(fun, "__name__", "fun")
 
     return single, d_leaves, d_tree, f_diff
 

@@ -267,6 +267,14 @@ class JVPTrace(core.Trace):
         return r
 
     def concrete_value(self, tracer, context):
+        if context in core.STRICT_CONVERSIONS:   # as JAX: float() would drop the derivative
+            raise core.concretization_error(
+                tracer, context,
+                f"The value carries a derivative under {self.describe()}, and {context}() "
+                "would return its value alone, silently cutting the dependence.",
+                "Keep it an array (use x.astype(...) or tangentia.numpy functions, not float() "
+                "or the math module); to drop the derivative on purpose, convert "
+                "tangentia.lax.stop_gradient(x).")
         p = tracer.primal
         if isinstance(p, Tracer):
             return p.concrete_value(context)
