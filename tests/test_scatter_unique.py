@@ -278,3 +278,27 @@ def test_lax_scatter_mul_and_gather_hints():
                                         indices_are_sorted=True) * Y)
     assert "unique_indices=True" in str(tg.make_jaxpr(h)(X, i))
     np.testing.assert_allclose(tg.jit(tg.grad(h))(X, i), [4.0, 2.0, 0.0, 3.0, 0.0])
+
+
+@pytest.mark.parametrize("rows,cols,repeats", [
+    ([1, 2], [0, 0], False), ([1, 1], [0, 0], True), ([[1], [2]], [0, 0], True),
+    ([-1, 3], [2, 2], True), ([3, 3], [-1, 4], True), ([0, 3], [-1, 4], False)])
+def test_concrete_index_repeats_are_counted(rows, cols, repeats):
+    # x[rows, :, cols] *= y with a concrete index: its y-derivative works unless an
+    # entry repeats (negative indices count from the end).
+    x = np.arange(1.0, 4 * 2 * 5 + 1).reshape(4, 2, 5) / 10
+    rows, cols = np.array(rows), np.array(cols)
+    shape = np.broadcast_shapes(rows.shape, cols.shape) + (2,)
+    y = np.linspace(0.5, 1.5, int(np.prod(shape))).reshape(shape)
+    f = lambda y: tnp.sum(tnp.sin(tnp.asarray(x).at[rows, :, cols].multiply(y)))
+    if repeats:
+        with pytest.raises(NotImplementedError, match="repeats an index"):
+            tg.grad(f)(y)
+        return
+    g = tg.grad(f)(y)
+
+    def ref(y):
+        out = x.copy()
+        np.multiply.at(out, (rows, slice(None), cols), y)
+        return np.sum(np.sin(out))
+    np.testing.assert_allclose(g, _fd(ref, [y], 0), atol=1e-6)

@@ -303,9 +303,22 @@ def _repeats(shape, spec, arrays, unique_indices):
     values = _concrete_arrays(arrays)
     if values is None:
         return None
-    hits = np.zeros(shape, np.int64)
-    np.add.at(hits, build_index(spec, values), 1)
-    return bool(hits.max(initial=0) > 1)
+    # Slices never repeat, so the index repeats exactly when two positions of the
+    # broadcast arrays name the same entry of the axes they index.
+    nd, consumed = len(shape), sum(1 for e in spec if e is not None and e is not Ellipsis)
+    axis, sizes = 0, []
+    for e in spec:
+        if e is Ellipsis:
+            axis += nd - consumed
+        elif e is not None:
+            if e is ARRAY:
+                sizes.append(shape[axis])
+            axis += 1
+    if 0 in sizes:
+        return False
+    flat = np.ravel_multi_index([v.ravel() for v in np.broadcast_arrays(*values)], sizes,
+                                mode="wrap")
+    return len(np.unique(flat)) < len(flat)
 
 
 def _landed(shape, spec, arrays):
