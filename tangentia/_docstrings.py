@@ -302,8 +302,9 @@ _LAX_ARGS = {
     "tiled": "concatenate the pieces along the axis instead of stacking them.",
     "indices_are_sorted": "a hint that the indices are sorted (JAX's option; results do "
                           "not depend on it).",
-    "unique_indices": "a hint that the indices do not repeat (JAX's option; results do "
-                      "not depend on it).",
+    "unique_indices": "a promise that the indices do not repeat (JAX's option, unchecked: "
+                      "values do not depend on it; derivatives take the fast rules, and a "
+                      "multiplying scatter gets a derivative in its updates).",
     "mode": "out-of-bounds indices: a ``GatherScatterMode`` or its name (``'clip'``, "
             "``'fill'``, ``'promise_in_bounds'``).",
     "window_dimensions": "the size of the window in each dimension.",
