@@ -241,7 +241,10 @@ def _integrate(func, rtol, atol, mxstep, hmax, y0, ts, args):
 
         state = (np.int64(0),) + tuple(carry)
         _, y, f, t, h, last_t, coeffs, failed = while_loop(cond_fun, body_fun, state)
-        s = (target - last_t) / (t - last_t)
+        # t == last_t only when no step was accepted yet (failed at once, or
+        # mxstep=0): no polynomial to evaluate, NaN (as JAX's 0/0) without a warning.
+        moved = t > last_t
+        s = tnp.where(moved, (target - last_t) / tnp.where(moved, t - last_t, 1.0), np.nan)
         # NaN for a time the failed solve did not reach (NaN tangents too under jvp).
         scale = tnp.where(failed & (t < target), np.nan, 1.0)
         out = tree_map(lambda v: v * tnp.asarray(scale, core.get_aval(v).dtype),
