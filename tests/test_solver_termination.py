@@ -190,9 +190,15 @@ def test_nan_dynamics_transformations():
 
 
 @pytest.mark.timeout(60)
-def test_nan_initial_state():
-    ys = np.asarray(odeint(lambda y, t: -y, np.array([1.0, np.nan]), np.array([0.0, 1.0, 2.0])))
-    assert np.isnan(ys[1:]).all()
+def test_nan_initial_state_and_no_step():
+    ts = np.array([0.0, 1.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no divide-by-zero warning from the interpolation
+        ys = np.asarray(odeint(lambda y, t: -y, np.array([1.0, np.nan]), ts))
+        assert np.isnan(ys[1:]).all()
+        # No step allowed: nothing to interpolate, NaN as JAX's.
+        ys = np.asarray(odeint(lambda y, t: -y, 1.0, ts, mxstep=0))
+    assert_like_jax(ys, jax_odeint(lambda y, t: -y, jnp.asarray(1.0), ts, mxstep=0))
 
 
 # ---------------------------------------------------------------------------
