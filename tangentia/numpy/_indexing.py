@@ -31,7 +31,20 @@ def _getitem(x, idx):
     if expanded is not None:
         x, idx = expanded
     spec, arrays = _parse_index(x, idx, "indexing")
-    return _take(x, spec, arrays)
+    try:
+        return _take(x, spec, arrays)
+    except IndexError as err:   # NumPy's, from a transformation's own indexing
+        if isinstance(err, _core.JAXIndexError):
+            raise
+        found = _out_of_bounds(spec, arrays, _aval(x).shape)
+        head = (str(err) + " (the axis counts the batch axes vmap added)" if found is None
+                else f"index {found[0]} is out of bounds for axis {found[1]} with size "
+                f"{found[2]}")
+        raise _core.JAXIndexError(
+            f"{head} (tangentia: the index {_index_str(idx)} into an array of shape "
+            f"{_aval(x).shape}; where JAX clamps an out-of-bounds index into range, "
+            "tangentia raises: clip it (tnp.clip) or use x.at[...].get(mode='clip') or "
+            "mode='fill')") from None
 
 
 def _take(x, spec, arrays, unique_indices=False, indices_are_sorted=False):
@@ -214,12 +227,51 @@ def _parse_index(x, idx, fname):
 
 def _check_empty_axes(spec, arrays, shape, fname):
     """JAX's error for an integer index, or a nonempty index array, into an axis of size 0."""
-    sizes = iter([int(_np.prod(_aval(a).shape)) for a in arrays])
+    arrays = iter(arrays)
     for s, axis, n in _indexed_axes(spec, shape):
-        if (next(sizes) if s is _I.ARRAY else _is_int_scalar(s)) and n == 0:
+        a = next(arrays) if s is _I.ARRAY else None
+        if n == 0 and (_is_int_scalar(s) or (a is not None and _aval(a).size)):
+            what = (f"the index {s}" if a is None else
+                    f"the index {_np.asarray(a).ravel()[0]}" if not _is_tracer(a) else
+                    f"a traced index array {_aval(a).str_short()}")
             raise _core.JAXIndexError(
-                f"index is out of bounds for axis {axis} with size 0 (tangentia: {fname}: an "
-                f"array of shape {shape} has no entry to take)")
+                f"index is out of bounds for axis {axis} with size 0 (tangentia: {fname}: "
+                f"{what} into axis {axis} of an array of shape {shape}, which has no entry "
+                "to take)")
+
+
+def _out_of_bounds(spec, arrays, shape):
+    """(index, axis, axis size) of the first concrete integer index of the parsed
+    ``spec`` out of its axis's bounds, or None (for messages: runs on errors only)."""
+    arrays = iter(arrays)
+    for s, axis, n in _indexed_axes(spec, shape):
+        if s is _I.ARRAY:
+            a = next(arrays)
+            if _is_tracer(a):
+                continue
+            a = _np.asarray(a).ravel()
+            bad = a[(a < -n) | (a >= n)]
+            if bad.size:
+                return int(bad[0]), axis, n
+        elif _is_int_scalar(s) and not -n <= s < n:
+            return int(s), axis, n
+    return None
+
+
+def _index_str(idx):
+    """An index as written: ``[1, 7]`` or ``[..., 0]`` (arrays as their type)."""
+    def one(e):
+        if isinstance(e, slice):
+            return ":".join("" if v is None else str(v) for v in (e.start, e.stop, e.step)
+                            ).rstrip(":") or ":"
+        if e is Ellipsis:
+            return "..."
+        if _is_tracer(e):
+            return f"<traced {_aval(e).str_short()}>"
+        if hasattr(e, "shape") and _np.ndim(e):
+            return f"<{_aval(e).str_short()} array>" if hasattr(e, "dtype") else repr(e)
+        return repr(e) if not hasattr(e, "item") else repr(e.item())
+    return "[" + ", ".join(one(e) for e in (idx if isinstance(idx, tuple) else (idx,))) + "]"
 
 
 def _axes_before(spec, nd, rest):
