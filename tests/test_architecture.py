@@ -279,7 +279,7 @@ LAYERS = [   # lowest first; fnmatch patterns of module names
               "tangentia.compiler.backend"]),
     ("interpreters", ["tangentia.interpreters", "tangentia.interpreters.*"]),
     ("primitives", ["tangentia.primitives", "tangentia.primitives.*",
-                    "tangentia.custom_derivatives"]),
+                    "tangentia.custom_derivatives", "tangentia.custom_derivatives.*"]),
     ("compiler backends", ["tangentia.compiler.numpy_backend", "tangentia.compiler.passes",
                            "tangentia.compiler.numba_*"]),
     ("api", ["tangentia.api", "tangentia.api.*"]),
@@ -307,6 +307,7 @@ def test_layers_are_assigned_as_documented():
     assert layer_of("tangentia.compiler.backend") == names.index("core")
     assert layer_of("tangentia.interpreters.base_ops") == names.index("interpreters")
     assert layer_of("tangentia.custom_derivatives") == names.index("primitives")
+    assert layer_of("tangentia.custom_derivatives._vjp") == names.index("primitives")
     assert layer_of("tangentia.compiler.numba_backend") == names.index("compiler backends")
     assert layer_of("tangentia.numpy.linalg") == names.index("numpy/lax API")
     assert layer_of("tangentia.scipy.special") == names.index("library")
