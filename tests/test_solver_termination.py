@@ -429,3 +429,12 @@ def test_minimize_failure_under_jit_and_vmap():
     success, status = tg.vmap(run)(np.array([[-1.2, 1.0], [1.0, 1.0]]))
     assert np.asarray(success).tolist() == [False, True]
     assert np.asarray(status).tolist() == [1, 0]
+
+
+def test_fixed_point_info_float32():
+    # The residual is float64 whatever the iterates' dtype (the loop carry).
+    x, info = fixed_point(affine, np.float32(0.5), np.float32(0.0), tol=1e-6, return_info=True)
+    assert x.dtype == np.float32 and info.residual.dtype == np.float64
+    # x_n = 2 - 2^(1-n) exactly in float32 too: the change 2^(1-n) <= 1e-6 at n = 21.
+    assert float(x) == 2.0 - 2.0 ** -20 and int(info.iterations) == 21
+    assert float(info.residual) == 2.0 ** -20 and bool(info.converged)

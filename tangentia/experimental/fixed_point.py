@@ -57,10 +57,13 @@ def _iterate(f, a, x_guess, tol, max_iter):
     def body_fun(state):
         i, x, _ = state
         x_new = f(a, x)
-        return i + 1, x_new, _max_abs_diff(x_new, x)
+        return i + 1, x_new, _change(x_new, x)
+
+    def _change(x_new, x):  # float64 whatever the leaves' dtypes
+        return tnp.asarray(_max_abs_diff(x_new, x), np.float64)
 
     x1 = f(a, x_guess)
-    state = (np.int64(1), x1, tnp.asarray(_max_abs_diff(x1, x_guess), np.float64))
+    state = (np.int64(1), x1, _change(x1, x_guess))
     n, x_star, res = while_loop(cond_fun, body_fun, state)
     return x_star, n, res
 
