@@ -206,6 +206,17 @@ def test_nan_initial_state_and_no_step():
 
 
 @pytest.mark.timeout(60)
+def test_normal_solution_like_jax():
+    # The new stopping tests change nothing where the solution is smooth.
+    p = np.array([1.1, 0.4, 0.4, 0.1])
+    ts = np.linspace(0.0, 10.0, 21)
+    ys = np.asarray(odeint(lotka_volterra(tnp), np.array([1.0, 1.0]), ts, *p))
+    want = np.asarray(jax_odeint(lotka_volterra(jnp), jnp.array([1.0, 1.0]), ts, *p))
+    assert not np.isnan(want).any()
+    assert_like_jax(ys, want, rtol=1e-6)
+
+
+@pytest.mark.timeout(60)
 def test_stiff_van_der_pol_like_jax():
     def vdp(m):
         return lambda y, t, mu: m.stack([y[1], mu * (1 - y[0] ** 2) * y[1] - y[0]])
