@@ -7,8 +7,9 @@ edges of its register tiles and cache blocks (odd sizes, ``k = 1``, empty
 dimensions, more than one block in every direction), each operand stored in
 either orientation, float32 and float64; NaN and infinities must land where
 NumPy's put them.  Programs using it are compared with the NumPy backend (the
-differential tests), and the switch ``TANGENTIA_NUMBA_GEMM=blas`` must bring
-back BLAS calls.
+differential tests) with the kernel forced (``TANGENTIA_NUMBA_GEMM=own``: by
+default it is used where it was measured faster, test_gemm_calibration.py), and
+the switch at ``blas`` must bring back BLAS calls.
 """
 from __future__ import annotations
 
@@ -126,7 +127,7 @@ def test_nan_and_infinities_propagate_like_numpy(dtype):
 
 def test_use_gemm_thresholds(monkeypatch):
     monkeypatch.setattr(gemm, "_AVX512", True)
-    monkeypatch.delenv("TANGENTIA_NUMBA_GEMM", raising=False)
+    monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "own")    # (auto: measured, test_gemm_calibration.py)
     assert gemm.use_gemm(F64, 128, 512, 784) and gemm.use_gemm(F32, 96, 96, 96)
     assert gemm.use_gemm(F64, 64, 64, 64) and gemm.use_gemm(F64, 16, 48, 256)
     assert not gemm.use_gemm(F64, 32, 32, 32)             # below MIN_FLOPS
@@ -138,7 +139,7 @@ def test_use_gemm_thresholds(monkeypatch):
     assert not gemm.use_gemm(np.int64, 128, 128, 128)
     monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "blas")
     assert not gemm.use_gemm(F64, 128, 512, 784)
-    monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "Auto")
+    monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "Own")
     assert gemm.use_gemm(F64, 128, 512, 784)
     monkeypatch.setattr(gemm, "_AVX512", False)
     assert not gemm.use_gemm(F64, 128, 512, 784)
@@ -146,7 +147,7 @@ def test_use_gemm_thresholds(monkeypatch):
 
 def test_bad_switch_value_names_the_variable(monkeypatch):
     monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "mkl")
-    with pytest.raises(ValueError, match=r"TANGENTIA_NUMBA_GEMM must be 'auto' or 'blas', got 'mkl'"):
+    with pytest.raises(ValueError, match=r"TANGENTIA_NUMBA_GEMM must be 'auto', 'blas' or 'own', got 'mkl'"):
         gemm.gemm_mode()
 
 
@@ -171,7 +172,7 @@ def dots(x, y):
 @needs_avx512
 @pytest.mark.parametrize("dtype", [F64, F32], ids=str)
 def test_programs_call_gemm_and_match_the_numpy_backend(dtype, monkeypatch):
-    monkeypatch.delenv("TANGENTIA_NUMBA_GEMM", raising=False)
+    monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "own")     # (auto: measured)
     x, y = data((64, 96), dtype, 0), data((96, 112), dtype, 1)
     x[5, 7], y[3, 11] = np.nan, np.inf
     rtol = 1e-4 if dtype == F32 else 1e-10
@@ -185,7 +186,7 @@ def test_programs_call_gemm_and_match_the_numpy_backend(dtype, monkeypatch):
 
 @needs_avx512
 def test_batched_products_and_gradients(monkeypatch):
-    monkeypatch.delenv("TANGENTIA_NUMBA_GEMM", raising=False)
+    monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "own")     # (auto: measured)
     a, b = data((3, 64, 48), F64, 2), data((3, 48, 64), F64, 3)
     c = data((64, 3, 48), F64, 4)                 # batch dimension not first
 
@@ -214,7 +215,7 @@ def test_gemm_bound_programs_leave_the_numpy_calls_path(monkeypatch):
 
     def make():
         return lambda x, w: [tnp.tanh(x @ w), tg.grad(lambda w: tnp.sum(tnp.tanh(x @ w)))(w)]
-    monkeypatch.delenv("TANGENTIA_NUMBA_GEMM", raising=False)
+    monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "own")     # (auto: measured)
     jaxpr = program(make(), x, w)[0]
     src = NUMBA.source(jaxpr)
     assert "NumPy calls" not in src and len(re.findall(r"_gemm\d+\(", src)) == 2, src

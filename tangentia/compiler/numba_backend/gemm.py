@@ -34,23 +34,51 @@ results differ from BLAS only by the order of summation (and a sum of
 zero products is ``+0.0``).  NaN and infinities propagate as in any sum of
 products.
 
-When it is used (``use_gemm``): float32/float64 products on a CPU with
-AVX-512F (as numba compiles for it: ``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES``
-if set, else the host), unless the environment variable
-``TANGENTIA_NUMBA_GEMM=blas`` asks for BLAS (``auto``, the default, uses it
-where it applies).  The choice is made when a program is generated, so it is
-part of the generated source and of the on-disk cache key.
+When it is used (``use_gemm``): float32/float64 products above a size
+(``eligible``) on a CPU with AVX-512F (as numba compiles for it:
+``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES`` if set, else the host), where it
+was measured faster than BLAS on this machine (``calibration``).  A CPU flag
+does not say which is faster: on AMD Zen 4 (AVX-512 on 256-bit units) it ties
+with OpenBLAS's kernels, Haswell's or SkylakeX's, and a CPU with full-width
+AVX-512 where OpenBLAS picked its AVX-512 kernel beat it.  So the first time
+a program could use it, for each dtype, ``calibration`` times it against
+SciPy's OpenBLAS (what numba's ``np.dot`` calls) and NumPy's ``matmul`` (what
+the NumPy-calls path calls) on the MLP step's five products (128x784 by
+784x512, 128x512 by 512x512, and the backward pass's transposed variants),
+the least of a few interleaved runs each (about 0.2 s for float64, 0.1 s for
+float32), and writes the result to ``$TANGENTIA_CACHE_DIR`` (default
+``~/.cache/tangentia``) in a file named by the hash of what decides it: the
+CPU (model, numba's target name and features, the CPUs this process may
+use), NumPy's and SciPy's BLAS (versions, and the ``OPENBLAS_*``/
+``OMP_NUM_THREADS`` variables that choose their kernels and threads), the
+library's version and this file's text; other processes on the machine read
+it.  The kernel is used if it took at most ``OWN_GAIN`` (0.9) of BLAS's
+time (a tie keeps BLAS); a loop-free program dominated by such products is
+compiled rather than run as NumPy calls (``compile_products``, read by
+``rules.gemm_bound``) if the compiled program's kernel took at most
+``COMPILE_GAIN`` (1.05) of NumPy's.  ``TANGENTIA_NUMBA_GEMM=blas`` asks for
+BLAS and NumPy calls without measuring, ``own`` for this kernel wherever it
+applies (for tests), ``auto`` (the default) for the measured choice.  The
+choice is made when a program is generated, so it is part of the generated
+source and of the on-disk cache key.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import sys
+import tempfile
+import threading
+import time
 
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.core.extending import intrinsic
 
-__all__ = ["use_gemm", "gemm_mode", "MIN_FLOPS", "MIN_DIM"]
+__all__ = ["use_gemm", "eligible", "compile_products", "calibration", "gemm_mode",
+           "MIN_FLOPS", "MIN_DIM"]
 
 MR = 8          # rows of a micro-tile
 NV = 3          # vectors per micro-tile row (NR = NV * lanes: 24 doubles, 48 floats)
@@ -68,13 +96,14 @@ MIN_FLOPS = 1 << 17
 MIN_DIM = 16
 
 _ENV = "TANGENTIA_NUMBA_GEMM"
+_MODES = ("auto", "blas", "own")
 
 
 def gemm_mode():
-    """``"auto"`` or ``"blas"``, from the environment variable ``TANGENTIA_NUMBA_GEMM``."""
+    """``"auto"``, ``"blas"`` or ``"own"``, from the environment variable ``TANGENTIA_NUMBA_GEMM``."""
     mode = os.environ.get(_ENV, "auto").strip().lower() or "auto"
-    if mode not in ("auto", "blas"):
-        raise ValueError(f"{_ENV} must be 'auto' or 'blas', got {os.environ[_ENV]!r}")
+    if mode not in _MODES:
+        raise ValueError(f"{_ENV} must be 'auto', 'blas' or 'own', got {os.environ[_ENV]!r}")
     return mode
 
 
@@ -96,12 +125,225 @@ def _has_avx512():
     return _AVX512
 
 
-def use_gemm(dtype, m, n, k):
-    """Whether an (m, k) by (k, n) product of ``dtype`` runs ``_gemm`` (else BLAS)."""
+def eligible(dtype, m, n, k):
+    """Whether ``_gemm`` can compute an (m, k) by (k, n) product of ``dtype``
+    (float32/float64, above the sizes where it pays, AVX-512F), whichever is faster."""
     dtype = np.dtype(dtype)
     return (dtype.type in (np.float32, np.float64) and m * n * k >= MIN_FLOPS
             and min(m, k) >= MIN_DIM and n >= 2 * NV * VECTOR_BYTES // dtype.itemsize
-            and gemm_mode() == "auto" and _has_avx512())
+            and _has_avx512())
+
+
+def use_gemm(dtype, m, n, k):
+    """Whether an (m, k) by (k, n) product of ``dtype`` runs ``_gemm`` (else BLAS):
+    ``eligible``, and forced (``TANGENTIA_NUMBA_GEMM=own``) or measured faster
+    than BLAS here (``calibration``, run the first time it is asked)."""
+    if not eligible(dtype, m, n, k):
+        return False
+    mode = gemm_mode()
+    return mode == "own" or (mode == "auto" and calibration(dtype)["own"])
+
+
+def compile_products(dtype):
+    """Whether a compiled program computes the eligible products of ``dtype`` at
+    least as fast as NumPy's ``matmul`` (``rules.gemm_bound``: then a program
+    dominated by them is compiled rather than run as NumPy calls).  ``own``: yes
+    (its kernel is used), ``blas``: no (as before the kernel existed), ``auto``:
+    measured (``calibration``)."""
+    mode = gemm_mode()
+    return mode == "own" or (mode == "auto" and calibration(dtype)["compile"])
+
+
+# --- calibration: which kernel is faster, measured once per machine -----------------
+
+# the products timed: three of an MLP step's (784-512-512, batch 128), one per operand
+# layout (forward x @ w, backward g @ w.T and x.T @ g), as (m, k, n, op(a) stored
+# transposed, op(b) stored transposed)
+CALIBRATION_SHAPES = ((128, 784, 512, False, False), (128, 512, 512, False, True),
+                      (512, 128, 512, True, False))
+OWN_GAIN = 0.9        # _gemm replaces BLAS in compiled code if it takes at most this much of BLAS's time
+# ... and a program dominated by products is compiled if that kernel takes at most this
+# much of NumPy's matmul's time: with equal kernels the compiled MLP step takes 0.88-0.99x
+# the time of its NumPy calls (AMD Zen 4, quiet to loaded), its elementwise work being fused
+COMPILE_GAIN = 1.05
+CALIBRATION_ROUNDS = (3, 25)  # interleaved runs of every product: at least, at most
+CALIBRATION_BUDGET = 0.25     # CPU seconds (per dtype) after which no round is started
+_FORMAT = 1
+_CHOICES = {}                 # cache file path -> {dtype name: choice}
+_CALIBRATION_LOCK = threading.Lock()
+_STATIC_KEY = []
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or platform.machine()
+
+
+def _blas_identity(module):
+    """(version, BLAS name, BLAS version and configuration) of numpy or scipy."""
+    try:
+        blas = module.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        return [module.__version__, blas.get("name"), blas.get("version"),
+                blas.get("openblas configuration")]
+    except Exception:  # noqa: BLE001 - an older build without the dict: its version alone
+        return [module.__version__]
+
+
+def calibration_key():
+    """What decides the calibration (a dict of strings; the cache file is named by its hash)."""
+    if not _STATIC_KEY:
+        import scipy
+        import llvmlite.binding as llb
+        from numba.core import config
+        here = os.path.abspath(__file__)
+        try:
+            with open(here, "rb") as f:
+                source = hashlib.sha256(f.read()).hexdigest()[:16]
+        except OSError:
+            source = "?"
+        _STATIC_KEY.append({
+            "format": _FORMAT, "cpu": _cpu_model(),
+            "target": config.CPU_NAME or llb.get_host_cpu_name(),
+            "features": config.CPU_FEATURES or llb.get_host_cpu_features().flatten(),
+            "numpy": _blas_identity(np), "scipy": _blas_identity(scipy),
+            # the library's version, looked up (this layer sits below the package)
+            "tangentia": getattr(sys.modules.get("tangentia"), "__version__", "?"),
+            "kernel": source})
+    key = dict(_STATIC_KEY[0])
+    key["env"] = {v: os.environ.get(v) for v in (
+        "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+        "GOTO_NUM_THREADS")}
+    key["cpus"] = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return key
+
+
+def calibration_path(key=None):
+    """The cache file of the calibration: ``$TANGENTIA_CACHE_DIR`` (default
+    ``~/.cache/tangentia``), beside the numba cache, named by the key's hash."""
+    key = calibration_key() if key is None else key
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
+    d = os.environ.get("TANGENTIA_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                              "tangentia")
+    return os.path.join(d, f"gemm-calibration-{digest}.json")
+
+
+def _valid(entry):
+    return (isinstance(entry, dict) and isinstance(entry.get("own"), bool)
+            and isinstance(entry.get("compile"), bool)
+            and all(isinstance(entry.get(t), (int, float)) and entry[t] > 0
+                    for t in ("own_s", "blas_s", "numpy_s")))
+
+
+def _read(path, key):
+    """The file's {dtype name: choice} if it is a calibration for ``key``, else {}
+    (a missing, unreadable or corrupt file is ignored, and rewritten)."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("key") != key:
+        return {}
+    return {name: e for name, e in data.items() if name in ("float32", "float64") and _valid(e)}
+
+
+def _write(path, key, choices):
+    """Write ``choices`` atomically (a temporary file, then ``os.replace``): a reader
+    sees the old file or the new one, never part of one.  If the cache directory
+    cannot be written, the choice stays in this process."""
+    data = dict(choices, key=key)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            with open(tmp, "w") as f:
+                json.dump(data, f, indent=1, sort_keys=True)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    except OSError:
+        pass
+
+
+def calibration(dtype):
+    """The measured choice for products of ``dtype`` (float32 or float64) on this machine:
+    ``{"own": use _gemm rather than BLAS in compiled code, "compile": compile programs
+    dominated by such products rather than run them as NumPy calls, "own_s", "blas_s",
+    "numpy_s": the summed least times of the calibration products (seconds), "rounds",
+    "seconds": what measuring cost}``.  Measured once per machine, the first time it is
+    asked, and cached on disk (see the module docstring)."""
+    name = np.dtype(dtype).name
+    if name not in ("float32", "float64"):
+        raise TypeError(f"gemm.calibration: dtype must be float32 or float64, got {name}")
+    key = calibration_key()
+    path = calibration_path(key)
+    hit = _CHOICES.get(path, {}).get(name)
+    if hit is not None:
+        return hit
+    with _CALIBRATION_LOCK:
+        choices = _CHOICES.setdefault(path, {})
+        if name not in choices:
+            on_disk = _read(path, key)
+            choices.update(on_disk)
+            if name not in on_disk:
+                choices[name] = _measure(np.dtype(dtype))
+                _write(path, key, dict(_read(path, key), **choices))
+        return choices[name]
+
+
+def _measure(dtype):
+    """Time ``_gemm``, SciPy's OpenBLAS (numba's ``np.dot`` calls it through
+    ``scipy.linalg.cython_blas``; here through ``scipy.linalg.blas``, with the
+    same transpose flags on the same memory) and NumPy's ``matmul`` on
+    ``CALIBRATION_SHAPES``, interleaved; the least time of each product is kept."""
+    from scipy.linalg import blas
+    xgemm = blas.dgemm if dtype == np.float64 else blas.sgemm
+    rng = np.random.default_rng(0)
+    cases = []
+    for m, k, n, ta, tb in CALIBRATION_SHAPES:
+        a = rng.standard_normal((k, m) if ta else (m, k)).astype(dtype)
+        b = rng.standard_normal((n, k) if tb else (k, n)).astype(dtype)
+        c = np.empty((m, n), dtype)
+        A, B = (a.T if ta else a), (b.T if tb else b)
+        cases.append((
+            lambda a=a, ta=ta, b=b, tb=tb, c=c: _gemm(a, ta, b, tb, c),
+            # column-major BLAS computes c.T = op(b).T @ op(a).T, as numba's np.dot does
+            lambda a=a, ta=ta, b=b, tb=tb: xgemm(1.0, b.T, a.T, trans_a=int(tb), trans_b=int(ta)),
+            lambda A=A, B=B, c=c: np.matmul(A, B, out=c)))
+    for case in cases:            # compiles (or loads) _gemm, faults the pages in
+        for run in case:
+            run()
+    clock = time.perf_counter
+    start, cpu = clock(), time.process_time()
+    best = np.full((len(cases), 3), np.inf)
+    rounds = 0
+    lo, hi = CALIBRATION_ROUNDS
+    # The least time of each product and kernel: other processes' time slices and
+    # cache traffic only ever add to a run's time.  The budget is of the process's
+    # CPU time (BLAS threads included; a loaded machine stretches the wall time), capped
+    # in wall time.
+    while rounds < lo or (rounds < hi and time.process_time() - cpu < CALIBRATION_BUDGET
+                          and clock() - start < 3 * CALIBRATION_BUDGET):
+        order = (0, 1, 2) if rounds % 2 == 0 else (2, 1, 0)
+        for i, case in enumerate(cases):
+            for j in order:
+                t = clock()
+                case[j]()
+                best[i, j] = min(best[i, j], clock() - t)
+        rounds += 1
+    own_s, blas_s, numpy_s = (float(v) for v in best.sum(axis=0))
+    own = own_s <= OWN_GAIN * blas_s
+    return {"own": bool(own), "compile": bool((own_s if own else blas_s) <= COMPILE_GAIN * numpy_s),
+            "own_s": own_s, "blas_s": blas_s, "numpy_s": numpy_s, "rounds": rounds,
+            "seconds": round(clock() - start, 3), "cpu_seconds": round(time.process_time() - cpu, 3)}
 
 
 def _vector_fma(module, vt, lanes, bits):

@@ -569,10 +569,13 @@ BATCHED_BLAS_MIN = 1 << 14
 
 
 # A loop-free program over large arrays runs as NumPy calls (``vector_bound`` in
-# numba_backend/__init__.py), unless the contractions that ``gemm._gemm`` would
-# compute do at least this many multiply-adds per element of the program's values:
-# then its products gain more over BLAS than its elementwise loops can lose to
-# NumPy's ufuncs (the MLP step: ~68 per element).
+# numba_backend/native.py), unless the contractions that ``gemm._gemm`` could
+# compute, of a dtype whose products a compiled program was measured to compute at
+# least as fast as NumPy's matmul (``gemm.compile_products``: ``_gemm`` or BLAS,
+# whichever was faster), do at least this many multiply-adds per element of the
+# program's values: then its products lose nothing to NumPy's, and its fused
+# elementwise loops gain (the MLP step: ~68 per element; compiled 0.88x the time of
+# its NumPy calls on AMD Zen 4, with either kernel).
 GEMM_BOUND = 32
 
 
@@ -587,18 +590,26 @@ def _dot_dims(x_shape, y_shape, dimension_numbers):
 
 def gemm_bound(jaxpr, elements):
     """Whether ``jaxpr``'s contractions (nested programs included) that ``gemm._gemm``
-    would compute do at least ``GEMM_BOUND * elements`` multiply-adds."""
+    could compute and that a compiled program computes at least as fast as NumPy
+    (``gemm.compile_products``, measured once per machine and dtype: asked only
+    for a dtype with such products) do at least ``GEMM_BOUND * elements``
+    multiply-adds."""
+    flops = {}
+
     def walk(j):
-        total = 0
         for eqn in j.eqns:
-            total += sum(walk(q) for q in _nested(eqn))
+            for q in _nested(eqn):
+                walk(q)
             if eqn.prim.name == "dot_general":
                 x, y = (v.aval for v in eqn.inputs)
                 _, _, m, n, k, nb = _dot_dims(x.shape, y.shape, eqn.params["dimension_numbers"])
-                if gemm.use_gemm(eqn.outputs[0].aval.dtype, m, n, k):
-                    total += nb * m * n * k
-        return total
-    return walk(jaxpr) >= GEMM_BOUND * elements
+                dt = eqn.outputs[0].aval.dtype
+                if gemm.eligible(dt, m, n, k):
+                    flops[dt] = flops.get(dt, 0) + nb * m * n * k
+    walk(jaxpr)
+    if sum(flops.values()) < GEMM_BOUND * elements:
+        return False      # (not asking: a calibration costs ~0.2 s once)
+    return sum(f for dt, f in flops.items() if gemm.compile_products(dt)) >= GEMM_BOUND * elements
 
 
 def _dot_general(g, eqn, ins):
@@ -675,7 +686,7 @@ def _dot_general(g, eqn, ins):
 def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k):
     """``dot_general`` by BLAS: ``np.dot`` of one (m, k) by (k, n) matrix pair per
     batch element (the batch dimensions folded into one), or ``gemm._gemm`` where
-    ``gemm.use_gemm`` says so (float32/float64 on AVX-512).  An operand array of
+    ``gemm.use_gemm`` says so (float32/float64 on AVX-512, where measured faster).  An operand array of
     the output's dtype is used in place when its dimensions are in the order
     (batch, rows, columns), or (batch, columns, rows): then each matrix is a
     transposed view, which numba's ``np.dot`` hands to BLAS as a transpose flag
