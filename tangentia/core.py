@@ -918,37 +918,158 @@ class JaxprTypeError(TypeError):
     pass
 
 
-def typecheck_jaxpr(jaxpr):
-    """Check that every equation's outputs have the types its rule gives.
+def typecheck_jaxpr(jaxpr, in_avals=None):
+    """Check a program and every program its equations carry (call bodies,
+    loop bodies, ``cond`` branches, custom rules' programs), as JAX's
+    ``check_jaxpr`` does: each variable is bound once and defined before use
+    (a carried program sees only its own variables), each equation's outputs
+    have the types its rule gives, and each carried program takes and returns
+    the types its equation feeds it and expects (a loop body its carry,
+    a ``scan`` body the slices of its ``xs``, ...).
 
-    Raises JaxprTypeError naming the offending equation.
+    Args:
+      jaxpr: the program (a ``Jaxpr``).
+      in_avals: the types its inputs must have (default: its own).
+
+    Returns:
+      True.
+
+    Raises:
+      JaxprTypeError: naming the offending equation, and the carried programs
+        that lead to it.
     """
+    _check_program(jaxpr, in_avals, "")
+    return True
+
+
+def _same_type(a, b):
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+class _Leading(list):
+    """The types of a program's leading outputs (it may give more)."""
+
+    __slots__ = ()
+
+
+def _check_types(what, got, want, where):
+    """``got`` (variables or avals) have the types ``want`` (avals), in number
+    and each (only the leading ones if ``want`` is ``_Leading``)."""
+    got = [getattr(g, "aval", g) for g in got]
+    if type(want) is _Leading:
+        what, got = f"the leading {what[4:]}", got[:len(want)]
+    if len(got) != len(want) or not all(_same_type(a, b) for a, b in zip(got, want)):
+        raise JaxprTypeError(f"{where}{what} have types {[a.str_short() for a in got]} but "
+                             f"{[a.str_short() for a in want]} are expected")
+
+
+def _check_program(jaxpr, in_avals, where):
+    if in_avals is not None:
+        _check_types("the inputs", jaxpr.invars, in_avals, where)
     defined = set()
     for v in list(jaxpr.constvars) + list(jaxpr.invars):
         if v in defined:
-            raise JaxprTypeError(f"variable {v} is bound twice")
+            raise JaxprTypeError(f"{where}variable {v} is bound twice")
         defined.add(v)
     for i, eqn in enumerate(jaxpr.eqns):
+        name = eqn.prim.name
         for a in eqn.inputs:
             if type(a) is Var and a not in defined:
-                raise JaxprTypeError(f"equation {i} ({eqn.prim.name}) uses undefined variable {a}")
-        in_avals = [a.aval for a in eqn.inputs]
-        out = eqn.prim.abstract_eval(*in_avals, **eqn.params)
+                raise JaxprTypeError(f"{where}equation {i} ({name}) uses undefined variable {a}")
+        in_avals_i = [a.aval for a in eqn.inputs]
+        out = eqn.prim.abstract_eval(*in_avals_i, **eqn.params)
         out_avals = list(out) if eqn.prim.multiple_results else [out]
         got = [v.aval for v in eqn.outputs]
-        if len(out_avals) != len(got) or any(
-                a.shape != b.shape or a.dtype != b.dtype for a, b in zip(out_avals, got)):
+        if len(out_avals) != len(got) or not all(_same_type(a, b) for a, b in zip(out_avals, got)):
             raise JaxprTypeError(
-                f"equation {i} ({eqn.prim.name}) has output types "
+                f"{where}equation {i} ({name}) has output types "
                 f"{[a.str_short() for a in got]} but its rule gives {[a.str_short() for a in out_avals]}")
+        for param, program, ins, outs in _carried_programs(eqn, in_avals_i, got):
+            inner = f"{where}equation {i} ({name}), its {param}: "
+            _check_program(program, ins, inner)
+            if outs is not None:
+                _check_types("the outputs", program.outvars, outs, inner)
         for v in eqn.outputs:
             if v in defined:
-                raise JaxprTypeError(f"variable {v} is bound twice")
+                raise JaxprTypeError(f"{where}variable {v} is bound twice")
             defined.add(v)
     for a in jaxpr.outvars:
         if type(a) is Var and a not in defined:
-            raise JaxprTypeError(f"output uses undefined variable {a}")
-    return True
+            raise JaxprTypeError(f"{where}output uses undefined variable {a}")
+
+
+def _carried_programs(eqn, in_avals, out_avals):
+    """``(param, program, input types, output types)`` of each program ``eqn``
+    carries, with the types its equation feeds it and expects from it (None:
+    its own, for a primitive whose layout is not known here)."""
+    params = eqn.params
+    layout = _PROGRAM_LAYOUTS.get(eqn.prim.name)
+    if layout is not None:
+        return layout(params, in_avals, out_avals)
+    found = [(k, q) for k, p in params.items() for q in programs_in({k: p})]
+    if len(found) == 1 and len(found[0][1].invars) == len(in_avals):
+        # a call: its program takes the equation's inputs and gives its outputs
+        return [(found[0][0], found[0][1], in_avals, out_avals)]
+    return [(k, q, None, None) for k, q in found]
+
+
+def _program(p):
+    return getattr(p, "jaxpr", p)
+
+
+def _cond_layout(params, in_avals, out_avals):
+    index = in_avals[0]
+    if index.shape != () or index.dtype.kind not in "biu":
+        raise JaxprTypeError(f"cond's index has type {index.str_short()}, not an integer scalar")
+    return [(f"branch {k}", _program(b), in_avals[1:], out_avals)
+            for k, b in enumerate(params["branches"])]
+
+
+def _while_layout(params, in_avals, out_avals):
+    nc, nb = params["cond_nconsts"], params["body_nconsts"]
+    carry = in_avals[nc + nb:]
+    return [("cond_jaxpr", _program(params["cond_jaxpr"]), in_avals[:nc] + carry,
+             [ShapedArray((), np.dtype(bool))]),
+            ("body_jaxpr", _program(params["body_jaxpr"]), in_avals[nc:nc + nb] + carry, carry)]
+
+
+def _scan_layout(params, in_avals, out_avals):
+    nc, ncar, length = params["num_consts"], params["num_carry"], params["length"]
+    xs = in_avals[nc + ncar:]
+    for k, x in enumerate(xs):
+        if not x.shape or x.shape[0] != length:
+            raise JaxprTypeError(f"scan's xs[{k}] has type {x.str_short()}, whose leading axis "
+                                 f"is not the length {length}")
+    ys = out_avals[ncar:]
+    for k, y in enumerate(ys):
+        if not y.shape or y.shape[0] != length:
+            raise JaxprTypeError(f"scan's output ys[{k}] has type {y.str_short()}, whose "
+                                 f"leading axis is not the length {length}")
+    body_in = in_avals[:nc + ncar] + [ShapedArray(x.shape[1:], x.dtype) for x in xs]
+    body_out = in_avals[nc:nc + ncar] + [ShapedArray(y.shape[1:], y.dtype) for y in ys]
+    return [("jaxpr", _program(params["jaxpr"]), body_in, body_out)]
+
+
+def _linear_solve_layout(params, in_avals, out_avals):
+    # Each program takes its consts, then the vector (x and b have the same types);
+    # the operators give a vector, ``solve`` the equation's outputs (the solution,
+    # then any aux), ``transpose_solve`` a vector and its own aux.
+    lengths = params["const_lengths"]
+    b = in_avals[sum(lengths):]
+    outs = (b, b, out_avals, _Leading(b))
+    found, start = [], 0
+    for role, program, n, want in zip(("matvec", "vecmat", "solve", "transpose_solve"),
+                                      params["jaxprs"], lengths, outs):
+        if program is not None:
+            found.append((role, _program(program), in_avals[start:start + n] + b, want))
+        start += n
+    return found
+
+
+# How the primitives that carry programs feed them (the others are calls, whose
+# program takes the equation's inputs and gives its outputs).
+_PROGRAM_LAYOUTS = {"cond": _cond_layout, "while": _while_layout, "scan": _scan_layout,
+                    "custom_linear_solve": _linear_solve_layout}
 
 
 # ---------------------------------------------------------------------------
@@ -960,9 +1081,9 @@ def _var_namer():
     counter = itertools.count()
 
     def name(v):
-        if type(v) is Literal:
+        if type(v) is Literal:  # its Python value, as JAX prints it: 1.0, not np.float64(1.0)
             val = v.val
-            if isinstance(val, np.ndarray) and val.ndim == 0:
+            if isinstance(val, (np.ndarray, np.generic)) and val.ndim == 0:
                 val = val.item()
             return repr(val)
         n = names.get(v)
@@ -989,6 +1110,8 @@ def _pp_param(k, v, name, indent):
         return f"{k}={getattr(v, '__name__', type(v).__name__)}"
     if isinstance(v, np.dtype):
         return f"{k}={v.name}"
+    if isinstance(v, np.generic):
+        return f"{k}={v.item()!r}"
     return f"{k}={v!r}"
 
 

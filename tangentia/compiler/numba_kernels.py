@@ -1,8 +1,9 @@
 """Numba kernels for the primitives that are not plain elementwise math.
 
-The numba backend (``numba_backend.py``) generates one ``@njit`` function per
-program; it fuses elementwise loops, reductions, reshapes, ``dot_general`` and
-control flow itself.  Every other equation is run by a *kernel* from this
+The numba backend (the ``numba_backend`` package, whose generator is in
+``codegen.py``) generates one ``@njit`` function per program; it fuses
+elementwise loops, reductions, reshapes, ``dot_general`` and control flow
+itself.  Every other equation is run by a *kernel* from this
 module, so that it runs natively instead of through an object-mode fallback.
 
 Protocol (the code generator relies on it exactly)::
@@ -64,9 +65,9 @@ from ..primitives import elementwise as _E
 from ..primitives import indexing as _I
 from ..primitives import linalg as _L
 from ..primitives import misc as _M
-from ..primitives import prng as _P
+from ..primitives import prng as _prng
 from ..primitives import reductions as _R
-from ..primitives import sorting as _S
+from ..primitives import sorting as _SO
 
 __all__ = ["KERNELS", "kernel_names", "kernel_for"]
 
@@ -562,17 +563,17 @@ def _build_sorting(x, out, axis, descending, write):
     return _compile(src.text(), "sorting")
 
 
-@_register(_S.sort_p)
+@_register(_SO.sort_p)
 def _build_sort(prim, ins, outs, axis):
     return _build_sorting(ins[0], outs[0], axis, False, "vals[perm[k]]")
 
 
-@_register(_S.argsort_p)
+@_register(_SO.argsort_p)
 def _build_argsort(prim, ins, outs, axis, descending):
     return _build_sorting(ins[0], outs[0], axis, bool(descending), "perm[k]")
 
 
-@_register(_S.searchsorted_p)
+@_register(_SO.searchsorted_p)
 def _build_searchsorted(prim, ins, outs, side):
     a, v = ins
     if not _kind_ok(a.dtype, v.dtype) or side not in ("left", "right"):
@@ -640,7 +641,7 @@ def _threefry2x32(k1, k2, x1, x2):
     return x1, x2
 
 
-@_register(_P.random_bits_p)
+@_register(_prng.random_bits_p)
 def _build_random_bits(prim, ins, outs, shape, bit_width):
     key, out = ins[0], outs[0]
     if bit_width not in (8, 16, 32, 64) or key.dtype != np.uint32:

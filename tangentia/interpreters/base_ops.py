@@ -6,8 +6,8 @@ and transposing a broadcast sums it back (``reduce_sum``, ``reshape``,
 the interpreter layer, so that the interpreters never import the primitives
 layer (which builds on them): the import graph stays a DAG.  JAX keeps its
 ``add_jaxvals`` primitive low for the same reason; ``add_any`` is in
-``ad``, and the ``constant`` primitive that staging emits is in
-``partial_eval``.
+``ad`` (staging emits no primitive for constants: they become the
+program's inputs, see ``partial_eval``).
 
 ``tangentia.primitives.structural`` and ``tangentia.primitives.reductions``
 re-export everything defined here, so the primitives are still found where

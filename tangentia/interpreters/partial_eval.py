@@ -19,6 +19,7 @@ constvars, in the ``ClosedJaxpr`` it returns.
 """
 from __future__ import annotations
 
+import os
 from typing import NamedTuple
 
 import numpy as np
@@ -87,7 +88,14 @@ class JaxprBuilder:
             if v in live:
                 constvars.append(v)
                 constvals.append(x)
-        return core.Jaxpr(constvars, invars, eqns, outvars), constvals
+        jaxpr = core.Jaxpr(constvars, invars, eqns, outvars)
+        if CHECK_PROGRAMS:  # every staged program, with the programs it carries
+            core.typecheck_jaxpr(jaxpr)
+        return jaxpr, constvals
+
+
+# TANGENTIA_CHECK_PROGRAMS=1: type-check every program as it is built (tests/conftest.py).
+CHECK_PROGRAMS = os.environ.get("TANGENTIA_CHECK_PROGRAMS", "0") not in ("", "0")
 
 
 class LinearBuilder(JaxprBuilder):
