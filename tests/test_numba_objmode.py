@@ -295,3 +295,26 @@ def test_pooling_on_small_operands_and_its_gradient():
         return tnp.sum(tnp.sin(PRIMS["window_reduce"].bind(x, op="max", **kw)))
     got = _same(lambda x: [pool(x), tg.grad(pool)(x)], x)
     assert np.count_nonzero(got[1]) == 4
+
+
+def test_object_mode_fallback_warns_once_naming_the_primitive():
+    from tangentia.compiler.numba_backend import native
+    from tangentia.scipy.special import zeta
+    native._WARNED.discard("zeta")
+    f = lambda x: zeta(x, 2.0) * 3.0   # noqa: E731
+    x = np.array([2.5, 3.0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        jaxpr, full = _program(f, x)
+        y = NUMBA.compile(jaxpr)(*full)[0]
+        jaxpr, full = _program(lambda x: zeta(x, 2.0) + 1.0, x)
+        NUMBA.compile(jaxpr)(*full)
+    msgs = [str(w.message) for w in caught if issubclass(w.category, native.ObjectModeWarning)]
+    assert len(msgs) == 1 and "zeta" in msgs[0], msgs     # once per primitive and process
+    np.testing.assert_allclose(y, np.asarray(zeta(x, 2.0)) * 3.0, rtol=1e-15)
+    # host callbacks call Python by design: no warning names them
+    native._WARNED.discard("debug_print")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        NUMBA.compile(_program(lambda x: tg.debug.print("{}", x) or x, x)[0])
+    assert not [w for w in caught if issubclass(w.category, native.ObjectModeWarning)]

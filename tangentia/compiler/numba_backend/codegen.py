@@ -290,6 +290,7 @@ class _Gen:
         self.globals = {}       # generated-name -> Python object (kernels, fallbacks, types)
         self.notes = []         # comments making the source (the cache key) unique
         self.objmode = False
+        self.fallbacks = set()  # primitives with no native lowering (run in object mode)
         self.scopes = [0]
         self.scope_ids = itertools.count(1)
         self.functions = []     # sources of outlined bodies (see ``call_jaxpr``)
@@ -740,6 +741,8 @@ class _Gen:
             kern = _kernel(eqn)
             if kern is not None:
                 return self.call_kernel(eqn, kern, ins)
+        if eqn.prim.name not in _CALLS_PYTHON:
+            self.fallbacks.add(eqn.prim.name)
         return self.objmode_call(eqn, ins)
 
     def call_kernel(self, eqn, kern, ins):
@@ -789,6 +792,12 @@ class _Gen:
             o = AV(v.aval.shape, v.aval.dtype, n)
             res.append(self.small(o) if self.is_small(v.aval.shape) else o)
         return res
+
+
+# Primitives whose implementation calls the user's Python (host callbacks, a custom_vjp's
+# bwd): object mode is what they are, not a missing lowering, so no warning names them.
+_CALLS_PYTHON = frozenset(("pure_callback", "io_callback", "debug_callback", "debug_print",
+                           "custom_lin"))
 
 
 def _eqn_key(eqn):

@@ -34,7 +34,8 @@ _NJIT_OPTIONS = dict(error_model="numpy")
 
 
 def _generate(jaxpr):
-    """(source, globals, objmode) for a program without constvars."""
+    """(source, globals, objmode, fallbacks) for a program without constvars (fallbacks:
+    the primitives run in object mode for want of a native lowering)."""
     g = _Gen(RULES, FUSIBLE, ELEMENTWISE, ROWS)
     loop = one_loop(jaxpr)
     params, in_vals = [], []
@@ -59,7 +60,29 @@ def _generate(jaxpr):
             f"from {vecmath_trig.__name__} import {', '.join(vecmath_trig.INTRINSICS)}", ""] + g.notes + [""]
     funcs = [f + "\n\n" for f in g.functions]
     main = "\n".join(["@_jit", f"def program({', '.join(params)}):"] + g.lines)
-    return "\n".join(head) + "\n" + "\n".join(funcs) + main + "\n", g.globals, g.objmode
+    return ("\n".join(head) + "\n" + "\n".join(funcs) + main + "\n", g.globals, g.objmode,
+            g.fallbacks)
+
+
+_WARNED = set()
+
+
+def _warn_fallbacks(names):
+    """One warning per primitive and process for each primitive that has no native
+    lowering here and so runs its NumPy implementation in numba's object mode."""
+    new = sorted(set(names) - _WARNED)
+    if new:
+        _WARNED.update(new)
+        warnings.warn(f"numba: no native lowering for {', '.join(new)}; "
+                      f"{'it runs' if len(new) == 1 else 'they run'} NumPy's implementation in "
+                      f"object mode (correct, but slower, and holding the GIL); "
+                      f"numba_backend.lowering_paths() lists every primitive's path",
+                      ObjectModeWarning, stacklevel=2)
+
+
+class ObjectModeWarning(RuntimeWarning):
+    """A primitive without a native lowering runs its NumPy implementation in numba's
+    object mode (``warnings.filterwarnings("ignore", category=...)`` silences it)."""
 
 
 def _cache_dir():
@@ -152,7 +175,7 @@ def _arg_types(jaxpr):
 
 
 def _compile_program(jaxpr):
-    source, glb, objmode = _generate(jaxpr)
+    source, glb, objmode, fallbacks = _generate(jaxpr)
     # objmode blocks hold the GIL anyway (and numba warns about nogil there)
     glb = dict(glb, _jit=numba.njit(cache=not objmode, nogil=not objmode, **_NJIT_OPTIONS))
     mod = _load_module(source, glb)
@@ -161,7 +184,7 @@ def _compile_program(jaxpr):
         # the entry point of this program's signature: programs of the same source (an
         # identity, say) share one module and dispatcher across argument dtypes
         entry = disp.compile(_arg_types(jaxpr))
-    return _wrapper(disp, entry, jaxpr, source)
+    return _wrapper(disp, entry, jaxpr, source), fallbacks
 
 
 def _wrapper(disp, entry, jaxpr, source):
@@ -299,7 +322,7 @@ class NumbaCompiler(Backend):
         if vector_bound(jaxpr) and one_loop(jaxpr) is None:
             return _numpy_compile(jaxpr)
         try:
-            return _compile_program(jaxpr)
+            fn, fallbacks = _compile_program(jaxpr)
         except Exception as e:  # noqa: BLE001 - any failure: the NumPy backend runs the program
             msg = str(e).strip().splitlines()
             short = " ".join(msg[:3])[:400] if msg else type(e).__name__
@@ -307,6 +330,8 @@ class NumbaCompiler(Backend):
                           f"{short}); running it with the NumPy backend instead",
                           RuntimeWarning, stacklevel=4)
             return _numpy_compile(jaxpr)
+        _warn_fallbacks(fallbacks)    # (compiled: a warning raised as an error cannot undo it)
+        return fn
 
     def source(self, jaxpr):
         if vector_bound(jaxpr) and one_loop(jaxpr) is None:
