@@ -385,18 +385,23 @@ def test_tracer_rejects_hashing_and_len_of_scalars():
         tg.jit(lambda x: len(x))(1.0)
 
 
-def test_concrete_values_are_available_under_grad_and_jvp_eagerly():
+def test_concrete_values_under_grad_and_jvp_eagerly_as_jax():
+    # int(), .item() and Python control flow see concrete values under eager
+    # differentiation (JAX allows them under grad); float() and tolist() would cut the
+    # derivative silently, so they raise JAX's ConcretizationTypeError
     def f(x):
-        n = int(x.sum().item())        # concrete under eager differentiation
-        vals = x.tolist()
-        return x * n + float(x[0]) + vals[1]
+        n = int(x.sum().item())
+        return x * n + (x[0] if n > 2 else -x[0])
 
     x = np.array([1.25, 2.0])
-    # float()/tolist() give Python numbers: constants, without derivative
-    np.testing.assert_allclose(f(x), x * 3 + 1.25 + 2.0)
-    np.testing.assert_allclose(tg.grad(lambda a: tnp.sum(f(a)))(x), [3.0, 3.0])
+    np.testing.assert_allclose(f(x), x * 3 + 1.25)
+    np.testing.assert_allclose(tg.grad(lambda a: tnp.sum(f(a)))(x), [5.0, 3.0])
     _, t = tg.jvp(f, (x,), (np.ones(2),))
-    np.testing.assert_allclose(t, [3.0, 3.0])
+    np.testing.assert_allclose(t, [4.0, 4.0])
+    for convert in (lambda a: float(a[0]), lambda a: a.tolist()[1]):
+        with pytest.raises(tg.ConcretizationTypeError,
+                           match="Abstract tracer value encountered where concrete"):
+            tg.grad(lambda a: tnp.sum(a) + convert(a))(x)
 
 
 def test_numpy_reductions_dispatch_to_tracer_methods():
