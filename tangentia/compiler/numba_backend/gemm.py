@@ -37,30 +37,33 @@ products.
 When it is used (``use_gemm``): float32/float64 products above a size
 (``eligible``) on a CPU with AVX-512F (as numba compiles for it:
 ``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES`` if set, else the host), where it
-was measured faster than BLAS on this machine (``calibration``).  A CPU flag
-does not say which is faster: on AMD Zen 4 (AVX-512 on 256-bit units) it ties
-with OpenBLAS's kernels, Haswell's or SkylakeX's, and a CPU with full-width
-AVX-512 where OpenBLAS picked its AVX-512 kernel beat it.  So the first time
-a program could use it, for each dtype, ``calibration`` times it against
-SciPy's OpenBLAS (what numba's ``np.dot`` calls) and NumPy's ``matmul`` (what
-the NumPy-calls path calls) on the MLP step's five products (128x784 by
-784x512, 128x512 by 512x512, and the backward pass's transposed variants),
-the least of a few interleaved runs each (about 0.2 s for float64, 0.1 s for
-float32), and writes the result to ``$TANGENTIA_CACHE_DIR`` (default
-``~/.cache/tangentia``) in a file named by the hash of what decides it: the
-CPU (model, numba's target name and features, the CPUs this process may
-use), NumPy's and SciPy's BLAS (versions, and the ``OPENBLAS_*``/
-``OMP_NUM_THREADS`` variables that choose their kernels and threads), the
-library's version and this file's text; other processes on the machine read
-it.  The kernel is used if it took at most ``OWN_GAIN`` (0.9) of BLAS's
-time (a tie keeps BLAS); a loop-free program dominated by such products is
-compiled rather than run as NumPy calls (``compile_products``, read by
-``rules.gemm_bound``) if the compiled program's kernel took at most
-``COMPILE_GAIN`` (1.05) of NumPy's.  ``TANGENTIA_NUMBA_GEMM=blas`` asks for
-BLAS and NumPy calls without measuring, ``own`` for this kernel wherever it
-applies (for tests), ``auto`` (the default) for the measured choice.  The
-choice is made when a program is generated, so it is part of the generated
-source and of the on-disk cache key.
+was measured faster than BLAS on this machine (``calibration``).  The CPU flag
+does not say which is faster: on AMD Zen 4 (AVX-512 executed on 256-bit units)
+it ties with OpenBLAS, whether OpenBLAS runs its SkylakeX or its Haswell
+kernels (0.90-0.97x BLAS's time in float64, 0.96-1.01x in float32), and on
+another AMD EPYC, OpenBLAS's AVX-512 kernel beat it.  So the first time a
+program could use it, for each dtype, ``calibration`` times it against SciPy's
+OpenBLAS (what numba's ``np.dot`` calls) and NumPy's ``matmul`` (what a
+program run as NumPy calls calls) on three of the MLP step's products
+(``CALIBRATION_SHAPES``: one per operand layout), interleaved, keeping the
+least time of each (3-25 rounds within ``CALIBRATION_BUDGET``, 0.25 s of CPU
+time: ~0.6 s of wall time on a quiet machine, scipy.linalg.blas's import
+included), and writes the result to ``$TANGENTIA_CACHE_DIR`` (default
+``~/.cache/tangentia``, beside the numba cache) in a file named by the hash of
+what decides it: the CPU (model, numba's target name and features, the CPUs
+this process may use), NumPy's and SciPy's BLAS (versions and configuration,
+and the ``OPENBLAS_*``/``OMP_NUM_THREADS`` variables that choose their
+kernels and threads), the library's version and this file's text; other
+processes read it (a corrupt file, or one for another key, is measured again
+and rewritten).  The kernel is used if it took at most ``OWN_GAIN`` (0.9) of
+BLAS's time (a tie keeps BLAS, whose sums are NumPy's); a loop-free program
+dominated by eligible products is compiled rather than run as NumPy calls
+(``compile_products``, read by ``rules.gemm_bound``) if the kernel a compiled
+program uses took at most ``COMPILE_GAIN`` (1.05) of NumPy's time.
+``TANGENTIA_NUMBA_GEMM=blas`` asks for BLAS and NumPy calls without measuring,
+``own`` for this kernel wherever it can run (for tests), ``auto`` (the
+default) for the measured choice.  The choice is made when a program is
+generated, so it is part of the generated source and of the on-disk cache key.
 """
 from __future__ import annotations
 
@@ -68,7 +71,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import threading
 import time
 

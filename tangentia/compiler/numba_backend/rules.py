@@ -574,8 +574,8 @@ BATCHED_BLAS_MIN = 1 << 14
 # least as fast as NumPy's matmul (``gemm.compile_products``: ``_gemm`` or BLAS,
 # whichever was faster), do at least this many multiply-adds per element of the
 # program's values: then its products lose nothing to NumPy's, and its fused
-# elementwise loops gain (the MLP step: ~68 per element; compiled 0.88x the time of
-# its NumPy calls on AMD Zen 4, with either kernel).
+# elementwise loops gain (the MLP step: ~68 per element; compiled, 0.88-0.99x the
+# time of its NumPy calls on AMD Zen 4 with either kernel, quiet to loaded machine).
 GEMM_BOUND = 32
 
 
@@ -608,7 +608,7 @@ def gemm_bound(jaxpr, elements):
                     flops[dt] = flops.get(dt, 0) + nb * m * n * k
     walk(jaxpr)
     if sum(flops.values()) < GEMM_BOUND * elements:
-        return False      # (not asking: a calibration costs ~0.2 s once)
+        return False      # (not asking: a calibration costs ~0.25 s of CPU, once)
     return sum(f for dt, f in flops.items() if gemm.compile_products(dt)) >= GEMM_BOUND * elements
 
 
@@ -686,8 +686,8 @@ def _dot_general(g, eqn, ins):
 def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k):
     """``dot_general`` by BLAS: ``np.dot`` of one (m, k) by (k, n) matrix pair per
     batch element (the batch dimensions folded into one), or ``gemm._gemm`` where
-    ``gemm.use_gemm`` says so (float32/float64 on AVX-512, where measured faster).  An operand array of
-    the output's dtype is used in place when its dimensions are in the order
+    ``gemm.use_gemm`` says so (float32/float64 on AVX-512, where measured faster).
+    An operand array of the output's dtype is used in place when its dimensions are in the order
     (batch, rows, columns), or (batch, columns, rows): then each matrix is a
     transposed view, which numba's ``np.dot`` hands to BLAS as a transpose flag
     (the backward pass's ``x.T @ g``), not a copy (``_gemm`` takes the flag).
