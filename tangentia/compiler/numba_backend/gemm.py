@@ -47,8 +47,8 @@ OpenBLAS (what numba's ``np.dot`` calls) and NumPy's ``matmul`` (what a
 program run as NumPy calls calls) on three of the MLP step's products
 (``CALIBRATION_SHAPES``: one per operand layout), interleaved, keeping the
 least time of each (3-25 rounds within ``CALIBRATION_BUDGET``, 0.25 s of CPU
-time: ~0.6 s of wall time on a quiet machine, scipy.linalg.blas's import
-included), and writes the result to ``$TANGENTIA_CACHE_DIR`` (default
+time: 0.6-0.8 s of wall time per dtype on a loaded 2-core machine, plus
+0.45 s to import scipy.linalg.blas once), and writes the result to ``$TANGENTIA_CACHE_DIR`` (default
 ``~/.cache/tangentia``, beside the numba cache) in a file named by the hash of
 what decides it: the CPU (model, numba's target name and features, the CPUs
 this process may use), NumPy's and SciPy's BLAS (versions and configuration,
