@@ -279,6 +279,28 @@ def run_sizes(sizes, cpu, libs, rounds):
     return out
 
 
+def plot_sizes(sizes, path):
+    """Compile time against the number of equations, log-log, one line per library."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for lib, style in (("tangentia", "o-"), ("jax", "s-")):
+        pts = sorted((v[lib]["eqns"], v[lib]["compile_s"]) for v in sizes.values() if lib in v)
+        if pts:
+            ax.loglog([p[0] for p in pts], [p[1] for p in pts], style,
+                      label="tangentia (numba, untiered)" if lib == "tangentia" else "JAX (XLA)")
+    xs = sorted(v["tangentia"]["eqns"] for v in sizes.values() if "tangentia" in v)
+    if xs:
+        ax.loglog(xs, [2e-3 * x for x in xs], "k:", label="2 ms per equation")
+    ax.set_xlabel("equations (jit(grad) of an elementwise chain, f64[8])")
+    ax.set_ylabel("compile time (s)")
+    ax.legend()
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
 def _median(rows, key):
     vals = [r[key] for r in rows if r.get(key) is not None]
     return statistics.median(vals) if vals else None
@@ -300,6 +322,8 @@ def main(argv=None):
     ap.add_argument("--native-wait", type=float, default=300,
                     help="seconds to wait for tangentia's background compiles (native_s)")
     ap.add_argument("--sizes", default="", help="compile time vs size: chain lengths")
+    ap.add_argument("--plot", default=None, metavar="PNG",
+                    help="with --sizes: also draw compile time against equations (matplotlib)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     cases = [c for c in CASES if not args.only or c in args.only.split(",")]
@@ -307,6 +331,8 @@ def main(argv=None):
     libs = ["tangentia"] + ([] if args.no_jax else ["jax"])
     if args.sizes:
         sizes = run_sizes([int(n) for n in args.sizes.split(",")], cpu, libs, args.rounds)
+        if args.plot:
+            plot_sizes(sizes, args.plot)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"sizes": sizes}, f, indent=1)

@@ -274,6 +274,7 @@ class Tiered:
 
 
 _QUEUE = []          # [queue.SimpleQueue] once the compile thread runs
+COMPILE_THREAD = "tangentia-compile"   # the background compile thread's name
 _EXITING = threading.Event()
 
 
@@ -283,7 +284,7 @@ def _compile_queue():
             if not _QUEUE:
                 q = queue.SimpleQueue()
                 threading.Thread(target=_compile_worker, args=(q,), daemon=True,
-                                 name="tangentia-compile").start()
+                                 name=COMPILE_THREAD).start()
                 _QUEUE.append(q)
     return _QUEUE[0]
 

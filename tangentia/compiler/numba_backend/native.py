@@ -23,7 +23,7 @@ import numba
 from numba import types as nbt
 from numba.core import errors as NE
 
-from ..backend import Backend
+from ..backend import COMPILE_THREAD, Backend
 from . import elementwise_loop, helpers, vecmath, vecmath_trig
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
                       _weight, AV, ZV)
@@ -153,7 +153,9 @@ class _Progress:
         self.timer = None
 
     def __enter__(self):
-        if os.environ.get("TANGENTIA_COMPILE_PROGRESS", "1") != "0":
+        # (a tiered program's background compile keeps no one waiting: no line for it)
+        if os.environ.get("TANGENTIA_COMPILE_PROGRESS", "1") != "0" and \
+                threading.current_thread().name != COMPILE_THREAD:
             self.t0 = time.perf_counter()
             self.timer = threading.Timer(2.0, lambda: print(
                 f"tangentia: compiling {self.what} with numba ...", file=sys.stderr, flush=True))
