@@ -267,7 +267,7 @@ def test_vmap_concurrent_calls_from_threads_of_a_client_that_is_not_the_default(
     def scaled_sin(x, s):
         return tnp.sin(x) * s
 
-    monkeypatch.setattr(tgd, "_RUNNER_IDLE", 0.5)
+    monkeypatch.setattr(tgd._actors, "_RUNNER_IDLE", 0.5)
     xs = [np.random.default_rng(k).normal(size=(3 + k % 3, 3)) for k in range(8)]
     with dd.Client(client.scheduler.address, set_as_default=False) as other:
         f = tgd.vmap(scaled_sin, in_axes=(0, None), client=other, chunk_size=2)
