@@ -15,7 +15,8 @@ from .api import (ShapeDtypeStruct, checkpoint, disable_jit, ensure_compile_time
                   linearize, make_jaxpr, value_and_grad, vjp, vmap)
 from .core import (ConcretizationTypeError, TracerArrayConversionError, UnexpectedTracerError,
                    ClosedJaxpr, Jaxpr)
-from .debugging import debug_nans, print_environment_info
+from ._debug_nans import debug_nans
+from ._environment_info import print_environment_info
 from .primitives.callback import pure_callback
 from . import ad_checkpoint  # noqa: F401
 from .ad_checkpoint import checkpoint_policies

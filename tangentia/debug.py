@@ -15,6 +15,9 @@ never merged), sharing one set of rules:
 
 ``debug.print`` keeps its own primitive (``debug_print``, as JAX has one), so
 programs show its format string.
+
+(``tg.debug_nans``, which checks every result for NaNs, is in ``_debug_nans``;
+``tg.print_environment_info`` in ``_environment_info``.)
 """
 from __future__ import annotations
 

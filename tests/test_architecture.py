@@ -285,7 +285,7 @@ LAYERS = [   # lowest first; fnmatch patterns of module names
     ("api", ["tangentia.api", "tangentia.api.*"]),
     ("numpy/lax API", ["tangentia.numpy", "tangentia.numpy.*", "tangentia.lax",
                        "tangentia.lax.*"]),
-    ("library", ["*"]),     # scipy, nn, random, experimental, debugging, the package itself
+    ("library", ["*"]),     # scipy, nn, random, experimental, debug, distributed, the package
 ]
 
 # Imports that go up a layer, each with its reason; remove an entry once fixed.
