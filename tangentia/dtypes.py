@@ -40,8 +40,31 @@ def is_integer(dtype):
     return dtype.kind in "iub"
 
 
+def result_type(*args, return_weak_type_flag=False):
+    """``jax.dtypes.result_type``: the dtype values, dtypes and Python scalars promote to.
+
+    Internally (the primitives' shape rules) it is called with ``(dtype, weak)`` pairs and
+    returns the pair ``(dtype, weak)``.
+    """
+    if args and all(type(a) is tuple and len(a) == 2 and isinstance(a[0], np.dtype)
+                    for a in args):
+        return _promote(*args)
+    if not args:
+        raise ValueError("at least one array or dtype is required")
+    pairs = []
+    for a in args:
+        if type(a) in _PY_SCALAR_DTYPE:
+            pairs.append((_PY_SCALAR_DTYPE[type(a)], True))
+        elif hasattr(a, "dtype") and not isinstance(a, (type, np.dtype)):
+            pairs.append((np.dtype(a.dtype), bool(getattr(a, "weak_type", False))))
+        else:
+            pairs.append((np.result_type(a), False))
+    dtype, weak = _promote(*pairs)
+    return (dtype, weak) if return_weak_type_flag else dtype
+
+
 @lru_cache(maxsize=4096)
-def result_type(*dtypes_and_weak):
+def _promote(*dtypes_and_weak):
     """Promote ``(dtype, weak)`` pairs with NumPy's rules; returns (dtype, weak).
 
     Weak entries behave like Python scalars of their kind; the result is weak

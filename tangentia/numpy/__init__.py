@@ -171,4 +171,7 @@ def __getattr__(name):
     # builtin ``bool`` inside this package.
     if name == "bool":
         return bool_
+    if name == "bfloat16":   # ml_dtypes' (imported on first use), as tangentia.dtypes'
+        from .. import dtypes as _dtypes
+        return _dtypes.bfloat16
     raise AttributeError(f"module 'tangentia.numpy' has no attribute {name!r}")

@@ -120,22 +120,27 @@ def install():
     T.transpose = lambda s, *axes: transpose(s, axes[0] if len(axes) == 1 and not isinstance(
         axes[0], int) else (axes or None))
     T.astype = lambda s, dtype: astype(s, dtype)
-    T.sum = _no_out("sum", lambda s, axis=None, dtype=None, keepdims=False: sum(
-        s, axis, dtype, keepdims))
-    T.prod = _no_out("prod", lambda s, axis=None, dtype=None, keepdims=False: prod(
-        s, axis, dtype, keepdims))
-    T.mean = _no_out("mean", lambda s, axis=None, dtype=None, keepdims=False: mean(
-        s, axis, dtype, keepdims))
-    T.var = _no_out("var", lambda s, axis=None, dtype=None, ddof=0, keepdims=False: var(
-        s, axis, dtype, ddof, keepdims))
-    T.std = _no_out("std", lambda s, axis=None, dtype=None, ddof=0, keepdims=False: std(
-        s, axis, dtype, ddof, keepdims))
-    T.max = _no_out("max", lambda s, axis=None, keepdims=False: max(s, axis, keepdims))
-    T.min = _no_out("min", lambda s, axis=None, keepdims=False: min(s, axis, keepdims))
+    # JAX's reduction methods take the functions' ``initial``/``where`` keywords too
+    T.sum = _no_out("sum", lambda s, axis=None, dtype=None, keepdims=False, initial=None,
+                    where=None: sum(s, axis, dtype, keepdims, initial=initial, where=where))
+    T.prod = _no_out("prod", lambda s, axis=None, dtype=None, keepdims=False, initial=None,
+                     where=None: prod(s, axis, dtype, keepdims, initial=initial, where=where))
+    T.mean = _no_out("mean", lambda s, axis=None, dtype=None, keepdims=False, *, where=None:
+                     mean(s, axis, dtype, keepdims, where=where))
+    T.var = _no_out("var", lambda s, axis=None, dtype=None, ddof=0, keepdims=False, *,
+                    where=None: var(s, axis, dtype, ddof, keepdims, where=where))
+    T.std = _no_out("std", lambda s, axis=None, dtype=None, ddof=0, keepdims=False, *,
+                    where=None: std(s, axis, dtype, ddof, keepdims, where=where))
+    T.max = _no_out("max", lambda s, axis=None, keepdims=False, initial=None, where=None:
+                    max(s, axis, keepdims, initial=initial, where=where))
+    T.min = _no_out("min", lambda s, axis=None, keepdims=False, initial=None, where=None:
+                    min(s, axis, keepdims, initial=initial, where=where))
     T.argmax = _no_out("argmax", lambda s, axis=None, keepdims=False: argmax(s, axis, keepdims))
     T.argmin = _no_out("argmin", lambda s, axis=None, keepdims=False: argmin(s, axis, keepdims))
-    T.all = _no_out("all", lambda s, axis=None, keepdims=False: all(s, axis, keepdims))
-    T.any = _no_out("any", lambda s, axis=None, keepdims=False: any(s, axis, keepdims))
+    T.all = _no_out("all", lambda s, axis=None, keepdims=False, *, where=None:
+                    all(s, axis, keepdims, where=where))
+    T.any = _no_out("any", lambda s, axis=None, keepdims=False, *, where=None:
+                    any(s, axis, keepdims, where=where))
     T.cumsum = _no_out("cumsum", lambda s, axis=None, dtype=None: cumsum(s, axis, dtype))
     T.ravel = lambda s: ravel(s)
     T.flatten = lambda s: ravel(s)

@@ -57,5 +57,6 @@ cdouble, csingle, complex_ = complex128, complex64, complex128
 character, flexible, generic = _np.character, _np.flexible, _np.generic
 signedinteger, unsignedinteger, object_ = _np.signedinteger, _np.unsignedinteger, _np.object_
 ComplexWarning = _np.exceptions.ComplexWarning
-# Not provided: JAX's ml_dtypes types (bfloat16, float8_*, float6_*, float4_e2m1fn, int1/2/4,
+# bfloat16 is ml_dtypes' (tangentia.numpy.__getattr__, imported on first use).
+# Not provided: JAX's other ml_dtypes types (float8_*, float6_*, float4_e2m1fn, int1/2/4,
 # uint1/2/4), which NumPy has no arithmetic for.

@@ -1,0 +1,72 @@
+"""What optax's own test suite (tests/external/run_optax.py) needed from tangentia:
+reduction methods taking ``where``/``initial``, ``jax.dtypes.result_type``'s public
+signature, and ``jnp.bfloat16``.  Compared with JAX (x64)."""
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+from tangentia import dtypes as tdtypes
+
+jax = pytest.importorskip("jax", reason="JAX is the reference these tests compare with")
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+
+
+@pytest.mark.parametrize("method,kw", [
+    ("min", dict(initial=np.inf)), ("max", dict(initial=-np.inf)), ("sum", {}),
+    ("prod", {}), ("mean", {}), ("var", {}), ("std", {}), ("any", {}), ("all", {}),
+    ("sum", dict(initial=10.0)), ("prod", dict(initial=2.0)),
+])
+@pytest.mark.parametrize("jit", [False, True])
+def test_reduction_methods_take_where_and_initial(method, kw, jit):
+    x = np.array([[3.0, -1.0, 4.0], [1.5, 5.0, -9.0]])
+    w = x > 0
+
+    def ours(x, w):
+        return getattr(x, method)(axis=1, where=w, **kw)
+    f = tg.jit(ours) if jit else ours
+    got = f(tnp.asarray(x), tnp.asarray(w))
+    # against jnp's function: JAX 0.10.2's ``Array.sum``/``prod`` methods drop ``initial``
+    # (x.sum(initial=10.) == x.sum()), where jnp.sum and NumPy add it; we follow the latter
+    want = getattr(jnp, method)(jnp.asarray(x), axis=1, where=jnp.asarray(w), **kw)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want))
+
+
+def test_reduction_method_where_gradient():
+    x = np.array([3.0, -1.0, 4.0])
+    got = tg.grad(lambda x: x.sum(where=x > 0) + x.max(where=x < 4, initial=-5.0))(x)
+    want = jax.grad(lambda x: x.sum(where=x > 0) + x.max(where=x < 4, initial=-5.0))(x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want))
+
+
+def test_dtypes_result_type_public_signature():
+    f32 = np.ones(3, np.float32)
+    cases = [(f32,), (f32, 1.0), (1.0,), (np.int32(1),), ("float32",), (np.float16, 2),
+             (f32, np.ones(2, np.float64))]
+    for args in cases:
+        assert tdtypes.result_type(*args) == jax.dtypes.result_type(*args), args
+    assert tdtypes.result_type(1.0, return_weak_type_flag=True) == \
+        jax.dtypes.result_type(1.0, return_weak_type_flag=True)
+    assert tdtypes.result_type(f32, return_weak_type_flag=True) == (np.dtype("float32"), False)
+
+    # traced values (optax's check_subdtype calls it inside jit)
+    def f(x):
+        assert tdtypes.result_type(x) == np.float32
+        assert tdtypes.result_type(x, 2.0) == np.float32
+        return x * 2
+    np.testing.assert_allclose(np.asarray(tg.jit(f)(f32)), 2 * f32)
+    with pytest.raises(ValueError, match="at least one"):
+        tdtypes.result_type()
+
+
+def test_numpy_bfloat16_is_ml_dtypes():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    assert tnp.bfloat16 is ml_dtypes.bfloat16
+    assert np.dtype(tnp.bfloat16) == np.dtype(jnp.bfloat16)
+    x = tnp.ones((3, 2), dtype=tnp.bfloat16)
+    assert x.dtype == jnp.ones((3, 2), dtype=jnp.bfloat16).dtype
+    assert (x * 2).dtype == tnp.bfloat16
+    np.testing.assert_allclose(np.asarray(tnp.sum(x), np.float64), 6.0)
+    with pytest.raises(AttributeError, match="has no attribute 'bfloat17'"):
+        tnp.bfloat17  # noqa: B018
