@@ -3,11 +3,11 @@ from .control_flow import cond, fori_loop, map, scan, switch, while_loop
 from . import linalg  # noqa: F401  (jax.lax.linalg)
 from .implicit import custom_linear_solve, custom_root
 from .ops import (broadcast, broadcast_in_dim, clamp, concatenate, full, full_like, cummax,
-                  cummin, cumprod, dot, dot_general, dynamic_index_in_dim,
+                  cummin, cumprod, cumsum, dot, dot_general, dynamic_index_in_dim,
                   dynamic_slice, dynamic_slice_in_dim, dynamic_update_index_in_dim,
                   dynamic_update_slice, dynamic_update_slice_in_dim, erf, expand_dims, logistic,
                   pow, reduce_max, reduce_min, reduce_prod, reduce_sum, rsqrt, slice,
-                  slice_in_dim, sort, square, squeeze)
+                  slice_in_dim, sort, square, squeeze, reshape, transpose)
 from ..primitives.elementwise import (abs, ceil, cos, cosh, exp, expm1, floor, integer_pow, log,
                                       log1p, maximum, minimum, neg, select, sign, sin, sinh, sqrt,
                                       tan, tanh)
@@ -41,9 +41,7 @@ from .shaping import (approx_max_k, approx_min_k, associative_scan, batch_matmul
                       tile, top_k, unstack, with_sharding_constraint)
 from ..primitives.elementwise import complex_ as complex, conj, imag, real
 from ..primitives.fft import fft
-from ..primitives.reductions import cumsum
-from ..primitives.structural import (broadcast_to, convert_element_type, reshape, stop_gradient,
-                                     transpose)
+from ..primitives.structural import broadcast_to, convert_element_type, stop_gradient
 
 __all__ = [
     "abs", "add", "atan2", "broadcast", "broadcast_in_dim", "broadcast_to", "full",

@@ -22,6 +22,7 @@ from ..primitives import special as SP
 from ..primitives import structural as S
 from ..primitives.callback import pure_callback
 from .enums import RoundingMethod
+from .ops import _reduction_axes, _static_int, _tag
 
 # ---------------------------------------------------------------------------
 # Elementwise aliases (JAX's names for existing functions)
@@ -285,19 +286,36 @@ def bitcast_convert_type(operand, new_dtype):
 # Reductions
 
 
+def _arg_reduction(fname, operand, axis, index_dtype):
+    """JAX's checks of ``lax.argmax``/``argmin``: ``axis`` in ``[0, ndim)`` (no counting
+    from the end), an integer ``index_dtype``."""
+    axis = _static_int(fname, "axis", axis)
+    shape = core.get_aval(operand).shape
+    if not 0 <= axis < len(shape):
+        raise np.exceptions.AxisError(f"Invalid axis {axis} for operand shape {shape}" + _tag(
+            fname, f"axis must be in [0, {len(shape)}); lax does not count from the end"))
+    index_dtype = np.dtype(index_dtype)
+    if index_dtype.kind not in "iu":
+        raise TypeError(f"index_dtype must be an integer type, but got {index_dtype.name}"
+                        + _tag(fname, "the indices are returned as index_dtype"))
+    return axis, index_dtype
+
+
 def argmax(operand, axis, index_dtype):
     """Index of the largest entry along ``axis``, as ``index_dtype`` (``jax.lax.argmax``)."""
-    return S.convert_element_type(NR.argmax(operand, int(axis)), np.dtype(index_dtype))
+    axis, index_dtype = _arg_reduction("argmax", operand, axis, index_dtype)
+    return S.convert_element_type(NR.argmax(operand, axis), index_dtype)
 
 
 def argmin(operand, axis, index_dtype):
     """Index of the smallest entry along ``axis``, as ``index_dtype`` (``jax.lax.argmin``)."""
-    return S.convert_element_type(NR.argmin(operand, int(axis)), np.dtype(index_dtype))
+    axis, index_dtype = _arg_reduction("argmin", operand, axis, index_dtype)
+    return S.convert_element_type(NR.argmin(operand, axis), index_dtype)
 
 
 def _logical_reduce(fname, prim, ufunc):
     def reduce(operand, axes):
-        axes = tuple(int(a) for a in axes)
+        axes = _reduction_axes(fname, operand, axes)
         if _dtype(operand) == np.bool_ and prim is not None:
             return prim.bind(operand, axes=axes)
         x = operand if isinstance(operand, core.Tracer) else np.asarray(operand)

@@ -5,6 +5,7 @@ elementwise conveniences."""
 from __future__ import annotations
 
 import builtins
+import operator
 
 import numpy as np
 
@@ -23,12 +24,94 @@ def _shape(x):
     return core.get_aval(x).shape
 
 
+# ---------------------------------------------------------------------------
+# Checks of static arguments (Python ints, at trace time; cheap).  Each error
+# begins with JAX's wording, then says what tangentia expected.
+
+
+def _tag(fname, text):
+    return f" (tangentia: lax.{fname}: {text})"
+
+
+def _static_ints(fname, argname, values):
+    """``values`` as a tuple of Python ints (``operator.index``: no silent truncation of
+    ``2.5``), else JAX's TypeError."""
+    values = tuple(values)
+    try:
+        return tuple(operator.index(v) for v in values)
+    except TypeError:
+        raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
+                        f"{values}." + _tag(fname, f"argument '{argname}' must hold integers"))\
+            from None
+
+
+def _static_int(fname, argname, value):
+    """One static Python int, else JAX's TypeError."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"'{type(value).__name__}' object cannot be interpreted as an integer"
+                        + _tag(fname, f"argument '{argname}' must be an integer, got "
+                               f"{value!r}")) from None
+
+
+def _list_axis(fname, axis, nd, jax_text="list assignment index out of range"):
+    """``axis`` normalized into ``[0, nd)``; JAX's functions that index a Python list or
+    tuple by the axis raise IndexError for one outside ``[-nd, nd)`` (``AxisError`` is both
+    an IndexError and a ValueError)."""
+    axis = _static_int(fname, "axis", axis)
+    if not -nd <= axis < nd:
+        raise np.exceptions.AxisError(jax_text + _tag(fname, f"axis {axis} is out of range for "
+                                                      f"an operand of rank {nd}"))
+    return axis % nd
+
+
+def _bounds_axis(fname, axis, nd, argname="axis"):
+    """``axis`` normalized, else NumPy's/JAX's ValueError ``axis a is out of bounds``."""
+    axis = _static_int(fname, argname, axis)
+    if not -nd <= axis < nd:
+        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for array of dimension {nd}"
+                         + _tag(fname, f"argument '{argname}' must be in [{-nd}, {nd})"))
+    return axis % nd
+
+
+def _reduction_axes(fname, operand, axes):
+    """``axes`` of a lax reduction: integers in ``[0, ndim)``, no repeats (lax does not
+    count from the end)."""
+    aval = core.get_aval(operand)
+    axes = tuple(axes)
+    try:
+        ints = tuple(operator.index(a) for a in axes)
+    except TypeError:
+        raise TypeError(f"{fname}: axes must be integers, got {axes}") from None
+    nd = len(aval.shape)
+    if any(not 0 <= a < nd for a in ints):
+        raise np.exceptions.AxisError(f"reduction axes {ints} contains out-of-bounds indices for "
+                         f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]."
+                         + _tag(fname, f"axes must be in [0, {nd}); lax does not count "
+                                "negative axes from the end"))
+    if len(set(ints)) != len(ints):
+        raise ValueError(f"duplicate value in 'axes' of reduction: {ints}"
+                         + _tag(fname, "each axis once"))
+    return ints
+
+
+def _same_dtype(fname, x, y, tip=""):
+    dx, dy = core.get_aval(x).dtype, core.get_aval(y).dtype
+    if dx != dy:
+        raise TypeError(f"lax.{fname} requires arguments to have the same dtypes, got "
+                        f"{np.dtype(dx).name}, {np.dtype(dy).name}.{tip}"
+                        + _tag(fname, "convert one of them first (lax does not promote)"))
+
+
 def _check_starts(fname, operand, start_indices, sizes=None):
     shape = _shape(operand)
     if len(start_indices) != len(shape):
         raise TypeError(f"{fname}: start_indices has {len(start_indices)} entries but the operand "
                         f"has rank {len(shape)} (shape {shape})")
-    if sizes is not None:
+    if sizes is None:
+        _check_start_dtypes(fname, start_indices)
+    else:
         if len(sizes) != len(shape):
             raise TypeError(f"{fname}: slice_sizes has {len(sizes)} entries but the operand has "
                             f"rank {len(shape)} (shape {shape})")
@@ -36,6 +119,29 @@ def _check_starts(fname, operand, start_indices, sizes=None):
             if not 0 <= s <= d:
                 raise TypeError(f"{fname}: slice_sizes[{i}] = {s} is out of range for an operand "
                                 f"dimension of size {d} (shape {shape})")
+
+
+def _check_start_dtypes(fname, start_indices):
+    """Start indices are integer scalars, and those that are not Python ints share one
+    dtype (as JAX's)."""
+    kinds = set()
+    for s in start_indices:
+        if isinstance(s, int) and not isinstance(s, bool):  # Python ints are weakly typed
+            continue
+        aval = core.get_aval(s)
+        dt = np.dtype(aval.dtype)
+        if aval.shape:
+            raise TypeError(f"start_indices arguments to {fname} must be scalars,  got indices "
+                            f"{tuple(core.get_aval(i) for i in start_indices)}"
+                            + _tag(fname, "each start index is a scalar"))
+        if dt.kind not in "iu":
+            raise TypeError(f"index arguments to {fname} must be integers of the same type, "
+                            f"got: {dt.name}" + _tag(fname, "start indices must be integers"))
+        kinds.add(dt.name)
+    if len(kinds) > 1:
+        raise TypeError(f"index arguments to {fname} must be integers of the same type, got: "
+                        f"{', '.join(sorted(kinds))}"
+                        + _tag(fname, "convert the start indices to one integer dtype"))
 
 
 def _window_index(operand, start_indices, sizes):
@@ -58,7 +164,9 @@ def _window_index(operand, start_indices, sizes):
 def dynamic_slice(operand, start_indices, slice_sizes):
     """``operand[s0:s0+n0, s1:s1+n1, ...]`` with traced starts, clamped so the
     window stays inside the operand."""
-    start_indices, slice_sizes = list(start_indices), [int(n) for n in slice_sizes]
+    start_indices = list(start_indices)
+    slice_sizes = list(_static_ints("dynamic_slice", "slice_sizes", slice_sizes))
+    _check_starts("dynamic_slice", operand, start_indices)
     _check_starts("dynamic_slice", operand, start_indices, slice_sizes)
     if not slice_sizes:
         return operand
@@ -70,6 +178,7 @@ def dynamic_update_slice(operand, update, start_indices):
     """``operand`` with the window at the (clamped) starts replaced by ``update``."""
     start_indices = list(start_indices)
     _check_starts("dynamic_update_slice", operand, start_indices)
+    _same_dtype("dynamic_update_slice", operand, update)
     ushape = _shape(update)
     if len(ushape) != len(_shape(operand)):
         raise TypeError(f"dynamic_update_slice: update of shape {ushape} must have the rank of "
@@ -83,7 +192,7 @@ def dynamic_update_slice(operand, update, start_indices):
 
 def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
     shape = _shape(operand)
-    axis %= len(shape)
+    axis = _list_axis("dynamic_slice_in_dim", axis, len(shape))
     starts = [0] * len(shape)
     starts[axis] = start_index
     sizes = list(shape)
@@ -92,64 +201,134 @@ def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
 
 
 def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
+    axis = _list_axis("dynamic_index_in_dim", axis, len(_shape(operand)))
     out = dynamic_slice_in_dim(operand, index, 1, axis)
     if keepdims:
         return out
     shape = _shape(out)
-    axis %= len(shape)
     return S.reshape(out, shape[:axis] + shape[axis + 1:])
 
 
 def dynamic_update_slice_in_dim(operand, update, start_index, axis):
-    axis %= len(_shape(operand))
+    axis = _list_axis("dynamic_update_slice_in_dim", axis, len(_shape(operand)))
     starts = [0] * len(_shape(operand))
     starts[axis] = start_index
     return dynamic_update_slice(operand, update, starts)
 
 
 def dynamic_update_index_in_dim(operand, update, index, axis):
-    axis %= len(_shape(operand))
+    axis = _bounds_axis("dynamic_update_index_in_dim", axis, len(_shape(operand)))
     ushape = _shape(update)
     if len(ushape) == len(_shape(operand)) - 1:
         update = S.reshape(update, ushape[:axis] + (1,) + ushape[axis:])
     return dynamic_update_slice_in_dim(operand, update, index, axis)
 
 
+def _check_slice(shape, start, limit, strides):
+    """JAX's checks of ``lax.slice``'s static arguments, in its order."""
+    fname, nd = "slice", len(shape)
+    if len(start) != nd:
+        raise TypeError(f"slice start_indices must have length equal to the number of dimensions "
+                        f"of the operand, got indices {start} for operand shape {shape}."
+                        + _tag(fname, f"one start index per operand dimension ({nd})"))
+    if len(limit) != len(start):
+        raise TypeError(f"slice limit_indices must have the same length as start_indices, got "
+                        f"start_indices {start} and limit_indices {limit}."
+                        + _tag(fname, f"one limit index per operand dimension ({nd})"))
+    if any(b > n for b, n in zip(limit, shape)):
+        raise TypeError(f"slice limit_indices must be less than or equal to operand shape, got "
+                        f"limit_indices {limit} for operand shape {shape}."
+                        + _tag(fname, "slices are not clipped to the operand"))
+    if any(a < 0 for a in start):
+        raise TypeError(f"slice start_indices must have every element be nonnegative, got "
+                        f"{start}." + _tag(fname, "lax.slice does not count from the end"))
+    if any(b < a for a, b in zip(start, limit)):
+        raise TypeError(f"slice limit_indices must be greater than or equal to start_indices, "
+                        f"got start_indices {start} and limit_indices {limit}."
+                        + _tag(fname, "each limit index is at least its start index"))
+    if strides is not None:
+        if len(strides) != nd:
+            raise TypeError(f"slice strides must have length equal to the number of dimensions "
+                            f"of the operand, got strides {strides} for operand shape {shape}."
+                            + _tag(fname, f"one stride per operand dimension ({nd})"))
+        if any(s < 0 for s in strides):
+            raise TypeError(f"slice strides must have every element be nonnegative, got "
+                            f"{strides}." + _tag(fname, "strides are positive"))
+
+
 def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 - JAX's name
-    nd = len(_shape(operand))
-    strides = strides or (1,) * nd
-    spec = tuple(builtins.slice(a, b, s) for a, b, s in zip(start_indices, limit_indices, strides))
+    shape = _shape(operand)
+    start = _static_ints("slice", "start_indices", start_indices)
+    limit = _static_ints("slice", "limit_indices", limit_indices)
+    strides = None if strides is None else _static_ints("slice", "strides", strides)
+    _check_slice(shape, start, limit, strides)
+    strides = strides or (1,) * len(shape)
+    spec = tuple(builtins.slice(a, b, s) for a, b, s in zip(start, limit, strides))
     return I.getitem(operand, spec)
 
 
 def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
+    """``operand[..., start:limit:stride, ...]`` along ``axis`` (``jax.lax.slice_in_dim``):
+    a negative start or limit counts from the end once; the bounds are then checked as
+    ``lax.slice``'s (no clipping)."""
+    fname = "slice_in_dim"
     shape = _shape(operand)
-    axis %= len(shape)
+    axis = _list_axis(fname, axis, len(shape), "tuple index out of range")
+    n = shape[axis]
+    start = 0 if start_index is None else _static_int(fname, "start_index", start_index)
+    limit = n if limit_index is None else _static_int(fname, "limit_index", limit_index)
+    start, limit = start + n if start < 0 else start, limit + n if limit < 0 else limit
     starts = [0] * len(shape)
     limits = list(shape)
     strides = [1] * len(shape)
-    starts[axis] = 0 if start_index is None else start_index
-    limits[axis] = shape[axis] if limit_index is None else limit_index
-    strides[axis] = stride
+    starts[axis], limits[axis] = start, limit
+    strides[axis] = _static_int(fname, "stride", stride)
     return slice(operand, starts, limits, strides)
 
 
 def concatenate(operands, dimension):
-    return S.concatenate(list(operands), dimension)
+    """``operands`` joined along ``dimension`` (``jax.lax.concatenate``: one dtype, no
+    negative dimension)."""
+    operands = list(operands)
+    if operands and isinstance(dimension, (int, np.integer)):
+        shapes = [_shape(o) for o in operands]
+        if not 0 <= dimension < len(shapes[0]):
+            raise TypeError(f"concatenate dimension out of bounds: dimension {dimension} for "
+                            f"shapes {', '.join(map(str, shapes))}."
+                            + _tag("concatenate", f"dimension must be in [0, {len(shapes[0])}); "
+                                   "lax does not count from the end"))
+        for o in operands[1:]:
+            _same_dtype("concatenate", operands[0], o, " (Tip: jnp.concatenate is a similar "
+                        "function that does automatic type promotion on inputs).")
+    return S.concatenate(operands, dimension)
 
 
 def squeeze(array, dimensions):
+    """``array`` without the size-1 ``dimensions`` (negative ones count from the end)."""
     shape = _shape(array)
-    dims = {d % len(shape) for d in dimensions}
+    nd = len(shape)
+    dims = tuple(_bounds_axis("squeeze", d, nd, "dimensions") for d in dimensions)
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"dimensions are not unique: {dims}"
+                         + _tag("squeeze", "name each dimension once"))
     for d in dims:
         if shape[d] != 1:
             raise ValueError(f"squeeze: dimension {d} of shape {shape} is not of size 1")
     return S.reshape(array, tuple(n for i, n in enumerate(shape) if i not in dims))
 
 
+def _shape_ints(fname, argname, shape):
+    shape = tuple(shape)
+    if not all(isinstance(n, (int, np.integer)) for n in shape):
+        raise TypeError(f"broadcast_in_dim shape must have every element be an integer type, "
+                        f"got {tuple(type(n) for n in shape)}."
+                        + _tag(fname, f"argument '{argname}' must hold integers, got {shape}"))
+    return tuple(int(n) for n in shape)
+
+
 def broadcast(operand, sizes):
     """``operand`` broadcast with new leading dimensions ``sizes`` (``jax.lax.broadcast``)."""
-    return S.broadcast_to(operand, tuple(sizes) + _shape(operand))
+    return S.broadcast_to(operand, _shape_ints("broadcast", "sizes", sizes) + _shape(operand))
 
 
 def broadcast_in_dim(operand, shape, broadcast_dimensions):
@@ -189,50 +368,103 @@ def full_like(x, fill_value, dtype=None, shape=None):
 
 
 def expand_dims(array, dimensions):
+    """``array`` with size-1 dimensions inserted at ``dimensions``, positions in the result
+    (a negative one counts from the end of the result, as ``jax.lax.expand_dims``)."""
     shape = list(_shape(array))
-    for d in sorted(dimensions):
-        shape.insert(d if d >= 0 else len(shape) + d + 1, 1)
+    nd = len(shape) + len(dimensions)
+    dims = [_bounds_axis("expand_dims", d, nd, "dimensions") for d in dimensions]
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"repeated axis in lax.expand_dims: {tuple(dims)}"
+                         + _tag("expand_dims", "name each new dimension once"))
+    for d in sorted(dims):
+        shape.insert(d, 1)
     return S.reshape(array, tuple(shape))
 
 
 def reduce_sum(operand, axes):
-    return R.reduce_sum(operand, tuple(axes))
+    return R.reduce_sum(operand, _reduction_axes("reduce_sum", operand, axes))
 
 
 def reduce_max(operand, axes):
-    return R.reduce_max(operand, tuple(axes))
+    return R.reduce_max(operand, _reduction_axes("reduce_max", operand, axes))
 
 
 def reduce_min(operand, axes):
-    return R.reduce_min(operand, tuple(axes))
+    return R.reduce_min(operand, _reduction_axes("reduce_min", operand, axes))
 
 
 def reduce_prod(operand, axes):
-    return R.reduce_prod(operand, tuple(axes))
+    return R.reduce_prod(operand, _reduction_axes("reduce_prod", operand, axes))
+
+
+def _cumulative_axis(fname, operand, axis):
+    """The axis of a lax cumulative reduction: in ``[0, ndim)`` (lax does not count from
+    the end)."""
+    shape = _shape(operand)
+    if isinstance(axis, (float, np.floating)) and float(axis).is_integer():
+        axis = int(axis)  # JAX's cumulative reductions accept axis=1.0
+    axis = _static_int(fname, "axis", axis)
+    if axis < 0:
+        raise ValueError("XLA operations do not allow negative axes"
+                         + _tag(fname, f"axis {axis} must be in [0, {len(shape)})"))
+    if axis >= len(shape):
+        raise ValueError(f"axis {axis} is out of bounds for array of shape {shape}"
+                         + _tag(fname, f"axis must be in [0, {len(shape)})"))
+    return axis
+
+
+def cumsum(operand, axis, reverse=False):
+    """Running sums along ``axis`` (``jax.lax.cumsum``)."""
+    return R.cumsum(operand, _cumulative_axis("cumsum", operand, axis), reverse)
 
 
 def cumprod(operand, axis=0, reverse=False):
-    return M.cumprod(operand, axis % len(_shape(operand)), reverse)
+    return M.cumprod(operand, _cumulative_axis("cumprod", operand, axis), reverse)
 
 
 def cummax(operand, axis=0, reverse=False):
-    return M.cummax(operand, axis % len(_shape(operand)), reverse)
+    return M.cummax(operand, _cumulative_axis("cummax", operand, axis), reverse)
 
 
 def cummin(operand, axis=0, reverse=False):
-    return M.cummin(operand, axis % len(_shape(operand)), reverse)
+    return M.cummin(operand, _cumulative_axis("cummin", operand, axis), reverse)
+
+
+def reshape(x, new_sizes):
+    """``x`` with the shape ``new_sizes`` (``jax.lax.reshape``: sizes are nonnegative
+    integers, no ``-1``)."""
+    sizes = _static_ints("reshape", "new_sizes", new_sizes)
+    if any(n < 0 for n in sizes):
+        raise TypeError(f"reshape new_sizes must all be positive, got {sizes}."
+                        + _tag("reshape", "lax.reshape does not infer a -1 size"))
+    return S.reshape(x, sizes)
+
+
+def transpose(x, permutation):
+    """``x`` with its dimensions permuted (``jax.lax.transpose``: ``permutation`` holds
+    each of ``0 .. ndim - 1`` once)."""
+    perm = tuple(_static_int("transpose", "permutation", p) for p in permutation)
+    shape = _shape(x)
+    if sorted(perm) != list(range(len(shape))):
+        raise TypeError(f"transpose permutation isn't a permutation of operand dimensions, got "
+                        f"permutation {perm} for operand shape {shape}."
+                        + _tag("transpose", f"each of 0..{len(shape) - 1} once"))
+    return S.transpose(x, perm)
 
 
 def sort(operand, dimension=-1, is_stable=True, num_keys=1):
     """``operand`` sorted along ``dimension``; a sequence of operands is sorted
     together by its first ``num_keys`` (lexicographically, stably), as ``jax.lax.sort``."""
     if not isinstance(operand, (tuple, list)):
+        if num_keys != 1:
+            raise ValueError(f"num_keys={num_keys} must equal 1 for a single operand."
+                             + _tag("sort", "pass a tuple of operands to sort by several keys"))
         return SO.sort(operand, dimension)
     ops = list(operand)
     if not 1 <= num_keys <= len(ops):
         raise ValueError(f"sort: num_keys must be between 1 and the number of operands "
                          f"({len(ops)}), got {num_keys}")
-    axis = dimension % len(_shape(ops[0]))
+    axis = _bounds_axis("sort", dimension, len(_shape(ops[0])), "dimension")
     order = None
     for key in reversed(ops[:num_keys]):  # least significant key first, stable sorts
         k = key if order is None else SO.take_along_axis(key, order, axis)

@@ -23,6 +23,7 @@ from ..primitives import indexing as I
 from ..primitives import structural as S
 from ..primitives import windowed as W
 from ..tree_util import tree_flatten, tree_unflatten
+from .ops import _bounds_axis, _cumulative_axis, _list_axis, _static_int, _static_ints, _tag
 
 
 def _shape(x):
@@ -35,7 +36,11 @@ def _array(x):
 
 def iota(dtype, size):
     """``[0, 1, ..., size - 1]`` as ``dtype`` (``jax.lax.iota``)."""
-    return np.arange(int(size), dtype=np.dtype(dtype))
+    (size,) = _static_ints("iota", "size", (size,))
+    if size < 0:
+        raise TypeError(f"iota shape must have every element be nonnegative, got ({size},)."
+                        + _tag("iota", "size must be >= 0"))
+    return np.arange(size, dtype=np.dtype(dtype))
 
 
 def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
@@ -119,19 +124,36 @@ def pad(operand, padding_value, padding_config):
     (``jax.lax.pad``).  Differentiable in both arguments."""
     x = _array(operand)
     shape = _shape(x)
-    config = [tuple(int(v) for v in c) for c in padding_config]
+    config = [_static_ints("pad", "padding_config", c) for c in padding_config]
     if len(config) != len(shape) or any(len(c) != 3 or c[2] < 0 for c in config):
         raise ValueError(f"pad: padding_config must hold one (low, high, interior) triple with "
                          f"interior >= 0 per operand dimension (shape {shape}), got "
                          f"{padding_config}")
     if _shape(padding_value) != ():
         raise TypeError(f"pad: padding_value must be a scalar, got shape {_shape(padding_value)}")
+    dx, dv = core.get_aval(x).dtype, core.get_aval(padding_value).dtype
+    if dx != dv:
+        raise TypeError(f"pad operand and padding_value must be same dtype: got "
+                        f"{np.dtype(dx).name} and {np.dtype(dv).name}."
+                        + _tag("pad", "lax does not promote; convert padding_value first"))
     return W.pad(x, padding_value, config)
 
 
 def rev(operand, dimensions):
-    """``operand`` reversed along ``dimensions`` (``jax.lax.rev``)."""
-    dims = tuple(int(d) for d in dimensions)
+    """``operand`` reversed along ``dimensions`` (``jax.lax.rev``: each in ``[0, ndim)``,
+    once)."""
+    dims = tuple(dimensions)
+    if not all(isinstance(d, (int, np.integer)) for d in dims):
+        raise TypeError(f"rev dimensions must have every element be an integer type, got "
+                        f"{tuple(type(d) for d in dims)}."
+                        + _tag("rev", f"argument 'dimensions' must hold integers, got {dims}"))
+    dims = tuple(int(d) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise TypeError(f"rev dimensions must be unique, got {dims}."
+                        + _tag("rev", "name each dimension once"))
+    if any(d < 0 for d in dims):
+        raise TypeError(f"rev dimensions must have every element be nonnegative, got {dims}."
+                        + _tag("rev", "lax.rev does not count from the end"))
     if not dims:
         return operand
     return NI.flip(operand, dims)
@@ -152,19 +174,26 @@ def select_n(which, *cases):
     if kind not in "iu":
         raise TypeError(f"select_n: argument 'which' must be boolean or integer, got "
                         f"{core.get_aval(which).dtype}")
+    # An out-of-range ``which`` picks the nearest case (below 0 the first, past the end
+    # the last), as JAX's tree of selects does.
     out = cases[0]
     for i, case in enumerate(cases[1:], 1):
-        out = E.select(E.eq(which, i), case, out)
+        out = E.select(E.ge(which, i), case, out)
     return out
 
 
 def index_in_dim(operand, index, axis=0, keepdims=True):
-    """The slice at static ``index`` along ``axis`` (``jax.lax.index_in_dim``)."""
+    """The slice at static ``index`` along ``axis`` (``jax.lax.index_in_dim``); a negative
+    index counts from the end, an index out of range is an IndexError."""
+    fname = "index_in_dim"
     shape = _shape(operand)
-    axis %= len(shape)
-    index = int(index)
-    if index < 0:
-        index += shape[axis]
+    axis = _list_axis(fname, axis, len(shape), "tuple index out of range")
+    given = _static_int(fname, "index", index)
+    index = given + shape[axis] if given < 0 else given
+    if not 0 <= index < shape[axis]:
+        raise IndexError(f"index {given} is out of bounds for axis {axis} with size "
+                         f"{shape[axis]}" + _tag(fname, f"index must be in [{-shape[axis]}, "
+                                                  f"{shape[axis]})"))
     out = I.static_slice(operand, axis, index, index + 1)
     return out if keepdims else S.reshape(out, shape[:axis] + shape[axis + 1:])
 
@@ -172,7 +201,17 @@ def index_in_dim(operand, index, axis=0, keepdims=True):
 def index_take(src, idxs, axes):
     """``src`` indexed by the arrays ``idxs`` on ``axes`` (wrapped modulo the sizes):
     result axis 0 runs over the indices, the untouched axes follow in order."""
-    axes = [int(a) % len(_shape(src)) for a in axes]
+    nd = len(_shape(src))
+    axes = [_static_int("index_take", "axes", a) for a in axes]
+    for i, a in enumerate(axes):
+        if a >= nd:
+            raise IndexError("tuple index out of range"
+                             + _tag("index_take", f"axis {a} is out of range for an operand of "
+                                    f"rank {nd}"))
+        if a < 0:
+            raise TypeError(f"Invalid start_index_map; domain is [0, {nd}), got: {i}->{a}."
+                            + _tag("index_take", "axes must be in [0, ndim); lax does not "
+                                   "count from the end"))
     rest = [d for d in range(len(_shape(src))) if d not in axes]
     moved = S.transpose(src, tuple(axes + rest)) if axes + rest != sorted(axes + rest) else src
     sizes = [_shape(src)[a] for a in axes]
@@ -185,9 +224,13 @@ def index_take(src, idxs, axes):
 def collapse(operand, start_dimension, stop_dimension=None):
     """``operand`` with dimensions ``[start_dimension, stop_dimension)`` merged into one."""
     shape = _shape(operand)
-    lo = start_dimension % (len(shape) + 1) if start_dimension < 0 else start_dimension
-    hi = len(shape) if stop_dimension is None else (
-        stop_dimension % (len(shape) + 1) if stop_dimension < 0 else stop_dimension)
+    nd = len(shape)
+    # a negative dimension counts from the end (as a Python slice's bound)
+    lo = _static_int("collapse", "start_dimension", start_dimension)
+    lo = lo + nd if lo < 0 else lo
+    hi = nd if stop_dimension is None else _static_int("collapse", "stop_dimension",
+                                                       stop_dimension)
+    hi = hi + nd if hi < 0 else hi
     if not 0 <= lo <= hi <= len(shape):
         raise ValueError(f"collapse: dimensions [{start_dimension}, {stop_dimension}) are out "
                          f"of range for shape {shape}")
@@ -195,13 +238,19 @@ def collapse(operand, start_dimension, stop_dimension=None):
 
 
 def tile(operand, reps):
-    """``operand`` repeated ``reps[i]`` times along axis ``i`` (``jax.lax.tile``)."""
-    return NS.tile(operand, tuple(int(r) for r in reps))
+    """``operand`` repeated ``reps[i]`` times along axis ``i`` (``jax.lax.tile``: one
+    repetition count per dimension)."""
+    reps = _static_ints("tile", "reps", reps)
+    nd = len(_shape(operand))
+    if len(reps) != nd:
+        raise TypeError(f"reps length must be equal to the ndim of x, got len(reps)={len(reps)} "
+                        f"and x.ndim={nd}." + _tag("tile", "one repetition count per dimension"))
+    return NS.tile(operand, reps)
 
 
 def split(operand, sizes, axis=0):
     """Pieces of ``operand`` of the given ``sizes`` along ``axis`` (``jax.lax.split``)."""
-    sizes = [int(s) for s in sizes]
+    sizes = list(_static_ints("split", "sizes", sizes))
     n = _shape(operand)[axis]
     if sum(sizes) != n or any(s < 0 for s in sizes):
         raise ValueError(f"split: sizes {sizes} must be non-negative and sum to the size "
@@ -213,7 +262,10 @@ def split(operand, sizes, axis=0):
 
 def stack(operands, axis=0):
     """Arrays of one shape joined along a new ``axis`` (``jax.lax.stack``)."""
-    return NS.stack(list(operands), axis)
+    operands = list(operands)
+    if operands:
+        _bounds_axis("stack", axis, len(_shape(operands[0])) + 1)
+    return NS.stack(operands, axis)
 
 
 def unstack(x, axis=0):
@@ -224,10 +276,17 @@ def unstack(x, axis=0):
 def top_k(operand, k, *, axis=-1):
     """The ``k`` largest entries along ``axis`` in descending order and their
     indices (int32, as JAX's; ties keep the lower index first)."""
-    k = int(k)
-    n = _shape(operand)[axis]
-    if not 0 <= k <= n:
-        raise ValueError(f"top_k: k must be between 0 and the size {n} of axis {axis}, got {k}")
+    (k,) = _static_ints("top_k", "k", (k,))
+    shape = _shape(operand)
+    ax = _bounds_axis("top_k", axis, len(shape))
+    n = shape[ax]
+    if k < 0:
+        raise ValueError(f"k argument to top_k must be nonnegative, got {k}"
+                         + _tag("top_k", f"k must be in [0, {n}]"))
+    if k > n:
+        raise ValueError(f"k argument to top_k must be no larger than size along axis; got "
+                         f"k={k} with shape={list(shape)} and axis={ax}"
+                         + _tag("top_k", f"k must be in [0, {n}]"))
     x = _array(operand)
     order = NSO.argsort(E.neg(x) if np.dtype(core.get_aval(x).dtype).kind != "b" else
                         E.bitwise_not_p.bind(x), axis=axis, stable=True)
@@ -320,5 +379,7 @@ def associative_scan(fn, elems, reverse=False, axis=0):
 
 def cumlogsumexp(operand, axis=0, reverse=False):
     """``log(cumsum(exp(operand)))`` along ``axis``, computed stably (``jax.lax.cumlogsumexp``)."""
-    return associative_scan(NE.logaddexp, _array(operand), reverse=reverse, axis=axis)
+    x = _array(operand)
+    axis = _cumulative_axis("cumlogsumexp", x, axis)
+    return associative_scan(NE.logaddexp, x, reverse=reverse, axis=axis)
 

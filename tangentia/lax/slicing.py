@@ -31,6 +31,84 @@ def _shape(x):
     return core.get_aval(x).shape
 
 
+# ---------------------------------------------------------------------------
+# Checks of the static dimension numbers (Python ints, at trace time), with
+# XLA's/JAX's wording first.
+
+
+def _tag(fname, text):
+    return f" (tangentia: lax.{fname}: {text})"
+
+
+def _dims(fname, op, name, dims, rank, sorted_=True):
+    """``dims`` (one field of the dimension numbers): sorted, once each, in ``[0, rank)``."""
+    dims = tuple(int(d) for d in dims)
+    if sorted_ and list(dims) != sorted(dims):
+        raise TypeError(f"{name} in {op} op must be sorted; got {dims}"
+                        + _tag(fname, f"{name} must be increasing"))
+    if len(set(dims)) != len(dims):
+        raise TypeError(f"{name} in {op} op must not repeat; got: {dims}."
+                        + _tag(fname, f"{name} names each dimension once"))
+    for d in dims:
+        if not 0 <= d < rank:
+            raise TypeError(f"Invalid {name} set in {op} op; valid range is [0, {rank}); got: "
+                            f"{d}." + _tag(fname, "dimension numbers do not count from the end"))
+    return dims
+
+
+def _index_map(fname, op, name, dims, rank):
+    """``start_index_map``/``scatter_dims_to_operand_dims``: operand dimensions, once each."""
+    dims = tuple(int(d) for d in dims)
+    for i, d in enumerate(dims):
+        if not 0 <= d < rank:
+            what = "start_index_map" if op == "gather" else \
+                "scatter_dims_to_operand_dims mapping"
+            raise TypeError(f"Invalid {what}; domain is [0, {rank}), got: {i}->{d}."
+                            + _tag(fname, f"{name} holds operand dimensions, which do not "
+                                   "count from the end"))
+    if len(set(dims)) != len(dims):
+        raise TypeError(f"{name} in {op} op must not repeat; got: {dims}."
+                        + _tag(fname, f"{name} names each operand dimension once"))
+    return dims
+
+
+def _integer_indices(fname, idx):
+    if np.dtype(core.get_aval(idx).dtype).kind not in "iu":
+        raise ValueError("indices must have an integer type"
+                         + _tag(fname, f"got {np.dtype(core.get_aval(idx).dtype).name} indices"))
+
+
+def _check_gather(fname, shape, idx, dn, sizes):
+    rank = len(shape)
+    _integer_indices(fname, idx)
+    out_rank = len(dn.offset_dims) + len(_shape(idx)) - 1
+    _dims(fname, "gather", "offset_dims", dn.offset_dims, out_rank)
+    _index_map(fname, "gather", "start_index_map", dn.start_index_map, rank)
+    _dims(fname, "gather", "collapsed_slice_dims", dn.collapsed_slice_dims, rank)
+    for i, (size, n) in enumerate(zip(sizes, shape)):
+        if not 0 <= size <= n:
+            raise TypeError(f"Slice size at index {i} in gather op is out of range, must be "
+                            f"within [0, {n} + 1), got {size}."
+                            + _tag(fname, "windows lie inside the operand"))
+
+
+def _check_scatter(fname, x, idx, upd, dn):
+    shape, ushape = _shape(x), _shape(upd)
+    _integer_indices(fname, idx)
+    _dims(fname, "scatter", "update_window_dims", dn.update_window_dims, len(ushape))
+    _dims(fname, "scatter", "inserted_window_dims", dn.inserted_window_dims, len(shape))
+    _index_map(fname, "scatter", "scatter_dims_to_operand_dims",
+               dn.scatter_dims_to_operand_dims, len(shape))
+    dropped = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+    window_dims = [d for d in range(len(shape)) if d not in dropped]
+    for u, d in zip(dn.update_window_dims, window_dims):
+        if ushape[u] > shape[d]:
+            raise TypeError(f"Bounds of the window dimensions of updates must not exceed the "
+                            f"bounds of the corresponding dimensions of operand. For dimension "
+                            f"{u}, updates bound is {ushape[u]}, operand bound is {shape[d]}."
+                            + _tag(fname, "update windows lie inside the operand"))
+
+
 def _mode(mode, default):
     return default if mode is None else GatherScatterMode.from_any(mode)
 
@@ -110,6 +188,7 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_ind
     if len(sizes) != len(shape):
         raise TypeError(f"{fname}: slice_sizes must have one entry per operand dimension "
                         f"({len(shape)}), got {sizes}")
+    _check_gather(fname, shape, idx, dn, sizes)
     dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
     if any(sizes[d] != 1 for d in dropped):
         raise TypeError(f"{fname}: collapsed and operand batching dimensions must have slice "
@@ -193,9 +272,24 @@ def _scatter(fname, operand, scatter_indices, updates, dimension_numbers, mode, 
     return S.reshape(I.getitem(out, (slice(0, size),)), shape)
 
 
+def _checked(fname, operand, scatter_indices, updates, dimension_numbers):
+    """The public scatters' checks: ``updates`` of ``operand``'s dtype (lax does not
+    promote), integer indices, valid dimension numbers."""
+    x, idx, upd = _array(operand), _array(scatter_indices), _array(updates)
+    dx, du = core.get_aval(x).dtype, core.get_aval(upd).dtype
+    if dx != du:
+        raise TypeError(f"lax.scatter requires arguments to have the same dtypes, got "
+                        f"{np.dtype(dx).name}, {np.dtype(du).name}."
+                        + _tag(fname, "convert updates to the operand's dtype first"))
+    dn = ScatterDimensionNumbers(*dimension_numbers) if not isinstance(
+        dimension_numbers, ScatterDimensionNumbers) else dimension_numbers
+    _check_scatter(fname, x, idx, upd, dn)
+
+
 def _scatter_fn(name, how, doc):
     def fn(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
            unique_indices=False, mode=None):
+        _checked(name, operand, scatter_indices, updates, dimension_numbers)
         return _scatter(name, operand, scatter_indices, updates, dimension_numbers, mode, how,
                         unique_indices, indices_are_sorted)
     fn.__name__ = fn.__qualname__ = name
@@ -218,6 +312,7 @@ scatter_max = _scatter_fn("scatter_max", "max", "``operand`` with the maximum of
 def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
                 indices_are_sorted=False, unique_indices=False, mode=None):
     """``operand`` with ``updates`` subtracted at ``scatter_indices`` (``jax.lax.scatter_sub``)."""
+    _checked("scatter_sub", operand, scatter_indices, updates, dimension_numbers)
     return _scatter("scatter_sub", operand, scatter_indices, E.neg(_array(updates)),
                     dimension_numbers, mode, "add", unique_indices, indices_are_sorted)
 

@@ -19,6 +19,7 @@ from ..primitives import reductions as R
 from ..primitives.structural import convert_element_type
 from ..primitives.windowed import MONOIDS, pad, window_reduce, window_shape
 from ..tree_util import tree_flatten, tree_unflatten
+from .ops import _reduction_axes
 from .convolution import padtype_to_pads
 
 _PROBES = ((2.0, 3.0), (-1.5, -3.0), (0.25, 7.0))
@@ -140,8 +141,7 @@ def reduce(operands, init_values, computation, dimensions):
     init, _ = _single(fname, init_values, "reduce")
     op = _monoid(fname, computation)
     x = x if isinstance(x, core.Tracer) else np.asarray(x)
-    nd = len(core.get_aval(x).shape)
-    axes = tuple(sorted(int(d) % nd for d in dimensions)) if nd else ()
+    axes = tuple(sorted(_reduction_axes(fname, x, dimensions)))
     if op in ("add", "mul") and np.dtype(core.get_aval(x).dtype) == np.bool_:
         raise NotImplementedError(f"{fname}: add/mul reductions of booleans are not supported")
     out = _REDUCERS[op](x, axes) if axes else x
