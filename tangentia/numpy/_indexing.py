@@ -626,8 +626,21 @@ def take_along_axis(arr, indices, axis):
     """Entries of ``arr`` at ``indices`` along ``axis``, matching the other axes one to one
     (broadcasting: a length-1 axis of either meets the other's length)."""
     nd = ndim(arr)
+    if isinstance(axis, (int, _np.integer)) and not -nd <= axis < nd:
+        raise _np.exceptions.AxisError(
+            f"axis {axis} is out of bounds for array of dimension {nd} (tangentia: "
+            f"take_along_axis: argument 'axis' must be in [{-nd}, {nd}))")
     axis %= nd
     s, sa = shape(indices), shape(arr)
+    if len(s) != nd:
+        raise ValueError(f"indices and arr must have the same number of dimensions; {len(s)} "
+                         f"vs. {nd} (tangentia: take_along_axis: indices of shape {s} for an "
+                         f"array of shape {sa})")
+    if any(i != axis and s[i] != sa[i] and 1 not in (s[i], sa[i]) for i in range(nd)):
+        cut = [tuple(1 if i == axis else d for i, d in enumerate(t)) for t in (s, sa)]
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes={cut} (tangentia: "
+                         f"take_along_axis: indices of shape {s} and an array of shape {sa} "
+                         f"must broadcast on every axis but {axis})")
     arrays = []
     spec = []
     for i in range(nd):
@@ -666,6 +679,11 @@ def delete(arr, obj, axis=None):
 def flip(m, axis=None):
     """Reverse the order of entries along ``axis`` (all axes if None)."""
     nd = ndim(m)
+    if isinstance(axis, (tuple, list)):
+        axes = tuple(operator.index(a) % nd if -nd <= a < nd else a for a in axis)
+        if len(set(axes)) != len(axes):
+            raise TypeError(f"rev dimensions must be unique, got {axes}. (tangentia: flip: "
+                            f"argument 'axis' names an axis twice: {tuple(axis)})")
     axes = _axes(axis, nd, "flip")
     idx = tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(nd))
     return _getitem(m, idx)

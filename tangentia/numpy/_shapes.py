@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 
 import numpy as _np
 
@@ -12,7 +13,33 @@ from ..interpreters.base_ops import static_shape
 from ..primitives import indexing as _I
 from ..primitives import structural as _S
 from ._conversion import _in, _stack, asarray, astype
-from ._util import _aval, _axes, _axis, _is_tracer
+from ._util import _aval, _axis, _is_tracer
+
+
+def _bounds_axis(fname, axis, nd, argname="axis"):
+    """``axis`` normalized into ``[0, nd)``, else JAX's (NumPy's) ``AxisError``, which is a
+    ValueError and an IndexError."""
+    try:
+        ax = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"'{type(axis).__name__}' object cannot be interpreted as an integer "
+                        f"(tangentia: {fname}: argument '{argname}' must be an integer, got "
+                        f"{axis!r})") from None
+    if not -nd <= ax < nd:
+        raise _np.exceptions.AxisError(
+            f"axis {ax} is out of bounds for array of dimension {nd} (tangentia: {fname}: "
+            f"argument '{argname}' must be in [{-nd}, {nd}))")
+    return ax % nd
+
+
+def _unique_axes(fname, axes, nd, text):
+    """Normalized ``axes`` (an int or a sequence), each in range and named once; ``text``
+    formats JAX's message for a repeat."""
+    axes = (axes,) if not isinstance(axes, (tuple, list)) else axes
+    out = tuple(_bounds_axis(fname, a, nd) for a in axes)
+    if len(set(out)) != len(out):
+        raise ValueError(text.format(out) + f" (tangentia: {fname}: name each axis once)")
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -89,7 +116,7 @@ def squeeze(a, axis=None):
     if axis is None:
         axes = tuple(i for i, d in enumerate(s) if d == 1)
     else:
-        axes = _axes(axis, len(s), "squeeze")
+        axes = _unique_axes("squeeze", axis, len(s), "dimensions are not unique: {}")
         for i in axes:
             if s[i] != 1:
                 raise ValueError(f"squeeze: cannot select an axis to squeeze out which has size "
@@ -100,9 +127,10 @@ def squeeze(a, axis=None):
 def expand_dims(a, axis):
     """``a`` with new axes of size one inserted at positions ``axis``."""
     s = list(_aval(a).shape)
-    axes = [axis] if isinstance(axis, int) else list(axis)
+    axes = (axis,) if not isinstance(axis, (tuple, list)) else tuple(axis)
     nd = len(s) + len(axes)
-    for ax in sorted(x % nd for x in axes):
+    for ax in sorted(_unique_axes("expand_dims", axes, nd,
+                                  "repeated axis in lax.expand_dims: {}")):
         s.insert(ax, 1)
     return _S.reshape(a, tuple(s))
 
@@ -141,6 +169,11 @@ def swapaxes(a, axis1, axis2):
     """``a`` with axes ``axis1`` and ``axis2`` interchanged."""
     nd = _aval(a).ndim
     perm = list(range(nd))
+    for ax in (axis1, axis2):
+        if isinstance(ax, (int, _np.integer)) and not -nd <= ax < nd:
+            raise _np.exceptions.AxisError(
+                f"index {ax} is out of bounds for axis 0 with size {nd} (tangentia: swapaxes: "
+                f"axis {ax} is out of bounds for an array of rank {nd})")
     perm[axis1 % nd], perm[axis2 % nd] = perm[axis2 % nd], perm[axis1 % nd]
     return _S.transpose(a, tuple(perm))
 
@@ -226,7 +259,7 @@ def concatenate(arrays, axis=0, dtype=None):
     nd = ndim(arrays[0])
     if nd == 0:
         raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
-    out = _S.concatenate(arrays, axis % nd)
+    out = _S.concatenate(arrays, _bounds_axis("concatenate", axis, nd))
     return out if dtype is None else astype(out, dtype)
 
 
@@ -235,6 +268,9 @@ concat = concatenate
 
 def stack(arrays, axis=0):
     """Join arrays of the same shape along a new axis."""
+    arrays = list(arrays)
+    if arrays:
+        _bounds_axis("stack", axis, ndim(arrays[0]) + 1)
     return _stack(arrays, axis)
 
 
@@ -303,7 +339,7 @@ def repeat(a, repeats, axis=None):
         a = ravel(a)
         axis = 0
     s = shape(a)
-    axis %= len(s)
+    axis = _bounds_axis("repeat", axis, len(s))
     a = expand_dims(a, axis + 1)
     tgt = s[:axis + 1] + (repeats,) + s[axis + 1:]
     a = broadcast_to(a, tgt)
@@ -318,12 +354,21 @@ def split(ary, indices_or_sections, axis=0):
     """Split into equal sections, or at the given indices, along ``axis``."""
     n = shape(ary)[axis]
     if isinstance(indices_or_sections, int):
+        if indices_or_sections < 0:
+            raise ValueError(f"number sections must be larger than 0. (tangentia: split: "
+                             f"got indices_or_sections={indices_or_sections})")
         if n % indices_or_sections:
             raise ValueError("split: array split does not result in an equal division")
         step = n // indices_or_sections
         bounds = list(range(0, n + 1, step))
     else:
-        bounds = [0] + list(indices_or_sections) + [n]
+        bounds = [0] + [operator.index(i) for i in indices_or_sections] + [n]
+        sizes = [b - a for a, b in zip(bounds, bounds[1:])]
+        if any(d < 0 for d in sizes):
+            raise ValueError(f"Sizes passed to split must be nonnegative, got {sizes} "
+                             f"(tangentia: split: the split points "
+                             f"{list(indices_or_sections)} must be nondecreasing and within "
+                             f"[0, {n}]; negative ones do not count from the end)")
     return [_I.static_slice(ary, axis % ndim(ary), a, b) for a, b in zip(bounds, bounds[1:])]
 
 
