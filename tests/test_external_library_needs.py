@@ -70,3 +70,16 @@ def test_numpy_bfloat16_is_ml_dtypes():
     np.testing.assert_allclose(np.asarray(tnp.sum(x), np.float64), 6.0)
     with pytest.raises(AttributeError, match="has no attribute 'bfloat17'"):
         tnp.bfloat17  # noqa: B018
+
+
+@pytest.mark.parametrize("name,args", [("zeros_like", ()), ("ones_like", ()),
+                                       ("empty_like", ()), ("full_like", (2.5,))])
+def test_like_functions_take_shape_dtype_structs(name, args):
+    # optax's optimizers initialise their state from jax.ShapeDtypeStruct parameters
+    got = getattr(tnp, name)(tg.ShapeDtypeStruct((2, 4), np.float32), *args)
+    want = getattr(jnp, name)(jax.ShapeDtypeStruct((2, 4), np.float32), *args)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    if name != "empty_like":
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert getattr(tnp, name)(tg.ShapeDtypeStruct((3,), np.int32), *args, dtype=np.float64,
+                              shape=(5,)).shape == (5,)

@@ -17,7 +17,7 @@ from ._conversion import _in, _inexact, asarray, astype
 from ._elementwise import log10, power, sign
 from ._shapes import (broadcast_arrays, broadcast_shapes, broadcast_to, expand_dims, moveaxis,
                       ndim, reshape, shape)
-from ._util import _aval, _concrete, _eager, _flat_seq, _is_tracer
+from ._util import _Tracer, _aval, _concrete, _eager, _flat_seq, _is_tracer
 
 
 # ---------------------------------------------------------------------------
@@ -58,18 +58,28 @@ def full(shape, fill_value, dtype=None):
     return _np.full(shape, fill_value, dtype)
 
 
+def _like(a):
+    """(shape, dtype) of ``a``: an array-like, or (as JAX's ``*_like``) any object with
+    ``shape`` and ``dtype`` attributes, such as a ShapeDtypeStruct or an abstract value."""
+    if (not isinstance(a, (_np.ndarray, _np.generic, _Tracer)) and hasattr(a, "shape")
+            and hasattr(a, "dtype")):
+        return tuple(a.shape), _np.dtype(a.dtype)
+    av = _aval(a)
+    return av.shape, av.dtype
+
+
 def zeros_like(a, dtype=None, shape=None):
     """An array of zeros with the shape and dtype of ``a``."""
-    av = _aval(a)
-    return _np.zeros(av.shape if shape is None else _check_shape(shape, "zeros_like"),
-                   dtype or av.dtype)
+    a_shape, a_dtype = _like(a)
+    return _np.zeros(a_shape if shape is None else _check_shape(shape, "zeros_like"),
+                     dtype or a_dtype)
 
 
 def ones_like(a, dtype=None, shape=None):
     """An array of ones with the shape and dtype of ``a``."""
-    av = _aval(a)
-    return _np.ones(av.shape if shape is None else _check_shape(shape, "ones_like"),
-                   dtype or av.dtype)
+    a_shape, a_dtype = _like(a)
+    return _np.ones(a_shape if shape is None else _check_shape(shape, "ones_like"),
+                    dtype or a_dtype)
 
 
 def empty_like(a, dtype=None, shape=None):
@@ -79,8 +89,8 @@ def empty_like(a, dtype=None, shape=None):
 
 def full_like(a, fill_value, dtype=None, shape=None):
     """An array with the shape and dtype of ``a`` filled with ``fill_value``."""
-    av = _aval(a)
-    return full(av.shape if shape is None else shape, fill_value, dtype or av.dtype)
+    a_shape, a_dtype = _like(a)
+    return full(a_shape if shape is None else shape, fill_value, dtype or a_dtype)
 
 
 def eye(N, M=None, k=0, dtype=None):
