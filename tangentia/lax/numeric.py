@@ -158,7 +158,8 @@ def reduce_precision(operand, exponent_bits, mantissa_bits):
     ``mantissa_bits`` mantissa bits, kept in its own dtype
     (``jax.lax.reduce_precision``).  Its derivative is the identity's, rounded
     the same way, as JAX's."""
-    exponent_bits, mantissa_bits = int(exponent_bits), int(mantissa_bits)
+    exponent_bits = _static_int("reduce_precision", "exponent_bits", exponent_bits)
+    mantissa_bits = _static_int("reduce_precision", "mantissa_bits", mantissa_bits)
     if exponent_bits < 1 or mantissa_bits < 0:
         raise ValueError(f"reduce_precision: exponent_bits must be >= 1 and mantissa_bits >= 0, "
                          f"got {exponent_bits} and {mantissa_bits}")

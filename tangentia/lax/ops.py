@@ -334,7 +334,8 @@ def broadcast(operand, sizes):
 def broadcast_in_dim(operand, shape, broadcast_dimensions):
     """``operand`` broadcast to ``shape``, its dimension ``i`` becoming dimension
     ``broadcast_dimensions[i]`` of the result (``jax.lax.broadcast_in_dim``)."""
-    shape, dims, in_shape = tuple(shape), tuple(broadcast_dimensions), _shape(operand)
+    shape = _shape_ints("broadcast_in_dim", "shape", shape)
+    dims, in_shape = tuple(broadcast_dimensions), _shape(operand)
     if len(dims) != len(in_shape) or list(dims) != sorted(set(dims)) or \
             any(not 0 <= d < len(shape) or in_shape[i] not in (1, shape[d])
                 for i, d in enumerate(dims)):
@@ -350,6 +351,7 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions):
 def full(shape, fill_value, dtype=None):
     """An array of ``shape`` filled with ``fill_value`` (``jax.lax.full``)."""
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    shape = _static_ints("full", "shape", shape)
     value = fill_value
     if dtype is not None:
         value = S.convert_element_type(fill_value, np.dtype(dtype))
@@ -459,7 +461,7 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
         if num_keys != 1:
             raise ValueError(f"num_keys={num_keys} must equal 1 for a single operand."
                              + _tag("sort", "pass a tuple of operands to sort by several keys"))
-        return SO.sort(operand, dimension)
+        return SO.sort(operand, _static_int("sort", "dimension", dimension))
     ops = list(operand)
     if not 1 <= num_keys <= len(ops):
         raise ValueError(f"sort: num_keys must be between 1 and the number of operands "

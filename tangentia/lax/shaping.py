@@ -45,8 +45,8 @@ def iota(dtype, size):
 
 def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
     """An array of ``shape`` whose entries are their index along ``dimension``."""
-    shape = tuple(int(n) for n in shape)
-    dimension = int(dimension)
+    shape = _static_ints("broadcasted_iota", "shape", shape)
+    dimension = int(dimension)  # JAX accepts dimension=1.0
     if not 0 <= dimension < len(shape):
         raise ValueError(f"broadcasted_iota: dimension {dimension} is out of range for shape "
                          f"{shape}")

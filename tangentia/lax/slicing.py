@@ -14,6 +14,8 @@ operand).
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .. import core
@@ -184,7 +186,12 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_ind
     dn = GatherDimensionNumbers(*dimension_numbers) if not isinstance(
         dimension_numbers, GatherDimensionNumbers) else dimension_numbers
     shape = _shape(x)
-    sizes = tuple(int(s) for s in slice_sizes)
+    try:
+        sizes = tuple(operator.index(s) for s in slice_sizes)
+    except TypeError:
+        raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
+                        f"{tuple(slice_sizes)}." + _tag(fname, "slice_sizes must be integers"))\
+            from None
     if len(sizes) != len(shape):
         raise TypeError(f"{fname}: slice_sizes must have one entry per operand dimension "
                         f"({len(shape)}), got {sizes}")

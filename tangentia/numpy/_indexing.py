@@ -626,6 +626,10 @@ def take_along_axis(arr, indices, axis):
     """Entries of ``arr`` at ``indices`` along ``axis``, matching the other axes one to one
     (broadcasting: a length-1 axis of either meets the other's length)."""
     nd = ndim(arr)
+    if isinstance(axis, (float, _np.floating)):
+        raise TypeError(f"'{type(axis).__name__}' object cannot be interpreted as an integer "
+                        f"(tangentia: take_along_axis: argument 'axis' must be an integer or "
+                        f"None, got {axis!r})")
     if isinstance(axis, (int, _np.integer)) and not -nd <= axis < nd:
         raise _np.exceptions.AxisError(
             f"axis {axis} is out of bounds for array of dimension {nd} (tangentia: "

@@ -181,7 +181,7 @@ def swapaxes(a, axis1, axis2):
 def rollaxis(a, axis, start=0):
     """``a`` with axis ``axis`` moved to just before position ``start``."""
     nd = ndim(a)
-    axis %= nd
+    axis = _bounds_axis("rollaxis", axis, nd)
     start = start % (nd + 1) if start < 0 else start
     if axis < start:
         start -= 1
