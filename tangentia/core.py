@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import contextvars
 import itertools
+import sys
+import threading
+import weakref
 
 import numpy as np
 
@@ -413,12 +416,39 @@ class Primitive:
         self.jvp_fns = None  # per-argument tangent functions (see ad.defjvp)
         self.has_effects = False  # kept by dead-code elimination even without used outputs
         self.check_args = None
+        _register_primitive(self, sys._getframe(1).f_globals.get("__name__", ""))
 
     def bind(self, *args, **params):
         return _trace_ctx.get().process_primitive(self, args, params)
 
     def __repr__(self):
         return self.name
+
+
+_PRIMITIVES = []    # (weak reference, defining module) of every Primitive made
+_PRIMITIVES_LOCK = threading.Lock()
+
+
+def _register_primitive(prim, module):
+    with _PRIMITIVES_LOCK:
+        _PRIMITIVES.append((weakref.ref(prim), module))
+
+
+def registered_primitives(package="tangentia"):
+    """Every live ``Primitive`` defined by a module of ``package`` (by default the
+    library's own, once its modules are imported: ``import tangentia`` imports them
+    all), in definition order: the registry the backends' and the tests' listings read."""
+    prefix = package + "."
+    out, seen = [], set()
+    with _PRIMITIVES_LOCK:
+        entries = list(_PRIMITIVES)
+    for ref, module in entries:
+        prim = ref()
+        if prim is not None and (module == package or module.startswith(prefix)) \
+                and id(prim) not in seen:
+            seen.add(id(prim))
+            out.append(prim)
+    return out
 
 
 class CustomJVPCallPrimitive(Primitive):

@@ -433,6 +433,12 @@ OBJMODE = {
     "igamma_grad_a": "no kernel yet", "polygamma": "no kernel yet (SciPy's)",
     "random_gamma": "no kernel yet", "sph_harm_y": "no kernel yet (SciPy's)",
     "zeta": "no kernel yet (SciPy's)",
+    "custom_dce_call": "no inlining yet (the program DCE leaves carries concrete constants)",
+    # collectives: vmap's batching rules remove them before a backend sees a program
+    # (an axis name no vmap binds raises while tracing), so this path never runs
+    **{n: "a collective, batched away by vmap" for n in (
+        "all_gather", "all_to_all", "axis_index", "pmax", "pmin", "ppermute", "psum",
+        "psum_scatter")},
 }
 
 

@@ -1116,27 +1116,10 @@ def lowering_paths(prims=None):
 
 
 def all_primitives():
-    """Every ``Primitive`` defined by the library: those found as module attributes
-    of ``tangentia.primitives.*`` and the other modules that define primitives."""
-    import importlib
-    import pkgutil
-
-    from ...core import Primitive
-    names = ["tangentia.primitives." + m.name for m in
-             pkgutil.iter_modules(importlib.import_module("tangentia.primitives").__path__)]
-    names += ["tangentia.custom_derivatives", "tangentia.lax.implicit", "tangentia.debugging",
-              "tangentia.debug", "tangentia.interpreters.ad", "tangentia.interpreters.partial_eval",
-              "tangentia.interpreters.base_ops", "tangentia.random"]
-    seen = {}
-    for n in names:
-        try:
-            mod = importlib.import_module(n)
-        except ImportError:
-            continue
-        for v in vars(mod).values():
-            if isinstance(v, Primitive):
-                seen.setdefault(id(v), v)
-    return list(seen.values())
+    """Every ``Primitive`` the library defines (``core.registered_primitives``: the
+    registry every ``Primitive`` joins when it is made)."""
+    from ...core import registered_primitives
+    return registered_primitives()
 
 
 # ---------------------------------------------------------------------------
