@@ -416,3 +416,13 @@ def test_checks_do_not_reject_traced_starts_or_python_int_starts():
     # gradients still flow through the checked functions
     dx = tg.grad(lambda x: tnp.sum(lax.slice_in_dim(x, -3, None) ** 2))(X1)
     np.testing.assert_array_equal(dx, [0.0, 0.0, 4.0, 6.0, 8.0])
+
+
+def test_bad_arguments_raise_under_vmap_and_grad_too():
+    # the checks run when the function is traced, whatever the transformation
+    with pytest.raises(IndexError, match="^index 7 is out of bounds for axis 0 with size 5"):
+        tg.vmap(lambda r: lax.index_in_dim(r, 7))(np.ones((3, 5)))
+    with pytest.raises(TypeError, match="^slice limit_indices must be less than or equal"):
+        tg.grad(lambda x: tnp.sum(lax.slice_in_dim(x, 0, 7)))(X1)
+    with pytest.raises(ValueError, match="^Sizes passed to split must be nonnegative"):
+        tg.vmap(lambda r: tnp.split(r, [3, 1])[0])(np.ones((2, 5)))

@@ -38,7 +38,7 @@ def _static_ints(fname, argname, values):
     ``2.5``), else JAX's TypeError."""
     values = tuple(values)
     try:
-        return tuple(operator.index(v) for v in values)
+        return tuple(map(operator.index, values))
     except TypeError:
         raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
                         f"{values}." + _tag(fname, f"argument '{argname}' must hold integers"))\
@@ -227,6 +227,13 @@ def dynamic_update_index_in_dim(operand, update, index, axis):
 def _check_slice(shape, start, limit, strides):
     """JAX's checks of ``lax.slice``'s static arguments, in its order."""
     fname, nd = "slice", len(shape)
+    if len(start) == nd == len(limit) and (strides is None or len(strides) == nd):
+        for a, b, n in zip(start, limit, shape):  # the common case: one quick pass
+            if a < 0 or b > n or b < a:
+                break
+        else:
+            if strides is None or min(strides, default=1) >= 0:
+                return
     if len(start) != nd:
         raise TypeError(f"slice start_indices must have length equal to the number of dimensions "
                         f"of the operand, got indices {start} for operand shape {shape}."

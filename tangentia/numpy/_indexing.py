@@ -640,17 +640,17 @@ def take_along_axis(arr, indices, axis):
         raise ValueError(f"indices and arr must have the same number of dimensions; {len(s)} "
                          f"vs. {nd} (tangentia: take_along_axis: indices of shape {s} for an "
                          f"array of shape {sa})")
-    if any(i != axis and s[i] != sa[i] and 1 not in (s[i], sa[i]) for i in range(nd)):
-        cut = [tuple(1 if i == axis else d for i, d in enumerate(t)) for t in (s, sa)]
-        raise ValueError(f"Incompatible shapes for broadcasting: shapes={cut} (tangentia: "
-                         f"take_along_axis: indices of shape {s} and an array of shape {sa} "
-                         f"must broadcast on every axis but {axis})")
     arrays = []
     spec = []
     for i in range(nd):
         if i == axis:
             arrays.append(indices)
         else:
+            if s[i] != sa[i] and s[i] != 1 and sa[i] != 1:
+                cut = [tuple(1 if j == axis else d for j, d in enumerate(t)) for t in (s, sa)]
+                raise ValueError(f"Incompatible shapes for broadcasting: shapes={cut} "
+                                 f"(tangentia: take_along_axis: indices of shape {s} and an "
+                                 f"array of shape {sa} must broadcast on every axis but {axis})")
             shp = [1] * nd
             shp[i] = n = sa[i] if s[i] == 1 else s[i]
             arrays.append((_np.arange(n) if sa[i] != 1 else _np.zeros(n, int)).reshape(shp))
