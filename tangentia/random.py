@@ -226,9 +226,24 @@ def _normal(key, shape, dtype):
 
 
 def normal(key, shape=(), dtype=None):
-    """Standard normal samples: sqrt(2) erfinv(u) for u uniform in (-1, 1)."""
+    """Standard normal samples: sqrt(2) erfinv(u) for u uniform in (-1, 1).
+
+    With a complex dtype (as JAX's), real and imaginary parts are independent normals of
+    variance 1/2, drawn from two keys split from ``key``."""
     key = _check_key("normal", key)
-    return _normal(key, _shape("normal", shape), _float_dtype("normal", dtype))
+    shape = _shape("normal", shape)
+    if dtype is not None and np.dtype(dtype).kind == "c":
+        cdtype = np.dtype(dtype)
+        if cdtype.itemsize not in (8, 16):
+            raise TypeError(f"normal: argument 'dtype' must be float32, float64, complex64 "
+                            f"or complex128, got {cdtype}")
+        rdtype = np.dtype(np.float32 if cdtype.itemsize == 8 else np.float64)
+        k_re, k_im = _split(key, (2,))
+        half = rdtype.type(np.sqrt(0.5))
+        re = half * _normal(k_re, shape, rdtype)
+        im = half * _normal(k_im, shape, rdtype)
+        return _lax.complex(re, im)
+    return _normal(key, shape, _float_dtype("normal", dtype))
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
@@ -893,3 +908,40 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
         return remainder - count, count
     _, counts = _lax.scan(step, n, (ratios, keys), unroll=unroll)
     return tnp.astype(tnp.moveaxis(counts, 0, -1), dtype)
+
+
+# ---------------------------------------------------------------------------
+# out_sharding: JAX's samplers take the layout of their result; there is one device here,
+# so a sharding (or PartitionSpec) of it changes nothing and is accepted as JAX's.
+
+def _takes_out_sharding(fn):
+    import functools
+    import inspect
+
+    from . import sharding as _sharding
+
+    @functools.wraps(fn)
+    def sampler(*args, out_sharding=None, **kwargs):
+        if out_sharding is not None and not isinstance(
+                out_sharding, (_sharding.Sharding, _sharding.PartitionSpec)):
+            raise TypeError(f"{fn.__name__}: argument 'out_sharding' must be a Sharding, a "
+                            f"PartitionSpec or None, got {out_sharding!r:.60}")
+        return fn(*args, **kwargs)
+    sampler.__doc__ = (inspect.getdoc(fn) or "") + (
+        "\n\nout_sharding: the layout of the result (a Sharding, a PartitionSpec or None), "
+        "as JAX's; there is one device, so it changes nothing.")
+    sig = inspect.signature(fn)
+    sampler.__signature__ = sig.replace(parameters=[*sig.parameters.values(), inspect.Parameter(
+        "out_sharding", inspect.Parameter.KEYWORD_ONLY, default=None)])
+    return sampler
+
+
+for _name in ("ball", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare",
+              "dirichlet", "exponential", "f", "gamma", "generalized_normal", "geometric",
+              "gumbel", "laplace", "loggamma", "logistic", "lognormal", "maxwell",
+              "multivariate_normal", "normal", "orthogonal", "pareto", "permutation",
+              "poisson", "rademacher", "randint", "rayleigh", "t", "triangular",
+              "truncated_normal", "uniform", "wald"):
+    if _name in globals():
+        globals()[_name] = _takes_out_sharding(globals()[_name])
+del _name

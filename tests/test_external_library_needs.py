@@ -83,3 +83,36 @@ def test_like_functions_take_shape_dtype_structs(name, args):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     assert getattr(tnp, name)(tg.ShapeDtypeStruct((3,), np.int32), *args, dtype=np.float64,
                               shape=(5,)).shape == (5,)
+
+
+def test_random_normal_complex_dtype_moments_and_jit():
+    k = tg.random.key(3)
+    z = tg.random.normal(k, (40000,), dtype=np.complex64)
+    assert z.dtype == jax.random.normal(jax.random.key(3), (2,), dtype=jnp.complex64).dtype
+    zz = np.asarray(z)
+    # real and imaginary parts independent N(0, 1/2), as JAX's: E|z|^2 = 1
+    assert abs(np.var(zz.real) - 0.5) < 0.02 and abs(np.var(zz.imag) - 0.5) < 0.02
+    assert abs(np.mean(np.abs(zz) ** 2) - 1.0) < 0.03
+    assert abs(np.corrcoef(zz.real, zz.imag)[0, 1]) < 0.03
+    np.testing.assert_array_equal(np.asarray(tg.jit(
+        lambda k: tg.random.normal(k, (5,), dtype=np.complex128))(k)),
+        np.asarray(tg.random.normal(k, (5,), dtype=np.complex128)))
+    with pytest.raises(TypeError, match="normal: argument 'dtype'"):
+        tg.random.normal(k, (2,), dtype=np.int32)
+
+
+@pytest.mark.parametrize("name,args", [("normal", ((3,),)), ("uniform", ((3,),)),
+                                       ("bits", ((3,),)), ("rademacher", ((3,),)),
+                                       ("randint", ((3,), 0, 5)), ("bernoulli", (0.5, (3,))),
+                                       ("gumbel", ((3,),)), ("permutation", (5,))])
+def test_random_samplers_take_out_sharding(name, args):
+    k = tg.random.key(0)
+    f = getattr(tg.random, name)
+    want = np.asarray(f(k, *args))
+    for s in (None, tg.sharding.PartitionSpec()):
+        np.testing.assert_array_equal(np.asarray(f(k, *args, out_sharding=s)), want)
+    import inspect
+    assert "out_sharding" in inspect.signature(getattr(jax.random, name)).parameters
+    assert "out_sharding" in inspect.signature(f).parameters
+    with pytest.raises(TypeError, match=f"{name}: argument 'out_sharding'"):
+        f(k, *args, out_sharding="x")
