@@ -116,3 +116,16 @@ def test_random_samplers_take_out_sharding(name, args):
     assert "out_sharding" in inspect.signature(f).parameters
     with pytest.raises(TypeError, match=f"{name}: argument 'out_sharding'"):
         f(k, *args, out_sharding="x")
+
+
+def test_iscomplexobj_takes_scalar_types():
+    # optax's tests call jnp.iscomplexobj(dtype) with jnp.float32 / jnp.complex64
+    pairs = [(tnp.float32, jnp.float32), (tnp.complex64, jnp.complex64),
+             (tnp.complex128, jnp.complex128), (tnp.int32, jnp.int32)]
+    for ours, theirs in pairs:
+        assert tnp.iscomplexobj(ours) == jnp.iscomplexobj(theirs)
+        assert tnp.isrealobj(ours) == jnp.isrealobj(theirs)
+    for x in (None, [1j], 1.0, np.ones(2, np.complex64)):
+        assert tnp.iscomplexobj(x) == jnp.iscomplexobj(x)
+    with pytest.raises(TypeError):
+        tnp.iscomplexobj(object)

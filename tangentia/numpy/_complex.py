@@ -20,6 +20,16 @@ def _is_complex(x):
     return _aval(x).dtype.kind == "c"
 
 
+def _is_complex_obj(x):
+    # JAX's scalar types (jnp.float32, ...) carry a dtype, so iscomplexobj(jnp.complex64)
+    # is True there; ours are NumPy's, so a NumPy scalar type is read as its dtype
+    if x is None:
+        return False
+    if isinstance(x, type) and issubclass(x, _np.generic):
+        return _np.dtype(x).kind == "c"
+    return _is_complex(x)
+
+
 def real(x):
     """Real part (the value itself for real arrays)."""
     return _E.real(x) if _is_complex(x) else _S.unchanged(x)
@@ -81,10 +91,10 @@ def real_if_close(a, tol=100):
 
 
 def isrealobj(x):
-    """Whether the array's dtype is not complex."""
-    return not _is_complex(x)
+    """Whether the array's dtype is not complex (``x`` may also be a scalar type, as jnp.complex64)."""
+    return not _is_complex_obj(x)
 
 
 def iscomplexobj(x):
-    """Whether the array's dtype is complex."""
-    return _is_complex(x)
+    """Whether the array's dtype is complex (``x`` may also be a scalar type, as jnp.complex64)."""
+    return _is_complex_obj(x)
