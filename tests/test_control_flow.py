@@ -954,7 +954,7 @@ def test_custom_jvp_closure_over_differentiated_value_in_scan_body_errors():
     assert float(tg.grad(f)(1.0, 2.0)) == 49.0  # w closed over but not differentiated: fine
     np.testing.assert_array_equal(tg.vmap(tg.grad(f), in_axes=(None, 0))(1.0, np.array([2., 3.])),
                                   [49.0, 49.0])
-    _raises(tg.custom_derivatives.core.CustomRuleClosureError,
+    _raises(tg.core.CustomRuleClosureError,
             lambda: tg.grad(f, argnums=1)(1.0, 2.0),
             "custom_jvp function (g) with respect to a closed-over value")
 

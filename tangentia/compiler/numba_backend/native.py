@@ -80,9 +80,10 @@ def _warn_fallbacks(names):
                       ObjectModeWarning, stacklevel=2)
 
 
-class ObjectModeWarning(RuntimeWarning):
-    """A primitive without a native lowering runs its NumPy implementation in numba's
-    object mode (``warnings.filterwarnings("ignore", category=...)`` silences it)."""
+class ObjectModeWarning(Warning):
+    """A performance warning: a primitive without a native lowering runs its NumPy
+    implementation in numba's object mode.  Not a RuntimeWarning (the numbers are
+    right); ``warnings.filterwarnings("ignore", category=ObjectModeWarning)`` silences it."""
 
 
 def _cache_dir():
