@@ -129,3 +129,16 @@ def test_iscomplexobj_takes_scalar_types():
         assert tnp.iscomplexobj(x) == jnp.iscomplexobj(x)
     with pytest.raises(TypeError):
         tnp.iscomplexobj(object)
+
+
+def test_numpy_issubdtype_finfo_know_bfloat16():
+    pytest.importorskip("ml_dtypes")
+    for a, b in [(tnp.bfloat16, tnp.floating), (tnp.bfloat16, tnp.inexact),
+                 (tnp.bfloat16, tnp.integer), (np.float32, tnp.floating), ("int32", tnp.integer),
+                 (np.complex64, tnp.floating)]:
+        jb = getattr(jnp, b.__name__) if isinstance(b, type) else b
+        ja = jnp.bfloat16 if a is tnp.bfloat16 else a
+        assert tnp.issubdtype(a, b) == jnp.issubdtype(ja, jb), (a, b)
+    assert tnp.finfo(tnp.bfloat16).eps == jnp.finfo(jnp.bfloat16).eps
+    assert tnp.finfo(np.float32).tiny == jnp.finfo(np.float32).tiny
+    assert tnp.iinfo(np.int16).min == jnp.iinfo(np.int16).min

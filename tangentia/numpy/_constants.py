@@ -43,9 +43,8 @@ class ndarray(metaclass=_ArrayMeta):
                         "tnp.asarray, tnp.zeros, ...")
 
 
-finfo = _np.finfo
-iinfo = _np.iinfo
-issubdtype = _np.issubdtype
+# jax.numpy's: also for bfloat16 and the other ml_dtypes types (NumPy's own reject them)
+from ..dtypes import finfo, iinfo, issubdtype  # noqa: E402
 integer, floating, inexact, number, complexfloating = (
     _np.integer, _np.floating, _np.inexact, _np.number, _np.complexfloating)
 result_type = _np.result_type
