@@ -82,6 +82,8 @@ def run(mode, args):
 def node_id(site, tid):
     """pytest node id of a JUnit ``classname::name`` (optax's tests are unittest classes)."""
     cls, name = tid.split("::")
+    if not cls:   # a file that failed to collect
+        return os.path.join(site, *name.split(".")) + ".py"
     parts = cls.split(".")
     return os.path.join(site, *parts[:-1]) + ".py::" + parts[-1] + "::" + name
 
