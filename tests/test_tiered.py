@@ -292,3 +292,24 @@ def test_long_compiles_wait_until_the_calls_pay_for_them():
     finally:
         tg.config.update("jit_tiered", None)
         B._BACKENDS.pop("slow-estimate-for-test", None)
+
+
+def test_the_numpy_tier_warns_as_the_native_code_does_not_at_all(tiered_numba):
+    """A tiered call never warns about floating point (the native code cannot), so JAX's
+    stable softplus under jit(grad) is silent on the first calls too."""
+    def softplus(x):
+        return tnp.sum(tnp.where(x > 0, x + tnp.log1p(tnp.exp(-x)), tnp.log1p(tnp.exp(x))))
+
+    g = tg.jit(tg.grad(softplus))
+    x = np.array([-1000.0, 0.0, 1000.0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = g(x)
+        g(x)
+        _tier(g).wait(300)
+        native = g(x)
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], \
+        [str(w.message) for w in caught]
+    np.testing.assert_array_equal(first, native)
+    # (NaN at ±1000 as in JAX: the discarded branch's derivative is inf/inf there)
+    np.testing.assert_allclose(first, [np.nan, 0.5, np.nan])
