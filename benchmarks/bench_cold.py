@@ -59,6 +59,21 @@ PRELUDE = {
     """,
 }
 
+# jit(grad) of a T-step scan, state f64[8]
+_SCAN = """
+    rng = np.random.default_rng(0)
+    W = rng.standard_normal((8, 8)) / 3.0
+    xs = rng.standard_normal(({T}, 8))
+    def loss(W, c0):
+        def body(c, x):
+            c = jnp.tanh(W @ c + x)
+            return c, c[0]
+        cT, ys = lax.scan(body, c0, xs)
+        return jnp.sum(cT ** 2) + 0.1 * jnp.sum(ys)
+    g = jax.jit(jax.grad(loss))
+    c0 = np.ones(8)
+"""
+
 # name: (setup, the first call's expression, a second call's expression or None, tolerance)
 CASES = {
     "jit_elementwise": ("""
@@ -77,19 +92,7 @@ CASES = {
         x = np.linspace(0.0, 1.0, 8)
         g = jax.jit(jax.grad(f))
     """, "g(x)", "g(x + 1.0)", 1e-12),
-    "jit_grad_scan": ("""
-        rng = np.random.default_rng(0)
-        W = rng.standard_normal((8, 8)) / 3.0
-        xs = rng.standard_normal((100, 8))
-        def loss(W, c0):
-            def body(c, x):
-                c = jnp.tanh(W @ c + x)
-                return c, c[0]
-            cT, ys = lax.scan(body, c0, xs)
-            return jnp.sum(cT ** 2) + 0.1 * jnp.sum(ys)
-        g = jax.jit(jax.grad(loss))
-        c0 = np.ones(8)
-    """, "g(W, c0)", "g(W * 0.5, c0)", 1e-10),
+    "jit_grad_scan": (_SCAN.format(T=100), "g(W, c0)", "g(W * 0.5, c0)", 1e-10),
     "jit_grad_mlp": ("""
         rng = np.random.default_rng(0)
         params = [rng.standard_normal((8, 32)) * 0.3, np.zeros(32),
@@ -180,6 +183,55 @@ CASES = {
         g = jax.hessian(loss)
         p = np.array([0.25, 5.0])
     """, "g(p)", "g(p * 1.01)", 1e-4),
+    # the steady-state workloads of run.py, cold
+    "chain_jit_251": ("""
+        def f(x):
+            for i in range(250):
+                x = jnp.sin(x) if i % 2 else x * 1.0001 + 0.001
+            return jnp.sum(x)
+        g = jax.jit(jax.grad(f))
+        x = np.linspace(0.0, 1.0, 8)
+    """, "g(x)", "g(x + 1.0)", 1e-10),
+    "mlp_sgd_784": ("""
+        rng = np.random.default_rng(0)
+        sizes = [784, 512, 512, 10]
+        params = [(rng.standard_normal((m, n)) / np.sqrt(m), np.zeros(n))
+                  for m, n in zip(sizes[:-1], sizes[1:])]
+        X = rng.standard_normal((128, 784)); Y = np.eye(10)[rng.integers(0, 10, 128)]
+        def loss(p, X, Y):
+            h = X
+            for W, b in p[:-1]:
+                h = jnp.tanh(h @ W + b)
+            logits = h @ p[-1][0] + p[-1][1]
+            logits = logits - jnp.max(logits, axis=1, keepdims=True)
+            return -jnp.mean(jnp.sum(Y * (logits - jnp.log(jnp.sum(jnp.exp(logits), axis=1,
+                                                                        keepdims=True))), axis=1))
+        @jax.jit
+        def step(p, X, Y):
+            g = jax.grad(loss)(p, X, Y)
+            return [(W - 0.01 * gW, b - 0.01 * gb) for (W, b), (gW, gb) in zip(p, g)]
+    """, "step(params, X, Y)", "step(params, X * 0.5, Y)", 1e-8),
+    "per_example_grads": ("""
+        rng = np.random.default_rng(0)
+        p = [rng.standard_normal((32, 64)) * 0.2, np.zeros(64), rng.standard_normal(64) * 0.2]
+        X = rng.standard_normal((256, 32)); Y = rng.standard_normal(256)
+        def loss(p, x, y):
+            return (jnp.tanh(x @ p[0] + p[1]) @ p[2] - y) ** 2
+        g = jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)))
+    """, "g(p, X, Y)", "g(p, X * 0.5, Y)", 1e-10),
+    "hvp_256": ("""
+        rng = np.random.default_rng(0)
+        A = rng.standard_normal((256, 256)) / 16.0
+        def f(x):
+            return jnp.sum(jnp.tanh(A @ x) ** 2)
+        hvp = jax.jit(lambda x, v: jax.jvp(jax.grad(f), (x,), (v,))[1])
+        x = rng.standard_normal(256); v = rng.standard_normal(256)
+    """, "hvp(x, v)", "hvp(x * 0.5, v)", 1e-10),
+    "scan_1000": (_SCAN.format(T=1000), "g(W, c0)", "g(W * 0.5, c0)", 1e-10),
+    "sigmoid_1e6": ("""
+        x = np.linspace(-5.0, 5.0, 10 ** 6)
+        g = jax.jit(jax.grad(lambda x: jnp.sum(1.0 / (1.0 + jnp.exp(-x)))))
+    """, "g(x)", "g(x * 0.5)", 1e-12),
 }
 
 CHILD = """

@@ -142,3 +142,19 @@ def test_numpy_issubdtype_finfo_know_bfloat16():
     assert tnp.finfo(tnp.bfloat16).eps == jnp.finfo(jnp.bfloat16).eps
     assert tnp.finfo(np.float32).tiny == jnp.finfo(np.float32).tiny
     assert tnp.iinfo(np.int16).min == jnp.iinfo(np.int16).min
+
+
+def test_stop_gradient_of_a_pytree_stops_each_leaf():
+    """lax.stop_gradient maps over a pytree as JAX's does (it wrapped the dict in an array,
+    and grad through it was silently wrong)."""
+    import tangentia as tg
+    import tangentia.numpy as tnp
+    x = np.array([1.0, 2.0])
+    out = tg.lax.stop_gradient({"a": x, "b": (3.0, None)})
+    assert set(out) == {"a", "b"} and out["b"][1] is None
+    np.testing.assert_array_equal(out["a"], x)
+    # d/dx sum(sg(x) * x) = sg(x) = x
+    g = tg.grad(lambda v: tnp.sum(tg.lax.stop_gradient({"a": v})["a"] * v))(x)
+    np.testing.assert_array_equal(g, x)
+    g = tg.grad(lambda v: tnp.sum(tg.lax.stop_gradient([v, 2 * v])[1] * v))(x)
+    np.testing.assert_array_equal(g, 2 * x)

@@ -92,11 +92,7 @@ def jvp(fun, primals, tangents, has_aux=False):
 
     def flat(*leaves):
         args = tree_unflatten(p_tree, leaves)
-        try:
-            out = fun(*args)
-        except _CONVERSION_ERRORS as err:
-            _name_the_input(err, leaves, _leaf_names_of(fun, args), fun)
-            raise
+        out = _call_naming_inputs(fun, args, leaves)
         if has_aux:
             out, store["aux"] = _split_aux(out, fun)
         out_leaves, store["out_tree"] = tree_flatten(out)
@@ -183,11 +179,7 @@ def _linearize(fun, p_leaves, p_tree, store, has_aux, differentiable=None):
 
     def flat(*leaves):
         args = tree_unflatten(p_tree, leaves)
-        try:
-            out = fun(*args)
-        except _CONVERSION_ERRORS as err:
-            _name_the_input(err, leaves, _leaf_names_of(fun, args), fun)
-            raise
+        out = _call_naming_inputs(fun, args, leaves)
         if has_aux:
             out, aux_holder["aux"] = _split_aux(out, fun)
         out_leaves, store["out_tree"] = tree_flatten(out)
@@ -329,6 +321,16 @@ def _pullback(jaxpr, out_tree, out_avals, in_tree, api, consts, ct):
     res = [ad.zeros_like_aval(v.aval) if c is None or type(c) is ad.Zero else c
            for c, v in zip(res, jaxpr.invars)]
     return tree_unflatten(in_tree, _arrays(res))
+
+
+def _call_naming_inputs(fun, args, leaves):
+    """``fun(*args)``; a conversion error of a differentiated value says which input
+    (of ``leaves``) it came from."""
+    try:
+        return fun(*args)
+    except _CONVERSION_ERRORS as err:
+        _name_the_input(err, leaves, _leaf_names_of(fun, args), fun)
+        raise
 
 
 def _name_the_input(err, leaves, names, fun):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import core, dtypes
+from .. import core, dtypes, tree_util
 from ..core import Primitive, ShapedArray
 from ..interpreters import ad
 from ..interpreters.ad import deflinear, is_undefined
@@ -104,4 +104,9 @@ stop_gradient_p.batch = lambda args, dims: (stop_gradient_p.bind(args[0]), dims[
 
 
 def stop_gradient(x):
+    """``x`` with a zero derivative; for a pytree, each leaf (as ``jax.lax.stop_gradient``)."""
+    if isinstance(x, (list, tuple, dict)) or (
+            not isinstance(x, (np.ndarray, np.generic, core.Tracer, int, float, complex, bool))
+            and tree_util.all_leaves([x]) is False):
+        return tree_util.tree_map(stop_gradient_p.bind, x)
     return stop_gradient_p.bind(x)
