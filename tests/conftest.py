@@ -24,3 +24,22 @@ os.environ.setdefault("TANGENTIA_JIT_TIERED", "0")
 # (core.typecheck_jaxpr) as it is built: no measurable cost (CPU time of
 # test_control_flow, test_transformations, test_custom_derivatives within +-5%).
 os.environ.setdefault("TANGENTIA_CHECK_PROGRAMS", "1")
+
+
+import gc  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """After each test module, drop what compiled programs it left in this worker: jit's
+    caches (tangentia's, and JAX's where the module compared with JAX), so a worker's
+    memory follows one module's needs, not the sum of every module it ran."""
+    yield
+    import tangentia
+    tangentia.clear_caches()
+    jax = sys.modules.get("jax")
+    if jax is not None and hasattr(jax, "clear_caches"):
+        jax.clear_caches()
+    gc.collect()

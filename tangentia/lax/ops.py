@@ -40,9 +40,14 @@ def _static_ints(fname, argname, values):
     try:
         return tuple(map(operator.index, values))
     except TypeError:
+        if any(isinstance(v, core.Tracer) for v in values):
+            why = (f"argument '{argname}' is traced, so the result's shape would be unknown; "
+                   f"pass it as a static argument (static_argnums / static_argnames of jit) "
+                   f"or take it from an array's .shape")
+        else:
+            why = f"argument '{argname}' must hold integers"
         raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
-                        f"{values}." + _tag(fname, f"argument '{argname}' must hold integers"))\
-            from None
+                        f"{values}." + _tag(fname, why)) from None
 
 
 def _static_int(fname, argname, value):

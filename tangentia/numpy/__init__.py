@@ -33,6 +33,8 @@ This file only gathers the public names; the code is in one module per topic
 """
 from __future__ import annotations
 
+from .. import dtypes as _dtypes
+
 from ._constants import (  # noqa: F401
     bool_, can_cast, complex128, complex64, complexfloating, double, dtype, e, euler_gamma,
     finfo, float16, float32, float64, float_, floating, iinfo, inexact, inf, int16, int32,
@@ -172,6 +174,5 @@ def __getattr__(name):
     if name == "bool":
         return bool_
     if name == "bfloat16":   # ml_dtypes' (imported on first use), as tangentia.dtypes'
-        from .. import dtypes as _dtypes
         return _dtypes.bfloat16
     raise AttributeError(f"module 'tangentia.numpy' has no attribute {name!r}")
