@@ -24,6 +24,7 @@ from numba import types as nbt
 from numba.core import errors as NE
 
 from ..backend import COMPILE_THREAD, Backend
+from . import NumbaBackend
 from . import elementwise_loop, helpers, vecmath, vecmath_trig
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
                       _weight, AV, ZV)
@@ -149,8 +150,9 @@ def _load_module(source, glb):
 class _Progress:
     """Prints a line on stderr if a compilation takes longer than ~2 s."""
 
-    def __init__(self, what):
+    def __init__(self, what, estimate=None):
         self.what = what
+        self.estimate = estimate   # seconds, or None
         self.timer = None
 
     def __enter__(self):
@@ -158,8 +160,10 @@ class _Progress:
         if os.environ.get("TANGENTIA_COMPILE_PROGRESS", "1") != "0" and \
                 threading.current_thread().name != COMPILE_THREAD:
             self.t0 = time.perf_counter()
+            guess = "" if self.estimate is None else f" (estimated {self.estimate:.0f} s)"
             self.timer = threading.Timer(2.0, lambda: print(
-                f"tangentia: compiling {self.what} with numba ...", file=sys.stderr, flush=True))
+                f"tangentia: compiling {self.what} with numba{guess} ... "
+                f"(TANGENTIA_COMPILE_PROGRESS=0 silences this)", file=sys.stderr, flush=True))
             self.timer.daemon = True
             self.timer.start()
         return self
@@ -183,7 +187,8 @@ def _compile_program(jaxpr):
     glb = dict(glb, _jit=numba.njit(cache=not objmode, nogil=not objmode, **_NJIT_OPTIONS))
     mod = _load_module(source, glb)
     disp = mod.program
-    with _Progress(f"a program of {_weight(jaxpr)} equations"), _fast_typing():
+    with _Progress(f"a program of {_weight(jaxpr)} equations",
+                   NumbaBackend().compile_estimate(jaxpr)), _fast_typing():
         # the entry point of this program's signature: programs of the same source (an
         # identity, say) share one module and dispatcher across argument dtypes
         entry = disp.compile(_arg_types(jaxpr))
