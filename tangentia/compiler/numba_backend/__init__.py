@@ -108,7 +108,7 @@ class NumbaBackend(Backend):
         return 0.5 + SECONDS_PER_EQUATION * n
 
     def compile(self, jaxpr):
-        return _native().NumbaCompiler().compile(jaxpr)
+        return _native().NumbaCompiler(self.compile_estimate(jaxpr)).compile(jaxpr)
 
     def source(self, jaxpr):
         return _native().NumbaCompiler().source(jaxpr)

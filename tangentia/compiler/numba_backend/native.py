@@ -24,7 +24,6 @@ from numba import types as nbt
 from numba.core import errors as NE
 
 from ..backend import COMPILE_THREAD, Backend
-from . import NumbaBackend
 from . import elementwise_loop, helpers, vecmath, vecmath_trig
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
                       _weight, AV, ZV)
@@ -181,14 +180,14 @@ def _arg_types(jaxpr):
                  if not _is_float0(v.aval.dtype))
 
 
-def _compile_program(jaxpr):
+def _compile_program(jaxpr, estimate=None):
     source, glb, objmode, fallbacks = _generate(jaxpr)
     # objmode blocks hold the GIL anyway (and numba warns about nogil there)
     glb = dict(glb, _jit=numba.njit(cache=not objmode, nogil=not objmode, **_NJIT_OPTIONS))
     mod = _load_module(source, glb)
     disp = mod.program
     with _Progress(f"a program of {_weight(jaxpr)} equations",
-                   NumbaBackend().compile_estimate(jaxpr)), _fast_typing():
+                   estimate), _fast_typing():
         # the entry point of this program's signature: programs of the same source (an
         # identity, say) share one module and dispatcher across argument dtypes
         entry = disp.compile(_arg_types(jaxpr))
@@ -308,7 +307,12 @@ class _fast_typing:
 
 
 class NumbaCompiler(Backend):
-    """Compiles a whole program into one ``numba.njit`` function (see the package docstring)."""
+    """Compiles a whole program into one ``numba.njit`` function (see the package docstring).
+
+    ``estimate``: the seconds the compile is expected to take (for the progress line)."""
+
+    def __init__(self, estimate=None):
+        self.estimate = estimate
 
     name = "numba"
     slow_compile = True
@@ -330,7 +334,7 @@ class NumbaCompiler(Backend):
         if vector_bound(jaxpr) and one_loop(jaxpr) is None:
             return _numpy_compile(jaxpr)
         try:
-            fn, fallbacks = _compile_program(jaxpr)
+            fn, fallbacks = _compile_program(jaxpr, self.estimate)
         except Exception as e:  # noqa: BLE001 - any failure: the NumPy backend runs the program
             msg = str(e).strip().splitlines()
             short = " ".join(msg[:3])[:400] if msg else type(e).__name__
