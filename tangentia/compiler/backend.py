@@ -128,6 +128,13 @@ def get_backend(name=None, where="jit"):
     return _BACKENDS[name]
 
 
+def cache_root():
+    """The directory of tangentia's on-disk caches: ``$TANGENTIA_CACHE_DIR``, else
+    ``~/.cache/tangentia`` (compiled programs, the GEMM calibration)."""
+    return (os.environ.get("TANGENTIA_CACHE_DIR")
+            or os.path.join(os.path.expanduser("~"), ".cache", "tangentia"))
+
+
 def compile_jaxpr(jaxpr, backend=None):
     """Compile ``jaxpr`` with ``backend`` (a name, or None for the default), waiting
     for the native code (``compile_program`` is what calls use)."""
@@ -202,7 +209,7 @@ class Tiered:
     """
 
     __slots__ = ("jaxpr", "backend", "fallback", "native", "calls", "queued", "_callbacks",
-                 "_done", "estimate", "spent", "compile_s", "__weakref__")
+                 "_done", "estimate", "spent", "__weakref__")
 
     def __init__(self, jaxpr, backend):
         self.jaxpr = jaxpr
@@ -215,7 +222,6 @@ class Tiered:
         self._done = threading.Event()
         self.estimate = backend.compile_estimate(jaxpr)   # seconds
         self.spent = 0.0        # seconds of calls on the NumPy backend so far
-        self.compile_s = None   # how long the background compile took
 
     def __call__(self, *args):
         native = self.native
@@ -227,15 +233,11 @@ class Tiered:
             self.start()
         # (NumPy's floating-point warnings are off here: the native code never warns, and
         # whether a call warns must not depend on which tier ran it, as in JAX's jit)
-        if self.queued or self.estimate <= EAGER_COMPILE_S:
-            with np.errstate(all="ignore"):
-                return self.fallback(*args)
         t0 = time.perf_counter()
-        try:
-            with np.errstate(all="ignore"):
-                return self.fallback(*args)
-        finally:
-            self.spent += time.perf_counter() - t0
+        with np.errstate(all="ignore"):
+            out = self.fallback(*args)
+        self.spent += time.perf_counter() - t0
+        return out
 
     def start(self):
         """Queue the native compile now (idempotent)."""
@@ -261,7 +263,6 @@ class Tiered:
         callback(self.native)
 
     def _compile(self):
-        t0 = time.perf_counter()
         try:
             fn = self.backend.compile(self.jaxpr)
         except BaseException as e:  # noqa: BLE001 - the NumPy code keeps serving the calls
@@ -270,7 +271,6 @@ class Tiered:
                           f"failed ({type(e).__name__}: {e}); it keeps running on the NumPy "
                           f"backend", RuntimeWarning, stacklevel=2)
             fn = self.fallback
-        self.compile_s = time.perf_counter() - t0
         with _TIER_LOCK:
             self.native = fn
             callbacks, self._callbacks = self._callbacks, []

@@ -67,24 +67,15 @@ cached on disk.  Compiles longer than 2 s print a line on stderr unless
 from __future__ import annotations
 
 import importlib
-import threading
 
 from ..backend import Backend, program_size, register_backend
 
 __all__ = ["NumbaBackend", "all_primitives", "lowering_paths", "SMALL"]
 SECONDS_PER_EQUATION = 0.005
-_NATIVE = []
-_LOCK = threading.RLock()
-
-
 def _native():
-    """The compiler module (``native``), imported on first use."""
-    if not _NATIVE:
-        with _LOCK:
-            if not _NATIVE:
-                from . import native
-                _NATIVE.append(native)
-    return _NATIVE[0]
+    """The compiler module (``native``), imported on first use (the import system
+    caches it and makes concurrent first imports wait for one another)."""
+    return importlib.import_module(f"{__name__}.native")
 
 
 class NumbaBackend(Backend):

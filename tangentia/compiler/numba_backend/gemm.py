@@ -79,6 +79,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.core.extending import intrinsic
 
+from ..backend import cache_root
+
 __all__ = ["use_gemm", "eligible", "compile_products", "calibration", "gemm_mode",
            "MIN_FLOPS", "MIN_DIM"]
 
@@ -231,9 +233,7 @@ def calibration_path(key=None):
     ``~/.cache/tangentia``), beside the numba cache, named by the key's hash."""
     key = calibration_key() if key is None else key
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
-    d = os.environ.get("TANGENTIA_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                              "tangentia")
-    return os.path.join(d, f"gemm-calibration-{digest}.json")
+    return os.path.join(cache_root(), f"gemm-calibration-{digest}.json")
 
 
 def _valid(entry):

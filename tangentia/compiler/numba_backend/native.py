@@ -23,13 +23,13 @@ import numba
 from numba import types as nbt
 from numba.core import errors as NE
 
-from ..backend import COMPILE_THREAD, Backend
+from ..backend import COMPILE_THREAD, Backend, cache_root
 from . import elementwise_loop, helpers, vecmath, vecmath_trig
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
                       _weight, AV, ZV)
 from .rules import ELEMENTWISE, FUSIBLE, ROWS, RULES, all_primitives, gemm_bound, lowering_paths
 
-__all__ = ["NumbaBackend", "all_primitives", "lowering_paths", "SMALL"]
+__all__ = ["NumbaCompiler", "all_primitives", "lowering_paths", "SMALL"]
 _NJIT_OPTIONS = dict(error_model="numpy")
 
 
@@ -87,9 +87,7 @@ class ObjectModeWarning(Warning):
 
 
 def _cache_dir():
-    d = os.environ.get("TANGENTIA_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                              "tangentia")
-    return os.path.join(d, "numba")
+    return os.path.join(cache_root(), "numba")
 
 
 def _version_tag():
