@@ -71,6 +71,15 @@ class ShapedArray:
     def __hash__(self):
         return hash((self.shape, self.dtype, self.weak_type))
 
+    # set by tangentia.sharding (a layer above), which the package always imports
+    _sharding_of = None
+
+    @property
+    def sharding(self):
+        """``jax.typeof(x).sharding``: as JAX's, a ``NamedSharding`` over the empty
+        ``AbstractMesh`` with no axis partitioned (one device holds every value)."""
+        return ShapedArray._sharding_of(len(self.shape))
+
     def strip_weak(self):
         return ShapedArray(self.shape, self.dtype, False) if self.weak_type else self
 

@@ -27,6 +27,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from . import core
 from ._array import CPU, ArrayImpl, CpuDevice, Shard
 
 __all__ = ["AbstractDevice", "AbstractMesh", "AxisType", "Mesh", "NamedSharding",
@@ -213,11 +214,60 @@ class AbstractMesh:
 
     @property
     def size(self):
+        """The number of devices: 0 for the empty mesh (as JAX's), else the product of
+        the axis sizes."""
+        if not self.axis_names:
+            return 0
         return int(np.prod(self.axis_sizes, dtype=np.int64))
 
     @property
     def empty(self):
         return not self.axis_names
+
+    def _axes_of(self, kind):
+        return tuple(n for n, t in zip(self.axis_names, self.axis_types) if t is kind)
+
+    @property
+    def explicit_axes(self):
+        return self._axes_of(AxisType.Explicit)
+
+    @property
+    def auto_axes(self):
+        return self._axes_of(AxisType.Auto)
+
+    @property
+    def manual_axes(self):
+        return self._axes_of(AxisType.Manual)
+
+    # (False for the empty mesh, as JAX's: no axis at all)
+    @property
+    def are_all_axes_explicit(self):
+        return bool(self.axis_types) and all(t is AxisType.Explicit for t in self.axis_types)
+
+    @property
+    def are_all_axes_auto(self):
+        return bool(self.axis_types) and all(t is AxisType.Auto for t in self.axis_types)
+
+    @property
+    def are_all_axes_manual(self):
+        return bool(self.axis_types) and all(t is AxisType.Manual for t in self.axis_types)
+
+    @property
+    def abstract_mesh(self):
+        return self
+
+    def update(self, axis_sizes=None, axis_names=None, axis_types=None):
+        """A copy with the given fields replaced."""
+        return AbstractMesh(self.axis_sizes if axis_sizes is None else axis_sizes,
+                            self.axis_names if axis_names is None else axis_names,
+                            axis_types=self.axis_types if axis_types is None else axis_types)
+
+    def __eq__(self, other):
+        return (type(other) is AbstractMesh and other.axis_names == self.axis_names
+                and other.axis_sizes == self.axis_sizes and other.axis_types == self.axis_types)
+
+    def __hash__(self):
+        return hash((AbstractMesh, self.axis_names, self.axis_sizes, self.axis_types))
 
     def __repr__(self):
         axes = ", ".join(f"{n!r}: {s}" for n, s in zip(self.axis_names, self.axis_sizes))
@@ -275,6 +325,13 @@ class Mesh(AbstractMesh):
 
     def __exit__(self, *exc):
         _MESH.reset(self._token.pop())
+
+    def update(self, axis_sizes=None, axis_names=None, axis_types=None):
+        """A copy with the given fields replaced (a ``Mesh`` still: of the one device)."""
+        shape = self.devices.shape if axis_sizes is None else tuple(axis_sizes)
+        return Mesh(self.devices.reshape(shape),
+                    self.axis_names if axis_names is None else axis_names,
+                    axis_types=self.axis_types if axis_types is None else axis_types)
 
     def __eq__(self, other):
         return (isinstance(other, Mesh) and other.axis_names == self.axis_names
@@ -390,6 +447,22 @@ class NamedSharding(Sharding):
 
     def __repr__(self):
         return f"NamedSharding(mesh={self.mesh!s}, spec={self.spec!r}, memory_kind=device)"
+
+
+_AVAL_SHARDINGS = {}
+
+
+def _aval_sharding(ndim):
+    """``jax.typeof(x).sharding`` of an ``ndim``-dimensional value, as JAX's: a
+    ``NamedSharding`` over the empty abstract mesh, no axis partitioned."""
+    s = _AVAL_SHARDINGS.get(ndim)
+    if s is None:
+        s = _AVAL_SHARDINGS[ndim] = NamedSharding(_EMPTY_MESH, PartitionSpec(*(None,) * ndim))
+    return s
+
+
+# the aval class lives in core, a layer below this module: it reads its sharding here
+core.ShapedArray._sharding_of = staticmethod(_aval_sharding)
 
 
 class PositionalSharding(Sharding):
