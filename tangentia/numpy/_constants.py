@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..core import Tracer as _Tracer
-
+from ..typing import Array as ndarray  # for isinstance checks, true for traced values too
 
 pi = _np.pi
 e = _np.e
@@ -24,23 +23,6 @@ float_ = float64
 double = float64
 single = float32
 uint = uint64
-
-
-class _ArrayMeta(type):
-    def __instancecheck__(cls, obj):
-        return isinstance(obj, (_np.ndarray, _Tracer))
-
-    def __subclasscheck__(cls, sub):
-        return issubclass(sub, (_np.ndarray, _Tracer))
-
-
-class ndarray(metaclass=_ArrayMeta):
-    """The array type for ``isinstance`` checks: NumPy arrays and traced values
-    (``isinstance(x, tnp.ndarray)`` holds inside transformed functions too)."""
-
-    def __new__(cls, *args, **kwargs):
-        raise TypeError("tangentia.numpy.ndarray is for isinstance checks; create arrays with "
-                        "tnp.asarray, tnp.zeros, ...")
 
 
 # jax.numpy's: also for bfloat16 and the other ml_dtypes types (NumPy's own reject them)
