@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import os
 import types
+from typing import Callable, TypeVar
 
 from ._array import FPWarnings, api_label, to_user
 
@@ -90,7 +91,10 @@ def filter_exception(e):
     e.with_traceback(filtered)
 
 
-def api_boundary(fun):
+_F = TypeVar("_F", bound=Callable)
+
+
+def api_boundary(fun: _F) -> _F:
     """Wrap a public entry point so that exceptions passing it are filtered,
     NumPy's warnings inside it point at the user's line, and its concrete
     results are handed to the user as tangentia arrays (``tangentia._array``)."""
@@ -112,4 +116,4 @@ def api_boundary(fun):
         finally:
             fp_warnings.exit(token)
         return to_user(out)
-    return boundary
+    return boundary  # type: ignore[return-value]  # (functools.wraps keeps fun's signature)

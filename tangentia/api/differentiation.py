@@ -3,6 +3,8 @@ hessian and linear_transpose."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,12 +20,15 @@ from ._util import (_arg_leaf_names, _arrays, _check_callable, _describe, _leaf_
 from .staging import _abstractify, _stage, jit
 from .vectorization import vmap
 
+if TYPE_CHECKING:
+    from ..typing import AxisName
+
 # ---------------------------------------------------------------------------
 # Forward mode
 
 
 @api_boundary
-def jvp(fun, primals, tangents, has_aux=False):
+def jvp(fun: Callable, primals: Any, tangents: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """Jacobian-vector product: ``(fun(*primals), J(primals) @ tangents)``.
 
     Forward mode: one evaluation of ``fun`` carries the tangents along with the
@@ -125,7 +130,8 @@ def _jvp_with_aux(flat, primals, tangents, store, holder):
 
 
 @api_boundary
-def linearize(fun, *primals, has_aux=False):
+def linearize(fun: Callable, *primals: Any, has_aux: bool = False
+              ) -> tuple[Any, Callable] | tuple[Any, Callable, Any]:
     """Linearize ``fun`` at ``primals``: its value and its JVP as a function.
 
     ``fun`` is evaluated once; the linear map ``f_jvp(*tangents) =
@@ -196,7 +202,8 @@ def _linearize(fun, p_leaves, p_tree, store, has_aux, differentiable=None):
 
 
 @api_boundary
-def vjp(fun, *primals, has_aux=False):
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequence[AxisName] = ()
+        ) -> tuple[Any, Callable] | tuple[Any, Callable, Any]:
     """Vector-Jacobian product: ``fun``'s value and its pullback.
 
     Reverse mode: ``vjp_fun(ct)`` returns ``ct @ J(primals)``, one cotangent
@@ -223,6 +230,7 @@ def vjp(fun, *primals, has_aux=False):
     Built as linearize + partial evaluation + transposition.
     """
     _check_callable(fun, "vjp")
+    _check_reduce_axes(reduce_axes, "vjp")
     p_leaves, p_tree = tree_flatten(primals)
     for i, p in enumerate(p_leaves):
         _leaf_aval(p, "vjp", f"primal {i}")
@@ -234,7 +242,8 @@ def vjp(fun, *primals, has_aux=False):
     return (out, pullback, aux) if has_aux else (out, pullback)
 
 
-def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
+def fwd_and_bwd(fun: Callable, argnums: int | Sequence[int], has_aux: bool = False,
+                jitted: bool = True) -> tuple[Callable, Callable]:
     """The forward and backward passes of ``fun`` as two functions (``jax.fwd_and_bwd``),
     to run on a schedule of one's own (pipelines, microbatches), each compiled once.
 
@@ -431,8 +440,9 @@ def _check_output_dtype(api, aval, holomorphic, detail):
         raise TypeError(f"{msg} ({detail})")
 
 
-def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False,
-                   reduce_axes=()):
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False, allow_int: bool = False,
+                   reduce_axes: Sequence[AxisName] = ()) -> Callable[..., tuple[Any, Any]]:
     """A function that evaluates ``fun`` and its gradient together.
 
     Args:
@@ -538,7 +548,9 @@ def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs, holomor
     return out, g
 
 
-def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False, allow_int: bool = False,
+         reduce_axes: Sequence[AxisName] = ()) -> Callable:
     """The gradient of a scalar-valued ``fun``, as a function.
 
     Reverse mode: ``grad(fun)(x)`` costs a small multiple of ``fun(x)``
@@ -649,7 +661,8 @@ def _diff_args(fun, argnums, args, kwargs, api, holomorphic, allow_int=False):
     return single, d_leaves, d_tree, f_diff
 
 
-def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
     """The Jacobian of ``fun``, by forward mode (``vmap`` of ``jvp``).
 
     Efficient when ``fun`` has fewer inputs than outputs.
@@ -711,7 +724,8 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     return jac_f
 
 
-def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False, allow_int: bool = False) -> Callable:
     """The Jacobian of ``fun``, by reverse mode (``vmap`` of ``vjp``).
 
     Efficient when ``fun`` has fewer outputs than inputs.  ``tangentia.jacobian``
@@ -773,7 +787,8 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     return jac_f
 
 
-def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False) -> Callable:
     """The Hessian of a scalar-valued ``fun``: ``jacfwd(jacrev(fun))``.
 
     Args:
@@ -805,7 +820,7 @@ def _moveaxis(x, src, dst):
 
 
 @api_boundary
-def linear_transpose(fun, *primals, reduce_axes=()):
+def linear_transpose(fun: Callable, *primals: Any, reduce_axes: Sequence[AxisName] = ()) -> Callable:
     """The transpose of the linear function ``fun``.
 
     ``linear_transpose(f, x)(ct) == (J^T ct,)`` where ``J`` is ``f``'s

@@ -6,6 +6,8 @@ import functools
 import inspect
 import threading
 import weakref
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -21,6 +23,9 @@ from ..primitives.call import jit_p
 from ..primitives.remat import remat_p
 from ..tree_util import tree_flatten, tree_unflatten
 from ._util import _LEAF_TREE, _arg_leaf_names, _arrays, _check_callable, _parameters
+
+if TYPE_CHECKING:
+    from ..typing import AxisName, DTypeLike, Shape
 
 # ---------------------------------------------------------------------------
 # jit
@@ -42,17 +47,17 @@ class ShapeDtypeStruct:
 
     __slots__ = ("shape", "dtype", "weak_type")
 
-    def __init__(self, shape, dtype, weak_type=False):
+    def __init__(self, shape: Shape, dtype: DTypeLike, weak_type: bool = False) -> None:
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = weak_type
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return len(self.shape)
 
     @property
-    def size(self):
+    def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
     def __eq__(self, other):
@@ -67,7 +72,7 @@ class ShapeDtypeStruct:
         """Always None: tangentia has one device (JAX's attribute, for code that reads it)."""
         return None
 
-    def update(self, **changes):
+    def update(self, **changes: Any) -> ShapeDtypeStruct:
         """A copy with some of ``shape``, ``dtype``, ``weak_type`` replaced (JAX's
         ``ShapeDtypeStruct.update``; ``sharding`` may only be None)."""
         if changes.pop("sharding", None) is not None:
@@ -242,7 +247,7 @@ class disable_jit:
       2.0
     """
 
-    def __init__(self, disable=True):
+    def __init__(self, disable: bool = True) -> None:
         self.disable = bool(disable)
 
     def __enter__(self):
@@ -387,7 +392,7 @@ class _Jitted:
         outs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=self.name, backend=self.backend)
         return tree_unflatten(out_tree, outs)
 
-    def lower(self, *args, **kwargs):
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """Stage and lower for these arguments, without running the program.
 
         Args:
@@ -402,12 +407,12 @@ class _Jitted:
         """
         return self.trace(*args, **kwargs).lower()
 
-    def eval_shape(self, *args, **kwargs):
+    def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
         """Shapes and dtypes of the outputs for these arguments, without running
         the program (as ``jax.jit(f).eval_shape``): ``trace(...).out_info``."""
         return self.trace(*args, **kwargs).out_info
 
-    def trace(self, *args, **kwargs):
+    def trace(self, *args: Any, **kwargs: Any) -> Traced:
         """Stage for these arguments, without lowering or running the program
         (the first ahead-of-time stage, as ``jax.jit(f).trace``).
 
@@ -526,7 +531,7 @@ class Lowered:
         self.backend = backend
         self.name = name
 
-    def as_text(self):
+    def as_text(self) -> str:
         """The code the backend generates for the program (with a first line saying
         when calls run tiered: on the NumPy backend until this code is compiled)."""
         text = self.backend.source(self.jaxpr)
@@ -542,7 +547,7 @@ class Lowered:
         """The staged program (tangentia's IR), as a ``ClosedJaxpr``."""
         return core.ClosedJaxpr(self.jaxpr, [])
 
-    def compile(self):
+    def compile(self) -> Callable:
         """A callable taking the same arguments as the jitted function."""
         fn = self.backend.compile(self.jaxpr)
         consts, in_tree, out_tree = self.consts, self.in_tree, self.out_tree
@@ -560,9 +565,33 @@ class Lowered:
         return self.as_text()
 
 
-def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
-        static_argnames=None, donate_argnums=None, donate_argnames=None, keep_unused=False,
-        device=None, backend=None, inline=False, abstracted_axes=None, compiler_options=None):
+@overload
+def jit(fun: Callable, /, *, in_shardings: Any = None, out_shardings: Any = None,
+        static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Iterable[str] | None = None,
+        donate_argnums: int | Sequence[int] | None = None,
+        donate_argnames: str | Iterable[str] | None = None, keep_unused: bool = False,
+        device: Any = None, backend: str | None = None, inline: bool = False,
+        compiler_options: dict[str, Any] | None = None, abstracted_axes: Any = None) -> _Jitted: ...
+
+
+@overload
+def jit(fun: None = None, /, *, in_shardings: Any = None, out_shardings: Any = None,
+        static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Iterable[str] | None = None,
+        donate_argnums: int | Sequence[int] | None = None,
+        donate_argnames: str | Iterable[str] | None = None, keep_unused: bool = False,
+        device: Any = None, backend: str | None = None, inline: bool = False,
+        compiler_options: dict[str, Any] | None = None, abstracted_axes: Any = None) -> Callable[[Callable], _Jitted]: ...
+
+
+def jit(fun: Callable | None = None, /, *, in_shardings: Any = None, out_shardings: Any = None,
+        static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Iterable[str] | None = None,
+        donate_argnums: int | Sequence[int] | None = None,
+        donate_argnames: str | Iterable[str] | None = None, keep_unused: bool = False,
+        device: Any = None, backend: str | None = None, inline: bool = False,
+        compiler_options: dict[str, Any] | None = None, abstracted_axes: Any = None) -> _Jitted | Callable[[Callable], _Jitted]:
     """Stage ``fun`` into a program, compile it, and cache it per abstract signature.
 
     The first call with arguments of given shapes and dtypes traces ``fun``
@@ -636,8 +665,10 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
 # checkpoint (rematerialization)
 
 
-def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_argnames=(),
-               concrete=False):
+def checkpoint(fun: Callable, *, prevent_cse: bool | Sequence[bool] = True,
+               policy: Callable[..., bool] | None = None,
+               static_argnums: int | tuple[int, ...] = (), static_argnames: str | Iterable[str] = (),
+               concrete: bool = False) -> Callable:
     """Differentiate ``fun`` saving only its inputs: reverse mode recomputes
     its intermediates instead of storing them (JAX's default policy).
 
@@ -706,7 +737,24 @@ remat = checkpoint
 # Tracing utilities
 
 
-def make_jaxpr(fun, static_argnums=(), return_shape=False, abstracted_axes=None):
+@overload
+def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
+               axis_env: Sequence[tuple[AxisName, int]] | None = None,
+               return_shape: Literal[False] = False, abstracted_axes: Any = None
+               ) -> Callable[..., core.ClosedJaxpr]: ...
+
+
+@overload
+def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
+               axis_env: Sequence[tuple[AxisName, int]] | None = None, *,
+               return_shape: Literal[True], abstracted_axes: Any = None
+               ) -> Callable[..., tuple[core.ClosedJaxpr, Any]]: ...
+
+
+def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
+               axis_env: Sequence[tuple[AxisName, int]] | None = None, return_shape: bool = False,
+               abstracted_axes: Any = None
+               ) -> Callable[..., core.ClosedJaxpr | tuple[core.ClosedJaxpr, Any]]:
     """A function that traces ``fun`` and returns its program (a ``ClosedJaxpr``).
 
     The program is what ``jit`` compiles: one equation per primitive
@@ -718,6 +766,8 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False, abstracted_axes=None)
       fun: the function to trace.
       static_argnums: positions of arguments that are Python values (used
         as constants while tracing).
+      axis_env: accepted for JAX compatibility; must be None (named axes
+        come from ``vmap(..., axis_name=...)`` around the traced call).
       return_shape: also return the output's shapes and dtypes, as a pytree
         of ``ShapeDtypeStruct``.
       abstracted_axes: accepted for JAX compatibility; must be None.
@@ -740,6 +790,9 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False, abstracted_axes=None)
         in (d,) }
     """
     _check_callable(fun, "make_jaxpr")
+    if axis_env is not None:
+        raise NotImplementedError(f"make_jaxpr: axis_env={axis_env!r} is not supported; "
+                                  "trace under vmap(..., axis_name=...) to give an axis a name")
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
 
@@ -765,7 +818,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False, abstracted_axes=None)
 
 
 @api_boundary
-def eval_shape(fun, *args, **kwargs):
+def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
     """Shapes and dtypes of ``fun``'s outputs, computed without running it.
 
     ``fun`` is traced with abstract values, so no arithmetic is done.

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import collections
 import functools
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -12,6 +14,11 @@ from .._messages import fun_name as _fun_name, jax_type as _jax_type
 from .._traceback_util import api_boundary
 from ..tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_structure, tree_unflatten
 from ._util import _check_callable, _flatten_fun, _parameters
+
+if TYPE_CHECKING:
+    from ..typing import AxisName
+
+_F = TypeVar("_F", bound=Callable)
 
 # ---------------------------------------------------------------------------
 # vmap
@@ -98,7 +105,9 @@ def _sizes_error(fun, args, kwargs, leaves, axes, axis_size):
                       f"\n(vmap of {_fun_name(fun)}: all mapped axes must have the same size)")
 
 
-def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
+def vmap(fun: _F, in_axes: int | None | Sequence[Any] = 0, out_axes: Any = 0,
+         axis_name: AxisName | None = None, axis_size: int | None = None,
+         spmd_axis_name: AxisName | tuple[AxisName, ...] | None = None) -> _F:
     """Vectorize ``fun`` over a leading (or ``in_axes``) axis of its inputs.
 
     ``vmap(fun)(xs)`` equals stacking ``fun(x)`` for each ``x`` along the
