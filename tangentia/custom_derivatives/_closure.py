@@ -3,19 +3,44 @@ arguments, so that a custom rule can differentiate with respect to them."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any
 
-from .. import core
-from ..interpreters import partial_eval as pe
+from .. import core, dtypes
+from ..interpreters import ad, batching, partial_eval as pe
 from .._messages import fun_name as _fun_name
 from ..tree_util import tree_flatten, tree_unflatten
 
 
-def closure_convert(fun, *example_args):
-    """Hoist the floating values ``fun`` closes over into explicit arguments.
+def _maybe_perturbed(x):
+    """Whether closed-over ``x`` may carry a tangent, as JAX decides it: a
+    concrete value cannot; a JVP value with a zero tangent only if its primal
+    can; a staged value if its dtype has tangents (not integer or boolean);
+    a batched value if the values it batches can."""
+    if not isinstance(x, core.Tracer):
+        return False
+    if not dtypes.is_inexact(core.get_aval(x).dtype):
+        return False
+    if isinstance(x, ad.JVPTracer):
+        return type(x.tangent) is not core.Zero or _maybe_perturbed(x.primal)
+    if isinstance(x, batching.BatchTracer):
+        return _maybe_perturbed(x.val)
+    return True  # staged (or an unknown kind of tracer): it may be differentiated later
 
-    Floating constants (traced or not) are hoisted, so that a custom rule
-    can differentiate with respect to them; integer and boolean constants
-    cannot be perturbed and stay closed over, as in JAX.
+
+def _is_float(x):
+    return dtypes.is_inexact(core.get_aval(x).dtype)
+
+
+def closure_convert(fun: Callable, *example_args: Any) -> tuple[Callable, list[Any]]:
+    """Hoist the closed-over values of ``fun`` that may be differentiated
+    into explicit arguments.
+
+    As in JAX, the hoisted constants are the traced ones that may carry a
+    tangent: floating values of an enclosing ``grad``/``jvp``, or staged by
+    an enclosing ``jit`` (which may be differentiated later). Concrete
+    values (Python floats, NumPy arrays, eager results), integer and boolean
+    values, and values only batched by ``vmap`` stay closed over.
 
     Args:
       fun: the function, closing over arrays (for example a tracer of an
@@ -29,11 +54,20 @@ def closure_convert(fun, *example_args):
 
     Examples:
       >>> import tangentia as tg, tangentia.numpy as tnp
-      >>> w = tnp.array([1.0, 2.0])
-      >>> f, consts = tg.closure_convert(lambda x: tnp.sum(w * x), tnp.ones(2))
-      >>> len(consts), float(f(tnp.ones(2), *consts))
-      (1, 3.0)
+      >>> def g(w):
+      ...     f, consts = tg.closure_convert(lambda x: tnp.sum(w * x) * 2.0, tnp.ones(2))
+      ...     assert len(consts) == 1  # w, traced by grad; 2.0 stays closed over
+      ...     return f(tnp.ones(2), *consts)
+      >>> tg.grad(g)(tnp.array([1.0, 2.0]))
+      Array([2., 2.])
     """
+    return _closure_convert(fun, example_args, _maybe_perturbed)
+
+
+def _closure_convert(fun, example_args, should_hoist):
+    """``closure_convert`` hoisting the constants for which ``should_hoist``
+    is true (odeint hoists every floating constant, concrete ones included,
+    so that one compiled solve serves dynamics that differ only in them)."""
     leaves, in_tree = tree_flatten(example_args)
     avals = [core.get_aval(x) for x in leaves]
     store = {}
@@ -44,7 +78,7 @@ def closure_convert(fun, *example_args):
         return outs
 
     jaxpr, consts = pe.trace_to_jaxpr(flat, avals, name=_fun_name(fun), label="closure_convert")
-    hoist = tuple(core.get_aval(c).dtype.kind in "fc" for c in consts)
+    hoist = tuple(bool(should_hoist(c)) for c in consts)
     hoisted = [c for c, h in zip(consts, hoist) if h]
     kept = tuple(c for c, h in zip(consts, hoist) if not h)
     n_hoisted = len(hoisted)
