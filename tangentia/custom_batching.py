@@ -27,6 +27,8 @@ it closes over become leading operands of the call; they must not be batched
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -88,12 +90,12 @@ class custom_vmap:
       [0.0, 1.0, 4.0]
     """
 
-    def __init__(self, fun):
+    def __init__(self, fun: Callable[..., Any]) -> None:
         functools.update_wrapper(self, fun, updated=())
         self.fun = fun
         self.vmap_rule = None
 
-    def def_vmap(self, vmap_rule):
+    def def_vmap(self, vmap_rule: Callable[..., tuple[Any, Any]]) -> Callable[..., tuple[Any, Any]]:
         """Define the batching rule; returns it unchanged (so it can be used as a decorator).
 
         Args:
@@ -116,7 +118,7 @@ class custom_vmap:
 
     __getattr__ = forward_attr
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         name = _fun_name(self.fun)
         # Bound to the signature (defaults applied), so a missing or unknown
         # argument gets JAX's error naming the custom_vmap function.
@@ -191,7 +193,7 @@ def _flat_rule(rule, name, in_tree, out_tree, out_avals, axis_size, in_batched, 
     return outs, [bool(b) for b in flags]
 
 
-def sequential_vmap(f):
+def sequential_vmap(f: Callable) -> custom_vmap:
     """A ``custom_vmap`` whose rule maps ``f`` over the batch sequentially (a
     loop, ``lax.map``), for functions that have no batched form.
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,6 +18,9 @@ from ..interpreters import ad
 from ..interpreters import partial_eval as pe
 from .._messages import fun_name as _fun_name
 from ..tree_util import tree_flatten, tree_structure, tree_unflatten
+
+if TYPE_CHECKING:
+    from ..typing import Array
 
 
 # ---------------------------------------------------------------------------
@@ -32,13 +36,13 @@ class SymbolicZero:
 
     __slots__ = ("aval",)
 
-    def __init__(self, aval):
+    def __init__(self, aval: core.ShapedArray) -> None:
         self.aval = aval
 
     shape = property(lambda self: self.aval.shape, doc="The zero's shape.")
     dtype = property(lambda self: self.aval.dtype, doc="The zero's dtype.")
 
-    def instantiate(self):
+    def instantiate(self) -> Array:
         return np.zeros(self.aval.shape, self.aval.dtype)
 
     def __repr__(self):

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .. import core
 from ..core import Zero
@@ -127,12 +129,14 @@ class custom_jvp(_CustomFunction):
     _BINDING = (_JVPCall, ("fun", "jvp"), operator.attrgetter("fun", "jvp"),
                 "process_custom_jvp_call", custom_jvp_call_p)
 
-    def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
+                 nondiff_argnames: Sequence[str] = ()) -> None:
         super().__init__(fun, nondiff_argnums, nondiff_argnames)
         self.jvp = None
         self._undefined = f"No JVP defined for custom_jvp function {self.name} using defjvp."
 
-    def defjvp(self, jvp, symbolic_zeros=False):
+    def defjvp(self, jvp: Callable[..., tuple[Any, Any]], symbolic_zeros: bool = False
+               ) -> Callable[..., tuple[Any, Any]]:
         """Define the JVP rule; returns ``jvp`` so it can be used as a decorator.
 
         Args:
@@ -157,7 +161,7 @@ class custom_jvp(_CustomFunction):
                             rule_name=self.jvp_name, call_jaxpr=None)
         return jvp
 
-    def defjvps(self, *jvps):
+    def defjvps(self, *jvps: Callable[..., Any] | None) -> None:
         """Define the JVP rule by one function per argument.
 
         Args:

@@ -4,6 +4,8 @@ call, carried by ``ad.custom_lin_p`` with the transpose as its ``bwd``."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any
 
 from .. import core
 from ..interpreters import ad
@@ -87,7 +89,8 @@ def _linear_map(fun, transpose, residual_args, linear_args, name, what):
     return tree_unflatten(out_trees[-1], list(outs))
 
 
-def linear_call(fun, fun_transpose, residual_args, linear_args):
+def linear_call(fun: Callable, fun_transpose: Callable, residual_args: Any, linear_args: Any
+                ) -> Any:
     """Call a linear function, with a custom implementation for its transpose.
 
     ``fun(residual_args, linear_args)`` must be linear in ``linear_args``;
@@ -156,14 +159,14 @@ class custom_transpose:
       (2.0, 3.0)
     """
 
-    def __init__(self, fun):
+    def __init__(self, fun: Callable) -> None:
         functools.update_wrapper(self, fun, updated=())
         self.fun = fun
         self.transpose = None
 
     __getattr__ = forward_attr
 
-    def def_transpose(self, transpose):
+    def def_transpose(self, transpose: Callable) -> Callable:
         """Define the transpose; returns it (so it can be used as a decorator).
 
         Args:
@@ -177,7 +180,7 @@ class custom_transpose:
         self.transpose = transpose
         return transpose
 
-    def __call__(self, out_types, res_arg, lin_arg):
+    def __call__(self, out_types: Any, res_arg: Any, lin_arg: Any) -> Any:
         """``fun(res_arg, lin_arg)``; ``out_types`` (the output's types, which
         JAX needs to stage the call without running ``fun``) is accepted and not
         needed: the call runs ``fun``."""

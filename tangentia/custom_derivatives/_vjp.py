@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .. import core
 from ..core import Zero
@@ -19,7 +21,7 @@ class CustomVJPPrimal:
 
     __slots__ = ("value", "perturbed")
 
-    def __init__(self, value, perturbed):
+    def __init__(self, value: Any, perturbed: bool) -> None:
         self.value, self.perturbed = value, perturbed
 
     def __repr__(self):
@@ -168,13 +170,15 @@ class custom_vjp(_CustomFunction):
     _BINDING = (_VJPCall, ("fun", "fwd", "bwd"), operator.attrgetter("fun", "fwd", "bwd"),
                 "process_custom_vjp_call", custom_vjp_call_p)
 
-    def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
+                 nondiff_argnames: Sequence[str] = ()) -> None:
         super().__init__(fun, nondiff_argnums, nondiff_argnames)
         self.fwd = None
         self.bwd = None
         self._undefined = f"No VJP defined for custom_vjp function {self.name} using defvjp."
 
-    def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
+    def defvjp(self, fwd: Callable[..., tuple[Any, Any]], bwd: Callable[..., tuple[Any, ...]],
+               symbolic_zeros: bool = False, optimize_remat: bool = False) -> None:
         """Define the forward and backward rules.
 
         Args:
@@ -201,7 +205,7 @@ class custom_vjp(_CustomFunction):
                             rule_name=self.fwd_name, call_jaxpr=None)
 
 
-def custom_vjp_primal_tree_values(tree):
+def custom_vjp_primal_tree_values(tree: Any) -> Any:
     """Strip the perturbation information from the arguments of a ``fwd`` rule
     defined with ``symbolic_zeros=True``: each ``CustomVJPPrimal`` becomes its value.
 
