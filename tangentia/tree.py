@@ -1,6 +1,9 @@
 """``tangentia.tree``: the short names of ``jax.tree`` (``tree.map``,
 ``tree.leaves``, ...), the same functions as ``tangentia.tree_util``."""
+from __future__ import annotations
+
 import dataclasses as _dataclasses
+from typing import Any
 
 from .tree_util import (tree_all as all, tree_flatten as flatten, tree_leaves as leaves,  # noqa: A004
                         tree_map as map, tree_reduce as reduce, tree_structure as structure,
@@ -15,7 +18,7 @@ __all__ = ["all", "flatten", "leaves", "map", "reduce", "structure", "transpose"
            "reduce_associative", "static"]
 
 
-def static(**kwargs):
+def static(**kwargs: Any) -> Any:
     """A ``dataclasses.field`` marked static (``metadata={"static": True}``):
     ``tree_util.register_dataclass`` keeps it in the tree structure, not as a
     leaf.

@@ -44,6 +44,8 @@ from typing import Any, Callable, Hashable, Iterable, NamedTuple, Tuple, TypeVar
 
 import numpy as np
 
+_Typ = TypeVar("_Typ", bound=type)  # a class decorator returns its class
+
 __all__ = [
     "PyTreeDef",
     "Partial",
@@ -532,7 +534,7 @@ class PyTreeDef:
 
     __slots__ = ("_node", "_num_leaves", "_hash", "_unflat", "__weakref__")
 
-    def __init__(self, node, num_leaves: int):
+    def __init__(self, node: Any, num_leaves: int) -> None:
         self._node = node
         self._num_leaves = num_leaves
         self._hash = None
@@ -548,7 +550,7 @@ class PyTreeDef:
         return _count_nodes(self._node)
 
     # -- core operations ------------------------------------------------
-    def unflatten(self, leaves: Iterable[Any]):
+    def unflatten(self, leaves: Iterable[Any]) -> Any:
         """Build a pytree with this structure from ``leaves``."""
         if type(leaves) is not list and type(leaves) is not tuple:
             leaves = list(leaves)
@@ -597,7 +599,7 @@ class PyTreeDef:
             return []
         return [PyTreeDef(c, _count_leaves(c)) for c in node[2]]
 
-    def node_data(self):
+    def node_data(self) -> tuple[type, Any] | None:
         """``(node_type, aux_data)`` of the root node, ``None`` for a leaf."""
         node = self._node
         if node is None:
@@ -665,7 +667,8 @@ def _hash_hashable_parts(node):
 # ---------------------------------------------------------------------------
 
 
-def tree_flatten(tree, is_leaf: Callable[[Any], bool] | None = None):
+def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None
+                 ) -> tuple[list[Any], PyTreeDef]:
     """Flatten ``tree`` into ``(leaves, treedef)``.
 
     ``None`` is a node with no children (it has no leaves).  Dict children
@@ -680,7 +683,7 @@ def tree_flatten(tree, is_leaf: Callable[[Any], bool] | None = None):
     return leaves, PyTreeDef(node, len(leaves))
 
 
-def tree_unflatten(treedef: PyTreeDef, leaves: Iterable[Any]):
+def tree_unflatten(treedef: PyTreeDef, leaves: Iterable[Any]) -> Any:
     """Rebuild a pytree with structure ``treedef`` from ``leaves``."""
     return treedef.unflatten(leaves)
 
@@ -732,8 +735,8 @@ def _flatten_rest(treedef: PyTreeDef, rest, fname: str) -> list:
     return out
 
 
-def tree_map(f: Callable[..., Any], tree, *rest,
-             is_leaf: Callable[[Any], bool] | None = None):
+def tree_map(f: Callable[..., Any], tree: Any, *rest: Any,
+             is_leaf: Callable[[Any], bool] | None = None) -> Any:
     """Apply ``f`` leafwise: ``f(x, *xs)`` for each leaf ``x`` of ``tree``.
 
     Each tree in ``rest`` must have the structure of ``tree`` as a prefix
@@ -758,9 +761,9 @@ def tree_map(f: Callable[..., Any], tree, *rest,
 _MISSING = object()
 
 
-def tree_reduce(function: Callable[[Any, Any], Any], tree,
+def tree_reduce(function: Callable[[Any, Any], Any], tree: Any,
                 initializer: Any = _MISSING,
-                is_leaf: Callable[[Any], bool] | None = None):
+                is_leaf: Callable[[Any], bool] | None = None) -> Any:
     """``functools.reduce`` over the leaves of ``tree``."""
     leaves = tree_leaves(tree, is_leaf)
     if initializer is _MISSING:
@@ -778,7 +781,7 @@ def tree_all(tree, *, is_leaf: Callable[[Any], bool] | None = None) -> bool:
 
 def tree_transpose(outer_treedef: PyTreeDef,
                    inner_treedef: PyTreeDef | None,
-                   pytree_to_transpose):
+                   pytree_to_transpose: Any) -> Any:
     """Turn an outer-of-inner pytree into an inner-of-outer pytree.
 
     ``pytree_to_transpose`` must have structure
@@ -891,7 +894,7 @@ def register_pytree_with_keys(nodetype: type, flatten_with_keys,
                             flatten_with_keys))
 
 
-def register_pytree_node_class(cls):
+def register_pytree_node_class(cls: _Typ) -> _Typ:
     """Class decorator: register ``cls`` via its ``tree_flatten`` method and
     ``tree_unflatten`` classmethod."""
     register_pytree_node(cls, operator.methodcaller("tree_flatten"),
@@ -899,7 +902,7 @@ def register_pytree_node_class(cls):
     return cls
 
 
-def register_pytree_with_keys_class(cls):
+def register_pytree_with_keys_class(cls: _Typ) -> _Typ:
     """Class decorator: register ``cls`` via ``tree_flatten_with_keys`` /
     ``tree_unflatten`` (and ``tree_flatten`` if defined)."""
     flatten = getattr(cls, "tree_flatten", None)
@@ -910,7 +913,7 @@ def register_pytree_with_keys_class(cls):
     return cls
 
 
-def register_static(cls):
+def register_static(cls: _Typ) -> _Typ:
     """Register ``cls`` as a node with no children: instances are static
     (stored in the treedef, must be hashable)."""
     register_pytree_node(cls, _static_flatten, _static_unflatten)
@@ -925,10 +928,10 @@ def _static_unflatten(aux, _children):
     return aux
 
 
-def register_dataclass(nodetype: type,
+def register_dataclass(nodetype: _Typ,
                        data_fields: Iterable[str] | None = None,
                        meta_fields: Iterable[str] | None = None,
-                       drop_fields: Iterable[str] = ()):
+                       drop_fields: Iterable[str] = ()) -> _Typ:
     """Register a dataclass (or a class constructible from keyword
     arguments) as a pytree node.  Usable as a bare class decorator.
 
@@ -1192,8 +1195,9 @@ def _path_is_leaf_decisions(x, path: tuple, is_leaf, decisions: list, paths: lis
         _path_is_leaf_decisions(c, path + (k,), is_leaf, decisions, paths)
 
 
-def tree_flatten_with_path(tree, is_leaf: Callable[..., bool] | None = None,
-                           is_leaf_takes_path: bool = False):
+def tree_flatten_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
+                           is_leaf_takes_path: bool = False
+                           ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
     """Like :func:`tree_flatten` but leaves come as ``(key_path, leaf)``;
     with ``is_leaf_takes_path=True`` ``is_leaf`` is called as
     ``is_leaf(key_path, x)``."""
@@ -1216,9 +1220,9 @@ def tree_leaves_with_path(tree, is_leaf: Callable[..., bool] | None = None,
     return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
 
 
-def tree_map_with_path(f: Callable[..., Any], tree, *rest,
+def tree_map_with_path(f: Callable[..., Any], tree: Any, *rest: Any,
                        is_leaf: Callable[..., bool] | None = None,
-                       is_leaf_takes_path: bool = False):
+                       is_leaf_takes_path: bool = False) -> Any:
     """Like :func:`tree_map` but calls ``f(key_path, x, *xs)`` (``rest``, ``is_leaf``
     and ``is_leaf_takes_path`` as in :func:`tree_map` and
     :func:`tree_flatten_with_path`)."""
@@ -1291,7 +1295,8 @@ def is_tree_node(typ) -> bool:
             or (issubclass(typ, tuple) and hasattr(typ, "_fields")))
 
 
-def tree_broadcast(prefix_tree, full_tree, is_leaf: Callable[[Any], bool] | None = None):
+def tree_broadcast(prefix_tree: Any, full_tree: Any,
+                   is_leaf: Callable[[Any], bool] | None = None) -> Any:
     """``prefix_tree`` with each leaf replicated over the matching subtree of ``full_tree``."""
     prefix_leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
     subtrees = prefix_def.flatten_up_to(full_tree)
@@ -1301,7 +1306,7 @@ def tree_broadcast(prefix_tree, full_tree, is_leaf: Callable[[Any], bool] | None
 
 def tree_reduce_associative(operation: Callable[[Any, Any], Any], tree, *,
                             identity: Any = _MISSING,
-                            is_leaf: Callable[[Any], bool] | None = None):
+                            is_leaf: Callable[[Any], bool] | None = None) -> Any:
     """Reduce the leaves with an associative ``operation`` in a balanced tree of calls
     (the two halves reduced first, as JAX's)."""
     leaves = tree_leaves(tree, is_leaf)
