@@ -106,3 +106,79 @@ def test_closure_convert_keeps_concrete_floats_and_grad_is_right(jax):
     close(tg.grad(loss, 1)(s, x), s * np.cos(x) * k)
     close(tg.jit(tg.grad(loss))(s, x), np.sin(x) * k)
     assert seen == [1, 0, 1]  # s when it is traced; never k
+
+
+# ---------------------------------------------------------------------------
+# A custom_jvp rule returning Python floats
+
+
+def _scalar_and_array_rule(lib, np_, symbolic_zeros, seen):
+    """f(a, b, x, y) = (a + x, b + y) whose rule returns the scalar output's
+    primal and tangent as Python floats (a and b are never perturbed)."""
+    def f(a, b, x, y):
+        return a + x, b + y
+
+    f = lib.custom_jvp(f)
+
+    def f_jvp(primals, tangents):
+        a = primals[0]
+        ta, tb, tx, ty = tangents
+        seen.append((type(ta).__name__, type(tb).__name__))
+        return f(*primals), (a + 90.0, ty + 91.0)
+
+    f.defjvp(f_jvp, symbolic_zeros=symbolic_zeros)
+    return f
+
+
+@pytest.mark.parametrize("symbolic_zeros", [True, False])
+@pytest.mark.parametrize("how", ["eager", "jit", "vmap", "jit_vmap"])
+def test_custom_jvp_python_float_outputs_as_jax(jax, how, symbolic_zeros):
+    import jax.numpy as jnp
+
+    def run(lib, np_):
+        seen = []
+        f = _scalar_and_array_rule(lib, np_, symbolic_zeros, seen)
+
+        def g(x, y):
+            if "vmap" in how:
+                args = (np_.ones(1), np_.array([[2.0, 3.0]]), x[None], y[None])
+                outs = lib.vmap(f)(*args)
+                return outs[0][0], outs[1][0]
+            return f(1.0, np_.array([2.0, 3.0]), x, y)
+
+        def jvp_g(ps, ts):
+            return lib.jvp(g, ps, ts)
+        if "jit" in how:
+            jvp_g = lib.jit(jvp_g)
+        out = jvp_g((4.0, np_.array([5.0, 6.0])), (7.0, np_.array([8.0, 9.0])))
+        return out, seen
+
+    (p, t), seen = run(tg, tnp)
+    (jp, jt), jseen = run(jax, jnp)
+    scalar = float if how == "eager" else np.ndarray
+    for got, want in zip(p + t, jp + jt):
+        assert isinstance(got, scalar if np.ndim(want) == 0 else np.ndarray)
+        assert type(got) is float or type(want) is not float
+        close(got, want)
+    assert (type(p[0]) is float) == (type(jp[0]) is float)
+    assert (type(t[0]) is float) == (type(jt[0]) is float)
+    close(t[0], 91.0)
+    close(t[1], [99.0, 100.0])
+    zero_names = {"SymbolicZero"} if symbolic_zeros else {"ndarray", "ArrayImpl", "float",
+                                                            "Array"}
+    assert all(n in zero_names for pair in seen for n in pair), seen
+    assert len(seen) == len(jseen)
+
+
+def test_jvp_returns_python_floats_as_jax(jax):
+    # the input itself, and a Python constant output (whose zero tangent is an array)
+    for lib in (tg, jax):
+        p, t = lib.jvp(lambda x: x, (1.0,), (2.0,))
+        assert type(p) is float and type(t) is float
+        (p1, p2), (t1, t2) = lib.jvp(lambda x: (x, 2.0), (1.0,), (1.0,))
+        assert type(p1) is float and type(p2) is float and type(t1) is float
+        assert isinstance(t2, (np.ndarray, jax.Array)) and float(t2) == 0.0
+    # anything computed is an array
+    p, t = tg.jvp(lambda x: x * 2.0, (1.0,), (1.0,))
+    assert isinstance(p, np.ndarray) and isinstance(t, np.ndarray)
+    close(t, 2.0)

@@ -105,13 +105,19 @@ def jvp(fun: Callable, primals: Any, tangents: Any, has_aux: bool = False) -> tu
 
     trace_holder = {}
     outs, out_tans = _jvp_with_aux(flat, p_leaves, tans, store, trace_holder)
-    out_tans = _arrays([ad.instantiate(t) for t in out_tans])
-    outs = _arrays(outs)
+    # Python floats reached the output as they are (the input itself, a custom_jvp rule's
+    # output): they stay Python floats, as JAX's; everything else is an array
+    out_tans = [t if type(t) in _PY_SCALARS else x
+                for t, x in zip(out_tans, _arrays([ad.instantiate(t) for t in out_tans]))]
+    outs = [o if type(o) in _PY_SCALARS else x for o, x in zip(outs, _arrays(outs))]
     out_tree = store["out_tree"]
     res = (tree_unflatten(out_tree, outs), tree_unflatten(out_tree, out_tans))
     if has_aux:
         return res + (store["aux"],)
     return res
+
+
+_PY_SCALARS = (float, complex)
 
 
 def _jvp_with_aux(flat, primals, tangents, store, holder):

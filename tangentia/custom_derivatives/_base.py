@@ -111,6 +111,13 @@ def _as_arrays(outs):
     return [o if type(o) is np.ndarray or isinstance(o, Tracer) else np.asarray(o) for o in outs]
 
 
+def _as_arrays_but_py_scalars(outs):
+    """``outs`` as arrays, but Python floats and complex numbers as they are: an
+    eager call of a custom function returns what the function returned, as JAX's."""
+    return [o if type(o) is float or type(o) is complex or type(o) is np.ndarray
+            or isinstance(o, Tracer) else np.asarray(o) for o in outs]
+
+
 def _user_zero(z, symbolic_zeros):
     """What a user rule sees for the internal zero ``z``."""
     return SymbolicZero(z.aval) if symbolic_zeros else np.zeros(z.aval.shape, z.aval.dtype)
@@ -367,7 +374,7 @@ class _CustomFunction:
                         if type(out) is _ndarray:
                             return out.view(ArrayImpl)
                         leaves, tree = tree_flatten(out)
-                        return to_user(tree_unflatten(tree, _as_arrays(leaves)))
+                        return to_user(tree_unflatten(tree, _as_arrays_but_py_scalars(leaves)))
                 split = scalar  # each argument one array: the flat rules take them as they are
         if split:
             ca, dyn, leaves = self._args(args, kwargs)

@@ -80,7 +80,17 @@ class _JVPCall(_Call):
         except TypeError:  # a primal output of the wrong type is reported first
             _check_primal_types(self, p_leaves, xs[:n_dyn + n_diff], jvp_name, name)
             raise
-        return _as_arrays(p_leaves) + fixed
+        outs = _as_arrays(p_leaves) + fixed
+        n = len(p_leaves)
+        for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
+            if type(p) in _PY_SCALARS and type(t) is type(p):
+                # Python scalars out of the rule stay Python scalars, as JAX's (an
+                # eager jvp returns them as they are)
+                outs[i], outs[n + i] = p, t
+        return outs
+
+
+_PY_SCALARS = (float, complex)
 
 
 class custom_jvp(_CustomFunction):
