@@ -35,7 +35,8 @@ import numpy as np
 from .. import core, dtypes
 from ..core import Tracer
 from ..api import jit, jvp as _jvp, vjp as _vjp
-from ..custom_derivatives import closure_convert, custom_jvp, custom_lin_p, rule_key
+from ..custom_derivatives import custom_jvp, custom_lin_p, rule_key
+from ..custom_derivatives._closure import _closure_convert, _is_float
 from .. import numpy as tnp
 from ..lax import scan, while_loop
 from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
@@ -69,9 +70,17 @@ def _add(a, b):
 def _rms(tree):
     """Root mean square over all elements of all leaves."""
     leaves = tree_leaves(tree)
-    total = sum(tnp.sum(x * x) for x in leaves)
+    total = sum(tnp.sum(_abs2(x)) for x in leaves)
     n = sum(int(np.prod(core.get_aval(x).shape, dtype=np.int64)) for x in leaves)
     return tnp.sqrt(total / max(n, 1))
+
+
+def _abs2(x):
+    """``|x|**2`` elementwise, real (a complex state's error is measured by its modulus)."""
+    if core.get_aval(x).dtype.kind == "c":
+        re, im = tnp.real(x), tnp.imag(x)
+        return re * re + im * im
+    return x * x
 
 
 def _vdot_tree(a, b):
@@ -361,6 +370,8 @@ def _backward(func, rtol, atol, mxstep, hmax, ys, ts, arg_leaves, g):
         y_i, t_i, t_prev, g_i, g_prev = xs
         # Moving output time t_i moves y(t_i) along f: its cotangent is f . g_i.
         t_bar = _vdot_tree(call(y_i, t_i, arg_leaves), g_i)
+        if core.get_aval(t_bar).dtype.kind == "c":  # a complex state: the cotangent of
+            t_bar = tnp.real(t_bar)                  # the real time is the real part
         t0_bar = t0_bar - t_bar
         out = odeint(aug_dynamics, (y_i, a, t0_bar, args_bar), tnp.stack([-t_i, -t_prev]),
                      *arg_leaves, rtol=rtol, atol=atol, mxstep=mxstep, hmax=hmax)
@@ -598,7 +609,9 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.
 
     checked.__name__ = name
     try:
-        converted, consts = closure_convert(checked, y0, t[0], *args)
+        # every floating constant is hoisted, concrete ones too (closure_convert keeps
+        # those, as JAX's): dynamics differing only in them share one compiled solve
+        converted, consts = _closure_convert(checked, (y0, t[0], *args), _is_float)
     except core.ConcretizationTypeError:
         raise  # Python control flow on traced values: not a matter of argument order
     except (TypeError, ValueError, IndexError) as e:
