@@ -168,6 +168,13 @@ __all__ = [
     "packbits", "unpackbits", "ufunc", "frompyfunc"]
 
 
+# ml_dtypes' narrow types that jax.numpy names too (served on first use, as bfloat16)
+_ML_SCALAR_TYPES = frozenset((
+    "int1", "uint1", "int2", "uint2", "int4", "uint4", "float4_e2m1fn", "float6_e2m3fn",
+    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+    "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"))
+
+
 def __getattr__(name):
     # ``tnp.bool`` (jax.numpy's name for the bool dtype) without shadowing the
     # builtin ``bool`` inside this package.
@@ -175,4 +182,8 @@ def __getattr__(name):
         return bool_
     if name == "bfloat16":   # ml_dtypes' (imported on first use), as tangentia.dtypes'
         return _dtypes.bfloat16
+    if name in _ML_SCALAR_TYPES:   # jnp.int4, jnp.float8_e4m3fn, ...: ml_dtypes' types
+        ml = _dtypes._ml_dtypes()
+        if ml is not None and hasattr(ml, name):
+            return getattr(ml, name)
     raise AttributeError(f"module 'tangentia.numpy' has no attribute {name!r}")

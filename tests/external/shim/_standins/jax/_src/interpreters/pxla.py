@@ -1,0 +1,1 @@
+"""``jax._src.interpreters.pxla`` placeholder: tangentia has no multi-device executables."""
