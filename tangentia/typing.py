@@ -44,9 +44,16 @@ from .core import Tracer
 
 __all__ = ["Array", "ArrayLike", "Axis", "AxisName", "DType", "DTypeLike", "PyTree", "Shape"]
 
-ArrayLike = Union[np.ndarray, Tracer, np.bool_, np.number, bool, int, float, complex]
+if TYPE_CHECKING:
+    # tangentia's functions also take (nested) lists of these, as NumPy's do (JAX's reject them)
+    ArrayLike = Union[np.ndarray, Tracer, np.bool_, np.number, bool, int, float, complex,
+                      Sequence[Any]]
+else:
+    ArrayLike = Union[np.ndarray, Tracer, np.bool_, np.number, bool, int, float, complex]
 """An array, a tracer, a NumPy scalar or a Python number (eager results are
-``numpy.ndarray``s)."""
+``numpy.ndarray``s).  A type checker also accepts lists of these, as tangentia's
+functions do (NumPy's semantics; JAX's reject them); ``isinstance`` checks are
+JAX's (a list is not ``ArrayLike``)."""
 
 
 class _SupportsDType(Protocol):

@@ -220,6 +220,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequen
       fun: the function to differentiate (arrays or pytrees in and out).
       *primals: the point: ``fun``'s positional arguments.
       has_aux: ``fun`` returns ``(output, aux)``; ``aux`` is returned as is.
+      reduce_axes: accepted for JAX compatibility (deprecated there); must be ``()``.
 
     Returns:
       ``(fun(*primals), vjp_fun)`` (``(..., vjp_fun, aux)`` if ``has_aux``).

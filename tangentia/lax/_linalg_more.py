@@ -7,6 +7,7 @@ algorithm enums, and JAX's ``*_p`` names of the linear-algebra primitives.
 from __future__ import annotations
 
 import enum
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,6 +17,11 @@ from ..numpy import _complex, _conversion, _creation, _elementwise, _matrices, _
 from ..primitives import linalg as PL
 from ..primitives.callback import pure_callback
 from .primitive_names import JaxPrimitive
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+    from ..typing import Array, ArrayLike
 
 
 class EigImplementation(enum.Enum):
@@ -67,8 +73,9 @@ def _lapack_callback(fn, shapes, *args):
                               vmap_method="sequential"))
 
 
-def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
-        enable_eigvec_derivs=False, implementation=None, use_magma=None):
+def eig(x: ArrayLike, *, compute_left_eigenvectors: bool = True,
+        compute_right_eigenvectors: bool = True, enable_eigvec_derivs: bool = False,
+        implementation: Any = None, use_magma: bool | None = None) -> list[Array]:
     """Eigenvalues and left/right eigenvectors of general square matrices (LAPACK's
     ``geev``): ``[w, vl, vr]``, leaving out the vectors not asked for.  The eigenvalues
     are differentiable; the eigenvectors are not (``enable_eigvec_derivs`` is accepted
@@ -98,7 +105,8 @@ def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
     return [w] + _lapack_callback(vectors, [vec] * (left + right), x)
 
 
-def schur(x, *, compute_schur_vectors=True, sort_eig_vals=False, select_callable=None):
+def schur(x: ArrayLike, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False,
+          select_callable: Callable[..., Any] | None = None) -> tuple[Array, Array]:
     """The Schur decomposition ``x = q u q^H`` (LAPACK's ``gees``; real input gives the
     real Schur form): ``(u, q)``, or ``u`` alone; not differentiable.
 
@@ -119,7 +127,7 @@ def schur(x, *, compute_schur_vectors=True, sort_eig_vals=False, select_callable
     return (u, q) if compute_schur_vectors else u
 
 
-def hessenberg(a):
+def hessenberg(a: ArrayLike) -> tuple[Array, Array]:
     """The Hessenberg reduction in LAPACK's packed form (``gehrd``): ``(a, taus)``, the
     upper Hessenberg matrix on and above the first subdiagonal and the Householder
     reflectors below it, with their scalar factors ``taus`` ``[..., n - 1]``.
@@ -141,7 +149,7 @@ def hessenberg(a):
                                                          dtype)], a))
 
 
-def tridiagonal(a, *, lower=True):
+def tridiagonal(a: ArrayLike, *, lower: bool = True) -> tuple[Array, Array, Array, Array]:
     """The reduction of symmetric/Hermitian ``a`` to tridiagonal form (LAPACK's
     ``sytrd``/``hetrd``): ``(a, d, e, taus)``: the packed reflectors and tridiagonal
     band, the diagonal ``d``, the off-diagonal ``e`` and the reflectors' factors.
@@ -190,7 +198,8 @@ def _reflectors(a, taus):
     return vs
 
 
-def ormqr(a, taus, c, *, left=True, transpose=False):
+def ormqr(a: ArrayLike, taus: ArrayLike, c: ArrayLike, *, left: bool = True, transpose: bool = False
+          ) -> Array:
     """``c`` multiplied by the ``Q`` of a packed QR factorization (LAPACK's ``ormqr``):
     ``Q c`` (``left``), ``c Q`` (not ``left``), with ``Q^H`` when ``transpose``.
 
@@ -213,7 +222,7 @@ def ormqr(a, taus, c, *, left=True, transpose=False):
     return c
 
 
-def householder_product(a, taus):
+def householder_product(a: ArrayLike, taus: ArrayLike) -> Array:
     """The first ``n`` columns of ``Q = H_1 ... H_k`` from packed Householder reflectors
     (LAPACK's ``orgqr``/``ungqr``); differentiable.
 
@@ -227,7 +236,8 @@ def householder_product(a, taus):
     return ormqr(a, taus, _shapes.broadcast_to(eye, _aval(a).shape))
 
 
-def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
+def tridiagonal_solve(dl: Array, d: Array, du: Array, b: Array, *, perturb_singular: bool = False
+                      ) -> Array:
     """The solution ``X`` of ``A X = B`` for the tridiagonal ``A`` with sub-, main and
     super-diagonals ``dl`` (``dl[0] = 0``), ``d`` and ``du`` (``du[-1] = 0``);
     differentiable in all arguments.
@@ -252,7 +262,7 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
     return NL.solve(matrix, b)
 
 
-def cholesky_update(r_matrix, w_vector):
+def cholesky_update(r_matrix: ArrayLike, w_vector: ArrayLike) -> Array:
     """The upper Cholesky factor of ``R^T R + w w^T`` from the upper factor ``R``
     (``r_matrix``) and the vector ``w`` (``w_vector``); differentiable.
 
@@ -265,7 +275,8 @@ def cholesky_update(r_matrix, w_vector):
     return _shapes.swapaxes(NL.cholesky(a), -1, -2)
 
 
-def symmetric_product(a_matrix, c_matrix, *, alpha=1.0, beta=0.0, symmetrize_output=False):
+def symmetric_product(a_matrix: ArrayLike, c_matrix: ArrayLike, *, alpha: float = 1.0,
+                      beta: float = 0.0, symmetrize_output: bool = False) -> Any:
     """``alpha A A^T + beta C`` for rectangular ``A`` and symmetric ``C``
     (``symmetrize_output``: the upper triangle is the transpose of the lower one).
 

@@ -22,6 +22,8 @@ batching interpreter sees that the program reads its axis).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import core
@@ -33,6 +35,10 @@ from ..primitives import indexing as I
 from ..primitives import reductions as R
 from ..primitives import structural as S
 from ..tree_util import tree_map
+
+if TYPE_CHECKING:
+    from typing import Any
+    from ..typing import Array, AxisName
 
 
 def _unbound(name):
@@ -116,28 +122,28 @@ def _over_names(prim, x, axis_name):
     return x
 
 
-def psum(x, axis_name, *, axis_index_groups=None):
+def psum(x, axis_name, *, axis_index_groups=None) -> Any:
     """The sum of ``x`` over the named axis (or axes), for every leaf of the pytree ``x``."""
     if axis_index_groups is not None:
         raise NotImplementedError("psum: axis_index_groups is not supported")
     return tree_map(lambda v: _over_names(psum_p, _arr(v), axis_name), x)
 
 
-def pmax(x, axis_name, *, axis_index_groups=None):
+def pmax(x, axis_name, *, axis_index_groups=None) -> Any:
     """The maximum of ``x`` over the named axis (no derivative, as in JAX)."""
     if axis_index_groups is not None:
         raise NotImplementedError("pmax: axis_index_groups is not supported")
     return tree_map(lambda v: _over_names(pmax_p, _arr(v), axis_name), x)
 
 
-def pmin(x, axis_name, *, axis_index_groups=None):
+def pmin(x, axis_name, *, axis_index_groups=None) -> Any:
     """The minimum of ``x`` over the named axis (no derivative, as in JAX)."""
     if axis_index_groups is not None:
         raise NotImplementedError("pmin: axis_index_groups is not supported")
     return tree_map(lambda v: _over_names(pmin_p, _arr(v), axis_name), x)
 
 
-def axis_size(axis_name):
+def axis_size(axis_name: AxisName) -> int:
     """The size of the named axis (a Python int, as in JAX)."""
     size = 1
     for name in _names(axis_name):
@@ -150,7 +156,7 @@ def axis_size(axis_name):
     return size
 
 
-def pmean(x, axis_name, *, axis_index_groups=None):
+def pmean(x, axis_name, *, axis_index_groups=None) -> Any:
     """The mean of ``x`` over the named axis."""
     n = axis_size(axis_name)
     return tree_map(lambda v: E.div(v, n), psum(x, axis_name,
@@ -174,7 +180,7 @@ axis_index_p = _collective("axis_index", lambda axis_name: ShapedArray((), np.dt
 ad.defjvp_zero(axis_index_p)
 
 
-def axis_index(axis_name):
+def axis_index(axis_name: AxisName) -> Array:
     """This element's position along the named axis (int32); over a tuple of names,
     along the axis of their product, the first major (as JAX's)."""
     first, *rest = _names(axis_name)
@@ -261,7 +267,7 @@ psum_scatter_p = _collective("psum_scatter", _psum_scatter_abstract_eval, _psum_
                              _psum_scatter_transpose)
 
 
-def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False) -> Any:
     """Every element's ``x`` stacked along a new ``axis`` (concatenated if ``tiled``)."""
     if axis_index_groups is not None:
         raise NotImplementedError("all_gather: axis_index_groups is not supported")
@@ -275,7 +281,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
     return tree_map(one, x)
 
 
-def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
+def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False) -> Any:
     """``psum`` whose result is split along ``scatter_dimension``: element ``i`` keeps
     block ``i``."""
     if axis_index_groups is not None:
@@ -319,7 +325,7 @@ def _ppermute_transpose(ct, x, *, axis_name, perm):
 ppermute_p = _collective("ppermute", _same_aval, _ppermute_batch, _ppermute_transpose)
 
 
-def ppermute(x, axis_name, perm):
+def ppermute(x, axis_name, perm) -> Any:
     """Element ``dst`` receives ``x`` of element ``src`` for each ``(src, dst)`` in
     ``perm``; elements no pair sends to receive zeros."""
     perm = tuple((int(s), int(t)) for s, t in perm)
@@ -387,7 +393,8 @@ def _all_to_all_names(v, names, split, concat, n):
     return move_axis(S.reshape(v, (n,) + shape[2:]), 0, concat)
 
 
-def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):
+def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False
+               ) -> Any:
     """Element ``i`` sends block ``j`` of ``split_axis`` to element ``j``, which
     stacks what it receives along ``concat_axis`` (concatenates if ``tiled``)."""
     if axis_index_groups is not None:
@@ -411,7 +418,7 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     return tree_map(one, x)
 
 
-def pshuffle(x, axis_name, perm):
+def pshuffle(x, axis_name, perm) -> Any:
     """Element ``i`` receives ``x`` of element ``perm[i]`` (``jax.lax.pshuffle``)."""
     perm = [int(p) for p in perm]
     if set(perm) != set(range(len(perm))):
@@ -419,7 +426,7 @@ def pshuffle(x, axis_name, perm):
     return ppermute(x, axis_name, list(zip(perm, range(len(perm)))))
 
 
-def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
+def pswapaxes(x, axis_name, axis, *, axis_index_groups=None) -> Any:
     """Swap the named axis with data axis ``axis`` (``all_to_all`` with ``split_axis ==
     concat_axis == axis``)."""
     return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import threading
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,10 @@ from ..primitives.control_flow import cond_p, scan_p, while_p
 from .._messages import fun_name as _fun_name, jax_type as _jax_type
 from .._traceback_util import api_boundary
 from ..tree_util import tree_flatten, tree_map, tree_unflatten
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
 
 def _types_str(tree, avals):
@@ -128,7 +133,7 @@ def _concrete(x):
 
 
 @api_boundary
-def switch(index, branches, *operands):
+def switch(index, branches: Sequence[Callable], *operands: Any) -> Any:
     """Apply ``branches[index](*operands)``, staged; the index is clamped to range.
 
     Every branch is traced (under ``jit`` the choice happens when the
@@ -188,7 +193,7 @@ def switch(index, branches, *operands):
 
 
 @api_boundary
-def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_OPERAND) -> Any:
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, staged.
 
     Both branches are traced; under ``jit`` the choice happens when the
@@ -287,7 +292,7 @@ def _cond(index, branches, operands, api):
 
 
 @api_boundary
-def while_loop(cond_fun, body_fun, init_val):
+def while_loop(cond_fun: Any, body_fun: Callable[[Any], Any], init_val: Any) -> Any:
     """``while cond_fun(val): val = body_fun(val)``, staged; returns ``val``.
 
     The loop runs as one staged loop (inside ``jit`` the number of
@@ -402,7 +407,7 @@ _KIND = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
 
 
 @api_boundary
-def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
+def fori_loop(lower, upper, body_fun, init_val, *, unroll: int | bool | None = None) -> Any:
     """``for i in range(lower, upper): val = body_fun(i, val)``, staged.
 
     With Python-int bounds it is lowered to ``scan`` (so reverse mode works);
@@ -476,7 +481,9 @@ def _concrete_ints(lower, upper):
 
 
 @api_boundary
-def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
+def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any | None = None,
+         length: int | None = None, reverse: bool = False, unroll: int | bool = 1,
+         _split_transpose: bool = False) -> tuple[Any, Any]:
     """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``.
 
     Args:
@@ -601,7 +608,7 @@ def _python_scan(f, init, x_leaves, x_tree, length, reverse):
 
 
 @api_boundary
-def map(f, xs, *, batch_size=None):
+def map(f, xs, *, batch_size: int | None = None) -> Any:
     """``stack([f(x) for x in xs])`` as a staged loop (``jax.lax.map``).
 
     With ``batch_size``, ``xs`` is mapped in chunks of that many elements,

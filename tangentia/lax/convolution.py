@@ -6,6 +6,7 @@ and padding helpers (``conv_dimension_numbers``, ``conv_general_permutations``,
 from __future__ import annotations
 
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,8 +16,14 @@ from ..numpy._shapes import swapaxes
 from ..primitives.convolution import conv_abstract_eval, conv_general_dilated_p, dilate_shape
 from .enums import ConvDimensionNumbers
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+    from ..typing import Array, ArrayLike, DType, DTypeLike
 
-def padtype_to_pads(in_shape, window_shape, window_strides, padding):
+
+def padtype_to_pads(in_shape: Sequence[int] | Array, window_shape: Sequence[int] | Array,
+                    window_strides: Sequence[int] | Array, padding: Any) -> list[tuple[int, int]]:
     """``(low, high)`` pairs for the padding ``'SAME'``, ``'SAME_LOWER'`` or ``'VALID'``."""
     kind = padding.upper() if isinstance(padding, str) else getattr(padding, "name", padding)
     if kind == "VALID":
@@ -33,7 +40,7 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding):
     return pads
 
 
-def conv_general_permutations(dimension_numbers):
+def conv_general_permutations(dimension_numbers) -> Any:
     """The permutations ``(lhs_perm, rhs_perm, out_perm)`` of layout strings such as
     ``('NHWC', 'HWIO', 'NHWC')``: batch/out-feature, feature/in-feature, then the
     spatial dimensions in the kernel's order."""
@@ -59,7 +66,7 @@ def conv_general_permutations(dimension_numbers):
     return tuple(perm(s, p) for s, p in zip(dimension_numbers, charpairs))
 
 
-def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers):
+def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> Any:
     """``dimension_numbers`` (None, layout strings or a ``ConvDimensionNumbers``) as a
     ``ConvDimensionNumbers`` of permutations."""
     if isinstance(dimension_numbers, ConvDimensionNumbers):
@@ -88,9 +95,13 @@ def _aval(x):
     return core.get_aval(x)
 
 
-def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
-                         rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
-                         batch_group_count=1, precision=None, preferred_element_type=None):
+def conv_general_dilated(lhs: Array, rhs: Array, window_strides: Sequence[int],
+                         padding: str | Sequence[tuple[int, int]],
+                         lhs_dilation: Sequence[int] | None = None,
+                         rhs_dilation: Sequence[int] | None = None, dimension_numbers: Any = None,
+                         feature_group_count: int = 1, batch_group_count: int = 1,
+                         precision: Any = None, preferred_element_type: DTypeLike | None = None
+                         ) -> Array:
     """General dilated convolution (``jax.lax.conv_general_dilated``).
 
     ``padding`` is ``'SAME'``, ``'SAME_LOWER'``, ``'VALID'`` or one ``(low, high)``
@@ -132,14 +143,18 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     return conv_general_dilated_p.bind(lhs, rhs, **params)
 
 
-def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
+def conv(lhs: Array, rhs: Array, window_strides: Sequence[int], padding: str, precision: Any = None,
+         preferred_element_type: DTypeLike | None = None) -> Array:
     """``conv_general_dilated`` in the NCHW/OIHW layout with string padding."""
     return conv_general_dilated(lhs, rhs, window_strides, padding,
                                 preferred_element_type=preferred_element_type)
 
 
-def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
-                              precision=None, preferred_element_type=None):
+def conv_with_general_padding(lhs: Array, rhs: Array, window_strides: Sequence[int],
+                              padding: str | Sequence[tuple[int, int]],
+                              lhs_dilation: Sequence[int] | None,
+                              rhs_dilation: Sequence[int] | None, precision: Any = None,
+                              preferred_element_type: DTypeLike | None = None) -> Array:
     """``conv_general_dilated`` in the NCHW/OIHW layout with dilations."""
     return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=lhs_dilation,
                                 rhs_dilation=rhs_dilation,
@@ -161,9 +176,12 @@ def _conv_transpose_padding(k, s, padding):
     return pad_a, pad_len - pad_a
 
 
-def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numbers=None,
-                   transpose_kernel=False, precision=None, preferred_element_type=None,
-                   use_consistent_padding=False):
+def conv_transpose(lhs: Array, rhs: Array, strides: Sequence[int],
+                   padding: str | Sequence[tuple[int, int]],
+                   rhs_dilation: Sequence[int] | None = None, dimension_numbers: Any = None,
+                   transpose_kernel: bool = False, precision: Any = None,
+                   preferred_element_type: DTypeLike | None = None,
+                   use_consistent_padding: bool = False) -> Array:
     """Transposed ("fractionally strided") convolution (``jax.lax.conv_transpose``):
     the layouts default to TensorFlow's (``'NHWC', 'HWIO', 'NHWC'``);
     ``transpose_kernel=True`` flips the kernel and swaps its feature axes, giving
@@ -195,7 +213,7 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
                                 preferred_element_type=preferred_element_type)
 
 
-def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
+def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1) -> tuple[int, ...]:
     """The output shape of a convolution of canonical-order (NCHW, OIHW) shapes."""
     if isinstance(pads, str):
         pads = padtype_to_pads(lhs_shape[2:], rhs_shape[2:], strides, pads)
@@ -212,7 +230,8 @@ def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
     return (lhs_shape[0] // batch_group_count, rhs_shape[0]) + tuple(space)
 
 
-def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):
+def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers
+                             ) -> tuple[int, ...]:
     """The output shape of ``conv_general_dilated`` (without dilations)."""
     lp, rp, op = conv_general_permutations(dimension_numbers)
     out = conv_shape_tuple(tuple(lhs_shape[i] for i in lp), tuple(rhs_shape[i] for i in rp),
@@ -220,8 +239,8 @@ def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dime
     return tuple(out[i] for i in np.argsort(op))
 
 
-def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
-                               dimension_numbers):
+def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers
+                               ) -> tuple[int, ...]:
     """The output shape of ``conv_transpose``."""
     lp, rp, op = conv_general_permutations(dimension_numbers)
     lt, rt = [lhs_shape[i] for i in lp], [rhs_shape[i] for i in rp]
@@ -233,9 +252,13 @@ def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
     return tuple(out[i] for i in np.argsort(op))
 
 
-def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs_dilation=None,
-                                 rhs_dilation=None, dimension_numbers=None, precision=None,
-                                 preferred_element_type=None):
+def conv_general_dilated_patches(lhs: ArrayLike, filter_shape: Sequence[int],
+                                 window_strides: Sequence[int],
+                                 padding: str | Sequence[tuple[int, int]],
+                                 lhs_dilation: Sequence[int] | None = None,
+                                 rhs_dilation: Sequence[int] | None = None,
+                                 dimension_numbers: Any = None, precision: Any = None,
+                                 preferred_element_type: DType | None = None) -> Array:
     """The patches a convolution with a kernel of ``filter_shape`` sees, flattened into
     the feature dimension (channel-major, ``jax.lax.conv_general_dilated_patches``):
     a grouped convolution with one-hot kernels, as JAX's."""

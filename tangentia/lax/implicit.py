@@ -29,6 +29,8 @@ for scalars, or a ``custom_linear_solve``).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import core
@@ -43,6 +45,9 @@ from ..primitives.linear_solve import linear_solve_p
 from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
 from .._messages import fun_name as _fun_name, types_str as _types_str
 from .._traceback_util import api_boundary
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["custom_linear_solve", "custom_root", "linear_solve_p"]
 
@@ -97,7 +102,8 @@ def _trace_program(fun, avals, name):
 
 
 @api_boundary
-def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False, has_aux=False):
+def custom_linear_solve(matvec: Any, b: Any, solve: Any, transpose_solve: Any = None,
+                        symmetric=False, has_aux=False) -> Any:
     """Solve ``matvec(x) == b`` as ``x = solve(matvec, b)``, with implicit derivatives.
 
     Args:
@@ -210,7 +216,7 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
 
 
 @api_boundary
-def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
+def custom_root(f: Any, initial_guess: Any, solve: Any, tangent_solve: Any, has_aux=False) -> Any:
     """The root of ``f`` found by ``solve``, differentiated implicitly.
 
     Args:

@@ -3,6 +3,8 @@ signatures (``eigh`` returns eigenvectors first, ``lu`` returns pivots and the
 permutation, ``triangular_solve`` solves from the right by default)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import core
@@ -11,18 +13,23 @@ from ..numpy._shapes import swapaxes
 from ..primitives import elementwise as E
 from ..primitives import linalg as PL
 
+if TYPE_CHECKING:
+    from typing import Any
+    from ..typing import Array, ArrayLike
+
 
 def _array(x):
     return x if isinstance(x, core.Tracer) else np.asarray(x)
 
 
-def cholesky(x, *, symmetrize_input=True):
+def cholesky(x: Array, *, symmetrize_input: bool = True) -> Array:
     """The lower Cholesky factor of (the symmetrized) ``x``."""
     return NL.cholesky(x, symmetrize_input=symmetrize_input)
 
 
-def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True, subset_by_index=None,
-         implementation=None):
+def eigh(x: Array, *, lower: bool = True, symmetrize_input: bool = True,
+         sort_eigenvalues: bool = True, subset_by_index: tuple[int, int] | None = None,
+         implementation: Any = None) -> tuple[Array, Array]:
     """``(v, w)``: eigenvectors (columns) and ascending eigenvalues of a Hermitian ``x``."""
     if subset_by_index is not None:
         raise NotImplementedError("lax.linalg.eigh: subset_by_index is not supported")
@@ -30,17 +37,18 @@ def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True, subset_
     return v, w
 
 
-def lu(x):
+def lu(x: ArrayLike) -> tuple[Array, Array, Array]:
     """``(lu, pivots, permutation)`` of the partially pivoted LU decomposition (int32)."""
     return tuple(PL.lu_p.bind(_array(x)))
 
 
-def lu_pivots_to_permutation(pivots, permutation_size):
+def lu_pivots_to_permutation(pivots: ArrayLike, permutation_size: int) -> Array:
     """The row permutation the LAPACK-style ``pivots`` (row swaps) describe."""
     return PL.lu_pivots_to_permutation(pivots, permutation_size)
 
 
-def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
+def qr(x: ArrayLike, *, pivoting: bool = False, full_matrices: bool = True,
+       use_magma: bool | None = None) -> tuple[Array, Array] | tuple[Array, Array, Array]:
     """``(q, r)`` with ``x = q @ r`` (complete by default, as JAX's)."""
     if pivoting:
         raise NotImplementedError("lax.linalg.qr: pivoting=True is not supported")
@@ -48,7 +56,9 @@ def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
     return q, r
 
 
-def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None):
+def svd(x: ArrayLike, *, full_matrices: bool = True, compute_uv: bool = True,
+        subset_by_index: tuple[int, int] | None = None, algorithm: Any = None
+        ) -> Array | tuple[Array, Array, Array]:
     """``(u, s, vh)`` (or ``s`` alone) with singular values in descending order."""
     if subset_by_index is not None:
         raise NotImplementedError("lax.linalg.svd: subset_by_index is not supported")
@@ -56,8 +66,9 @@ def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorit
     return tuple(out) if compute_uv else out
 
 
-def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
-                     conjugate_a=False, unit_diagonal=False):
+def triangular_solve(a: ArrayLike, b: ArrayLike, *, left_side: bool = False, lower: bool = False,
+                     transpose_a: bool = False, conjugate_a: bool = False,
+                     unit_diagonal: bool = False) -> Array:
     """Solve ``op(a) @ x = b`` (``left_side=True``) or ``x @ op(a) = b`` (the default)
     for triangular ``a``, ``op`` transposing and/or conjugating as asked."""
     a, b = _array(a), _array(b)

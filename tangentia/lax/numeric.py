@@ -9,6 +9,7 @@ derivative, a vectorized NumPy kernel called through ``pure_callback``.
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,10 @@ from ..primitives import structural as S
 from ..primitives.callback import pure_callback
 from .enums import RoundingMethod
 from .ops import _reduction_axes, _static_int, _tag
+
+if TYPE_CHECKING:
+    from typing import Any
+    from ..typing import Array, ArrayLike, DType, DTypeLike
 
 # ---------------------------------------------------------------------------
 # Elementwise aliases (JAX's names for existing functions)
@@ -87,22 +92,22 @@ gt = _same_dtypes("gt", E.gt)
 ge = _same_dtypes("ge", E.ge)
 
 
-def cbrt(x, *, accuracy=None):
+def cbrt(x: ArrayLike, *, accuracy: Any = None) -> Array:
     """The real cube root (``jax.lax.cbrt``); ``accuracy`` is accepted and ignored."""
     return E.cbrt(x)
 
 
-def exp2(x, *, accuracy=None):
+def exp2(x: ArrayLike, *, accuracy: Any = None) -> Array:
     """``2 ** x`` (``jax.lax.exp2``); ``accuracy`` is accepted and ignored."""
     return NE.exp2(x)
 
 
-def reciprocal(x):
+def reciprocal(x: ArrayLike) -> Array:
     """``1 / x`` in the dtype of ``x`` (``jax.lax.reciprocal``)."""
     return E.div(np.ones((), _dtype(x)), x)
 
 
-def igamma_grad_a(a, x):
+def igamma_grad_a(a: ArrayLike, x: ArrayLike) -> Array:
     """The derivative of the regularized lower incomplete gamma function in ``a``."""
     return SP.igamma_grad_a_p.bind(a, x)
 
@@ -121,7 +126,7 @@ def _dtype(x):
     return np.dtype(core.get_aval(x).dtype)
 
 
-def dtype(x):
+def dtype(x: Any) -> DType:
     """The dtype of ``x`` (``jax.lax.dtype``: Python scalars take the default
     float64/int64/complex128/bool dtypes)."""
     if isinstance(x, (type, np.dtype, str)):
@@ -153,7 +158,7 @@ def _reduce_precision_change(x, exponent_bits, mantissa_bits):
                     np.zeros((), _dtype(x)))
 
 
-def reduce_precision(operand, exponent_bits, mantissa_bits):
+def reduce_precision(operand: float | ArrayLike, exponent_bits: int, mantissa_bits: int) -> Array:
     """``operand`` rounded to a float format with ``exponent_bits`` exponent and
     ``mantissa_bits`` mantissa bits, kept in its own dtype
     (``jax.lax.reduce_precision``).  Its derivative is the identity's, rounded
@@ -212,17 +217,17 @@ def _shift_kernel(direction):
     return kernel
 
 
-def shift_left(x, y):
+def shift_left(x: ArrayLike, y: ArrayLike) -> Array:
     """``x << y``; shifts of the bit width or more give 0 (``jax.lax.shift_left``)."""
     return _bits_call("shift_left", _shift_kernel("left"), None, x, y)
 
 
-def shift_right_arithmetic(x, y):
+def shift_right_arithmetic(x: ArrayLike, y: ArrayLike) -> Array:
     """``x >> y`` filling with the sign bit (``jax.lax.shift_right_arithmetic``)."""
     return _bits_call("shift_right_arithmetic", _shift_kernel("arithmetic"), None, x, y)
 
 
-def shift_right_logical(x, y):
+def shift_right_logical(x: ArrayLike, y: ArrayLike) -> Array:
     """``x >> y`` filling with zeros (``jax.lax.shift_right_logical``)."""
     return _bits_call("shift_right_logical", _shift_kernel("logical"), None, x, y)
 
@@ -245,12 +250,12 @@ def _clz_kernel(x):
     return (bits - length).astype(x.dtype)
 
 
-def population_count(x):
+def population_count(x: ArrayLike) -> Array:
     """The number of set bits of each integer (``jax.lax.population_count``)."""
     return _bits_call("population_count", _popcount_kernel, None, x)
 
 
-def clz(x):
+def clz(x: ArrayLike) -> Array:
     """The number of leading zero bits of each integer (``jax.lax.clz``)."""
     return _bits_call("clz", _clz_kernel, None, x)
 
@@ -260,7 +265,7 @@ bitwise_and, bitwise_or = NE.bitwise_and, NE.bitwise_or
 bitwise_xor, bitwise_not = NE.bitwise_xor, NE.bitwise_not
 
 
-def bitcast_convert_type(operand, new_dtype):
+def bitcast_convert_type(operand: ArrayLike, new_dtype: DTypeLike) -> Array:
     """The bits of ``operand`` read as ``new_dtype`` (``jax.lax.bitcast_convert_type``):
     a wider type merges the trailing axis, a narrower one adds a trailing axis."""
     x = operand if isinstance(operand, core.Tracer) else np.asarray(operand)
@@ -302,13 +307,13 @@ def _arg_reduction(fname, operand, axis, index_dtype):
     return axis, index_dtype
 
 
-def argmax(operand, axis, index_dtype):
+def argmax(operand: ArrayLike, axis: int, index_dtype: DTypeLike) -> Array:
     """Index of the largest entry along ``axis``, as ``index_dtype`` (``jax.lax.argmax``)."""
     axis, index_dtype = _arg_reduction("argmax", operand, axis, index_dtype)
     return S.convert_element_type(NR.argmax(operand, axis), index_dtype)
 
 
-def argmin(operand, axis, index_dtype):
+def argmin(operand: ArrayLike, axis: int, index_dtype: DTypeLike) -> Array:
     """Index of the smallest entry along ``axis``, as ``index_dtype`` (``jax.lax.argmin``)."""
     axis, index_dtype = _arg_reduction("argmin", operand, axis, index_dtype)
     return S.convert_element_type(NR.argmin(operand, axis), index_dtype)
@@ -361,6 +366,6 @@ def _mulhi_kernel(x, y):
     return ((x.astype(wide) * y.astype(wide)) >> bits).astype(x.dtype)
 
 
-def mulhi(x, y, /):
+def mulhi(x: ArrayLike, y: ArrayLike, /) -> Array:
     """The high half of the bits of ``x * y`` for integers (``jax.lax.mulhi``)."""
     return _bits_call("mulhi", _mulhi_kernel, None, x, y)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +19,11 @@ from ..primitives import reductions as R
 from ..primitives import sorting as SO
 from ..primitives import special as SP
 from ..primitives import structural as S
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+    from ..typing import Array, ArrayLike, DTypeLike, Shape
 
 
 def _shape(x):
@@ -166,7 +172,8 @@ def _window_index(operand, start_indices, sizes):
     return (I.ARRAY,) * nd, arrays
 
 
-def dynamic_slice(operand, start_indices, slice_sizes):
+def dynamic_slice(operand: Array | Array, start_indices: Array | Array | Sequence[ArrayLike],
+                  slice_sizes: Shape) -> Array:
     """``operand[s0:s0+n0, s1:s1+n1, ...]`` with traced starts, clamped so the
     window stays inside the operand."""
     start_indices = list(start_indices)
@@ -179,7 +186,8 @@ def dynamic_slice(operand, start_indices, slice_sizes):
     return I.getitem(operand, spec, arrays)
 
 
-def dynamic_update_slice(operand, update, start_indices):
+def dynamic_update_slice(operand: Array | Array, update: ArrayLike,
+                         start_indices: Array | Sequence[ArrayLike]) -> Array:
     """``operand`` with the window at the (clamped) starts replaced by ``update``."""
     start_indices = list(start_indices)
     _check_starts("dynamic_update_slice", operand, start_indices)
@@ -195,7 +203,8 @@ def dynamic_update_slice(operand, update, start_indices):
     return I.scatter(operand, update, spec, arrays, "set")
 
 
-def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
+def dynamic_slice_in_dim(operand: Array | Array, start_index: ArrayLike, slice_size: int,
+                         axis: int = 0) -> Array:
     shape = _shape(operand)
     axis = _list_axis("dynamic_slice_in_dim", axis, len(shape))
     starts = [0] * len(shape)
@@ -205,7 +214,8 @@ def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
     return dynamic_slice(operand, starts, sizes)
 
 
-def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
+def dynamic_index_in_dim(operand: Array | Array, index: ArrayLike, axis: int = 0,
+                         keepdims: bool = True) -> Array:
     axis = _list_axis("dynamic_index_in_dim", axis, len(_shape(operand)))
     out = dynamic_slice_in_dim(operand, index, 1, axis)
     if keepdims:
@@ -214,14 +224,16 @@ def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
     return S.reshape(out, shape[:axis] + shape[axis + 1:])
 
 
-def dynamic_update_slice_in_dim(operand, update, start_index, axis):
+def dynamic_update_slice_in_dim(operand: Array | Array, update: ArrayLike, start_index: ArrayLike,
+                                axis: int) -> Array:
     axis = _list_axis("dynamic_update_slice_in_dim", axis, len(_shape(operand)))
     starts = [0] * len(_shape(operand))
     starts[axis] = start_index
     return dynamic_update_slice(operand, update, starts)
 
 
-def dynamic_update_index_in_dim(operand, update, index, axis):
+def dynamic_update_index_in_dim(operand: Array | Array, update: ArrayLike, index: ArrayLike,
+                                axis: int) -> Array:
     axis = _bounds_axis("dynamic_update_index_in_dim", axis, len(_shape(operand)))
     ushape = _shape(update)
     if len(ushape) == len(_shape(operand)) - 1:
@@ -279,7 +291,8 @@ def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 - 
     return I.getitem(operand, spec)
 
 
-def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
+def slice_in_dim(operand: Array | Array, start_index: int | None, limit_index: int | None,
+                 stride: int = 1, axis: int = 0) -> Array:
     """``operand[..., start:limit:stride, ...]`` along ``axis`` (``jax.lax.slice_in_dim``):
     a negative start or limit counts from the end once; the bounds are then checked as
     ``lax.slice``'s (no clipping)."""
@@ -298,7 +311,7 @@ def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
     return slice(operand, starts, limits, strides)
 
 
-def concatenate(operands, dimension):
+def concatenate(operands: Array | Sequence[ArrayLike], dimension: int) -> Array:
     """``operands`` joined along ``dimension`` (``jax.lax.concatenate``: one dtype, no
     negative dimension)."""
     operands = list(operands)
@@ -315,7 +328,7 @@ def concatenate(operands, dimension):
     return S.concatenate(operands, dimension)
 
 
-def squeeze(array, dimensions):
+def squeeze(array: ArrayLike, dimensions: Sequence[int]) -> Array:
     """``array`` without the size-1 ``dimensions`` (negative ones count from the end)."""
     shape = _shape(array)
     nd = len(shape)
@@ -338,12 +351,13 @@ def _shape_ints(fname, argname, shape):
     return tuple(int(n) for n in shape)
 
 
-def broadcast(operand, sizes):
+def broadcast(operand: ArrayLike, sizes: Sequence[int]) -> Array:
     """``operand`` broadcast with new leading dimensions ``sizes`` (``jax.lax.broadcast``)."""
     return S.broadcast_to(operand, _shape_ints("broadcast", "sizes", sizes) + _shape(operand))
 
 
-def broadcast_in_dim(operand, shape, broadcast_dimensions):
+def broadcast_in_dim(operand: ArrayLike, shape: Shape, broadcast_dimensions: Sequence[int]
+                     ) -> Array:
     """``operand`` broadcast to ``shape``, its dimension ``i`` becoming dimension
     ``broadcast_dimensions[i]`` of the result (``jax.lax.broadcast_in_dim``)."""
     shape = _shape_ints("broadcast_in_dim", "shape", shape)
@@ -360,7 +374,7 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions):
     return S.broadcast_to(S.reshape(operand, tuple(expanded)), shape)
 
 
-def full(shape, fill_value, dtype=None):
+def full(shape: Shape, fill_value: ArrayLike, dtype: DTypeLike | None = None) -> Array:
     """An array of ``shape`` filled with ``fill_value`` (``jax.lax.full``)."""
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     shape = _static_ints("full", "shape", shape)
@@ -374,14 +388,15 @@ def full(shape, fill_value, dtype=None):
     return S.broadcast_to(value, shape)
 
 
-def full_like(x, fill_value, dtype=None, shape=None):
+def full_like(x: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None,
+              shape: Shape | None = None) -> Array:
     """``full`` with the shape and dtype of ``x`` unless given (``jax.lax.full_like``)."""
     a = core.get_aval(x)
     return full(a.shape if shape is None else shape, fill_value,
                 a.dtype if dtype is None else dtype)
 
 
-def expand_dims(array, dimensions):
+def expand_dims(array: ArrayLike, dimensions: Sequence[int]) -> Array:
     """``array`` with size-1 dimensions inserted at ``dimensions``, positions in the result
     (a negative one counts from the end of the result, as ``jax.lax.expand_dims``)."""
     shape = list(_shape(array))
@@ -395,19 +410,19 @@ def expand_dims(array, dimensions):
     return S.reshape(array, tuple(shape))
 
 
-def reduce_sum(operand, axes):
+def reduce_sum(operand: ArrayLike, axes: Sequence[int]) -> Array:
     return R.reduce_sum(operand, _reduction_axes("reduce_sum", operand, axes))
 
 
-def reduce_max(operand, axes):
+def reduce_max(operand: ArrayLike, axes: Sequence[int]) -> Array:
     return R.reduce_max(operand, _reduction_axes("reduce_max", operand, axes))
 
 
-def reduce_min(operand, axes):
+def reduce_min(operand: ArrayLike, axes: Sequence[int]) -> Array:
     return R.reduce_min(operand, _reduction_axes("reduce_min", operand, axes))
 
 
-def reduce_prod(operand, axes):
+def reduce_prod(operand: ArrayLike, axes: Sequence[int]) -> Array:
     return R.reduce_prod(operand, _reduction_axes("reduce_prod", operand, axes))
 
 
@@ -427,24 +442,24 @@ def _cumulative_axis(fname, operand, axis):
     return axis
 
 
-def cumsum(operand, axis, reverse=False):
+def cumsum(operand: Array, axis: int, reverse: bool = False) -> Array:
     """Running sums along ``axis`` (``jax.lax.cumsum``)."""
     return R.cumsum(operand, _cumulative_axis("cumsum", operand, axis), reverse)
 
 
-def cumprod(operand, axis=0, reverse=False):
+def cumprod(operand: Array, axis: int = 0, reverse: bool = False) -> Array:
     return M.cumprod(operand, _cumulative_axis("cumprod", operand, axis), reverse)
 
 
-def cummax(operand, axis=0, reverse=False):
+def cummax(operand: Array, axis: int = 0, reverse: bool = False) -> Array:
     return M.cummax(operand, _cumulative_axis("cummax", operand, axis), reverse)
 
 
-def cummin(operand, axis=0, reverse=False):
+def cummin(operand: Array, axis: int = 0, reverse: bool = False) -> Array:
     return M.cummin(operand, _cumulative_axis("cummin", operand, axis), reverse)
 
 
-def reshape(x, new_sizes):
+def reshape(x, new_sizes: Shape) -> Array:
     """``x`` with the shape ``new_sizes`` (``jax.lax.reshape``: sizes are nonnegative
     integers, no ``-1``)."""
     sizes = _static_ints("reshape", "new_sizes", new_sizes)
@@ -454,7 +469,7 @@ def reshape(x, new_sizes):
     return S.reshape(x, sizes)
 
 
-def transpose(x, permutation):
+def transpose(x, permutation: Sequence[int] | Array) -> Array:
     """``x`` with its dimensions permuted (``jax.lax.transpose``: ``permutation`` holds
     each of ``0 .. ndim - 1`` once)."""
     perm = tuple(_static_int("transpose", "permutation", p) for p in permutation)
@@ -466,7 +481,8 @@ def transpose(x, permutation):
     return S.transpose(x, perm)
 
 
-def sort(operand, dimension=-1, is_stable=True, num_keys=1):
+def sort(operand: Array | Sequence[Array], dimension: int = -1, is_stable: bool = True,
+         num_keys: int = 1) -> Array | tuple[Array, ...]:
     """``operand`` sorted along ``dimension``; a sequence of operands is sorted
     together by its first ``num_keys`` (lexicographically, stably), as ``jax.lax.sort``."""
     if not isinstance(operand, (tuple, list)):
@@ -487,8 +503,8 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
     return tuple(SO.take_along_axis(o, order, axis) for o in ops)
 
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
-                out_sharding=None):
+def dot_general(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers: Any, precision: Any = None,
+                preferred_element_type: DTypeLike | None = None, out_sharding=None) -> Array:
     """General contraction (``jax.lax.dot_general``); ``precision`` is accepted and
     ignored, ``preferred_element_type`` sets the result dtype."""
     out = C.dot_general(lhs, rhs, dimension_numbers)
@@ -497,7 +513,8 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     return out
 
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None):
+def dot(lhs: ArrayLike, rhs: ArrayLike, precision: Any = None,
+        preferred_element_type: DTypeLike | None = None) -> Array:
     ln = len(_shape(lhs))
     return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())),
                        preferred_element_type=preferred_element_type)
@@ -507,20 +524,20 @@ def clamp(min, x, max):  # noqa: A002 - JAX's signature
     return E.minimum(E.maximum(x, min), max)
 
 
-def rsqrt(x):
+def rsqrt(x: ArrayLike) -> Array:
     return E.div(1.0, E.sqrt(x))
 
 
-def logistic(x):
+def logistic(x: ArrayLike) -> Array:
     from ..scipy.special import expit
     return expit(x)
 
 
-def erf(x):
+def erf(x: ArrayLike) -> Array:
     return SP.erf(x)
 
 
-def square(x):
+def square(x: ArrayLike) -> Array:
     return E.integer_pow(x, 2)
 
 

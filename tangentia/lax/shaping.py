@@ -9,6 +9,7 @@ stage as those do.
 from __future__ import annotations
 
 import builtins
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,6 +26,11 @@ from ..primitives import windowed as W
 from ..tree_util import tree_flatten, tree_unflatten
 from .ops import _bounds_axis, _cumulative_axis, _list_axis, _static_int, _static_ints, _tag
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+    from ..typing import Array, ArrayLike, DTypeLike, Shape
+
 
 def _shape(x):
     return core.get_aval(x).shape
@@ -34,7 +40,7 @@ def _array(x):
     return x if isinstance(x, core.Tracer) else np.asarray(x)
 
 
-def iota(dtype, size):
+def iota(dtype: DTypeLike, size: int) -> Array:
     """``[0, 1, ..., size - 1]`` as ``dtype`` (``jax.lax.iota``)."""
     (size,) = _static_ints("iota", "size", (size,))
     if size < 0:
@@ -43,7 +49,7 @@ def iota(dtype, size):
     return np.arange(size, dtype=np.dtype(dtype))
 
 
-def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
+def broadcasted_iota(dtype: DTypeLike, shape: Shape, dimension: int, *, out_sharding=None) -> Array:
     """An array of ``shape`` whose entries are their index along ``dimension``."""
     shape = _static_ints("broadcasted_iota", "shape", shape)
     dimension = int(dimension)  # JAX accepts dimension=1.0
@@ -55,47 +61,50 @@ def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
     return np.broadcast_to(ramp, shape).copy()
 
 
-def empty(shape, dtype, *, out_sharding=None):
+def empty(shape, dtype, *, out_sharding=None) -> Array:
     """An array of ``shape`` and ``dtype`` (zeros here; ``jax.lax.empty``)."""
     return np.zeros(tuple(shape), np.dtype(dtype))
 
 
-def optimization_barrier(operand, /):
+def optimization_barrier(operand, /) -> Any:
     """``operand`` unchanged (``jax.lax.optimization_barrier``: a scheduling hint)."""
     return operand
 
 
-def with_sharding_constraint(x, shardings):
+def with_sharding_constraint(x, shardings) -> Any:
     """``x`` unchanged: there is one CPU device (``jax.lax.with_sharding_constraint``)."""
     return x
 
 
-def broadcast_shapes(*shapes):
+def broadcast_shapes(*shapes) -> tuple[int, ...]:
     """The broadcast of ``shapes`` (``jax.lax.broadcast_shapes``)."""
     return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
 
 
-def broadcast_like(arr, like_arr):
+def broadcast_like(arr: ArrayLike, like_arr: ArrayLike) -> Array:
     """``arr`` broadcast to the shape of ``like_arr`` (``jax.lax.broadcast_like``)."""
     return S.broadcast_to(_array(arr), _shape(like_arr))
 
 
-def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
-                 reduction_input_size_override=-1, aggregate_to_topk=True):
+def approx_max_k(operand: Array, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
+                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True
+                 ) -> tuple[Array, Array]:
     """The ``k`` largest entries along ``reduction_dimension`` and their indices; exact
     on the CPU, as JAX's (``jax.lax.approx_max_k``)."""
     return top_k(operand, k, axis=reduction_dimension)
 
 
-def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95,
-                 reduction_input_size_override=-1, aggregate_to_topk=True):
+def approx_min_k(operand: Array, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
+                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True
+                 ) -> tuple[Array, Array]:
     """The ``k`` smallest entries along ``reduction_dimension`` and their indices; exact
     on the CPU, as JAX's (``jax.lax.approx_min_k``)."""
     values, idx = top_k(E.neg(_array(operand)), k, axis=reduction_dimension)
     return E.neg(values), idx
 
 
-def platform_dependent(*args, default=None, **per_platform):
+def platform_dependent(*args: Any, default: Callable[..., Any] | None = None,
+                       **per_platform: Callable[..., Any]) -> Any:
     """Call the ``cpu`` branch (else ``default``) with ``args``: the one platform here."""
     fn = per_platform.get("cpu", default)
     if fn is None:
@@ -104,13 +113,13 @@ def platform_dependent(*args, default=None, **per_platform):
     return fn(*args)
 
 
-def composite(decomposition, name, version=0):
+def composite(decomposition: Callable, name: str, version: int = 0) -> Any:
     """``decomposition`` itself: a composite is its decomposition on the CPU
     (``jax.lax.composite``)."""
     return decomposition
 
 
-def broadcast_to_rank(x, rank):
+def broadcast_to_rank(x: ArrayLike, rank: int) -> Array:
     """``x`` with leading axes of size 1 up to ``rank`` dimensions."""
     shape = _shape(x)
     if len(shape) >= rank:
@@ -118,7 +127,8 @@ def broadcast_to_rank(x, rank):
     return S.reshape(x, (1,) * (rank - len(shape)) + shape)
 
 
-def pad(operand, padding_value, padding_config):
+def pad(operand: ArrayLike, padding_value: ArrayLike, padding_config: Sequence[tuple[int, int, int]]
+        ) -> Array:
     """``operand`` padded with the scalar ``padding_value``: ``padding_config`` holds
     one ``(low, high, interior)`` per axis; negative ``low``/``high`` crop
     (``jax.lax.pad``).  Differentiable in both arguments."""
@@ -139,7 +149,7 @@ def pad(operand, padding_value, padding_config):
     return W.pad(x, padding_value, config)
 
 
-def rev(operand, dimensions):
+def rev(operand: ArrayLike, dimensions: Sequence[int]) -> Array:
     """``operand`` reversed along ``dimensions`` (``jax.lax.rev``: each in ``[0, ndim)``,
     once)."""
     dims = tuple(dimensions)
@@ -159,7 +169,7 @@ def rev(operand, dimensions):
     return NI.flip(operand, dims)
 
 
-def select_n(which, *cases):
+def select_n(which: ArrayLike, *cases: ArrayLike) -> Array:
     """``cases[which]`` elementwise: ``which`` is boolean (two cases) or an integer
     array (``jax.lax.select_n``)."""
     if not cases:
@@ -182,7 +192,7 @@ def select_n(which, *cases):
     return out
 
 
-def index_in_dim(operand, index, axis=0, keepdims=True):
+def index_in_dim(operand: Array | Array, index: int, axis: int = 0, keepdims: bool = True) -> Array:
     """The slice at static ``index`` along ``axis`` (``jax.lax.index_in_dim``); a negative
     index counts from the end, an index out of range is an IndexError."""
     fname = "index_in_dim"
@@ -198,7 +208,7 @@ def index_in_dim(operand, index, axis=0, keepdims=True):
     return out if keepdims else S.reshape(out, shape[:axis] + shape[axis + 1:])
 
 
-def index_take(src, idxs, axes):
+def index_take(src: Array, idxs: Array, axes: Sequence[int]) -> Array:
     """``src`` indexed by the arrays ``idxs`` on ``axes`` (wrapped modulo the sizes):
     result axis 0 runs over the indices, the untouched axes follow in order."""
     nd = len(_shape(src))
@@ -221,7 +231,7 @@ def index_take(src, idxs, axes):
     return I.getitem(moved, spec, arrays)
 
 
-def collapse(operand, start_dimension, stop_dimension=None):
+def collapse(operand: Array, start_dimension: int, stop_dimension: int | None = None) -> Array:
     """``operand`` with dimensions ``[start_dimension, stop_dimension)`` merged into one."""
     shape = _shape(operand)
     nd = len(shape)
@@ -237,7 +247,7 @@ def collapse(operand, start_dimension, stop_dimension=None):
     return S.reshape(operand, shape[:lo] + (int(np.prod(shape[lo:hi])),) + shape[hi:])
 
 
-def tile(operand, reps):
+def tile(operand: ArrayLike, reps: Sequence[int]) -> Array:
     """``operand`` repeated ``reps[i]`` times along axis ``i`` (``jax.lax.tile``: one
     repetition count per dimension)."""
     reps = _static_ints("tile", "reps", reps)
@@ -248,7 +258,7 @@ def tile(operand, reps):
     return NS.tile(operand, reps)
 
 
-def split(operand, sizes, axis=0):
+def split(operand: ArrayLike, sizes: Sequence[int], axis: int = 0) -> Sequence[Array]:
     """Pieces of ``operand`` of the given ``sizes`` along ``axis`` (``jax.lax.split``)."""
     sizes = list(_static_ints("split", "sizes", sizes))
     n = _shape(operand)[axis]
@@ -260,7 +270,7 @@ def split(operand, sizes, axis=0):
     return [I.static_slice(operand, ax, a, b) for a, b in zip(bounds, bounds[1:])]
 
 
-def stack(operands, axis=0):
+def stack(operands: Sequence[ArrayLike], axis: int = 0) -> Array:
     """Arrays of one shape joined along a new ``axis`` (``jax.lax.stack``)."""
     operands = list(operands)
     if operands:
@@ -268,12 +278,12 @@ def stack(operands, axis=0):
     return NS.stack(operands, axis)
 
 
-def unstack(x, axis=0):
+def unstack(x: ArrayLike, axis: int = 0) -> tuple[Array, ...]:
     """The slices of ``x`` along ``axis``, as a tuple (``jax.lax.unstack``)."""
     return NI.unstack(x, axis)
 
 
-def top_k(operand, k, *, axis=-1):
+def top_k(operand: ArrayLike, k: int, *, axis: int = -1) -> tuple[Array, Array]:
     """The ``k`` largest entries along ``axis`` in descending order and their
     indices (int32, as JAX's; ties keep the lower index first)."""
     (k,) = _static_ints("top_k", "k", (k,))
@@ -294,13 +304,14 @@ def top_k(operand, k, *, axis=-1):
     return NI.take_along_axis(x, idx, axis), S.convert_element_type(idx, np.int32)
 
 
-def sort_key_val(keys, values, dimension=-1, is_stable=True):
+def sort_key_val(keys: Array, values: ArrayLike, dimension: int = -1, is_stable: bool = True
+                 ) -> tuple[Array, Array]:
     """``keys`` sorted along ``dimension`` and ``values`` permuted the same way."""
     order = NSO.argsort(keys, axis=dimension, stable=True)
     return NI.take_along_axis(keys, order, dimension), NI.take_along_axis(values, order, dimension)
 
 
-def batch_matmul(lhs, rhs, precision=None):
+def batch_matmul(lhs: Array, rhs: Array, precision: Any = None) -> Array:
     """Batched matrix product of ``(..., m, k)`` and ``(..., k, n)`` arrays of one rank."""
     ls, rs = _shape(lhs), _shape(rhs)
     if len(ls) != len(rs) or len(ls) < 2 or ls[:-2] != rs[:-2]:
@@ -326,7 +337,7 @@ def _interleave(a, b, axis):
     return out
 
 
-def associative_scan(fn, elems, reverse=False, axis=0):
+def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0) -> Any:
     """All prefix combinations ``fn(...fn(fn(e0, e1), e2)..., ei)`` of the pytree
     ``elems`` along ``axis`` by parallel prefix (``jax.lax.associative_scan``);
     ``fn`` must be associative and work on slices of ``elems``."""
@@ -377,7 +388,7 @@ def associative_scan(fn, elems, reverse=False, axis=0):
     return tree_unflatten(tree, out)
 
 
-def cumlogsumexp(operand, axis=0, reverse=False):
+def cumlogsumexp(operand: Array, axis: int = 0, reverse: bool = False) -> Array:
     """``log(cumsum(exp(operand)))`` along ``axis``, computed stably (``jax.lax.cumlogsumexp``)."""
     x = _array(operand)
     axis = _cumulative_axis("cumlogsumexp", x, axis)

@@ -15,6 +15,7 @@ operand).
 from __future__ import annotations
 
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,11 @@ from ..primitives import elementwise as E
 from ..primitives import indexing as I
 from ..primitives import structural as S
 from .enums import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+    from ..typing import Array, ArrayLike, Shape
 
 
 def _array(x):
@@ -177,8 +183,9 @@ def _fill_value(dtype, fill_value):
     return np.asarray(True)
 
 
-def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_indices=False,
-           indices_are_sorted=False, mode=None, fill_value=None):
+def gather(operand: ArrayLike, start_indices: ArrayLike, dimension_numbers: Any, slice_sizes: Shape,
+           *, unique_indices: bool = False, indices_are_sorted: bool = False, mode: Any = None,
+           fill_value=None) -> Array:
     """XLA's gather (``jax.lax.gather``): one window of ``slice_sizes`` per index
     vector (the last axis of ``start_indices``)."""
     fname = "gather"
@@ -316,16 +323,19 @@ scatter_max = _scatter_fn("scatter_max", "max", "``operand`` with the maximum of
                           "``updates`` at ``scatter_indices`` (``jax.lax.scatter_max``).")
 
 
-def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
-                indices_are_sorted=False, unique_indices=False, mode=None):
+def scatter_sub(operand: ArrayLike, scatter_indices: ArrayLike, updates: ArrayLike,
+                dimension_numbers: Any, *, indices_are_sorted: bool = False,
+                unique_indices: bool = False, mode: Any = None) -> Array:
     """``operand`` with ``updates`` subtracted at ``scatter_indices`` (``jax.lax.scatter_sub``)."""
     _checked("scatter_sub", operand, scatter_indices, updates, dimension_numbers)
     return _scatter("scatter_sub", operand, scatter_indices, E.neg(_array(updates)),
                     dimension_numbers, mode, "add", unique_indices, indices_are_sorted)
 
 
-def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_shape=(),
-                  indices_are_sorted=False, unique_indices=False, mode=None):
+def scatter_apply(operand: Array, scatter_indices: Array, func: Callable[[Array], Array],
+                  dimension_numbers: Any, *, update_shape: Shape = (),
+                  indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None
+                  ) -> Array:
     """``operand`` with ``func`` applied to the windows (of ``update_shape``) at
     ``scatter_indices`` (``jax.lax.scatter_apply``; each window once)."""
     x = _array(operand)

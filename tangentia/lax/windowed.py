@@ -11,6 +11,8 @@ transpose to a padded window sum, max/min scatter to each window's winner).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import core
@@ -21,6 +23,11 @@ from ..primitives.windowed import MONOIDS, pad, window_reduce, window_shape
 from ..tree_util import tree_flatten, tree_unflatten
 from .ops import _reduction_axes
 from .convolution import padtype_to_pads
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+    from ..typing import Shape
 
 _PROBES = ((2.0, 3.0), (-1.5, -3.0), (0.25, 7.0))
 _REDUCERS = {"add": R.reduce_sum, "mul": R.reduce_prod, "max": R.reduce_max,
@@ -74,8 +81,11 @@ def _single(fname, tree, what):
     return leaves[0], treedef
 
 
-def reduce_window(operand, init_value, computation, window_dimensions, window_strides=None,
-                  padding="VALID", base_dilation=None, window_dilation=None):
+def reduce_window(operand: Any, init_value: Any, computation: Callable, window_dimensions: Shape,
+                  window_strides: Sequence[int] | None = None,
+                  padding: str | Sequence[tuple[int, int]] = "VALID",
+                  base_dilation: Sequence[int] | None = None,
+                  window_dilation: Sequence[int] | None = None) -> Any:
     """Reduce every window of ``operand`` with the monoid ``computation``, starting
     from ``init_value`` (``jax.lax.reduce_window``): ``padding`` is ``'SAME'``,
     ``'VALID'`` or one ``(low, high)`` pair per dimension; ``base_dilation``
@@ -123,7 +133,7 @@ def _start_from(op, out, init, dtype):
 
 
 def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, padding,
-                              base_dilation=None, window_dilation=None):
+                              base_dilation=None, window_dilation=None) -> tuple[int, ...]:
     """The shape ``reduce_window`` returns for these arguments (explicit padding pairs)."""
     nd = len(operand_shape)
     base_dilation = base_dilation or (1,) * nd
@@ -133,7 +143,8 @@ def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, 
     return window_shape(padded, window_dimensions, window_strides, window_dilation)
 
 
-def reduce(operands, init_values, computation, dimensions):
+def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], Any],
+           dimensions: Sequence[int]) -> Any:
     """Reduce ``operands`` over ``dimensions`` with the monoid ``computation``
     starting from ``init_values`` (``jax.lax.reduce``; one operand)."""
     fname = "reduce"

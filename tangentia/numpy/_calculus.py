@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -17,8 +18,13 @@ from ._reductions import cumsum, sum
 from ._shapes import broadcast_to, concatenate, ndim, ravel, reshape, shape
 from ._util import _aval, _axis, _is_tracer
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from ..typing import Array, ArrayLike
 
-def diff(a, n=1, axis=-1, prepend=None, append=None):
+
+def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike | None = None,
+         append: ArrayLike | None = None) -> Array:
     """n-th discrete difference along ``axis``."""
     a = _in(a, "diff")
     n = operator.index(n)
@@ -50,7 +56,8 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     return a
 
 
-def ediff1d(ary, to_end=None, to_begin=None):
+def ediff1d(ary: ArrayLike, to_end: ArrayLike | None = None, to_begin: ArrayLike | None = None
+            ) -> Array:
     """Differences of consecutive entries of the flattened ``ary``."""
     ary = ravel(_in(ary, "ediff1d", "ary"))
     n = shape(ary)[0]
@@ -65,7 +72,8 @@ def ediff1d(ary, to_end=None, to_begin=None):
     return concatenate(parts) if len(parts) > 1 else d
 
 
-def trapezoid(y, x=None, dx=1.0, axis=-1):
+def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: ArrayLike = 1.0, axis: int = -1
+              ) -> Array:
     """Trapezoidal rule along ``axis``."""
     y = asarray(y) if not _is_tracer(y) else y
     n = shape(y)[axis]
@@ -116,7 +124,8 @@ def _spacings(varargs, f, axes):
     return out
 
 
-def gradient(f, *varargs, axis=None, edge_order=1):
+def gradient(f: ArrayLike, *varargs: ArrayLike, axis: int | Sequence[int] | None = None,
+             edge_order: int | None = 1) -> Array | list[Array]:
     """Gradient of sampled values by central differences, as ``numpy.gradient``.
 
     Interior points use second-order central differences, the boundaries
@@ -188,7 +197,8 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     return outs[0] if len(axes) == 1 else tuple(outs)
 
 
-def unwrap(p, discont=None, axis=-1, period=2 * _np.pi):
+def unwrap(p: ArrayLike, discont: ArrayLike | None = None, axis: int = -1,
+           period: ArrayLike = 2 * _np.pi) -> Array:
     """``p`` with jumps larger than ``discont`` (``period / 2`` by default) along ``axis``
     replaced by their complement modulo ``period``, as ``numpy.unwrap``; differentiable."""
     p = _inexact(_in(p, "unwrap", "p"))

@@ -5,6 +5,8 @@ Complex arrays work under every transformation with JAX's conventions (see
 ``complex_p``); on real arrays these functions are the identity or zeros."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as _np
 
 from .. import core as _core
@@ -14,6 +16,10 @@ from ._constants import bool_, pi
 from ._creation import ones_like, zeros_like
 from ._elementwise import arctan2, rad2deg, where
 from ._util import _aval, _is_tracer
+
+if TYPE_CHECKING:
+    from typing import Any
+    from ..typing import Array, ArrayLike
 
 
 def _is_complex(x):
@@ -30,17 +36,17 @@ def _is_complex_obj(x):
     return _is_complex(x)
 
 
-def real(x):
+def real(x) -> Array:
     """Real part (the value itself for real arrays)."""
     return _E.real(x) if _is_complex(x) else _S.unchanged(x)
 
 
-def imag(val):
+def imag(val: ArrayLike) -> Array:
     """Imaginary part: zeros for real arrays."""
     return _E.imag(val) if _is_complex(val) else zeros_like(val)
 
 
-def conj(x):
+def conj(x: ArrayLike) -> Array:
     """Complex conjugate (the value itself for real arrays)."""
     return _E.conj(x) if _is_complex(x) else _S.unchanged(x)
 
@@ -48,7 +54,7 @@ def conj(x):
 conjugate = conj
 
 
-def angle(z, deg=False):
+def angle(z: ArrayLike, deg: bool = False) -> Array:
     """Counterclockwise angle from the positive real axis (``arctan2(imag, real)``)."""
     if _is_complex(z):
         out = arctan2(_E.imag(z), _E.real(z))
@@ -57,17 +63,17 @@ def angle(z, deg=False):
     return rad2deg(out) if deg else out
 
 
-def isreal(x):
+def isreal(x: ArrayLike) -> Array:
     """Elementwise test for a zero imaginary part."""
     return _E.eq(_E.imag(x), 0) if _is_complex(x) else ones_like(x, dtype=bool_)
 
 
-def iscomplex(x):
+def iscomplex(x: ArrayLike) -> Array:
     """Elementwise test for a nonzero imaginary part."""
     return _E.ne(_E.imag(x), 0) if _is_complex(x) else zeros_like(x, dtype=bool_)
 
 
-def real_if_close(a, tol=100):
+def real_if_close(a, tol=100) -> Array:
     """``a``'s real part if every imaginary part is below ``tol`` (in multiples of
     the dtype's machine epsilon when ``tol > 1``), else ``a``, as NumPy's.  The
     result's dtype depends on the values, so under a transformation (traced
@@ -90,11 +96,11 @@ def real_if_close(a, tol=100):
     return real(a) if bool(_np.all(_np.abs(_np.imag(small)) < tol)) else a
 
 
-def isrealobj(x):
+def isrealobj(x: Any) -> bool:
     """Whether the array's dtype is not complex (``x`` may also be a scalar type, as jnp.complex64)."""
     return not _is_complex_obj(x)
 
 
-def iscomplexobj(x):
+def iscomplexobj(x: Any) -> bool:
     """Whether the array's dtype is complex (``x`` may also be a scalar type, as jnp.complex64)."""
     return _is_complex_obj(x)

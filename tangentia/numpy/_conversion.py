@@ -6,6 +6,7 @@ values."""
 from __future__ import annotations
 
 import builtins
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -15,8 +16,12 @@ from ..primitives import structural as _S
 from ._constants import float64
 from ._util import _aval, _flat_seq, _is_tracer
 
+if TYPE_CHECKING:
+    from typing import Any
+    from ..typing import Array, ArrayLike, DTypeLike
 
-def asarray(a, dtype=None, copy=None):
+
+def asarray(a: Any, dtype: DTypeLike | None = None, copy: bool | None = None) -> Array:
     """Convert to an array (tracers are returned as they are, cast if asked)."""
     if isinstance(a, _Tracer):
         return a if dtype is None else astype(a, dtype)
@@ -26,12 +31,12 @@ def asarray(a, dtype=None, copy=None):
     return _core.as_array(a if dtype is None else _np.asarray(a, dtype=dtype), "asarray: argument")
 
 
-def astype(x, dtype, copy=False):
+def astype(x: ArrayLike, dtype: DTypeLike | None, copy: bool = False) -> Array:
     """``x`` converted to ``dtype``."""
     return _S.convert_element_type(x, _np.dtype(dtype))
 
 
-def copy(a, order=None):
+def copy(a: ArrayLike, order: str | None = None) -> Array:
     """A copy of ``a`` (under a transformation, the value itself)."""
     if _is_tracer(a):
         return a
@@ -72,25 +77,25 @@ def _stack(arrays, axis):
 
 
 
-def get_printoptions():
+def get_printoptions() -> Any:
     """NumPy's print options (``numpy.get_printoptions``): they format our arrays too."""
     return _np.get_printoptions()
 
 
-def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
-                     suppress=None, nanstr=None, infstr=None, formatter=None, sign=None,
-                     floatmode=None, *, legacy=None, override_repr=None):
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, suppress=None,
+                     nanstr=None, infstr=None, formatter=None, sign=None, floatmode=None, *,
+                     legacy=None, override_repr=None) -> Any:
     """Set NumPy's print options (``numpy.set_printoptions``), which format our arrays too."""
     _np.set_printoptions(precision, threshold, edgeitems, linewidth, suppress, nanstr, infstr,
                          formatter, sign, floatmode, legacy=legacy, override_repr=override_repr)
 
 
-def printoptions(*args, **kwargs):
+def printoptions(*args, **kwargs) -> Any:
     """A context manager setting NumPy's print options (``numpy.printoptions``) inside it."""
     return _np.printoptions(*args, **kwargs)
 
 
-def from_dlpack(x, /, *, device=None, copy=None):
+def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Array:
     """An array from an object supporting the DLPack protocol (``numpy.from_dlpack``); the
     array lives in host memory, the one device here."""
     return _np.from_dlpack(x, device=device, copy=copy)

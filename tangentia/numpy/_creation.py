@@ -4,6 +4,7 @@ and ``meshgrid``."""
 from __future__ import annotations
 
 import builtins
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -18,6 +19,10 @@ from ._elementwise import log10, power, sign
 from ._shapes import (broadcast_arrays, broadcast_shapes, broadcast_to, expand_dims, moveaxis,
                       ndim, reshape, shape)
 from ._util import _Tracer, _aval, _concrete, _eager, _flat_seq, _is_tracer
+
+if TYPE_CHECKING:
+    from typing import Any
+    from ..typing import Array, ArrayLike, DTypeLike
 
 
 # ---------------------------------------------------------------------------
@@ -34,22 +39,22 @@ def _check_shape(shape, fname):
     return shape
 
 
-def zeros(shape, dtype=None):
+def zeros(shape: Any, dtype: DTypeLike | None = None) -> Array:
     """An array of zeros of the given shape (float64 by default)."""
     return _np.zeros(_check_shape(shape, "zeros"), dtype or float64)
 
 
-def ones(shape, dtype=None):
+def ones(shape: Any, dtype: DTypeLike | None = None) -> Array:
     """An array of ones of the given shape (float64 by default)."""
     return _np.ones(_check_shape(shape, "ones"), dtype or float64)
 
 
-def empty(shape, dtype=None):
+def empty(shape: Any, dtype: DTypeLike | None = None) -> Array:
     """An array of the given shape and dtype (float64 by default); here filled with zeros."""
     return _np.zeros(_check_shape(shape, "empty"), dtype or float64)
 
 
-def full(shape, fill_value, dtype=None):
+def full(shape: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None) -> Array:
     """An array of the given shape filled with ``fill_value``."""
     shape = _check_shape(shape, "full")
     if _is_tracer(fill_value):
@@ -68,42 +73,44 @@ def _like(a):
     return av.shape, av.dtype
 
 
-def zeros_like(a, dtype=None, shape=None):
+def zeros_like(a: Any, dtype: DTypeLike | None = None, shape: Any = None) -> Array:
     """An array of zeros with the shape and dtype of ``a``."""
     a_shape, a_dtype = _like(a)
     return _np.zeros(a_shape if shape is None else _check_shape(shape, "zeros_like"),
                      dtype or a_dtype)
 
 
-def ones_like(a, dtype=None, shape=None):
+def ones_like(a: Any, dtype: DTypeLike | None = None, shape: Any = None) -> Array:
     """An array of ones with the shape and dtype of ``a``."""
     a_shape, a_dtype = _like(a)
     return _np.ones(a_shape if shape is None else _check_shape(shape, "ones_like"),
                     dtype or a_dtype)
 
 
-def empty_like(a, dtype=None, shape=None):
+def empty_like(a, dtype: DTypeLike | None = None, shape: Any = None) -> Array:
     """An array with the shape and dtype of ``a``; here filled with zeros."""
     return zeros_like(a, dtype, shape)
 
 
-def full_like(a, fill_value, dtype=None, shape=None):
+def full_like(a: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None, shape: Any = None
+              ) -> Array:
     """An array with the shape and dtype of ``a`` filled with ``fill_value``."""
     a_shape, a_dtype = _like(a)
     return full(a_shape if shape is None else shape, fill_value, dtype or a_dtype)
 
 
-def eye(N, M=None, k=0, dtype=None):
+def eye(N: int, M: int | None = None, k: int | ArrayLike = 0, dtype: DTypeLike | None = None
+        ) -> Array:
     """A 2-D array with ones on the ``k``-th diagonal and zeros elsewhere (float64 by default)."""
     return _np.eye(N, M, k, dtype=dtype or float64)
 
 
-def identity(n, dtype=None):
+def identity(n: int, dtype: DTypeLike | None = None) -> Array:
     """The ``n`` x ``n`` identity matrix (float64 by default)."""
     return _np.identity(n, dtype=dtype or float64)
 
 
-def tri(N, M=None, k=0, dtype=None):
+def tri(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None) -> Array:
     """An ``N`` x ``M`` array with ones at and below the ``k``-th diagonal, zeros elsewhere."""
     return _np.tri(N, M, k, dtype=dtype or float64)
 
@@ -112,7 +119,7 @@ def tri(N, M=None, k=0, dtype=None):
 # From data
 
 
-def array(object, dtype=None, copy=True, ndmin=0):
+def array(object: Any, dtype: DTypeLike | None = None, copy: bool = True, ndmin: int = 0) -> Array:
     """An array from ``object`` (NumPy's ``array``; sequences of traced values are stacked)."""
     if _is_tracer(object) or (isinstance(object, (list, tuple))
                               and builtins.any(_is_tracer(x) for x in _flat_seq(object))):
@@ -127,7 +134,8 @@ def array(object, dtype=None, copy=True, ndmin=0):
 # Ranges and grids
 
 
-def arange(start, stop=None, step=None, dtype=None):
+def arange(start: ArrayLike | int, stop: ArrayLike | int | None = None,
+           step: ArrayLike | None = None, dtype: DTypeLike | None = None) -> Array:
     """Evenly spaced values in the half-open interval [start, stop) (bounds must be concrete)."""
     start = _concrete(start, "arange", "start")
     stop = _concrete(stop, "arange", "stop")
@@ -137,7 +145,9 @@ def arange(start, stop=None, step=None, dtype=None):
     return _np.arange(start, stop, step if step is not None else 1, dtype=dtype)
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
+             retstep: bool = False, dtype: DTypeLike | None = None, axis: int = 0
+             ) -> Array | tuple[Array, Array]:
     """``num`` evenly spaced values from ``start`` to ``stop`` (``num`` must be concrete)."""
     num = int(_concrete(num, "linspace", "num"))
     if not (_is_tracer(start) or _is_tracer(stop)):
@@ -160,7 +170,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     return (out, step) if retstep else out
 
 
-def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
+             base: ArrayLike = 10.0, dtype: DTypeLike | None = None, axis: int = 0) -> Array:
     """Numbers spaced evenly on a log scale: ``base ** linspace(start, stop)``."""
     num = int(_concrete(num, "logspace", "num"))
     if num < 0:
@@ -174,7 +185,8 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     return out if dtype is None else astype(out, dtype)
 
 
-def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
+              dtype: DTypeLike | None = None, axis: int = 0) -> Array:
     """Numbers spaced evenly on a log scale, from ``start`` to ``stop`` (same sign)."""
     num = int(_concrete(num, "geomspace", "num"))
     if num < 0:
@@ -196,7 +208,8 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     return out if dtype is None else astype(out, dtype)
 
 
-def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: str = "xy"
+             ) -> list[Array]:
     """Coordinate arrays from coordinate vectors (a tuple, as in NumPy 2)."""
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: argument 'indexing' must be 'xy' or 'ij', got {indexing!r}")
@@ -239,7 +252,7 @@ hamming = _window("hamming", _np.hamming)
 hanning = _window("hanning", _np.hanning)
 
 
-def kaiser(M, beta):
+def kaiser(M: int, beta: ArrayLike) -> Array:
     """The Kaiser window of ``M`` points and shape ``beta``, as ``numpy.kaiser``.
 
     Differentiable in ``beta``: ``I0(beta * sqrt(1 - (2n/(M-1) - 1)**2)) / I0(beta)``.

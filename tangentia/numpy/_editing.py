@@ -13,6 +13,7 @@ values may be traced and are differentiable.
 from __future__ import annotations
 
 import builtins
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -26,6 +27,10 @@ from ._reductions import cumsum, sum
 from ._shapes import (broadcast_arrays, broadcast_to, concatenate, moveaxis, ravel, reshape, shape,
                       stack, tile)
 from ._util import _aval, _axis, _concrete, _is_tracer
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from ..typing import Array, ArrayLike, Shape
 
 
 def _insert_layout(obj, n, fname):
@@ -51,7 +56,8 @@ def _insert_layout(obj, n, fname):
     return _np.where(idx < 0, idx + n, idx), idx.ndim == 0
 
 
-def insert(arr, obj, values, axis=None):
+def insert(arr: ArrayLike, obj: ArrayLike | slice, values: ArrayLike, axis: int | None = None
+           ) -> Array:
     """Insert ``values`` before the indices ``obj`` along ``axis``, as ``numpy.insert``.
 
     ``obj`` is an integer, a sequence of integers or a slice (static);
@@ -99,7 +105,8 @@ def _immutable(fname):
                       f"(tangentia.numpy.{fname}: arrays under transformations are immutable too.)")
 
 
-def put(a, ind, v, mode=None, *, inplace=True):
+def put(a: ArrayLike, ind: ArrayLike, v: ArrayLike, mode: str | None = None, *, inplace: bool = True
+        ) -> Array:
     """``a`` with the flat entries ``ind`` replaced by ``v``, as ``jax.numpy.put``.
 
     ``v`` is repeated cyclically to the length of ``ind``.  ``mode``: None
@@ -152,7 +159,8 @@ def _true_positions(mask, size, fill, fname):
     return take(at(out)[slot].set(_np.arange(n)), _np.arange(int(size)), axis=0)
 
 
-def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
+def compress(condition: ArrayLike, a: ArrayLike, axis: int | None = None, *,
+             size: int | None = None, fill_value: ArrayLike = 0, out: None = None) -> Array:
     """The slices of ``a`` along ``axis`` where ``condition`` holds (``a`` flattened when
     ``axis`` is None).  The result's length depends on ``condition``, which must be
     concrete unless ``size`` is given (then the result has ``size`` slices, padded with
@@ -187,7 +195,8 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     return take(padded, idx, axis=ax)
 
 
-def extract(condition, arr, *, size=None, fill_value=0):
+def extract(condition: ArrayLike, arr: ArrayLike, *, size: int | None = None,
+            fill_value: ArrayLike = 0) -> Array:
     """The entries of ``arr`` where ``condition`` is nonzero, flattened (see ``compress``
     for ``size`` and ``fill_value``)."""
     condition = ravel(not_equal(_in(condition, "extract", "condition"), 0))
@@ -195,7 +204,7 @@ def extract(condition, arr, *, size=None, fill_value=0):
                     fill_value=fill_value)
 
 
-def place(arr, mask, vals, *, inplace=True):
+def place(arr: ArrayLike, mask: ArrayLike, vals: ArrayLike, *, inplace: bool = True) -> Array:
     """``arr`` with the entries where ``mask`` holds replaced, in order, by ``vals``
     (repeated cyclically); works under ``jit`` (``mask`` may be traced)."""
     if inplace:
@@ -209,7 +218,8 @@ def place(arr, mask, vals, *, inplace=True):
     return put(arr, _true_positions(mask, size, size, "place"), vals, inplace=False)
 
 
-def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
+def put_along_axis(arr: ArrayLike, indices: ArrayLike, values: ArrayLike, axis: int | None,
+                   inplace: bool = True, *, mode: str | None = None) -> Array:
     """``arr`` with ``values`` written at ``indices`` along ``axis`` (the other axes matched
     one to one, as ``take_along_axis``); ``axis=None`` works on the flattened array."""
     if inplace:
@@ -236,7 +246,8 @@ def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
     return at(arr)[index].set(values, mode=mode)
 
 
-def fill_diagonal(a, val, wrap=False, *, inplace=True):
+def fill_diagonal(a: ArrayLike, val: ArrayLike, wrap: bool = False, *, inplace: bool = True
+                  ) -> Array:
     """``a`` with its main diagonal set to ``val`` (repeated cyclically); the leading square
     part of a 2-D array, or all equal axes of an n-D one."""
     if inplace:
@@ -262,7 +273,8 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
     return at(a)[_np.diag_indices(n, len(s))].set(val)
 
 
-def choose(a, choices, out=None, mode="raise"):
+def choose(a: ArrayLike, choices: Array | Array | Sequence[ArrayLike], out: None = None,
+           mode: str = "raise") -> Array:
     """``choices[a[i]][i]`` for each ``i`` (all broadcast together).  ``mode``: 'raise'
     (``a`` must be concrete and in range), 'wrap' or 'clip'."""
     if out is not None:
@@ -291,7 +303,7 @@ def choose(a, choices, out=None, mode="raise"):
     return reshape(picked, shape(a))
 
 
-def resize(a, new_shape):
+def resize(a: ArrayLike, new_shape: Shape) -> Array:
     """An array of shape ``new_shape`` filled with the entries of ``a`` repeated in order."""
     a = ravel(_in(a, "resize", "a"))
     new_shape = (new_shape,) if isinstance(new_shape, (int, _np.integer)) else tuple(new_shape)
@@ -305,7 +317,7 @@ def resize(a, new_shape):
     return reshape(take(reps, _np.arange(total), axis=0), new_shape)
 
 
-def trim_zeros(filt, trim="fb", axis=None):
+def trim_zeros(filt: ArrayLike, trim: str = "fb", axis: int | Sequence[int] | None = None) -> Array:
     """``filt`` without its leading ('f') and/or trailing ('b') zeros (all-zero slices along
     ``axis``, every axis by default).  ``filt`` must be concrete (the result's shape
     depends on it)."""
@@ -328,7 +340,8 @@ def trim_zeros(filt, trim="fb", axis=None):
     return out
 
 
-def mask_indices(n, mask_func, k=0, *, size=None):
+def mask_indices(n: int, mask_func: Callable[[ArrayLike, int], Array], k: int = 0, *,
+                 size: int | None = None) -> tuple[Array, Array]:
     """The indices of the nonzero entries of ``mask_func(ones((n, n)), k)`` (e.g. ``triu``),
     as a pair of arrays (the first ``size`` of them with ``size=``)."""
     m = mask_func(ones((n, n), _np.int64), k)
@@ -356,7 +369,7 @@ def _bit_weights(bitorder, fname):
     return shifts[::-1].copy() if bitorder == "big" else shifts
 
 
-def packbits(a, axis=None, bitorder="big"):
+def packbits(a: ArrayLike, axis: int | None = None, bitorder: str = "big") -> Array:
     """The truth of the entries of ``a`` packed 8 to a ``uint8`` along ``axis`` (the flattened
     array by default), padded with zeros to a multiple of 8, as ``numpy.packbits``."""
     a = _in(a, "packbits", "a")
@@ -370,7 +383,8 @@ def packbits(a, axis=None, bitorder="big"):
     return packed if axis is None else moveaxis(packed, -1, ax)
 
 
-def unpackbits(a, axis=None, count=None, bitorder="big"):
+def unpackbits(a: ArrayLike, axis: int | None = None, count: int | None = None,
+               bitorder: str = "big") -> Array:
     """The bits of the ``uint8`` array ``a`` along ``axis`` (the flattened array by
     default), the first ``count`` of them (all but the last ``-count`` if negative), as
     ``numpy.unpackbits``."""

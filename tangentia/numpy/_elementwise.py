@@ -6,6 +6,7 @@ the rest are compositions of them with NumPy's semantics."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -18,6 +19,10 @@ from ._constants import complex128, float64, pi
 from ._conversion import _in, _inexact, astype
 from ._indexing import nonzero
 from ._util import _aval, _eager
+
+if TYPE_CHECKING:
+    from typing import Any
+    from ..typing import Array, ArrayLike
 
 
 # ---------------------------------------------------------------------------
@@ -76,29 +81,29 @@ def _ufunc_inexact(x, ufunc):
     return astype(x, _ufunc_dtype(ufunc, x))
 
 
-def fabs(x):
+def fabs(x: ArrayLike) -> Array:
     """Elementwise absolute value of a real ``x``, in a floating dtype (as NumPy's)."""
     if _aval(x).dtype.kind == "c":
         raise TypeError("ufunc 'fabs' does not support complex dtypes")
     return _E.abs(_ufunc_inexact(x, _np.fabs))
 
 
-def positive(x):
+def positive(x: ArrayLike) -> Array:
     """Elementwise ``+x`` (the value itself)."""
     return _S.unchanged(x)
 
 
-def square(x):
+def square(x: ArrayLike) -> Array:
     """Elementwise ``x**2`` (booleans square as ``int8``, as NumPy's)."""
     return _E.integer_pow(astype(x, _np.int8) if _aval(x).dtype == bool else x, 2)
 
 
-def reciprocal(x):
+def reciprocal(x: ArrayLike) -> Array:
     """Elementwise ``1 / x``."""
     return _E.div(1.0, x) if _aval(x).dtype.kind in "fc" else _E.div(1, x)
 
 
-def exp2(x):
+def exp2(x: ArrayLike) -> Array:
     """Elementwise ``2**x``."""
     return _E.power(2.0, _ufunc_inexact(x, _np.exp2))
 
@@ -112,24 +117,24 @@ def _log_base(x, base):
     return _E.div(y, math.log(base))
 
 
-def log2(x):
+def log2(x: ArrayLike) -> Array:
     """Elementwise base-2 logarithm."""
     return _log_base(x, 2.0)
 
 
-def log10(x):
+def log10(x: ArrayLike) -> Array:
     """Elementwise base-10 logarithm."""
     return _log_base(x, 10.0)
 
 
-def logaddexp(x, y):
+def logaddexp(x, y) -> Any:
     """``log(exp(x) + exp(y))``, computed stably."""
     amax = _E.maximum(x, y)
     amax = _S.stop_gradient(where(isfinite(amax), amax, 0.0))
     return _E.add(amax, _E.log(_E.add(_E.exp(_E.sub(x, amax)), _E.exp(_E.sub(y, amax)))))
 
 
-def logaddexp2(x1, x2):
+def logaddexp2(x1, x2) -> Any:
     """log2(2**x1 + 2**x2), computed stably."""
     if _eager(x1, x2):
         return _np.asarray(_np.logaddexp2(x1, x2))
@@ -138,7 +143,7 @@ def logaddexp2(x1, x2):
     return _E.add(amax, log2(_E.add(exp2(_E.sub(x1, amax)), exp2(_E.sub(x2, amax)))))
 
 
-def hypot(x, y):
+def hypot(x, y) -> Array:
     """Elementwise ``sqrt(x**2 + y**2)``, without overflow or underflow (scaled by the larger
     magnitude; infinite where either is, even NaN), in NumPy's floating dtype."""
     if "c" in (_aval(x).dtype.kind, _aval(y).dtype.kind):
@@ -152,13 +157,13 @@ def hypot(x, y):
     return where(_E.or_p.bind(isinf(x), isinf(y)), _np.inf, r)
 
 
-def float_power(x1, x2):
+def float_power(x1, x2) -> Array:
     """Elementwise ``x1 ** x2`` computed in float64 (complex128 if either is complex)."""
     dt = complex128 if "c" in (_aval(x1).dtype.kind, _aval(x2).dtype.kind) else float64
     return _E.power(astype(x1, dt), astype(x2, dt) if not isinstance(x2, (int, float)) else x2)
 
 
-def fmod(x1, x2):
+def fmod(x1: ArrayLike, x2: ArrayLike) -> Array:
     """C-style remainder: the result has the sign of ``x1``.
 
     Computed from NumPy's exact ``remainder`` (sign of the divisor): of magnitudes for floats
@@ -178,32 +183,32 @@ def divmod(x1, x2):  # noqa: A001 - NumPy's name
     return floor_divide(x1, x2), remainder(x1, x2)
 
 
-def modf(x):
+def modf(x: ArrayLike) -> tuple[Array, Array]:
     """Fractional and integral parts, both with the sign of ``x`` (floating, as NumPy's)."""
     x = _ufunc_inexact(x, _np.modf)
     ipart = trunc(x)
     return _E.sub(x, ipart), ipart
 
 
-def ldexp(x1, x2):
+def ldexp(x1: ArrayLike, x2: ArrayLike) -> Array:
     """x1 * 2**x2."""
     if _eager(x1, x2):
         return _np.asarray(_np.ldexp(x1, x2))
     return _E.mul(x1, exp2(astype(x2, _aval(_inexact(x1)).dtype)))
 
 
-def frexp(x):
+def frexp(x: ArrayLike) -> tuple[Array, Array]:
     """Mantissa in [0.5, 1) (with ``x``'s sign) and integer exponent: ``x = m * 2**e``."""
     x = _in(x, "frexp")
     return _M.frexp_mantissa(x), _M.frexp_exponent(x)
 
 
-def spacing(x):
+def spacing(x: ArrayLike) -> Array:
     """Distance from ``x`` to the nearest adjacent floating-point number (derivative 0)."""
     return _M.spacing(_in(x, "spacing"))
 
 
-def nextafter(x1, x2):
+def nextafter(x1, x2) -> Array:
     """The next floating-point value after ``x1`` towards ``x2`` (derivative 0)."""
     return _M.nextafter(x1, x2)
 
@@ -215,13 +220,13 @@ right_shift = bitwise_right_shift = _M.right_shift
 bitwise_count = _M.bitwise_count
 
 
-def i0(x):
+def i0(x: ArrayLike) -> Array:
     """The modified Bessel function of the first kind of order 0 (``numpy.i0``)."""
     x = _in(x, "i0", "x")
     return _SP.i0(_inexact(x))
 
 
-def fmax(x1, x2):
+def fmax(x1: ArrayLike, x2: ArrayLike) -> Array:
     """Elementwise maximum that ignores NaNs (NaN only if both are NaN)."""
     if _eager(x1, x2):
         return _np.asarray(_np.fmax(x1, x2))
@@ -229,32 +234,32 @@ def fmax(x1, x2):
     return where(_E.or_p.bind(_E.gt(x1, x2), isnan(x2)), x1, x2)
 
 
-def fmin(x1, x2):
+def fmin(x1: ArrayLike, x2: ArrayLike) -> Array:
     """Elementwise minimum that ignores NaNs (NaN only if both are NaN)."""
     if _eager(x1, x2):
         return _np.asarray(_np.fmin(x1, x2))
     return where(_E.or_p.bind(_E.lt(x1, x2), isnan(x2)), x1, x2)
 
 
-def heaviside(x1, x2):
+def heaviside(x1: ArrayLike, x2: ArrayLike) -> Array:
     """Heaviside step function: 0 for x1 < 0, ``x2`` at 0, 1 for x1 > 0."""
     dt = _ufunc_dtype(_np.heaviside, x1, x2)
     return astype(where(_E.gt(x1, 0), 1.0, where(_E.lt(x1, 0), 0.0, x2)), dt)
 
 
-def sinc(x):
+def sinc(x: ArrayLike) -> Array:
     """Normalized sinc: ``sin(pi x) / (pi x)``, 1 at 0."""
     px = _E.mul(pi, x)
     safe = where(_E.eq(x, 0), 1.0, px)
     return where(_E.eq(x, 0), 1.0, _E.div(_E.sin(safe), safe))
 
 
-def deg2rad(x):
+def deg2rad(x: ArrayLike) -> Array:
     """Angles converted from degrees to radians."""
     return _E.mul(_ufunc_inexact(x, _np.deg2rad), pi / 180)
 
 
-def rad2deg(x):
+def rad2deg(x: ArrayLike) -> Array:
     """Angles converted from radians to degrees."""
     return _E.mul(_ufunc_inexact(x, _np.rad2deg), 180 / pi)
 
@@ -266,7 +271,7 @@ radians, degrees = deg2rad, rad2deg
 # Rounding and clipping
 
 
-def trunc(x):
+def trunc(x: ArrayLike) -> Array:
     """Elementwise rounding towards zero."""
     return where(_E.lt(x, 0), _E.ceil(x), _E.floor(x))
 
@@ -274,7 +279,7 @@ def trunc(x):
 fix = trunc
 
 
-def round(a, decimals=0):
+def round(a: ArrayLike, decimals: int = 0) -> Array:
     """Round to the given number of decimals (halves to even, as NumPy)."""
     if decimals >= 0 and _aval(a).dtype.kind in "iu":
         return _S.unchanged(a)  # integers are already rounded (and keep their dtype)
@@ -287,7 +292,8 @@ def round(a, decimals=0):
 around = round
 
 
-def clip(a, a_min=None, a_max=None, *, min=None, max=None):
+def clip(a, a_min=None, a_max=None, *, min: ArrayLike | None = None, max: ArrayLike | None = None
+         ) -> Array:
     """Clip values to [min, max] (either bound may be None)."""
     lo = a_min if min is None else min
     hi = a_max if max is None else max
@@ -300,7 +306,8 @@ def clip(a, a_min=None, a_max=None, *, min=None, max=None):
     return a
 
 
-def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+def nan_to_num(x: ArrayLike, copy: bool = True, nan: ArrayLike = 0.0,
+               posinf: ArrayLike | None = None, neginf: ArrayLike | None = None) -> Array:
     """Replace NaN and infinities by finite numbers."""
     x = _in(x, "nan_to_num", "x")
     dt = _aval(x).dtype
@@ -320,42 +327,42 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 # Logic, tests and choosing
 
 
-def logical_and(x, y):
+def logical_and(x, y) -> Any:
     """Elementwise logical AND."""
     return _E.and_p.bind(x, y)
 
 
-def logical_or(x, y):
+def logical_or(x, y) -> Any:
     """Elementwise logical OR."""
     return _E.or_p.bind(x, y)
 
 
-def logical_xor(x, y):
+def logical_xor(x, y) -> Any:
     """Elementwise logical XOR."""
     return _E.xor_p.bind(x, y)
 
 
-def logical_not(x):
+def logical_not(x: ArrayLike) -> Array:
     """Elementwise logical NOT."""
     return _E.not_p.bind(x)
 
 
-def bitwise_and(x, y):
+def bitwise_and(x, y) -> Any:
     """Elementwise bitwise AND of integer or boolean arrays."""
     return _E.bitwise_and_p.bind(x, y)
 
 
-def bitwise_or(x, y):
+def bitwise_or(x, y) -> Any:
     """Elementwise bitwise OR of integer or boolean arrays."""
     return _E.bitwise_or_p.bind(x, y)
 
 
-def bitwise_xor(x, y):
+def bitwise_xor(x, y) -> Any:
     """Elementwise bitwise XOR of integer or boolean arrays."""
     return _E.bitwise_xor_p.bind(x, y)
 
 
-def bitwise_not(x):
+def bitwise_not(x: ArrayLike) -> Array:
     """Elementwise bitwise NOT of integer or boolean arrays."""
     return _E.bitwise_not_p.bind(x)
 
@@ -363,32 +370,33 @@ def bitwise_not(x):
 invert = bitwise_invert = bitwise_not
 
 
-def isnan(x):
+def isnan(x: ArrayLike) -> Array:
     """Elementwise test for NaN."""
     return _E.isnan_p.bind(x)
 
 
-def isinf(x):
+def isinf(x: ArrayLike) -> Array:
     """Elementwise test for positive or negative infinity."""
     return _E.isinf_p.bind(x)
 
 
-def isfinite(x):
+def isfinite(x: ArrayLike) -> Array:
     """Elementwise test for finite values (not infinity, not NaN)."""
     return _E.isfinite_p.bind(x)
 
 
-def isposinf(x):
+def isposinf(x) -> Array:
     """Elementwise test for positive infinity."""
     return logical_and(isinf(x), _E.gt(x, 0))
 
 
-def isneginf(x):
+def isneginf(x) -> Array:
     """Elementwise test for negative infinity."""
     return logical_and(isinf(x), _E.lt(x, 0))
 
 
-def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+def isclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike = 1e-08,
+            equal_nan: bool = False) -> Array:
     """Elementwise ``|a - b| <= atol + rtol * |b|`` (NaNs equal if ``equal_nan``)."""
     out = _E.le(abs(_E.sub(a, b)), _E.add(atol, _E.mul(rtol, abs(b))))
     if equal_nan:
@@ -396,7 +404,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return out
 
 
-def where(condition, x=None, y=None):
+def where(condition, x=None, y=None) -> Any:
     """Elementwise choice; with one argument, the indices of nonzero entries (eager only)."""
     if x is None and y is None:
         return nonzero(condition)

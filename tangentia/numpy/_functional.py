@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins
 import functools
 import re
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -21,8 +22,13 @@ from ._shapes import (broadcast_arrays, broadcast_shapes, broadcast_to, expand_d
                       shape, squeeze, stack)
 from ._util import _aval, _axis, _eager, _is_tracer
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+    from ..typing import Array, ArrayLike, DTypeLike
 
-def apply_along_axis(func1d, axis, arr, *args, **kwargs):
+
+def apply_along_axis(func1d: Callable, axis: int, arr: ArrayLike, *args, **kwargs) -> Array:
     """Apply ``func1d`` to 1-D slices along ``axis`` (vectorized with vmap)."""
     arr = _in(arr, "apply_along_axis", "arr")
     nd = ndim(arr)
@@ -69,7 +75,7 @@ def _core_sizes(sizes, shp, dims, context, *, is_input):
                              f"{sizes[d]!r} {context}")
 
 
-def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
+def vectorize(pyfunc, *, excluded=frozenset(), signature=None) -> Any:
     """``pyfunc`` applied over the leading (loop) dimensions of its arguments, batched
     with ``vmap``, as ``jax.numpy.vectorize``.
 
@@ -190,7 +196,8 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
     return vectorized
 
 
-def select(condlist, choicelist, default=0):
+def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], default: ArrayLike = 0
+           ) -> Array:
     """The entry of the first true condition's choice (``default`` where none holds)."""
     condlist, choicelist = list(condlist), list(choicelist)
     if len(condlist) != len(choicelist):
@@ -214,7 +221,8 @@ def select(condlist, choicelist, default=0):
     return broadcast_to(out, s)
 
 
-def piecewise(x, condlist, funclist, *args, **kw):
+def piecewise(x: ArrayLike, condlist: Array | Sequence[ArrayLike],
+              funclist: list[ArrayLike | Callable[..., Array]], *args, **kw) -> Array:
     """Evaluate ``funclist[i]`` where ``condlist[i]`` holds (later conditions win; an
     extra last function applies where none holds).  Under transformations every
     function is evaluated on all of ``x``."""
@@ -251,7 +259,8 @@ def piecewise(x, condlist, funclist, *args, **kw):
     return astype(broadcast_to(out, shape(x)), dt)
 
 
-def apply_over_axes(func, a, axes):
+def apply_over_axes(func: Callable[[ArrayLike, int], Array], a: ArrayLike, axes: Sequence[int]
+                    ) -> Array:
     """Apply ``func(a, axis)`` for each axis in ``axes`` in turn, keeping the dimensions
     (``func``'s result has the same rank as its input, or one less: the axis is then
     restored with size 1)."""
@@ -270,7 +279,8 @@ def apply_over_axes(func, a, axes):
     return a
 
 
-def fromfunction(function, shape, *, dtype=float, **kwargs):
+def fromfunction(function: Callable[..., Array], shape: Any, *, dtype: DTypeLike = float, **kwargs
+                 ) -> Array:
     """``function`` applied to the index grid of ``shape`` (one index array per axis, of
     ``dtype``), vectorized with ``vmap`` as in JAX (``function`` sees scalar indices)."""
     shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
@@ -280,7 +290,8 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
     return fn(*(astype(_np.arange(s), dtype) for s in shape), **kwargs)
 
 
-def einsum_path(subscripts, *operands, optimize="auto"):
+def einsum_path(subscripts, *operands, optimize: bool | str | list[tuple[int, ...]] = "auto"
+                ) -> Any:
     """NumPy's ``einsum_path``: the contraction order and its report, computed from the
     operands' shapes (so traced operands are fine)."""
     stand_ins = [_np.broadcast_to(_np.zeros((), _aval(o).dtype), _aval(o).shape)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -19,6 +20,11 @@ from ._conversion import _in, asarray, copy
 from ._shapes import concatenate, ndim, ravel, reshape, shape, transpose
 from ._util import _aval, _axes, _axis, _concrete, _eager, _flat_seq, _is_int_scalar, \
     _is_tracer, _value_dependent
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+    from ..typing import Array, ArrayLike, DTypeLike
 
 
 # ---------------------------------------------------------------------------
@@ -572,7 +578,7 @@ class _IndexUpdateRef:
         return self._out(x)
 
 
-def at(x):
+def at(x) -> Any:
     """Functional index updates on any array: ``tnp.at(x)[idx].set(v)``.
 
     Equivalent to ``x.at[idx].set(v)`` on traced values, for plain NumPy arrays
@@ -585,8 +591,9 @@ def at(x):
 # Taking entries
 
 
-def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
-         indices_are_sorted=False, fill_value=None):
+def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = None,
+         mode: str | None = None, unique_indices: bool = False, indices_are_sorted: bool = False,
+         fill_value: Any | None = None) -> Array:
     """Entries at ``indices`` along ``axis`` (of the flattened array if None).
 
     Out-of-bounds indices follow JAX's ``mode``: ``"fill"`` (the default: negative indices
@@ -622,7 +629,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     return _E.select(valid, got, _np.asarray(_fill_value(dt, fill_value), dt))
 
 
-def take_along_axis(arr, indices, axis):
+def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None) -> Array:
     """Entries of ``arr`` at ``indices`` along ``axis``, matching the other axes one to one
     (broadcasting: a length-1 axis of either meets the other's length)."""
     nd = ndim(arr)
@@ -658,13 +665,13 @@ def take_along_axis(arr, indices, axis):
     return _I.getitem(arr, tuple(spec), tuple(arrays))
 
 
-def unstack(x, axis=0):
+def unstack(x: ArrayLike, axis: int = 0) -> tuple[Array, ...]:
     """The slices of ``x`` along ``axis``, as a tuple."""
     n = shape(x)[axis]
     return tuple(take(x, i, axis=axis) for i in range(n))
 
 
-def delete(arr, obj, axis=None):
+def delete(arr: ArrayLike, obj: ArrayLike | slice, axis: int | None = None) -> Array:
     """Drop the entries ``obj`` (static indices, a slice or a boolean mask) along ``axis``."""
     arr = _in(arr, "delete", "arr")
     if axis is None:
@@ -680,7 +687,7 @@ def delete(arr, obj, axis=None):
 # Reordering entries
 
 
-def flip(m, axis=None):
+def flip(m: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
     """Reverse the order of entries along ``axis`` (all axes if None)."""
     nd = ndim(m)
     if isinstance(axis, (tuple, list)):
@@ -693,17 +700,17 @@ def flip(m, axis=None):
     return _getitem(m, idx)
 
 
-def fliplr(m):
+def fliplr(m: ArrayLike) -> Array:
     """Reverse the order of entries along axis 1 (left/right)."""
     return flip(m, 1)
 
 
-def flipud(m):
+def flipud(m: ArrayLike) -> Array:
     """Reverse the order of entries along axis 0 (up/down)."""
     return flip(m, 0)
 
 
-def rot90(m, k=1, axes=(0, 1)):
+def rot90(m: ArrayLike, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Array:
     """Rotate by 90 degrees ``k`` times in the plane of ``axes``."""
     m = _in(m, "rot90", "m")
     if len(axes) != 2:
@@ -723,7 +730,8 @@ def rot90(m, k=1, axes=(0, 1)):
     return flip(transpose(m, perm), a1)
 
 
-def roll(a, shift, axis=None):
+def roll(a: ArrayLike, shift: ArrayLike | Sequence[int], axis: int | Sequence[int] | None = None
+         ) -> Array:
     """Roll entries along ``axis`` (the flattened array if None); ``shift`` may be traced."""
     a = _in(a, "roll")
     if axis is None:
@@ -761,18 +769,18 @@ def roll(a, shift, axis=None):
 # Indices of nonzero entries (eager: the result's shape depends on the values)
 
 
-def nonzero(a):
+def nonzero(a: ArrayLike) -> tuple[Array, ...]:
     """Indices of the nonzero entries, one array per axis (eager only, as for argwhere)."""
     v = _concrete(a, "nonzero", "a")
     return _np.nonzero(_np.asarray(v))
 
 
-def flatnonzero(a):
+def flatnonzero(a: ArrayLike) -> Array:
     """Indices of the nonzero entries of the flattened ``a`` (eager only)."""
     return _np.flatnonzero(_value_dependent(a, "flatnonzero", "a"))
 
 
-def argwhere(a):
+def argwhere(a: ArrayLike) -> Array:
     """Indices of the nonzero entries, one row per entry (eager only)."""
     return _np.argwhere(_value_dependent(a, "argwhere", "a"))
 
@@ -795,21 +803,22 @@ tril_indices_from = _np.tril_indices_from
 triu_indices_from = _np.triu_indices_from
 
 
-def indices(dimensions, dtype=int64, sparse=False):
+def indices(dimensions: Sequence[int], dtype: DTypeLike | None = int64, sparse: bool = False
+            ) -> Array | tuple[Array, ...]:
     """An array of grid indices for an array of shape ``dimensions``."""
     return _np.indices(dimensions, dtype, sparse)
 
 
-def diag_indices(n, ndim=2):
+def diag_indices(n: int, ndim: int = 2) -> tuple[Array, ...]:
     """Indices of the main diagonal of an ``n`` x ... x ``n`` array (``ndim`` axes)."""
     return _np.diag_indices(n, ndim)
 
 
-def tril_indices(n, k=0, m=None):
+def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Array, Array]:
     """Indices of the entries at and below the ``k``-th diagonal of an ``n`` x ``m`` array."""
     return _np.tril_indices(n, k, m)
 
 
-def triu_indices(n, k=0, m=None):
+def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Array, Array]:
     """Indices of the entries at and above the ``k``-th diagonal of an ``n`` x ``m`` array."""
     return _np.triu_indices(n, k, m)

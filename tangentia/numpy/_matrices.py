@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -20,6 +21,10 @@ from ._reductions import sum
 from ._shapes import (broadcast_arrays, broadcast_shapes, broadcast_to, concatenate, expand_dims,
                       moveaxis, ndim, ravel, reshape, shape, squeeze, stack)
 from ._util import _aval, _axis
+
+if TYPE_CHECKING:
+    from typing import Any
+    from ..typing import Array, ArrayLike, DTypeLike
 
 
 # ---------------------------------------------------------------------------
@@ -38,7 +43,8 @@ def _in_preferred(fn, preferred_element_type, *operands, **kwargs):
     return astype(fn(*operands, **kwargs), dt)
 
 
-def matmul(a, b, *, precision=None, preferred_element_type=None):
+def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
+           preferred_element_type: DTypeLike | None = None) -> Array:
     """Matrix product with NumPy's rules for 1-D and batched operands."""
     if preferred_element_type is not None:
         return _in_preferred(matmul, preferred_element_type, a, b)
@@ -73,7 +79,8 @@ def _check_contract(fname, sa, sb, ia, ib):
                         f"the second ({sb[ib]})")
 
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
+def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
+        preferred_element_type: DTypeLike | None = None) -> Array:
     """Dot product (matmul up to rank 2, else sums a's last axis with b's second-to-last)."""
     if preferred_element_type is not None:
         return _in_preferred(dot, preferred_element_type, a, b)
@@ -86,14 +93,16 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
     return _C.dot_general(a, b, (((a_av.ndim - 1,), (b_av.ndim - 2,)), ((), ())))
 
 
-def vdot(a, b, *, precision=None, preferred_element_type=None):
+def vdot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
+         preferred_element_type: DTypeLike | None = None) -> Array:
     """Dot product of the flattened ``a`` and ``b``, conjugating ``a`` (as NumPy's)."""
     if _aval(a).dtype.kind == "c":
         a = _E.conj(a)
     return dot(ravel(a), ravel(b), preferred_element_type=preferred_element_type)
 
 
-def inner(a, b, *, precision=None, preferred_element_type=None):
+def inner(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
+          preferred_element_type: DTypeLike | None = None) -> Array:
     """Inner product: sum over the last axes of ``a`` and ``b``."""
     if preferred_element_type is not None:
         return _in_preferred(inner, preferred_element_type, a, b)
@@ -104,12 +113,13 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
     return _C.dot_general(a, b, (((a_av.ndim - 1,), (b_av.ndim - 1,)), ((), ())))
 
 
-def outer(a, b):
+def outer(a: ArrayLike, b: ArrayLike) -> Array:
     """Outer product of the flattened ``a`` and ``b``."""
     return _C.dot_general(ravel(a), ravel(b), (((), ()), ((), ())))
 
 
-def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
+def tensordot(a: ArrayLike, b: ArrayLike, axes: Any = 2, *, precision: Any = None,
+              preferred_element_type: DTypeLike | None = None) -> Array:
     """Sum over the last ``axes`` axes of ``a`` and the first of ``b`` (or given axis pairs)."""
     if preferred_element_type is not None:
         return _in_preferred(tensordot, preferred_element_type, a, b, axes)
@@ -128,7 +138,8 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     return _C.dot_general(a, b, ((ca, cb), ((), ())))
 
 
-def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None):
+def einsum(subscripts, *operands, optimize: str | bool | list[tuple[int, ...]] | None = None,
+           precision: Any = None, preferred_element_type: DTypeLike | None = None) -> Array:
     """Einstein summation over explicit or implicit subscripts (with ``...``)."""
     if not isinstance(subscripts, str):
         raise TypeError("einsum: only the string form of subscripts is supported")
@@ -176,17 +187,17 @@ def _normalize_einsum(subscripts, ranks):
     return ",".join(new_ins) + "->" + out
 
 
-def matvec(x1, x2):
+def matvec(x1: ArrayLike, x2: ArrayLike) -> Array:
     """Matrix-vector product over the last axes, broadcasting the others."""
     return matmul(x1, expand_dims(x2, -1))[..., 0]
 
 
-def vecmat(x1, x2):
+def vecmat(x1: ArrayLike, x2: ArrayLike) -> Array:
     """Vector-matrix product over the last axes, broadcasting the others."""
     return matmul(expand_dims(x1, -2), x2)[..., 0, :]
 
 
-def vecdot(x1, x2, /, *, axis=-1):
+def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
     """Dot product of vectors along ``axis`` (conjugating ``x1``), broadcasting the other
     axes."""
     x1 = _in(x1, "vecdot", "x1")
@@ -200,7 +211,7 @@ def vecdot(x1, x2, /, *, axis=-1):
     return sum(_E.mul(moveaxis(x1, a1, -1), moveaxis(x2, a2, -1)), -1)
 
 
-def kron(a, b):
+def kron(a: ArrayLike, b: ArrayLike) -> Array:
     """Kronecker product."""
     a = _in(a, "kron", "a")
     b = _in(b, "kron", "b")
@@ -215,7 +226,8 @@ def kron(a, b):
     return reshape(out, tuple(x * y for x, y in zip(sa, sb)))
 
 
-def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None
+          ) -> Array:
     """Cross product of 3-vectors (or 2-vectors) along the given axes, broadcasting."""
     if axis is not None:
         axisa = axisb = axisc = axis
@@ -246,7 +258,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 # Diagonals and triangles
 
 
-def diag(v, k=0):
+def diag(v: ArrayLike, k: int = 0) -> Array:
     """The ``k``-th diagonal of 2-D ``v``, or a 2-D array with 1-D ``v`` on that diagonal."""
     s = shape(v)
     if len(s) == 1:
@@ -258,12 +270,12 @@ def diag(v, k=0):
     return diagonal(v, k)
 
 
-def diagflat(v, k=0):
+def diagflat(v: ArrayLike, k: int = 0) -> Array:
     """A 2-D array with the flattened ``v`` on its ``k``-th diagonal."""
     return diag(ravel(v), k)
 
 
-def diagonal(a, offset=0, axis1=0, axis2=1):
+def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:
     """The ``offset`` diagonal of the ``axis1``/``axis2`` planes, as the last axis."""
     s = shape(a)
     n1, n2 = s[axis1], s[axis2]
@@ -275,26 +287,26 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     return _I.getitem(a, (Ellipsis, _I.ARRAY, _I.ARRAY), (rows, cols))
 
 
-def trace(a, offset=0, axis1=0, axis2=1):
+def trace(a: ArrayLike, offset: int | ArrayLike = 0, axis1: int = 0, axis2: int = 1) -> Array:
     """Sum along the diagonal with ``offset`` of the planes given by ``axis1`` and ``axis2``."""
     return sum(diagonal(a, offset, axis1, axis2), -1)
 
 
-def tril(m, k=0):
+def tril(m: ArrayLike, k: int = 0) -> Array:
     """Lower triangle of ``m`` (last two axes): entries above the ``k``-th diagonal zeroed."""
     s = shape(m)
     mask = _np.tri(s[-2], s[-1], k, dtype=bool)
     return where(mask, m, _np.zeros((), _aval(m).dtype))  # keeps m's dtype (also bool)
 
 
-def triu(m, k=0):
+def triu(m: ArrayLike, k: int = 0) -> Array:
     """Upper triangle of ``m`` (last two axes): entries below the ``k``-th diagonal zeroed."""
     s = shape(m)
     mask = ~_np.tri(s[-2], s[-1], k - 1, dtype=bool)
     return where(mask, m, _np.zeros((), _aval(m).dtype))  # keeps m's dtype (also bool)
 
 
-def vander(x, N=None, increasing=False):
+def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Array:
     """Vandermonde matrix (powers computed by exact cumulative products)."""
     x = _in(x, "vander", "x")
     if ndim(x) != 1:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import math
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -19,6 +20,11 @@ from ._reductions import max, mean, min
 from ._shapes import broadcast_to, concatenate, moveaxis, ndim, ravel, reshape, shape
 from ._statistics import median
 from ._util import _aval, _concrete, _eager, _is_tracer
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+    from ..typing import Array, ArrayLike
 
 
 _PAD_KWARGS = {"constant": ("constant_values",), "edge": (), "reflect": ("reflect_type",),
@@ -128,7 +134,8 @@ def _ramp_pad(a, ax, b, c, ends):
     return out
 
 
-def pad(array, pad_width, mode="constant", **kwargs):
+def pad(array: ArrayLike, pad_width: Any, mode: str | Callable[..., Any] = "constant", **kwargs
+        ) -> Array:
     """Pad an array (NumPy's modes; values such as ``constant_values`` may be traced)."""
     if callable(mode):
         raise NotImplementedError("pad: a function as argument 'mode' is not supported")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import builtins
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -17,8 +18,11 @@ from ._shapes import atleast_1d, concatenate, ndim, reshape, shape, swapaxes
 from ._util import _aval, _is_tracer
 from .linalg import eigvals, inv, lstsq
 
+if TYPE_CHECKING:
+    from ..typing import Array, ArrayLike
 
-def poly(seq_of_zeros):
+
+def poly(seq_of_zeros: ArrayLike) -> Array:
     """Coefficients of the monic polynomial with the given roots (or the
     characteristic polynomial of a square matrix)."""
     a = _in(seq_of_zeros, "poly", "seq_of_zeros")
@@ -34,7 +38,7 @@ def poly(seq_of_zeros):
     return coeffs
 
 
-def polydiv(u, v, *, trim_leading_zeros=False):
+def polydiv(u: ArrayLike, v: ArrayLike, *, trim_leading_zeros: bool = False) -> tuple[Array, Array]:
     """Quotient and remainder of polynomial division (remainder as long as ``u``
     unless ``trim_leading_zeros``, as in JAX)."""
     u = _in(u, "polydiv", "u")
@@ -62,7 +66,8 @@ def polydiv(u, v, *, trim_leading_zeros=False):
     return q, r
 
 
-def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+def polyfit(x: ArrayLike, y: ArrayLike, deg: int, rcond: float | None = None, full: bool = False,
+            w: ArrayLike | None = None, cov: bool = False) -> Array | tuple[Array, ...]:
     """Least-squares polynomial fit of degree ``deg`` (coefficients highest first),
     as ``numpy.polyfit``: the Vandermonde columns are scaled before the solve."""
     x = astype(_in(x, "polyfit", "x"), float64) if _aval(_in(x, "polyfit", "x")).dtype.kind \
@@ -101,7 +106,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     return c
 
 
-def roots(p, *, strip_zeros=True):
+def roots(p: ArrayLike, *, strip_zeros: bool = True) -> Array:
     """Roots of the polynomial with coefficients ``p`` (complex, as in JAX), from
     the eigenvalues of its companion matrix.  Leading zeros are stripped (concrete
     ``p`` needed; with ``strip_zeros=False`` they give NaN roots)."""

@@ -3,6 +3,7 @@ and correlation, and piecewise-linear interpolation (``interp``)."""
 from __future__ import annotations
 
 import builtins
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -20,12 +21,16 @@ from ._shapes import atleast_1d, broadcast_to, concatenate, ndim, reshape, shape
 from ._sorting import argsort
 from ._util import _aval, _eager, _is_tracer
 
+if TYPE_CHECKING:
+    from typing import Any
+    from ..typing import Array, ArrayLike, DTypeLike
+
 
 # ---------------------------------------------------------------------------
 # Polynomials
 
 
-def polyval(p, x, *, unroll=16):
+def polyval(p: ArrayLike, x: ArrayLike, *, unroll: int = 16) -> Array:
     """Evaluate the polynomial with coefficients ``p`` (highest degree first) at ``x``."""
     p = _in(p, "polyval", "p")
     x = _in(x, "polyval", "x")
@@ -40,24 +45,24 @@ def polyval(p, x, *, unroll=16):
     return y
 
 
-def polyadd(a1, a2):
+def polyadd(a1: ArrayLike, a2: ArrayLike) -> Array:
     """Sum of two polynomials (coefficients highest degree first)."""
     a1, a2 = atleast_1d(a1), atleast_1d(a2)
     n = builtins.max(shape(a1)[0], shape(a2)[0])
     return _E.add(pad(a1, (n - shape(a1)[0], 0)), pad(a2, (n - shape(a2)[0], 0)))
 
 
-def polysub(a1, a2):
+def polysub(a1: ArrayLike, a2: ArrayLike) -> Array:
     """Difference of two polynomials (coefficients highest degree first)."""
     return polyadd(a1, _E.neg(atleast_1d(a2)))
 
 
-def polymul(a1, a2):
+def polymul(a1: ArrayLike, a2: ArrayLike) -> Array:
     """Product of two polynomials (coefficients highest degree first)."""
     return convolve(atleast_1d(a1), atleast_1d(a2))
 
 
-def polyder(p, m=1):
+def polyder(p: ArrayLike, m: int = 1) -> Array:
     """``m``-th derivative of a polynomial (coefficients highest degree first)."""
     p = atleast_1d(p)
     for _ in range(m):
@@ -68,7 +73,7 @@ def polyder(p, m=1):
     return p
 
 
-def polyint(p, m=1, k=None):
+def polyint(p: ArrayLike, m: int = 1, k: int | ArrayLike | None = None) -> Array:
     """``m``-th antiderivative of a polynomial with integration constants ``k``."""
     p = atleast_1d(p)
     ks = [0.0] * m if k is None else list(_np.atleast_1d(k))
@@ -115,7 +120,8 @@ def _conv_mode(full, n, m, mode, start_same):
     return _I.static_slice(full, 0, mn - 1, L)
 
 
-def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
+def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full", *, precision: Any = None,
+             preferred_element_type: DTypeLike | None = None) -> Array:
     """1-D discrete convolution (modes 'full', 'same' and 'valid')."""
     a, v = _conv_inputs(a, v, mode, "convolve")
     if _eager(a, v):
@@ -124,7 +130,8 @@ def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
     return _conv_mode(_full_convolution(a, v), n, m, mode, (builtins.min(n, m) - 1) // 2)
 
 
-def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
+def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid", *, precision: Any = None,
+              preferred_element_type: DTypeLike | None = None) -> Array:
     """1-D cross-correlation (modes 'full', 'same' and 'valid')."""
     a, v = _conv_inputs(a, v, mode, "correlate")
     if _eager(a, v):
@@ -138,7 +145,8 @@ def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None
 # Interpolation
 
 
-def interp(x, xp, fp, left=None, right=None, period=None):
+def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | str | None = None,
+           right: ArrayLike | str | None = None, period: ArrayLike | None = None) -> Array:
     """1-D piecewise-linear interpolation; differentiable in ``x``, ``xp`` and ``fp``."""
     x = _in(x, "interp", "x")
     xp = _in(xp, "interp", "xp")

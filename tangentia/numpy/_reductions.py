@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import math
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -18,6 +19,9 @@ from ._conversion import _in, asarray, astype
 from ._elementwise import isclose, isnan, logical_and, logical_not, logical_or, sqrt, where
 from ._shapes import broadcast_shapes, concatenate, ndim, ravel, shape
 from ._util import _aval, _axes, _axis, _eager, _is_tracer
+
+if TYPE_CHECKING:
+    from ..typing import Array, ArrayLike, Axis, DTypeLike
 
 
 # ---------------------------------------------------------------------------
@@ -50,13 +54,15 @@ def _masked(a, where, fill):
     return _E.select(asarray(where) if not _is_tracer(where) else where, a, fill)
 
 
-def _sum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+def _sum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdims: bool = False,
+         initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
     """Sum along ``axis`` (of all entries if ``axis`` is None), over ``where`` only."""
     out = _reduce(_R.reduce_sum, "sum", _masked(a, where, 0), axis, keepdims, dtype)
     return out if initial is None else _E.add(out, initial)
 
 
-def _prod(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+def _prod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdims: bool = False,
+          initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
     """Product along ``axis`` (of all entries if ``axis`` is None), over ``where`` only."""
     out = _reduce(_R.reduce_prod, "prod", _masked(a, where, 1), axis, keepdims, dtype)
     return out if initial is None else _E.mul(out, initial)
@@ -102,13 +108,15 @@ def _as_bool(a):
     return a if _aval(a).dtype.kind == "b" else _E.ne(a, 0)
 
 
-def all(a, axis=None, keepdims=False, *, where=None):
+def all(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *, where: ArrayLike | None = None
+        ) -> Array:
     """Whether all entries along ``axis`` (within ``where``) are true."""
     a = _masked(_as_bool(a), where, True)
     return _reduce(lambda x, axes: _R.reduce_and_p.bind(x, axes=axes), "all", a, axis, keepdims)
 
 
-def any(a, axis=None, keepdims=False, *, where=None):
+def any(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *, where: ArrayLike | None = None
+        ) -> Array:
     """Whether any entry along ``axis`` (within ``where``) is true."""
     a = _masked(_as_bool(a), where, False)
     return _reduce(lambda x, axes: _R.reduce_or_p.bind(x, axes=axes), "any", a, axis, keepdims)
@@ -123,7 +131,8 @@ def _count(a, axis, keepdims, where):
     return sum(astype(w, int64), axis, keepdims=keepdims)
 
 
-def mean(a, axis=None, dtype=None, keepdims=False, *, where=None):
+def mean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdims: bool = False, *,
+         where: ArrayLike | None = None) -> Array:
     """Arithmetic mean along ``axis`` (float64 for integer input), over ``where`` only."""
     n = _count(a, axis, keepdims, where)
     s = sum(a, axis, dtype, keepdims, where=where)
@@ -134,7 +143,8 @@ def mean(a, axis=None, dtype=None, keepdims=False, *, where=None):
     return _E.div(s, float(n)) if n else _E.mul(s, nan)
 
 
-def var(a, axis=None, dtype=None, ddof=0, keepdims=False, *, where=None):
+def var(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof: int = 0,
+        keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
     """Variance along ``axis`` (``ddof`` delta degrees of freedom), over ``where`` only."""
     n = _count(a, axis, keepdims, where)
     m = mean(a, axis, dtype, keepdims=True, where=where)
@@ -155,18 +165,19 @@ def _over_dof(s, dof):
     return where(_E.gt(dof, 0), _E.div(s, _E.maximum(dof, 1)), nan)
 
 
-def std(a, axis=None, dtype=None, ddof=0, keepdims=False, *, where=None):
+def std(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof: int = 0,
+        keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
     """Standard deviation along ``axis`` (``ddof`` delta degrees of freedom), over ``where``."""
     return sqrt(var(a, axis, dtype, ddof, keepdims, where=where))
 
 
-def ptp(a, axis=None, keepdims=False):
+def ptp(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
     """Range (maximum minus minimum) along ``axis``."""
     a = _in(a, "ptp")
     return _E.sub(max(a, axis, keepdims), min(a, axis, keepdims))
 
 
-def count_nonzero(a, axis=None, keepdims=False):
+def count_nonzero(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
     """Number of nonzero entries along ``axis``."""
     return sum(astype(_E.ne(a, 0), int64), axis, keepdims=keepdims)
 
@@ -188,12 +199,12 @@ def _arg(prim, fname, a, axis, keepdims):
     return out
 
 
-def argmax(a, axis=None, keepdims=False):
+def argmax(a: ArrayLike, axis: int | None = None, keepdims: bool | None = False) -> Array:
     """Indices of the maxima along ``axis`` (of the flattened array if ``axis`` is None)."""
     return _arg(_R.argmax_p, "argmax", a, axis, keepdims)
 
 
-def argmin(a, axis=None, keepdims=False):
+def argmin(a: ArrayLike, axis: int | None = None, keepdims: bool | None = False) -> Array:
     """Indices of the minima along ``axis`` (of the flattened array if ``axis`` is None)."""
     return _arg(_R.argmin_p, "argmin", a, axis, keepdims)
 
@@ -202,7 +213,7 @@ def argmin(a, axis=None, keepdims=False):
 # Cumulative operations
 
 
-def cumsum(a, axis=None, dtype=None):
+def cumsum(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None) -> Array:
     """Cumulative sum along ``axis`` (of the flattened array if ``axis`` is None)."""
     if axis is None:
         a = ravel(a)
@@ -221,19 +232,19 @@ def _cum_prep(a, axis, dtype, fname):
     return a, _axis(axis, a, fname)
 
 
-def cumprod(a, axis=None, dtype=None):
+def cumprod(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None) -> Array:
     """Cumulative product; differentiable (exactly, also where ``a`` has zeros)."""
     a, ax = _cum_prep(a, axis, dtype, "cumprod")
     return _M.cumprod(a, ax)
 
 
-def cummax(a, axis=None, reverse=False):
+def cummax(a, axis=None, reverse=False) -> Array:
     """Running maximum along ``axis`` (NumPy's ``maximum.accumulate``)."""
     a, ax = _cum_prep(a, axis, None, "cummax")
     return _M.cummax(a, ax, reverse)
 
 
-def cummin(a, axis=None, reverse=False):
+def cummin(a, axis=None, reverse=False) -> Array:
     """Running minimum along ``axis`` (NumPy's ``minimum.accumulate``)."""
     a, ax = _cum_prep(a, axis, None, "cummin")
     return _M.cummin(a, ax, reverse)
@@ -277,17 +288,20 @@ def _nan_count(a, axis, keepdims):
     return sum(astype(logical_not(isnan(a)), int64), axis, keepdims=keepdims)
 
 
-def nansum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+def nansum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdims: bool = False,
+           initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
     """Sum along ``axis`` treating NaNs as zero."""
     return sum(_nan_to(_in(a, "nansum"), 0), axis, dtype, keepdims, initial, where)
 
 
-def nanprod(a, axis=None, dtype=None, keepdims=False, initial=None):
+def nanprod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdims: bool = False,
+            initial: ArrayLike | None = None) -> Array:
     """Product along ``axis`` treating NaNs as one."""
     return prod(_nan_to(_in(a, "nanprod"), 1), axis, dtype, keepdims, initial)
 
 
-def nanmean(a, axis=None, dtype=None, keepdims=False):
+def nanmean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdims: bool = False
+            ) -> Array:
     """Mean along ``axis`` ignoring NaNs."""
     a = _in(a, "nanmean")
     if _aval(a).dtype.kind not in "fc":
@@ -296,7 +310,8 @@ def nanmean(a, axis=None, dtype=None, keepdims=False):
     return _E.div(s, astype(_nan_count(a, axis, keepdims), _aval(s).dtype))
 
 
-def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False):
+def nanvar(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof: int = 0,
+           keepdims: bool = False) -> Array:
     """Variance along ``axis`` ignoring NaNs."""
     a = _in(a, "nanvar")
     if _aval(a).dtype.kind not in "fc":
@@ -307,7 +322,8 @@ def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False):
     return _over_dof(s, _E.sub(astype(_nan_count(a, axis, keepdims), _aval(s).dtype), ddof))
 
 
-def nanstd(a, axis=None, dtype=None, ddof=0, keepdims=False):
+def nanstd(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof: int = 0,
+           keepdims: bool = False) -> Array:
     """Standard deviation along ``axis`` ignoring NaNs."""
     return sqrt(nanvar(a, axis, dtype, ddof, keepdims))
 
@@ -347,12 +363,12 @@ nanargmax = _nan_arg("nanargmax", argmax, -inf)
 nanargmin = _nan_arg("nanargmin", argmin, inf)
 
 
-def nancumsum(a, axis=None, dtype=None):
+def nancumsum(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None) -> Array:
     """Cumulative sum treating NaNs as zero."""
     return cumsum(_nan_to(_in(a, "nancumsum"), 0), axis, dtype)
 
 
-def nancumprod(a, axis=None, dtype=None):
+def nancumprod(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None) -> Array:
     """Cumulative product treating NaNs as one."""
     return cumprod(_nan_to(_in(a, "nancumprod"), 1), axis, dtype)
 
@@ -361,12 +377,13 @@ def nancumprod(a, axis=None, dtype=None):
 # Whole-array comparisons
 
 
-def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+def allclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike = 1e-08,
+             equal_nan: bool = False) -> Array:
     """Whether all entries of ``a`` and ``b`` are equal within tolerances (a 0-d boolean array)."""
     return all(isclose(a, b, rtol, atol, equal_nan))
 
 
-def array_equal(a1, a2, equal_nan=False):
+def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> Array:
     """True (as a 0-d array) if both arrays have the same shape and entries."""
     a1 = _in(a1, "array_equal", "a1")
     a2 = _in(a2, "array_equal", "a2")
@@ -378,7 +395,7 @@ def array_equal(a1, a2, equal_nan=False):
     return all(eq)
 
 
-def array_equiv(a1, a2):
+def array_equiv(a1: ArrayLike, a2: ArrayLike) -> Array:
     """True (as a 0-d array) if both arrays broadcast together and are equal."""
     a1 = _in(a1, "array_equiv", "a1")
     a2 = _in(a2, "array_equiv", "a2")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -14,6 +15,11 @@ from ..primitives import indexing as _I
 from ..primitives import structural as _S
 from ._conversion import _in, _stack, asarray, astype
 from ._util import _aval, _axis, _is_tracer
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+    from ..typing import Array, ArrayLike, Shape
 
 
 def _bounds_axis(fname, axis, nd, argname="axis"):
@@ -46,17 +52,17 @@ def _unique_axes(fname, axes, nd, text):
 # Shape queries
 
 
-def shape(a):
+def shape(a: Any) -> tuple[int, ...]:
     """Shape of ``a``."""
     return _aval(a).shape
 
 
-def ndim(a):
+def ndim(a: Any) -> int:
     """Number of dimensions of ``a``."""
     return _aval(a).ndim
 
 
-def size(a, axis=None):
+def size(a: Any, axis: int | Sequence[int] | None = None) -> int:
     """Number of entries of ``a`` (along ``axis`` if given)."""
     s = _aval(a).shape
     if axis is None:
@@ -64,7 +70,7 @@ def size(a, axis=None):
     return s[axis]
 
 
-def isscalar(element):
+def isscalar(element: Any) -> bool:
     """True for Python and NumPy scalars and 0-d arrays (traced or not), as in JAX."""
     if _np.isscalar(element):
         return True
@@ -73,7 +79,7 @@ def isscalar(element):
     return False
 
 
-def broadcast_shapes(*shapes):
+def broadcast_shapes(*shapes) -> tuple[int, ...]:
     """The shape that the given shapes broadcast to."""
     try:
         return tuple(_np.broadcast_shapes(*shapes))
@@ -86,7 +92,8 @@ def broadcast_shapes(*shapes):
 # Reshaping and permuting axes
 
 
-def reshape(a, shape=None, order="C", *, newshape=None):
+def reshape(a: ArrayLike, shape: int | Shape | None = None, order: str = "C", *, newshape=None
+            ) -> Array:
     """Reshape; one dimension may be -1."""
     if shape is None:
         shape = newshape
@@ -105,12 +112,12 @@ def reshape(a, shape=None, order="C", *, newshape=None):
     return _S.reshape(a, shape)
 
 
-def ravel(a, order="C"):
+def ravel(a: ArrayLike, order: str = "C") -> Array:
     """``a`` flattened to one dimension (row-major order)."""
     return _S.reshape(a, (math.prod(_aval(a).shape),))
 
 
-def squeeze(a, axis=None):
+def squeeze(a: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
     """``a`` without its axes of size one (only those in ``axis`` if given)."""
     s = _aval(a).shape
     if axis is None:
@@ -124,7 +131,7 @@ def squeeze(a, axis=None):
     return _S.reshape(a, tuple(d for i, d in enumerate(s) if i not in axes))
 
 
-def expand_dims(a, axis):
+def expand_dims(a: ArrayLike, axis: int | Sequence[int]) -> Array:
     """``a`` with new axes of size one inserted at positions ``axis``."""
     s = list(_aval(a).shape)
     axes = (axis,) if not isinstance(axis, (tuple, list)) else tuple(axis)
@@ -135,7 +142,7 @@ def expand_dims(a, axis):
     return _S.reshape(a, tuple(s))
 
 
-def transpose(a, axes=None):
+def transpose(a: ArrayLike, axes: tuple[int, ...] | None = None) -> Array:
     """``a`` with its axes permuted (reversed if ``axes`` is None)."""
     nd = _aval(a).ndim
     if axes is None:
@@ -150,7 +157,7 @@ def transpose(a, axes=None):
 permute_dims = transpose
 
 
-def moveaxis(a, source, destination):
+def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Array:
     """``a`` with axes ``source`` moved to positions ``destination``."""
     nd = _aval(a).ndim
     src = [source] if isinstance(source, int) else list(source)
@@ -165,7 +172,7 @@ def moveaxis(a, source, destination):
     return _S.transpose(a, tuple(order))
 
 
-def swapaxes(a, axis1, axis2):
+def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
     """``a`` with axes ``axis1`` and ``axis2`` interchanged."""
     nd = _aval(a).ndim
     perm = list(range(nd))
@@ -178,7 +185,7 @@ def swapaxes(a, axis1, axis2):
     return _S.transpose(a, tuple(perm))
 
 
-def rollaxis(a, axis, start=0):
+def rollaxis(a: ArrayLike, axis: int, start: int = 0) -> Array:
     """``a`` with axis ``axis`` moved to just before position ``start``."""
     nd = ndim(a)
     axis = _bounds_axis("rollaxis", axis, nd)
@@ -188,7 +195,7 @@ def rollaxis(a, axis, start=0):
     return moveaxis(a, axis, start)
 
 
-def matrix_transpose(x, /):
+def matrix_transpose(x: ArrayLike, /) -> Array:
     """Swap the last two axes."""
     x = _in(x, "matrix_transpose", "x")
     if ndim(x) < 2:
@@ -201,25 +208,25 @@ def matrix_transpose(x, /):
 # Broadcasting
 
 
-def broadcast_to(a, shape):
+def broadcast_to(a, shape: int | Shape) -> Array:
     """``a`` broadcast to ``shape``."""
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     return _S.broadcast_to(a, shape)
 
 
-def broadcast_arrays(*args):
+def broadcast_arrays(*args: ArrayLike) -> list[Array]:
     """The arguments broadcast to their common shape (a list)."""
     s = broadcast_shapes(*[shape(x) for x in args])
     return [broadcast_to(x, s) for x in args]
 
 
-def atleast_1d(*arys):
+def atleast_1d(*arys: ArrayLike) -> Array | list[Array]:
     """The arguments with at least one dimension (scalars become shape (1,))."""
     out = [a if ndim(a) >= 1 else reshape(a, (1,)) for a in arys]
     return out[0] if len(out) == 1 else out
 
 
-def atleast_2d(*arys):
+def atleast_2d(*arys: ArrayLike) -> Array | list[Array]:
     """The arguments with at least two dimensions (new axes are added in front)."""
     out = []
     for a in arys:
@@ -228,7 +235,7 @@ def atleast_2d(*arys):
     return out[0] if len(out) == 1 else out
 
 
-def atleast_3d(*arys):
+def atleast_3d(*arys: ArrayLike) -> Array | list[Array]:
     """The arguments with at least three dimensions (NumPy's placement of the new axes)."""
     out = []
     for a in arys:
@@ -248,7 +255,7 @@ def atleast_3d(*arys):
 # Joining
 
 
-def concatenate(arrays, axis=0, dtype=None):
+def concatenate(arrays: Sequence[ArrayLike], axis: int | None = 0, dtype=None) -> Array:
     """Join arrays along an existing axis (flattened first if ``axis`` is None)."""
     arrays = [asarray(a) if not _is_tracer(a) else a for a in arrays]
     if not arrays:
@@ -266,7 +273,7 @@ def concatenate(arrays, axis=0, dtype=None):
 concat = concatenate
 
 
-def stack(arrays, axis=0):
+def stack(arrays: Array | Array | Sequence[ArrayLike], axis: int = 0) -> Array:
     """Join arrays of the same shape along a new axis."""
     arrays = list(arrays)
     if arrays:
@@ -274,23 +281,23 @@ def stack(arrays, axis=0):
     return _stack(arrays, axis)
 
 
-def hstack(tup):
+def hstack(tup: Array | Array | Sequence[ArrayLike]) -> Array:
     """Join arrays along the second axis (the first for 1-D arrays)."""
     arrs = [atleast_1d(a) for a in tup]
     return concatenate(arrs, 0 if ndim(arrs[0]) == 1 else 1)
 
 
-def vstack(tup):
+def vstack(tup: Array | Array | Sequence[ArrayLike]) -> Array:
     """Join arrays along the first axis (1-D arrays become rows)."""
     return concatenate([atleast_2d(a) for a in tup], 0)
 
 
-def dstack(tup):
+def dstack(tup: Array | Array | Sequence[ArrayLike]) -> Array:
     """Stack along the third axis."""
     return concatenate([atleast_3d(_in(a, "dstack", f"tup[{i}]")) for i, a in enumerate(tup)], 2)
 
 
-def column_stack(tup):
+def column_stack(tup: Array | Array | Sequence[ArrayLike]) -> Array:
     """Stack 1-D arrays as columns (2-D arrays are stacked as they are)."""
     arrs = []
     for i, a in enumerate(tup):
@@ -301,7 +308,7 @@ def column_stack(tup):
     return concatenate(arrs, 1)
 
 
-def append(arr, values, axis=None):
+def append(arr: ArrayLike, values: ArrayLike, axis: int | None = None) -> Array:
     """``values`` appended to ``arr`` along ``axis`` (both flattened if ``axis`` is None)."""
     arr = _in(arr, "append", "arr")
     values = _in(values, "append", "values")
@@ -310,7 +317,7 @@ def append(arr, values, axis=None):
     return concatenate([arr, values], axis)
 
 
-def tile(a, reps):
+def tile(a, reps: int | Sequence[int]) -> Array:
     """``a`` repeated ``reps`` times along each axis."""
     reps = (reps,) if isinstance(reps, int) else tuple(reps)
     a = asarray(a) if not _is_tracer(a) else a
@@ -331,7 +338,7 @@ def tile(a, reps):
     return reshape(a, tuple(r * d for r, d in zip(reps, s)))
 
 
-def repeat(a, repeats, axis=None):
+def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None) -> Array:
     """Repeat each entry ``repeats`` times along ``axis`` (of the flattened array if None)."""
     if not isinstance(repeats, int):
         raise NotImplementedError("repeat: only an integer number of repeats is supported")
@@ -350,7 +357,8 @@ def repeat(a, repeats, axis=None):
 # Splitting
 
 
-def split(ary, indices_or_sections, axis=0):
+def split(ary: ArrayLike, indices_or_sections: int | Sequence[int] | ArrayLike, axis: int = 0
+          ) -> list[Array]:
     """Split into equal sections, or at the given indices, along ``axis``."""
     n = shape(ary)[axis]
     if isinstance(indices_or_sections, int):
@@ -372,7 +380,8 @@ def split(ary, indices_or_sections, axis=0):
     return [_I.static_slice(ary, axis % ndim(ary), a, b) for a, b in zip(bounds, bounds[1:])]
 
 
-def array_split(ary, indices_or_sections, axis=0):
+def array_split(ary: ArrayLike, indices_or_sections: int | Sequence[int] | ArrayLike, axis: int = 0
+                ) -> list[Array]:
     """Split into pieces; with an int, the first pieces get one extra element."""
     n = shape(ary)[axis]
     if isinstance(indices_or_sections, (int, _np.integer)):
@@ -385,17 +394,17 @@ def array_split(ary, indices_or_sections, axis=0):
     return split(ary, list(indices_or_sections), axis)
 
 
-def hsplit(ary, indices_or_sections):
+def hsplit(ary: ArrayLike, indices_or_sections: int | Sequence[int] | ArrayLike) -> list[Array]:
     """Split along the second axis (the first for 1-D arrays)."""
     return split(ary, indices_or_sections, 1 if ndim(ary) > 1 else 0)
 
 
-def vsplit(ary, indices_or_sections):
+def vsplit(ary: ArrayLike, indices_or_sections: int | Sequence[int] | ArrayLike) -> list[Array]:
     """Split along the first axis."""
     return split(ary, indices_or_sections, 0)
 
 
-def dsplit(ary, indices_or_sections):
+def dsplit(ary: ArrayLike, indices_or_sections: int | Sequence[int] | ArrayLike) -> list[Array]:
     """Split along the third axis."""
     return split(ary, indices_or_sections, 2)
 
@@ -423,7 +432,7 @@ def _block_ndim(arrays):
     return len(_aval(arrays).shape) if _is_tracer(arrays) else _np.ndim(arrays)
 
 
-def block(arrays):
+def block(arrays: ArrayLike | list[ArrayLike]) -> Array:
     """Assemble an array from nested lists of blocks, as ``numpy.block``: the innermost
     lists are joined along the last axis, the next ones along the one before, ..."""
     depth = _block_depth(arrays)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import collections as _collections
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -24,12 +25,17 @@ from ._reductions import any, cumsum, min
 from ._shapes import broadcast_to, concatenate, ndim, ravel, reshape, shape
 from ._util import _aval, _axis, _concrete, _eager, _is_tracer, _value_dependent
 
+if TYPE_CHECKING:
+    from typing import Any
+    from ..typing import Array, ArrayLike
+
 
 # ---------------------------------------------------------------------------
 # Sorting
 
 
-def sort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
+def sort(a: ArrayLike, axis: int | None = -1, kind: None = None, order: None = None, *,
+         stable: bool = True, descending: bool = False) -> Array:
     """Sorted copy of ``a`` (always stable); differentiable: the tangent of each
     sorted entry is that of the input entry that landed there."""
     if order is not None:
@@ -43,7 +49,8 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
     return flip(out, ax) if descending else out
 
 
-def argsort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
+def argsort(a: ArrayLike, axis: int | None = -1, kind: None = None, order: None = None, *,
+            stable: bool = True, descending: bool = False) -> Array:
     """Indices that sort ``a`` along ``axis`` (stable; zero derivative)."""
     if order is not None:
         raise NotImplementedError("argsort: the 'order' argument (structured arrays) is not "
@@ -54,7 +61,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False)
     return _SO.argsort(a, _axis(axis, a, "argsort"), descending)
 
 
-def partition(a, kth, axis=-1):
+def partition(a: ArrayLike, kth: int, axis: int = -1) -> Array:
     """Like NumPy's: entry ``kth`` is in sorted position, smaller ones before it
     and larger ones after (here the whole axis is sorted)."""
     a = _in(a, "partition")
@@ -65,7 +72,7 @@ def partition(a, kth, axis=-1):
     return _SO.sort(a, ax)
 
 
-def argpartition(a, kth, axis=-1):
+def argpartition(a: ArrayLike, kth: int, axis: int = -1) -> Array:
     """Indices that partition ``a`` (here: that sort it along ``axis``)."""
     a = _in(a, "argpartition")
     if axis is None:
@@ -83,7 +90,7 @@ def _check_kth(kth, n, fname):
         raise ValueError(f"{fname}: kth={kth!r} is out of bounds for an axis of size {n}")
 
 
-def lexsort(keys, axis=-1):
+def lexsort(keys: Any, axis: int = -1) -> Array:
     """Indices sorting by several keys; the last key is the primary one."""
     keys = [_in(k, "lexsort", f"keys[{i}]") for i, k in enumerate(keys)]
     if not keys:
@@ -104,7 +111,8 @@ def lexsort(keys, axis=-1):
 # Searching
 
 
-def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
+def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLike | None = None, *,
+                 method: str = "scan") -> Array:
     """Indices where ``v`` would be inserted into the sorted 1-D ``a`` (zero derivative)."""
     a = _in(a, "searchsorted", "a")
     v = _in(v, "searchsorted", "v")
@@ -117,7 +125,7 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     return _SO.searchsorted(a, v, side)
 
 
-def digitize(x, bins, right=False):
+def digitize(x: ArrayLike, bins: ArrayLike, right: bool = False) -> Array:
     """Indices of the bins (monotonic, increasing or decreasing) holding ``x``."""
     x = _in(x, "digitize", "x")
     bins = _in(bins, "digitize", "bins")
@@ -138,8 +146,10 @@ def digitize(x, bins, right=False):
 # Sets and counting
 
 
-def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
-           equal_nan=True, size=None, fill_value=None, sorted=True):
+def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = False,
+           return_counts: bool = False, axis: int | None = None, *, equal_nan: bool = True,
+           size: int | None = None, fill_value: ArrayLike | None = None, sorted: bool = True
+           ) -> Any:
     """Sorted unique entries (NumPy's options).  The result's shape depends on the
     values, so under jit/vmap a static ``size`` is needed (axis=None only): the
     result is cut or padded to ``size`` entries with ``fill_value`` (default: the
@@ -212,31 +222,36 @@ UniqueInverseResult = _collections.namedtuple("UniqueInverseResult",
                                               ["values", "inverse_indices"])
 
 
-def unique_all(x, /, *, size=None, fill_value=None):
+def unique_all(x: ArrayLike, /, *, size: int | None = None, fill_value: ArrayLike | None = None
+               ) -> tuple[Array, ...]:
     """Unique values, first indices, inverse indices and counts (the array API's
     ``unique_all``; NaNs are distinct, as there).  Under jit pass ``size``."""
     v, i, inv, c = unique(x, True, True, True, equal_nan=False, size=size, fill_value=fill_value)
     return UniqueAllResult(v, i, reshape(inv, shape(x)), c)
 
 
-def unique_counts(x, /, *, size=None, fill_value=None):
+def unique_counts(x: ArrayLike, /, *, size: int | None = None, fill_value: ArrayLike | None = None
+                  ) -> tuple[Array, ...]:
     """Unique values and their counts (the array API's ``unique_counts``)."""
     v, c = unique(x, return_counts=True, equal_nan=False, size=size, fill_value=fill_value)
     return UniqueCountsResult(v, c)
 
 
-def unique_inverse(x, /, *, size=None, fill_value=None):
+def unique_inverse(x: ArrayLike, /, *, size: int | None = None, fill_value: ArrayLike | None = None
+                   ) -> tuple[Array, ...]:
     """Unique values and the inverse indices, shaped like ``x`` (``unique_inverse``)."""
     v, inv = unique(x, return_inverse=True, equal_nan=False, size=size, fill_value=fill_value)
     return UniqueInverseResult(v, reshape(inv, shape(x)))
 
 
-def unique_values(x, /, *, size=None, fill_value=None):
+def unique_values(x: ArrayLike, /, *, size: int | None = None, fill_value: ArrayLike | None = None
+                  ) -> Array:
     """Unique values (the array API's ``unique_values``)."""
     return unique(x, equal_nan=False, size=size, fill_value=fill_value)
 
 
-def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
+def setxor1d(ar1: ArrayLike, ar2: ArrayLike, assume_unique: bool = False, *,
+             size: int | None = None, fill_value: ArrayLike | None = None) -> Array:
     """Sorted values in exactly one of the arrays (eager only, as for union1d)."""
     if size is not None:
         raise NotImplementedError("setxor1d: argument 'size' is not supported; call it outside "
@@ -245,7 +260,7 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
                         _value_dependent(ar2, "setxor1d", "ar2"), assume_unique)
 
 
-def sort_complex(a):
+def sort_complex(a: ArrayLike) -> Array:
     """Sorted by real part, then imaginary part; the result is complex."""
     a = _in(a, "sort_complex")
     dt = _np.result_type(_aval(a).dtype, _np.complex64)
@@ -255,26 +270,28 @@ def sort_complex(a):
     return sort(a, axis=-1)
 
 
-def union1d(ar1, ar2):
+def union1d(ar1: ArrayLike, ar2: ArrayLike) -> Array:
     """Sorted unique values in either array (eager only: the shape depends on the values)."""
     return _np.union1d(_value_dependent(ar1, "union1d", "ar1"),
                        _value_dependent(ar2, "union1d", "ar2"))
 
 
-def intersect1d(ar1, ar2, assume_unique=False, return_indices=False):
+def intersect1d(ar1: ArrayLike, ar2: ArrayLike, assume_unique: bool = False,
+                return_indices: bool = False) -> Array | tuple[Array, Array, Array]:
     """Sorted unique values in both arrays (eager only: the shape depends on the values)."""
     return _np.intersect1d(_value_dependent(ar1, "intersect1d", "ar1"),
                            _value_dependent(ar2, "intersect1d", "ar2"), assume_unique,
                            return_indices)
 
 
-def setdiff1d(ar1, ar2, assume_unique=False):
+def setdiff1d(ar1: ArrayLike, ar2: ArrayLike, assume_unique: bool = False) -> Array:
     """Sorted unique values of ``ar1`` not in ``ar2`` (eager only, as for union1d)."""
     return _np.setdiff1d(_value_dependent(ar1, "setdiff1d", "ar1"),
                          _value_dependent(ar2, "setdiff1d", "ar2"), assume_unique)
 
 
-def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
+def isin(element: ArrayLike, test_elements: ArrayLike, assume_unique: bool = False,
+         invert: bool = False, *, kind=None) -> Array:
     """Whether each entry of ``element`` is in ``test_elements``."""
     element = _in(element, "isin", "element")
     test = ravel(_in(test_elements, "isin", "test_elements"))
@@ -284,7 +301,8 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None
     return logical_not(hit) if invert else hit
 
 
-def bincount(x, weights=None, minlength=0, *, length=None):
+def bincount(x: ArrayLike, weights: ArrayLike | None = None, minlength: int = 0, *,
+             length: int | None = None) -> Array:
     """Counts (or summed weights) of each non-negative integer in ``x``.  Under
     jit/vmap pass a static ``length``; values outside [0, length) are dropped."""
     x = _in(x, "bincount", "x")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -23,12 +24,16 @@ from ._shapes import atleast_2d, broadcast_to, concatenate, ndim, ravel, reshape
     stack, transpose
 from ._util import _aval, _axes, _concrete, _eager, _is_tracer
 
+if TYPE_CHECKING:
+    from ..typing import Array, ArrayLike, Axis, DTypeLike
+
 
 # ---------------------------------------------------------------------------
 # Averages, covariance and correlation
 
 
-def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+def average(a: ArrayLike, axis: Axis = None, weights: ArrayLike | None = None,
+            returned: bool = False, *, keepdims: bool = False) -> Array | tuple[Array, Array]:
     """Weighted average; with ``returned``, also the sum of the weights."""
     a = _in(a, "average")
     nd = ndim(a)
@@ -65,8 +70,9 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     return avg
 
 
-def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
-        dtype=None):
+def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: bool = False,
+        ddof: int | None = None, fweights: ArrayLike | None = None,
+        aweights: ArrayLike | None = None, dtype: DTypeLike | None = None) -> Array:
     """Covariance matrix of the variables in the rows (or columns) of ``m``."""
     m = _in(m, "cov", "m")
     if ndim(m) > 2:
@@ -124,7 +130,8 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     return squeeze(c)
 
 
-def corrcoef(x, y=None, rowvar=True, dtype=None):
+def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True,
+             dtype: DTypeLike | None = None) -> Array:
     """Pearson correlation coefficients."""
     c = cov(x, y, rowvar, dtype=dtype)
     if ndim(c) == 0:
@@ -272,42 +279,52 @@ def _check_quantile_args(fname, out, weights):
         raise NotImplementedError(f"{fname}: the 'weights' argument is not supported")
 
 
-def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-             keepdims=False, *, weights=None, interpolation=None):
+def quantile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None = None,
+             out: None = None, overwrite_input: bool = False, method: str = "linear",
+             keepdims: bool = False, *, weights: ArrayLike | None = None, interpolation=None
+             ) -> Array:
     """q-th quantiles along ``axis`` (sort-based; differentiable in ``a``)."""
     _check_quantile_args("quantile", out, weights)
     return _quantile(a, q, axis, interpolation or method, keepdims, "quantile")
 
 
-def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-               keepdims=False, *, weights=None, interpolation=None):
+def percentile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None = None,
+               out: None = None, overwrite_input: bool = False, method: str = "linear",
+               keepdims: bool = False, *, weights: ArrayLike | None = None, interpolation=None
+               ) -> Array:
     """q-th percentiles (q in [0, 100]) along ``axis``."""
     _check_quantile_args("percentile", out, weights)
     return _quantile(a, q, axis, interpolation or method, keepdims, "percentile", scale=100)
 
 
-def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+def median(a: ArrayLike, axis: int | tuple[int, ...] | None = None, out: None = None,
+           overwrite_input: bool = False, keepdims: bool = False) -> Array:
     """Median along ``axis`` (NaN where a slice has a NaN)."""
     _check_quantile_args("median", out, None)
     return _quantile(a, 0.5, axis, "_median", keepdims, "median")
 
 
-def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                keepdims=False, *, weights=None, interpolation=None):
+def nanquantile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None = None,
+                out: None = None, overwrite_input: bool = False, method: str = "linear",
+                keepdims: bool = False, *, weights: ArrayLike | None = None, interpolation=None
+                ) -> Array:
     """Quantiles ignoring NaNs."""
     _check_quantile_args("nanquantile", out, weights)
     return _quantile(a, q, axis, interpolation or method, keepdims, "nanquantile", True)
 
 
-def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                  keepdims=False, *, weights=None, interpolation=None):
+def nanpercentile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None = None,
+                  out: None = None, overwrite_input: bool = False, method: str = "linear",
+                  keepdims: bool = False, *, weights: ArrayLike | None = None, interpolation=None
+                  ) -> Array:
     """Percentiles ignoring NaNs."""
     _check_quantile_args("nanpercentile", out, weights)
     return _quantile(a, q, axis, interpolation or method, keepdims, "nanpercentile", True,
                      scale=100)
 
 
-def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+def nanmedian(a: ArrayLike, axis: int | tuple[int, ...] | None = None, out: None = None,
+              overwrite_input: bool = False, keepdims: bool = False) -> Array:
     """Median ignoring NaNs."""
     _check_quantile_args("nanmedian", out, None)
     return _quantile(a, 0.5, axis, "_median", keepdims, "nanmedian", True)

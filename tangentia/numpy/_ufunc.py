@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -31,6 +32,10 @@ from ._indexing import at as _at, take
 from ._reductions import all, any, cummax, cummin, cumprod, cumsum, max, min, prod, sum
 from ._shapes import broadcast_to, concatenate, expand_dims, moveaxis, ndim, ravel, reshape, shape
 from ._util import _axis
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["ufunc", "frompyfunc"]
 
@@ -291,7 +296,7 @@ class ufunc(metaclass=_UfuncMeta):  # noqa: N801 - JAX's name
         return _to_user(self._call(reshape(A, shape(A) + (1,) * ndim(B)), B))
 
 
-def frompyfunc(func, /, nin, nout, *, identity=None):
+def frompyfunc(func: Callable[..., Any], /, nin: int, nout: int, *, identity: Any = None) -> Any:
     """A :class:`ufunc` from a scalar function of tangentia operations.
 
     Args:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -20,6 +21,10 @@ from ._padding import pad
 from ._indexing import roll
 from ._shapes import moveaxis
 from ._util import _aval
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from ..typing import Array, ArrayLike, DTypeLike, Shape
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
            "fftn", "ifftn", "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -111,27 +116,27 @@ def _one(v):
     return None if v is None else (v,)
 
 
-def fft(a, n=None, axis=-1, norm=None):
+def fft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None) -> Array:
     """One-dimensional discrete Fourier transform (``numpy.fft.fft``)."""
     return _fft_core("fft", "fft", a, _one(n), _one(axis), norm)
 
 
-def ifft(a, n=None, axis=-1, norm=None):
+def ifft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None) -> Array:
     """One-dimensional inverse discrete Fourier transform (``numpy.fft.ifft``)."""
     return _fft_core("ifft", "ifft", a, _one(n), _one(axis), norm)
 
 
-def rfft(a, n=None, axis=-1, norm=None):
+def rfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None) -> Array:
     """One-dimensional transform of a real input, non-negative frequencies only."""
     return _fft_core("rfft", "rfft", a, _one(n), _one(axis), norm)
 
 
-def irfft(a, n=None, axis=-1, norm=None):
+def irfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None) -> Array:
     """Inverse of ``rfft``: a real output of length ``n`` (default ``2 * (m - 1)``)."""
     return _fft_core("irfft", "irfft", a, _one(n), _one(axis), norm)
 
 
-def hfft(a, n=None, axis=-1, norm=None):
+def hfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None) -> Array:
     """Transform of a signal with Hermitian symmetry (real spectrum), as NumPy's:
     ``irfft(conj(a), n, axis, norm=<swapped>)``."""
     _check_norm("hfft", norm)
@@ -142,29 +147,33 @@ def hfft(a, n=None, axis=-1, norm=None):
                      _SWAP[norm or "backward"])
 
 
-def ihfft(a, n=None, axis=-1, norm=None):
+def ihfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None) -> Array:
     """Inverse of ``hfft``, as NumPy's: ``conj(rfft(a, n, axis, norm=<swapped>))``."""
     _check_norm("ihfft", norm)
     return _E.conj(_fft_core("ihfft", "rfft", a, _one(n), _one(axis),
                              _SWAP[norm or "backward"]))
 
 
-def fftn(a, s=None, axes=None, norm=None):
+def fftn(a: ArrayLike, s: Shape | None = None, axes: Sequence[int] | None = None,
+         norm: str | None = None) -> Array:
     """N-dimensional discrete Fourier transform (``numpy.fft.fftn``)."""
     return _fft_core("fftn", "fft", a, s, axes, norm)
 
 
-def ifftn(a, s=None, axes=None, norm=None):
+def ifftn(a: ArrayLike, s: Shape | None = None, axes: Sequence[int] | None = None,
+          norm: str | None = None) -> Array:
     """N-dimensional inverse discrete Fourier transform (``numpy.fft.ifftn``)."""
     return _fft_core("ifftn", "ifft", a, s, axes, norm)
 
 
-def rfftn(a, s=None, axes=None, norm=None):
+def rfftn(a: ArrayLike, s: Shape | None = None, axes: Sequence[int] | None = None,
+          norm: str | None = None) -> Array:
     """N-dimensional transform of a real input (the last axis halved)."""
     return _fft_core("rfftn", "rfft", a, s, axes, norm)
 
 
-def irfftn(a, s=None, axes=None, norm=None):
+def irfftn(a: ArrayLike, s: Shape | None = None, axes: Sequence[int] | None = None,
+           norm: str | None = None) -> Array:
     """Inverse of ``rfftn``."""
     return _fft_core("irfftn", "irfft", a, s, axes, norm)
 
@@ -175,33 +184,37 @@ def _two_axes(fname, axes):
     return axes
 
 
-def fft2(a, s=None, axes=(-2, -1), norm=None):
+def fft2(a: ArrayLike, s: Shape | None = None, axes: Sequence[int] = (-2, -1),
+         norm: str | None = None) -> Array:
     """Two-dimensional discrete Fourier transform."""
     return _fft_core("fft2", "fft", a, s, _two_axes("fft2", axes), norm)
 
 
-def ifft2(a, s=None, axes=(-2, -1), norm=None):
+def ifft2(a: ArrayLike, s: Shape | None = None, axes: Sequence[int] = (-2, -1),
+          norm: str | None = None) -> Array:
     """Two-dimensional inverse discrete Fourier transform."""
     return _fft_core("ifft2", "ifft", a, s, _two_axes("ifft2", axes), norm)
 
 
-def rfft2(a, s=None, axes=(-2, -1), norm=None):
+def rfft2(a: ArrayLike, s: Shape | None = None, axes: Sequence[int] = (-2, -1),
+          norm: str | None = None) -> Array:
     """Two-dimensional transform of a real input."""
     return _fft_core("rfft2", "rfft", a, s, _two_axes("rfft2", axes), norm)
 
 
-def irfft2(a, s=None, axes=(-2, -1), norm=None):
+def irfft2(a: ArrayLike, s: Shape | None = None, axes: Sequence[int] = (-2, -1),
+           norm: str | None = None) -> Array:
     """Inverse of ``rfft2``."""
     return _fft_core("irfft2", "irfft", a, s, _two_axes("irfft2", axes), norm)
 
 
-def fftfreq(n, d=1.0, *, dtype=None):
+def fftfreq(n: int, d: ArrayLike = 1.0, *, dtype: DTypeLike | None = None) -> Array:
     """Sample frequencies of an ``n``-point transform with sample spacing ``d``."""
     out = _np.fft.fftfreq(operator.index(n), d)
     return out if dtype is None else out.astype(dtype)
 
 
-def rfftfreq(n, d=1.0, *, dtype=None):
+def rfftfreq(n: int, d: ArrayLike = 1.0, *, dtype: DTypeLike | None = None) -> Array:
     """Non-negative sample frequencies of an ``n``-point ``rfft``."""
     out = _np.fft.rfftfreq(operator.index(n), d)
     return out if dtype is None else out.astype(dtype)
@@ -219,11 +232,11 @@ def _shift(x, axes, sign):
     return roll(x, shifts, tuple(axes))
 
 
-def fftshift(x, axes=None):
+def fftshift(x: ArrayLike, axes: None | int | Sequence[int] = None) -> Array:
     """Move the zero-frequency term to the center (``numpy.fft.fftshift``)."""
     return _shift(x, axes, 1)
 
 
-def ifftshift(x, axes=None):
+def ifftshift(x: ArrayLike, axes: None | int | Sequence[int] = None) -> Array:
     """Inverse of ``fftshift``."""
     return _shift(x, axes, -1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import namedtuple
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -17,6 +18,11 @@ from ..custom_derivatives import custom_jvp
 from ..primitives import linalg as _L
 from ..primitives.callback import pure_callback
 from . import _complex, _conversion, _elementwise, _matrices, _reductions, _shapes
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+    from ..typing import Array, ArrayLike, DTypeLike
 
 LinAlgError = _np.linalg.LinAlgError
 
@@ -112,7 +118,7 @@ def _bind_solve(a, b):
 # Solving and inverting
 
 
-def solve(a, b):
+def solve(a: ArrayLike, b: ArrayLike) -> Array:
     """Solve ``a @ x = b`` (``b`` a vector if 1-D, else a (stack of) matrices).
 
     Reverse mode factors ``a`` once: the LU factors of the primal pass solve
@@ -123,21 +129,21 @@ def solve(a, b):
     return _solve_with("solve", _bind_solve, a, b)
 
 
-def inv(a):
+def inv(a: ArrayLike) -> Array:
     """Inverse of a square matrix (or of each matrix in a stack)."""
     a, = _inexact(a)
     _check_square("inv", a)
     return _L.inv_p.bind(a)
 
 
-def det(a):
+def det(a: ArrayLike) -> Array:
     """Determinant of a square matrix (or of each matrix in a stack)."""
     a, = _inexact(a)
     _check_square("det", a)
     return _L.det_p.bind(a)
 
 
-def slogdet(a):
+def slogdet(a: ArrayLike) -> tuple[Array, ...]:
     """Sign and natural logarithm of the absolute value of the determinant."""
     a, = _inexact(a)
     _check_square("slogdet", a)
@@ -145,7 +151,7 @@ def slogdet(a):
     return SlogdetResult(sign, logabsdet)
 
 
-def matrix_power(a, n):
+def matrix_power(a: ArrayLike, n: int) -> Array:
     """``a`` raised to the integer power ``n`` (negative powers invert ``a`` first)."""
     a, = _inexact(a)
     _check_square("matrix_power", a)
@@ -167,7 +173,7 @@ def matrix_power(a, n):
     return result
 
 
-def multi_dot(arrays):
+def multi_dot(arrays: Sequence[ArrayLike]) -> Array:
     """Matrix product of two or more arrays, left to right."""
     arrays = list(arrays)
     if len(arrays) < 2:
@@ -190,7 +196,7 @@ def _symmetrize(a):
     return (a + at) / 2
 
 
-def cholesky(a, *, upper=False, symmetrize_input=True):
+def cholesky(a: ArrayLike, *, upper: bool = False, symmetrize_input: bool = True) -> Array:
     """Cholesky factor: lower ``L`` with ``a = L @ L.T`` (or upper ``U = L.T``)."""
     a, = _inexact(a)
     _check_square("cholesky", a)
@@ -209,7 +215,7 @@ def _uplo(fname, UPLO):
     raise ValueError(f"{fname}: UPLO must be 'L' or 'U', got {UPLO!r}")
 
 
-def eigh(a, UPLO=None, symmetrize_input=True):
+def eigh(a: ArrayLike, UPLO: str | None = None, symmetrize_input: bool = True) -> tuple[Array, ...]:
     """Eigenvalues (ascending) and eigenvectors of a symmetric matrix."""
     lower = _uplo("eigh", UPLO)
     a, = _inexact(a)
@@ -220,7 +226,7 @@ def eigh(a, UPLO=None, symmetrize_input=True):
     return EighResult(w, v)
 
 
-def eigvalsh(a, UPLO="L", *, symmetrize_input=True):
+def eigvalsh(a: ArrayLike, UPLO: str | None = "L", *, symmetrize_input: bool = True) -> Array:
     """Eigenvalues of a symmetric matrix (the derivative computes the eigenvectors)."""
     lower = _uplo("eigvalsh", UPLO)
     a, = _inexact(a)
@@ -230,7 +236,7 @@ def eigvalsh(a, UPLO="L", *, symmetrize_input=True):
     return _L.eigvalsh_p.bind(a, lower=lower)
 
 
-def qr(a, mode="reduced"):
+def qr(a: ArrayLike, mode: str = "reduced") -> Any:
     """QR decomposition; ``mode`` is 'reduced', 'complete' or 'r'."""
     a, = _inexact(a)
     _check_matrix("qr", a)
@@ -242,7 +248,8 @@ def qr(a, mode="reduced"):
     return QRResult(q, r)
 
 
-def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False
+        ) -> Any:
     """Singular value decomposition ``a = U @ diag(S) @ Vh`` (S descending)."""
     a, = _inexact(a)
     _check_matrix("svd", a)
@@ -258,7 +265,7 @@ def _svd_values(a):
     return _L.svd_p.bind(a, full_matrices=False, compute_uv=False)[0]
 
 
-def svdvals(x):
+def svdvals(x: ArrayLike) -> Array:
     """Singular values of a matrix (or of each matrix in a stack), in descending order."""
     x, = _inexact(x)
     _check_matrix("svdvals", x, "x")
@@ -339,7 +346,8 @@ def _matrix_norm(x, ord, axis, keepdims):
     return out
 
 
-def norm(x, ord=None, axis=None, keepdims=False):
+def norm(x: ArrayLike, ord: int | str | None = None, axis: None | tuple[int, ...] | int = None,
+         keepdims: bool = False) -> Array:
     """Vector or matrix norm, as ``numpy.linalg.norm``.
 
     Vectors: ord None/2, 1, inf, -inf, 0 or any p.  Matrices (2-D input or a
@@ -369,7 +377,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
     raise ValueError(f"norm: improper number of dimensions to norm (axis={axis})")
 
 
-def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+def vector_norm(x: ArrayLike, /, *, axis: int | tuple[int, ...] | None = None,
+                keepdims: bool = False, ord: int | str = 2) -> Array:
     """Vector norm over ``axis`` (all entries if None; several axes are flattened together)."""
     x, = _inexact(x)
     if axis is None:
@@ -393,7 +402,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     return norm(x, ord=ord, axis=axis, keepdims=keepdims)
 
 
-def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+def matrix_norm(x: ArrayLike, /, *, keepdims: bool = False, ord: str | int = "fro") -> Array:
     """Matrix norm over the last two axes."""
     return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
@@ -437,7 +446,8 @@ def _make_pinv():
 _pinv = _make_pinv()
 
 
-def pinv(a, rtol=None, hermitian=False, *, rcond=None):
+def pinv(a: ArrayLike, rtol: ArrayLike | None = None, hermitian: bool = False, *,
+         rcond: ArrayLike | None = None) -> Array:
     """The Moore-Penrose pseudo-inverse, from the SVD; singular values below
     ``rtol * max(s)`` are dropped.  As in JAX, the default ``rtol`` is
     ``10 * max(m, n) * eps`` (NumPy's is 1e-15), and the derivative is
@@ -458,7 +468,8 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
     return _pinv(rtol, a)
 
 
-def matrix_rank(M, rtol=None, *, hermitian=False, tol=None):
+def matrix_rank(M: ArrayLike, rtol: ArrayLike | None = None, *, hermitian: bool = False,
+                tol: ArrayLike | None = None) -> Array:
     """The number of singular values above ``tol`` (default ``s.max() * max(m, n) * eps``,
     or ``rtol * s.max()``)."""
     M, = _inexact(M)
@@ -477,7 +488,8 @@ def matrix_rank(M, rtol=None, *, hermitian=False, tol=None):
 LstsqResult = namedtuple("LstsqResult", ["x", "residuals", "rank", "s"])
 
 
-def lstsq(a, b, rcond=None, *, numpy_resid=False):
+def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *, numpy_resid: bool = False
+          ) -> tuple[Array, Array, Array, Array]:
     """The least-squares solution of ``a @ x = b``, from the SVD: ``(x, residuals,
     rank, s)``.  As in JAX, ``residuals`` always holds the squared residual norms
     (NumPy returns an empty array when ``a`` is rank-deficient or wide; pass
@@ -518,7 +530,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
     return LstsqResult(x, resid, rank, s)
 
 
-def cond(x, p=None):
+def cond(x: ArrayLike, p=None) -> Array:
     """The condition number of ``x`` in the norm ``p`` (None/2/-2: singular values;
     otherwise ``norm(x, p) * norm(inv(x), p)``); inf for a singular matrix."""
     x, = _inexact(x)
@@ -543,7 +555,7 @@ def cond(x, p=None):
                                                        _elementwise.logical_not(nan_in)), _np.inf, r)
 
 
-def tensorinv(a, ind=2):
+def tensorinv(a: ArrayLike, ind: int = 2) -> Array:
     """The inverse of ``a`` seen as a linear map from its last ``ndim - ind``
     axes to its first ``ind`` axes, shaped ``a.shape[ind:] + a.shape[:ind]``."""
     a, = _inexact(a)
@@ -558,7 +570,7 @@ def tensorinv(a, ind=2):
     return _shapes.reshape(inv(_shapes.reshape(a, (rows, cols))), shape[ind:] + shape[:ind])
 
 
-def tensorsolve(a, b, axes=None):
+def tensorsolve(a: ArrayLike, b: ArrayLike, axes: tuple[int, ...] | None = None) -> Array:
     """The ``x`` with ``tensordot(a, x, x.ndim) == b``; ``axes`` are moved to the end first."""
     a, b = _inexact(a, b)
     nd = _aval(a).ndim
@@ -628,7 +640,7 @@ def _make_eig():
 _eigvals, _eig = _make_eig()
 
 
-def eig(a):
+def eig(a: ArrayLike) -> tuple[Array, ...]:
     """Eigenvalues and right eigenvectors of a general square matrix (complex,
     as in JAX; LAPACK's through ``pure_callback``).  Not differentiable (use
     ``eigvals`` or ``eigh``)."""
@@ -637,7 +649,7 @@ def eig(a):
     return EigResult(*_eig(a))
 
 
-def eigvals(a):
+def eigvals(a: ArrayLike) -> Array:
     """Eigenvalues of a general square matrix (complex), differentiable:
     ``dw_i = (V^-1 dA V)_ii``."""
     a, = _inexact(a)
@@ -650,7 +662,7 @@ def eigvals(a):
 # functions acting on the last axes, with the array API's signatures.
 
 
-def cross(x1, x2, /, *, axis=-1):
+def cross(x1: ArrayLike, x2: ArrayLike, /, *, axis=-1) -> Array:
     """The cross product of 3-vectors along ``axis`` (the array API's
     ``linalg.cross``: both operands must have 3 elements there).
 
@@ -666,7 +678,7 @@ def cross(x1, x2, /, *, axis=-1):
     return _matrices.cross(x1, x2, axis=axis)
 
 
-def diagonal(x, /, *, offset=0):
+def diagonal(x: ArrayLike, /, *, offset: int = 0) -> Array:
     """The diagonals of the matrices in the last two axes of ``x``.
 
     Args:
@@ -679,7 +691,8 @@ def diagonal(x, /, *, offset=0):
     return _matrices.diagonal(x, offset=offset, axis1=-2, axis2=-1)
 
 
-def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
+def matmul(x1: ArrayLike, x2: ArrayLike, /, *, precision: Any = None,
+           preferred_element_type: DTypeLike | None = None) -> Array:
     """The matrix product ``x1 @ x2`` (as ``tangentia.numpy.matmul``).
 
     Args:
@@ -691,7 +704,7 @@ def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
     return _matrices.matmul(x1, x2, preferred_element_type=preferred_element_type)
 
 
-def matrix_transpose(x, /):
+def matrix_transpose(x: ArrayLike, /) -> Array:
     """``x`` with its last two axes swapped.
 
     Args:
@@ -700,7 +713,7 @@ def matrix_transpose(x, /):
     return _shapes.matrix_transpose(x)
 
 
-def outer(x1, x2, /):
+def outer(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """The outer product of two vectors.
 
     Args:
@@ -713,7 +726,9 @@ def outer(x1, x2, /):
     return _matrices.outer(x1, x2)
 
 
-def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None):
+def tensordot(x1: ArrayLike, x2: ArrayLike, /, *,
+              axes: int | tuple[Sequence[int], Sequence[int]] = 2, precision: Any = None,
+              preferred_element_type: DTypeLike | None = None) -> Array:
     """The tensor contraction of ``x1`` and ``x2`` over ``axes`` (as
     ``tangentia.numpy.tensordot``).
 
@@ -728,7 +743,7 @@ def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None)
     return _matrices.tensordot(x1, x2, axes=axes, preferred_element_type=preferred_element_type)
 
 
-def trace(x, /, *, offset=0, dtype=None):
+def trace(x: ArrayLike, /, *, offset: int = 0, dtype: DTypeLike | None = None) -> Array:
     """The sums of the diagonals of the matrices in the last two axes.
 
     Args:
@@ -740,7 +755,8 @@ def trace(x, /, *, offset=0, dtype=None):
     return out if dtype is None else _conversion.astype(out, dtype)
 
 
-def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
+def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1, precision: Any = None,
+           preferred_element_type: DTypeLike | None = None) -> Array:
     """The dot products of the vectors along ``axis`` (conjugating ``x1``).
 
     Args:
