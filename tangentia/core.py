@@ -13,6 +13,7 @@ import contextvars
 import itertools
 import sys
 import threading
+import typing as _typing
 import weakref
 
 import numpy as np
@@ -888,6 +889,9 @@ class ClosedJaxpr:
     """
 
     __slots__ = ("jaxpr", "consts")
+    # methods installed by tangentia._jaxpr_dot (a library module), declared for type checkers
+    to_dot: _typing.Callable[[], str]
+    show: _typing.Callable[[str], str]
 
     def __init__(self, jaxpr, consts):
         self.jaxpr = jaxpr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -135,6 +135,21 @@ def _jvp_with_aux(flat, primals, tangents, store, holder):
     return [p for p, _ in pairs], [t for _, t in pairs]
 
 
+@overload
+def linearize(fun: Callable, *primals: Any, has_aux: Literal[False] = False
+              ) -> tuple[Any, Callable]: ...
+
+
+@overload
+def linearize(fun: Callable, *primals: Any, has_aux: Literal[True]
+              ) -> tuple[Any, Callable, Any]: ...
+
+
+@overload
+def linearize(fun: Callable, *primals: Any, has_aux: bool
+              ) -> tuple[Any, Callable] | tuple[Any, Callable, Any]: ...
+
+
 @api_boundary
 def linearize(fun: Callable, *primals: Any, has_aux: bool = False
               ) -> tuple[Any, Callable] | tuple[Any, Callable, Any]:
@@ -205,6 +220,24 @@ def _linearize(fun, p_leaves, p_tree, store, has_aux, differentiable=None):
 
 # ---------------------------------------------------------------------------
 # Reverse mode
+
+
+@overload
+def vjp(fun: Callable, *primals: Any, has_aux: Literal[False] = False,
+        reduce_axes: Sequence[AxisName] = ()
+        ) -> tuple[Any, Callable]: ...
+
+
+@overload
+def vjp(fun: Callable, *primals: Any, has_aux: Literal[True],
+        reduce_axes: Sequence[AxisName] = ()
+        ) -> tuple[Any, Callable, Any]: ...
+
+
+@overload
+def vjp(fun: Callable, *primals: Any, has_aux: bool,
+        reduce_axes: Sequence[AxisName] = ()
+        ) -> tuple[Any, Callable] | tuple[Any, Callable, Any]: ...
 
 
 @api_boundary
