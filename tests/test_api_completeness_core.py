@@ -16,7 +16,7 @@ from tangentia.flatten_util import ravel_pytree
 jax = pytest.importorskip("jax", reason="JAX 0.10.2 is the reference these tests compare with")
 jax.config.update("jax_enable_x64", True)
 jnp = jax.numpy
-import jax.flatten_util  # noqa: E402  (submodules JAX does not import itself)
+import jax.flatten_util  # type: ignore[no-redef]  # noqa: E402  (submodules JAX does not import itself)
 from jax.example_libraries import optimizers as jopt, stax as jstax  # noqa: E402
 
 

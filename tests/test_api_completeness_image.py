@@ -12,7 +12,7 @@ from tangentia.test_util import check_grads
 
 jax = pytest.importorskip("jax", reason="JAX 0.10.2 is the reference these tests compare with")
 jax.config.update("jax_enable_x64", True)
-import jax.image  # noqa: E402
+import jax.image  # type: ignore[no-redef]  # noqa: E402  (the module jax, again)
 
 RNG = np.random.default_rng(3)
 # (jitted: JAX's eager scale_and_translate compiles each of its operations, ~4 s)

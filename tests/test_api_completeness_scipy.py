@@ -13,7 +13,7 @@ from tangentia.test_util import check_grads
 jax = pytest.importorskip("jax", reason="JAX 0.10.2 is the reference these tests compare with")
 jax.config.update("jax_enable_x64", True)
 jnp = jax.numpy
-import jax.scipy.optimize  # noqa: E402  (a lazily loaded submodule)
+import jax.scipy.optimize  # type: ignore[no-redef]  # noqa: E402  (a lazily loaded submodule)
 
 
 def _rosen(np_):

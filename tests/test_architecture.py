@@ -25,7 +25,9 @@ import pytest
 
 PACKAGE = "tangentia"
 # Located without importing it: the graph is read from the source files.
-ROOT = Path(importlib.util.find_spec(PACKAGE).origin).resolve().parent
+_SPEC = importlib.util.find_spec(PACKAGE)
+assert _SPEC is not None and _SPEC.origin is not None, f"{PACKAGE} is not installed"
+ROOT = Path(_SPEC.origin).resolve().parent
 
 
 # ---------------------------------------------------------------------------
@@ -383,7 +385,7 @@ KINDS = {
 }
 
 # Rules a primitive's kind requires that it deliberately lacks.
-EXEMPT = {}
+EXEMPT: dict[tuple[str, str], str] = {}
 
 # Not imported to look for primitives: running it runs the demo.  It defines
 # none (checked below from its source).

@@ -158,14 +158,15 @@ def test_cond_with_per_branch_operands():
 @pytest.mark.parametrize("call, exc, msg", [
     (lambda: lax.fori_loop(0, 1, 42, 0), TypeError,
      "lax.fori_loop: body_fun argument should be callable."),
-    (lambda: lax.while_loop(42, 42, 0), TypeError,
+    (lambda: lax.while_loop(42, 42, 0), TypeError,  # type: ignore[arg-type]  # deliberately wrong
      "lax.while_loop: body_fun and cond_fun arguments should be callable."),
-    (lambda: lax.switch(0, [42]), TypeError,
+    (lambda: lax.switch(0, [42]), TypeError,  # type: ignore[list-item]  # deliberately wrong
      "lax.switch: branches argument should be a sequence of callables."),
-    (lambda: lax.cond(True, 42, 42), TypeError,
+    (lambda: lax.cond(True, 42, 42), TypeError,  # type: ignore[arg-type]  # deliberately wrong
      "lax.cond: true_fun and false_fun arguments should be callable."),
-    (lambda: lax.scan(42, 0, np.ones(2)), TypeError, "lax.scan: f argument should be a callable."),
-    (lambda: lax.associative_scan(42, np.ones(2)), TypeError,
+    (lambda: lax.scan(42, 0, np.ones(2)), TypeError,  # type: ignore[arg-type]  # deliberately wrong
+     "lax.scan: f argument should be a callable."),
+    (lambda: lax.associative_scan(42, np.ones(2)), TypeError,  # type: ignore[arg-type]  # deliberately wrong
      "lax.associative_scan: fn argument should be callable."),
     (lambda: lax.cond(None, lambda: 1.0, lambda: 2.0), TypeError, "cond predicate is None"),
     (lambda: lax.cond(print, lambda: 1.0, lambda: 2.0), TypeError,
@@ -182,7 +183,8 @@ def test_cond_with_per_branch_operands():
      "cond branches must have equal output types but they differ."),
     (lambda: lax.scan(lambda c, x: (c, x), 0, [1, 2]), ValueError,
      "scan got value with no leading axis to scan over: 1, 2."),
-    (lambda: lax.scan(lambda c, x: 0.0, 0.0, np.ones(2, np.float32)), TypeError,
+    (lambda: lax.scan(lambda c, x: 0.0,  # type: ignore[arg-type, return-value]  # deliberately
+                      0.0, np.ones(2, np.float32)), TypeError,
      "scan body output must be a pair, got float64[]."),
     (lambda: lax.scan(lambda c, x: ((c, c), x), 0.0, np.ones(2)), TypeError,
      "scan body function carry input and carry output must have the same pytree structure"),

@@ -64,7 +64,7 @@ def test_numba_identity_program_per_dtype(dtype):
 # generated arguments
 
 DTYPES = [np.bool_, np.int32, np.int64, np.float32, np.float64, np.complex128]
-_POOLS = {
+_POOLS: dict[str, list] = {
     "b": [True, False],
     "i": [0, 1, -1, 2, -3, 7, -128, 127, 31, 32, 63, 64, 2 ** 31 - 1, -2 ** 31],
     "f": [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e308, -1e308, 1e-310, 1.0, -1.0, 0.5, -2.5, 3.0,

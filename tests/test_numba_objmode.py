@@ -179,7 +179,7 @@ def test_program_with_a_special_function_is_loaded_from_the_disk_cache(tmp_path)
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint64]
 FLOATS = [np.float64, np.float32]
 SHIFTS = [0, 1, 3, 7, 8, 15, 16, 31, 32, 63, 64, 65, 100, -1, -64]
-_UTILS = {}   # the numba program of ``_utilities``, compiled once
+_UTILS: dict = {}   # the numba program of ``_utilities``, compiled once
 
 
 def _int_edges(dt):

@@ -218,7 +218,7 @@ def test_jit_output_dtype_agrees_with_eval_shape_for_scalar_intermediates():
 # More of the API: values against NumPy, under jit and vmap, and derivatives
 
 
-API = [
+API: list[tuple] = [
     ("logaddexp", tnp.logaddexp, np.logaddexp, (A, A[::-1] * 2)),
     ("hypot", tnp.hypot, np.hypot, (A, A + 1)),
     ("sinc", tnp.sinc, np.sinc, (A,)),

@@ -37,7 +37,7 @@ def _ref_descending(x, axis=-1):
 # (name, tnp function, NumPy reference, args, options)
 #   options: grad=order of check_grads (0 = not differentiable / skipped),
 #            vmap=False to skip the vmap check, rtol=...
-CASES = [
+CASES: list[tuple] = [
     # sorting and searching
     ("sort", tnp.sort, np.sort, (A,), {"grad": 2}),
     ("sort_axis0", lambda x: tnp.sort(x, axis=0), lambda x: np.sort(x, axis=0), (A,), {}),
@@ -174,7 +174,7 @@ CASES = [
     ("matrix_transpose", tnp.matrix_transpose, np.matrix_transpose, (B,), {"grad": 1}),
     ("vecdot", tnp.vecdot, np.vecdot, (B, A), {"grad": 2}),
     ("vecdot_axis0", lambda x, y: tnp.vecdot(x, y, axis=0),
-     lambda x, y: np.vecdot(x, y, axis=0), (A, A[::-1]), {"grad": 1}),
+     lambda x, y: np.vecdot(x, y, axis=0), (A, A[::-1]), {"grad": 1}),  # type: ignore[call-overload]  # (NumPy's stubs lack the gufunc's axis)
     ("trace_3d", lambda x: tnp.trace(x, 1, 1, 2), lambda x: np.trace(x, 1, 1, 2), (B,),
      {"grad": 1}),
     ("tril_bool", lambda x: tnp.tril(x > 0), lambda x: np.tril(x > 0), (B,), {}),
@@ -661,7 +661,8 @@ ERRORS = [
     (lambda: tg.jit(lambda x: tnp.sort(x, axis=-3))(A), ValueError,
      r"sort: axis -3 is out of bounds for argument 'a'"),
     (lambda: tnp.argsort(1.0), ValueError, r"argsort: axis -1 is out of bounds for argument 'a'"),
-    (lambda: tnp.sort(A, axis=1.5), TypeError, r"sort: argument 'axis' must be an integer"),
+    (lambda: tnp.sort(A, axis=1.5), TypeError,  # type: ignore[arg-type]  # deliberately wrong
+     r"sort: argument 'axis' must be an integer"),
     (lambda: tnp.partition(V, 7), ValueError, r"partition: kth=7 is out of bounds"),
     (lambda: tnp.searchsorted(A, 0.0), ValueError, r"searchsorted: argument 'a' must be 1-D"),
     (lambda: tnp.searchsorted(V, 0.0, side="middle"), ValueError,

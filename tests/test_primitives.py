@@ -110,7 +110,7 @@ for _name, _f, _ref, _x in UNARY:
 
 # Piecewise-constant functions: value and zero derivative (multiplied by x so
 # the function is not constant and the zero tangent is visible).
-for _name, _f, _ref in [("sign", tnp.sign, np.sign), ("floor", tnp.floor, np.floor),
+for _name, _f, _ref in [("sign", tnp.sign, np.sign), ("floor", tnp.floor, np.floor),  # type: ignore[assignment]  # loop variables shared by tables of other function types
                         ("ceil", tnp.ceil, np.ceil), ("round", tnp.round, np.round),
                         ("rint", tnp.rint, np.rint)]:
     CASES.append(Case(f"{_name}_times_x", lambda x, _f=_f: _f(x) * x,
@@ -165,7 +165,7 @@ _BINARY = [
     ("arctan2", tnp.arctan2, np.arctan2),
     ("remainder", tnp.remainder, np.remainder),
 ]
-for _i, (_name, _f, _ref) in enumerate(_BINARY):
+for _i, (_name, _f, _ref) in enumerate(_BINARY):  # type: ignore[assignment]  # loop variables shared by tables of other function types
     for _bname, _sx, _sy in _BCAST:
         if _name == "remainder" and _bname in ("col_row", "scalar_arr"):
             continue

@@ -47,7 +47,7 @@ class Box:
 tu.register_pytree_node(
     Box,
     lambda box: ((box.a, box.b), box.tag),
-    lambda tag, children: Box(*children, tag=tag),
+    lambda tag, children: Box(*children, tag=tag),  # type: ignore[misc]  # children is (a, b)
 )
 
 

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from .. import core as _core
-from .. import dtypes as _dtypes
 from ..custom_derivatives import custom_jvp
 from ..primitives import linalg as _L
 from ..primitives.callback import pure_callback
@@ -51,7 +50,7 @@ def _inexact(*xs):
     """Arrays (or tracers) promoted to a common floating dtype (ints -> float64)."""
     xs = [x if isinstance(x, _core.Tracer) else _conversion.asarray(x) for x in xs]
     dt = _np.result_type(*[_aval(x).dtype for x in xs])
-    if not _dtypes.is_inexact(dt):
+    if dt.kind not in "fc":
         dt = _np.dtype(_np.float64)
     return [x if _aval(x).dtype == dt else _conversion.astype(x, dt) for x in xs]
 
@@ -347,7 +346,7 @@ def _matrix_norm(x, ord, axis, keepdims):
     return out
 
 
-def norm(x: ArrayLike, ord: int | str | None = None, axis: None | tuple[int, ...] | int = None,
+def norm(x: ArrayLike, ord: float | str | None = None, axis: None | tuple[int, ...] | int = None,
          keepdims: bool = False) -> Array:
     """Vector or matrix norm, as ``numpy.linalg.norm``.
 
