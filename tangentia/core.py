@@ -34,6 +34,9 @@ def short_dtype_name(dtype):
             name = "float0"
         elif dtype.kind == "b":
             name = "bool"
+        elif dtype.kind == "V":   # ml_dtypes' (bfloat16 -> bf16, float8_e4m3fn -> f8_e4m3fn), as JAX
+            name = (dtype.name.replace("float", "f").replace("uint", "u").replace("int", "i")
+                    .replace("complex", "c"))
         else:
             name = {"f": "f", "i": "i", "u": "u", "c": "c"}.get(dtype.kind, dtype.kind) + str(8 * dtype.itemsize)
         _SHORT_DTYPE[dtype] = name

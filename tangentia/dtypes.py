@@ -28,16 +28,53 @@ def py_scalar_dtype(x):
     return _PY_SCALAR_DTYPE.get(type(x))
 
 
+def kind(dtype):
+    """``dtype.kind``, but ml_dtypes' types (whose NumPy kind is ``'V'``) get the kind
+    of what they are: ``'f'`` for bfloat16 and the float8/float6/float4 family,
+    ``'i'``/``'u'`` for int4 and its kin.  Every classification of dtypes (which
+    values are differentiable, tangent dtypes, promotion) goes through it."""
+    k = dtype.kind
+    if k != "V":
+        return k
+    return _ml_kind(dtype)
+
+
+def _ml_kind(dtype):
+    t = dtype.type
+    if t in _ML_KINDS:
+        return _ML_KINDS[t]
+    floats, signed, unsigned = _custom_kinds()
+    k = "f" if t in floats else "i" if t in signed else "u" if t in unsigned else "V"
+    if floats:     # (cached once ml_dtypes is imported: its types are then known)
+        _ML_KINDS[t] = k
+    return k
+
+
+_ML_KINDS = {}
+
+
 def is_float(dtype):
-    return dtype.kind in "fc"
+    """Whether ``dtype`` is floating or complex (bfloat16 and the float8 family too)."""
+    return dtype.kind in "fc" or (dtype.kind == "V" and _ml_kind(dtype) == "f")
 
 
 def is_inexact(dtype):
-    return dtype.kind in "fc"
+    return dtype.kind in "fc" or (dtype.kind == "V" and _ml_kind(dtype) == "f")
+
+
+def is_real_floating(dtype):
+    """Whether ``dtype`` is a real floating dtype (bfloat16 and the float8 family too)."""
+    return dtype.kind == "f" or (dtype.kind == "V" and _ml_kind(dtype) == "f")
+
+
+def is_ml_float(dtype):
+    """Whether ``dtype`` is one of ml_dtypes' floating types (bfloat16, float8_*, ...):
+    NumPy's kind ``'V'``, computed here in float32 (as JAX computes most of their ops)."""
+    return dtype.kind == "V" and _ml_kind(dtype) == "f"
 
 
 def is_integer(dtype):
-    return dtype.kind in "iub"
+    return dtype.kind in "iub" or (dtype.kind == "V" and _ml_kind(dtype) in "iu")
 
 
 def result_type(*args, return_weak_type_flag=False):
@@ -74,20 +111,20 @@ def _promote(*dtypes_and_weak):
     weak = [d for d, w in dtypes_and_weak if w]
     if not strong:
         return np.result_type(*weak), True
-    operands = strong + [_WEAK_PROTOTYPE[d.kind] for d in weak]
+    operands = strong + [_WEAK_PROTOTYPE[kind(d)] for d in weak]
     return np.result_type(*operands), False
 
 
 def to_inexact(dtype):
     """The floating dtype an integer/bool dtype becomes under float ops."""
-    if dtype.kind in "fc":
+    if is_inexact(dtype):
         return dtype
     return float64
 
 
 def tangent_dtype(dtype):
     """Dtype of tangents/cotangents for values of ``dtype``."""
-    return dtype if dtype.kind in "fc" else float0
+    return dtype if is_inexact(dtype) else float0
 
 
 def canonicalize(dtype):
@@ -221,6 +258,42 @@ def issubdtype(a, b) -> bool:
     def hashable(x):
         return x if isinstance(x, (type, np.dtype)) else np.dtype(x)
     return _issubdtype(hashable(a), hashable(b))
+
+
+_ISDTYPE_KINDS = {"bool": (np.bool_,), "signed integer": (np.signedinteger,),
+                  "unsigned integer": (np.unsignedinteger,), "integral": (np.integer,),
+                  "real floating": (np.floating,), "complex floating": (np.complexfloating,),
+                  "numeric": (np.number,)}
+
+
+def isdtype(dtype, kind) -> bool:
+    """``jax.numpy.isdtype``: whether ``dtype`` is of ``kind``, also for bfloat16 and
+    the other ml_dtypes types (NumPy's ``isdtype`` rejects them).
+
+    Args:
+      dtype: a dtype or scalar type (``jnp.bfloat16``, ``np.float32``, ``np.dtype(...)``).
+      kind: a dtype, a kind name (``'bool'``, ``'signed integer'``, ``'unsigned integer'``,
+        ``'integral'``, ``'real floating'``, ``'complex floating'``, ``'numeric'``) or a
+        tuple of them.
+    """
+    dt = np.dtype(dtype)
+    for k in (kind if isinstance(kind, tuple) else (kind,)):
+        if isinstance(k, str):
+            if k not in _ISDTYPE_KINDS:
+                raise ValueError(f"Unrecognized {kind=!r} expected one of "
+                                 f"{list(_ISDTYPE_KINDS)}, or a compatible input for "
+                                 "jnp.dtype()")
+            if any(issubdtype(dt, c) for c in _ISDTYPE_KINDS[k]):
+                return True
+        else:
+            try:
+                kd = np.dtype(k)
+            except TypeError:
+                raise TypeError(f"Expected kind to be a dtype, string, or tuple; got {kind=!r}"
+                                ) from None
+            if kd == dt:
+                return True
+    return False
 
 
 def itemsize_bits(dtype) -> int:

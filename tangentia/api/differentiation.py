@@ -356,7 +356,7 @@ def _pullback(jaxpr, out_tree, out_avals, in_tree, api, consts, ct):
         ca = core.get_aval(c)
         want = dtypes.tangent_dtype(a.dtype)
         if ca.shape != a.shape or (ca.dtype != want and not ca.weak_type and want != dtypes.float0
-                                   and ca.dtype.kind not in "iub"):
+                                   and not dtypes.is_integer(ca.dtype)):
             raise ValueError("unexpected JAX type (e.g. shape/dtype) for argument to VJP function: "
                              f"got {_jax_type(ca)}, but expected "
                              f"{_jax_type(ShapedArray(a.shape, want))} ({api}: cotangent {i} has "
@@ -433,7 +433,7 @@ def _split_aux(out, fun):
 def _check_input_dtype(api, aval, holomorphic, allow_int, detail):
     """JAX's dtype checks of a differentiated input (``_check_input_dtype_revderiv`` and
     ``_check_input_dtype_jacfwd``): JAX's wording, then ``detail`` naming the argument."""
-    kind = aval.dtype.kind
+    kind = dtypes.kind(aval.dtype)
     name = aval.dtype.name
     msg = None
     if holomorphic and kind != "c":
@@ -458,7 +458,7 @@ def _check_input_dtype(api, aval, holomorphic, allow_int, detail):
 def _check_output_dtype(api, aval, holomorphic, detail):
     """JAX's dtype checks of a differentiated output (``_check_output_dtype_revderiv``;
     jacfwd checks only the holomorphic case)."""
-    kind = aval.dtype.kind
+    kind = dtypes.kind(aval.dtype)
     name = aval.dtype.name
     msg = None
     if holomorphic:
@@ -535,7 +535,7 @@ def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs, holomor
     names = None
     for i, x in enumerate(d_leaves):
         a = _leaf_aval(x, api, f"argument {i}")
-        if holomorphic or a.dtype.kind not in "fc":
+        if holomorphic or not dtypes.is_inexact(a.dtype):
             if names is None:
                 names = _diff_leaf_names(fun, args, nums)
             _check_input_dtype(api, a, holomorphic, allow_int,
@@ -891,7 +891,7 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes: Sequence[AxisNam
     leaves, in_tree = tree_flatten(primals)
     avals = [_abstractify(x) for x in leaves]
     for i, a in enumerate(avals):
-        if a.dtype.kind not in "fc":
+        if not dtypes.is_inexact(a.dtype):
             raise TypeError(f"linear_transpose of {_fun_name(fun)}: primal {i} has dtype "
                             f"{a.dtype}; a linear function needs float or complex inputs")
     jaxpr, consts, out_tree = _stage(fun, (), tree_flatten((primals, {}))[1], avals,

@@ -32,10 +32,10 @@ def _check_tangent(p, t, i, jvp_name, name):
         ta = t.ir_var.aval if type(t) is _JaxprTracer else t.aval  # (no property call)
         # (An array's own shape and dtype are those of its aval.)
         pa = p if isinstance(p, _ndarray) else core.get_aval(p)
-        if ta.shape == pa.shape and ta.dtype == pa.dtype and pa.dtype.kind in "fc":
+        if ta.shape == pa.shape and ta.dtype == pa.dtype and dtypes.is_inexact(pa.dtype):
             return t
     pa = core.get_aval(p)
-    if t is None or pa.dtype.kind not in "fc":
+    if t is None or not dtypes.is_inexact(pa.dtype):
         return Zero(ad.tangent_aval(pa))
     if type(t) is SymbolicZero:
         if t.aval.shape != pa.shape:
@@ -45,7 +45,7 @@ def _check_tangent(p, t, i, jvp_name, name):
     if ta.shape != pa.shape:
         raise _tangent_type_error(pa, ta, jvp_name, name, i)
     if ta.dtype != pa.dtype:
-        if ta.dtype.kind not in "fc" or not np.can_cast(pa.dtype, ta.dtype, "safe"):
+        if not dtypes.is_inexact(ta.dtype) or not np.can_cast(pa.dtype, ta.dtype, "safe"):
             # A narrower tangent (float32 for a float64 primal) would lose precision
             # silently: an error, with JAX's wording.
             raise _tangent_type_error(pa, ta, jvp_name, name, i)

@@ -55,7 +55,7 @@ def instantiate(t):
 def zero_nonfloat(avals, tangents):
     """Tangents of values of type ``avals``: zero for integer and boolean ones
     (their tangent type is float0, which carries no information)."""
-    return [Zero(tangent_aval(a)) if a.dtype.kind not in "fc" else t
+    return [Zero(tangent_aval(a)) if not dtypes.is_inexact(a.dtype) else t
             for a, t in zip(avals, tangents)]
 
 
@@ -84,7 +84,7 @@ _convert = [None]
 
 def fit_dtype(t, dtype):
     """``t`` with the floating ``dtype`` of its primal (cast only if it differs)."""
-    if _dtype_of(t) != dtype and dtype.kind in "fc":
+    if _dtype_of(t) != dtype and dtypes.is_inexact(dtype):
         return _convert[0](t, dtype)
     return t
 
@@ -417,7 +417,8 @@ class JVPTrace(core.Trace):
             plain_outs.append(o)
             # (a float aval is its own tangent aval; both are strong)
             a = _aval_of_ndarray(o) if type(o) is _ndarray else core.get_aval(o)
-            out_avals.append(a if a.dtype.kind in "fc" and not a.weak_type else tangent_aval(a))
+            out_avals.append(a if dtypes.is_inexact(a.dtype) and not a.weak_type
+                             else tangent_aval(a))
         out_avals = tuple(out_avals)
         # (``bwd`` with ``res_tree`` bound first: a method object is one object
         # to keep until transposition, a partial three)

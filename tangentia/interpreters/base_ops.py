@@ -236,7 +236,8 @@ def _convert_jvp(primals, tangents, new_dtype, weak_type=False):
     x, = primals
     t, = tangents
     ans = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
-    if type(t) is Zero or new_dtype.kind not in "fc" or core.get_aval(x).dtype.kind not in "fc":
+    if (type(t) is Zero or not dtypes.is_inexact(new_dtype)
+            or not dtypes.is_inexact(core.get_aval(x).dtype)):
         return ans, Zero.from_primal(ans)
     return ans, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
 
@@ -355,7 +356,7 @@ def unbroadcast(x, aval):
             x = reduce_sum(x, axes)
         if core.get_aval(x).shape != aval.shape:
             x = reshape(x, aval.shape)
-    if aval.dtype != xa.dtype and aval.dtype != dtypes.float0 and aval.dtype.kind in "fc":
+    if aval.dtype != xa.dtype and aval.dtype != dtypes.float0 and dtypes.is_inexact(aval.dtype):
         x = convert_element_type(x, aval.dtype)
     return x
 

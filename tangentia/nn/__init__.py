@@ -21,7 +21,7 @@ import operator
 
 import numpy as np
 
-from .. import core
+from .. import core, dtypes
 from .. import numpy as tnp
 from ..core import Tracer
 from ..scipy import special as _sp
@@ -57,7 +57,7 @@ def relu(x):
     dt = x.aval.dtype if isinstance(x, Tracer) else x.dtype
     if dt.kind == "b":
         x = tnp.astype(x, np.float64)
-    elif dt.kind not in "iuf":
+    elif dt.kind not in "iuf" and not dtypes.is_ml_float(dt):
         raise TypeError(f"relu: argument 'x' must be a real numeric array, got dtype {dt}")
     return _relu(x)
 

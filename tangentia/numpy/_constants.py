@@ -26,13 +26,12 @@ uint = uint64
 
 
 # jax.numpy's: also for bfloat16 and the other ml_dtypes types (NumPy's own reject them)
-from ..dtypes import finfo, iinfo, issubdtype  # noqa: E402
+from ..dtypes import finfo, iinfo, isdtype, issubdtype  # noqa: E402
 integer, floating, inexact, number, complexfloating = (
     _np.integer, _np.floating, _np.inexact, _np.number, _np.complexfloating)
 result_type = _np.result_type
 promote_types = _np.promote_types
 can_cast = _np.can_cast
-isdtype = _np.isdtype
 iterable = _np.iterable
 cdouble, csingle, complex_ = complex128, complex64, complex128
 character, flexible, generic = _np.character, _np.flexible, _np.generic

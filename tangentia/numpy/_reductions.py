@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from .. import core as _core
+from .. import dtypes as _dtypes
 from ..primitives import elementwise as _E
 from ..primitives import misc as _M
 from ..primitives import reductions as _R
@@ -136,10 +137,11 @@ def mean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdi
     """Arithmetic mean along ``axis`` (float64 for integer input), over ``where`` only."""
     n = _count(a, axis, keepdims, where)
     s = sum(a, axis, dtype, keepdims, where=where)
-    if _aval(s).dtype.kind not in "fc":
+    if not _dtypes.is_inexact(_aval(s).dtype):
         s = astype(s, float64)
     if where is not None:
-        return _E.div(s, astype(n, _aval(s).dtype if _aval(s).dtype.kind == "f" else float64))
+        return _E.div(s, astype(n, _aval(s).dtype if _dtypes.is_real_floating(_aval(s).dtype)
+                                else float64))
     return _E.div(s, float(n)) if n else _E.mul(s, nan)
 
 
@@ -281,7 +283,7 @@ cumulative_prod = _cumulative_api("cumulative_prod", lambda x, ax, dt: cumprod(x
 
 
 def _nan_to(a, value):
-    return where(isnan(a), value, a) if _aval(a).dtype.kind in "fc" else a
+    return where(isnan(a), value, a) if _dtypes.is_inexact(_aval(a).dtype) else a
 
 
 def _nan_count(a, axis, keepdims):
@@ -304,7 +306,7 @@ def nanmean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, kee
             ) -> Array:
     """Mean along ``axis`` ignoring NaNs."""
     a = _in(a, "nanmean")
-    if _aval(a).dtype.kind not in "fc":
+    if not _dtypes.is_inexact(_aval(a).dtype):
         return mean(a, axis, dtype, keepdims)
     s = sum(_nan_to(a, 0), axis, dtype, keepdims)
     return _E.div(s, astype(_nan_count(a, axis, keepdims), _aval(s).dtype))
@@ -314,7 +316,7 @@ def nanvar(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof
            keepdims: bool = False) -> Array:
     """Variance along ``axis`` ignoring NaNs."""
     a = _in(a, "nanvar")
-    if _aval(a).dtype.kind not in "fc":
+    if not _dtypes.is_inexact(_aval(a).dtype):
         return var(a, axis, dtype, ddof, keepdims)
     m = nanmean(a, axis, dtype, keepdims=True)
     d = where(isnan(a), 0, _E.sub(a, m))  # NaN entries only (inf - inf stays NaN)
@@ -331,7 +333,7 @@ def nanstd(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof
 def _nan_extremum(fname, reduce, fill):
     def f(a, axis=None, keepdims=False, initial=None):
         a = _in(a, fname)
-        if _aval(a).dtype.kind not in "fc":
+        if not _dtypes.is_inexact(_aval(a).dtype):
             return reduce(a, axis, keepdims, initial)
         nans = isnan(a)
         out = reduce(where(nans, fill, a), axis, keepdims, initial)
@@ -348,7 +350,7 @@ nanmin = _nan_extremum("nanmin", min, inf)
 def _nan_arg(fname, arg, fill):
     def f(a, axis=None, keepdims=False):
         a = _in(a, fname)
-        if _aval(a).dtype.kind not in "fc":
+        if not _dtypes.is_inexact(_aval(a).dtype):
             return arg(a, axis, keepdims)
         nans = isnan(a)
         if _eager(a) and _np.any(_np.all(nans, axis=axis)):
@@ -390,7 +392,7 @@ def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> Array:
     if shape(a1) != shape(a2):
         return _np.asarray(False)
     eq = _E.eq(a1, a2)
-    if equal_nan and _aval(a1).dtype.kind in "fc" and _aval(a2).dtype.kind in "fc":
+    if equal_nan and _dtypes.is_inexact(_aval(a1).dtype) and _dtypes.is_inexact(_aval(a2).dtype):
         eq = logical_or(eq, logical_and(isnan(a1), isnan(a2)))
     return all(eq)
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from .. import core as _core
+from .. import dtypes as _dtypes
 from ..custom_derivatives import custom_jvp
 from ..primitives import linalg as _L
 from ..primitives.callback import pure_callback
@@ -50,7 +51,7 @@ def _inexact(*xs):
     """Arrays (or tracers) promoted to a common floating dtype (ints -> float64)."""
     xs = [x if isinstance(x, _core.Tracer) else _conversion.asarray(x) for x in xs]
     dt = _np.result_type(*[_aval(x).dtype for x in xs])
-    if dt.kind not in "fc":
+    if not _dtypes.is_inexact(dt):
         dt = _np.dtype(_np.float64)
     return [x if _aval(x).dtype == dt else _conversion.astype(x, dt) for x in xs]
 

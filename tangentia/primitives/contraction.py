@@ -139,7 +139,7 @@ def _dot_general_transpose(ct, x, y, dimension_numbers):
 
 
 def _cast(x, aval):
-    if core.get_aval(x).dtype != aval.dtype and aval.dtype.kind in "fc":
+    if core.get_aval(x).dtype != aval.dtype and dtypes.is_inexact(aval.dtype):
         return S.convert_element_type(x, aval.dtype)
     return x
 

@@ -62,7 +62,7 @@ def ufunc_result(ufunc, key):
 
     ``key`` is a tuple of (dtype, weak) pairs; weak inputs act as Python scalars.
     """
-    operands = [_PROTO[d.kind] if w else np.empty((0,), d) for d, w in key]
+    operands = [_PROTO[dtypes.kind(d)] if w else np.empty((0,), d) for d, w in key]
     with np.errstate(all="ignore"):
         out = ufunc(*operands)
     if isinstance(out, tuple):

@@ -138,14 +138,14 @@ def cumsum(x, axis, reverse=False):
 
 
 def eager_sum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
-    if type(a) is not np.ndarray or initial is not None or where is not None:
-        return NotImplemented
+    if type(a) is not np.ndarray or initial is not None or where is not None or a.dtype.kind == "V":
+        return NotImplemented   # (bfloat16: the primitive's impl, which sums in float32)
     return np.add.reduce(a, axis=axis, dtype=dtype, keepdims=keepdims)
 
 
 def eager_prod(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
-    if type(a) is not np.ndarray or initial is not None or where is not None:
-        return NotImplemented
+    if type(a) is not np.ndarray or initial is not None or where is not None or a.dtype.kind == "V":
+        return NotImplemented   # (bfloat16: the primitive's impl, which sums in float32)
     return np.multiply.reduce(a, axis=axis, dtype=dtype, keepdims=keepdims)
 
 

@@ -31,7 +31,7 @@ import operator
 import numpy as np
 import scipy.special as _scipy_special
 
-from .. import core
+from .. import core, dtypes
 from .. import numpy as tnp
 from ..core import Tracer
 from ..custom_derivatives import custom_jvp
@@ -67,7 +67,7 @@ def _inexact(fname, argname, x, keep_scalars=False):
     if not isinstance(x, Tracer):
         x = core.as_array(x, f"{fname}: argument '{argname}'")
     dt = _dtype_of(x)
-    if dt.kind == "f":
+    if dtypes.is_real_floating(dt):   # (bfloat16 too)
         return x
     if dt.kind in "biu":
         return tnp.astype(x, np.float64)

@@ -214,7 +214,7 @@ class CT:
 
 
 def _is_float0(dtype):
-    return dtype.kind == "V"
+    return dtype.kind == "V" and dtype.itemsize == 0   # (bfloat16 is kind V too, 2 bytes)
 
 
 

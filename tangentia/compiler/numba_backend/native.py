@@ -329,7 +329,7 @@ class NumbaCompiler(Backend):
 
     def _compile(self, jaxpr):
         assert not jaxpr.constvars, "compile expects constants to be inputs"
-        if vector_bound(jaxpr) and one_loop(jaxpr) is None:
+        if (vector_bound(jaxpr) and one_loop(jaxpr) is None) or _has_ml_dtype(jaxpr):
             return _numpy_compile(jaxpr)
         try:
             fn, fallbacks = _compile_program(jaxpr, self.estimate)
@@ -356,6 +356,17 @@ class NumbaCompiler(Backend):
 
 LARGE = 1 << 15  # elements: from here on NumPy's vectorized kernels beat scalar loops
 _CONTROL_FLOW = ("while", "scan", "cond")
+def _has_ml_dtype(jaxpr):
+    """Whether a value of ``jaxpr`` (nested programs included) has one of ml_dtypes' types
+    (bfloat16, float8, int4, ...; NumPy kind 'V' and not float0): numba has none of them,
+    so the NumPy backend runs the program (in float32 where JAX does, rounding to them)."""
+    for v in list(jaxpr.invars) + [o for e in jaxpr.eqns for o in e.outputs]:
+        dt = v.aval.dtype
+        if dt.kind == "V" and not _is_float0(dt):
+            return True
+    return any(_has_ml_dtype(sub) for e in jaxpr.eqns for sub in _nested(e))
+
+
 
 
 def vector_bound(jaxpr):
