@@ -88,3 +88,10 @@ class _JaxToTangentia(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 sys.meta_path.insert(0, _JaxToTangentia())
 sys.modules[__name__] = tangentia
+
+# ``from jax import export``: ``jax`` is the tangentia module, so a submodule that only
+# exists as a stand-in (``_standins/jax/export.py``) must also be an attribute of it
+for _entry in sorted(os.listdir(os.path.join(_STANDINS, "jax"))):
+    _name = _entry[:-3] if _entry.endswith(".py") else None
+    if _name and not _name.startswith("_") and not hasattr(tangentia, _name):
+        setattr(tangentia, _name, importlib.import_module("jax." + _name))

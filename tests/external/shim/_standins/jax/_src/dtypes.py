@@ -20,6 +20,10 @@ for _name in ("float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_
               "float4_e2m1fn"):
     globals()[_name] = getattr(_ml, _name, None)
 
+_float8_dtypes = [np.dtype(t) for t in (globals().get(n) for n in (
+    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+    "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu")) if t is not None]
+
 _weak_types = [int, float, complex]
 python_scalar_types_to_dtypes = {bool: np.dtype(np.bool_), int: np.dtype(np.int64),
                                  float: np.dtype(np.float64), complex: np.dtype(np.complex128)}
@@ -39,6 +43,19 @@ def default_float_dtype():
 
 def default_complex_dtype():
     return np.dtype(np.complex128)
+
+
+def dtype(x, canonicalize=False):
+    """The dtype of a value, dtype-like or Python scalar type (x64 defaults)."""
+    if x is None:
+        raise ValueError(f"Invalid argument to dtype: {x}.")
+    if isinstance(x, type) and x in python_scalar_types_to_dtypes:
+        return python_scalar_types_to_dtypes[x]
+    if type(x) in python_scalar_types_to_dtypes:
+        return python_scalar_types_to_dtypes[type(x)]
+    if hasattr(x, "dtype"):
+        return np.dtype(x.dtype)
+    return np.dtype(x)
 
 
 def is_weakly_typed(x):

@@ -335,8 +335,37 @@ def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=
     return _tangentia_test_util.check_grads(f, args, order, modes, atol, rtol, eps)
 
 
-check_jvp = getattr(_tangentia_test_util, "check_jvp", None)
-check_vjp = getattr(_tangentia_test_util, "check_vjp", None)
+EPS = 1e-4
+
+
+def rand_like(rng, x):
+    """Standard normal values with the shape and dtype of ``x`` (imaginary part too for
+    complex dtypes)."""
+    shape, dtype = np.shape(x), _dtype(x)
+    r = lambda: np.asarray(rng.randn(*shape), dtype)  # noqa: E731
+    if np.dtype(dtype).kind == "c":
+        return r() + 1j * r()
+    return r()
+
+
+def _grad_tol(tol):
+    return default_gradient_tolerance if tol is None else tol
+
+
+def check_jvp(f, f_jvp, args, atol=None, rtol=None, eps=EPS, err_msg=""):
+    """``f_jvp(args, tangents)`` agrees with ``f`` and with central finite differences."""
+    rng = np.random.RandomState(0)
+    tangent = tree_map(functools.partial(rand_like, rng), args)
+    v_out, t_out = f_jvp(args, tangent)
+    check_close(v_out, f(*args), atol=_grad_tol(atol), rtol=_grad_tol(rtol), err_msg=err_msg)
+    t_expected = _tangentia_test_util.numerical_jvp(f, args, tangent, eps=eps)
+    check_close(t_out, t_expected, atol=_grad_tol(atol), rtol=_grad_tol(rtol), err_msg=err_msg)
+
+
+def check_vjp(f, f_vjp, args, atol=None, rtol=None, eps=EPS, err_msg=""):
+    """``f_vjp`` is the transpose of the finite-difference directional derivative."""
+    return _tangentia_test_util.check_vjp(f, args, atol=_grad_tol(atol) if atol else 1e-5,
+                                          rtol=rtol or 1e-5, eps=eps)
 
 
 def check_raises(thunk, err_type, msg):
