@@ -26,9 +26,10 @@ class DebugNansEvalTrace(core.EvalTrace):
         return "eager evaluation (debug_nans)"
 
     def process_primitive(self, prim, args, params):
-        jaxpr = params.get("jaxpr")
-        if jaxpr is not None and type(jaxpr) is core.Jaxpr and prim.name in _INLINED:
-            return core.eval_jaxpr(jaxpr, (), *args)  # find the operation inside
+        if prim.call_param is not None:   # a call (jit, checkpoint): find the operation inside
+            jaxpr = params[prim.call_param]
+            if type(jaxpr) is core.Jaxpr and not jaxpr.constvars:
+                return core.eval_jaxpr(jaxpr, (), *args)
         out = core.EvalTrace.process_primitive(self, prim, args, params)
         for o in (out if prim.multiple_results else (out,)):
             if o.dtype.kind in "fc" and np.isnan(o).any():
@@ -41,8 +42,6 @@ class DebugNansEvalTrace(core.EvalTrace):
                         f"does. Inputs: {_summary(args)}")
         return out
 
-
-_INLINED = {"jit", "checkpoint"}
 
 
 def _summary(args):

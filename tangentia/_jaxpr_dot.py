@@ -7,13 +7,14 @@ module installs those three methods on ``core.ClosedJaxpr`` when imported (by
 
 The picture: program inputs and constants are ellipses (small constants show
 their values), each equation is a box labelled by its primitive and output
-types, edges follow the data flow, and outputs are double octagons.  A
-custom-rule call (``custom_jvp_call``, ``custom_vjp_call``) and a ``jit`` or
-``checkpoint`` call are drawn inline as a cluster labelled with the function's
-name, so edges run straight into the called program.  A loop or branch
-(``scan``, ``while``, ``cond``, ``custom_linear_solve``, ...) is a box inside a
-cluster that also holds one nested cluster per carried program (the body,
-each branch), whose outputs feed the box with dashed edges.
+types, edges follow the data flow, and outputs are double octagons.  A call
+(a primitive declaring ``call_param``: ``jit``, ``checkpoint``, the
+custom-rule calls ``custom_jvp_call``, ``custom_vjp_call``, ``custom_vmap_call``
+...) is drawn inline as a cluster labelled with the function's name, so edges
+run straight into the called program.  A loop or branch (``scan``, ``while``,
+``cond``, ``custom_linear_solve``, ...) is a box inside a cluster that also
+holds one nested cluster per carried program (the body, each branch; found
+with ``core.subjaxprs``), whose outputs feed the box with dashed edges.
 """
 from __future__ import annotations
 
@@ -24,12 +25,6 @@ import subprocess
 from . import core
 
 __all__ = ["to_dot", "render", "show"]
-
-# Call-like primitives drawn inline: (program parameter, cluster label prefix).
-_INLINE = {"custom_jvp_call": ("call_jaxpr", "custom_jvp"),
-           "custom_vjp_call": ("call_jaxpr", "custom_vjp"),
-           "jit": ("jaxpr", "jit"), "checkpoint": ("jaxpr", "checkpoint")}
-
 
 def _quote(s):
     return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
@@ -78,12 +73,13 @@ class _Writer:
     def program(self, jaxpr, env, indent):
         """Draw the equations of ``jaxpr``; ``env`` maps its input variables to node ids."""
         for eqn in jaxpr.eqns:
-            inline = _INLINE.get(eqn.prim.name)
-            program = eqn.params.get(inline[0]) if inline else None
+            call = eqn.prim.call_param
+            program = eqn.params.get(call) if call is not None else None
             if isinstance(program, core.ClosedJaxpr):
                 program = program.jaxpr
-            if isinstance(program, core.Jaxpr) and len(program.invars) == len(eqn.inputs):
-                self.inline_call(eqn, program, inline[1], env, indent)
+            if (isinstance(program, core.Jaxpr) and not program.constvars
+                    and len(program.invars) == len(eqn.inputs)):
+                self.inline_call(eqn, program, eqn.prim.name.removesuffix("_call"), env, indent)
             else:
                 self.equation(eqn, env, indent)
 
@@ -108,7 +104,7 @@ class _Writer:
             env[v] = src
 
     def equation(self, eqn, env, indent):
-        nested = [lp for k, v in sorted(eqn.params.items()) for lp in _programs(k, v)]
+        nested = [(_label(k), p) for k, p in core.subjaxprs(eqn.prim, eqn.params, named=True)]
         inner = indent
         if nested:
             inner = self.open_cluster(eqn.prim.name, indent, style="dashed")
@@ -118,7 +114,7 @@ class _Writer:
         for label, program in nested:
             body = self.open_cluster(label, inner)
             sub = {v: self.node(f"{self.name(v)}:{v.aval.str_short()}", body, shape="ellipse")
-                   for v in program.invars}
+                   for v in list(program.constvars) + list(program.invars)}
             self.program(program, sub, body)
             outs = self.sources(program.outvars, sub, body)
             self.close_cluster(body)
@@ -130,15 +126,10 @@ class _Writer:
             env[v] = nid
 
 
-def _programs(key, value):
-    """``(label, Jaxpr)`` pairs of the programs a parameter carries."""
-    if isinstance(value, core.ClosedJaxpr):
-        value = value.jaxpr
-    if isinstance(value, core.Jaxpr):
-        return [({"jaxpr": "body"}.get(key, key.removesuffix("_jaxpr")), value)]
-    if isinstance(value, (tuple, list)):
-        return [(f"{key}[{i}]", p) for i, v in enumerate(value) for _, p in _programs(key, v)]
-    return []
+def _label(key):
+    """The cluster label of a carried program, from ``core.subjaxprs``'s label:
+    ``body`` for ``jaxpr``, ``cond`` for ``cond_jaxpr``, ``branches[1]``."""
+    return "body" if key == "jaxpr" else key.removesuffix("_jaxpr")
 
 
 def to_dot(closed):

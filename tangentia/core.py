@@ -406,18 +406,45 @@ class Primitive:
       check_args(*arrays, **params)       optional: raise a clearer error when
                                           ``impl`` raised a ValueError
 
+    What the primitive's equations carry (declared when it is made, read by
+    every walk over nested programs through ``subjaxprs``):
+      program_params    the names of the parameters holding programs (a
+                        ``Jaxpr``, a ``ClosedJaxpr``, or a tuple of them,
+                        ``None`` entries allowed): ``("branches",)`` for ``cond``
+      call_param        for a call (``jit``, ``checkpoint``, the custom-rule
+                        calls): the parameter whose program takes the
+                        equation's inputs and gives its outputs; implies
+                        ``program_params == (call_param,)`` unless both given
+      program_types(params, in_avals, out_avals)
+                        for a primitive carrying programs that is not a call (a
+                        loop, a branch): ``[(label, program, input types,
+                        output types or None)]``, what the type checker holds
+                        each program to
+
     How a backend compiles the primitive lives in that backend's own lowering
     table (``tangentia.compiler``), not here.
     """
 
     __slots__ = ("name", "multiple_results", "impl", "abstract_eval", "jvp", "transpose",
                  "batch", "partial_eval", "print_params", "jvp_takes_none", "jvp_fns",
-                 "has_effects", "check_args",
+                 "has_effects", "check_args", "program_params", "call_param", "program_types",
                  "__weakref__")
 
-    def __init__(self, name, multiple_results=False):
+    def __init__(self, name, multiple_results=False, *, program_params=None, call_param=None):
         self.name = name
         self.multiple_results = multiple_results
+        if program_params is None:
+            program_params = () if call_param is None else (call_param,)
+        elif isinstance(program_params, str):
+            raise TypeError(f"Primitive {name!r}: program_params must be a tuple of parameter "
+                            f"names, got the string {program_params!r}")
+        program_params = tuple(program_params)
+        if call_param is not None and call_param not in program_params:
+            raise TypeError(f"Primitive {name!r}: call_param {call_param!r} is not among "
+                            f"program_params {program_params}")
+        self.program_params = program_params
+        self.call_param = call_param
+        self.program_types = None
         self.impl = None
         self.abstract_eval = None
         self.jvp = None
@@ -466,12 +493,13 @@ def registered_primitives(package="tangentia"):
 
 class CustomJVPCallPrimitive(Primitive):
     """The call of a function with a custom JVP rule: the current trace's
-    ``process_custom_jvp_call`` decides what it means."""
+    ``process_custom_jvp_call`` decides what it means.  Staged, its equation
+    carries the function's program as ``call_jaxpr``."""
 
     __slots__ = ()
 
     def __init__(self, name):
-        super().__init__(name, multiple_results=True)
+        super().__init__(name, multiple_results=True, call_param="call_jaxpr")
 
     def bind(self, *args, **params):
         return _trace_ctx.get().process_custom_jvp_call(self, args, params)
@@ -479,12 +507,13 @@ class CustomJVPCallPrimitive(Primitive):
 
 class CustomVJPCallPrimitive(Primitive):
     """The call of a function with custom forward/backward rules: the current
-    trace's ``process_custom_vjp_call`` decides what it means."""
+    trace's ``process_custom_vjp_call`` decides what it means.  Staged, its
+    equation carries the function's program as ``call_jaxpr``."""
 
     __slots__ = ()
 
     def __init__(self, name):
-        super().__init__(name, multiple_results=True)
+        super().__init__(name, multiple_results=True, call_param="call_jaxpr")
 
     def bind(self, *args, **params):
         return _trace_ctx.get().process_custom_vjp_call(self, args, params)
@@ -492,12 +521,13 @@ class CustomVJPCallPrimitive(Primitive):
 
 class CustomVmapCallPrimitive(Primitive):
     """The call of a function with a custom batching rule: the current trace's
-    ``process_custom_vmap_call`` decides what it means."""
+    ``process_custom_vmap_call`` decides what it means.  Staged, its equation
+    carries the function's program as ``call_jaxpr``."""
 
     __slots__ = ()
 
     def __init__(self, name):
-        super().__init__(name, multiple_results=True)
+        super().__init__(name, multiple_results=True, call_param="call_jaxpr")
 
     def bind(self, *args, **params):
         return _trace_ctx.get().process_custom_vmap_call(self, args, params)
@@ -845,27 +875,90 @@ class Eqn:
     outvars = property(lambda self: self.outputs, doc="The outputs (JAX's name).")
 
 
-def programs_in(params):
-    """The programs (``Jaxpr``) an equation's ``params`` carry: a call's, a loop's
-    body, a ``cond``'s branches (a ``ClosedJaxpr`` gives its ``jaxpr``)."""
-    for p in params.values():
-        for q in (p if isinstance(p, (tuple, list)) else (p,)):
-            q = getattr(q, "jaxpr", q)
-            if hasattr(q, "eqns"):
-                yield q
+def subjaxprs(prim, params, named=False):
+    """The programs (``Jaxpr``s) an equation of ``prim`` with ``params`` carries,
+    in the order its primitive declares them (``Primitive.program_params``): a
+    call's program, a loop's bodies, a ``cond``'s branches.  A ``ClosedJaxpr``
+    gives its ``jaxpr``; ``None`` entries (a ``custom_linear_solve`` without a
+    transpose) are skipped.  With ``named``: ``(label, program)`` pairs, the
+    label being the parameter's name (``branches[1]`` for an entry of a tuple).
+
+    Every walk over nested programs goes through this one helper (the type
+    checker, dead-code elimination, the backends, pictures, ...), so a
+    primitive that carries programs is seen everywhere once it declares them.
+    """
+    for k in prim.program_params:
+        v = params.get(k)
+        if type(v) is tuple or type(v) is list:
+            for i, q in enumerate(v):
+                if q is not None:
+                    q = q.jaxpr if type(q) is ClosedJaxpr else q
+                    yield (f"{k}[{i}]", q) if named else q
+        elif v is not None:
+            v = v.jaxpr if type(v) is ClosedJaxpr else v
+            yield (k, v) if named else v
+
+
+def _holds_program(value):
+    """Whether a parameter's value is (or is a tuple holding) a program."""
+    if isinstance(value, (tuple, list)):
+        return any(_holds_program(v) for v in value)
+    return isinstance(value, (Jaxpr, ClosedJaxpr))
+
+
+class ProgramMemo:
+    """What one owner (an interpreter, a backend) derives from programs and keeps
+    as long as each program lives: transformed programs, compiled code, estimates.
+
+    Each owner makes its own at module level (``_COMPILED = core.ProgramMemo(
+    "numpy backend: compiled code")``) and only it reads and writes its entries.
+    The entries are held by the program (so they die with it even when they refer
+    back to it, which a dictionary keyed weakly by the program would prevent),
+    under the memo object itself, so no owner sees another's and a new
+    transformation or backend adds its memo without editing ``core``.  ``key``
+    keeps several entries per program (one per set of nonzero tangents, ...).
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def get(self, jaxpr, key=None, default=None):
+        return jaxpr._memos.get(self if key is None else (self, key), default)
+
+    def set(self, jaxpr, value, key=None):
+        """Store ``value``; returns it."""
+        jaxpr._memos[self if key is None else (self, key)] = value
+        return value
+
+    def setdefault(self, jaxpr, value, key=None):
+        """The entry, storing ``value`` first if there is none (atomic)."""
+        return jaxpr._memos.setdefault(self if key is None else (self, key), value)
+
+    def __repr__(self):
+        return f"ProgramMemo({self.name!r})"
 
 
 class Jaxpr:
-    """A typed first-order program: ``lambda constvars; invars. let eqns in outvars``."""
+    """A typed first-order program: ``lambda constvars; invars. let eqns in outvars``.
 
-    __slots__ = ("constvars", "invars", "eqns", "outvars", "cache")
+    Besides the program, one fact passes read: ``all_linear`` (True when every
+    equation has a linear input, as in the programs ``linearize`` makes; then
+    transposition evaluates no part of it forward; None when not known).  What
+    interpreters and backends derive from a program is kept in their own
+    ``ProgramMemo``s, not here.
+    """
 
-    def __init__(self, constvars, invars, eqns, outvars):
+    __slots__ = ("constvars", "invars", "eqns", "outvars", "all_linear", "_memos")
+
+    def __init__(self, constvars, invars, eqns, outvars, all_linear=None):
         self.constvars = constvars
         self.invars = invars
         self.eqns = eqns
         self.outvars = outvars
-        self.cache = {}  # per-program memo: transformed programs, compiled code
+        self.all_linear = all_linear
+        self._memos = {}   # the entries of every ProgramMemo, keyed by the memo
 
     @property
     def in_avals(self):
@@ -992,17 +1085,18 @@ def _same_type(a, b):
     return a.shape == b.shape and a.dtype == b.dtype
 
 
-class _Leading(list):
-    """The types of a program's leading outputs (it may give more)."""
+class LeadingTypes(list):
+    """The types of a program's leading outputs (it may give more): output types
+    a ``Primitive.program_types`` rule may give."""
 
     __slots__ = ()
 
 
 def _check_types(what, got, want, where):
     """``got`` (variables or avals) have the types ``want`` (avals), in number
-    and each (only the leading ones if ``want`` is ``_Leading``)."""
+    and each (only the leading ones if ``want`` is ``LeadingTypes``)."""
     got = [getattr(g, "aval", g) for g in got]
-    if type(want) is _Leading:
+    if type(want) is LeadingTypes:
         what, got = f"the leading {what[4:]}", got[:len(want)]
     if len(got) != len(want) or not all(_same_type(a, b) for a, b in zip(got, want)):
         raise JaxprTypeError(f"{where}{what} have types {[a.str_short() for a in got]} but "
@@ -1045,77 +1139,25 @@ def _check_program(jaxpr, in_avals, where):
 
 
 def _carried_programs(eqn, in_avals, out_avals):
-    """``(param, program, input types, output types)`` of each program ``eqn``
+    """``(label, program, input types, output types)`` of each program ``eqn``
     carries, with the types its equation feeds it and expects from it (None:
-    its own, for a primitive whose layout is not known here)."""
-    params = eqn.params
-    layout = _PROGRAM_LAYOUTS.get(eqn.prim.name)
-    if layout is not None:
-        return layout(params, in_avals, out_avals)
-    found = [(k, q) for k, p in params.items() for q in programs_in({k: p})]
-    if len(found) == 1 and len(found[0][1].invars) == len(in_avals):
-        # a call: its program takes the equation's inputs and gives its outputs
-        return [(found[0][0], found[0][1], in_avals, out_avals)]
-    return [(k, q, None, None) for k, q in found]
-
-
-def _program(p):
-    return getattr(p, "jaxpr", p)
-
-
-def _cond_layout(params, in_avals, out_avals):
-    index = in_avals[0]
-    if index.shape != () or index.dtype.kind not in "biu":
-        raise JaxprTypeError(f"cond's index has type {index.str_short()}, not an integer scalar")
-    return [(f"branch {k}", _program(b), in_avals[1:], out_avals)
-            for k, b in enumerate(params["branches"])]
-
-
-def _while_layout(params, in_avals, out_avals):
-    nc, nb = params["cond_nconsts"], params["body_nconsts"]
-    carry = in_avals[nc + nb:]
-    return [("cond_jaxpr", _program(params["cond_jaxpr"]), in_avals[:nc] + carry,
-             [ShapedArray((), np.dtype(bool))]),
-            ("body_jaxpr", _program(params["body_jaxpr"]), in_avals[nc:nc + nb] + carry, carry)]
-
-
-def _scan_layout(params, in_avals, out_avals):
-    nc, ncar, length = params["num_consts"], params["num_carry"], params["length"]
-    xs = in_avals[nc + ncar:]
-    for k, x in enumerate(xs):
-        if not x.shape or x.shape[0] != length:
-            raise JaxprTypeError(f"scan's xs[{k}] has type {x.str_short()}, whose leading axis "
-                                 f"is not the length {length}")
-    ys = out_avals[ncar:]
-    for k, y in enumerate(ys):
-        if not y.shape or y.shape[0] != length:
-            raise JaxprTypeError(f"scan's output ys[{k}] has type {y.str_short()}, whose "
-                                 f"leading axis is not the length {length}")
-    body_in = in_avals[:nc + ncar] + [ShapedArray(x.shape[1:], x.dtype) for x in xs]
-    body_out = in_avals[nc:nc + ncar] + [ShapedArray(y.shape[1:], y.dtype) for y in ys]
-    return [("jaxpr", _program(params["jaxpr"]), body_in, body_out)]
-
-
-def _linear_solve_layout(params, in_avals, out_avals):
-    # Each program takes its consts, then the vector (x and b have the same types);
-    # the operators give a vector, ``solve`` the equation's outputs (the solution,
-    # then any aux), ``transpose_solve`` a vector and its own aux.
-    lengths = params["const_lengths"]
-    b = in_avals[sum(lengths):]
-    outs = (b, b, out_avals, _Leading(b))
-    found, start = [], 0
-    for role, program, n, want in zip(("matvec", "vecmat", "solve", "transpose_solve"),
-                                      params["jaxprs"], lengths, outs):
-        if program is not None:
-            found.append((role, _program(program), in_avals[start:start + n] + b, want))
-        start += n
-    return found
-
-
-# How the primitives that carry programs feed them (the others are calls, whose
-# program takes the equation's inputs and gives its outputs).
-_PROGRAM_LAYOUTS = {"cond": _cond_layout, "while": _while_layout, "scan": _scan_layout,
-                    "custom_linear_solve": _linear_solve_layout}
+    not checked), as its primitive declares them: a call's program takes the
+    equation's inputs and gives its outputs; a loop's or a branch's programs
+    are typed by the primitive's ``program_types`` rule.  A parameter holding a
+    program that the primitive does not declare is an error: every walk over
+    nested programs (``subjaxprs``) would miss it."""
+    prim, params = eqn.prim, eqn.params
+    for k, v in params.items():
+        if k not in prim.program_params and _holds_program(v):
+            raise JaxprTypeError(
+                f"the parameter {k!r} of {prim.name} holds a program, but the primitive does "
+                f"not declare it (Primitive(..., program_params=...) or call_param=...): "
+                "walks over nested programs would not see it")
+    if prim.program_types is not None:
+        return prim.program_types(params, in_avals, out_avals)
+    call = prim.call_param
+    return [(k, q, in_avals, out_avals) if k == call else (k, q, None, None)
+            for k, q in subjaxprs(prim, params, named=True)]
 
 
 # ---------------------------------------------------------------------------

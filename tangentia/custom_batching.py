@@ -33,9 +33,7 @@ from typing import Any
 import numpy as np
 
 from . import core
-from .compiler import numpy_backend
-from .custom_derivatives import (_resolve_kwargs, check_rule, custom_jvp_call_p, forward_attr,
-                                 require_arrays)
+from .custom_derivatives import _resolve_kwargs, check_rule, forward_attr, require_arrays
 from .interpreters import partial_eval as pe
 from ._messages import fun_name as _fun_name
 from .lax import map as _lax_map
@@ -49,10 +47,8 @@ custom_vmap_call_p.abstract_eval = lambda *avals, call_jaxpr, **_: [v.aval for v
                                                                    call_jaxpr.outvars]
 custom_vmap_call_p.print_params = lambda params: {"name": params["name"],
                                                   "call_jaxpr": params["call_jaxpr"]}
-# The NumPy backend runs the call's program, as for the other custom calls (the
-# numba backend inlines it: its rule is keyed by the primitive's name).
-numpy_backend.register_lowering(custom_vmap_call_p,
-                                numpy_backend.LOWERINGS[custom_jvp_call_p])
+# (a call: the backends run or inline its program, ``call_jaxpr``, as the
+# primitive declares; see ``core.CustomVmapCallPrimitive``)
 
 
 def _as_arrays(leaves):

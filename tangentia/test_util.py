@@ -217,17 +217,6 @@ def _ruled_call(eqn):
     return None
 
 
-def _sub_programs(value):
-    """The programs a parameter value carries (a program, or a tuple of them)."""
-    if isinstance(value, core.ClosedJaxpr):
-        value = value.jaxpr
-    if isinstance(value, core.Jaxpr):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [p for v in value for p in _sub_programs(v)]
-    return []
-
-
 def _custom_functions(jaxpr, enclosing=frozenset(), found=None):
     """``{name: (kind, names of the custom functions enclosing its calls)}``, in call order."""
     found = {} if found is None else found
@@ -239,10 +228,9 @@ def _custom_functions(jaxpr, enclosing=frozenset(), found=None):
             _custom_functions(impl, enclosing | {name}, found)
         # The other programs of a custom linear solve (matvec, ...) serve its rule.
         if eqn.prim not in _CUSTOM_CALLS:
-            for value in eqn.params.values():
-                for sub in _sub_programs(value):
-                    if call is None or sub is not call[2]:
-                        _custom_functions(sub, enclosing, found)
+            for sub in core.subjaxprs(eqn.prim, eqn.params):
+                if call is None or sub is not call[2]:
+                    _custom_functions(sub, enclosing, found)
     return found
 
 
@@ -265,7 +253,8 @@ def _without_rules(jaxpr, names, spy=None):
                            {"jaxpr": body, "name": name, "backend": None}, eqn.source)
             changed = True
         elif eqn.prim not in _CUSTOM_CALLS:  # (kept custom calls enclose no function in names)
-            params = {k: _rewrite_param(v, names, spy) for k, v in eqn.params.items()}
+            params = {k: _rewrite_param(v, names, spy) if k in eqn.prim.program_params else v
+                      for k, v in eqn.params.items()}
             if any(params[k] is not v for k, v in eqn.params.items()):
                 eqn = core.Eqn(eqn.prim, eqn.inputs, eqn.outputs, params, eqn.source)
                 changed = True
@@ -279,7 +268,7 @@ def _rewrite_param(value, names, spy):
         return value if new is value.jaxpr else core.ClosedJaxpr(new, value.consts)
     if isinstance(value, core.Jaxpr):
         return _without_rules(value, names, spy)
-    if isinstance(value, tuple) and any(_sub_programs(value)):
+    if isinstance(value, tuple):
         new = tuple(_rewrite_param(v, names, spy) for v in value)
         return value if all(a is b for a, b in zip(new, value)) else new
     return value

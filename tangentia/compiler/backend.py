@@ -171,27 +171,34 @@ def compile_program(jaxpr, backend=None):
     fn = b.compiled(jaxpr)
     if fn is not None:
         return fn
-    key = ("tiered", b.name)
-    t = jaxpr.cache.get(key)
+    t = _TIERED.get(jaxpr, b.name)
     if t is None:
         with _TIER_LOCK:
-            t = jaxpr.cache.get(key)
+            t = _TIERED.get(jaxpr, b.name)
             if t is None:
-                t = jaxpr.cache[key] = Tiered(jaxpr, b)
+                t = _TIERED.set(jaxpr, Tiered(jaxpr, b), b.name)
     return t.native or t
 
 
+_TIERED = core.ProgramMemo("compile_program: the Tiered callable per backend")
 _TIER_LOCK = threading.Lock()
 EAGER_COMPILE_S = 5.0   # a compile estimated to take at most this starts at the second call
 
 
+_SIZE = core.ProgramMemo("backends: program_size")
+
+
 def program_size(jaxpr):
-    """The number of equations of ``jaxpr``, counting those of the programs it carries."""
-    n = 0
-    for eqn in jaxpr.eqns:
-        n += 1
-        for sub in core.programs_in(eqn.params):
-            n += program_size(sub)
+    """The number of equations of ``jaxpr``, counting those of the programs it
+    carries (memoized)."""
+    n = _SIZE.get(jaxpr)
+    if n is None:
+        n = 0
+        for eqn in jaxpr.eqns:
+            n += 1
+            for sub in core.subjaxprs(eqn.prim, eqn.params):
+                n += program_size(sub)
+        _SIZE.set(jaxpr, n)
     return n
 
 

@@ -10,10 +10,11 @@ there (``out=``) when that buffer is one the program allocated itself and
 has the result's shape and dtype.  Repeated computations (same primitive,
 inputs and parameters) are done once.
 
-Lowering table: ``LOWERINGS[prim](**params) -> callable``.  A primitive
-without an entry is lowered to its ``impl`` with the parameters bound, so
-only primitives whose implementation is not plain NumPy (control flow, calls
-carrying programs) need one.  Loops run in Python over compiled bodies.
+Lowering table: ``LOWERINGS[prim](**params) -> callable``.  A call (a
+primitive declaring ``call_param``) without an entry runs its program
+compiled; any other primitive without an entry is lowered to its ``impl``
+with the parameters bound, so only primitives whose implementation is not
+plain NumPy (control flow) need one.  Loops run in Python over compiled bodies.
 """
 from __future__ import annotations
 
@@ -22,13 +23,11 @@ from functools import partial
 
 import numpy as np
 
-from ..core import Literal, Var
-from ..custom_derivatives import custom_jvp_call_p, custom_lin_p, custom_vjp_call_p
-from ..primitives.call import jit_p
+from ..core import Literal, ProgramMemo, Var
+from ..custom_derivatives import custom_lin_p
 from ..primitives.contraction import dot_general_p
 from ..primitives.control_flow import cond_p, scan_p, split as _split, while_p
 from ..primitives.linear_solve import linear_solve_p, solve_operands
-from ..primitives.remat import remat_p
 from .backend import Backend, register_backend
 from .passes import simplify
 
@@ -50,6 +49,10 @@ def _lowering(eqn):
     rule = LOWERINGS.get(prim)
     if rule is not None:
         return rule(**eqn.params)
+    if prim.call_param is not None:   # a call: its program, compiled
+        program = eqn.params[prim.call_param]
+        if not program.constvars:
+            return compile_jaxpr(program)
     if eqn.params:
         return partial(prim.impl, **eqn.params)
     return prim.impl
@@ -131,7 +134,7 @@ _LOCK = threading.Lock()
 
 def compile_jaxpr(jaxpr):
     """Return ``fn(*args) -> list of outputs`` for a program without constvars."""
-    fn = jaxpr.cache.get("numpy_fn")
+    fn = _COMPILED.get(jaxpr)
     if fn is not None:
         return fn
     assert not jaxpr.constvars, "compile_jaxpr expects constants to be inputs"
@@ -140,7 +143,10 @@ def compile_jaxpr(jaxpr):
     fn = ns["compiled"]
     fn.source = src
     with _LOCK:
-        return jaxpr.cache.setdefault("numpy_fn", fn)
+        return _COMPILED.setdefault(jaxpr, fn)
+
+
+_COMPILED = ProgramMemo("numpy backend: compiled code")
 
 
 class NumpyBackend(Backend):
@@ -158,23 +164,8 @@ register_backend(NumpyBackend())
 
 
 # ---------------------------------------------------------------------------
-# Lowerings of the primitives that carry programs.
-
-
-def _call(jaxpr, **_):
-    return compile_jaxpr(jaxpr)
-
-
-register_lowering(jit_p, _call)
-register_lowering(remat_p, _call)
-
-
-def _custom_call(call_jaxpr, **_):
-    return compile_jaxpr(call_jaxpr)
-
-
-register_lowering(custom_jvp_call_p, _custom_call)
-register_lowering(custom_vjp_call_p, _custom_call)
+# Lowerings of the primitives that carry programs and are not calls (calls run
+# their program compiled: ``_lowering``).
 
 
 def _custom_lin(**params):

@@ -170,7 +170,8 @@ def _bind(flat_fun, rule_for, ins, name):
                                   dce_rule=dce_rule, name=name)
 
 
-custom_dce_call_p = core.Primitive("custom_dce_call", multiple_results=True)
+custom_dce_call_p = core.Primitive("custom_dce_call", multiple_results=True,
+                                   call_param="call_jaxpr")
 
 
 def _impl(*xs, call_jaxpr, call_consts, **_):

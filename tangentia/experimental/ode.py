@@ -415,12 +415,11 @@ def _program_key(converted, a_tree):
 
     def walk(j):
         for eqn in j.eqns:
+            for sub in core.subjaxprs(eqn.prim, eqn.params):
+                walk(sub)   # (constants are operands, not in programs)
             for role, v in eqn.params.items():
-                if isinstance(v, core.Jaxpr):  # constants are operands, not in programs
-                    walk(v)
-                elif isinstance(v, tuple) and v and isinstance(v[0], core.Jaxpr):
-                    for b in v:
-                        walk(b)
+                if role in eqn.prim.program_params:
+                    pass
                 elif callable(v) and not isinstance(v, type):
                     # custom rules made per call carry a stable key (their function,
                     # rules and call structure); other callables count by identity

@@ -729,7 +729,7 @@ def backward_pass(jaxpr, consts, cts_out):
         env = {}
         records = jaxpr.records
     else:
-        all_linear = jaxpr.cache.get("all_linear")
+        all_linear = jaxpr.all_linear
         if not all_linear and _splits_mixed(jaxpr):
             jaxpr, consts = _eval_known_part(jaxpr, consts)
         env = dict(zip(jaxpr.constvars, consts))
@@ -910,7 +910,7 @@ def linearize_flat(fun, primals, differentiable=None, aux_holder=None, records=F
         else:
             jaxpr, consts = builder.build(in_tracers, out_tangents, pe_trace)
             # Every recorded equation has an unknown (tangent) input.
-            jaxpr.cache["all_linear"] = True
+            jaxpr.all_linear = True
         if aux_holder is not None:
             from ..tree_util import tree_map
             aux = tree_map(lambda x: jvp_trace.unpack(x)[0] if isinstance(x, Tracer) else x,
@@ -932,8 +932,8 @@ def jvp_jaxpr(jaxpr, nonzeros):
 
     Returns ``(program, hoisted)``; ``hoisted`` are the constants the program
     closes over, passed as its leading inputs (see ``trace_to_program``)."""
-    key = ("jvp", tuple(nonzeros))
-    hit = jaxpr.cache.get(key)
+    key = tuple(nonzeros)
+    hit = _JVP_PROGRAMS.get(jaxpr, key)
     if hit is not None:
         return hit
     n = len(jaxpr.invars)
@@ -950,14 +950,18 @@ def jvp_jaxpr(jaxpr, nonzeros):
         return list(outs) + [instantiate(t) for t in out_tans]
 
     new = pe.trace_to_program(fun, in_avals + tan_avals, name="jvp")
-    return pe.memoize_program(jaxpr.cache, key, new)
+    return pe.memoize_program(_JVP_PROGRAMS, jaxpr, key, new)
+
+
+_JVP_PROGRAMS = core.ProgramMemo("jvp_jaxpr: JVP programs per nonzero tangents")
+_TRANSPOSED = core.ProgramMemo("transpose_jaxpr: transposed programs per linear inputs")
 
 
 def transpose_jaxpr(jaxpr, linear_mask):
     """A program mapping (non-linear inputs..., output cotangents...) to the
     cotangents of the linear inputs.  Returns ``(program, hoisted)``."""
-    key = ("transpose", tuple(linear_mask))
-    hit = jaxpr.cache.get(key)
+    key = tuple(linear_mask)
+    hit = _TRANSPOSED.get(jaxpr, key)
     if hit is not None:
         return hit
     in_avals = [v.aval for v in jaxpr.invars]
@@ -976,4 +980,4 @@ def transpose_jaxpr(jaxpr, linear_mask):
         return [zeros_like_aval(a) if c is None or type(c) is Zero else c for c, a in zip(out, lin_avals)]
 
     new = pe.trace_to_program(fun, res_avals + ct_avals, name="transpose")
-    return pe.memoize_program(jaxpr.cache, key, new)
+    return pe.memoize_program(_TRANSPOSED, jaxpr, key, new)

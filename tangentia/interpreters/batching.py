@@ -65,26 +65,30 @@ class BatchTracer(Tracer):
 register_leaf_type(BatchTracer)
 
 
+_AXIS_NAMES = core.ProgramMemo("batching: the axis names a program is over")
+
+
 def _axis_names(program):
     """The axis names the equations of ``program`` are over (collectives), at any
     depth (a call's, a loop's, a branch's program inside it): computed once per
-    program and kept in its cache."""
-    names = program.cache.get("axis_names")
+    program and kept in this interpreter's memo."""
+    names = _AXIS_NAMES.get(program)
     if names is None:
         found = set()
         for e in program.eqns:
             n = e.params.get("axis_name")
             if n is not None:
                 found.update(n if isinstance(n, (tuple, list)) else (n,))
-            for inner in core.programs_in(e.params):
+            for inner in core.subjaxprs(e.prim, e.params):
                 found.update(_axis_names(inner))
-        names = program.cache["axis_names"] = frozenset(found)
+        names = _AXIS_NAMES.set(program, frozenset(found))
     return names
 
 
-def _reads_axis(params, name):
-    """Whether a program among ``params`` has an equation over the named axis ``name``."""
-    for program in core.programs_in(params):
+def _reads_axis(prim, params, name):
+    """Whether a program an equation of ``prim`` carries has an equation over the
+    named axis ``name``."""
+    for program in core.subjaxprs(prim, params):
         if name in _axis_names(program):
             return True
     return False
@@ -123,7 +127,7 @@ class BatchTrace(core.Trace):
                     self.check_foreign(x)
                 vals.append(x)
                 dims.append(None)
-        if not batched and (self.axis_name is None or not _reads_axis(params, self.axis_name)):
+        if not batched and (self.axis_name is None or not _reads_axis(prim, params, self.axis_name)):
             # Nothing of ours: the parent handles it (it sets its own context for
             # any rule it runs).
             return self.parent.process_primitive(prim, args, params)
@@ -427,10 +431,10 @@ def batch_jaxpr(jaxpr, in_dims, axis_size, out_batched=None):
     Returns ``(program, hoisted)`` (see ``partial_eval.trace_to_program``)."""
     axis = _rule_axis.get()
     name = None if axis is None else axis[0]
-    key = ("batch", tuple(in_dims), axis_size) + ((name,) if name is not None else ())
+    key = (tuple(in_dims), axis_size) + ((name,) if name is not None else ())
     if out_batched is not None:
         key += (tuple(out_batched),)
-    hit = jaxpr.cache.get(key)
+    hit = _BATCHED.get(jaxpr, key)
     if hit is not None:
         return hit
     in_avals = _batched_in_avals(jaxpr, in_dims, axis_size)
@@ -441,7 +445,12 @@ def batch_jaxpr(jaxpr, in_dims, axis_size, out_batched=None):
         return vmap_flat(lambda *xs: core.eval_jaxpr(jaxpr, (), *xs), args, in_dims, axis_size,
                          out_dims, axis_name=name)
 
-    return pe.memoize_program(jaxpr.cache, key, pe.trace_to_program(fun, in_avals, name="vmap"))
+    return pe.memoize_program(_BATCHED, jaxpr, key,
+                              pe.trace_to_program(fun, in_avals, name="vmap"))
+
+
+_BATCHED = core.ProgramMemo("batch_jaxpr: batched programs")
+_BATCHED_NATURAL = core.ProgramMemo("batch_jaxpr_natural: batched programs and their out_dims")
 
 
 def batch_jaxpr_natural(jaxpr, in_dims, axis_size):
@@ -451,8 +460,8 @@ def batch_jaxpr_natural(jaxpr, in_dims, axis_size):
     """
     axis = _rule_axis.get()
     name = None if axis is None else axis[0]
-    key = ("batch_natural", tuple(in_dims), axis_size) + ((name,) if name is not None else ())
-    hit = jaxpr.cache.get(key)
+    key = (tuple(in_dims), axis_size) + ((name,) if name is not None else ())
+    hit = _BATCHED_NATURAL.get(jaxpr, key)
     if hit is not None:
         return hit
     in_avals = _batched_in_avals(jaxpr, in_dims, axis_size)
@@ -465,7 +474,7 @@ def batch_jaxpr_natural(jaxpr, in_dims, axis_size):
         return [v if d is None else move_to_front(v, d) for v, d in pairs]
 
     new, hoisted = pe.trace_to_program(fun, in_avals, name="vmap")
-    return pe.memoize_program(jaxpr.cache, key, (new, hoisted, list(out_dims)))
+    return pe.memoize_program(_BATCHED_NATURAL, jaxpr, key, (new, hoisted, list(out_dims)))
 
 
 def _custom_lin_batch(args, dims, *, num_res, bwd, out_avals, name, forward=None):

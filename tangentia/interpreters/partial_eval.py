@@ -147,7 +147,7 @@ def has_nested_effects(eqn):
     """Whether a program that ``eqn`` carries (a branch, a loop body) has an
     equation with effects (``debug.print`` in a ``cond`` branch)."""
     return any(e.prim.has_effects or has_nested_effects(e)
-               for program in core.programs_in(eqn.params) for e in program.eqns)
+               for program in core.subjaxprs(eqn.prim, eqn.params) for e in program.eqns)
 
 
 # Primitives whose equations change when some of their outputs are unused:
@@ -503,13 +503,14 @@ def trace_to_program(fun, in_avals, name="fun", label="jit", arg_names=None):
     return convert_constvars_to_invars(jaxpr), consts
 
 
-def memoize_program(cache, key, result):
-    """Store ``result = (program, consts, ...)`` in ``cache[key]`` unless its
-    consts include tracers (values of an enclosing transformation, specific to
-    this call); concrete consts are derived from the transformed program
-    itself, so they are kept with it.  Returns ``result``."""
+def memoize_program(memo, jaxpr, key, result):
+    """Store ``result = (program, consts, ...)``, transformed from ``jaxpr``, in
+    ``memo`` (a ``core.ProgramMemo``) under ``key`` unless its consts include
+    tracers (values of an enclosing transformation, specific to this call);
+    concrete consts are derived from the transformed program itself, so they
+    are kept with it.  Returns ``result``."""
     if not any(isinstance(c, Tracer) for c in result[1]):
-        cache[key] = result
+        memo.set(jaxpr, result, key)
     return result
 
 
@@ -592,8 +593,10 @@ class LazyRuleProgram:
             trace.alive = False
         # Values only the rule closes over become leading inputs ("hoisted");
         # a program hoisting traced values is specific to this call.
-        return memoize_program(self.memo, key,
-                               (convert_constvars_to_invars(jaxpr), jconsts, info))
+        result = (convert_constvars_to_invars(jaxpr), jconsts, info)
+        if not any(isinstance(c, Tracer) for c in jconsts):   # (as memoize_program)
+            self.memo[key] = result
+        return result
 
 
 def convert_constvars_to_invars(jaxpr):
@@ -622,8 +625,8 @@ def partial_eval_jaxpr(jaxpr, in_unknowns, instantiate=None):
     (a ``PartialEval``); ``instantiate[i]`` forces output i to be unknown."""
     in_unknowns = tuple(bool(u) for u in in_unknowns)
     instantiate = tuple(bool(i) for i in instantiate) if instantiate is not None else None
-    key = ("partial_eval", in_unknowns, instantiate)
-    hit = jaxpr.cache.get(key)
+    key = (in_unknowns, instantiate)
+    hit = _PARTIAL_EVAL.get(jaxpr, key)
     if hit is not None:
         return hit
     assert not jaxpr.constvars
@@ -661,4 +664,7 @@ def partial_eval_jaxpr(jaxpr, in_unknowns, instantiate=None):
     residuals = result["residuals"]
     out = PartialEval(known, list(kconsts), result["unknown"], result["out_unknowns"],
                       len(residuals), [ids.get(id(r)) for r in residuals])
-    return memoize_program(jaxpr.cache, key, out)
+    return memoize_program(_PARTIAL_EVAL, jaxpr, key, out)
+
+
+_PARTIAL_EVAL = core.ProgramMemo("partial_eval_jaxpr: the split per unknown inputs")

@@ -13,7 +13,7 @@ from ..compiler.backend import compile_program
 from ..core import Primitive
 from ..interpreters.call_rules import def_call_rules
 
-jit_p = Primitive("jit", multiple_results=True)
+jit_p = Primitive("jit", multiple_results=True, call_param="jaxpr")
 
 
 def _jit_impl(*args, jaxpr, name, backend=None):

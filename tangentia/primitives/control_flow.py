@@ -49,10 +49,21 @@ def _same_type(a, b):
 # ===========================================================================
 # cond: outputs = branches[index](*operands)
 
-cond_p = Primitive("cond", multiple_results=True)
+cond_p = Primitive("cond", multiple_results=True, program_params=("branches",))
+
+
+def _cond_program_types(params, in_avals, out_avals):
+    """What the type checker holds each branch to: the operands in, the outputs out."""
+    index = in_avals[0]
+    if index.shape != () or index.dtype.kind not in "biu":
+        raise core.JaxprTypeError(f"cond's index has type {index.str_short()}, not an "
+                                  "integer scalar")
+    return [(f"branch {k}", b, in_avals[1:], out_avals)
+            for k, b in enumerate(core.subjaxprs(cond_p, params))]
 
 
 cond_p.impl = lambda *args, **params: run_equation(cond_p, args, params)
+cond_p.program_types = _cond_program_types
 cond_p.abstract_eval = lambda index, *ops, branches: [v.aval for v in branches[0].outvars]
 cond_p.print_params = lambda params: {f"branch{i}": b for i, b in enumerate(params["branches"])}
 
@@ -178,7 +189,21 @@ cond_p.transpose = _cond_transpose
 # ===========================================================================
 # while: carry = body(carry) while cond(carry)
 
-while_p = Primitive("while", multiple_results=True)
+while_p = Primitive("while", multiple_results=True,
+                    program_params=("cond_jaxpr", "body_jaxpr"))
+
+
+def _while_program_types(params, in_avals, out_avals):
+    """The predicate takes its consts and the carry and gives a bool; the body
+    takes its consts and the carry and gives the carry."""
+    nc, nb = params["cond_nconsts"], params["body_nconsts"]
+    carry = in_avals[nc + nb:]
+    cond_jaxpr, body_jaxpr = core.subjaxprs(while_p, params)
+    return [("cond_jaxpr", cond_jaxpr, in_avals[:nc] + carry, [ShapedArray((), np.dtype(bool))]),
+            ("body_jaxpr", body_jaxpr, in_avals[nc:nc + nb] + carry, carry)]
+
+
+while_p.program_types = _while_program_types
 
 
 while_p.impl = lambda *args, **params: run_equation(while_p, args, params)
@@ -322,7 +347,30 @@ while_p.transpose = _while_transpose
 # ===========================================================================
 # scan: (carry, xs) -> (carry, ys), body(consts, carry, x) -> (carry, y)
 
-scan_p = Primitive("scan", multiple_results=True)
+scan_p = Primitive("scan", multiple_results=True, program_params=("jaxpr",))
+
+
+def _scan_program_types(params, in_avals, out_avals):
+    """The body takes the consts, the carry and one slice of each ``xs``, and
+    gives the carry and one slice of each output ``ys``."""
+    nc, ncar, length = params["num_consts"], params["num_carry"], params["length"]
+    xs = in_avals[nc + ncar:]
+    for k, x in enumerate(xs):
+        if not x.shape or x.shape[0] != length:
+            raise core.JaxprTypeError(f"scan's xs[{k}] has type {x.str_short()}, whose leading "
+                                      f"axis is not the length {length}")
+    ys = out_avals[ncar:]
+    for k, y in enumerate(ys):
+        if not y.shape or y.shape[0] != length:
+            raise core.JaxprTypeError(f"scan's output ys[{k}] has type {y.str_short()}, whose "
+                                      f"leading axis is not the length {length}")
+    body_in = in_avals[:nc + ncar] + [ShapedArray(x.shape[1:], x.dtype) for x in xs]
+    body_out = in_avals[nc:nc + ncar] + [ShapedArray(y.shape[1:], y.dtype) for y in ys]
+    (body,) = core.subjaxprs(scan_p, params)
+    return [("jaxpr", body, body_in, body_out)]
+
+
+scan_p.program_types = _scan_program_types
 
 
 def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, unroll):
@@ -442,8 +490,8 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
     res_c = [c for c in consts if not is_undefined(c)]
     res_x = [x for x in xs if not is_undefined(x)]
     lin_c_avals = [ad.tangent_aval(c.aval) for c in consts if is_undefined(c)]
-    key = ("scan_transpose", tuple(c_lin), tuple(x_lin))
-    hit = jaxpr.cache.get(key)
+    key = (tuple(c_lin), tuple(x_lin))
+    hit = _SCAN_TRANSPOSED.get(jaxpr, key)
     if hit is not None:
         body_t, ht = hit
     else:
@@ -460,7 +508,7 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
             d_lc, d_car, d_lx = split(out, n_lc, ncar)
             return [ad.add_any_p.bind(x, y) for x, y in zip(acc, d_lc)] + d_car + d_lx
 
-        body_t, ht = pe.memoize_program(jaxpr.cache, key, _trace(
+        body_t, ht = pe.memoize_program(_SCAN_TRANSPOSED, jaxpr, key, _trace(
             body, rc_avals + lin_c_avals + car_avals + rx_avals + y_avals, "scan transpose"))
     acc0 = [_zeros_like(a) for a in lin_c_avals]
     outs = scan_p.bind(*ht, *res_c, *acc0, *ct_car, *res_x, *ct_ys, jaxpr=body_t,
@@ -474,6 +522,7 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
             + [next(xs_it) if lin else None for lin in x_lin])
 
 
+_SCAN_TRANSPOSED = core.ProgramMemo("scan: transposed bodies")
 scan_p.jvp = _scan_jvp
 scan_p.batch = _scan_batch
 scan_p.partial_eval = _scan_partial_eval

@@ -22,7 +22,28 @@ from ..interpreters.ad import Zero, is_undefined
 from ..interpreters.call_rules import split
 from . import elementwise as E
 
-linear_solve_p = Primitive("custom_linear_solve", multiple_results=True)
+linear_solve_p = Primitive("custom_linear_solve", multiple_results=True,
+                           program_params=("jaxprs",))
+
+
+def _ls_program_types(params, in_avals, out_avals):
+    """Each program takes its consts, then the vector (x and b have the same
+    types); the operators give a vector, ``solve`` the equation's outputs (the
+    solution, then any aux), ``transpose_solve`` a vector and its own aux."""
+    lengths = params["const_lengths"]
+    b = in_avals[sum(lengths):]
+    outs = (b, b, out_avals, core.LeadingTypes(b))
+    found, start = [], 0
+    for role, program, n, want in zip(("matvec", "vecmat", "solve", "transpose_solve"),
+                                      params["jaxprs"], lengths, outs):
+        if program is not None:
+            found.append((role, getattr(program, "jaxpr", program),
+                          in_avals[start:start + n] + b, want))
+        start += n
+    return found
+
+
+linear_solve_p.program_types = _ls_program_types
 
 
 def _transposed(const_lengths, jaxprs):

@@ -22,7 +22,7 @@ from ..core import Primitive
 from ..interpreters import ad
 from ..interpreters.call_rules import def_call_rules
 
-remat_p = Primitive("checkpoint", multiple_results=True)
+remat_p = Primitive("checkpoint", multiple_results=True, call_param="jaxpr")
 
 
 def _remat_impl(*args, jaxpr, policy=None):

@@ -69,6 +69,7 @@ from __future__ import annotations
 import importlib
 
 from ..backend import Backend, program_size, register_backend
+from .memo import COMPILED
 
 __all__ = ["NumbaBackend", "all_primitives", "lowering_paths", "SMALL"]
 SECONDS_PER_EQUATION = 0.005
@@ -88,15 +89,12 @@ class NumbaBackend(Backend):
     slow_compile = True
 
     def compiled(self, jaxpr):
-        return jaxpr.cache.get("numba_fn")
+        return COMPILED.get(jaxpr)
 
     def compile_estimate(self, jaxpr):
         # numba's typing and lowering of the generated code: about 0.5 s for a small
         # program, and about 5 ms more per equation (measured: bench_cold.py --sizes)
-        n = jaxpr.cache.get("program_size")
-        if n is None:
-            n = jaxpr.cache["program_size"] = program_size(jaxpr)
-        return 0.5 + SECONDS_PER_EQUATION * n
+        return 0.5 + SECONDS_PER_EQUATION * program_size(jaxpr)
 
     def compile(self, jaxpr):
         return _native().NumbaCompiler(self.compile_estimate(jaxpr)).compile(jaxpr)

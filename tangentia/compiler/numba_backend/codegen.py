@@ -12,7 +12,7 @@ import numpy as np
 import numba
 from numba import types as nbt
 
-from ...core import Literal, ShapedArray, Var
+from ...core import Literal, ProgramMemo, ShapedArray, Var, subjaxprs
 from ..passes import simplify
 
 SMALL = 16          # values with at most this many elements are scalarized
@@ -242,18 +242,20 @@ TUPLE_MAX = 16
 
 
 def _nested(eqn):
-    for p in eqn.params.values():
-        for q in (p if isinstance(p, (tuple, list)) else (p,)):
-            if hasattr(q, "eqns") and hasattr(q, "cache"):
-                yield q
+    """The programs ``eqn`` carries (as its primitive declares them)."""
+    return subjaxprs(eqn.prim, eqn.params)
+
+
+_WEIGHT = ProgramMemo("numba backend: equations, nested ones included")
+_COST = ProgramMemo("numba backend: estimated code size per scalarization limit")
 
 
 def _weight(jaxpr):
     """Number of equations of a program, nested programs included (memoized)."""
-    w = jaxpr.cache.get("numba_weight")
+    w = _WEIGHT.get(jaxpr)
     if w is None:
-        w = sum(1 + sum(_weight(q) for q in _nested(eqn)) for eqn in jaxpr.eqns)
-        jaxpr.cache["numba_weight"] = w
+        w = _WEIGHT.set(jaxpr, sum(1 + sum(_weight(q) for q in _nested(eqn))
+                                   for eqn in jaxpr.eqns))
     return w
 
 
@@ -261,15 +263,14 @@ def _cost(jaxpr, limit):
     """Estimated generated code size of a program whose values of at most ``limit``
     elements are scalarized: each equation counts the elements of its largest
     scalarized output (1 for array outputs), nested programs included."""
-    key = ("numba_cost", limit)
-    c = jaxpr.cache.get(key)
+    c = _COST.get(jaxpr, limit)
     if c is None:
         c = 0
         for eqn in jaxpr.eqns:
             c += max([_size(v.aval.shape) for v in eqn.outputs if _size(v.aval.shape) <= limit]
                      + [1])
             c += sum(_cost(q, limit) for q in _nested(eqn))
-        jaxpr.cache[key] = c
+        _COST.set(jaxpr, c, limit)
     return c
 
 

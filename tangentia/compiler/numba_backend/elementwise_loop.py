@@ -16,15 +16,12 @@ is not of this form), ``generate(g, jaxpr, body)`` emits the loop.
 """
 from __future__ import annotations
 
-from ...core import Eqn, Jaxpr, Literal, ShapedArray, Var
+from ...core import Eqn, Jaxpr, Literal, ProgramMemo, ShapedArray, Var
 from .codegen import AV, SV, _cast, _dt, _size
 from .rules import VECTOR_OPS, vectorizes
 
 __all__ = ["scalar_program", "generate"]
 
-# call-like primitives (inlined): the parameter holding the called program
-_CALLS = {"jit": "jaxpr", "checkpoint": "jaxpr", "custom_jvp_call": "call_jaxpr",
-          "custom_vjp_call": "call_jaxpr", "custom_vmap_call": "call_jaxpr"}
 _IDENTITY = {"broadcast_to", "reshape", "stop_gradient", "name"}
 
 
@@ -37,15 +34,17 @@ def scalar_program(jaxpr):
     inlined, and the one large shape, if ``jaxpr`` is a loop-free program of
     vectorizable elementwise operations (see the module docstring); else None.
     Memoized on ``jaxpr``."""
-    hit = jaxpr.cache.get("numba_scalar_program", False)
+    hit = _SCALAR_PROGRAM.get(jaxpr, default=False)
     if hit is not False:
         return hit
     try:
         res = _ScalarProgram(jaxpr).result()
     except _NotElementwise:
         res = None
-    jaxpr.cache["numba_scalar_program"] = res
-    return res
+    return _SCALAR_PROGRAM.set(jaxpr, res)
+
+
+_SCALAR_PROGRAM = ProgramMemo("numba backend: the one-loop scalar program (or None)")
 
 
 class _ScalarProgram:
@@ -91,8 +90,9 @@ class _ScalarProgram:
         for eqn in jaxpr.eqns:
             name = eqn.prim.name
             ins = [read(a) for a in eqn.inputs]
-            if name in _CALLS:
-                outs = self.flatten(eqn.params[_CALLS[name]], ins)
+            call = eqn.prim.call_param   # a call (jit, checkpoint, custom rules'): inlined
+            if call is not None and not eqn.params[call].constvars:
+                outs = self.flatten(eqn.params[call], ins)
             elif name in _IDENTITY:
                 if len(ins) != 1 or len(eqn.outputs) != 1:
                     raise _NotElementwise

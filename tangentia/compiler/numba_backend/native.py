@@ -23,7 +23,9 @@ import numba
 from numba import types as nbt
 from numba.core import errors as NE
 
+from ...core import ProgramMemo
 from ..backend import COMPILE_THREAD, Backend, cache_root
+from .memo import COMPILED
 from . import elementwise_loop, helpers, vecmath, vecmath_trig
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
                       _weight, AV, ZV)
@@ -316,15 +318,14 @@ class NumbaCompiler(Backend):
     slow_compile = True
 
     def compile(self, jaxpr):
-        fn = jaxpr.cache.get("numba_fn")
+        fn = COMPILED.get(jaxpr)
         if fn is not None:
             return fn
-        lock = jaxpr.cache.setdefault("numba_lock", threading.Lock())
+        lock = _LOCK.setdefault(jaxpr, threading.Lock())
         with lock:
-            fn = jaxpr.cache.get("numba_fn")
+            fn = COMPILED.get(jaxpr)
             if fn is None:
-                fn = self._compile(jaxpr)
-                jaxpr.cache["numba_fn"] = fn
+                fn = COMPILED.set(jaxpr, self._compile(jaxpr))
         return fn
 
     def _compile(self, jaxpr):
@@ -375,7 +376,7 @@ def vector_bound(jaxpr):
     values, so per-call overhead is negligible and NumPy's SIMD ufuncs
     (``tanh``, ``log``, ...) and BLAS beat numba's scalar libm loops --
     unless it is elementwise and vectorizes (``one_loop``)."""
-    hit = jaxpr.cache.get("numba_vector_bound")
+    hit = _VECTOR_BOUND.get(jaxpr)
     if hit is not None:
         return hit
     sizes = []
@@ -393,8 +394,11 @@ def vector_bound(jaxpr):
     result = (walk(jaxpr) and bool(sizes)
               and sum(s for s in sizes if s >= LARGE) >= 0.9 * sum(sizes)
               and not gemm_bound(jaxpr, sum(sizes)))    # (its own GEMM beats BLAS: compiled)
-    jaxpr.cache["numba_vector_bound"] = result
-    return result
+    return _VECTOR_BOUND.set(jaxpr, result)
+
+
+_VECTOR_BOUND = ProgramMemo("numba backend: whether a program runs as NumPy calls")
+_LOCK = ProgramMemo("numba backend: the lock of a program's compile")
 
 
 def one_loop(jaxpr):

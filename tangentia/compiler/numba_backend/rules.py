@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core import Literal
+from ...core import Literal, ProgramMemo
 from ...primitives.control_flow import split
 from .codegen import (AV, LV, SV, ZV, BLAS_MIN_FLOPS, UNROLL, needs_static, _F4, _I8, _bidx, _cast,
                       _dt, _is_float0, _kernel_table, _lit, _nested, _ravel, _shape_str, _size, _wrap)
@@ -751,7 +751,7 @@ POLL_MAX = 1 << 14
 def _work(jaxpr):
     """Estimated scalar operations of one run of ``jaxpr`` (elements computed, a
     scan's body times its length; a while loop's body once: it polls itself)."""
-    w = jaxpr.cache.get("numba_work")
+    w = _WORK.get(jaxpr)
     if w is None:
         w = 0
         for eqn in jaxpr.eqns:
@@ -763,8 +763,11 @@ def _work(jaxpr):
             else:
                 w += max(1, sum(_size(v.aval.shape) for v in list(eqn.outputs) + list(eqn.inputs)))
                 w += sum(_work(q) for q in _nested(eqn))
-        jaxpr.cache["numba_work"] = w
+        _WORK.set(jaxpr, w)
     return w
+
+
+_WORK = ProgramMemo("numba backend: estimated scalar operations of one run")
 
 
 def _poll_every(work):
