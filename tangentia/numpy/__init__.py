@@ -107,6 +107,7 @@ from . import fft, linalg  # noqa: F401
 from ._polyfit import poly, polydiv, polyfit, roots  # noqa: F401
 from . import _ufunc
 from ._ufunc import frompyfunc, ufunc  # noqa: F401
+from ._index_tricks import c_, r_  # noqa: F401,F811  (with traced entries; NumPy's take none)
 
 _array_methods.install()
 _ufunc.install()

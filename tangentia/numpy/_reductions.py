@@ -29,7 +29,13 @@ if TYPE_CHECKING:
 # Reductions
 
 
+def _seq(a, fname):
+    """A list or tuple argument as an array (NumPy takes them; entries may be traced)."""
+    return _in(a, fname) if type(a) is list or type(a) is tuple else a
+
+
 def _reduce(prim_fn, fname, a, axis, keepdims, dtype=None):
+    a = _seq(a, fname)
     av = _aval(a)
     axes = _axes(axis, av.ndim, fname)
     if dtype is not None:
@@ -70,7 +76,9 @@ def _prod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepd
 
 
 def _extremum(fname, ufunc_name, reduce, combine):
-    def fn(a, axis=None, keepdims=False, initial=None, where=None):
+    def fn(a: ArrayLike, axis: Axis = None, keepdims: bool = False,
+           initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
+        a = _seq(a, fname)
         if initial is None:
             if where is not None:
                 raise ValueError(f"reduction operation {fname} does not have an identity, so to "
@@ -112,14 +120,14 @@ def _as_bool(a):
 def all(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *, where: ArrayLike | None = None
         ) -> Array:
     """Whether all entries along ``axis`` (within ``where``) are true."""
-    a = _masked(_as_bool(a), where, True)
+    a = _masked(_as_bool(_seq(a, "all")), where, True)
     return _reduce(lambda x, axes: _R.reduce_and_p.bind(x, axes=axes), "all", a, axis, keepdims)
 
 
 def any(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *, where: ArrayLike | None = None
         ) -> Array:
     """Whether any entry along ``axis`` (within ``where``) is true."""
-    a = _masked(_as_bool(a), where, False)
+    a = _masked(_as_bool(_seq(a, "any")), where, False)
     return _reduce(lambda x, axes: _R.reduce_or_p.bind(x, axes=axes), "any", a, axis, keepdims)
 
 
@@ -135,6 +143,7 @@ def _count(a, axis, keepdims, where):
 def mean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdims: bool = False, *,
          where: ArrayLike | None = None) -> Array:
     """Arithmetic mean along ``axis`` (float64 for integer input), over ``where`` only."""
+    a = _seq(a, "mean")
     n = _count(a, axis, keepdims, where)
     s = sum(a, axis, dtype, keepdims, where=where)
     if not _dtypes.is_inexact(_aval(s).dtype):
@@ -148,6 +157,7 @@ def mean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdi
 def var(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof: int = 0,
         keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
     """Variance along ``axis`` (``ddof`` delta degrees of freedom), over ``where`` only."""
+    a = _seq(a, "var")
     n = _count(a, axis, keepdims, where)
     m = mean(a, axis, dtype, keepdims=True, where=where)
     s = sum(_abs2(_E.sub(a, m)), axis, dtype, keepdims, where=where)

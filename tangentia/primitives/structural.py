@@ -68,7 +68,11 @@ def _concatenate_transpose(ct, *xs, axis):
     for x in xs:
         n = x.aval.shape[axis] if is_undefined(x) else core.get_aval(x).shape[axis]
         if is_undefined(x):
-            outs.append(static_slice(ct, axis, start, start + n))
+            piece = static_slice(ct, axis, start, start + n)
+            want = x.aval.dtype  # an operand narrower than the promoted result (float32
+            if core.get_aval(piece).dtype != want:  # among float64) gets its own dtype back
+                piece = convert_element_type(piece, want)
+            outs.append(piece)
         else:
             outs.append(None)
         start += n
@@ -76,6 +80,27 @@ def _concatenate_transpose(ct, *xs, axis):
 
 
 deflinear(concatenate_p, _concatenate_transpose)
+
+
+def _concatenate_jvp(primals, tangents, axis):
+    """Linear, but the operands may differ in dtype (the primitive promotes): the
+    tangents are made of the result's tangent dtype (an integer operand's zero,
+    float0 otherwise, and a float32 tangent among float64 ones, are converted)."""
+    ans = concatenate_p.bind(*primals, axis=axis)
+    if all(type(t) is core.Zero for t in tangents):
+        return ans, core.Zero.from_primal(ans)
+    want = core.tangent_aval(core.get_aval(ans)).dtype
+    tans = []
+    for p, t in zip(primals, tangents):
+        if type(t) is core.Zero:
+            t = np.zeros(core.get_aval(p).shape, want)
+        elif core.get_aval(t).dtype != want:
+            t = convert_element_type(t, want)
+        tans.append(t)
+    return ans, concatenate_p.bind(*tans, axis=axis)
+
+
+concatenate_p.jvp = _concatenate_jvp
 
 
 def _concatenate_batch(args, dims, axis):
