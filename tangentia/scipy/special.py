@@ -56,11 +56,12 @@ def _dtype_of(x):
     return x.aval.dtype if isinstance(x, Tracer) else x.dtype
 
 
-def _inexact(fname, argname, x, keep_scalars=False):
+def _inexact(fname, argname, x, keep_scalars=False, complex_ok=False):
     """``x`` as a real floating array: bools and integers become float64.
 
     With ``keep_scalars``, Python numbers stay Python floats, so that they
-    promote weakly against the other argument (as in JAX).
+    promote weakly against the other argument (as in JAX). With ``complex_ok``,
+    complex arrays are taken as they are (SciPy's function is defined on them).
     """
     if keep_scalars and type(x) in (bool, int, float):
         return float(x)
@@ -72,6 +73,8 @@ def _inexact(fname, argname, x, keep_scalars=False):
     if dt.kind in "biu":
         return tnp.astype(x, np.float64)
     if dt.kind == "c":
+        if complex_ok:
+            return x
         raise TypeError(f"{fname}: argument '{argname}' has complex dtype {dt}; only real inputs "
                         "are supported")
     raise TypeError(f"{fname}: argument '{argname}' must be a numeric array, got dtype {dt}")
@@ -341,13 +344,15 @@ def xlog1py(x, y):
 
 
 def erf(x):
-    """The error function."""
-    return _P.erf(_inexact("erf", "x", x))
+    """The error function, of real or complex ``x`` (complex as SciPy's, which JAX's
+    rejects); holomorphic, so ``grad(..., holomorphic=True)`` gives ``erf'``."""
+    return _P.erf(_inexact("erf", "x", x, complex_ok=True))
 
 
 def erfc(x):
-    """The complementary error function ``1 - erf(x)`` (accurate for large x)."""
-    return _P.erfc(_inexact("erfc", "x", x))
+    """The complementary error function ``1 - erf(x)`` (accurate for large x), of real or
+    complex ``x`` (complex as SciPy's, which JAX's rejects)."""
+    return _P.erfc(_inexact("erfc", "x", x, complex_ok=True))
 
 
 def erfinv(x):
