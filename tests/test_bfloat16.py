@@ -194,3 +194,14 @@ def test_optax_style_update_keeps_bfloat16():
     for a, b in zip(ours, theirs):
         _close(a, b)
 
+
+
+def test_out_of_bounds_fill_of_ml_dtypes_as_jax():
+    # take's default fill: NaN for bfloat16, the most negative int4 (optax's microbatching
+    # takes from bfloat16 batches)
+    x = np.ones((4, 2), BF16)
+    for arr, idx, axis in ((x, 7, 0), (x, 0, 0), (np.ones(3, ml_dtypes.int4), 5, None)):
+        got = tnp.take(arr, idx, axis=axis, mode="fill")
+        want = jnp.take(jnp.asarray(arr), idx, axis=axis, mode="fill")
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.float32(got), np.float32(want))

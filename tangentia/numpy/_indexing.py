@@ -391,11 +391,11 @@ def _fill_value(dtype, fill_value):
     integer, the largest unsigned integer, True."""
     if fill_value is not None:
         return fill_value
-    if dtype.kind in "fc":
+    if _dtypes.is_inexact(dtype):   # (bfloat16 too)
         return _np.nan
     if dtype.kind == "b":
         return True
-    return _np.iinfo(dtype).min if dtype.kind == "i" else _np.iinfo(dtype).max
+    return _dtypes.iinfo(dtype).min if _dtypes.kind(dtype) == "i" else _dtypes.iinfo(dtype).max
 
 
 def _user(out):
