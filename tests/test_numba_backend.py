@@ -31,6 +31,9 @@ import tangentia.numpy as tnp  # noqa: E402
 from tangentia import lax  # noqa: E402
 from tangentia.compiler import numba_backend as nbb  # noqa: E402
 from tangentia.compiler.backend import get_backend  # noqa: E402
+# (not imported by ``import tangentia``; OBJMODE lists its primitive, which joins the
+# registry only when it is imported: the path test failed when run alone)
+import tangentia.experimental.custom_dce  # noqa: E402,F401
 from tangentia.interpreters.partial_eval import convert_constvars_to_invars  # noqa: E402
 
 NUMBA = nbb.NumbaBackend()
