@@ -655,6 +655,13 @@ def sample_product(*args, **kw):
     return parameterized.parameters(*sample_product_testcases(*args, **kw))
 
 
+def cases_from_list(xs):
+    """Older JAX tests' sampler: ``JAX_NUM_GENERATED_CASES`` of the cases ``xs`` (the same
+    fixed-seed draw as ``sample_product``)."""
+    xs = list(xs)
+    return [xs[i] for i in _choice(len(xs), min(len(xs), NUM_GENERATED_CASES.value))]
+
+
 def cases_from_gens(*gens):
     sizes = [1, 3, 10]
     per_size = int(NUM_GENERATED_CASES.value / len(sizes)) + 1
