@@ -25,7 +25,7 @@ import operator
 
 import numpy as np
 
-from . import core
+from . import core, dtypes as _dtypes
 from . import lax as _lax
 from . import numpy as tnp
 from .numpy import linalg as _linalg
@@ -78,6 +78,8 @@ def _shape(name, shape):
 
 def _float_dtype(name, dtype):
     dtype = np.dtype(np.float64 if dtype is None else dtype)
+    if name in ("uniform", "normal") and _dtypes.is_ml_float(dtype) and dtype.itemsize == 2:
+        return dtype   # bfloat16: 16 random bits, as JAX's
     if dtype.kind != "f" or dtype.itemsize not in (4, 8):
         raise TypeError(f"{name}: argument 'dtype' must be float32 or float64, got {dtype}")
     return dtype
@@ -189,7 +191,7 @@ def _as(x, dtype):
 
 def _uniform(key, shape, dtype, minval=0.0, maxval=1.0):
     """JAX's ``_uniform``: mantissa bits as a float in [1, 2), minus 1, scaled to the range."""
-    finfo = np.finfo(dtype)
+    finfo = _dtypes.finfo(dtype)
     b = _random_bits(key, shape, finfo.bits)
     m = tnp.right_shift(b, np.dtype(b.dtype).type(finfo.bits - finfo.nmant))
     floats = tnp.astype(m, dtype) * dtype.type(2.0 ** -finfo.nmant)   # exact: (1.m) - 1

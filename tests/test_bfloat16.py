@@ -205,3 +205,22 @@ def test_out_of_bounds_fill_of_ml_dtypes_as_jax():
         want = jnp.take(jnp.asarray(arr), idx, axis=axis, mode="fill")
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(np.float32(got), np.float32(want))
+
+
+def test_bfloat16_uniform_and_normal_samples():
+    # JAX draws 16 random bits per bfloat16 sample; bits may differ from JAX's, the
+    # distributions must not
+    key = tg.random.key(7)
+    u = tg.random.uniform(key, (4000,), BF16)
+    n = tg.random.normal(key, (4000,), BF16)
+    ju = jax.random.uniform(jax.random.key(7), (4000,), jnp.bfloat16)
+    jn = jax.random.normal(jax.random.key(7), (4000,), jnp.bfloat16)
+    assert u.dtype == n.dtype == ju.dtype == jn.dtype == BF16
+    u32, n32 = np.float32(u), np.float32(n)
+    assert u32.min() >= 0 and u32.max() < 1
+    assert set(np.unique(u32 * 128)) <= set(range(128))   # 7 mantissa bits: k / 128
+    assert abs(u32.mean() - 0.5) < 0.02 and abs(n32.mean()) < 0.05 and abs(n32.std() - 1) < 0.05
+    for q in (0.1, 0.5, 0.9):
+        assert abs(np.quantile(n32, q) - np.quantile(np.float32(jn), q)) < 0.1
+    w = tg.random.uniform(key, (1000,), BF16, 2.0, 5.0)
+    assert w.dtype == BF16 and np.float32(w).min() >= 2 and np.float32(w).max() <= 5
