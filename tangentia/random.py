@@ -224,7 +224,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
 def _normal(key, shape, dtype):
     lo = np.nextafter(dtype.type(-1), dtype.type(0))
     u = _uniform(key, shape, dtype, lo, 1.0)
-    return dtype.type(np.sqrt(2)) * _special.erfinv(u)
+    return tnp.astype(dtype.type(np.sqrt(2)) * _special.erfinv(u), dtype)
 
 
 def normal(key, shape=(), dtype=None):
