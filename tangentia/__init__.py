@@ -55,6 +55,9 @@ from ._compat import (check_tracer_leaks, checking_leaks, clear_caches, debug_in
                       transfer_guard_device_to_host, transfer_guard_host_to_device, typeof)
 from .api import jacrev as jacobian
 from ._array import install_boundaries as _install_boundaries
+from .core import EAGER_FAST_PATHS as _EAGER_FAST_PATHS
+from .typing import _annotate_dispatched
+_annotate_dispatched(f for _, f in _EAGER_FAST_PATHS)  # before the boundaries copy them
 from .scipy import stats as _stats
 
 # Eager results of the public functions are tangentia arrays (numpy.ndarray

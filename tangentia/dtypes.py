@@ -165,13 +165,13 @@ def _custom_kinds():
     return tuple(frozenset(getattr(ml, n) for n in group if hasattr(ml, n)) for group in names)
 
 
-def finfo(dtype):
+def finfo(dtype: object) -> np.finfo:
     """Machine limits of a floating dtype (``ml_dtypes.finfo``: NumPy's, and bfloat16's too)."""
     ml = _ml_dtypes()
     return (ml or np).finfo(dtype)
 
 
-def iinfo(dtype):
+def iinfo(dtype: object) -> np.iinfo:
     """Machine limits of an integer dtype (``ml_dtypes.iinfo``: NumPy's, and int4's too)."""
     ml = _ml_dtypes()
     return (ml or np).iinfo(dtype)

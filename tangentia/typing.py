@@ -111,3 +111,22 @@ else:
                             "checks; create arrays with tnp.asarray, tnp.zeros, ...")
 
     Array.__module__ = "tangentia"
+
+
+def _annotate_dispatched(functions):
+    """Give the functions ``core.eager_dispatch`` makes (the primitives' own public functions,
+    ``tnp.sin``, ``lax.add``, ...) JAX's annotations where they have none: ``(x: ArrayLike) ->
+    Array`` and ``(x: ArrayLike, y: ArrayLike) -> Array``; one of any arity takes those of the
+    function it wraps.  Updated in place, so wrappers that share the dict see them too."""
+    for f in functions:
+        ann = getattr(f, "__annotations__", None)
+        if ann is None or ann:
+            continue
+        inner = getattr(f, "__wrapped__", None)
+        if inner is not None and getattr(inner, "__annotations__", None):
+            ann.update(inner.__annotations__)
+        else:
+            code = f.__code__
+            ann.update({n: "ArrayLike" for n in code.co_varnames[:code.co_argcount]})
+            ann["return"] = "Array"
+

@@ -16,6 +16,7 @@ users of the library look for them.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from .. import core, dtypes
 from ..core import Primitive, ShapedArray
 from . import ad
 from .ad import Zero, deflinear
+
+if TYPE_CHECKING:
+    from ..typing import Array, ArrayLike, DTypeLike, Shape
 
 # ---------------------------------------------------------------------------
 # No-op results
@@ -207,7 +211,7 @@ def _broadcast_to_batch(args, dims, shape):
 broadcast_to_p.batch = _broadcast_to_batch
 
 
-def broadcast_to(x, shape):
+def broadcast_to(x: ArrayLike, shape: Shape) -> Array:
     shape = static_shape(shape, "broadcast_to")
     if core.get_aval(x).shape == shape:
         return unchanged(x)
@@ -252,7 +256,7 @@ convert_element_type_p.batch = lambda args, dims, **params: (
     convert_element_type_p.bind(args[0], **params), dims[0])
 
 
-def convert_element_type(x, dtype, weak_type=False):
+def convert_element_type(x: ArrayLike, dtype: DTypeLike, weak_type: bool = False) -> Array:
     dtype = np.dtype(dtype)
     a = core.get_aval(x)
     if a.dtype == dtype and a.weak_type == weak_type:

@@ -26,6 +26,7 @@ from .enums import RoundingMethod
 from .ops import _reduction_axes, _static_int, _tag
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
     from ..typing import Array, ArrayLike, DType, DTypeLike
 
@@ -112,7 +113,8 @@ def igamma_grad_a(a: ArrayLike, x: ArrayLike) -> Array:
     return SP.igamma_grad_a_p.bind(a, x)
 
 
-def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001 - JAX's name
+def round(x: ArrayLike,  # noqa: A001 - JAX's name
+          rounding_method: int | RoundingMethod = RoundingMethod.AWAY_FROM_ZERO) -> Array:
     """``x`` rounded to an integral value; ties away from zero by default, as in
     JAX (``rounding_method=RoundingMethod.TO_NEAREST_EVEN`` rounds half to even)."""
     method = RoundingMethod(int(rounding_method))
@@ -320,7 +322,7 @@ def argmin(operand: ArrayLike, axis: int, index_dtype: DTypeLike) -> Array:
 
 
 def _logical_reduce(fname, prim, ufunc):
-    def reduce(operand, axes):
+    def reduce(operand: ArrayLike, axes: Sequence[int]) -> Array:
         axes = _reduction_axes(fname, operand, axes)
         if _dtype(operand) == np.bool_ and prim is not None:
             return prim.bind(operand, axes=axes)

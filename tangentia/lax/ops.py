@@ -280,7 +280,8 @@ def _check_slice(shape, start, limit, strides):
                             f"{strides}." + _tag(fname, "strides are positive"))
 
 
-def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 - JAX's name
+def slice(operand: ArrayLike, start_indices: Sequence[int],  # noqa: A001 - JAX's name
+          limit_indices: Sequence[int], strides: Sequence[int] | None = None) -> Array:
     shape = _shape(operand)
     start = _static_ints("slice", "start_indices", start_indices)
     limit = _static_ints("slice", "limit_indices", limit_indices)
@@ -520,7 +521,7 @@ def dot(lhs: ArrayLike, rhs: ArrayLike, precision: Any = None,
                        preferred_element_type=preferred_element_type)
 
 
-def clamp(min, x, max):  # noqa: A002 - JAX's signature
+def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Array:  # noqa: A002 - JAX's signature
     return E.minimum(E.maximum(x, min), max)
 
 
@@ -541,5 +542,5 @@ def square(x: ArrayLike) -> Array:
     return E.integer_pow(x, 2)
 
 
-def pow(x, y):  # noqa: A001 - JAX's name
+def pow(x: ArrayLike, y: ArrayLike) -> Array:  # noqa: A001 - JAX's name
     return E.power(x, y)

@@ -192,7 +192,7 @@ def select_n(which: ArrayLike, *cases: ArrayLike) -> Array:
     return out
 
 
-def index_in_dim(operand: Array | Array, index: int, axis: int = 0, keepdims: bool = True) -> Array:
+def index_in_dim(operand: ArrayLike, index: int, axis: int = 0, keepdims: bool = True) -> Array:
     """The slice at static ``index`` along ``axis`` (``jax.lax.index_in_dim``); a negative
     index counts from the end, an index out of range is an IndexError."""
     fname = "index_in_dim"

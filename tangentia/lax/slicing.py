@@ -301,8 +301,9 @@ def _checked(fname, operand, scatter_indices, updates, dimension_numbers):
 
 
 def _scatter_fn(name, how, doc):
-    def fn(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
-           unique_indices=False, mode=None):
+    def fn(operand: ArrayLike, scatter_indices: ArrayLike, updates: ArrayLike,
+           dimension_numbers: Any, *, indices_are_sorted: bool = False,
+           unique_indices: bool = False, mode: Any = None) -> Array:
         _checked(name, operand, scatter_indices, updates, dimension_numbers)
         return _scatter(name, operand, scatter_indices, updates, dimension_numbers, mode, how,
                         unique_indices, indices_are_sorted)

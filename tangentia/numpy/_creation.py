@@ -239,7 +239,7 @@ def _window_length(name, M):
 
 
 def _window(name, fn):
-    def window(M):
+    def window(M: int) -> Array:
         return _np.asarray(fn(_window_length(name, M)), dtype=_np.float64)
     window.__name__ = window.__qualname__ = name
     window.__doc__ = f"The {name} window of ``M`` points, as ``numpy.{name}``."

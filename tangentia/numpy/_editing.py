@@ -273,7 +273,7 @@ def fill_diagonal(a: ArrayLike, val: ArrayLike, wrap: bool = False, *, inplace: 
     return at(a)[_np.diag_indices(n, len(s))].set(val)
 
 
-def choose(a: ArrayLike, choices: Array | Array | Sequence[ArrayLike], out: None = None,
+def choose(a: ArrayLike, choices: ArrayLike | Sequence[ArrayLike], out: None = None,
            mode: str = "raise") -> Array:
     """``choices[a[i]][i]`` for each ``i`` (all broadcast together).  ``mode``: 'raise'
     (``a`` must be concrete and in range), 'wrap' or 'clip'."""

@@ -178,7 +178,7 @@ def fmod(x1: ArrayLike, x2: ArrayLike) -> Array:
     return where(signbit(x1), _E.neg(_E.remainder(_E.neg(x1), ay)), _E.remainder(x1, ay))
 
 
-def divmod(x1, x2):  # noqa: A001 - NumPy's name
+def divmod(x1: ArrayLike, x2: ArrayLike, /) -> tuple[Array, Array]:  # noqa: A001 - NumPy's name
     """``floor_divide(x1, x2)`` and ``remainder(x1, x2)``, as a pair."""
     return floor_divide(x1, x2), remainder(x1, x2)
 

@@ -250,20 +250,21 @@ def cumprod(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = Non
     return _M.cumprod(a, ax)
 
 
-def cummax(a, axis=None, reverse=False) -> Array:
+def cummax(a: ArrayLike, axis: int | None = None, reverse: bool = False) -> Array:
     """Running maximum along ``axis`` (NumPy's ``maximum.accumulate``)."""
     a, ax = _cum_prep(a, axis, None, "cummax")
     return _M.cummax(a, ax, reverse)
 
 
-def cummin(a, axis=None, reverse=False) -> Array:
+def cummin(a: ArrayLike, axis: int | None = None, reverse: bool = False) -> Array:
     """Running minimum along ``axis`` (NumPy's ``minimum.accumulate``)."""
     a, ax = _cum_prep(a, axis, None, "cummin")
     return _M.cummin(a, ax, reverse)
 
 
 def _cumulative_api(fname, fn, initial):
-    def f(x, /, *, axis=None, dtype=None, include_initial=False):
+    def f(x: ArrayLike, /, *, axis: int | None = None, dtype: DTypeLike | None = None,
+          include_initial: bool = False) -> Array:
         x = _in(x, fname, "x")
         if axis is None:
             if ndim(x) > 1:
@@ -341,7 +342,8 @@ def nanstd(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof
 
 
 def _nan_extremum(fname, reduce, fill):
-    def f(a, axis=None, keepdims=False, initial=None):
+    def f(a: ArrayLike, axis: Axis = None, keepdims: bool = False,
+          initial: ArrayLike | None = None) -> Array:
         a = _in(a, fname)
         if not _dtypes.is_inexact(_aval(a).dtype):
             return reduce(a, axis, keepdims, initial)
@@ -358,7 +360,7 @@ nanmin = _nan_extremum("nanmin", min, inf)
 
 
 def _nan_arg(fname, arg, fill):
-    def f(a, axis=None, keepdims=False):
+    def f(a: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Array:
         a = _in(a, fname)
         if not _dtypes.is_inexact(_aval(a).dtype):
             return arg(a, axis, keepdims)

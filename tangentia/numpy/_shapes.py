@@ -273,7 +273,7 @@ def concatenate(arrays: Sequence[ArrayLike], axis: int | None = 0, dtype=None) -
 concat = concatenate
 
 
-def stack(arrays: Array | Array | Sequence[ArrayLike], axis: int = 0) -> Array:
+def stack(arrays: ArrayLike | Sequence[ArrayLike], axis: int = 0) -> Array:
     """Join arrays of the same shape along a new axis."""
     arrays = list(arrays)
     if arrays:
@@ -281,23 +281,23 @@ def stack(arrays: Array | Array | Sequence[ArrayLike], axis: int = 0) -> Array:
     return _stack(arrays, axis)
 
 
-def hstack(tup: Array | Array | Sequence[ArrayLike]) -> Array:
+def hstack(tup: ArrayLike | Sequence[ArrayLike]) -> Array:
     """Join arrays along the second axis (the first for 1-D arrays)."""
     arrs = [atleast_1d(a) for a in tup]
     return concatenate(arrs, 0 if ndim(arrs[0]) == 1 else 1)
 
 
-def vstack(tup: Array | Array | Sequence[ArrayLike]) -> Array:
+def vstack(tup: ArrayLike | Sequence[ArrayLike]) -> Array:
     """Join arrays along the first axis (1-D arrays become rows)."""
     return concatenate([atleast_2d(a) for a in tup], 0)
 
 
-def dstack(tup: Array | Array | Sequence[ArrayLike]) -> Array:
+def dstack(tup: ArrayLike | Sequence[ArrayLike]) -> Array:
     """Stack along the third axis."""
     return concatenate([atleast_3d(_in(a, "dstack", f"tup[{i}]")) for i, a in enumerate(tup)], 2)
 
 
-def column_stack(tup: Array | Array | Sequence[ArrayLike]) -> Array:
+def column_stack(tup: ArrayLike | Sequence[ArrayLike]) -> Array:
     """Stack 1-D arrays as columns (2-D arrays are stacked as they are)."""
     arrs = []
     for i, a in enumerate(tup):

@@ -25,6 +25,7 @@ from ._shapes import atleast_2d, broadcast_to, concatenate, ndim, ravel, reshape
 from ._util import _aval, _axes, _concrete, _eager, _is_tracer
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from ..typing import Array, ArrayLike, Axis, DTypeLike
 
 
@@ -334,7 +335,9 @@ def nanmedian(a: ArrayLike, axis: int | tuple[int, ...] | None = None, out: None
 # Histograms
 
 
-def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002 - NumPy's name
+def histogram_bin_edges(a: ArrayLike, bins: ArrayLike = 10,  # noqa: A002 - NumPy's name
+                        range: None | Array | Sequence[ArrayLike] = None,
+                        weights: ArrayLike | None = None) -> Array:
     """Edges of ``histogram``'s bins: ``bins`` equal bins over ``range`` (the data's
     min and max by default), or the given edges."""
     a = _in(a, "histogram_bin_edges")
@@ -369,7 +372,9 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002 - N
     return linspace(lo, hi, nb + 1, dtype=dt)
 
 
-def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002
+def histogram(a: ArrayLike, bins: ArrayLike = 10,  # noqa: A002 - NumPy's name
+              range: Sequence[ArrayLike] | None = None, density: bool | None = None,
+              weights: ArrayLike | None = None) -> tuple[Array, Array]:
     """Counts (or weighted sums, or densities) of ``a`` in bins, and the bin edges,
     as ``numpy.histogram``: each bin is half-open except the last, which includes
     its right edge; values outside the edges are not counted.  Differentiable in
@@ -395,7 +400,10 @@ def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002
     return counts, edges
 
 
-def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noqa: A002
+def histogramdd(sample: ArrayLike, bins: ArrayLike | list[ArrayLike] = 10,  # noqa: A002
+                range: Sequence[None | Array | Sequence[ArrayLike]] | None = None,
+                weights: ArrayLike | None = None, density: bool | None = None
+                ) -> tuple[Array, list[Array]]:
     """The D-dimensional histogram of the ``(N, D)`` points ``sample`` and its bin edges (one
     array per dimension), as ``numpy.histogramdd``: ``bins`` and ``range`` are given for
     all dimensions or per dimension; the last bin of each dimension includes its right
@@ -446,7 +454,10 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noq
     return counts, edges
 
 
-def histogram2d(x, y, bins=10, range=None, weights=None, density=None):  # noqa: A002
+def histogram2d(x: ArrayLike, y: ArrayLike, bins: ArrayLike | list[ArrayLike] = 10,  # noqa: A002
+                range: Sequence[None | Array | Sequence[ArrayLike]] | None = None,
+                weights: ArrayLike | None = None, density: bool | None = None
+                ) -> tuple[Array, Array, Array]:
     """The 2-D histogram of the points ``(x, y)`` and the bin edges along ``x`` and ``y``,
     as ``numpy.histogram2d``."""
     x, y = ravel(_in(x, "histogram2d", "x")), ravel(_in(y, "histogram2d", "y"))

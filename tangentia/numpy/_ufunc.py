@@ -36,6 +36,7 @@ from ._util import _axis
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
+    from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = ["ufunc", "frompyfunc"]
 
@@ -80,7 +81,7 @@ class ufunc(metaclass=_UfuncMeta):  # noqa: N801 - JAX's name
     """
 
     def __init__(self, func, /, nin, nout, *, name=None, nargs=None, identity=None, call=None,
-                 reduce=None, accumulate=None, at=None, reduceat=None):
+                 reduce=None, accumulate=None, at=None, reduceat=None) -> None:
         self.__doc__ = func.__doc__
         self.__name__ = name or func.__name__
         self._func = func
@@ -104,7 +105,7 @@ class ufunc(metaclass=_UfuncMeta):  # noqa: N801 - JAX's name
     def __repr__(self):
         return f"<jnp.ufunc '{self.__name__}'>"
 
-    def __call__(self, *args, out=None, where=None):
+    def __call__(self, *args: ArrayLike, out: None = None, where: None = None) -> Any:
         if out is not None:
             raise NotImplementedError(f"out argument of {self}")
         if where is not None:
@@ -121,8 +122,9 @@ class ufunc(metaclass=_UfuncMeta):  # noqa: N801 - JAX's name
         """The dtype of the function's result on elements of ``arrays``' dtypes."""
         return _eval_shape(self._call, *[_Struct((), asarray(a).dtype) for a in arrays]).dtype
 
-    def reduce(self, a, axis=0, dtype=None, out=None, keepdims=False, initial=None,
-               where=None):
+    def reduce(self, a: ArrayLike, axis: int | None = 0, dtype: DTypeLike | None = None,
+               out: None = None, keepdims: bool = False, initial: ArrayLike | None = None,
+               where: ArrayLike | None = None) -> Array:
         """Reduce ``a`` along ``axis`` with the binary function, as
         ``numpy.ufunc.reduce``.
 
@@ -181,7 +183,8 @@ class ufunc(metaclass=_UfuncMeta):  # noqa: N801 - JAX's name
             acc = new if where is None else _select(where[i], new, acc)
         return reshape(acc, final)
 
-    def accumulate(self, a, axis=0, dtype=None, out=None):
+    def accumulate(self, a: ArrayLike, axis: int = 0, dtype: DTypeLike | None = None,
+                   out: None = None) -> Array:
         """The running reductions of ``a`` along ``axis``, as
         ``numpy.ufunc.accumulate``.
 
@@ -210,7 +213,8 @@ class ufunc(metaclass=_UfuncMeta):  # noqa: N801 - JAX's name
             outs.append(self._call(outs[-1], arr[i]))
         return moveaxis(concatenate([expand_dims(o, 0) for o in outs]), 0, axis)
 
-    def at(self, a, indices, b=None, /, *, inplace=True):
+    def at(self, a: ArrayLike, indices: Any, b: ArrayLike | None = None, /, *,
+           inplace: bool = True) -> Array:
         """``a`` with the function applied at ``indices`` (with ``b`` for
         binary functions), repeated indices applied one after another, as
         ``numpy.ufunc.at``; only ``inplace=False`` (arrays are immutable).
@@ -245,7 +249,8 @@ class ufunc(metaclass=_UfuncMeta):  # noqa: N801 - JAX's name
             a = _at(a)[idx].set(self._call(a[idx], *[x[k] for x in args]))
         return a
 
-    def reduceat(self, a, indices, axis=0, dtype=None, out=None):
+    def reduceat(self, a: ArrayLike, indices: ArrayLike, axis: int = 0,
+                 dtype: DTypeLike | None = None, out: None = None) -> Array:
         """Reductions of ``a`` over the slices ``indices[i]:indices[i+1]``
         along ``axis`` (the element ``indices[i]`` alone where the next index
         is not larger), as ``numpy.ufunc.reduceat``.
@@ -283,7 +288,7 @@ class ufunc(metaclass=_UfuncMeta):  # noqa: N801 - JAX's name
             out = _select(inside, self._call(out, take(a, asarray([i]), axis=axis)), out)
         return out
 
-    def outer(self, A, B, /):
+    def outer(self, A: ArrayLike, B: ArrayLike, /) -> Array:
         """The function of every pair of elements: the result has shape
         ``A.shape + B.shape``.
 

@@ -6,6 +6,7 @@ ufunc), shape/dtype rule, JVP, transpose where linear, and batching rule.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,6 +17,9 @@ from ..interpreters.ad import UndefinedPrimal, Zero, defjvp, defjvp_zero, is_und
 from ..interpreters import base_ops as B
 from ..interpreters.base_ops import unbroadcast  # noqa: F401  (re-exported)
 from ..interpreters.batching import move_to_front
+
+if TYPE_CHECKING:
+    from ..typing import Array, ArrayLike
 
 # ---------------------------------------------------------------------------
 # Shape and dtype rules
@@ -353,7 +357,7 @@ integer_pow_p.abstract_eval = _integer_pow_abstract_eval
 integer_pow_p.batch = lambda args, dims, y: (integer_pow(args[0], y), dims[0])
 
 
-def integer_pow(x, y):
+def integer_pow(x: ArrayLike, y: int) -> Array:
     return integer_pow_p.bind(x, y=y)
 
 
@@ -474,17 +478,17 @@ complex_p.jvp = _complex_jvp
 complex_p.transpose = _complex_transpose
 
 
-def real(x):
+def real(x: ArrayLike) -> Array:
     """Real part of a complex array."""
     return real_p.bind(x)
 
 
-def imag(x):
+def imag(x: ArrayLike) -> Array:
     """Imaginary part of a complex array."""
     return imag_p.bind(x)
 
 
-def complex_(x, y):
+def complex_(x: ArrayLike, y: ArrayLike) -> Array:
     """``x + 1j * y`` from real arrays (``lax.complex``)."""
     return complex_p.bind(x, y)
 
@@ -554,7 +558,7 @@ select_p.abstract_eval = _select_abstract_eval
 select_p.batch = elementwise_batch(select_p)
 
 
-def select(pred, x, y):
+def select(pred: ArrayLike, x: ArrayLike, y: ArrayLike) -> Array:
     return select_p.bind(pred, x, y)
 
 

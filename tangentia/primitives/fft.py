@@ -18,6 +18,7 @@ bins count twice.  The public functions are in ``tangentia.numpy.fft``.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +28,11 @@ from ..interpreters import ad
 from ..interpreters.batching import move_to_front
 from . import elementwise as E
 from . import structural as S
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+    from ..typing import Array, ArrayLike
 
 FFT_TYPES = ("fft", "ifft", "rfft", "irfft")
 
@@ -87,7 +93,7 @@ fft_p.impl = _fft_impl
 fft_p.abstract_eval = _out_aval
 
 
-def fft(x, fft_type, fft_lengths):
+def fft(x: ArrayLike, fft_type: Any, fft_lengths: Sequence[int]) -> Array:
     """``lax.fft``: the ``fft_type`` transform of the trailing axes of ``x`` (``fft_type``
     a string, any case, or an enum member such as JAX's ``FftType.RFFT``)."""
     fft_type = getattr(fft_type, "name", fft_type)

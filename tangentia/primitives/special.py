@@ -13,12 +13,16 @@ should call the functions there (which also promote integer inputs).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.special as _sc
 
 from .elementwise import (add, complex_, cos, div, elementwise, eq, exp, gt, log, log1p, mul, neg,
                           power, select, sign, sin, sqrt, sub)
+
+if TYPE_CHECKING:
+    from ..typing import Array, ArrayLike
 
 __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "polygamma", "ndtr", "ndtri",
            "log_ndtr", "gamma", "rgamma", "gammasgn", "beta", "betaln", "gammainc", "gammaincc",
@@ -506,7 +510,7 @@ def i0(x):
     return i0_p.bind(x)
 
 
-def i0e(x):
+def i0e(x: ArrayLike) -> Array:
     return i0e_p.bind(x)
 
 
@@ -514,7 +518,7 @@ def i1(x):
     return i1_p.bind(x)
 
 
-def i1e(x):
+def i1e(x: ArrayLike) -> Array:
     return i1e_p.bind(x)
 
 
@@ -550,7 +554,7 @@ def y1(x):
     return y1_p.bind(x)
 
 
-def zeta(x, q):
+def zeta(x: ArrayLike, q: ArrayLike) -> Array:
     return zeta_p.bind(x, q)
 
 
@@ -562,23 +566,23 @@ def erfcx(x):
     return erfcx_p.bind(x)
 
 
-def erfc(x):
+def erfc(x: ArrayLike) -> Array:
     return erfc_p.bind(x)
 
 
-def erfinv(x):
+def erfinv(x: ArrayLike) -> Array:
     return erfinv_p.bind(x)
 
 
-def gammaln(x):
+def gammaln(x: ArrayLike) -> Array:
     return lgamma_p.bind(x)
 
 
-def digamma(x):
+def digamma(x: ArrayLike) -> Array:
     return digamma_p.bind(x)
 
 
-def polygamma(n, x):
+def polygamma(n: ArrayLike, x: ArrayLike) -> Array:
     return polygamma_p.bind(n, x)
 
 
@@ -614,13 +618,13 @@ def betaln(a, b):
     return betaln_p.bind(a, b)
 
 
-def gammainc(a, x):
+def gammainc(a: ArrayLike, x: ArrayLike) -> Array:
     return gammainc_p.bind(a, x)
 
 
-def gammaincc(a, x):
+def gammaincc(a: ArrayLike, x: ArrayLike) -> Array:
     return gammaincc_p.bind(a, x)
 
 
-def betainc(a, b, x):
+def betainc(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Array:
     return betainc_p.bind(a, b, x)
