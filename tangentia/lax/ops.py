@@ -172,7 +172,7 @@ def _window_index(operand, start_indices, sizes):
     return (I.ARRAY,) * nd, arrays
 
 
-def dynamic_slice(operand: Array | Array, start_indices: Array | Array | Sequence[ArrayLike],
+def dynamic_slice(operand: ArrayLike, start_indices: ArrayLike | Sequence[ArrayLike],
                   slice_sizes: Shape) -> Array:
     """``operand[s0:s0+n0, s1:s1+n1, ...]`` with traced starts, clamped so the
     window stays inside the operand."""
@@ -186,7 +186,7 @@ def dynamic_slice(operand: Array | Array, start_indices: Array | Array | Sequenc
     return I.getitem(operand, spec, arrays)
 
 
-def dynamic_update_slice(operand: Array | Array, update: ArrayLike,
+def dynamic_update_slice(operand: ArrayLike, update: ArrayLike,
                          start_indices: Array | Sequence[ArrayLike]) -> Array:
     """``operand`` with the window at the (clamped) starts replaced by ``update``."""
     start_indices = list(start_indices)
@@ -203,7 +203,7 @@ def dynamic_update_slice(operand: Array | Array, update: ArrayLike,
     return I.scatter(operand, update, spec, arrays, "set")
 
 
-def dynamic_slice_in_dim(operand: Array | Array, start_index: ArrayLike, slice_size: int,
+def dynamic_slice_in_dim(operand: ArrayLike, start_index: ArrayLike, slice_size: int,
                          axis: int = 0) -> Array:
     shape = _shape(operand)
     axis = _list_axis("dynamic_slice_in_dim", axis, len(shape))
@@ -214,7 +214,7 @@ def dynamic_slice_in_dim(operand: Array | Array, start_index: ArrayLike, slice_s
     return dynamic_slice(operand, starts, sizes)
 
 
-def dynamic_index_in_dim(operand: Array | Array, index: ArrayLike, axis: int = 0,
+def dynamic_index_in_dim(operand: ArrayLike, index: ArrayLike, axis: int = 0,
                          keepdims: bool = True) -> Array:
     axis = _list_axis("dynamic_index_in_dim", axis, len(_shape(operand)))
     out = dynamic_slice_in_dim(operand, index, 1, axis)
@@ -224,7 +224,7 @@ def dynamic_index_in_dim(operand: Array | Array, index: ArrayLike, axis: int = 0
     return S.reshape(out, shape[:axis] + shape[axis + 1:])
 
 
-def dynamic_update_slice_in_dim(operand: Array | Array, update: ArrayLike, start_index: ArrayLike,
+def dynamic_update_slice_in_dim(operand: ArrayLike, update: ArrayLike, start_index: ArrayLike,
                                 axis: int) -> Array:
     axis = _list_axis("dynamic_update_slice_in_dim", axis, len(_shape(operand)))
     starts = [0] * len(_shape(operand))
@@ -232,7 +232,7 @@ def dynamic_update_slice_in_dim(operand: Array | Array, update: ArrayLike, start
     return dynamic_update_slice(operand, update, starts)
 
 
-def dynamic_update_index_in_dim(operand: Array | Array, update: ArrayLike, index: ArrayLike,
+def dynamic_update_index_in_dim(operand: ArrayLike, update: ArrayLike, index: ArrayLike,
                                 axis: int) -> Array:
     axis = _bounds_axis("dynamic_update_index_in_dim", axis, len(_shape(operand)))
     ushape = _shape(update)
@@ -292,7 +292,7 @@ def slice(operand: ArrayLike, start_indices: Sequence[int],  # noqa: A001 - JAX'
     return I.getitem(operand, spec)
 
 
-def slice_in_dim(operand: Array | Array, start_index: int | None, limit_index: int | None,
+def slice_in_dim(operand: ArrayLike, start_index: int | None, limit_index: int | None,
                  stride: int = 1, axis: int = 0) -> Array:
     """``operand[..., start:limit:stride, ...]`` along ``axis`` (``jax.lax.slice_in_dim``):
     a negative start or limit counts from the end once; the bounds are then checked as
