@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -49,7 +49,7 @@ class SymbolicZero:
         return f"SymbolicZero({self.aval.str_short()})"
 
 
-def zero_from_primal(x, symbolic_zeros=False):
+def zero_from_primal(x: Any, symbolic_zeros: bool = False) -> Any:
     """The zero tangent of the primal value ``x``.
 
     Args:
