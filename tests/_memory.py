@@ -1,0 +1,106 @@
+"""A pytest plugin that records where a test process's memory goes.
+
+tests/conftest.py registers it when ``TANGENTIA_TEST_MEMORY`` names a directory.  Each
+process (the main one, or each xdist worker ``gw0``, ``gw1``, ...) writes
+``<dir>/<worker>.tsv``, tab-separated, with a header line and:
+
+- ``module`` lines, one per test module as it ends (after its module-scoped fixtures
+  are torn down, so after conftest's release of compiled programs): its seconds, the
+  RSS when its first test started and after its teardown, the highest RSS seen
+  between two of its tests, the process's peak RSS so far (``ru_maxrss``) and how
+  much the module raised it;
+- ``test`` lines for each test that raised the process's peak RSS by 20 MB or more;
+- ``release`` lines for each time conftest released memory between tests;
+- a ``session`` line with the process's peak RSS when it ends.
+
+All figures in MB.  Linux only (current RSS is read from /proc/self/statm).
+"""
+import os
+import resource
+import time
+
+import pytest
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+_FIELDS = ("kind", "name", "seconds", "rss_start_mb", "rss_end_mb", "rss_max_mb",
+           "peak_mb", "peak_rise_mb")
+
+
+def rss_mb():
+    """The process's current resident set size, in MB (NaN where /proc is missing)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * _PAGE / 2**20
+    except OSError:
+        return float("nan")
+
+
+def peak_mb():
+    """The process's peak resident set size so far, in MB (ru_maxrss is in KB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _module_of(nodeid):
+    return nodeid.split("::")[0]
+
+
+class MemoryRecorder:
+    """The hooks; see the module docstring."""
+
+    def __init__(self, path):
+        self._out = open(path, "w", buffering=1)
+        self._out.write("\t".join(_FIELDS) + "\n")
+        self._module = None
+        self._module_start = None   # (time, rss, peak) when the module's first test began
+        self._module_max = 0.0
+        self._module_ends = False
+        self._test_peak = 0.0
+
+    def write(self, kind, name, seconds=0.0, rss0=0.0, rss1=0.0, rss_max=0.0, peak=0.0,
+              rise=0.0):
+        self._out.write(f"{kind}\t{name}\t{seconds:.2f}\t{rss0:.1f}\t{rss1:.1f}\t"
+                        f"{rss_max:.1f}\t{peak:.1f}\t{rise:.1f}\n")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logstart(self, nodeid, location):
+        module = _module_of(nodeid)
+        if module != self._module:
+            self._module = module
+            rss = rss_mb()
+            self._module_start = (time.perf_counter(), rss, peak_mb())
+            self._module_max = rss
+        self._test_peak = peak_mb()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_teardown(self, item, nextitem):
+        # Decided before the teardown runs; acted on in logfinish, after it.
+        self._module_ends = nextitem is None or _module_of(nextitem.nodeid) != self._module
+        yield
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        rss, peak = rss_mb(), peak_mb()
+        self._module_max = max(self._module_max, rss)
+        if peak - self._test_peak >= 20:
+            self.write("test", nodeid, rss1=rss, peak=peak, rise=peak - self._test_peak)
+        if self._module_ends:
+            self._module_ends = False
+            t0, rss0, peak0 = self._module_start
+            self.write("module", self._module, time.perf_counter() - t0, rss0, rss,
+                       self._module_max, peak, peak - peak0)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session):
+        self.write("session", "peak", rss1=rss_mb(), peak=peak_mb())
+        self._out.close()
+
+
+def register(config, directory):
+    """Record this process's memory in ``directory`` (see the module docstring); None
+    in xdist's controller, which runs no test."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None and getattr(config.option, "numprocesses", None):
+        return None
+    os.makedirs(directory, exist_ok=True)
+    recorder = MemoryRecorder(os.path.join(directory, f"{worker or 'main'}.tsv"))
+    config.pluginmanager.register(recorder, "tangentia-memory")
+    return recorder
