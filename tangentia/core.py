@@ -396,15 +396,20 @@ def leaked_tracer_error(x):
 class Primitive:
     """An operation with one rule per interpreter, all defined in one place.
 
-    Attributes (rules are looked up once, as attributes):
+    Attributes (rules of evaluation, staging and differentiation):
       impl(*arrays, **params)             eager NumPy implementation
       abstract_eval(*avals, **params)     shape/dtype rule -> aval (or list)
       jvp(primals, tangents, **params)    -> (primal_out, tangent_out)
       transpose(ct, *args, **params)      for linear primitives -> cts per arg
-      batch(args, dims, **params)         -> (out, out_dim)
-      partial_eval(trace, args, params)   optional special staging rule
       check_args(*arrays, **params)       optional: raise a clearer error when
                                           ``impl`` raised a ValueError
+
+    Rules of the other interpreters live in their own tables keyed by the
+    primitive, filled by the primitive's module, so a new transformation adds
+    its table without editing this class: ``batching.primitive_batchers[p] =
+    rule(args, dims, **params) -> (out, out_dim)`` (vmap) and
+    ``partial_eval.custom_partial_eval_rules[p] = rule(trace, args, params)``
+    (an optional special staging rule).
 
     What the primitive's equations carry (declared when it is made, read by
     every walk over nested programs through ``subjaxprs``):
@@ -426,7 +431,7 @@ class Primitive:
     """
 
     __slots__ = ("name", "multiple_results", "impl", "abstract_eval", "jvp", "transpose",
-                 "batch", "partial_eval", "print_params", "jvp_takes_none", "jvp_fns",
+                 "print_params", "jvp_takes_none", "jvp_fns",
                  "has_effects", "check_args", "program_params", "call_param", "program_types",
                  "__weakref__")
 
@@ -449,8 +454,6 @@ class Primitive:
         self.abstract_eval = None
         self.jvp = None
         self.transpose = None
-        self.batch = None
-        self.partial_eval = None
         self.print_params = None
         self.jvp_takes_none = False  # the JVP rule accepts None for a zero tangent
         self.jvp_fns = None  # per-argument tangent functions (see ad.defjvp)

@@ -232,7 +232,7 @@ custom_dce_call_p.impl = _impl
 custom_dce_call_p.abstract_eval = lambda *avals, call_jaxpr, **_: [v.aval for v in
                                                                     call_jaxpr.outvars]
 custom_dce_call_p.jvp = _jvp
-custom_dce_call_p.batch = _batch
+batching.primitive_batchers[custom_dce_call_p] = _batch
 custom_dce_call_p.print_params = lambda params: {"name": params["name"],
                                                  "call_jaxpr": params["call_jaxpr"]}
 pe.dce_rules[custom_dce_call_p] = _dce

@@ -28,6 +28,7 @@ _asarray = np.asarray
 from . import partial_eval as pe
 
 _JaxprTracer = pe.JaxprTracer
+_custom_partial_eval_rules = pe.custom_partial_eval_rules
 _WEAK_SCALAR_AVALS = pe._WEAK_SCALAR_AVALS
 _aval_of_ndarray = core.aval_of_ndarray
 _NDARRAY_AVALS = core._NDARRAY_AVALS
@@ -532,8 +533,10 @@ class LinearizeTrace(pe.JaxprTrace):
                     raise
                 return out if type(out) is _ndarray else _asarray(out)
             return self.parent.process_primitive(prim, args, params)
-        if not stage and prim.partial_eval is not None:
-            return prim.partial_eval(self, args, params)
+        if not stage:
+            rule = _custom_partial_eval_rules.get(prim)
+            if rule is not None:
+                return rule(self, args, params)
         if not plain:
             ins, in_avals = self._plain_args(args)
         out_aval = prim.abstract_eval(*in_avals, **params)
@@ -795,7 +798,7 @@ def _splits_mixed(jaxpr):
     for eqn in jaxpr.eqns:
         lin = [type(a) is Var and a in linear for a in eqn.inputs]
         if any(lin):
-            if eqn.prim.partial_eval is not None and not all(lin):
+            if eqn.prim in _custom_partial_eval_rules and not all(lin):
                 return True
             linear.update(eqn.outputs)
     return False

@@ -28,6 +28,12 @@ from .ad import Zero, deflinear
 if TYPE_CHECKING:
     from ..typing import Array, ArrayLike, DTypeLike, Shape
 
+# The batching rule of each primitive: ``rule(args, dims, **params) -> (out,
+# out_dim)``.  This is ``batching.primitive_batchers``; the dictionary is made
+# here because this module, below ``batching``, fills it first (its primitives'
+# rules), and every primitive's module then adds its own.
+primitive_batchers = {}
+
 # ---------------------------------------------------------------------------
 # No-op results
 
@@ -113,7 +119,7 @@ def _reshape_batch(args, dims, new_sizes):
     return reshape(x, (b,) + tuple(new_sizes)), 0
 
 
-reshape_p.batch = _reshape_batch
+primitive_batchers[reshape_p] = _reshape_batch
 
 
 def traced_shape_error(shape, fname):
@@ -171,7 +177,7 @@ def _transpose_batch(args, dims, permutation):
     return transpose(x, (0,) + tuple(p + 1 for p in permutation)), 0
 
 
-transpose_p.batch = _transpose_batch
+primitive_batchers[transpose_p] = _transpose_batch
 
 
 def transpose(x, permutation):
@@ -208,7 +214,7 @@ def _broadcast_to_batch(args, dims, shape):
     return broadcast_to(x, (b,) + tuple(shape)), 0
 
 
-broadcast_to_p.batch = _broadcast_to_batch
+primitive_batchers[broadcast_to_p] = _broadcast_to_batch
 
 
 def broadcast_to(x: ArrayLike, shape: Shape) -> Array:
@@ -252,7 +258,7 @@ def _convert_transpose(ct, x, new_dtype, weak_type=False):
 
 convert_element_type_p.jvp = _convert_jvp
 convert_element_type_p.transpose = _convert_transpose
-convert_element_type_p.batch = lambda args, dims, **params: (
+primitive_batchers[convert_element_type_p] = lambda args, dims, **params: (
     convert_element_type_p.bind(args[0], **params), dims[0])
 
 
@@ -317,7 +323,7 @@ def reduction_primitive(name, np_fn, keep_dtype=False, out_dtype=None):
         new_axes = tuple(a if a < d else a + 1 for a in axes)
         out_d = d - sum(1 for a in axes if a < d)
         return p.bind(x, axes=new_axes), out_d
-    p.batch = batch
+    primitive_batchers[p] = batch
     return p
 
 

@@ -21,6 +21,7 @@ from .ad import add_any_p
 from .base_ops import broadcast_front, materialize, move_axis, move_to_front  # noqa: F401
 from .base_ops import batch_size as _batch_size_of
 from .base_ops import reduce_sum
+from .base_ops import primitive_batchers   # the table of batching rules (made there, see it)
 
 _set_trace = core._trace_ctx.set
 _reset_trace = core._trace_ctx.reset
@@ -136,7 +137,7 @@ class BatchTrace(core.Trace):
         # with or without operands): its rule batches the program, whose
         # collectives make the outputs batched (JAX's named-axis effect); with no
         # batched operand the rule gets the axis size from ``batch_size``.
-        rule = prim.batch
+        rule = primitive_batchers.get(prim)
         if rule is None:
             raise NotImplementedError(f"batching rule for '{prim.name}' not implemented")
         token = _set_trace(self.parent)
@@ -160,7 +161,8 @@ class BatchTrace(core.Trace):
         vals, dims = zip(*[self.unpack(x) for x in args]) if args else ((), ())
         token = _set_trace(self.parent)
         try:
-            out, out_dim = prim.batch(list(vals), list(dims), axis_size=self.axis_size, **params)
+            out, out_dim = primitive_batchers[prim](list(vals), list(dims),
+                                                    axis_size=self.axis_size, **params)
         finally:
             _reset_trace(token)
         return out if out_dim is None else BatchTracer(self, out, out_dim)
@@ -344,7 +346,7 @@ def _add_any_batch(args, dims):
     return add_any_p.bind(materialize(x, dx, size), materialize(y, dy, size)), 0
 
 
-add_any_p.batch = _add_any_batch
+primitive_batchers[add_any_p] = _add_any_batch
 
 
 def vmap_flat(fun, args, in_dims, axis_size, out_dims_fn, tag=None, axis_name=None):
@@ -506,7 +508,7 @@ def _unbatched_aval(x, d):
     return a if d is None else ShapedArray(a.shape[:d] + a.shape[d + 1:], a.dtype)
 
 
-ad.custom_lin_p.batch = _custom_lin_batch
+primitive_batchers[ad.custom_lin_p] = _custom_lin_batch
 
 
 def _custom_vmap_jvp_rule(rule, name, num_consts, nonzeros, axis_size, in_batched, *xs):

@@ -226,6 +226,6 @@ def def_call_rules(prim, remat=False):
         return merge_outputs(out_uk, known_outs, uouts)
 
     prim.jvp = jvp
-    prim.batch = batch
+    batching.primitive_batchers[prim] = batch
     prim.transpose = transpose
-    prim.partial_eval = partial_eval
+    pe.custom_partial_eval_rules[prim] = partial_eval

@@ -150,6 +150,11 @@ def has_nested_effects(eqn):
                for program in core.subjaxprs(eqn.prim, eqn.params) for e in program.eqns)
 
 
+# Special staging rules (loops and branches: a known part now, an unknown part
+# staged): ``rule(trace, args, params)``, used by partial evaluation when an
+# operand is unknown.  Filled by the primitives' modules.
+custom_partial_eval_rules = {}
+
 # Primitives whose equations change when some of their outputs are unused:
 # ``rule(eqn, used) -> eqn`` computing only the used outputs (custom_dce's).
 dce_rules = {}
@@ -270,8 +275,9 @@ class JaxprTrace(core.Trace):
                     break
             else:
                 return self.parent.process_primitive(prim, args, params)
-            if prim.partial_eval is not None:
-                return prim.partial_eval(self, args, params)
+            rule = custom_partial_eval_rules.get(prim)
+            if rule is not None:
+                return rule(self, args, params)
         elif _compile_time_eval_get() and not any(isinstance(x, Tracer) for x in args):
             return core.EVAL_TRACE.process_primitive(prim, args, params)
         return self.stage(prim, args, params)

@@ -30,6 +30,7 @@ from .. import core
 from ..core import Primitive, ShapedArray
 from ..interpreters import ad
 from ..interpreters.base_ops import broadcast_front, move_axis, move_to_front
+from ..interpreters.batching import primitive_batchers
 from ..primitives import elementwise as E
 from ..primitives import indexing as I
 from ..primitives import reductions as R
@@ -67,7 +68,7 @@ def _collective(name, abstract_eval, batch, linear_transpose=None, multiple_resu
         return abstract_eval(*avals, axis_name=axis_name, **params)
     p.impl = impl
     p.abstract_eval = checked_abstract_eval
-    p.batch = batch
+    primitive_batchers[p] = batch
     if linear_transpose is not None:
         ad.deflinear(p, linear_transpose)
     return p
@@ -97,9 +98,9 @@ psum_p = _collective("psum", _same_aval, None,
                      lambda ct, x, axis_name: [psum_p.bind(ct, axis_name=axis_name)])
 pmax_p = _collective("pmax", _same_aval, None)
 pmin_p = _collective("pmin", _same_aval, None)
-psum_p.batch = _reduce_batch(psum_p, R.reduce_sum, True)
-pmax_p.batch = _reduce_batch(pmax_p, R.reduce_max, False)
-pmin_p.batch = _reduce_batch(pmin_p, R.reduce_min, False)
+primitive_batchers[psum_p] = _reduce_batch(psum_p, R.reduce_sum, True)
+primitive_batchers[pmax_p] = _reduce_batch(pmax_p, R.reduce_max, False)
+primitive_batchers[pmin_p] = _reduce_batch(pmin_p, R.reduce_min, False)
 
 
 def _no_derivative(name):

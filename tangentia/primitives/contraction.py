@@ -8,7 +8,7 @@ from .. import core, dtypes
 from ..core import Primitive, ShapedArray
 from ..interpreters.ad import Zero, add_any_p, is_undefined
 from ..interpreters.base_ops import unbroadcast
-from ..interpreters.batching import move_to_front
+from ..interpreters.batching import move_to_front, primitive_batchers
 from . import structural as S
 
 # ---------------------------------------------------------------------------
@@ -174,7 +174,7 @@ def _around_batch_axis(v, d, contract, batch):
 
 dot_general_p.jvp = _dot_general_jvp
 dot_general_p.transpose = _dot_general_transpose
-dot_general_p.batch = _dot_general_batch
+primitive_batchers[dot_general_p] = _dot_general_batch
 
 # ---------------------------------------------------------------------------
 # einsum (explicit subscripts only, e.g. "ij,jk->ik"; the numpy layer
@@ -292,4 +292,4 @@ def _einsum_batch(args, dims, subscripts):
 
 einsum_p.jvp = _einsum_jvp
 einsum_p.transpose = _einsum_transpose
-einsum_p.batch = _einsum_batch
+primitive_batchers[einsum_p] = _einsum_batch

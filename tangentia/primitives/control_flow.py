@@ -182,8 +182,8 @@ def _cond_transpose(cts, index, *ops, branches):
 
 
 cond_p.jvp = _cond_jvp
-cond_p.batch = _cond_batch
-cond_p.partial_eval = _cond_partial_eval
+batching.primitive_batchers[cond_p] = _cond_batch
+pe.custom_partial_eval_rules[cond_p] = _cond_partial_eval
 cond_p.transpose = _cond_transpose
 
 # ===========================================================================
@@ -340,8 +340,8 @@ def _while_transpose(cts, *args, **params):
 
 
 while_p.jvp = _while_jvp
-while_p.batch = _while_batch
-while_p.partial_eval = _while_partial_eval
+batching.primitive_batchers[while_p] = _while_batch
+pe.custom_partial_eval_rules[while_p] = _while_partial_eval
 while_p.transpose = _while_transpose
 
 # ===========================================================================
@@ -524,6 +524,6 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
 
 _SCAN_TRANSPOSED = core.ProgramMemo("scan: transposed bodies")
 scan_p.jvp = _scan_jvp
-scan_p.batch = _scan_batch
-scan_p.partial_eval = _scan_partial_eval
+batching.primitive_batchers[scan_p] = _scan_batch
+pe.custom_partial_eval_rules[scan_p] = _scan_partial_eval
 scan_p.transpose = _scan_transpose

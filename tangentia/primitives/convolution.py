@@ -24,6 +24,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from .. import core, dtypes
 from ..core import Primitive, ShapedArray
 from ..interpreters.ad import Zero, add_any_p, is_undefined
+from ..interpreters.batching import primitive_batchers
 from . import indexing as I
 from . import structural as S
 
@@ -322,4 +323,4 @@ def _conv_batch(args, dims, **params):
 
 conv_general_dilated_p.jvp = _conv_jvp
 conv_general_dilated_p.transpose = _conv_transpose
-conv_general_dilated_p.batch = _conv_batch
+primitive_batchers[conv_general_dilated_p] = _conv_batch

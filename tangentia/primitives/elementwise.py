@@ -16,7 +16,7 @@ from ..interpreters import ad
 from ..interpreters.ad import UndefinedPrimal, Zero, defjvp, defjvp_zero, is_undefined
 from ..interpreters import base_ops as B
 from ..interpreters.base_ops import unbroadcast  # noqa: F401  (re-exported)
-from ..interpreters.batching import move_to_front
+from ..interpreters.batching import move_to_front, primitive_batchers
 
 if TYPE_CHECKING:
     from ..typing import Array, ArrayLike
@@ -152,7 +152,7 @@ def elementwise(name, ufunc, jvp_fns=None, zero_jvp=False, passthrough=()):
     p = Primitive(name)
     p.impl = ufunc
     p.abstract_eval = elementwise_abstract_eval(name, ufunc)
-    p.batch = elementwise_batch(p)
+    primitive_batchers[p] = elementwise_batch(p)
     if zero_jvp:
         defjvp_zero(p)
     elif jvp_fns is not None:
@@ -354,7 +354,7 @@ def _integer_pow_abstract_eval(x, y):
 
 
 integer_pow_p.abstract_eval = _integer_pow_abstract_eval
-integer_pow_p.batch = lambda args, dims, y: (integer_pow(args[0], y), dims[0])
+primitive_batchers[integer_pow_p] = lambda args, dims, y: (integer_pow(args[0], y), dims[0])
 
 
 def integer_pow(x: ArrayLike, y: int) -> Array:
@@ -555,7 +555,7 @@ def _select_abstract_eval(pred, x, y):
 
 
 select_p.abstract_eval = _select_abstract_eval
-select_p.batch = elementwise_batch(select_p)
+primitive_batchers[select_p] = elementwise_batch(select_p)
 
 
 def select(pred: ArrayLike, x: ArrayLike, y: ArrayLike) -> Array:

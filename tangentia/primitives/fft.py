@@ -25,7 +25,7 @@ import numpy as np
 from .. import core
 from ..core import Primitive, ShapedArray
 from ..interpreters import ad
-from ..interpreters.batching import move_to_front
+from ..interpreters.batching import move_to_front, primitive_batchers
 from . import elementwise as E
 from . import structural as S
 
@@ -138,5 +138,5 @@ def _fft_transpose(ct, x, fft_type, fft_lengths):
     return (fft(ct, fft_type, fft_lengths),)
 
 
-fft_p.batch = _fft_batch
+primitive_batchers[fft_p] = _fft_batch
 ad.deflinear(fft_p, _fft_transpose)

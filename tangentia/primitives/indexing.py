@@ -17,7 +17,8 @@ from ..core import Primitive, ShapedArray
 from ..interpreters.ad import Zero, instantiate, is_undefined
 from ..interpreters import base_ops as B
 from ..interpreters.base_ops import unbroadcast
-from ..interpreters.batching import broadcast_front, move_axis, move_to_front
+from ..interpreters.batching import (broadcast_front, move_axis, move_to_front,
+                                       primitive_batchers)
 from . import elementwise as E
 
 
@@ -202,7 +203,7 @@ def _getitem_batch(args, dims, spec, **hints):
 
 getitem_p.jvp = _getitem_jvp
 getitem_p.transpose = _getitem_transpose
-getitem_p.batch = _getitem_batch
+primitive_batchers[getitem_p] = _getitem_batch
 
 
 def getitem(x, spec, arrays=(), unique_indices=False, indices_are_sorted=False):
@@ -470,6 +471,6 @@ def _scatter_batch(args, dims, spec, mode, **hints):
 
 scatter_p.jvp = _scatter_jvp
 scatter_p.transpose = _scatter_transpose
-scatter_p.batch = _scatter_batch
+primitive_batchers[scatter_p] = _scatter_batch
 
 __all__ = ["ARRAY", "getitem", "scatter", "static_slice"]

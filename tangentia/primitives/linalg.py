@@ -29,7 +29,7 @@ import scipy.linalg as _sla
 from .. import core
 from ..core import Primitive, ShapedArray, Tracer
 from ..interpreters.ad import Zero, add_tangents, defjvp_zero, is_undefined
-from ..interpreters.batching import batch_size, materialize, move_to_front
+from ..interpreters.batching import batch_size, materialize, move_to_front, primitive_batchers
 from . import contraction as C
 from . import elementwise as E
 from . import indexing as I
@@ -292,7 +292,7 @@ def _lu_abstract_eval(a):
 lu_p = Primitive("lu", multiple_results=True)
 lu_p.impl = _lu_impl
 lu_p.abstract_eval = _lu_abstract_eval
-lu_p.batch = _front_batch(lu_p)
+primitive_batchers[lu_p] = _front_batch(lu_p)
 
 
 def _permute_rows(x, perm):
@@ -349,7 +349,7 @@ lu_pivots_to_permutation_p.impl = _p2p_impl
 lu_pivots_to_permutation_p.abstract_eval = lambda piv, permutation_size, inverse: ShapedArray(
     piv.shape[:-1] + (permutation_size,), np.dtype(np.int32))
 defjvp_zero(lu_pivots_to_permutation_p)
-lu_pivots_to_permutation_p.batch = lambda args, dims, **params: (
+primitive_batchers[lu_pivots_to_permutation_p] = lambda args, dims, **params: (
     lu_pivots_to_permutation_p.bind(move_to_front(args[0], dims[0]), **params), 0)
 
 
@@ -378,7 +378,7 @@ def _tri_abstract_eval(a, b, lower, trans, unit_diagonal):
 triangular_solve_p = Primitive("triangular_solve")
 triangular_solve_p.impl = _tri_impl
 triangular_solve_p.abstract_eval = _tri_abstract_eval
-triangular_solve_p.batch = _rhs_batch(triangular_solve_p)
+primitive_batchers[triangular_solve_p] = _rhs_batch(triangular_solve_p)
 
 
 def triangular_solve(a, b, lower, trans=0, unit_diagonal=False):
@@ -439,7 +439,7 @@ def _lu_solve_abstract_eval(lu, piv, b, trans):
 lu_solve_p = Primitive("lu_solve")
 lu_solve_p.impl = _lu_solve_impl
 lu_solve_p.abstract_eval = _lu_solve_abstract_eval
-lu_solve_p.batch = _rhs_batch(lu_solve_p)
+primitive_batchers[lu_solve_p] = _rhs_batch(lu_solve_p)
 
 
 def lu_solve(lu, piv, b, trans=0):
@@ -500,7 +500,7 @@ def _solve_impl(a, b):
 solve_p = Primitive("solve")
 solve_p.impl = _solve_impl
 solve_p.abstract_eval = lambda a, b: _rhs_aval("solve", a, b)
-solve_p.batch = _rhs_batch(solve_p)
+primitive_batchers[solve_p] = _rhs_batch(solve_p)
 
 
 def _solve_jvp(primals, tangents):
@@ -543,7 +543,7 @@ def _inv_abstract_eval(a):
 
 
 inv_p.abstract_eval = _inv_abstract_eval
-inv_p.batch = _front_batch(inv_p)
+primitive_batchers[inv_p] = _front_batch(inv_p)
 
 
 def _inv_jvp(primals, tangents):
@@ -582,7 +582,7 @@ def _det_abstract_eval(a):
 
 
 det_p.abstract_eval = _det_abstract_eval
-det_p.batch = _front_batch(det_p)
+primitive_batchers[det_p] = _front_batch(det_p)
 
 
 def _det_jvp(primals, tangents):
@@ -606,7 +606,7 @@ def _slogdet_abstract_eval(a):
 
 
 slogdet_p.abstract_eval = _slogdet_abstract_eval
-slogdet_p.batch = _front_batch(slogdet_p)
+primitive_batchers[slogdet_p] = _front_batch(slogdet_p)
 
 
 def _slogdet_jvp(primals, tangents):
@@ -640,7 +640,7 @@ def _cholesky_abstract_eval(a):
 
 
 cholesky_p.abstract_eval = _cholesky_abstract_eval
-cholesky_p.batch = _front_batch(cholesky_p)
+primitive_batchers[cholesky_p] = _front_batch(cholesky_p)
 
 
 def _cholesky_jvp(primals, tangents):
@@ -677,7 +677,7 @@ def _eigh_abstract_eval(a, lower):
 
 eigh_p.impl = _eigh_impl
 eigh_p.abstract_eval = _eigh_abstract_eval
-eigh_p.batch = _front_batch(eigh_p)
+primitive_batchers[eigh_p] = _front_batch(eigh_p)
 
 
 def _eigh_jvp(primals, tangents, lower):
@@ -699,7 +699,7 @@ eigh_p.jvp = _eigh_jvp
 eigvalsh_p = Primitive("eigvalsh")
 eigvalsh_p.impl = lambda a, lower: np.asarray(np.linalg.eigvalsh(a, UPLO="L" if lower else "U"))
 eigvalsh_p.abstract_eval = lambda a, lower: _eigh_abstract_eval(a, lower)[0]
-eigvalsh_p.batch = _front_batch(eigvalsh_p)
+primitive_batchers[eigvalsh_p] = _front_batch(eigvalsh_p)
 
 
 def _eigvalsh_jvp(primals, tangents, lower):
@@ -737,7 +737,7 @@ def _qr_abstract_eval(a, full_matrices):
 
 qr_p.impl = _qr_impl
 qr_p.abstract_eval = _qr_abstract_eval
-qr_p.batch = _front_batch(qr_p)
+primitive_batchers[qr_p] = _front_batch(qr_p)
 
 
 def _qr_square_tangents(q, r, dx):
@@ -806,7 +806,7 @@ def _svd_abstract_eval(a, full_matrices, compute_uv):
 
 svd_p.impl = _svd_impl
 svd_p.abstract_eval = _svd_abstract_eval
-svd_p.batch = _front_batch(svd_p)
+primitive_batchers[svd_p] = _front_batch(svd_p)
 
 
 def _svd_jvp(primals, tangents, full_matrices, compute_uv):
@@ -866,7 +866,7 @@ def _expm_abstract_eval(a):
 
 
 expm_p.abstract_eval = _expm_abstract_eval
-expm_p.batch = _front_batch(expm_p)
+primitive_batchers[expm_p] = _front_batch(expm_p)
 
 
 def _frechet_impl(a, e):
@@ -886,7 +886,7 @@ def _frechet_abstract_eval(a, e):
 expm_frechet_p = Primitive("expm_frechet")
 expm_frechet_p.impl = _frechet_impl
 expm_frechet_p.abstract_eval = _frechet_abstract_eval
-expm_frechet_p.batch = _front_batch(expm_frechet_p)
+primitive_batchers[expm_frechet_p] = _front_batch(expm_frechet_p)
 
 
 def _both_concrete(*xs):

@@ -164,6 +164,6 @@ def _ls_batch(args, dims, jaxprs, const_lengths, num_b):
 
 linear_solve_p.jvp = _ls_jvp
 linear_solve_p.transpose = _ls_transpose
-linear_solve_p.batch = _ls_batch
+batching.primitive_batchers[linear_solve_p] = _ls_batch
 
 

@@ -17,6 +17,7 @@ from .. import core, dtypes
 from ..core import Primitive, ShapedArray
 from ..interpreters.ad import defjvp
 from ..interpreters.base_ops import convert_element_type
+from ..interpreters.batching import primitive_batchers
 from . import elementwise as E
 from . import indexing as I
 from . import reductions as R
@@ -48,7 +49,7 @@ def _cumulative(name, accumulate, dtype_fn):
         d = dims[0]
         return p.bind(args[0], axis=axis if axis < d else axis + 1, reverse=reverse), d
 
-    p.batch = batch
+    primitive_batchers[p] = batch
     return p
 
 

@@ -33,7 +33,7 @@ import scipy.special as _sc
 
 from ..core import Primitive, ShapedArray
 from ..interpreters.ad import defjvp, defjvp_zero
-from ..interpreters.batching import materialize, move_to_front
+from ..interpreters.batching import materialize, move_to_front, primitive_batchers
 from .elementwise import div, exp, maximum, mul, neg, sub
 from .special import _xpow_density, gammaln, igamma_grad_a_p
 
@@ -111,7 +111,7 @@ def _random_bits_batch(args, dims, shape, bit_width):
 random_bits_p = Primitive("random_bits")
 random_bits_p.impl = _random_bits_impl
 random_bits_p.abstract_eval = _random_bits_abstract_eval
-random_bits_p.batch = _random_bits_batch
+primitive_batchers[random_bits_p] = _random_bits_batch
 defjvp_zero(random_bits_p)
 
 
@@ -229,7 +229,7 @@ def _random_gamma_jvp(t, ans, key, a, log_space):
 random_gamma_p = Primitive("random_gamma")
 random_gamma_p.impl = _random_gamma_impl
 random_gamma_p.abstract_eval = _random_gamma_abstract_eval
-random_gamma_p.batch = _random_gamma_batch
+primitive_batchers[random_gamma_p] = _random_gamma_batch
 defjvp(random_gamma_p, None, _random_gamma_jvp)
 
 

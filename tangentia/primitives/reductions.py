@@ -9,6 +9,7 @@ from ..interpreters.ad import deflinear, defjvp, defjvp_zero
 from ..interpreters.base_ops import (  # noqa: F401  (reduce_sum is re-exported)
     check_axes, expand_reduced, normalize_axes, reduce_dtype, reduce_sum, reduce_sum_p,
     reduced_shape, reduction_primitive)
+from ..interpreters.batching import primitive_batchers
 from . import elementwise as E
 from . import structural as S
 
@@ -85,7 +86,7 @@ def _arg_reduction(name, np_fn):
         d = dims[0]
         new_axis = axis if axis < d else axis + 1
         return p.bind(args[0], axis=new_axis), d - (1 if axis < d else 0)
-    p.batch = batch
+    primitive_batchers[p] = batch
     defjvp_zero(p)
     return p
 
@@ -121,7 +122,7 @@ def _cumsum_batch(args, dims, axis, reverse):
     return cumsum(args[0], axis if axis < d else axis + 1, reverse), d
 
 
-cumsum_p.batch = _cumsum_batch
+primitive_batchers[cumsum_p] = _cumsum_batch
 
 
 def cumsum(x, axis, reverse=False):

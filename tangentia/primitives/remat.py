@@ -20,6 +20,7 @@ from __future__ import annotations
 from ..compiler.backend import compile_program
 from ..core import Primitive
 from ..interpreters import ad
+from ..interpreters.batching import primitive_batchers
 from ..interpreters.call_rules import def_call_rules
 
 remat_p = Primitive("checkpoint", multiple_results=True, call_param="jaxpr")
@@ -45,7 +46,7 @@ name_p.impl = lambda x, name: x
 name_p.abstract_eval = lambda x, name: x
 ad.defjvp(name_p, lambda t, ans, x, name: t)
 name_p.transpose = lambda ct, x, name: (ct,)
-name_p.batch = lambda args, dims, name: (name_p.bind(args[0], name=name), dims[0])
+primitive_batchers[name_p] = lambda args, dims, name: (name_p.bind(args[0], name=name), dims[0])
 
 
 def checkpoint_name(x, name):

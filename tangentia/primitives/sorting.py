@@ -14,7 +14,7 @@ import numpy as np
 from .. import core, dtypes
 from ..core import Primitive, ShapedArray
 from ..interpreters.ad import defjvp, defjvp_zero
-from ..interpreters.batching import materialize, move_to_front
+from ..interpreters.batching import materialize, move_to_front, primitive_batchers
 from . import elementwise as E
 from . import indexing as I
 from . import reductions as R
@@ -73,7 +73,7 @@ def _moved_axis(axis, d):
     return axis if axis < d else axis + 1
 
 
-sort_p.batch = lambda args, dims, axis: (sort(args[0], _moved_axis(axis, dims[0])), dims[0])
+primitive_batchers[sort_p] = lambda args, dims, axis: (sort(args[0], _moved_axis(axis, dims[0])), dims[0])
 
 
 def sort(x, axis=-1):
@@ -107,7 +107,7 @@ def _argsort_abstract_eval(x, axis, descending):
 
 argsort_p.abstract_eval = _argsort_abstract_eval
 defjvp_zero(argsort_p)
-argsort_p.batch = lambda args, dims, axis, descending: (
+primitive_batchers[argsort_p] = lambda args, dims, axis, descending: (
     argsort(args[0], _moved_axis(axis, dims[0]), descending), dims[0])
 
 
@@ -159,7 +159,7 @@ def _searchsorted_batch(args, dims, side):
     return count, 0
 
 
-searchsorted_p.batch = _searchsorted_batch
+primitive_batchers[searchsorted_p] = _searchsorted_batch
 
 
 def searchsorted(a, v, side="left"):

@@ -17,7 +17,7 @@ from ..interpreters.ad import deflinear, is_undefined
 from ..interpreters.base_ops import (  # noqa: F401  (re-exported)
     broadcast_to, broadcast_to_p, convert_element_type, convert_element_type_p, reshape,
     reshape_p, transpose, transpose_p, unchanged)
-from ..interpreters.batching import batch_size, materialize
+from ..interpreters.batching import batch_size, materialize, primitive_batchers
 from .indexing import static_slice
 
 # ---------------------------------------------------------------------------
@@ -109,7 +109,7 @@ def _concatenate_batch(args, dims, axis):
     return concatenate(xs, axis + 1), 0
 
 
-concatenate_p.batch = _concatenate_batch
+primitive_batchers[concatenate_p] = _concatenate_batch
 
 
 def concatenate(xs, axis):
@@ -125,7 +125,7 @@ stop_gradient_p = Primitive("stop_gradient")
 stop_gradient_p.impl = lambda x: x
 stop_gradient_p.abstract_eval = lambda x: x
 ad.defjvp_zero(stop_gradient_p)
-stop_gradient_p.batch = lambda args, dims: (stop_gradient_p.bind(args[0]), dims[0])
+primitive_batchers[stop_gradient_p] = lambda args, dims: (stop_gradient_p.bind(args[0]), dims[0])
 
 
 def stop_gradient(x):

@@ -23,6 +23,7 @@ from .. import core
 from ..core import Primitive, ShapedArray
 from ..interpreters.ad import Zero, defjvp_zero
 from ..interpreters.base_ops import move_to_front
+from ..interpreters.batching import primitive_batchers
 from . import elementwise as E
 from . import indexing as I
 from . import structural as S
@@ -205,7 +206,7 @@ def _window_reduce_batch(args, dims, *, op, window_dimensions, window_strides, w
 
 window_reduce_p.jvp = _window_reduce_jvp
 window_reduce_p.transpose = _window_reduce_transpose
-window_reduce_p.batch = _window_reduce_batch
+primitive_batchers[window_reduce_p] = _window_reduce_batch
 
 
 # ---------------------------------------------------------------------------
@@ -245,5 +246,5 @@ def _window_argmax_batch(args, dims, *, op, window_dimensions, window_strides, w
 window_argmax_p = Primitive("window_argmax")
 window_argmax_p.impl = _window_argmax_impl
 window_argmax_p.abstract_eval = _window_argmax_abstract_eval
-window_argmax_p.batch = _window_argmax_batch
+primitive_batchers[window_argmax_p] = _window_argmax_batch
 defjvp_zero(window_argmax_p)
