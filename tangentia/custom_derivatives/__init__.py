@@ -16,6 +16,8 @@ interpreter passes through (docs/architecture.md describes the design):
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 # The implementation, by topic: ``_base`` (the primitives, SymbolicZero, what
 # both decorators share), ``_jvp`` (custom_jvp), ``_vjp`` (custom_vjp),
 # ``_closure`` (closure_convert), ``_linear`` (linear_call, custom_transpose),
@@ -28,6 +30,10 @@ from ._closure import closure_convert
 from ._jvp import custom_jvp
 from ._linear import custom_transpose, linear_call
 from ._vjp import CustomVJPPrimal, custom_vjp, custom_vjp_primal_tree_values
+
+# jax.custom_derivatives.custom_gradient: defined in the library layer (tangentia._custom_gradient),
+# set here by the package's __init__; declared for type checkers
+custom_gradient: Callable[[Callable], Callable]
 
 __all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "CustomVJPPrimal", "closure_convert",
            "zero_from_primal", "custom_vjp_primal_tree_values", "linear_call", "custom_transpose"]
