@@ -278,13 +278,16 @@ class _Gen:
     """Generates one program's source: ``lower_jaxpr`` emits the code of a
     program's equations into ``lines`` and returns its output values."""
 
-    def __init__(self, rules, fusible, inline, rows=None, limit=SMALL):
+    def __init__(self, rules, fusible, inline, rows=None, limit=SMALL, blocks=None):
         # rules: {primitive name: rule}; fusible: consumers that keep a lazy operand
         # lazy; inline: consumers that take single-use scalar expressions inline;
         # rows: {primitive name: row rule} (``rules.ROWS``) for batched values;
-        # limit: values of at most this many elements are scalarized.
+        # limit: values of at most this many elements are scalarized;
+        # blocks: ``lower_run(g, eqns, k, env, consumers) -> next k`` emitting runs of
+        # scalarized equations as one call (``irblock``), or None.
         self.rules, self.fusible, self.inline, self.limit = rules, fusible, inline, limit
         self.rows = rows or {}
+        self.blocks = blocks
         self.lines = []
         self.depth = 1
         self.counter = itertools.count()
@@ -529,6 +532,11 @@ class _Gen:
         depth = {}   # lazy value -> length of its chain of fused operations
         k = 0
         while k < len(eqns):
+            if self.blocks is not None and not self.vector_loop:
+                j = self.blocks(self, eqns, k, env, consumers)
+                if j > k:
+                    k = j
+                    continue
             run = self.row_run(eqns, k)
             if run is None:
                 self.lower_one(eqns[k], env, consumers, depth)

@@ -26,7 +26,7 @@ from numba.core import errors as NE
 from ...core import ProgramMemo
 from ..backend import COMPILE_THREAD, Backend, cache_root
 from .memo import COMPILED
-from . import elementwise_loop, helpers, vecmath, vecmath_trig
+from . import elementwise_loop, helpers, irblock, vecmath, vecmath_trig
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
                       _weight, AV, ZV)
 from .rules import ELEMENTWISE, FUSIBLE, ROWS, RULES, all_primitives, gemm_bound, lowering_paths
@@ -38,7 +38,8 @@ _NJIT_OPTIONS = dict(error_model="numpy")
 def _generate(jaxpr):
     """(source, globals, objmode, fallbacks) for a program without constvars (fallbacks:
     the primitives run in object mode for want of a native lowering)."""
-    g = _Gen(RULES, FUSIBLE, ELEMENTWISE, ROWS)
+    g = _Gen(RULES, FUSIBLE, ELEMENTWISE, ROWS,
+             blocks=irblock.lower_run if os.environ.get("TANGENTIA_NUMBA_IRBLOCK", "1") != "0" else None)
     loop = one_loop(jaxpr)
     params, in_vals = [], []
     for v in jaxpr.invars:

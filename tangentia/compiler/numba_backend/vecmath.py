@@ -341,3 +341,9 @@ _stanh = _unary(_outlined(_tanh_ir, "tanh"))
 _stanh.__doc__ = "``_vtanh`` as a call of one out-of-line function (for unrolled scalar code)."
 _sexpm1 = _unary(_outlined(_expm1_ir, "expm1"))
 _sexpm1.__doc__ = "``_vexpm1`` as a call of one out-of-line function (for unrolled scalar code)."
+
+# The IR of the scalar (unrolled-code) variants, ``ir_fn(f, x)`` on a double ``x``
+# (``f``: ``_IR(builder)``), for ``irblock``'s blocks: the same code ``_vexp``, ``_vlog``,
+# ``_vlog1p`` (inline) and ``_stanh``, ``_sexpm1`` (out-of-line calls) emit.
+SCALAR_IR = {"exp": _exp_ir, "log": _log_ir, "log1p": _log1p_ir,
+             "tanh": _outlined(_tanh_ir, "tanh"), "expm1": _outlined(_expm1_ir, "expm1")}

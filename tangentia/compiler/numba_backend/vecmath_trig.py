@@ -305,3 +305,6 @@ _ssin = _unary(_outlined(_scalar_ir("sin"), "sin"))
 _ssin.__doc__ = "``_vsin`` as a call of one out-of-line function (for unrolled scalar code)."
 _scos = _unary(_outlined(_scalar_ir("cos"), "cos"))
 _scos.__doc__ = "``_vcos`` as a call of one out-of-line function (for unrolled scalar code)."
+
+# The IR of ``_ssin`` and ``_scos`` (``ir_fn(f, x)`` on a double ``x``), for ``irblock``.
+SCALAR_IR = {"sin": _outlined(_scalar_ir("sin"), "sin"), "cos": _outlined(_scalar_ir("cos"), "cos")}

@@ -1,0 +1,811 @@
+"""Runs of scalarized equations emitted as one numba intrinsic writing LLVM IR.
+
+numba's cost is per statement of the generated Python (typing, its IR passes,
+lowering), not per LLVM instruction: a chain of elementwise operations on a
+value of 8 elements was 8 statements per equation, and compiled at 5-7 ms per
+equation.  Here a maximal run of consecutive equations whose values are all
+scalarized (``SV``: ``codegen.SMALL`` elements or fewer, real or integer dtypes)
+and which all have a rule in ``RULES`` becomes one call
+
+    (s40, s41, ) = _blk3(((s1, s2, ), ))
+
+of an intrinsic generated for that run: numba types and lowers one call, and
+the intrinsic's code generation emits the run's scalar operations as straight
+IR with llvmlite's builder (LLVM still sees the same unrolled scalar code, so
+the compiled program runs as fast).  Its inputs are the scalars the run reads
+(a tuple of tuples of at most ``_CHUNK``), its outputs those the rest of the
+program reads.
+
+* **Rules** are keyed by ``Primitive``.  Elementwise ones compute in the dtypes
+  of NumPy's loop (``rules._loop_dtypes``) with the same operations as the
+  Python the generator would write (``fadd``, ``fcmp``, the casts of numba's
+  ``context.cast``, the IR of ``vecmath``'s and ``vecmath_trig``'s scalar
+  functions, numba's own lowering of ``**``), so results are bit for bit those
+  of the statement-per-element code (``TANGENTIA_NUMBA_IRBLOCK=0`` emits that).
+  Structural operations (broadcasts, reshapes, transposes, static indexing,
+  concatenation) rearrange element lists, reductions and small contractions
+  fold left in the generator's order.
+* **Scalar nodes** are built first (``_Block``): constants folded as NumPy
+  folds them, repeated operations shared; a run with fewer than ``MIN_OPS``
+  operations is emitted as before (a call would not pay).
+* **The cache key.** A block's description (its nodes, in order, as text) is
+  hashed; the generated source names the digest in a comment next to the
+  block's global, so two programs differing only inside a block have
+  different sources (and on-disk cache entries).  Blocks of the same
+  description share one intrinsic per process.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import operator
+import threading
+
+import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types as nbt
+from numba.core.extending import intrinsic
+from numba.core.typing import signature
+
+from ...core import Literal
+from ...interpreters import ad, base_ops as B
+from ...primitives import contraction as C, elementwise as E, indexing as X, reductions as R
+from ...primitives import misc as M, remat, structural as S
+from . import vecmath, vecmath_trig
+from .codegen import SV, _bidx, _is_float0, _lit, _nbtype, _ravel, _size, _typed
+from .rules import _index_plan, _loop_dtypes
+
+__all__ = ["RULES", "MIN_OPS", "lower_run"]
+
+FUNCTION_NODES = 400   # operations of a block emitted into one function at most
+MIN_OPS = 4        # a run with fewer scalar operations is emitted as Python statements
+_CHUNK = 16        # elements per inner tuple of a block's inputs (CPython builds longer
+                   # tuple displays from a list, which numba types only when homogeneous)
+_KINDS = "biuf"
+
+
+class _Val:
+    """A value inside a block: its shape, dtype and one node id per element (C order)."""
+
+    __slots__ = ("shape", "dtype", "ids")
+
+    def __init__(self, shape, dtype, ids):
+        self.shape, self.dtype, self.ids = tuple(shape), dtype, ids
+
+
+class _Block:
+    """The scalar nodes of one run: ``nodes[i] = (op, dtype, args, param)``.
+
+    ``op`` is ``"in"`` (``param``: the input's position), ``"const"`` (``param``:
+    the value as a NumPy scalar of ``dtype``), ``"cast"`` (from ``param``, a dtype)
+    or an operation name (``param``: an exponent or None); ``args`` are node ids."""
+
+    def __init__(self):
+        self.nodes = []
+        self.memo = {}
+        self.inputs = []        # (Var, element index, dtype) per input node
+        self.ops = 0            # operations (not inputs, constants or casts)
+
+    def _add(self, key, node):
+        i = self.memo.get(key)
+        if i is None:
+            i = self.memo[key] = len(self.nodes)
+            self.nodes.append(node)
+        return i
+
+    def input(self, var, k, dtype):
+        key = ("in", id(var), k)
+        i = self.memo.get(key)
+        if i is None:
+            i = self.memo[key] = len(self.nodes)
+            self.nodes.append(("in", dtype, (), len(self.inputs)))
+            self.inputs.append((var, k, dtype))
+        return i
+
+    def const(self, value, dtype):
+        v = np.asarray(value).astype(dtype)[()]
+        return self._add(("c", dtype.str, v.tobytes()), ("const", dtype, (), v))
+
+    def dtype(self, i):
+        return self.nodes[i][1]
+
+    def cast(self, i, dst):
+        op, src, _, param = self.nodes[i]
+        if src == dst:
+            return i
+        if op == "const":
+            return self.const(param, dst)      # (as ``codegen._cast`` folds a literal)
+        return self._add(("cast", i, dst.str), ("cast", dst, (i,), src))
+
+    def op(self, name, dtype, args, param=None):
+        key = (name, dtype.str, tuple(args), param)
+        i = self.memo.get(key)
+        if i is None:
+            self.ops += 1
+            i = self.memo[key] = len(self.nodes)
+            self.nodes.append((name, dtype, tuple(args), param))
+        return i
+
+    def text(self, outputs):
+        """The description hashed into the cache key."""
+        lines = []
+        for op, dt, args, param in self.nodes:
+            if op == "const":
+                param = param.tobytes().hex()
+            elif op == "cast":
+                param = param.str
+            lines.append(f"{op} {dt.str} {' '.join(map(str, args))} {param}")
+        lines.append("out " + " ".join(map(str, outputs)))
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# Rules: ``rule(bb, g, eqn, ins) -> [_Val]`` (None: not in a block)
+
+def _out(eqn):
+    return eqn.outputs[0].aval
+
+
+def _elementwise(bb, g, eqn, ins):
+    out = _out(eqn)
+    prim = eqn.prim
+    in_dts = [a.aval.dtype for a in eqn.inputs]
+    param = None
+    if prim is E.select_p:
+        loop_in, loop_out, name = [in_dts[0], out.dtype, out.dtype], out.dtype, "select"
+    elif prim is B.convert_element_type_p:
+        loop_in, loop_out, name = [out.dtype], out.dtype, "id"
+    elif prim is E.integer_pow_p:
+        y = eqn.params["y"]
+        if out.dtype.kind != "f" and y not in (0, 1, 2):
+            return None
+        loop_in, loop_out, name, param = [out.dtype], out.dtype, "ipow", y
+    else:
+        loop_in, loop_out = _loop_dtypes(eqn)
+        name = _ELEMENTWISE[prim]
+    loop_in = [np.dtype(d) for d in loop_in]
+    loop_out = np.dtype(loop_out)
+    if any(d.kind not in _KINDS for d in list(loop_in) + [loop_out]):
+        return None
+    op_dt = loop_in[0] if prim is not E.select_p else out.dtype
+    if not _supported(name, op_dt):
+        return None
+    n = _size(out.shape)
+    operands = [[bb.cast(i, d) for i in _broadcast(v, out.shape, n)] for v, d in zip(ins, loop_in)]
+    ids = []
+    for args in zip(*operands):
+        r = args[0] if name == "id" else _compute(bb, name, op_dt, args, param)
+        if bb.dtype(r) != loop_out:
+            return None
+        ids.append(bb.cast(r, out.dtype))
+    return [_Val(out.shape, out.dtype, ids)]
+
+
+def _broadcast(v, shape, n):
+    """The node ids of ``v`` broadcast to ``shape`` (of ``n`` elements), in C order."""
+    if v.shape == tuple(shape):
+        return v.ids
+    if len(v.ids) == 1:
+        return v.ids * n
+    return [v.ids[_ravel(_bidx(idx, v.shape, shape), v.shape)] for idx in np.ndindex(*shape)]
+
+
+# the operation computed by each elementwise primitive (in the loop's dtype)
+_ELEMENTWISE = {
+    E.add_p: "add", ad.add_any_p: "add",
+    E.sub_p: "sub", E.mul_p: "mul", E.div_p: "div", E.neg_p: "neg",
+    E.maximum_p: "max", E.minimum_p: "min",
+    E.eq_p: "eq", E.ne_p: "ne", E.lt_p: "lt", E.le_p: "le", E.gt_p: "gt", E.ge_p: "ge",
+    E.and_p: "and", E.or_p: "or", E.not_p: "not",
+    E.sin_p: "sin", E.cos_p: "cos", E.exp_p: "exp", E.log_p: "log", E.tanh_p: "tanh",
+    E.expm1_p: "expm1", E.log1p_p: "log1p", E.sqrt_p: "sqrt", E.abs_p: "abs",
+}
+# Elementwise primitives computed by numba's own lowering of the function the
+# generator's statement calls (``rules._OPS``): the same code, bit for bit.
+# name: (primitive, function, boolean result)
+_CALLS = {
+    "tan": (E.tan_p, math.tan, False), "asin": (E.arcsin_p, math.asin, False),
+    "acos": (E.arccos_p, math.acos, False), "atan": (E.arctan_p, math.atan, False),
+    "sinh": (E.sinh_p, math.sinh, False), "cosh": (E.cosh_p, math.cosh, False),
+    "asinh": (E.arcsinh_p, math.asinh, False), "acosh": (E.arccosh_p, math.acosh, False),
+    "atanh": (E.arctanh_p, math.atanh, False), "atan2": (E.atan2_p, math.atan2, False),
+    "pow": (E.pow_p, operator.pow, False), "copysign": (M.copysign_p, math.copysign, False),
+    "floor": (E.floor_p, np.floor, False), "ceil": (E.ceil_p, np.ceil, False),
+    "round": (E.round_p, np.rint, False), "nextafter": (M.nextafter_p, np.nextafter, False),
+    "isnan": (E.isnan_p, math.isnan, True), "isinf": (E.isinf_p, math.isinf, True),
+    "isfinite": (E.isfinite_p, math.isfinite, True),
+}
+_ELEMENTWISE.update({prim: name for name, (prim, _, _) in _CALLS.items()})
+_FLOAT_ONLY = {"div", "sin", "cos", "exp", "log", "tanh", "expm1", "log1p", "sqrt"} | set(_CALLS)
+_COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def _supported(name, dt):
+    if name in _FLOAT_ONLY:
+        return dt.kind == "f"
+    if name in ("sub", "neg"):
+        return dt.kind != "b"
+    if name in ("and", "or", "not"):
+        return dt.kind == "b"       # (their integer forms compare with 0: not here)
+    if name == "abs":
+        return dt.kind != "u"
+    return True
+
+
+def _compute(bb, name, dt, args, param=None):
+    """The node of ``name`` on ``args`` (nodes of dtype ``dt``), the generator's
+    expression for it (``rules._OPS``, ``_SCALAR_OPS``, ``_integer_pow``)."""
+    b = np.dtype(bool)
+    if name in _COMPARE or (name in _CALLS and _CALLS[name][2]):
+        return bb.op(name, b, args)
+    if name == "select":
+        return bb.op("select", dt, [bb.cast(args[0], b)] + list(args[1:]))
+    if name == "ipow":
+        if param == 0:
+            return bb.const(1, dt)
+        if param == 1:
+            return args[0]
+        if param == 2:
+            return _compute(bb, "mul", dt, [args[0], args[0]])
+        # (``x ** 3.0``: numba computes a float32 ``x`` to the power of a float64 in float64)
+        f8 = np.dtype(np.float64)
+        return bb.cast(bb.op("pow", f8, [bb.cast(args[0], f8), bb.const(float(param), f8)]), dt)
+    if dt.kind == "b":
+        if name in ("add", "max", "or"):
+            name = "or"
+        elif name in ("mul", "min", "and"):
+            name = "and"
+        elif name == "abs":
+            return args[0]
+    return bb.op(name, dt, args)
+
+
+def _identity(bb, g, eqn, ins):
+    return [ins[0]]
+
+
+def _reshape(bb, g, eqn, ins):
+    out = _out(eqn)
+    return [_Val(out.shape, out.dtype, list(ins[0].ids))]
+
+
+def _remap(x, out, in_index):
+    return _Val(out.shape, out.dtype,
+                [x.ids[_ravel(in_index(idx), x.shape)] for idx in np.ndindex(*out.shape)])
+
+
+def _transpose(bb, g, eqn, ins):
+    perm = eqn.params["permutation"]
+
+    def in_index(idx):
+        src = [0] * len(perm)
+        for k, p in enumerate(perm):
+            src[p] = idx[k]
+        return tuple(src)
+    return [_remap(ins[0], _out(eqn), in_index)]
+
+
+def _broadcast_to(bb, g, eqn, ins):
+    out, x = _out(eqn), ins[0]
+    return [_remap(x, out, lambda idx: _bidx(idx, x.shape, out.shape))]
+
+
+def _getitem(bb, g, eqn, ins):
+    if len(ins) != 1:
+        return None         # (index arrays: the generator's rule, with its bounds checks)
+    _, in_index = _index_plan(eqn.params["spec"], ins[0].shape, [])
+    return [_remap(ins[0], _out(eqn), in_index)]
+
+
+def _concatenate(bb, g, eqn, ins):
+    out = _out(eqn)
+    axis = eqn.params["axis"]
+    ids = []
+    for idx in np.ndindex(*out.shape):
+        k = idx[axis]
+        for v in ins:
+            if k < v.shape[axis]:
+                ids.append(bb.cast(v.ids[_ravel(idx[:axis] + (k,) + idx[axis + 1:], v.shape)],
+                                   out.dtype))
+                break
+            k -= v.shape[axis]
+    return [_Val(out.shape, out.dtype, ids)]
+
+
+_REDUCE = {B.reduce_sum_p: ("add", 0), R.reduce_prod_p: ("mul", 1), R.reduce_max_p: ("max", None),
+           R.reduce_min_p: ("min", None), R.reduce_and_p: ("and", True), R.reduce_or_p: ("or", False)}
+
+
+def _reduce(bb, g, eqn, ins):
+    x, = ins
+    out = _out(eqn)
+    dt = out.dtype
+    axes = tuple(eqn.params["axes"])
+    name, init = _REDUCE[eqn.prim]
+    if not _supported(name, dt):
+        return None
+    kept = [d for i, d in enumerate(x.shape) if i not in axes]
+    red = [d for i, d in enumerate(x.shape) if i in axes]
+    ids = []
+    for k_idx in np.ndindex(*kept):
+        acc = None
+        for r_idx in np.ndindex(*red):
+            k_it, r_it = iter(k_idx), iter(r_idx)
+            full = tuple(next(r_it) if i in axes else next(k_it) for i in range(len(x.shape)))
+            e = bb.cast(x.ids[_ravel(full, x.shape)], dt)
+            acc = e if acc is None else _compute(bb, name, dt, [acc, e])
+        if acc is None:
+            if init is None:
+                return None
+            acc = bb.const(init, dt)
+        ids.append(acc)
+    return [_Val(out.shape, dt, ids)]
+
+
+def _dot_general(bb, g, eqn, ins):
+    from .rules import _dot_dims
+    x, y = ins
+    out = _out(eqn)
+    dt = out.dtype
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lf, rf, _, _, k, _ = _dot_dims(x.shape, y.shape, eqn.params["dimension_numbers"])
+    if not (g.is_small(out.shape) and _size(out.shape) * k <= 4 * g.limit):
+        return None
+    csh = [x.shape[i] for i in lc]
+    nb, nlf = len(lb), len(lf)
+    ids = []
+    for o_idx in np.ndindex(*out.shape):
+        acc = None
+        for c_idx in np.ndindex(*csh):
+            xi, yi = [None] * len(x.shape), [None] * len(y.shape)
+            for t, (a, b) in enumerate(zip(lb, rb)):
+                xi[a] = yi[b] = o_idx[t]
+            for t, a in enumerate(lf):
+                xi[a] = o_idx[nb + t]
+            for t, b in enumerate(rf):
+                yi[b] = o_idx[nb + nlf + t]
+            for t, (a, b) in enumerate(zip(lc, rc)):
+                xi[a] = yi[b] = c_idx[t]
+            t = _compute(bb, "mul", dt, [bb.cast(x.ids[_ravel(xi, x.shape)], dt),
+                                         bb.cast(y.ids[_ravel(yi, y.shape)], dt)])
+            acc = t if acc is None else _compute(bb, "add", dt, [acc, t])
+        ids.append(acc if acc is not None else bb.const(0, dt))
+    return [_Val(out.shape, dt, ids)]
+
+
+RULES = {p: _elementwise for p in list(_ELEMENTWISE) + [E.select_p, B.convert_element_type_p,
+                                                        E.integer_pow_p]}
+RULES.update({
+    S.stop_gradient_p: _identity, remat.name_p: _identity,
+    B.reshape_p: _reshape, B.transpose_p: _transpose, B.broadcast_to_p: _broadcast_to,
+    X.getitem_p: _getitem, S.concatenate_p: _concatenate, C.dot_general_p: _dot_general,
+    **{p: _reduce for p in _REDUCE},
+})
+
+
+# ---------------------------------------------------------------------------
+# Runs
+
+
+def _eligible(g, eqn):
+    if eqn.prim not in RULES or eqn.prim.has_effects or not eqn.outputs:
+        return False
+    for a in list(eqn.inputs) + list(eqn.outputs):
+        aval = a.aval
+        if aval.dtype.kind not in _KINDS or _is_float0(aval.dtype) or not g.is_small(aval.shape):
+            return False
+    return True
+
+
+def lower_run(g, eqns, k, env, consumers):
+    """Lower the run of eligible equations from ``eqns[k]`` (up to the first one a
+    rule declines): as one block if it has at least ``MIN_OPS`` operations, else one
+    by one (``g.lower_one``).  Returns the index after what was lowered (``k``:
+    ``eqns[k]`` is not eligible)."""
+    bb = _Block()
+    vals = {}
+    j = k
+    while j < len(eqns) and _eligible(g, eqns[j]):
+        eqn = eqns[j]
+        ins = []
+        for a in eqn.inputs:
+            if type(a) is Literal:
+                dt = a.aval.dtype
+                ins.append(_Val((), dt, [bb.const(a.val, dt)]))
+            elif a in vals:
+                ins.append(vals[a])
+            else:
+                aval = a.aval
+                ins.append(_Val(aval.shape, aval.dtype,
+                                [bb.input(a, i, aval.dtype) for i in range(_size(aval.shape))]))
+        outs = RULES[eqn.prim](bb, g, eqn, ins)
+        if outs is None:
+            break
+        for v, o in zip(eqn.outputs, outs):
+            vals[v] = o
+        j += 1
+    if j == k:
+        if k < len(eqns) and _eligible(g, eqns[k]):     # (a rule declined it)
+            g.lower_one(eqns[k], env, consumers, {})
+            return k + 1
+        return k
+    run = eqns[k:j]
+    if bb.ops < MIN_OPS:
+        for eqn in run:
+            g.lower_one(eqn, env, consumers, {})
+        return j
+    in_run = {id(e) for e in run}
+    results = [(v, vals[v]) for e in run for v in e.outputs
+               if any(u is None or id(u) not in in_run for u in consumers.get(v, ()))]
+    _emit(g, bb, results, env)
+    return j
+
+
+def _emit(g, bb, results, env):
+    # the scalar expressions of the inputs (named: each is read once, by the call),
+    # each passed once (``in_map``: input node -> argument)
+    srcs, args, where, in_map = {}, [], {}, []
+    for var, k, dtype in bb.inputs:
+        sv = srcs.get(var)
+        if sv is None:
+            sv = srcs[var] = g.named(g.small(env[var]))
+        e = _typed(sv.elems[k], dtype)
+        pos = where.get((e, dtype.str))
+        if pos is None:
+            pos = where[(e, dtype.str)] = len(args)
+            args.append(e)
+        in_map.append(pos)
+    # the outputs: nodes computed by the block, once each; inputs and constants
+    # are read where they are
+    out_ids, names, node_name = [], [], {}
+    for var, val in results:
+        elems = []
+        for i in val.ids:
+            op, dt, _, param = bb.nodes[i]
+            if op == "in":
+                elems.append(args[in_map[param]])
+            elif op == "const":
+                elems.append(_lit(param, dt))
+            else:
+                n = node_name.get(i)
+                if n is None:
+                    n = node_name[i] = g.name("s")
+                    out_ids.append(i)
+                    names.append(n)
+                elems.append(n)
+        env[var] = SV(val.shape, val.dtype, elems)
+    if not out_ids:
+        return
+    in_dts = [None] * len(args)
+    for (_, _, dt), pos in zip(bb.inputs, in_map):
+        in_dts[pos] = dt
+    text = (" ".join(dt.str for dt in in_dts) + "\n" + " ".join(map(str, in_map)) + "\n"
+            + bb.text(out_ids))
+    digest = hashlib.sha256(text.encode()).hexdigest()[:24]
+    fn = _intrinsic(digest, bb.nodes, in_dts, in_map, out_ids)
+    name = g.glob(fn, "_blk")
+    g.notes.append(f"# {name}: irblock {digest} ({len(bb.nodes)} nodes)")
+    g.emit(f"({''.join(n + ', ' for n in names)}) = {name}({_nest(args)})")
+
+
+def _nest(items):
+    """A tuple display of ``items``: tuples of at most ``_CHUNK``, nested as needed."""
+    if len(items) <= _CHUNK:
+        return "(" + "".join(i + ", " for i in items) + ")"
+    size = _CHUNK
+    while len(items) > size * _CHUNK:
+        size *= _CHUNK
+    return "(" + "".join(_nest(items[i:i + size]) + ", " for i in range(0, len(items), size)) + ")"
+
+
+# ---------------------------------------------------------------------------
+# The intrinsic
+
+_INTRINSICS = {}        # digest -> intrinsic: blocks of the same description share one
+_MEMO_MAX = 4096
+_LOCK = threading.Lock()
+
+
+def _intrinsic(digest, nodes, in_dts, in_map, out_ids):
+    with _LOCK:
+        fn = _INTRINSICS.get(digest)
+        if fn is None:
+            if len(_INTRINSICS) >= _MEMO_MAX:   # (compiled programs keep theirs)
+                _INTRINSICS.clear()
+            fn = _INTRINSICS[digest] = _make_intrinsic(digest, nodes, in_dts, in_map, out_ids)
+    return fn
+
+
+def _flat_types(ty):
+    if isinstance(ty, nbt.BaseTuple):
+        out = []
+        for t in ty.types:
+            out.extend(_flat_types(t))
+        return out
+    return [ty]
+
+
+def _flat_values(builder, val, ty):
+    if isinstance(ty, nbt.BaseTuple):
+        out = []
+        for k, t in enumerate(ty.types):
+            out.extend(_flat_values(builder, builder.extract_value(val, k), t))
+        return out
+    return [val]
+
+
+def _make_intrinsic(digest, nodes, in_dts, in_map, out_ids):
+    in_types = [_nbtype(dt) for dt in in_dts]
+    n_in = len(in_types)
+    ret = nbt.Tuple([_nbtype(nodes[i][1]) for i in out_ids])
+
+    def typer(typingctx, args):
+        flat = _flat_types(args)
+        if len(flat) != n_in or not all(isinstance(t, (nbt.Number, nbt.Boolean)) for t in flat):
+            return None
+
+        def codegen(context, builder, sig, llargs):
+            vals = _flat_values(builder, llargs[0], sig.args[0])
+            vals = [context.cast(builder, v, t, want)
+                    for v, t, want in zip(vals, _flat_types(sig.args[0]), in_types)]
+            res = _emit_ir(context, builder, nodes, [vals[p] for p in in_map], out_ids, digest)
+            return context.make_tuple(builder, sig.return_type, res)
+        return signature(ret, args), codegen
+    typer.__name__ = f"irblock_{digest}"
+    return intrinsic(typer)
+
+
+_LLTYPES = {}
+
+
+def _lltype(dt):
+    t = _LLTYPES.get(dt)
+    if t is None:
+        if dt.kind == "b":
+            t = ir.IntType(1)
+        elif dt.kind == "f":
+            t = ir.DoubleType() if dt.itemsize == 8 else ir.FloatType()
+        else:
+            t = ir.IntType(8 * dt.itemsize)
+        _LLTYPES[dt] = t
+    return t
+
+
+def _llconst(value, dt):
+    t = _lltype(dt)
+    if dt.kind == "f":
+        return ir.Constant(t, float(value))
+    v = int(value)
+    bits = 1 if dt.kind == "b" else 8 * dt.itemsize
+    if dt.kind != "b" and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return ir.Constant(t, v)
+
+
+def _emit_ir(context, builder, nodes, in_vals, out_ids, digest):
+    """Emit the nodes the outputs need; returns the outputs' values.  Past
+    ``FUNCTION_NODES`` operations, they are split into consecutive pieces, each
+    an out-of-line (``noinline``) function of the module taking the values it
+    reads and returning those read after it: LLVM's code generation (instruction
+    selection and scheduling of one basic block, spill slots of one function)
+    grows faster than linearly with a function's size (one block of 48,000
+    operations: 11.8 s; pieces of a few hundred: linear)."""
+    live = bytearray(len(nodes))
+    for i in out_ids:
+        live[i] = 1
+    for i in range(len(nodes) - 1, -1, -1):
+        if live[i]:
+            for a in nodes[i][2]:
+                live[a] = 1
+    vals = {}
+    order = []
+    for i, (op, dt, args, param) in enumerate(nodes):
+        if live[i]:
+            if op == "in":
+                vals[i] = in_vals[param]
+            elif op != "const":
+                order.append(i)
+    memo = {}
+    if len(order) <= FUNCTION_NODES:
+        _emit_nodes(context, builder, nodes, order, vals, memo)
+        return [_value(nodes, vals, i) for i in out_ids]
+    n_pieces = -(-len(order) // FUNCTION_NODES)
+    size = -(-len(order) // n_pieces)
+    pieces = [order[a:a + size] for a in range(0, len(order), size)]
+    piece_of = {}
+    for c, piece in enumerate(pieces):
+        for i in piece:
+            piece_of[i] = c
+    last = {}       # node -> the last piece reading it (len(pieces): an output)
+    reads = []      # per piece: the values it reads from the buffers
+    for c, piece in enumerate(pieces):
+        r = set()
+        for i in piece:
+            for a in nodes[i][2]:
+                if piece_of.get(a, -1) != c and nodes[a][0] != "const":
+                    r.add(a)
+                last[a] = max(last.get(a, -1), c)
+        reads.append(sorted(r))
+    for i in out_ids:
+        last[i] = len(pieces)
+    # Values crossing pieces live in stack buffers (one per LLVM type, slots reused
+    # once read for the last time): pieces take the buffers, not the values (a
+    # gradient's forward pass leaves hundreds of values to its backward pass).
+    slots, free, counts = {}, {}, {}
+
+    def take(i):
+        key = _slot_type(nodes[i][1])
+        pool = free.setdefault(key, [])
+        slots[i] = (key, pool.pop() if pool else counts.setdefault(key, 0))
+        if not pool and slots[i][1] == counts[key]:
+            counts[key] += 1
+
+    inputs = sorted({a for r in reads for a in r if a not in piece_of})
+    for i in inputs:
+        take(i)
+    results = []
+    for c, piece in enumerate(pieces):
+        results.append([i for i in piece if last.get(i, -1) > c])
+        for i in results[-1]:
+            take(i)
+        for a in reads[c]:
+            if last[a] == c:
+                key, k = slots[a]
+                free[key].append(k)
+    keys = sorted(counts, key=str)
+    bufs = [cgutils.alloca_once(builder, key, size=counts[key]) for key in keys]
+    where = dict(zip(keys, range(len(keys))))
+
+    def store(b, ptrs, i, v):
+        key, k = slots[i]
+        if key != v.type:
+            v = b.zext(v, key)
+        b.store(v, b.gep(ptrs[where[key]], [ir.Constant(ir.IntType(64), k)]))
+
+    def load(b, ptrs, i):
+        key, k = slots[i]
+        v = b.load(b.gep(ptrs[where[key]], [ir.Constant(ir.IntType(64), k)]))
+        ty = _lltype(nodes[i][1])
+        return v if ty == key else b.trunc(v, ty)
+
+    for i in inputs:
+        store(builder, bufs, i, vals[i])
+    module = builder.module
+    for c, piece in enumerate(pieces):
+        fname = f"tangentia_irblock_{digest}_{c}"
+        fn = module.globals.get(fname)
+        if fn is None:
+            fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [buf.type for buf in bufs]),
+                             fname)
+            fn.linkage = "internal"
+            for attr in ("noinline", "nounwind"):
+                fn.attributes.add(attr)
+            b = ir.IRBuilder(fn.append_basic_block())
+            local = {a: load(b, fn.args, a) for a in reads[c]}
+            _emit_nodes(context, b, nodes, piece, local, memo)
+            for i in results[c]:
+                store(b, fn.args, i, local[i])
+            b.ret_void()
+        builder.call(fn, bufs)
+    for i in out_ids:
+        if i in piece_of:
+            vals[i] = load(builder, bufs, i)
+    return [_value(nodes, vals, i) for i in out_ids]
+
+
+def _slot_type(dt):
+    return ir.IntType(8) if dt.kind == "b" else _lltype(dt)
+
+
+def _value(nodes, vals, i):
+    v = vals.get(i)
+    if v is None:           # (a constant)
+        _, dt, _, param = nodes[i]
+        v = vals[i] = _llconst(param, dt)
+    return v
+
+
+def _emit_nodes(context, builder, nodes, order, vals, memo):
+    f = vecmath._IR(builder)
+    for i in order:
+        op, dt, args, param = nodes[i]
+        if op == "cast":
+            vals[i] = _cast_ir(context, builder, _value(nodes, vals, args[0]), param, dt)
+        else:
+            vals[i] = _OP_IR[op](context, builder, f, memo, dt,
+                                 [_value(nodes, vals, a) for a in args],
+                                 nodes[args[0]][1] if args else dt)
+
+
+def _cast_ir(context, builder, v, src, dst):
+    if dst.kind == "b":     # (the generator's ``(x != 0)``)
+        if src.kind == "f":
+            return builder.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))
+        return builder.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
+    return context.cast(builder, v, _nbtype(src), _nbtype(dst))
+
+
+def _arith(fop, iop):
+    def emit(context, builder, f, memo, dt, a, in_dt):
+        return getattr(builder, fop if dt.kind == "f" else iop)(a[0], a[1])
+    return emit
+
+
+def _neg(context, builder, f, memo, dt, a, in_dt):
+    if dt.kind == "f":
+        from numba.cpython import mathimpl
+        return mathimpl.negate_real(builder, a[0])
+    return builder.neg(a[0])
+
+
+def _extremum(cmp):
+    def emit(context, builder, f, memo, dt, a, in_dt):
+        x, y = a
+        if dt.kind == "f":      # (``helpers._fmax``: NaN propagates, the second of equals)
+            p = builder.or_(builder.fcmp_ordered(cmp, x, y), builder.fcmp_unordered("uno", x, x))
+        elif dt.kind == "i":
+            p = builder.icmp_signed(cmp, x, y)
+        else:
+            p = builder.icmp_unsigned(cmp, x, y)
+        return builder.select(p, x, y)
+    return emit
+
+
+def _compare(cmp):
+    def emit(context, builder, f, memo, dt, a, in_dt):
+        x, y = a
+        if in_dt.kind == "f":
+            return (builder.fcmp_unordered if cmp == "!=" else builder.fcmp_ordered)(cmp, x, y)
+        if in_dt.kind == "i":
+            return builder.icmp_signed(cmp, x, y)
+        return builder.icmp_unsigned(cmp, x, y)
+    return emit
+
+
+def _select(context, builder, f, memo, dt, a, in_dt):
+    return builder.select(a[0], a[1], a[2])
+
+
+def _unary_fn(ir_fn):
+    def emit(context, builder, f, memo, dt, a, in_dt):
+        x = a[0]
+        if dt.itemsize == 8:
+            return ir_fn(f, x)
+        return builder.fptrunc(ir_fn(f, builder.fpext(x, ir.DoubleType())), x.type)
+    return emit
+
+
+def _numba_impl(key):
+    """numba's own lowering of ``key`` (``math.sqrt``, ``operator.pow``, ``abs``, ...)
+    on operands of the first operand's type."""
+    def emit(context, builder, f, memo, dt, a, in_dt):
+        ty, res = _nbtype(in_dt), _nbtype(dt)
+        mk = (key, ty, res, len(a))
+        impl = memo.get(mk)
+        if impl is None:
+            impl = memo[mk] = context.get_function(key, signature(res, *([ty] * len(a))))
+        return impl(builder, a)
+    return emit
+
+
+def _logic(name):
+    def emit(context, builder, f, memo, dt, a, in_dt):
+        if name == "not":
+            return builder.not_(a[0])
+        return getattr(builder, name + "_")(a[0], a[1])
+    return emit
+
+
+
+_OP_IR = {
+    "add": _arith("fadd", "add"), "sub": _arith("fsub", "sub"), "mul": _arith("fmul", "mul"),
+    "div": _arith("fdiv", "sdiv"), "neg": _neg,
+    "max": _extremum(">"), "min": _extremum("<"),
+    **{name: _compare(c) for name, c in _COMPARE.items()},
+    "and": _logic("and"), "or": _logic("or"), "not": _logic("not"),
+    "select": _select,
+    "sqrt": _numba_impl(math.sqrt), "abs": _numba_impl(abs),
+    **{name: _numba_impl(fn) for name, (_, fn, _) in _CALLS.items()},
+    **{name: _unary_fn(fn) for name, fn in vecmath.SCALAR_IR.items()},
+    **{name: _unary_fn(fn) for name, fn in vecmath_trig.SCALAR_IR.items()},
+}
