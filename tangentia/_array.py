@@ -46,7 +46,6 @@ from . import core
 from .tree_util import tree_flatten, tree_unflatten
 
 _ndarray = np.ndarray
-_asarray = np.asarray
 
 
 class CpuDevice:
@@ -336,17 +335,17 @@ def public(fn, module, name):
     transformation, such as ``tnp.zeros(3)`` inside ``jit``) are handed to the
     user as ``ArrayImpl``.
 
-    For the unary and binary functions made by ``core.eager_dispatch``, the
-    twin binds the primitive itself under a transformation, as ``fn`` does (no
-    extra call on the hot path of eager ``grad``), and eagerly unwraps an
-    ``ArrayImpl`` argument before NumPy sees it.  On arrays under an
-    interpreter that evaluates untraced values eagerly (``Trace.eval_known``:
-    a custom rule run on known values while ``grad`` linearizes eagerly) it
-    takes ``fn``'s eager path instead of binding.  The unary twin runs that
-    path itself (the NumPy function), without calling ``fn``.
+    The unary and binary functions made by ``core.eager_dispatch`` are
+    ``fn``'s route itself, with the boundary around it (no extra call on the
+    hot path of eager ``grad``): values evaluated now (eagerly, with NumPy's
+    warnings redirected; arrays under an interpreter that evaluates untraced
+    values, ``Trace.eval_known``) go to ``core.eval_primitive``, the one place
+    that runs a primitive's ``impl``, as plain ndarrays; everything else binds
+    the primitive.
     """
     get = core.current_trace
     EVAL = core.EVAL_TRACE
+    evaluate = core.eval_primitive
     prim = getattr(fn, "primitive", None)
     eager = getattr(fn, "eager", None)
     enter = FPWarnings(eager.__name__ if isinstance(eager, np.ufunc) else name).enter
@@ -369,33 +368,34 @@ def public(fn, module, name):
             if trace is EVAL:
                 token = enter()
                 try:
-                    out = eager(x.view(_ndarray) if t is ArrayImpl else x)
+                    return evaluate(prim, (x.view(_ndarray) if t is ArrayImpl else x,),
+                                    no_params).view(ArrayImpl)
                 finally:
                     if token is not None:
                         reset(token)
-            elif (t is _ndarray or t is ArrayImpl) and trace.eval_known:
-                out = eager(x if t is _ndarray else x.view(_ndarray))
-            else:
-                out = trace.process_primitive(prim, (x,), no_params)
-                return out if type(out) is not _ndarray else out.view(ArrayImpl)
-            # ``fn``'s eager path, inlined (its results are arrays, never NumPy scalars)
-            return (out if type(out) is _ndarray else _asarray(out)).view(ArrayImpl)
+            if (t is _ndarray or t is ArrayImpl) and trace.eval_known:
+                return evaluate(prim, (x if t is _ndarray else x.view(_ndarray),),
+                                no_params).view(ArrayImpl)
+            out = trace.process_primitive(prim, (x,), no_params)
+            return out if type(out) is not _ndarray else out.view(ArrayImpl)
     else:
         def twin(x, y):
             trace = get()
+            tx, ty = type(x), type(y)
             if trace is EVAL:
                 token = enter()
                 try:
-                    return fn(x.view(_ndarray) if type(x) is ArrayImpl else x,
-                              y.view(_ndarray) if type(y) is ArrayImpl else y).view(ArrayImpl)
+                    return evaluate(prim, (x.view(_ndarray) if tx is ArrayImpl else x,
+                                           y.view(_ndarray) if ty is ArrayImpl else y),
+                                    no_params).view(ArrayImpl)
                 finally:
                     if token is not None:
                         reset(token)
-            tx, ty = type(x), type(y)
             if ((tx is _ndarray or tx is ArrayImpl) and (ty is _ndarray or ty is ArrayImpl)
                     and trace.eval_known):
-                return fn(x if tx is _ndarray else x.view(_ndarray),
-                          y if ty is _ndarray else y.view(_ndarray)).view(ArrayImpl)
+                return evaluate(prim, (x if tx is _ndarray else x.view(_ndarray),
+                                       y if ty is _ndarray else y.view(_ndarray)),
+                                no_params).view(ArrayImpl)
             out = trace.process_primitive(prim, (x, y), no_params)
             return out if type(out) is not _ndarray else out.view(ArrayImpl)
     functools.update_wrapper(twin, fn)

@@ -260,15 +260,22 @@ class EvalTrace(Trace):
     __slots__ = ()
 
     def process_primitive(self, prim, args, params):
+        """The one place that runs a primitive's ``impl`` (``eval_primitive``):
+        every eager evaluation reaches it (``bind`` outside any transformation,
+        the public functions' eager branch, the known values of an eager
+        linearization, the backends' fallbacks).  A ``ValueError`` of ``impl``
+        is first passed to ``prim.check_args``, which may raise a clearer
+        error; results are exact ``numpy.ndarray`` (never NumPy scalars nor
+        the user-facing subclass)."""
         try:
-            out = prim.impl(*args, **params)
+            out = prim.impl(*args, **params) if params else prim.impl(*args)
         except ValueError:
             if prim.check_args is not None:
                 prim.check_args(*args, **params)
             raise
         if prim.multiple_results:
-            return [o if type(o) is np.ndarray else np.asarray(o) for o in out]
-        return out if type(out) is np.ndarray else np.asarray(out)
+            return [o if type(o) is _ndarray else _asarray(o) for o in out]
+        return out if type(out) is _ndarray else _asarray(out)
 
     def process_custom_jvp_call(self, prim, args, params):
         # Evaluation calls the function only: its rules never run.
@@ -286,7 +293,12 @@ class EvalTrace(Trace):
         return "eager evaluation"
 
 
+_ndarray = np.ndarray
+_asarray = np.asarray
 EVAL_TRACE = EvalTrace(None)
+# ``eval_primitive(prim, args, params)``: evaluate ``prim`` now (its ``impl``, see
+# ``EvalTrace.process_primitive``), whatever the current trace.
+eval_primitive = EVAL_TRACE.process_primitive
 # Name of the custom JVP rule currently running (recorded on staged equations
 # so that a non-linear rule can be named when transposition fails).
 custom_rule_ctx = contextvars.ContextVar("tangentia_custom_rule", default=None)
@@ -537,14 +549,16 @@ class CustomVmapCallPrimitive(Primitive):
 
 
 # ---------------------------------------------------------------------------
-# Eager dispatch: the one place that decides "outside any transformation,
-# call NumPy directly".  A public function made here costs one context-variable
-# read more than its NumPy kernel when nothing is being transformed; under a
-# transformation it binds the primitive (except on untraced arguments under an
-# interpreter that evaluates those eagerly anyway, ``Trace.eval_known``: the
-# residuals computed while linearizing under eager evaluation).  Every such
-# fast path is registered in ``EAGER_FAST_PATHS`` (tests check each against
-# the bound primitive).
+# Public functions.  ``prim.bind`` -> ``current_trace().process_primitive`` is
+# the one dispatch route, and ``EvalTrace.process_primitive``
+# (``eval_primitive``) the one place that evaluates a primitive now.  The
+# public functions made here bind without ``bind``'s frame and argument
+# packing, and send the values that the current interpreter would evaluate
+# anyway straight to ``eval_primitive``: every value outside any
+# transformation, and untraced values under an interpreter whose
+# ``eval_known`` is true (the residuals computed while linearizing under eager
+# evaluation).  Every such function is registered in ``EAGER_FAST_PATHS``
+# (tests check each against the bound primitive).
 
 
 EAGER_FAST_PATHS = []  # (primitive, public function), in definition order
@@ -559,14 +573,15 @@ def is_eager():
 
 
 def eager_dispatch(prim, eager, nin=None, traced=None, name=None):
-    """The public function of ``prim`` with an eager fast path.
+    """The public function of ``prim``.
 
-    * ``nin=1`` or ``nin=2``: ``f(x)`` / ``f(x, y)`` with no parameters.
-      Eagerly ``eager(*args)`` (a NumPy kernel) gives the result, also for
-      arguments that are not tracers under an interpreter whose ``eval_known``
-      is true; a ``ValueError`` from it is first passed to
-      ``prim.check_args(*args)``, which may raise a clearer error.  Otherwise
-      ``prim`` is bound.
+    * ``nin=1`` or ``nin=2``: ``f(x)`` / ``f(x, y)`` with no parameters binds
+      ``prim``; values evaluated now (every value outside any
+      transformation; untraced ones under an interpreter whose
+      ``eval_known`` is true) go straight to ``eval_primitive``, the one
+      place that runs ``prim.impl`` (and ``prim.check_args`` on its
+      ``ValueError``).  ``eager`` is the NumPy function ``prim.impl`` is
+      (kept as ``f.eager``, for the boundary's warning name).
     * ``nin=None``: ``f(*args, **kwargs)``.  Eagerly ``eager(*args, **kwargs)``
       gives the result unless it returns ``NotImplemented`` (the fast path does
       not apply to these arguments); otherwise, and under any transformation,
@@ -579,25 +594,21 @@ def eager_dispatch(prim, eager, nin=None, traced=None, name=None):
     ndarray, asarray = np.ndarray, np.asarray
     name = name or prim.name
     no_params = _NO_PARAMS
+    evaluate = eval_primitive
+    if nin in (1, 2) and prim.impl is not eager:
+        raise TypeError(f"eager_dispatch({name}): 'eager' must be the primitive's impl")
     if nin == 1:
         def f(x):
             trace = get()
             if trace is EVAL_TRACE or (trace.eval_known and not isinstance(x, Tracer)):
-                out = eager(x)
-                return out if type(out) is ndarray else asarray(out)
+                return evaluate(prim, (x,), no_params)
             return trace.process_primitive(prim, (x,), no_params)
     elif nin == 2:
         def f(x, y):
             trace = get()
             if trace is EVAL_TRACE or (trace.eval_known and not isinstance(x, Tracer)
                                        and not isinstance(y, Tracer)):
-                try:
-                    out = eager(x, y)
-                except ValueError:
-                    if prim.check_args is not None:
-                        prim.check_args(x, y)
-                    raise
-                return out if type(out) is ndarray else asarray(out)
+                return evaluate(prim, (x, y), no_params)
             return trace.process_primitive(prim, (x, y), no_params)
     else:
         if traced is None:

@@ -24,6 +24,7 @@ from functools import partial
 import numpy as np
 
 from ..core import Literal, ProgramMemo, Var
+from ..core import eval_primitive
 from ..custom_derivatives import custom_lin_p
 from ..primitives.contraction import dot_general_p
 from ..primitives.control_flow import cond_p, scan_p, split as _split, while_p
@@ -170,7 +171,7 @@ register_backend(NumpyBackend())
 
 def _custom_lin(**params):
     def run(*args):
-        return custom_lin_p.impl(*args, **params)
+        return eval_primitive(custom_lin_p, args, params)
     return run
 
 

@@ -333,12 +333,12 @@ class _CustomFunction:
     __getattr__ = forward_attr
 
     def __call__(self, *args, **kwargs):
-        """The subclass's call primitive bound through the current trace's
-        method for it, as its ``bind`` would, with ``params`` as they are, and
-        this call's flat rules: methods of a ``_Call`` made for it (the
-        subclass's ``_BINDING``: the ``_Call`` class, the names of the rule
-        parameters, a getter of those methods, the trace method's name and the
-        primitive; one class attribute, read once).
+        """The subclass's call primitive bound (the current trace's
+        ``process_custom_*_call`` decides what the call means) with the
+        definition's parameters and this call's flat rules: methods of a
+        ``_Call`` made for it (the subclass's ``_BINDING``: the ``_Call``
+        class, the names of the rule parameters, a getter of those methods and
+        the primitive; one class attribute, read once).
 
         A call on concrete arguments (arrays and scalars) under eager
         evaluation, or under an interpreter that evaluates untraced values as
@@ -380,7 +380,7 @@ class _CustomFunction:
             ca, dyn, leaves = self._args(args, kwargs)
         else:
             ca, dyn, leaves = None, (), args
-        call_class, rule_params, rule_methods, process, prim = self._BINDING
+        call_class, rule_params, rule_methods, prim = self._BINDING
         call = _new(call_class)  # call_class(self, ca, len(dyn)) without an __init__ frame
         call.owner, call.rules, call.ca, call.n_dyn, call.out_tree = (
             self, self._rules, ca, len(dyn), None)
@@ -390,7 +390,7 @@ class _CustomFunction:
             if "num_nondiff" in params:
                 params["num_nondiff"] = len(dyn)
             leaves = (*dyn, *leaves)
-        outs = getattr(_current_trace(), process)(prim, leaves, params)
+        outs = prim.bind(*leaves, **params)
         if call.out_tree is _LEAF_TREE and isinstance(outs[0], Tracer):
             return outs[0]  # one traced output: the common case
         return call.value(outs)

@@ -136,8 +136,7 @@ class custom_jvp(_CustomFunction):
     """
 
     kind = "custom_jvp"
-    _BINDING = (_JVPCall, ("fun", "jvp"), operator.attrgetter("fun", "jvp"),
-                "process_custom_jvp_call", custom_jvp_call_p)
+    _BINDING = (_JVPCall, ("fun", "jvp"), operator.attrgetter("fun", "jvp"), custom_jvp_call_p)
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
                  nondiff_argnames: Sequence[str] = ()) -> None:

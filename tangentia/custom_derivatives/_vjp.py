@@ -168,7 +168,7 @@ class custom_vjp(_CustomFunction):
 
     kind = "custom_vjp"
     _BINDING = (_VJPCall, ("fun", "fwd", "bwd"), operator.attrgetter("fun", "fwd", "bwd"),
-                "process_custom_vjp_call", custom_vjp_call_p)
+                custom_vjp_call_p)
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
                  nondiff_argnames: Sequence[str] = ()) -> None:

@@ -35,6 +35,7 @@ _NDARRAY_AVALS = core._NDARRAY_AVALS
 _custom_rule_get = core.custom_rule_ctx.get
 _new = object.__new__
 _suspended = core.run_suspended
+_eval_primitive = core.eval_primitive
 
 
 # ---------------------------------------------------------------------------
@@ -129,64 +130,43 @@ def _dtype_of(x):
     return x.dtype if hasattr(x, "dtype") else core.get_aval(x).dtype
 
 
+def maybe_jvp_tracer(trace, primal, tangent):
+    """``primal`` carrying ``tangent`` under ``trace``: a ``JVPTracer``, or
+    ``primal`` itself when the tangent is a symbolic zero.  The one place that
+    makes a JVPTracer inside the interpreter (without an ``__init__`` frame)."""
+    if type(tangent) is Zero:
+        return primal
+    r = _new(JVPTracer)
+    r._trace, r.primal, r.tangent = trace, primal, tangent
+    return r
+
+
 class JVPTrace(core.Trace):
-    """Pushes tangents through each primitive's JVP rule.
+    """Pushes tangents through each primitive's JVP rule."""
 
-    ``eval_primals``: the parent computes values that carry no tangent with
-    each primitive's NumPy implementation (a linearization under eager
-    evaluation, see ``LinearizeTrace``), so primal outputs are computed here
-    directly, without passing through the parent.
-    """
-
-    __slots__ = ("eval_primals",)
-
-    def __init__(self, parent, eval_primals=False):
-        super().__init__(parent)
-        self.eval_primals = eval_primals
+    __slots__ = ()
 
     def describe(self):
         return "differentiation (jvp/grad)"
 
     def process_primitive(self, prim, args, params):
-        if len(args) == 1:
-            # A unary primitive applied to one of our tracers with a nonzero
-            # tangent and a per-argument rule: the hot path of eager ``grad``
-            # (the general code below gives the same result).
+        # Unpack: the primals, and the tangents of this trace's tracers (None for
+        # other values: a zero the rule need not build when ``prim.jvp_takes_none``).
+        parent = self.parent
+        if len(args) == 1:  # (the most common case, without growing lists)
             x = args[0]
-            if type(x) is JVPTracer and x._trace is self:
-                fns = prim.jvp_fns
-                t = x.tangent
-                if fns is not None and type(t) is not Zero and fns[0] is not None:
-                    p = x.primal
-                    parent = self.parent
-                    if self.eval_primals:
-                        ans = prim.impl(p, **params) if params else prim.impl(p)
-                        if type(ans) is not _ndarray:
-                            ans = _asarray(ans)
-                    else:
-                        ans = parent.process_primitive(prim, (p,), params)
-                    token = _set_trace(parent)
-                    try:
-                        out = fns[0](t, ans, p, **params) if params else fns[0](t, ans, p)
-                        d = out.ir_var.aval.dtype if type(out) is _JaxprTracer else _dtype_of(out)
-                        if d is not ans.dtype and d != ans.dtype:
-                            out = fit_dtype(out, ans.dtype)
-                        r = _new(JVPTracer)  # JVPTracer(self, ans, out) without an __init__ frame
-                        r._trace, r.primal, r.tangent = self, ans, out
-                        return r
-                    finally:
-                        _reset_trace(token)
-        # Whether every argument is ours or a non-tracer (then primal outputs
-        # may be computed by ``prim.impl`` when ``eval_primals``).
-        plain = True
-        if len(args) == 2:  # binary primitives are the most common: no loop
+            if type(x) is not JVPTracer or x._trace is not self:
+                if isinstance(x, Tracer):
+                    self.check_foreign(x)
+                return parent.process_primitive(prim, args, params)  # a zero tangent
+            primals, tangents = [x.primal], [x.tangent]
+        elif len(args) == 2:  # (binary: the next most common)
             x, y = args
             if type(x) is JVPTracer and x._trace is self:
                 px, tx = x.primal, x.tangent
             else:
                 if isinstance(x, Tracer):
                     self.check_foreign(x)
-                    plain = False
                 px = x
                 tx = None
             if type(y) is JVPTracer and y._trace is self:
@@ -194,15 +174,13 @@ class JVPTrace(core.Trace):
             else:
                 if isinstance(y, Tracer):
                     self.check_foreign(y)
-                    plain = False
                 py = y
                 ty = None
-            primals = [px, py]
-            tangents = [tx, ty]
-            nonzero = tx is not None or ty is not None
+            if tx is None and ty is None:
+                return parent.process_primitive(prim, args, params)
+            primals, tangents = [px, py], [tx, ty]
         else:
-            primals = []
-            tangents = []
+            primals, tangents = [], []
             nonzero = False
             for x in args:
                 if type(x) is JVPTracer and x._trace is self:
@@ -212,43 +190,20 @@ class JVPTrace(core.Trace):
                 else:
                     if isinstance(x, Tracer):
                         self.check_foreign(x)
-                        plain = False
                     primals.append(x)
                     tangents.append(None)
-        parent = self.parent
-        if not nonzero:
-            # Nothing of ours: the parent handles it (it sets its own context
-            # for any rule it runs).
-            return parent.process_primitive(prim, args, params)
-        fns = prim.jvp_fns
-        if fns is not None:
-            # Per-argument linear rules (``defjvp``), inlined: the hot path of
-            # eager ``grad``.  Same result as ``prim.jvp``.
-            if plain and self.eval_primals:
-                ans = core.EVAL_TRACE.process_primitive(prim, primals, params)
-            else:
-                ans = parent.process_primitive(prim, primals, params)
-            out = None
-            token = _set_trace(parent)
-            try:
-                for fn, t in zip(fns, tangents):
-                    if t is not None and fn is not None and type(t) is not Zero:
-                        c = fn(t, ans, *primals, **params)
-                        out = c if out is None else add_any(out, c)
-                if out is not None and _dtype_of(out) != ans.dtype:
-                    out = fit_dtype(out, ans.dtype)
-            finally:
-                _reset_trace(token)
-            return ans if out is None else JVPTracer(self, ans, out)
-        if not prim.jvp_takes_none:
-            tangents = [Zero.from_primal(p) if t is None else t
-                        for p, t in zip(primals, tangents)]
+            if not nonzero:  # every tangent is zero: the parent handles it
+                return parent.process_primitive(prim, args, params)
         rule = prim.jvp
         if rule is None:
             raise NotImplementedError(f"differentiation rule for '{prim.name}' not implemented")
+        if not prim.jvp_takes_none:
+            tangents = [Zero.from_primal(p) if t is None else t
+                        for p, t in zip(primals, tangents)]
         token = _set_trace(parent)
         try:
             out, tan = rule(primals, tangents, **params) if params else rule(primals, tangents)
+            # A tangent has its primal's dtype (a rule's result may have been promoted).
             if prim.multiple_results:
                 tan = [t if type(t) is Zero else fit_dtype(t, core.get_aval(p).dtype)
                        for p, t in zip(out, tan)]
@@ -260,12 +215,8 @@ class JVPTrace(core.Trace):
         finally:
             _reset_trace(token)
         if prim.multiple_results:
-            return [p if type(t) is Zero else JVPTracer(self, p, t) for p, t in zip(out, tan)]
-        if type(tan) is Zero:
-            return out
-        r = _new(JVPTracer)  # JVPTracer(self, out, tan) without an __init__ frame
-        r._trace, r.primal, r.tangent = self, out, tan
-        return r
+            return [maybe_jvp_tracer(self, p, t) for p, t in zip(out, tan)]
+        return maybe_jvp_tracer(self, out, tan)
 
     def concrete_value(self, tracer, context):
         if context in core.STRICT_CONVERSIONS:   # as JAX: float() would drop the derivative
@@ -331,15 +282,9 @@ class JVPTrace(core.Trace):
                                   prim, primals, params)
             outs = _suspended(self, "custom_jvp", name, params["jvp"], *primals, *tangents)
         if len(outs) == 2:  # one output
-            p, t = outs
-            if type(t) is Zero:
-                return [p]
-            r = _new(JVPTracer)  # JVPTracer(self, _internal(p), t) without frames
-            r._trace, r.primal, r.tangent = self, p.view(_ndarray) if type(p) is _ArrayImpl else p, t
-            return [r]
+            return [maybe_jvp_tracer(self, _internal(outs[0]), outs[1])]
         n = len(outs) // 2
-        return [p if type(t) is Zero else JVPTracer(self, _internal(p), t)
-                for p, t in zip(outs[:n], outs[n:])]
+        return [maybe_jvp_tracer(self, _internal(p), t) for p, t in zip(outs[:n], outs[n:])]
 
     def process_custom_vjp_call(self, prim, args, params):
         nc = params["num_consts"]
@@ -347,40 +292,9 @@ class JVPTrace(core.Trace):
         x = args[0] if len(args) == 1 else None
         if type(x) is JVPTracer and x._trace is self and not nc:
             # One argument, perturbed: the common case.
-            t = x.tangent
-            tangents = (t,)
+            tangents = (x.tangent,)
             outs, res, res_tree = _suspended(self, "custom_vjp", name, params["fwd"], (True,),
                                              x.primal)
-            parent = self.parent
-            if (len(outs) == 1 and type(parent) is LinearizeTrace and type(t) is _JaxprTracer
-                    and t._trace is parent):
-                # One floating output and array residuals too, under linearize: what
-                # the general code below records and returns, without its lists.
-                o = outs[0]
-                if type(o) is _ArrayImpl:
-                    o = o.view(_ndarray)
-                ins = []
-                for r in res:
-                    if type(r) is _ArrayImpl:
-                        r = r.view(_ndarray)
-                    elif type(r) is not _ndarray:
-                        break
-                    ins.append(r)
-                else:
-                    a = _aval_of_ndarray(o) if type(o) is _ndarray else None
-                    if a is not None and a.dtype.kind in "fc":
-                        ins.append(t.ir_var)
-                        v = _new(Var)  # Var(a) and JaxprTracer(parent, v) without frames
-                        v.aval = a
-                        r = _new(_JaxprTracer)
-                        r._trace, r.ir_var = parent, v
-                        lin_params = {"num_res": len(res), "out_avals": (a,), "name": name,
-                                      "bwd": _MethodType(params["bwd"], res_tree)}
-                        parent.builder.records.append((custom_lin_p, ins, lin_params, [v],
-                                                       _custom_rule_get()))
-                        t = _new(JVPTracer)  # JVPTracer(self, o, r) without a frame
-                        t._trace, t.primal, t.tangent = self, o, r
-                        return [t]
         else:
             primals, tangents, perturbed = self._custom_unpack(args, nc, nc, "custom_vjp", name)
             if not perturbed:
@@ -389,27 +303,15 @@ class JVPTrace(core.Trace):
             outs, res, res_tree = _suspended(self, "custom_vjp", name, params["fwd"],
                                              tuple([type(t) is not Zero for t in tangents]),
                                              *primals)
-        # The linear step carrying ``bwd``, recorded by the parent (a
-        # linearization); its linear inputs are materialized tangents.  Eager
-        # results (ArrayImpl, from public functions) become the plain arrays
-        # they view.  When the parent is a LinearizeTrace, the residuals plain
-        # arrays and the tangents its own tracers (``direct``), its
-        # process_primitive would record the step as it is: it is recorded here.
-        parent = self.parent
-        direct = type(parent) is LinearizeTrace
+        # The linear step carrying ``bwd``, bound with the parent (a linearization
+        # records it); its inputs are the residuals and the materialized tangents.
+        # Eager results (ArrayImpl, from public functions) become the plain arrays
+        # they view.
         lin_in = []
         for r in res:
-            if type(r) is _ArrayImpl:
-                r = r.view(_ndarray)
-            elif type(r) is not _ndarray:
-                direct = False
-            lin_in.append(r)
+            lin_in.append(r.view(_ndarray) if type(r) is _ArrayImpl else r)
         for t in tangents:
-            if type(t) is not _JaxprTracer or t._trace is not parent:
-                direct = False
-                if type(t) is Zero:
-                    t = zeros_like_aval(t.aval)
-            lin_in.append(t)
+            lin_in.append(zeros_like_aval(t.aval) if type(t) is Zero else t)
         plain_outs = []
         out_avals = []
         for o in outs:
@@ -425,29 +327,12 @@ class JVPTrace(core.Trace):
         # to keep until transposition, a partial three)
         lin_params = {"num_res": len(res), "out_avals": out_avals, "name": name,
                       "bwd": _MethodType(params["bwd"], res_tree)}
-        if not direct:
-            out_tans = parent.process_primitive(custom_lin_p, lin_in, lin_params)
-        else:
-            ins = lin_in[:len(res)]  # the residuals, then the tangents' variables
-            for t in tangents:
-                ins.append(t.ir_var)
-            out_vars, out_tans = [], []
-            for a in out_avals:
-                v = _new(Var)  # Var(a) and JaxprTracer(parent, v) without __init__ frames
-                v.aval = a
-                out_vars.append(v)
-                t = _new(_JaxprTracer)
-                t._trace, t.ir_var = parent, v
-                out_tans.append(t)
-            parent.builder.records.append((custom_lin_p, ins, lin_params, out_vars,
-                                           _custom_rule_get()))
-        if len(plain_outs) == 1:  # one output
-            if out_avals[0].dtype is dtypes.float0:
-                return plain_outs
-            r = _new(JVPTracer)  # JVPTracer(self, plain_outs[0], out_tans[0]) without a frame
-            r._trace, r.primal, r.tangent = self, plain_outs[0], out_tans[0]
-            return [r]
-        return [p if a.dtype is dtypes.float0 else JVPTracer(self, p, t)
+        out_tans = self.parent.process_primitive(custom_lin_p, lin_in, lin_params)
+        if len(plain_outs) == 1:  # one output: the common case
+            p = plain_outs[0]
+            return [p if out_avals[0].dtype is dtypes.float0 else
+                    maybe_jvp_tracer(self, p, out_tans[0])]
+        return [p if a.dtype is dtypes.float0 else maybe_jvp_tracer(self, p, t)
                 for p, t, a in zip(plain_outs, out_tans, out_avals)]
 
     def process_custom_vmap_call(self, prim, args, params):
@@ -472,7 +357,7 @@ class JVPTrace(core.Trace):
             _reset_trace(token)
         n = len(call_jaxpr.outvars)
         tans = zero_nonfloat(call_jaxpr.out_avals, outs[n:])
-        return [p if type(t) is Zero else JVPTracer(self, p, t) for p, t in zip(outs[:n], tans)]
+        return [maybe_jvp_tracer(self, p, t) for p, t in zip(outs[:n], tans)]
 
 
 # The batching rule of a custom_vmap call's JVP, ``rule(user_rule, name, num_consts,
@@ -498,18 +383,30 @@ class LinearizeTrace(pe.JaxprTrace):
         self.eval_known = parent is core.EVAL_TRACE
 
     def process_primitive(self, prim, args, params, stage=False):
-        # The hot path of eager ``grad``.  One pass over the arguments finds
-        # the trace's own tracers (tangents) and the input types: an operation
-        # on a tangent is recorded, compactly (``pe.LinearBuilder``: no Eqn, no
-        # constant variables); the others are known, computed now.
-        own = stage
+        # The hot path of eager ``grad``.  An operation on none of the trace's
+        # own tracers (tangents) is known: computed now, by evaluation itself
+        # under eager evaluation (``eval_known``), else by the parent.  An
+        # operation on a tangent is recorded, compactly (``pe.LinearBuilder``:
+        # no Eqn, no constant variables).
+        if not stage:
+            for x in args:
+                if type(x) is _JaxprTracer and x._trace is self:
+                    break
+            else:
+                if self.eval_known:
+                    return _eval_primitive(prim, args, params)
+                return self.parent.process_primitive(prim, args, params)
+            rule = _custom_partial_eval_rules.get(prim)
+            if rule is not None:
+                return rule(self, args, params)
+        # One pass over the arguments: the record's inputs (own tracers as
+        # their variables) and their types.
         plain = True  # every argument is an own tracer, an ndarray or a Python scalar
-        ins = []  # the record's inputs: own tracers as their variables
+        ins = []
         in_avals = []
         for x in args:
             t = type(x)
             if t is _JaxprTracer and x._trace is self:
-                own = True
                 x = x.ir_var
                 in_avals.append(x.aval)
             elif t is _ndarray:  # a residual, most often
@@ -519,32 +416,24 @@ class LinearizeTrace(pe.JaxprTrace):
                 aval = _WEAK_SCALAR_AVALS.get(t)
                 if aval is None:
                     plain = False
-                    own = own or any(type(y) is _JaxprTracer and y._trace is self for y in args)
                     break
                 in_avals.append(aval)
             ins.append(x)
-        if not own:
-            if self.eval_known and not prim.multiple_results:
-                try:
-                    out = prim.impl(*args, **params) if params else prim.impl(*args)
-                except ValueError:  # a clearer error, as EvalTrace.process_primitive gives
-                    if prim.check_args is not None:
-                        prim.check_args(*args, **params)
-                    raise
-                return out if type(out) is _ndarray else _asarray(out)
-            return self.parent.process_primitive(prim, args, params)
-        if not stage:
-            rule = _custom_partial_eval_rules.get(prim)
-            if rule is not None:
-                return rule(self, args, params)
         if not plain:
             ins, in_avals = self._plain_args(args)
         out_aval = prim.abstract_eval(*in_avals, **params)
         # As in NumPy, only Python scalars are weakly typed: results are strong.
         if prim.multiple_results:
-            out = [Var(a.strip_weak()) for a in out_aval]
+            out, tracers = [], []
+            for a in out_aval:  # Var(a) and JaxprTracer(self, v) without __init__ frames
+                v = _new(Var)
+                v.aval = a.strip_weak() if a.weak_type else a
+                out.append(v)
+                r = _new(_JaxprTracer)
+                r._trace, r.ir_var = self, v
+                tracers.append(r)
             self.builder.records.append((prim, ins, params, out, _custom_rule_get()))
-            return [_JaxprTracer(self, v) for v in out]
+            return tracers
         # Var(aval) and JaxprTracer(self, v) without __init__ frames.
         v = _new(Var)
         v.aval = out_aval.strip_weak() if out_aval.weak_type else out_aval
@@ -648,23 +537,35 @@ def defjvp(prim, *tangent_fns):
 
     Each ``fn(t, ans, *primals, **params)`` gives that argument's contribution
     to the output tangent; ``None`` means the output does not depend on it.
-    Zero tangents are skipped.
+    Zero tangents (``Zero``, or None: the rule takes None for a zero) are
+    skipped.  The primal output is ``prim`` bound on the primals (the JVP
+    interpreter runs the rule with its parent current).
     """
-    def rule(primals, tangents, **params):
-        ans = prim.bind(*primals, **params)
-        out = None
-        for fn, t in zip(tangent_fns, tangents):
-            if fn is None or t is None or type(t) is Zero:
-                continue
-            contrib = fn(t, ans, *primals, **params)
-            out = contrib if out is None else add_any(out, contrib)
-        if out is None:
-            return ans, Zero.from_primal(ans)
-        return ans, out
+    get = core._trace_ctx.get
+
+    if len(tangent_fns) == 1 and tangent_fns[0] is not None and not prim.multiple_results:
+        fn = tangent_fns[0]
+
+        def rule(primals, tangents, **params):  # one argument: the hot path of eager grad
+            ans = get().process_primitive(prim, primals, params)  # (prim.bind, unpacked)
+            t = tangents[0]
+            if t is None or type(t) is Zero:
+                return ans, Zero.from_primal(ans)
+            return ans, fn(t, ans, primals[0], **params) if params else fn(t, ans, primals[0])
+    else:
+        def rule(primals, tangents, **params):
+            ans = get().process_primitive(prim, primals, params)  # (prim.bind, unpacked)
+            out = None
+            for fn, t in zip(tangent_fns, tangents):
+                if fn is None or t is None or type(t) is Zero:
+                    continue
+                contrib = fn(t, ans, *primals, **params)
+                out = contrib if out is None else add_any(out, contrib)
+            if out is None:
+                return ans, Zero.from_primal(ans)
+            return ans, out
     prim.jvp = rule
     prim.jvp_takes_none = True
-    if not prim.multiple_results:
-        prim.jvp_fns = tuple(tangent_fns)
 
 
 def defjvp_zero(prim):
@@ -861,7 +762,7 @@ def _eval_nonlinear(jaxpr, env):
 def jvp_flat(fun, primals, tangents):
     """Run ``fun`` (flat in, flat out) under a new JVP interpreter."""
     trace = JVPTrace(core.current_trace())
-    ins = [p if type(t) is Zero else JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+    ins = [maybe_jvp_tracer(trace, p, t) for p, t in zip(primals, tangents)]
     try:
         with set_trace(trace):
             outs = fun(*ins)
@@ -884,7 +785,7 @@ def linearize_flat(fun, primals, differentiable=None, aux_holder=None, records=F
     """
     builder = pe.LinearBuilder("linearized")
     pe_trace = LinearizeTrace(core.current_trace(), builder)
-    jvp_trace = JVPTrace(pe_trace, eval_primals=pe_trace.eval_known)
+    jvp_trace = JVPTrace(pe_trace)
     ins = []
     in_tracers = []
     for i, p in enumerate(primals):
@@ -894,7 +795,7 @@ def linearize_flat(fun, primals, differentiable=None, aux_holder=None, records=F
         if aval.dtype == dtypes.float0 or (differentiable is not None and not differentiable[i]):
             ins.append(p)
         else:
-            ins.append(JVPTracer(jvp_trace, p, t))
+            ins.append(maybe_jvp_tracer(jvp_trace, p, t))
     aux = None
     try:
         with set_trace(jvp_trace):

@@ -13,6 +13,7 @@ import numba
 from numba import types as nbt
 
 from ...core import Literal, ProgramMemo, ShapedArray, Var, subjaxprs
+from ...core import eval_primitive
 from ..passes import simplify
 
 SMALL = 16          # values with at most this many elements are scalarized
@@ -822,7 +823,7 @@ def _fallback(eqn):
 
     def run(*args):
         arrays = [np.asarray(a, v.aval.dtype) for a, v in zip(args, eqn.inputs)]
-        out = prim.impl(*arrays, **params)
+        out = eval_primitive(prim, arrays, params)
         outs = list(out) if prim.multiple_results else [out]
         return tuple(np.ascontiguousarray(np.asarray(o), a.dtype).reshape(a.shape)
                      for o, a in zip(outs, avals))
