@@ -72,6 +72,19 @@ AxisName = Hashable
 PyTree = Any
 
 
+
+class _Unary(Protocol):
+    """The type of the primitives' own functions of one array (``tnp.sin``)."""
+
+    def __call__(self, x: ArrayLike, /) -> Array: ...
+
+
+class _Binary(Protocol):
+    """The type of the primitives' own functions of two arrays (``tnp.add``)."""
+
+    def __call__(self, x: ArrayLike, y: ArrayLike, /) -> Array: ...
+
+
 if TYPE_CHECKING:
     class Array(np.ndarray[Any, np.dtype[Any]]):
         """What a type checker sees: an ndarray with ``jax.Array``'s own methods."""

@@ -22,7 +22,20 @@ from ._util import _aval, _eager
 
 if TYPE_CHECKING:
     from typing import Any
-    from ..typing import Array, ArrayLike
+    from ..typing import Array, ArrayLike, _Binary, _Unary
+
+    # The primitives' own functions (below), as a type checker sees them
+    negative: _Unary; exp: _Unary; log: _Unary; log1p: _Unary; expm1: _Unary; sin: _Unary
+    cos: _Unary; tan: _Unary; arcsin: _Unary; arccos: _Unary; arctan: _Unary; asin: _Unary
+    acos: _Unary; atan: _Unary; sinh: _Unary; cosh: _Unary; tanh: _Unary; arcsinh: _Unary
+    arccosh: _Unary; arctanh: _Unary; asinh: _Unary; acosh: _Unary; atanh: _Unary; sqrt: _Unary
+    cbrt: _Unary; abs: _Unary; absolute: _Unary; sign: _Unary; floor: _Unary; ceil: _Unary
+    rint: _Unary; signbit: _Unary
+    add: _Binary; subtract: _Binary; multiply: _Binary; divide: _Binary; true_divide: _Binary
+    power: _Binary; pow: _Binary; arctan2: _Binary; atan2: _Binary; maximum: _Binary
+    minimum: _Binary; remainder: _Binary; mod: _Binary; floor_divide: _Binary; equal: _Binary
+    not_equal: _Binary; less: _Binary; less_equal: _Binary; greater: _Binary
+    greater_equal: _Binary; copysign: _Binary
 
 
 # ---------------------------------------------------------------------------

@@ -22,7 +22,12 @@ from ._shapes import broadcast_shapes, concatenate, ndim, ravel, shape
 from ._util import _aval, _axes, _axis, _eager, _is_tracer
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from ..typing import Array, ArrayLike, Axis, DTypeLike
+
+    # (below: made by core.eager_dispatch)
+    sum: Callable[..., Array]; prod: Callable[..., Array]; max: Callable[..., Array]
+    min: Callable[..., Array]
 
 
 # ---------------------------------------------------------------------------
@@ -75,7 +80,7 @@ def _prod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepd
     return out if initial is None else _E.mul(out, initial)
 
 
-def _extremum(fname, ufunc_name, reduce, combine):
+def _extremum(fname, ufunc_name, reduce, combine) -> Callable[..., Array]:
     def fn(a: ArrayLike, axis: Axis = None, keepdims: bool = False,
            initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
         a = _seq(a, fname)
@@ -262,7 +267,7 @@ def cummin(a: ArrayLike, axis: int | None = None, reverse: bool = False) -> Arra
     return _M.cummin(a, ax, reverse)
 
 
-def _cumulative_api(fname, fn, initial):
+def _cumulative_api(fname, fn, initial) -> Callable[..., Array]:
     def f(x: ArrayLike, /, *, axis: int | None = None, dtype: DTypeLike | None = None,
           include_initial: bool = False) -> Array:
         x = _in(x, fname, "x")
@@ -341,7 +346,7 @@ def nanstd(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof
     return sqrt(nanvar(a, axis, dtype, ddof, keepdims))
 
 
-def _nan_extremum(fname, reduce, fill):
+def _nan_extremum(fname, reduce, fill) -> Callable[..., Array]:
     def f(a: ArrayLike, axis: Axis = None, keepdims: bool = False,
           initial: ArrayLike | None = None) -> Array:
         a = _in(a, fname)
@@ -359,7 +364,7 @@ nanmax = _nan_extremum("nanmax", max, -inf)
 nanmin = _nan_extremum("nanmin", min, inf)
 
 
-def _nan_arg(fname, arg, fill):
+def _nan_arg(fname, arg, fill) -> Callable[..., Array]:
     def f(a: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Array:
         a = _in(a, fname)
         if not _dtypes.is_inexact(_aval(a).dtype):
