@@ -41,7 +41,7 @@ def _program(f, *args):
     return convert_constvars_to_invars(closed.jaxpr), list(closed.consts)
 
 
-_COMPILED = {}
+_COMPILED: dict = {}
 
 
 def _compiled(key, f, args, blocks, monkeypatch=None):
