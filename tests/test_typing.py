@@ -38,10 +38,7 @@ TRANSFORMATIONS = ["grad", "value_and_grad", "jvp", "vjp", "linearize", "vmap", 
 
 # Public functions without a return annotation, each with its reason; remove an entry once
 # annotated.
-UNANNOTATED = {
-    "tangentia.lax.stop_gradient": "defined in primitives/structural.py, under rework "
-                                   "(issue 25) when the annotations were written",
-}
+UNANNOTATED: dict[str, str] = {}
 
 # Parameters of ours that JAX's function lacks (extra) and JAX's that ours lacks (missing).
 SIGNATURE_DIFFERENCES = {

@@ -8,6 +8,8 @@ here.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import core, dtypes, tree_util
@@ -19,6 +21,9 @@ from ..interpreters.base_ops import (  # noqa: F401  (re-exported)
     reshape_p, transpose, transpose_p, unchanged)
 from ..interpreters.batching import batch_size, materialize, primitive_batchers
 from .indexing import static_slice
+
+if TYPE_CHECKING:
+    from typing import Any
 
 # ---------------------------------------------------------------------------
 # concatenate
@@ -128,7 +133,7 @@ ad.defjvp_zero(stop_gradient_p)
 primitive_batchers[stop_gradient_p] = lambda args, dims: (stop_gradient_p.bind(args[0]), dims[0])
 
 
-def stop_gradient(x):
+def stop_gradient(x: Any) -> Any:
     """``x`` with a zero derivative; for a pytree, each leaf (as ``jax.lax.stop_gradient``)."""
     if isinstance(x, (list, tuple, dict)) or (
             not isinstance(x, (np.ndarray, np.generic, core.Tracer, int, float, complex, bool))
