@@ -164,6 +164,8 @@ def _int_ops(x, y):
         ("to_bool", x.astype(bool)), ("to_other_int", x.astype(np.int64 if x.dtype == I32 else np.int32)),
         ("sum", tnp.sum(x, axis=1)), ("prod", tnp.prod(x, axis=0)), ("reduce_max", tnp.max(x)),
         ("reduce_min", tnp.min(x, axis=1)), ("dot", tnp.dot(x, y.T)),
+        ("bitwise_and", x & y), ("bitwise_or", x | (y - 1)), ("bitwise_xor", x ^ y),
+        ("invert", ~x),
     ]
 
 
@@ -182,7 +184,9 @@ def test_integer_primitives(dtype, data):
 
 
 def _bool_ops(p, q, x):
-    return [("and", p & q), ("or", p | q), ("not", ~p), ("xor-like ne", p != q), ("eq", p == q),
+    return [("and", p & q), ("or", p | q), ("not", ~p), ("ne", p != q), ("eq", p == q),
+            ("logical_xor", tnp.logical_xor(p, q)), ("logical_and", tnp.logical_and(p, ~q)),
+            ("bitwise_xor", p ^ q),
             ("select", tnp.where(p, q, ~q)), ("all", tnp.all(p, axis=1)), ("any", tnp.any(q)),
             ("max", tnp.maximum(p, q)), ("to_float", p.astype(np.float64) + x),
             ("to_int", p.astype(np.int32) * 3), ("sum", tnp.sum(p)), ("where_float", tnp.where(p, x, -x))]

@@ -196,7 +196,9 @@ _ELEMENTWISE = {
     E.sub_p: "sub", E.mul_p: "mul", E.div_p: "div", E.neg_p: "neg",
     E.maximum_p: "max", E.minimum_p: "min",
     E.eq_p: "eq", E.ne_p: "ne", E.lt_p: "lt", E.le_p: "le", E.gt_p: "gt", E.ge_p: "ge",
-    E.and_p: "and", E.or_p: "or", E.not_p: "not",
+    E.and_p: "and", E.or_p: "or", E.not_p: "not", E.xor_p: "xor",
+    E.bitwise_and_p: "band", E.bitwise_or_p: "bor", E.bitwise_xor_p: "bxor",
+    E.bitwise_not_p: "bnot",
     E.sin_p: "sin", E.cos_p: "cos", E.exp_p: "exp", E.log_p: "log", E.tanh_p: "tanh",
     E.expm1_p: "expm1", E.log1p_p: "log1p", E.sqrt_p: "sqrt", E.abs_p: "abs",
 }
@@ -225,8 +227,10 @@ def _supported(name, dt):
         return dt.kind == "f"
     if name in ("sub", "neg"):
         return dt.kind != "b"
-    if name in ("and", "or", "not"):
+    if name in ("and", "or", "not", "xor"):
         return dt.kind == "b"       # (their integer forms compare with 0: not here)
+    if name in ("band", "bor", "bxor", "bnot"):
+        return dt.kind in "biu"
     if name == "abs":
         return dt.kind != "u"
     return True
@@ -789,10 +793,11 @@ def _numba_impl(key):
 
 
 def _logic(name):
+    """``&``, ``|``, ``^`` and ``~`` (``not`` of a boolean) of booleans or integers."""
     def emit(context, builder, f, memo, dt, a, in_dt):
         if name == "not":
             return builder.not_(a[0])
-        return getattr(builder, name + "_")(a[0], a[1])
+        return getattr(builder, name if name == "xor" else name + "_")(a[0], a[1])
     return emit
 
 
@@ -802,7 +807,8 @@ _OP_IR = {
     "div": _arith("fdiv", "sdiv"), "neg": _neg,
     "max": _extremum(">"), "min": _extremum("<"),
     **{name: _compare(c) for name, c in _COMPARE.items()},
-    "and": _logic("and"), "or": _logic("or"), "not": _logic("not"),
+    "and": _logic("and"), "or": _logic("or"), "not": _logic("not"), "xor": _logic("xor"),
+    "band": _logic("and"), "bor": _logic("or"), "bxor": _logic("xor"), "bnot": _logic("not"),
     "select": _select,
     "sqrt": _numba_impl(math.sqrt), "abs": _numba_impl(abs),
     **{name: _numba_impl(fn) for name, (_, fn, _) in _CALLS.items()},
