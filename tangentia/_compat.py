@@ -27,6 +27,7 @@ from .tree_util import tree_map
 from . import core as _core
 from .api import staging as _staging
 from .compiler import backend as _backend
+from .lax import control_flow as _control_flow
 
 
 def block_until_ready(x):
@@ -190,8 +191,10 @@ config = _Config()
 
 def clear_caches():
     """Drop every compiled program: the per-function ``jit`` caches (traced programs and
-    their compiled code) and the cache of eagerly compiled equations.  The next call of a
-    jitted function traces and compiles again."""
+    their compiled code), the traced bodies of ``lax`` loops and branches, and the cache
+    of eagerly compiled equations.  The next call of a jitted function traces and
+    compiles again.  (Native code that numba has compiled stays in the process: numba
+    never frees it.)"""
     with _staging._FUNCTION_CACHES_LOCK:
         for per_fun in list(_staging._FUNCTION_CACHES.values()):
             for cache, fast_caches in per_fun.values():
@@ -199,6 +202,8 @@ def clear_caches():
                 fast_caches.clear()
     with _backend._EQN_LOCK:
         _backend._EQN_CACHE.clear()
+    with _control_flow._TRACE_LOCK:
+        _control_flow._TRACE_CACHE.clear()
 
 
 def named_call(fun, *, name=None):

@@ -291,6 +291,22 @@ _FUNCTION_CACHES = weakref.WeakKeyDictionary()  # fun -> {options: (cache, fast_
 _FUNCTION_CACHES_LOCK = threading.Lock()
 
 
+_CACHE_MAX = 4096  # programs per jitted function (and per backend, compiled); see _put
+
+
+def _put(cache, key, value):
+    """``cache[key] = value`` in one of ``jit``'s per-function caches, which are bounded:
+    one that holds ``_CACHE_MAX`` entries drops its oldest first (as JAX's caches are
+    bounded), so a long-running process calling one function with ever new shapes does
+    not keep every program it ever traced.  Only insertion pays for the bound."""
+    if len(cache) >= _CACHE_MAX and key not in cache:
+        try:
+            del cache[next(iter(cache))]
+        except (KeyError, RuntimeError, StopIteration):  # another thread got there first
+            pass
+    cache[key] = value
+
+
 def _function_caches(fun, options):
     """The (cache, fast_cache) pair of ``fun`` jitted with ``options``."""
     try:
@@ -376,7 +392,7 @@ class _Jitted:
                 out_tree = _LEAF_TREE
             entry = (jaxpr, consts, out_tree)
             if not any(isinstance(c, Tracer) for c in consts):
-                self.cache[key] = entry
+                _put(self.cache, key, entry)
                 if not kwargs and not statics and all(
                         type(a) is np.ndarray or type(a) in _SCALAR_KEY for a in args):
                     backend = get_backend(self.backend)
@@ -384,7 +400,7 @@ class _Jitted:
                     fast_key = tuple((a.shape, a.dtype) if type(a) is np.ndarray
                                      else _SCALAR_KEY[type(a)] for a in args)
                     fn = compile_program(jaxpr, backend.name)
-                    fast_cache[fast_key] = (fn, consts, out_tree)
+                    _put(fast_cache, fast_key, (fn, consts, out_tree))
                     if type(fn) is Tiered:  # the native code replaces it once compiled
                         fn.on_native(functools.partial(_swap_native, fast_cache, fast_key,
                                                        consts, out_tree))

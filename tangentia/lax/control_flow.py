@@ -12,7 +12,7 @@ import numpy as np
 from .. import core
 from .. import numpy as tnp
 from ..api import vmap
-from ..api.staging import _JIT_DISABLED
+from ..api.staging import _JIT_DISABLED, _put
 from ..core import ShapedArray
 from ..interpreters import partial_eval as pe
 from ..interpreters.call_rules import common_hoisted
@@ -60,7 +60,8 @@ def _cached_trace(owner, key, trace):
     """``trace()``, memoized on the user's function ``owner`` (weakly) and ``key``.
 
     As JAX does, a loop or branch body is traced once per function and
-    argument types, so eager loops reuse one compiled program.  Results whose
+    argument types, so eager loops reuse one compiled program.  Bounded: a function
+    keeps its newest ``staging._CACHE_MAX`` programs.  Results whose
     constants include tracers (values of an enclosing transformation) are
     not kept.
     """
@@ -75,7 +76,11 @@ def _cached_trace(owner, key, trace):
     result = trace()
     if not any(isinstance(c, core.Tracer) for c in result[1]):
         with _TRACE_LOCK:
-            result = per_fun.setdefault(key, result)
+            hit = per_fun.get(key)
+            if hit is None:
+                _put(per_fun, key, result)   # bounded per function, as jit's caches
+            else:
+                result = hit
     return result
 
 
