@@ -710,7 +710,6 @@ ERRORS = [
     (lambda: tnp.cov(B), ValueError, r"cov: argument 'm' has more than 2 dimensions"),
     (lambda: tnp.cov(A, fweights=[1, 2]), ValueError, r"cov: argument 'fweights'"),
     (lambda: tnp.bincount(V), TypeError, r"bincount: argument 'x' must contain integers"),
-    (lambda: tnp.bincount(np.array([1, -1])), ValueError, r"bincount: argument 'x' must not"),
     (lambda: tnp.nanargmax(np.full(3, np.nan)), ValueError, r"nanargmax: all-NaN slice"),
     (lambda: tnp.apply_along_axis(tnp.sum, 2, A), ValueError,
      r"apply_along_axis: axis 2 is out of bounds for argument 'arr'"),

@@ -297,10 +297,7 @@ def _m_choose(a, choices, out=None, mode="raise"):
 
 
 def _m_repeat(a, repeats, axis=None, *, total_repeat_length=None):
-    if total_repeat_length is not None:
-        raise NotImplementedError("repeat: total_repeat_length is not supported (tangentia: "
-                                  "a traced number of repeats needs a static total length)")
-    return repeat(a, repeats, axis)
+    return repeat(a, repeats, axis, total_repeat_length=total_repeat_length)
 
 
 def _m_put(a, ind, v, mode=None):

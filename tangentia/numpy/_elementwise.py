@@ -16,7 +16,7 @@ from ..primitives import misc as _M
 from ..primitives import special as _SP
 from ..primitives import structural as _S
 from ._constants import complex128, float64, pi
-from ._conversion import _in, _inexact, astype
+from ._conversion import _in, _inexact, asarray, astype
 from ._indexing import nonzero
 from ._util import _aval, _eager
 
@@ -310,8 +310,16 @@ def clip(a, a_min=None, a_max=None, *, min: ArrayLike | None = None, max: ArrayL
     """Clip values to [min, max] (either bound may be None)."""
     lo = a_min if min is None else min
     hi = a_max if max is None else max
+    for v in (a, lo, hi):
+        if v is not None and _np.iscomplexobj(v if not hasattr(v, "dtype") else
+                                              _np.empty(0, _aval(v).dtype)):
+            raise ValueError("Clip received a complex value either through the input or the "
+                             "min/max keywords. Complex values have no ordering and cannot be "
+                             "clipped. Please convert to a real value or array by taking the "
+                             "real or imaginary components via jax.numpy.real/imag "
+                             "respectively. (clip)")
     if lo is None and hi is None:
-        raise ValueError("clip: at least one of min and max must be given")
+        return asarray(a)   # JAX's: nothing to clip
     if lo is not None:
         a = _E.maximum(a, lo)
     if hi is not None:
@@ -417,10 +425,15 @@ def isclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike
     return out
 
 
-def where(condition, x=None, y=None) -> Any:
-    """Elementwise choice; with one argument, the indices of nonzero entries (eager only)."""
+def where(condition, x=None, y=None, /, *, size=None, fill_value=None) -> Any:
+    """Elementwise choice; with one argument, the indices of nonzero entries (eager only,
+    or under jit with JAX's static ``size`` and ``fill_value``, as nonzero)."""
     if x is None and y is None:
-        return nonzero(condition)
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if size is not None or fill_value is not None:
+        raise ValueError("size and fill_value arguments cannot be used in three-term where "
+                         "function. (where: 'size'/'fill_value' apply to where(condition) "
+                         "only)")
     if x is None or y is None:
         raise ValueError("where: either both x and y must be given, or neither")
     c = _aval(condition)

@@ -13,10 +13,11 @@ from .. import core as _core
 from .._array import to_user as _to_user
 from .. import dtypes as _dtypes
 from ..primitives import elementwise as _E
+from ..primitives import reductions as _R
 from ..primitives import indexing as _I
 from ..primitives import structural as _S
 from ._constants import int64
-from ._conversion import _in, asarray, copy
+from ._conversion import _in, asarray, astype, copy
 from ._shapes import concatenate, ndim, ravel, reshape, shape, transpose
 from ._util import _aval, _axes, _axis, _concrete, _eager, _flat_seq, _is_int_scalar, \
     _is_tracer, _value_dependent
@@ -629,9 +630,45 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = 
     return _E.select(valid, got, _np.asarray(_fill_value(dt, fill_value), dt))
 
 
-def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None) -> Array:
+def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1,
+                    mode: str | None = None, fill_value: ArrayLike | None = None) -> Array:
     """Entries of ``arr`` at ``indices`` along ``axis``, matching the other axes one to one
-    (broadcasting: a length-1 axis of either meets the other's length)."""
+    (broadcasting: a length-1 axis of either meets the other's length).  ``axis=None``
+    works on the flattened arrays.  An out-of-bounds index (outside [-n, n)) reads
+    ``fill_value`` (NaN for inexact dtypes, as ``_fill_value``) with JAX's default mode
+    "fill" (and "drop", "one_hot"), or the nearest entry with "clip"/"promise_in_bounds"."""
+    arr = _in(arr, "take_along_axis", "arr")
+    indices = _in(indices, "take_along_axis", "indices")
+    idt = _aval(indices).dtype
+    if _dtypes.kind(idt) not in "iu":
+        raise TypeError(f"take_along_axis indices must be of integer type, got {idt} "
+                        "(take_along_axis: argument 'indices')")
+    if axis is None:
+        arr, indices, axis = ravel(arr), ravel(indices), 0
+    if mode not in (None, "fill", "drop", "one_hot", "clip", "promise_in_bounds"):
+        raise ValueError(f"take_along_axis: argument 'mode' must be one of None, 'fill', "
+                         f"'drop', 'one_hot', 'clip', 'promise_in_bounds', got {mode!r}")
+    nd = ndim(arr)
+    if isinstance(axis, (int, _np.integer)) and -nd <= axis < nd:
+        n = shape(arr)[axis]
+        if _is_tracer(indices) or _is_tracer(arr) or not _core.is_eager() \
+                or _np.any((_np.asarray(indices) < -n) | (_np.asarray(indices) >= n)):
+            ints = _np.int64 if idt.itemsize <= 8 else idt
+            i = astype(indices, ints)
+            valid = _E.select(_E.ge(i, -n), _E.lt(i, n), _np.zeros((), bool))
+            i = _E.select(_E.lt(i, 0), _E.add(i, n), i)
+            i = _E.maximum(_E.minimum(i, max(n - 1, 0)), 0)
+            out = _take_along(arr, i, axis)
+            if mode in ("clip", "promise_in_bounds") or n == 0:
+                return out
+            fill = _fill_value(_aval(arr).dtype, fill_value)
+            return _E.select(valid, out, _E.add(_np.zeros((), _aval(arr).dtype), fill)
+                             if fill is not _np.nan else _np.full((), _np.nan,
+                                                                  _aval(arr).dtype))
+    return _take_along(arr, indices, axis)
+
+
+def _take_along(arr, indices, axis):
     nd = ndim(arr)
     if isinstance(axis, (float, _np.floating)):
         raise TypeError(f"'{type(axis).__name__}' object cannot be interpreted as an integer "
@@ -769,19 +806,102 @@ def roll(a: ArrayLike, shift: ArrayLike | Sequence[int], axis: int | Sequence[in
 # Indices of nonzero entries (eager: the result's shape depends on the values)
 
 
-def nonzero(a: ArrayLike) -> tuple[Array, ...]:
-    """Indices of the nonzero entries, one array per axis (eager only, as for argwhere)."""
+def _fills(fill_value, nd, fname):
+    """One fill value per axis (JAX's ``fill_value``: a scalar or one per axis)."""
+    if fill_value is None:
+        return (0,) * nd
+    if _np.ndim(fill_value) == 0 and not isinstance(fill_value, (tuple, list)):
+        return (fill_value,) * nd
+    fills = tuple(fill_value)
+    if len(fills) != nd:
+        raise ValueError(f"{fname}: argument 'fill_value' must be a scalar or have one entry "
+                         f"per axis of the input ({nd}), got {len(fills)}")
+    return fills
+
+
+def _sized_nonzero(a, size, fill_value, fname):
+    """JAX's ``nonzero(a, size=size, fill_value=...)``: the first ``size`` nonzero
+    positions (row-major order), one index array per axis, padded with ``fill_value``;
+    traceable, as the output shape is static."""
+    size = _concrete(size, fname, "size")
+    try:
+        size = operator.index(size)
+    except TypeError:
+        raise TypeError(f"{fname}: argument 'size' must be an integer, got {size!r}") from None
+    if size < 0:
+        raise ValueError(f"{fname}: argument 'size' must be non-negative, got {size}")
+    x = _in(a, fname, "a")
+    dims = tuple(_aval(x).shape)
+    fills = _fills(fill_value, len(dims), fname)
+    if _eager(x, *fills):
+        found = _np.nonzero(_np.asarray(x))
+        out = []
+        for idx, fill in zip(found, fills):
+            idx = idx[:size]
+            pad = _np.full(size - idx.shape[0], fill, dtype=idx.dtype)
+            out.append(_to_user(_np.concatenate([idx, pad])))
+        return tuple(out)
+    n = int(_np.prod(dims, dtype=_np.int64))
+    if n == 0 or size == 0:
+        return tuple(astype(_E.add(_np.zeros(size, _np.int64), f), int64) for f in fills)
+    mask = _E.ne(ravel(x), _np.zeros((), _aval(x).dtype))
+    rank = _E.sub(_R.cumsum(astype(mask, int64), 0), 1)   # slot of each nonzero entry
+    slots = _IndexUpdateHelper(_np.full(size, n, _np.int64))[
+        _E.select(mask, rank, _np.full(n, size, _np.int64))].set(
+            _np.arange(n, dtype=_np.int64), mode="drop")
+    valid = _E.lt(slots, n)
+    flat = _E.select(valid, slots, _np.zeros(size, _np.int64))
+    out = []
+    for k, fill in enumerate(fills):
+        stride = int(_np.prod(dims[k + 1:], dtype=_np.int64))
+        coord = _E.remainder(_E.floor_divide(flat, stride), dims[k])
+        out.append(_E.select(valid, coord, astype(_E.add(_np.zeros(size, _np.int64), fill),
+                                                  int64)))
+    return tuple(out)
+
+
+def nonzero(a: ArrayLike, *, size: int | None = None,
+            fill_value: ArrayLike | tuple[ArrayLike, ...] | None = None) -> tuple[Array, ...]:
+    """Indices of the nonzero entries, one array per axis.  Without ``size`` the result's
+    shape depends on the values (eager only); with a static ``size`` (JAX's), the first
+    ``size`` indices padded with ``fill_value`` (0 by default), under jit too."""
+    if size is not None:
+        return _sized_nonzero(a, size, fill_value, "nonzero")
+    if fill_value is not None:
+        raise ValueError("nonzero: argument 'fill_value' requires a 'size'")
     v = _concrete(a, "nonzero", "a")
+    if _np.ndim(v) == 0:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use jnp.atleast_1d "
+                         "scalar).nonzero() instead. (nonzero: argument 'a' is 0-d)")
     return _np.nonzero(_np.asarray(v))
 
 
-def flatnonzero(a: ArrayLike) -> Array:
-    """Indices of the nonzero entries of the flattened ``a`` (eager only)."""
+def flatnonzero(a: ArrayLike, *, size: int | None = None,
+                fill_value: ArrayLike | None = None) -> Array:
+    """Indices of the nonzero entries of the flattened ``a`` (eager only without a static
+    ``size``; with ``size``, padded with ``fill_value`` as in nonzero)."""
+    if size is not None:
+        if fill_value is not None and _np.ndim(fill_value) != 0:
+            fill_value = tuple(fill_value)
+            if len(fill_value) != 1:
+                raise ValueError("flatnonzero: argument 'fill_value' must be a scalar or a "
+                                 "1-tuple")
+        return _sized_nonzero(ravel(_in(a, "flatnonzero", "a")), size, fill_value,
+                              "flatnonzero")[0]
     return _np.flatnonzero(_value_dependent(a, "flatnonzero", "a"))
 
 
-def argwhere(a: ArrayLike) -> Array:
-    """Indices of the nonzero entries, one row per entry (eager only)."""
+def argwhere(a: ArrayLike, *, size: int | None = None,
+             fill_value: ArrayLike | tuple[ArrayLike, ...] | None = None) -> Array:
+    """Indices of the nonzero entries, one row per entry (eager only without a static
+    ``size``; with ``size``, padded with ``fill_value`` as in nonzero)."""
+    if size is not None:
+        x = _in(a, "argwhere", "a")
+        if _np.ndim(x) == 0:   # one entry and no axis: rows of length 0
+            _concrete(size, "argwhere", "size")
+            return _to_user(_np.zeros((operator.index(size), 0), _np.int64))
+        cols = _sized_nonzero(x, size, fill_value, "argwhere")
+        return transpose(concatenate([reshape(c, (1, -1)) for c in cols], axis=0))
     return _np.argwhere(_value_dependent(a, "argwhere", "a"))
 
 

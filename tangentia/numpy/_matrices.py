@@ -287,9 +287,18 @@ def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> A
     return _I.getitem(a, (Ellipsis, _I.ARRAY, _I.ARRAY), (rows, cols))
 
 
-def trace(a: ArrayLike, offset: int | ArrayLike = 0, axis1: int = 0, axis2: int = 1) -> Array:
-    """Sum along the diagonal with ``offset`` of the planes given by ``axis1`` and ``axis2``."""
-    return sum(diagonal(a, offset, axis1, axis2), -1)
+def trace(a: ArrayLike, offset: int | ArrayLike = 0, axis1: int = 0, axis2: int = 1,
+          dtype: DTypeLike | None = None, out: None = None) -> Array:
+    """Sum along the diagonal with ``offset`` of the planes given by ``axis1`` and ``axis2``
+    (accumulated in ``dtype`` if given, as NumPy's)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.trace is not supported. "
+                                  "(trace: tangentia arrays are immutable)")
+    nd = _np.ndim(a) if not hasattr(a, "shape") else len(a.shape)
+    if nd >= 2 and operator.index(axis1) % nd == operator.index(axis2) % nd:
+        raise ValueError(f"axis1 and axis2 can not be same. axis1={axis1} and axis2={axis2} "
+                         "(trace)")
+    return sum(diagonal(a, offset, axis1, axis2), -1, dtype)
 
 
 def tril(m: ArrayLike, k: int = 0) -> Array:

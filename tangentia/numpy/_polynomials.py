@@ -57,9 +57,15 @@ def polysub(a1: ArrayLike, a2: ArrayLike) -> Array:
     return polyadd(a1, _E.neg(atleast_1d(a2)))
 
 
-def polymul(a1: ArrayLike, a2: ArrayLike) -> Array:
-    """Product of two polynomials (coefficients highest degree first)."""
-    return convolve(atleast_1d(a1), atleast_1d(a2))
+def polymul(a1: ArrayLike, a2: ArrayLike, *, trim_leading_zeros: bool = False) -> Array:
+    """Product of two polynomials (coefficients highest degree first).  With JAX's
+    ``trim_leading_zeros=True`` (concrete inputs), leading zero coefficients of the inputs
+    are dropped first, as NumPy's polymul does."""
+    a1, a2 = atleast_1d(a1), atleast_1d(a2)
+    if trim_leading_zeros and _eager(a1, a2):
+        a1 = _np.trim_zeros(_np.asarray(a1), "f") if _np.any(a1) else _np.asarray(a1)[-1:]
+        a2 = _np.trim_zeros(_np.asarray(a2), "f") if _np.any(a2) else _np.asarray(a2)[-1:]
+    return convolve(a1, a2)
 
 
 def polyder(p: ArrayLike, m: int = 1) -> Array:

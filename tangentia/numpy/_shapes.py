@@ -11,7 +11,11 @@ import numpy as _np
 
 from ..core import Tracer as _Tracer
 from ..interpreters.base_ops import static_shape
+from .. import core as _core
+from ..primitives import elementwise as _E
 from ..primitives import indexing as _I
+from ..primitives import reductions as _R
+from ..primitives import sorting as _SO
 from ..primitives import structural as _S
 from ._conversion import _in, _stack, asarray, astype
 from ._util import _aval, _axis, _is_tracer
@@ -19,7 +23,7 @@ from ._util import _aval, _axis, _is_tracer
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
-    from ..typing import Array, ArrayLike, Shape
+    from ..typing import Array, ArrayLike, DTypeLike, Shape
 
 
 def _bounds_axis(fname, axis, nd, argname="axis"):
@@ -67,6 +71,11 @@ def size(a: Any, axis: int | Sequence[int] | None = None) -> int:
     s = _aval(a).shape
     if axis is None:
         return math.prod(s)
+    if isinstance(axis, (tuple, list)):   # JAX's: the product over several axes
+        axes = [_axis(ax, a, "size") for ax in axis]
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"repeated axis in size: {tuple(axis)} (size: argument 'axis')")
+        return math.prod(s[ax] for ax in axes)
     return s[axis]
 
 
@@ -273,28 +282,37 @@ def concatenate(arrays: Sequence[ArrayLike], axis: int | None = 0, dtype=None) -
 concat = concatenate
 
 
-def stack(arrays: ArrayLike | Sequence[ArrayLike], axis: int = 0) -> Array:
-    """Join arrays of the same shape along a new axis."""
+def _as_dtype(x, dtype):
+    return x if dtype is None else astype(x, dtype)
+
+
+def stack(arrays: ArrayLike | Sequence[ArrayLike], axis: int = 0, out: None = None,
+          dtype: DTypeLike | None = None) -> Array:
+    """Join arrays of the same shape along a new axis (cast to ``dtype`` if given)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.stack is not supported. "
+                                  "(stack: tangentia arrays are immutable)")
     arrays = list(arrays)
     if arrays:
         _bounds_axis("stack", axis, ndim(arrays[0]) + 1)
-    return _stack(arrays, axis)
+    return _as_dtype(_stack(arrays, axis), dtype)
 
 
-def hstack(tup: ArrayLike | Sequence[ArrayLike]) -> Array:
+def hstack(tup: ArrayLike | Sequence[ArrayLike], dtype: DTypeLike | None = None) -> Array:
     """Join arrays along the second axis (the first for 1-D arrays)."""
     arrs = [atleast_1d(a) for a in tup]
-    return concatenate(arrs, 0 if ndim(arrs[0]) == 1 else 1)
+    return _as_dtype(concatenate(arrs, 0 if ndim(arrs[0]) == 1 else 1), dtype)
 
 
-def vstack(tup: ArrayLike | Sequence[ArrayLike]) -> Array:
+def vstack(tup: ArrayLike | Sequence[ArrayLike], dtype: DTypeLike | None = None) -> Array:
     """Join arrays along the first axis (1-D arrays become rows)."""
-    return concatenate([atleast_2d(a) for a in tup], 0)
+    return _as_dtype(concatenate([atleast_2d(a) for a in tup], 0), dtype)
 
 
-def dstack(tup: ArrayLike | Sequence[ArrayLike]) -> Array:
+def dstack(tup: ArrayLike | Sequence[ArrayLike], dtype: DTypeLike | None = None) -> Array:
     """Stack along the third axis."""
-    return concatenate([atleast_3d(_in(a, "dstack", f"tup[{i}]")) for i, a in enumerate(tup)], 2)
+    return _as_dtype(concatenate([atleast_3d(_in(a, "dstack", f"tup[{i}]"))
+                                  for i, a in enumerate(tup)], 2), dtype)
 
 
 def column_stack(tup: ArrayLike | Sequence[ArrayLike]) -> Array:
@@ -338,19 +356,51 @@ def tile(a, reps: int | Sequence[int]) -> Array:
     return reshape(a, tuple(r * d for r, d in zip(reps, s)))
 
 
-def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None) -> Array:
-    """Repeat each entry ``repeats`` times along ``axis`` (of the flattened array if None)."""
-    if not isinstance(repeats, int):
-        raise NotImplementedError("repeat: only an integer number of repeats is supported")
+def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None, *,
+           total_repeat_length: int | None = None) -> Array:
+    """Repeat each entry ``repeats`` times along ``axis`` (of the flattened array if None).
+    ``repeats`` is an integer or one count per entry (concrete, or traced with JAX's static
+    ``total_repeat_length``: the length of the result, cut or filled with the last entry)."""
+    a = _in(a, "repeat", "a")
     if axis is None:
         a = ravel(a)
         axis = 0
     s = shape(a)
     axis = _bounds_axis("repeat", axis, len(s))
-    a = expand_dims(a, axis + 1)
-    tgt = s[:axis + 1] + (repeats,) + s[axis + 1:]
-    a = broadcast_to(a, tgt)
-    return reshape(a, s[:axis] + (s[axis] * repeats,) + s[axis + 1:])
+    if total_repeat_length is not None:
+        total_repeat_length = operator.index(total_repeat_length)
+    if not _is_tracer(repeats) and _np.ndim(repeats) == 0:
+        r = operator.index(_np.asarray(repeats).item() if hasattr(repeats, "dtype")
+                           else repeats)
+        if total_repeat_length is None or total_repeat_length == s[axis] * r:
+            a = expand_dims(a, axis + 1)
+            tgt = s[:axis + 1] + (r,) + s[axis + 1:]
+            a = broadcast_to(a, tgt)
+            return reshape(a, s[:axis] + (s[axis] * r,) + s[axis + 1:])
+    counts = repeats
+    if not _is_tracer(counts):
+        counts = _np.broadcast_to(_np.asarray(counts), (s[axis],))
+        if counts.dtype.kind not in "iu":
+            raise TypeError(f"repeat: argument 'repeats' must be integers, got {counts.dtype}")
+        if total_repeat_length is None:
+            idx = _np.repeat(_np.arange(s[axis]), counts)
+            return _take_axis(a, idx, axis)
+    elif total_repeat_length is None:
+        raise _core.ConcretizationTypeError(
+            "repeat: argument 'repeats' is traced: pass a static total_repeat_length (JAX's "
+            "keyword) so the length of the result is known")
+    if _is_tracer(counts) and _aval(counts).shape != (s[axis],):
+        counts = broadcast_to(counts, (s[axis],))
+    ends = _R.cumsum(astype(counts, _np.int64), 0)
+    idx = _SO.searchsorted(ends, _np.arange(total_repeat_length, dtype=_np.int64), "right")
+    idx = _E.minimum(idx, max(s[axis] - 1, 0))
+    return _take_axis(a, idx, axis)
+
+
+def _take_axis(a, idx, axis):
+    """``a`` at the integer indices ``idx`` (1-D, in bounds) along ``axis``."""
+    spec = tuple(_I.ARRAY if i == axis else slice(None) for i in range(len(shape(a))))
+    return _I.getitem(a, spec, (idx,))
 
 
 # ---------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
+from .. import dtypes as _dtypes
 from ..primitives import elementwise as _E
 from ..primitives import indexing as _I
 from ..primitives import sorting as _SO
@@ -27,7 +28,7 @@ from ._util import _aval, _axis, _concrete, _eager, _is_tracer, _value_dependent
 
 if TYPE_CHECKING:
     from typing import Any
-    from ..typing import Array, ArrayLike
+    from ..typing import Array, ArrayLike, DTypeLike
 
 
 # ---------------------------------------------------------------------------
@@ -50,15 +51,20 @@ def sort(a: ArrayLike, axis: int | None = -1, kind: None = None, order: None = N
 
 
 def argsort(a: ArrayLike, axis: int | None = -1, kind: None = None, order: None = None, *,
-            stable: bool = True, descending: bool = False) -> Array:
-    """Indices that sort ``a`` along ``axis`` (stable; zero derivative)."""
+            stable: bool = True, descending: bool = False, dtype: DTypeLike | None = None
+            ) -> Array:
+    """Indices that sort ``a`` along ``axis`` (stable; zero derivative), of integer
+    ``dtype`` if given (JAX's)."""
     if order is not None:
         raise NotImplementedError("argsort: the 'order' argument (structured arrays) is not "
                                   "supported")
+    if dtype is not None and not _dtypes.is_integer(_np.dtype(dtype)):
+        raise ValueError(f"argsort: argument 'dtype' must be an integer dtype, got {dtype!r}")
     a = _in(a, "argsort")
     if axis is None:
         a, axis = ravel(a), 0
-    return _SO.argsort(a, _axis(axis, a, "argsort"), descending)
+    out = _SO.argsort(a, _axis(axis, a, "argsort"), descending)
+    return out if dtype is None else astype(out, dtype)
 
 
 def partition(a: ArrayLike, kth: int, axis: int = -1) -> Array:
@@ -125,8 +131,14 @@ def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLi
     return _SO.searchsorted(a, v, side)
 
 
-def digitize(x: ArrayLike, bins: ArrayLike, right: bool = False) -> Array:
-    """Indices of the bins (monotonic, increasing or decreasing) holding ``x``."""
+def digitize(x: ArrayLike, bins: ArrayLike, right: bool = False, *,
+             method: str | None = None) -> Array:
+    """Indices of the bins (monotonic, increasing or decreasing) holding ``x``.  ``method``
+    (JAX's searchsorted strategy: 'scan', 'scan_unrolled', 'sort', 'compare_all') is
+    accepted; every method gives the same result here."""
+    if method is not None and method not in ("scan", "scan_unrolled", "sort", "compare_all"):
+        raise ValueError(f"digitize: argument 'method' must be one of 'scan', 'scan_unrolled', "
+                         f"'sort', 'compare_all' or None, got {method!r}")
     x = _in(x, "digitize", "x")
     bins = _in(bins, "digitize", "bins")
     if ndim(bins) != 1:
@@ -316,10 +328,10 @@ def bincount(x: ArrayLike, weights: ArrayLike | None = None, minlength: int = 0,
         if shape(weights) != shape(x):
             raise ValueError(f"bincount: arguments 'weights' {shape(weights)} and 'x' "
                              f"{shape(x)} must have the same shape")
+    # JAX's: negative values count as 0 (NumPy raises for them)
+    x = _E.maximum(x, _np.zeros((), _aval(x).dtype))
     if length is None:
         xv = _value_dependent(x, "bincount", "x")
-        if xv.size and xv.min() < 0:
-            raise ValueError("bincount: argument 'x' must not contain negative values")
         if _eager(x, weights):
             return _np.bincount(xv, weights, minlength)
         length = builtins.max(int(xv.max()) + 1 if xv.size else 0, minlength)

@@ -68,7 +68,7 @@ def is_weakly_typed(x):
 
 
 def to_inexact_dtype(dtype):
-    return np.dtype(_d.to_inexact(dtype))
+    return np.dtype(_d.to_inexact(np.dtype(dtype)))
 
 
 def to_numeric_dtype(dtype):

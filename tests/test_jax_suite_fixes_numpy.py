@@ -1,0 +1,160 @@
+"""tangentia.numpy against JAX where JAX's own lax_numpy_test.py found gaps (run through
+tests/external/run_jax_tests.py): static-size nonzero/argwhere/flatnonzero/where under jit,
+dtype= of the stack family, trace's dtype, take_along_axis's out-of-bounds modes, repeat
+with per-entry counts and total_repeat_length, and the smaller keyword gaps.  Every value
+is compared with JAX (x64), eagerly and under jit."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+jnp = jax.numpy
+
+X = np.array([[0, 1, 2], [3, 0, 0]])
+F = np.arange(12.0).reshape(3, 4)
+
+
+def _same(a, b):
+    a, b = (a, b) if isinstance(a, tuple) else ((a,), (b,))
+    assert len(a) == len(b)
+    for u, v in zip(a, b):
+        u, v = np.asarray(u), np.asarray(v)
+        assert u.shape == v.shape, (u.shape, v.shape)
+        np.testing.assert_allclose(u, v, equal_nan=True)
+
+
+@pytest.mark.parametrize("size, fill", [(5, None), (5, -1), (5, (-1, -2)), (2, None), (0, 7)])
+def test_nonzero_static_size(size, fill):
+    want = jnp.nonzero(X, size=size, fill_value=fill)
+    _same(tnp.nonzero(X, size=size, fill_value=fill), want)
+    _same(tg.jit(lambda x: tnp.nonzero(x, size=size, fill_value=fill))(X), want)
+    _same(tg.jit(lambda x: tnp.where(x, size=size, fill_value=fill))(X), want)
+
+
+@pytest.mark.parametrize("size", [1, 3, 6])
+def test_argwhere_flatnonzero_static_size(size):
+    _same(tg.jit(lambda x: tnp.argwhere(x, size=size, fill_value=-1))(X),
+          jnp.argwhere(X, size=size, fill_value=-1))
+    _same(tnp.argwhere(X, size=size), jnp.argwhere(X, size=size))
+    _same(tg.jit(lambda x: tnp.flatnonzero(x, size=size, fill_value=9))(X),
+          jnp.flatnonzero(X, size=size, fill_value=9))
+    # vmap: one static-size result per row
+    _same(tg.vmap(lambda r: tnp.flatnonzero(r, size=2))(X),
+          jax.vmap(lambda r: jnp.flatnonzero(r, size=2))(X))
+
+
+def test_where_size_needs_one_argument():
+    with pytest.raises(ValueError, match="three-term where"):
+        tnp.where(X > 0, X, 0, size=2)
+
+
+@pytest.mark.parametrize("name", ["stack", "hstack", "vstack", "dstack"])
+def test_stack_family_dtype(name):
+    args = [F.astype(np.float32), F.astype(np.int32)]
+    for dtype in (np.int32, np.float32):
+        got, want = getattr(tnp, name)(args, dtype=dtype), getattr(jnp, name)(args, dtype=dtype)
+        assert got.dtype == want.dtype
+        _same(got, want)
+        got = tg.jit(lambda a, b: getattr(tnp, name)([a, b], dtype=dtype))(*args)
+        assert got.dtype == want.dtype
+
+
+def test_trace_dtype_and_same_axes():
+    got = tnp.trace(F, 1, 0, 1, np.int32)
+    assert got.dtype == jnp.trace(F, 1, 0, 1, np.int32).dtype
+    _same(tg.jit(lambda a: tnp.trace(a, 0, 1, 0, np.float32))(F), jnp.trace(F, 0, 1, 0, np.float32))
+    with pytest.raises(ValueError, match="axis1 and axis2 can not be same"):
+        tnp.trace(np.ones((2, 3, 2)), axis1=1, axis2=-2)
+
+
+def test_clip_without_bounds_and_complex():
+    _same(tnp.clip(F), jnp.clip(F))
+    with pytest.raises(ValueError, match="Complex values have no ordering"):
+        tnp.clip(np.array([1 + 1j]))
+    with pytest.raises(ValueError, match="Complex values have no ordering"):
+        tnp.clip(np.arange(3), min=-1 + 5j)
+
+
+def test_digitize_method_polymul_trim_argsort_dtype():
+    x, bins = np.array([0.2, 1.5, 3.0]), np.array([0.0, 1.0, 2.0])
+    for method in ("scan", "scan_unrolled", "sort", "compare_all"):
+        np.testing.assert_array_equal(tnp.digitize(x, bins, method=method),
+                                      jnp.digitize(x, bins, method=method))
+    with pytest.raises(ValueError, match="method"):
+        tnp.digitize(x, bins, method="bogus")
+    a1, a2 = np.array([0.0, 0.0, 1.0, 2.0]), np.array([0.0, 3.0])
+    _same(tnp.polymul(a1, a2, trim_leading_zeros=True),
+          jnp.polymul(a1, a2, trim_leading_zeros=True))
+    _same(tnp.polymul(a1, a2), jnp.polymul(a1, a2))
+    got = tnp.argsort(F[0][::-1], dtype=np.int16)
+    assert got.dtype == np.int16
+    _same(got, jnp.argsort(F[0][::-1], dtype=np.int16))
+
+
+def test_bincount_clips_negative_values_as_jax():
+    x = np.array([-3, -1, 0, 2, 2])
+    w = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    _same(tnp.bincount(x), jnp.bincount(x))
+    _same(tnp.bincount(x, w), jnp.bincount(x, w))
+    _same(tg.jit(lambda x: tnp.bincount(x, length=4))(x), jnp.bincount(x, length=4))
+
+
+def test_size_over_several_axes():
+    a = np.zeros((2, 3, 4))
+    assert tnp.size(a, (0, 2)) == jnp.size(a, (0, 2)) == 8
+    assert tnp.size(a, ()) == 1
+    with pytest.raises(ValueError, match="repeated axis"):
+        tnp.size(a, (1, -2))
+
+
+@pytest.mark.parametrize("mode", [None, "fill", "clip", "promise_in_bounds"])
+def test_take_along_axis_out_of_bounds_modes(mode):
+    x = np.arange(10, dtype=np.float32)
+    idx = np.array([-11, -10, -9, -5, -1, 0, 1, 5, 9, 10, 11])
+    if mode == "promise_in_bounds":
+        idx = np.clip(idx, 0, 9)   # a promise: in bounds and non-negative
+    want = jnp.take_along_axis(x, idx, 0, mode=mode)
+    _same(tnp.take_along_axis(x, idx, 0, mode=mode), want)
+    _same(tg.jit(lambda x, i: tnp.take_along_axis(x, i, 0, mode=mode))(x, idx), want)
+
+
+def test_take_along_axis_none_fill_value_grad_and_errors():
+    _same(tnp.take_along_axis(np.arange(5.0), np.array([0, 2, 4, 6]), axis=None, mode="fill",
+                              fill_value=10.0),
+          jnp.take_along_axis(jnp.arange(5.0), jnp.array([0, 2, 4, 6]), axis=None, mode="fill",
+                              fill_value=10.0))
+    i = np.array([[0, 3], [1, 2], [2, 0]])
+    _same(tg.grad(lambda a: tnp.take_along_axis(a, i, 1).sum())(F),
+          jax.grad(lambda a: jnp.take_along_axis(a, i, 1).sum())(F))
+    with pytest.raises(TypeError, match="take_along_axis indices must be of integer type"):
+        tnp.take_along_axis(np.arange(5), np.array([3.0], np.float32), axis=0)
+
+
+@pytest.mark.parametrize("a, repeats, axis, total", [
+    (np.arange(1, 7), np.array([1, 3, 0, 1, 1, 2]), None, None),
+    (np.arange(1, 7), np.array([2]), 0, None),
+    (np.arange(1, 7).reshape(2, 3), np.array([1, 3, 2]), 1, None),
+    (np.arange(1, 7), np.array([1, 3, 0, 1, 1, 2]), None, 10),
+    (np.arange(1, 7), 2, None, 9),
+    (np.arange(1, 7).reshape(2, 3), np.array([1, 3, 2]), 1, 4),
+    (np.arange(1, 7), 0, None, 0),
+])
+def test_repeat_counts_and_total_repeat_length(a, repeats, axis, total):
+    want = jnp.repeat(a, repeats, axis, total_repeat_length=total)
+    _same(tnp.repeat(a, repeats, axis, total_repeat_length=total), want)
+    if total is not None:   # traced repeats need the static total
+        _same(tg.jit(lambda a, r: tnp.repeat(a, r, axis, total_repeat_length=total))(a, repeats),
+              want)
+
+
+def test_repeat_traced_counts_gradient_and_error():
+    counts = np.array([1, 3, 2])
+    _same(tg.grad(lambda x: tnp.repeat(x * x, counts, total_repeat_length=6).sum())(np.ones(3)),
+          jax.grad(lambda x: jnp.repeat(x * x, counts, total_repeat_length=6).sum())(np.ones(3)))
+    with pytest.raises(tg.errors.ConcretizationTypeError, match="total_repeat_length"):
+        tg.jit(lambda r: tnp.repeat(np.arange(3), r))(counts)
