@@ -19,7 +19,16 @@ from ..interpreters.base_ops import unbroadcast  # noqa: F401  (re-exported)
 from ..interpreters.batching import move_to_front, primitive_batchers
 
 if TYPE_CHECKING:
-    from ..typing import Array, ArrayLike
+    from ..typing import Array, ArrayLike, _Binary, _Unary
+
+    # The public functions made by core.eager_dispatch (below), as a type checker sees them
+    exp: _Unary; log: _Unary; log1p: _Unary; expm1: _Unary; sin: _Unary; cos: _Unary; tan: _Unary
+    arcsin: _Unary; arccos: _Unary; arctan: _Unary; sinh: _Unary; cosh: _Unary; tanh: _Unary
+    arcsinh: _Unary; arccosh: _Unary; arctanh: _Unary; sqrt: _Unary; cbrt: _Unary; abs: _Unary
+    neg: _Unary; conj: _Unary; sign: _Unary; floor: _Unary; ceil: _Unary; round: _Unary
+    add: _Binary; sub: _Binary; mul: _Binary; div: _Binary; power: _Binary; maximum: _Binary
+    minimum: _Binary; arctan2: _Binary; remainder: _Binary; floor_divide: _Binary; eq: _Binary
+    ne: _Binary; lt: _Binary; le: _Binary; gt: _Binary; ge: _Binary
 
 # ---------------------------------------------------------------------------
 # Shape and dtype rules
