@@ -158,3 +158,34 @@ def test_repeat_traced_counts_gradient_and_error():
           jax.grad(lambda x: jnp.repeat(x * x, counts, total_repeat_length=6).sum())(np.ones(3)))
     with pytest.raises(tg.errors.ConcretizationTypeError, match="total_repeat_length"):
         tg.jit(lambda r: tnp.repeat(np.arange(3), r))(counts)
+
+
+CREATORS = [
+    ("zeros", lambda m, dv: m.zeros((2, 3), device=dv)),
+    ("ones", lambda m, dv: m.ones(3, np.int32, device=dv)),
+    ("empty", lambda m, dv: m.empty(3, device=dv)),
+    ("full", lambda m, dv: m.full((2,), 1.5, device=dv)),
+    ("zeros_like", lambda m, dv: m.zeros_like(F, device=dv)),
+    ("ones_like", lambda m, dv: m.ones_like(F, device=dv)),
+    ("full_like", lambda m, dv: m.full_like(F, 2, device=dv)),
+    ("eye", lambda m, dv: m.eye(5, 6, device=dv)),
+    ("arange", lambda m, dv: m.arange(5, device=dv)),
+    ("linspace", lambda m, dv: m.linspace(5, 6, 7, device=dv)),
+    ("array", lambda m, dv: m.array([1, 2, 3], device=dv)),
+    ("asarray", lambda m, dv: m.asarray([1.0, 2.0], device=dv)),
+]
+
+
+@pytest.mark.parametrize("name, make", CREATORS, ids=[c[0] for c in CREATORS])
+def test_creation_takes_device_or_sharding(name, make):
+    dev = tg.devices()[-1]
+    sharding = tg.sharding.SingleDeviceSharding(dev)
+    want = make(jnp, None)
+    for dv in (None, dev, sharding):
+        got = make(tnp, dv)
+        _same(got, want)
+        assert got.dtype == want.dtype
+        assert got.devices() == {dev}
+    assert make(tnp, sharding).sharding == sharding
+    with pytest.raises(ValueError, match=f"{name}: argument 'device'"):
+        make(tnp, "tpu")

@@ -14,15 +14,17 @@ from .. import core as _core
 from ..core import Tracer as _Tracer
 from ..primitives import structural as _S
 from ._constants import float64
-from ._util import _aval, _flat_seq, _is_tracer
+from ._util import _aval, _check_device, _flat_seq, _is_tracer
 
 if TYPE_CHECKING:
     from typing import Any
     from ..typing import Array, ArrayLike, DTypeLike
 
 
-def asarray(a: Any, dtype: DTypeLike | None = None, copy: bool | None = None) -> Array:
+def asarray(a: Any, dtype: DTypeLike | None = None, copy: bool | None = None, *,
+            device: Any = None, out_sharding: Any = None) -> Array:
     """Convert to an array (tracers are returned as they are, cast if asked)."""
+    _check_device(device, "asarray")
     if isinstance(a, _Tracer):
         return a if dtype is None else astype(a, dtype)
     if isinstance(a, (list, tuple)) and builtins.any(_is_tracer(x) for x in _flat_seq(a)):

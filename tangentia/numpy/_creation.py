@@ -18,7 +18,7 @@ from ._conversion import _in, _inexact, asarray, astype
 from ._elementwise import log10, power, sign
 from ._shapes import (broadcast_arrays, broadcast_shapes, broadcast_to, expand_dims, moveaxis,
                       ndim, reshape, shape)
-from ._util import _Tracer, _aval, _concrete, _eager, _flat_seq, _is_tracer
+from ._util import _Tracer, _aval, _check_device, _concrete, _eager, _flat_seq, _is_tracer
 
 if TYPE_CHECKING:
     from typing import Any
@@ -39,23 +39,31 @@ def _check_shape(shape, fname):
     return shape
 
 
-def zeros(shape: Any, dtype: DTypeLike | None = None) -> Array:
+def zeros(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
+          out_sharding: Any = None) -> Array:
     """An array of zeros of the given shape (float64 by default)."""
+    _check_device(device, "zeros")
     return _np.zeros(_check_shape(shape, "zeros"), dtype or float64)
 
 
-def ones(shape: Any, dtype: DTypeLike | None = None) -> Array:
+def ones(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
+         out_sharding: Any = None) -> Array:
     """An array of ones of the given shape (float64 by default)."""
+    _check_device(device, "ones")
     return _np.ones(_check_shape(shape, "ones"), dtype or float64)
 
 
-def empty(shape: Any, dtype: DTypeLike | None = None) -> Array:
+def empty(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
+          out_sharding: Any = None) -> Array:
     """An array of the given shape and dtype (float64 by default); here filled with zeros."""
+    _check_device(device, "empty")
     return _np.zeros(_check_shape(shape, "empty"), dtype or float64)
 
 
-def full(shape: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None) -> Array:
+def full(shape: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None, *,
+         device: Any = None) -> Array:
     """An array of the given shape filled with ``fill_value``."""
+    _check_device(device, "full")
     shape = _check_shape(shape, "full")
     if _is_tracer(fill_value):
         v = fill_value if dtype is None else astype(fill_value, dtype)
@@ -73,35 +81,43 @@ def _like(a):
     return av.shape, av.dtype
 
 
-def zeros_like(a: Any, dtype: DTypeLike | None = None, shape: Any = None) -> Array:
+def zeros_like(a: Any, dtype: DTypeLike | None = None, shape: Any = None, *,
+               device: Any = None, out_sharding: Any = None) -> Array:
     """An array of zeros with the shape and dtype of ``a``."""
+    _check_device(device, "zeros_like")
     a_shape, a_dtype = _like(a)
     return _np.zeros(a_shape if shape is None else _check_shape(shape, "zeros_like"),
                      dtype or a_dtype)
 
 
-def ones_like(a: Any, dtype: DTypeLike | None = None, shape: Any = None) -> Array:
+def ones_like(a: Any, dtype: DTypeLike | None = None, shape: Any = None, *,
+              device: Any = None, out_sharding: Any = None) -> Array:
     """An array of ones with the shape and dtype of ``a``."""
+    _check_device(device, "ones_like")
     a_shape, a_dtype = _like(a)
     return _np.ones(a_shape if shape is None else _check_shape(shape, "ones_like"),
                     dtype or a_dtype)
 
 
-def empty_like(a, dtype: DTypeLike | None = None, shape: Any = None) -> Array:
+def empty_like(a, dtype: DTypeLike | None = None, shape: Any = None, *, device: Any = None,
+               out_sharding: Any = None) -> Array:
     """An array with the shape and dtype of ``a``; here filled with zeros."""
+    _check_device(device, "empty_like")
     return zeros_like(a, dtype, shape)
 
 
-def full_like(a: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None, shape: Any = None
-              ) -> Array:
+def full_like(a: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None, shape: Any = None,
+              *, device: Any = None) -> Array:
     """An array with the shape and dtype of ``a`` filled with ``fill_value``."""
+    _check_device(device, "full_like")
     a_shape, a_dtype = _like(a)
     return full(a_shape if shape is None else shape, fill_value, dtype or a_dtype)
 
 
-def eye(N: int, M: int | None = None, k: int | ArrayLike = 0, dtype: DTypeLike | None = None
-        ) -> Array:
+def eye(N: int, M: int | None = None, k: int | ArrayLike = 0, dtype: DTypeLike | None = None,
+        *, device: Any = None) -> Array:
     """A 2-D array with ones on the ``k``-th diagonal and zeros elsewhere (float64 by default)."""
+    _check_device(device, "eye")
     return _np.eye(N, M, k, dtype=dtype or float64)
 
 
@@ -119,8 +135,10 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None
 # From data
 
 
-def array(object: Any, dtype: DTypeLike | None = None, copy: bool = True, ndmin: int = 0) -> Array:
+def array(object: Any, dtype: DTypeLike | None = None, copy: bool = True, ndmin: int = 0, *,
+          device: Any = None, out_sharding: Any = None) -> Array:
     """An array from ``object`` (NumPy's ``array``; sequences of traced values are stacked)."""
+    _check_device(device, "array")
     if _is_tracer(object) or (isinstance(object, (list, tuple))
                               and builtins.any(_is_tracer(x) for x in _flat_seq(object))):
         out = asarray(object, dtype)
@@ -135,8 +153,10 @@ def array(object: Any, dtype: DTypeLike | None = None, copy: bool = True, ndmin:
 
 
 def arange(start: ArrayLike | int, stop: ArrayLike | int | None = None,
-           step: ArrayLike | None = None, dtype: DTypeLike | None = None) -> Array:
+           step: ArrayLike | None = None, dtype: DTypeLike | None = None, *,
+           device: Any = None, out_sharding: Any = None) -> Array:
     """Evenly spaced values in the half-open interval [start, stop) (bounds must be concrete)."""
+    _check_device(device, "arange")
     start = _concrete(start, "arange", "start")
     stop = _concrete(stop, "arange", "stop")
     step = _concrete(step, "arange", "step")
@@ -146,9 +166,10 @@ def arange(start: ArrayLike | int, stop: ArrayLike | int | None = None,
 
 
 def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
-             retstep: bool = False, dtype: DTypeLike | None = None, axis: int = 0
-             ) -> Array | tuple[Array, Array]:
+             retstep: bool = False, dtype: DTypeLike | None = None, axis: int = 0, *,
+             device: Any = None) -> Array | tuple[Array, Array]:
     """``num`` evenly spaced values from ``start`` to ``stop`` (``num`` must be concrete)."""
+    _check_device(device, "linspace")
     num = int(_concrete(num, "linspace", "num"))
     if not (_is_tracer(start) or _is_tracer(stop)):
         return _np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype,

@@ -90,3 +90,15 @@ def _axis(axis, a, fname, argname="a"):
         raise ValueError(f"{fname}: axis {ax} is out of bounds for argument '{argname}' of "
                          f"shape {_aval(a).shape} (rank {nd})")
     return ax % nd
+
+
+def _check_device(device, fname, argname="device"):
+    """JAX's ``device=`` of the array constructors: None, a device (tangentia's one CPU device
+    or the platform name 'cpu') or a sharding over it.  Arrays live in host memory, so a
+    valid placement changes nothing; anything else is an error naming the function."""
+    if device is None or device == "cpu" or hasattr(device, "device_set"):
+        return
+    if type(device).__name__.endswith("Device") and getattr(device, "platform", "cpu") == "cpu":
+        return
+    raise ValueError(f"{fname}: argument '{argname}' must be None, a device or a Sharding, got "
+                     f"{device!r}")
