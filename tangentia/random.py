@@ -70,18 +70,36 @@ def _shape(name, shape):
     try:
         shape = tuple(operator.index(d) for d in shape)
     except TypeError:
-        raise TypeError(f"{name}: argument 'shape' must be a tuple of ints, got {shape!r:.60}") from None
+        raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
+                        f"{shape!r:.60}. ({name}: argument 'shape' must be a tuple of ints; a "
+                        "traced size under jit must be static: static_argnums)") from None
     if any(d < 0 for d in shape):
         raise ValueError(f"{name}: argument 'shape' must be non-negative, got {shape}")
     return shape
 
 
+class _DtypeError(ValueError, TypeError):
+    """A dtype a sampler does not take: JAX raises ValueError; a TypeError too, as the
+    argument's type is what is wrong (and as this library raised before)."""
+
+
+# Samplers that take 16-bit floats (float16, bfloat16), as JAX's: uniform bits of the
+# dtype's width, the transformation computed in the dtype (the ones built on gamma
+# draws, whose rejection loops need the precision, take float32 and float64)
+_HALF_OK = frozenset(["uniform", "normal", "truncated_normal", "cauchy", "exponential",
+                      "laplace", "logistic", "gumbel", "rademacher"])
+
+
 def _float_dtype(name, dtype):
     dtype = np.dtype(np.float64 if dtype is None else dtype)
-    if name in ("uniform", "normal") and _dtypes.is_ml_float(dtype) and dtype.itemsize == 2:
-        return dtype   # bfloat16: 16 random bits, as JAX's
-    if dtype.kind != "f" or dtype.itemsize not in (4, 8):
-        raise TypeError(f"{name}: argument 'dtype' must be float32 or float64, got {dtype}")
+    is_float = dtype.kind == "f" or _dtypes.is_ml_float(dtype)
+    if is_float and dtype.itemsize == 2 and name in _HALF_OK:
+        return dtype   # float16/bfloat16: 16 random bits, as JAX's
+    if not is_float or dtype.itemsize not in (4, 8):
+        kinds = "a float or complex dtype" if name == "normal" else "a float dtype"
+        raise _DtypeError(f"dtype argument to `{name}` must be {kinds}, got {dtype} "
+                          f"({name}: argument 'dtype' must be float32 or float64"
+                          + (", or float16/bfloat16" if name in _HALF_OK else "") + ")")
     return dtype
 
 
@@ -257,7 +275,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     lower, upper = _as(lower, dtype), _as(upper, dtype)
     a = _special.erf(lower / sqrt2)
     b = _special.erf(upper / sqrt2)
-    out = sqrt2 * _special.erfinv(_uniform(key, shape, dtype, a, b))
+    out = tnp.astype(sqrt2 * _special.erfinv(_uniform(key, shape, dtype, a, b)), dtype)
     return tnp.clip(out, tnp.nextafter(_lax.stop_gradient(lower), dtype.type(np.inf)),
                     tnp.nextafter(_lax.stop_gradient(upper), dtype.type(-np.inf)))
 
@@ -706,6 +724,9 @@ def permutation(key, x, axis=0, independent=False):
 def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
     """Samples from ``arange(a)`` (int ``a``) or from ``a`` along ``axis``."""
     key = _check_key("choice", key)
+    if not isinstance(shape, (tuple, list)):
+        raise TypeError(f"shape argument of jax.random.choice must be a sequence, got {shape} "
+                        "(choice: argument 'shape' is a tuple of ints)")
     shape = _shape("choice", shape)
     arr = tnp.asarray(a) if not isinstance(a, core.Tracer) else a
     if arr.ndim == 0:

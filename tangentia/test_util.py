@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import api, core
+from . import api, core, dtypes
 from .custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
 from .debug import debug_callback_p
 from .primitives.call import jit_p
@@ -22,14 +22,39 @@ from .tree_util import tree_flatten, tree_map, tree_unflatten
 
 _DEFAULT_EPS = 1e-4
 
+# JAX's default tolerances of gradient checks, by the dtype of the values compared
+# (jax.test_util.check_grads): a float16 result cannot agree with finite differences to
+# float64's 1e-5
+_GRAD_TOL = {np.dtype(np.float16): 1e-2, np.dtype(dtypes.bfloat16): 1e-1,
+             np.dtype(np.float32): 2e-3, np.dtype(np.float64): 1e-5,
+             np.dtype(np.complex64): 1e-3, np.dtype(np.complex128): 1e-5}
+
+
+def _tolerance(tol, dts):
+    """The tolerance for values of dtypes ``dts`` (the loosest of them): ``tol`` itself if
+    it is a number, else JAX's defaults updated by ``tol`` (a dict keyed by dtype), as
+    jax.test_util.check_grads takes them."""
+    if tol is not None and not isinstance(tol, dict):
+        return tol
+    table = dict(_GRAD_TOL)
+    if tol:
+        table.update({np.dtype(k): v for k, v in tol.items()})
+    vals = [table.get(np.dtype(d), table[np.dtype(np.float64)]) for d in dts]
+    return max(vals) if vals else table[np.dtype(np.float64)]
+
+
+def _dtypes_of(*trees):
+    return [np.asarray(x).dtype for t in trees for x in tree_flatten(t)[0]
+            if dtypes.is_inexact(np.asarray(x).dtype)]
+
 
 def _rand_like(rng, x):
     x = np.asarray(x)
-    if x.dtype.kind not in "fc":
+    if not dtypes.is_inexact(x.dtype):
         return np.zeros(x.shape, dtype=np.float64)
     if x.dtype.kind == "c":   # directions off the real axis too
         return (rng.standard_normal(x.shape) + 1j * rng.standard_normal(x.shape)).astype(x.dtype)
-    return rng.standard_normal(x.shape).astype(x.dtype)
+    return rng.standard_normal(x.shape).astype(x.dtype)   # (bfloat16 too)
 
 
 def _wide(x):
@@ -46,19 +71,25 @@ def _inner(a, b):
 
 
 def _add(a, b, scale):
-    return tree_map(lambda x, y: np.asarray(x) + scale * np.asarray(y)
-                    if np.asarray(x).dtype.kind in "fc" else x, a, b)
+    def add(x, y):
+        x = np.asarray(x)
+        if not dtypes.is_inexact(x.dtype):
+            return x
+        return (_wide(x) + scale * _wide(y)).astype(x.dtype)   # the point in x's dtype
+    return tree_map(add, a, b)
 
 
 def _check_close(name, got, want, atol, rtol):
     gl, _ = tree_flatten(got)
     wl, _ = tree_flatten(want)
     for g, w in zip(gl, wl):
+        dts = _dtypes_of(g)
+        a, r = _tolerance(atol, dts), _tolerance(rtol, dts)
         g, w = _wide(g), _wide(w)
-        if not np.allclose(g, w, atol=atol, rtol=rtol, equal_nan=True):
+        if not np.allclose(g, w, atol=a, rtol=r, equal_nan=True):
             err = np.max(np.abs(g - w))
-            raise AssertionError(f"{name} mismatch (max abs error {err:.3g}, atol={atol}, "
-                                 f"rtol={rtol}):\n got {g}\nwant {w}")
+            raise AssertionError(f"{name} mismatch (max abs error {err:.3g}, atol={a}, "
+                                 f"rtol={r}):\n got {g}\nwant {w}")
 
 
 def numerical_jvp(f, primals, tangents, eps=_DEFAULT_EPS):
@@ -76,17 +107,24 @@ def numerical_jvp(f, primals, tangents, eps=_DEFAULT_EPS):
     """
     fp = f(*_add(primals, tangents, eps))
     fm = f(*_add(primals, tangents, -eps))
-    return tree_map(lambda a, b: (_wide(a) - _wide(b)) / (2 * eps), fp, fm)
+    return tree_map(lambda a, b: _safe_sub(_wide(a), _wide(b)) / (2 * eps), fp, fm)
 
 
-def check_jvp(f, args, atol=1e-5, rtol=1e-5, eps=_DEFAULT_EPS, rng=None):
+def _safe_sub(a, b):
+    """``a - b`` with ``inf - inf == 0`` where they are equal (an output that stays infinite
+    does not move), as JAX's numerical_jvp."""
+    with np.errstate(invalid="ignore"):
+        return np.where(a == b, 0.0, a - b)
+
+
+def check_jvp(f, args, atol=None, rtol=None, eps=_DEFAULT_EPS, rng=None):
     """Check ``jvp(f)`` at ``args`` against central finite differences.
 
     Args:
       f: the function.
       args: a tuple of its arguments.
-      atol: the absolute tolerance.
-      rtol: the relative tolerance.
+      atol: the absolute tolerance (as ``check_grads``'s).
+      rtol: the relative tolerance (as ``check_grads``'s).
       eps: the finite-difference step.
       rng: a ``numpy.random.Generator`` for the random directions.
 
@@ -101,15 +139,15 @@ def check_jvp(f, args, atol=1e-5, rtol=1e-5, eps=_DEFAULT_EPS, rng=None):
     _check_close("jvp primal output", out, f(*args), atol, rtol)
 
 
-def check_vjp(f, args, atol=1e-5, rtol=1e-5, eps=_DEFAULT_EPS, rng=None):
+def check_vjp(f, args, atol=None, rtol=None, eps=_DEFAULT_EPS, rng=None):
     """Check ``vjp(f)`` at ``args``: ``<J^T u, v>`` against ``<u, J v>`` by
     central finite differences, for random ``u`` and ``v``.
 
     Args:
       f: the function.
       args: a tuple of its arguments.
-      atol: the absolute tolerance.
-      rtol: the relative tolerance.
+      atol: the absolute tolerance (as ``check_grads``'s).
+      rtol: the relative tolerance (as ``check_grads``'s).
       eps: the finite-difference step.
       rng: a ``numpy.random.Generator`` for the random directions.
 
@@ -124,7 +162,11 @@ def check_vjp(f, args, atol=1e-5, rtol=1e-5, eps=_DEFAULT_EPS, rng=None):
     jv = numerical_jvp(f, tuple(args), tangents, eps)
     lhs = _inner(u, jv)
     rhs = _inner(cts, tangents)
+    dts = _dtypes_of(args, out)
+    atol, rtol = _tolerance(atol, dts), _tolerance(rtol, dts)
     scale = max(1.0, abs(lhs), abs(rhs))
+    if np.isnan(lhs) and np.isnan(rhs):
+        return  # NaN both ways (a point outside the domain): equal, as in JAX's check
     if not abs(lhs - rhs) <= atol * scale + rtol * abs(rhs):
         raise AssertionError(f"vjp disagrees with finite differences: <u, J v> = {lhs!r} but "
                              f"<J^T u, v> = {rhs!r}")
@@ -140,8 +182,11 @@ def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=
         derivatives; 2: also the derivatives of the derivatives, ...).
       modes: "fwd" (jvp vs central finite differences) and/or "rev"
         (``<u, J v>`` by finite differences vs ``<J^T u, v>`` from vjp).
-      atol: the absolute tolerance (default 1e-5).
-      rtol: the relative tolerance (default 1e-5).
+      atol: the absolute tolerance: a number, or a dict from dtype to number
+        updating JAX's defaults by the dtype of the values compared (float64
+        and complex128 1e-5, float32 2e-3, complex64 1e-3, float16 1e-2,
+        bfloat16 1e-1), as jax.test_util.check_grads.
+      rtol: the relative tolerance, as ``atol``.
       eps: the finite-difference step.
 
     Returns:
@@ -162,8 +207,6 @@ def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=
     for m in modes:
         if m not in ("fwd", "rev"):
             raise ValueError(f"check_grads: unknown mode {m!r}; expected 'fwd' and/or 'rev'")
-    atol = 1e-5 if atol is None else atol
-    rtol = 1e-5 if rtol is None else rtol
     eps = _DEFAULT_EPS if eps is None else eps
     args = tuple(args)
     rng = np.random.default_rng(0)

@@ -384,7 +384,13 @@ defjvp(integer_pow_p, _integer_pow_jvp)
 
 
 def _pow_jvp_x(t, ans, x, y):
-    # d/dx x**y = y * x**(y-1); written to be exact at y == 0 and y == 1.
+    # d/dx x**y = y * x**(y-1), exact at y == 1. An integer y == 0 gives 0 (x**0 is
+    # constant: at x == 0 the product 0 * 0**-1 was NaN, grad(jit(lambda x, n: x ** n))(0.,
+    # 0), JAX issue 14397); a floating y keeps the product, whose derivative in y is the
+    # mixed second derivative (1/x at y == 0, JAX issue 12033), as JAX's rule.
+    if core.get_aval(y).dtype.kind in "iub":
+        y0 = eq(y, 0)
+        return mul(t, select(y0, 0.0, mul(y, power(select(y0, 1.0, x), sub(y, 1)))))
     return mul(t, mul(y, power(x, sub(y, 1))))
 
 

@@ -183,8 +183,12 @@ def _expit_jvp(primals, tangents):
 
 
 def expit(x):
-    """The logistic sigmoid ``1 / (1 + exp(-x))``, stable for any ``x``."""
-    return _expit(_inexact("expit", "x", x))
+    """The logistic sigmoid ``1 / (1 + exp(-x))``, stable for any real ``x``; complex
+    ``x`` as JAX's (``lax.logistic``; SciPy's takes none), holomorphic."""
+    x = _inexact("expit", "x", x, complex_ok=True)
+    if _dtype_of(x).kind == "c":
+        return tnp.divide(1.0, tnp.add(1.0, tnp.exp(tnp.negative(x))))
+    return _expit(x)
 
 
 def _logit_fun(x):

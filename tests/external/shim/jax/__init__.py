@@ -95,3 +95,8 @@ for _entry in sorted(os.listdir(os.path.join(_STANDINS, "jax"))):
     _name = _entry[:-3] if _entry.endswith(".py") else None
     if _name and not _name.startswith("_") and not hasattr(tangentia, _name):
         setattr(tangentia, _name, importlib.import_module("jax." + _name))
+
+# ``jax.config.parse_flags_with_absl()`` (lax_autodiff_test.py calls it on the config object;
+# other files call the module function of the jax._src.config stand-in): JAX parses its absl
+# flags there; the shim has none
+tangentia.config.parse_flags_with_absl = lambda: None

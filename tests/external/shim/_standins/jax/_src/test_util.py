@@ -594,7 +594,8 @@ def rand_unique_int(rng, high=None):
     def fn(shape, dtype):
         dims = _dims_of_shape(shape)
         n = int(np.prod(dims, dtype=np.int64))
-        return rng.choice(np.arange(high, dtype=dtype), size=n, replace=False).reshape(dims)
+        top = n if high is None else high   # JAX's default: the number of entries
+        return rng.choice(np.arange(top, dtype=dtype), size=n, replace=False).reshape(dims)
     return fn
 
 
