@@ -8,7 +8,7 @@ process (the main one, or each xdist worker ``gw0``, ``gw1``, ...) writes
   are torn down, so after conftest's release of compiled programs): its seconds, the
   RSS when its first test started and after its teardown, the highest RSS seen
   between two of its tests, the process's peak RSS so far (``ru_maxrss``) and how
-  much the module raised it;
+  much the module raised it, and its CPU seconds (its process's and ended children's);
 - ``test`` lines for each test that raised the process's peak RSS by 20 MB or more;
 - ``release`` lines for each time conftest released memory between tests;
 - a ``session`` line with the process's peak RSS when it ends.
@@ -23,7 +23,7 @@ import pytest
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _FIELDS = ("kind", "name", "seconds", "rss_start_mb", "rss_end_mb", "rss_max_mb",
-           "peak_mb", "peak_rise_mb")
+           "peak_mb", "peak_rise_mb", "cpu_s")
 
 
 def rss_mb():
@@ -38,6 +38,14 @@ def rss_mb():
 def peak_mb():
     """The process's peak resident set size so far, in MB (ru_maxrss is in KB on Linux)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def cpu_s():
+    """CPU seconds (user + system) of this process and of its ended child processes: a
+    module's cost that does not depend on how busy the machine is."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _module_of(nodeid):
@@ -57,9 +65,9 @@ class MemoryRecorder:
         self._test_peak = 0.0
 
     def write(self, kind, name, seconds=0.0, rss0=0.0, rss1=0.0, rss_max=0.0, peak=0.0,
-              rise=0.0):
+              rise=0.0, cpu=0.0):
         self._out.write(f"{kind}\t{name}\t{seconds:.2f}\t{rss0:.1f}\t{rss1:.1f}\t"
-                        f"{rss_max:.1f}\t{peak:.1f}\t{rise:.1f}\n")
+                        f"{rss_max:.1f}\t{peak:.1f}\t{rise:.1f}\t{cpu:.2f}\n")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logstart(self, nodeid, location):
@@ -67,7 +75,7 @@ class MemoryRecorder:
         if module != self._module:
             self._module = module
             rss = rss_mb()
-            self._module_start = (time.perf_counter(), rss, peak_mb())
+            self._module_start = (time.perf_counter(), rss, peak_mb(), cpu_s())
             self._module_max = rss
         self._test_peak = peak_mb()
 
@@ -84,13 +92,13 @@ class MemoryRecorder:
             self.write("test", nodeid, rss1=rss, peak=peak, rise=peak - self._test_peak)
         if self._module_ends:
             self._module_ends = False
-            t0, rss0, peak0 = self._module_start
+            t0, rss0, peak0, cpu0 = self._module_start
             self.write("module", self._module, time.perf_counter() - t0, rss0, rss,
-                       self._module_max, peak, peak - peak0)
+                       self._module_max, peak, peak - peak0, cpu_s() - cpu0)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session):
-        self.write("session", "peak", rss1=rss_mb(), peak=peak_mb())
+        self.write("session", "peak", rss1=rss_mb(), peak=peak_mb(), cpu=cpu_s())
         self._out.close()
 
 
