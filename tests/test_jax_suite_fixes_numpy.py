@@ -189,3 +189,49 @@ def test_creation_takes_device_or_sharding(name, make):
     assert make(tnp, sharding).sharding == sharding
     with pytest.raises(ValueError, match=f"{name}: argument 'device'"):
         make(tnp, "tpu")
+
+
+@pytest.mark.parametrize("shift, axis", [(np.array((1, 2)), (0, -1)), (np.array(3), None),
+                                         (np.array([4, 2, 5, 5, 2, 4]), None)])
+def test_roll_array_shifts(shift, axis):
+    a = np.arange(24).reshape(2, 3, 4)
+    want = jnp.roll(a, shift, axis)
+    _same(tnp.roll(a, shift, axis), want)
+    _same(tg.jit(lambda a, s: tnp.roll(a, s, axis))(a, shift), want)
+
+
+@pytest.mark.parametrize("indices, shape", [
+    (np.array([-7, 9, 3], np.int8), (2, 3)),
+    (np.array([7, 9, 3], np.uint64), (2, 3)),
+    (np.array([-7, 9, 3], np.int8), np.array([2, 3])),
+    (np.int32(4), (3, 4)),
+])
+def test_unravel_index_clips_and_keeps_dtype(indices, shape):
+    want = jnp.unravel_index(indices, shape)
+    for got in (tnp.unravel_index(indices, shape),
+                tg.jit(lambda i: tnp.unravel_index(i, shape))(indices)):
+        _same(tuple(got), tuple(want))
+        assert [g.dtype for g in got] == [w.dtype for w in want]
+
+
+@pytest.mark.parametrize("mode", ["ignore", "clip", "wrap"])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_ravel_multi_index_modes(mode, order):
+    mi = (np.array([0, 5], np.int16), np.array([1, -9], np.int16))
+    want = jnp.ravel_multi_index(mi, (2, 3), mode=mode, order=order)
+    got = tg.jit(lambda a, b: tnp.ravel_multi_index((a, b), (2, 3), mode=mode, order=order))(*mi)
+    _same(got, want)
+    assert got.dtype == want.dtype == np.int16
+    assert tnp.ravel_multi_index(mi, (2, 3), mode=mode, dtype=np.int32).dtype == np.int32
+
+
+def test_ravel_multi_index_raise_mode():
+    with pytest.raises(ValueError, match="invalid entry in coordinates array"):
+        tnp.ravel_multi_index((np.array([0, 5]), np.array([1, 1])), (2, 3))
+    with pytest.raises(tg.errors.ConcretizationTypeError, match="mode='raise'"):
+        tg.jit(lambda a: tnp.ravel_multi_index((a, a), (2, 3)))(np.array([0, 1]))
+
+
+def test_pad_zero_dim_is_unchanged():
+    _same(tnp.pad(np.int32(3), ((1, 2),)), jnp.pad(np.int32(3), ((1, 2),)))
+    _same(tnp.pad(np.float64(2.5), 3, mode="edge"), jnp.pad(np.float64(2.5), 3, mode="edge"))

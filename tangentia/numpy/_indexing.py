@@ -773,6 +773,12 @@ def roll(a: ArrayLike, shift: ArrayLike | Sequence[int], axis: int | Sequence[in
     a = _in(a, "roll")
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), shape(a))
+    if not _is_tracer(shift) and _np.ndim(shift) == 1:   # a 1-D array of shifts, as a list
+        shift = [int(v) for v in _np.asarray(shift)]
+    elif _is_tracer(shift) and ndim(shift) == 1:
+        shift = [shift[i] for i in range(shape(shift)[0])]
+    if not isinstance(axis, (list, tuple)) and axis is not None and _np.ndim(axis) == 1:
+        axis = [int(v) for v in _np.asarray(axis)]
     shifts = tuple(shift) if isinstance(shift, (list, tuple)) else (shift,)
     axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
     if len(shifts) == 1:
@@ -916,8 +922,81 @@ r_ = _np.r_
 c_ = _np.c_
 mgrid = _np.mgrid
 ogrid = _np.ogrid
-unravel_index = _np.unravel_index
-ravel_multi_index = _np.ravel_multi_index
+
+
+def unravel_index(indices: ArrayLike, shape: Sequence[int]) -> tuple[Array, ...]:
+    """The coordinates in an array of ``shape`` of the flat ``indices`` (JAX's: an index
+    outside [-size, size) is clipped into it, a negative one counts from the end; the
+    coordinates have the indices' integer dtype).  Traceable."""
+    idx = _in(indices, "unravel_index", "indices")
+    idt = _aval(idx).dtype
+    if _dtypes.kind(idt) not in "iu":
+        raise TypeError(f"unravel_index: argument 'indices' must be integers, got {idt}")
+    weak = isinstance(shape, (tuple, list)) and builtins.all(
+        isinstance(d, (int, _np.integer)) and not isinstance(d, _np.ndarray) for d in shape)
+    dims = tuple(int(d) for d in _np.asarray(_concrete(shape, "unravel_index", "shape")
+                                              ).reshape(-1))
+    out_dtype = idt if weak or not dims else _np.result_type(idt, _np.asarray(shape).dtype)
+    size = int(_np.prod(dims, dtype=_np.int64))
+    i = astype(idx, int64)
+    i = _E.maximum(_E.minimum(i, size - 1), -size) if size else i
+    i = _E.select(_E.lt(i, 0), _E.add(i, size), i)
+    out = []
+    for k in range(len(dims)):
+        stride = int(_np.prod(dims[k + 1:], dtype=_np.int64))
+        out.append(astype(_E.remainder(_E.floor_divide(i, stride), dims[k]) if dims[k]
+                          else _E.mul(i, 0), out_dtype))
+    return tuple(out)
+
+
+def ravel_multi_index(multi_index: Sequence[ArrayLike], dims: Sequence[int], mode: str = "raise",
+                      order: str = "C", *, dtype: DTypeLike | None = None) -> Array:
+    """Flat indices of the coordinates ``multi_index`` in an array of shape ``dims``:
+    ``mode`` 'raise' (concrete coordinates, checked), 'wrap', 'clip' or JAX's 'ignore'
+    (unchecked); ``order`` 'C' or 'F'; the result has ``dtype`` or the coordinates'
+    integer dtype.  Traceable except with mode='raise'."""
+    dims = tuple(operator.index(d) for d in _concrete(dims, "ravel_multi_index", "dims"))
+    if len(multi_index) != len(dims):
+        raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)} "
+                         f"(ravel_multi_index: got {len(multi_index)} coordinate arrays)")
+    if order not in ("C", "F"):
+        raise ValueError(f"ravel_multi_index: argument 'order' must be 'C' or 'F', got {order!r}")
+    if mode not in ("raise", "wrap", "clip", "ignore"):
+        raise ValueError(f"invalid mode={mode!r}. Expected 'raise', 'wrap', 'clip' or 'ignore' "
+                         "(ravel_multi_index: argument 'mode')")
+    coords = [_in(c, "ravel_multi_index", f"multi_index[{k}]") for k, c in
+              enumerate(multi_index)]
+    for c in coords:
+        if _dtypes.kind(_aval(c).dtype) not in "iu":
+            raise TypeError(f"only int indices permitted, got {_aval(c).dtype} "
+                            "(ravel_multi_index: argument 'multi_index')")
+    out_dtype = _np.dtype(dtype) if dtype is not None else _np.result_type(
+        *[_aval(c).dtype for c in coords]) if coords else _np.dtype(int64)
+    if mode == "raise":
+        if builtins.any(_is_tracer(c) for c in coords):
+            raise _core.ConcretizationTypeError(
+                "The error occurred because ravel_multi_index was jit-compiled with "
+                "mode='raise'. Use mode='wrap' or mode='clip' instead. (ravel_multi_index: the "
+                "coordinates are traced and cannot be checked)")
+        for c, d in zip(coords, dims):
+            c = _np.asarray(c)
+            if c.size and (c.min() < 0 or c.max() >= d):
+                raise ValueError("invalid entry in coordinates array (ravel_multi_index: a "
+                                 f"coordinate outside [0, {d}))")
+    strides = [int(_np.prod(dims[k + 1:], dtype=_np.int64)) for k in range(len(dims))] \
+        if order == "C" else [int(_np.prod(dims[:k], dtype=_np.int64)) for k in range(len(dims))]
+    total = None
+    for c, d, st in zip(coords, dims, strides):
+        c = astype(c, int64)
+        if mode == "wrap":
+            c = _E.remainder(c, d)
+        elif mode == "clip":
+            c = _E.maximum(_E.minimum(c, d - 1), 0)
+        term = _E.mul(c, st)
+        total = term if total is None else _E.add(total, term)
+    if total is None:
+        return _to_user(_np.zeros((), out_dtype))
+    return astype(total, out_dtype)
 diag_indices_from = _np.diag_indices_from
 tril_indices_from = _np.tril_indices_from
 triu_indices_from = _np.triu_indices_from

@@ -151,6 +151,8 @@ def pad(array: ArrayLike, pad_width: Any, mode: str | Callable[..., Any] = "cons
     nd = ndim(a)
     if _is_tracer(pad_width):
         pad_width = _concrete(pad_width, "pad", "pad_width")
+    if nd == 0:   # JAX's: nothing to pad on a 0-d array
+        return asarray(a)
     widths = [(int(b), int(c)) for b, c in _pairs(pad_width, nd, "pad_width", as_index=True)]
     reflect_type = kwargs.get("reflect_type", "even")
     if reflect_type not in ("even", "odd"):
