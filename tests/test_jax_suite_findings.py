@@ -159,3 +159,15 @@ def test_random_dirichlet_float32_distribution_large_sample():
     close(x.sum(-1), 1.0, atol=1e-5)
     for i, a in enumerate(alpha):
         assert st.kstest(x[:, i], st.beta(a, alpha.sum() - a).cdf).pvalue > 0.01
+
+
+def test_stop_gradient_of_a_non_array_raises_as_jax():
+    # it made an object array of a function
+    with pytest.raises(TypeError, match=r"^Argument '.*' of type <class 'function'> is not a "
+                                        r"valid JAX type"):
+        lax.stop_gradient(lambda x: x)
+    with pytest.raises(TypeError, match="stop_gradient: argument 'x'"):
+        lax.stop_gradient({"a": "text"})
+    assert lax.stop_gradient({"a": 1.0, "b": None})["b"] is None
+    close(tg.grad(lambda x: lax.sin(x) * lax.cos(lax.stop_gradient(x)))(0.5),
+          np.cos(0.5) * np.cos(0.5))

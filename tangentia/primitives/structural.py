@@ -133,10 +133,18 @@ ad.defjvp_zero(stop_gradient_p)
 primitive_batchers[stop_gradient_p] = lambda args, dims: (stop_gradient_p.bind(args[0]), dims[0])
 
 
+_SG_ARRAYS = (np.ndarray, np.generic, core.Tracer, int, float, complex, bool)
+
+
+def _stop_gradient_leaf(v):
+    if not isinstance(v, _SG_ARRAYS):   # a function or a string: JAX's TypeError (it made
+        core.as_array(v, "stop_gradient: argument 'x'")   # an object array)
+    return stop_gradient_p.bind(v)
+
+
 def stop_gradient(x: Any) -> Any:
     """``x`` with a zero derivative; for a pytree, each leaf (as ``jax.lax.stop_gradient``)."""
     if isinstance(x, (list, tuple, dict)) or (
-            not isinstance(x, (np.ndarray, np.generic, core.Tracer, int, float, complex, bool))
-            and tree_util.all_leaves([x]) is False):
-        return tree_util.tree_map(stop_gradient_p.bind, x)
-    return stop_gradient_p.bind(x)
+            not isinstance(x, _SG_ARRAYS) and tree_util.all_leaves([x]) is False):
+        return tree_util.tree_map(_stop_gradient_leaf, x)
+    return _stop_gradient_leaf(x)
