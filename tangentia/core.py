@@ -519,6 +519,10 @@ class CustomJVPCallPrimitive(Primitive):
     def bind(self, *args, **params):
         return _trace_ctx.get().process_custom_jvp_call(self, args, params)
 
+    def bind_with_trace(self, trace, args, params):
+        """``bind`` with the interpreter given, and ``args`` and ``params`` as they are."""
+        return trace.process_custom_jvp_call(self, args, params)
+
 
 class CustomVJPCallPrimitive(Primitive):
     """The call of a function with custom forward/backward rules: the current
@@ -533,6 +537,10 @@ class CustomVJPCallPrimitive(Primitive):
     def bind(self, *args, **params):
         return _trace_ctx.get().process_custom_vjp_call(self, args, params)
 
+    def bind_with_trace(self, trace, args, params):
+        """``bind`` with the interpreter given, and ``args`` and ``params`` as they are."""
+        return trace.process_custom_vjp_call(self, args, params)
+
 
 class CustomVmapCallPrimitive(Primitive):
     """The call of a function with a custom batching rule: the current trace's
@@ -546,6 +554,10 @@ class CustomVmapCallPrimitive(Primitive):
 
     def bind(self, *args, **params):
         return _trace_ctx.get().process_custom_vmap_call(self, args, params)
+
+    def bind_with_trace(self, trace, args, params):
+        """``bind`` with the interpreter given, and ``args`` and ``params`` as they are."""
+        return trace.process_custom_vmap_call(self, args, params)
 
 
 # ---------------------------------------------------------------------------

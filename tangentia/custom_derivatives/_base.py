@@ -390,7 +390,7 @@ class _CustomFunction:
             if "num_nondiff" in params:
                 params["num_nondiff"] = len(dyn)
             leaves = (*dyn, *leaves)
-        outs = prim.bind(*leaves, **params)
+        outs = prim.bind_with_trace(_current_trace(), leaves, params)  # (bind, not repacked)
         if call.out_tree is _LEAF_TREE and isinstance(outs[0], Tracer):
             return outs[0]  # one traced output: the common case
         return call.value(outs)
