@@ -116,11 +116,22 @@ def PRNGKey(seed):
     if isinstance(seed, (bool, np.bool_)):
         raise TypeError("PRNGKey: argument 'seed' must be an integer, got bool")
     if isinstance(seed, (int, np.integer)):
+        if type(seed) is int and not -(1 << 63) <= seed < (1 << 63):
+            # JAX converts a Python int seed to int64
+            raise OverflowError(f"Python int too large to convert to C long (PRNGKey: a Python "
+                                f"int seed must fit in int64, got {seed}; pass "
+                                "numpy.uint64(seed) for a 64-bit unsigned seed)")
+        if isinstance(seed, np.integer) and seed.dtype.itemsize <= 4:
+            # a seed of 32 bits or fewer is its bits in the low word, as JAX's (np.int32(-2)
+            # gives [0, 0xFFFFFFFE], where the int64 -2 gives [0xFFFFFFFF, 0xFFFFFFFE])
+            return np.array([0, int(seed) % (1 << 32)], dtype=_U32)
         s = int(seed) % (1 << 64)
         return np.array([s >> 32, s & 0xFFFFFFFF], dtype=_U32)
     a = _aval(seed)
     if a.shape != () or a.dtype.kind not in "iu":
         raise TypeError(f"PRNGKey: argument 'seed' must be a scalar integer, got {a.str_short()}")
+    if a.dtype.itemsize <= 4:
+        return tnp.stack([tnp.zeros((), _U32), tnp.astype(seed, _U32)])
     s = tnp.astype(seed, _U64)
     hi = tnp.astype(tnp.right_shift(s, np.uint64(32)), _U32)
     return tnp.stack([hi, tnp.astype(s, _U32)])

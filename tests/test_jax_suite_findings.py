@@ -171,3 +171,19 @@ def test_stop_gradient_of_a_non_array_raises_as_jax():
     assert lax.stop_gradient({"a": 1.0, "b": None})["b"] is None
     close(tg.grad(lambda x: lax.sin(x) * lax.cos(lax.stop_gradient(x)))(0.5),
           np.cos(0.5) * np.cos(0.5))
+
+
+def test_prngkey_of_narrow_and_out_of_range_seeds_as_jax():
+    # JAX 0.10.2's keys: a seed of 32 bits or fewer is its bits in the low word; a Python int
+    # is an int64 (sign-extended), and one outside int64 raises OverflowError
+    r = tg.random
+    np.testing.assert_array_equal(r.PRNGKey(np.int32(-2)), [0, 4294967294])
+    np.testing.assert_array_equal(tg.jit(r.PRNGKey)(np.int32(-2)), [0, 4294967294])
+    np.testing.assert_array_equal(tg.vmap(r.PRNGKey)(np.array([1, -2], np.int32)),
+                                  [[0, 1], [0, 4294967294]])
+    np.testing.assert_array_equal(r.PRNGKey(-2), [4294967295, 4294967294])
+    np.testing.assert_array_equal(r.PRNGKey(np.int64(-2)), [4294967295, 4294967294])
+    np.testing.assert_array_equal(r.PRNGKey(np.uint64(2 ** 64 - 1)), [4294967295, 4294967295])
+    np.testing.assert_array_equal(r.PRNGKey(np.uint32(2 ** 32 - 1)), [0, 4294967295])
+    with pytest.raises(OverflowError, match="^Python int too large to convert to C long"):
+        r.PRNGKey(2 ** 63)
