@@ -578,14 +578,19 @@ def rand_fullrange(rng, standardize_nans=False):
 
 
 def rand_int(rng, low=0, high=None):
+    """Integers from ``rng.randint(low, high)`` (so ``rand_int(rng, 5)`` draws from [0, 5)),
+    cast to ``dtype``; ``low=0`` without ``high`` spans the integer dtype's range."""
     def fn(shape, dtype):
-        nonlocal low, high
-        lo, hi = (0, low) if high is None else (low, high)
         dt = np.dtype(dtype)
-        if dt.kind in "iu":
-            info = np.iinfo(dt)
-            lo, hi = max(lo, int(info.min)), min(hi, int(info.max) + 1)
-        vals = rng.randint(lo, hi, size=_dims_of_shape(shape), dtype=np.int64)
+        gen = dt if dt.kind in "iu" and dt.itemsize <= 8 and _dtypes.itemsize_bits(dt) >= 8 \
+            else np.dtype(np.int64)
+        hi = high
+        if low == 0 and hi is None:
+            if dt.kind not in "iu":
+                raise ValueError("rand_int requires an explicit `high` value for non-integer "
+                                 "types.")
+            hi = np.iinfo(gen).max
+        vals = rng.randint(low, high=hi, size=_dims_of_shape(shape), dtype=gen)
         return _cast_to_shape(np.asarray(vals).astype(dt), shape, dt)
     return fn
 
