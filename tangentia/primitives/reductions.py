@@ -138,26 +138,43 @@ def cumsum(x, axis, reverse=False):
 # (non-ndarray inputs, ``initial``/``where``, empty max/min), which then runs.
 
 
-def eager_sum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
-    if type(a) is not np.ndarray or initial is not None or where is not None or a.dtype.kind == "V":
-        return NotImplemented   # (bfloat16: the primitive's impl, which sums in float32)
-    return np.add.reduce(a, axis=axis, dtype=dtype, keepdims=keepdims)
+def _axes_now(a, axis):
+    """The primitive's ``axes`` for ``axis`` of the ndarray ``a`` (None or one
+    valid int), or None when the traced path handles ``axis`` (and its errors)."""
+    n = a.ndim
+    if axis is None:
+        return tuple(range(n))
+    if type(axis) is int and -n <= axis < n:
+        return (axis + n if axis < 0 else axis,)
+    return None
 
 
-def eager_prod(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
-    if type(a) is not np.ndarray or initial is not None or where is not None or a.dtype.kind == "V":
-        return NotImplemented   # (bfloat16: the primitive's impl, which sums in float32)
-    return np.multiply.reduce(a, axis=axis, dtype=dtype, keepdims=keepdims)
-
-
-def _eager_extremum(ufunc):
-    def kernel(a, axis=None, keepdims=False, initial=None, where=None):
-        if type(a) is not np.ndarray or initial is not None or where is not None or not a.size:
+def _eager_reduction(prim, extremum=False):
+    """The eager branch of ``tnp.sum``/``prod`` (``extremum``: ``max``/``min``,
+    which take no ``dtype`` and have no identity), see ``core.eager_dispatch``:
+    the primitive evaluated now, through ``core.eval_primitive``, for an
+    ndarray and ``axis`` None or an int; ``NotImplemented`` otherwise."""
+    def now(a, axis, dtype, keepdims, initial, where):
+        if (type(a) is not np.ndarray or dtype is not None or keepdims or initial is not None
+                or where is not None or (extremum and not a.size)):
             return NotImplemented
-        return ufunc.reduce(a, axis=axis, keepdims=keepdims)
-    kernel.__name__ = f"eager_{ufunc.__name__}"
+        axes = _axes_now(a, axis)
+        if axes is None:
+            return NotImplemented
+        return core.eval_primitive(prim, (a,), {"axes": axes})
+    if extremum:
+        def kernel(a, axis=None, keepdims=False, initial=None, where=None):
+            return now(a, axis, None, keepdims, initial, where)
+    else:
+        def kernel(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+            return now(a, axis, dtype, keepdims, initial, where)
+    kernel.__name__ = f"eager_{prim.name}"
     return kernel
 
 
-eager_max = _eager_extremum(np.maximum)
-eager_min = _eager_extremum(np.minimum)
+eager_sum = _eager_reduction(reduce_sum_p)
+eager_prod = _eager_reduction(reduce_prod_p)
+eager_max = _eager_reduction(reduce_max_p, extremum=True)
+eager_min = _eager_reduction(reduce_min_p, extremum=True)
+
+
