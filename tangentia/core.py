@@ -471,7 +471,10 @@ class Primitive:
         self.jvp_fns = None  # per-argument tangent functions (see ad.defjvp)
         self.has_effects = False  # kept by dead-code elimination even without used outputs
         self.check_args = None
-        _register_primitive(self, sys._getframe(1).f_globals.get("__name__", ""))
+        frame = sys._getframe(1)   # the defining module: the first caller outside core
+        while frame.f_back is not None and frame.f_globals.get("__name__") == __name__:
+            frame = frame.f_back      # (a subclass's __init__, such as the custom calls')
+        _register_primitive(self, frame.f_globals.get("__name__", ""))
 
     def bind(self, *args, **params):
         return _trace_ctx.get().process_primitive(self, args, params)
@@ -595,11 +598,9 @@ def eager_dispatch(prim, eager, nin=None, traced=None, name=None):
       ``ValueError``).  ``eager`` is the NumPy function ``prim.impl`` is
       (kept as ``f.eager``, for the boundary's warning name).
     * ``nin=None``: ``f(*args, **kwargs)``.  Eagerly ``eager(*args, **kwargs)``
-      (which evaluates ``prim`` through ``eval_primitive`` with the parameters
-      it derives from the arguments) gives the result unless it returns
-      ``NotImplemented`` (the fast path does not apply to these arguments);
-      otherwise, and under any transformation, ``traced(*args, **kwargs)``
-      does (it binds primitives).
+      gives the result unless it returns ``NotImplemented`` (the fast path does
+      not apply to these arguments); otherwise, and under any transformation,
+      ``traced(*args, **kwargs)`` does (it binds primitives).
 
     Eager results are always ``numpy.ndarray`` (never NumPy scalars), as those
     of a bound primitive.

@@ -500,6 +500,16 @@ def test_primitives_are_found_everywhere():
         assert "Primitive(" not in path.read_text(), f"{mod} ({why}) defines a primitive"
 
 
+def test_the_registry_lists_every_primitive():
+    """``core.registered_primitives()`` (what the backends and the other tests
+    read) holds every primitive a module of the package defines."""
+    from tangentia import core
+    prims = all_primitives()   # (imports every module of the package)
+    registered = {id(p) for p in core.registered_primitives()}
+    missing = sorted(n for n, (p, _) in prims.items() if id(p) not in registered)
+    assert not missing, f"primitives missing from core.registered_primitives(): {missing}"
+
+
 def test_every_primitive_has_a_kind():
     prims = all_primitives()
     unknown = sorted(n for n, (p, _) in prims.items() if kind_of(p) is None)

@@ -322,3 +322,14 @@ def test_linearized_programs_are_marked_all_linear():
     assert len(got) == len(again) == 1
     np.testing.assert_allclose(got[0], want, rtol=1e-13)
     np.testing.assert_allclose(again[0], want, rtol=1e-13)
+
+
+def test_the_registry_names_the_module_defining_a_primitive():
+    # a custom call made here is this module's, not the library's (the subclass's
+    # __init__ in core is not where it is defined)
+    mine = core.CustomVmapCallPrimitive("declarations_test_call")
+    assert mine.call_param == "call_jaxpr" and mine.program_params == ("call_jaxpr",)
+    assert mine not in core.registered_primitives()
+    assert mine in core.registered_primitives(__name__)
+    plain = core.Primitive("declarations_test_plain")
+    assert plain not in core.registered_primitives() and plain in core.registered_primitives(__name__)

@@ -11,9 +11,18 @@ from .codegen import (AV, LV, SV, ZV, BLAS_MIN_FLOPS, UNROLL, needs_static, _F4,
                       _dt, _is_float0, _kernel_table, _lit, _nested, _ravel, _shape_str, _size, _wrap)
 from . import gemm, special, windows
 
+def _ufunc_of(prim):
+    """The NumPy ufunc whose loops ``prim`` runs: its implementation, when that is
+    a ufunc, or its stand-in in ``special`` (SciPy's functions called natively)."""
+    ufunc = special.UFUNCS.get(prim.name)
+    if ufunc is None and isinstance(prim.impl, np.ufunc):
+        ufunc = prim.impl
+    return ufunc
+
+
 def _loop_dtypes(eqn):
     """(input loop dtypes, output loop dtype) of the NumPy ufunc behind ``eqn``."""
-    ufunc = _UFUNC.get(eqn.prim.name)
+    ufunc = _ufunc_of(eqn.prim)
     out = eqn.outputs[0].aval.dtype
     if ufunc is None:
         return [out] * len(eqn.inputs), out
@@ -116,24 +125,8 @@ _PARTS = {
     "complex": _f("({0} + {1} * 1j)"),   # as the NumPy implementation computes it
 }
 
-_UFUNC = {"add": np.add, "add_any": np.add, "sub": np.subtract, "mul": np.multiply,
-          "div": np.true_divide, "neg": np.negative, "exp": np.exp, "log": np.log,
-          "log1p": np.log1p, "expm1": np.expm1, "sin": np.sin, "cos": np.cos, "tan": np.tan,
-          "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
-          "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh,
-          "atanh": np.arctanh, "sqrt": np.sqrt, "cbrt": np.cbrt, "abs": np.absolute,
-          "pow": np.power, "max": np.maximum, "min": np.minimum, "atan2": np.arctan2,
-          "rem": np.remainder, "floor_divide": np.floor_divide, "sign": np.sign,
-          "floor": np.floor, "ceil": np.ceil, "round": np.rint, "eq": np.equal,
-          "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
-          "ge": np.greater_equal, "and": np.logical_and, "or": np.logical_or,
-          "xor": np.logical_xor, "not": np.logical_not, "bitwise_and": np.bitwise_and,
-          "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
-          "bitwise_not": np.invert, "isnan": np.isnan, "isinf": np.isinf,
-          "isfinite": np.isfinite, "signbit": np.signbit, "copysign": np.copysign}
 # SciPy's special functions, called natively (``special``)
 _OPS.update(special.OPS)
-_UFUNC.update(special.UFUNCS)
 _COMPLEX_OPS.update(special.COMPLEX_OPS)
 
 
