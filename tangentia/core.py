@@ -598,9 +598,11 @@ def eager_dispatch(prim, eager, nin=None, traced=None, name=None):
       ``ValueError``).  ``eager`` is the NumPy function ``prim.impl`` is
       (kept as ``f.eager``, for the boundary's warning name).
     * ``nin=None``: ``f(*args, **kwargs)``.  Eagerly ``eager(*args, **kwargs)``
-      gives the result unless it returns ``NotImplemented`` (the fast path does
-      not apply to these arguments); otherwise, and under any transformation,
-      ``traced(*args, **kwargs)`` does (it binds primitives).
+      (which evaluates ``prim`` through ``eval_primitive`` with the parameters
+      it derives from the arguments) gives the result unless it returns
+      ``NotImplemented`` (the fast path does not apply to these arguments);
+      otherwise, and under any transformation, ``traced(*args, **kwargs)``
+      does (it binds primitives).
 
     Eager results are always ``numpy.ndarray`` (never NumPy scalars), as those
     of a bound primitive.
