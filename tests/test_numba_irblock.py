@@ -217,9 +217,10 @@ def test_gradient_chain_is_one_block():
 
 
 def test_blocks_split_into_functions(monkeypatch):
-    """A block larger than ``FUNCTION_NODES`` operations is split into out-of-line
+    """A block larger than ``SPLIT_NODES`` operations is split into out-of-line
     functions passing values through stack buffers (float32, int32 and booleans
     crossing pieces too)."""
+    monkeypatch.setattr(irblock, "SPLIT_NODES", 7)
     monkeypatch.setattr(irblock, "FUNCTION_NODES", 7)
 
     def f(x, k, p):

@@ -26,7 +26,7 @@ the calling wrapper, the ``Backend``).
   generation writes the run's scalar operations as LLVM IR: numba types and
   lowers one statement instead of one per element (its typing and lowering were
   ~90% of a compile), and LLVM sees the same straight-line code, bit for bit
-  the same results.  Blocks of more than ``irblock.FUNCTION_NODES`` operations
+  the same results.  Blocks of more than ``irblock.SPLIT_NODES`` operations
   are split into out-of-line functions passing values through stack buffers
   (LLVM's code generation grows faster than linearly with a function's size).
   ``TANGENTIA_NUMBA_IRBLOCK=0`` emits one statement per element instead.

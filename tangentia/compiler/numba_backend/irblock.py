@@ -57,7 +57,11 @@ from .rules import _index_plan, _loop_dtypes
 
 __all__ = ["RULES", "MIN_OPS", "lower_run"]
 
-FUNCTION_NODES = 400   # operations of a block emitted into one function at most
+# A block of more than SPLIT_NODES operations is split into functions of about
+# FUNCTION_NODES (below, one function compiles as fast, and runs faster: values
+# crossing pieces go through memory, so a loop body split runs up to 15% slower).
+SPLIT_NODES = 4000
+FUNCTION_NODES = 1000
 MIN_OPS = 4        # a run with fewer scalar operations is emitted as Python statements
 _CHUNK = 16        # elements per inner tuple of a block's inputs (CPython builds longer
                    # tuple displays from a list, which numba types only when homogeneous)
@@ -588,7 +592,7 @@ def _llconst(value, dt):
 
 def _emit_ir(context, builder, nodes, in_vals, out_ids, digest):
     """Emit the nodes the outputs need; returns the outputs' values.  Past
-    ``FUNCTION_NODES`` operations, they are split into consecutive pieces, each
+    ``SPLIT_NODES`` operations, they are split into consecutive pieces, each
     an out-of-line (``noinline``) function of the module taking the values it
     reads and returning those read after it: LLVM's code generation (instruction
     selection and scheduling of one basic block, spill slots of one function)
@@ -610,7 +614,7 @@ def _emit_ir(context, builder, nodes, in_vals, out_ids, digest):
             elif op != "const":
                 order.append(i)
     memo = {}
-    if len(order) <= FUNCTION_NODES:
+    if len(order) <= SPLIT_NODES:
         _emit_nodes(context, builder, nodes, order, vals, memo)
         return [_value(nodes, vals, i) for i in out_ids]
     n_pieces = -(-len(order) // FUNCTION_NODES)
