@@ -235,3 +235,27 @@ def test_ravel_multi_index_raise_mode():
 def test_pad_zero_dim_is_unchanged():
     _same(tnp.pad(np.int32(3), ((1, 2),)), jnp.pad(np.int32(3), ((1, 2),)))
     _same(tnp.pad(np.float64(2.5), 3, mode="edge"), jnp.pad(np.float64(2.5), 3, mode="edge"))
+
+
+@pytest.mark.parametrize("axis,idx", [(1, [4, 0, -1]), (0, []), (None, [[3, 7], [11, 0]]),
+                                      (0, 2), (-1, [5, 1])])
+def test_delete_assume_unique_indices(axis, idx):
+    idx = np.asarray(idx, dtype=int)
+    x = np.arange(24.0).reshape(4, 6)
+    want = jnp.delete(x, idx, axis=axis, assume_unique_indices=True)
+    _same(tnp.delete(x, idx, axis=axis, assume_unique_indices=True), want)
+    f = tg.jit(lambda a, i: tnp.delete(a, i, axis=axis, assume_unique_indices=True))
+    _same(f(x, idx), want)
+
+
+@pytest.mark.parametrize("fn", ["sum", "prod", "cumsum", "cumprod"])
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint16, np.float32])
+def test_reduction_dtype_is_kept(fn, dtype):
+    # NumPy's add.reduce widens integers below int64; an explicit dtype= is the result's
+    x = np.arange(1.0, 7.0).reshape(2, 3)
+    want = getattr(jnp, fn)(x, axis=-1, dtype=dtype)
+    for f in (lambda a: getattr(tnp, fn)(a, axis=-1, dtype=dtype),
+              tg.jit(lambda a: getattr(tnp, fn)(a, axis=-1, dtype=dtype))):
+        got = f(x)
+        assert got.dtype == want.dtype
+        _same(got, want)

@@ -708,16 +708,42 @@ def unstack(x: ArrayLike, axis: int = 0) -> tuple[Array, ...]:
     return tuple(take(x, i, axis=axis) for i in range(n))
 
 
-def delete(arr: ArrayLike, obj: ArrayLike | slice, axis: int | None = None) -> Array:
-    """Drop the entries ``obj`` (static indices, a slice or a boolean mask) along ``axis``."""
+def delete(arr: ArrayLike, obj: ArrayLike | slice, axis: int | None = None, *,
+           assume_unique_indices: bool = False) -> Array:
+    """Drop the entries ``obj`` (static indices, a slice or a boolean mask) along ``axis``;
+    with ``assume_unique_indices=True`` (JAX's), ``obj`` are distinct integer indices that
+    may be traced."""
     arr = _in(arr, "delete", "arr")
     if axis is None:
         arr, axis = ravel(arr), 0
     ax = _axis(axis, arr, "delete", "arr")
+    if assume_unique_indices and not isinstance(obj, slice):
+        return _delete_unique(arr, obj, ax)
     if _is_tracer(obj):
         obj = _concrete(obj, "delete", "obj")
     keep = _np.delete(_np.arange(shape(arr)[ax]), obj)
     return take(arr, keep, axis=ax)
+
+
+def _delete_unique(arr: Array, obj: ArrayLike, ax: int) -> Array:
+    # JAX's algorithm: with the k distinct indices sorted, entry i of the result is entry
+    # i + #{j : sorted[j] - j <= i} of ``arr``.
+    from ._creation import arange
+    from ._reductions import sum as _sum
+    from ._sorting import sort
+    idx = _in(obj, "delete", "obj")
+    if _dtypes.kind(_aval(idx).dtype) not in "iu":
+        raise ValueError("delete: argument 'obj' must be integer indices when "
+                         "assume_unique_indices=True")
+    n = shape(arr)[ax]
+    idx = ravel(astype(idx, int64))
+    idx = _E.maximum(_E.minimum(_E.select(_E.lt(idx, 0), _E.add(idx, n), idx), n), 0)
+    k = shape(idx)[0]
+    shifted = _E.sub(sort(idx), arange(k, dtype=int64))
+    i = arange(n - k, dtype=int64)
+    i = _E.add(i, _sum(reshape(i, (1, -1)) >= reshape(shifted, (-1, 1)), axis=0,
+                       dtype=int64))
+    return take(arr, i, axis=ax)
 
 
 # ---------------------------------------------------------------------------

@@ -46,9 +46,18 @@ def _reduce(prim_fn, fname, a, axis, keepdims, dtype=None):
     if dtype is not None:
         a = astype(a, dtype)
     out = prim_fn(a, axes)
+    if dtype is not None:
+        out = _keep_dtype(out, a)
     if keepdims:
         out = _S.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(av.shape)))
     return out
+
+
+def _keep_dtype(out, a):
+    """``out`` in ``a``'s dtype: NumPy's add.reduce/accumulate widen integers below int64,
+    while a reduction's explicit ``dtype=`` is its result's (as NumPy's and JAX's)."""
+    dt = _aval(a).dtype
+    return out if _aval(out).dtype == dt else astype(out, dt)
 
 
 def _check_nonempty(a, axis, fname):
@@ -237,7 +246,8 @@ def cumsum(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None
         axis = 0
     if dtype is not None:
         a = astype(a, dtype)
-    return _R.cumsum(a, _axes(axis, ndim(a), "cumsum")[0])
+    out = _R.cumsum(a, _axes(axis, ndim(a), "cumsum")[0])
+    return out if dtype is None else _keep_dtype(out, a)
 
 
 def _cum_prep(a, axis, dtype, fname):
@@ -252,7 +262,8 @@ def _cum_prep(a, axis, dtype, fname):
 def cumprod(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None) -> Array:
     """Cumulative product; differentiable (exactly, also where ``a`` has zeros)."""
     a, ax = _cum_prep(a, axis, dtype, "cumprod")
-    return _M.cumprod(a, ax)
+    out = _M.cumprod(a, ax)
+    return out if dtype is None else _keep_dtype(out, a)
 
 
 def cummax(a: ArrayLike, axis: int | None = None, reverse: bool = False) -> Array:
