@@ -907,7 +907,7 @@ class Eqn:
 
 
 def subjaxprs(prim, params, named=False):
-    """The programs (``Jaxpr``s) an equation of ``prim`` with ``params`` carries,
+    """The programs (``Jaxpr`` objects) an equation of ``prim`` with ``params`` carries,
     in the order its primitive declares them (``Primitive.program_params``): a
     call's program, a loop's bodies, a ``cond``'s branches.  A ``ClosedJaxpr``
     gives its ``jaxpr``; ``None`` entries (a ``custom_linear_solve`` without a
@@ -978,7 +978,7 @@ class Jaxpr:
     equation has a linear input, as in the programs ``linearize`` makes; then
     transposition evaluates no part of it forward; None when not known).  What
     interpreters and backends derive from a program is kept in their own
-    ``ProgramMemo``s, not here.
+    ``ProgramMemo`` objects, not here.
     """
 
     __slots__ = ("constvars", "invars", "eqns", "outvars", "all_linear", "_memos")
