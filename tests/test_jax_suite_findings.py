@@ -150,8 +150,9 @@ def test_random_errors_begin_with_jax_wording():
 
 
 def test_random_dirichlet_float32_distribution_large_sample():
-    # JAX's random_test draws 10,000 float32 samples from key 0 and one of its KS p-values
-    # comes out 0.004 here (our bits are not JAX's): 200,000 samples show the distribution
+    # JAX's (2021) random_test draws 10,000 float32 samples from key 0 and one KS p-value
+    # comes out 0.0038 here and on JAX 0.10.2 alike (a chance failure of the draw, under the
+    # test's 0.01): 200,000 samples show the distribution
     import scipy.stats as st
     alpha = np.array([0.2, 1.0, 5.0])
     x = np.asarray(tg.random.dirichlet(tg.random.PRNGKey(0), alpha, (200000,), np.float32),
