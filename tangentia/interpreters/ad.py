@@ -383,20 +383,30 @@ class LinearizeTrace(pe.JaxprTrace):
         self.eval_known = parent is core.EVAL_TRACE
 
     def process_primitive(self, prim, args, params, stage=False):
-        # The hot path of eager ``grad``.  One pass over the arguments finds the
-        # trace's own tracers (tangents) and the record's inputs (own tracers as
-        # their variables) and types.  An operation on none of them is known:
-        # computed now, by evaluation itself under eager evaluation
-        # (``eval_known``), else by the parent.  An operation on a tangent is
-        # recorded, compactly (``pe.LinearBuilder``: no Eqn, no constant variables).
-        own = stage
+        # The hot path of eager ``grad``.  An operation on none of the trace's
+        # own tracers (tangents) is known: computed now, by evaluation itself
+        # under eager evaluation (``eval_known``), else by the parent.  An
+        # operation on a tangent is recorded, compactly (``pe.LinearBuilder``:
+        # no Eqn, no constant variables).
+        if not stage:
+            for x in args:
+                if type(x) is _JaxprTracer and x._trace is self:
+                    break
+            else:
+                if self.eval_known:
+                    return _eval_primitive(prim, args, params)
+                return self.parent.process_primitive(prim, args, params)
+            rule = _custom_partial_eval_rules.get(prim)
+            if rule is not None:
+                return rule(self, args, params)
+        # One pass over the arguments: the record's inputs (own tracers as
+        # their variables) and their types.
         plain = True  # every argument is an own tracer, an ndarray or a Python scalar
         ins = []
         in_avals = []
         for x in args:
             t = type(x)
             if t is _JaxprTracer and x._trace is self:
-                own = True
                 x = x.ir_var
                 in_avals.append(x.aval)
             elif t is _ndarray:  # a residual, most often
@@ -406,18 +416,9 @@ class LinearizeTrace(pe.JaxprTrace):
                 aval = _WEAK_SCALAR_AVALS.get(t)
                 if aval is None:
                     plain = False
-                    own = own or any(type(y) is _JaxprTracer and y._trace is self for y in args)
                     break
                 in_avals.append(aval)
             ins.append(x)
-        if not own:
-            if self.eval_known:
-                return _eval_primitive(prim, args, params)
-            return self.parent.process_primitive(prim, args, params)
-        if not stage:
-            rule = _custom_partial_eval_rules.get(prim)
-            if rule is not None:
-                return rule(self, args, params)
         if not plain:
             ins, in_avals = self._plain_args(args)
         out_aval = prim.abstract_eval(*in_avals, **params)
