@@ -259,3 +259,16 @@ def test_reduction_dtype_is_kept(fn, dtype):
         got = f(x)
         assert got.dtype == want.dtype
         _same(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint16, np.int64])
+@pytest.mark.parametrize("shape", [(4,), (3, 4), (2, 1, 5)])
+def test_unravel_index_traced_shape(dtype, shape):
+    # JAX's jit of unravel_index(indices, shape) traces the Python ints of shape too
+    size = int(np.prod(shape))
+    lo = 0 if np.dtype(dtype).kind == "u" else -(2 * size)
+    idx = np.arange(lo, 2 * size, 3).astype(dtype)
+    want = jax.jit(jnp.unravel_index)(idx, shape)
+    got = tg.jit(tnp.unravel_index)(idx, shape)
+    assert [g.dtype for g in got] == [w.dtype for w in want]
+    _same(tuple(got), tuple(want))

@@ -4,6 +4,7 @@ indices of nonzero entries, and NumPy's index helpers (``ix_``, ``tril_indices``
 from __future__ import annotations
 
 import builtins
+import functools
 import operator
 from typing import TYPE_CHECKING
 
@@ -958,6 +959,8 @@ def unravel_index(indices: ArrayLike, shape: Sequence[int]) -> tuple[Array, ...]
     idt = _aval(idx).dtype
     if _dtypes.kind(idt) not in "iu":
         raise TypeError(f"unravel_index: argument 'indices' must be integers, got {idt}")
+    if isinstance(shape, (tuple, list)) and builtins.any(_is_tracer(d) for d in shape):
+        return _unravel_traced(idx, tuple(shape))   # JAX's jit of (indices, shape) traces both
     weak = isinstance(shape, (tuple, list)) and builtins.all(
         isinstance(d, (int, _np.integer)) and not isinstance(d, _np.ndarray) for d in shape)
     dims = tuple(int(d) for d in _np.asarray(_concrete(shape, "unravel_index", "shape")
@@ -972,6 +975,29 @@ def unravel_index(indices: ArrayLike, shape: Sequence[int]) -> tuple[Array, ...]
         stride = int(_np.prod(dims[k + 1:], dtype=_np.int64))
         out.append(astype(_E.remainder(_E.floor_divide(i, stride), dims[k]) if dims[k]
                           else _E.mul(i, 0), out_dtype))
+    return tuple(out)
+
+
+def _unravel_traced(idx: Array, dims: tuple) -> tuple[Array, ...]:
+    """unravel_index with traced dimensions (scalars; the coordinates' shapes do not depend
+    on their values): the same clipping, in the indices' dtype as JAX with a shape of
+    (weakly typed) Python ints."""
+    for d in dims:
+        if ndim(d) != 0 or _dtypes.kind(_aval(d).dtype) not in "iu":
+            raise TypeError("unravel_index: argument 'shape' must be a sequence of integer "
+                            "scalars")
+    idt = _aval(idx).dtype
+    dims = tuple(astype(d, int64) for d in dims)
+    size = functools.reduce(_E.mul, dims, _np.int64(1))
+    i = astype(idx, int64)
+    i = _E.maximum(_E.minimum(i, _E.sub(size, 1)), _E.neg(size))
+    i = _E.select(_E.lt(i, 0), _E.add(i, size), i)
+    out = []
+    for k in range(len(dims)):
+        stride = functools.reduce(_E.mul, dims[k + 1:], _np.int64(1))
+        safe_stride = _E.select(_E.eq(stride, 0), _np.int64(1), stride)
+        safe_dim = _E.select(_E.eq(dims[k], 0), _np.int64(1), dims[k])
+        out.append(astype(_E.remainder(_E.floor_divide(i, safe_stride), safe_dim), idt))
     return tuple(out)
 
 

@@ -578,20 +578,20 @@ def rand_fullrange(rng, standardize_nans=False):
 
 
 def rand_int(rng, low=0, high=None):
-    """Integers from ``rng.randint(low, high)`` (so ``rand_int(rng, 5)`` draws from [0, 5)),
-    cast to ``dtype``; ``low=0`` without ``high`` spans the integer dtype's range."""
+    """JAX's: ``rng.randint(low, high)`` in the dtype (int64 for a non-integer one), so
+    ``rand_int(rng, 5)`` draws from [0, 5); ``low=0`` without ``high`` spans the first integer
+    dtype asked for (JAX keeps that bound, ``nonlocal``); scalar shapes give 0-d arrays."""
     def fn(shape, dtype):
-        dt = np.dtype(dtype)
-        gen = dt if dt.kind in "iu" and dt.itemsize <= 8 and _dtypes.itemsize_bits(dt) >= 8 \
-            else np.dtype(np.int64)
-        hi = high
-        if low == 0 and hi is None:
-            if dt.kind not in "iu":
-                raise ValueError("rand_int requires an explicit `high` value for non-integer "
-                                 "types.")
-            hi = np.iinfo(gen).max
-        vals = rng.randint(low, high=hi, size=_dims_of_shape(shape), dtype=gen)
-        return _cast_to_shape(np.asarray(vals).astype(dt), shape, dt)
+        nonlocal high
+        gen = dtype if np.issubdtype(dtype, np.integer) else np.int64
+        if low == 0 and high is None:
+            if np.issubdtype(dtype, np.integer):
+                high = np.iinfo(dtype).max
+            else:
+                raise ValueError("rand_int requires an explicit `high` value for "
+                                 "non-integer types.")
+        return rng.randint(low, high=high, size=_dims_of_shape(shape),
+                           dtype=gen).astype(dtype)
     return fn
 
 
