@@ -50,7 +50,7 @@ _TRIM = _malloc_trim()
 # compiled programs as at the end of a module (see _release): the bound on a worker's
 # memory within a long module that compares with JAX (issue 23: at most 1.5 GB).
 _RELEASE_ABOVE_MB = 1024       # absolute
-_RELEASE_GROWTH_MB = 256       # above the RSS left by the last release
+_RELEASE_GROWTH_MB = 192       # above the RSS left by the last release
 _released_mb = 0.0
 _recorder = None               # tests/_memory.py's, when TANGENTIA_TEST_MEMORY is set
 
