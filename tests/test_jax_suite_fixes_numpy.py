@@ -272,3 +272,20 @@ def test_unravel_index_traced_shape(dtype, shape):
     got = tg.jit(tnp.unravel_index)(idx, shape)
     assert [g.dtype for g in got] == [w.dtype for w in want]
     _same(tuple(got), tuple(want))
+
+
+@pytest.mark.parametrize("axis", [-4, -3, -1, 0, 2, 3])
+@pytest.mark.parametrize("start", [-4, -3, -2, -1, 0, 1, 3, 4])
+def test_rollaxis_negative_start(axis, start):
+    # a negative start counts from the end as NumPy's and JAX's (start + ndim, not % (ndim + 1))
+    a = np.arange(24.0).reshape(1, 2, 3, 4)
+    want = jnp.rollaxis(a, axis, start)
+    _same(tnp.rollaxis(a, axis, start), want)
+    _same(tg.jit(lambda x: tnp.rollaxis(x, axis, start))(a), want)
+
+
+def test_rollaxis_start_out_of_range():
+    with pytest.raises(ValueError):
+        tnp.rollaxis(np.zeros((2, 3)), 0, -3)
+    with pytest.raises(ValueError):
+        jnp.rollaxis(np.zeros((2, 3)), 0, -3)

@@ -198,7 +198,11 @@ def rollaxis(a: ArrayLike, axis: int, start: int = 0) -> Array:
     """``a`` with axis ``axis`` moved to just before position ``start``."""
     nd = ndim(a)
     axis = _bounds_axis("rollaxis", axis, nd)
-    start = start % (nd + 1) if start < 0 else start
+    start = operator.index(start)
+    if not -nd <= start <= nd:
+        raise _np.exceptions.AxisError(f"rollaxis: argument 'start' must be in [{-nd}, {nd}], "
+                                       f"got {start}")
+    start = start + nd if start < 0 else start   # NumPy's: -1 is before the last axis
     if axis < start:
         start -= 1
     return moveaxis(a, axis, start)
