@@ -224,3 +224,18 @@ def test_bfloat16_uniform_and_normal_samples():
         assert abs(np.quantile(n32, q) - np.quantile(np.float32(jn), q)) < 0.1
     w = tg.random.uniform(key, (1000,), BF16, 2.0, 5.0)
     assert w.dtype == BF16 and np.float32(w).min() >= 2 and np.float32(w).max() <= 5
+
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_where_with_a_python_float_keeps_bfloat16(jit):
+    # NumPy's where(c, 0.0, bfloat16 array) is float32 (ml_dtypes promotes a Python float
+    # first to float32); JAX's (and the shape rule's) is bfloat16.  optax's safe_norm.
+    c = np.array([True, False, True, False])
+    pairs = [(lambda c, x: tnp.where(c, 0.0, x), lambda c, x: jnp.where(c, 0.0, x)),
+             (lambda c, x: tnp.where(c, x, 0.5), lambda c, x: jnp.where(c, x, 0.5))]
+    for ours, theirs in pairs:
+        got = (tg.jit(ours) if jit else ours)(c, X)
+        want = theirs(c, jnp.asarray(X))
+        assert got.dtype == want.dtype == BF16
+        np.testing.assert_array_equal(np.float32(got), np.float32(want))

@@ -554,7 +554,14 @@ isfinite_p = elementwise("isfinite", np.isfinite, zero_jvp=True)
 
 
 def _select_impl(pred, x, y):
-    return np.where(pred, x, y)
+    out = np.where(pred, x, y)
+    if type(x) is float or type(y) is float:
+        # NumPy promotes a Python float first and a bfloat16 array to float32 (ml_dtypes'
+        # promotion is not symmetric there): the shape rule's (and JAX's) dtype is bfloat16
+        other = y if type(x) is float else x
+        if getattr(other, "dtype", None) is not None and other.dtype.kind == "V":
+            return out.astype(other.dtype)
+    return out
 
 
 select_p = Primitive("select")
