@@ -289,3 +289,13 @@ def test_rollaxis_start_out_of_range():
         tnp.rollaxis(np.zeros((2, 3)), 0, -3)
     with pytest.raises(ValueError):
         jnp.rollaxis(np.zeros((2, 3)), 0, -3)
+
+
+@pytest.mark.parametrize("p,m", [([3.0], 1), ([1.0, 2.0], 2), ([1.0, 2.0], 3), ([4.0, 3.0, 2.0], 1),
+                                 ([4, 3, 2, 1], 2), ([2.0], 0)])
+def test_polyder_of_a_constant_is_empty(p, m):
+    p = np.asarray(p)
+    want = jnp.polyder(p, m)
+    got = tnp.polyder(p, m)
+    assert got.shape == want.shape == np.polyder(p, m).shape
+    _same(got, want)

@@ -12,7 +12,6 @@ from ..primitives import indexing as _I
 from ..primitives import sorting as _SO
 from ._constants import float64
 from ._conversion import _in, asarray, astype
-from ._creation import zeros
 from ._elementwise import abs, clip, where
 from ._indexing import flip, take
 from ._matrices import matmul
@@ -72,10 +71,8 @@ def polyder(p: ArrayLike, m: int = 1) -> Array:
     """``m``-th derivative of a polynomial (coefficients highest degree first)."""
     p = atleast_1d(p)
     for _ in range(m):
-        n = shape(p)[0]
-        if n <= 1:
-            return zeros((1,), _aval(p).dtype)
-        p = _E.mul(p[:-1], _np.arange(n - 1, 0, -1, dtype=float64))
+        n = builtins.max(shape(p)[0] - 1, 0)   # a constant's derivative: the empty polynomial
+        p = _E.mul(p[:n], _np.arange(n, 0, -1, dtype=float64))
     return p
 
 
