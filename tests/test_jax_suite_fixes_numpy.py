@@ -299,3 +299,23 @@ def test_polyder_of_a_constant_is_empty(p, m):
     got = tnp.polyder(p, m)
     assert got.shape == want.shape == np.polyder(p, m).shape
     _same(got, want)
+
+
+@pytest.mark.parametrize("left,right", [(None, None), ("extrapolate", None),
+                                        (None, "extrapolate"), ("extrapolate", "extrapolate"),
+                                        (-5.0, "extrapolate")])
+@pytest.mark.parametrize("complex_fp", [False, True])
+def test_interp_extrapolate_and_complex(left, right, complex_fp):
+    xp = np.array([0.0, 1.0, 2.5, 4.0])
+    fp = np.array([1.0, 3.0, -2.0, 0.5]) + (1j * np.arange(4) if complex_fp else 0)
+    x = np.array([-2.0, 0.3, 1.0, 3.0, 4.0, 6.5])
+    want = jnp.interp(x, xp, fp, left=left, right=right)
+    for f in (tnp.interp, tg.jit(tnp.interp, static_argnames=("left", "right"))):
+        got = f(x, xp, fp, left=left, right=right)
+        assert got.dtype == want.dtype
+        _same(got, want)
+
+
+def test_interp_bad_string():
+    with pytest.raises(ValueError, match="extrapolate"):
+        tnp.interp(np.zeros(2), np.arange(3.0), np.arange(3.0), left="clip")

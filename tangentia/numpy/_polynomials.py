@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
+from .. import dtypes as _dtypes
 from ..primitives import elementwise as _E
 from ..primitives import indexing as _I
 from ..primitives import sorting as _SO
-from ._constants import float64
+from ._constants import complex128, float64
 from ._conversion import _in, asarray, astype
 from ._elementwise import abs, clip, where
 from ._indexing import flip, take
@@ -162,9 +163,16 @@ def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | str | N
                          f"{shape(xp)[0]} and {shape(fp)[0]}")
     if shape(xp)[0] == 0:
         raise ValueError("interp: arguments 'xp' and 'fp' cannot be empty")
-    if _eager(x, xp, fp, left, right, period):
+    extrapolate = []
+    for name, v in (("left", left), ("right", right)):
+        if isinstance(v, str) and v != "extrapolate":
+            raise ValueError(f"the only valid string value of `{name}` is 'extrapolate', but "
+                             f"got: {v!r} (tangentia.numpy.interp: argument '{name}')")
+        extrapolate.append(isinstance(v, str))
+    if not builtins.any(extrapolate) and _eager(x, xp, fp, left, right, period):
         return _np.asarray(_np.interp(x, xp, fp, left, right, period))
-    x, xp, fp = astype(x, float64), astype(xp, float64), astype(fp, float64)
+    out_dt = complex128 if _dtypes.kind(_aval(fp).dtype) == "c" else float64   # NumPy's
+    x, xp, fp = astype(x, float64), astype(xp, float64), astype(fp, out_dt)
     if period is not None:
         if not _is_tracer(period) and period == 0:
             raise ValueError("interp: argument 'period' must be non-zero")
@@ -188,7 +196,9 @@ def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | str | N
         flat = _E.le(abs(dx), eps)
         t = _E.div(_E.sub(x, x0), where(flat, 1.0, dx))
         f = where(flat, f0, _E.add(f0, _E.mul(t, _E.sub(f1, f0))))
-    f = where(_E.lt(x, xp[0]), fp[0] if left is None else left, f)
-    f = where(_E.gt(x, xp[-1]), fp[-1] if right is None else right, f)
-    return astype(f, float64)
+    if not extrapolate[0]:   # 'extrapolate': the end segments' lines continue (JAX's)
+        f = where(_E.lt(x, xp[0]), fp[0] if left is None else left, f)
+    if not extrapolate[1]:
+        f = where(_E.gt(x, xp[-1]), fp[-1] if right is None else right, f)
+    return astype(f, out_dt)
 
