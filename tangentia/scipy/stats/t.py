@@ -17,6 +17,8 @@ from ...custom_derivatives import SymbolicZero, custom_jvp
 from .. import special as sp
 from ._util import promote
 
+__all__ = ["logpdf", "pdf", "cdf", "logcdf"]
+
 
 def logpdf(x, df, loc=0, scale=1):
     x, df, loc, scale = promote("t.logpdf", ("x", "df", "loc", "scale"), (x, df, loc, scale))
