@@ -319,3 +319,16 @@ def test_interp_extrapolate_and_complex(left, right, complex_fp):
 def test_interp_bad_string():
     with pytest.raises(ValueError, match="extrapolate"):
         tnp.interp(np.zeros(2), np.arange(3.0), np.arange(3.0), left="clip")
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint32, np.int16, np.float32, np.complex64,
+                                   np.bool_])
+def test_vecdot_keeps_dtype(dtype):
+    a = (np.arange(12) % 5).reshape(3, 4).astype(dtype)
+    b = (np.arange(12)[::-1] % 3).reshape(3, 4).astype(dtype)
+    for axis in (-1, 0):
+        want = jnp.vecdot(a, b, axis=axis)
+        for f in (tnp.vecdot, tg.jit(tnp.vecdot, static_argnames="axis")):
+            got = f(a, b, axis=axis)
+            assert got.dtype == want.dtype == np.vecdot(a, b, axis=axis).dtype
+            _same(got, want)

@@ -208,7 +208,8 @@ def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
                          f"{axis}, got shapes {shape(x1)} and {shape(x2)}")
     if _aval(x1).dtype.kind == "c":  # conjugates x1, as NumPy's and JAX's
         x1 = _E.conj(x1)
-    return sum(_E.mul(moveaxis(x1, a1, -1), moveaxis(x2, a2, -1)), -1)
+    prods = _E.mul(moveaxis(x1, a1, -1), moveaxis(x2, a2, -1))
+    return sum(prods, -1, dtype=_aval(prods).dtype)   # int8 stays int8, as NumPy's and JAX's
 
 
 def kron(a: ArrayLike, b: ArrayLike) -> Array:
