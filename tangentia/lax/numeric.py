@@ -23,7 +23,7 @@ from ..primitives import special as SP
 from ..primitives import structural as S
 from ..primitives.callback import pure_callback
 from .enums import RoundingMethod
-from .ops import _reduction_axes, _static_int, _tag
+from .ops import _in_operand_dtype, _reduction_axes, _static_int, _tag
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -35,10 +35,12 @@ if TYPE_CHECKING:
 
 acos, asin, atan = E.arccos, E.arcsin, E.arctan
 acosh, asinh, atanh = E.arccosh, E.arcsinh, E.arctanh
-lgamma, digamma, polygamma = SP.gammaln, SP.digamma, SP.polygamma
-erfc, erf_inv, zeta, betainc = SP.erfc, SP.erfinv, SP.zeta, SP.betainc
-igamma, igammac = SP.gammainc, SP.gammaincc
-bessel_i0e, bessel_i1e = SP.i0e, SP.i1e
+lgamma, digamma = _in_operand_dtype(SP.gammaln), _in_operand_dtype(SP.digamma)
+polygamma, erfc = _in_operand_dtype(SP.polygamma), _in_operand_dtype(SP.erfc)
+erf_inv, zeta = _in_operand_dtype(SP.erfinv), _in_operand_dtype(SP.zeta)
+betainc = _in_operand_dtype(SP.betainc)
+igamma, igammac = _in_operand_dtype(SP.gammainc), _in_operand_dtype(SP.gammaincc)
+bessel_i0e, bessel_i1e = _in_operand_dtype(SP.i0e), _in_operand_dtype(SP.i1e)
 is_finite = NE.isfinite
 
 

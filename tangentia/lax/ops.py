@@ -5,12 +5,14 @@ elementwise conveniences."""
 from __future__ import annotations
 
 import builtins
+import functools
 import operator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
 
 import numpy as np
 
 from .. import core
+from .. import dtypes as _dtypes
 from ..primitives import contraction as C
 from ..primitives import elementwise as E
 from ..primitives import indexing as I
@@ -22,7 +24,6 @@ from ..primitives import structural as S
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Any
     from ..typing import Array, ArrayLike, DTypeLike, Shape
 
 
@@ -534,8 +535,26 @@ def logistic(x: ArrayLike) -> Array:
     return expit(x)
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _in_operand_dtype(fn: _F) -> _F:
+    """``fn`` whose floating result has its (last) floating operand's dtype, as JAX's lax
+    functions: SciPy's kernels behind tangentia.scipy.special compute float16 and bfloat16
+    in float32/float64 and return that (lax.lgamma, erf, bessel_i0e, ...)."""
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        dt = core.get_aval(args[-1]).dtype if args else None
+        odt = core.get_aval(out).dtype
+        if dt is not None and odt != dt and _dtypes.is_inexact(dt) and _dtypes.is_inexact(odt):
+            out = S.convert_element_type(out, dt)
+        return out
+    return cast("_F", op)
+
+
 def erf(x: ArrayLike) -> Array:
-    return SP.erf(x)
+    return _in_operand_dtype(SP.erf)(x)
 
 
 def square(x: ArrayLike) -> Array:

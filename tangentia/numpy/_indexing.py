@@ -16,6 +16,7 @@ from .. import dtypes as _dtypes
 from ..primitives import elementwise as _E
 from ..primitives import reductions as _R
 from ..primitives import indexing as _I
+from ..primitives import sorting as _SO
 from ..primitives import structural as _S
 from ._constants import int64
 from ._conversion import _in, asarray, astype, copy
@@ -729,9 +730,6 @@ def delete(arr: ArrayLike, obj: ArrayLike | slice, axis: int | None = None, *,
 def _delete_unique(arr: Array, obj: ArrayLike, ax: int) -> Array:
     # JAX's algorithm: with the k distinct indices sorted, entry i of the result is entry
     # i + #{j : sorted[j] - j <= i} of ``arr``.
-    from ._creation import arange
-    from ._reductions import sum as _sum
-    from ._sorting import sort
     idx = _in(obj, "delete", "obj")
     if _dtypes.kind(_aval(idx).dtype) not in "iu":
         raise ValueError("delete: argument 'obj' must be integer indices when "
@@ -740,11 +738,10 @@ def _delete_unique(arr: Array, obj: ArrayLike, ax: int) -> Array:
     idx = ravel(astype(idx, int64))
     idx = _E.maximum(_E.minimum(_E.select(_E.lt(idx, 0), _E.add(idx, n), idx), n), 0)
     k = shape(idx)[0]
-    shifted = _E.sub(sort(idx), arange(k, dtype=int64))
-    i = arange(n - k, dtype=int64)
-    i = _E.add(i, _sum(reshape(i, (1, -1)) >= reshape(shifted, (-1, 1)), axis=0,
-                       dtype=int64))
-    return take(arr, i, axis=ax)
+    shifted = _E.sub(_SO.sort(idx, 0), _np.arange(k, dtype=_np.int64))
+    i = _np.arange(n - k, dtype=_np.int64)
+    below = astype(_E.ge(i.reshape(1, -1), reshape(shifted, (-1, 1))), int64)
+    return take(arr, _E.add(i, _R.reduce_sum(below, (0,))), axis=ax)
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,58 @@
+"""tangentia.lax against JAX where JAX's own lax_test.py found gaps (run through
+tests/external/run_jax_tests.py): the special functions keep a float16/bfloat16 operand's
+dtype (SciPy's kernels compute those in float32/float64).  Compared with JAX (x64),
+eagerly and under jit."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.lax as lax
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+
+UNARY = ["lgamma", "digamma", "erf", "erfc", "erf_inv", "bessel_i0e", "bessel_i1e"]
+BINARY = ["igamma", "igammac", "zeta"]
+DTYPES = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
+TOL = {np.dtype(np.float16): 1e-2, np.dtype(ml_dtypes.bfloat16): 5e-2,
+       np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
+
+
+def _check(got, want):
+    assert got.dtype == want.dtype
+    tol = TOL[np.dtype(want.dtype)]
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
+                               rtol=tol, atol=tol, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_special_unary_keeps_dtype(name, dtype):
+    x = np.array([0.1, 0.5, 0.9, 2.5 if name != "erf_inv" else -0.3], dtype)
+    want = getattr(jax.lax, name)(x)
+    _check(getattr(lax, name)(x), want)
+    _check(tg.jit(getattr(lax, name))(x), want)
+
+
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_special_binary_keeps_dtype(name, dtype):
+    a = np.array([1.5, 2.0, 3.0], dtype)
+    x = np.array([0.5, 1.5, 2.5], dtype)
+    want = getattr(jax.lax, name)(a, x)
+    _check(getattr(lax, name)(a, x), want)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_betainc_keeps_dtype(dtype):
+    a, b, x = (np.array(v, dtype) for v in ([1.5, 2.0], [2.0, 0.5], [0.3, 0.7]))
+    _check(lax.betainc(a, b, x), jax.lax.betainc(a, b, x))
+
+
+def test_lgamma_grad_keeps_dtype():
+    g = tg.grad(lax.lgamma)(np.float32(2.5))
+    assert g.dtype == jax.grad(jax.lax.lgamma)(np.float32(2.5)).dtype
+    np.testing.assert_allclose(g, jax.grad(jax.lax.lgamma)(np.float32(2.5)), rtol=1e-5)
