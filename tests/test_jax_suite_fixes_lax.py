@@ -56,3 +56,33 @@ def test_lgamma_grad_keeps_dtype():
     g = tg.grad(lax.lgamma)(np.float32(2.5))
     assert g.dtype == jax.grad(jax.lax.lgamma)(np.float32(2.5)).dtype
     np.testing.assert_allclose(g, jax.grad(jax.lax.lgamma)(np.float32(2.5)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype,out_dtype", [(np.int8, np.int16), (np.int8, np.float16),
+                                             (np.float16, np.float32),
+                                             (ml_dtypes.bfloat16, np.float64),
+                                             (np.complex64, np.complex128),
+                                             (np.int8, ml_dtypes.bfloat16),
+                                             (np.float32, np.float32)])
+def test_mul_out_dtype(dtype, out_dtype):
+    a, b = np.array([3, -4, 100], dtype), np.array([50, 7, 100], dtype)
+    want = jax.lax.mul(a, b, out_dtype=out_dtype)
+    for f in (lax.mul, tg.jit(lax.mul, static_argnames="out_dtype")):
+        got = f(a, b, out_dtype=out_dtype)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    g = tg.grad(lambda x: lax.mul(x, x, out_dtype=np.float64))(np.float32(3.0))
+    assert g == jax.grad(lambda x: jax.lax.mul(x, x, out_dtype=np.float64))(np.float32(3.0))
+
+
+def test_mul_out_dtype_mixed_operands():
+    # with out_dtype, JAX's mul takes operands of different dtypes (lax_autodiff_test's
+    # testOpGradOutDtype); without it they must agree
+    a, b = np.array([1.5, 2.0], np.float32), np.array([3.0, -1.0], np.float64)
+    for od in (np.float32, np.float64, np.float16):
+        want = jax.lax.mul(a, b, out_dtype=od)
+        got = lax.mul(a, b, out_dtype=od)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want))
+    with pytest.raises(TypeError, match="same dtypes"):
+        lax.mul(a, b)

@@ -64,7 +64,26 @@ def _same_dtypes(name, fn, tip=None):
 
 add = _same_dtypes("add", E.add, "jnp.add")
 sub = _same_dtypes("sub", E.sub, "jnp.subtract")
-mul = _same_dtypes("mul", E.mul, "jnp.multiply")
+_mul = _same_dtypes("mul", E.mul, "jnp.multiply")
+
+
+def mul(x: ArrayLike, y: ArrayLike, /, *, out_dtype: DTypeLike | None = None) -> Array:
+    """Elementwise ``mul`` (``jax.lax.mul``): the same values as NumPy's ``multiply``.
+
+    Args:
+      x: an array or scalar.
+      y: an array or scalar of ``x``'s dtype (any dtype with ``out_dtype``) and shape (or
+        broadcastable).
+      out_dtype: JAX's: the result's dtype; the operands are converted to it before the
+        product (as JAX's reference computes it).  None: the operands' (one) dtype.
+
+    Returns:
+      An array of the inputs' broadcast shape.
+    """
+    if out_dtype is None:
+        return _mul(x, y)
+    want = np.dtype(out_dtype)   # the operands may then differ in dtype, as in JAX
+    return _mul(S.convert_element_type(x, want), S.convert_element_type(y, want))
 div = _same_dtypes("div", E.div, "jnp.divide")
 rem = _same_dtypes("rem", NE.fmod)  # C's remainder (the sign of x), as JAX's lax.rem
 del rem.__wrapped__  # lax.rem(x, y), as JAX names them: not fmod's (x1, x2)
