@@ -86,3 +86,18 @@ def test_mul_out_dtype_mixed_operands():
         np.testing.assert_allclose(np.asarray(got), np.asarray(want))
     with pytest.raises(TypeError, match="same dtypes"):
         lax.mul(a, b)
+
+
+@pytest.mark.parametrize("shape,new,dims", [((2, 3), (3, 2), (1, 0)),
+                                            ((2, 3, 4), (4, 6), (2, 0, 1)),
+                                            ((2, 3), (6,), (0, 1)), ((2, 3), (6,), None)])
+def test_reshape_dimensions(shape, new, dims):
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    want = jax.lax.reshape(x, new, dims)
+    np.testing.assert_array_equal(np.asarray(lax.reshape(x, new, dims)), np.asarray(want))
+    w = np.arange(np.prod(new)).reshape(new)
+    g = tg.grad(lambda x: (lax.reshape(x, new, dims) * w).sum())(x)
+    gj = jax.grad(lambda x: (jax.lax.reshape(x, new, dims) * w).sum())(x)
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(gj))
+    with pytest.raises(TypeError):
+        lax.reshape(x, new, (0,) * len(shape))

@@ -461,13 +461,16 @@ def cummin(operand: Array, axis: int = 0, reverse: bool = False) -> Array:
     return M.cummin(operand, _cumulative_axis("cummin", operand, axis), reverse)
 
 
-def reshape(x, new_sizes: Shape) -> Array:
+def reshape(x, new_sizes: Shape, dimensions: Sequence[int] | None = None) -> Array:
     """``x`` with the shape ``new_sizes`` (``jax.lax.reshape``: sizes are nonnegative
-    integers, no ``-1``)."""
+    integers, no ``-1``); ``dimensions``, a permutation of ``x``'s axes, is applied first
+    (JAX's: ``reshape(transpose(x, dimensions), new_sizes)``)."""
     sizes = _static_ints("reshape", "new_sizes", new_sizes)
     if any(n < 0 for n in sizes):
         raise TypeError(f"reshape new_sizes must all be positive, got {sizes}."
                         + _tag("reshape", "lax.reshape does not infer a -1 size"))
+    if dimensions is not None:
+        x = transpose(x, dimensions)
     return S.reshape(x, sizes)
 
 
