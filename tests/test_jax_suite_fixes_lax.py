@@ -101,3 +101,17 @@ def test_reshape_dimensions(shape, new, dims):
     np.testing.assert_array_equal(np.asarray(g), np.asarray(gj))
     with pytest.raises(TypeError):
         lax.reshape(x, new, (0,) * len(shape))
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint16, np.float16, np.float64])
+def test_cumulative_keep_dtype_and_default_axis(name, dtype):
+    # JAX's lax.cumsum/cumprod keep the operand's dtype (NumPy's accumulate widens small
+    # integers) and axis defaults to 0
+    x = (np.arange(1, 7) % 4 + 1).reshape(2, 3).astype(dtype)
+    for kw in ({}, {"axis": 1}, {"axis": 1, "reverse": True}):
+        want = getattr(jax.lax, name)(x, **kw)
+        for f in (getattr(lax, name), tg.jit(getattr(lax, name), static_argnames=tuple(kw))):
+            got = f(x, **kw)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(np.asarray(got, np.float64), np.asarray(want, np.float64))

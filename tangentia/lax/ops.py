@@ -444,13 +444,25 @@ def _cumulative_axis(fname, operand, axis):
     return axis
 
 
-def cumsum(operand: Array, axis: int, reverse: bool = False) -> Array:
-    """Running sums along ``axis`` (``jax.lax.cumsum``)."""
-    return R.cumsum(operand, _cumulative_axis("cumsum", operand, axis), reverse)
+def _operand_dtype(out: Array, operand: Array) -> Array:
+    """``out`` in an integer ``operand``'s dtype: NumPy's accumulate widens small integers
+    where JAX's lax.cumsum/cumprod keep the operand's dtype (bools, which JAX rejects,
+    keep NumPy's int64)."""
+    dt = core.get_aval(operand).dtype
+    if core.get_aval(out).dtype == dt or _dtypes.kind(dt) not in "iu":
+        return out
+    return S.convert_element_type(out, dt)
+
+
+def cumsum(operand: Array, axis: int = 0, reverse: bool = False) -> Array:
+    """Running sums along ``axis`` (``jax.lax.cumsum``), in ``operand``'s dtype."""
+    out = R.cumsum(operand, _cumulative_axis("cumsum", operand, axis), reverse)
+    return _operand_dtype(out, operand)
 
 
 def cumprod(operand: Array, axis: int = 0, reverse: bool = False) -> Array:
-    return M.cumprod(operand, _cumulative_axis("cumprod", operand, axis), reverse)
+    out = M.cumprod(operand, _cumulative_axis("cumprod", operand, axis), reverse)
+    return _operand_dtype(out, operand)
 
 
 def cummax(operand: Array, axis: int = 0, reverse: bool = False) -> Array:
