@@ -219,6 +219,11 @@ LIBRARY = {
     "tangentia.experimental.ode._odeint": (
         lambda y0, k: odeint(lambda y, t, k: -k * y + tnp.sin(t), y0, np.array([0.0, 0.5]), k),
         (np.array([1.0, -0.5]), 0.7), {"modes": "rev", "rtol": 1e-4}, "odeint"),
+    # (df is a constant: the derivative with respect to it raises, as betainc's)
+    "tangentia.scipy.stats.t._std_cdf": (lambda x: tg.scipy.stats.t.cdf(3 * x, 2.5), (X,), {},
+                                         "_std_cdf"),
+    "tangentia.scipy.stats.t._std_logcdf": (lambda x: tg.scipy.stats.t.logcdf(3 * x, 2.5), (X,),
+                                            {}, "_std_logcdf"),
     "lax.custom_root": (_root_cube, (np.array([2.0, 5.0]),), {}, "custom_root(solve)"),
     "lax.custom_linear_solve": (_linear_solve, (np.array([1.0, 2.0]),), {},
                                 "custom_linear_solve"),

@@ -115,7 +115,11 @@ def _imports(mod):
     path = FILES[mod]
     is_pkg = path.endswith("__init__.py")
     tree = ast.parse(open(path).read())
+    # module level: statements of the module body, and those of its ``if`` blocks
+    # (``if TYPE_CHECKING:`` imports for annotations run at import time or never)
     top_level = {id(st) for st in tree.body}
+    top_level |= {id(sub) for st in tree.body if isinstance(st, ast.If)
+                  for sub in st.body + st.orelse}
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
