@@ -332,3 +332,29 @@ def test_vecdot_keeps_dtype(dtype):
             got = f(a, b, axis=axis)
             assert got.dtype == want.dtype == np.vecdot(a, b, axis=axis).dtype
             _same(got, want)
+
+
+@pytest.mark.parametrize("dx_shape,axis", [((3, 1), -1), ((1, 3), -1), ((3,), -1), ((2, 1), 0),
+                                           ((3,), 0), ((), 0)])
+def test_trapezoid_with_an_array_of_spacings_matches_numpy(dx_shape, axis):
+    # An array dx multiplies each pair before the sum (NumPy's and JAX's); it was applied
+    # to the sums, which gave a wrongly shaped, wrong result for dx of shape (3, 1).
+    y = np.arange(12.0).reshape(3, 4) ** 2
+    if axis == 0:
+        y = y.T[:3]     # (3, 3): pairs (2, 3) along axis 0
+    dx = np.linspace(0.5, 2.0, int(np.prod(dx_shape))).reshape(dx_shape)
+    want = np.trapezoid(y, dx=dx, axis=axis)
+    np.testing.assert_allclose(tnp.trapezoid(y, dx=dx, axis=axis), want, rtol=1e-15)
+    got = tg.jit(lambda y, d: tnp.trapezoid(y, dx=d, axis=axis))(y, dx)
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+    # d/d(dx) by central differences
+    g = tg.grad(lambda d: tnp.sum(tnp.trapezoid(y, dx=d, axis=axis)))(dx)
+    eps = 1e-6
+    fd = np.zeros_like(dx).ravel()
+    for k in range(fd.size):
+        e = np.zeros(dx.size)
+        e[k] = eps
+        e = e.reshape(dx.shape)
+        fd[k] = (np.sum(np.trapezoid(y, dx=dx + e, axis=axis))
+                 - np.sum(np.trapezoid(y, dx=dx - e, axis=axis))) / (2 * eps)
+    np.testing.assert_allclose(np.ravel(g), fd, rtol=1e-7)

@@ -80,7 +80,10 @@ def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: ArrayLike = 1.0, axi
     y1 = take(y, _np.arange(1, n), axis=axis)
     y0 = take(y, _np.arange(0, n - 1), axis=axis)
     if x is None:
-        return _E.mul(sum(_E.add(y0, y1), axis=axis), dx / 2.0)
+        if ndim(dx) == 0:  # one spacing: factored out of the sum
+            return _E.mul(sum(_E.add(y0, y1), axis=axis), dx / 2.0)
+        # an array of spacings broadcasts against the pairs, before the sum (NumPy's)
+        return _E.mul(sum(_E.mul(dx, _E.add(y0, y1)), axis=axis), 0.5)
     x = asarray(x) if not _is_tracer(x) else x
     d = diff(x, axis=axis if ndim(x) > 1 else -1)
     if ndim(x) == 1 and ndim(y) > 1:
