@@ -356,8 +356,6 @@ class NumbaCompiler(Backend):
             return f"# numba backend: not compilable ({e}); the NumPy backend runs this program\n"
 
 
-LARGE = 1 << 15  # elements: from here on NumPy's vectorized kernels beat scalar loops
-_CONTROL_FLOW = ("while", "scan", "cond")
 def _has_ml_dtype(jaxpr):
     """Whether a value of ``jaxpr`` (nested programs included) has one of ml_dtypes' types
     (bfloat16, float8, int4, ...; NumPy kind 'V' and not float0): numba has none of them,
@@ -369,6 +367,8 @@ def _has_ml_dtype(jaxpr):
     return any(_has_ml_dtype(sub) for e in jaxpr.eqns for sub in _nested(e))
 
 
+LARGE = 1 << 15  # elements: from here on NumPy's vectorized kernels beat scalar loops
+_CONTROL_FLOW = ("while", "scan", "cond")
 
 
 def vector_bound(jaxpr):
