@@ -53,7 +53,7 @@ from ...primitives import contraction as C, elementwise as E, indexing as X, red
 from ...primitives import misc as M, remat, structural as S
 from . import vecmath, vecmath_trig
 from .codegen import SV, _bidx, _is_float0, _lit, _nbtype, _ravel, _size, _typed
-from .rules import _index_plan, _loop_dtypes
+from .rules import _dot_dims, _index_plan, _loop_dtypes, dot_indices
 
 __all__ = ["RULES", "MIN_OPS", "lower_run"]
 
@@ -353,29 +353,20 @@ def _reduce(bb, g, eqn, ins):
 
 
 def _dot_general(bb, g, eqn, ins):
-    from .rules import _dot_dims
     x, y = ins
     out = _out(eqn)
     dt = out.dtype
-    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    (lc, _), _ = eqn.params["dimension_numbers"]
     lf, rf, _, _, k, _ = _dot_dims(x.shape, y.shape, eqn.params["dimension_numbers"])
     if not (g.is_small(out.shape) and _size(out.shape) * k <= 4 * g.limit):
         return None
     csh = [x.shape[i] for i in lc]
-    nb, nlf = len(lb), len(lf)
     ids = []
     for o_idx in np.ndindex(*out.shape):
         acc = None
         for c_idx in np.ndindex(*csh):
-            xi, yi = [None] * len(x.shape), [None] * len(y.shape)
-            for t, (a, b) in enumerate(zip(lb, rb)):
-                xi[a] = yi[b] = o_idx[t]
-            for t, a in enumerate(lf):
-                xi[a] = o_idx[nb + t]
-            for t, b in enumerate(rf):
-                yi[b] = o_idx[nb + nlf + t]
-            for t, (a, b) in enumerate(zip(lc, rc)):
-                xi[a] = yi[b] = c_idx[t]
+            xi, yi = dot_indices(len(x.shape), len(y.shape), eqn.params["dimension_numbers"],
+                                 lf, rf, o_idx, c_idx)
             t = _compute(bb, "mul", dt, [bb.cast(x.ids[_ravel(xi, x.shape)], dt),
                                          bb.cast(y.ids[_ravel(yi, y.shape)], dt)])
             acc = t if acc is None else _compute(bb, "add", dt, [acc, t])

@@ -605,6 +605,25 @@ def gemm_bound(jaxpr, elements):
     return sum(f for dt, f in flops.items() if gemm.compile_products(dt)) >= GEMM_BOUND * elements
 
 
+def dot_indices(x_ndim, y_ndim, dimension_numbers, lf, rf, o_idx, c_idx):
+    """The indices into ``x`` and ``y`` of the product that a ``dot_general``'s output
+    element ``o_idx`` (batch, then x's free, then y's free dimensions; ``lf``/``rf``
+    from ``_dot_dims``) takes at contraction index ``c_idx``: numbers or loop
+    variables' names alike."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    xi, yi = [None] * x_ndim, [None] * y_ndim
+    nb, nlf = len(lb), len(lf)
+    for t, (a, b) in enumerate(zip(lb, rb)):
+        xi[a] = yi[b] = o_idx[t]
+    for t, a in enumerate(lf):
+        xi[a] = o_idx[nb + t]
+    for t, b in enumerate(rf):
+        yi[b] = o_idx[nb + nlf + t]
+    for t, (a, b) in enumerate(zip(lc, rc)):
+        xi[a] = yi[b] = c_idx[t]
+    return tuple(xi), tuple(yi)
+
+
 def _dot_general(g, eqn, ins):
     x, y = ins
     out = eqn.outputs[0].aval
@@ -612,19 +631,10 @@ def _dot_general(g, eqn, ins):
     dt = out.dtype
     lf, rf, m, n, k, batch = _dot_dims(x.shape, y.shape, eqn.params["dimension_numbers"])
     csh = [x.shape[i] for i in lc]
-    nb, nlf = len(lb), len(lf)
 
     def indices(o_idx, c_idx):
-        xi, yi = [None] * len(x.shape), [None] * len(y.shape)
-        for t, (a, b) in enumerate(zip(lb, rb)):
-            xi[a] = yi[b] = o_idx[t]
-        for t, a in enumerate(lf):
-            xi[a] = o_idx[nb + t]
-        for t, b in enumerate(rf):
-            yi[b] = o_idx[nb + nlf + t]
-        for t, (a, b) in enumerate(zip(lc, rc)):
-            xi[a] = yi[b] = c_idx[t]
-        return tuple(xi), tuple(yi)
+        return dot_indices(len(x.shape), len(y.shape), eqn.params["dimension_numbers"], lf, rf,
+                           o_idx, c_idx)
 
     def term(xi, yi):
         return _wrap(_OPS["mul"]([_cast(g.elem(x, xi), x.dtype, dt), _cast(g.elem(y, yi), y.dtype, dt)], dt), dt)
