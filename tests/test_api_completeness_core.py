@@ -498,12 +498,6 @@ def test_debug_breakpoint_without_a_terminal_warns_and_continues():
 
 # What we do not provide, and why.
 OUT_OF_SCOPE = {
-    # ml_dtypes' narrow types: NumPy has no arithmetic for them, so tangentia.numpy does not
-    # offer them (bfloat16 is offered, ml_dtypes' own, imported on first use)
-    "jax.numpy": {"float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4",
-                  "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
-                  "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "int1", "int2", "int4",
-                  "uint1", "uint2", "uint4"},
     # remat_opt_p: an internal primitive of JAX's remat, not an API
     "jax.custom_derivatives": {"remat_opt_p"},
     # EArray/cur_qdd/primal_tangent_dtype: JAX's extended-dtype internals;

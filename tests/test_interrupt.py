@@ -74,8 +74,15 @@ CHILD = textwrap.dedent("""
 def _run_child(kind, tmp_path):
     env = dict(os.environ, TANGENTIA_CACHE_DIR=str(tmp_path), TANGENTIA_JIT_TIERED="0",
                TANGENTIA_COMPILE_PROGRESS="0", PYTHONUNBUFFERED="1")
+    # stderr goes to a file, not a pipe: a child writing more than a pipe holds (warnings, a
+    # traceback) while only stdout is read would block in that write and never finish
+    err_file = open(tmp_path / "child.stderr", "w+")
     proc = subprocess.Popen([sys.executable, "-c", CHILD, kind], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=err_file, text=True, env=env)
+
+    def stderr_text():
+        err_file.seek(0)
+        return err_file.read()
     lines, stamps = [], []
 
     def reader():
@@ -87,19 +94,24 @@ def _run_child(kind, tmp_path):
     try:
         deadline = time.perf_counter() + 60
         while not any(w and w[0] == "READY" for w in lines):
-            assert proc.poll() is None, proc.stderr.read()
+            assert proc.poll() is None, stderr_text()
             assert time.perf_counter() < deadline, "the child never got ready"
             time.sleep(0.02)
         time.sleep(0.5)                       # inside the endless compiled loop by now
         assert proc.poll() is None
         sent = time.perf_counter()
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the child did not end within 30 s of SIGINT; its output "
+                                 f"{lines}, its stderr {stderr_text()[-3000:]!r}") from None
         t.join(timeout=5)
     finally:
         if proc.poll() is None:
             proc.kill()
-    err = proc.stderr.read()
+    err = stderr_text()
+    err_file.close()
     assert proc.returncode == 0, err
     words = {w[0]: (w[1:], s) for w, s in zip(lines, stamps)}
     assert "RETURNED" not in words, lines

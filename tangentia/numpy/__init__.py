@@ -171,7 +171,7 @@ __all__ = [
 
 # ml_dtypes' narrow types that jax.numpy names too (served on first use, as bfloat16)
 _ML_SCALAR_TYPES = frozenset((
-    "int1", "uint1", "int2", "uint2", "int4", "uint4", "float4_e2m1fn", "float6_e2m3fn",
+    "int1", "uint1", "int2", "uint2", "int4", "uint4", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn",
     "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
     "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"))
 
