@@ -71,6 +71,17 @@ CHILD = textwrap.dedent("""
 """)
 
 
+def _as_at_a_terminal():
+    """In the child before it runs Python: SIGINT delivered and handled by default, as in a
+    program started at a terminal.  A child inherits ignored and blocked signals, and a test
+    worker may have either after earlier tests: in the full suite under xdist the child
+    printed READY and then outlived SIGINT, which is what a child started with SIGINT ignored
+    or blocked does (the compiled loop then rightly runs on: tangentia leaves a SIGINT it
+    does not own alone)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def _run_child(kind, tmp_path):
     env = dict(os.environ, TANGENTIA_CACHE_DIR=str(tmp_path), TANGENTIA_JIT_TIERED="0",
                TANGENTIA_COMPILE_PROGRESS="0", PYTHONUNBUFFERED="1")
@@ -78,7 +89,7 @@ def _run_child(kind, tmp_path):
     # traceback) while only stdout is read would block in that write and never finish
     err_file = open(tmp_path / "child.stderr", "w+")
     proc = subprocess.Popen([sys.executable, "-c", CHILD, kind], stdout=subprocess.PIPE,
-                            stderr=err_file, text=True, env=env)
+                            stderr=err_file, text=True, env=env, preexec_fn=_as_at_a_terminal)
 
     def stderr_text():
         err_file.seek(0)
