@@ -74,10 +74,9 @@ CHILD = textwrap.dedent("""
 def _as_at_a_terminal():
     """In the child before it runs Python: SIGINT delivered and handled by default, as in a
     program started at a terminal.  A child inherits ignored and blocked signals, and a test
-    worker may have either after earlier tests: in the full suite under xdist the child
-    printed READY and then outlived SIGINT, which is what a child started with SIGINT ignored
-    or blocked does (the compiled loop then rightly runs on: tangentia leaves a SIGINT it
-    does not own alone)."""
+    run started in the background by a non-interactive shell (``cmd &``, ``nohup``) has
+    SIGINT ignored: there the child printed READY and then outlived SIGINT (the compiled loop
+    rightly runs on: tangentia leaves a SIGINT it does not own alone)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
