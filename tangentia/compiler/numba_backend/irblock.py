@@ -53,7 +53,8 @@ from ...primitives import contraction as C, elementwise as E, indexing as X, red
 from ...primitives import misc as M, remat, structural as S
 from . import vecmath, vecmath_trig
 from .codegen import SV, _bidx, _is_float0, _lit, _nbtype, _ravel, _size, _typed
-from .rules import _dot_dims, _index_plan, _loop_dtypes, dot_indices
+from .rules import (_dot_dims, _index_plan, _loop_dtypes, concatenate_source, dot_indices,
+                    transpose_source)
 
 __all__ = ["RULES", "MIN_OPS", "lower_run"]
 
@@ -285,14 +286,7 @@ def _remap(x, out, in_index):
 
 
 def _transpose(bb, g, eqn, ins):
-    perm = eqn.params["permutation"]
-
-    def in_index(idx):
-        src = [0] * len(perm)
-        for k, p in enumerate(perm):
-            src[p] = idx[k]
-        return tuple(src)
-    return [_remap(ins[0], _out(eqn), in_index)]
+    return [_remap(ins[0], _out(eqn), transpose_source(eqn.params["permutation"]))]
 
 
 def _broadcast_to(bb, g, eqn, ins):
@@ -311,14 +305,10 @@ def _concatenate(bb, g, eqn, ins):
     out = _out(eqn)
     axis = eqn.params["axis"]
     ids = []
+    shapes = [v.shape for v in ins]
     for idx in np.ndindex(*out.shape):
-        k = idx[axis]
-        for v in ins:
-            if k < v.shape[axis]:
-                ids.append(bb.cast(v.ids[_ravel(idx[:axis] + (k,) + idx[axis + 1:], v.shape)],
-                                   out.dtype))
-                break
-            k -= v.shape[axis]
+        k, src = concatenate_source(shapes, axis, idx)
+        ids.append(bb.cast(ins[k].ids[_ravel(src, ins[k].shape)], out.dtype))
     return [_Val(out.shape, out.dtype, ids)]
 
 

@@ -242,15 +242,29 @@ def _reshape(g, eqn, ins):
     return [g.small(o) if g.is_small(out.shape) else o]
 
 
-def _transpose(g, eqn, ins):
-    perm = eqn.params["permutation"]
-
+def transpose_source(perm):
+    """The index of a ``transpose``'s operand element that output index ``idx`` reads."""
     def in_index(idx):
         src = [0] * len(perm)
         for k, p in enumerate(perm):
             src[p] = idx[k]
         return tuple(src)
-    return [_remap(g, ins[0], eqn.outputs[0].aval, in_index)]
+    return in_index
+
+
+def concatenate_source(shapes, axis, idx):
+    """``(k, index)``: the operand (of ``shapes``) and its element that a
+    ``concatenate``'s output index ``idx`` reads."""
+    j = idx[axis]
+    for k, shape in enumerate(shapes):
+        if j < shape[axis]:
+            return k, idx[:axis] + (j,) + idx[axis + 1:]
+        j -= shape[axis]
+    raise IndexError(idx)
+
+
+def _transpose(g, eqn, ins):
+    return [_remap(g, ins[0], eqn.outputs[0].aval, transpose_source(eqn.params["permutation"]))]
 
 
 def _broadcast_to(g, eqn, ins):
@@ -264,14 +278,10 @@ def _concatenate(g, eqn, ins):
     axis = eqn.params["axis"]
     if g.is_small(out.shape):
         pieces = []
+        shapes = [v.shape for v in ins]
         for idx in np.ndindex(*out.shape):
-            k = idx[axis]
-            for v in ins:
-                if k < v.shape[axis]:
-                    e = g.elem(v, idx[:axis] + (k,) + idx[axis + 1:])
-                    pieces.append(g.scalar(_cast(e, v.dtype, out.dtype)))
-                    break
-                k -= v.shape[axis]
+            k, src = concatenate_source(shapes, axis, idx)
+            pieces.append(g.scalar(_cast(g.elem(ins[k], src), ins[k].dtype, out.dtype)))
         return [SV(out.shape, out.dtype, pieces)]
     n = g.name("a")
     g.emit(f"{n} = np.empty({_shape_str(out.shape)}, {_dt(out.dtype)})")
