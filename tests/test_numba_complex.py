@@ -128,7 +128,7 @@ def test_dot(dtype, dims):
     r = sample(dtype, (k, n), 8).real
     f = lambda a, b, r: [a @ b, a @ r, tnp.einsum("ij,ij->i", b, b), tnp.vdot(b, b)]  # noqa: E731
     _, src = check(f, a, b, r)
-    # (the einsum kernel of numba_kernels takes real operands: NumPy's einsum, per equation)
+    # (the einsum kernel of numba_backend/kernels.py takes real operands: NumPy's einsum, per equation)
     assert [ln.split()[2] for ln in src.splitlines() if ln.startswith("# _fb")] == ["einsum"]
 
 

@@ -1,4 +1,4 @@
-"""Tests of the numba kernels (tangentia/compiler/numba_kernels.py).
+"""Tests of the numba kernels (tangentia/compiler/numba_backend/kernels.py).
 
 Every kernel is run on hypothesis-generated shapes, dtypes and params and
 compared with the NumPy implementation of its primitive: equal dtypes and
@@ -17,7 +17,7 @@ import tangentia as tg
 import tangentia.lax as lax
 import tangentia.numpy as tnp
 from tangentia import core
-from tangentia.compiler import numba_kernels as K
+from tangentia.compiler.numba_backend import kernels as K
 from tangentia.primitives import contraction as C
 from tangentia.primitives import elementwise as E
 from tangentia.primitives import indexing as I

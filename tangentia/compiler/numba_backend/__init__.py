@@ -56,7 +56,7 @@ the calling wrapper, the ``Backend``).
 * **Contractions.** Small ``dot_general`` is unrolled over scalars, large
   floating ones go to BLAS (``np.dot`` on contiguous 2-D views or their
   transposes; batched ones when each product is large), others are loops.
-* **Everything else** runs a kernel from ``numba_kernels.KERNELS`` if there is
+* **Everything else** runs a kernel from ``kernels.KERNELS`` if there is
   one, else the primitive's NumPy implementation inside ``numba.objmode``.
 * **Complex dtypes** (complex64, complex128) are native for arithmetic,
   ``abs``, ``==``/``!=``, logical operations, ``cmath`` functions, ``real``/

@@ -838,8 +838,8 @@ def _kernel(eqn):
     global _KERNELS
     if _KERNELS is None:
         try:
-            from .. import numba_kernels
-            _KERNELS = numba_kernels.KERNELS
+            from . import kernels
+            _KERNELS = kernels.KERNELS
         except Exception:  # noqa: BLE001 - the kernels module is optional
             _KERNELS = {}
     factory = _KERNELS.get(eqn.prim)
@@ -856,7 +856,7 @@ def _kernel(eqn):
 
 
 def _kernel_table():
-    """``numba_kernels.KERNELS`` (empty if that module cannot be imported)."""
+    """``kernels.KERNELS`` (empty if that module cannot be imported)."""
     if _KERNELS is None:
         class _Probe:
             prim = None

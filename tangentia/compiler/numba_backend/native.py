@@ -98,7 +98,6 @@ def _version_tag():
     version = getattr(sys.modules.get("tangentia"), "__version__", "?")
     here = os.path.dirname(os.path.abspath(__file__))
     files = [os.path.join(here, n) for n in sorted(os.listdir(here)) if n.endswith(".py")]
-    files.append(os.path.join(os.path.dirname(here), "numba_kernels.py"))
     digest = hashlib.sha256()
     for path in files:
         try:

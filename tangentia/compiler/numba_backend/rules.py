@@ -1108,7 +1108,7 @@ ROWS.update({"reshape": _row_leading, "transpose": _row_transpose, "concatenate"
 
 def lowering_paths(prims=None):
     """``{primitive name: path}`` for every primitive: ``"native"`` (generated
-    code), ``"kernel"`` (``numba_kernels``) or ``"objmode"`` (the NumPy
+    code), ``"kernel"`` (``kernels``) or ``"objmode"`` (the NumPy
     implementation in ``numba.objmode``).  Partly native primitives read
     ``"native+kernel"`` or ``"native+objmode"`` (see ``_PARTIAL``)."""
     if prims is None:

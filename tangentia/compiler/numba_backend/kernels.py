@@ -1,10 +1,10 @@
 """Numba kernels for the primitives that are not plain elementwise math.
 
-The numba backend (the ``numba_backend`` package, whose generator is in
-``codegen.py``) generates one ``@njit`` function per program; it fuses
-elementwise loops, reductions, reshapes, ``dot_general`` and control flow
-itself.  Every other equation is run by a *kernel* from this
-module, so that it runs natively instead of through an object-mode fallback.
+The numba backend (this package; its generator is ``codegen.py``) generates one
+``@njit`` function per program; it fuses elementwise loops, reductions, reshapes,
+``dot_general`` and control flow itself.  Every other equation is run by a
+*kernel* from this module, so that it runs natively instead of through an
+object-mode fallback.
 
 Protocol (the code generator relies on it exactly)::
 
@@ -60,14 +60,14 @@ import threading
 import numba
 import numpy as np
 
-from ..primitives import contraction as _C
-from ..primitives import elementwise as _E
-from ..primitives import indexing as _I
-from ..primitives import linalg as _L
-from ..primitives import misc as _M
-from ..primitives import prng as _prng
-from ..primitives import reductions as _R
-from ..primitives import sorting as _SO
+from ...primitives import contraction as _C
+from ...primitives import elementwise as _E
+from ...primitives import indexing as _I
+from ...primitives import linalg as _L
+from ...primitives import misc as _M
+from ...primitives import prng as _prng
+from ...primitives import reductions as _R
+from ...primitives import sorting as _SO
 
 __all__ = ["KERNELS", "kernel_names", "kernel_for"]
 
