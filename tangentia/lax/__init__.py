@@ -8,9 +8,8 @@ from .ops import (broadcast, broadcast_in_dim, clamp, concatenate, full, full_li
                   dynamic_update_slice, dynamic_update_slice_in_dim, erf, expand_dims, logistic,
                   pow, reduce_max, reduce_min, reduce_prod, reduce_sum, rsqrt, slice,
                   slice_in_dim, sort, square, squeeze, reshape, transpose)
-from ..primitives.elementwise import (abs, ceil, cos, cosh, exp, expm1, floor, integer_pow, log,
-                                      log1p, maximum, minimum, neg, select, sign, sin, sinh, sqrt,
-                                      tan, tanh)
+from ..primitives.elementwise import (abs, ceil, cosh, floor, integer_pow, maximum, minimum, neg,
+                                      select, sign, sinh)
 from .collectives import (all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin,
                           ppermute, pshuffle, psum, psum_scatter, pswapaxes)
 from .convolution import (conv, conv_dimension_numbers, conv_general_dilated,
@@ -27,7 +26,8 @@ from .enums import (AccuracyMode, ConvDimensionNumbers, ConvGeneralDilatedDimens
                     RandomAlgorithm, RoundingMethod, ScatterDimensionNumbers, Tolerance)
 from .numeric import (acos, acosh, argmax, argmin, asin, asinh, atan, atanh, bessel_i0e,
                       bessel_i1e, betainc, bitcast_convert_type, bitwise_and, bitwise_not,
-                      bitwise_or, bitwise_xor, cbrt, clz, digamma, dtype, erf_inv, erfc, exp2,
+                      bitwise_or, bitwise_xor, cbrt, clz, conj, cos, digamma, dtype, erf_inv,
+                      erfc, exp, exp2, expm1, log, log1p, sin, sqrt, tan, tanh,
                       igamma, igamma_grad_a, igammac, is_finite, lgamma, max, min, mulhi,
                       nextafter, add, sub, mul, div, rem, atan2, eq, ne, lt, le, gt, ge,
                       polygamma, population_count, reciprocal, reduce_and, reduce_or,
@@ -39,7 +39,7 @@ from .shaping import (approx_max_k, approx_min_k, associative_scan, batch_matmul
                       broadcasted_iota, collapse, cumlogsumexp, empty, index_in_dim, index_take,
                       iota, optimization_barrier, pad, rev, select_n, sort_key_val, split, stack,
                       tile, top_k, unstack, with_sharding_constraint)
-from ..primitives.elementwise import complex_ as complex, conj, imag, real
+from ..primitives.elementwise import complex_ as complex, imag, real
 from ..primitives.fft import fft
 from ..primitives.structural import broadcast_to, convert_element_type, stop_gradient
 

@@ -84,11 +84,57 @@ def mul(x: ArrayLike, y: ArrayLike, /, *, out_dtype: DTypeLike | None = None) ->
         return _mul(x, y)
     want = np.dtype(out_dtype)   # the operands may then differ in dtype, as in JAX
     return _mul(S.convert_element_type(x, want), S.convert_element_type(y, want))
-div = _same_dtypes("div", E.div, "jnp.divide")
-rem = _same_dtypes("rem", NE.fmod)  # C's remainder (the sign of x), as JAX's lax.rem
-del rem.__wrapped__  # lax.rem(x, y), as JAX names them: not fmod's (x1, x2)
+def _int_divisor(x, y):
+    """For integer ``x / y``: where ``y`` is 0 (and, signed, -1) a divisor of 1 that
+    cannot trap or overflow, and the masks of those entries."""
+    zero = E.eq(y, np.zeros((), _dtype(y)))
+    bad = zero
+    if _dtype(y).kind == "i":
+        minus = E.eq(y, np.full((), -1, _dtype(y)))
+        bad = E.or_p.bind(zero, minus)
+    else:
+        minus = None
+    return E.select(bad, np.ones((), _dtype(y)), y), zero, minus
+
+
+def _div(x: ArrayLike, y: ArrayLike) -> Array:
+    """``x / y``; for integers rounded toward zero, as C's (and XLA's) integer
+    division, with XLA's answers where C's has none: ``x / 0`` has every bit set (-1,
+    or the unsigned maximum) and ``INT_MIN / -1`` wraps to ``INT_MIN``."""
+    if _dtype(x).kind not in "iu":
+        return E.div(x, y)
+    safe, zero, minus = _int_divisor(x, y)
+    r = NE.fmod(x, safe)
+    q = E.floor_divide(E.sub(x, r), safe)  # exact: x - r is a multiple of safe
+    if minus is not None:
+        q = E.select(minus, E.neg(x), q)
+    return E.select(zero, np.full((), -1).astype(_dtype(x)), q)
+
+
+def _rem(x: ArrayLike, y: ArrayLike) -> Array:
+    """C's remainder (the sign of ``x``); for integers, ``x % 0`` is ``x`` as XLA's."""
+    if _dtype(x).kind not in "iu":
+        return NE.fmod(x, y)
+    safe, zero, _ = _int_divisor(x, y)
+    return E.select(zero, x, NE.fmod(x, safe))
+
+
+div = _same_dtypes("div", _div, "jnp.divide")
+div.__doc__ = """Elementwise division (``jax.lax.div``): true division for floating and
+complex values; for integers the quotient rounded toward zero (C's), ``x / 0`` having every
+bit set and ``INT_MIN / -1`` wrapping to ``INT_MIN``, as XLA's.
+
+Args:
+  x: an array or scalar (the dividend).
+  y: an array or scalar of ``x``'s dtype (the divisor).
+
+Returns:
+  An array of the inputs' broadcast shape and dtype.
+"""
+rem = _same_dtypes("rem", _rem)  # C's remainder (the sign of x), as JAX's lax.rem
 rem.__doc__ = """Elementwise C-style remainder (``jax.lax.rem``): ``x - y * trunc(x / y)``,
-with the sign of ``x`` (NumPy's ``fmod``), exact for floats.
+with the sign of ``x`` (NumPy's ``fmod``), exact for floats; an integer ``x % 0`` is ``x``,
+as XLA's.
 
 Args:
   x: an array or scalar (the dividend).
@@ -112,6 +158,37 @@ lt = _same_dtypes("lt", E.lt)
 le = _same_dtypes("le", E.le)
 gt = _same_dtypes("gt", E.gt)
 ge = _same_dtypes("ge", E.ge)
+
+
+def conj(x: ArrayLike) -> Array:
+    """The complex conjugate (``jax.lax.conj``): complex for real operands too
+    (float32 -> complex64, float64 -> complex128), as JAX's; ``tnp.conj`` keeps a real
+    dtype, as NumPy's."""
+    dt = _dtype(x)
+    if dt.kind != "c":
+        if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+            raise TypeError(f"conj does not accept dtype {dt.name}. Accepted dtypes are "
+                            "subtypes of float32, complexfloating, float64."
+                            + _tag("conj", "argument 'x' must be float32, float64 or "
+                                   "complex"))
+        return E.complex_(x, np.zeros((), dt))  # imaginary part +0, as JAX's
+    return E.conj(x)
+
+
+def _with_accuracy(fn):
+    """``fn`` taking JAX's keyword ``accuracy`` (a tolerance or ``AccuracyMode`` for
+    XLA's transcendental kernels), accepted and ignored: NumPy's are accurate to ~1 ULP."""
+    @functools.wraps(fn)
+    def op(x, accuracy=None):
+        return fn(x)
+    op.__doc__ = (f"{fn.__doc__ or fn.__name__}\n\n``accuracy`` (JAX's) is accepted and "
+                  "ignored.")
+    return op
+
+
+exp, log, log1p, expm1, tanh, sin, cos, tan, sqrt = (
+    _with_accuracy(f) for f in (E.exp, E.log, E.log1p, E.expm1, E.tanh, E.sin, E.cos, E.tan,
+                                E.sqrt))
 
 
 def cbrt(x: ArrayLike, *, accuracy: Any = None) -> Array:

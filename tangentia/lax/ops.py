@@ -412,8 +412,17 @@ def expand_dims(array: ArrayLike, dimensions: Sequence[int]) -> Array:
     return S.reshape(array, tuple(shape))
 
 
+def _in_dtype_of(operand, out):
+    """``out`` (a sum or product, which NumPy widens for small integers) in
+    ``operand``'s dtype, as lax's reductions keep it: wrapping modulo 2**bits gives the
+    same integer as accumulating in the narrow type."""
+    dt = core.get_aval(operand).dtype
+    return out if core.get_aval(out).dtype == dt else S.convert_element_type(out, dt)
+
+
 def reduce_sum(operand: ArrayLike, axes: Sequence[int]) -> Array:
-    return R.reduce_sum(operand, _reduction_axes("reduce_sum", operand, axes))
+    return _in_dtype_of(operand, R.reduce_sum(operand, _reduction_axes("reduce_sum", operand,
+                                                                       axes)))
 
 
 def reduce_max(operand: ArrayLike, axes: Sequence[int]) -> Array:
@@ -425,7 +434,8 @@ def reduce_min(operand: ArrayLike, axes: Sequence[int]) -> Array:
 
 
 def reduce_prod(operand: ArrayLike, axes: Sequence[int]) -> Array:
-    return R.reduce_prod(operand, _reduction_axes("reduce_prod", operand, axes))
+    return _in_dtype_of(operand, R.reduce_prod(operand, _reduction_axes("reduce_prod", operand,
+                                                                        axes)))
 
 
 def _cumulative_axis(fname, operand, axis):
@@ -541,11 +551,14 @@ def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Array:  # noqa: A002 
     return E.minimum(E.maximum(x, min), max)
 
 
-def rsqrt(x: ArrayLike) -> Array:
+def rsqrt(x: ArrayLike, accuracy: Any = None) -> Array:
+    """``1 / sqrt(x)`` (``jax.lax.rsqrt``); ``accuracy`` (JAX's) is accepted and ignored."""
     return E.div(1.0, E.sqrt(x))
 
 
-def logistic(x: ArrayLike) -> Array:
+def logistic(x: ArrayLike, accuracy: Any = None) -> Array:
+    """``1 / (1 + exp(-x))`` (``jax.lax.logistic``); ``accuracy`` (JAX's) is accepted and
+    ignored."""
     from ..scipy.special import expit
     return expit(x)
 

@@ -441,18 +441,23 @@ def format_shape_dtype_string(shape, dtype):
 
 
 def _rand_dtype(draw, shape, dtype, scale=1.0, post=lambda x: x):
-    """Values ``scale * draw(*dims)`` (two draws for the imaginary part of complex dtypes),
-    passed through ``post`` and cast to ``dtype``."""
+    """Values ``scale * draw(*dims)`` (of magnitudes for unsigned dtypes; two draws for the
+    imaginary part of complex dtypes) cast to ``dtype``, then passed through ``post``, as
+    JAX's generators order it (``rand_nonzero`` replaces the zeros of the cast integers)."""
     if dtype is None:
         dtype = np.float64
     dims = _dims_of_shape(shape)
     dtype = np.dtype(dtype)
 
     def one():
-        return np.asarray(scale * draw(*dims))
+        v = scale * draw(*dims)
+        if dtype.kind == "u":
+            v = np.abs(v)
+        with np.errstate(invalid="ignore", over="ignore"):
+            return np.asarray(v).astype(dtype)
     vals = one() + 1j * one() if dtype.kind == "c" else one()
     with np.errstate(invalid="ignore", over="ignore"):
-        out = np.asarray(post(vals)).astype(dtype)
+        out = np.asarray(post(vals), dtype)
     return _cast_to_shape(out, shape, dtype)
 
 
