@@ -116,7 +116,7 @@ def install():
     T.real = property(lambda s: real(s))
     T.imag = property(lambda s: imag(s))
     T.reshape = lambda s, *shape, order="C": reshape(
-        s, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
+        s, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape, order)
     T.transpose = lambda s, *axes: transpose(s, axes[0] if len(axes) == 1 and not isinstance(
         axes[0], int) else (axes or None))
     T.astype = lambda s, dtype: astype(s, dtype)
@@ -142,8 +142,8 @@ def install():
     T.any = _no_out("any", lambda s, axis=None, keepdims=False, *, where=None:
                     any(s, axis, keepdims, where=where))
     T.cumsum = _no_out("cumsum", lambda s, axis=None, dtype=None: cumsum(s, axis, dtype))
-    T.ravel = lambda s: ravel(s)
-    T.flatten = lambda s: ravel(s)
+    T.ravel = lambda s, order="C": ravel(s, order)
+    T.flatten = lambda s, order="C": ravel(s, order)
     T.squeeze = lambda s, axis=None: squeeze(s, axis)
     T.clip = _no_out("clip", lambda s, min=None, max=None: clip(s, min, max))
     T.dot = lambda s, o: dot(s, o)

@@ -121,7 +121,7 @@ def _spacings(varargs, f, axes):
             dd = _np.diff(d)
             out.append(dd[0] if (dd == dd[0]).all() else dd)
             continue
-        if not _np.issubdtype(_aval(d).dtype, _np.inexact):
+        if not _dtypes.is_inexact(_aval(d).dtype):
             d = astype(d, _np.float64)
         out.append(diff(d))
     return out
@@ -149,7 +149,7 @@ def gradient(f: ArrayLike, *varargs: ArrayLike, axis: int | Sequence[int] | None
     if edge_order not in (1, 2):
         raise ValueError(f"gradient: argument 'edge_order' must be 1 or 2, got {edge_order!r}")
     dt = _aval(f).dtype
-    otype = dt if _np.issubdtype(dt, _np.inexact) else _np.dtype(_np.float64)
+    otype = dt if _dtypes.is_inexact(dt) else _np.dtype(_np.float64)   # (bfloat16 too)
     f = astype(f, otype)
     outs = []
     for ax, h in zip(axes, _spacings(varargs, f, axes)):

@@ -171,10 +171,11 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     """``num`` evenly spaced values from ``start`` to ``stop`` (``num`` must be concrete)."""
     _check_device(device, "linspace")
     num = int(_concrete(num, "linspace", "num"))
-    if not (_is_tracer(start) or _is_tracer(stop)):
-        return _np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype,
-                            axis=axis)
     div = (num - 1) if endpoint else num
+    if not (_is_tracer(start) or _is_tracer(stop)):
+        out = _np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype,
+                           axis=axis)
+        return (out[0], _nan_step(out[0])) if retstep and div <= 0 else out
     steps = _np.arange(num, dtype=float64)
     start, stop = asarray(start), asarray(stop)
     shape_extra = broadcast_shapes(shape(start), shape(stop))
@@ -188,7 +189,16 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
         out = moveaxis(out, 0, axis)
     if dtype is not None:
         out = astype(out, dtype)
+    if retstep and div <= 0:
+        step = _nan_step(out)
     return (out, step) if retstep else out
+
+
+def _nan_step(out):
+    """``linspace``'s step when it has none (``num`` 0, or 1 with the endpoint): a 0-d NaN of
+    the result's inexact dtype (JAX's; NumPy's is a float NaN), eagerly and traced alike."""
+    dt = _aval(out).dtype
+    return _np.full((), _np.nan, dt if dt.kind in "fc" else float64)
 
 
 def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
@@ -217,7 +227,11 @@ def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool =
     start = _inexact(_in(start, "geomspace", "start"))
     stop = _inexact(_in(stop, "geomspace", "stop"))
     sign_ = _S.stop_gradient(sign(start))
-    start, stop = _E.mul(start, sign_), _E.mul(stop, sign_)
+    if "c" in (_aval(start).dtype.kind, _aval(stop).dtype.kind):
+        # off the real axis: divide by the unit ``sign`` (multiplying rotated the other way)
+        start, stop = _E.div(start, sign_), _E.div(stop, sign_)
+    else:
+        start, stop = _E.mul(start, sign_), _E.mul(stop, sign_)
     out = logspace(log10(start), log10(stop), num, endpoint=endpoint, base=10.0, axis=0)
     if num > 0:
         out = _I.scatter(out, start, (0,), (), "set")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from .. import dtypes as _dtypes
+from ..custom_derivatives import custom_jvp
 from ..primitives import elementwise as _E
 from ..primitives import misc as _M
 from ..primitives import special as _SP
@@ -140,19 +141,30 @@ def log10(x: ArrayLike) -> Array:
     return _log_base(x, 10.0)
 
 
+def _logaddexp_shift(x, y):
+    """The shift of a stable ``logaddexp``: the larger (real part) of ``x`` and ``y``, 0 where
+    it is not finite, with no derivative.  Of complex values only the real parts shift, so
+    that the logarithm itself gives the imaginary part on its principal branch, as NumPy's
+    ``log(exp(x) + exp(y))`` and JAX's (shifting by the complex maximum left its imaginary
+    part unwrapped: ``logaddexp(100+100j, 0)`` was ``100+100j``, not ``100-0.53j``)."""
+    if "c" in (_aval(x).dtype.kind, _aval(y).dtype.kind):
+        amax = _E.maximum(_E.real(x), _E.real(y))
+    else:
+        amax = _E.maximum(x, y)
+    return _S.stop_gradient(where(isfinite(amax), amax, 0.0))
+
+
 def logaddexp(x, y) -> Any:
     """``log(exp(x) + exp(y))``, computed stably."""
-    amax = _E.maximum(x, y)
-    amax = _S.stop_gradient(where(isfinite(amax), amax, 0.0))
+    amax = _logaddexp_shift(x, y)
     return _E.add(amax, _E.log(_E.add(_E.exp(_E.sub(x, amax)), _E.exp(_E.sub(y, amax)))))
 
 
 def logaddexp2(x1, x2) -> Any:
-    """log2(2**x1 + 2**x2), computed stably."""
-    if _eager(x1, x2):
+    """log2(2**x1 + 2**x2), computed stably (of complex values too, as JAX's)."""
+    if _eager(x1, x2) and "c" not in (_aval(x1).dtype.kind, _aval(x2).dtype.kind):
         return _np.asarray(_np.logaddexp2(x1, x2))
-    amax = _E.maximum(x1, x2)
-    amax = _S.stop_gradient(where(isfinite(amax), amax, 0.0))
+    amax = _logaddexp_shift(x1, x2)
     return _E.add(amax, log2(_E.add(exp2(_E.sub(x1, amax)), exp2(_E.sub(x2, amax)))))
 
 
@@ -260,11 +272,31 @@ def heaviside(x1: ArrayLike, x2: ArrayLike) -> Array:
     return astype(where(_E.gt(x1, 0), 1.0, where(_E.lt(x1, 0), 0.0, x2)), dt)
 
 
+def _sinc_taylor(k, t):
+    """The ``k``-th derivative of ``sin(t) / t`` at ``t = 0`` (``(-1)**(k/2) / (k + 1)`` for
+    even ``k``, 0 for odd), shaped like ``t``; its derivative in ``t`` is the next one, so
+    that ``sinc``'s derivatives of every order at 0 are right."""
+    c = 0.0 if k % 2 else (-1.0) ** (k // 2) / (k + 1)
+    return _E.add(_E.mul(t, 0.0), c)
+
+
+def _sinc_taylor_jvp(k, primals, tangents):
+    (t,), (dt,) = primals, tangents
+    return _sinc_taylor_rule(k, t), _E.mul(_sinc_taylor_rule(k + 1, t), dt)
+
+
+_sinc_taylor_rule = custom_jvp(_sinc_taylor, nondiff_argnums=(0,))
+_sinc_taylor_rule.defjvp(_sinc_taylor_jvp)
+
+
 def sinc(x: ArrayLike) -> Array:
-    """Normalized sinc: ``sin(pi x) / (pi x)``, 1 at 0."""
-    px = _E.mul(pi, x)
-    safe = where(_E.eq(x, 0), 1.0, px)
-    return where(_E.eq(x, 0), 1.0, _E.div(_E.sin(safe), safe))
+    """Normalized sinc: ``sin(pi x) / (pi x)``, 1 at 0, with the derivatives of every order
+    at 0 of its Taylor series (``d2/dx2 sinc(0) = -pi**2/3``; the bare ``where`` made
+    them all 0)."""
+    px = _E.mul(pi, _ufunc_inexact(x, _np.sin))
+    zero = _E.eq(px, 0)
+    safe = where(zero, 1.0, px)
+    return where(zero, _sinc_taylor_rule(0, px), _E.div(_E.sin(safe), safe))
 
 
 def deg2rad(x: ArrayLike) -> Array:
@@ -298,8 +330,20 @@ def round(a: ArrayLike, decimals: int = 0) -> Array:
         return _S.unchanged(a)  # integers are already rounded (and keep their dtype)
     if decimals == 0:
         return _E.round(a)
-    f = 10.0 ** decimals
-    return _E.div(_E.round(_E.mul(a, f)), f)
+    with _np.errstate(over="ignore", under="ignore"):
+        f = float(_np.power(10.0, decimals))
+        overflows = not _np.isfinite(_np.asarray(f).astype(_aval(a).dtype))
+    if decimals > 0 and overflows:
+        # more decimals than the dtype can hold: every value is already rounded (JAX issue
+        # 31689; the scaled value overflowed to inf, and inf / inf is NaN)
+        return _S.unchanged(a)
+    dt = _aval(a).dtype
+    x = astype(a, _np.float32) if dt == _np.float16 else a   # (JAX's: float16 scales in float32)
+    scaled = _E.mul(x, f)
+    out = _E.div(_E.round(scaled), f)
+    if decimals > 0:   # values whose scaled value overflows have no digits to drop
+        out = where(isfinite(scaled), out, x)
+    return astype(out, dt) if dt == _np.float16 else out
 
 
 around = round
@@ -418,8 +462,15 @@ def isneginf(x) -> Array:
 
 def isclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike = 1e-08,
             equal_nan: bool = False) -> Array:
-    """Elementwise ``|a - b| <= atol + rtol * |b|`` (NaNs equal if ``equal_nan``)."""
-    out = _E.le(abs(_E.sub(a, b)), _E.add(atol, _E.mul(rtol, abs(b))))
+    """Elementwise ``|a - b| <= atol + rtol * |b|`` where ``b`` is finite, or ``a == b``
+    (NaNs equal if ``equal_nan``), as NumPy's and JAX's: an infinity is close to itself,
+    and a finite value is not close to an infinite ``b`` (the bare formula made it so
+    whenever ``rtol > 0``)."""
+    a, b = _inexact(a), _inexact(b)
+    b_finite = isfinite(b)
+    fb = where(b_finite, b, 0)   # (no ``inf - inf`` warning where the formula is not used)
+    out = logical_or(logical_and(_E.le(abs(_E.sub(a, fb)), _E.add(atol, _E.mul(rtol, abs(fb)))),
+                                 b_finite), _E.eq(a, b))
     if equal_nan:
         out = logical_or(out, logical_and(isnan(a), isnan(b)))
     return out

@@ -193,7 +193,10 @@ def matvec(x1: ArrayLike, x2: ArrayLike) -> Array:
 
 
 def vecmat(x1: ArrayLike, x2: ArrayLike) -> Array:
-    """Vector-matrix product over the last axes, broadcasting the others."""
+    """Vector-matrix product over the last axes, broadcasting the others; the vector is
+    conjugated, as in NumPy's and JAX's ``vecmat`` (``sum(conj(x1[..., :, None]) * x2, -2)``)."""
+    if _aval(x1).dtype.kind == "c":
+        x1 = _E.conj(x1)
     return matmul(expand_dims(x1, -2), x2)[..., 0, :]
 
 

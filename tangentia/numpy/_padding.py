@@ -182,10 +182,17 @@ def pad(array: ArrayLike, pad_width: Any, mode: str | Callable[..., Any] = "cons
             continue
         if mode in ("reflect", "symmetric"):  # odd reflection: linear, but not a gather
             P = _np.pad(_np.eye(n), ((b, c), (0, 0)), mode=mode, reflect_type="odd")
+            dt = _aval(a).dtype
+            if dt.kind in "iu":
+                # in the integers' own wrapping arithmetic, as NumPy's (through floats, a
+                # value past the dtype's range was cast back to garbage: 2**31 for 9 in uint32)
+                out = _C.dot_general(P.astype(_np.int64).astype(dt), a,
+                                     (((1,), (ax,)), ((), ())))
+                a = moveaxis(out, 0, ax)
+                continue
             out = _C.dot_general(P, _inexact(a), (((1,), (ax,)), ((), ())))
             out = moveaxis(out, 0, ax)
-            dt = _aval(a).dtype
-            a = astype(round(out) if dt.kind in "iub" else out, dt)
+            a = astype(round(out) if dt.kind == "b" else out, dt)
             continue
         if mode in ("constant", "empty"):
             before = _fill_block(a, ax, b, 0 if mode == "empty" else values[ax][0]) if b else None

@@ -118,12 +118,35 @@ def reshape(a: ArrayLike, shape: int | Shape | None = None, order: str = "C", *,
             raise ValueError(f"reshape: cannot reshape array of shape {_aval(a).shape} into "
                              f"shape {shape}")
         shape = tuple(n // known if d == -1 else d for d in shape)
-    return _S.reshape(a, shape)
+    if order == "C":
+        return _S.reshape(a, shape)
+    _check_order(order, "reshape")
+    # column-major: reverse the axes, reshape row-major into the reversed shape, reverse back
+    nd = len(_aval(a).shape)
+    t = _S.transpose(a, tuple(range(nd - 1, -1, -1))) if nd > 1 else a
+    out = _S.reshape(t, shape[::-1])
+    return _S.transpose(out, tuple(range(len(shape) - 1, -1, -1))) if len(shape) > 1 else out
+
+
+def _check_order(order, name):
+    """JAX's errors for an ``order`` other than "C" and "F" (given as an argument of ``name``)."""
+    if order == "A":
+        raise NotImplementedError(f"np.reshape order=A is not implemented. ({name}: argument "
+                                  "'order' must be 'C' or 'F')")
+    if order != "F":
+        raise ValueError(f"Unexpected value for 'order' argument: {order}. ({name}: argument "
+                         "'order' must be 'C' or 'F')")
 
 
 def ravel(a: ArrayLike, order: str = "C") -> Array:
-    """``a`` flattened to one dimension (row-major order)."""
-    return _S.reshape(a, (math.prod(_aval(a).shape),))
+    """``a`` flattened to one dimension (row-major order, or column-major with
+    ``order="F"``)."""
+    if order == "C":
+        return _S.reshape(a, (math.prod(_aval(a).shape),))
+    if order == "K":
+        raise NotImplementedError("Ravel not implemented for order='K'. (ravel: argument "
+                                  "'order' must be 'C' or 'F')")
+    return reshape(a, (math.prod(_aval(a).shape),), order)
 
 
 def squeeze(a: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:

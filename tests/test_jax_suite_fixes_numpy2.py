@@ -1,0 +1,242 @@
+"""tangentia.numpy against JAX (x64) where JAX's lax_numpy_test.py, run through
+tests/external/run_jax_tests.py, found wrong numbers or missing behaviour (second round):
+isclose with infinities, logaddexp/logaddexp2 of complex values, reshape/ravel with
+order="F", vecmat's conjugation, linspace's step without steps, complex geomspace under
+jit, round with more decimals than the dtype holds, sinc's derivatives at 0, odd padding of
+integers, gradient of bfloat16, and the attributes of arrays and tracers.  Every value is
+compared with JAX (or NumPy where JAX has no counterpart), eagerly and under jit."""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+
+jax = pytest.importorskip("jax", reason="these tests compare with JAX")
+jax.config.update("jax_enable_x64", True)
+jnp = jax.numpy
+
+
+def _close(got: Any, want: Any, **kw: Any) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    np.testing.assert_allclose(got.astype(np.complex128) if got.dtype.kind == "c" else
+                               got.astype(np.float64), want.astype(got.dtype).astype(
+                                   np.complex128 if got.dtype.kind == "c" else np.float64),
+                               equal_nan=True, **kw)
+
+
+def _both(f: Callable[..., Any], *args: Any) -> list[Any]:
+    """``f`` applied eagerly and under jit."""
+    return [f(*args), tg.jit(f)(*args)]
+
+
+# --- isclose: an infinity is close to itself, a finite value never to an infinite b -------
+
+VALS = np.array([-np.nan, -np.inf, -1.00001, -1.0, -0.00001, -0.0, 0.0, 0.00001, 1.0, 1.00001,
+                 np.inf, np.nan])
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")   # inf * 0 of an infinite rtol
+@pytest.mark.parametrize("atol, rtol", list(itertools.product([0.0, 1e-4, np.inf], repeat=2)))
+@pytest.mark.parametrize("equal_nan", [False, True])
+def test_isclose_corner_values(atol: float, rtol: float, equal_nan: bool) -> None:
+    x, y = np.meshgrid(VALS, VALS)
+    want = np.asarray(jnp.isclose(x, y, atol=atol, rtol=rtol, equal_nan=equal_nan))
+    for got in _both(lambda a, b: tnp.isclose(a, b, atol=atol, rtol=rtol, equal_nan=equal_nan),
+                     x, y):
+        np.testing.assert_array_equal(np.asarray(got), want)
+    c = x + 1j * y
+    np.testing.assert_array_equal(
+        np.asarray(tnp.isclose(c, c.T, atol=atol, rtol=rtol, equal_nan=equal_nan)),
+        np.asarray(jnp.isclose(c, c.T, atol=atol, rtol=rtol, equal_nan=equal_nan)))
+
+
+def test_isclose_finite_and_infinite_rows() -> None:
+    x = np.array([[1.76], [0.4]])
+    inf = np.full((2, 1), np.inf)
+    for a, b in [(x, inf), (x, -inf), (inf, inf), (inf, -inf), (-inf, -inf)]:
+        np.testing.assert_array_equal(np.asarray(tnp.isclose(a, b)), np.isclose(a, b))
+    assert bool(tnp.isclose(6, 10, rtol=0.5))
+
+
+# --- logaddexp / logaddexp2 of complex values: the principal branch --------------------
+
+CPLX = np.array([1 + 2j, -3 + 1j, np.nan + 0j, 0j, 100 + 100j, -100 - 3j, 3 - 200j, 2 + 3.5j])
+
+
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2"])
+def test_logaddexp_complex(name: str) -> None:
+    x, y = np.meshgrid(CPLX, CPLX)
+    want = getattr(jnp, name)(x, y)
+    for got in _both(getattr(tnp, name), x, y):
+        _close(got, want, rtol=1e-13, atol=1e-13)
+    # mixed with a real argument, and in complex64
+    _close(getattr(tnp, name)(x, 1.5), getattr(jnp, name)(x, 1.5), rtol=1e-13, atol=1e-13)
+    x64 = x.astype(np.complex64)
+    _close(getattr(tnp, name)(x64, x64.T), getattr(jnp, name)(x64, x64.T), rtol=2e-5,
+           atol=2e-5)
+
+
+def test_logaddexp2_complex_grad() -> None:
+    x = np.array([0.3 + 0.2j, -1.0 + 2.0j, 2.0 - 0.5j])
+    y = np.array([1.0 - 1.0j, 0.5 + 0.5j, -0.5 + 3.0j])
+    for name in ("logaddexp", "logaddexp2"):
+        def f(a: Any, b: Any, m: Any = tnp, name: str = name) -> Any:
+            return m.real(getattr(m, name)(a, b)).sum()
+
+        def g(a: Any, b: Any, name: str = name) -> Any:
+            return f(a, b, jnp, name)
+        _close(tg.grad(f, argnums=(0, 1))(x, y)[0], jax.grad(g, argnums=(0, 1))(x, y)[0],
+               rtol=1e-12)
+        _close(tg.grad(f, argnums=(0, 1))(x, y)[1], jax.grad(g, argnums=(0, 1))(x, y)[1],
+               rtol=1e-12)
+
+
+def test_logaddexp_real_unchanged() -> None:
+    a, b = np.array([1.0, -np.inf, np.inf, 700.0]), np.array([2.0, -np.inf, 3.0, 701.0])
+    for name in ("logaddexp", "logaddexp2"):
+        for got in _both(getattr(tnp, name), a, b):
+            _close(got, getattr(np, name)(a, b), rtol=1e-14)
+
+
+# --- reshape / ravel with order="F" (was ignored: row-major results) -------------------
+
+@pytest.mark.parametrize("shape", [-1, (4, 6), (2, 2, 6), (24,), (3, 8), (6, -1)])
+def test_reshape_order_f(shape: Any) -> None:
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    want = jnp.reshape(x, shape, order="F")
+    for got in _both(lambda a: tnp.reshape(a, shape, order="F"), x):
+        _close(got, want)
+    _close(tg.jit(lambda a: a.reshape(shape, order="F"))(x), want)
+    xb = x.astype(ml_dtypes.bfloat16)
+    _close(tnp.reshape(xb, shape, order="F"), jnp.reshape(xb, shape, order="F"))
+
+
+def test_ravel_order_f_and_bad_orders() -> None:
+    x = np.arange(12).reshape(3, 4)
+    for got in _both(lambda a: tnp.ravel(a, order="F"), x):
+        _close(got, jnp.ravel(x, order="F"))
+    _close(tg.jit(lambda a: a.ravel(order="F"))(x), np.ravel(x, order="F"))
+    _close(tg.jit(lambda a: a.flatten(order="F"))(x), np.ravel(x, order="F"))
+    with pytest.raises(NotImplementedError, match="order=A is not implemented"):
+        tnp.reshape(x, -1, order="A")
+    with pytest.raises(ValueError, match="Unexpected value for 'order' argument: X"):
+        tnp.reshape(x, -1, order="X")
+    with pytest.raises(NotImplementedError, match="order='K'"):
+        tnp.ravel(x, order="K")
+
+
+# --- vecmat conjugates its vector -------------------------------------------------------
+
+def test_vecmat_conjugates() -> None:
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 2)) + 1j * rng.standard_normal((3, 2))
+    b = rng.standard_normal((2, 2)) + 1j * rng.standard_normal((2, 2))
+    for got in _both(tnp.vecmat, a, b):
+        _close(got, jnp.vecmat(a, b), rtol=1e-13)
+    _close(tnp.vecmat(a.real, b.real), jnp.vecmat(a.real, b.real), rtol=1e-13)
+
+
+# --- linspace's step when there is none: JAX's 0-d NaN, eagerly and traced -------------
+
+@pytest.mark.parametrize("num, endpoint", [(0, True), (0, False), (1, True), (1, False),
+                                           (3, True)])
+def test_linspace_retstep_shapes(num: int, endpoint: bool) -> None:
+    s = np.ones((2, 2), complex)
+    want = jnp.linspace(s, 2 * s, num, endpoint=endpoint, retstep=True, axis=1)
+    for got in _both(lambda a, b: tnp.linspace(a, b, num, endpoint=endpoint, retstep=True,
+                                               axis=1), s, 2 * s):
+        _close(got[0], want[0], rtol=1e-14)
+        _close(got[1], want[1], rtol=1e-14)
+
+
+# --- geomspace of complex values under jit (the sign rotated the wrong way) ------------
+
+@pytest.mark.parametrize("start, stop", [
+    (np.array(1 + 2j), np.array([[3 + 1j, -2 + 1j], [1 - 1j, 4j]])),
+    (np.array(-2.0), np.array([[3 + 1j, -2 + 1j], [1 - 1j, 4j]])),
+    (np.array([-1.0, 2.0]), np.array([-3.0, 5.0]))])
+@pytest.mark.parametrize("num, endpoint", [(5, False), (1, True), (4, True)])
+def test_geomspace_complex_traced(start: Any, stop: Any, num: int, endpoint: bool) -> None:
+    want = jnp.geomspace(start, stop, num, endpoint=endpoint, axis=-1)
+    for got in _both(lambda a, b: tnp.geomspace(a, b, num, endpoint=endpoint, axis=-1),
+                     start, stop):
+        _close(got, want, rtol=1e-13)
+
+
+# --- round with more decimals than the dtype holds: the value itself (JAX issue 31689) --
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, ml_dtypes.bfloat16,
+                                   np.complex64])
+@pytest.mark.parametrize("decimals", [1, 3, 10, 100, 1000])
+def test_round_many_decimals(dtype: Any, decimals: int) -> None:
+    x = np.array([1.5, 2.25, -3.125, 7.3, 0.0], dtype)
+    want = jnp.round(x, decimals)
+    for got in _both(lambda a: tnp.round(a, decimals), x):
+        _close(got, want, rtol=1e-6)
+        assert np.all(np.isfinite(np.asarray(got).astype(np.complex128)))
+
+
+def test_round_large_value_with_decimals() -> None:
+    x = np.array([1e30, -2.5e37, 1.25], np.float32)   # 1e30 * 1e10 overflows float32
+    _close(tnp.round(x, 10), x)
+    _close(tg.jit(lambda a: tnp.round(a, 10))(x), x)
+    _close(tnp.round(np.array([125.0, 135.0]), -1), np.array([120.0, 140.0]))
+
+
+# --- sinc's derivatives of every order at 0 (were all 0) -------------------------------
+
+def _deriv(f: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda x: tg.jvp(f, (x,), (1.0,))[1]
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 4])
+def test_sinc_derivatives_at_zero(order: int) -> None:
+    want = {1: 0.0, 2: -np.pi ** 2 / 3, 3: 0.0, 4: np.pi ** 4 / 5}[order]
+    transforms: list[Any] = [_deriv, tg.grad]
+    for ops in itertools.combinations_with_replacement(transforms, order):
+        f: Any = tnp.sinc
+        for op in ops:
+            f = op(f)
+        np.testing.assert_allclose(f(0.0), want, atol=1e-12, rtol=1e-12)
+        np.testing.assert_allclose(tg.jit(f)(0.0), want, atol=1e-12, rtol=1e-12)
+
+
+def test_sinc_values_and_grads_away_from_zero() -> None:
+    x = np.linspace(-2.0, 2.0, 9)
+    _close(tnp.sinc(x), np.sinc(x), rtol=1e-14, atol=1e-15)
+    _close(tg.vmap(tg.grad(tnp.sinc))(x), np.asarray(jax.vmap(jax.grad(jnp.sinc))(x)),
+           rtol=1e-12, atol=1e-14)
+    assert tnp.sinc(np.float32(0)).dtype == np.float32
+    _close(tnp.sinc(np.array([0, 1, 2])), np.sinc(np.array([0, 1, 2])), atol=1e-15)
+
+
+# --- odd reflection of integers: the integers' wrapping arithmetic, as NumPy's --------
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.int8, np.uint8, np.int64, np.uint64])
+@pytest.mark.parametrize("mode", ["symmetric", "reflect"])
+def test_pad_odd_integers(dtype: Any, mode: Any) -> None:
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(0).integers(info.min, info.max, (3, 4), dtype=dtype)
+    for pw in [((0, 1), (1, 2)), ((5, 7), (9, 3))]:
+        want = np.pad(x, pw, mode=mode, reflect_type="odd")
+        got = tg.jit(lambda a: tnp.pad(a, pw, mode=mode, reflect_type="odd"))(x)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), want)
+
+
+# --- gradient keeps a bfloat16 input's dtype --------------------------------------------
+
+def test_gradient_bfloat16_dtype() -> None:
+    y = np.array([1.0, 4.0, 9.0, 16.0, 25.0], ml_dtypes.bfloat16)
+    x = np.array([0.0, 1.0, 2.5, 3.0, 4.5], ml_dtypes.bfloat16)
+    for got in _both(tnp.gradient, y) + _both(tnp.gradient, y, x):
+        assert got.dtype == ml_dtypes.bfloat16
+    _close(tnp.gradient(y), jnp.gradient(y), rtol=1e-2)
