@@ -121,6 +121,19 @@ class ArrayImpl(np.ndarray):
     is_fully_addressable = True
     is_fully_replicated = True
 
+    @property
+    def aval(self):
+        """The abstract value (``jax.typeof(x)``): shape and dtype; eager results are never
+        weakly typed (they have NumPy's dtypes)."""
+        return core.aval_of_ndarray(self)
+
+    weak_type = False
+
+    def unsafe_buffer_pointer(self):
+        """The address of the first element in host memory (``jax.Array``'s; a view shares
+        its base's)."""
+        return self.__array_interface__["data"][0]
+
     # A JAX array has no in-place operators, so ``x += y`` rebinds ``x`` to a
     # new (promoted) array and leaves other references to the old one as they
     # were; NumPy's would write into ``x`` and keep its dtype.

@@ -240,3 +240,63 @@ def test_gradient_bfloat16_dtype() -> None:
     for got in _both(tnp.gradient, y) + _both(tnp.gradient, y, x):
         assert got.dtype == ml_dtypes.bfloat16
     _close(tnp.gradient(y), jnp.gradient(y), rtol=1e-2)
+
+
+# --- attributes of tracers (itemsize, nbytes, view, tobytes) and of eager results -------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.complex128, np.bool_, np.uint16])
+def test_tracer_itemsize_nbytes(dtype: Any) -> None:
+    x = np.ones((3, 5), dtype)
+    assert tg.jit(lambda a: a.itemsize)(x) == jnp.asarray(x).itemsize == x.itemsize
+    assert tg.jit(lambda a: a.nbytes)(x) == jnp.asarray(x).nbytes == x.nbytes
+    assert tg.vmap(lambda a: a.nbytes + 0 * a.sum())(x)[0] == x.nbytes // 3
+
+
+@pytest.mark.parametrize("dtype", ["float64", "uint16", "int8", "float32", "int32", "bool",
+                                   "complex64"])
+def test_tracer_view(dtype: str) -> None:
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    want = jax.jit(lambda a: a.view(dtype))(x)
+    got = tg.jit(lambda a: a.view(dtype))(x)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    # batched: the last axis is the one that changes
+    np.testing.assert_array_equal(np.asarray(tg.vmap(lambda a: a.view(dtype))(x)),
+                                  np.asarray(jax.vmap(lambda a: a.view(dtype))(x)))
+
+
+def test_tracer_view_scalar_and_errors() -> None:
+    s = np.array(1.5, np.float32)
+    assert int(tg.jit(lambda a: a.view(np.int32))(s)) == int(s.view(np.int32))
+    bits = np.array([0x7F800000, 0xFF800001, 0, 0x80000000], np.uint32)   # inf, a NaN, 0, -0
+    np.testing.assert_array_equal(
+        np.asarray(tg.jit(lambda a: a.view(np.float32).view(np.uint32))(bits)), bits)
+    with pytest.raises(ValueError, match="0d array"):
+        tg.jit(lambda a: a.view(np.int8))(s)
+    with pytest.raises(ValueError, match="divisor"):
+        tg.jit(lambda a: a.view(np.float64))(np.ones(3, np.float32))
+    with pytest.raises(NotImplementedError, match="`type` argument"):
+        tg.jit(lambda a: a.view(np.float32, np.ndarray))(s)
+
+
+def test_tracer_tobytes_raises_jax_error() -> None:
+    v = np.arange(12, dtype=np.int32).reshape(3, 4)
+    with pytest.raises(tg.errors.ConcretizationTypeError,
+                       match=r"The tobytes\(\) method was called on traced array"):
+        tg.jit(lambda x: x.tobytes())(v)
+    with pytest.raises(tg.errors.ConcretizationTypeError, match="tobytes"):
+        tg.grad(lambda x: (x.tobytes(), x)[1].sum())(v.astype(float))
+    assert tnp.asarray(v).tobytes() == v.tobytes()
+
+
+def test_eager_result_aval_weak_type_pointer() -> None:
+    x: Any = tnp.arange(6.0).reshape(2, 3)   # (tangentia.typing's Array lists fewer attributes)
+    assert (x.aval.shape, x.aval.dtype, x.aval.weak_type) == ((2, 3), np.float64, False)
+    assert x.aval == tg.typeof(x)
+    assert x.weak_type is False and x[1:].weak_type is False
+    w: Any = tnp.asarray(x)
+    assert x.unsafe_buffer_pointer() == w.unsafe_buffer_pointer()
+    y: Any = tnp.array(x, copy=True)
+    assert x.unsafe_buffer_pointer() != y.unsafe_buffer_pointer()
+    z: Any = tnp.ravel_multi_index((tnp.array([0, 1], np.int8),) * 2, (2, 3))
+    assert z.weak_type is False

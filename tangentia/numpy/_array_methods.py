@@ -169,6 +169,54 @@ def install():
     T.put = _m_put
     T.argpartition = lambda s, kth, axis=-1: argpartition(s, kth, axis)
     T.conjugate = lambda s: conj(s)
+    # sizes in bytes, as on JAX's tracers and ndarray (``itemsize`` of the dtype, ``nbytes`` of
+    # the whole value); ``view`` reinterprets the bits; ``tobytes`` needs a concrete value
+    T.itemsize = property(lambda s: _aval(s).dtype.itemsize)
+    T.nbytes = property(lambda s: _aval(s).size * _aval(s).dtype.itemsize)
+    T.view = _view
+    T.tobytes = _tobytes
+
+
+def _view(x, dtype=None, type=None):
+    """``x.view(dtype)`` of a traced ``x``: the same bits read as ``dtype``, as JAX's
+    ``Array.view``; a different item size changes the last axis (``(n, 4)`` of float32 is
+    ``(n, 2)`` of float64, ``(n, 8)`` of uint16)."""
+    if type is not None:
+        raise NotImplementedError("`type` argument of array.view() is not supported.")
+    if dtype is None:
+        return x
+    aval = _aval(x)
+    old, new = aval.dtype, _np.dtype(dtype)
+    shape = aval.shape
+    if old == new:
+        return x
+    if old.itemsize != new.itemsize:
+        if not shape:
+            raise ValueError("Changing the dtype of a 0d array is only supported if the "
+                             f"itemsize is unchanged (view: {old} to {new})")
+        if (shape[-1] * old.itemsize) % new.itemsize:
+            raise ValueError("When changing to a larger dtype, its size must be a divisor of "
+                             "the total size in bytes of the last axis of the array. (view: "
+                             f"{shape[-1]} items of {old} into {new})")
+        shape = shape[:-1] + (shape[-1] * old.itemsize // new.itemsize,)
+
+    def kernel(a):   # (batched by vmap as leading axes: the last axis is the one that changes)
+        a = _np.asarray(a, order="C")   # (ascontiguousarray would make a 0-d array 1-d)
+        if new == _np.bool_:   # any nonzero byte is True, as JAX's
+            return a.view(_np.uint8) != 0
+        return a.view(new)
+    from ..core import ShapedArray
+    from ..primitives.callback import pure_callback
+    return pure_callback(kernel, ShapedArray(shape, new), x, vmap_method="expand_dims")
+
+
+def _tobytes(x, order="C"):
+    """``tobytes()`` of a traced value: JAX's ConcretizationTypeError (even when the value is
+    known, as under eager ``grad``: the bytes would drop its derivative)."""
+    from ..core import _jax_type, concretization_error
+    raise concretization_error(x, "tobytes", f"The tobytes() method was called on traced "
+                                             f"array with shape {_jax_type(_aval(x))}.",
+                               "Call it on the result, outside the transformation.")
 
 
 def _round_builtin(x, ndigits=None):
