@@ -100,3 +100,131 @@ def test_accuracy_keyword_accepted(name):
     np.testing.assert_allclose(
         g, jax.grad(lambda v: getattr(jax.lax, name)(v, accuracy=None))(np.float32(0.7)),
         rtol=1e-5)
+
+
+SCATTER_APPLY_CASES = [
+    # overlapping windows: index vectors [0] and [1] with windows of 2 share element 1
+    ((10,), [[0], [1], [7]], (3, 2), jax.lax.ScatterDimensionNumbers(
+        update_window_dims=(1,), inserted_window_dims=(), scatter_dims_to_operand_dims=(0,))),
+    ((10,), [[0], [0], [0]], (3, 2), jax.lax.ScatterDimensionNumbers(
+        update_window_dims=(1,), inserted_window_dims=(), scatter_dims_to_operand_dims=(0,))),
+    ((5,), [[0], [2]], (2,), jax.lax.ScatterDimensionNumbers(
+        update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,))),
+    # operand batching dimensions with a repeated index in one batch
+    ((2, 5), [[[0], [2]], [[1], [1]]], (2, 2), jax.lax.ScatterDimensionNumbers(
+        update_window_dims=(), inserted_window_dims=(1,), scatter_dims_to_operand_dims=(1,),
+        operand_batching_dims=(0,), scatter_indices_batching_dims=(0,))),
+]
+
+
+@pytest.mark.parametrize("case", range(len(SCATTER_APPLY_CASES)))
+def test_scatter_apply_repeats_func_per_covering_window(case):
+    # func is applied once per window covering an element (XLA's update computation);
+    # overlapping windows of distinct index vectors got it once.
+    shape, idx, update_shape, dn = SCATTER_APPLY_CASES[case]
+    x = np.linspace(-2.0, 3.0, int(np.prod(shape))).reshape(shape)
+    idx = np.array(idx)
+    want = jax.lax.scatter_apply(x, idx, jax.numpy.sin, dn, update_shape=update_shape)
+    tdn = lax.ScatterDimensionNumbers(*dn)
+    f = lambda v, i: lax.scatter_apply(v, i, tg.numpy.sin, tdn,  # noqa: E731
+                                       update_shape=update_shape)
+    np.testing.assert_allclose(f(x, idx), want, rtol=1e-14)
+    np.testing.assert_allclose(tg.jit(f)(x, idx), want, rtol=1e-14)
+    xs = np.stack([x, 2 * x])
+    loop = np.stack([f(v, idx) for v in xs])
+    np.testing.assert_allclose(tg.vmap(f, in_axes=(0, None))(xs, idx), loop, rtol=1e-14)
+
+
+def _pair_op(L):
+    return lambda a, b: (a[0] + b[0], a[1] * b[1])
+
+
+@pytest.mark.parametrize("shape,dims", [((3, 4, 5), (1, 2)), ((3, 0, 5), (1,)), ((7,), (0,)),
+                                        ((3, 4), ())])
+def test_variadic_reduce_matches_jax(shape, dims):
+    # several operands (a pytree) and a computation on tuples: was NotImplementedError
+    rng = np.random.default_rng(1)
+    xs = (rng.normal(size=shape), rng.uniform(0.5, 1.5, size=shape))
+    inits = (np.float64(0.0), np.float64(1.0))
+    f = lambda L: (lambda a, b: L.reduce((a, b), inits, _pair_op(L), dims))  # noqa: E731
+    want = f(jax.lax)(*xs)
+    for g in (f(lax), tg.jit(f(lax))):
+        for got, w in zip(g(*xs), want):
+            np.testing.assert_allclose(got, w, rtol=1e-12)
+    # derivatives: against JAX's and finite differences
+    loss = lambda L: (lambda a, b: sum(o.sum() for o in f(L)(a, b)))  # noqa: E731
+    for got, w in zip(tg.grad(loss(lax), argnums=(0, 1))(*xs),
+                      jax.grad(loss(jax.lax), argnums=(0, 1))(*xs)):
+        np.testing.assert_allclose(got, w, rtol=1e-10)
+    if xs[0].size:
+        t = rng.normal(size=shape)
+        eps = 1e-6
+        fd = (loss(lax)(xs[0] + eps * t, xs[1]) - loss(lax)(xs[0] - eps * t, xs[1])) / (2 * eps)
+        _, jv = tg.jvp(lambda a: loss(lax)(a, xs[1]), (xs[0],), (t,))
+        np.testing.assert_allclose(jv, fd, rtol=1e-6)
+    # vmap against a loop
+    stacked = tuple(np.stack([x, 2 * x]) for x in xs)
+    got = tg.vmap(f(lax))(*stacked)
+    for k in range(2):
+        for g, w in zip(got, f(lax)(stacked[0][k], stacked[1][k])):
+            np.testing.assert_allclose(g[k], w, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint16])
+@pytest.mark.parametrize("name,init", [("bitwise_xor", 0), ("bitwise_and", -1),
+                                       ("bitwise_or", 0)])
+def test_reduce_with_other_associative_computations(name, init, dtype):
+    # any associative computation of scalars, not only add/mul/max/min
+    x = np.arange(60).reshape(3, 4, 5).astype(dtype) * 37 % 101
+    init = np.array(init).astype(dtype)
+    for dims in ((0,), (1, 2), (0, 1, 2)):
+        want = jax.lax.reduce(x, init, getattr(jax.lax, name), dims)
+        got = lax.reduce(x, init, getattr(lax, name), dims)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(tg.jit(lambda v: lax.reduce(
+            v, init, getattr(lax, name), dims))(x), want)
+
+
+def test_reduce_structure_errors():
+    with pytest.raises(ValueError, match="^Operands must have the same tree structure as "
+                                         "init_values"):
+        lax.reduce({"x": np.ones(5)}, {"y": 0.0}, lambda a, b: dict(x=a["x"] + b["x"]), [0])
+    with pytest.raises(ValueError, match="^reduce found non-scalar initial value"):
+        lax.reduce({"x": np.ones(5)}, {"x": np.ones(5)},
+                   lambda a, b: dict(x=a["x"] + b["x"]), [0])
+    with pytest.raises(ValueError, match="^reduce_window output must have the same tree"):
+        lax.reduce_window(np.ones((1,)), 0.0, lambda a, b: [a + b], (1,), (1,), "VALID")
+    with pytest.raises(TypeError, match="^reduce_window window_strides must have every "
+                                        "element be strictly positive"):
+        lax.reduce_window(np.ones((1,)), 0.0, lax.add, (1,), (0,), "VALID")
+
+
+def _custom_sub(a, b):  # associative, not one of the monoids: reduce_window's general path
+    return a + b + a * b
+
+
+@pytest.mark.parametrize("padding,base,wdil,strides", [
+    ("VALID", (1, 1), (1, 1), (1, 1)), ("SAME", (1, 1), (1, 1), (2, 1)),
+    (((1, 2), (0, 1)), (2, 1), (1, 2), (1, 2))])
+def test_reduce_window_general_and_variadic(padding, base, wdil, strides):
+    rng = np.random.default_rng(2)
+    x, y = rng.uniform(-0.5, 0.5, size=(4, 5)), rng.normal(size=(4, 5))
+    kw = dict(window_dimensions=(2, 2), window_strides=strides, padding=padding,
+              base_dilation=base, window_dilation=wdil)
+    want = jax.lax.reduce_window(x, 0.0, _custom_sub, **kw)
+    np.testing.assert_allclose(lax.reduce_window(x, 0.0, _custom_sub, **kw), want, rtol=1e-12)
+    np.testing.assert_allclose(tg.jit(lambda v: lax.reduce_window(v, 0.0, _custom_sub, **kw))(x),
+                               want, rtol=1e-12)
+    # variadic: (max, argmax-like pair)
+    def pair(L):
+        return lambda a, b: (L.max(a[0], b[0]), a[1] + b[1])
+    want = jax.lax.reduce_window((x, y), (-np.inf, 0.0), pair(jax.lax), **kw)
+    got = lax.reduce_window((x, y), (-np.inf, 0.0), pair(lax), **kw)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    # jvp of the general path against JAX's
+    t = rng.normal(size=x.shape)
+    _, want_t = jax.jvp(lambda v: jax.lax.reduce_window(v, 0.0, _custom_sub, **kw), (x,), (t,))
+    _, got_t = tg.jvp(lambda v: lax.reduce_window(v, 0.0, _custom_sub, **kw), (x,), (t,))
+    np.testing.assert_allclose(got_t, want_t, rtol=1e-12)

@@ -22,6 +22,7 @@ import numpy as np
 from .. import core
 from ..primitives import elementwise as E
 from ..primitives import indexing as I
+from ..primitives import reductions as R
 from ..primitives import structural as S
 from .enums import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
 
@@ -338,7 +339,8 @@ def scatter_apply(operand: Array, scatter_indices: Array, func: Callable[[Array]
                   indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None
                   ) -> Array:
     """``operand`` with ``func`` applied to the windows (of ``update_shape``) at
-    ``scatter_indices`` (``jax.lax.scatter_apply``; each window once)."""
+    ``scatter_indices`` (``jax.lax.scatter_apply``): an element covered by k windows gets
+    ``func`` applied k times, as XLA's."""
     x = _array(operand)
     dn = ScatterDimensionNumbers(*dimension_numbers) if not isinstance(
         dimension_numbers, ScatterDimensionNumbers) else dimension_numbers
@@ -364,22 +366,25 @@ def scatter_apply(operand: Array, scatter_indices: Array, func: Callable[[Array]
                          indices_are_sorted=indices_are_sorted)
         return _scatter("scatter_apply", x, idx, func(current), dn, mode, "set", unique_indices,
                         indices_are_sorted)
-    # An index listed k times gets func applied k times (as XLA): one pass per
-    # index vector unless the indices are known to be unique.
-    vectors = np.reshape(idx, (-1, _shape(idx)[-1])) if not isinstance(idx, core.Tracer) \
-        else None
-    if unique_indices or (vectors is not None and not dn.operand_batching_dims
-                          and len(np.unique(vectors, axis=0)) == len(vectors)):
+    # An operand element covered by k windows gets func applied k times, as XLA's scatter
+    # with func as its update computation (func(x) per element).  The count of each
+    # element is a scatter_add of ones, which follows the same dimension numbers and
+    # mode; func runs on the gathered windows when no element is covered twice.
+    if unique_indices:
         return apply(x, idx)
-    count = int(np.prod(_shape(idx)[:-1], dtype=np.int64))
-    flat = S.reshape(idx, (count, _shape(idx)[-1]))
-    flat_dn = dn._replace(update_window_dims=tuple(range(1, 1 + len(dn.update_window_dims))),
-                          scatter_indices_batching_dims=())
-    if dn.operand_batching_dims:
-        raise NotImplementedError("scatter_apply: operand batching dimensions with possibly "
-                                  "repeated indices are not supported; pass unique_indices=True")
-    dn = flat_dn
-    gdn = gdn._replace(offset_dims=dn.update_window_dims, start_indices_batching_dims=())
-    for k in range(count):
-        x = apply(x, I.static_slice(flat, 0, k, k + 1))
+    count = _scatter("scatter_apply", np.zeros(shape, np.int32), idx,
+                     np.ones(update_shape, np.int32), dn, mode, "add")
+    if isinstance(count, core.Tracer):
+        from .control_flow import while_loop  # noqa: PLC0415  (the loop only when traced)
+        most = R.reduce_max(count, tuple(range(len(shape)))) if shape else count
+
+        def body(carry):
+            r, v = carry
+            return E.add(r, np.int32(1)), E.select(E.gt(count, r), func(v), v)
+        return while_loop(lambda c: E.lt(c[0], most), body, (np.int32(0), x))[1]
+    most = int(np.max(count)) if count.size else 0
+    if most <= 1:
+        return apply(x, idx)
+    for r in range(most):
+        x = E.select(count > r, func(x), x)
     return x

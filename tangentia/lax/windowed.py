@@ -17,11 +17,13 @@ import numpy as np
 
 from .. import core
 from ..primitives import elementwise as E
+from ..primitives import indexing as I
 from ..primitives import reductions as R
+from ..primitives import structural as S
 from ..primitives.structural import convert_element_type
 from ..primitives.windowed import MONOIDS, pad, window_reduce, window_shape
 from ..tree_util import tree_flatten, tree_unflatten
-from .ops import _reduction_axes
+from .ops import _reduction_axes, _tag
 from .convolution import padtype_to_pads
 
 if TYPE_CHECKING:
@@ -91,9 +93,25 @@ def reduce_window(operand: Any, init_value: Any, computation: Callable, window_d
     ``'VALID'`` or one ``(low, high)`` pair per dimension; ``base_dilation``
     spreads the operand, ``window_dilation`` the window."""
     fname = "reduce_window"
-    x, treedef = _single(fname, operand, "reduce_window")
-    init, _ = _single(fname, init_value, "reduce_window")
-    x = x if isinstance(x, core.Tracer) else np.asarray(x)
+    xs, treedef = tree_flatten(operand)
+    inits, init_tree = tree_flatten(init_value)
+    if init_tree != treedef:
+        raise ValueError(f"Operands must have the same tree structure as init_values: "
+                         f"{treedef} vs. {init_tree}"
+                         + _tag(fname, "one initial value per operand"))
+    if not xs:
+        raise ValueError("reduce_window: no operands" + _tag(fname, "pass at least one array"))
+    for i in inits:
+        if core.get_aval(i).shape != ():
+            raise TypeError(f"reduce_window expected init_values to be scalars but "
+                            f"init_values have shapes {[core.get_aval(v).shape for v in inits]}."
+                            + _tag(fname, "each initial value is a scalar"))
+    xs = [x if isinstance(x, core.Tracer) else np.asarray(x) for x in xs]
+    if len({core.get_aval(x).shape for x in xs}) != 1:
+        raise ValueError(f"reduce_window: the operands must have one shape, got "
+                         f"{[core.get_aval(x).shape for x in xs]}"
+                         + _tag(fname, "operands of one shape"))
+    x, init = xs[0], inits[0]
     shape = core.get_aval(x).shape
     nd = len(shape)
     window_dimensions = tuple(int(k) for k in window_dimensions)
@@ -102,13 +120,26 @@ def reduce_window(operand: Any, init_value: Any, computation: Callable, window_d
     base_dilation = (1,) * nd if base_dilation is None else tuple(int(d) for d in base_dilation)
     window_dilation = (1,) * nd if window_dilation is None else tuple(int(d) for d in
                                                                        window_dilation)
+    for name, dims, low in (("window_dimensions", window_dimensions, 1),
+                            ("window_strides", window_strides, 1),
+                            ("base_dilation", base_dilation, 0),
+                            ("window_dilation", window_dilation, 0)):
+        if not all(d >= low for d in dims):
+            raise TypeError(f"reduce_window {name} must have every element be "
+                            f"{'strictly positive' if low else 'nonnegative'}, got {dims}."
+                            + _tag(fname, f"{name} must be positive"))
     if not len(window_dimensions) == len(window_strides) == len(base_dilation) == \
             len(window_dilation) == nd:
         raise ValueError(f"{fname}: window_dimensions, window_strides, base_dilation and "
                          f"window_dilation must each have {nd} entries (the operand's rank), "
                          f"got {window_dimensions}, {window_strides}, {base_dilation}, "
                          f"{window_dilation}")
-    op = _monoid(fname, computation)
+    op = None
+    if len(xs) == 1:
+        try:
+            op = _monoid(fname, computation)
+        except NotImplementedError:
+            op = None
     if isinstance(padding, str):  # from the undilated operand shape, as JAX's
         eff = [1 + d * (k - 1) for k, d in zip(window_dimensions, window_dilation)]
         padding = padtype_to_pads(shape, eff, window_strides, padding)
@@ -116,11 +147,43 @@ def reduce_window(operand: Any, init_value: Any, computation: Callable, window_d
     if len(padding) != nd:
         raise ValueError(f"{fname}: padding must have one (low, high) pair per operand "
                          f"dimension ({nd}), got {padding}")
+    if op is None:
+        return tree_unflatten(treedef, _general_reduce_window(
+            xs, inits, computation, treedef, window_dimensions, window_strides, padding,
+            base_dilation, window_dilation))
     if any(lo or hi for lo, hi in padding) or any(b != 1 for b in base_dilation):
         x = pad(x, _identity(op, core.get_aval(x).dtype),
                 [(lo, hi, b - 1) for (lo, hi), b in zip(padding, base_dilation)])
     out = window_reduce(x, op, window_dimensions, window_strides, window_dilation)
     return tree_unflatten(treedef, [_start_from(op, out, init, core.get_aval(x).dtype)])
+
+
+def _general_reduce_window(xs, inits, computation, treedef, window_dimensions, strides,
+                           padding, base_dilation, window_dilation):
+    """``reduce_window`` of any operands and associative ``computation``: each operand
+    padded (and base-dilated) with its initial value, as XLA's, its windows gathered
+    into a trailing axis and reduced by ``_general_reduce``."""
+    padded = []
+    for x, i in zip(xs, inits):
+        if any(lo or hi for lo, hi in padding) or any(b != 1 for b in base_dilation):
+            x = pad(x, i, [(lo, hi, b - 1) for (lo, hi), b in zip(padding, base_dilation)])
+        padded.append(x)
+    shape = core.get_aval(padded[0]).shape
+    out_shape = window_shape(shape, window_dimensions, strides, window_dilation)
+    nd, nk = len(shape), len(window_dimensions)
+    arrays = []
+    for d in range(nd):  # index of dimension d: out position * stride + offset * dilation
+        o = np.arange(out_shape[d], dtype=np.int64) * strides[d]
+        k = np.arange(window_dimensions[d], dtype=np.int64) * window_dilation[d]
+        arrays.append((o.reshape((-1,) + (1,) * (nd - d - 1) + (1,) * nk)
+                       + k.reshape((1,) * nd + (1,) * d + (-1,) + (1,) * (nk - d - 1))))
+    full = out_shape + tuple(window_dimensions)
+    arrays = [np.broadcast_to(a, full) for a in arrays]
+    windows = [I.getitem(x, (I.ARRAY,) * nd, arrays) for x in padded]
+    size = int(np.prod(window_dimensions, dtype=np.int64))
+    windows = [S.reshape(w, tuple(out_shape) + (size,)) for w in windows]
+    return _general_reduce("reduce_window", windows, inits, computation, treedef,
+                           (len(out_shape),))
 
 
 def _start_from(op, out, init, dtype):
@@ -143,17 +206,97 @@ def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, 
     return window_shape(padded, window_dimensions, window_strides, window_dilation)
 
 
+def _tree_combine(fname, computation, treedef):
+    """``computation`` on lists of leaves, elementwise over the leading axis (vmapped: JAX
+    calls it on scalars), its output checked to be one leaf per operand."""
+    from ..api.vectorization import vmap  # noqa: PLC0415
+
+    def scalar(a, b):
+        out = computation(tree_unflatten(treedef, list(a)), tree_unflatten(treedef, list(b)))
+        leaves, out_tree = tree_flatten(out)
+        if out_tree != treedef:
+            raise ValueError(f"{fname} output must have the same tree structure as the "
+                             f"operands {treedef} vs. {out_tree}"
+                             + _tag(fname, "the computation returns one value per operand"))
+        return leaves
+    batched = vmap(scalar)
+    return lambda a, b: list(batched(list(a), list(b)))
+
+
+def _cols(x, start, stop, step):
+    """``x[:, start:stop:step]``."""
+    return I.getitem_p.bind(x, spec=(slice(None), slice(start, stop, step)))
+
+
+def _general_reduce(fname, xs, inits, computation, treedef, axes):
+    """``xs`` reduced over ``axes`` by any associative ``computation`` of (a pytree of)
+    scalars: adjacent pairs combined level by level (so the order of the operands is kept:
+    no commutativity assumed; log2(n) vmapped calls), then ``init`` combined on the
+    left, once.  Made of the computation's own operations, so it differentiates, batches
+    and stages as they do."""
+    shape = core.get_aval(xs[0]).shape
+    kept = [d for d in range(len(shape)) if d not in axes]
+    out_shape = tuple(shape[d] for d in kept)
+    n = int(np.prod([shape[d] for d in axes], dtype=np.int64))
+    b = int(np.prod(out_shape, dtype=np.int64))
+    perm = tuple(kept) + tuple(axes)
+    flat = [S.reshape(S.transpose(x, perm) if perm != tuple(range(len(shape))) else x, (b, n))
+            for x in xs]
+    starts = [S.broadcast_to(convert_element_type(i, core.get_aval(x).dtype), (b,))
+              for i, x in zip(inits, xs)]
+    if n == 0 or b == 0:
+        return [S.reshape(s_, out_shape) for s_ in starts]
+    combine = _tree_combine(fname, computation, treedef)
+    while n > 1:
+        m = n // 2
+        left = [S.reshape(_cols(x, 0, 2 * m, 2), (b * m,)) for x in flat]
+        right = [S.reshape(_cols(x, 1, 2 * m, 2), (b * m,)) for x in flat]
+        paired = [S.reshape(c, (b, m)) for c in combine(left, right)]
+        if n % 2:
+            paired = [S.concatenate([c, _cols(x, n - 1, n, 1)], 1)
+                      for c, x in zip(paired, flat)]
+        flat, n = paired, m + n % 2
+    out = combine(starts, [S.reshape(x, (b,)) for x in flat])
+    return [S.reshape(o, out_shape) for o in out]
+
+
 def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], Any],
            dimensions: Sequence[int]) -> Any:
-    """Reduce ``operands`` over ``dimensions`` with the monoid ``computation``
-    starting from ``init_values`` (``jax.lax.reduce``; one operand)."""
+    """Reduce ``operands`` over ``dimensions`` with ``computation`` starting from
+    ``init_values`` (``jax.lax.reduce``).  One operand and a monoid (add, mul, max, min)
+    use the reduction primitives; several operands (a pytree, ``computation`` taking and
+    returning that structure) or any other associative computation of scalars are reduced
+    pairwise by the computation itself."""
     fname = "reduce"
-    x, treedef = _single(fname, operands, "reduce")
-    init, _ = _single(fname, init_values, "reduce")
-    op = _monoid(fname, computation)
-    x = x if isinstance(x, core.Tracer) else np.asarray(x)
-    axes = tuple(sorted(_reduction_axes(fname, x, dimensions)))
-    if op in ("add", "mul") and np.dtype(core.get_aval(x).dtype) == np.bool_:
-        raise NotImplementedError(f"{fname}: add/mul reductions of booleans are not supported")
+    xs, treedef = tree_flatten(operands)
+    inits, init_tree = tree_flatten(init_values)
+    if init_tree != treedef:
+        raise ValueError(f"Operands must have the same tree structure as init_values: "
+                         f"{treedef} vs. {init_tree}"
+                         + _tag(fname, "one initial value per operand"))
+    if not xs:
+        raise ValueError("reduce: no operands" + _tag(fname, "pass at least one array"))
+    for i in inits:
+        if core.get_aval(i).shape != ():
+            raise ValueError(f"reduce found non-scalar initial value: "
+                             f"{core.get_aval(i).shape}"
+                             + _tag(fname, "each initial value is a scalar"))
+    xs = [x if isinstance(x, core.Tracer) else np.asarray(x) for x in xs]
+    shapes = {core.get_aval(x).shape for x in xs}
+    if len(shapes) != 1:
+        raise ValueError(f"reduce: the operands must have one shape, got {sorted(shapes)}"
+                         + _tag(fname, "operands of one shape"))
+    axes = tuple(sorted(_reduction_axes(fname, xs[0], dimensions)))
+    op = None
+    if len(xs) == 1:
+        try:
+            op = _monoid(fname, computation)
+        except NotImplementedError:
+            op = None
+    if op is None or (op in ("add", "mul") and
+                      np.dtype(core.get_aval(xs[0]).dtype) == np.bool_):
+        return tree_unflatten(treedef, _general_reduce(fname, xs, inits, computation,
+                                                       treedef, axes))
+    x, init = xs[0], inits[0]
     out = _REDUCERS[op](x, axes) if axes else x
     return tree_unflatten(treedef, [_start_from(op, out, init, core.get_aval(x).dtype)])
