@@ -228,3 +228,50 @@ def test_reduce_window_general_and_variadic(padding, base, wdil, strides):
     _, want_t = jax.jvp(lambda v: jax.lax.reduce_window(v, 0.0, _custom_sub, **kw), (x,), (t,))
     _, got_t = tg.jvp(lambda v: lax.reduce_window(v, 0.0, _custom_sub, **kw), (x,), (t,))
     np.testing.assert_allclose(got_t, want_t, rtol=1e-12)
+
+
+@pytest.mark.parametrize("m,k,n,sizes", [(7, 4, 3, [7]), (9, 4, 3, [2, 0, 5]),
+                                         (10, 3, 2, [3, 4])])  # the last: rows past the groups
+def test_ragged_dot_matches_jax(m, k, n, sizes):
+    rng = np.random.default_rng(3)
+    lhs, rhs = rng.normal(size=(m, k)), rng.normal(size=(len(sizes), k, n))
+    gs = np.array(sizes, np.int32)
+    want = jax.lax.ragged_dot(lhs, rhs, gs)
+    np.testing.assert_allclose(lax.ragged_dot(lhs, rhs, gs), want, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(tg.jit(lax.ragged_dot)(lhs, rhs, gs), want, rtol=1e-12,
+                               atol=1e-14)
+    loss = lambda L: (lambda a, b: (L.ragged_dot(a, b, gs) ** 2).sum())  # noqa: E731
+    for got, w in zip(tg.grad(loss(lax), argnums=(0, 1))(lhs, rhs),
+                      jax.grad(loss(jax.lax), argnums=(0, 1))(lhs, rhs)):
+        np.testing.assert_allclose(got, w, rtol=1e-10, atol=1e-12)
+    t = rng.normal(size=lhs.shape)
+    eps = 1e-6
+    fd = (loss(lax)(lhs + eps * t, rhs) - loss(lax)(lhs - eps * t, rhs)) / (2 * eps)
+    np.testing.assert_allclose(tg.jvp(lambda a: loss(lax)(a, rhs), (lhs,), (t,))[1], fd,
+                               rtol=1e-6)
+    lhss = np.stack([lhs, -2 * lhs])
+    np.testing.assert_allclose(tg.vmap(lambda a: lax.ragged_dot(a, rhs, gs))(lhss),
+                               np.stack([lax.ragged_dot(a, rhs, gs) for a in lhss]),
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype,preferred", [(np.int8, np.float32), (np.int8, np.int32),
+                                             (np.complex64, np.complex128),
+                                             (np.float32, np.float64)])
+def test_preferred_element_type_accumulates_wide(dtype, preferred):
+    # int8 products summed in int8 overflowed before the conversion to the preferred type
+    rng = np.random.default_rng(4)
+    x = rng.integers(-100, 100, size=(3, 16)).astype(dtype)
+    y = rng.integers(-100, 100, size=(16, 2)).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.normal(size=x.shape).astype(np.float32)
+    want = jax.lax.dot(x, y, preferred_element_type=preferred)
+    got = lax.dot(x, y, preferred_element_type=preferred)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    lhs = rng.integers(-100, 100, size=(1, 3, 6, 6)).astype(dtype)
+    rhs = rng.integers(-100, 100, size=(2, 3, 3, 3)).astype(dtype)
+    want = jax.lax.conv(lhs, rhs, (1, 1), "VALID", preferred_element_type=preferred)
+    got = lax.conv(lhs, rhs, (1, 1), "VALID", preferred_element_type=preferred)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -15,6 +15,7 @@ from ..numpy._indexing import flip
 from ..numpy._shapes import swapaxes
 from ..primitives.convolution import conv_abstract_eval, conv_general_dilated_p, dilate_shape
 from .enums import ConvDimensionNumbers
+from .ops import _accumulate_in
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -112,6 +113,7 @@ def conv_general_dilated(lhs: Array, rhs: Array, window_strides: Sequence[int],
     """
     lhs = lhs if isinstance(lhs, core.Tracer) else np.asarray(lhs)
     rhs = rhs if isinstance(rhs, core.Tracer) else np.asarray(rhs)
+    lhs, rhs = _accumulate_in(preferred_element_type, lhs, rhs)  # XLA accumulates in it
     ls, rs = _aval(lhs).shape, _aval(rhs).shape
     dnums = conv_dimension_numbers(ls, rs, dimension_numbers)
     nsp = len(ls) - 2

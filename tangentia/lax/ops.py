@@ -530,10 +530,29 @@ def sort(operand: Array | Sequence[Array], dimension: int = -1, is_stable: bool 
     return tuple(SO.take_along_axis(o, order, axis) for o in ops)
 
 
+def _accumulate_in(preferred: DTypeLike | None, *xs: Any) -> tuple[Any, ...]:
+    """``xs`` converted to ``preferred`` when it holds every value of theirs exactly (int8
+    to int32 or float32, complex64 to complex128, ...): XLA accumulates a contraction in
+    its preferred_element_type, so computing in the operands' dtype and converting the
+    result after would overflow (int8) or round (complex64) where JAX's does not."""
+    if preferred is None:
+        return xs
+    want = np.dtype(preferred)
+    out = []
+    for x in xs:
+        dt = np.dtype(core.get_aval(x).dtype)
+        if dt != want and np.result_type(dt, want) == want:
+            x = S.convert_element_type(x, want)
+        out.append(x)
+    return tuple(out)
+
+
 def dot_general(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers: Any, precision: Any = None,
                 preferred_element_type: DTypeLike | None = None, out_sharding=None) -> Array:
     """General contraction (``jax.lax.dot_general``); ``precision`` is accepted and
-    ignored, ``preferred_element_type`` sets the result dtype."""
+    ignored, ``preferred_element_type`` sets the result dtype (and the accumulation's,
+    when it is at least as wide as the operands')."""
+    lhs, rhs = _accumulate_in(preferred_element_type, lhs, rhs)
     out = C.dot_general(lhs, rhs, dimension_numbers)
     if preferred_element_type is not None:
         out = S.convert_element_type(out, np.dtype(preferred_element_type))
