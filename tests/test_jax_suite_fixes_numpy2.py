@@ -300,3 +300,83 @@ def test_eager_result_aval_weak_type_pointer() -> None:
     assert x.unsafe_buffer_pointer() != y.unsafe_buffer_pointer()
     z: Any = tnp.ravel_multi_index((tnp.array([0, 1], np.int8),) * 2, (2, 3))
     assert z.weak_type is False
+
+
+# --- traced k of eye/tri, traced obj of insert, traced ix_, JAX's errors for traced bounds --
+
+@pytest.mark.parametrize("n, m", [(0, None), (4, None), (4, 0), (4, 1), (3, 5), (5, 3)])
+@pytest.mark.parametrize("name", ["eye", "tri"])
+def test_eye_tri_traced_k(n: int, m: int | None, name: str) -> None:
+    for k in [-4, -1, 0, 2, 3, -2 ** 33, 2 ** 33]:
+        want = getattr(jnp, name)(n, M=m, k=k, dtype=np.int32)
+        got = tg.jit(lambda k: getattr(tnp, name)(n, M=m, k=k, dtype=np.int32))(k)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    ks = np.array([-1, 0, 2])
+    np.testing.assert_array_equal(np.asarray(tg.vmap(lambda k: getattr(tnp, name)(n, m, k))(ks)),
+                                  np.asarray(jax.vmap(lambda k: getattr(jnp, name)(n, m, k))(ks)))
+
+
+def test_eye_tri_traced_dimension_error() -> None:
+    with pytest.raises(TypeError, match="Shapes must be 1D sequences of concrete values of "
+                                        "integer type.*tri: argument 'N'"):
+        tg.jit(tnp.tri)(3, M=3, k=0)
+    with pytest.raises(TypeError, match="Shapes must be 1D sequences.*eye: argument 'M'"):
+        tg.jit(lambda m: tnp.eye(3, m))(3)
+
+
+@pytest.mark.parametrize("shape, axis", [((5,), None), ((3, 4), 0), ((3, 4), -1),
+                                         ((2, 3, 4), None), ((2, 3, 4), 1)])
+def test_insert_traced_obj(shape: tuple[int, ...], axis: int | None) -> None:
+    x = np.random.default_rng(0).standard_normal(shape)
+    n = x.size if axis is None else x.shape[axis]
+    f = tg.jit(lambda x, o, v: tnp.insert(x, o, v, axis=axis))
+    for obj in [0, 2, n, -1, -n, [1], [0, 2, 2], [n, 0, -1, 1], 10 * n, -10 * n]:
+        o = np.asarray(obj)
+        clipped = np.clip(np.where(o < 0, o + n, o), 0, n)   # JAX's reading of a traced obj
+        vals: Any
+        for vals in [7.5, np.arange(3.0)]:
+            try:
+                want = np.insert(x, clipped, vals, axis=axis)
+            except ValueError:
+                continue   # (values that do not broadcast to the block)
+            _close(f(x, o, vals), want)
+    # out-of-range indices are clipped, as JAX's (checked against JAX once)
+    _close(f(x, np.array([10 * n, -10 * n]), 1.0),
+           jax.jit(lambda x, o: jnp.insert(x, o, 1.0, axis=axis))(x, np.array([10 * n, -10 * n])))
+
+
+def test_insert_traced_obj_errors() -> None:
+    with pytest.raises(ValueError, match="one-dimensional"):
+        tg.jit(lambda o: tnp.insert(np.arange(4), o, 9))(np.zeros((2, 2), int))
+    with pytest.raises(TypeError, match="integer indices"):
+        tg.jit(lambda o: tnp.insert(np.arange(4), o, 9))(1.5)
+
+
+@pytest.mark.parametrize("shapes", [((7,),), ((3,), (4,)), ((3,), (1,), (4,))])
+def test_ix_traced(shapes: tuple[tuple[int, ...], ...]) -> None:
+    args = [np.arange(s[0], dtype=np.int32) * 2 for s in shapes]
+    want = jnp.ix_(*args)
+    got = tg.jit(tnp.ix_)(*args)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        _close(g, w)
+    with pytest.raises(ValueError, match="must be 1-dimensional"):
+        tg.jit(tnp.ix_)(np.zeros((2, 2), int))
+
+
+@pytest.mark.parametrize("name", ["mgrid", "ogrid", "r_", "c_"])
+def test_traced_slice_bounds_raise_jax_error(name: str) -> None:
+    with pytest.raises(tg.errors.ConcretizationTypeError, match=f"slice start of jnp.{name}"):
+        tg.jit(lambda a, b: getattr(tnp, name)[a:b])(0, 2)
+
+
+def test_mgrid_ogrid_values() -> None:
+    for key in [slice(None, 4), (slice(None, 3), slice(None, 2)), slice(1, 4, 2),
+                slice(-1, 1, 5j), (slice(0, 5), slice(1, 3))]:
+        _close(tnp.mgrid[key], jnp.mgrid[key])
+        got, want = tnp.ogrid[key], jnp.ogrid[key]
+        for g, w in zip(got if isinstance(got, (list, tuple)) else [got],
+                        want if isinstance(want, (list, tuple)) else [want]):
+            _close(g, w)
+    _close(tg.jit(lambda: tnp.mgrid[:4])(), np.mgrid[:4])

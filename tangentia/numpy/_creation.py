@@ -114,21 +114,46 @@ def full_like(a: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None, sha
     return full(a_shape if shape is None else shape, fill_value, dtype or a_dtype)
 
 
+def _dim(n, fname, argname):
+    """A dimension argument: JAX's TypeError if it is traced (the shape would be unknown)."""
+    if type(n) is int or not _is_tracer(n):
+        return n
+    raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
+                    f"{(n,)}. {fname}: argument '{argname}' is traced, so the result's shape "
+                    "would be unknown; pass it as a static argument (static_argnums / "
+                    "static_argnames of jit).")
+
+
+def _diagonal_offsets(N, M):
+    """``j - i`` for each element ``(i, j)`` of an ``N`` x ``M`` array (which diagonal it is on)."""
+    return _np.arange(M)[None, :] - _np.arange(N)[:, None]
+
+
 def eye(N: int, M: int | None = None, k: int | ArrayLike = 0, dtype: DTypeLike | None = None,
         *, device: Any = None) -> Array:
-    """A 2-D array with ones on the ``k``-th diagonal and zeros elsewhere (float64 by default)."""
+    """A 2-D array with ones on the ``k``-th diagonal and zeros elsewhere (float64 by default;
+    ``k`` may be traced, as JAX's)."""
     _check_device(device, "eye")
-    return _np.eye(N, M, k, dtype=dtype or float64)
+    N = _dim(N, "eye", "N")
+    M = N if M is None else _dim(M, "eye", "M")
+    if not _is_tracer(k):
+        return _np.eye(N, M, k, dtype=dtype or float64)
+    return astype(_E.eq(_diagonal_offsets(N, M), k), dtype or float64)
 
 
 def identity(n: int, dtype: DTypeLike | None = None) -> Array:
     """The ``n`` x ``n`` identity matrix (float64 by default)."""
-    return _np.identity(n, dtype=dtype or float64)
+    return _np.identity(_dim(n, "identity", "n"), dtype=dtype or float64)
 
 
 def tri(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None) -> Array:
-    """An ``N`` x ``M`` array with ones at and below the ``k``-th diagonal, zeros elsewhere."""
-    return _np.tri(N, M, k, dtype=dtype or float64)
+    """An ``N`` x ``M`` array with ones at and below the ``k``-th diagonal, zeros elsewhere
+    (``k`` may be traced, as JAX's)."""
+    N = _dim(N, "tri", "N")
+    M = N if M is None else _dim(M, "tri", "M")
+    if not _is_tracer(k):
+        return _np.tri(N, M, k, dtype=dtype or float64)
+    return astype(_E.le(_diagonal_offsets(N, M), k), dtype or float64)
 
 
 # ---------------------------------------------------------------------------

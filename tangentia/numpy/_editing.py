@@ -69,6 +69,9 @@ def insert(arr: ArrayLike, obj: ArrayLike | slice, values: ArrayLike, axis: int 
         arr, axis = ravel(arr), 0
     ax = _axis(axis, arr, "insert", "axis")
     n, nd = shape(arr)[ax], len(shape(arr))
+    if _is_tracer(obj) or (isinstance(obj, (list, tuple))
+                           and builtins.any(_is_tracer(o) for o in obj)):
+        return _insert_traced(arr, asarray(obj), values, ax, n, nd)
     idx, scalar = _insert_layout(obj, n, "insert")
     values = astype(_in(values, "insert", "values"), _aval(arr).dtype)
     target = list(shape(arr))
@@ -96,6 +99,47 @@ def insert(arr: ArrayLike, obj: ArrayLike | slice, values: ArrayLike, axis: int 
     taken[pos] = True
     src[pos] = n + _np.arange(k)
     src[~taken] = _np.arange(n)
+    return take(concatenate([arr, values], ax), src, axis=ax)
+
+
+def _insert_traced(arr, obj, values, ax, n, nd):
+    """``insert`` at traced indices ``obj``, as JAX's: their number is static, so the shape
+    is; negative indices count from the end and out-of-range ones are clipped to
+    ``[0, n]`` (NumPy's IndexError needs their values)."""
+    a = _aval(obj)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"insert: argument 'obj' must be integer indices or a slice, got dtype "
+                        f"{a.dtype}")
+    if len(a.shape) > 1:
+        raise ValueError("jnp.insert(): obj must be a slice, a one-dimensional array, or a "
+                         f"scalar (insert: argument 'obj' has shape {a.shape})")
+    idx = reshape(obj, (-1,))
+    idx = clip(where(_E.lt(idx, 0), _E.add(idx, n), idx), 0, n)
+    values = astype(_in(values, "insert", "values"), _aval(arr).dtype)
+    target = list(shape(arr))
+    m = a.size
+    if m == 1:   # one position: the values form a block, as in the static case
+        vnd = len(shape(values))
+        if vnd < nd:
+            values = reshape(values, (1,) * (nd - vnd) + tuple(shape(values)))
+        if not a.shape:
+            values = moveaxis(values, 0, ax)
+        k = target[ax] = shape(values)[ax]
+        pos = _E.add(idx, _np.arange(k))
+    else:
+        # each value goes to its index plus its rank in a stable sort of the indices
+        k = target[ax] = m
+        col, row = reshape(idx, (1, m)), reshape(idx, (m, 1))
+        earlier = _np.tril(_np.ones((m, m), bool), -1)   # [i, j]: j before i
+        rank = sum(_E.or_p.bind(_E.lt(col, row), logical_and(_E.eq(col, row), earlier)), 1)
+        pos = _E.add(idx, astype(rank, _aval(idx).dtype))
+    values = broadcast_to(values, tuple(target))
+    j = _np.arange(n + k)
+    hit = _E.eq(reshape(pos, (k, 1)), j)                    # [i, j]: value i lands at j
+    inserted = sum(astype(hit, _np.int64), 0)                # 1 where a value lands
+    which = sum(_E.mul(astype(hit, _np.int64), _np.arange(k)[:, None]), 0)
+    before = sum(astype(_E.lt(reshape(pos, (k, 1)), j), _np.int64), 0)
+    src = where(_E.gt(inserted, 0), _E.add(which, n), _E.sub(j, before))
     return take(concatenate([arr, values], ax), src, axis=ax)
 
 

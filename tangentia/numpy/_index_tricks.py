@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as _np
 
+from .. import core as _core
 from .._array import to_user as _to_user
 from ._conversion import asarray, astype
 from ._creation import arange, linspace
@@ -62,11 +63,11 @@ def _range(sl, name):
     start = 0 if start is None else start
     step = 1 if step is None else step
     for v, what in ((start, "start"), (stop, "stop"), (step, "step")):
-        try:
-            _np.asarray(v)
-        except Exception:  # noqa: BLE001 - a traced bound
-            raise TypeError(f"{name}: the bounds of a slice entry must be concrete ({what} is "
-                            f"{v!r}); pass traced values as entries, not as slice bounds") from None
+        if isinstance(v, _core.Tracer):   # JAX's error (the bounds determine the shape)
+            raise _core.concretization_error(
+                v, f"the slice {what} of jnp.{name}",
+                f"It arose in the slice {what} of jnp.{name}: the bounds of a slice entry "
+                "must be concrete; pass traced values as entries, not as slice bounds.", "")
     if isinstance(step, complex):
         return linspace(start, stop, int(abs(step)))
     return arange(start, stop, step)

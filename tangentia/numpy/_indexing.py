@@ -939,13 +939,56 @@ def argwhere(a: ArrayLike, *, size: int | None = None,
 # NumPy's index helpers (their results are concrete index arrays)
 
 
-ix_ = _np.ix_
 s_ = _np.s_
 index_exp = _np.index_exp
 r_ = _np.r_
 c_ = _np.c_
-mgrid = _np.mgrid
-ogrid = _np.ogrid
+
+
+def ix_(*args: ArrayLike) -> tuple[Array, ...]:
+    """Open mesh of 1-D index sequences (``numpy.ix_``): the ``i``-th of ``n`` arguments
+    reshaped to ``(1, ..., len, ..., 1)``; traced integer arguments too (their length is
+    static), as JAX's.  Boolean arguments are their ``nonzero`` indices (concrete only)."""
+    if not builtins.any(_is_tracer(a) for a in args):
+        return _np.ix_(*args)
+    out = []
+    for i, a in enumerate(args):
+        a = _in(a, "ix_", f"args[{i}]")
+        if ndim(a) != 1:
+            raise ValueError(f"Arguments to jax.numpy.ix_ must be 1-dimensional, got shape "
+                             f"{shape(a)}")
+        if _aval(a).dtype == _np.bool_:
+            (a,) = nonzero(a)
+        out.append(reshape(a, (1,) * i + (shape(a)[0],) + (1,) * (len(args) - i - 1)))
+    return tuple(out)
+
+
+class _Grid:
+    """``mgrid``/``ogrid``: NumPy's dense or open mesh of ranges, whose slice bounds must be
+    concrete (they determine the shape): a traced bound raises JAX's
+    ConcretizationTypeError naming it."""
+
+    def __init__(self, name, grid):
+        self._name, self._grid = name, grid
+
+    def __getitem__(self, key):
+        for sl in (key if isinstance(key, tuple) else (key,)):
+            if isinstance(sl, slice):
+                for what in ("start", "stop", "step"):
+                    v = getattr(sl, what)
+                    if _is_tracer(v):
+                        raise _core.concretization_error(
+                            v, f"the slice {what} of jnp.{self._name}",
+                            f"It arose in the slice {what} of jnp.{self._name}: the bounds "
+                            "determine the grid's shape.", "")
+        return _to_user(self._grid[key])
+
+    def __repr__(self):
+        return f"tangentia.numpy.{self._name}"
+
+
+mgrid = _Grid("mgrid", _np.mgrid)
+ogrid = _Grid("ogrid", _np.ogrid)
 
 
 def unravel_index(indices: ArrayLike, shape: Sequence[int]) -> tuple[Array, ...]:
