@@ -135,6 +135,75 @@ def test_scatter_apply_repeats_func_per_covering_window(case):
     np.testing.assert_allclose(tg.vmap(f, in_axes=(0, None))(xs, idx), loop, rtol=1e-14)
 
 
+def _bytes(a):
+    return np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+
+
+TOPK_VALUES = {
+    np.float64: [1.0, np.nan, 3.0, -0.0, 0.0, -np.inf, -np.nan, np.inf, 3.0],
+    np.float32: [1.0, -np.nan, 3.0, -0.0, 0.0, -np.inf, np.inf, 2.0, 3.0],
+    np.int32: [3, 0, -2**31, 7, 7, 1, 2**31 - 1, -1, 0],
+    np.uint32: [3, 0, 2**32 - 1, 7, 7, 1, 2**31, 0, 9],
+    np.int8: [-128, 127, 0, -1, 5, 5, -128, 3, 2],
+}
+
+
+@pytest.mark.parametrize("dtype", list(TOPK_VALUES))
+def test_top_k_orders_every_value_as_jax(dtype):
+    # top_k sorted -x: unsigned 0 came first (-0 == 0 is the smallest key), INT_MIN
+    # (whose negation overflows) too; floats follow XLA's total order (+NaN first, -NaN
+    # last, 0.0 before -0.0).
+    x = np.array(TOPK_VALUES[dtype], dtype)
+    xs = np.stack([x, x[::-1]])
+    for k in (1, 4, 9):
+        want_v, want_i = jax.lax.top_k(xs, k)
+        for f in (lambda v: lax.top_k(v, k), tg.jit(lambda v: lax.top_k(v, k))):
+            got_v, got_i = f(xs)
+            np.testing.assert_array_equal(got_i, want_i)
+            np.testing.assert_array_equal(_bytes(got_v), _bytes(want_v))
+        np.testing.assert_array_equal(tg.vmap(lambda v: lax.top_k(v, k)[1])(xs), want_i)
+
+
+BITCAST = [(np.float32, np.int32, (3,)), (np.float64, np.uint32, ()), (np.uint32, np.float64, (2,)),
+           (np.int8, np.int8, ()), (np.uint64, np.uint32, (2,)), (np.int16, np.float16, (2, 3)),
+           (np.float32, np.uint8, (2,)), (np.uint8, np.float32, (4,))]
+
+
+@pytest.mark.parametrize("old,new,shape", BITCAST)
+def test_bitcast_convert_type_shapes_and_bits(old, new, shape):
+    # it was a pure_callback whose 0-d results came back 1-d under jit ("Incorrect output
+    # shape ... (pure_callback of kernel)"): now a primitive with a shape rule
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 255, size=shape + (np.dtype(old).itemsize,), dtype=np.uint8)
+    x = x.view(old).reshape(shape)
+    want = np.asarray(jax.lax.bitcast_convert_type(x, new))
+    for f in (lambda v: lax.bitcast_convert_type(v, new),
+              tg.jit(lambda v: lax.bitcast_convert_type(v, new))):
+        got = np.asarray(f(x))
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(_bytes(got), _bytes(want))
+    xs = np.stack([x, x])
+    got = tg.vmap(lambda v: lax.bitcast_convert_type(v, new))(xs)
+    np.testing.assert_array_equal(_bytes(got), _bytes(np.stack([want, want])))
+
+
+@pytest.mark.parametrize("old,new", [("int4", np.int8), ("uint4", np.uint16),
+                                     (np.uint8, "int4"), (np.int16, "uint4"),
+                                     ("int4", "uint4")])
+def test_bitcast_convert_type_four_bit(old, new):
+    import ml_dtypes
+    odt, ndt = np.dtype(getattr(ml_dtypes, old) if isinstance(old, str) else old), \
+        np.dtype(getattr(ml_dtypes, new) if isinstance(new, str) else new)
+    ratio = max(1, (8 * ndt.itemsize if ndt.name not in ("int4", "uint4") else 4)
+                // (8 * odt.itemsize if odt.name not in ("int4", "uint4") else 4))
+    vals = np.arange(-8, 8) if odt.name == "int4" else np.arange(16)
+    x = vals[:3 * ratio].reshape((3, ratio) if ratio > 1 else (3,)).astype(odt)
+    want = np.asarray(jax.lax.bitcast_convert_type(x, ndt))
+    got = np.asarray(lax.bitcast_convert_type(x, ndt))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got.astype(np.int64), want.astype(np.int64))
+
+
 def _pair_op(L):
     return lambda a, b: (a[0] + b[0], a[1] * b[1])
 

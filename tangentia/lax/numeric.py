@@ -365,27 +365,75 @@ bitwise_and, bitwise_or = NE.bitwise_and, NE.bitwise_or
 bitwise_xor, bitwise_not = NE.bitwise_xor, NE.bitwise_not
 
 
+def _bits(dtype):
+    """The width of ``dtype`` in bits (4 for ml_dtypes' int4/uint4, which NumPy stores in a
+    byte)."""
+    dtype = np.dtype(dtype)
+    return 4 if dtype.name in ("int4", "uint4") else 8 * dtype.itemsize
+
+
+def _bitcast_shape(shape, old, new):
+    """The result shape of reading ``shape`` of ``old`` as ``new`` (XLA's rule: a narrower
+    type adds a trailing axis of the size ratio, a wider one consumes it)."""
+    bo, bn = _bits(old), _bits(new)
+    if bo == bn:
+        return tuple(shape)
+    if bo > bn:
+        return tuple(shape) + (bo // bn,)
+    if not shape or shape[-1] != bn // bo:
+        raise TypeError(f"bitcast_convert_type: converting {np.dtype(old)} to the wider "
+                        f"{np.dtype(new)} needs a trailing axis of size {bn // bo}, got shape "
+                        f"{tuple(shape)}")
+    return tuple(shape[:-1])
+
+
+def _nibbles_to(nib, dtype):
+    """Values 0..15 (uint8) as the 4-bit ``dtype`` (int4 sign-extends)."""
+    if np.dtype(dtype).name == "int4":
+        nib = np.where(nib >= 8, nib.astype(np.int8) - 16, nib.astype(np.int8))
+    return nib.astype(dtype)
+
+
+def _bitcast(x, new_dtype):
+    """The bits of the ndarray ``x`` read as ``new_dtype``; 4-bit values packed two to a
+    byte, the first in the low half."""
+    a = np.ascontiguousarray(x).reshape(np.shape(x))  # (ascontiguousarray makes 0-d 1-d)
+    new_dtype = np.dtype(new_dtype)
+    out = _bitcast_shape(a.shape, a.dtype, new_dtype)
+    bo, bn = _bits(a.dtype), _bits(new_dtype)
+    if bo != 4 and bn != 4:  # NumPy views 0-d arrays only at one itemsize: view 1-d
+        return a.reshape(-1).view(new_dtype).reshape(out)
+    if bo == 4:
+        nib = a.astype(np.int8).view(np.uint8) & 0xF
+        if bn == 4:
+            return _nibbles_to(nib, new_dtype)
+        packed = nib[..., 0::2] | (nib[..., 1::2] << 4)
+        return np.ascontiguousarray(packed).reshape(-1).view(new_dtype).reshape(out)
+    b = a.reshape(-1).view(np.uint8).reshape(a.shape + (a.dtype.itemsize,))
+    nib = np.stack([b & 0xF, b >> 4], axis=-1).reshape(out)
+    return _nibbles_to(nib, new_dtype)
+
+
 def bitcast_convert_type(operand: ArrayLike, new_dtype: DTypeLike) -> Array:
     """The bits of ``operand`` read as ``new_dtype`` (``jax.lax.bitcast_convert_type``):
-    a wider type merges the trailing axis, a narrower one adds a trailing axis."""
+    a wider type merges the trailing axis, a narrower one adds a trailing axis (4-bit
+    types count as 4 bits, two to a byte).  Not differentiable (its input is read through
+    ``stop_gradient``)."""
     x = operand if isinstance(operand, core.Tracer) else np.asarray(operand)
-    old, new = _dtype(x), np.dtype(new_dtype)
+    new = np.dtype(new_dtype)
     shape = core.get_aval(x).shape
-    if old.itemsize == new.itemsize:
-        out_shape = shape
-    elif old.itemsize > new.itemsize:
-        out_shape = shape + (old.itemsize // new.itemsize,)
-    else:
-        if not shape or shape[-1] != new.itemsize // old.itemsize:
-            raise TypeError(f"bitcast_convert_type: converting {old} to the wider {new} needs a "
-                            f"trailing axis of size {new.itemsize // old.itemsize}, got shape "
-                            f"{shape}")
-        out_shape = shape[:-1]
+    out_shape = _bitcast_shape(shape, _dtype(x), new)
+    if not isinstance(x, core.Tracer):
+        return _bitcast(x, new)
 
     def kernel(a):
-        a = np.ascontiguousarray(a)
-        return a.view(new).reshape(a.shape[:a.ndim - len(shape)] + out_shape)
-    return pure_callback(kernel, core.ShapedArray(out_shape, new), x, vmap_method="expand_dims")
+        lead = np.shape(a)[:np.ndim(a) - len(shape)]  # vmap's leading axes
+        flat = np.reshape(a, (-1,) + tuple(shape))
+        outs = [_bitcast(v, new) for v in flat]
+        return np.reshape(np.stack(outs) if outs else np.zeros((0,) + out_shape, new),
+                          lead + out_shape)
+    return pure_callback(kernel, core.ShapedArray(out_shape, new), S.stop_gradient(x),
+                         vmap_method="expand_dims")
 
 
 # ---------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from ..primitives import indexing as I
 from ..primitives import structural as S
 from ..primitives import windowed as W
 from ..tree_util import tree_flatten, tree_unflatten
+from .numeric import bitcast_convert_type
 from .ops import _bounds_axis, _cumulative_axis, _list_axis, _static_int, _static_ints, _tag
 
 if TYPE_CHECKING:
@@ -283,6 +284,28 @@ def unstack(x: ArrayLike, axis: int = 0) -> tuple[Array, ...]:
     return NI.unstack(x, axis)
 
 
+def _descending_key(x):
+    """An integer key whose ascending order is ``x``'s descending order, exact for every
+    value: the bitwise complement for integers (negation overflows at INT_MIN and wraps
+    unsigned values), and for floats of XLA's total order (+NaN > inf > ... > 0.0 > -0.0
+    > ... > -inf > -NaN, as JAX's top_k) the complement of the bits read as a signed
+    integer with the magnitude bits of negative values flipped."""
+    dt = np.dtype(core.get_aval(x).dtype)
+    if dt.kind == "b":
+        return E.not_p.bind(x)
+    if dt.kind in "iu":
+        return E.bitwise_not_p.bind(x)
+    if dt.kind == "c":
+        raise TypeError(f"top_k does not accept dtype {dt.name}."
+                        + _tag("top_k", "complex values have no order"))
+    ints = np.dtype(f"int{8 * dt.itemsize}")
+    bits = bitcast_convert_type(S.stop_gradient(x), ints)
+    magnitude = np.array(np.iinfo(ints).max, ints)
+    total = E.select(E.lt(bits, np.zeros((), ints)), E.bitwise_xor_p.bind(bits, magnitude),
+                     bits)
+    return E.bitwise_not_p.bind(total)
+
+
 def top_k(operand: ArrayLike, k: int, *, axis: int = -1) -> tuple[Array, Array]:
     """The ``k`` largest entries along ``axis`` in descending order and their
     indices (int32, as JAX's; ties keep the lower index first)."""
@@ -298,8 +321,7 @@ def top_k(operand: ArrayLike, k: int, *, axis: int = -1) -> tuple[Array, Array]:
                          f"k={k} with shape={list(shape)} and axis={ax}"
                          + _tag("top_k", f"k must be in [0, {n}]"))
     x = _array(operand)
-    order = NSO.argsort(E.neg(x) if np.dtype(core.get_aval(x).dtype).kind != "b" else
-                        E.bitwise_not_p.bind(x), axis=axis, stable=True)
+    order = NSO.argsort(_descending_key(x), axis=axis, stable=True)
     idx = I.static_slice(order, axis % len(_shape(x)), 0, k)
     return NI.take_along_axis(x, idx, axis), S.convert_element_type(idx, np.int32)
 
