@@ -1,13 +1,13 @@
-"""``jax.lax.reduce_window`` and ``jax.lax.reduce`` for the monoids add, mul,
-max and min.
+"""``jax.lax.reduce_window`` and ``jax.lax.reduce``.
 
-The ``computation`` is recognized by what it computes on a few probe pairs
-(``lax.add``, ``tnp.maximum``, ``lambda a, b: a * b``, ... all qualify); any
-other function raises ``NotImplementedError``.  As XLA on the CPU, padding and
-base dilation holes contribute nothing and every window starts from
-``init_value``.  Windows
-are reduced by ``primitives.windowed.window_reduce_p`` (differentiable: sums
-transpose to a padded window sum, max/min scatter to each window's winner).
+One operand and a monoid ``computation`` (add, mul, max, min: recognized by what it
+computes on a few probe pairs, so ``lax.add``, ``tnp.maximum``, ``lambda a, b: a * b``, ...
+all qualify) use the reduction primitives: as XLA on the CPU, padding and base dilation
+holes contribute nothing and every window starts from ``init_value``; windows are reduced
+by ``primitives.windowed.window_reduce_p`` (differentiable: sums transpose to a padded
+window sum, max/min scatter to each window's winner).  Several operands (a pytree) or any
+other associative computation are reduced pairwise by the computation itself
+(``_general_reduce``).
 """
 from __future__ import annotations
 
