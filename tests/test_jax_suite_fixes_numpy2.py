@@ -380,3 +380,53 @@ def test_mgrid_ogrid_values() -> None:
                         want if isinstance(want, (list, tuple)) else [want]):
             _close(g, w)
     _close(tg.jit(lambda: tnp.mgrid[:4])(), np.mgrid[:4])
+
+
+# --- ldexp over the whole exponent range (JAX issue 28040), bfloat16 kept --------------
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, ml_dtypes.bfloat16])
+def test_ldexp_extreme_exponents(dtype: Any) -> None:
+    info = ml_dtypes.finfo(dtype)
+    span = int(np.log2(float(info.max)) - np.log2(float(info.tiny))) - 1
+    x = np.array([info.tiny, info.max, 0, np.inf, -3.5, np.nan, 1.0, 1.0, 0.5], dtype)
+    e = np.array([span, -span, 100000, -5, 3, 2, -100000, 100000, 1 << (info.nexp - 1)])
+    want = jnp.ldexp(x, e)
+    for got in _both(tnp.ldexp, x, e):
+        _close(got, want, rtol=0)
+    np.testing.assert_allclose(tg.grad(lambda v: tnp.ldexp(v, 3))(1.5), 8.0)
+    with pytest.raises(TypeError, match="ldexp: argument 'x2' must be integers"):
+        tnp.ldexp(x, 1.5)
+
+
+# --- unwrap: integer periods keep integers, empty axes, bfloat16 ------------------------
+
+@pytest.mark.parametrize("discont, period", [(2, 2), (None, 2), (np.pi, 2), (2, 4), (None, 3),
+                                             (1, 5), (None, 2 * np.pi)])
+def test_unwrap_dtypes(discont: Any, period: Any) -> None:
+    x = np.array([[1, 5, -9, 7], [3, 50, -40, 2]], np.int8)   # (differences fit in int8)
+    xs: list[Any] = [x, x.astype(np.int16), x.astype(np.float32), x.astype(np.float64)]
+    for xx in xs:
+        # NumPy's values (JAX's agree but for odd integer periods, where NumPy's integer
+        # boundary rule applies), JAX's dtype
+        want = np.unwrap(xx, discont=discont, period=period)
+        for got in _both(lambda a: tnp.unwrap(a, discont=discont, period=period), xx):
+            _close(got, want, rtol=1e-6, atol=1e-5)
+            assert got.dtype == jnp.unwrap(xx, discont=discont, period=period).dtype
+    xb = x.astype(ml_dtypes.bfloat16)
+    for got in _both(lambda a: tnp.unwrap(a, discont=discont, period=period), xb):
+        assert got.dtype == ml_dtypes.bfloat16
+
+
+def test_unwrap_empty_axis() -> None:
+    assert tnp.unwrap(np.zeros((3, 0)), axis=1).shape == (3, 0)
+    assert tnp.unwrap(np.zeros((0,), np.float32)).dtype == np.float32
+    assert tg.jit(lambda a: tnp.unwrap(a, axis=0))(np.zeros((0, 4), np.int16)).shape == (0, 4)
+
+
+def test_load_bfloat16(tmp_path: Any) -> None:
+    x = np.arange(4).astype(ml_dtypes.bfloat16)
+    np.save(tmp_path / "x.npy", x)   # NumPy writes bfloat16 as 2-byte void items
+    got = tnp.load(tmp_path / "x.npy")
+    assert got.dtype == ml_dtypes.bfloat16 == jnp.load(tmp_path / "x.npy").dtype
+    np.testing.assert_array_equal(got.astype(np.float32), x.astype(np.float32))

@@ -12,7 +12,7 @@ from ..primitives import elementwise as _E
 from ..primitives import indexing as _I
 from ..primitives import structural as _S
 from ._conversion import _in, _inexact, asarray, astype
-from ._elementwise import logical_and, where
+from ._elementwise import _ufunc_dtype, logical_and, where
 from ._indexing import take
 from ._reductions import cumsum, sum
 from ._shapes import broadcast_to, concatenate, ndim, ravel, reshape, shape
@@ -203,18 +203,33 @@ def gradient(f: ArrayLike, *varargs: ArrayLike, axis: int | Sequence[int] | None
 def unwrap(p: ArrayLike, discont: ArrayLike | None = None, axis: int = -1,
            period: ArrayLike = 2 * _np.pi) -> Array:
     """``p`` with jumps larger than ``discont`` (``period / 2`` by default) along ``axis``
-    replaced by their complement modulo ``period``, as ``numpy.unwrap``; differentiable."""
-    p = _inexact(_in(p, "unwrap", "p"))
+    replaced by their complement modulo ``period``, as ``numpy.unwrap``; differentiable.
+    In NumPy's dtype of ``p - period``: integers with an integer period stay integers (and
+    use NumPy's integer boundary rule), bfloat16 stays bfloat16, as JAX's."""
+    p = _in(p, "unwrap", "p")
+    dt = _ufunc_dtype(_np.subtract, p, period)
+    integer = _dtypes.kind(dt) in "iu"
+    if not integer:
+        dt = _aval(_inexact(p)).dtype if _dtypes.is_inexact(_aval(p).dtype) else dt
+    p = astype(p, dt)
     ax = _axis(axis, p, "unwrap")
-    dd = diff(p, axis=ax)
-    half = _E.div(period, 2)
-    if discont is None:
-        discont = half
-    ddmod = _E.sub(_E.remainder(_E.add(dd, half), period), half)
-    # NumPy's boundary rule: a jump of exactly +period/2 stays +period/2.
-    ddmod = where(logical_and(_E.eq(ddmod, _E.neg(half)), _E.gt(dd, 0)), half, ddmod)
-    correct = where(_E.lt(_E.abs(dd), discont), 0, _E.sub(ddmod, dd))
     n = shape(p)[ax]
+    if n == 0:
+        return p
+    dd = diff(p, axis=ax)
+    if integer:   # NumPy's: an odd integer period has no ambiguous boundary
+        high = _E.floor_divide(period, 2)
+        ambiguous = _E.eq(_E.remainder(period, 2), 0)
+    else:
+        high, ambiguous = _E.div(period, 2), True
+    if discont is None:
+        discont = _E.div(period, 2)
+    low = _E.neg(high)
+    ddmod = _E.add(_E.remainder(_E.sub(dd, low), period), low)
+    # NumPy's boundary rule: a jump of exactly +period/2 stays +period/2.
+    at_boundary = logical_and(_E.eq(ddmod, low), _E.gt(dd, 0))
+    ddmod = where(logical_and(at_boundary, ambiguous), high, ddmod)
+    correct = where(_E.lt(_E.abs(dd), discont), 0, _E.sub(ddmod, dd))
     first = take(p, _np.arange(1), axis=ax)
     rest = _E.add(take(p, _np.arange(1, n), axis=ax), cumsum(correct, axis=ax))
-    return concatenate([first, astype(rest, _aval(p).dtype)], ax) if n else p
+    return concatenate([first, astype(rest, dt)], ax)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from .. import core as _core
+from .. import dtypes as _dtypes
 from ..core import Tracer as _Tracer
 from ..primitives import structural as _S
 from ._constants import float64
@@ -55,8 +56,10 @@ def _in(a, fname, argname="a"):
 
 
 def _inexact(a):
-    """``a`` as an inexact array (integers and booleans become float64)."""
-    return a if _aval(a).dtype.kind in "fc" else astype(a, float64)
+    """``a`` as an inexact array (integers and booleans become float64; bfloat16 and the
+    other narrow floats of ml_dtypes stay as they are, as in JAX)."""
+    dt = _aval(a).dtype
+    return a if dt.kind in "fc" or _dtypes.is_inexact(dt) else astype(a, float64)
 
 
 def _stack(arrays, axis):
@@ -108,6 +111,14 @@ frombuffer = _np.frombuffer
 fromfile = _np.fromfile
 fromiter = _np.fromiter
 fromstring = _np.fromstring
-load = _np.load
+
+
+def load(file: Any, *args: Any, **kwargs: Any) -> Any:
+    """``numpy.load``; an array of 2-byte void items (how NumPy saves bfloat16, which it does
+    not know) is read as bfloat16, as JAX's ``load``."""
+    out = _np.load(file, *args, **kwargs)
+    if isinstance(out, _np.ndarray) and out.dtype == _np.dtype("V2"):
+        out = out.view(_dtypes.bfloat16)
+    return out
 save = _np.save
 savez = _np.savez

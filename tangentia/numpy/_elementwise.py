@@ -216,10 +216,25 @@ def modf(x: ArrayLike) -> tuple[Array, Array]:
 
 
 def ldexp(x1: ArrayLike, x2: ArrayLike) -> Array:
-    """x1 * 2**x2."""
-    if _eager(x1, x2):
+    """``x1 * 2**x2`` in ``x1``'s floating dtype (float64 for integers; bfloat16 kept), for
+    every exponent that keeps the result in range (JAX issue 28040)."""
+    d1, d2 = _aval(x1).dtype, _aval(x2).dtype
+    if _dtypes.kind(d2) not in "iub":
+        raise TypeError(f"ldexp: argument 'x2' must be integers, got {d2}")
+    if _eager(x1, x2) and d1.kind in "iubf":
         return _np.asarray(_np.ldexp(x1, x2))
-    return _E.mul(x1, exp2(astype(x2, _aval(_inexact(x1)).dtype)))
+    dt = d1 if _dtypes.is_inexact(d1) else _np.dtype(float64)
+    x1 = astype(x1, dt)
+    # 2**x2 alone overflows (or underflows) where the product does not (the largest float's
+    # exponent times the tiniest's 2**x2): clamp x2 to where every nonzero result saturates,
+    # and scale by three powers of two that each stay in range
+    info = _dtypes.finfo(dt)
+    limit = int(info.maxexp - info.minexp + info.nmant + 2)
+    e = clip(astype(x2, _np.int64), -limit, limit)
+    third = _E.floor_divide(e, 3)
+    for part in (third, third, _E.sub(e, _E.mul(third, 2))):
+        x1 = _E.mul(x1, exp2(astype(part, dt)))
+    return x1
 
 
 def frexp(x: ArrayLike) -> tuple[Array, Array]:
