@@ -430,3 +430,110 @@ def test_load_bfloat16(tmp_path: Any) -> None:
     got = tnp.load(tmp_path / "x.npy")
     assert got.dtype == ml_dtypes.bfloat16 == jnp.load(tmp_path / "x.npy").dtype
     np.testing.assert_array_equal(got.astype(np.float32), x.astype(np.float32))
+
+
+# --- cov / corrcoef of complex data (X X^T was used: wrong numbers), corrcoef's dtype ---
+
+def test_cov_corrcoef_complex() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 5)) + 1j * rng.standard_normal((3, 5))
+    y = rng.standard_normal((2, 5))
+    w, aw = rng.integers(1, 4, 5), rng.random(5)
+    _close(tnp.cov(x), np.cov(x), rtol=1e-13)
+    _close(tnp.cov(x, y, fweights=w, aweights=aw), np.cov(x, y, fweights=w, aweights=aw),
+           rtol=1e-13)
+    for rowvar in (True, False):
+        for got in _both(lambda a: tnp.corrcoef(a, rowvar=rowvar), x):
+            _close(got, jnp.corrcoef(x, rowvar=rowvar), rtol=1e-13, atol=1e-15)
+    assert tnp.corrcoef(np.arange(5), np.arange(5), dtype="bfloat16").dtype == ml_dtypes.bfloat16
+    with pytest.raises(ValueError, match="corrcoef: dtype must be a subclass of float or complex"):
+        tnp.corrcoef(np.arange(5), np.arange(5), dtype=int)
+
+
+# --- nanargmax/nanargmin: -1 for an all-NaN slice (traced gave 0), JAX's empty error -----
+
+@pytest.mark.parametrize("name", ["nanargmax", "nanargmin"])
+def test_nanarg_all_nan_and_empty(name: str) -> None:
+    x = np.array([[np.nan, np.nan], [1.0, np.nan], [2.0, 3.0]])
+    for axis in (None, 0, 1):
+        for keepdims in (False, True):
+            want = getattr(jnp, name)(x, axis=axis, keepdims=keepdims)
+            for got in _both(lambda a: getattr(tnp, name)(a, axis=axis, keepdims=keepdims), x):
+                _close(got, want)
+    assert int(getattr(tnp, name)(np.full(3, np.nan))) == -1
+    with pytest.raises(ValueError, match=f"attempt to get {name[3:]} of an empty sequence"):
+        getattr(tnp, name)(np.zeros((2, 0)), axis=1)
+
+
+# --- tensordot's axes checked as JAX's (zip and % read bad axes as other axes) ---------
+
+def test_tensordot_axes_errors() -> None:
+    a, b = np.ones((3, 2, 2)), np.ones((2,))
+    with pytest.raises(TypeError, match="Number of tensordot axes.*exceeds input ranks"):
+        tnp.tensordot(a, b, axes=2)
+    with pytest.raises(TypeError, match="tensordot requires axes lists to have equal length"):
+        tnp.tensordot(a, b, axes=([0], [0, 1]))
+    with pytest.raises(TypeError, match="either ints, tuples or lists"):
+        tnp.tensordot(a, b, axes=("bad", "axes"))
+    with pytest.raises(TypeError, match="must be an int, a pair of ints, or a pair of lists"):
+        tnp.tensordot(a, b, axes="badaxes")
+    with pytest.raises(ValueError, match="axis 5 is out of bounds"):
+        tnp.tensordot(a, b, axes=([5], [0]))
+    _close(tnp.tensordot(a, b, axes=(-1, 0)), jnp.tensordot(a, b, axes=(-1, 0)))
+    _close(tnp.tensordot(a, b, np.int64(1)), jnp.tensordot(a, b, 1))
+
+
+# --- smaller gaps: NumPy integers as method arguments, 0-d repeat/lexsort, empty take ----
+
+def test_small_shape_gaps() -> None:
+    assert tg.jit(lambda x: x.transpose(np.int64(0)))(np.zeros(3)).shape == (3,)
+    assert tg.jit(lambda x: x.reshape(np.int64(6)))(np.zeros((2, 3))).shape == (6,)
+    _close(tnp.repeat(np.int64(3), 2, axis=0), jnp.repeat(np.int64(3), 2, axis=0))
+    _close(tg.jit(lambda x: tnp.repeat(x, 2, axis=0, total_repeat_length=2))(np.array(4)),
+           np.array([4, 4]))
+    keys = tuple(np.array([True, False, True]))
+    _close(tnp.lexsort(keys), jnp.lexsort(keys))
+    _close(tnp.take(np.ones((2, 0, 4)), np.array([], np.int32), axis=1), np.ones((2, 0, 4)))
+    with pytest.raises(IndexError, match="non-empty jnp.take"):
+        tg.jit(lambda i: tnp.take(np.ones((2, 0, 4)), i, axis=1))(np.array([0]))
+
+
+# --- JAX's wording for shape and concreteness errors -----------------------------------
+
+def test_creation_shape_errors() -> None:
+    with pytest.raises(TypeError, match="Shapes must be 1D sequences of concrete values of "
+                                        "integer type.*\nIf using `jit`, try using"):
+        tg.jit(tnp.zeros)(2)
+    with pytest.raises(TypeError, match="Shapes must be 1D sequences of concrete values"):
+        tnp.zeros(1.0)
+    with pytest.raises(TypeError, match="nonnegative"):
+        tnp.ones((-1, 1))
+    for name in ("zeros", "ones", "empty"):
+        with pytest.raises(TypeError, match=rf"Did you accidentally write `jax\.numpy\.{name}"
+                                            r"\(2, 3\)` when you meant"):
+            getattr(tnp, name)(2, 3)
+    assert tnp.zeros(np.array([2, 3])).shape == (2, 3) and tnp.zeros(np.int64(3)).shape == (3,)
+    with pytest.raises(ValueError, match="Cannot broadcast to shape with fewer dimensions"):
+        tnp.broadcast_to(np.zeros((3, 4, 5)), (4, 5))
+    with pytest.raises(NotImplementedError, match="Unimplemented padding mode '1' for np.pad"):
+        tnp.pad(np.arange(3), 1, mode=1)   # type: ignore[arg-type]  # (a bad mode on purpose)
+
+
+def test_concreteness_errors_name_the_argument() -> None:
+    CE = tg.errors.ConcretizationTypeError
+    with pytest.raises(CE, match="It arose in the jnp.arange argument 'stop'"):
+        tg.jit(tnp.arange)(3)
+    with pytest.raises(CE, match="It arose in the jnp.arange argument 'start'"):
+        tg.jit(lambda start: tnp.arange(start, 3))(0)
+    with pytest.raises(CE, match="^Abstract tracer value encountered where concrete value"):
+        tg.jit(lambda idx: tnp.split(np.zeros((12, 2)), idx))(2.0)
+    with pytest.raises(CE, match="Abstract tracer value encountered where concrete value"):
+        tg.jit(lambda idx: tnp.split(np.zeros((12, 2)), [2, idx]))(2.0)
+    # known values (eager jvp) split
+    assert len(tg.jvp(lambda i: tnp.split(np.zeros((12, 2)), i), (2.0,), (1.0,))[0]) == 2
+    assert len(tg.jvp(lambda i: tnp.split(np.zeros((12, 2)), (1, i.astype(np.int32))), (2.0,),
+                      (1.0,))[0]) == 3
+    with pytest.raises(CE, match="jnp.choose was jit-compiled with mode='raise'. Use "
+                                 "mode='wrap' or mode='clip' instead."):
+        tg.jit(lambda a, c: tnp.choose(a, c, mode="raise"))(np.array([0, 1]),
+                                                             [np.zeros(2), np.ones(2)])

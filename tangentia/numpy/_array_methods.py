@@ -15,9 +15,12 @@ import numpy as _np
 
 from .. import dtypes as _dtypes
 from .._array import ArrayImpl as _ArrayImpl, to_user as _to_user
-from ..core import (ConcretizationTypeError as _ConcretizationTypeError, Tracer as _Tracer,
-                   TracerArrayConversionError as _TracerArrayConversionError)
+from ..core import (ConcretizationTypeError as _ConcretizationTypeError,
+                   ShapedArray as _ShapedArray, Tracer as _Tracer,
+                   TracerArrayConversionError as _TracerArrayConversionError, _jax_type,
+                   concretization_error as _concretization_error)
 from ..primitives import elementwise as _E
+from ..primitives.callback import pure_callback as _pure_callback
 from ._complex import conj, imag, real
 from ._conversion import astype
 from ._editing import choose, compress, put
@@ -115,10 +118,12 @@ def install():
     T.at = property(lambda s: _IndexUpdateHelper(s))
     T.real = property(lambda s: real(s))
     T.imag = property(lambda s: imag(s))
+    # one argument that is not an integer (NumPy's integers too) is the whole shape / order
     T.reshape = lambda s, *shape, order="C": reshape(
-        s, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape, order)
+        s, shape[0] if len(shape) == 1 and not isinstance(shape[0], (int, _np.integer))
+        else shape, order)
     T.transpose = lambda s, *axes: transpose(s, axes[0] if len(axes) == 1 and not isinstance(
-        axes[0], int) else (axes or None))
+        axes[0], (int, _np.integer)) else (axes or None))
     T.astype = lambda s, dtype: astype(s, dtype)
     # JAX's reduction methods take the functions' ``initial``/``where`` keywords too
     T.sum = _no_out("sum", lambda s, axis=None, dtype=None, keepdims=False, initial=None,
@@ -205,18 +210,15 @@ def _view(x, dtype=None, type=None):
         if new == _np.bool_:   # any nonzero byte is True, as JAX's
             return a.view(_np.uint8) != 0
         return a.view(new)
-    from ..core import ShapedArray
-    from ..primitives.callback import pure_callback
-    return pure_callback(kernel, ShapedArray(shape, new), x, vmap_method="expand_dims")
+    return _pure_callback(kernel, _ShapedArray(shape, new), x, vmap_method="expand_dims")
 
 
 def _tobytes(x, order="C"):
     """``tobytes()`` of a traced value: JAX's ConcretizationTypeError (even when the value is
     known, as under eager ``grad``: the bytes would drop its derivative)."""
-    from ..core import _jax_type, concretization_error
-    raise concretization_error(x, "tobytes", f"The tobytes() method was called on traced "
-                                             f"array with shape {_jax_type(_aval(x))}.",
-                               "Call it on the result, outside the transformation.")
+    raise _concretization_error(x, "tobytes", f"The tobytes() method was called on traced "
+                                              f"array with shape {_jax_type(_aval(x))}.",
+                                "Call it on the result, outside the transformation.")
 
 
 def _round_builtin(x, ndigits=None):

@@ -4,6 +4,7 @@ and ``meshgrid``."""
 from __future__ import annotations
 
 import builtins
+import operator
 from typing import TYPE_CHECKING
 
 import numpy as _np
@@ -29,13 +30,35 @@ if TYPE_CHECKING:
 # Filled arrays
 
 
-def _check_shape(shape, fname):
-    """``shape`` unchanged; a TypeError with JAX's wording if it is or holds a traced value
-    (a shape must be known while tracing)."""
-    if type(shape) is int or (type(shape) is tuple and all(type(d) is int for d in shape)):
+def _check_shape(shape, fname, dtype=None):
+    """``shape`` unchanged; JAX's TypeErrors if it is or holds a traced value (a shape must
+    be known while tracing), is not integers, or has a negative dimension; and JAX's hint
+    for ``zeros(2, 3)`` (an integer given as ``dtype``)."""
+    if isinstance(dtype, int) and not isinstance(dtype, bool):
+        raise TypeError(f"Cannot interpret '{dtype}' as a data type.\n\nDid you accidentally "
+                        f"write `jax.numpy.{fname}({shape}, {dtype})` when you meant "
+                        f"`jax.numpy.{fname}(({shape}, {dtype}))`, i.e. with a single tuple "
+                        f"argument for the shape? (tangentia.numpy.{fname})")
+    if type(shape) is int:
+        if shape >= 0:
+            return shape
+    elif type(shape) is tuple and all(type(d) is int and d >= 0 for d in shape):
         return shape
-    if any(_is_tracer(d) for d in (shape if isinstance(shape, (tuple, list)) else (shape,))):
-        raise traced_shape_error(shape, fname)
+    dims = (shape if isinstance(shape, (tuple, list)) else
+            tuple(shape) if isinstance(shape, _np.ndarray) and shape.ndim == 1 else (shape,))
+    if any(_is_tracer(d) for d in dims):
+        err = traced_shape_error(shape, fname)   # JAX's first line and hint, then ours
+        first, _, ours = str(err).partition(". ")
+        raise TypeError(f"{first}.\nIf using `jit`, try using `static_argnums` or applying "
+                        f"`jit` to smaller subfunctions. ({ours})")
+    try:
+        dims = tuple(operator.index(d) for d in dims)
+    except TypeError:
+        raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
+                        f"{tuple(dims)}. ({fname}: argument 'shape')") from None
+    if any(d < 0 for d in dims):
+        raise TypeError(f"Shapes must have every element be nonnegative, got {dims}. ({fname}: "
+                        "argument 'shape')")
     return shape
 
 
@@ -43,21 +66,21 @@ def zeros(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
           out_sharding: Any = None) -> Array:
     """An array of zeros of the given shape (float64 by default)."""
     _check_device(device, "zeros")
-    return _np.zeros(_check_shape(shape, "zeros"), dtype or float64)
+    return _np.zeros(_check_shape(shape, "zeros", dtype), dtype or float64)
 
 
 def ones(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
          out_sharding: Any = None) -> Array:
     """An array of ones of the given shape (float64 by default)."""
     _check_device(device, "ones")
-    return _np.ones(_check_shape(shape, "ones"), dtype or float64)
+    return _np.ones(_check_shape(shape, "ones", dtype), dtype or float64)
 
 
 def empty(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
           out_sharding: Any = None) -> Array:
     """An array of the given shape and dtype (float64 by default); here filled with zeros."""
     _check_device(device, "empty")
-    return _np.zeros(_check_shape(shape, "empty"), dtype or float64)
+    return _np.zeros(_check_shape(shape, "empty", dtype), dtype or float64)
 
 
 def full(shape: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None, *,
@@ -182,7 +205,8 @@ def arange(start: ArrayLike | int, stop: ArrayLike | int | None = None,
            device: Any = None, out_sharding: Any = None) -> Array:
     """Evenly spaced values in the half-open interval [start, stop) (bounds must be concrete)."""
     _check_device(device, "arange")
-    start = _concrete(start, "arange", "start")
+    # (with one bound, it is the stop, as JAX's errors name it)
+    start = _concrete(start, "arange", "start" if stop is not None else "stop")
     stop = _concrete(stop, "arange", "stop")
     step = _concrete(step, "arange", "step")
     if stop is None:

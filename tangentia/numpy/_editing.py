@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
+from .. import core as _core
 from ..primitives import elementwise as _E
 from ._conversion import _in, asarray, astype
 from ._creation import full, ones, zeros
@@ -333,8 +334,12 @@ def choose(a: ArrayLike, choices: ArrayLike | Sequence[ArrayLike], out: None = N
     choices = [_in(c, "choose", "choices") for c in choices]
     n = len(choices)
     if mode == "raise":
-        v = _np.asarray(_concrete(a, "choose", "a (mode='raise'; use mode='wrap' or 'clip' "
-                                  "under jit)"))
+        try:
+            v = _np.asarray(_concrete(a, "choose", "a"))
+        except _core.ConcretizationTypeError as err:   # JAX's hint
+            raise _core.ConcretizationTypeError(
+                f"{err}\nThe error occurred because jnp.choose was jit-compiled with "
+                "mode='raise'. Use mode='wrap' or mode='clip' instead.") from None
         if v.size and (v.min() < 0 or v.max() >= n):
             raise ValueError("invalid entry in choice array (tangentia.numpy.choose: argument "
                              f"'a' must be in [0, {n}))")

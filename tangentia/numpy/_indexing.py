@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import math
 import operator
 from typing import TYPE_CHECKING
 
@@ -618,6 +619,9 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = 
     n = shape(a)[axis]
     spec = (slice(None),) * axis + (_I.ARRAY,)
     hints = (unique_indices, indices_are_sorted)
+    if n == 0 and math.prod(shape(idx)) > 0:   # JAX's error (no entry to take, in any mode)
+        raise IndexError(f"Cannot do a non-empty jnp.take() from an empty axis. (take: axis "
+                         f"{axis} of argument 'a' of shape {shape(a)} is empty)")
     if mode == "promise_in_bounds" or n == 0:
         return _I.getitem(a, spec, (idx,), *hints)
     if mode == "wrap":

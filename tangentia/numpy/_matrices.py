@@ -124,15 +124,29 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: Any = 2, *, precision: Any = Non
     if preferred_element_type is not None:
         return _in_preferred(tensordot, preferred_element_type, a, b, axes)
     a_av, b_av = _aval(a), _aval(b)
-    if isinstance(axes, int):
+    if isinstance(axes, (int, _np.integer)):
+        axes = operator.index(axes)
+        if not 0 <= axes <= builtins.min(a_av.ndim, b_av.ndim):
+            raise TypeError(f"Number of tensordot axes (axes {axes}) exceeds input ranks "
+                            f"({a_av.shape} and {b_av.shape})")
         ca = tuple(range(a_av.ndim - axes, a_av.ndim))
         cb = tuple(range(axes))
     else:
+        if not isinstance(axes, (list, tuple)) or len(axes) != 2:
+            raise TypeError("tensordot axes argument must be an int, a pair of ints, or a pair "
+                            f"of lists/tuples of ints, got {axes!r}.")
         ca, cb = axes
-        ca = (ca,) if isinstance(ca, int) else tuple(ca)
-        cb = (cb,) if isinstance(cb, int) else tuple(cb)
-        ca = tuple(i % a_av.ndim for i in ca)
-        cb = tuple(i % b_av.ndim for i in cb)
+        if isinstance(ca, (int, _np.integer)) and isinstance(cb, (int, _np.integer)):
+            ca, cb = (ca,), (cb,)
+        elif isinstance(ca, (list, tuple)) and isinstance(cb, (list, tuple)):
+            if len(ca) != len(cb):   # (zip would contract only the common prefix)
+                raise TypeError(f"tensordot requires axes lists to have equal length, got "
+                                f"{ca} and {cb}.")
+        else:
+            raise TypeError(f"tensordot requires both axes lists to be either ints, tuples or "
+                            f"lists, got {ca} and {cb}")
+        ca = tuple(_axis(i, a, "tensordot", "a") for i in ca)
+        cb = tuple(_axis(i, b, "tensordot", "b") for i in cb)
     for i, j in zip(ca, cb):
         _check_contract("tensordot", a_av.shape, b_av.shape, i, j)
     return _C.dot_general(a, b, ((ca, cb), ((), ())))

@@ -141,7 +141,7 @@ def pad(array: ArrayLike, pad_width: Any, mode: str | Callable[..., Any] = "cons
         raise NotImplementedError("pad: a function as argument 'mode' is not supported")
     if mode not in _PAD_KWARGS:
         raise NotImplementedError(
-            f"Unimplemented padding mode {mode!r} for np.pad. (pad: argument 'mode' must be one "
+            f"Unimplemented padding mode '{mode}' for np.pad. (pad: argument 'mode' must be one "
             f"of {', '.join(repr(m) for m in _PAD_KWARGS)})")
     bad = sorted(set(kwargs) - set(_PAD_KWARGS[mode]))
     if bad:

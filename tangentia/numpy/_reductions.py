@@ -381,11 +381,12 @@ def _nan_arg(fname, arg, fill) -> Callable[..., Array]:
         if not _dtypes.is_inexact(_aval(a).dtype):
             return arg(a, axis, keepdims)
         nans = isnan(a)
-        if _eager(a) and _np.any(_np.all(nans, axis=axis)):
-            raise ValueError(f"{fname}: all-NaN slice encountered")
-        return arg(where(nans, fill, a), axis, keepdims)
+        out = arg(where(nans, fill, a), axis, keepdims)   # (JAX's error for an empty slice)
+        # -1 for an all-NaN slice, as JAX's, eagerly and traced alike (NumPy raises; the
+        # traced path returned 0, a valid index of a NaN)
+        return where(all(nans, axis, keepdims), -1, out)
     f.__name__ = f.__qualname__ = fname
-    f.__doc__ = f"``{arg.__name__}`` ignoring NaNs (an error for an all-NaN slice)."
+    f.__doc__ = f"``{arg.__name__}`` ignoring NaNs (-1 for an all-NaN slice, as JAX's)."
     return f
 
 

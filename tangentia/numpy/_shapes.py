@@ -18,7 +18,7 @@ from ..primitives import reductions as _R
 from ..primitives import sorting as _SO
 from ..primitives import structural as _S
 from ._conversion import _in, _stack, asarray, astype
-from ._util import _aval, _axis, _is_tracer
+from ._util import _aval, _axis, _concrete, _is_tracer
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -247,6 +247,9 @@ def matrix_transpose(x: ArrayLike, /) -> Array:
 def broadcast_to(a, shape: int | Shape) -> Array:
     """``a`` broadcast to ``shape``."""
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if len(shape) < len(_aval(a).shape):
+        raise ValueError(f"Cannot broadcast to shape with fewer dimensions: arr_shape="
+                         f"{_aval(a).shape} shape={shape}")
     return _S.broadcast_to(a, shape)
 
 
@@ -389,8 +392,8 @@ def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None, *,
     ``repeats`` is an integer or one count per entry (concrete, or traced with JAX's static
     ``total_repeat_length``: the length of the result, cut or filled with the last entry)."""
     a = _in(a, "repeat", "a")
-    if axis is None:
-        a = ravel(a)
+    if axis is None or (len(shape(a)) == 0 and axis in (0, -1)):
+        a = ravel(a)   # (a 0-d array repeats as a 1-d one along axis 0 or -1, as NumPy's)
         axis = 0
     s = shape(a)
     axis = _bounds_axis("repeat", axis, len(s))
@@ -438,6 +441,17 @@ def split(ary: ArrayLike, indices_or_sections: int | Sequence[int] | ArrayLike, 
           ) -> list[Array]:
     """Split into equal sections, or at the given indices, along ``axis``."""
     n = shape(ary)[axis]
+    if _is_tracer(indices_or_sections) or (
+            isinstance(indices_or_sections, (list, tuple))
+            and any(_is_tracer(i) for i in indices_or_sections)):
+        # the split points determine the shapes: concrete values only (known ones under
+        # eager jvp/grad), JAX's ConcretizationTypeError otherwise
+        def known(v):   # a known value (of eager jvp/grad) as integers, as JAX reads it
+            v = _np.asarray(_concrete(v, "split", "indices_or_sections"))
+            return int(v) if v.ndim == 0 else [int(i) for i in v]
+        indices_or_sections = (known(indices_or_sections) if _is_tracer(indices_or_sections)
+                               else [known(i) if _is_tracer(i) else i
+                                     for i in indices_or_sections])
     if isinstance(indices_or_sections, int):
         if indices_or_sections < 0:
             raise ValueError(f"number sections must be larger than 0. (tangentia: split: "

@@ -105,6 +105,10 @@ def lexsort(keys: Any, axis: int = -1) -> Array:
     if builtins.any(shape(k) != s for k in keys):
         raise ValueError(f"lexsort: all keys need to be the same shape, got "
                          f"{[shape(k) for k in keys]}")
+    if not s:   # 0-d keys: one element, whose index is 0 (NumPy's and JAX's)
+        if axis not in (0, -1):
+            _axis(axis, keys[0], "lexsort", "keys")
+        return _np.zeros((), int64)
     ax = _axis(axis, keys[0], "lexsort", "keys")
     perm = broadcast_to(_np.arange(s[ax]).reshape([-1 if i == ax else 1 for i in range(len(s))]),
                         s)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
+from .. import dtypes as _dtypes
 from ..primitives import elementwise as _E
 from ..primitives import indexing as _I
 from ..primitives import sorting as _SO
@@ -127,18 +128,26 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
         fact = 0.0
     X = _E.sub(X, reshape(avg, (-1, 1)))
     XT = transpose(X if w is None else _E.mul(X, w))
+    if _aval(XT).dtype.kind == "c":   # X X^H, as NumPy's (X X^T was no covariance)
+        XT = _E.conj(XT)
     c = _E.div(matmul(X, XT), fact)
     return squeeze(c)
 
 
 def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True,
              dtype: DTypeLike | None = None) -> Array:
-    """Pearson correlation coefficients."""
+    """Pearson correlation coefficients (of complex data too: the real and imaginary parts
+    are clipped to [-1, 1] separately, as NumPy's)."""
+    if dtype is not None and not _dtypes.is_inexact(_np.dtype(dtype)):
+        raise ValueError(f"corrcoef: dtype must be a subclass of float or complex; got "
+                         f"dtype={dtype}")
     c = cov(x, y, rowvar, dtype=dtype)
     if ndim(c) == 0:
         return _E.div(c, c)
-    d = sqrt(diagonal(c))
+    d = sqrt(_E.real(diagonal(c)))
     c = _E.div(_E.div(c, reshape(d, (-1, 1))), reshape(d, (1, -1)))
+    if _aval(c).dtype.kind == "c":
+        return _E.complex_(clip(_E.real(c), -1, 1), clip(_E.imag(c), -1, 1))
     return clip(c, -1, 1)
 
 

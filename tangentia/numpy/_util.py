@@ -40,9 +40,12 @@ def _concrete(x, fname, argname):
         try:
             return x.concrete_value(fname)
         except _core.ConcretizationTypeError as err:
+            # JAX's wording first (its first line names the traced value), then ours
+            first, _, rest = str(err).partition("\n")
             raise _core.ConcretizationTypeError(
-                f"{fname}: argument '{argname}' must be concrete (it determines a shape), "
-                f"but it is traced. {err}") from None
+                f"{first}\nIt arose in the jnp.{fname} argument '{argname}'. {fname}: argument "
+                f"'{argname}' must be concrete (it determines a shape), but it is traced."
+                + (f"\n{rest}" if rest else "")) from None
     return x
 
 
