@@ -21,6 +21,7 @@ from .slicing import (gather, scatter, scatter_add, scatter_apply, scatter_max, 
                       scatter_mul, scatter_sub)
 from .windowed import reduce, reduce_window, reduce_window_shape_tuple
 from .ragged import ragged_dot
+from .rng import rng_bit_generator
 from .enums import (AccuracyMode, ConvDimensionNumbers, ConvGeneralDilatedDimensionNumbers,
                     DotAlgorithm, DotAlgorithmPreset, DotDimensionNumbers, FftType,
                     GatherDimensionNumbers, GatherScatterMode, Precision, PrecisionLike,
@@ -53,7 +54,7 @@ __all__ = [
     "dynamic_update_slice", "dynamic_update_slice_in_dim", "eq", "erf", "exp", "expand_dims",
     "expm1", "floor", "fori_loop", "ge", "gt", "integer_pow", "le", "log", "log1p", "logistic",
     "lt", "map", "maximum", "minimum", "mul", "ne", "neg", "pow", "reduce_max", "reduce_min",
-    "ragged_dot", "reduce_prod", "reduce_sum", "rem", "reshape", "round", "rsqrt", "scan",
+    "ragged_dot", "reduce_prod", "rng_bit_generator", "reduce_sum", "rem", "reshape", "round", "rsqrt", "scan",
     "select", "sign",
     "sin", "sinh", "slice", "slice_in_dim", "sort", "sqrt", "square", "squeeze", "stop_gradient",
     "sub", "switch", "tan", "tanh", "transpose", "while_loop",

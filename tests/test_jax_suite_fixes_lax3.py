@@ -1,0 +1,79 @@
+"""tangentia.lax against JAX (x64), continuing tests/test_jax_suite_fixes_lax2.py: what
+JAX's lax_test.py and lax_autodiff_test.py (run through tests/external/run_jax_tests.py)
+still found.  Values compared with JAX's, eagerly, under jit and vmap (against a loop);
+derivatives against JAX's and finite differences; errors begin with JAX's wording."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.lax as lax
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+
+# ---------------------------------------------------------------------------
+# lax.rng_bit_generator: XLA's Philox and Threefry with XLA's key/counter layout
+
+# (key, shape, dtype): the counter carrying into the next word, both key forms, the shapes
+# that exercise XLA's Threefry split (an even dimension, none, rank 0, zero size) and every
+# output width.  (All 840 combinations of 5 keys, 14 shapes, 4 dtypes and the 3 algorithms
+# were checked equal once; JAX compiles each, so the test keeps these.)
+RBG_CASES = [(np.array([3, 1, 0xFFFFFFFF, 0xFFFFFFFF], np.uint32), (3, 3), np.uint32),
+             (np.array([2**64 - 1, 2**64 - 2], np.uint64), (3, 1, 5), np.uint64),
+             (np.array([3, 1, 4, 2], np.uint32), (), np.uint8),
+             (np.array([1, 2], np.uint64), (3, 2), np.uint16),
+             (np.array([3, 1, 4, 2], np.uint32), (0,), np.uint32)]
+
+
+@pytest.mark.parametrize("algorithm", list(lax.RandomAlgorithm))
+def test_rng_bit_generator_bits_are_jax(algorithm):
+    for key, shape, dtype in RBG_CASES:
+        want_key, want = jax.lax.rng_bit_generator(
+            key, shape, dtype, jax.lax.RandomAlgorithm(int(algorithm)))
+        got_key, got = lax.rng_bit_generator(key, shape, dtype, algorithm)
+        assert (got.dtype, got.shape) == (want.dtype, want.shape)
+        assert got_key.dtype == want_key.dtype
+        np.testing.assert_array_equal(got, want, err_msg=f"{key} {shape}")
+        np.testing.assert_array_equal(got_key, want_key, err_msg=f"{key} {shape}")
+
+
+@pytest.mark.parametrize("algorithm", list(lax.RandomAlgorithm))
+def test_rng_bit_generator_jit_and_vmap(algorithm):
+    keys = np.arange(12, dtype=np.uint32).reshape(3, 4) * np.uint32(0x9E3779B9)
+
+    def f(k):
+        return lax.rng_bit_generator(k, (3, 2), np.uint64, algorithm)
+
+    for ks in (keys, keys.view(np.uint64)):
+        loop = [f(k) for k in ks]
+        for g in (tg.vmap(f), tg.jit(tg.vmap(f))):
+            new_keys, bits = g(ks)
+            for i in range(3):
+                np.testing.assert_array_equal(new_keys[i], loop[i][0])
+                np.testing.assert_array_equal(bits[i], loop[i][1])
+        jk, jb = tg.jit(f)(ks[1])
+        np.testing.assert_array_equal(jk, loop[1][0])
+        np.testing.assert_array_equal(jb, loop[1][1])
+    # a vmap of vmaps: each key as alone
+    nk, b = tg.vmap(tg.vmap(f))(keys.reshape(3, 1, 4))
+    loop = [f(k) for k in keys]
+    np.testing.assert_array_equal(b[:, 0], np.stack([lb for _, lb in loop]))
+    np.testing.assert_array_equal(nk[:, 0], np.stack([lk for lk, _ in loop]))
+
+
+def test_rng_bit_generator_errors():
+    key = np.array([1, 2, 3, 4], np.uint32)
+    with pytest.raises(TypeError, match="^rng_bit_generator: unsupported dtype int32"):
+        lax.rng_bit_generator(key, (3,), np.int32)
+    with pytest.raises(TypeError, match="^rng_bit_generator: unsupported dtype float32"):
+        lax.rng_bit_generator(key, (3,), np.float32)
+    for bad in (np.array([1, 2, 3], np.uint32), np.array([1, 2, 3, 4], np.int32),
+                np.array([1, 2, 3, 4], np.uint64), 3.0):
+        with pytest.raises(TypeError, match="rng_bit_generator: argument 'key' must be"):
+            lax.rng_bit_generator(bad, (3,))
+    with pytest.raises(TypeError, match="argument 'algorithm'"):
+        lax.rng_bit_generator(key, (3,), algorithm=7)
+    with pytest.raises(TypeError, match="Shapes must be 1D sequences of concrete values"):
+        lax.rng_bit_generator(key, (2.5,))
