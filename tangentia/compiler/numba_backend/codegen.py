@@ -279,13 +279,15 @@ class _Gen:
     """Generates one program's source: ``lower_jaxpr`` emits the code of a
     program's equations into ``lines`` and returns its output values."""
 
-    def __init__(self, rules, fusible, inline, rows=None, limit=SMALL, blocks=None):
+    def __init__(self, rules, fusible, inline, rows=None, limit=SMALL, blocks=None, units=None):
         # rules: {primitive name: rule}; fusible: consumers that keep a lazy operand
         # lazy; inline: consumers that take single-use scalar expressions inline;
         # rows: {primitive name: row rule} (``rules.ROWS``) for batched values;
         # limit: values of at most this many elements are scalarized;
         # blocks: ``lower_run(g, eqns, k, env, consumers) -> next k`` emitting runs of
-        # scalarized equations as one call (``irblock``), or None.
+        # scalarized equations as one call (``irblock``), or None;
+        # units: ``lower(g, jaxpr, in_vals) -> output values or None`` emitting a nested
+        # program as a call of a separately compiled and cached unit (``native``), or None.
         self.rules, self.fusible, self.inline, self.limit = rules, fusible, inline, limit
         self.rows = rows or {}
         self.blocks = blocks
@@ -301,6 +303,9 @@ class _Gen:
         self.functions = []     # sources of outlined bodies (see ``call_jaxpr``)
         self.helpers = {}       # (program, input representation) -> (name, output template)
         self.vector_loop = False  # lowering a loop body LLVM vectorizes (elementwise_loop, rows)
+        self.units = units
+        self.deps = []          # the units this code calls, directly or not (``unit_ptr``)
+        self.ptr_format = "_up[{}]"   # the expression of ``deps[k]``'s address
 
     def is_small(self, aval_or_shape):
         """Whether values of this shape are scalarized (``SV``)."""
@@ -676,6 +681,10 @@ class _Gen:
         faster than linearly with function size), shared by every call with
         the same program and input representation; small ones are inlined.
         """
+        if self.units is not None and not self.vector_loop:
+            outs = self.units(self, jaxpr, in_vals)
+            if outs is not None:
+                return outs
         if _cost(jaxpr, self.limit) < OUTLINE_MIN_COST:
             return self.lower_jaxpr(jaxpr, in_vals)
         return self.outlined(id(jaxpr), in_vals, lambda vals: self.lower_jaxpr(jaxpr, vals))
@@ -709,6 +718,17 @@ class _Gen:
         self.emit(f"({''.join(n + ', ' for n in names)}) = {call}" if names else call)
         return outs
 
+    def unit_ptr(self, unit):
+        """The expression of ``unit``'s address here: a program reads the addresses of
+        the units it calls from one array argument (``_up``), a unit from parameters
+        of its own, numbered in the order of first use (so its source names no other
+        program's numbering)."""
+        for k, u in enumerate(self.deps):
+            if u is unit:
+                return self.ptr_format.format(k)
+        self.deps.append(unit)
+        return self.ptr_format.format(len(self.deps) - 1)
+
     def _outline(self, body, in_vals):
         saved = self.lines, self.depth, self.scopes
         self.lines, self.depth, self.scopes = [], 1, [next(self.scope_ids)]
@@ -741,6 +761,14 @@ class _Gen:
         if eqn.outputs and all(_is_float0(v.aval.dtype) for v in eqn.outputs) and \
                 not eqn.prim.has_effects:
             return [ZV(v.aval.shape, v.aval.dtype) for v in eqn.outputs]
+        body = _CALL_BODIES.get(name)
+        if body is not None and self.units is not None and not self.vector_loop:
+            # a called program (a jit, checkpoint or custom rule's body): a compile unit
+            # if large enough, else inlined by its rule
+            out = self.units(self, eqn.params[body], [self.settle(v) if type(v) is LV else v
+                                                      for v in ins])
+            if out is not None:
+                return out
         rule = self.rules.get(name)
         if rule is not None:
             out = rule(self, eqn, ins)
@@ -802,6 +830,12 @@ class _Gen:
             o = AV(v.aval.shape, v.aval.dtype, n)
             res.append(self.small(o) if self.is_small(v.aval.shape) else o)
         return res
+
+
+# Call-like primitives: the parameter holding the program they call (inlined by their
+# rules, ``rules._inline``, unless it is a compile unit).
+_CALL_BODIES = {"jit": "jaxpr", "checkpoint": "jaxpr", "custom_jvp_call": "call_jaxpr",
+                "custom_vjp_call": "call_jaxpr", "custom_vmap_call": "call_jaxpr"}
 
 
 # Primitives whose implementation calls the user's Python (host callbacks, a custom_vjp's

@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 import warnings
+import weakref
 
 import numpy as np
 
@@ -28,18 +29,35 @@ from ..backend import COMPILE_THREAD, Backend, cache_root
 from .memo import COMPILED
 from . import elementwise_loop, helpers, irblock, vecmath, vecmath_trig
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
-                      _weight, AV, ZV)
+                      _cost, _typed, _weight, AV, SV, ZV)
 from .rules import ELEMENTWISE, FUSIBLE, ROWS, RULES, all_primitives, gemm_bound, lowering_paths
 
 __all__ = ["NumbaCompiler", "all_primitives", "lowering_paths", "SMALL"]
 _NJIT_OPTIONS = dict(error_model="numpy")
 
 
+def _new_gen(limit=SMALL):
+    return _Gen(RULES, FUSIBLE, ELEMENTWISE, ROWS, limit=limit,
+                blocks=irblock.lower_run if os.environ.get("TANGENTIA_NUMBA_IRBLOCK", "1") != "0" else None,
+                units=_lower_unit if os.environ.get("TANGENTIA_NUMBA_UNITS", "1") != "0" else None)
+
+
+def _module_source(g, fname, params):
+    """The source of a module defining ``fname(*params)`` from what ``g`` generated."""
+    head = ["import cmath", "import math", "import numpy as np", "import numba",
+            f"from {helpers.__name__} import {', '.join(helpers.HELPERS)}",
+            f"from {vecmath.__name__} import {', '.join(vecmath.INTRINSICS)}",
+            f"from {vecmath_trig.__name__} import {', '.join(vecmath_trig.INTRINSICS)}", ""] + g.notes + [""]
+    funcs = [f + "\n\n" for f in g.functions]
+    main = "\n".join(["@_jit", f"def {fname}({', '.join(params)}):"] + g.lines)
+    return "\n".join(head) + "\n" + "\n".join(funcs) + main + "\n"
+
+
 def _generate(jaxpr):
-    """(source, globals, objmode, fallbacks) for a program without constvars (fallbacks:
-    the primitives run in object mode for want of a native lowering)."""
-    g = _Gen(RULES, FUSIBLE, ELEMENTWISE, ROWS,
-             blocks=irblock.lower_run if os.environ.get("TANGENTIA_NUMBA_IRBLOCK", "1") != "0" else None)
+    """(source, globals, objmode, fallbacks, units) for a program without constvars
+    (fallbacks: the primitives run in object mode for want of a native lowering; units:
+    the compile units it calls, whose addresses it takes in its last argument)."""
+    g = _new_gen()
     loop = one_loop(jaxpr)
     params, in_vals = [], []
     for v in jaxpr.invars:
@@ -57,14 +75,9 @@ def _generate(jaxpr):
         outs = g.lower_jaxpr(jaxpr, in_vals)
         names = [g.array(o).name for o in outs if type(o) is not ZV]
     g.emit("return (" + "".join(n + ", " for n in names) + ")")
-    head = ["import cmath", "import math", "import numpy as np", "import numba",
-            f"from {helpers.__name__} import {', '.join(helpers.HELPERS)}",
-            f"from {vecmath.__name__} import {', '.join(vecmath.INTRINSICS)}",
-            f"from {vecmath_trig.__name__} import {', '.join(vecmath_trig.INTRINSICS)}", ""] + g.notes + [""]
-    funcs = [f + "\n\n" for f in g.functions]
-    main = "\n".join(["@_jit", f"def program({', '.join(params)}):"] + g.lines)
-    return ("\n".join(head) + "\n" + "\n".join(funcs) + main + "\n", g.globals, g.objmode,
-            g.fallbacks)
+    if g.deps:
+        params.append("_up")
+    return _module_source(g, "program", params), g.globals, g.objmode, g.fallbacks, list(g.deps)
 
 
 _WARNED = set()
@@ -112,18 +125,29 @@ _VERSION = None
 _MODULE_LOCK = threading.Lock()
 
 
-def _load_module(source, glb):
-    """Import ``source`` from a file named by its hash (so numba can cache it)."""
+def _source_key(source):
+    """The hash naming a module of ``source`` (with the library's version tag)."""
     global _VERSION
     if _VERSION is None:
         _VERSION = _version_tag()
-    key = hashlib.sha256((_VERSION + "\n" + source).encode()).hexdigest()[:32]
-    modname = f"tangentia_numba_{key}"
+    return hashlib.sha256((_VERSION + "\n" + source).encode()).hexdigest()[:32]
+
+
+def _load_module(source, glb, prefix="tangentia_numba_"):
+    """Import ``source`` from a file named by its hash (so numba can cache it).  A file
+    of that name whose text is not ``source`` (cut short, damaged) is written again
+    (atomically: a new file renamed over it) before it is imported."""
+    modname = prefix + _source_key(source)
     for d in (_cache_dir(), os.path.join(tempfile.gettempdir(), "tangentia-numba")):
         try:
             os.makedirs(d, exist_ok=True)
             path = os.path.join(d, modname + ".py")
-            if not os.path.exists(path):
+            try:
+                with open(path) as f:
+                    good = f.read() == source
+            except (OSError, UnicodeDecodeError):
+                good = False
+            if not good:
                 tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
                 with open(tmp, "w") as f:
                     f.write(source)
@@ -175,26 +199,28 @@ class _Progress:
                 print(f"tangentia: compiled {self.what} in {dt:.1f} s", file=sys.stderr, flush=True)
 
 
-def _arg_types(jaxpr):
+def _arg_types(jaxpr, units=()):
     return tuple(nbt.Array(_nbtype(v.aval.dtype), v.aval.ndim, "C") for v in jaxpr.invars
-                 if not _is_float0(v.aval.dtype))
+                 if not _is_float0(v.aval.dtype)) + ((_PTRS,) if units else ())
 
 
 def _compile_program(jaxpr, estimate=None):
-    source, glb, objmode, fallbacks = _generate(jaxpr)
+    source, glb, objmode, fallbacks, units = _generate(jaxpr)
     # objmode blocks hold the GIL anyway (and numba warns about nogil there)
     glb = dict(glb, _jit=numba.njit(cache=not objmode, nogil=not objmode, **_NJIT_OPTIONS))
     mod = _load_module(source, glb)
     disp = mod.program
     with _Progress(f"a program of {_weight(jaxpr)} equations",
                    estimate), _fast_typing():
+        for u in reversed(units):       # (a unit's own units first)
+            u.compile()
         # the entry point of this program's signature: programs of the same source (an
         # identity, say) share one module and dispatcher across argument dtypes
-        entry = disp.compile(_arg_types(jaxpr))
-    return _wrapper(disp, entry, jaxpr, source), fallbacks
+        entry = disp.compile(_arg_types(jaxpr, units))
+    return _wrapper(disp, entry, jaxpr, source, units), fallbacks
 
 
-def _wrapper(disp, entry, jaxpr, source):
+def _wrapper(disp, entry, jaxpr, source, units=()):
     """The callable ``fn(*args) -> list of arrays`` around the compiled program.
 
     Arguments are made C-contiguous writable arrays of the program's dtypes
@@ -207,8 +233,10 @@ def _wrapper(disp, entry, jaxpr, source):
     zeros_out = [(i, np.zeros(v.aval.shape, v.aval.dtype)) for i, v in enumerate(jaxpr.outvars)
                  if _is_float0(v.aval.dtype)]
     ndarray = np.ndarray
-    interruptible = "if _interrupted():" in source   # its loops poll for Ctrl-C (helpers)
+    # its loops poll for Ctrl-C (helpers)
+    interruptible = any("if _interrupted():" in s for s in [source] + [u.source for u in units])
     call = helpers.call_interruptible
+    ptrs = [np.array([u.ptr for u in units], np.int64)] if units else []
 
     def run(*args):
         if len(args) != n_in:
@@ -224,13 +252,22 @@ def _wrapper(disp, entry, jaxpr, source):
                 raise TypeError(f"compiled program: an argument of shape {a.shape} where "
                                 f"{shape} was compiled for")
             conv.append(a)
+        if ptrs:
+            conv.extend(ptrs)
         outs = list(call(entry, conv) if interruptible else entry(*conv))
         for i, z in zeros_out:
             outs.insert(i, z)
         return outs
-    run.source = source
+    run.source = _with_units(source, units)
     run.dispatcher = disp
+    run.units = units       # (their code must outlive the program's)
     return run
+
+
+def _with_units(source, units):
+    """A program's source followed by its units' (for reading)."""
+    return source + "".join(f"\n# ---- unit {u.key} (tangentia_numba_unit_{u.key}.py)\n{u.source}"
+                            for u in units)
 
 
 class _PlainColors:
@@ -350,7 +387,8 @@ class NumbaCompiler(Backend):
             return ("# numba backend: a loop-free program over large arrays runs as NumPy calls "
                     "(vectorized ufuncs)\n" + get_backend("numpy").source(jaxpr))
         try:
-            return _generate(jaxpr)[0]
+            source, *_, units = _generate(jaxpr)
+            return _with_units(source, units)
         except Unsupported as e:
             return f"# numba backend: not compilable ({e}); the NumPy backend runs this program\n"
 
@@ -417,3 +455,236 @@ def _numpy_compile(jaxpr):
         from ..numpy_backend import compile_jaxpr
         return compile_jaxpr(jaxpr)
 
+
+
+# ---------------------------------------------------------------------------
+# Compile units
+#
+# A nested program (a loop body, a branch, a called function: whatever the rules lower
+# through ``_Gen.call_jaxpr``) whose own code is large enough is generated into a module
+# of its own, ``tangentia_numba_unit_<hash>.py``: names numbered from zero, its
+# parameters its inputs' elements or arrays, nothing of the calling program in it, so
+# the same body in another program (a longer time grid, an edited loss) has the same
+# source, the same hash and numba's cached code.  The program calls it through its
+# address (an argument ``_up`` of the program, filled in per process), not as a numba
+# function: numba links a called function's module into the caller's and LLVM optimizes
+# and generates code for the whole again, where a call through an address costs
+# nothing to compile.  A unit's own units are called the same way, through addresses
+# the unit takes as its last parameters (``_q0``, ...).
+
+UNIT_MIN_COST = 1000    # a nested program costing at least this (``_own_cost``) is a unit
+_PTRS = nbt.Array(nbt.int64, 1, "C")
+_OWN_COST = ProgramMemo("numba backend: code size outside the compile units")
+_UNITS = weakref.WeakValueDictionary()   # source hash -> _Unit: one per body and process
+                                         # (while a compiled program or a unit calls it)
+UNIT_STATS = {"compiled": 0, "loaded": 0, "reused": 0}   # unit compiles, by outcome
+
+
+def _own_cost(jaxpr, limit):
+    """``codegen._cost`` of ``jaxpr`` without its nested programs that are units."""
+    key = (limit, UNIT_MIN_COST)
+    c = _OWN_COST.get(jaxpr, key)
+    if c is None:
+        c = 0
+        for eqn in jaxpr.eqns:
+            c += max([_size(v.aval.shape) for v in eqn.outputs if _size(v.aval.shape) <= limit]
+                     + [1])
+            for q in _nested(eqn):
+                own = _own_cost(q, limit)
+                c += own if own < UNIT_MIN_COST else 1
+        _OWN_COST.set(jaxpr, c, key)
+    return c
+
+
+def _lower_unit(g, jaxpr, in_vals):
+    """``_Gen.units``: emit a call of ``jaxpr`` as a compile unit; or, if it is not one
+    but calls units, inline it (a local function could not reach their addresses);
+    else None (the generator inlines or outlines it as before)."""
+    own = _own_cost(jaxpr, g.limit)
+    if own < UNIT_MIN_COST:
+        return None if own == _cost(jaxpr, g.limit) else g.lower_jaxpr(jaxpr, in_vals)
+    in_vals = [g.settle(v) for v in in_vals]
+    key = ("unit", id(jaxpr), tuple((type(v), v.shape, v.dtype) for v in in_vals))
+    unit = g.helpers.get(key)
+    if unit is None:
+        unit = g.helpers[key] = _make_unit(g.limit, jaxpr, in_vals)
+    g.objmode |= unit.objmode
+    g.fallbacks |= unit.fallbacks
+    args = []
+    for v in in_vals:
+        if type(v) is SV:
+            args.extend(_typed(e, v.dtype) for e in v.elems)
+        elif type(v) is AV:
+            name = v.name
+            if not name.isidentifier():
+                name = g.name("a")
+                g.emit(f"{name} = np.ascontiguousarray({v.name})")
+            args.append(name)
+    ptr = g.unit_ptr(unit)
+    args.extend(g.unit_ptr(d) for d in unit.deps)
+    outs, names = [], []
+    for kind, shape, dtype in unit.template:
+        if kind is ZV:
+            outs.append(ZV(shape, dtype))
+        elif kind is SV:
+            els = [g.name("s") for _ in range(_size(shape))]
+            names.extend(els)
+            outs.append(SV(shape, dtype, els))
+        else:
+            names.append(g.name("a"))
+            outs.append(AV(shape, dtype, names[-1]))
+    caller = g.glob(unit.caller, "_u")
+    g.notes.append(f"# {caller}: unit {unit.key}")
+    call = f"{caller}({ptr}, {irblock._nest(args)})"
+    g.emit(f"({''.join(n + ', ' for n in names)}) = {call}" if names else call)
+    return outs
+
+
+def _make_unit(limit, jaxpr, in_vals):
+    """Generate the unit computing ``jaxpr`` on values represented as ``in_vals``."""
+    c = _new_gen(limit)
+    c.ptr_format = "_q{}"
+    params, vals, argtys = [], [], []
+    for v in in_vals:
+        if type(v) is ZV:
+            vals.append(v)
+        elif type(v) is SV:
+            els = [c.name("p") for _ in v.elems]
+            params.extend(els)
+            argtys.extend([_nbtype(v.dtype)] * len(els))
+            vals.append(SV(v.shape, v.dtype, els))
+        else:
+            params.append(c.name("p"))
+            argtys.append(nbt.Array(_nbtype(v.dtype), len(v.shape), "C"))
+            vals.append(AV(v.shape, v.dtype, params[-1]))
+    outs = [c.settle(o) for o in c.lower_jaxpr(jaxpr, vals)]
+    ret = []
+    for o in outs:
+        if type(o) is not ZV:
+            ret.extend(o.elems if type(o) is SV else [o.name])
+    c.emit(f"return ({''.join(r + ', ' for r in ret)})")
+    params.extend(c.ptr_format.format(k) for k in range(len(c.deps)))
+    argtys.extend([nbt.int64] * len(c.deps))
+    source = _module_source(c, "body", params)
+    key = _source_key(source)
+    with _MODULE_LOCK:
+        unit = _UNITS.get(key)
+        if unit is None:
+            unit = _UNITS[key] = _Unit(key, source, c.globals, tuple(argtys),
+                                       [(type(o), o.shape, o.dtype) for o in outs], list(c.deps),
+                                       c.objmode, frozenset(c.fallbacks))
+        else:
+            UNIT_STATS["reused"] += 1
+    return unit
+
+
+class _Unit:
+    """A compile unit: its source (``key``: the hash naming its module), argument
+    types, output template, the units it calls (``deps``, in the order of its address
+    parameters) and, once compiled, its dispatcher, return type and address."""
+
+    def __init__(self, key, source, glb, argtys, template, deps, objmode, fallbacks):
+        self.key, self.source, self.globals, self.argtys = key, source, glb, argtys
+        self.template, self.deps, self.objmode, self.fallbacks = template, deps, objmode, fallbacks
+        self.disp = self.resty = self.ptr = None
+        self.caller = _caller(self)
+
+    def compile(self):
+        """Compile (or load from numba's cache) once per process; sets ``ptr``."""
+        if self.ptr is not None:
+            return
+        from numba.core.compiler_lock import global_compiler_lock
+        with global_compiler_lock:      # (the lock numba holds while it types callers)
+            if self.ptr is not None:
+                return
+            for d in self.deps:
+                d.compile()
+            glb = dict(self.globals, _jit=numba.njit(cache=not self.objmode, nogil=not self.objmode,
+                                                     **_NJIT_OPTIONS))
+            mod = _load_module(self.source, glb, "tangentia_numba_unit_")
+            disp = mod.body
+            hits = sum(disp.stats.cache_hits.values())
+            with _fast_typing():
+                try:
+                    disp.compile(self.argtys)
+                except Exception:
+                    # a damaged cache entry (cut short, overwritten) is compiled anew
+                    if not _drop_cached(mod):
+                        raise
+                    disp.compile(self.argtys)
+            cres = disp.overloads[self.argtys]
+            UNIT_STATS["loaded" if sum(disp.stats.cache_hits.values()) > hits else "compiled"] += 1
+            self.disp, self.resty = disp, cres.signature.return_type
+            self.ptr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+
+
+def _drop_cached(mod):
+    """Remove numba's cache files of module ``mod``; whether there were any."""
+    d = os.path.join(os.path.dirname(mod.__file__), "__pycache__")
+    dropped = False
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return False
+    for n in names:
+        if n.startswith(mod.__name__ + ".") and (n.endswith(".nbi") or n.endswith(".nbc")):
+            try:
+                os.remove(os.path.join(d, n))
+                dropped = True
+            except OSError:
+                pass
+    return dropped
+
+
+def _flat_types(ty):
+    if isinstance(ty, nbt.BaseTuple):
+        return [t for e in ty.types for t in _flat_types(e)]
+    return [ty]
+
+
+def _flat_values(builder, ty, val):
+    from numba.core import cgutils
+    if isinstance(ty, nbt.BaseTuple):
+        out = []
+        for t, v in zip(ty.types, cgutils.unpack_tuple(builder, val, len(ty.types))):
+            out.extend(_flat_values(builder, t, v))
+        return out
+    return [val]
+
+
+def _caller(unit):
+    """The intrinsic ``call(address, args)`` calling ``unit`` through its address with
+    numba's calling convention (arguments cast to the unit's types; an exception the
+    unit raises propagates)."""
+    from llvmlite import ir
+    from numba.core import cgutils
+    from numba.core.callconv import excinfo_t
+    from numba.core.extending import intrinsic
+    from numba.core.typing import signature
+
+    @intrinsic
+    def call_unit(typingctx, ptr, args):
+        unit.compile()
+        flat = _flat_types(args)
+        if len(flat) != len(unit.argtys):
+            return None
+        resty = unit.resty
+
+        def codegen(context, builder, sig, llargs):
+            cc = context.call_conv
+            vals = [context.cast(builder, v, t, u) for v, t, u in
+                    zip(_flat_values(builder, sig.args[1], llargs[1]), flat, unit.argtys)]
+            fnty = cc.get_function_type(resty, unit.argtys)
+            fn = builder.inttoptr(llargs[0], fnty.as_pointer())
+            retty = cc.get_return_type(resty).pointee
+            retval = cgutils.alloca_once(builder, retty)
+            builder.store(cgutils.get_null_value(retty), retval)
+            excinfo = cgutils.alloca_once(builder, ir.PointerType(excinfo_t), name="excinfo")
+            code = builder.call(fn, [retval, excinfo]
+                                + list(cc._get_arg_packer(unit.argtys).as_arguments(builder, vals)))
+            status = cc._get_return_status(builder, code, builder.load(excinfo))
+            with cgutils.if_unlikely(builder, status.is_error):
+                cc.return_status_propagate(builder, status)
+            return context.get_returned_value(builder, resty, builder.load(retval))
+        return signature(resty, ptr, args), codegen
+    return call_unit
