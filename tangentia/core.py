@@ -408,18 +408,19 @@ def leaked_tracer_error(x):
 class Primitive:
     """An operation with one rule per interpreter, all defined in one place.
 
-    Attributes (rules of evaluation, staging and differentiation):
+    Attributes (rules of evaluation and staging):
       impl(*arrays, **params)             eager NumPy implementation
       abstract_eval(*avals, **params)     shape/dtype rule -> aval (or list)
-      jvp(primals, tangents, **params)    -> (primal_out, tangent_out)
-      transpose(ct, *args, **params)      for linear primitives -> cts per arg
       check_args(*arrays, **params)       optional: raise a clearer error when
                                           ``impl`` raised a ValueError
 
-    Rules of the other interpreters live in their own tables keyed by the
+    The rules of the interpreters live in their own tables keyed by the
     primitive, filled by the primitive's module, so a new transformation adds
-    its table without editing this class: ``batching.primitive_batchers[p] =
-    rule(args, dims, **params) -> (out, out_dim)`` (vmap) and
+    its table without editing this class: ``ad.primitive_jvps[p] =
+    rule(primals, tangents, **params) -> (primal_out, tangent_out)`` and
+    ``ad.primitive_transposes[p] = rule(ct, *args, **params) -> cts per arg``
+    (differentiation), ``batching.primitive_batchers[p] = rule(args, dims,
+    **params) -> (out, out_dim)`` (vmap) and
     ``partial_eval.custom_partial_eval_rules[p] = rule(trace, args, params)``
     (an optional special staging rule).
 
@@ -442,8 +443,8 @@ class Primitive:
     table (``tangentia.compiler``), not here.
     """
 
-    __slots__ = ("name", "multiple_results", "impl", "abstract_eval", "jvp", "transpose",
-                 "print_params", "jvp_takes_none", "jvp_fns",
+    __slots__ = ("name", "multiple_results", "impl", "abstract_eval", "print_params",
+                 "jvp", "transpose",  # TRANSITIONAL: until linalg.py fills ad's tables
                  "has_effects", "check_args", "program_params", "call_param", "program_types",
                  "__weakref__")
 
@@ -464,11 +465,7 @@ class Primitive:
         self.program_types = None
         self.impl = None
         self.abstract_eval = None
-        self.jvp = None
-        self.transpose = None
         self.print_params = None
-        self.jvp_takes_none = False  # the JVP rule accepts None for a zero tangent
-        self.jvp_fns = None  # per-argument tangent functions (see ad.defjvp)
         self.has_effects = False  # kept by dead-code elimination even without used outputs
         self.check_args = None
         frame = sys._getframe(1)   # the defining module: the first caller outside core

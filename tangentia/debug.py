@@ -32,6 +32,7 @@ from . import core
 from ._array import ArrayImpl
 from ._messages import fun_name as _fun_name
 from .core import Primitive
+from .interpreters.ad import primitive_jvps, primitive_transposes
 from .interpreters.batching import primitive_batchers
 from .numpy import take as _take
 from .tree_util import tree_flatten, tree_unflatten
@@ -62,9 +63,9 @@ def _effect_primitive(name, run, print_params):
     prim.impl = impl
     prim.abstract_eval = lambda *avals, **params: []
     prim.print_params = print_params
-    prim.jvp = jvp
+    primitive_jvps[prim] = jvp
     primitive_batchers[prim] = batch
-    prim.transpose = lambda cts, *args, **params: [None] * len(args)
+    primitive_transposes[prim] = lambda cts, *args, **params: [None] * len(args)
     return prim
 
 

@@ -429,14 +429,15 @@ def kind_of(prim):
 
 
 def rule_of(prim, rule):
-    """``prim``'s rule named ``rule``: an attribute (``impl``, ``jvp``, ...), or an
-    entry of its interpreter's table (batching's, partial evaluation's)."""
-    from tangentia.interpreters import batching
+    """``prim``'s rule named ``rule``: an attribute (``impl``, ``abstract_eval``), or an
+    entry of its interpreter's table (differentiation's, batching's, partial evaluation's)."""
+    from tangentia.interpreters import ad, batching
     from tangentia.interpreters import partial_eval as pe
-    tables = {"batch": batching.primitive_batchers,
+    tables = {"jvp": ad.primitive_jvps, "transpose": ad.primitive_transposes,
+              "batch": batching.primitive_batchers,
               "partial_eval": pe.custom_partial_eval_rules}
     if rule in tables:
-        return tables[rule].get(prim)
+        return tables[rule].get(prim, getattr(prim, rule, None))  # TRANSITIONAL
     return getattr(prim, rule)
 
 
@@ -477,12 +478,13 @@ def missing_custom_call_rules(prim, trace_classes):
     return missing_rules(prim, "call")
 
 
-def test_missing_rules_are_found():
+def test_missing_rules_are_found(monkeypatch):
     from tangentia.core import Primitive
+    from tangentia.interpreters import ad
     p = Primitive("unfinished")
     p.impl = np.negative
     p.abstract_eval = lambda x: x
-    p.jvp = lambda primals, tangents: None
+    monkeypatch.setitem(ad.primitive_jvps, p, lambda primals, tangents: None)
     assert kind_of(p) == "elementwise"
     assert missing_rules(p, "elementwise") == ["batch"]
     assert missing_rules(p, "linear") == ["batch", "transpose"]
@@ -558,10 +560,10 @@ def test_exemptions_are_still_needed():
 
 
 def test_a_missing_rule_fails_the_check(monkeypatch):
-    from tangentia.interpreters import batching
+    from tangentia.interpreters import ad, batching
     from tangentia.primitives import elementwise, structural
     monkeypatch.delitem(batching.primitive_batchers, elementwise.sin_p)
-    monkeypatch.setattr(structural.concatenate_p, "transpose", None)
+    monkeypatch.delitem(ad.primitive_transposes, structural.concatenate_p)
     with pytest.raises(AssertionError, match=r"(?s)concatenate \(structural, [^)]*\): no "
                                              r"transpose.*sin \(elementwise, [^)]*\): no batch"):
         test_every_primitive_has_its_rules()

@@ -122,7 +122,7 @@ _PY_SCALARS = (float, complex)
 
 def _jvp_with_aux(flat, primals, tangents, store, holder):
     trace = ad.JVPTrace(core.current_trace())
-    ins = [p if type(t) is ad.Zero else ad.JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+    ins = [ad.maybe_jvp_tracer(trace, p, t) for p, t in zip(primals, tangents)]
     try:
         with core.set_trace(trace):
             outs = flat(*ins)

@@ -104,7 +104,7 @@ def _custom_jvp_call_transpose(cts, *args, **params):
     return [c if is_lin else None for c, is_lin in zip(cts_in, lin)]
 
 
-custom_jvp_call_p.transpose = _custom_jvp_call_transpose
+ad.primitive_transposes[custom_jvp_call_p] = _custom_jvp_call_transpose
 
 
 def _as_arrays(outs):

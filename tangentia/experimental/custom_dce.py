@@ -231,7 +231,7 @@ def _dce(eqn, used):
 custom_dce_call_p.impl = _impl
 custom_dce_call_p.abstract_eval = lambda *avals, call_jaxpr, **_: [v.aval for v in
                                                                     call_jaxpr.outvars]
-custom_dce_call_p.jvp = _jvp
+ad.primitive_jvps[custom_dce_call_p] = _jvp
 batching.primitive_batchers[custom_dce_call_p] = _batch
 custom_dce_call_p.print_params = lambda params: {"name": params["name"],
                                                  "call_jaxpr": params["call_jaxpr"]}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from types import MethodType as _MethodType
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -69,12 +69,28 @@ def add_tangents(a, b):
     return add_any(a, b)
 
 
+# ---------------------------------------------------------------------------
+# The differentiation rules, in tables keyed by primitive (JAX's names), filled
+# by each primitive's own module (directly or through ``defjvp``, ``defjvp_zero``,
+# ``deflinear``), as ``batching.primitive_batchers`` is for vmap.
+#   primitive_jvps[p] = rule(primals, tangents, **params) -> (primal_out, tangent_out)
+#       a zero tangent is ``Zero``; for the primitives in ``jvp_takes_none`` it
+#       may also be None (the rule then need not build a ``Zero``)
+#   primitive_transposes[p] = rule(ct, *args, **params) -> one cotangent per arg
+#       (None for a zero one); linear inputs arrive as ``UndefinedPrimal``
+
+primitive_jvps: dict[Primitive, Callable] = {}
+primitive_transposes: dict[Primitive, Callable] = {}
+jvp_takes_none: set[Primitive] = set()
+
+
 # A primitive that adds two tangents of the same type (used to accumulate).
 add_any_p = Primitive("add_any")
 add_any_p.impl = np.add
 add_any_p.abstract_eval = lambda x, y: x.strip_weak() if x.weak_type and not y.weak_type else x
-add_any_p.jvp = lambda primals, tangents: (add_any(*primals), add_tangents(*tangents))
-add_any_p.transpose = lambda ct, x, y: (ct, ct)
+primitive_jvps[add_any_p] = lambda primals, tangents: (add_any(*primals),
+                                                       add_tangents(*tangents))
+primitive_transposes[add_any_p] = lambda ct, x, y: (ct, ct)
 add_any = core.eager_dispatch(add_any_p, np.add, nin=2)
 
 # ``convert_element_type``, installed by ``base_ops`` (which defines it and
@@ -151,7 +167,7 @@ class JVPTrace(core.Trace):
 
     def process_primitive(self, prim, args, params):
         # Unpack: the primals, and the tangents of this trace's tracers (None for
-        # other values: a zero the rule need not build when ``prim.jvp_takes_none``).
+        # other values: a zero the rule need not build when ``prim in jvp_takes_none``).
         parent = self.parent
         if len(args) == 1:  # (the most common case, without growing lists)
             x = args[0]
@@ -160,6 +176,7 @@ class JVPTrace(core.Trace):
                     self.check_foreign(x)
                 return parent.process_primitive(prim, args, params)  # a zero tangent
             primals, tangents = [x.primal], [x.tangent]
+            some_none = False
         elif len(args) == 2:  # (binary: the next most common)
             x, y = args
             if type(x) is JVPTracer and x._trace is self:
@@ -176,12 +193,16 @@ class JVPTrace(core.Trace):
                     self.check_foreign(y)
                 py = y
                 ty = None
-            if tx is None and ty is None:
-                return parent.process_primitive(prim, args, params)
+            if tx is None:
+                if ty is None:
+                    return parent.process_primitive(prim, args, params)
+                some_none = True
+            else:
+                some_none = ty is None
             primals, tangents = [px, py], [tx, ty]
         else:
             primals, tangents = [], []
-            nonzero = False
+            nonzero = some_none = False
             for x in args:
                 if type(x) is JVPTracer and x._trace is self:
                     primals.append(x.primal)
@@ -192,12 +213,17 @@ class JVPTrace(core.Trace):
                         self.check_foreign(x)
                     primals.append(x)
                     tangents.append(None)
+                    some_none = True
             if not nonzero:  # every tangent is zero: the parent handles it
                 return parent.process_primitive(prim, args, params)
-        rule = prim.jvp
-        if rule is None:
-            raise NotImplementedError(f"differentiation rule for '{prim.name}' not implemented")
-        if not prim.jvp_takes_none:
+        try:
+            rule = primitive_jvps[prim]
+        except KeyError:
+            rule = getattr(prim, "jvp", None)  # TRANSITIONAL, until linalg.py fills the table
+            if rule is None:
+                raise NotImplementedError(
+                    f"differentiation rule for '{prim.name}' not implemented") from None
+        if some_none and prim not in jvp_takes_none:
             tangents = [Zero.from_primal(p) if t is None else t
                         for p, t in zip(primals, tangents)]
         token = _set_trace(parent)
@@ -518,7 +544,7 @@ custom_lin_p.impl = custom_lin_forward
 custom_lin_p.abstract_eval = (lambda *avals, num_res, bwd, out_avals, name, forward=None:
                               list(out_avals))
 custom_lin_p.print_params = lambda params: {"name": params["name"], "num_res": params["num_res"]}
-custom_lin_p.transpose = _custom_lin_transpose
+primitive_transposes[custom_lin_p] = _custom_lin_transpose
 
 
 def _custom_lin_jvp(primals, tangents, **params):
@@ -526,7 +552,8 @@ def _custom_lin_jvp(primals, tangents, **params):
                     [Zero.from_primal(p) if t is None else t for p, t in zip(primals, tangents)])
 
 
-custom_lin_p.jvp = _custom_lin_jvp  # (its batching rule is in batching.py, which imports this)
+# (its batching rule is in batching.py, which imports this module)
+primitive_jvps[custom_lin_p] = _custom_lin_jvp
 
 
 # Helpers for defining rules ------------------------------------------------
@@ -564,8 +591,8 @@ def defjvp(prim, *tangent_fns):
             if out is None:
                 return ans, Zero.from_primal(ans)
             return ans, out
-    prim.jvp = rule
-    prim.jvp_takes_none = True
+    primitive_jvps[prim] = rule
+    jvp_takes_none.add(prim)
 
 
 def defjvp_zero(prim):
@@ -575,7 +602,8 @@ def defjvp_zero(prim):
         if prim.multiple_results:
             return ans, [Zero.from_primal(a) for a in ans]
         return ans, Zero.from_primal(ans)
-    prim.jvp = rule
+    primitive_jvps[prim] = rule
+    jvp_takes_none.discard(prim)
 
 
 def deflinear(prim, transpose_rule):
@@ -586,8 +614,9 @@ def deflinear(prim, transpose_rule):
             return ans, Zero.from_primal(ans)
         tans = [instantiate(t) for t in tangents]
         return ans, prim.bind(*tans, **params)
-    prim.jvp = rule
-    prim.transpose = transpose_rule
+    primitive_jvps[prim] = rule
+    jvp_takes_none.discard(prim)
+    primitive_transposes[prim] = transpose_rule
 
 
 # ---------------------------------------------------------------------------
@@ -663,12 +692,15 @@ def backward_pass(jaxpr, consts, cts_out):
             cts = pop(out, None)
             if cts is None:
                 continue
-        rule = prim.transpose
         try:
-            if rule is None:
-                raise NotImplementedError(
-                    f"transpose rule for '{prim.name}' not implemented: it appeared in a "
-                    "linear program but is not linear")
+            try:
+                rule = primitive_transposes[prim]
+            except KeyError:
+                rule = getattr(prim, "transpose", None)  # TRANSITIONAL (linalg.py)
+                if rule is None:
+                    raise NotImplementedError(
+                        f"transpose rule for '{prim.name}' not implemented: it appeared in a "
+                        "linear program but is not linear") from None
             # (the linear inputs are variables: ``UndefinedPrimal``)
             cts_in = rule(cts, *inputs, **params) if params else rule(cts, *inputs)
         except (NotImplementedError, TypeError) as err:

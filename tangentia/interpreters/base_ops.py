@@ -256,8 +256,8 @@ def _convert_transpose(ct, x, new_dtype, weak_type=False):
     return (convert_element_type(ct, x.aval.dtype),)
 
 
-convert_element_type_p.jvp = _convert_jvp
-convert_element_type_p.transpose = _convert_transpose
+ad.primitive_jvps[convert_element_type_p] = _convert_jvp
+ad.primitive_transposes[convert_element_type_p] = _convert_transpose
 primitive_batchers[convert_element_type_p] = lambda args, dims, **params: (
     convert_element_type_p.bind(args[0], **params), dims[0])
 

@@ -225,7 +225,7 @@ def def_call_rules(prim, remat=False):
         uouts = trace.stage(prim, unknown_args, with_program(params, unknown))
         return merge_outputs(out_uk, known_outs, uouts)
 
-    prim.jvp = jvp
+    ad.primitive_jvps[prim] = jvp
     batching.primitive_batchers[prim] = batch
-    prim.transpose = transpose
+    ad.primitive_transposes[prim] = transpose
     pe.custom_partial_eval_rules[prim] = partial_eval

@@ -109,8 +109,8 @@ def _no_derivative(name):
     return jvp
 
 
-pmax_p.jvp = _no_derivative("pmax")
-pmin_p.jvp = _no_derivative("pmin")
+ad.primitive_jvps[pmax_p] = _no_derivative("pmax")
+ad.primitive_jvps[pmin_p] = _no_derivative("pmin")
 
 
 def _names(axis_name):

@@ -25,6 +25,7 @@ import numpy as np
 from .. import core
 from ..core import Primitive, ShapedArray
 from ..interpreters import base_ops as B
+from ..interpreters.ad import primitive_jvps, primitive_transposes
 from ..interpreters.batching import primitive_batchers
 from ..tree_util import tree_flatten, tree_leaves, tree_unflatten
 
@@ -134,8 +135,8 @@ def _batch(args, dims, *, callback, result_avals, vmap_method):
 
 pure_callback_p.impl = _impl
 pure_callback_p.abstract_eval = lambda *avals, result_avals, **params: list(result_avals)
-pure_callback_p.jvp = _jvp
-pure_callback_p.transpose = _transpose
+primitive_jvps[pure_callback_p] = _jvp
+primitive_transposes[pure_callback_p] = _transpose
 primitive_batchers[pure_callback_p] = _batch
 pure_callback_p.print_params = lambda params: {"callback": repr(params["callback"]),
                                                "vmap_method": params["vmap_method"]}

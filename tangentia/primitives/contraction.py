@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import core, dtypes
 from ..core import Primitive, ShapedArray
-from ..interpreters.ad import Zero, add_any_p, is_undefined
+from ..interpreters.ad import Zero, add_any_p, is_undefined, primitive_jvps, primitive_transposes
 from ..interpreters.base_ops import unbroadcast
 from ..interpreters.batching import move_to_front, primitive_batchers
 from . import structural as S
@@ -172,8 +172,8 @@ def _around_batch_axis(v, d, contract, batch):
     return contract, batch, _free(core.get_aval(v).ndim, contract, batch).index(d)
 
 
-dot_general_p.jvp = _dot_general_jvp
-dot_general_p.transpose = _dot_general_transpose
+primitive_jvps[dot_general_p] = _dot_general_jvp
+primitive_transposes[dot_general_p] = _dot_general_transpose
 primitive_batchers[dot_general_p] = _dot_general_batch
 
 # ---------------------------------------------------------------------------
@@ -290,6 +290,6 @@ def _einsum_batch(args, dims, subscripts):
     return einsum_p.bind(*new_ops, subscripts=subs), 0
 
 
-einsum_p.jvp = _einsum_jvp
-einsum_p.transpose = _einsum_transpose
+primitive_jvps[einsum_p] = _einsum_jvp
+primitive_transposes[einsum_p] = _einsum_transpose
 primitive_batchers[einsum_p] = _einsum_batch

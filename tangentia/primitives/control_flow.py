@@ -181,10 +181,10 @@ def _cond_transpose(cts, index, *ops, branches):
     return [None] + scatter_linear(lin, outs)
 
 
-cond_p.jvp = _cond_jvp
+ad.primitive_jvps[cond_p] = _cond_jvp
 batching.primitive_batchers[cond_p] = _cond_batch
 pe.custom_partial_eval_rules[cond_p] = _cond_partial_eval
-cond_p.transpose = _cond_transpose
+ad.primitive_transposes[cond_p] = _cond_transpose
 
 # ===========================================================================
 # while: carry = body(carry) while cond(carry)
@@ -339,10 +339,10 @@ def _while_transpose(cts, *args, **params):
         "pass cannot be saved; forward mode, jvp, works with while_loop.)")
 
 
-while_p.jvp = _while_jvp
+ad.primitive_jvps[while_p] = _while_jvp
 batching.primitive_batchers[while_p] = _while_batch
 pe.custom_partial_eval_rules[while_p] = _while_partial_eval
-while_p.transpose = _while_transpose
+ad.primitive_transposes[while_p] = _while_transpose
 
 # ===========================================================================
 # scan: (carry, xs) -> (carry, ys), body(consts, carry, x) -> (carry, y)
@@ -523,7 +523,7 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
 
 
 _SCAN_TRANSPOSED = core.ProgramMemo("scan: transposed bodies")
-scan_p.jvp = _scan_jvp
+ad.primitive_jvps[scan_p] = _scan_jvp
 batching.primitive_batchers[scan_p] = _scan_batch
 pe.custom_partial_eval_rules[scan_p] = _scan_partial_eval
-scan_p.transpose = _scan_transpose
+ad.primitive_transposes[scan_p] = _scan_transpose

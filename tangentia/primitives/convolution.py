@@ -23,7 +23,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .. import core, dtypes
 from ..core import Primitive, ShapedArray
-from ..interpreters.ad import Zero, add_any_p, is_undefined
+from ..interpreters.ad import Zero, add_any_p, is_undefined, primitive_jvps, primitive_transposes
 from ..interpreters.batching import primitive_batchers
 from . import indexing as I
 from . import structural as S
@@ -321,6 +321,6 @@ def _conv_batch(args, dims, **params):
     return out, out_spec[1]
 
 
-conv_general_dilated_p.jvp = _conv_jvp
-conv_general_dilated_p.transpose = _conv_transpose
+primitive_jvps[conv_general_dilated_p] = _conv_jvp
+primitive_transposes[conv_general_dilated_p] = _conv_transpose
 primitive_batchers[conv_general_dilated_p] = _conv_batch

@@ -233,15 +233,15 @@ def _additive_jvp(prim, neg_second):
         if core.get_aval(out).shape != shape:
             out = B.broadcast_to(out, shape)
         return ans, out
-    prim.jvp = rule
-    prim.jvp_takes_none = True
+    ad.primitive_jvps[prim] = rule
+    ad.jvp_takes_none.add(prim)
 
 
 _additive_jvp(add_p, neg_second=False)
 _additive_jvp(sub_p, neg_second=True)
-add_p.transpose = _add_transpose
-sub_p.transpose = _sub_transpose
-neg_p.transpose = lambda ct, x: (neg(ct),)
+ad.primitive_transposes[add_p] = _add_transpose
+ad.primitive_transposes[sub_p] = _sub_transpose
+ad.primitive_transposes[neg_p] = lambda ct, x: (neg(ct),)
 
 
 
@@ -264,8 +264,8 @@ def _mul_jvp(primals, tangents):
     return ans, (Zero.from_primal(ans) if out is None else out)
 
 
-mul_p.jvp = _mul_jvp
-mul_p.jvp_takes_none = True  # (a None tangent is a zero one)
+ad.primitive_jvps[mul_p] = _mul_jvp
+ad.jvp_takes_none.add(mul_p)  # (a None tangent is a zero one)
 
 
 _ndarray = np.ndarray
@@ -286,7 +286,7 @@ def _mul_transpose(ct, x, y):
                   else unbroadcast(c, aval))
 
 
-mul_p.transpose = _mul_transpose
+ad.primitive_transposes[mul_p] = _mul_transpose
 
 div_p = elementwise("div", np.true_divide,
                     [lambda t, ans, x, y: div(t, y),
@@ -299,7 +299,7 @@ def _div_transpose(ct, x, y):
     return unbroadcast(div(ct, y), x.aval), None
 
 
-div_p.transpose = _div_transpose
+ad.primitive_transposes[div_p] = _div_transpose
 
 # ---------------------------------------------------------------------------
 # Transcendental and other smooth functions
@@ -489,8 +489,8 @@ def _complex_transpose(ct, x, y):
             unbroadcast(neg(imag(ct)), y.aval) if is_undefined(y) else None)
 
 
-complex_p.jvp = _complex_jvp
-complex_p.transpose = _complex_transpose
+ad.primitive_jvps[complex_p] = _complex_jvp
+ad.primitive_transposes[complex_p] = _complex_transpose
 
 
 def real(x: ArrayLike) -> Array:
@@ -608,8 +608,8 @@ def _select_transpose(ct, pred, x, y):
             unbroadcast(select(pred, zero, ct), y.aval) if is_undefined(y) else None)
 
 
-select_p.jvp = _select_jvp
-select_p.transpose = _select_transpose
+ad.primitive_jvps[select_p] = _select_jvp
+ad.primitive_transposes[select_p] = _select_transpose
 
 
 # ---------------------------------------------------------------------------

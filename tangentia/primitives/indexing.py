@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import core
 from ..core import Primitive, ShapedArray
-from ..interpreters.ad import Zero, instantiate, is_undefined
+from ..interpreters.ad import Zero, instantiate, is_undefined, primitive_jvps, primitive_transposes
 from ..interpreters import base_ops as B
 from ..interpreters.base_ops import unbroadcast
 from ..interpreters.batching import (broadcast_front, move_axis, move_to_front,
@@ -201,8 +201,8 @@ def _getitem_batch(args, dims, spec, **hints):
     return getitem_p.bind(x, *arrays, spec=spec, **hints), out_d
 
 
-getitem_p.jvp = _getitem_jvp
-getitem_p.transpose = _getitem_transpose
+primitive_jvps[getitem_p] = _getitem_jvp
+primitive_transposes[getitem_p] = _getitem_transpose
 primitive_batchers[getitem_p] = _getitem_batch
 
 
@@ -469,8 +469,8 @@ def _scatter_batch(args, dims, spec, mode, **hints):
     return scatter_p.bind(x, y, *arrays, spec=new_spec, mode=mode, **hints), x_dim
 
 
-scatter_p.jvp = _scatter_jvp
-scatter_p.transpose = _scatter_transpose
+primitive_jvps[scatter_p] = _scatter_jvp
+primitive_transposes[scatter_p] = _scatter_transpose
 primitive_batchers[scatter_p] = _scatter_batch
 
 __all__ = ["ARRAY", "getitem", "scatter", "static_slice"]

@@ -162,8 +162,8 @@ def _ls_batch(args, dims, jaxprs, const_lengths, num_b):
     return outs, list(out_dims)
 
 
-linear_solve_p.jvp = _ls_jvp
-linear_solve_p.transpose = _ls_transpose
+ad.primitive_jvps[linear_solve_p] = _ls_jvp
+ad.primitive_transposes[linear_solve_p] = _ls_transpose
 batching.primitive_batchers[linear_solve_p] = _ls_batch
 
 

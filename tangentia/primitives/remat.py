@@ -45,7 +45,7 @@ name_p = Primitive("name")
 name_p.impl = lambda x, name: x
 name_p.abstract_eval = lambda x, name: x
 ad.defjvp(name_p, lambda t, ans, x, name: t)
-name_p.transpose = lambda ct, x, name: (ct,)
+ad.primitive_transposes[name_p] = lambda ct, x, name: (ct,)
 primitive_batchers[name_p] = lambda args, dims, name: (name_p.bind(args[0], name=name), dims[0])
 
 

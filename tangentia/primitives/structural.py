@@ -105,7 +105,7 @@ def _concatenate_jvp(primals, tangents, axis):
     return ans, concatenate_p.bind(*tans, axis=axis)
 
 
-concatenate_p.jvp = _concatenate_jvp
+ad.primitive_jvps[concatenate_p] = _concatenate_jvp
 
 
 def _concatenate_batch(args, dims, axis):

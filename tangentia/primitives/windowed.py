@@ -21,7 +21,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .. import core
 from ..core import Primitive, ShapedArray
-from ..interpreters.ad import Zero, defjvp_zero
+from ..interpreters.ad import Zero, defjvp_zero, primitive_jvps, primitive_transposes
 from ..interpreters.base_ops import move_to_front
 from ..interpreters.batching import primitive_batchers
 from . import elementwise as E
@@ -204,8 +204,8 @@ def _window_reduce_batch(args, dims, *, op, window_dimensions, window_strides, w
     return out, 0
 
 
-window_reduce_p.jvp = _window_reduce_jvp
-window_reduce_p.transpose = _window_reduce_transpose
+primitive_jvps[window_reduce_p] = _window_reduce_jvp
+primitive_transposes[window_reduce_p] = _window_reduce_transpose
 primitive_batchers[window_reduce_p] = _window_reduce_batch
 
 
