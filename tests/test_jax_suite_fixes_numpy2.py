@@ -537,3 +537,26 @@ def test_concreteness_errors_name_the_argument() -> None:
                                  "mode='wrap' or mode='clip' instead."):
         tg.jit(lambda a, c: tnp.choose(a, c, mode="raise"))(np.array([0, 1]),
                                                              [np.zeros(2), np.ones(2)])
+
+
+# --- array(): JAX's errors for values it has no array of (NumPy made object arrays) -----
+
+def test_array_rejects_what_jax_rejects() -> None:
+    with pytest.raises(ValueError, match="None is not a valid value for jnp.array"):
+        tnp.array([0.0, None])
+    with pytest.raises(OverflowError, match="Python int 9223372036854775808 too large to "
+                                            "convert to int64"):
+        tnp.array(2 ** 63)
+    with pytest.raises(OverflowError, match="too large to convert to int64"):
+        tnp.array([-2 ** 63 - 1])
+    with pytest.raises(TypeError, match="JAX only supports number, bool, and string dtypes"):
+        tnp.array(3, [("a", "<i4"), ("b", "<i4")])   # type: ignore[arg-type]  # (on purpose)
+    with pytest.raises(TypeError):
+        tnp.array(list[tuple[float, float]])
+    assert tnp.array(2 ** 63, dtype=np.uint64).dtype == np.uint64
+    assert tnp.array([np.uint64(2 ** 63)]).dtype == np.uint64
+    assert tnp.array(np.arange(3).astype(ml_dtypes.bfloat16)).dtype == ml_dtypes.bfloat16
+    assert tnp.array(np.zeros(2, ml_dtypes.float8_e4m3fn)).dtype == ml_dtypes.float8_e4m3fn
+    with pytest.raises(ValueError, match="rot90 requires its first argument to have ndim at "
+                                         "least two"):
+        tnp.rot90(np.ones(2))

@@ -193,7 +193,33 @@ def array(object: Any, dtype: DTypeLike | None = None, copy: bool = True, ndmin:
         while ndim(out) < ndmin:
             out = expand_dims(out, 0)
         return out
-    return _np.array(object, dtype=dtype, copy=copy, ndmin=ndmin)
+    return _valid_array(_np.array(object, dtype=dtype, copy=copy, ndmin=ndmin), object, dtype)
+
+
+def _valid_array(out, obj, dtype):
+    """``out`` (NumPy's array of ``obj``) if it is an array JAX has: JAX's errors for None
+    entries, Python ints outside int64 (NumPy makes object or uint64 arrays of them),
+    objects, strings and structured dtypes."""
+    dt = out.dtype
+    if dt.kind in "OUSV" and not (dt.kind == "V" and dt.fields is None and dt.itemsize in (1, 2)):
+        flat = out.ravel() if dt.kind == "O" else ()
+        if builtins.any(x is None for x in flat):
+            raise ValueError("None is not a valid value for jnp.array (tangentia.numpy.array: "
+                             "argument 'object')")
+        big = next((x for x in flat if type(x) is int), None)
+        if big is not None:
+            raise OverflowError(f"Python int {big} too large to convert to int64 "
+                                "(tangentia.numpy.array: argument 'object')")
+        raise TypeError(f"JAX only supports number, bool, and string dtypes, got dtype {dt} in "
+                        "array (tangentia.numpy.array: argument 'object')")
+    if dtype is None and dt == _np.uint64 and not isinstance(obj, (_np.ndarray, _np.generic)):
+        # Python ints past int64 that NumPy read as uint64 (NumPy's own uint64 values are fine)
+        flat = _flat_seq(obj) if isinstance(obj, (list, tuple)) else [obj]
+        big = next((x for x in flat if type(x) is int and x > _np.iinfo(_np.int64).max), None)
+        if big is not None:
+            raise OverflowError(f"Python int {big} too large to convert to int64 "
+                                "(tangentia.numpy.array: pass dtype=uint64 for such values)")
+    return out
 
 
 # ---------------------------------------------------------------------------

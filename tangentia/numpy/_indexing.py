@@ -778,6 +778,9 @@ def flipud(m: ArrayLike) -> Array:
 def rot90(m: ArrayLike, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Array:
     """Rotate by 90 degrees ``k`` times in the plane of ``axes``."""
     m = _in(m, "rot90", "m")
+    if ndim(m) < 2:
+        raise ValueError(f"rot90 requires its first argument to have ndim at least two, but got "
+                         f"first argument of shape {shape(m)}, which has ndim {ndim(m)}")
     if len(axes) != 2:
         raise ValueError("rot90: argument 'axes' must name exactly 2 axes")
     a0, a1 = _axis(axes[0], m, "rot90", "m"), _axis(axes[1], m, "rot90", "m")
