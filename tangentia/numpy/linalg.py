@@ -154,11 +154,13 @@ def slogdet(a: ArrayLike) -> tuple[Array, ...]:
 
 def matrix_power(a: ArrayLike, n: int) -> Array:
     """``a`` raised to the integer power ``n`` (negative powers invert ``a`` first)."""
-    a, = _inexact(a)
-    _check_square("matrix_power", a)
     if not isinstance(n, (int, _np.integer)):
         raise TypeError(f"matrix_power: exponent n must be an integer, got {type(n).__name__}")
     n = int(n)
+    a0, = _inexact(a)
+    _check_square("matrix_power", a0)
+    # an integer matrix stays integer for n >= 0 (JAX's and NumPy's dtype; it became float64)
+    a = a if n >= 0 and _np.result_type(a).kind in "iu" else a0
     if n < 0:
         a, n = inv(a), -n
     if n == 0:
@@ -460,6 +462,8 @@ def pinv(a: ArrayLike, rtol: ArrayLike | None = None, hermitian: bool = False, *
     a, = _inexact(a)
     _check_matrix("pinv", a)
     m, n = _aval(a).shape[-2:]
+    if m == 0 or n == 0:  # the empty (n, m) matrix, as JAX's (the SVD's max failed)
+        return _shapes.broadcast_to(_np.zeros((), _aval(a).dtype), _aval(a).shape[:-2] + (n, m))
     if rtol is None:
         rtol = 10.0 * max(m, n) * float(_np.finfo(_aval(a).dtype).eps)
     if isinstance(rtol, (int, float, _np.number)):
@@ -512,8 +516,9 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *, numpy_resid
     eps = float(_np.finfo(_aval(a).dtype).eps)
     rcond = eps * max(m, n) if rcond is None else (rcond if rcond >= 0 else eps)
     u, s, vh = _L.svd_p.bind(a, full_matrices=False, compute_uv=True)
+    smax = s[0] if min(m, n) else 0.0  # an empty a has no singular values (s[0] failed)
     mask = _elementwise.logical_and(_elementwise.greater(s, 0),
-                                    _elementwise.greater_equal(s, rcond * s[0]))
+                                    _elementwise.greater_equal(s, rcond * smax))
     rank = _reductions.sum(mask)
     safe = _elementwise.where(mask, s, 1)
     s_inv = _conversion.astype(_elementwise.where(mask, _elementwise.divide(1, safe), 0),
@@ -752,6 +757,10 @@ def trace(x: ArrayLike, /, *, offset: int = 0, dtype: DTypeLike | None = None) -
       offset: the diagonal (positive: above the main one).
       dtype: the result's dtype (default: ``x``'s).
     """
+    ndim = _np.ndim(x) if not isinstance(x, _core.Tracer) else _aval(x).ndim
+    if ndim < 2:  # JAX's error (this was an IndexError)
+        raise ValueError(f"axis -2 is out of bounds for array of dimension {ndim} (linalg.trace: "
+                         "argument x must have at least two dimensions)")
     out = _matrices.trace(x, offset=offset, axis1=-2, axis2=-1)
     return out if dtype is None else _conversion.astype(out, dtype)
 

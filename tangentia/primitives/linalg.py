@@ -23,12 +23,15 @@ with the tangent (a rule returns the value and shares its work):
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import scipy.linalg as _sla
 
 from .. import core
 from ..core import Primitive, ShapedArray, Tracer
-from ..interpreters.ad import Zero, add_tangents, defjvp_zero, is_undefined
+from ..interpreters.ad import (Zero, add_tangents, defjvp_zero, is_undefined, primitive_jvps,
+                               primitive_transposes)
 from ..interpreters.batching import batch_size, materialize, move_to_front, primitive_batchers
 from . import contraction as C
 from . import elementwise as E
@@ -248,7 +251,9 @@ def _per_matrix(fn, *arrays):
 def _pivots_to_perm(piv, m):
     piv = np.asarray(piv)
     batch = piv.shape[:-1]
-    flat_piv = piv.reshape(-1, piv.shape[-1]) if piv.ndim else piv.reshape(1, -1)
+    # explicit sizes: reshape(-1, 0) is ambiguous (an empty matrix's pivots)
+    flat_piv = (piv.reshape(int(np.prod(batch)), piv.shape[-1]) if piv.ndim
+                else piv.reshape(1, -1))
     nbatch = flat_piv.shape[0]
     perm = np.empty((nbatch, m), dtype=np.int32)
     if nbatch <= flat_piv.shape[1]:
@@ -274,7 +279,9 @@ def _lu_impl(a):
     if a.size == 0:
         return (a.copy(), np.zeros(a.shape[:-2] + (min(m, n),), np.int32),
                 np.broadcast_to(np.arange(m, dtype=np.int32), a.shape[:-2] + (m,)).copy())
-    lu, piv = _per_matrix(lambda x: tuple(_sla.lu_factor(x, check_finite=False)), (a, 2))
+    with warnings.catch_warnings():  # a singular a has a zero pivot: a result, as JAX's
+        warnings.simplefilter("ignore", _sla.LinAlgWarning)
+        lu, piv = _per_matrix(lambda x: tuple(_sla.lu_factor(x, check_finite=False)), (a, 2))
     piv = np.asarray(piv, dtype=np.int32)
     return np.asarray(lu), piv, _pivots_to_perm(piv, m)
 
@@ -330,7 +337,7 @@ def _lu_jvp(primals, tangents):
     return [lu, piv, perm], [lu_dot, Zero.from_primal(piv), Zero.from_primal(perm)]
 
 
-lu_p.jvp = _lu_jvp
+primitive_jvps[lu_p] = _lu_jvp
 
 
 # -- pivots -> permutation (integer valued) ----------------------------------
@@ -412,8 +419,8 @@ def _tri_transpose(ct, a, b, lower, trans, unit_diagonal):
                                          unit_diagonal=unit_diagonal)
 
 
-triangular_solve_p.jvp = _tri_jvp
-triangular_solve_p.transpose = _tri_transpose
+primitive_jvps[triangular_solve_p] = _tri_jvp
+primitive_transposes[triangular_solve_p] = _tri_transpose
 
 
 # ---------------------------------------------------------------------------
@@ -482,8 +489,8 @@ def _lu_solve_transpose(ct, lu, piv, b, trans):
     return None, None, lu_solve_p.bind(lu, piv, ct, trans=1 - trans if trans < 2 else 0)
 
 
-lu_solve_p.jvp = _lu_solve_jvp
-lu_solve_p.transpose = _lu_solve_transpose
+primitive_jvps[lu_solve_p] = _lu_solve_jvp
+primitive_transposes[lu_solve_p] = _lu_solve_transpose
 
 
 # ---------------------------------------------------------------------------
@@ -525,8 +532,8 @@ def _solve_transpose(ct, a, b):
     return None, solve_p.bind(_mT(a), ct)
 
 
-solve_p.jvp = _solve_jvp
-solve_p.transpose = _solve_transpose
+primitive_jvps[solve_p] = _solve_jvp
+primitive_transposes[solve_p] = _solve_transpose
 
 
 # ---------------------------------------------------------------------------
@@ -552,7 +559,7 @@ def _inv_jvp(primals, tangents):
     return ainv, E.neg(_mm(_mm(ainv, da), ainv))
 
 
-inv_p.jvp = _inv_jvp
+primitive_jvps[inv_p] = _inv_jvp
 
 
 # ---------------------------------------------------------------------------
@@ -585,15 +592,58 @@ det_p.abstract_eval = _det_abstract_eval
 primitive_batchers[det_p] = _front_batch(det_p)
 
 
+def _adjugate_t(lu, piv, parity, d):
+    """The transposed adjugate ``adj(a)^T`` (``det(a) a^-T`` where ``a`` is invertible) from the
+    LU factors ``a = P L U``, exact for singular ``a`` too (``det(a) a^-T`` is 0 * inf there:
+    ``det``'s derivative was NaN at ``[[1, 2], [2, 4]]``, whose true one is ``[[4, -2], [-2, 1]]``).
+
+    With ``S`` the positions of the zero pivots (``m`` of them), ``U~`` = ``U`` with those pivots
+    replaced by 1 and ``V = U~^-1``: ``adj(U) = det(U~) V`` if ``m = 0``, otherwise
+    ``det(U~) pi (V e_f)(e_l^T V)`` with ``f``/``l`` the first/last position in ``S`` and ``pi``
+    the product of ``V[s_i, s_(i+1)]`` over consecutive positions of ``S`` (1 if ``m = 1``):
+    the first-order term of ``det(U~ (I - V Z + eps V dU))``, ``Z`` the projector onto ``S``,
+    whose ``S x S`` block is strictly triangular.  Then ``adj(a) = parity adj(U) L^-1 P^T``,
+    so ``adj(a)^T = parity det(U~) A~^-T (I or pi e_l (V e_f)^T)`` with ``A~ = P L U~``.
+    """
+    n = _shape(lu)[-1]
+    dtype = core.get_aval(lu).dtype
+    zero = E.eq(d, _zero_like(d))
+    zf = S.convert_element_type(zero, dtype)
+    lu_t = E.add(lu, E.mul(_col(zf), _eye(n, dtype)))          # A~'s packed factors
+    det_t = R.reduce_prod(E.select(zero, np.ones((), dtype), d), (len(_shape(d)) - 1,))
+    v = triangular_solve(_triu(lu_t), S.broadcast_to(_eye(n, dtype), _shape(lu)), lower=False)
+    count = C.dot_general(zf, np.triu(np.ones((n, n), dtype)),
+                          (((len(_shape(zf)) - 1,), (0,)), ((), ())))  # inclusive cumsum
+    m = _sum_axis(zf, -1)
+    first = E.mul(zf, S.convert_element_type(E.eq(count, np.ones((), dtype)), dtype))
+    last = E.mul(zf, S.convert_element_type(E.eq(count, _col(m)), dtype))
+    # consecutive zero pivots (i < j): both zero, count[j] - count[i] == 1
+    pair = E.mul(E.mul(_col(zf), _row(zf)),
+                 S.convert_element_type(E.eq(E.sub(_row(count), _col(count)),
+                                             np.ones((), dtype)), dtype))
+    pair = E.mul(pair, np.triu(np.ones((n, n), dtype), 1))
+    pi = R.reduce_prod(E.select(E.ne(pair, _zero_like(pair)), v, np.ones((), dtype)),
+                       (len(_shape(v)) - 2, len(_shape(v)) - 1))
+    vf = _sum_axis(E.mul(v, _row(first)), -1)                      # V e_f
+    rank1 = E.mul(E.mul(_col(last), _row(vf)), _col(_col(pi)))
+    rhs = E.select(_col(_col(E.eq(m, _zero_like(m)))), _eye(n, dtype), rank1)
+    scale = E.mul(parity, det_t)
+    return E.mul(_col(_col(scale)), lu_solve_p.bind(lu_t, piv, rhs, trans=1))
+
+
 def _det_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
     lu, piv, _ = lu_p.bind(a)
     parity, d = _lu_sign_and_diag(lu, piv)
     ans = E.mul(parity, R.reduce_prod(d, (len(_shape(d)) - 1,)))
-    return ans, E.mul(ans, _trace_inv_times(lu, piv, da))
+    if _shape(a)[-1] == 0:
+        return ans, Zero.from_primal(ans)
+    adj_t = _adjugate_t(lu, piv, parity, d)
+    nd = len(_shape(a))
+    return ans, R.reduce_sum(E.mul(adj_t, da), (nd - 2, nd - 1))
 
 
-det_p.jvp = _det_jvp
+primitive_jvps[det_p] = _det_jvp
 
 slogdet_p = Primitive("slogdet", multiple_results=True)
 slogdet_p.impl = lambda a: [_as_out(v) for v in np.linalg.slogdet(a)]
@@ -623,7 +673,7 @@ def _slogdet_jvp(primals, tangents):
     return [sign, logabsdet], [E.mul(E.sub(tr, re), sign), re]
 
 
-slogdet_p.jvp = _slogdet_jvp
+primitive_jvps[slogdet_p] = _slogdet_jvp
 
 
 # ---------------------------------------------------------------------------
@@ -654,7 +704,7 @@ def _cholesky_jvp(primals, tangents):
     return L, _mm(L, phi)
 
 
-cholesky_p.jvp = _cholesky_jvp
+primitive_jvps[cholesky_p] = _cholesky_jvp
 
 
 # ---------------------------------------------------------------------------
@@ -694,7 +744,7 @@ def _eigh_jvp(primals, tangents, lower):
     return [w, v], [dw, dv]
 
 
-eigh_p.jvp = _eigh_jvp
+primitive_jvps[eigh_p] = _eigh_jvp
 
 eigvalsh_p = Primitive("eigvalsh")
 eigvalsh_p.impl = lambda a, lower: np.asarray(np.linalg.eigvalsh(a, UPLO="L" if lower else "U"))
@@ -710,7 +760,7 @@ def _eigvalsh_jvp(primals, tangents, lower):
     return w, _real_part(_sum_axis(E.mul(E.conj(v), _mm(dA, v)), -2))
 
 
-eigvalsh_p.jvp = _eigvalsh_jvp
+primitive_jvps[eigvalsh_p] = _eigvalsh_jvp
 
 
 # ---------------------------------------------------------------------------
@@ -772,7 +822,7 @@ def _qr_jvp(primals, tangents, full_matrices):
     return [q, r], [dq, _concat([drx, dry], -1)]
 
 
-qr_p.jvp = _qr_jvp
+primitive_jvps[qr_p] = _qr_jvp
 
 
 # ---------------------------------------------------------------------------
@@ -845,7 +895,7 @@ def _svd_jvp(primals, tangents, full_matrices, compute_uv):
     return [U, s, Vt], [dU, ds, _mH(dV)]
 
 
-svd_p.jvp = _svd_jvp
+primitive_jvps[svd_p] = _svd_jvp
 
 
 # ---------------------------------------------------------------------------
@@ -931,6 +981,6 @@ def _frechet_transpose(ct, a, e):
     return None, expm_frechet_p.bind(_mT(a), ct)
 
 
-expm_p.jvp = _expm_jvp
-expm_frechet_p.jvp = _frechet_jvp
-expm_frechet_p.transpose = _frechet_transpose
+primitive_jvps[expm_p] = _expm_jvp
+primitive_jvps[expm_frechet_p] = _frechet_jvp
+primitive_transposes[expm_frechet_p] = _frechet_transpose

@@ -347,7 +347,9 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
         return _L._permute_rows(l, inv_perm), u
     if p_indices:
         return inv_perm, l, u
-    p = _tnp.astype(_tnp.equal(_tnp.expand_dims(perm, -2), _np.arange(m)[:, None]), dtype)
+    # real, as JAX's and SciPy's, for a complex a too
+    p = _tnp.astype(_tnp.equal(_tnp.expand_dims(perm, -2), _np.arange(m)[:, None]),
+                    _np.finfo(dtype).dtype)
     return p, l, u
 
 
@@ -396,14 +398,17 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
 
 def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
          type=1, check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
-    """Symmetric eigendecomposition ``(w, v)`` reading the ``lower`` (default) or
-    upper triangle (``w`` only with ``eigvals_only``)."""
+    """Symmetric eigendecomposition ``(w, v)`` (``w`` only with ``eigvals_only``) of
+    ``(a + a^H) / 2``, as JAX's (which symmetrizes the input; ``lower`` then changes nothing):
+    SciPy reads one triangle only, and reading it gave a NaN in the other triangle no effect
+    and a lower-triangular gradient where JAX's is symmetric."""
     if b is not None:
         raise NotImplementedError("eigh: the generalized problem (argument b) is not supported")
     if subset_by_index is not None or subset_by_value is not None:
         raise NotImplementedError("eigh: subset_by_index/subset_by_value are not supported")
     a, = _inexact(a)
     _check_square("eigh", a)
+    a = _nla._symmetrize(a)
     if eigvals_only:
         return _L.eigvalsh_p.bind(a, lower=bool(lower))
     w, v = _L.eigh_p.bind(a, lower=bool(lower))
