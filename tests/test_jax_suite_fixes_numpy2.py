@@ -560,3 +560,31 @@ def test_array_rejects_what_jax_rejects() -> None:
     with pytest.raises(ValueError, match="rot90 requires its first argument to have ndim at "
                                          "least two"):
         tnp.rot90(np.ones(2))
+
+
+# --- digitize of decreasing bins (a value on a bin edge landed one bin off) -------------
+# (searchsorted/digitize keep NumPy's int64 indices, where JAX's are int32: deliberate, as
+# tests/test_numpy_extra.py asserts)
+
+def test_searchsorted_method_keyword_traced() -> None:
+    a, v = np.arange(5.0), np.array([1.0, 2.5])
+    def f(s: Any) -> Any:
+        x: Any = tnp.asarray(s)   # (a tracer here: JAX's method takes method=)
+        return x.searchsorted(v, method="compare_all")
+    got = tg.jit(f)(a)
+    np.testing.assert_array_equal(np.asarray(got), np.searchsorted(a, v))
+
+
+def test_digitize_decreasing_bins_match_numpy() -> None:
+    rng = np.random.default_rng(0)
+    for trial in range(100):
+        bins = np.sort(rng.integers(0, 6, rng.integers(1, 6))).astype(float)
+        if trial % 2:
+            bins = bins[::-1].copy()
+        x = rng.integers(-1, 7, 10).astype(float)   # on the edges too
+        for right in (False, True):
+            want = np.digitize(x, bins, right=right)
+            np.testing.assert_array_equal(np.asarray(tnp.digitize(x, bins, right=right)), want)
+    f = tg.jit(lambda x, b: tnp.digitize(x, b))
+    np.testing.assert_array_equal(np.asarray(f(np.array([1.0, 2.0]), np.arange(5.0)[::-1])),
+                                  np.digitize([1.0, 2.0], np.arange(5.0)[::-1]))

@@ -163,7 +163,8 @@ def install():
         s, axis, stable=stable, descending=descending)
     T.argsort = lambda s, axis=-1, *, stable=True, descending=False: argsort(
         s, axis, stable=stable, descending=descending)
-    T.searchsorted = lambda s, v, side="left", sorter=None: searchsorted(s, v, side, sorter)
+    T.searchsorted = lambda s, v, side="left", sorter=None, *, method="scan": searchsorted(
+        s, v, side, sorter, method=method)
     T.cumprod = _no_out("cumprod", lambda s, axis=None, dtype=None: cumprod(s, axis, dtype))
     T.ptp = _no_out("ptp", lambda s, axis=None, keepdims=False: ptp(s, axis, keepdims))
     T.nonzero = lambda s: nonzero(s)

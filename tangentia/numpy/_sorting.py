@@ -152,7 +152,9 @@ def digitize(x: ArrayLike, bins: ArrayLike, right: bool = False, *,
         return _np.zeros(shape(x), int64) if not _is_tracer(x) else astype(x, int64) * 0
     side = "left" if right else "right"
     inc = _SO.searchsorted(bins, x, side)
-    dec = _E.sub(n, _SO.searchsorted(flip(bins), x, "right" if right else "left"))
+    # decreasing bins: bins[i-1] > x >= bins[i] (right=False), as NumPy's (the sides were
+    # swapped: x equal to a bin edge landed one bin off)
+    dec = _E.sub(n, _SO.searchsorted(flip(bins), x, "left" if right else "right"))
     if not _is_tracer(bins):
         return inc if bins[-1] >= bins[0] else dec
     return where(_E.ge(bins[-1], bins[0]), inc, dec)
