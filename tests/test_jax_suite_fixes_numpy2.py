@@ -588,3 +588,11 @@ def test_digitize_decreasing_bins_match_numpy() -> None:
     f = tg.jit(lambda x, b: tnp.digitize(x, b))
     np.testing.assert_array_equal(np.asarray(f(np.array([1.0, 2.0]), np.arange(5.0)[::-1])),
                                   np.digitize([1.0, 2.0], np.arange(5.0)[::-1]))
+
+
+def test_iscomplexobj_of_traced_sequences_and_int_overflow_wording() -> None:
+    assert tg.jit(lambda v: tnp.iscomplexobj([v]))(1j)
+    assert not tg.jit(lambda v: tnp.iscomplexobj([v, 1.0]))(1.0)
+    assert tnp.iscomplexobj([1, 2j]) and not tnp.iscomplexobj([1.0])
+    with pytest.raises(OverflowError, match="Python int too large"):
+        tnp.array([0, np.iinfo(np.int64).min - 1])

@@ -15,7 +15,7 @@ from ..primitives import structural as _S
 from ._constants import bool_, pi
 from ._creation import ones_like, zeros_like
 from ._elementwise import arctan2, rad2deg, where
-from ._util import _aval, _is_tracer
+from ._util import _aval, _flat_seq, _is_tracer
 
 if TYPE_CHECKING:
     from typing import Any
@@ -33,6 +33,9 @@ def _is_complex_obj(x):
         return False
     if isinstance(x, type) and issubclass(x, _np.generic):
         return _np.dtype(x).kind == "c"
+    if isinstance(x, (list, tuple)) and any(map(_is_tracer, _flat_seq(x))):
+        # (a sequence holding traced values: complex if any entry is, as its array would be)
+        return any(_is_complex(e) for e in _flat_seq(x))
     return _is_complex(x)
 
 

@@ -206,19 +206,22 @@ def _valid_array(out, obj, dtype):
         if builtins.any(x is None for x in flat):
             raise ValueError("None is not a valid value for jnp.array (tangentia.numpy.array: "
                              "argument 'object')")
-        big = next((x for x in flat if type(x) is int), None)
+        i64 = _np.iinfo(_np.int64)
+        big = next((x for x in flat if type(x) is int and not i64.min <= x <= i64.max), None)
         if big is not None:
-            raise OverflowError(f"Python int {big} too large to convert to int64 "
-                                "(tangentia.numpy.array: argument 'object')")
+            raise OverflowError(f"Python int too large to convert to int64 ({big} in argument "
+                                "'object' of tangentia.numpy.array)")
         raise TypeError(f"JAX only supports number, bool, and string dtypes, got dtype {dt} in "
                         "array (tangentia.numpy.array: argument 'object')")
     if dtype is None and dt == _np.uint64 and not isinstance(obj, (_np.ndarray, _np.generic)):
         # Python ints past int64 that NumPy read as uint64 (NumPy's own uint64 values are fine)
         flat = _flat_seq(obj) if isinstance(obj, (list, tuple)) else [obj]
         big = next((x for x in flat if type(x) is int and x > _np.iinfo(_np.int64).max), None)
-        if big is not None:
-            raise OverflowError(f"Python int {big} too large to convert to int64 "
-                                "(tangentia.numpy.array: pass dtype=uint64 for such values)")
+        if big is not None:   # (JAX's wording for a scalar, and for a sequence)
+            raise OverflowError((f"Python int {big} too large to convert to int64" if
+                                 isinstance(obj, int) else "Python int too large to convert to "
+                                 f"int64 ({big})") + " (tangentia.numpy.array: pass "
+                                "dtype=uint64 for such values)")
     return out
 
 
