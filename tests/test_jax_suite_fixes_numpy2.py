@@ -596,3 +596,24 @@ def test_iscomplexobj_of_traced_sequences_and_int_overflow_wording() -> None:
     assert tnp.iscomplexobj([1, 2j]) and not tnp.iscomplexobj([1.0])
     with pytest.raises(OverflowError, match="Python int too large"):
         tnp.array([0, np.iinfo(np.int64).min - 1])
+
+
+def test_pad_with_a_function() -> None:
+    def np_fill(vector: Any, width: Any, iaxis: int, kwargs: Any) -> None:
+        vector[:width[0]] = kwargs.get("padder", 10)
+        vector[vector.shape[0] - width[1]:] = kwargs.get("padder", 10)
+
+    def fill(vector: Any, width: Any, iaxis: int, kwargs: Any) -> Any:
+        vector = vector.at[:width[0]].set(kwargs.get("padder", 10))
+        return vector.at[vector.shape[0] - width[1]:].set(kwargs.get("padder", 10))
+
+    arr = np.arange(24).reshape(2, 3, 4)
+    widths: list[Any] = [2, ((1, 0), (0, 2), (1, 1))]
+    for pw in widths:
+        want = np.pad(arr, pw, np_fill, padder=7)
+        np.testing.assert_array_equal(np.asarray(tnp.pad(arr, pw, fill, padder=7)), want)
+        np.testing.assert_array_equal(np.asarray(jnp.pad(arr, pw, fill, padder=7)), want)
+        np.testing.assert_array_equal(
+            np.asarray(tg.jit(lambda a: tnp.pad(a, pw, fill, padder=7))(arr)), want)
+    with pytest.raises(TypeError, match="immutable"):
+        tnp.pad(arr, 1, np_fill)   # NumPy's in-place style

@@ -15,6 +15,7 @@ from ..primitives import indexing as _I
 from ._constants import float64
 from ._conversion import _in, _inexact, asarray, astype
 from ._elementwise import floor, round
+from ._functional import apply_along_axis
 from ._indexing import take
 from ._reductions import max, mean, min
 from ._shapes import broadcast_to, concatenate, moveaxis, ndim, ravel, reshape, shape
@@ -136,9 +137,12 @@ def _ramp_pad(a, ax, b, c, ends):
 
 def pad(array: ArrayLike, pad_width: Any, mode: str | Callable[..., Any] = "constant", **kwargs
         ) -> Array:
-    """Pad an array (NumPy's modes; values such as ``constant_values`` may be traced)."""
+    """Pad an array (NumPy's modes; values such as ``constant_values`` may be traced).  A
+    function as ``mode`` is JAX's: ``mode(vector, (before, after), axis, kwargs)`` returns
+    each zero-padded 1-D vector along each axis in turn, filled (it cannot write in place,
+    as NumPy's does)."""
     if callable(mode):
-        raise NotImplementedError("pad: a function as argument 'mode' is not supported")
+        return _pad_with_function(array, pad_width, mode, kwargs)
     if mode not in _PAD_KWARGS:
         raise NotImplementedError(
             f"Unimplemented padding mode '{mode}' for np.pad. (pad: argument 'mode' must be one "
@@ -202,4 +206,22 @@ def pad(array: ArrayLike, pad_width: Any, mode: str | Callable[..., Any] = "cons
         else:
             before, after = _stat_pad(a, ax, b, c, values[ax], mode)
         a = concatenate([p for p in (before, a, after) if p is not None], ax)
+    return a
+
+
+def _pad_with_function(array, pad_width, func, kwargs):
+    a = pad(array, pad_width, "constant")
+    nd = ndim(a)
+    if _is_tracer(pad_width):
+        pad_width = _concrete(pad_width, "pad", "pad_width")
+    widths = [(int(b), int(c)) for b, c in _pairs(pad_width, nd, "pad_width", as_index=True)]
+    for ax in range(nd):
+        def fill(vector, ax=ax):
+            out = func(vector, widths[ax], ax, kwargs)
+            if out is None:
+                raise TypeError("pad: the function given as 'mode' must return the padded "
+                                "vector (JAX's arrays are immutable: it cannot fill it in "
+                                "place as with NumPy)")
+            return out
+        a = apply_along_axis(fill, ax, a)
     return a
