@@ -444,7 +444,6 @@ class Primitive:
     """
 
     __slots__ = ("name", "multiple_results", "impl", "abstract_eval", "print_params",
-                 "jvp", "transpose",  # TRANSITIONAL: until linalg.py fills ad's tables
                  "has_effects", "check_args", "program_params", "call_param", "program_types",
                  "__weakref__")
 

@@ -437,7 +437,7 @@ def rule_of(prim, rule):
               "batch": batching.primitive_batchers,
               "partial_eval": pe.custom_partial_eval_rules}
     if rule in tables:
-        return tables[rule].get(prim, getattr(prim, rule, None))  # TRANSITIONAL
+        return tables[rule].get(prim)
     return getattr(prim, rule)
 
 
