@@ -77,3 +77,80 @@ def test_rng_bit_generator_errors():
         lax.rng_bit_generator(key, (3,), algorithm=7)
     with pytest.raises(TypeError, match="Shapes must be 1D sequences of concrete values"):
         lax.rng_bit_generator(key, (2.5,))
+
+
+# ---------------------------------------------------------------------------
+# lax.conv_general_dilated_local: one kernel per output position
+
+
+def _local_case(rng, n, specs, padding, lhs_dilation=None):
+    lhs_spec, rhs_spec, out_spec = specs
+    lhs = np.transpose(rng.normal(size=(2, 3, 7, 6)[:n + 2]),
+                       ["NCHW".index(c) for c in lhs_spec])
+    fs = (2, 3)[:n]
+    kw = dict(window_strides=(1, 2)[:n], padding=padding, filter_shape=fs,
+              rhs_dilation=(2, 1)[:n], lhs_dilation=lhs_dilation, dimension_numbers=specs)
+    patches = jax.lax.conv_general_dilated_patches(
+        lhs, fs, kw["window_strides"], padding, lhs_dilation, kw["rhs_dilation"], specs)
+    sizes = {c: patches.shape[out_spec.index(c)] for c in out_spec if c not in "NC"}
+    sizes.update(O=4, I=3 * int(np.prod(fs)))
+    rhs = rng.normal(size=[sizes[c] for c in rhs_spec])
+    return lhs, rhs, kw
+
+
+@pytest.mark.parametrize("n,specs,padding,lhs_dilation", [
+    (1, ("NCH", "OIH", "NCH"), "SAME", None),
+    (1, ("HCN", "HIO", "CHN"), "VALID", None),
+    (2, ("NCHW", "OIHW", "NCHW"), "SAME", None),
+    (2, ("NHWC", "HWIO", "NHWC"), "VALID", None),
+    (2, ("CWNH", "WOHI", "HNWC"), [(1, 2), (0, 1)], (1, 2)),   # W before H: the order
+])
+def test_conv_general_dilated_local_matches_jax(n, specs, padding, lhs_dilation):
+    rng = np.random.default_rng(n)
+    lhs, rhs, kw = _local_case(rng, n, specs, padding, lhs_dilation)
+    want = jax.lax.conv_general_dilated_local(lhs, rhs, **kw)
+
+    def f(a, b):
+        return lax.conv_general_dilated_local(a, b, **kw)
+
+    for g in (f, tg.jit(f)):
+        got = g(lhs, rhs)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    # vmap over lhs against a loop
+    lhss = np.stack([lhs, 2 * lhs - 1])
+    np.testing.assert_allclose(tg.vmap(f, (0, None))(lhss, rhs),
+                               np.stack([f(a, rhs) for a in lhss]), rtol=1e-12)
+    # gradients in both operands: the map is linear in each, so <grad, t> is exactly
+    # loss(x + t) - loss(x)
+    ct = rng.normal(size=want.shape)
+
+    def loss(a, b):
+        return (lax.conv_general_dilated_local(a, b, **kw) * ct).sum()
+
+    ga, gb = tg.grad(loss, argnums=(0, 1))(lhs, rhs)
+    ta, tb = rng.normal(size=lhs.shape), rng.normal(size=rhs.shape)
+    np.testing.assert_allclose((ga * ta).sum(), loss(lhs + ta, rhs) - loss(lhs, rhs),
+                               rtol=1e-9)
+    np.testing.assert_allclose((gb * tb).sum(), loss(lhs, rhs + tb) - loss(lhs, rhs),
+                               rtol=1e-9)
+
+
+def test_conv_general_dilated_local_is_a_tiled_convolution():
+    # every position's kernel the same: the shared convolution (as JAX's own test checks)
+    rng = np.random.default_rng(1)
+    lhs = rng.normal(size=(2, 3, 7, 6))
+    kernel = rng.normal(size=(4, 3, 2, 3))
+    conv = lax.conv_general_dilated(lhs, kernel, (1, 2), "SAME", rhs_dilation=(2, 1))
+    local = np.broadcast_to(kernel.reshape(4, -1, 1, 1), (4, 18) + conv.shape[2:])
+    got = lax.conv_general_dilated_local(lhs, local, (1, 2), "SAME", (2, 3),
+                                         rhs_dilation=(2, 1))
+    np.testing.assert_allclose(got, conv, rtol=1e-12)
+
+
+def test_conv_general_dilated_local_errors():
+    lhs = np.ones((1, 2, 5))
+    with pytest.raises(TypeError, match="filter_shape must have one size per spatial"):
+        lax.conv_general_dilated_local(lhs, np.ones((3, 4, 4)), (1,), "VALID", (2, 2))
+    with pytest.raises(TypeError, match=r"C \* prod\(filter_shape\) = 4"):
+        lax.conv_general_dilated_local(lhs, np.ones((3, 5, 4)), (1,), "VALID", (2,))

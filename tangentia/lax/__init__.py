@@ -13,7 +13,7 @@ from ..primitives.elementwise import (abs, ceil, cosh, floor, integer_pow, maxim
 from .collectives import (all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin,
                           ppermute, pshuffle, psum, psum_scatter, pswapaxes)
 from .convolution import (conv, conv_dimension_numbers, conv_general_dilated,
-                          conv_general_dilated_patches,
+                          conv_general_dilated_local, conv_general_dilated_patches,
                           conv_general_permutations, conv_general_shape_tuple, conv_shape_tuple,
                           conv_transpose, conv_transpose_shape_tuple, conv_with_general_padding,
                           padtype_to_pads)
@@ -62,7 +62,8 @@ __all__ = [
     "all_gather", "all_to_all", "axis_index", "axis_size", "pmax", "pmean", "pmin", "ppermute",
     "pshuffle", "psum", "psum_scatter", "pswapaxes",
     # convolutions
-    "conv", "conv_dimension_numbers", "conv_general_dilated", "conv_general_dilated_patches",
+    "conv", "conv_dimension_numbers", "conv_general_dilated", "conv_general_dilated_local",
+    "conv_general_dilated_patches",
     "conv_general_permutations",
     "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose",
     "conv_transpose_shape_tuple", "conv_with_general_padding", "padtype_to_pads",

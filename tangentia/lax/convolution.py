@@ -15,6 +15,7 @@ from ..numpy._indexing import flip
 from ..numpy._shapes import swapaxes
 from ..primitives.convolution import conv_abstract_eval, conv_general_dilated_p, dilate_shape
 from .enums import ConvDimensionNumbers
+from . import ops as _ops
 from .ops import _accumulate_in
 
 if TYPE_CHECKING:
@@ -277,3 +278,52 @@ def conv_general_dilated_patches(lhs: ArrayLike, filter_shape: Sequence[int],
     return conv_general_dilated(x, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dn,
                                 feature_group_count=channels,
                                 preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_local(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequence[int],
+                               padding: str | Sequence[tuple[int, int]],
+                               filter_shape: Sequence[int],
+                               lhs_dilation: Sequence[int] | None = None,
+                               rhs_dilation: Sequence[int] | None = None,
+                               dimension_numbers: Any = None, precision: Any = None) -> Array:
+    """An unshared convolution (``jax.lax.conv_general_dilated_local``): every output
+    position has its own kernel.
+
+    ``rhs`` has the layout ``dimension_numbers[1]`` names, but its spatial dimensions are
+    the *output* positions and its ``I`` dimension is the window flattened channel-major
+    (``C`` first, then the window dimensions in the order of the rhs spec's spatial
+    letters), of size ``C * prod(filter_shape)``: output ``[n, o, p] = sum_k
+    patches[n, k, p] * rhs[o, k, p]``, with ``patches`` those of
+    ``conv_general_dilated_patches`` (the same ``filter_shape``, strides, padding and
+    dilations).  A composition of the patches and one ``dot_general`` batched over the
+    output positions, so it differentiates in both operands, batches and stages as they do.
+    ``precision`` (one value or a pair: patches, product) is accepted; the CPU computes in
+    the operands' dtype.
+    """
+    name = "conv_general_dilated_local"
+    x = lhs if isinstance(lhs, core.Tracer) else np.asarray(lhs)
+    w = rhs if isinstance(rhs, core.Tracer) else np.asarray(rhs)
+    ls, rs = _aval(x).shape, _aval(w).shape
+    filter_shape = tuple(operator.index(k) for k in filter_shape)
+    if len(filter_shape) != len(ls) - 2:
+        raise TypeError(f"{name}: filter_shape must have one size per spatial dimension of "
+                        f"lhs ({len(ls) - 2}), got {filter_shape}")
+    dn = conv_dimension_numbers(ls, rs, dimension_numbers)
+    patches = conv_general_dilated_patches(x, filter_shape, window_strides, padding,
+                                           lhs_dilation, rhs_dilation, dn)
+    ps = _aval(patches).shape
+    nsp = len(ps) - 2
+    k_lhs, k_rhs = ps[dn.out_spec[1]], rs[dn.rhs_spec[1]]
+    out_sp = tuple(ps[d] for d in dn.out_spec[2:])
+    rhs_sp = tuple(rs[d] for d in dn.rhs_spec[2:])
+    if k_lhs != k_rhs or out_sp != rhs_sp:
+        raise TypeError(
+            f"{name}: rhs must have an input dimension of size C * prod(filter_shape) = "
+            f"{k_lhs} and the output's spatial sizes {out_sp} (one kernel per output "
+            f"position), got {k_rhs} and {rhs_sp} (rhs shape {tuple(rs)})")
+    # out[p..., n, o]: the output positions batch, the window and channels contract
+    out = _ops.dot_general(patches, w, ((([dn.out_spec[1]]), [dn.rhs_spec[1]]),
+                                        (list(dn.out_spec[2:]), list(dn.rhs_spec[2:]))))
+    source = {dn.out_spec[0]: nsp, dn.out_spec[1]: nsp + 1}
+    source.update({d: i for i, d in enumerate(dn.out_spec[2:])})
+    return _ops.transpose(out, tuple(source[a] for a in range(nsp + 2)))
