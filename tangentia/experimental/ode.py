@@ -575,6 +575,10 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.
     if ta.dtype != t_dtype:
         t = tnp.asarray(t, t_dtype)
     tv = _concrete(t)
+    if tv is not None and tv.size and not np.all(np.isfinite(tv)):  # JAX's loop never ends
+        j = int(np.nonzero(~np.isfinite(tv))[0][0])
+        raise ValueError(f"odeint({name}, ...): the times t must be finite, but t[{j}] = "
+                         f"{float(tv[j])!r} (t = {np.array2string(tv, threshold=12)})")
     if tv is not None and tv.shape[0] > 1:
         bad = np.nonzero(~(np.diff(tv) > 0))[0]
         if bad.size:

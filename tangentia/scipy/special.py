@@ -480,12 +480,30 @@ def betainc(a, b, x):
     return _P.betainc(*_promote_all("betainc", ("a", "b", "x"), (a, b, x)))
 
 
-def entr(x):
-    """``-x log(x)`` for ``x > 0``, 0 at 0, ``-inf`` for ``x < 0`` (SciPy's ``entr``)."""
-    x = _inexact("entr", "x", x)
+def _entr_fun(x):
     neg = tnp.less(x, 0)
     safe = tnp.where(neg, 1.0, x)
     return tnp.where(neg, -np.inf, tnp.negative(xlogy(safe, safe)))
+
+
+_entr = _named_custom_jvp(_entr_fun, "entr")
+
+
+@_entr.defjvp
+def _entr_jvp(primals, tangents):
+    # -log(x) - 1 for x >= 0: +inf at 0 and -inf at inf, as JAX's (through xlogy's rule the
+    # derivative was 0 * log(0) + 0 / 0 = NaN there); 0 where entr is the constant -inf
+    (x,), (t,) = primals, tangents
+    pos = tnp.greater(x, 0)
+    d = tnp.negative(tnp.add(tnp.log(tnp.where(pos, x, 1.0)), 1.0))
+    d = tnp.where(pos, d, tnp.where(tnp.equal(x, 0), np.inf, tnp.where(tnp.less(x, 0), 0.0, x)))
+    out = _entr(x)
+    return out, _fit_tangent(tnp.multiply(t, d), out)
+
+
+def entr(x):
+    """``-x log(x)`` for ``x > 0``, 0 at 0, ``-inf`` for ``x < 0`` (SciPy's ``entr``)."""
+    return _entr(_inexact("entr", "x", x))
 
 
 def multigammaln(a, d):
