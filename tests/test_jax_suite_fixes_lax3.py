@@ -154,3 +154,48 @@ def test_conv_general_dilated_local_errors():
         lax.conv_general_dilated_local(lhs, np.ones((3, 4, 4)), (1,), "VALID", (2, 2))
     with pytest.raises(TypeError, match=r"C \* prod\(filter_shape\) = 4"):
         lax.conv_general_dilated_local(lhs, np.ones((3, 5, 4)), (1,), "VALID", (2,))
+
+
+# ---------------------------------------------------------------------------
+# dot_general's precision is kept through differentiation and batching, as JAX's
+
+
+@pytest.mark.parametrize("precision,shown", [
+    (lax.Precision.HIGHEST, "precision=(Precision.HIGHEST, Precision.HIGHEST)"),
+    ("high", "precision=(Precision.HIGH, Precision.HIGH)"),
+    ((lax.Precision.HIGH, "default"), "precision=(Precision.HIGH, Precision.DEFAULT)"),
+])
+def test_dot_general_precision_is_carried(precision, shown):
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(3, 5, 2)), rng.normal(size=(2, 4, 5))
+    dn = (([2], [0]), ([1], [2]))
+
+    def f(a, b):
+        return lax.dot_general(a, b, dn, precision=precision)
+
+    out, pullback = tg.vjp(f, x, y)
+    text = str(tg.make_jaxpr(pullback)(out))
+    assert text.count("dot_general") == 2 and text.count(shown) == 2, text
+    assert shown in str(tg.make_jaxpr(tg.vmap(f, (0, None)))(np.stack([x, x]), y))
+    assert shown in str(tg.make_jaxpr(lambda a: tg.jvp(lambda u: f(u, y), (a,), (a,)))(x))
+    # the numbers are JAX's, and so are the derivatives
+    np.testing.assert_allclose(out, jax.lax.dot_general(x, y, dn), rtol=1e-13)
+    ct = rng.normal(size=out.shape)
+    for got, want in zip(pullback(ct), jax.vjp(lambda a, b: jax.lax.dot_general(a, b, dn),
+                                               x, y)[1](ct)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(tg.jit(f)(x, y), out, rtol=1e-13)
+
+
+def test_dot_without_precision_stages_as_before():
+    text = str(tg.make_jaxpr(lax.dot)(np.ones((2, 3)), np.ones((3, 4))))
+    assert "precision" not in text
+
+
+def test_dot_general_precision_errors_as_jax():
+    x = np.ones((2, 3))
+    for bad in ("fastest-ish", 3, (lax.Precision.HIGH,)):
+        with pytest.raises(ValueError, match="^Precision argument must be one of:"):
+            lax.dot(x, x.T, precision=bad)
+        with pytest.raises(ValueError, match="^Precision argument must be one of:"):
+            jax.lax.dot(x, x.T, precision=bad)

@@ -21,6 +21,7 @@ from ..primitives import reductions as R
 from ..primitives import sorting as SO
 from ..primitives import special as SP
 from ..primitives import structural as S
+from .enums import DotAlgorithm, DotAlgorithmPreset, Precision
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -547,13 +548,40 @@ def _accumulate_in(preferred: DTypeLike | None, *xs: Any) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def _canonical_precision(precision: Any) -> Any:
+    """``precision`` as JAX keeps it: None, a pair of ``lax.Precision`` values (one
+    value or name applies to both operands) or a ``DotAlgorithm``/``DotAlgorithmPreset``;
+    JAX's ValueError for anything else."""
+    if precision is None or isinstance(precision, (DotAlgorithm, DotAlgorithmPreset)):
+        return precision
+    try:
+        if isinstance(precision, (str, Precision)):
+            p = Precision(precision)
+            return (p, p)
+        if (isinstance(precision, (tuple, list)) and len(precision) == 2
+                and all(isinstance(q, (str, Precision)) for q in precision)):
+            return (Precision(precision[0]), Precision(precision[1]))
+    except ValueError:
+        pass
+    if isinstance(precision, str) and precision.upper() in DotAlgorithmPreset.__members__:
+        return DotAlgorithmPreset[precision.upper()]
+    raise ValueError(
+        "Precision argument must be one of:\n- None,\n- a string in ['highest', 'float32', "
+        "'high', 'bfloat16_3x', 'tensorfloat32', 'default', 'bfloat16', 'fastest', None],\n"
+        "- a lax.Precision value,\n- a tuple of two lax.Precision values or strings,\n- a "
+        "lax.DotAlgorithmPreset or the name of one of these presets, or\n- a lax.DotAlgorithm "
+        f"value;\nbut got {precision}.")
+
+
 def dot_general(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers: Any, precision: Any = None,
                 preferred_element_type: DTypeLike | None = None, out_sharding=None) -> Array:
-    """General contraction (``jax.lax.dot_general``); ``precision`` is accepted and
-    ignored, ``preferred_element_type`` sets the result dtype (and the accumulation's,
-    when it is at least as wide as the operands')."""
+    """General contraction (``jax.lax.dot_general``).  ``precision`` changes nothing on
+    the CPU but is kept, as JAX's: staged programs and the products of derivatives and
+    batching show it; ``preferred_element_type`` sets the result dtype (and the
+    accumulation's, when it is at least as wide as the operands')."""
+    precision = _canonical_precision(precision)
     lhs, rhs = _accumulate_in(preferred_element_type, lhs, rhs)
-    out = C.dot_general(lhs, rhs, dimension_numbers)
+    out = C.dot_general(lhs, rhs, dimension_numbers, precision)
     if preferred_element_type is not None:
         out = S.convert_element_type(out, np.dtype(preferred_element_type))
     return out
@@ -562,7 +590,7 @@ def dot_general(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers: Any, precisio
 def dot(lhs: ArrayLike, rhs: ArrayLike, precision: Any = None,
         preferred_element_type: DTypeLike | None = None) -> Array:
     ln = len(_shape(lhs))
-    return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())),
+    return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())), precision,
                        preferred_element_type=preferred_element_type)
 
 

@@ -72,7 +72,7 @@ def _wrap_cumsum(prim):
 def _wrap_dot_general(prim):
     impl = prim.impl
 
-    def impl_in_float32(x, y, dimension_numbers):
+    def impl_in_float32(x, y, dimension_numbers, precision=None):
         try:
             if x.dtype.kind != "V" and y.dtype.kind != "V":
                 return impl(x, y, dimension_numbers)

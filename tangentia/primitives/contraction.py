@@ -14,13 +14,16 @@ from . import structural as S
 # ---------------------------------------------------------------------------
 # dot_general: dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))
 # Output layout: batch dims, then lhs free dims, then rhs free dims.
+# ``precision`` (a parameter only when given: None or JAX's pair of lax.Precision values, or
+# a DotAlgorithm) has no effect on the CPU; it is carried, as JAX's, unchanged into the
+# products that derivatives and batching make, so a staged pullback shows what was asked.
 
 
 def _free(nd, contract, batch):
     return tuple(i for i in range(nd) if i not in contract and i not in batch)
 
 
-def _dot_general_impl(x, y, dimension_numbers):
+def _dot_general_impl(x, y, dimension_numbers, precision=None):
     (lc, rc), (lb, rb) = dimension_numbers
     xn, yn = x.ndim, y.ndim
     if not lb:
@@ -48,7 +51,7 @@ def _dot_general_impl(x, y, dimension_numbers):
     return out.reshape(bshape + lfs + rfs)
 
 
-def _dot_general_abstract_eval(x, y, dimension_numbers):
+def _dot_general_abstract_eval(x, y, dimension_numbers, precision=None):
     (lc, rc), (lb, rb) = dimension_numbers
     if len(lc) != len(rc) or any(x.shape[a] != y.shape[b] for a, b in zip(lc, rc)):
         raise TypeError(   # JAX's wording and type
@@ -74,22 +77,24 @@ dot_general_p.abstract_eval = _dot_general_abstract_eval
 
 
 
-def dot_general(x, y, dimension_numbers):
+def dot_general(x, y, dimension_numbers, precision=None):
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(int(i) for i in lc), tuple(int(i) for i in rc)),
           (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
-    return dot_general_p.bind(x, y, dimension_numbers=dn)
+    if precision is None:
+        return dot_general_p.bind(x, y, dimension_numbers=dn)
+    return dot_general_p.bind(x, y, dimension_numbers=dn, precision=precision)
 
 
-def _dot_general_jvp(primals, tangents, dimension_numbers):
+def _dot_general_jvp(primals, tangents, **params):
     x, y = primals
     tx, ty = tangents
-    ans = dot_general_p.bind(x, y, dimension_numbers=dimension_numbers)
+    ans = dot_general_p.bind(x, y, **params)
     t = None
     if type(tx) is not Zero:
-        t = dot_general_p.bind(tx, y, dimension_numbers=dimension_numbers)
+        t = dot_general_p.bind(tx, y, **params)
     if type(ty) is not Zero:
-        c = dot_general_p.bind(x, ty, dimension_numbers=dimension_numbers)
+        c = dot_general_p.bind(x, ty, **params)
         t = c if t is None else add_any_p.bind(t, c)
     return ans, (Zero.from_primal(ans) if t is None else t)
 
@@ -98,7 +103,7 @@ def _ranks(x):
     return x.aval.ndim if is_undefined(x) else core.get_aval(x).ndim
 
 
-def _dot_transpose_lhs(ct, x_nd, y, dimension_numbers, swap=False):
+def _dot_transpose_lhs(ct, x_nd, y, dimension_numbers, swap=False, precision=None):
     """Cotangent of the lhs ``x`` of ``dot_general(x, y)`` (``swap``: of the rhs,
     with the dimension numbers swapped), in ``x``'s layout.
 
@@ -120,21 +125,21 @@ def _dot_transpose_lhs(ct, x_nd, y, dimension_numbers, swap=False):
     order_a = list(lb) + list(xf) + contracted  # ct . y: batch, x free, y's rc dims
     order_b = list(lb) + contracted + list(xf)  # y . ct: batch, y's rc dims, x free
     if order_b == sorted(order_b) and order_a != sorted(order_a):
-        return dot_general(y, ct, ((yf, ct_other_free), (rb, ct_batch)))
-    res = dot_general(ct, y, ((ct_other_free, yf), (ct_batch, rb)))
+        return dot_general(y, ct, ((yf, ct_other_free), (rb, ct_batch)), precision)
+    res = dot_general(ct, y, ((ct_other_free, yf), (ct_batch, rb)), precision)
     perm = tuple(int(i) for i in np.argsort(order_a))
     return S.transpose(res, perm)
 
 
-def _dot_general_transpose(ct, x, y, dimension_numbers):
+def _dot_general_transpose(ct, x, y, dimension_numbers, precision=None):
     (lc, rc), (lb, rb) = dimension_numbers
     if is_undefined(x) and is_undefined(y):
         raise TypeError("dot_general: both operands are linear (not a linear function)")
     if is_undefined(x):
-        ctx = _dot_transpose_lhs(ct, x.aval.ndim, y, dimension_numbers)
+        ctx = _dot_transpose_lhs(ct, x.aval.ndim, y, dimension_numbers, precision=precision)
         return _cast(ctx, x.aval), None
     swapped = ((rc, lc), (rb, lb))
-    cty = _dot_transpose_lhs(ct, y.aval.ndim, x, swapped, swap=True)
+    cty = _dot_transpose_lhs(ct, y.aval.ndim, x, swapped, swap=True, precision=precision)
     return None, _cast(cty, y.aval)
 
 
@@ -144,7 +149,7 @@ def _cast(x, aval):
     return x
 
 
-def _dot_general_batch(args, dims, dimension_numbers):
+def _dot_general_batch(args, dims, dimension_numbers, precision=None):
     x, y = args
     xd, yd = dims
     (lc, rc), (lb, rb) = dimension_numbers
@@ -153,15 +158,15 @@ def _dot_general_batch(args, dims, dimension_numbers):
         x = move_to_front(x, xd)
         y = move_to_front(y, yd)
         dn = ((shift(lc), shift(rc)), ((0,) + shift(lb), (0,) + shift(rb)))
-        return dot_general(x, y, dn), 0
+        return dot_general(x, y, dn, precision), 0
     # One operand batched: its batch axis stays where it is, a free axis of that
     # operand (no transpose, as JAX: vmap of a matvec is one matmul).
     nb = len(lb)
     if xd is not None:
         lc, lb, pos = _around_batch_axis(x, xd, lc, lb)
-        return dot_general(x, y, ((lc, rc), (lb, rb))), nb + pos
+        return dot_general(x, y, ((lc, rc), (lb, rb)), precision), nb + pos
     rc, rb, pos = _around_batch_axis(y, yd, rc, rb)
-    return (dot_general(x, y, ((lc, rc), (lb, rb))),
+    return (dot_general(x, y, ((lc, rc), (lb, rb)), precision),
             nb + len(_free(core.get_aval(x).ndim, lc, lb)) + pos)
 
 
