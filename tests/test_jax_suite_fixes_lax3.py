@@ -199,3 +199,24 @@ def test_dot_general_precision_errors_as_jax():
             lax.dot(x, x.T, precision=bad)
         with pytest.raises(ValueError, match="^Precision argument must be one of:"):
             jax.lax.dot(x, x.T, precision=bad)
+
+
+# ---------------------------------------------------------------------------
+# expm1's derivative is exp(x): expm1(x) + 1 rounded again, and was 0 below x = -17 (float32)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_expm1_derivative_is_exp(dtype):
+    x = np.arange(-80.0, 80.0, 1.0, dtype=dtype)
+    exact = np.exp(x.astype(np.float64))            # the true derivative
+    for f in (tg.vmap(tg.grad(lax.expm1)), tg.jit(tg.vmap(tg.grad(lax.expm1)))):
+        got = np.asarray(f(x))
+        assert got.dtype == dtype
+        # NumPy's float32 exp is within about an ulp (1.34e-7 relative at -10)
+        np.testing.assert_allclose(got, exact, rtol=2 * np.finfo(dtype).eps, atol=0)
+    want = np.asarray(jax.vmap(jax.grad(jax.lax.expm1))(x))
+    np.testing.assert_allclose(np.asarray(tg.vmap(tg.grad(lax.expm1))(x)), want,
+                               rtol=np.finfo(dtype).eps, atol=0)
+    # second order too
+    np.testing.assert_allclose(tg.grad(tg.grad(lax.expm1))(dtype(-30.0)), np.exp(-30.0),
+                               rtol=np.finfo(dtype).eps)
