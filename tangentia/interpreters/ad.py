@@ -219,10 +219,8 @@ class JVPTrace(core.Trace):
         try:
             rule = primitive_jvps[prim]
         except KeyError:
-            rule = getattr(prim, "jvp", None)  # TRANSITIONAL, until linalg.py fills the table
-            if rule is None:
-                raise NotImplementedError(
-                    f"differentiation rule for '{prim.name}' not implemented") from None
+            raise NotImplementedError(
+                f"differentiation rule for '{prim.name}' not implemented") from None
         if some_none and prim not in jvp_takes_none:
             tangents = [Zero.from_primal(p) if t is None else t
                         for p, t in zip(primals, tangents)]
@@ -623,11 +621,9 @@ def backward_pass(jaxpr, consts, cts_out):
             try:
                 rule = primitive_transposes[prim]
             except KeyError:
-                rule = getattr(prim, "transpose", None)  # TRANSITIONAL (linalg.py)
-                if rule is None:
-                    raise NotImplementedError(
-                        f"transpose rule for '{prim.name}' not implemented: it appeared in a "
-                        "linear program but is not linear") from None
+                raise NotImplementedError(
+                    f"transpose rule for '{prim.name}' not implemented: it appeared in a "
+                    "linear program but is not linear") from None
             # (the linear inputs are variables: ``UndefinedPrimal``)
             cts_in = rule(cts, *inputs, **params) if params else rule(cts, *inputs)
         except (NotImplementedError, TypeError) as err:
