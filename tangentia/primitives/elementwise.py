@@ -314,7 +314,9 @@ exp_p, exp = _unary("exp", np.exp, lambda t, ans, x: mul(t, ans))
 log_p, log = _unary("log", np.log, lambda t, ans, x: div(t, x))
 log1p_p, log1p = _unary("log1p", np.log1p, lambda t, ans, x: div(t, add(x, 1)))
 # expm1' = exp(x), not expm1(x) + 1: that sum rounds once more (1 ulp off in float32 for
-# large x) and is 0 where expm1(x) rounds to -1 (x < -17 in float32), as JAX's rule
+# large x) and is 0 where expm1(x) rounds to -1 (x < -17 in float32).  JAX's rule with
+# accuracy=HIGHEST; its default rule is still the sum (a deliberate difference: the
+# derivative is exp(x))
 expm1_p, expm1 = _unary("expm1", np.expm1, lambda t, ans, x: mul(t, exp(x)))
 sin_p, sin = _unary("sin", np.sin, lambda t, ans, x: mul(t, cos(x)))
 cos_p, cos = _unary("cos", np.cos, lambda t, ans, x: mul(t, neg(sin(x))))
