@@ -19,6 +19,12 @@ compiles in the background): ``--untiered`` measures the synchronous numba compi
     python benchmarks/bench_cold.py --json benchmarks/cold_results.json
     python benchmarks/bench_cold.py --sizes 100,300,1000,3000   # compile time vs size
 
+``--reuse``: a changed program (another time grid, an edited line of the loss) in a new
+process after the original filled the compile cache, against the same changed program with
+an empty cache (untiered, tangentia only: what numba's compile units save):
+
+    python benchmarks/bench_cold.py --reuse --only ode_grad,ode_vmap_grad --rounds 3
+
 ``--sizes``: compile time against program size, for both libraries: ``jit(grad(f))``
 of a chain of N/2 elementwise operations on ``f64[8]`` (N equations after
 differentiation, counted with ``make_jaxpr``), first call minus second call, untiered
@@ -244,9 +250,9 @@ t1 = time.perf_counter()
 {setup}
 def ready(r):
     return jax.block_until_ready(r)
-t2 = time.perf_counter()
+t2 = time.perf_counter(); c2 = time.process_time()
 r1 = ready({first})
-t3 = time.perf_counter()
+t3 = time.perf_counter(); c3 = time.process_time()
 second = None
 if {has_second}:
     t4 = time.perf_counter(); ready({second_expr}); second = time.perf_counter() - t4
@@ -257,7 +263,8 @@ except TimeoutError:
     native = None
 import numpy as _np
 leaves = jax.tree_util.tree_leaves(r1)
-print(json.dumps({{"import_s": t1 - t0, "first_s": t3 - t2, "second_s": second,
+print(json.dumps({{"import_s": t1 - t0, "first_s": t3 - t2, "first_cpu_s": c3 - c2,
+                   "second_s": second,
                    "native_s": native,
                    "result": [_np.asarray(l, dtype=float).ravel().tolist() for l in leaves]}}))
 """
@@ -270,7 +277,9 @@ def child_code(lib, case, cpu, native_wait=300):
                         has_second=second is not None, second_expr=second or "None")
 
 
-def run_case(lib, case, cpu, tiered=True, timeout=900, native_wait=300):
+def run_case(lib, case, cpu, tiered=True, timeout=900, native_wait=300, cache=None, variant=None):
+    """One fresh process running ``case`` (``variant``: a key of ``REUSE[case]``, the case
+    changed so) with an empty compile cache, or the directory ``cache`` (kept)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
     for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -278,14 +287,64 @@ def run_case(lib, case, cpu, tiered=True, timeout=900, native_wait=300):
     env["XLA_FLAGS"] = env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
     env["TANGENTIA_COMPILE_PROGRESS"] = "0"
     env["TANGENTIA_JIT_TIERED"] = "1" if tiered else "0"
-    with tempfile.TemporaryDirectory() as cache:
-        env["TANGENTIA_CACHE_DIR"] = cache
-        proc = subprocess.run([sys.executable, "-c", child_code(lib, case, cpu, native_wait)],
+    code = child_code(lib, case, cpu, native_wait)
+    for old, new in (REUSE[case][variant] if variant else ()):
+        assert old in code, (case, variant, old)
+        code = code.replace(old, new)
+    with tempfile.TemporaryDirectory() as empty:
+        env["TANGENTIA_CACHE_DIR"] = cache or empty
+        proc = subprocess.run([sys.executable, "-c", code],
                               capture_output=True, text=True, timeout=timeout, env=env)
     if proc.returncode != 0:
         err = (proc.stderr.strip().splitlines() or ["?"])[-1]
         return {"error": err}
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# --reuse: a changed program after the original has filled the compile cache (numba's
+# compile units: loop bodies and called functions cached by their own source), against
+# the same changed program in an empty cache.  Variants: (text, replacement) in the case.
+_LOSS = "return jnp.sum(odeint(pend, y0, ts, {})[-1] ** 2)"
+REUSE = {
+    "ode_grad": {
+        "grid 77": [("np.linspace(0.0, 10.0, 101)", "np.linspace(0.0, 10.0, 77)")],
+        "edited loss": [(_LOSS.format("b, c"), _LOSS.format("b, c") + " + 0.5 * b")],
+    },
+    "ode_vmap_grad": {
+        "grid 41": [("np.linspace(0.0, 10.0, 51)", "np.linspace(0.0, 10.0, 41)")],
+        "edited loss": [(_LOSS.format("p[0], p[1]"), _LOSS.format("p[0], p[1]") + " + 0.5 * p[0]")],
+    },
+}
+
+
+def run_reuse(cases, cpu, rounds):
+    """Per case and variant, untiered (the time numba takes): the original program cold,
+    then the changed one in a new process with the same cache directory ("reused"),
+    against the changed one in an empty cache ("cold"); first calls, wall and CPU."""
+    out = {}
+    for case in [c for c in cases if c in REUSE]:
+        for variant in REUSE[case]:
+            rows = {"original": [], "reused": [], "cold": []}
+            for _ in range(rounds):       # interleaved
+                with tempfile.TemporaryDirectory() as cache:
+                    rows["original"].append(run_case("tangentia", case, cpu, False, cache=cache))
+                    rows["reused"].append(run_case("tangentia", case, cpu, False, cache=cache,
+                                                   variant=variant))
+                rows["cold"].append(run_case("tangentia", case, cpu, False, variant=variant))
+            res = {k: {m: _median([r for r in v if "error" not in r], m)
+                       for m in ("first_s", "first_cpu_s")} for k, v in rows.items()}
+            errs = [r["error"] for v in rows.values() for r in v if "error" in r]
+            same = [r.get("result") for r in rows["reused"] + rows["cold"]]
+            res["agree"] = all(x == same[0] for x in same)    # bit for bit
+            out[f"{case} / {variant}"] = res
+            print(f"{case:<14} {variant:<12} original cold {_fmt(res['original']['first_s']):>9} "
+                  f"(cpu {_fmt(res['original']['first_cpu_s'])}) | changed, reusing "
+                  f"{_fmt(res['reused']['first_s']):>9} (cpu {_fmt(res['reused']['first_cpu_s'])})"
+                  f" | changed, cold {_fmt(res['cold']['first_s']):>9} "
+                  f"(cpu {_fmt(res['cold']['first_cpu_s'])})"
+                  + ("" if res["agree"] else "  RESULTS DIFFER") + (f"  errors: {errs}" if errs else ""),
+                  flush=True)
+    return out
 
 
 SIZE_CHILD = """
@@ -376,6 +435,9 @@ def main(argv=None):
     ap.add_argument("--sizes", default="", help="compile time vs size: chain lengths")
     ap.add_argument("--plot", default=None, metavar="PNG",
                     help="with --sizes: also draw compile time against equations (matplotlib)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="a changed program (time grid, one line) reusing the compile cache "
+                         "of the original, against it cold (cases: " + ", ".join(REUSE) + ")")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     cases = [c for c in CASES if not args.only or c in args.only.split(",")]
@@ -388,6 +450,12 @@ def main(argv=None):
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"sizes": sizes}, f, indent=1)
+        return
+    if args.reuse:
+        reuse = run_reuse(cases, cpu, args.rounds)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"reuse": reuse}, f, indent=1)
         return
     results = {}
     for case in cases:
