@@ -186,13 +186,16 @@ def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = Fal
         if not vals.size and size and fill_value is None:
             raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
                              "fill_value must be specified")
-        fill = (vals.min() if vals.size else 0) if fill_value is None else fill_value
+        # JAX's default fill is the first sorted entry (min() made it NaN when one is NaN)
+        fill = (vals[0] if vals.size else 0) if fill_value is None else fill_value
         outs[0] = _np.concatenate([vals, _np.full(builtins.max(size - vals.size, 0), fill,
                                                   vals.dtype)])[:size]
         k = 1
         if return_index:
-            outs[k] = _np.concatenate([outs[k], _np.zeros(builtins.max(size - vals.size, 0),
-                                                          outs[k].dtype)])[:size]
+            # padded with the first entry's index, as JAX's (it was 0)
+            outs[k] = _np.concatenate([outs[k], _np.full(builtins.max(size - vals.size, 0),
+                                                         outs[k][0] if vals.size else 0,
+                                                         outs[k].dtype)])[:size]
             k += 1
         if return_inverse:
             k += 1
@@ -216,13 +219,13 @@ def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = Fal
         first = concatenate([_np.ones(1, bool), neq])
     group = _E.sub(cumsum(astype(first, int64)), 1)
     slot = where(logical_and(first, _E.lt(group, size)), group, size)
-    fill = (min(flat) if n else 0) if fill_value is None else fill_value
+    fill = (srt[0] if n else 0) if fill_value is None else fill_value  # JAX's: first sorted
     buf = full((size + 1,), astype(fill, _aval(flat).dtype) if _is_tracer(fill) else
                _np.asarray(fill, _aval(flat).dtype), _aval(flat).dtype)
     outs = [_I.scatter(buf, srt, (_I.ARRAY,), (slot,), "set")[:size]]
     if return_index:
-        outs.append(_I.scatter(_np.zeros(size + 1, int64), perm, (_I.ARRAY,), (slot,),
-                               "set")[:size])
+        pad = full((size + 1,), perm[0] if n else 0, int64)  # JAX's: the first entry's index
+        outs.append(_I.scatter(pad, perm, (_I.ARRAY,), (slot,), "set")[:size])
     if return_inverse:
         inv = _I.scatter(_np.zeros(n, int64), group, (_I.ARRAY,), (perm,), "set")
         outs.append(reshape(inv, shape(ar)))
