@@ -223,3 +223,106 @@ def test_expm1_derivative_is_exp(dtype):
     # second order too
     np.testing.assert_allclose(tg.grad(tg.grad(lax.expm1))(dtype(-30.0)), np.exp(-30.0),
                                rtol=np.finfo(dtype).eps)
+
+
+# ---------------------------------------------------------------------------
+# gather/scatter: XLA's checks of the dimension numbers, in its order, with JAX's words
+
+GDN, SDN = lax.GatherDimensionNumbers, lax.ScatterDimensionNumbers
+
+
+def _gather_case(operand_shape=(10, 9, 8, 7, 6), indices_shape=(5, 4, 3, 2, 3),
+                 offset_dims=(4,), collapsed=(1, 3), start_index_map=(1, 3, 4),
+                 operand_batching=(0, 2), indices_batching=(0, 2),
+                 slice_sizes=(1, 1, 1, 1, 6)):
+    return (operand_shape, indices_shape,
+            dict(offset_dims=offset_dims, collapsed_slice_dims=collapsed,
+                 start_index_map=start_index_map, operand_batching_dims=operand_batching,
+                 start_indices_batching_dims=indices_batching), slice_sizes)
+
+
+GATHER_BAD = [
+    dict(offset_dims=(5,)), dict(offset_dims=(1, 0), slice_sizes=(1, 1, 1, 7, 6),
+                                 collapsed=(1,)),
+    dict(start_index_map=(1, 3)), dict(start_index_map=(1, 3, 9)),
+    dict(start_index_map=(1, 3, 3)), dict(collapsed=(3, 1)), dict(collapsed=(1, 9)),
+    dict(operand_batching=(2, 0)), dict(operand_batching=(0, 0)),
+    dict(operand_batching=(0, 9)), dict(collapsed=(1, 2)),
+    dict(start_index_map=(0, 3, 4)), dict(indices_batching=(0, 0)),
+    dict(indices_batching=(0, 7)), dict(indices_batching=(0, 4)),
+    dict(indices_batching=(0,)), dict(indices_batching=(1, 2)),
+    dict(slice_sizes=(1, 1, 1, 1)), dict(offset_dims=(), slice_sizes=(1, 1, 1, 1, 6)),
+    dict(slice_sizes=(1, 1, 1, 1, 7)), dict(slice_sizes=(1, 2, 1, 1, 6)),
+    dict(slice_sizes=(2, 1, 1, 1, 6)),
+]
+
+
+@pytest.mark.parametrize("i", range(len(GATHER_BAD)))
+def test_gather_dimension_number_errors_begin_with_jax(i):
+    oshape, ishape, dn, sizes = _gather_case(**GATHER_BAD[i])
+    x, idx = np.zeros(oshape), np.zeros(ishape, np.int32)
+    with pytest.raises(TypeError) as want:
+        jax.eval_shape(lambda: jax.lax.gather(x, idx, jax.lax.GatherDimensionNumbers(**dn),
+                                              sizes))
+    with pytest.raises(TypeError) as got:
+        lax.gather(x, idx, GDN(**dn), sizes)
+    assert str(got.value).startswith(str(want.value)), (str(got.value), str(want.value))
+
+
+def test_gather_of_no_indices_skips_the_window_bound():
+    # no index vectors, no windows: a window larger than the operand is not an error
+    x, idx = np.zeros((0, 3)), np.zeros((0, 1), np.int32)
+    dn = GDN(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
+    got = lax.gather(x, idx, dn, (1, 3))
+    want = jax.lax.gather(x, idx, jax.lax.GatherDimensionNumbers((1,), (0,), (0,)), (1, 3))
+    assert got.shape == want.shape == (0, 3)
+
+
+def _scatter_case(operand_shape=(10, 9, 8, 7, 6), indices_shape=(10, 4, 8, 2),
+                  updates_shape=(10, 4, 8, 6), window=(3,), inserted=(1, 3),
+                  to_operand=(1, 3), operand_batching=(0, 2), indices_batching=(0, 2)):
+    return (operand_shape, indices_shape, updates_shape,
+            dict(update_window_dims=window, inserted_window_dims=inserted,
+                 scatter_dims_to_operand_dims=to_operand, operand_batching_dims=operand_batching,
+                 scatter_indices_batching_dims=indices_batching))
+
+
+SCATTER_BAD = [
+    dict(updates_shape=(10, 4, 8, 6, 1)), dict(window=(4,)),
+    dict(inserted=(3, 1)), dict(inserted=(1, 1)), dict(inserted=(1, 9)),
+    dict(operand_batching=(2, 0)), dict(operand_batching=(0, 0)),
+    dict(operand_batching=(0, 9)), dict(inserted=(1, 2)), dict(to_operand=(0, 3)),
+    dict(indices_batching=(0, 0)), dict(indices_batching=(0, 7)),
+    dict(indices_batching=(0, 3)), dict(indices_batching=(0,)), dict(indices_batching=(1, 2)),
+    dict(updates_shape=(9, 4, 8, 6)), dict(window=(3,), inserted=(1,), to_operand=(1,),
+                                           indices_shape=(10, 4, 8, 1)),
+    dict(to_operand=(1,)), dict(to_operand=(1, 9)), dict(to_operand=(1, 1)),
+    dict(updates_shape=(10, 4, 8, 7)), dict(updates_shape=(10, 5, 8, 6)),
+]
+
+
+@pytest.mark.parametrize("i", range(len(SCATTER_BAD)))
+def test_scatter_dimension_number_errors_begin_with_jax(i):
+    oshape, ishape, ushape, dn = _scatter_case(**SCATTER_BAD[i])
+    x, idx, upd = np.zeros(oshape), np.zeros(ishape, np.int32), np.zeros(ushape)
+    with pytest.raises(TypeError) as want:
+        jax.eval_shape(lambda: jax.lax.scatter_add(x, idx, upd,
+                                                   jax.lax.ScatterDimensionNumbers(**dn)))
+    with pytest.raises(TypeError) as got:
+        lax.scatter_add(x, idx, upd, SDN(**dn))
+    assert str(got.value).startswith(str(want.value)), (str(got.value), str(want.value))
+
+
+def test_gather_scatter_with_batching_dims_still_match_jax():
+    rng = np.random.default_rng(0)
+    oshape, ishape, dn, sizes = _gather_case()
+    x = rng.normal(size=oshape)
+    idx = np.stack([rng.integers(0, n, size=(5, 4, 3, 2)) for n in (9, 7, 6)], -1)
+    x, idx = x[:5, :, :3], idx.astype(np.int32)         # batching sizes agree: 5 and 3
+    want = jax.lax.gather(x, idx, jax.lax.GatherDimensionNumbers(**dn), sizes)
+    np.testing.assert_array_equal(lax.gather(x, idx, GDN(**dn), sizes), want)
+    oshape, ishape, ushape, sdn = _scatter_case()
+    x, upd = rng.normal(size=oshape), rng.normal(size=ushape)
+    idx = np.stack([rng.integers(0, n, size=ishape[:-1]) for n in (9, 7)], -1).astype(np.int32)
+    want = jax.lax.scatter_add(x, idx, upd, jax.lax.ScatterDimensionNumbers(**sdn))
+    np.testing.assert_allclose(lax.scatter_add(x, idx, upd, SDN(**sdn)), want, rtol=1e-13)

@@ -339,7 +339,7 @@ def test_scatter_set_sub_apply_and_derivatives():
     us = np.stack([SU, 2 * SU])
     np.testing.assert_array_equal(tg.vmap(lambda u: lax.scatter(G, SI[1:], u, SDN))(us[:, 1:]),
                                   np.stack([lax.scatter(G, SI[1:], u, SDN) for u in us[:, 1:]]))
-    with pytest.raises(TypeError, match="scatter_add: the scatter dimensions of updates"):
+    with pytest.raises(TypeError, match="^Bounds of the scatter dimensions of updates"):
         lax.scatter_add(G, SI, SU[:2], SDN)
 
 

@@ -49,22 +49,6 @@ def _tag(fname, text):
     return f" (tangentia: lax.{fname}: {text})"
 
 
-def _dims(fname, op, name, dims, rank, sorted_=True):
-    """``dims`` (one field of the dimension numbers): sorted, once each, in ``[0, rank)``."""
-    dims = tuple(int(d) for d in dims)
-    if sorted_ and list(dims) != sorted(dims):
-        raise TypeError(f"{name} in {op} op must be sorted; got {dims}"
-                        + _tag(fname, f"{name} must be increasing"))
-    if len(set(dims)) != len(dims):
-        raise TypeError(f"{name} in {op} op must not repeat; got: {dims}."
-                        + _tag(fname, f"{name} names each dimension once"))
-    for d in dims:
-        if not 0 <= d < rank:
-            raise TypeError(f"Invalid {name} set in {op} op; valid range is [0, {rank}); got: "
-                            f"{d}." + _tag(fname, "dimension numbers do not count from the end"))
-    return dims
-
-
 def _index_map(fname, op, name, dims, rank):
     """``start_index_map``/``scatter_dims_to_operand_dims``: operand dimensions, once each."""
     dims = tuple(int(d) for d in dims)
@@ -87,35 +71,192 @@ def _integer_indices(fname, idx):
                          + _tag(fname, f"got {np.dtype(core.get_aval(idx).dtype).name} indices"))
 
 
+def _sorted(fname, op, name, dims):
+    if list(dims) != sorted(dims):
+        raise TypeError(f"{name} in {op} op must be sorted; got {dims}"
+                        + _tag(fname, f"{name} must be increasing"))
+
+
+def _once(fname, op, name, dims):
+    if len(set(dims)) != len(dims):
+        raise TypeError(f"{name} in {op} op must not repeat; got: {dims}."
+                        + _tag(fname, f"{name} names each dimension once"))
+
+
+def _in_range(fname, op, name, dims, rank):
+    for d in dims:
+        if not 0 <= d < rank:
+            raise TypeError(f"Invalid {name} set in {op} op; valid range is [0, {rank}); got: "
+                            f"{d}." + _tag(fname, "dimension numbers do not count from the end"))
+
+
+def _disjoint(fname, op, name1, dims1, name2, dims2):
+    if set(dims1) & set(dims2):
+        raise TypeError(f"{name1} and {name2} in {op} op must be disjoint; got: {dims1} and "
+                        f"{dims2}." + _tag(fname, "an operand dimension has one role"))
+
+
+def _batch_shapes(fname, op, shape, ishape, operand_batching, indices_batching, indices_name):
+    """The indices' batching dimensions, checked against the operand's (XLA's order)."""
+    Op = op.capitalize()
+    _once(fname, op, indices_name, indices_batching)
+    _in_range(fname, op, indices_name, indices_batching, len(ishape))
+    if len(ishape) - 1 in indices_batching:
+        raise TypeError(f"{Op} op cannot have the index vector dimension as a batching "
+                        f"dimension; got {indices_batching}."
+                        + _tag(fname, "the last dimension of the indices holds the index "
+                               "vectors"))
+    if len(operand_batching) != len(indices_batching):
+        space = "" if op == "gather" else " "   # JAX's gather message lacks it
+        raise TypeError(f"{Op} op requires equal numbers of operand_batching_dims and "
+                        f"{indices_name}, got {operand_batching} and{space}{indices_batching}."
+                        + _tag(fname, "the batching dimensions pair up"))
+    ob = tuple(shape[d] for d in operand_batching)
+    ib = tuple(ishape[d] for d in indices_batching)
+    if ob != ib:
+        raise TypeError(f"{Op} op requires operand batching dimensions and indices batching "
+                        f"dimensions to have the same shape, got {ob} and {ib}."
+                        + _tag(fname, "paired batching dimensions have one size"))
+    return ob
+
+
 def _check_gather(fname, shape, idx, dn, sizes):
-    rank = len(shape)
+    """XLA's checks of a gather (ValidateGatherDimensions, then the slice sizes), in its
+    order and with its (JAX's) words: static, at trace time."""
+    rank, ishape = len(shape), _shape(idx)
     _integer_indices(fname, idx)
-    out_rank = len(dn.offset_dims) + len(_shape(idx)) - 1
-    _dims(fname, "gather", "offset_dims", dn.offset_dims, out_rank)
-    _index_map(fname, "gather", "start_index_map", dn.start_index_map, rank)
-    _dims(fname, "gather", "collapsed_slice_dims", dn.collapsed_slice_dims, rank)
-    for i, (size, n) in enumerate(zip(sizes, shape)):
-        if not 0 <= size <= n:
-            raise TypeError(f"Slice size at index {i} in gather op is out of range, must be "
-                            f"within [0, {n} + 1), got {size}."
-                            + _tag(fname, "windows lie inside the operand"))
+    if not ishape:
+        raise TypeError("Gather index leaf dimension must be within [0, rank(indices) + 1). "
+                        "rank(indices) is 0 and gather index leaf dimension is -1."
+                        + _tag(fname, "the indices' last dimension holds the index vectors"))
+    offset_dims = tuple(int(d) for d in dn.offset_dims)
+    collapsed = tuple(int(d) for d in dn.collapsed_slice_dims)
+    start_index_map = tuple(int(d) for d in dn.start_index_map)
+    operand_batching = tuple(int(d) for d in dn.operand_batching_dims)
+    indices_batching = tuple(int(d) for d in dn.start_indices_batching_dims)
+    _sorted(fname, "gather", "offset_dims", offset_dims)
+    _once(fname, "gather", "offset_dims", offset_dims)
+    out_rank = len(offset_dims) + len(ishape) - 1
+    for i, d in enumerate(offset_dims):
+        if not 0 <= d < out_rank:
+            raise TypeError(f"Offset dimension {i} in gather op is out of bounds; got {d}, but "
+                            f"should have been in [0, {out_rank})"
+                            + _tag(fname, "dimension numbers do not count from the end"))
+    if len(start_index_map) != ishape[-1]:
+        raise TypeError(f"Gather op has {len(start_index_map)} elements in start_index_map and "
+                        f"the bound of dimension index_vector_dim={len(ishape) - 1} of indices "
+                        f"is {ishape[-1]}. These two numbers must be equal."
+                        + _tag(fname, "one start_index_map entry per index vector element"))
+    _index_map(fname, "gather", "start_index_map", start_index_map, rank)
+    _sorted(fname, "gather", "collapsed_slice_dims", collapsed)
+    _in_range(fname, "gather", "collapsed_slice_dims", collapsed, rank)
+    _once(fname, "gather", "collapsed_slice_dims", collapsed)
+    _once(fname, "gather", "operand_batching_dims", operand_batching)
+    _sorted(fname, "gather", "operand_batching_dims", operand_batching)
+    _in_range(fname, "gather", "operand_batching_dims", operand_batching, rank)
+    _disjoint(fname, "gather", "collapsed_slice_dims", collapsed, "operand_batching_dims",
+              operand_batching)
+    _disjoint(fname, "gather", "start_index_map", start_index_map, "operand_batching_dims",
+              operand_batching)
+    _batch_shapes(fname, "gather", shape, ishape, operand_batching, indices_batching,
+                  "start_indices_batching_dims")
+    if len(sizes) != rank:
+        raise TypeError(f"Gather op must have one slice size for every input dimension; got: "
+                        f"len(slice_sizes)={len(sizes)}, input_shape.rank={rank}"
+                        + _tag(fname, "slice_sizes has one entry per operand dimension"))
+    if len(sizes) != len(offset_dims) + len(collapsed) + len(operand_batching):
+        raise TypeError(f"All components of the offset index in a gather op must either be a "
+                        f"offset dimension or explicitly collapsed/batching; got "
+                        f"len(slice_sizes)={len(sizes)}, output_slice_sizes={offset_dims}, "
+                        f"collapsed_slice_dims={collapsed}, operand_batching_dims="
+                        f"{operand_batching}."
+                        + _tag(fname, "each operand dimension is an offset, collapsed or "
+                               "batching dimension"))
+    if int(np.prod(ishape, dtype=np.int64)):   # no windows are taken from no indices
+        for i, (size, n) in enumerate(zip(sizes, shape)):
+            if not 0 <= size <= n:
+                raise TypeError(f"Slice size at index {i} in gather op is out of range, must "
+                                f"be within [0, {n} + 1), got {size}."
+                                + _tag(fname, "windows lie inside the operand"))
+    for i, d in enumerate(collapsed):
+        if sizes[d] != 1:
+            raise TypeError(f"Gather op can only collapse slice dims with bound 1, but bound "
+                            f"is {sizes[d]} for index {d} at position {i}."
+                            + _tag(fname, "a collapsed dimension is a window of one"))
+    for i, d in enumerate(operand_batching):
+        if sizes[d] > 1:
+            raise TypeError(f"Gather op can only have operand batching dims with bound 0/1, "
+                            f"but bound is {sizes[d]} for index {d} at position {i}."
+                            + _tag(fname, "a batching dimension is a window of one"))
 
 
 def _check_scatter(fname, x, idx, upd, dn):
-    shape, ushape = _shape(x), _shape(upd)
+    """XLA's checks of a scatter (ValidateScatterDimensions), in its order and with its
+    (JAX's) words: static, at trace time."""
+    shape, ishape, ushape = _shape(x), _shape(idx), _shape(upd)
     _integer_indices(fname, idx)
-    _dims(fname, "scatter", "update_window_dims", dn.update_window_dims, len(ushape))
-    _dims(fname, "scatter", "inserted_window_dims", dn.inserted_window_dims, len(shape))
-    _index_map(fname, "scatter", "scatter_dims_to_operand_dims",
-               dn.scatter_dims_to_operand_dims, len(shape))
-    dropped = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+    if not ishape:
+        raise TypeError("Scatter index leaf dimension must be within [0, rank(indices) + 1). "
+                        "rank(indices) is 0 and scatter index leaf dimension is -1."
+                        + _tag(fname, "the indices' last dimension holds the index vectors"))
+    window = tuple(int(d) for d in dn.update_window_dims)
+    inserted = tuple(int(d) for d in dn.inserted_window_dims)
+    operand_batching = tuple(int(d) for d in dn.operand_batching_dims)
+    indices_batching = tuple(int(d) for d in dn.scatter_indices_batching_dims)
+    to_operand = tuple(int(d) for d in dn.scatter_dims_to_operand_dims)
+    expected = len(ishape) - 1 + len(window)
+    if len(ushape) != expected:
+        raise TypeError(f"Updates tensor must be of rank {expected}; got {len(ushape)}."
+                        + _tag(fname, "updates have the indices' batch dimensions and the "
+                               "update_window_dims"))
+    for name, dims, r in (("update_window_dims", window, len(ushape)),
+                          ("inserted_window_dims", inserted, len(shape))):
+        _sorted(fname, "scatter", name, dims)
+        _once(fname, "scatter", name, dims)
+        _in_range(fname, "scatter", name, dims, r)
+    _sorted(fname, "scatter", "operand_batching_dims", operand_batching)
+    _once(fname, "scatter", "operand_batching_dims", operand_batching)
+    _in_range(fname, "scatter", "operand_batching_dims", operand_batching, len(shape))
+    _disjoint(fname, "scatter", "inserted_window_dims", inserted, "operand_batching_dims",
+              operand_batching)
+    _disjoint(fname, "scatter", "scatter_dims_to_operand_dims", to_operand,
+              "operand_batching_dims", operand_batching)
+    ob = _batch_shapes(fname, "scatter", shape, ishape, operand_batching, indices_batching,
+                       "scatter_indices_batching_dims")
+    update_scatter_dims = [d for d in range(len(ushape)) if d not in window]
+    ub = tuple(ushape[update_scatter_dims[k]] for k in indices_batching)
+    if ob != ub:
+        raise TypeError(f"Scatter op requires operand batching dimensions and updates batching "
+                        f"dimensions to have the same shape, got {ob} and {ub}."
+                        + _tag(fname, "paired batching dimensions have one size"))
+    size = len(window) + len(inserted) + len(operand_batching)
+    if size != len(shape):
+        raise TypeError(f"Scatter op has window of size {size}; doesn't match operand of rank "
+                        f"{len(shape)}." + _tag(fname, "each operand dimension is a window, "
+                                                "inserted or batching dimension"))
+    if len(to_operand) != ishape[-1]:
+        raise TypeError(f"Scatter op has {len(to_operand)} elements in "
+                        f"scatter_dims_to_operand_dims and the bound of dimension "
+                        f"index_vector_dim={len(ishape) - 1} of indices is {ishape[-1]}. These "
+                        f"two numbers must be equal"
+                        + _tag(fname, "one scatter_dims_to_operand_dims entry per index "
+                               "vector element"))
+    _index_map(fname, "scatter", "scatter_dims_to_operand_dims", to_operand, len(shape))
+    dropped = set(inserted) | set(operand_batching)
     window_dims = [d for d in range(len(shape)) if d not in dropped]
-    for u, d in zip(dn.update_window_dims, window_dims):
+    for u, d in zip(window, window_dims):
         if ushape[u] > shape[d]:
             raise TypeError(f"Bounds of the window dimensions of updates must not exceed the "
                             f"bounds of the corresponding dimensions of operand. For dimension "
                             f"{u}, updates bound is {ushape[u]}, operand bound is {shape[d]}."
                             + _tag(fname, "update windows lie inside the operand"))
+    for k, u in enumerate(update_scatter_dims):
+        if ushape[u] != ishape[k]:
+            raise TypeError(f"Bounds of the scatter dimensions of updates must be the same as "
+                            f"the bounds of the corresponding dimensions of scatter indices. "
+                            f"For scatter dimension {u}, updates bound is {ushape[u]}, indices "
+                            f"bound is {ishape[k]}."
+                            + _tag(fname, "updates have the indices' batch shape"))
 
 
 def _mode(mode, default):
@@ -200,9 +341,6 @@ def gather(operand: ArrayLike, start_indices: ArrayLike, dimension_numbers: Any,
         raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
                         f"{tuple(slice_sizes)}." + _tag(fname, "slice_sizes must be integers"))\
             from None
-    if len(sizes) != len(shape):
-        raise TypeError(f"{fname}: slice_sizes must have one entry per operand dimension "
-                        f"({len(shape)}), got {sizes}")
     _check_gather(fname, shape, idx, dn, sizes)
     dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
     if any(sizes[d] != 1 for d in dropped):
