@@ -8,6 +8,7 @@ import operator
 import numpy as np
 
 from . import numpy as tnp
+from .core import Tracer
 from .lax.windowed import _identity
 from .numpy import _indexing
 
@@ -22,7 +23,11 @@ def _segment(fname, method, data, segment_ids, num_segments, mode):
         raise ValueError(f"{fname}: argument 'segment_ids' must be 1-D with one id per row of "
                          f"'data' ({tnp.shape(data)[0]} rows), got shape {tnp.shape(ids)}")
     if num_segments is None:
-        num_segments = int(_indexing._concrete(tnp.max(ids), fname, "segment_ids")) + 1
+        if isinstance(segment_ids, Tracer):
+            top = _indexing._concrete(tnp.max(ids), fname, "segment_ids")
+        else:  # a constant under jit too (tnp.max would stage it: ConcretizationTypeError)
+            top = np.max(np.asarray(segment_ids))
+        num_segments = int(top) + 1
     num_segments = operator.index(num_segments)
     dtype = np.dtype(tnp.result_type(data))
     empty = _identity(_MONOIDS[method], dtype)

@@ -53,12 +53,17 @@ def _scale(fft_type, norm, lengths):
     return float(n) if inverse else 1 / n
 
 
+class _RealInputError(ValueError, TypeError):
+    """JAX raises ValueError for a complex input to a real transform; NumPy TypeError."""
+
+
 def _operand(fname, a, fft_type):
     a = asarray(a)
     dtype = _aval(a).dtype
     if fft_type == "rfft":
         if dtype.kind == "c":
-            raise TypeError(f"numpy.fft.{fname}: argument a must be real, got dtype {dtype}")
+            raise _RealInputError(f"only real valued inputs supported for rfft (numpy.fft."
+                                  f"{fname}: argument a must be real, got dtype {dtype})")
         return astype(a, _F.real_dtype(dtype))
     return astype(a, _F.complex_dtype(dtype))
 
