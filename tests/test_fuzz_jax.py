@@ -117,7 +117,9 @@ def _close(a, b, tol):
             | ((np.abs(x) < tiny) & (np.abs(y) < tiny))
             for x, y in ((a.real, b.real), (a.imag, b.imag))]
     if complex_:  # C99's complex infinities: implementations differ, only non-finiteness counts
-        return (same[0] & same[1]) | (~np.isfinite(a) & ~np.isfinite(b))
+        # (and a part far below the other's magnitude is noise: |a - b| <= tol |b| suffices)
+        return ((same[0] & same[1]) | (~np.isfinite(a) & ~np.isfinite(b))
+                | (np.abs(a - b) <= tol * np.abs(b)))
     return same[0] & same[1]
 
 

@@ -617,3 +617,22 @@ def test_pad_with_a_function() -> None:
             np.asarray(tg.jit(lambda a: tnp.pad(a, pw, fill, padder=7))(arr)), want)
     with pytest.raises(TypeError, match="immutable"):
         tnp.pad(arr, 1, np_fill)   # NumPy's in-place style
+
+
+def test_logaddexp_small_terms_and_dtypes() -> None:
+    # log(1 + tiny) rounded the smaller term away; NumPy's dtype for integers and booleans
+    a, b = np.array([0, 0, -128], np.int32), np.array(-0.0)
+    _close(tnp.logaddexp(a, b), np.logaddexp(a, b), rtol=1e-14)
+    v = np.array([-np.inf, -1000.0, -128.0, -1.0, 0.0, 1e-300, 2.0, 700.0, 710.0, np.inf, np.nan])
+    x, y = np.meshgrid(v, v)
+    for got in _both(tnp.logaddexp, x, y):
+        np.testing.assert_array_equal(np.asarray(got), np.logaddexp(x, y))
+    pairs: list[Any] = [(np.array([], bool), np.array([True])), (np.int8(3), np.int8(4))]
+    for p, q in pairs:
+        assert tnp.logaddexp(p, q).dtype == np.logaddexp(p, q).dtype
+    c = np.array(-0.0 + 0.0j)
+    _close(tnp.logaddexp(a, c), jnp.logaddexp(a, c), rtol=1e-14)
+    xs, ys = np.array([0.3, -2.0, 5.0, 1.0]), np.array([1.0, -2.0, -3.0, 1.0])   # ties too
+    for g, w in zip(tg.grad(lambda a, b: tnp.logaddexp(a, b).sum(), argnums=(0, 1))(xs, ys),
+                    jax.grad(lambda a, b: jnp.logaddexp(a, b).sum(), argnums=(0, 1))(xs, ys)):
+        _close(g, w, rtol=1e-14)
