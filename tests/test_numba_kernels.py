@@ -1,11 +1,13 @@
 """Tests of the numba kernels (tangentia/compiler/numba_backend/kernels.py).
 
-Every kernel is run on hypothesis-generated shapes, dtypes and params and
-compared with the NumPy implementation of its primitive: equal dtypes and
-shapes, equal values (exact for data movement, integers, permutations and
-random bits; rtol 1e-12 for float64 / 1e-5 for float32 where LAPACK builds or
-summation order differ).  Each distinct example compiles a kernel, so the
-example counts are small and derandomized.
+Every kernel is run on hypothesis-generated shapes, dtypes and params (the
+linear-algebra ones on fixed cases) and compared with the NumPy implementation of
+its primitive: equal dtypes and shapes, equal values (exact for data movement,
+integers, permutations and random bits; rtol 1e-12 for float64 / 1e-5 for float32
+where LAPACK builds or summation order differ).  Each distinct example compiles a
+kernel, which numba never frees, so the example counts are small and derandomized,
+and the linear-algebra kernels (compiled once per ranks and dtype, slowly: numba's
+np.linalg) are compiled for few ranks and dtypes and run on several shapes each.
 """
 import numba
 import numpy as np
@@ -28,9 +30,6 @@ from tangentia.primitives import reductions as R
 from tangentia.primitives import sorting as S
 
 FEW = settings(max_examples=8, deadline=None, derandomize=True)
-# Linear-algebra kernels compile slowly (numba's np.linalg); they are compiled
-# once per ranks and dtype, so few examples with few distinct ranks suffice.
-FEWER = settings(max_examples=4, deadline=None, derandomize=True)
 A = I.ARRAY
 DTYPES = [np.float64, np.float32, np.int64, np.bool_]
 
@@ -276,50 +275,58 @@ def _spd(rng, batch, n, dtype):
     return (a @ np.swapaxes(a, -1, -2) + n * np.eye(n)).astype(dtype)
 
 
-batches = st.sampled_from([(), (2,)])
-floats = st.sampled_from([np.float64, np.float32])
+# The kernels compile once per ranks and dtype (numba's np.linalg: slow, and numba never
+# frees what it compiled), so each of these is compiled for two of them, the float64
+# matrices that test_every_kernel_is_callable_from_njit also uses and a float32 stack,
+# and run on several sizes; eigh, float64 only, also on a stack.
+@pytest.mark.parametrize("batch,dtype", [((), np.float64), ((2,), np.float32)])
+def test_square_matrix_kernels_match_numpy(batch, dtype):
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 4):
+        a = _spd(rng, batch, n, dtype)
+        b = rng.normal(size=batch + (n, 2)).astype(dtype)
+        for prim, args, params in [(L.inv_p, [a], {}), (L.det_p, [a], {}),
+                                   (L.slogdet_p, [a], {}), (L.cholesky_p, [a], {}),
+                                   (L.solve_p, [a, b], {})]:
+            _check(prim, args, params, exact=False)
+        nonsym = a + np.triu(rng.normal(size=(n, n)), 1).astype(dtype)
+        for lower in (True, False):  # only the named triangle is read
+            _check(L.eigvalsh_p, [nonsym], dict(lower=lower), exact=False)
+            # float32: eigenvector signs differ between LAPACK builds (no kernel)
+            for stack in ([nonsym, np.stack([nonsym, 2 * nonsym])] if dtype == np.float64
+                          else []):
+                _check(L.eigh_p, [stack], dict(lower=lower), exact=False)
 
 
-@FEWER
-@given(batches, st.integers(1, 4), floats, seeds)
-def test_square_matrix_kernels_match_numpy(batch, n, dtype, seed):
-    rng = np.random.default_rng(seed)
-    a = _spd(rng, batch, n, dtype)
-    b = rng.normal(size=batch + (n, 2)).astype(dtype)
-    for prim, args, params in [(L.inv_p, [a], {}), (L.det_p, [a], {}), (L.slogdet_p, [a], {}),
-                               (L.cholesky_p, [a], {}), (L.solve_p, [a, b], {})]:
-        _check(prim, args, params, exact=False)
-    nonsym = a + np.triu(rng.normal(size=(n, n)), 1).astype(dtype)
-    for lower in (True, False):  # only the named triangle is read
-        if dtype == np.float64:  # float32: eigenvector signs differ between LAPACK builds
-            _check(L.eigh_p, [nonsym], dict(lower=lower), exact=False)
-        _check(L.eigvalsh_p, [nonsym], dict(lower=lower), exact=False)
+# lu and svd compile once per ranks (and svd's params), so each runs on several shapes;
+# qr compiles per shape.  The unbatched float64 case is what
+# test_every_kernel_is_callable_from_njit uses again.
+@pytest.mark.parametrize("batch,full", [((), False), ((2,), True)])
+def test_factorizations_match_numpy(batch, full):
+    rng = np.random.default_rng(11)  # float64 (float32: in the test above)
+    for m, n in [(3, 4), (4, 3), (1, 1), (2, 2)]:
+        a = rng.normal(size=batch + (m, n))
+        lu = _check(L.lu_p, [a], {})  # SciPy's getrf: identical factors and pivots
+        assert lu[1].dtype == np.int32
+        _check(L.svd_p, [a], dict(full_matrices=full, compute_uv=True), exact=False)
+        _check(L.svd_p, [a], dict(full_matrices=full, compute_uv=False), exact=False)
+    a = rng.normal(size=batch + (3, 4))  # (a complete QR of a tall matrix has no kernel)
+    _check(L.qr_p, [a], dict(full_matrices=full), exact=False)
 
 
-@FEWER
-@given(batches, st.integers(1, 4), st.integers(1, 4), st.booleans(), seeds)
-def test_factorizations_match_numpy(batch, m, n, full, seed):
-    a = np.random.default_rng(seed).normal(size=batch + (m, n))  # float32: in the test above
-    lu = _check(L.lu_p, [a], {})  # SciPy's getrf: identical factors and pivots
-    assert lu[1].dtype == np.int32
-    _check(L.svd_p, [a], dict(full_matrices=full, compute_uv=True), exact=False)
-    _check(L.svd_p, [a], dict(full_matrices=full, compute_uv=False), exact=False)
-    if not (full and m > n):
-        _check(L.qr_p, [a], dict(full_matrices=full), exact=False)
-
-
-@FEWER
-@given(batches, st.integers(1, 4), st.integers(0, 1), st.booleans(), st.booleans(), seeds)
-def test_triangular_and_lu_solves_match_scipy(batch, n, trans, lower, unit, seed):
+@pytest.mark.parametrize("batch,lower,trans,unit", [((), True, 0, False), ((2,), False, 1, True)])
+def test_triangular_and_lu_solves_match_scipy(batch, lower, trans, unit):
     dtype = np.float64
-    rng = np.random.default_rng(seed)
-    a = _spd(rng, batch, n, dtype)
-    b = rng.normal(size=batch + (n, 3)).astype(dtype)
-    _check(L.triangular_solve_p, [a, b], dict(lower=lower, trans=trans, unit_diagonal=unit),
-           exact=False)
-    lu, piv, _ = L.lu_p.impl(rng.normal(size=batch + (n, n)).astype(dtype) + 2 * np.eye(n, dtype=dtype))
-    _check(L.lu_solve_p, [lu, piv, b], dict(trans=trans), exact=False)
-    _check(L.lu_pivots_to_permutation_p, [piv], dict(permutation_size=n, inverse=lower))
+    rng = np.random.default_rng(5)
+    for n in (1, 4):
+        a = _spd(rng, batch, n, dtype)
+        b = rng.normal(size=batch + (n, 3)).astype(dtype)
+        _check(L.triangular_solve_p, [a, b], dict(lower=lower, trans=trans, unit_diagonal=unit),
+               exact=False)
+        lu, piv, _ = L.lu_p.impl(rng.normal(size=batch + (n, n)).astype(dtype)
+                                 + 2 * np.eye(n, dtype=dtype))
+        _check(L.lu_solve_p, [lu, piv, b], dict(trans=trans), exact=False)
+        _check(L.lu_pivots_to_permutation_p, [piv], dict(permutation_size=n, inverse=lower))
 
 
 # ---------------------------------------------------------------------------
