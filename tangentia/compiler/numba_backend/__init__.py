@@ -80,11 +80,56 @@ from __future__ import annotations
 
 import importlib
 
-from ..backend import Backend, program_size, register_backend
+from ... import core
+from ..backend import Backend, register_backend
 from .memo import COMPILED
 
 __all__ = ["NumbaBackend", "all_primitives", "lowering_paths", "SMALL"]
-SECONDS_PER_EQUATION = 0.005
+# The compile estimate (tiering's rent-or-buy, and the progress line): a linear fit of
+# numba's compile (CPU seconds, one core, empty cache; 2026-12-06) by kind of equation.
+# Scalarized ones (every output at most SMALL elements, the generated code's scalar
+# locals) cost 1.15 ms each: jit(grad) chains of 598, 1,799, 5,998 and 10,198 equations
+# compiled in 1.14, 2.28, 7.85 and 12.1 s (fit within 10%).  Array equations cost about
+# 0.1 s each (loops, BLAS or GEMM calls): the MLP step of 42 equations (36 on arrays)
+# 3.5 s, per-example grads (16) 3.0 s, an HVP (20) 1.7 s.  bench_cold's other programs
+# fall within 2x (ODE grad: 1,353 equations, 3.0 s, estimated 3.5 s) except the vmapped
+# ODE grad, whose batched rows are loops over small arrays: 18 s, estimated 4.8 s.
+# The former 0.5 s + 5 ms per equation overestimated scalarized programs 3-4x and
+# underestimated array programs 3-6x.
+SECONDS_BASE = 0.5
+SECONDS_PER_EQUATION = 0.0012          # a scalarized equation
+SECONDS_PER_ARRAY_EQUATION = 0.1       # an equation with an output of more than SMALL elements
+_SCALARIZED = 16                       # codegen.SMALL (not imported here: codegen imports numba)
+_SIZES = core.ProgramMemo("numba backend: equations by kind, for the compile estimate")
+
+
+def equation_kinds(jaxpr):
+    """``(scalarized, array)``: the equations of ``jaxpr`` and of the programs it carries
+    whose outputs all have at most ``SMALL`` elements, and the others (memoized)."""
+    n = _SIZES.get(jaxpr)
+    if n is None:
+        small = large = 0
+        for eqn in jaxpr.eqns:
+            if any(_elements(v.aval) > _SCALARIZED for v in eqn.outputs):
+                large += 1
+            else:
+                small += 1
+            for sub in core.subjaxprs(eqn.prim, eqn.params):
+                s, a = equation_kinds(sub)
+                small += s
+                large += a
+        n = (small, large)
+        _SIZES.set(jaxpr, n)
+    return n
+
+
+def _elements(aval):
+    size = 1
+    for d in getattr(aval, "shape", ()):
+        size *= int(d)
+    return size
+
+
 def _native():
     """The compiler module (``native``), imported on first use (the import system
     caches it and makes concurrent first imports wait for one another)."""
@@ -104,9 +149,9 @@ class NumbaBackend(Backend):
         return COMPILED.get(jaxpr)
 
     def compile_estimate(self, jaxpr):
-        # numba's typing and lowering of the generated code: about 0.5 s for a small
-        # program, and about 5 ms more per equation (measured: bench_cold.py --sizes)
-        return 0.5 + SECONDS_PER_EQUATION * program_size(jaxpr)
+        # numba's typing and lowering of the generated code (see SECONDS_PER_EQUATION)
+        small, large = equation_kinds(jaxpr)
+        return SECONDS_BASE + SECONDS_PER_EQUATION * small + SECONDS_PER_ARRAY_EQUATION * large
 
     def compile(self, jaxpr):
         return _native().NumbaCompiler(self.compile_estimate(jaxpr)).compile(jaxpr)
