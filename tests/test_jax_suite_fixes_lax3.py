@@ -326,3 +326,37 @@ def test_gather_scatter_with_batching_dims_still_match_jax():
     idx = np.stack([rng.integers(0, n, size=ishape[:-1]) for n in (9, 7)], -1).astype(np.int32)
     want = jax.lax.scatter_add(x, idx, upd, jax.lax.ScatterDimensionNumbers(**sdn))
     np.testing.assert_allclose(lax.scatter_add(x, idx, upd, SDN(**sdn)), want, rtol=1e-13)
+
+
+# ---------------------------------------------------------------------------
+# Ops that JAX refuses for complex (and bool) operands raise JAX's TypeError: NumPy would
+# have returned a number (an ordering of complex values, a remainder of booleans)
+
+
+@pytest.mark.parametrize("name", ["rem", "lt", "le", "gt", "ge"])
+@pytest.mark.parametrize("args", [(2 + 3j, 4 + 5j), (np.complex64(1j), np.complex64(2)),
+                                  (True, False)])
+def test_ops_refuse_the_dtypes_jax_refuses(name, args):
+    try:
+        want = getattr(jax.lax, name)(*args)
+    except TypeError as e:
+        with pytest.raises(TypeError) as got:
+            getattr(lax, name)(*args)
+        assert str(got.value) == str(e)
+        with pytest.raises(TypeError):
+            tg.jit(getattr(lax, name))(*args)
+    else:
+        for f in (getattr(lax, name), tg.jit(getattr(lax, name))):
+            got = f(*args)
+            assert np.asarray(got).dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+
+
+def test_population_count_refuses_bool():
+    for x in (True, np.array([True, False])):
+        with pytest.raises(TypeError, match="^population_count does not accept dtype bool"):
+            lax.population_count(x)
+        with pytest.raises(TypeError, match="^population_count does not accept dtype bool"):
+            jax.lax.population_count(x)
+    x = np.array([0, 7, -1, 255], np.int16)
+    np.testing.assert_array_equal(lax.population_count(x), jax.lax.population_count(x))

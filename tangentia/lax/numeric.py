@@ -44,12 +44,16 @@ bessel_i0e, bessel_i1e = _in_operand_dtype(SP.i0e), _in_operand_dtype(SP.i1e)
 is_finite = NE.isfinite
 
 
-def _same_dtypes(name, fn, tip=None):
+def _same_dtypes(name, fn, tip=None, accepted=None):
     """``jax.lax.<name>``: ``fn`` of two arguments of one dtype.  lax does not promote
     (``lax.add(f32, f64)`` and ``lax.add(1, 1.0)`` are TypeErrors, as in JAX); the
-    ``tangentia.numpy`` functions do."""
+    ``tangentia.numpy`` functions do.  ``accepted`` (JAX's words, e.g. ``"integer,
+    floating"``) names the kinds an op takes when it does not take complex (and, without
+    ``bool``, booleans): JAX's TypeError for the others, where NumPy would return a
+    number (``rem``, ordering comparisons)."""
     hint = f" (Tip: {tip} is a similar function that does automatic type promotion on " \
            "inputs)." if tip else ""
+    rejected = "" if accepted is None else "c" + ("" if "bool" in accepted else "b")
 
     @functools.wraps(fn)
     def op(x, y):
@@ -57,6 +61,9 @@ def _same_dtypes(name, fn, tip=None):
         if dx != dy:
             raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
                             f"{dx}, {dy}.{hint}")
+        if np.dtype(dx).kind in rejected:
+            raise TypeError(f"{name} does not accept dtype {np.dtype(dx).name} at position 0. "
+                            f"Accepted dtypes at position 0 are subtypes of {accepted}.")
         return fn(x, y)
     op.__name__ = op.__qualname__ = name
     return op
@@ -131,7 +138,7 @@ Args:
 Returns:
   An array of the inputs' broadcast shape and dtype.
 """
-rem = _same_dtypes("rem", _rem)  # C's remainder (the sign of x), as JAX's lax.rem
+rem = _same_dtypes("rem", _rem, accepted="integer, floating")  # C's remainder (the sign of x), as JAX's lax.rem
 rem.__doc__ = """Elementwise C-style remainder (``jax.lax.rem``): ``x - y * trunc(x / y)``,
 with the sign of ``x`` (NumPy's ``fmod``), exact for floats; an integer ``x % 0`` is ``x``,
 as XLA's.
@@ -154,10 +161,10 @@ atan2 = _same_dtypes("atan2", E.arctan2, "jnp.arctan2")
 nextafter = _same_dtypes("nextafter", M.nextafter, "jnp.nextafter")
 eq = _same_dtypes("eq", E.eq, "jnp.equal")
 ne = _same_dtypes("ne", E.ne, "jnp.not_equal")
-lt = _same_dtypes("lt", E.lt)
-le = _same_dtypes("le", E.le)
-gt = _same_dtypes("gt", E.gt)
-ge = _same_dtypes("ge", E.ge)
+lt = _same_dtypes("lt", E.lt, accepted="integer, floating, bool")
+le = _same_dtypes("le", E.le, accepted="integer, floating, bool")
+gt = _same_dtypes("gt", E.gt, accepted="integer, floating, bool")
+ge = _same_dtypes("ge", E.ge, accepted="integer, floating, bool")
 
 
 def conj(x: ArrayLike) -> Array:
@@ -352,6 +359,9 @@ def _clz_kernel(x):
 
 def population_count(x: ArrayLike) -> Array:
     """The number of set bits of each integer (``jax.lax.population_count``)."""
+    if _dtype(x) == np.bool_:   # JAX issue 3886
+        raise TypeError("population_count does not accept dtype bool. Accepted dtypes are "
+                        "subtypes of integer.")
     return _bits_call("population_count", _popcount_kernel, None, x)
 
 
