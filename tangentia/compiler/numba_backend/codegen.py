@@ -680,6 +680,8 @@ class _Gen:
         Large ones become a separate njit function (numba's compile time grows
         faster than linearly with function size), shared by every call with
         the same program and input representation; small ones are inlined.
+        With ``units`` (the default), a large one is a compile unit of its own
+        instead, cached across programs (``native._lower_unit``).
         """
         if self.units is not None and not self.vector_loop:
             outs = self.units(self, jaxpr, in_vals)
