@@ -360,3 +360,34 @@ def test_population_count_refuses_bool():
             jax.lax.population_count(x)
     x = np.array([0, 7, -1, 255], np.int16)
     np.testing.assert_array_equal(lax.population_count(x), jax.lax.population_count(x))
+
+
+# ---------------------------------------------------------------------------
+# pad, split and squeeze: JAX's errors, in JAX's order
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.pad(np.zeros(2), np.zeros(2), [(0, 0, 0)]),
+    lambda L: L.pad(np.zeros(2), 0.0, [(0, 1, 0), (0, 1, 0)]),
+    lambda L: L.pad(np.zeros(2), 0.0, [(0, 1, -1)]),
+    lambda L: L.pad(np.zeros(2), 0.0, [(-3, 0, 0)]),
+    lambda L: L.pad(np.zeros(2), 0.0, [(-4, 0, 1)]),
+    lambda L: L.split(np.arange(5), [-1, 6]),
+    lambda L: L.split(np.arange(5), [2, 2]),
+    lambda L: L.split(np.arange(5), (), axis=1),
+    lambda L: L.squeeze(np.ones((1, 2, 3)), (1,)),
+])
+def test_shape_errors_begin_with_jax(call):
+    with pytest.raises(ValueError) as want:
+        call(jax.lax)
+    with pytest.raises(ValueError) as got:
+        call(lax)
+    assert str(got.value).startswith(str(want.value)), (str(got.value), str(want.value))
+
+
+def test_pad_split_values_unchanged():
+    x = np.arange(6.0).reshape(2, 3)
+    for cfg in ([(1, -1, 1), (0, 2, 0)], [(-1, 0, 0), (2, -3, 2)]):
+        np.testing.assert_array_equal(lax.pad(x, -1.0, cfg), jax.lax.pad(x, -1.0, cfg))
+    for got, want in zip(lax.split(x, (1, 2), axis=-1), jax.lax.split(x, (1, 2), axis=-1)):
+        np.testing.assert_array_equal(got, want)

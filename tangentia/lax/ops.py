@@ -341,7 +341,9 @@ def squeeze(array: ArrayLike, dimensions: Sequence[int]) -> Array:
                          + _tag("squeeze", "name each dimension once"))
     for d in dims:
         if shape[d] != 1:
-            raise ValueError(f"squeeze: dimension {d} of shape {shape} is not of size 1")
+            raise ValueError(f"cannot select an axis to squeeze out which has size not equal "
+                             f"to one, got shape={shape} and dimensions={tuple(dimensions)}"
+                             + _tag("squeeze", f"dimension {d} is not of size 1"))
     return S.reshape(array, tuple(n for i, n in enumerate(shape) if i not in dims))
 
 

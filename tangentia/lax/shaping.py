@@ -135,13 +135,23 @@ def pad(operand: ArrayLike, padding_value: ArrayLike, padding_config: Sequence[t
     (``jax.lax.pad``).  Differentiable in both arguments."""
     x = _array(operand)
     shape = _shape(x)
+    if _shape(padding_value) != ():   # JAX's checks, in JAX's order and words
+        raise ValueError(f"padding_value must be a scalar; got np.shape(padding_value)="
+                         f"{_shape(padding_value)}" + _tag("pad", "pad with one value"))
     config = [_static_ints("pad", "padding_config", c) for c in padding_config]
-    if len(config) != len(shape) or any(len(c) != 3 or c[2] < 0 for c in config):
-        raise ValueError(f"pad: padding_config must hold one (low, high, interior) triple with "
-                         f"interior >= 0 per operand dimension (shape {shape}), got "
-                         f"{padding_config}")
-    if _shape(padding_value) != ():
-        raise TypeError(f"pad: padding_value must be a scalar, got shape {_shape(padding_value)}")
+    cfg = tuple(tuple(c) for c in config)
+    if len(config) != len(shape) or any(len(c) != 3 for c in config):
+        raise ValueError(f"length of padding_config must equal the number of axes of operand, "
+                         f"got padding_config {cfg} for operand shape {shape}"
+                         + _tag("pad", "one (low, high, interior) triple per dimension"))
+    if any(c[2] < 0 for c in config):
+        raise ValueError(f"interior padding in padding_config must be nonnegative, got "
+                         f"padding_config {cfg}" + _tag("pad", "interior >= 0"))
+    out = tuple(lo + hi + n + max(n - 1, 0) * it for n, (lo, hi, it) in zip(shape, config))
+    if any(n < 0 for n in out):
+        raise ValueError(f"Dimension size after padding is not at least 0, got result shape "
+                         f"{out}, for padding_config {cfg} and operand shape {shape}"
+                         + _tag("pad", "negative low/high crop at most the padded size"))
     dx, dv = core.get_aval(x).dtype, core.get_aval(padding_value).dtype
     if dx != dv:
         raise TypeError(f"pad operand and padding_value must be same dtype: got "
@@ -262,10 +272,14 @@ def tile(operand: ArrayLike, reps: Sequence[int]) -> Array:
 def split(operand: ArrayLike, sizes: Sequence[int], axis: int = 0) -> Sequence[Array]:
     """Pieces of ``operand`` of the given ``sizes`` along ``axis`` (``jax.lax.split``)."""
     sizes = list(_static_ints("split", "sizes", sizes))
-    n = _shape(operand)[axis]
-    if sum(sizes) != n or any(s < 0 for s in sizes):
-        raise ValueError(f"split: sizes {sizes} must be non-negative and sum to the size "
-                         f"{n} of axis {axis}")
+    n = _shape(operand)[_bounds_axis("split", axis, len(_shape(operand)))]
+    if any(s < 0 for s in sizes):
+        raise ValueError(f"Sizes passed to split must be nonnegative, got {sizes}"
+                         + _tag("split", "sizes are non-negative"))
+    if sum(sizes) != n:
+        raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
+                         f"operand shape {list(_shape(operand))}"
+                         + _tag("split", f"sizes sum to the size {n} of axis {axis}"))
     bounds = np.cumsum([0] + sizes).tolist()
     ax = axis % len(_shape(operand))
     return [I.static_slice(operand, ax, a, b) for a, b in zip(bounds, bounds[1:])]
