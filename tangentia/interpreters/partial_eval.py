@@ -19,7 +19,6 @@ constvars, in the ``ClosedJaxpr`` it returns.
 """
 from __future__ import annotations
 
-import operator
 import os
 from typing import NamedTuple
 
@@ -157,7 +156,6 @@ _NDARRAY_AVALS = core._NDARRAY_AVALS
 _ndarray = np.ndarray
 _Eqn = core.Eqn
 _new = object.__new__
-_aval_of = operator.attrgetter("aval")
 _WEAK_SCALAR_AVALS = {t: core.get_aval(t()) for t in (int, float, bool, complex)}
 # Literals of Python scalars, shared per (type, value): literals are immutable,
 # and the same constants (``y * 0.5``) are staged again at every call of eager
@@ -386,6 +384,7 @@ class JaxprTrace(core.Trace):
         builder = self.builder
         const_ids = builder.const_ids
         inputs = []
+        in_avals = []
         for x in args:
             t = type(x)
             if t is JaxprTracer and x._trace is self:
@@ -407,8 +406,9 @@ class JaxprTrace(core.Trace):
                 else:
                     a = self.to_atom(x)
             inputs.append(a)
-        out_aval = (prim.abstract_eval(*map(_aval_of, inputs), **params) if params
-                    else prim.abstract_eval(*map(_aval_of, inputs)))
+            in_avals.append(a.aval)
+        out_aval = (prim.abstract_eval(*in_avals, **params) if params
+                    else prim.abstract_eval(*in_avals))
         eqn = _new(_Eqn)
         eqn.prim = prim
         eqn.inputs = inputs
