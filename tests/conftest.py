@@ -104,6 +104,17 @@ def pytest_runtest_teardown(item, nextitem):
             _recorder.write("release", item.nodeid, rss0=rss, rss1=_released_mb)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    # xdist's default "load" distribution, with the tests that compile much numba code
+    # (which no worker ever frees) dealt evenly to the workers and run last
+    # (tests/_xdist_balance.py): the bound on each worker's memory
+    if config.getoption("dist") != "load":
+        return None
+    import _xdist_balance
+    return _xdist_balance.BalancedLoadScheduling(config, log)
+
+
 def pytest_configure(config):
     # TANGENTIA_TEST_MEMORY=DIR: each process records its RSS per module and its peak
     # in DIR/<worker>.tsv (tests/_memory.py).

@@ -1,0 +1,143 @@
+"""Deals the test modules that compile much numba code to the xdist workers evenly.
+
+numba never frees the code it compiles: its JIT engine keeps every module it is given
+(numba/core/codegen.py, ``JITCPUCodegen._add_module``: removing modules is disabled
+there because LLVM's MCJIT crashed on it), so each compiled function's machine code
+and LLVM module stay in the worker that compiled them until it exits, whatever the
+tests drop and however much conftest's ``_release`` trims.  Under xdist's ``load``
+scheduling, which worker runs a module depends on timing, and the modules that
+compile most (``tests/test_numba_*.py``, next to each other in the collection) could
+all land on one worker: 1.83 GB there against 1.09 GB on the other in a full run
+today (2.14 against 1.18 GB last time; issue 23 asks for at most 1.5 GB per worker).
+
+``BalancedLoadScheduling`` is xdist's ``LoadScheduling`` except for the tests of
+the modules (or test functions, ``module::name``) in ``HEAVY``: once the collection is
+known, they are dealt to the workers, heaviest first, each to the worker with the least
+weight so far (ties: the lower worker number), so every run splits them the same way;
+and a worker runs its share last, once the common queue is empty.  Last, because what
+they compile stays: a module that needs much memory for a while (those comparing with
+JAX need up to 0.6 GB) then runs before the compiled code has piled up, not on top of
+it.  Everything else is scheduled as xdist does.  A worker that crashes gives its unrun
+tests, its share included, back to the common queue, as in xdist.
+
+conftest.py installs it (``pytest_xdist_make_scheduler``) when the run uses xdist's
+default ``--dist load``; other ``--dist`` modes are left alone.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from xdist.scheduler import LoadScheduling
+
+# The test modules that leave compiled code in their worker, with the MB each left (its
+# worker's RSS after the module and conftest's release, minus before it; numba's disk
+# cache warm unless said; TANGENTIA_TEST_MEMORY, full runs with -n 2, 2026-12-06), the
+# weight they are dealt by.  The first numba module a worker runs also pays numba's own start (about
+# 60 MB).  test_numba_kernels stays one unit: its last tests reuse its kernels.
+HEAVY: dict[str, float] = {
+    "tests/test_numba_kernels.py": 509,   # alone in one process
+    "tests/test_scipy_sparse_linalg.py": 138,
+    "tests/test_numba_irblock.py": 137,
+    "tests/test_numba_complex.py": 117,
+    "tests/test_custom_linear_solve_root.py": 93,
+    "tests/test_fuzz_jax.py": 88,
+    "tests/test_numba_blas.py": 85,
+    "tests/test_ode.py": 61,
+    "tests/test_numba_backend.py": 455,  # cold disk cache (any edit of the backend); warm: 59
+    "tests/test_numba_objmode.py": 59,
+    "tests/test_numba_gemm.py": 57,
+    "tests/test_conv.py": 46,
+    "tests/test_complex.py": 41,
+    "tests/test_numba_vecmath_trig.py": 33,
+    "tests/test_scipy_interpolate.py": 31,
+    "tests/test_numba_vecmath.py": 23,
+    "tests/test_fft.py": 22,
+}
+
+
+def deal(weights: dict[str, float], n_workers: int) -> dict[str, int]:
+    """``{key: worker index}``: heaviest first, each to the least loaded worker."""
+    loads = [0.0] * n_workers
+    out = {}
+    for key, weight in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0])):
+        k = min(range(n_workers), key=lambda j: (loads[j], j))
+        out[key] = k
+        loads[k] += weight
+    return out
+
+
+def key_of(nodeid: str, heavy: dict[str, float]) -> str | None:
+    """The ``heavy`` entry of a test: its ``module::function`` (parameters dropped), else
+    its module, else None."""
+    module, _, rest = nodeid.partition("::")
+    function = module + "::" + rest.split("[", 1)[0] if rest else module
+    if function in heavy:
+        return function
+    return module if module in heavy else None
+
+
+class BalancedLoadScheduling(LoadScheduling):
+    """xdist's load scheduling, with the ``heavy`` tests dealt to the workers and run last
+    (see the module docstring)."""
+
+    collection: list[str] | None     # xdist's attributes used here
+    maxschedchunk: int | None
+
+    def __init__(self, config: Any, log: Any = None,
+                 heavy: dict[str, float] | None = None) -> None:
+        super().__init__(config, log)
+        self.heavy = HEAVY if heavy is None else heavy
+        self.reserved: dict[Any, list[int]] = {}   # worker -> its share, not yet sent
+
+    @property
+    def tests_finished(self) -> bool:
+        return not any(self.reserved.values()) and super().tests_finished
+
+    @property
+    def has_pending(self) -> bool:
+        return any(self.reserved.values()) or super().has_pending
+
+    def schedule(self) -> None:
+        if self.collection is None:
+            if not self._check_nodes_have_same_collection():
+                self.log("**Different tests collected, aborting run**")
+                return
+            collection: list[str] = next(iter(self.node2collection.values()))
+            self.collection = collection
+            if self.maxschedchunk is None:
+                self.maxschedchunk = len(collection)
+            nodes = sorted(self.nodes, key=lambda node: str(node.gateway.id))
+            keys = [key_of(nodeid, self.heavy) for nodeid in collection]
+            where = deal({k: self.heavy[k] for k in set(keys) if k is not None}, len(nodes))
+            self.reserved = {node: [] for node in nodes}
+            rest = []
+            for i, k in enumerate(keys):
+                (rest if k is None else self.reserved[nodes[where[k]]]).append(i)
+            self.pending[:] = rest
+            if not collection:
+                return
+        # as xdist's for a known collection: the first chunks, or a new worker's
+        for node in self.nodes:
+            self.check_schedule(node)
+
+    def check_schedule(self, node: Any, duration: float = 0) -> None:
+        if node.shutting_down:
+            return
+        if self.pending:
+            super().check_schedule(node, duration)
+            return
+        mine = self.reserved.pop(node, None)
+        if mine:
+            self.node2pending[node].extend(mine)
+            node.send_runtest_some(mine)
+        node.shutdown()   # it runs what it was sent, then ends
+
+    def remove_node(self, node: Any) -> str | None:
+        orphans = self.reserved.pop(node, None)
+        if orphans:
+            self.pending.extend(orphans)
+        crashed = super().remove_node(node)
+        if orphans:
+            for other in self.nodes:
+                self.check_schedule(other)
+        return crashed
