@@ -317,10 +317,40 @@ def _function_caches(fun, options):
         return {}, {}
 
 
-def _swap_native(fast_cache, key, consts, out_tree, fn):
+def _swap_native(fast_cache, key, consts, out_tree, name, arg_names, fn):
     """A tiered program's native code takes its place in ``jit``'s call cache."""
     if key in fast_cache:
-        fast_cache[key] = (fn, consts, out_tree)
+        fast_cache[key] = (_ints_checked(fn, key, name, arg_names), consts, out_tree)
+
+
+_INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
+
+
+def _int_overflow_error(name, where, value):
+    return OverflowError(
+        "An overflow was encountered while parsing an argument to a jitted computation, "
+        f"whose argument path is {where}. Got <class 'int'> with value {value} "
+        f"(jit of {name}: a Python int argument is traced as a weakly typed int64, and "
+        f"{value} is outside int64's range; pass a float or an array of the dtype you mean)")
+
+
+def _ints_checked(fn, key, name, arg_names):
+    """``fn`` of a call-cache entry whose key has Python int arguments, checking that
+    they fit int64 as ``_signature`` does for the first call (the fast path skips it);
+    ``fn`` itself for any other key, at no cost.  ``arg_names``: the arguments' names
+    for the message (strings only: the entry must not keep the function alive)."""
+    positions = [i for i, k in enumerate(key) if k == "int"]
+    if not positions:
+        return fn
+
+    def run(*args):
+        n = len(args) - len(key)   # the program's constants come first
+        for i in positions:
+            x = args[n + i]
+            if not _INT64_MIN <= x <= _INT64_MAX:
+                raise _int_overflow_error(name, arg_names[i], x)
+        return fn(*args)
+    return run
 
 
 class _Jitted:
@@ -353,6 +383,10 @@ class _Jitted:
         except TypeError:
             raise _invalid_argument_error(self.name, self.fun, dyn_args, dyn_kwargs,
                                           "jit") from None
+        for i, x in enumerate(leaves):
+            if type(x) is int and not _INT64_MIN <= x <= _INT64_MAX:
+                raise _int_overflow_error(self.name, _arg_leaf_names(self.fun, dyn_args)[i]
+                                          if not dyn_kwargs else f"leaf {i}", x)
         return statics, leaves, in_tree, avals
 
     def _trace(self, statics, in_tree, avals, dyn_args):
@@ -400,10 +434,12 @@ class _Jitted:
                     fast_key = tuple((a.shape, a.dtype) if type(a) is np.ndarray
                                      else _SCALAR_KEY[type(a)] for a in args)
                     fn = compile_program(jaxpr, backend.name)
-                    _put(fast_cache, fast_key, (fn, consts, out_tree))
+                    arg_names = _arg_leaf_names(self.fun, args) if "int" in fast_key else None
+                    _put(fast_cache, fast_key, (_ints_checked(fn, fast_key, self.name, arg_names),
+                                                consts, out_tree))
                     if type(fn) is Tiered:  # the native code replaces it once compiled
                         fn.on_native(functools.partial(_swap_native, fast_cache, fast_key,
-                                                       consts, out_tree))
+                                                       consts, out_tree, self.name, arg_names))
         jaxpr, consts, out_tree = entry
         outs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=self.name, backend=self.backend)
         return tree_unflatten(out_tree, outs)
