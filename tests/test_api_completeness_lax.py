@@ -29,8 +29,8 @@ EXCLUDED = {
     "ragged_all_to_all_p": "ragged collectives over devices are not implemented",
     "reduce_p": "carries an XLA computation (a jaxpr); use lax.reduce with a Python function",
     "reduce_window_p": "carries an XLA computation (a jaxpr); use lax.reduce_window",
-    "rng_bit_generator_p": "XLA's stateless RNG algorithms are not implemented "
-                           "(tangentia.random implements threefry2x32)",
+    "rng_bit_generator_p": "lax.rng_bit_generator is a composition of integer operations "
+                           "(tangentia/lax/rng.py), not a primitive",
     "rng_uniform_p": "XLA's stateful RNG is not implemented",
     "select_and_gather_add_p": "JAX-internal rule of max-pooling gradients (ours: window_argmax)",
     "select_and_scatter_add_p": "JAX-internal rule of max-pooling gradients (ours: "
