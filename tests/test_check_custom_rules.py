@@ -201,6 +201,10 @@ LIBRARY = {
     "tangentia.scipy.special._expit": (special.expit, (X,), {"order": 2}, "expit"),
     "tangentia.scipy.special._neg_abs": (special.expit, (X,), {"order": 2}, "neg_abs"),
     "tangentia.scipy.special._logit": (special.logit, (np.array([0.2, 0.7]),), {}, "logit"),
+    "tangentia.scipy.special._entr": (special.entr, (np.array([0.2, 0.7, 1.5]),), {}, "entr"),
+    # sinc at 0 goes through the Taylor-series rule (its nondiff order k = 0)
+    "tangentia.numpy._elementwise._sinc_taylor_rule": (lambda x: tnp.sinc(x * 0.0), (X,),
+                                                       {"order": 2}, "_sinc_taylor"),
     "tangentia.scipy.special._xlogy": (lambda x: special.xlogy(x, x * x + 1.0), (X,), {},
                                        "xlogy"),
     "tangentia.scipy.special._xlog1py": (lambda x: special.xlog1py(x, x * x), (X,), {},

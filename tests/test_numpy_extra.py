@@ -489,7 +489,8 @@ def test_unique_with_size_under_jit_and_eagerly():
                                     return_counts=True, size=6, fill_value=-1.0))
     vals, idx, inv, counts = f(x)
     np.testing.assert_array_equal(vals, [1.0, 2.0, 3.0, 7.0, np.nan, -1.0])
-    np.testing.assert_array_equal(idx, [1, 2, 0, 5, 6, 0])
+    # padding indices repeat the first unique value's index, as JAX's (checked: jax 0.10.2)
+    np.testing.assert_array_equal(idx, [1, 2, 0, 5, 6, 1])
     np.testing.assert_array_equal(counts, [2, 1, 2, 1, 2, 0])
     np.testing.assert_array_equal(vals[inv], x)
     eager = tnp.unique(x, return_index=True, return_inverse=True, return_counts=True, size=6,

@@ -29,7 +29,10 @@ def ragged_dot(lhs: ArrayLike, rhs: ArrayLike, group_sizes: ArrayLike, precision
     in group ``g(r)`` of the consecutive groups of ``group_sizes`` (shape ``[g]``) and
     ``rhs`` has shape ``[g, k, n]`` (``jax.lax.ragged_dot``).  Rows past the last group
     are zero.  ``precision`` is accepted and ignored; ``preferred_element_type`` sets the
-    result dtype (and the accumulation's)."""
+    result dtype (and the accumulation's); ``group_offset`` must be None (a sharded
+    layout's offset: JAX's own CPU implementation also raises ``NotImplementedError``).
+    The product of every row with every group is formed and the row's own group
+    selected, so the work is ``g`` times a dense product's."""
     fname = "ragged_dot"
     if group_offset is not None:
         raise NotImplementedError("Unimplemented group_offset support."
