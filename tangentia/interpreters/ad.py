@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 from types import MethodType as _MethodType
 from typing import Callable
 
@@ -558,6 +559,9 @@ def is_undefined(x):
     return type(x) is Var
 
 
+_VAL = itertools.repeat("val")  # (getattr's attribute name, for map)
+
+
 def backward_pass(jaxpr, consts, cts_out):
     """Transpose the linear program ``jaxpr`` (a ``core.Jaxpr``, linear in its
     invars; ``consts`` the values of its constvars).
@@ -608,11 +612,10 @@ def backward_pass(jaxpr, consts, cts_out):
                 continue
             cts = [Zero(tangent_aval(v.aval)) if c is None else c for v, c in zip(out, cts)]
         # The rule's arguments: linear inputs stay variables (``UndefinedPrimal``),
-        # constants and literals become their values.  (A loop: cheaper than a list
-        # comprehension's frame or nested maps, measured.)
-        inputs = []
-        for a in eqn.inputs:
-            inputs.append(env_get(a, a) if type(a) is Var else a.val)
+        # constants and literals become their values: env.get(a, getattr(a, "val", a))
+        # for each input a (a Var has no ``val``), without a Python frame per input.
+        ins = eqn.inputs
+        inputs = [*map(env_get, ins, map(getattr, ins, _VAL, ins))]
         params = eqn.params
         try:
             try:
@@ -635,7 +638,7 @@ def backward_pass(jaxpr, consts, cts_out):
         for a, c in zip(inputs, cts_in):
             if c is not None and type(a) is Var and type(c) is not Zero:
                 want = a.aval.dtype
-                d = c.dtype if type(c) is _ndarray else getattr(c, "dtype", want)
+                d = getattr(c, "dtype", want)
                 if d is not want and d != want:
                     c = fit_dtype(c, want)
                 ct_env[a] = add_any(ct_env[a], c) if a in ct_env else c

@@ -19,6 +19,7 @@ constvars, in the ``ClosedJaxpr`` it returns.
 """
 from __future__ import annotations
 
+import operator
 import os
 from typing import NamedTuple
 
@@ -156,6 +157,7 @@ _NDARRAY_AVALS = core._NDARRAY_AVALS
 _ndarray = np.ndarray
 _Eqn = core.Eqn
 _new = object.__new__
+_aval_of = operator.attrgetter("aval")
 _WEAK_SCALAR_AVALS = {t: core.get_aval(t()) for t in (int, float, bool, complex)}
 # Literals of Python scalars, shared per (type, value): literals are immutable,
 # and the same constants (``y * 0.5``) are staged again at every call of eager
@@ -384,7 +386,6 @@ class JaxprTrace(core.Trace):
         builder = self.builder
         const_ids = builder.const_ids
         inputs = []
-        in_avals = []
         for x in args:
             t = type(x)
             if t is JaxprTracer and x._trace is self:
@@ -406,9 +407,8 @@ class JaxprTrace(core.Trace):
                 else:
                     a = self.to_atom(x)
             inputs.append(a)
-            in_avals.append(a.aval)
-        out_aval = (prim.abstract_eval(*in_avals, **params) if params
-                    else prim.abstract_eval(*in_avals))
+        out_aval = (prim.abstract_eval(*map(_aval_of, inputs), **params) if params
+                    else prim.abstract_eval(*map(_aval_of, inputs)))
         eqn = _new(_Eqn)
         eqn.prim = prim
         eqn.inputs = inputs
