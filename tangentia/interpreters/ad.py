@@ -151,9 +151,7 @@ def maybe_jvp_tracer(trace, primal, tangent):
     if type(tangent) is Zero:
         return primal
     r = _new(JVPTracer)
-    r._trace = trace
-    r.primal = primal
-    r.tangent = tangent
+    r._trace, r.primal, r.tangent = trace, primal, tangent
     return r
 
 
@@ -231,13 +229,9 @@ class JVPTrace(core.Trace):
             if prim.multiple_results:
                 tan = [t if type(t) is Zero else fit_dtype(t, core.get_aval(p).dtype)
                        for p, t in zip(out, tan)]
-            elif type(tan) is _JaxprTracer and type(out) is _ndarray:  # (eager grad)
-                d, want = tan.ir_var.aval.dtype, out.dtype
-                if d is not want and d != want:
-                    tan = fit_dtype(tan, want)
             elif type(tan) is not Zero:
                 want = out.dtype if type(out) is _ndarray else core.get_aval(out).dtype
-                d = _dtype_of(tan)
+                d = tan.ir_var.aval.dtype if type(tan) is _JaxprTracer else _dtype_of(tan)
                 if d is not want and d != want:
                     tan = fit_dtype(tan, want)
         finally:

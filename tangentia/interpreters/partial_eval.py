@@ -255,14 +255,6 @@ class JaxprTrace(core.Trace):
                 return False
         return True
 
-    def _with_parent(self, process, prim, args, params):
-        """``process(prim, args, params)``, a method of the parent, with the parent current."""
-        token = _set_trace(self.parent)
-        try:
-            return process(prim, args, params)
-        finally:
-            _reset_trace(token)
-
     def _inline_unknown(self, params, args):
         """A custom call with unknown inputs under partial evaluation: its
         inputs are tangents (partial evaluation builds linear programs), so the
@@ -273,7 +265,11 @@ class JaxprTrace(core.Trace):
 
     def process_custom_jvp_call(self, prim, args, params):
         if self._computes_now(args):
-            return self._with_parent(self.parent.process_custom_jvp_call, prim, args, params)
+            token = _set_trace(self.parent)
+            try:
+                return self.parent.process_custom_jvp_call(prim, args, params)
+            finally:
+                _reset_trace(token)
         if self.forward_known and not params.get("linear_map"):
             # (a linear map with a custom transpose, linear_call's, is recorded instead)
             return self._inline_unknown(params, args)
@@ -318,7 +314,11 @@ class JaxprTrace(core.Trace):
 
     def process_custom_vjp_call(self, prim, args, params):
         if self._computes_now(args):
-            return self._with_parent(self.parent.process_custom_vjp_call, prim, args, params)
+            token = _set_trace(self.parent)
+            try:
+                return self.parent.process_custom_vjp_call(prim, args, params)
+            finally:
+                _reset_trace(token)
         if self.forward_known:
             return self._inline_unknown(params, args)
         avals = [core.get_aval(a) for a in args]
@@ -344,7 +344,11 @@ class JaxprTrace(core.Trace):
 
     def process_custom_vmap_call(self, prim, args, params):
         if self._computes_now(args):
-            return self._with_parent(self.parent.process_custom_vmap_call, prim, args, params)
+            token = _set_trace(self.parent)
+            try:
+                return self.parent.process_custom_vmap_call(prim, args, params)
+            finally:
+                _reset_trace(token)
         if self.forward_known:
             raise ValueError(
                 "Linearization failed to produce known values for all output primals. This is "
