@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import functools
-import itertools
 from types import MethodType as _MethodType
 from typing import Callable
 
@@ -31,7 +30,6 @@ from . import partial_eval as pe
 _JaxprTracer = pe.JaxprTracer
 _custom_partial_eval_rules = pe.custom_partial_eval_rules
 _aval_of_ndarray = core.aval_of_ndarray
-_NDARRAY_AVALS = core._NDARRAY_AVALS
 _new = object.__new__
 _suspended = core.run_suspended
 
@@ -341,10 +339,9 @@ class JVPTrace(core.Trace):
                 o = o.view(_ndarray)
             plain_outs.append(o)
             # (a float aval is its own tangent aval; both are strong)
-            a = ((_NDARRAY_AVALS.get((o.shape, o.dtype)) or _aval_of_ndarray(o))
-                 if type(o) is _ndarray else core.get_aval(o))
-            out_avals.append(a if (a.dtype.kind in "fc" or dtypes.is_inexact(a.dtype))
-                             and not a.weak_type else tangent_aval(a))
+            a = _aval_of_ndarray(o) if type(o) is _ndarray else core.get_aval(o)
+            out_avals.append(a if dtypes.is_inexact(a.dtype) and not a.weak_type
+                             else tangent_aval(a))
         out_avals = tuple(out_avals)
         # (``bwd`` with ``res_tree`` bound first: a method object is one object
         # to keep until transposition, a partial three)
@@ -553,9 +550,6 @@ def is_undefined(x):
     return type(x) is Var
 
 
-_VAL = itertools.repeat("val")  # (getattr's attribute name, for map)
-
-
 def backward_pass(jaxpr, consts, cts_out):
     """Transpose the linear program ``jaxpr`` (a ``core.Jaxpr``, linear in its
     invars; ``consts`` the values of its constvars).
@@ -606,10 +600,8 @@ def backward_pass(jaxpr, consts, cts_out):
                 continue
             cts = [Zero(tangent_aval(v.aval)) if c is None else c for v, c in zip(out, cts)]
         # The rule's arguments: linear inputs stay variables (``UndefinedPrimal``),
-        # constants and literals become their values: env.get(a, getattr(a, "val", a))
-        # for each input a (a Var has no ``val``), without a Python frame per input.
-        ins = eqn.inputs
-        inputs = [*map(env_get, ins, map(getattr, ins, _VAL, ins))]
+        # constants and literals become their values.
+        inputs = [env_get(a, a) if type(a) is Var else a.val for a in eqn.inputs]
         params = eqn.params
         try:
             try:
