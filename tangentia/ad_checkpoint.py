@@ -216,7 +216,7 @@ class _SourceLines:
     def __enter__(self):
         from .interpreters.partial_eval import JaxprTrace  # noqa: PLC0415
         self.lines = {}
-        self._stage, self._eval = JaxprTrace.process_primitive.__code__, core.eval_jaxpr.__code__
+        self._stage, self._eval = JaxprTrace.stage.__code__, core.eval_jaxpr.__code__
         self._entry = sys._getframe(1)
         self._old = sys.getprofile()
         sys.setprofile(self._hook)

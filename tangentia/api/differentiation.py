@@ -570,7 +570,7 @@ def _value_and_grad(fun, argnums, has_aux, allow_int, api, args, kwargs, holomor
         return [out]
 
     outs, jaxpr, consts, out_avals, aux = ad.linearize_flat(
-        flat, d_leaves, None, aux_holder if has_aux else None, transpose_only=True)
+        flat, d_leaves, None, aux_holder if has_aux else None, records=True)
     out = outs[0]
     ct = np.ones((), core.get_aval(out).dtype)
     token = BackwardPass.enter()   # its own NaN / inf cotangents are silent, as JAX's

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from types import MethodType as _MethodType
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -29,9 +29,13 @@ from . import partial_eval as pe
 
 _JaxprTracer = pe.JaxprTracer
 _custom_partial_eval_rules = pe.custom_partial_eval_rules
+_WEAK_SCALAR_AVALS = pe._WEAK_SCALAR_AVALS
 _aval_of_ndarray = core.aval_of_ndarray
+_NDARRAY_AVALS = core._NDARRAY_AVALS
+_custom_rule_get = core.custom_rule_ctx.get
 _new = object.__new__
 _suspended = core.run_suspended
+_eval_primitive = core.eval_primitive
 
 
 # ---------------------------------------------------------------------------
@@ -387,17 +391,13 @@ custom_vmap_jvp_rule = [None]
 
 
 class LinearizeTrace(pe.JaxprTrace):
-    """The partial evaluator under ``linearize``'s JVP interpreter: a
-    ``JaxprTrace`` in partial-evaluation mode (``forward_known``).
+    """The partial evaluator under ``linearize``'s JVP interpreter.
 
     Operations on known values (the primal computation) go to the parent now;
-    those touching a tangent are recorded as the equations of the linear
-    program (``JaxprTrace.process_primitive``: ``core.Eqn``s, with the known arrays they
-    read, the residuals, as its constant variables), the one format that
-    staging, transposition, the type checker and the printer read.  Under
-    eager evaluation (``eval_known``, see ``core.Trace``) the parent is
-    evaluation itself, and the eager-dispatch point evaluates known values
-    directly.
+    those touching a tangent are recorded into the linear program.  Under
+    eager evaluation (``eval_known``, see ``core.Trace``) known values are
+    computed with each primitive's NumPy implementation directly, as the
+    parent would, and the eager-dispatch point takes its fast path for them.
     """
 
     __slots__ = ("eval_known",)
@@ -405,6 +405,89 @@ class LinearizeTrace(pe.JaxprTrace):
     def __init__(self, parent, builder):
         super().__init__(parent, builder, forward_known=True)
         self.eval_known = parent is core.EVAL_TRACE
+
+    def process_primitive(self, prim, args, params, stage=False):
+        # The hot path of eager ``grad``.  An operation on none of the trace's
+        # own tracers (tangents) is known: computed now, by evaluation itself
+        # under eager evaluation (``eval_known``), else by the parent.  An
+        # operation on a tangent is recorded, compactly (``pe.LinearBuilder``:
+        # no Eqn, no constant variables).
+        if not stage:
+            for x in args:
+                if type(x) is _JaxprTracer and x._trace is self:
+                    break
+            else:
+                if self.eval_known:
+                    return _eval_primitive(prim, args, params)
+                return self.parent.process_primitive(prim, args, params)
+            rule = _custom_partial_eval_rules.get(prim)
+            if rule is not None:
+                return rule(self, args, params)
+        # One pass over the arguments: the record's inputs (own tracers as
+        # their variables) and their types.
+        plain = True  # every argument is an own tracer, an ndarray or a Python scalar
+        ins = []
+        in_avals = []
+        for x in args:
+            t = type(x)
+            if t is _JaxprTracer and x._trace is self:
+                x = x.ir_var
+                in_avals.append(x.aval)
+            elif t is _ndarray:  # a residual, most often
+                # (``core.aval_of_ndarray(x)``, its cache read inline)
+                in_avals.append(_NDARRAY_AVALS.get((x.shape, x.dtype)) or _aval_of_ndarray(x))
+            else:
+                aval = _WEAK_SCALAR_AVALS.get(t)
+                if aval is None:
+                    plain = False
+                    break
+                in_avals.append(aval)
+            ins.append(x)
+        if not plain:
+            ins, in_avals = self._plain_args(args)
+        out_aval = prim.abstract_eval(*in_avals, **params)
+        # As in NumPy, only Python scalars are weakly typed: results are strong.
+        if prim.multiple_results:
+            out, tracers = [], []
+            for a in out_aval:  # Var(a) and JaxprTracer(self, v) without __init__ frames
+                v = _new(Var)
+                v.aval = a.strip_weak() if a.weak_type else a
+                out.append(v)
+                r = _new(_JaxprTracer)
+                r._trace, r.ir_var = self, v
+                tracers.append(r)
+            self.builder.records.append((prim, ins, params, out, _custom_rule_get()))
+            return tracers
+        # Var(aval) and JaxprTracer(self, v) without __init__ frames.
+        v = _new(Var)
+        v.aval = out_aval.strip_weak() if out_aval.weak_type else out_aval
+        self.builder.records.append((prim, ins, params, v, _custom_rule_get()))
+        r = _new(_JaxprTracer)
+        r._trace, r.ir_var = self, v
+        return r
+
+    def stage(self, prim, args, params):
+        return self.process_primitive(prim, args, params, True)
+
+    def _plain_args(self, args):
+        """A record's inputs from ``args``: the trace's own tracers as their
+        variables, plain ndarrays and Python scalars as they are, every other
+        value made plain (``plain_value``; the value of a ``Literal``); and
+        their avals."""
+        out, avals = [], []
+        for x in args:
+            t = type(x)
+            if t is _JaxprTracer and x._trace is self:
+                x = x.ir_var
+                avals.append(x.aval)
+            else:
+                if not (t is _ndarray or t in _WEAK_SCALAR_AVALS):
+                    x = self.plain_value(x)
+                    if type(x) is core.Literal:
+                        x = x.val
+                avals.append(core.get_aval(x))
+            out.append(x)
+        return out, avals
 
 
 # custom_lin: the linear step of a custom_vjp function under linearization.
@@ -540,7 +623,7 @@ def deflinear(prim, transpose_rule):
 
 # A transpose rule receives each linear input of its equation as the input's
 # variable: a value whose type (``.aval``) is known and whose value is not.
-# The equations being transposed hold their linear inputs as
+# The records and equations being transposed hold their linear inputs as
 # variables already, so they are passed to the rules as they are.
 UndefinedPrimal = Var
 
@@ -550,9 +633,21 @@ def is_undefined(x):
     return type(x) is Var
 
 
+class LinearRecords(NamedTuple):
+    """A linear program as linearize's partial evaluator recorded it, for
+    transposing it at once (eager ``grad``): ``records`` are its equations as
+    tuples (``pe.LinearBuilder``), whose variables are the linear values,
+    ``invars`` the input tangents' variables, ``outvars`` the output tangents'
+    variables (constants for outputs that do not depend on the inputs)."""
+
+    records: list
+    invars: list
+    outvars: list
+
+
 def backward_pass(jaxpr, consts, cts_out):
-    """Transpose the linear program ``jaxpr`` (a ``core.Jaxpr``, linear in its
-    invars; ``consts`` the values of its constvars).
+    """Transpose the linear program ``jaxpr`` (linear in its invars), a
+    ``core.Jaxpr`` or ``LinearRecords`` (then ``consts`` is unused).
 
     Equations that do not depend on the linear inputs are evaluated forward
     first (programs made by ``linearize`` have none: they are marked
@@ -561,16 +656,19 @@ def backward_pass(jaxpr, consts, cts_out):
     partial evaluation first (``_eval_known_part``).  Returns one cotangent
     per invar (``None`` for a zero cotangent).
     """
-    if type(jaxpr) is not core.Jaxpr:
-        raise TypeError(
-            f"backward_pass: the linear program must be a core.Jaxpr (the one IR that "
-            f"linearization records), got {type(jaxpr).__name__}")
-    all_linear = jaxpr.all_linear
-    if not all_linear and _splits_mixed(jaxpr):
-        jaxpr, consts = _eval_known_part(jaxpr, consts)
-    env = dict(zip(jaxpr.constvars, consts))
-    eqns = jaxpr.eqns if all_linear else _eval_nonlinear(jaxpr, env)
-    env_get = env.get
+    if type(jaxpr) is LinearRecords:
+        env = {}
+        records = jaxpr.records
+    else:
+        all_linear = jaxpr.all_linear
+        if not all_linear and _splits_mixed(jaxpr):
+            jaxpr, consts = _eval_known_part(jaxpr, consts)
+        env = dict(zip(jaxpr.constvars, consts))
+        eqns = jaxpr.eqns if all_linear else _eval_nonlinear(jaxpr, env)
+        # As records: the linear inputs stay variables, the others become values.
+        records = [(e.prim, [env.get(a, a) if type(a) is Var else a.val for a in e.inputs],
+                    e.params, e.outputs if e.prim.multiple_results else e.outputs[0], e.source)
+                   for e in eqns]
     # From here on, a variable is linear exactly when it has no value in env.
     ct_env = {}
     get = ct_env.get
@@ -579,19 +677,8 @@ def backward_pass(jaxpr, consts, cts_out):
             old = get(v)
             ct_env[v] = ct if old is None else add_any(old, ct)
     pop = ct_env.pop
-    for eqn in reversed(eqns):
-        prim = eqn.prim
-        out = eqn.outputs
-        if not prim.multiple_results:
-            cts = pop(out[0], None)
-            if cts is None:
-                continue
-        elif len(out) == 1:  # (a custom_vjp function's linear step, most often)
-            cts = pop(out[0], None)
-            if cts is None:
-                continue
-            cts = [cts]
-        else:
+    for prim, inputs, params, out, source in reversed(records):
+        if prim.multiple_results:
             cts = [pop(v, None) for v in out]
             for c in cts:  # (not all(...) of a generator, which costs ~3k when it stops early)
                 if c is not None:
@@ -599,10 +686,10 @@ def backward_pass(jaxpr, consts, cts_out):
             else:
                 continue
             cts = [Zero(tangent_aval(v.aval)) if c is None else c for v, c in zip(out, cts)]
-        # The rule's arguments: linear inputs stay variables (``UndefinedPrimal``),
-        # constants and literals become their values.
-        inputs = [env_get(a, a) if type(a) is Var else a.val for a in eqn.inputs]
-        params = eqn.params
+        else:
+            cts = pop(out, None)
+            if cts is None:
+                continue
         try:
             try:
                 rule = primitive_transposes[prim]
@@ -613,7 +700,6 @@ def backward_pass(jaxpr, consts, cts_out):
             # (the linear inputs are variables: ``UndefinedPrimal``)
             cts_in = rule(cts, *inputs, **params) if params else rule(cts, *inputs)
         except (NotImplementedError, TypeError) as err:
-            source = eqn.source
             if source is None:
                 raise
             raise TypeError(
@@ -624,10 +710,11 @@ def backward_pass(jaxpr, consts, cts_out):
         for a, c in zip(inputs, cts_in):
             if c is not None and type(a) is Var and type(c) is not Zero:
                 want = a.aval.dtype
-                d = getattr(c, "dtype", want)
+                d = c.dtype if type(c) is _ndarray else getattr(c, "dtype", want)
                 if d is not want and d != want:
                     c = fit_dtype(c, want)
-                ct_env[a] = add_any(ct_env[a], c) if a in ct_env else c
+                old = get(a)
+                ct_env[a] = c if old is None else add_any(old, c)
     return [get(v) for v in jaxpr.invars]
 
 
@@ -713,19 +800,18 @@ def jvp_flat(fun, primals, tangents):
     return [p for p, _ in pairs], [t for _, t in pairs]
 
 
-def linearize_flat(fun, primals, differentiable=None, aux_holder=None, transpose_only=False):
+def linearize_flat(fun, primals, differentiable=None, aux_holder=None, records=False):
     """Linearize ``fun`` at ``primals``.
 
     Returns ``(primals_out, jaxpr, consts, out_tangent_avals, aux)`` where
-    ``jaxpr`` maps the input tangents to the output tangents and is linear
-    (``all_linear``).  ``differentiable[i]`` False skips input i (its tangent
-    is a zero).  If ``aux_holder`` is given, ``fun`` stores auxiliary outputs
-    in ``aux_holder["aux"]``; they are returned with their tangents stripped.
-    With ``transpose_only`` (eager ``grad``, which hands the program straight
-    to ``backward_pass``), the program keeps every recorded equation and
-    constant: no dead-code pass, which transposition does not need.
+    ``jaxpr`` maps the input tangents to the output tangents and is linear.
+    ``differentiable[i]`` False skips input i (its tangent is a zero).  If
+    ``aux_holder`` is given, ``fun`` stores auxiliary outputs in
+    ``aux_holder["aux"]``; they are returned with their tangents stripped.
+    With ``records``, ``jaxpr`` is the program as recorded (``LinearRecords``,
+    for ``backward_pass`` only) and ``consts`` is None: no program is built.
     """
-    builder = pe.JaxprBuilder("linearized")
+    builder = pe.LinearBuilder("linearized")
     pe_trace = LinearizeTrace(core.current_trace(), builder)
     jvp_trace = JVPTrace(pe_trace)
     ins = []
@@ -748,9 +834,15 @@ def linearize_flat(fun, primals, differentiable=None, aux_holder=None, transpose
             out_primals.append(p)
             out_tangents.append(instantiate(t))
         out_tan_avals = [tangent_aval(core.get_aval(p)) for p in out_primals]
-        # Every recorded equation has an unknown (tangent) input.
-        jaxpr, consts = builder.build(in_tracers, out_tangents, pe_trace,
-                                      dce=not transpose_only, all_linear=True)
+        if records:
+            jaxpr = LinearRecords(builder.records, [t.ir_var for t in in_tracers],
+                                  [t.ir_var if type(t) is _JaxprTracer and t._trace is pe_trace
+                                   else t for t in out_tangents])
+            consts = None
+        else:
+            jaxpr, consts = builder.build(in_tracers, out_tangents, pe_trace)
+            # Every recorded equation has an unknown (tangent) input.
+            jaxpr.all_linear = True
         if aux_holder is not None:
             from ..tree_util import tree_map
             aux = tree_map(lambda x: jvp_trace.unpack(x)[0] if isinstance(x, Tracer) else x,
@@ -758,6 +850,7 @@ def linearize_flat(fun, primals, differentiable=None, aux_holder=None, transpose
     finally:
         jvp_trace.alive = False
         pe_trace.alive = False
+        builder.records = []  # handed over (the builder is the trace's: no cycle)
     return out_primals, jaxpr, consts, out_tan_avals, aux
 
 

@@ -19,7 +19,6 @@ constvars, in the ``ClosedJaxpr`` it returns.
 """
 from __future__ import annotations
 
-import operator
 import os
 from typing import NamedTuple
 
@@ -79,23 +78,17 @@ class JaxprBuilder:
             self.constvals.append(x)
         return v
 
-    def build(self, in_tracers, outs, trace, dce=True, all_linear=None):
-        """Make (jaxpr, consts) with ``in_tracers`` as inputs and ``outs`` as
-        outputs.  Without ``dce`` every recorded equation and constant is kept
-        (eager ``grad``: transposition skips the equations whose outputs get no
-        cotangent, so removing them first would be a second pass for nothing)."""
+    def build(self, in_tracers, outs, trace):
+        """Make (jaxpr, consts) with ``in_tracers`` as inputs and ``outs`` as outputs."""
         invars = [t.ir_var for t in in_tracers]
         outvars = [trace.to_atom(o) for o in outs]
-        if dce:
-            eqns, live = _dce(self.eqns, outvars)
-            constvars, constvals = [], []
-            for v, x in zip(self.constvars, self.constvals):
-                if v in live:
-                    constvars.append(v)
-                    constvals.append(x)
-        else:
-            eqns, constvars, constvals = self.eqns, self.constvars, self.constvals
-        jaxpr = core.Jaxpr(constvars, invars, eqns, outvars, all_linear)
+        eqns, live = _dce(self.eqns, outvars)
+        constvars, constvals = [], []
+        for v, x in zip(self.constvars, self.constvals):
+            if v in live:
+                constvars.append(v)
+                constvals.append(x)
+        jaxpr = core.Jaxpr(constvars, invars, eqns, outvars)
         if CHECK_PROGRAMS:  # every staged program, with the programs it carries
             core.typecheck_jaxpr(jaxpr)
         return jaxpr, constvals
@@ -103,6 +96,51 @@ class JaxprBuilder:
 
 # TANGENTIA_CHECK_PROGRAMS=1: type-check every program as it is built (tests/conftest.py).
 CHECK_PROGRAMS = os.environ.get("TANGENTIA_CHECK_PROGRAMS", "0") not in ("", "0")
+
+
+class LinearBuilder(JaxprBuilder):
+    """The builder of linearize's partial evaluator (``ad.LinearizeTrace``).
+
+    Tangent equations are recorded compactly, as ``(prim, inputs, params, out,
+    source)`` tuples: ``inputs`` the primitive's arguments with the trace's
+    own tracers as their ``Var`` (the linear inputs; the records keep no
+    tracer alive), residual arrays and Python scalars as they are, any other
+    value already made plain by ``JaxprTrace.plain_value`` (a NumPy scalar for
+    a ``Literal``); ``out`` the output ``Var`` (a list of them for a primitive
+    with several results), ``source`` the custom rule that emitted it.  ``Eqn`` objects are made only when a program is needed
+    (``build``); eager ``grad`` transposes the records directly
+    (``ad.backward_pass``), as if they were the equations of a program.
+    """
+
+    __slots__ = ("records",)
+
+    def __init__(self, name="fun"):
+        super().__init__(name)
+        self.records = []
+
+    def build(self, in_tracers, outs, trace):
+        eqns = self.eqns
+        const_ids = self.const_ids
+        const_var = self.const_var
+        for prim, args, params, out, source in self.records:
+            inputs = []
+            for x in args:
+                t = type(x)
+                if t is Var:  # a linear input
+                    a = x
+                elif t is _ndarray or isinstance(x, Tracer):  # a tracer of an outer trace
+                    a = const_ids.get(id(x))
+                    if a is None:
+                        a = const_var(x)
+                elif t in _WEAK_SCALAR_AVALS:  # a Python scalar
+                    a = _scalar_literal(x, t, _WEAK_SCALAR_AVALS[t])
+                else:  # a NumPy scalar
+                    a = trace.plain_value(x)
+                inputs.append(a)
+            eqns.append(_Eqn(prim, inputs, out if prim.multiple_results else [out], params,
+                             source))
+        self.records = []
+        return super().build(in_tracers, outs, trace)
 
 
 def has_nested_effects(eqn):
@@ -153,11 +191,8 @@ def dce_jaxpr(jaxpr):
 
 
 _aval_of_ndarray = core.aval_of_ndarray
-_NDARRAY_AVALS = core._NDARRAY_AVALS
 _ndarray = np.ndarray
 _Eqn = core.Eqn
-_new = object.__new__
-_aval_of = operator.attrgetter("aval")
 _WEAK_SCALAR_AVALS = {t: core.get_aval(t()) for t in (int, float, bool, complex)}
 # Literals of Python scalars, shared per (type, value): literals are immutable,
 # and the same constants (``y * 0.5``) are staged again at every call of eager
@@ -232,6 +267,20 @@ class JaxprTrace(core.Trace):
         elif type(x) is ArrayImpl:  # an eager result: programs hold plain ndarrays
             x = x.view(_ndarray)
         return x
+
+    def process_primitive(self, prim, args, params):
+        if self.forward_known:
+            for x in args:
+                if type(x) is JaxprTracer and x._trace is self:
+                    break
+            else:
+                return self.parent.process_primitive(prim, args, params)
+            rule = custom_partial_eval_rules.get(prim)
+            if rule is not None:
+                return rule(self, args, params)
+        elif _compile_time_eval_get() and not any(isinstance(x, Tracer) for x in args):
+            return core.EVAL_TRACE.process_primitive(prim, args, params)
+        return self.stage(prim, args, params)
 
     def is_known(self, x):
         """Whether ``x`` is known to this trace: not one of its own (staged) values."""
@@ -359,91 +408,36 @@ class JaxprTrace(core.Trace):
                 "mode (jvp, jacfwd), or give the function a custom_vjp.)")
         return self.stage(prim, args, params)
 
-    def process_primitive(self, prim, args, params, staged=False):
-        """Record ``prim`` applied to ``args`` as an equation of the program.
-
-        Partial evaluation (``forward_known``) first sends an operation on
-        known values only to the parent (computed now), and one with a
-        partial-evaluation rule (loops, branches) to that rule; with
-        ``staged`` (``stage``: the rules' own unknown parts) it records
-        directly.  Recording: the trace's own tracers are the equation's
-        variables, arrays become constant variables (one per array: a
-        residual of a linearization, a value closed over), Python scalars
-        literals.  Returns the outputs' tracers.
-
-        The one way both staging and linearization (``ad.LinearizeTrace``,
-        every tangent operation of eager ``grad``) record an operation, so its
-        hot path: one pass over the arguments, and ``Var``, ``Eqn`` and tracer
-        objects made without ``__init__`` frames."""
-        if not staged:
-            if self.forward_known:
-                for x in args:
-                    if type(x) is JaxprTracer and x._trace is self:
-                        break
-                else:
-                    return self.parent.process_primitive(prim, args, params)
-                rule = custom_partial_eval_rules.get(prim)
-                if rule is not None:
-                    return rule(self, args, params)
-            elif _compile_time_eval_get() and not any(isinstance(x, Tracer) for x in args):
-                return core.EVAL_TRACE.process_primitive(prim, args, params)
+    def stage(self, prim, args, params):
+        # The hot path of eager ``grad`` (every tangent operation is staged
+        # here): one pass over the arguments, no intermediate lists.
         builder = self.builder
         const_ids = builder.const_ids
         inputs = []
+        in_avals = []
         for x in args:
             t = type(x)
             if t is JaxprTracer and x._trace is self:
                 a = x.ir_var
             elif t is _ndarray:  # a residual of linearization, most often
                 a = const_ids.get(id(x))
-                if a is None:  # (builder.const_var(x), inline)
-                    a = _new(Var)
-                    a.aval = _NDARRAY_AVALS.get((x.shape, x.dtype)) or _aval_of_ndarray(x)
-                    const_ids[id(x)] = a
-                    builder.constvars.append(a)
-                    builder.constvals.append(x)
+                if a is None:
+                    a = builder.const_var(x, _aval_of_ndarray(x))
+            elif t is ArrayImpl:  # a value of user code (a custom rule): held plain
+                a = builder.const_var(x.view(_ndarray), _aval_of_ndarray(x))
             else:
-                aval = _WEAK_SCALAR_AVALS.get(t)
-                if aval is not None:  # a Python scalar (``y * 0.5``): a shared literal
-                    a = _SCALAR_LITERALS.get((t, x)) or _scalar_literal(x, t, aval)
-                elif t is ArrayImpl:  # a value of user code (a custom rule): held plain
-                    a = builder.const_var(x.view(_ndarray), _aval_of_ndarray(x))
-                else:
-                    a = self.to_atom(x)
+                a = self.to_atom(x)
             inputs.append(a)
-        out_aval = (prim.abstract_eval(*map(_aval_of, inputs), **params) if params
-                    else prim.abstract_eval(*map(_aval_of, inputs)))
-        eqn = _new(_Eqn)
-        eqn.prim = prim
-        eqn.inputs = inputs
-        eqn.params = params
-        eqn.source = _custom_rule_get()
+            in_avals.append(a.aval)
+        out_aval = prim.abstract_eval(*in_avals, **params)
         # As in NumPy, only Python scalars are weakly typed: results are strong.
         if prim.multiple_results:
-            outvars, tracers = [], []
-            for a in out_aval:  # Var(a) and JaxprTracer(self, v), without __init__ frames
-                v = _new(Var)
-                v.aval = a.strip_weak() if a.weak_type else a
-                outvars.append(v)
-                r = _new(JaxprTracer)
-                r._trace = self
-                r.ir_var = v
-                tracers.append(r)
-            eqn.outputs = outvars
-            builder.eqns.append(eqn)
-            return tracers
-        v = _new(Var)
-        v.aval = out_aval.strip_weak() if out_aval.weak_type else out_aval
-        eqn.outputs = [v]
-        builder.eqns.append(eqn)
-        r = _new(JaxprTracer)
-        r._trace = self
-        r.ir_var = v
-        return r
-
-    def stage(self, prim, args, params):
-        """Record ``prim`` applied to ``args``, known or not (see ``process_primitive``)."""
-        return self.process_primitive(prim, args, params, True)
+            outvars = [Var(a.strip_weak()) for a in out_aval]
+            builder.eqns.append(_Eqn(prim, inputs, outvars, params, _custom_rule_get()))
+            return [JaxprTracer(self, v) for v in outvars]
+        v = Var(out_aval.strip_weak() if out_aval.weak_type else out_aval)
+        builder.eqns.append(_Eqn(prim, inputs, [v], params, _custom_rule_get()))
+        return JaxprTracer(self, v)
 
     def concrete_value(self, tracer, context):
         if self.forward_known:
