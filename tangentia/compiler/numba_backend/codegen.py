@@ -704,18 +704,7 @@ class _Gen:
         for v in in_vals:
             if type(v) is not ZV:
                 args.extend([_typed(e, v.dtype) for e in v.elems] if type(v) is SV else [v.name])
-        outs, names = [], []
-        for kind, shape, dtype in template:
-            if kind is ZV:
-                outs.append(ZV(shape, dtype))
-            elif kind is SV:
-                els = [self.name("s") for _ in range(_size(shape))]
-                names.extend(els)
-                outs.append(SV(shape, dtype, els))
-            else:
-                n = self.name("a")
-                names.append(n)
-                outs.append(AV(shape, dtype, n))
+        outs, names = self.template_outputs(template)
         call = f"{fname}({''.join(a + ', ' for a in args)})"
         self.emit(f"({''.join(n + ', ' for n in names)}) = {call}" if names else call)
         return outs
@@ -730,6 +719,24 @@ class _Gen:
                 return self.ptr_format.format(k)
         self.deps.append(unit)
         return self.ptr_format.format(len(self.deps) - 1)
+
+    def template_outputs(self, template):
+        """``(values, names)`` for the results of a call to an outlined body or a compile
+        unit, from its ``template`` (``(kind, shape, dtype)`` per output): fresh scalar
+        names for each element of a scalarized output, one array name per array output,
+        none for a float0 zero; ``names`` in the order the callee returns them."""
+        outs, names = [], []
+        for kind, shape, dtype in template:
+            if kind is ZV:
+                outs.append(ZV(shape, dtype))
+            elif kind is SV:
+                els = [self.name("s") for _ in range(_size(shape))]
+                names.extend(els)
+                outs.append(SV(shape, dtype, els))
+            else:
+                names.append(self.name("a"))
+                outs.append(AV(shape, dtype, names[-1]))
+        return outs, names
 
     def _outline(self, body, in_vals):
         saved = self.lines, self.depth, self.scopes

@@ -522,17 +522,7 @@ def _lower_unit(g, jaxpr, in_vals):
             args.append(name)
     ptr = g.unit_ptr(unit)
     args.extend(g.unit_ptr(d) for d in unit.deps)
-    outs, names = [], []
-    for kind, shape, dtype in unit.template:
-        if kind is ZV:
-            outs.append(ZV(shape, dtype))
-        elif kind is SV:
-            els = [g.name("s") for _ in range(_size(shape))]
-            names.extend(els)
-            outs.append(SV(shape, dtype, els))
-        else:
-            names.append(g.name("a"))
-            outs.append(AV(shape, dtype, names[-1]))
+    outs, names = g.template_outputs(unit.template)
     caller = g.glob(unit.caller, "_u")
     g.notes.append(f"# {caller}: unit {unit.key}")
     call = f"{caller}({ptr}, {irblock._nest(args)})"
