@@ -259,6 +259,13 @@ def test_reduce_structure_errors():
     with pytest.raises(ValueError, match="^Operands must have the same tree structure as "
                                          "init_values"):
         lax.reduce({"x": np.ones(5)}, {"y": 0.0}, lambda a, b: dict(x=a["x"] + b["x"]), [0])
+    with pytest.raises(ValueError, match="^Operands must have the same tree structure as "
+                                         "init_values"):
+        lax.reduce_window({"x": np.ones(5)}, {"y": 0.0}, lambda a, b: dict(x=a["x"] + b["x"]),
+                          (1,), (1,), "VALID")
+    for fun, extra in ((lax.reduce, ([],)), (lax.reduce_window, ((), (), "VALID"))):
+        with pytest.raises(ValueError, match=rf"^{fun.__name__}: no operands \(tangentia: lax\.{fun.__name__}: "):
+            fun([], [], lambda a, b: a, *extra)
     with pytest.raises(ValueError, match="^reduce found non-scalar initial value"):
         lax.reduce({"x": np.ones(5)}, {"x": np.ones(5)},
                    lambda a, b: dict(x=a["x"] + b["x"]), [0])

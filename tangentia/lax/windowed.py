@@ -83,6 +83,20 @@ def _single(fname, tree, what):
     return leaves[0], treedef
 
 
+def _flat_operands(fname, operands, init_values):
+    """``(operand leaves, initial-value leaves, tree)`` of ``reduce``/``reduce_window``'s
+    pytrees, with JAX's error when the trees differ and ours when there is no operand."""
+    xs, treedef = tree_flatten(operands)
+    inits, init_tree = tree_flatten(init_values)
+    if init_tree != treedef:
+        raise ValueError(f"Operands must have the same tree structure as init_values: "
+                         f"{treedef} vs. {init_tree}"
+                         + _tag(fname, "one initial value per operand"))
+    if not xs:
+        raise ValueError(f"{fname}: no operands" + _tag(fname, "pass at least one array"))
+    return xs, inits, treedef
+
+
 def reduce_window(operand: Any, init_value: Any, computation: Callable, window_dimensions: Shape,
                   window_strides: Sequence[int] | None = None,
                   padding: str | Sequence[tuple[int, int]] = "VALID",
@@ -93,14 +107,7 @@ def reduce_window(operand: Any, init_value: Any, computation: Callable, window_d
     ``'VALID'`` or one ``(low, high)`` pair per dimension; ``base_dilation``
     spreads the operand, ``window_dilation`` the window."""
     fname = "reduce_window"
-    xs, treedef = tree_flatten(operand)
-    inits, init_tree = tree_flatten(init_value)
-    if init_tree != treedef:
-        raise ValueError(f"Operands must have the same tree structure as init_values: "
-                         f"{treedef} vs. {init_tree}"
-                         + _tag(fname, "one initial value per operand"))
-    if not xs:
-        raise ValueError("reduce_window: no operands" + _tag(fname, "pass at least one array"))
+    xs, inits, treedef = _flat_operands(fname, operand, init_value)
     for i in inits:
         if core.get_aval(i).shape != ():
             raise TypeError(f"reduce_window expected init_values to be scalars but "
@@ -268,14 +275,7 @@ def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], An
     returning that structure) or any other associative computation of scalars are reduced
     pairwise by the computation itself."""
     fname = "reduce"
-    xs, treedef = tree_flatten(operands)
-    inits, init_tree = tree_flatten(init_values)
-    if init_tree != treedef:
-        raise ValueError(f"Operands must have the same tree structure as init_values: "
-                         f"{treedef} vs. {init_tree}"
-                         + _tag(fname, "one initial value per operand"))
-    if not xs:
-        raise ValueError("reduce: no operands" + _tag(fname, "pass at least one array"))
+    xs, inits, treedef = _flat_operands(fname, operands, init_values)
     for i in inits:
         if core.get_aval(i).shape != ():
             raise ValueError(f"reduce found non-scalar initial value: "
