@@ -21,7 +21,6 @@ keeps a minimal regression case (an ``@example`` or a parametrized case naming i
 from __future__ import annotations
 
 import os
-import warnings
 
 import numpy as np
 import pytest
@@ -30,6 +29,7 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 import tangentia as tg
 import tangentia.numpy as tnp
 from tangentia import lax as tlax
+from _fuzz_jax_common import run as _run  # a result, or the exception raised
 
 jax = pytest.importorskip("jax", reason="JAX 0.10.2 is the reference these tests compare with")
 jax.config.update("jax_enable_x64", True)
@@ -89,16 +89,6 @@ def arrays(draw, dtypes=DTYPES, shape=None, pool=None):
         flat = [min(max(int(v), info.min), info.max) for v in flat]
     with np.errstate(all="ignore"):
         return np.array(flat, dtype=dt).reshape(shape)
-
-
-def _run(f, *args, **kw):
-    """``f``'s result, or the exception it raised (warnings silenced)."""
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        try:
-            return f(*args, **kw)
-        except Exception as e:  # noqa: BLE001 - the comparison looks at the exception
-            return e
 
 
 def _leaves(r):
