@@ -127,12 +127,18 @@ beta_p = elementwise("beta", _sc.beta, [_dbeta(0), _dbeta(1)])
 # and b (as in JAX): the rule raises an error naming the argument.
 
 
-def _no_shape_derivative(fname, argname):
+def _no_shape_derivative(fname, argname, jax_error=None):
+    """A rule raising NotImplementedError, or ``jax_error`` = (type, JAX's words) first."""
     def fn(t, ans, *primals):
-        raise NotImplementedError(
-            f"{fname}: the derivative with respect to argument '{argname}' (a shape "
-            f"parameter) is not implemented; only the derivative with respect to 'x' is")
+        ours = (f"{fname}: the derivative with respect to argument '{argname}' (a shape "
+                f"parameter) is not implemented; only the derivative with respect to 'x' is")
+        if jax_error is not None:
+            raise jax_error[0](f"{jax_error[1]} ({ours})")
+        raise NotImplementedError(ours)
     return fn
+
+
+_BETAINC_JAX = (ValueError, "Betainc gradient with respect to a and b not supported.")
 
 
 def _xpow_density(log_rest, x, a):
@@ -252,8 +258,8 @@ def _betainc_dx(t, ans, a, b, x):
 
 
 betainc_p = elementwise("betainc", _sc.betainc,
-                        [_no_shape_derivative("betainc", "a"),
-                         _no_shape_derivative("betainc", "b"), _betainc_dx])
+                        [_no_shape_derivative("betainc", "a", _BETAINC_JAX),
+                         _no_shape_derivative("betainc", "b", _BETAINC_JAX), _betainc_dx])
 
 
 # erfcinv(y) = erfinv(1 - y);  erfcinv'(y) = -sqrt(pi)/2 exp(erfcinv(y)^2) (reuses the output)

@@ -1,0 +1,107 @@
+"""tangentia.numpy and tangentia.scipy against JAX (x64): the long tail of issue 26 (third
+round).  The Hessian of ``det`` at singular matrices, ``betainc``'s error for a derivative in
+its shape parameters, and the behaviours that JAX's lax_numpy_test.py and optax's tests
+found missing.  Every value is compared with JAX (or with finite differences, NumPy or a
+loop where JAX has no counterpart)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+import tangentia.scipy.special as tsp
+
+jax = pytest.importorskip("jax", reason="these tests compare with JAX")
+jax.config.update("jax_enable_x64", True)
+jnp = jax.numpy
+
+_RNG = np.random.default_rng(7)
+
+
+def _close(got: Any, want: Any, **kw: Any) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    np.testing.assert_allclose(got, want, **kw)
+
+
+# --- det: second derivatives at singular matrices ------------------------------------------
+
+_SINGULAR = [
+    np.array([[1.0, 2.0], [2.0, 4.0]]),                       # rank 1 of 2
+    np.zeros((2, 2)),                                          # rank 0
+    np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]),   # rank 2 of 3
+    np.diag([1.0, 0.0, 0.0]),                                  # rank 1 of 3 (adj = 0)
+    np.array([[0.0, 1.0], [0.0, 0.0]]),                        # two zero pivots
+    np.outer([1.0, 2.0, 3.0], [1.0, -1.0, 0.5]),               # rank 1 of 3, no zero entry
+]
+
+
+def _fd_hessian(a: np.ndarray, eps: float = 1e-4) -> np.ndarray:
+    """Central differences of JAX-independent numbers: NumPy's det (a polynomial, so the
+    second difference is exact up to rounding)."""
+    n = a.size
+    h = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            ei = np.zeros(n)
+            ei[i] = eps
+            ej = np.zeros(n)
+            ej[j] = eps
+            f = lambda d: np.linalg.det(a + d.reshape(a.shape))  # noqa: E731
+            h[i, j] = (f(ei + ej) - f(ei - ej) - f(ej - ei) + f(-ei - ej)) / (4 * eps * eps)
+    return h.reshape(a.shape * 2)
+
+
+_jax_hessian_det = jax.jit(jax.hessian(jnp.linalg.det))   # one compile per shape
+_jax_grad_det = jax.jit(jax.grad(jnp.linalg.det))
+
+
+@pytest.mark.parametrize("k", range(len(_SINGULAR)))
+def test_det_hessian_at_singular_matrices_matches_jax_and_fd(k: int) -> None:
+    a = _SINGULAR[k]
+    want = np.asarray(_jax_hessian_det(a))
+    got = tg.hessian(tnp.linalg.det)(a)         # raised LinAlgError ("singular matrix")
+    _close(got, want, rtol=1e-12, atol=1e-12)
+    _close(got, _fd_hessian(a), rtol=1e-6, atol=1e-6)
+    _close(tg.grad(tnp.linalg.det)(a), np.asarray(_jax_grad_det(a)), rtol=1e-12, atol=1e-12)
+
+
+def test_det_hessian_regular_batched_jit_vmap_complex() -> None:
+    a = _RNG.normal(size=(3, 3))
+    _close(tg.hessian(tnp.linalg.det)(a), np.asarray(_jax_hessian_det(a)),
+           rtol=1e-10, atol=1e-12)
+    stack = np.stack([_SINGULAR[0], a[:2, :2], np.zeros((2, 2))])
+    want = np.asarray(jax.jit(jax.vmap(jax.hessian(jnp.linalg.det)))(stack))
+    _close(tg.vmap(tg.hessian(tnp.linalg.det))(stack), want, rtol=1e-10, atol=1e-12)
+    _close(tg.jit(tg.vmap(tg.hessian(tnp.linalg.det)))(stack), want, rtol=1e-10, atol=1e-12)
+    # complex, rank 2 of 3: the second directional derivative (holomorphic)
+    c = _RNG.normal(size=(3, 3)) + 1j * _RNG.normal(size=(3, 3))
+    c[2] = c[0] + 2 * c[1]
+    e = _RNG.normal(size=(3, 3)) + 1j * _RNG.normal(size=(3, 3))
+    f = _RNG.normal(size=(3, 3)) + 1j * _RNG.normal(size=(3, 3))
+    want = jax.jit(lambda x: jax.jvp(lambda y: jax.jvp(jnp.linalg.det, (y,), (e,))[1], (x,),
+                                     (f,))[1])(c)
+    got = tg.jvp(lambda x: tg.jvp(tnp.linalg.det, (x,), (e,))[1], (c,), (f,))[1]
+    _close(got, np.asarray(want), rtol=1e-10)
+    # values and empty matrices are unchanged
+    _close(tnp.linalg.det(stack), np.linalg.det(stack), rtol=1e-14)
+    _close(tnp.linalg.det(np.zeros((0, 0))), np.asarray(jnp.linalg.det(np.zeros((0, 0)))))
+
+
+# --- betainc: JAX's ValueError for a derivative in a or b ----------------------------------
+
+@pytest.mark.parametrize("argnum", [0, 1])
+def test_betainc_shape_derivative_raises_jax_error(argnum: int) -> None:
+    with pytest.raises(ValueError) as want:
+        jax.grad(jax.scipy.special.betainc, argnum)(2.0, 3.0, 0.4)
+    with pytest.raises(ValueError) as got:
+        tg.grad(tsp.betainc, argnum)(2.0, 3.0, 0.4)
+    assert str(got.value).startswith(str(want.value)), (str(got.value), str(want.value))
+    assert f"argument '{'ab'[argnum]}'" in str(got.value)
+    # the derivative in x is the density, as JAX's
+    _close(tg.grad(tsp.betainc, 2)(2.0, 3.0, 0.4),
+           np.asarray(jax.grad(jax.scipy.special.betainc, 2)(2.0, 3.0, 0.4)), rtol=1e-12)
