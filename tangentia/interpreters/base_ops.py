@@ -234,7 +234,27 @@ def _convert_impl(x, new_dtype, weak_type=False):
     x = np.asarray(x)
     if x.dtype.kind == "c" and new_dtype.kind != "c":
         x = x.real  # complex to real keeps the real part, as lax.convert_element_type
+    if new_dtype.kind not in "fcb" and dtypes.kind(new_dtype) in "iu" \
+            and dtypes.kind(x.dtype) == "f":
+        return _float_to_int(x, new_dtype)
     return x.astype(new_dtype)
+
+
+def _float_to_int(x, new_dtype):
+    """Floats to integers as XLA's: truncated, saturating at the type's limits, NaN to 0
+    (NumPy's C cast is undefined out of range: ``int8(300.0)`` was 44, JAX's 127)."""
+    info = dtypes.iinfo(new_dtype)
+    lo, hi = float(info.min), float(info.max) + 1.0  # both powers of two (or 0): exact
+    if x.dtype.kind != "f":
+        x = x.astype(np.float32)   # bfloat16 and the float8s: NumPy compares them in float32
+    if x.size and lo <= x.min() and x.max() < hi:   # (NaN fails both)
+        return x.astype(new_dtype)
+    with np.errstate(invalid="ignore"):
+        over, under = x >= hi, x < lo
+        out = np.where(over | under | (x != x), 0, x).astype(new_dtype)
+    out[over] = info.max
+    out[under] = info.min
+    return out
 
 
 convert_element_type_p.impl = _convert_impl

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import core
+from .. import core, dtypes
 from ..numpy import _elementwise as NE
 from ..numpy import _reductions as NR
 from ..primitives import elementwise as E
@@ -64,9 +64,60 @@ def _same_dtypes(name, fn, tip=None, accepted=None):
         if np.dtype(dx).kind in rejected:
             raise TypeError(f"{name} does not accept dtype {np.dtype(dx).name} at position 0. "
                             f"Accepted dtypes at position 0 are subtypes of {accepted}.")
+        if dx.kind == "V" and dx.name in _FOUR_BIT:
+            return _in_byte(fn, dx, x, y)
         return fn(x, y)
     op.__name__ = op.__qualname__ = name
     return op
+
+
+# ---------------------------------------------------------------------------
+# int4/uint4: NumPy (ml_dtypes) computes most of their operations in int8, so lax computes
+# them in a byte and wraps the result back to 4 bits, as XLA's 4-bit arithmetic does.
+
+_FOUR_BIT = ("int4", "uint4")
+
+
+def _is_four_bit(dtype):
+    return dtype.kind == "V" and dtype.name in _FOUR_BIT
+
+
+def _byte_of(dtype):
+    """The byte dtype a 4-bit ``dtype``'s values are computed in (int8, or uint8 for uint4)."""
+    return np.dtype(np.int8 if dtype.name == "int4" else np.uint8)
+
+
+def _in_byte(fn, dtype, *args):
+    """``fn`` of the 4-bit ``args`` computed in a byte; a byte result wraps back to
+    ``dtype`` (its low 4 bits, sign-extended for int4), a boolean one stays."""
+    wide = _byte_of(dtype)
+    out = fn(*[S.convert_element_type(a, wide) for a in args])
+    return S.convert_element_type(out, dtype) if _dtype(out) == wide else out
+
+
+def _unary_four_bit(name, fn, signed_only=False):
+    """``jax.lax.<name>``: ``fn``, with int4/uint4 computed in a byte and wrapped back
+    (``signed_only``: the unsigned 4-bit type is refused, as JAX's ``abs``)."""
+    @functools.wraps(fn)
+    def op(x):
+        dt = _dtype(x)
+        if not _is_four_bit(dt):
+            return fn(x)
+        if name == "abs":   # JAX's words: abs takes no 4-bit type
+            raise TypeError(
+                f"abs does not accept dtype {dt.name}. " + (
+                    "Support for narrow-width integers is platform-dependent and limited to a "
+                    "few specific operations, e.g. basic arithmetic and type casting."
+                    if dt.name == "int4" else
+                    "Accepted dtypes are subtypes of floating, complexfloating, signedinteger."))
+        return _in_byte(fn, dt, x)
+    op.__name__ = op.__qualname__ = name
+    return op
+
+
+neg = _unary_four_bit("neg", E.neg)
+sign = _unary_four_bit("sign", E.sign)
+abs = _unary_four_bit("abs", E.abs)  # noqa: A001 - JAX's name
 
 
 add = _same_dtypes("add", E.add, "jnp.add")
@@ -290,9 +341,11 @@ def reduce_precision(operand: float | ArrayLike, exponent_bits: int, mantissa_bi
 
 
 def _bits_call(fname, kernel, out_dtype, *args):
+    """``kernel`` of integer ``args`` through ``pure_callback`` (the kernels take int4/uint4
+    too, as 4-bit values)."""
     args = [a if isinstance(a, core.Tracer) else np.asarray(a) for a in args]
     for a in args:
-        if _dtype(a).kind not in "iub":
+        if dtypes.kind(_dtype(a)) not in "iub":
             raise TypeError(f"{fname}: arguments must be integers, got {_dtype(a)}")
     shapes = [core.get_aval(a).shape for a in args]
     shape = np.broadcast_shapes(*shapes)
@@ -305,7 +358,41 @@ def _unsigned(x):
     return x.view(np.dtype(f"u{x.dtype.itemsize}")) if x.dtype.kind == "i" else x
 
 
+def _nibbles(x, dtype=None):
+    """The low 4 bits of each integer of ``x`` (int4/uint4 or a byte) as uint8 values 0..15,
+    or read as the 4-bit ``dtype``."""
+    nib = np.asarray(x).astype(np.int8 if x.dtype.kind != "u" else np.uint8).view(np.uint8) \
+        & np.uint8(0xF)
+    return nib if dtype is None else _nibbles_to(nib, dtype)
+
+
+def _four_bit_kernel(kernel, direction=None):
+    """``kernel`` for 4-bit operands: computed on their values in int8 (``direction``
+    'arithmetic': sign-extended from 4 bits, uint4 too, as XLA's; 'logical': the
+    unsigned 4-bit value), with the shift amounts that leave 4 bits (below 0, 4 or
+    more) made the byte's own out-of-range amount, and the result's low 4 bits
+    read back as the operand's dtype."""
+    def run(x, *rest):
+        x = np.asarray(x)
+        if not _is_four_bit(x.dtype):
+            return kernel(x, *rest)
+        nib = _nibbles(x).astype(np.int8)
+        if direction == "logical":
+            v = nib
+        else:   # sign-extended 4-bit values (int4's own; uint4 read as signed)
+            v = np.where(nib >= 8, nib - 16, nib).astype(np.int8)
+        if direction is not None:
+            y = np.asarray(rest[0]).astype(np.int64)
+            y = np.where((y >= 0) & (y < 4), y, 8).astype(np.int8)
+            out = kernel(v, y)
+        else:
+            out = kernel(v, *[np.asarray(r).astype(np.int8) for r in rest])
+        return _nibbles(np.asarray(out).astype(np.int8), x.dtype)
+    return run
+
+
 def _shift_kernel(direction):
+    @functools.partial(_four_bit_kernel, direction=direction)
     def kernel(x, y):
         x = np.asarray(x)
         bits = 8 * x.dtype.itemsize
@@ -341,11 +428,15 @@ def shift_right_logical(x: ArrayLike, y: ArrayLike) -> Array:
 
 def _popcount_kernel(x):
     x = np.asarray(x)
+    if _is_four_bit(x.dtype):   # XLA's (JAX 0.10.2): counted in the byte, int4 sign-extended
+        return _nibbles(_popcount_kernel(x.astype(_byte_of(x.dtype))), x.dtype)
     return np.bitwise_count(_unsigned(x)).astype(x.dtype)
 
 
 def _clz_kernel(x):
     x = np.asarray(x)
+    if _is_four_bit(x.dtype):   # the byte's count, less the 4 bits above the nibble
+        return _nibbles(_clz_kernel(_nibbles(x)) - np.uint8(4), x.dtype)
     u = _unsigned(x).astype(np.uint64)
     bits = 8 * x.dtype.itemsize
     length = np.zeros(u.shape, np.int64)
@@ -370,9 +461,23 @@ def clz(x: ArrayLike) -> Array:
     return _bits_call("clz", _clz_kernel, None, x)
 
 
+def _binary_four_bit(name, fn):
+    """``jax.lax.<name>``: ``fn``, with two int4/uint4 operands computed in a byte."""
+    @functools.wraps(fn)
+    def op(x, y):
+        dt = _dtype(x)
+        if _is_four_bit(dt) and _dtype(y) == dt:
+            return _in_byte(fn, dt, x, y)
+        return fn(x, y)
+    op.__name__ = op.__qualname__ = name
+    return op
+
+
 # The same primitives as tangentia.numpy's bitwise functions bind.
-bitwise_and, bitwise_or = NE.bitwise_and, NE.bitwise_or
-bitwise_xor, bitwise_not = NE.bitwise_xor, NE.bitwise_not
+bitwise_and = _binary_four_bit("bitwise_and", NE.bitwise_and)
+bitwise_or = _binary_four_bit("bitwise_or", NE.bitwise_or)
+bitwise_xor = _binary_four_bit("bitwise_xor", NE.bitwise_xor)
+bitwise_not = _unary_four_bit("bitwise_not", NE.bitwise_not)
 
 
 def _bits(dtype):
@@ -508,6 +613,9 @@ reduce_xor = _logical_reduce("reduce_xor", None, np.bitwise_xor)
 
 def _mulhi_kernel(x, y):
     x, y = np.asarray(x), np.asarray(y)
+    if _is_four_bit(x.dtype):   # XLA's (JAX 0.10.2): the byte's high half, wrapped to 4 bits
+        wide = _byte_of(x.dtype)
+        return _nibbles(_mulhi_kernel(x.astype(wide), y.astype(wide)), x.dtype)
     bits = 8 * x.dtype.itemsize
     if bits == 64:  # exact 128-bit product from 32-bit halves
         ux, uy = _unsigned(x).astype(np.uint64), _unsigned(y).astype(np.uint64)
