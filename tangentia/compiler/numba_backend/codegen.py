@@ -12,8 +12,11 @@ import numpy as np
 import numba
 from numba import types as nbt
 
-from ...core import Literal, ProgramMemo, ShapedArray, Var, subjaxprs
+from ...core import CustomVmapCallPrimitive, Literal, ProgramMemo, ShapedArray, Var, subjaxprs
 from ...core import eval_primitive
+from ...custom_derivatives import _base as CD
+from ...interpreters import ad
+from ...primitives import call as CL, callback, remat
 from ..passes import simplify
 
 SMALL = 16          # values with at most this many elements are scalarized
@@ -280,9 +283,10 @@ class _Gen:
     program's equations into ``lines`` and returns its output values."""
 
     def __init__(self, rules, fusible, inline, rows=None, limit=SMALL, blocks=None, units=None):
-        # rules: {primitive name: rule}; fusible: consumers that keep a lazy operand
-        # lazy; inline: consumers that take single-use scalar expressions inline;
-        # rows: {primitive name: row rule} (``rules.ROWS``) for batched values;
+        # rules: {primitive: rule} (``rules.RULES``: a primitive made above the backends
+        # by its class, ``rules.rule_of``); fusible: the primitives of consumers that keep
+        # a lazy operand lazy; inline: those of consumers that take single-use scalar
+        # expressions inline; rows: {primitive: row rule} (``rules.ROWS``) for batched values;
         # limit: values of at most this many elements are scalarized;
         # blocks: ``lower_run(g, eqns, k, env, consumers) -> next k`` emitting runs of
         # scalarized equations as one call (``irblock``), or None;
@@ -564,7 +568,7 @@ class _Gen:
             user = users[0] if len(users) == 1 else None
             if type(o) is LV:
                 d = 1 + max([depth.get(a, 0) for a in eqn.inputs if type(a) is Var] + [0])
-                if user is None or user.prim.name not in self.fusible or d > MAX_FUSED:
+                if user is None or user.prim not in self.fusible or d > MAX_FUSED:
                     o = self.array(o)
                 else:
                     depth[v] = d
@@ -576,7 +580,7 @@ class _Gen:
     def inlined_or_named(self, o, v, user, user_shape):
         """A scalar expression stays unnamed (inlined into its consumer's expression)
         only for one elementwise consumer using each element once."""
-        if (user is None or user.prim.name not in self.inline or user_shape != o.shape
+        if (user is None or user.prim not in self.inline or user_shape != o.shape
                 or sum(a is v for a in user.inputs) != 1 or any(len(e) > 160 for e in o.elems)):
             return self.named(o)
         return o
@@ -586,7 +590,7 @@ class _Gen:
         """``(B, roles, row equation)`` if ``eqn`` is better computed row by row: its
         output has a leading (batch) axis of length B and rows of at most ``limit``
         elements, but is not small itself; else None (see ``rules.ROWS``)."""
-        rule = self.rows.get(eqn.prim.name)
+        rule = self.rows.get(eqn.prim)
         if rule is None or len(eqn.outputs) != 1 or eqn.prim.has_effects:
             return None
         out = eqn.outputs[0].aval
@@ -766,11 +770,11 @@ class _Gen:
         return fname, [(type(o), o.shape, o.dtype) for o in outs]
 
     def lower_eqn(self, eqn, ins):
-        name = eqn.prim.name
+        prim = eqn.prim
         if eqn.outputs and all(_is_float0(v.aval.dtype) for v in eqn.outputs) and \
                 not eqn.prim.has_effects:
             return [ZV(v.aval.shape, v.aval.dtype) for v in eqn.outputs]
-        body = _CALL_BODIES.get(name)
+        body = _CALL_BODIES.get(prim) or _CALL_BODIES.get(type(prim))
         if body is not None and self.units is not None and not self.vector_loop:
             # a called program (a jit, checkpoint or custom rule's body): a compile unit
             # if large enough, else inlined by its rule
@@ -778,7 +782,7 @@ class _Gen:
                                                       for v in ins])
             if out is not None:
                 return out
-        rule = self.rules.get(name)
+        rule = self.rules.get(prim) or self.rules.get(type(prim))
         if rule is not None:
             out = rule(self, eqn, ins)
             if out is not NotImplemented:
@@ -788,8 +792,8 @@ class _Gen:
             kern = _kernel(eqn)
             if kern is not None:
                 return self.call_kernel(eqn, kern, ins)
-        if eqn.prim.name not in _CALLS_PYTHON:
-            self.fallbacks.add(eqn.prim.name)
+        if prim not in _CALLS_PYTHON and not prim.has_effects:
+            self.fallbacks.add(prim.name)
         return self.objmode_call(eqn, ins)
 
     def call_kernel(self, eqn, kern, ins):
@@ -842,15 +846,16 @@ class _Gen:
 
 
 # Call-like primitives: the parameter holding the program they call (inlined by their
-# rules, ``rules._inline``, unless it is a compile unit).
-_CALL_BODIES = {"jit": "jaxpr", "checkpoint": "jaxpr", "custom_jvp_call": "call_jaxpr",
-                "custom_vjp_call": "call_jaxpr", "custom_vmap_call": "call_jaxpr"}
+# rules, ``rules._inline``, unless it is a compile unit).  ``custom_vmap_call`` is made
+# above the backends (``tangentia.custom_batching``): keyed by its class, as in ``rules``.
+_CALL_BODIES = {CL.jit_p: "jaxpr", remat.remat_p: "jaxpr", CD.custom_jvp_call_p: "call_jaxpr",
+                CD.custom_vjp_call_p: "call_jaxpr", CustomVmapCallPrimitive: "call_jaxpr"}
 
 
 # Primitives whose implementation calls the user's Python (host callbacks, a custom_vjp's
 # bwd): object mode is what they are, not a missing lowering, so no warning names them.
-_CALLS_PYTHON = frozenset(("pure_callback", "io_callback", "debug_callback", "debug_print",
-                           "custom_lin"))
+# So do the effectful ones (``jax.debug``'s print and callback, made above the backends).
+_CALLS_PYTHON = frozenset((callback.pure_callback_p, ad.custom_lin_p))
 
 
 def _eqn_key(eqn):

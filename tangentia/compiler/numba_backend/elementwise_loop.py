@@ -101,7 +101,7 @@ class _ScalarProgram:
                     raise _NotElementwise
                 self.kind(out.aval)
                 outs = ins
-            elif name in VECTOR_OPS and vectorizes(eqn):
+            elif eqn.prim in VECTOR_OPS and vectorizes(eqn):
                 outs = [self.new_var(v) for v in eqn.outputs]
                 big = self.big[outs[0]]
                 if not big and any(type(a) is Var and self.big[a] for a in ins):

@@ -25,6 +25,7 @@ from numba import types as nbt
 from numba.core import errors as NE
 
 from ...core import ProgramMemo
+from ...primitives import control_flow as CF
 from ..backend import COMPILE_THREAD, Backend, cache_root
 from .memo import COMPILED
 from . import elementwise_loop, helpers, irblock, vecmath, vecmath_trig
@@ -405,7 +406,7 @@ def _has_ml_dtype(jaxpr):
 
 
 LARGE = 1 << 15  # elements: from here on NumPy's vectorized kernels beat scalar loops
-_CONTROL_FLOW = ("while", "scan", "cond")
+_CONTROL_FLOW = (CF.while_p, CF.scan_p, CF.cond_p)
 
 
 def vector_bound(jaxpr):
@@ -421,7 +422,7 @@ def vector_bound(jaxpr):
 
     def walk(j):
         for eqn in j.eqns:
-            if eqn.prim.name in _CONTROL_FLOW:
+            if eqn.prim in _CONTROL_FLOW:
                 return False
             for sub_program in _nested(eqn):
                 if not walk(sub_program):

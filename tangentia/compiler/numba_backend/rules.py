@@ -1,11 +1,26 @@
 """Lowering rules of the numba backend: one function per primitive (or family),
 ``rule(g, eqn, ins) -> output values`` (``NotImplemented``: the generator
-uses a kernel or the NumPy implementation instead)."""
+uses a kernel or the NumPy implementation instead).
+
+Every table here is keyed by the ``Primitive`` object (imported from the modules
+that define them), filled beside its rules: ``RULES`` (the lowering rule),
+``ELEMENTWISE`` (elementwise primitives: ``_OPS``, ``_PARTS`` and a few more),
+``FUSIBLE`` (consumers that keep a lazy operand lazy), ``ROWS`` (row rules for
+batched values), ``VECTOR_OPS`` (loops LLVM vectorizes), ``_PARTIAL`` (rules
+native for some cases only); ``special`` and ``windows`` add theirs.  The one
+primitive made above this layer, ``custom_vmap_call`` (``tangentia.custom_batching``),
+is keyed by its class, which ``core`` declares (``rule_of``).
+"""
 from __future__ import annotations
 
 import numpy as np
 
-from ...core import Literal, ProgramMemo
+from ...core import CustomVmapCallPrimitive, Literal, ProgramMemo
+from ...custom_derivatives import _base as CD
+from ...interpreters import ad, base_ops as B
+from ...primitives import call as CL, contraction as C, control_flow as CF, elementwise as E
+from ...primitives import indexing as X, linear_solve as LS, misc as M, reductions as R, remat
+from ...primitives import special as SP, structural as S
 from ...primitives.control_flow import split
 from .codegen import (AV, LV, SV, ZV, BLAS_MIN_FLOPS, UNROLL, needs_static, _F4, _I8, _bidx, _cast,
                       _dt, _is_float0, _kernel_table, _lit, _nested, _ravel, _shape_str, _size, _wrap)
@@ -14,7 +29,7 @@ from . import gemm, special, windows
 def _ufunc_of(prim):
     """The NumPy ufunc whose loops ``prim`` runs: its implementation, when that is
     a ufunc, or its stand-in in ``special`` (SciPy's functions called natively)."""
-    ufunc = special.UFUNCS.get(prim.name)
+    ufunc = special.UFUNCS.get(prim)
     if ufunc is None and isinstance(prim.impl, np.ufunc):
         ufunc = prim.impl
     return ufunc
@@ -68,61 +83,65 @@ def _integer_pow(a, dt, y):
 
 
 _OPS = {
-    "add": _by_kind("({0} + {1})", "({0} + {1})", "({0} | {1})"),
-    "add_any": _by_kind("({0} + {1})", "({0} + {1})", "({0} | {1})"),
-    "sub": _f("({0} - {1})"),
-    "mul": _by_kind("({0} * {1})", "({0} * {1})", "({0} & {1})"),
-    "div": _f("({0} / {1})"),
-    "neg": _f("(-{0})"),
+    E.add_p: _by_kind("({0} + {1})", "({0} + {1})", "({0} | {1})"),
+    ad.add_any_p: _by_kind("({0} + {1})", "({0} + {1})", "({0} | {1})"),
+    E.sub_p: _f("({0} - {1})"),
+    E.mul_p: _by_kind("({0} * {1})", "({0} * {1})", "({0} & {1})"),
+    E.div_p: _f("({0} / {1})"),
+    E.neg_p: _f("(-{0})"),
     # exp, log, log1p, expm1 and tanh of floats: branch-free arithmetic (``vecmath``), so loops over them vectorize
-    "exp": _by_kind("_vexp({0})", "math.exp({0})"), "log": _by_kind("_vlog({0})", "math.log({0})"),
-    "log1p": _by_kind("_vlog1p({0})", "math.log1p({0})"),
-    "expm1": _by_kind("_vexpm1({0})", "math.expm1({0})"),
+    E.exp_p: _by_kind("_vexp({0})", "math.exp({0})"), E.log_p: _by_kind("_vlog({0})", "math.log({0})"),
+    E.log1p_p: _by_kind("_vlog1p({0})", "math.log1p({0})"),
+    E.expm1_p: _by_kind("_vexpm1({0})", "math.expm1({0})"),
     # sin and cos of floats: ``vecmath_trig`` (branch-free but for |x| > 2^40)
-    "sin": _by_kind("_vsin({0})", "math.sin({0})"), "cos": _by_kind("_vcos({0})", "math.cos({0})"),
-    "tan": _f("math.tan({0})"), "asin": _f("math.asin({0})"), "acos": _f("math.acos({0})"),
-    "atan": _f("math.atan({0})"), "sinh": _f("math.sinh({0})"), "cosh": _f("math.cosh({0})"),
-    "tanh": _by_kind("_vtanh({0})", "math.tanh({0})"), "asinh": _f("math.asinh({0})"), "acosh": _f("math.acosh({0})"),
-    "atanh": _f("math.atanh({0})"), "sqrt": _f("math.sqrt({0})"), "cbrt": _f("np.cbrt({0})"),
-    "abs": _by_kind("abs({0})", "abs({0})", "{0}"),
-    "pow": _f("({0} ** {1})"),
-    "max": _by_kind("_fmax({0}, {1})", "max({0}, {1})", "({0} | {1})"),
-    "min": _by_kind("_fmin({0}, {1})", "min({0}, {1})", "({0} & {1})"),
-    "atan2": _f("math.atan2({0}, {1})"),
-    "rem": _f("({0} % {1})"),
-    "floor_divide": _by_kind("({0} // {1})", "_ifloordiv({0}, {1})", "({0} & {1})"),
-    "sign": _by_kind("_fsign({0})", "(({0} > 0) - ({0} < 0))", "{0}"),
-    "floor": _by_kind("np.floor({0})", "{0}"), "ceil": _by_kind("np.ceil({0})", "{0}"),
-    "round": _by_kind("np.rint({0})", "{0}"),
-    "eq": _f("({0} == {1})"), "ne": _f("({0} != {1})"), "lt": _f("({0} < {1})"),
-    "le": _f("({0} <= {1})"), "gt": _f("({0} > {1})"), "ge": _f("({0} >= {1})"),
-    "and": _by_kind("(({0} != 0) & ({1} != 0))", "(({0} != 0) & ({1} != 0))", "({0} & {1})"),
-    "or": _by_kind("(({0} != 0) | ({1} != 0))", "(({0} != 0) | ({1} != 0))", "({0} | {1})"),
-    "xor": _by_kind("(({0} != 0) != ({1} != 0))", "(({0} != 0) != ({1} != 0))", "({0} != {1})"),
-    "not": _by_kind("({0} == 0)", "({0} == 0)", "(not {0})"),
-    "bitwise_and": _f("({0} & {1})"), "bitwise_or": _f("({0} | {1})"),
-    "bitwise_xor": _f("({0} ^ {1})"), "bitwise_not": _by_kind("(~{0})", "(~{0})", "(not {0})"),
-    "isnan": _by_kind("math.isnan({0})", "False"), "isinf": _by_kind("math.isinf({0})", "False"),
-    "isfinite": _by_kind("math.isfinite({0})", "True"),
-    "signbit": _by_kind("(math.copysign(1.0, {0}) < 0)", "({0} < 0)", "False"),
-    "copysign": _f("math.copysign({0}, {1})"),
-    "erf": _f("math.erf({0})"), "erfc": _f("math.erfc({0})"), "lgamma": _f("_lgamma({0})"),
+    E.sin_p: _by_kind("_vsin({0})", "math.sin({0})"), E.cos_p: _by_kind("_vcos({0})", "math.cos({0})"),
+    E.tan_p: _f("math.tan({0})"), E.arcsin_p: _f("math.asin({0})"), E.arccos_p: _f("math.acos({0})"),
+    E.arctan_p: _f("math.atan({0})"), E.sinh_p: _f("math.sinh({0})"), E.cosh_p: _f("math.cosh({0})"),
+    E.tanh_p: _by_kind("_vtanh({0})", "math.tanh({0})"), E.arcsinh_p: _f("math.asinh({0})"),
+    E.arccosh_p: _f("math.acosh({0})"),
+    E.arctanh_p: _f("math.atanh({0})"), E.sqrt_p: _f("math.sqrt({0})"), E.cbrt_p: _f("np.cbrt({0})"),
+    E.abs_p: _by_kind("abs({0})", "abs({0})", "{0}"),
+    E.pow_p: _f("({0} ** {1})"),
+    E.maximum_p: _by_kind("_fmax({0}, {1})", "max({0}, {1})", "({0} | {1})"),
+    E.minimum_p: _by_kind("_fmin({0}, {1})", "min({0}, {1})", "({0} & {1})"),
+    E.atan2_p: _f("math.atan2({0}, {1})"),
+    E.rem_p: _f("({0} % {1})"),
+    E.floor_divide_p: _by_kind("({0} // {1})", "_ifloordiv({0}, {1})", "({0} & {1})"),
+    E.sign_p: _by_kind("_fsign({0})", "(({0} > 0) - ({0} < 0))", "{0}"),
+    E.floor_p: _by_kind("np.floor({0})", "{0}"), E.ceil_p: _by_kind("np.ceil({0})", "{0}"),
+    E.round_p: _by_kind("np.rint({0})", "{0}"),
+    E.eq_p: _f("({0} == {1})"), E.ne_p: _f("({0} != {1})"), E.lt_p: _f("({0} < {1})"),
+    E.le_p: _f("({0} <= {1})"), E.gt_p: _f("({0} > {1})"), E.ge_p: _f("({0} >= {1})"),
+    E.and_p: _by_kind("(({0} != 0) & ({1} != 0))", "(({0} != 0) & ({1} != 0))", "({0} & {1})"),
+    E.or_p: _by_kind("(({0} != 0) | ({1} != 0))", "(({0} != 0) | ({1} != 0))", "({0} | {1})"),
+    E.xor_p: _by_kind("(({0} != 0) != ({1} != 0))", "(({0} != 0) != ({1} != 0))", "({0} != {1})"),
+    E.not_p: _by_kind("({0} == 0)", "({0} == 0)", "(not {0})"),
+    E.bitwise_and_p: _f("({0} & {1})"), E.bitwise_or_p: _f("({0} | {1})"),
+    E.bitwise_xor_p: _f("({0} ^ {1})"), E.bitwise_not_p: _by_kind("(~{0})", "(~{0})", "(not {0})"),
+    E.isnan_p: _by_kind("math.isnan({0})", "False"), E.isinf_p: _by_kind("math.isinf({0})", "False"),
+    E.isfinite_p: _by_kind("math.isfinite({0})", "True"),
+    M.signbit_p: _by_kind("(math.copysign(1.0, {0}) < 0)", "({0} < 0)", "False"),
+    M.copysign_p: _f("math.copysign({0}, {1})"),
+    SP.erf_p: _f("math.erf({0})"), SP.erfc_p: _f("math.erfc({0})"), SP.lgamma_p: _f("_lgamma({0})"),
 }
 
 # Complex operands: the operations above that are correct for complex scalars as
 # written, and those computed by ``cmath`` (C99's branch cuts, as NumPy's).
 # Others (orderings, max/min, sign, ...) run the NumPy implementation.
-_COMPLEX_AS_IS = {"add", "add_any", "sub", "mul", "div", "neg", "abs", "pow", "eq", "ne",
-                  "and", "or", "xor", "not"}
-_COMPLEX_OPS = {name: _f(f"cmath.{name}({{0}})") for name in (
-    "exp", "log", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-    "asinh", "acosh", "atanh", "isnan", "isinf", "isfinite")}
+_COMPLEX_AS_IS = {E.add_p, ad.add_any_p, E.sub_p, E.mul_p, E.div_p, E.neg_p, E.abs_p, E.pow_p,
+                  E.eq_p, E.ne_p, E.and_p, E.or_p, E.xor_p, E.not_p}
+_COMPLEX_OPS = {prim: _f(f"cmath.{fn}({{0}})") for prim, fn in (
+    (E.exp_p, "exp"), (E.log_p, "log"), (E.sqrt_p, "sqrt"), (E.sin_p, "sin"), (E.cos_p, "cos"),
+    (E.tan_p, "tan"), (E.arcsin_p, "asin"), (E.arccos_p, "acos"), (E.arctan_p, "atan"),
+    (E.sinh_p, "sinh"), (E.cosh_p, "cosh"), (E.tanh_p, "tanh"), (E.arcsinh_p, "asinh"),
+    (E.arccosh_p, "acosh"), (E.arctanh_p, "atanh"), (E.isnan_p, "isnan"), (E.isinf_p, "isinf"),
+    (E.isfinite_p, "isfinite"))}
 # Complex parts (on real operands too: NumPy's real, imag and conjugate of a real number).
 _PARTS = {
-    "real": lambda a, dt: f"({a[0]}).real" if dt.kind == "c" else a[0],
-    "imag": lambda a, dt: f"({a[0]}).imag" if dt.kind == "c" else _lit(0, dt),
-    "conj": lambda a, dt: f"({a[0]}).conjugate()" if dt.kind == "c" else a[0],
-    "complex": _f("({0} + {1} * 1j)"),   # as the NumPy implementation computes it
+    E.real_p: lambda a, dt: f"({a[0]}).real" if dt.kind == "c" else a[0],
+    E.imag_p: lambda a, dt: f"({a[0]}).imag" if dt.kind == "c" else _lit(0, dt),
+    E.conj_p: lambda a, dt: f"({a[0]}).conjugate()" if dt.kind == "c" else a[0],
+    E.complex_p: _f("({0} + {1} * 1j)"),   # as the NumPy implementation computes it
 }
 
 # SciPy's special functions, called natively (``special``)
@@ -133,40 +152,40 @@ _COMPLEX_OPS.update(special.COMPLEX_OPS)
 # The same functions for scalarized values (unrolled code, no loop to vectorize):
 # calls of one out-of-line copy per program, not their IR inlined at every element
 # (hundreds of inlined sin/cos cost seconds of compile time; the call, a few ns).
-_SCALAR_OPS = {"sin": _by_kind("_ssin({0})", "math.sin({0})"),
-               "cos": _by_kind("_scos({0})", "math.cos({0})"),
-               "tanh": _by_kind("_stanh({0})", "math.tanh({0})"),
-               "expm1": _by_kind("_sexpm1({0})", "math.expm1({0})")}
+_SCALAR_OPS = {E.sin_p: _by_kind("_ssin({0})", "math.sin({0})"),
+               E.cos_p: _by_kind("_scos({0})", "math.cos({0})"),
+               E.tanh_p: _by_kind("_stanh({0})", "math.tanh({0})"),
+               E.expm1_p: _by_kind("_sexpm1({0})", "math.expm1({0})")}
 
 
 def _scalar_fn(eqn, scalarized=False):
     """``f(input expressions) -> output expression`` for an elementwise equation
     (``scalarized``: for the elements of a scalarized value)."""
-    name = eqn.prim.name
+    prim = eqn.prim
     out = eqn.outputs[0].aval.dtype
     in_dts = [a.aval.dtype for a in eqn.inputs]
-    if name == "select":
+    if prim is E.select_p:
         if out.kind == "c":   # (``_where`` selects real and integer scalars)
             return lambda a: f"({_cast(a[1], in_dts[1], out)} if {a[0]} else {_cast(a[2], in_dts[2], out)})"
         return lambda a: f"_where({a[0]}, {_cast(a[1], in_dts[1], out)}, {_cast(a[2], in_dts[2], out)})"
-    if name == "convert_element_type":
+    if prim is B.convert_element_type_p:
         return lambda a: _cast(a[0], in_dts[0], out)
-    if name == "stop_gradient":
+    if prim is S.stop_gradient_p:
         return lambda a: a[0]
     loop_in, loop_out = _loop_dtypes(eqn)
-    if name in _PARTS:
+    if prim in _PARTS:
         loop_in, loop_out = in_dts, out
-        op = _PARTS[name]
-    elif name == "integer_pow":
+        op = _PARTS[prim]
+    elif prim is E.integer_pow_p:
         y = eqn.params["y"]
         loop_in, loop_out = [out], out
         op = lambda a, dt: _integer_pow(a, dt, y)  # noqa: E731
     elif loop_in[0].kind == "c":
-        op = _COMPLEX_OPS.get(name) or (_OPS[name] if name in _COMPLEX_AS_IS else None)
+        op = _COMPLEX_OPS.get(prim) or (_OPS[prim] if prim in _COMPLEX_AS_IS else None)
         if op is None:
             return None
     else:
-        op = (scalarized and _SCALAR_OPS.get(name)) or _OPS[name]
+        op = (scalarized and _SCALAR_OPS.get(prim)) or _OPS[prim]
     op_dt = loop_in[0]
 
     def fn(a):
@@ -194,16 +213,17 @@ def _elementwise(g, eqn, ins):
                lambda idx: fn([g.elem(v, _bidx(idx, v.shape, out.shape)) for v in ins]), static)]
 
 
-ELEMENTWISE = set(_OPS) | set(_PARTS) | {"select", "convert_element_type", "integer_pow", "stop_gradient"}
+ELEMENTWISE = set(_OPS) | set(_PARTS) | {E.select_p, B.convert_element_type_p, E.integer_pow_p,
+                                         S.stop_gradient_p}
 
 # Elementwise operations whose lowering on real and integer operands is
 # branch-free arithmetic without calls, so LLVM vectorizes loops over them
 # (tests/test_numba_vecmath.py checks the generated code for SIMD registers).
-VECTOR_OPS = {"add", "add_any", "sub", "mul", "div", "neg", "abs", "max", "min", "sqrt", "exp", "log",
-              "log1p", "expm1", "tanh",
-              "sin", "cos",                 # (|x| > 2^40: in masked vector calls)
-              "eq", "ne", "lt", "le", "gt", "ge", "select", "convert_element_type",
-              "integer_pow", "copysign", "isnan"}
+VECTOR_OPS = {E.add_p, ad.add_any_p, E.sub_p, E.mul_p, E.div_p, E.neg_p, E.abs_p, E.maximum_p,
+              E.minimum_p, E.sqrt_p, E.exp_p, E.log_p, E.log1p_p, E.expm1_p, E.tanh_p,
+              E.sin_p, E.cos_p,             # (|x| > 2^40: in masked vector calls)
+              E.eq_p, E.ne_p, E.lt_p, E.le_p, E.gt_p, E.ge_p, E.select_p, B.convert_element_type_p,
+              E.integer_pow_p, M.copysign_p, E.isnan_p}
 
 
 def vectorizes(eqn):
@@ -211,7 +231,7 @@ def vectorizes(eqn):
     operands, and ``integer_pow`` only as a product (``pow`` is a libm call)."""
     if any(v.aval.dtype.kind == "c" for v in list(eqn.inputs) + list(eqn.outputs)):
         return False
-    return eqn.prim.name != "integer_pow" or eqn.params["y"] in (0, 1, 2)
+    return eqn.prim is not E.integer_pow_p or eqn.params["y"] in (0, 1, 2)
 
 # ---------------------------------------------------------------------------
 # Data movement
@@ -386,7 +406,7 @@ def _getitem(g, eqn, ins):
     return [_remap(g, x, out, in_index)]
 
 
-_SCATTER_OPS = {"add": "add", "mul": "mul", "min": "min", "max": "max"}
+_SCATTER_OPS = {"add": E.add_p, "mul": E.mul_p, "min": E.minimum_p, "max": E.maximum_p}
 
 
 def _combine(mode, old, new, dtype):
@@ -440,26 +460,26 @@ def _extreme(dt, low):
 
 
 _RED_INIT = {
-    "reduce_sum": lambda dt: _lit(0, dt),
-    "reduce_prod": lambda dt: _lit(1, dt),
-    "reduce_max": lambda dt: _extreme(dt, True),
-    "reduce_min": lambda dt: _extreme(dt, False),
-    "reduce_and": lambda dt: "True",
-    "reduce_or": lambda dt: "False",
+    R.reduce_sum_p: lambda dt: _lit(0, dt),
+    R.reduce_prod_p: lambda dt: _lit(1, dt),
+    R.reduce_max_p: lambda dt: _extreme(dt, True),
+    R.reduce_min_p: lambda dt: _extreme(dt, False),
+    R.reduce_and_p: lambda dt: "True",
+    R.reduce_or_p: lambda dt: "False",
 }
-_RED_OP = {"reduce_sum": "add", "reduce_prod": "mul", "reduce_max": "max", "reduce_min": "min",
-           "reduce_and": "and", "reduce_or": "or"}
+_RED_OP = {R.reduce_sum_p: E.add_p, R.reduce_prod_p: E.mul_p, R.reduce_max_p: E.maximum_p,
+           R.reduce_min_p: E.minimum_p, R.reduce_and_p: E.and_p, R.reduce_or_p: E.or_p}
 
 
 def _reduce(g, eqn, ins):
     x, = ins
     out = eqn.outputs[0].aval
     axes = tuple(eqn.params["axes"])
-    name = eqn.prim.name
+    prim = eqn.prim
     dt = out.dtype
-    if dt.kind == "c" and name in ("reduce_max", "reduce_min"):
+    if dt.kind == "c" and prim in (R.reduce_max_p, R.reduce_min_p):
         return NotImplemented   # (NumPy's lexicographic order)
-    op = _OPS[_RED_OP[name]]
+    op = _OPS[_RED_OP[prim]]
 
     def comb(acc, e):
         return _wrap(op([acc, _cast(e, x.dtype, dt)], dt), dt)
@@ -479,12 +499,12 @@ def _reduce(g, eqn, ins):
                 acc = _cast(e, x.dtype, dt) if acc is None else comb(acc, e)
                 if len(acc) > 160:
                     acc = g.scalar(acc)
-            elems.append(acc if acc is not None else _RED_INIT[name](dt))
+            elems.append(acc if acc is not None else _RED_INIT[prim](dt))
         return [SV(out.shape, dt, elems)]
     x = g.dynamic_ready(x)
     if not kept:
         acc = g.name("acc")
-        g.emit(f"{acc} = {_RED_INIT[name](dt)}")
+        g.emit(f"{acc} = {_RED_INIT[prim](dt)}")
         r_idx = g.loops(red)
         g.emit(f"{acc} = {comb(acc, g.elem(x, full_index((), r_idx)))}")
         g.close(r_idx)
@@ -496,7 +516,7 @@ def _reduce(g, eqn, ins):
         # Reduced axes last: a scalar accumulator per output element, contiguous reads.
         k_idx = g.loops(kept)
         acc = g.name("acc")
-        g.emit(f"{acc} = {_RED_INIT[name](dt)}")
+        g.emit(f"{acc} = {_RED_INIT[prim](dt)}")
         r_idx = g.loops(red)
         g.emit(f"{acc} = {comb(acc, g.elem(x, full_index(k_idx, r_idx)))}")
         g.close(r_idx)
@@ -504,7 +524,7 @@ def _reduce(g, eqn, ins):
         g.close(k_idx)
     else:
         # Otherwise accumulate into the output while reading the input in its order.
-        g.emit(f"{n}[...] = {_RED_INIT[name](dt)}")
+        g.emit(f"{n}[...] = {_RED_INIT[prim](dt)}")
         idx = g.loops(x.shape)
         k_idx = [i for a, i in enumerate(idx) if a not in axes]
         dst = g.elem(res, k_idx)
@@ -517,7 +537,7 @@ def _argreduce(g, eqn, ins):
     x, = ins
     out = eqn.outputs[0].aval
     axis = eqn.params["axis"]
-    better = ">" if eqn.prim.name == "argmax" else "<"
+    better = ">" if eqn.prim is R.argmax_p else "<"
     if x.dtype.kind == "c":
         return NotImplemented   # (NumPy's lexicographic order)
     x = g.dynamic_ready(x) if type(x) is not SV else g.array(x)
@@ -603,7 +623,7 @@ def gemm_bound(jaxpr, elements):
         for eqn in j.eqns:
             for q in _nested(eqn):
                 walk(q)
-            if eqn.prim.name == "dot_general":
+            if eqn.prim is C.dot_general_p:
                 x, y = (v.aval for v in eqn.inputs)
                 _, _, m, n, k, nb = _dot_dims(x.shape, y.shape, eqn.params["dimension_numbers"])
                 dt = eqn.outputs[0].aval.dtype
@@ -647,10 +667,10 @@ def _dot_general(g, eqn, ins):
                            o_idx, c_idx)
 
     def term(xi, yi):
-        return _wrap(_OPS["mul"]([_cast(g.elem(x, xi), x.dtype, dt), _cast(g.elem(y, yi), y.dtype, dt)], dt), dt)
+        return _wrap(_OPS[E.mul_p]([_cast(g.elem(x, xi), x.dtype, dt), _cast(g.elem(y, yi), y.dtype, dt)], dt), dt)
 
     def add(acc, t):
-        return _wrap(_OPS["add"]([acc, t], dt), dt)
+        return _wrap(_OPS[E.add_p]([acc, t], dt), dt)
 
     if g.is_small(out.shape) and _size(out.shape) * k <= 4 * g.limit and \
             type(x) is not LV and type(y) is not LV:
@@ -768,10 +788,10 @@ def _work(jaxpr):
     if w is None:
         w = 0
         for eqn in jaxpr.eqns:
-            name, p = eqn.prim.name, eqn.params
-            if name == "scan":
+            prim, p = eqn.prim, eqn.params
+            if prim is CF.scan_p:
                 w += p["length"] * _work(p["jaxpr"])
-            elif name == "cond":
+            elif prim is CF.cond_p:
                 w += max(_work(b) for b in p["branches"])
             else:
                 w += max(1, sum(_size(v.aval.shape) for v in list(eqn.outputs) + list(eqn.inputs)))
@@ -987,28 +1007,34 @@ def _identity(g, eqn, ins):
     return [ins[0]]
 
 
-RULES = {name: _elementwise for name in ELEMENTWISE}
+RULES = {prim: _elementwise for prim in ELEMENTWISE}
 RULES.update({
-    "stop_gradient": _identity, "name": _identity,
-    "reshape": _reshape, "transpose": _transpose, "broadcast_to": _broadcast_to,
-    "concatenate": _concatenate,
-    "getitem": _getitem, "scatter": _scatter,
-    "reduce_sum": _reduce, "reduce_prod": _reduce, "reduce_max": _reduce, "reduce_min": _reduce,
-    "reduce_and": _reduce, "reduce_or": _reduce, "argmax": _argreduce, "argmin": _argreduce,
-    "dot_general": _dot_general,
-    "while": _while, "scan": _scan, "cond": _cond,
-    "jit": _inline("jaxpr"), "checkpoint": _inline("jaxpr"),
-    "custom_jvp_call": _inline("call_jaxpr"), "custom_vjp_call": _inline("call_jaxpr"),
-    "custom_vmap_call": _inline("call_jaxpr"),
-    "custom_linear_solve": _linear_solve,
+    S.stop_gradient_p: _identity, remat.name_p: _identity,
+    B.reshape_p: _reshape, B.transpose_p: _transpose, B.broadcast_to_p: _broadcast_to,
+    S.concatenate_p: _concatenate,
+    X.getitem_p: _getitem, X.scatter_p: _scatter,
+    **{prim: _reduce for prim in _RED_OP}, R.argmax_p: _argreduce, R.argmin_p: _argreduce,
+    C.dot_general_p: _dot_general,
+    CF.while_p: _while, CF.scan_p: _scan, CF.cond_p: _cond,
+    CL.jit_p: _inline("jaxpr"), remat.remat_p: _inline("jaxpr"),
+    CD.custom_jvp_call_p: _inline("call_jaxpr"), CD.custom_vjp_call_p: _inline("call_jaxpr"),
+    CustomVmapCallPrimitive: _inline("call_jaxpr"),   # (by its class: see ``rule_of``)
+    LS.linear_solve_p: _linear_solve,
 })
 RULES.update(windows.rules(_OPS))   # window_reduce, window_argmax
 # Consumers that read a lazy operand element by element (it stays lazy for them).
-FUSIBLE = (ELEMENTWISE | {"transpose", "broadcast_to", "getitem", "reduce_sum", "reduce_prod",
-                            "reduce_max", "reduce_min", "reduce_and", "reduce_or"}) - {"stop_gradient"}
+FUSIBLE = (ELEMENTWISE | {B.transpose_p, B.broadcast_to_p, X.getitem_p, *_RED_OP}) - {S.stop_gradient_p}
 # Rules that handle only some cases natively (others: kernel or objmode).
-_PARTIAL = {"getitem": "native for static indices and 0-d index arrays",
-            "scatter": "native for static indices and 0-d index arrays"}
+_PARTIAL = {X.getitem_p: "native for static indices and 0-d index arrays",
+            X.scatter_p: "native for static indices and 0-d index arrays"}
+
+
+def rule_of(table, prim):
+    """``table``'s entry for ``prim`` (keyed by the ``Primitive``; a primitive made in a
+    layer above the backends, which cannot import it, by its class: ``custom_vmap_call``'s,
+    ``core.CustomVmapCallPrimitive``), or None."""
+    hit = table.get(prim)
+    return hit if hit is not None else table.get(type(prim))
 
 
 # ---------------------------------------------------------------------------
@@ -1089,7 +1115,7 @@ def _row_index(eqn, b):
     if spec is None or x.shape[:1] != (b,):
         return None, None
     roles = ["b"]
-    if eqn.prim.name == "scatter":
+    if eqn.prim is X.scatter_p:
         # the updates broadcast against the indexed part, whose leading axis is the batch's
         n_int = sum(1 for e in spec if isinstance(e, (int, np.integer)))
         idx_ndim = len(x.shape) - n_int + sum(1 for e in spec if e is None)
@@ -1100,10 +1126,10 @@ def _row_index(eqn, b):
     return roles, dict(eqn.params, spec=spec)
 
 
-ROWS = {name: _row_elementwise for name in ELEMENTWISE | {"broadcast_to"}}
-ROWS.update({"reshape": _row_leading, "transpose": _row_transpose, "concatenate": _row_concatenate,
-             "getitem": _row_index, "scatter": _row_index,
-             **{name: _row_reduce for name in _RED_OP}})
+ROWS = {prim: _row_elementwise for prim in ELEMENTWISE | {B.broadcast_to_p}}
+ROWS.update({B.reshape_p: _row_leading, B.transpose_p: _row_transpose,
+             S.concatenate_p: _row_concatenate, X.getitem_p: _row_index, X.scatter_p: _row_index,
+             **{prim: _row_reduce for prim in _RED_OP}})
 
 
 def lowering_paths(prims=None):
@@ -1116,9 +1142,9 @@ def lowering_paths(prims=None):
     kernels = _kernel_table()
     out = {}
     for p in prims:
-        native = p.name in RULES
+        native = rule_of(RULES, p) is not None
         kernel = p in kernels
-        if native and p.name in _PARTIAL:
+        if native and p in _PARTIAL:
             out[p.name] = "native+kernel" if kernel else "native+objmode"
         elif native:
             out[p.name] = "native"

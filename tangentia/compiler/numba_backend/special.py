@@ -16,7 +16,8 @@ NumPy's semantics (shifts by out-of-range counts, ``gcd``/``lcm`` of the most
 negative integer, ``bitwise_count``, ``spacing``, ``frexp``, ``nextafter``) are
 small intrinsics and functions here too.
 
-``OPS`` and ``UFUNCS`` extend the elementwise tables of ``rules``; ``NAMES``
+``OPS``, ``COMPLEX_OPS`` and ``UFUNCS`` extend the elementwise tables of ``rules``
+(keyed by ``Primitive``, as they are); ``NAMES``
 are the functions generated code imports.  Complex operands of the
 one-argument functions and ``wofz`` call SciPy's complex C functions; complex
 arguments of the Bessel and hypergeometric functions (a real order, a complex
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import math
 import sys
+from typing import Any, Dict, Tuple
 
 import llvmlite.binding as llvm
 import numba
@@ -36,6 +38,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.core.extending import get_cython_function_address, intrinsic
 
+from ...primitives import misc as M, special as SP
 from .codegen import _dt, _lit
 
 _CYTHON = "scipy.special.cython_special"
@@ -93,37 +96,37 @@ def _fuse(n, name):
 # loop kind "d" is float64 (and the default), "f" a float32 variant, "l" integer orders,
 # "c" complex (complex64 operands computed in complex128, as SciPy's loops do).
 _D1, _D2, _D3, _D4 = [_F8], [_F8] * 2, [_F8] * 3, [_F8] * 4
-_TABLE = {
-    "beta": (sc.beta, {"d": ("beta", _D2)}),
-    "betainc": (sc.betainc, {"d": (_fuse(0, "betainc"), _D3), "f": (_fuse(1, "betainc"), [_F4] * 3)}),
-    "betaln": (sc.betaln, {"d": ("betaln", _D2)}),
-    "dawsn": (sc.dawsn, {"d": (_fuse(1, "dawsn"), _D1)}),
-    "digamma": (sc.psi, {"d": (_fuse(1, "psi"), _D1)}),
-    "erfcinv": (sc.erfcinv, {"d": ("erfcinv", _D1)}),
-    "erfcx": (sc.erfcx, {"d": (_fuse(1, "erfcx"), _D1)}),
-    "erfinv": (sc.erfinv, {"d": (_fuse(0, "erfinv"), _D1), "f": (_fuse(1, "erfinv"), [_F4])}),
-    "exp1": (sc.exp1, {"d": (_fuse(1, "exp1"), _D1)}),
-    "expi": (sc.expi, {"d": (_fuse(1, "expi"), _D1)}),
-    "expn": (sc.expn, {"d": (_fuse(0, "expn"), _D2), "l": (_fuse(1, "expn"), [_I8, _F8])}),
-    "gamma": (sc.gamma, {"d": (_fuse(1, "gamma"), _D1)}),
-    "gammainc": (sc.gammainc, {"d": ("gammainc", _D2)}),
-    "gammaincc": (sc.gammaincc, {"d": ("gammaincc", _D2)}),
-    "gammasgn": (sc.gammasgn, {"d": ("gammasgn", _D1)}),
-    "hyp1f1": (sc.hyp1f1, {"d": (_fuse(1, "hyp1f1"), _D3)}),
-    "hyp2f1": (sc.hyp2f1, {"d": (_fuse(1, "hyp2f1"), _D4)}),
-    "kl_div": (sc.kl_div, {"d": ("kl_div", _D2)}),
-    "log_ndtr": (sc.log_ndtr, {"d": (_fuse(1, "log_ndtr"), _D1)}),
-    "ndtr": (sc.ndtr, {"d": (_fuse(1, "ndtr"), _D1)}),
-    "ndtri": (sc.ndtri, {"d": ("ndtri", _D1)}),
-    "owens_t": (sc.owens_t, {"d": ("owens_t", _D2)}),
-    "poch": (sc.poch, {"d": ("poch", _D2)}),
-    "rel_entr": (sc.rel_entr, {"d": ("rel_entr", _D2)}),
-    "rgamma": (sc.rgamma, {"d": (_fuse(1, "rgamma"), _D1)}),
-    "spence": (sc.spence, {"d": (_fuse(1, "spence"), _D1)}),
-    "fresnel_s": (None, {"d": (_fuse(1, "fresnel"), _D1, 2, 0)}),
-    "fresnel_c": (None, {"d": (_fuse(1, "fresnel"), _D1, 2, 1)}),
-    "sici_si": (None, {"d": (_fuse(1, "sici"), _D1, 2, 0)}),
-    "sici_ci": (None, {"d": (_fuse(1, "sici"), _D1, 2, 1)}),
+_TABLE: Dict[Any, Tuple[Any, Dict[str, tuple]]] = {
+    SP.beta_p: (sc.beta, {"d": ("beta", _D2)}),
+    SP.betainc_p: (sc.betainc, {"d": (_fuse(0, "betainc"), _D3), "f": (_fuse(1, "betainc"), [_F4] * 3)}),
+    SP.betaln_p: (sc.betaln, {"d": ("betaln", _D2)}),
+    SP.dawsn_p: (sc.dawsn, {"d": (_fuse(1, "dawsn"), _D1)}),
+    SP.digamma_p: (sc.psi, {"d": (_fuse(1, "psi"), _D1)}),
+    SP.erfcinv_p: (sc.erfcinv, {"d": ("erfcinv", _D1)}),
+    SP.erfcx_p: (sc.erfcx, {"d": (_fuse(1, "erfcx"), _D1)}),
+    SP.erfinv_p: (sc.erfinv, {"d": (_fuse(0, "erfinv"), _D1), "f": (_fuse(1, "erfinv"), [_F4])}),
+    SP.exp1_p: (sc.exp1, {"d": (_fuse(1, "exp1"), _D1)}),
+    SP.expi_p: (sc.expi, {"d": (_fuse(1, "expi"), _D1)}),
+    SP.expn_p: (sc.expn, {"d": (_fuse(0, "expn"), _D2), "l": (_fuse(1, "expn"), [_I8, _F8])}),
+    SP.gamma_p: (sc.gamma, {"d": (_fuse(1, "gamma"), _D1)}),
+    SP.gammainc_p: (sc.gammainc, {"d": ("gammainc", _D2)}),
+    SP.gammaincc_p: (sc.gammaincc, {"d": ("gammaincc", _D2)}),
+    SP.gammasgn_p: (sc.gammasgn, {"d": ("gammasgn", _D1)}),
+    SP.hyp1f1_p: (sc.hyp1f1, {"d": (_fuse(1, "hyp1f1"), _D3)}),
+    SP.hyp2f1_p: (sc.hyp2f1, {"d": (_fuse(1, "hyp2f1"), _D4)}),
+    SP.kl_div_p: (sc.kl_div, {"d": ("kl_div", _D2)}),
+    SP.log_ndtr_p: (sc.log_ndtr, {"d": (_fuse(1, "log_ndtr"), _D1)}),
+    SP.ndtr_p: (sc.ndtr, {"d": (_fuse(1, "ndtr"), _D1)}),
+    SP.ndtri_p: (sc.ndtri, {"d": ("ndtri", _D1)}),
+    SP.owens_t_p: (sc.owens_t, {"d": ("owens_t", _D2)}),
+    SP.poch_p: (sc.poch, {"d": ("poch", _D2)}),
+    SP.rel_entr_p: (sc.rel_entr, {"d": ("rel_entr", _D2)}),
+    SP.rgamma_p: (sc.rgamma, {"d": (_fuse(1, "rgamma"), _D1)}),
+    SP.spence_p: (sc.spence, {"d": (_fuse(1, "spence"), _D1)}),
+    SP.fresnel_s_p: (None, {"d": (_fuse(1, "fresnel"), _D1, 2, 0)}),
+    SP.fresnel_c_p: (None, {"d": (_fuse(1, "fresnel"), _D1, 2, 1)}),
+    SP.sici_si_p: (None, {"d": (_fuse(1, "sici"), _D1, 2, 0)}),
+    SP.sici_ci_p: (None, {"d": (_fuse(1, "sici"), _D1, 2, 1)}),
 }
 
 
@@ -152,26 +155,27 @@ class _OneOutput:
         return res[:self.ufunc.nin] + (res[self.ufunc.nin + self.k],)
 
 
-UFUNCS = {"fresnel_s": _OneOutput(sc.fresnel, 0), "fresnel_c": _OneOutput(sc.fresnel, 1),
-          "sici_si": _OneOutput(sc.sici, 0), "sici_ci": _OneOutput(sc.sici, 1)}
-_TABLE["wofz"] = (sc.wofz, {"c": ("wofz", [_C16])})
+UFUNCS: Dict[Any, Any] = {SP.fresnel_s_p: _OneOutput(sc.fresnel, 0), SP.fresnel_c_p: _OneOutput(sc.fresnel, 1),
+          SP.sici_si_p: _OneOutput(sc.sici, 0), SP.sici_ci_p: _OneOutput(sc.sici, 1)}
+_TABLE[SP.wofz_p] = (sc.wofz, {"c": ("wofz", [_C16])})
 if _COMPLEX_BY_VALUE:
-    for _n, _c in (("dawsn", "dawsn"), ("digamma", "psi"), ("erfcx", "erfcx"), ("exp1", "exp1"),
-                   ("expi", "expi"), ("gamma", "gamma"), ("log_ndtr", "log_ndtr"),
-                   ("ndtr", "ndtr"), ("rgamma", "rgamma"), ("spence", "spence")):
-        _TABLE[_n][1]["c"] = (_fuse(0, _c), [_C16])
+    for _p, _c in ((SP.dawsn_p, "dawsn"), (SP.digamma_p, "psi"), (SP.erfcx_p, "erfcx"),
+                   (SP.exp1_p, "exp1"), (SP.expi_p, "expi"), (SP.gamma_p, "gamma"),
+                   (SP.log_ndtr_p, "log_ndtr"), (SP.ndtr_p, "ndtr"), (SP.rgamma_p, "rgamma"),
+                   (SP.spence_p, "spence")):
+        _TABLE[_p][1]["c"] = (_fuse(0, _c), [_C16])
 else:
-    del _TABLE["wofz"]
-for _n in ("i0", "i0e", "i1", "i1e", "j0", "j1", "y0", "y1"):
-    _TABLE[_n] = (getattr(sc, _n), {"d": (_n, _D1)})
-for _n in ("iv", "ive", "jv", "yv"):
-    _TABLE[_n] = (getattr(sc, _n), {"d": (_fuse(1, _n), _D2)})
+    del _TABLE[SP.wofz_p]
+for _p in (SP.i0_p, SP.i0e_p, SP.i1_p, SP.i1e_p, SP.j0_p, SP.j1_p, SP.y0_p, SP.y1_p):
+    _TABLE[_p] = (getattr(sc, _p.name), {"d": (_p.name, _D1)})
+for _p in (SP.iv_p, SP.ive_p, SP.jv_p, SP.yv_p):
+    _TABLE[_p] = (getattr(sc, _p.name), {"d": (_fuse(1, _p.name), _D2)})
 
-SCIPY_FUNCTIONS = tuple(_TABLE)
+SCIPY_FUNCTIONS = tuple(p.name for p in _TABLE)
 FUNCTIONS = {}     # name in generated code -> intrinsic or njit function
 OPS = {}           # primitive -> op(operand expressions, loop dtype) -> expression
 COMPLEX_OPS = {}   # the same, for the primitives called on complex operands too
-UFUNCS.update({name: _Loops(uf) for name, (uf, _) in _TABLE.items() if uf is not None})
+UFUNCS.update({prim: _Loops(uf) for prim, (uf, _) in _TABLE.items() if uf is not None})
 
 
 def _op(variants):
@@ -182,16 +186,16 @@ def _op(variants):
     return op
 
 
-for _name, (_, _loops) in _TABLE.items():
+for _prim, (_, _loops) in _TABLE.items():
     _variants = {}
     for _kind, (_capi, _argtys, *_out) in _loops.items():
         _fn = _extern(_capi, _argtys, *_out)
-        _key = f"_sc_{_name}_{_kind}"
+        _key = f"_sc_{_prim.name}_{_kind}"
         FUNCTIONS[_key] = _fn
         _variants[_kind] = _key
-    OPS[_name] = _op(_variants)
+    OPS[_prim] = _op(_variants)
     if "c" in _loops:
-        COMPLEX_OPS[_name] = OPS[_name]
+        COMPLEX_OPS[_prim] = OPS[_prim]
 
 
 
@@ -302,18 +306,18 @@ def _spacing(x, inf):
 FUNCTIONS.update(_left_shift=_left_shift, _right_shift=_right_shift, _gcd=_gcd, _lcm=_lcm,
                  _bitwise_count=_bitwise_count, _spacing=_spacing)
 OPS.update({
-    "left_shift": lambda a, dt: f"_left_shift({a[0]}, {a[1]})",
-    "right_shift": lambda a, dt: f"_right_shift({a[0]}, {a[1]})",
-    "gcd": lambda a, dt: f"{_dt(dt)}(_gcd({a[0]}, {a[1]}))",
-    "lcm": lambda a, dt: f"{_dt(dt)}(_lcm({a[0]}, {a[1]}))",
-    "bitwise_count": lambda a, dt: f"_bitwise_count({a[0]})",
-    "nextafter": lambda a, dt: f"np.nextafter({a[0]}, {a[1]})",
-    "spacing": lambda a, dt: f"_spacing({a[0]}, {_lit(np.inf, dt)})",
-    "frexp_mantissa": lambda a, dt: f"math.frexp({a[0]})[0]",
-    "frexp_exponent": lambda a, dt: f"math.frexp({a[0]})[1]",
+    M.left_shift_p: lambda a, dt: f"_left_shift({a[0]}, {a[1]})",
+    M.right_shift_p: lambda a, dt: f"_right_shift({a[0]}, {a[1]})",
+    M.gcd_p: lambda a, dt: f"{_dt(dt)}(_gcd({a[0]}, {a[1]}))",
+    M.lcm_p: lambda a, dt: f"{_dt(dt)}(_lcm({a[0]}, {a[1]}))",
+    M.bitwise_count_p: lambda a, dt: f"_bitwise_count({a[0]})",
+    M.nextafter_p: lambda a, dt: f"np.nextafter({a[0]}, {a[1]})",
+    M.spacing_p: lambda a, dt: f"_spacing({a[0]}, {_lit(np.inf, dt)})",
+    M.frexp_mantissa_p: lambda a, dt: f"math.frexp({a[0]})[0]",
+    M.frexp_exponent_p: lambda a, dt: f"math.frexp({a[0]})[1]",
 })
-UFUNCS.update({"left_shift": np.left_shift, "right_shift": np.right_shift, "gcd": np.gcd,
-               "lcm": np.lcm, "bitwise_count": np.bitwise_count, "nextafter": np.nextafter,
-               "spacing": np.spacing, "frexp_mantissa": _OneOutput(np.frexp, 0),
-               "frexp_exponent": _OneOutput(np.frexp, 1)})
+UFUNCS.update({M.left_shift_p: np.left_shift, M.right_shift_p: np.right_shift, M.gcd_p: np.gcd,
+               M.lcm_p: np.lcm, M.bitwise_count_p: np.bitwise_count, M.nextafter_p: np.nextafter,
+               M.spacing_p: np.spacing, M.frexp_mantissa_p: _OneOutput(np.frexp, 0),
+               M.frexp_exponent_p: _OneOutput(np.frexp, 1)})
 NAMES = tuple(FUNCTIONS)

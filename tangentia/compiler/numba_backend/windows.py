@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...primitives import elementwise as E, windowed as W
 from .codegen import AV, _dt, _lit, _shape_str, _wrap
+
+# the elementwise primitive combining two taps, by ``window_reduce``'s ``op``
+_COMBINE = {"add": E.add_p, "mul": E.mul_p, "max": E.maximum_p, "min": E.minimum_p}
 
 
 def _pos(o, s, k, d):
@@ -59,7 +63,7 @@ def _window_reduce(g, eqn, ins, ops):
     dt = eqn.outputs[0].aval.dtype
     if 0 in eqn.outputs[0].aval.shape or (dt.kind == "c" and eqn.params["op"] in ("max", "min")):
         return NotImplemented
-    op = ops[eqn.params["op"]]
+    op = ops[_COMBINE[eqn.params["op"]]]
     acc = g.name("acc")
 
     def init(x, idx):
@@ -103,6 +107,7 @@ def _window_argmax(g, eqn, ins):
 
 
 def rules(ops):
-    """The lowering rules, combining taps with ``ops`` (the elementwise operations of ``rules``)."""
-    return {"window_reduce": lambda g, eqn, ins: _window_reduce(g, eqn, ins, ops),
-            "window_argmax": _window_argmax}
+    """The lowering rules, keyed by primitive, combining taps with ``ops`` (the
+    elementwise operations of ``rules``, keyed by primitive)."""
+    return {W.window_reduce_p: lambda g, eqn, ins: _window_reduce(g, eqn, ins, ops),
+            W.window_argmax_p: _window_argmax}
