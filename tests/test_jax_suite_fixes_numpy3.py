@@ -105,3 +105,27 @@ def test_betainc_shape_derivative_raises_jax_error(argnum: int) -> None:
     # the derivative in x is the density, as JAX's
     _close(tg.grad(tsp.betainc, 2)(2.0, 3.0, 0.4),
            np.asarray(jax.grad(jax.scipy.special.betainc, 2)(2.0, 3.0, 0.4)), rtol=1e-12)
+
+
+# --- optax: lax.broadcast_shapes's error, iscomplexobj of a ShapeDtypeStruct ----------------
+
+@pytest.mark.parametrize("shapes", [((2,), (3,)), ((2, 3), (3, 2)), ((1, 2, 1, 3), (2, 1, 4, 4))])
+def test_lax_broadcast_shapes_error_is_jax_s(shapes: tuple[tuple[int, ...], ...]) -> None:
+    with pytest.raises(ValueError) as want:
+        jax.lax.broadcast_shapes(*shapes)
+    with pytest.raises(ValueError) as got:
+        tg.lax.broadcast_shapes(*shapes)
+    assert str(got.value) == str(want.value)       # was NumPy's "shape mismatch: objects ..."
+    assert tg.lax.broadcast_shapes((2, 1), [3]) == jax.lax.broadcast_shapes((2, 1), [3])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64, np.int32])
+def test_iscomplexobj_of_objects_with_a_dtype(dtype: Any) -> None:
+    # optax's init of a jax.ShapeDtypeStruct (sharding_test): JAX reads its dtype
+    for tlib, jlib, lib in ((tg, tnp, "tangentia"), (jax, jnp, "jax")):
+        del lib
+        s = tlib.ShapeDtypeStruct((2, 3), dtype)
+        assert jlib.iscomplexobj(s) == (np.dtype(dtype).kind == "c")
+        assert jlib.isrealobj(s) == (np.dtype(dtype).kind != "c")
+    assert tnp.iscomplexobj(tnp.complex64) and not tnp.iscomplexobj(tnp.float32)
+    assert tnp.iscomplexobj([1j]) and not tnp.iscomplexobj(None)

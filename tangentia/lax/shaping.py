@@ -79,7 +79,12 @@ def with_sharding_constraint(x, shardings) -> Any:
 
 def broadcast_shapes(*shapes) -> tuple[int, ...]:
     """The broadcast of ``shapes`` (``jax.lax.broadcast_shapes``)."""
-    return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    shapes = tuple(tuple(s) for s in shapes)
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:   # JAX's words (NumPy's "shape mismatch: objects cannot be ...")
+        raise ValueError("Incompatible shapes for broadcasting: shapes=["
+                         f"{', '.join(str(s) for s in shapes)}]") from None
 
 
 def broadcast_like(arr: ArrayLike, like_arr: ArrayLike) -> Array:

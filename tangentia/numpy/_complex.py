@@ -33,6 +33,10 @@ def _is_complex_obj(x):
         return False
     if isinstance(x, type) and issubclass(x, _np.generic):
         return _np.dtype(x).kind == "c"
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None and not isinstance(x, type):
+        # as JAX's: anything with a dtype (an array, a jax.ShapeDtypeStruct, ...) by its dtype
+        return _np.dtype(dtype).kind == "c"
     if isinstance(x, (list, tuple)) and any(map(_is_tracer, _flat_seq(x))):
         # (a sequence holding traced values: complex if any entry is, as its array would be)
         return any(_is_complex(e) for e in _flat_seq(x))
