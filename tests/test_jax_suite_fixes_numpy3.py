@@ -129,3 +129,40 @@ def test_iscomplexobj_of_objects_with_a_dtype(dtype: Any) -> None:
         assert jlib.isrealobj(s) == (np.dtype(dtype).kind != "c")
     assert tnp.iscomplexobj(tnp.complex64) and not tnp.iscomplexobj(tnp.float32)
     assert tnp.iscomplexobj([1j]) and not tnp.iscomplexobj(None)
+
+
+# --- astype: complex to bool is "nonzero"; complex to real warns as JAX's --------------------
+
+_CPLX = np.array([1j, 0j, 1 + 0j, 0.5j, -2 - 0j], np.complex128)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_astype_complex_to_bool_is_nonzero_as_jax(dtype: Any) -> None:
+    want = np.asarray(jnp.astype(_CPLX.astype(dtype), bool))      # [T F T T T]
+    np.testing.assert_array_equal(want, _CPLX.astype(bool))
+    for f in (lambda x: tnp.astype(x, bool), lambda x: x.astype(bool)):
+        for got in (f(tnp.asarray(_CPLX.astype(dtype))), tg.jit(f)(_CPLX.astype(dtype)),
+                    tg.vmap(f)(_CPLX.astype(dtype))):
+            _close(got, want)            # the traced cast took the real part: [F F T F T]
+    _close(tnp.asarray(tg.jit(lambda x: x)(_CPLX), dtype=bool), want)
+
+
+@pytest.mark.parametrize("how", ["method", "function", "jit method", "jit function"])
+def test_astype_complex_to_real_warns_as_jax(how: str) -> None:
+    import warnings
+    x = tnp.array(2.0 + 1.5j, dtype="complex64")
+    f = {"method": lambda v: v.astype("float32"),
+         "function": lambda v: tnp.astype(v, "float32")}[how.split()[-1]]
+    g = tg.jit(f) if how.startswith("jit") else f
+    with pytest.warns(DeprecationWarning, match="^Casting from complex to real dtypes") as rec:
+        out = g(x)
+    _close(out, np.float32(2.0))
+    assert len(rec) == 1 and issubclass(rec[0].category, np.exceptions.ComplexWarning)
+    assert rec[0].filename == __file__          # the user's line
+    with pytest.warns(DeprecationWarning, match="^Casting from complex to real dtypes"):
+        jnp.astype(jnp.asarray(x), "float32")   # JAX's, for the words
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for t in ("complex128", "bool"):       # no warning: complex to complex or bool
+            x.astype(t), tnp.astype(x, t)
+        tnp.astype(tnp.real(x), "float64")

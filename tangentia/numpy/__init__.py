@@ -42,8 +42,9 @@ from ._constants import (  # noqa: F401
     pi, promote_types, result_type, single, uint, uint16, uint32, uint64, uint8, cdouble, csingle,
     complex_, character, flexible, generic, signedinteger, unsignedinteger, object_,
     ComplexWarning)
+from ._conversion import public_astype as astype  # noqa: F401
 from ._conversion import (  # noqa: F401
-    asarray, astype, copy, get_printoptions, set_printoptions, printoptions, array_repr,
+    asarray, copy, get_printoptions, set_printoptions, printoptions, array_repr,
     array_str, frombuffer, fromfile, fromiter, fromstring, from_dlpack, load, save, savez)
 from ._creation import (  # noqa: F401
     arange, array, bartlett, blackman, empty, empty_like, eye, full, full_like, geomspace,

@@ -22,7 +22,7 @@ from ..core import (ConcretizationTypeError as _ConcretizationTypeError,
 from ..primitives import elementwise as _E
 from ..primitives.callback import pure_callback as _pure_callback
 from ._complex import conj, imag, real
-from ._conversion import astype
+from ._conversion import astype, public_astype, warn_complex_to_real
 from ._editing import choose, compress, put
 from ._elementwise import (abs, add, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clip,
                            divide, equal, floor_divide, greater, greater_equal, less, less_equal,
@@ -60,12 +60,30 @@ def _array_getitem(self, idx):
     return _getitem(self.view(_np.ndarray), idx)
 
 
+_nd_astype = _np.ndarray.astype
+
+
+def _array_astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True, *,
+                  device=None):
+    """NumPy's ``astype`` (its arguments; ``device=`` as JAX's), with JAX's warning for
+    complex values cast to a real dtype (one ComplexToRealWarning, which is also NumPy's
+    ComplexWarning, instead of NumPy's own)."""
+    if self.dtype.kind == "c" and dtype is not None and _np.dtype(dtype).kind not in "cb":
+        import warnings
+        warn_complex_to_real(self.dtype, dtype, stacklevel=3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", _np.exceptions.ComplexWarning)
+            return _nd_astype(self, dtype, order, casting, subok, copy)
+    return _nd_astype(self, dtype, order, casting, subok, copy)
+
+
 def install():
     """Give ``core.Tracer`` NumPy's operators, properties and array methods,
     and eager results (``ArrayImpl``) JAX's ``.at`` and traced indexing."""
     _ArrayImpl.at = property(lambda s: _IndexUpdateHelper(s))
     _ArrayImpl.__getitem__ = _array_getitem
     _ArrayImpl.__round__ = _round_builtin  # NumPy's ndarray has none
+    _ArrayImpl.astype = _array_astype
     for name, spec in _METHODS.items():
         setattr(_ArrayImpl, name, _eager_method(name, *spec))
     T = _Tracer
@@ -124,7 +142,8 @@ def install():
         else shape, order)
     T.transpose = lambda s, *axes: transpose(s, axes[0] if len(axes) == 1 and not isinstance(
         axes[0], (int, _np.integer)) else (axes or None))
-    T.astype = lambda s, dtype: astype(s, dtype)
+    T.astype = lambda s, dtype, copy=False, device=None: public_astype(
+        s, dtype, copy=copy, device=device)
     # JAX's reduction methods take the functions' ``initial``/``where`` keywords too
     T.sum = _no_out("sum", lambda s, axis=None, dtype=None, keepdims=False, initial=None,
                     where=None: sum(s, axis, dtype, keepdims, initial=initial, where=where))

@@ -13,6 +13,7 @@ import numpy as _np
 from .. import core as _core
 from .. import dtypes as _dtypes
 from ..core import Tracer as _Tracer
+from ..primitives import elementwise as _E
 from ..primitives import structural as _S
 from ._constants import float64
 from ._util import _aval, _check_device, _flat_seq, _is_tracer
@@ -35,8 +36,45 @@ def asarray(a: Any, dtype: DTypeLike | None = None, copy: bool | None = None, *,
 
 
 def astype(x: ArrayLike, dtype: DTypeLike | None, copy: bool = False) -> Array:
-    """``x`` converted to ``dtype``."""
-    return _S.convert_element_type(x, _np.dtype(dtype))
+    """``x`` converted to ``dtype`` (complex to bool: nonzero, as NumPy's and JAX's astype;
+    lax.convert_element_type takes the real part)."""
+    dtype = _np.dtype(dtype)
+    if dtype.kind == "b":
+        src = getattr(x, "dtype", None)
+        if (src if src is not None else _aval(x).dtype).kind == "c":
+            return _E.ne(x, _np.zeros((), src if src is not None else _aval(x).dtype))
+    return _S.convert_element_type(x, dtype)
+
+
+class ComplexToRealWarning(DeprecationWarning, _np.exceptions.ComplexWarning):
+    """``astype`` of complex values to a real dtype, which discards the imaginary part: JAX's
+    DeprecationWarning (JAX will make it an error) and NumPy's ComplexWarning alike, so that
+    code catching either sees it."""
+
+
+def warn_complex_to_real(src: Any, dtype: Any, stacklevel: int = 4) -> None:
+    """JAX's warning for a cast of complex values (dtype ``src``) to the real ``dtype``."""
+    if _np.dtype(src).kind == "c" and _np.dtype(dtype).kind not in "cb":   # (bool: as JAX)
+        import warnings
+        warnings.warn("Casting from complex to real dtypes will soon raise a ValueError. Please "
+                      "first use jnp.real or jnp.imag to take the real/imaginary component of "
+                      f"your input. (astype: {_np.dtype(src)} to {_np.dtype(dtype)} discards "
+                      "the imaginary part, as NumPy's ComplexWarning says; take tnp.real or "
+                      "tnp.imag first)", ComplexToRealWarning, stacklevel=stacklevel)
+
+
+def public_astype(x: ArrayLike, dtype: DTypeLike | None, /, *, copy: bool = False,
+                  device: Any = None) -> Array:
+    """``x`` converted to ``dtype`` (``jnp.astype``); complex to real warns as JAX's
+    (``ComplexToRealWarning``, a DeprecationWarning and NumPy's ComplexWarning)."""
+    _check_device(device, "astype")
+    if dtype is None:
+        return x if _is_tracer(x) else _np.array(x, copy=copy) if copy else _np.asarray(x)
+    src = getattr(x, "dtype", None)
+    if src is None:
+        src = _aval(x).dtype
+    warn_complex_to_real(src, dtype)
+    return astype(x, dtype)
 
 
 def copy(a: ArrayLike, order: str | None = None) -> Array:
