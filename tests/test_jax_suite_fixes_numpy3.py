@@ -166,3 +166,27 @@ def test_astype_complex_to_real_warns_as_jax(how: str) -> None:
         for t in ("complex128", "bool"):       # no warning: complex to complex or bool
             x.astype(t), tnp.astype(x, t)
         tnp.astype(tnp.real(x), "float64")
+
+
+# --- interp's errors begin with JAX's words ------------------------------------------------
+
+_INTERP_BAD: list[tuple[Any, dict[str, Any]]] = [
+    ((0.0, np.arange(2.0), np.arange(3.0)), {}),
+    ((0.0, np.ones((2, 2)), np.ones((2, 2))), {}),
+    ((0.0, np.arange(3.0), np.arange(3.0)), {"left": "interpolate"}),
+    ((0.0, np.arange(3.0), np.arange(3.0)), {"right": "interpolate"}),
+    ((1j, 1j * np.arange(3.0), np.arange(3.0)), {}),
+    ((0.0, np.arange(3.0), np.arange(3.0)), {"period": np.array([1.0])}),
+]
+
+
+@pytest.mark.parametrize("k", range(len(_INTERP_BAD)))
+def test_interp_errors_begin_with_jax_s(k: int) -> None:
+    args, kw = _INTERP_BAD[k]
+    with pytest.raises(ValueError) as want:
+        jnp.interp(*args, **kw)
+    with pytest.raises(ValueError) as got:
+        tnp.interp(*args, **kw)
+    jax_words = str(want.value).split(" got JitTracer")[0]   # (JAX shows its tracer there)
+    assert str(got.value).startswith(jax_words), (str(got.value), str(want.value))
+    assert "interp" in str(got.value)[len(jax_words):]   # ours names the function

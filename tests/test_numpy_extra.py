@@ -692,9 +692,10 @@ ERRORS = [
     (lambda: tnp.convolve(V, []), ValueError, r"convolve: argument 'v' cannot be empty"),
     (lambda: tnp.convolve(V, W, mode="circular"), ValueError, r"convolve: argument 'mode'"),
     (lambda: tnp.correlate(V, A), ValueError, r"correlate: argument 'v' must be 1-D"),
-    (lambda: tnp.interp(V, XP, FP[:3]), ValueError,
-     r"interp: arguments 'xp' and 'fp' must have the same length"),
-    (lambda: tnp.interp(V, A, A), ValueError, r"interp: arguments 'xp' and 'fp' must be 1-D"),
+    (lambda: tnp.interp(V, XP, FP[:3]), ValueError,   # JAX's words first
+     r"^xp and fp must be one-dimensional arrays of equal size \(interp: arguments 'xp' and 'fp'"),
+    (lambda: tnp.interp(V, A, A), ValueError,
+     r"^xp and fp must be one-dimensional arrays of equal size \(interp: arguments 'xp' and 'fp'"),
     (lambda: tg.jit(lambda x: tnp.interp(x, XP, FP, period=0.0))(V), ValueError,
      r"interp: argument 'period'"),
     (lambda: tnp.quantile(A, 1.5), ValueError, r"quantile: argument 'q' must be in the range"),

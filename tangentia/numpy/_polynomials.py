@@ -155,12 +155,9 @@ def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | str | N
     x = _in(x, "interp", "x")
     xp = _in(xp, "interp", "xp")
     fp = _in(fp, "interp", "fp")
-    if ndim(xp) != 1 or ndim(fp) != 1:
-        raise ValueError(f"interp: arguments 'xp' and 'fp' must be 1-D, got shapes {shape(xp)} "
-                         f"and {shape(fp)}")
-    if shape(xp)[0] != shape(fp)[0]:
-        raise ValueError(f"interp: arguments 'xp' and 'fp' must have the same length, got "
-                         f"{shape(xp)[0]} and {shape(fp)[0]}")
+    if ndim(xp) != 1 or ndim(fp) != 1 or shape(xp)[0] != shape(fp)[0]:   # JAX's words first
+        raise ValueError(f"xp and fp must be one-dimensional arrays of equal size (interp: "
+                         f"arguments 'xp' and 'fp' have shapes {shape(xp)} and {shape(fp)})")
     if shape(xp)[0] == 0:
         raise ValueError("interp: arguments 'xp' and 'fp' cannot be empty")
     extrapolate = []
@@ -169,6 +166,12 @@ def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | str | N
             raise ValueError(f"the only valid string value of `{name}` is 'extrapolate', but "
                              f"got: {v!r} (tangentia.numpy.interp: argument '{name}')")
         extrapolate.append(isinstance(v, str))
+    if _dtypes.kind(_aval(x).dtype) == "c":
+        raise ValueError("jnp.interp: complex x values not supported. (tangentia.numpy.interp: "
+                         f"argument 'x' has dtype {_aval(x).dtype})")
+    if period is not None and ndim(period) != 0:
+        raise ValueError(f"period must be a scalar; got {period} (tangentia.numpy.interp: "
+                         f"argument 'period' has shape {shape(period)})")
     if not builtins.any(extrapolate) and _eager(x, xp, fp, left, right, period):
         return _np.asarray(_np.interp(x, xp, fp, left, right, period))
     out_dt = complex128 if _dtypes.kind(_aval(fp).dtype) == "c" else float64   # NumPy's
