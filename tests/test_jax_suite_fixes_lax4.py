@@ -91,3 +91,180 @@ def test_float_to_int_saturates_as_jax(src):
     # a scalar, and in-range values (the fast path)
     assert int(lax.convert_element_type(np.float64(-3.7), np.int32)) == -3
     _same(tg.numpy.asarray(np.array([1.5, -2.5]), np.int8), np.array([1, -2], np.int8))
+
+
+# ---------------------------------------------------------------------------
+# reduce_precision: a primitive, bit for bit as XLA's for every float dtype
+
+RP_FORMATS = [(8, 7), (5, 10), (8, 23), (4, 3), (1, 0), (8, 0), (6, 30), (15, 5)]
+
+
+def _float_values(dtype, rng):
+    """Random bit patterns of ``dtype`` (every class: normal, subnormal, inf, NaN) and edge
+    values (limits, halfway cases, the largest finite of narrower formats)."""
+    u = np.dtype(f"u{dtype.itemsize}")
+    x = rng.integers(0, np.iinfo(u).max, 400, dtype=u, endpoint=True).view(dtype)
+    fi = ml_dtypes.finfo(dtype)
+    edge = np.array([0, np.inf, np.nan, float(fi.max), float(fi.tiny),
+                     float(fi.smallest_subnormal), 1.0, 1.5, 2.5, 1.0 + 2.0**-8,
+                     1.0 + 3 * 2.0**-9, 65504, 65520, 3.4e38, 3.40282357e38, 1e-40, 6e-8,
+                     3e-8, 2.0**-14, 2.0**-15, 2.0**-126 * 0.75])
+    with np.errstate(over="ignore", under="ignore"):
+        e = edge.astype(dtype)
+    return np.concatenate([x, e, -e])
+
+
+def _bits_equal(got, want, msg):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, msg
+    u = np.dtype(f"u{got.dtype.itemsize}")
+    with np.errstate(invalid="ignore", over="ignore"):
+        nan = np.isnan(want.astype(np.float32)) & np.isnan(got.astype(np.float32))
+    bad = (got.view(u) != want.view(u)) & ~nan   # (NaN payloads aside)
+    assert not bad.any(), (msg, got[bad][:4], want[bad][:4])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, ml_dtypes.bfloat16],
+                         ids=["float16", "float32", "float64", "bfloat16"])
+def test_reduce_precision_bits_are_xla(dtype):
+    dtype = np.dtype(dtype)
+    x = _float_values(dtype, np.random.default_rng(1))
+    f = tg.jit(lax.reduce_precision, static_argnums=(1, 2))
+    for e, m in RP_FORMATS:
+        want = jax.lax.reduce_precision(jax.numpy.asarray(x), e, m)
+        _bits_equal(lax.reduce_precision(x, e, m), want, (dtype, e, m))
+    _bits_equal(f(x, 8, 7), jax.lax.reduce_precision(jax.numpy.asarray(x), 8, 7), "jit")
+
+
+def test_reduce_precision_float8_is_xla():
+    # (computed in float16, as XLA's CPU backend: e5m2's own format keeps its subnormals,
+    # e4m3fn's flushes them)
+    for dtype in [ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fnuz]:
+        x = np.arange(256, dtype=np.uint8).view(dtype)   # every value
+        for e, m in [(4, 3), (5, 2), (5, 1), (8, 7)]:
+            want = jax.lax.reduce_precision(jax.numpy.asarray(x), e, m)
+            _bits_equal(lax.reduce_precision(x, e, m), want, (dtype, e, m))
+
+
+def test_reduce_precision_is_a_linear_primitive():
+    info = ml_dtypes.finfo(ml_dtypes.bfloat16)
+    f = lambda x: lax.reduce_precision(x, int(info.nexp), int(info.nmant))   # noqa: E731
+    jf = lambda x: jax.lax.reduce_precision(x, int(info.nexp), int(info.nmant))  # noqa: E731
+    y, pullback = tg.vjp(f, np.pi)
+    jy, jpullback = jax.vjp(jf, np.pi)
+    assert float(y) == float(jy) == float(pullback(np.pi)[0]) == float(jpullback(np.pi)[0])
+    assert float(tg.jvp(f, (1.0,), (np.pi,))[1]) == float(jax.jvp(jf, (1.0,), (np.pi,))[1])
+    assert "reduce_precision" in str(tg.make_jaxpr(f)(1.0))
+    xs = np.linspace(-3, 3, 12).reshape(3, 4)
+    _same(tg.vmap(f)(xs), np.stack([f(r) for r in xs]))
+    with pytest.raises(TypeError, match="reduce_precision: argument 'operand' must be floating"):
+        lax.reduce_precision(np.arange(3), 8, 7)
+
+
+# ---------------------------------------------------------------------------
+# bitcast_convert_type: a primitive (stages as itself), zero derivative, JAX's errors
+
+BITCASTS = [((2, 3), np.float32, np.int32), ((2, 3), np.float64, np.uint16),
+            ((3, 4), np.int16, np.float64), ((), np.float64, np.float32),
+            ((5,), np.uint8, INT4), ((4, 2), INT4, np.uint8), ((3,), np.float32, UINT4),
+            ((2, 8), UINT4, np.float32), ((3,), INT4, UINT4), ((2,), ml_dtypes.bfloat16, np.int8)]
+
+
+def test_bitcast_convert_type_is_jax():
+    rng = np.random.default_rng(2)
+    for shape, src, dst in BITCASTS:
+        src = np.dtype(src)
+        nbytes = int(np.prod(shape, dtype=int)) * src.itemsize
+        x = (rng.integers(0, 16, shape).astype(np.int8).astype(src)
+             if src.kind == "V" and src.name in ("int4", "uint4")
+             else rng.integers(0, 256, nbytes, dtype=np.uint8).view(src).reshape(shape))
+        if src.kind == "f":
+            x = np.where(np.isnan(x), 1.5, x).astype(src)
+        want = jax.lax.bitcast_convert_type(jax.numpy.asarray(x), dst)
+        f = tg.jit(lambda v, dst=dst: lax.bitcast_convert_type(v, dst))
+        for g in (lambda v, dst=dst: lax.bitcast_convert_type(v, dst), f):
+            got = g(x)
+            _same(got.view(np.uint8) if np.dtype(dst).kind == "f" else got,
+                  np.asarray(want).view(np.uint8) if np.dtype(dst).kind == "f" else want,
+                  f"{src} -> {np.dtype(dst)}")
+        if shape:   # vmap against a loop
+            v = tg.vmap(lambda r, dst=dst: lax.bitcast_convert_type(r, dst))(x[None])
+            _same(v[0], lax.bitcast_convert_type(x, dst))
+    jaxpr = tg.make_jaxpr(lambda v: lax.bitcast_convert_type(v, np.int32))(np.float32(1))
+    assert [e.prim.name for e in jaxpr.jaxpr.eqns] == ["bitcast_convert_type"]
+
+
+def test_bitcast_convert_type_derivative_is_zero():
+    x = np.ones(3, np.float32)
+    g = tg.grad(lambda v: lax.bitcast_convert_type(v, np.float32).sum())(x)
+    _same(g, jax.grad(lambda v: jax.lax.bitcast_convert_type(v, np.float32).sum())(x))
+    y, t = tg.jvp(lambda v: lax.bitcast_convert_type(v, np.float16), (x,), (x,))
+    jy, jt = jax.jvp(lambda v: jax.lax.bitcast_convert_type(v, np.float16), (x,), (x,))
+    _same(y, jy)
+    _same(t, jt)
+
+
+@pytest.mark.parametrize("shape, src, dst", [((2, 3), np.float16, np.float32),
+                                             ((), np.float16, np.float32),
+                                             ((3,), bool, np.int8), ((3,), np.int8, bool),
+                                             ((3,), np.complex64, np.float64),
+                                             ((3,), np.float32, np.complex64)])
+def test_bitcast_convert_type_errors_are_jax(shape, src, dst):
+    x = np.zeros(shape, src)
+    with pytest.raises((TypeError, ValueError)) as want:
+        jax.lax.bitcast_convert_type(x, dst)
+    with pytest.raises(type(want.value)) as got:
+        lax.bitcast_convert_type(x, dst)
+    assert str(got.value).startswith(str(want.value)), (str(got.value), str(want.value))
+    with pytest.raises(type(want.value)):
+        tg.jit(lambda v: lax.bitcast_convert_type(v, dst))(x)
+
+
+# ---------------------------------------------------------------------------
+# lax.reduce with bitwise monoids stages JAX's reduce_and/reduce_or/reduce_xor
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int64, np.bool_])
+def test_reduce_with_bitwise_monoids_is_jax(dtype):
+    x = np.random.default_rng(3).integers(-100, 100, (3, 4, 5)).astype(dtype)
+    for name, prim in [("bitwise_and", "reduce_and"), ("bitwise_or", "reduce_or"),
+                       ("bitwise_xor", "reduce_xor")]:
+        identity = np.asarray(-1 if name == "bitwise_and" else 0).astype(dtype)
+        for init in (identity, np.asarray(5).astype(dtype)):
+            for dims in [(0,), (1, 2), (0, 1, 2), ()]:
+                want = jax.lax.reduce(x, init, getattr(jax.lax, name), dims)
+                _same(lax.reduce(x, init, getattr(lax, name), dims), want, (name, init, dims))
+                _same(tg.jit(lambda v, i, name=name, dims=dims: lax.reduce(
+                    v, i, getattr(lax, name), dims))(x, init), want, (name, init, dims))
+        jaxpr = tg.make_jaxpr(lambda v, name=name, identity=identity: lax.reduce(
+            v, identity, getattr(lax, name), (0, 2)))(x)
+        assert [e.prim.name for e in jaxpr.jaxpr.eqns] == [prim]
+        # the lax functions of the same name, and vmap against a loop
+        want = getattr(jax.lax, prim)(x, (0, 2))
+        _same(getattr(lax, prim)(x, (0, 2)), want)
+        _same(tg.vmap(lambda r, prim=prim: getattr(lax, prim)(r, (1,)), in_axes=1)(x),
+              np.stack([getattr(lax, prim)(x[:, i], (1,)) for i in range(4)]))
+    # a lambda computing XOR is recognized too
+    jaxpr = tg.make_jaxpr(lambda v: lax.reduce(v, np.asarray(0).astype(dtype),
+                                               lambda a, b: a ^ b, (1,)))(x)
+    assert [e.prim.name for e in jaxpr.jaxpr.eqns] == ["reduce_xor"]
+
+
+def test_logical_reductions_refuse_floats_as_jax():
+    with pytest.raises(TypeError) as want:
+        jax.lax.reduce_xor(np.ones(3), (0,))
+    for name in ("reduce_and", "reduce_or", "reduce_xor"):
+        with pytest.raises(TypeError, match=str(want.value).split(".")[0]):
+            getattr(lax, name)(np.ones(3), (0,))
+
+
+def test_reduce_over_no_dimensions_is_the_operand():
+    # JAX (XLA) returns the operands unchanged: the initial values are not combined
+    x = np.array([62.0, 12.0, 7.0])
+    for comp, jcomp in ((lax.add, jax.lax.add), (lax.max, jax.lax.max),
+                        (lambda a, b: a * 2 + b, lambda a, b: a * 2 + b)):
+        _same(lax.reduce(x, 5.0, comp, ()), jax.lax.reduce(x, 5.0, jcomp, ()))
+    got = lax.reduce((x, x), (5.0, 1.0), lambda a, b: (a[0] + b[0], a[1] * b[1]), ())
+    want = jax.lax.reduce((x, x), (5.0, 1.0), lambda a, b: (a[0] + b[0], a[1] * b[1]), ())
+    for g, w in zip(got, want):
+        _same(g, w)
+    _same(tg.jit(lambda v: lax.reduce(v, 5.0, lax.add, ()))(x), x)

@@ -16,6 +16,7 @@ import numpy as np
 from .. import core, dtypes
 from ..numpy import _elementwise as NE
 from ..numpy import _reductions as NR
+from ..primitives import bits as BITS
 from ..primitives import elementwise as E
 from ..primitives import misc as M
 from ..primitives import reductions as R
@@ -296,44 +297,27 @@ def dtype(x: Any) -> DType:
 # reduce_precision: round to a floating-point format of fewer bits
 
 
-def _reduce_precision_change(x, exponent_bits, mantissa_bits):
-    """How much ``x`` changes (0 where not finite) when rounded (half to even) to
-    ``mantissa_bits`` fraction bits, values past the largest finite number of the
-    format becoming infinite and those below its smallest normal number flushed
-    to (signed) zero, as XLA's ReducePrecision."""
-    emax = 2 ** (exponent_bits - 1) - 1
-    finite = NE.isfinite(x)
-    safe = E.select(finite, x, np.zeros((), _dtype(x)))
-    exponent = E.sub(M.frexp_exponent(safe), 1)  # floor(log2|x|)
-    quantum = NE.ldexp(np.ones((), _dtype(x)), E.sub(exponent, mantissa_bits))
-    rounded = E.mul(E.round(E.div(safe, quantum)), quantum)
-    largest = np.ldexp(2.0 - 2.0 ** -mantissa_bits, emax)
-    smallest = np.ldexp(1.0, 1 - emax)
-    big = E.gt(E.abs(rounded), largest)
-    rounded = E.select(big, M.copysign(np.inf, safe), rounded)
-    rounded = E.select(E.lt(E.abs(rounded), smallest), M.copysign(0.0, safe), rounded)
-    return E.select(finite, S.convert_element_type(E.sub(rounded, safe), _dtype(x)),
-                    np.zeros((), _dtype(x)))
-
-
 def reduce_precision(operand: float | ArrayLike, exponent_bits: int, mantissa_bits: int) -> Array:
     """``operand`` rounded to a float format with ``exponent_bits`` exponent and
-    ``mantissa_bits`` mantissa bits, kept in its own dtype
-    (``jax.lax.reduce_precision``).  Its derivative is the identity's, rounded
-    the same way, as JAX's."""
+    ``mantissa_bits`` mantissa bits, kept in its own dtype (``jax.lax.reduce_precision``),
+    bit for bit as XLA's: the mantissa rounded half to even, values past the format's
+    largest finite number infinite, those below its smallest normal number signed zero,
+    NaN kept.  It is linear as JAX's: its tangent and cotangent are rounded the same way.
+
+    Args:
+      operand: a floating array or scalar (any float dtype, bfloat16 and float8 too).
+      exponent_bits: the exponent bits of the format (at least 1).
+      mantissa_bits: the mantissa (fraction) bits of the format (at least 0).
+    """
     exponent_bits = _static_int("reduce_precision", "exponent_bits", exponent_bits)
     mantissa_bits = _static_int("reduce_precision", "mantissa_bits", mantissa_bits)
     if exponent_bits < 1 or mantissa_bits < 0:
         raise ValueError(f"reduce_precision: exponent_bits must be >= 1 and mantissa_bits >= 0, "
                          f"got {exponent_bits} and {mantissa_bits}")
     x = operand if isinstance(operand, core.Tracer) else np.asarray(operand)
-    if _dtype(x).kind != "f":
+    if not dtypes.is_real_floating(_dtype(x)):
         raise TypeError(f"reduce_precision: argument 'operand' must be floating, got {_dtype(x)}")
-    finfo = np.finfo(_dtype(x))
-    if mantissa_bits >= finfo.nmant and exponent_bits >= finfo.bits - finfo.nmant - 1:
-        return x
-    change = _reduce_precision_change(x, exponent_bits, mantissa_bits)
-    return E.add(x, S.stop_gradient(change))
+    return BITS.reduce_precision(x, exponent_bits, mantissa_bits)
 
 
 # ---------------------------------------------------------------------------
@@ -480,75 +464,21 @@ bitwise_xor = _binary_four_bit("bitwise_xor", NE.bitwise_xor)
 bitwise_not = _unary_four_bit("bitwise_not", NE.bitwise_not)
 
 
-def _bits(dtype):
-    """The width of ``dtype`` in bits (4 for ml_dtypes' int4/uint4, which NumPy stores in a
-    byte)."""
-    dtype = np.dtype(dtype)
-    return 4 if dtype.name in ("int4", "uint4") else 8 * dtype.itemsize
-
-
-def _bitcast_shape(shape, old, new):
-    """The result shape of reading ``shape`` of ``old`` as ``new`` (XLA's rule: a narrower
-    type adds a trailing axis of the size ratio, a wider one consumes it)."""
-    bo, bn = _bits(old), _bits(new)
-    if bo == bn:
-        return tuple(shape)
-    if bo > bn:
-        return tuple(shape) + (bo // bn,)
-    if not shape or shape[-1] != bn // bo:
-        raise TypeError(f"bitcast_convert_type: converting {np.dtype(old)} to the wider "
-                        f"{np.dtype(new)} needs a trailing axis of size {bn // bo}, got shape "
-                        f"{tuple(shape)}")
-    return tuple(shape[:-1])
-
-
-def _nibbles_to(nib, dtype):
-    """Values 0..15 (uint8) as the 4-bit ``dtype`` (int4 sign-extends)."""
-    if np.dtype(dtype).name == "int4":
-        nib = np.where(nib >= 8, nib.astype(np.int8) - 16, nib.astype(np.int8))
-    return nib.astype(dtype)
-
-
-def _bitcast(x, new_dtype):
-    """The bits of the ndarray ``x`` read as ``new_dtype``; 4-bit values packed two to a
-    byte, the first in the low half."""
-    a = np.ascontiguousarray(x).reshape(np.shape(x))  # (ascontiguousarray makes 0-d 1-d)
-    new_dtype = np.dtype(new_dtype)
-    out = _bitcast_shape(a.shape, a.dtype, new_dtype)
-    bo, bn = _bits(a.dtype), _bits(new_dtype)
-    if bo != 4 and bn != 4:  # NumPy views 0-d arrays only at one itemsize: view 1-d
-        return a.reshape(-1).view(new_dtype).reshape(out)
-    if bo == 4:
-        nib = a.astype(np.int8).view(np.uint8) & 0xF
-        if bn == 4:
-            return _nibbles_to(nib, new_dtype)
-        packed = nib[..., 0::2] | (nib[..., 1::2] << 4)
-        return np.ascontiguousarray(packed).reshape(-1).view(new_dtype).reshape(out)
-    b = a.reshape(-1).view(np.uint8).reshape(a.shape + (a.dtype.itemsize,))
-    nib = np.stack([b & 0xF, b >> 4], axis=-1).reshape(out)
-    return _nibbles_to(nib, new_dtype)
+_nibbles_to = BITS._nibbles_to
 
 
 def bitcast_convert_type(operand: ArrayLike, new_dtype: DTypeLike) -> Array:
     """The bits of ``operand`` read as ``new_dtype`` (``jax.lax.bitcast_convert_type``):
     a wider type merges the trailing axis, a narrower one adds a trailing axis (4-bit
-    types count as 4 bits, two to a byte).  Not differentiable (its input is read through
-    ``stop_gradient``)."""
-    x = operand if isinstance(operand, core.Tracer) else np.asarray(operand)
-    new = np.dtype(new_dtype)
-    shape = core.get_aval(x).shape
-    out_shape = _bitcast_shape(shape, _dtype(x), new)
-    if not isinstance(x, core.Tracer):
-        return _bitcast(x, new)
+    types count as 4 bits, two to a byte, the first in the low half).  Its derivative is
+    zero, as JAX's.
 
-    def kernel(a):
-        lead = np.shape(a)[:np.ndim(a) - len(shape)]  # vmap's leading axes
-        flat = np.reshape(a, (-1,) + tuple(shape))
-        outs = [_bitcast(v, new) for v in flat]
-        return np.reshape(np.stack(outs) if outs else np.zeros((0,) + out_shape, new),
-                          lead + out_shape)
-    return pure_callback(kernel, core.ShapedArray(out_shape, new), S.stop_gradient(x),
-                         vmap_method="expand_dims")
+    Args:
+      operand: an array or scalar (bool and complex only to their own dtype, as JAX's).
+      new_dtype: the dtype to read the bits as.
+    """
+    x = operand if isinstance(operand, core.Tracer) else np.asarray(operand)
+    return BITS.bitcast_convert_type(x, np.dtype(new_dtype))
 
 
 # ---------------------------------------------------------------------------
@@ -582,33 +512,23 @@ def argmin(operand: ArrayLike, axis: int, index_dtype: DTypeLike) -> Array:
     return S.convert_element_type(NR.argmin(operand, axis), index_dtype)
 
 
-def _logical_reduce(fname, prim, ufunc):
+def _logical_reduce(fname, prim):
     def reduce(operand: ArrayLike, axes: Sequence[int]) -> Array:
         axes = _reduction_axes(fname, operand, axes)
-        if _dtype(operand) == np.bool_ and prim is not None:
-            return prim.bind(operand, axes=axes)
         x = operand if isinstance(operand, core.Tracer) else np.asarray(operand)
-        shape = core.get_aval(x).shape
-        out_shape = tuple(n for i, n in enumerate(shape) if i not in {a % len(shape) for a in axes})
-
-        def kernel(a):
-            a = np.asarray(a)
-            lead = a.ndim - len(shape)
-            return ufunc.reduce(a, axis=tuple(lead + ax % len(shape) for ax in axes)) \
-                if axes else a
         if _dtype(x).kind not in "iub":
-            raise TypeError(f"{fname}: argument 'operand' must be boolean or integer, got "
-                            f"{_dtype(x)}")
-        return pure_callback(kernel, core.ShapedArray(out_shape, _dtype(x)), x,
-                             vmap_method="expand_dims")
+            raise TypeError(f"logical reduction requires operand dtype bool or int, got "
+                            f"{_dtype(x)}." + _tag(fname, "argument 'operand'"))
+        return prim.bind(x, axes=tuple(sorted(axes)))
     reduce.__name__ = reduce.__qualname__ = fname
-    reduce.__doc__ = f"``jax.lax.{fname}``: {ufunc.__name__} of the entries over ``axes``."
+    reduce.__doc__ = (f"``jax.lax.{fname}``: the bitwise {fname[7:].upper()} of the entries "
+                      "(booleans or integers) over ``axes``, in the operand's dtype.")
     return reduce
 
 
-reduce_and = _logical_reduce("reduce_and", R.reduce_and_p, np.bitwise_and)
-reduce_or = _logical_reduce("reduce_or", R.reduce_or_p, np.bitwise_or)
-reduce_xor = _logical_reduce("reduce_xor", None, np.bitwise_xor)
+reduce_and = _logical_reduce("reduce_and", R.reduce_and_p)
+reduce_or = _logical_reduce("reduce_or", R.reduce_or_p)
+reduce_xor = _logical_reduce("reduce_xor", BITS.reduce_xor_p)
 
 
 def _mulhi_kernel(x, y):

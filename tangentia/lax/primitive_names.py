@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import core
+from ..primitives import bits as _bits
 from ..primitives import control_flow as _cf
 from ..primitives import elementwise as _E
 from ..primitives.fft import fft as _fft
@@ -169,7 +170,9 @@ _SAME = {   # JAX's name: our primitive, operands and parameters alike
     "reduce_max": _R.reduce_max_p, "reduce_min": _R.reduce_min_p,
     "reduce_prod": _R.reduce_prod_p, "reduce_and": _R.reduce_and_p,
     "reduce_or": _R.reduce_or_p, "cond": _cf.cond_p, "while": _cf.while_p, "scan": _cf.scan_p,
-    "linear_solve": _ls.linear_solve_p,
+    "linear_solve": _ls.linear_solve_p, "reduce_xor": _bits.reduce_xor_p,
+    "reduce_precision": _bits.reduce_precision_p,
+    "bitcast_convert_type": _bits.bitcast_convert_type_p,
 }
 
 # JAX's names of our primitives whose JAX parameters add accuracy / sharding / dtype hints,
@@ -194,11 +197,6 @@ _ADAPTED = {   # JAX's name: bind(JAX's operands, **JAX's params) over our opera
     "clamp": (_ops.clamp, False), "select_n": (_shp.select_n, False),
     "argmax": (lambda x, *, axes, index_dtype: _num.argmax(x, axes[0], index_dtype), False),
     "argmin": (lambda x, *, axes, index_dtype: _num.argmin(x, axes[0], index_dtype), False),
-    "reduce_xor": (lambda x, *, axes: _num.reduce_xor(x, axes), False),
-    "reduce_precision": (lambda x, *, exponent_bits, mantissa_bits: _num.reduce_precision(
-        x, exponent_bits, mantissa_bits), False),
-    "bitcast_convert_type": (lambda x, *, new_dtype: _num.bitcast_convert_type(x, new_dtype),
-                             False),
     "concatenate": (lambda *xs, dimension: _ops.concatenate(xs, dimension), False),
     "reshape": (lambda x, *, new_sizes, dimensions=None, sharding=None: _S.reshape(
         x if dimensions is None else _S.transpose(x, dimensions), tuple(new_sizes)), False),

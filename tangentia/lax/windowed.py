@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import core
+from ..primitives import bits as BITS
 from ..primitives import elementwise as E
 from ..primitives import indexing as I
 from ..primitives import reductions as R
@@ -54,6 +55,46 @@ def _monoid(fname, computation):
         f"{fname}: argument 'computation' must be one of the monoids add, mul, max, min "
         f"(e.g. lax.add, lax.max, tnp.multiply); {getattr(computation, '__name__', computation)!r} "
         "computes none of them")
+
+
+# Bitwise monoids of integers and booleans (lax.reduce only): probed on int64 and bool pairs
+_BIT_PROBES = ((np.int64(12), np.int64(10)), (np.int64(-7), np.int64(5)),
+               (np.int64(3), np.int64(6)), (np.True_, np.False_), (np.True_, np.True_),
+               (np.False_, np.False_))
+_BIT_MONOIDS = {"and": (np.bitwise_and, R.reduce_and_p), "or": (np.bitwise_or, R.reduce_or_p),
+                "xor": (np.bitwise_xor, BITS.reduce_xor_p)}
+
+
+def _bit_monoid(computation, kind):
+    """``"and"``/``"or"``/``"xor"`` if ``computation`` computes that bitwise operation on
+    integers and booleans (``lax.bitwise_and``, ``jnp.bitwise_xor``, ``lambda a, b: a | b``,
+    ...; for a boolean operand (``kind`` ``"b"``) on booleans only: ``jnp.logical_or``
+    too), else None."""
+    probes = _BIT_PROBES[3:] if kind == "b" else _BIT_PROBES
+    try:
+        with core.set_trace(core.EVAL_TRACE):
+            got = [np.asarray(computation(a, b)) for a, b in probes]
+    except Exception:  # noqa: BLE001 - any failure means "not a bitwise monoid"
+        return None
+    for name, (ufunc, _) in _BIT_MONOIDS.items():
+        if all(g.shape == () and g.dtype == np.result_type(a) and g == ufunc(a, b)
+               for g, (a, b) in zip(got, probes)):
+            return name
+    return None
+
+
+def _bit_reduce(op, x, init, axes):
+    """``lax.reduce`` of one integer or boolean operand with a bitwise monoid: its reduction
+    primitive (JAX's reduce_and/or/xor), then ``init`` unless it is the identity."""
+    dtype = np.dtype(core.get_aval(x).dtype)
+    prim = _BIT_MONOIDS[op][1]
+    out = prim.bind(x, axes=axes) if axes else x
+    identity = np.array(-1 if op == "and" else 0).astype(dtype)
+    if isinstance(init, core.Tracer) or np.asarray(init).shape != () \
+            or np.asarray(init) != identity:
+        combine = {"and": E.bitwise_and_p, "or": E.bitwise_or_p, "xor": E.bitwise_xor_p}[op]
+        out = combine.bind(out, convert_element_type(init, dtype))
+    return out
 
 
 def _identity(op, dtype):
@@ -287,14 +328,20 @@ def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], An
         raise ValueError(f"reduce: the operands must have one shape, got {sorted(shapes)}"
                          + _tag(fname, "operands of one shape"))
     axes = tuple(sorted(_reduction_axes(fname, xs[0], dimensions)))
+    if not axes:   # nothing reduced: XLA's (JAX's) result is the operands, without the inits
+        return tree_unflatten(treedef, xs)
     op = None
     if len(xs) == 1:
         try:
             op = _monoid(fname, computation)
         except NotImplementedError:
             op = None
-    if op is None or (op in ("add", "mul") and
-                      np.dtype(core.get_aval(xs[0]).dtype) == np.bool_):
+    kind = np.dtype(core.get_aval(xs[0]).dtype).kind
+    if op is None and len(xs) == 1 and kind in "biu":
+        bit = _bit_monoid(computation, kind)
+        if bit is not None:
+            return tree_unflatten(treedef, [_bit_reduce(bit, xs[0], inits[0], axes)])
+    if op is None or (op in ("add", "mul") and kind == "b"):
         return tree_unflatten(treedef, _general_reduce(fname, xs, inits, computation,
                                                        treedef, axes))
     x, init = xs[0], inits[0]

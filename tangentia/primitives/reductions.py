@@ -18,8 +18,10 @@ from . import structural as S
 reduce_max_p = reduction_primitive("reduce_max", np.maximum.reduce, keep_dtype=True)
 reduce_min_p = reduction_primitive("reduce_min", np.minimum.reduce, keep_dtype=True)
 reduce_prod_p = reduction_primitive("reduce_prod", np.multiply.reduce)
-reduce_and_p = reduction_primitive("reduce_and", np.all, out_dtype=dtypes.bool_)
-reduce_or_p = reduction_primitive("reduce_or", np.any, out_dtype=dtypes.bool_)
+# bitwise over booleans (all, any) or integers (lax.reduce_and/or, lax.reduce with
+# bitwise_and/or: JAX's primitives), keeping the operand's dtype
+reduce_and_p = reduction_primitive("reduce_and", np.bitwise_and.reduce, keep_dtype=True)
+reduce_or_p = reduction_primitive("reduce_or", np.bitwise_or.reduce, keep_dtype=True)
 
 
 def reduce_max(x, axes):
