@@ -400,8 +400,14 @@ def histogram(a: ArrayLike, bins: ArrayLike = 10,  # noqa: A002 - NumPy's name
         if shape(w) != shape(a):
             raise ValueError("histogram: weights should have the same shape as a.")
         wdt = _aval(w).dtype
-    counts = at(zeros(nb + 2, wdt))[idx].add(1 if w is None else w)
+    # half-precision weights are summed in float32: a float16 running sum rounds at every
+    # step, so its result depended on the order of the sum (eager and jit differed by 1e-4)
+    half = _dtypes.is_inexact(wdt) and wdt.kind != "c" and wdt.itemsize < 4
+    acc = _np.dtype(_np.float32) if half else wdt
+    counts = at(zeros(nb + 2, acc))[idx].add(1 if w is None else w)
     counts = counts[1:nb + 1]
+    if acc != wdt and not density:
+        counts = astype(counts, wdt)
     if density:
         widths = _E.sub(edges[1:], edges[:-1])
         counts = _inexact(counts)
