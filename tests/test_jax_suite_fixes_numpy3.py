@@ -211,3 +211,18 @@ def test_histogram_float16_weights_summed_accurately(density: bool) -> None:
         # one rounding to the weights' dtype (a float16 running sum was 4e-4 off here)
         tol = 1e-6 if density else float(np.finfo(dt).eps)
         np.testing.assert_allclose(np.asarray(eager, np.float64), exact, rtol=tol)
+
+
+# --- lax.dot_general_p is the primitive of jnp.dot's equation (as JAX's) ---------------------
+
+@pytest.mark.parametrize("dtypes", [(np.float32, np.float32), (np.int8, np.complex64),
+                                    (np.float32, np.float64), (np.int32, np.float16)])
+def test_dot_program_is_one_dot_general(dtypes: tuple[Any, Any]) -> None:
+    for lib, np_ in ((tg, tnp), (jax, jnp)):
+        prog = lib.make_jaxpr(np_.dot)(lib.ShapeDtypeStruct((5,), dtypes[0]),
+                                       lib.ShapeDtypeStruct((5,), dtypes[1]))
+        prims = [e.primitive for e in prog.eqns]
+        # JAX may add a convert_element_type; ours is the one contraction
+        assert prims[0] == lib.lax.dot_general_p, prims
+        assert {lib.lax.dot_general_p: "found"}.get(prims[0]) == "found"   # a table key
+        assert len(prims) <= 2

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import core
 from ..primitives import bits as _bits
+from ..primitives import contraction as _contraction
 from ..primitives import control_flow as _cf
 from ..primitives import elementwise as _E
 from ..primitives.fft import fft as _fft
@@ -247,7 +248,11 @@ _ADAPTED = {   # JAX's name: bind(JAX's operands, **JAX's params) over our opera
 }
 
 
-PRIMITIVES = {**_SAME, **{name: JaxPrimitive(name, bind, multiple, _HINTED.get(name))
+# JAX's names whose bind adapts JAX's parameters but whose program equation is our primitive:
+# ``eqn.primitive == lax.dot_general_p`` holds for the ``dot_general`` of ``jnp.dot``
+_STAGED_AS = {**_HINTED, "dot_general": _contraction.dot_general_p}
+
+PRIMITIVES = {**_SAME, **{name: JaxPrimitive(name, bind, multiple, _STAGED_AS.get(name))
                           for name, (bind, multiple) in _ADAPTED.items()}}
 """JAX's primitive name (``"add"``, ``"scatter-add"``, ...) -> our primitive or
 :class:`JaxPrimitive`."""
