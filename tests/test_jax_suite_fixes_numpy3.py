@@ -226,3 +226,27 @@ def test_dot_program_is_one_dot_general(dtypes: tuple[Any, Any]) -> None:
         assert prims[0] == lib.lax.dot_general_p, prims
         assert {lib.lax.dot_general_p: "found"}.get(prims[0]) == "found"   # a table key
         assert len(prims) <= 2
+
+
+# --- Array.sort: NumPy's in-place method on eager results, JAX's copy under transformations --
+
+def test_sort_method_numpy_idiom_in_place_and_jax_idioms() -> None:
+    v = np.array([[3.0, 1.0, np.nan], [0.0, 5.0, 4.0]])
+    kws: list[dict[str, Any]] = [{}, {"axis": 0}, {"stable": True}, {"descending": True},
+                                 {"axis": 0, "descending": True}, {"kind": "mergesort"}]
+    for kw in kws:
+        x: Any = tnp.asarray(v.copy())
+        assert x.sort(**kw) is None                        # NumPy's idiom: in place
+        jkw = {k: w for k, w in kw.items() if k != "kind"}
+        want = np.asarray(jnp.asarray(v).sort(**jkw))     # JAX's: the sorted copy
+        np.testing.assert_array_equal(np.asarray(x), want)
+        np.testing.assert_array_equal(tnp.sort(v, **jkw), want)       # both libraries' spelling
+        # under jit/vmap the method is JAX's: a copy, returned
+        np.testing.assert_array_equal(tg.jit(lambda a: a.sort(**jkw))(v), want)
+    np.testing.assert_array_equal(tg.vmap(lambda r: r.sort(descending=True))(v),
+                                  np.asarray(jax.vmap(lambda r: r.sort(descending=True))(v)))
+    x = tnp.asarray(v.copy())
+    with pytest.raises(TypeError, match=r"tnp.sort\(x, axis=None\)"):
+        x.sort(axis=None)  # type: ignore[arg-type]
+    np.testing.assert_array_equal(np.asarray(x), v)                 # untouched
+    np.testing.assert_array_equal(tnp.sort(x, axis=None), np.asarray(jnp.sort(v, axis=None)))

@@ -77,6 +77,24 @@ def _array_astype(self, dtype, order="K", casting="unsafe", subok=True, copy=Tru
     return _nd_astype(self, dtype, order, casting, subok, copy)
 
 
+_nd_sort = _np.ndarray.sort
+
+
+def _array_sort(self, axis=-1, kind=None, order=None, *, stable=None, descending=False):
+    """NumPy's in-place ``sort`` (returns None; see docs/coming_from_jax.md, "Array.sort
+    sorts in place"), also taking JAX's ``descending=``.  ``axis=None`` (JAX's flattened
+    copy; NumPy's method has none) raises, pointing at ``tnp.sort``, which returns the
+    sorted copy as JAX's ``Array.sort`` does."""
+    if axis is None:
+        raise TypeError("ArrayImpl.sort: axis=None (a flattened, sorted copy in JAX) cannot sort "
+                        "in place; an eager result's sort is NumPy's in-place method, which "
+                        "returns None: use tnp.sort(x, axis=None) for the sorted copy")
+    _nd_sort(self, axis, kind, order, stable=stable)
+    if descending:
+        ax = axis % self.ndim if self.ndim else 0
+        self[...] = _np.flip(self, ax).copy() if self.ndim else self
+
+
 def install():
     """Give ``core.Tracer`` NumPy's operators, properties and array methods,
     and eager results (``ArrayImpl``) JAX's ``.at`` and traced indexing."""
@@ -84,6 +102,7 @@ def install():
     _ArrayImpl.__getitem__ = _array_getitem
     _ArrayImpl.__round__ = _round_builtin  # NumPy's ndarray has none
     _ArrayImpl.astype = _array_astype
+    _ArrayImpl.sort = _array_sort
     for name, spec in _METHODS.items():
         setattr(_ArrayImpl, name, _eager_method(name, *spec))
     T = _Tracer
