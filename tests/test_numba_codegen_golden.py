@@ -436,13 +436,21 @@ def test_structure_of_benchmark_programs():
 if __name__ == "__main__":
     setattr(native, "_VERSION", "golden")   # (units' names hash the backend's files otherwise)
     names = [a for a in sys.argv[1:] if not a.startswith("-")] or None
-    if "--time" in sys.argv:
+    if "--once" in sys.argv or "--trace-only" in sys.argv:
+        # (for an instruction count of one generation: ``perf stat -e instructions:u``,
+        # minus that of ``--trace-only``)
         os.environ["TANGENTIA_NUMBA_GEMM"] = "blas"
         for name in names or ["bench_ode_grad"]:
             jaxpr = program(name)
-            source(jaxpr)
+            if "--once" in sys.argv:
+                native._generate(jaxpr)
+    elif "--time" in sys.argv:
+        os.environ["TANGENTIA_NUMBA_GEMM"] = "blas"
+        for name in names or ["bench_ode_grad"]:
+            source(program(name))
             best = []
             for _ in range(5):
+                jaxpr = program(name)     # (a new program: nothing memoized on it)
                 t0 = time.process_time()
                 native._generate(jaxpr)
                 best.append(time.process_time() - t0)

@@ -160,7 +160,7 @@ class NumbaBackend(Backend):
         return _native().NumbaCompiler().source(jaxpr)
 
 
-_SUBMODULES = frozenset(("codegen", "elementwise_loop", "gemm", "helpers", "irblock", "native",
+_SUBMODULES = frozenset(("codegen", "elementwise_loop", "gemm", "helpers", "irblock", "native", "plan",
                          "rules", "special", "vecmath", "vecmath_trig", "windows"))
 
 

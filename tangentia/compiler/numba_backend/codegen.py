@@ -12,12 +12,12 @@ import numpy as np
 import numba
 from numba import types as nbt
 
-from ...core import CustomVmapCallPrimitive, Literal, ProgramMemo, ShapedArray, Var, subjaxprs
+from ...core import CustomVmapCallPrimitive, Literal, ProgramMemo, Var, subjaxprs
 from ...core import eval_primitive
 from ...custom_derivatives import _base as CD
 from ...interpreters import ad
 from ...primitives import call as CL, callback, remat
-from ..passes import simplify
+from .plan import program_plan
 
 SMALL = 16          # values with at most this many elements are scalarized
 UNROLL = 64         # values with at most this many elements computed from scalarized ones
@@ -177,24 +177,6 @@ class LV:
 def needs_static(v):
     """Whether element access to ``v`` needs constant indices (else: an array first)."""
     return (type(v) is SV and len(v.shape) > 0) or (type(v) is LV and v.static)
-
-
-class _RowVar:
-    """A variable of a row equation (``_Gen.row_plan``): only its aval is read."""
-
-    __slots__ = ("aval",)
-
-    def __init__(self, aval):
-        self.aval = aval
-
-
-class _RowEqn:
-    """An equation applied to one row of a batch (``_Gen.row_plan``)."""
-
-    __slots__ = ("prim", "params", "inputs", "outputs")
-
-    def __init__(self, prim, params, inputs, outputs):
-        self.prim, self.params, self.inputs, self.outputs = prim, params, inputs, outputs
 
 
 class ZV:
@@ -529,16 +511,9 @@ class _Gen:
 
     # -- programs ---------------------------------------------------------
     def lower_jaxpr(self, jaxpr, in_vals):
-        eqns, outvars = simplify(jaxpr, dce=True)
+        plan = program_plan(jaxpr, self.limit, self.rows)   # (the passes: ``plan``)
+        eqns, outvars, consumers = plan.eqns, plan.outvars, plan.consumers
         env = dict(zip(jaxpr.invars, in_vals))
-        consumers = {}
-        for eqn in eqns:
-            for a in eqn.inputs:
-                if type(a) is Var:
-                    consumers.setdefault(a, []).append(eqn)
-        for a in outvars:
-            if type(a) is Var:
-                consumers.setdefault(a, []).append(None)
         depth = {}   # lazy value -> length of its chain of fused operations
         k = 0
         while k < len(eqns):
@@ -547,7 +522,7 @@ class _Gen:
                 if j > k:
                     k = j
                     continue
-            run = self.row_run(eqns, k)
+            run = self.row_run(eqns, k, plan.rows)
             if run is None:
                 self.lower_one(eqns[k], env, consumers, depth)
                 k += 1
@@ -586,43 +561,21 @@ class _Gen:
         return o
 
     # -- batched values, row by row -----------------------------------------
-    def row_plan(self, eqn):
-        """``(B, roles, row equation)`` if ``eqn`` is better computed row by row: its
-        output has a leading (batch) axis of length B and rows of at most ``limit``
-        elements, but is not small itself; else None (see ``rules.ROWS``)."""
-        rule = self.rows.get(eqn.prim)
-        if rule is None or len(eqn.outputs) != 1 or eqn.prim.has_effects:
-            return None
-        out = eqn.outputs[0].aval
-        if not out.shape or out.shape[0] < 2 or self.is_small(out.shape) \
-                or not self.is_small(out.shape[1:]):
-            return None
-        if any(a.aval.dtype.kind not in "biuf" for a in list(eqn.inputs) + [eqn.outputs[0]]):
-            return None
-        b = out.shape[0]
-        roles, params = rule(eqn, b)
-        if roles is None:
-            return None
-        ins = []
-        for a, r in zip(eqn.inputs, roles):
-            if r == "w" and not self.is_small(a.aval.shape):
-                return None
-            ins.append(a if r == "w" else _RowVar(ShapedArray(a.aval.shape[1:], a.aval.dtype)))
-        return b, roles, _RowEqn(eqn.prim, params, ins, [_RowVar(ShapedArray(out.shape[1:], out.dtype))])
-
-    def row_run(self, eqns, k):
+    def row_run(self, eqns, k, row_plans):
         """A run of equations from ``eqns[k]`` computed in one loop over the rows of a
         batch: ``(B, hoisted, rows, next k)``, where ``hoisted`` are equations in between
         that do not depend on the run (computed before the loop) and ``rows`` the
-        (equation, plan) pairs; None if fewer than two equations qualify."""
-        plan = self.row_plan(eqns[k])
+        (equation, plan) pairs; None if fewer than two equations qualify.  Which
+        equations may be computed row by row, and how, the row pass decided
+        (``row_plans``: ``plan.Plan.rows``)."""
+        plan = row_plans.get(eqns[k])
         if plan is None:
             return None
         b = plan[0]
         produced, rows, hoisted, end = set(), [], [], k
         for j in range(k, len(eqns)):
             eqn = eqns[j]
-            plan = self.row_plan(eqn) if j > k else plan
+            plan = row_plans.get(eqn) if j > k else plan
             uses = [a for a in eqn.inputs if type(a) is Var and a in produced]
             if plan is not None and plan[0] == b and not any(
                     r == "w" for a, r in zip(eqn.inputs, plan[1]) if a in uses):
