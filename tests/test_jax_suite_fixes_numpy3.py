@@ -250,3 +250,12 @@ def test_sort_method_numpy_idiom_in_place_and_jax_idioms() -> None:
         x.sort(axis=None)  # type: ignore[arg-type]
     np.testing.assert_array_equal(np.asarray(x), v)                 # untouched
     np.testing.assert_array_equal(tnp.sort(x, axis=None), np.asarray(jnp.sort(v, axis=None)))
+
+
+def test_astype_none_is_float64_as_numpy_and_jax() -> None:
+    x = np.arange(3, dtype=np.int32)
+    want = np.asarray(jnp.astype(x, None))
+    assert want.dtype == np.float64 == np.astype(x, None).dtype
+    for got in (tnp.astype(x, None), tnp.asarray(x).astype(None),
+                tg.jit(lambda v: v.astype(None))(x), tg.jit(lambda v: tnp.astype(v, None))(x)):
+        _close(got, want)

@@ -68,7 +68,7 @@ def _array_astype(self, dtype, order="K", casting="unsafe", subok=True, copy=Tru
     """NumPy's ``astype`` (its arguments; ``device=`` as JAX's), with JAX's warning for
     complex values cast to a real dtype (one ComplexToRealWarning, which is also NumPy's
     ComplexWarning, instead of NumPy's own)."""
-    if self.dtype.kind == "c" and dtype is not None and _np.dtype(dtype).kind not in "cb":
+    if self.dtype.kind == "c" and _np.dtype(dtype).kind not in "cb":   # (None: float64)
         import warnings
         warn_complex_to_real(self.dtype, dtype, stacklevel=3)
         with warnings.catch_warnings():

@@ -68,8 +68,6 @@ def public_astype(x: ArrayLike, dtype: DTypeLike | None, /, *, copy: bool = Fals
     """``x`` converted to ``dtype`` (``jnp.astype``); complex to real warns as JAX's
     (``ComplexToRealWarning``, a DeprecationWarning and NumPy's ComplexWarning)."""
     _check_device(device, "astype")
-    if dtype is None:
-        return x if _is_tracer(x) else _np.array(x, copy=copy) if copy else _np.asarray(x)
     src = getattr(x, "dtype", None)
     if src is None:
         src = _aval(x).dtype
