@@ -268,3 +268,107 @@ def test_reduce_over_no_dimensions_is_the_operand():
     for g, w in zip(got, want):
         _same(g, w)
     _same(tg.jit(lambda v: lax.reduce(v, 5.0, lax.add, ()))(x), x)
+
+
+# ---------------------------------------------------------------------------
+# The singles of lax_test: JAX's errors, and numbers JAX's
+
+def _raises_like_jax(fn, jfn):
+    """``fn`` raises JAX's exception type with a message beginning with JAX's."""
+    with pytest.raises(Exception) as want:
+        jfn()
+    with pytest.raises(type(want.value)) as got:
+        fn()
+    assert str(got.value).startswith(str(want.value)), (str(got.value), str(want.value))
+
+
+def test_argmin_argmax_of_empty_axis_raise_jax_error():
+    for name in ("argmin", "argmax"):
+        _raises_like_jax(lambda name=name: getattr(lax, name)(np.ones((0, 2)), 0, np.int32),
+                         lambda name=name: getattr(jax.lax, name)(np.ones((0, 2)), 0, np.int32))
+    _same(lax.argmax(np.ones((2, 0)), 0, np.int32), np.zeros((0,), np.int32))
+
+
+def test_top_k_of_more_than_int32_entries_raises_jax_error():
+    big = (2**31 + 1,)
+    _raises_like_jax(
+        lambda: tg.eval_shape(lambda x: lax.top_k(x, 100),
+                              tg.ShapeDtypeStruct(big, ml_dtypes.bfloat16)),
+        lambda: jax.eval_shape(lambda x: jax.lax.top_k(x, 100),
+                               jax.ShapeDtypeStruct(big, ml_dtypes.bfloat16)))
+
+
+def test_dot_takes_precision_by_keyword_only():
+    x = np.arange(5.0)
+    _raises_like_jax(lambda: lax.dot(x, x, lax.Precision.DEFAULT),
+                     lambda: jax.lax.dot(x, x, jax.lax.Precision.DEFAULT))
+    assert float(lax.dot(x, x, precision=lax.Precision.HIGHEST)) == 30.0
+
+
+@pytest.mark.parametrize("inshape, outshape, dims", [
+    ((2,), (2, 2), (0, 1)), ((2, 2), (2,), (0, 1)), ((2,), (2, 3), (2,)), ((2,), (3,), (0,))])
+def test_broadcast_in_dim_errors_are_jax(inshape, outshape, dims):
+    x = np.ones(inshape)
+    _raises_like_jax(lambda: lax.broadcast_in_dim(x, outshape, dims),
+                     lambda: jax.lax.broadcast_in_dim(x, outshape, dims))
+
+
+def test_broadcast_in_dim_takes_dimensions_in_any_order():
+    x = np.arange(6.0).reshape(2, 3)
+    for shape, dims in [((3, 2), (1, 0)), ((3, 4, 2), (2, 0)), ((2, 4, 3), (0, 2))]:
+        want = jax.lax.broadcast_in_dim(x, shape, dims)
+        _same(lax.broadcast_in_dim(x, shape, dims), want)
+        _same(tg.jit(lambda v, shape=shape, dims=dims: lax.broadcast_in_dim(v, shape, dims))(x),
+              want)
+    g = tg.grad(lambda v: (lax.broadcast_in_dim(v, (3, 4, 2), (2, 0)) ** 2).sum())(x)
+    _same(g, 8 * x)   # (each entry 4 times; JAX 0.10.2's grad fails here on its transpose)
+
+
+def test_conv_window_strides_rank_error_is_jax():
+    lhs, rhs = np.zeros((1, 1, 3, 3)), np.zeros((1, 1, 1, 1))
+    _raises_like_jax(lambda: lax.conv(lhs, rhs, [1], "SAME"),
+                     lambda: jax.lax.conv(lhs, rhs, [1], "SAME"))
+
+
+def test_dynamic_slice_of_unsigned_starts_is_jax():
+    x = np.arange(200)
+    f = tg.jit(lambda v, i: lax.dynamic_slice(v, [i], [3]))
+    for i in [np.uint64(2**63 + 5), np.uint64(2**64 - 1), np.uint8(250), np.uint32(128),
+              np.uint16(0), -3, 1000]:
+        want = jax.lax.dynamic_slice(x, [i], [3])
+        _same(lax.dynamic_slice(x, [i], [3]), want, i)
+        if not isinstance(i, int):
+            _same(f(x, i), want, i)
+    # no wrap-around of negative starts for unsigned ones
+    eqns = tg.make_jaxpr(lambda v, i: lax.dynamic_slice(v, [i], [1]))(x, np.uint32(7)).jaxpr.eqns
+    assert "select" not in {e.prim.name for e in eqns} and "lt" not in {e.prim.name for e in eqns}
+
+
+def test_dot_general_of_python_scalars_under_remat_and_hessian():
+    def f(lib):
+        return lib.remat(lambda x: lib.lax.dot_general(x, x, (([], []), ([], []))))
+    assert float(tg.hessian(f(tg))(1.0)) == float(jax.hessian(f(jax))(1.0)) == 2.0
+    assert float(tg.grad(f(tg))(3.0)) == 6.0
+
+
+def test_complex_log1p_is_accurate_near_zero():
+    mpmath = pytest.importorskip("mpmath", reason="the reference values come from mpmath")
+    mpmath.mp.prec = 120
+    rng = np.random.default_rng(4)
+    z = (rng.standard_normal(60) + 1j * rng.standard_normal(60)) * 10.0 ** rng.uniform(-12, 3, 60)
+    z = np.concatenate([z, [1e-5, -0.5 + 0.1j, -1 + 1e-8j, -2, 1e300 + 1e300j, -1e-20 + 1e-3j]])
+    for dtype in (np.complex64, np.complex128):
+        with np.errstate(over="ignore"):
+            zz = z.astype(dtype)
+        zz = zz[np.isfinite(zz)]   # (1e300 overflows complex64)
+        ref = np.array([complex(mpmath.log1p(mpmath.mpc(complex(v)))) for v in zz])
+        eps = np.finfo(dtype).eps
+        for got in (lax.log1p(zz), tg.jit(lax.log1p)(zz)):
+            err = np.abs(np.asarray(got) - ref) / np.abs(ref) / eps
+            assert err.max() < 2, (dtype, err.max())   # NumPy's: 8e6 (complex64)
+    # lax_test's testLog1pNearOne: 1 ULP
+    np.testing.assert_array_almost_equal_nulp(np.log1p(np.float32(1e-5)).astype(np.complex64),
+                                              lax.log1p(np.complex64(1e-5)))
+    g = tg.grad(lambda v: lax.log1p(v).real)(0.5 + 0.5j)
+    np.testing.assert_allclose(g, jax.grad(lambda v: jax.lax.log1p(v).real)(0.5 + 0.5j),
+                               rtol=1e-15)

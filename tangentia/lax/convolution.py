@@ -119,6 +119,11 @@ def conv_general_dilated(lhs: Array, rhs: Array, window_strides: Sequence[int],
     dnums = conv_dimension_numbers(ls, rs, dimension_numbers)
     nsp = len(ls) - 2
     window_strides = tuple(int(s) for s in window_strides)
+    if len(window_strides) != nsp:
+        raise ValueError(f"conv_general_dilated window and window_strides must have the same "
+                         f"number of dimensions, but got {nsp} and {len(window_strides)}"
+                         + _ops._tag("conv_general_dilated",
+                                     "one stride per spatial dimension of the operands"))
     if lhs_dilation is None:
         lhs_dilation = (1,) * nsp
     elif isinstance(padding, str) and any(d != 1 for d in lhs_dilation):

@@ -164,7 +164,11 @@ def _window_index(operand, start_indices, sizes):
     arrays = []
     for i, (s, size, d) in enumerate(zip(start_indices, sizes, shape)):
         if isinstance(s, (int, np.integer)):  # a negative start counts from the end (JAX's)
-            s = np.int64(s + d if s < 0 else s)
+            s = int(s)   # (in Python: a uint64 past int64's range clamps, not wraps)
+            s = np.int64(min(max(s + d if s < 0 else s, 0), d - size))
+        elif np.dtype(core.get_aval(s).dtype).kind == "u":   # never negative: no wrap-around
+            u = np.dtype(core.get_aval(s).dtype)    # (clamped first: uint64 past int64's range)
+            s = S.convert_element_type(E.minimum(s, np.asarray(d - size).astype(u)), np.int64)
         else:
             s = S.convert_element_type(s, np.int64)
             s = E.select(E.lt(s, 0), E.add(s, np.int64(d)), s)
@@ -361,18 +365,44 @@ def broadcast(operand: ArrayLike, sizes: Sequence[int]) -> Array:
     return S.broadcast_to(operand, _shape_ints("broadcast", "sizes", sizes) + _shape(operand))
 
 
+def _check_broadcast_in_dim(in_shape, shape, dims):
+    """JAX's shape rule of ``broadcast_in_dim``, its checks in JAX's order and words."""
+    tip = _tag("broadcast_in_dim", "dimension i of the operand becomes dimension "
+               "broadcast_dimensions[i] of the result (distinct dimensions), of size 1 or the "
+               "target size")
+    if len(in_shape) != len(dims):
+        raise TypeError(f"broadcast_in_dim broadcast_dimensions must have length equal to "
+                        f"operand ndim; got broadcast_dimensions {dims} for operand ndim "
+                        f"{len(in_shape)}." + tip)
+    if len(shape) < len(in_shape):
+        raise TypeError(f"broadcast_in_dim target broadcast shape must have equal or higher "
+                        f"rank to the operand shape; got operand ndim {len(in_shape)} and "
+                        f"target broadcast ndim {len(shape)}." + tip)
+    if not set(dims) <= set(range(len(shape))):
+        raise TypeError(f"broadcast_in_dim broadcast_dimensions must be a subset of output "
+                        f"dimensions, got {dims} for operand ndim {len(in_shape)} and shape "
+                        f"{shape}." + tip)
+    if any(in_shape[i] != 1 and in_shape[i] != shape[d] for i, d in enumerate(dims)):
+        raise TypeError(f"broadcast_in_dim operand dimension sizes must either be 1, or be "
+                        f"equal to their corresponding dimensions in the target broadcast "
+                        f"shape; got operand of shape {in_shape}, target broadcast shape "
+                        f"{shape}, broadcast_dimensions {dims} " + tip)
+    if len(set(dims)) != len(dims):   # (JAX 0.10.2 takes them in any order: a transpose)
+        raise TypeError(f"broadcast_in_dim broadcast_dimensions must be strictly increasing; "
+                        f"got broadcast_dimensions {dims}" + tip)
+
+
 def broadcast_in_dim(operand: ArrayLike, shape: Shape, broadcast_dimensions: Sequence[int]
                      ) -> Array:
     """``operand`` broadcast to ``shape``, its dimension ``i`` becoming dimension
     ``broadcast_dimensions[i]`` of the result (``jax.lax.broadcast_in_dim``)."""
     shape = _shape_ints("broadcast_in_dim", "shape", shape)
     dims, in_shape = tuple(broadcast_dimensions), _shape(operand)
-    if len(dims) != len(in_shape) or list(dims) != sorted(set(dims)) or \
-            any(not 0 <= d < len(shape) or in_shape[i] not in (1, shape[d])
-                for i, d in enumerate(dims)):
-        raise TypeError(f"broadcast_in_dim: operand of shape {in_shape} cannot be broadcast to "
-                        f"{shape} with broadcast_dimensions={dims}: one strictly increasing "
-                        "dimension per operand dimension, of size 1 or the target size")
+    _check_broadcast_in_dim(in_shape, shape, dims)
+    if list(dims) != sorted(dims):   # out of order: the operand's axes permuted, as JAX's
+        perm = tuple(int(i) for i in np.argsort(dims))
+        operand = S.transpose(operand, perm)
+        dims, in_shape = tuple(dims[i] for i in perm), tuple(in_shape[i] for i in perm)
     expanded = [1] * len(shape)
     for i, d in enumerate(dims):
         expanded[d] = in_shape[i]
@@ -589,8 +619,12 @@ def dot_general(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers: Any, precisio
     return out
 
 
-def dot(lhs: ArrayLike, rhs: ArrayLike, precision: Any = None,
+def dot(lhs: ArrayLike, rhs: ArrayLike, *, precision: Any = None,
         preferred_element_type: DTypeLike | None = None) -> Array:
+    """The vector/matrix product of ``lhs`` and ``rhs`` (``jax.lax.dot``): the last axis of
+    ``lhs`` contracted with the first of ``rhs``.  ``precision`` and
+    ``preferred_element_type`` are keyword-only, as JAX's (a third positional argument is
+    JAX's TypeError ``dot() takes 2 positional arguments but 3 were given``)."""
     ln = len(_shape(lhs))
     return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())), precision,
                        preferred_element_type=preferred_element_type)

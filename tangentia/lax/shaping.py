@@ -339,6 +339,11 @@ def top_k(operand: ArrayLike, k: int, *, axis: int = -1) -> tuple[Array, Array]:
         raise ValueError(f"k argument to top_k must be no larger than size along axis; got "
                          f"k={k} with shape={list(shape)} and axis={ax}"
                          + _tag("top_k", f"k must be in [0, {n}]"))
+    if n > np.iinfo(np.int32).max:
+        raise ValueError(f"top_k returns int32 indices, which will overflow for array "
+                         f"dimensions larger than the maximum int32 ({np.iinfo(np.int32).max}). "
+                         f"Got operand.shape={tuple(shape)}"
+                         + _tag("top_k", "the indices are int32, as JAX's"))
     x = _array(operand)
     order = NSO.argsort(_descending_key(x), axis=axis, stable=True)
     idx = I.static_slice(order, axis % len(_shape(x)), 0, k)

@@ -25,6 +25,7 @@ def _free(nd, contract, batch):
 
 def _dot_general_impl(x, y, dimension_numbers, precision=None):
     (lc, rc), (lb, rb) = dimension_numbers
+    x, y = np.asarray(x), np.asarray(y)   # (a Python scalar argument of a compiled remat body)
     xn, yn = x.ndim, y.ndim
     if not lb:
         if not lc:  # outer product
