@@ -304,6 +304,15 @@ class JaxprTrace(core.Trace):
                 return False
         return True
 
+    def _in_parent(self, process, prim, args, params):
+        """A custom call that ``_computes_now``: ``process`` (the parent's
+        ``process_custom_*_call``) with the parent as the current trace."""
+        token = _set_trace(self.parent)
+        try:
+            return process(prim, args, params)
+        finally:
+            _reset_trace(token)
+
     def _inline_unknown(self, params, args):
         """A custom call with unknown inputs under partial evaluation: its
         inputs are tangents (partial evaluation builds linear programs), so the
@@ -314,11 +323,7 @@ class JaxprTrace(core.Trace):
 
     def process_custom_jvp_call(self, prim, args, params):
         if self._computes_now(args):
-            token = _set_trace(self.parent)
-            try:
-                return self.parent.process_custom_jvp_call(prim, args, params)
-            finally:
-                _reset_trace(token)
+            return self._in_parent(self.parent.process_custom_jvp_call, prim, args, params)
         if self.forward_known and not params.get("linear_map"):
             # (a linear map with a custom transpose, linear_call's, is recorded instead)
             return self._inline_unknown(params, args)
@@ -363,11 +368,7 @@ class JaxprTrace(core.Trace):
 
     def process_custom_vjp_call(self, prim, args, params):
         if self._computes_now(args):
-            token = _set_trace(self.parent)
-            try:
-                return self.parent.process_custom_vjp_call(prim, args, params)
-            finally:
-                _reset_trace(token)
+            return self._in_parent(self.parent.process_custom_vjp_call, prim, args, params)
         if self.forward_known:
             return self._inline_unknown(params, args)
         avals = [core.get_aval(a) for a in args]
@@ -393,11 +394,7 @@ class JaxprTrace(core.Trace):
 
     def process_custom_vmap_call(self, prim, args, params):
         if self._computes_now(args):
-            token = _set_trace(self.parent)
-            try:
-                return self.parent.process_custom_vmap_call(prim, args, params)
-            finally:
-                _reset_trace(token)
+            return self._in_parent(self.parent.process_custom_vmap_call, prim, args, params)
         if self.forward_known:
             raise ValueError(
                 "Linearization failed to produce known values for all output primals. This is "
