@@ -161,6 +161,8 @@ def _elementwise(bb, g, eqn, ins):
     if prim is E.select_p:
         loop_in, loop_out, name = [in_dts[0], out.dtype, out.dtype], out.dtype, "select"
     elif prim is B.convert_element_type_p:
+        if in_dts[0].kind == "f" and out.dtype.kind in "iu":
+            return None     # (saturating: ``rules._convert``, a call)
         loop_in, loop_out, name = [out.dtype], out.dtype, "id"
     elif prim is E.integer_pow_p:
         y = eqn.params["y"]

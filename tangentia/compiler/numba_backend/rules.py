@@ -158,6 +158,20 @@ _SCALAR_OPS = {E.sin_p: _by_kind("_ssin({0})", "math.sin({0})"),
                E.expm1_p: _by_kind("_sexpm1({0})", "math.expm1({0})")}
 
 
+def _convert(expr, src, dst):
+    """``convert_element_type``: floats to integers as XLA's (and the impl's): truncated,
+    saturating at the type's limits, NaN to 0 (``special._f2i``/``_f2u``: numba's cast,
+    LLVM's fptosi, is undefined out of range); anything else as ``_cast``."""
+    if src.kind != "f" or dst.kind not in "iu":
+        return _cast(expr, src, dst)
+    info = np.iinfo(dst)
+    if dst == np.uint64:
+        return f"_f2u({expr}, {_lit(2.0 ** 64, src)})"
+    lo, hi = float(info.min), float(info.max) + 1.0   # (powers of two, or 0: exact)
+    return _wrap(f"_f2i({expr}, {_lit(lo, src)}, {_lit(hi, src)}, {_lit(info.min, _I8)}, "
+                 f"{_lit(info.max, _I8)})", dst)
+
+
 def _scalar_fn(eqn, scalarized=False):
     """``f(input expressions) -> output expression`` for an elementwise equation
     (``scalarized``: for the elements of a scalarized value)."""
@@ -169,7 +183,7 @@ def _scalar_fn(eqn, scalarized=False):
             return lambda a: f"({_cast(a[1], in_dts[1], out)} if {a[0]} else {_cast(a[2], in_dts[2], out)})"
         return lambda a: f"_where({a[0]}, {_cast(a[1], in_dts[1], out)}, {_cast(a[2], in_dts[2], out)})"
     if prim is B.convert_element_type_p:
-        return lambda a: _cast(a[0], in_dts[0], out)
+        return lambda a: _convert(a[0], in_dts[0], out)
     if prim is S.stop_gradient_p:
         return lambda a: a[0]
     loop_in, loop_out = _loop_dtypes(eqn)
@@ -469,6 +483,11 @@ _RED_INIT = {
 }
 _RED_OP = {R.reduce_sum_p: E.add_p, R.reduce_prod_p: E.mul_p, R.reduce_max_p: E.maximum_p,
            R.reduce_min_p: E.minimum_p, R.reduce_and_p: E.and_p, R.reduce_or_p: E.or_p}
+# reduce_and and reduce_or of integers are bitwise (JAX's, and the impl's
+# np.bitwise_and/or.reduce): these operations, from all ones and from zero
+_RED_BITWISE = {
+    R.reduce_and_p: (E.bitwise_and_p, lambda dt: _lit(-1 if dt.kind == "i" else np.iinfo(dt).max, dt)),
+    R.reduce_or_p: (E.bitwise_or_p, lambda dt: _lit(0, dt))}
 
 
 def _reduce(g, eqn, ins):
@@ -480,6 +499,10 @@ def _reduce(g, eqn, ins):
     if dt.kind == "c" and prim in (R.reduce_max_p, R.reduce_min_p):
         return NotImplemented   # (NumPy's lexicographic order)
     op = _OPS[_RED_OP[prim]]
+    init = _RED_INIT[prim]
+    if dt.kind in "iu" and prim in _RED_BITWISE:
+        bitwise, init = _RED_BITWISE[prim]
+        op = _OPS[bitwise]
 
     def comb(acc, e):
         return _wrap(op([acc, _cast(e, x.dtype, dt)], dt), dt)
@@ -499,12 +522,12 @@ def _reduce(g, eqn, ins):
                 acc = _cast(e, x.dtype, dt) if acc is None else comb(acc, e)
                 if len(acc) > 160:
                     acc = g.scalar(acc)
-            elems.append(acc if acc is not None else _RED_INIT[prim](dt))
+            elems.append(acc if acc is not None else init(dt))
         return [SV(out.shape, dt, elems)]
     x = g.dynamic_ready(x)
     if not kept:
         acc = g.name("acc")
-        g.emit(f"{acc} = {_RED_INIT[prim](dt)}")
+        g.emit(f"{acc} = {init(dt)}")
         r_idx = g.loops(red)
         g.emit(f"{acc} = {comb(acc, g.elem(x, full_index((), r_idx)))}")
         g.close(r_idx)
@@ -516,7 +539,7 @@ def _reduce(g, eqn, ins):
         # Reduced axes last: a scalar accumulator per output element, contiguous reads.
         k_idx = g.loops(kept)
         acc = g.name("acc")
-        g.emit(f"{acc} = {_RED_INIT[prim](dt)}")
+        g.emit(f"{acc} = {init(dt)}")
         r_idx = g.loops(red)
         g.emit(f"{acc} = {comb(acc, g.elem(x, full_index(k_idx, r_idx)))}")
         g.close(r_idx)
@@ -524,7 +547,7 @@ def _reduce(g, eqn, ins):
         g.close(k_idx)
     else:
         # Otherwise accumulate into the output while reading the input in its order.
-        g.emit(f"{n}[...] = {_RED_INIT[prim](dt)}")
+        g.emit(f"{n}[...] = {init(dt)}")
         idx = g.loops(x.shape)
         k_idx = [i for a, i in enumerate(idx) if a not in axes]
         dst = g.elem(res, k_idx)

@@ -303,7 +303,31 @@ def _spacing(x, inf):
     return np.nextafter(x, inf if x >= 0 else -inf) - x
 
 
-FUNCTIONS.update(_left_shift=_left_shift, _right_shift=_right_shift, _gcd=_gcd, _lcm=_lcm,
+@numba.njit(cache=True)
+def _f2i(x, lo, hi, imin, imax):
+    """XLA's float -> integer conversion (``convert_element_type``'s impl), as an int64:
+    truncated toward zero, ``imin``/``imax`` below ``lo``/from ``hi`` on (powers of two,
+    exact in every float type), NaN to 0 (LLVM's fptosi is undefined out of range)."""
+    if x != x:
+        return imin - imin
+    if x >= hi:
+        return imax
+    if x < lo:
+        return imin
+    return np.int64(x)
+
+
+@numba.njit(cache=True)
+def _f2u(x, hi):
+    """``_f2i`` to uint64 (``hi``: 2**64): negative values and NaN to 0."""
+    if x != x or x < 0:
+        return np.uint64(0)
+    if x >= hi:
+        return np.uint64(0xFFFFFFFFFFFFFFFF)
+    return np.uint64(x)
+
+
+FUNCTIONS.update(_f2i=_f2i, _f2u=_f2u, _left_shift=_left_shift, _right_shift=_right_shift, _gcd=_gcd, _lcm=_lcm,
                  _bitwise_count=_bitwise_count, _spacing=_spacing)
 OPS.update({
     M.left_shift_p: lambda a, dt: f"_left_shift({a[0]}, {a[1]})",

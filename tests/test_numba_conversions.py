@@ -1,0 +1,75 @@
+"""The numba backend's float -> integer conversions and integer reduce_and/reduce_or,
+against eager evaluation (which follows JAX/XLA: tests/test_jax_suite_fixes_lax4.py).
+
+Conversions saturate at the integer type's limits and send NaN to 0 (LLVM's cast
+is undefined out of range: int8(300.0) was C's wrapped value); reduce_and and
+reduce_or of integers are bitwise (they were computed as logical and/or: 12 & 10
+gave 1).  Two small programs, each compiled once.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+import tangentia as tg  # noqa: E402
+from tangentia import lax  # noqa: E402
+from tangentia.compiler.numba_backend import NumbaBackend  # noqa: E402
+from tangentia.interpreters.partial_eval import convert_constvars_to_invars  # noqa: E402
+
+NUMBA = NumbaBackend()
+INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+EDGES = [300.0, -1e30, np.nan, 2.7, -2.7, 1e300, -0.5, -np.inf, np.inf, 127.9, -128.9, 255.5,
+         2.0 ** 31, -(2.0 ** 31) - 1, 2.0 ** 63, -(2.0 ** 63), 2.0 ** 64, 65535.7, -0.0, 1e-300]
+
+
+def _compiled(f, *args):
+    closed = tg.make_jaxpr(f)(*args)
+    jaxpr = convert_constvars_to_invars(closed.jaxpr)
+    src = NUMBA.source(jaxpr)
+    assert "objmode" not in src and "NumPy calls" not in src, src
+    return NUMBA.compile(jaxpr)(*(list(closed.consts) + list(args))), src
+
+
+def _check(got, want):
+    assert len(got) == len(want)
+    for k, (g, w) in enumerate(zip(got, want)):
+        w = np.asarray(w)
+        assert g.dtype == w.dtype, (k, g.dtype, w.dtype)
+        np.testing.assert_array_equal(g, w, err_msg=f"output {k} ({w.dtype})")
+
+
+def test_float_to_integer_conversion_saturates_and_maps_nan_to_zero():
+    small = np.array(EDGES[:12])            # scalarized (a block around the conversions)
+    large = np.array(EDGES * 2)             # a loop
+
+    def f(s, x):
+        out = []
+        for dt in INTS:
+            out.append(lax.convert_element_type(s * 1.0 + 0.0, dt) * 1)
+            out.append(lax.convert_element_type(x, dt))
+            out.append(lax.convert_element_type(x.astype(np.float32), dt))
+        return out
+    with np.errstate(all="ignore"):
+        want = f(small, large)
+        got, src = _compiled(f, small, large)
+    _check(got, want)
+    assert "_f2i(" in src and "_f2u(" in src
+    assert got[0].tolist()[:3] == [127, -128, 0]     # (JAX's int8(300.), int8(-1e30), int8(nan))
+
+
+def test_integer_reduce_and_or_are_bitwise():
+    v = (np.arange(1, 41, dtype=np.int64).reshape(2, 20) * 7) ^ 0x55
+    w = np.array([12, 10], np.int64)
+
+    def f(v, w):
+        return [lax.reduce_and(w, (0,)), lax.reduce_or(w, (0,)),
+                lax.reduce_and(v, (1,)), lax.reduce_or(v, (0,)),
+                lax.reduce_and(v.astype(np.uint16), (1,)), lax.reduce_or(v.astype(np.int8), (1,)),
+                lax.reduce_and(v[:, :3].astype(np.int32), (0, 1)),
+                lax.reduce_and(v > 100, (1,)), lax.reduce_or(v > 300, (1,))]
+    want = f(v, w)
+    got, _ = _compiled(f, v, w)
+    _check(got, want)
+    assert int(got[0]) == 8 and int(got[1]) == 14
