@@ -372,3 +372,11 @@ def test_complex_log1p_is_accurate_near_zero():
     g = tg.grad(lambda v: lax.log1p(v).real)(0.5 + 0.5j)
     np.testing.assert_allclose(g, jax.grad(lambda v: jax.lax.log1p(v).real)(0.5 + 0.5j),
                                rtol=1e-15)
+
+
+def test_shape_as_value_is_jax():
+    for shape in [(), (2,), (2, 3), (np.int64(4), 1)]:
+        _same(lax.shape_as_value(shape), jax.lax.shape_as_value(shape))
+    assert tg.make_jaxpr(lambda: lax.shape_as_value((2, 3)))().jaxpr.eqns == []
+    with pytest.raises(TypeError, match="lax.shape_as_value"):
+        lax.shape_as_value((2.5,))

@@ -240,6 +240,9 @@ def _convert_impl(x, new_dtype, weak_type=False):
     return x.astype(new_dtype)
 
 
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
+
+
 def _float_to_int(x, new_dtype):
     """Floats to integers as XLA's: truncated, saturating at the type's limits, NaN to 0
     (NumPy's C cast is undefined out of range: ``int8(300.0)`` was 44, JAX's 127)."""
@@ -247,7 +250,10 @@ def _float_to_int(x, new_dtype):
     lo, hi = float(info.min), float(info.max) + 1.0  # both powers of two (or 0): exact
     if x.dtype.kind != "f":
         x = x.astype(np.float32)   # bfloat16 and the float8s: NumPy compares them in float32
-    if x.size and lo <= x.min() and x.max() < hi:   # (NaN fails both)
+    if x.ndim == 0:
+        if lo <= x.item() < hi:   # (NaN fails)
+            return x.astype(new_dtype)
+    elif x.size and lo <= _MIN(x, axis=None) and _MAX(x, axis=None) < hi:
         return x.astype(new_dtype)
     with np.errstate(invalid="ignore"):
         over, under = x >= hi, x < lo

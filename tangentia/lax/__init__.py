@@ -37,7 +37,7 @@ from .numeric import (abs, neg, sign, acos, acosh, argmax, argmin, asin, asinh, 
                       shift_right_logical, zeta)
 from .shaping import (approx_max_k, approx_min_k, associative_scan, batch_matmul,
                       broadcast_like, broadcast_shapes, broadcast_to_rank, composite,
-                      platform_dependent,
+                      platform_dependent, shape_as_value,
                       broadcasted_iota, collapse, cumlogsumexp, empty, index_in_dim, index_take,
                       iota, optimization_barrier, pad, rev, select_n, sort_key_val, split, stack,
                       tile, top_k, unstack, with_sharding_constraint)
@@ -87,7 +87,7 @@ __all__ = [
     "reduce_xor", "shift_left", "shift_right_arithmetic", "shift_right_logical", "zeta",
     # shaping
     "approx_max_k", "approx_min_k", "associative_scan", "batch_matmul", "broadcast_like",
-    "broadcast_shapes", "broadcast_to_rank", "composite", "platform_dependent",
+    "broadcast_shapes", "broadcast_to_rank", "composite", "platform_dependent", "shape_as_value",
     "broadcasted_iota", "collapse", "cumlogsumexp", "empty", "index_in_dim", "index_take", "iota",
     "optimization_barrier", "pad", "rev", "select_n", "sort_key_val", "split", "stack", "tile",
     "top_k", "unstack", "with_sharding_constraint",

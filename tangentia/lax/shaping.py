@@ -41,6 +41,13 @@ def _array(x):
     return x if isinstance(x, core.Tracer) else np.asarray(x)
 
 
+def shape_as_value(shape: Sequence[int]) -> Array:
+    """``shape`` as an int32 vector (``jax.lax.shape_as_value``; tangentia's shapes are
+    static, so its entries are Python integers)."""
+    dims = _static_ints("shape_as_value", "shape", tuple(shape))
+    return np.asarray(dims, np.int32).reshape(len(dims))
+
+
 def iota(dtype: DTypeLike, size: int) -> Array:
     """``[0, 1, ..., size - 1]`` as ``dtype`` (``jax.lax.iota``)."""
     (size,) = _static_ints("iota", "size", (size,))
