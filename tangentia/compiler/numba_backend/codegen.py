@@ -17,12 +17,12 @@ from ...core import eval_primitive
 from ...custom_derivatives import _base as CD
 from ...interpreters import ad
 from ...primitives import call as CL, callback, remat
-from .plan import program_plan
+from . import plan as _plan
+from .plan import BLAS_MIN_FLOPS, program_plan  # noqa: F401 - (BLAS_MIN_FLOPS: read from here too)
 
 SMALL = 16          # values with at most this many elements are scalarized
 UNROLL = 64         # values with at most this many elements computed from scalarized ones
                     # are written by unrolled code (no temporary arrays for the operands)
-BLAS_MIN_FLOPS = 4096  # dot_general with m*n*k*batch at least this (floats) calls BLAS
 
 
 class Unsupported(Exception):
@@ -292,6 +292,7 @@ class _Gen:
         self.units = units
         self.deps = []          # the units this code calls, directly or not (``unit_ptr``)
         self.ptr_format = "_up[{}]"   # the expression of ``deps[k]``'s address
+        self.plans = []         # the passes' plans of the programs being lowered (innermost last)
 
     def is_small(self, aval_or_shape):
         """Whether values of this shape are scalarized (``SV``)."""
@@ -512,6 +513,19 @@ class _Gen:
     # -- programs ---------------------------------------------------------
     def lower_jaxpr(self, jaxpr, in_vals):
         plan = program_plan(jaxpr, self.limit, self.rows)   # (the passes: ``plan``)
+        self.plans.append(plan)
+        try:
+            return self._lower_planned(jaxpr, plan, in_vals)
+        finally:
+            self.plans.pop()
+
+    def dot_plan(self, eqn):
+        """The contraction pass's ``plan.DotPlan`` of ``eqn`` (decided now for an
+        equation outside the programs' plans: a row equation)."""
+        p = self.plans[-1].dots.get(eqn) if self.plans else None
+        return p if p is not None else _plan.dot_plan(eqn, self.limit)
+
+    def _lower_planned(self, jaxpr, plan, in_vals):
         eqns, outvars, consumers = plan.eqns, plan.outvars, plan.consumers
         env = dict(zip(jaxpr.invars, in_vals))
         depth = {}   # lazy value -> length of its chain of fused operations

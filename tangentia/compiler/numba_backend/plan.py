@@ -11,6 +11,9 @@ inlined or as a unit, is not analysed again) and returns a ``Plan``:
 * ``rows``: per equation better computed row by row (a vmap batch of ``B`` rows of
   at most ``limit`` elements, an output too large to scalarize: the row rules of
   ``rules.ROWS``), ``(B, roles, row equation)``;
+* ``dots``: per ``dot_general``, how it is computed (``DotPlan``): unrolled over
+  scalars, by BLAS or the backend's own GEMM kernel (``gemm``), as a fused
+  expression, or by loops;
 
 and the emitter reads these annotations instead of deciding as it goes.  A
 decision that depends on how the generator happens to represent a value when it
@@ -22,9 +25,11 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...core import Eqn, Jaxpr, ProgramMemo, ShapedArray, Var
+from ...primitives import contraction as C
 from ..passes import simplify
+from . import gemm
 
-__all__ = ["Plan", "program_plan", "row_plan"]
+__all__ = ["Plan", "DotPlan", "program_plan", "row_plan", "dot_plan"]
 
 RowPlan = Tuple[int, List[str], "_RowEqn"]
 
@@ -79,17 +84,76 @@ def row_plan(eqn: Eqn, rows: Dict[Any, Any], limit: int) -> Optional[RowPlan]:
     return b, roles, _RowEqn(eqn.prim, params, ins, [_RowVar(ShapedArray(out.shape[1:], out.dtype))])
 
 
+# -- contractions ------------------------------------------------------------
+
+BLAS_MIN_FLOPS = 4096  # dot_general with m*n*k*batch at least this (floats) calls BLAS
+FUSED_DOT_K = 4   # contractions over at most this many elements are fused expressions
+# A batched contraction calls BLAS once per batch element, when each product has at least
+# this many multiply-adds (m*n*k); smaller ones are loops, whose per-element cost has no call
+# overhead (1x32 by 32x1 products: 4x faster, 16x16 by 16x16: 1.3x, 24^3: equal) but which
+# lose at larger sizes (64^3: 17x slower, power-of-two strides).
+BATCHED_BLAS_MIN = 1 << 14
+
+
+def _dot_dims(x_shape, y_shape, dimension_numbers):
+    """(lhs free dims, rhs free dims, m, n, k, batch size) of a ``dot_general``."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    lf = [i for i in range(len(x_shape)) if i not in lc and i not in lb]
+    rf = [i for i in range(len(y_shape)) if i not in rc and i not in rb]
+    return (lf, rf, _size([x_shape[i] for i in lf]), _size([y_shape[i] for i in rf]),
+            _size([x_shape[i] for i in lc]), _size([x_shape[i] for i in lb]))
+
+
+class DotPlan:
+    """How a ``dot_general`` is computed: ``kind`` is ``"unroll"`` (a small output:
+    scalar products written out), ``"blas"`` (large floating products: ``np.dot``,
+    or ``gemm._gemm`` if ``own_gemm``), ``"fused"`` (a short contraction: an element
+    expression fused into its consumer) or ``"loops"``; ``lazy_kind`` is the kind
+    when an operand reaches it as a lazy expression (which the unrolled and fused
+    forms do not take).  ``dims``: ``_dot_dims``'s."""
+
+    __slots__ = ("kind", "lazy_kind", "own_gemm", "dims")
+
+    def __init__(self, kind, lazy_kind, own_gemm, dims):
+        self.kind: str = kind
+        self.lazy_kind: str = lazy_kind
+        self.own_gemm: bool = own_gemm
+        self.dims: Tuple[Any, ...] = dims
+
+
+def dot_plan(eqn: Eqn, limit: int) -> DotPlan:
+    """The ``DotPlan`` of a ``dot_general`` equation whose values of at most ``limit``
+    elements are scalarized."""
+    x, y = (a.aval for a in eqn.inputs)
+    out = eqn.outputs[0].aval
+    dims = _dot_dims(x.shape, y.shape, eqn.params["dimension_numbers"])
+    _, _, m, n, k, batch = dims
+    blas = out.dtype.kind in "fc" and m * n * k * max(1, batch) >= BLAS_MIN_FLOPS and k > 1 and \
+        (batch <= 1 or m * n * k >= BATCHED_BLAS_MIN)
+    lazy_kind = "blas" if blas else "loops"
+    if _size(out.shape) <= limit and _size(out.shape) * k <= 4 * limit:
+        kind = "unroll"
+    elif not blas and k <= FUSED_DOT_K:
+        kind = "fused"
+    else:
+        kind = lazy_kind
+    return DotPlan(kind, lazy_kind, blas and gemm.use_gemm(out.dtype, m, n, k), dims)
+
+
+# -- the plan of a program ------------------------------------------------------
+
 class Plan:
     """The passes' annotations of one program at one scalarization limit (see the
     module docstring)."""
 
-    __slots__ = ("eqns", "outvars", "consumers", "rows")
+    __slots__ = ("eqns", "outvars", "consumers", "rows", "dots")
 
-    def __init__(self, eqns, outvars, consumers, rows):
+    def __init__(self, eqns, outvars, consumers, rows, dots):
         self.eqns: List[Eqn] = eqns
         self.outvars: List[Any] = outvars
         self.consumers: Dict[Var, List[Optional[Eqn]]] = consumers
         self.rows: Dict[Eqn, RowPlan] = rows
+        self.dots: Dict[Eqn, DotPlan] = dots
 
 
 _PLANS = ProgramMemo("numba backend: the passes' plan of a program, per scalarization limit")
@@ -97,8 +161,9 @@ _PLANS = ProgramMemo("numba backend: the passes' plan of a program, per scalariz
 
 def program_plan(jaxpr: Jaxpr, limit: int, rows: Dict[Any, Any]) -> Plan:
     """The ``Plan`` of ``jaxpr`` whose values of at most ``limit`` elements are
-    scalarized, with the row rules ``rows`` (memoized)."""
-    key = (limit, id(rows))
+    scalarized, with the row rules ``rows`` (memoized; per ``TANGENTIA_NUMBA_GEMM``
+    mode too)."""
+    key = (limit, id(rows), gemm.gemm_mode())
     p = _PLANS.get(jaxpr, key)
     if p is None:
         eqns, outvars = simplify(jaxpr, dce=True)
@@ -110,11 +175,13 @@ def program_plan(jaxpr: Jaxpr, limit: int, rows: Dict[Any, Any]) -> Plan:
         for a in outvars:
             if type(a) is Var:
                 consumers.setdefault(a, []).append(None)
-        batched = {}
-        if rows:
-            for eqn in eqns:
+        batched, dots = {}, {}
+        for eqn in eqns:
+            if rows:
                 r = row_plan(eqn, rows, limit)
                 if r is not None:
                     batched[eqn] = r
-        p = _PLANS.set(jaxpr, Plan(eqns, outvars, consumers, batched), key)
+            if eqn.prim is C.dot_general_p:
+                dots[eqn] = dot_plan(eqn, limit)
+        p = _PLANS.set(jaxpr, Plan(eqns, outvars, consumers, batched, dots), key)
     return p

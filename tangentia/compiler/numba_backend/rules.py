@@ -22,8 +22,9 @@ from ...primitives import call as CL, contraction as C, control_flow as CF, elem
 from ...primitives import indexing as X, linear_solve as LS, misc as M, reductions as R, remat
 from ...primitives import special as SP, structural as S
 from ...primitives.control_flow import split
-from .codegen import (AV, LV, SV, ZV, BLAS_MIN_FLOPS, UNROLL, needs_static, _F4, _I8, _bidx, _cast,
+from .codegen import (AV, LV, SV, ZV, UNROLL, needs_static, _F4, _I8, _bidx, _cast,
                       _dt, _is_float0, _kernel_table, _lit, _nested, _ravel, _shape_str, _size, _wrap)
+from .plan import BATCHED_BLAS_MIN, BLAS_MIN_FLOPS, FUSED_DOT_K, _dot_dims  # noqa: F401 - (read here)
 from . import gemm, special, windows
 
 def _ufunc_of(prim):
@@ -606,12 +607,9 @@ def _argreduce(g, eqn, ins):
 # Contractions
 
 
-FUSED_DOT_K = 4   # contractions over at most this many elements are fused expressions
-# A batched contraction calls BLAS once per batch element, when each product has at least
-# this many multiply-adds (m*n*k); smaller ones are loops, whose per-element cost has no call
-# overhead (1x32 by 32x1 products: 4x faster, 16x16 by 16x16: 1.3x, 24^3: equal) but which
-# lose at larger sizes (64^3: 17x slower, power-of-two strides).
-BATCHED_BLAS_MIN = 1 << 14
+# (which path each contraction takes -- unrolled, BLAS or the own GEMM kernel, fused or
+# loops -- is the contraction pass's decision: ``plan.dot_plan``, FUSED_DOT_K,
+# BATCHED_BLAS_MIN, BLAS_MIN_FLOPS)
 
 
 # A loop-free program over large arrays runs as NumPy calls (``vector_bound`` in
@@ -623,15 +621,6 @@ BATCHED_BLAS_MIN = 1 << 14
 # elementwise loops gain (the MLP step: ~68 per element; compiled, 0.88-0.99x the
 # time of its NumPy calls on AMD Zen 4 with either kernel, quiet to loaded machine).
 GEMM_BOUND = 32
-
-
-def _dot_dims(x_shape, y_shape, dimension_numbers):
-    """(lhs free dims, rhs free dims, m, n, k, batch size) of a ``dot_general``."""
-    (lc, rc), (lb, rb) = dimension_numbers
-    lf = [i for i in range(len(x_shape)) if i not in lc and i not in lb]
-    rf = [i for i in range(len(y_shape)) if i not in rc and i not in rb]
-    return (lf, rf, _size([x_shape[i] for i in lf]), _size([y_shape[i] for i in rf]),
-            _size([x_shape[i] for i in lc]), _size([x_shape[i] for i in lb]))
 
 
 def gemm_bound(jaxpr, elements):
@@ -682,7 +671,9 @@ def _dot_general(g, eqn, ins):
     out = eqn.outputs[0].aval
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     dt = out.dtype
-    lf, rf, m, n, k, batch = _dot_dims(x.shape, y.shape, eqn.params["dimension_numbers"])
+    plan = g.dot_plan(eqn)      # (the contraction pass's choice of path)
+    lf, rf, m, n, k, batch = plan.dims
+    kind = plan.kind if type(x) is not LV and type(y) is not LV else plan.lazy_kind
     csh = [x.shape[i] for i in lc]
 
     def indices(o_idx, c_idx):
@@ -695,8 +686,7 @@ def _dot_general(g, eqn, ins):
     def add(acc, t):
         return _wrap(_OPS[E.add_p]([acc, t], dt), dt)
 
-    if g.is_small(out.shape) and _size(out.shape) * k <= 4 * g.limit and \
-            type(x) is not LV and type(y) is not LV:
+    if kind == "unroll":
         if type(x) is SV or type(y) is SV:
             x, y = (g.small(x) if g.is_small(x.shape) else x), (g.small(y) if g.is_small(y.shape) else y)
         elems = []
@@ -707,10 +697,9 @@ def _dot_general(g, eqn, ins):
                 acc = t if acc is None else g.scalar(add(acc, t))
             elems.append(g.scalar(acc) if acc is not None else _lit(0, dt))
         return [SV(out.shape, dt, elems)]
-    if dt.kind in "fc" and m * n * k * max(1, batch) >= BLAS_MIN_FLOPS and k > 1 and \
-            (batch <= 1 or m * n * k >= BATCHED_BLAS_MIN):
-        return [_dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k)]
-    if k <= FUSED_DOT_K and type(x) is not LV and type(y) is not LV:
+    if kind == "blas":
+        return [_dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k, plan.own_gemm)]
+    if kind == "fused":
         # A short contraction (an outer product, ...) is an elementwise expression,
         # fused into its consumer.
         static = _size(out.shape) <= UNROLL and (needs_static(x) or needs_static(y))
@@ -739,10 +728,11 @@ def _dot_general(g, eqn, ins):
     return [g.small(res) if g.is_small(out.shape) else res]
 
 
-def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k):
+def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k, own_gemm):
     """``dot_general`` by BLAS: ``np.dot`` of one (m, k) by (k, n) matrix pair per
-    batch element (the batch dimensions folded into one), or ``gemm._gemm`` where
-    ``gemm.use_gemm`` says so (float32/float64 on AVX-512, where measured faster).
+    batch element (the batch dimensions folded into one), or ``gemm._gemm`` if
+    ``own_gemm`` (the contraction pass asked ``gemm.use_gemm``: float32/float64 on
+    AVX-512, where measured faster).
     An operand array of the output's dtype is used in place when its dimensions are in the order
     (batch, rows, columns), or (batch, columns, rows): then each matrix is a
     transposed view, which numba's ``np.dot`` hands to BLAS as a transpose flag
@@ -773,7 +763,6 @@ def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k):
         if own_gemm:
             return lambda b: f"{r}[{b}], {transposed}"
         return lambda b: f"{r}[{b}]{'.T' if transposed else ''}"
-    own_gemm = gemm.use_gemm(dt, m, n, k)
     xb = operand(x, lb, lf, lc)
     yb = operand(y, rb, rc, rf)
     r = g.name("a")
