@@ -1,11 +1,17 @@
 """The numba backend of ``jit``: a whole program becomes one generated Python
 module compiled with ``numba.njit``.
 
-Layout: ``codegen`` (value representations and the generator ``_Gen``, which
-walks a program's equations once, in order), ``rules`` (one lowering rule per
-primitive or family), ``helpers`` (scalar functions with NumPy's semantics,
-called from generated code), and this module (compilation, the on-disk cache,
-the calling wrapper, the ``Backend``).
+Layout: ``plan`` (the passes that run over a program before any code is
+emitted: CSE and dead-code elimination, each value's consumers, which equations
+run row by row, how each contraction is computed; memoized per program),
+``codegen`` (value representations and the generator ``_Gen``, which walks a
+program's equations once, in order, reading the plan), ``rules`` (one lowering
+rule per primitive or family), ``helpers`` (scalar functions with NumPy's
+semantics, called from generated code), ``native`` (compilation, the on-disk
+cache, the calling wrapper, compile units) and this module (the ``Backend``).
+Every lowering table (``rules.RULES``, ``ROWS``, ``FUSIBLE``, ``ELEMENTWISE``,
+``VECTOR_OPS``, ``special.OPS``, ``irblock.RULES``, ``kernels.KERNELS``, ...) is
+keyed by the ``Primitive`` object; ``lowering_paths()`` reports by name.
 
 * **Values** have one of four representations.  ``SV`` (*scalarized*): a
   value with a small static shape (``SMALL`` elements or fewer) is a list of
@@ -34,7 +40,8 @@ the calling wrapper, the ``Backend``).
   length B, too large to scalarize but whose rows are small, is computed row
   by row: a run of such equations (elementwise, broadcasts, reshapes, static
   indexing and updates, concatenation, transposes and reductions within rows;
-  ``rules.ROWS``) becomes ONE loop over the B rows, each row scalarized, and
+  ``rules.ROWS``; which equations qualify is the row pass's decision,
+  ``plan.row_plan``) becomes ONE loop over the B rows, each row scalarized, and
   only values used after the run are written to arrays.  The code is that of
   one unbatched row, not one loop and one temporary per operation (a batched
   odeint gradient compiled in minutes).
@@ -53,9 +60,11 @@ the calling wrapper, the ``Backend``).
   custom-rule calls, ``custom_linear_solve``) are inlined.  Large loop bodies and
   branches (by estimated code size: ``codegen.OUTLINE_MIN_COST``) become
   separate njit functions, shared by every use of the same body.
-* **Contractions.** Small ``dot_general`` is unrolled over scalars, large
-  floating ones go to BLAS (``np.dot`` on contiguous 2-D views or their
-  transposes; batched ones when each product is large), others are loops.
+* **Contractions** (the path of each is ``plan.dot_plan``'s choice). Small
+  ``dot_general`` is unrolled over scalars, large floating ones go to BLAS
+  (``np.dot`` on contiguous 2-D views or their transposes; batched ones when each
+  product is large) or the own GEMM kernel (``gemm``), short ones are fused
+  expressions, others are loops.
 * **Everything else** runs a kernel from ``kernels.KERNELS`` if there is
   one, else the primitive's NumPy implementation inside ``numba.objmode``.
 * **Complex dtypes** (complex64, complex128) are native for arithmetic,
