@@ -1141,8 +1141,14 @@ def _check_program(jaxpr, in_avals, where):
     for i, eqn in enumerate(jaxpr.eqns):
         name = eqn.prim.name
         for a in eqn.inputs:
-            if type(a) is Var and a not in defined:
-                raise JaxprTypeError(f"{where}equation {i} ({name}) uses undefined variable {a}")
+            if type(a) is Var:
+                if a not in defined:
+                    raise JaxprTypeError(
+                        f"{where}equation {i} ({name}) uses undefined variable {a}")
+            elif type(a) is not Literal:  # (a value: programs hold constants as constvars)
+                raise JaxprTypeError(
+                    f"{where}equation {i} ({name}) has an input that is neither a Var nor a "
+                    f"Literal: {type(a).__name__}")
         in_avals_i = [a.aval for a in eqn.inputs]
         out = eqn.prim.abstract_eval(*in_avals_i, **eqn.params)
         out_avals = list(out) if eqn.prim.multiple_results else [out]

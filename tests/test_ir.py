@@ -104,6 +104,20 @@ def test_typechecker_rejects_an_undefined_variable():
         core.typecheck_jaxpr(bad)
 
 
+def test_typechecker_rejects_an_input_that_is_a_value():
+    # An equation's inputs are Vars and Literals; a constant is a constvar.
+    jaxpr = tg.make_jaxpr(lambda x: tnp.sin(x) * 2.0)(X).jaxpr
+    eqn = jaxpr.eqns[-1]
+    for value in (np.ones(4), 2.0):
+        bad = core.Jaxpr(jaxpr.constvars, jaxpr.invars,
+                         jaxpr.eqns[:-1] + [core.Eqn(eqn.prim, [value] + list(eqn.inputs[1:]),
+                                                     eqn.outputs, eqn.params)],
+                         jaxpr.outvars)
+        with pytest.raises(core.JaxprTypeError, match=r"equation 1 \(mul\) has an input that "
+                           rf"is neither a Var nor a Literal: {type(value).__name__}"):
+            core.typecheck_jaxpr(bad)
+
+
 def test_literals_print_as_python_values():
     s = str(tg.make_jaxpr(lambda x: x * np.float64(2.0) + np.float32(1.5) + 3)(1.0))
     assert "mul a 2.0" in s and "add b 1.5" in s and "add c 3\n" in s
