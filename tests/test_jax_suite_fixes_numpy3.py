@@ -259,3 +259,40 @@ def test_astype_none_is_float64_as_numpy_and_jax() -> None:
     for got in (tnp.astype(x, None), tnp.asarray(x).astype(None),
                 tg.jit(lambda v: v.astype(None))(x), tg.jit(lambda v: tnp.astype(v, None))(x)):
         _close(got, want)
+
+
+# --- scalar types are callable on traced values (jnp.float32(step) under jit) ----------------
+
+_SCALAR_NAMES = ["bool_", "int8", "int32", "int64", "uint8", "uint32", "float16", "float32",
+                 "float64", "complex64", "complex128"]
+
+
+@pytest.mark.parametrize("name", _SCALAR_NAMES)
+def test_scalar_types_cast_traced_values_as_jax(name: str) -> None:
+    t, jt = getattr(tnp, name), getattr(jnp, name)
+    x = np.array([-1.5, 0.0, 2.25])
+    if name.startswith("uint"):
+        x = np.abs(x)                 # (negative floats to unsigned: undefined in C)
+    want = np.asarray(jax.jit(lambda v: jt(v))(x))
+    _close(tg.jit(lambda v: t(v))(x), want)
+    _close(tg.vmap(lambda v: t(v))(x), want)
+    _close(tg.jit(lambda v: t([v[0], v[2]]))(x), np.asarray(jt(np.asarray([x[0], x[2]]))))
+    # concrete values: NumPy's scalars (eager results are NumPy's), the same numbers
+    assert type(t(2)) is getattr(np, name) and t(2) == jt(2)
+    assert t() == getattr(np, name)()
+    # NumPy's type in every other respect
+    npt = getattr(np, name)
+    assert t == npt and npt == t and hash(t) == hash(npt) and {npt: 1}[t] == 1
+    assert np.dtype(t) == np.dtype(npt) == t.dtype and tnp.zeros(2, t).dtype == npt
+    assert isinstance(npt(1), t) and issubclass(t, np.generic) and issubclass(npt, t)
+    assert tnp.dtype(t) == jnp.dtype(jt)
+
+
+def test_scalar_type_under_grad_as_jax() -> None:
+    f = lambda x: tnp.float32(x) ** 2  # noqa: E731
+    g = lambda x: jnp.float32(x) ** 2  # noqa: E731
+    _close(tg.grad(f)(np.float32(1.5)), np.asarray(jax.grad(g)(np.float32(1.5))))
+    # optax's ntxent: jnp.bool_ of a traced difference under jit
+    m = np.eye(3) + 1
+    _close(tg.jit(lambda v: tnp.bool_(v - tnp.eye(3)))(m),
+           np.asarray(jax.jit(lambda v: jnp.bool_(v - jnp.eye(3)))(m)))

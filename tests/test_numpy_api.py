@@ -466,7 +466,9 @@ def test_where_with_one_argument_and_nonzero_eager():
 def test_constants_math():
     assert tnp.pi == math.pi and tnp.e == math.e and tnp.inf == math.inf
     assert tnp.newaxis is None
-    assert tnp.float32 is np.float32
+    # NumPy's scalar type, callable on traced values: equal to NumPy's, the same dtype
+    assert tnp.float32 == np.float32 and np.dtype(tnp.float32) == np.float32
+    assert issubclass(tnp.float32, np.float32) and isinstance(np.float32(1), tnp.float32)
 
 
 def test_ndarray_isinstance_holds_for_traced_values():

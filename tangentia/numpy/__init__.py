@@ -42,6 +42,10 @@ from ._constants import (  # noqa: F401
     pi, promote_types, result_type, single, uint, uint16, uint32, uint64, uint8, cdouble, csingle,
     complex_, character, flexible, generic, signedinteger, unsignedinteger, object_,
     ComplexWarning)
+# the public scalar types: NumPy's, callable on traced values (internal code uses NumPy's)
+from ._scalar_types import (  # noqa: F401,F811
+    bool_, cdouble, complex128, complex64, complex_, csingle, double, float16, float32, float64,
+    float_, int16, int32, int64, int8, int_, single, uint, uint16, uint32, uint64, uint8)
 from ._conversion import public_astype as astype  # noqa: F401
 from ._conversion import (  # noqa: F401
     asarray, copy, get_printoptions, set_printoptions, printoptions, array_repr,
