@@ -512,7 +512,7 @@ class _Gen:
 
     # -- programs ---------------------------------------------------------
     def lower_jaxpr(self, jaxpr, in_vals):
-        plan = program_plan(jaxpr, self.limit, self.rows)   # (the passes: ``plan``)
+        plan = program_plan(jaxpr, self.limit, self.rows, self.fusible)   # (the passes: ``plan``)
         self.plans.append(plan)
         try:
             return self._lower_planned(jaxpr, plan, in_vals)
@@ -552,16 +552,17 @@ class _Gen:
             _check_dtype(v.aval.dtype)
         ins = [self.read(env, a) for a in eqn.inputs]
         outs = self.lower_eqn(eqn, ins)
+        fusible = self.plans[-1].fusible    # (the fusion pass: ``plan.Plan.fusible``)
         for v, o in zip(eqn.outputs, outs):
-            users = consumers.get(v, ())
-            user = users[0] if len(users) == 1 else None
             if type(o) is LV:
                 d = 1 + max([depth.get(a, 0) for a in eqn.inputs if type(a) is Var] + [0])
-                if user is None or user.prim not in self.fusible or d > MAX_FUSED:
+                if v not in fusible or d > MAX_FUSED:
                     o = self.array(o)
                 else:
                     depth[v] = d
             elif type(o) is SV:
+                users = consumers.get(v, ())
+                user = users[0] if len(users) == 1 else None
                 o = self.inlined_or_named(o, v, user, user.outputs[0].aval.shape
                                           if user is not None and user.outputs else None)
             env[v] = o

@@ -1,13 +1,16 @@
 """The numba backend's passes: what to do with each equation of a program, decided
 before the generator (``codegen._Gen``) emits any code for it.
 
-``program_plan(jaxpr, limit, rows)`` runs the passes over a program once per
+``program_plan(jaxpr, limit, rows, fusible)`` runs the passes over a program once per
 scalarization limit (memoized on the program: the same loop body lowered again,
 inlined or as a unit, is not analysed again) and returns a ``Plan``:
 
 * ``eqns``, ``outvars``: the program after common-subexpression and dead-code
   elimination (``compiler.passes.simplify``);
 * ``consumers``: per variable, the equations reading it (None: a program output);
+* ``fusible``: the variables whose one consumer reads them element by element
+  (``rules.FUSIBLE``): their value may stay a lazy expression, fused into that
+  consumer's (up to ``codegen.MAX_FUSED`` operations in a chain);
 * ``rows``: per equation better computed row by row (a vmap batch of ``B`` rows of
   at most ``limit`` elements, an output too large to scalarize: the row rules of
   ``rules.ROWS``), ``(B, roles, row equation)``;
@@ -22,7 +25,7 @@ stays in the emitter.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import AbstractSet, Any, Dict, List, Optional, Set, Tuple
 
 from ...core import Eqn, Jaxpr, ProgramMemo, ShapedArray, Var
 from ...primitives import contraction as C
@@ -146,12 +149,13 @@ class Plan:
     """The passes' annotations of one program at one scalarization limit (see the
     module docstring)."""
 
-    __slots__ = ("eqns", "outvars", "consumers", "rows", "dots")
+    __slots__ = ("eqns", "outvars", "consumers", "fusible", "rows", "dots")
 
-    def __init__(self, eqns, outvars, consumers, rows, dots):
+    def __init__(self, eqns, outvars, consumers, fusible, rows, dots):
         self.eqns: List[Eqn] = eqns
         self.outvars: List[Any] = outvars
         self.consumers: Dict[Var, List[Optional[Eqn]]] = consumers
+        self.fusible: Set[Var] = fusible
         self.rows: Dict[Eqn, RowPlan] = rows
         self.dots: Dict[Eqn, DotPlan] = dots
 
@@ -159,11 +163,12 @@ class Plan:
 _PLANS = ProgramMemo("numba backend: the passes' plan of a program, per scalarization limit")
 
 
-def program_plan(jaxpr: Jaxpr, limit: int, rows: Dict[Any, Any]) -> Plan:
+def program_plan(jaxpr: Jaxpr, limit: int, rows: Dict[Any, Any], fusible: AbstractSet[Any]) -> Plan:
     """The ``Plan`` of ``jaxpr`` whose values of at most ``limit`` elements are
-    scalarized, with the row rules ``rows`` (memoized; per ``TANGENTIA_NUMBA_GEMM``
+    scalarized, with the row rules ``rows`` and the primitives ``fusible`` of the
+    consumers that keep a lazy operand lazy (memoized; per ``TANGENTIA_NUMBA_GEMM``
     mode too)."""
-    key = (limit, id(rows), gemm.gemm_mode())
+    key = (limit, id(rows), id(fusible), gemm.gemm_mode())
     p = _PLANS.get(jaxpr, key)
     if p is None:
         eqns, outvars = simplify(jaxpr, dce=True)
@@ -175,6 +180,8 @@ def program_plan(jaxpr: Jaxpr, limit: int, rows: Dict[Any, Any]) -> Plan:
         for a in outvars:
             if type(a) is Var:
                 consumers.setdefault(a, []).append(None)
+        lazy = {v for v, users in consumers.items()
+                if len(users) == 1 and users[0] is not None and users[0].prim in fusible}
         batched, dots = {}, {}
         for eqn in eqns:
             if rows:
@@ -183,5 +190,5 @@ def program_plan(jaxpr: Jaxpr, limit: int, rows: Dict[Any, Any]) -> Plan:
                     batched[eqn] = r
             if eqn.prim is C.dot_general_p:
                 dots[eqn] = dot_plan(eqn, limit)
-        p = _PLANS.set(jaxpr, Plan(eqns, outvars, consumers, batched, dots), key)
+        p = _PLANS.set(jaxpr, Plan(eqns, outvars, consumers, lazy, batched, dots), key)
     return p
