@@ -380,3 +380,28 @@ def test_shape_as_value_is_jax():
     assert tg.make_jaxpr(lambda: lax.shape_as_value((2, 3)))().jaxpr.eqns == []
     with pytest.raises(TypeError, match="lax.shape_as_value"):
         lax.shape_as_value((2.5,))
+
+
+@pytest.mark.parametrize("dtype", [INT4, UINT4], ids=["int4", "uint4"])
+def test_four_bit_reductions_products_and_powers_are_jax(dtype):
+    x = (np.arange(16) - (8 if dtype == INT4 else 0)).astype(dtype).reshape(4, 4)
+    lo, hi = np.asarray(1).astype(dtype), np.asarray(5).astype(dtype)
+    cases = [lambda L, v: L.reduce_max(v, (1,)), lambda L, v: L.reduce_min(v, (0,)),
+             lambda L, v: L.cummax(v, 1), lambda L, v: L.cummin(v, 0),
+             lambda L, v: L.clamp(lo, v, hi), lambda L, v: L.integer_pow(v, 3),
+             lambda L, v: L.dot_general(v, v, (((1,), (0,)), ((), ())))]
+    for i, case in enumerate(cases):
+        want = case(jax.lax, jax.numpy.asarray(x))
+        _same(case(lax, x), want, i)
+        _same(tg.jit(lambda v, case=case: case(lax, v))(x), want, f"jit {i}")
+
+
+def test_pow_refuses_integer_bases_and_keeps_the_base_dtype_as_jax():
+    for a, b in [(np.arange(3), 2.0), (np.arange(3, dtype=np.uint8), 2.0), (True, 2.0),
+                 (np.arange(3.0), True), (np.arange(3).astype(INT4), 2.0)]:
+        _raises_like_jax(lambda a=a, b=b: lax.pow(a, b), lambda a=a, b=b: jax.lax.pow(a, b))
+    for a, b in [(np.float32(2), np.int32(3)), (np.float32([1.5, 2]), np.int64(3)),
+                 (np.float16(3), np.arange(3)), (2.0, np.arange(3))]:
+        want = jax.lax.pow(a, b)
+        _same(lax.pow(a, b), want)
+        _same(tg.jit(lax.pow)(a, b), want)

@@ -8,7 +8,7 @@ from .ops import (broadcast, broadcast_in_dim, clamp, concatenate, full, full_li
                   dynamic_update_slice, dynamic_update_slice_in_dim, erf, expand_dims, logistic,
                   pow, reduce_max, reduce_min, reduce_prod, reduce_sum, rsqrt, slice,
                   slice_in_dim, sort, square, squeeze, reshape, transpose)
-from ..primitives.elementwise import ceil, cosh, floor, integer_pow, maximum, minimum, select, sinh
+from ..primitives.elementwise import ceil, cosh, floor, maximum, minimum, select, sinh
 from .collectives import (all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin,
                           ppermute, pshuffle, psum, psum_scatter, pswapaxes)
 from .convolution import (conv, conv_dimension_numbers, conv_general_dilated,
@@ -25,7 +25,7 @@ from .enums import (AccuracyMode, ConvDimensionNumbers, ConvGeneralDilatedDimens
                     DotAlgorithm, DotAlgorithmPreset, DotDimensionNumbers, FftType,
                     GatherDimensionNumbers, GatherScatterMode, Precision, PrecisionLike,
                     RandomAlgorithm, RoundingMethod, ScatterDimensionNumbers, Tolerance)
-from .numeric import (abs, neg, sign, acos, acosh, argmax, argmin, asin, asinh, atan, atanh,
+from .numeric import (abs, neg, sign, integer_pow, acos, acosh, argmax, argmin, asin, asinh, atan, atanh,
                       bessel_i0e,
                       bessel_i1e, betainc, bitcast_convert_type, bitwise_and, bitwise_not,
                       bitwise_or, bitwise_xor, cbrt, clz, conj, cos, digamma, dtype, erf_inv,

@@ -24,7 +24,7 @@ from ..primitives import special as SP
 from ..primitives import structural as S
 from ..primitives.callback import pure_callback
 from .enums import RoundingMethod
-from .ops import _in_operand_dtype, _reduction_axes, _static_int, _tag
+from .ops import _four_bit_in_byte, _in_operand_dtype, _reduction_axes, _static_int, _tag
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -116,6 +116,7 @@ def _unary_four_bit(name, fn, signed_only=False):
     return op
 
 
+integer_pow = _four_bit_in_byte(E.integer_pow)   # (int4/uint4 modulo 16, as XLA's)
 neg = _unary_four_bit("neg", E.neg)
 sign = _unary_four_bit("sign", E.sign)
 abs = _unary_four_bit("abs", E.abs)  # noqa: A001 - JAX's name

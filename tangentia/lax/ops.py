@@ -41,6 +41,31 @@ def _tag(fname, text):
     return f" (tangentia: lax.{fname}: {text})"
 
 
+def _four_bit_in_byte(fn: _F) -> _F:
+    """``fn`` with int4/uint4 array arguments computed in int8/uint8 (NumPy's ml_dtypes
+    computes most operations of them in a byte and returns the byte) and a byte result
+    wrapped back to the 4-bit dtype, as XLA's 4-bit arithmetic (``dot_general``,
+    ``integer_pow``: modulo 16).  Other dtypes go straight to ``fn``."""
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        four = None
+        for a in args:
+            dt = core.get_aval(a).dtype if isinstance(a, (core.Tracer, np.ndarray,
+                                                            np.generic)) else None
+            if dt is not None and dt.kind == "V" and dt.name in ("int4", "uint4"):
+                four = dt
+                break
+        if four is None:
+            return fn(*args, **kwargs)
+        byte = np.dtype(np.int8 if four.name == "int4" else np.uint8)
+        args = tuple(S.convert_element_type(a, byte) if isinstance(
+            a, (core.Tracer, np.ndarray, np.generic)) and core.get_aval(a).dtype == four else a
+            for a in args)
+        out = fn(*args, **kwargs)
+        return S.convert_element_type(out, four) if core.get_aval(out).dtype == byte else out
+    return op  # type: ignore[return-value]
+
+
 def _static_ints(fname, argname, values):
     """``values`` as a tuple of Python ints (``operator.index``: no silent truncation of
     ``2.5``), else JAX's TypeError."""
@@ -458,10 +483,12 @@ def reduce_sum(operand: ArrayLike, axes: Sequence[int]) -> Array:
                                                                        axes)))
 
 
+@_four_bit_in_byte
 def reduce_max(operand: ArrayLike, axes: Sequence[int]) -> Array:
     return R.reduce_max(operand, _reduction_axes("reduce_max", operand, axes))
 
 
+@_four_bit_in_byte
 def reduce_min(operand: ArrayLike, axes: Sequence[int]) -> Array:
     return R.reduce_min(operand, _reduction_axes("reduce_min", operand, axes))
 
@@ -508,10 +535,12 @@ def cumprod(operand: Array, axis: int = 0, reverse: bool = False) -> Array:
     return _operand_dtype(out, operand)
 
 
+@_four_bit_in_byte
 def cummax(operand: Array, axis: int = 0, reverse: bool = False) -> Array:
     return M.cummax(operand, _cumulative_axis("cummax", operand, axis), reverse)
 
 
+@_four_bit_in_byte
 def cummin(operand: Array, axis: int = 0, reverse: bool = False) -> Array:
     return M.cummin(operand, _cumulative_axis("cummin", operand, axis), reverse)
 
@@ -605,6 +634,7 @@ def _canonical_precision(precision: Any) -> Any:
         f"value;\nbut got {precision}.")
 
 
+@_four_bit_in_byte
 def dot_general(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers: Any, precision: Any = None,
                 preferred_element_type: DTypeLike | None = None, out_sharding=None) -> Array:
     """General contraction (``jax.lax.dot_general``).  ``precision`` changes nothing on
@@ -630,6 +660,7 @@ def dot(lhs: ArrayLike, rhs: ArrayLike, *, precision: Any = None,
                        preferred_element_type=preferred_element_type)
 
 
+@_four_bit_in_byte
 def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Array:  # noqa: A002 - JAX's signature
     return E.minimum(E.maximum(x, min), max)
 
@@ -673,4 +704,20 @@ def square(x: ArrayLike) -> Array:
 
 
 def pow(x: ArrayLike, y: ArrayLike) -> Array:  # noqa: A001 - JAX's name
-    return E.power(x, y)
+    """``x ** y`` (``jax.lax.pow``): ``x`` floating or complex, ``y`` of any numeric dtype
+    (integers and booleans at position 0 are JAX's TypeError; ``tangentia.numpy.power``
+    takes them)."""
+    for pos, (v, accepted) in enumerate(((x, "floating, complexfloating"),
+                                         (y, "integer, floating, complexfloating"))):
+        dt = np.dtype(core.get_aval(v).dtype)
+        kind = _dtypes.kind(dt)
+        if kind == "b" or (pos == 0 and kind in "iu"):
+            raise TypeError(f"pow does not accept dtype {dt.name} at position {pos}. Accepted "
+                            f"dtypes at position {pos} are subtypes of {accepted}."
+                            + _tag("pow", "tnp.power takes integer bases"))
+    out = E.power(x, y)
+    xd = core.get_aval(x).dtype
+    if _dtypes.kind(core.get_aval(y).dtype) in "iu" and core.get_aval(out).dtype != xd \
+            and not isinstance(x, (int, float, complex)):
+        out = S.convert_element_type(out, xd)   # an integer exponent keeps x's dtype (JAX's)
+    return out
