@@ -296,3 +296,10 @@ def test_scalar_type_under_grad_as_jax() -> None:
     m = np.eye(3) + 1
     _close(tg.jit(lambda v: tnp.bool_(v - tnp.eye(3)))(m),
            np.asarray(jax.jit(lambda v: jnp.bool_(v - jnp.eye(3)))(m)))
+
+
+def test_scalar_type_equals_its_dtype_both_ways() -> None:
+    for name in _SCALAR_NAMES:
+        t, dt = getattr(tnp, name), np.dtype(getattr(np, name))
+        assert t == dt and dt == t and not (t != dt) and (t == dt) == (getattr(jnp, name) == dt)
+        assert t != np.dtype(np.int16 if name != "int16" else np.int8) and t != None  # noqa: E711

@@ -45,11 +45,12 @@ class _ScalarMeta(type):
     def __subclasscheck__(cls, sub: Any) -> bool:
         return sub is cls or issubclass(sub, cls._numpy_type)
 
-    def __eq__(cls, other: Any) -> bool:
-        return other is cls or other is cls._numpy_type
+    def __eq__(cls, other: Any) -> Any:
+        # NumPy's type's comparison otherwise: tnp.float32 == np.dtype("float32") is True
+        return other is cls or other is cls._numpy_type or cls._numpy_type == other
 
-    def __ne__(cls, other: Any) -> bool:
-        return not cls.__eq__(other)
+    def __ne__(cls, other: Any) -> Any:
+        return not _ScalarMeta.__eq__(cls, other)
 
     def __hash__(cls) -> int:
         return hash(cls._numpy_type)
