@@ -405,3 +405,23 @@ def test_pow_refuses_integer_bases_and_keeps_the_base_dtype_as_jax():
         want = jax.lax.pow(a, b)
         _same(lax.pow(a, b), want)
         _same(tg.jit(lax.pow)(a, b), want)
+
+
+def test_unsigned_shift_right_arithmetic_shifts_the_sign_bit_as_jax():
+    # XLA shifts an unsigned value's bits as signed: uint8 255 >> 1 is 255 (it was 127)
+    for dtype in (np.uint8, np.uint16, np.uint32, np.uint64):
+        top = np.iinfo(dtype).max
+        a = np.array([top, top // 2 + 1, 5, 0, top // 2, top], dtype)
+        b = np.array([1, 3, 1, 0, 70, 0], dtype)
+        want = jax.lax.shift_right_arithmetic(a, b)
+        _same(lax.shift_right_arithmetic(a, b), want, dtype)
+        _same(tg.jit(lax.shift_right_arithmetic)(a, b), want, dtype)
+
+
+def test_digamma_is_nan_at_zero_as_jax():
+    x = np.array([0.0, -0.0, -1.0, -2.5, 1e-300, 1.5, np.inf])
+    for dtype, rtol in ((np.float32, 1e-5), (np.float64, 1e-12)):   # (JAX's float32: 3e-6)
+        want = jax.lax.digamma(x.astype(dtype))
+        np.testing.assert_allclose(lax.digamma(x.astype(dtype)), want, rtol=rtol)
+        np.testing.assert_allclose(tg.jit(lax.digamma)(x.astype(dtype)), want, rtol=rtol)
+    assert float(tg.grad(lax.digamma)(1.5)) == pytest.approx(float(jax.grad(jax.lax.digamma)(1.5)))

@@ -36,7 +36,17 @@ if TYPE_CHECKING:
 
 acos, asin, atan = E.arccos, E.arcsin, E.arctan
 acosh, asinh, atanh = E.arccosh, E.arcsinh, E.arctanh
-lgamma, digamma = _in_operand_dtype(SP.gammaln), _in_operand_dtype(SP.digamma)
+lgamma = _in_operand_dtype(SP.gammaln)
+_digamma = _in_operand_dtype(SP.digamma)
+
+
+def digamma(x: ArrayLike) -> Array:
+    """The digamma function (``jax.lax.digamma``): NaN at the poles 0, -0 and the negative
+    integers, as JAX's (SciPy's is -inf/+inf at -0/+0)."""
+    out = _digamma(x)
+    zero = np.zeros((), _dtype(out))
+    return E.select(E.eq(x, zero), np.full((), np.nan, _dtype(out)), out)
+
 polygamma, erfc = _in_operand_dtype(SP.polygamma), _in_operand_dtype(SP.erfc)
 erf_inv, zeta = _in_operand_dtype(SP.erfinv), _in_operand_dtype(SP.zeta)
 betainc = _in_operand_dtype(SP.betainc)
@@ -406,8 +416,10 @@ def _shift_kernel(direction):
         ys = np.where(inside, y, 0).astype(x.dtype)
         if direction == "left":
             out, fill = np.left_shift(x, ys), np.zeros((), x.dtype)
-        elif direction == "arithmetic":
-            out, fill = np.right_shift(x, ys), np.where(x < 0, -1, 0).astype(x.dtype)
+        elif direction == "arithmetic":   # unsigned: the bits shifted as signed (XLA's)
+            v = x.view(np.dtype(f"i{x.dtype.itemsize}")) if x.dtype.kind == "u" else x
+            out = np.right_shift(v, ys.astype(v.dtype)).view(x.dtype)
+            fill = np.where(v < 0, -1, 0).astype(v.dtype).view(x.dtype)
         else:
             u = _unsigned(x)
             out = np.right_shift(u, ys.astype(u.dtype)).view(x.dtype)
