@@ -303,3 +303,34 @@ def test_scalar_type_equals_its_dtype_both_ways() -> None:
         t, dt = getattr(tnp, name), np.dtype(getattr(np, name))
         assert t == dt and dt == t and not (t != dt) and (t == dt) == (getattr(jnp, name) == dt)
         assert t != np.dtype(np.int16 if name != "int16" else np.int8) and t != None  # noqa: E711
+
+
+# --- log1p of complex values near 0; digamma/polygamma at poles (F's findings) -------------
+
+@pytest.mark.parametrize("z", [np.complex64(1e-5), np.complex128(1e-9 + 1e-9j), 1e-8j,
+                               np.array([1e-5 + 0j, -0.5 + 2j, 3 - 1j, 1e-12 - 1e-7j])])
+def test_log1p_complex_accurate_near_zero_as_jax(z: Any) -> None:
+    want = np.asarray(jnp.log1p(z))
+    for got in (tnp.log1p(z), tg.jit(tnp.log1p)(z)):
+        # NumPy's complex log1p forms 1 + z first: log1p(1e-5 + 0j) in complex64 was
+        # 1.00135e-05 (1353 ULPs off)
+        _close(got, want, rtol=4 * float(np.finfo(want.real.dtype).eps))
+    if np.ndim(z) == 0:
+        _close(tg.grad(lambda v: tnp.log1p(v).real)(complex(z)),
+               np.asarray(jax.grad(lambda v: jnp.log1p(v).real)(complex(z))), rtol=1e-12)
+
+
+def test_digamma_and_polygamma_at_poles_as_jax() -> None:
+    x = np.array([0.0, -0.0, -1.0, -3.0, -2.5, 1.0, 3.7])
+    want = np.asarray(jax.scipy.special.digamma(x))          # NaN at +-0 (SciPy: -inf/+inf)
+    for got in (tsp.digamma(x), tg.jit(tsp.digamma)(x), tg.vmap(tsp.digamma)(x)):
+        _close(got, want, rtol=1e-13, equal_nan=True)
+    for n in range(4):                                        # even orders: NaN at poles
+        want = np.asarray(jax.scipy.special.polygamma(n, x))
+        _close(tsp.polygamma(n, x), want, rtol=1e-12, equal_nan=True)
+        _close(tg.jit(lambda v: tsp.polygamma(n, v))(x), want, rtol=1e-12, equal_nan=True)
+    # the derivative is polygamma(1, x)'s, as JAX's (inf at 0)
+    assert tg.grad(tsp.digamma)(0.0) == jax.grad(jax.scipy.special.digamma)(0.0) == np.inf
+    _close(tg.grad(tsp.digamma)(2.5), np.asarray(jax.grad(jax.scipy.special.digamma)(2.5)),
+           rtol=1e-13)
+    assert tsp.digamma(np.float32(0.0)).dtype == np.float32

@@ -369,9 +369,16 @@ def gammaln(x):
     return _P.gammaln(_inexact("gammaln", "x", x))
 
 
+def _nan_where(cond, out):
+    """``out`` with NaN where ``cond`` (added, so that the derivative is ``out``'s)."""
+    return out + tnp.where(cond, np.nan, 0.0).astype(tnp.result_type(out))
+
+
 def digamma(x):
-    """The logarithmic derivative of Gamma (its derivative is ``polygamma(1, x)``)."""
-    return _P.digamma(_inexact("digamma", "x", x))
+    """The logarithmic derivative of Gamma (its derivative is ``polygamma(1, x)``); NaN at
+    the poles 0, -0 and the negative integers, as JAX's (SciPy's is -inf/+inf at +0/-0)."""
+    x = _inexact("digamma", "x", x)
+    return _nan_where(x == 0, _P.digamma(x))
 
 
 def polygamma(n, x):
@@ -384,7 +391,11 @@ def polygamma(n, x):
         if np.any(n_arr < 0):
             raise ValueError(f"polygamma: argument 'n' must be non-negative, got {n!r:.60}")
         n = int(n) if isinstance(n, (int, np.integer)) else n_arr
-    return _P.polygamma(n, _inexact("polygamma", "x", x))
+    x = _inexact("polygamma", "x", x)
+    # at a pole (0, -0, a negative integer) an even order has no sign: NaN, as JAX's
+    # (SciPy's is -inf, or +-inf for n = 0); an odd order is +inf in both
+    pole = (x <= 0) & (tnp.floor(x) == x)
+    return _nan_where(pole & (tnp.asarray(n) % 2 == 0), _P.polygamma(n, x))
 
 
 def ndtr(x):
