@@ -102,9 +102,24 @@ def log1p(x: ArrayLike) -> Array:
     if dt is None and not isinstance(x, (int, float)):
         dt = _aval(x).dtype
     if dt is not None and dt.kind == "c":
-        from ..lax.numeric import _log1p   # (the same layer; lax imports tangentia.numpy)
-        return _log1p(x)
+        return _complex_log1p(x)
     return _E.log1p(x)
+
+
+def _complex_log1p(x):
+    """``log(1 + x)`` of complex ``x``, as ``tangentia.lax.log1p``: the real part is
+    ``log1p(x (2 + x) + y^2) / 2`` where ``|1 + z|^2`` is within [1/4, 4] (no cancellation
+    near 0), else ``log |1 + z|``; the imaginary part ``atan2(y, 1 + x)``."""
+    re, im = _E.real(x), _E.imag(x)
+    rdt = _aval(re).dtype
+    one = _np.ones((), rdt)
+    xp1 = _E.add(re, one)
+    u = _E.add(_E.mul(re, _E.add(xp1, one)), _E.mul(im, im))      # |1 + z|^2 - 1
+    near = _E.and_p.bind(_E.ge(u, _np.asarray(-0.75, rdt)), _E.le(u, _np.asarray(3.0, rdt)))
+    safe_u = where(near, u, _np.zeros((), rdt))
+    real = where(near, _E.mul(_np.asarray(0.5, rdt), _E.log1p(safe_u)),
+                 _E.log(hypot(xp1, im)))
+    return _E.complex_(real, _E.arctan2(im, xp1))
 
 
 def fabs(x: ArrayLike) -> Array:
