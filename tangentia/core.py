@@ -54,7 +54,8 @@ class ShapedArray:
 
     def __init__(self, shape, dtype, weak_type=False):
         self.shape = shape
-        self.dtype = dtype
+        # a scalar type (ShapedArray((3,), np.float32)) becomes its dtype, as JAX's
+        self.dtype = np.dtype(dtype) if isinstance(dtype, type) else dtype
         self.weak_type = weak_type
 
     @property
@@ -140,6 +141,10 @@ def get_aval(x):
     if isinstance(x, np.generic):
         return _aval_generic(x)
     if isinstance(x, np.ndarray):
+        if isinstance(x, np.ma.MaskedArray):   # (exact ndarrays are in the table above)
+            raise ValueError("numpy masked arrays are not supported as direct inputs to JAX "
+                             "functions. Use arr.filled() to convert the value to a standard "
+                             "numpy array.")
         return aval_of_ndarray(x)
     return aval_of_ndarray(as_array(x))
 

@@ -334,3 +334,30 @@ def test_digamma_and_polygamma_at_poles_as_jax() -> None:
     _close(tg.grad(tsp.digamma)(2.5), np.asarray(jax.grad(jax.scipy.special.digamma)(2.5)),
            rtol=1e-13)
     assert tsp.digamma(np.float32(0.0)).dtype == np.float32
+
+
+# --- core: masked arrays under transformations, ShapedArray of a scalar type ----------------
+
+def test_masked_array_under_transformations_raises_as_jax() -> None:
+    m = np.ma.array([1.0, 2.0], mask=[True, False])
+    # like NumPy's and JAX's array(), tnp.array strips the mask
+    for f in (tnp.array, tnp.asarray):
+        _close(f(m), np.asarray(jnp.array(m)))
+    with pytest.raises(ValueError) as want:
+        jax.jit(jnp.asarray)(m)
+    assert str(want.value).startswith("numpy masked arrays are not supported")
+    for t in (tg.jit(tnp.asarray), tg.jit(lambda x: x * 2), tg.grad(lambda x: (x * 2).sum()),
+              tg.vmap(lambda x: x * 2)):
+        with pytest.raises(ValueError) as got:         # was silently unmasked: [2, 4]
+            t(m)
+        assert str(got.value) == str(want.value)
+
+
+def test_shaped_array_of_a_scalar_type_has_its_dtype() -> None:
+    for t in (np.float32, tnp.float32, np.int8, float):
+        a = tg.core.ShapedArray((3,), t)
+        assert isinstance(a.dtype, np.dtype) and a.dtype == np.dtype(t)
+        assert a == tg.core.ShapedArray((3,), np.dtype(t))
+    out = tg.eval_shape(tnp.searchsorted, tg.core.ShapedArray((10,), np.float32),
+                        tg.core.ShapedArray((), np.float32))
+    assert out.shape == () and out.dtype == np.int64      # NumPy's index dtype (deliberate)
