@@ -41,6 +41,9 @@ def _normalize_argnums(argnums, nargs, api, fun):
                             f"least {need} positional arguments to be passed by the caller, but "
                             f"got only {nargs} positional arguments. ({api} of "
                             f"{_fun_name(fun)}: pass the differentiated arguments positionally)")
+        if b in out:   # (JAX fails inside with an unrelated TypeError)
+            raise TypeError(f"{api}: argnums={argnums!r} names positional argument {b} more "
+                            "than once; each differentiated argument must appear once")
         out.append(int(b))
     return single, tuple(out)
 

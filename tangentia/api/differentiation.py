@@ -84,10 +84,10 @@ def jvp(fun: Callable, primals: Any, tangents: Any, has_aux: bool = False) -> tu
         if pa.shape != ta.shape:
             raise ValueError(f"jvp called with different primal and tangent shapes; tangent {i} "
                              f"has shape {ta.shape} but its primal has shape {pa.shape}")
-        if want == dtypes.float0:
+        if want == dtypes.float0 and ta.dtype == want:
             tans.append(ad.Zero(ShapedArray(pa.shape, dtypes.float0)))
             continue
-        if ta.dtype != want and not ta.weak_type:
+        if ta.dtype != want and (not ta.weak_type or want == dtypes.float0):
             raise TypeError("primal and tangent arguments to jax.jvp do not match; dtypes must "
                             "be equal, or in case of int/bool primal dtype the tangent dtype "
                             f"must be float0. (jvp: tangent {i} has dtype {ta.dtype} but its "
@@ -738,7 +738,9 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
         def push(*tans):
             res = jvp(f_diff, tuple(d_leaves), tuple(tans), has_aux=has_aux)
-            return (res[1], res[2]) if has_aux else res[1]
+            # JAX's Jacobian of an integer (or bool) output is zeros of that dtype, not float0
+            tan = tree_map(_int_jacobian, res[0], res[1])
+            return (tan, res[2]) if has_aux else tan
 
         pushed = vmap(push, in_axes=0, out_axes=(0, None) if has_aux else 0)(*basis)
         jac_t, aux = pushed if has_aux else (pushed, None)
@@ -762,6 +764,14 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         return (jac, aux) if has_aux else jac
 
     return jac_f
+
+
+def _int_jacobian(y: Any, t: Any) -> Any:
+    """The tangent ``t`` of the output ``y``; zeros of ``y``'s dtype if ``t`` is float0."""
+    ta = core.get_aval(t)
+    if ta.dtype != dtypes.float0:
+        return t
+    return np.zeros(ta.shape, core.get_aval(y).dtype)
 
 
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
