@@ -425,3 +425,29 @@ def test_digamma_is_nan_at_zero_as_jax():
         np.testing.assert_allclose(lax.digamma(x.astype(dtype)), want, rtol=rtol)
         np.testing.assert_allclose(tg.jit(lax.digamma)(x.astype(dtype)), want, rtol=rtol)
     assert float(tg.grad(lax.digamma)(1.5)) == pytest.approx(float(jax.grad(jax.lax.digamma)(1.5)))
+
+
+def test_lax_refuses_the_dtypes_jax_refuses():
+    # lax does not promote: JAX's TypeError, word for word, where NumPy would compute (each
+    # dtype tangentia refuses, JAX refuses with the same words; what both accept was
+    # compared once over these 5 dtypes: JAX computes it too, but for complex atan2)
+    from tangentia.lax._accepted import ACCEPTED
+    tried = 0
+    for name, (_, _, n) in ACCEPTED.items():
+        for dtype in (np.int8, np.uint8, np.bool_, np.complex64, np.float32):
+            args = (np.ones(2, dtype),) * n
+            try:
+                lax._accepted.check(name, args)
+            except TypeError as e:
+                got = str(e)
+            else:
+                continue
+            with pytest.raises(TypeError) as want:
+                getattr(jax.lax, name)(*args)
+            assert got.startswith(str(want.value)), (name, dtype, got)
+            with pytest.raises(TypeError):
+                getattr(lax, name)(*args)
+            tried += 1
+    assert tried > 150
+    with pytest.raises(TypeError, match="sin does not accept dtype int64"):
+        tg.jit(lax.sin)(np.arange(3))

@@ -93,6 +93,10 @@ __all__ = [
     "top_k", "unstack", "with_sharding_constraint",
 ]
 
+# lax does not promote: each operation refuses the dtypes JAX's refuses, with JAX's TypeError
+from ._accepted import ACCEPTED as _ACCEPTED, accepting as _accepting  # noqa: E402
+globals().update({_n: _accepting(_n, globals()[_n]) for _n in _ACCEPTED})
+
 # JAX's primitive names (lax.add_p, lax.cond_p, ...): ours where one means the same
 from . import primitive_names as _primitive_names  # noqa: E402
 globals().update({n: getattr(_primitive_names, n) for n in _primitive_names.__all__
