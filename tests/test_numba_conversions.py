@@ -1,10 +1,11 @@
-"""The numba backend's float -> integer conversions and integer reduce_and/reduce_or,
+"""The numba backend's float -> integer conversions and reduce_and/reduce_or/reduce_xor,
 against eager evaluation (which follows JAX/XLA: tests/test_jax_suite_fixes_lax4.py).
 
 Conversions saturate at the integer type's limits and send NaN to 0 (LLVM's cast
 is undefined out of range: int8(300.0) was C's wrapped value); reduce_and and
 reduce_or of integers are bitwise (they were computed as logical and/or: 12 & 10
-gave 1).  Two small programs, each compiled once.
+gave 1), and so is reduce_xor (native; it ran in object mode).  Two small programs,
+each compiled once.
 """
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def test_float_to_integer_conversion_saturates_and_maps_nan_to_zero():
     assert got[0].tolist()[:3] == [127, -128, 0]     # (JAX's int8(300.), int8(-1e30), int8(nan))
 
 
-def test_integer_reduce_and_or_are_bitwise():
+def test_integer_reduce_and_or_xor_are_bitwise():
     v = (np.arange(1, 41, dtype=np.int64).reshape(2, 20) * 7) ^ 0x55
     w = np.array([12, 10], np.int64)
 
@@ -68,8 +69,11 @@ def test_integer_reduce_and_or_are_bitwise():
                 lax.reduce_and(v, (1,)), lax.reduce_or(v, (0,)),
                 lax.reduce_and(v.astype(np.uint16), (1,)), lax.reduce_or(v.astype(np.int8), (1,)),
                 lax.reduce_and(v[:, :3].astype(np.int32), (0, 1)),
-                lax.reduce_and(v > 100, (1,)), lax.reduce_or(v > 300, (1,))]
+                lax.reduce_and(v > 100, (1,)), lax.reduce_or(v > 300, (1,)),
+                lax.reduce_xor(v, (1,)), lax.reduce_xor(v.astype(np.uint8), (0, 1)),
+                lax.reduce_xor(w, (0,)), lax.reduce_xor(v > 100, (1,)),
+                lax.reduce_xor((v > 50)[:, :3], (0,))]
     want = f(v, w)
-    got, _ = _compiled(f, v, w)
+    got, src = _compiled(f, v, w)
     _check(got, want)
-    assert int(got[0]) == 8 and int(got[1]) == 14
+    assert int(got[0]) == 8 and int(got[1]) == 14 and int(got[11]) == 12 ^ 10

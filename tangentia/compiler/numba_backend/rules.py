@@ -18,7 +18,8 @@ import numpy as np
 from ...core import CustomVmapCallPrimitive, Literal, ProgramMemo
 from ...custom_derivatives import _base as CD
 from ...interpreters import ad, base_ops as B
-from ...primitives import call as CL, contraction as C, control_flow as CF, elementwise as E
+from ...primitives import bits as BT, call as CL, contraction as C, control_flow as CF
+from ...primitives import elementwise as E
 from ...primitives import indexing as X, linear_solve as LS, misc as M, reductions as R, remat
 from ...primitives import special as SP, structural as S
 from ...primitives.control_flow import split
@@ -481,9 +482,11 @@ _RED_INIT = {
     R.reduce_min_p: lambda dt: _extreme(dt, False),
     R.reduce_and_p: lambda dt: "True",
     R.reduce_or_p: lambda dt: "False",
+    BT.reduce_xor_p: lambda dt: _lit(0, dt),
 }
 _RED_OP = {R.reduce_sum_p: E.add_p, R.reduce_prod_p: E.mul_p, R.reduce_max_p: E.maximum_p,
-           R.reduce_min_p: E.minimum_p, R.reduce_and_p: E.and_p, R.reduce_or_p: E.or_p}
+           R.reduce_min_p: E.minimum_p, R.reduce_and_p: E.and_p, R.reduce_or_p: E.or_p,
+           BT.reduce_xor_p: E.bitwise_xor_p}    # (of booleans and integers only)
 # reduce_and and reduce_or of integers are bitwise (JAX's, and the impl's
 # np.bitwise_and/or.reduce): these operations, from all ones and from zero
 _RED_BITWISE = {
