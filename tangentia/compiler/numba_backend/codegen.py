@@ -536,7 +536,7 @@ class _Gen:
                 if j > k:
                     k = j
                     continue
-            run = self.row_run(eqns, k, plan.rows)
+            run = self.row_run(eqns, k, plan.rows) if plan.wide_from[k] else None
             if run is None:
                 self.lower_one(eqns[k], env, consumers, depth)
                 k += 1

@@ -13,7 +13,11 @@ inlined or as a unit, is not analysed again) and returns a ``Plan``:
   consumer's (up to ``codegen.MAX_FUSED`` operations in a chain);
 * ``rows``: per equation better computed row by row (a vmap batch of ``B`` rows of
   at most ``limit`` elements, an output too large to scalarize: the row rules of
-  ``rules.ROWS``), ``(B, roles, row equation)``;
+  ``rules.ROWS``), ``(B, roles, row equation)``; and ``wide_from[k]``: whether an
+  equation from ``eqns[k]`` on computed row by row has rows of several axes (a run
+  of only one-element rows gains nothing over fused loops, ``codegen._Gen.row_run``:
+  no run is looked for from ``k`` if not; looking was quadratic in a long chain of
+  vector operations, 3.5 s of the 3.8 s generation of 750 of them);
 * ``dots``: per ``dot_general``, how it is computed (``DotPlan``): unrolled over
   scalars, by BLAS or the backend's own GEMM kernel (``gemm``), as a fused
   expression, or by loops;
@@ -149,14 +153,15 @@ class Plan:
     """The passes' annotations of one program at one scalarization limit (see the
     module docstring)."""
 
-    __slots__ = ("eqns", "outvars", "consumers", "fusible", "rows", "dots")
+    __slots__ = ("eqns", "outvars", "consumers", "fusible", "rows", "wide_from", "dots")
 
-    def __init__(self, eqns, outvars, consumers, fusible, rows, dots):
+    def __init__(self, eqns, outvars, consumers, fusible, rows, wide_from, dots):
         self.eqns: List[Eqn] = eqns
         self.outvars: List[Any] = outvars
         self.consumers: Dict[Var, List[Optional[Eqn]]] = consumers
         self.fusible: Set[Var] = fusible
         self.rows: Dict[Eqn, RowPlan] = rows
+        self.wide_from: List[bool] = wide_from
         self.dots: Dict[Eqn, DotPlan] = dots
 
 
@@ -190,5 +195,11 @@ def program_plan(jaxpr: Jaxpr, limit: int, rows: Dict[Any, Any], fusible: Abstra
                     batched[eqn] = r
             if eqn.prim is C.dot_general_p:
                 dots[eqn] = dot_plan(eqn, limit)
-        p = _PLANS.set(jaxpr, Plan(eqns, outvars, consumers, lazy, batched, dots), key)
+        wide_from = [False] * (len(eqns) + 1)
+        if batched:
+            for j in range(len(eqns) - 1, -1, -1):
+                wide_from[j] = wide_from[j + 1] or (
+                    eqns[j] in batched and len(eqns[j].outputs[0].aval.shape) >= 2)
+        p = _PLANS.set(jaxpr, Plan(eqns, outvars, consumers, lazy, batched, wide_from, dots),
+                       key)
     return p
