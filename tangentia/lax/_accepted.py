@@ -18,6 +18,7 @@ import numpy as np
 from .. import core, dtypes
 
 _F, _C, _INT, _SINT, _B = "floating", "complexfloating", "integer", "signedinteger", "bool"
+_NUM = "number"
 _FC = (_F, _C)
 _IFC = (_INT, _F, _C)
 
@@ -42,12 +43,18 @@ ACCEPTED: dict[str, tuple[str, tuple[str, ...], int]] = {
     "bitwise_xor": ("xor", (_INT, _B), 2),
     **{n: (n, (_INT,), 2) for n in ("shift_left", "shift_right_logical",
                                      "shift_right_arithmetic", "mulhi")},
+    **{n: (n, (_NUM,), 1) for n in ("reduce_sum", "reduce_prod", "cumsum", "cumprod",
+                                     "cummax", "cummin", "cumlogsumexp")},
+    # (JAX's argmax/argmin compare with gt/lt: their words, at position 0)
+    "argmax": ("gt", (_INT, _F, _B), 1), "argmin": ("lt", (_INT, _F, _B), 1),
 }
+_POSITIONAL = {"argmax", "argmin"}   # the message names position 0 of a one-operand check
 
 
 def _is(dtype: np.dtype, kind: str) -> bool:
     k = dtypes.kind(dtype)
-    return {_F: k == "f", _C: k == "c", _INT: k in "iu", _SINT: k == "i", _B: k == "b"}[kind]
+    return {_F: k == "f", _C: k == "c", _INT: k in "iu", _SINT: k == "i", _B: k == "b",
+            _NUM: k in "iufc"}[kind]
 
 
 def check(name: str, args: tuple[Any, ...]) -> None:
@@ -56,7 +63,7 @@ def check(name: str, args: tuple[Any, ...]) -> None:
     for pos, a in enumerate(args[:n]):
         dt = np.dtype(core.get_aval(a).dtype)
         if not any(_is(dt, k) for k in kinds):
-            where = f" at position {pos}" if n > 1 else ""
+            where = f" at position {pos}" if n > 1 or name in _POSITIONAL else ""
             raise TypeError(f"{prim} does not accept dtype {dt.name}{where}. Accepted dtypes"
                             f"{where} are subtypes of {', '.join(kinds)}. (tangentia: "
                             f"lax.{name} does not promote; tangentia.numpy's functions do)")
