@@ -26,7 +26,7 @@ from hypothesis import example, given, settings, strategies as st
 
 import tangentia as tg
 import tangentia.numpy as tnp
-from _fuzz_jax_common import FUZZ, assert_same, run
+from _fuzz_jax_common import FUZZ, assert_same, leaves, run
 
 jax = pytest.importorskip("jax", reason="JAX 0.10.2 is the reference these tests compare with")
 jax.config.update("jax_enable_x64", True)
@@ -89,8 +89,8 @@ class _Lib:
             @mul_j.defjvp
             def _mul_jvp(p: Any, t: Any) -> Any:
                 (x, y), (tx, ty) = p, t
-                return mul_j(x, y), {"p": N.cos(x) * y * tx * 3.0 + N.sin(x) * ty,
-                                     "q": 2.0 * tx}
+                dy = 0.0 if ty.dtype == jax.dtypes.float0 else N.sin(x) * ty  # (an int y)
+                return mul_j(x, y), {"p": N.cos(x) * y * tx * 3.0 + dy, "q": 2.0 * tx}
 
             @functools.partial(api.custom_jvp, nondiff_argnums=(1,))
             def pow_j(x: Any, n: int) -> Any:
@@ -161,7 +161,7 @@ def _scalar(M: _Lib, out: Any) -> Any:
     leaves = [v for v in M.api.tree_util.tree_leaves(out) if np.dtype(v.dtype).kind in "fc"]
     total = 0.0
     for k, v in enumerate(leaves):
-        total = total + M.N.sum(M.N.sin(v * (k + 1.0)))
+        total = total + M.N.sum(M.N.real(M.N.sin(v * (k + 1.0))))
     return total
 
 
@@ -249,28 +249,45 @@ def _valid_vmaps(stack: list[tuple]) -> bool:
     return True
 
 
-def _check(body: str, stack: list[tuple]) -> None:
+# JAX's own failures inside its rules, where ours computes (not errors of the program)
+_JAX_INTERNAL = ("reduce_precision does not accept dtype complex",)
+
+
+def _check(body: str, stack: list[tuple], inputs: str = "float") -> None:
     shapes = _arg_shapes(stack)
     x = np.resize(X.ravel(), shapes[0]) * np.linspace(1.0, 1.3, int(np.prod(shapes[0])))\
         .reshape(shapes[0])
     y = np.resize(Y.ravel(), shapes[1]) * np.linspace(1.0, 0.8, int(np.prod(shapes[1])))\
         .reshape(shapes[1])
+    if inputs == "int y":    # float0 tangents, TypeErrors where y is differentiated
+        y = np.round(y * 3).astype(np.int64)   # (JAX computes sin(int32) in float32)
+    elif inputs == "complex x":   # JAX's complex rules (holomorphic or not)
+        if body == "custom_linear_solve":
+            return  # JAX's rules fail inside on a complex matrix and a real right-hand side
+        x = x + 0.5j * x[..., ::-1]
     name = f"{[t[0] for t in stack]} of {body!r} {stack}"
     forward = any(t[0] in ("jvp", "linearize", "jacfwd", "hessian") for t in stack)
     ours = run(_compose(_T, body, stack), x, y)
     # JAX has no forward mode through a custom_vjp (ours transposes the bwd rule): compare
     # with JAX's numbers for the same rules written as custom_jvp
     theirs = run(_compose(_J_FWD if forward else _J, body, stack), x, y)
-    assert_same(name, ours, theirs, rtol=1e-9, atol=1e-12)
+    # entries that cancel (high derivatives of large terms) are compared at the scale of
+    # the largest value
+    scale = max([np.max(np.abs(v), initial=0.0, where=np.isfinite(v)) for v in leaves(theirs)
+                 if v.dtype.kind in "fc"] or [0.0]) if not isinstance(theirs, Exception) else 0.0
+    if isinstance(theirs, Exception) and any(m in str(theirs) for m in _JAX_INTERNAL):
+        return
+    assert_same(name, ours, theirs, rtol=1e-9, atol=1e-12 * max(1.0, scale))
 
 
 @FUZZ
 @given(body=st.sampled_from(sorted(_BODIES[id(_T)])),
-       stack=st.lists(_TRANSFORMS, min_size=1, max_size=3).filter(_valid_vmaps))
-def test_transform_compositions(body: str, stack: list[tuple]) -> None:
+       stack=st.lists(_TRANSFORMS, min_size=1, max_size=3).filter(_valid_vmaps),
+       inputs=st.sampled_from(["float", "float", "int y", "complex x"]))
+def test_transform_compositions(body: str, stack: list[tuple], inputs: str) -> None:
     """A drawn body under a drawn stack of transformations (innermost first), ours against
     JAX's: values, shapes, dtypes, or the type of JAX's exception."""
-    _check(body, stack)
+    _check(body, stack, inputs)
 
 
 # ---------------------------------------------------------------------------
