@@ -9,7 +9,9 @@ process (the main one, or each xdist worker ``gw0``, ``gw1``, ...) writes
   RSS when its first test started and after its teardown, the highest RSS seen
   between two of its tests, the process's peak RSS so far (``ru_maxrss``) and how
   much the module raised it, and its CPU seconds (its process's and ended children's);
-- ``test`` lines for each test that raised the process's peak RSS by 20 MB or more;
+- ``test`` lines for each test that raised the process's peak RSS by 20 MB or more, or
+  took 0.5 CPU seconds or more (its setup and teardown included): where a cold numba
+  cache's compiles go;
 - ``release`` lines for each time conftest released memory between tests;
 - a ``session`` line with the process's peak RSS when it ends.
 
@@ -63,6 +65,7 @@ class MemoryRecorder:
         self._module_max = 0.0
         self._module_ends = False
         self._test_peak = 0.0
+        self._test_cpu = 0.0
 
     def write(self, kind, name, seconds=0.0, rss0=0.0, rss1=0.0, rss_max=0.0, peak=0.0,
               rise=0.0, cpu=0.0):
@@ -78,6 +81,7 @@ class MemoryRecorder:
             self._module_start = (time.perf_counter(), rss, peak_mb(), cpu_s())
             self._module_max = rss
         self._test_peak = peak_mb()
+        self._test_cpu = cpu_s()
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_teardown(self, item, nextitem):
@@ -88,8 +92,10 @@ class MemoryRecorder:
     def pytest_runtest_logfinish(self, nodeid, location):
         rss, peak = rss_mb(), peak_mb()
         self._module_max = max(self._module_max, rss)
-        if peak - self._test_peak >= 20:
-            self.write("test", nodeid, rss1=rss, peak=peak, rise=peak - self._test_peak)
+        cpu = cpu_s() - self._test_cpu
+        if peak - self._test_peak >= 20 or cpu >= 0.5:
+            self.write("test", nodeid, rss1=rss, peak=peak, rise=peak - self._test_peak,
+                       cpu=cpu)
         if self._module_ends:
             self._module_ends = False
             t0, rss0, peak0, cpu0 = self._module_start
