@@ -4,8 +4,9 @@ against eager evaluation (which follows JAX/XLA: tests/test_jax_suite_fixes_lax4
 Conversions saturate at the integer type's limits and send NaN to 0 (LLVM's cast
 is undefined out of range: int8(300.0) was C's wrapped value); reduce_and and
 reduce_or of integers are bitwise (they were computed as logical and/or: 12 & 10
-gave 1), and so is reduce_xor (native; it ran in object mode).  Two small programs,
-each compiled once.
+gave 1), and so is reduce_xor (native; it ran in object mode); comparisons with a
+Python bool compare in the other operand's dtype (``x == True`` compared x's truth
+value: 2 == True was true).  Two small programs, each compiled once.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 pytest.importorskip("numba")
 
 import tangentia as tg  # noqa: E402
+import tangentia.numpy as tnp  # noqa: E402
 from tangentia import lax  # noqa: E402
 from tangentia.compiler.numba_backend import NumbaBackend  # noqa: E402
 from tangentia.interpreters.partial_eval import convert_constvars_to_invars  # noqa: E402
@@ -72,8 +74,12 @@ def test_integer_reduce_and_or_xor_are_bitwise():
                 lax.reduce_and(v > 100, (1,)), lax.reduce_or(v > 300, (1,)),
                 lax.reduce_xor(v, (1,)), lax.reduce_xor(v.astype(np.uint8), (0, 1)),
                 lax.reduce_xor(w, (0,)), lax.reduce_xor(v > 100, (1,)),
-                lax.reduce_xor((v > 50)[:, :3], (0,))]
+                lax.reduce_xor((v > 50)[:, :3], (0,)),
+                # comparisons with a Python bool compare values, not truth (G1's finding)
+                tnp.equal(w - 11, True), tnp.less(v.astype(np.float32) * 0.002, True),
+                tnp.not_equal(True, v.astype(np.uint8)), tnp.greater_equal(w[0] - 11, True)]
     want = f(v, w)
     got, src = _compiled(f, v, w)
     _check(got, want)
     assert int(got[0]) == 8 and int(got[1]) == 14 and int(got[11]) == 12 ^ 10
+    assert got[14].tolist() == [True, False]        # 12 - 11 == True; 10 - 11 != True

@@ -45,8 +45,12 @@ def _loop_dtypes(eqn):
         return [out] * len(eqn.inputs), out
     spec = []
     for a in eqn.inputs:
-        if type(a) is Literal and type(a.val) in (bool, int, float):
-            spec.append(type(a.val))
+        if type(a) is Literal and type(a.val) in (int, float):
+            spec.append(type(a.val))     # (weak: NumPy's promotion of Python scalars)
+        elif type(a) is Literal and type(a.val) is bool:
+            # (resolve_dtypes takes no Python bool; bool, the lowest kind, promotes the
+            # same way: ``x == True`` compares in x's dtype, not x's truth value)
+            spec.append(np.dtype(bool))
         else:
             spec.append(a.aval.dtype)
     try:
