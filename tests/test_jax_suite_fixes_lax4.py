@@ -67,7 +67,7 @@ def test_four_bit_abs_raises_jax_error(dtype):
         jax.lax.abs(jax.lax.iota(dtype, 3))
     with pytest.raises(TypeError, match=f"abs does not accept dtype {dtype.name}.") as got:
         lax.abs(x)
-    assert str(got.value) == str(want.value)
+    assert str(got.value).startswith(str(want.value))
 
 
 # ---------------------------------------------------------------------------

@@ -24,6 +24,23 @@ reduce_and_p = reduction_primitive("reduce_and", np.bitwise_and.reduce, keep_dty
 reduce_or_p = reduction_primitive("reduce_or", np.bitwise_or.reduce, keep_dtype=True)
 
 
+def _bool_or_int_only(p):
+    """JAX's TypeError for a logical reduction of floats or complex numbers (staged and
+    eager), instead of NumPy's ufunc error."""
+    rule, impl = p.abstract_eval, p.impl
+
+    def check(dtype):
+        if dtypes.kind(dtype) not in "biu":
+            raise TypeError(f"logical reduction requires operand dtype bool or int, got "
+                            f"{dtype}. ({p.name}: argument 'operand')")
+    p.abstract_eval = lambda x, axes: (check(x.dtype), rule(x, axes))[1]
+    p.impl = lambda x, axes: (check(np.asarray(x).dtype), impl(x, axes))[1]
+
+
+_bool_or_int_only(reduce_and_p)
+_bool_or_int_only(reduce_or_p)
+
+
 def reduce_max(x, axes):
     return reduce_max_p.bind(x, axes=normalize_axes(axes))
 
