@@ -176,6 +176,9 @@ def _expected(k: float) -> np.ndarray:
 def test_processes_share_units_and_a_damaged_unit_is_compiled_again(tmp_path: Any) -> None:
     env = dict(os.environ, TANGENTIA_CACHE_DIR=str(tmp_path), TANGENTIA_COMPILE_PROGRESS="0")
     env.pop("TANGENTIA_NUMBA_UNITS", None)
+    # numba's index and data next to the unit's source (damaged below), not in a
+    # NUMBA_CACHE_DIR of the run (a cold-cache measurement sets one)
+    env.pop("NUMBA_CACHE_DIR", None)
     env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
     # two processes compiling the same unit at once (different programs around it)
     first = [_finish(p) for p in [_child(env, 2.0), _child(env, 3.0)]]
