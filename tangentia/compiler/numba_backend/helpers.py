@@ -28,6 +28,7 @@ import sys
 import threading
 
 import numba
+import numpy as np
 from llvmlite import binding as _llvm
 from llvmlite import ir
 from numba.core import types
@@ -109,6 +110,43 @@ def _fsign(x):
     if x == 0:
         return 0.0
     return x + 0.0
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _cdiv(a, b):
+    """NumPy's complex128 division (Smith's algorithm, as its ``divide`` loop: the larger
+    part of ``b`` scales, the quotient multiplied by ``1 / denominator``; a zero divisor
+    gives C's infinities or NaN).  numba's ``a / b`` raises ZeroDivisionError for a zero
+    ``b`` whatever the error model, and divides by the denominator (last bits differ)."""
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    abr, abi = abs(br), abs(bi)
+    if abr >= abi:
+        if abr == 0.0 and abi == 0.0:
+            return complex(ar / abr, ai / abr)
+        rat = bi / br
+        scl = 1.0 / (br + bi * rat)
+        return complex((ar + ai * rat) * scl, (ai - ar * rat) * scl)
+    rat = br / bi
+    scl = 1.0 / (bi + br * rat)
+    return complex((ar * rat + ai) * scl, (ai * rat - ar) * scl)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _cdiv64(a, b):
+    """``_cdiv`` for complex64, in float32 arithmetic as NumPy's loop (no float64 step)."""
+    ar, ai = np.float32(a.real), np.float32(a.imag)
+    br, bi = np.float32(b.real), np.float32(b.imag)
+    one = np.float32(1.0)
+    abr, abi = abs(br), abs(bi)
+    if abr >= abi:
+        if abr == 0 and abi == 0:
+            return np.complex64(complex(ar / abr, ai / abr))
+        rat = bi / br
+        scl = one / (br + bi * rat)
+        return np.complex64(complex((ar + ai * rat) * scl, (ai - ar * rat) * scl))
+    rat = br / bi
+    scl = one / (bi + br * rat)
+    return np.complex64(complex((ar * rat + ai) * scl, (ai * rat - ar) * scl))
 
 
 @numba.njit(cache=True)
@@ -293,5 +331,5 @@ def call_interruptible(entry, args):
 
 
 globals().update(special.FUNCTIONS)   # SciPy's special functions, imported by generated code
-__all__ = HELPERS = ("_fmax", "_fmin", "_fsign", "_index", "_where", "_ifloordiv", "_lgamma",
+__all__ = HELPERS = ("_fmax", "_fmin", "_fsign", "_index", "_where", "_ifloordiv", "_lgamma", "_cdiv", "_cdiv64",
                      "_interrupted", "CompiledLoopInterrupted") + special.NAMES
