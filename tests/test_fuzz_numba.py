@@ -594,3 +594,18 @@ def test_complex64_functions_overflow():
         np.testing.assert_array_equal(np.isnan(a.real), np.isnan(b.real))
         np.testing.assert_array_equal(np.isnan(a.imag), np.isnan(b.imag))
     assert_agree("complex64 functions", got, want, [False] * 5)
+
+
+@pytest.mark.xfail(strict=True, reason="comparisons with a Python int outside the array's integer "
+                   "range cast the literal first (uint8 < -1 compares with 255), reported to B")
+def test_comparison_with_an_out_of_range_python_int():
+    """NumPy 2 (and eager) compare a Python int that does not fit the array's dtype by value:
+    ``uint8 < -1`` is False everywhere; numba compared with the literal cast to uint8 (255)."""
+    x = np.array([0, 5, 255], np.uint8)
+
+    def f(x):
+        return [tnp.less(x, -1), tnp.greater(x, -1), tnp.where(x > 300, x, 0), tnp.equal(x, 300)]
+    got, want, eager = run_three(f, [x])
+    assert_agree("out-of-range int", want, eager, [True] * 4, what="eager")
+    np.testing.assert_array_equal(want[0], [False] * 3)
+    assert_agree("out-of-range int", got, want, [True] * 4)
