@@ -281,6 +281,9 @@ def _check(body: str, stack: list[tuple], inputs: str = "float") -> None:
 
 
 @FUZZ
+@example(body="int output", stack=[("jacfwd", 1), ("vmap", (1, 0), -1)], inputs="float")
+@example(body="custom_jvp in scan", stack=[("linearize",), ("vmap", (0, 0), -1), ("linearize",)],
+         inputs="float")
 @given(body=st.sampled_from(sorted(_BODIES[id(_T)])),
        stack=st.lists(_TRANSFORMS, min_size=1, max_size=3).filter(_valid_vmaps),
        inputs=st.sampled_from(["float", "float", "int y", "complex x"]))
