@@ -339,3 +339,26 @@ def test_jacfwd_of_integer_outputs(out: str) -> None:
                 jax.vmap(jax.jacfwd(mk(jnp)))(stack))
     got = tg.jacfwd(lambda a: a > 0)(x)
     assert got.dtype == np.bool_ and got.shape == (3, 3) and not got.any()
+
+
+@pytest.mark.parametrize("case", ["scale", "reverse add", "cumsum", "pytree out", "int to float",
+                                  "float cotangent", "int32 cotangent", "nonlinear"])
+def test_linear_transpose_of_integer_functions(case: str) -> None:
+    """JAX transposes integer-to-integer linear functions (and raises for integer-to-float, or
+    a cotangent of another dtype); ours raised for every integer input."""
+    a = np.arange(3)
+
+    def mk(N: Any) -> tuple[Callable[[Any], Any], Any]:
+        return {"scale": (lambda x: x * 2, a), "reverse add": (lambda x: x[::-1] + x, a),
+                "cumsum": (lambda x: N.cumsum(x), a),
+                "pytree out": (lambda x: (x.sum(), x[0] * 3), (np.int64(2), np.int64(5))),
+                "int to float": (lambda x: x * 2.5, a * 1.0),
+                "float cotangent": (lambda x: x * 2, a * 1.0),
+                "int32 cotangent": (lambda x: x * 2, a.astype(np.int32)),
+                "nonlinear": (lambda x: x * x, a)}[case]
+    (f, ct), (jf, _) = mk(tnp), mk(jnp)
+    theirs = run(lambda: jax.linear_transpose(jf, a)(ct))
+    if case == "nonlinear":   # JAX fails inside (an AssertionError); ours names the problem
+        assert isinstance(run(lambda: tg.linear_transpose(f, a)(ct)), TypeError)
+        return
+    assert_same(case, run(lambda: tg.linear_transpose(f, a)(ct)), theirs)

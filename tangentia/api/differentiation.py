@@ -900,17 +900,36 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes: Sequence[AxisNam
     _check_reduce_axes(reduce_axes, "transpose")
     leaves, in_tree = tree_flatten(primals)
     avals = [_abstractify(x) for x in leaves]
-    for i, a in enumerate(avals):
-        if not dtypes.is_inexact(a.dtype):
-            raise TypeError(f"linear_transpose of {_fun_name(fun)}: primal {i} has dtype "
-                            f"{a.dtype}; a linear function needs float or complex inputs")
     jaxpr, consts, out_tree = _stage(fun, (), tree_flatten((primals, {}))[1], avals,
                                      "linear_transpose")
+    in_dtypes = [a.dtype for a in avals]
+    out_dtypes = [a.dtype for a in jaxpr.out_avals]
+    # JAX's rule: float/complex to float/complex, or integers to integers
+    if not ((all(dtypes.is_inexact(d) for d in in_dtypes)
+             and all(dtypes.is_inexact(d) for d in out_dtypes))
+            or (all(np.dtype(d).kind in "iu" for d in in_dtypes)
+                and all(np.dtype(d).kind in "iu" for d in out_dtypes))):
+        raise TypeError("linear_transpose only supports [float or complex] -> [float or "
+                        "complex], and integer -> integer functions, but got "
+                        f"{[np.dtype(d) for d in in_dtypes]} -> "
+                        f"{[np.dtype(d) for d in out_dtypes]}. (linear_transpose of "
+                        f"{_fun_name(fun)})")
     api = f"linear_transpose of {_fun_name(fun)}"
     pullback = _make_pullback(jaxpr, consts, out_tree, jaxpr.out_avals, in_tree, api)
 
+    int_mode = bool(in_dtypes) and np.dtype(in_dtypes[0]).kind in "iu"
+
     @api_boundary
     def transposed(ct):
+        if int_mode:   # (the pullback's own check allows integer cotangents of any output)
+            cts = tree_flatten(ct)[0]
+            got = [core.get_aval(c) for c in cts]
+            if len(got) != len(out_dtypes) or any(
+                    g.dtype != d and not g.weak_type for g, d in zip(got, out_dtypes)):
+                raise TypeError("cotangent type does not match function output, expected "
+                                f"{[str(a) for a in jaxpr.out_avals]} but got "
+                                f"{[str(g) for g in got]} ({api}: an integer function takes "
+                                "cotangents of its output dtypes)")
         try:
             return pullback(ct)
         except (TypeError, NotImplementedError) as err:
