@@ -6,7 +6,8 @@ is undefined out of range: int8(300.0) was C's wrapped value); reduce_and and
 reduce_or of integers are bitwise (they were computed as logical and/or: 12 & 10
 gave 1), and so is reduce_xor (native; it ran in object mode); comparisons with a
 Python bool compare in the other operand's dtype (``x == True`` compared x's truth
-value: 2 == True was true).  Two small programs, each compiled once.
+value: 2 == True was true); complex division by zero gives NumPy's infinities (numba's
+raised ZeroDivisionError).  Three small programs, each compiled once.
 """
 from __future__ import annotations
 
@@ -83,3 +84,20 @@ def test_integer_reduce_and_or_xor_are_bitwise():
     _check(got, want)
     assert int(got[0]) == 8 and int(got[1]) == 14 and int(got[11]) == 12 ^ 10
     assert got[14].tolist() == [True, False]        # 12 - 11 == True; 10 - 11 != True
+
+
+def test_complex_division_by_zero_gives_numpys_infinities():
+    # numba's complex ``/`` raised ZeroDivisionError for a zero divisor; NumPy's loop
+    # (helpers._cdiv, _cdiv64) gives C's infinities and NaN, as eager and JAX do.
+    a = np.array([1 + 2j, 0j, 1 + 0j, 3 - 4j, np.inf + 1j, 1e300 + 1e300j, -2j])
+    b = np.array([0j, 0j, 0j, 1 + 1j, 2 + 0j, 1e-300 + 1e300j, 0.5 + 0j])
+
+    def f(a, b):
+        big_a, big_b = tnp.tile(a, 3), tnp.tile(b, 3)    # (21 elements: a loop)
+        return [a / b, lax.div(a.astype(np.complex64), b.astype(np.complex64)),
+                big_a / big_b, 1.0 / b]
+    with np.errstate(all="ignore"):
+        want = f(a, b)
+        got, src = _compiled(f, a, b)
+    _check(got, want)
+    assert "_cdiv64(" in src and np.isinf(got[0][0]) and np.isnan(got[0][1])

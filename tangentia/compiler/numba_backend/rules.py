@@ -142,6 +142,9 @@ _COMPLEX_OPS = {prim: _f(f"cmath.{fn}({{0}})") for prim, fn in (
     (E.sinh_p, "sinh"), (E.cosh_p, "cosh"), (E.tanh_p, "tanh"), (E.arcsinh_p, "asinh"),
     (E.arccosh_p, "acosh"), (E.arctanh_p, "atanh"), (E.isnan_p, "isnan"), (E.isinf_p, "isinf"),
     (E.isfinite_p, "isfinite"))}
+# Complex division: NumPy's loop (``helpers._cdiv``/``_cdiv64``: Smith's algorithm, C's
+# infinities and NaN for a zero divisor, where numba's ``/`` raises ZeroDivisionError).
+_COMPLEX_OPS[E.div_p] = lambda a, dt: f"_cdiv{'64' if dt == np.complex64 else ''}({a[0]}, {a[1]})"
 # Complex parts (on real operands too: NumPy's real, imag and conjugate of a real number).
 _PARTS = {
     E.real_p: lambda a, dt: f"({a[0]}).real" if dt.kind == "c" else a[0],
