@@ -293,6 +293,6 @@ def test_tracer_at_ptp_nonzero_and_hash():
     assert Tracer.__hash__ is None
     # nonzero needs concrete values: it works on a JVP tracer outside jit/vmap
     seen = []
-    tg.jvp(lambda v: seen.append(v.nonzero()) or v, (XI[0],), (np.zeros((3, 4)),))
+    tg.jvp(lambda v: seen.append(v.nonzero()) or v, (XI[0] * 1.0,), (np.zeros((3, 4)),))
     for a, b in zip(seen[0], np.nonzero(XI[0])):
         np.testing.assert_array_equal(a, b)
