@@ -6,7 +6,8 @@ is undefined out of range: int8(300.0) was C's wrapped value); reduce_and and
 reduce_or of integers are bitwise (they were computed as logical and/or: 12 & 10
 gave 1), and so is reduce_xor (native; it ran in object mode); comparisons with a
 Python bool compare in the other operand's dtype (``x == True`` compared x's truth
-value: 2 == True was true); complex division by zero gives NumPy's infinities (numba's
+value: 2 == True was true), and with a Python int outside the other operand's range by
+value (uint8 x < -1 compared x with 255); complex division by zero gives NumPy's infinities (numba's
 raised ZeroDivisionError).  Three small programs, each compiled once.
 """
 from __future__ import annotations
@@ -78,12 +79,18 @@ def test_integer_reduce_and_or_xor_are_bitwise():
                 lax.reduce_xor((v > 50)[:, :3], (0,)),
                 # comparisons with a Python bool compare values, not truth (G1's finding)
                 tnp.equal(w - 11, True), tnp.less(v.astype(np.float32) * 0.002, True),
-                tnp.not_equal(True, v.astype(np.uint8)), tnp.greater_equal(w[0] - 11, True)]
+                tnp.not_equal(True, v.astype(np.uint8)), tnp.greater_equal(w[0] - 11, True),
+                # ... and with a Python int outside the operand's range by value (G1's finding:
+                # uint8 x < -1 compared with 255), in a block of scalar operations and a loop
+                tnp.less((w.astype(np.uint8) * 2 + 1) ^ 3, -1) | (w.astype(np.int8) > 300),
+                tnp.greater(v.astype(np.uint8), -1), tnp.equal(v.astype(np.uint8), 300),
+                tnp.less_equal(-300, v.astype(np.int8)), tnp.not_equal(v.astype(np.uint64), -1)]
     want = f(v, w)
     got, src = _compiled(f, v, w)
     _check(got, want)
     assert int(got[0]) == 8 and int(got[1]) == 14 and int(got[11]) == 12 ^ 10
     assert got[14].tolist() == [True, False]        # 12 - 11 == True; 10 - 11 != True
+    assert got[19].all() and not got[20].any()      # uint8 > -1; uint8 == 300 (not 44)
 
 
 def test_complex_division_by_zero_gives_numpys_infinities():

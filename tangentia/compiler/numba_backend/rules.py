@@ -23,7 +23,7 @@ from ...primitives import elementwise as E
 from ...primitives import indexing as X, linear_solve as LS, misc as M, reductions as R, remat
 from ...primitives import special as SP, structural as S
 from ...primitives.control_flow import split
-from .codegen import (AV, LV, SV, ZV, UNROLL, needs_static, _F4, _I8, _bidx, _cast,
+from .codegen import (AV, LV, SV, ZV, UNROLL, needs_static, _F4, _F8, _I8, _bidx, _cast,
                       _dt, _is_float0, _kernel_table, _lit, _nested, _ravel, _shape_str, _size, _wrap)
 from .plan import BATCHED_BLAS_MIN, BLAS_MIN_FLOPS, FUSED_DOT_K, _dot_dims  # noqa: F401 - (read here)
 from . import gemm, special, windows
@@ -60,7 +60,23 @@ def _loop_dtypes(eqn):
     # numba has no float16: a float16 loop (e.g. signbit of a boolean) runs in
     # float32, exact for the values such inputs can have
     res = [_F4 if d == np.float16 else d for d in res]
+    if eqn.prim in _COMPARISONS and res[0].kind in "iu" and any(
+            type(a) is Literal and type(a.val) is int and not _fits(a.val, res[0])
+            for a in eqn.inputs):
+        # NumPy 2 compares an integer array with a Python int outside its dtype's range
+        # by value (uint8 x < -1 is False), not with the int cast into the dtype (255):
+        # in int64, or in float64 next to a uint64 (only the signs then decide)
+        wide = _F8 if any(a.aval.dtype == np.uint64 for a in eqn.inputs) else _I8
+        return [wide] * len(eqn.inputs), res[-1]
     return list(res[:-1]), res[-1]
+
+
+def _fits(value, dtype):
+    info = np.iinfo(dtype)
+    return info.min <= value <= info.max
+
+
+_COMPARISONS = frozenset((E.eq_p, E.ne_p, E.lt_p, E.le_p, E.gt_p, E.ge_p))
 
 
 def _f(expr):
