@@ -32,7 +32,6 @@ _custom_partial_eval_rules = pe.custom_partial_eval_rules
 _WEAK_SCALAR_AVALS = pe._WEAK_SCALAR_AVALS
 _aval_of_ndarray = core.aval_of_ndarray
 _NDARRAY_AVALS = core._NDARRAY_AVALS
-_custom_rule_get = core.custom_rule_ctx.get
 _new = object.__new__
 _suspended = core.run_suspended
 _eval_primitive = core.eval_primitive
@@ -299,19 +298,29 @@ class JVPTrace(core.Trace):
     def process_custom_jvp_call(self, prim, args, params):
         nc = params["num_consts"]
         name = params["name"]
-        x = args[0] if len(args) == 1 else None
-        if type(x) is JVPTracer and x._trace is self and not nc and not params["num_nondiff"]:
-            # One argument, perturbed: the common case.
-            outs = _suspended(self, "custom_jvp", name, params["jvp"], x.primal, x.tangent)
-        else:
-            primals, tangents, perturbed = self._custom_unpack(
-                args, nc, nc + params["num_nondiff"], "custom_jvp", name)
-            # Suspended either way, so that a function closing over one of this trace's
-            # tracers is reported instead of silently losing its derivative.
-            if not perturbed:
-                return _suspended(self, "custom_jvp", name, self.parent.process_custom_jvp_call,
-                                  prim, primals, params)
-            outs = _suspended(self, "custom_jvp", name, params["jvp"], *primals, *tangents)
+        # A linearization records the rule's equations: they carry its name.
+        parent = self.parent
+        lin = type(parent) is LinearizeTrace
+        if lin:
+            old = parent.source
+            parent.source = name
+        try:
+            x = args[0] if len(args) == 1 else None
+            if type(x) is JVPTracer and x._trace is self and not nc and not params["num_nondiff"]:
+                # One argument, perturbed: the common case.
+                outs = _suspended(self, "custom_jvp", name, params["jvp"], x.primal, x.tangent)
+            else:
+                primals, tangents, perturbed = self._custom_unpack(
+                    args, nc, nc + params["num_nondiff"], "custom_jvp", name)
+                # Suspended either way, so that a function closing over one of this trace's
+                # tracers is reported instead of silently losing its derivative.
+                if not perturbed:
+                    return _suspended(self, "custom_jvp", name,
+                                      self.parent.process_custom_jvp_call, prim, primals, params)
+                outs = _suspended(self, "custom_jvp", name, params["jvp"], *primals, *tangents)
+        finally:
+            if lin:
+                parent.source = old
         if len(outs) == 2:  # one output
             return [maybe_jvp_tracer(self, _internal(outs[0]), outs[1])]
         n = len(outs) // 2
@@ -407,11 +416,18 @@ class LinearizeTrace(pe.JaxprTrace):
     parent would, and the eager-dispatch point takes its fast path for them.
     """
 
-    __slots__ = ("eval_known",)
+    # ``source``: the name of the custom JVP rule running with this trace
+    # current (set by ``JVPTrace.process_custom_jvp_call``), recorded on each
+    # equation for the error naming a non-linear rule.  An attribute, not
+    # ``core.custom_rule_ctx``: CPython caches a context variable's value only
+    # once it has been set, so reading that variable (unset outside custom
+    # rules) cost a HAMT lookup per recorded equation.
+    __slots__ = ("eval_known", "source")
 
     def __init__(self, parent, builder):
         super().__init__(parent, builder, forward_known=True)
         self.eval_known = parent is core.EVAL_TRACE
+        self.source = None
 
     def process_primitive(self, prim, args, params, stage=False):
         # The hot path of eager ``grad``.  An operation on none of the trace's
@@ -463,12 +479,12 @@ class LinearizeTrace(pe.JaxprTrace):
                 r = _new(_JaxprTracer)
                 r._trace, r.ir_var = self, v
                 tracers.append(r)
-            self.builder.records.append((prim, ins, params, out, _custom_rule_get()))
+            self.builder.records.append((prim, ins, params, out, self.source))
             return tracers
         # Var(aval) and JaxprTracer(self, v) without __init__ frames.
         v = _new(Var)
         v.aval = out_aval.strip_weak() if out_aval.weak_type else out_aval
-        self.builder.records.append((prim, ins, params, v, _custom_rule_get()))
+        self.builder.records.append((prim, ins, params, v, self.source))
         r = _new(_JaxprTracer)
         r._trace, r.ir_var = self, v
         return r
