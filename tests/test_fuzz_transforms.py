@@ -26,6 +26,7 @@ from hypothesis import example, given, settings, strategies as st
 
 import tangentia as tg
 import tangentia.numpy as tnp
+from tangentia import lax as tlax
 from _fuzz_jax_common import FUZZ, assert_same, leaves, run
 
 jax = pytest.importorskip("jax", reason="JAX 0.10.2 is the reference these tests compare with")
@@ -362,3 +363,17 @@ def test_linear_transpose_of_integer_functions(case: str) -> None:
         assert isinstance(run(lambda: tg.linear_transpose(f, a)(ct)), TypeError)
         return
     assert_same(case, run(lambda: tg.linear_transpose(f, a)(ct)), theirs)
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint16, np.int64, np.float32,
+                                   np.float64])
+def test_lax_reduce_min_max_of_an_empty_axis(dtype: type) -> None:
+    """lax.reduce_min/max over an empty axis are the identity (JAX's; G1's report): the NumPy
+    impl raised eagerly and under jit's NumPy backend, the numba backend gave the identity."""
+    x, y = np.zeros((0,), dtype), np.zeros((2, 0), dtype)
+    for name in ("reduce_min", "reduce_max"):
+        ours, theirs = getattr(tlax, name), getattr(jax.lax, name)
+        assert_same(name, run(ours, x, (0,)), theirs(x, (0,)))
+        assert_same(f"jit {name}", run(tg.jit(lambda v: ours(v, (1,))), y), theirs(y, (1,)))
+    with pytest.raises(ValueError, match="zero-size array"):   # NumPy's and JAX's
+        tnp.max(x)

@@ -15,8 +15,29 @@ from . import structural as S
 
 # reduce_sum (which transposes broadcasting) is defined with the shared
 # reduction factory in ``tangentia.interpreters.base_ops``.
-reduce_max_p = reduction_primitive("reduce_max", np.maximum.reduce, keep_dtype=True)
-reduce_min_p = reduction_primitive("reduce_min", np.minimum.reduce, keep_dtype=True)
+def _extremum(np_fn, lowest):
+    """``np_fn`` over ``axis``; over an empty axis the identity, as lax.reduce_max/min's
+    (``-inf``/``+inf``, the integer type's min/max, False/True; NumPy has none and raises).
+    ``tnp.max``/``min`` of an empty axis raise before binding, as NumPy's and JAX's."""
+    def reduce(x, axis):
+        x = np.asarray(x)
+        if x.size or not axis:
+            return np_fn(x, axis=axis)
+        if x.dtype == np.bool_:
+            initial = not lowest
+        elif x.dtype.kind in "iu":
+            info = np.iinfo(x.dtype)
+            initial = info.min if lowest else info.max
+        else:
+            initial = -np.inf if lowest else np.inf
+        return np_fn(x, axis=axis, initial=initial)
+    return reduce
+
+
+reduce_max_p = reduction_primitive("reduce_max", _extremum(np.maximum.reduce, True),
+                                   keep_dtype=True)
+reduce_min_p = reduction_primitive("reduce_min", _extremum(np.minimum.reduce, False),
+                                   keep_dtype=True)
 reduce_prod_p = reduction_primitive("reduce_prod", np.multiply.reduce)
 # bitwise over booleans (all, any) or integers (lax.reduce_and/or, lax.reduce with
 # bitwise_and/or: JAX's primitives), keeping the operand's dtype
