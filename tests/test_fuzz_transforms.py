@@ -377,3 +377,18 @@ def test_lax_reduce_min_max_of_an_empty_axis(dtype: type) -> None:
         assert_same(f"jit {name}", run(tg.jit(lambda v: ours(v, (1,))), y), theirs(y, (1,)))
     with pytest.raises(ValueError, match="zero-size array"):   # NumPy's and JAX's
         tnp.max(x)
+
+
+def test_jacrev_by_integer_inputs() -> None:
+    """JAX's jacrev(allow_int=True) by an integer input is zeros of that input's dtype (shape
+    out + in); ours returned float0."""
+    x, k = np.array([0.5, -1.2, 2.0]), np.arange(3)
+    f = lambda d: {"p": d["a"] * d["b"], "q": d["a"].sum() * d["c"]}  # noqa: E731
+    arg = {"a": x, "b": k, "c": np.int32(2)}
+    assert_same("jacrev", run(tg.jacrev(f, allow_int=True), arg),
+                jax.jacrev(f, allow_int=True)(arg))
+    g = lambda a, b: a * b  # noqa: E731
+    assert_same("vmap jacrev", run(tg.vmap(tg.jacrev(g, argnums=(0, 1), allow_int=True)),
+                                   np.stack([x, -x]), np.stack([k, k])),
+                jax.vmap(jax.jacrev(g, argnums=(0, 1), allow_int=True))(np.stack([x, -x]),
+                                                                       np.stack([k, k])))

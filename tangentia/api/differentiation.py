@@ -767,7 +767,8 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
 
 def _int_jacobian(y: Any, t: Any) -> Any:
-    """The tangent ``t`` of the output ``y``; zeros of ``y``'s dtype if ``t`` is float0."""
+    """The tangent ``t`` of ``y`` (jacfwd: an output; jacrev: an input); zeros of ``y``'s
+    dtype if ``t`` is float0 (JAX's Jacobians of and by integers)."""
     ta = core.get_aval(t)
     if ta.dtype != dtypes.float0:
         return t
@@ -788,7 +789,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
       has_aux: ``fun`` returns ``(output, aux)``; the Jacobian function
         then returns ``(jacobian, aux)``.
       holomorphic: ``fun`` is holomorphic in complex inputs.
-      allow_int: allow integer inputs (their Jacobian is ``float0`` zeros).
+      allow_int: allow integer inputs (their Jacobian is zeros of their dtype, as JAX's).
 
     Returns:
       A function with ``fun``'s arguments returning the Jacobian: for an
@@ -825,9 +826,9 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         start = 0
         for a, s in zip(out_avals, sizes):
             parts = []
-            for c, ia in zip(cts_in, [core.get_aval(x) for x in d_leaves]):
-                blk = c[start:start + s].reshape(a.shape + ia.shape)
-                parts.append(blk)
+            for c, x in zip(cts_in, d_leaves):
+                blk = c[start:start + s].reshape(a.shape + core.get_aval(x).shape)
+                parts.append(_int_jacobian(x, blk))   # an integer input: zeros of its dtype
             tree = tree_unflatten(d_tree, parts)
             per_out.append(tree[0] if single else tree)
             start += s
