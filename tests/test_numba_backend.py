@@ -251,7 +251,8 @@ def test_float32_stays_float32():
 # Reductions, data movement, indexing
 
 
-RED_CASES = [((3,), (0,)), ((4, 5), (1,)), ((2, 3, 4), (0, 2)), ((2, 3, 4), (1,))]
+# scalarized; rows (of 3, as SHAPES); 3-d over two axes and over the middle one (18 > SMALL)
+RED_CASES = [((3,), (0,)), ((6, 3), (1,)), ((2, 3, 3), (0, 2)), ((2, 3, 3), (1,))]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
