@@ -332,8 +332,10 @@ ARRAY_OPS: dict[str, tuple[str, bool, Callable[[Any, Any, int], Any]]] = {
     "prod": ("fiuc", False, lambda x, i, k: tnp.prod(x, axis=_ax(x, k))),
     "max": ("fiub", True, lambda x, i, k: tnp.max(x, axis=_ax(x, k), initial=-5)),
     "min_all": ("fiub", True, lambda x, i, k: tnp.min(x, initial=3)),
-    "reduce_max": ("fiub", True, lambda x, i, k: lax.reduce_max(x, (_ax(x, k),))),
-    "reduce_min": ("fiub", True, lambda x, i, k: lax.reduce_min(x, tuple(range(x.ndim)))),
+    # (of empty axes: eager raises, JAX gives the identity; reported to G2)
+    "reduce_max": ("fiub", True, lambda x, i, k: lax.reduce_max(x, (_ax(x, k),)) if x.size else x),
+    "reduce_min": ("fiub", True, lambda x, i, k: lax.reduce_min(x, tuple(range(x.ndim)))
+                   if x.size else x),
     "argmax": ("fiub", True, lambda x, i, k: tnp.argmax(x, axis=_ax(x, k)) if x.size else x),
     "argmin": ("fiub", True, lambda x, i, k: tnp.argmin(x, axis=_ax(x, k)) if x.size else x),
     "any": ("fiub", True, lambda x, i, k: tnp.any(x, axis=_ax(x, k))),
@@ -365,13 +367,12 @@ ARRAY_OPS: dict[str, tuple[str, bool, Callable[[Any, Any, int], Any]]] = {
     "gather_clip": ("fiubc", True, lambda x, i, k: x.at[i].get(mode="clip")
                     if x.ndim and x.shape[0] else x),
     "gather_fill": ("fiubc", True, lambda x, i, k: x.at[i].get(mode="fill", fill_value=7)
-                    if x.ndim else x),
-    "take_last": ("fiubc", True, lambda x, i, k: tnp.take(x, i, axis=-1) if x.ndim else x),
-    "scatter_set": ("fiubc", True, lambda x, i, k: x.at[i].set(x[0] if x.ndim and x.shape[0] else 0)
-                    if x.ndim else x),
-    "scatter_add": ("fiuc", False, lambda x, i, k: x.at[i].add(2) if x.ndim else x),
-    "scatter_max": ("fiu", True, lambda x, i, k: x.at[i].max(1) if x.ndim else x),
-    "scatter_mul": ("fiu", False, lambda x, i, k: x.at[i].multiply(3) if x.ndim else x),
+                    if x.size else x),
+    "take_last": ("fiubc", True, lambda x, i, k: tnp.take(x, i, axis=-1) if x.size else x),
+    "scatter_set": ("fiubc", True, lambda x, i, k: x.at[i].set(x[0]) if x.size else x),
+    "scatter_add": ("fiuc", False, lambda x, i, k: x.at[i].add(2) if x.size else x),
+    "scatter_max": ("fiu", True, lambda x, i, k: x.at[i].max(1) if x.size else x),
+    "scatter_mul": ("fiu", False, lambda x, i, k: x.at[i].multiply(3) if x.size else x),
     "dyn_slice": ("fiubc", True, lambda x, i, k: lax.dynamic_slice(
         x, [i[0]] + [i[-1]] * (x.ndim - 1), [min(2, d) for d in x.shape])),
     "dyn_update": ("fiubc", True, lambda x, i, k: lax.dynamic_update_slice(
@@ -541,10 +542,17 @@ def grad_program(draw):
     return both, args, [False] * (len(args) + 1), ["grad/jvp"] + desc
 
 
+def check_grad(f, args, exact, desc):
+    # (a float32 step -- or a NumPy-promoting one, which may make one -- gives the float64
+    # derivatives float32's differences)
+    low = any(s in d for d in desc for s in ("float32", "complex64", "[None]"))
+    compare(" ; ".join(desc), *run_three(f, args), exact, scale=4e6 if low else 1.0)
+
+
 @fuzz(1)
 @given(prog=grad_program())
 def test_fuzz_grad_programs(prog):
-    check_array(*prog)
+    check_grad(*prog)
 
 
 # ---------------------------------------------------------------------------
@@ -596,11 +604,10 @@ def test_complex64_functions_overflow():
     assert_agree("complex64 functions", got, want, [False] * 5)
 
 
-@pytest.mark.xfail(strict=True, reason="comparisons with a Python int outside the array's integer "
-                   "range cast the literal first (uint8 < -1 compares with 255), reported to B")
 def test_comparison_with_an_out_of_range_python_int():
     """NumPy 2 (and eager) compare a Python int that does not fit the array's dtype by value:
-    ``uint8 < -1`` is False everywhere; numba compared with the literal cast to uint8 (255)."""
+    ``uint8 < -1`` is False everywhere; numba compared with the literal cast to uint8 (255)
+    (fixed by B in 6e50ef4)."""
     x = np.array([0, 5, 255], np.uint8)
 
     def f(x):
