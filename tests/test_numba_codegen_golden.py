@@ -143,19 +143,7 @@ def _chain(n):
     return tg.grad(f), [np.linspace(0.0, 1.0, 8)]
 
 
-def _rk_loop(th):
-    def f(y):
-        return tnp.stack([y[1], -th[0] * tnp.sin(y[0]) - th[1] * y[1]])
-
-    def body(c):
-        i, y = c
-        h = 0.05
-        k1 = f(y)
-        k2 = f(y + h / 2 * k1)
-        k3 = f(y + h / 2 * k2)
-        k4 = f(y + h * k3)
-        return i + 1, y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-    return tnp.sum(lax.while_loop(lambda c: c[0] < 20, body, (0, tnp.array([1.0, 0.0])))[1] ** 2)
+from _programs import rk_loop as _rk_loop  # noqa: E402  (shared with the other numba tests)
 
 
 def _unary(x):

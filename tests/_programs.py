@@ -1,0 +1,21 @@
+"""Small programs that several test modules compile (shared, so each is written once)."""
+from __future__ import annotations
+
+import tangentia.numpy as tnp
+from tangentia import lax
+
+
+def rk_loop(th):
+    """A while loop of Runge-Kutta stages on a 2-element state (pendulum-like)."""
+    def f(y):
+        return tnp.stack([y[1], -th[0] * tnp.sin(y[0]) - th[1] * y[1]])
+
+    def body(c):
+        i, y = c
+        h = 0.05
+        k1 = f(y)
+        k2 = f(y + h / 2 * k1)
+        k3 = f(y + h / 2 * k2)
+        k4 = f(y + h * k3)
+        return i + 1, y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return tnp.sum(lax.while_loop(lambda c: c[0] < 20, body, (0, tnp.array([1.0, 0.0])))[1] ** 2)
