@@ -304,9 +304,6 @@ EVAL_TRACE = EvalTrace(None)
 # ``eval_primitive(prim, args, params)``: evaluate ``prim`` now (its ``impl``, see
 # ``EvalTrace.process_primitive``), whatever the current trace.
 eval_primitive = EVAL_TRACE.process_primitive
-# Name of the custom JVP rule currently running (recorded on staged equations
-# so that a non-linear rule can be named when transposition fails).
-custom_rule_ctx = contextvars.ContextVar("tangentia_custom_rule", default=None)
 # Set by ``ensure_compile_time_eval``: while staging, operations whose inputs are
 # all concrete are evaluated now instead of being recorded.
 compile_time_eval_ctx = contextvars.ContextVar("tangentia_compile_time_eval", default=False)
@@ -353,8 +350,9 @@ def run_suspended(trace, kind, name, rule, *args):
 
     A tracer of a suspended trace reaching a primitive means the custom
     function closed over a value being differentiated (reported by
-    ``closure_error``).  While a custom JVP rule runs, its name is recorded on
-    the equations staged from it (for errors about non-linear rules).
+    ``closure_error``).  (The name of a custom JVP rule is recorded on the
+    equations staged from it by ``ad.JVPTrace.process_custom_jvp_call``:
+    ``JaxprTrace.source``.)
     """
     mark = _SUSPENDED.get((kind, name))
     if mark is None:
@@ -363,15 +361,9 @@ def run_suspended(trace, kind, name, rule, *args):
         mark = _SUSPENDED[kind, name] = Suspended(kind, name)
     trace.alive = mark
     token = _trace_ctx.set(trace.parent)
-    if kind == "custom_jvp":
-        rule_token = custom_rule_ctx.set(name)
-    else:  # cleared, if set (a context-variable write costs more than the rest of this function)
-        rule_token = None if custom_rule_ctx.get() is None else custom_rule_ctx.set(None)
     try:
         return rule(*args)
     finally:
-        if rule_token is not None:
-            custom_rule_ctx.reset(rule_token)
         _trace_ctx.reset(token)
         trace.alive = True
 
@@ -890,7 +882,18 @@ class Literal:
 
 class Eqn:
     """``outputs = prim[params](*inputs)``; ``source`` names the custom rule
-    that emitted it, if any (for error messages)."""
+    that emitted it, if any (for error messages).
+
+    ``outputs`` is a list of ``Var``.  ``inputs`` is a list whose entries are a
+    ``Var`` or a ``Literal`` in every built program (``typecheck_jaxpr`` checks
+    it).  Only while linearization records (``pe.LinearBuilder``, a program
+    marked ``Jaxpr.inline``) may an input also be a known value held inline: a
+    residual ndarray, a Python or NumPy scalar, a tracer of an outer interpreter.
+    ``LinearBuilder.build`` hoists those into constvars and ``Literal``s, once,
+    when a program is really needed; eager ``grad`` transposes the equations as
+    recorded (``ad.backward_pass``), so it makes no ``Var`` per residual.
+    An equation is never changed once made: passes make new ones.
+    """
 
     __slots__ = ("prim", "inputs", "outputs", "params", "source")
 
@@ -982,14 +985,18 @@ class Jaxpr:
     ``ProgramMemo`` objects, not here.
     """
 
-    __slots__ = ("constvars", "invars", "eqns", "outvars", "all_linear", "_memos")
+    __slots__ = ("constvars", "invars", "eqns", "outvars", "all_linear", "inline", "_memos")
 
-    def __init__(self, constvars, invars, eqns, outvars, all_linear=None):
+    def __init__(self, constvars, invars, eqns, outvars, all_linear=None, inline=False):
         self.constvars = constvars
         self.invars = invars
         self.eqns = eqns
         self.outvars = outvars
         self.all_linear = all_linear
+        # True for a linearization as recorded, not built: its equations (and
+        # outvars) hold known values inline (see ``Eqn``); only ``ad.backward_pass``
+        # takes such a program, and ``typecheck_jaxpr`` rejects it.
+        self.inline = inline
         self._memos = {}   # the entries of every ProgramMemo, keyed by the memo
 
     @property
@@ -1150,10 +1157,11 @@ def _check_program(jaxpr, in_avals, where):
                 if a not in defined:
                     raise JaxprTypeError(
                         f"{where}equation {i} ({name}) uses undefined variable {a}")
-            elif type(a) is not Literal:  # (a value: programs hold constants as constvars)
+            elif type(a) is not Literal:
                 raise JaxprTypeError(
                     f"{where}equation {i} ({name}) has an input that is neither a Var nor a "
-                    f"Literal: {type(a).__name__}")
+                    f"Literal: {type(a).__name__} (a known value held inline, as only a "
+                    "linearization does before it is built)")
         in_avals_i = [a.aval for a in eqn.inputs]
         out = eqn.prim.abstract_eval(*in_avals_i, **eqn.params)
         out_avals = list(out) if eqn.prim.multiple_results else [out]
@@ -1207,8 +1215,10 @@ def _var_namer():
     counter = itertools.count()
 
     def name(v):
-        if type(v) is Literal:  # its Python value, as JAX prints it: 1.0, not np.float64(1.0)
-            val = v.val
+        if type(v) is not Var:  # a Literal (or a known value inline, before ``build``):
+            val = v.val if type(v) is Literal else v  # its Python value, as JAX prints it
+            if type(v) is not Literal and getattr(val, "ndim", 0):  # an inline array
+                return f"<{get_aval(val).str_short()}>"
             if isinstance(val, (np.ndarray, np.generic)) and val.ndim == 0:
                 val = val.item()
             return repr(val)

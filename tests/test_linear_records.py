@@ -1,6 +1,7 @@
 """Eager ``grad`` transposes the tangent equations as linearization recorded
-them (``ad.LinearRecords``), without building a program; ``vjp`` and
-``linearize`` build the program from the same records.  Both paths must give
+them (``core.Eqn``s whose known inputs are held inline, in a ``core.Jaxpr``
+marked ``inline``), without building a program; ``vjp`` and ``linearize``
+build the program from the same equations (``LinearBuilder.build``).  Both paths must give
 the same numbers for every kind of value a recorded equation can hold: Python
 and NumPy scalars, plain and tangentia arrays, lists, values of outer
 interpreters (``jit``, ``vmap``), and equations with several outputs or

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from types import MethodType as _MethodType
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import numpy as np
 
@@ -28,6 +28,7 @@ _asarray = np.asarray
 from . import partial_eval as pe
 
 _JaxprTracer = pe.JaxprTracer
+_JaxprTrace = pe.JaxprTrace
 _custom_partial_eval_rules = pe.custom_partial_eval_rules
 _WEAK_SCALAR_AVALS = pe._WEAK_SCALAR_AVALS
 _aval_of_ndarray = core.aval_of_ndarray
@@ -35,6 +36,8 @@ _NDARRAY_AVALS = core._NDARRAY_AVALS
 _new = object.__new__
 _suspended = core.run_suspended
 _eval_primitive = core.eval_primitive
+_Eqn = core.Eqn
+_Jaxpr = core.Jaxpr
 
 
 # ---------------------------------------------------------------------------
@@ -298,9 +301,10 @@ class JVPTrace(core.Trace):
     def process_custom_jvp_call(self, prim, args, params):
         nc = params["num_consts"]
         name = params["name"]
-        # A linearization records the rule's equations: they carry its name.
+        # A linearization or staging records the rule's equations: they carry
+        # its name (``pe.JaxprTrace.source``).
         parent = self.parent
-        lin = type(parent) is LinearizeTrace
+        lin = isinstance(parent, _JaxprTrace)
         if lin:
             old = parent.source
             parent.source = name
@@ -416,25 +420,18 @@ class LinearizeTrace(pe.JaxprTrace):
     parent would, and the eager-dispatch point takes its fast path for them.
     """
 
-    # ``source``: the name of the custom JVP rule running with this trace
-    # current (set by ``JVPTrace.process_custom_jvp_call``), recorded on each
-    # equation for the error naming a non-linear rule.  An attribute, not
-    # ``core.custom_rule_ctx``: CPython caches a context variable's value only
-    # once it has been set, so reading that variable (unset outside custom
-    # rules) cost a HAMT lookup per recorded equation.
-    __slots__ = ("eval_known", "source")
+    __slots__ = ("eval_known",)
 
     def __init__(self, parent, builder):
         super().__init__(parent, builder, forward_known=True)
         self.eval_known = parent is core.EVAL_TRACE
-        self.source = None
 
     def process_primitive(self, prim, args, params, stage=False):
         # The hot path of eager ``grad``.  An operation on none of the trace's
         # own tracers (tangents) is known: computed now, by evaluation itself
         # under eager evaluation (``eval_known``), else by the parent.  An
-        # operation on a tangent is recorded, compactly (``pe.LinearBuilder``:
-        # no Eqn, no constant variables).
+        # operation on a tangent is recorded as an ``Eqn`` whose known inputs
+        # are held inline (``pe.LinearBuilder``: no constant variables).
         if not stage:
             for x in args:
                 if type(x) is _JaxprTracer and x._trace is self:
@@ -446,29 +443,60 @@ class LinearizeTrace(pe.JaxprTrace):
             rule = _custom_partial_eval_rules.get(prim)
             if rule is not None:
                 return rule(self, args, params)
-        # One pass over the arguments: the record's inputs (own tracers as
-        # their variables) and their types.
-        plain = True  # every argument is an own tracer, an ndarray or a Python scalar
-        ins = []
-        in_avals = []
-        for x in args:
+        # The equation's inputs (own tracers as their variables) and their
+        # types; a binary operation (most tangent equations: a tangent times a
+        # residual) without growing lists.
+        if len(args) == 2:
+            x, y = args
             t = type(x)
             if t is _JaxprTracer and x._trace is self:
                 x = x.ir_var
-                in_avals.append(x.aval)
-            elif t is _ndarray:  # a residual, most often
-                # (``core.aval_of_ndarray(x)``, its cache read inline)
-                in_avals.append(_NDARRAY_AVALS.get((x.shape, x.dtype)) or _aval_of_ndarray(x))
+                ax = x.aval
+            elif t is _ndarray:  # (``core.aval_of_ndarray(x)``, its cache read inline)
+                ax = _NDARRAY_AVALS.get((x.shape, x.dtype)) or _aval_of_ndarray(x)
             else:
-                aval = _WEAK_SCALAR_AVALS.get(t)
-                if aval is None:
-                    plain = False
-                    break
-                in_avals.append(aval)
-            ins.append(x)
-        if not plain:
-            ins, in_avals = self._plain_args(args)
-        out_aval = prim.abstract_eval(*in_avals, **params)
+                ax = _WEAK_SCALAR_AVALS.get(t)
+            t = type(y)
+            if t is _JaxprTracer and y._trace is self:
+                y = y.ir_var
+                ay = y.aval
+            elif t is _ndarray:
+                ay = _NDARRAY_AVALS.get((y.shape, y.dtype)) or _aval_of_ndarray(y)
+            else:
+                ay = _WEAK_SCALAR_AVALS.get(t)
+            if ax is not None and ay is not None:
+                ins = (x, y)
+                out_aval = (prim.abstract_eval(ax, ay, **params) if params
+                            else prim.abstract_eval(ax, ay))
+            else:
+                ins, in_avals = self._plain_args(args)
+                ins = tuple(ins)
+                out_aval = (prim.abstract_eval(*in_avals, **params) if params
+                            else prim.abstract_eval(*in_avals))
+        else:
+            plain = True  # every argument is an own tracer, an ndarray or a Python scalar
+            ins = []
+            in_avals = []
+            for x in args:
+                t = type(x)
+                if t is _JaxprTracer and x._trace is self:
+                    x = x.ir_var
+                    in_avals.append(x.aval)
+                elif t is _ndarray:  # a residual, most often
+                    in_avals.append(_NDARRAY_AVALS.get((x.shape, x.dtype))
+                                    or _aval_of_ndarray(x))
+                else:
+                    aval = _WEAK_SCALAR_AVALS.get(t)
+                    if aval is None:
+                        plain = False
+                        break
+                    in_avals.append(aval)
+                ins.append(x)
+            if not plain:
+                ins, in_avals = self._plain_args(args)
+            ins = tuple(ins)
+            out_aval = (prim.abstract_eval(*in_avals, **params) if params
+                        else prim.abstract_eval(*in_avals))
         # As in NumPy, only Python scalars are weakly typed: results are strong.
         if prim.multiple_results:
             out, tracers = [], []
@@ -479,12 +507,21 @@ class LinearizeTrace(pe.JaxprTrace):
                 r = _new(_JaxprTracer)
                 r._trace, r.ir_var = self, v
                 tracers.append(r)
-            self.builder.records.append((prim, ins, params, out, self.source))
+        else:
+            # Var(aval) and JaxprTracer(self, v) without __init__ frames.
+            v = _new(Var)
+            v.aval = out_aval.strip_weak() if out_aval.weak_type else out_aval
+            out = (v,)
+        # Eqn(prim, ins, out, params, source) without an __init__ frame.
+        e = _new(_Eqn)
+        e.prim = prim
+        e.inputs = ins
+        e.outputs = out
+        e.params = params
+        e.source = self.source
+        self.builder.eqns.append(e)
+        if prim.multiple_results:
             return tracers
-        # Var(aval) and JaxprTracer(self, v) without __init__ frames.
-        v = _new(Var)
-        v.aval = out_aval.strip_weak() if out_aval.weak_type else out_aval
-        self.builder.records.append((prim, ins, params, v, self.source))
         r = _new(_JaxprTracer)
         r._trace, r.ir_var = self, v
         return r
@@ -493,7 +530,7 @@ class LinearizeTrace(pe.JaxprTrace):
         return self.process_primitive(prim, args, params, True)
 
     def _plain_args(self, args):
-        """A record's inputs from ``args``: the trace's own tracers as their
+        """An equation's inputs from ``args``: the trace's own tracers as their
         variables, plain ndarrays and Python scalars as they are, every other
         value made plain (``plain_value``; the value of a ``Literal``); and
         their avals."""
@@ -646,7 +683,7 @@ def deflinear(prim, transpose_rule):
 
 # A transpose rule receives each linear input of its equation as the input's
 # variable: a value whose type (``.aval``) is known and whose value is not.
-# The records and equations being transposed hold their linear inputs as
+# The equations being transposed hold their linear inputs as
 # variables already, so they are passed to the rules as they are.
 UndefinedPrimal = Var
 
@@ -656,21 +693,12 @@ def is_undefined(x):
     return type(x) is Var
 
 
-class LinearRecords(NamedTuple):
-    """A linear program as linearize's partial evaluator recorded it, for
-    transposing it at once (eager ``grad``): ``records`` are its equations as
-    tuples (``pe.LinearBuilder``), whose variables are the linear values,
-    ``invars`` the input tangents' variables, ``outvars`` the output tangents'
-    variables (constants for outputs that do not depend on the inputs)."""
-
-    records: list
-    invars: list
-    outvars: list
-
-
 def backward_pass(jaxpr, consts, cts_out):
     """Transpose the linear program ``jaxpr`` (linear in its invars), a
-    ``core.Jaxpr`` or ``LinearRecords`` (then ``consts`` is unused).
+    ``core.Jaxpr`` with the values ``consts`` of its constvars, or one as
+    linearization recorded it (``inline``: its equations hold their known
+    inputs as values, see ``core.Eqn``; eager ``grad``), which is the one form
+    transposition reads.
 
     Equations that do not depend on the linear inputs are evaluated forward
     first (programs made by ``linearize`` have none: they are marked
@@ -679,19 +707,22 @@ def backward_pass(jaxpr, consts, cts_out):
     partial evaluation first (``_eval_known_part``).  Returns one cotangent
     per invar (``None`` for a zero cotangent).
     """
-    if type(jaxpr) is LinearRecords:
+    if type(jaxpr) is not _Jaxpr:
+        raise TypeError(f"backward_pass: jaxpr must be a core.Jaxpr (the one form of a linear "
+                        f"program), got {type(jaxpr).__name__}")
+    if jaxpr.inline:
         env = {}
-        records = jaxpr.records
+        eqns = jaxpr.eqns
     else:
         all_linear = jaxpr.all_linear
         if not all_linear and _splits_mixed(jaxpr):
             jaxpr, consts = _eval_known_part(jaxpr, consts)
         env = dict(zip(jaxpr.constvars, consts))
-        eqns = jaxpr.eqns if all_linear else _eval_nonlinear(jaxpr, env)
-        # As records: the linear inputs stay variables, the others become values.
-        records = [(e.prim, [env.get(a, a) if type(a) is Var else a.val for a in e.inputs],
-                    e.params, e.outputs if e.prim.multiple_results else e.outputs[0], e.source)
-                   for e in eqns]
+        # Into the recorded form: the linear inputs stay variables, the others
+        # become their values.
+        eqns = [_Eqn(e.prim, [env.get(a, a) if type(a) is Var else a.val for a in e.inputs],
+                     e.outputs, e.params, e.source)
+                for e in (jaxpr.eqns if all_linear else _eval_nonlinear(jaxpr, env))]
     # From here on, a variable is linear exactly when it has no value in env.
     ct_env = {}
     get = ct_env.get
@@ -700,8 +731,10 @@ def backward_pass(jaxpr, consts, cts_out):
             old = get(v)
             ct_env[v] = ct if old is None else add_any(old, ct)
     pop = ct_env.pop
-    for prim, inputs, params, out, source in reversed(records):
+    for e in reversed(eqns):
+        prim = e.prim
         if prim.multiple_results:
+            out = e.outputs
             cts = [pop(v, None) for v in out]
             for c in cts:  # (not all(...) of a generator, which costs ~3k when it stops early)
                 if c is not None:
@@ -710,9 +743,11 @@ def backward_pass(jaxpr, consts, cts_out):
                 continue
             cts = [Zero(tangent_aval(v.aval)) if c is None else c for v, c in zip(out, cts)]
         else:
-            cts = pop(out, None)
+            cts = pop(e.outputs[0], None)
             if cts is None:
                 continue
+        inputs = e.inputs
+        params = e.params
         try:
             try:
                 rule = primitive_transposes[prim]
@@ -723,6 +758,7 @@ def backward_pass(jaxpr, consts, cts_out):
             # (the linear inputs are variables: ``UndefinedPrimal``)
             cts_in = rule(cts, *inputs, **params) if params else rule(cts, *inputs)
         except (NotImplementedError, TypeError) as err:
+            source = e.source
             if source is None:
                 raise
             raise TypeError(
@@ -831,7 +867,7 @@ def linearize_flat(fun, primals, differentiable=None, aux_holder=None, records=F
     ``differentiable[i]`` False skips input i (its tangent is a zero).  If
     ``aux_holder`` is given, ``fun`` stores auxiliary outputs in
     ``aux_holder["aux"]``; they are returned with their tangents stripped.
-    With ``records``, ``jaxpr`` is the program as recorded (``LinearRecords``,
+    With ``records``, ``jaxpr`` is the program as recorded (marked ``inline``,
     for ``backward_pass`` only) and ``consts`` is None: no program is built.
     """
     builder = pe.LinearBuilder("linearized")
@@ -858,9 +894,7 @@ def linearize_flat(fun, primals, differentiable=None, aux_holder=None, records=F
             out_tangents.append(instantiate(t))
         out_tan_avals = [tangent_aval(core.get_aval(p)) for p in out_primals]
         if records:
-            jaxpr = LinearRecords(builder.records, [t.ir_var for t in in_tracers],
-                                  [t.ir_var if type(t) is _JaxprTracer and t._trace is pe_trace
-                                   else t for t in out_tangents])
+            jaxpr = builder.recorded(in_tracers, out_tangents, pe_trace)
             consts = None
         else:
             jaxpr, consts = builder.build(in_tracers, out_tangents, pe_trace)
@@ -873,7 +907,7 @@ def linearize_flat(fun, primals, differentiable=None, aux_holder=None, records=F
     finally:
         jvp_trace.alive = False
         pe_trace.alive = False
-        builder.records = []  # handed over (the builder is the trace's: no cycle)
+        builder.eqns = []  # handed over (the builder is the trace's: no cycle)
     return out_primals, jaxpr, consts, out_tan_avals, aux
 
 

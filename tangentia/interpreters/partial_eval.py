@@ -31,7 +31,6 @@ from ..tree_util import register_leaf_type
 from ..core import Literal, Tracer, Var, set_trace
 
 
-_custom_rule_get = core.custom_rule_ctx.get
 _compile_time_eval_get = core.compile_time_eval_ctx.get
 _set_trace = core._trace_ctx.set
 _reset_trace = core._trace_ctx.reset
@@ -101,32 +100,38 @@ CHECK_PROGRAMS = os.environ.get("TANGENTIA_CHECK_PROGRAMS", "0") not in ("", "0"
 class LinearBuilder(JaxprBuilder):
     """The builder of linearize's partial evaluator (``ad.LinearizeTrace``).
 
-    Tangent equations are recorded compactly, as ``(prim, inputs, params, out,
-    source)`` tuples: ``inputs`` the primitive's arguments with the trace's
-    own tracers as their ``Var`` (the linear inputs; the records keep no
-    tracer alive), residual arrays and Python scalars as they are, any other
-    value already made plain by ``JaxprTrace.plain_value`` (a NumPy scalar for
-    a ``Literal``); ``out`` the output ``Var`` (a list of them for a primitive
-    with several results), ``source`` the custom rule that emitted it.  ``Eqn`` objects are made only when a program is needed
-    (``build``); eager ``grad`` transposes the records directly
-    (``ad.backward_pass``), as if they were the equations of a program.
+    Its equations are ``core.Eqn``s like any builder's, recorded by
+    ``LinearizeTrace.process_primitive``, but their known inputs are held
+    inline (see ``core.Eqn``): the trace's own tracers appear as their ``Var``
+    (the linear inputs), residual arrays and Python scalars as they are, any
+    other value as ``JaxprTrace.plain_value`` makes it (the value of a
+    ``Literal``, a tracer of an outer interpreter).  So recording makes no
+    constant variable per residual.  ``build`` hoists the inline values
+    (arrays and tracers into constvars, scalars into ``Literal``s) when a
+    program is needed; eager ``grad`` transposes the equations as recorded
+    (``ad.backward_pass`` of the ``inline`` program that ``recorded`` makes).
     """
 
-    __slots__ = ("records",)
+    __slots__ = ()
 
-    def __init__(self, name="fun"):
-        super().__init__(name)
-        self.records = []
+    def recorded(self, in_tracers, outs, trace):
+        """The equations as recorded, as a ``Jaxpr`` marked ``inline`` (for
+        ``ad.backward_pass`` only); the builder is emptied."""
+        outvars = [o.ir_var if type(o) is JaxprTracer and o._trace is trace else o for o in outs]
+        jaxpr = core.Jaxpr([], [t.ir_var for t in in_tracers], self.eqns, outvars,
+                           all_linear=True, inline=True)
+        self.eqns = []
+        return jaxpr
 
     def build(self, in_tracers, outs, trace):
-        eqns = self.eqns
         const_ids = self.const_ids
         const_var = self.const_var
-        for prim, args, params, out, source in self.records:
+        eqns = []
+        for e in self.eqns:
             inputs = []
-            for x in args:
+            for x in e.inputs:
                 t = type(x)
-                if t is Var:  # a linear input
+                if t is Var or t is Literal:  # a linear input (or a literal already)
                     a = x
                 elif t is _ndarray or isinstance(x, Tracer):  # a tracer of an outer trace
                     a = const_ids.get(id(x))
@@ -137,9 +142,8 @@ class LinearBuilder(JaxprBuilder):
                 else:  # a NumPy scalar
                     a = trace.plain_value(x)
                 inputs.append(a)
-            eqns.append(_Eqn(prim, inputs, out if prim.multiple_results else [out], params,
-                             source))
-        self.records = []
+            eqns.append(_Eqn(e.prim, inputs, e.outputs, e.params, e.source))
+        self.eqns = eqns
         return super().build(in_tracers, outs, trace)
 
 
@@ -216,13 +220,21 @@ def _scalar_literal(x, t, aval):
 class JaxprTrace(core.Trace):
     """Records primitives; with ``forward_known`` it partially evaluates."""
 
-    __slots__ = ("builder", "forward_known", "label")
+    # ``source``: the name of the custom JVP rule running with this trace
+    # current (set by ``ad.JVPTrace.process_custom_jvp_call``), recorded on
+    # each equation for the error naming a non-linear rule.  A trace
+    # attribute, not a context variable: CPython caches a context variable's
+    # value only once it has been set, so reading one unset outside custom
+    # rules cost a HAMT lookup per recorded equation, and setting it one per
+    # custom rule call.
+    __slots__ = ("builder", "forward_known", "label", "source")
 
     def __init__(self, parent, builder, forward_known=False, label="jit"):
         super().__init__(parent)
         self.builder = builder
         self.forward_known = forward_known
         self.label = label
+        self.source = None
 
     def describe(self):
         if self.forward_known:
@@ -430,10 +442,10 @@ class JaxprTrace(core.Trace):
         # As in NumPy, only Python scalars are weakly typed: results are strong.
         if prim.multiple_results:
             outvars = [Var(a.strip_weak()) for a in out_aval]
-            builder.eqns.append(_Eqn(prim, inputs, outvars, params, _custom_rule_get()))
+            builder.eqns.append(_Eqn(prim, inputs, outvars, params, self.source))
             return [JaxprTracer(self, v) for v in outvars]
         v = Var(out_aval.strip_weak() if out_aval.weak_type else out_aval)
-        builder.eqns.append(_Eqn(prim, inputs, [v], params, _custom_rule_get()))
+        builder.eqns.append(_Eqn(prim, inputs, [v], params, self.source))
         return JaxprTracer(self, v)
 
     def concrete_value(self, tracer, context):
