@@ -72,7 +72,10 @@ class _Lib:
 
         def _mul_bwd(res: Any, g: Any) -> Any:  # deliberately not the truth for x
             c, s, y = res
-            return (c * y * g["p"] * 3.0 + 2.0 * g["q"], N.sum(s * g["p"], axis=0))
+            ct_y = N.sum(s * g["p"], axis=0)
+            # a real y's cotangent is real (JAX keeps a complex one: ours casts, warning)
+            return (c * y * g["p"] * 3.0 + 2.0 * g["q"],
+                    N.real(ct_y) if y.dtype.kind == "f" else ct_y)
 
         mul_v.defvjp(_mul_fwd, _mul_bwd)
 
