@@ -108,3 +108,17 @@ def test_complex_division_by_zero_gives_numpys_infinities():
         got, src = _compiled(f, a, b)
     _check(got, want)
     assert "_cdiv64(" in src and np.isinf(got[0][0]) and np.isnan(got[0][1])
+
+
+@pytest.mark.parametrize("f", [lambda x: x + 300, lambda x: x * -1, lambda x: tnp.maximum(x, 256)],
+                         ids=["add_300", "mul_minus_1", "maximum_256"])
+def test_python_int_outside_the_integer_loop_raises_numpys_overflow_error(f):
+    # uint8 x + 300: NumPy 2 (so eager evaluation and the NumPy backend) raises; the numba
+    # backend cast the literal into the loop's dtype (300 -> 44) and returned wrapped numbers
+    x = np.array([1, 2, 3], np.uint8)
+    with pytest.raises(OverflowError, match="out of bounds for uint8"):
+        f(x)
+    jaxpr = convert_constvars_to_invars(tg.make_jaxpr(f)(x).jaxpr)
+    with pytest.raises(OverflowError, match="Python integer -?[0-9]+ out of bounds for uint8"):
+        NUMBA.source(jaxpr)
+    assert (tg.jit(lambda x: x + 255)(x) == x + 255).all()   # in range: computed as before

@@ -68,6 +68,11 @@ def _loop_dtypes(eqn):
         # in int64, or in float64 next to a uint64 (only the signs then decide)
         wide = _F8 if any(a.aval.dtype == np.uint64 for a in eqn.inputs) else _I8
         return [wide] * len(eqn.inputs), res[-1]
+    for a, d in zip(eqn.inputs, res):
+        if type(a) is Literal and type(a.val) is int and d.kind in "iu" and not _fits(a.val, d):
+            # NumPy 2 (and so eager evaluation and the NumPy backend) refuses a Python int
+            # that its integer loop cannot hold (uint8 x + 300); a cast would wrap it (44)
+            raise OverflowError(f"Python integer {a.val} out of bounds for {d}")
     return list(res[:-1]), res[-1]
 
 
