@@ -214,6 +214,10 @@ LIBRARY = {
     "tangentia.scipy.special._log_softmax": (tg.nn.log_softmax, (X,), {}, "log_softmax"),
     "tangentia.numpy.linalg._pinv": (tnp.linalg.pinv, (A32,), {}, "<lambda>"),
     "tangentia.numpy.linalg._eigvals": (tnp.linalg.eigvals, (M22,), {}, "<lambda>"),
+    "tangentia.numpy.linalg._det": (tnp.linalg.det, (M22,), {}, "<lambda>"),
+    # Order 2 reaches the cofactor matrix, used only inside det's rule.
+    "tangentia.numpy.linalg._cofactor": (tnp.linalg.det, (M22,), {"order": 2},
+                                         "_cofactor_value"),
     "tangentia.scipy.linalg._logm": (tg.scipy.linalg.logm, (M22,), {}, "<lambda>"),
     "tangentia.scipy.linalg._sqrtm": (tg.scipy.linalg.sqrtm, (M22,), {}, "<lambda>"),
     # Forward mode through fixed_point is not available (its bwd is not linear).
