@@ -980,9 +980,11 @@ class Jaxpr:
 
     Besides the program, one fact passes read: ``all_linear`` (True when every
     equation has a linear input, as in the programs ``linearize`` makes; then
-    transposition evaluates no part of it forward; None when not known).  What
-    interpreters and backends derive from a program is kept in their own
-    ``ProgramMemo`` objects, not here.
+    transposition evaluates no part of it forward; None when not known), and
+    ``inline`` (True for a linearization as eager ``grad`` recorded it, not built:
+    its equations and outvars hold known values inline; only ``ad.backward_pass``
+    takes such a program).  What interpreters and backends derive from a program
+    is kept in their own ``ProgramMemo`` objects, not here.
     """
 
     __slots__ = ("constvars", "invars", "eqns", "outvars", "all_linear", "inline", "_memos")

@@ -204,8 +204,9 @@ def test_numpy_io_printing_and_dtype_names():
     seen = []
     tg.jit(lambda a: seen.append(tnp.einsum_path("ij,jk->ik", a, a.T)[0]) or a)(x)
     assert seen == [["einsum_path", (0, 1)]]
-    assert tnp.cdouble is np.complex128 and tnp.csingle is np.complex64
-    assert tnp.complex_ is np.complex128 and tnp.object_ is np.object_
+    # (tnp's scalar types are NumPy's types' subclasses, equal to them: callable on traced values)
+    assert tnp.cdouble == np.complex128 and tnp.csingle == np.complex64
+    assert tnp.complex_ == np.complex128 and tnp.object_ is np.object_
     assert issubclass(tnp.int32, tnp.signedinteger) and issubclass(tnp.uint8, tnp.unsignedinteger)
     assert issubclass(tnp.float64, tnp.generic) and issubclass(np.str_, tnp.character)
     assert issubclass(tnp.ComplexWarning, RuntimeWarning)

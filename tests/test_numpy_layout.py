@@ -72,7 +72,7 @@ def test_public_names_are_kept_and_exported():
 
 
 def test_jax_bool_name_and_ndarray_isinstance():
-    assert tnp.bool is np.bool_
+    assert tnp.bool == np.bool_ and tnp.dtype(tnp.bool) == np.dtype(bool)
     with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
         tnp.nonexistent  # noqa: B018
     seen = []

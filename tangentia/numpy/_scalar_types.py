@@ -18,6 +18,7 @@ from typing import Any
 import numpy as _np
 
 from ..core import Tracer as _Tracer
+from ._conversion import asarray, astype
 from ._util import _flat_seq
 
 _NO_VALUE: Any = object()
@@ -35,7 +36,6 @@ class _ScalarMeta(type):
         if not args and not kwargs and (isinstance(x, _Tracer) or (
                 isinstance(x, (list, tuple)) and any(isinstance(e, _Tracer)
                                                      for e in _flat_seq(x)))):
-            from ._conversion import asarray, astype
             return astype(asarray(x), cls._numpy_type)
         return cls._numpy_type(x, *args, **kwargs)
 
