@@ -589,10 +589,9 @@ def test_comparison_with_a_python_bool():
     assert_agree("compare with True", got, want, [True] * 6)
 
 
-@pytest.mark.xfail(strict=True, reason="complex64 exp/sin/cos/sinh/cosh/tanh computed in float32 "
-                   "by numba's cmath give NaN parts where NumPy and JAX give 0, reported to B")
 def test_complex64_functions_overflow():
-    """exp(89+0j) in complex64 is inf+0j (NumPy, JAX); numba gave inf+nanj (inf * sin(0))."""
+    """exp(89+0j) in complex64 is inf+0j (NumPy, JAX); numba's cmath gave inf+nanj (inf * sin(0));
+    fixed by helpers._cexp64 and its siblings (NumPy's signed-zero parts)."""
     x = np.array([89 + 0j, -1000 + 0j, 1000j, -1000j, 1 + 1j], np.complex64)
     fns = [lax.exp, lax.sin, lax.cos, tnp.sinh, tnp.cosh]
     got, want, eager = run_three(lambda x: [f(x) for f in fns], [x])
@@ -602,6 +601,20 @@ def test_complex64_functions_overflow():
         np.testing.assert_array_equal(np.isnan(a.real), np.isnan(b.real))
         np.testing.assert_array_equal(np.isnan(a.imag), np.isnan(b.imag))
     assert_agree("complex64 functions", got, want, [False] * 5)
+
+
+def test_complex128_functions_with_a_zero_part():
+    """complex128 too: exp(710+0j) is inf+0j in NumPy and JAX, numba's cmath gave inf+nanj;
+    sin(1000j) 0+infj (cmath: nan+infj), cos(1000j) inf-0j (cmath: inf+nanj), and
+    sinh/cosh of a large real number, tanh(nan+0j): the zero part stays a zero."""
+    x = np.array([710 + 0j, -1000 + 0j, 1000j, -1000j, complex(np.nan, 0), 2 - 3j, 0j])
+    fns = [tnp.exp, tnp.sin, tnp.cos, tnp.sinh, tnp.cosh, tnp.tanh]
+    got, want, eager = run_three(lambda x: [f(x) for f in fns], [x])
+    assert_agree("complex128 functions", want, eager, [True] * 6, what="eager")
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(np.isnan(a.real), np.isnan(b.real))
+        np.testing.assert_array_equal(np.isnan(a.imag), np.isnan(b.imag))
+    assert_agree("complex128 functions", got, want, [False] * 6)
 
 
 def test_comparison_with_an_out_of_range_python_int():

@@ -21,6 +21,7 @@ turns an interruption into ``KeyboardInterrupt``.  Elsewhere (other threads, a
 custom Python handler, SIG_IGN, Windows) nothing is installed and loops run to
 their end, as a long C call does.
 """
+import cmath
 import ctypes
 import math
 import signal
@@ -147,6 +148,84 @@ def _cdiv64(a, b):
     rat = br / bi
     scl = one / (bi + br * rat)
     return np.complex64(complex((ar * rat + ai) * scl, (ai * rat - ar) * scl))
+
+
+# NumPy's complex exp, sin, cos, sinh, cosh and tanh where a part of the argument is
+# zero (C99's Annex G, as NumPy's loops): numba's cmath multiplies an overflowed or NaN
+# factor by the zero part's sine (exp(710+0j) was inf+nanj, sin(1000j) nan+infj, and in
+# complex64 already exp(89+0j)), where the result's part is a signed zero (inf+0j).
+# Elsewhere cmath's value is returned unchanged.  The ``64`` variants keep complex64.
+
+@numba.njit(cache=True, error_model="numpy")
+def _cexp(z):
+    return complex(math.exp(z.real), z.imag) if z.imag == 0 else cmath.exp(z)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _csinh(z):
+    return complex(math.sinh(z.real), z.imag) if z.imag == 0 else cmath.sinh(z)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _ccosh(z):
+    if z.imag == 0:
+        return complex(math.cosh(z.real), z.imag * math.copysign(1.0, z.real))
+    return cmath.cosh(z)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _ctanh(z):
+    return complex(math.tanh(z.real), z.imag) if z.imag == 0 else cmath.tanh(z)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _csin(z):
+    x, y = z.real, z.imag
+    if x == 0:     # sin(iy) = i sinh(y)
+        return complex(x, math.sinh(y))
+    if y == 0:
+        return complex(math.sin(x), y * math.copysign(1.0, math.cos(x)))
+    return cmath.sin(z)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _ccos(z):
+    x, y = z.real, z.imag
+    if x == 0:     # cos(iy) = cosh(y)
+        return complex(math.cosh(y), x * math.copysign(1.0, -y))
+    if y == 0:
+        return complex(math.cos(x), -y * math.copysign(1.0, math.sin(x)))
+    return cmath.cos(z)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _cexp64(z):
+    return np.complex64(_cexp(complex(z))) if z.imag == 0 else cmath.exp(z)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _csinh64(z):
+    return np.complex64(_csinh(complex(z))) if z.imag == 0 else cmath.sinh(z)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _ccosh64(z):
+    return np.complex64(_ccosh(complex(z))) if z.imag == 0 else cmath.cosh(z)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _ctanh64(z):
+    return np.complex64(_ctanh(complex(z))) if z.imag == 0 else cmath.tanh(z)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _csin64(z):
+    return np.complex64(_csin(complex(z))) if z.imag == 0 or z.real == 0 else cmath.sin(z)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _ccos64(z):
+    return np.complex64(_ccos(complex(z))) if z.imag == 0 or z.real == 0 else cmath.cos(z)
 
 
 @numba.njit(cache=True)
@@ -332,4 +411,6 @@ def call_interruptible(entry, args):
 
 globals().update(special.FUNCTIONS)   # SciPy's special functions, imported by generated code
 __all__ = HELPERS = ("_fmax", "_fmin", "_fsign", "_index", "_where", "_ifloordiv", "_lgamma", "_cdiv", "_cdiv64",
+                     "_cexp", "_cexp64", "_csinh", "_csinh64", "_ccosh", "_ccosh64", "_ctanh",
+                     "_ctanh64", "_csin", "_csin64", "_ccos", "_ccos64",
                      "_interrupted", "CompiledLoopInterrupted") + special.NAMES

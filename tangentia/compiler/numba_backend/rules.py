@@ -166,6 +166,11 @@ _COMPLEX_OPS = {prim: _f(f"cmath.{fn}({{0}})") for prim, fn in (
 # Complex division: NumPy's loop (``helpers._cdiv``/``_cdiv64``: Smith's algorithm, C's
 # infinities and NaN for a zero divisor, where numba's ``/`` raises ZeroDivisionError).
 _COMPLEX_OPS[E.div_p] = lambda a, dt: f"_cdiv{'64' if dt == np.complex64 else ''}({a[0]}, {a[1]})"
+# exp, sin, cos, sinh, cosh, tanh: NumPy's signed-zero parts where a part of the argument is
+# zero (``helpers._cexp`` ...: cmath gave exp(710+0j) = inf+nanj), cmath's value elsewhere
+for _p, _fn in ((E.exp_p, "exp"), (E.sin_p, "sin"), (E.cos_p, "cos"), (E.sinh_p, "sinh"),
+                (E.cosh_p, "cosh"), (E.tanh_p, "tanh")):
+    _COMPLEX_OPS[_p] = (lambda fn: lambda a, dt: f"_c{fn}{'64' if dt == np.complex64 else ''}({a[0]})")(_fn)
 # Complex parts (on real operands too: NumPy's real, imag and conjugate of a real number).
 _PARTS = {
     E.real_p: lambda a, dt: f"({a[0]}).real" if dt.kind == "c" else a[0],
