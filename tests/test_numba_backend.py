@@ -380,20 +380,8 @@ def test_nested_loops_and_cond_inside_scan():
 
 
 def test_custom_rules_inside_loops_and_transformations_of_jitted_programs():
-    @tg.custom_jvp
-    def softplus(x):
-        return tnp.log1p(tnp.exp(x))
-    softplus.defjvp(lambda p, t: (softplus(p[0]), t[0] / (1 + tnp.exp(-p[0]))))
-
-    @tg.custom_vjp
-    def clip_grad(x):
-        return x
-    clip_grad.defvjp(lambda x: (x, None), lambda _, g: (tnp.clip(g, -0.5, 0.5),))
-
-    def f(w, xs):
-        def body(c, x):
-            return c + softplus(w * x) + clip_grad(c * x), c
-        return lax.scan(body, 0.0, xs)[0]
+    from _programs import custom_rules_in_scan
+    f, softplus = custom_rules_in_scan()
     w, xs = np.float64(0.7), np.linspace(-1.0, 1.0, 9)
     check(tg.grad(f), w, xs)
     check(lambda w, xs: tg.jvp(lambda w: lax.fori_loop(0, 3, lambda i, c: softplus(c * w), w),
