@@ -40,3 +40,47 @@ def custom_rules_in_scan():
             return c + softplus(w * x) + clip_grad(c * x), c
         return lax.scan(body, 0.0, xs)[0]
     return f, softplus
+
+
+def loops(x0, xs):
+    """while, scan (forward and reversed, pytree outputs) and fori loops with small and
+    large carries."""
+    def wbody(c):
+        i, v, big = c
+        return i + 1, v * 0.5 + tnp.sum(big[:2]), big * 1.01 + v[0]
+    _, v, big = lax.while_loop(lambda c: c[0] < 7, wbody, (0, x0, xs))
+
+    def sbody(c, x):
+        return c + x * v[1], (c * x, x > 0.5)
+    c, (ys, flags) = lax.scan(sbody, 0.0, xs)
+    rc, rys = lax.scan(lambda c, x: (c - x, c), 1.0, xs, reverse=True)
+    f = lax.fori_loop(0, 5, lambda i, a: a + i * xs[i], 0.0)
+    return v, big, c, ys, flags, rc, rys, f
+
+
+def branches(i, x):
+    """switch over three branches and a cond on the data."""
+    return lax.switch(i, [lambda x: x + 1, lambda x: x * 2, lambda x: -x], x), \
+        lax.cond(x[0] > 0, lambda x: tnp.sin(x), lambda x: tnp.cos(x), x)
+
+
+def nested(x):
+    """A scan whose body holds a while loop, a cond and nested fori loops."""
+    def outer(c, xi):
+        inner = lax.while_loop(lambda d: d[1] < 3, lambda d: (d[0] * 1.5 + xi, d[1] + 1),
+                               (c, 0))[0]
+        y = lax.cond(xi > 0.5, lambda v: v * 2.0, lambda v: v - 1.0, inner)
+        z = lax.fori_loop(0, 3, lambda j, a: a + lax.fori_loop(0, j, lambda k, b: b + k, 0.0), 0.0)
+        return y * 0.1, y + z
+    return lax.scan(outer, 0.0, x)
+
+
+def scan_tanh_loss(xs):
+    """``loss(W, c0)``: a tanh recurrence over the rows of ``xs``, summed."""
+    def loss(W, c0):
+        def body(c, x):
+            c = tnp.tanh(W @ c + x)
+            return c, c[0]
+        cT, ys = lax.scan(body, c0, xs)
+        return tnp.sum(cT ** 2) + 0.1 * tnp.sum(ys)
+    return loss

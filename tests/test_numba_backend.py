@@ -343,39 +343,19 @@ def test_dot_general(case):
 def test_loops_small_and_large_carries():
     xs = np.linspace(0.0, 1.0, 40)
 
-    def loops(x0, xs):
-        def wbody(c):
-            i, v, big = c
-            return i + 1, v * 0.5 + tnp.sum(big[:2]), big * 1.01 + v[0]
-        _, v, big = lax.while_loop(lambda c: c[0] < 7, wbody, (0, x0, xs))
-
-        def sbody(c, x):
-            return c + x * v[1], (c * x, x > 0.5)
-        c, (ys, flags) = lax.scan(sbody, 0.0, xs)
-        rc, rys = lax.scan(lambda c, x: (c - x, c), 1.0, xs, reverse=True)
-        f = lax.fori_loop(0, 5, lambda i, a: a + i * xs[i], 0.0)
-        return v, big, c, ys, flags, rc, rys, f
+    from _programs import loops
     check(loops, np.array([1.0, 2.0]), xs)
 
 
 def test_cond_and_switch_clamp_the_index():
-    def branches(i, x):
-        return lax.switch(i, [lambda x: x + 1, lambda x: x * 2, lambda x: -x], x), \
-            lax.cond(x[0] > 0, lambda x: tnp.sin(x), lambda x: tnp.cos(x), x)
+    from _programs import branches
     for i in (-3, 0, 1, 2, 7):
         check(branches, np.int64(i), np.array([0.3, -1.2]))
         check(branches, np.int64(i), -np.linspace(0.0, 1.0, 30))
 
 
 def test_nested_loops_and_cond_inside_scan():
-    def nested(x):
-        def outer(c, xi):
-            inner = lax.while_loop(lambda d: d[1] < 3, lambda d: (d[0] * 1.5 + xi, d[1] + 1),
-                                   (c, 0))[0]
-            y = lax.cond(xi > 0.5, lambda v: v * 2.0, lambda v: v - 1.0, inner)
-            z = lax.fori_loop(0, 3, lambda j, a: a + lax.fori_loop(0, j, lambda k, b: b + k, 0.0), 0.0)
-            return y * 0.1, y + z
-        return lax.scan(outer, 0.0, x)
+    from _programs import nested
     check(nested, np.linspace(0.0, 1.0, 11))
 
 
@@ -537,12 +517,8 @@ def test_scan_gradient_fuses_outer_products():
     xs = np.linspace(0, 1, 80).reshape(10, 8)
     c0 = np.linspace(-0.5, 0.5, 8)
 
-    def loss(W, c0):
-        def body(c, x):
-            c = tnp.tanh(W @ c + x)
-            return c, c[0]
-        cT, ys = lax.scan(body, c0, xs)
-        return tnp.sum(cT ** 2) + 0.1 * tnp.sum(ys)
+    from _programs import scan_tanh_loss
+    loss = scan_tanh_loss(xs)
     f = tg.grad(loss, argnums=(0, 1))
     got = check(f, W, c0)
     eps = 1e-6

@@ -60,13 +60,8 @@ def _scan_case(T):
     W = rng.standard_normal((8, 8)) / 3.0
     xs = rng.standard_normal((T, 8))
 
-    def loss(W, c0):
-        def body(c, x):
-            c = tnp.tanh(W @ c + x)
-            return c, c[0]
-        cT, ys = lax.scan(body, c0, xs)
-        return tnp.sum(cT ** 2) + 0.1 * tnp.sum(ys)
-    return tg.grad(loss), [W, np.ones(8)]
+    from _programs import scan_tanh_loss
+    return tg.grad(scan_tanh_loss(xs)), [W, np.ones(8)]
 
 
 def _mlp():
@@ -187,33 +182,8 @@ def _dots(x, y, v):
             tnp.outer(v, v)]
 
 
-def _loops(x0, xs):
-    def wbody(c):
-        i, v, big = c
-        return i + 1, v * 0.5 + tnp.sum(big[:2]), big * 1.01 + v[0]
-    _, v, big = lax.while_loop(lambda c: c[0] < 7, wbody, (0, x0, xs))
-
-    def sbody(c, x):
-        return c + x * v[1], (c * x, x > 0.5)
-    c, (ys, flags) = lax.scan(sbody, 0.0, xs)
-    rc, rys = lax.scan(lambda c, x: (c - x, c), 1.0, xs, reverse=True)
-    f = lax.fori_loop(0, 5, lambda i, a: a + i * xs[i], 0.0)
-    return v, big, c, ys, flags, rc, rys, f
-
-
-def _branches(i, x):
-    return lax.switch(i, [lambda x: x + 1, lambda x: x * 2, lambda x: -x], x), \
-        lax.cond(x[0] > 0, lambda x: tnp.sin(x), lambda x: tnp.cos(x), x)
-
-
-def _nested(x):
-    def outer(c, xi):
-        inner = lax.while_loop(lambda d: d[1] < 3, lambda d: (d[0] * 1.5 + xi, d[1] + 1),
-                               (c, 0))[0]
-        y = lax.cond(xi > 0.5, lambda v: v * 2.0, lambda v: v - 1.0, inner)
-        z = lax.fori_loop(0, 3, lambda j, a: a + lax.fori_loop(0, j, lambda k, b: b + k, 0.0), 0.0)
-        return y * 0.1, y + z
-    return lax.scan(outer, 0.0, x)
+from _programs import branches as _branches, loops as _loops  # noqa: E402
+from _programs import nested as _nested  # noqa: E402  (shared with test_numba_backend)
 
 
 def _custom():
