@@ -29,11 +29,14 @@ DISPATCH_POINT = ("core.py", "EvalTrace.process_primitive")
 
 class _Scan:
     """One walk over a module: ``impl``, the (line, enclosing function) of each call
-    ``<expr>.impl(...)``; ``lookups``, the lines of ``getattr(<...current_trace()...>,
-    ...)`` (a trace's method picked by name)."""
+    ``<expr>.impl(...)``; ``reads``, the (line, enclosing function) of every read of
+    an ``impl`` attribute (``<expr>.impl`` not assigned to, or ``getattr(<expr>,
+    "impl")``), which is how an alias (``run = p.impl; run(x)``) would start;
+    ``lookups``, the lines of ``getattr(<...current_trace()...>, ...)`` (a trace's
+    method picked by name)."""
 
     def __init__(self, source):
-        self.impl, self.lookups = [], []
+        self.impl, self.reads, self.lookups = [], [], []
         if "impl" not in source and "current_trace" not in source:
             return  # (neither can occur: no parse)
         tree = ast.parse(source)
@@ -52,15 +55,25 @@ class _Scan:
                         calls.append(child)
                     walk(child, prefix)
         walk(tree, "")
+
+        def scope_of(node):
+            inner = [s for s in scopes if s[0] <= node.lineno <= s[1]]
+            return max(inner, key=lambda s: s[0])[2] if inner else ""
         for node in calls:
             f = node.func
             if isinstance(f, ast.Attribute) and f.attr == "impl":
-                inner = [s for s in scopes if s[0] <= node.lineno <= s[1]]
-                scope = max(inner, key=lambda s: s[0])[2] if inner else ""
-                self.impl.append((node.lineno, scope))
+                self.impl.append((node.lineno, scope_of(node)))
             elif (isinstance(f, ast.Name) and f.id == "getattr" and node.args
                   and "current_trace" in ast.unparse(node.args[0])):
                 self.lookups.append(node.lineno)
+        for node in ast.walk(tree):
+            if ((isinstance(node, ast.Attribute) and node.attr == "impl"
+                 and isinstance(node.ctx, ast.Load))
+                    or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                        and node.func.id == "getattr" and len(node.args) > 1
+                        and isinstance(node.args[1], ast.Constant)
+                        and node.args[1].value == "impl")):
+                self.reads.append((node.lineno, scope_of(node)))
 
 
 _SCANS = {}
@@ -81,7 +94,11 @@ def test_the_scan_finds_impl_calls():
            "class T:\n    def g(self, p):\n        h = lambda x: p.impl(x, **{})\n"
            "        return p.impl\n")
     assert _Scan(src).impl == [(2, "f"), (5, "T.g")]
+    assert sorted(_Scan(src).reads) == [(2, "f"), (5, "T.g"), (6, "T.g")]
     assert _Scan("getattr(core.current_trace(), name)(p, a, k)\n").lookups == [1]
+    # an alias, a getattr and a store: the reads, not the store
+    src = "def g(p, x):\n    run = p.impl\n    getattr(p, 'impl')(x)\n    p.impl = run\n"
+    assert _Scan(src).impl == [] and _Scan(src).reads == [(2, "g"), (3, "g")]
 
 
 def test_only_the_dispatch_point_calls_impl():
@@ -94,6 +111,45 @@ def test_only_the_dispatch_point_calls_impl():
     # ... and the dispatch point does call it (the scan is not vacuous)
     core_calls = scans["core.py"].impl
     assert [s for _, s in core_calls] == [DISPATCH_POINT[1]] * len(core_calls) and core_calls
+
+
+# Where a primitive's ``impl`` may be read (not called) outside the dispatch point, and why:
+# none of these runs it on the user's values.  A new read (an alias that is later called,
+# ``run = prim.impl; run(x)``) fails ``test_impl_is_read_only_where_listed``.
+IMPL_READS = {
+    ("core.py", "eager_dispatch"):
+        "checks that the NumPy function given as 'eager' is the primitive's impl",
+    ("primitives/elementwise.py", ""):
+        "passes each ufunc-backed impl to eager_dispatch as 'eager' (checked, never called)",
+    ("primitives/reductions.py", "_bool_or_int_only"):
+        "wraps the impl into a new impl (with JAX's dtype error)",
+    ("primitives/_low_precision.py", "_wrap_unary_axes"): "wraps the impl into a new impl",
+    ("primitives/_low_precision.py", "_wrap_cumsum"): "wraps the impl into a new impl",
+    ("primitives/_low_precision.py", "_wrap_dot_general"): "wraps the impl into a new impl",
+    ("primitives/_low_precision.py", "_wrap_any"): "wraps the impl into a new impl",
+    ("primitives/_low_precision.py", ""): "keeps the wrapped impl as __wrapped__",
+    ("compiler/numpy_backend.py", "_ufunc"):
+        "a lowering: whether the impl is a ufunc (for writing into dying buffers)",
+    ("compiler/numpy_backend.py", "_lowering"):
+        "a lowering: the NumPy backend's code for a type-checked equation is its impl",
+    ("compiler/numba_backend/rules.py", "_ufunc_of"):
+        "a lowering: the ufunc whose loops the numba code runs natively",
+    ("compiler/numba_backend/rules.py", "lowering_paths"):
+        "a report: whether an equation could fall back to object mode",
+}
+
+
+def test_impl_is_read_only_where_listed():
+    reads = {(rel, scope) for rel, scan in _package_scans().items()
+             for _, scope in scan.reads if (rel, scope) != DISPATCH_POINT}
+    unlisted = sorted(reads - set(IMPL_READS))
+    assert not unlisted, ("these read a primitive's impl outside the dispatch point "
+                          "(evaluate with core.eval_primitive, or list the read in IMPL_READS "
+                          "with the reason it never runs the impl on user values):\n"
+                          + "\n".join(f"{rel} in {scope or '<module>'}"
+                                       for rel, scope in unlisted))
+    # every listed place still reads it (the list is kept exact)
+    assert sorted(set(IMPL_READS) - reads) == []
 
 
 def test_no_trace_method_is_picked_by_name():
