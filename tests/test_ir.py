@@ -239,3 +239,49 @@ def test_check_programs_setting_checks_every_staged_program(monkeypatch):
                                                   r"types \['f64\[\]'\] but its rule gives "
                                                   r"\['f64\[7\]'\]"):
         tg.make_jaxpr(run(_lying_primitive()))(X)  # the scan body, as it is built
+
+
+def _call_programs():
+    """One staged call of each primitive that carries its program as a call
+    (``call_param``): the function applied is ``sin(x) * 2``."""
+    from tangentia.custom_batching import custom_vmap
+    from tangentia.experimental.custom_dce import custom_dce
+
+    def g(x):
+        return tnp.sin(x) * 2.0
+
+    cj = tg.custom_jvp(g)
+    cj.defjvp(lambda p, t: (cj(p[0]), 2.0 * tnp.cos(p[0]) * t[0]))
+    cv = tg.custom_vjp(g)
+    cv.defvjp(lambda x: (cv(x), tnp.cos(x)), lambda r, ct: (2.0 * ct * r,))
+    cm = custom_vmap(g)
+    cm.def_vmap(lambda size, batched, x: (g(x), batched[0]))
+    cd = custom_dce(g)
+    cd.def_dce(lambda used, x: g(x))
+    return {"custom_jvp_call": cj, "custom_vjp_call": cv, "custom_vmap_call": cm,
+            "custom_dce_call": cd, "jit": tg.jit(g), "checkpoint": tg.checkpoint(g)}
+
+
+@pytest.mark.parametrize("prim", ["custom_jvp_call", "custom_vjp_call", "custom_vmap_call",
+                                  "custom_dce_call", "jit", "checkpoint"])
+def test_checker_rejects_a_wrong_type_inside_a_call(prim):
+    # custom rules' calls and jit (JAX's pjit), checkpoint: an equation of the carried
+    # program giving the wrong type is found, and named through the call
+    fun = _call_programs()[prim]
+    jaxpr = tg.make_jaxpr(fun)(X).jaxpr
+    i = _eqn_index(jaxpr, prim)
+    eqn = jaxpr.eqns[i]
+    param = eqn.prim.call_param
+    inner = eqn.params[param]
+    np.testing.assert_allclose(core.eval_jaxpr(jaxpr, [], X)[0], np.sin(X) * 2.0, rtol=1e-15)
+    k = _eqn_index(inner, "sin")
+    e = inner.eqns[k]
+    bad_out = core.Var(core.ShapedArray((3,), np.dtype(np.float64)))
+    bad = core.Jaxpr(inner.constvars, inner.invars,
+                     inner.eqns[:k] + [core.Eqn(e.prim, e.inputs, [bad_out], e.params)]
+                     + inner.eqns[k + 1:], inner.outvars)
+    assert core.typecheck_jaxpr(jaxpr)
+    with pytest.raises(core.JaxprTypeError,
+                       match=rf"equation {i} \({prim}\), its {param}: equation {k} \(sin\) has "
+                             r"output types \['f64\[3\]'\] but its rule gives \['f64\[4\]'\]"):
+        core.typecheck_jaxpr(_with_params(jaxpr, i, **{param: bad}))
