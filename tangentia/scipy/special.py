@@ -35,7 +35,7 @@ from .. import core, dtypes
 from .. import numpy as tnp
 from ..core import Tracer
 from ..custom_derivatives import custom_jvp
-from ..primitives import special as _P
+from ..primitives import special as _SP
 from ..primitives import structural as _S
 
 __all__ = ["expit", "logit", "logsumexp", "xlogy", "xlog1py", "erf", "erfc", "erfinv", "gammaln",
@@ -350,23 +350,23 @@ def xlog1py(x, y):
 def erf(x):
     """The error function, of real or complex ``x`` (complex as SciPy's, which JAX's
     rejects); holomorphic, so ``grad(..., holomorphic=True)`` gives ``erf'``."""
-    return _P.erf(_inexact("erf", "x", x, complex_ok=True))
+    return _SP.erf(_inexact("erf", "x", x, complex_ok=True))
 
 
 def erfc(x):
     """The complementary error function ``1 - erf(x)`` (accurate for large x), of real or
     complex ``x`` (complex as SciPy's, which JAX's rejects)."""
-    return _P.erfc(_inexact("erfc", "x", x, complex_ok=True))
+    return _SP.erfc(_inexact("erfc", "x", x, complex_ok=True))
 
 
 def erfinv(x):
     """The inverse of ``erf`` on (-1, 1)."""
-    return _P.erfinv(_inexact("erfinv", "x", x))
+    return _SP.erfinv(_inexact("erfinv", "x", x))
 
 
 def gammaln(x):
     """``log|Gamma(x)|``."""
-    return _P.gammaln(_inexact("gammaln", "x", x))
+    return _SP.gammaln(_inexact("gammaln", "x", x))
 
 
 def _nan_where(cond, out):
@@ -378,7 +378,7 @@ def digamma(x):
     """The logarithmic derivative of Gamma (its derivative is ``polygamma(1, x)``); NaN at
     the poles 0, -0 and the negative integers, as JAX's (SciPy's is -inf/+inf at +0/-0)."""
     x = _inexact("digamma", "x", x)
-    return _nan_where(x == 0, _P.digamma(x))
+    return _nan_where(x == 0, _SP.digamma(x))
 
 
 def polygamma(n, x):
@@ -395,17 +395,17 @@ def polygamma(n, x):
     # at a pole (0, -0, a negative integer) an even order has no sign: NaN, as JAX's
     # (SciPy's is -inf, or +-inf for n = 0); an odd order is +inf in both
     pole = (x <= 0) & (tnp.floor(x) == x)
-    return _nan_where(pole & (tnp.asarray(n) % 2 == 0), _P.polygamma(n, x))
+    return _nan_where(pole & (tnp.asarray(n) % 2 == 0), _SP.polygamma(n, x))
 
 
 def ndtr(x):
     """The standard normal CDF."""
-    return _P.ndtr(_inexact("ndtr", "x", x))
+    return _SP.ndtr(_inexact("ndtr", "x", x))
 
 
 def ndtri(p):
     """The inverse of ``ndtr`` (the standard normal quantile function)."""
-    return _P.ndtri(_inexact("ndtri", "p", p))
+    return _SP.ndtri(_inexact("ndtri", "p", p))
 
 
 def log_ndtr(x, series_order=3):
@@ -420,28 +420,28 @@ def log_ndtr(x, series_order=3):
     if not 0 <= series_order <= 30:
         raise ValueError(f"log_ndtr: argument 'series_order' must be in [0, 30], got "
                          f"{series_order}")
-    return _P.log_ndtr(_inexact("log_ndtr", "x", x))
+    return _SP.log_ndtr(_inexact("log_ndtr", "x", x))
 
 
 def gamma(x):
     """The Gamma function (``inf`` at 0 and the negative integers, as SciPy)."""
-    return _P.gamma(_inexact("gamma", "x", x))
+    return _SP.gamma(_inexact("gamma", "x", x))
 
 
 def rgamma(x):
     """``1 / gamma(x)`` (0 at the poles of gamma)."""
-    return _P.rgamma(_inexact("rgamma", "x", x))
+    return _SP.rgamma(_inexact("rgamma", "x", x))
 
 
 def gammasgn(x):
     """The sign of ``gamma(x)`` (derivative 0)."""
-    return _P.gammasgn(_inexact("gammasgn", "x", x))
+    return _SP.gammasgn(_inexact("gammasgn", "x", x))
 
 
 def loggamma(x):
     """``log(gamma(x))`` for real ``x``: ``gammaln`` for ``x >= 0``, NaN for ``x < 0`` (SciPy)."""
     x = _inexact("loggamma", "x", x)
-    return tnp.where(tnp.less(x, 0), np.nan, _P.gammaln(x))
+    return tnp.where(tnp.less(x, 0), np.nan, _SP.gammaln(x))
 
 
 psi = digamma
@@ -460,12 +460,12 @@ def _promote_all(fname, names, args):
 
 def beta(a, b):
     """The Beta function ``gamma(a) gamma(b) / gamma(a + b)``."""
-    return _P.beta(*_promote_all("beta", ("a", "b"), (a, b)))
+    return _SP.beta(*_promote_all("beta", ("a", "b"), (a, b)))
 
 
 def betaln(a, b):
     """``log|beta(a, b)|``, accurate for large arguments."""
-    return _P.betaln(*_promote_all("betaln", ("a", "b"), (a, b)))
+    return _SP.betaln(*_promote_all("betaln", ("a", "b"), (a, b)))
 
 
 def gammainc(a, x):
@@ -474,12 +474,12 @@ def gammainc(a, x):
     Differentiable with respect to ``x`` and to the shape ``a`` (first order in
     ``a``: by differentiating its series or continued fraction).
     """
-    return _P.gammainc(*_promote_all("gammainc", ("a", "x"), (a, x)))
+    return _SP.gammainc(*_promote_all("gammainc", ("a", "x"), (a, x)))
 
 
 def gammaincc(a, x):
     """The regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``."""
-    return _P.gammaincc(*_promote_all("gammaincc", ("a", "x"), (a, x)))
+    return _SP.gammaincc(*_promote_all("gammaincc", ("a", "x"), (a, x)))
 
 
 def betainc(a, b, x):
@@ -488,7 +488,7 @@ def betainc(a, b, x):
     Differentiable with respect to ``x``; derivatives with respect to ``a`` and
     ``b`` raise ``NotImplementedError`` (as in JAX).
     """
-    return _P.betainc(*_promote_all("betainc", ("a", "b", "x"), (a, b, x)))
+    return _SP.betainc(*_promote_all("betainc", ("a", "b", "x"), (a, b, x)))
 
 
 def _entr_fun(x):
@@ -620,15 +620,15 @@ def _unary(name, prim_fn, doc):
     return fn
 
 
-erfcinv = _unary("erfcinv", _P.erfcinv, "The inverse of ``erfc``: ``erfcinv(erfc(x)) == x``.")
-i0 = _unary("i0", _P.i0, "The modified Bessel function of the first kind of order 0.")
-i0e = _unary("i0e", _P.i0e, "Exponentially scaled ``i0``: ``i0(x) * exp(-|x|)``.")
-i1 = _unary("i1", _P.i1, "The modified Bessel function of the first kind of order 1.")
-i1e = _unary("i1e", _P.i1e, "Exponentially scaled ``i1``: ``i1(x) * exp(-|x|)``.")
-j0 = _unary("j0", _P.j0, "The Bessel function of the first kind of order 0.")
-j1 = _unary("j1", _P.j1, "The Bessel function of the first kind of order 1.")
-y0 = _unary("y0", _P.y0, "The Bessel function of the second kind of order 0.")
-y1 = _unary("y1", _P.y1, "The Bessel function of the second kind of order 1.")
+erfcinv = _unary("erfcinv", _SP.erfcinv, "The inverse of ``erfc``: ``erfcinv(erfc(x)) == x``.")
+i0 = _unary("i0", _SP.i0, "The modified Bessel function of the first kind of order 0.")
+i0e = _unary("i0e", _SP.i0e, "Exponentially scaled ``i0``: ``i0(x) * exp(-|x|)``.")
+i1 = _unary("i1", _SP.i1, "The modified Bessel function of the first kind of order 1.")
+i1e = _unary("i1e", _SP.i1e, "Exponentially scaled ``i1``: ``i1(x) * exp(-|x|)``.")
+j0 = _unary("j0", _SP.j0, "The Bessel function of the first kind of order 0.")
+j1 = _unary("j1", _SP.j1, "The Bessel function of the first kind of order 1.")
+y0 = _unary("y0", _SP.y0, "The Bessel function of the second kind of order 0.")
+y1 = _unary("y1", _SP.y1, "The Bessel function of the second kind of order 1.")
 
 
 def _binary(name, prim_fn, names, doc):
@@ -639,16 +639,16 @@ def _binary(name, prim_fn, names, doc):
     return fn
 
 
-iv = _binary("iv", _P.iv, ("v", "z"), "The modified Bessel function of the first kind of real "
+iv = _binary("iv", _SP.iv, ("v", "z"), "The modified Bessel function of the first kind of real "
              "order ``v``; differentiable in ``z`` (not in ``v``).")
-ive = _binary("ive", _P.ive, ("v", "z"), "Exponentially scaled ``iv``: ``iv(v, z) * exp(-|z|)``.")
-jv = _binary("jv", _P.jv, ("v", "z"), "The Bessel function of the first kind of real order "
+ive = _binary("ive", _SP.ive, ("v", "z"), "Exponentially scaled ``iv``: ``iv(v, z) * exp(-|z|)``.")
+jv = _binary("jv", _SP.jv, ("v", "z"), "The Bessel function of the first kind of real order "
              "``v``; differentiable in ``z`` (not in ``v``).")
-yv = _binary("yv", _P.yv, ("v", "z"), "The Bessel function of the second kind of real order "
+yv = _binary("yv", _SP.yv, ("v", "z"), "The Bessel function of the second kind of real order "
              "``v``; differentiable in ``z`` (not in ``v``).")
-jn = _binary("jn", _P.jv, ("n", "x"), "The Bessel function of the first kind of integer order "
+jn = _binary("jn", _SP.jv, ("n", "x"), "The Bessel function of the first kind of integer order "
              "``n`` (SciPy's ``jn`` is ``jv``).")
-yn = _binary("yn", _P.yv, ("n", "x"), "The Bessel function of the second kind of integer order "
+yn = _binary("yn", _SP.yv, ("n", "x"), "The Bessel function of the second kind of integer order "
              "``n``.")
 
 
@@ -658,46 +658,46 @@ def zeta(x, q=None):
     Differentiable in ``q``: ``d/dq zeta(x, q) = -x zeta(x + 1, q)``; the
     derivative in ``x`` raises ``NotImplementedError`` (as in JAX).
     """
-    return _P.zeta(*_promote_all("zeta", ("x", "q"), (x, 1.0 if q is None else q)))
+    return _SP.zeta(*_promote_all("zeta", ("x", "q"), (x, 1.0 if q is None else q)))
 
 
-erfcx = _unary("erfcx", _P.erfcx, "The scaled complementary error function ``exp(x**2) erfc(x)``.")
-exp1 = _unary("exp1", _P.exp1, "The exponential integral ``E1(x) = int_1^inf exp(-x t) / t dt``.")
-expi = _unary("expi", _P.expi, "The exponential integral ``Ei(x)``.")
-spence = _unary("spence", _P.spence, "Spence's function ``int_1^z log(t) / (1 - t) dt`` "
+erfcx = _unary("erfcx", _SP.erfcx, "The scaled complementary error function ``exp(x**2) erfc(x)``.")
+exp1 = _unary("exp1", _SP.exp1, "The exponential integral ``E1(x) = int_1^inf exp(-x t) / t dt``.")
+expi = _unary("expi", _SP.expi, "The exponential integral ``Ei(x)``.")
+spence = _unary("spence", _SP.spence, "Spence's function ``int_1^z log(t) / (1 - t) dt`` "
                 "(SciPy's convention).")
-dawsn = _unary("dawsn", _P.dawsn, "Dawson's integral ``exp(-x**2) int_0^x exp(t**2) dt``.")
-expn = _binary("expn", _P.expn, ("n", "x"), "The generalized exponential integral ``E_n(x)``; "
+dawsn = _unary("dawsn", _SP.dawsn, "Dawson's integral ``exp(-x**2) int_0^x exp(t**2) dt``.")
+expn = _binary("expn", _SP.expn, ("n", "x"), "The generalized exponential integral ``E_n(x)``; "
                "differentiable in ``x``.")
-poch = _binary("poch", _P.poch, ("z", "m"), "The Pochhammer symbol ``gamma(z + m) / gamma(z)``.")
-kl_div = _binary("kl_div", _P.kl_div, ("p", "q"), "Elementwise ``p log(p / q) - p + q`` "
+poch = _binary("poch", _SP.poch, ("z", "m"), "The Pochhammer symbol ``gamma(z + m) / gamma(z)``.")
+kl_div = _binary("kl_div", _SP.kl_div, ("p", "q"), "Elementwise ``p log(p / q) - p + q`` "
                  "(``inf`` outside the domain, as SciPy).")
-rel_entr = _binary("rel_entr", _P.rel_entr, ("p", "q"), "Elementwise relative entropy "
+rel_entr = _binary("rel_entr", _SP.rel_entr, ("p", "q"), "Elementwise relative entropy "
                    "``p log(p / q)`` (``inf`` outside the domain, as SciPy).")
-owens_t = _binary("owens_t", _P.owens_t, ("h", "a"), "Owen's T function.")
+owens_t = _binary("owens_t", _SP.owens_t, ("h", "a"), "Owen's T function.")
 
 
 def hyp1f1(a, b, x):
     """The confluent hypergeometric function ``1F1(a; b; x)``; differentiable in ``x``
     (the derivative in ``a`` and ``b`` raises ``NotImplementedError``)."""
-    return _P.hyp1f1(*_promote_all("hyp1f1", ("a", "b", "x"), (a, b, x)))
+    return _SP.hyp1f1(*_promote_all("hyp1f1", ("a", "b", "x"), (a, b, x)))
 
 
 def hyp2f1(a, b, c, x):
     """The Gauss hypergeometric function ``2F1(a, b; c; x)``; differentiable in ``x``."""
-    return _P.hyp2f1(*_promote_all("hyp2f1", ("a", "b", "c", "x"), (a, b, c, x)))
+    return _SP.hyp2f1(*_promote_all("hyp2f1", ("a", "b", "c", "x"), (a, b, c, x)))
 
 
 def fresnel(x):
     """The Fresnel integrals ``(S(x), C(x))``."""
     x = _inexact("fresnel", "x", x)
-    return _P.fresnel_s(x), _P.fresnel_c(x)
+    return _SP.fresnel_s(x), _SP.fresnel_c(x)
 
 
 def sici(x):
     """The sine and cosine integrals ``(Si(x), Ci(x))``."""
     x = _inexact("sici", "x", x)
-    return _P.sici_si(x), _P.sici_ci(x)
+    return _SP.sici_si(x), _SP.sici_ci(x)
 
 
 def wofz(z):
@@ -708,7 +708,7 @@ def wofz(z):
         raise TypeError(f"wofz: argument 'z' must be a numeric array, got dtype {dt}")
     if dt.kind != "c":
         z = tnp.astype(z, np.complex64 if dt == np.float32 else np.complex128)
-    return _P.wofz(z)
+    return _SP.wofz(z)
 
 
 def factorial(n, exact=False):
@@ -718,7 +718,7 @@ def factorial(n, exact=False):
         raise ValueError("factorial with exact=True is not supported. "
                          "(tangentia.scipy.special.factorial: argument 'exact' must be False)")
     n = _inexact("factorial", "n", n)
-    return tnp.where(tnp.less(n, 0), 0.0, _P.gamma(tnp.where(tnp.less(n, 0), 0.0, n) + 1.0))
+    return tnp.where(tnp.less(n, 0), 0.0, _SP.gamma(tnp.where(tnp.less(n, 0), 0.0, n) + 1.0))
 
 
 def comb(N, k, *, exact=False, repetition=False):
@@ -733,7 +733,7 @@ def comb(N, k, *, exact=False, repetition=False):
     ok = tnp.logical_and(tnp.logical_and(tnp.greater_equal(k, 0), tnp.greater_equal(N, k)),
                          tnp.greater_equal(N, 0))
     kk, nn = tnp.where(ok, k, 0.0), tnp.where(ok, N, 0.0)
-    val = tnp.exp(_P.gammaln(nn + 1.0) - _P.gammaln(kk + 1.0) - _P.gammaln(nn - kk + 1.0))
+    val = tnp.exp(_SP.gammaln(nn + 1.0) - _SP.gammaln(kk + 1.0) - _SP.gammaln(nn - kk + 1.0))
     return tnp.where(ok, val, 0.0)
 
 
@@ -772,7 +772,7 @@ def bessel_jn(z, *, v, n_iter=50):
     if isinstance(v, Tracer) or not isinstance(v, (int, np.integer)) or v < 0:
         raise TypeError(f"bessel_jn: argument 'v' must be a static non-negative integer, got {v!r}")
     z = _inexact("bessel_jn", "z", z)
-    return tnp.stack([_P.jv(np.asarray(float(k), _dtype_of(z)), z) for k in range(int(v) + 1)])
+    return tnp.stack([_SP.jv(np.asarray(float(k), _dtype_of(z)), z) for k in range(int(v) + 1)])
 
 
 def sph_harm_y(n, m, theta, phi, diff_n=None, n_max=None):
@@ -787,4 +787,4 @@ def sph_harm_y(n, m, theta, phi, diff_n=None, n_max=None):
             raise TypeError(f"sph_harm_y: argument '{name}' must hold integers, got dtype "
                             f"{_dtype_of(a)}")
     theta, phi = _promote_all("sph_harm_y", ("theta", "phi"), (theta, phi))
-    return _P.sph_harm_y(tnp.astype(n, np.int64), tnp.astype(m, np.int64), theta, phi)
+    return _SP.sph_harm_y(tnp.astype(n, np.int64), tnp.astype(m, np.int64), theta, phi)
