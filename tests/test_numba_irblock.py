@@ -284,3 +284,34 @@ def test_switch_and_fallback_for_ops_without_rules(monkeypatch):
     assert "_blk" not in native._generate(j)[0]
     monkeypatch.delenv("TANGENTIA_NUMBA_IRBLOCK")
     differential("cbrt", f, ["y"], x, rtol=1e-12)
+
+
+def test_blocks_read_arrays_in_memory():
+    """Arrays of more than ``SMALL`` elements (matrices in memory) read by a block's
+    contractions, reductions and static indexing: passed whole and read element by
+    element in the block (a dense layer inside a loop body was 64 statements per
+    product), bit for bit the statements' results; float32, integers and booleans too,
+    and a matrix indexed out of a stacked array in a loop."""
+    def f(W, V, K, P, c, xs):
+        out = [W @ c, c @ W, tnp.sum(W, axis=1), W[2] * c, W[1, 3] + c, tnp.max(W, axis=0),
+               (V @ c[:4].astype(np.float32)) * 2.0, tnp.sum(V, axis=0) + V[0, :4],
+               K @ (K[0] - 2), tnp.min(K, axis=1), tnp.any(P, axis=0), tnp.all(P, axis=1) ^ P[3]]
+        def body(h, x):
+            h = tnp.tanh(x @ h + W[0]) - 0.5 * (W @ h)
+            return h, tnp.sum(x, axis=0) * h
+        h, ys = lax.scan(body, c, xs)
+        return out + [h, ys]
+    rng = np.random.default_rng(0)
+    W = rng.standard_normal((5, 5))
+    V = rng.standard_normal((6, 4)).astype(np.float32)
+    K = rng.integers(-50, 50, (5, 5)).astype(np.int32)
+    P = rng.random((5, 5)) < 0.3
+    c = np.linspace(-1.0, 1.0, 5)
+    xs = rng.standard_normal((4, 5, 5)) / 3.0
+    names = ["matvec", "vecmat", "rowsum", "row", "element", "colmax", "f32 matvec", "f32 sums",
+             "int matvec", "int rowmin", "any", "all", "scan carry", "scan ys"]
+    differential("arrays", f, names, W, V, K, P, c, xs, rtol=1e-10)
+    source = _compiled("arrays", None, None, True)[1]
+    program = source.split("def program")[1]
+    assert "), (x" in program                   # arrays passed to blocks
+    assert not [ln for ln in program.splitlines() if "* x" in ln or "x0[" in ln]  # not read by statements

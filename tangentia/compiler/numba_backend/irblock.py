@@ -46,13 +46,14 @@ from llvmlite import ir
 from numba.core import cgutils, types as nbt
 from numba.core.extending import intrinsic
 from numba.core.typing import signature
+from numba.np.numpy_support import as_dtype
 
 from ...core import Literal
 from ...interpreters import ad, base_ops as B
 from ...primitives import contraction as C, elementwise as E, indexing as X, reductions as R
 from ...primitives import misc as M, remat, structural as S
 from . import vecmath, vecmath_trig
-from .codegen import SV, _bidx, _is_float0, _lit, _nbtype, _ravel, _size, _typed
+from .codegen import AV, SV, _bidx, _is_float0, _lit, _nbtype, _ravel, _size, _typed
 from .rules import (_dot_dims, _index_plan, _loop_dtypes, concatenate_source, dot_indices,
                     transpose_source)
 
@@ -66,6 +67,7 @@ __all__ = ["RULES", "MIN_OPS", "lower_run"]
 SPLIT_NODES = 16000
 FUNCTION_NODES = 1000
 MIN_OPS = 4        # a run with fewer scalar operations is emitted as Python statements
+ARRAY_MAX = 1024   # arrays of at most this many elements are read by a block element by element
 _CHUNK = 16        # elements per inner tuple of a block's inputs (CPython builds longer
                    # tuple displays from a list, which numba types only when homogeneous)
 _KINDS = "biuf"
@@ -91,6 +93,7 @@ class _Block:
         self.nodes = []
         self.memo = {}
         self.inputs = []        # (Var, element index, dtype) per input node
+        self.arrays = set()     # the Vars read from arrays in memory (``AV``), element by element
         self.ops = 0            # operations (not inputs, constants or casts)
 
     def _add(self, key, node):
@@ -380,12 +383,24 @@ RULES.update({
 # Runs
 
 
-def _eligible(g, eqn):
+def _eligible(g, eqn, env=None, vals=()):
+    """Whether ``eqn`` can join a block: a rule, no effects, every value scalarized --
+    but an input that is an array in memory (``AV``, at most ``ARRAY_MAX`` elements, not
+    computed in the block) is read by the block element by element (given ``env``): a
+    contraction, reduction or static index of it with a scalarized result."""
     if eqn.prim not in RULES or eqn.prim.has_effects or not eqn.outputs:
         return False
-    for a in list(eqn.inputs) + list(eqn.outputs):
+    for a in eqn.outputs:
         aval = a.aval
         if aval.dtype.kind not in _KINDS or _is_float0(aval.dtype) or not g.is_small(aval.shape):
+            return False
+    for a in eqn.inputs:
+        aval = a.aval
+        if aval.dtype.kind not in _KINDS or _is_float0(aval.dtype):
+            return False
+        if not g.is_small(aval.shape) and (
+                env is None or type(a) is Literal or a in vals or type(env.get(a)) is not AV
+                or _size(aval.shape) > ARRAY_MAX):
             return False
     return True
 
@@ -398,7 +413,7 @@ def lower_run(g, eqns, k, env, consumers):
     bb = _Block()
     vals = {}
     j = k
-    while j < len(eqns) and _eligible(g, eqns[j]):
+    while j < len(eqns) and _eligible(g, eqns[j], env, vals):
         eqn = eqns[j]
         ins = []
         for a in eqn.inputs:
@@ -409,6 +424,8 @@ def lower_run(g, eqns, k, env, consumers):
                 ins.append(vals[a])
             else:
                 aval = a.aval
+                if not g.is_small(aval.shape):
+                    bb.arrays.add(a)
                 ins.append(_Val(aval.shape, aval.dtype,
                                 [bb.input(a, i, aval.dtype) for i in range(_size(aval.shape))]))
         outs = RULES[eqn.prim](bb, g, eqn, ins)
@@ -418,7 +435,7 @@ def lower_run(g, eqns, k, env, consumers):
             vals[v] = o
         j += 1
     if j == k:
-        if k < len(eqns) and _eligible(g, eqns[k]):     # (a rule declined it)
+        if k < len(eqns) and _eligible(g, eqns[k]):     # (a rule declined it; scalarized)
             g.lower_one(eqns[k], env, consumers, {})
             return k + 1
         return k
@@ -436,9 +453,18 @@ def lower_run(g, eqns, k, env, consumers):
 
 def _emit(g, bb, results, env):
     # the scalar expressions of the inputs (named: each is read once, by the call),
-    # each passed once (``in_map``: input node -> argument)
+    # each passed once (``in_map``: input node -> argument, or (array, element) for an
+    # element of an array passed whole: ``bb.arrays``)
     srcs, args, where, in_map = {}, [], {}, []
+    arrays, arr_pos = [], {}
     for var, k, dtype in bb.inputs:
+        if var in bb.arrays:
+            a = arr_pos.get(var)
+            if a is None:
+                a = arr_pos[var] = len(arrays)
+                arrays.append(env[var])
+            in_map.append((a, k))
+            continue
         sv = srcs.get(var)
         if sv is None:
             sv = srcs[var] = g.named(g.small(env[var]))
@@ -456,7 +482,12 @@ def _emit(g, bb, results, env):
         for i in val.ids:
             op, dt, _, param = bb.nodes[i]
             if op == "in":
-                elems.append(args[in_map[param]])
+                m = in_map[param]
+                if type(m) is tuple:
+                    av = arrays[m[0]]
+                    elems.append(g.scalar(g.elem(av, np.unravel_index(m[1], av.shape))))
+                else:
+                    elems.append(args[m])
             elif op == "const":
                 elems.append(_lit(param, dt))
             else:
@@ -471,14 +502,20 @@ def _emit(g, bb, results, env):
         return
     in_dts = [None] * len(args)
     for (_, _, dt), pos in zip(bb.inputs, in_map):
-        in_dts[pos] = dt
+        if type(pos) is int:
+            in_dts[pos] = dt
+    arr_specs = [(av.dtype, av.shape) for av in arrays]
     text = (" ".join(dt.str for dt in in_dts) + "\n" + " ".join(map(str, in_map)) + "\n"
             + bb.text(out_ids))
+    if arrays:
+        text = " ".join(f"{dt.str}{list(shape)}" for dt, shape in arr_specs) + "\n" + text
     digest = hashlib.sha256(text.encode()).hexdigest()[:24]
-    fn = _intrinsic(digest, bb.nodes, in_dts, in_map, out_ids)
+    fn = _intrinsic(digest, bb.nodes, in_dts, in_map, out_ids, arr_specs)
     name = g.glob(fn, "_blk")
     g.notes.append(f"# {name}: irblock {digest} ({len(bb.nodes)} nodes)")
-    g.emit(f"({''.join(n + ', ' for n in names)}) = {name}({_nest(args)})")
+    call_args = _nest(args) + (", (" + "".join(av.name + ", " for av in arrays) + ")"
+                               if arrays else "")
+    g.emit(f"({''.join(n + ', ' for n in names)}) = {name}({call_args})")
 
 
 def _nest(items):
@@ -499,13 +536,14 @@ _MEMO_MAX = 4096
 _LOCK = threading.Lock()
 
 
-def _intrinsic(digest, nodes, in_dts, in_map, out_ids):
+def _intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=()):
     with _LOCK:
         fn = _INTRINSICS.get(digest)
         if fn is None:
             if len(_INTRINSICS) >= _MEMO_MAX:   # (compiled programs keep theirs)
                 _INTRINSICS.clear()
-            fn = _INTRINSICS[digest] = _make_intrinsic(digest, nodes, in_dts, in_map, out_ids)
+            fn = _INTRINSICS[digest] = _make_intrinsic(digest, nodes, in_dts, in_map, out_ids,
+                                                       arr_specs)
     return fn
 
 
@@ -527,25 +565,73 @@ def _flat_values(builder, val, ty):
     return [val]
 
 
-def _make_intrinsic(digest, nodes, in_dts, in_map, out_ids):
+def _make_intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=()):
     in_types = [_nbtype(dt) for dt in in_dts]
     n_in = len(in_types)
     ret = nbt.Tuple([_nbtype(nodes[i][1]) for i in out_ids])
 
-    def typer(typingctx, args):
+    def check(args):
         flat = _flat_types(args)
-        if len(flat) != n_in or not all(isinstance(t, (nbt.Number, nbt.Boolean)) for t in flat):
-            return None
+        return len(flat) == n_in and all(isinstance(t, (nbt.Number, nbt.Boolean)) for t in flat)
 
-        def codegen(context, builder, sig, llargs):
-            vals = _flat_values(builder, llargs[0], sig.args[0])
-            vals = [context.cast(builder, v, t, want)
-                    for v, t, want in zip(vals, _flat_types(sig.args[0]), in_types)]
-            res = _emit_ir(context, builder, nodes, [vals[p] for p in in_map], out_ids, digest)
-            return context.make_tuple(builder, sig.return_type, res)
-        return signature(ret, args), codegen
+    def lower(context, builder, sig, llargs):
+        vals = _flat_values(builder, llargs[0], sig.args[0])
+        vals = [context.cast(builder, v, t, want)
+                for v, t, want in zip(vals, _flat_types(sig.args[0]), in_types)]
+        if arr_specs:
+            arrs = [(aty, context.make_array(aty)(context, builder,
+                                                 builder.extract_value(llargs[1], a)))
+                    for a, aty in enumerate(sig.args[1].types)]
+            ins = _Inputs(context, builder, vals, in_map, arrs, [s for _, s in arr_specs])
+        else:
+            ins = [vals[p] for p in in_map]
+        res = _emit_ir(context, builder, nodes, ins, out_ids, digest)
+        return context.make_tuple(builder, sig.return_type, res)
+
+    if not arr_specs:
+        def typer(typingctx, args):
+            if not check(args):
+                return None
+            return signature(ret, args), lower
+    else:
+        def typer(typingctx, args, arrays):   # type: ignore[misc]
+            if not check(args) or not isinstance(arrays, nbt.BaseTuple) \
+                    or len(arrays) != len(arr_specs) or not all(
+                        isinstance(t, nbt.Array) and t.ndim == len(shape)
+                        and as_dtype(t.dtype) == dt
+                        for t, (dt, shape) in zip(arrays.types, arr_specs)):
+                return None
+            return signature(ret, args, arrays), lower
     typer.__name__ = f"irblock_{digest}"
     return intrinsic(typer)
+
+
+class _Inputs:
+    """The values of a block's input nodes, by position: a scalar argument, or an
+    element of an array argument, loaded when first asked for (only the elements
+    the outputs need are read)."""
+
+    def __init__(self, context, builder, vals, in_map, arrs, shapes):
+        self.context, self.builder, self.vals, self.in_map = context, builder, vals, in_map
+        self.arrs, self.shapes = arrs, shapes
+
+    def __getitem__(self, p):
+        m = self.in_map[p]
+        if type(m) is int:
+            return self.vals[m]
+        a, k = m
+        aty, ary = self.arrs[a]
+        builder = self.builder
+        i64 = ir.IntType(64)
+        if aty.layout == "C":
+            ptr = builder.gep(ary.data, [ir.Constant(i64, k)])
+        else:
+            idx = [ir.Constant(i64, int(i)) for i in np.unravel_index(k, self.shapes[a])]
+            ptr = cgutils.get_item_pointer2(self.context, builder, ary.data,
+                                            cgutils.unpack_tuple(builder, ary.shape),
+                                            cgutils.unpack_tuple(builder, ary.strides),
+                                            aty.layout, idx)
+        return self.context.unpack_value(builder, aty.dtype, ptr)
 
 
 _LLTYPES = {}
