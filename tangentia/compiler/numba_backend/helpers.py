@@ -150,82 +150,346 @@ def _cdiv64(a, b):
     return np.complex64(complex((ar * rat + ai) * scl, (ai * rat - ar) * scl))
 
 
-# NumPy's complex exp, sin, cos, sinh, cosh and tanh where a part of the argument is
-# zero (C99's Annex G, as NumPy's loops): numba's cmath multiplies an overflowed or NaN
-# factor by the zero part's sine (exp(710+0j) was inf+nanj, sin(1000j) nan+infj, and in
-# complex64 already exp(89+0j)), where the result's part is a signed zero (inf+0j).
-# Elsewhere cmath's value is returned unchanged.  The ``64`` variants keep complex64.
+# Complex exp, log, sqrt and the trigonometric and hyperbolic functions and their inverses:
+# NumPy's values, bit for bit.  On Linux x86-64 NumPy's loops call glibc's libm (cexp,
+# clog, ..., cexpf, ...), and so does compiled code (``_libm_complex``: the function's address
+# registered with LLVM's linker, so cached machine code finds it in any process).  numba's
+# cmath differed where C99's Annex G defines special values and where a product overflows
+# before its last factor: exp(710+1j) was inf+infj (NumPy, glibc: 1.2e308+infj), exp(710+0j)
+# inf+nanj (inf+0j), sin(1000j) nan+infj (0+infj), tan(inf+0j) nan+nanj (nan+0j),
+# arctan(nanj) 1.57+nanj (nan+nanj), and complex64 exp(89+1j) inf+infj.  Elsewhere (no
+# glibc, another ABI) the ``_fb`` functions below: cmath, with NumPy's values where a part
+# of the argument is zero or past e^709.
+
+
+def _glibc_libm():
+    """glibc's libm, whose complex functions compiled code can call with x86-64's calling
+    convention (complex128 in two SSE registers, complex64 packed in one); None elsewhere."""
+    import platform
+    if sys.platform != "linux" or platform.machine() != "x86_64":
+        return None
+    try:
+        ctypes.CDLL(None).gnu_get_libc_version   # (glibc, not musl)
+        return ctypes.CDLL("libm.so.6")
+    except (OSError, AttributeError):
+        return None
+
+
+_LIBM = _glibc_libm()
+_COMPLEX_FNS = ("exp", "log", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+                "cosh", "tanh", "asinh", "acosh", "atanh")
+
+
+def _libm_complex(name, nargs=1):
+    """An intrinsic computing libm's ``c<name>`` (complex128) or ``c<name>f`` (complex64) of
+    ``nargs`` arguments of one complex type."""
+    def typer(typingctx, *zs):
+        if zs[0] not in (types.complex128, types.complex64) or any(z != zs[0] for z in zs):
+            return None
+
+        def codegen(context, builder, sig, args):
+            parts = [(builder.extract_value(z, 0), builder.extract_value(z, 1)) for z in args]
+            if sig.args[0] == types.complex128:
+                d = ir.DoubleType()
+                fnty = ir.FunctionType(ir.LiteralStructType([d, d]), [d, d] * nargs)
+                fn = _declare(builder, f"tangentia_c{name}", fnty)
+                return builder.call(fn, [v for p in parts for v in p])
+            vec = ir.VectorType(ir.FloatType(), 2)
+            fn = _declare(builder, f"tangentia_c{name}f", ir.FunctionType(vec, [vec] * nargs))
+            i0, i1 = ir.Constant(ir.IntType(32), 0), ir.Constant(ir.IntType(32), 1)
+            packed = [builder.insert_element(builder.insert_element(ir.Constant(vec, ir.Undefined), re, i0),
+                                             im, i1) for re, im in parts]
+            r = builder.call(fn, packed)
+            out = ir.Constant(context.get_value_type(sig.return_type), ir.Undefined)
+            out = builder.insert_value(out, builder.extract_element(r, i0), 0)
+            return builder.insert_value(out, builder.extract_element(r, i1), 1)
+        return zs[0](*zs), codegen
+    if nargs == 1:
+        return intrinsic(lambda typingctx, z: typer(typingctx, z))
+    return intrinsic(lambda typingctx, a, b: typer(typingctx, a, b))
+
+
+def _declare(builder, name, fnty):
+    mod = builder.module
+    try:
+        return mod.get_global(name)
+    except KeyError:
+        fn = ir.Function(mod, fnty, name)
+        fn.attributes.add("nounwind")
+        return fn
+
+
+_EXP_STEP = 709.0                  # e^709 is finite; a part above it is scaled
+
 
 @numba.njit(cache=True, error_model="numpy")
-def _cexp(z):
-    return complex(math.exp(z.real), z.imag) if z.imag == 0 else cmath.exp(z)
+def _exp_scaled(ax, c, s, half):
+    """``(h e^ax c, h e^ax s)`` (``h`` 1 or 1/2 as ``half``) for finite ``ax > 709``, where
+    e^ax overflows and the products may not: e^ax = e^709 e^709 e^(ax - 1418), the factors
+    applied to ``c`` and ``s`` one at a time (above 3 * 709 every nonzero product overflows)."""
+    et = math.exp(_EXP_STEP)
+    first = et * 0.5 if half else et
+    c, s, r = c * first, s * first, ax - _EXP_STEP
+    if r > _EXP_STEP:
+        c, s, r = c * et, s * et, r - _EXP_STEP
+    if r > _EXP_STEP:
+        big = 1.7976931348623157e308
+        return c * big, s * big
+    e = math.exp(r)
+    return e * c, e * s
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _csinh(z):
-    return complex(math.sinh(z.real), z.imag) if z.imag == 0 else cmath.sinh(z)
+def _big(x, y):
+    """Whether ``x`` (the part whose exponential is taken) is finite and past e^709, and
+    ``y`` (the part whose sine and cosine are) finite."""
+    return abs(x) > _EXP_STEP and math.isfinite(x) and math.isfinite(y)
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _ccosh(z):
-    if z.imag == 0:
-        return complex(math.cosh(z.real), z.imag * math.copysign(1.0, z.real))
+def _fb_exp(z):
+    x, y = z.real, z.imag
+    if y == 0:
+        return complex(math.exp(x), y)
+    if x > 0 and _big(x, y):
+        re, im = _exp_scaled(x, math.cos(y), math.sin(y), False)
+        return complex(re, im)
+    return cmath.exp(z)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _fb_sinh(z):
+    x, y = z.real, z.imag
+    if y == 0:
+        return complex(math.sinh(x), y)
+    if _big(x, y):      # sinh(x + iy) = sinh x cos y + i cosh x sin y
+        re, im = _exp_scaled(abs(x), math.copysign(1.0, x) * math.cos(y), math.sin(y), True)
+        return complex(re, im)
+    return cmath.sinh(z)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _fb_cosh(z):
+    x, y = z.real, z.imag
+    if y == 0:
+        return complex(math.cosh(x), y * math.copysign(1.0, x))
+    if _big(x, y):      # cosh(x + iy) = cosh x cos y + i sinh x sin y
+        re, im = _exp_scaled(abs(x), math.cos(y), math.copysign(1.0, x) * math.sin(y), True)
+        return complex(re, im)
     return cmath.cosh(z)
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _ctanh(z):
+def _fb_tanh(z):
     return complex(math.tanh(z.real), z.imag) if z.imag == 0 else cmath.tanh(z)
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _csin(z):
+def _fb_sin(z):
     x, y = z.real, z.imag
     if x == 0:     # sin(iy) = i sinh(y)
         return complex(x, math.sinh(y))
     if y == 0:
         return complex(math.sin(x), y * math.copysign(1.0, math.cos(x)))
+    if _big(y, x):      # sin(x + iy) = sin x cosh y + i cos x sinh y
+        re, im = _exp_scaled(abs(y), math.sin(x), math.copysign(1.0, y) * math.cos(x), True)
+        return complex(re, im)
     return cmath.sin(z)
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _ccos(z):
+def _fb_cos(z):
     x, y = z.real, z.imag
     if x == 0:     # cos(iy) = cosh(y)
         return complex(math.cosh(y), x * math.copysign(1.0, -y))
     if y == 0:
         return complex(math.cos(x), -y * math.copysign(1.0, math.sin(x)))
+    if _big(y, x):      # cos(x + iy) = cos x cosh y - i sin x sinh y
+        re, im = _exp_scaled(abs(y), math.cos(x), -math.copysign(1.0, y) * math.sin(x), True)
+        return complex(re, im)
     return cmath.cos(z)
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _cexp64(z):
-    return np.complex64(_cexp(complex(z))) if z.imag == 0 else cmath.exp(z)
+def _fb_exp64(z):
+    return np.complex64(_fb_exp(complex(z))) if z.imag == 0 or z.real > 88 else cmath.exp(z)
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _csinh64(z):
-    return np.complex64(_csinh(complex(z))) if z.imag == 0 else cmath.sinh(z)
+def _fb_sinh64(z):
+    return np.complex64(_fb_sinh(complex(z))) if z.imag == 0 or abs(z.real) > 88 else cmath.sinh(z)
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _ccosh64(z):
-    return np.complex64(_ccosh(complex(z))) if z.imag == 0 else cmath.cosh(z)
+def _fb_cosh64(z):
+    return np.complex64(_fb_cosh(complex(z))) if z.imag == 0 or abs(z.real) > 88 else cmath.cosh(z)
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _ctanh64(z):
-    return np.complex64(_ctanh(complex(z))) if z.imag == 0 else cmath.tanh(z)
+def _fb_tanh64(z):
+    return np.complex64(_fb_tanh(complex(z))) if z.imag == 0 else cmath.tanh(z)
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _csin64(z):
-    return np.complex64(_csin(complex(z))) if z.imag == 0 or z.real == 0 else cmath.sin(z)
+def _fb_sin64(z):
+    return (np.complex64(_fb_sin(complex(z))) if z.imag == 0 or z.real == 0 or abs(z.imag) > 88
+            else cmath.sin(z))
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _ccos64(z):
-    return np.complex64(_ccos(complex(z))) if z.imag == 0 or z.real == 0 else cmath.cos(z)
+def _fb_cos64(z):
+    return (np.complex64(_fb_cos(complex(z))) if z.imag == 0 or z.real == 0 or abs(z.imag) > 88
+            else cmath.cos(z))
+
+
+def _complex_helpers():
+    """``{"_c<fn>": f, "_c<fn>64": f}`` for each of ``_COMPLEX_FNS``: libm's, or the fallbacks
+    (``cmath``'s where none above)."""
+    out = {}
+    for fn in _COMPLEX_FNS:
+        if _LIBM is not None:
+            try:
+                for sym in (f"c{fn}", f"c{fn}f"):
+                    _llvm.add_symbol(f"tangentia_{sym}", ctypes.cast(getattr(_LIBM, sym), ctypes.c_void_p).value)
+                out[f"_c{fn}"] = out[f"_c{fn}64"] = _libm_complex(fn)
+                continue
+            except AttributeError:
+                pass
+        g = globals()
+        plain = _plain(getattr(cmath, fn))
+        out[f"_c{fn}"] = g.get(f"_fb_{fn}", plain)
+        out[f"_c{fn}64"] = g.get(f"_fb_{fn}64", plain)
+    return out
+
+
+def _plain(f):
+    return numba.njit(error_model="numpy")(lambda z: f(z))
+
+
+_COMPLEX_HELPERS = _complex_helpers()
+globals().update(_COMPLEX_HELPERS)
+
+
+# Complex power: NumPy's loop.  b = 0 gives 1; a = 0 gives 0 where Re(b) > 0, else NaN; an
+# integral real b in (-100, 100) repeated products (1 / product for a negative b, Smith's
+# division), rounded in the operands' precision; anything else libm's cpow (numba's ``**``
+# differed at special values: (1 + 1e300j) ** (3 + 1e300j) was nan+nanj, NumPy -0+0j, and in
+# complex64 (3j) ** 101 nan+infj, NumPy -inf+infj).
+if _LIBM is not None and hasattr(_LIBM, "cpow") and hasattr(_LIBM, "cpowf"):
+    for _sym in ("cpow", "cpowf"):
+        _llvm.add_symbol(f"tangentia_{_sym}", ctypes.cast(getattr(_LIBM, _sym), ctypes.c_void_p).value)
+    _cpow_general = _libm_complex("pow", 2)
+else:
+    _cpow_general = numba.njit(error_model="numpy")(lambda a, b: a ** b)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _cpow_parts(a, b, one):
+    """``(done, real, imaginary)``: ``a ** b`` in the precision of ``one`` (float64 or
+    float32) unless ``done`` is False (the general case: libm's cpow)."""
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    zero = one - one
+    if br == 0 and bi == 0:
+        return True, one, zero
+    if ar == 0 and ai == 0:
+        if br > 0:
+            return True, zero, zero
+        return True, zero / zero, zero / zero
+    if not (bi == 0 and br > -100 and br < 100 and br == math.floor(br)):
+        return False, zero, zero
+    n = int(abs(br))
+    if br > 0 and n <= 3:   # (NumPy's products for 1, 2, 3: a, a a, a (a a))
+        acc_r, acc_i = ar, ai
+        if n >= 2:
+            acc_r, acc_i = ar * ar - ai * ai, ar * ai + ai * ar
+        if n == 3:
+            acc_r, acc_i = ar * acc_r - ai * acc_i, ar * acc_i + ai * acc_r
+    else:        # (by squaring, from 1 + 0j)
+        acc_r, acc_i, p_r, p_i = one, zero, ar, ai
+        while True:
+            if n & 1:
+                acc_r, acc_i = acc_r * p_r - acc_i * p_i, acc_r * p_i + acc_i * p_r
+            n >>= 1
+            if n == 0:
+                break
+            p_r, p_i = p_r * p_r - p_i * p_i, p_r * p_i + p_i * p_r
+    if br > 0:
+        return True, acc_r, acc_i
+    # (1 + 0j) / acc: Smith's algorithm, every term kept (0 * inf is NaN there too)
+    abr, abi = abs(acc_r), abs(acc_i)
+    if abr >= abi:
+        if abr == 0 and abi == 0:
+            return True, one / abr, zero / abi
+        rat = acc_i / acc_r
+        scl = one / (acc_r + acc_i * rat)
+        return True, (one + zero * rat) * scl, (zero - one * rat) * scl
+    rat = acc_r / acc_i
+    scl = one / (acc_i + acc_r * rat)
+    return True, (one * rat + zero) * scl, (zero * rat - one) * scl
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _cpow(a, b):
+    done, re, im = _cpow_parts(a, b, 1.0)
+    return complex(re, im) if done else _cpow_general(a, b)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _cipow_product(x, n):
+    """``x ** n`` for ``n >= 1`` as eager ``integer_pow`` (JAX's order): repeated squaring,
+    the product started from the first factor (not 1 + 0j: 1 * inf would make a NaN part)."""
+    acc, base, first = x, x, True
+    while n:
+        if n & 1:
+            acc = base if first else acc * base
+            first = False
+        n >>= 1
+        if n:
+            base = base * base
+    return acc
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _creciprocal_fix(q, c, d):
+    """The quotient ``q = 1 / (c + d j)`` where both its parts came out NaN replaced by the
+    limit (eager's ``_complex_reciprocal``, XLA's): 1 / 0 = copysign(inf, c) (1 + 0j), and 1 /
+    (an infinite part) a signed zero."""
+    if not (math.isnan(q.real) and math.isnan(q.imag)):
+        return q.real, q.imag
+    if c == 0 and d == 0:
+        inf = math.copysign(math.inf, c)
+        return inf, inf * 0.0
+    if math.isinf(c) or math.isinf(d):
+        c1 = math.copysign(1.0 if math.isinf(c) else 0.0, c)
+        d1 = math.copysign(1.0 if math.isinf(d) else 0.0, d)
+        return 0.0 * c1, 0.0 * -d1
+    return q.real, q.imag
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _cipow(x, y):
+    """``integer_pow(x, y)`` of a complex128 ``x`` (``y`` a nonzero int), as eager: cmath's
+    ``x ** 3.0`` gave (-2j) ** 3 = -1.5e-15+8j (eager 0+8j) and (inf+0j) ** 3 inf+nanj."""
+    acc = _cipow_product(x, abs(y))
+    if y > 0:
+        return acc
+    re, im = _creciprocal_fix(_cdiv(1.0 + 0j, acc), acc.real, acc.imag)
+    return complex(re, im)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _cipow64(x, y):
+    acc = _cipow_product(x, abs(y))
+    if y > 0:
+        return acc
+    re, im = _creciprocal_fix(_cdiv64(np.complex64(1.0), acc), acc.real, acc.imag)
+    return np.complex64(complex(re, im))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _cpow64(a, b):
+    done, re, im = _cpow_parts(a, b, np.float32(1.0))
+    return np.complex64(complex(re, im)) if done else _cpow_general(a, b)
 
 
 @numba.njit(cache=True)
@@ -410,7 +674,6 @@ def call_interruptible(entry, args):
 
 
 globals().update(special.FUNCTIONS)   # SciPy's special functions, imported by generated code
-__all__ = HELPERS = ("_fmax", "_fmin", "_fsign", "_index", "_where", "_ifloordiv", "_lgamma", "_cdiv", "_cdiv64",
-                     "_cexp", "_cexp64", "_csinh", "_csinh64", "_ccosh", "_ccosh64", "_ctanh",
-                     "_ctanh64", "_csin", "_csin64", "_ccos", "_ccos64",
-                     "_interrupted", "CompiledLoopInterrupted") + special.NAMES
+__all__ = HELPERS = ("_fmax", "_fmin", "_fsign", "_index", "_where", "_ifloordiv", "_lgamma", "_cdiv",
+                     "_cdiv64", "_cpow", "_cpow64", "_cipow", "_cipow64", "_interrupted", "CompiledLoopInterrupted") + tuple(_COMPLEX_HELPERS) \
+    + special.NAMES

@@ -106,6 +106,8 @@ def _integer_pow(a, dt, y):
         return x
     if y == 2:
         return f"({x} * {x})"
+    if dt.kind == "c":   # (eager's products and reciprocal: ``helpers._cipow``)
+        return f"_cipow{'64' if dt == np.complex64 else ''}({x}, {y})"
     return f"({x} ** {float(y)!r})" if dt.kind == "f" else f"({x} ** {y})"
 
 
@@ -166,10 +168,15 @@ _COMPLEX_OPS = {prim: _f(f"cmath.{fn}({{0}})") for prim, fn in (
 # Complex division: NumPy's loop (``helpers._cdiv``/``_cdiv64``: Smith's algorithm, C's
 # infinities and NaN for a zero divisor, where numba's ``/`` raises ZeroDivisionError).
 _COMPLEX_OPS[E.div_p] = lambda a, dt: f"_cdiv{'64' if dt == np.complex64 else ''}({a[0]}, {a[1]})"
-# exp, sin, cos, sinh, cosh, tanh: NumPy's signed-zero parts where a part of the argument is
-# zero (``helpers._cexp`` ...: cmath gave exp(710+0j) = inf+nanj), cmath's value elsewhere
-for _p, _fn in ((E.exp_p, "exp"), (E.sin_p, "sin"), (E.cos_p, "cos"), (E.sinh_p, "sinh"),
-                (E.cosh_p, "cosh"), (E.tanh_p, "tanh")):
+# Complex power: NumPy's loop (``helpers._cpow``: products for small integral exponents, else
+# libm's cpow; numba's ``**`` gave (1 + 1e300j) ** (3 + 1e300j) = nan+nanj, NumPy -0+0j).
+_COMPLEX_OPS[E.pow_p] = lambda a, dt: f"_cpow{'64' if dt == np.complex64 else ''}({a[0]}, {a[1]})"
+# exp, log, sqrt, trigonometric, hyperbolic and inverse functions: NumPy's values (``helpers._cexp``
+# ...: glibc's libm, as NumPy's loops; cmath gave exp(710+1j) = inf+infj, NumPy 1.2e308+infj)
+for _p, _fn in ((E.exp_p, "exp"), (E.log_p, "log"), (E.sqrt_p, "sqrt"), (E.sin_p, "sin"),
+                (E.cos_p, "cos"), (E.tan_p, "tan"), (E.arcsin_p, "asin"), (E.arccos_p, "acos"),
+                (E.arctan_p, "atan"), (E.sinh_p, "sinh"), (E.cosh_p, "cosh"), (E.tanh_p, "tanh"),
+                (E.arcsinh_p, "asinh"), (E.arccosh_p, "acosh"), (E.arctanh_p, "atanh")):
     _COMPLEX_OPS[_p] = (lambda fn: lambda a, dt: f"_c{fn}{'64' if dt == np.complex64 else ''}({a[0]})")(_fn)
 # Complex parts (on real operands too: NumPy's real, imag and conjugate of a real number).
 _PARTS = {
