@@ -668,7 +668,37 @@ def dot(lhs: ArrayLike, rhs: ArrayLike, *, precision: Any = None,
 
 @_four_bit_in_byte
 def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Array:  # noqa: A002 - JAX's signature
-    return E.minimum(E.maximum(x, min), max)
+    """``x`` clipped elementwise to ``[min, max]`` (``jax.lax.clamp``): ``min`` and ``max`` are
+    scalars or of ``x``'s shape, all three of one dtype (JAX's TypeErrors otherwise).
+
+    JAX's numbers: ``min(max(x, lo), hi)``, and for complex operands XLA's rule, which
+    compares real parts only (``lo`` where ``lo.real >= x.real``, then ``hi`` where the
+    result's real part is not ``<= hi.real``).  JAX's derivatives: ``x``'s tangent where
+    ``lo < x < hi``, ``lo``'s where ``x < lo < hi``, ``hi``'s where ``hi < x``, and none at
+    ties (``jnp.clip`` splits ties in halves; ``lax.clamp`` gave that too)."""
+    avals = [core.get_aval(v) for v in (min, x, max)]
+    if len({a.dtype for a in avals}) != 1:
+        raise TypeError("lax.clamp requires arguments to have the same dtypes, got "
+                        + ", ".join(np.dtype(a.dtype).name for a in avals) + "."
+                        + _tag("clamp", "convert the bounds to the operand's dtype first "
+                               "(lax does not promote)"))
+    for name, a in (("min", avals[0]), ("max", avals[2])):
+        if a.shape and a.shape != avals[1].shape:
+            raise TypeError(f"clamp requires {name}.shape == operand.shape or {name}.shape == "
+                            f"(), got {name}.shape={a.shape}, operand.shape={avals[1].shape}."
+                            + _tag("clamp", f"'{name}' must be a scalar or of x's shape"))
+    if avals[1].dtype.kind == "c":
+        m = E.select(E.ge(E.real(min), E.real(x)), min, x)
+        return E.select(E.le(E.real(m), E.real(max)), m, max)
+    out = E.minimum(E.maximum(x, min), max)
+    if not any(isinstance(v, core.Tracer) for v in (min, x, max)):
+        return out   # (concrete values: the same numbers, without the selects below)
+    # the derivative rules by selects: each argument where it is strictly the result; at
+    # ties and NaN, the value with no derivative
+    x_in = E.and_p.bind(E.gt(x, min), E.lt(x, max))
+    lo_in = E.and_p.bind(E.gt(min, x), E.lt(min, max))
+    out = E.select(E.lt(max, x), max, S.stop_gradient(out))
+    return E.select(x_in, x, E.select(lo_in, min, out))
 
 
 def rsqrt(x: ArrayLike, accuracy: Any = None) -> Array:

@@ -349,9 +349,45 @@ def _abs_jvp(t, ans, x):
 abs_p, abs = _unary("abs", np.absolute, _abs_jvp)
 
 
+def _complex_reciprocal(z):
+    """``1 / z`` for complex ``z`` as XLA (and C99's Annex G) divide: Smith's algorithm, and
+    where both parts come out NaN, the infinite or zero result the limit gives (``1 / inf`` is
+    0, ``1 / 0`` is ``inf + nan j``); NumPy's division gives NaN for ``1 / (inf + inf j)``."""
+    with np.errstate(all="ignore"):
+        out = np.true_divide(1, z)
+        nan = np.isnan(out.real) & np.isnan(out.imag)
+        if not nan.any():
+            return out
+        c, d = z.real, z.imag
+        zero = (c == 0) & (d == 0)
+        # an infinite denominator (finite numerator 1): 0 * (c' - d' j), c' and d' the signed
+        # 1 (infinite part) or 0 (finite part); a zero denominator: copysign(inf, c) * (1 + 0j)
+        c1 = np.copysign(np.isinf(c).astype(c.dtype), c)
+        d1 = np.copysign(np.isinf(d).astype(d.dtype), d)
+        inf_den = (np.isinf(c) | np.isinf(d)) & ~zero
+        re = np.where(zero, np.copysign(np.inf, c), np.where(inf_den, 0.0 * c1, out.real))
+        im = np.where(zero, np.copysign(np.inf, c) * 0.0, np.where(inf_den, 0.0 * -d1, out.imag))
+        fixed = out.copy() if isinstance(out, np.ndarray) else np.array(out)
+        fixed.real = np.where(nan, re, out.real)
+        fixed.imag = np.where(nan, im, out.imag)
+        return fixed if isinstance(out, np.ndarray) else fixed[()]
+
+
 def _integer_pow_impl(x, y):
     if y == 2:
         return np.multiply(x, x)
+    if np.asarray(x).dtype.kind == "c" and y != 0:
+        # JAX's order (XLA's numbers at infinities and NaN): |y| by repeated squaring with
+        # complex products, then one reciprocal for a negative y.  NumPy's power gave
+        # ``(inf + 0j) ** -1 = nan`` where JAX gives 0.
+        n, base, acc = abs(y), x, None
+        while n:
+            if n & 1:
+                acc = base if acc is None else np.multiply(acc, base)
+            n >>= 1
+            if n:
+                base = np.multiply(base, base)
+        return _complex_reciprocal(acc) if y < 0 else np.asarray(acc, np.asarray(x).dtype)
     return np.power(x, y)
 
 
@@ -408,24 +444,47 @@ pow_p = elementwise("pow", np.power, [_pow_jvp_x, _pow_jvp_y])
 
 
 
-def _minmax_jvp(wins):
-    """Tangent rules of max/min: ``wins(a, b)`` says where ``a`` is selected."""
+def _minmax_jvp():
+    """Tangent rules of max/min, JAX's: 1 where an argument is the result, 0.5 where both are
+    (ties), 0 elsewhere.  (Comparing with the result, not the arguments with each other, gives
+    the selected argument its tangent where the other has a NaN part: complex max.)"""
     def tx(t, ans, x, y):
-        return mul(t, _weights(x, y, wins))
+        return mul(t, _weights(x, y, ans))
 
     def ty(t, ans, x, y):
-        return mul(t, _weights(y, x, wins))
-    return tx, ty
+        return mul(t, _weights(y, x, ans))
+    return [tx, ty]
 
 
-def _weights(a, b, better):
-    # 1 where a wins, 0.5 on ties, 0 where b wins (as in JAX).
-    w = select(better(a, b), 1.0, 0.0)
-    return select(eq(a, b), 0.5, w)
+def _weights(a, b, ans):
+    return select(eq(a, ans), select(eq(b, ans), 0.5, 1.0), 0.0)
 
 
-maximum_p = elementwise("max", np.maximum, list(_minmax_jvp(lambda a, b: gt(a, b))))
-minimum_p = elementwise("min", np.minimum, list(_minmax_jvp(lambda a, b: lt(a, b))))
+def _complex_minmax(ufunc, pick):
+    """The impl of max/min: NumPy's ``ufunc``, and for complex operands JAX's rule (XLA's
+    numbers): ``x`` where ``pick`` holds of the real parts, or of the imaginary parts where
+    the real parts are equal, else ``y`` (NumPy's propagates a NaN part instead:
+    ``max(1+nan j, 1+1j)`` is ``1+1j`` in JAX)."""
+    def impl(x, y):
+        out = ufunc(x, y)
+        if out.dtype.kind != "c":
+            return out
+        x, y = np.asarray(x), np.asarray(y)
+        with np.errstate(invalid="ignore"):
+            xr, yr = x.real, y.real
+            keep = np.where(xr == yr, pick(x.imag, y.imag), pick(xr, yr))
+        return np.where(keep, x, y).astype(out.dtype, copy=False)
+    impl.__name__ = ufunc.__name__
+    impl.ufunc, impl.nin = ufunc, ufunc.nin  # type: ignore[attr-defined]
+    return impl
+
+
+_max_impl = _complex_minmax(np.maximum, np.greater)
+_min_impl = _complex_minmax(np.minimum, np.less)
+maximum_p = elementwise("max", np.maximum, _minmax_jvp())
+maximum_p.impl = _max_impl
+minimum_p = elementwise("min", np.minimum, _minmax_jvp())
+minimum_p.impl = _min_impl
 
 
 
@@ -621,12 +680,14 @@ ad.primitive_transposes[select_p] = _select_transpose
 # eager-dispatch point is ``core.eager_dispatch``); otherwise they bind.
 
 
-def _fast(prim, ufunc):
-    """The public function of an elementwise primitive backed by ``ufunc``."""
-    if ufunc.nin == 2:
+def _fast(prim, ufunc, nin=None):
+    """The public function of an elementwise primitive backed by ``ufunc`` (or by a function
+    of ``nin`` arguments that adds to a ufunc, as max's complex rule)."""
+    nin = nin or ufunc.nin
+    if nin == 2:
         # Report a shape mismatch as traced code does (naming the operation).
         prim.check_args = lambda x, y: broadcast_shapes(prim.name, np.shape(x), np.shape(y))
-    f = core.eager_dispatch(prim, ufunc, nin=ufunc.nin)
+    f = core.eager_dispatch(prim, ufunc, nin=nin)
     f.__doc__ = f"Elementwise {prim.name} (NumPy's {ufunc.__name__})."
     return f
 
@@ -644,8 +705,8 @@ arcsinh, arccosh, arctanh = (_fast(p, p.impl) for p in (arcsinh_p, arccosh_p, ar
 sqrt, cbrt, abs = (_fast(p, p.impl) for p in (sqrt_p, cbrt_p, abs_p))
 conj = _fast(conj_p, np.conjugate)
 power = _fast(pow_p, np.power)
-maximum = _fast(maximum_p, np.maximum)
-minimum = _fast(minimum_p, np.minimum)
+maximum = _fast(maximum_p, _max_impl, nin=2)
+minimum = _fast(minimum_p, _min_impl, nin=2)
 arctan2 = _fast(atan2_p, np.arctan2)
 remainder = _fast(rem_p, np.remainder)
 sign, floor, ceil, round = (_fast(p, p.impl) for p in (sign_p, floor_p, ceil_p, round_p))

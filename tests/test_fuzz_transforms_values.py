@@ -1,0 +1,116 @@
+"""Special values (infinities, NaN parts, ties) through eager, ``jit`` and derivatives, against
+JAX 0.10.2 (x64): the numbers where NumPy's ufuncs and XLA's kernels disagree, and JAX's are
+the reference.  Each test here failed before its fix.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tangentia as tg
+from tangentia import lax as tlax
+from _fuzz_jax_common import assert_same, run
+
+jax = pytest.importorskip("jax", reason="JAX 0.10.2 is the reference these tests compare with")
+jax.config.update("jax_enable_x64", True)
+
+_PARTS = [0.0, 1.0, -2.5, np.inf, -np.inf, np.nan]
+_Z = np.array([complex(a, b) for a in _PARTS for b in _PARTS])
+
+
+@pytest.mark.parametrize("n", [-3, -2, -1, 3])
+def test_complex_integer_pow_at_infinities(n: int) -> None:
+    """``integer_pow`` of complex values, JAX's order (repeated squaring, then one reciprocal
+    as XLA divides): NumPy's power gave ``(inf+0j) ** -1 = nan`` where JAX gives 0."""
+    want = np.asarray(jax.lax.integer_pow(_Z, n))
+    assert_same(f"integer_pow {n}", run(tlax.integer_pow, _Z, n), want)
+    assert_same(f"jit integer_pow {n}", run(tg.jit(lambda v: tlax.integer_pow(v, n)), _Z), want)
+    # the cases fixed: an infinite base and a negative power is zero (a finite number)
+    if n < 0:
+        inf = np.isinf(_Z.real) | np.isinf(_Z.imag)
+        with np.errstate(all="ignore"):
+            got = np.asarray(tlax.integer_pow(_Z, n))
+        assert np.all((got == want)[inf & np.isfinite(want)])
+
+
+def _pairs() -> tuple[np.ndarray, np.ndarray]:
+    parts = [0.0, 1.0, -0.0, np.inf, np.nan]
+    zs = [complex(a, b) for a in parts for b in parts]
+    x, y = np.array(list(itertools.product(zs, zs))).T
+    return x, y
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_complex_max_min_with_nan_parts(name: str) -> None:
+    """lax.max/min (and tnp.maximum/minimum) of complex values: JAX picks lexicographically
+    by selects (``max(1+nan j, 1+1j)`` is ``1+1j``); NumPy's ufunc propagated the NaN part.
+    Their derivative goes to the selected argument (both halves at ties), as JAX's."""
+    x, y = _pairs()
+    ours, theirs = getattr(tlax, name), getattr(jax.lax, name)
+    want = np.asarray(theirs(x, y))
+    assert_same(name, run(ours, x, y), want)
+    assert_same(f"jit {name}", run(tg.jit(ours), x, y), want)
+    assert_same(f"vmap {name}", run(tg.vmap(ours), x, y), want)
+    tnp_name = {"max": "maximum", "min": "minimum"}[name]
+    assert_same(f"tnp.{tnp_name}", run(getattr(tg.numpy, tnp_name), x, y),
+                np.asarray(getattr(jax.numpy, tnp_name)(x, y)))
+    t = np.cos(np.arange(len(x))) + 0.5j
+    for k in range(2):
+        args = (x, y)
+        f = (lambda v: ours(v, y)) if k == 0 else (lambda v: ours(x, v))
+        g = (lambda v: theirs(v, y)) if k == 0 else (lambda v: theirs(x, v))
+        assert_same(f"jvp {name} by {k}", run(tg.jvp, f, (args[k],), (t,)),
+                    jax.jvp(g, (args[k],), (t,)))
+
+
+def test_complex_clamp() -> None:
+    """lax.clamp of complex values is XLA's: real parts compared only (``clamp(1+1j, 1+2j,
+    2)`` is ``1+1j``); ours was NumPy's lexicographic max then min."""
+    parts = [0.0, 1.0, 2.0, np.nan]
+    zs = [complex(a, b) for a in parts for b in parts]
+    lo, x, hi = np.array(list(itertools.product(zs, zs, zs))).T
+    want = np.asarray(jax.lax.clamp(lo, x, hi))
+    assert_same("clamp", run(tlax.clamp, lo, x, hi), want)
+    assert_same("jit clamp", run(tg.jit(tlax.clamp), lo, x, hi), want)
+    assert_same("scalar bounds", run(tlax.clamp, 1 + 1j, x, 2 + 0j),
+                np.asarray(jax.lax.clamp(1 + 1j, x, 2 + 0j)))
+
+
+@pytest.mark.parametrize("case", ["inside", "ties", "crossed", "scalar bounds"])
+def test_clamp_derivatives_at_ties(case: str) -> None:
+    """JAX's clamp derivative: ``x``'s where ``lo < x < hi``, ``lo``'s where ``x < lo < hi``,
+    ``hi``'s where ``hi < x``, nothing at ties; ours (max then min) gave halves at ties."""
+    x = np.array([-1.0, 0.0, 0.5, 1.0, 2.0])
+    z, o = np.zeros(5), np.ones(5)
+    lo, hi = {"inside": (z, o), "ties": (x, x), "crossed": (o, z), "scalar bounds": (z, o)}[case]
+    for k in range(3):
+        def f(L: Any) -> Any:
+            if case == "scalar bounds":  # (JAX's own rule fails by a scalar bound: only x)
+                return lambda b: L.clamp(0.0, b, 1.0).sum()
+            return lambda a, b, c: L.clamp(a, b, c).sum()
+        if case == "scalar bounds" and k != 1:
+            continue
+        args = (x,) if case == "scalar bounds" else (lo, x, hi)
+        kk = 0 if case == "scalar bounds" else k
+        assert_same(f"grad by {k}", run(tg.grad(f(tlax), argnums=kk), *args),
+                    jax.grad(f(jax.lax), argnums=kk)(*args))
+        assert_same(f"jit grad by {k}", run(tg.jit(tg.grad(f(tlax), argnums=kk)), *args),
+                    jax.grad(f(jax.lax), argnums=kk)(*args))
+
+
+@pytest.mark.parametrize("args", [
+    (np.zeros((2, 3)), np.zeros(3), 1.0),           # a bound of a larger shape
+    (np.zeros(3), np.zeros((2, 3)), 1.0),
+    (0.0, np.zeros(3, np.float32), 1.0),            # dtypes differ
+    (0, np.arange(3), 1.5),
+])
+def test_clamp_bad_arguments(args: tuple) -> None:
+    """JAX's TypeErrors for bounds of another shape or dtype; ours broadcast (a (2, 3) result
+    for a (3,) operand) and promoted."""
+    theirs = run(jax.lax.clamp, *args)
+    ours = run(tlax.clamp, *args)
+    assert isinstance(theirs, TypeError) and isinstance(ours, TypeError)
+    assert str(ours).startswith(str(theirs))
