@@ -205,3 +205,31 @@ def test_processes_share_units_and_a_damaged_unit_is_compiled_again(tmp_path: An
     values, compiled, loaded = _finish(_child(env, 11.0))
     np.testing.assert_allclose(values, _expected(11.0), rtol=1e-13)
     assert (compiled, loaded) == (0, 1)
+
+
+def test_a_lowered_threshold_is_never_served_what_another_decided(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    # The thresholds are read once per compile into the plan's settings (``plan.Settings``),
+    # which key the outlining pass's decisions and the compiled code: the same program
+    # compiled again under a lowered threshold gets units, not the code compiled before.
+    from tangentia.compiler.numba_backend import plan
+    from tangentia.compiler.numba_backend.rules import FUSIBLE, ROWS
+    monkeypatch.setenv("TANGENTIA_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TANGENTIA_NUMBA_UNITS", raising=False)
+    y = np.array([0.1, -0.4, 0.7])
+    jaxpr, full = program(lambda y: solve(y) * 2.0, y)
+    backend = NumbaBackend()
+    fn = backend.compile(jaxpr)
+    assert not fn.units and backend.compiled(jaxpr) is fn
+    body = next(e for e in jaxpr.eqns if e.params.get("body_jaxpr") is not None).params["body_jaxpr"]
+    assert plan.program_plan(jaxpr, native._settings(), ROWS, FUSIBLE).calls[body].kind == "inline"
+    default = native.UNIT_MIN_COST
+    monkeypatch.setattr(native, "UNIT_MIN_COST", 20)
+    monkeypatch.setattr(native, "_UNITS", weakref.WeakValueDictionary())
+    assert plan.program_plan(jaxpr, native._settings(), ROWS, FUSIBLE).calls[body].kind == "unit"
+    assert backend.compiled(jaxpr) is None
+    small = backend.compile(jaxpr)
+    assert small is not fn and len(small.units) == 1 and backend.compiled(jaxpr) is small
+    np.testing.assert_array_equal(small(*full)[0], fn(*full)[0])
+    monkeypatch.setattr(native, "UNIT_MIN_COST", default)   # (back: the first code again)
+    assert backend.compiled(jaxpr) is fn

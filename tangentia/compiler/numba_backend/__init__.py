@@ -3,7 +3,8 @@ module compiled with ``numba.njit``.
 
 Layout: ``plan`` (the passes that run over a program before any code is
 emitted: CSE and dead-code elimination, each value's consumers, which equations
-run row by row, how each contraction is computed; memoized per program),
+run row by row, how each contraction is computed, which nested programs are
+inlined, outlined or compile units; memoized per program and settings),
 ``codegen`` (value representations and the generator ``_Gen``, which walks a
 program's equations once, in order, reading the plan), ``rules`` (one lowering
 rule per primitive or family), ``helpers`` (scalar functions with NumPy's
@@ -59,7 +60,12 @@ keyed by the ``Primitive`` object; ``lowering_paths()`` reports by name.
   ``cond`` -> ``if/elif``.  Call-like primitives (``jit``, ``checkpoint``,
   custom-rule calls, ``custom_linear_solve``) are inlined.  Large loop bodies and
   branches (by estimated code size: ``codegen.OUTLINE_MIN_COST``) become
-  separate njit functions, shared by every use of the same body.
+  separate njit functions, shared by every use of the same body; larger nested
+  programs (``native.UNIT_MIN_COST``), called functions included, become compile
+  units, modules of their own cached across programs.  Which is which is the
+  outlining pass's decision (``plan.call_plan``), from the thresholds read once
+  per compile (``plan.Settings``, part of every cache key of the decisions and of
+  the compiled code).
 * **Contractions** (the path of each is ``plan.dot_plan``'s choice). Small
   ``dot_general`` is unrolled over scalars, large floating ones go to BLAS
   (``np.dot`` on contiguous 2-D views or their transposes; batched ones when each
@@ -88,10 +94,10 @@ cached on disk.  Compiles longer than 2 s print a line on stderr unless
 from __future__ import annotations
 
 import importlib
+import sys
 
 from ... import core
 from ..backend import Backend, register_backend
-from .memo import COMPILED
 
 __all__ = ["NumbaBackend", "all_primitives", "lowering_paths", "SMALL"]
 # The compile estimate (tiering's rent-or-buy, and the progress line): a linear fit of
@@ -155,7 +161,10 @@ class NumbaBackend(Backend):
     slow_compile = True
 
     def compiled(self, jaxpr):
-        return COMPILED.get(jaxpr)
+        # (kept per the compile's settings, ``native._settings``: none before the compiler
+        # is imported)
+        native = sys.modules.get(f"{__name__}.native")
+        return None if native is None else native.compiled(jaxpr)
 
     def compile_estimate(self, jaxpr):
         # numba's typing and lowering of the generated code (see SECONDS_PER_EQUATION)

@@ -18,7 +18,7 @@ from ...custom_derivatives import _base as CD
 from ...interpreters import ad
 from ...primitives import call as CL, callback, remat
 from . import plan as _plan
-from .plan import BLAS_MIN_FLOPS, program_plan  # noqa: F401 - (BLAS_MIN_FLOPS: read from here too)
+from .plan import BLAS_MIN_FLOPS, Settings, program_plan  # noqa: F401 - (BLAS_MIN_FLOPS: read from here too)
 
 SMALL = 16          # values with at most this many elements are scalarized
 UNROLL = 64         # values with at most this many elements computed from scalarized ones
@@ -208,8 +208,10 @@ def _is_float0(dtype):
 # ---------------------------------------------------------------------------
 # The code generator
 
-# Loop bodies and branches costing at least this many scalar operations (``_cost``)
-# become separate njit functions: numba's compile time grows much faster than
+# Loop bodies and branches costing at least this many scalar operations
+# (``plan.code_cost``) become separate njit functions (unless they are compile units:
+# the outlining pass, ``plan.call_plan``, decides; ``native`` reads this setting once
+# per compile into the ``plan.Settings``): numba's compile time grows much faster than
 # linearly with function size -- above all its SSA passes (``reconstruct_ssa``,
 # ``strip_phis``), which revisit the whole function for every variable assigned more
 # than once, i.e. every scalarized loop carry -- but each function also costs ~0.1 s.  Cost, not equation count, decides, so a batched
@@ -233,7 +235,6 @@ def _nested(eqn):
 
 
 _WEIGHT = ProgramMemo("numba backend: equations, nested ones included")
-_COST = ProgramMemo("numba backend: estimated code size per scalarization limit")
 
 
 def _weight(jaxpr):
@@ -245,26 +246,12 @@ def _weight(jaxpr):
     return w
 
 
-def _cost(jaxpr, limit):
-    """Estimated generated code size of a program whose values of at most ``limit``
-    elements are scalarized: each equation counts the elements of its largest
-    scalarized output (1 for array outputs), nested programs included."""
-    c = _COST.get(jaxpr, limit)
-    if c is None:
-        c = 0
-        for eqn in jaxpr.eqns:
-            c += max([_size(v.aval.shape) for v in eqn.outputs if _size(v.aval.shape) <= limit]
-                     + [1])
-            c += sum(_cost(q, limit) for q in _nested(eqn))
-        _COST.set(jaxpr, c, limit)
-    return c
-
-
 class _Gen:
     """Generates one program's source: ``lower_jaxpr`` emits the code of a
     program's equations into ``lines`` and returns its output values."""
 
-    def __init__(self, rules, fusible, inline, rows=None, limit=SMALL, blocks=None, units=None):
+    def __init__(self, rules, fusible, inline, rows=None, limit=SMALL, blocks=None, units=None,
+                 settings=None):
         # rules: {primitive: rule} (``rules.RULES``: a primitive made above the backends
         # by its class, ``rules.rule_of``); fusible: the primitives of consumers that keep
         # a lazy operand lazy; inline: those of consumers that take single-use scalar
@@ -272,8 +259,16 @@ class _Gen:
         # limit: values of at most this many elements are scalarized;
         # blocks: ``lower_run(g, eqns, k, env, consumers) -> next k`` emitting runs of
         # scalarized equations as one call (``irblock``), or None;
-        # units: ``lower(g, jaxpr, in_vals) -> output values or None`` emitting a nested
-        # program as a call of a separately compiled and cached unit (``native``), or None.
+        # units: ``lower(g, jaxpr, in_vals) -> output values`` emitting a nested program
+        # as a call of a separately compiled and cached unit (``native``), or None;
+        # settings: the ``plan.Settings`` the passes follow (by default: ``limit``,
+        # ``OUTLINE_MIN_COST``, units if ``units`` is given, at ``native``'s threshold).
+        if settings is None:
+            settings = Settings(limit, OUTLINE_MIN_COST, None, blocks is not None)
+        if units is None and settings.unit_min_cost is not None:
+            settings = settings._replace(unit_min_cost=None)
+        self.settings = settings
+        limit = settings.limit
         self.rules, self.fusible, self.inline, self.limit = rules, fusible, inline, limit
         self.rows = rows or {}
         self.blocks = blocks
@@ -512,7 +507,7 @@ class _Gen:
 
     # -- programs ---------------------------------------------------------
     def lower_jaxpr(self, jaxpr, in_vals):
-        plan = program_plan(jaxpr, self.limit, self.rows, self.fusible)   # (the passes: ``plan``)
+        plan = program_plan(jaxpr, self.settings, self.rows, self.fusible)   # (the passes: ``plan``)
         self.plans.append(plan)
         try:
             return self._lower_planned(jaxpr, plan, in_vals)
@@ -646,20 +641,24 @@ class _Gen:
         self.pop()
         env.update(bufs)
 
-    def call_jaxpr(self, jaxpr, in_vals):
-        """Lower a nested program (a loop body, a branch, a called function).
+    def call_plan(self, jaxpr):
+        """The outlining pass's ``plan.CallPlan`` of the nested program ``jaxpr``: from
+        the plan of the program carrying it, or decided now (a program outside the
+        plans being lowered)."""
+        p = self.plans[-1].calls.get(jaxpr) if self.plans else None
+        return p if p is not None else _plan.call_plan(jaxpr, self.settings)
 
-        Large ones become a separate njit function (numba's compile time grows
-        faster than linearly with function size), shared by every call with
-        the same program and input representation; small ones are inlined.
-        With ``units`` (the default), a large one is a compile unit of its own
-        instead, cached across programs (``native._lower_unit``).
-        """
-        if self.units is not None and not self.vector_loop:
-            outs = self.units(self, jaxpr, in_vals)
-            if outs is not None:
-                return outs
-        if _cost(jaxpr, self.limit) < OUTLINE_MIN_COST:
+    def call_jaxpr(self, jaxpr, in_vals):
+        """Lower a nested program (a loop body, a branch) as the outlining pass decided
+        (``plan.CallPlan``): inlined; a separate njit function (``outlined``: numba's
+        compile time grows faster than linearly with function size), shared by every
+        call with the same program and input representation; or a compile unit of
+        its own, cached across programs (``units``: ``native._lower_unit``)."""
+        p = self.call_plan(jaxpr)
+        kind = p.vector_kind if self.vector_loop else p.kind
+        if kind == "unit":
+            return self.units(self, jaxpr, in_vals)
+        if kind == "inline":
             return self.lower_jaxpr(jaxpr, in_vals)
         return self.outlined(id(jaxpr), in_vals, lambda vals: self.lower_jaxpr(jaxpr, vals))
 
@@ -743,13 +742,11 @@ class _Gen:
                 not eqn.prim.has_effects:
             return [ZV(v.aval.shape, v.aval.dtype) for v in eqn.outputs]
         body = _CALL_BODIES.get(prim) or _CALL_BODIES.get(type(prim))
-        if body is not None and self.units is not None and not self.vector_loop:
+        if body is not None and not self.vector_loop and self.call_plan(eqn.params[body]).unit:
             # a called program (a jit, checkpoint or custom rule's body): a compile unit
-            # if large enough, else inlined by its rule
-            out = self.units(self, eqn.params[body], [self.settle(v) if type(v) is LV else v
-                                                      for v in ins])
-            if out is not None:
-                return out
+            # if the outlining pass made it one, else inlined by its rule
+            return self.units(self, eqn.params[body], [self.settle(v) if type(v) is LV else v
+                                                       for v in ins])
         rule = self.rules.get(prim) or self.rules.get(type(prim))
         if rule is not None:
             out = rule(self, eqn, ins)

@@ -28,19 +28,30 @@ from ...core import ProgramMemo
 from ...primitives import control_flow as CF
 from ..backend import COMPILE_THREAD, Backend, cache_root
 from .memo import COMPILED
-from . import elementwise_loop, helpers, irblock, vecmath, vecmath_trig
+from . import codegen, elementwise_loop, helpers, irblock, vecmath, vecmath_trig
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
-                      _cost, _typed, _weight, AV, SV, ZV)
+                      _typed, _weight, AV, SV, ZV)
+from .plan import Settings
 from .rules import ELEMENTWISE, FUSIBLE, ROWS, RULES, all_primitives, gemm_bound, lowering_paths
 
 __all__ = ["NumbaCompiler", "all_primitives", "lowering_paths", "SMALL"]
 _NJIT_OPTIONS = dict(error_model="numpy")
 
 
-def _new_gen(limit=SMALL):
-    return _Gen(RULES, FUSIBLE, ELEMENTWISE, ROWS, limit=limit,
-                blocks=irblock.lower_run if os.environ.get("TANGENTIA_NUMBA_IRBLOCK", "1") != "0" else None,
-                units=_lower_unit if os.environ.get("TANGENTIA_NUMBA_UNITS", "1") != "0" else None)
+def _settings():
+    """The ``plan.Settings`` of a compile, read from this package's module settings
+    (``codegen.SMALL``, ``codegen.OUTLINE_MIN_COST``, ``UNIT_MIN_COST``) and the
+    environment (``TANGENTIA_NUMBA_UNITS``, ``TANGENTIA_NUMBA_IRBLOCK``): once per
+    compile, and the key of its compiled code, so that code generated under other
+    settings (a test lowering a threshold) is never reused."""
+    units = os.environ.get("TANGENTIA_NUMBA_UNITS", "1") != "0"
+    return Settings(codegen.SMALL, codegen.OUTLINE_MIN_COST, UNIT_MIN_COST if units else None,
+                    os.environ.get("TANGENTIA_NUMBA_IRBLOCK", "1") != "0")
+
+
+def _new_gen(settings):
+    return _Gen(RULES, FUSIBLE, ELEMENTWISE, ROWS, blocks=irblock.lower_run if settings.blocks else None,
+                units=_lower_unit, settings=settings)
 
 
 def _module_source(g, fname, params):
@@ -54,11 +65,12 @@ def _module_source(g, fname, params):
     return "\n".join(head) + "\n" + "\n".join(funcs) + main + "\n"
 
 
-def _generate(jaxpr):
+def _generate(jaxpr, settings=None):
     """(source, globals, objmode, fallbacks, units) for a program without constvars
-    (fallbacks: the primitives run in object mode for want of a native lowering; units:
-    the compile units it calls, whose addresses it takes in its last argument)."""
-    g = _new_gen()
+    under ``settings`` (default: ``_settings()``; fallbacks: the primitives run in object
+    mode for want of a native lowering; units: the compile units it calls, whose
+    addresses it takes in its last argument)."""
+    g = _new_gen(_settings() if settings is None else settings)
     loop = one_loop(jaxpr)
     params, in_vals = [], []
     for v in jaxpr.invars:
@@ -205,8 +217,8 @@ def _arg_types(jaxpr, units=()):
                  if not _is_float0(v.aval.dtype)) + ((_PTRS,) if units else ())
 
 
-def _compile_program(jaxpr, estimate=None):
-    source, glb, objmode, fallbacks, units = _generate(jaxpr)
+def _compile_program(jaxpr, settings, estimate=None):
+    source, glb, objmode, fallbacks, units = _generate(jaxpr, settings)
     # objmode blocks hold the GIL anyway (and numba warns about nogil there)
     glb = dict(glb, _jit=numba.njit(cache=not objmode, nogil=not objmode, **_NJIT_OPTIONS))
     mod = _load_module(source, glb)
@@ -356,22 +368,23 @@ class NumbaCompiler(Backend):
     slow_compile = True
 
     def compile(self, jaxpr):
-        fn = COMPILED.get(jaxpr)
+        settings = _settings()      # (the key: code compiled under other settings is not reused)
+        fn = COMPILED.get(jaxpr, settings)
         if fn is not None:
             return fn
         lock = _LOCK.setdefault(jaxpr, threading.Lock())
         with lock:
-            fn = COMPILED.get(jaxpr)
+            fn = COMPILED.get(jaxpr, settings)
             if fn is None:
-                fn = COMPILED.set(jaxpr, self._compile(jaxpr))
+                fn = COMPILED.set(jaxpr, self._compile(jaxpr, settings), settings)
         return fn
 
-    def _compile(self, jaxpr):
+    def _compile(self, jaxpr, settings):
         assert not jaxpr.constvars, "compile expects constants to be inputs"
         if (vector_bound(jaxpr) and one_loop(jaxpr) is None) or _has_ml_dtype(jaxpr):
             return _numpy_compile(jaxpr)
         try:
-            fn, fallbacks = _compile_program(jaxpr, self.estimate)
+            fn, fallbacks = _compile_program(jaxpr, settings, self.estimate)
         except Exception as e:  # noqa: BLE001 - any failure: the NumPy backend runs the program
             msg = str(e).strip().splitlines()
             short = " ".join(msg[:3])[:400] if msg else type(e).__name__
@@ -392,6 +405,11 @@ class NumbaCompiler(Backend):
             return _with_units(source, units)
         except Unsupported as e:
             return f"# numba backend: not compilable ({e}); the NumPy backend runs this program\n"
+
+
+def compiled(jaxpr):
+    """The compiled code of ``jaxpr`` under the current settings, or None."""
+    return COMPILED.get(jaxpr, _settings())
 
 
 def _has_ml_dtype(jaxpr):
@@ -473,42 +491,24 @@ def _numpy_compile(jaxpr):
 # nothing to compile.  A unit's own units are called the same way, through addresses
 # the unit takes as its last parameters (``_q0``, ...).
 
-UNIT_MIN_COST = 1000    # a nested program costing at least this (``_own_cost``) is a unit
+# A nested program costing at least this outside its own units (``plan.own_cost``) is a
+# unit: the outlining pass (``plan.call_plan``) decides, from this setting as ``_settings``
+# read it at the start of the compile.
+UNIT_MIN_COST = 1000
 _PTRS = nbt.Array(nbt.int64, 1, "C")
-_OWN_COST = ProgramMemo("numba backend: code size outside the compile units")
 _UNITS = weakref.WeakValueDictionary()   # source hash -> _Unit: one per body and process
                                          # (while a compiled program or a unit calls it)
 UNIT_STATS = {"compiled": 0, "loaded": 0, "reused": 0}   # unit compiles, by outcome
 
 
-def _own_cost(jaxpr, limit):
-    """``codegen._cost`` of ``jaxpr`` without its nested programs that are units."""
-    key = (limit, UNIT_MIN_COST)
-    c = _OWN_COST.get(jaxpr, key)
-    if c is None:
-        c = 0
-        for eqn in jaxpr.eqns:
-            c += max([_size(v.aval.shape) for v in eqn.outputs if _size(v.aval.shape) <= limit]
-                     + [1])
-            for q in _nested(eqn):
-                own = _own_cost(q, limit)
-                c += own if own < UNIT_MIN_COST else 1
-        _OWN_COST.set(jaxpr, c, key)
-    return c
-
-
 def _lower_unit(g, jaxpr, in_vals):
-    """``_Gen.units``: emit a call of ``jaxpr`` as a compile unit; or, if it is not one
-    but calls units, inline it (a local function could not reach their addresses);
-    else None (the generator inlines or outlines it as before)."""
-    own = _own_cost(jaxpr, g.limit)
-    if own < UNIT_MIN_COST:
-        return None if own == _cost(jaxpr, g.limit) else g.lower_jaxpr(jaxpr, in_vals)
+    """``_Gen.units``: emit a call of ``jaxpr``, which the outlining pass made a compile
+    unit (``plan.CallPlan``), as a call through the unit's address."""
     in_vals = [g.settle(v) for v in in_vals]
     key = ("unit", id(jaxpr), tuple((type(v), v.shape, v.dtype) for v in in_vals))
     unit = g.helpers.get(key)
     if unit is None:
-        unit = g.helpers[key] = _make_unit(g.limit, jaxpr, in_vals)
+        unit = g.helpers[key] = _make_unit(g.settings, jaxpr, in_vals)
     g.objmode |= unit.objmode
     g.fallbacks |= unit.fallbacks
     args = []
@@ -531,9 +531,10 @@ def _lower_unit(g, jaxpr, in_vals):
     return outs
 
 
-def _make_unit(limit, jaxpr, in_vals):
-    """Generate the unit computing ``jaxpr`` on values represented as ``in_vals``."""
-    c = _new_gen(limit)
+def _make_unit(settings, jaxpr, in_vals):
+    """Generate the unit computing ``jaxpr`` on values represented as ``in_vals`` (under
+    the ``settings`` of the program calling it)."""
+    c = _new_gen(settings)
     c.ptr_format = "_q{}"
     params, vals, argtys = [], [], []
     for v in in_vals:

@@ -1,8 +1,8 @@
 """The numba backend's passes: what to do with each equation of a program, decided
 before the generator (``codegen._Gen``) emits any code for it.
 
-``program_plan(jaxpr, limit, rows, fusible)`` runs the passes over a program once per
-scalarization limit (memoized on the program: the same loop body lowered again,
+``program_plan(jaxpr, settings, rows, fusible)`` runs the passes over a program once
+per ``Settings`` (memoized on the program: the same loop body lowered again,
 inlined or as a unit, is not analysed again) and returns a ``Plan``:
 
 * ``eqns``, ``outvars``: the program after common-subexpression and dead-code
@@ -21,22 +21,38 @@ inlined or as a unit, is not analysed again) and returns a ``Plan``:
 * ``dots``: per ``dot_general``, how it is computed (``DotPlan``): unrolled over
   scalars, by BLAS or the backend's own GEMM kernel (``gemm``), as a fused
   expression, or by loops;
+* ``calls``: per program an equation carries (a loop body, a branch, a called
+  function: ``jit``, ``checkpoint``, a custom rule), how it is lowered
+  (``CallPlan``, the outlining pass): inlined, outlined (a separate njit function
+  of the same module) or a compile unit (a module of its own, cached by numba on
+  its own), from its estimated code size (``code_cost``) and the thresholds of
+  the ``Settings``;
 
-and the emitter reads these annotations instead of deciding as it goes.  A
+and the emitter reads these annotations instead of deciding as it goes.
+
+What the passes decide depends on a few module settings -- the scalarization
+limit (``codegen.SMALL``), the outlining and compile-unit thresholds
+(``codegen.OUTLINE_MIN_COST``, ``native.UNIT_MIN_COST``), whether units and IR
+blocks are on (``TANGENTIA_NUMBA_UNITS``, ``TANGENTIA_NUMBA_IRBLOCK``) -- which
+``native`` reads once per compile into a ``Settings``.  The ``Settings`` are part
+of the key of every memo of a decision (the plans, the call plans, the compiled
+code), so a change of a setting (a test lowering a threshold) never reuses what
+was decided or compiled under another.  A
 decision that depends on how the generator happens to represent a value when it
 reaches an equation (a lazy expression or an array, a scalarized value or not)
 stays in the emitter.
 """
 from __future__ import annotations
 
-from typing import AbstractSet, Any, Dict, List, Optional, Set, Tuple
+from typing import AbstractSet, Any, Dict, List, NamedTuple, Optional, Set, Tuple
 
-from ...core import Eqn, Jaxpr, ProgramMemo, ShapedArray, Var
+from ...core import Eqn, Jaxpr, ProgramMemo, ShapedArray, Var, subjaxprs
 from ...primitives import contraction as C
 from ..passes import simplify
 from . import gemm
 
-__all__ = ["Plan", "DotPlan", "program_plan", "row_plan", "dot_plan"]
+__all__ = ["Plan", "DotPlan", "CallPlan", "Settings", "program_plan", "row_plan", "dot_plan",
+           "call_plan", "code_cost", "own_cost"]
 
 RowPlan = Tuple[int, List[str], "_RowEqn"]
 
@@ -147,15 +163,119 @@ def dot_plan(eqn: Eqn, limit: int) -> DotPlan:
     return DotPlan(kind, lazy_kind, blas and gemm.use_gemm(out.dtype, m, n, k), dims)
 
 
+# -- outlining and compile units ------------------------------------------------
+
+class Settings(NamedTuple):
+    """The module settings the passes and the emitter follow, read once per compile
+    (``native._settings``) and part of the key of every memo of what they decide."""
+
+    limit: int                      # values of at most this many elements are scalarized
+    outline_min_cost: int           # a nested program costing this is an outlined function
+    unit_min_cost: Optional[int]    # ... costing this outside its own units: a compile
+                                    # unit (None: no units)
+    blocks: bool = True             # runs of scalarized equations are IR blocks (``irblock``)
+
+
+def _nested(eqn: Eqn) -> List[Jaxpr]:
+    return list(subjaxprs(eqn.prim, eqn.params))
+
+
+_COST = ProgramMemo("numba backend: estimated code size per scalarization limit")
+_OWN_COST = ProgramMemo("numba backend: code size outside the compile units")
+
+
+def code_cost(jaxpr: Jaxpr, limit: int) -> int:
+    """Estimated generated code size of a program whose values of at most ``limit``
+    elements are scalarized: each equation counts the elements of its largest
+    scalarized output (1 for array outputs), nested programs included (memoized)."""
+    c = _COST.get(jaxpr, limit)
+    if c is None:
+        c = 0
+        for eqn in jaxpr.eqns:
+            c += max([_size(v.aval.shape) for v in eqn.outputs if _size(v.aval.shape) <= limit]
+                     + [1])
+            c += sum(code_cost(q, limit) for q in _nested(eqn))
+        _COST.set(jaxpr, c, limit)
+    return c
+
+
+def own_cost(jaxpr: Jaxpr, limit: int, unit_min_cost: int) -> int:
+    """``code_cost`` of ``jaxpr`` without its nested programs that are compile units
+    (those whose own cost is at least ``unit_min_cost``; each counts 1)."""
+    key = (limit, unit_min_cost)
+    c = _OWN_COST.get(jaxpr, key)
+    if c is None:
+        c = 0
+        for eqn in jaxpr.eqns:
+            c += max([_size(v.aval.shape) for v in eqn.outputs if _size(v.aval.shape) <= limit]
+                     + [1])
+            for q in _nested(eqn):
+                own = own_cost(q, limit, unit_min_cost)
+                c += own if own < unit_min_cost else 1
+        _OWN_COST.set(jaxpr, c, key)
+    return c
+
+
+class CallPlan:
+    """How a nested program is lowered where the emitter reaches it (the outlining
+    pass).  ``kind``: ``"unit"`` (a compile unit: its own module, called through its
+    address; its own cost, ``own``, is at least ``Settings.unit_min_cost``),
+    ``"inline"`` (its code written in place: it is small, or it is not a unit but
+    calls units, whose addresses a local function could not reach) or
+    ``"outline"`` (a separate njit function of the same module: ``cost`` at least
+    ``Settings.outline_min_cost``, numba's compile time growing faster than
+    linearly with a function's size).  ``vector_kind``: the kind inside a loop LLVM
+    vectorizes (rows, ``elementwise_loop``), where no unit is called: ``"inline"``
+    or ``"outline"`` by ``cost``.  A called function (``jit``, ``checkpoint``, a
+    custom rule's body) is a unit or else inlined by its rule, never outlined; so
+    are the programs a rule always inlines (a one-step scan, a one-branch cond,
+    ``custom_linear_solve``'s)."""
+
+    __slots__ = ("kind", "vector_kind", "cost", "own")
+
+    def __init__(self, kind, vector_kind, cost, own):
+        self.kind: str = kind
+        self.vector_kind: str = vector_kind
+        self.cost: int = cost
+        self.own: int = own
+
+    @property
+    def unit(self) -> bool:
+        return self.kind == "unit"
+
+    def __repr__(self):
+        return f"CallPlan({self.kind}, vector: {self.vector_kind}, cost {self.cost}, own {self.own})"
+
+
+_CALLS = ProgramMemo("numba backend: how a nested program is lowered, per settings")
+
+
+def call_plan(jaxpr: Jaxpr, settings: Settings) -> CallPlan:
+    """The ``CallPlan`` of the nested program ``jaxpr`` under ``settings`` (memoized)."""
+    key = settings[:3]
+    p = _CALLS.get(jaxpr, key)
+    if p is None:
+        cost = code_cost(jaxpr, settings.limit)
+        plain = "inline" if cost < settings.outline_min_cost else "outline"
+        if settings.unit_min_cost is None:
+            kind, own = plain, cost
+        else:
+            own = own_cost(jaxpr, settings.limit, settings.unit_min_cost)
+            kind = "unit" if own >= settings.unit_min_cost else "inline" if own != cost else plain
+        p = _CALLS.set(jaxpr, CallPlan(kind, plain, cost, own), key)
+    return p
+
+
 # -- the plan of a program ------------------------------------------------------
 
 class Plan:
-    """The passes' annotations of one program at one scalarization limit (see the
-    module docstring)."""
+    """The passes' annotations of one program under one ``Settings`` (see the module
+    docstring)."""
 
-    __slots__ = ("eqns", "outvars", "consumers", "fusible", "rows", "wide_from", "dots")
+    __slots__ = ("eqns", "outvars", "consumers", "fusible", "rows", "wide_from", "dots", "calls",
+                 "settings")
 
-    def __init__(self, eqns, outvars, consumers, fusible, rows, wide_from, dots):
+    def __init__(self, eqns, outvars, consumers, fusible, rows, wide_from, dots, calls, settings):
         self.eqns: List[Eqn] = eqns
         self.outvars: List[Any] = outvars
         self.consumers: Dict[Var, List[Optional[Eqn]]] = consumers
@@ -163,19 +283,23 @@ class Plan:
         self.rows: Dict[Eqn, RowPlan] = rows
         self.wide_from: List[bool] = wide_from
         self.dots: Dict[Eqn, DotPlan] = dots
+        self.calls: Dict[Jaxpr, CallPlan] = calls
+        self.settings: Settings = settings
 
 
-_PLANS = ProgramMemo("numba backend: the passes' plan of a program, per scalarization limit")
+_PLANS = ProgramMemo("numba backend: the passes' plan of a program, per settings")
 
 
-def program_plan(jaxpr: Jaxpr, limit: int, rows: Dict[Any, Any], fusible: AbstractSet[Any]) -> Plan:
-    """The ``Plan`` of ``jaxpr`` whose values of at most ``limit`` elements are
-    scalarized, with the row rules ``rows`` and the primitives ``fusible`` of the
-    consumers that keep a lazy operand lazy (memoized; per ``TANGENTIA_NUMBA_GEMM``
-    mode too)."""
-    key = (limit, id(rows), id(fusible), gemm.gemm_mode())
+def program_plan(jaxpr: Jaxpr, settings: Settings, rows: Dict[Any, Any],
+                 fusible: AbstractSet[Any]) -> Plan:
+    """The ``Plan`` of ``jaxpr`` under ``settings`` (values of at most
+    ``settings.limit`` elements are scalarized), with the row rules ``rows`` and the
+    primitives ``fusible`` of the consumers that keep a lazy operand lazy (memoized;
+    per ``TANGENTIA_NUMBA_GEMM`` mode too)."""
+    key = (settings, id(rows), id(fusible), gemm.gemm_mode())
     p = _PLANS.get(jaxpr, key)
     if p is None:
+        limit = settings.limit
         eqns, outvars = simplify(jaxpr, dce=True)
         consumers: Dict[Var, List[Optional[Eqn]]] = {}
         for eqn in eqns:
@@ -187,7 +311,7 @@ def program_plan(jaxpr: Jaxpr, limit: int, rows: Dict[Any, Any], fusible: Abstra
                 consumers.setdefault(a, []).append(None)
         lazy = {v for v, users in consumers.items()
                 if len(users) == 1 and users[0] is not None and users[0].prim in fusible}
-        batched, dots = {}, {}
+        batched, dots, calls = {}, {}, {}
         for eqn in eqns:
             if rows:
                 r = row_plan(eqn, rows, limit)
@@ -195,11 +319,13 @@ def program_plan(jaxpr: Jaxpr, limit: int, rows: Dict[Any, Any], fusible: Abstra
                     batched[eqn] = r
             if eqn.prim is C.dot_general_p:
                 dots[eqn] = dot_plan(eqn, limit)
+            for q in _nested(eqn):
+                calls[q] = call_plan(q, settings)
         wide_from = [False] * (len(eqns) + 1)
         if batched:
             for j in range(len(eqns) - 1, -1, -1):
                 wide_from[j] = wide_from[j + 1] or (
                     eqns[j] in batched and len(eqns[j].outputs[0].aval.shape) >= 2)
-        p = _PLANS.set(jaxpr, Plan(eqns, outvars, consumers, lazy, batched, wide_from, dots),
-                       key)
+        p = _PLANS.set(jaxpr, Plan(eqns, outvars, consumers, lazy, batched, wide_from, dots, calls,
+                                   settings), key)
     return p
