@@ -114,3 +114,65 @@ def test_clamp_bad_arguments(args: tuple) -> None:
     ours = run(tlax.clamp, *args)
     assert isinstance(theirs, TypeError) and isinstance(ours, TypeError)
     assert str(ours).startswith(str(theirs))
+
+
+# ---------------------------------------------------------------------------
+# inputs that are not arrays
+
+
+class _Wrapped:
+    """An object that converts itself by JAX's ``__jax_array__`` protocol (as equinox's and
+    flax's wrappers of parameters do)."""
+
+    def __init__(self, value: Any, N: Any) -> None:
+        self.value, self.N = value, N
+
+    def __jax_array__(self) -> Any:
+        return self.N.asarray(self.value)
+
+
+@pytest.mark.parametrize("name", ["asarray", "array", "concatenate", "tile", "pad"])
+def test_jax_array_protocol_in_explicit_conversions(name: str) -> None:
+    """JAX 0.10.2 honours ``__jax_array__`` in ``jnp.asarray``/``jnp.array`` (and the functions
+    that call them); ours raised TypeError (an object array)."""
+    v = np.array([1.0, -2.0, 3.5])
+
+    def call(N: Any) -> Any:
+        w = _Wrapped(v, N)
+        return {"asarray": lambda: N.asarray(w), "array": lambda: N.array(w, dtype=N.float32),
+                "concatenate": lambda: N.concatenate([w, w]), "tile": lambda: N.tile(w, 2),
+                "pad": lambda: N.pad(w, 1)}[name]()
+    assert_same(name, run(call, tg.numpy), call(jax.numpy))
+    # inside jit and grad, __jax_array__ may return a traced value
+    f = lambda N: (lambda a: N.sum(N.asarray(_Wrapped(a * a, N)) * 2.0))  # noqa: E731
+    assert_same("jit", run(tg.jit(f(tg.numpy)), v), jax.jit(f(jax.numpy))(v))
+    assert_same("grad", run(tg.grad(f(tg.numpy)), v), jax.grad(f(jax.numpy))(v))
+
+
+class _Opaque:
+    pass
+
+
+@pytest.mark.parametrize("case", ["where object", "where str", "lax.select", "select_n",
+                                  "logical_and", "logical_or", "logical_not", "positive",
+                                  "copy", "copy str"])
+def test_objects_and_strings_are_not_arrays(case: str) -> None:
+    """JAX's TypeError for an object or a string where an array is expected; NumPy's loops took
+    them eagerly (``where(True, obj, 0)`` was an object array, ``logical_and(x, obj)``
+    compared truthiness, ``copy("abc")`` a string array)."""
+    o, x = _Opaque(), np.ones(2)
+
+    def call(N: Any, L: Any) -> Any:
+        return {"where object": lambda: N.where(True, o, 0.0),
+                "where str": lambda: N.where(True, "a", "b"),
+                "lax.select": lambda: L.select(np.array(True), o, 0.0),
+                "select_n": lambda: L.select_n(np.array(True), o, 0.0),
+                "logical_and": lambda: N.logical_and(x, o),
+                "logical_or": lambda: N.logical_or(o, x),
+                "logical_not": lambda: N.logical_not(o),
+                "positive": lambda: N.positive(o),
+                "copy": lambda: N.copy(o), "copy str": lambda: N.copy("abc")}[case]()
+    assert isinstance(run(call, jax.numpy, jax.lax), TypeError)
+    ours = run(call, tg.numpy, tlax)
+    assert isinstance(ours, TypeError), ours
+    assert "is not a valid JAX type" in str(ours) or "not a valid" in str(ours)

@@ -29,6 +29,8 @@ def asarray(a: Any, dtype: DTypeLike | None = None, copy: bool | None = None, *,
     _check_device(device, "asarray")
     if isinstance(a, _Tracer):
         return a if dtype is None else astype(a, dtype)
+    if _has_jax_array(a):
+        return asarray(a.__jax_array__(), dtype)
     if isinstance(a, (list, tuple)) and builtins.any(_is_tracer(x) for x in _flat_seq(a)):
         out = _stack([asarray(x) for x in a], 0)
         return out if dtype is None else astype(out, dtype)
@@ -79,13 +81,38 @@ def copy(a: ArrayLike, order: str | None = None) -> Array:
     """A copy of ``a`` (under a transformation, the value itself)."""
     if _is_tracer(a):
         return a
-    return _np.array(a, copy=True)
+    return _np.array(_in(a, "copy"), copy=True)   # (an object or a string: JAX's TypeError)
+
+
+def _has_jax_array(a: Any) -> bool:
+    """Whether ``a`` converts itself by JAX's ``__jax_array__`` protocol (an object that is
+    not an array, a NumPy scalar or a Python scalar; equinox's and flax's wrappers)."""
+    t = type(a)
+    return (t not in _PLAIN and not issubclass(t, (_np.ndarray, _np.generic))
+            and hasattr(t, "__jax_array__"))
+
+
+_PLAIN = (float, int, bool, complex, list, tuple)
+_VALUES = {float, int, bool, complex, _np.ndarray}
+
+
+def _checked(a: Any, fname: str, argname: str = "x") -> Any:
+    """An argument of a function that binds a primitive directly: ``a`` itself if it is an
+    array, a tracer or a scalar (Python scalars stay weakly typed), else as ``_in`` makes it
+    (JAX's TypeError for an object or a string, which NumPy's loops would take: ``where``
+    made an object array, ``logical_and`` compared truthiness)."""
+    if type(a) in _VALUES or isinstance(a, (_np.ndarray, _np.generic, _Tracer)):
+        return a
+    return _in(a, fname, argname)
 
 
 def _in(a, fname, argname="a"):
-    """An array argument: tracers as they are, anything else as an ndarray."""
+    """An array argument: tracers as they are, an object with ``__jax_array__`` as what
+    that returns (as ``asarray`` does), anything else as an ndarray."""
     if _is_tracer(a):
         return a
+    if _has_jax_array(a):
+        return asarray(a)
     if isinstance(a, (list, tuple)) and builtins.any(_is_tracer(x) for x in _flat_seq(a)):
         return asarray(a)
     return _core.as_array(a, f"{fname}: argument '{argname}'")

@@ -15,7 +15,7 @@ from ..primitives import indexing as _I
 from ..primitives import special as _SP
 from ..primitives import structural as _S
 from ._constants import float64
-from ._conversion import _in, _inexact, asarray, astype
+from ._conversion import _has_jax_array, _in, _inexact, asarray, astype
 from ._elementwise import log10, power, sign
 from ._shapes import (broadcast_arrays, broadcast_shapes, broadcast_to, expand_dims, moveaxis,
                       ndim, reshape, shape)
@@ -187,6 +187,10 @@ def array(object: Any, dtype: DTypeLike | None = None, copy: bool = True, ndmin:
           device: Any = None, out_sharding: Any = None) -> Array:
     """An array from ``object`` (NumPy's ``array``; sequences of traced values are stacked)."""
     _check_device(device, "array")
+    if _has_jax_array(object):   # JAX's protocol: what the object converts itself to
+        object = asarray(object)
+        if not _is_tracer(object):
+            object = _np.asarray(object)
     if _is_tracer(object) or (isinstance(object, (list, tuple))
                               and builtins.any(_is_tracer(x) for x in _flat_seq(object))):
         out = asarray(object, dtype)

@@ -17,7 +17,7 @@ from ..primitives import misc as _M
 from ..primitives import special as _SP
 from ..primitives import structural as _S
 from ._constants import complex128, float64, pi
-from ._conversion import _in, _inexact, asarray, astype
+from ._conversion import _checked, _in, _inexact, asarray, astype
 from ._indexing import nonzero
 from ._util import _aval, _eager
 
@@ -131,7 +131,7 @@ def fabs(x: ArrayLike) -> Array:
 
 def positive(x: ArrayLike) -> Array:
     """Elementwise ``+x`` (the value itself)."""
-    return _S.unchanged(x)
+    return _S.unchanged(_checked(x, "positive"))
 
 
 def square(x: ArrayLike) -> Array:
@@ -460,22 +460,22 @@ def nan_to_num(x: ArrayLike, copy: bool = True, nan: ArrayLike = 0.0,
 
 def logical_and(x, y) -> Any:
     """Elementwise logical AND."""
-    return _E.and_p.bind(x, y)
+    return _E.and_p.bind(_checked(x, "logical_and"), _checked(y, "logical_and", "y"))
 
 
 def logical_or(x, y) -> Any:
     """Elementwise logical OR."""
-    return _E.or_p.bind(x, y)
+    return _E.or_p.bind(_checked(x, "logical_or"), _checked(y, "logical_or", "y"))
 
 
 def logical_xor(x, y) -> Any:
     """Elementwise logical XOR."""
-    return _E.xor_p.bind(x, y)
+    return _E.xor_p.bind(_checked(x, "logical_xor"), _checked(y, "logical_xor", "y"))
 
 
 def logical_not(x: ArrayLike) -> Array:
     """Elementwise logical NOT."""
-    return _E.not_p.bind(x)
+    return _E.not_p.bind(_checked(x, "logical_not"))
 
 
 def bitwise_and(x, y) -> Any:

@@ -618,6 +618,8 @@ isfinite_p = elementwise("isfinite", np.isfinite, zero_jvp=True)
 
 def _select_impl(pred, x, y):
     out = np.where(pred, x, y)
+    if out.dtype.kind in "OUS":   # NumPy takes objects and strings; JAX's TypeError
+        core.as_array(x if np.asarray(x).dtype.kind in "OUS" else y, "select: argument")
     if type(x) is float or type(y) is float:
         # NumPy promotes a Python float first and a bfloat16 array to float32 (ml_dtypes'
         # promotion is not symmetric there): the shape rule's (and JAX's) dtype is bfloat16
