@@ -23,23 +23,28 @@ from . import core
 from .api import checkpoint, remat
 from .primitives.remat import checkpoint_name, name_p
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["checkpoint", "checkpoint_name", "checkpoint_policies", "print_saved_residuals", "remat",
            "saved_residuals"]
 
 _DOTS = ("dot_general", "einsum")
 
 
-def everything_saveable(prim, *avals, **params):
+def everything_saveable(prim: Any, *avals: Any, **params: Any) -> bool:
     """Save every intermediate (no recomputation)."""
     return True
 
 
-def nothing_saveable(prim, *avals, **params):
+def nothing_saveable(prim: Any, *avals: Any, **params: Any) -> bool:
     """Save nothing but the inputs (``checkpoint``'s default)."""
     return False
 
 
-def dots_saveable(prim, *avals, **params):
+def dots_saveable(prim: Any, *avals: Any, **params: Any) -> Any:
     """Save the results of matrix products (``dot_general``/``einsum``)."""
     return prim.name in _DOTS
 
@@ -47,7 +52,7 @@ def dots_saveable(prim, *avals, **params):
 checkpoint_dots = dots_saveable
 
 
-def dots_with_no_batch_dims_saveable(prim, *avals, **params):
+def dots_with_no_batch_dims_saveable(prim: Any, *avals: Any, **params: Any) -> Any:
     """Save the results of matrix products without batch dimensions."""
     if prim.name == "dot_general":
         (_, _), (lhs_batch, rhs_batch) = params["dimension_numbers"]
@@ -58,7 +63,7 @@ def dots_with_no_batch_dims_saveable(prim, *avals, **params):
 checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
 
 
-def save_only_these_names(*names):
+def save_only_these_names(*names: Any) -> Any:
     """Save only the values named (``checkpoint_name``) with one of ``names``."""
     names = frozenset(_flat_names(names))
 
@@ -67,7 +72,7 @@ def save_only_these_names(*names):
     return policy
 
 
-def save_any_names_but_these(*names):
+def save_any_names_but_these(*names: Any) -> Any:
     """Save every named value except those named with one of ``names``."""
     names = frozenset(_flat_names(names))
 
@@ -76,14 +81,14 @@ def save_any_names_but_these(*names):
     return policy
 
 
-def save_from_both_policies(policy_1, policy_2):
+def save_from_both_policies(policy_1: Any, policy_2: Any) -> Any:
     """Save what either policy saves."""
     def policy(prim, *avals, **params):
         return bool(policy_1(prim, *avals, **params) or policy_2(prim, *avals, **params))
     return policy
 
 
-def offload_dot_with_no_batch_dims(offload_src, offload_dst):
+def offload_dot_with_no_batch_dims(offload_src: Any, offload_dst: Any) -> Any:
     """Offload the results of matrix products without batch dimensions from
     memory ``offload_src`` to ``offload_dst`` (``"device"``, ``"pinned_host"``):
     on a CPU all memory is host memory, so they are saved, as
@@ -91,8 +96,9 @@ def offload_dot_with_no_batch_dims(offload_src, offload_dst):
     return dots_with_no_batch_dims_saveable
 
 
-def save_and_offload_only_these_names(*, names_which_can_be_saved, names_which_can_be_offloaded,
-                                      offload_src, offload_dst):
+def save_and_offload_only_these_names(*, names_which_can_be_saved: Any,
+                                      names_which_can_be_offloaded: Any, offload_src: Any,
+                                      offload_dst: Any) -> Any:
     """Save the values named with one of ``names_which_can_be_saved`` and
     offload those named with one of ``names_which_can_be_offloaded`` (from
     memory ``offload_src`` to ``offload_dst``); recompute the rest.  On a CPU
@@ -128,7 +134,7 @@ checkpoint_policies = types.SimpleNamespace(
 # Saved residuals
 
 
-def saved_residuals(f, *args, **kwargs):
+def saved_residuals(f: Any, *args: Any, **kwargs: Any) -> Any:
     """The values reverse mode keeps between the forward and backward passes of
     ``f`` at ``args``: a list of ``(ShapedArray, description)``, as
     ``jax.ad_checkpoint.saved_residuals`` gives it: the arguments first (named
@@ -278,7 +284,7 @@ def _arg_names(f, args, kwargs):
             for path, _ in tree_flatten_with_path(x)[0]]
 
 
-def print_saved_residuals(f, *args, **kwargs):
+def print_saved_residuals(f: Any, *args: Any, **kwargs: Any) -> Any:
     """Print ``saved_residuals(f, *args)``, one line per residual."""
     for aval, what in saved_residuals(f, *args, **kwargs):
         print(f"{aval.str_short()} {what}")

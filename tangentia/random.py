@@ -33,6 +33,13 @@ from .primitives import prng as _prng
 from .primitives.prng import random_bits as _random_bits, random_bits_p, random_gamma_p  # noqa: F401
 from .scipy import special as _special
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+    from .typing import Array, ArrayLike, DTypeLike, Shape
+
 __all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits",
            "uniform", "normal", "randint", "bernoulli", "categorical", "gumbel", "exponential",
            "permutation", "choice", "truncated_normal", "multivariate_normal", "laplace",
@@ -111,7 +118,7 @@ def _aval(x):
 # Keys
 
 
-def PRNGKey(seed):
+def PRNGKey(seed: int | ArrayLike) -> Array:
     """A key from an integer seed (like ``jax.random.PRNGKey``): ``[seed >> 32, seed & 0xFFFFFFFF]``."""
     if isinstance(seed, (bool, np.bool_)):
         raise TypeError("PRNGKey: argument 'seed' must be an integer, got bool")
@@ -137,7 +144,7 @@ def PRNGKey(seed):
     return tnp.stack([hi, tnp.astype(s, _U32)])
 
 
-def key(seed, *, impl=None):
+def key(seed: int | ArrayLike, *, impl: Any = None) -> Array:
     """Same as ``PRNGKey`` (keys are plain uint32[2] arrays here)."""
     if impl not in (None, "threefry2x32"):
         raise NotImplementedError(f"key: only the default PRNG implementation 'threefry2x32' "
@@ -145,30 +152,30 @@ def key(seed, *, impl=None):
     return PRNGKey(seed)
 
 
-def key_data(keys):
+def key_data(keys: ArrayLike) -> Array:
     """The raw uint32 data of a key (the key itself)."""
     return keys
 
 
-def wrap_key_data(key_bits_array, *, impl=None):
+def wrap_key_data(key_bits_array: ArrayLike, *, impl: Any = None) -> Any:
     """A key from raw uint32 data (the data itself)."""
     return key_bits_array
 
 
-def key_impl(keys):
+def key_impl(keys: ArrayLike) -> Any:
     """The name of the PRNG implementation of ``keys``: always ``'threefry2x32'``."""
     _check_key("key_impl", keys)
     return "threefry2x32"
 
 
-def key_dtype(impl=None):
+def key_dtype(impl: Any = None) -> Any:
     """The dtype of keys: keys are raw uint32[2] arrays here (JAX's raw key layout)."""
     if impl not in (None, "threefry2x32"):
         raise NotImplementedError(f"key_dtype: only 'threefry2x32' is supported, got {impl!r}")
     return _U32
 
 
-def clone(key):
+def clone(key: Any) -> Any:
     """A copy of ``key`` (keys are immutable arrays here, so the key itself)."""
     return _check_key("clone", key)
 
@@ -179,7 +186,7 @@ def _split(key, shape):
                      axis=-1)
 
 
-def split(key, num=2):
+def split(key: ArrayLike, num: int | tuple[int, ...] = 2) -> Array:
     """``num`` new keys derived from ``key``, as a uint32 array of shape ``(num, 2)``."""
     key = _check_key("split", key)
     return _split(key, _shape("split", num))
@@ -189,7 +196,7 @@ def _rotl_traced(x, r):
     return tnp.bitwise_or(tnp.left_shift(x, np.uint32(r)), tnp.right_shift(x, np.uint32(32 - r)))
 
 
-def fold_in(key, data):
+def fold_in(key: ArrayLike, data: ArrayLike) -> Array:
     """A new key derived from ``key`` and an integer ``data`` (may be traced)."""
     key = _check_key("fold_in", key)
     a = _aval(data)
@@ -200,7 +207,7 @@ def fold_in(key, data):
     return tnp.stack([y1, y2])
 
 
-def bits(key, shape=(), dtype=None):
+def bits(key: ArrayLike, shape: Shape = (), dtype: DTypeLike | None = None) -> Array:
     """Uniformly random unsigned integer bits (uint64 by default, as JAX with x64; uint8/16/32/64)."""
     key = _check_key("bits", key)
     shape = _shape("bits", shape)
@@ -242,7 +249,8 @@ def _sample_shape(name, shape, *params):
     return shape
 
 
-def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
+def uniform(key: ArrayLike, shape: Shape = (), dtype: DTypeLike | None = None,
+            minval: ArrayLike = 0.0, maxval: ArrayLike = 1.0) -> Array:
     """Uniform samples in ``[minval, maxval)``."""
     key = _check_key("uniform", key)
     shape = _shape("uniform", shape)
@@ -256,7 +264,7 @@ def _normal(key, shape, dtype):
     return tnp.astype(dtype.type(np.sqrt(2)) * _special.erfinv(u), dtype)
 
 
-def normal(key, shape=(), dtype=None):
+def normal(key: ArrayLike, shape: Shape = (), dtype: DTypeLike | None = None) -> Array:
     """Standard normal samples: sqrt(2) erfinv(u) for u uniform in (-1, 1).
 
     With a complex dtype (as JAX's), real and imaginary parts are independent normals of
@@ -277,7 +285,8 @@ def normal(key, shape=(), dtype=None):
     return _normal(key, shape, _float_dtype("normal", dtype))
 
 
-def truncated_normal(key, lower, upper, shape=None, dtype=None):
+def truncated_normal(key: ArrayLike, lower: ArrayLike, upper: ArrayLike, shape: Shape | None = None,
+                     dtype: DTypeLike | None = None) -> Array:
     """Standard normal samples conditioned on ``lower < x < upper``."""
     key = _check_key("truncated_normal", key)
     shape = _sample_shape("truncated_normal", _shape("truncated_normal", shape), lower, upper)
@@ -291,9 +300,9 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
                     tnp.nextafter(_lax.stop_gradient(upper), dtype.type(-np.inf)))
 
 
-def _simple(name, sampler):
+def _simple(name: str, sampler: Callable[..., Array]) -> Callable[..., Array]:
     """A ``fn(key, shape=(), dtype=None)`` sampler from ``sampler(key, shape, dtype)``."""
-    def fn(key, shape=(), dtype=None):
+    def fn(key: ArrayLike, shape: Shape = (), dtype: DTypeLike | None = None) -> Array:
         key = _check_key(name, key)
         return sampler(key, _shape(name, shape), _float_dtype(name, dtype))
     fn.__name__ = fn.__qualname__ = name
@@ -310,7 +319,8 @@ def _gumbel(key, shape, dtype, mode=None):
     return -tnp.log(-tnp.log(_uniform(key, shape, dtype, info.tiny, 1.0)))
 
 
-def gumbel(key, shape=(), dtype=None, mode=None):
+def gumbel(key: ArrayLike, shape: Shape = (), dtype: DTypeLike | None = None,
+           mode: str | None = None) -> Array:
     """Standard Gumbel samples (``mode='high'`` uses two uniforms for the small ones)."""
     key = _check_key("gumbel", key)
     if mode not in (None, "low", "high"):
@@ -345,7 +355,8 @@ maxwell = _simple("maxwell", lambda k, s, d: _linalg.norm(_normal(k, s + (3,), d
 maxwell.__doc__ = "Maxwell samples: the norm of three standard normals."
 
 
-def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
+def multivariate_normal(key: ArrayLike, mean: ArrayLike, cov: ArrayLike, shape: Shape | None = None,
+                        dtype: DTypeLike | None = None, method: str = "cholesky") -> Array:
     """Multivariate normal samples with ``mean`` (..., n) and ``cov`` (..., n, n)."""
     key = _check_key("multivariate_normal", key)
     shape = _shape("multivariate_normal", shape)
@@ -399,7 +410,8 @@ def _beta(key, a, b, shape, dtype):
 
 
 
-def dirichlet(key, alpha, shape=None, dtype=None):
+def dirichlet(key: ArrayLike, alpha: ArrayLike, shape: Shape | None = None,
+              dtype: DTypeLike | None = None) -> Array:
     """Dirichlet samples with concentration ``alpha`` (..., k): softmax of log-gamma draws."""
     key = _check_key("dirichlet", key)
     dtype = _float_dtype("dirichlet", dtype)
@@ -432,7 +444,8 @@ def _t(key, df, shape, dtype):
     return n * tnp.sqrt(half_df / _gamma(key_g, half_df, shape, dtype))
 
 
-def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
+def lognormal(key: ArrayLike, sigma: ArrayLike = np.float32(1), shape: Shape | None = None,
+              dtype: DTypeLike | None = None) -> Array:
     """Log-normal samples ``exp(sigma * normal)``."""
     key, (sigma,), shape, dtype = _prep("lognormal", key, (sigma,), shape, dtype)
     return tnp.exp(_normal(key, shape, dtype) * sigma)
@@ -468,7 +481,8 @@ def _triangular(key, left, mode, right, shape, dtype):
 
 
 
-def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
+def double_sided_maxwell(key: ArrayLike, loc: ArrayLike, scale: ArrayLike, shape: Shape = (),
+                         dtype: DTypeLike | None = None) -> Array:
     """Double-sided Maxwell samples: a random sign times a Maxwell sample, scaled and shifted."""
     key = _check_key("double_sided_maxwell", key)
     shape = _shape("double_sided_maxwell", shape)
@@ -479,7 +493,8 @@ def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
     return sign * maxwell(maxwell_key, shape, dtype) * scale + loc
 
 
-def weibull_min(key, scale, concentration, shape=(), dtype=None):
+def weibull_min(key: ArrayLike, scale: ArrayLike, concentration: ArrayLike, shape: Shape = (),
+                dtype: DTypeLike | None = None) -> Array:
     """Weibull samples: (-log1p(-u)) ** (1 / concentration) * scale."""
     key = _check_key("weibull_min", key)
     shape = _shape("weibull_min", shape)
@@ -488,7 +503,8 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
     return tnp.power(-tnp.log1p(-u), 1.0 / concentration) * scale
 
 
-def orthogonal(key, n, shape=(), dtype=None, m=None):
+def orthogonal(key: ArrayLike, n: int, shape: Shape = (), dtype: DTypeLike | None = None,
+               m: int | None = None) -> Array:
     """Samples from the Haar measure on n x m matrices with orthonormal columns (or rows)."""
     key = _check_key("orthogonal", key)
     shape = _shape("orthogonal", shape)
@@ -508,14 +524,16 @@ def _generalized_normal(key, p, shape, dtype):
     return r * g ** (1 / p)
 
 
-def generalized_normal(key, p, shape=(), dtype=None):
+def generalized_normal(key: ArrayLike, p: float, shape: Shape = (),
+                       dtype: DTypeLike | None = None) -> Array:
     """Generalized normal samples with density proportional to ``exp(-|x|^p)``."""
     key = _check_key("generalized_normal", key)
     return _generalized_normal(key, p, _shape("generalized_normal", shape),
                                _float_dtype("generalized_normal", dtype))
 
 
-def ball(key, d, p=2, shape=(), dtype=None):
+def ball(key: ArrayLike, d: int, p: float = 2, shape: Shape = (),
+         dtype: DTypeLike | None = None) -> Any:
     """Uniform samples from the unit ``p``-norm ball in ``d`` dimensions."""
     key = _check_key("ball", key)
     shape = _shape("ball", shape)
@@ -527,62 +545,72 @@ def ball(key, d, p=2, shape=(), dtype=None):
     return g / ((tnp.sum(tnp.abs(g) ** p, axis=-1) + e) ** (1 / p))[..., None]
 
 
-def gamma(key, a, shape=None, dtype=None):
+def gamma(key: ArrayLike, a: ArrayLike, shape: Shape | None = None,
+          dtype: DTypeLike | None = None) -> Array:
     """Gamma(a, 1) samples (JAX's Marsaglia-Tsang sampler), differentiable in ``a`` by implicit
     reparameterization (JAX's ``random_gamma_grad``)."""
     key, (a,), shape, dtype = _prep("gamma", key, (a,), shape, dtype)
     return _gamma(key, a, shape, dtype)
 
 
-def loggamma(key, a, shape=None, dtype=None):
+def loggamma(key: ArrayLike, a: ArrayLike, shape: Shape | None = None,
+             dtype: DTypeLike | None = None) -> Array:
     """Logs of Gamma(a, 1) samples, accurate for small ``a``."""
     key, (a,), shape, dtype = _prep("loggamma", key, (a,), shape, dtype)
     return _gamma(key, a, shape, dtype, True)
 
 
-def beta(key, a, b, shape=None, dtype=None):
+def beta(key: ArrayLike, a: ArrayLike, b: ArrayLike, shape: Shape | None = None,
+         dtype: DTypeLike | None = None) -> Array:
     """Beta(a, b) samples from two log-gamma draws."""
     key, (a, b), shape, dtype = _prep("beta", key, (a, b), shape, dtype)
     return _beta(key, a, b, shape, dtype)
 
 
-def chisquare(key, df, shape=None, dtype=None):
+def chisquare(key: ArrayLike, df: ArrayLike, shape: Shape | None = None,
+              dtype: DTypeLike | None = None) -> Array:
     """Chi-square samples with ``df`` degrees of freedom."""
     key, (df,), shape, dtype = _prep("chisquare", key, (df,), shape, dtype)
     return _chisquare(key, df, shape, dtype)
 
 
-def f(key, dfnum, dfden, shape=None, dtype=None):
+def f(key: ArrayLike, dfnum: ArrayLike, dfden: ArrayLike, shape: Shape | None = None,
+      dtype: DTypeLike | None = None) -> Array:
     """F-distribution samples with ``dfnum`` and ``dfden`` degrees of freedom."""
     key, (dfnum, dfden), shape, dtype = _prep("f", key, (dfnum, dfden), shape, dtype)
     return _f(key, dfnum, dfden, shape, dtype)
 
 
-def t(key, df, shape=None, dtype=None):
+def t(key: ArrayLike, df: ArrayLike, shape: Shape | None = None,
+      dtype: DTypeLike | None = None) -> Array:
     """Student's t samples with ``df`` degrees of freedom."""
     key, (df,), shape, dtype = _prep("t", key, (df,), shape, dtype)
     return _t(key, df, shape, dtype)
 
 
-def pareto(key, b, shape=None, dtype=None):
+def pareto(key: ArrayLike, b: ArrayLike, shape: Shape | None = None,
+           dtype: DTypeLike | None = None) -> Array:
     """Pareto samples with shape ``b``: exp(exponential / b)."""
     key, (b,), shape, dtype = _prep("pareto", key, (b,), shape, dtype)
     return tnp.exp(-tnp.log1p(-_uniform(key, shape, dtype)) / b)
 
 
-def rayleigh(key, scale, shape=None, dtype=None):
+def rayleigh(key: ArrayLike, scale: ArrayLike, shape: Shape | None = None,
+             dtype: DTypeLike | None = None) -> Array:
     """Rayleigh samples with ``scale``."""
     key, (scale,), shape, dtype = _prep("rayleigh", key, (scale,), shape, dtype)
     return _rayleigh(key, scale, shape, dtype)
 
 
-def wald(key, mean, shape=None, dtype=None):
+def wald(key: ArrayLike, mean: ArrayLike, shape: Shape | None = None,
+         dtype: DTypeLike | None = None) -> Array:
     """Wald (inverse Gaussian) samples with ``mean``."""
     key, (mean,), shape, dtype = _prep("wald", key, (mean,), shape, dtype)
     return _wald(key, mean, shape, dtype)
 
 
-def triangular(key, left, mode, right, shape=None, dtype=None):
+def triangular(key: ArrayLike, left: ArrayLike, mode: ArrayLike, right: ArrayLike,
+               shape: Shape | None = None, dtype: DTypeLike | None = None) -> Array:
     """Triangular samples on [left, right] peaking at ``mode``."""
     key, (left, mode, right), shape, dtype = _prep("triangular", key, (left, mode, right), shape, dtype)
     return _triangular(key, left, mode, right, shape, dtype)
@@ -592,7 +620,8 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
 # Discrete distributions
 
 
-def randint(key, shape, minval, maxval, dtype=None):
+def randint(key: ArrayLike, shape: Shape, minval: ArrayLike, maxval: ArrayLike,
+            dtype: DTypeLike | None = None) -> Array:
     """Uniform integers in ``[minval, maxval)`` (``minval`` where ``maxval <= minval``)."""
     key = _check_key("randint", key)
     shape = _shape("randint", shape)
@@ -632,7 +661,8 @@ def _bernoulli(key, p, shape):
     return _uniform(key, shape, dtype) < p
 
 
-def bernoulli(key, p=0.5, shape=None, mode="low"):
+def bernoulli(key: ArrayLike, p: ArrayLike = 0.5, shape: Shape | None = None,
+              mode: str = "low") -> Array:
     """Boolean samples that are True with probability ``p``."""
     key = _check_key("bernoulli", key)
     if mode not in ("low", "high"):
@@ -651,14 +681,15 @@ def _rademacher(key, shape):
     return 2 * tnp.astype(_bernoulli(key, 0.5, shape), np.int64) - 1
 
 
-def rademacher(key, shape=(), dtype=None):
+def rademacher(key: ArrayLike, shape: Shape = (), dtype: DTypeLike | None = None) -> Array:
     """Samples of +1/-1 with equal probability."""
     key = _check_key("rademacher", key)
     dtype = np.dtype(np.int64 if dtype is None else dtype)
     return tnp.astype(_rademacher(key, _shape("rademacher", shape)), dtype)
 
 
-def geometric(key, p, shape=None, dtype=None):
+def geometric(key: ArrayLike, p: ArrayLike, shape: Shape | None = None,
+              dtype: DTypeLike | None = None) -> Array:
     """Geometric samples (number of trials to the first success, >= 1)."""
     key = _check_key("geometric", key)
     dtype = np.dtype(np.int64 if dtype is None else dtype)
@@ -669,7 +700,8 @@ def geometric(key, p, shape=None, dtype=None):
     return tnp.astype(tnp.floor(tnp.log(u) / tnp.log1p(-p)) + 1, dtype)
 
 
-def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
+def categorical(key: ArrayLike, logits: ArrayLike, axis: int = -1, shape: Shape | None = None,
+                replace: bool = True, mode: str | None = None) -> Array:
     """Indices sampled from ``softmax(logits, axis)`` (Gumbel-max)."""
     key = _check_key("categorical", key)
     shape = _shape("categorical", shape)
@@ -711,7 +743,8 @@ def _shuffle(key, x, axis):
     return x
 
 
-def permutation(key, x, axis=0, independent=False):
+def permutation(key: ArrayLike, x: int | ArrayLike, axis: int = 0,
+                independent: bool = False) -> Array:
     """A random permutation of ``arange(x)`` (int ``x``) or of ``x`` along ``axis``."""
     key = _check_key("permutation", key)
     if tnp.ndim(x) == 0:
@@ -732,7 +765,8 @@ def permutation(key, x, axis=0, independent=False):
     return tnp.take(x, _shuffle(key, tnp.arange(x.shape[axis]), 0), axis=axis)
 
 
-def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
+def choice(key: ArrayLike, a: int | ArrayLike, shape: Shape = (), replace: bool = True,
+           p: ArrayLike | None = None, axis: int = 0, mode: str | None = None) -> Array:
     """Samples from ``arange(a)`` (int ``a``) or from ``a`` along ``axis``."""
     key = _check_key("choice", key)
     if not isinstance(shape, (tuple, list)):
@@ -818,7 +852,8 @@ def _poisson_rejection(key, lam, shape):
     return _lax.while_loop(lambda c: tnp.any(~c[2]), body, init)[1]
 
 
-def poisson(key, lam, shape=None, dtype=None):
+def poisson(key: ArrayLike, lam: ArrayLike, shape: Shape | None = None,
+            dtype: DTypeLike | None = None) -> Array:
     """Poisson samples with rate ``lam`` (JAX's Knuth / transformed-rejection samplers, float32)."""
     key = _check_key("poisson", key)
     dtype = np.dtype(np.int64 if dtype is None else dtype)
@@ -892,7 +927,8 @@ def _btrs(key, count, prob, shape):
     return _lax.while_loop(lambda carry: tnp.any(~carry[2]), body, init)[1]
 
 
-def binomial(key, n, p, shape=None, dtype=None):
+def binomial(key: ArrayLike, n: ArrayLike, p: ArrayLike, shape: Shape | None = None,
+             dtype: DTypeLike | None = None) -> Array:
     """Binomial samples (JAX's inversion / BTRS samplers), as floats like JAX."""
     key = _check_key("binomial", key)
     dtype = _float_dtype("binomial", dtype)
@@ -922,7 +958,8 @@ def binomial(key, n, p, shape=None, dtype=None):
                      tnp.astype(count, dtype) - samples)
 
 
-def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
+def multinomial(key: ArrayLike, n: ArrayLike, p: ArrayLike, *, shape: Shape | None = None,
+                dtype: DTypeLike | None = None, unroll: int | bool = 1) -> Any:
     """Multinomial counts of ``n`` trials over the categories of ``p`` (last axis), as floats."""
     key = _check_key("multinomial", key)
     dtype = _float_dtype("multinomial", dtype)

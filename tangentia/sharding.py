@@ -30,6 +30,12 @@ import numpy as np
 from . import core
 from ._array import CPU, ArrayImpl, CpuDevice, Shard
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, Sequence
+    from .typing import ArrayLike, DTypeLike, Shape
+
 __all__ = ["AbstractDevice", "AbstractMesh", "AxisType", "Mesh", "NamedSharding",
            "PartitionSpec", "PositionalSharding", "Sharding", "SingleDeviceSharding",
            "auto_axes", "explicit_axes", "get_abstract_mesh", "get_mesh",
@@ -114,7 +120,7 @@ class SingleDeviceSharding(Sharding):
 _SINGLE = SingleDeviceSharding(CPU)
 
 
-def make_single_device_sharding(device):
+def make_single_device_sharding(device: Any) -> Any:
     """``SingleDeviceSharding(device)``."""
     return SingleDeviceSharding(device)
 
@@ -353,13 +359,13 @@ _EMPTY_MESH = AbstractMesh((), ())
 _MESH = contextvars.ContextVar("tangentia_mesh", default=None)
 
 
-def get_mesh():
+def get_mesh() -> Any:
     """The current mesh (``set_mesh`` / ``with mesh:``), or an empty one."""
     m = _MESH.get()
     return _EMPTY_MESH if m is None else m
 
 
-def get_abstract_mesh():
+def get_abstract_mesh() -> Any:
     """The current mesh's ``AbstractMesh`` (empty when none is set)."""
     m = _MESH.get()
     return _EMPTY_MESH if m is None else (m.abstract_mesh if isinstance(m, Mesh) else m)
@@ -382,13 +388,13 @@ class _Use:
         _MESH.reset(self._token)
 
 
-def set_mesh(mesh):
+def set_mesh(mesh: Any) -> Any:
     """Make ``mesh`` the current mesh (``None``: none), for the rest of the context or,
     as ``with set_mesh(mesh): ...``, for the block."""
     return _Use(mesh, "set_mesh", Mesh)
 
 
-def use_abstract_mesh(mesh):
+def use_abstract_mesh(mesh: Any) -> Any:
     """``with use_abstract_mesh(mesh): ...``: ``mesh`` is the current abstract mesh."""
     return _Use(mesh, "use_abstract_mesh", AbstractMesh)
 
@@ -495,7 +501,7 @@ class PositionalSharding(Sharding):
         return f"PositionalSharding({self._devices.tolist()!r})"
 
 
-def reshard(xs, out_shardings):
+def reshard(xs: Any, out_shardings: Any) -> Any:
     """``xs`` laid out as ``out_shardings`` says: unchanged (one device).
 
     Args:
@@ -505,17 +511,21 @@ def reshard(xs, out_shardings):
     return xs
 
 
-def auto_axes(fun=None, *, axes=None, out_sharding=None):
+def auto_axes(fun: Any = None, *, axes: str | tuple[str, ...] | None = None,
+              out_sharding: Any = None) -> Any:
     """A decorator switching mesh axes to Auto inside ``fun``: ``fun`` itself here."""
     return (lambda f: f) if fun is None else fun
 
 
-def explicit_axes(fun=None, *, axes=None, in_sharding=None):
+def explicit_axes(fun: Any = None, *, axes: str | tuple[str, ...] | None = None,
+                  in_sharding: Any = None) -> Any:
     """A decorator switching mesh axes to Explicit inside ``fun``: ``fun`` itself here."""
     return (lambda f: f) if fun is None else fun
 
 
-def make_mesh(axis_shapes, axis_names, *, axis_types=None, devices=None):
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *,
+              axis_types: tuple[Any, ...] | None = None,
+              devices: Sequence[Any] | None = None) -> Any:
     """A ``Mesh`` of the given shape (every size 1: there is one device), as
     ``jax.make_mesh``.
 
@@ -553,7 +563,7 @@ ArrayImpl.addressable_data = lambda self, index: self
 # one process, one device.
 
 
-def process_count(backend=None):
+def process_count(backend: Any = None) -> int:
     """The number of processes: 1.
 
     Args:
@@ -562,7 +572,7 @@ def process_count(backend=None):
     return 1
 
 
-def process_index(backend=None):
+def process_index(backend: Any = None) -> int:
     """This process's index: 0.
 
     Args:
@@ -571,7 +581,7 @@ def process_index(backend=None):
     return 0
 
 
-def process_indices(backend=None):
+def process_indices(backend: Any = None) -> list[int]:
     """The indices of the processes: ``[0]``.
 
     Args:
@@ -580,7 +590,7 @@ def process_indices(backend=None):
     return [0]
 
 
-def host_count(backend=None):
+def host_count(backend: Any = None) -> int:
     """JAX's older name of ``process_count``: 1.
 
     Args:
@@ -589,7 +599,7 @@ def host_count(backend=None):
     return 1
 
 
-def host_id(backend=None):
+def host_id(backend: Any = None) -> int:
     """JAX's older name of ``process_index``: 0.
 
     Args:
@@ -598,7 +608,7 @@ def host_id(backend=None):
     return 0
 
 
-def host_ids(backend=None):
+def host_ids(backend: Any = None) -> list[int]:
     """JAX's older name of ``process_indices``: ``[0]``.
 
     Args:
@@ -621,7 +631,9 @@ def _whole(x, shape, dtype, what):
     return out.view(ArrayImpl)
 
 
-def make_array_from_callback(shape, sharding, data_callback, dtype=None):
+def make_array_from_callback(shape: Shape, sharding: Any,
+                             data_callback: Callable[[Any | None], ArrayLike],
+                             dtype: DTypeLike | None = None) -> Any:
     """The array of ``shape`` whose one shard (all of it) is
     ``data_callback((slice(None),) * len(shape))``.
 
@@ -637,7 +649,8 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
                   "make_array_from_callback")
 
 
-def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
+def make_array_from_single_device_arrays(shape: Shape, sharding: Any, arrays: Sequence[Any], *,
+                                         dtype: DTypeLike | None = None) -> Any:
     """The array of ``shape`` made of its per-device pieces: one device, one piece.
 
     Args:
@@ -654,7 +667,8 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
     return _whole(arrays[0], shape, dtype, "make_array_from_single_device_arrays")
 
 
-def make_array_from_process_local_data(sharding, local_data, global_shape=None):
+def make_array_from_process_local_data(sharding: Any, local_data: Any,
+                                       global_shape: Any = None) -> Any:
     """The global array from this process's data: one process holds all of it.
 
     Args:
@@ -667,7 +681,7 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
     return _whole(local_data, shape, None, "make_array_from_process_local_data")
 
 
-def copy_to_host_async(x):
+def copy_to_host_async(x: Any) -> Any:
     """Start copying ``x``'s arrays to the host: they are there already.
 
     Args:

@@ -141,7 +141,7 @@ def _with_zeros(count):
 
 
 @optimizer
-def sgd(step_size):
+def sgd(step_size: Any) -> Any:
     """Stochastic gradient descent: ``x <- x - step_size(i) * g``.
 
     Args:
@@ -168,7 +168,7 @@ def _momentum_optimizer(step_size, mass, nesterov_step):
 
 
 @optimizer
-def momentum(step_size: Schedule, mass: float):
+def momentum(step_size: Schedule, mass: float) -> Any:
     """SGD with momentum: ``v <- mass * v + g; x <- x - step_size(i) * v``.
 
     Args:
@@ -183,7 +183,7 @@ def momentum(step_size: Schedule, mass: float):
 
 
 @optimizer
-def nesterov(step_size: Schedule, mass: float):
+def nesterov(step_size: Schedule, mass: float) -> Any:
     """SGD with Nesterov momentum: ``v <- mass * v + g;
     x <- x - step_size(i) * (mass * v + g)`` (``step_size`` and ``mass`` as
     :func:`momentum`'s).
@@ -199,7 +199,7 @@ def _inv_sqrt_where_positive(a):
 
 
 @optimizer
-def adagrad(step_size, momentum=0.9):
+def adagrad(step_size: Any, momentum: Any = 0.9) -> Any:
     """Adagrad (Duchi et al. 2011) with momentum on the scaled gradient.
 
     Args:
@@ -226,7 +226,7 @@ def _decayed_square(avg_sq_grad, g, gamma):
 
 
 @optimizer
-def rmsprop(step_size, gamma=0.9, eps=1e-8):
+def rmsprop(step_size: Any, gamma: Any = 0.9, eps: Any = 1e-8) -> Any:
     """RMSProp: ``x <- x - step_size(i) * g / sqrt(E[g^2] + eps)``.
 
     Args:
@@ -249,7 +249,7 @@ def rmsprop(step_size, gamma=0.9, eps=1e-8):
 
 
 @optimizer
-def rmsprop_momentum(step_size, gamma=0.9, eps=1e-8, momentum=0.9):
+def rmsprop_momentum(step_size: Any, gamma: Any = 0.9, eps: Any = 1e-8, momentum: Any = 0.9) -> Any:
     """RMSProp with momentum on the scaled step.
 
     Args:
@@ -279,7 +279,7 @@ def _bias_correction(b, m, i):
 
 
 @optimizer
-def adam(step_size, b1=0.9, b2=0.999, eps=1e-8):
+def adam(step_size: Any, b1: Any = 0.9, b2: Any = 0.999, eps: Any = 1e-8) -> Any:
     """Adam (Kingma and Ba 2015), with bias-corrected moment estimates.
 
     Args:
@@ -317,7 +317,7 @@ def adam(step_size, b1=0.9, b2=0.999, eps=1e-8):
 
 
 @optimizer
-def adamax(step_size, b1=0.9, b2=0.999, eps=1e-8):
+def adamax(step_size: Any, b1: Any = 0.9, b2: Any = 0.999, eps: Any = 1e-8) -> Any:
     """AdaMax: Adam with the infinity norm in place of the second moment
     (``step_size`` and ``b1`` as :func:`adam`'s).
 
@@ -340,7 +340,7 @@ def adamax(step_size, b1=0.9, b2=0.999, eps=1e-8):
 
 
 @optimizer
-def sm3(step_size, momentum=0.9):
+def sm3(step_size: Any, momentum: Any = 0.9) -> Any:
     """SM3 (Anil et al. 2019): memory-efficient adaptive steps, one
     accumulator vector per axis of each parameter (``step_size`` and
     ``momentum`` as :func:`adagrad`'s).
@@ -388,7 +388,7 @@ def constant(step_size) -> Schedule:
     return lambda i: step_size
 
 
-def exponential_decay(step_size, decay_steps, decay_rate):
+def exponential_decay(step_size: Any, decay_steps: Any, decay_rate: Any) -> Any:
     """The schedule ``i -> step_size * decay_rate ** (i / decay_steps)``.
 
     Args:
@@ -399,7 +399,8 @@ def exponential_decay(step_size, decay_steps, decay_rate):
     return lambda i: step_size * decay_rate ** (i / decay_steps)
 
 
-def inverse_time_decay(step_size, decay_steps, decay_rate, staircase=False):
+def inverse_time_decay(step_size: Any, decay_steps: Any, decay_rate: Any,
+                       staircase: Any = False) -> Any:
     """The schedule ``i -> step_size / (1 + decay_rate * i / decay_steps)``.
 
     Args:
@@ -414,7 +415,8 @@ def inverse_time_decay(step_size, decay_steps, decay_rate, staircase=False):
     return lambda i: step_size / (1 + decay_rate * i / decay_steps)
 
 
-def polynomial_decay(step_size, decay_steps, final_step_size, power=1.0):
+def polynomial_decay(step_size: Any, decay_steps: Any, final_step_size: Any,
+                     power: Any = 1.0) -> Any:
     """The schedule going from ``step_size`` to ``final_step_size`` in
     ``decay_steps`` steps as ``(1 - i / decay_steps) ** power``, then constant.
 
@@ -431,7 +433,7 @@ def polynomial_decay(step_size, decay_steps, final_step_size, power=1.0):
     return schedule
 
 
-def piecewise_constant(boundaries: Any, values: Any):
+def piecewise_constant(boundaries: Any, values: Any) -> Any:
     """The schedule ``values[k]`` where ``k`` counts the boundaries below ``i``.
 
     Args:
@@ -464,7 +466,7 @@ def make_schedule(scalar_or_schedule) -> Schedule:
 # Utilities
 
 
-def l2_norm(tree):
+def l2_norm(tree: Any) -> Any:
     """The l2 norm of a pytree of arrays (all leaves as one vector).
 
     Args:
@@ -474,7 +476,7 @@ def l2_norm(tree):
     return tnp.sqrt(sum(tnp.vdot(x, x) for x in leaves))
 
 
-def clip_grads(grad_tree, max_norm):
+def clip_grads(grad_tree: Any, max_norm: Any) -> Any:
     """``grad_tree`` scaled down to l2 norm ``max_norm`` if its norm is larger.
 
     Args:
@@ -500,7 +502,7 @@ class JoinPoint:
         yield self.subtree
 
 
-def unpack_optimizer_state(opt_state):
+def unpack_optimizer_state(opt_state: Any) -> Any:
     """An :class:`OptimizerState` as a pytree of the parameters' structure whose
     leaves are :class:`JoinPoint` s holding each parameter's state (for
     serializing).
@@ -513,7 +515,7 @@ def unpack_optimizer_state(opt_state):
                                      for t, s in zip(subtree_defs, states_flat)])
 
 
-def pack_optimizer_state(marked_pytree):
+def pack_optimizer_state(marked_pytree: Any) -> Any:
     """The inverse of :func:`unpack_optimizer_state`.
 
     Args:

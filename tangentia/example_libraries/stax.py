@@ -19,6 +19,12 @@ from ..nn import (elu, gelu, leaky_relu, log_softmax, relu, selu, sigmoid, softm
                   standardize)
 from ..nn.initializers import glorot_normal, normal, ones, zeros
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
 __all__ = ["Dense", "GeneralConv", "Conv", "GeneralConvTranspose", "Conv1DTranspose",
            "ConvTranspose", "BatchNorm", "elementwise", "Tanh", "Relu", "Exp", "LogSoftmax",
            "Softmax", "Softplus", "Sigmoid", "Elu", "LeakyRelu", "Selu", "Gelu", "MaxPool",
@@ -38,7 +44,8 @@ def _no_params(rng, input_shape):
     return input_shape, ()
 
 
-def Dense(out_dim, W_init=glorot_normal(), b_init=normal()):  # noqa: N802 - JAX's name
+def Dense(out_dim: int, W_init: Any = glorot_normal(),  # noqa: N802 - JAX's name
+          b_init: Any = normal()) -> tuple[Any, Any]:
     """A dense (fully connected) layer: ``inputs @ W + b``.
 
     Args:
@@ -93,8 +100,9 @@ def _conv_layer(dimension_numbers, out_chan, filter_shape, W_init, b_init, shape
     return init_fun, apply_fun
 
 
-def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None,  # noqa: N802
-                padding="VALID", W_init=None, b_init=normal(1e-6)):
+def GeneralConv(dimension_numbers: Any, out_chan: int, filter_shape: Any,  # noqa: N802
+                strides: Any = None, padding: Any = "VALID", W_init: Any = None,
+                b_init: Any = normal(1e-6)) -> tuple[Any, Any]:
     """A convolution layer of any dimension and layout.
 
     Args:
@@ -125,8 +133,9 @@ Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
 Conv.__doc__ = "A 2-D convolution layer on NHWC inputs with an HWIO kernel (``GeneralConv``)."
 
 
-def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None,  # noqa: N802
-                         padding="VALID", W_init=None, b_init=normal(1e-6)):
+def GeneralConvTranspose(dimension_numbers: Any, out_chan: int, filter_shape: Any,  # noqa: N802
+                         strides: Any = None, padding: Any = "VALID", W_init: Any = None,
+                         b_init: Any = normal(1e-6)) -> tuple[Any, Any]:
     """A transposed-convolution layer of any dimension and layout
     (``lax.conv_transpose``).
 
@@ -157,8 +166,8 @@ ConvTranspose = functools.partial(GeneralConvTranspose, ("NHWC", "HWIO", "NHWC")
 ConvTranspose.__doc__ = "A 2-D transposed convolution on NHWC inputs (``GeneralConvTranspose``)."
 
 
-def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True,  # noqa: N802
-              beta_init=zeros, gamma_init=ones):
+def BatchNorm(axis: Any = (0, 1, 2), epsilon: float = 1e-5, center: bool = True,  # noqa: N802
+              scale: bool = True, beta_init: Any = zeros, gamma_init: Any = ones) -> tuple[Any, Any]:
     """Batch normalization over ``axis`` (statistics of the batch itself; no
     running averages), then ``gamma * z + beta``.
 
@@ -192,7 +201,7 @@ def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True,  # noqa: N8
     return init_fun, apply_fun
 
 
-def elementwise(fun, **fun_kwargs):
+def elementwise(fun: Any, **fun_kwargs: Any) -> tuple[Any, Any]:
     """A layer applying ``fun(inputs, **fun_kwargs)`` (no parameters).
 
     Args:
@@ -222,8 +231,10 @@ def _non_spatial_axes(spec, ndim):
     return (0, ndim - 1) if spec is None else (spec.index("N"), spec.index("C"))
 
 
-def _pooling_layer(name, reducer, init_val, normalize=False):
-    def pooling(window_shape, strides=None, padding="VALID", spec=None):
+def _pooling_layer(name: str, reducer: Any, init_val: Any,
+                   normalize: bool = False) -> Callable[..., tuple[Any, Any]]:
+    def pooling(window_shape: tuple[int, ...], strides: tuple[int, ...] | None = None,
+                padding: Any = "VALID", spec: str | None = None) -> tuple[Any, Any]:
         strides = strides or (1,) * len(window_shape)
         spatial_window, spatial_strides = window_shape, strides
         for i in sorted(_non_spatial_axes(spec, len(window_shape) + 2)):
@@ -286,7 +297,7 @@ FanInSum = (lambda rng, input_shape: (input_shape[0], ()),
             lambda params, inputs, **kwargs: sum(inputs))
 
 
-def FanOut(num):  # noqa: N802 - JAX's name
+def FanOut(num: int) -> tuple[Any, Any]:  # noqa: N802 - JAX's name
     """A layer returning ``num`` copies of its input (a list).
 
     Args:
@@ -299,7 +310,7 @@ def FanOut(num):  # noqa: N802 - JAX's name
             lambda params, inputs, **kwargs: [inputs] * num)
 
 
-def FanInConcat(axis=-1):  # noqa: N802 - JAX's name
+def FanInConcat(axis: Any = -1) -> tuple[Any, Any]:  # noqa: N802 - JAX's name
     """A layer concatenating its list of inputs along ``axis``.
 
     Args:
@@ -316,7 +327,7 @@ def FanInConcat(axis=-1):  # noqa: N802 - JAX's name
     return init_fun, lambda params, inputs, **kwargs: tnp.concatenate(inputs, axis)
 
 
-def Dropout(rate, mode="train"):  # noqa: N802 - JAX's name
+def Dropout(rate: float, mode: str = "train") -> tuple[Any, Any]:  # noqa: N802 - JAX's name
     """Dropout: in ``"train"`` mode each input is kept with probability
     ``rate`` (JAX's convention: ``rate`` is the keep rate) and divided by it.
 
@@ -346,7 +357,7 @@ def _layer_rngs(rng, n):
     return random.split(rng, n) if rng is not None else (None,) * n
 
 
-def serial(*layers):
+def serial(*layers: Any) -> tuple[Any, Any]:
     """Layers composed in sequence.
 
     Args:
@@ -375,7 +386,7 @@ def serial(*layers):
     return init_fun, apply_fun
 
 
-def parallel(*layers):
+def parallel(*layers: Any) -> tuple[Any, Any]:
     """Layers applied side by side: the i-th to the i-th of a sequence of
     inputs (often between ``FanOut`` and ``FanInSum``/``FanInConcat``).
 
@@ -398,7 +409,7 @@ def parallel(*layers):
     return init_fun, apply_fun
 
 
-def shape_dependent(make_layer):
+def shape_dependent(make_layer: Any) -> tuple[Any, Any]:
     """A layer built once the input shape is known.
 
     Args:

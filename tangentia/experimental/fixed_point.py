@@ -32,6 +32,12 @@ from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .._messages import fun_name as _fun_name, types_str as _types_str
 from .._traceback_util import api_boundary
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+    from ..typing import ArrayLike
+
 __all__ = ["FixedPointInfo", "fixed_point"]
 
 
@@ -155,7 +161,8 @@ def _warn_not_converged(name, n, res, tol, max_iter):
 
 
 @api_boundary
-def fixed_point(f, a, x_guess, *, tol=1e-10, max_iter=1000, return_info=False):
+def fixed_point(f: Any, a: ArrayLike, x_guess: Any, *, tol: Any = 1e-10, max_iter: Any = 1000,
+                return_info: Any = False) -> Any:
     """The fixed point ``x = f(a, x)`` reached by iterating ``f`` from ``x_guess``.
 
     Args:

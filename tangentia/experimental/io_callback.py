@@ -15,6 +15,11 @@ from ..custom_derivatives import custom_jvp
 from ..primitives.callback import ORDERED_IO, pure_callback
 from ..tree_util import tree_flatten, tree_leaves, tree_unflatten
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
 __all__ = ["io_callback"]
 
 
@@ -22,7 +27,8 @@ def _consume(*arrays):
     """The no-op effect that keeps an io_callback's results alive."""
 
 
-def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=False, **kwargs):
+def io_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: Any,
+                sharding: Any = None, ordered: bool = False, **kwargs: Any) -> Any:
     """Call ``callback(*args, **kwargs)`` with NumPy arrays for its effects (and
     results), also from inside ``jit``, ``vmap`` (once per element) and loops.
 

@@ -43,6 +43,11 @@ from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .._messages import fun_name as _fun_name, types_str as _types_str
 from .._traceback_util import api_boundary
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["odeint"]
 
 
@@ -489,7 +494,8 @@ def _with_order_hint(e, name):
 
 
 @api_boundary
-def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.inf):
+def odeint(func: Any, y0: Any, t: Any, *args: Any, rtol: Any = 1.4e-8, atol: Any = 1.4e-8,
+           mxstep: Any = np.inf, hmax: Any = np.inf) -> Any:
     """Integrate ``dy/dt = func(y, t, *args)`` and return ``y`` at the times ``t``.
 
     Args:

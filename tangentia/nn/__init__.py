@@ -28,6 +28,12 @@ from ..scipy import special as _special
 from ..scipy.special import (_exp_neg_abs, _inexact, _log_softmax, _named_custom_jvp,
                              _softmax, _softmax_impl, logsumexp)
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, Literal
+    from ..typing import Array, ArrayLike, Axis, AxisName
+
 __all__ = ["relu", "softplus", "sigmoid", "log_sigmoid", "silu", "swish", "gelu", "elu",
            "leaky_relu", "one_hot", "softmax", "log_softmax", "logsumexp"]
 
@@ -50,7 +56,7 @@ def _relu_jvp(primals, tangents):
     return _relu(x), tnp.where(tnp.greater(x, 0), t, 0.0)
 
 
-def relu(x):
+def relu(x: ArrayLike) -> Array:
     """``max(x, 0)``; its derivative at 0 is 0, as in JAX."""
     if not isinstance(x, Tracer):
         x = core.as_array(x, "relu: argument 'x'")
@@ -66,7 +72,7 @@ def relu(x):
 # sigmoid, softplus and friends
 
 
-def sigmoid(x):
+def sigmoid(x: ArrayLike) -> Array:
     """The logistic sigmoid ``1 / (1 + exp(-x))`` (``tangentia.scipy.special.expit``)."""
     return _special._expit(_inexact("sigmoid", "x", x))
 
@@ -90,18 +96,18 @@ def _softplus_jvp(primals, tangents):
     return y, tnp.multiply(t, dy)
 
 
-def softplus(x):
+def softplus(x: ArrayLike) -> Array:
     """``log(1 + exp(x))``, stable for any ``x``; its derivative is ``sigmoid(x)``."""
     return _softplus(_inexact("softplus", "x", x))
 
 
-def log_sigmoid(x):
+def log_sigmoid(x: ArrayLike) -> Array:
     """``log(sigmoid(x)) = -softplus(-x)``, stable for any ``x``."""
     x = _inexact("log_sigmoid", "x", x)
     return tnp.negative(_softplus(tnp.negative(x)))
 
 
-def silu(x):
+def silu(x: ArrayLike) -> Array:
     """``x * sigmoid(x)`` (also called swish)."""
     x = _inexact("silu", "x", x)
     return tnp.multiply(x, _special._expit(x))
@@ -113,7 +119,7 @@ swish = silu
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
-def gelu(x, approximate=True):
+def gelu(x: ArrayLike, approximate: bool = True) -> Array:
     """The Gaussian error linear unit.
 
     ``approximate=True``: ``x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``;
@@ -138,7 +144,7 @@ def _scalar_param(fname, argname, v):
     return _inexact(fname, argname, v)
 
 
-def elu(x, alpha=1.0):
+def elu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Array:
     """``x`` for ``x > 0``, ``alpha * (exp(x) - 1)`` otherwise."""
     x = _inexact("elu", "x", x)
     alpha = _scalar_param("elu", "alpha", alpha)
@@ -147,7 +153,7 @@ def elu(x, alpha=1.0):
     return tnp.where(pos, x, tnp.multiply(alpha, tnp.expm1(safe)))
 
 
-def leaky_relu(x, negative_slope=0.01):
+def leaky_relu(x: ArrayLike, negative_slope: ArrayLike = 0.01) -> Array:
     """``x`` for ``x >= 0``, ``negative_slope * x`` otherwise."""
     x = _inexact("leaky_relu", "x", x)
     negative_slope = _scalar_param("leaky_relu", "negative_slope", negative_slope)
@@ -158,17 +164,17 @@ def leaky_relu(x, negative_slope=0.01):
 # softmax, log_softmax and one_hot
 
 
-def softmax(x, axis=-1, where=None):
+def softmax(x: ArrayLike, axis: Axis = -1, where: ArrayLike | None = None) -> Array:
     """``exp(x) / sum(exp(x))`` over ``axis``; entries outside ``where`` are 0."""
     return _softmax_impl("softmax", _softmax, x, axis, where)
 
 
-def log_softmax(x, axis=-1, where=None):
+def log_softmax(x: ArrayLike, axis: Axis = -1, where: ArrayLike | None = None) -> Array:
     """``x - logsumexp(x)`` over ``axis``; entries outside ``where`` are -inf."""
     return _softmax_impl("log_softmax", _log_softmax, x, axis, where)
 
 
-def one_hot(x, num_classes, *, dtype=None, axis=-1):
+def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int | AxisName = -1) -> Array:
     """One-hot encode ``x``: ``out[..., k, ...] = (x == k)`` for ``k < num_classes``.
 
     The new axis of size ``num_classes`` is placed at ``axis`` of the result.
@@ -222,12 +228,12 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
 # More activations (jax.nn's definitions)
 
 
-def identity(x):
+def identity(x: ArrayLike) -> Array:
     """``x`` itself."""
     return tnp.asarray(x)
 
 
-def tanh(x):
+def tanh(x: ArrayLike) -> Array:
     """The hyperbolic tangent (``tangentia.numpy.tanh``)."""
     return tnp.tanh(x)
 
@@ -247,17 +253,17 @@ def _relu6_jvp(primals, tangents):
     return _relu6(x), tnp.where(inside, t, 0.0)
 
 
-def relu6(x):
+def relu6(x: ArrayLike) -> Array:
     """``min(max(x, 0), 6)``; its derivative is 0 at 0 and at 6, as in JAX."""
     return _relu6(_inexact("relu6", "x", x))
 
 
-def hard_sigmoid(x):
+def hard_sigmoid(x: ArrayLike) -> Array:
     """``relu6(x + 3) / 6``."""
     return tnp.divide(relu6(tnp.add(_inexact("hard_sigmoid", "x", x), 3.0)), 6.0)
 
 
-def hard_silu(x):
+def hard_silu(x: ArrayLike) -> Array:
     """``x * hard_sigmoid(x)`` (also called hard_swish)."""
     x = _inexact("hard_silu", "x", x)
     return tnp.multiply(x, hard_sigmoid(x))
@@ -266,13 +272,13 @@ def hard_silu(x):
 hard_swish = hard_silu
 
 
-def hard_tanh(x):
+def hard_tanh(x: ArrayLike) -> Array:
     """``x`` clipped to ``[-1, 1]``."""
     x = _inexact("hard_tanh", "x", x)
     return tnp.where(tnp.greater(x, 1), 1.0, tnp.where(tnp.less(x, -1), -1.0, x))
 
 
-def celu(x, alpha=1.0):
+def celu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Array:
     """``max(x, 0) + alpha * expm1(min(x, 0) / alpha)``."""
     x = _inexact("celu", "x", x)
     alpha = _scalar_param("celu", "alpha", alpha)
@@ -284,12 +290,12 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def selu(x):
+def selu(x: ArrayLike) -> Array:
     """``scale * elu(x, alpha)`` with the self-normalizing constants."""
     return tnp.multiply(_SELU_SCALE, elu(_inexact("selu", "x", x), _SELU_ALPHA))
 
 
-def glu(x, axis=-1):
+def glu(x: ArrayLike, axis: int = -1) -> Array:
     """Gated linear unit: ``x1 * sigmoid(x2)`` for the two halves of ``x`` along ``axis``."""
     x = _inexact("glu", "x", x)
     size = tnp.shape(x)[axis]
@@ -299,39 +305,39 @@ def glu(x, axis=-1):
     return tnp.multiply(x1, sigmoid(x2))
 
 
-def mish(x):
+def mish(x: ArrayLike) -> Array:
     """``x * tanh(softplus(x))``."""
     x = _inexact("mish", "x", x)
     return tnp.multiply(x, tnp.tanh(softplus(x)))
 
 
-def soft_sign(x):
+def soft_sign(x: ArrayLike) -> Array:
     """``x / (|x| + 1)``."""
     x = _inexact("soft_sign", "x", x)
     return tnp.divide(x, tnp.add(tnp.abs(x), 1.0))
 
 
-def squareplus(x, b=4):
+def squareplus(x: ArrayLike, b: ArrayLike = 4) -> Array:
     """``(x + sqrt(x^2 + b)) / 2``."""
     x = _inexact("squareplus", "x", x)
     b = _scalar_param("squareplus", "b", b)
     return tnp.divide(tnp.add(x, tnp.sqrt(tnp.add(tnp.square(x), b))), 2.0)
 
 
-def sparse_plus(x):
+def sparse_plus(x: ArrayLike) -> Array:
     """0 for ``x <= -1``, ``x`` for ``x >= 1``, ``(x + 1)^2 / 4`` between."""
     x = _inexact("sparse_plus", "x", x)
     return tnp.where(tnp.less_equal(x, -1.0), 0.0,
                      tnp.where(tnp.greater_equal(x, 1.0), x, tnp.divide(tnp.square(x + 1.0), 4.0)))
 
 
-def sparse_sigmoid(x):
+def sparse_sigmoid(x: ArrayLike) -> Array:
     """``clip((x + 1) / 2, 0, 1)`` (the derivative of sparse_plus)."""
     x = _inexact("sparse_sigmoid", "x", x)
     return tnp.multiply(0.5, tnp.clip(tnp.add(x, 1.0), 0.0, 2.0))
 
 
-def log1mexp(x):
+def log1mexp(x: ArrayLike) -> Array:
     """``log(1 - exp(-x))`` for ``x > 0``, accurate at both ends (Maechler's switch at log 2)."""
     x = _inexact("log1mexp", "x", x)
     big = tnp.greater(x, math.log(2.0))
@@ -341,7 +347,8 @@ def log1mexp(x):
                      tnp.log(tnp.negative(tnp.expm1(tnp.negative(safe_small)))))
 
 
-def logmeanexp(x, axis=None, where=None, keepdims=False):
+def logmeanexp(x: ArrayLike, axis: Axis | None = None, where: ArrayLike | None = None,
+               keepdims: bool = False) -> Array:
     """``log(mean(exp(x)))`` over ``axis``, stable (``logsumexp - log(count)``)."""
     x = _inexact("logmeanexp", "x", x)
     lse = logsumexp(x, axis=axis, keepdims=keepdims, where=where) if where is not None else \
@@ -356,7 +363,9 @@ def logmeanexp(x, axis=None, where=None, keepdims=False):
     return tnp.subtract(lse, tnp.log(tnp.astype(count, tnp.result_type(x))))
 
 
-def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
+def standardize(x: ArrayLike, axis: Axis = -1, mean: ArrayLike | None = None,
+                variance: ArrayLike | None = None, epsilon: ArrayLike = 1e-5,
+                where: ArrayLike | None = None) -> Array:
     """``(x - mean) / sqrt(variance + epsilon)`` over ``axis`` (mean and variance
     computed when not given)."""
     x = _inexact("standardize", "x", x)
@@ -369,9 +378,13 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
     return tnp.multiply(tnp.subtract(x, mean), tnp.reciprocal(tnp.sqrt(tnp.add(variance, epsilon))))
 
 
-def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None,
-                          is_causal=False, query_seq_lengths=None, key_value_seq_lengths=None,
-                          local_window_size=None, implementation=None):
+def dot_product_attention(query: ArrayLike, key: ArrayLike, value: ArrayLike,
+                          bias: ArrayLike | None = None, mask: ArrayLike | None = None, *,
+                          scale: float | None = None, is_causal: bool = False,
+                          query_seq_lengths: ArrayLike | None = None,
+                          key_value_seq_lengths: ArrayLike | None = None,
+                          local_window_size: int | tuple[int, int] | None = None,
+                          implementation: Literal["xla", "cudnn"] | None = None) -> Array:
     """Scaled dot-product attention, as ``jax.nn.dot_product_attention``:
     ``softmax(q k^T * scale + bias, masked) v`` with arrays shaped
     ``[B, T, N, H]`` (query) and ``[B, S, K, H]`` (key, value; ``N`` a multiple

@@ -19,6 +19,13 @@ import numpy as np
 from .. import numpy as tnp
 from .. import random
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any, Literal
+    from ..typing import Array, ArrayLike
+
 __all__ = ["zeros", "ones", "constant", "uniform", "normal", "truncated_normal",
            "variance_scaling", "glorot_uniform", "glorot_normal", "xavier_uniform",
            "xavier_normal", "lecun_uniform", "lecun_normal", "he_uniform", "he_normal",
@@ -41,17 +48,17 @@ def _shape(name, shape):
         raise TypeError(f"{name}: argument 'shape' must be a tuple of ints, got {shape!r:.60}") from None
 
 
-def zeros(key, shape, dtype=None):
+def zeros(key: ArrayLike, shape: Any, dtype: Any = None) -> Array:
     """An array of zeros (the key is unused)."""
     return tnp.zeros(_shape("zeros", shape), _dtype("zeros", dtype))
 
 
-def ones(key, shape, dtype=None):
+def ones(key: ArrayLike, shape: Any, dtype: Any = None) -> Array:
     """An array of ones (the key is unused)."""
     return tnp.ones(_shape("ones", shape), _dtype("ones", dtype))
 
 
-def constant(value, dtype=None):
+def constant(value: ArrayLike, dtype: Any = None) -> Any:
     """An initializer filling arrays with ``value``."""
     def init(key, shape, dtype=dtype):
         return tnp.full(_shape("constant", shape), value, _dtype("constant", dtype))
@@ -67,17 +74,18 @@ def _scaled(name, sample, scale, default_dtype):
     return init
 
 
-def uniform(scale=1e-2, dtype=None):
+def uniform(scale: Any = 1e-2, dtype: Any = None) -> Any:
     """An initializer of uniform samples in ``[0, scale)``."""
     return _scaled("uniform", random.uniform, scale, dtype)
 
 
-def normal(stddev=1e-2, dtype=None):
+def normal(stddev: Any = 1e-2, dtype: Any = None) -> Any:
     """An initializer of normal samples with standard deviation ``stddev``."""
     return _scaled("normal", random.normal, stddev, dtype)
 
 
-def truncated_normal(stddev=1e-2, dtype=None, lower=-2.0, upper=2.0):
+def truncated_normal(stddev: Any = 1e-2, dtype: Any = None, lower: Any = -2.0,
+                     upper: Any = 2.0) -> Any:
     """An initializer of normal samples truncated to ``[lower, upper]``, times ``stddev``."""
     return _scaled("truncated_normal",
                    lambda k, s, d: random.truncated_normal(k, lower, upper, s, d), stddev, dtype)
@@ -96,8 +104,11 @@ def _compute_fans(shape, in_axis=-2, out_axis=-1, batch_axis=()):
     return in_size * receptive_field_size, out_size * receptive_field_size
 
 
-def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_axis=(),
-                     dtype=None):
+def variance_scaling(scale: Any,
+                     mode: Literal["fan_in", "fan_out", "fan_avg", "fan_geo_avg"],
+                     distribution: Literal["truncated_normal", "normal", "uniform"],
+                     in_axis: int | Sequence[int] = -2, out_axis: int | Sequence[int] = -1,
+                     batch_axis: int | Sequence[int] = (), dtype: Any = None) -> Any:
     """JAX's variance-scaling initializer: samples with variance ``scale / fan``.
 
     ``mode`` is 'fan_in', 'fan_out', 'fan_avg' or 'fan_geo_avg'; ``distribution``
@@ -125,8 +136,9 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
     return init
 
 
-def _variance_family(name, scale, mode, distribution):
-    def factory(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
+def _variance_family(name: str, scale: float, mode: Any, distribution: Any) -> Callable[..., Any]:
+    def factory(in_axis: int | Sequence[int] = -2, out_axis: int | Sequence[int] = -1,
+                batch_axis: int | Sequence[int] = (), dtype: Any = None) -> Any:
         return variance_scaling(scale, mode, distribution, in_axis=in_axis, out_axis=out_axis,
                                 batch_axis=batch_axis, dtype=dtype)
     factory.__name__ = factory.__qualname__ = name
@@ -143,7 +155,7 @@ he_uniform = kaiming_uniform = _variance_family("he_uniform", 2.0, "fan_in", "un
 he_normal = kaiming_normal = _variance_family("he_normal", 2.0, "fan_in", "truncated_normal")
 
 
-def orthogonal(scale=1.0, column_axis=-1, dtype=None):
+def orthogonal(scale: Any = 1.0, column_axis: int = -1, dtype: Any = None) -> Any:
     """An initializer of (scaled) matrices with orthonormal columns along ``column_axis``."""
     def init(key, shape, dtype=dtype):
         shape = _shape("orthogonal", shape)
@@ -159,7 +171,7 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=None):
     return init
 
 
-def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
+def delta_orthogonal(scale: Any = 1.0, column_axis: int = -1, dtype: Any = None) -> Any:
     """An initializer for 3D/4D/5D convolution kernels: an orthogonal matrix at the center tap."""
     def init(key, shape, dtype=dtype):
         shape = _shape("delta_orthogonal", shape)

@@ -3,8 +3,13 @@ from __future__ import annotations
 
 from .. import numpy as tnp
 
+from typing import TYPE_CHECKING
 
-def inexact(*arrays):
+if TYPE_CHECKING:
+    from ..typing import Array, ArrayLike
+
+
+def inexact(*arrays: ArrayLike) -> list[Array]:
     """The arrays promoted together to an inexact dtype (integers -> float64)."""
     arrays = [tnp.asarray(a) for a in arrays]
     dtype = tnp.result_type(*arrays)

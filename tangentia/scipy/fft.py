@@ -15,6 +15,12 @@ import numpy as np
 from .. import lax
 from .. import numpy as tnp
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from ..typing import Array, ArrayLike
+
 
 def _check(fname, type, norm):
     if type != 2:
@@ -86,7 +92,8 @@ _dct1 = _per_axis("dct", _dct_last)
 _idct1 = _per_axis("idct", _idct_last)
 
 
-def dct(x, type=2, n=None, axis=-1, norm=None):
+def dct(x: ArrayLike, type: int = 2, n: int | None = None, axis: int = -1,
+        norm: str | None = None) -> Array:
     """The discrete cosine transform (type 2) of ``x`` along ``axis`` (SciPy's ``dct``).
 
     Args:
@@ -100,7 +107,8 @@ def dct(x, type=2, n=None, axis=-1, norm=None):
     return _dct1(x, n, axis, norm)
 
 
-def idct(x, type=2, n=None, axis=-1, norm=None):
+def idct(x: ArrayLike, type: int = 2, n: int | None = None, axis: int = -1,
+         norm: str | None = None) -> Array:
     """The inverse of :func:`dct` along ``axis`` (SciPy's ``idct``, type 2).
 
     Args:
@@ -127,9 +135,10 @@ def _axes_and_sizes(x, s, axes):
     return axes, [None] * len(axes) if s is None else s
 
 
-def _n_axes(fname, one_axis, summary):
+def _n_axes(fname: str, one_axis: Callable[..., Array], summary: str) -> Callable[..., Array]:
     """The N-dimensional transform ``fname`` applying ``one_axis`` axis by axis."""
-    def transform(x, type=2, s=None, axes=None, norm=None):
+    def transform(x: ArrayLike, type: int = 2, s: Sequence[int] | None = None,
+                  axes: Sequence[int] | None = None, norm: str | None = None) -> Array:
         _check(fname, type, norm)
         axes, sizes = _axes_and_sizes(x, s, axes)
         for axis, n in zip(axes, sizes):

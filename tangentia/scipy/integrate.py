@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from ..numpy import _calculus
 
+from typing import TYPE_CHECKING
 
-def trapezoid(y, x=None, dx=1.0, axis=-1):
+if TYPE_CHECKING:
+    from ..typing import Array, ArrayLike
+
+
+def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: ArrayLike = 1.0,
+              axis: int = -1) -> Array:
     """The integral of ``y`` along ``axis`` by the composite trapezoidal rule
     (SciPy's ``trapezoid``).
 

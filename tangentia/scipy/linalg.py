@@ -25,6 +25,12 @@ from ..numpy.linalg import LinAlgError, _check_matrix, _check_square, _inexact, 
 from ..primitives import linalg as _L
 from ..primitives.callback import pure_callback as _pure_callback
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, Callable
+    from ..typing import Array, ArrayLike, DTypeLike
+
 __all__ = ["LinAlgError", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "eigvalsh",
            "expm", "expm_frechet", "inv", "lu", "lu_factor", "lu_solve", "norm", "polar", "qr",
            "logm", "schur", "solve", "sqrtm", "solve_banded", "solve_sylvester", "solve_triangular", "svd",
@@ -61,8 +67,9 @@ def _real_trans(trans, x):
 # Solving
 
 
-def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
-          assume_a=None, transposed=False):
+def solve(a: ArrayLike, b: ArrayLike, lower: bool = False, overwrite_a: bool = False,
+          overwrite_b: bool = False, check_finite: bool = True, assume_a: str | None = None,
+          transposed: Any = False) -> Array:
     """Solve ``a @ x = b``.  ``assume_a``: None/'gen' (LU) or 'pos' (Cholesky,
     reading the triangle chosen by ``lower``)."""
     a, b = _inexact(a, b)
@@ -80,7 +87,8 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
                               "'pos')")
 
 
-def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
+def solve_banded(l_and_u: Any, ab: Any, b: ArrayLike, overwrite_ab: Any = False,
+                 overwrite_b: Any = False, check_finite: Any = True) -> Any:
     """Solve ``a @ x = b`` for a banded ``a`` given in SciPy's diagonal ordered form:
     ``ab[u + i - j, j] == a[i, j]`` for the ``l`` sub- and ``u`` super-diagonals.
 
@@ -118,7 +126,8 @@ def _sylvester_solve(a, b, q):
     return _callback_of(_sylvester_callback, q, a, b, q)
 
 
-def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):
+def solve_sylvester(A: ArrayLike, B: ArrayLike, C: ArrayLike, *, method: str = "schur",
+                    tol: float = 1e-8) -> Array:
     """Solve the Sylvester equation ``A @ X + X @ B == C`` for ``X``.
 
     The solve is SciPy's Bartels-Stewart algorithm (through ``pure_callback``);
@@ -163,7 +172,7 @@ def _sqrtm_jvp(primals, tangents):
 
 
 
-def sqrtm(A, blocksize=1):
+def sqrtm(A: ArrayLike, blocksize: int = 1) -> Array:
     """The principal matrix square root ``X`` (``X @ X == A``), complex as in JAX.
 
     SciPy's Schur method computes it (through ``pure_callback``); its
@@ -230,7 +239,7 @@ _sqrtm = _make_custom_jvp(
     lambda a: _callback_of(_sqrtm_callback, a, a, dtype=_complex_dtype(_aval(a).dtype)), _sqrtm_jvp)
 
 
-def logm(A, disp=True):
+def logm(A: Any, disp: Any = True) -> Any:
     """The principal matrix logarithm ``L`` (``expm(L) == A``), complex.
 
     SciPy computes it (through ``pure_callback``); its derivative solves
@@ -245,7 +254,7 @@ def logm(A, disp=True):
     return _logm(A)
 
 
-def schur(a, output="real"):
+def schur(a: ArrayLike, output: str = "real") -> tuple[Array, Array]:
     """The Schur decomposition ``a = z @ t @ z^H`` (SciPy's, through
     ``pure_callback``): ``t`` is quasi-upper-triangular for ``output='real'``
     and upper-triangular for ``'complex'``.  Not differentiable (as in JAX)."""
@@ -268,16 +277,17 @@ def schur(a, output="real"):
     return tuple(_pure_callback(run, (shape, shape), a, vmap_method="sequential"))
 
 
-def inv(a, overwrite_a=False, check_finite=True):
+def inv(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Array:
     return _nla.inv(a)
 
 
-def det(a, overwrite_a=False, check_finite=True):
+def det(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Array:
     return _nla.det(a)
 
 
-def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
-                     debug=None, check_finite=True):
+def solve_triangular(a: ArrayLike, b: ArrayLike, trans: int | str = 0, lower: bool = False,
+                     unit_diagonal: bool = False, overwrite_b: bool = False, debug: Any = None,
+                     check_finite: bool = True) -> Array:
     """Solve ``op(a) @ x = b`` for triangular ``a`` (only its ``lower``/upper
     triangle is read; with ``unit_diagonal`` its diagonal is taken as ones)."""
     trans = _trans_code("solve_triangular", trans)
@@ -295,7 +305,8 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
 # LU
 
 
-def lu_factor(a, overwrite_a=False, check_finite=True):
+def lu_factor(a: ArrayLike, overwrite_a: bool = False,
+              check_finite: bool = True) -> tuple[Array, Array]:
     """LU factorization with partial pivoting: ``(lu, piv)`` as SciPy (LAPACK
     row interchanges, int32)."""
     a, = _inexact(a)
@@ -304,7 +315,8 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     return lu_, piv
 
 
-def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+def lu_solve(lu_and_piv: tuple[ArrayLike, ArrayLike], b: ArrayLike, trans: int | str = 0,
+             overwrite_b: bool = False, check_finite: bool = True) -> Array:
     """Solve ``a @ x = b`` (``trans=0``) or ``a.T @ x = b`` (``trans=1``) from
     ``lu_factor(a)``; differentiable in ``lu`` and ``b``."""
     try:
@@ -330,7 +342,8 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     return _solve_with("lu_solve", bind, lu_, b, _vector_rhs(lu_, b))
 
 
-def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
+def lu(a: ArrayLike, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True,
+       p_indices: Any = False) -> tuple[Array, Array] | tuple[Array, Array, Array]:
     """``p, l, u`` with ``a = p @ l @ u`` (or ``pl, u`` with ``permute_l``; with
     ``p_indices`` the permutation is returned as row indices)."""
     a, = _inexact(a)
@@ -357,7 +370,8 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
 # Cholesky
 
 
-def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+def cholesky(a: ArrayLike, lower: bool = False, overwrite_a: bool = False,
+             check_finite: bool = True) -> Array:
     """Cholesky factor of ``a``, upper by default (``a = U.T @ U``); reads the
     chosen triangle of ``a`` only."""
     a, = _inexact(a)
@@ -367,12 +381,14 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     return _tnp.swapaxes(_L.cholesky_p.bind(_tnp.swapaxes(a, -1, -2)), -1, -2)
 
 
-def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+def cho_factor(a: ArrayLike, lower: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True) -> tuple[Array, bool]:
     """``(c, lower)`` for ``cho_solve``; the other triangle of ``c`` is zero."""
     return cholesky(a, lower=lower), lower
 
 
-def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+def cho_solve(c_and_lower: tuple[ArrayLike, bool], b: ArrayLike, overwrite_b: bool = False,
+              check_finite: bool = True) -> Array:
     """Solve ``a @ x = b`` from ``cho_factor(a)``; differentiable in ``c`` and ``b``."""
     try:
         c, lower = c_and_lower
@@ -396,8 +412,10 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
 # Eigen/singular values, QR
 
 
-def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
-         type=1, check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
+def eigh(a: ArrayLike, b: ArrayLike | None = None, lower: bool = True, eigvals_only: bool = False,
+         overwrite_a: bool = False, overwrite_b: bool = False, type: int = 1,
+         check_finite: bool = True, subset_by_index: Any = None, subset_by_value: Any = None,
+         driver: Any = None) -> Array | tuple[Array, Array]:
     """Symmetric eigendecomposition ``(w, v)`` (``w`` only with ``eigvals_only``) of
     ``(a + a^H) / 2``, as JAX's (which symmetrizes the input; ``lower`` then changes nothing):
     SciPy reads one triangle only, and reading it gave a NaN in the other triangle no effect
@@ -415,13 +433,16 @@ def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite
     return w, v
 
 
-def eigvalsh(a, b=None, lower=True, overwrite_a=False, overwrite_b=False, type=1,
-             check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
+def eigvalsh(a: ArrayLike, b: ArrayLike | None = None, lower: Any = True, overwrite_a: Any = False,
+             overwrite_b: Any = False, type: Any = 1, check_finite: Any = True,
+             subset_by_index: Any = None, subset_by_value: Any = None, driver: Any = None) -> Array:
     return eigh(a, b, lower=lower, eigvals_only=True, subset_by_index=subset_by_index,
                 subset_by_value=subset_by_value)
 
 
-def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+def qr(a: ArrayLike, overwrite_a: bool = False, lwork: Any = None, mode: str = "full",
+       pivoting: bool = False,
+       check_finite: bool = True) -> tuple[Array] | tuple[Array, Array] | tuple[Array, Array, Array]:
     """QR decomposition; ``mode`` 'full' (default), 'economic' or 'r'."""
     if pivoting:
         raise NotImplementedError("qr: pivoting=True is not supported")
@@ -435,15 +456,16 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     return q, r
 
 
-def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,
-        lapack_driver="gesdd"):
+def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True,
+        overwrite_a: bool = False, check_finite: bool = True,
+        lapack_driver: str = "gesdd") -> Array | tuple[Array, Array, Array]:
     a, = _inexact(a)
     _check_matrix("svd", a)
     outs = _L.svd_p.bind(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
     return outs[0] if not compute_uv else tuple(outs)
 
 
-def polar(a, side="right"):
+def polar(a: ArrayLike, side: str = "right") -> tuple[Array, Array]:
     """The polar decomposition ``a = u @ p`` (``side="right"``) or ``a = p @ u``
     (``"left"``): ``u`` has orthonormal columns, ``p`` is Hermitian positive
     semi-definite.  From the SVD ``a = w s vh``: ``u = w vh``, ``p = vh^H s vh``
@@ -463,11 +485,12 @@ def polar(a, side="right"):
     return u, p
 
 
-def svdvals(a, overwrite_a=False, check_finite=True):
+def svdvals(a: ArrayLike, overwrite_a: Any = False, check_finite: Any = True) -> Array:
     return _nla.svdvals(a)
 
 
-def norm(a, ord=None, axis=None, keepdims=False, check_finite=True):
+def norm(a: ArrayLike, ord: int | str | None = None, axis: None | tuple[int, ...] | int = None,
+         keepdims: bool = False, check_finite: Any = True) -> Array:
     return _nla.norm(a, ord=ord, axis=axis, keepdims=keepdims)
 
 
@@ -475,14 +498,15 @@ def norm(a, ord=None, axis=None, keepdims=False, check_finite=True):
 # Matrix exponential
 
 
-def expm(A):
+def expm(A: ArrayLike) -> Array:
     """Matrix exponential; its derivative is the Fréchet derivative ``expm_frechet``."""
     A, = _inexact(A)
     _check_square("expm", A, "A")
     return _L.expm_p.bind(A)
 
 
-def expm_frechet(A, E, method=None, compute_expm=True, check_finite=True):
+def expm_frechet(A: ArrayLike, E: ArrayLike, method: str | None = None, compute_expm: bool = True,
+                 check_finite: Any = True) -> Array | tuple[Array, Array]:
     """Fréchet derivative of ``expm`` at ``A`` in direction ``E``:
     ``(expm(A), L(A, E))``, or ``L(A, E)`` if not ``compute_expm``."""
     A, E = _inexact(A, E)
@@ -520,7 +544,7 @@ def _static_size(fname, n):
     return int(n)
 
 
-def toeplitz(c, r=None):
+def toeplitz(c: ArrayLike, r: ArrayLike | None = None) -> Array:
     """The Toeplitz matrix with first column ``c`` and first row ``r`` (``conj(c)`` by
     default; ``r[..., 0]`` is ignored).  Leading dimensions of ``c`` and ``r`` are batch
     dimensions (as in JAX)."""
@@ -534,7 +558,7 @@ def toeplitz(c, r=None):
     return _gather(vals, n - 1 - _np.arange(n)[:, None] + _np.arange(m)[None, :])
 
 
-def hankel(c, r=None):
+def hankel(c: ArrayLike, r: ArrayLike | None = None) -> Array:
     """The Hankel matrix with first column ``c`` and last row ``r`` (zeros by default;
     ``r[0]`` is ignored)."""
     c = _vector("hankel", "c", c)
@@ -544,14 +568,14 @@ def hankel(c, r=None):
     return _gather(vals, _np.arange(n)[:, None] + _np.arange(m)[None, :])
 
 
-def circulant(c):
+def circulant(c: ArrayLike) -> Array:
     """The circulant matrix with first column ``c`` (leading dimensions batch)."""
     c = _tnp.atleast_1d(c if isinstance(c, _core.Tracer) else _tnp.asarray(c))
     n = _aval(c).shape[-1]
     return _gather(c, (_np.arange(n)[:, None] - _np.arange(n)[None, :]) % n)
 
 
-def companion(a):
+def companion(a: ArrayLike) -> Array:
     """The companion matrix of the polynomial with coefficients ``a`` (highest first)."""
     a = _vector("companion", "a", a)
     n = _aval(a).shape[0]
@@ -562,13 +586,13 @@ def companion(a):
     return _tnp.concatenate([first[None, :], below], axis=0)
 
 
-def fiedler(a):
+def fiedler(a: ArrayLike) -> Array:
     """The symmetric Fiedler matrix ``|a[i] - a[j]|``."""
     a = _vector("fiedler", "a", a)
     return _tnp.abs(a[:, None] - a[None, :])
 
 
-def fiedler_companion(a):
+def fiedler_companion(a: ArrayLike) -> Array:
     """The Fiedler companion matrix of the polynomial ``a`` (highest coefficient first)."""
     a = _vector("fiedler_companion", "a", a)
     k = _aval(a).shape[0]
@@ -590,7 +614,7 @@ def fiedler_companion(a):
     return _gather(vals, src)
 
 
-def leslie(f, s):
+def leslie(f: ArrayLike, s: ArrayLike) -> Array:
     """The Leslie matrix: fecundities ``f`` in the first row, survivals ``s`` below the
     diagonal."""
     f, s = _vector("leslie", "f", f), _vector("leslie", "s", s)
@@ -607,7 +631,7 @@ def leslie(f, s):
     return _gather(vals, src)
 
 
-def block_diag(*arrs):
+def block_diag(*arrs: Any) -> Array:
     """The block-diagonal matrix of ``arrs`` (each scalar, 1-D as a row, or 2-D)."""
     if not arrs:
         return _tnp.zeros((1, 0))
@@ -626,7 +650,7 @@ def block_diag(*arrs):
     return _tnp.concatenate(rows, axis=0)
 
 
-def convolution_matrix(a, n, mode="full"):
+def convolution_matrix(a: ArrayLike, n: int, mode: str = "full") -> Array:
     """The matrix ``A`` with ``A @ v == convolve(a, v, mode)`` for ``v`` of length ``n``."""
     a = _vector("convolution_matrix", "a", a)
     n = _static_size("convolution_matrix", n)
@@ -650,7 +674,7 @@ def convolution_matrix(a, n, mode="full"):
     return toeplitz(col0, row0)
 
 
-def dft(n, scale=None, *, dtype=None):
+def dft(n: int, scale: str | None = None, *, dtype: DTypeLike | None = None) -> Array:
     """The discrete Fourier transform matrix (``scale``: None, 'sqrtn' or 'n')."""
     n = _static_size("dft", n)
     if scale not in (None, "sqrtn", "n"):
@@ -664,35 +688,35 @@ def dft(n, scale=None, *, dtype=None):
     return _tnp.asarray(m.astype(dtype or _np.complex128))
 
 
-def hadamard(n, dtype=int):
+def hadamard(n: int, dtype: DTypeLike = int) -> Array:
     """The Hadamard matrix of order ``n`` (a power of 2)."""
     return _tnp.asarray(_sla.hadamard(_static_size("hadamard", n), dtype=dtype))
 
 
-def hilbert(n):
+def hilbert(n: int) -> Array:
     """The Hilbert matrix ``1 / (i + j + 1)``."""
     return _tnp.asarray(_sla.hilbert(_static_size("hilbert", n)))
 
 
-def invhilbert(n):
+def invhilbert(n: int) -> Array:
     """The inverse of the Hilbert matrix (SciPy's, in float64)."""
     return _tnp.asarray(_sla.invhilbert(_static_size("invhilbert", n)).astype(_np.float64))
 
 
-def pascal(n, kind=None):
+def pascal(n: int, kind: str | None = None) -> Array:
     """The Pascal matrix (``kind``: 'symmetric' (default), 'lower' or 'upper'), exact in
     float64."""
     return _tnp.asarray(_sla.pascal(_static_size("pascal", n), kind or "symmetric",
                                     exact=False).astype(_np.float64))
 
 
-def invpascal(n, kind=None):
+def invpascal(n: int, kind: str | None = None) -> Array:
     """The inverse of the Pascal matrix, exact in float64."""
     return _tnp.asarray(_sla.invpascal(_static_size("invpascal", n), kind or "symmetric",
                                        exact=True).astype(_np.float64))
 
 
-def helmert(n, full=False):
+def helmert(n: int, full: bool = False) -> Array:
     """The Helmert matrix of order ``n`` (without its first row unless ``full``)."""
     return _tnp.asarray(_sla.helmert(_static_size("helmert", n), full=full))
 
@@ -709,7 +733,8 @@ def _square_2d(fname, a):
     return a
 
 
-def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
+def hessenberg(a: ArrayLike, *, calc_q: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True) -> Array | tuple[Array, Array]:
     """The Hessenberg form ``h`` of ``a`` (and ``q`` with ``a = q h q^H`` when ``calc_q``),
     SciPy's, through ``pure_callback``; not differentiable."""
     a = _square_2d("hessenberg", a)
@@ -722,7 +747,7 @@ def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
         (shape, shape), a, vmap_method="sequential"))
 
 
-def rsf2csf(T, Z, check_finite=True):
+def rsf2csf(T: ArrayLike, Z: ArrayLike, check_finite: bool = True) -> tuple[Array, Array]:
     """The complex Schur form from the real one (``schur(a)``'s ``t, z``), SciPy's, through
     ``pure_callback``; not differentiable."""
     T, Z = _inexact(T, Z)
@@ -734,7 +759,8 @@ def rsf2csf(T, Z, check_finite=True):
         vmap_method="sequential"))
 
 
-def funm(A, func, disp=True):
+def funm(A: ArrayLike, func: Callable[[ArrayLike], ArrayLike],
+         disp: bool = True) -> Array | tuple[Array, Array]:
     """The matrix function of ``A`` defined by the scalar function ``func`` (SciPy's
     Schur-Parlett algorithm, through ``pure_callback``; not differentiable).  The result is
     complex, as JAX's.  With ``disp=False`` also returns SciPy's error estimate."""
@@ -751,8 +777,9 @@ def funm(A, func, disp=True):
     return f if disp else (f, err)
 
 
-def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a=False,
-                overwrite_c=False):
+def qr_multiply(a: ArrayLike, c: ArrayLike, mode: str = "right", pivoting: bool = False,
+                conjugate: bool = False, overwrite_a: bool = False,
+                overwrite_c: bool = False) -> tuple[Array, Array] | tuple[Array, Array, Array]:
     """``(c @ q, r)`` (``mode='right'``) or ``(q @ c, r)`` (``'left'``) with the economic QR
     decomposition ``a = q r``; differentiable."""
     if pivoting:
@@ -772,8 +799,9 @@ def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a
     return (_tnp.reshape(cq, (-1,)) if vec else cq), r
 
 
-def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None, tol=None,
-                     key=None):
+def eigh_tridiagonal(d: ArrayLike, e: ArrayLike, *, eigvals_only: bool = False, select: str = "a",
+                     select_range: tuple[float, float] | None = None, tol: float | None = None,
+                     key: ArrayLike | None = None) -> Array | tuple[Array, Array]:
     """Eigenvalues (and eigenvectors) of the symmetric tridiagonal matrix with diagonal ``d``
     and off-diagonal ``e``, through the dense ``eigh`` (differentiable).  ``select``: 'a'
     (all) or 'i' (indices ``select_range = (lo, hi)``, inclusive)."""

@@ -13,6 +13,12 @@ import operator
 
 from .. import numpy as tnp
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, Sequence
+    from ..typing import ArrayLike
+
 
 def _mirror(index, size):
     s = size - 1
@@ -48,7 +54,8 @@ def _nodes(coordinate, order):
     return [(index, 1 - upper_weight), (index + 1, upper_weight)]
 
 
-def map_coordinates(input, coordinates, order, mode="constant", cval=0.0):
+def map_coordinates(input: ArrayLike, coordinates: Sequence[ArrayLike], order: int,
+                    mode: str = "constant", cval: ArrayLike = 0.0) -> Any:
     """``input`` interpolated at ``coordinates`` (SciPy's ``map_coordinates``, orders
     0 and 1 as JAX).
 

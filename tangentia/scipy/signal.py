@@ -17,6 +17,12 @@ from .. import lax
 from .. import numpy as tnp
 from ._util import inexact as _inexact
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, Sequence
+    from ..typing import Array, ArrayLike
+
 _MODES = ("full", "same", "valid")
 
 
@@ -62,7 +68,8 @@ def _convolve_nd(fname, in1, in2, mode):
                                     (1,) * len(shape), padding)[0, 0]
 
 
-def convolve(in1, in2, mode="full", method="auto", precision=None):
+def convolve(in1: ArrayLike, in2: ArrayLike, mode: Any = "full", method: str = "auto",
+             precision: Any = None) -> Array:
     """The N-dimensional convolution of ``in1`` and ``in2`` (SciPy's ``convolve``).
 
     Args:
@@ -80,7 +87,8 @@ def convolve(in1, in2, mode="full", method="auto", precision=None):
     raise ValueError(f"Got method={method!r}; expected 'auto', 'fft', or 'direct'.")
 
 
-def correlate(in1, in2, mode="full", method="auto", precision=None):
+def correlate(in1: ArrayLike, in2: ArrayLike, mode: Any = "full", method: str = "auto",
+              precision: Any = None) -> Array:
     """The N-dimensional cross-correlation of ``in1`` and ``in2`` (SciPy's ``correlate``):
     ``convolve(in1, flip(conj(in2)))``.
 
@@ -101,7 +109,8 @@ def _check_2d(fname, in1, in2, boundary, fillvalue):
         raise ValueError(f"{fname}() only supports 2-dimensional inputs.")
 
 
-def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=None):
+def convolve2d(in1: ArrayLike, in2: ArrayLike, mode: Any = "full", boundary: str = "fill",
+               fillvalue: float = 0, precision: Any = None) -> Array:
     """The 2-D convolution of ``in1`` and ``in2`` (SciPy's ``convolve2d``, zero fill only).
 
     Args:
@@ -116,7 +125,8 @@ def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=No
     return _convolve_nd("convolve2d", in1, in2, mode)
 
 
-def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=None):
+def correlate2d(in1: ArrayLike, in2: ArrayLike, mode: Any = "full", boundary: str = "fill",
+                fillvalue: float = 0, precision: Any = None) -> Array:
     """The 2-D cross-correlation of ``in1`` and ``in2`` (SciPy's ``correlate2d``), with
     SciPy's placement of ``"same"`` and ``"valid"`` outputs; ``mode``, ``boundary``,
     ``fillvalue`` and ``precision`` as :func:`convolve2d`'s."""
@@ -130,7 +140,8 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=N
     return tnp.flip(_convolve_nd("correlate2d", tnp.flip(in1), tnp.conj(in2), mode))
 
 
-def fftconvolve(in1, in2, mode="full", axes=None):
+def fftconvolve(in1: ArrayLike, in2: ArrayLike, mode: Any = "full",
+                axes: Sequence[int] | None = None) -> Array:
     """The convolution of ``in1`` and ``in2`` computed with FFTs (SciPy's
     ``fftconvolve``), over ``axes`` (default all; the other axes are mapped and
     must agree).
@@ -177,7 +188,8 @@ def fftconvolve(in1, in2, mode="full", axes=None):
     return conv[tuple(index)]
 
 
-def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=None):
+def detrend(data: ArrayLike, axis: int = -1, type: str = "linear",
+            bp: int | Sequence[int] | Any = 0, overwrite_data: None = None) -> Array:
     """``data`` minus its least-squares linear fit (piecewise between the breakpoints
     ``bp``) or its mean (``type="constant"``) along ``axis`` (SciPy's ``detrend``).
 
@@ -376,8 +388,10 @@ def _spectral(x, y, fs, window, nperseg, noverlap, nfft, detrend_type, return_on
     return freqs, times, tnp.moveaxis(result, -1, axis)
 
 
-def stft(x, fs=1.0, window="hann", nperseg=256, noverlap=None, nfft=None, detrend=False,
-         return_onesided=True, boundary="zeros", padded=True, axis=-1):
+def stft(x: ArrayLike, fs: ArrayLike = 1.0, window: str = "hann", nperseg: int = 256,
+         noverlap: int | None = None, nfft: int | None = None, detrend: bool = False,
+         return_onesided: bool = True, boundary: str | None = "zeros", padded: bool = True,
+         axis: int = -1) -> tuple[Array, Array, Array]:
     """The short-time Fourier transform of ``x`` (SciPy's ``stft``, JAX's defaults).
 
     Args:
@@ -403,8 +417,10 @@ def stft(x, fs=1.0, window="hann", nperseg=256, noverlap=None, nfft=None, detren
                      "spectrum", axis, "stft", boundary, padded)
 
 
-def csd(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
-        detrend="constant", return_onesided=True, scaling="density", axis=-1, average="mean"):
+def csd(x: ArrayLike, y: ArrayLike | None, fs: ArrayLike = 1.0, window: str = "hann",
+        nperseg: int | None = None, noverlap: int | None = None, nfft: int | None = None,
+        detrend: str = "constant", return_onesided: bool = True, scaling: str = "density",
+        axis: int = -1, average: str = "mean") -> tuple[Array, Array]:
     """The cross power spectral density of ``x`` and ``y`` by Welch's method (SciPy's
     ``csd``).
 
@@ -449,8 +465,10 @@ def csd(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
     return freqs, pxy
 
 
-def welch(x, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None, detrend="constant",
-          return_onesided=True, scaling="density", axis=-1, average="mean"):
+def welch(x: ArrayLike, fs: ArrayLike = 1.0, window: str = "hann", nperseg: int | None = None,
+          noverlap: int | None = None, nfft: int | None = None, detrend: str = "constant",
+          return_onesided: bool = True, scaling: str = "density", axis: int = -1,
+          average: str = "mean") -> tuple[Array, Array]:
     """The power spectral density of ``x`` by Welch's method (SciPy's ``welch``).
 
     Args:
@@ -483,8 +501,9 @@ def _overlap_add(frames, step):
     return out.at[..., index].add(frames.reshape(*batch, n * length))
 
 
-def istft(Zxx, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
-          input_onesided=True, boundary=True, time_axis=-1, freq_axis=-2):
+def istft(Zxx: ArrayLike, fs: ArrayLike = 1.0, window: str = "hann", nperseg: int | None = None,
+          noverlap: int | None = None, nfft: int | None = None, input_onesided: bool = True,
+          boundary: bool = True, time_axis: int = -1, freq_axis: int = -2) -> tuple[Array, Array]:
     """The inverse short-time Fourier transform (SciPy's ``istft``): overlap-add of
     the inverse FFTs of the segments, normalized by the summed squared window.
 

@@ -38,6 +38,13 @@ from ..custom_derivatives import custom_jvp
 from ..primitives import special as _SP
 from ..primitives import structural as _S
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+    from ..typing import Array, ArrayLike, Axis
+
 __all__ = ["expit", "logit", "logsumexp", "xlogy", "xlog1py", "erf", "erfc", "erfinv", "gammaln",
            "digamma", "polygamma", "log_ndtr", "ndtr", "ndtri", "softmax", "log_softmax",
            "gamma", "rgamma", "gammasgn", "loggamma", "psi", "beta", "betaln", "gammainc",
@@ -182,7 +189,7 @@ def _expit_jvp(primals, tangents):
     return y, tnp.multiply(t, tnp.divide(e, tnp.multiply(d, d)))
 
 
-def expit(x):
+def expit(x: ArrayLike) -> Array:
     """The logistic sigmoid ``1 / (1 + exp(-x))``, stable for any real ``x``; complex
     ``x`` as JAX's (``lax.logistic``; SciPy's takes none), holomorphic."""
     x = _inexact("expit", "x", x, complex_ok=True)
@@ -207,7 +214,7 @@ def _logit_jvp(primals, tangents):
     return tnp.log(tnp.divide(x, q)), tnp.divide(t, tnp.multiply(x, q))
 
 
-def logit(x):
+def logit(x: ArrayLike) -> Array:
     """The inverse of ``expit``: ``log(x / (1 - x))``."""
     return _logit(_inexact("logit", "x", x))
 
@@ -216,7 +223,9 @@ def logit(x):
 # logsumexp
 
 
-def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
+def logsumexp(a: ArrayLike, axis: Axis | None = None, b: ArrayLike | None = None,
+              keepdims: bool = False, return_sign: bool = False,
+              where: ArrayLike | None = None) -> Array | tuple[Array, Array]:
     """``log(sum(b * exp(a)))`` over ``axis``, computed stably.
 
     The maximum is subtracted before exponentiating and added back after the
@@ -315,7 +324,7 @@ def _promote_pair(fname, x, y):
     return x, y
 
 
-def xlogy(x, y):
+def xlogy(x: ArrayLike, y: ArrayLike) -> Array:
     """``x * log(y)``, defined as 0 where ``x == 0`` (even if ``y == 0``)."""
     return _xlogy(*_promote_pair("xlogy", x, y))
 
@@ -338,7 +347,7 @@ def _xlog1py_jvp(primals, tangents):
     return out, _fit_tangent(t, out)
 
 
-def xlog1py(x, y):
+def xlog1py(x: ArrayLike, y: ArrayLike) -> Array:
     """``x * log1p(y)``, defined as 0 where ``x == 0`` (even if ``y == -1``)."""
     return _xlog1py(*_promote_pair("xlog1py", x, y))
 
@@ -347,24 +356,24 @@ def xlog1py(x, y):
 # Special-function primitives
 
 
-def erf(x):
+def erf(x: ArrayLike) -> Array:
     """The error function, of real or complex ``x`` (complex as SciPy's, which JAX's
     rejects); holomorphic, so ``grad(..., holomorphic=True)`` gives ``erf'``."""
     return _SP.erf(_inexact("erf", "x", x, complex_ok=True))
 
 
-def erfc(x):
+def erfc(x: ArrayLike) -> Array:
     """The complementary error function ``1 - erf(x)`` (accurate for large x), of real or
     complex ``x`` (complex as SciPy's, which JAX's rejects)."""
     return _SP.erfc(_inexact("erfc", "x", x, complex_ok=True))
 
 
-def erfinv(x):
+def erfinv(x: ArrayLike) -> Array:
     """The inverse of ``erf`` on (-1, 1)."""
     return _SP.erfinv(_inexact("erfinv", "x", x))
 
 
-def gammaln(x):
+def gammaln(x: ArrayLike) -> Array:
     """``log|Gamma(x)|``."""
     return _SP.gammaln(_inexact("gammaln", "x", x))
 
@@ -374,14 +383,14 @@ def _nan_where(cond, out):
     return out + tnp.where(cond, np.nan, 0.0).astype(tnp.result_type(out))
 
 
-def digamma(x):
+def digamma(x: ArrayLike) -> Array:
     """The logarithmic derivative of Gamma (its derivative is ``polygamma(1, x)``); NaN at
     the poles 0, -0 and the negative integers, as JAX's (SciPy's is -inf/+inf at +0/-0)."""
     x = _inexact("digamma", "x", x)
     return _nan_where(x == 0, _SP.digamma(x))
 
 
-def polygamma(n, x):
+def polygamma(n: ArrayLike, x: ArrayLike) -> Array:
     """The n-th derivative of ``digamma`` (``n`` a non-negative integer; not differentiable)."""
     if not isinstance(n, Tracer):
         n_arr = core.as_array(n, "polygamma: argument 'n'")
@@ -398,17 +407,17 @@ def polygamma(n, x):
     return _nan_where(pole & (tnp.asarray(n) % 2 == 0), _SP.polygamma(n, x))
 
 
-def ndtr(x):
+def ndtr(x: ArrayLike) -> Array:
     """The standard normal CDF."""
     return _SP.ndtr(_inexact("ndtr", "x", x))
 
 
-def ndtri(p):
+def ndtri(p: ArrayLike) -> Array:
     """The inverse of ``ndtr`` (the standard normal quantile function)."""
     return _SP.ndtri(_inexact("ndtri", "p", p))
 
 
-def log_ndtr(x, series_order=3):
+def log_ndtr(x: ArrayLike, series_order: int = 3) -> Array:
     """``log(ndtr(x))``, accurate in both tails (e.g. x = -40 or x = 40).
 
     ``series_order`` is accepted for compatibility with JAX; the value comes
@@ -423,22 +432,22 @@ def log_ndtr(x, series_order=3):
     return _SP.log_ndtr(_inexact("log_ndtr", "x", x))
 
 
-def gamma(x):
+def gamma(x: ArrayLike) -> Array:
     """The Gamma function (``inf`` at 0 and the negative integers, as SciPy)."""
     return _SP.gamma(_inexact("gamma", "x", x))
 
 
-def rgamma(x):
+def rgamma(x: ArrayLike) -> Any:
     """``1 / gamma(x)`` (0 at the poles of gamma)."""
     return _SP.rgamma(_inexact("rgamma", "x", x))
 
 
-def gammasgn(x):
+def gammasgn(x: ArrayLike) -> Array:
     """The sign of ``gamma(x)`` (derivative 0)."""
     return _SP.gammasgn(_inexact("gammasgn", "x", x))
 
 
-def loggamma(x):
+def loggamma(x: ArrayLike) -> Array:
     """``log(gamma(x))`` for real ``x``: ``gammaln`` for ``x >= 0``, NaN for ``x < 0`` (SciPy)."""
     x = _inexact("loggamma", "x", x)
     return tnp.where(tnp.less(x, 0), np.nan, _SP.gammaln(x))
@@ -458,17 +467,17 @@ def _promote_all(fname, names, args):
             (a if _dtype_of(a) == dt else tnp.astype(a, dt)) for a in args]
 
 
-def beta(a, b):
+def beta(a: ArrayLike, b: ArrayLike) -> Array:
     """The Beta function ``gamma(a) gamma(b) / gamma(a + b)``."""
     return _SP.beta(*_promote_all("beta", ("a", "b"), (a, b)))
 
 
-def betaln(a, b):
+def betaln(a: ArrayLike, b: ArrayLike) -> Array:
     """``log|beta(a, b)|``, accurate for large arguments."""
     return _SP.betaln(*_promote_all("betaln", ("a", "b"), (a, b)))
 
 
-def gammainc(a, x):
+def gammainc(a: ArrayLike, x: ArrayLike) -> Array:
     """The regularized lower incomplete gamma function ``P(a, x)``.
 
     Differentiable with respect to ``x`` and to the shape ``a`` (first order in
@@ -477,12 +486,12 @@ def gammainc(a, x):
     return _SP.gammainc(*_promote_all("gammainc", ("a", "x"), (a, x)))
 
 
-def gammaincc(a, x):
+def gammaincc(a: ArrayLike, x: ArrayLike) -> Array:
     """The regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``."""
     return _SP.gammaincc(*_promote_all("gammaincc", ("a", "x"), (a, x)))
 
 
-def betainc(a, b, x):
+def betainc(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Array:
     """The regularized incomplete beta function ``I_x(a, b)``.
 
     Differentiable with respect to ``x``; derivatives with respect to ``a`` and
@@ -512,12 +521,12 @@ def _entr_jvp(primals, tangents):
     return out, _fit_tangent(tnp.multiply(t, d), out)
 
 
-def entr(x):
+def entr(x: ArrayLike) -> Array:
     """``-x log(x)`` for ``x > 0``, 0 at 0, ``-inf`` for ``x < 0`` (SciPy's ``entr``)."""
     return _entr(_inexact("entr", "x", x))
 
 
-def multigammaln(a, d):
+def multigammaln(a: ArrayLike, d: ArrayLike) -> Array:
     """The log of the multivariate gamma function of dimension ``d`` (a Python int)."""
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
         raise ValueError(f"multigammaln: argument 'd' must be a positive Python int, got {d!r:.60}")
@@ -598,12 +607,12 @@ def _softmax_impl(fname, fn, x, axis, where):
     return fn(x, axes, mask)
 
 
-def softmax(x, axis=None):
+def softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
     """``exp(x) / sum(exp(x))`` over ``axis`` (all axes by default, as in SciPy)."""
     return _softmax_impl("softmax", _softmax, x, axis, None)
 
 
-def log_softmax(x, axis=None):
+def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
     """``x - logsumexp(x)`` over ``axis`` (all axes by default, as in SciPy)."""
     return _softmax_impl("log_softmax", _log_softmax, x, axis, None)
 
@@ -612,8 +621,8 @@ def log_softmax(x, axis=None):
 # erfcinv, Bessel functions and zeta (primitives; derivatives in x only)
 
 
-def _unary(name, prim_fn, doc):
-    def fn(x):
+def _unary(name: str, prim_fn: Callable[..., Array], doc: str) -> Callable[[ArrayLike], Array]:
+    def fn(x: ArrayLike) -> Array:
         return prim_fn(_inexact(name, "x", x))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
@@ -631,8 +640,9 @@ y0 = _unary("y0", _SP.y0, "The Bessel function of the second kind of order 0.")
 y1 = _unary("y1", _SP.y1, "The Bessel function of the second kind of order 1.")
 
 
-def _binary(name, prim_fn, names, doc):
-    def fn(v, x):
+def _binary(name: str, prim_fn: Callable[..., Array], names: tuple[str, str],
+            doc: str) -> Callable[[ArrayLike, ArrayLike], Array]:
+    def fn(v: ArrayLike, x: ArrayLike) -> Array:
         return prim_fn(*_promote_all(name, names, (v, x)))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
@@ -652,7 +662,7 @@ yn = _binary("yn", _SP.yv, ("n", "x"), "The Bessel function of the second kind o
              "``n``.")
 
 
-def zeta(x, q=None):
+def zeta(x: ArrayLike, q: ArrayLike | None = None) -> Array:
     """The Hurwitz zeta function ``sum_k (k + q)**-x`` (Riemann's for ``q=None``).
 
     Differentiable in ``q``: ``d/dq zeta(x, q) = -x zeta(x + 1, q)``; the
@@ -677,30 +687,30 @@ rel_entr = _binary("rel_entr", _SP.rel_entr, ("p", "q"), "Elementwise relative e
 owens_t = _binary("owens_t", _SP.owens_t, ("h", "a"), "Owen's T function.")
 
 
-def hyp1f1(a, b, x):
+def hyp1f1(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Array:
     """The confluent hypergeometric function ``1F1(a; b; x)``; differentiable in ``x``
     (the derivative in ``a`` and ``b`` raises ``NotImplementedError``)."""
     return _SP.hyp1f1(*_promote_all("hyp1f1", ("a", "b", "x"), (a, b, x)))
 
 
-def hyp2f1(a, b, c, x):
+def hyp2f1(a: ArrayLike, b: ArrayLike, c: ArrayLike, x: ArrayLike) -> Array:
     """The Gauss hypergeometric function ``2F1(a, b; c; x)``; differentiable in ``x``."""
     return _SP.hyp2f1(*_promote_all("hyp2f1", ("a", "b", "c", "x"), (a, b, c, x)))
 
 
-def fresnel(x):
+def fresnel(x: ArrayLike) -> tuple[Array, Array]:
     """The Fresnel integrals ``(S(x), C(x))``."""
     x = _inexact("fresnel", "x", x)
     return _SP.fresnel_s(x), _SP.fresnel_c(x)
 
 
-def sici(x):
+def sici(x: ArrayLike) -> tuple[Array, Array]:
     """The sine and cosine integrals ``(Si(x), Ci(x))``."""
     x = _inexact("sici", "x", x)
     return _SP.sici_si(x), _SP.sici_ci(x)
 
 
-def wofz(z):
+def wofz(z: ArrayLike) -> Array:
     """The Faddeeva function ``exp(-z**2) erfc(-i z)`` (complex; holomorphic derivative)."""
     z = z if isinstance(z, Tracer) else core.as_array(z, "wofz: argument 'z'")
     dt = _dtype_of(z)
@@ -711,7 +721,7 @@ def wofz(z):
     return _SP.wofz(z)
 
 
-def factorial(n, exact=False):
+def factorial(n: ArrayLike, exact: bool = False) -> Array:
     """``n!`` as ``gamma(n + 1)``, 0 for negative ``n`` (``exact=True`` is not supported, as
     in JAX)."""
     if exact:
@@ -721,7 +731,7 @@ def factorial(n, exact=False):
     return tnp.where(tnp.less(n, 0), 0.0, _SP.gamma(tnp.where(tnp.less(n, 0), 0.0, n) + 1.0))
 
 
-def comb(N, k, *, exact=False, repetition=False):
+def comb(N: ArrayLike, k: ArrayLike, *, exact: Any = False, repetition: bool = False) -> Array:
     """The binomial coefficient ``N choose k`` via ``gammaln`` (0 where ``k < 0`` or ``k > N``);
     with ``repetition=True``, ``N + k - 1 choose k``."""
     if exact:
@@ -737,7 +747,7 @@ def comb(N, k, *, exact=False, repetition=False):
     return tnp.where(ok, val, 0.0)
 
 
-def bernoulli(n):
+def bernoulli(n: int) -> Array:
     """The Bernoulli numbers ``B_0 .. B_n`` (``B_1 = -1/2``), as ``scipy.special.bernoulli``;
     ``n`` is a static integer."""
     if isinstance(n, Tracer) or not isinstance(n, (int, np.integer)) or isinstance(n, bool):
@@ -747,14 +757,14 @@ def bernoulli(n):
     return tnp.asarray(_scipy_special.bernoulli(int(n)))
 
 
-def boxcox(x, lmbda):
+def boxcox(x: ArrayLike, lmbda: ArrayLike) -> Array:
     """The Box-Cox transform ``(x**lmbda - 1) / lmbda`` (``log x`` at ``lmbda == 0``);
     differentiable in both arguments."""
     x, lmbda = _promote_all("boxcox", ("x", "lmbda"), (x, lmbda))
     return _boxcox_of_log(tnp.log(x), lmbda)
 
 
-def boxcox1p(x, lmbda):
+def boxcox1p(x: ArrayLike, lmbda: ArrayLike) -> Array:
     """The Box-Cox transform of ``1 + x``, accurate for small ``x``."""
     x, lmbda = _promote_all("boxcox1p", ("x", "lmbda"), (x, lmbda))
     return _boxcox_of_log(tnp.log1p(x), lmbda)
@@ -766,7 +776,7 @@ def _boxcox_of_log(logx, lmbda):
     return tnp.where(zero, logx, tnp.expm1(safe * logx) / safe)
 
 
-def bessel_jn(z, *, v, n_iter=50):
+def bessel_jn(z: ArrayLike, *, v: int, n_iter: int = 50) -> Array:
     """The Bessel functions ``J_0(z) .. J_v(z)`` stacked on a new first axis (JAX's signature;
     ``n_iter`` is accepted and unused: the values are SciPy's)."""
     if isinstance(v, Tracer) or not isinstance(v, (int, np.integer)) or v < 0:
@@ -775,7 +785,8 @@ def bessel_jn(z, *, v, n_iter=50):
     return tnp.stack([_SP.jv(np.asarray(float(k), _dtype_of(z)), z) for k in range(int(v) + 1)])
 
 
-def sph_harm_y(n, m, theta, phi, diff_n=None, n_max=None):
+def sph_harm_y(n: ArrayLike, m: ArrayLike, theta: ArrayLike, phi: ArrayLike,
+               diff_n: int | None = None, n_max: int | None = None) -> Array:
     """The spherical harmonics ``Y_n^m(theta, phi)`` (SciPy's ``sph_harm_y``; ``theta`` polar,
     ``phi`` azimuthal), complex; differentiable in ``theta`` and ``phi``.  ``n_max`` is
     accepted and unused; ``diff_n`` must be None or 0."""

@@ -9,10 +9,15 @@ from __future__ import annotations
 from ... import numpy as tnp
 from .._util import inexact
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ...typing import Array, ArrayLike
+
 __all__ = ["vq"]
 
 
-def vq(obs, code_book, check_finite=True):
+def vq(obs: ArrayLike, code_book: ArrayLike, check_finite: bool = True) -> tuple[Array, Array]:
     """Assign each observation the nearest code of a code book, in Euclidean
     distance (``jax.scipy.cluster.vq.vq``).
 

@@ -17,6 +17,13 @@ from ... import numpy as tnp
 from ...api import value_and_grad
 from ._line_search import LineSearchResults, line_search
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+    from ...typing import ArrayLike
+
 
 class OptimizeResults(NamedTuple):
     """The result of :func:`minimize`.
@@ -54,7 +61,8 @@ class OptimizeResults(NamedTuple):
     nit: object
 
 
-def minimize(fun, x0, args=(), *, method, tol=None, options=None):
+def minimize(fun: Callable, x0: ArrayLike, args: tuple = (), *, method: str,
+             tol: float | None = None, options: Mapping[str, Any] | None = None) -> Any:
     """Minimize a scalar function of one or more variables, as
     ``jax.scipy.optimize.minimize``: gradients come from ``grad``; ``method`` is
     required; the line search is JAX's, so results may differ from SciPy's.

@@ -16,6 +16,11 @@ from ... import lax
 from ... import numpy as tnp
 from ...api import value_and_grad
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
 
 def _where_replace(state, cond, **updates):
     """``state`` with the fields ``updates`` taken where ``cond`` holds."""
@@ -150,8 +155,8 @@ class LineSearchResults(NamedTuple):
     status: object
 
 
-def line_search(f, xk, pk, old_fval=None, old_old_fval=None, gfk=None, c1=1e-4, c2=0.9,
-                maxiter=20):
+def line_search(f: Any, xk: Any, pk: Any, old_fval: Any = None, old_old_fval: Any = None,
+                gfk: Any = None, c1: Any = 1e-4, c2: Any = 0.9, maxiter: Any = 20) -> Any:
     """An inexact line search along ``pk`` from ``xk`` satisfying the strong Wolfe
     conditions (Nocedal and Wright, Algorithm 3.5), as JAX's.
 

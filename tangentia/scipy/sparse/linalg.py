@@ -39,6 +39,11 @@ from ...tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 from .._util import inexact
 from ..linalg import solve_triangular
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["cg", "bicgstab", "gmres"]
 
 
@@ -210,7 +215,8 @@ def _cg(A, M, b, x0, tol, atol, maxiter):
     return x, _info(rr <= thresh, k)
 
 
-def cg(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None):
+def cg(A: Any, b: Any, x0: Any = None, *, tol: Any = 1e-5, atol: Any = 0.0, maxiter: Any = None,
+       M: Any = None) -> Any:
     """Solve ``A x = b`` by conjugate gradients, for a Hermitian positive
     definite ``A`` (``jax.scipy.sparse.linalg.cg``).
 
@@ -289,7 +295,8 @@ def _bicgstab(A, M, b, x0, tol, atol, maxiter):
     return x, tnp.where(k < 0, k, _info(rr <= thresh, k))
 
 
-def bicgstab(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None):
+def bicgstab(A: Any, b: Any, x0: Any = None, *, tol: Any = 1e-5, atol: Any = 0.0,
+             maxiter: Any = None, M: Any = None) -> Any:
     """Solve ``A x = b`` by the biconjugate gradient stabilized method, for a
     general ``A`` (``jax.scipy.sparse.linalg.bicgstab``).
 
@@ -416,8 +423,8 @@ def _gmres(A, M, b, x0, tol, atol, maxiter, restart, incremental):
     return x, info
 
 
-def gmres(A, b, x0=None, *, tol=1e-5, atol=0.0, restart=20, maxiter=None, M=None,
-          solve_method="batched"):
+def gmres(A: Any, b: Any, x0: Any = None, *, tol: Any = 1e-5, atol: Any = 0.0, restart: Any = 20,
+          maxiter: Any = None, M: Any = None, solve_method: Any = "batched") -> Any:
     """Solve ``A x = b`` by restarted GMRES, for a general ``A``
     (``jax.scipy.sparse.linalg.gmres``).
 

@@ -9,6 +9,12 @@ import numpy as np
 from ... import numpy as tnp
 from ._util import promote
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+    from ...typing import Array, ArrayLike
+
 
 class ModeResult(NamedTuple):
     """The result of :func:`mode`: the modal values and their counts."""
@@ -28,7 +34,8 @@ def _check_nan_policy(fname, nan_policy):
             f"nans. Please check if nans exist in `x` outside of the `{fname}` function.")
 
 
-def mode(a, axis=0, nan_policy="propagate", keepdims=False):
+def mode(a: ArrayLike, axis: int | None = 0, nan_policy: str = "propagate",
+         keepdims: bool = False) -> Any:
     """The most frequent value along ``axis`` (the smallest of ties) and its count
     (SciPy's ``mode``).
 
@@ -78,7 +85,8 @@ def _ranks(a, method):
     return tnp.where(tnp.any(tnp.isnan(a)), np.nan, ranks.astype(tnp.float64))
 
 
-def rankdata(a, method="average", *, axis=None, nan_policy="propagate"):
+def rankdata(a: ArrayLike, method: str = "average", *, axis: int | None = None,
+             nan_policy: str = "propagate") -> Array:
     """The ranks (from 1) of the data, ties broken by ``method`` (SciPy's ``rankdata``).
 
     Args:
@@ -96,7 +104,8 @@ def rankdata(a, method="average", *, axis=None, nan_policy="propagate"):
     return _ranks(a.ravel(), method)
 
 
-def sem(a, axis=0, ddof=1, nan_policy="propagate", *, keepdims=False):
+def sem(a: ArrayLike, axis: int | None = 0, ddof: int = 1, nan_policy: str = "propagate", *,
+        keepdims: bool = False) -> Array:
     """The standard error of the mean along ``axis`` (SciPy's ``sem``).
 
     Args:

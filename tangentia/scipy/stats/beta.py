@@ -10,6 +10,11 @@ from ... import numpy as tnp
 from .. import special as sp
 from ._util import NEG_INF, promote, safe
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ...typing import Array, ArrayLike
+
 _NAMES = ("x", "a", "b", "loc", "scale")
 
 
@@ -33,25 +38,30 @@ def _sf(x, a, b, loc, scale):
     return sp.betainc(b, a, 1.0 - _y(x, loc, scale))
 
 
-def logpdf(x, a, b, loc=0, scale=1):
+def logpdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0,
+           scale: ArrayLike = 1) -> Array:
     return _logpdf(*promote("beta.logpdf", _NAMES, (x, a, b, loc, scale)))
 
 
-def pdf(x, a, b, loc=0, scale=1):
+def pdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0,
+        scale: ArrayLike = 1) -> Array:
     return tnp.exp(_logpdf(*promote("beta.pdf", _NAMES, (x, a, b, loc, scale))))
 
 
-def cdf(x, a, b, loc=0, scale=1):
+def cdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0,
+        scale: ArrayLike = 1) -> Array:
     return _cdf(*promote("beta.cdf", _NAMES, (x, a, b, loc, scale)))
 
 
-def logcdf(x, a, b, loc=0, scale=1):
+def logcdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0,
+           scale: ArrayLike = 1) -> Array:
     return tnp.log(_cdf(*promote("beta.logcdf", _NAMES, (x, a, b, loc, scale))))
 
 
-def sf(x, a, b, loc=0, scale=1):
+def sf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     return _sf(*promote("beta.sf", _NAMES, (x, a, b, loc, scale)))
 
 
-def logsf(x, a, b, loc=0, scale=1):
+def logsf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0,
+          scale: ArrayLike = 1) -> Array:
     return tnp.log(_sf(*promote("beta.logsf", _NAMES, (x, a, b, loc, scale))))

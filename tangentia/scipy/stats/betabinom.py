@@ -10,8 +10,13 @@ from ... import numpy as tnp
 from .. import special as sp
 from ._util import NEG_INF, promote, safe
 
+from typing import TYPE_CHECKING
 
-def logpmf(k, n, a, b, loc=0):
+if TYPE_CHECKING:
+    from ...typing import Array, ArrayLike
+
+
+def logpmf(k: ArrayLike, n: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0) -> Array:
     """The log of the beta-binomial pmf at ``k`` with ``n`` trials and shapes ``a``, ``b``,
     shifted by ``loc``."""
     k, n, a, b, loc = promote("betabinom.logpmf", ("k", "n", "a", "b", "loc"), (k, n, a, b, loc))
@@ -27,6 +32,6 @@ def logpmf(k, n, a, b, loc=0):
     return tnp.where(bad, np.nan, out)
 
 
-def pmf(k, n, a, b, loc=0):
+def pmf(k: ArrayLike, n: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0) -> Array:
     """The beta-binomial pmf at ``k`` (``n``, ``a``, ``b``, ``loc`` as :func:`logpmf`)."""
     return tnp.exp(logpmf(k, n, a, b, loc))

@@ -11,8 +11,13 @@ from ... import numpy as tnp
 from .. import special as sp
 from ._util import NEG_INF, promote
 
+from typing import TYPE_CHECKING
 
-def logpdf(x, alpha):
+if TYPE_CHECKING:
+    from ...typing import Array, ArrayLike
+
+
+def logpdf(x: ArrayLike, alpha: ArrayLike) -> Array:
     x, alpha = promote("dirichlet.logpdf", ("x", "alpha"), (x, alpha))
     if tnp.ndim(alpha) != 1:
         raise ValueError(f"dirichlet.logpdf: argument 'alpha' must be one-dimensional, got "
@@ -32,7 +37,7 @@ def logpdf(x, alpha):
     return tnp.where(simplex, log_probs, NEG_INF)
 
 
-def pdf(x, alpha):
+def pdf(x: ArrayLike, alpha: ArrayLike) -> Array:
     return tnp.exp(logpdf(x, alpha))
 
 

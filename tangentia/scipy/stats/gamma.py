@@ -9,6 +9,11 @@ from ... import numpy as tnp
 from .. import special as sp
 from ._util import NEG_INF, promote, safe
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ...typing import Array, ArrayLike
+
 _NAMES = ("x", "a", "loc", "scale")
 
 
@@ -32,25 +37,25 @@ def _sf(x, a, loc, scale):
     return sp.gammaincc(a, _y(x, loc, scale))
 
 
-def logpdf(x, a, loc=0, scale=1):
+def logpdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     return _logpdf(*promote("gamma.logpdf", _NAMES, (x, a, loc, scale)))
 
 
-def pdf(x, a, loc=0, scale=1):
+def pdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     return tnp.exp(_logpdf(*promote("gamma.pdf", _NAMES, (x, a, loc, scale))))
 
 
-def cdf(x, a, loc=0, scale=1):
+def cdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     return _cdf(*promote("gamma.cdf", _NAMES, (x, a, loc, scale)))
 
 
-def logcdf(x, a, loc=0, scale=1):
+def logcdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     return tnp.log(_cdf(*promote("gamma.logcdf", _NAMES, (x, a, loc, scale))))
 
 
-def sf(x, a, loc=0, scale=1):
+def sf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     return _sf(*promote("gamma.sf", _NAMES, (x, a, loc, scale)))
 
 
-def logsf(x, a, loc=0, scale=1):
+def logsf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     return tnp.log(_sf(*promote("gamma.logsf", _NAMES, (x, a, loc, scale))))

@@ -6,19 +6,24 @@ from ... import numpy as tnp
 from .. import special as sp
 from ._util import promote
 
+from typing import TYPE_CHECKING
 
-def logpdf(x, beta):
+if TYPE_CHECKING:
+    from ...typing import Array, ArrayLike
+
+
+def logpdf(x: ArrayLike, beta: ArrayLike) -> Array:
     """The log density at ``x`` with shape ``beta``."""
     x, beta = promote("gennorm.logpdf", ("x", "beta"), (x, beta))
     return tnp.log(0.5 * beta) - sp.gammaln(1 / beta) - tnp.abs(x) ** beta
 
 
-def pdf(x, beta):
+def pdf(x: ArrayLike, beta: ArrayLike) -> Array:
     """The density at ``x`` with shape ``beta``."""
     return tnp.exp(logpdf(x, beta))
 
 
-def cdf(x, beta):
+def cdf(x: ArrayLike, beta: ArrayLike) -> Array:
     """The cumulative distribution at ``x`` with shape ``beta``."""
     x, beta = promote("gennorm.cdf", ("x", "beta"), (x, beta))
     return 0.5 * (1 + tnp.sign(x) * sp.gammainc(1 / beta, tnp.abs(x) ** beta))

@@ -6,8 +6,13 @@ from ... import numpy as tnp
 from .. import special as sp
 from ._util import NEG_INF, promote
 
+from typing import TYPE_CHECKING
 
-def logpmf(x, n, p):
+if TYPE_CHECKING:
+    from ...typing import Array, ArrayLike
+
+
+def logpmf(x: ArrayLike, n: ArrayLike, p: ArrayLike) -> Array:
     """The log pmf of the integer counts ``x`` (last axis) for ``n`` trials with
     category probabilities ``p``."""
     (p,) = promote("multinomial.logpmf", ("p",), (p,))
@@ -20,6 +25,6 @@ def logpmf(x, n, p):
     return tnp.where(tnp.sum(x) == n, out, NEG_INF)
 
 
-def pmf(x, n, p):
+def pmf(x: ArrayLike, n: ArrayLike, p: ArrayLike) -> Array:
     """The pmf of the counts ``x`` (``n``, ``p`` as :func:`logpmf`)."""
     return tnp.exp(logpmf(x, n, p))

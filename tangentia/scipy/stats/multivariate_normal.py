@@ -22,6 +22,12 @@ from ... import numpy as tnp
 from .. import linalg as sla
 from ._util import promote
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+    from ...typing import Array, ArrayLike
+
 _LOG_2PI = float(np.log(2 * np.pi))
 
 
@@ -63,7 +69,7 @@ def _logpdf_singular(y, cov, n):
     return tnp.where(psd, out, np.nan)
 
 
-def logpdf(x, mean, cov, allow_singular=None):
+def logpdf(x: ArrayLike, mean: ArrayLike, cov: ArrayLike, allow_singular: None = None) -> Array:
     fname = "multivariate_normal.logpdf"
     singular = _singular_flag(fname, allow_singular)
     x, mean, cov = promote(fname, ("x", "mean", "cov"), (x, mean, cov))
@@ -103,11 +109,11 @@ def logpdf(x, mean, cov, allow_singular=None):
     return -0.5 * tnp.sum(z * z, axis=-1) - 0.5 * n * _LOG_2PI - half_logdet
 
 
-def pdf(x, mean, cov, allow_singular=None):
+def pdf(x: ArrayLike, mean: ArrayLike, cov: ArrayLike, allow_singular: Any = None) -> Array:
     return tnp.exp(logpdf(x, mean, cov, allow_singular))
 
 
-def entropy(mean=None, cov=1):
+def entropy(mean: ArrayLike | None = None, cov: ArrayLike = 1) -> Any:
     """Differential entropy ``0.5 * (rank * (log(2 pi) + 1) + log pdet(cov))``, SciPy's
     ``multivariate_normal.entropy`` (JAX has none): the dimension is ``mean``'s
     length if it is given (a scalar ``cov`` is then ``cov * I``), else ``cov``'s;

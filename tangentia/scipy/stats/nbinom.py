@@ -6,8 +6,13 @@ from ... import numpy as tnp
 from .. import special as sp
 from ._util import NEG_INF, promote, safe
 
+from typing import TYPE_CHECKING
 
-def logpmf(k, n, p, loc=0):
+if TYPE_CHECKING:
+    from ...typing import Array, ArrayLike
+
+
+def logpmf(k: ArrayLike, n: ArrayLike, p: ArrayLike, loc: ArrayLike = 0) -> Array:
     """The log pmf at ``k`` with ``n`` successes of probability ``p``, shifted by ``loc``."""
     k, n, p, loc = promote("nbinom.logpmf", ("k", "n", "p", "loc"), (k, n, p, loc))
     y = safe(k < loc, 0.0, k - loc)
@@ -16,6 +21,6 @@ def logpmf(k, n, p, loc=0):
     return tnp.where(k < loc, NEG_INF, out)
 
 
-def pmf(k, n, p, loc=0):
+def pmf(k: ArrayLike, n: ArrayLike, p: ArrayLike, loc: ArrayLike = 0) -> Array:
     """The pmf at ``k`` (``n``, ``p``, ``loc`` as :func:`logpmf`)."""
     return tnp.exp(logpmf(k, n, p, loc))

@@ -9,8 +9,13 @@ from ... import numpy as tnp
 from .. import special as sp
 from ._util import NEG_INF, promote, safe
 
+from typing import TYPE_CHECKING
 
-def logpmf(k, mu, loc=0):
+if TYPE_CHECKING:
+    from ...typing import Array, ArrayLike
+
+
+def logpmf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
     k, mu, loc = promote("poisson.logpmf", ("k", "mu", "loc"), (k, mu, loc))
     k = k - loc
     bad = (k < 0) | (k != tnp.floor(k))
@@ -18,11 +23,11 @@ def logpmf(k, mu, loc=0):
     return tnp.where(bad, NEG_INF, sp.xlogy(k, mu) - sp.gammaln(k + 1.0) - mu)
 
 
-def pmf(k, mu, loc=0):
+def pmf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
     return tnp.exp(logpmf(k, mu, loc))
 
 
-def cdf(k, mu, loc=0):
+def cdf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
     k, mu, loc = promote("poisson.cdf", ("k", "mu", "loc"), (k, mu, loc))
     k = k - loc
     neg = k < 0

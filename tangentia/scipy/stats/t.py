@@ -17,10 +17,16 @@ from ...custom_derivatives import SymbolicZero, custom_jvp
 from .. import special as sp
 from ._util import promote
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+    from ...typing import Array, ArrayLike
+
 __all__ = ["logpdf", "pdf", "cdf", "logcdf"]
 
 
-def logpdf(x, df, loc=0, scale=1):
+def logpdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     x, df, loc, scale = promote("t.logpdf", ("x", "df", "loc", "scale"), (x, df, loc, scale))
     y = (x - loc) / scale
     half = 0.5 * (df + 1.0)
@@ -29,7 +35,7 @@ def logpdf(x, df, loc=0, scale=1):
     return norm - half * tnp.log1p(y * y / df)
 
 
-def pdf(x, df, loc=0, scale=1):
+def pdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     return tnp.exp(logpdf(x, df, loc, scale))
 
 
@@ -113,12 +119,12 @@ def _standard(fname, x, df, loc, scale):
     return tnp.broadcast_to(y, shape), tnp.broadcast_to(df, shape)
 
 
-def cdf(x, df, loc=0, scale=1):
+def cdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
     """``P(T <= x)`` (SciPy's ``t.cdf``; JAX has none)."""
     return _std_cdf(*_standard("cdf", x, df, loc, scale))
 
 
-def logcdf(x, df, loc=0, scale=1):
+def logcdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
     """``log P(T <= x)``, accurate where the probability is near 1 (SciPy's ``t.logcdf``;
     JAX has none)."""
     return _std_logcdf(*_standard("logcdf", x, df, loc, scale))

@@ -12,6 +12,11 @@ from .. import special as sp
 from . import norm
 from ._util import NEG_INF, promote, safe
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
 
 def _log_diff(x, y):
     """``log(exp(x) - exp(y))`` for ``x >= y``."""
@@ -28,7 +33,7 @@ def _log_gauss_mass(a, b):
     return tnp.where(central, tnp.log1p(-sp.ndtr(a) - sp.ndtr(-b)), tail)
 
 
-def logpdf(x, a, b, loc=0, scale=1):
+def logpdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """The log density at ``x`` of the normal (``loc``, ``scale``) truncated to
     ``[a, b]`` (standardized bounds)."""
     x, a, b, loc, scale = promote("truncnorm.logpdf", ("x", "a", "b", "loc", "scale"),
@@ -40,7 +45,7 @@ def logpdf(x, a, b, loc=0, scale=1):
     return tnp.where(bad, np.nan, out)
 
 
-def pdf(x, a, b, loc=0, scale=1):
+def pdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """The density at ``x`` (``a``, ``b``, ``loc``, ``scale`` as :func:`logpdf`)."""
     return tnp.exp(logpdf(x, a, b, loc, scale))
 
@@ -71,20 +76,20 @@ def _logcdf(x, a, b, loc, scale):
     return tnp.where(bad, np.nan, out)
 
 
-def logcdf(x, a, b, loc=0, scale=1):
+def logcdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """The log cumulative distribution at ``x`` (``a``, ``b``, ``loc``, ``scale`` as
     :func:`logpdf`)."""
     args = promote("truncnorm.logcdf", ("x", "a", "b", "loc", "scale"), (x, a, b, loc, scale))
     return _logcdf(*args)
 
 
-def cdf(x, a, b, loc=0, scale=1):
+def cdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """The cumulative distribution at ``x`` (``a``, ``b``, ``loc``, ``scale`` as
     :func:`logpdf`)."""
     return tnp.exp(logcdf(x, a, b, loc, scale))
 
 
-def logsf(x, a, b, loc=0, scale=1):
+def logsf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """The log survival function at ``x`` (``a``, ``b``, ``loc``, ``scale`` as
     :func:`logpdf`)."""
     x, a, b, loc, scale = promote("truncnorm.logsf", ("x", "a", "b", "loc", "scale"),
@@ -92,6 +97,6 @@ def logsf(x, a, b, loc=0, scale=1):
     return _logcdf(-x, -b, -a, -loc, scale)
 
 
-def sf(x, a, b, loc=0, scale=1):
+def sf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """The survival function at ``x`` (``a``, ``b``, ``loc``, ``scale`` as :func:`logpdf`)."""
     return tnp.exp(logsf(x, a, b, loc, scale))

@@ -7,8 +7,13 @@ import numpy as np
 from ... import numpy as tnp
 from ._util import NEG_INF, promote, safe
 
+from typing import TYPE_CHECKING
 
-def logpdf(x, c):
+if TYPE_CHECKING:
+    from ...typing import Array, ArrayLike
+
+
+def logpdf(x: ArrayLike, c: ArrayLike) -> Array:
     """The log density at angle ``x`` with shape ``c``."""
     x, c = promote("wrapcauchy.logpdf", ("x", "c"), (x, c))
     ok = (c > 0) & (c < 1)
@@ -19,6 +24,6 @@ def logpdf(x, c):
     return tnp.where(ok, out, np.nan)
 
 
-def pdf(x, c):
+def pdf(x: ArrayLike, c: ArrayLike) -> Array:
     """The density at angle ``x`` with shape ``c``."""
     return tnp.exp(logpdf(x, c))
