@@ -31,6 +31,7 @@ MODULES = {
     "windows": "tangentia.compiler.numba_backend.windows",
     "gemm": "tangentia.compiler.numba_backend.gemm",
     "codegen": "tangentia.compiler.numba_backend.codegen",
+    "plan": "tangentia.compiler.numba_backend.plan",
     "_array": "tangentia._array", "_traceback_util": "tangentia._traceback_util",
     "api/differentiation": "tangentia.api.differentiation",
     "api/staging": "tangentia.api.staging",
