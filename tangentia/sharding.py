@@ -57,7 +57,7 @@ class Sharding:
     memory_kind = "device"
 
     @property
-    def device_set(self):
+    def device_set(self) -> Any:
         """The devices holding the array: ``{CpuDevice(id=0)}``."""
         return {CPU}
 
@@ -67,25 +67,25 @@ class Sharding:
     num_devices = 1
 
     @property
-    def is_fully_replicated(self):
+    def is_fully_replicated(self) -> bool:
         return True
 
-    def shard_shape(self, global_shape):
+    def shard_shape(self, global_shape: Shape) -> Shape:
         """The shape of each shard: the whole array's (one device)."""
         return _shape(global_shape, f"{type(self).__name__}.shard_shape")
 
-    def devices_indices_map(self, global_shape):
+    def devices_indices_map(self, global_shape: Shape) -> Any:
         """Each device and the slice of the array it holds: the CPU, everything."""
         return {CPU: (slice(None),) * len(_shape(global_shape, "devices_indices_map"))}
 
     addressable_devices_indices_map = devices_indices_map
 
-    def is_equivalent_to(self, other, ndim):
+    def is_equivalent_to(self, other: Any, ndim: int) -> bool:
         """Whether ``other`` lays out an ``ndim``-dimensional array the same way: every
         sharding here places it whole on the CPU."""
         return isinstance(other, Sharding)
 
-    def with_memory_kind(self, kind):
+    def with_memory_kind(self, kind: str) -> Any:
         if kind not in (None, "device"):
             raise ValueError(f"with_memory_kind: memory kind {kind!r} does not exist here "
                              "(tangentia arrays live in host memory: 'device')")
@@ -100,7 +100,7 @@ class SingleDeviceSharding(Sharding):
       memory_kind: ``None`` or ``"device"``.
     """
 
-    def __init__(self, device, *, memory_kind=None):
+    def __init__(self, device: Any, *, memory_kind: Any = None) -> None:
         if not isinstance(device, CpuDevice):
             raise TypeError(f"SingleDeviceSharding: argument 'device' must be a device "
                             f"(tangentia.devices()[0]), got {device!r}")
@@ -173,7 +173,7 @@ class AxisType(enum.Enum):
 class AbstractDevice:
     """A device known by kind only (``AbstractMesh``)."""
 
-    def __init__(self, device_kind="cpu", num_cores=None):
+    def __init__(self, device_kind: str = "cpu", num_cores: int | None = None) -> None:
         self.device_kind = device_kind
         self.num_cores = num_cores
 
@@ -202,7 +202,7 @@ def _axis_types(axis_types, n, what):
 class AbstractMesh:
     """A mesh's shape and axis names, without devices."""
 
-    def __init__(self, axis_sizes, axis_names, *, axis_types=None):
+    def __init__(self, axis_sizes: Any, axis_names: Any, *, axis_types: Any = None) -> None:
         self.axis_names = _axis_names(axis_names, "AbstractMesh")
         self.axis_sizes = tuple(int(s) for s in axis_sizes)
         if len(self.axis_sizes) != len(self.axis_names):
@@ -211,15 +211,15 @@ class AbstractMesh:
         self.axis_types = _axis_types(axis_types, len(self.axis_names), "AbstractMesh")
 
     @property
-    def shape(self):
+    def shape(self) -> Any:
         return OrderedDict(zip(self.axis_names, self.axis_sizes))
 
     @property
-    def shape_tuple(self):
+    def shape_tuple(self) -> Any:
         return tuple(zip(self.axis_names, self.axis_sizes))
 
     @property
-    def size(self):
+    def size(self) -> Any:
         """The number of devices: 0 for the empty mesh (as JAX's), else the product of
         the axis sizes."""
         if not self.axis_names:
@@ -227,42 +227,42 @@ class AbstractMesh:
         return int(np.prod(self.axis_sizes, dtype=np.int64))
 
     @property
-    def empty(self):
+    def empty(self) -> Any:
         return not self.axis_names
 
     def _axes_of(self, kind):
         return tuple(n for n, t in zip(self.axis_names, self.axis_types) if t is kind)
 
     @property
-    def explicit_axes(self):
+    def explicit_axes(self) -> Any:
         return self._axes_of(AxisType.Explicit)
 
     @property
-    def auto_axes(self):
+    def auto_axes(self) -> Any:
         return self._axes_of(AxisType.Auto)
 
     @property
-    def manual_axes(self):
+    def manual_axes(self) -> Any:
         return self._axes_of(AxisType.Manual)
 
     # (False for the empty mesh, as JAX's: no axis at all)
     @property
-    def are_all_axes_explicit(self):
+    def are_all_axes_explicit(self) -> Any:
         return bool(self.axis_types) and all(t is AxisType.Explicit for t in self.axis_types)
 
     @property
-    def are_all_axes_auto(self):
+    def are_all_axes_auto(self) -> Any:
         return bool(self.axis_types) and all(t is AxisType.Auto for t in self.axis_types)
 
     @property
-    def are_all_axes_manual(self):
+    def are_all_axes_manual(self) -> Any:
         return bool(self.axis_types) and all(t is AxisType.Manual for t in self.axis_types)
 
     @property
-    def abstract_mesh(self):
+    def abstract_mesh(self) -> Any:
         return self
 
-    def update(self, axis_sizes=None, axis_names=None, axis_types=None):
+    def update(self, axis_sizes: Any = None, axis_names: Any = None, axis_types: Any = None) -> Any:
         """A copy with the given fields replaced."""
         return AbstractMesh(self.axis_sizes if axis_sizes is None else axis_sizes,
                             self.axis_names if axis_names is None else axis_names,
@@ -295,7 +295,7 @@ class Mesh(AbstractMesh):
     ``with mesh: ...`` makes it the current mesh (``get_mesh``).
     """
 
-    def __init__(self, devices, axis_names, *, axis_types=None):
+    def __init__(self, devices: Any, axis_names: Any, *, axis_types: Any = None) -> None:
         devs = np.empty(np.shape(devices), dtype=object)
         flat = list(np.asarray(devices, dtype=object).ravel())
         if not all(isinstance(d, CpuDevice) for d in flat):
@@ -314,15 +314,15 @@ class Mesh(AbstractMesh):
         self._token = []
 
     @property
-    def device_ids(self):
+    def device_ids(self) -> Any:
         return np.vectorize(lambda d: d.id, otypes=[int])(self.devices)
 
     @property
-    def local_devices(self):
+    def local_devices(self) -> Any:
         return [CPU]
 
     @property
-    def abstract_mesh(self):
+    def abstract_mesh(self) -> Any:
         return AbstractMesh(self.axis_sizes, self.axis_names, axis_types=self.axis_types)
 
     def __enter__(self):
@@ -332,7 +332,7 @@ class Mesh(AbstractMesh):
     def __exit__(self, *exc):
         _MESH.reset(self._token.pop())
 
-    def update(self, axis_sizes=None, axis_names=None, axis_types=None):
+    def update(self, axis_sizes: Any = None, axis_names: Any = None, axis_types: Any = None) -> Any:
         """A copy with the given fields replaced (a ``Mesh`` still: of the one device)."""
         shape = self.devices.shape if axis_sizes is None else tuple(axis_sizes)
         return Mesh(self.devices.reshape(shape),
@@ -409,7 +409,7 @@ class NamedSharding(Sharding):
       memory_kind: ``None`` or ``"device"``.
     """
 
-    def __init__(self, mesh, spec, *, memory_kind=None):
+    def __init__(self, mesh: Any, spec: Any, *, memory_kind: Any = None) -> None:
         if not isinstance(mesh, AbstractMesh):
             raise TypeError(f"NamedSharding: argument 'mesh' must be a Mesh, got {mesh!r}")
         if not isinstance(spec, PartitionSpec):
@@ -427,16 +427,16 @@ class NamedSharding(Sharding):
         self.spec = spec
 
     @property
-    def replicated_axes(self):
+    def replicated_axes(self) -> Any:
         used = set(self.spec._axis_names())
         return tuple(n for n in self.mesh.axis_names if n not in used)
 
-    def update(self, **kwargs):
+    def update(self, **kwargs: Any) -> Any:
         """A copy with ``mesh`` and/or ``spec`` replaced."""
         return NamedSharding(kwargs.pop("mesh", self.mesh), kwargs.pop("spec", self.spec),
                              **kwargs)
 
-    def shard_shape(self, global_shape):
+    def shard_shape(self, global_shape: Any) -> Any:
         shape = _shape(global_shape, "NamedSharding.shard_shape")
         if len(self.spec) > len(shape):
             raise ValueError(f"Sharding {self!r} is only valid for values of rank at least "
@@ -475,7 +475,7 @@ class PositionalSharding(Sharding):
     """JAX's older sharding by an array of devices (removed from recent JAX; kept for
     code written for it): one device."""
 
-    def __init__(self, devices, *, memory_kind=None):
+    def __init__(self, devices: Any, *, memory_kind: Any = None) -> None:
         devs = np.asarray(devices, dtype=object)
         if devs.size != 1 or not isinstance(devs.ravel()[0], CpuDevice):
             raise ValueError("PositionalSharding: tangentia has one device (the CPU), got "
@@ -484,17 +484,17 @@ class PositionalSharding(Sharding):
         self._devices = devs
 
     @property
-    def shape(self):
+    def shape(self) -> Any:
         return self._devices.shape
 
     @property
-    def ndim(self):
+    def ndim(self) -> Any:
         return self._devices.ndim
 
-    def reshape(self, *shape):
+    def reshape(self, *shape: Any) -> Any:
         return PositionalSharding(self._devices.reshape(*shape))
 
-    def replicate(self, axis=None, keepdims=True):
+    def replicate(self, axis: int | None = None, keepdims: Any = True) -> Any:
         return self
 
     def __repr__(self):

@@ -495,7 +495,7 @@ class JoinPoint:
       subtree: the per-parameter state.
     """
 
-    def __init__(self, subtree):
+    def __init__(self, subtree: Any) -> None:
         self.subtree = subtree
 
     def __iter__(self):

@@ -26,6 +26,12 @@ from ..interpreters import partial_eval as pe
 from .._messages import fun_name as _fun_name
 from ..tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
 __all__ = ["custom_dce"]
 
 
@@ -50,7 +56,7 @@ class custom_dce:
       3.0
     """
 
-    def __init__(self, fun, *, static_argnums=()):
+    def __init__(self, fun: Callable[..., Any], *, static_argnums: Sequence[int] = ()) -> None:
         functools.update_wrapper(self, fun, updated=())
         self.fun = fun
         self.static_argnums = tuple(sorted(int(i) for i in static_argnums))
@@ -58,7 +64,7 @@ class custom_dce:
 
     __getattr__ = forward_attr
 
-    def def_dce(self, dce_rule):
+    def def_dce(self, dce_rule: Callable[..., Any]) -> Callable[..., Any]:
         """Define the DCE rule; returns it (so it can be used as a decorator).
 
         Args:
@@ -73,7 +79,7 @@ class custom_dce:
         self.dce_rule = dce_rule
         return dce_rule
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         name = _fun_name(self.fun)
         if self.dce_rule is None:
             raise AttributeError(f"No DCE rule defined for custom_dce function {name} using "

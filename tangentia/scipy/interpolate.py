@@ -20,6 +20,12 @@ from .. import numpy as tnp
 from ..tree_util import register_pytree_node
 from ._util import inexact
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from ..typing import Array, ArrayLike
+
 __all__ = ["RegularGridInterpolator"]
 
 _METHODS = ("linear", "nearest")
@@ -98,7 +104,8 @@ class RegularGridInterpolator:
       Array([2.])
     """
 
-    def __init__(self, points, values, method="linear", bounds_error=False, fill_value=np.nan):
+    def __init__(self, points: Sequence[ArrayLike], values: ArrayLike, method: str = "linear",
+                 bounds_error: bool = False, fill_value: ArrayLike | None = np.nan) -> None:
         _check_method(method)
         values = _inexact(values, "values")
         points = tuple(points)
@@ -131,7 +138,7 @@ class RegularGridInterpolator:
         self.grid = tuple(grid)
         self.values = values
 
-    def __call__(self, xi, method=None):
+    def __call__(self, xi: ArrayLike, method: str | None = None) -> Array:
         """Interpolate at the points ``xi``.
 
         Args:

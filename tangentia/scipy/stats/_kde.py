@@ -10,6 +10,12 @@ from ... import random
 from ...tree_util import register_pytree_node_class
 from .. import linalg, special
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, Callable
+    from ...typing import Array, ArrayLike, Shape
+
 
 @register_pytree_node_class
 class gaussian_kde:
@@ -23,7 +29,9 @@ class gaussian_kde:
     """
     __slots__ = ("neff", "dataset", "weights", "covariance", "inv_cov")
 
-    def __init__(self, dataset, bw_method=None, weights=None):
+    def __init__(self, dataset: ArrayLike,
+                 bw_method: None | str | ArrayLike | Callable[[Any], ArrayLike] = None,
+                 weights: ArrayLike | None = None) -> None:
         dataset = tnp.atleast_2d(tnp.asarray(dataset))
         if tnp.iscomplexobj(dataset):
             raise NotImplementedError("gaussian_kde does not support complex data")
@@ -60,24 +68,24 @@ class gaussian_kde:
         self.covariance = cov * factor ** 2
         self.inv_cov = tnp.linalg.inv(cov) / factor ** 2
 
-    def tree_flatten(self):
+    def tree_flatten(self) -> tuple[tuple[Any, ...], None]:
         """The children ``(neff, dataset, weights, covariance, inv_cov)``, no aux data."""
         return (self.neff, self.dataset, self.weights, self.covariance, self.inv_cov), None
 
     @classmethod
-    def tree_unflatten(cls, aux_data, children):
+    def tree_unflatten(cls, aux_data: Any, children: Any) -> gaussian_kde:
         """An estimator from the ``children`` of :meth:`tree_flatten` (``aux_data`` unused)."""
         kde = cls.__new__(cls)
         kde.neff, kde.dataset, kde.weights, kde.covariance, kde.inv_cov = children
         return kde
 
     @property
-    def d(self):
+    def d(self) -> int:
         """The number of dimensions."""
         return self.dataset.shape[0]
 
     @property
-    def n(self):
+    def n(self) -> int:
         """The number of data points."""
         return self.dataset.shape[1]
 
@@ -101,19 +109,19 @@ class gaussian_kde:
         sq = tnp.sum((xs[:, None, :] - data[None, :, :]) ** 2, axis=-1)
         return tnp.log(self.weights) + log_norm - 0.5 * sq
 
-    def evaluate(self, points):
+    def evaluate(self, points: ArrayLike) -> Array:
         """The estimated density at ``points`` (shape ``(d, m)``)."""
         return tnp.sum(tnp.exp(self._log_terms(points)), axis=1)
 
-    def __call__(self, points):
+    def __call__(self, points: ArrayLike) -> Array:
         """The estimated density at ``points`` (as :meth:`evaluate`)."""
         return self.evaluate(points)
 
-    def pdf(self, x):
+    def pdf(self, x: ArrayLike) -> Array:
         """The estimated density at the points ``x`` (as :meth:`evaluate`)."""
         return self.evaluate(x)
 
-    def logpdf(self, x):
+    def logpdf(self, x: ArrayLike) -> Array:
         """The log of the estimated density at the points ``x``."""
         return special.logsumexp(self._log_terms(x), axis=1)
 
@@ -127,7 +135,7 @@ class gaussian_kde:
         alpha = linalg.cho_solve(chol, diff.reshape(self.d, -1)).reshape(diff.shape)
         return norm * tnp.sum(tnp.exp(-0.5 * tnp.sum(diff * alpha, axis=0)) * weights, axis=1)
 
-    def integrate_gaussian(self, mean, cov):
+    def integrate_gaussian(self, mean: ArrayLike, cov: ArrayLike) -> Array:
         """The integral of the estimate times the Gaussian with ``mean`` and ``cov``."""
         mean = tnp.atleast_1d(tnp.squeeze(tnp.asarray(mean)))
         cov = tnp.atleast_2d(tnp.asarray(cov))
@@ -137,7 +145,7 @@ class gaussian_kde:
             raise ValueError(f"covariance does not have dimension {self.d}")
         return self._convolve(cov, self.dataset, self.weights, mean[:, None])[0]
 
-    def integrate_box_1d(self, low, high):
+    def integrate_box_1d(self, low: ArrayLike, high: ArrayLike) -> Array:
         """The estimate's mass between the scalars ``low`` and ``high`` (1-D only)."""
         if self.d != 1:
             raise ValueError("integrate_box_1d() only handles 1D pdfs")
@@ -148,7 +156,7 @@ class gaussian_kde:
         hi = tnp.squeeze((high - self.dataset) / sigma)
         return tnp.sum(self.weights * (special.ndtr(hi) - special.ndtr(lo)))
 
-    def integrate_kde(self, other):
+    def integrate_kde(self, other: gaussian_kde) -> Array:
         """The integral of the product of this estimate and ``other``."""
         if other.d != self.d:
             raise ValueError("KDEs are not the same dimensionality")
@@ -156,7 +164,7 @@ class gaussian_kde:
         terms = self._convolve(other.covariance, large.dataset, large.weights, small.dataset)
         return tnp.sum(terms * small.weights)
 
-    def resample(self, key, shape=()):
+    def resample(self, key: ArrayLike, shape: Shape = ()) -> Array:
         """``shape`` samples from the estimate (shape ``(d, *shape)``), drawn with the
         PRNG ``key``."""
         ind_key, eps_key = random.split(key)
@@ -166,12 +174,13 @@ class gaussian_kde:
                                          dtype=self.dataset.dtype).T
         return self.dataset[:, ind] + eps
 
-    def integrate_box(self, low_bounds, high_bounds, maxpts=None):
+    def integrate_box(self, low_bounds: ArrayLike, high_bounds: ArrayLike,
+                      maxpts: Any = None) -> Array:
         """Not supported (as JAX): ``low_bounds``, ``high_bounds`` and ``maxpts`` are
         SciPy's; use :meth:`integrate_box_1d`."""
         raise NotImplementedError("only 1D box integrations are supported; use "
                                   "`integrate_box_1d`")
 
-    def set_bandwidth(self, bw_method=None):
+    def set_bandwidth(self, bw_method: Any = None) -> None:
         """Not supported (as JAX): ``bw_method`` cannot change after construction."""
         raise NotImplementedError("dynamically changing the bandwidth method is not supported")
