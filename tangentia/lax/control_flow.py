@@ -441,9 +441,16 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll: int | bool | None = N
         raise TypeError("lax.fori_loop: body_fun argument should be callable. (Got a "
                         f"{type(body_fun).__name__}.)")
     la, ua = core.get_aval(lower), core.get_aval(upper)
-    if la.dtype != ua.dtype and not (la.weak_type or ua.weak_type):
-        raise TypeError("lower and upper arguments to fori_loop must have equal types, got "
-                        f"{la.dtype} and {ua.dtype}")
+    if la.dtype != ua.dtype:
+        # a weakly typed bound (a Python scalar) takes the other's dtype, as in JAX; two
+        # strong ones, or two Python scalars of different kinds (0 and 3.0), are JAX's error
+        if la.weak_type == ua.weak_type:
+            raise TypeError("lower and upper arguments to fori_loop must have equal types, "
+                            f"got {la.dtype} and {ua.dtype}")
+        if la.weak_type:
+            lower = S.convert_element_type(lower, ua.dtype)
+        else:
+            upper = S.convert_element_type(upper, la.dtype)
     bounds = _concrete_ints(lower, upper)
     if bounds is not None:
         # Known bounds (Python ints, or concrete values as JAX accepts): a scan, so
@@ -452,7 +459,10 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll: int | bool | None = N
             i, val = carry
             return (i + 1, body_fun(i, val)), None
 
-        start = np.int64(lower) if isinstance(lower, int) else lower
+        # the index: an integer bound's own dtype (an int32 index for int32 bounds), else
+        # int64 (JAX's is a weakly typed int here, also for float bounds: int(2.5) steps)
+        start = lower if (not isinstance(lower, (int, float)) and np.dtype(
+            core.get_aval(lower).dtype).kind in "iu") else np.int64(bounds[0])
         (_, val), _ = _scan(step, (start, init_val), None,
                             builtins.max(bounds[1] - bounds[0], 0), False, 1,
                             (body_fun, "fori_loop"))
@@ -462,8 +472,9 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll: int | bool | None = N
         i, u, val = c
         return (E.add(i, 1), u, body_fun(i, val))
 
-    lower = S.convert_element_type(lower, np.int64)
-    upper = S.convert_element_type(upper, np.int64)
+    # traced bounds keep their (common) dtype, as JAX's: an int32 index for int32 bounds, and
+    # float bounds count in floats (converting them to int64 ran fori_loop(0., 2.5) twice,
+    # where JAX runs it three times)
     return _while_loop(_fori_cond, body, (lower, upper, init_val), _fori_cond,
                        body_fun)[2]
 
@@ -647,8 +658,12 @@ def map(f, xs, *, batch_size: int | None = None) -> Any:
     leaves, tree = tree_flatten(xs)
     if not leaves:
         raise ValueError("map: xs has no array leaves to map over")
-    n = core.get_aval(leaves[0]).shape[0]
-    nb, rem = divmod(n, int(batch_size))
+    n = core.get_aval(leaves[0]).shape[:1]
+    if n in ((), (0,)) or any(core.get_aval(x).shape[:1] != n for x in leaves):
+        # nothing to batch (an empty xs: the loop's shapes), or leading axes that differ (the
+        # loop's error): one element at a time
+        return map(f, xs)
+    nb, rem = divmod(n[0], int(batch_size))
     fv = vmap(f)
     parts = []
     if nb:
