@@ -55,7 +55,7 @@ def _compiled(key, f, args, blocks, monkeypatch=None):
             mp.setattr(irblock, "MIN_OPS", 1)
             with warnings.catch_warnings():
                 warnings.simplefilter("error", RuntimeWarning)  # (no fallback to NumPy)
-                fn, _ = native._compile_program(jaxpr)
+                fn, _ = native._compile_program(jaxpr, native._settings())
         hit = _COMPILED[(key, blocks)] = (lambda *a: fn(*consts, *a), fn.source, jaxpr, consts)
     return hit
 
@@ -315,3 +315,15 @@ def test_blocks_read_arrays_in_memory():
     program = source.split("def program")[1]
     assert "), (x" in program                   # arrays passed to blocks
     assert not [ln for ln in program.splitlines() if "* x" in ln or "x0[" in ln]  # not read by statements
+
+
+def test_block_with_hundreds_of_outputs():
+    """A block's outputs come back in tuples of at most ``_CHUNK``, nested (a flat
+    tuple of n outputs cost LLVM's SROA n loads of n elements): 340 here, two levels."""
+    def f(x):
+        return [tnp.sin(x) * (k + 1.0) + x * k for k in range(20)] + [tnp.sum(x) * 2.0]
+    x = np.linspace(0.1, 3.0, 16) ** 3
+    differential("outputs", f, [f"out{k}" for k in range(21)], x, rtol=1e-12)
+    source = _compiled("outputs", None, None, True)[1]
+    line, = [ln for ln in source.splitlines() if "= _blk" in ln]
+    assert line.strip().startswith("(((s")          # nested targets

@@ -53,6 +53,7 @@ from ...interpreters import ad, base_ops as B
 from ...primitives import contraction as C, elementwise as E, indexing as X, reductions as R
 from ...primitives import misc as M, remat, structural as S
 from . import vecmath, vecmath_trig
+from .rowio import _CHUNK, chunks as _chunks, nest as _nest  # noqa: F401 - (_nest: read by native)
 from .codegen import AV, SV, _bidx, _is_float0, _lit, _nbtype, _ravel, _size, _typed
 from .rules import (_dot_dims, _index_plan, _loop_dtypes, concatenate_source, dot_indices,
                     transpose_source)
@@ -68,8 +69,6 @@ SPLIT_NODES = 16000
 FUNCTION_NODES = 1000
 MIN_OPS = 4        # a run with fewer scalar operations is emitted as Python statements
 ARRAY_MAX = 1024   # arrays of at most this many elements are read by a block element by element
-_CHUNK = 16        # elements per inner tuple of a block's inputs (CPython builds longer
-                   # tuple displays from a list, which numba types only when homogeneous)
 _KINDS = "biuf"
 
 
@@ -515,17 +514,10 @@ def _emit(g, bb, results, env):
     g.notes.append(f"# {name}: irblock {digest} ({len(bb.nodes)} nodes)")
     call_args = _nest(args) + (", (" + "".join(av.name + ", " for av in arrays) + ")"
                                if arrays else "")
-    g.emit(f"({''.join(n + ', ' for n in names)}) = {name}({call_args})")
-
-
-def _nest(items):
-    """A tuple display of ``items``: tuples of at most ``_CHUNK``, nested as needed."""
-    if len(items) <= _CHUNK:
-        return "(" + "".join(i + ", " for i in items) + ")"
-    size = _CHUNK
-    while len(items) > size * _CHUNK:
-        size *= _CHUNK
-    return "(" + "".join(_nest(items[i:i + size]) + ", " for i in range(0, len(items), size)) + ")"
+    # (the outputs are unpacked from tuples of at most ``_CHUNK``, nested: numba loads a
+    # tuple variable whole for each element it unpacks, and LLVM's SROA then splits
+    # n loads of n elements -- a block of 2,000 outputs took a minute)
+    g.emit(f"{_nest(names)} = {name}({call_args})")
 
 
 # ---------------------------------------------------------------------------
@@ -568,7 +560,17 @@ def _flat_values(builder, val, ty):
 def _make_intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=()):
     in_types = [_nbtype(dt) for dt in in_dts]
     n_in = len(in_types)
-    ret = nbt.Tuple([_nbtype(nodes[i][1]) for i in out_ids])
+    shape = _chunks(list(range(len(out_ids))))      # (the outputs' nesting: ``_nest``)
+
+    def ret_type(tree):
+        return nbt.Tuple([ret_type(t) if type(t) is list else _nbtype(nodes[out_ids[t]][1])
+                          for t in tree])
+    ret = ret_type(shape)
+
+    def make(context, builder, ty, tree, res):
+        return context.make_tuple(builder, ty, [
+            make(context, builder, ty.types[k], t, res) if type(t) is list else res[t]
+            for k, t in enumerate(tree)])
 
     def check(args):
         flat = _flat_types(args)
@@ -586,7 +588,7 @@ def _make_intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=()):
         else:
             ins = [vals[p] for p in in_map]
         res = _emit_ir(context, builder, nodes, ins, out_ids, digest)
-        return context.make_tuple(builder, sig.return_type, res)
+        return make(context, builder, sig.return_type, shape, res)
 
     if not arr_specs:
         def typer(typingctx, args):

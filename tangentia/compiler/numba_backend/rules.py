@@ -24,9 +24,11 @@ from ...primitives import indexing as X, linear_solve as LS, misc as M, reductio
 from ...primitives import special as SP, structural as S
 from ...primitives.control_flow import split
 from .codegen import (AV, LV, SV, ZV, UNROLL, needs_static, _F4, _F8, _I8, _bidx, _cast,
-                      _dt, _is_float0, _kernel_table, _lit, _nested, _ravel, _shape_str, _size, _wrap)
+                      _dt, _is_float0, _kernel_table, _lit, _nested, _ravel, _shape_str, _size, _typed,
+                      _wrap)
 from .plan import BATCHED_BLAS_MIN, BLAS_MIN_FLOPS, FUSED_DOT_K, _dot_dims  # noqa: F401 - (read here)
 from . import gemm, special, windows
+from .rowio import load_row, nest, store_row
 
 def _ufunc_of(prim):
     """The NumPy ufunc whose loops ``prim`` runs: its implementation, when that is
@@ -957,6 +959,11 @@ def _scan(g, eqn, ins):
         shape = x.shape[1:]
         if type(x) is ZV:
             x_vals.append(ZV(shape, x.dtype))
+        elif g.is_small(shape) and _size(shape) > 1 and type(x) is AV:
+            # (a row read by one call: ``rowio``)
+            els = [g.name("s") for _ in range(_size(shape))]
+            g.emit(f"{nest(els)} = {g.glob(load_row(shape), '_ld')}({x.name}, {i})")
+            x_vals.append(SV(shape, x.dtype, els))
         elif g.is_small(shape):
             x_vals.append(SV(shape, x.dtype, [g.scalar(g.elem(x, (i,) + idx)) for idx in np.ndindex(*shape)]))
         else:
@@ -972,7 +979,10 @@ def _scan(g, eqn, ins):
         # check and its error message, seconds of compile time)
         y = g.dynamic_ready(y) if not g.is_small(y.shape) else y
         idx = g.loops(y.shape) if type(y) is not SV else None
-        if idx is None:
+        if idx is None and len(y.elems) > 1:      # (a row written by one call: ``rowio``)
+            g.emit(f"{g.glob(store_row(y.shape), '_st')}({buf.name}, {i}, "
+                   f"{nest([_typed(e, y.dtype) for e in y.elems])})")
+        elif idx is None:
             for k, j in enumerate(np.ndindex(*y.shape)):
                 g.emit(f"{g.elem(buf, (i,) + j)} = {y.elems[k]}")
         else:

@@ -1,0 +1,162 @@
+"""Rows of stacked arrays read and written by one call in generated numba code.
+
+A loop over a stacked array (``scan``'s ``xs`` and ``ys``) read and wrote each
+element of a small row with a statement of its own, ``s5 = xs[i, 3]`` and
+``ys[i, 3] = s9``.  numba loads the array's whole structure from its variable
+for each statement and checks the index for wraparound, and LLVM's SROA pass
+then works through thousands of such loads: for a scan whose body has 32 dense
+8x8 layers (34 stacked residuals of 8 elements, written forward and read in
+reverse), SROA took 10 s of the program's 15.  Here a row is one call:
+
+    (s5, s6, s7, ) = _ld12(xs, i)        _st13(ys, i, (s9, s10, s11, ))
+
+of an intrinsic made per row shape, which computes the row's address once (the
+loop index is in range: no wraparound) and loads or stores its elements, cast
+to the array's dtype as the assignment statements cast them.  Rows of more than
+``_CHUNK`` elements travel as nested tuples of at most ``_CHUNK`` (``nest``).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types as nbt
+from numba.core.extending import intrinsic
+from numba.core.typing import signature
+
+__all__ = ["nest", "chunks", "load_row", "store_row"]
+
+_CHUNK = 16        # elements per tuple (CPython builds longer tuple displays from a list,
+                   # which numba types only when homogeneous)
+
+
+def chunks(items):
+    """``items`` as nested lists of at most ``_CHUNK`` entries."""
+    items = list(items)
+    if len(items) <= _CHUNK:
+        return items
+    size = _CHUNK
+    while len(items) > size * _CHUNK:
+        size *= _CHUNK
+    return [chunks(items[i:i + size]) for i in range(0, len(items), size)]
+
+
+def render(tree):
+    """A tuple display of ``chunks``' nested lists of strings."""
+    return "(" + "".join((render(t) if type(t) is list else t) + ", " for t in tree) + ")"
+
+
+def nest(items):
+    """A tuple display of ``items``: tuples of at most ``_CHUNK``, nested as needed."""
+    return render(chunks(items))
+
+
+def _flat_types(ty):
+    if isinstance(ty, nbt.BaseTuple):
+        return [t for e in ty.types for t in _flat_types(e)]
+    return [ty]
+
+
+def _flat_values(builder, ty, val):
+    if isinstance(ty, nbt.BaseTuple):
+        out = []
+        for k, t in enumerate(ty.types):
+            out.extend(_flat_values(builder, t, builder.extract_value(val, k)))
+        return out
+    return [val]
+
+
+def _row_pointers(context, builder, aryty, ary, i, shape):
+    """The addresses of row ``i``'s elements (C order) of the array ``ary``."""
+    i64 = ir.IntType(64)
+    n = int(np.prod(shape, dtype=np.int64))
+    if aryty.layout == "C":
+        base = builder.mul(i, ir.Constant(i64, n))
+        return [builder.gep(ary.data, [builder.add(base, ir.Constant(i64, k))]) for k in range(n)]
+    dims = cgutils.unpack_tuple(builder, ary.shape)
+    strides = cgutils.unpack_tuple(builder, ary.strides)
+    return [cgutils.get_item_pointer2(context, builder, ary.data, dims, strides, aryty.layout,
+                                      [i] + [ir.Constant(i64, int(j)) for j in idx])
+            for idx in np.ndindex(*shape)]
+
+
+_MEMO: dict = {}
+_LOCK = threading.Lock()
+
+
+def load_row(shape):
+    """The intrinsic ``load(arr, i)``: the elements of ``arr[i]`` (of shape ``shape``),
+    as a tuple nested as ``nest`` nests them."""
+    key = ("load", tuple(shape))
+    with _LOCK:
+        fn = _MEMO.get(key)
+        if fn is None:
+            fn = _MEMO[key] = _make_load(tuple(shape))
+    return fn
+
+
+def store_row(shape):
+    """The intrinsic ``store(arr, i, values)``: ``arr[i] = values`` (the elements of a row
+    of shape ``shape`` in C order, nested as ``nest`` nests them), each cast to the
+    array's dtype."""
+    key = ("store", tuple(shape))
+    with _LOCK:
+        fn = _MEMO.get(key)
+        if fn is None:
+            fn = _MEMO[key] = _make_store(tuple(shape))
+    return fn
+
+
+def _make_load(shape):
+    n = int(np.prod(shape, dtype=np.int64))
+    tree = chunks(range(n))
+
+    def typer(typingctx, arr, i):
+        if not isinstance(arr, nbt.Array) or arr.ndim != 1 + len(shape) \
+                or not isinstance(i, nbt.Integer):
+            return None
+
+        def ret_type(t):
+            return nbt.Tuple([ret_type(s) if type(s) is list else arr.dtype for s in t])
+
+        def make(context, builder, ty, t, vals):
+            return context.make_tuple(builder, ty, [
+                make(context, builder, ty.types[k], s, vals) if type(s) is list else vals[s]
+                for k, s in enumerate(t)])
+
+        def codegen(context, builder, sig, args):
+            aryty = sig.args[0]
+            ary = context.make_array(aryty)(context, builder, args[0])
+            idx = context.cast(builder, args[1], sig.args[1], nbt.intp)
+            vals = [context.unpack_value(builder, aryty.dtype, p)
+                    for p in _row_pointers(context, builder, aryty, ary, idx, shape)]
+            return make(context, builder, sig.return_type, tree, vals)
+        return signature(ret_type(tree), arr, i), codegen
+    typer.__name__ = "load_row_" + "_".join(map(str, shape))
+    return intrinsic(typer)
+
+
+def _make_store(shape):
+    n = int(np.prod(shape, dtype=np.int64))
+
+    def typer(typingctx, arr, i, values):
+        if not isinstance(arr, nbt.Array) or arr.ndim != 1 + len(shape) or not arr.mutable \
+                or not isinstance(i, nbt.Integer):
+            return None
+        flat = _flat_types(values)
+        if len(flat) != n or not all(isinstance(t, (nbt.Number, nbt.Boolean)) for t in flat):
+            return None
+
+        def codegen(context, builder, sig, args):
+            aryty, _, valty = sig.args
+            ary = context.make_array(aryty)(context, builder, args[0])
+            idx = context.cast(builder, args[1], sig.args[1], nbt.intp)
+            vals = _flat_values(builder, valty, args[2])
+            for p, v, t in zip(_row_pointers(context, builder, aryty, ary, idx, shape), vals,
+                               _flat_types(valty)):
+                context.pack_value(builder, aryty.dtype, context.cast(builder, v, t, aryty.dtype), p)
+            return context.get_dummy_value()
+        return signature(nbt.none, arr, i, values), codegen
+    typer.__name__ = "store_row_" + "_".join(map(str, shape))
+    return intrinsic(typer)
