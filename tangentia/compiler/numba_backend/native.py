@@ -22,7 +22,7 @@ import numpy as np
 
 import numba
 from numba import types as nbt
-from numba.core import errors as NE
+from numba.core import errors as numba_errors
 
 from ...core import ProgramMemo
 from ...primitives import control_flow as CF
@@ -430,8 +430,8 @@ class _fast_typing:
                 TC.BaseContext.resolve_value_type = resolve_value_type
                 # Typing and lowering raise and catch thousands of errors; their
                 # messages need not be colored (colorama is slow).
-                cls._saved_color = NE._termcolor_inst
-                NE._termcolor_inst = _PlainColors()
+                cls._saved_color = numba_errors._termcolor_inst
+                numba_errors._termcolor_inst = _PlainColors()
             cls._depth += 1
         return self
 
@@ -443,7 +443,7 @@ class _fast_typing:
             cls._depth -= 1
             if cls._depth == 0:
                 F.Function.get_call_type, TC.BaseContext.resolve_value_type = cls._saved
-                NE._termcolor_inst = cls._saved_color
+                numba_errors._termcolor_inst = cls._saved_color
 
 
 class NumbaCompiler(Backend):
