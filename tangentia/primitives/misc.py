@@ -5,8 +5,8 @@
   product rule ``(a, da) * (b, db) = (a b, da b + a db)``; it is linear in the
   tangent, so it transposes for reverse mode, and it is made of
   differentiable primitives, so higher derivatives work.
-* ``cummax`` / ``cummin``: the tangent of each output is that of the input
-  entry holding the running extremum (the latest one on ties).
+* ``cummax`` / ``cummin``: JAX's tangent, that of the parallel prefix scan of max (min)
+  over (value, tangent) pairs, with max's tie rule (half of each tangent).
 * ``signbit`` (boolean, zero derivative) and ``copysign``.
 """
 from __future__ import annotations
@@ -22,7 +22,6 @@ from . import elementwise as E
 from . import indexing as I
 from . import reductions as R
 from . import structural as S
-from .sorting import take_along_axis
 
 
 def _check_axis(name, x, axis):
@@ -107,28 +106,67 @@ def _cumprod_jvp(t, ans, x, axis, reverse):
 defjvp(cumprod_p, _cumprod_jvp)
 
 
-def _iota(shape, axis):
-    s = [1] * len(shape)
-    s[axis] = shape[axis]
-    return np.broadcast_to(np.arange(shape[axis]).reshape(s), shape)
+def _strided(x, axis, start, stop, step=1):
+    nd = core.get_aval(x).ndim
+    return I.getitem(x, tuple(slice(start, stop, step) if i == axis else slice(None)
+                              for i in range(nd)))
 
 
-def _cumextremum_jvp(t, ans, x, axis, reverse):
-    # Entries that equal the running extremum at their own position are
-    # "records"; the running extremum at i is held by the latest record at or
-    # before i (at or after i when reverse).
-    shape = core.get_aval(x).shape
-    iota = _iota(shape, axis)
-    records = E.eq(x, ans)
-    if reverse:
-        idx = cummin(E.select(records, iota, shape[axis] - 1), axis, True)
-    else:
-        idx = cummax(E.select(records, iota, 0), axis, False)
-    return take_along_axis(t, idx, axis)
+def _interleave(a, b, axis):
+    """``a[0], b[0], a[1], b[1], ...`` along ``axis`` (``a`` as long as ``b`` or one longer)."""
+    na, nb = core.get_aval(a).shape[axis], core.get_aval(b).shape[axis]
+    head = I.static_slice(a, axis, 0, nb) if na != nb else a
+    shape = core.get_aval(b).shape
+    pair = shape[:axis + 1] + (1,) + shape[axis + 1:]
+    both = S.concatenate([S.reshape(head, pair), S.reshape(b, pair)], axis + 1)
+    out = S.reshape(both, shape[:axis] + (2 * nb,) + shape[axis + 1:])
+    if na != nb:
+        out = S.concatenate([out, I.static_slice(a, axis, nb, na)], axis)
+    return out
 
 
-defjvp(cummax_p, _cumextremum_jvp)
-defjvp(cummin_p, _cumextremum_jvp)
+def _cumextremum_jvp_of(pick):
+    """The tangent of cummax/cummin (``pick`` max/min), JAX's: the JVP of the parallel prefix
+    scan (odd/even recursion) of max over (value, tangent) pairs, where max's tangent is the
+    winner's, or half of each on a tie.  Ties therefore share the tangent as JAX's do: the
+    tangent of ``cummax([1, 1])`` is ``(t0, (t0 + t1) / 2)`` (ours was the later entry's)."""
+    def combine(a, ta, b, tb):
+        out = pick(a, b)
+        wa = E.select(E.eq(a, out), E.select(E.eq(b, out), 0.5, 1.0), 0.0)
+        wb = E.select(E.eq(b, out), E.select(E.eq(a, out), 0.5, 1.0), 0.0)
+        dt = core.get_aval(ta).dtype
+        wa, wb = convert_element_type(wa, dt), convert_element_type(wb, dt)
+        return out, E.add(E.mul(ta, wa), E.mul(tb, wb))
+
+    def scan(v, t, axis):
+        n = core.get_aval(v).shape[axis]
+        if n < 2:
+            return v, t
+        rv, rt = combine(_strided(v, axis, 0, n - 1, 2), _strided(t, axis, 0, n - 1, 2),
+                         _strided(v, axis, 1, n, 2), _strided(t, axis, 1, n, 2))
+        ov, ot = scan(rv, rt, axis)
+        if n % 2 == 0:
+            m = core.get_aval(ov).shape[axis]
+            ev, et = combine(_strided(ov, axis, 0, m - 1), _strided(ot, axis, 0, m - 1),
+                             _strided(v, axis, 2, n, 2), _strided(t, axis, 2, n, 2))
+        else:
+            ev, et = combine(ov, ot, _strided(v, axis, 2, n, 2), _strided(t, axis, 2, n, 2))
+        ev = S.concatenate([I.static_slice(v, axis, 0, 1), ev], axis)
+        et = S.concatenate([I.static_slice(t, axis, 0, 1), et], axis)
+        return _interleave(ev, ov, axis), _interleave(et, ot, axis)
+
+    def rule(t, ans, x, axis, reverse):
+        if core.get_aval(x).shape[axis] == 0:
+            return t
+        if reverse:
+            x, t = _strided(x, axis, None, None, -1), _strided(t, axis, None, None, -1)
+        _, out = scan(x, t, axis)
+        return _strided(out, axis, None, None, -1) if reverse else out
+    return rule
+
+
+defjvp(cummax_p, _cumextremum_jvp_of(E.maximum))
+defjvp(cummin_p, _cumextremum_jvp_of(E.minimum))
 
 
 def cumprod(x, axis, reverse=False):
