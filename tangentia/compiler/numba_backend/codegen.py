@@ -742,11 +742,18 @@ class _Gen:
                 not eqn.prim.has_effects:
             return [ZV(v.aval.shape, v.aval.dtype) for v in eqn.outputs]
         body = _CALL_BODIES.get(prim) or _CALL_BODIES.get(type(prim))
-        if body is not None and not self.vector_loop and self.call_plan(eqn.params[body]).unit:
+        if body is not None:
             # a called program (a jit, checkpoint or custom rule's body): a compile unit
-            # if the outlining pass made it one, else inlined by its rule
-            return self.units(self, eqn.params[body], [self.settle(v) if type(v) is LV else v
-                                                       for v in ins])
+            # if the outlining pass made it one, else inlined (by its rule; here, without
+            # the outputs no one reads, if the plan says some are: ``plan.Plan.pruned``)
+            ins = [self.settle(v) if type(v) is LV else v for v in ins]
+            if not self.vector_loop and self.call_plan(eqn.params[body]).unit:
+                return self.units(self, eqn.params[body], ins)
+            live = self.plans[-1].pruned.get(eqn) if self.plans else None
+            if live is not None:
+                outs = iter(self.lower_jaxpr(_plan.pruned(eqn.params[body], live), ins))
+                return [next(outs) if keep else ZV(v.aval.shape, v.aval.dtype)
+                        for v, keep in zip(eqn.outputs, live)]
         rule = self.rules.get(prim) or self.rules.get(type(prim))
         if rule is not None:
             out = rule(self, eqn, ins)
@@ -810,11 +817,7 @@ class _Gen:
         return res
 
 
-# Call-like primitives: the parameter holding the program they call (inlined by their
-# rules, ``rules._inline``, unless it is a compile unit).  ``custom_vmap_call`` is made
-# above the backends (``tangentia.custom_batching``): keyed by its class, as in ``rules``.
-_CALL_BODIES = {CL.jit_p: "jaxpr", remat.remat_p: "jaxpr", CD.custom_jvp_call_p: "call_jaxpr",
-                CD.custom_vjp_call_p: "call_jaxpr", CustomVmapCallPrimitive: "call_jaxpr"}
+_CALL_BODIES = _plan.CALL_BODIES
 
 
 # Primitives whose implementation calls the user's Python (host callbacks, a custom_vjp's

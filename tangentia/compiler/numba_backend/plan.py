@@ -26,7 +26,12 @@ inlined or as a unit, is not analysed again) and returns a ``Plan``:
   (``CallPlan``, the outlining pass): inlined, outlined (a separate njit function
   of the same module) or a compile unit (a module of its own, cached by numba on
   its own), from its estimated code size (``code_cost``) and the thresholds of
-  the ``Settings``;
+  the ``Settings``; and ``pruned``: per call whose program is inlined (``jit``,
+  ``checkpoint``, custom rules: ``CALL_BODIES``) and some of whose results no one
+  reads, which results are read: the emitter inlines the program without the others
+  (``pruned``), and dead-code elimination drops what only they needed (the
+  pendulum gradient's cotangent of its time grid, computed inside the backward
+  pass's ``jit`` and then dropped);
 
 and the emitter reads these annotations instead of deciding as it goes.
 
@@ -46,13 +51,14 @@ from __future__ import annotations
 
 from typing import AbstractSet, Any, Dict, List, NamedTuple, Optional, Set, Tuple
 
-from ...core import Eqn, Jaxpr, ProgramMemo, ShapedArray, Var, subjaxprs
-from ...primitives import contraction as C
+from ...core import CustomVmapCallPrimitive, Eqn, Jaxpr, ProgramMemo, ShapedArray, Var, subjaxprs
+from ...custom_derivatives import _base as CD
+from ...primitives import call as CL, contraction as C, remat
 from ..passes import simplify
 from . import gemm
 
 __all__ = ["Plan", "DotPlan", "CallPlan", "Settings", "program_plan", "row_plan", "dot_plan",
-           "call_plan", "code_cost", "own_cost"]
+           "call_plan", "code_cost", "own_cost", "pruned", "CALL_BODIES"]
 
 RowPlan = Tuple[int, List[str], "_RowEqn"]
 
@@ -249,6 +255,25 @@ class CallPlan:
 
 _CALLS = ProgramMemo("numba backend: how a nested program is lowered, per settings")
 
+# Call-like primitives: the parameter holding the program they call (inlined by their
+# rules, ``rules._inline``, unless it is a compile unit; its outputs are the call's).
+# ``custom_vmap_call`` is made above the backends (``tangentia.custom_batching``): keyed
+# by its class, as in ``rules``.
+CALL_BODIES = {CL.jit_p: "jaxpr", remat.remat_p: "jaxpr", CD.custom_jvp_call_p: "call_jaxpr",
+               CD.custom_vjp_call_p: "call_jaxpr", CustomVmapCallPrimitive: "call_jaxpr"}
+
+_PRUNED = ProgramMemo("numba backend: a called program without its unread outputs, per mask")
+
+
+def pruned(jaxpr: Jaxpr, live: Tuple[bool, ...]) -> Jaxpr:
+    """``jaxpr`` with only its outputs where ``live`` is true (memoized per mask, so its
+    plan is too)."""
+    p = _PRUNED.get(jaxpr, live)
+    if p is None:
+        p = _PRUNED.set(jaxpr, Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.eqns,
+                                     [o for o, keep in zip(jaxpr.outvars, live) if keep]), live)
+    return p
+
 
 def call_plan(jaxpr: Jaxpr, settings: Settings) -> CallPlan:
     """The ``CallPlan`` of the nested program ``jaxpr`` under ``settings`` (memoized)."""
@@ -273,9 +298,10 @@ class Plan:
     docstring)."""
 
     __slots__ = ("eqns", "outvars", "consumers", "fusible", "rows", "wide_from", "dots", "calls",
-                 "settings")
+                 "pruned", "settings")
 
-    def __init__(self, eqns, outvars, consumers, fusible, rows, wide_from, dots, calls, settings):
+    def __init__(self, eqns, outvars, consumers, fusible, rows, wide_from, dots, calls, pruned,
+                 settings):
         self.eqns: List[Eqn] = eqns
         self.outvars: List[Any] = outvars
         self.consumers: Dict[Var, List[Optional[Eqn]]] = consumers
@@ -284,6 +310,7 @@ class Plan:
         self.wide_from: List[bool] = wide_from
         self.dots: Dict[Eqn, DotPlan] = dots
         self.calls: Dict[Jaxpr, CallPlan] = calls
+        self.pruned: Dict[Eqn, Tuple[bool, ...]] = pruned
         self.settings: Settings = settings
 
 
@@ -311,7 +338,7 @@ def program_plan(jaxpr: Jaxpr, settings: Settings, rows: Dict[Any, Any],
                 consumers.setdefault(a, []).append(None)
         lazy = {v for v, users in consumers.items()
                 if len(users) == 1 and users[0] is not None and users[0].prim in fusible}
-        batched, dots, calls = {}, {}, {}
+        batched, dots, calls, prune = {}, {}, {}, {}
         for eqn in eqns:
             if rows:
                 r = row_plan(eqn, rows, limit)
@@ -321,11 +348,15 @@ def program_plan(jaxpr: Jaxpr, settings: Settings, rows: Dict[Any, Any],
                 dots[eqn] = dot_plan(eqn, limit)
             for q in _nested(eqn):
                 calls[q] = call_plan(q, settings)
+            if eqn.prim in CALL_BODIES or type(eqn.prim) in CALL_BODIES:
+                live = tuple(v in consumers for v in eqn.outputs)
+                if not all(live):
+                    prune[eqn] = live
         wide_from = [False] * (len(eqns) + 1)
         if batched:
             for j in range(len(eqns) - 1, -1, -1):
                 wide_from[j] = wide_from[j + 1] or (
                     eqns[j] in batched and len(eqns[j].outputs[0].aval.shape) >= 2)
         p = _PLANS.set(jaxpr, Plan(eqns, outvars, consumers, lazy, batched, wide_from, dots, calls,
-                                   settings), key)
+                                   prune, settings), key)
     return p
