@@ -13,11 +13,9 @@ _SPEC = importlib.util.find_spec("tangentia")
 assert _SPEC is not None and _SPEC.origin is not None
 ROOT = Path(_SPEC.origin).resolve().parent
 
-# Aliases that also name a module outside the package, each with its reason.
-OUTSIDE = {
-    # numba.core.errors in compiler/numba_backend/native.py (to be renamed there)
-    "NE": "numba.core.errors in numba_backend/native.py",
-}
+# Aliases that also name a module outside the package, each with its reason (none: native.py's
+# numba.core.errors, once NE as lax's tnp._elementwise, is numba_errors).
+OUTSIDE: dict[str, str] = {}
 
 
 def _aliases(source: str, package: list[str]) -> list[tuple[str, str, int]]:
