@@ -919,7 +919,10 @@ def _scan(g, eqn, ins):
         return _scan_once(g, eqn, ins)
     consts, carry, xs = split(ins, nc, ncar)
     consts = [g.settle(v) for v in consts]
-    xs = [v if type(v) is ZV else g.array(v) for v in xs]
+    # (an xs of small rows that is a lazy slice, ``ts[1:]``, is read in place: its rows'
+    # elements are expressions of values computed before the loop)
+    xs = [v if type(v) is ZV else g.dynamic_ready(v) if g.is_small(v.shape[1:]) else g.array(v)
+          for v in xs]
     body = p["jaxpr"]
     avals = [v.aval for v in eqn.outputs[:ncar]]
     names = _carry_init(g, avals, carry)
