@@ -25,10 +25,15 @@ an empty cache (untiered, tangentia only: what numba's compile units save):
 
     python benchmarks/bench_cold.py --reuse --only ode_grad,ode_vmap_grad --rounds 3
 
-``--sizes``: compile time against program size, for both libraries: ``jit(grad(f))``
-of a chain of N/2 elementwise operations on ``f64[8]`` (N equations after
-differentiation, counted with ``make_jaxpr``), first call minus second call, untiered
-(the time numba takes), and JAX's the same way.
+``--sizes``: compile time against program size, for both libraries, per family
+(``--families``, ``SIZE_FAMILIES``): ``chain``, ``jit(grad(f))`` of a chain of n
+elementwise operations on ``f64[8]``; ``scan``, ``jit(grad)`` of a scan whose body has
+n dense 8x8 layers.  Equations are counted with ``make_jaxpr``, those of nested
+programs included; compile time is the first call minus the second call, untiered
+(the time numba takes), wall and CPU seconds, and JAX's the same way:
+
+    python benchmarks/bench_cold.py --sizes 10,30,100,300 --rounds 1 --plot p.png
+    python benchmarks/bench_cold.py --sizes "chain=100,300;scan=10,30" --plot p.png
 """
 from __future__ import annotations
 
@@ -347,66 +352,141 @@ def run_reuse(cases, cpu, rounds):
     return out
 
 
+# --sizes families: the program of size n (its setup defines ``fn``, the function jit compiles,
+# and its arguments ``args`` and ``args2``).  "chain": jit(grad) of n elementwise operations on
+# f64[8].  "scan": jit(grad) of a 20-step scan whose body is n dense layers (8x8 matrices,
+# closed over, one of them differentiated) with tanh, the carry re-injected in every layer:
+# contractions with arrays, a loop, its reverse loop and an accumulated matrix gradient.
+SIZE_FAMILIES = {
+    "chain": """
+        def f(x):
+            for i in range({n}):
+                x = jnp.sin(x) * 1.01 + 0.1 if i % 3 == 0 else (x * x * 0.5 if i % 3 == 1 else jnp.cos(x) - x)
+            return jnp.sum(x)
+        fn = jax.grad(f)
+        args = (np.linspace(0.0, 1.0, 8),)
+        args2 = (np.linspace(0.5, 1.5, 8),)
+    """,
+    "scan": """
+        rng = np.random.default_rng(0)
+        Ws = [rng.standard_normal((8, 8)) / 3.0 for _ in range({n})]
+        xs = rng.standard_normal((20, 8))
+        def loss(W0, c0):
+            def body(c, x):
+                h = jnp.tanh(W0 @ c + x)
+                for W in Ws:
+                    h = jnp.tanh(W @ h + 0.1 * c)
+                return h, h[0]
+            cT, ys = lax.scan(body, c0, xs)
+            return jnp.sum(cT ** 2) + 0.1 * jnp.sum(ys)
+        fn = jax.grad(loss)
+        W0 = rng.standard_normal((8, 8)) / 3.0
+        args = (W0, np.ones(8))
+        args2 = (W0 * 0.5, np.ones(8))
+    """,
+}
+SIZE_LABELS = {"chain": "jit(grad) of an elementwise chain on f64[8]",
+               "scan": "jit(grad) of a 20-step scan of n dense 8x8 layers"}
+
 SIZE_CHILD = """
 import os, time, json
 os.sched_setaffinity(0, {{{cpu}}})
 import numpy as np
 {prelude}
-def f(x):
-    for i in range({n}):
-        x = jnp.sin(x) * 1.01 + 0.1 if i % 3 == 0 else (x * x * 0.5 if i % 3 == 1 else jnp.cos(x) - x)
-    return jnp.sum(x)
-g = jax.jit(jax.grad(f))
-x = np.linspace(0.0, 1.0, 8)
-eqns = len(jax.make_jaxpr(jax.grad(f))(x).jaxpr.eqns)
-t0 = time.perf_counter(); jax.block_until_ready(g(x)); t1 = time.perf_counter()
-jax.block_until_ready(g(x + 0.5)); t2 = time.perf_counter()
-print(json.dumps({{"eqns": eqns, "compile_s": (t1 - t0) - (t2 - t1)}}))
+{setup}
+def count(j):      # equations, those of nested programs (loop bodies, calls) included
+    n = 0
+    for e in j.eqns:
+        n += 1
+        for v in e.params.values():
+            for q in (v if isinstance(v, (tuple, list)) else (v,)):
+                q = getattr(q, "jaxpr", q)
+                if hasattr(q, "eqns"):
+                    n += count(q)
+    return n
+g = jax.jit(fn)
+eqns = count(jax.make_jaxpr(fn)(*args).jaxpr)
+t0 = time.perf_counter(); c0 = time.process_time(); jax.block_until_ready(g(*args))
+t1 = time.perf_counter(); c1 = time.process_time()
+jax.block_until_ready(g(*args2)); t2 = time.perf_counter(); c2 = time.process_time()
+print(json.dumps({{"eqns": eqns, "compile_s": (t1 - t0) - (t2 - t1),
+                   "compile_cpu_s": (c1 - c0) - (c2 - c1)}}))
 """
 
 
-def run_sizes(sizes, cpu, libs, rounds):
+def run_sizes(sizes, cpu, libs, rounds, families=("chain",)):
+    """Per family, size and library: the first call minus the second (untiered: numba's
+    compile), in a fresh process with empty caches (tangentia's and numba's), wall and CPU
+    seconds; rounds interleaved between the libraries, medians."""
     env = dict(os.environ, TANGENTIA_JIT_TIERED="0", TANGENTIA_COMPILE_PROGRESS="0",
                OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    env["XLA_FLAGS"] = env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
     env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
     out = {}
-    for n in sizes:
-        for lib in libs:
-            rows = []
+    for fam in families:
+        for n in sizes:
+            rows = {lib: [] for lib in libs}
             for _ in range(rounds):
-                with tempfile.TemporaryDirectory() as cache:
-                    env["TANGENTIA_CACHE_DIR"] = cache
-                    code = SIZE_CHILD.format(cpu=cpu, prelude=textwrap.dedent(PRELUDE[lib]), n=n)
-                    proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                                          text=True, timeout=3600, env=env)
-                if proc.returncode == 0:
-                    rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-            if rows:
-                eq = rows[0]["eqns"]
-                c = statistics.median(r["compile_s"] for r in rows)
-                out.setdefault(str(n), {})[lib] = {"eqns": eq, "compile_s": c}
-                print(f"size {n:>6} {lib:<10} {eq:>6} equations  compile {_fmt(c):>9}  "
-                      f"{c / eq * 1e3:.2f} ms/equation", flush=True)
+                for lib in libs:
+                    with tempfile.TemporaryDirectory() as cache:
+                        env["TANGENTIA_CACHE_DIR"] = cache
+                        env["NUMBA_CACHE_DIR"] = os.path.join(cache, "numba_own")
+                        code = SIZE_CHILD.format(cpu=cpu, prelude=textwrap.dedent(PRELUDE[lib]),
+                                                 setup=textwrap.dedent(SIZE_FAMILIES[fam].format(n=n)))
+                        proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                              text=True, timeout=3600, env=env)
+                    if proc.returncode == 0:
+                        rows[lib].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+                    else:
+                        print(f"{fam} {n} {lib}: " + (proc.stderr.strip().splitlines() or ["?"])[-1],
+                              flush=True)
+            for lib in libs:
+                if rows[lib]:
+                    eq = rows[lib][0]["eqns"]
+                    c = statistics.median(r["compile_s"] for r in rows[lib])
+                    cc = statistics.median(r["compile_cpu_s"] for r in rows[lib])
+                    out.setdefault(fam, {}).setdefault(str(n), {})[lib] = {
+                        "eqns": eq, "compile_s": c, "compile_cpu_s": cc}
+                    print(f"{fam:<6} size {n:>6} {lib:<10} {eq:>6} equations  compile "
+                          f"{_fmt(c):>9} (cpu {_fmt(cc):>9})  {cc / eq * 1e3:.2f} ms/equation (cpu)",
+                          flush=True)
+    return out
+
+
+def _family_sizes(text, families):
+    """``--sizes``: "n1,n2,..." for every family, or "family=n1,n2;family=..." per family."""
+    if "=" not in text:
+        return [(f, [int(n) for n in text.split(",")]) for f in families]
+    out = []
+    for part in text.split(";"):
+        fam, ns = part.split("=")
+        out.append((fam.strip(), [int(n) for n in ns.split(",")]))
     return out
 
 
 def plot_sizes(sizes, path):
-    """Compile time against the number of equations, log-log, one line per library."""
+    """CPU compile time against the number of equations, log-log, one line per library
+    and family (``sizes``: ``run_sizes``'s result)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for lib, style in (("tangentia", "o-"), ("jax", "s-")):
-        pts = sorted((v[lib]["eqns"], v[lib]["compile_s"]) for v in sizes.values() if lib in v)
-        if pts:
-            ax.loglog([p[0] for p in pts], [p[1] for p in pts], style,
-                      label="tangentia (numba, untiered)" if lib == "tangentia" else "JAX (XLA)")
-    xs = sorted(v["tangentia"]["eqns"] for v in sizes.values() if "tangentia" in v)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    xs = []
+    for fam, marker in zip(sizes, "os^v"):
+        for lib, line in (("tangentia", "-"), ("jax", "--")):
+            pts = sorted((v[lib]["eqns"], v[lib]["compile_cpu_s"])
+                         for v in sizes[fam].values() if lib in v)
+            if pts:
+                xs += [p[0] for p in pts]
+                name = "tangentia (numba)" if lib == "tangentia" else "JAX (XLA)"
+                ax.loglog([p[0] for p in pts], [p[1] for p in pts], marker + line,
+                          label=f"{name}: {SIZE_LABELS.get(fam, fam)}")
     if xs:
+        xs = sorted(set(xs))
         ax.loglog(xs, [2e-3 * x for x in xs], "k:", label="2 ms per equation")
-    ax.set_xlabel("equations (jit(grad) of an elementwise chain, f64[8])")
-    ax.set_ylabel("compile time (s)")
-    ax.legend()
+    ax.set_xlabel("equations (nested programs included)")
+    ax.set_ylabel("compile time, CPU s (first call - second)")
+    ax.legend(fontsize=7)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -432,7 +512,10 @@ def main(argv=None):
     ap.add_argument("--cpu", type=int, default=None, help="the core to pin to (default: the last)")
     ap.add_argument("--native-wait", type=float, default=300,
                     help="seconds to wait for tangentia's background compiles (native_s)")
-    ap.add_argument("--sizes", default="", help="compile time vs size: chain lengths")
+    ap.add_argument("--sizes", default="", help="compile time vs size: the families' sizes n "
+                    "(n1,n2,... or family=n1,n2;family=...)")
+    ap.add_argument("--families", default="chain,scan",
+                    help="with --sizes: program families (" + ", ".join(SIZE_FAMILIES) + ")")
     ap.add_argument("--plot", default=None, metavar="PNG",
                     help="with --sizes: also draw compile time against equations (matplotlib)")
     ap.add_argument("--reuse", action="store_true",
@@ -444,7 +527,9 @@ def main(argv=None):
     cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
     libs = ["tangentia"] + ([] if args.no_jax else ["jax"])
     if args.sizes:
-        sizes = run_sizes([int(n) for n in args.sizes.split(",")], cpu, libs, args.rounds)
+        sizes = {}
+        for fam, ns in _family_sizes(args.sizes, args.families.split(",")):
+            sizes.update(run_sizes(ns, cpu, libs, args.rounds, [fam]))
         if args.plot:
             plot_sizes(sizes, args.plot)
         if args.json:
