@@ -154,6 +154,15 @@ def _bodies(M: _Lib) -> dict[str, Callable[[Any, Any], Any]]:
         # order, though its jvp of jvp and its linearize outside a scan use it; ours uses it)
         "custom_jvp in scan": lambda x, y: L.scan(
             lambda c, r: (M.softclip(c + r), M.softclip(c * r)), y, x)[1],
+        # ties of the running maximum (rounded values), a clamp with ties at its bounds, and
+        # a batched map with a remainder
+        "cummax ties": lambda x, y: L.cummax(N.round(x * 2.0) * y, axis=1) + L.cummin(
+            N.round(y * 2.0) * x, axis=0, reverse=True),
+        # (bounds of x's shape, real: JAX's own clamp rule fails for scalar or complex ones)
+        "clamp": lambda x, y: (lambda r: L.clamp(N.zeros_like(r) - 0.5, r, N.ones_like(r) * 1.2))(
+            N.real(x * y)),
+        "map batch": lambda x, y: L.map(lambda r: N.sin(r) * y + r.sum(), x * 1.5,
+                                        batch_size=2),
     }
 
 
