@@ -360,7 +360,8 @@ KINDS = {
     # not ufuncs: scipy's polygamma and zeta, NumPy's frexp split in two, gammainc's d/da
     "elementwise": {"polygamma", "zeta", "frexp_mantissa", "frexp_exponent", "igamma_grad_a",
                     "fresnel_s", "fresnel_c", "sici_si", "sici_ci", "sph_harm_y",
-                    "max", "min"},   # (NumPy's ufunc, plus JAX's rule for complex operands)
+                    "max", "min",    # (NumPy's ufunc, plus JAX's rule for complex operands)
+                    "lgamma"},       # (SciPy's gammaln, +inf at -inf as JAX's)
     "linear elementwise": {"add", "sub", "neg", "mul", "div", "select", "add_any", "real",
                            "imag", "conj", "complex"},
     "structural": {"reshape", "transpose", "broadcast_to", "convert_element_type",

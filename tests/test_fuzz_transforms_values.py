@@ -176,3 +176,16 @@ def test_objects_and_strings_are_not_arrays(case: str) -> None:
     ours = run(call, tg.numpy, tlax)
     assert isinstance(ours, TypeError), ours
     assert "is not a valid JAX type" in str(ours) or "not a valid" in str(ours)
+
+
+def test_lgamma_at_minus_infinity() -> None:
+    """lgamma(-inf) is +inf in JAX (C's lgamma: |Gamma| grows without bound); SciPy's gammaln,
+    which ours evaluated, gives -inf (the numba backend's helper followed SciPy)."""
+    x = np.array([-np.inf, np.inf, 0.0, -1.0, 2.5, np.nan])
+    want = np.asarray(jax.lax.lgamma(x))
+    assert_same("lgamma", run(tlax.lgamma, x), want)
+    assert_same("jit lgamma", run(tg.jit(tlax.lgamma, backend="numpy"), x), want)
+    assert_same("gammaln", run(tg.scipy.special.gammaln, x),
+                np.asarray(jax.scipy.special.gammaln(x)))
+    assert_same("float32", run(tlax.lgamma, x.astype(np.float32)),
+                np.asarray(jax.lax.lgamma(x.astype(np.float32))), rtol=1e-6)

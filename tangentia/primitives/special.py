@@ -66,6 +66,19 @@ polygamma_p = elementwise("polygamma", _sc.polygamma, [None, _polygamma_jvp])
 digamma_p = elementwise("digamma", _sc.psi, [lambda t, ans, x: mul(t, polygamma(1, x))])
 lgamma_p = elementwise("lgamma", _sc.gammaln, [lambda t, ans, x: mul(t, digamma(x))])
 
+
+def _lgamma_impl(x):
+    """SciPy's gammaln, but ``+inf`` at ``-inf`` as JAX's (C's lgamma; |Gamma| grows without
+    bound there): SciPy's is ``-inf``."""
+    out = _sc.gammaln(x)
+    neg_inf = np.isneginf(x)
+    if np.any(neg_inf):
+        out = np.where(neg_inf, np.array(np.inf, out.dtype), out)
+    return out
+
+
+lgamma_p.impl = _lgamma_impl
+
 # ndtr'(x) = phi(x);  ndtri'(p) = 1 / phi(ndtri(p)) (reuses the output)
 ndtr_p = elementwise("ndtr", _sc.ndtr,
                      [lambda t, ans, x: mul(t, mul(_INV_SQRT_2PI, exp(mul(-0.5, _sq(x)))))])
