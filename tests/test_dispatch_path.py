@@ -32,12 +32,12 @@ class _Scan:
     ``<expr>.impl(...)``; ``reads``, the (line, enclosing function) of every read of
     an ``impl`` attribute (``<expr>.impl`` not assigned to, or ``getattr(<expr>,
     "impl")``), which is how an alias (``run = p.impl; run(x)``) would start;
-    ``lookups``, the lines of ``getattr(<...current_trace()...>, ...)`` (a trace's
-    method picked by name)."""
+    ``lookups``, the lines of ``getattr(<...current_trace()...>, ...)`` or
+    ``getattr(<...trace_state().trace...>, ...)`` (a trace's method picked by name)."""
 
     def __init__(self, source):
         self.impl, self.reads, self.lookups = [], [], []
-        if "impl" not in source and "current_trace" not in source:
+        if "impl" not in source and "current_trace" not in source and "trace_state" not in source:
             return  # (neither can occur: no parse)
         tree = ast.parse(source)
         scopes = []  # (first line, last line, qualified name) of each def and class
@@ -64,7 +64,8 @@ class _Scan:
             if isinstance(f, ast.Attribute) and f.attr == "impl":
                 self.impl.append((node.lineno, scope_of(node)))
             elif (isinstance(f, ast.Name) and f.id == "getattr" and node.args
-                  and "current_trace" in ast.unparse(node.args[0])):
+                  and any(n in ast.unparse(node.args[0])
+                          for n in ("current_trace", "trace_state"))):
                 self.lookups.append(node.lineno)
         for node in ast.walk(tree):
             if ((isinstance(node, ast.Attribute) and node.attr == "impl"
@@ -96,6 +97,7 @@ def test_the_scan_finds_impl_calls():
     assert _Scan(src).impl == [(2, "f"), (5, "T.g")]
     assert sorted(_Scan(src).reads) == [(2, "f"), (5, "T.g"), (6, "T.g")]
     assert _Scan("getattr(core.current_trace(), name)(p, a, k)\n").lookups == [1]
+    assert _Scan("getattr(core.trace_state().trace, name)(p, a, k)\n").lookups == [1]
     # an alias, a getattr and a store: the reads, not the store
     src = "def g(p, x):\n    run = p.impl\n    getattr(p, 'impl')(x)\n    p.impl = run\n"
     assert _Scan(src).impl == [] and _Scan(src).reads == [(2, "g"), (3, "g")]
