@@ -356,7 +356,7 @@ def public(fn, module, name):
     that runs a primitive's ``impl``, as plain ndarrays; everything else binds
     the primitive.
     """
-    get = core.current_trace
+    get = core.trace_state  # (the current trace is get().trace)
     EVAL = core.EVAL_TRACE
     evaluate = core.eval_primitive
     prim = getattr(fn, "primitive", None)
@@ -366,7 +366,7 @@ def public(fn, module, name):
     no_params = core._NO_PARAMS  # (shared, as ``fn`` binds with it: no dict per call)
     if prim is None or eager is None or hasattr(fn, "__wrapped__"):
         def twin(*args, **kwargs):
-            if get() is not EVAL:  # the transformation's boundary redirects warnings
+            if get().trace is not EVAL:  # the transformation's boundary redirects warnings
                 return to_user(fn(*args, **kwargs))
             token = enter()
             try:
@@ -376,7 +376,7 @@ def public(fn, module, name):
                     reset(token)
     elif fn.__code__.co_argcount == 1:
         def twin(x):
-            trace = get()
+            trace = get().trace
             t = type(x)
             if trace is EVAL:
                 token = enter()
@@ -393,7 +393,7 @@ def public(fn, module, name):
             return out if type(out) is not _ndarray else out.view(ArrayImpl)
     else:
         def twin(x, y):
-            trace = get()
+            trace = get().trace
             tx, ty = type(x), type(y)
             if trace is EVAL:
                 token = enter()

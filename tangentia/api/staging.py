@@ -284,7 +284,7 @@ class ensure_compile_time_eval:
 
 _ndarray = np.ndarray
 _ArrayImpl = ArrayImpl
-_current_trace = core.current_trace
+_trace_state = core.trace_state  # (the current trace is _trace_state().trace)
 _EVAL_TRACE = core.EVAL_TRACE
 _SCALAR_KEY = {float: "float", int: "int", bool: "bool", complex: "complex"}
 _FUNCTION_CACHES = weakref.WeakKeyDictionary()  # fun -> {options: (cache, fast_cache)}
@@ -409,7 +409,7 @@ class _Jitted:
                 fast_key = None
             fast_cache = self.fast_caches.get(self.backend or _default_backend_name())
             entry = None if fast_cache is None else fast_cache.get(fast_key)
-            if entry is not None and _current_trace() is _EVAL_TRACE:
+            if entry is not None and _trace_state().trace is _EVAL_TRACE:
                 fn, consts, out_tree = entry
                 outs = fn(*consts, *args)
                 if out_tree is _LEAF_TREE:

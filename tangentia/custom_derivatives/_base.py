@@ -203,9 +203,8 @@ _ARRAYS = (np.ndarray, Tracer)
 _SCALARS = (np.generic, float, int, complex)
 _EVAL = core.EVAL_TRACE
 _JaxprTracer = pe.JaxprTracer
-_current_trace = core.current_trace
-_set_trace = core._trace_ctx.set
-_reset_trace = core._trace_ctx.reset
+_trace_state = core.trace_state  # (the current trace is _trace_state().trace)
+_run_in = core.run_in
 
 
 def _flatten_out(out):
@@ -332,7 +331,7 @@ class _CustomFunction:
     __get__ = bind_as_method
     __getattr__ = forward_attr
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The subclass's call primitive bound (the current trace's
         ``process_custom_*_call`` decides what the call means) with the
         definition's parameters and this call's flat rules: methods of a
@@ -361,14 +360,10 @@ class _CustomFunction:
                     scalar = True
             else:
                 if not traced:
-                    trace = _current_trace()
+                    trace = _trace_state().trace
                     if trace is _EVAL or trace.eval_known:  # evaluated, not bound
-                        token = None if trace is _EVAL else _set_trace(_EVAL)
-                        try:
-                            out = self.fun(*args)
-                        finally:
-                            if token is not None:
-                                _reset_trace(token)
+                        out = (self.fun(*args) if trace is _EVAL
+                               else _run_in(_EVAL, self.fun, *args))
                         if type(out) is ArrayImpl:
                             return out
                         if type(out) is _ndarray:
@@ -390,7 +385,7 @@ class _CustomFunction:
             if "num_nondiff" in params:
                 params["num_nondiff"] = len(dyn)
             leaves = (*dyn, *leaves)
-        outs = prim.bind_with_trace(_current_trace(), leaves, params)  # (bind, not repacked)
+        outs = prim.bind_with_trace(_trace_state().trace, leaves, params)  # (bind, not repacked)
         if call.out_tree is _LEAF_TREE and isinstance(outs[0], Tracer):
             return outs[0]  # one traced output: the common case
         return call.value(outs)

@@ -21,8 +21,8 @@ from .._array import ArrayImpl as _ArrayImpl
 from ..tree_util import register_leaf_type
 from ..core import Primitive, Tracer, Var, set_trace
 
-_set_trace = core._trace_ctx.set
-_reset_trace = core._trace_ctx.reset
+_trace_state = core.trace_state
+_ROOT_STATE = core.ROOT_STATE
 _ndarray = np.ndarray
 _asarray = np.asarray
 from . import partial_eval as pe
@@ -229,7 +229,14 @@ class JVPTrace(core.Trace):
         if some_none and prim not in jvp_takes_none:
             tangents = [Zero.from_primal(p) if t is None else t
                         for p, t in zip(primals, tangents)]
-        token = _set_trace(parent)
+        # The rule runs with the parent current: switched in place on this
+        # context's ``core.TraceState`` (not the shared root one, see ``core.run_in``).
+        state = _trace_state()
+        if state is _ROOT_STATE:
+            with set_trace(self):
+                return self.process_primitive(prim, args, params)
+        old = state.trace
+        state.trace = parent
         try:
             out, tan = rule(primals, tangents, **params) if params else rule(primals, tangents)
             # A tangent has its primal's dtype (a rule's result may have been promoted).
@@ -242,7 +249,7 @@ class JVPTrace(core.Trace):
                 if d is not want and d != want:
                     tan = fit_dtype(tan, want)
         finally:
-            _reset_trace(token)
+            state.trace = old
         if prim.multiple_results:
             return [maybe_jvp_tracer(self, p, t) for p, t in zip(out, tan)]
         if type(tan) is Zero:
@@ -385,8 +392,7 @@ class JVPTrace(core.Trace):
         # under vmap the JVP of its rule batches it (``custom_vmap_jvp_rule``).
         name = params["name"]
         primals, tangents, perturbed = self._custom_unpack(args, 0, 0, "custom_vmap", name)
-        token = _set_trace(self.parent)
-        try:
+        with set_trace(self.parent):
             if not perturbed:
                 return self.parent.process_custom_vmap_call(prim, primals, params)
             call_jaxpr = params["call_jaxpr"]
@@ -397,8 +403,6 @@ class JVPTrace(core.Trace):
             outs = prim.bind(*hoisted, *primals, *[t for t in tangents if type(t) is not Zero],
                              fun=core.jaxpr_as_fun(jvp_call), rule=rule, num_consts=len(hoisted),
                              name=name, call_jaxpr=jvp_call)
-        finally:
-            _reset_trace(token)
         n = len(call_jaxpr.outvars)
         tans = zero_nonfloat(call_jaxpr.out_avals, outs[n:])
         return [maybe_jvp_tracer(self, p, t) for p, t in zip(outs[:n], tans)]
@@ -626,20 +630,20 @@ def defjvp(prim, *tangent_fns):
     skipped.  The primal output is ``prim`` bound on the primals (the JVP
     interpreter runs the rule with its parent current).
     """
-    get = core._trace_ctx.get
+    get = core.trace_state  # (the current trace is get().trace)
 
     if len(tangent_fns) == 1 and tangent_fns[0] is not None and not prim.multiple_results:
         fn = tangent_fns[0]
 
         def rule(primals, tangents, **params):  # one argument: the hot path of eager grad
-            ans = get().process_primitive(prim, primals, params)  # (prim.bind, unpacked)
+            ans = get().trace.process_primitive(prim, primals, params)  # (prim.bind, unpacked)
             t = tangents[0]
             if t is None or type(t) is Zero:
                 return ans, Zero.from_primal(ans)
             return ans, fn(t, ans, primals[0], **params) if params else fn(t, ans, primals[0])
     else:
         def rule(primals, tangents, **params):
-            ans = get().process_primitive(prim, primals, params)  # (prim.bind, unpacked)
+            ans = get().trace.process_primitive(prim, primals, params)  # (prim.bind, unpacked)
             out = None
             for fn, t in zip(tangent_fns, tangents):
                 if fn is None or t is None or type(t) is Zero:

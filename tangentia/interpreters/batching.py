@@ -23,8 +23,8 @@ from .base_ops import batch_size as _batch_size_of
 from .base_ops import reduce_sum
 from .base_ops import primitive_batchers   # the table of batching rules (made there, see it)
 
-_set_trace = core._trace_ctx.set
-_reset_trace = core._trace_ctx.reset
+_trace_state = core.trace_state
+_ROOT_STATE = core.ROOT_STATE
 # ``(axis name, axis size)`` of the named vmap whose rule is running: batch_jaxpr
 # names the batch axis of the programs it traces, and batch_size gives the size
 # to a rule none of whose operands is batched (a program reading the axis).
@@ -140,14 +140,21 @@ class BatchTrace(core.Trace):
         rule = primitive_batchers.get(prim)
         if rule is None:
             raise NotImplementedError(f"batching rule for '{prim.name}' not implemented")
-        token = _set_trace(self.parent)
+        # The rule runs with the parent current: switched in place on this
+        # context's ``core.TraceState`` (not the shared root one, see ``core.run_in``).
+        state = _trace_state()
+        if state is _ROOT_STATE:
+            with set_trace(self):
+                return self.process_primitive(prim, args, params)
+        old = state.trace
+        state.trace = self.parent
         # Programs a rule batches (jit, loops) see this trace's axis name too.
         named = _rule_axis.set((self.axis_name, self.axis_size)) \
             if self.axis_name is not None else None
         try:
             out, out_dim = rule(vals, dims, **params)
         finally:
-            _reset_trace(token)
+            state.trace = old
             if named is not None:
                 _rule_axis.reset(named)
         if prim.multiple_results:
@@ -159,12 +166,9 @@ class BatchTrace(core.Trace):
         batch rule gets ``axis_size`` and reduces over the batch axis, even when
         nothing is batched; other names pass through the ordinary path."""
         vals, dims = zip(*[self.unpack(x) for x in args]) if args else ((), ())
-        token = _set_trace(self.parent)
-        try:
+        with set_trace(self.parent):
             out, out_dim = primitive_batchers[prim](list(vals), list(dims),
                                                     axis_size=self.axis_size, **params)
-        finally:
-            _reset_trace(token)
         return out if out_dim is None else BatchTracer(self, out, out_dim)
 
     def concrete_value(self, tracer, context):

@@ -32,8 +32,7 @@ from ..core import Literal, Tracer, Var, set_trace
 
 
 _compile_time_eval_get = core.compile_time_eval_ctx.get
-_set_trace = core._trace_ctx.set
-_reset_trace = core._trace_ctx.reset
+_run_in = core.run_in
 
 
 class JaxprTracer(Tracer):
@@ -319,11 +318,7 @@ class JaxprTrace(core.Trace):
     def _in_parent(self, process, prim, args, params):
         """A custom call that ``_computes_now``: ``process`` (the parent's
         ``process_custom_*_call``) with the parent as the current trace."""
-        token = _set_trace(self.parent)
-        try:
-            return process(prim, args, params)
-        finally:
-            _reset_trace(token)
+        return _run_in(self.parent, process, prim, args, params)
 
     def _inline_unknown(self, params, args):
         """A custom call with unknown inputs under partial evaluation: its
