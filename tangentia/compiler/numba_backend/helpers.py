@@ -101,6 +101,17 @@ def _ifloordiv(a, b):
 
 
 @numba.njit(cache=True)
+def _icmp(a, b):
+    """-1, 0 or 1 as the int64 or uint64 ``a`` is less than, equal to or greater than the
+    uint64 or int64 ``b``, by value (NumPy's ``qQ->?`` comparison loops); numba compared the
+    bits of both as one type: int32 -1 < uint64 255 was False."""
+    if a < 0 or b < 0:          # (only the signed one can be negative)
+        return -1 if a < 0 else 1
+    ua, ub = np.uint64(a), np.uint64(b)
+    return -1 if ua < ub else (1 if ua > ub else 0)
+
+
+@numba.njit(cache=True)
 def _fsign(x):
     """NumPy's sign of a float: +-1, 0.0 for both zeros, NaN for NaN (as float64;
     the caller casts float32 results back)."""
@@ -674,6 +685,6 @@ def call_interruptible(entry, args):
 
 
 globals().update(special.FUNCTIONS)   # SciPy's special functions, imported by generated code
-__all__ = HELPERS = ("_fmax", "_fmin", "_fsign", "_index", "_where", "_ifloordiv", "_lgamma", "_cdiv",
+__all__ = HELPERS = ("_fmax", "_fmin", "_fsign", "_icmp", "_index", "_where", "_ifloordiv", "_lgamma", "_cdiv",
                      "_cdiv64", "_cpow", "_cpow64", "_cipow", "_cipow64", "_interrupted", "CompiledLoopInterrupted") + tuple(_COMPLEX_HELPERS) \
     + special.NAMES

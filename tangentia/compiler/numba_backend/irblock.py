@@ -176,7 +176,8 @@ def _elementwise(bb, g, eqn, ins):
         name = _ELEMENTWISE[prim]
     loop_in = [np.dtype(d) for d in loop_in]
     loop_out = np.dtype(loop_out)
-    if any(d.kind not in _KINDS for d in list(loop_in) + [loop_out]):
+    if any(d.kind not in _KINDS for d in list(loop_in) + [loop_out]) or \
+            {d.kind for d in loop_in} == {"i", "u"}:   # (int64 vs uint64: rules, helpers._icmp)
         return None
     op_dt = loop_in[0] if prim is not E.select_p else out.dtype
     if not _supported(name, op_dt):

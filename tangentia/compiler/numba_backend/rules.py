@@ -36,6 +36,8 @@ def _ufunc_of(prim):
     ufunc = special.UFUNCS.get(prim)
     if ufunc is None and isinstance(prim.impl, np.ufunc):
         ufunc = prim.impl
+    if ufunc is None and isinstance(getattr(prim.impl, "ufunc", None), np.ufunc):
+        ufunc = prim.impl.ufunc     # (max, min: NumPy's ufunc plus JAX's complex rule)
     return ufunc
 
 
@@ -84,6 +86,7 @@ def _fits(value, dtype):
 
 
 _COMPARISONS = frozenset((E.eq_p, E.ne_p, E.lt_p, E.le_p, E.gt_p, E.ge_p))
+_CMP_OPS = {E.eq_p: "==", E.ne_p: "!=", E.lt_p: "<", E.le_p: "<=", E.gt_p: ">", E.ge_p: ">="}
 
 
 def _f(expr):
@@ -242,6 +245,9 @@ def _scalar_fn(eqn, scalarized=False):
         op = _COMPLEX_OPS.get(prim) or (_OPS[prim] if prim in _COMPLEX_AS_IS else None)
         if op is None:
             return None
+    elif prim in _COMPARISONS and {d.kind for d in loop_in} == {"i", "u"}:
+        # (NumPy's int64-uint64 loops compare by value: ``helpers._icmp``)
+        op = lambda a, dt: f"(_icmp({a[0]}, {a[1]}) {_CMP_OPS[prim]} 0)"  # noqa: E731
     else:
         op = (scalarized and _SCALAR_OPS.get(prim)) or _OPS[prim]
     op_dt = loop_in[0]
