@@ -181,11 +181,11 @@ def test_eager_results_are_ndarrays_for_python_and_numpy_scalars():
 
 
 # ---------------------------------------------------------------------------
-# A JVP rule given None for a zero tangent (``ad.jvp_takes_none``) vs the
+# A JVP rule given None for a zero tangent (``ad.primitive_jvps.takes_none``) vs the
 # interpreter, which hands it the tangents as it finds them
 
 
-JVP_FNS = [(p, f) for p, f in FAST if p in ad.jvp_takes_none]
+JVP_FNS = [(p, f) for p, f in FAST if ad.primitive_jvps.takes_none(p)]
 
 
 def test_the_rules_taking_none_are_tested():

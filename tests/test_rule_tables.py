@@ -45,7 +45,7 @@ def test_primitive_has_no_rule_attributes():
     assert ad.primitive_jvps[E.sin_p] is not None
     assert ad.primitive_transposes[C.dot_general_p] is not None
     assert E.sin_p not in ad.primitive_transposes    # not linear
-    assert {E.add_p, E.mul_p, E.sin_p} <= ad.jvp_takes_none
+    assert all(ad.primitive_jvps.takes_none(p) for p in (E.add_p, E.mul_p, E.sin_p))
 
 
 def _names_a_primitive(node: ast.expr) -> bool:
@@ -105,13 +105,12 @@ def test_a_missing_rule_reads_as_before():
     finally:
         for table in (ad.primitive_jvps, ad.primitive_transposes, batching.primitive_batchers):
             table.pop(p, None)
-        ad.jvp_takes_none.discard(p)
 
 
-def test_jvp_rule_without_none_gets_zero_tangents():
-    """A rule outside ``jvp_takes_none`` is handed ``Zero`` for an argument
-    without a tangent, never None."""
-    p = Primitive("toy_binary")
+def _toy_product(name):
+    """A product primitive and a JVP rule for it (taking None or ``Zero`` for a
+    zero tangent) that records the types of the tangents it is handed."""
+    p = Primitive(name)
     p.impl = np.multiply
     p.abstract_eval = lambda x, y: x
     seen = []
@@ -119,8 +118,16 @@ def test_jvp_rule_without_none_gets_zero_tangents():
     def rule(primals, tangents):
         seen.append([type(t) for t in tangents])
         x, y = primals
-        tx, ty = (ad.instantiate(t) for t in tangents)
+        tx, ty = (ad.instantiate(ad.Zero.from_primal(v) if t is None else t)
+                  for v, t in zip(primals, tangents))
         return p.bind(x, y), tx * y + x * ty
+    return p, rule, seen
+
+
+def test_jvp_rule_without_none_gets_zero_tangents():
+    """A rule registered as ``primitive_jvps[p] = rule`` is handed ``Zero`` for an
+    argument without a tangent, never None."""
+    p, rule, seen = _toy_product("toy_binary")
     ad.primitive_jvps[p] = rule
     try:
         x, y = np.array([1.0, 2.0]), np.array([3.0, 5.0])
@@ -132,6 +139,70 @@ def test_jvp_rule_without_none_gets_zero_tangents():
         assert seen[1] == [np.ndarray, np.ndarray]
     finally:
         ad.primitive_jvps.pop(p)
+
+
+def test_takes_none_is_declared_with_the_rule():
+    """Whether a JVP rule takes None for a zero tangent is declared when the rule
+    is registered (``primitive_jvps.define(p, rule, takes_none=True)``, every rule
+    ``ad.defjvp`` makes), and every change to the table keeps it with its rule:
+    a rule set by assignment (a replacement too) is handed ``Zero``."""
+    p, rule, seen = _toy_product("toy_takes_none")
+    x, y = np.array([1.0, 2.0]), np.array([3.0, 5.0])
+
+    def tangent():
+        seen.clear()
+        t = tg.jvp(lambda a: p.bind(a, y), (x,), (np.ones(2),))[1]
+        np.testing.assert_array_equal(t, y)
+        return seen[0]
+    jvps = ad.primitive_jvps
+    try:
+        jvps.define(p, rule, takes_none=True)
+        assert jvps.takes_none(p) and jvps[p] is rule and jvps.entries[p] == (rule, True)
+        assert tangent() == [np.ndarray, type(None)]
+        jvps[p] = rule                      # the same rule assigned again: declared still
+        assert jvps.entries[p] == (rule, True)
+
+        def other(primals, tangents):
+            return rule(primals, tangents)
+        jvps[p] = other                     # another rule: handed Zero
+        assert not jvps.takes_none(p) and jvps.entries[p] == (other, False)
+        assert tangent() == [np.ndarray, ad.Zero]
+        jvps.update({p: rule})
+        assert jvps.entries[p] == (rule, True)
+        jvps.define(p, rule)                # declared again, not taking None
+        assert jvps.entries[p] == (rule, False)
+        assert tangent() == [np.ndarray, ad.Zero]
+        del jvps[p]
+        assert p not in jvps and p not in jvps.entries and not jvps.takes_none(p)
+        with pytest.raises(NotImplementedError, match="differentiation rule for 'toy_takes_none'"):
+            tg.jvp(lambda a: p.bind(a, y), (x,), (np.ones(2),))
+        jvps.setdefault(p, rule)
+        assert jvps.entries[p] == (rule, False)
+        assert jvps.pop(p) is rule and p not in jvps.entries
+        # the table and its entries agree for every primitive
+        assert set(jvps) == set(jvps.entries)
+        assert all(jvps[q] is r for q, (r, _) in jvps.entries.items())
+    finally:
+        jvps.pop(p, None)
+
+
+def test_monkeypatched_rule_is_handed_zero_and_restored(monkeypatch):
+    """``monkeypatch.setitem`` replaces a rule taking None by one handed ``Zero``;
+    the undo restores the rule with its declaration."""
+    real = ad.primitive_jvps[E.mul_p]
+    assert ad.primitive_jvps.takes_none(E.mul_p)
+    with monkeypatch.context() as m:
+        seen = []
+
+        def rule(primals, tangents):
+            seen.append([type(t) for t in tangents])
+            return real(primals, tangents)
+        m.setitem(ad.primitive_jvps, E.mul_p, rule)
+        c = np.array([2.0, 3.0])
+        t = tg.jvp(lambda a: a * c, (np.ones(2),), (np.ones(2),))[1]
+        np.testing.assert_array_equal(t, c)
+        assert len(seen) == 1 and seen[0][1] is ad.Zero   # (c has no tangent)
+    assert ad.primitive_jvps.entries[E.mul_p] == (real, True)
 
 
 # ---------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import core
 from ..core import Zero
+from .._array import ArrayImpl
 from .._messages import fun_name as _fun_name
 from ..tree_util import tree_flatten, tree_map
 from ._base import (_ARRAYS, _LEAF_TREE, SymbolicZero, _Call, _CustomFunction, _JaxprTracer,
@@ -43,21 +44,23 @@ class _JVPCall(_Call):
         except TypeError as e:
             _reraise_rule_error(e, rule, rule_args, "Custom JVP rule", name,
                                 "jvp(*nondiff_args, primals, tangents)", len(rule_args) - 2)
-        if not (isinstance(res, (tuple, list)) and len(res) == 2):
+        if not ((type(res) is tuple or isinstance(res, (tuple, list))) and len(res) == 2):
             raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce a "
                             "pair (list or tuple of length two) representing primal and "
                             f"tangent outputs, but got {res!r}.")
         p_out, t_out = res
-        if type(p_out) is _ndarray or isinstance(p_out, _ARRAYS):  # one array: fast path
-            if (isinstance(t_out, _ARRAYS) or t_out is None or type(t_out) is SymbolicZero
-                    or core.is_array_like(t_out)):
+        # (``type(...) is`` tests first: the common types, without an isinstance call)
+        tp, staged = type(p_out), type(t_out) is _JaxprTracer
+        if tp is ArrayImpl or tp is _ndarray or isinstance(p_out, _ARRAYS):  # one array: fast path
+            if (staged or isinstance(t_out, _ARRAYS) or t_out is None
+                    or type(t_out) is SymbolicZero or core.is_array_like(t_out)):
                 tree = self.out_tree
                 if tree is None:
                     self.out_tree = _LEAF_TREE
                 elif tree is not _LEAF_TREE:
                     _check_out_tree(self, _LEAF_TREE, jvp_name, name, [p_out], xs,
                                     n_dyn + n_diff)
-                if type(t_out) is _JaxprTracer and isinstance(p_out, _ndarray):
+                if staged and (tp is ArrayImpl or tp is _ndarray or isinstance(p_out, _ndarray)):
                     ta = t_out.ir_var.aval  # a staged tangent of the primal's type: as it is
                     if ta.shape == p_out.shape and ta.dtype == p_out.dtype and ta.dtype.kind in "fc":
                         return [p_out, t_out]

@@ -76,14 +76,79 @@ def add_tangents(a, b):
 # by each primitive's own module (directly or through ``defjvp``, ``defjvp_zero``,
 # ``deflinear``), as ``batching.primitive_batchers`` is for vmap.
 #   primitive_jvps[p] = rule(primals, tangents, **params) -> (primal_out, tangent_out)
-#       a zero tangent is ``Zero``; for the primitives in ``jvp_takes_none`` it
-#       may also be None (the rule then need not build a ``Zero``)
+#       a zero tangent is ``Zero``; a rule registered with ``takes_none=True``
+#       (``primitive_jvps.define``; every rule ``defjvp`` makes) may also be
+#       handed None for one (it then need not build a ``Zero``)
 #   primitive_transposes[p] = rule(ct, *args, **params) -> one cotangent per arg
 #       (None for a zero one); linear inputs arrive as ``UndefinedPrimal``
 
-primitive_jvps: dict[Primitive, Callable] = {}
+
+class JVPRules(dict):
+    """``primitive_jvps``: ``prim -> rule``, JAX's table.  Whether a rule takes
+    None as a zero tangent (as well as ``Zero``) is a property of the rule,
+    declared when it is registered: ``define(prim, rule, takes_none=True)``
+    (every rule ``defjvp`` makes) marks the rule itself (its
+    ``jvp_takes_none`` attribute), so an assignment of the same rule
+    (``primitive_jvps[p] = rule``, a monkeypatch's undo) keeps the
+    declaration; any other rule is handed ``Zero``.  ``entries`` holds
+    ``prim -> (rule, takes_none)``, kept by every change to the table: the
+    JVP interpreter's one lookup per primitive."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries: dict[Primitive, tuple[Callable, bool]] = {}
+
+    def define(self, prim: Primitive, rule: Callable, *, takes_none: bool = False) -> None:
+        """Register ``rule`` as ``prim``'s JVP; ``takes_none``: it takes None
+        for a zero tangent (as well as ``Zero``)."""
+        try:
+            rule.jvp_takes_none = bool(takes_none)  # type: ignore[attr-defined]
+        except AttributeError:   # (a bound method or a builtin: declared for this entry)
+            pass
+        dict.__setitem__(self, prim, rule)
+        self.entries[prim] = (rule, bool(takes_none))
+
+    def takes_none(self, prim: Primitive) -> bool:
+        """Whether ``prim``'s rule was registered as taking None for a zero tangent."""
+        entry = self.entries.get(prim)
+        return entry is not None and entry[1]
+
+    def __setitem__(self, prim: Primitive, rule: Callable) -> None:
+        dict.__setitem__(self, prim, rule)
+        self.entries[prim] = (rule, getattr(rule, "jvp_takes_none", False) is True)
+
+    def __delitem__(self, prim: Primitive) -> None:
+        dict.__delitem__(self, prim)
+        del self.entries[prim]
+
+    def pop(self, prim, *default):  # type: ignore[override]
+        self.entries.pop(prim, None)
+        return dict.pop(self, prim, *default)
+
+    def popitem(self):
+        prim, rule = dict.popitem(self)
+        self.entries.pop(prim, None)
+        return prim, rule
+
+    def setdefault(self, prim, rule=None):  # type: ignore[override]
+        if prim not in self:
+            self[prim] = rule
+        return self[prim]
+
+    def update(self, *args, **kwargs) -> None:  # type: ignore[override]
+        for prim, rule in dict(*args, **kwargs).items():
+            self[prim] = rule
+
+    def clear(self) -> None:
+        dict.clear(self)
+        self.entries.clear()
+
+
+primitive_jvps = JVPRules()
+_jvp_entries = primitive_jvps.entries
 primitive_transposes: dict[Primitive, Callable] = {}
-jvp_takes_none: set[Primitive] = set()
 
 
 # A primitive that adds two tangents of the same type (used to accumulate).
@@ -116,12 +181,10 @@ def fit_dtype(t, dtype):
 
 
 class JVPTracer(Tracer):
-    __slots__ = ("primal", "tangent")
+    """A value carrying its tangent under a ``JVPTrace``: made by
+    ``maybe_jvp_tracer`` (and inline in ``JVPTrace.process_primitive``)."""
 
-    def __init__(self, trace, primal, tangent):
-        self._trace = trace
-        self.primal = primal
-        self.tangent = tangent
+    __slots__ = ("primal", "tangent")
 
     @property
     def aval(self):
@@ -172,7 +235,8 @@ class JVPTrace(core.Trace):
 
     def process_primitive(self, prim, args, params):
         # Unpack: the primals, and the tangents of this trace's tracers (None for
-        # other values: a zero the rule need not build when ``prim in jvp_takes_none``).
+        # other values: a zero the rule need not build if it takes None, see ``JVPRules``;
+        # ``Zero`` for any other number of arguments).
         parent = self.parent
         if len(args) == 1:  # (the most common case, without growing lists)
             x = args[0]
@@ -184,49 +248,34 @@ class JVPTrace(core.Trace):
             some_none = False
         elif len(args) == 2:  # (binary: the next most common)
             x, y = args
-            if type(x) is JVPTracer and x._trace is self:
-                px, tx = x.primal, x.tangent
-            else:
-                if isinstance(x, Tracer):
-                    self.check_foreign(x)
-                px = x
-                tx = None
+            mine = type(x) is JVPTracer and x._trace is self
             if type(y) is JVPTracer and y._trace is self:
-                py, ty = y.primal, y.tangent
-            else:
-                if isinstance(y, Tracer):
-                    self.check_foreign(y)
-                py = y
-                ty = None
-            if tx is None:
-                if ty is None:
-                    return parent.process_primitive(prim, args, params)
-                some_none = True
-            else:
-                some_none = ty is None
-            primals, tangents = [px, py], [tx, ty]
-        else:
-            primals, tangents = [], []
-            nonzero = some_none = False
-            for x in args:
-                if type(x) is JVPTracer and x._trace is self:
-                    primals.append(x.primal)
-                    tangents.append(x.tangent)
-                    nonzero = True
+                if mine:
+                    primals, tangents = [x.primal, y.primal], [x.tangent, y.tangent]
+                    some_none = False
                 else:
                     if isinstance(x, Tracer):
                         self.check_foreign(x)
-                    primals.append(x)
-                    tangents.append(None)
-                    some_none = True
+                    primals, tangents, some_none = [x, y.primal], [None, y.tangent], True
+            else:
+                if isinstance(y, Tracer):
+                    self.check_foreign(y)
+                if not mine:
+                    if isinstance(x, Tracer):
+                        self.check_foreign(x)
+                    return parent.process_primitive(prim, args, params)
+                primals, tangents, some_none = [x.primal, y], [x.tangent, None], True
+        else:  # (zero tangents as ``Zero``)
+            primals, tangents, nonzero = self._unpack_all(args)
             if not nonzero:  # every tangent is zero: the parent handles it
                 return parent.process_primitive(prim, args, params)
+            some_none = False
         try:
-            rule = primitive_jvps[prim]
+            rule, takes_none = _jvp_entries[prim]
         except KeyError:
             raise NotImplementedError(
                 f"differentiation rule for '{prim.name}' not implemented") from None
-        if some_none and prim not in jvp_takes_none:
+        if some_none and not takes_none:
             tangents = [Zero.from_primal(p) if t is None else t
                         for p, t in zip(primals, tangents)]
         # The rule runs with the parent current: switched in place on this
@@ -282,27 +331,22 @@ class JVPTrace(core.Trace):
 
     # Custom rules: differentiation runs the rule (see core.Trace) ----------
 
-    def _custom_unpack(self, args, num_consts, first_diff, kind, name):
+    def _unpack_all(self, args, num_consts=0, first_diff=0, kind="", name=""):
         """Primals of all arguments, tangents of the differentiable ones (from
         position ``first_diff``; ``Zero`` when unperturbed), and whether any is
         perturbed.  A tangent on one of the ``num_consts`` leading closed-over
-        values is an error."""
+        values (of the custom function ``name``, a ``kind``) is an error."""
         primals, tangents = [], []
         perturbed = False
         for i, x in enumerate(args):
-            if type(x) is JVPTracer and x._trace is self:
+            p, t = self.unpack(x)
+            primals.append(p)
+            if type(t) is not Zero:
                 if i < num_consts:
                     raise core.closure_error(kind, name)
-                primals.append(x.primal)
-                if i >= first_diff:
-                    tangents.append(x.tangent)
-                    perturbed = True
-            else:
-                if isinstance(x, Tracer):
-                    self.check_foreign(x)
-                primals.append(x)
-                if i >= first_diff:
-                    tangents.append(Zero.from_primal(x))
+                perturbed = perturbed or i >= first_diff
+            if i >= first_diff:
+                tangents.append(t)
         return primals, tangents, perturbed
 
     def process_custom_jvp_call(self, prim, args, params):
@@ -321,7 +365,7 @@ class JVPTrace(core.Trace):
                 # One argument, perturbed: the common case.
                 outs = _suspended(self, "custom_jvp", name, params["jvp"], x.primal, x.tangent)
             else:
-                primals, tangents, perturbed = self._custom_unpack(
+                primals, tangents, perturbed = self._unpack_all(
                     args, nc, nc + params["num_nondiff"], "custom_jvp", name)
                 # Suspended either way, so that a function closing over one of this trace's
                 # tracers is reported instead of silently losing its derivative.
@@ -332,8 +376,15 @@ class JVPTrace(core.Trace):
         finally:
             if lin:
                 parent.source = old
-        if len(outs) == 2:  # one output
-            return [maybe_jvp_tracer(self, _internal(outs[0]), outs[1])]
+        if len(outs) == 2:  # one output: ``[maybe_jvp_tracer(self, _internal(p), t)]``, inline
+            p, t = outs
+            if type(p) is _ArrayImpl:
+                p = p.view(_ndarray)
+            if type(t) is Zero:
+                return [p]
+            r = _new(JVPTracer)
+            r._trace, r.primal, r.tangent = self, p, t
+            return [r]
         n = len(outs) // 2
         return [maybe_jvp_tracer(self, _internal(p), t) for p, t in zip(outs[:n], outs[n:])]
 
@@ -347,7 +398,7 @@ class JVPTrace(core.Trace):
             outs, res, res_tree = _suspended(self, "custom_vjp", name, params["fwd"], (True,),
                                              x.primal)
         else:
-            primals, tangents, perturbed = self._custom_unpack(args, nc, nc, "custom_vjp", name)
+            primals, tangents, perturbed = self._unpack_all(args, nc, nc, "custom_vjp", name)
             if not perturbed:
                 return _suspended(self, "custom_vjp", name, self.parent.process_custom_vjp_call,
                                   prim, primals, params)
@@ -379,10 +430,13 @@ class JVPTrace(core.Trace):
         lin_params = {"num_res": len(res), "out_avals": out_avals, "name": name,
                       "bwd": _MethodType(params["bwd"], res_tree)}
         out_tans = self.parent.process_primitive(custom_lin_p, lin_in, lin_params)
-        if len(plain_outs) == 1:  # one output: the common case
-            p = plain_outs[0]
-            return [p if out_avals[0].dtype is dtypes.float0 else
-                    maybe_jvp_tracer(self, p, out_tans[0])]
+        if len(plain_outs) == 1:  # one output: the common case (maybe_jvp_tracer, inline)
+            p, t = plain_outs[0], out_tans[0]
+            if out_avals[0].dtype is dtypes.float0 or type(t) is Zero:
+                return [p]
+            r = _new(JVPTracer)
+            r._trace, r.primal, r.tangent = self, p, t
+            return [r]
         return [p if a.dtype is dtypes.float0 else maybe_jvp_tracer(self, p, t)
                 for p, t, a in zip(plain_outs, out_tans, out_avals)]
 
@@ -391,7 +445,7 @@ class JVPTrace(core.Trace):
         # the function is differentiated as written (closed-over values too);
         # under vmap the JVP of its rule batches it (``custom_vmap_jvp_rule``).
         name = params["name"]
-        primals, tangents, perturbed = self._custom_unpack(args, 0, 0, "custom_vmap", name)
+        primals, tangents, perturbed = self._unpack_all(args, 0, 0, "custom_vmap", name)
         with set_trace(self.parent):
             if not perturbed:
                 return self.parent.process_custom_vmap_call(prim, primals, params)
@@ -450,6 +504,7 @@ class LinearizeTrace(pe.JaxprTrace):
         # The equation's inputs (own tracers as their variables) and their
         # types; a binary operation (most tangent equations: a tangent times a
         # residual) without growing lists.
+        ins = None
         if len(args) == 2:
             x, y = args
             t = type(x)
@@ -472,32 +527,8 @@ class LinearizeTrace(pe.JaxprTrace):
                 ins = (x, y)
                 out_aval = (prim.abstract_eval(ax, ay, **params) if params
                             else prim.abstract_eval(ax, ay))
-            else:
-                ins, in_avals = self._plain_args(args)
-                ins = tuple(ins)
-                out_aval = (prim.abstract_eval(*in_avals, **params) if params
-                            else prim.abstract_eval(*in_avals))
-        else:
-            plain = True  # every argument is an own tracer, an ndarray or a Python scalar
-            ins = []
-            in_avals = []
-            for x in args:
-                t = type(x)
-                if t is _JaxprTracer and x._trace is self:
-                    x = x.ir_var
-                    in_avals.append(x.aval)
-                elif t is _ndarray:  # a residual, most often
-                    in_avals.append(_NDARRAY_AVALS.get((x.shape, x.dtype))
-                                    or _aval_of_ndarray(x))
-                else:
-                    aval = _WEAK_SCALAR_AVALS.get(t)
-                    if aval is None:
-                        plain = False
-                        break
-                    in_avals.append(aval)
-                ins.append(x)
-            if not plain:
-                ins, in_avals = self._plain_args(args)
+        if ins is None:
+            ins, in_avals = self._plain_args(args)
             ins = tuple(ins)
             out_aval = (prim.abstract_eval(*in_avals, **params) if params
                         else prim.abstract_eval(*in_avals))
@@ -535,23 +566,26 @@ class LinearizeTrace(pe.JaxprTrace):
 
     def _plain_args(self, args):
         """An equation's inputs from ``args``: the trace's own tracers as their
-        variables, plain ndarrays and Python scalars as they are, every other
-        value made plain (``plain_value``; the value of a ``Literal``); and
-        their avals."""
-        out, avals = [], []
+        variables, plain ndarrays (residuals, most often) and Python scalars as
+        they are, every other value made plain (``plain_value``; the value of a
+        ``Literal``); and their avals."""
+        ins, avals = [], []
         for x in args:
             t = type(x)
             if t is _JaxprTracer and x._trace is self:
                 x = x.ir_var
                 avals.append(x.aval)
+            elif t is _ndarray:  # (``core.aval_of_ndarray(x)``, its cache read inline)
+                avals.append(_NDARRAY_AVALS.get((x.shape, x.dtype)) or _aval_of_ndarray(x))
+            elif t in _WEAK_SCALAR_AVALS:
+                avals.append(_WEAK_SCALAR_AVALS[t])
             else:
-                if not (t is _ndarray or t in _WEAK_SCALAR_AVALS):
-                    x = self.plain_value(x)
-                    if type(x) is core.Literal:
-                        x = x.val
+                x = self.plain_value(x)
+                if type(x) is core.Literal:
+                    x = x.val
                 avals.append(core.get_aval(x))
-            out.append(x)
-        return out, avals
+            ins.append(x)
+        return ins, avals
 
 
 # custom_lin: the linear step of a custom_vjp function under linearization.
@@ -653,8 +687,7 @@ def defjvp(prim, *tangent_fns):
             if out is None:
                 return ans, Zero.from_primal(ans)
             return ans, out
-    primitive_jvps[prim] = rule
-    jvp_takes_none.add(prim)
+    primitive_jvps.define(prim, rule, takes_none=True)
 
 
 def defjvp_zero(prim):
@@ -665,7 +698,6 @@ def defjvp_zero(prim):
             return ans, [Zero.from_primal(a) for a in ans]
         return ans, Zero.from_primal(ans)
     primitive_jvps[prim] = rule
-    jvp_takes_none.discard(prim)
 
 
 def deflinear(prim, transpose_rule):
@@ -677,7 +709,6 @@ def deflinear(prim, transpose_rule):
         tans = [instantiate(t) for t in tangents]
         return ans, prim.bind(*tans, **params)
     primitive_jvps[prim] = rule
-    jvp_takes_none.discard(prim)
     primitive_transposes[prim] = transpose_rule
 
 
@@ -739,13 +770,19 @@ def backward_pass(jaxpr, consts, cts_out):
         prim = e.prim
         if prim.multiple_results:
             out = e.outputs
-            cts = [pop(v, None) for v in out]
-            for c in cts:  # (not all(...) of a generator, which costs ~3k when it stops early)
-                if c is not None:
-                    break
+            if len(out) == 1:  # (a custom_vjp function's linear step, most often)
+                cts = pop(out[0], None)
+                if cts is None:
+                    continue
+                cts = [cts]
             else:
-                continue
-            cts = [Zero(tangent_aval(v.aval)) if c is None else c for v, c in zip(out, cts)]
+                cts = [pop(v, None) for v in out]
+                for c in cts:  # (not all(...) of a generator, which costs ~3k when it stops early)
+                    if c is not None:
+                        break
+                else:
+                    continue
+                cts = [Zero(tangent_aval(v.aval)) if c is None else c for v, c in zip(out, cts)]
         else:
             cts = pop(e.outputs[0], None)
             if cts is None:

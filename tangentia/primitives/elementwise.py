@@ -233,8 +233,7 @@ def _additive_jvp(prim, neg_second):
         if core.get_aval(out).shape != shape:
             out = B.broadcast_to(out, shape)
         return ans, out
-    ad.primitive_jvps[prim] = rule
-    ad.jvp_takes_none.add(prim)
+    ad.primitive_jvps.define(prim, rule, takes_none=True)
 
 
 _additive_jvp(add_p, neg_second=False)
@@ -264,8 +263,7 @@ def _mul_jvp(primals, tangents):
     return ans, (Zero.from_primal(ans) if out is None else out)
 
 
-ad.primitive_jvps[mul_p] = _mul_jvp
-ad.jvp_takes_none.add(mul_p)  # (a None tangent is a zero one)
+ad.primitive_jvps.define(mul_p, _mul_jvp, takes_none=True)  # (a None tangent is a zero one)
 
 
 _ndarray = np.ndarray
