@@ -5,6 +5,7 @@ the reference.  Each test here failed before its fix.
 from __future__ import annotations
 
 import itertools
+import warnings
 from typing import Any
 
 import numpy as np
@@ -189,3 +190,23 @@ def test_lgamma_at_minus_infinity() -> None:
                 np.asarray(jax.scipy.special.gammaln(x)))
     assert_same("float32", run(tlax.lgamma, x.astype(np.float32)),
                 np.asarray(jax.lax.lgamma(x.astype(np.float32))), rtol=1e-6)
+
+
+@pytest.mark.parametrize("src", ["float16", "float32", "float64", "bfloat16", "complex128"])
+def test_eager_astype_to_integers_saturates(src: str) -> None:
+    """An eager result's ``.astype(int)`` converts as JAX's (and as ``jit`` did): truncated,
+    saturating at the limits, NaN to 0.  It was NumPy's C cast: ``inf`` and ``7e4`` in float16
+    gave INT_MIN (W1's report), ``1e300`` in float64 INT_MIN where JAX gives INT_MAX."""
+    import ml_dtypes
+    dt = ml_dtypes.bfloat16 if src == "bfloat16" else np.dtype(src)
+    with np.errstate(all="ignore"):
+        v = np.array([np.inf, 7e4, -np.inf, np.nan, 1e300, -3.7, 2.9, 300.0]).astype(dt)
+    for to in (np.int32, np.uint8, np.int8, np.uint64, np.bool_):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ours = tg.numpy.asarray(v).astype(to)
+            theirs = np.asarray(jax.numpy.asarray(v).astype(to))
+            jitted = tg.jit(lambda a: a.astype(to))(v)
+        assert type(ours).__name__ == "ArrayImpl"
+        assert_same(f"{src} to {np.dtype(to).name}", ours, theirs)
+        assert_same(f"jit {src} to {np.dtype(to).name}", ours, jitted)

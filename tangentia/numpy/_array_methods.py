@@ -67,13 +67,23 @@ def _array_astype(self, dtype, order="K", casting="unsafe", subok=True, copy=Tru
                   device=None):
     """NumPy's ``astype`` (its arguments; ``device=`` as JAX's), with JAX's warning for
     complex values cast to a real dtype (one ComplexToRealWarning, which is also NumPy's
-    ComplexWarning, instead of NumPy's own)."""
-    if self.dtype.kind == "c" and _np.dtype(dtype).kind not in "cb":   # (None: float64)
+    ComplexWarning, instead of NumPy's own).  Floating (and complex) values cast to an
+    integer dtype convert as JAX's and ``lax.convert_element_type`` (under ``jit`` too):
+    truncated, saturating at the type's limits, NaN to 0 (NumPy's C cast is undefined out
+    of range: ``float16(inf).astype(int32)`` was INT_MIN, JAX's INT_MAX)."""
+    new = _np.dtype(dtype)
+    to_int = new.kind in "iu" and casting == "unsafe" and (
+        self.dtype.kind in "fc" or _dtypes.is_inexact(self.dtype))
+    if self.dtype.kind == "c" and new.kind not in "cb":   # (None: float64)
         import warnings
         warn_complex_to_real(self.dtype, dtype, stacklevel=3)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", _np.exceptions.ComplexWarning)
+            if to_int:
+                return _to_user(astype(self.view(_np.ndarray), new))
             return _nd_astype(self, dtype, order, casting, subok, copy)
+    if to_int:
+        return _to_user(astype(self.view(_np.ndarray), new))
     return _nd_astype(self, dtype, order, casting, subok, copy)
 
 
