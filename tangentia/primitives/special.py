@@ -77,6 +77,7 @@ def _lgamma_impl(x):
     return out
 
 
+_lgamma_impl.ufunc, _lgamma_impl.nin = _sc.gammaln, 1  # type: ignore[attr-defined]  # (loops)
 lgamma_p.impl = _lgamma_impl
 
 # ndtr'(x) = phi(x);  ndtri'(p) = 1 / phi(ndtri(p)) (reuses the output)
