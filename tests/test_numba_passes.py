@@ -32,3 +32,15 @@ def test_unread_results_of_an_inlined_call_are_not_computed() -> None:
     got = fn(x)[0]
     np.testing.assert_array_equal(got, get_backend("numpy").compile(jaxpr)(x)[0])
     np.testing.assert_allclose(got, np.sin(x) * 2.0 + x * 3.0, rtol=1e-15)
+
+
+def test_compiled_while_the_compiler_is_still_being_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The tier's background thread may be importing ``native`` when a call asks whether a
+    # program is compiled: the module is in sys.modules but defines nothing yet.  The
+    # answer is "not yet" (the NumPy tier runs), not an AttributeError for the user.
+    import sys
+    import types
+    jaxpr = convert_constvars_to_invars(tg.make_jaxpr(lambda x: x * 2.0)(np.ones(3)).jaxpr)
+    name = "tangentia.compiler.numba_backend.native"
+    monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    assert NumbaBackend().compiled(jaxpr) is None

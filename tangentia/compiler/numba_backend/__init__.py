@@ -162,9 +162,10 @@ class NumbaBackend(Backend):
 
     def compiled(self, jaxpr):
         # (kept per the compile's settings, ``native._settings``: none before the compiler
-        # is imported)
-        native = sys.modules.get(f"{__name__}.native")
-        return None if native is None else native.compiled(jaxpr)
+        # is imported; a module still being imported, by the background compile thread,
+        # may not define ``compiled`` yet, and has compiled nothing)
+        compiled = getattr(sys.modules.get(f"{__name__}.native"), "compiled", None)
+        return None if compiled is None else compiled(jaxpr)
 
     def compile_estimate(self, jaxpr):
         # numba's typing and lowering of the generated code (see SECONDS_PER_EQUATION)
