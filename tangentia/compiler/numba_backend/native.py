@@ -617,7 +617,9 @@ def _lower_unit(g, jaxpr, in_vals):
     caller = g.glob(unit.caller, "_u")
     g.notes.append(f"# {caller}: unit {unit.key}")
     call = f"{caller}({ptr}, {irblock._nest(args)})"
-    g.emit(f"({''.join(n + ', ' for n in names)}) = {call}" if names else call)
+    # (results in nested tuples of at most 16, as the unit returns them: numba loads a
+    # tuple variable whole for each element unpacked, quadratic in a flat tuple's length)
+    g.emit(f"{irblock._nest(names)} = {call}" if names else call)
     return outs
 
 
@@ -644,7 +646,7 @@ def _make_unit(settings, jaxpr, in_vals):
     for o in outs:
         if type(o) is not ZV:
             ret.extend(o.elems if type(o) is SV else [o.name])
-    c.emit(f"return ({''.join(r + ', ' for r in ret)})")
+    c.emit(f"return {irblock._nest(ret)}")
     params.extend(c.ptr_format.format(k) for k in range(len(c.deps)))
     argtys.extend([nbt.int64] * len(c.deps))
     source = _module_source(c, "body", params)
