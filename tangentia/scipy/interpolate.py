@@ -23,8 +23,8 @@ from ._util import inexact
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from ..typing import Array, ArrayLike
+    from typing import Any
+    from ..typing import Array
 
 __all__ = ["RegularGridInterpolator"]
 
@@ -104,8 +104,8 @@ class RegularGridInterpolator:
       Array([2.])
     """
 
-    def __init__(self, points: Sequence[ArrayLike], values: ArrayLike, method: str = "linear",
-                 bounds_error: bool = False, fill_value: ArrayLike | None = np.nan) -> None:
+    def __init__(self, points: Any, values: Any, method: str = "linear",
+                 bounds_error: bool = False, fill_value: Any = np.nan) -> None:
         _check_method(method)
         values = _inexact(values, "values")
         points = tuple(points)
@@ -138,7 +138,7 @@ class RegularGridInterpolator:
         self.grid = tuple(grid)
         self.values = values
 
-    def __call__(self, xi: ArrayLike, method: str | None = None) -> Array:
+    def __call__(self, xi: Any, method: str | None = None) -> Array:
         """Interpolate at the points ``xi``.
 
         Args:
