@@ -108,3 +108,20 @@ def test_cumulative_extrema_derivatives_at_ties(name: str, reverse: bool) -> Non
     # (JAX's numbers from one compiled program: op by op, JAX takes 5 s of CPU here)
     ours, theirs = run(mk, tg, tlax), jax.jit(lambda: mk(jax, jax.lax))()
     assert_same(name, ours, theirs)
+
+
+@pytest.mark.parametrize("kw", [{"static_argnums": 1, "donate_argnums": 1},
+                                {"static_argnames": "n", "donate_argnames": "n"},
+                                {"static_argnums": -1, "donate_argnames": "n"},
+                                {"static_argnums": 0, "donate_argnums": 1}])
+def test_jit_argument_both_static_and_donated(kw: dict) -> None:
+    """JAX's ValueError for an argument both static and donated (by position or name); ours
+    ignored the donation silently."""
+    f = lambda a, n: a * n  # noqa: E731
+    theirs = run(lambda: jax.jit(f, **kw)(2.0, 3.0))
+    ours = run(lambda: tg.jit(f, **kw)(2.0, 3.0))
+    if isinstance(theirs, Exception):
+        assert isinstance(theirs, ValueError) and isinstance(ours, ValueError), ours
+        assert str(ours).startswith(str(theirs))
+    else:
+        assert_same("jit", ours, theirs)

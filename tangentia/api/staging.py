@@ -710,7 +710,35 @@ def jit(fun: Callable | None = None, /, *, in_shardings: Any = None, out_shardin
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
                              backend=backend)
     _check_callable(fun, "jit")
+    if donate_argnums is not None or donate_argnames is not None:
+        _check_donation(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
     return _Jitted(fun, static_argnums, static_argnames, backend)
+
+
+def _check_donation(fun, static_argnums, static_argnames, donate_argnums, donate_argnames):
+    """JAX's ValueError when an argument is both static and donated (by position or name,
+    positions resolved through ``fun``'s signature); donation itself has no effect here."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                        p.POSITIONAL_OR_KEYWORD)]
+
+    def names(nums, argnames):
+        nums = () if nums is None else (nums,) if isinstance(nums, int) else tuple(nums)
+        argnames = () if argnames is None else (argnames,) if isinstance(argnames, str) \
+            else tuple(argnames)
+        out = set(argnames)
+        for i in nums:
+            if isinstance(i, int) and 0 <= i < len(positional):   # (JAX's: not negative ones)
+                out.add(positional[i])
+        return out
+    both = names(static_argnums, static_argnames) & names(donate_argnums, donate_argnames)
+    if both:
+        raise ValueError("static_argnames and donate_argnames cannot intersect. Argument names "
+                         f"{both} appear in both static_argnames and donate_argnames (jit: a "
+                         "static argument is a Python value, it cannot be donated)")
 
 
 # ---------------------------------------------------------------------------
