@@ -210,3 +210,14 @@ def test_eager_astype_to_integers_saturates(src: str) -> None:
         assert type(ours).__name__ == "ArrayImpl"
         assert_same(f"{src} to {np.dtype(to).name}", ours, theirs)
         assert_same(f"jit {src} to {np.dtype(to).name}", ours, jitted)
+
+
+def test_jax_array_protocol_is_not_honoured_by_jit_arguments() -> None:
+    """JAX 0.10.2 refuses an ``__jax_array__`` object as a jit argument with a ValueError
+    ('Triggering __jax_array__() during abstractification is no longer supported'); ours
+    raised the TypeError of any non-array."""
+    f = lambda a: a * 2.0  # noqa: E731
+    theirs = run(jax.jit(f), _Wrapped(np.ones(2), jax.numpy))
+    ours = run(tg.jit(f), _Wrapped(np.ones(2), tg.numpy))
+    assert isinstance(theirs, ValueError) and isinstance(ours, ValueError), ours
+    assert str(ours).startswith(str(theirs).split("\n")[0])

@@ -201,6 +201,12 @@ def _invalid_argument_error(name, fun, args, kwargs, api):
         try:
             _abstractify(x)
         except TypeError:
+            if hasattr(type(x), "__jax_array__"):   # JAX 0.10.2 honours it in jnp.asarray only
+                return ValueError(
+                    "Triggering __jax_array__() during abstractification is no longer supported. "
+                    "To avoid this error, either explicitly convert your object using "
+                    f"jax.numpy.array(), or register your object as a pytree. ({api} of {name}: "
+                    f"{n} of type {type(x).__name__}; tangentia.numpy.asarray converts it)")
             return TypeError(   # JAX's wording first
                 f"Error interpreting argument to {fun!r} as an abstract array. The problematic "
                 f"value is of type {type(x)} and was passed to the function as {n}. {api} of "
