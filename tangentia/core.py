@@ -151,6 +151,11 @@ def get_aval(x):
 
 def as_array(x, what="argument"):
     """Convert an array-like to an ndarray, with a clear error otherwise."""
+    if hasattr(type(x), "__jax_array__"):  # (JAX honours it only in jnp.asarray/jnp.array)
+        raise ValueError("Triggering __jax_array__() during abstractification is no longer "
+                         "supported. To avoid this error, either explicitly convert your object "
+                         "using jax.numpy.array(), or register your object as a pytree. "
+                         f"({what} of type {type(x).__name__})")
     try:
         arr = np.asarray(x)
     except Exception as e:  # noqa: BLE001 - rethrown with context
