@@ -259,8 +259,10 @@ def _integrate(func, rtol, atol, mxstep, hmax, y0, ts, args):
         # mxstep=0): no polynomial to evaluate, NaN (as JAX's 0/0) without a warning.
         moved = t > last_t
         s = tnp.where(moved, (target - last_t) / tnp.where(moved, t - last_t, 1.0), np.nan)
-        # NaN for a time the failed solve did not reach (NaN tangents too under jvp).
-        scale = tnp.where(failed & (t < target), np.nan, 1.0)
+        # NaN for a time the solve did not reach: it failed, or it took mxstep
+        # steps first (an extrapolation would be a silently wrong number; NaN
+        # tangents too under jvp).
+        scale = tnp.where(t < target, np.nan, 1.0)
         out = tree_map(lambda v: v * tnp.asarray(scale, core.get_aval(v).dtype),
                        _cast_like(_interp_eval(coeffs, s), y))
         return (y, f, t, h, last_t, coeffs, failed), out
@@ -522,8 +524,10 @@ def odeint(func: Any, y0: Any, t: Any, *args: Any, rtol: Any = 1.4e-8, atol: Any
     NaN, and those times cost no further steps; derivatives there are NaN too.
     JAX's odeint also returns NaN after a blow-up, but where ``func`` returns
     NaN it extrapolates the last step's polynomial to the remaining times;
-    here those are NaN.  Reaching ``mxstep`` behaves as in JAX: the output is
-    the extrapolation of the last step (inaccurate, not NaN).
+    here those are NaN.  Where a solve takes ``mxstep`` steps without reaching
+    an output time, that output is NaN too (JAX's is the last step's polynomial
+    extrapolated to it: a wrong number that looks right); the next interval
+    starts again from the state reached.
 
     Examples:
       Exponential decay ``dy/dt = -k y``, and the derivative of ``y(1)``
