@@ -686,18 +686,27 @@ def test_comparison_with_an_out_of_range_python_int():
     assert_agree("out-of-range int", got, want, [True] * 4)
 
 
-def test_signed_unsigned_comparisons():
+def test_signed_unsigned_comparisons_and_integer_powers():
     """An int64 (or narrower signed) array compared with a uint64 one compares by value, as
     NumPy's ``qQ->?`` loops (and JAX): numba compared the bits as one type, so int32 -1 < uint64
-    255 was False and -1 == 2**64 - 1 True (helpers._icmp; scalarized blocks and loops alike)."""
+    255 was False and -1 == 2**64 - 1 True (helpers._icmp; scalarized blocks and loops alike).
+    Integer powers wrap as NumPy's and JAX's: numba's ``**`` saturated for large exponents
+    (uint64 7 ** 2**40 was 2**64 - 1, NumPy 17160359449676742657; uint32 4294967294 **
+    4294967294 was 4294967295, NumPy 0; helpers._ipow)."""
     a = np.array([-1, -1, -1, 5, -2 ** 31, 0], np.int32)
     b = np.array([2 ** 64 - 1, 255, 2 ** 63, 5, 2 ** 63 + 7, 0], np.uint64)
+    pa = np.array([7, 5, 3, 2, 4294967294, 2147483647, 0, 1], np.uint64)
+    pb = np.array([2 ** 40, 2 ** 62, 41, 64, 4294967294, 2147483647, 0, 2 ** 63], np.uint64)
 
-    def f(a, b, a3, b3):
+    def f(a, b, a3, b3, pa, pb):
         return [tnp.less(a, b), tnp.equal(a, b), tnp.greater_equal(b, a.astype(np.int64)),
                 tnp.where(a > b, 1, 0), tnp.not_equal(b, a[0]), tnp.less_equal(a3, b3),
-                tnp.greater(b3[::-1], a3.astype(np.int8))]
-    got, want, eager = run_three(f, [np.tile(a, 7), np.tile(b, 7), a[:3], b[:3]])
-    assert_agree("int vs uint64", want, eager, [True] * 7, what="eager")
+                tnp.greater(b3[::-1], a3.astype(np.int8)),
+                tnp.power(pa, pb), tnp.power(pa.astype(np.uint32), pb.astype(np.uint32)),
+                tnp.power(pa.astype(np.int64), pb.astype(np.int64) & (2 ** 62 - 1)),
+                tnp.power(pa[:3].astype(np.int8), pb[:3].astype(np.int8) & 127)]
+    got, want, eager = run_three(f, [np.tile(a, 7), np.tile(b, 7), a[:3], b[:3], pa, pb])
+    assert_agree("int vs uint64, powers", want, eager, [True] * 11, what="eager")
     np.testing.assert_array_equal(want[0][:6], [True, True, True, False, True, False])
-    assert_agree("int vs uint64", got, want, [True] * 7)
+    np.testing.assert_array_equal(want[7][:2], [17160359449676742657, 1])
+    assert_agree("int vs uint64, powers", got, want, [True] * 11)

@@ -101,6 +101,39 @@ def _ifloordiv(a, b):
 
 
 @numba.njit(cache=True)
+def _ipow(a, b):
+    """Signed integer ``a ** b`` wrapping as NumPy's and JAX's (repeated squaring in int64;
+    the caller casts to the loop's dtype): numba's ``**`` saturated for large exponents (int64
+    5 ** 2**62 was -2**63, NumPy 1).  A negative ``b``: numba's value (JAX's: 0, or 1 and -1
+    for 1 and -1)."""
+    a, b = np.int64(a), np.int64(b)
+    if b < 0:
+        return a ** b
+    r, n = np.int64(1), b
+    while n > 0:
+        if n & 1:
+            r = r * a
+        a = a * a
+        n >>= 1
+    return r
+
+
+@numba.njit(cache=True)
+def _upow(a, b):
+    """``_ipow`` of unsigned integers, in uint64 (numba's ``**``: uint64 7 ** 2**40 was
+    2**64 - 1, NumPy 17160359449676742657)."""
+    a, n = np.uint64(a), np.uint64(b)
+    one = np.uint64(1)
+    r = one
+    while n > 0:
+        if n & one:
+            r = r * a
+        a = a * a
+        n = n >> one
+    return r
+
+
+@numba.njit(cache=True)
 def _icmp(a, b):
     """-1, 0 or 1 as the int64 or uint64 ``a`` is less than, equal to or greater than the
     uint64 or int64 ``b``, by value (NumPy's ``qQ->?`` comparison loops); numba compared the
@@ -685,6 +718,6 @@ def call_interruptible(entry, args):
 
 
 globals().update(special.FUNCTIONS)   # SciPy's special functions, imported by generated code
-__all__ = HELPERS = ("_fmax", "_fmin", "_fsign", "_icmp", "_index", "_where", "_ifloordiv", "_lgamma", "_cdiv",
+__all__ = HELPERS = ("_fmax", "_fmin", "_fsign", "_icmp", "_ipow", "_upow", "_index", "_where", "_ifloordiv", "_lgamma", "_cdiv",
                      "_cdiv64", "_cpow", "_cpow64", "_cipow", "_cipow64", "_interrupted", "CompiledLoopInterrupted") + tuple(_COMPLEX_HELPERS) \
     + special.NAMES

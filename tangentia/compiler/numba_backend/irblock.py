@@ -245,6 +245,8 @@ def _supported(name, dt):
         return dt.kind in "biu"
     if name == "abs":
         return dt.kind != "u"
+    if name == "pow":               # (integers: ``rules``, helpers._ipow; numba's saturated)
+        return dt.kind == "f"
     return True
 
 

@@ -135,7 +135,8 @@ _OPS = {
     E.arccosh_p: _f("math.acosh({0})"),
     E.arctanh_p: _f("math.atanh({0})"), E.sqrt_p: _f("math.sqrt({0})"), E.cbrt_p: _f("np.cbrt({0})"),
     E.abs_p: _by_kind("abs({0})", "abs({0})", "{0}"),
-    E.pow_p: _f("({0} ** {1})"),
+    E.pow_p: lambda a, dt: (f"({a[0]} ** {a[1]})" if dt.kind == "f" else   # (integers: wrapping,
+                            f"_{'u' if dt.kind == 'u' else 'i'}pow({a[0]}, {a[1]})"),  # helpers._ipow)
     E.maximum_p: _by_kind("_fmax({0}, {1})", "max({0}, {1})", "({0} | {1})"),
     E.minimum_p: _by_kind("_fmin({0}, {1})", "min({0}, {1})", "({0} & {1})"),
     E.atan2_p: _f("math.atan2({0}, {1})"),
