@@ -15,15 +15,15 @@ from __future__ import annotations
 import numpy as np
 
 from .. import core
-from ..primitives import bits as _bits
-from ..primitives import contraction as _contraction
-from ..primitives import control_flow as _cf
+from ..primitives import bits as _BITS
+from ..primitives import contraction as _C
+from ..primitives import control_flow as _CF
 from ..primitives import elementwise as _E
 from ..primitives.fft import fft as _fft
-from ..primitives import linear_solve as _ls
-from ..primitives import misc as _misc
+from ..primitives import linear_solve as _LS
+from ..primitives import misc as _M
 from ..primitives import reductions as _R
-from ..primitives import special as _sp
+from ..primitives import special as _SP
 from ..primitives import structural as _S
 from . import collectives as _col
 from . import convolution as _conv
@@ -160,20 +160,20 @@ _SAME = {   # JAX's name: our primitive, operands and parameters alike
     "max": _E.maximum_p, "min": _E.minimum_p, "ne": _E.ne_p, "neg": _E.neg_p,
     "pow": _E.pow_p, "real": _E.real_p, "sign": _E.sign_p, "sinh": _E.sinh_p,
     "sub": _E.sub_p, "and": _E.bitwise_and_p, "or": _E.bitwise_or_p, "xor": _E.bitwise_xor_p,
-    "not": _E.bitwise_not_p, "is_finite": _E.isfinite_p, "nextafter": _misc.nextafter_p,
-    "digamma": _sp.digamma_p, "lgamma": _sp.lgamma_p, "erf": _sp.erf_p, "erfc": _sp.erfc_p,
-    "erf_inv": _sp.erfinv_p, "igamma": _sp.gammainc_p, "igammac": _sp.gammaincc_p,
-    "igamma_grad_a": _sp.igamma_grad_a_p, "bessel_i0e": _sp.i0e_p, "bessel_i1e": _sp.i1e_p,
-    "regularized_incomplete_beta": _sp.betainc_p, "polygamma": _sp.polygamma_p,
-    "zeta": _sp.zeta_p, "transpose": _S.transpose_p, "stop_gradient": _S.stop_gradient_p,
+    "not": _E.bitwise_not_p, "is_finite": _E.isfinite_p, "nextafter": _M.nextafter_p,
+    "digamma": _SP.digamma_p, "lgamma": _SP.lgamma_p, "erf": _SP.erf_p, "erfc": _SP.erfc_p,
+    "erf_inv": _SP.erfinv_p, "igamma": _SP.gammainc_p, "igammac": _SP.gammaincc_p,
+    "igamma_grad_a": _SP.igamma_grad_a_p, "bessel_i0e": _SP.i0e_p, "bessel_i1e": _SP.i1e_p,
+    "regularized_incomplete_beta": _SP.betainc_p, "polygamma": _SP.polygamma_p,
+    "zeta": _SP.zeta_p, "transpose": _S.transpose_p, "stop_gradient": _S.stop_gradient_p,
     "cumsum": _R.cumsum_p,
-    "cummax": _misc.cummax_p, "cummin": _misc.cummin_p, "cumprod": _misc.cumprod_p,
+    "cummax": _M.cummax_p, "cummin": _M.cummin_p, "cumprod": _M.cumprod_p,
     "reduce_max": _R.reduce_max_p, "reduce_min": _R.reduce_min_p,
     "reduce_prod": _R.reduce_prod_p, "reduce_and": _R.reduce_and_p,
-    "reduce_or": _R.reduce_or_p, "cond": _cf.cond_p, "while": _cf.while_p, "scan": _cf.scan_p,
-    "linear_solve": _ls.linear_solve_p, "reduce_xor": _bits.reduce_xor_p,
-    "reduce_precision": _bits.reduce_precision_p,
-    "bitcast_convert_type": _bits.bitcast_convert_type_p,
+    "reduce_or": _R.reduce_or_p, "cond": _CF.cond_p, "while": _CF.while_p, "scan": _CF.scan_p,
+    "linear_solve": _LS.linear_solve_p, "reduce_xor": _BITS.reduce_xor_p,
+    "reduce_precision": _BITS.reduce_precision_p,
+    "bitcast_convert_type": _BITS.bitcast_convert_type_p,
 }
 
 # JAX's names of our primitives whose JAX parameters add accuracy / sharding / dtype hints,
@@ -250,7 +250,7 @@ _ADAPTED = {   # JAX's name: bind(JAX's operands, **JAX's params) over our opera
 
 # JAX's names whose bind adapts JAX's parameters but whose program equation is our primitive:
 # ``eqn.primitive == lax.dot_general_p`` holds for the ``dot_general`` of ``jnp.dot``
-_STAGED_AS = {**_HINTED, "dot_general": _contraction.dot_general_p}
+_STAGED_AS = {**_HINTED, "dot_general": _C.dot_general_p}
 
 PRIMITIVES = {**_SAME, **{name: JaxPrimitive(name, bind, multiple, _STAGED_AS.get(name))
                           for name, (bind, multiple) in _ADAPTED.items()}}
