@@ -230,13 +230,13 @@ def document_public():
 
     from . import lax, nn, random, tree, tree_util
     from . import numpy as tnp
-    from .scipy import linalg as tsl, special as tss, stats
+    from .scipy import linalg as tsl, special as sp, stats
     special = {**_NUMPY_ARGS, "v": "the order of the function (an array or scalar)."}
     for module, reference, prefix, arguments in (
             (tnp, numpy, "numpy", _NUMPY_ARGS),
             (tnp.linalg, numpy.linalg, "numpy.linalg", _NUMPY_ARGS),
             (tnp.fft, numpy.fft, "numpy.fft", _NUMPY_ARGS),
-            (tss, scipy.special, "scipy.special", special),
+            (sp, scipy.special, "scipy.special", special),
             (tsl, scipy.linalg, "scipy.linalg", _SCIPY_LINALG_ARGS)):
         document(module, reference, prefix)
         document_by_arguments(module, arguments)

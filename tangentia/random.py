@@ -28,10 +28,10 @@ import numpy as np
 from . import core, dtypes as _dtypes
 from . import lax as _lax
 from . import numpy as tnp
-from .numpy import linalg as _linalg
+from .numpy import linalg as _NL
 from .primitives import prng as _prng
 from .primitives.prng import random_bits as _random_bits, random_bits_p, random_gamma_p  # noqa: F401
-from .scipy import special as _special
+from .scipy import special as _sp
 
 from typing import TYPE_CHECKING
 
@@ -261,7 +261,7 @@ def uniform(key: ArrayLike, shape: Shape = (), dtype: DTypeLike | None = None,
 def _normal(key, shape, dtype):
     lo = np.nextafter(dtype.type(-1), dtype.type(0))
     u = _uniform(key, shape, dtype, lo, 1.0)
-    return tnp.astype(dtype.type(np.sqrt(2)) * _special.erfinv(u), dtype)
+    return tnp.astype(dtype.type(np.sqrt(2)) * _sp.erfinv(u), dtype)
 
 
 def normal(key: ArrayLike, shape: Shape = (), dtype: DTypeLike | None = None) -> Array:
@@ -293,9 +293,9 @@ def truncated_normal(key: ArrayLike, lower: ArrayLike, upper: ArrayLike, shape: 
     dtype = _float_dtype("truncated_normal", dtype)
     sqrt2 = dtype.type(np.sqrt(2))
     lower, upper = _as(lower, dtype), _as(upper, dtype)
-    a = _special.erf(lower / sqrt2)
-    b = _special.erf(upper / sqrt2)
-    out = tnp.astype(sqrt2 * _special.erfinv(_uniform(key, shape, dtype, a, b)), dtype)
+    a = _sp.erf(lower / sqrt2)
+    b = _sp.erf(upper / sqrt2)
+    out = tnp.astype(sqrt2 * _sp.erfinv(_uniform(key, shape, dtype, a, b)), dtype)
     return tnp.clip(out, tnp.nextafter(_lax.stop_gradient(lower), dtype.type(np.inf)),
                     tnp.nextafter(_lax.stop_gradient(upper), dtype.type(-np.inf)))
 
@@ -351,7 +351,7 @@ logistic.__doc__ = "Standard logistic samples."
 cauchy = _simple("cauchy", lambda k, s, d: tnp.tan(d.type(np.pi)
                                                   * (_uniform(k, s, d, np.finfo(d).eps, 1.0) - 0.5)))
 cauchy.__doc__ = "Standard Cauchy samples."
-maxwell = _simple("maxwell", lambda k, s, d: _linalg.norm(_normal(k, s + (3,), d), axis=-1))
+maxwell = _simple("maxwell", lambda k, s, d: _NL.norm(_normal(k, s + (3,), d), axis=-1))
 maxwell.__doc__ = "Maxwell samples: the norm of three standard normals."
 
 
@@ -374,12 +374,12 @@ def multivariate_normal(key: ArrayLike, mean: ArrayLike, cov: ArrayLike, shape: 
     if shape is None:
         shape = tuple(tnp.broadcast_shapes(mean.shape[:-1], cov.shape[:-2]))
     if method == "cholesky":
-        factor = _linalg.cholesky(cov)
+        factor = _NL.cholesky(cov)
     elif method == "eigh":
-        w, v = _linalg.eigh(cov)
+        w, v = _NL.eigh(cov)
         factor = v * tnp.sqrt(w[..., None, :])
     else:
-        u, s, _ = _linalg.svd(cov)
+        u, s, _ = _NL.svd(cov)
         factor = u * tnp.sqrt(s[..., None, :])
     z = _normal(key, shape + mean.shape[-1:], dtype)
     return mean + tnp.einsum("...ij,...j->...i", factor, z)
@@ -512,7 +512,7 @@ def orthogonal(key: ArrayLike, n: int, shape: Shape = (), dtype: DTypeLike | Non
     n = operator.index(n)
     m = n if m is None else operator.index(m)
     z = _normal(key, shape + (max(n, m), min(n, m)), dtype)
-    q, r = _linalg.qr(z)
+    q, r = _NL.qr(z)
     x = q * tnp.expand_dims(tnp.sign(tnp.diagonal(r, axis1=-2, axis2=-1)), -2)
     return tnp.swapaxes(x, -1, -2) if n < m else x
 
@@ -843,7 +843,7 @@ def _poisson_rejection(key, lam, shape):
         us = f32(0.5) - tnp.abs(u)
         k = tnp.floor((2 * a / us + b) * u + lam + f32(0.43))
         s = tnp.log(v * inv_alpha / (a / (us * us) + b))
-        t_ = -lam + k * log_lam - _special.gammaln(k + 1)
+        t_ = -lam + k * log_lam - _sp.gammaln(k + 1)
         accept1 = (us >= f32(0.07)) & (v <= v_r)
         reject = (k < 0) | ((us < f32(0.013)) & (v > us))
         accept = accept1 | (~reject & (s <= t_))

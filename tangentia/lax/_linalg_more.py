@@ -14,7 +14,7 @@ import numpy as np
 from .. import core
 from ..numpy import linalg as NL
 from ..numpy import _complex, _conversion, _creation, _elementwise, _matrices, _shapes
-from ..primitives import linalg as PL
+from ..primitives import linalg as _L
 from ..primitives.callback import pure_callback
 from .primitive_names import JaxPrimitive
 
@@ -329,7 +329,7 @@ def primitives(lax_linalg):
         "hessenberg": (lambda a: list(hessenberg(a)), True),
         "householder_product": (householder_product, False),
         "lu": (lambda x: list(L["lu"](x)), True),
-        "lu_pivots_to_permutation": (lambda p, *, permutation_size: PL.lu_pivots_to_permutation(
+        "lu_pivots_to_permutation": (lambda p, *, permutation_size: _L.lu_pivots_to_permutation(
             p, permutation_size), False),
         "ormqr": (lambda a, taus, c, *, left, transpose: ormqr(
             a, taus, c, left=left, transpose=transpose), False),

@@ -11,7 +11,7 @@ from .. import core
 from ..numpy import linalg as NL
 from ..numpy._shapes import swapaxes
 from ..primitives import elementwise as E
-from ..primitives import linalg as PL
+from ..primitives import linalg as _L
 
 if TYPE_CHECKING:
     from typing import Any
@@ -39,12 +39,12 @@ def eigh(x: Array, *, lower: bool = True, symmetrize_input: bool = True,
 
 def lu(x: ArrayLike) -> tuple[Array, Array, Array]:
     """``(lu, pivots, permutation)`` of the partially pivoted LU decomposition (int32)."""
-    return tuple(PL.lu_p.bind(_array(x)))
+    return tuple(_L.lu_p.bind(_array(x)))
 
 
 def lu_pivots_to_permutation(pivots: ArrayLike, permutation_size: int) -> Array:
     """The row permutation the LAPACK-style ``pivots`` (row swaps) describe."""
-    return PL.lu_pivots_to_permutation(pivots, permutation_size)
+    return _L.lu_pivots_to_permutation(pivots, permutation_size)
 
 
 def qr(x: ArrayLike, *, pivoting: bool = False, full_matrices: bool = True,
@@ -76,9 +76,9 @@ def triangular_solve(a: ArrayLike, b: ArrayLike, *, left_side: bool = False, low
         a = E.conj(a)
     trans = int(bool(transpose_a))
     if left_side:
-        return PL.triangular_solve(a, b, lower, trans, unit_diagonal)
+        return _L.triangular_solve(a, b, lower, trans, unit_diagonal)
     # x op(a) = b  <=>  op(a)^T x^T = b^T
-    xt = PL.triangular_solve(a, swapaxes(b, -1, -2), lower, 1 - trans, unit_diagonal)
+    xt = _L.triangular_solve(a, swapaxes(b, -1, -2), lower, 1 - trans, unit_diagonal)
     return swapaxes(xt, -1, -2)
 
 

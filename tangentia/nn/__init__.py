@@ -24,7 +24,7 @@ import numpy as np
 from .. import core, dtypes
 from .. import numpy as tnp
 from ..core import Tracer
-from ..scipy import special as _special
+from ..scipy import special as _sp
 from ..scipy.special import (_exp_neg_abs, _inexact, _log_softmax, _named_custom_jvp,
                              _softmax, _softmax_impl, logsumexp)
 
@@ -74,7 +74,7 @@ def relu(x: ArrayLike) -> Array:
 
 def sigmoid(x: ArrayLike) -> Array:
     """The logistic sigmoid ``1 / (1 + exp(-x))`` (``tangentia.scipy.special.expit``)."""
-    return _special._expit(_inexact("sigmoid", "x", x))
+    return _sp._expit(_inexact("sigmoid", "x", x))
 
 
 def _softplus_fun(x):
@@ -110,7 +110,7 @@ def log_sigmoid(x: ArrayLike) -> Array:
 def silu(x: ArrayLike) -> Array:
     """``x * sigmoid(x)`` (also called swish)."""
     x = _inexact("silu", "x", x)
-    return tnp.multiply(x, _special._expit(x))
+    return tnp.multiply(x, _sp._expit(x))
 
 
 swish = silu
@@ -133,7 +133,7 @@ def gelu(x: ArrayLike, approximate: bool = True) -> Array:
         inner = tnp.multiply(_SQRT_2_OVER_PI,
                              tnp.add(x, tnp.multiply(0.044715, tnp.multiply(x, tnp.square(x)))))
         return tnp.multiply(tnp.multiply(0.5, x), tnp.add(1.0, tnp.tanh(inner)))
-    return tnp.multiply(x, _special.ndtr(x))
+    return tnp.multiply(x, _sp.ndtr(x))
 
 
 def _scalar_param(fname, argname, v):

@@ -20,7 +20,7 @@ import scipy.linalg as _sla
 import tangentia.numpy as _tnp
 
 from .. import core as _core
-from ..numpy import linalg as _nla
+from ..numpy import linalg as _NL
 from ..numpy.linalg import LinAlgError, _check_matrix, _check_square, _inexact, _solve_with
 from ..primitives import linalg as _L
 from ..primitives.callback import pure_callback as _pure_callback
@@ -278,11 +278,11 @@ def schur(a: ArrayLike, output: str = "real") -> tuple[Array, Array]:
 
 
 def inv(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Array:
-    return _nla.inv(a)
+    return _NL.inv(a)
 
 
 def det(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Array:
-    return _nla.det(a)
+    return _NL.det(a)
 
 
 def solve_triangular(a: ArrayLike, b: ArrayLike, trans: int | str = 0, lower: bool = False,
@@ -426,7 +426,7 @@ def eigh(a: ArrayLike, b: ArrayLike | None = None, lower: bool = True, eigvals_o
         raise NotImplementedError("eigh: subset_by_index/subset_by_value are not supported")
     a, = _inexact(a)
     _check_square("eigh", a)
-    a = _nla._symmetrize(a)
+    a = _NL._symmetrize(a)
     if eigvals_only:
         return _L.eigvalsh_p.bind(a, lower=bool(lower))
     w, v = _L.eigh_p.bind(a, lower=bool(lower))
@@ -486,12 +486,12 @@ def polar(a: ArrayLike, side: str = "right") -> tuple[Array, Array]:
 
 
 def svdvals(a: ArrayLike, overwrite_a: Any = False, check_finite: Any = True) -> Array:
-    return _nla.svdvals(a)
+    return _NL.svdvals(a)
 
 
 def norm(a: ArrayLike, ord: int | str | None = None, axis: None | tuple[int, ...] | int = None,
          keepdims: bool = False, check_finite: Any = True) -> Array:
-    return _nla.norm(a, ord=ord, axis=axis, keepdims=keepdims)
+    return _NL.norm(a, ord=ord, axis=axis, keepdims=keepdims)
 
 
 # ---------------------------------------------------------------------------
@@ -816,6 +816,6 @@ def eigh_tridiagonal(d: ArrayLike, e: ArrayLike, *, eigvals_only: bool = False, 
     m = _tnp.diag(d) + _tnp.diag(e, 1) + _tnp.diag(_tnp.conj(e), -1)
     lo, hi = (0, n - 1) if select == "a" else (int(select_range[0]), int(select_range[1]))
     if eigvals_only:
-        return _nla.eigvalsh(m)[lo:hi + 1]
-    w, v = _nla.eigh(m)
+        return _NL.eigvalsh(m)[lo:hi + 1]
+    w, v = _NL.eigh(m)
     return w[lo:hi + 1], v[:, lo:hi + 1]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import numpy as tnp
-from .. import linalg as sla
+from .. import linalg as tsl
 from ._util import promote
 
 from typing import TYPE_CHECKING
@@ -104,7 +104,7 @@ def logpdf(x: ArrayLike, mean: ArrayLike, cov: ArrayLike, allow_singular: None =
         L = tnp.broadcast_to(L, batch + (n, n))
     if tnp.shape(y)[:-1] != batch:
         y = tnp.broadcast_to(y, batch + (n,))
-    z = sla.solve_triangular(L, y[..., None], lower=True)[..., 0]
+    z = tsl.solve_triangular(L, y[..., None], lower=True)[..., 0]
     half_logdet = tnp.sum(tnp.log(tnp.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
     return -0.5 * tnp.sum(z * z, axis=-1) - 0.5 * n * _LOG_2PI - half_logdet
 
