@@ -1,7 +1,8 @@
 """Module aliases (issue 25, item 4): an alias given to one of the package's modules
 means that module everywhere in the package (``_S`` was ``primitives.structural`` in
 nine modules and ``primitives.sorting`` in one), and no other module, inside the
-package or out."""
+package or out; and each of the package's modules goes by one alias (``X``, ``_I`` and
+``I`` were all ``primitives.indexing``), a private ``_E`` counting as ``E``."""
 from __future__ import annotations
 
 import ast
@@ -76,3 +77,69 @@ def test_an_alias_of_a_package_module_means_that_module_only():
         f"{a}: " + "; ".join(f"{m} ({', '.join(found[a][m])})" for m in ms)
         for a, ms in clashes.items())
     assert len(found) > 10  # (the scan is not vacuous)
+
+
+# (file, alias) uses of a module's second alias still to rename, each with its reason: a stale
+# entry fails test_each_package_module_goes_by_one_alias, so the list only shrinks.
+PENDING: dict[tuple[str, str], str] = {
+    ("tangentia/compiler/numba_backend/rules.py", "BT"):
+        "primitives.bits, BITS elsewhere; W1's file was in flight (/tmp/h12/N_rules_irblock.patch)",
+    ("tangentia/compiler/numba_backend/rules.py", "X"):
+        "primitives.indexing, I elsewhere; W1's file was in flight",
+    ("tangentia/compiler/numba_backend/irblock.py", "X"):
+        "primitives.indexing, I elsewhere; W1's file was in flight",
+}
+
+
+def _spelling(alias: str) -> str:
+    """The alias with one leading underscore dropped: a module keeps ``E`` private as ``_E``."""
+    return alias[1:] if alias.startswith("_") else alias
+
+
+def _several_aliases(found: dict[str, dict[str, list[str]]],
+                     pending: frozenset[tuple[str, str]] = frozenset()
+                     ) -> dict[str, dict[str, list[str]]]:
+    """{module: {alias: [where]}} of the package's modules that go by more than one spelling,
+    leaving out the ``pending`` (file, alias) uses."""
+    by_module: dict[str, dict[str, list[str]]] = collections.defaultdict(dict)
+    for alias, mods in found.items():
+        for mod, where in mods.items():
+            kept = [w for w in where if (w.rsplit(":", 1)[0], alias) not in pending]
+            if mod.startswith("tangentia.") and kept:
+                by_module[mod][alias] = kept
+    return {mod: aliases for mod, aliases in sorted(by_module.items())
+            if len({_spelling(a) for a in aliases}) > 1}
+
+
+def test_the_one_alias_check_can_fail():
+    found = {"E": {"tangentia.primitives.elementwise": ["a.py:1"]},
+             "_E": {"tangentia.primitives.elementwise": ["b.py:2"]},
+             "X": {"tangentia.primitives.indexing": ["c.py:3"]},
+             "_I": {"tangentia.primitives.indexing": ["d.py:4"]},
+             "__I": {"tangentia.primitives.sorting": ["e.py:5"]},
+             "_SO": {"tangentia.primitives.sorting": ["f.py:6"]},
+             "nla": {"numpy.linalg": ["g.py:7"]}, "la": {"numpy.linalg": ["h.py:8"]}}
+    # E/_E is one spelling, X/_I two; one underscore only (__I is _I, not SO); outside modules
+    # are not the package's to name
+    assert _several_aliases(found) == {
+        "tangentia.primitives.indexing": {"X": ["c.py:3"], "_I": ["d.py:4"]},
+        "tangentia.primitives.sorting": {"__I": ["e.py:5"], "_SO": ["f.py:6"]}}
+    assert list(_several_aliases(found, frozenset({("c.py", "X"), ("e.py", "__I")}))) == []
+
+
+def test_each_package_module_goes_by_one_alias():
+    found = _package_aliases()
+    several = _several_aliases(found, frozenset(PENDING))
+    assert not several, "package modules with several aliases:\n" + "\n".join(
+        f"{mod}: " + "; ".join(f"{a} ({', '.join(w)})" for a, w in aliases.items())
+        for mod, aliases in several.items())
+    used = {(w.rsplit(":", 1)[0], alias) for alias, mods in found.items()
+            for where in mods.values() for w in where}
+    stale = sorted(set(PENDING) - used)
+    assert not stale, f"PENDING entries no longer used (remove them): {stale}"
+    # not vacuous: many package modules are aliased, several both as E and _E
+    ours = {mod for mods in found.values() for mod in mods if mod.startswith("tangentia.")}
+    assert len(ours) > 20
+    both = {mod for mod in ours if any(mod in found.get(a, {}) and mod in found.get("_" + a, {})
+                                       for a in found)}
+    assert len(both) >= 3
