@@ -20,6 +20,11 @@ grad/jvp of generated programs.
 
 ``TANGENTIA_FUZZ_EXAMPLES=400 pytest tests/test_fuzz_numba.py`` fuzzes locally; the default
 runs a few derandomized examples.  Each bug found keeps a minimal regression test below.
+
+Known differences a wide run may report (left alone, not wrong numbers of ours): a contraction
+(dot, matmul, einsum) whose products overflow -- NumPy's BLAS fuses multiply-adds, so 1e300 *
+1e300 added to -inf stays -inf where a rounded product makes inf - inf = NaN, and a complex
+(0.1 + 1e300j) ** 2 in a dot has a NaN imaginary part in BLAS, 2e299 here (the exact value).
 """
 from __future__ import annotations
 
