@@ -231,8 +231,8 @@ MIXED: dict[str, Callable[[Any, Any], Any]] = {
     "add": tnp.add, "subtract": tnp.subtract, "multiply": tnp.multiply,
     "true_divide": tnp.true_divide, "floor_divide": tnp.floor_divide,
     "remainder": tnp.remainder, "maximum": tnp.maximum,
-    # (integer exponents made nonnegative: eager, as NumPy, raises for an integer base and a
-    # negative one, where JAX and numba give 0, 1 or -1; reported to W2)
+    # (integer exponents made nonnegative: an integer base to a negative power raises NumPy's
+    # ValueError, eagerly and on both backends; test_signed_unsigned_..._integer_powers)
     "power": lambda a, b: tnp.power(a, abs(b) if type(b) is int else tnp.abs(b)
                                     if np.dtype(getattr(b, "dtype", "O")).kind == "i" else b),
     "minimum": tnp.minimum, "bitwise_and": tnp.bitwise_and, "bitwise_xor": tnp.bitwise_xor,
@@ -715,3 +715,17 @@ def test_signed_unsigned_comparisons_and_integer_powers():
     np.testing.assert_array_equal(want[0][:6], [True, True, True, False, True, False])
     np.testing.assert_array_equal(want[7][:2], [17160359449676742657, 1])
     assert_agree("int vs uint64, powers", got, want, [True] * 11)
+
+
+def test_negative_integer_power_raises_and_lgamma_at_minus_infinity():
+    """An integer base to a negative integer power raises NumPy's ValueError on the numba
+    backend too (it gave 0, 1 or -1, while eager and the NumPy backend raise: a tiered program
+    changed from an error to numbers); lgamma(-inf) is +inf as eager's and JAX's (numba -inf)."""
+    x = np.array([2, -1, 1], np.int32)
+    y = np.array([-np.inf, 1.0, -2.5, 0.0])
+    jaxpr, full = _program(lambda x, y: [tnp.power(x, -x), lax.lgamma(y)], [x, y])
+    with pytest.raises(ValueError, match="Integers to negative integer powers"):
+        get_backend("numba").compile(jaxpr)(*full)
+    got, want, eager = run_three(lambda y: [lax.lgamma(y)], [y])
+    assert got[0][0] == np.inf and want[0][0] == np.inf
+    assert_agree("lgamma", got, want, [False])

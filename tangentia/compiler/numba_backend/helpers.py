@@ -104,11 +104,12 @@ def _ifloordiv(a, b):
 def _ipow(a, b):
     """Signed integer ``a ** b`` wrapping as NumPy's and JAX's (repeated squaring in int64;
     the caller casts to the loop's dtype): numba's ``**`` saturated for large exponents (int64
-    5 ** 2**62 was -2**63, NumPy 1).  A negative ``b``: numba's value (JAX's: 0, or 1 and -1
-    for 1 and -1)."""
+    5 ** 2**62 was -2**63, NumPy 1).  A negative ``b`` raises NumPy's ValueError, as eager
+    and the NumPy backend do (numba gave 0, 1 or -1; JAX's own values are its squaring loop's
+    garbage: jnp.power(2, -1) is INT_MIN), so a tiered program does not change its answer."""
     a, b = np.int64(a), np.int64(b)
     if b < 0:
-        return a ** b
+        raise ValueError("Integers to negative integer powers are not allowed.")
     r, n = np.int64(1), b
     while n > 0:
         if n & 1:
@@ -547,9 +548,10 @@ def _index(i, n):
 
 @numba.njit(cache=True)
 def _lgamma(x):
-    """scipy.special.gammaln: infinite at -inf and where 1/x overflows (Cephes)."""
-    if x == -math.inf:
-        return x
+    """scipy.special.gammaln: +inf at -inf (JAX's; SciPy gives -inf) and where 1/x overflows
+    (Cephes)."""
+    if x == -math.inf:        # (+inf, as JAX's, C's and eager's since a030290)
+        return math.inf
     if x != 0 and math.isinf(1.0 / x):   # Cephes works with 1/x there
         return math.inf
     return math.lgamma(x)
