@@ -21,12 +21,24 @@ JAX need up to 0.6 GB) then runs before the compiled code has piled up, not on t
 it.  Everything else is scheduled as xdist does.  A worker that crashes gives its unrun
 tests, its share included, back to the common queue, as in xdist.
 
+A fresh worker runs each share (``FRESH``).  Whatever a worker compiled stays until it
+exits (numba keeps it: dropping every Python reference to 20 compiled programs, and even
+removing their LLVM modules from numba's engine, gave back 7 of their 99 MB of RSS), and a
+worker holds 750-1,000 MB when the common queue is done, so its share on top went to
+1.54-1.62 GB.  So when the common queue is empty, a worker with a share is shut down (it
+first ends the tests it was sent) and a new worker, started as xdist starts one in place of
+a crashed worker, collects (about 15 s of CPU) and runs the share: about 400 MB plus the
+share's compiled code.  Its tests report as any others (``gw2``, ``gw3``, ...).  Where this
+xdist has no way to start a worker (``DSession._clone_node``, private), or with
+``TANGENTIA_TEST_FRESH_WORKER=0``, a worker runs its share itself, as before.
+
 conftest.py installs it (``pytest_xdist_make_scheduler``) when the run uses xdist's
 default ``--dist load``; other ``--dist`` modes are left alone.
 """
 from __future__ import annotations
 
-from typing import Any
+import os
+from typing import Any, Callable
 
 from xdist.scheduler import LoadScheduling
 
@@ -86,26 +98,31 @@ def key_of(nodeid: str, heavy: dict[str, float]) -> str | None:
 
 
 class BalancedLoadScheduling(LoadScheduling):
-    """xdist's load scheduling, with the ``heavy`` tests dealt to the workers and run last
-    (see the module docstring)."""
+    """xdist's load scheduling, with the ``heavy`` tests dealt to the workers and run last,
+    each share in a fresh worker where ``new_worker`` can start one (see the module
+    docstring)."""
 
     collection: list[str] | None     # xdist's attributes used here
     maxschedchunk: int | None
 
     def __init__(self, config: Any, log: Any = None,
-                 heavy: dict[str, float] | None = None) -> None:
+                 heavy: dict[str, float] | None = None,
+                 new_worker: Callable[[Any], Any] | None = None) -> None:
         super().__init__(config, log)
         self.heavy = HEAVY if heavy is None else heavy
         self.first = FIRST
         self.reserved: dict[Any, list[int]] = {}   # worker -> its share, not yet sent
+        self.waiting: list[list[int]] = []         # shares for the new workers, in order
+        self.fresh: set[Any] = set()               # the workers started for a share
+        self.new_worker = new_worker if new_worker is not None else _new_worker(config)
 
     @property
     def tests_finished(self) -> bool:
-        return not any(self.reserved.values()) and super().tests_finished
+        return not any(self.reserved.values()) and not self.waiting and super().tests_finished
 
     @property
     def has_pending(self) -> bool:
-        return any(self.reserved.values()) or super().has_pending
+        return any(self.reserved.values()) or bool(self.waiting) or super().has_pending
 
     def schedule(self) -> None:
         if self.collection is None:
@@ -132,13 +149,31 @@ class BalancedLoadScheduling(LoadScheduling):
         for node in self.nodes:
             self.check_schedule(node)
 
+    def add_node_collection(self, node: Any, collection: Any) -> None:
+        super().add_node_collection(node, collection)
+        if node in self.fresh and node not in self.node2collection:
+            # (xdist logged the difference; its share would wait for it for ever)
+            raise RuntimeError(f"the worker {node.gateway.id} started for a share of the "
+                               f"numba tests collected other tests than the first workers")
+
     def check_schedule(self, node: Any, duration: float = 0) -> None:
         if node.shutting_down:
             return
         if self.pending:
             super().check_schedule(node, duration)
             return
-        mine = self.reserved.pop(node, None)
+        if node in self.fresh:
+            if node not in self.node2collection:
+                return          # still collecting: scheduled when its collection arrives
+            mine = self.waiting.pop(0) if self.waiting else None
+        else:
+            mine = self.reserved.pop(node, None)
+            if mine and self.new_worker is not None:
+                # it ends the tests it was sent; a new worker runs its share
+                self.waiting.append(mine)
+                node.shutdown()
+                self.fresh.add(self.new_worker(node))
+                return
         if mine:
             self.node2pending[node].extend(mine)
             node.send_runtest_some(mine)
@@ -153,3 +188,14 @@ class BalancedLoadScheduling(LoadScheduling):
             for other in self.nodes:
                 self.check_schedule(other)
         return crashed
+
+
+def _new_worker(config: Any) -> Callable[[Any], Any] | None:
+    """A function starting a new worker like ``node`` (xdist's replacement of a crashed
+    worker, without counting a crash), or None where this xdist has none or
+    ``TANGENTIA_TEST_FRESH_WORKER=0``."""
+    if os.environ.get("TANGENTIA_TEST_FRESH_WORKER", "1") == "0":
+        return None
+    dsession = config.pluginmanager.getplugin("dsession")
+    clone = getattr(dsession, "_clone_node", None)
+    return clone if callable(clone) else None
