@@ -54,6 +54,7 @@ from ...primitives import contraction as C, elementwise as E, indexing as X, red
 from ...primitives import misc as M, remat, structural as S
 from . import vecmath, vecmath_trig
 from .rowio import _CHUNK, chunks as _chunks, nest as _nest  # noqa: F401 - (_nest: read by native)
+from .rowio import flat_types, flat_values
 from .codegen import AV, SV, _bidx, _is_float0, _lit, _nbtype, _ravel, _size, _typed
 from .rules import (_dot_dims, _index_plan, _loop_dtypes, concatenate_source, dot_indices,
                     transpose_source)
@@ -542,24 +543,6 @@ def _intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=()):
     return fn
 
 
-def _flat_types(ty):
-    if isinstance(ty, nbt.BaseTuple):
-        out = []
-        for t in ty.types:
-            out.extend(_flat_types(t))
-        return out
-    return [ty]
-
-
-def _flat_values(builder, val, ty):
-    if isinstance(ty, nbt.BaseTuple):
-        out = []
-        for k, t in enumerate(ty.types):
-            out.extend(_flat_values(builder, builder.extract_value(val, k), t))
-        return out
-    return [val]
-
-
 def _make_intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=()):
     in_types = [_nbtype(dt) for dt in in_dts]
     n_in = len(in_types)
@@ -576,13 +559,13 @@ def _make_intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=()):
             for k, t in enumerate(tree)])
 
     def check(args):
-        flat = _flat_types(args)
+        flat = flat_types(args)
         return len(flat) == n_in and all(isinstance(t, (nbt.Number, nbt.Boolean)) for t in flat)
 
     def lower(context, builder, sig, llargs):
-        vals = _flat_values(builder, llargs[0], sig.args[0])
+        vals = flat_values(builder, sig.args[0], llargs[0])
         vals = [context.cast(builder, v, t, want)
-                for v, t, want in zip(vals, _flat_types(sig.args[0]), in_types)]
+                for v, t, want in zip(vals, flat_types(sig.args[0]), in_types)]
         if arr_specs:
             arrs = [(aty, context.make_array(aty)(context, builder,
                                                  builder.extract_value(llargs[1], a)))

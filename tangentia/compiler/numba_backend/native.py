@@ -32,6 +32,7 @@ from . import codegen, elementwise_loop, helpers, irblock, vecmath, vecmath_trig
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
                       _typed, _weight, AV, SV, ZV)
 from .plan import Settings
+from .rowio import flat_types, flat_values
 from .rules import ELEMENTWISE, FUSIBLE, ROWS, RULES, all_primitives, gemm_bound, lowering_paths
 
 __all__ = ["NumbaCompiler", "all_primitives", "lowering_paths", "SMALL"]
@@ -721,22 +722,6 @@ def _drop_cached(mod):
     return dropped
 
 
-def _flat_types(ty):
-    if isinstance(ty, nbt.BaseTuple):
-        return [t for e in ty.types for t in _flat_types(e)]
-    return [ty]
-
-
-def _flat_values(builder, ty, val):
-    from numba.core import cgutils
-    if isinstance(ty, nbt.BaseTuple):
-        out = []
-        for t, v in zip(ty.types, cgutils.unpack_tuple(builder, val, len(ty.types))):
-            out.extend(_flat_values(builder, t, v))
-        return out
-    return [val]
-
-
 def _caller(unit):
     """The intrinsic ``call(address, args)`` calling ``unit`` through its address with
     numba's calling convention (arguments cast to the unit's types; an exception the
@@ -750,7 +735,7 @@ def _caller(unit):
     @intrinsic
     def call_unit(typingctx, ptr, args):
         unit.compile()
-        flat = _flat_types(args)
+        flat = flat_types(args)
         if len(flat) != len(unit.argtys):
             return None
         resty = unit.resty
@@ -758,7 +743,7 @@ def _caller(unit):
         def codegen(context, builder, sig, llargs):
             cc = context.call_conv
             vals = [context.cast(builder, v, t, u) for v, t, u in
-                    zip(_flat_values(builder, sig.args[1], llargs[1]), flat, unit.argtys)]
+                    zip(flat_values(builder, sig.args[1], llargs[1]), flat, unit.argtys)]
             fnty = cc.get_function_type(resty, unit.argtys)
             fn = builder.inttoptr(llargs[0], fnty.as_pointer())
             retty = cc.get_return_type(resty).pointee

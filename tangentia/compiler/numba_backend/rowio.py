@@ -52,17 +52,19 @@ def nest(items):
     return render(chunks(items))
 
 
-def _flat_types(ty):
+def flat_types(ty):
+    """The leaf types of a (nested) numba tuple type, in order."""
     if isinstance(ty, nbt.BaseTuple):
-        return [t for e in ty.types for t in _flat_types(e)]
+        return [t for e in ty.types for t in flat_types(e)]
     return [ty]
 
 
-def _flat_values(builder, ty, val):
+def flat_values(builder, ty, val):
+    """The leaf LLVM values of ``val``, a (nested) tuple of numba type ``ty``."""
     if isinstance(ty, nbt.BaseTuple):
         out = []
         for k, t in enumerate(ty.types):
-            out.extend(_flat_values(builder, t, builder.extract_value(val, k)))
+            out.extend(flat_values(builder, t, builder.extract_value(val, k)))
         return out
     return [val]
 
@@ -144,7 +146,7 @@ def _make_store(shape):
         if not isinstance(arr, nbt.Array) or arr.ndim != 1 + len(shape) or not arr.mutable \
                 or not isinstance(i, nbt.Integer):
             return None
-        flat = _flat_types(values)
+        flat = flat_types(values)
         if len(flat) != n or not all(isinstance(t, (nbt.Number, nbt.Boolean)) for t in flat):
             return None
 
@@ -152,9 +154,9 @@ def _make_store(shape):
             aryty, _, valty = sig.args
             ary = context.make_array(aryty)(context, builder, args[0])
             idx = context.cast(builder, args[1], sig.args[1], nbt.intp)
-            vals = _flat_values(builder, valty, args[2])
+            vals = flat_values(builder, valty, args[2])
             for p, v, t in zip(_row_pointers(context, builder, aryty, ary, idx, shape), vals,
-                               _flat_types(valty)):
+                               flat_types(valty)):
                 context.pack_value(builder, aryty.dtype, context.cast(builder, v, t, aryty.dtype), p)
             return context.get_dummy_value()
         return signature(nbt.none, arr, i, values), codegen
