@@ -81,14 +81,7 @@ def test_an_alias_of_a_package_module_means_that_module_only():
 
 # (file, alias) uses of a module's second alias still to rename, each with its reason: a stale
 # entry fails test_each_package_module_goes_by_one_alias, so the list only shrinks.
-PENDING: dict[tuple[str, str], str] = {
-    ("tangentia/compiler/numba_backend/rules.py", "BT"):
-        "primitives.bits, BITS elsewhere; W1's file was in flight (/tmp/h12/N_rules_irblock.patch)",
-    ("tangentia/compiler/numba_backend/rules.py", "X"):
-        "primitives.indexing, I elsewhere; W1's file was in flight",
-    ("tangentia/compiler/numba_backend/irblock.py", "X"):
-        "primitives.indexing, I elsewhere; W1's file was in flight",
-}
+PENDING: dict[tuple[str, str], str] = {}
 
 
 def _spelling(alias: str) -> str:

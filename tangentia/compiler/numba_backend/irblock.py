@@ -50,7 +50,7 @@ from numba.np.numpy_support import as_dtype
 
 from ...core import Literal
 from ...interpreters import ad, base_ops as B
-from ...primitives import contraction as C, elementwise as E, indexing as X, reductions as R
+from ...primitives import contraction as C, elementwise as E, indexing as I, reductions as R
 from ...primitives import misc as M, remat, structural as S
 from . import vecmath, vecmath_trig
 from .rowio import _CHUNK, chunks as _chunks, nest as _nest  # noqa: F401 - (_nest: read by native)
@@ -377,7 +377,7 @@ RULES = {p: _elementwise for p in list(_ELEMENTWISE) + [E.select_p, B.convert_el
 RULES.update({
     S.stop_gradient_p: _identity, remat.name_p: _identity,
     B.reshape_p: _reshape, B.transpose_p: _transpose, B.broadcast_to_p: _broadcast_to,
-    X.getitem_p: _getitem, S.concatenate_p: _concatenate, C.dot_general_p: _dot_general,
+    I.getitem_p: _getitem, S.concatenate_p: _concatenate, C.dot_general_p: _dot_general,
     **{p: _reduce for p in _REDUCE},
 })
 

@@ -18,9 +18,9 @@ import numpy as np
 from ...core import CustomVmapCallPrimitive, Literal, ProgramMemo
 from ...custom_derivatives import _base as CD
 from ...interpreters import ad, base_ops as B
-from ...primitives import bits as BT, call as CL, contraction as C, control_flow as CF
+from ...primitives import bits as BITS, call as CL, contraction as C, control_flow as CF
 from ...primitives import elementwise as E
-from ...primitives import indexing as X, linear_solve as LS, misc as M, reductions as R, remat
+from ...primitives import indexing as I, linear_solve as LS, misc as M, reductions as R, remat
 from ...primitives import special as SP, structural as S
 from ...primitives.control_flow import split
 from .codegen import (AV, LV, SV, ZV, UNROLL, needs_static, _F4, _F8, _I8, _bidx, _cast,
@@ -531,11 +531,11 @@ _RED_INIT = {
     R.reduce_min_p: lambda dt: _extreme(dt, False),
     R.reduce_and_p: lambda dt: "True",
     R.reduce_or_p: lambda dt: "False",
-    BT.reduce_xor_p: lambda dt: _lit(0, dt),
+    BITS.reduce_xor_p: lambda dt: _lit(0, dt),
 }
 _RED_OP = {R.reduce_sum_p: E.add_p, R.reduce_prod_p: E.mul_p, R.reduce_max_p: E.maximum_p,
            R.reduce_min_p: E.minimum_p, R.reduce_and_p: E.and_p, R.reduce_or_p: E.or_p,
-           BT.reduce_xor_p: E.bitwise_xor_p}    # (of booleans and integers only)
+           BITS.reduce_xor_p: E.bitwise_xor_p}    # (of booleans and integers only)
 # reduce_and and reduce_or of integers are bitwise (JAX's, and the impl's
 # np.bitwise_and/or.reduce): these operations, from all ones and from zero
 _RED_BITWISE = {
@@ -1087,7 +1087,7 @@ RULES.update({
     S.stop_gradient_p: _identity, remat.name_p: _identity,
     B.reshape_p: _reshape, B.transpose_p: _transpose, B.broadcast_to_p: _broadcast_to,
     S.concatenate_p: _concatenate,
-    X.getitem_p: _getitem, X.scatter_p: _scatter,
+    I.getitem_p: _getitem, I.scatter_p: _scatter,
     **{prim: _reduce for prim in _RED_OP}, R.argmax_p: _argreduce, R.argmin_p: _argreduce,
     C.dot_general_p: _dot_general,
     CF.while_p: _while, CF.scan_p: _scan, CF.cond_p: _cond,
@@ -1098,10 +1098,10 @@ RULES.update({
 })
 RULES.update(windows.rules(_OPS))   # window_reduce, window_argmax
 # Consumers that read a lazy operand element by element (it stays lazy for them).
-FUSIBLE = (ELEMENTWISE | {B.transpose_p, B.broadcast_to_p, X.getitem_p, *_RED_OP}) - {S.stop_gradient_p}
+FUSIBLE = (ELEMENTWISE | {B.transpose_p, B.broadcast_to_p, I.getitem_p, *_RED_OP}) - {S.stop_gradient_p}
 # Rules that handle only some cases natively (others: kernel or objmode).
-_PARTIAL = {X.getitem_p: "native for static indices and 0-d index arrays",
-            X.scatter_p: "native for static indices and 0-d index arrays"}
+_PARTIAL = {I.getitem_p: "native for static indices and 0-d index arrays",
+            I.scatter_p: "native for static indices and 0-d index arrays"}
 
 
 def rule_of(table, prim):
@@ -1190,7 +1190,7 @@ def _row_index(eqn, b):
     if spec is None or x.shape[:1] != (b,):
         return None, None
     roles = ["b"]
-    if eqn.prim is X.scatter_p:
+    if eqn.prim is I.scatter_p:
         # the updates broadcast against the indexed part, whose leading axis is the batch's
         n_int = sum(1 for e in spec if isinstance(e, (int, np.integer)))
         idx_ndim = len(x.shape) - n_int + sum(1 for e in spec if e is None)
@@ -1203,7 +1203,7 @@ def _row_index(eqn, b):
 
 ROWS = {prim: _row_elementwise for prim in ELEMENTWISE | {B.broadcast_to_p}}
 ROWS.update({B.reshape_p: _row_leading, B.transpose_p: _row_transpose,
-             S.concatenate_p: _row_concatenate, X.getitem_p: _row_index, X.scatter_p: _row_index,
+             S.concatenate_p: _row_concatenate, I.getitem_p: _row_index, I.scatter_p: _row_index,
              **{prim: _row_reduce for prim in _RED_OP}})
 
 
