@@ -186,30 +186,22 @@ def _nested(eqn: Eqn) -> List[Jaxpr]:
     return list(subjaxprs(eqn.prim, eqn.params))
 
 
-_COST = ProgramMemo("numba backend: estimated code size per scalarization limit")
-_OWN_COST = ProgramMemo("numba backend: code size outside the compile units")
+_COST = ProgramMemo("numba backend: estimated code size outside the compile units")
 
 
 def code_cost(jaxpr: Jaxpr, limit: int) -> int:
     """Estimated generated code size of a program whose values of at most ``limit``
     elements are scalarized: each equation counts the elements of its largest
     scalarized output (1 for array outputs), nested programs included (memoized)."""
-    c = _COST.get(jaxpr, limit)
-    if c is None:
-        c = 0
-        for eqn in jaxpr.eqns:
-            c += max([_size(v.aval.shape) for v in eqn.outputs if _size(v.aval.shape) <= limit]
-                     + [1])
-            c += sum(code_cost(q, limit) for q in _nested(eqn))
-        _COST.set(jaxpr, c, limit)
-    return c
+    return own_cost(jaxpr, limit, None)
 
 
-def own_cost(jaxpr: Jaxpr, limit: int, unit_min_cost: int) -> int:
+def own_cost(jaxpr: Jaxpr, limit: int, unit_min_cost: Optional[int]) -> int:
     """``code_cost`` of ``jaxpr`` without its nested programs that are compile units
-    (those whose own cost is at least ``unit_min_cost``; each counts 1)."""
+    (those whose own cost is at least ``unit_min_cost``; each counts 1; None: no
+    units, every nested program counts whole)."""
     key = (limit, unit_min_cost)
-    c = _OWN_COST.get(jaxpr, key)
+    c = _COST.get(jaxpr, key)
     if c is None:
         c = 0
         for eqn in jaxpr.eqns:
@@ -217,8 +209,8 @@ def own_cost(jaxpr: Jaxpr, limit: int, unit_min_cost: int) -> int:
                      + [1])
             for q in _nested(eqn):
                 own = own_cost(q, limit, unit_min_cost)
-                c += own if own < unit_min_cost else 1
-        _OWN_COST.set(jaxpr, c, key)
+                c += own if unit_min_cost is None or own < unit_min_cost else 1
+        _COST.set(jaxpr, c, key)
     return c
 
 
