@@ -258,10 +258,12 @@ def test_real_measurement_within_budget_and_decided_by_its_figures(tmp_path, mon
     # for the core; the wall time depends on the load)
     per_round = c["cpu_seconds"] / c["rounds"]
     assert c["rounds"] == lo or c["cpu_seconds"] <= gemm.CALIBRATION_BUDGET + 3 * per_round, c
-    # the three products' least times: at least 1 GFLOP/s and at most 1 TFLOP/s each
+    # the three products' least times are in seconds: between 50 MFLOP/s and 1 TFLOP/s
+    # each (the floor is a units check, not a speed check: at a load of 9 on 2 cores the
+    # least time fell to 0.3-0.4 GFLOP/s; a time in ms would read 1000x slower)
     flops = sum(2 * m * k * n for m, k, n, _, _ in gemm.CALIBRATION_SHAPES)
     for t in ("own_s", "blas_s", "numpy_s"):
-        assert flops / 1e12 < c[t] < flops / 1e9, (t, c)
+        assert flops / 1e12 < c[t] < flops / 5e7, (t, c)
     assert c["own"] == (c["own_s"] <= gemm.OWN_GAIN * c["blas_s"])
     kernel = c["own_s"] if c["own"] else c["blas_s"]
     assert c["compile"] == (kernel <= gemm.COMPILE_GAIN * c["numpy_s"])
