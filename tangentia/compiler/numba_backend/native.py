@@ -285,54 +285,15 @@ def _wrapper(disp, entry, jaxpr, source, units=(), packed=()):
     ``float0`` outputs made here (they carry no data); those at the indices
     ``packed`` are concatenated into one float64 array (``_packed_inputs``).
     """
-    specs = [(v.aval.shape, v.aval.dtype) for v in jaxpr.invars]
-    n_in = len(specs)
-    has_float0 = any(_is_float0(dt) for _, dt in specs)
-    zeros_out = [(i, np.zeros(v.aval.shape, v.aval.dtype)) for i, v in enumerate(jaxpr.outvars)
-                 if _is_float0(v.aval.dtype)]
-    if packed:
-        return _packed_wrapper(disp, entry, jaxpr, source, units, packed, zeros_out)
-    ndarray = np.ndarray
-    # its loops poll for Ctrl-C (helpers)
-    interruptible = any("if _interrupted():" in s for s in [source] + [u.source for u in units])
-    call = helpers.call_interruptible
-    ptrs = [np.array([u.ptr for u in units], np.int64)] if units else []
-
-    def run(*args):
-        if len(args) != n_in:
-            raise TypeError(f"the compiled program takes {n_in} arguments, got {len(args)}")
-        conv = []
-        for a, (shape, dt) in zip(args, specs):
-            if type(a) is not ndarray or a.dtype != dt or not a.flags.c_contiguous \
-                    or not a.flags.writeable:
-                a = np.array(a, dtype=dt, order="C", copy=True)
-            if has_float0 and _is_float0(dt):
-                continue
-            if a.shape != shape:
-                raise TypeError(f"compiled program: an argument of shape {a.shape} where "
-                                f"{shape} was compiled for")
-            conv.append(a)
-        if ptrs:
-            conv.extend(ptrs)
-        outs = list(call(entry, conv) if interruptible else entry(*conv))
-        for i, z in zeros_out:
-            outs.insert(i, z)
-        return outs
-    run.source = _with_units(source, units)
-    run.dispatcher = disp
-    run.units = units       # (their code must outlive the program's)
-    return run
-
-
-def _packed_wrapper(disp, entry, jaxpr, source, units, packed, zeros_out):
-    """``_wrapper``'s callable for a program taking the inputs at the indices ``packed``
-    in one float64 array."""
     n_in = len(jaxpr.invars)
     in_set = set(packed)
     arrays = [(i, v.aval.shape, v.aval.dtype) for i, v in enumerate(jaxpr.invars)
               if i not in in_set and not _is_float0(v.aval.dtype)]
     shapes = [jaxpr.invars[i].aval.shape for i in packed]
+    zeros_out = [(i, np.zeros(v.aval.shape, v.aval.dtype)) for i, v in enumerate(jaxpr.outvars)
+                 if _is_float0(v.aval.dtype)]
     ndarray, concatenate, shape_of, f8 = np.ndarray, np.concatenate, np.shape, np.dtype(np.float64)
+    # its loops poll for Ctrl-C (helpers)
     interruptible = any("if _interrupted():" in s for s in [source] + [u.source for u in units])
     call = helpers.call_interruptible
     ptrs = [np.array([u.ptr for u in units], np.int64)] if units else []
@@ -350,12 +311,13 @@ def _packed_wrapper(disp, entry, jaxpr, source, units, packed, zeros_out):
                 raise TypeError(f"compiled program: an argument of shape {a.shape} where "
                                 f"{shape} was compiled for")
             conv.append(a)
-        small = [args[i] for i in packed]
-        for a, shape in zip(small, shapes):
-            if (type(a) is not ndarray or a.shape != shape) and shape_of(a) != shape:
-                raise TypeError(f"compiled program: an argument of shape {shape_of(a)} where "
-                                f"{shape} was compiled for")
-        conv.append(concatenate(small, axis=None, dtype=f8, casting="unsafe"))
+        if packed:
+            small = [args[i] for i in packed]
+            for a, shape in zip(small, shapes):
+                if (type(a) is not ndarray or a.shape != shape) and shape_of(a) != shape:
+                    raise TypeError(f"compiled program: an argument of shape {shape_of(a)} "
+                                    f"where {shape} was compiled for")
+            conv.append(concatenate(small, axis=None, dtype=f8, casting="unsafe"))
         if ptrs:
             conv.extend(ptrs)
         outs = list(call(entry, conv) if interruptible else entry(*conv))
@@ -364,7 +326,7 @@ def _packed_wrapper(disp, entry, jaxpr, source, units, packed, zeros_out):
         return outs
     run.source = _with_units(source, units)
     run.dispatcher = disp
-    run.units = units
+    run.units = units       # (their code must outlive the program's)
     return run
 
 
