@@ -16,7 +16,7 @@ import numpy as _np
 from .. import core as _core
 from .. import dtypes as _dtypes
 from ..custom_derivatives import custom_jvp
-from ..primitives import linalg as _L
+from ..primitives import elementwise as _E, linalg as _L
 from ..primitives.callback import pure_callback
 from . import _complex, _conversion, _elementwise, _matrices, _reductions, _shapes
 
@@ -225,14 +225,7 @@ def matrix_power(a: ArrayLike, n: int) -> Array:
     if n == 0:
         return _shapes.broadcast_to(_np.eye(_aval(a).shape[-1], dtype=_aval(a).dtype),
                                  _aval(a).shape)
-    result, base = None, a
-    while n:
-        if n & 1:
-            result = base if result is None else _matrices.matmul(result, base)
-        n >>= 1
-        if n:
-            base = _matrices.matmul(base, base)
-    return result
+    return _E.power_by_squaring(a, n, _matrices.matmul)
 
 
 def multi_dot(arrays: Sequence[ArrayLike]) -> Array:

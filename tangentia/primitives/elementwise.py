@@ -371,6 +371,19 @@ def _complex_reciprocal(z):
         return fixed if isinstance(out, np.ndarray) else fixed[()]
 
 
+def power_by_squaring(base, n, mul):
+    """``base`` to the integer power ``n >= 1`` by repeated squaring with the product
+    ``mul`` (elementwise for ``integer_pow``, ``matmul`` for ``matrix_power``)."""
+    acc = None
+    while n:
+        if n & 1:
+            acc = base if acc is None else mul(acc, base)
+        n >>= 1
+        if n:
+            base = mul(base, base)
+    return acc
+
+
 def _integer_pow_impl(x, y):
     if y == 2:
         return np.multiply(x, x)
@@ -378,13 +391,7 @@ def _integer_pow_impl(x, y):
         # JAX's order (XLA's numbers at infinities and NaN): |y| by repeated squaring with
         # complex products, then one reciprocal for a negative y.  NumPy's power gave
         # ``(inf + 0j) ** -1 = nan`` where JAX gives 0.
-        n, base, acc = abs(y), x, None
-        while n:
-            if n & 1:
-                acc = base if acc is None else np.multiply(acc, base)
-            n >>= 1
-            if n:
-                base = np.multiply(base, base)
+        acc = power_by_squaring(x, abs(y), np.multiply)
         return _complex_reciprocal(acc) if y < 0 else np.asarray(acc, np.asarray(x).dtype)
     return np.power(x, y)
 
