@@ -328,7 +328,11 @@ class TraceState:
     of 251 primitives: 13.16M -> 12.65M instructions).  ``ROOT_STATE``, the state of every
     context that has entered no transformation, is shared by all threads and
     never assigned: its ``trace`` is always ``EVAL_TRACE``, so an in-place
-    switch from it first enters a private state (``run_in``).
+    switch from it first enters a private state (``run_in``).  A context copied
+    *inside* a transformation (``contextvars.copy_context()``, or a thread that
+    inherits its creator's context) holds the same state object, so it also sees
+    the in-place switches while a rule runs; the package never runs such a copy
+    concurrently.
     """
 
     __slots__ = ("trace",)
