@@ -319,16 +319,18 @@ def i0(x: ArrayLike) -> Array:
 
 def fmax(x1: ArrayLike, x2: ArrayLike) -> Array:
     """Elementwise maximum that ignores NaNs (NaN only if both are NaN)."""
-    if _eager(x1, x2):
-        return _np.asarray(_np.fmax(x1, x2))
+    if _eager(x1, x2):  # (NumPy's fmax, with JAX's ties: x2, so fmax(0., -0.) is -0.)
+        out = _np.fmax(x1, x2)
+        return _np.asarray(_np.where(_np.equal(x1, x2), x2, out).astype(out.dtype, copy=False))
     # JAX's selection: ties take x2 (its derivative goes to x2 alone)
     return where(_E.or_p.bind(_E.gt(x1, x2), isnan(x2)), x1, x2)
 
 
 def fmin(x1: ArrayLike, x2: ArrayLike) -> Array:
     """Elementwise minimum that ignores NaNs (NaN only if both are NaN)."""
-    if _eager(x1, x2):
-        return _np.asarray(_np.fmin(x1, x2))
+    if _eager(x1, x2):  # (ties: x2, as traced)
+        out = _np.fmin(x1, x2)
+        return _np.asarray(_np.where(_np.equal(x1, x2), x2, out).astype(out.dtype, copy=False))
     return where(_E.or_p.bind(_E.lt(x1, x2), isnan(x2)), x1, x2)
 
 
