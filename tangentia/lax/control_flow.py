@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import core
+from .. import core, dtypes
 from .. import numpy as tnp
 from ..api import vmap
 from ..api.staging import _JIT_DISABLED, _put
@@ -49,7 +49,74 @@ def _trace_fun(fun, in_tree, in_avals, what):
         return outs
 
     jaxpr, consts = pe.trace_to_program(flat, in_avals, name=_fun_name(fun), label=what)
-    return jaxpr, consts, store["tree"]
+    return _strong_inputs(jaxpr), consts, store["tree"]
+
+
+# The primitives of ``primitives.elementwise``: they promote their operands as NumPy's
+# ufuncs do, so a weakly typed operand adapts to the others.
+_ELEMENTWISE = frozenset(p for p in vars(E).values() if isinstance(p, core.Primitive))
+
+
+def _strong_inputs(jaxpr):
+    """``jaxpr`` with strongly typed inputs, where an input was weakly typed.
+
+    As in JAX, a loop body or a branch is traced with the carry's (or operands') weak
+    types: ``c * x32`` with a carry ``c`` started at the Python scalar ``1.0`` is
+    float32.  Such an equation relies on its operand being a Python scalar when the
+    program runs, but a carry is an array from the second step on (NumPy multiplies a
+    float64 array and a float32 as float64).  So each use whose type depends on the
+    operand's weak type gets an explicit conversion to the promoted dtype (the one
+    NumPy would give the Python scalar), and the inputs become strong: the program
+    computes the same types whatever its inputs hold.  If an equation cannot be made
+    explicit (no conversion gives its recorded types), the program is returned as is.
+    """
+    weak = {v for v in jaxpr.invars if v.aval.weak_type}
+    if not weak:
+        return jaxpr
+    new = {v: core.Var(v.aval.strip_weak()) for v in weak}
+    eqns = []
+    for eqn in jaxpr.eqns:
+        if not any(type(a) is core.Var and a in weak for a in eqn.inputs):
+            eqns.append(eqn)
+            continue
+        want = [(v.aval.shape, v.aval.dtype) for v in eqn.outputs]
+        plain = [new.get(a, a) if type(a) is core.Var else a for a in eqn.inputs]
+        target = None
+        try:
+            target = dtypes.result_type(*[(a.aval.dtype, a.aval.weak_type)
+                                               for a in eqn.inputs])[0] \
+                if eqn.prim in _ELEMENTWISE else (want[0][1] if len(want) == 1 else None)
+        except TypeError:
+            pass
+        tries = [(plain, [])]
+        if target is not None and any(type(a) is core.Var and a in weak and a.aval.dtype
+                                      != target for a in eqn.inputs):
+            converted, pre = [], []
+            for a, b in zip(eqn.inputs, plain):
+                if type(a) is core.Var and a in weak and a.aval.dtype != target:
+                    c = core.Var(ShapedArray(a.aval.shape, target))
+                    pre.append(core.Eqn(S.convert_element_type_p, [b], [c],
+                                        {"new_dtype": target, "weak_type": False}, eqn.source))
+                    b = c
+                converted.append(b)
+            # elementwise: the conversion first (a comparison's output type is bool
+            # either way, but NumPy compares a Python scalar in the other's dtype)
+            tries = [(converted, pre), (plain, [])] if eqn.prim in _ELEMENTWISE else \
+                [(plain, []), (converted, pre)]
+        for ins, pre in tries:
+            try:
+                out = eqn.prim.abstract_eval(*[a.aval for a in ins], **eqn.params)
+            except Exception:   # noqa: BLE001  (a rule refusing the dtype: not this try)
+                continue
+            out = list(out) if eqn.prim.multiple_results else [out]
+            if [(o.shape, o.dtype) for o in out] == want:
+                eqns.extend(pre)
+                eqns.append(core.Eqn(eqn.prim, ins, eqn.outputs, eqn.params, eqn.source))
+                break
+        else:
+            return jaxpr
+    return core.Jaxpr(list(jaxpr.constvars), [new.get(v, v) for v in jaxpr.invars], eqns,
+                      [new.get(v, v) if type(v) is core.Var else v for v in jaxpr.outvars])
 
 
 _TRACE_CACHE = weakref.WeakKeyDictionary()  # user function -> {key: traced program}
@@ -98,10 +165,6 @@ def _strong(aval):
 def _shown(x, aval):
     """``x`` as JAX's messages show an argument: its value, or its type when traced."""
     return aval.str_short() if isinstance(x, core.Tracer) else x
-
-
-def _avals_of(leaves):
-    return [_strong(core.get_aval(x)) for x in leaves]
 
 
 def _same(a, b):
@@ -270,7 +333,9 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_O
 
 def _cond(index, branches, operands, api):
     leaves, in_tree = tree_flatten(tuple(operands))
-    avals = _avals_of(leaves)
+    # as JAX: the branches see the operands' weak types (_strong_inputs makes each
+    # program's types explicit)
+    avals = [core.get_aval(x) for x in leaves]
     traced = [_trace_cached(b, in_tree, avals, f"{api} branch {i}") for i, b in enumerate(branches)]
     jaxprs, consts, trees = zip(*traced)
     names = ["false_fun", "true_fun"] if api == "cond" else [f"branch {i}"
@@ -385,30 +450,25 @@ def _check_carry(api, fname, tree, avals, out_tree, out_avals):
 
 
 def _carry_avals(trace, leaves):
-    """The types of a loop's carry ``leaves``: strong (a Python scalar's dtype is
-    NumPy's), except that, as in JAX, a weakly typed initial value to which the
-    body gives another dtype takes that dtype (``0`` carried with ``+ x`` for a
-    uint64 ``x`` is uint64).  ``trace(avals)`` returns the body's program (memoized:
-    the common case traces once), whose first outputs are the carry."""
+    """The types of a loop's carry ``leaves``, as JAX decides them: the initial
+    values' own types, weak ones (Python scalars) included, so that the body sees a
+    Python-scalar carry as JAX's does (``c * x32`` is float32); a weakly typed value
+    to which the body gives another dtype or shape takes ``result_type`` of the two
+    (strong), and the body is traced again.  JAX makes that second pass only (a
+    promotion that needs a third is its type error too).  ``trace(avals)`` returns
+    the body's program (memoized: the common case traces once), whose first
+    outputs are the carry."""
     given = [core.get_aval(x) for x in leaves]
-    avals = [_strong(a) for a in given]
-    weak = [a.weak_type for a in given]
-    if not any(weak):
-        return avals
-    outs = trace(avals)[0].outvars[:len(avals)]
-    if all(not w or o.aval.dtype == a.dtype for w, a, o in zip(weak, avals, outs)):
-        return avals
-    as_weak = [ShapedArray(a.shape, a.dtype, w) for a, w in zip(avals, weak)]
-    outs = trace(as_weak)[0].outvars[:len(avals)]
-    return [ShapedArray(a.shape, o.aval.dtype)
-            if w and o.aval.shape == a.shape and _KIND.get(o.aval.dtype.kind, -1) >= _KIND[
-                a.dtype.kind] else a
-            for a, w, o in zip(avals, weak, outs)]
-
-
-# A weak type promotes to a dtype of its kind or of a later one (a weak 0 to uint8
-# or float32, a weak 0.0 to float32, not to int32).
-_KIND = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
+    if not any(a.weak_type for a in given):
+        return given
+    outs = trace(given)[0].outvars[:len(given)]
+    avals = []
+    for a, o in zip(given, outs):
+        if a.weak_type and not _same(a, o.aval):
+            a = ShapedArray(a.shape, dtypes.result_type((a.dtype, True),
+                                                        (o.aval.dtype, o.aval.weak_type))[0])
+        avals.append(a)
+    return avals
 
 
 @api_boundary
@@ -459,10 +519,10 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll: int | bool | None = N
             i, val = carry
             return (i + 1, body_fun(i, val)), None
 
-        # the index: an integer bound's own dtype (an int32 index for int32 bounds), else
-        # int64 (JAX's is a weakly typed int here, also for float bounds: int(2.5) steps)
-        start = lower if (not isinstance(lower, (int, float)) and np.dtype(
-            core.get_aval(lower).dtype).kind in "iu") else np.int64(bounds[0])
+        # the index: a weakly typed int64 (a Python int), as JAX's here, whatever the
+        # bounds' dtype (int32 bounds, float bounds: int(2.5) steps), so that ``c + i``
+        # keeps an int32 carry int32
+        start = bounds[0]
         (_, val), _ = _scan(step, (start, init_val), None,
                             builtins.max(bounds[1] - bounds[0], 0), False, 1,
                             (body_fun, "fori_loop"))
