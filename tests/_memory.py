@@ -15,6 +15,10 @@ process (the main one, or each xdist worker ``gw0``, ``gw1``, ...) writes
 - ``release`` lines for each time conftest released memory between tests;
 - a ``session`` line with the process's peak RSS when it ends.
 
+The last two columns are numba's share: the CPU seconds its compiler ran (outermost
+``numba:compile`` events, each thread's own CPU time, so a background compile counts
+too) and how many such compiles there were.
+
 All figures in MB.  Linux only (current RSS is read from /proc/self/statm).
 """
 import os
@@ -25,7 +29,7 @@ import pytest
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _FIELDS = ("kind", "name", "seconds", "rss_start_mb", "rss_end_mb", "rss_max_mb",
-           "peak_mb", "peak_rise_mb", "cpu_s")
+           "peak_mb", "peak_rise_mb", "cpu_s", "numba_s", "numba_compiles")
 
 
 def rss_mb():
@@ -50,6 +54,44 @@ def cpu_s():
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+class NumbaCompiles:
+    """Totals of numba's outermost compiles in this process: CPU seconds (each compiling
+    thread's own) and how many.  Listens to numba's ``numba:compile`` events once numba is
+    imported (``start``); nested compiles (a function's callees) count in their caller."""
+
+    def __init__(self):
+        import threading
+        self._local = threading.local()
+        self.seconds = 0.0
+        self.count = 0
+
+    def start(self):
+        try:
+            from numba.core import event
+        except ImportError:
+            return
+        recorder = self
+
+        class _Listener(event.Listener):
+            def on_start(self, ev):
+                depth = getattr(recorder._local, "depth", 0)
+                if depth == 0:
+                    recorder._local.t0 = time.thread_time()
+                recorder._local.depth = depth + 1
+
+            def on_end(self, ev):
+                depth = getattr(recorder._local, "depth", 1) - 1
+                recorder._local.depth = depth
+                if depth == 0:
+                    recorder.seconds += time.thread_time() - recorder._local.t0
+                    recorder.count += 1
+
+        event.register("numba:compile", _Listener())
+
+    def totals(self):
+        return self.seconds, self.count
+
+
 def _module_of(nodeid):
     return nodeid.split("::")[0]
 
@@ -66,11 +108,15 @@ class MemoryRecorder:
         self._module_ends = False
         self._test_peak = 0.0
         self._test_cpu = 0.0
+        self._test_numba = (0.0, 0)
+        self.numba = NumbaCompiles()
+        self.numba.start()
 
     def write(self, kind, name, seconds=0.0, rss0=0.0, rss1=0.0, rss_max=0.0, peak=0.0,
-              rise=0.0, cpu=0.0):
+              rise=0.0, cpu=0.0, numba=(0.0, 0)):
         self._out.write(f"{kind}\t{name}\t{seconds:.2f}\t{rss0:.1f}\t{rss1:.1f}\t"
-                        f"{rss_max:.1f}\t{peak:.1f}\t{rise:.1f}\t{cpu:.2f}\n")
+                        f"{rss_max:.1f}\t{peak:.1f}\t{rise:.1f}\t{cpu:.2f}\t"
+                        f"{numba[0]:.2f}\t{numba[1]}\n")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logstart(self, nodeid, location):
@@ -78,10 +124,12 @@ class MemoryRecorder:
         if module != self._module:
             self._module = module
             rss = rss_mb()
-            self._module_start = (time.perf_counter(), rss, peak_mb(), cpu_s())
+            self._module_start = (time.perf_counter(), rss, peak_mb(), cpu_s(),
+                                  self.numba.totals())
             self._module_max = rss
         self._test_peak = peak_mb()
         self._test_cpu = cpu_s()
+        self._test_numba = self.numba.totals()
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_teardown(self, item, nextitem):
@@ -93,19 +141,26 @@ class MemoryRecorder:
         rss, peak = rss_mb(), peak_mb()
         self._module_max = max(self._module_max, rss)
         cpu = cpu_s() - self._test_cpu
+        numba = self.numba.totals()
         if peak - self._test_peak >= 20 or cpu >= 0.5:
             self.write("test", nodeid, rss1=rss, peak=peak, rise=peak - self._test_peak,
-                       cpu=cpu)
+                       cpu=cpu, numba=_minus(numba, self._test_numba))
         if self._module_ends:
             self._module_ends = False
-            t0, rss0, peak0, cpu0 = self._module_start
+            t0, rss0, peak0, cpu0, numba0 = self._module_start
             self.write("module", self._module, time.perf_counter() - t0, rss0, rss,
-                       self._module_max, peak, peak - peak0, cpu_s() - cpu0)
+                       self._module_max, peak, peak - peak0, cpu_s() - cpu0,
+                       _minus(numba, numba0))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session):
-        self.write("session", "peak", rss1=rss_mb(), peak=peak_mb(), cpu=cpu_s())
+        self.write("session", "peak", rss1=rss_mb(), peak=peak_mb(), cpu=cpu_s(),
+                   numba=self.numba.totals())
         self._out.close()
+
+
+def _minus(a, b):
+    return a[0] - b[0], a[1] - b[1]
 
 
 def register(config, directory):
