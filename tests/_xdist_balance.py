@@ -29,8 +29,15 @@ worker holds 750-1,000 MB when the common queue is done, so its share on top wen
 first ends the tests it was sent) and a new worker, started as xdist starts one in place of
 a crashed worker, collects (about 15 s of CPU) and runs the share: about 400 MB plus the
 share's compiled code.  Its tests report as any others (``gw2``, ``gw3``, ...).  Where this
-xdist has no way to start a worker (``DSession._clone_node``, private), or with
-``TANGENTIA_TEST_FRESH_WORKER=0``, a worker runs its share itself, as before.
+xdist has no way to start a worker (``DSession._clone_node``, private), where starting one
+fails, or with ``TANGENTIA_TEST_FRESH_WORKER=0``, a worker runs its share itself, as before.
+
+Faults (tests/test_xdist_balance.py drives each): a share waits for the next worker that
+starts after the first ones, so a fresh worker that dies while collecting leaves its share
+to xdist's replacement; a worker that dies gives its unrun tests back (xdist reruns them);
+a report or a scheduling call for a worker already removed is ignored, where xdist's own
+scheduler raised ``KeyError: <WorkerController gw0>`` (seen once, session 12: xdist removes
+a worker whose channel failed while that worker's queued events still arrive).
 
 conftest.py installs it (``pytest_xdist_make_scheduler``) when the run uses xdist's
 default ``--dist load``; other ``--dist`` modes are left alone.
@@ -151,29 +158,48 @@ class BalancedLoadScheduling(LoadScheduling):
 
     def add_node_collection(self, node: Any, collection: Any) -> None:
         super().add_node_collection(node, collection)
-        if node in self.fresh and node not in self.node2collection:
-            # (xdist logged the difference; its share would wait for it for ever)
+        if (node in self.fresh or self.waiting) and node not in self.node2collection:
+            # (xdist logged the difference; a share would wait for it for ever)
             raise RuntimeError(f"the worker {node.gateway.id} started for a share of the "
                                f"numba tests collected other tests than the first workers")
 
-    def check_schedule(self, node: Any, duration: float = 0) -> None:
-        if node.shutting_down:
+    def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+        if node not in self.node2pending:
+            # A late report of a worker already removed (xdist removes a worker whose
+            # channel failed, then its queued events still arrive): xdist's own
+            # LoadScheduling ends the run with "INTERNALERROR KeyError: <WorkerController
+            # gw0>" here.  Its unrun tests went back to the common queue at its removal.
+            self.log(f"ignored: a test report of {node.gateway.id}, no longer scheduled")
             return
+        super().mark_test_complete(node, item_index, duration)
+
+    def check_schedule(self, node: Any, duration: float = 0) -> None:
+        if node.shutting_down or node not in self.node2pending:
+            return      # ending, or removed (a late event): nothing to send it
         if self.pending:
             super().check_schedule(node, duration)
             return
-        if node in self.fresh:
-            if node not in self.node2collection:
-                return          # still collecting: scheduled when its collection arrives
-            mine = self.waiting.pop(0) if self.waiting else None
-        else:
-            mine = self.reserved.pop(node, None)
+        if node not in self.node2collection:
+            return      # still collecting: scheduled when its collection arrives
+        if node in self.reserved:   # a first worker: its own share
+            mine: list[int] | None = self.reserved.pop(node)
             if mine and self.new_worker is not None:
-                # it ends the tests it was sent; a new worker runs its share
-                self.waiting.append(mine)
-                node.shutdown()
-                self.fresh.add(self.new_worker(node))
-                return
+                try:
+                    new = self.new_worker(node)
+                except Exception as error:  # (no fresh worker: this one runs its share)
+                    self.log(f"no fresh worker for the share of {node.gateway.id}: {error!r}")
+                    self.new_worker = None
+                else:
+                    # it ends the tests it was sent; the new worker runs its share
+                    self.waiting.append(mine)
+                    self.fresh.add(new)
+                    node.shutdown()
+                    return
+        else:
+            # a worker started later: one started for a share, or xdist's replacement of
+            # a crashed worker (which takes the share of a fresh worker that crashed
+            # before it got it)
+            mine = self.waiting.pop(0) if self.waiting else None
         if mine:
             self.node2pending[node].extend(mine)
             node.send_runtest_some(mine)
@@ -183,7 +209,9 @@ class BalancedLoadScheduling(LoadScheduling):
         orphans = self.reserved.pop(node, None)
         if orphans:
             self.pending.extend(orphans)
-        crashed = super().remove_node(node)
+        self.fresh.discard(node)
+        # (a worker never added, or removed already: nothing of it to give back)
+        crashed = super().remove_node(node) if node in self.node2pending else None
         if orphans:
             for other in self.nodes:
                 self.check_schedule(other)

@@ -44,13 +44,25 @@ class Config:
         return None
 
 
-def run(fresh: bool, collection: list[str] = COLLECTION) -> tuple[dict[str, list[str]], Any]:
+def run(fresh: bool, collection: list[str] = COLLECTION, *,
+        crash_collecting: frozenset[str] = frozenset(), crash_at: dict[str, int] | None = None,
+        late_reports: bool = False, new_worker_fails: bool = False,
+        ) -> tuple[dict[str, list[str]], Any]:
     """Runs the collection to its end: {nodeid: the workers that ran it} in the order run,
-    the scheduler."""
+    the scheduler.  Faults, as xdist's controller meets them: the workers named in
+    ``crash_collecting`` die after starting, before their collection arrives; a worker in
+    ``crash_at`` dies running its n-th test (counting from 0); for each crash xdist removes
+    the worker and starts a replacement (not through the scheduler).  ``late_reports``:
+    a removed worker's report of its last test arrives once more after its removal (a
+    worker whose channel failed is removed while its queued events still come).
+    ``new_worker_fails``: starting a fresh worker raises."""
     started: list[Worker] = []
     names = iter(range(2, 100))
+    crash_at = crash_at or {}
 
     def new_worker(node: Worker) -> Worker:
+        if new_worker_fails:
+            raise OSError("no process")
         started.append(Worker(f"gw{next(names)}"))
         return started[-1]
 
@@ -64,13 +76,31 @@ def run(fresh: bool, collection: list[str] = COLLECTION) -> tuple[dict[str, list
         sched.add_node_collection(w, COLLECTION)
     sched.schedule()
     ran: dict[str, list[str]] = {}
+    count: dict[str, int] = {}
+
+    def crashed(w: Worker) -> None:  # xdist's worker_errordown: remove it, start another
+        live.remove(w)
+        started.append(Worker(f"gw{next(names)}"))
+
     for _ in range(1000):
         busy = False
         for w in list(live):        # each worker runs one test, as xdist reports them
             queue = sched.node2pending.get(w)
             if queue:
-                ran.setdefault(COLLECTION[queue[0]], []).append(w.gateway.id)
-                sched.mark_test_complete(w, queue[0])
+                test = queue[0]
+                ran.setdefault(COLLECTION[test], []).append(w.gateway.id)
+                n = count[w.gateway.id] = count.get(w.gateway.id, -1) + 1
+                if crash_at.get(w.gateway.id) == n:
+                    assert sched.remove_node(w) == COLLECTION[test]
+                    crashed(w)
+                else:
+                    sched.mark_test_complete(w, test)
+                    if late_reports and w.shutting_down and not sched.node2pending[w]:
+                        assert sched.remove_node(w) is None
+                        live.remove(w)
+                        sched.mark_test_complete(w, test)   # (xdist: KeyError)
+                        sched.check_schedule(w)
+                        assert sched.remove_node(w) is None
                 busy = True
             elif w.shutting_down:   # it ends (xdist: workerfinished)
                 assert sched.remove_node(w) is None
@@ -79,6 +109,10 @@ def run(fresh: bool, collection: list[str] = COLLECTION) -> tuple[dict[str, list
         while started:              # a new worker comes up and collects
             w = started.pop(0)
             sched.add_node(w)
+            if w.gateway.id in crash_collecting:
+                assert sched.remove_node(w) is None
+                started.append(Worker(f"gw{next(names)}"))
+                continue
             sched.add_node_collection(w, collection)
             sched.schedule()
             live.append(w)
@@ -86,6 +120,8 @@ def run(fresh: bool, collection: list[str] = COLLECTION) -> tuple[dict[str, list
         if not busy:
             break
     assert not live, live
+    assert sched.tests_finished and not sched.has_pending
+    assert not sched.pending and not sched.waiting and not any(sched.reserved.values())
     return ran, sched
 
 
@@ -116,3 +152,40 @@ def test_a_fresh_worker_that_collects_other_tests_stops_the_run():
     # (xdist only logs a different collection; the share would wait for that worker for ever)
     with pytest.raises(RuntimeError, match="collected other tests"):
         run(True, collection=COLLECTION[:-1])
+
+
+def _ran_once_each(ran: dict[str, list[str]]) -> None:
+    assert sorted(ran) == sorted(COLLECTION)
+    assert all(len(w) == 1 for w in ran.values()), ran
+
+
+def test_a_late_report_of_a_removed_worker_is_ignored():
+    # xdist's LoadScheduling raised KeyError: <WorkerController gw0> on such a report
+    for fresh in (True, False):
+        ran, _ = run(fresh, late_reports=True)
+        _ran_once_each(ran)
+
+
+def test_a_fresh_worker_that_dies_while_collecting_leaves_its_share_to_its_replacement():
+    # gw2 (the first fresh worker) dies before its collection arrives; xdist starts gw4
+    ran, _ = run(True, crash_collecting=frozenset({"gw2"}))
+    _ran_once_each(ran)
+    heavy = {ran[t][0] for t in COLLECTION if xb.key_of(t, HEAVY)}
+    assert heavy == {"gw3", "gw4"}, heavy
+
+
+def test_a_worker_that_dies_gives_its_tests_back():
+    # a first worker dies in the common queue (its share goes back to the common queue),
+    # and a fresh worker dies in its share: every test runs, the crashed ones once more
+    # at most (xdist reports the test that was running as failed and reruns the rest)
+    for fresh, crash in [(True, {"gw0": 3}), (True, {"gw2": 1}), (False, {"gw1": 9})]:
+        ran, _ = run(fresh, crash_at=crash)
+        assert sorted(ran) == sorted(COLLECTION)
+        assert sum(len(w) > 1 for w in ran.values()) <= 1, (crash, ran)
+
+
+def test_without_a_fresh_worker_a_worker_runs_its_share_itself():
+    ran, sched = run(True, new_worker_fails=True)
+    _ran_once_each(ran)
+    assert sched.new_worker is None
+    assert {ran[t][0] for t in COLLECTION if xb.key_of(t, HEAVY)} == {"gw0", "gw1"}
