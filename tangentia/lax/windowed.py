@@ -11,6 +11,8 @@ other associative computation are reduced pairwise by the computation itself
 """
 from __future__ import annotations
 
+import sys
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -276,6 +278,52 @@ def _cols(x, start, stop, step):
     return I.getitem_p.bind(x, spec=(slice(None), slice(start, stop, step)))
 
 
+def _user_stacklevel():
+    """The ``stacklevel`` of ``warnings.warn`` (called by this function's caller) that
+    names the innermost frame outside tangentia: the user's line."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and (frame.f_globals.get("__name__") or "").split(".")[0] \
+            == "tangentia":
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+# Probe scalars per dtype kind: dyadic, so that add, mul, max and min are exact on them.
+_FOLD_PROBES = {"f": (1.5, -2.0, 3.25), "c": (1.5 + 0.5j, -2.0, 3.25 - 1.0j), "i": (3, -2, 5),
+                "u": (3, 2, 5), "b": (True, False, True)}
+
+
+def _monoid_on_probes(computation, treedef, xs, inits):
+    """Whether ``computation`` is associative, with the (concrete) ``inits`` as its
+    identity, on three probe values of the operands' dtypes; None when it cannot be
+    probed (it fails on them, or a dtype has no probes)."""
+    dts = [np.dtype(core.get_aval(x).dtype) for x in xs]
+    if any(d.kind not in _FOLD_PROBES for d in dts):
+        return None
+
+    def call(u, v):
+        out = computation(tree_unflatten(treedef, list(u)), tree_unflatten(treedef, list(v)))
+        return [np.asarray(o) for o in tree_flatten(out)[0]]
+
+    def same(us, vs):
+        return len(us) == len(vs) and all(
+            u.shape == v.shape and bool(np.all(np.isclose(u, v, rtol=1e-9, atol=0,
+                                                          equal_nan=True)))
+            for u, v in zip(us, vs))
+
+    a, b, c = ([np.asarray(_FOLD_PROBES[d.kind][k], d) for d in dts] for k in range(3))
+    try:
+        with core.set_trace(core.EVAL_TRACE), np.errstate(all="ignore"):
+            if not same(call(call(a, b), c), call(a, call(b, c))):
+                return False
+            if not any(isinstance(i, core.Tracer) for i in inits):
+                init = [np.asarray(i, d) for i, d in zip(inits, dts)]
+                return same(call(init, a), a) and same(call(a, init), a)
+    except Exception:  # noqa: BLE001  (a computation that refuses probes: not decided here)
+        return None
+    return True
+
+
 def _general_reduce(fname, xs, inits, computation, treedef, axes):
     """``xs`` reduced over ``axes`` by any associative ``computation`` of (a pytree of)
     scalars: adjacent pairs combined level by level (so the order of the operands is kept:
@@ -295,6 +343,15 @@ def _general_reduce(fname, xs, inits, computation, treedef, axes):
     if n == 0 or b == 0:
         return [S.reshape(s_, out_shape) for s_ in starts]
     combine = _tree_combine(fname, computation, treedef)
+    if _monoid_on_probes(computation, treedef, xs, inits) is False:
+        # Not associative (or the initial value is not its identity): as XLA on the CPU
+        # (JAX) for dimensions of at most 32, a fold from the initial value, left to right
+        # in row-major order (the pairwise order below gave other numbers:
+        # reduce([[1, 2, 3, 4], ...], 0., sub, (1,)) was 0 where JAX's is -10).
+        from .control_flow import scan  # noqa: PLC0415  (control_flow imports this layer)
+        out, _ = scan(lambda acc, col: (combine(acc, col), None), starts,
+                      [S.transpose(x, (1, 0)) for x in flat])
+        return [S.reshape(o, out_shape) for o in out]
     while n > 1:
         m = n // 2
         left = [S.reshape(_cols(x, 0, 2 * m, 2), (b * m,)) for x in flat]
@@ -341,6 +398,14 @@ def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], An
         bit = _bit_monoid(computation, kind)
         if bit is not None:
             return tree_unflatten(treedef, [_bit_reduce(bit, xs[0], inits[0], axes)])
+    long = max(core.get_aval(xs[0]).shape[d] for d in axes)
+    if long > 32 and _monoid_on_probes(computation, treedef, xs, inits) is False:
+        warnings.warn(
+            "lax.reduce: the computation is not associative, or init_values is not its "
+            "identity; JAX's result is then undefined (XLA on the CPU reorders a reduction "
+            f"over a dimension longer than 32, here {long}, and may apply the initial value "
+            "several times). tangentia folds left to right from the initial value once, as "
+            "XLA does for dimensions of at most 32.", stacklevel=_user_stacklevel())
     if op is None or (op in ("add", "mul") and kind == "b"):
         return tree_unflatten(treedef, _general_reduce(fname, xs, inits, computation,
                                                        treedef, axes))

@@ -37,6 +37,14 @@ from ._sorting import argpartition, argsort, searchsorted, sort
 from ._util import _aval, _is_int_scalar, _is_tracer
 
 
+def _unrecognized(o):
+    """``o`` is no operand of an array comparison (JAX's ``_defer_to_unrecognized_arg``;
+    lists and tuples are arrays here, as in tangentia.numpy)."""
+    if isinstance(o, (_Tracer, _np.ndarray, _np.generic, int, float, complex, list, tuple)):
+        return False
+    return not hasattr(o, "__jax_array__")
+
+
 def _setitem(self, idx, value):
     raise TypeError(
         f"'{type(self)}' object does not support item assignment. JAX arrays are immutable. "
@@ -144,9 +152,11 @@ def install():
     T.__pos__ = lambda s: s
     T.__abs__ = lambda s: abs(s)
     T.__invert__ = lambda s: logical_not(s) if _aval(s).dtype == _dtypes.bool_ else bitwise_not(s)
-    # ``x == None`` is False (``None in [x, y]`` works), as on JAX's tracers
-    T.__eq__ = lambda s, o: False if o is None else equal(s, o)
-    T.__ne__ = lambda s, o: True if o is None else not_equal(s, o)
+    # ``x == None`` is False (``None in [x, y]`` works), and so is ``x == object()``: as on
+    # JAX's tracers, an operand that is no array, number or list is left to Python (which
+    # compares identities), where tangentia.numpy.equal raises JAX's TypeError
+    T.__eq__ = lambda s, o: NotImplemented if _unrecognized(o) else equal(s, o)
+    T.__ne__ = lambda s, o: NotImplemented if _unrecognized(o) else not_equal(s, o)
     T.__lt__ = lambda s, o: less(s, o)
     T.__le__ = lambda s, o: less_equal(s, o)
     T.__gt__ = lambda s, o: greater(s, o)

@@ -19,7 +19,7 @@ from ..primitives import structural as _S
 from ._constants import complex128, float64, pi
 from ._conversion import _checked, _in, _inexact, asarray, astype
 from ._indexing import nonzero
-from ._util import _aval, _eager
+from ._util import _Tracer, _aval, _eager
 
 if TYPE_CHECKING:
     from typing import Any
@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     rint: _Unary; signbit: _Unary
     add: _Binary; subtract: _Binary; multiply: _Binary; divide: _Binary; true_divide: _Binary
     power: _Binary; pow: _Binary; arctan2: _Binary; atan2: _Binary; maximum: _Binary
-    minimum: _Binary; remainder: _Binary; mod: _Binary; floor_divide: _Binary; equal: _Binary
-    not_equal: _Binary; less: _Binary; less_equal: _Binary; greater: _Binary
+    minimum: _Binary; remainder: _Binary; mod: _Binary; floor_divide: _Binary
+    less: _Binary; less_equal: _Binary; greater: _Binary
     greater_equal: _Binary; copysign: _Binary
 
 
@@ -71,7 +71,45 @@ ceil = _E.ceil
 rint = _E.round
 remainder = mod = _E.remainder
 floor_divide = _E.floor_divide
-equal, not_equal = _E.eq, _E.ne
+_PLAIN = frozenset({_np.ndarray, int, float, bool, complex, _np.float64, _np.float32,
+                    _np.int64, _np.int32, _np.bool_, _np.complex128})
+
+
+def _compared(name, x, y):
+    """JAX's TypeError when ``x`` or ``y`` is no array or number (NumPy compares them as
+    Python objects: ``equal(x, object())`` was an array of False)."""
+    for i, (v, path) in enumerate(((x, "x"), (y, "y"))):
+        if type(v) in _PLAIN or isinstance(v, (_np.ndarray, _np.generic, _Tracer)) \
+                or hasattr(v, "__jax_array__"):
+            continue
+        if v is None or isinstance(v, dict):
+            raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(v)} at "
+                            f"position {i}.")
+        try:
+            kind = _np.asarray(v).dtype.kind
+        except Exception:  # noqa: BLE001  (not convertible at all: the same error)
+            kind = "O"
+        if kind in "OUS":
+            raise TypeError(f"Error interpreting argument to {name} as an abstract array. The "
+                            f"problematic value is of type {type(v)} and was passed to the "
+                            f"function at path {path}. (tangentia.numpy.{name} compares arrays "
+                            "and numbers.)")
+
+
+def equal(x: ArrayLike, y: ArrayLike) -> Array:
+    """Elementwise ``x == y`` (the primitive ``eq``)."""
+    if type(x) not in _PLAIN or type(y) not in _PLAIN:
+        _compared("equal", x, y)
+    return _E.eq(x, y)
+
+
+def not_equal(x: ArrayLike, y: ArrayLike) -> Array:
+    """Elementwise ``x != y`` (the primitive ``ne``)."""
+    if type(x) not in _PLAIN or type(y) not in _PLAIN:
+        _compared("not_equal", x, y)
+    return _E.ne(x, y)
+
+
 less, less_equal, greater, greater_equal = _E.lt, _E.le, _E.gt, _E.ge
 signbit = _M.signbit
 copysign = _M.copysign
@@ -208,7 +246,16 @@ def logaddexp(x, y) -> Any:
     x, y = astype(x, dt), astype(y, dt)
     hi, lo = _E.maximum(x, y), _E.minimum(x, y)
     delta = where(_E.eq(x, y), 0.0, _E.sub(lo, hi))   # (inf - inf would be NaN)
-    return _E.add(hi, _E.log1p(_E.exp(delta)))
+    out = _E.add(hi, _E.log1p(_E.exp(delta)))
+    if _eager(x, y):
+        return out
+    # At (-inf, -inf) the derivative is NaN, as JAX's (the even split of a tie there made
+    # cumlogsumexp's derivative over -infs depend on its scan's tree: 1/4 and 1/8 for 1/5).
+    # The term added is 0 with a NaN derivative there (sqrt(exp(-inf)): 0 / 0), else 0.
+    both = _S.stop_gradient(_E.and_p.bind(isneginf(x), isneginf(y)))
+    nan = _E.add(_E.sqrt(_E.exp(where(both, x, -_np.inf))),
+                 _E.sqrt(_E.exp(where(both, y, -_np.inf))))
+    return _E.add(out, where(both, nan, 0.0))
 
 
 def logaddexp2(x1, x2) -> Any:

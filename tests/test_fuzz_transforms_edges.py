@@ -1,0 +1,145 @@
+"""Corner cases of reductions and comparisons against JAX 0.10.2 (x64), each of which failed
+before its fix: ``cumlogsumexp``'s derivative over -infs, ``tnp.equal`` with a non-array,
+``lax.reduce`` with a computation that is not a monoid.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+from tangentia import lax as tlax
+from _fuzz_jax_common import assert_same, run
+
+jax = pytest.importorskip("jax", reason="JAX 0.10.2 is the reference these tests compare with")
+jax.config.update("jax_enable_x64", True)
+
+NINF = -np.inf
+
+
+@pytest.mark.parametrize("x", [[NINF, NINF, NINF, NINF, NINF], [NINF, NINF, 0.0, NINF],
+                               [0.0, NINF, 1.0]])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cumlogsumexp_derivatives_over_minus_infinity_match_jax(x: list[float],
+                                                                reverse: bool) -> None:
+    """logaddexp's derivative at (-inf, -inf) is NaN, as JAX's: ours split the tie evenly,
+    so cumlogsumexp over five -infs had the row [1/8, 1/8, 1/8, 1/8, 1/2] (its scan's tree),
+    where JAX's is NaN (the limit depends on the direction)."""
+    a = np.array(x)
+    ours = run(lambda: (tg.jacfwd(lambda v: tlax.cumlogsumexp(v, reverse=reverse))(a),
+                        tg.jacrev(lambda v: tlax.cumlogsumexp(v, reverse=reverse))(a),
+                        tg.grad(lambda v: tnp.sum(tlax.cumlogsumexp(v, reverse=reverse)))(a)))
+    theirs = jax.jit(lambda a: (   # one compile (JAX's op-by-op dispatch took 7-9 s here)
+        jax.jacfwd(lambda v: jax.lax.cumlogsumexp(v, reverse=reverse))(a),
+        jax.jacrev(lambda v: jax.lax.cumlogsumexp(v, reverse=reverse))(a),
+        jax.grad(lambda v: jax.numpy.sum(jax.lax.cumlogsumexp(v, reverse=reverse)))(a)))(a)
+    assert_same(f"cumlogsumexp derivatives at {x}", ours, theirs)
+
+
+def test_logaddexp_derivative_at_two_minus_infinities_is_nan_and_elsewhere_unchanged() -> None:
+    pairs = [(NINF, NINF), (NINF, 0.0), (0.0, 0.0), (1.0, 0.0), (np.nan, NINF)]
+    for p in pairs:
+        ours = run(lambda: (tnp.logaddexp(*p), tg.grad(tnp.logaddexp, argnums=(0, 1))(*p),
+                            tg.jvp(tnp.logaddexp, p, (1.0, 0.0))[1],
+                            tg.jit(tg.grad(tnp.logaddexp, argnums=(0, 1)))(*p)))
+        g = jax.grad(jax.numpy.logaddexp, argnums=(0, 1))(*p)
+        theirs = (jax.numpy.logaddexp(*p), g, jax.jvp(jax.numpy.logaddexp, p, (1.0, 0.0))[1], g)
+        assert_same(f"logaddexp at {p}", ours, theirs, rtol=1e-15, dtypes=False)
+
+
+@pytest.mark.parametrize("other", [object(), "a", None, {1: 2}, [1, "a"]],
+                         ids=["object", "str", "None", "dict", "list with str"])
+@pytest.mark.parametrize("name", ["equal", "not_equal"])
+def test_equal_with_a_non_array_raises_jaxs_type_error(other: Any, name: str) -> None:
+    """tnp.equal(x, object()) was an array of False (NumPy compares Python objects)."""
+    x = np.arange(3.0)
+    with pytest.raises(TypeError) as ours:
+        getattr(tnp, name)(x, other)
+    with pytest.raises(TypeError) as theirs:
+        getattr(jax.numpy, name)(x, other)
+    head = str(theirs.value).split(" <function")[0].split(" at position")[0]
+    assert str(ours.value).startswith(head), (str(ours.value), str(theirs.value))
+    with pytest.raises(TypeError):
+        tg.jit(lambda v: getattr(tnp, name)(v, other))(x)
+
+
+def test_traced_comparison_with_a_non_array_is_pythons() -> None:
+    """``tracer == object()`` is False and ``!=`` True, as on JAX's tracers (ours raised)."""
+    x = np.arange(3.0)
+    for o in (object(), "a", None):
+        ours = tg.jit(lambda v: (v == o, v != o))(x)
+        theirs = jax.jit(lambda v: (v == o, v != o))(x)
+        assert_same(f"tracer == {o!r}", ours, theirs)
+    assert_same("tracer == number", tg.jit(lambda v: v == 1.0)(x), jax.jit(lambda v: v == 1.0)(x))
+
+
+COMPUTATIONS: dict[str, Callable[[Any, Any], Any]] = {
+    "sub": lambda a, b: a - b,
+    "div": lambda a, b: a / b,
+    "a*0.5+b": lambda a, b: a * 0.5 + b,
+    "first": lambda a, b: a,
+    "second": lambda a, b: b,
+}
+
+
+@pytest.mark.parametrize("name", list(COMPUTATIONS))
+@pytest.mark.parametrize("dims", [(0,), (1,), (0, 1), (2, 0)])
+def test_reduce_with_a_computation_that_is_no_monoid_matches_jax(name: str,
+                                                                 dims: tuple[int, ...]) -> None:
+    """JAX (XLA on the CPU) folds left to right from the initial value over dimensions of at
+    most 32; ours combined pairs first, so reduce(rows of 1..4, 0., sub, (1,)) was 0, not -10."""
+    fn = COMPUTATIONS[name]
+    x = np.cos(np.arange(24.0)).reshape(2, 3, 4) + 2.0
+    for init in (0.0, 1.5):
+        ours = run(lambda: (tlax.reduce(x, init, fn, dims),
+                            tg.jit(lambda v: tlax.reduce(v, init, fn, dims))(x),
+                            tg.vmap(lambda v: tlax.reduce(v, init, fn, (0,)))(x)))
+        theirs = run(lambda: (jax.lax.reduce(x, init, fn, dims),
+                              jax.jit(lambda v: jax.lax.reduce(v, init, fn, dims))(x),
+                              jax.vmap(lambda v: jax.lax.reduce(v, init, fn, (0,)))(x)))
+        assert_same(f"reduce {name} init {init} over {dims}", ours, theirs, rtol=1e-12)
+
+
+def test_reduce_of_a_pytree_and_of_monoids_is_unchanged() -> None:
+    v, i = np.array([3.0, 1.0, 3.0, 2.0]), np.arange(4)
+
+    def argmax(np_: Any) -> Callable[[Any, Any], Any]:
+        def f(a: Any, b: Any) -> Any:
+            take = (a[0] > b[0]) | ((a[0] == b[0]) & (a[1] < b[1]))
+            return np_.where(take, a[0], b[0]), np_.where(take, a[1], b[1])
+        return f
+    assert_same("argmax pair", tlax.reduce((v, i), (NINF, 0), argmax(tnp), (0,)),
+                jax.lax.reduce((v, i), (NINF, 0), argmax(jax.numpy), (0,)))
+    x = np.cos(np.arange(40.0))
+    assert_same("logaddexp", tlax.reduce(x, NINF, tnp.logaddexp, (0,)),
+                jax.lax.reduce(x, NINF, jax.numpy.logaddexp, (0,)), rtol=1e-13)
+
+
+def test_reduce_that_jax_leaves_undefined_warns() -> None:
+    """Over a dimension longer than 32 XLA reorders the reduction (JAX: "the result is
+    undefined" for a computation that is no monoid); ours folds, and says so."""
+    x = np.cos(np.arange(40.0))
+    with pytest.warns(UserWarning, match="not associative") as rec:
+        out = tlax.reduce(x, 0.0, lambda a, b: a - b, (0,))
+    assert rec[0].filename == __file__
+    np.testing.assert_allclose(out, -np.sum(x), rtol=1e-13)
+    with pytest.warns(UserWarning, match="not its identity"):
+        tlax.reduce(x, 1.0, tlax.add, (0,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tlax.reduce(x, 0.0, tlax.add, (0,))
+        tlax.reduce(x[:32], 1.0, lambda a, b: a - b, (0,))
+
+
+def test_reduce_fold_gradient_matches_finite_differences() -> None:
+    x = np.cos(np.arange(6.0)).reshape(2, 3)
+
+    def f(w: Any) -> Any:
+        return tnp.sum(tlax.reduce(x * w + w * w, 0.5, lambda a, b: a * 0.5 + b * b, (1,)))
+    w, h = 0.7, 1e-6
+    fd = (float(f(w + h)) - float(f(w - h))) / (2 * h)
+    np.testing.assert_allclose(float(tg.grad(f)(w)), fd, rtol=1e-7)
