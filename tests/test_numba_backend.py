@@ -506,7 +506,7 @@ def test_many_scalarized_carries_are_tuples():
     x = np.linspace(-1, 1, 16).reshape(4, 4)
     check(f, x)
     loop = _loop_body(NUMBA.source(program(f, x)[0]), "while True:")
-    assert len(set(re.findall(r"\b(c\d+) = \(", loop))) == 5, loop
+    assert len(set(re.findall(r"\b(ct\d+) = \(", loop))) == 5, loop
 
 
 def test_scan_gradient_fuses_outer_products():
@@ -607,13 +607,13 @@ def test_small_loop_carries_share_one_tuple():
         return lax.while_loop(lambda c: c[0] < n, body, (0, x, tnp.stack([x, x + 1.0]), False))
     check(f, 2.5, 7)
     loop = _loop_body(NUMBA.source(program(f, 2.5, 7)[0]), "while True:")
-    assert len(set(re.findall(r"\b(c\d+) = \(", loop))) == 1, loop
+    assert len(set(re.findall(r"\b(ct\d+) = \(", loop))) == 1, loop
     def g(x):   # 1 + 12 + 12 elements: two tuples of at most 16 (TUPLE_MAX)
         return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0, c[2] - c[1]),
                               (0, x, x + 1.0))
     check(g, np.ones((3, 4)))
     loop = _loop_body(NUMBA.source(program(g, np.ones((3, 4)))[0]), "while True:")
-    assert len(set(re.findall(r"\b(c\d+) = \(", loop))) == 2, loop
+    assert len(set(re.findall(r"\b(ct\d+) = \(", loop))) == 2, loop
 
 
 def test_concurrent_first_calls_compile_once():
