@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
+from .. import core as _core
 from .. import dtypes as _dtypes
 from ..custom_derivatives import custom_jvp
 from ..primitives import elementwise as _E
@@ -34,8 +35,8 @@ if TYPE_CHECKING:
     rint: _Unary; signbit: _Unary
     add: _Binary; subtract: _Binary; multiply: _Binary; divide: _Binary; true_divide: _Binary
     power: _Binary; pow: _Binary; arctan2: _Binary; atan2: _Binary; maximum: _Binary
-    minimum: _Binary; remainder: _Binary; mod: _Binary; floor_divide: _Binary
-    less: _Binary; less_equal: _Binary; greater: _Binary
+    minimum: _Binary; remainder: _Binary; mod: _Binary; floor_divide: _Binary; equal: _Binary
+    not_equal: _Binary; less: _Binary; less_equal: _Binary; greater: _Binary
     greater_equal: _Binary; copysign: _Binary
 
 
@@ -96,18 +97,26 @@ def _compared(name, x, y):
                             "and numbers.)")
 
 
-def equal(x: ArrayLike, y: ArrayLike) -> Array:
+def _equal(x: ArrayLike, y: ArrayLike) -> Array:
     """Elementwise ``x == y`` (the primitive ``eq``)."""
     if type(x) not in _PLAIN or type(y) not in _PLAIN:
         _compared("equal", x, y)
     return _E.eq(x, y)
 
 
-def not_equal(x: ArrayLike, y: ArrayLike) -> Array:
+def _not_equal(x: ArrayLike, y: ArrayLike) -> Array:
     """Elementwise ``x != y`` (the primitive ``ne``)."""
     if type(x) not in _PLAIN or type(y) not in _PLAIN:
         _compared("not_equal", x, y)
     return _E.ne(x, y)
+
+
+# public functions of eq and ne through the one eager-dispatch point (with the check above
+# on both of its paths); ``ufunc``: the NumPy ufunc each computes (read by the registry's
+# tests, which check elementwise fast paths against their primitive)
+_equal.ufunc, _not_equal.ufunc = _np.equal, _np.not_equal  # type: ignore[attr-defined]
+equal = _core.eager_dispatch(_E.eq_p, _equal, traced=_equal, name="equal")
+not_equal = _core.eager_dispatch(_E.ne_p, _not_equal, traced=_not_equal, name="not_equal")
 
 
 less, less_equal, greater, greater_equal = _E.lt, _E.le, _E.gt, _E.ge
