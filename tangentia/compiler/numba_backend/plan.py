@@ -58,7 +58,7 @@ from ..passes import simplify
 from . import gemm
 
 __all__ = ["Plan", "DotPlan", "CallPlan", "Settings", "program_plan", "row_plan", "dot_plan",
-           "call_plan", "code_cost", "own_cost", "pruned", "CALL_BODIES"]
+           "UNROLL_MAX_TERMS", "call_plan", "code_cost", "own_cost", "pruned", "CALL_BODIES"]
 
 RowPlan = Tuple[int, List[str], "_RowEqn"]
 
@@ -122,6 +122,13 @@ FUSED_DOT_K = 4   # contractions over at most this many elements are fused expre
 # overhead (1x32 by 32x1 products: 4x faster, 16x16 by 16x16: 1.3x, 24^3: equal) but which
 # lose at larger sizes (64^3: 17x slower, power-of-two strides).
 BATCHED_BLAS_MIN = 1 << 14
+# A contraction with a scalarized output (at most ``limit`` elements) and more than this
+# many terms (output elements x contraction length) is, inside an IR block, a loop over
+# the contraction reading its operands in place (``DotPlan.loop``, ``irblock``): the code
+# of an unrolled 8x8 matrix-vector product (64 multiply-adds, their operands' loads)
+# grew compile time faster than linearly with the number of layers in a scan.  The
+# emitter's reductions of arrays in memory follow the same bound.
+UNROLL_MAX_TERMS = 32
 
 
 def _dot_dims(x_shape, y_shape, dimension_numbers):
@@ -139,15 +146,18 @@ class DotPlan:
     or ``gemm._gemm`` if ``own_gemm``), ``"fused"`` (a short contraction: an element
     expression fused into its consumer) or ``"loops"``; ``lazy_kind`` is the kind
     when an operand reaches it as a lazy expression (which the unrolled and fused
-    forms do not take).  ``dims``: ``_dot_dims``'s."""
+    forms do not take).  ``dims``: ``_dot_dims``'s.  ``loop``: inside an IR block, a
+    loop over the contraction (its output is scalarized and it has more than
+    ``UNROLL_MAX_TERMS`` terms); ``kind`` is then the form outside blocks."""
 
-    __slots__ = ("kind", "lazy_kind", "own_gemm", "dims")
+    __slots__ = ("kind", "lazy_kind", "own_gemm", "dims", "loop")
 
-    def __init__(self, kind, lazy_kind, own_gemm, dims):
+    def __init__(self, kind, lazy_kind, own_gemm, dims, loop=False):
         self.kind: str = kind
         self.lazy_kind: str = lazy_kind
         self.own_gemm: bool = own_gemm
         self.dims: Tuple[Any, ...] = dims
+        self.loop: bool = loop
 
 
 def dot_plan(eqn: Eqn, limit: int) -> DotPlan:
@@ -166,7 +176,8 @@ def dot_plan(eqn: Eqn, limit: int) -> DotPlan:
         kind = "fused"
     else:
         kind = lazy_kind
-    return DotPlan(kind, lazy_kind, blas and gemm.use_gemm(out.dtype, m, n, k), dims)
+    loop = kind != "blas" and _size(out.shape) <= limit and _size(out.shape) * k > UNROLL_MAX_TERMS
+    return DotPlan(kind, lazy_kind, blas and gemm.use_gemm(out.dtype, m, n, k), dims, loop)
 
 
 # -- outlining and compile units ------------------------------------------------
