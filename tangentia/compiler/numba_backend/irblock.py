@@ -56,7 +56,8 @@ from . import vecmath, vecmath_trig
 from .rowio import _CHUNK, chunks as _chunks, nest as _nest  # noqa: F401 - (_nest: read by native)
 from .rowio import flat_types, flat_values
 from .codegen import AV, SV, _bidx, _is_float0, _lit, _nbtype, _ravel, _size, _typed
-from .rules import (_dot_dims, _index_plan, _loop_dtypes, concatenate_source, dot_indices,
+from .plan import UNROLL_MAX_TERMS
+from .rules import (_index_plan, _loop_dtypes, concatenate_source, dot_indices,
                     transpose_source)
 
 __all__ = ["RULES", "MIN_OPS", "lower_run"]
@@ -74,20 +75,25 @@ _KINDS = "biuf"
 
 
 class _Val:
-    """A value inside a block: its shape, dtype and one node id per element (C order)."""
+    """A value inside a block: its shape, dtype and one node id per element (C order);
+    ``var``: the variable of an array in memory (``AV``) the value is, read in place by
+    loops (``_loop``), else None."""
 
-    __slots__ = ("shape", "dtype", "ids")
+    __slots__ = ("shape", "dtype", "ids", "var")
 
-    def __init__(self, shape, dtype, ids):
-        self.shape, self.dtype, self.ids = tuple(shape), dtype, ids
+    def __init__(self, shape, dtype, ids, var=None):
+        self.shape, self.dtype, self.ids, self.var = tuple(shape), dtype, ids, var
 
 
 class _Block:
     """The scalar nodes of one run: ``nodes[i] = (op, dtype, args, param)``.
 
-    ``op`` is ``"in"`` (``param``: the input's position), ``"const"`` (``param``:
-    the value as a NumPy scalar of ``dtype``), ``"cast"`` (from ``param``, a dtype)
-    or an operation name (``param``: an exponent or None); ``args`` are node ids."""
+    ``op`` is ``"in"`` (``param``: the input's position), ``"arr"`` (a whole array
+    in memory, read in place by loops; ``param``: the input's position), ``"const"``
+    (``param``: the value as a NumPy scalar of ``dtype``), ``"cast"`` (from ``param``,
+    a dtype), ``"loop"`` (a loop computing several values, ``_loop``; ``param``: its
+    description), ``"pick"`` (the ``param``-th value of the loop node ``args[0]``) or
+    an operation name (``param``: an exponent or None); ``args`` are node ids."""
 
     def __init__(self):
         self.nodes = []
@@ -110,6 +116,17 @@ class _Block:
             i = self.memo[key] = len(self.nodes)
             self.nodes.append(("in", dtype, (), len(self.inputs)))
             self.inputs.append((var, k, dtype))
+        return i
+
+    def array(self, var, dtype):
+        """The node of the whole array ``var`` (in memory, ``AV``), read in place."""
+        key = ("arr", id(var))
+        i = self.memo.get(key)
+        if i is None:
+            i = self.memo[key] = len(self.nodes)
+            self.nodes.append(("arr", dtype, (), len(self.inputs)))
+            self.inputs.append((var, None, dtype))
+            self.arrays.add(var)
         return i
 
     def const(self, value, dtype):
@@ -332,6 +349,16 @@ def _reduce(bb, g, eqn, ins):
     name, init = _REDUCE[eqn.prim]
     if not _supported(name, dt):
         return None
+    if x.var is not None and _size(x.shape) > UNROLL_MAX_TERMS and dt.kind in "iuf" and \
+            _consecutive(axes) and axes:
+        kept = [i for i in range(len(x.shape)) if i not in axes]
+        bases = []
+        for k_idx in np.ndindex(*[x.shape[i] for i in kept]):
+            full = [0] * len(x.shape)
+            for i, v in zip(kept, k_idx):
+                full[i] = v
+            bases.append(tuple(full))
+        return [_loop(bb, name, dt, out.shape, [(x, bases, axes)])]
     kept = [d for i, d in enumerate(x.shape) if i not in axes]
     red = [d for i, d in enumerate(x.shape) if i in axes]
     ids = []
@@ -354,9 +381,18 @@ def _dot_general(bb, g, eqn, ins):
     x, y = ins
     out = _out(eqn)
     dt = out.dtype
-    (lc, _), _ = eqn.params["dimension_numbers"]
-    lf, rf, _, _, k, _ = _dot_dims(x.shape, y.shape, eqn.params["dimension_numbers"])
-    if not (g.is_small(out.shape) and _size(out.shape) * k <= 4 * g.limit):
+    dn = eqn.params["dimension_numbers"]
+    (lc, rc), _ = dn
+    plan = g.dot_plan(eqn)      # (the contraction pass's choice: ``plan.dot_plan``)
+    lf, rf, _, _, k, _ = plan.dims
+    if plan.loop and dt.kind in "iuf" and _consecutive(lc) and _consecutive(rc) and lc:
+        bx, by = [], []
+        for o_idx in np.ndindex(*out.shape):
+            xi, yi = dot_indices(len(x.shape), len(y.shape), dn, lf, rf, o_idx, (0,) * len(lc))
+            bx.append(xi)
+            by.append(yi)
+        return [_loop(bb, "dot", dt, out.shape, [(x, bx, tuple(lc)), (y, by, tuple(rc))])]
+    if plan.kind != "unroll":
         return None
     csh = [x.shape[i] for i in lc]
     ids = []
@@ -370,6 +406,40 @@ def _dot_general(bb, g, eqn, ins):
             acc = t if acc is None else _compute(bb, "add", dt, [acc, t])
         ids.append(acc if acc is not None else bb.const(0, dt))
     return [_Val(out.shape, dt, ids)]
+
+
+def _consecutive(axes):
+    """Whether ``axes`` are increasing consecutive axes (a loop runs over them as one:
+    their elements in C order are evenly spaced)."""
+    return all(b == a + 1 for a, b in zip(axes, axes[1:]))
+
+
+def _loop(bb, name, dt, shape, operands):
+    """A ``_Val`` of ``shape`` whose element ``o`` is the fold, in order, of one term
+    per step of a loop (``c``, over the elements of the ``axes`` of each operand, in C
+    order): ``name`` is ``"dot"`` (the sum of products of the two operands' elements)
+    or a reduction's operation (``_REDUCE``) on the one operand's elements.
+    ``operands``: ``(value, starts, axes)`` per operand, ``starts[o]`` the index of
+    the operand's element at ``c = 0`` for output element ``o``.  An array in memory is
+    read in place; other values are passed as the loop node's arguments (cast to
+    ``dt``) and stored in a stack buffer.  Unrolled, the terms of an 8x8 matrix-vector
+    product were 64 multiply-adds and 64 loads of the matrix; as a loop, the body has
+    one load per operand and output element, whatever the contraction's length."""
+    args, specs = [], []
+    n_out = _size(shape)
+    steps = None
+    for v, starts, axes in operands:
+        inner = _size(v.shape[axes[-1] + 1:])
+        steps = _size([v.shape[a] for a in axes])
+        if v.var is not None:
+            specs.append(("mem", len(args), v.dtype.str, v.shape, tuple(starts), tuple(axes)))
+            args.append(bb.array(v.var, v.dtype))
+        else:
+            specs.append(("vals", len(args), len(v.ids),
+                          tuple(_ravel(s, v.shape) for s in starts), inner))
+            args.extend(bb.cast(i, dt) for i in v.ids)
+    node = bb.op("loop", dt, args, (name, n_out, steps, tuple(specs)))
+    return _Val(shape, dt, [bb.op("pick", dt, (node,), o) for o in range(n_out)])
 
 
 RULES = {p: _elementwise for p in list(_ELEMENTWISE) + [E.select_p, B.convert_element_type_p,
@@ -430,7 +500,8 @@ def lower_run(g, eqns, k, env, consumers):
                 if not g.is_small(aval.shape):
                     bb.arrays.add(a)
                 ins.append(_Val(aval.shape, aval.dtype,
-                                [bb.input(a, i, aval.dtype) for i in range(_size(aval.shape))]))
+                                [bb.input(a, i, aval.dtype) for i in range(_size(aval.shape))],
+                                a if not g.is_small(aval.shape) else None))
         outs = RULES[eqn.prim](bb, g, eqn, ins)
         if outs is None:
             break
@@ -609,6 +680,8 @@ class _Inputs:
             return self.vals[m]
         a, k = m
         aty, ary = self.arrs[a]
+        if k is None:       # (the whole array: ``_Block.array``)
+            return _ArrIn(aty, ary)
         builder = self.builder
         i64 = ir.IntType(64)
         if aty.layout == "C":
@@ -620,6 +693,19 @@ class _Inputs:
                                             cgutils.unpack_tuple(builder, ary.strides),
                                             aty.layout, idx)
         return self.context.unpack_value(builder, aty.dtype, ptr)
+
+
+class _ArrIn:
+    """The value of an ``"arr"`` node: an array argument (numba type and structure)."""
+
+    __slots__ = ("aty", "ary")
+
+    def __init__(self, aty, ary):
+        self.aty, self.ary = aty, ary
+
+    @property
+    def type(self):
+        return self.ary._getvalue().type
 
 
 _LLTYPES = {}
@@ -668,7 +754,7 @@ def _emit_ir(context, builder, nodes, in_vals, out_ids, digest):
     order = []
     for i, (op, dt, args, param) in enumerate(nodes):
         if live[i]:
-            if op == "in":
+            if op == "in" or op == "arr":
                 vals[i] = in_vals[param]
             elif op != "const":
                 order.append(i)
@@ -678,7 +764,11 @@ def _emit_ir(context, builder, nodes, in_vals, out_ids, digest):
         return [_value(nodes, vals, i) for i in out_ids]
     n_pieces = -(-len(order) // FUNCTION_NODES)
     size = -(-len(order) // n_pieces)
-    pieces = [order[a:a + size] for a in range(0, len(order), size)]
+    pieces = [[]]
+    for i in order:         # (a loop node and the picks of its values stay together)
+        if len(pieces[-1]) >= size and nodes[i][0] != "pick":
+            pieces.append([])
+        pieces[-1].append(i)
     piece_of = {}
     for c, piece in enumerate(pieces):
         for i in piece:
@@ -701,7 +791,7 @@ def _emit_ir(context, builder, nodes, in_vals, out_ids, digest):
     slots, free, counts = {}, {}, {}
 
     def take(i):
-        key = _slot_type(nodes[i][1])
+        key = vals[i].type if nodes[i][0] == "arr" else _slot_type(nodes[i][1])
         pool = free.setdefault(key, [])
         slots[i] = (key, pool.pop() if pool else counts.setdefault(key, 0))
         if not pool and slots[i][1] == counts[key]:
@@ -725,13 +815,18 @@ def _emit_ir(context, builder, nodes, in_vals, out_ids, digest):
 
     def store(b, ptrs, i, v):
         key, k = slots[i]
-        if key != v.type:
+        if type(v) is _ArrIn:
+            v = v.ary._getvalue()
+        elif key != v.type:
             v = b.zext(v, key)
         b.store(v, b.gep(ptrs[where[key]], [ir.Constant(ir.IntType(64), k)]))
 
     def load(b, ptrs, i):
         key, k = slots[i]
         v = b.load(b.gep(ptrs[where[key]], [ir.Constant(ir.IntType(64), k)]))
+        if nodes[i][0] == "arr":
+            aty = vals[i].aty
+            return _ArrIn(aty, context.make_array(aty)(context, b, value=v))
         ty = _lltype(nodes[i][1])
         return v if ty == key else b.trunc(v, ty)
 
@@ -792,6 +887,11 @@ def _emit_nodes(context, builder, nodes, order, vals, memo, keep=()):
         op, dt, args, param = nodes[i]
         if op == "cast":
             vals[i] = _cast_ir(context, builder, _value(nodes, vals, args[0]), param, dt)
+        elif op == "pick":
+            vals[i] = vals[args[0]][param]
+        elif op == "loop":
+            vals[i] = _loop_ir(context, builder, f, memo, dt,
+                               [_value(nodes, vals, a) for a in args], param)
         else:
             vals[i] = _OP_IR[op](context, builder, f, memo, dt,
                                  [_value(nodes, vals, a) for a in args],
@@ -811,6 +911,147 @@ def _emit_nodes(context, builder, nodes, order, vals, memo, keep=()):
             for a in reversed(nodes[j][2]):
                 if a in deferred and a not in vals:
                     stack.append((a, False))
+
+
+_LOOP_INIT = {"dot": "add", "add": "add", "mul": "mul", "max": "max", "min": "min"}
+
+
+def _loop_init(name, dt):
+    """The start of a fold by ``name``: its identity, so the loop computes what the
+    unrolled terms do (``max(-inf, t)`` is ``t`` with ``_extremum``'s NaN rule) -- but
+    a sum starts at +0.0, as XLA's, NumPy's and the statements' reductions do: a sum
+    of terms that are all -0.0 is +0.0 (the unrolled terms, from the first term, gave
+    -0.0)."""
+    op = _LOOP_INIT[name]
+    if op == "add":
+        v = 0
+    elif op == "mul":
+        v = 1
+    elif dt.kind == "f":
+        v = -np.inf if op == "max" else np.inf
+    else:
+        info = np.iinfo(dt)
+        v = info.min if op == "max" else info.max
+    return _llconst(v, dt)
+
+
+def _loop_ir(context, builder, f, memo, dt, args, param):
+    """Emit a loop node (``_loop``): returns its values, one per output element.
+
+    The step ``c`` runs from 0 to ``steps``; each output element keeps its
+    accumulator in a register (a phi).  Operands passed as values are stored once
+    in a stack buffer; an array in memory is read in place (C-contiguous: an element
+    offset, else the array's strides).  The loop carries ``llvm.loop.unroll.disable``:
+    unrolled by LLVM, its buffers would become scalars again, and so would the code
+    size this form avoids."""
+    name, n_out, steps, specs = param
+    i64 = ir.IntType(64)
+    T = _lltype(dt)
+    nbt_dt = _nbtype(dt)
+
+    def const(v):
+        return ir.Constant(i64, int(v))
+
+    readers = []        # per operand: (per output, a key), and a function (key, c) -> value
+    for spec in specs:
+        if spec[0] == "vals":
+            _, first, count, starts, inner = spec
+            buf = cgutils.alloca_once(builder, T, size=count)
+            for k in range(count):
+                builder.store(args[first + k], builder.gep(buf, [const(k)]))
+
+            def read_buffer(key, c, buf=buf, inner=inner):
+                off = builder.add(const(key), builder.mul(c, const(inner))) if key else \
+                    builder.mul(c, const(inner))
+                return builder.load(builder.gep(buf, [off]))
+            readers.append((list(starts), read_buffer))
+            continue
+        _, pos, src_str, shape, starts, axes = spec
+        arr = args[pos]
+        src = np.dtype(src_str)
+        cast = (lambda v: v) if src == dt else \
+            (lambda v, s=_nbtype(src): context.cast(builder, v, s, nbt_dt))
+        data = arr.ary.data
+        if arr.aty.layout == "C":
+            inner = _size(shape[axes[-1] + 1:])
+
+            def read_c(key, c, data=data, inner=inner, cast=cast):
+                off = builder.mul(c, const(inner))
+                if key:
+                    off = builder.add(off, const(key))
+                return cast(builder.load(builder.gep(data, [off])))
+            readers.append(([_ravel(s, shape) for s in starts], read_c))
+            continue
+        strides = cgutils.unpack_tuple(builder, arr.ary.strides)
+        bases = {}
+        keys = []
+        for s in starts:        # the byte offsets of the starting elements, once
+            if s not in bases:
+                off = const(0)
+                for d, v in enumerate(s):
+                    if v:
+                        off = builder.add(off, builder.mul(strides[d], const(v)))
+                bases[s] = off
+            keys.append(s)
+        sizes = [shape[a] for a in axes]
+
+        def read_strided(key, c, data=data, strides=strides, bases=bases, axes=axes, sizes=sizes,
+                         cast=cast):
+            off, rest = bases[key], c
+            for a, n in zip(reversed(axes), reversed(sizes)):
+                ia = builder.urem(rest, const(n)) if len(axes) > 1 else rest
+                off = builder.add(off, builder.mul(ia, strides[a]))
+                if len(axes) > 1:
+                    rest = builder.udiv(rest, const(n))
+            ptr = cgutils.pointer_add(builder, data, off)
+            return cast(builder.load(ptr))
+        readers.append((keys, read_strided))
+
+    pre = builder.block
+    body = builder.append_basic_block("tangentia.loop")
+    end = builder.append_basic_block("tangentia.loop.end")
+    builder.branch(body)
+    builder.position_at_end(body)
+    c = builder.phi(i64)
+    c.add_incoming(const(0), pre)
+    init = _loop_init(name, dt)
+    accs = []
+    for _ in range(n_out):
+        p = builder.phi(T)
+        p.add_incoming(init, pre)
+        accs.append(p)
+    loaded = [{} for _ in readers]
+    new = []
+    for o in range(n_out):
+        terms = []
+        for (keys, read), cache in zip(readers, loaded):
+            key = keys[o]
+            v = cache.get(key)
+            if v is None:
+                v = cache[key] = read(key, c)
+            terms.append(v)
+        if name == "dot":
+            t = _OP_IR["mul"](context, builder, f, memo, dt, terms, dt)
+            new.append(_OP_IR["add"](context, builder, f, memo, dt, [accs[o], t], dt))
+        else:
+            new.append(_OP_IR[name](context, builder, f, memo, dt, [accs[o], terms[0]], dt))
+    nxt = builder.add(c, const(1))
+    last = builder.block
+    c.add_incoming(nxt, last)
+    for p, v in zip(accs, new):
+        p.add_incoming(v, last)
+    br = builder.cbranch(builder.icmp_unsigned("<", nxt, const(steps)), body, end)
+    br.set_metadata("llvm.loop", _no_unroll(builder.module))
+    builder.position_at_end(end)
+    return new
+
+
+def _no_unroll(module):
+    """A new loop id (``!{self, !{"llvm.loop.unroll.disable"}}``) of ``module``."""
+    opt = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")])
+    md = ir.values.MDValue(module, [opt], name=str(len(module.metadata)))
+    md.operands = (md, opt)
+    return md
 
 
 def _cast_ir(context, builder, v, src, dst):
