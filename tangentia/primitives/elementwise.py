@@ -5,6 +5,7 @@ ufunc), shape/dtype rule, JVP, transpose where linear, and batching rule.
 """
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -347,28 +348,54 @@ def _abs_jvp(t, ans, x):
 abs_p, abs = _unary("abs", np.absolute, _abs_jvp)
 
 
-def _complex_reciprocal(z):
-    """``1 / z`` for complex ``z`` as XLA (and C99's Annex G) divide: Smith's algorithm, and
-    where both parts come out NaN, the infinite or zero result the limit gives (``1 / inf`` is
-    0, ``1 / 0`` is ``inf + nan j``); NumPy's division gives NaN for ``1 / (inf + inf j)``."""
+def _complex_quotient(q, x, y):
+    """The complex quotient ``q = x / y`` (NumPy's: Smith's algorithm) with JAX's (XLA's, C99
+    Annex G's) values where NumPy's are not the limit: a zero ``y`` gives ``copysign(inf,
+    y.real) * x`` part by part (NumPy: ``x.real / |y.real|``, so ``1j / (-0+0j)`` was nan+infj,
+    JAX nan-infj); and where both parts came out NaN, an infinite ``x`` over a finite ``y`` is
+    ``inf * (x' * conj(y))`` and a finite ``x`` over an infinite ``y`` is ``0 * (x * conj(y'))``,
+    ``x'`` and ``y'`` the signed 1 (infinite part) or 0 (finite part) of each part (NumPy gave
+    NaN for ``1 / (inf+infj)``, JAX 0).  Computed in ``q``'s precision, as the numba
+    backend's ``helpers._cdiv`` (bit for bit).  Finite quotients are NumPy's, which may differ
+    from JAX's in the last bit (XLA divides by the denominator with fused multiply-adds)."""
+    y = np.asarray(y)
+    if np.count_nonzero(y) == y.size and not np.count_nonzero(np.isnan(q)):
+        return q    # (no zero divisor, no NaN part: NumPy's quotient; the costs of the check)
     with np.errstate(all="ignore"):
-        out = np.true_divide(1, z)
-        nan = np.isnan(out.real) & np.isnan(out.imag)
-        if not nan.any():
-            return out
-        c, d = z.real, z.imag
+        x = np.asarray(x)
+        c, d = y.real, y.imag
         zero = (c == 0) & (d == 0)
-        # an infinite denominator (finite numerator 1): 0 * (c' - d' j), c' and d' the signed
-        # 1 (infinite part) or 0 (finite part); a zero denominator: copysign(inf, c) * (1 + 0j)
-        c1 = np.copysign(np.isinf(c).astype(c.dtype), c)
-        d1 = np.copysign(np.isinf(d).astype(d.dtype), d)
-        inf_den = (np.isinf(c) | np.isinf(d)) & ~zero
-        re = np.where(zero, np.copysign(np.inf, c), np.where(inf_den, 0.0 * c1, out.real))
-        im = np.where(zero, np.copysign(np.inf, c) * 0.0, np.where(inf_den, 0.0 * -d1, out.imag))
-        fixed = out.copy() if isinstance(out, np.ndarray) else np.array(out)
-        fixed.real = np.where(nan, re, out.real)
-        fixed.imag = np.where(nan, im, out.imag)
-        return fixed if isinstance(out, np.ndarray) else fixed[()]
+        nan = np.isnan(q.real) & np.isnan(q.imag)
+        dt = q.real.dtype
+        a, b = x.real.astype(dt, copy=False), x.imag.astype(dt, copy=False)
+        c, d = c.astype(dt, copy=False), d.astype(dt, copy=False)
+        one, inf = dt.type(1), dt.type(np.inf)
+        signed = np.copysign(inf, c)                           # (a zero divisor)
+        re, im = signed * a, signed * b
+        a_inf, c_inf = np.isinf(a) | np.isinf(b), np.isinf(c) | np.isinf(d)
+        inf_num = nan & ~zero & a_inf & np.isfinite(c) & np.isfinite(d)
+        inf_den = nan & ~zero & np.isfinite(a) & np.isfinite(b) & c_inf
+        a1 = np.copysign(np.where(np.isinf(a), one, 0 * one), a)
+        b1 = np.copysign(np.where(np.isinf(b), one, 0 * one), b)
+        c1 = np.copysign(np.where(np.isinf(c), one, 0 * one), c)
+        d1 = np.copysign(np.where(np.isinf(d), one, 0 * one), d)
+        re = np.where(inf_num, inf * (a1 * c + b1 * d), np.where(inf_den, 0 * (a * c1 + b * d1), re))
+        im = np.where(inf_num, inf * (b1 * c - a1 * d), np.where(inf_den, 0 * (b * c1 - a * d1), im))
+        use = zero | inf_num | inf_den
+        out = np.array(q, copy=True)
+        out.real = np.where(use, re, q.real)
+        out.imag = np.where(use, im, q.imag)
+        return out if isinstance(q, np.ndarray) else out[()]
+
+
+def _div_impl(x, y):
+    out = np.true_divide(x, y)
+    return out if out.dtype.kind != "c" else _complex_quotient(out, x, y)
+
+
+_div_impl.__name__ = "true_divide"
+_div_impl.ufunc, _div_impl.nin = np.true_divide, 2  # type: ignore[attr-defined]  # (loops)
+div_p.impl = _div_impl
 
 
 def power_by_squaring(base, n, mul):
@@ -392,7 +419,7 @@ def _integer_pow_impl(x, y):
         # complex products, then one reciprocal for a negative y.  NumPy's power gave
         # ``(inf + 0j) ** -1 = nan`` where JAX gives 0.
         acc = power_by_squaring(x, abs(y), np.multiply)
-        return _complex_reciprocal(acc) if y < 0 else np.asarray(acc, np.asarray(x).dtype)
+        return _div_impl(np.ones((), acc.dtype), acc) if y < 0 else np.asarray(acc, np.asarray(x).dtype)
     return np.power(x, y)
 
 
@@ -466,19 +493,39 @@ def _weights(a, b, ans):
 
 
 def _complex_minmax(ufunc, pick):
-    """The impl of max/min: NumPy's ``ufunc``, and for complex operands JAX's rule (XLA's
-    numbers): ``x`` where ``pick`` holds of the real parts, or of the imaginary parts where
-    the real parts are equal, else ``y`` (NumPy's propagates a NaN part instead:
-    ``max(1+nan j, 1+1j)`` is ``1+1j`` in JAX)."""
+    """The impl of max/min: NumPy's ``ufunc`` with JAX's (XLA's) numbers where NumPy's differ.
+    Real operands: NumPy returns ``y`` of two equal values, JAX orders -0 below +0
+    (``max(0., -0.)`` is 0, ``min(0., -0.)`` is -0; NumPy gave -0 and 0).  Complex operands:
+    ``x`` where ``pick`` holds of the real parts, or of the imaginary parts where the real
+    parts are equal, else ``y`` (NumPy's propagates a NaN part instead: ``max(1+nan j, 1+1j)``
+    is ``1+1j`` in JAX)."""
+    take_x = ufunc is np.maximum    # (of tied zeros: max takes x where y is -0, min where x is)
+
     def impl(x, y):
+        if type(y) in (int, float) and type(x) is _ndarray and x.dtype.kind in "biuf" and (
+                x.dtype.itemsize >= 4 or x.dtype.kind != "f"):
+            # maximum(x, 0) and the like: NumPy's loops (float32/64) return the second of equals,
+            # so the order of the operands gives JAX's tie at once
+            if y != 0 or (math.copysign(1.0, y) > 0) == take_x:
+                return ufunc(x, y)
+            return ufunc(y, x)
         out = ufunc(x, y)
-        if out.dtype.kind != "c":
+        kind = out.dtype.kind
+        if kind == "c":
+            x, y = np.asarray(x), np.asarray(y)
+            with np.errstate(invalid="ignore"):
+                xr, yr = x.real, y.real
+                keep = np.where(xr == yr, pick(x.imag, y.imag), pick(xr, yr))
+            return np.where(keep, x, y).astype(out.dtype, copy=False)
+        if kind not in "fV":    # (V: bfloat16 and the other ml_dtypes floats)
             return out
-        x, y = np.asarray(x), np.asarray(y)
-        with np.errstate(invalid="ignore"):
-            xr, yr = x.real, y.real
-            keep = np.where(xr == yr, pick(x.imag, y.imag), pick(xr, yr))
-        return np.where(keep, x, y).astype(out.dtype, copy=False)
+        # Only a zero result can be a tie of zeros: checked first, as counting costs less than
+        # comparing the operands
+        if out == 0 if out.ndim == 0 else np.count_nonzero(out) != out.size:
+            tie = np.equal(x, y)    # (NumPy's float16 loop returns x of equals, its others y)
+            tied = np.where(np.signbit(y if take_x else x), x, y)
+            return np.where(tie, tied, out).astype(out.dtype, copy=False)
+        return out
     impl.__name__ = ufunc.__name__
     impl.ufunc, impl.nin = ufunc, ufunc.nin  # type: ignore[attr-defined]
     return impl
@@ -579,7 +626,30 @@ def complex_(x: ArrayLike, y: ArrayLike) -> Array:
 # ---------------------------------------------------------------------------
 # Piecewise-constant functions: zero derivative
 
+def _sign_impl(x):
+    """NumPy's sign with JAX's (XLA's) numbers: ``sign(-0.0)`` is -0.0 (NumPy 0.0); a complex
+    ``z`` gives each part divided by ``abs(z)`` (NumPy's ``z / abs(z)`` differs in the last
+    bit for a third of values, and gave 1 for ``inf+0j``, JAX NaN+0j), and a complex zero is
+    itself (``sign(-0-0j)`` is -0-0j)."""
+    out = np.sign(x)
+    kind = out.dtype.kind
+    if kind in "fV":
+        return np.copysign(out, x)
+    if kind == "c":
+        z = np.asarray(x)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mag = np.abs(z)
+            out = np.array(out)
+            out.real, out.imag = z.real / mag, z.imag / mag
+        out = np.where(z == 0, z, out)
+        return out if out.ndim else out[()]
+    return out
+
+
+_sign_impl.__name__ = "sign"
+_sign_impl.ufunc, _sign_impl.nin = np.sign, 1  # type: ignore[attr-defined]  # (loops)
 sign_p = elementwise("sign", np.sign, zero_jvp=True)
+sign_p.impl = _sign_impl
 floor_p = elementwise("floor", np.floor, zero_jvp=True)
 ceil_p = elementwise("ceil", np.ceil, zero_jvp=True)
 round_p = elementwise("round", np.rint, zero_jvp=True)
@@ -703,7 +773,7 @@ add = _fast(add_p, np.add)
 sub = _fast(sub_p, np.subtract)
 neg = _fast(neg_p, np.negative)
 mul = _fast(mul_p, np.multiply)
-div = _fast(div_p, np.true_divide)
+div = _fast(div_p, _div_impl, nin=2)
 exp, log, log1p, expm1 = (_fast(p, p.impl) for p in (exp_p, log_p, log1p_p, expm1_p))
 sin, cos, tan = (_fast(p, p.impl) for p in (sin_p, cos_p, tan_p))
 arcsin, arccos, arctan = (_fast(p, p.impl) for p in (arcsin_p, arccos_p, arctan_p))
@@ -716,6 +786,7 @@ maximum = _fast(maximum_p, _max_impl, nin=2)
 minimum = _fast(minimum_p, _min_impl, nin=2)
 arctan2 = _fast(atan2_p, np.arctan2)
 remainder = _fast(rem_p, np.remainder)
-sign, floor, ceil, round = (_fast(p, p.impl) for p in (sign_p, floor_p, ceil_p, round_p))
+sign = _fast(sign_p, _sign_impl, nin=1)
+floor, ceil, round = (_fast(p, p.impl) for p in (floor_p, ceil_p, round_p))
 floor_divide = _fast(floor_divide_p, np.floor_divide)
 eq, ne, lt, le, gt, ge = (_fast(p, p.impl) for p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))

@@ -75,10 +75,15 @@ def _extremum(op):
 
         def pred(context, builder, sig, args, a, b, ty):
             if isinstance(ty, types.Float):
-                # NumPy: a if (a > b or a is NaN) else b -- NaN propagates, and
-                # of two equal values (0.0 and -0.0) the second is returned.
-                return builder.or_(builder.fcmp_ordered(op, a, b),
-                                   builder.fcmp_unordered("uno", a, a))
+                # JAX's (XLA's): a if (a > b or a is NaN) else b -- NaN propagates --, and of
+                # two equal values a where b (max) or a (min) is -0.0: -0.0 orders below 0.0
+                # (NumPy returns the second, so max(0., -0.) was -0.; eager does the same)
+                neg = b if op == ">" else a
+                bits = builder.bitcast(neg, ir.IntType(ty.bitwidth))
+                tie = builder.and_(builder.fcmp_ordered("==", a, b),
+                                   builder.icmp_signed("<", bits, ir.Constant(bits.type, 0)))
+                return builder.or_(builder.or_(builder.fcmp_ordered(op, a, b),
+                                               builder.fcmp_unordered("uno", a, a)), tie)
             if isinstance(ty, types.Integer) and ty.signed:
                 return builder.icmp_signed(op, a, b)
             return builder.icmp_unsigned(op, a, b)
@@ -87,9 +92,9 @@ def _extremum(op):
 
 
 _fmax = intrinsic(_extremum(">"))
-_fmax.__doc__ = "NumPy's maximum (NaN propagates), without a branch."
+_fmax.__doc__ = "JAX's maximum (NaN propagates, -0 < 0), without a branch."
 _fmin = intrinsic(_extremum("<"))
-_fmin.__doc__ = "NumPy's minimum (NaN propagates), without a branch."
+_fmin.__doc__ = "JAX's minimum (NaN propagates, -0 < 0), without a branch."
 
 
 @numba.njit(cache=True)
@@ -147,52 +152,69 @@ def _icmp(a, b):
 
 @numba.njit(cache=True)
 def _fsign(x):
-    """NumPy's sign of a float: +-1, 0.0 for both zeros, NaN for NaN (as float64;
-    the caller casts float32 results back)."""
+    """JAX's sign of a float: +-1, the zero itself (``sign(-0.0)`` is -0.0, NumPy's 0.0),
+    NaN for NaN (as float64; the caller casts float32 results back).  Eager's is the same."""
     if x > 0:
         return 1.0
     if x < 0:
         return -1.0
     if x == 0:
-        return 0.0
+        return math.copysign(0.0, x)
     return x + 0.0
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _cdiv(a, b):
-    """NumPy's complex128 division (Smith's algorithm, as its ``divide`` loop: the larger
-    part of ``b`` scales, the quotient multiplied by ``1 / denominator``; a zero divisor
-    gives C's infinities or NaN).  numba's ``a / b`` raises ZeroDivisionError for a zero
-    ``b`` whatever the error model, and divides by the denominator (last bits differ)."""
-    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+def _cdiv_parts(ar, ai, br, bi, one):
+    """``(ar + ai j) / (br + bi j)`` in the precision of ``one`` (float64 or float32), as eager
+    division (``primitives.elementwise._complex_quotient``), bit for bit: NumPy's loop (Smith's
+    algorithm: the larger part of the divisor scales, the quotient multiplied by ``1 /
+    denominator``), and JAX's (C99 Annex G's) limits where that is not one: a zero divisor
+    gives ``copysign(inf, br)`` times each part, and where both parts come out NaN, an infinite
+    numerator over a finite divisor ``inf * (a' conj(b))``, a finite one over an infinite
+    divisor ``0 * (a conj(b'))`` (``a'``, ``b'``: the signed 1 of an infinite part, 0 of a
+    finite one).  numba's ``a / b`` raises ZeroDivisionError for a zero ``b`` whatever the
+    error model, and divides by the denominator (last bits differ)."""
+    zero = one - one
     abr, abi = abs(br), abs(bi)
+    if abr == zero and abi == zero:
+        signed = np.copysign(one / zero, br)
+        return signed * ar, signed * ai
     if abr >= abi:
-        if abr == 0.0 and abi == 0.0:
-            return complex(ar / abr, ai / abr)
         rat = bi / br
-        scl = 1.0 / (br + bi * rat)
-        return complex((ar + ai * rat) * scl, (ai - ar * rat) * scl)
-    rat = br / bi
-    scl = 1.0 / (bi + br * rat)
-    return complex((ar * rat + ai) * scl, (ai * rat - ar) * scl)
+        scl = one / (br + bi * rat)
+        re, im = (ar + ai * rat) * scl, (ai - ar * rat) * scl
+    else:
+        rat = br / bi
+        scl = one / (bi + br * rat)
+        re, im = (ar * rat + ai) * scl, (ai * rat - ar) * scl
+    if not (math.isnan(re) and math.isnan(im)):
+        return re, im
+    if (math.isinf(ar) or math.isinf(ai)) and math.isfinite(br) and math.isfinite(bi):
+        a1 = np.copysign(one if math.isinf(ar) else zero, ar)
+        b1 = np.copysign(one if math.isinf(ai) else zero, ai)
+        inf = one / zero
+        return inf * (a1 * br + b1 * bi), inf * (b1 * br - a1 * bi)
+    if math.isfinite(ar) and math.isfinite(ai) and (math.isinf(br) or math.isinf(bi)):
+        c1 = np.copysign(one if math.isinf(br) else zero, br)
+        d1 = np.copysign(one if math.isinf(bi) else zero, bi)
+        return zero * (ar * c1 + ai * d1), zero * (ai * c1 - ar * d1)
+    return re, im
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _cdiv(a, b):
+    """Complex128 division: ``_cdiv_parts`` in float64."""
+    re, im = _cdiv_parts(a.real, a.imag, b.real, b.imag, 1.0)
+    return complex(re, im)
 
 
 @numba.njit(cache=True, error_model="numpy")
 def _cdiv64(a, b):
     """``_cdiv`` for complex64, in float32 arithmetic as NumPy's loop (no float64 step)."""
-    ar, ai = np.float32(a.real), np.float32(a.imag)
-    br, bi = np.float32(b.real), np.float32(b.imag)
     one = np.float32(1.0)
-    abr, abi = abs(br), abs(bi)
-    if abr >= abi:
-        if abr == 0 and abi == 0:
-            return np.complex64(complex(ar / abr, ai / abr))
-        rat = bi / br
-        scl = one / (br + bi * rat)
-        return np.complex64(complex((ar + ai * rat) * scl, (ai - ar * rat) * scl))
-    rat = br / bi
-    scl = one / (bi + br * rat)
-    return np.complex64(complex((ar * rat + ai) * scl, (ai * rat - ar) * scl))
+    re, im = _cdiv_parts(np.float32(a.real), np.float32(a.imag), np.float32(b.real),
+                         np.float32(b.imag), one)
+    return np.complex64(complex(re, im))
 
 
 # Complex exp, log, sqrt and the trigonometric and hyperbolic functions and their inverses:
@@ -495,31 +517,13 @@ def _cipow_product(x, n):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _creciprocal_fix(q, c, d):
-    """The quotient ``q = 1 / (c + d j)`` where both its parts came out NaN replaced by the
-    limit (eager's ``_complex_reciprocal``, XLA's): 1 / 0 = copysign(inf, c) (1 + 0j), and 1 /
-    (an infinite part) a signed zero."""
-    if not (math.isnan(q.real) and math.isnan(q.imag)):
-        return q.real, q.imag
-    if c == 0 and d == 0:
-        inf = math.copysign(math.inf, c)
-        return inf, inf * 0.0
-    if math.isinf(c) or math.isinf(d):
-        c1 = math.copysign(1.0 if math.isinf(c) else 0.0, c)
-        d1 = math.copysign(1.0 if math.isinf(d) else 0.0, d)
-        return 0.0 * c1, 0.0 * -d1
-    return q.real, q.imag
-
-
-@numba.njit(cache=True, error_model="numpy")
 def _cipow(x, y):
     """``integer_pow(x, y)`` of a complex128 ``x`` (``y`` a nonzero int), as eager: cmath's
     ``x ** 3.0`` gave (-2j) ** 3 = -1.5e-15+8j (eager 0+8j) and (inf+0j) ** 3 inf+nanj."""
     acc = _cipow_product(x, abs(y))
     if y > 0:
         return acc
-    re, im = _creciprocal_fix(_cdiv(1.0 + 0j, acc), acc.real, acc.imag)
-    return complex(re, im)
+    return _cdiv(1.0 + 0j, acc)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -527,8 +531,7 @@ def _cipow64(x, y):
     acc = _cipow_product(x, abs(y))
     if y > 0:
         return acc
-    re, im = _creciprocal_fix(_cdiv64(np.complex64(1.0), acc), acc.real, acc.imag)
-    return np.complex64(complex(re, im))
+    return _cdiv64(np.complex64(1.0), acc)
 
 
 @numba.njit(cache=True, error_model="numpy")
