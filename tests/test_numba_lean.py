@@ -1,12 +1,19 @@
-"""The numba backend's lean pipeline (``numba_backend/native.py``, issue 23).
+"""The numba backend's lean pipeline and its cache of numba's own functions
+(``numba_backend/native.py``, issue 23).
 
 Generated programs and units compile without numba's SSA passes; a check after typing
 (``_SameTypes``) sends any function whose names the lean pipeline would type otherwise
-than the default one back to the default pipeline.  Each test compiles a few tiny
-functions (well under a second each).
+than the default one back to the default pipeline.  numba's ``@overload``
+implementations (``np.empty``, ...) are cached on disk while our programs compile.
+Each test compiles a few tiny functions (well under a second each).
 """
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -84,3 +91,45 @@ def test_programs_with_loops_agree_with_the_numpy_backend(monkeypatch: pytest.Mo
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
     assert native.LEAN_STATS["lean"] > before["lean"]
     assert native.LEAN_STATS["default"] == before["default"]
+
+
+_OVERLOAD_CHILD = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import numba.core.event as ev
+    import tangentia as tg
+    from tangentia.compiler.numba_backend import native
+    compiled = []
+    class Listener(ev.Listener):
+        def on_start(self, e):
+            d = e.data
+            if d["name"].startswith("nopython_type_inference") and d["qualname"].startswith("ol_np_empty"):
+                compiled.append(d["args"])
+        def on_end(self, e):
+            pass
+    ev.register("numba:run_pass", Listener())
+    scale = float(sys.argv[1])
+    x = np.linspace(0.0, 1.0, 5)
+    got = tg.jit(lambda x: x * scale + 1.0, backend="numba")(x)
+    np.testing.assert_allclose(got, x * scale + 1.0, rtol=1e-15)
+    print(json.dumps({"compiled": compiled, "cached": native.OVERLOAD_STATS["cached"]}))
+""")
+
+
+def _overload_child(cache: Any, scale: float, **env: str) -> Any:
+    out = subprocess.run([sys.executable, "-c", _OVERLOAD_CHILD, str(scale)], capture_output=True,
+                         text=True, timeout=240,
+                         env=dict(os.environ, TANGENTIA_CACHE_DIR=str(cache), TANGENTIA_JIT_TIERED="0",
+                                  NUMBA_CACHE_DIR=str(cache / "numba_own"), **env))
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_numbas_own_functions_are_cached_across_processes(tmp_path: Any) -> None:
+    first = _overload_child(tmp_path, 2.0)
+    assert first["compiled"] and first["cached"] > 0     # np.empty's implementation, compiled once
+    files = [f for _, _, fs in os.walk(tmp_path / "numba" / "overloads") for f in fs]
+    assert any("ol_np_empty" in f and f.endswith(".nbc") for f in files), files
+    # another program in a new process: np.empty's implementation comes from the cache
+    second = _overload_child(tmp_path, 3.0)
+    assert [a for a in second["compiled"] if a in first["compiled"]] == []
