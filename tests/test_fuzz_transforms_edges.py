@@ -143,3 +143,25 @@ def test_reduce_fold_gradient_matches_finite_differences() -> None:
     w, h = 0.7, 1e-6
     fd = (float(f(w + h)) - float(f(w - h))) / (2 * h)
     np.testing.assert_allclose(float(tg.grad(f)(w)), fd, rtol=1e-7)
+
+
+@pytest.mark.parametrize("method", ["set", "add", "multiply", "min"])
+def test_scatter_promise_in_bounds_drops_out_of_bounds_updates(method: str) -> None:
+    """An update at an out-of-bounds index with mode="promise_in_bounds" is dropped, as by
+    XLA's scatter (JAX's); ours clamped it: x.at[100].set(-1.) wrote the last entry."""
+    idx = np.array([100, 3, -20])
+
+    def f(np_: Any, i: Any) -> Any:
+        return getattr(np_.arange(10.0).at[i], method)(-1.0, mode="promise_in_bounds")
+    ours = run(lambda: (f(tnp, idx), tg.jit(lambda i: f(tnp, i))(idx), f(tnp, 100)))
+    theirs = (f(jax.numpy, idx), jax.jit(lambda i: f(jax.numpy, i))(idx), f(jax.numpy, 100))
+    assert_same(f"at[...].{method}(promise_in_bounds)", ours, theirs)
+    dn = tlax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                      scatter_dims_to_operand_dims=(0,))
+    jdn = jax.lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                          scatter_dims_to_operand_dims=(0,))
+    assert_same("lax.scatter_add(PROMISE_IN_BOUNDS)",
+                tlax.scatter_add(np.arange(10.0), idx[:, None], -np.ones(3), dn,
+                                 mode=tlax.GatherScatterMode.PROMISE_IN_BOUNDS),
+                jax.lax.scatter_add(np.arange(10.0), idx[:, None], -np.ones(3), jdn,
+                                    mode=jax.lax.GatherScatterMode.PROMISE_IN_BOUNDS))

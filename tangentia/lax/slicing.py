@@ -10,7 +10,7 @@ JAX's: gathers default to clamping windows into the operand
 (``PROMISE_IN_BOUNDS``/``CLIP``) and ``FILL_OR_DROP`` fills whole out-of-bounds
 windows with ``fill_value``; scatters default to ``FILL_OR_DROP``, which drops
 out-of-bounds windows (sent to a spare slot past the end of the flattened
-operand).
+operand), as ``PROMISE_IN_BOUNDS`` does (XLA's scatter); ``CLIP`` clamps them.
 """
 from __future__ import annotations
 
@@ -396,7 +396,9 @@ def _scatter(fname, operand, scatter_indices, updates, dimension_numbers, mode, 
         raise TypeError(f"{fname}: the scatter dimensions of updates (shape {ushape}) must "
                         f"match the indices' batch shape {tuple(batch_shape)}")
     parsed = _mode(mode, GatherScatterMode.FILL_OR_DROP)
-    drop = parsed == GatherScatterMode.FILL_OR_DROP
+    # PROMISE_IN_BOUNDS: XLA's own scatter, which JAX's is, drops an out-of-bounds window
+    # too (ours clamped it: scatter of index 100 into 10 entries wrote the last one)
+    drop = parsed in (GatherScatterMode.FILL_OR_DROP, GatherScatterMode.PROMISE_IN_BOUNDS)
     arrays, in_bounds = _window_indices(
         fname, shape, idx, tuple(dn.scatter_dims_to_operand_dims), window_dims, sizes,
         tuple(dn.operand_batching_dims), tuple(dn.scatter_indices_batching_dims), clamp=not drop)

@@ -302,7 +302,7 @@ def _axes_before(spec, nd, rest):
 # it or drops its update ("drop").  Defaults as in JAX: get clamps, scatters drop.
 _GATHER_MODES = {None: "clip", "promise_in_bounds": "clip", "clip": "clip", "fill": "fill",
                  "drop": "fill"}
-_SCATTER_MODES = {None: "drop", "promise_in_bounds": "clip", "clip": "clip", "fill": "drop",
+_SCATTER_MODES = {None: "drop", "promise_in_bounds": "drop", "clip": "clip", "fill": "drop",
                   "drop": "drop"}
 
 
@@ -418,7 +418,7 @@ class _IndexUpdateHelper:
     Keyword arguments are JAX's: ``mode`` says what an out-of-bounds index does
     (``get``: clamped by default or with "clip"/"promise_in_bounds", a
     ``fill_value`` read with "fill"/"drop"; updates: dropped by default or with
-    "drop"/"fill", clamped with "clip"/"promise_in_bounds");
+    "drop"/"fill"/"promise_in_bounds", as XLA's scatter, clamped with "clip");
     ``wrap_negative_indices=False`` makes negative indices out of bounds;
     ``unique_indices=True`` promises that no entry is addressed twice (unchecked:
     derivatives then take the fast path, and the derivative of ``multiply`` or
