@@ -1145,12 +1145,14 @@ def test_scan_unroll_is_accepted_and_changes_nothing():
     xs = np.linspace(0.0, 1.0, 7)
     body = lambda c, x: (c * 0.5 + x, c)  # noqa: E731
     want = lax.scan(body, 1.0, xs)
-    for unroll in (1, 3, True, False, np.int64(2)):
+    for unroll in (0, 1, 3, True, False, np.int64(2)):   # (0: as JAX)
         got = lax.scan(body, 1.0, xs, unroll=unroll)
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
-    for bad in (0, -2, 1.5, "2"):
-        with pytest.raises(ValueError, match="scan: unroll must be a positive integer"):
+    with pytest.raises(ValueError, match="`unroll` must be a `bool` or a non-negative `int`"):
+        lax.scan(body, 1.0, xs, unroll=-2)
+    for bad in (1.5, "2"):
+        with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
             lax.scan(body, 1.0, xs, unroll=bad)
 
 

@@ -125,3 +125,30 @@ def test_jit_argument_both_static_and_donated(kw: dict) -> None:
         assert str(ours).startswith(str(theirs))
     else:
         assert_same("jit", ours, theirs)
+
+
+@pytest.mark.parametrize("case", ["scan unroll 0", "scan unroll -1", "scan unroll 1.5",
+                                  "switch bool index", "jit switch bool index",
+                                  "fori unroll, traced bounds", "fori unroll, static bounds"])
+def test_loop_options_and_switch_index_types(case: str) -> None:
+    """JAX takes scan(unroll=0) (ours raised), raises for a float unroll (TypeError), for a
+    bool switch index (ours took it as 0/1) and for fori_loop(unroll=2) with traced bounds
+    (ours ignored it)."""
+    xs = np.linspace(-1.0, 2.0, 5)
+
+    def mk(api: Any, L: Any) -> Any:
+        if case.startswith("scan"):
+            u = {"scan unroll 0": 0, "scan unroll -1": -1, "scan unroll 1.5": 1.5}[case]
+            return L.scan(lambda c, x: (c * 0.5 + x, c), 0.0, xs, unroll=u)
+        if case == "switch bool index":
+            return L.switch(True, [lambda: 1.0, lambda: 2.0])
+        if case == "jit switch bool index":
+            return api.jit(lambda i: L.switch(i, [lambda: 1.0, lambda: 2.0]))(True)
+        if case == "fori unroll, traced bounds":
+            return api.jit(lambda k: L.fori_loop(0, k, lambda i, c: c + 1.0, 0.0, unroll=2))(3)
+        return L.fori_loop(0, 5, lambda i, c: c + i, 0.0, unroll=2)
+    ours, theirs = _both(mk)
+    assert_same(case, ours, theirs)
+    if isinstance(theirs, Exception):
+        assert str(ours).startswith(str(theirs).split(" got ")[0].split(", got")[0][:40]), (
+            str(ours), str(theirs))

@@ -246,7 +246,7 @@ def switch(index, branches: Sequence[Callable], *operands: Any) -> Any:
     if ia.shape != ():
         raise TypeError(f"Branch index must be scalar, got {_shown(index, ia)} of shape "
                         f"{ia.shape}. (lax.switch's index selects one branch.)")
-    if ia.dtype.kind not in "iub":
+    if ia.dtype.kind not in "iu":   # (a bool too: JAX's TypeError)
         raise TypeError(f"Index type must be an integer, got {_shown(index, ia)} as {ia.dtype}")
     if not branches:
         raise ValueError("Empty branch sequence (lax.switch needs at least one branch)")
@@ -532,6 +532,9 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll: int | bool | None = N
         i, u, val = c
         return (E.add(i, 1), u, body_fun(i, val))
 
+    if unroll is not None and unroll is not False and unroll != 1:
+        raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
+                         "statically known. (fori_loop: lower and upper are traced here)")
     # traced bounds keep their (common) dtype, as JAX's: an int32 index for int32 bounds, and
     # float bounds count in floats (converting them to int64 ran fori_loop(0., 2.5) twice,
     # where JAX runs it three times)
@@ -571,7 +574,7 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any | None = N
       length: the number of steps (checked against ``xs``).
       reverse: scan from the end of ``xs`` to its start (``ys`` still line up
         with ``xs``).
-      unroll: accepted for JAX compatibility (a positive int or a bool) and
+      unroll: accepted for JAX compatibility (a non-negative int or a bool) and
         has no effect: the compiled loop is the same, and results are
         identical either way.
       _split_transpose: accepted for JAX compatibility; no effect here.
@@ -598,9 +601,13 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any | None = N
     """
     if isinstance(unroll, bool):
         unroll = 1
-    if not isinstance(unroll, (int, np.integer)) or unroll < 1:
-        raise ValueError(f"scan: unroll must be a positive integer or a bool, got {unroll!r}")
-    return _scan(f, init, xs, length, reverse, int(unroll), (f, "scan"))
+    if not isinstance(unroll, (int, np.integer)):
+        raise TypeError(f"'{type(unroll).__name__}' object cannot be interpreted as an integer "
+                        "(scan: unroll is an int or a bool)")
+    if unroll < 0:   # (0: as JAX, one step)
+        raise ValueError("`unroll` must be a `bool` or a non-negative `int`. (scan: got "
+                         f"{unroll!r}; it has no effect here)")
+    return _scan(f, init, xs, length, reverse, builtins.max(int(unroll), 1), (f, "scan"))
 
 
 def _scan(f, init, xs, length, reverse, unroll, owner):
