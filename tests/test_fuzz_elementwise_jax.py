@@ -57,17 +57,19 @@ def _same_bits(a, b):
 
 
 def _like_jax(ours, theirs, rtol):
-    """``_same_bits``, or JAX's platform noise: parts both below the smallest normal number
-    (flushed to zero), or finite values within ``rtol`` of the magnitude (fused multiply-adds)."""
+    """``_same_bits``, or JAX's platform noise: parts below the smallest normal number, one of
+    them not zero (flushed to zero), or finite values within ``rtol`` of the magnitude (fused
+    multiply-adds, last-bit rounding); zeros of opposite signs differ."""
     ours, theirs = np.asarray(ours), np.asarray(theirs)
     ok = _same_bits(ours, theirs)
     tiny = np.finfo(_parts(theirs)[0].dtype).tiny
     flushed = np.ones(ours.shape, bool)
     for x, y in zip(_parts(ours), _parts(theirs)):
         flushed &= ((x == y) & (np.signbit(x) == np.signbit(y))) | (np.isnan(x) & np.isnan(y)) \
-            | ((np.abs(x) < tiny) & (np.abs(y) < tiny))
+            | ((np.abs(x) < tiny) & (np.abs(y) < tiny) & ((x != 0) | (y != 0)))
     with np.errstate(all="ignore"):
-        near = np.isfinite(ours) & np.isfinite(theirs) & (np.abs(ours - theirs) <= rtol * np.abs(theirs))
+        near = (np.isfinite(ours) & np.isfinite(theirs) & ((ours != 0) | (theirs != 0))
+                & (np.abs(ours - theirs) <= rtol * np.abs(theirs)))
     return ok | flushed | near
 
 
@@ -172,11 +174,33 @@ def test_sign_of_zero_as_jax(dtype):
         _report(f"sign({dtype})", _same_bits(got, want), v, got, want)
 
 
+_POW = [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 3.0, -3.0, 2.5, np.inf, -np.inf, np.nan, 1e300,
+        -1e300, 1e-300, 0.3]
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 4e-16), (np.float32, 2e-7)])
+def test_power_special_values_as_jax(dtype, rtol):
+    """C's (and JAX's) pow at every pair of special values, with the exponent an array and a
+    scalar: NumPy's loop takes a scalar exponent 0.5 for a square root, so ``(-inf) ** 0.5``
+    was NaN (JAX inf) and ``(-0.) ** 0.5`` -0. (JAX 0.).  Finite powers: NumPy's vector loop
+    and XLA round differently in the last bit (not compared bit for bit)."""
+    jnp = _jax().numpy
+    v = _quiet(np.array, _POW, dtype)   # (1e300 is inf in float32)
+    x, y = np.repeat(v, v.size), np.tile(v, v.size)
+    ours, theirs = _quiet(tnp.power, x, y), _quiet(jnp.power, x, y)
+    _report("power", _like_jax(ours, theirs, rtol), x, y, ours, theirs)
+    for k in (0.5, 2.0, -1.0, 3.0, -0.5):
+        for e in (k, dtype(k), np.full(v.shape, k, dtype)):
+            ours, theirs = _quiet(tnp.power, v, e), _quiet(jnp.power, v, e)
+            assert ours.dtype == theirs.dtype, (k, ours.dtype, theirs.dtype)
+            _report(f"power(v, {e!r})", _like_jax(ours, theirs, rtol), v, ours, theirs)
+
+
 def test_numba_matches_eager_bit_for_bit():
     """One numba program computing everything above; each value bit for bit as eager
     evaluation (the NumPy backend's ``impl``): complex division and ``integer_pow`` with
     negative powers (``helpers._cdiv``), max/min of tied zeros in loops (``helpers._fmax``),
-    fmax/fmin, sign of zeros."""
+    fmax/fmin, sign of zeros, ``x ** 0.5`` at -inf and -0."""
     a, b = _pairs(_PARTS128, np.complex128)
     a64, b64 = _pairs(_PARTS64, np.complex64)
     z = a[np.isfinite(a) | np.isinf(a)]   # (powers of finite or infinite values: no overflow of
@@ -190,14 +214,16 @@ def test_numba_matches_eager_bit_for_bit():
         return (lax.div(a, b), lax.div(a64, b64), lax.integer_pow(z, -1),
                 lax.integer_pow(z.astype(np.complex64), -3),
                 tnp.fmax(x, y), tnp.fmin(y, x), tnp.maximum(xl, yl), tnp.minimum(yl, xl),
-                lax.max(yl, xl), tnp.sign(s), tnp.sign(s.astype(np.float32)), tnp.sign(c))
+                lax.max(yl, xl), tnp.sign(s), tnp.sign(s.astype(np.float32)), tnp.sign(c),
+                tnp.power(s, 0.5), tnp.power(xl, 0.5))
     args = (a, b, a64, b64, z, x, y, xl, yl, s, c)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         want = [np.asarray(w) for w in f(*args)]
         got = tg.jit(f, backend="numba")(*args)
     names = ["div", "div c64", "integer_pow -1", "integer_pow -3 c64", "fmax", "fmin",
-             "maximum loop", "minimum loop", "max loop", "sign", "sign f32", "sign complex"]
+             "maximum loop", "minimum loop", "max loop", "sign", "sign f32", "sign complex",
+             "x ** 0.5", "x ** 0.5 loop"]
     for name, g, w in zip(names, got, want):
         g = np.asarray(g)
         assert g.dtype == w.dtype, (name, g.dtype, w.dtype)

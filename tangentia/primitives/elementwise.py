@@ -472,7 +472,23 @@ def _pow_jvp_y(t, ans, x, y):
     return mul(t, mul(safe_log, ans))
 
 
+def _pow_impl(x, y):
+    """NumPy's power, with C's (and JAX's) values where NumPy's loop takes ``x ** 0.5`` for a
+    square root: ``(-inf) ** 0.5`` is inf (NumPy NaN) and ``(-0.) ** 0.5`` is 0. (NumPy -0.)."""
+    out = np.power(x, y)
+    if out.dtype.kind in "fV" and (y == 0.5 if type(y) is float
+                                   else np.count_nonzero(np.equal(y, 0.5))):
+        with np.errstate(invalid="ignore"):
+            x = np.asarray(x)
+            fix = np.equal(y, 0.5) & ((x == -np.inf) | (x == 0))
+            out = np.where(fix, np.where(x == 0, 0.0, np.inf), out).astype(out.dtype, copy=False)
+    return out
+
+
+_pow_impl.__name__ = "power"
+_pow_impl.ufunc, _pow_impl.nin = np.power, 2  # type: ignore[attr-defined]  # (loops)
 pow_p = elementwise("pow", np.power, [_pow_jvp_x, _pow_jvp_y])
+pow_p.impl = _pow_impl
 
 
 
@@ -781,7 +797,7 @@ sinh, cosh, tanh = (_fast(p, p.impl) for p in (sinh_p, cosh_p, tanh_p))
 arcsinh, arccosh, arctanh = (_fast(p, p.impl) for p in (arcsinh_p, arccosh_p, arctanh_p))
 sqrt, cbrt, abs = (_fast(p, p.impl) for p in (sqrt_p, cbrt_p, abs_p))
 conj = _fast(conj_p, np.conjugate)
-power = _fast(pow_p, np.power)
+power = _fast(pow_p, _pow_impl, nin=2)
 maximum = _fast(maximum_p, _max_impl, nin=2)
 minimum = _fast(minimum_p, _min_impl, nin=2)
 arctan2 = _fast(atan2_p, np.arctan2)
