@@ -12,7 +12,7 @@ if _importlib_util.find_spec("numba") is not None:  # the default backend (numba
     from .compiler import numba_backend as _numba_backend  # noqa: F401
 from . import tree_util
 from .api import (ShapeDtypeStruct, checkpoint, disable_jit, ensure_compile_time_eval, eval_shape, fwd_and_bwd, grad, linear_transpose, remat, hessian, jacfwd, jacrev, jit, jvp,
-                  linearize, make_jaxpr, value_and_grad, vjp, vmap)
+                  linearize, make_jaxpr, pmap, value_and_grad, vjp, vmap)
 from .core import (ConcretizationTypeError, TracerArrayConversionError, UnexpectedTracerError,
                    ClosedJaxpr, Jaxpr)
 from ._debug_nans import debug_nans
@@ -88,7 +88,7 @@ __all__ = ["typing", "sharding", "make_mesh", "NamedSharding", "P", "Device", "S
            "experimental", "explain_cache_misses", "ad_checkpoint", "checkpoint_policies", "pure_callback", "custom_gradient", "custom_batching", "ensure_compile_time_eval", "disable_jit", "linear_transpose", "random", "tree", "debug", "block_until_ready", "effects_barrier", "config", "default_backend",
            "device_count", "device_get", "device_put", "devices", "local_device_count",
            "local_devices", "jacobian", "debug_nans", "print_environment_info", "Array", "ShapeDtypeStruct", "checkpoint", "remat", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
-           "linearize", "make_jaxpr", "value_and_grad", "vjp", "fwd_and_bwd", "vmap", "tree_util", "numpy", "lax",
+           "linearize", "make_jaxpr", "value_and_grad", "vjp", "fwd_and_bwd", "vmap", "pmap", "tree_util", "numpy", "lax",
            "ConcretizationTypeError", "TracerArrayConversionError", "UnexpectedTracerError",
            "ClosedJaxpr", "Jaxpr", "custom_jvp", "custom_vjp", "closure_convert",
            "custom_derivatives", "check_tracer_leaks", "checking_leaks", "clear_caches",

@@ -513,8 +513,8 @@ OUT_OF_SCOPE = {
         # profiling, memory spaces, monitoring hooks, user contexts
         "ad", "api_util", "dlpack", "export", "ffi", "lib", "make_user_context", "memory",
         "monitoring", "profiler", "stages",
-        # per-device and multi-process mapping (one device: vmap)
-        "pmap", "shard_map", "smap",
+        # multi-device mapping (one device: vmap; pmap is provided for one device)
+        "shard_map", "smap",
         # NumPy arrays are not tracked: no list of live arrays
         "live_arrays",
         # switches of XLA, of JAX's PRNG implementations and of its sharding types

@@ -523,3 +523,115 @@ def test_optax_optimizers_and_lbfgs_run_on_tangentia(optax_on_tangentia):
         for _ in range(15):
             w, st = lbfgs_step(w, st)
     np.testing.assert_allclose(numpy_loss_grad(np.asarray(w))[1], 0.0, atol=1e-8)
+
+
+# ---------------------------------------------------------------------------
+# jax.experimental.checkify (chex imports it; chexify runs on it)
+
+from tangentia.experimental import checkify as tck  # noqa: E402
+from jax.experimental import checkify as jck  # noqa: E402
+
+
+def _positive_log(ck, np_):
+    def f(x):
+        ck.check(x > 0, "x must be positive, got {x}", x=x)
+        return np_.log(x)
+    return f
+
+
+@pytest.mark.parametrize("jit_inside", [False, True])
+def test_checkify_user_checks_follow_jax(jit_inside):
+    for lib, ck, np_ in ((tg, tck, tnp), (jax, jck, jnp)):
+        f = _positive_log(ck, np_)
+        f = lib.jit(f) if jit_inside else f
+        err, out = ck.checkify(f)(np_.asarray(-2.0))
+        assert err.get() == "x must be positive, got -2.0 (`check` failed)"
+        assert str(err) == "Error(x must be positive, got -2.0 (`check` failed))"
+        with pytest.raises(ck.JaxRuntimeError, match=r"got -2.0 \(`check` failed\)"):
+            err.throw()
+        with pytest.raises(ValueError, match="must be positive"):   # a ValueError in both
+            ck.check_error(err)
+        err, out = ck.checkify(f)(np_.asarray(2.0))
+        assert err.get() is None and err.get_exception() is None
+        np.testing.assert_allclose(out, np.log(2.0), rtol=1e-15)
+        ck.check_error(err)   # no failure: no exception
+
+
+def test_checkify_first_failure_in_loops_and_vmap():
+    def make(lib, ck, np_):
+        def body(i, v):
+            ck.check(v < 3.0, "too big at {i}: {v}", i=i, v=v)
+            return v + 1.0
+        return lambda x: lib.lax.fori_loop(0, 5, body, x)
+    for lib, ck, np_ in ((tg, tck, tnp), (jax, jck, jnp)):
+        err, out = ck.checkify(lib.jit(make(lib, ck, np_)))(np_.asarray(1.0))
+        assert err.get() == "too big at 2: 3.0 (`check` failed)"   # the first failure
+        assert float(out) == 6.0
+        err, out = ck.checkify(lib.vmap(lambda x: (ck.check(x != 2.0, "two"), x * 2)[1]))(
+            np_.arange(4.0))
+        assert err.get() == "two (`check` failed)"
+        np.testing.assert_array_equal(out, [0.0, 2.0, 4.0, 6.0])
+
+
+def test_checkify_automatic_checks_follow_jax():
+    cases = [
+        (lambda np_: (lambda x: np_.log(x)), (-1.0,), "nan"),
+        (lambda np_: (lambda x, y: x / y), (1.0, 0.0), "div"),
+        (lambda np_: (lambda x, y: x // y), (np.array([4, 5]), np.array([2, 0])), "div"),
+    ]
+    for make, args, _ in cases:
+        for errors in ("all_checks", "user_checks", "float_checks", "index_checks"):
+            got = tck.checkify(tg.jit(make(tnp)), errors=getattr(tck, errors))(
+                *[tnp.asarray(a) for a in args])
+            want = jck.checkify(jax.jit(make(jnp)), errors=getattr(jck, errors))(
+                *[jnp.asarray(a) for a in args])
+            assert got[0].get() == want[0].get(), (errors, args)
+            if np.result_type(*args).kind == "f":   # (integer // 0: XLA's -2 vs NumPy's 0)
+                np.testing.assert_array_equal(got[1], want[1])
+    # an out-of-bounds traced index under jit (the result differs: JAX clamps, ours is 0)
+    f = lambda lib: lib.jit(lambda x, i: x[i] * 2)  # noqa: E731
+    got = tck.checkify(f(tg), errors=tck.index_checks)(tnp.arange(1.0, 4.0), -7)[0].get()
+    want = jck.checkify(f(jax), errors=jck.index_checks)(jnp.arange(1.0, 4.0), -7)[0].get()
+    assert got == want == ("out-of-bounds indexing for array of shape (3,): index -4 is out of "
+                           "bounds for axis 0 with size 3. ")
+
+
+def test_check_outside_checkify_follows_jax():
+    for lib, ck, np_ in ((tg, tck, tnp), (jax, jck, jnp)):
+        with pytest.raises(ck.JaxRuntimeError, match=r"^bad 3 \(`check` failed\)"):
+            ck.check(np_.asarray(False), "bad {}", np_.asarray(3))
+        ck.check(np_.asarray(True), "fine")
+        with pytest.raises(TypeError, match="check takes a scalar pred as argument"):
+            ck.check(np_.asarray([True, False]), "m")
+        with pytest.raises(TypeError, match="Formatting arguments to checkify.check need to be "
+                                            "PyTrees of arrays, but got 3 of type"):
+            ck.check(np_.asarray(False), "bad {}", 3)
+        with pytest.raises(ValueError, match="Cannot abstractly evaluate a checkify.check which "
+                                             "was not functionalized"):
+            lib.jit(lambda x: ck.check(x > 0, "neg"))(np_.asarray(1.0))
+    assert tck.all_checks == tck.user_checks | tck.nan_checks | tck.div_checks | tck.index_checks
+    assert tg.device_get(tck.init_error()).get() is None   # a pytree without leaves
+    with pytest.raises(NotImplementedError, match=r"checkify\(jit\(f\)\)"):
+        tg.jit(tck.checkify(lambda x: x))(1.0)
+
+
+# ---------------------------------------------------------------------------
+# pmap on the one device
+
+def test_pmap_on_one_device_follows_jax():
+    x = np.arange(3.0).reshape(1, 3)
+    for f in (lambda lib: lib.pmap(lambda v: v * 2),
+              lambda lib: lib.pmap(lambda v: lib.lax.psum(v, "i") + v, axis_name="i"),
+              lambda lib: lib.pmap(lambda v, n: v * n, static_broadcasted_argnums=1)):
+        args = (x, 4) if f(tg).__wrapped__.__code__.co_argcount == 2 else (x,)
+        np.testing.assert_array_equal(f(tg)(*args), f(jax)(*args))
+    with pytest.raises(ValueError, match="compiling computation that requires 2 logical devices"):
+        tg.pmap(lambda v: v)(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="pmap requires at least one argument with a mapped axis"):
+        tg.pmap(lambda v: v, in_axes=None)(np.ones(3))
+
+
+def test_jax_private_names_chex_reads():
+    import tangentia._src as src
+    assert src.xla_bridge._backends == {}
+    assert not hasattr(src.compiler, "backend_compile_and_load")   # chex restricts nothing

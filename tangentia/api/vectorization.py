@@ -221,3 +221,95 @@ def vmap(fun: _F, in_axes: int | None | Sequence[Any] = 0, out_axes: Any = 0,
         return tree_unflatten(store["out_tree"], outs)
 
     return vmapped
+
+
+# ---------------------------------------------------------------------------
+# pmap: one device
+
+
+def pmap(fun: Callable, axis_name: AxisName | None = None, *,
+         in_axes: int | None | Sequence[Any] = 0, out_axes: Any = 0,
+         static_broadcasted_argnums: int | Sequence[int] = (), devices: Any = None,
+         backend: str | None = None, axis_size: int | None = None,
+         donate_argnums: int | Sequence[int] = ()) -> Any:
+    """Map ``fun`` over the devices, as ``jax.pmap``: here over the one CPU
+    device, so the mapped axis has size 1 (as JAX's ``pmap`` on a machine with
+    one CPU device); it runs as ``jit(vmap(fun))``, collectives over
+    ``axis_name`` included.  A larger mapped axis raises ``ValueError``: use
+    ``vmap``.
+
+    Args:
+      fun: the function to map.
+      axis_name: a name for the mapped axis (for collectives such as ``lax.psum``).
+      in_axes: as ``vmap``'s, for the positional arguments that are not static
+        (an entry per positional argument is also accepted).
+      out_axes: as ``vmap``'s.
+      static_broadcasted_argnums: positional arguments passed as they are
+        (hashable; a new value traces again), as ``jit``'s ``static_argnums``.
+      devices: None, or a sequence of one device.
+      backend: None or ``"cpu"``.
+      axis_size: None, or 1.
+      donate_argnums: accepted for JAX compatibility (nothing is donated).
+
+    Returns:
+      A function with ``fun``'s arguments, returning its outputs with the
+      mapped axis of size 1 at ``out_axes``.
+    """
+    from .staging import jit
+    _check_callable(fun, "pmap")
+    static = ((static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int)
+              else tuple(static_broadcasted_argnums))
+    if devices is not None and len(devices) != 1:
+        raise ValueError(f"pmap: devices must hold one device (tangentia runs on one CPU "
+                         f"device), got {len(devices)}")
+    if backend not in (None, "cpu"):
+        raise ValueError(f"pmap: backend must be None or 'cpu' (tangentia runs on one CPU "
+                         f"device), got {backend!r}")
+
+    def check_size(size: int) -> None:
+        if size != 1:
+            raise ValueError(
+                f"compiling computation that requires {size} logical devices, but only 1 XLA "
+                f"devices are available (pmap of {_fun_name(fun)}: the mapped axis has size "
+                f"{size}; tangentia runs on one CPU device: use vmap)")
+
+    if axis_size is not None:
+        check_size(axis_size)
+
+    def body(*args: Any, **kwargs: Any) -> Any:
+        dyn = [i for i in range(len(args)) if i not in static]
+        axes = in_axes
+        if isinstance(in_axes, (tuple, list)) and len(in_axes) == len(args) and static:
+            axes = tuple(in_axes[i] for i in dyn)
+
+        def inner(*dyn_args: Any, **kw: Any) -> Any:
+            full = list(args)
+            for i, a in zip(dyn, dyn_args):
+                full[i] = a
+            return fun(*full, **kw)
+        return vmap(inner, in_axes=axes, out_axes=out_axes, axis_name=axis_name)(
+            *[args[i] for i in dyn], **kwargs)
+
+    jitted = jit(body, static_argnums=static)
+
+    @functools.wraps(fun)
+    def pmapped(*args: Any, **kwargs: Any) -> Any:
+        dyn_args = [a for i, a in enumerate(args) if i not in static]
+        axes = in_axes
+        if isinstance(in_axes, (tuple, list)) and len(in_axes) == len(args) and static:
+            axes = tuple(in_axes[i] for i in range(len(args)) if i not in static)
+        if isinstance(axes, list):
+            axes = tuple(axes)
+        leaves = tree_flatten(tuple(dyn_args))[0]
+        dims = (_broadcast_prefix(axes, tuple(dyn_args), "in_axes")
+                if not (axes is None or isinstance(axes, int)) else [axes] * len(leaves))
+        sizes = {np.shape(x)[d] for x, d in zip(leaves, dims)
+                 if d is not None and np.ndim(x) > d}
+        sizes |= {np.shape(x)[0] for x in tree_flatten(kwargs)[0] if np.ndim(x) > 0}
+        if not sizes and axis_size is None:
+            raise ValueError("pmap requires at least one argument with a mapped axis.")
+        for s in sizes:
+            check_size(s)
+        return jitted(*args, **kwargs)
+
+    return pmapped
