@@ -165,3 +165,17 @@ def test_scatter_promise_in_bounds_drops_out_of_bounds_updates(method: str) -> N
                                  mode=tlax.GatherScatterMode.PROMISE_IN_BOUNDS),
                 jax.lax.scatter_add(np.arange(10.0), idx[:, None], -np.ones(3), jdn,
                                     mode=jax.lax.GatherScatterMode.PROMISE_IN_BOUNDS))
+
+
+def test_traced_shift_and_divmod_operators() -> None:
+    """``x << y``, ``x >> y`` and ``divmod`` on traced values, as on JAX's tracers (ours raised
+    "unsupported operand type(s)")."""
+    def f(a: Any, b: Any) -> Any:
+        return (a << b, a >> b, 3 << a, 200 >> a, divmod(a, 3), divmod(7, a + 1), a << 2,
+                np.uint8(5) >> a)
+    a, b = np.arange(3, dtype=np.uint8), np.uint8(1)
+    assert_same("uint8 shifts", tg.jit(f)(a, b), jax.jit(f)(a, b))
+    g = lambda v: (v << 2, 1 << v, divmod(v, 2.5), v >> 1)  # noqa: E731
+    assert_same("int64 shifts", tg.jit(g)(np.arange(4)), jax.jit(g)(np.arange(4)))
+    assert_same("vmap shift", tg.vmap(lambda v: v << 1)(np.arange(4)),
+                jax.vmap(lambda v: v << 1)(np.arange(4)))

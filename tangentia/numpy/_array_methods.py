@@ -25,9 +25,10 @@ from ._complex import conj, imag, real
 from ._conversion import astype, public_astype, warn_complex_to_real
 from ._editing import choose, compress, put
 from ._elementwise import (abs, add, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clip,
-                           divide, equal, floor_divide, greater, greater_equal, less, less_equal,
-                           logical_and, logical_not, logical_or, logical_xor, multiply, negative,
-                           not_equal, power, remainder, round, subtract)
+                           divide, equal, floor_divide, greater, greater_equal, left_shift, less,
+                           less_equal, logical_and, logical_not, logical_or, logical_xor, multiply,
+                           negative, not_equal, power, remainder, right_shift, round, subtract)
+from ._elementwise import divmod as divmod_
 from ._indexing import _getitem, _IndexUpdateHelper, nonzero, take
 from ._matrices import diagonal, dot, matmul, trace
 from ._reductions import (all, any, argmax, argmin, cumprod, cumsum, max, mean, min, prod, ptp,
@@ -144,6 +145,13 @@ def install():
     T.__rfloordiv__ = rev(floor_divide)
     T.__mod__ = lambda s, o: remainder(s, o)
     T.__rmod__ = rev(remainder)
+    # shifts and divmod, as on JAX's tracers (ours raised "unsupported operand type(s)")
+    T.__divmod__ = lambda s, o: divmod_(s, o)
+    T.__rdivmod__ = rev(divmod_)
+    T.__lshift__ = lambda s, o: left_shift(s, o)
+    T.__rlshift__ = rev(left_shift)
+    T.__rshift__ = lambda s, o: right_shift(s, o)
+    T.__rrshift__ = rev(right_shift)
     T.__pow__ = _pow
     T.__rpow__ = lambda s, o: power(o, s)
     T.__matmul__ = lambda s, o: matmul(s, o)
