@@ -26,7 +26,10 @@ import numpy as np
 from ..core import Literal, ProgramMemo, Var
 from ..core import eval_primitive
 from ..custom_derivatives import custom_lin_p
+from ..interpreters.base_ops import broadcast_to_p, reshape_p
 from ..primitives.contraction import dot_general_p
+from ..primitives.elementwise import select_p
+from ..primitives.indexing import ARRAY, getitem_p
 from ..primitives.control_flow import cond_p, scan_p, split as _split, while_p
 from ..primitives.linear_solve import linear_solve_p, solve_operands
 from .backend import Backend, register_backend
@@ -45,11 +48,24 @@ def _ufunc(prim):
     return impl if isinstance(impl, np.ufunc) else None
 
 
+# ``SPECIALIZED[prim](eqn) -> callable or None``: the code of one equation given its types,
+# where the primitive's implementation checks what the program's types already settle
+# (None: the implementation runs).  An eager ``hessian`` through ``odeint`` runs ~110,000
+# selects, ~80,000 reshapes and ~35,000 getitems per call on this backend: there the
+# implementations' Python layers were about a third of the call.
+SPECIALIZED = {}
+
+
 def _lowering(eqn):
     prim = eqn.prim
     rule = LOWERINGS.get(prim)
     if rule is not None:
         return rule(**eqn.params)
+    special = SPECIALIZED.get(prim)
+    if special is not None:
+        fn = special(eqn)
+        if fn is not None:
+            return fn
     if prim.call_param is not None:   # a call: its program, compiled
         program = eqn.params[prim.call_param]
         if not program.constvars:
@@ -224,6 +240,64 @@ def _scan(jaxpr, num_consts, num_carry, length, reverse, unroll):
 
 
 register_lowering(scan_p, _scan)
+
+
+def _select(eqn):
+    # select's implementation is np.where plus checks for object and string operands and
+    # a Python float against bfloat16: with numeric NumPy types throughout, np.where alone
+    if all(np.dtype(a.aval.dtype).kind in "biufc" for a in list(eqn.inputs) + list(eqn.outputs)) \
+            and not any(type(a) is Literal and type(a.val) is float for a in eqn.inputs):
+        return np.where
+    return None
+
+
+def _reshape(eqn):
+    new_sizes = eqn.params["new_sizes"]
+    reshape = np.reshape
+
+    def run(x):
+        # (the method where the operand has it: NumPy's function adds two Python layers)
+        return x.reshape(new_sizes) if type(x) is np.ndarray else reshape(x, new_sizes)
+    return run
+
+
+def _getitem(eqn):
+    spec = eqn.params["spec"]
+    if any(e is ARRAY for e in spec):
+        return None
+    index = tuple(spec)     # no index arrays: the whole index is known
+    asarray = np.asarray
+
+    def run(x):
+        return asarray(x)[index]
+    return run
+
+
+def _broadcast_to(eqn):
+    shape = eqn.params["shape"]
+    if type(eqn.inputs[0]) is Literal or int(np.prod(shape)) > _SMALL_BROADCAST:
+        return None
+    empty, broadcast_to = np.empty, np.broadcast_to
+
+    def run(x):
+        # a small result as a copy: np.broadcast_to's view costs ~10 Python calls (no code
+        # here writes into a buffer it did not allocate, so a view and a copy are alike)
+        dtype = getattr(x, "dtype", None)
+        if dtype is None:
+            return broadcast_to(x, shape)
+        out = empty(shape, dtype)
+        out[...] = x
+        return out
+    return run
+
+
+_SMALL_BROADCAST = 4096      # elements
+
+
+SPECIALIZED[select_p] = _select
+SPECIALIZED[broadcast_to_p] = _broadcast_to
+SPECIALIZED[reshape_p] = _reshape
+SPECIALIZED[getitem_p] = _getitem
 
 
 def _linear_solve(jaxprs, const_lengths, num_b):
