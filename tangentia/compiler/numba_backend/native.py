@@ -784,7 +784,7 @@ def _lower_unit(g, jaxpr, in_vals):
     outs, names = g.template_outputs(unit.template)
     caller = g.glob(unit.caller, "_u")
     g.notes.append(f"# {caller}: unit {unit.key}")
-    call = f"{caller}({ptr}, {irblock._nest(args)})"
+    call = f"{caller}({ptr}, {irblock._nest(g.packed(args))})"
     # (results in nested tuples of at most 16, as the unit returns them: numba loads a
     # tuple variable whole for each element unpacked, quadratic in a flat tuple's length)
     g.emit(f"{irblock._nest(names)} = {call}" if names else call)
