@@ -172,6 +172,19 @@ def var(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof: i
         keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
     """Variance along ``axis`` (``ddof`` delta degrees of freedom), over ``where`` only."""
     a = _seq(a, "var")
+    if dtype is not None and _np.dtype(dtype).kind in "fc" and _aval(a).dtype != dtype:
+        if _aval(a).dtype.kind == "c" and _np.dtype(dtype).kind != "c":
+            raise ValueError(
+                "jax.numpy.var does not yet support real dtype parameters when computing the "
+                "variance of an array of complex values. (tangentia.numpy.var/std: dtype "
+                f"{_np.dtype(dtype)} for {_aval(a).dtype} values; pass a complex dtype or None)")
+        # as JAX's: computed in ``dtype`` (float16 in float32): NumPy's mixes the float64
+        # deviations of a float64 ``a`` with a float32 mean, so equal entries had a variance
+        # of 2e-15, JAX's 0
+        low = _np.dtype(dtype).kind == "f" and _np.dtype(dtype).itemsize < 4
+        out = var(astype(a, _np.float32 if low else dtype), axis, None, ddof, keepdims,
+                  where=where)
+        return astype(out, dtype)
     n = _count(a, axis, keepdims, where)
     m = mean(a, axis, dtype, keepdims=True, where=where)
     s = sum(_abs2(_E.sub(a, m)), axis, dtype, keepdims, where=where)
