@@ -196,3 +196,24 @@ def test_var_and_std_with_a_dtype_compute_in_it(dtype: type) -> None:
                               jax.jit(lambda v: jax.numpy.var(v, axis=0, dtype=dtype))(a)))
         assert_same(f"var/std dtype={dtype.__name__} of {a.dtype}", ours, theirs, rtol=2e-3)
     assert float(tnp.var(x, dtype=np.float32)) == 0.0
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16", "int32", "bool"])
+def test_angle_and_nan_to_num_of_real_values(dtype: str) -> None:
+    """angle(x) of real x is atan2(0, x) in x's dtype, as JAX's: ours was pi where x < 0 in
+    float64 (angle(nan) 0, angle(-0.) 0, float32 in, float64 out); nan_to_num of bfloat16
+    left NaN and infinities (W1's finding)."""
+    import ml_dtypes
+    dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+    x = (np.array([np.nan, -0.0, 0.0, -2.0, 3.0, np.inf, -np.inf]) if dt.kind != "b" and
+         dtype != "int32" else np.array([0, 2, 3])).astype(dt)
+
+    def f(np_: Any, api: Any) -> Any:
+        out = (np_.angle(x), np_.angle(x, deg=True), api.jit(np_.angle)(x))
+        return out + ((np_.nan_to_num(x), api.jit(np_.nan_to_num)(x)) if dt.kind not in "ib"
+                      else ())
+    ours, theirs = run(lambda: f(tnp, tg)), f(jax.numpy, jax)
+    assert_same(f"angle/nan_to_num {dtype}", [np.asarray(v, np.float64) for v in ours],
+                [np.asarray(v, np.float64) for v in theirs], rtol=1e-15)
+    assert [v.dtype for v in ours] == [v.dtype for v in theirs]
+    assert_same("grad angle", tg.grad(tnp.angle)(-2.0), jax.grad(jax.numpy.angle)(-2.0))

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from .. import core as _core
+from .. import dtypes as _dtypes
 from ..primitives import elementwise as _E
 from ..primitives import structural as _S
 from ._constants import bool_, pi
@@ -66,7 +67,13 @@ def angle(z: ArrayLike, deg: bool = False) -> Array:
     if _is_complex(z):
         out = arctan2(_E.imag(z), _E.real(z))
     else:
-        out = where(_E.lt(z, 0), pi, 0.0)
+        # arctan2(0, x) in x's floating dtype (integers and booleans: float64), as JAX's:
+        # ours was pi where x < 0 in float64, so angle(nan) was 0 (JAX nan), angle(-0.) 0
+        # (JAX and NumPy pi) and a float32 angle float64
+        dt = _aval(z).dtype
+        x = z if dt.kind == "f" or _dtypes.is_ml_float(dt) else _S.convert_element_type(
+            z, _np.float64)
+        out = arctan2(zeros_like(x), x)
     return rad2deg(out) if deg else out
 
 

@@ -500,11 +500,12 @@ def nan_to_num(x: ArrayLike, copy: bool = True, nan: ArrayLike = 0.0,
     """Replace NaN and infinities by finite numbers."""
     x = _in(x, "nan_to_num", "x")
     dt = _aval(x).dtype
-    if dt.kind not in "fc":
+    ml = _dtypes.is_ml_float(dt)   # bfloat16, float8s: NaN and infinities replaced too
+    if dt.kind not in "fc" and not ml:
         return _S.unchanged(x)
-    if _eager(x, nan, posinf, neginf):
+    if _eager(x, nan, posinf, neginf) and not ml:
         return _np.asarray(_np.nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf))
-    info = _np.finfo(dt)
+    info = _dtypes.finfo(dt)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
     out = where(isnan(x), astype(nan, dt), x)
