@@ -370,6 +370,11 @@ bitwise_count = _M.bitwise_count
 def i0(x: ArrayLike) -> Array:
     """The modified Bessel function of the first kind of order 0 (``numpy.i0``)."""
     x = _in(x, "i0", "x")
+    dt = _aval(x).dtype
+    if (dt.kind == "f" and dt.itemsize < 4) or _dtypes.is_ml_float(dt):
+        # float16, bfloat16, ...: computed in float32 and given back in their dtype, as JAX's
+        # (ours gave float64)
+        return astype(_SP.i0(astype(x, _np.float32)), dt)
     return _SP.i0(_inexact(x))
 
 
