@@ -217,3 +217,14 @@ def test_angle_and_nan_to_num_of_real_values(dtype: str) -> None:
                 [np.asarray(v, np.float64) for v in theirs], rtol=1e-15)
     assert [v.dtype for v in ours] == [v.dtype for v in theirs]
     assert_same("grad angle", tg.grad(tnp.angle)(-2.0), jax.grad(jax.numpy.angle)(-2.0))
+
+
+def test_i0_keeps_low_precision_float_dtypes() -> None:
+    """i0 of float16/bfloat16 keeps the dtype, as JAX's (ours returned float64)."""
+    import ml_dtypes
+    for dt in (np.float16, ml_dtypes.bfloat16):
+        x = np.array([0.5, -3.0, 10.0]).astype(dt)
+        ours, theirs = tnp.i0(x), jax.numpy.i0(x)
+        assert ours.dtype == theirs.dtype == tg.jit(tnp.i0)(x).dtype
+        np.testing.assert_allclose(np.asarray(ours, np.float64), np.asarray(theirs, np.float64),
+                                   rtol=1e-2)
