@@ -12,8 +12,10 @@ today (2.14 against 1.18 GB last time; issue 23 asks for at most 1.5 GB per work
 
 ``BalancedLoadScheduling`` is xdist's ``LoadScheduling`` except for the tests of
 the modules (or test functions, ``module::name``) in ``HEAVY``: once the collection is
-known, they are dealt to the workers, heaviest first, each to the worker with the least
-weight so far (ties: the lower worker number), so every run splits them the same way;
+known, they are dealt to the workers, longest first (their cold CPU seconds, ``CPU``),
+each to the worker with the least CPU so far whose share stays within ``SHARE_MB`` of
+``HEAVY``'s MB (ties: the lower worker number), so every run splits them the same way
+and both shares end at about the same time;
 and a worker runs its share last, once the common queue is empty (those in ``FIRST``,
 which also need much memory for a while, first within it).  Last, because what
 they compile stays: a module that needs much memory for a while (those comparing with
@@ -83,14 +85,47 @@ FIRST: frozenset[str] = frozenset({
 })
 
 
-def deal(weights: dict[str, float], n_workers: int) -> dict[str, int]:
-    """``{key: worker index}``: heaviest first, each to the least loaded worker."""
+# The CPU seconds of each HEAVY module, cold (numba's caches empty; TANGENTIA_TEST_MEMORY's
+# cpu_s, a full -n 2 run at 50ba1fd, 2026-12-06, session 13; objmode and vecmath from
+# session 12).  The shares are dealt by these, so that both fresh workers end together:
+# dealt by MB, one share took 230 s and the other 163 s, and the first worker idled for the
+# difference at the end of the run (now 211 and 190 s).  MB still bounds a share (SHARE_MB).
+CPU: dict[str, float] = {
+    "tests/test_numba_backend.py": 116,
+    "tests/test_numba_kernels.py": 81,
+    "tests/test_numba_irblock.py": 51,
+    "tests/test_numba_gemm.py": 32,
+    "tests/test_scipy_sparse_linalg.py": 28,
+    "tests/test_numba_objmode.py": 25,
+    "tests/test_numba_complex.py": 24,
+    "tests/test_numba_blas.py": 15,
+    "tests/test_custom_linear_solve_root.py": 12.5,
+    "tests/test_gemm_calibration.py": 6,
+    "tests/test_numba_vecmath_trig.py": 5.3,
+    "tests/test_numba_vecmath.py": 5,
+}
+# At most this many MB of HEAVY weight in one share where another worker has room: a
+# fresh worker starts from about 400 MB (issue 23: at most 1.5 GB per worker).
+SHARE_MB = 900.0
+
+
+def deal(weights: dict[str, float], n_workers: int, cpu: dict[str, float] | None = None,
+         cap: float = float("inf")) -> dict[str, int]:
+    """``{key: worker index}``.  Without ``cpu``: heaviest first (``weights``), each to the
+    least loaded worker.  With ``cpu``: longest first (``cpu``; a key missing there counts
+    its weight), each to the worker with the least CPU so far among those whose
+    ``weights`` stay within ``cap`` (none: the one with the least weight)."""
+    time = weights if cpu is None else {k: cpu.get(k, w) for k, w in weights.items()}
     loads = [0.0] * n_workers
+    mb = [0.0] * n_workers
     out = {}
-    for key, weight in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0])):
-        k = min(range(n_workers), key=lambda j: (loads[j], j))
+    for key, t in sorted(time.items(), key=lambda kv: (-kv[1], kv[0])):
+        room = [j for j in range(n_workers) if mb[j] + weights[key] <= cap]
+        k = (min(room, key=lambda j: (loads[j], j)) if room
+             else min(range(n_workers), key=lambda j: (mb[j], j)))
         out[key] = k
-        loads[k] += weight
+        loads[k] += t
+        mb[k] += weights[key]
     return out
 
 
@@ -114,9 +149,11 @@ class BalancedLoadScheduling(LoadScheduling):
 
     def __init__(self, config: Any, log: Any = None,
                  heavy: dict[str, float] | None = None,
-                 new_worker: Callable[[Any], Any] | None = None) -> None:
+                 new_worker: Callable[[Any], Any] | None = None,
+                 cpu: dict[str, float] | None = None) -> None:
         super().__init__(config, log)
         self.heavy = HEAVY if heavy is None else heavy
+        self.cpu = (CPU if heavy is None else None) if cpu is None else cpu
         self.first = FIRST
         self.reserved: dict[Any, list[int]] = {}   # worker -> its share, not yet sent
         self.waiting: list[list[int]] = []         # shares for the new workers, in order
@@ -142,7 +179,8 @@ class BalancedLoadScheduling(LoadScheduling):
                 self.maxschedchunk = len(collection)
             nodes = sorted(self.nodes, key=lambda node: str(node.gateway.id))
             keys = [key_of(nodeid, self.heavy) for nodeid in collection]
-            where = deal({k: self.heavy[k] for k in set(keys) if k is not None}, len(nodes))
+            where = deal({k: self.heavy[k] for k in set(keys) if k is not None}, len(nodes),
+                         self.cpu, SHARE_MB)
             self.reserved = {node: [] for node in nodes}
             rest = []
             for i, k in enumerate(keys):

@@ -189,3 +189,23 @@ def test_without_a_fresh_worker_a_worker_runs_its_share_itself():
     _ran_once_each(ran)
     assert sched.new_worker is None
     assert {ran[t][0] for t in COLLECTION if xb.key_of(t, HEAVY)} == {"gw0", "gw1"}
+
+
+def test_shares_are_dealt_by_cpu_within_the_memory_bound():
+    weights = {"a": 500.0, "b": 400.0, "c": 300.0, "d": 100.0}
+    cpu = {"a": 10.0, "b": 100.0, "c": 50.0, "d": 40.0}
+    # by CPU: b alone against c + d + a (100 against 100)
+    assert xb.deal(weights, 2, cpu) == {"b": 0, "c": 1, "d": 1, "a": 1}
+    # a's 500 MB do not fit beside c + d's 400 within 800: it goes where it fits
+    assert xb.deal(weights, 2, cpu, cap=800) == {"b": 0, "c": 1, "d": 1, "a": 0}
+    # nowhere within the bound: the worker with the least MB (not the least CPU)
+    assert xb.deal({"x": 5.0, "y": 6.0, "z": 3.0}, 2, {"x": 3.0, "y": 2.0, "z": 1.0},
+                   cap=4) == {"x": 0, "y": 1, "z": 0}
+    assert xb.deal(weights, 2) == {"a": 0, "b": 1, "c": 1, "d": 0}   # by MB alone
+    # the suite's own figures: the two shares' CPU within 15%, each within the bound
+    where = xb.deal(xb.HEAVY, 2, xb.CPU, xb.SHARE_MB)
+    shares = [[k for k in where if where[k] == j] for j in (0, 1)]
+    cpus = [sum(xb.CPU[k] for k in share) for share in shares]
+    assert max(cpus) < 1.15 * min(cpus), cpus
+    assert all(sum(xb.HEAVY[k] for k in share) <= xb.SHARE_MB for share in shares)
+    assert set(xb.CPU) == set(xb.HEAVY)
