@@ -57,7 +57,29 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     Returns:
       ``x`` with every leaf a tangentia array.
     """
-    return tree_map(lambda v: v if isinstance(v, Tracer) else to_user(np.asarray(v)), x)
+    return tree_map(_put_leaf, x)
+
+
+def _put_leaf(v):
+    """One leaf of ``device_put``: an array, or JAX's TypeError for what is not one
+    (libraries catch it to leave such leaves as they are)."""
+    if isinstance(v, Tracer):
+        return v
+    if isinstance(v, (np.ndarray, np.generic, bool, int, float, complex)):
+        return to_user(np.asarray(v))
+    if hasattr(v, "__jax_array__"):
+        return to_user(np.asarray(v.__jax_array__()))
+    if isinstance(v, type):
+        raise TypeError(f"JAX scalar type {v} cannot be interpreted as a JAX array. "
+                        "(device_put: pass arrays, scalars or pytrees of them)")
+    if isinstance(v, str):
+        raise TypeError(f"Argument '{v}' of type {type(v)} is not a valid JAX type "
+                        "(device_put: pass arrays, scalars or pytrees of them)")
+    if not hasattr(v, "dtype"):
+        raise TypeError(f"Cannot interpret value of type {type(v)} as an abstract array; it "
+                        "does not have a dtype attribute (device_put: pass arrays, scalars "
+                        "or pytrees of them)")
+    return to_user(np.asarray(v))
 
 
 def device_get(x):

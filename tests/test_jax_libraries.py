@@ -635,3 +635,33 @@ def test_jax_private_names_chex_reads():
     import tangentia._src as src
     assert src.xla_bridge._backends == {}
     assert not hasattr(src.compiler, "backend_compile_and_load")   # chex restricts nothing
+
+
+def test_device_put_refuses_what_is_not_an_array_as_jax():
+    # chex's with_device variant puts every leaf and keeps those JAX refuses with TypeError
+    for bad, msg in ((jnp.float32, "cannot be interpreted as a JAX array"),
+                     ("abc", "is not a valid JAX type"),
+                     (lambda: 1, "it does not have a dtype attribute"),
+                     (object(), "it does not have a dtype attribute")):
+        ours = tnp.float32 if bad is jnp.float32 else bad
+        with pytest.raises(TypeError, match=msg):
+            jax.device_put(bad)
+        with pytest.raises(TypeError, match=msg):
+            tg.device_put(ours)
+    for ok in (3, 2.5, np.float32(2), np.arange(3), [1.0, (2, np.ones(2))], None):
+        got, want = tg.device_put(ok), jax.device_put(ok)
+        assert str(tg.tree_util.tree_structure(got)) == str(jax.tree_util.tree_structure(want))
+        assert len(tg.tree_util.tree_leaves(got)) == len(jax.tree_util.tree_leaves(want))
+        for g, w in zip(tg.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+            assert isinstance(g, ArrayImpl)
+            np.testing.assert_array_equal(g, w)
+
+
+def test_signature_of_a_jitted_function_is_the_function_s():
+    import inspect
+
+    def f(x, y=2, *, z=3):
+        return x
+    for lib in (tg, jax):
+        assert str(inspect.signature(lib.jit(f), follow_wrapped=False)) == "(x, y=2, *, z=3)"
+        assert str(inspect.signature(lib.jit(f))) == "(x, y=2, *, z=3)"

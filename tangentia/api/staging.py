@@ -377,6 +377,12 @@ class _Jitted:
         self.name = _fun_name(fun)
         functools.update_wrapper(self, fun, updated=())
 
+    @property
+    def __signature__(self) -> inspect.Signature:
+        """The function's signature, as a jitted function's in JAX (``inspect.signature``
+        finds it also with ``follow_wrapped=False``)."""
+        return inspect.signature(self.fun)
+
     def _signature(self, args, kwargs):
         if self.static_argnums or self.static_argnames:
             statics, dyn_args, dyn_kwargs = _static_split(
