@@ -587,8 +587,10 @@ def _emit(g, bb, results, env):
     fn = _intrinsic(digest, bb.nodes, in_dts, in_map, out_ids, arr_specs)
     name = g.glob(fn, "_blk")
     g.notes.append(f"# {name}: irblock {digest} ({len(bb.nodes)} nodes)")
-    call_args = _nest(args) + (", (" + "".join(av.name + ", " for av in arrays) + ")"
-                               if arrays else "")
+    # (a run of all of a loop carry's elements, in order, is passed as its tuple: ``g.packed``;
+    # the intrinsic flattens its argument)
+    call_args = _nest(g.packed(args)) + (", (" + "".join(av.name + ", " for av in arrays) + ")"
+                                         if arrays else "")
     # (the outputs are unpacked from tuples of at most ``_CHUNK``, nested: numba loads a
     # tuple variable whole for each element it unpacks, and LLVM's SROA then splits
     # n loads of n elements -- a block of 2,000 outputs took a minute)
@@ -1078,8 +1080,11 @@ def _neg(context, builder, f, memo, dt, a, in_dt):
 def _extremum(cmp):
     def emit(context, builder, f, memo, dt, a, in_dt):
         x, y = a
-        if dt.kind == "f":      # (``helpers._fmax``: NaN propagates, the second of equals)
+        if dt.kind == "f":      # (``helpers._fmax``: NaN propagates, -0.0 below 0.0, as JAX's)
             p = builder.or_(builder.fcmp_ordered(cmp, x, y), builder.fcmp_unordered("uno", x, x))
+            bits = builder.bitcast(y if cmp == ">" else x, ir.IntType(dt.itemsize * 8))
+            p = builder.or_(p, builder.and_(builder.fcmp_ordered("==", x, y), builder.icmp_signed(
+                "<", bits, ir.Constant(bits.type, 0))))
         elif dt.kind == "i":
             p = builder.icmp_signed(cmp, x, y)
         else:
