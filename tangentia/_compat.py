@@ -98,24 +98,44 @@ def devices(backend=None):
     """The devices: one CPU device.
 
     Args:
-      backend: accepted for JAX compatibility (``None`` or ``"cpu"``).
+      backend: ``None`` or ``"cpu"``; another platform raises JAX's RuntimeError
+        (libraries count a platform's devices by catching it).
     """
+    _check_backend(backend, "devices")
     return [_CPU]
 
 
-local_devices = devices
+def _check_backend(backend, api):
+    if backend is None or backend == "cpu" or backend is _CPU:
+        return
+    if backend in ("gpu", "cuda", "rocm", "tpu", "METAL"):
+        raise RuntimeError(f"Unknown backend: '{backend}' requested, but no platforms that are "
+                           f"instances of {backend} are present. Platforms present are: cpu "
+                           f"({api}: tangentia runs on one CPU device)")
+    raise RuntimeError(f"Unknown backend {backend}. Available backends are ['cpu'] ({api}: "
+                       "tangentia runs on one CPU device)")
+
+
+def local_devices(process_index=None, backend=None, host_id=None):
+    """The devices of this process: the one CPU device (``backend`` as ``devices``')."""
+    _check_backend(backend, "local_devices")
+    return [_CPU]
 
 
 def device_count(backend=None):
     """The number of devices: 1.
 
     Args:
-      backend: accepted for JAX compatibility (``None`` or ``"cpu"``).
+      backend: ``None`` or ``"cpu"`` (another platform raises, as ``devices``).
     """
+    _check_backend(backend, "device_count")
     return 1
 
 
-local_device_count = device_count
+def local_device_count(backend=None):
+    """The number of devices of this process: 1 (``backend`` as ``device_count``')."""
+    _check_backend(backend, "local_device_count")
+    return 1
 
 
 def default_backend():

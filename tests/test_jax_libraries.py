@@ -665,3 +665,17 @@ def test_signature_of_a_jitted_function_is_the_function_s():
     for lib in (tg, jax):
         assert str(inspect.signature(lib.jit(f), follow_wrapped=False)) == "(x, y=2, *, z=3)"
         assert str(inspect.signature(lib.jit(f))) == "(x, y=2, *, z=3)"
+
+
+def test_devices_of_another_platform_raise_as_jax():
+    # chex counts a platform's devices by catching the RuntimeError
+    for lib in (tg, jax):
+        for call in (lambda: lib.devices("gpu"), lambda: lib.device_count("tpu"),
+                     lambda: lib.local_devices(backend="gpu"),
+                     lambda: lib.local_device_count("gpu")):
+            with pytest.raises(RuntimeError, match="(Unknown backend)|(failed to initialize)"):
+                call()
+        with pytest.raises(RuntimeError, match="Unknown backend foo"):
+            lib.devices("foo")
+        assert [d.platform for d in lib.devices("cpu")] == ["cpu"]
+        assert lib.device_count() == lib.local_device_count("cpu") == len(lib.local_devices()) == 1
