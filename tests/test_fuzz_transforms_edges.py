@@ -228,3 +228,18 @@ def test_i0_keeps_low_precision_float_dtypes() -> None:
         assert ours.dtype == theirs.dtype == tg.jit(tnp.i0)(x).dtype
         np.testing.assert_allclose(np.asarray(ours, np.float64), np.asarray(theirs, np.float64),
                                    rtol=1e-2)
+
+
+@pytest.mark.parametrize("name", ["cumsum", "nancumsum"])
+def test_float16_cumulative_sums_accumulate_in_float32(name: str) -> None:
+    """tnp.cumsum of float16 (and bfloat16) accumulates in float32, as JAX's: NumPy's float16
+    running sum rounds every partial sum (137 off JAX's after 3000 terms near 1).  (cumprod
+    is left: JAX's rounds every step in float16, as NumPy's, though not in the same order.)"""
+    import ml_dtypes
+    for dt in (np.float16, ml_dtypes.bfloat16):
+        x = (np.arange(3000) % 7 * 0.37).astype(dt)
+        ours, theirs = getattr(tnp, name)(x), getattr(jax.numpy, name)(x)
+        assert ours.dtype == theirs.dtype == tg.jit(getattr(tnp, name))(x).dtype
+        spacing = np.abs(np.asarray(theirs, np.float64)) * 2.0 ** -(8 if dt == np.float16 else 5)
+        assert np.all(np.abs(np.asarray(ours, np.float64) - np.asarray(theirs, np.float64))
+                      <= spacing + 1e-30), name
