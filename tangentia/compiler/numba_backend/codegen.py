@@ -13,13 +13,14 @@ import numpy as np
 import numba
 from numba import types as nbt
 
-from ...core import CustomVmapCallPrimitive, Literal, ProgramMemo, Var, subjaxprs
+from ...core import CustomVmapCallPrimitive, Literal, ProgramMemo, ShapedArray, Var, subjaxprs
 from ...core import eval_primitive
 from ...custom_derivatives import _base as CD
 from ...interpreters import ad
-from ...primitives import call as CL, callback, remat
+from ...primitives import call as CL, callback, elementwise as E, remat
 from . import plan as _plan
 from .plan import BLAS_MIN_FLOPS, Settings, program_plan  # noqa: F401 - (BLAS_MIN_FLOPS: read from here too)
+from .rowio import load_row, nest, store_row
 
 SMALL = 16          # values with at most this many elements are scalarized
 UNROLL = 64         # values with at most this many elements computed from scalarized ones
@@ -295,6 +296,7 @@ class _Gen:
         self.functions = []     # sources of outlined bodies (see ``call_jaxpr``)
         self.helpers = {}       # (program, input representation) -> (name, output template)
         self.vector_loop = False  # lowering a loop body LLVM vectorizes (elementwise_loop, rows)
+        self.in_rows = False    # lowering the equations of a row loop (``lower_rows``)
         self.units = units
         self.deps = []          # the units this code calls, directly or not (``unit_ptr``)
         self.ptr_format = "_up[{}]"   # the expression of ``deps[k]``'s address
@@ -595,13 +597,15 @@ class _Gen:
         outs = self.lower_eqn(eqn, ins)
         fusible = self.plans[-1].fusible    # (the fusion pass: ``plan.Plan.fusible``)
         for v, o in zip(eqn.outputs, outs):
+            if type(o) is LV and self.in_rows and self.is_small(o.shape):
+                o = self.small(o)       # (a row: scalarized, never an array per row)
             if type(o) is LV:
                 d = 1 + max([depth.get(a, 0) for a in eqn.inputs if type(a) is Var] + [0])
                 if v not in fusible or d > MAX_FUSED:
                     o = self.array(o)
                 else:
                     depth[v] = d
-            elif type(o) is SV:
+            if type(o) is SV:
                 users = consumers.get(v, ())
                 user = users[0] if len(users) == 1 else None
                 o = self.inlined_or_named(o, v, user, user.outputs[0].aval.shape
@@ -650,7 +654,11 @@ class _Gen:
 
     def lower_rows(self, b, rows, env, consumers):
         """Emit one loop over the ``b`` rows computing every equation of ``rows`` on
-        scalarized rows; values used after the run are written to arrays."""
+        scalarized rows; values used after the run are written to arrays.  Each row of
+        an array is read and written by one call (``rowio``), and runs of the row
+        equations that an IR block takes (``irblock``, ``row_blocks``) are one block
+        per row: numba types and lowers one call where it typed a statement per
+        element of each row equation."""
         in_run = {id(eqn) for eqn, _ in rows}
         bufs = {}
         views = {}
@@ -663,29 +671,78 @@ class _Gen:
                 n = self.name("a")
                 self.emit(f"{n} = np.empty({_shape_str(v.aval.shape)}, {_dt(v.aval.dtype)})")
                 bufs[v] = AV(v.aval.shape, v.aval.dtype, n)
+        # the run on rows: one variable per value computed row by row (``plan._RowVar``,
+        # of the row's type), equations linked through them, as a program's are
+        row_of = {}
+
+        def row_var(a):
+            w = row_of.get(a)
+            if w is None:
+                w = row_of[a] = _plan._RowVar(ShapedArray(a.aval.shape[1:], a.aval.dtype))
+            return w
+        eqns, users = [], {}
+        for eqn, (_, roles, row_eqn) in rows:
+            ins = [a if r == "w" else row_var(a) for a, r in zip(eqn.inputs, roles)]
+            e = _plan._RowEqn(row_eqn.prim, row_eqn.params, ins, [row_var(eqn.outputs[0])])
+            eqns.append(e)
+            for a in ins:
+                if type(a) is not Literal:
+                    users.setdefault(a, []).append(e)
+        for v in bufs:
+            users.setdefault(row_var(v), []).append(None)
+        blocks = self.blocks if self.blocks is not None and self.row_blocks(eqns) else None
         i = self.name("i")
         self.emit(f"for {i} in range({b}):")
         self.push()
         outer, self.vector_loop = self.vector_loop, True   # (rows are independent: LLVM vectorizes)
+        outer_rows, self.in_rows = self.in_rows, True
         local = {}
         for a, v in views.items():
             row = a.aval.shape[1:]
             r = i if a.aval.shape[0] == b else 0
-            local[a] = SV(row, v.dtype, [self.elem(v, (r,) + idx) for idx in np.ndindex(*row)])
-        for eqn, (_, roles, row_eqn) in rows:
-            ins = [local[a] if r != "w" else self.read(env, a) for a, r in zip(eqn.inputs, roles)]
-            o = self.small(self.lower_eqn(row_eqn, ins)[0])
-            v = eqn.outputs[0]
-            users = consumers.get(v, ())
-            user = users[0] if len(users) == 1 and v not in bufs else None
-            local[v] = o = self.inlined_or_named(
-                o, v, user, user and user.outputs[0].aval.shape[1:])
-            if v in bufs:
-                for idx, e in zip(np.ndindex(*o.shape), o.elems):
-                    self.emit(f"{self.elem(bufs[v], (i,) + idx)} = {e}")
-        self.vector_loop = outer
+            if type(v) is AV and _size(row) > 1:
+                els = [self.name("s") for _ in range(_size(row))]
+                self.emit(f"{nest(els)} = {self.glob(load_row(row), '_ld')}({v.name}, {r})")
+            else:
+                els = [self.elem(v, (r,) + idx) for idx in np.ndindex(*row)]
+            local[row_var(a)] = SV(row, v.dtype, els)
+        for a in {a for e in eqns for a in e.inputs if type(a) is Var}:
+            local[a] = self.read(env, a)        # (the values each row reads whole)
+        buf_of = {row_var(v): buf for v, buf in bufs.items()}
+        k = 0
+        while k < len(eqns):
+            j = blocks(self, eqns, k, local, users) if blocks is not None else k
+            if j == k:
+                e = eqns[k]
+                o = self.small(self.lower_eqn(e, [self.read(local, a) for a in e.inputs])[0])
+                v = e.outputs[0]
+                us = users.get(v, ())
+                user = us[0] if len(us) == 1 else None
+                local[v] = self.inlined_or_named(o, v, user, user and user.outputs[0].aval.shape)
+                j = k + 1
+            for e in eqns[k:j]:     # (stored at once: a value kept to the end of the row
+                v = e.outputs[0]    # lives longer, and spills; 5% slower)
+                if v in buf_of:
+                    self.write_row(buf_of[v], i, local[v])
+            k = j
+        self.vector_loop, self.in_rows = outer, outer_rows
         self.pop()
         env.update(bufs)
+
+    def write_row(self, buf, i, o):
+        """Write the scalarized row ``o`` to row ``i`` of the array ``buf`` (``AV``)."""
+        if len(o.elems) > 1:
+            self.emit(f"{self.glob(store_row(o.shape), '_st')}({buf.name}, {i}, "
+                      f"{nest([_typed(e, o.dtype) for e in o.elems])})")
+        else:
+            self.emit(f"{self.elem(buf, (i,) + (0,) * len(o.shape))} = {o.elems[0]}")
+
+    def row_blocks(self, eqns):
+        """Whether runs of the row equations ``eqns`` may be IR blocks: not if one
+        computes a function that a block calls out of line (``tanh``, ``expm1``,
+        ``sin``, ``cos``: ``vecmath.SCALAR_IR``), which would keep LLVM from
+        vectorizing the loop over the rows."""
+        return not any(e.prim in _OUT_OF_LINE_IN_BLOCKS for e in eqns)
 
     def call_plan(self, jaxpr):
         """The outlining pass's ``plan.CallPlan`` of the nested program ``jaxpr``: from
@@ -864,6 +921,9 @@ class _Gen:
 
 
 _CALL_BODIES = _plan.CALL_BODIES
+
+# The primitives an IR block computes by calling a function out of line (``lower_rows``)
+_OUT_OF_LINE_IN_BLOCKS = frozenset((E.tanh_p, E.expm1_p, E.sin_p, E.cos_p))
 
 
 # Primitives whose implementation calls the user's Python (host callbacks, a custom_vjp's
