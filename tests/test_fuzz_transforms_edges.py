@@ -243,3 +243,20 @@ def test_float16_cumulative_sums_accumulate_in_float32(name: str) -> None:
         spacing = np.abs(np.asarray(theirs, np.float64)) * 2.0 ** -(8 if dt == np.float16 else 5)
         assert np.all(np.abs(np.asarray(ours, np.float64) - np.asarray(theirs, np.float64))
                       <= spacing + 1e-30), name
+
+
+@pytest.mark.parametrize("name", ["sub", "a*0.5+b"])
+@pytest.mark.parametrize("init", [0.0, 1.0])
+def test_reduce_window_with_a_computation_that_is_no_monoid_matches_jax(name: str,
+                                                                        init: float) -> None:
+    """reduce_window folds each window from the initial value and skips padding, as XLA on
+    the CPU: ours combined pairs and folded the initial value in for padded entries."""
+    fn = COMPUTATIONS[name]
+    x = np.cos(np.arange(12.0)).reshape(3, 4) + 2.0
+    for win, st, pad in (((2, 2), (1, 1), "VALID"), ((1, 3), (1, 2), "SAME"),
+                         ((3, 1), (2, 1), ((1, 0), (0, 1)))):
+        ours = run(lambda: (tlax.reduce_window(x, init, fn, win, st, pad),
+                            tg.jit(lambda v: tlax.reduce_window(v, init, fn, win, st, pad))(x)))
+        theirs = (jax.lax.reduce_window(x, init, fn, win, st, pad),
+                  jax.jit(lambda v: jax.lax.reduce_window(v, init, fn, win, st, pad))(x))
+        assert_same(f"reduce_window {name} {init} {win} {pad}", ours, theirs, rtol=1e-12)

@@ -232,8 +232,17 @@ def _general_reduce_window(xs, inits, computation, treedef, window_dimensions, s
     windows = [I.getitem(x, (I.ARRAY,) * nd, arrays) for x in padded]
     size = int(np.prod(window_dimensions, dtype=np.int64))
     windows = [S.reshape(w, tuple(out_shape) + (size,)) for w in windows]
+    valid = None
+    if any(lo or hi for lo, hi in padding) or any(b != 1 for b in base_dilation):
+        # which window entries are the operand's (not padding or dilation holes): XLA's
+        # reduce_window skips the others, which a fold (a computation that is no monoid)
+        # must do too (folding the initial value in for them gave other numbers)
+        with core.set_trace(core.EVAL_TRACE):
+            ones = pad(np.ones(core.get_aval(xs[0]).shape, bool), np.False_,
+                       [(lo, hi, b - 1) for (lo, hi), b in zip(padding, base_dilation)])
+        valid = np.asarray(ones)[tuple(arrays)].reshape(tuple(out_shape) + (size,))
     return _general_reduce("reduce_window", windows, inits, computation, treedef,
-                           (len(out_shape),))
+                           (len(out_shape),), valid)
 
 
 def _start_from(op, out, init, dtype):
@@ -324,12 +333,13 @@ def _monoid_on_probes(computation, treedef, xs, inits):
     return True
 
 
-def _general_reduce(fname, xs, inits, computation, treedef, axes):
+def _general_reduce(fname, xs, inits, computation, treedef, axes, valid=None):
     """``xs`` reduced over ``axes`` by any associative ``computation`` of (a pytree of)
     scalars: adjacent pairs combined level by level (so the order of the operands is kept:
     no commutativity assumed; log2(n) vmapped calls), then ``init`` combined on the
     left, once.  Made of the computation's own operations, so it differentiates, batches
-    and stages as they do."""
+    and stages as they do.  ``valid`` (a concrete bool array of ``xs``'s shape, or None):
+    the entries a fold takes; the others (reduce_window's padding) are skipped."""
     shape = core.get_aval(xs[0]).shape
     kept = [d for d in range(len(shape)) if d not in axes]
     out_shape = tuple(shape[d] for d in kept)
@@ -349,8 +359,17 @@ def _general_reduce(fname, xs, inits, computation, treedef, axes):
         # in row-major order (the pairwise order below gave other numbers:
         # reduce([[1, 2, 3, 4], ...], 0., sub, (1,)) was 0 where JAX's is -10).
         from .control_flow import scan  # noqa: PLC0415  (control_flow imports this layer)
-        out, _ = scan(lambda acc, col: (combine(acc, col), None), starts,
-                      [S.transpose(x, (1, 0)) for x in flat])
+        cols = [S.transpose(x, (1, 0)) for x in flat]
+        if valid is None or valid.all():
+            out, _ = scan(lambda acc, col: (combine(acc, col), None), starts, cols)
+        else:
+            mask = np.ascontiguousarray(np.transpose(valid, perm).reshape(b, n).T)
+
+            def step(acc, col_mask):
+                col, m = col_mask
+                new = combine(acc, col)
+                return [E.select(m, nw, a) for nw, a in zip(new, acc)], None
+            out, _ = scan(step, starts, (cols, mask))
         return [S.reshape(o, out_shape) for o in out]
     while n > 1:
         m = n // 2
