@@ -260,3 +260,12 @@ def test_reduce_window_with_a_computation_that_is_no_monoid_matches_jax(name: st
         theirs = (jax.lax.reduce_window(x, init, fn, win, st, pad),
                   jax.jit(lambda v: jax.lax.reduce_window(v, init, fn, win, st, pad))(x))
         assert_same(f"reduce_window {name} {init} {win} {pad}", ours, theirs, rtol=1e-12)
+
+
+def test_take_refuses_promise_in_bounds_as_jax() -> None:
+    """JAX 0.10.2's jnp.take refuses mode='promise_in_bounds' (ours took it, then raised an
+    IndexError for an out-of-bounds index)."""
+    with pytest.raises(ValueError, match="Invalid mode 'promise_in_bounds' for np.take"):
+        tnp.take(np.arange(12.0), np.array([0, 13]), mode="promise_in_bounds")
+    with pytest.raises(ValueError, match="Invalid mode 'promise_in_bounds' for np.take"):
+        jax.numpy.take(np.arange(12.0), np.array([0, 13]), mode="promise_in_bounds")

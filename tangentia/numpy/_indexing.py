@@ -606,10 +606,9 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = 
     ``"wrap"`` (taken modulo ``n``)."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
-    if mode not in (None, "fill", "clip", "wrap", "promise_in_bounds"):
+    if mode not in (None, "fill", "clip", "wrap"):   # (promise_in_bounds too: JAX 0.10.2's)
         raise ValueError(f"Invalid mode '{mode}' for np.take (tangentia.numpy.take: argument "
-                         "'mode' must be one of None, 'fill', 'clip', 'wrap', "
-                         "'promise_in_bounds')")
+                         "'mode' must be one of None, 'fill', 'clip', 'wrap')")
     if axis is None:
         a = ravel(a)
         axis = 0
@@ -622,7 +621,7 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = 
     if n == 0 and math.prod(shape(idx)) > 0:   # JAX's error (no entry to take, in any mode)
         raise IndexError(f"Cannot do a non-empty jnp.take() from an empty axis. (take: axis "
                          f"{axis} of argument 'a' of shape {shape(a)} is empty)")
-    if mode == "promise_in_bounds" or n == 0:
+    if n == 0:
         return _I.getitem(a, spec, (idx,), *hints)
     if mode == "wrap":
         return _I.getitem(a, spec, (_E.remainder(idx, n),), *hints)
