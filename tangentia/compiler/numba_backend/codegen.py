@@ -112,6 +112,7 @@ def _is_atom(expr):
 
 
 _ITEM = re.compile(r"(ct\d+)\[(\d+)\]$")
+_REF = re.compile(r"\b(ct\d+)\[")
 
 
 def _is_item(expr):
@@ -508,7 +509,14 @@ class _Gen:
         vals = [v for v, k in zip(vals, keep) if k]
         vals = [self.array(v) if type(n) is str else self.small(v) for n, v in zip(names_list, vals)]
         targets = set()
-        reassigned = {n.name for n in names_list if type(n) is CT}
+        # (a tuple given back its own elements, in order, is left as it is: a carry the
+        # body passes through unchanged; the others are assigned after every read of them)
+        own = {}
+        for n, v in zip(names_list, vals):
+            if type(n) is CT:
+                own.setdefault(n.name, []).extend(v.elems)
+        reassigned = {t for t, els in own.items() if self.tuple_lens.get(t) != len(els)
+                      or els != [f"{t}[{k}]" for k in range(len(els))]}
         for n in names_list:
             if type(n) is not CT:   # (tuple elements are read into fresh names)
                 targets.update(n if type(n) is list else [n])
@@ -517,8 +525,7 @@ class _Gen:
             if type(v) is SV:
                 els = []
                 for e in v.elems:
-                    m = _ITEM.match(e)
-                    if m is not None and m.group(1) in reassigned:
+                    if not _is_atom(e) and any(t in reassigned for t in _REF.findall(e)):
                         e = self.scalar(e)      # (read before the tuple is assigned again)
                     if e in targets:
                         t = self.name("t")
@@ -542,6 +549,8 @@ class _Gen:
             else:
                 self.assign(n, v)
         for name, els in tuples.items():
+            if name not in reassigned:
+                continue
             self.tuple_lens[name] = len(els)
             items = self.packed(els)    # (a copy of a whole tuple: the tuple)
             self.emit(f"{name} = {items[0]}" if len(items) == 1 and items[0] != els[0]
