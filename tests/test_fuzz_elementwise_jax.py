@@ -196,11 +196,52 @@ def test_power_special_values_as_jax(dtype, rtol):
             _report(f"power(v, {e!r})", _like_jax(ours, theirs, rtol), v, ours, theirs)
 
 
+_DIVMOD = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e308, -1e308, 1.0, -1.0, 0.5, -2.5, 3.0, 7.0, -7.0,
+           1e-300]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
+def test_remainder_floor_divide_zero_signs_as_jax(dtype):
+    """JAX's remainder is C's fmod plus ``y`` where their signs differ: a zero result has ``x``'s
+    sign (NumPy's ``y``'s: ``remainder(-0., 1.)`` was 0., JAX -0.); its floor division gives a
+    zero quotient ``y``'s sign (NumPy's that of ``x / y``: ``floor_divide(-0., 5.)`` was -0.)."""
+    jax = _jax()
+    jnp = jax.numpy
+    v = _quiet(np.array, _DIVMOD, jnp.dtype(dtype))
+    x, y = np.repeat(v, v.size), np.tile(v, v.size)
+    for ours, theirs in ((tnp.remainder, jnp.remainder), (tnp.floor_divide, jnp.floor_divide),
+                         (lax.rem, jax.lax.rem), (tnp.fmod, jnp.fmod)):
+        got, want = _quiet(ours, x, y), _quiet(theirs, x, y)
+        assert got.dtype == want.dtype
+        _report(f"{ours.__name__}({dtype})", _same_bits(got, want), x, y, got, want)
+    for k, (got, want) in enumerate(zip(_quiet(lambda *a: np.stack(tnp.divmod(*a)), x, y),
+                                        _quiet(lambda *a: np.stack(jnp.divmod(*a)), x, y))):
+        _report(f"divmod[{k}]({dtype})", _same_bits(got, want), x, y, got, want)
+
+
+def test_remainder_gradients_as_jax():
+    """d/dy remainder(x, y) is minus the quotient the remainder took: at an infinite ``y`` of
+    the other sign, ``remainder(1., -inf)`` is -inf (``1 + y``) and its derivative 1 (JAX's);
+    the rule's ``-floor(x / y)`` gave 0 (``floor(-0.)``).  Pairs with a NaN value are left out
+    (JAX's derivative there is +-inf, ours NaN)."""
+    jax = _jax()
+    pts = [0.0, -0.0, 1.0, -1.0, 0.5, 7.0, -7.5, np.inf, -np.inf, 3.0, -3.0, 1e300]
+    x, y = np.repeat(pts, len(pts)), np.tile(pts, len(pts))
+    keep = ~np.isnan(_quiet(np.remainder, x, y))
+    x, y = x[keep], y[keep]
+    for argnum in (0, 1):
+        got = _quiet(tg.vmap(tg.grad(tnp.remainder, argnums=argnum)), x, y)
+        want = _quiet(jax.vmap(jax.grad(jax.numpy.remainder, argnums=argnum)), x, y)
+        _report(f"d remainder / d arg {argnum}", _same_bits(got, want) | (got == want), x, y,
+                got, want)
+
+
 def test_numba_matches_eager_bit_for_bit():
     """One numba program computing everything above; each value bit for bit as eager
     evaluation (the NumPy backend's ``impl``): complex division and ``integer_pow`` with
     negative powers (``helpers._cdiv``), max/min of tied zeros in loops (``helpers._fmax``),
-    fmax/fmin, sign of zeros, ``x ** 0.5`` at -inf and -0."""
+    fmax/fmin, sign of zeros, ``x ** 0.5`` at -inf and -0, remainder and floor division
+    (``helpers._frem``/``_ffloordiv``: zeros' signs)."""
     a, b = _pairs(_PARTS128, np.complex128)
     a64, b64 = _pairs(_PARTS64, np.complex64)
     z = a[np.isfinite(a) | np.isinf(a)]   # (powers of finite or infinite values: no overflow of
@@ -210,28 +251,29 @@ def test_numba_matches_eager_bit_for_bit():
     s = np.array([-0.0, 0.0, 1.5, -2.0, np.inf, np.nan])
     c = np.array([complex(-0.0, -0.0), 0j, complex(0, -0.0), 3 - 4j, complex(np.nan, 0)])
 
-    def f(a, b, a64, b64, z, x, y, xl, yl, s, c):
+    def f(a, b, a64, b64, z, x, y, xl, yl, s, c, dx, dy):
         return (lax.div(a, b), lax.div(a64, b64), lax.integer_pow(z, -1),
                 lax.integer_pow(z.astype(np.complex64), -3),
                 tnp.fmax(x, y), tnp.fmin(y, x), tnp.maximum(xl, yl), tnp.minimum(yl, xl),
                 lax.max(yl, xl), tnp.sign(s), tnp.sign(s.astype(np.float32)), tnp.sign(c),
-                tnp.power(s, 0.5), tnp.power(xl, 0.5))
-    args = (a, b, a64, b64, z, x, y, xl, yl, s, c)
+                tnp.power(s, 0.5), tnp.power(xl, 0.5), tnp.remainder(dx, dy),
+                tnp.floor_divide(dx, dy), tnp.remainder(dx.astype(np.float32), dy.astype(np.float32)))
+    dv = _quiet(np.array, _DIVMOD)
+    dx, dy = np.repeat(dv, dv.size), np.tile(dv, dv.size)
+    args = (a, b, a64, b64, z, x, y, xl, yl, s, c, dx, dy)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         want = [np.asarray(w) for w in f(*args)]
         got = tg.jit(f, backend="numba")(*args)
     names = ["div", "div c64", "integer_pow -1", "integer_pow -3 c64", "fmax", "fmin",
              "maximum loop", "minimum loop", "max loop", "sign", "sign f32", "sign complex",
-             "x ** 0.5", "x ** 0.5 loop"]
+             "x ** 0.5", "x ** 0.5 loop", "remainder", "floor_divide", "remainder f32"]
     for name, g, w in zip(names, got, want):
         g = np.asarray(g)
         assert g.dtype == w.dtype, (name, g.dtype, w.dtype)
         _report(name, _same_bits(g, w), g, w)
 
 
-@pytest.mark.xfail(strict=True, reason="irblock._extremum (S's file, uncommitted work) still returns "
-                   "the second of tied zeros; the three-line change is in /tmp/h13/for_S.md")
 def test_numba_scalarized_max_min_of_tied_zeros():
     """max/min of a few elements compile as scalars (``irblock``), with the rule of loops and
     eager: -0.0 orders below 0.0."""

@@ -569,9 +569,35 @@ atan2_p = elementwise("atan2", np.arctan2, [_atan2_jvp_x, _atan2_jvp_y])
 
 
 
+def _zero_sign_fix(ufunc, sign_of):
+    """The impl of a NumPy ``ufunc`` whose zero results take JAX's (XLA's) sign: that of
+    argument ``sign_of`` (0: ``x``, 1: ``y``) for float operands.  JAX's remainder is C's fmod
+    plus ``y`` where their signs differ, so a zero has ``x``'s sign (NumPy's has ``y``'s:
+    ``remainder(-0., 1.)`` and ``remainder(-1., 1.)`` were 0., JAX -0.); its floor division
+    divides ``x - fmod(x, y)`` by ``y`` and rounds, so a zero has ``y``'s sign (NumPy's has
+    that of ``x / y``: ``floor_divide(-0., 5.)`` was -0., JAX 0.).  Other values are NumPy's."""
+    def impl(x, y):
+        out = ufunc(x, y)
+        if out.dtype.kind in "fV" and (
+                out == 0 if out.ndim == 0 else np.count_nonzero(out) != out.size):
+            with np.errstate(invalid="ignore"):
+                signed = np.copysign(out, (x, y)[sign_of])
+            out = np.where(out == 0, signed, out).astype(out.dtype, copy=False)
+        return out
+    impl.__name__ = ufunc.__name__
+    impl.ufunc, impl.nin = ufunc, ufunc.nin  # type: ignore[attr-defined]
+    return impl
+
+
+_rem_impl = _zero_sign_fix(np.remainder, 0)
+_floor_divide_impl = _zero_sign_fix(np.floor_divide, 1)
 rem_p = elementwise("rem", np.remainder,
                     [lambda t, ans, x, y: t,
-                     lambda t, ans, x, y: mul(t, neg(floor(div(x, y))))], passthrough=(0,))
+                     # d/dy (x - y q) = -q, q the quotient the remainder took: floor_divide's
+                     # (JAX's -trunc(x / y) + 1 where fmod's sign was corrected); floor(x / y)
+                     # was -0. for remainder(1., -inf) = -inf, where q is -1 (JAX's gradient 1.)
+                     lambda t, ans, x, y: mul(t, neg(floor_divide(x, y)))], passthrough=(0,))
+rem_p.impl = _rem_impl
 
 
 
@@ -670,6 +696,7 @@ floor_p = elementwise("floor", np.floor, zero_jvp=True)
 ceil_p = elementwise("ceil", np.ceil, zero_jvp=True)
 round_p = elementwise("round", np.rint, zero_jvp=True)
 floor_divide_p = elementwise("floor_divide", np.floor_divide, zero_jvp=True)
+floor_divide_p.impl = _floor_divide_impl
 
 
 
@@ -801,8 +828,8 @@ power = _fast(pow_p, _pow_impl, nin=2)
 maximum = _fast(maximum_p, _max_impl, nin=2)
 minimum = _fast(minimum_p, _min_impl, nin=2)
 arctan2 = _fast(atan2_p, np.arctan2)
-remainder = _fast(rem_p, np.remainder)
+remainder = _fast(rem_p, _rem_impl, nin=2)
 sign = _fast(sign_p, _sign_impl, nin=1)
 floor, ceil, round = (_fast(p, p.impl) for p in (floor_p, ceil_p, round_p))
-floor_divide = _fast(floor_divide_p, np.floor_divide)
+floor_divide = _fast(floor_divide_p, _floor_divide_impl, nin=2)
 eq, ne, lt, le, gt, ge = (_fast(p, p.impl) for p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))

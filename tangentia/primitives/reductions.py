@@ -22,7 +22,16 @@ def _extremum(np_fn, lowest):
     def reduce(x, axis):
         x = np.asarray(x)
         if x.size or not axis:
-            return np_fn(x, axis=axis)
+            out = np_fn(x, axis=axis)
+            if x.dtype.kind in "fV" and np.count_nonzero(out) != np.size(out):
+                # JAX's (XLA's) zero: -0.0 orders below 0.0, so max's zero is 0.0 where the
+                # slice holds one (NumPy's is whichever came last), min's -0.0 where it holds one
+                # (elementwise max/min and the numba backend's loops do the same)
+                with np.errstate(invalid="ignore"):
+                    hit = np.any((x == 0) & (np.signbit(x) != lowest), axis=axis)
+                zero = np.where(hit == lowest, 0.0, -0.0)
+                out = np.where(out == 0, zero, out).astype(x.dtype, copy=False)
+            return out
         if x.dtype == np.bool_:
             initial = not lowest
         elif x.dtype.kind in "iu":

@@ -105,6 +105,22 @@ def _ifloordiv(a, b):
     return a // b
 
 
+@numba.njit(cache=True, error_model="numpy")
+def _frem(a, b):
+    """NumPy's float remainder (Python's ``%``: C's fmod plus ``b`` where the signs differ)
+    with JAX's zero: the sign of ``a`` (``remainder(-0., 1.)`` is -0.; NumPy's 0.), as eager."""
+    r = a % b
+    return r if r != 0 else np.copysign(r, a)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _ffloordiv(a, b):
+    """NumPy's float floor division with JAX's zero: the sign of ``b`` (``floor_divide(-0.,
+    5.)`` is 0.; NumPy's -0., the sign of ``a / b``), as eager."""
+    q = a // b
+    return q if q != 0 else np.copysign(q, b)
+
+
 @numba.njit(cache=True)
 def _ipow(a, b):
     """Signed integer ``a ** b`` wrapping as NumPy's and JAX's (repeated squaring in int64;
@@ -723,6 +739,6 @@ def call_interruptible(entry, args):
 
 
 globals().update(special.FUNCTIONS)   # SciPy's special functions, imported by generated code
-__all__ = HELPERS = ("_fmax", "_fmin", "_fsign", "_icmp", "_ipow", "_upow", "_index", "_where", "_ifloordiv", "_lgamma", "_cdiv",
+__all__ = HELPERS = ("_fmax", "_fmin", "_fsign", "_frem", "_ffloordiv", "_icmp", "_ipow", "_upow", "_index", "_where", "_ifloordiv", "_lgamma", "_cdiv",
                      "_cdiv64", "_cpow", "_cpow64", "_cipow", "_cipow64", "_interrupted", "CompiledLoopInterrupted") + tuple(_COMPLEX_HELPERS) \
     + special.NAMES

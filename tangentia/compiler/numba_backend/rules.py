@@ -28,7 +28,7 @@ from .codegen import (AV, LV, SV, ZV, UNROLL, needs_static, _F4, _F8, _I8, _bidx
                       _wrap)
 from .plan import BATCHED_BLAS_MIN, BLAS_MIN_FLOPS, FUSED_DOT_K, _dot_dims  # noqa: F401 - (read here)
 from . import gemm, special, windows
-from .rowio import load_row, nest, store_row
+from .rowio import _CHUNK, load_row, nest, store_row
 
 def _ufunc_of(prim):
     """The NumPy ufunc whose loops ``prim`` runs: its implementation, when that is
@@ -140,8 +140,8 @@ _OPS = {
     E.maximum_p: _by_kind("_fmax({0}, {1})", "max({0}, {1})", "({0} | {1})"),
     E.minimum_p: _by_kind("_fmin({0}, {1})", "min({0}, {1})", "({0} & {1})"),
     E.atan2_p: _f("math.atan2({0}, {1})"),
-    E.rem_p: _f("({0} % {1})"),
-    E.floor_divide_p: _by_kind("({0} // {1})", "_ifloordiv({0}, {1})", "({0} & {1})"),
+    E.rem_p: _by_kind("_frem({0}, {1})", "({0} % {1})"),   # (helpers: JAX's signed zeros)
+    E.floor_divide_p: _by_kind("_ffloordiv({0}, {1})", "_ifloordiv({0}, {1})", "({0} & {1})"),
     E.sign_p: _by_kind("_fsign({0})", "(({0} > 0) - ({0} < 0))", "{0}"),
     E.floor_p: _by_kind("np.floor({0})", "{0}"), E.ceil_p: _by_kind("np.ceil({0})", "{0}"),
     E.round_p: _by_kind("np.rint({0})", "{0}"),
@@ -969,6 +969,14 @@ def _scan(g, eqn, ins):
         shape = x.shape[1:]
         if type(x) is ZV:
             x_vals.append(ZV(shape, x.dtype))
+        elif g.is_small(shape) and 1 < _size(shape) <= _CHUNK and type(x) is AV:
+            # (a row read by one call, ``rowio``, into a tuple whose elements stay reads
+            # ``ct<N>[k]`` where they are used, as a loop carry's: a block or unit takes the
+            # whole tuple, ``g.packed``, not its elements unpacked into names)
+            t = g.name("ct")
+            g.emit(f"{t} = {g.glob(load_row(shape), '_ld')}({x.name}, {i})")
+            g.tuple_lens[t] = _size(shape)
+            x_vals.append(SV(shape, x.dtype, [f"{t}[{k}]" for k in range(_size(shape))]))
         elif g.is_small(shape) and _size(shape) > 1 and type(x) is AV:
             # (a row read by one call: ``rowio``)
             els = [g.name("s") for _ in range(_size(shape))]
