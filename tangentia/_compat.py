@@ -117,7 +117,13 @@ def _check_backend(backend, api):
 
 
 def local_devices(process_index=None, backend=None, host_id=None):
-    """The devices of this process: the one CPU device (``backend`` as ``devices``')."""
+    """The devices of this process: the one CPU device.
+
+    Args:
+      process_index: accepted for JAX compatibility (one process).
+      backend: ``None`` or ``"cpu"`` (another platform raises, as ``devices``).
+      host_id: accepted for JAX compatibility (JAX's old name of ``process_index``).
+    """
     _check_backend(backend, "local_devices")
     return [_CPU]
 
