@@ -82,6 +82,11 @@ class Shard:
                 f"replica_id={self.replica_id}, data={self.data})")
 
 
+# What ``==``/``!=`` of an eager result compare with; other operands (an object, a str)
+# get NotImplemented, as from JAX arrays (so ``x == object()`` is False, not an array).
+_OPERANDS = (_ndarray, np.generic, bool, int, float, complex, list, tuple, core.Tracer)
+
+
 class ArrayImpl(np.ndarray):
     """An eager result: a ``numpy.ndarray`` with JAX's array methods.
 
@@ -159,6 +164,8 @@ class ArrayImpl(np.ndarray):
     def __eq__(self, other, _eq=np.equal, _op=_ndarray.__eq__):
         if other is None:
             return False
+        if not isinstance(other, _OPERANDS) and not hasattr(other, "__jax_array__"):
+            return NotImplemented   # JAX's: Python then compares identities (False)
         try:
             return _eq(self, other)
         except Exception:  # noqa: BLE001 - NumPy's operator decides (defers, or raises)
@@ -167,6 +174,8 @@ class ArrayImpl(np.ndarray):
     def __ne__(self, other, _ne=np.not_equal, _op=_ndarray.__ne__):
         if other is None:
             return True
+        if not isinstance(other, _OPERANDS) and not hasattr(other, "__jax_array__"):
+            return NotImplemented   # (True)
         try:
             return _ne(self, other)
         except Exception:  # noqa: BLE001 - as in __eq__

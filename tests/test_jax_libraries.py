@@ -679,3 +679,13 @@ def test_devices_of_another_platform_raise_as_jax():
             lib.devices("foo")
         assert [d.platform for d in lib.devices("cpu")] == ["cpu"]
         assert lib.device_count() == lib.local_device_count("cpu") == len(lib.local_devices()) == 1
+
+
+def test_eager_comparison_with_unrecognized_objects_follows_jax():
+    class Thing:
+        pass
+    for lib_np in (tnp, jnp):
+        x = lib_np.arange(3.0)
+        for other in (object(), "abc", Thing()):
+            assert (x == other) is False and (x != other) is True
+    np.testing.assert_array_equal(tnp.arange(3.0) == np.float32(1), [False, True, False])
