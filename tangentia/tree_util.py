@@ -451,7 +451,23 @@ def _short_repr(x, limit: int = 100) -> str:
 
 
 class _Mismatch(Exception):
-    """Internal: raised by :func:`_flatten_up_to` on structure mismatch."""
+    """Internal: raised by :func:`_flatten_up_to` on structure mismatch.  ``kind`` is
+    JAX's name for it ("different types", ...); ``path`` the key path to it, filled
+    in as the error leaves each level."""
+
+    def __init__(self, message: str, kind: str = "different types"):
+        super().__init__(message)
+        self.kind = kind
+        self.path: list = []
+
+
+def _up_to_child(c, y, out, key) -> None:
+    """``_flatten_up_to`` of one child, with ``key`` prepended to a mismatch's path."""
+    try:
+        _flatten_up_to(c, y, out)
+    except _Mismatch as e:
+        e.path.insert(0, key)
+        raise
 
 
 def _flatten_up_to(node, x, out):
@@ -467,9 +483,9 @@ def _flatten_up_to(node, x, out):
         if len(x) != len(children):
             raise _Mismatch(
                 f"{kind.__name__} arity mismatch: expected {len(children)}, "
-                f"got {len(x)}: {_short_repr(x)}")
-        for c, y in zip(children, x):
-            _flatten_up_to(c, y, out)
+                f"got {len(x)}: {_short_repr(x)}", f"different lengths of {kind.__name__}")
+        for i, (c, y) in enumerate(zip(children, x)):
+            _up_to_child(c, y, out, SequenceKey(i))
         return
     if kind is dict:
         if type(x) is not dict:
@@ -478,9 +494,9 @@ def _flatten_up_to(node, x, out):
         if keys != aux:
             raise _Mismatch(
                 f"dict key mismatch: expected keys {list(aux)!r}, "
-                f"got {list(keys)!r}")
+                f"got {list(keys)!r}", "different pytree metadata")
         for c, k in zip(children, aux):
-            _flatten_up_to(c, x[k], out)
+            _up_to_child(c, x[k], out, DictKey(k))
         return
     if kind is _NONE:
         if x is not None:
@@ -491,8 +507,8 @@ def _flatten_up_to(node, x, out):
             raise _Mismatch(
                 f"expected namedtuple {_type_name(aux)}, "
                 f"got {type(x).__name__}: {_short_repr(x)}")
-        for c, y in zip(children, x):
-            _flatten_up_to(c, y, out)
+        for c, y, name in zip(children, x, aux._fields):
+            _up_to_child(c, y, out, GetAttrKey(name))
         return
     if type(x) is not kind.type:
         raise _Mismatch(
@@ -503,13 +519,13 @@ def _flatten_up_to(node, x, out):
     if xaux != aux:
         raise _Mismatch(
             f"mismatched custom node data for {_type_name(kind.type)}: "
-            f"expected {_short_repr(aux)}, got {_short_repr(xaux)}")
+            f"expected {_short_repr(aux)}, got {_short_repr(xaux)}", "different pytree metadata")
     if len(xs) != len(children):
         raise _Mismatch(
             f"{_type_name(kind.type)} arity mismatch: expected "
-            f"{len(children)} children, got {len(xs)}")
-    for c, y in zip(children, xs):
-        _flatten_up_to(c, y, out)
+            f"{len(children)} children, got {len(xs)}", "different numbers of pytree children")
+    for i, (c, y) in enumerate(zip(children, xs)):
+        _up_to_child(c, y, out, FlattenedIndexKey(i))
 
 
 def _structure_for_error(tree) -> str:
@@ -724,7 +740,10 @@ def _flatten_rest(treedef: PyTreeDef, rest, fname: str) -> list:
         try:
             _flatten_up_to(node, r, flat)
         except _Mismatch as e:
+            # JAX's wording first (its kind of difference and the key path), then ours
             raise ValueError(
+                f"pytree structure error: {e.kind} at key path\n"
+                f"    {fname} tree{keystr(tuple(e.path))}\n"
                 f"{fname}: the structure of rest[{i}] does not match the "
                 f"first tree's structure (which must be a prefix of it): "
                 f"{e}\n"

@@ -689,3 +689,18 @@ def test_eager_comparison_with_unrecognized_objects_follows_jax():
         for other in (object(), "abc", Thing()):
             assert (x == other) is False and (x != other) is True
     np.testing.assert_array_equal(tnp.arange(3.0) == np.float32(1), [False, True, False])
+
+
+# ---------------------------------------------------------------------------
+# tree_map's structure errors begin with JAX's wording (optax's tests match it)
+
+@pytest.mark.parametrize("a, b", [((1, 2), (1, 2, 3)), ({"a": 1}, {"b": 1}), ([1, 2], (1, 2)),
+                                  ((1, [2]), (1, 3)), ({"x": (1, 2)}, {"x": (1,)})])
+def test_tree_map_structure_error_begins_with_jax_wording(a, b):
+    def head(lib):
+        with pytest.raises(ValueError) as info:
+            lib.tree_util.tree_map(lambda x, y: x, a, b)
+        return str(info.value).split("\n")[:2]
+    assert head(tg) == head(jax)
+    with pytest.raises(ValueError, match="tree_map_with_path tree"):
+        tg.tree_util.tree_map_with_path(lambda p, x, y: x, a, b)
