@@ -470,9 +470,9 @@ def _overload_cache():
     cls = _OVERLOAD_CACHE.get("class")
     if cls is not None:
         return cls
-    from numba.core import caching as C
+    from numba.core import caching
 
-    class Locator(C._SourceFileBackedLocatorMixin, C._CacheLocator):
+    class Locator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
         def __init__(self, py_func, py_file):
             self._py_file = py_file
             self._lineno = py_func.__code__.co_firstlineno
@@ -482,13 +482,13 @@ def _overload_cache():
         def get_cache_path(self):
             return self._cache_path
 
-    class Impl(C.CompileResultCacheImpl):
+    class Impl(caching.CompileResultCacheImpl):
         _locator_classes = [Locator]
 
         def check_cachable(self, cres):       # (numba's warns; these are not the user's)
             return all(x.can_cache for x in cres.lifted) and not cres.library.has_dynamic_globals
 
-    class OverloadCache(C.FunctionCache):
+    class OverloadCache(caching.FunctionCache):
         _impl_class = Impl
 
         def _index_key(self, sig, codegen):
