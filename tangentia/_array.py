@@ -87,6 +87,12 @@ class Shard:
 _OPERANDS = (_ndarray, np.generic, bool, int, float, complex, list, tuple, core.Tracer)
 
 
+def _array_like(x) -> bool:
+    """Whether ``x`` converts to an array (a JAX array, a tensor: ``__array__``, or
+    ``__jax_array__``): ``==`` compares it element by element, as NumPy's does."""
+    return hasattr(x, "__jax_array__") or hasattr(x, "__array__")
+
+
 class ArrayImpl(np.ndarray):
     """An eager result: a ``numpy.ndarray`` with JAX's array methods.
 
@@ -164,7 +170,7 @@ class ArrayImpl(np.ndarray):
     def __eq__(self, other, _eq=np.equal, _op=_ndarray.__eq__):
         if other is None:
             return False
-        if not isinstance(other, _OPERANDS) and not hasattr(other, "__jax_array__"):
+        if not isinstance(other, _OPERANDS) and not _array_like(other):
             return NotImplemented   # JAX's: Python then compares identities (False)
         try:
             return _eq(self, other)
@@ -174,7 +180,7 @@ class ArrayImpl(np.ndarray):
     def __ne__(self, other, _ne=np.not_equal, _op=_ndarray.__ne__):
         if other is None:
             return True
-        if not isinstance(other, _OPERANDS) and not hasattr(other, "__jax_array__"):
+        if not isinstance(other, _OPERANDS) and not _array_like(other):
             return NotImplemented   # (True)
         try:
             return _ne(self, other)
