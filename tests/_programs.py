@@ -1,4 +1,5 @@
-"""Small programs that several test modules compile (shared, so each is written once)."""
+"""Small programs that several test modules compile (shared, so each is written once), and
+``loop_body``, which reads a loop out of the source the numba backend generates for them."""
 from __future__ import annotations
 
 import tangentia as tg
@@ -84,3 +85,17 @@ def scan_tanh_loss(xs):
         cT, ys = lax.scan(body, c0, xs)
         return tnp.sum(cT ** 2) + 0.1 * tnp.sum(ys)
     return loss
+
+
+def loop_body(src: str, header: str) -> str:
+    """The lines of the loop (or block) opened by the first line of ``src`` containing
+    ``header`` (e.g. ``"while True:"``)."""
+    lines = src.splitlines()
+    start = next(k for k, line in enumerate(lines) if header in line)
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    body = []
+    for line in lines[start + 1:]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        body.append(line)
+    return "\n".join(body)

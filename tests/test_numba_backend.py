@@ -489,17 +489,7 @@ def test_source_fuses_and_scalarizes():
     assert src.count("np.empty") == 1, src           # one output, no temporaries
 
 
-def _loop_body(src, header):
-    """The lines of the loop (or block) opened by the first line containing ``header``."""
-    lines = src.splitlines()
-    start = next(k for k, line in enumerate(lines) if header in line)
-    indent = len(lines[start]) - len(lines[start].lstrip())
-    body = []
-    for line in lines[start + 1:]:
-        if line.strip() and len(line) - len(line.lstrip()) <= indent:
-            break
-        body.append(line)
-    return "\n".join(body)
+from _programs import loop_body  # noqa: E402  (shared with test_numba_vmap_rows)
 
 
 def test_many_scalarized_carries_are_tuples():
@@ -512,7 +502,7 @@ def test_many_scalarized_carries_are_tuples():
         return lax.while_loop(lambda c: c[0] < 5, body, (0, x, x + 1, x * 2, x - 1, x * x))[1:]
     x = np.linspace(-1, 1, 16).reshape(4, 4)
     check(f, x)
-    loop = _loop_body(NUMBA.source(program(f, x)[0]), "while True:")
+    loop = loop_body(NUMBA.source(program(f, x)[0]), "while True:")
     assert len(set(re.findall(r"\b(ct\d+) = \(", loop))) == 5, loop
 
 
@@ -532,7 +522,7 @@ def test_scan_gradient_fuses_outer_products():
     fd = (loss(W, c0 + eps * np.eye(8)[3]) - loss(W, c0 - eps * np.eye(8)[3])) / (2 * eps)
     np.testing.assert_allclose(got[1][3], fd, rtol=1e-7)
     src = NUMBA.source(program(f, W, c0)[0])
-    backward = _loop_body(src, "in range(9, -1, -1):")
+    backward = loop_body(src, "in range(9, -1, -1):")
     assert backward.count("np.empty") == 1, backward          # the new weight-gradient carry
     assert "for " not in backward, backward                   # unrolled (64 elements)
 
@@ -576,7 +566,7 @@ def test_batched_loop_is_computed_row_by_row():
     # batched odeint gradient for minutes).  Only the carries are arrays.
     ths = np.stack([np.linspace(0.5, 1.5, 32), np.full(32, 0.1)], 1)
     src = NUMBA.source(program(tg.vmap(_rk_loop), ths)[0])
-    loop = _loop_body(src, "while True:")
+    loop = loop_body(src, "while True:")
     # one loop over the rows; the counter stays a scalar (only the state is batched, as in
     # JAX), so the predicate needs no reduction over the lanes
     assert loop.count("for ") == 1, loop
@@ -613,13 +603,13 @@ def test_small_loop_carries_share_one_tuple():
             return i + 1, a * 0.5 + b[0], b * 1.5 - a, d | (a > 3.0)
         return lax.while_loop(lambda c: c[0] < n, body, (0, x, tnp.stack([x, x + 1.0]), False))
     check(f, 2.5, 7)
-    loop = _loop_body(NUMBA.source(program(f, 2.5, 7)[0]), "while True:")
+    loop = loop_body(NUMBA.source(program(f, 2.5, 7)[0]), "while True:")
     assert len(set(re.findall(r"\b(ct\d+) = \(", loop))) == 1, loop
     def g(x):   # 1 + 12 + 12 elements: two tuples of at most 16 (TUPLE_MAX)
         return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0, c[2] - c[1]),
                               (0, x, x + 1.0))
     check(g, np.ones((3, 4)))
-    loop = _loop_body(NUMBA.source(program(g, np.ones((3, 4)))[0]), "while True:")
+    loop = loop_body(NUMBA.source(program(g, np.ones((3, 4)))[0]), "while True:")
     assert len(set(re.findall(r"\b(ct\d+) = \(", loop))) == 2, loop
 
 

@@ -32,6 +32,7 @@ from tangentia import lax  # noqa: E402
 from tangentia.compiler import numba_backend as nbb  # noqa: E402
 from tangentia.compiler.backend import get_backend  # noqa: E402
 from tangentia.interpreters.partial_eval import convert_constvars_to_invars  # noqa: E402
+from _programs import loop_body  # noqa: E402
 
 NUMBA = nbb.NumbaBackend()
 FEW = settings(max_examples=4, deadline=None,
@@ -86,17 +87,6 @@ def _row_loops(src):
     return bodies
 
 
-def _loop_text(src):
-    """The body of the first ``while True:`` loop of ``src``."""
-    lines = src.splitlines()
-    start = next(k for k, line in enumerate(lines) if "while True:" in line)
-    indent = len(lines[start]) - len(lines[start].lstrip())
-    body = []
-    for line in lines[start + 1:]:
-        if line.strip() and len(line) - len(line.lstrip()) <= indent:
-            break
-        body.append(line)
-    return "\n".join(body)
 
 
 def _rows(draw, b, n):
@@ -203,7 +193,7 @@ def test_swapped_and_unchanged_tuple_carries(data):
     # swap's two tuples; the unchanged one is not assigned in the loop
     reads = re.findall(r"^\s*s\d+ = ct\d+\[\d+\]$", src, re.M)
     assert len(reads) == 32, src
-    assert len(re.findall(r"^\s*ct\d+ = ", _loop_text(src), re.M)) == 3, src
+    assert len(re.findall(r"^\s*ct\d+ = ", loop_body(src, "while True:"), re.M)) == 3, src
 
 
 def _nested(x, n):
