@@ -348,6 +348,17 @@ def _abs_jvp(t, ans, x):
 abs_p, abs = _unary("abs", np.absolute, _abs_jvp)
 
 
+def wraps_ufunc(ufunc):
+    """Decorator: marks an impl as NumPy's ``ufunc`` with JAX's values where NumPy's differ.
+    It takes the ufunc's name (the NumPy backend's code names it so) and ``ufunc``/``nin``,
+    by which the backends' loops still find the ufunc itself."""
+    def mark(impl):
+        impl.__name__ = ufunc.__name__
+        impl.ufunc, impl.nin = ufunc, ufunc.nin
+        return impl
+    return mark
+
+
 def _complex_quotient(q, x, y):
     """The complex quotient ``q = x / y`` (NumPy's: Smith's algorithm) with JAX's (XLA's, C99
     Annex G's) values where NumPy's are not the limit: a zero ``y`` gives ``copysign(inf,
@@ -388,13 +399,12 @@ def _complex_quotient(q, x, y):
         return out if isinstance(q, np.ndarray) else out[()]
 
 
+@wraps_ufunc(np.true_divide)
 def _div_impl(x, y):
     out = np.true_divide(x, y)
     return out if out.dtype.kind != "c" else _complex_quotient(out, x, y)
 
 
-_div_impl.__name__ = "true_divide"
-_div_impl.ufunc, _div_impl.nin = np.true_divide, 2  # type: ignore[attr-defined]  # (loops)
 div_p.impl = _div_impl
 
 
@@ -472,6 +482,7 @@ def _pow_jvp_y(t, ans, x, y):
     return mul(t, mul(safe_log, ans))
 
 
+@wraps_ufunc(np.power)
 def _pow_impl(x, y):
     """NumPy's power, with C's (and JAX's) values where NumPy's loop takes ``x ** 0.5`` for a
     square root: ``(-inf) ** 0.5`` is inf (NumPy NaN) and ``(-0.) ** 0.5`` is 0. (NumPy -0.)."""
@@ -485,8 +496,6 @@ def _pow_impl(x, y):
     return out
 
 
-_pow_impl.__name__ = "power"
-_pow_impl.ufunc, _pow_impl.nin = np.power, 2  # type: ignore[attr-defined]  # (loops)
 pow_p = elementwise("pow", np.power, [_pow_jvp_x, _pow_jvp_y])
 pow_p.impl = _pow_impl
 
@@ -517,6 +526,7 @@ def _complex_minmax(ufunc, pick):
     is ``1+1j`` in JAX)."""
     take_x = ufunc is np.maximum    # (of tied zeros: max takes x where y is -0, min where x is)
 
+    @wraps_ufunc(ufunc)
     def impl(x, y):
         if type(y) in (int, float) and type(x) is _ndarray and x.dtype.kind in "biuf" and (
                 x.dtype.itemsize >= 4 or x.dtype.kind != "f"):
@@ -542,8 +552,6 @@ def _complex_minmax(ufunc, pick):
             tied = np.where(np.signbit(y if take_x else x), x, y)
             return np.where(tie, tied, out).astype(out.dtype, copy=False)
         return out
-    impl.__name__ = ufunc.__name__
-    impl.ufunc, impl.nin = ufunc, ufunc.nin  # type: ignore[attr-defined]
     return impl
 
 
@@ -576,6 +584,7 @@ def _zero_sign_fix(ufunc, sign_of):
     ``remainder(-0., 1.)`` and ``remainder(-1., 1.)`` were 0., JAX -0.); its floor division
     divides ``x - fmod(x, y)`` by ``y`` and rounds, so a zero has ``y``'s sign (NumPy's has
     that of ``x / y``: ``floor_divide(-0., 5.)`` was -0., JAX 0.).  Other values are NumPy's."""
+    @wraps_ufunc(ufunc)
     def impl(x, y):
         out = ufunc(x, y)
         if out.dtype.kind in "fV" and (
@@ -584,8 +593,6 @@ def _zero_sign_fix(ufunc, sign_of):
                 signed = np.copysign(out, (x, y)[sign_of])
             out = np.where(out == 0, signed, out).astype(out.dtype, copy=False)
         return out
-    impl.__name__ = ufunc.__name__
-    impl.ufunc, impl.nin = ufunc, ufunc.nin  # type: ignore[attr-defined]
     return impl
 
 
@@ -668,6 +675,7 @@ def complex_(x: ArrayLike, y: ArrayLike) -> Array:
 # ---------------------------------------------------------------------------
 # Piecewise-constant functions: zero derivative
 
+@wraps_ufunc(np.sign)
 def _sign_impl(x):
     """NumPy's sign with JAX's (XLA's) numbers: ``sign(-0.0)`` is -0.0 (NumPy 0.0); a complex
     ``z`` gives each part divided by ``abs(z)`` (NumPy's ``z / abs(z)`` differs in the last
@@ -688,8 +696,6 @@ def _sign_impl(x):
     return out
 
 
-_sign_impl.__name__ = "sign"
-_sign_impl.ufunc, _sign_impl.nin = np.sign, 1  # type: ignore[attr-defined]  # (loops)
 sign_p = elementwise("sign", np.sign, zero_jvp=True)
 sign_p.impl = _sign_impl
 floor_p = elementwise("floor", np.floor, zero_jvp=True)
