@@ -102,6 +102,15 @@ def _generate(jaxpr):
             n = names[a] = f"v{len(names)}"
         return n
 
+    def typed(a):
+        # A weakly typed input or literal is a Python scalar when the program runs, as
+        # the ufuncs need (NumPy promotes it as the types say); an operation passing it
+        # on, or the program returning it, gives it its dtype (the other backend's types).
+        key = f"_{a.aval.dtype.name}"
+        ns[key] = a.aval.dtype
+        return f"_asarray({name(a)}, {key})"
+
+    ns["_asarray"] = np.asarray
     eqns, outvars = simplify(jaxpr)  # common subexpressions
     last_use = {}
     for i, eqn in enumerate(eqns):
@@ -139,10 +148,13 @@ def _generate(jaxpr):
             lines.append(f"    ({outs}) = {fname}({args})" if eqn.outputs else f"    {fname}({args})")
         else:
             lines.append(f"    {name(eqn.outputs[0])} = {fname}({args})")
+        if _ufunc(eqn.prim) is None and any(a.aval.weak_type for a in eqn.inputs):
+            lines.extend(f"    {name(v)} = {typed(v)}" for v in eqn.outputs if not v.aval.shape)
         dead = dead_after.get(i)
         if dead:
             lines.append("    del " + ", ".join(name(v) for v in dead))
-    lines.append("    return [" + ", ".join(name(a) for a in outvars) + "]")
+    lines.append("    return [" + ", ".join(typed(a) if a.aval.weak_type else name(a)
+                                             for a in outvars) + "]")
     return "\n".join(lines), ns
 
 
