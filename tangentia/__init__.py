@@ -44,6 +44,7 @@ from .sharding import (NamedSharding, PartitionSpec as P, copy_to_host_async, ho
                        set_mesh)
 from ._array import CpuDevice as Device, Shard  # noqa: E402  (the one device's class)
 from . import debug  # noqa: F401
+from . import extend, stages  # noqa: F401  (jax.extend.core.Primitive; jax.stages)
 from . import _jaxpr_dot  # noqa: F401  (installs ClosedJaxpr.to_dot/show/_repr_svg_)
 from ._compat import (block_until_ready, config, default_backend, device_count, device_get,
                       device_put, devices, effects_barrier, local_device_count, local_devices)
@@ -80,6 +81,9 @@ from ._docstrings import document_public as _document_public
 _document_public()
 
 __version__ = "0.1.0"
+# The JAX release whose API tangentia follows: libraries written for JAX choose their
+# code paths by it (equinox: `jax.__version_info__ >= (0, 5, 1)`).
+__version_info__ = (0, 10, 2)
 
 __all__ = ["typing", "sharding", "make_mesh", "NamedSharding", "P", "Device", "Shard",
            "copy_to_host_async", "host_count", "host_id", "host_ids", "make_array_from_callback",

@@ -515,7 +515,7 @@ OUT_OF_SCOPE = {
         # JAX's internals and XLA's runtime: compiled artifacts, export, FFI, DLPack,
         # profiling, memory spaces, monitoring hooks, user contexts
         "ad", "api_util", "dlpack", "export", "ffi", "lib", "make_user_context", "memory",
-        "monitoring", "profiler", "stages",
+        "monitoring", "profiler",
         # multi-device mapping (one device: vmap; pmap is provided for one device)
         "shard_map", "smap",
         # NumPy arrays are not tracked: no list of live arrays

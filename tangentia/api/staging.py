@@ -47,7 +47,10 @@ class ShapeDtypeStruct:
 
     __slots__ = ("shape", "dtype", "weak_type")
 
-    def __init__(self, shape: Shape, dtype: DTypeLike, weak_type: bool = False) -> None:
+    def __init__(self, shape: Shape, dtype: DTypeLike, weak_type: bool = False, *,
+                 sharding: Any = None) -> None:
+        # (``sharding``: JAX's keyword, which libraries pass an array's ``.sharding`` by;
+        # one device here, so it is accepted and not kept)
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = weak_type

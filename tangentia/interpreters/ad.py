@@ -728,6 +728,10 @@ def is_undefined(x):
     return type(x) is Var
 
 
+is_undefined_primal = is_undefined   # (JAX's names, which libraries' rules use)
+instantiate_zeros = instantiate
+
+
 def backward_pass(jaxpr, consts, cts_out):
     """Transpose the linear program ``jaxpr`` (linear in its invars), a
     ``core.Jaxpr`` with the values ``consts`` of its constvars, or one as

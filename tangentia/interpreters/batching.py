@@ -571,3 +571,18 @@ def _custom_vmap_jvp_rule(rule, name, num_consts, nonzeros, axis_size, in_batche
 
 
 ad.custom_vmap_jvp_rule[0] = _custom_vmap_jvp_rule
+
+
+class _AxisPrimitiveBatchers:
+    """JAX's ``batching.axis_primitive_batchers[p] = rule(axis_size, axis_name, trace,
+    args, dims, **params)`` (equinox registers its primitives' rules so): stored as an
+    ordinary ``primitive_batchers`` rule, the axis size read from a batched operand."""
+
+    def __setitem__(self, prim, rule):
+        def batch(vals, dims, **params):
+            size = next(np.shape(v)[d] for v, d in zip(vals, dims) if d is not None)
+            return rule(size, None, None, vals, dims, **params)
+        primitive_batchers[prim] = batch
+
+
+axis_primitive_batchers = _AxisPrimitiveBatchers()

@@ -1,0 +1,120 @@
+"""``jax.extend.core``: JAX's ``Primitive`` with its ``def_impl``,
+``def_abstract_eval`` and ``def_effectful_abstract_eval``, and the IR's types.
+
+A primitive made here is an ordinary ``tangentia.core.Primitive``: ``bind`` goes to
+the current interpreter, which reads its rules from the same tables as the
+library's own primitives (``ad.primitive_jvps``, ``ad.primitive_transposes``,
+``batching.primitive_batchers``).  Its implementation is what ``def_impl`` was
+given (``mlir.register_lowering`` of ``mlir.lower_fun(impl)`` gives the same, when
+``def_impl`` was not called): the evaluator, and the backends for a staged
+program (which call an implementation they do not lower themselves).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import core as _core
+from ..core import ClosedJaxpr, Jaxpr, Literal, Var, subjaxprs
+
+__all__ = ["ClosedJaxpr", "Jaxpr", "Literal", "Primitive", "Var", "array_types",
+           "find_top_trace", "jaxpr_as_fun", "jaxprs_in_params", "mapped_aval",
+           "subjaxprs", "unmapped_aval"]
+
+array_types = {np.ndarray}
+
+
+def _plain(x: Any) -> Any:
+    """An implementation's result as the evaluator hands values on: an exact ndarray
+    (a tangentia array, which user code built with ``tangentia.numpy`` returns, is one
+    of its subclasses)."""
+    if isinstance(x, np.ndarray) and type(x) is not np.ndarray:
+        return x.view(np.ndarray)
+    return x
+
+
+class Primitive(_core.Primitive):
+    """JAX's ``jax.extend.core.Primitive(name)``: set ``multiple_results``, give its
+    rules with ``def_impl`` and ``def_abstract_eval`` (each returns its argument, so
+    both work as decorators), then ``bind`` it."""
+
+    __slots__ = ()
+
+    def def_impl(self, impl: Callable) -> Callable:
+        prim = self
+
+        def evaluate(*args: Any, **params: Any) -> Any:
+            out = impl(*args, **params)
+            if prim.multiple_results:
+                return [_plain(o) for o in out]
+            return _plain(out)
+
+        evaluate.__name__ = getattr(impl, "__name__", "impl")
+        self.impl = evaluate
+        return impl
+
+    def def_abstract_eval(self, abstract_eval: Callable) -> Callable:
+        self.abstract_eval = abstract_eval
+        return abstract_eval
+
+    def def_effectful_abstract_eval(self, effectful_abstract_eval: Callable) -> Callable:
+        """``effectful_abstract_eval(*avals, **params) -> (avals, effects)``: a primitive
+        with effects is kept by dead-code elimination even when its outputs are unused."""
+
+        def abstract_eval(*avals: Any, **params: Any) -> Any:
+            out, effects = effectful_abstract_eval(*avals, **params)
+            if effects:
+                self.has_effects = True
+            return out
+
+        self.abstract_eval = abstract_eval
+        return effectful_abstract_eval
+
+
+def jaxpr_as_fun(closed_jaxpr: ClosedJaxpr) -> Callable:
+    """``jax.extend.core.jaxpr_as_fun(closed_jaxpr)``: the program as a function of its
+    inputs, returning the list of its outputs."""
+    return _core.jaxpr_as_fun(closed_jaxpr.jaxpr, closed_jaxpr.consts)
+
+
+def jaxprs_in_params(params: dict) -> list:
+    """The programs among an equation's parameters (JAX's helper)."""
+    out: list = []
+    for v in params.values():
+        vals = v if isinstance(v, (tuple, list)) else (v,)
+        for w in vals:
+            if isinstance(w, ClosedJaxpr):
+                out.append(w.jaxpr)
+            elif isinstance(w, Jaxpr):
+                out.append(w)
+    return out
+
+
+def find_top_trace(xs: Sequence[Any]) -> Any:
+    """The interpreter that would handle an operation on ``xs``: the current one (the
+    tracers of a transformation are only ever handled while it is current)."""
+    return _core.current_trace()
+
+
+def mapped_aval(size: int, axis: int | None, aval: Any) -> Any:
+    """``aval`` without its axis ``axis`` (of length ``size``), as JAX's."""
+    if axis is None:
+        return aval
+    shape = tuple(aval.shape)
+    if not -len(shape) <= axis < len(shape) or shape[axis] != size:
+        raise ValueError(f"mapped_aval: axis {axis} of shape {shape} is not of size {size}")
+    axis %= len(shape)
+    return _core.ShapedArray(shape[:axis] + shape[axis + 1:], aval.dtype, aval.weak_type)
+
+
+def unmapped_aval(size: int, axis: int | None, aval: Any, *_: Any) -> Any:
+    """``aval`` with a new axis of length ``size`` at ``axis``, as JAX's."""
+    if axis is None:
+        return aval
+    shape = tuple(aval.shape)
+    if not -len(shape) - 1 <= axis <= len(shape):
+        raise ValueError(f"unmapped_aval: axis {axis} out of range for shape {shape}")
+    axis %= len(shape) + 1
+    return _core.ShapedArray(shape[:axis] + (size,) + shape[axis:], aval.dtype, aval.weak_type)

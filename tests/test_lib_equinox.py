@@ -1,0 +1,143 @@
+"""What equinox (and lineax, optimistix, diffrax, built on it) needs from JAX's
+extension API, each checked on a small snippet of what the library does, against
+JAX: a primitive of its own made with ``jax.extend.core.Primitive`` (``def_impl``,
+``def_abstract_eval``, the rules in ``ad.primitive_jvps``/``primitive_transposes``,
+``batching.axis_primitive_batchers``, ``mlir.register_lowering(lower_fun(...))``),
+evaluated, staged, differentiated, transposed and batched; and the names it reads
+at import (``jax.stages``, ``jax.__version_info__``, ``jax._src.traceback_util``,
+``ShapeDtypeStruct(..., sharding=)``).  No numba compile (the NumPy jit backend)."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+from tangentia import extend as tg_extend
+from tangentia.interpreters import ad as tg_ad, batching as tg_batching, mlir as tg_mlir
+
+jax = pytest.importorskip("jax", reason="JAX is the reference these tests compare with")
+jax.config.update("jax_enable_x64", True)
+from jax import extend as jax_extend  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from jax.interpreters import ad as jax_ad, batching as jax_batching, mlir as jax_mlir  # noqa: E402
+
+TG = SimpleNamespace(lib=tg, np=tnp, core=tg_extend.core, ad=tg_ad, batching=tg_batching,
+                     mlir=tg_mlir, ShapedArray=tg.core.ShapedArray)
+JX = SimpleNamespace(lib=jax, np=jnp, core=jax_extend.core, ad=jax_ad, batching=jax_batching,
+                     mlir=jax_mlir, ShapedArray=jax.core.ShapedArray)
+
+
+def _cube_primitive(L, calls):
+    """``x ** 3`` as a primitive of the user's, as equinox defines its own (the
+    batching rule in the axis-size form of ``axis_primitive_batchers``), the JVP rule
+    calling a second, linear primitive (``3 x**2 * t``) with a transpose rule."""
+    cube_p = L.core.Primitive("cube")
+    scale_p = L.core.Primitive("cube_tangent")
+
+    @cube_p.def_impl
+    def _impl(x):
+        calls.append("impl")
+        return L.np.asarray(x) ** 3
+
+    cube_p.def_abstract_eval(lambda x: L.ShapedArray(x.shape, x.dtype))
+    L.mlir.register_lowering(cube_p, L.mlir.lower_fun(lambda x: x ** 3, multiple_results=False))
+    scale_p.def_impl(lambda x, t: 3 * x ** 2 * t)
+    scale_p.def_abstract_eval(lambda x, t: L.ShapedArray(t.shape, t.dtype))
+    L.mlir.register_lowering(scale_p, L.mlir.lower_fun(lambda x, t: 3 * x ** 2 * t,
+                                                       multiple_results=False))
+
+    def jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return cube_p.bind(x), scale_p.bind(x, L.ad.instantiate_zeros(t))
+
+    def transpose(ct, x, t):
+        assert L.ad.is_undefined_primal(t) and not L.ad.is_undefined_primal(x)
+        return None, 3 * x ** 2 * ct
+
+    def batch(axis_size, axis_name, trace, args, dims):
+        calls.append(("batch", axis_size))
+        (x,), (d,) = args, dims
+        return cube_p.bind(x), d
+
+    L.ad.primitive_jvps[cube_p] = jvp
+    L.ad.primitive_transposes[scale_p] = transpose
+    L.batching.axis_primitive_batchers[cube_p] = batch
+    return cube_p
+
+
+@pytest.mark.parametrize("under_jit", [False, True])
+def test_a_primitive_of_the_users_runs_under_every_transformation_as_in_jax(under_jit):
+    results = {}
+    for name, L in (("tg", TG), ("jax", JX)):
+        calls = []
+        cube_p = _cube_primitive(L, calls)
+        f = cube_p.bind
+        wrap = L.lib.jit if under_jit else (lambda g: g)
+        x = L.np.asarray([1.0, 2.0, -0.5])
+        results[name] = [
+            np.asarray(wrap(f)(x)),
+            np.asarray(wrap(L.lib.grad(lambda x: f(x).sum()))(x)),
+            np.asarray(wrap(lambda x: L.lib.jvp(f, (x,), (L.np.ones(3),))[1])(x)),
+            np.asarray(wrap(L.lib.vmap(f))(L.np.arange(6.0).reshape(2, 3))),
+            np.asarray(wrap(L.lib.vmap(f, in_axes=1))(L.np.arange(6.0).reshape(2, 3))),
+            np.asarray(L.lib.jacrev(L.lib.vmap(f))(x)),
+        ]
+        assert ("batch", 2) in calls and ("batch", 3) in calls
+        if not under_jit:
+            assert "impl" in calls      # def_impl's function evaluates the primitive
+        assert L.lib.make_jaxpr(f)(x).eqns[0].primitive.name == "cube" if name == "jax" else \
+            L.lib.make_jaxpr(f)(x).eqns[0].prim.name == "cube"
+    for got, want in zip(results["tg"], results["jax"]):
+        np.testing.assert_allclose(got, want, rtol=1e-15)
+
+
+def test_multiple_results_effectful_abstract_eval_and_lowering_only_impl():
+    for L in (TG, JX):
+        pair_p = L.core.Primitive("pair")
+        pair_p.multiple_results = True
+        pair_p.def_effectful_abstract_eval(
+            lambda x: ([L.ShapedArray(x.shape, x.dtype)] * 2, set()))
+        # no def_impl: the function of the lowering made by lower_fun evaluates it
+        L.mlir.register_lowering(pair_p, L.mlir.lower_fun(lambda x: [x + 1, x * 2],
+                                                          multiple_results=True))
+        if L is TG:   # (JAX has no eager impl from a lowering; it runs it under jit)
+            a, b = pair_p.bind(L.np.asarray([1.0, 2.0]))
+            np.testing.assert_array_equal(a, [2.0, 3.0])
+            np.testing.assert_array_equal(b, [2.0, 4.0])
+            assert type(a) is np.ndarray   # evaluated values stay exact ndarrays
+        a, b = L.lib.jit(lambda x: pair_p.bind(x))(L.np.asarray([1.0, 2.0]))
+        np.testing.assert_array_equal(b, [2.0, 4.0])
+
+
+def test_aval_helpers_and_jaxpr_as_fun():
+    c, j = tg_extend.core, jax_extend.core
+    a, ja = tg.core.ShapedArray((2, 3), np.float32), jax.core.ShapedArray((2, 3), np.float32)
+    for axis in (0, 1, None):
+        for got, want in ((c.mapped_aval(3 if axis else 2, axis, a),
+                           j.mapped_aval(3 if axis else 2, axis, ja)),
+                          (c.unmapped_aval(5, axis, a), j.unmapped_aval(5, axis, ja))):
+            assert (got.shape, got.dtype) == (want.shape, want.dtype)
+    closed = tg.make_jaxpr(lambda x: (x * 2, x + 1))(1.0)
+    assert [float(v) for v in c.jaxpr_as_fun(closed)(3.0)] == [6.0, 4.0]
+    assert [float(v) for v in j.jaxpr_as_fun(jax.make_jaxpr(lambda x: (x * 2, x + 1))(1.0))(3.0)] \
+        == [6.0, 4.0]
+
+
+def test_names_libraries_read_at_import():
+    assert tg.__version_info__ == jax.__version_info__[:3] == (0, 10, 2)
+    assert tg.stages.Lowered is type(tg.jit(lambda x: x).lower(1.0))
+    assert callable(tg.jit(lambda x: x + 1).lower(1.0).compile())
+    s = tg.ShapeDtypeStruct((2,), np.float32, sharding=tg.numpy.ones(2).sharding)
+    assert (s.shape, s.dtype, s.sharding) == ((2,), np.float32, None)
+    from tangentia._src import dispatch, traceback_util
+    import sys
+    assert dispatch.wait_for_tokens() is None
+    fn = lambda: 1  # noqa: E731
+    assert traceback_util.api_boundary(fn) is fn
+    assert traceback_util.include_frame(sys._getframe())
+    traceback_util.register_exclusion(__file__)
+    try:
+        assert not traceback_util.include_frame(sys._getframe())
+    finally:
+        traceback_util._exclusions.remove(__file__)
