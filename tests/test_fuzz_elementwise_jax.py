@@ -287,3 +287,34 @@ def test_numba_scalarized_max_min_of_tied_zeros():
         got = tg.jit(f, backend="numba")(x, y)
     for name, g, w in zip(["maximum", "minimum"], got, want):
         _report(name, _same_bits(np.asarray(g), w), x, y, g, w)
+
+
+def test_eager_operators_as_jax():
+    """Operators of eager results (``ArrayImpl``, whose NumPy operators called the ufuncs
+    directly) give JAX's values as the functions do, reflected and in place too:
+    ``remainder(-0., 1.)`` by ``%`` was 0. (JAX -0.), ``1 / (inf+infj)`` by ``/`` NaN (JAX 0),
+    ``(-inf) ** 0.5`` by ``**`` NaN (JAX inf)."""
+    jnp = _jax().numpy
+    dv = _quiet(np.array, _DIVMOD)
+    x, y = np.repeat(dv, dv.size), np.tile(dv, dv.size)
+    a, b = _pairs(_PARTS128, np.complex128)
+    ex, ey, ea, eb = (tnp.asarray(v) for v in (x, y, a, b))
+    jx, jy, ja, jb = (jnp.asarray(v) for v in (x, y, a, b))
+
+    def inplace_mod(u, v):
+        u %= v
+        return u
+    cases = {"x % y": lambda u, v: u % v, "x // y": lambda u, v: u // v,
+             "divmod": lambda u, v: np.stack(divmod(u, v)), "1.5 % y": lambda u, v: 1.5 % v,
+             "x ** 0.5": lambda u, v: u ** 0.5, "x %= y": inplace_mod}
+    for name, op in cases.items():
+        got, want = _quiet(op, ex, ey), _quiet(op, jx, jy)
+        _report(name, _same_bits(got, want), x, y, got, want)
+    for name, op in {"a / b": lambda u, v: u / v, "1 / b": lambda u, v: 1 / v}.items():
+        got, want = _quiet(op, ea, eb), _quiet(op, ja, jb)
+        _report(name, _like_jax(got, want, 4e-16), a, b, got, want)
+    # integers: x // 0 as JAX's (-2, -1 for 0 // 0)
+    i = tnp.asarray(np.array([7, -7, 0]))
+    with np.errstate(all="ignore"):
+        assert (i // 0).tolist() == [-2, -2, -1] and (i % 0).tolist() == [0, 0, 0]
+        assert type(i // 2) is type(ex ** 0.5) is type(divmod(ex, 2.0)[1]) is type(ex)

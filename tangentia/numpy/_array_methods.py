@@ -124,6 +124,8 @@ def install():
     _ArrayImpl.sort = _array_sort
     for name, spec in _METHODS.items():
         setattr(_ArrayImpl, name, _eager_method(name, *spec))
+    for name, method in _E.eager_operators().items():   # (x % y: JAX's values, as tnp's)
+        setattr(_ArrayImpl, name, method)
     T = _Tracer
 
     def rev(f):

@@ -487,7 +487,7 @@ def _pow_impl(x, y):
     """NumPy's power, with C's (and JAX's) values where NumPy's loop takes ``x ** 0.5`` for a
     square root: ``(-inf) ** 0.5`` is inf (NumPy NaN) and ``(-0.) ** 0.5`` is 0. (NumPy -0.)."""
     out = np.power(x, y)
-    if out.dtype.kind in "fV" and (y == 0.5 if type(y) is float
+    if out.dtype.kind in "fV" and (y == 0.5 if type(y) is float or type(y) is int
                                    else np.count_nonzero(np.equal(y, 0.5))):
         with np.errstate(invalid="ignore"):
             x = np.asarray(x)
@@ -592,8 +592,25 @@ def _zero_sign_fix(ufunc, sign_of):
             with np.errstate(invalid="ignore"):
                 signed = np.copysign(out, (x, y)[sign_of])
             out = np.where(out == 0, signed, out).astype(out.dtype, copy=False)
+        elif sign_of and out.dtype.kind in "iu":
+            out = _int_quotient_by_zero(out, x, y)
         return out
     return impl
+
+
+def _int_quotient_by_zero(q, x, y):
+    """Integer ``x // 0`` as JAX's (NumPy's is 0): XLA's quotient by zero has every bit set
+    (-1, the unsigned maximum), and JAX's floor division takes one off a signed quotient
+    where the remainder (``x``) has another sign than the divisor's (``x != 0``): ``-7 // 0``
+    and ``7 // 0`` are -2, ``0 // 0`` is -1.  (As the numba backend's ``helpers._ifloordiv``.)"""
+    if type(y) is int and y:
+        return q
+    y = y if isinstance(y, np.ndarray) else np.asarray(y)
+    if np.count_nonzero(y) == y.size:
+        return q
+    ones = np.full((), -1).astype(q.dtype)
+    fill = np.where(np.asarray(x) != 0, ones - 1, ones) if q.dtype.kind == "i" else ones
+    return np.where(y == 0, fill, q).astype(q.dtype, copy=False)
 
 
 _rem_impl = _zero_sign_fix(np.remainder, 0)
@@ -839,3 +856,51 @@ sign = _fast(sign_p, _sign_impl, nin=1)
 floor, ceil, round = (_fast(p, p.impl) for p in (floor_p, ceil_p, round_p))
 floor_divide = _fast(floor_divide_p, _floor_divide_impl, nin=2)
 eq, ne, lt, le, gt, ge = (_fast(p, p.impl) for p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
+
+
+# ---------------------------------------------------------------------------
+# Eager results' arithmetic operators (``ArrayImpl``: NumPy's own operators call the ufuncs,
+# so ``x % y`` skipped the impls' JAX values that ``tnp.remainder(x, y)`` has)
+
+_PLAIN_OPERANDS = (bool, int, float, complex, np.generic, np.ndarray)
+
+
+def _eager_operator(impl, op, reflected):
+    """``op`` (``numpy.ndarray``'s operator) with ``impl``'s values: the primitive's, JAX's,
+    computed on plain ndarrays (a ufunc costs more on the subclass) and returned as an eager
+    result.  Operands that are no array or number (a tracer, a list, a JAX array) go to ``op``,
+    which defers to them or converts them as before."""
+    from .._array import ArrayImpl
+    nd = np.ndarray
+
+    def user(out):
+        return out.view(ArrayImpl) if type(out) is nd else np.asarray(out).view(ArrayImpl)
+
+    def method(self, other):
+        if not isinstance(other, _PLAIN_OPERANDS):
+            return op(self, other)
+        x, y = self.view(nd), other.view(nd) if type(other) is ArrayImpl else other
+        out = impl(y, x) if reflected else impl(x, y)
+        return user(out) if type(out) is not tuple else tuple(map(user, out))
+    method.__name__ = op.__name__
+    return method
+
+
+def _divmod_impl(x, y):
+    return _floor_divide_impl(x, y), _rem_impl(x, y)
+
+
+def eager_operators():
+    """``{name: method}``: the arithmetic operators of eager results whose NumPy values differ
+    from JAX's (complex ``/``, ``//`` and ``%`` zeros' signs and integer division by zero,
+    ``(-inf) ** 0.5``), each the primitive's impl; the in-place forms rebind, as JAX's.
+    ``tangentia.numpy`` installs them (``_array_methods.install``)."""
+    nd, ops = np.ndarray, {}
+    for name, impl in (("truediv", _div_impl), ("floordiv", _floor_divide_impl),
+                       ("mod", _rem_impl), ("pow", _pow_impl), ("divmod", _divmod_impl)):
+        forward = _eager_operator(impl, getattr(nd, f"__{name}__"), False)
+        ops[f"__{name}__"] = forward
+        ops[f"__r{name}__"] = _eager_operator(impl, getattr(nd, f"__r{name}__"), True)
+        if name != "divmod":
+            ops[f"__i{name}__"] = forward
+    return ops

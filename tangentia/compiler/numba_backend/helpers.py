@@ -99,7 +99,13 @@ _fmin.__doc__ = "JAX's minimum (NaN propagates, -0 < 0), without a branch."
 
 @numba.njit(cache=True)
 def _ifloordiv(a, b):
-    """NumPy's integer floor division: 0 for a zero divisor, MIN // -1 wraps to MIN."""
+    """Integer floor division as JAX's: MIN // -1 wraps to MIN, and a zero divisor gives every
+    bit set (XLA's quotient: -1, the unsigned maximum), -2 for a signed ``a != 0`` (JAX's
+    floor division corrects the quotient by the remainder ``a``'s sign), as eager
+    (``elementwise._int_quotient_by_zero``).  NumPy's is 0."""
+    if b == 0:
+        ones = ~(a ^ a)   # (-1 of int64, or the maximum of uint64: the caller casts)
+        return ones if ones > 0 or a == 0 else ones + ones
     if b == -1:
         return -a
     return a // b
