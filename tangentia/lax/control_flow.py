@@ -397,9 +397,11 @@ def while_loop(cond_fun: Any, body_fun: Callable[[Any], Any], init_val: Any) -> 
 def _while_loop(cond_fun, body_fun, init_val, cond_owner, body_owner):
     if _JIT_DISABLED.get():
         # As JAX: a Python loop, unless a decision is only known when the program
-        # runs (under vmap), then the staged loop.
+        # runs (under vmap), then the staged loop.  A Python scalar stays one: JAX's
+        # weakly typed array (c * x32 is float32, and so is x32 + the result).
         try:
-            val = tree_map(tnp.asarray, init_val)
+            val = tree_map(lambda x: x if type(x) in (bool, int, float, complex)
+                           else tnp.asarray(x), init_val)
             while cond_fun(val):
                 val = body_fun(val)
             return val
@@ -687,7 +689,9 @@ def _python_scan(f, init, x_leaves, x_tree, length, reverse):
         ys.append(y)
     if reverse:
         ys.reverse()
-    return carry, tree_map(lambda *y: tnp.stack(y), *ys)
+    # stacked in the type promoted from all steps', a Python scalar's weakly (the staged
+    # scan's ys type, where the first step's y can be the Python-scalar carry)
+    return carry, tree_map(lambda *y: tnp.stack(y, dtype=tnp.result_type(*y)), *ys)
 
 
 @api_boundary
