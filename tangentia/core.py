@@ -43,7 +43,14 @@ def short_dtype_name(dtype):
     return name
 
 
-class ShapedArray:
+class AbstractValue:
+    """The base of abstract values (JAX's ``jax.core.AbstractValue``, which libraries
+    test against: lineax)."""
+
+    __slots__ = ()
+
+
+class ShapedArray(AbstractValue):
     """The abstract value of an array: its shape, dtype and weak type.
 
     ``weak_type`` marks values that came from Python scalars; they take the
@@ -87,6 +94,11 @@ class ShapedArray:
 
     def strip_weak(self):
         return ShapedArray(self.shape, self.dtype, False) if self.weak_type else self
+
+    def to_tangent_aval(self):
+        """The type of this value's tangents (JAX's method; libraries build ``Zero``s
+        with it: equinox)."""
+        return tangent_aval(self)
 
     def str_short(self):
         return f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
@@ -225,6 +237,13 @@ class Trace:
     def __init__(self, parent):
         self.parent = parent
         self.alive = True
+
+    @property
+    def main(self):
+        """What identifies the transformation (JAX's ``trace.main``, which libraries
+        compare: equinox's ``filter_jvp`` keeps the outputs whose ``_trace.main`` is the
+        current trace's): the trace itself."""
+        return self
 
     def process_primitive(self, prim, args, params):
         raise NotImplementedError

@@ -141,3 +141,40 @@ def test_names_libraries_read_at_import():
         assert not traceback_util.include_frame(sys._getframe())
     finally:
         traceback_util._exclusions.remove(__file__)
+
+
+def test_impl_gets_arrays_with_jax_methods():
+    """An impl rule gets arrays with ``.at`` (lineax's and diffrax's rules update them)."""
+    for L in (TG, JX):
+        p = L.core.Primitive("set_first")
+        p.def_impl(lambda x: x.at[0].set(-1.0))
+        p.def_abstract_eval(lambda x: x)
+        np.testing.assert_array_equal(p.bind(L.np.ones(3)), [-1.0, 1.0, 1.0])
+        L.mlir.register_lowering(p, L.mlir.lower_fun(lambda x: x.at[0].set(-1.0), False))
+        np.testing.assert_array_equal(L.lib.jit(p.bind)(L.np.ones(3)), [-1.0, 1.0, 1.0])
+
+
+def test_core_names_lineax_and_equinox_read():
+    from tangentia._src.ad_util import stop_gradient_p
+    assert tg.make_jaxpr(tg.lax.stop_gradient)(1.0).eqns[0].prim is stop_gradient_p
+    for L, core in ((tg, tg.core), (jax, jax.core)):
+        a = core.ShapedArray((2,), np.int32)
+        assert isinstance(a, core.AbstractValue)
+        t = a.to_tangent_aval()
+        assert (t.shape, t.dtype) == ((2,), L.dtypes.float0)
+        assert core.ShapedArray((), np.float32).to_tangent_aval().dtype == np.float32
+        # a ShapeDtypeStruct returned by the function is its own shape (lineax)
+        s = L.eval_shape(lambda x: (L.ShapeDtypeStruct((2, 3), np.float32), x), 1.0)
+        assert (s[0].shape, s[0].dtype) == ((2, 3), np.float32)
+        # trace.main identifies the transformation: equinox's filter_jvp keeps the outputs
+        # that are tracers of the current trace
+        ext = tg_extend.core if L is tg else jax_extend.core
+
+        def f(x, y):
+            main = ext.find_top_trace((x,)).main
+            return [type(v).__name__ for v in (x * 2, y) if getattr(v, "_trace", None) is not None
+                    and v._trace.main is main]
+
+        names: list = []
+        L.jvp(lambda x: names.extend(f(x, 3.0)) or x, (1.0,), (1.0,))
+        assert names == ["JVPTracer"]

@@ -935,7 +935,15 @@ def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
     _check_callable(fun, "eval_shape")
     leaves, in_tree = tree_flatten((args, kwargs))
     avals = map(_abstractify_duck, leaves)
-    jaxpr, _, out_tree = _stage(fun, (), in_tree, avals, "eval_shape")
+
+    def shapes_of(*a: Any, **k: Any) -> Any:   # a ShapeDtypeStruct output is its own shape,
+        out_leaves, tree = tree_flatten(fun(*a, **k))   # as JAX's (lineax returns some)
+        return tree_unflatten(tree, [np.broadcast_to(np.zeros((), x.dtype), x.shape)
+                                     if isinstance(x, ShapeDtypeStruct) else x
+                                     for x in out_leaves])
+
+    jaxpr, _, out_tree = _stage(functools.wraps(fun)(shapes_of), (), in_tree, avals,
+                                "eval_shape")
     shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]
     return tree_unflatten(out_tree, shapes)
 

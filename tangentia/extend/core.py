@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import core as _core
+from .._array import ArrayImpl
 from ..core import ClosedJaxpr, Jaxpr, Literal, Var, subjaxprs
 
 __all__ = ["ClosedJaxpr", "Jaxpr", "Literal", "Primitive", "Var", "array_types",
@@ -46,7 +47,10 @@ class Primitive(_core.Primitive):
         prim = self
 
         def evaluate(*args: Any, **params: Any) -> Any:
-            out = impl(*args, **params)
+            # (the evaluator holds exact ndarrays; the user's function gets arrays with
+            # JAX's methods, ``.at`` and the rest, as JAX's impl rules get JAX arrays)
+            out = impl(*[a.view(ArrayImpl) if type(a) is np.ndarray else a for a in args],
+                       **params)
             if prim.multiple_results:
                 return [_plain(o) for o in out]
             return _plain(out)
