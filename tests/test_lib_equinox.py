@@ -178,3 +178,35 @@ def test_core_names_lineax_and_equinox_read():
         names: list = []
         L.jvp(lambda x: names.extend(f(x, 3.0)) or x, (1.0,), (1.0,))
         assert names == ["JVPTracer"]
+
+
+@pytest.mark.parametrize("how", ["jvp", "linearize"])
+def test_custom_jvp_tangents_keep_none_subtrees_of_the_primals(how):
+    """equinox's checkpointed while_loop (diffrax's default adjoint) returns the tangents
+    it was given, with ``None`` where the primal output has ``None``: the same structure."""
+    out = {}
+    for L in (tg, jax):
+        seen = []
+
+        @L.custom_jvp
+        def f(x):
+            return x
+
+        def f_jvp(primals, tangents):
+            (p,), (t,) = primals, tangents
+            seen.append(str(L.tree_util.tree_structure(t)))
+            return p, t
+
+        f.defjvp(f_jvp, symbolic_zeros=True)
+
+        def g(x, y):
+            o = f((None, x, (None, y)))
+            return o[1] * 2 + o[2][1]
+
+        if how == "jvp":
+            r = L.jvp(g, (1.0, 2.0), (1.0, 0.5))
+        else:
+            r = L.linearize(g, 1.0, 2.0)[1](1.0, 0.5), 0.0
+        out[L.__name__] = ([float(v) for v in r], seen)
+    assert out["tangentia"] == out["jax"]
+    assert out["jax"][1] == ["PyTreeDef((None, *, (None, *)))"]

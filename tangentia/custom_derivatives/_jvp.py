@@ -72,6 +72,10 @@ class _JVPCall(_Call):
         p_leaves, p_tree = tree_flatten(p_out)
         t_leaves, t_tree = tree_flatten(t_out, is_leaf=lambda x: x is None or
                                         type(x) is SymbolicZero)
+        if p_tree != t_tree:   # None where the primal output has None too, as JAX's
+            t_leaves2, t_tree2 = tree_flatten(t_out, is_leaf=lambda x: type(x) is SymbolicZero)
+            if t_tree2 == p_tree:
+                t_leaves, t_tree = t_leaves2, t_tree2
         if p_tree != t_tree:
             raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce "
                             "primal and tangent outputs with equal container (pytree) "
