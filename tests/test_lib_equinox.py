@@ -210,3 +210,17 @@ def test_custom_jvp_tangents_keep_none_subtrees_of_the_primals(how):
         out[L.__name__] = ([float(v) for v in r], seen)
     assert out["tangentia"] == out["jax"]
     assert out["jax"][1] == ["PyTreeDef((None, *, (None, *)))"]
+
+
+def test_zero_from_primal_maps_over_a_pytree():
+    """optimistix's implicit-function JVP builds its residual's zeros from a tuple."""
+    got = tg.custom_derivatives.zero_from_primal((tnp.ones(2), 1, None, {"a": 2.0}))
+    want = jax.custom_derivatives.zero_from_primal((jnp.ones(2), 1, None, {"a": 2.0}))
+    assert tg.tree_util.tree_structure(got) == tg.tree_util.tree_structure(want)
+    for g, w in zip(tg.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        assert (np.shape(g), np.asarray(g).dtype) == (np.shape(w), np.asarray(w).dtype)
+        if np.asarray(w).dtype.kind == "f":
+            np.testing.assert_array_equal(g, w)
+    sym = tg.custom_derivatives.zero_from_primal((tnp.ones(2), 3), symbolic_zeros=True)
+    assert [type(s).__name__ for s in sym] == ["SymbolicZero"] * 2
+    assert sym[1].aval.dtype == tg.dtypes.float0

@@ -50,17 +50,20 @@ class SymbolicZero:
 
 
 def zero_from_primal(x: Any, symbolic_zeros: bool = False) -> Any:
-    """The zero tangent of the primal value ``x``.
+    """The zero tangent of the primal value ``x``, leaf by leaf of a pytree (as JAX's:
+    optimistix passes a tuple).
 
     Args:
-      x: a primal value (array or scalar).
-      symbolic_zeros: return a ``SymbolicZero`` instead of an array of zeros.
+      x: a primal value (array or scalar), or a pytree of them.
+      symbolic_zeros: return ``SymbolicZero``s instead of arrays of zeros.
 
     Returns:
-      Zeros of the tangent dtype of ``x`` (``float0`` for integers), of its shape.
+      For each leaf, zeros of its tangent dtype (``float0`` for integers), of its shape.
     """
-    aval = ad.tangent_aval(core.get_aval(x))
-    return SymbolicZero(aval) if symbolic_zeros else np.zeros(aval.shape, aval.dtype)
+    leaves, tree = tree_flatten(x)
+    avals = [ad.tangent_aval(core.get_aval(v)) for v in leaves]
+    return tree_unflatten(tree, [SymbolicZero(a) if symbolic_zeros else np.zeros(a.shape, a.dtype)
+                                 for a in avals])
 
 
 # ---------------------------------------------------------------------------
