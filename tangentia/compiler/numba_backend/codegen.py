@@ -303,6 +303,7 @@ class _Gen:
         self.ptr_format = "_up[{}]"   # the expression of ``deps[k]``'s address
         self.plans = []         # the passes' plans of the programs being lowered (innermost last)
         self.tuple_lens = {}    # carry tuple name -> its number of elements
+        self.stacked = {}       # name of a scan's ys in a stack -> (the stack's AV, its index)
 
     def is_small(self, aval_or_shape):
         """Whether values of this shape are scalarized (``SV``)."""
@@ -760,13 +761,15 @@ class _Gen:
         p = self.plans[-1].calls.get(jaxpr) if self.plans else None
         return p if p is not None else _plan.call_plan(jaxpr, self.settings)
 
-    def call_jaxpr(self, jaxpr, in_vals):
+    def call_jaxpr(self, jaxpr, in_vals, like=None):
         """Lower a nested program (a loop body, a branch) as the outlining pass decided
         (``plan.CallPlan``): inlined; a separate njit function (``outlined``: numba's
         compile time grows faster than linearly with function size), shared by every
         call with the same program and input representation; or a compile unit of
-        its own, cached across programs (``units``: ``native._lower_unit``)."""
-        p = self.call_plan(jaxpr)
+        its own, cached across programs (``units``: ``native._lower_unit``).  ``like``:
+        the program whose plan decides (``jaxpr`` made from it: ``rules._scan``'s body
+        with its rows in stacks)."""
+        p = self.call_plan(jaxpr if like is None else like)
         kind = p.vector_kind if self.vector_loop else p.kind
         if kind == "unit":
             return self.units(self, jaxpr, in_vals)

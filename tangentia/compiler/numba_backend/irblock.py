@@ -54,7 +54,7 @@ from ...primitives import contraction as C, elementwise as E, indexing as I, red
 from ...primitives import misc as M, remat, structural as S
 from . import vecmath, vecmath_trig
 from .rowio import _CHUNK, chunks as _chunks, nest as _nest  # noqa: F401 - (_nest: read by native)
-from .rowio import flat_types, flat_values
+from .rowio import flat_types, flat_values, row_load_p, row_store_p
 from .codegen import AV, SV, _bidx, _is_float0, _lit, _nbtype, _ravel, _size, _typed
 from .plan import UNROLL_MAX_TERMS
 from .rules import (_index_plan, _loop_dtypes, concatenate_source, dot_indices,
@@ -92,8 +92,11 @@ class _Block:
     in memory, read in place by loops; ``param``: the input's position), ``"const"``
     (``param``: the value as a NumPy scalar of ``dtype``), ``"cast"`` (from ``param``,
     a dtype), ``"loop"`` (a loop computing several values, ``_loop``; ``param``: its
-    description), ``"pick"`` (the ``param``-th value of the loop node ``args[0]``) or
-    an operation name (``param``: an exponent or None); ``args`` are node ids."""
+    description), ``"pick"`` (the ``param``-th value of the loop node ``args[0]``),
+    ``"rowld"``/``"rowst"`` (element ``e`` of row ``stack[j, i]`` read, or written with
+    ``args[2]``; ``args``: the stack's ``"arr"`` node and ``i``'s; ``param``: ``(j, e,
+    the row's shape)``: ``rowio.RowOp``) or an operation name (``param``: an exponent or None); ``args`` are
+    node ids."""
 
     def __init__(self):
         self.nodes = []
@@ -101,6 +104,7 @@ class _Block:
         self.inputs = []        # (Var, element index, dtype) per input node
         self.arrays = set()     # the Vars read from arrays in memory (``AV``), element by element
         self.ops = 0            # operations (not inputs, constants or casts)
+        self.stores = 0         # "rowst" nodes (effects: emitted though no output reads them)
 
     def _add(self, key, node):
         i = self.memo.get(key)
@@ -442,6 +446,28 @@ def _loop(bb, name, dt, shape, operands):
     return _Val(shape, dt, [bb.op("pick", dt, (node,), o) for o in range(n_out)])
 
 
+def _stack_step(bb, ins):
+    """The ``"arr"`` node of a stack and the int64 node of the step (``rowio.RowOp``)."""
+    return ins[0].ids[0], bb.cast(ins[1].ids[0], np.dtype(np.int64))
+
+
+def _row_load(bb, g, eqn, ins):
+    arr, i = _stack_step(bb, ins)
+    out, j = _out(eqn), eqn.params["j"]
+    return [_Val(out.shape, out.dtype,
+                 [bb.op("rowld", out.dtype, (arr, i), (j, e, out.shape))
+                  for e in range(_size(out.shape))])]
+
+
+def _row_store(bb, g, eqn, ins):
+    arr, i = _stack_step(bb, ins)
+    dt, j, shape = ins[0].dtype, eqn.params["j"], ins[2].shape
+    for e, x in enumerate(ins[2].ids):
+        bb.op("rowst", dt, (arr, i, bb.cast(x, dt)), (j, e, shape))
+        bb.stores += 1
+    return []
+
+
 RULES = {p: _elementwise for p in list(_ELEMENTWISE) + [E.select_p, B.convert_element_type_p,
                                                         E.integer_pow_p]}
 RULES.update({
@@ -449,6 +475,7 @@ RULES.update({
     B.reshape_p: _reshape, B.transpose_p: _transpose, B.broadcast_to_p: _broadcast_to,
     I.getitem_p: _getitem, S.concatenate_p: _concatenate, C.dot_general_p: _dot_general,
     **{p: _reduce for p in _REDUCE},
+    row_load_p: _row_load, row_store_p: _row_store,
 })
 
 
@@ -461,6 +488,11 @@ def _eligible(g, eqn, env=None, vals=()):
     but an input that is an array in memory (``AV``, at most ``ARRAY_MAX`` elements, not
     computed in the block) is read by the block element by element (given ``env``): a
     contraction, reduction or static index of it with a scalarized result."""
+    if eqn.prim is row_load_p or eqn.prim is row_store_p:
+        a = eqn.inputs[0]       # (the stack, any size: read and written in place)
+        return env is not None and a not in vals and type(env.get(a)) is AV and all(
+            g.is_small(v.aval.shape) and v.aval.dtype.kind in _KINDS
+            for v in eqn.inputs[1:] + eqn.outputs)
     if eqn.prim not in RULES or eqn.prim.has_effects or not eqn.outputs:
         return False
     for a in eqn.outputs:
@@ -495,6 +527,8 @@ def lower_run(g, eqns, k, env, consumers):
                 ins.append(_Val((), dt, [bb.const(a.val, dt)]))
             elif a in vals:
                 ins.append(vals[a])
+            elif a is eqn.inputs[0] and (eqn.prim is row_load_p or eqn.prim is row_store_p):
+                ins.append(_Val(a.aval.shape, a.aval.dtype, [bb.array(a, a.aval.dtype)], a))
             else:
                 aval = a.aval
                 if not g.is_small(aval.shape):
@@ -572,7 +606,7 @@ def _emit(g, bb, results, env):
                     names.append(n)
                 elems.append(n)
         env[var] = SV(val.shape, val.dtype, elems)
-    if not out_ids:
+    if not out_ids and not bb.stores:
         return
     in_dts = [None] * len(args)
     for (_, _, dt), pos in zip(bb.inputs, in_map):
@@ -594,7 +628,7 @@ def _emit(g, bb, results, env):
     # (the outputs are unpacked from tuples of at most ``_CHUNK``, nested: numba loads a
     # tuple variable whole for each element it unpacks, and LLVM's SROA then splits
     # n loads of n elements -- a block of 2,000 outputs took a minute)
-    g.emit(f"{_nest(names)} = {name}({call_args})")
+    g.emit(f"{_nest(names)} = {name}({call_args})" if names else f"{name}({call_args})")
 
 
 # ---------------------------------------------------------------------------
@@ -749,7 +783,8 @@ def _emit_ir(context, builder, nodes, in_vals, out_ids, digest):
     for i in out_ids:
         live[i] = 1
     for i in range(len(nodes) - 1, -1, -1):
-        if live[i]:
+        if live[i] or nodes[i][0] == "rowst":
+            live[i] = 1
             for a in nodes[i][2]:
                 live[a] = 1
     vals = {}
@@ -894,6 +929,14 @@ def _emit_nodes(context, builder, nodes, order, vals, memo, keep=()):
         elif op == "loop":
             vals[i] = _loop_ir(context, builder, f, memo, dt,
                                [_value(nodes, vals, a) for a in args], param)
+        elif op == "rowld" or op == "rowst":
+            arr = vals[args[0]]
+            ptr = _row_pointer(context, builder, arr, vals[args[1]], param)
+            if op == "rowld":
+                vals[i] = context.unpack_value(builder, arr.aty.dtype, ptr)
+            else:
+                context.pack_value(builder, arr.aty.dtype, _value(nodes, vals, args[2]), ptr)
+                vals[i] = None
         else:
             vals[i] = _OP_IR[op](context, builder, f, memo, dt,
                                  [_value(nodes, vals, a) for a in args],
@@ -913,6 +956,20 @@ def _emit_nodes(context, builder, nodes, order, vals, memo, keep=()):
             for a in reversed(nodes[j][2]):
                 if a in deferred and a not in vals:
                     stack.append((a, False))
+
+
+def _row_pointer(context, builder, arr, i, param):
+    """The address of element ``e`` (C order) of row ``stack[j, i]``, of shape ``shape``
+    (``param``: ``(j, e, shape)``), of the stack ``arr`` (an ``_ArrIn``, C-contiguous: a
+    scan allocates its stacks; ``i`` in range: the scan's step)."""
+    j, e, shape = param
+    if arr.aty.layout != "C":
+        raise TypeError(f"irblock: a stack of rows must be C-contiguous, got {arr.aty}")
+    i64 = ir.IntType(64)
+    steps = cgutils.unpack_tuple(builder, arr.ary.shape)[1]
+    row = builder.add(builder.mul(ir.Constant(i64, j), steps), i)
+    off = builder.add(builder.mul(row, ir.Constant(i64, _size(shape))), ir.Constant(i64, e))
+    return builder.gep(arr.ary.data, [off])
 
 
 _LOOP_INIT = {"dot": "add", "add": "add", "mul": "mul", "max": "max", "min": "min"}

@@ -25,7 +25,7 @@ from numba.core import cgutils, types as nbt
 from numba.core.extending import intrinsic
 from numba.core.typing import signature
 
-__all__ = ["nest", "chunks", "load_row", "store_row"]
+__all__ = ["nest", "chunks", "load_row", "store_row", "row_load_p", "row_store_p"]
 
 _CHUNK = 16        # elements per tuple (CPython builds longer tuple displays from a list,
                    # which numba types only when homogeneous)
@@ -50,6 +50,31 @@ def render(tree):
 def nest(items):
     """A tuple display of ``items``: tuples of at most ``_CHUNK``, nested as needed."""
     return render(chunks(items))
+
+
+class RowOp:
+    """An operation of the backend's own on a row of a stack of stacked arrays, in the
+    programs ``rules._scan`` gives a loop body (never in a user's program, so not a
+    ``core.Primitive``: no other interpreter sees it).  ``row_load_p``:
+    ``row = stack[j, i]`` (inputs ``stack, i``; ``params["j"]``); ``row_store_p``:
+    ``stack[j, i] = row`` (inputs ``stack, i, row``; no outputs, an effect).  A scan
+    writes its small residual rows (``ys``) into stacks and its reverse loop reads them
+    back with these, so an IR block (``irblock``) stores and loads them in place where
+    they are computed and used: they never pass through numba variables or the
+    arguments and results of a compile unit."""
+
+    __slots__ = ("name", "has_effects", "multiple_results", "program_params", "call_param")
+
+    def __init__(self, name, effects):
+        self.name, self.has_effects = name, effects
+        self.multiple_results, self.program_params, self.call_param = False, (), None
+
+    def __repr__(self):
+        return self.name
+
+
+row_load_p = RowOp("row_load", False)
+row_store_p = RowOp("row_store", True)
 
 
 def flat_types(ty):

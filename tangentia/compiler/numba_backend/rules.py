@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core import CustomVmapCallPrimitive, Literal, ProgramMemo
+from ...core import CustomVmapCallPrimitive, Eqn, Jaxpr, Literal, ProgramMemo, ShapedArray, Var
 from ...custom_derivatives import _base as CD
 from ...interpreters import ad, base_ops as B
 from ...primitives import bits as BITS, call as CL, contraction as C, control_flow as CF
@@ -28,7 +28,7 @@ from .codegen import (AV, LV, SV, ZV, UNROLL, needs_static, _F4, _F8, _I8, _bidx
                       _wrap)
 from .plan import BATCHED_BLAS_MIN, BLAS_MIN_FLOPS, FUSED_DOT_K, _dot_dims  # noqa: F401 - (read here)
 from . import gemm, special, windows
-from .rowio import _CHUNK, load_row, nest, store_row
+from .rowio import _CHUNK, load_row, nest, row_load_p, row_store_p, store_row
 
 def _ufunc_of(prim):
     """The NumPy ufunc whose loops ``prim`` runs: its implementation, when that is
@@ -189,7 +189,8 @@ _PARTS = {
     E.real_p: lambda a, dt: f"({a[0]}).real" if dt.kind == "c" else a[0],
     E.imag_p: lambda a, dt: f"({a[0]}).imag" if dt.kind == "c" else _lit(0, dt),
     E.conj_p: lambda a, dt: f"({a[0]}).conjugate()" if dt.kind == "c" else a[0],
-    E.complex_p: _f("({0} + {1} * 1j)"),   # as the NumPy implementation computes it
+    E.complex_p: lambda a, dt: (f"complex({a[0]}, {a[1]})" if dt == np.complex128   # (part by
+                                else f"np.complex64(complex({a[0]}, {a[1]}))"),   # part, as eager)
 }
 
 # SciPy's special functions, called natively (``special``)
@@ -934,14 +935,42 @@ def _scan(g, eqn, ins):
     avals = [v.aval for v in eqn.outputs[:ncar]]
     names = _carry_init(g, avals, carry)
     y_avals = [v.aval for v in body.outvars[ncar:]]
-    ys = []
-    for a in y_avals:
+    # Small rows of ``ys`` are written into stacks, one per row shape and dtype (``ys`` is
+    # ``stack[j]``), by the body itself (``rowio.row_store_p``), and the rows of ``xs`` that
+    # are an earlier scan's stacked ``ys`` are read from its stack (``row_load_p``): an IR
+    # block stores and loads them in place, so they pass through no numba variable, nor
+    # the arguments and results of a unit (at 100 dense layers, ~900 scalars per step).
+    ys, stores, stacks = [None] * len(y_avals), [], {}
+    for m, a in enumerate(y_avals):
         if _is_float0(a.dtype):
-            ys.append(ZV((length,) + a.shape, a.dtype))
-            continue
+            ys[m] = ZV((length,) + a.shape, a.dtype)
+        elif g.is_small(a.shape):
+            stacks.setdefault((a.shape, a.dtype.str), []).append(m)
+    out_stacks = []
+    for (shape, _), ms in stacks.items():
+        if g.is_small((len(ms), length) + shape):
+            continue        # (a small value is scalarized: the rows are written as before)
+        dt = y_avals[ms[0]].dtype
         n = g.name("ys")
-        g.emit(f"{n} = np.empty({_shape_str((length,) + a.shape)}, {_dt(a.dtype)})")
-        ys.append(AV((length,) + a.shape, a.dtype, n))
+        g.emit(f"{n} = np.empty({_shape_str((len(ms), length) + shape)}, {_dt(dt)})")
+        st = AV((len(ms), length) + shape, dt, n)
+        out_stacks.append(st)
+        for j, m in enumerate(ms):
+            ys[m] = AV((length,) + shape, dt, f"{n}[{j}]")
+            g.stacked[ys[m].name] = (st, j)
+            stores.append((m, len(out_stacks) - 1, j))
+    for m, a in enumerate(y_avals):
+        if ys[m] is None:
+            n = g.name("ys")
+            g.emit(f"{n} = np.empty({_shape_str((length,) + a.shape)}, {_dt(a.dtype)})")
+            ys[m] = AV((length,) + a.shape, a.dtype, n)
+    in_stacks, loads = [], []
+    for k, x in enumerate(xs):
+        hit = g.stacked.get(x.name) if type(x) is AV else None
+        if hit is not None:
+            if hit[0] not in in_stacks:
+                in_stacks.append(hit[0])
+            loads.append((k, in_stacks.index(hit[0]), hit[1]))
     i = g.name("i")
     # A long scan polls the SIGINT flag: in chunks of ``every`` steps (the inner loop
     # keeps no side exit, so LLVM may still vectorize it), or at every step.
@@ -964,53 +993,125 @@ def _scan(g, eqn, ins):
     g.push()
     if every == 1:
         _emit_poll(g, None, 1)
-    x_vals = []
-    for x in xs:
-        shape = x.shape[1:]
-        if type(x) is ZV:
-            x_vals.append(ZV(shape, x.dtype))
-        elif g.is_small(shape) and 1 < _size(shape) <= _CHUNK and type(x) is AV:
-            # (a row read by one call, ``rowio``, into a tuple whose elements stay reads
-            # ``ct<N>[k]`` where they are used, as a loop carry's: a block or unit takes the
-            # whole tuple, ``g.packed``, not its elements unpacked into names)
-            t = g.name("ct")
-            g.emit(f"{t} = {g.glob(load_row(shape), '_ld')}({x.name}, {i})")
-            g.tuple_lens[t] = _size(shape)
-            x_vals.append(SV(shape, x.dtype, [f"{t}[{k}]" for k in range(_size(shape))]))
-        elif g.is_small(shape) and _size(shape) > 1 and type(x) is AV:
-            # (a row read by one call: ``rowio``)
-            els = [g.name("s") for _ in range(_size(shape))]
-            g.emit(f"{nest(els)} = {g.glob(load_row(shape), '_ld')}({x.name}, {i})")
-            x_vals.append(SV(shape, x.dtype, els))
-        elif g.is_small(shape):
-            x_vals.append(SV(shape, x.dtype, [g.scalar(g.elem(x, (i,) + idx)) for idx in np.ndindex(*shape)]))
-        else:
-            n = g.name("a")
-            g.emit(f"{n} = {x.name}[{i}]")
-            x_vals.append(AV(shape, x.dtype, n))
+    loaded = {k for k, _, _ in loads}
+    x_vals = [_read_row(g, x, i) for k, x in enumerate(xs) if k not in loaded]
     cur = [g.from_names(n, a) for n, a in zip(names, avals)]
-    outs = g.call_jaxpr(body, consts + cur + x_vals)
+    if stores or loads:
+        prog = _stacked_body(body, nc + ncar, ncar, loads, stores, in_stacks, out_stacks)
+        outs = g.call_jaxpr(prog, consts + cur + x_vals + in_stacks + out_stacks
+                            + [SV((), np.dtype(np.int64), [i])], like=body)
+        stored = {m for m, _, _ in stores}
+        rest = iter(outs[ncar:])
+        outs = outs[:ncar] + [None if m in stored else next(rest) for m in range(len(y_avals))]
+    else:
+        outs = g.call_jaxpr(body, consts + cur + x_vals)
     for buf, y in zip(ys, outs[ncar:]):
-        if type(buf) is ZV:
-            continue
-        # (an array y is copied by a loop: numba's ``buf[i] = y`` compiles a shape
-        # check and its error message, seconds of compile time)
-        y = g.dynamic_ready(y) if not g.is_small(y.shape) else y
-        idx = g.loops(y.shape) if type(y) is not SV else None
-        if idx is None and len(y.elems) > 1:      # (a row written by one call: ``rowio``)
-            g.emit(f"{g.glob(store_row(y.shape), '_st')}({buf.name}, {i}, "
-                   f"{nest([_typed(e, y.dtype) for e in y.elems])})")
-        elif idx is None:
-            for k, j in enumerate(np.ndindex(*y.shape)):
-                g.emit(f"{g.elem(buf, (i,) + j)} = {y.elems[k]}")
-        else:
-            g.emit(f"{g.elem(buf, (i,) + tuple(idx))} = {g.elem(y, idx)}")
-            g.close(idx)
+        if type(buf) is not ZV and y is not None:
+            _write_row(g, buf, i, y)
     g.assign_all(names, outs[:ncar])
     g.pop()
     if every > 1:
         g.pop()
     return [g.from_names(n, a) for n, a in zip(names, avals)] + ys
+
+
+_STACKED = ProgramMemo("numba backend: a scan body with its rows in stacks")
+
+
+def _stacked_body(body, n_front, ncar, loads, stores, in_stacks, out_stacks):
+    """``body`` reading the rows of some of its ``xs`` from stacks and writing some of
+    its ``ys`` rows into stacks (``rowio``): inputs ``body``'s first ``n_front`` (consts
+    and carry), its other ``xs``, the stacks read (``in_stacks``), those written
+    (``out_stacks``) and the step; outputs the carry and the other ``ys``.  ``loads``:
+    ``(position in xs, stack, j)``; ``stores``: ``(position in ys, stack, j)``."""
+    key = (tuple(loads), tuple(stores), tuple((s.shape, s.dtype.str) for s in in_stacks),
+           tuple((s.shape, s.dtype.str) for s in out_stacks))
+    hit = _STACKED.get(body, key)
+    if hit is not None:
+        return hit
+    step = Var(ShapedArray((), np.dtype(np.int64)))
+    ins_s = [Var(ShapedArray(s.shape, s.dtype)) for s in in_stacks]
+    outs_s = [Var(ShapedArray(s.shape, s.dtype)) for s in out_stacks]
+    loaded = {k: (st, j) for k, st, j in loads}
+    stored = {m: (st, j) for m, st, j in stores}
+    xs = body.invars[n_front:]
+    # (each row read right before its first use: in the IR block using it)
+    pending = {x: Eqn(row_load_p, [ins_s[loaded[k][0]], step], [x], {"j": loaded[k][1]})
+               for k, x in enumerate(xs) if k in loaded}
+    eqns = []
+    for e in body.eqns:
+        for a in e.inputs:
+            ld = pending.pop(a, None) if type(a) is Var else None
+            if ld is not None:
+                eqns.append(ld)
+        eqns.append(e)
+    eqns = list(pending.values()) + eqns
+    eqns += [Eqn(row_store_p, [outs_s[stored[m][0]], step, y], [], {"j": stored[m][1]})
+             for m, y in enumerate(body.outvars[ncar:]) if m in stored]
+    prog = Jaxpr(list(body.constvars), body.invars[:n_front] + [x for k, x in enumerate(xs)
+                                                                 if k not in loaded]
+                 + ins_s + outs_s + [step], eqns,
+                 body.outvars[:ncar] + [y for m, y in enumerate(body.outvars[ncar:])
+                                        if m not in stored])
+    return _STACKED.set(body, prog, key)
+
+
+def _read_row(g, x, i):
+    """Row ``i`` of the stacked array ``x``."""
+    shape = x.shape[1:]
+    if type(x) is ZV:
+        return ZV(shape, x.dtype)
+    if g.is_small(shape) and 1 < _size(shape) <= _CHUNK and type(x) is AV:
+        # (a row read by one call, ``rowio``, into a tuple whose elements stay reads
+        # ``ct<N>[k]`` where they are used, as a loop carry's: a block or unit takes the
+        # whole tuple, ``g.packed``, not its elements unpacked into names)
+        t = g.name("ct")
+        g.emit(f"{t} = {g.glob(load_row(shape), '_ld')}({x.name}, {i})")
+        g.tuple_lens[t] = _size(shape)
+        return SV(shape, x.dtype, [f"{t}[{k}]" for k in range(_size(shape))])
+    if g.is_small(shape) and _size(shape) > 1 and type(x) is AV:
+        # (a row read by one call: ``rowio``)
+        els = [g.name("s") for _ in range(_size(shape))]
+        g.emit(f"{nest(els)} = {g.glob(load_row(shape), '_ld')}({x.name}, {i})")
+        return SV(shape, x.dtype, els)
+    if g.is_small(shape):
+        return SV(shape, x.dtype, [g.scalar(g.elem(x, (i,) + idx)) for idx in np.ndindex(*shape)])
+    n = g.name("a")
+    g.emit(f"{n} = {x.name}[{i}]")
+    return AV(shape, x.dtype, n)
+
+
+def _write_row(g, buf, i, y):
+    """``buf[i] = y``."""
+    # (an array y is copied by a loop: numba's ``buf[i] = y`` compiles a shape
+    # check and its error message, seconds of compile time)
+    y = g.dynamic_ready(y) if not g.is_small(y.shape) else y
+    idx = g.loops(y.shape) if type(y) is not SV else None
+    if idx is None and len(y.elems) > 1:      # (a row written by one call: ``rowio``)
+        g.emit(f"{g.glob(store_row(y.shape), '_st')}({buf.name}, {i}, "
+               f"{nest([_typed(e, y.dtype) for e in y.elems])})")
+    elif idx is None:
+        for k, j in enumerate(np.ndindex(*y.shape)):
+            g.emit(f"{g.elem(buf, (i,) + j)} = {y.elems[k]}")
+    else:
+        g.emit(f"{g.elem(buf, (i,) + tuple(idx))} = {g.elem(y, idx)}")
+        g.close(idx)
+
+
+def _stack_row(stack, j):
+    """``stack[j]``, the stacked array ``j`` of a stack (``rowio.RowOp``)."""
+    return AV(stack.shape[1:], stack.dtype, f"{stack.name}[{j}]")
+
+
+def _row_load(g, eqn, ins):
+    """``rowio.row_load_p`` outside an IR block: as the scan reads a row."""
+    return [_read_row(g, _stack_row(ins[0], eqn.params["j"]), g.elem(ins[1], ()))]
+
+
+def _row_store(g, eqn, ins):
+    """``rowio.row_store_p`` outside an IR block: as the scan writes a row."""
+    _write_row(g, _stack_row(ins[0], eqn.params["j"]), g.elem(ins[1], ()), ins[2])
+    return []
 
 
 def _scan_once(g, eqn, ins):
@@ -1103,6 +1204,7 @@ RULES.update({
     CD.custom_jvp_call_p: _inline("call_jaxpr"), CD.custom_vjp_call_p: _inline("call_jaxpr"),
     CustomVmapCallPrimitive: _inline("call_jaxpr"),   # (by its class: see ``rule_of``)
     LS.linear_solve_p: _linear_solve,
+    row_load_p: _row_load, row_store_p: _row_store,
 })
 RULES.update(windows.rules(_OPS))   # window_reduce, window_argmax
 # Consumers that read a lazy operand element by element (it stays lazy for them).
