@@ -224,3 +224,39 @@ def test_zero_from_primal_maps_over_a_pytree():
     sym = tg.custom_derivatives.zero_from_primal((tnp.ones(2), 3), symbolic_zeros=True)
     assert [type(s).__name__ for s in sym] == ["SymbolicZero"] * 2
     assert sym[1].aval.dtype == tg.dtypes.float0
+
+
+class _Omega:
+    """Like equinox's ``ω``: an operand arrays do not know, with reflected operators."""
+
+    def __init__(self, v=None):
+        self.v = v
+
+    def __radd__(self, other):
+        return ("radd", other)
+
+    def __rpow__(self, other):
+        return _Omega(other)
+
+    def __gt__(self, other):
+        return "Omega.gt"
+
+
+def test_tracer_operators_defer_to_unrecognized_operands():
+    """``x ** ω`` under jit/grad/vmap reaches ω's ``__rpow__`` (JAX's tracers return
+    NotImplemented); lineax, optimistix and diffrax write their solvers so."""
+    for L, np_ in ((tg, tnp), (jax, jnp)):
+        seen = []
+
+        def f(x):
+            w = x ** _Omega()
+            seen.append((type(w) is _Omega, (x + _Omega())[0], x < _Omega()))
+            return x * 2
+
+        L.jit(f)(1.0)
+        L.grad(f)(1.0)
+        L.vmap(f)(np_.ones(2))
+        assert seen == [(True, "radd", "Omega.gt")] * 3
+        with pytest.raises(TypeError, match="unsupported operand type"):
+            L.jit(lambda x: x + "a")(1.0)
+        np.testing.assert_array_equal(L.vmap(lambda x: x + 1.0)(np_.ones(2)), [2.0, 2.0])

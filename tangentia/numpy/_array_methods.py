@@ -46,6 +46,20 @@ def _unrecognized(o):
     return not hasattr(o, "__jax_array__")
 
 
+_DEFERRING_OPERATORS = tuple(f"__{r}{op}__" for op in (
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "divmod", "lshift", "rshift", "pow",
+    "matmul", "and", "or", "xor") for r in ("", "r")) + ("__lt__", "__le__", "__gt__", "__ge__")
+
+
+def _deferring(op):
+    def deferring(self, other):
+        if _unrecognized(other):
+            return NotImplemented
+        return op(self, other)
+    deferring.__name__ = getattr(op, "__name__", "operator")
+    return deferring
+
+
 def _setitem(self, idx, value):
     raise TypeError(
         f"'{type(self)}' object does not support item assignment. JAX arrays are immutable. "
@@ -177,6 +191,11 @@ def install():
     T.__ror__ = lambda s, o: _logic(o, s, logical_or, bitwise_or)
     T.__xor__ = lambda s, o: _logic(s, o, logical_xor, bitwise_xor)
     T.__rxor__ = lambda s, o: _logic(o, s, logical_xor, bitwise_xor)
+    # An operand that is no array, number or list gets NotImplemented, as from JAX's
+    # tracers (``_defer_to_unrecognized_arg``): Python then calls its reflected method
+    # (equinox's ``x ** ω``, used throughout lineax, optimistix and diffrax).
+    for name in _DEFERRING_OPERATORS:
+        setattr(T, name, _deferring(getattr(T, name)))
     T.__getitem__ = _getitem
     T.__setitem__ = _setitem
     T.__hash__ = None
