@@ -189,8 +189,8 @@ _PARTS = {
     E.real_p: lambda a, dt: f"({a[0]}).real" if dt.kind == "c" else a[0],
     E.imag_p: lambda a, dt: f"({a[0]}).imag" if dt.kind == "c" else _lit(0, dt),
     E.conj_p: lambda a, dt: f"({a[0]}).conjugate()" if dt.kind == "c" else a[0],
-    E.complex_p: lambda a, dt: (f"complex({a[0]}, {a[1]})" if dt == np.complex128   # (part by
-                                else f"np.complex64(complex({a[0]}, {a[1]}))"),   # part, as eager)
+    E.complex_p: lambda a, dt: (f"complex({a[0]}, {a[1]})" if dt == np.float64   # (part by part,
+                                else f"np.complex64(complex({a[0]}, {a[1]}))"),   # as eager)
 }
 
 # SciPy's special functions, called natively (``special``)
