@@ -34,7 +34,7 @@ from tangentia.compiler.backend import get_backend  # noqa: E402
 # (not imported by ``import tangentia``; OBJMODE lists its primitive, which joins the
 # registry only when it is imported: the path test failed when run alone)
 import tangentia.experimental.custom_dce  # noqa: E402,F401
-from tangentia.interpreters.partial_eval import convert_constvars_to_invars  # noqa: E402
+from _numba_util import compile_numba, program  # noqa: E402  (shared by the numba tests)
 
 NUMBA = nbb.NumbaBackend()
 SETTINGS = settings(max_examples=10, deadline=None,
@@ -51,12 +51,6 @@ SHAPES = [(3,), (6, 3)]
 
 def numpy_backend():
     return get_backend("numpy")
-
-
-def program(f, *args):
-    """(program without constvars, full argument list) of ``f`` at ``args``."""
-    closed = tg.make_jaxpr(f)(*args)
-    return convert_constvars_to_invars(closed.jaxpr), list(closed.consts) + list(args)
 
 
 def assert_same(got, want, rtol=None, atol=None, what=""):
@@ -81,12 +75,7 @@ def assert_same(got, want, rtol=None, atol=None, what=""):
 def check(f, *args, rtol=None, atol=None):
     """Run ``f``'s program with both backends; return the numba results."""
     jaxpr, full = program(f, *args)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fn = NUMBA.compile(jaxpr)
-    fallbacks = [str(w.message) for w in caught if "numba backend: cannot" in str(w.message)]
-    assert not fallbacks, fallbacks   # compiled by numba, not handed to the NumPy backend
-    got = fn(*full)
+    got = compile_numba(jaxpr, NUMBA, refuse="numba backend: cannot")(*full)
     with np.errstate(all="ignore"):
         want = numpy_backend().compile(jaxpr)(*full)
     assert_same(got, want, rtol, atol, what=getattr(f, "__name__", "program"))

@@ -21,7 +21,7 @@ import tangentia as tg  # noqa: E402
 import tangentia.numpy as tnp  # noqa: E402
 from tangentia import lax  # noqa: E402
 from tangentia.compiler.numba_backend import NumbaBackend  # noqa: E402
-from tangentia.interpreters.partial_eval import convert_constvars_to_invars  # noqa: E402
+from _numba_util import program  # noqa: E402  (shared by the numba tests)
 
 NUMBA = NumbaBackend()
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
@@ -30,11 +30,10 @@ EDGES = [300.0, -1e30, np.nan, 2.7, -2.7, 1e300, -0.5, -np.inf, np.inf, 127.9, -
 
 
 def _compiled(f, *args):
-    closed = tg.make_jaxpr(f)(*args)
-    jaxpr = convert_constvars_to_invars(closed.jaxpr)
+    jaxpr, full = program(f, *args)
     src = NUMBA.source(jaxpr)
     assert "objmode" not in src and "NumPy calls" not in src, src
-    return NUMBA.compile(jaxpr)(*(list(closed.consts) + list(args))), src
+    return NUMBA.compile(jaxpr)(*full), src
 
 
 def _check(got, want):
@@ -118,7 +117,7 @@ def test_python_int_outside_the_integer_loop_raises_numpys_overflow_error(f):
     x = np.array([1, 2, 3], np.uint8)
     with pytest.raises(OverflowError, match="out of bounds for uint8"):
         f(x)
-    jaxpr = convert_constvars_to_invars(tg.make_jaxpr(f)(x).jaxpr)
+    jaxpr, _ = program(f, x)
     with pytest.raises(OverflowError, match="Python integer -?[0-9]+ out of bounds for uint8"):
         NUMBA.source(jaxpr)
     assert (tg.jit(lambda x: x + 255)(x) == x + 255).all()   # in range: computed as before

@@ -24,7 +24,7 @@ from tangentia import lax  # noqa: E402
 from tangentia.compiler import numba_backend as nbb  # noqa: E402
 from tangentia.compiler.backend import get_backend  # noqa: E402
 from tangentia.compiler.numba_backend import special  # noqa: E402
-from tangentia.interpreters.partial_eval import convert_constvars_to_invars  # noqa: E402
+from _numba_util import compile_numba, program as _program  # noqa: E402  (shared by the numba tests)
 
 NUMBA = nbb.NumbaBackend()
 PRIMS = {p.name: p for p in nbb.all_primitives()}
@@ -55,11 +55,6 @@ _OPERANDS = {"erfcinv": (_U,), "ndtri": (_U,), "betainc": (_P, _Q, _U), "gammain
 _ARITY = {name: special.UFUNCS[PRIMS[name]].nin for name in SPECIAL}
 
 
-def _program(f, *args):
-    closed = tg.make_jaxpr(f)(*args)
-    return convert_constvars_to_invars(closed.jaxpr), list(closed.consts) + list(args)
-
-
 def _same(f, *args, compiled=None):
     """Both backends run ``f``'s program: identical bits and dtypes; the numba program
     has no object-mode block.  ``compiled``: a dict keeping the numba program for
@@ -67,11 +62,7 @@ def _same(f, *args, compiled=None):
     jaxpr, full = _program(f, *args)
     if compiled is None or "fn" not in compiled:
         assert "objmode" not in NUMBA.source(jaxpr)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            fn = NUMBA.compile(jaxpr)
-        fallbacks = [str(w.message) for w in caught if "numba backend" in str(w.message)]
-        assert not fallbacks, fallbacks   # compiled by numba, not handed to the NumPy backend
+        fn = compile_numba(jaxpr, NUMBA)
         if compiled is not None:
             compiled["fn"] = fn
     got = (compiled["fn"] if compiled is not None else fn)(*full)

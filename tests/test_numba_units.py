@@ -21,13 +21,12 @@ import pytest
 
 pytest.importorskip("numba")
 
-import tangentia as tg  # noqa: E402
 import tangentia.numpy as tnp  # noqa: E402
 from tangentia import lax  # noqa: E402
 from tangentia.compiler.backend import get_backend  # noqa: E402
 from tangentia.compiler.numba_backend import NumbaBackend  # noqa: E402
 from tangentia.compiler.numba_backend import native  # noqa: E402
-from tangentia.interpreters.partial_eval import convert_constvars_to_invars  # noqa: E402
+from _numba_util import program  # noqa: E402  (shared by the numba tests)
 
 pytestmark = pytest.mark.timeout(300)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -41,11 +40,6 @@ def small_units(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Any:
     monkeypatch.setenv("TANGENTIA_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("TANGENTIA_NUMBA_UNITS", raising=False)
     return tmp_path
-
-
-def program(f: Callable[..., Any], *args: Any) -> tuple[Any, list[Any]]:
-    closed = tg.make_jaxpr(f)(*args)
-    return convert_constvars_to_invars(closed.jaxpr), list(closed.consts) + list(args)
 
 
 def step(c: Any) -> Any:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 
 import numpy as np
 import pytest
@@ -28,7 +27,8 @@ import tangentia.nn as nn  # noqa: E402
 import tangentia.numpy as tnp  # noqa: E402
 from tangentia.compiler import numba_backend as nbb  # noqa: E402
 from tangentia.compiler.numba_backend.vecmath import _vexp, _vexpm1, _vlog, _vlog1p, _vtanh  # noqa: E402
-from test_numba_backend import NUMBA, assert_same, numpy_backend, program  # noqa: E402
+from test_numba_backend import NUMBA, assert_same, numpy_backend  # noqa: E402
+from _numba_util import compile_numba, program  # noqa: E402  (shared by the numba tests)
 
 LN2 = math.log(2.0)
 X_OVERFLOW = 709.782712893384            # the largest x with a finite exp(x)
@@ -326,11 +326,7 @@ def _every_vector_op(x, y, s, k):
 
 def _compile(f, *args):
     jaxpr, full = program(f, *args)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fn = NUMBA.compile(jaxpr)
-    assert not [w for w in caught if "numba backend" in str(w.message)]
-    return jaxpr, full, fn
+    return jaxpr, full, compile_numba(jaxpr, NUMBA)
 
 
 def test_elementwise_program_over_large_arrays_is_one_vectorized_loop(tmp_path, monkeypatch):

@@ -1,0 +1,39 @@
+"""What the numba backend's test modules share: a function's program with its full argument
+list, and that program compiled by numba itself, never handed back to the NumPy backend.
+
+Written once here, where about eight test modules had each written it again with small
+variations (which message counts as a fallback, whether the arguments come back)."""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+import tangentia as tg
+from tangentia.interpreters.partial_eval import convert_constvars_to_invars
+
+# The words of the warning the numba backend gives where it hands an equation or a whole
+# program to the NumPy backend ("numba backend: cannot compile ...") or runs it in
+# object mode.
+FALLBACK = "numba backend"
+
+
+def program(f: Callable[..., Any], *args: Any) -> tuple[Any, list[Any]]:
+    """``(program without constvars, full argument list)`` of ``f`` at ``args``: the
+    constants first, as the backends take them."""
+    closed = tg.make_jaxpr(f)(*args)
+    return convert_constvars_to_invars(closed.jaxpr), list(closed.consts) + list(args)
+
+
+def compile_numba(jaxpr: Any, backend: Any = None, refuse: str = FALLBACK) -> Any:
+    """``jaxpr`` compiled by the numba backend (``backend``, else a new ``NumbaBackend``),
+    failing the test if it warned that it fell back (a warning whose message contains
+    ``refuse``): the test then checks numba's code, not the NumPy backend's."""
+    if backend is None:
+        from tangentia.compiler.numba_backend import NumbaBackend
+        backend = NumbaBackend()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn = backend.compile(jaxpr)
+    fallbacks = [str(w.message) for w in caught if refuse in str(w.message)]
+    assert not fallbacks, fallbacks   # compiled by numba, not handed to the NumPy backend
+    return fn
