@@ -10,6 +10,7 @@ Each test compiles a few tiny functions (well under a second each).
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -133,3 +134,61 @@ def test_numbas_own_functions_are_cached_across_processes(tmp_path: Any) -> None
     # another program in a new process: np.empty's implementation comes from the cache
     second = _overload_child(tmp_path, 3.0)
     assert [a for a in second["compiled"] if a in first["compiled"]] == []
+
+
+# Large generated functions (``native.LARGE_IR``): LLVM at -O1, the same numbers.
+
+def _horner_sums(x: Any) -> Any:
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        s, t = 0.0, x[i]
+        for k in range(7):
+            s = s * t + 1.0 / (k + 1.5) - math.sqrt(abs(t) + k) * 0.25
+        out[i] = s / (1.0 + t * t) + math.sin(s)
+    return out
+
+
+def _compiled_with_large_ir(monkeypatch: pytest.MonkeyPatch, limit: str) -> Any:
+    monkeypatch.setenv("TANGENTIA_NUMBA_LARGE_IR", limit)
+    disp = _lean_dispatcher(_horner_sums)
+    native._compile_lean(disp, (numba.types.float64[::1],))
+    return disp
+
+
+def test_large_functions_compile_at_O1_to_the_same_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = np.linspace(-3.0, 3.0, 37)
+    before = native.LARGE_STATS["large"]
+    small = _compiled_with_large_ir(monkeypatch, "0")           # off: numba's -O3
+    assert native.LARGE_STATS["large"] == before
+    large = _compiled_with_large_ir(monkeypatch, "1")           # every function is large
+    assert native.LARGE_STATS["large"] == before + 1
+    lib = large.overloads[(numba.types.float64[::1],)].library
+    assert type(lib).__name__ == "SizedLibrary" and lib._ir_lines > 1
+    assert lib.serialize_using_object_code()[2]                 # (what numba's disk cache saves)
+    a, b = small(x), large(x)
+    assert a.tobytes() == b.tobytes()
+    np.testing.assert_allclose(b, _horner_sums(x), rtol=1e-14)    # (in Python)
+
+
+def test_large_programs_are_cached_and_agree_with_numbas_pipeline(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Any) -> None:
+    def f(x: Any) -> Any:
+        def body(c: Any, xi: Any) -> Any:
+            c = tnp.tanh(c * 0.9 + xi) / (1.0 + c * c)
+            return c, tnp.sum(c)
+        c, ys = lax.scan(body, x, tnp.stack([x * 0.5, x - 1.0, x * x]))
+        return tnp.sum(c * c) + tnp.sum(ys)
+
+    x = np.array([0.3, -1.2, 2.0])
+    got = {}
+    # (two programs, so that neither is the other's memo: the second reshapes its input)
+    for limit, arg in (("0", x), ("1", x.reshape(1, 3))):
+        monkeypatch.setenv("TANGENTIA_NUMBA_LARGE_IR", limit)
+        monkeypatch.setenv("TANGENTIA_CACHE_DIR", str(tmp_path / limit))
+        before = native.LARGE_STATS["large"]
+        got[limit] = np.asarray(tg.jit(tg.grad(lambda a: f(a.reshape(3))), backend="numba")(arg))
+        assert (native.LARGE_STATS["large"] > before) == (limit == "1")
+    assert got["0"].tobytes() == got["1"].tobytes()
+    files = [n for _, _, fs in os.walk(tmp_path / "1" / "numba") for n in fs]
+    assert any(n.endswith(".nbc") for n in files), files        # written to numba's disk cache
+    np.testing.assert_allclose(got["1"].ravel(), tg.jit(tg.grad(f), backend="numpy")(x), rtol=1e-13)

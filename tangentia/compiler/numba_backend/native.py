@@ -77,40 +77,57 @@ class _NotLean(numba_errors.NumbaError):
     """A program the lean pipeline would type differently (``_SameTypes``)."""
 
 
+def _analysis_pass(name, check):
+    """A numba analysis pass (registered as ``tangentia_<name>``) running ``check(state)``."""
+    from numba.core.compiler_machinery import AnalysisPass, register_pass
+
+    def __init__(self):
+        AnalysisPass.__init__(self)
+
+    def run_pass(self, state):
+        check(state)
+        return False
+    cls = type(name, (AnalysisPass,), {"_name": "tangentia_" + name, "run_pass": run_pass,
+                                       "__init__": __init__, "__doc__": check.__doc__})
+    return register_pass(mutates_CFG=False, analysis_only=True)(cls)
+
+
 def _make_lean_compiler():
     from numba.core import ir
     from numba.core.compiler import CompilerBase, DefaultPassBuilder
-    from numba.core.compiler_machinery import AnalysisPass, register_pass
-    from numba.core.typed_passes import NopythonTypeInference, PreLowerStripPhis
+    from numba.core.typed_passes import NativeLowering, NopythonTypeInference, PreLowerStripPhis
 
-    @register_pass(mutates_CFG=False, analysis_only=True)
-    class _SameTypes(AnalysisPass):
+    def same_types(state):
         """Fail unless every assignment to a named variable has the variable's type."""
-        _name = "tangentia_same_types"
+        typemap, calltypes = state.typemap, state.calltypes
+        unliteral = nbt.unliteral
+        for block in state.func_ir.blocks.values():
+            for st in block.body:
+                if type(st) is not ir.Assign or st.target.name.startswith("$"):
+                    continue
+                v = st.value
+                if type(v) is ir.Var:
+                    got = typemap.get(v.name)
+                elif type(v) is ir.Expr and calltypes.get(v) is not None:
+                    got = calltypes[v].return_type
+                elif type(v) is ir.Const:
+                    got = state.typingctx.resolve_value_type(v.value)
+                else:
+                    continue
+                want = typemap.get(st.target.name)
+                if got is not None and want is not None and unliteral(got) != want:
+                    raise _NotLean(f"{st.target.name}: {got} assigned to a {want}")
 
-        def __init__(self):
-            AnalysisPass.__init__(self)
+    def sized_library(state):
+        """The code library of the function, made a ``SizedLibrary`` (before lowering)."""
+        if state.library is None:
+            state.library = state.targetctx.codegen().create_library(state.func_id.func_qualname)
+            state.library.enable_object_caching()
+        if type(state.library) is _sized_library_class().__base__:
+            state.library.__class__ = _sized_library_class()
 
-        def run_pass(self, state):
-            typemap, calltypes = state.typemap, state.calltypes
-            unliteral = nbt.unliteral
-            for block in state.func_ir.blocks.values():
-                for st in block.body:
-                    if type(st) is not ir.Assign or st.target.name.startswith("$"):
-                        continue
-                    v = st.value
-                    if type(v) is ir.Var:
-                        got = typemap.get(v.name)
-                    elif type(v) is ir.Expr and calltypes.get(v) is not None:
-                        got = calltypes[v].return_type
-                    elif type(v) is ir.Const:
-                        got = state.typingctx.resolve_value_type(v.value)
-                    else:
-                        continue
-                    want = typemap.get(st.target.name)
-                    if got is not None and want is not None and unliteral(got) != want:
-                        raise _NotLean(f"{st.target.name}: {got} assigned to a {want}")
-            return False
+    _SameTypes = _analysis_pass("same_types", same_types)
+    _SizedLibraryPass = _analysis_pass("sized_library", sized_library)
 
     class LeanCompiler(CompilerBase):
         def define_pipelines(self):
@@ -118,6 +135,8 @@ def _make_lean_compiler():
             pm = DefaultPassBuilder.define_nopython_pipeline(self.state, "tangentia_lean")
             passes = []
             for p in pm.passes:
+                if p[0] is NativeLowering:
+                    passes.append((_SizedLibraryPass, "large functions at -O1"))
                 if p[0] is not PreLowerStripPhis:
                     passes.append(p)
                 if p[0] is NopythonTypeInference:
@@ -125,6 +144,99 @@ def _make_lean_compiler():
             pm.passes = passes
             return [pm]
     return LeanCompiler
+
+
+# ---------------------------------------------------------------------------
+# LLVM's pipeline for large generated functions
+#
+# numba optimizes every function with LLVM's -O3 pipeline (function passes, module passes
+# with the loop vectorizer) and generates machine code at -O3.  For a large generated
+# function -- thousands of scalar statements, loops over rows -- that costs most of the
+# compile (scan of 100 dense layers: 7.5 of 13 s CPU; chain of 1000 operations: 5.0 of
+# 7.6 s) and buys nothing at run time: what -O3 adds to -O1 (GVN, jump threading,
+# correlated value propagation, dead-store elimination, the SLP vectorizer, the fuller
+# code generator) finds little in code that names each value once and whose few loops are
+# over rows.  A function with at least ``LARGE_IR`` lines of LLVM IR as numba lowered it
+# is optimized at -O1 (function passes; one module pass manager with the loop vectorizer
+# and numba's reference-count pruning) and its machine code generated at -O1.  No float
+# operation is reassociated or contracted at either level (no fast-math flags), so the
+# numbers are the same, bit for bit.  The threshold: the pendulum gradient's two functions
+# (6,661 and 11,929 lines) ran as fast at -O1 (113-120 us per call either way); a tiny
+# program is ~1,700 lines (the loop vectorizer stays on, for elementwise loops).  Measured on the
+# chain and scan families (fresh process, empty caches, CPU s, pinned, loaded machine,
+# 2026-12-06): see benchmarks/RESULTS.md, "Cold first calls".  ``TANGENTIA_NUMBA_LARGE_IR=0``
+# turns it off; another number sets the threshold.  Only the generated programs and units
+# (the lean pipeline's libraries) are concerned: the vector math, the GEMM kernel and
+# numba's own functions keep numba's pipeline.  (numba's disk cache key does not hold the
+# setting: a program cached under one setting is loaded under the other.)
+LARGE_IR = 6000
+LARGE_STATS = {"large": 0}   # libraries compiled under the -O1 pipeline
+
+
+def _large_ir():
+    try:
+        return int(os.environ.get("TANGENTIA_NUMBA_LARGE_IR", LARGE_IR))
+    except ValueError:
+        return LARGE_IR
+
+
+def _sized_library_class():
+    """numba's JIT code library, optimized and compiled at -O1 once it holds a large function."""
+    cls = _LEAN.get("library")
+    if cls is not None:
+        return cls
+    import llvmlite.binding as ll
+    from numba.core import cgutils
+    from numba.core.codegen import JITCodeLibrary
+
+    class SizedLibrary(JITCodeLibrary):
+        _ir_lines = 0
+
+        def add_ir_module(self, ir_module):
+            ir = cgutils.normalize_ir_text(str(ir_module))
+            self._ir_lines += ir.count("\n")
+            mod = ll.parse_assembly(ir)
+            mod.name = ir_module.name
+            mod.verify()
+            self.add_llvm_module(mod)
+
+        def _large(self):
+            limit = _large_ir()
+            return 0 < limit <= self._ir_lines
+
+        def _optimize_functions(self, ll_module):
+            if not self._large():
+                return super()._optimize_functions(ll_module)
+            ll_module.data_layout = self._codegen._data_layout
+            for fn in ll_module.functions:
+                fpm, pb = self._codegen._function_pass_manager(opt=1, loop_vectorize=False,
+                                                               slp_vectorize=False)
+                fpm.run(fn, pb)
+
+        def _optimize_final_module(self):
+            if not self._large():
+                return super()._optimize_final_module()
+            mpm, pb = self._codegen._module_pass_manager(opt=1, loop_vectorize=True,
+                                                         slp_vectorize=False)
+            mpm.run(self._final_module, pb)
+
+        def _finalize_final_module(self):
+            if not self._large():
+                return super()._finalize_final_module()
+            # machine code from a target machine at -O1, handed to numba's JIT as numba
+            # hands it a cached object (and kept for numba's disk cache)
+            tm = _LEAN.get("tm1")
+            if tm is None:
+                options = dict(opt=1)
+                self._codegen._customize_tm_options(options)
+                tm = _LEAN["tm1"] = ll.Target.from_triple(ll.get_process_triple()) \
+                    .create_target_machine(**options)
+            obj = tm.emit_object(self._final_module)
+            self._compiled_object = obj
+            super()._finalize_final_module()
+            self._compiled_object, self._compiled = obj, True
+            LARGE_STATS["large"] += 1
+    return _LEAN.setdefault("library", SizedLibrary)
 
 
 def _compile_lean(disp, argtys):
