@@ -931,7 +931,7 @@ def _emit_nodes(context, builder, nodes, order, vals, memo, keep=()):
                                [_value(nodes, vals, a) for a in args], param)
         elif op == "rowld" or op == "rowst":
             arr = vals[args[0]]
-            ptr = _row_pointer(context, builder, arr, vals[args[1]], param)
+            ptr = _row_pointer(context, builder, memo, arr, vals[args[1]], param)
             if op == "rowld":
                 vals[i] = context.unpack_value(builder, arr.aty.dtype, ptr)
             else:
@@ -958,18 +958,24 @@ def _emit_nodes(context, builder, nodes, order, vals, memo, keep=()):
                     stack.append((a, False))
 
 
-def _row_pointer(context, builder, arr, i, param):
+def _row_pointer(context, builder, memo, arr, i, param):
     """The address of element ``e`` (C order) of row ``stack[j, i]``, of shape ``shape``
     (``param``: ``(j, e, shape)``), of the stack ``arr`` (an ``_ArrIn``, C-contiguous: a
-    scan allocates its stacks; ``i`` in range: the scan's step)."""
+    scan allocates its stacks; ``i`` in range: the scan's step).  The row's address is
+    computed once per function (``memo``; it holds ``arr`` and ``i``, so their ids stay
+    theirs), each element's is one ``gep`` from it."""
     j, e, shape = param
-    if arr.aty.layout != "C":
-        raise TypeError(f"irblock: a stack of rows must be C-contiguous, got {arr.aty}")
-    i64 = ir.IntType(64)
-    steps = cgutils.unpack_tuple(builder, arr.ary.shape)[1]
-    row = builder.add(builder.mul(ir.Constant(i64, j), steps), i)
-    off = builder.add(builder.mul(row, ir.Constant(i64, _size(shape))), ir.Constant(i64, e))
-    return builder.gep(arr.ary.data, [off])
+    key = ("row", id(arr), id(i), j)
+    hit = memo.get(key)
+    if hit is None:
+        if arr.aty.layout != "C":
+            raise TypeError(f"irblock: a stack of rows must be C-contiguous, got {arr.aty}")
+        i64 = ir.IntType(64)
+        steps = builder.extract_value(arr.ary._getvalue(), [5, 1])   # (shape[1])
+        row = builder.add(builder.mul(ir.Constant(i64, j), steps), i)
+        hit = memo[key] = (arr, i, builder.gep(arr.ary.data,
+                                               [builder.mul(row, ir.Constant(i64, _size(shape)))]))
+    return builder.gep(hit[2], [ir.Constant(ir.IntType(64), e)]) if e else hit[2]
 
 
 _LOOP_INIT = {"dot": "add", "add": "add", "mul": "mul", "max": "max", "min": "min"}
