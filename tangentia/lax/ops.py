@@ -697,7 +697,8 @@ def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Array:  # noqa: A002 
     # ties and NaN, the value with no derivative
     x_in = E.and_p.bind(E.gt(x, min), E.lt(x, max))
     lo_in = E.and_p.bind(E.gt(min, x), E.lt(min, max))
-    out = E.select(E.lt(max, x), max, S.stop_gradient(out))
+    hi_in = E.and_p.bind(E.lt(max, x), E.eq(out, max))   # (not where a NaN made out NaN)
+    out = E.select(hi_in, max, S.stop_gradient(out))
     return E.select(x_in, x, E.select(lo_in, min, out))
 
 

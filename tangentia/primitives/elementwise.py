@@ -631,8 +631,25 @@ rem_p.impl = _rem_impl
 # represented as ``ct_a - i ct_b``.
 
 
+_WEAK_TYPES = (bool, int, float)
+
+
 def _complex_impl(x, y):
-    return np.add(x, np.multiply(y, 1j))
+    """``x + i y`` part by part, as JAX's: NumPy's ``x + y * 1j`` multiplies, so that
+    ``complex(1., inf)`` was nan+infj, ``complex(2., nan)`` nan+nanj and a -0. imaginary
+    part 0. (JAX: 1+infj, 2+nanj, -0.).  The dtype is that sum's."""
+    wx, wy = type(x) in _WEAK_TYPES, type(y) in _WEAK_TYPES
+    x, y = np.asarray(x), np.asarray(y)
+    out = np.empty(np.broadcast_shapes(x.shape, y.shape), _complex_dtype(wx, x.dtype, wy, y.dtype))
+    out.real, out.imag = x, y
+    return out if out.ndim else out[()]
+
+
+@lru_cache(maxsize=256)
+def _complex_dtype(wx, dx, wy, dy):
+    def zero(weak, dt):   # (a weak operand is a Python scalar)
+        return np.zeros((), dt).item() if weak else np.zeros((), dt)
+    return np.asarray(np.add(zero(wx, dx), np.multiply(zero(wy, dy), 1j))).dtype
 
 
 real_p = elementwise("real", np.real)
