@@ -99,6 +99,33 @@ def test_clamp_heaviside_nan_as_jax(dtype):
         _report(f"heaviside({dtype})", _same_bits(got, want), x, hi, got, want)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_ldexp_nextafter_as_jax(dtype):
+    """``ldexp`` of narrow floats scales once (in float64) under jit too: its three scalings
+    by parts of the exponent rounded three times (float16 ``ldexp(1e-7, -1)`` was 0, eager
+    and JAX 6e-8).  ``nextafter(x, y)`` is ``y`` where ``x == y`` (NumPy's float16 loop gives
+    ``x``: ``nextafter(0., -0.)`` was 0., JAX -0.).  Subnormal results are not asked of JAX
+    (it flushes them)."""
+    jnp = _jax().numpy
+    dt = jnp.dtype(dtype)
+    v = _quiet(np.array, [np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -2.5, 1.0, 1e-7, 3e-5,
+                          65504.0, 3e38, 1.2e-38, 6.1e-5, 1e300], dt)
+    e = np.array([0, 1, -1, -14, -24, -25, 15, 16, 127, -126, -149, 1100, -1100, 2**31 - 1,
+                  -2**31], np.int32)
+    x, k = np.repeat(v, e.size), np.tile(e, v.size)
+    eager, jitted = _both(tnp.ldexp, x, k)
+    _report(f"ldexp({dtype}) jit vs eager", _same_bits(jitted, eager), x, k, jitted, eager)
+    want = _quiet(jnp.ldexp, x, k)
+    tiny = float(jnp.finfo(dt).tiny)
+    normal = ~(np.abs(x.astype(np.float64)) < tiny) & ~(np.abs(want.astype(np.float64)) < tiny)
+    _report(f"ldexp({dtype})", _same_bits(eager, want)[normal], x[normal], k[normal],
+            eager[normal], want[normal])
+    a, b = _grid(dt, [np.nan, np.inf, 0.0, -0.0, 1.0, -2.5, 1e-5])
+    want = _quiet(jnp.nextafter, a, b)
+    for got in _both(tnp.nextafter, a, b):
+        _report(f"nextafter({dtype})", _same_bits(got, want), a, b, got, want)
+
+
 def test_numba_matches_eager():
     """One numba program: the functions above, as loops and as scalars, bit for bit as eager
     evaluation (``complex`` part by part in ``rules._PARTS``; ``logaddexp2`` within an ULP:

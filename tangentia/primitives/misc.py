@@ -225,6 +225,19 @@ spacing_p = E.elementwise("spacing", np.spacing, zero_jvp=True)
 nextafter_p = E.elementwise("nextafter", np.nextafter, zero_jvp=True)
 
 
+@E.wraps_ufunc(np.nextafter)
+def _nextafter_impl(x, y):
+    """NumPy's nextafter, with C's (and JAX's) ``y`` where ``x == y``: NumPy's float16 loop
+    gives ``x`` (``nextafter(0., -0.)`` was 0., JAX -0.)."""
+    out = np.nextafter(x, y)
+    if out.dtype == np.float16:
+        out = np.where(np.equal(x, y), y, out).astype(np.float16, copy=False)
+    return out
+
+
+nextafter_p.impl = _nextafter_impl
+
+
 # Integer-valued elementwise functions (derivative 0): gcd, lcm, shifts, bit counts.
 gcd_p = E.elementwise("gcd", np.gcd, zero_jvp=True)
 lcm_p = E.elementwise("lcm", np.lcm, zero_jvp=True)
@@ -246,7 +259,7 @@ def frexp_exponent(x):
     return frexp_exponent_p.bind(x)
 
 spacing = E._fast(spacing_p, np.spacing)
-nextafter = E._fast(nextafter_p, np.nextafter)
+nextafter = E._fast(nextafter_p, _nextafter_impl, nin=2)
 
 __all__ = ["copysign", "copysign_p", "cummax", "cummax_p", "cummin", "cummin_p", "cumprod",
            "cumprod_p", "signbit", "signbit_p", "dtypes", "frexp_mantissa", "frexp_mantissa_p",
