@@ -30,24 +30,6 @@ _GRAD_TOL = {np.dtype(np.float16): 1e-2, np.dtype(dtypes.bfloat16): 1e-1,
              np.dtype(np.complex64): 1e-3, np.dtype(np.complex128): 1e-5}
 
 
-def _tolerance(tol, dts):
-    """The tolerance for values of dtypes ``dts`` (the loosest of them): ``tol`` itself if
-    it is a number, else JAX's defaults updated by ``tol`` (a dict keyed by dtype), as
-    jax.test_util.check_grads takes them."""
-    if tol is not None and not isinstance(tol, dict):
-        return tol
-    table = dict(_GRAD_TOL)
-    if tol:
-        table.update({np.dtype(k): v for k, v in tol.items()})
-    vals = [table.get(np.dtype(d), table[np.dtype(np.float64)]) for d in dts]
-    return max(vals) if vals else table[np.dtype(np.float64)]
-
-
-def _dtypes_of(*trees):
-    return [np.asarray(x).dtype for t in trees for x in tree_flatten(t)[0]
-            if dtypes.is_inexact(np.asarray(x).dtype)]
-
-
 def _rand_like(rng, x):
     x = np.asarray(x)
     if not dtypes.is_inexact(x.dtype):
@@ -79,19 +61,6 @@ def _add(a, b, scale):
     return tree_map(add, a, b)
 
 
-def _check_close(name, got, want, atol, rtol):
-    gl, _ = tree_flatten(got)
-    wl, _ = tree_flatten(want)
-    for g, w in zip(gl, wl):
-        dts = _dtypes_of(g)
-        a, r = _tolerance(atol, dts), _tolerance(rtol, dts)
-        g, w = _wide(g), _wide(w)
-        if not np.allclose(g, w, atol=a, rtol=r, equal_nan=True):
-            err = np.max(np.abs(g - w))
-            raise AssertionError(f"{name} mismatch (max abs error {err:.3g}, atol={a}, "
-                                 f"rtol={r}):\n got {g}\nwant {w}")
-
-
 def numerical_jvp(f, primals, tangents, eps=_DEFAULT_EPS):
     """Central finite difference of ``f`` at ``primals`` along ``tangents``.
 
@@ -117,83 +86,208 @@ def _safe_sub(a, b):
         return np.where(a == b, 0.0, a - b)
 
 
-def check_jvp(f, args, atol=None, rtol=None, eps=_DEFAULT_EPS, rng=None):
-    """Check ``jvp(f)`` at ``args`` against central finite differences.
+# ---------------------------------------------------------------------------
+# check_grads, check_jvp, check_vjp: jax.test_util's behaviour (same signatures, same
+# random directions, same finite differences in the inputs' dtypes, same tolerances per
+# element count), so that a check passes or fails here as it does with JAX.
+
+EPS = _DEFAULT_EPS
+_PY_SCALAR_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64),
+                     float: np.dtype(np.float64), complex: np.dtype(np.complex128)}
+
+
+def _dtype_of(x):
+    dt = getattr(x, "dtype", None)
+    if dt is not None:
+        return np.dtype(dt)
+    return _PY_SCALAR_DTYPES.get(type(x)) or np.asarray(x).dtype
+
+
+def _as_input(x, value):
+    """``value`` in ``x``'s dtype; a Python scalar if ``x`` is one."""
+    value = np.asarray(value, _dtype_of(x))
+    return value.item() if type(x) in _PY_SCALAR_DTYPES else value
+
+
+def _randn_like(rs, x):
+    """Standard normal values from ``rs`` (a RandomState) in ``x``'s shape and dtype, drawn
+    as JAX's check_grads draws them (the real part, then the imaginary part); zeros of
+    float0 for an integer or boolean ``x`` (after the same draws)."""
+    shape, dt = np.shape(x), _dtype_of(x)
+    if dt.kind == "c":
+        re = np.asarray(rs.randn(*shape), dt)
+        v = re + dt.type(1j) * np.asarray(rs.randn(*shape), dt)
+    else:
+        v = rs.randn(*shape)
+    if not dtypes.is_inexact(dt):
+        return np.zeros(shape, dtypes.float0)
+    return _as_input(x, v)
+
+
+def _numerical_jvp_in_dtype(f, primals, tangents, eps):
+    """``numerical_jvp`` computed as JAX's check_grads does: steps, points and the
+    difference in the values' own dtypes (float32 stays float32)."""
+    def step(x, t, sign):
+        if not dtypes.is_inexact(_dtype_of(x)):
+            return x
+        d = np.multiply(t, np.asarray(sign * eps, _dtype_of(t)), dtype=_dtype_of(t))
+        return _as_input(x, np.asarray(x) + d)
+
+    def diff(a, b):
+        dt = _dtype_of(a)
+        with np.errstate(invalid="ignore"):
+            d = np.where(np.equal(a, b), np.asarray(0, dt), np.subtract(a, b, dtype=dt))
+        return np.multiply(d, np.asarray(0.5 / eps, dt), dtype=dt)
+
+    fp = f(*tree_map(lambda x, t: step(x, t, 1), primals, tangents))
+    fm = f(*tree_map(lambda x, t: step(x, t, -1), primals, tangents))
+    return tree_map(diff, fp, fm)
+
+
+def _tol_for(dt, tol):
+    if tol is not None and not isinstance(tol, dict):
+        return tol
+    if dt == dtypes.float0 or not dtypes.is_inexact(dt):
+        return 0
+    table = dict(_GRAD_TOL)
+    table.update({np.dtype(k): v for k, v in (tol or {}).items()})
+    return table.get(dt, table[np.dtype(np.float64)])
+
+
+def _assert_close(xs, ys, atol, rtol, what):
+    """Each pair of leaves within ``atol`` and ``rtol`` of their dtypes (the looser of the
+    two), both multiplied by the leaf's number of elements, as JAX's check_close."""
+    def close(x, y):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.shape == y.shape, f"{what}: shapes {x.shape} and {y.shape} differ"
+        if x.dtype == dtypes.float0 or y.dtype == dtypes.float0:
+            return
+        a = max(_tol_for(x.dtype, atol), _tol_for(y.dtype, atol)) * x.size
+        r = max(_tol_for(x.dtype, rtol), _tol_for(y.dtype, rtol)) * y.size
+        up = lambda v: v.astype(np.float32) if v.dtype == dtypes.bfloat16 else v  # noqa: E731
+        kw = {k: v for k, v in (("atol", a), ("rtol", r)) if v}
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_allclose(up(x), up(y), err_msg=what, **kw)
+    tree_map(close, xs, ys)
+
+
+def _conj(tree):
+    return tree_map(lambda x: x if not dtypes.is_inexact(_dtype_of(x))
+                    else _as_input(x, np.conj(x)), tree)
+
+
+def _inner_product(xs, ys):
+    """Re <x, y> (x conjugated) over the leaves, integer and float0 leaves left out."""
+    total = 0.0
+    for x, y in zip(tree_flatten(xs)[0], tree_flatten(ys)[0]):
+        if dtypes.is_inexact(_dtype_of(x)) and dtypes.is_inexact(_dtype_of(y)):
+            total = total + np.real(np.dot(np.conj(np.ravel(x)), np.ravel(y)))
+    return total
+
+
+def check_jvp(f, f_jvp, args, atol=None, rtol=None, eps=EPS, err_msg=""):
+    """Check a forward-mode derivative against central finite differences, along one
+    random direction (``jax.test_util.check_jvp``).
 
     Args:
-      f: the function.
+      f: the function, checked at ``f(*args)``.
+      f_jvp: ``f_jvp(primals, tangents) -> (primal_out, tangent_out)``, usually
+        ``functools.partial(tangentia.jvp, f)``.
       args: a tuple of its arguments.
-      atol: the absolute tolerance (as ``check_grads``'s).
-      rtol: the relative tolerance (as ``check_grads``'s).
+      atol: the absolute tolerance: a number, or a dict from dtype to number updating
+        the defaults (see ``check_grads``).
+      rtol: the relative tolerance, as ``atol``.
       eps: the finite-difference step.
-      rng: a ``numpy.random.Generator`` for the random directions.
+      err_msg: a prefix of the error message.
+
+    Raises:
+      AssertionError: the values or their dtypes disagree.
+    """
+    args = tuple(args)
+    tangent = _directions(np.random.RandomState(0), args)
+    v_out, t_out = f_jvp(args, tangent)
+    _same_dtypes(v_out, t_out, f"{err_msg} tangent dtype")
+    want = f(*args)
+    _same_dtypes(v_out, want, f"{err_msg} primal dtype")
+    num = _numerical_jvp_in_dtype(f, args, tangent, eps)
+    _assert_close(v_out, want, atol, rtol, f"{err_msg} primal" if err_msg else "primal")
+    _assert_close(t_out, num, atol, rtol, f"{err_msg} tangent" if err_msg else "tangent")
+
+
+def _directions(rs, tree):
+    return tree_map(lambda x: _randn_like(rs, x), tree)
+
+
+def _same_dtypes(xs, ys, what):
+    def same(x, y):
+        dx, dy = _dtype_of(x), _dtype_of(y)
+        if dx != dy and not (dy == dtypes.float0 and not dtypes.is_inexact(dx)):
+            raise AssertionError(f"{what}: {dx} and {dy}")
+    tree_map(same, xs, ys)
+
+
+def check_vjp(f, f_vjp, args, atol=None, rtol=None, eps=EPS, err_msg=""):
+    """Check a reverse-mode derivative: ``<J^T u, v>`` from ``f_vjp`` against ``<u, J v>``
+    by central finite differences, for one random ``v`` and ``u``
+    (``jax.test_util.check_vjp``).
+
+    Args:
+      f: the function, checked at ``f(*args)``.
+      f_vjp: ``f_vjp(*args) -> (out, pullback)``, usually
+        ``functools.partial(tangentia.vjp, f)``.
+      args: a tuple of its arguments.
+      atol: the absolute tolerance (as ``check_jvp``'s).
+      rtol: the relative tolerance (as ``check_jvp``'s).
+      eps: the finite-difference step.
+      err_msg: a prefix of the error message.
 
     Raises:
       AssertionError: the values disagree.
     """
-    rng = rng or np.random.default_rng(0)
-    tangents = tree_map(lambda x: _rand_like(rng, x), tuple(args))
-    out, tan = api.jvp(f, tuple(args), tangents)
-    num = numerical_jvp(f, tuple(args), tangents, eps)
-    _check_close("jvp vs finite differences", tan, num, atol, rtol)
-    _check_close("jvp primal output", out, f(*args), atol, rtol)
-
-
-def check_vjp(f, args, atol=None, rtol=None, eps=_DEFAULT_EPS, rng=None):
-    """Check ``vjp(f)`` at ``args``: ``<J^T u, v>`` against ``<u, J v>`` by
-    central finite differences, for random ``u`` and ``v``.
-
-    Args:
-      f: the function.
-      args: a tuple of its arguments.
-      atol: the absolute tolerance (as ``check_grads``'s).
-      rtol: the relative tolerance (as ``check_grads``'s).
-      eps: the finite-difference step.
-      rng: a ``numpy.random.Generator`` for the random directions.
-
-    Raises:
-      AssertionError: the values disagree.
-    """
-    rng = rng or np.random.default_rng(1)
-    tangents = tree_map(lambda x: _rand_like(rng, x), tuple(args))
-    out, pullback = api.vjp(f, *args)
-    u = tree_map(lambda o: _rand_like(rng, o), out)
-    cts = pullback(u)
-    jv = numerical_jvp(f, tuple(args), tangents, eps)
-    lhs = _inner(u, jv)
-    rhs = _inner(cts, tangents)
-    dts = _dtypes_of(args, out)
-    atol, rtol = _tolerance(atol, dts), _tolerance(rtol, dts)
-    scale = max(1.0, abs(lhs), abs(rhs))
-    if np.isnan(lhs) and np.isnan(rhs):
-        return  # NaN both ways (a point outside the domain): equal, as in JAX's check
-    if not abs(lhs - rhs) <= atol * scale + rtol * abs(rhs):
-        raise AssertionError(f"vjp disagrees with finite differences: <u, J v> = {lhs!r} but "
-                             f"<J^T u, v> = {rhs!r}")
+    args = tuple(args)
+    rs = np.random.RandomState(0)
+    v_out, pullback = f_vjp(*args)
+    _assert_close(v_out, f(*args), atol, rtol, f"{err_msg} primal" if err_msg else "primal")
+    tangent = _directions(rs, args)
+    tangent_out = _numerical_jvp_in_dtype(f, args, tangent, eps)
+    cotangent = _directions(rs, v_out)
+    cotangent_out = _conj(pullback(_conj(cotangent)))
+    _assert_close(_inner_product(tangent, cotangent_out),
+                  _inner_product(tangent_out, cotangent), atol, rtol,
+                  f"{err_msg} cotangent projection" if err_msg else "cotangent projection")
 
 
 def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=None):
-    """Check ``f``'s derivatives up to ``order`` in the given modes.
+    """Check ``f``'s derivatives up to ``order`` against finite differences
+    (``jax.test_util.check_grads``, with its random directions and tolerances).
+
+    Forward mode compares ``jvp`` with central finite differences along a random
+    direction; reverse mode compares ``<J^T u, v>`` from ``vjp`` with ``<u, J v>`` by
+    finite differences; "lin" checks ``linearize``.  Higher orders check the same of
+    ``(primals, tangents) -> jvp(f, primals, tangents)`` at ``(args, args)`` and of
+    ``args -> vjp(f, *args)[1](f(*args))``.  As in JAX, the directions are drawn from
+    ``numpy.random.RandomState(0)`` afresh in each check, the finite differences are
+    computed in the values' dtypes, and each tolerance is multiplied by the number of
+    elements compared.
 
     Args:
       f: the function (arrays or pytrees in and out).
       args: a tuple of its arguments (the point of the check).
-      order: the highest order of derivatives checked (1: first
-        derivatives; 2: also the derivatives of the derivatives, ...).
-      modes: "fwd" (jvp vs central finite differences) and/or "rev"
-        (``<u, J v>`` by finite differences vs ``<J^T u, v>`` from vjp).
+      order: the highest order of derivatives checked.
+      modes: "fwd", "rev" and/or "lin".
       atol: the absolute tolerance: a number, or a dict from dtype to number
         updating JAX's defaults by the dtype of the values compared (float64
         and complex128 1e-5, float32 2e-3, complex64 1e-3, float16 1e-2,
-        bfloat16 1e-1), as jax.test_util.check_grads.
+        bfloat16 1e-1).
       rtol: the relative tolerance, as ``atol``.
-      eps: the finite-difference step.
+      eps: the finite-difference step (default 1e-4).
 
     Returns:
       None.
 
     Raises:
       AssertionError: a derivative disagrees with finite differences.
+      ValueError: an unknown mode.
 
     Examples:
       >>> import tangentia.numpy as tnp
@@ -205,26 +299,37 @@ def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=
     if isinstance(modes, str):
         modes = (modes,)
     for m in modes:
-        if m not in ("fwd", "rev"):
-            raise ValueError(f"check_grads: unknown mode {m!r}; expected 'fwd' and/or 'rev'")
-    eps = _DEFAULT_EPS if eps is None else eps
-    args = tuple(args)
-    rng = np.random.default_rng(0)
+        if m not in ("fwd", "rev", "lin"):
+            raise ValueError(f"check_grads: unknown mode {m!r}; expected 'fwd', 'rev' and/or "
+                             "'lin'")
+    eps = eps or EPS
 
-    def _check(f, args, k):
+    def jvp_from_linearize(f, primals, tangents):
+        out, f_lin = api.linearize(f, *primals)
+        return out, f_lin(*tangents)
+
+    def check_forward(f, fj, args, k, what):
+        check_jvp(f, fj, args, atol, rtol, eps, what)
+        if k > 1:
+            check(fj, (args, args), k - 1, what)
+
+    def check(f, args, k, msg):
         if "fwd" in modes:
-            check_jvp(f, args, atol, rtol, eps, rng)
-            if k > 1:
-                v = tree_map(lambda x: _rand_like(rng, x), args)
-                _check(lambda *xs: api.jvp(f, xs, v)[1], args, k - 1)
+            check_forward(f, lambda p, t, f=f: api.jvp(f, p, t), args, k,
+                          f"JVP of {msg}" if msg else "JVP")
         if "rev" in modes:
-            check_vjp(f, args, atol, rtol, eps, rng)
+            what = f"VJP of {msg}" if msg else "VJP"
+            check_vjp(f, lambda *xs: api.vjp(f, *xs), args, atol, rtol, eps, what)
             if k > 1:
-                out = f(*args)
-                u = tree_map(lambda o: _rand_like(rng, o), out)
-                _check(lambda *xs: api.vjp(f, *xs)[1](u), args, k - 1)
+                def f_vjp(*xs, f=f):
+                    out, pullback = api.vjp(f, *xs)
+                    return pullback(out)
+                check(f_vjp, args, k - 1, what)
+        if "lin" in modes:
+            check_forward(f, lambda p, t, f=f: jvp_from_linearize(f, p, t), args, k,
+                          f"LIN of {msg}" if msg else "LIN")
 
-    _check(f, args, order)
+    check(f, tuple(args), order, "")
 
 
 # ---------------------------------------------------------------------------

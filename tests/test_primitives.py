@@ -310,7 +310,7 @@ CASES += [
          lambda x: (x * 3).astype(np.int64) * x, [_frac(309, S)]),
     Case("astype_f32_roundtrip", lambda x: tnp.astype(x, np.float32).astype(np.float64) ** 2,
          lambda x: x.astype(np.float32).astype(np.float64) ** 2, [_A],
-         atol=2e-4, rtol=2e-4, eps=1e-2),
+         atol=2e-4, rtol=2e-4, eps=1e-3),   # (1e-2: JAX's check_grads fails too)
     Case("stop_gradient_value", lambda x: tg.lax.stop_gradient(x) * x, lambda x: x * x, [_A],
          grad=False),
 ]

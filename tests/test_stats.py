@@ -167,7 +167,9 @@ GRAD_CASES = {
 @pytest.mark.parametrize("name", sorted(GRAD_CASES))
 def test_derivatives_match_finite_differences(name):
     f, args, order = GRAD_CASES[name]
-    check_grads(f, args, order=order, modes=("fwd", "rev"), rtol=1e-5, atol=1e-6)
+    # eps 1e-5: with the default 1e-4, finite differences of the ppf/isf second derivatives
+    # near the tails miss rtol 1e-5 (JAX's check_grads too: its directions are ours)
+    check_grads(f, args, order=order, modes=("fwd", "rev"), rtol=1e-5, atol=1e-6, eps=1e-5)
 
 
 def test_multivariate_normal_derivatives():

@@ -348,24 +348,9 @@ def rand_like(rng, x):
     return r()
 
 
-def _grad_tol(tol):
-    return default_gradient_tolerance if tol is None else tol
-
-
-def check_jvp(f, f_jvp, args, atol=None, rtol=None, eps=EPS, err_msg=""):
-    """``f_jvp(args, tangents)`` agrees with ``f`` and with central finite differences."""
-    rng = np.random.RandomState(0)
-    tangent = tree_map(functools.partial(rand_like, rng), args)
-    v_out, t_out = f_jvp(args, tangent)
-    check_close(v_out, f(*args), atol=_grad_tol(atol), rtol=_grad_tol(rtol), err_msg=err_msg)
-    t_expected = _tangentia_test_util.numerical_jvp(f, args, tangent, eps=eps)
-    check_close(t_out, t_expected, atol=_grad_tol(atol), rtol=_grad_tol(rtol), err_msg=err_msg)
-
-
-def check_vjp(f, f_vjp, args, atol=None, rtol=None, eps=EPS, err_msg=""):
-    """``f_vjp`` is the transpose of the finite-difference directional derivative."""
-    return _tangentia_test_util.check_vjp(f, args, atol=_grad_tol(atol) if atol else 1e-5,
-                                          rtol=rtol or 1e-5, eps=eps)
+# jax.test_util's own behaviour (signatures, directions, tolerances): tangentia's
+check_jvp = _tangentia_test_util.check_jvp
+check_vjp = _tangentia_test_util.check_vjp
 
 
 def check_raises(thunk, err_type, msg):
