@@ -260,3 +260,18 @@ def test_tracer_operators_defer_to_unrecognized_operands():
         with pytest.raises(TypeError, match="unsupported operand type"):
             L.jit(lambda x: x + "a")(1.0)
         np.testing.assert_array_equal(L.vmap(lambda x: x + 1.0)(np_.ones(2)), [2.0, 2.0])
+
+
+def test_eager_power_and_division_defer_to_unrecognized_operands():
+    """``x ** ω`` on an eager result (lineax's CG run eagerly, diffrax's backsolve adjoint
+    in an eager grad) reaches ω's ``__rpow__``, as on JAX arrays: NumPy's operator built an
+    object array of ω's results."""
+    for np_ in (tnp, jnp):
+        x = np_.ones(3)
+        w = _Omega()
+        assert type(x ** w) is _Omega and x ** w is not None
+        with pytest.raises(TypeError, match="unsupported operand type"):
+            x / "a"
+        np.testing.assert_array_equal(x ** 2, [1.0, 1.0, 1.0])
+        np.testing.assert_array_equal(2.0 ** x, [2.0, 2.0, 2.0])
+        np.testing.assert_array_equal(x / np.full(3, 2.0), [0.5, 0.5, 0.5])
