@@ -275,3 +275,20 @@ def test_eager_power_and_division_defer_to_unrecognized_operands():
         np.testing.assert_array_equal(x ** 2, [1.0, 1.0, 1.0])
         np.testing.assert_array_equal(2.0 ** x, [2.0, 2.0, 2.0])
         np.testing.assert_array_equal(x / np.full(3, 2.0), [0.5, 0.5, 0.5])
+
+
+def test_qr_raw_mode_gives_lapack_factors_as_jax():
+    """lineax's QR solver (and optimistix's Levenberg-Marquardt through it) reads
+    ``jnp.linalg.qr(a, mode="raw")``: the reflectors transposed, and their factors."""
+    a = np.arange(24.0).reshape(2, 4, 3) + np.eye(4, 3)
+    for run in (lambda L, n: n.linalg.qr(a, mode="raw"),
+                lambda L, n: L.jit(lambda x: n.linalg.qr(x, mode="raw"))(a),
+                lambda L, n: L.vmap(lambda x: n.linalg.qr(x, mode="raw"))(a)):
+        got, want = run(tg, tnp), run(jax, jnp)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and g.dtype == w.dtype
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+    h, taus = tnp.linalg.qr(a[0].astype(np.float32), mode="raw")
+    assert (h.shape, taus.shape, h.dtype) == ((3, 4), (3,), np.float32)
+    with pytest.raises(ValueError, match="unrecognized mode 'full_raw'"):
+        tnp.linalg.qr(a, mode="full_raw")

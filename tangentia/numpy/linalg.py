@@ -292,11 +292,22 @@ def eigvalsh(a: ArrayLike, UPLO: str | None = "L", *, symmetrize_input: bool = T
 
 
 def qr(a: ArrayLike, mode: str = "reduced") -> Any:
-    """QR decomposition; ``mode`` is 'reduced', 'complete' or 'r'."""
+    """QR decomposition; ``mode`` is 'reduced', 'complete', 'r' or 'raw' (LAPACK's
+    ``geqrf`` factors as JAX's: the Householder reflectors, transposed ``[..., n, m]``, and
+    their factors ``[..., min(m, n)]``, not differentiable; lineax's QR solver reads them)."""
     a, = _inexact(a)
     _check_matrix("qr", a)
+    if mode == "raw":
+        shape, dt = _aval(a).shape, _aval(a).dtype
+        m, n = shape[-2:]
+        out = (_core.ShapedArray(shape[:-2] + (n, m), dt),
+               _core.ShapedArray(shape[:-2] + (min(m, n),), dt))
+        h, taus = pure_callback(lambda x: tuple(r.astype(dt) for r in _np.linalg.qr(x, "raw")),
+                                out, a, vmap_method="sequential")
+        return QRResult(h, taus)
     if mode not in ("reduced", "complete", "r"):
-        raise ValueError(f"qr: unrecognized mode {mode!r} (expected 'reduced', 'complete' or 'r')")
+        raise ValueError(f"qr: unrecognized mode {mode!r} (expected 'reduced', 'complete', 'r' "
+                         "or 'raw')")
     q, r = _L.qr_p.bind(a, full_matrices=mode == "complete")
     if mode == "r":
         return r
