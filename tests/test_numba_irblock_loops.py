@@ -300,3 +300,25 @@ def test_scan_stacks_are_passed_to_units(monkeypatch):
     run, _, _, _ = _compiled("scan_stacks", _scan_grad, _SCAN_ARGS, True)
     for g, w in zip(fn(*consts, *_SCAN_ARGS), run(*_SCAN_ARGS)):
         np.testing.assert_array_equal(g, w)
+
+
+def _wide(W, g, h):
+    """Values too large to be scalarized (6x6) computed from scalarized ones: a
+    matrix gradient's accumulation ``W + outer(g, h)`` and one used again in the block."""
+    o = tnp.outer(tnp.sin(g), h)
+    return [W + o, o * 2.0 - W, tnp.sum(o, axis=0)]
+
+
+def test_wide_values_are_written_by_blocks():
+    """A wide value (more than ``SMALL``, at most ``UNROLL`` elements) computed from
+    scalarized operands is computed in the block and written into a fresh array the
+    block takes (``irblock._wide``, ``"arrst"`` nodes), where the generator wrote one
+    statement per element: the same bits, and the NumPy backend's within rounding."""
+    import re
+    args = (np.arange(36.0).reshape(6, 6) / 7, np.linspace(-1, 1, 6), np.linspace(2, 3, 6))
+    differential("wide", _wide, ["W + outer", "outer * 2 - W", "colsum"], *args)
+    _, source, _, _ = _compiled("wide", _wide, args, True)
+    fresh = re.findall(r"(a\d+) = np\.empty\(\(6, 6,\), np\.float64\)", source)
+    call = [ln for ln in source.splitlines() if "_blk" in ln and "= _blk" in ln]
+    assert len(fresh) == 2 and len(call) == 1 and all(f"{a}, " in call[0] for a in fresh), source
+    assert not re.search(r"a\d+\[\d, \d\] = ", source), source

@@ -55,7 +55,8 @@ from ...primitives import misc as M, remat, structural as S
 from . import vecmath, vecmath_trig
 from .rowio import _CHUNK, chunks as _chunks, nest as _nest  # noqa: F401 - (_nest: read by native)
 from .rowio import flat_types, flat_values, row_load_p, row_store_p
-from .codegen import AV, SV, _bidx, _is_float0, _lit, _nbtype, _ravel, _size, _typed
+from .codegen import (AV, SV, UNROLL, _bidx, _dt, _is_float0, _lit, _nbtype, _ravel,
+                      _shape_str, _size, _typed)
 from .plan import UNROLL_MAX_TERMS
 from .rules import (_index_plan, _loop_dtypes, concatenate_source, dot_indices,
                     transpose_source)
@@ -95,8 +96,9 @@ class _Block:
     description), ``"pick"`` (the ``param``-th value of the loop node ``args[0]``),
     ``"rowld"``/``"rowst"`` (element ``e`` of row ``stack[j, i]`` read, or written with
     ``args[2]``; ``args``: the stack's ``"arr"`` node and ``i``'s; ``param``: ``(j, e,
-    the row's shape)``: ``rowio.RowOp``) or an operation name (``param``: an exponent or None); ``args`` are
-    node ids."""
+    the row's shape)``: ``rowio.RowOp``), ``"arrst"`` (element ``param`` of the fresh
+    array ``args[0]`` written with ``args[1]``: ``_emit``) or an operation name
+    (``param``: an exponent or None); ``args`` are node ids."""
 
     def __init__(self):
         self.nodes = []
@@ -104,7 +106,7 @@ class _Block:
         self.inputs = []        # (Var, element index, dtype) per input node
         self.arrays = set()     # the Vars read from arrays in memory (``AV``), element by element
         self.ops = 0            # operations (not inputs, constants or casts)
-        self.stores = 0         # "rowst" nodes (effects: emitted though no output reads them)
+        self.stores = 0         # "rowst"/"arrst" nodes (effects: emitted though no output reads them)
 
     def _add(self, key, node):
         i = self.memo.get(key)
@@ -396,9 +398,10 @@ def _dot_general(bb, g, eqn, ins):
             bx.append(xi)
             by.append(yi)
         return [_loop(bb, "dot", dt, out.shape, [(x, bx, tuple(lc)), (y, by, tuple(rc))])]
-    if plan.kind != "unroll":
-        return None
     csh = [x.shape[i] for i in lc]
+    if plan.kind != "unroll" and (g.is_small(out.shape) or _size(out.shape) * _size(csh) > UNROLL):
+        return None     # (a wide output: ``_wide``; unrolled when it has at most UNROLL terms)
+    
     ids = []
     for o_idx in np.ndindex(*out.shape):
         acc = None
@@ -495,19 +498,37 @@ def _eligible(g, eqn, env=None, vals=()):
             for v in eqn.inputs[1:] + eqn.outputs)
     if eqn.prim not in RULES or eqn.prim.has_effects or not eqn.outputs:
         return False
+    wide = False
     for a in eqn.outputs:
         aval = a.aval
-        if aval.dtype.kind not in _KINDS or _is_float0(aval.dtype) or not g.is_small(aval.shape):
+        if aval.dtype.kind not in _KINDS or _is_float0(aval.dtype):
             return False
+        if not g.is_small(aval.shape):
+            if env is None or not _wide(g, aval):
+                return False
+            wide = True
+    scalar = False
     for a in eqn.inputs:
         aval = a.aval
         if aval.dtype.kind not in _KINDS or _is_float0(aval.dtype):
             return False
-        if not g.is_small(aval.shape) and (
-                env is None or type(a) is Literal or a in vals or type(env.get(a)) is not AV
+        if g.is_small(aval.shape) or a in vals:
+            # (an operand scalarized with dimensions, or wide and computed in the block:
+            # the generator would write a wide result element by element)
+            scalar = scalar or (type(a) is not Literal and len(aval.shape) > 0)
+        elif (env is None or type(a) is Literal or type(env.get(a)) is not AV
                 or _size(aval.shape) > ARRAY_MAX):
             return False
-    return True
+    return scalar or not wide
+
+
+def _wide(g, aval):
+    """Whether a value too large to be scalarized is computed in a block (its elements
+    as nodes, written to a fresh array if read after the block, ``_emit``): at most
+    ``codegen.UNROLL`` elements, the values the generator would write element by
+    element, one statement each (``_eligible``: from an operand scalarized or computed
+    in the block), such as a matrix gradient's accumulation ``dW + outer(g, h)``."""
+    return _size(aval.shape) <= UNROLL
 
 
 def lower_run(g, eqns, k, env, consumers):
@@ -560,6 +581,18 @@ def lower_run(g, eqns, k, env, consumers):
 
 
 def _emit(g, bb, results, env):
+    # wide results (``_wide``): the block writes them into fresh arrays (``"arrst"``)
+    if any(not g.is_small(val.shape) for _, val in results):
+        wide = [(var, val) for var, val in results if not g.is_small(val.shape)]
+        results = [(var, val) for var, val in results if g.is_small(val.shape)]
+        for var, val in wide:
+            n = g.name("a")
+            g.emit(f"{n} = np.empty({_shape_str(val.shape)}, {_dt(val.dtype)})")
+            env[var] = AV(val.shape, val.dtype, n)
+            arr = bb.array(var, val.dtype)
+            for k, i in enumerate(val.ids):
+                bb.op("arrst", val.dtype, (arr, i), k)
+                bb.stores += 1
     # the scalar expressions of the inputs (named: each is read once, by the call),
     # each passed once (``in_map``: input node -> argument, or (array, element) for an
     # element of an array passed whole: ``bb.arrays``)
@@ -634,6 +667,7 @@ def _emit(g, bb, results, env):
 # ---------------------------------------------------------------------------
 # The intrinsic
 
+_STORES = ("rowst", "arrst")     # nodes with an effect (emitted though no output reads them)
 _INTRINSICS = {}        # digest -> intrinsic: blocks of the same description share one
 _MEMO_MAX = 4096
 _LOCK = threading.Lock()
@@ -783,7 +817,7 @@ def _emit_ir(context, builder, nodes, in_vals, out_ids, digest):
     for i in out_ids:
         live[i] = 1
     for i in range(len(nodes) - 1, -1, -1):
-        if live[i] or nodes[i][0] == "rowst":
+        if live[i] or nodes[i][0] in _STORES:
             live[i] = 1
             for a in nodes[i][2]:
                 live[a] = 1
@@ -929,6 +963,14 @@ def _emit_nodes(context, builder, nodes, order, vals, memo, keep=()):
         elif op == "loop":
             vals[i] = _loop_ir(context, builder, f, memo, dt,
                                [_value(nodes, vals, a) for a in args], param)
+        elif op == "arrst":
+            arr = vals[args[0]]
+            if arr.aty.layout != "C":
+                raise TypeError(f"irblock: an array a block writes must be C-contiguous, got {arr.aty}")
+            ptr = builder.gep(arr.ary.data, [ir.Constant(ir.IntType(64), param)]) if param else \
+                arr.ary.data
+            context.pack_value(builder, arr.aty.dtype, _value(nodes, vals, args[1]), ptr)
+            vals[i] = None
         elif op == "rowld" or op == "rowst":
             arr = vals[args[0]]
             ptr = _row_pointer(context, builder, memo, arr, vals[args[1]], param)
