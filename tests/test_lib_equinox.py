@@ -292,3 +292,28 @@ def test_qr_raw_mode_gives_lapack_factors_as_jax():
     assert (h.shape, taus.shape, h.dtype) == ((3, 4), (3,), np.float32)
     with pytest.raises(ValueError, match="unrecognized mode 'full_raw'"):
         tnp.linalg.qr(a, mode="full_raw")
+
+
+def test_vmap_in_axes_prefix_may_be_a_registered_container():
+    """equinox's filter_vmap passes in_axes as a Module (a registered class) holding None
+    where the value's fields are None or unmapped."""
+    out = []
+    for L, np_ in ((tg, tnp), (jax, jnp)):
+        class P:
+            def __init__(self, a, b):
+                self.a, self.b = a, b
+
+        L.tree_util.register_pytree_node(P, lambda p: ((p.a, p.b), "aux"),
+                                         lambda aux, ch: P(*ch))
+
+        def f(p, x):
+            return x * 2 + (0 if p.b is None else p.b)
+
+        xs = np_.arange(3.0)
+        out.append([np.asarray(L.vmap(f, in_axes=(P(None, None), 0))(P(None, None), xs)),
+                    np.asarray(L.vmap(f, in_axes=(P(None, 0), 0))(P(None, xs), xs)),
+                    np.asarray(L.vmap(f, in_axes=(P(None, None), 0))(P(1.0, 5.0), xs))])
+        with pytest.raises(ValueError, match="in_axes specification must be a tree prefix"):
+            L.vmap(f, in_axes=(P(None, None), 0))((None, None), xs)
+    for g, w in zip(*out):
+        np.testing.assert_array_equal(g, w)

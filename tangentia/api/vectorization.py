@@ -40,6 +40,13 @@ def _broadcast_prefix(prefix, tree, what):
             for k in sorted(t):
                 rec(p[k], t[k])
             return
+        if type(p) is type(t):   # any other container (a registered class: an equinox Module)
+            p_children, p_node = tree_flatten(p, is_leaf=lambda x: x is not p)
+            t_children, t_node = tree_flatten(t, is_leaf=lambda x: x is not t)
+            if p_node == t_node and not (len(p_children) == 1 and p_children[0] is p):
+                for a, b in zip(p_children, t_children):
+                    rec(a, b)
+                return
         raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding "
                          f"value; {p!r} does not match the structure {tree_structure(t)} (it "
                          "must be an int, None, or a pytree prefix of it)")
