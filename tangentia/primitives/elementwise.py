@@ -884,11 +884,12 @@ _PLAIN_OPERANDS = (bool, int, float, complex, np.generic, np.ndarray)
 
 def _eager_operator(impl, op, reflected):
     """``op`` (``numpy.ndarray``'s operator) with ``impl``'s values: the primitive's, JAX's,
-    computed on plain ndarrays (a ufunc costs more on the subclass) and returned as an eager
-    result.  Operands that are no array or number (a tracer, a list, a JAX array) go to ``op``,
-    which defers to them or converts them as before."""
-    from .._array import ArrayImpl
-    nd = np.ndarray
+    computed on plain ndarrays (a ufunc costs more on the subclass; NumPy's own operator on
+    real operands was no faster than this) and returned as an eager result.  Operands that
+    are no array or number (a tracer, a list, a JAX array) go to ``op``, which defers to them
+    or converts them as before."""
+    from .._array import ArrayImpl, FPWarnings
+    nd, enter, exit_ = np.ndarray, FPWarnings(op.__name__).enter, FPWarnings.exit
 
     def user(out):
         return out.view(ArrayImpl) if type(out) is nd else np.asarray(out).view(ArrayImpl)
@@ -897,7 +898,11 @@ def _eager_operator(impl, op, reflected):
         if not isinstance(other, _PLAIN_OPERANDS):
             return op(self, other)
         x, y = self.view(nd), other.view(nd) if type(other) is ArrayImpl else other
-        out = impl(y, x) if reflected else impl(x, y)
+        token = enter()   # (NumPy's warnings at the user's line, as the operator's were)
+        try:
+            out = impl(y, x) if reflected else impl(x, y)
+        finally:
+            exit_(token)
         return user(out) if type(out) is not tuple else tuple(map(user, out))
     method.__name__ = op.__name__
     return method
