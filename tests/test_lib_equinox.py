@@ -317,3 +317,13 @@ def test_vmap_in_axes_prefix_may_be_a_registered_container():
             L.vmap(f, in_axes=(P(None, None), 0))((None, None), xs)
     for g, w in zip(*out):
         np.testing.assert_array_equal(g, w)
+
+
+def test_linear_transpose_takes_any_shape_dtype_example():
+    """equinox's noinline transposes with ``jax.linear_transpose(f, *avals)``: only the
+    primals' shapes and dtypes are used, so abstract values are accepted, as in JAX."""
+    for L in (tg, jax):
+        f = L.linear_transpose(lambda x: 2 * x[::-1], L.core.ShapedArray((3,), np.float64))
+        np.testing.assert_array_equal(f(np.array([1.0, 2.0, 3.0]))[0], [6.0, 4.0, 2.0])
+        with pytest.raises(TypeError, match="is not a valid JAX type"):
+            L.linear_transpose(lambda x: x, "a")

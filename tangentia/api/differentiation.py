@@ -17,7 +17,7 @@ from .._traceback_util import api_boundary
 from ..tree_util import Partial, tree_flatten, tree_map, tree_unflatten
 from ._util import (_arg_leaf_names, _arrays, _check_callable, _describe, _leaf_aval,
                     _normalize_argnums)
-from .staging import _abstractify, _stage, jit
+from .staging import _abstractify_duck, _stage, jit
 from .vectorization import vmap
 
 if TYPE_CHECKING:
@@ -900,7 +900,7 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes: Sequence[AxisNam
     _check_callable(fun, "linear_transpose")
     _check_reduce_axes(reduce_axes, "transpose")
     leaves, in_tree = tree_flatten(primals)
-    avals = [_abstractify(x) for x in leaves]
+    avals = [_abstractify_duck(x) for x in leaves]   # (only shapes and dtypes: any object with them, as JAX)
     jaxpr, consts, out_tree = _stage(fun, (), tree_flatten((primals, {}))[1], avals,
                                      "linear_transpose")
     in_dtypes = [a.dtype for a in avals]
