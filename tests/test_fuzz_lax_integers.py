@@ -96,3 +96,36 @@ def test_numba_integer_division_matches_eager():
     for k, (g, w) in enumerate(zip(got, want)):
         dt, name = widths[k // (len(names) + 1)], (names + ["floor_divide (scalars)"])[k % (len(names) + 1)]
         _report(f"{name}({dt}) numba", g, w)
+
+
+_FLOATS_TO_INT = [np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -0.5, 1.5, -2.5, 127.5, 128.0, -129.0,
+                  255.9, 256.0, 65535.5, 65536.0, 2.0**31, -2.0**31 - 1e3, 2.0**32, 2.0**63,
+                  -2.0**63, 2.0**64, 1e20, -1e20, 3e38]
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint64"])
+def test_bits_and_conversions_as_jax(dtype):
+    """Guards on values that already agree with JAX (eagerly and under jit): shifts by the
+    bit width or more and by negative amounts (0, or all sign bits), ``population_count``,
+    ``clz``, and float -> integer conversion of NaN (0), infinities and out-of-range values
+    (saturating; NumPy's C cast is undefined there) from float64/float32/float16/bfloat16."""
+    jax = _jax()
+    x, y = _grid(dtype)
+    ours = {"shift_left": tg.lax.shift_left, "shift_right_logical": tg.lax.shift_right_logical,
+            "shift_right_arithmetic": tg.lax.shift_right_arithmetic, "left_shift": tnp.left_shift,
+            "right_shift": tnp.right_shift}
+    for name, f in ours.items():
+        want = _quiet(getattr(jax.lax, name, None) or getattr(jax.numpy, name), x, y)
+        for got in (_quiet(f, x, y), _quiet(tg.jit(f, backend="numpy"), x, y)):
+            _report(f"{name}({dtype})", got, want, x, y)
+    v = x[:: int(np.sqrt(x.size))]
+    for name in ("population_count", "clz"):
+        want = _quiet(getattr(jax.lax, name), v)
+        for f in (getattr(tg.lax, name), tg.jit(getattr(tg.lax, name), backend="numpy")):
+            _report(f"{name}({dtype})", _quiet(f, v), want, v)
+    for src in ("float64", "float32", "float16", "bfloat16"):
+        fv = _quiet(np.asarray, _FLOATS_TO_INT, jax.numpy.dtype(src))
+        want = _quiet(lambda a: jax.lax.convert_element_type(a, dtype), fv)
+        for f in (lambda a: tg.lax.convert_element_type(a, dtype), lambda a: tnp.asarray(a).astype(dtype)):
+            for got in (_quiet(f, fv), _quiet(tg.jit(f, backend="numpy"), fv)):
+                _report(f"{src} -> {dtype}", got, want, fv)
