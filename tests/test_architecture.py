@@ -361,8 +361,8 @@ KINDS = {
     "elementwise": {"polygamma", "zeta", "frexp_mantissa", "frexp_exponent", "igamma_grad_a",
                     "fresnel_s", "fresnel_c", "sici_si", "sici_ci", "sph_harm_y",
                     "max", "min",    # (NumPy's ufunc, plus JAX's rule for complex operands)
-                    "sign", "pow", "rem", "floor_divide", "nextafter",   # (NumPy's ufunc, with JAX's values
-                    # at signed zeros and special values: primitives.elementwise)
+                    "sign", "pow", "rem", "floor_divide", "nextafter",   # (NumPy's ufunc,
+                    # with JAX's values at signed zeros and special values: primitives.*)
                     "lgamma"},       # (SciPy's gammaln, +inf at -inf as JAX's)
     "linear elementwise": {"add", "sub", "neg", "mul", "div", "select", "add_any", "real",
                            "imag", "conj", "complex"},

@@ -71,9 +71,11 @@ def test_integer_division_by_zero_named_cases():
     """The values JAX 0.10.2 gives (no JAX needed)."""
     x = np.array([7, -7, 0, -128], np.int8)
     y = np.array([0, 0, 0, -1], np.int8)
-    _report("floor_divide int8", _quiet(tnp.floor_divide, x, y), np.array([-2, -2, -1, -128], np.int8))
+    _report("floor_divide int8", _quiet(tnp.floor_divide, x, y),
+            np.array([-2, -2, -1, -128], np.int8))
     u = np.array([0, 5, 255], np.uint8)
-    _report("floor_divide uint8", _quiet(tnp.floor_divide, u, np.uint8(0)), np.full(3, 255, np.uint8))
+    _report("floor_divide uint8", _quiet(tnp.floor_divide, u, np.uint8(0)),
+            np.full(3, 255, np.uint8))
 
 
 def test_numba_integer_division_matches_eager():
@@ -94,7 +96,8 @@ def test_numba_integer_division_matches_eager():
     want = _quiet(f, *args)
     got = _quiet(tg.jit(f, backend="numba"), *args)
     for k, (g, w) in enumerate(zip(got, want)):
-        dt, name = widths[k // (len(names) + 1)], (names + ["floor_divide (scalars)"])[k % (len(names) + 1)]
+        per = len(names) + 1
+        dt, name = widths[k // per], (names + ["floor_divide (scalars)"])[k % per]
         _report(f"{name}({dt}) numba", g, w)
 
 
@@ -126,6 +129,7 @@ def test_bits_and_conversions_as_jax(dtype):
     for src in ("float64", "float32", "float16", "bfloat16"):
         fv = _quiet(np.asarray, _FLOATS_TO_INT, jax.numpy.dtype(src))
         want = _quiet(lambda a: jax.lax.convert_element_type(a, dtype), fv)
-        for f in (lambda a: tg.lax.convert_element_type(a, dtype), lambda a: tnp.asarray(a).astype(dtype)):
+        for f in (lambda a: tg.lax.convert_element_type(a, dtype),
+                  lambda a: tnp.asarray(a).astype(dtype)):
             for got in (_quiet(f, fv), _quiet(tg.jit(f, backend="numpy"), fv)):
                 _report(f"{src} -> {dtype}", got, want, fv)
