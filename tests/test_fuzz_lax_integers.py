@@ -17,8 +17,6 @@ import tangentia as tg
 import tangentia.numpy as tnp
 from test_fuzz_elementwise_jax import _jax
 
-_INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
-
 
 def _quiet(f, *args):
     with np.errstate(all="ignore"):
@@ -51,7 +49,7 @@ def _divisions(np_like, lax_like):
             "lax.div": lax_like.div, "lax.rem": lax_like.rem}
 
 
-@pytest.mark.parametrize("dtype", _INTS)
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int32", "uint64"])   # (every width once)
 def test_integer_division_by_zero_as_jax(dtype):
     """XLA's integer quotient by zero has every bit set; JAX's floor division then takes one
     off a signed quotient where the remainder has another sign than 0's: ``7 // 0`` and
