@@ -76,3 +76,22 @@ def test_a_weak_operand_still_meets_a_ufunc_as_a_python_scalar() -> None:
     out = tg.jit(lambda x, s: (x * s, x / s, tnp.where(x > 0, x, s)))(X32, 2.0)
     assert [o.dtype for o in out] == [np.float32] * 3
     np.testing.assert_array_equal(out[1], X32 / np.float32(2))
+
+
+def test_python_scalar_argument_is_converted_before_float32_arithmetic() -> None:
+    # x32 * s for a Python float s: JAX converts s to float32 first.  The numba backend took
+    # s as float64 and rounded the float64 product (1.95000005 for 1.5 * 1.3; JAX and the
+    # NumPy tier: 1.94999993), so a jitted function's numbers changed once numba took over.
+    def f(x: Any, s: Any) -> Any:
+        return x * s, tnp.remainder(x, s), tnp.nextafter(x, s)
+
+    x = np.array([1.5, -2.0, 0.25], np.float32)
+    s32 = np.float32(1.3)
+    want = [x * s32, np.remainder(x, s32), np.nextafter(x, s32)]
+    jaxpr = tg.jit(f).trace(x, 1.3).jaxpr
+    assert [e.prim.name for e in jaxpr.eqns].count("convert_element_type") == 3   # one per use
+    for backend in ("numpy", "numba"):   # one small numba compile
+        out = tg.jit(f, backend=backend)(x, 1.3)
+        for o, w in zip(out, want):
+            assert o.dtype == np.float32
+            np.testing.assert_array_equal(o, w, err_msg=backend)

@@ -17,6 +17,7 @@ from ..core import ShapedArray, Tracer
 from ..interpreters import partial_eval as pe
 from .._messages import fun_name as _fun_name
 from .._traceback_util import api_boundary
+from ..primitives.control_flow import strong_inputs
 from ..compiler.backend import (Tiered, compile_program, default_backend_name as _default_backend_name,
                                get_backend, tiered as _tiered)
 from ..primitives.call import jit_p
@@ -235,6 +236,8 @@ def _stage(fun, statics, in_tree, avals, label, arg_names=None, as_program=False
     trace = pe.trace_to_program if as_program else pe.trace_to_jaxpr
     jaxpr, consts = trace(flat, list(avals), name=_fun_name(fun), label=label,
                           arg_names=arg_names)
+    if as_program or label == "jit":  # a Python-scalar argument's conversions made explicit
+        jaxpr = strong_inputs(jaxpr, keep_inputs=True)   # (x32 * s: float32, as JAX's)
     return jaxpr, consts, store["out_tree"]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import core
+from .. import core, dtypes
 from ..compiler.backend import run_equation
 from ..core import Jaxpr, Primitive, ShapedArray, Var
 from ..interpreters import ad, batching
@@ -23,6 +23,83 @@ from ..interpreters.call_rules import (  # noqa: F401  (split is re-exported for
 from . import elementwise as E
 from . import reductions as R
 from . import structural as S
+
+
+# The elementwise primitives (``elementwise.elementwise``'s, wherever defined): they promote
+# their operands as NumPy's ufuncs do, so a weakly typed operand adapts to the others.
+_ELEMENTWISE = frozenset(p for p in vars(E).values() if isinstance(p, core.Primitive))
+
+
+def _is_elementwise(prim):
+    return prim in _ELEMENTWISE or getattr(prim.abstract_eval, "__qualname__", "").startswith(
+        "elementwise_abstract_eval.")
+
+
+def strong_inputs(jaxpr, keep_inputs=False):
+    """``jaxpr`` with strongly typed inputs, where an input was weakly typed.
+
+    As in JAX, a loop body or a branch is traced with the carry's (or operands') weak
+    types: ``c * x32`` with a carry ``c`` started at the Python scalar ``1.0`` is
+    float32.  Such an equation relies on its operand being a Python scalar when the
+    program runs, but a carry is an array from the second step on (NumPy multiplies a
+    float64 array and a float32 as float64).  So each use whose type depends on the
+    operand's weak type gets an explicit conversion to the promoted dtype (the one
+    NumPy would give the Python scalar), and the inputs become strong: the program
+    computes the same types whatever its inputs hold.  If an equation cannot be made
+    explicit (no conversion gives its recorded types), the program is returned as is.
+
+    With ``keep_inputs`` the inputs stay weakly typed (a ``jit`` program's Python-scalar
+    arguments: the NumPy backend runs them as Python scalars), and only the conversions
+    are made explicit, so that a backend computing ``x32 * s`` converts ``s`` to float32
+    first, as JAX does (numba's float64 arithmetic rounded afterwards differed).
+    """
+    weak = {v for v in jaxpr.invars if v.aval.weak_type}
+    if not weak:
+        return jaxpr
+    new = {v: v if keep_inputs else core.Var(v.aval.strip_weak()) for v in weak}
+    eqns = []
+    for eqn in jaxpr.eqns:
+        if not any(type(a) is core.Var and a in weak for a in eqn.inputs):
+            eqns.append(eqn)
+            continue
+        want = [(v.aval.shape, v.aval.dtype) for v in eqn.outputs]
+        plain = [new.get(a, a) if type(a) is core.Var else a for a in eqn.inputs]
+        target = None
+        try:
+            target = dtypes.result_type(*[(a.aval.dtype, a.aval.weak_type)
+                                               for a in eqn.inputs])[0] \
+                if _is_elementwise(eqn.prim) else (want[0][1] if len(want) == 1 else None)
+        except TypeError:
+            pass
+        tries = [(plain, [])]
+        if target is not None and any(type(a) is core.Var and a in weak and a.aval.dtype
+                                      != target for a in eqn.inputs):
+            converted, pre = [], []
+            for a, b in zip(eqn.inputs, plain):
+                if type(a) is core.Var and a in weak and a.aval.dtype != target:
+                    c = core.Var(ShapedArray(a.aval.shape, target))
+                    pre.append(core.Eqn(S.convert_element_type_p, [b], [c],
+                                        {"new_dtype": target, "weak_type": False}, eqn.source))
+                    b = c
+                converted.append(b)
+            # elementwise: the conversion first (a comparison's output type is bool
+            # either way, but NumPy compares a Python scalar in the other's dtype)
+            tries = [(converted, pre), (plain, [])] if _is_elementwise(eqn.prim) else \
+                [(plain, []), (converted, pre)]
+        for ins, pre in tries:
+            try:
+                out = eqn.prim.abstract_eval(*[a.aval for a in ins], **eqn.params)
+            except Exception:   # noqa: BLE001  (a rule refusing the dtype: not this try)
+                continue
+            out = list(out) if eqn.prim.multiple_results else [out]
+            if [(o.shape, o.dtype) for o in out] == want:
+                eqns.extend(pre)
+                eqns.append(core.Eqn(eqn.prim, ins, eqn.outputs, eqn.params, eqn.source))
+                break
+        else:
+            return jaxpr
+    return core.Jaxpr(list(jaxpr.constvars), [new.get(v, v) for v in jaxpr.invars], eqns,
+                      [new.get(v, v) if type(v) is core.Var else v for v in jaxpr.outvars])
 
 
 def _fresh(avals):
