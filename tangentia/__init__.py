@@ -44,7 +44,7 @@ from .sharding import (NamedSharding, PartitionSpec as P, copy_to_host_async, ho
                        set_mesh)
 from ._array import CpuDevice as Device, Shard  # noqa: E402  (the one device's class)
 from . import debug  # noqa: F401
-from . import extend, stages  # noqa: F401  (jax.extend.core.Primitive; jax.stages)
+from . import api_util, extend, stages  # noqa: F401  (jax.extend.core.Primitive; jax.stages)
 from . import _jaxpr_dot  # noqa: F401  (installs ClosedJaxpr.to_dot/show/_repr_svg_)
 from ._compat import (block_until_ready, config, default_backend, device_count, device_get,
                       device_put, devices, effects_barrier, local_device_count, local_devices)

@@ -514,7 +514,7 @@ OUT_OF_SCOPE = {
         "Ref", "empty_ref", "free_ref", "freeze", "new_ref", "ref", "ds",
         # JAX's internals and XLA's runtime: compiled artifacts, export, FFI, DLPack,
         # profiling, memory spaces, monitoring hooks, user contexts
-        "ad", "api_util", "dlpack", "export", "ffi", "lib", "make_user_context", "memory",
+        "ad", "dlpack", "export", "ffi", "lib", "make_user_context", "memory",
         "monitoring", "profiler",
         # multi-device mapping (one device: vmap; pmap is provided for one device)
         "shard_map", "smap",

@@ -327,3 +327,43 @@ def test_linear_transpose_takes_any_shape_dtype_example():
         np.testing.assert_array_equal(f(np.array([1.0, 2.0, 3.0]))[0], [6.0, 4.0, 2.0])
         with pytest.raises(TypeError, match="is not a valid JAX type"):
             L.linear_transpose(lambda x: x, "a")
+
+
+def test_names_numpyro_reads():
+    """numpyro imports ``jax.api_util.flatten_fun``, ``jax.extend.linear_util.wrap_init``,
+    ``jax.extend.core.primitives`` and ``jax._src.core.trace_state_clean`` (its provenance
+    tracking walks a program's equations by JAX's names)."""
+    from jax import api_util as japi
+    from jax.extend import linear_util as jlu
+    from jax.extend.core import primitives as jprims
+    from tangentia import api_util
+    from tangentia._src.core import trace_state_clean
+    from tangentia.extend import linear_util
+    from tangentia.extend.core import primitives
+    outs = []
+    for L, au, lu in ((tg, api_util, linear_util), (jax, japi, jlu)):
+        def f(x, y=1.0):
+            return {"s": x * y, "d": x - y}
+        args, in_tree = L.tree_util.tree_flatten(((2.0,), {"y": 3.0}))
+        flat, out_tree = au.flatten_fun(lu.wrap_init(f, debug_info=au.debug_info("t", f, (), {})),
+                                        in_tree)
+        jaxpr = L.make_jaxpr(flat.call_wrapped)(*args)
+        prims = [e.primitive.name for e in jaxpr.jaxpr.eqns]   # (one call: JAX's store)
+        outs.append((prims, str(out_tree())))
+    assert outs[0] == outs[1]
+    assert primitives.mul_p.name == jprims.mul_p.name == "mul"
+    assert primitives.jit_p is tg.make_jaxpr(tg.jit(lambda x: x))(1.0).eqns[0].primitive
+    assert {"call_p", "closed_call_p", "cond_p", "while_p", "scan_p"} <= set(dir(primitives))
+    seen = []
+    tg.jit(lambda x: seen.append(trace_state_clean()) or x)(1.0)
+    assert trace_state_clean() and seen == [False]
+
+
+def test_experimental_sparse_bcoo_is_importable_and_refuses_to_build():
+    """numpyro imports ``jax.experimental.sparse.BCOO`` at module level; building one
+    (there are no sparse arrays here) raises, naming the dense alternative."""
+    from tangentia.experimental.sparse import BCOO
+    for make in (lambda: BCOO((np.ones(1), np.zeros((1, 1), int)), shape=(2,)),
+                 lambda: BCOO.fromdense(np.eye(2)), lambda: BCOO.from_scipy_sparse(None)):
+        with pytest.raises(NotImplementedError, match="no sparse arrays; use a dense array"):
+            make()

@@ -1,12 +1,13 @@
 """Experimental APIs: ``tangentia.experimental.ode.odeint``, ``fixed_point``,
-``io_callback`` and ``checkify``."""
+``io_callback`` and ``checkify``; ``sparse`` holds only the name ``BCOO`` (no sparse
+arrays: building one raises), which libraries import."""
 import sys as _sys
 
 from .._array import install_boundaries as _install_boundaries
-from . import checkify, ode  # noqa: F401
+from . import checkify, ode, sparse  # noqa: F401
 from .fixed_point import fixed_point
 from .io_callback import io_callback
 
-__all__ = ["checkify", "fixed_point", "io_callback", "ode"]
+__all__ = ["checkify", "fixed_point", "io_callback", "ode", "sparse"]
 
 _install_boundaries(_sys.modules[__name__])  # eager results are tangentia arrays

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import core as _core
-from .._array import ArrayImpl
-from ..core import ClosedJaxpr, Jaxpr, Literal, Var, subjaxprs
+from ... import core as _core
+from ..._array import ArrayImpl
+from ...core import ClosedJaxpr, Jaxpr, Literal, Var, subjaxprs
 
 __all__ = ["ClosedJaxpr", "Jaxpr", "Literal", "Primitive", "Var", "array_types",
            "find_top_trace", "jaxpr_as_fun", "jaxprs_in_params", "mapped_aval",
