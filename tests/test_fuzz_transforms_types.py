@@ -82,12 +82,18 @@ def test_python_scalar_argument_is_converted_before_float32_arithmetic() -> None
     # x32 * s for a Python float s: JAX converts s to float32 first.  The numba backend took
     # s as float64 and rounded the float64 product (1.95000005 for 1.5 * 1.3; JAX and the
     # NumPy tier: 1.94999993), so a jitted function's numbers changed once numba took over.
+    # (and inside a custom_jvp / custom_vjp function, whose program numba compiles too)
+    cj = tg.custom_jvp(lambda x, s: x * s)
+    cj.defjvp(lambda p, t: (cj(*p), t[0] * p[1]))
+    cv = tg.custom_vjp(lambda x, s: x * s)
+    cv.defvjp(lambda x, s: (cv(x, s), s), lambda s, ct: (ct * s, None))
+
     def f(x: Any, s: Any) -> Any:
-        return x * s, tnp.remainder(x, s), tnp.nextafter(x, s)
+        return x * s, tnp.remainder(x, s), tnp.nextafter(x, s), cj(x, s), cv(x, s)
 
     x = np.array([1.5, -2.0, 0.25], np.float32)
     s32 = np.float32(1.3)
-    want = [x * s32, np.remainder(x, s32), np.nextafter(x, s32)]
+    want = [x * s32, np.remainder(x, s32), np.nextafter(x, s32), x * s32, x * s32]
     jaxpr = tg.jit(f).trace(x, 1.3).jaxpr
     assert [e.prim.name for e in jaxpr.eqns].count("convert_element_type") == 3   # one per use
     for backend in ("numpy", "numba"):   # one small numba compile

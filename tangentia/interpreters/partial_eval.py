@@ -161,6 +161,11 @@ custom_partial_eval_rules = {}
 # Primitives whose equations change when some of their outputs are unused:
 # ``rule(eqn, used) -> eqn`` computing only the used outputs (custom_dce's).
 dce_rules = {}
+# ``weak_inputs_explicit[0](jaxpr)``: ``jaxpr`` with the conversions its weakly typed inputs
+# meet made explicit (primitives.control_flow.strong_inputs, kept weak), for the custom
+# rules' primal programs: ``x32 * s`` of a Python-scalar ``s`` converts ``s`` to float32
+# first in every backend, as JAX does.
+weak_inputs_explicit = [lambda jaxpr: jaxpr]
 
 
 def _dce(eqns, outvars):
@@ -337,6 +342,7 @@ class JaxprTrace(core.Trace):
         avals = [core.get_aval(a) for a in args]
         name = params["name"]
         call_jaxpr, consts = trace_to_program(params["fun"], avals, name, "custom_jvp")
+        call_jaxpr = weak_inputs_explicit[0](call_jaxpr)
         nc_new = len(consts)
         nd = params["num_consts"] + params["num_nondiff"]
         lazy = LazyRuleProgram(params["jvp"], consts, avals, name, "custom_jvp")
@@ -381,6 +387,7 @@ class JaxprTrace(core.Trace):
         avals = [core.get_aval(a) for a in args]
         name = params["name"]
         call_jaxpr, consts = trace_to_program(params["fun"], avals, name, "custom_vjp")
+        call_jaxpr = weak_inputs_explicit[0](call_jaxpr)
         lazy = LazyRuleProgram(params["fwd"], consts, avals, name, "custom_vjp")
         what = f"Custom VJP fwd rule {params['rule_name']}"
 

@@ -102,6 +102,9 @@ def strong_inputs(jaxpr, keep_inputs=False):
                       [new.get(v, v) if type(v) is core.Var else v for v in jaxpr.outvars])
 
 
+pe.weak_inputs_explicit[0] = lambda jaxpr: strong_inputs(jaxpr, keep_inputs=True)
+
+
 def _fresh(avals):
     return [Var(a) for a in avals]
 
