@@ -40,10 +40,6 @@ def register_lowering(prim: Primitive, rule: Any, platform: str | None = None,
     ignored."""
     if not isinstance(rule, _LoweredFun):
         return rule
-    if prim.impl is None:
-        def_impl = getattr(prim, "def_impl", None)
-        if def_impl is not None:
-            def_impl(rule.fun)
-        else:
-            prim.impl = rule.fun
+    if hasattr(prim, "def_impl") and not getattr(prim, "impl_given", False):
+        prim.def_impl(rule.fun)   # (a jax.extend.core.Primitive whose def_impl was not called)
     return rule

@@ -41,10 +41,13 @@ class Primitive(_core.Primitive):
     rules with ``def_impl`` and ``def_abstract_eval`` (each returns its argument, so
     both work as decorators), then ``bind`` it."""
 
-    __slots__ = ()
+    # set by def_impl (unset before: mlir.register_lowering(p, lower_fun(f)) then gives f;
+    # no __init__ of ours, so the primitive is registered as made by its caller's module)
+    __slots__ = ("impl_given",)
 
     def def_impl(self, impl: Callable) -> Callable:
         prim = self
+        self.impl_given = True
 
         def evaluate(*args: Any, **params: Any) -> Any:
             # (the evaluator holds exact ndarrays; the user's function gets arrays with
