@@ -656,8 +656,7 @@ def _emit(g, bb, results, env):
     g.notes.append(f"# {name}: irblock {digest} ({len(bb.nodes)} nodes)")
     # (a run of all of a loop carry's elements, in order, is passed as its tuple: ``g.packed``;
     # the intrinsic flattens its argument)
-    call_args = _nest(g.packed(args)) + (", (" + "".join(av.name + ", " for av in arrays) + ")"
-                                         if arrays else "")
+    call_args = _nest(g.packed(args)) + "".join(", " + av.name for av in arrays)
     # (the outputs are unpacked from tuples of at most ``_CHUNK``, nested: numba loads a
     # tuple variable whole for each element it unpacks, and LLVM's SROA then splits
     # n loads of n elements -- a block of 2,000 outputs took a minute)
@@ -708,9 +707,8 @@ def _make_intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=()):
         vals = [context.cast(builder, v, t, want)
                 for v, t, want in zip(vals, flat_types(sig.args[0]), in_types)]
         if arr_specs:
-            arrs = [(aty, context.make_array(aty)(context, builder,
-                                                 builder.extract_value(llargs[1], a)))
-                    for a, aty in enumerate(sig.args[1].types)]
+            arrs = [(aty, context.make_array(aty)(context, builder, llargs[1 + a]))
+                    for a, aty in enumerate(sig.args[1:])]
             ins = _Inputs(context, builder, vals, in_map, arrs, [s for _, s in arr_specs])
         else:
             ins = [vals[p] for p in in_map]
@@ -723,14 +721,21 @@ def _make_intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=()):
                 return None
             return signature(ret, args), lower
     else:
-        def typer(typingctx, args, arrays):   # type: ignore[misc]
-            if not check(args) or not isinstance(arrays, nbt.BaseTuple) \
-                    or len(arrays) != len(arr_specs) or not all(
-                        isinstance(t, nbt.Array) and t.ndim == len(shape)
-                        and as_dtype(t.dtype) == dt
-                        for t, (dt, shape) in zip(arrays.types, arr_specs)):
+        def typer_arrays(typingctx, args, arrays):
+            if not check(args) or not all(
+                    isinstance(t, nbt.Array) and t.ndim == len(shape) and as_dtype(t.dtype) == dt
+                    for t, (dt, shape) in zip(arrays, arr_specs)):
                 return None
-            return signature(ret, args, arrays), lower
+            return signature(ret, args, *arrays), lower
+        # (the arrays are arguments of their own, ``_blk3(scalars, a, b)``, not a tuple: numba
+        # increfs and decrefs each array put in a tuple, two atomic operations per array and
+        # call, in every step of a loop; numba's intrinsics take no ``*args``, so the typer is
+        # written for this number of arrays)
+        names = "".join(f", a{k}" for k in range(len(arr_specs)))
+        space = {"typer_arrays": typer_arrays}
+        exec(f"def typer(typingctx, args{names}):\n"
+             f"    return typer_arrays(typingctx, args, [{names[2:]}])", space)
+        typer = space["typer"]
     typer.__name__ = f"irblock_{digest}"
     return intrinsic(typer)
 
@@ -743,6 +748,13 @@ class _Inputs:
     def __init__(self, context, builder, vals, in_map, arrs, shapes):
         self.context, self.builder, self.vals, self.in_map = context, builder, vals, in_map
         self.arrs, self.shapes = arrs, shapes
+
+    def lazy(self, p):
+        """Input ``p``: a scalar argument's value, or an array element to load where it
+        is first used (``_value``): loaded at the block's start, the elements a block
+        reads (a matrix gradient's 64) stayed live across all of it, spilled."""
+        m = self.in_map[p]
+        return self.vals[m] if type(m) is int or m[1] is None else _Lazy(self, p)
 
     def __getitem__(self, p):
         m = self.in_map[p]
@@ -763,6 +775,15 @@ class _Inputs:
                                             cgutils.unpack_tuple(builder, ary.strides),
                                             aty.layout, idx)
         return self.context.unpack_value(builder, aty.dtype, ptr)
+
+
+class _Lazy:
+    """An input node's element of an array argument, not loaded yet (``_Inputs.lazy``)."""
+
+    __slots__ = ("inputs", "p")
+
+    def __init__(self, inputs, p):
+        self.inputs, self.p = inputs, p
 
 
 class _ArrIn:
@@ -823,9 +844,12 @@ def _emit_ir(context, builder, nodes, in_vals, out_ids, digest):
                 live[a] = 1
     vals = {}
     order = []
+    lazy = type(in_vals) is _Inputs
     for i, (op, dt, args, param) in enumerate(nodes):
         if live[i]:
-            if op == "in" or op == "arr":
+            if op == "in" and lazy:
+                vals[i] = in_vals.lazy(param)
+            elif op == "in" or op == "arr":
                 vals[i] = in_vals[param]
             elif op != "const":
                 order.append(i)
@@ -902,7 +926,7 @@ def _emit_ir(context, builder, nodes, in_vals, out_ids, digest):
         return v if ty == key else b.trunc(v, ty)
 
     for i in inputs:
-        store(builder, bufs, i, vals[i])
+        store(builder, bufs, i, _value(nodes, vals, i))
     module = builder.module
     for c, piece in enumerate(pieces):
         fname = f"tangentia_irblock_{digest}_{c}"
@@ -932,7 +956,9 @@ def _slot_type(dt):
 
 def _value(nodes, vals, i):
     v = vals.get(i)
-    if v is None:           # (a constant)
+    if type(v) is _Lazy:    # (an element of an array argument: loaded where first used)
+        v = vals[i] = v.inputs[v.p]
+    elif v is None:         # (a constant)
         _, dt, _, param = nodes[i]
         v = vals[i] = _llconst(param, dt)
     return v
@@ -973,7 +999,7 @@ def _emit_nodes(context, builder, nodes, order, vals, memo, keep=()):
             vals[i] = None
         elif op == "rowld" or op == "rowst":
             arr = vals[args[0]]
-            ptr = _row_pointer(context, builder, memo, arr, vals[args[1]], param)
+            ptr = _row_pointer(context, builder, memo, arr, _value(nodes, vals, args[1]), param)
             if op == "rowld":
                 vals[i] = context.unpack_value(builder, arr.aty.dtype, ptr)
             else:
