@@ -704,3 +704,18 @@ def test_tree_map_structure_error_begins_with_jax_wording(a, b):
     assert head(tg) == head(jax)
     with pytest.raises(ValueError, match="tree_map_with_path tree"):
         tg.tree_util.tree_map_with_path(lambda p, x, y: x, a, b)
+
+
+def test_log_softmax_where_gradient_of_a_row_masked_whole_is_zero():
+    """optax's softmax_cross_entropy(where=...) differentiates log_softmax(where=) with a
+    row masked whole: JAX's gradient there is 0, ours was NaN (0/0 weights in the JVP)."""
+    ys = np.array([[10.0, 1.0, -2.0], [1.0, 4.0, 0.2]], np.float32)
+    for w in (np.array([[True], [False]]), np.array([[True, False, True], [False] * 3])):
+        def loss(lib, np_, y):
+            out = lib.nn.log_softmax(y, -1, w)
+            return np_.sum(np_.where(w, out, 0.0) * np.arange(3.0))
+        with np.errstate(divide="ignore"):
+            got = tg.grad(lambda y: loss(tg, tnp, y))(ys)
+        want = jax.grad(lambda y: loss(jax, jnp, y))(ys)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+        assert np.all(got[1] == 0.0)

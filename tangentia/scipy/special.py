@@ -590,6 +590,8 @@ def _log_softmax_jvp(axes, mask, primals, tangents):
     z = tnp.sum(u, axis=axes, keepdims=True)
     y = tnp.subtract(s, tnp.log(z))
     p = tnp.divide(u, z)
+    if mask is not None:   # (a row masked whole has p = 0/0: no weight there, as JAX's)
+        p = tnp.where(mask, p, 0.0)
     ty = tnp.subtract(t, tnp.sum(tnp.multiply(p, t), axis=axes, keepdims=True))
     if mask is not None:
         y = tnp.where(mask, y, -np.inf)
