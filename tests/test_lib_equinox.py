@@ -367,3 +367,11 @@ def test_experimental_sparse_bcoo_is_importable_and_refuses_to_build():
                  lambda: BCOO.fromdense(np.eye(2)), lambda: BCOO.from_scipy_sparse(None)):
         with pytest.raises(NotImplementedError, match="no sparse arrays; use a dense array"):
             make()
+
+
+def test_private_flatten_util_is_the_public_one():
+    """blackjax imports ``ravel_pytree`` from ``jax._src.flatten_util``."""
+    from tangentia._src.flatten_util import ravel_pytree
+    flat, unravel = ravel_pytree({"a": tnp.ones(2), "b": 3.0})
+    np.testing.assert_array_equal(flat, [1.0, 1.0, 3.0])
+    assert float(unravel(flat * 2)["b"]) == 6.0
