@@ -108,9 +108,9 @@ def _generate(jaxpr):
         # on, or the program returning it, gives it its dtype (the other backend's types).
         key = f"_{a.aval.dtype.name}"
         ns[key] = a.aval.dtype
+        ns["_asarray"] = np.asarray     # (only where used: the constants' names stay)
         return f"_asarray({name(a)}, {key})"
 
-    ns["_asarray"] = np.asarray
     eqns, outvars = simplify(jaxpr)  # common subexpressions
     last_use = {}
     for i, eqn in enumerate(eqns):

@@ -293,6 +293,13 @@ class _CheckTrace(core.Trace):
         if DivisionByZeroError in errors and prim.name in _DIVISIONS and len(vals) == 2 \
                 and np.any(np.asarray(vals[1]) == 0):
             self.sink.record(DivisionByZeroError("division by zero"))
+        if OOBError in errors and params.get("clamp") and prim.name == "getitem":
+            # an index traced under jit, clamped as JAX's gather: checked unclamped first
+            strict = {k: v for k, v in params.items() if k != "clamp"}
+            try:
+                core.run_in(self.parent, lambda: prim.bind(*vals, **strict))
+            except IndexError as e:
+                self.sink.record(OOBError(_oob_message(e, np.shape(vals[0]))))
         try:
             out = core.run_in(self.parent, lambda: prim.bind(*vals, **params))
         except IndexError as e:

@@ -14,6 +14,8 @@ import numpy as _np
 from .. import core as _core
 from .._array import to_user as _to_user
 from .. import dtypes as _dtypes
+from ..interpreters.ad import JVPTracer as _JVPTracer
+from ..interpreters.batching import BatchTracer as _BatchTracer
 from ..primitives import elementwise as _E
 from ..primitives import reductions as _R
 from ..primitives import indexing as _I
@@ -42,7 +44,7 @@ def _getitem(x, idx):
         x, idx = expanded
     spec, arrays = _parse_index(x, idx, "indexing")
     try:
-        return _take(x, spec, arrays)
+        return _take(x, spec, arrays, clamp=_staged(arrays))
     except IndexError as err:   # NumPy's, from a transformation's own indexing
         if isinstance(err, _core.JAXIndexError):
             raise
@@ -53,14 +55,36 @@ def _getitem(x, idx):
         raise _core.JAXIndexError(
             f"{head} (tangentia: the index {_index_str(idx)} into an array of shape "
             f"{_aval(x).shape}; where JAX clamps an out-of-bounds index into range, "
-            "tangentia raises: clip it (tnp.clip) or use x.at[...].get(mode='clip') or "
-            "mode='fill')") from None
+            "tangentia raises when the index is known: clip it (tnp.clip) or use "
+            "x.at[...].get(mode='clip') or mode='fill')") from None
 
 
-def _take(x, spec, arrays, unique_indices=False, indices_are_sorted=False):
+def _staged(arrays):
+    """Whether an index array's values are unknown until a staged program runs (traced
+    under jit, or in a loop's or a branch's body): such an index is clamped into its
+    axis as JAX's, since libraries written for JAX read one past the end and discard
+    the value (diffrax's saved times); a known index out of bounds raises NumPy's
+    IndexError, eagerly and under eager grad or vmap."""
+    for a in arrays:
+        while True:     # (eager vmap and grad hold the values: look through them)
+            if isinstance(a, _BatchTracer):
+                a = a.val
+            elif isinstance(a, _JVPTracer):
+                a = a.primal
+            else:
+                break
+        if _is_tracer(a):
+            try:
+                a.concrete_value("indexing")
+            except _core.ConcretizationTypeError:
+                return True
+    return False
+
+
+def _take(x, spec, arrays, unique_indices=False, indices_are_sorted=False, clamp=False):
     if not arrays and not _is_tracer(x):
         return _np.asarray(x)[_I.build_index(spec, ())]
-    return _I.getitem(x, spec, arrays, unique_indices, indices_are_sorted)
+    return _I.getitem(x, spec, arrays, unique_indices, indices_are_sorted, clamp)
 
 
 class _IndexTypeError(_core.JAXIndexError, TypeError):

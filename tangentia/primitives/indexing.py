@@ -152,14 +152,49 @@ def _batch_index(x, xd, arrays, adims, spec, size, force_x_batched=False):
 getitem_p = Primitive("getitem")
 
 
-def _getitem_impl(x, *arrays, spec, unique_indices=False, indices_are_sorted=False):
-    return np.asarray(x)[build_index(spec, arrays)]
+def _getitem_impl(x, *arrays, spec, unique_indices=False, indices_are_sorted=False,
+                  clamp=False):
+    x = np.asarray(x)
+    if clamp:
+        arrays = clamped_indices(spec, arrays, x.shape)
+    return x[build_index(spec, arrays)]
+
+
+def _array_axes(spec, ndim):
+    """The axis of an array of ``ndim`` axes that each ``ARRAY`` entry of ``spec`` indexes."""
+    consumed = sum(1 for e in spec if e is not None and e is not Ellipsis)
+    axis, out = 0, []
+    for e in spec:
+        if e is Ellipsis:
+            axis += ndim - consumed
+        elif e is not None:
+            if e is ARRAY:
+                out.append(axis)
+            axis += 1
+    return out
+
+
+def clamped_indices(spec, arrays, shape):
+    """``arrays`` (the index arrays of ``spec`` into an array of ``shape``) as JAX's gather
+    reads them: a negative index counts from the end, then every index is clamped into
+    its axis.  NumPy arrays give NumPy arrays; traced ones, the same as primitives."""
+    out = []
+    for a, axis in zip(arrays, _array_axes(spec, len(shape))):
+        n = shape[axis]
+        if isinstance(a, core.Tracer):
+            a = E.select(E.lt(a, 0), E.add(a, n), a)
+            out.append(E.minimum(E.maximum(a, 0), max(n - 1, 0)))
+        else:
+            a = np.asarray(a)
+            a = np.where(a < 0, a + n, a)
+            out.append(np.clip(a, 0, max(n - 1, 0)).astype(a.dtype, copy=False))
+    return out
 
 
 def _print_params(params, **extra):
     """``index=[...]`` then the other parameters, with the index hints only when set."""
     out = {"index": _spec_str(params["spec"]), **extra}
-    for k in ("unique_indices", "indices_are_sorted"):
+    for k in ("unique_indices", "indices_are_sorted", "clamp"):
         if params.get(k):
             out[k] = True
     return out
@@ -169,7 +204,8 @@ getitem_p.impl = _getitem_impl
 getitem_p.print_params = _print_params
 
 
-def _getitem_abstract_eval(x, *arrays, spec, unique_indices=False, indices_are_sorted=False):
+def _getitem_abstract_eval(x, *arrays, spec, unique_indices=False, indices_are_sorted=False,
+                           clamp=False):
     shape = _indexed_aval("getitem", x, spec, arrays)
     return ShapedArray(shape, x.dtype, x.weak_type)
 
@@ -186,8 +222,10 @@ def _getitem_jvp(primals, tangents, **params):
     return ans, getitem_p.bind(tx, *arrays, **params)
 
 
-def _getitem_transpose(ct, x, *arrays, **params):
+def _getitem_transpose(ct, x, *arrays, clamp=False, **params):
     zeros = np.zeros(x.aval.shape, core.get_aval(ct).dtype)
+    if clamp:   # the cotangent goes where the value was read from
+        arrays = tuple(clamped_indices(params["spec"], arrays, x.aval.shape))
     return (scatter_p.bind(zeros, ct, *arrays, mode="add", **params),) + (None,) * len(arrays)
 
 
@@ -206,13 +244,18 @@ primitive_transposes[getitem_p] = _getitem_transpose
 primitive_batchers[getitem_p] = _getitem_batch
 
 
-def getitem(x, spec, arrays=(), unique_indices=False, indices_are_sorted=False):
+def getitem(x, spec, arrays=(), unique_indices=False, indices_are_sorted=False, clamp=False):
     """``x[index]`` for the index ``spec`` with the integer arrays ``arrays``.
     ``unique_indices`` promises that no entry is read twice (the transpose then
     scatters without accumulating duplicates) and ``indices_are_sorted`` that the
-    indices are sorted; both are JAX's hints, unchecked."""
-    return getitem_p.bind(x, *arrays, spec=tuple(spec), unique_indices=bool(unique_indices),
-                          indices_are_sorted=bool(indices_are_sorted))
+    indices are sorted; both are JAX's hints, unchecked.  ``clamp``: an out-of-bounds
+    index is clamped into its axis, as JAX's gather (``clamped_indices``), where
+    without it it raises NumPy's IndexError."""
+    params = dict(spec=tuple(spec), unique_indices=bool(unique_indices),
+                  indices_are_sorted=bool(indices_are_sorted))
+    if clamp:   # (only then a parameter: programs without it keep their text)
+        params["clamp"] = True
+    return getitem_p.bind(x, *arrays, **params)
 
 
 def static_slice(x, axis, start, stop):

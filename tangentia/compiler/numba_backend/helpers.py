@@ -572,6 +572,14 @@ def _index(i, n):
 
 
 @numba.njit(cache=True)
+def _index_clamp(i, n):
+    """A possibly negative index into an axis of length n, clamped into it (JAX's gather,
+    for a getitem whose index was traced: ``clamp``)."""
+    j = i + n if i < 0 else i
+    return 0 if j < 0 else (n - 1 if j >= n else j)
+
+
+@numba.njit(cache=True)
 def _lgamma(x):
     """scipy.special.gammaln: +inf at -inf (JAX's; SciPy gives -inf) and where 1/x overflows
     (Cephes)."""
@@ -745,6 +753,6 @@ def call_interruptible(entry, args):
 
 
 globals().update(special.FUNCTIONS)   # SciPy's special functions, imported by generated code
-__all__ = HELPERS = ("_fmax", "_fmin", "_fsign", "_frem", "_ffloordiv", "_icmp", "_ipow", "_upow", "_index", "_where", "_ifloordiv", "_lgamma", "_cdiv",
+__all__ = HELPERS = ("_fmax", "_fmin", "_fsign", "_frem", "_ffloordiv", "_icmp", "_ipow", "_upow", "_index", "_index_clamp", "_where", "_ifloordiv", "_lgamma", "_cdiv",
                      "_cdiv64", "_cpow", "_cpow64", "_cipow", "_cipow64", "_interrupted", "CompiledLoopInterrupted") + tuple(_COMPLEX_HELPERS) \
     + special.NAMES

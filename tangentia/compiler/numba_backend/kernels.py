@@ -277,8 +277,16 @@ def _check_index(k, d):
     return k
 
 
+@numba.njit(inline="always")
+def _clamp_index(k, d):
+    if k < 0:
+        k += d
+    return 0 if k < 0 else (d - 1 if k >= d else k)
+
+
 _HELPERS = {"_np_min": _np_min, "_np_max": _np_max, "_before": _before,
-            "_stable_argsort": _stable_argsort, "_check_index": _check_index}
+            "_stable_argsort": _stable_argsort, "_check_index": _check_index,
+            "_clamp_index": _clamp_index}
 
 
 def _loops(src, shape, skip=(), var="i"):
@@ -313,8 +321,9 @@ class _IndexPlan:
     to ``depth`` are open.
     """
 
-    def __init__(self, x_shape, spec, array_shapes):
+    def __init__(self, x_shape, spec, array_shapes, clamp=False):
         spec = tuple(spec)
+        check = "_clamp_index" if clamp else "_check_index"   # (getitem's ``clamp``)
         has_adv = any(e is _I.ARRAY for e in spec)
         nd = len(x_shape)
         consumed = sum(1 for e in spec if e is not None and e is not Ellipsis)
@@ -396,7 +405,7 @@ class _IndexPlan:
                                  else f"i{dim}")
                 used = [int(t[1:]) for t in terms if t != "0"]
                 depth = max(used) + 1 if used else 0
-                text = f"_check_index(np.int64(a{payload}{_idx(terms)}), {x_shape[ax]})"
+                text = f"{check}(np.int64(a{payload}{_idx(terms)}), {x_shape[ax]})"
                 self.axis_terms[ax] = ("adv", text, depth)
         self.out_shape = tuple(out_shape)
 
@@ -423,22 +432,24 @@ class _Unsupported(Exception):
     """A case a kernel does not cover (the factory returns None)."""
 
 
-def _plan(x_aval, spec, array_avals, indexed_shape):
+def _plan(x_aval, spec, array_avals, indexed_shape, clamp=False):
     try:
-        plan = _IndexPlan(tuple(x_aval.shape), spec, [tuple(a.shape) for a in array_avals])
+        plan = _IndexPlan(tuple(x_aval.shape), spec, [tuple(a.shape) for a in array_avals],
+                          clamp)
     except (_Unsupported, ValueError):
         return None
     return plan if plan.out_shape == tuple(indexed_shape) else None
 
 
 @_register(_I.getitem_p)
-def _build_getitem(prim, ins, outs, spec, unique_indices=False, indices_are_sorted=False):
+def _build_getitem(prim, ins, outs, spec, unique_indices=False, indices_are_sorted=False,
+                   clamp=False):
     # The hints change nothing here: one loop over the index visits every entry.
     x, *arrays = ins
     out = outs[0]
     if not _kind_ok(x.dtype, kinds="biufc") or not _kind_ok(*[a.dtype for a in arrays], kinds="iu"):
         return None
-    plan = _plan(x, spec, arrays, out.shape)
+    plan = _plan(x, spec, arrays, out.shape, clamp)
     if plan is None:
         return None
     args = ", ".join(["x"] + [f"a{j}" for j in range(len(arrays))])

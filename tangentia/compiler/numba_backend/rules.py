@@ -456,9 +456,10 @@ def _dyn_indices(g, eqn, arrays, x_shape):
         elif e is not None:
             axis += 1
     out = []
+    check = "_index_clamp" if eqn.params.get("clamp") else "_index"
     for v, ax in zip(arrays, axes):
         i = _cast(g.elem(v, ()), v.dtype, _I8)
-        out.append(g.scalar(f"_index({i}, {x_shape[ax]})"))
+        out.append(g.scalar(f"{check}({i}, {x_shape[ax]})"))
     return out
 
 
