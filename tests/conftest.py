@@ -45,6 +45,19 @@ def _malloc_trim():
 
 _TRIM = _malloc_trim()
 
+# The cyclic garbage collector's thresholds (Python's: 700, 10, 10).  A test run allocates
+# without pause (JAX's tracing and compiling, numba's compiler, hypothesis), so Python's
+# own full collections (threshold 2), each a walk over every object not frozen (0.15-0.3 s),
+# ran dozens of times per module: in one process after collecting the suite,
+# test_fuzz_transforms + test_numba_complex spent 12.2 s of 62 s CPU in the collector, 10.1 s
+# in 35 full collections (test_numba_complex alone 35 -> 23-30 s CPU with these settings).
+# A full collection now waits for 100 collections of the middle generation; the young ones
+# are rarer too (5,000).  Memory stays bounded: _release collects everything after each
+# module, and between two tests where a worker grows past the bound (pytest_runtest_teardown);
+# what a worker keeps after a numba module is about 60 MB more (its heap, fragmented by the
+# garbage that waited: test_numba_complex 668 -> 737 MB after its release).
+gc.set_threshold(5_000, 10, 100)
+
 
 # Between two tests, a worker whose RSS exceeds the larger of these (MB) releases its
 # compiled programs as at the end of a module (see _release): the bound on a worker's
@@ -63,7 +76,7 @@ def _rss_mb():
         return 0.0
 
 
-def _release():
+def _release(freeze=False):
     """Drop the compiled programs this worker holds -- jit's caches, tangentia's and
     JAX's (where a test compared with JAX) -- and hand the freed memory back to the
     system.
@@ -72,7 +85,11 @@ def _release():
     a freed heap (one arena per thread: XLA's and numba's compiler threads have theirs),
     so a worker's RSS only ever grew, to 1.77 GB at half the suite in one process.
     ``malloc_trim`` hands it back: after tests/test_api_completeness_core.py alone,
-    862 MB -> 314 MB.  Compiled numba code (LLVM's, outside the heap) stays."""
+    862 MB -> 314 MB.  Compiled numba code (LLVM's, outside the heap) stays.
+
+    ``freeze`` (at the end of a module): what survives is moved out of the cyclic
+    garbage collector's sight (``gc.freeze``), as at the end of the collection
+    (pytest_collection_finish): see there."""
     global _released_mb
     import tangentia
     tangentia.clear_caches()
@@ -80,6 +97,8 @@ def _release():
     if jax is not None and hasattr(jax, "clear_caches"):
         jax.clear_caches()
     gc.collect()
+    if freeze:
+        gc.freeze()
     _TRIM(0)
     _released_mb = _rss_mb()
 
@@ -90,7 +109,7 @@ def _release_compiled_programs():
     (_release), so a worker's memory follows one module's needs, not the sum of every
     module it ran."""
     yield
-    _release()
+    _release(freeze=True)
 
 
 @pytest.hookimpl(trylast=True)
@@ -113,6 +132,20 @@ def pytest_xdist_make_scheduler(config, log):
         return None
     import _xdist_balance
     return _xdist_balance.BalancedLoadScheduling(config, log)
+
+
+def pytest_collection_finish(session):
+    # Every full collection of the cyclic garbage collector (conftest's _release after each
+    # module, and Python's own as objects pile up) walked every object the process holds:
+    # after collecting the suite, 440,000 (every test module, JAX, numba, SciPy), 0.3 s a
+    # walk, more as the run went on; about 0.5 s of CPU per module comparing with JAX.
+    # Those objects live until the worker ends, so they are frozen (``gc.freeze``: never
+    # walked again; reference counting still frees them), as is what survives each module's
+    # release: a walk then sees only the objects made since.  (A frozen object that later
+    # becomes part of a garbage cycle is not collected: a leak, bounded by what survived a
+    # module's release, where caches were already cleared and collected.)
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_configure(config):
