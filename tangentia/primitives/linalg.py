@@ -501,7 +501,19 @@ primitive_transposes[lu_solve_p] = _lu_solve_transpose
 def _solve_impl(a, b):
     if np.asarray(b).size == 0:
         return np.zeros(np.shape(b), np.result_type(a, b))
-    return np.asarray(np.linalg.solve(a, b))
+    try:
+        return np.asarray(np.linalg.solve(a, b))
+    except np.linalg.LinAlgError:
+        return _solve_singular(a, b)
+
+
+def _solve_singular(a, b):
+    """``solve`` for a singular ``a`` as JAX's: LAPACK's LU factors with a zero pivot and
+    the triangular solves through it (inf and nan), where NumPy raises LinAlgError (under
+    vmap, one singular matrix failed the whole batch)."""
+    lu, piv, _ = core.eval_primitive(lu_p, (a,), {})
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return core.eval_primitive(lu_solve_p, (lu, piv, b), {"trans": 0})
 
 
 solve_p = Primitive("solve")
@@ -541,7 +553,17 @@ primitive_transposes[solve_p] = _solve_transpose
 
 
 inv_p = Primitive("inv")
-inv_p.impl = lambda a: np.asarray(np.linalg.inv(a))
+
+
+def _inv_impl(a):
+    try:
+        return np.asarray(np.linalg.inv(a))
+    except np.linalg.LinAlgError:  # singular: inf and nan, as JAX's (see _solve_singular)
+        a = np.asarray(a)
+        return _solve_singular(a, np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape))
+
+
+inv_p.impl = _inv_impl
 
 
 def _inv_abstract_eval(a):

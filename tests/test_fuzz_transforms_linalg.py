@@ -1,0 +1,45 @@
+"""solve and inv of singular matrices give JAX's inf and nan (LAPACK's LU with a zero pivot).
+
+Ours raised NumPy's LinAlgError ("Singular matrix"), where JAX returns the values of the
+factorization it computed: code that checks ``isfinite`` afterwards stopped, and under vmap
+one singular matrix failed the whole batch.  Bit-equal with JAX 0.10.2, eagerly, under jit
+(the NumPy backend), vmap and grad.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+
+jax = pytest.importorskip("jax", reason="JAX 0.10.2 is the reference these tests compare with")
+jax.config.update("jax_enable_x64", True)
+
+S3 = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])   # rank 2
+B = np.array([1.0, 2.0, 3.0])
+STACK = np.stack([np.eye(3), S3])
+
+CASES: dict[str, Callable[[Any, Any], Any]] = {
+    "solve": lambda api, np_: np_.linalg.solve(S3, B),
+    "inv": lambda api, np_: np_.linalg.inv(S3),
+    "inv of zeros": lambda api, np_: np_.linalg.inv(np.zeros((2, 2))),
+    "inv float32": lambda api, np_: np_.linalg.inv(S3.astype(np.float32)),
+    "solve, a stack with one singular": lambda api, np_: np_.linalg.solve(
+        STACK, np.stack([B, B])[..., None]),
+    "jit inv": lambda api, np_: api.jit(np_.linalg.inv)(S3),
+    "vmap solve": lambda api, np_: api.vmap(np_.linalg.solve)(STACK, np.stack([B, B])),
+    "grad through solve": lambda api, np_: api.grad(lambda a: np_.sum(np_.linalg.solve(a, B)))(S3),
+}
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("name", list(CASES))
+def test_singular_solve_and_inv_match_jax(name: str) -> None:
+    ours = np.asarray(CASES[name](tg, tnp))
+    theirs = np.asarray(CASES[name](jax, jax.numpy))
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    np.testing.assert_array_equal(ours, theirs)
+    assert not np.all(np.isfinite(ours))
