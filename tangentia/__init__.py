@@ -37,6 +37,7 @@ from . import tree  # noqa: F401
 from . import typing  # noqa: F401  (jax.typing: ArrayLike, DTypeLike)
 from . import experimental  # noqa: F401  (jax.experimental)
 from . import sharding  # noqa: F401  (jax.sharding; eager results' .sharding)
+from ._shard_map import shard_map  # (jax.shard_map, on the one CPU device)
 from .sharding import (NamedSharding, PartitionSpec as P, copy_to_host_async, host_count,
                        host_id, host_ids, make_array_from_callback,
                        make_array_from_process_local_data, make_array_from_single_device_arrays,
@@ -92,7 +93,7 @@ __all__ = ["typing", "sharding", "make_mesh", "NamedSharding", "P", "Device", "S
            "experimental", "explain_cache_misses", "ad_checkpoint", "checkpoint_policies", "pure_callback", "custom_gradient", "custom_batching", "ensure_compile_time_eval", "disable_jit", "linear_transpose", "random", "tree", "debug", "block_until_ready", "effects_barrier", "config", "default_backend",
            "device_count", "device_get", "device_put", "devices", "local_device_count",
            "local_devices", "jacobian", "debug_nans", "print_environment_info", "Array", "ShapeDtypeStruct", "checkpoint", "remat", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
-           "linearize", "make_jaxpr", "value_and_grad", "vjp", "fwd_and_bwd", "vmap", "pmap", "tree_util", "numpy", "lax",
+           "linearize", "make_jaxpr", "value_and_grad", "vjp", "fwd_and_bwd", "vmap", "pmap", "shard_map", "tree_util", "numpy", "lax",
            "ConcretizationTypeError", "TracerArrayConversionError", "UnexpectedTracerError",
            "ClosedJaxpr", "Jaxpr", "custom_jvp", "custom_vjp", "closure_convert",
            "custom_derivatives", "check_tracer_leaks", "checking_leaks", "clear_caches",

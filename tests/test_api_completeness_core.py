@@ -502,10 +502,7 @@ OUT_OF_SCOPE = {
     "jax.custom_derivatives": {"remat_opt_p"},
     # EArray/cur_qdd/primal_tangent_dtype: JAX's extended-dtype internals;
     # compilation_cache: XLA's persistent cache (ours: TANGENTIA_CACHE_DIR)
-    "jax.experimental": {"EArray", "compilation_cache", "cur_qdd", "primal_tangent_dtype",
-                         # the deprecated home of jax.shard_map (out of scope below), present
-                         # once a test (chex's import) has imported that submodule
-                         "shard_map"},
+    "jax.experimental": {"EArray", "compilation_cache", "cur_qdd", "primal_tangent_dtype"},
     # effect classes of JAX's jaxprs, and sharding visualization (one CPU device; no sharding)
     "jax.debug": {"DebugEffect", "OrderedDebugEffect", "inspect_array_sharding", "log",
                   "visualize_array_sharding", "visualize_sharding"},
@@ -516,8 +513,9 @@ OUT_OF_SCOPE = {
         # profiling, memory spaces, monitoring hooks, user contexts
         "ad", "dlpack", "export", "ffi", "lib", "make_user_context", "memory",
         "monitoring", "profiler",
-        # multi-device mapping (one device: vmap; pmap is provided for one device)
-        "shard_map", "smap",
+        # multi-device mapping by axis (one device: vmap; pmap and shard_map are provided
+        # for one device)
+        "smap",
         # NumPy arrays are not tracked: no list of live arrays
         "live_arrays",
         # switches of XLA, of JAX's PRNG implementations and of its sharding types
@@ -527,7 +525,7 @@ OUT_OF_SCOPE = {
         "thread_guard", "threefry_partitionable",
         # a module holding JAX's version (ours: tangentia.__version__)
         "version"},
-    # shard_map's per-axis types (no shard_map on one device)
+    # shard_map's per-axis types (its mesh axes all have size 1 here)
     "jax.sharding": {"ManualAxisType"},
     # scaled (block-quantized) matmuls of low-precision dtypes NumPy does not have
     "jax.nn": {"get_scaled_dot_general_config", "scaled_dot_general", "scaled_matmul"},
