@@ -349,15 +349,7 @@ def _repeats(shape, spec, arrays, unique_indices):
         return None
     # Slices never repeat, so the index repeats exactly when two positions of the
     # broadcast arrays name the same entry of the axes they index.
-    nd, consumed = len(shape), sum(1 for e in spec if e is not None and e is not Ellipsis)
-    axis, sizes = 0, []
-    for e in spec:
-        if e is Ellipsis:
-            axis += nd - consumed
-        elif e is not None:
-            if e is ARRAY:
-                sizes.append(shape[axis])
-            axis += 1
+    sizes = [shape[axis] for axis in _array_axes(spec, len(shape))]
     if 0 in sizes:
         return False
     flat = np.ravel_multi_index([v.ravel() for v in np.broadcast_arrays(*values)], sizes,
