@@ -1,4 +1,5 @@
-"""solve and inv of singular matrices give JAX's inf and nan (LAPACK's LU with a zero pivot).
+"""solve and inv of singular matrices give JAX's inf and nan (LAPACK's LU with a zero pivot);
+cholesky of a matrix that is not positive definite and svd of one with NaN give JAX's NaN.
 
 Ours raised NumPy's LinAlgError ("Singular matrix"), where JAX returns the values of the
 factorization it computed: code that checks ``isfinite`` afterwards stopped, and under vmap
@@ -14,13 +15,16 @@ import pytest
 
 import tangentia as tg
 import tangentia.numpy as tnp
+import tangentia.scipy.linalg  # noqa: F401
 
 jax = pytest.importorskip("jax", reason="JAX 0.10.2 is the reference these tests compare with")
 jax.config.update("jax_enable_x64", True)
+pytest.importorskip("jax.scipy.linalg")
 
 S3 = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])   # rank 2
 B = np.array([1.0, 2.0, 3.0])
 STACK = np.stack([np.eye(3), S3])
+NAN_STACK = np.stack([np.eye(2), np.full((2, 2), np.nan)])
 
 CASES: dict[str, Callable[[Any, Any], Any]] = {
     "solve": lambda api, np_: np_.linalg.solve(S3, B),
@@ -32,6 +36,14 @@ CASES: dict[str, Callable[[Any, Any], Any]] = {
     "jit inv": lambda api, np_: api.jit(np_.linalg.inv)(S3),
     "vmap solve": lambda api, np_: api.vmap(np_.linalg.solve)(STACK, np.stack([B, B])),
     "grad through solve": lambda api, np_: api.grad(lambda a: np_.sum(np_.linalg.solve(a, B)))(S3),
+    # NaN in the lower triangle of a failed factor (per matrix of a stack), zeros above
+    "cholesky, not positive definite": lambda api, np_: np_.linalg.cholesky(
+        np.stack([np.eye(2) * 4, np.array([[1.0, 2.0], [2.0, 1.0]])])),
+    "cho_solve, not positive definite": lambda api, np_: api.scipy.linalg.cho_solve(
+        api.scipy.linalg.cho_factor(np.array([[1.0, 2.0], [2.0, 1.0]])), np.ones(2)),
+    # LAPACK's gesdd does not converge on NaN: NaN (per matrix of a stack)
+    "svd with NaN": lambda api, np_: np_.linalg.svd(NAN_STACK)[0],
+    "svdvals with NaN": lambda api, np_: np_.linalg.svd(NAN_STACK, compute_uv=False),
 }
 
 

@@ -703,7 +703,26 @@ primitive_jvps[slogdet_p] = _slogdet_jvp
 
 
 cholesky_p = Primitive("cholesky")
-cholesky_p.impl = lambda a: np.asarray(np.linalg.cholesky(a))
+
+
+def _cholesky_impl(a):
+    try:
+        return np.asarray(np.linalg.cholesky(a))
+    except np.linalg.LinAlgError:  # per matrix: a failed factorization is NaN, as JAX's
+        return _per_matrix(_cholesky_or_nan, (a, 2))
+
+
+def _cholesky_or_nan(m):
+    """The lower factor of ``m``, or JAX's result where ``m`` is not positive definite:
+    NaN in the lower triangle, zeros above (NumPy raises LinAlgError, so code testing the
+    factor for NaN, as Gaussian-process code does, stopped)."""
+    try:
+        return np.linalg.cholesky(m)
+    except np.linalg.LinAlgError:
+        return np.where(np.tri(m.shape[-1], dtype=bool), np.nan, 0).astype(m.dtype)
+
+
+cholesky_p.impl = _cholesky_impl
 
 
 def _cholesky_abstract_eval(a):
@@ -855,10 +874,18 @@ svd_p = Primitive("svd", multiple_results=True)
 
 
 def _svd_impl(a, full_matrices, compute_uv):
-    if compute_uv:
-        u, s, vt = np.linalg.svd(a, full_matrices=full_matrices, compute_uv=True)
-        return [np.asarray(u), np.asarray(s), np.asarray(vt)]
-    return [np.asarray(np.linalg.svd(a, compute_uv=False))]
+    try:
+        if compute_uv:
+            u, s, vt = np.linalg.svd(a, full_matrices=full_matrices, compute_uv=True)
+            return [np.asarray(u), np.asarray(s), np.asarray(vt)]
+        return [np.asarray(np.linalg.svd(a, compute_uv=False))]
+    except np.linalg.LinAlgError:  # no convergence (NaN or inf entries): NaN, as JAX's
+        a = np.asarray(a)
+        if a.ndim > 2:  # per matrix: the others keep their values
+            return list(_per_matrix(lambda m: tuple(_svd_impl(m, full_matrices, compute_uv)),
+                                    (a, 2)))
+        avals = _svd_abstract_eval(core.get_aval(a), full_matrices, compute_uv)
+        return [np.full(v.shape, np.nan, v.dtype) for v in avals]
 
 
 def _svd_abstract_eval(a, full_matrices, compute_uv):
