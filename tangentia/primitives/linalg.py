@@ -373,9 +373,20 @@ def _tri_impl(a, b, lower, trans, unit_diagonal):
     if np.asarray(b).size == 0:
         return np.zeros(np.shape(b), np.result_type(a, b))
     return np.asarray(_per_matrix(
-        lambda a, b: _sla.solve_triangular(a, b, trans=trans, lower=lower,
-                                           unit_diagonal=unit_diagonal, check_finite=False),
-        (a, 2), (b, 2)))
+        lambda a, b: _tri_solve(a, b, lower, trans, unit_diagonal), (a, 2), (b, 2)))
+
+
+def _tri_solve(a, b, lower, trans, unit_diagonal):
+    try:
+        return _sla.solve_triangular(a, b, trans=trans, lower=lower,
+                                     unit_diagonal=unit_diagonal, check_finite=False)
+    except np.linalg.LinAlgError:
+        # a zero on the diagonal: BLAS's trsm divides by it (inf and nan), as JAX's; LAPACK's
+        # trtrs (SciPy) refuses
+        trsm = _sla.blas.get_blas_funcs("trsm", (a, b))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return trsm(1.0, a, b.reshape(b.shape[0], -1), lower=lower, trans_a=trans,
+                        diag=unit_diagonal).reshape(b.shape)
 
 
 def _tri_abstract_eval(a, b, lower, trans, unit_diagonal):
