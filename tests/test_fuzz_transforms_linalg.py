@@ -44,6 +44,8 @@ CASES: dict[str, Callable[[Any, Any], Any]] = {
     # LAPACK's gesdd does not converge on NaN: NaN (per matrix of a stack)
     "svd with NaN": lambda api, np_: np_.linalg.svd(NAN_STACK)[0],
     "svdvals with NaN": lambda api, np_: np_.linalg.svd(NAN_STACK, compute_uv=False),
+    # a matrix with NaN: NaN eigenvalues (per matrix of a stack)
+    "eigvals with NaN": lambda api, np_: np_.linalg.eigvals(NAN_STACK),
     # a zero on the diagonal: BLAS's trsm divides by it
     "solve_triangular, singular": lambda api, np_: api.scipy.linalg.solve_triangular(
         np.array([[0.0, 0, 0], [1, 2, 0], [3, 0, 0]]), np.arange(1.0, 4.0), lower=True, trans=1),

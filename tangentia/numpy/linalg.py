@@ -667,9 +667,13 @@ EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
 
 
 def _eig_callback(m):
-    w, v = _np.linalg.eig(m)
     dt = _np.result_type(m.dtype, _np.complex64)
-    return w.astype(dt), v.astype(dt)
+    # a matrix with NaN or inf: JAX's NaN, per matrix of a stack (NumPy raises LinAlgError)
+    bad = ~_np.all(_np.isfinite(m), axis=(-2, -1))
+    w, v = _np.linalg.eig(_np.where(bad[..., None, None], 0, m))
+    w, v = w.astype(dt), v.astype(dt)
+    w[bad], v[bad] = complex(_np.nan, _np.nan), complex(_np.nan, _np.nan)
+    return w, v
 
 
 def _eig_parts(a):
