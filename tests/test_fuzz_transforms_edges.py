@@ -269,3 +269,13 @@ def test_take_refuses_promise_in_bounds_as_jax() -> None:
         tnp.take(np.arange(12.0), np.array([0, 13]), mode="promise_in_bounds")
     with pytest.raises(ValueError, match="Invalid mode 'promise_in_bounds' for np.take"):
         jax.numpy.take(np.arange(12.0), np.array([0, 13]), mode="promise_in_bounds")
+
+
+def test_checkpoint_takes_unhashable_static_arguments() -> None:
+    # JAX's checkpoint traces at every call, so a static argument need not be hashable
+    # (equinox's filter_checkpoint passes a tuple holding a dict); jit's must be
+    f = tg.checkpoint(lambda s, x: x * s[0]["a"], static_argnums=(0,))
+    assert float(tg.grad(lambda x: f(({"a": 2.0},), x))(1.0)) == 2.0
+    assert float(tg.jit(lambda x: f(({"a": 3.0},), x))(1.0)) == 3.0
+    with pytest.raises(ValueError, match="Non-hashable static arguments are not supported"):
+        tg.jit(lambda s, x: x, static_argnums=0)({"a": 1}, 1.0)

@@ -115,7 +115,7 @@ def _abstractify_duck(x):
         raise
 
 
-def _static_split(fun, args, kwargs, static_argnums, static_argnames, api):
+def _static_split(fun, args, kwargs, static_argnums, static_argnames, api, hashable=True):
     nargs = len(args)
     statics = []
     dyn_args = []
@@ -134,7 +134,8 @@ def _static_split(fun, args, kwargs, static_argnums, static_argnames, api):
             statics.append(("kw", k, v))
         else:
             dyn_kwargs[k] = v
-    for kind, k, v in statics:
+    # (checkpoint traces at every call: its static arguments need no hash, as in JAX)
+    for kind, k, v in (statics if hashable else ()):
         try:
             hash(v)
         except TypeError:
@@ -817,7 +818,8 @@ def checkpoint(fun: Callable, *, prevent_cse: bool | Sequence[bool] = True,
     @functools.wraps(fun, updated=())
     def remat_f(*args, **kwargs):
         statics, dyn_args, dyn_kwargs = _static_split(fun, args, kwargs, static_argnums,
-                                                      static_argnames, "checkpoint")
+                                                      static_argnames, "checkpoint",
+                                                      hashable=False)
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         jaxpr, consts, out_tree = _stage(fun, statics, in_tree, map(_abstractify, leaves),
                                          "checkpoint", _arg_leaf_names(fun, dyn_args),
