@@ -279,3 +279,13 @@ def test_checkpoint_takes_unhashable_static_arguments() -> None:
     assert float(tg.jit(lambda x: f(({"a": 3.0},), x))(1.0)) == 3.0
     with pytest.raises(ValueError, match="Non-hashable static arguments are not supported"):
         tg.jit(lambda s, x: x, static_argnums=0)({"a": 1}, 1.0)
+
+
+def test_round_of_integers_with_negative_decimals_raises_as_jax() -> None:
+    # JAX: NotImplementedError (ours gave float64 [-10., -0., 20., 20.] for int8 input)
+    x = np.array([-7, -5, 15, 25], np.int8)
+    for np_ in (tnp, jax.numpy):
+        with pytest.raises(NotImplementedError,
+                           match="integer np.round not implemented for decimals < 0"):
+            np_.round(x, -1)
+    assert tnp.round(x, 2).dtype == np.int8

@@ -477,7 +477,11 @@ fix = trunc
 
 def round(a: ArrayLike, decimals: int = 0) -> Array:
     """Round to the given number of decimals (halves to even, as NumPy)."""
-    if decimals >= 0 and _aval(a).dtype.kind in "iu":
+    if _aval(a).dtype.kind in "iu":
+        if decimals < 0:   # JAX's error (NumPy rounds to tens; ours gave float64 with -0.)
+            raise NotImplementedError(
+                "integer np.round not implemented for decimals < 0 (round: argument a has "
+                f"integer dtype {_aval(a).dtype}; round a float copy, a.astype(float), instead)")
         return _S.unchanged(a)  # integers are already rounded (and keep their dtype)
     if decimals == 0:
         return _E.round(a)
