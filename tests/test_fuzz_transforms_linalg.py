@@ -60,3 +60,20 @@ def test_singular_solve_and_inv_match_jax(name: str) -> None:
     assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
     np.testing.assert_array_equal(ours, theirs)
     assert not np.all(np.isfinite(ours))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_numba_backend_gives_the_same_values() -> None:
+    # the numba kernels (numba's np.linalg, which raises LinAlgError there) give the NumPy
+    # backend's values, so tiered jit's later calls agree with its first ones
+    from tests._numba_util import compile_numba, program
+
+    def f(a, b, c):
+        return (tnp.linalg.solve(a, b), tnp.linalg.inv(a), tnp.linalg.inv(a.astype(np.float32)),
+                tnp.linalg.cholesky(c), tnp.linalg.solve(STACK, tnp.stack([b, b])[..., None]))
+    args = (S3, B, np.stack([np.eye(2) * 4, np.array([[1.0, 2.0], [2.0, 1.0]])]))
+    jaxpr, full = program(f, *args)
+    for got, want, name in zip(compile_numba(jaxpr)(*full), f(*args),
+                               ["solve", "inv", "inv float32", "cholesky", "solve stack"]):
+        assert got.dtype == want.dtype, name
+        np.testing.assert_array_equal(got, want, err_msg=name)

@@ -60,6 +60,7 @@ import threading
 import numba
 import numpy as np
 
+
 from ...primitives import contraction as _C
 from ...primitives import elementwise as _E
 from ...primitives import indexing as _I
@@ -840,6 +841,48 @@ def _unary_linalg(prim, fn, n_out_core):
     return build
 
 
+def _singular_as_jax(prim, fast, dtype):
+    """``fast`` (numba's np.linalg routine, which raises LinAlgError for a singular
+    matrix) with, for a singular matrix only, JAX's values, as the NumPy backend's first
+    calls give (primitives.linalg): for solve and inv, LAPACK's LU factors with a zero
+    pivot and the triangular solves through them (inf and nan); for cholesky of a matrix
+    that is not positive definite, NaN in the lower triangle."""
+    solve = prim is _L.solve_p
+    args = "a, b" if solve else "a"
+    src = _Src()
+    src(f"def guarded({args}):")
+    src.indent()
+    src("singular = False")
+    src("try:")
+    src(f"    x = _fast({args})")
+    src("except Exception:")
+    src("    singular = True")
+    src(f"    x = np.empty((0, 0), {_np_type(dtype)})")
+    src("if not singular:")
+    src("    return x")
+    if prim is _L.cholesky_p:   # not positive definite: NaN below the diagonal, zeros above
+        src(f"x = np.zeros(a.shape, {_np_type(dtype)})")
+        src("for i in range(a.shape[0]):")
+        src("    for j in range(i + 1):")
+        src("        x[i, j] = np.nan")
+        src("return x")
+        return _compile(src.text(), "guarded", _fast=fast)
+    src("lu, piv, _ = _lu(a)")
+    src(f"x = {'b.astype' if solve else 'np.eye(a.shape[0]).astype'}({_np_type(dtype)})")
+    src("for i in range(piv.shape[0]):")
+    src("    j = piv[i]")
+    src("    if j != i:")
+    src("        for c in range(x.shape[1]):")
+    src("            t = x[i, c]")
+    src("            x[i, c] = x[j, c]")
+    src("            x[j, c] = t")
+    src("_tri(lu, x, True, False, True)")
+    src("_tri(lu, x, False, False, False)")
+    src("return x")
+    return _compile(src.text(), "guarded", _fast=fast, _lu=_lu_core(dtype),
+                    _tri=_tri_solve_ieee)
+
+
 @numba.njit
 def _inv(a):
     return np.linalg.inv(np.ascontiguousarray(a))
@@ -880,10 +923,17 @@ def _svd_values(a):
     return np.linalg.svd(np.ascontiguousarray(a), False)[1]
 
 
-_unary_linalg(_L.inv_p, lambda: _inv, (2,))
+
 _unary_linalg(_L.det_p, lambda: _det, (0,))
 _unary_linalg(_L.slogdet_p, lambda: _slogdet, (0, 0))
-_unary_linalg(_L.cholesky_p, lambda: _cholesky, (2,))
+
+
+@_register(_L.inv_p, _L.cholesky_p, shape_generic=True)
+def _build_inv_or_cholesky(prim, ins, outs):
+    if not _linalg_ok(ins, outs) or outs[0].dtype != ins[0].dtype:
+        return None
+    fast = _inv if prim is _L.inv_p else _cholesky
+    return _batched(prim.name, _singular_as_jax(prim, fast, ins[0].dtype), ins, outs, (2,), (2,))
 
 
 @_register(_L.qr_p)  # shape-specific: whether it is supported depends on m > n
@@ -911,7 +961,7 @@ def _build_solve(prim, ins, outs):
     a, b = ins
     if not _linalg_ok(ins, outs) or not a.dtype == b.dtype == outs[0].dtype:
         return None
-    return _batched("solve", _solve, ins, outs, (2, 2), (2,))
+    return _batched("solve", _singular_as_jax(prim, _solve, a.dtype), ins, outs, (2, 2), (2,))
 
 
 @numba.njit
@@ -1027,6 +1077,11 @@ def _build_triangular_solve(prim, ins, outs, lower, trans, unit_diagonal):
         _tri_solve_inplace(a, x, lower, trans != 0, unit_diagonal)
         return x
     return _batched("triangular_solve", tri, ins, outs, (2, 2), (2,))
+
+
+# The same solve dividing as IEEE 754 does (x / 0 is inf or nan; numba's default raises
+# ZeroDivisionError): a singular factor's solves give JAX's inf and nan.
+_tri_solve_ieee = numba.njit(error_model="numpy")(_tri_solve_inplace.py_func)
 
 
 @_register(_L.lu_solve_p, shape_generic=True)
