@@ -449,49 +449,6 @@ def test_bad_axes_and_sizes_raise_the_local_vmap_errors(client):
         tgd.vmap(lambda a: a, chunk_size=0)
 
 
-def test_killed_worker_does_not_change_the_result_and_its_actor_is_recreated():
-    def heavy(r):
-        return lax.fori_loop(0, 12, lambda k, acc: acc + row_work(r * (k + 1.0)), 0.0)
-
-    x = np.random.default_rng(5).normal(size=(8 * 60, 120))
-    want = tg.vmap(heavy)(x)
-    with _cluster() as cluster, dd.Client(cluster) as c:
-        pids = c.run(os.getpid)
-        # the workers import tangentia first (seconds on a loaded machine, longer than a
-        # call waits for its new actors); then a first call makes the actors
-        c.run(_import_tangentia_distributed)
-        f = tgd.vmap(heavy, client=c, chunk_size=60)
-        f(x[:2])
-        _wait_for_channels(c, tgd._client_runners(c))  # the chunks go over the channels
-        out = {}
-        with dd.get_task_stream(client=c) as ts:
-            run = threading.Thread(target=lambda: out.update(r=f(x)))
-            run.start()
-            victim, deadline = None, time.monotonic() + 60
-            while victim is None and time.monotonic() < deadline:  # an actor in mid-chunk
-                busy = [w for w, i in c.run(tgd.worker_cache_info).items() if i["running"]]
-                victim = busy[0] if busy else None
-            assert victim is not None, ("no chunk started on an actor",
-                                        c.run(tgd.worker_cache_info))
-            os.kill(pids[victim], signal.SIGKILL)
-            run.join(120)
-            assert not run.is_alive()
-        # the chunks not done when the actor failed (at least its own) ran as tasks
-        assert 1 <= len(_vmap_tasks_run(ts, "heavy")) < 8, ts.data
-        np.testing.assert_allclose(out["r"], want, rtol=1e-13)
-        # the next call after the worker's replacement arrives uses an actor on it again
-        c.wait_for_workers(2, timeout=60)
-        new = [w for w, pid in c.run(os.getpid).items() if pid not in pids.values()]
-        assert len(new) == 1, (pids, c.run(os.getpid))
-        c.run(_import_tangentia_distributed, workers=new)  # as above
-        f(x[:2])
-        _wait_for_channels(c, tgd._client_runners(c))
-        with dd.get_task_stream(client=c) as ts:
-            np.testing.assert_allclose(f(x[:120]), want[:120], rtol=1e-13)
-        assert _vmap_tasks_run(ts, "heavy") == []
-        assert c.run(tgd.worker_cache_info, workers=new)[new[0]]["socket"] >= 1
-
-
 # ---------------------------------------------------------------------------
 # value_and_grad over shards
 
@@ -604,3 +561,49 @@ def test_value_and_grad_bad_shards_raise_before_any_work(client):
     # a future whose structure disagrees is caught on its worker, naming the shard
     with pytest.raises(ValueError, match="shard 1 has the structure"):
         g(W, [SHARDS[0], client.scatter([SHARDS[1][0]])[0]], 0.5)
+
+
+# Last in the module: it kills one of the module's workers (its replacement joins the
+# cluster), where it used a cluster of its own (a second start of two worker processes,
+# each importing tangentia: about 7 s of CPU).
+def test_killed_worker_does_not_change_the_result_and_its_actor_is_recreated(client):
+    def heavy(r):
+        return lax.fori_loop(0, 12, lambda k, acc: acc + row_work(r * (k + 1.0)), 0.0)
+
+    x = np.random.default_rng(5).normal(size=(8 * 60, 120))
+    want = tg.vmap(heavy)(x)
+    c = client
+    pids = c.run(os.getpid)
+    # the workers import tangentia first (seconds on a loaded machine, longer than a
+    # call waits for its new actors); then a first call makes the actors
+    c.run(_import_tangentia_distributed)
+    f = tgd.vmap(heavy, client=c, chunk_size=60)
+    f(x[:2])
+    _wait_for_channels(c, tgd._client_runners(c))  # the chunks go over the channels
+    out = {}
+    with dd.get_task_stream(client=c) as ts:
+        run = threading.Thread(target=lambda: out.update(r=f(x)))
+        run.start()
+        victim, deadline = None, time.monotonic() + 60
+        while victim is None and time.monotonic() < deadline:  # an actor in mid-chunk
+            busy = [w for w, i in c.run(tgd.worker_cache_info).items() if i["running"]]
+            victim = busy[0] if busy else None
+        assert victim is not None, ("no chunk started on an actor",
+                                    c.run(tgd.worker_cache_info))
+        os.kill(pids[victim], signal.SIGKILL)
+        run.join(120)
+        assert not run.is_alive()
+    # the chunks not done when the actor failed (at least its own) ran as tasks
+    assert 1 <= len(_vmap_tasks_run(ts, "heavy")) < 8, ts.data
+    np.testing.assert_allclose(out["r"], want, rtol=1e-13)
+    # the next call after the worker's replacement arrives uses an actor on it again
+    c.wait_for_workers(2, timeout=60)
+    new = [w for w, pid in c.run(os.getpid).items() if pid not in pids.values()]
+    assert len(new) == 1, (pids, c.run(os.getpid))
+    c.run(_import_tangentia_distributed, workers=new)  # as above
+    f(x[:2])
+    _wait_for_channels(c, tgd._client_runners(c))
+    with dd.get_task_stream(client=c) as ts:
+        np.testing.assert_allclose(f(x[:120]), want[:120], rtol=1e-13)
+    assert _vmap_tasks_run(ts, "heavy") == []
+    assert c.run(tgd.worker_cache_info, workers=new)[new[0]]["socket"] >= 1
