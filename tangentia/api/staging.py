@@ -39,6 +39,8 @@ class ShapeDtypeStruct:
       shape: a tuple of ints.
       dtype: anything ``numpy.dtype`` accepts.
       weak_type: whether the value is weakly typed (as a Python scalar).
+      sharding: accepted for JAX compatibility (libraries pass an array's
+        ``.sharding``); one device, so it is not kept.
 
     Examples:
       >>> import tangentia as tg
@@ -50,8 +52,6 @@ class ShapeDtypeStruct:
 
     def __init__(self, shape: Shape, dtype: DTypeLike, weak_type: bool = False, *,
                  sharding: Any = None) -> None:
-        # (``sharding``: JAX's keyword, which libraries pass an array's ``.sharding`` by;
-        # one device here, so it is accepted and not kept)
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = weak_type

@@ -55,7 +55,7 @@ def zero_from_primal(x: Any, symbolic_zeros: bool = False) -> Any:
 
     Args:
       x: a primal value (array or scalar), or a pytree of them.
-      symbolic_zeros: return ``SymbolicZero``s instead of arrays of zeros.
+      symbolic_zeros: return ``SymbolicZero`` values instead of arrays of zeros.
 
     Returns:
       For each leaf, zeros of its tangent dtype (``float0`` for integers), of its shape.

@@ -84,8 +84,13 @@ def strong_inputs(jaxpr, keep_inputs=False):
                 converted.append(b)
             # elementwise: the conversion first (a comparison's output type is bool
             # either way, but NumPy compares a Python scalar in the other's dtype)
-            tries = [(converted, pre), (plain, [])] if _is_elementwise(eqn.prim) else \
-                [(plain, []), (converted, pre)]
+            # (pow's integer exponent stays an integer where it can: its derivative at a
+            # zero exponent is 0, where a float exponent's is 0 * 0**-1 at x == 0)
+            y = eqn.inputs[-1]
+            int_exponent = eqn.prim is E.pow_p and type(y) is core.Var and y in weak \
+                and y.aval.dtype.kind in "iu"
+            tries = [(converted, pre), (plain, [])] if _is_elementwise(eqn.prim) \
+                and not int_exponent else [(plain, []), (converted, pre)]
         for ins, pre in tries:
             try:
                 out = eqn.prim.abstract_eval(*[a.aval for a in ins], **eqn.params)
