@@ -66,7 +66,7 @@ def test_singular_solve_and_inv_match_jax(name: str) -> None:
 def test_numba_backend_gives_the_same_values() -> None:
     # the numba kernels (numba's np.linalg, which raises LinAlgError there) give the NumPy
     # backend's values, so tiered jit's later calls agree with its first ones
-    from tests._numba_util import compile_numba, program
+    from _numba_util import compile_numba, program
 
     def f(a, b, c):
         return (tnp.linalg.solve(a, b), tnp.linalg.inv(a), tnp.linalg.inv(a.astype(np.float32)),

@@ -11,7 +11,7 @@ import tangentia as tg
 import tangentia.experimental.checkify as tck
 import tangentia.numpy as tnp
 from tangentia import lax
-from tests._numba_util import compile_numba, program
+from _numba_util import compile_numba, program
 
 jax.config.update("jax_enable_x64", True)
 
