@@ -51,13 +51,29 @@ _DEFERRING_OPERATORS = tuple(f"__{r}{op}__" for op in (
     "matmul", "and", "or", "xor") for r in ("", "r")) + ("__lt__", "__le__", "__gt__", "__ge__")
 
 
+def _tracer_types():
+    """The tracer classes defined so far (the interpreters'), subclasses included."""
+    out, todo = set(), [_Tracer]
+    while todo:
+        c = todo.pop()
+        out.add(c)
+        todo.extend(c.__subclasses__())
+    return out
+
+
 def _deferring(op):
-    def deferring(self, other):
-        if _unrecognized(other):
-            return NotImplemented
-        return op(self, other)
+    def deferring(self, other, _usual=_USUAL_TRACER_OPERANDS):
+        if type(other) in _usual or not _unrecognized(other):
+            return op(self, other)
+        return NotImplemented
     deferring.__name__ = getattr(op, "__name__", "operator")
     return deferring
+
+
+# operands decided by one set lookup (the others by ``_unrecognized``; tracers' own
+# types are added by ``install``)
+_USUAL_TRACER_OPERANDS: set = {_np.ndarray, float, int, bool, complex, _np.float64, _np.float32,
+                               _np.int64, _np.int32, _np.bool_, _np.complex128}
 
 
 _USUAL_OPERANDS = frozenset({_ArrayImpl, _np.ndarray, float, int, bool, complex, _np.float64,
@@ -169,35 +185,54 @@ def install():
             setattr(_ArrayImpl, name, _deferring_eager(getattr(_ArrayImpl, name)))
     T = _Tracer
 
+    # An operand that is no array, number or list gets NotImplemented, as from JAX's
+    # tracers (``_defer_to_unrecognized_arg``): Python then calls its reflected method
+    # (equinox's ``x ** ω``, used throughout lineax, optimistix and diffrax).  The common
+    # operands pass by one set lookup, in the operator's own frame (fwd, rev).
+    _USUAL_TRACER_OPERANDS.update(_tracer_types())
+    usual = _USUAL_TRACER_OPERANDS
+
+    def fwd(f):
+        def op(self, other):
+            if type(other) in usual or not _unrecognized(other):
+                return f(self, other)
+            return NotImplemented
+        return op
+
     def rev(f):
         # ``x op tracer`` with ``x`` an eager result reaches us when NumPy defers:
         # ``x`` is passed as the plain ndarray it views, as interpreters hold
         # constants (its subclass would take their slower general path).
         nd, arr = _np.ndarray, _ArrayImpl
-        return lambda self, other: f(other.view(nd) if type(other) is arr else other, self)
 
-    T.__add__ = lambda s, o: add(s, o)
+        def op(self, other):
+            if type(other) in usual or not _unrecognized(other):
+                return f(other.view(nd) if type(other) is arr else other, self)
+            return NotImplemented
+        return op
+
+    T.__add__ = fwd(add)
     T.__radd__ = rev(add)
-    T.__sub__ = lambda s, o: subtract(s, o)
+    T.__sub__ = fwd(subtract)
     T.__rsub__ = rev(subtract)
-    T.__mul__ = lambda s, o: multiply(s, o)
+    T.__mul__ = fwd(multiply)
     T.__rmul__ = rev(multiply)
-    T.__truediv__ = lambda s, o: divide(s, o)
+    T.__truediv__ = fwd(divide)
     T.__rtruediv__ = rev(divide)
-    T.__floordiv__ = lambda s, o: floor_divide(s, o)
+    T.__floordiv__ = fwd(floor_divide)
     T.__rfloordiv__ = rev(floor_divide)
-    T.__mod__ = lambda s, o: remainder(s, o)
+    T.__mod__ = fwd(remainder)
     T.__rmod__ = rev(remainder)
     # shifts and divmod, as on JAX's tracers (ours raised "unsupported operand type(s)")
-    T.__divmod__ = lambda s, o: divmod_(s, o)
+    T.__divmod__ = fwd(divmod_)
     T.__rdivmod__ = rev(divmod_)
-    T.__lshift__ = lambda s, o: left_shift(s, o)
+    T.__lshift__ = fwd(left_shift)
     T.__rlshift__ = rev(left_shift)
-    T.__rshift__ = lambda s, o: right_shift(s, o)
+    T.__rshift__ = fwd(right_shift)
     T.__rrshift__ = rev(right_shift)
-    T.__pow__ = _pow
-    T.__rpow__ = lambda s, o: power(o, s)
-    T.__matmul__ = lambda s, o: matmul(s, o)
+    T.__pow__ = _deferring(_pow)
+    T.__rpow__ = _deferring(lambda s, o: power(o, s))
+    T.__matmul__ = fwd(matmul)
     T.__rmatmul__ = rev(matmul)
     T.__neg__ = lambda s: negative(s)
     T.__pos__ = lambda s: s
@@ -208,21 +243,16 @@ def install():
     # compares identities), where tangentia.numpy.equal raises JAX's TypeError
     T.__eq__ = lambda s, o: NotImplemented if _unrecognized(o) else equal(s, o)
     T.__ne__ = lambda s, o: NotImplemented if _unrecognized(o) else not_equal(s, o)
-    T.__lt__ = lambda s, o: less(s, o)
-    T.__le__ = lambda s, o: less_equal(s, o)
-    T.__gt__ = lambda s, o: greater(s, o)
-    T.__ge__ = lambda s, o: greater_equal(s, o)
-    T.__and__ = lambda s, o: _logic(s, o, logical_and, bitwise_and)
-    T.__rand__ = lambda s, o: _logic(o, s, logical_and, bitwise_and)
-    T.__or__ = lambda s, o: _logic(s, o, logical_or, bitwise_or)
-    T.__ror__ = lambda s, o: _logic(o, s, logical_or, bitwise_or)
-    T.__xor__ = lambda s, o: _logic(s, o, logical_xor, bitwise_xor)
-    T.__rxor__ = lambda s, o: _logic(o, s, logical_xor, bitwise_xor)
-    # An operand that is no array, number or list gets NotImplemented, as from JAX's
-    # tracers (``_defer_to_unrecognized_arg``): Python then calls its reflected method
-    # (equinox's ``x ** ω``, used throughout lineax, optimistix and diffrax).
-    for name in _DEFERRING_OPERATORS:
-        setattr(T, name, _deferring(getattr(T, name)))
+    T.__lt__ = fwd(less)
+    T.__le__ = fwd(less_equal)
+    T.__gt__ = fwd(greater)
+    T.__ge__ = fwd(greater_equal)
+    T.__and__ = _deferring(lambda s, o: _logic(s, o, logical_and, bitwise_and))
+    T.__rand__ = _deferring(lambda s, o: _logic(o, s, logical_and, bitwise_and))
+    T.__or__ = _deferring(lambda s, o: _logic(s, o, logical_or, bitwise_or))
+    T.__ror__ = _deferring(lambda s, o: _logic(o, s, logical_or, bitwise_or))
+    T.__xor__ = _deferring(lambda s, o: _logic(s, o, logical_xor, bitwise_xor))
+    T.__rxor__ = _deferring(lambda s, o: _logic(o, s, logical_xor, bitwise_xor))
     T.__getitem__ = _getitem
     T.__setitem__ = _setitem
     T.__hash__ = None
