@@ -61,15 +61,6 @@ def _tracer_types():
     return out
 
 
-def _deferring(op):
-    def deferring(self, other, _usual=_USUAL_TRACER_OPERANDS):
-        if type(other) in _usual or not _unrecognized(other):
-            return op(self, other)
-        return NotImplemented
-    deferring.__name__ = getattr(op, "__name__", "operator")
-    return deferring
-
-
 # operands decided by one set lookup (the others by ``_unrecognized``; tracers' own
 # types are added by ``install``)
 _USUAL_TRACER_OPERANDS: set = {_np.ndarray, float, int, bool, complex, _np.float64, _np.float32,
@@ -80,13 +71,21 @@ _USUAL_OPERANDS = frozenset({_ArrayImpl, _np.ndarray, float, int, bool, complex,
                              _np.float32, _np.int64, _np.int32, _np.bool_, _np.complex128})
 
 
-def _deferring_eager(op):
-    def deferring(self, other, _usual=_USUAL_OPERANDS):
-        if type(other) in _usual or not _unrecognized_eager(other):
+def _deferring(op, usual=_USUAL_TRACER_OPERANDS, unrecognized=None):
+    """``op(self, other)``, or NotImplemented for an unrecognized ``other`` (tracers'
+    operators; ``_deferring_eager``: eager results')."""
+    unrecognized = unrecognized or _unrecognized
+
+    def deferring(self, other):
+        if type(other) in usual or not unrecognized(other):
             return op(self, other)
         return NotImplemented
     deferring.__name__ = getattr(op, "__name__", "operator")
     return deferring
+
+
+def _deferring_eager(op):
+    return _deferring(op, _USUAL_OPERANDS, _unrecognized_eager)
 
 
 def _unrecognized_eager(o):
