@@ -68,12 +68,13 @@ def test_numba_backend_gives_the_same_values() -> None:
     # backend's values, so tiered jit's later calls agree with its first ones
     from _numba_util import compile_numba, program
 
-    def f(a, b, c):
+    def f(a, b, c, d):
         return (tnp.linalg.solve(a, b), tnp.linalg.inv(a), tnp.linalg.inv(a.astype(np.float32)),
-                tnp.linalg.cholesky(c), tnp.linalg.solve(STACK, tnp.stack([b, b])[..., None]))
-    args = (S3, B, np.stack([np.eye(2) * 4, np.array([[1.0, 2.0], [2.0, 1.0]])]))
+                tnp.linalg.cholesky(c), tnp.linalg.solve(STACK, tnp.stack([b, b])[..., None]),
+                tnp.linalg.svd(d)[0])
+    args = (S3, B, np.stack([np.eye(2) * 4, np.array([[1.0, 2.0], [2.0, 1.0]])]), NAN_STACK)
     jaxpr, full = program(f, *args)
     for got, want, name in zip(compile_numba(jaxpr)(*full), f(*args),
-                               ["solve", "inv", "inv float32", "cholesky", "solve stack"]):
+                               ["solve", "inv", "inv float32", "cholesky", "solve stack", "svd"]):
         assert got.dtype == want.dtype, name
         np.testing.assert_array_equal(got, want, err_msg=name)

@@ -946,13 +946,40 @@ def _build_qr(prim, ins, outs, full_matrices):
     return _batched("qr", _qr, ins, outs, (2,), (2, 2))
 
 
+def _svd_or_nan(fast, dtype, full_matrices, compute_uv):
+    """``fast`` (numba's svd, which raises LinAlgError where LAPACK does not converge: NaN
+    or inf entries) or, there, NaN of the outputs' shapes, as JAX's (and the NumPy
+    backend's: primitives.linalg._svd_impl)."""
+    t = _np_type(dtype)
+    real = _np_type(np.empty(0, dtype).real.dtype)
+    src = _Src()
+    src("def guarded(a):")
+    src.indent()
+    src("try:")
+    src("    return _fast(a)")
+    src("except Exception:")
+    src("    pass")
+    src("m, n = a.shape")
+    src("k = min(m, n)")
+    src(f"s = np.full(k, np.nan, {real})")
+    if not compute_uv:
+        src("return s")
+    else:
+        src(f"u = np.full((m, {'m' if full_matrices else 'k'}), np.nan, {t})")
+        src(f"vh = np.full(({'n' if full_matrices else 'k'}, n), np.nan, {t})")
+        src("return u, s, vh")
+    return _compile(src.text(), "guarded", _fast=fast)
+
+
 @_register(_L.svd_p, shape_generic=True)
 def _build_svd(prim, ins, outs, full_matrices, compute_uv):
     if not _linalg_ok(ins, outs):
         return None
+    dt = ins[0].dtype
     if not compute_uv:
-        return _batched("svd", _svd_values, ins, outs, (2,), (1,))
-    return _batched("svd", _svd_full if full_matrices else _svd_reduced, ins, outs,
+        return _batched("svd", _svd_or_nan(_svd_values, dt, False, False), ins, outs, (2,), (1,))
+    fast = _svd_full if full_matrices else _svd_reduced
+    return _batched("svd", _svd_or_nan(fast, dt, full_matrices, True), ins, outs,
                     (2,), (2, 1, 2))
 
 
