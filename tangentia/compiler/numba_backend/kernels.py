@@ -60,7 +60,6 @@ import threading
 import numba
 import numpy as np
 
-
 from ...primitives import contraction as _C
 from ...primitives import elementwise as _E
 from ...primitives import indexing as _I
@@ -869,18 +868,10 @@ def _singular_as_jax(prim, fast, dtype):
         return _compile(src.text(), "guarded", _fast=fast)
     src("lu, piv, _ = _lu(a)")
     src(f"x = {'b.astype' if solve else 'np.eye(a.shape[0]).astype'}({_np_type(dtype)})")
-    src("for i in range(piv.shape[0]):")
-    src("    j = piv[i]")
-    src("    if j != i:")
-    src("        for c in range(x.shape[1]):")
-    src("            t = x[i, c]")
-    src("            x[i, c] = x[j, c]")
-    src("            x[j, c] = t")
-    src("_tri(lu, x, True, False, True)")
-    src("_tri(lu, x, False, False, False)")
+    src("_lu_solve(lu, piv, x)")
     src("return x")
     return _compile(src.text(), "guarded", _fast=fast, _lu=_lu_core(dtype),
-                    _tri=_tri_solve_ieee)
+                    _lu_solve=_lu_solve_inplace)
 
 
 @numba.njit
@@ -921,7 +912,6 @@ def _svd_reduced(a):
 @numba.njit
 def _svd_values(a):
     return np.linalg.svd(np.ascontiguousarray(a), False)[1]
-
 
 
 _unary_linalg(_L.det_p, lambda: _det, (0,))
@@ -1072,11 +1062,12 @@ def _build_lu(prim, ins, outs):
     return _batched("lu", _lu_core(ins[0].dtype), ins, outs, (2,), (2, 1, 1))
 
 
-@numba.njit
+@numba.njit(error_model="numpy")
 def _tri_solve_inplace(a, x, lower, trans, unit):
     """Overwrite ``x`` (n, k) with the solution of ``op(a) x = x``, where only
     the ``lower`` (or upper) triangle of ``a`` is read and ``op`` transposes if
-    ``trans``."""
+    ``trans``.  It divides as IEEE 754 does (a zero on the diagonal gives inf and nan,
+    JAX's values; the programs calling it compile it so anyway)."""
     n, k = x.shape
     forward = lower != trans  # op(a) is lower triangular
     for c in range(k):
@@ -1106,9 +1097,23 @@ def _build_triangular_solve(prim, ins, outs, lower, trans, unit_diagonal):
     return _batched("triangular_solve", tri, ins, outs, (2, 2), (2,))
 
 
-# The same solve dividing as IEEE 754 does (x / 0 is inf or nan; numba's default raises
-# ZeroDivisionError): a singular factor's solves give JAX's inf and nan.
-_tri_solve_ieee = numba.njit(error_model="numpy")(_tri_solve_inplace.py_func)
+@numba.njit(error_model="numpy")
+def _swap_rows(x, i, j):
+    for c in range(x.shape[1]):
+        t = x[i, c]
+        x[i, c] = x[j, c]
+        x[j, c] = t
+
+
+@numba.njit(error_model="numpy")
+def _lu_solve_inplace(lu, piv, x):
+    """Overwrite ``x`` (n, k) with the solution of ``a x = x`` from ``a``'s LU factors
+    ``lu`` and pivots ``piv`` (LAPACK's getrf, 0-based)."""
+    for i in range(piv.shape[0]):
+        if piv[i] != i:
+            _swap_rows(x, i, piv[i])
+    _tri_solve_inplace(lu, x, True, False, True)
+    _tri_solve_inplace(lu, x, False, False, False)
 
 
 @_register(_L.lu_solve_p, shape_generic=True)
@@ -1123,25 +1128,13 @@ def _build_lu_solve(prim, ins, outs, trans):
     def lu_solve(lu, piv, b):
         x = b.astype(out_dtype)
         if not transposed:
-            for i in range(piv.shape[0]):
-                j = piv[i]
-                if j != i:
-                    for c in range(x.shape[1]):
-                        t = x[i, c]
-                        x[i, c] = x[j, c]
-                        x[j, c] = t
-            _tri_solve_inplace(lu, x, True, False, True)
-            _tri_solve_inplace(lu, x, False, False, False)
+            _lu_solve_inplace(lu, piv, x)
         else:
             _tri_solve_inplace(lu, x, False, True, False)
             _tri_solve_inplace(lu, x, True, True, True)
             for i in range(piv.shape[0] - 1, -1, -1):
-                j = piv[i]
-                if j != i:
-                    for c in range(x.shape[1]):
-                        t = x[i, c]
-                        x[i, c] = x[j, c]
-                        x[j, c] = t
+                if piv[i] != i:
+                    _swap_rows(x, i, piv[i])
         return x
     return _batched("lu_solve", lu_solve, ins, outs, (2, 1, 2), (2,))
 
