@@ -198,8 +198,8 @@ LIBRARY = {
     "tangentia.nn._relu": (tg.nn.relu, (X,), {}, "relu"),
     "tangentia.nn._relu6": (lambda x: tg.nn.relu6(4 * x), (X,), {}, "relu6"),
     # Order 2 reaches neg_abs, used only inside expit's rule.
-    "tangentia.scipy.special._expit": (special.expit, (X,), {"order": 2}, "expit"),
-    "tangentia.scipy.special._neg_abs": (special.expit, (X,), {"order": 2}, "neg_abs"),
+    "tangentia.lax._stable._expit": (special.expit, (X,), {"order": 2}, "expit"),
+    "tangentia.lax._stable._neg_abs": (special.expit, (X,), {"order": 2}, "neg_abs"),
     "tangentia.scipy.special._logit": (special.logit, (np.array([0.2, 0.7]),), {}, "logit"),
     "tangentia.scipy.special._entr": (special.entr, (np.array([0.2, 0.7, 1.5]),), {}, "entr"),
     # sinc at 0 goes through the Taylor-series rule (its nondiff order k = 0)

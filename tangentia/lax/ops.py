@@ -21,6 +21,7 @@ from ..primitives import reductions as R
 from ..primitives import sorting as SO
 from ..primitives import special as SP
 from ..primitives import structural as S
+from . import _stable
 from .enums import DotAlgorithm, DotAlgorithmPreset, Precision
 
 if TYPE_CHECKING:
@@ -710,8 +711,7 @@ def rsqrt(x: ArrayLike, accuracy: Any = None) -> Array:
 def logistic(x: ArrayLike, accuracy: Any = None) -> Array:
     """``1 / (1 + exp(-x))`` (``jax.lax.logistic``); ``accuracy`` (JAX's) is accepted and
     ignored."""
-    from ..scipy.special import expit
-    return expit(x)
+    return _stable.logistic(x)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])

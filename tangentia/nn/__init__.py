@@ -25,8 +25,8 @@ from .. import core, dtypes
 from .. import numpy as tnp
 from ..core import Tracer
 from ..scipy import special as _sp
-from ..scipy.special import (_exp_neg_abs, _inexact, _log_softmax, _named_custom_jvp,
-                             _softmax, _softmax_impl, logsumexp)
+from ..lax._stable import _exp_neg_abs, _expit, _named_custom_jvp
+from ..scipy.special import _inexact, _log_softmax, _softmax, _softmax_impl, logsumexp
 
 from typing import TYPE_CHECKING
 
@@ -74,7 +74,7 @@ def relu(x: ArrayLike) -> Array:
 
 def sigmoid(x: ArrayLike) -> Array:
     """The logistic sigmoid ``1 / (1 + exp(-x))`` (``tangentia.scipy.special.expit``)."""
-    return _sp._expit(_inexact("sigmoid", "x", x))
+    return _expit(_inexact("sigmoid", "x", x))
 
 
 def _softplus_fun(x):
@@ -110,7 +110,7 @@ def log_sigmoid(x: ArrayLike) -> Array:
 def silu(x: ArrayLike) -> Array:
     """``x * sigmoid(x)`` (also called swish)."""
     x = _inexact("silu", "x", x)
-    return tnp.multiply(x, _sp._expit(x))
+    return tnp.multiply(x, _expit(x))
 
 
 swish = silu
