@@ -375,3 +375,60 @@ def test_private_flatten_util_is_the_public_one():
     flat, unravel = ravel_pytree({"a": tnp.ones(2), "b": 3.0})
     np.testing.assert_array_equal(flat, [1.0, 1.0, 3.0])
     assert float(unravel(flat * 2)["b"]) == 6.0
+
+
+def test_rules_get_arrays_with_jax_methods():
+    """The JVP, transpose and batching rules of a user's primitive get arrays with ``.at``
+    and traced indexing, as its impl does, also when the value is an intermediate of an
+    eager transformation or a program's constant (equinox's checkpointed ``scan`` under
+    ``grad`` indexes such a buffer with a traced step)."""
+    for L in (TG, JX):
+        p = L.core.Primitive("first_doubled")
+        p.def_impl(lambda x: x.at[0].multiply(2.0))
+        p.def_abstract_eval(lambda x: x)
+
+        def jvp(primals, tangents):
+            (x,), (t,) = primals, tangents
+            return p.bind(x), t.at[0].multiply(2.0) + 0 * x[L.np.argmax(x)]
+
+        L.ad.primitive_jvps[p] = jvp
+        L.ad.primitive_transposes[p] = lambda ct, x: (ct.at[0].multiply(2.0),)
+        L.batching.primitive_batchers[p] = lambda args, dims: (
+            args[0].at[:, 0].multiply(2.0) if dims[0] == 0 else p.bind(args[0]), dims[0])
+        x = L.np.arange(1.0, 4.0)
+        g = L.lib.grad(lambda x: L.np.sum(L.np.sin(p.bind(L.np.sin(x)))))(x)
+        want = np.cos(np.sin(x) * [2, 1, 1]) * [2, 1, 1] * np.cos(x)
+        np.testing.assert_allclose(g, want, rtol=1e-12)
+        jv = L.lib.jvp(lambda x: p.bind(L.np.sin(x)), (x,), (L.np.ones(3),))[1]
+        np.testing.assert_allclose(jv, np.cos(x) * [2, 1, 1], rtol=1e-12)
+        b = L.lib.vmap(lambda r: p.bind(L.np.sin(r)))(L.np.ones((2, 3)))
+        np.testing.assert_allclose(b, np.sin(np.ones((2, 3))) * [2, 1, 1], rtol=1e-12)
+        c = L.lib.linear_transpose(lambda t: p.bind(t), x)(L.np.ones(3))[0]
+        np.testing.assert_array_equal(c, [2.0, 1.0, 1.0])
+
+
+@pytest.mark.parametrize("how", ["grad", "jvp", "jit", "vmap"])
+def test_array_of_a_tracer_is_a_new_array_as_jax(how):
+    """``jnp.array(x)``, ``jnp.asarray(x, copy=True)`` and ``jnp.copy(x)`` of a traced
+    ``x`` are new values, as JAX's; under an eager ``grad`` from a Python float the new
+    value is an array (equinox's ``"checkpointed"`` ``while_loop`` reads ``.shape`` of
+    its carry made by ``jnp.array`` in its custom_vjp's ``fwd``)."""
+    for L in (TG, JX):
+        seen = []
+
+        def f(x):
+            ys = (L.np.array(x), L.np.asarray(x, copy=True), L.np.copy(x))
+            seen.append([y is x for y in ys] + [np.shape(y) for y in ys])
+            return ys[0] * 2.0 + ys[1] * ys[2]
+
+        if how == "grad":
+            out = L.lib.grad(f)(1.5)
+        elif how == "jvp":
+            out = L.lib.jvp(f, (1.5,), (1.0,))
+        elif how == "jit":
+            out = L.lib.jit(f)(1.5)
+        else:
+            out = L.lib.vmap(f)(L.np.array([1.5, 2.0]))
+        assert seen == [[False, False, False, (), (), ()]], (L.lib, seen)
+        want = {"grad": 5.0, "jvp": (5.25, 5.0), "jit": 5.25, "vmap": [5.25, 8.0]}[how]
+        np.testing.assert_allclose(np.asarray(out), want)

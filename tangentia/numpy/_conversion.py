@@ -28,7 +28,8 @@ def asarray(a: Any, dtype: DTypeLike | None = None, copy: bool | None = None, *,
     """Convert to an array (tracers are returned as they are, cast if asked)."""
     _check_device(device, "asarray")
     if isinstance(a, _Tracer):
-        return a if dtype is None else astype(a, dtype)
+        out = a if dtype is None else astype(a, dtype)
+        return copy_traced(out) if copy and out is a else out
     if _has_jax_array(a):
         return asarray(a.__jax_array__(), dtype)
     if isinstance(a, (list, tuple)) and builtins.any(_is_tracer(x) for x in _flat_seq(a)):
@@ -77,10 +78,17 @@ def public_astype(x: ArrayLike, dtype: DTypeLike | None, /, *, copy: bool = Fals
     return astype(x, dtype)
 
 
+def copy_traced(x: Any) -> Any:
+    """A new traced value equal to the tracer ``x``, as JAX's copy (``jnp.array(x) is not
+    x``): a conversion to its own dtype, whose value under an eager transformation is an
+    array (a Python scalar's too, as ``array(0.5)`` is; equinox's loops need it)."""
+    return _S.convert_element_type_p.bind(x, new_dtype=_aval(x).dtype, weak_type=False)
+
+
 def copy(a: ArrayLike, order: str | None = None) -> Array:
-    """A copy of ``a`` (under a transformation, the value itself)."""
+    """A copy of ``a`` (under a transformation, a new traced value)."""
     if _is_tracer(a):
-        return a
+        return copy_traced(a)
     return _np.array(_in(a, "copy"), copy=True)   # (an object or a string: JAX's TypeError)
 
 

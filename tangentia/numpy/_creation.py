@@ -193,7 +193,7 @@ def array(object: Any, dtype: DTypeLike | None = None, copy: bool = True, ndmin:
             object = _np.asarray(object)
     if _is_tracer(object) or (isinstance(object, (list, tuple))
                               and builtins.any(_is_tracer(x) for x in _flat_seq(object))):
-        out = asarray(object, dtype)
+        out = asarray(object, dtype, copy=copy)
         while ndim(out) < ndmin:
             out = expand_dims(out, 0)
         return out
