@@ -28,7 +28,7 @@ def asarray(a: Any, dtype: DTypeLike | None = None, copy: bool | None = None, *,
     """Convert to an array (tracers are returned as they are, cast if asked)."""
     _check_device(device, "asarray")
     if isinstance(a, _Tracer):
-        out = a if dtype is None else astype(a, dtype)
+        out: Any = a if dtype is None else astype(a, dtype)
         return copy_traced(out) if copy and out is a else out
     if _has_jax_array(a):
         return asarray(a.__jax_array__(), dtype)

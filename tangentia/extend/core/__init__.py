@@ -18,6 +18,8 @@ import numpy as np
 
 from ... import core as _core
 from ..._array import ArrayImpl
+from ...interpreters import ad as _ad
+from ...interpreters import batching as _batching
 from ...core import ClosedJaxpr, Jaxpr, Literal, Var, subjaxprs
 
 __all__ = ["ClosedJaxpr", "Jaxpr", "Literal", "Primitive", "Var", "array_types",
@@ -62,6 +64,16 @@ class Primitive(_core.Primitive):
         self.impl = evaluate
         return impl
 
+    def bind(self, *args: Any, **params: Any) -> Any:
+        # The rules the library registered in the interpreters' tables
+        # (``ad.primitive_jvps[p] = rule``, ...) get arrays with JAX's methods, as the
+        # implementation does: wrapped here, at the first bind after each registration.
+        for table, wrap in _RULE_TABLES:
+            rule = table.get(self)
+            if rule is not None and getattr(rule, "user_rule", None) is None:
+                table[self] = wrap(rule)
+        return _core.Primitive.bind(self, *args, **params)
+
     def def_abstract_eval(self, abstract_eval: Callable) -> Callable:
         self.abstract_eval = abstract_eval
         return abstract_eval
@@ -78,6 +90,43 @@ class Primitive(_core.Primitive):
 
         self.abstract_eval = abstract_eval
         return effectful_abstract_eval
+
+
+def _user(xs: Any) -> Any:
+    """A rule's array arguments as the library's own code gets them: exact ndarrays
+    (what the interpreters hold) viewed as tangentia arrays, so that ``x.at[i]``,
+    ``x[traced_i]`` and JAX's other array methods work in the rule as in JAX's (a list
+    or tuple of them: each; anything else as it is)."""
+    if type(xs) is np.ndarray:
+        return xs.view(ArrayImpl)
+    if type(xs) in (list, tuple):
+        return type(xs)([x.view(ArrayImpl) if type(x) is np.ndarray else x for x in xs])
+    return xs
+
+
+def _wrap_jvp(rule: Callable) -> Callable:
+    def jvp(primals: Any, tangents: Any, **params: Any) -> Any:
+        return rule(_user(primals), _user(tangents), **params)
+    jvp.user_rule = rule   # type: ignore[attr-defined]
+    return jvp
+
+
+def _wrap_transpose(rule: Callable) -> Callable:
+    def transpose(ct: Any, *args: Any, **params: Any) -> Any:
+        return rule(_user(ct), *_user(args), **params)
+    transpose.user_rule = rule   # type: ignore[attr-defined]
+    return transpose
+
+
+def _wrap_batch(rule: Callable) -> Callable:
+    def batch(args: Any, dims: Any, **params: Any) -> Any:
+        return rule(_user(args), dims, **params)
+    batch.user_rule = rule   # type: ignore[attr-defined]
+    return batch
+
+
+_RULE_TABLES = ((_ad.primitive_jvps, _wrap_jvp), (_ad.primitive_transposes, _wrap_transpose),
+                (_batching.primitive_batchers, _wrap_batch))
 
 
 def jaxpr_as_fun(closed_jaxpr: ClosedJaxpr) -> Callable:
