@@ -15,9 +15,11 @@ process (the main one, or each xdist worker ``gw0``, ``gw1``, ...) writes
 - ``release`` lines for each time conftest released memory between tests;
 - a ``session`` line with the process's peak RSS when it ends.
 
-The last two columns are numba's share: the CPU seconds its compiler ran (outermost
-``numba:compile`` events, each thread's own CPU time, so a background compile counts
-too) and how many such compiles there were.
+Then numba's share: the CPU seconds its compiler ran (outermost ``numba:compile`` events,
+each thread's own CPU time, so a background compile counts too) and how many such compiles
+there were; and JAX's (in the modules that compare with it): the seconds JAX reported for
+tracing, lowering and XLA's compiling of its jitted programs (its ``/jax/core/compile/*``
+events: wall time, so it grows with the machine's load) and how many programs XLA compiled.
 
 All figures in MB.  Linux only (current RSS is read from /proc/self/statm).
 """
@@ -29,7 +31,8 @@ import pytest
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _FIELDS = ("kind", "name", "seconds", "rss_start_mb", "rss_end_mb", "rss_max_mb",
-           "peak_mb", "peak_rise_mb", "cpu_s", "numba_s", "numba_compiles")
+           "peak_mb", "peak_rise_mb", "cpu_s", "numba_s", "numba_compiles", "xla_s",
+           "xla_compiles")
 
 
 def rss_mb():
@@ -92,6 +95,37 @@ class NumbaCompiles:
         return self.seconds, self.count
 
 
+class XlaCompiles:
+    """Totals of JAX's compile events in this process (see the module docstring), counted
+    from when ``start`` finds JAX imported (the recorder tries before every test)."""
+
+    _EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
+               "/jax/core/compile/jaxpr_to_mlir_module_duration",
+               "/jax/core/compile/backend_compile_duration")
+
+    def __init__(self):
+        self.seconds = 0.0
+        self.count = 0
+        self.started = False
+
+    def start(self):
+        import sys
+        if self.started or "jax" not in sys.modules:
+            return
+        self.started = True
+        from jax import monitoring
+
+        def listener(event, duration, **kwargs):
+            if event in self._EVENTS:
+                self.seconds += duration
+                self.count += event == self._EVENTS[2]
+
+        monitoring.register_event_duration_secs_listener(listener)
+
+    def totals(self):
+        return self.seconds, self.count
+
+
 def _module_of(nodeid):
     return nodeid.split("::")[0]
 
@@ -111,25 +145,29 @@ class MemoryRecorder:
         self._test_numba = (0.0, 0)
         self.numba = NumbaCompiles()
         self.numba.start()
+        self.xla = XlaCompiles()
+        self._test_xla = (0.0, 0)
 
     def write(self, kind, name, seconds=0.0, rss0=0.0, rss1=0.0, rss_max=0.0, peak=0.0,
-              rise=0.0, cpu=0.0, numba=(0.0, 0)):
+              rise=0.0, cpu=0.0, numba=(0.0, 0), xla=(0.0, 0)):
         self._out.write(f"{kind}\t{name}\t{seconds:.2f}\t{rss0:.1f}\t{rss1:.1f}\t"
                         f"{rss_max:.1f}\t{peak:.1f}\t{rise:.1f}\t{cpu:.2f}\t"
-                        f"{numba[0]:.2f}\t{numba[1]}\n")
+                        f"{numba[0]:.2f}\t{numba[1]}\t{xla[0]:.2f}\t{xla[1]}\n")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logstart(self, nodeid, location):
         module = _module_of(nodeid)
+        self.xla.start()
         if module != self._module:
             self._module = module
             rss = rss_mb()
             self._module_start = (time.perf_counter(), rss, peak_mb(), cpu_s(),
-                                  self.numba.totals())
+                                  self.numba.totals(), self.xla.totals())
             self._module_max = rss
         self._test_peak = peak_mb()
         self._test_cpu = cpu_s()
         self._test_numba = self.numba.totals()
+        self._test_xla = self.xla.totals()
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_teardown(self, item, nextitem):
@@ -142,20 +180,23 @@ class MemoryRecorder:
         self._module_max = max(self._module_max, rss)
         cpu = cpu_s() - self._test_cpu
         numba = self.numba.totals()
+        self.xla.start()
+        xla = self.xla.totals()
         if peak - self._test_peak >= 20 or cpu >= 0.5:
             self.write("test", nodeid, rss1=rss, peak=peak, rise=peak - self._test_peak,
-                       cpu=cpu, numba=_minus(numba, self._test_numba))
+                       cpu=cpu, numba=_minus(numba, self._test_numba),
+                       xla=_minus(xla, self._test_xla))
         if self._module_ends:
             self._module_ends = False
-            t0, rss0, peak0, cpu0, numba0 = self._module_start
+            t0, rss0, peak0, cpu0, numba0, xla0 = self._module_start
             self.write("module", self._module, time.perf_counter() - t0, rss0, rss,
                        self._module_max, peak, peak - peak0, cpu_s() - cpu0,
-                       _minus(numba, numba0))
+                       _minus(numba, numba0), _minus(xla, xla0))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session):
         self.write("session", "peak", rss1=rss_mb(), peak=peak_mb(), cpu=cpu_s(),
-                   numba=self.numba.totals())
+                   numba=self.numba.totals(), xla=self.xla.totals())
         self._out.close()
 
 
