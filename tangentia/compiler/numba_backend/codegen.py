@@ -790,7 +790,7 @@ class _Gen:
         for v in in_vals:
             if type(v) is not ZV:
                 args.extend([_typed(e, v.dtype) for e in v.elems] if type(v) is SV else [v.name])
-        outs, names = self.template_outputs(template)
+        outs, names = self.template_outputs(template, grouped=True)
         call = f"{fname}({''.join(a + ', ' for a in args)})"
         self.emit(f"({''.join(n + ', ' for n in names)}) = {call}" if names else call)
         return outs
@@ -806,15 +806,24 @@ class _Gen:
         self.deps.append(unit)
         return self.ptr_format.format(len(self.deps) - 1)
 
-    def template_outputs(self, template):
+    def template_outputs(self, template, grouped=False):
         """``(values, names)`` for the results of a call to an outlined body or a compile
         unit, from its ``template`` (``(kind, shape, dtype)`` per output): fresh scalar
         names for each element of a scalarized output, one array name per array output,
-        none for a float0 zero; ``names`` in the order the callee returns them."""
+        none for a float0 zero; ``names`` in the order the callee returns them.
+        ``grouped`` (the callee returns ``result_items``): a scalarized output of several
+        elements is one tuple variable, its elements read ``ct<N>[k]`` where they are used
+        (a loop carry's form, ``from_names``): a loop's body returning its carries gives
+        them whole (``ct5 = ct9``), not unpacked into names and packed again."""
         outs, names = [], []
         for kind, shape, dtype in template:
             if kind is ZV:
                 outs.append(ZV(shape, dtype))
+            elif kind is SV and grouped and _size(shape) > 1:
+                t = self.tuple_name()
+                self.tuple_lens[t] = _size(shape)
+                names.append(t)
+                outs.append(SV(shape, dtype, [f"{t}[{k}]" for k in range(_size(shape))]))
             elif kind is SV:
                 els = [self.name("s") for _ in range(_size(shape))]
                 names.extend(els)
@@ -823,6 +832,25 @@ class _Gen:
                 names.append(self.name("a"))
                 outs.append(AV(shape, dtype, names[-1]))
         return outs, names
+
+    def result_items(self, outs):
+        """The items a called body returns for its outputs ``outs`` (settled values), as
+        ``template_outputs(..., grouped=True)`` reads them: an array's name, a scalar, or
+        the tuple of a scalarized output's elements (``(a, b, )``; a whole carry tuple
+        read in order is that tuple, ``packed``)."""
+        ret = []
+        for o in outs:
+            if type(o) is AV:
+                ret.append(o.name)
+            elif type(o) is SV:
+                els = [_typed(e, o.dtype) for e in o.elems]
+                if len(els) <= 1:
+                    ret.extend(els)
+                else:
+                    items = self.packed(els)
+                    ret.append(items[0] if len(items) == 1 and items[0] != els[0]
+                               else "(" + "".join(e + ", " for e in els) + ")")
+        return ret
 
     def _outline(self, body, in_vals):
         saved = self.lines, self.depth, self.scopes
@@ -840,10 +868,7 @@ class _Gen:
                 params.append(n)
                 vals.append(AV(v.shape, v.dtype, n))
         outs = [self.settle(o) for o in body(vals)]
-        ret = []
-        for o in outs:
-            if type(o) is not ZV:
-                ret.extend(o.elems if type(o) is SV else [o.name])
+        ret = self.result_items(outs)
         self.emit(f"return ({''.join(r + ', ' for r in ret)})")
         body = self.lines
         self.lines, self.depth, self.scopes = saved
