@@ -98,6 +98,7 @@ import sys
 
 from ... import core
 from ..backend import Backend, register_backend
+from . import objcache
 
 __all__ = ["NumbaBackend", "all_primitives", "lowering_paths", "SMALL"]
 # The compile estimate (tiering's rent-or-buy, and the progress line): a linear fit of
@@ -145,6 +146,26 @@ def _elements(aval):
     return size
 
 
+_FAST = core.ProgramMemo("numba backend: programs loaded from the machine-code cache")
+
+
+def _fast_load(jaxpr):
+    """The program's machine code kept by an earlier process (``objcache``), loaded
+    without numba, while the compiler is not imported in this process (memoized per
+    key: the environment's settings are part of it); else None."""
+    if not objcache.enabled() or objcache.compiler_imported():
+        return None
+    key = objcache.program_key(jaxpr)
+    if key is None:
+        return None
+    fn = _FAST.get(jaxpr, key)
+    if fn is None:
+        fn = objcache.load(jaxpr)
+        if fn is not None:
+            fn = _FAST.setdefault(jaxpr, fn, key)
+    return fn
+
+
 def _native():
     """The compiler module (``native``), imported on first use (the import system
     caches it and makes concurrent first imports wait for one another)."""
@@ -163,9 +184,11 @@ class NumbaBackend(Backend):
     def compiled(self, jaxpr):
         # (kept per the compile's settings, ``native._settings``: none before the compiler
         # is imported; a module still being imported, by the background compile thread,
-        # may not define ``compiled`` yet, and has compiled nothing)
+        # may not define ``compiled`` yet, and has compiled nothing.  Before that, the
+        # machine code kept on disk by an earlier process, if any: ``objcache``)
         compiled = getattr(sys.modules.get(f"{__name__}.native"), "compiled", None)
-        return None if compiled is None else compiled(jaxpr)
+        fn = None if compiled is None else compiled(jaxpr)
+        return fn if fn is not None else _fast_load(jaxpr)
 
     def compile_estimate(self, jaxpr):
         # numba's typing and lowering of the generated code (see SECONDS_PER_EQUATION)
@@ -173,7 +196,12 @@ class NumbaBackend(Backend):
         return SECONDS_BASE + SECONDS_PER_EQUATION * small + SECONDS_PER_ARRAY_EQUATION * large
 
     def compile(self, jaxpr):
-        return _native().NumbaCompiler(self.compile_estimate(jaxpr)).compile(jaxpr)
+        fn = _fast_load(jaxpr)
+        if fn is None:
+            fn = _native().NumbaCompiler(self.compile_estimate(jaxpr)).compile(jaxpr)
+            if objcache.enabled():
+                objcache.save(jaxpr, fn)
+        return fn
 
     def source(self, jaxpr):
         return _native().NumbaCompiler().source(jaxpr)
