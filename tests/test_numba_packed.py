@@ -12,14 +12,16 @@ pytest.importorskip("numba")
 
 import tangentia as tg  # noqa: E402
 import tangentia.numpy as tnp  # noqa: E402
+from tangentia import lax  # noqa: E402
 from tangentia.compiler.backend import get_backend  # noqa: E402
 from tangentia.compiler.numba_backend import NumbaBackend, native  # noqa: E402
 from tangentia.interpreters.partial_eval import convert_constvars_to_invars  # noqa: E402
 
 
 def f(a: Any, b: Any, v: Any, c: Any, n: Any, w: Any, d: Any) -> Any:
-    # four scalarized float64 inputs (a, b, v: 2 elements, c, d: five, w not: 20 elements)
-    # and an integer one, read in an order unlike their positions
+    # five scalarized float64 inputs (a, b, v: 2 elements, c, d), a small array (w: 20
+    # elements, a view of the buffer) and an integer one, read in an order unlike their
+    # positions
     return (tnp.sin(d) * v[1] + c * n - a * b + v[0], tnp.sum(w * d) + c, w[3:5] * v + a)
 
 
@@ -31,7 +33,7 @@ def test_packed_inputs_give_the_numpy_backends_numbers_and_check_shapes() -> Non
     closed = tg.make_jaxpr(f)(*ARGS)
     assert not closed.consts
     jaxpr = convert_constvars_to_invars(closed.jaxpr)
-    assert native._packed_inputs(jaxpr, native.SMALL) == (0, 1, 2, 3, 6)
+    assert native._packed_inputs(jaxpr, native.SMALL) == (0, 1, 2, 3, 5, 6)
     fn = NumbaBackend().compile(jaxpr)
     assert "_xp" in fn.source
     want = get_backend("numpy").compile(jaxpr)(*ARGS)
@@ -64,3 +66,61 @@ def test_few_scalar_inputs_stay_arguments() -> None:
     jaxpr = convert_constvars_to_invars(closed.jaxpr)
     assert native._packed_inputs(jaxpr, native.SMALL) == ()
     assert "_xp" not in NumbaBackend().source(jaxpr)
+
+
+# Small arrays (closed-over matrices) are packed too, and reach compile units and IR
+# blocks as views of the buffer: a unit takes runs of consecutive ones as one segment.
+RNG = np.random.default_rng(3)
+WS = [RNG.standard_normal((5, 5)) / 3.0 for _ in range(4)]
+
+
+def layers(c0: Any, xs: Any) -> Any:
+    def body(h: Any, x: Any) -> Any:
+        # out of order, one twice, one read by ordinary code (cumsum), not by a block
+        for W in (WS[2], WS[0], WS[1], WS[0]):
+            h = tnp.tanh(W @ h + x)
+        return h + 0.1 * tnp.cumsum(WS[3], axis=0)[-1], h[0]
+    return lax.scan(body, c0, xs)
+
+
+def test_small_arrays_reach_units_and_blocks_as_views_of_the_buffer(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    import weakref
+    monkeypatch.setattr(native, "UNIT_MIN_COST", 20)
+    monkeypatch.setattr(native, "_UNITS", weakref.WeakValueDictionary())
+    monkeypatch.setenv("TANGENTIA_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TANGENTIA_NUMBA_UNITS", raising=False)
+    args = [np.linspace(-0.5, 0.5, 5), RNG.standard_normal((6, 5))]
+    closed = tg.make_jaxpr(layers)(*args)
+    jaxpr = convert_constvars_to_invars(closed.jaxpr)
+    full = list(closed.consts) + args
+    fn = NumbaBackend().compile(jaxpr)
+    head, _, unit = fn.source.partition("# ---- unit")
+    assert "def program(_xp, _up):" in head     # every input in the buffer
+    assert unit and "_xp" not in unit           # the unit takes segments of it
+    body = unit[unit.index("def body("):].split("\n")[0]
+    assert body.count(",") < 16, body           # not one parameter per matrix
+    monkeypatch.setattr(native, "PACK_MIN_INPUTS", 10 ** 9)     # every array an argument
+    plain = NumbaBackend().compile(convert_constvars_to_invars(tg.make_jaxpr(layers)(*args).jaxpr))
+    assert "_xp" not in plain.source
+    got, want = fn(*full), plain(*full)
+    for g, w in zip(got, want):
+        assert g.tobytes() == w.tobytes()       # the same bits
+    for g, w in zip(got, get_backend("numpy").compile(jaxpr)(*full)):
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-15)
+    bad = list(full)
+    bad[0] = np.ones((5, 4))
+    with pytest.raises(TypeError, match=r"shape \(5, 4\) where \(5, 5\) was compiled for"):
+        fn(*bad)
+
+
+def test_segments_join_consecutive_views_of_a_buffer() -> None:
+    from tangentia.compiler.numba_backend.codegen import AV
+    f8 = np.dtype(np.float64)
+
+    class G:
+        views = {"a": ("_xp", 0), "b": ("_xp", 25), "c": ("_xp", 50), "d": ("_xq", 0)}
+    vals = [AV((5, 5), f8, n) for n in "bacbd"] + [AV((5, 5), f8, "e")]
+    refs, segs = native._segments(G(), vals)
+    assert segs == [("_xp", 25, 50), ("_xp", 0, 25), ("_xq", 0, 25)]
+    assert refs == [(0, 0), (1, 0), (0, 25), (0, 0), (2, 0), None]

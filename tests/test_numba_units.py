@@ -227,3 +227,20 @@ def test_a_lowered_threshold_is_never_served_what_another_decided(
     np.testing.assert_array_equal(small(*full)[0], fn(*full)[0])
     monkeypatch.setattr(native, "UNIT_MIN_COST", default)   # (back: the first code again)
     assert backend.compiled(jaxpr) is fn
+
+
+def test_the_cache_key_holds_the_pipeline_and_llvm_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    # (numba's disk cache keys a function by its module, named by this key: code compiled
+    # under TANGENTIA_NUMBA_LARGE_IR or TANGENTIA_NUMBA_LEAN's other value is never read)
+    source = "def f(x):\n    return x\n"
+    monkeypatch.delenv("TANGENTIA_NUMBA_LEAN", raising=False)
+    monkeypatch.delenv("TANGENTIA_NUMBA_LARGE_IR", raising=False)
+    default = native._source_key(source)
+    assert native._source_key(source) == default
+    monkeypatch.setenv("TANGENTIA_NUMBA_LARGE_IR", "0")
+    no_large = native._source_key(source)
+    monkeypatch.setenv("TANGENTIA_NUMBA_LARGE_IR", str(native.LARGE_IR))
+    assert native._source_key(source) == default        # (the default, spelled out)
+    monkeypatch.setenv("TANGENTIA_NUMBA_LEAN", "0")
+    no_lean = native._source_key(source)
+    assert len({default, no_large, no_lean}) == 3

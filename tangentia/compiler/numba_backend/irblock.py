@@ -54,7 +54,7 @@ from ...primitives import contraction as C, elementwise as E, indexing as I, red
 from ...primitives import misc as M, remat, structural as S
 from . import vecmath, vecmath_trig
 from .rowio import _CHUNK, chunks as _chunks, nest as _nest  # noqa: F401 - (_nest: read by native)
-from .rowio import flat_types, flat_values, row_load_p, row_store_p
+from .rowio import flat_types, flat_values, row_load_p, row_store_p, view_struct
 from .codegen import (AV, SV, UNROLL, _bidx, _dt, _is_float0, _lit, _nbtype, _ravel,
                       _shape_str, _size, _typed)
 from .plan import UNROLL_MAX_TERMS
@@ -596,14 +596,29 @@ def _emit(g, bb, results, env):
     # the scalar expressions of the inputs (named: each is read once, by the call),
     # each passed once (``in_map``: input node -> argument, or (array, element) for an
     # element of an array passed whole: ``bb.arrays``)
+    # (an array that is a view of a buffer, ``native._Views``, is read in the buffer: the
+    # block takes the buffer, once, not the array; ``views[a]``: ``(argument, element
+    # offset or None, shape)`` of array ``a``)
     srcs, args, where, in_map = {}, [], {}, []
-    arrays, arr_pos = [], {}
+    arrays, arr_pos, views, view_avs, arg_pos = [], {}, [], [], {}
+    g_views = getattr(g, "views", None) or {}
     for var, k, dtype in bb.inputs:
         if var in bb.arrays:
             a = arr_pos.get(var)
             if a is None:
-                a = arr_pos[var] = len(arrays)
-                arrays.append(env[var])
+                a = arr_pos[var] = len(views)
+                av = env[var]
+                view_avs.append(av)
+                buf, off = g_views.get(av.name, (None, None))
+                if buf is None:
+                    views.append((len(arrays), None, av.shape))
+                    arrays.append(av)
+                else:
+                    j = arg_pos.get(buf)
+                    if j is None:
+                        j = arg_pos[buf] = len(arrays)
+                        arrays.append(AV((None,), av.dtype, buf))
+                    views.append((j, off, av.shape))
             in_map.append((a, k))
             continue
         sv = srcs.get(var)
@@ -625,7 +640,7 @@ def _emit(g, bb, results, env):
             if op == "in":
                 m = in_map[param]
                 if type(m) is tuple:
-                    av = arrays[m[0]]
+                    av = view_avs[m[0]]
                     elems.append(g.scalar(g.elem(av, np.unravel_index(m[1], av.shape))))
                 else:
                     elems.append(args[m])
@@ -650,8 +665,10 @@ def _emit(g, bb, results, env):
             + bb.text(out_ids))
     if arrays:
         text = " ".join(f"{dt.str}{list(shape)}" for dt, shape in arr_specs) + "\n" + text
+        if any(off is not None for _, off, _ in views):
+            text = " ".join(f"{j}@{off}{list(shape)}" for j, off, shape in views) + "\n" + text
     digest = hashlib.sha256(text.encode()).hexdigest()[:24]
-    fn = _intrinsic(digest, bb.nodes, in_dts, in_map, out_ids, arr_specs)
+    fn = _intrinsic(digest, bb.nodes, in_dts, in_map, out_ids, arr_specs, views)
     name = g.glob(fn, "_blk")
     g.notes.append(f"# {name}: irblock {digest} ({len(bb.nodes)} nodes)")
     # (a run of all of a loop carry's elements, in order, is passed as its tuple: ``g.packed``;
@@ -672,18 +689,20 @@ _MEMO_MAX = 4096
 _LOCK = threading.Lock()
 
 
-def _intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=()):
+def _intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=(), views=()):
     with _LOCK:
         fn = _INTRINSICS.get(digest)
         if fn is None:
             if len(_INTRINSICS) >= _MEMO_MAX:   # (compiled programs keep theirs)
                 _INTRINSICS.clear()
             fn = _INTRINSICS[digest] = _make_intrinsic(digest, nodes, in_dts, in_map, out_ids,
-                                                       arr_specs)
+                                                       arr_specs, views)
     return fn
 
 
-def _make_intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=()):
+def _make_intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=(), views=()):
+    if not views:       # (each array argument read itself)
+        views = [(a, None, shape) for a, (_, shape) in enumerate(arr_specs)]
     in_types = [_nbtype(dt) for dt in in_dts]
     n_in = len(in_types)
     shape = _chunks(list(range(len(out_ids))))      # (the outputs' nesting: ``_nest``)
@@ -709,7 +728,7 @@ def _make_intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=()):
         if arr_specs:
             arrs = [(aty, context.make_array(aty)(context, builder, llargs[1 + a]))
                     for a, aty in enumerate(sig.args[1:])]
-            ins = _Inputs(context, builder, vals, in_map, arrs, [s for _, s in arr_specs])
+            ins = _Inputs(context, builder, vals, in_map, arrs, views)
         else:
             ins = [vals[p] for p in in_map]
         res = _emit_ir(context, builder, nodes, ins, out_ids, digest)
@@ -743,11 +762,13 @@ def _make_intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=()):
 class _Inputs:
     """The values of a block's input nodes, by position: a scalar argument, or an
     element of an array argument, loaded when first asked for (only the elements
-    the outputs need are read)."""
+    the outputs need are read).  ``views[a]``: ``(argument, offset, shape)`` of the
+    block's array ``a``: the argument itself (offset None), or the C-contiguous array
+    of ``shape`` at that element offset of the argument (a buffer, ``_emit``)."""
 
-    def __init__(self, context, builder, vals, in_map, arrs, shapes):
+    def __init__(self, context, builder, vals, in_map, arrs, views):
         self.context, self.builder, self.vals, self.in_map = context, builder, vals, in_map
-        self.arrs, self.shapes = arrs, shapes
+        self.arrs, self.views = arrs, views
 
     def lazy(self, p):
         """Input ``p``: a scalar argument's value, or an array element to load where it
@@ -761,15 +782,21 @@ class _Inputs:
         if type(m) is int:
             return self.vals[m]
         a, k = m
-        aty, ary = self.arrs[a]
-        if k is None:       # (the whole array: ``_Block.array``)
-            return _ArrIn(aty, ary)
+        j, off, shape = self.views[a]
+        aty, ary = self.arrs[j]
         builder = self.builder
         i64 = ir.IntType(64)
+        if k is None:       # (the whole array: ``_Block.array``)
+            if off is None:
+                return _ArrIn(aty, ary)
+            return _ArrIn(nbt.Array(aty.dtype, len(shape), "C"),
+                          _View(self.context, builder, aty, ary, ir.Constant(i64, off), shape))
+        if off is not None:
+            k += off
         if aty.layout == "C":
             ptr = builder.gep(ary.data, [ir.Constant(i64, k)])
         else:
-            idx = [ir.Constant(i64, int(i)) for i in np.unravel_index(k, self.shapes[a])]
+            idx = [ir.Constant(i64, int(i)) for i in np.unravel_index(k, shape)]
             ptr = cgutils.get_item_pointer2(self.context, builder, ary.data,
                                             cgutils.unpack_tuple(builder, ary.shape),
                                             cgutils.unpack_tuple(builder, ary.strides),
@@ -784,6 +811,24 @@ class _Lazy:
 
     def __init__(self, inputs, p):
         self.inputs, self.p = inputs, p
+
+
+class _View:
+    """The structure of an array in a buffer (``_Inputs``) as loops read it: its data
+    pointer; the whole structure (``rowio.view_struct``, 30 LLVM instructions) is built
+    only where it is stored (a value crossing pieces of a split block, ``_emit_ir``)."""
+
+    __slots__ = ("args", "data", "struct")
+
+    def __init__(self, context, builder, aty, ary, off, shape):
+        self.args = (context, builder, aty, ary, off, shape, aty.dtype)
+        self.data = builder.gep(ary.data, [off])
+        self.struct = None
+
+    def _getvalue(self):
+        if self.struct is None:
+            self.struct = view_struct(*self.args)[1]._getvalue()
+        return self.struct
 
 
 class _ArrIn:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -28,7 +29,7 @@ from ...core import ProgramMemo
 from ...primitives import control_flow as CF
 from ..backend import COMPILE_THREAD, Backend, cache_root
 from .memo import COMPILED
-from . import codegen, elementwise_loop, helpers, irblock, vecmath, vecmath_trig
+from . import codegen, elementwise_loop, helpers, irblock, rowio, vecmath, vecmath_trig
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
                       _typed, _weight, AV, SV, ZV)
 from .plan import Settings
@@ -167,8 +168,8 @@ def _make_lean_compiler():
 # 2026-12-06): see benchmarks/RESULTS.md, "Cold first calls".  ``TANGENTIA_NUMBA_LARGE_IR=0``
 # turns it off; another number sets the threshold.  Only the generated programs and units
 # (the lean pipeline's libraries) are concerned: the vector math, the GEMM kernel and
-# numba's own functions keep numba's pipeline.  (numba's disk cache key does not hold the
-# setting: a program cached under one setting is loaded under the other.)
+# numba's own functions keep numba's pipeline.  The setting is part of the name of a
+# generated module (``_source_key``), so of numba's disk cache key.
 LARGE_IR = 6000
 LARGE_STATS = {"large": 0}   # libraries compiled under the -O1 pipeline
 
@@ -285,26 +286,71 @@ def _module_source(g, fname, params):
     return "\n".join(head) + "\n" + "\n".join(funcs) + main + "\n"
 
 
-# Programs with at least this many scalarized float64 inputs take them packed in one
-# array (``_packed_inputs``).
+# Programs with at least this many scalarized or small float64 inputs take them packed in
+# one array (``_packed_inputs``).
 PACK_MIN_INPUTS = 4
+PACK_MAX_ELEMENTS = 1 << 16     # elements packed at most (copied at each call)
 
 
 def _packed_inputs(jaxpr, limit):
     """The indices of the inputs of ``jaxpr`` passed packed, one after the other, in
-    one float64 array (the program's argument ``_xp``): its scalarized float64 inputs
-    (at most ``limit`` elements), if it has at least ``PACK_MIN_INPUTS``; else none.
-    numba's code for an array argument (unboxing in the wrapper it compiles around the
-    program, the array's structure, a read of each element) cost about 5 ms of
-    compile per argument: the pendulum gradient's 41 scalar constants (y0, the time
-    grid's steps, the residuals) 0.2 s of its 1.6 s; in one array, with a read of
-    one element each, 0.2 s less.  Calls cost no more (one ``np.concatenate``
-    instead of 41 conversions and unboxings)."""
+    one float64 array (the program's argument ``_xp``): its float64 inputs of at most
+    ``irblock.ARRAY_MAX`` elements (in all at most ``PACK_MAX_ELEMENTS``), if it has at
+    least ``PACK_MIN_INPUTS``; else none.  numba's code for an array argument (unboxing
+    in the wrapper it compiles around the program, the array's structure, a read of
+    each element) cost about 5 ms of compile per argument: the pendulum gradient's 41
+    scalar constants (y0, the time grid's steps, the residuals) 0.2 s of its 1.6 s; in
+    one array, with a read of one element each, 0.2 s less.  Calls cost no more (one
+    ``np.concatenate`` instead of 41 conversions and unboxings).  A scalarized input
+    is read from the buffer element by element; a larger one is a view of it
+    (``rowio.view_at``), passed on to compile units and IR blocks as its offset in the
+    buffer (``_Views``): the scan of 100 closed-over 8x8 matrices passed 100 arrays to
+    its program and to each of its two units."""
     if one_loop(jaxpr) is not None:
         return ()
-    idx = tuple(i for i, v in enumerate(jaxpr.invars)
-                if v.aval.dtype == np.float64 and _size(v.aval.shape) <= limit)
-    return idx if len(idx) >= PACK_MIN_INPUTS else ()
+    idx, total = [], 0
+    for i, v in enumerate(jaxpr.invars):
+        n = _size(v.aval.shape)
+        if v.aval.dtype == np.float64 and n <= max(limit, irblock.ARRAY_MAX) \
+                and total + n <= PACK_MAX_ELEMENTS:
+            idx.append(i)
+            total += n
+    return tuple(idx) if len(idx) >= PACK_MIN_INPUTS else ()
+
+
+class _Views:
+    """The arrays of a generated function that are views of a buffer it holds (a
+    program's ``_xp``, a unit's segment of its caller's): ``g.views``, array name ->
+    ``(buffer name, element offset)``, read by ``_lower_unit`` (which passes a unit
+    the buffer, not the arrays) and ``irblock`` (which reads the buffer in place).
+    Each view is defined at the function's start (``add``) and the definitions of
+    those no statement reads are dropped at its end (``prune``)."""
+
+    def __init__(self, g):
+        self.g = g
+        self.lines = []     # (line index, name)
+        g.views = {}
+
+    def add(self, buf, off, shape, dtype, prefix):
+        g = self.g
+        name = g.name(prefix)
+        fn = g.helpers.get(("view", tuple(shape)))
+        if fn is None:
+            fn = g.helpers[("view", tuple(shape))] = g.glob(rowio.view_at(shape), "_v")
+        g.emit(f"{name} = {fn}({buf}, {off})")
+        self.lines.append((len(g.lines) - 1, name))
+        g.views[name] = (buf, off)
+        return AV(shape, dtype, name)
+
+    def prune(self):
+        g = self.g
+        if not self.lines:
+            return
+        drop = {k for k, _ in self.lines}
+        used = set(re.findall(r"[A-Za-z_]\w*", "\n".join(
+            [ln for k, ln in enumerate(g.lines) if k not in drop] + g.functions)))
+        dead = {k for k, name in self.lines if name not in used}
+        g.lines = [ln for k, ln in enumerate(g.lines) if k not in dead]
 
 
 def _generate(jaxpr, settings=None):
@@ -315,6 +361,7 @@ def _generate(jaxpr, settings=None):
     packed (``_packed_inputs``) or float0, in order, then the packed ones' array
     ``_xp``, then the units' addresses ``_up``."""
     g = _new_gen(_settings() if settings is None else settings)
+    views = _Views(g)
     loop = one_loop(jaxpr)
     packed = set(_packed_inputs(jaxpr, g.limit))
     params, in_vals, offset = [], [], 0
@@ -326,7 +373,11 @@ def _generate(jaxpr, settings=None):
             continue
         if i in packed:
             n = _size(a.shape)
-            in_vals.append(SV(a.shape, a.dtype, [g.scalar(f"_xp[{offset + k}]") for k in range(n)]))
+            if g.is_small(a.shape):
+                in_vals.append(SV(a.shape, a.dtype, [g.scalar(f"_xp[{offset + k}]")
+                                                     for k in range(n)]))
+            else:
+                in_vals.append(views.add("_xp", offset, a.shape, a.dtype, "x"))
             offset += n
             continue
         params.append(g.name("x"))
@@ -340,6 +391,7 @@ def _generate(jaxpr, settings=None):
         outs = g.lower_jaxpr(jaxpr, in_vals)
         names = [g.array(o).name for o in outs if type(o) is not ZV]
     g.emit("return (" + "".join(n + ", " for n in names) + ")")
+    views.prune()
     if g.deps:
         params.append("_up")
     return _module_source(g, "program", params), g.globals, g.objmode, g.fallbacks, list(g.deps)
@@ -391,11 +443,22 @@ _MODULE_LOCK = threading.Lock()
 
 
 def _source_key(source):
-    """The hash naming a module of ``source`` (with the library's version tag)."""
+    """The hash naming a module of ``source`` (with the library's version tag and the
+    settings of numba's compile of it, ``_compile_tag``: numba's disk cache keys a
+    function by its module, so code compiled under another setting is never read)."""
     global _VERSION
     if _VERSION is None:
         _VERSION = _version_tag()
-    return hashlib.sha256((_VERSION + "\n" + source).encode()).hexdigest()[:32]
+    text = _VERSION + "\n" + _compile_tag() + "\n" + source
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _compile_tag():
+    """The settings of numba's compile of generated code: the pipeline
+    (``TANGENTIA_NUMBA_LEAN``) and LLVM's level for large functions
+    (``TANGENTIA_NUMBA_LARGE_IR``).  The numbers are the same under each; the code and
+    its speed are not."""
+    return f"lean={os.environ.get('TANGENTIA_NUMBA_LEAN', '1') != '0'} large_ir={_large_ir()}"
 
 
 def _load_module(source, glb, prefix="tangentia_numba_"):
@@ -873,24 +936,30 @@ UNIT_STATS = {"compiled": 0, "loaded": 0, "reused": 0}   # unit compiles, by out
 
 def _lower_unit(g, jaxpr, in_vals):
     """``_Gen.units``: emit a call of ``jaxpr``, which the outlining pass made a compile
-    unit (``plan.CallPlan``), as a call through the unit's address."""
+    unit (``plan.CallPlan``), as a call through the unit's address.  Arrays that are
+    views of a buffer (``_Views``) reach the unit as segments of it (``_segments``)."""
     in_vals = [g.settle(v) for v in in_vals]
-    key = ("unit", id(jaxpr), tuple((type(v), v.shape, v.dtype) for v in in_vals))
+    refs, segs = _segments(g, in_vals)
+    key = ("unit", id(jaxpr), tuple((type(v), v.shape, v.dtype) for v in in_vals),
+           tuple(refs), tuple(n for _, _, n in segs))
     unit = g.helpers.get(key)
     if unit is None:
-        unit = g.helpers[key] = _make_unit(g.settings, jaxpr, in_vals)
+        unit = g.helpers[key] = _make_unit(g.settings, jaxpr, in_vals, refs,
+                                           [n for _, _, n in segs])
     g.objmode |= unit.objmode
     g.fallbacks |= unit.fallbacks
     args = []
-    for v in in_vals:
+    for v, ref in zip(in_vals, refs):
         if type(v) is SV:
             args.extend(_typed(e, v.dtype) for e in v.elems)
-        elif type(v) is AV:
+        elif type(v) is AV and ref is None:
             name = v.name
             if not name.isidentifier():
                 name = g.name("a")
                 g.emit(f"{name} = np.ascontiguousarray({v.name})")
             args.append(name)
+    for buf, start, n in segs:
+        args.append(_segment_view(g, buf, start, n))
     ptr = g.unit_ptr(unit)
     args.extend(g.unit_ptr(d) for d in unit.deps)
     outs, names = g.template_outputs(unit.template)
@@ -903,13 +972,57 @@ def _lower_unit(g, jaxpr, in_vals):
     return outs
 
 
-def _make_unit(settings, jaxpr, in_vals):
+def _segments(g, in_vals):
+    """Where the arrays of ``in_vals`` that are views of a buffer (``g.views``) are in
+    the segments passed in their place: ``(refs, segs)``, ``refs[k]`` ``(segment, element
+    offset in it)`` for such an array (else None), ``segs`` ``(buffer, start, length)``
+    per segment.  An array right after one of a segment in the same buffer extends it:
+    the closed-over constants of a loop body, packed in order, are one segment, and the
+    unit's source (the offsets in its segments) is the same in every program passing
+    them so."""
+    views = getattr(g, "views", None) or {}
+    refs, segs = [], []
+    for v in in_vals:
+        ref = views.get(v.name) if type(v) is AV else None
+        if ref is None:
+            refs.append(None)
+            continue
+        buf, off = ref
+        n = _size(v.shape)
+        for k, (b, start, length) in enumerate(segs):
+            if b == buf and start <= off and off + n <= start + length:   # (passed twice)
+                refs.append((k, off - start))
+                break
+            if b == buf and off == start + length:
+                segs[k] = (b, start, length + n)
+                refs.append((k, off - start))
+                break
+        else:
+            refs.append((len(segs), 0))
+            segs.append((buf, off, n))
+    return refs, segs
+
+
+def _segment_view(g, buf, start, n):
+    """The expression of the segment ``buf[start:start + n]`` (``rowio.view_at``)."""
+    fn = g.helpers.get(("view", (n,)))
+    if fn is None:
+        fn = g.helpers[("view", (n,))] = g.glob(rowio.view_at((n,)), "_v")
+    return f"{fn}({buf}, {start})"
+
+
+def _make_unit(settings, jaxpr, in_vals, refs=None, segs=()):
     """Generate the unit computing ``jaxpr`` on values represented as ``in_vals`` (under
-    the ``settings`` of the program calling it)."""
+    the ``settings`` of the program calling it); ``refs`` and ``segs``: the arrays it
+    takes as views of segments of lengths ``segs`` (``_segments``)."""
     c = _new_gen(settings)
     c.ptr_format = "_q{}"
+    views = _Views(c)
+    if refs is None:
+        refs = [None] * len(in_vals)
     params, vals, argtys = [], [], []
-    for v in in_vals:
+    seg_names = [c.name("p") for _ in segs]
+    for v, ref in zip(in_vals, refs):
         if type(v) is ZV:
             vals.append(v)
         elif type(v) is SV:
@@ -917,16 +1030,21 @@ def _make_unit(settings, jaxpr, in_vals):
             params.extend(els)
             argtys.extend([_nbtype(v.dtype)] * len(els))
             vals.append(SV(v.shape, v.dtype, els))
+        elif ref is not None:
+            vals.append(views.add(seg_names[ref[0]], ref[1], v.shape, v.dtype, "p"))
         else:
             params.append(c.name("p"))
             argtys.append(nbt.Array(_nbtype(v.dtype), len(v.shape), "C"))
             vals.append(AV(v.shape, v.dtype, params[-1]))
+    params.extend(seg_names)
+    argtys.extend([_PACKED] * len(seg_names))
     outs = [c.settle(o) for o in c.lower_jaxpr(jaxpr, vals)]
     ret = []
     for o in outs:
         if type(o) is not ZV:
             ret.extend(o.elems if type(o) is SV else [o.name])
     c.emit(f"return {irblock._nest(ret)}")
+    views.prune()
     params.extend(c.ptr_format.format(k) for k in range(len(c.deps)))
     argtys.extend([nbt.int64] * len(c.deps))
     source = _module_source(c, "body", params)
