@@ -81,10 +81,9 @@ _install_boundaries(scipy.fft, scipy.integrate, scipy.ndimage, scipy.optimize, s
 from ._docstrings import document_public as _document_public
 _document_public()
 
-__version__ = "0.1.0"
-# The JAX release whose API tangentia follows: libraries written for JAX choose their
-# code paths by it (equinox: `jax.__version_info__ >= (0, 5, 1)`).
-__version_info__ = (0, 10, 2)
+# tangentia's version, and the JAX release whose API it follows (``jax.version``)
+from . import version  # noqa: E402
+from .version import __version__, __version_info__  # noqa: E402,F401
 
 __all__ = ["typing", "sharding", "make_mesh", "NamedSharding", "P", "Device", "Shard",
            "copy_to_host_async", "host_count", "host_id", "host_ids", "make_array_from_callback",

@@ -1,6 +1,7 @@
-"""``jax.api_util``: ``flatten_fun`` and ``debug_info``, with which libraries written
-for JAX trace a function of pytrees as one of flat arguments (numpyro's provenance
-tracking, imported by ``numpyro.infer``)."""
+"""``jax.api_util``: ``flatten_fun`` (and ``flatten_fun_nokwargs``) and ``debug_info``,
+with which libraries written for JAX trace a function of pytrees as one of flat
+arguments (numpyro's provenance tracking, imported by ``numpyro.infer``; flax's
+``nn.scan``)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -9,7 +10,7 @@ from typing import Any
 from .extend.linear_util import WrappedFun
 from .tree_util import PyTreeDef, tree_flatten, tree_unflatten
 
-__all__ = ["debug_info", "flatten_fun"]
+__all__ = ["debug_info", "flatten_fun", "flatten_fun_nokwargs"]
 
 
 class DebugInfo:
@@ -32,10 +33,23 @@ def flatten_fun(fun: WrappedFun, in_tree: PyTreeDef) -> tuple[WrappedFun, Callab
     """``fun`` of ``(args, kwargs)`` (a pytree of structure ``in_tree``) as a function of
     its flat leaves returning flat outputs; the thunk gives the outputs' structure once
     it has been called."""
+    return _flatten(fun, in_tree, True)
+
+
+def flatten_fun_nokwargs(fun: WrappedFun, in_tree: PyTreeDef
+                         ) -> tuple[WrappedFun, Callable[[], Any]]:
+    """As ``flatten_fun``, ``in_tree`` the structure of the positional arguments alone
+    (a tuple; flax's ``nn.scan``)."""
+    return _flatten(fun, in_tree, False)
+
+
+def _flatten(fun: WrappedFun, in_tree: PyTreeDef, with_kwargs: bool
+             ) -> tuple[WrappedFun, Callable[[], Any]]:
     store: dict[str, PyTreeDef] = {}
 
     def flat(*leaves: Any) -> list:
-        args, kwargs = tree_unflatten(in_tree, leaves)
+        args, kwargs = (tree_unflatten(in_tree, leaves) if with_kwargs
+                        else (tree_unflatten(in_tree, leaves), {}))
         out_leaves, store["tree"] = tree_flatten(fun.call_wrapped(*args, **kwargs))
         return out_leaves
 

@@ -59,7 +59,8 @@ class ShapedArray(AbstractValue):
 
     __slots__ = ("shape", "dtype", "weak_type")
 
-    def __init__(self, shape, dtype, weak_type=False):
+    def __init__(self, shape, dtype, weak_type=False, *, sharding=None):
+        # (``sharding``: JAX's, which flax's nn.scan passes; one device here)
         self.shape = shape
         # a scalar type (ShapedArray((3,), np.float32)) becomes its dtype, as JAX's
         self.dtype = np.dtype(dtype) if isinstance(dtype, type) else dtype

@@ -522,15 +522,11 @@ OUT_OF_SCOPE = {
         "allow_f16_reductions", "array_garbage_collection_guard", "auto_pcast",
         "default_prng_impl", "enable_custom_prng", "jax2tf_associative_scan_reductions",
         "legacy_prng_key", "no_execution", "no_tracing", "remove_size_one_mesh_axis_from_type",
-        "thread_guard", "threefry_partitionable",
-        # a module holding JAX's version (ours: tangentia.__version__)
-        "version"},
+        "thread_guard", "threefry_partitionable"},
     # shard_map's per-axis types (its mesh axes all have size 1 here)
     "jax.sharding": {"ManualAxisType"},
     # scaled (block-quantized) matmuls of low-precision dtypes NumPy does not have
     "jax.nn": {"get_scaled_dot_general_config", "scaled_dot_general", "scaled_matmul"},
-    # a typing Protocol of initializer functions
-    "jax.nn.initializers": {"Initializer"},
 }
 MODULES = ["jax.flatten_util", "jax.example_libraries.optimizers", "jax.example_libraries.stax",
            "jax.tree", "jax.tree_util", "jax.dtypes", "jax.errors", "jax.numpy",

@@ -14,6 +14,7 @@ from .._traceback_util import _is_internal
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 _exclusions: list[str] = []
+_exclude_paths = _exclusions   # (JAX's name, which flax reads and edits)
 
 
 def api_boundary(fun: _F | None = None, **_: Any) -> Any:

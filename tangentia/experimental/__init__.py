@@ -1,13 +1,13 @@
 """Experimental APIs: ``tangentia.experimental.ode.odeint``, ``fixed_point``,
-``io_callback`` and ``checkify``; ``sparse`` holds only the name ``BCOO`` (no sparse
+``io_callback``, ``checkify`` and ``layout`` (the names only); ``sparse`` holds only the name ``BCOO`` (no sparse
 arrays: building one raises), which libraries import."""
 import sys as _sys
 
 from .._array import install_boundaries as _install_boundaries
-from . import checkify, ode, sparse  # noqa: F401
+from . import checkify, layout, ode, sparse  # noqa: F401
 from .fixed_point import fixed_point
 from .io_callback import io_callback
 
-__all__ = ["checkify", "fixed_point", "io_callback", "ode", "sparse"]
+__all__ = ["checkify", "fixed_point", "io_callback", "layout", "ode", "sparse"]
 
 _install_boundaries(_sys.modules[__name__])  # eager results are tangentia arrays

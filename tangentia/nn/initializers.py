@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import operator
+from typing import Protocol
 
 import numpy as np
 
@@ -26,10 +27,18 @@ if TYPE_CHECKING:
     from typing import Any, Literal
     from ..typing import Array, ArrayLike
 
-__all__ = ["zeros", "ones", "constant", "uniform", "normal", "truncated_normal",
+__all__ = ["Initializer", "zeros", "ones", "constant", "uniform", "normal", "truncated_normal",
            "variance_scaling", "glorot_uniform", "glorot_normal", "xavier_uniform",
            "xavier_normal", "lecun_uniform", "lecun_normal", "he_uniform", "he_normal",
            "kaiming_uniform", "kaiming_normal", "orthogonal", "delta_orthogonal"]
+
+
+class Initializer(Protocol):
+    """JAX's type of an initializer: ``init(key, shape, dtype) -> array`` (flax
+    annotates its layers' initializer arguments with it)."""
+
+    def __call__(self, key: ArrayLike, shape: Any, dtype: Any = None) -> Array:
+        ...
 
 
 def _dtype(name, dtype):

@@ -153,8 +153,13 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: Any = 2, *, precision: Any = Non
 
 
 def einsum(subscripts, *operands, optimize: str | bool | list[tuple[int, ...]] | None = None,
-           precision: Any = None, preferred_element_type: DTypeLike | None = None) -> Array:
+           precision: Any = None, preferred_element_type: DTypeLike | None = None,
+           _dot_general: Any = None, out_sharding: Any = None) -> Array:
     """Einstein summation over explicit or implicit subscripts (with ``...``)."""
+    if _dot_general is not None and not (getattr(_dot_general, "__name__", None) == "dot_general"
+                                         and _dot_general.__module__.startswith("tangentia.lax")):
+        raise NotImplementedError(f"einsum: _dot_general={_dot_general!r} is not supported; "
+                                  "only lax.dot_general (flax passes it by default)")
     if not isinstance(subscripts, str):
         raise TypeError("einsum: only the string form of subscripts is supported")
     if preferred_element_type is not None:

@@ -23,7 +23,7 @@ from ...interpreters import batching as _batching
 from ...core import ClosedJaxpr, Jaxpr, Literal, Var, subjaxprs
 
 __all__ = ["ClosedJaxpr", "Jaxpr", "Literal", "Primitive", "Var", "array_types",
-           "find_top_trace", "jaxpr_as_fun", "jaxprs_in_params", "mapped_aval",
+           "find_top_trace", "get_opaque_trace_state", "jaxpr_as_fun", "jaxprs_in_params", "mapped_aval",
            "subjaxprs", "unmapped_aval"]
 
 array_types = {np.ndarray}
@@ -152,6 +152,31 @@ def find_top_trace(xs: Sequence[Any]) -> Any:
     """The interpreter that would handle an operation on ``xs``: the current one (the
     tracers of a transformation are only ever handled while it is current)."""
     return _core.current_trace()
+
+
+class OpaqueTraceState:
+    """Which interpreter was current (``get_opaque_trace_state``): equal to another
+    only when both were taken under the same one, as JAX's."""
+
+    __slots__ = ("_trace",)
+
+    def __init__(self, trace: Any) -> None:
+        self._trace = trace
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OpaqueTraceState) and self._trace is other._trace
+
+    def __hash__(self) -> int:
+        return id(self._trace)
+
+    def __repr__(self) -> str:
+        return f"OpaqueTraceState({self._trace.describe()})"
+
+
+def get_opaque_trace_state(convention: Any = None) -> OpaqueTraceState:
+    """The current interpreter as an opaque value that compares equal only to another
+    taken under the same one (flax's modules record it when made)."""
+    return OpaqueTraceState(_core.current_trace())
 
 
 def mapped_aval(size: int, axis: int | None, aval: Any) -> Any:
