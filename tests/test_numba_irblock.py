@@ -259,6 +259,21 @@ def test_blocks_inside_loops():
                  rtol=1e-10)
 
 
+def test_static_scatters_join_blocks():
+    # x.at[...].add/set/mul/min/max(y) at static indices (the reverse of a batched y[1]),
+    # float and integer, a broadcast update: in the block, where each one ended it
+    def f(x, y, k):
+        a = tnp.sin(x).at[:, 1].add(y * 2.0).at[0, 1:3].set(y[:2] + 1.0)
+        a = a.at[2].mul(y[0]).at[1, :].max(tnp.cos(y[1]) - 0.5).at[:, 0].min(y - 0.25)
+        return tnp.exp(a) * 0.5, (k * 3).at[1].add(k[0]).at[:, 2].set(7) - 1
+    x = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+    y = np.array([0.3, -0.7, 1.1])
+    k = np.arange(12, dtype=np.int32).reshape(3, 4)
+    differential("scatter", f, ["a", "k"], x, y, k)
+    run, source, _, _ = _compiled("scatter", f, (x, y, k), True)
+    assert source.count("= _blk") <= 2, source
+
+
 def test_source_is_deterministic_and_names_the_block_contents():
     def make(k):
         return lambda x: [tnp.sin(x) * k + x * x]
