@@ -20,6 +20,9 @@ os.environ["TANGENTIA_JIT_BACKEND"] = os.environ.get("TANGENTIA_TEST_BACKEND", "
 # Tests that name the numba backend check its own code, so it compiles before the
 # first call (no tiering); tests/test_tiered.py turns tiering on where it tests it.
 os.environ.setdefault("TANGENTIA_JIT_TIERED", "0")
+# ... and numba's own code: no program loaded from the machine-code cache of an earlier run
+# (numba_backend.objcache; tests/test_numba_objcache.py turns it on where it tests it).
+os.environ.setdefault("TANGENTIA_NUMBA_FAST_LOAD", "0")
 # Every program staged by the suite is type-checked with the programs it carries
 # (core.typecheck_jaxpr) as it is built: no measurable cost (CPU time of
 # test_control_flow, test_transformations, test_custom_derivatives within +-5%).

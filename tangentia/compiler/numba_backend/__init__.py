@@ -207,8 +207,8 @@ class NumbaBackend(Backend):
         return _native().NumbaCompiler().source(jaxpr)
 
 
-_SUBMODULES = frozenset(("codegen", "elementwise_loop", "gemm", "helpers", "irblock", "native", "plan",
-                         "rules", "special", "vecmath", "vecmath_trig", "windows"))
+_SUBMODULES = frozenset(("codegen", "elementwise_loop", "gemm", "helpers", "irblock", "native", "objcache", "plan",
+                         "rules", "sigint", "special", "vecmath", "vecmath_trig", "windows"))
 
 
 def __getattr__(name):

@@ -5,28 +5,16 @@ where Python's (or numba's) differ.
 costs numba almost nothing to compile, while a conditional expression adds
 basic blocks (and SSA work) and a call of an njit function adds ~2 ms each.
 
-**Ctrl-C in compiled loops.**  Compiled code never returns to the interpreter
-while it runs, so Python's SIGINT handler (which only records the signal for
-the interpreter's next bytecode) cannot stop it.  Loops of generated programs
-therefore poll ``_interrupted()`` -- an atomic load of a C ``int``, the symbol
-``tangentia_sigint_flag`` registered with LLVM's linker, so cached machine code
-finds it in any process -- every few thousand iterations (``rules``: about
-``CHECK_WORK`` scalar operations apart), and raise ``CompiledLoopInterrupted``
-when it is set.  ``call_interruptible`` runs such a program: in the main thread,
-while Python's handler is ``signal.default_int_handler``, it installs a C-level
-handler (a numba ``cfunc`` that only sets the flag) with ``sigaction`` for the
-duration of the call and restores the previous one exactly afterwards (two
-``rt_sigaction`` system calls, ~1.3 us a call; no state outlives the call), and
-turns an interruption into ``KeyboardInterrupt``.  Elsewhere (other threads, a
-custom Python handler, SIG_IGN, Windows) nothing is installed and loops run to
-their end, as a long C call does.
+**Ctrl-C in compiled loops.**  Loops of generated programs poll ``_interrupted()`` -- an
+atomic load of the C ``int`` that ``sigint`` registers with LLVM's linker as
+``tangentia_sigint_flag`` -- every few thousand iterations (``rules``: about
+``CHECK_WORK`` scalar operations apart), and raise ``CompiledLoopInterrupted`` when it is
+set; ``sigint.call_interruptible`` runs such a program (see ``sigint``).
 """
 import cmath
 import ctypes
 import math
-import signal
 import sys
-import threading
 
 import numba
 import numpy as np
@@ -594,23 +582,13 @@ def _lgamma(x):
 # Ctrl-C: the flag compiled loops poll, and the calls that arm it
 
 
-class CompiledLoopInterrupted(Exception):
-    """Raised by a compiled loop that saw SIGINT (``call_interruptible`` turns it
-    into ``KeyboardInterrupt``; numba raises only ``Exception`` subclasses)."""
-
-
-_SIGACTION_BYTES = 512   # more than any libc's struct sigaction (152 bytes on glibc x86-64)
-_FLAG = ctypes.c_int32(0)
-_NEW_ACTION = ctypes.create_string_buffer(_SIGACTION_BYTES)    # our handler, the old flags/mask
-_OLD_ACTION = ctypes.create_string_buffer(_SIGACTION_BYTES)    # what the call replaced
-_SYMBOLS = {"tangentia_sigint_flag": _FLAG, "tangentia_sigint_new": _NEW_ACTION,
-            "tangentia_sigint_old": _OLD_ACTION}
-for _name, _obj in _SYMBOLS.items():
-    _llvm.add_symbol(_name, ctypes.addressof(_obj))
+# (the flag's symbol is registered, and the handler, arm/disarm and call_interruptible made,
+# by ``sigint``, which needs no numba: the machine-code cache runs programs without it)
+from .sigint import FLAG_SYMBOL, CompiledLoopInterrupted, call_interruptible  # noqa: E402
 
 
 def _extern(builder, name, ty):
-    """The external global ``name`` (one of ``_SYMBOLS``) declared in this module."""
+    """The external global ``name`` (one of ``sigint._SYMBOLS``) declared in this module."""
     mod = builder.module
     try:
         return mod.get_global(name)
@@ -625,131 +603,10 @@ def _interrupted(typingctx):
     """Whether SIGINT arrived while a ``call_interruptible`` call was armed (an atomic
     load: a plain one would be hoisted out of the loop polling it)."""
     def codegen(context, builder, sig, args):
-        flag = _extern(builder, "tangentia_sigint_flag", ir.IntType(32))
+        flag = _extern(builder, FLAG_SYMBOL, ir.IntType(32))
         v = builder.load_atomic(flag, "monotonic", 4)
         return builder.icmp_signed("!=", v, ir.Constant(ir.IntType(32), 0))
     return types.boolean(), codegen
-
-
-@intrinsic
-def _set_interrupted(typingctx, signum):
-    def codegen(context, builder, sig, args):
-        flag = _extern(builder, "tangentia_sigint_flag", ir.IntType(32))
-        builder.store_atomic(ir.Constant(ir.IntType(32), 1), flag, "monotonic", 4)
-        return context.get_dummy_value()
-    return types.void(signum), codegen
-
-
-def _sigaction_codegen(new, old):
-    def codegen(context, builder, sig, args):
-        i8p = ir.IntType(8).as_pointer()
-        fnty = ir.FunctionType(ir.IntType(32), [ir.IntType(32), i8p, i8p])
-        try:
-            fn = builder.module.get_global("sigaction")
-        except KeyError:
-            fn = ir.Function(builder.module, fnty, "sigaction")
-
-        def ptr(name):
-            if name is None:
-                return ir.Constant(i8p, None)
-            return builder.bitcast(_extern(builder, name, ir.IntType(8)), i8p)
-        return builder.call(fn, [ir.Constant(ir.IntType(32), int(signal.SIGINT)), ptr(new), ptr(old)])
-    return codegen
-
-
-@intrinsic
-def _swap_action(typingctx):
-    """sigaction(SIGINT, &new, &old): libc's, called from compiled code (a ctypes
-    call costs ~1 us more)."""
-    return types.int32(), _sigaction_codegen("tangentia_sigint_new", "tangentia_sigint_old")
-
-
-@intrinsic
-def _restore_action(typingctx):
-    return types.int32(), _sigaction_codegen("tangentia_sigint_old", None)
-
-
-@numba.njit(cache=True)
-def _arm():
-    return _swap_action()
-
-
-@numba.njit(cache=True)
-def _disarm():
-    return _restore_action()
-
-
-def _on_sigint(signum):       # the C-level handler: async-signal-safe (one store)
-    _set_interrupted(signum)
-
-
-class _Sigint:
-    ready = None          # None: not set up yet; False: unavailable here
-    armed = False         # a call of the main thread has our handler installed
-    arm = disarm = None   # the compiled entry points of _arm and _disarm
-    handler = None        # the cfunc (kept alive: its address is installed)
-
-
-_MAIN_IDENT = threading.main_thread().ident
-_get_ident = threading.get_ident
-_getsignal = signal.getsignal
-try:
-    import _signal
-    _getsignal = _signal.getsignal   # (signal.getsignal converts to an enum: ~5 us)
-except ImportError:  # pragma: no cover - CPython always has it
-    pass
-_DEFAULT_INT_HANDLER = signal.default_int_handler
-
-
-def _setup():
-    """Compile the handler and the two sigaction calls, and build the action to
-    install (the current one with our handler).  False where this cannot work."""
-    _Sigint.ready = False
-    if sys.platform == "win32" or not hasattr(signal, "SIGINT"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        handler = numba.cfunc(types.void(types.int32), cache=True)(_on_sigint)
-        if libc.sigaction(int(signal.SIGINT), None, _NEW_ACTION) != 0:
-            return False
-        ctypes.memmove(_NEW_ACTION, ctypes.byref(ctypes.c_void_p(handler.address)),
-                       ctypes.sizeof(ctypes.c_void_p))   # sa_handler: the first member
-        _arm(), _disarm()                                 # (compiled; installs nothing new)
-        _Sigint.arm = _arm.overloads[_arm.signatures[0]].entry_point
-        _Sigint.disarm = _disarm.overloads[_disarm.signatures[0]].entry_point
-    except Exception:  # noqa: BLE001 - no libc sigaction, numba cannot compile it, ...
-        return False
-    _Sigint.handler = handler
-    _Sigint.ready = True
-    return True
-
-
-def call_interruptible(entry, args):
-    """``entry(*args)`` for a compiled program whose loops poll ``_interrupted()``:
-    SIGINT stops it with ``KeyboardInterrupt`` (see the module docstring)."""
-    if _Sigint.armed or _get_ident() != _MAIN_IDENT or _getsignal(signal.SIGINT) \
-            is not _DEFAULT_INT_HANDLER or not (_Sigint.ready or (_Sigint.ready is None and _setup())):
-        # (a nested call, another thread, or a handler of the user's: runs to its end,
-        # unless an armed call of the main thread sees SIGINT meanwhile)
-        try:
-            return entry(*args)
-        except CompiledLoopInterrupted:
-            raise KeyboardInterrupt from None
-    _FLAG.value = 0
-    if _Sigint.arm() != 0:
-        return entry(*args)
-    _Sigint.armed = True
-    try:
-        out = entry(*args)
-    except CompiledLoopInterrupted:
-        out = None
-    finally:
-        _Sigint.disarm()
-        _Sigint.armed = False
-    if _FLAG.value:
-        _FLAG.value = 0
-        raise KeyboardInterrupt   # (SIGINT came while armed: we are its only handler)
-    return out
 
 
 globals().update(special.FUNCTIONS)   # SciPy's special functions, imported by generated code

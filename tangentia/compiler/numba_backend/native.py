@@ -29,7 +29,7 @@ from ...core import ProgramMemo
 from ...primitives import control_flow as CF
 from ..backend import COMPILE_THREAD, Backend, cache_root
 from .memo import COMPILED
-from . import codegen, elementwise_loop, helpers, irblock, rowio, vecmath, vecmath_trig
+from . import codegen, elementwise_loop, helpers, irblock, objcache, rowio, vecmath, vecmath_trig
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
                       _typed, _weight, AV, SV, ZV)
 from .plan import Settings
@@ -555,52 +555,13 @@ _PACKED = nbt.Array(nbt.float64, 1, "C")
 
 
 def _wrapper(disp, entry, jaxpr, source, units=(), packed=()):
-    """The callable ``fn(*args) -> list of arrays`` around the compiled program.
-
-    Arguments are made C-contiguous writable arrays of the program's dtypes
-    (copies only when they are not), ``float0`` arguments are dropped and
-    ``float0`` outputs made here (they carry no data); those at the indices
-    ``packed`` are concatenated into one float64 array (``_packed_inputs``).
-    """
-    n_in = len(jaxpr.invars)
-    in_set = set(packed)
-    arrays = [(i, v.aval.shape, v.aval.dtype) for i, v in enumerate(jaxpr.invars)
-              if i not in in_set and not _is_float0(v.aval.dtype)]
-    shapes = [jaxpr.invars[i].aval.shape for i in packed]
-    zeros_out = [(i, np.zeros(v.aval.shape, v.aval.dtype)) for i, v in enumerate(jaxpr.outvars)
-                 if _is_float0(v.aval.dtype)]
-    ndarray, concatenate, shape_of, f8 = np.ndarray, np.concatenate, np.shape, np.dtype(np.float64)
+    """The callable ``fn(*args) -> list of arrays`` around the compiled program
+    (``objcache.runner``, which the machine-code cache's loads use too)."""
     # its loops poll for Ctrl-C (helpers)
     interruptible = any("if _interrupted():" in s for s in [source] + [u.source for u in units])
-    call = helpers.call_interruptible
-    ptrs = [np.array([u.ptr for u in units], np.int64)] if units else []
-
-    def run(*args):
-        if len(args) != n_in:
-            raise TypeError(f"the compiled program takes {n_in} arguments, got {len(args)}")
-        conv = []
-        for i, shape, dt in arrays:
-            a = args[i]
-            if type(a) is not ndarray or a.dtype != dt or not a.flags.c_contiguous \
-                    or not a.flags.writeable:
-                a = np.array(a, dtype=dt, order="C", copy=True)
-            if a.shape != shape:
-                raise TypeError(f"compiled program: an argument of shape {a.shape} where "
-                                f"{shape} was compiled for")
-            conv.append(a)
-        if packed:
-            small = [args[i] for i in packed]
-            for a, shape in zip(small, shapes):
-                if (type(a) is not ndarray or a.shape != shape) and shape_of(a) != shape:
-                    raise TypeError(f"compiled program: an argument of shape {shape_of(a)} "
-                                    f"where {shape} was compiled for")
-            conv.append(concatenate(small, axis=None, dtype=f8, casting="unsafe"))
-        if ptrs:
-            conv.extend(ptrs)
-        outs = list(call(entry, conv) if interruptible else entry(*conv))
-        for i, z in zeros_out:
-            outs.insert(i, z)
-        return outs
+    run = objcache.runner(entry, objcache.avals_spec(jaxpr.in_avals), objcache.avals_spec(jaxpr.out_avals),
+                          packed, helpers.call_interruptible if interruptible else None,
+                          [u.ptr for u in units])
     run.source = _with_units(source, units)
     run.dispatcher = disp
     run.units = units       # (their code must outlive the program's)
@@ -733,7 +694,6 @@ class _fast_typing:
     _value_memo = {}
     _depth = 0
     _saved = _saved_jit = None
-    _counted = {}
 
     def __enter__(self):
         from numba.core.types import functions as F
@@ -771,35 +731,6 @@ class _fast_typing:
                 cls._saved_jit = OT._get_jit_decorator
                 if os.environ.get("TANGENTIA_NUMBA_OVERLOAD_CACHE", "1") != "0":
                     OT._get_jit_decorator = _caching_jit_decorator(cls._saved_jit)
-                # numba's NRT finds the reference counts of a value to incref or decref
-                # by walking all its members (an ``extractvalue`` each): a tuple of 400
-                # scalars is 400 dead instructions per assignment, 43,000 of the 89,000
-                # lines of IR of ``jit(vmap(grad))`` of the pendulum's ODE loss.  Members
-                # holding no NRT memory are skipped without walking them (the same
-                # reference counts, found in the same order).
-                from numba.core.runtime import context as RC
-                cls._saved_ref = RC.NRTContext.get_meminfos
-                counted = cls._counted
-
-                def holds(dmm, ty):
-                    key = (id(dmm), ty)
-                    c = counted.get(key)
-                    if c is None:
-                        c = counted[key] = dmm[ty].contains_nrt_meminfo()
-                    return c
-
-                def walk(dmm, builder, ty, val):
-                    model = dmm[ty]
-                    out = [(ty, model.get_nrt_meminfo(builder, val))] if model.has_nrt_meminfo() else []
-                    for mty, getter in model.traverse(builder):
-                        if holds(dmm, mty):
-                            out.extend(walk(dmm, builder, mty, getter(val)))
-                    return out
-
-                def get_meminfos(nself, builder, ty, val):
-                    dmm = nself._context.data_model_manager
-                    return walk(dmm, builder, ty, val) if holds(dmm, ty) else []
-                RC.NRTContext.get_meminfos = get_meminfos
                 # Typing and lowering raise and catch thousands of errors; their
                 # messages need not be colored (colorama is slow).
                 cls._saved_color = numba_errors._termcolor_inst
@@ -817,8 +748,6 @@ class _fast_typing:
                 F.Function.get_call_type, TC.BaseContext.resolve_value_type = cls._saved
                 _overload_template()._get_jit_decorator = cls._saved_jit
                 numba_errors._termcolor_inst = cls._saved_color
-                from numba.core.runtime import context as RC
-                RC.NRTContext.get_meminfos = cls._saved_ref
 
 
 class NumbaCompiler(Backend):
@@ -994,7 +923,7 @@ def _lower_unit(g, jaxpr, in_vals):
         args.append(_segment_view(g, buf, start, n))
     ptr = g.unit_ptr(unit)
     args.extend(g.unit_ptr(d) for d in unit.deps)
-    outs, names = g.template_outputs(unit.template, grouped=True)
+    outs, names = g.template_outputs(unit.template)
     caller = g.glob(unit.caller, "_u")
     g.notes.append(f"# {caller}: unit {unit.key}")
     call = f"{caller}({ptr}, {irblock._nest(g.packed(args))})"
@@ -1071,7 +1000,10 @@ def _make_unit(settings, jaxpr, in_vals, refs=None, segs=()):
     params.extend(seg_names)
     argtys.extend([_PACKED] * len(seg_names))
     outs = [c.settle(o) for o in c.lower_jaxpr(jaxpr, vals)]
-    ret = c.result_items(outs)
+    ret = []
+    for o in outs:
+        if type(o) is not ZV:
+            ret.extend(o.elems if type(o) is SV else [o.name])
     c.emit(f"return {irblock._nest(ret)}")
     views.prune()
     params.extend(c.ptr_format.format(k) for k in range(len(c.deps)))

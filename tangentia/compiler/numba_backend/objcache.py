@@ -18,8 +18,7 @@ runtime would import numba for, over our own memo).
 What is kept (``save``): programs compiled natively, in a process where the numba
 backend's module settings are those of its source files (a test lowering a threshold
 or replacing a rule writes nothing), without object-mode code (Python objects),
-compile units or loops polling for Ctrl-C (``helpers.call_interruptible`` needs numba),
-and whose object file refers to no symbol that is not numba's runtime's or the
+or compile units, and whose object file refers to no symbol that is not numba's runtime's or the
 process's.  Entries are files ``<cache root>/numba/fast/<key>.bin`` written atomically
 (two processes writing one entry both leave a whole file) and checked against their
 SHA-256 when read: a damaged one is a miss, and the program compiles as before.  The
@@ -34,8 +33,6 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import importlib.machinery
-import importlib.util
 import os
 import pickle
 import struct
@@ -240,7 +237,7 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=()):
     only when they are not), ``float0`` arguments are dropped and ``float0`` outputs made
     here (they carry no data); those at the indices ``packed`` are concatenated into one
     float64 array (``native._packed_inputs``).  ``call(entry, args)``: how to call the
-    entry point (``helpers.call_interruptible``), if not directly; ``ptrs``: the
+    entry point (``sigint.call_interruptible``), if not directly; ``ptrs``: the
     addresses of the program's compile units (its last argument)."""
     n_in = len(ins)
     in_set = set(packed)
@@ -276,7 +273,7 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=()):
         for i, z in zeros_out:
             outs_.insert(i, z)
         return outs_
-    run.entry = entry
+    run.entry, run.call = entry, call
     run.packed = tuple(packed)
     run.ins, run.outs = list(ins), list(outs)
     return run
@@ -301,7 +298,7 @@ def save(jaxpr, run):
 
 def _save(jaxpr, run):
     disp, entry = getattr(run, "dispatcher", None), getattr(run, "entry", None)
-    if disp is None or entry is None or getattr(run, "units", None) or "_interrupted()" in run.source:
+    if disp is None or entry is None or getattr(run, "units", None):
         return False
     key = program_key(jaxpr)
     if key is None or not _defaults():
@@ -336,7 +333,8 @@ def _save(jaxpr, run):
     entry_data = dict(
         cpu=_cpu(ll), obj=obj, undefined=undefined, nrt=nrt.rtsys.library.get_llvm_str(),
         wrapper=cres.fndesc.llvm_cpython_wrapper_name, envs=envs,
-        qualname=cres.fndesc.qualname, ins=run.ins, outs=run.outs, packed=run.packed)
+        qualname=cres.fndesc.qualname, ins=run.ins, outs=run.outs, packed=run.packed,
+        interruptible=run.call is not None)
     payload = pickle.dumps(entry_data, protocol=pickle.HIGHEST_PROTOCOL)
     data = FORMAT + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -484,7 +482,8 @@ def _load(data):
     fn = dynfunc.make_function(rt["module"], e["qualname"].split(".")[-1],
                                "compiled wrapper (tangentia's machine-code cache)", fnptr, envs[0], engine)
     STATS["loaded"] += 1
-    return runner(fn, e["ins"], e["outs"], e["packed"])
+    from .sigint import call_interruptible
+    return runner(fn, e["ins"], e["outs"], e["packed"], call_interruptible if e["interruptible"] else None)
 
 
 def _runtime(nrt_ir):
@@ -495,9 +494,10 @@ def _runtime(nrt_ir):
     import llvmlite.binding as ll
     ll.initialize_native_target()
     ll.initialize_native_asmprinter()
-    helperlib = _extension("numba._helperlib", "_helperlib")
-    dynfunc = _extension("numba._dynfunc", "_dynfunc")
-    nrt = _extension("numba.core.runtime._nrt_python", os.path.join("core", "runtime", "_nrt_python"))
+    from .sigint import extension    # (importing it registers the Ctrl-C flag compiled loops poll)
+    helperlib = extension("numba._helperlib", "_helperlib")
+    dynfunc = extension("numba._dynfunc", "_dynfunc")
+    nrt = extension("numba.core.runtime._nrt_python", os.path.join("core", "runtime", "_nrt_python"))
     # (the symbols numba adds when its CPU target starts: the same addresses)
     ll.add_symbol("_Py_NoneStruct", id(None))
     for table in (helperlib.c_helpers, dynfunc.c_helpers):
@@ -520,24 +520,6 @@ def _runtime(nrt_ir):
                defined={f.name for f in mod.functions if not f.is_declaration},
                module=types.ModuleType("tangentia_numba_objcache"))
     return _RT
-
-
-def _extension(name, rel):
-    """numba's C extension ``name`` (``numba/<rel>``), without importing numba's package."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.find_spec("numba")
-    if spec is None or not spec.origin:
-        raise ImportError("numba is not installed")
-    base = os.path.dirname(spec.origin)
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        path = os.path.join(base, rel + suffix)
-        if os.path.exists(path):
-            s = importlib.util.spec_from_file_location(name, path)
-            m = importlib.util.module_from_spec(s)
-            s.loader.exec_module(m)
-            return m
-    raise ImportError(f"no {name}")
 
 
 def _unpickle(address, data):

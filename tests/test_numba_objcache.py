@@ -1,0 +1,184 @@
+"""The machine-code cache (``numba_backend.objcache``): a program numba compiled in one
+process is loaded in the next without numba, bit for bit the same; its key tells programs,
+types, shapes, literals, settings and versions apart; a damaged entry is a miss."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+from tangentia.compiler.numba_backend import NumbaBackend, objcache
+
+from _numba_util import compile_numba, program
+
+pytest.importorskip("numba")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TANGENTIA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TANGENTIA_NUMBA_FAST_LOAD", "1")     # (the suite turns it off: conftest)
+    return tmp_path
+
+
+def _f(x, y):
+    return tnp.sum(tnp.sin(x) * y + 0.5, axis=0), x * 2.0
+
+
+def _args(dtype=np.float64, n=3):
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((n, 2)).astype(dtype), rng.standard_normal((n, 2)).astype(dtype)
+
+
+def test_key_tells_programs_apart(cache, monkeypatch):
+    key = objcache.program_key
+    base = key(program(_f, *_args())[0])
+    assert base == key(program(_f, *_args())[0])          # the same program traced again
+    others = [
+        program(_f, *_args(np.float32))[0],                                   # dtype
+        program(_f, *_args(n=4))[0],                                          # shape
+        program(lambda x, y: (tnp.sum(tnp.sin(x) * y + 0.25, axis=0), x * 2.0), *_args())[0],   # literal
+        program(lambda x, y: (tnp.sum(tnp.cos(x) * y + 0.5, axis=0), x * 2.0), *_args())[0],    # operation
+        program(lambda x, y: (tnp.sum(tnp.sin(x) * y + 0.5, axis=1), x * 2.0), *_args())[0],    # parameter
+        program(lambda x, y: (tnp.sum(tnp.sin(y) * x + 0.5, axis=0), x * 2.0), *_args())[0],    # wiring
+    ]
+    keys = {base} | {key(j) for j in others}
+    assert len(keys) == 1 + len(others) and None not in keys
+    jaxpr = program(_f, *_args())[0]
+    monkeypatch.setenv("TANGENTIA_NUMBA_IRBLOCK", "0")                 # a setting
+    assert key(jaxpr) not in keys
+    monkeypatch.delenv("TANGENTIA_NUMBA_IRBLOCK")
+    monkeypatch.setattr(objcache, "_VERSION", ["another library"])     # a version
+    assert key(jaxpr) not in keys
+
+
+def test_loaded_code_gives_the_same_bits(cache):
+    jaxpr, args = program(_f, *_args())
+    native = compile_numba(jaxpr, NumbaBackend())
+    entries = os.listdir(cache / "numba" / "fast")
+    assert entries == [objcache.program_key(jaxpr) + ".bin"]
+    loaded = objcache.load(jaxpr)
+    assert loaded is not None and loaded.entry is not native.entry
+    for a, b in zip(loaded(*args), native(*args)):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    # packed scalar inputs (one float64 array)
+    jaxpr, args = program(lambda a, b, c, d, n: (a * b - c / d, n * 0.0 + 1.5 * a), 1.0, 2.0, 3.0, 4.0, 2.0)
+    native = compile_numba(jaxpr, NumbaBackend())
+    loaded = objcache.load(jaxpr)
+    assert loaded is not None and loaded.packed == native.packed != ()
+    for a, b in zip(loaded(*args), native(*args)):
+        assert a.tobytes() == b.tobytes()
+    with pytest.raises(TypeError, match="takes 5 arguments"):
+        loaded(1.0)
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "header", "cpu"])
+def test_damaged_entry_is_a_miss(cache, damage):
+    jaxpr, args = program(lambda x: tnp.tanh(x) * 3.0, np.linspace(0.0, 1.0, 5))
+    native = compile_numba(jaxpr, NumbaBackend())
+    path = cache / "numba" / "fast" / (objcache.program_key(jaxpr) + ".bin")
+    data = path.read_bytes()
+    if damage == "flip":
+        data = data[:-100] + bytes([data[-100] ^ 1]) + data[-99:]
+    elif damage == "truncate":
+        data = data[: len(data) // 2]
+    elif damage == "header":
+        data = b"x" + data[1:]
+    else:   # a whole entry made for another CPU
+        import hashlib
+        import pickle
+        payload = data.split(b"\n", 2)[2]
+        e = pickle.loads(payload)
+        e["cpu"] = "another cpu"
+        payload = pickle.dumps(e)
+        data = objcache.FORMAT + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+    path.write_bytes(data)
+    assert objcache.load(jaxpr) is None
+    assert native(*args)[0].tobytes() == (np.tanh(args[0]) * 3.0).tobytes()
+
+
+def test_concurrent_writers_leave_a_whole_entry(cache):
+    jaxpr, args = program(lambda x: tnp.exp(x) - 1.0, np.linspace(0.0, 1.0, 4))
+    native = compile_numba(jaxpr, NumbaBackend())
+    path = cache / "numba" / "fast" / (objcache.program_key(jaxpr) + ".bin")
+    whole = path.read_bytes()
+    path.unlink()
+    done = []
+    threads = [threading.Thread(target=lambda: done.append(objcache.save(jaxpr, native))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert True in done and path.read_bytes() == whole
+    assert not [n for n in os.listdir(path.parent) if n.endswith(".tmp")]
+    assert objcache.load(jaxpr)(*args)[0].tobytes() == native(*args)[0].tobytes()
+
+
+def test_opaque_parameters_have_no_key():
+    jaxpr = program(lambda x: x + 1.0, 1.0)[0]
+    eqn = jaxpr.eqns[0]
+    odd = type(eqn)(eqn.prim, eqn.inputs, eqn.outputs, dict(eqn.params, odd=object()))
+    assert objcache.program_key(type(jaxpr)([], jaxpr.invars, [odd], jaxpr.outvars)) is None
+
+
+_CHILD = """
+import json, sys
+import numpy as np
+import tangentia as tg, tangentia.numpy as tnp
+from tangentia.compiler.numba_backend import objcache
+def f(x):
+    return tnp.sum(tnp.sin(x) * 1.5 + x * x)
+g = tg.jit(tg.grad(f), backend="numba")
+x = np.linspace(0.0, 1.0, 6)
+r = np.asarray(g(x))
+print(json.dumps({"r": r.tobytes().hex(), "numba": "numba" in sys.modules, "stats": objcache.STATS}))
+"""
+
+
+def test_a_new_process_loads_without_numba(cache):
+    """The warm-cache first call: the cache filled here, the program loaded in a fresh
+    interpreter that never imports numba, tiered or not; the same bits."""
+    def f(x):
+        return tnp.sum(tnp.sin(x) * 1.5 + x * x)
+    x = np.linspace(0.0, 1.0, 6)
+    objcache._VERSION.clear()   # (the library's files as they are now, as the child sees them)
+    want = np.asarray(tg.jit(tg.grad(f), backend="numba")(x))
+    env = dict(os.environ, TANGENTIA_CACHE_DIR=str(cache), TANGENTIA_JIT_TIERED="0")
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(tg.__file__))]
+                                        + [p for p in [env.get("PYTHONPATH")] if p])
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(_CHILD)], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["numba"] is False and got["stats"]["loaded"] == 1
+    assert bytes.fromhex(got["r"]) == want.tobytes()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process: POSIX")
+def test_sigint_stops_a_loaded_loop(cache, monkeypatch):
+    """A loop loaded from the machine-code cache polls for Ctrl-C as numba's does
+    (``sigint``): the child of test_interrupt, minus its look at the source (which
+    imports the compiler), loads the endless while loop without numba."""
+    import test_interrupt
+    from tangentia import lax
+
+    def f(x, n):
+        return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 0.5 + 1.0), (0, x))[1]
+    objcache._VERSION.clear()
+    tg.jit(f, backend="numba")(1.0, 10)          # fills the cache
+    child = "\n".join(line for line in test_interrupt.CHILD.splitlines()
+                      if "source(" not in line and "if _interrupted():" not in line) \
+        .replace('print("READY", flush=True)', 'print("READY", flush=True); print("NUMBA", "numba" in sys.modules, flush=True)')
+    assert child.count("READY") == 1 and "source(" not in child
+    monkeypatch.setattr(test_interrupt, "CHILD", child)
+    words = test_interrupt._run_child("while", cache)
+    assert words["NUMBA"][0] == ["False"]      # loaded without numba, interrupted all the same
