@@ -719,3 +719,37 @@ def test_log_softmax_where_gradient_of_a_row_masked_whole_is_zero():
         want = jax.grad(lambda y: loss(jax, jnp, y))(ys)
         np.testing.assert_allclose(got, want, rtol=1e-6)
         assert np.all(got[1] == 0.0)
+
+
+def test_custom_functions_and_rules_get_arrays_with_jax_methods():
+    """A custom_jvp's function and rule and a custom_vjp's function and fwd get arrays
+    with ``.at``, also for intermediates of an eager transformation (exact ndarrays
+    inside), as JAX's rules get JAX arrays."""
+    for lib, np_ in ((tg, tnp), (jax, jnp)):
+        @lib.custom_jvp
+        def f(x):
+            return x.at[0].set(0.0) * 2
+
+        @f.defjvp
+        def f_jvp(p, t):
+            return f(p[0]), t[0].at[0].set(0.0) * 2 + 0 * p[0].at[1].get()
+
+        @lib.custom_vjp
+        def g(x):
+            return x.at[0].multiply(3.0)
+
+        def g_fwd(x):
+            return g(x), x.at[0].set(3.0)
+
+        g.defvjp(g_fwd, lambda r, ct: (ct * np_.cos(r),))
+        x = np_.ones(3)
+        c = np.cos(1.0)
+        np.testing.assert_allclose(lib.jvp(lambda x: f(np_.sin(x)), (x,), (x,))[1],
+                                   [0.0, 2 * c, 2 * c], rtol=1e-14)
+        np.testing.assert_allclose(lib.grad(lambda x: f(np_.sin(x)).sum())(x),
+                                   [0.0, 2 * c, 2 * c], rtol=1e-14)
+        np.testing.assert_allclose(lib.grad(lambda x: g(np_.sin(x)).sum())(x),
+                                   np.cos([3.0, np.sin(1.0), np.sin(1.0)]) * c, rtol=1e-14)
+        np.testing.assert_allclose(
+            lib.vmap(lib.grad(lambda x: g(np_.sin(x)).sum()))(np_.ones((2, 3)))[1],
+            np.cos([3.0, np.sin(1.0), np.sin(1.0)]) * c, rtol=1e-14)

@@ -126,6 +126,17 @@ def _user_zero(z, symbolic_zeros):
     return SymbolicZero(z.aval) if symbolic_zeros else np.zeros(z.aval.shape, z.aval.dtype)
 
 
+def user_values(xs):
+    """The flat values ``xs`` as a user's function or rule gets them: the interpreters'
+    exact ndarrays viewed as tangentia arrays, so that ``x.at[i]``, ``x[traced_i]`` and
+    JAX's other array methods work in custom functions and rules as in JAX's (whose
+    rules get JAX arrays); ``xs`` itself when it holds none."""
+    for x in xs:
+        if type(x) is _ndarray:
+            return tuple([y.view(ArrayImpl) if type(y) is _ndarray else y for y in xs])
+    return xs
+
+
 # ---------------------------------------------------------------------------
 # The user-facing decorators
 
@@ -453,6 +464,7 @@ class _Call:
         """The custom function with flat inputs (see ``_Args``) and outputs."""
         ca = self.ca
         fun = self.rules[0]
+        xs = user_values(xs)
         out = fun(*xs) if ca is None else fun(*ca.full(xs[:self.n_dyn], xs[self.n_dyn:]))
         if type(out) is _ndarray or isinstance(out, _ARRAYS):
             self.out_tree = _LEAF_TREE

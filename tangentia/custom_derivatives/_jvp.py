@@ -12,7 +12,7 @@ from .._messages import fun_name as _fun_name
 from ..tree_util import tree_flatten, tree_map
 from ._base import (_ARRAYS, _LEAF_TREE, SymbolicZero, _Call, _CustomFunction, _JaxprTracer,
                     _as_arrays, _ndarray, _user_zero, check_rule, custom_jvp_call_p,
-                    zero_from_primal)
+                    user_values, zero_from_primal)
 from ._errors import _check_out_tree, _check_primal_types, _check_tangent, _reraise_rule_error
 
 
@@ -29,10 +29,12 @@ class _JVPCall(_Call):
         name = self.owner.name
         ca, n_dyn = self.ca, self.n_dyn
         n_diff = (len(xs) - n_dyn) // 2
+        xs = user_values(xs)
         tans = xs[n_dyn + n_diff:]
         for t in tans:
             if type(t) is Zero:
-                tans = tuple([_user_zero(t, sz) if type(t) is Zero else t for t in tans])
+                tans = user_values(tuple([_user_zero(t, sz) if type(t) is Zero else t
+                                          for t in tans]))
                 break
         if ca is None:
             rule_args = (xs[:n_diff], tans)

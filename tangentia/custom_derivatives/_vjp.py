@@ -11,7 +11,8 @@ from ..core import Zero
 from .._messages import fun_name as _fun_name
 from ..tree_util import tree_flatten, tree_map
 from ._base import (_ARRAYS, _LEAF_TREE, _Call, _CustomFunction, _flatten_out, _ndarray,
-                    _unflatten_out, _user_zero, custom_vjp_call_p, require_arrays)
+                    _unflatten_out, _user_zero, custom_vjp_call_p, require_arrays,
+                    user_values)
 from ._errors import _flatten_bwd_output, _fwd_pair_message, _reraise_rule_error
 
 
@@ -49,6 +50,7 @@ class _VJPCall(_Call):
                     break
         else:
             in_types = ca.avals
+        fwd_args = xs = user_values(xs)
         if sz:
             fwd_args = [CustomVJPPrimal(y, p) for y, p in zip(xs[n_dyn:], perturbed[n_dyn:])]
         if ca is not None:
@@ -92,6 +94,9 @@ class _VJPCall(_Call):
         _, _, bwd, sz, _, bwd_name = self.rules
         ca, n_dyn = self.ca, self.n_dyn
         out_tree, res_tree, in_types = trees
+        # (the residuals and cotangents stay exact ndarrays, unlike fwd's arguments: NumPy's
+        # arithmetic on a subclass costs 0.9 us more per operation, +17% on eager grad
+        # through a chain of custom_vjp calls; ``.at`` of them is rare in bwd rules)
         if (ca is None and res_tree is _LEAF_TREE and out_tree is _LEAF_TREE
                 and len(res_and_cts) == 2):
             c = res_and_cts[1]  # one residual array, one output: the common case

@@ -23,8 +23,8 @@ from ...interpreters import batching as _batching
 from ...core import ClosedJaxpr, Jaxpr, Literal, Var, subjaxprs
 
 __all__ = ["ClosedJaxpr", "Jaxpr", "Literal", "Primitive", "Var", "array_types",
-           "find_top_trace", "get_opaque_trace_state", "jaxpr_as_fun", "jaxprs_in_params", "mapped_aval",
-           "subjaxprs", "unmapped_aval"]
+           "find_top_trace", "get_opaque_trace_state", "jaxpr_as_fun", "jaxprs_in_params",
+           "mapped_aval", "subjaxprs", "unmapped_aval"]
 
 array_types = {np.ndarray}
 
