@@ -80,6 +80,30 @@ def test_loaded_code_gives_the_same_bits(cache):
         loaded(1.0)
 
 
+def test_programs_with_compile_units(cache, monkeypatch):
+    """A program calling a compile unit (a loop body of its own module): the unit's object
+    file is kept and linked too, its address passed as numba's code passes it."""
+    import weakref
+    from tangentia import lax
+    from tangentia.compiler.numba_backend import native
+    monkeypatch.setattr(native, "UNIT_MIN_COST", 20)
+    monkeypatch.setattr(native, "_UNITS", weakref.WeakValueDictionary())
+    monkeypatch.setattr(objcache, "_defaults", lambda: True)   # (kept in this test's cache only)
+
+    def step(c):
+        i, y = c
+        for _ in range(3):
+            y = tnp.sin(y) * 1.25 + tnp.cos(y[::-1]) * 0.5 - y * y * 0.125
+        return i + 1, y
+    jaxpr, args = program(lambda y: lax.while_loop(lambda c: c[0] < 6, step, (0, y))[1] * 2.0,
+                          np.array([0.1, -0.4, 0.7]))
+    native_fn = compile_numba(jaxpr, NumbaBackend())
+    assert len(native_fn.units) == 1
+    loaded = objcache.load(jaxpr)
+    assert loaded is not None
+    assert loaded(*args)[0].tobytes() == native_fn(*args)[0].tobytes()
+
+
 @pytest.mark.parametrize("damage", ["flip", "truncate", "header", "cpu"])
 def test_damaged_entry_is_a_miss(cache, damage):
     jaxpr, args = program(lambda x: tnp.tanh(x) * 3.0, np.linspace(0.0, 1.0, 5))

@@ -17,9 +17,9 @@ runtime would import numba for, over our own memo).
 
 What is kept (``save``): programs compiled natively, in a process where the numba
 backend's module settings are those of its source files (a test lowering a threshold
-or replacing a rule writes nothing), without object-mode code (Python objects),
-or compile units, and whose object file refers to no symbol that is not numba's runtime's or the
-process's.  Entries are files ``<cache root>/numba/fast/<key>.bin`` written atomically
+or replacing a rule writes nothing), without object-mode code (Python objects), whose
+object files (the program's and its compile units') refer to no symbol that is not
+numba's runtime's or the process's.  Entries are files ``<cache root>/numba/fast/<key>.bin`` written atomically
 (two processes writing one entry both leave a whole file) and checked against their
 SHA-256 when read: a damaged one is a miss, and the program compiles as before.  The
 CPU's name and features are checked too (the code is the host's).
@@ -298,7 +298,7 @@ def save(jaxpr, run):
 
 def _save(jaxpr, run):
     disp, entry = getattr(run, "dispatcher", None), getattr(run, "entry", None)
-    if disp is None or entry is None or getattr(run, "units", None):
+    if disp is None or entry is None:
         return False
     key = program_key(jaxpr)
     if key is None or not _defaults():
@@ -307,34 +307,21 @@ def _save(jaxpr, run):
     if os.path.exists(path):
         return False
     cres = next((c for c in disp.overloads.values() if c.entry_point is entry), None)
-    if cres is None or cres.objectmode or cres.lifted or cres.reload_init:
+    program = _kept(disp, cres, cres.fndesc.llvm_cpython_wrapper_name) if cres is not None else None
+    # the compile units, in the order of their addresses in the program's last argument
+    units = [_kept(u.disp, u.disp.overloads.get(u.argtys), None) if not u.objmode and u.disp else None
+             for u in run.units]
+    if program is None or None in units:
         return False
-    lib = cres.library
-    if lib.has_dynamic_globals:
-        return False
-    # numba's cache entry of the program (the object file: numba's JIT took its own copy)
-    cache = disp._cache
-    reduced = cache._cache_file.load(cache._index_key(tuple(cres.signature.args), disp.targetctx.codegen()))
-    name, kind, libdata = reduced[0]
-    if kind != "object":
-        return False
-    obj = bytes(libdata[0])
-    # the environments of the program and of the functions linked into it (numba's
-    # implementations of np.empty, ...), with their constants (the dtypes of the arrays
-    # returned, ...)
-    envs = [(cres.fndesc.env_name, list(reduced[2].consts))]
-    envs += [(env.env_name, list(env.consts)) for env in reduced[8] if env.env_name != cres.fndesc.env_name]
-    if not all(isinstance(c, np.dtype) or type(c) in (int, float, bool, str, bytes, type(None))
-               for _, cs in envs for c in cs):
-        return False
-    undefined = _undefined_symbols(obj)
+    for u, k in zip(units, run.units):
+        u["symbol"], u["key"] = u["cres"].fndesc.llvm_func_name, k.key
     from numba.core.runtime import nrt
     import llvmlite.binding as ll
     entry_data = dict(
-        cpu=_cpu(ll), obj=obj, undefined=undefined, nrt=nrt.rtsys.library.get_llvm_str(),
-        wrapper=cres.fndesc.llvm_cpython_wrapper_name, envs=envs,
-        qualname=cres.fndesc.qualname, ins=run.ins, outs=run.outs, packed=run.packed,
-        interruptible=run.call is not None)
+        cpu=_cpu(ll), nrt=nrt.rtsys.library.get_llvm_str(), qualname=cres.fndesc.qualname,
+        program={k: v for k, v in program.items() if k != "cres"},
+        units=[{k: v for k, v in u.items() if k != "cres"} for u in units],
+        ins=run.ins, outs=run.outs, packed=run.packed, interruptible=run.call is not None)
     payload = pickle.dumps(entry_data, protocol=pickle.HIGHEST_PROTOCOL)
     data = FORMAT + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -344,6 +331,32 @@ def _save(jaxpr, run):
     os.replace(tmp, path)
     STATS["saved"] += 1
     return True
+
+
+def _kept(disp, cres, symbol):
+    """What ``load`` needs of one compiled function (``cres`` of ``disp``): its object file
+    (from numba's cache entry: numba's JIT took its own copy), its undefined symbols, the
+    environments of the function and of those linked into it (numba's implementations of
+    np.empty, ...) with their constants (the dtypes of the arrays returned, ...), and the
+    symbol whose address is wanted; None if it cannot be kept."""
+    if cres is None or cres.objectmode or cres.lifted or cres.reload_init or cres.library.has_dynamic_globals:
+        return None
+    cache = getattr(disp, "_cache", None)
+    if cache is None or not hasattr(cache, "_cache_file"):
+        return None
+    reduced = cache._cache_file.load(cache._index_key(tuple(cres.signature.args), disp.targetctx.codegen()))
+    if reduced is None:
+        return None
+    _, kind, libdata = reduced[0]
+    if kind != "object":
+        return None
+    envs = [(cres.fndesc.env_name, list(reduced[2].consts))]
+    envs += [(env.env_name, list(env.consts)) for env in reduced[8] if env.env_name != cres.fndesc.env_name]
+    if not all(isinstance(c, np.dtype) or type(c) in (int, float, bool, str, bytes, type(None))
+               for _, cs in envs for c in cs):
+        return None
+    obj = bytes(libdata[0])
+    return dict(cres=cres, obj=obj, undefined=_undefined_symbols(obj), envs=envs, symbol=symbol)
 
 
 _DEFAULTS = {}
@@ -424,6 +437,7 @@ def _cpu(ll):
 
 _RT = {}    # "ll", "engine", "dynfunc", "module": the runtime, set up at the first load
 _UNPICKLED = {}
+_LOADED = {}    # the entry's hash -> its callable (each object file is linked once per process)
 
 
 def load(jaxpr):
@@ -449,41 +463,60 @@ def _load(data):
     if not data.startswith(FORMAT):
         return None
     digest, _, payload = data[len(FORMAT):].partition(b"\n")
-    if hashlib.sha256(payload).hexdigest().encode() != digest:
+    key = hashlib.sha256(payload).hexdigest()
+    if key.encode() != digest:
         return None
+    fn = _LOADED.get(key)       # (the same entry for another trace of the program)
+    if fn is not None:
+        return fn
     e = pickle.loads(payload)
     rt = _runtime(e["nrt"])
     ll = rt["ll"]
     if e["cpu"] != _cpu(ll):
         return None
-    for s in e["undefined"]:
-        if s in rt["helpers"]:
-            ll.add_symbol(s, rt["helpers"][s])
-    if any(s not in rt["defined"] and not ll.address_of_symbol(s) for s in e["undefined"]):
-        return None
-    import ctypes
-    engine = rt["engine"]
-    engine.add_object_file(ll.ObjectFileRef.from_data(e["obj"]))
-    engine.finalize_object()
-    fnptr = engine.get_function_address(e["wrapper"])
+    ptrs = []
+    for u in e["units"]:
+        ptr = rt["units"].get(u["key"])
+        if ptr is None:
+            ptr = rt["units"][u["key"]] = _link(rt, u)
+        if not ptr:
+            return None
+        ptrs.append(ptr)
+    fnptr = _link(rt, e["program"])
     if not fnptr:
         return None
-    dynfunc = rt["dynfunc"]
-    envs = []
-    for name, consts in e["envs"]:        # (as numba's CompileResult._rebuild sets them)
-        envptr = engine.get_global_value_address(name)
-        if not envptr:
-            return None
-        env = dynfunc.Environment({})
-        env.consts.extend(consts)
-        ctypes.c_void_p.from_address(envptr).value = id(env)
-        envs.append(env)
-    rt["envs"].extend(envs)     # (alive while the process is: the code may outlive the callable)
-    fn = dynfunc.make_function(rt["module"], e["qualname"].split(".")[-1],
-                               "compiled wrapper (tangentia's machine-code cache)", fnptr, envs[0], engine)
+    fn = rt["dynfunc"].make_function(rt["module"], e["qualname"].split(".")[-1],
+                                     "compiled wrapper (tangentia's machine-code cache)", fnptr,
+                                     rt["envs"][-len(e["program"]["envs"])], rt["engine"])
     STATS["loaded"] += 1
     from .sigint import call_interruptible
-    return runner(fn, e["ins"], e["outs"], e["packed"], call_interruptible if e["interruptible"] else None)
+    fn = runner(fn, e["ins"], e["outs"], e["packed"], call_interruptible if e["interruptible"] else None, ptrs)
+    return _LOADED.setdefault(key, fn)
+
+
+def _link(rt, item):
+    """Add one kept function's object file to the JIT, set its environments (as numba's
+    ``CompileResult._rebuild`` does) and return the address of its symbol; 0 if a symbol
+    it needs is not defined here (the object is not added then)."""
+    import ctypes
+    ll, engine = rt["ll"], rt["engine"]
+    for s in item["undefined"]:
+        if s in rt["helpers"]:
+            ll.add_symbol(s, rt["helpers"][s])
+    if any(s not in rt["defined"] and not ll.address_of_symbol(s) for s in item["undefined"]):
+        return 0
+    engine.add_object_file(ll.ObjectFileRef.from_data(item["obj"]))
+    engine.finalize_object()
+    ptr = engine.get_function_address(item["symbol"])
+    for name, consts in item["envs"]:
+        envptr = engine.get_global_value_address(name)
+        if not envptr:
+            return 0
+        env = rt["dynfunc"].Environment({})
+        env.consts.extend(consts)
+        ctypes.c_void_p.from_address(envptr).value = id(env)
+        rt["envs"].append(env)      # (alive while the process is: so is the code)
+    return ptr
 
 
 def _runtime(nrt_ir):
@@ -516,7 +549,7 @@ def _runtime(nrt_ir):
     tm = ll.Target.from_default_triple().create_target_machine(opt=2, reloc="default", codemodel="jitdefault")
     engine = ll.create_mcjit_compiler(mod, tm)
     engine.finalize_object()
-    _RT.update(ll=ll, engine=engine, dynfunc=dynfunc, helpers=helperlib.c_helpers, envs=[],
+    _RT.update(ll=ll, engine=engine, dynfunc=dynfunc, helpers=helperlib.c_helpers, envs=[], units={},
                defined={f.name for f in mod.functions if not f.is_declaration},
                module=types.ModuleType("tangentia_numba_objcache"))
     return _RT
