@@ -1167,10 +1167,8 @@ def _loop_ir(context, builder, f, memo, dt, args, param):
             for k in range(count):
                 builder.store(args[first + k], builder.gep(buf, [const(k)]))
 
-            def read_buffer(key, c, buf=buf, inner=inner):
-                off = builder.add(const(key), builder.mul(c, const(inner))) if key else \
-                    builder.mul(c, const(inner))
-                return builder.load(builder.gep(buf, [off]))
+            def read_buffer(key, c, buf=buf, inner=inner, base=[]):  # noqa: B006 - (one per operand)
+                return builder.load(_step_pointer(builder, base, buf, c, inner, key))
             readers.append((list(starts), read_buffer))
             continue
         _, pos, src_str, shape, starts, axes = spec
@@ -1182,11 +1180,8 @@ def _loop_ir(context, builder, f, memo, dt, args, param):
         if arr.aty.layout == "C":
             inner = _size(shape[axes[-1] + 1:])
 
-            def read_c(key, c, data=data, inner=inner, cast=cast):
-                off = builder.mul(c, const(inner))
-                if key:
-                    off = builder.add(off, const(key))
-                return cast(builder.load(builder.gep(data, [off])))
+            def read_c(key, c, data=data, inner=inner, cast=cast, base=[]):  # noqa: B006
+                return cast(builder.load(_step_pointer(builder, base, data, c, inner, key)))
             readers.append(([_ravel(s, shape) for s in starts], read_c))
             continue
         strides = cgutils.unpack_tuple(builder, arr.ary.strides)
@@ -1251,6 +1246,16 @@ def _loop_ir(context, builder, f, memo, dt, args, param):
     br.set_metadata("llvm.loop", _no_unroll(builder.module))
     builder.position_at_end(end)
     return new
+
+
+def _step_pointer(builder, base, data, c, inner, key):
+    """The address of element ``c * inner + key`` of ``data``: ``c * inner`` computed once
+    per loop and operand (``base``, a list holding it once made), then one ``gep`` per
+    element (8 outputs of an 8x8 product: 16 instructions instead of 32)."""
+    if not base:
+        step = c if inner == 1 else builder.mul(c, ir.Constant(c.type, inner))
+        base.append(builder.gep(data, [step]))
+    return builder.gep(base[0], [ir.Constant(c.type, key)]) if key else base[0]
 
 
 def _no_unroll(module):
