@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import importlib.util
 import os
 import pickle
 import struct
@@ -185,17 +186,19 @@ _VERSION = []
 
 
 def _version():
-    """The library's files (name, size, modification time), the versions of Python, NumPy,
-    numba and llvmlite, and this format."""
+    """The library's files (name, size, modification time), the versions of Python and
+    NumPy, numba's, llvmlite's and SciPy's version files (size, modification time), and this
+    format."""
     if not _VERSION:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         parts = [FORMAT.decode(), sys.version, np.__version__]
-        for dist in ("numba", "llvmlite", "scipy"):
-            try:
-                from importlib import metadata
-                parts.append(f"{dist} {metadata.version(dist)}")
-            except Exception:   # noqa: BLE001 - not installed
-                parts.append(f"{dist} -")
+        for dist in ("numba", "llvmlite", "scipy"):   # (their files, not imported: numba is not)
+            spec = importlib.util.find_spec(dist)
+            for name in ("__init__.py", "_version.py", "version.py"):
+                path = os.path.join(os.path.dirname(spec.origin), name) if spec and spec.origin else ""
+                if os.path.exists(path):
+                    st = os.stat(path)
+                    parts.append(f"{path} {st.st_size} {st.st_mtime_ns}")
         for d, _, files in sorted(os.walk(root)):
             for f in sorted(files):
                 if f.endswith(".py"):
