@@ -94,11 +94,11 @@ cached on disk.  Compiles longer than 2 s print a line on stderr unless
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 from ... import core
 from ..backend import Backend, register_backend
-from . import objcache
 
 __all__ = ["NumbaBackend", "all_primitives", "lowering_paths", "SMALL"]
 # The compile estimate (tiering's rent-or-buy, and the progress line): a linear fit of
@@ -153,7 +153,10 @@ def _fast_load(jaxpr):
     """The program's machine code kept by an earlier process (``objcache``), loaded
     without numba, while the compiler is not imported in this process (memoized per
     key: the environment's settings are part of it); else None."""
-    if not objcache.enabled() or objcache.compiler_imported():
+    if os.environ.get("TANGENTIA_NUMBA_FAST_LOAD", "1") == "0":
+        return None
+    objcache = _objcache()
+    if objcache.compiler_imported():
         return None
     key = objcache.program_key(jaxpr)
     if key is None:
@@ -164,6 +167,11 @@ def _fast_load(jaxpr):
         if fn is not None:
             fn = _FAST.setdefault(jaxpr, fn, key)
     return fn
+
+
+def _objcache():
+    """The machine-code cache (``objcache``), imported on first use."""
+    return importlib.import_module(f"{__name__}.objcache")
 
 
 def _native():
@@ -199,8 +207,8 @@ class NumbaBackend(Backend):
         fn = _fast_load(jaxpr)
         if fn is None:
             fn = _native().NumbaCompiler(self.compile_estimate(jaxpr)).compile(jaxpr)
-            if objcache.enabled():
-                objcache.save(jaxpr, fn)
+            if _objcache().enabled():
+                _objcache().save(jaxpr, fn)
         return fn
 
     def source(self, jaxpr):
