@@ -406,8 +406,19 @@ class _Gen:
         if type(v) is SV and v.arr is not None and v.arr[0] in self.scopes:
             return v.arr[1]
         n = self.name("a")
-        self.emit(f"{n} = np.empty({_shape_str(v.shape)}, {_dt(v.dtype)})")
         out = AV(v.shape, v.dtype, n)
+        if type(v) is SV and _size(v.shape) > 1:
+            # (its elements stored by one call, ``rowio.store_row``, into the one row of a
+            # fresh array: numba types and lowers one statement, not one ``a[i, j] = e``
+            # each, at ~2 ms of compile per element stored)
+            full = self.name("a")
+            self.emit(f"{full} = np.empty({_shape_str((1,) + v.shape)}, {_dt(v.dtype)})")
+            els = [_typed(e, v.dtype) for e in v.elems]
+            self.emit(f"{self.glob(store_row(v.shape), '_st')}({full}, 0, {nest(self.packed(els))})")
+            self.emit(f"{n} = {full}[0]")
+            v.arr = (self.scopes[-1], out)
+            return out
+        self.emit(f"{n} = np.empty({_shape_str(v.shape)}, {_dt(v.dtype)})")
         if type(v) is SV:
             for k, idx in enumerate(np.ndindex(*v.shape)):
                 self.emit(f"{self.elem(out, idx)} = {v.elems[k]}")
