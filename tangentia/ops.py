@@ -19,7 +19,8 @@ _MONOIDS = {"add": "add", "multiply": "mul", "min": "min", "max": "max"}
 def _segment(fname, method, data, segment_ids, num_segments, mode):
     data = tnp.asarray(data)
     ids = tnp.asarray(segment_ids)
-    if tnp.ndim(ids) != 1 or tnp.shape(ids)[0] != tnp.shape(data)[0]:
+    # (a 0-d ``data`` is one value for every id, as JAX's scatter broadcasts it)
+    if tnp.ndim(data) != 0 and (tnp.ndim(ids) != 1 or tnp.shape(ids)[0] != tnp.shape(data)[0]):
         raise ValueError(f"{fname}: argument 'segment_ids' must be 1-D with one id per row of "
                          f"'data' ({tnp.shape(data)[0]} rows), got shape {tnp.shape(ids)}")
     if num_segments is None:

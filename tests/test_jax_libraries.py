@@ -753,3 +753,17 @@ def test_custom_functions_and_rules_get_arrays_with_jax_methods():
         np.testing.assert_allclose(
             lib.vmap(lib.grad(lambda x: g(np_.sin(x)).sum()))(np_.ones((2, 3)))[1],
             np.cos([3.0, np.sin(1.0), np.sin(1.0)]) * c, rtol=1e-14)
+
+
+def test_segment_reductions_of_a_scalar_follow_jax():
+    """jraph's graph network reduces 0-d features by segment: JAX's scatter broadcasts the
+    value to every id (a scalar id or a vector of them)."""
+    for ids, n in ((np.array([0, 1, 1]), 3), (np.array(1), 3), (np.array(1), None)):
+        for name in ("segment_sum", "segment_max", "segment_min", "segment_prod"):
+            got = getattr(tg.ops, name)(np.float64(2.0), ids, n)
+            want = getattr(jax.ops, name)(np.float64(2.0), ids, n)
+            np.testing.assert_array_equal(got, want)
+    got = tg.jit(lambda d, i: tg.ops.segment_max(d, i, 3))(2.0, np.array([0, 2]))
+    np.testing.assert_array_equal(got, jax.ops.segment_max(2.0, np.array([0, 2]), 3))
+    with pytest.raises(ValueError, match="segment_ids"):
+        tg.ops.segment_sum(np.ones(3), np.array([0, 1]), 2)
