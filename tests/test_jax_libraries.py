@@ -12,6 +12,7 @@ import tangentia as tg
 import tangentia.numpy as tnp
 from tangentia import lax
 from tangentia._array import ArrayImpl
+from _jax_alias import jax_is_tangentia
 
 jax = pytest.importorskip("jax", reason="JAX is the reference these tests compare with")
 jax.config.update("jax_enable_x64", True)
@@ -447,43 +448,14 @@ def test_config_reads_as_jax():
 # optax, run on tangentia through a `jax` -> `tangentia` import alias
 
 
-class _JaxAlias:
-    """A meta path finder importing ``jax.x`` as ``tangentia.x``."""
-
-    def find_spec(self, name, path, target=None):
-        import importlib.util
-        if name == "jax" or name.startswith("jax."):
-            return importlib.util.spec_from_loader(name, self)
-        return None
-
-    def create_module(self, spec):
-        import importlib
-        return importlib.import_module("tangentia" + spec.name[3:])
-
-    def exec_module(self, module):
-        pass
-
-
 @pytest.fixture
 def optax_on_tangentia():
     import importlib.util
-    import sys
     if importlib.util.find_spec("optax") is None:
         pytest.skip("optax is not installed (pip install optax)")
-    saved = {k: v for k, v in sys.modules.items()
-             if k == "jax" or k.startswith(("jax.", "optax", "chex"))}
-    for k in saved:
-        del sys.modules[k]
-    alias = _JaxAlias()
-    sys.meta_path.insert(0, alias)
-    try:
+    with jax_is_tangentia("optax", "chex"):
         import optax
         yield optax
-    finally:
-        sys.meta_path.remove(alias)
-        for k in [k for k in sys.modules if k == "jax" or k.startswith(("jax.", "optax", "chex"))]:
-            del sys.modules[k]
-        sys.modules.update(saved)
 
 
 def test_optax_optimizers_and_lbfgs_run_on_tangentia(optax_on_tangentia):

@@ -8,7 +8,6 @@ evaluation of ``jax.interpreters.partial_eval`` (``PartialVal``,
 imported with ``jax`` aliased to tangentia: a linen model with ``nn.scan``, ``lazy_init``
 and a gradient, against the same model on JAX.  No numba compile."""
 import importlib.util
-import sys
 
 import numpy as np
 import pytest
@@ -24,6 +23,7 @@ from jax.extend import linear_util as jax_lu  # noqa: E402
 from jax.interpreters import partial_eval as jax_pe  # noqa: E402
 
 from tangentia.extend import linear_util as tg_lu  # noqa: E402
+from _jax_alias import jax_is_tangentia  # noqa: E402
 
 
 @pytest.mark.parametrize("under_jit", [False, True])
@@ -115,22 +115,6 @@ def test_einsum_takes_lax_dot_general_as_jax():
         tnp.einsum("ij,jk->ik", a, b, _dot_general=lambda *a, **k: None)
 
 
-class _JaxAlias:
-    """A meta path finder importing ``jax.x`` as ``tangentia.x``."""
-
-    def find_spec(self, name, path, target=None):
-        if name == "jax" or name.startswith("jax."):
-            return importlib.util.spec_from_loader(name, self)
-        return None
-
-    def create_module(self, spec):
-        import importlib
-        return importlib.import_module("tangentia" + spec.name[3:])
-
-    def exec_module(self, module):
-        pass
-
-
 def _flax_model(jax_, nn):
     """A linen model using ``nn.scan`` (broadcast params: partial evaluation)."""
     jnp_ = jax_.numpy
@@ -155,13 +139,7 @@ def test_flax_linen_model_on_tangentia_matches_jax():
     (JAX's own init compiles for seconds; its initializers are tested elsewhere)."""
     if importlib.util.find_spec("flax") is None:
         pytest.skip("flax is not installed (pip install --no-deps flax treescope rich)")
-    mods = ("jax", "flax", "optax", "chex", "treescope", "orbax")
-    saved = {k: v for k, v in sys.modules.items() if k.split(".")[0] in mods}
-    for k in saved:
-        del sys.modules[k]
-    alias = _JaxAlias()
-    sys.meta_path.insert(0, alias)
-    try:
+    with jax_is_tangentia("flax", "optax", "chex", "treescope", "orbax"):
         import jax as tg_as_jax
         import flax.linen as tg_nn
         assert tg_as_jax is tg
@@ -170,11 +148,6 @@ def test_flax_linen_model_on_tangentia_matches_jax():
         params = m.init(key, _X)
         lazy = m.lazy_init(key, tg.ShapeDtypeStruct(_X.shape, _X.dtype))
         got = tg.value_and_grad(lambda p: tnp.sum(m.apply(p, _X) ** 2))(params)
-    finally:
-        sys.meta_path.remove(alias)
-        for k in [k for k in sys.modules if k.split(".")[0] in mods]:
-            del sys.modules[k]
-        sys.modules.update(saved)
     leaves = jax.tree_util.tree_leaves
     assert [a.dtype for a in leaves(params)] == [np.float32] * len(leaves(params))
     for a, b in zip(leaves(params), leaves(lazy), strict=True):
