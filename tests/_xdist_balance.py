@@ -96,8 +96,8 @@ FIRST: frozenset[str] = frozenset({
 # the shares took 200 and 171 s in session 15's run; with these, 187 and 184 s (968 and 966
 # MB).  MB still bounds a share (SHARE_MB).  The linear algebra shares numba's compiled
 # kernels (module-level ``@njit`` callees are compiled once per process and signature):
-# test_custom_linear_solve_root's numba test took 8.9 s of numba alone and 1.8 s after the
-# linear algebra of test_numba_kernels; these figures put both in one share.
+# in one process, cold, test_custom_linear_solve_root then test_numba_kernels took 17 + 89 s
+# against 11 + 101 s in different workers; these figures put both in one share.
 CPU: dict[str, float] = {
     "tests/test_numba_kernels.py": 101,
     "tests/test_numba_backend.py": 87,
