@@ -739,3 +739,15 @@ def test_segment_reductions_of_a_scalar_follow_jax():
     np.testing.assert_array_equal(got, jax.ops.segment_max(2.0, np.array([0, 2]), 3))
     with pytest.raises(ValueError, match="segment_ids"):
         tg.ops.segment_sum(np.ones(3), np.array([0, 1]), 2)
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "mean", "var", "std", "max", "min", "all",
+                                  "any"])
+def test_eager_reductions_take_a_list_of_axes_as_jax(name):
+    """flax's tests reduce eager results over ``axis=[1, 2, 3]`` (NumPy's methods take
+    only a tuple)."""
+    x = np.linspace(0.5, 2.0, 24).reshape(2, 3, 4)
+    got = getattr(tnp.asarray(x), name)(axis=[0, 2], keepdims=True)
+    want = getattr(jnp.asarray(x), name)(axis=[0, 2], keepdims=True)
+    assert type(got) is ArrayImpl
+    np.testing.assert_allclose(got, want, rtol=1e-14)

@@ -569,7 +569,8 @@ def _eager_method(name, lead, numpy_kw, jax_kw, traced):
     params = lead + "".join(f", {k}=None" for k in numpy_kw) + "".join(
         f", {k}=_D[{i}]" for i, k in enumerate(jax_kw))
     scope = {"numpy_method": numpy_method, "traced": traced, "ndarray": _np.ndarray,
-             "ConcretizationTypeError": (_TracerArrayConversionError, _ConcretizationTypeError),
+             "ConcretizationTypeError": (_TracerArrayConversionError, _ConcretizationTypeError,
+                                         TypeError),   # (NumPy refuses a list axis; JAX not)
              "Tracer": _Tracer, "to_user": _to_user, "_any": builtins.any,
              "_D": tuple(jax_kw.values())}
     src = _TEMPLATE.format(
