@@ -179,6 +179,11 @@ class _Config:
         """The value of the option ``name`` (``config.read("jax_enable_x64")``)."""
         return getattr(self, name)
 
+    def parse_flags_with_absl(self):
+        """JAX's reading of ``--jax_*`` command-line flags through absl, which test files
+        written for JAX call at import (flax's): nothing to read here (the options are
+        set with ``update`` or their environment variables)."""
+
     @property
     def values(self):
         """The options and their values, as a dict."""

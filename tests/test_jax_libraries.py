@@ -751,3 +751,9 @@ def test_eager_reductions_take_a_list_of_axes_as_jax(name):
     want = getattr(jnp.asarray(x), name)(axis=[0, 2], keepdims=True)
     assert type(got) is ArrayImpl
     np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+def test_config_parse_flags_with_absl_is_accepted_as_jax():
+    """Test files written for JAX (flax's) call it at import."""
+    assert tg.config.parse_flags_with_absl() is None
+    jax.config.parse_flags_with_absl()
