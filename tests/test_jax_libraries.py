@@ -757,3 +757,10 @@ def test_config_parse_flags_with_absl_is_accepted_as_jax():
     """Test files written for JAX (flax's) call it at import."""
     assert tg.config.parse_flags_with_absl() is None
     jax.config.parse_flags_with_absl()
+
+
+def test_lowered_cost_analysis_gives_no_estimate():
+    """flax's ``tabulate`` asks ``jit(f).lower(x).cost_analysis()`` for XLA's FLOP counts and
+    takes None as none (tangentia has no cost model)."""
+    assert tg.jit(lambda x: x * 2).lower(np.ones(3)).cost_analysis() is None
+    assert "flops" in jax.jit(lambda x: x * 2).lower(np.ones(3)).cost_analysis()

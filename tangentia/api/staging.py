@@ -618,6 +618,11 @@ class Lowered:
         """The staged program (tangentia's IR), as a ``ClosedJaxpr``."""
         return core.ClosedJaxpr(self.jaxpr, [])
 
+    def cost_analysis(self) -> None:
+        """None, as JAX's when its compiler gives no estimate (XLA's FLOP counts; flax's
+        ``tabulate`` counts 0 then)."""
+        return None
+
     def compile(self) -> Callable:
         """A callable taking the same arguments as the jitted function."""
         fn = self.backend.compile(self.jaxpr)
