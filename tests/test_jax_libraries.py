@@ -764,3 +764,22 @@ def test_lowered_cost_analysis_gives_no_estimate():
     takes None as none (tangentia has no cost model)."""
     assert tg.jit(lambda x: x * 2).lower(np.ones(3)).cost_analysis() is None
     assert "flops" in jax.jit(lambda x: x * 2).lower(np.ones(3)).cost_analysis()
+
+
+def test_jit_static_argnums_and_argnames_both_given_are_taken_as_given():
+    """As JAX's jit: with both given, neither is completed from the signature (flax's
+    ``nn.jit`` wraps a function of three leading arguments with ``functools.wraps`` of the
+    user's, and names the user's static keyword)."""
+    import functools
+
+    def user(scope, train=False, x=None):   # ("train" is the second parameter here ...)
+        return x * (2.0 if train else 3.0)
+
+    for lib in (tg, jax):
+        @functools.partial(lib.jit, static_argnums=(0,), static_argnames=("train",))
+        @functools.wraps(user)
+        def jitted(fingerprint, variables, x, **kw):   # (... and an unhashable value there)
+            return user(None, x=x, **kw) + len(fingerprint)
+
+        assert float(jitted((1, 2), ({},), np.float64(1.0), train=True)) == 4.0
+        assert float(jitted((1,), ({},), np.float64(1.0))) == 4.0

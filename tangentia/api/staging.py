@@ -150,6 +150,7 @@ def _resolve_statics(fun, static_argnums, static_argnames, validate=False):
     """``(positions, names)`` of the static arguments, each completed from the
     other through ``fun``'s signature, as JAX resolves them; with ``validate``
     (jit), positions and names ``fun`` cannot take raise JAX's ValueError."""
+    given_both = static_argnums is not None and static_argnames is not None
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
     if isinstance(static_argnames, str):
@@ -160,6 +161,8 @@ def _resolve_statics(fun, static_argnums, static_argnames, validate=False):
     pos_names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if validate and params:
         _validate_statics(params, pos_names, static_argnums, static_argnames)
+    if validate and given_both:   # (jit, as JAX's: both given, neither is completed)
+        return tuple(sorted(set(static_argnums))), frozenset(static_argnames)
     nums = set(static_argnums)
     names = set(static_argnames)
     for i in static_argnums:
