@@ -51,9 +51,12 @@ _ENV = os.environ.get("TANGENTIA_FUZZ_EXAMPLES")
 
 def fuzz(default: int) -> settings:
     """``default`` derandomized examples (one numba compile each: the file's cold cost is
-    budgeted), or ``TANGENTIA_FUZZ_EXAMPLES`` of them."""
+    budgeted), or ``TANGENTIA_FUZZ_EXAMPLES`` of them; ``TANGENTIA_FUZZ_RANDOM=1`` draws them
+    at random (a wide run exploring beyond the derandomized sequence earlier runs covered;
+    ``--hypothesis-seed=N`` repeats one)."""
     return settings(max_examples=int(_ENV) if _ENV else default, deadline=None,
-                    derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+                    derandomize=not os.environ.get("TANGENTIA_FUZZ_RANDOM"), database=None,
+                    suppress_health_check=list(HealthCheck))
 
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 FLOATS = [np.float32, np.float64]
