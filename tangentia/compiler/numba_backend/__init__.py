@@ -147,25 +147,26 @@ def _elements(aval):
 
 
 _FAST = core.ProgramMemo("numba backend: programs loaded from the machine-code cache")
+_FAST_ENV = ("TANGENTIA_NUMBA_UNITS", "TANGENTIA_NUMBA_IRBLOCK", "TANGENTIA_NUMBA_LEAN",
+             "TANGENTIA_NUMBA_LARGE_IR", "TANGENTIA_NUMBA_GEMM")
+_COMPILER = tuple(f"{__name__}.{m}" for m in ("native", "codegen", "rules", "plan", "irblock", "helpers"))
 
 
 def _fast_load(jaxpr):
     """The program's machine code kept by an earlier process (``objcache``), loaded
-    without numba, while the compiler is not imported in this process (memoized per
-    key: the environment's settings are part of it); else None."""
-    if os.environ.get("TANGENTIA_NUMBA_FAST_LOAD", "1") == "0":
+    without numba, while the compiler is not imported in this process; else None.
+    Memoized per program and the settings ``native._settings`` reads (as the compiled
+    code is): a call of a loaded program (``jit``'s eager calls come here each time)
+    costs a few lookups, not the key's computation."""
+    modules = sys.modules
+    if os.environ.get("TANGENTIA_NUMBA_FAST_LOAD", "1") == "0" or any(m in modules for m in _COMPILER):
         return None
-    objcache = _objcache()
-    if objcache.compiler_imported():
-        return None
-    key = objcache.program_key(jaxpr)
-    if key is None:
-        return None
-    fn = _FAST.get(jaxpr, key)
+    env = tuple(os.environ.get(k) for k in _FAST_ENV)
+    fn = _FAST.get(jaxpr, env)
     if fn is None:
-        fn = objcache.load(jaxpr)
+        fn = _objcache().load(jaxpr)
         if fn is not None:
-            fn = _FAST.setdefault(jaxpr, fn, key)
+            fn = _FAST.setdefault(jaxpr, fn, env)
     return fn
 
 
@@ -206,9 +207,12 @@ class NumbaBackend(Backend):
     def compile(self, jaxpr):
         fn = _fast_load(jaxpr)
         if fn is None:
-            fn = _native().NumbaCompiler(self.compile_estimate(jaxpr)).compile(jaxpr)
-            if _objcache().enabled():
-                _objcache().save(jaxpr, fn)
+            native = _native()
+            fn = native.compiled(jaxpr)      # (compiled before: kept already)
+            if fn is None:
+                fn = native.NumbaCompiler(self.compile_estimate(jaxpr)).compile(jaxpr)
+                if os.environ.get("TANGENTIA_NUMBA_FAST_LOAD", "1") != "0":
+                    _objcache().save(jaxpr, fn)
         return fn
 
     def source(self, jaxpr):
