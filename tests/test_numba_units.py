@@ -244,3 +244,33 @@ def test_the_cache_key_holds_the_pipeline_and_llvm_settings(monkeypatch: pytest.
     monkeypatch.setenv("TANGENTIA_NUMBA_LEAN", "0")
     no_lean = native._source_key(source)
     assert len({default, no_large, no_lean}) == 3
+
+
+def test_object_mode_calls_in_two_loops_compile() -> None:
+    # (numba issue #9574: the environment pointer of object-mode blocks, kept from the first
+    # one numba lowers -- inside the first loop -- did not dominate the second loop's, and
+    # LLVM refused the program: the whole program fell back to the NumPy backend)
+    import warnings
+    import tangentia as tg
+    from _numba_util import compile_numba
+
+    def cb(x: Any) -> Any:
+        return tg.pure_callback(lambda v: np.asarray(v) * 2.0 - 1.0,
+                                tg.ShapeDtypeStruct((4,), np.float64), x)
+
+    def f(x: Any) -> Any:
+        x = lax.fori_loop(0, 2, lambda i, c: cb(c) + 0.5, x)
+        return lax.fori_loop(0, 3, lambda i, c: cb(c) * 0.25, x)
+
+    x = np.linspace(-1.0, 1.0, 4)
+    jaxpr, full = program(f, x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", native.ObjectModeWarning)
+        fn = compile_numba(jaxpr)
+    assert "numba.objmode" in fn.source
+    want = x
+    for _ in range(2):
+        want = want * 2.0 - 1.0 + 0.5
+    for _ in range(3):
+        want = (want * 2.0 - 1.0) * 0.25
+    assert np.asarray(fn(*full)[0]).tobytes() == want.tobytes()

@@ -282,7 +282,12 @@ def _module_source(g, fname, params):
             f"from {vecmath.__name__} import {', '.join(vecmath.INTRINSICS)}",
             f"from {vecmath_trig.__name__} import {', '.join(vecmath_trig.INTRINSICS)}", ""] + g.notes + [""]
     funcs = [f + "\n\n" for f in g.functions]
-    main = "\n".join(["@_jit", f"def {fname}({', '.join(params)}):"] + g.lines)
+    # (numba keeps the environment pointer its object-mode blocks use from the first one
+    # it lowers: inside a loop, it does not dominate a second loop's block, and LLVM
+    # refuses the function -- numba issue #9574.  An empty block first defines it in the
+    # entry block.)
+    first = ["    with numba.objmode():", "        pass"] if g.objmode else []
+    main = "\n".join(["@_jit", f"def {fname}({', '.join(params)}):"] + first + g.lines)
     return "\n".join(head) + "\n" + "\n".join(funcs) + main + "\n"
 
 
