@@ -783,3 +783,17 @@ def test_jit_static_argnums_and_argnames_both_given_are_taken_as_given():
 
         assert float(jitted((1, 2), ({},), np.float64(1.0), train=True)) == 4.0
         assert float(jitted((1,), ({},), np.float64(1.0))) == 4.0
+
+
+def test_sigmoid_of_complex_values_follows_jax():
+    """flax's gated recurrent cells take complex inputs: ``nn.sigmoid`` is JAX's logistic
+    there (values, dtype and derivative)."""
+    z = np.array([1 + 2j, -0.5 + 0.1j, 3 - 1j])
+    for zz in (z, z.astype(np.complex64)):
+        got, want = tg.nn.sigmoid(zz), jax.nn.sigmoid(zz)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6 if zz.dtype == np.complex64 else 1e-14)
+    np.testing.assert_allclose(tg.jit(tg.nn.sigmoid)(z), jax.nn.sigmoid(z), rtol=1e-14)
+    got = tg.grad(lambda z: tnp.real(tg.nn.sigmoid(z)).sum())(z)
+    want = jax.grad(lambda z: jnp.real(jax.nn.sigmoid(z)).sum())(z)
+    np.testing.assert_allclose(got, want, rtol=1e-14)

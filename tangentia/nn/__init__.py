@@ -24,6 +24,7 @@ import numpy as np
 from .. import core, dtypes
 from .. import numpy as tnp
 from ..core import Tracer
+from .. import lax as _lax
 from ..scipy import special as _sp
 from ..lax._stable import _exp_neg_abs, _expit, _named_custom_jvp
 from ..scipy.special import _inexact, _log_softmax, _softmax, _softmax_impl, logsumexp
@@ -74,7 +75,10 @@ def relu(x: ArrayLike) -> Array:
 
 def sigmoid(x: ArrayLike) -> Array:
     """The logistic sigmoid ``1 / (1 + exp(-x))`` (``tangentia.scipy.special.expit``)."""
-    return _expit(_inexact("sigmoid", "x", x))
+    x = _inexact("sigmoid", "x", x, complex_ok=True)
+    if _sp._dtype_of(x).kind == "c":   # (JAX's logistic; the stable real form uses abs)
+        return _lax.logistic(x)
+    return _expit(x)
 
 
 def _softplus_fun(x):
