@@ -21,7 +21,6 @@ last bit; integers and booleans exactly).  Programs are tiny (a few numba compil
 from __future__ import annotations
 
 import re
-import weakref
 from typing import Any
 
 import numpy as np
@@ -32,8 +31,8 @@ pytest.importorskip("numba")
 import tangentia.numpy as tnp  # noqa: E402
 from tangentia import lax  # noqa: E402
 from tangentia.compiler.backend import get_backend  # noqa: E402
-from tangentia.compiler.numba_backend import native  # noqa: E402
 from _numba_util import compile_numba, program  # noqa: E402  (shared by the numba tests)
+from test_numba_units import small_units  # noqa: E402,F401  (the fixture: units from a cost of 20 on)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -70,16 +69,6 @@ def test_small_values_become_arrays_by_one_store() -> None:
     body = src.split("def program(")[1]
     assert re.search(r"_st\d+\(a\d+, 0, ", body), body
     assert not re.search(r"a\d+\[\d+(, \d+)*\] = ", body), body
-
-
-@pytest.fixture
-def small_units(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Any:
-    """Units from a cost of 20 on, in a fresh cache directory, none yet in this process."""
-    monkeypatch.setattr(native, "UNIT_MIN_COST", 20)
-    monkeypatch.setattr(native, "_UNITS", weakref.WeakValueDictionary())
-    monkeypatch.setenv("TANGENTIA_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("TANGENTIA_NUMBA_UNITS", raising=False)
-    return tmp_path
 
 
 def test_unit_results_are_the_loop_carries(small_units: Any) -> None:
