@@ -167,11 +167,13 @@ def _fast_load(jaxpr):
         return None
     env = tuple(os.environ.get(k) for k in _FAST_ENV)
     fn = _FAST.get(jaxpr, env)
-    if fn is None:
-        fn = _objcache().load(jaxpr)
-        if fn is not None:
-            fn = _FAST.setdefault(jaxpr, fn, env)
-    return fn
+    if fn is None:      # (a miss is kept too: until the compiler is imported, tiered calls ask)
+        loaded = _objcache().load(jaxpr)
+        fn = _FAST.setdefault(jaxpr, _MISS if loaded is None else loaded, env)
+    return None if fn is _MISS else fn
+
+
+_MISS = object()
 
 
 def _objcache():
