@@ -54,21 +54,25 @@ def _both(f: Any, *args: Any) -> str:
 
 def test_small_values_become_arrays_by_one_store() -> None:
     """Scalarized results of several dtypes (float32, int32, bool, complex128), made
-    the program's output arrays: one ``_st`` call each, no element statements, and the
-    values (a float64 expression cast to float32, say) as the NumPy backend's."""
-    def f(x: Any, n: Any, z: Any) -> Any:
+    the program's output arrays, and a concatenation of scalarized operands too large to
+    be scalarized itself: one ``_st`` call each, no element statements or copy loops,
+    and the values (a float64 expression cast to float32, say) as the NumPy backend's."""
+    def f(x: Any, n: Any, z: Any, w: Any) -> Any:
         y = tnp.sin(x) * 1.5 + x * x                    # f64[2, 3]
         m = n * 3 - 1                                    # i32[4]
         return (y.astype(np.float32), m, m > 2, z * (1 + 2j) - 0.5,
-                tnp.stack([y[0, 0], y[1, 2]]))           # (a stack of two scalars)
+                tnp.stack([y[0, 0], y[1, 2]]),           # (a stack of two scalars)
+                tnp.concatenate([w, w[::-1].astype(np.float32)]))   # f64[32], no operation
 
     x = np.linspace(-1.0, 2.0, 6).reshape(2, 3)
     n = np.array([1, -2, 3, 7], np.int32)
     z = np.array([0.25 - 1j, 3.0 + 0.5j])
-    src = _both(f, x, n, z)
+    w = np.linspace(0.5, 3.0, 16)
+    src = _both(f, x, n, z, w)
     body = src.split("def program(")[1]
-    assert re.search(r"_st\d+\(a\d+, 0, ", body), body
+    assert len(re.findall(r"_st\d+\(a\d+, 0, ", body)) == 6, body
     assert not re.search(r"a\d+\[\d+(, \d+)*\] = ", body), body
+    assert "for " not in body, body     # (the concatenation: no copy loops)
 
 
 def test_unit_results_are_the_loop_carries(small_units: Any) -> None:

@@ -369,6 +369,15 @@ def _concatenate(g, eqn, ins):
             k, src = concatenate_source(shapes, axis, idx)
             pieces.append(g.scalar(_cast(g.elem(ins[k], src), ins[k].dtype, out.dtype)))
         return [SV(out.shape, out.dtype, pieces)]
+    if _size(out.shape) <= UNROLL and all(type(v) is SV for v in ins):
+        # (scalarized operands, a result too large to be: its elements stored by one
+        # call, ``_Gen.array``, not each operand made an array and copied in)
+        shapes = [v.shape for v in ins]
+        els = []
+        for idx in np.ndindex(*out.shape):
+            k, src = concatenate_source(shapes, axis, idx)
+            els.append(_cast(g.elem(ins[k], src), ins[k].dtype, out.dtype))
+        return [g.array(SV(out.shape, out.dtype, els))]
     n = g.name("a")
     g.emit(f"{n} = np.empty({_shape_str(out.shape)}, {_dt(out.dtype)})")
     res = AV(out.shape, out.dtype, n)
