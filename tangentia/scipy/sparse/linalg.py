@@ -20,7 +20,8 @@ a solve stops when ``norm(residual) <= max(tol * norm(b), atol)``.
 The second output, ``info``, is SciPy's (JAX returns ``None`` from ``cg`` and
 ``bicgstab``, and from ``gmres`` only -1 for NaNs or 0): 0 when the tolerance
 was met; the number of iterations done (restart cycles for ``gmres``) when it
-was not; -10 (rho = 0) or -11 (alpha or omega = 0) when ``bicgstab`` broke
+was not (``maxiter`` for a NaN or infinite residual of ``cg``/``bicgstab``, as
+SciPy's: their loops stop at once there, as JAX's, with ``x0``); -10 (rho = 0) or -11 (alpha or omega = 0) when ``bicgstab`` broke
 down; -1 when ``gmres``'s solution holds NaNs.
 """
 from __future__ import annotations
@@ -187,6 +188,15 @@ def _info(converged, k):
     return tnp.where(converged, 0, k)
 
 
+def _residual_info(rr, thresh, k, maxiter):
+    """SciPy's ``info`` from the squared residual norm ``rr`` at the end: 0 only for a
+    finite residual within the tolerance; a NaN or infinite one (NaN or infinite ``A`` or
+    ``b``: the loop stops at once, as JAX's) reports ``maxiter``, as SciPy's (which runs
+    every step on NaNs), where ``k`` (0 steps) read as converged."""
+    finite = tnp.isfinite(rr)
+    return _info(finite & (rr <= thresh), tnp.where(finite, k, maxiter))
+
+
 # ---------------------------------------------------------------------------
 # Conjugate gradients
 
@@ -212,7 +222,7 @@ def _cg(A, M, b, x0, tol, atol, maxiter):
 
     x, _, _, _, rr, k = lax.while_loop(
         cond, body, (x0, r, z, tnp.real(tnp.vdot(r, z)), _sqnorm(r), np.int64(0)))
-    return x, _info(rr <= thresh, k)
+    return x, _residual_info(rr, thresh, k, maxiter)
 
 
 def cg(A: Any, b: Any, x0: Any = None, *, tol: Any = 1e-5, atol: Any = 0.0, maxiter: Any = None,
@@ -292,7 +302,7 @@ def _bicgstab(A, M, b, x0, tol, atol, maxiter):
 
     x, *_, rr, k = lax.while_loop(
         cond, body, (x0, r, zeros, zeros, one, one, one, _sqnorm(r), np.int64(0)))
-    return x, tnp.where(k < 0, k, _info(rr <= thresh, k))
+    return x, tnp.where(k < 0, k, _residual_info(rr, thresh, k, maxiter))
 
 
 def bicgstab(A: Any, b: Any, x0: Any = None, *, tol: Any = 1e-5, atol: Any = 0.0,
