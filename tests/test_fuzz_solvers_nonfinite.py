@@ -7,6 +7,8 @@ odeint, minimize and fixed_point).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -34,3 +36,41 @@ def test_nonfinite_input_is_not_reported_converged(name: str, where: str, bad: f
         x, info = solve(A, np.array([1.0, 2.0]))               # a finite solve still converges
         assert int(info) == 0
         np.testing.assert_allclose(np.asarray(x), np.linalg.solve(A, [1.0, 2.0]), rtol=1e-5)
+
+
+@pytest.mark.parametrize("lower", [False, True])
+def test_complex_cho_solve_and_its_derivatives_match_jax(lower: bool) -> None:
+    """``scipy.linalg.cho_solve`` of a complex Hermitian matrix solved ``L L^T x = b`` (the
+    transpose, not the conjugate transpose): a wrong x eagerly and under jit (found by a wide
+    run of test_fuzz_jax_linalg); the triangular solve's trans=2 (conjugate transpose) JVP
+    transposed ``da`` without conjugating and its transpose rule solved with ``a`` where it
+    needs ``conj(a)``: solve_triangular(trans='C') derivatives of complex matrices differed too."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import jax.scipy.linalg as jsl
+
+    import tangentia.scipy.linalg as sl
+    rng = np.random.default_rng(0)
+    m = rng.normal(size=(3, 3)) + 1j * rng.normal(size=(3, 3))
+    a = m @ m.conj().T + 2 * np.eye(3)
+    b = rng.normal(size=(3, 2)) + 1j * rng.normal(size=(3, 2))
+    ct = rng.normal(size=(3, 2)) + 1j * rng.normal(size=(3, 2))
+    c = np.asarray(jsl.cho_factor(a, lower=lower)[0])
+
+    def f(S: Any) -> Any:
+        return lambda c, b: S.cho_solve((c, lower), b)
+
+    def g(S: Any) -> Any:
+        return lambda c, b: S.solve_triangular(c, b, trans="C", lower=lower)
+    for h in (f, g):
+        want = jax.vjp(h(jsl), c, b)
+        np.testing.assert_allclose(h(sl)(c, b), want[0], rtol=1e-12)
+        np.testing.assert_allclose(tg.jit(h(sl))(c, b), want[0], rtol=1e-12)
+        np.testing.assert_allclose(h(sl)(c, b), np.linalg.solve(a, b) if h is f else
+                                   np.linalg.solve(np.tril(c).conj().T if lower else
+                                                   np.triu(c).conj().T, b), rtol=1e-10)
+        for x, y in zip(tg.vjp(h(sl), c, b)[1](ct), want[1](ct)):
+            np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-14)
+        dc = rng.normal(size=c.shape) + 1j * rng.normal(size=c.shape)
+        np.testing.assert_allclose(tg.jvp(h(sl), (c, b), (dc, ct))[1],
+                                   jax.jvp(h(jsl), (c, b), (dc, ct))[1], rtol=1e-10, atol=1e-14)

@@ -415,8 +415,8 @@ def _tri_jvp(primals, tangents, lower, trans, unit_diagonal):
     if _nz(da):
         k = (-1 if unit_diagonal else 0) if lower else (1 if unit_diagonal else 0)
         dam = _tril(da, k) if lower else _triu(da, k)
-        if trans:
-            dam = _mT(dam)
+        if trans:   # (op(da): its transpose, or with trans=2 its conjugate transpose)
+            dam = _mH(dam) if trans == 2 else _mT(dam)
         t = add_tangents(t, E.neg(triangular_solve_p.bind(a, _mm(dam, x), **params)))
     return x, t
 
@@ -426,6 +426,11 @@ def _tri_transpose(ct, a, b, lower, trans, unit_diagonal):
         raise TypeError("solve_triangular: not linear in the matrix a")
     if type(ct) is Zero:
         return None, None
+    if trans == 2 and _is_complex(a):
+        # x = (a^H)^-1 b is linear in b with transpose conj(a)^-1 = conj(a^-1 conj(.)),
+        # not a^-1 (the transposed map of a real a's trans=2, which is its trans=1)
+        return None, E.conj(triangular_solve_p.bind(a, E.conj(ct), lower=lower, trans=0,
+                                                    unit_diagonal=unit_diagonal))
     return None, triangular_solve_p.bind(a, ct, lower=lower, trans=1 - trans if trans < 2 else 0,
                                          unit_diagonal=unit_diagonal)
 

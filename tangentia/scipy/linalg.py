@@ -398,12 +398,13 @@ def cho_solve(c_and_lower: tuple[ArrayLike, bool], b: ArrayLike, overwrite_b: bo
     c, b = _inexact(c, b)
     _check_square("cho_solve", c, "c")
     lower = bool(lower)
+    h = _real_trans(2, c)   # (the conjugate transpose: a complex L^T x = y was solved)
 
     def bind(m, r):
-        # lower: L L^T x = b; upper: U^T U x = b.
-        y = _L.triangular_solve_p.bind(m, r, lower=lower, trans=0 if lower else 1,
+        # lower: L L^H x = b; upper: U^H U x = b.
+        y = _L.triangular_solve_p.bind(m, r, lower=lower, trans=0 if lower else h,
                                        unit_diagonal=False)
-        return _L.triangular_solve_p.bind(m, y, lower=lower, trans=1 if lower else 0,
+        return _L.triangular_solve_p.bind(m, y, lower=lower, trans=h if lower else 0,
                                           unit_diagonal=False)
     return _solve_with("cho_solve", bind, c, b, _vector_rhs(c, b))
 
