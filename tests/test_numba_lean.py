@@ -181,6 +181,10 @@ def test_large_programs_are_cached_and_agree_with_numbas_pipeline(monkeypatch: p
 
     x = np.array([0.3, -1.2, 2.0])
     got = {}
+    # (numba writes its cache beside the generated module, under TANGENTIA_CACHE_DIR, unless
+    # NUMBA_CACHE_DIR is set, as the README's cold-suite recipe does: then under that folder)
+    import numba.core.config
+    monkeypatch.setattr(numba.core.config, "CACHE_DIR", "")
     # (two programs, so that neither is the other's memo: the second reshapes its input)
     for limit, arg in (("0", x), ("1", x.reshape(1, 3))):
         monkeypatch.setenv("TANGENTIA_NUMBA_LARGE_IR", limit)

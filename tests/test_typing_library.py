@@ -54,8 +54,9 @@ def _public_functions() -> list[tuple[str, types.FunctionType]]:
                 # its public methods (``__init__`` and ``__call__`` too), properties' getters
                 for m, v in vars(f).items():
                     v = v.fget if isinstance(v, property) else getattr(v, "__func__", v)
-                    if (isinstance(v, types.FunctionType)
+                    if (isinstance(v, types.FunctionType) and v.__module__ == mod.__name__
                             and (not m.startswith("_") or m in ("__init__", "__call__"))):
+                        # (written there: not the ``__init__`` typing gives a Protocol)
                         out.append((f"{mod.__name__}.{n}.{m}", v))
     return out
 
