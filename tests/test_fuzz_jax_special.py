@@ -8,7 +8,8 @@ follow the limit (listed in ``_OURS_RIGHT``, each checked against the closed for
 gammaln(-inf) = -inf (SciPy; JAX inf), digamma(+-0) = -+inf and loggamma(+-0) = inf (SciPy;
 JAX NaN), exp1(inf) = 0; derivatives: ndtri'(0) = ndtri'(1) = inf (JAX 0), i0'(0) = i1(0) = 0
 (JAX 1), digamma'(1e300) = 1e-300 (JAX 0), spence'(z) = log(z) / (1 - z) (JAX's is off by 1 at z = 1e-300 and 0 at z = 1),
-log_ndtr'(-inf) = inf (JAX NaN).  JAX's exp1/expi hang on an array holding inf and NaN, so they
+log_ndtr'(-inf) = inf (JAX NaN), dawsn'(x) for |x| >= 100 from its asymptotic series (JAX's
+1 - 2 x dawsn(x) cancels: 0 at 1e5, where it is -5e-11).  JAX's exp1/expi hang on an array holding inf and NaN, so they
 are compared element by element on finite inputs only.
 """
 from __future__ import annotations
@@ -66,6 +67,10 @@ _DERIVATIVE = {
     "spence": lambda z: np.where(z == 1, -1.0, np.log(z) / (1 - z)),
     # polygamma(1, x) ~ 1/x: 1e-300 at 1e300 (JAX 0), 0 at inf (JAX NaN)
     "digamma": lambda x: np.where(np.isinf(x), 0.0, ss.polygamma(1, x)),
+    # 1 - 2 x dawsn(x) cancels for large |x| (JAX's 0 at 1e5, 1.1e-16 at 1e300 was ours):
+    # there the asymptotic -1/(2x^2) (1 + 3/(2x^2)), -5.00000000075e-11 at 1e5
+    "dawsn": lambda x: np.where(np.abs(x) >= 1e4, -0.5 / x ** 2 * (1 + 1.5 / x ** 2),
+                                1 - 2 * x * ss.dawsn(x)),
 }
 
 
@@ -199,3 +204,14 @@ def test_odeint_infinite_times_raise(t: list) -> None:
     """An infinite or NaN time raises (JAX's loop never ends: its step never reaches inf)."""
     with _deadline(30), pytest.raises(ValueError, match="the times t must be finite"):
         tg.experimental.ode.odeint(lambda y, s: -y, np.array([1.0]), np.array(t))
+
+
+def test_dawsn_derivative_for_large_x() -> None:
+    """dawsn'(x) = 1 - 2 x dawsn(x) cancels for large |x| (1.1e-16 at 1e300, relative error
+    2 x^2 eps): the asymptotic series there, -1/(2x^2) (1 + 3/(2x^2) + ...)."""
+    x = np.array([1e300, -1e300, 1e5, 1000.0, -150.0, 99.0, 0.5])
+    want = [0.0, 0.0, -5.00000000075e-11, -5.00000750001875e-07, -2.2223703868338367e-05,
+            -5.1023012175278116e-05, 0.5755636164979777]
+    got = np.asarray(tg.vmap(tg.grad(tsp.dawsn))(x))
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(np.asarray(tg.jit(tg.vmap(tg.grad(tsp.dawsn)))(x)), got)
