@@ -797,3 +797,31 @@ def test_sigmoid_of_complex_values_follows_jax():
     got = tg.grad(lambda z: tnp.real(tg.nn.sigmoid(z)).sum())(z)
     want = jax.grad(lambda z: jnp.real(jax.nn.sigmoid(z)).sum())(z)
     np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+def test_custom_rules_in_place_operators_make_new_arrays_as_jax():
+    """``ct *= 2`` and ``r += 1`` in a bwd rule rebind, as on JAX's arrays: the rule is run
+    again on arrays with JAX's operators when NumPy's refuse to write a read-only array
+    (the rules' first call gets the interpreters' exact ndarrays, the fast form)."""
+    got = {}
+    for lib, np_ in ((tg, tnp), (jax, jnp)):
+        @lib.custom_vjp
+        def f(x):
+            return np_.sin(x)
+
+        def bwd(r, ct):
+            ct *= 2.0
+            r += 1.0
+            return (ct * r,)
+
+        f.defvjp(lambda x: (np_.sin(x), np_.cos(x)), bwd)
+
+        def loss(x):
+            y = x * 3.0
+            return (f(y) + y).sum()
+
+        x = np_.array([0.1, 0.2])
+        got[lib.__name__] = (lib.grad(loss)(x), lib.vmap(lib.grad(loss))(x[None])[0])
+    want = 2.0 * (np.cos(0.3 * np.array([1.0, 2.0])) + 1.0) * 3.0 + 3.0
+    for g in (*got["tangentia"], *got["jax"]):
+        np.testing.assert_allclose(g, want, rtol=1e-14)

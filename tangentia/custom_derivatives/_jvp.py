@@ -12,8 +12,12 @@ from .._messages import fun_name as _fun_name
 from ..tree_util import tree_flatten, tree_map
 from ._base import (_ARRAYS, _LEAF_TREE, SymbolicZero, _Call, _CustomFunction, _JaxprTracer,
                     _as_arrays, _ndarray, _user_zero, check_rule, custom_jvp_call_p,
-                    user_values, zero_from_primal)
+                    user_values, wants_jax_arrays, zero_from_primal)
 from ._errors import _check_out_tree, _check_primal_types, _check_tangent, _reraise_rule_error
+
+
+def _jvp_args(ca, n_dyn, prims, tans):
+    return (*ca.nondiff(prims[:n_dyn]), ca.diff(prims[n_dyn:]), ca.diff(tans))
 
 
 class _JVPCall(_Call):
@@ -29,23 +33,21 @@ class _JVPCall(_Call):
         name = self.owner.name
         ca, n_dyn = self.ca, self.n_dyn
         n_diff = (len(xs) - n_dyn) // 2
-        xs = user_values(xs)
-        tans = xs[n_dyn + n_diff:]
+        prims, tans = xs[:n_dyn + n_diff], xs[n_dyn + n_diff:]
         for t in tans:
             if type(t) is Zero:
-                tans = user_values(tuple([_user_zero(t, sz) if type(t) is Zero else t
-                                          for t in tans]))
+                tans = tuple([_user_zero(t, sz) if type(t) is Zero else t for t in tans])
                 break
-        if ca is None:
-            rule_args = (xs[:n_diff], tans)
-        else:
-            rule_args = (*ca.nondiff(xs[:n_dyn]), ca.diff(xs[n_dyn:n_dyn + n_diff]),
-                         ca.diff(tans))
+        rule_args = (prims, tans) if ca is None else _jvp_args(ca, n_dyn, prims, tans)
         try:
             res = rule(*rule_args)
         except TypeError as e:
             _reraise_rule_error(e, rule, rule_args, "Custom JVP rule", name,
                                 "jvp(*nondiff_args, primals, tangents)", len(rule_args) - 2)
+        except (AttributeError, ValueError) as e:
+            wants_jax_arrays(e)
+            prims, tans = user_values(prims), user_values(tans)
+            res = rule(*((prims, tans) if ca is None else _jvp_args(ca, n_dyn, prims, tans)))
         if not ((type(res) is tuple or isinstance(res, (tuple, list))) and len(res) == 2):
             raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce a "
                             "pair (list or tuple of length two) representing primal and "
