@@ -314,9 +314,12 @@ i0_p = elementwise("i0", _sc.i0, [lambda t, ans, x: mul(t, i1(x))])
 i1_p = elementwise("i1", _sc.i1, [lambda t, ans, x: mul(t, mul(0.5, add(i0(x), iv(2.0, x))))])
 i0e_p = elementwise("i0e", _sc.i0e, [lambda t, ans, x: mul(t, sub(i1e(x), mul(sign(x), ans)))])
 # SciPy's ive(2, +-inf) is NaN: the derivative's limit there, 0, is written out (it was NaN)
+# and ive(2, x) is NaN for |x| >= ~1e150 too: beyond 1e8, i1' = i0 - i1 / x instead (both
+# forms cancel alike; the last-bit terms are below 1e-16 of i0e there)
 i1e_p = elementwise("i1e", _sc.i1e, [lambda t, ans, x: mul(t, select(
-    eq(x, math.inf), 0.0, select(eq(x, -math.inf), 0.0, sub(
-        mul(0.5, add(i0e(x), ive(2.0, x))), mul(sign(x), ans)))))])
+    eq(x, math.inf), 0.0, select(eq(x, -math.inf), 0.0, select(
+        gt(mul(x, sign(x)), 1e8), sub(i0e(x), mul(ans, add(sign(x), div(1.0, x)))),
+        sub(mul(0.5, add(i0e(x), ive(2.0, x))), mul(sign(x), ans))))))])
 j0_p = elementwise("j0", _sc.j0, [lambda t, ans, x: mul(t, neg(j1(x)))])
 j1_p = elementwise("j1", _sc.j1, [lambda t, ans, x: mul(t, mul(0.5, sub(j0(x), jv(2.0, x))))])
 y0_p = elementwise("y0", _sc.y0, [lambda t, ans, x: mul(t, neg(y1(x)))])

@@ -230,7 +230,8 @@ def logsumexp(a: ArrayLike, axis: Axis | None = None, b: ArrayLike | None = None
 
 
 def _xlogy_fun(x, y):
-    x_ok = tnp.not_equal(x, 0)
+    # (0 * log(NaN) is NaN, as JAX's and SciPy's: only a number y is ignored at x == 0)
+    x_ok = tnp.logical_or(tnp.not_equal(x, 0), tnp.isnan(y))
     safe_y = tnp.where(x_ok, y, 1.0)
     return tnp.where(x_ok, tnp.multiply(x, tnp.log(safe_y)), 0.0)
 
@@ -272,7 +273,7 @@ def xlogy(x: ArrayLike, y: ArrayLike) -> Array:
 
 
 def _xlog1py_fun(x, y):
-    x_ok = tnp.not_equal(x, 0)
+    x_ok = tnp.logical_or(tnp.not_equal(x, 0), tnp.isnan(y))
     safe_y = tnp.where(x_ok, y, 0.0)
     return tnp.where(x_ok, tnp.multiply(x, tnp.log1p(safe_y)), 0.0)
 
