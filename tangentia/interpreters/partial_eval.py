@@ -20,7 +20,8 @@ constvars, in the ``ClosedJaxpr`` it returns.
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -685,3 +686,64 @@ def partial_eval_jaxpr(jaxpr, in_unknowns, instantiate=None):
 
 
 _PARTIAL_EVAL = core.ProgramMemo("partial_eval_jaxpr: the split per unknown inputs")
+
+
+# ---------------------------------------------------------------------------
+# JAX's partial-evaluation API (``jax.interpreters.partial_eval``), which flax calls
+# (``lazy_init``, the broadcast variables of ``nn.scan``): made with the partial
+# evaluator above, the one ``linearize`` uses: operations on known values are computed
+# now, those touching an unknown one are recorded.
+
+
+class PartialVal(NamedTuple):
+    """A value known (``PartialVal.known(x)``: ``(None, x)``) or only by its type
+    (``PartialVal.unknown(aval)``: ``(aval, None)``), as JAX's."""
+
+    pv: Any
+    const: Any
+
+    @classmethod
+    def known(cls, const: Any) -> PartialVal:
+        return cls(None, const)
+
+    @classmethod
+    def unknown(cls, aval: Any) -> PartialVal:
+        return cls(aval, None)
+
+    def is_known(self) -> bool:
+        return self.pv is None
+
+    def get_known(self) -> Any:
+        return self.const if self.pv is None else None
+
+    def get_aval(self) -> Any:
+        return core.get_aval(self.const) if self.pv is None else self.pv
+
+
+def trace_to_jaxpr_nounits(fun: Any, pvals: Sequence[PartialVal], instantiate: Any = False
+                           ) -> tuple[core.Jaxpr, list[PartialVal], list[Any]]:
+    """Run ``fun`` (a ``WrappedFun`` or a function of the flat values) with the known
+    values of ``pvals`` and the unknown ones traced: ``(jaxpr, out_pvals, consts)``,
+    the program of the unknown outputs (inputs: the unknown ``pvals``) and each
+    output as a ``PartialVal`` (``instantiate``: a bool, or one per output, makes known
+    outputs outputs of the program too), as JAX's."""
+    call: Callable = getattr(fun, "call_wrapped", fun)
+    builder = JaxprBuilder(getattr(fun, "__name__", "fun"))
+    trace = JaxprTrace(core.current_trace(), builder, forward_known=True,
+                           label="partial evaluation")
+    in_tracers = [trace.new_arg(p.pv) for p in pvals if p.pv is not None]
+    it = iter(in_tracers)
+    args = [next(it) if p.pv is not None else p.const for p in pvals]
+    try:
+        with set_trace(trace):
+            outs = list(call(*args))
+        inst = (instantiate if isinstance(instantiate, (list, tuple))
+                else [instantiate] * len(outs))
+        unknown = [not trace.is_known(o) or bool(i) for o, i in zip(outs, inst)]
+        jaxpr, consts = builder.build(in_tracers, [o for o, u in zip(outs, unknown) if u],
+                                      trace)
+    finally:
+        trace.alive = False
+    out_pvals = [PartialVal.unknown(core.get_aval(o) if trace.is_known(o) else o.aval)
+                 if u else PartialVal.known(o) for o, u in zip(outs, unknown)]
+    return jaxpr, out_pvals, consts
