@@ -61,7 +61,7 @@ class _VJPCall(_Call):
                     break
         else:
             in_types = ca.avals
-        fwd_args = _fwd_args(ca, n_dyn, sz, perturbed, xs)
+        fwd_args = xs if ca is None and not sz else _fwd_args(ca, n_dyn, sz, perturbed, xs)
         try:
             res = fwd(*fwd_args)
         except TypeError as e:
