@@ -827,3 +827,30 @@ def test_custom_rules_in_place_operators_make_new_arrays_as_jax():
     want = 2.0 * (np.cos(0.3 * np.array([1.0, 2.0])) + 1.0) * 3.0 + 3.0
     for g in (*got["tangentia"], *got["jax"]):
         np.testing.assert_allclose(g, want, rtol=1e-14)
+
+
+def test_custom_jvp_rule_in_place_on_a_tangent_changes_no_one_elses_array():
+    """``tx *= 2`` in a JVP rule, on the tangent an eager ``jvp`` passes (the user's own
+    array, or one the interpreters share with ``+ y``): JAX's operator makes a new array,
+    so neither the result nor the user's tangent changes (ours changed both: [4, 4]).
+    (JAX's rule gets a NumPy tangent as it is, and changes it: JAX is compared on its own
+    arrays.)"""
+    for lib, np_ in ((tg, tnp), (jax, jnp)):
+        @lib.custom_jvp
+        def h(x):
+            return np_.sin(x)
+
+        @h.defjvp
+        def h_jvp(p, t):
+            (x,), (tx,) = p, t
+            tx *= 2.0
+            return np_.sin(x), tx
+
+        x, v = np.array([0.1, 0.2]), np.ones(2)
+        if lib is jax:
+            x, v = jnp.asarray(x), jnp.asarray(v)
+        _, t1 = lib.jvp(lambda x: h(x) + x, (x,), (v,))
+        _, t2 = lib.jvp(lib.vmap(lambda x: h(3.0 * x) + 3.0 * x), (x,), (v,))
+        np.testing.assert_array_equal(t1, [3.0, 3.0])
+        np.testing.assert_array_equal(t2, [9.0, 9.0])
+        np.testing.assert_array_equal(v, [1.0, 1.0])

@@ -137,6 +137,25 @@ def user_values(xs):
     return xs
 
 
+def _read_only(x):
+    v = x.view()
+    v.flags.writeable = False
+    return v
+
+
+def read_only(xs):
+    """``xs`` with each writable exact ndarray as a read-only view of itself: a JVP rule's
+    tangents (the user's own tangent array under an eager ``jvp``, or one the interpreters
+    share with other operations), which an in-place ``t *= 2`` in the rule would otherwise
+    change for everyone (JAX's arrays make a new array there). Under ``grad`` the tangents
+    are tracers, and this costs a type test."""
+    for x in xs:
+        if type(x) is _ndarray and x.flags.writeable:
+            return tuple([_read_only(y) if type(y) is _ndarray and y.flags.writeable else y
+                          for y in xs])
+    return xs
+
+
 def wants_jax_arrays(e):
     """Re-raise ``e`` unless it is what a JAX array would not have raised: an attribute
     that NumPy's arrays lack and tangentia's have (``.at``, ``.device``, ...), or a write

@@ -12,7 +12,7 @@ from .._messages import fun_name as _fun_name
 from ..tree_util import tree_flatten, tree_map
 from ._base import (_ARRAYS, _LEAF_TREE, SymbolicZero, _Call, _CustomFunction, _JaxprTracer,
                     _as_arrays, _ndarray, _user_zero, check_rule, custom_jvp_call_p,
-                    user_values, wants_jax_arrays, zero_from_primal)
+                    read_only, user_values, wants_jax_arrays, zero_from_primal)
 from ._errors import _check_out_tree, _check_primal_types, _check_tangent, _reraise_rule_error
 
 
@@ -34,9 +34,10 @@ class _JVPCall(_Call):
         ca, n_dyn = self.ca, self.n_dyn
         n_diff = (len(xs) - n_dyn) // 2
         prims, tans = xs[:n_dyn + n_diff], xs[n_dyn + n_diff:]
-        for t in tans:
-            if type(t) is Zero:
-                tans = tuple([_user_zero(t, sz) if type(t) is Zero else t for t in tans])
+        for t in tans:  # (under grad the tangents are tracers: two type tests each)
+            if type(t) is Zero or type(t) is _ndarray:
+                tans = read_only(tuple([_user_zero(t, sz) if type(t) is Zero else t
+                                        for t in tans]))
                 break
         rule_args = (prims, tans) if ca is None else _jvp_args(ca, n_dyn, prims, tans)
         try:
