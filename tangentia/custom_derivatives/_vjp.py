@@ -107,8 +107,7 @@ class _VJPCall(_Call):
         if (ca is None and res_tree is _LEAF_TREE and out_tree is _LEAF_TREE
                 and len(res_and_cts) == 2):
             c = res_and_cts[1]  # one residual array, one output: the common case
-            flat = (res_and_cts[0], _user_zero(c, sz) if type(c) is Zero else c)
-            bwd_args = flat
+            bwd_args = flat = (res_and_cts[0], _user_zero(c, sz) if type(c) is Zero else c)
         else:
             nres = n_dyn + res_tree.num_leaves
             flat = (*res_and_cts[:nres],
@@ -121,9 +120,8 @@ class _VJPCall(_Call):
                                 "bwd(*nondiff_args, residuals, cotangents)", len(bwd_args) - 2)
         except (AttributeError, ValueError) as e:
             wants_jax_arrays(e)
-            common, flat = bwd_args is flat, user_values(flat)
-            got = bwd(*(flat if common else _bwd_args(ca, n_dyn, n_dyn + res_tree.num_leaves,
-                                                      res_tree, out_tree, flat)))
+            got = bwd(*_bwd_args(ca, n_dyn, n_dyn + res_tree.num_leaves, res_tree, out_tree,
+                                 user_values(flat)))
         if ca is None and type(got) is tuple and len(got) == len(in_types):
             for c, x in zip(got, in_types):  # the common case: arrays of the right types
                 if not ((type(c) is _ndarray or isinstance(c, _ARRAYS)) and c.shape == x.shape

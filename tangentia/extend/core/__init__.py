@@ -21,6 +21,7 @@ from ..._array import ArrayImpl
 from ...interpreters import ad as _ad
 from ...interpreters import batching as _batching
 from ...core import ClosedJaxpr, Jaxpr, Literal, Var, subjaxprs
+from ...custom_derivatives._base import user_values
 
 __all__ = ["ClosedJaxpr", "Jaxpr", "Literal", "Primitive", "Var", "array_types",
            "find_top_trace", "get_opaque_trace_state", "jaxpr_as_fun", "jaxprs_in_params",
@@ -100,7 +101,7 @@ def _user(xs: Any) -> Any:
     if type(xs) is np.ndarray:
         return xs.view(ArrayImpl)
     if type(xs) in (list, tuple):
-        return type(xs)([x.view(ArrayImpl) if type(x) is np.ndarray else x for x in xs])
+        return type(xs)(user_values(xs))
     return xs
 
 
