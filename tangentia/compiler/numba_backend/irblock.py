@@ -39,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import math
 import operator
+import os
 import threading
 
 import numpy as np
@@ -71,6 +72,11 @@ __all__ = ["RULES", "MIN_OPS", "lower_run"]
 SPLIT_NODES = 16000
 FUNCTION_NODES = 1000
 MIN_OPS = 4        # a run with fewer scalar operations is emitted as Python statements
+# Vector lanes (``_Block.group``, ``_emit_lanes``): the same operation on the elements of
+# a batched value is one ``<n x double>`` operation of at most LANES_MAX lanes
+# (``TANGENTIA_NUMBA_LANES=0``: one scalar operation per element, the same results)
+LANES = os.environ.get("TANGENTIA_NUMBA_LANES", "1") != "0"
+LANES_MAX = 64
 ARRAY_MAX = 1024   # arrays of at most this many elements are read by a block element by element
 _KINDS = "biuf"
 
@@ -107,6 +113,7 @@ class _Block:
         self.arrays = set()     # the Vars read from arrays in memory (``AV``), element by element
         self.ops = 0            # operations (not inputs, constants or casts)
         self.stores = 0         # "rowst"/"arrst" nodes (effects: emitted though no output reads them)
+        self.packs = []         # lists of nodes computed as one vector operation (``group``)
 
     def _add(self, key, node):
         i = self.memo.get(key)
@@ -158,6 +165,40 @@ class _Block:
             i = self.memo[key] = len(self.nodes)
             self.nodes.append((name, dtype, tuple(args), param))
         return i
+
+    def group(self, start):
+        """Vector lanes among the nodes from ``start`` (one equation's new nodes): the
+        nodes of the same operation, dtype and parameter at the same depth in the
+        equation (``level``: no node of a pack reads another) become a pack, in the
+        order they were made (an elementwise equation's output elements in C order; a
+        reduction's step across its outputs), of at most ``LANES_MAX`` lanes; rows'
+        and fresh arrays' consecutive elements are read or written as one vector
+        (``_emit_lanes``)."""
+        nodes = self.nodes
+        level = {}
+        groups = {}
+        for i in range(start, len(nodes)):
+            op, dt, args, param = nodes[i]
+            lv = 0
+            for a in args:
+                if a >= start and level[a] >= lv:
+                    lv = level[a] + 1
+            level[i] = lv
+            if not _lanes_ok(nodes, i):
+                continue
+            if op == "rowld" or op == "rowst":
+                key = (op, dt.str, args[0], args[1], param[0], param[2], lv)
+            elif op == "arrst":
+                key = (op, dt.str, args[0], lv)
+            else:
+                key = (op, dt.str, param, lv)
+            groups.setdefault(key, []).append(i)
+        for (op, *_), ids in groups.items():
+            if op in _MEMORY:       # (consecutive elements)
+                runs = _runs(ids, nodes)
+            else:
+                runs = [ids[c:c + LANES_MAX] for c in range(0, len(ids), LANES_MAX)]
+            self.packs.extend(r for r in runs if len(r) >= 2)
 
     def text(self, outputs):
         """The description hashed into the cache key."""
@@ -570,6 +611,7 @@ def lower_run(g, eqns, k, env, consumers):
     j = k
     while j < len(eqns) and _eligible(g, eqns[j], env, vals):
         eqn = eqns[j]
+        start = len(bb.nodes)
         ins = []
         for a in eqn.inputs:
             if type(a) is Literal:
@@ -591,6 +633,8 @@ def lower_run(g, eqns, k, env, consumers):
             break
         for v, o in zip(eqn.outputs, outs):
             vals[v] = o
+        if LANES:
+            bb.group(start)
         j += 1
     if j == k:
         if k < len(eqns) and _eligible(g, eqns[k]):     # (a rule declined it; scalarized)
@@ -619,9 +663,12 @@ def _emit(g, bb, results, env):
             g.emit(f"{n} = np.empty({_shape_str(val.shape)}, {_dt(val.dtype)})")
             env[var] = AV(val.shape, val.dtype, n)
             arr = bb.array(var, val.dtype)
+            start = len(bb.nodes)
             for k, i in enumerate(val.ids):
                 bb.op("arrst", val.dtype, (arr, i), k)
                 bb.stores += 1
+            if LANES:
+                bb.group(start)
     # the scalar expressions of the inputs (named: each is read once, by the call),
     # each passed once (``in_map``: input node -> argument, or (array, element) for an
     # element of an array passed whole: ``bb.arrays``)
@@ -696,8 +743,10 @@ def _emit(g, bb, results, env):
         text = " ".join(f"{dt.str}{list(shape)}" for dt, shape in arr_specs) + "\n" + text
         if any(off is not None for _, off, _ in views):
             text = " ".join(f"{j}@{off}{list(shape)}" for j, off, shape in views) + "\n" + text
+    if bb.packs:    # (the same nodes emitted with vector lanes: another source, cache entry)
+        text = f"lanes {len(bb.packs)}\n" + text
     digest = hashlib.sha256(text.encode()).hexdigest()[:24]
-    fn = _intrinsic(digest, bb.nodes, in_dts, in_map, out_ids, arr_specs, views)
+    fn = _intrinsic(digest, bb.nodes, in_dts, in_map, out_ids, arr_specs, views, bb.packs)
     name = g.glob(fn, "_blk")
     g.notes.append(f"# {name}: irblock {digest} ({len(bb.nodes)} nodes)")
     # (a run of all of a loop carry's elements, in order, is passed as its tuple: ``g.packed``;
@@ -712,24 +761,27 @@ def _emit(g, bb, results, env):
 # ---------------------------------------------------------------------------
 # The intrinsic
 
+# set by reroll.py (S): ``ROLL(context, builder, nodes, order, vals, memo, out_ids, in_vals,
+# packs)`` emits the nodes with their repeated runs as loops, or returns None
+ROLL = None
 _STORES = ("rowst", "arrst")     # nodes with an effect (emitted though no output reads them)
 _INTRINSICS = {}        # digest -> intrinsic: blocks of the same description share one
 _MEMO_MAX = 4096
 _LOCK = threading.Lock()
 
 
-def _intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=(), views=()):
+def _intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=(), views=(), packs=()):
     with _LOCK:
         fn = _INTRINSICS.get(digest)
         if fn is None:
             if len(_INTRINSICS) >= _MEMO_MAX:   # (compiled programs keep theirs)
                 _INTRINSICS.clear()
             fn = _INTRINSICS[digest] = _make_intrinsic(digest, nodes, in_dts, in_map, out_ids,
-                                                       arr_specs, views)
+                                                       arr_specs, views, packs)
     return fn
 
 
-def _make_intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=(), views=()):
+def _make_intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=(), views=(), packs=()):
     if not views:       # (each array argument read itself)
         views = [(a, None, shape) for a, (_, shape) in enumerate(arr_specs)]
     in_types = [_nbtype(dt) for dt in in_dts]
@@ -760,7 +812,7 @@ def _make_intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=(), views=
             ins = _Inputs(context, builder, vals, in_map, arrs, views)
         else:
             ins = [vals[p] for p in in_map]
-        res = _emit_ir(context, builder, nodes, ins, out_ids, digest)
+        res = _emit_ir(context, builder, nodes, ins, out_ids, digest, packs)
         return make(context, builder, sig.return_type, shape, res)
 
     if not arr_specs:
@@ -900,7 +952,7 @@ def _llconst(value, dt):
     return ir.Constant(t, v)
 
 
-def _emit_ir(context, builder, nodes, in_vals, out_ids, digest):
+def _emit_ir(context, builder, nodes, in_vals, out_ids, digest, packs=()):
     """Emit the nodes the outputs need; returns the outputs' values.  Past
     ``SPLIT_NODES`` operations, they are split into consecutive pieces, each
     an out-of-line (``noinline``) function of the module taking the values it
@@ -928,6 +980,13 @@ def _emit_ir(context, builder, nodes, in_vals, out_ids, digest):
             elif op != "const":
                 order.append(i)
     memo = {}
+    if ROLL is not None:     # (reroll.emit: repeated runs of nodes emitted as loops)
+        res = ROLL(context, builder, nodes, order, vals, memo, out_ids, in_vals, packs)
+        if res is not None:
+            return res
+    if packs and len(order) <= SPLIT_NODES:
+        _emit_lanes(context, builder, nodes, order, vals, memo, packs, out_ids)
+        return [_value(nodes, vals, i) for i in out_ids]
     if len(order) <= SPLIT_NODES:
         _emit_nodes(context, builder, nodes, order, vals, memo, out_ids)
         return [_value(nodes, vals, i) for i in out_ids]
@@ -1054,35 +1113,11 @@ def _emit_nodes(context, builder, nodes, order, vals, memo, keep=()):
         uses[i] = uses.get(i, 0) + 2
     deferred = {i for i in order if uses.get(i, 0) == 1}
 
+    def get(a):
+        return _value(nodes, vals, a)
+
     def emit(i):
-        op, dt, args, param = nodes[i]
-        if op == "cast":
-            vals[i] = _cast_ir(context, builder, _value(nodes, vals, args[0]), param, dt)
-        elif op == "pick":
-            vals[i] = vals[args[0]][param]
-        elif op == "loop":
-            vals[i] = _loop_ir(context, builder, f, memo, dt,
-                               [_value(nodes, vals, a) for a in args], param)
-        elif op == "arrst":
-            arr = vals[args[0]]
-            if arr.aty.layout != "C":
-                raise TypeError(f"irblock: an array a block writes must be C-contiguous, got {arr.aty}")
-            ptr = builder.gep(arr.ary.data, [ir.Constant(ir.IntType(64), param)]) if param else \
-                arr.ary.data
-            context.pack_value(builder, arr.aty.dtype, _value(nodes, vals, args[1]), ptr)
-            vals[i] = None
-        elif op == "rowld" or op == "rowst":
-            arr = vals[args[0]]
-            ptr = _row_pointer(context, builder, memo, arr, _value(nodes, vals, args[1]), param)
-            if op == "rowld":
-                vals[i] = context.unpack_value(builder, arr.aty.dtype, ptr)
-            else:
-                context.pack_value(builder, arr.aty.dtype, _value(nodes, vals, args[2]), ptr)
-                vals[i] = None
-        else:
-            vals[i] = _OP_IR[op](context, builder, f, memo, dt,
-                                 [_value(nodes, vals, a) for a in args],
-                                 nodes[args[0]][1] if args else dt)
+        _emit_node(context, builder, f, memo, nodes, vals, i, get)
 
     for i in order:
         if i in deferred:
@@ -1098,6 +1133,245 @@ def _emit_nodes(context, builder, nodes, order, vals, memo, keep=()):
             for a in reversed(nodes[j][2]):
                 if a in deferred and a not in vals:
                     stack.append((a, False))
+
+
+def _emit_node(context, builder, f, memo, nodes, vals, i, get):
+    """Emit node ``i`` (not an input or a constant) into ``vals``; ``get(a)``: the
+    scalar value of node ``a``."""
+    op, dt, args, param = nodes[i]
+    if op == "cast":
+        vals[i] = _cast_ir(context, builder, get(args[0]), param, dt)
+    elif op == "pick":
+        vals[i] = vals[args[0]][param]
+    elif op == "loop":
+        vals[i] = _loop_ir(context, builder, f, memo, dt,
+                           [get(a) for a in args], param)
+    elif op == "arrst":
+        arr = vals[args[0]]
+        if arr.aty.layout != "C":
+            raise TypeError(f"irblock: an array a block writes must be C-contiguous, got {arr.aty}")
+        ptr = builder.gep(arr.ary.data, [ir.Constant(ir.IntType(64), param)]) if param else \
+            arr.ary.data
+        context.pack_value(builder, arr.aty.dtype, get(args[1]), ptr)
+        vals[i] = None
+    elif op == "rowld" or op == "rowst":
+        arr = vals[args[0]]
+        ptr = _row_pointer(context, builder, memo, arr, get(args[1]), param)
+        if op == "rowld":
+            vals[i] = context.unpack_value(builder, arr.aty.dtype, ptr)
+        else:
+            context.pack_value(builder, arr.aty.dtype, get(args[2]), ptr)
+            vals[i] = None
+    else:
+        vals[i] = _OP_IR[op](context, builder, f, memo, dt,
+                             [get(a) for a in args],
+                             nodes[args[0]][1] if args else dt)
+
+
+# the operations a pack computes as one vector operation (bit for bit each lane's scalar
+# one: IEEE arithmetic, comparisons, selects, sqrt, bit operations, exact casts);
+# transcendental functions and calls stay one per lane
+_LANE_OPS = {"add", "sub", "mul", "div", "neg", "max", "min", "and", "or", "not", "xor",
+             "band", "bor", "bxor", "bnot", "select", "sqrt", "abs", "isfinite", "cast",
+             "rowld", "rowst", "arrst", *_COMPARE}
+_MEMORY = ("rowld", "rowst", "arrst")
+
+
+def _lanes_ok(nodes, i):
+    """Whether node ``i`` may be a lane of a pack (``_Block.group``)."""
+    op, dt, args, param = nodes[i]
+    if op not in _LANE_OPS:
+        return False
+    dts = [dt] + [nodes[a][1] for a in args if nodes[a][0] != "arr"]
+    if any(d.kind == "f" and d.itemsize not in (4, 8) for d in dts):
+        return False
+    if op in _MEMORY:
+        return dt.kind in "iuf"
+    if op == "cast":        # (not from booleans, not float to integer: ``_cast_ir``'s others)
+        return param.kind in "iuf" and not (param.kind == "f" and dt.kind in "iu")
+    return True
+
+
+def _elem(node):
+    """The element index a memory node reads or writes (in its row or array)."""
+    return node[3] if node[0] == "arrst" else node[3][1]
+
+
+def _runs(ids, nodes):
+    """``ids`` (memory nodes) cut into runs of consecutive elements of at most
+    ``LANES_MAX``."""
+    runs = [[ids[0]]]
+    for a, b in zip(ids, ids[1:]):
+        if _elem(nodes[b]) == _elem(nodes[a]) + 1 and len(runs[-1]) < LANES_MAX:
+            runs[-1].append(b)
+        else:
+            runs.append([b])
+    return runs
+
+
+def _emit_lanes(context, builder, nodes, order, vals, memo, packs, out_ids):
+    """Emit ``order``'s nodes, each pack of ``packs`` (``_Block.group``) as one vector
+    operation.  A pack is kept if its live lanes are at least two and it can be
+    scheduled: it is emitted where its last lane was (every operand of every lane is
+    computed before, and no lane reads another; else it is dissolved into scalar
+    nodes, until every read is of a value computed before).  A pack's operand is,
+    per lane, the node the lane reads: the vector of a pack in the same order, a
+    shuffle of one or two packs, one node splatted, constants, else the lanes'
+    scalars inserted one by one; a scalar node reading a lane extracts it (once).
+    Rows and fresh arrays are read and written as vectors of their consecutive
+    elements."""
+    f = vecmath._IR(builder)
+    live = set(order)
+    unit, plist = {}, []
+    for p in packs:
+        q = [i for i in p if i in live]
+        if not q:
+            continue
+        if nodes[q[0]][0] in _MEMORY:
+            arr = vals[nodes[q[0]][2][0]]
+            if arr.aty.layout != "C" or arr.aty.dtype != _nbtype(nodes[q[0]][1]):
+                continue
+            runs = _runs(q, nodes)
+        else:
+            runs = [q]
+        for r in runs:
+            if len(r) >= 2:
+                for i in r:
+                    unit[i] = len(plist)
+                plist.append(r)
+    changed = True
+    while changed:
+        changed = False
+        pos = [max(p) if p else -1 for p in plist]
+        for i in order:
+            u = unit.get(i)
+            at = i if u is None else pos[u]
+            for a in nodes[i][2]:
+                ua = unit.get(a)
+                if ua is not None and (ua == u or pos[ua] >= at):
+                    for j in plist[ua]:
+                        del unit[j]
+                    plist[ua] = []
+                    changed = True
+    lane = {}
+    for p in plist:
+        for k, i in enumerate(p):
+            lane[i] = k
+    i32 = ir.IntType(32)
+    pvals, cols = {}, {}
+
+    def get(a):
+        v = vals.get(a)
+        if v is None and a in unit:
+            v = vals[a] = builder.extract_element(pvals[unit[a]], ir.Constant(i32, lane[a]))
+            return v
+        return _value(nodes, vals, a)
+
+    def mask(ks):
+        return ir.Constant(ir.VectorType(i32, len(ks)), [ir.Constant(i32, k) for k in ks])
+
+    def column(ids):
+        key = tuple(ids)
+        v = cols.get(key)
+        if v is not None:
+            return v
+        n, a0 = len(ids), ids[0]
+        src = []        # the packs the lanes come from, in order of first use
+        for a in ids:
+            u = unit.get(a)
+            if u is None:
+                src = None
+                break
+            if u not in src:
+                src.append(u)
+        if src and (len(src) == 1 or (len(src) == 2 and len(plist[src[0]]) == len(plist[src[1]]))):
+            first = pvals[src[0]]
+            ks = [lane[a] + (len(plist[src[0]]) if unit[a] != src[0] else 0) for a in ids]
+            if len(src) == 1 and ks == list(range(len(plist[src[0]]))):
+                v = first
+            else:
+                other = pvals[src[1]] if len(src) == 2 else ir.Constant(first.type, ir.Undefined)
+                v = builder.shuffle_vector(first, other, mask(ks))
+        elif all(a == a0 for a in ids):
+            x = get(a0)
+            v = builder.insert_element(ir.Constant(ir.VectorType(x.type, n), ir.Undefined), x,
+                                       ir.Constant(i32, 0))
+            v = builder.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), mask([0] * n))
+        elif all(nodes[a][0] == "const" for a in ids):
+            v = ir.Constant(ir.VectorType(_lltype(nodes[a0][1]), n),
+                            [_llconst(nodes[a][3], nodes[a][1]) for a in ids])
+        else:
+            xs = [get(a) for a in ids]
+            v = ir.Constant(ir.VectorType(xs[0].type, n), ir.Undefined)
+            for k, x in enumerate(xs):
+                v = builder.insert_element(v, x, ir.Constant(i32, k))
+        cols[key] = v
+        return v
+
+    def emit_pack(u):
+        ids = plist[u]
+        op, dt, args, param = nodes[ids[0]]
+        if op in _MEMORY:
+            arr = vals[args[0]]
+            if op == "arrst":
+                ptr = builder.gep(arr.ary.data, [ir.Constant(ir.IntType(64), param)])
+            else:
+                ptr = _row_pointer(context, builder, memo, arr, get(args[1]), param)
+            ptr = builder.bitcast(ptr, ir.VectorType(_lltype(dt), len(ids)).as_pointer())
+            if op == "rowld":
+                pvals[u] = builder.load(ptr, align=dt.itemsize)
+            else:
+                builder.store(column([nodes[i][2][-1] for i in ids]), ptr, align=dt.itemsize)
+                for i in ids:
+                    vals[i] = None
+            return
+        a = [column([nodes[i][2][k] for i in ids]) for k in range(len(args))]
+        if op == "sqrt" or (op == "abs" and dt.kind == "f"):  # (numba's: ``sqrt``, ``llvm.fabs``)
+            t = a[0].type
+            name = f"llvm.{'sqrt' if op == 'sqrt' else 'fabs'}.v{t.count}f{dt.itemsize * 8}"
+            pvals[u] = builder.call(cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(t, [t]), name), a)
+        elif op == "abs":           # (numba's ``int_abs_impl``)
+            x = a[0]
+            pvals[u] = builder.select(builder.icmp_signed("<", x, ir.Constant(x.type, None)),
+                                      builder.neg(x), x)
+        elif op == "isfinite":
+            from numba.cpython import mathimpl
+            pvals[u] = mathimpl.is_finite(builder, a[0])
+        elif op == "cast":
+            pvals[u] = _cast_lanes(builder, a[0], param, dt)
+        else:
+            pvals[u] = _OP_IR[op](context, builder, f, memo, dt, a,
+                                  nodes[args[0]][1] if args else dt)
+
+    for i in order:
+        u = unit.get(i)
+        if u is None:
+            _emit_node(context, builder, f, memo, nodes, vals, i, get)
+        elif i == plist[u][-1]:
+            emit_pack(u)
+    for i in out_ids:
+        if i in unit:
+            get(i)
+
+
+def _cast_lanes(builder, v, src, dst):
+    """``_cast_ir`` of a vector (numba's casts between numbers, ``_lanes_ok``'s)."""
+    t = ir.VectorType(_lltype(dst), v.type.count)
+    zero = ir.Constant(v.type, None)
+    if dst.kind == "b":
+        if src.kind == "f":
+            return builder.fcmp_unordered("!=", v, zero)
+        return builder.icmp_unsigned("!=", v, zero)
+    if src.kind == "f":
+        return builder.fpext(v, t) if dst.itemsize > src.itemsize else builder.fptrunc(v, t)
+    if dst.kind == "f":
+        return builder.sitofp(v, t) if src.kind == "i" else builder.uitofp(v, t)
+    if dst.itemsize == src.itemsize:
+        return v
+    if dst.itemsize < src.itemsize:
+        return builder.trunc(v, t)
+    return builder.sext(v, t) if src.kind == "i" else builder.zext(v, t)
 
 
 def _row_pointer(context, builder, memo, arr, i, param):
@@ -1292,7 +1566,10 @@ def _extremum(cmp):
         x, y = a
         if dt.kind == "f":      # (``helpers._fmax``: NaN propagates, -0.0 below 0.0, as JAX's)
             p = builder.or_(builder.fcmp_ordered(cmp, x, y), builder.fcmp_unordered("uno", x, x))
-            bits = builder.bitcast(y if cmp == ">" else x, ir.IntType(dt.itemsize * 8))
+            it = ir.IntType(dt.itemsize * 8)
+            if isinstance(x.type, ir.VectorType):       # (``_emit_lanes``)
+                it = ir.VectorType(it, x.type.count)
+            bits = builder.bitcast(y if cmp == ">" else x, it)
             p = builder.or_(p, builder.and_(builder.fcmp_ordered("==", x, y), builder.icmp_signed(
                 "<", bits, ir.Constant(bits.type, 0))))
         elif dt.kind == "i":
