@@ -30,6 +30,7 @@ from ...primitives import control_flow as CF
 from ..backend import COMPILE_THREAD, Backend, cache_root
 from .memo import COMPILED
 from . import codegen, elementwise_loop, helpers, irblock, objcache, rowio, vecmath, vecmath_trig
+from . import reroll  # noqa: F401 - (sets irblock.ROLL: repeated runs of a block as loops)
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
                       _typed, _weight, AV, SV, ZV)
 from .plan import Settings
@@ -460,10 +461,12 @@ def _source_key(source):
 
 def _compile_tag():
     """The settings of numba's compile of generated code: the pipeline
-    (``TANGENTIA_NUMBA_LEAN``) and LLVM's level for large functions
-    (``TANGENTIA_NUMBA_LARGE_IR``).  The numbers are the same under each; the code and
+    (``TANGENTIA_NUMBA_LEAN``), LLVM's level for large functions
+    (``TANGENTIA_NUMBA_LARGE_IR``) and the IR blocks' loops over repeated runs
+    (``TANGENTIA_NUMBA_REROLL``, ``reroll``).  The numbers are the same under each; the code and
     its speed are not."""
-    return f"lean={os.environ.get('TANGENTIA_NUMBA_LEAN', '1') != '0'} large_ir={_large_ir()}"
+    return (f"lean={os.environ.get('TANGENTIA_NUMBA_LEAN', '1') != '0'} large_ir={_large_ir()} "
+            + reroll.tag())
 
 
 def _load_module(source, glb, prefix="tangentia_numba_"):

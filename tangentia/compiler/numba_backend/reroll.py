@@ -1,0 +1,453 @@
+"""Repeated runs of an IR block's nodes emitted once, as a loop over the copies.
+
+A program written as a Python loop (``for W in Ws: h = tanh(W @ h + b)``) gives an IR
+block (``irblock``) whose scalar nodes repeat with a period: the same operations on the
+same dtypes with the same parameters, each copy reading
+
+* its own nodes (the same relative position in every copy),
+* the previous copy's nodes (a *carry*: copy 0 reads a value from before the run),
+* the same values from before the run (*invariants*: constants, inputs, earlier nodes),
+* values of its own from memory at evenly spaced places (*per-copy inputs*): elements or
+  whole arrays of a buffer (``native._Views``: the closed-over matrices packed in order
+  in ``_xp``) at an offset growing by the same stride from copy to copy, and rows
+  ``stack[j, i]`` of a scan's stacks (``rowio.RowOp``) whose ``j`` grows so.
+
+``emit`` finds maximal runs of at least ``MIN_COPIES`` copies (whose nodes, except the
+last copy's, are read by nothing after the next copy) and emits each as one LLVM loop
+whose body is one copy's nodes: carries are phis, a per-copy input's offset is
+``offset + c * stride``.  The operations and their order are the copy's own, so the
+results are bit for bit those of the unrolled nodes; the code is independent of the
+number of copies.  The scan of 100 dense 8x8 layers (``bench_cold.py --sizes scan=100``):
+each direction's 100 layers were ~65 LLVM lines each, unrolled.
+
+Only where it pays: a run removes ``(copies - 1) * period`` nodes from the code, and
+is rolled if that is at least ``TANGENTIA_NUMBA_REROLL`` (default ``MIN_SAVED``; ``0``
+turns rolling off).  The setting is part of numba's disk-cache key
+(``native._compile_tag``).  ``STATS["runs"]`` counts the runs rolled (tests).
+
+The hook: ``irblock.ROLL`` (set on import of this module, which ``native`` imports) is
+called by ``irblock._emit_ir`` with the block's nodes in emission order.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+from llvmlite import ir
+from numba.core import types as nbt
+
+from . import irblock
+from .irblock import _ArrIn, _Inputs, _Lazy, _View, _emit_nodes, _no_unroll, _value
+
+__all__ = ["emit", "find_runs", "MIN_SAVED", "MIN_COPIES", "STATS"]
+
+MIN_SAVED = 400       # nodes a run must remove from the code to be rolled
+MIN_COPIES = 3
+MIN_PERIOD = 2
+_CANDIDATES = 6       # periods tried per block (``_periods``)
+_NEXT = 8             # a signature's next occurrences whose distances are candidates
+STATS = {"runs": 0}
+
+
+def min_saved() -> int:
+    """``TANGENTIA_NUMBA_REROLL``: the nodes a run must remove to be rolled (0: never)."""
+    try:
+        return int(os.environ.get("TANGENTIA_NUMBA_REROLL", MIN_SAVED))
+    except ValueError:
+        return MIN_SAVED
+
+
+def tag() -> str:
+    """The setting, for the disk cache's key (``native._compile_tag``)."""
+    return f"reroll={min_saved()}"
+
+
+_ROW = ("rowld", "rowst")
+_STORES = ("rowst", "arrst")
+_MEM = ("in", "arr")
+
+
+class _Run:
+    """``copies`` copies of ``period`` nodes from position ``start`` of the order.
+    ``kinds[(p, k)]``: how argument ``k`` of the copy's ``p``-th node is read:
+    ``("own", q)`` (the copy's ``q``-th node), ``("carry", q)`` (the previous copy's
+    ``q``-th node; copy 0 reads its argument itself), ``("inv",)`` (the same node in
+    every copy) or ``("mem", stride)`` (an element or array of a buffer at an offset
+    growing by ``stride``); ``rows[p]``: the growth of row ``j`` per copy of a
+    ``"rowld"``/``"rowst"`` node."""
+
+    __slots__ = ("start", "period", "copies", "kinds", "rows")
+
+    def __init__(self, start, period, copies, kinds, rows):
+        self.start, self.period, self.copies, self.kinds, self.rows = start, period, copies, kinds, rows
+
+
+def _mem_place(nodes, inputs, i) -> Optional[Tuple[Any, ...]]:
+    """``(buffer argument, shape, element or None, offset)`` of an ``"in"``/``"arr"`` node
+    that is a view of a buffer (``irblock._Inputs``), else None."""
+    if type(inputs) is not _Inputs or nodes[i][0] not in _MEM:
+        return None
+    m = inputs.in_map[nodes[i][3]]
+    if type(m) is not tuple:
+        return None
+    j, off, shape = inputs.views[m[0]]
+    if off is None or inputs.arrs[j][0].layout != "C":
+        return None
+    return j, shape, m[1], off
+
+
+def _signatures(nodes, order, pos):
+    """One int per node of ``order``: equal for nodes that may be copies of each other."""
+    table: Dict[Any, int] = {}
+    out = np.empty(len(order), np.int64)
+    for t, i in enumerate(order):
+        op, dt, args, param = nodes[i]
+        if op in _ROW:
+            param = param[1:]
+        kinds = tuple(nodes[a][1].str for a in args)   # (a carry's first value may be an input)
+        key = (op, dt.str, repr(param) if op != "const" else None, kinds)
+        out[t] = table.setdefault(key, len(table))
+    return out
+
+
+def _periods(sig):
+    """Candidate periods: distances between a node and the next few nodes of its
+    signature (a signature seen r times per copy repeats at the r-th next one), the
+    most frequent ones, tried in the order of how many nodes match at that distance."""
+    order = np.argsort(sig, kind="stable")
+    srt = sig[order]
+    dists = [order[r:] - order[:-r] for r in range(1, _NEXT + 1) if r < len(sig)]
+    same = [srt[r:] == srt[:-r] for r in range(1, _NEXT + 1) if r < len(sig)]
+    if not dists:
+        return []
+    d = np.concatenate([x[m] for x, m in zip(dists, same)])
+    d = d[d >= MIN_PERIOD]
+    if not len(d):
+        return []
+    vals, counts = np.unique(d, return_counts=True)
+    top = vals[np.argsort(-counts, kind="stable")[:4 * _CANDIDATES]]
+    cover = {int(p): int(np.count_nonzero(sig[:-p] == sig[p:])) for p in top if p < len(sig)}
+    return sorted(cover, key=lambda p: (-cover[p], p))[:_CANDIDATES]
+
+
+def _match(nodes, order, pos, inputs, start, period, limit, maxuse):
+    """The copies from ``start`` (at most ``limit``) that repeat copy 0 (``_Run``)."""
+    kinds: Dict[Tuple[int, int], Tuple[Any, ...]] = {}
+    rows: Dict[int, int] = {}
+    base = order[start:start + period]
+    c = 1
+    while c < limit:
+        lo = start + c * period
+        prev = lo - period
+        ok = True
+        for p in range(period):
+            n, n0 = order[lo + p], base[p]
+            op, dt, args, param = nodes[n]
+            op0, dt0, args0, param0 = nodes[n0]
+            if op != op0 or dt != dt0 or len(args) != len(args0):
+                ok = False
+                break
+            if op in _ROW:
+                if param[1:] != param0[1:]:
+                    ok = False
+                    break
+                dj = param[0] - param0[0]
+                if c == 1:
+                    rows[p] = dj
+                elif dj != c * rows[p]:
+                    ok = False
+                    break
+            elif op != "const" and param != param0:
+                ok = False
+                break
+            for k, (a, a0) in enumerate(zip(args, args0)):
+                pa = pos.get(a)
+                if pa is not None and pa >= lo:
+                    kind: Tuple[Any, ...] = ("own", pa - lo)
+                    good = pos.get(a0) == pa - c * period
+                elif pa is not None and pa >= prev:
+                    kind = ("carry", pa - prev)
+                    p0 = pos.get(a0)
+                    good = p0 is None or p0 < start
+                elif a == a0:
+                    kind = ("inv",)
+                    good = pa is None or pa < start
+                else:
+                    pl, pl0 = _mem_place(nodes, inputs, a), _mem_place(nodes, inputs, a0)
+                    good = pl is not None and pl0 is not None and pl[:3] == pl0[:3] and \
+                        nodes[a][1] == nodes[a0][1] and (pl[3] - pl0[3]) % c == 0
+                    kind = ("mem", (pl[3] - pl0[3]) // c) if good else ("?",)
+                if not good or kinds.setdefault((p, k), kind) != kind:
+                    ok = False
+                    break
+            # (a row's stack and step are the same in every copy: only j moves)
+            if ok and op in _ROW and not (kinds[(p, 0)] == kinds[(p, 1)] == ("inv",)):
+                ok = False
+            if not ok:
+                break
+        if not ok:
+            break
+        c += 1
+    # copy c's nodes may be read by copy c + 1 only (the last copy's by anything after)
+    copies = c
+    for c in range(copies - 1):
+        end = start + (c + 2) * period
+        if any(maxuse[t] >= end for t in range(start + c * period, start + (c + 1) * period)):
+            copies = c + 1
+            break
+    return _Run(start, period, copies, kinds, rows)
+
+
+def find_runs(nodes, order, inputs, out_ids, min_nodes) -> List[_Run]:
+    """The runs of ``order`` to roll, in order, not overlapping."""
+    pos = {i: t for t, i in enumerate(order)}
+    sig = _signatures(nodes, order, pos)
+    n = len(order)
+    maxuse = [-1] * n
+    for t, i in enumerate(order):
+        for a in nodes[i][2]:
+            pa = pos.get(a)
+            if pa is not None and maxuse[pa] < t:
+                maxuse[pa] = t
+    for i in out_ids:
+        if i in pos:
+            maxuse[pos[i]] = n
+    found: List[_Run] = []
+    for period in _periods(sig):
+        if (n // period - 1) * period < min_nodes:
+            continue
+        same = np.concatenate([sig[:-period] == sig[period:], [False]])
+        t = 0
+        while t < n - period:
+            if not same[t]:
+                t += 1
+                continue
+            e = t
+            while same[e]:
+                e += 1
+            # sig[t:e + period] repeats with the period: copies from some start in it
+            s, best = t, None
+            while s < t + period and s + MIN_COPIES * period <= e + period:
+                run = _match(nodes, order, pos, inputs, s, period, (e + period - s) // period,
+                             maxuse)
+                if run.copies >= MIN_COPIES and (run.copies - 1) * period >= min_nodes:
+                    best = run
+                    break
+                s += 1
+            if best is not None:
+                found.append(best)
+                t = best.start + best.copies * best.period
+            else:
+                t = e + 1
+    found.sort(key=lambda r: -(r.copies - 1) * r.period)
+    taken: List[_Run] = []
+    for r in found:
+        if all(r.start + r.copies * r.period <= o.start or o.start + o.copies * o.period <= r.start
+               for o in taken):
+            taken.append(r)
+    return sorted(taken, key=lambda r: r.start)
+
+
+class _PerCopy:
+    """The values of a copy's per-copy memory inputs at step ``c`` (``_Lazy``'s source:
+    an element is loaded where first used)."""
+
+    def __init__(self, context, builder, inputs, c):
+        self.context, self.builder, self.inputs, self.c = context, builder, inputs, c
+        self.items: List[Tuple[Any, ...]] = []
+
+    def offset(self, off, stride):
+        i64 = ir.IntType(64)
+        return self.builder.add(ir.Constant(i64, off), self.builder.mul(self.c, ir.Constant(i64, stride)))
+
+    def add(self, place, stride):
+        self.items.append((place, stride))
+        return len(self.items) - 1
+
+    def __getitem__(self, p):
+        (j, shape, k, off), stride = self.items[p]
+        aty, ary = self.inputs.arrs[j]
+        return self.context.unpack_value(self.builder, aty.dtype,
+                                         self.builder.gep(ary.data, [self.offset(off + k, stride)]))
+
+
+def _emit_run(context, builder, nodes, order, vals, run, inputs, out_ids, packs):
+    """Emit ``run`` as a loop; sets ``vals`` of the last copy's nodes."""
+    i64 = ir.IntType(64)
+    L, s = run.period, run.start
+    base = order[s:s + L]
+    last = order[s + (run.copies - 1) * L:s + run.copies * L]
+    # the body: copy 0's nodes, renumbered; what they read from outside is a local
+    # node whose value is set (invariants, carries' phis, per-copy inputs)
+    local = {i: k for k, i in enumerate(base)}
+    body = [None] * L
+    extra: List[Any] = []
+    bvals: Dict[int, Any] = {}
+    pre_vals: Dict[int, Any] = {}        # local node -> value computed before the loop
+    carries: Dict[Tuple[int, int], int] = {}   # (outside node, q) -> local node of its phi
+    mem: List[Tuple[int, Tuple[Any, ...], int]] = []
+    rows: Dict[Tuple[int, int, int], int] = {}
+
+    def new(node):
+        extra.append(node)
+        return L + len(extra) - 1
+
+    for p, i in enumerate(base):
+        op, dt, args, param = nodes[i]
+        new_args = []
+        for k, a in enumerate(args):
+            kind = run.kinds.get((p, k), ("own", local.get(a)) if a in local else ("inv",))
+            if kind[0] == "own":
+                new_args.append(kind[1])
+            elif kind[0] == "carry":
+                key = (a, kind[1])
+                if key not in carries:
+                    carries[key] = new(nodes[a])
+                new_args.append(carries[key])
+            elif kind[0] == "inv":
+                if a not in local:
+                    if ("inv", a) not in rows:
+                        rows[("inv", a)] = new(nodes[a])
+                        pre_vals[rows[("inv", a)]] = a
+                    new_args.append(rows[("inv", a)])
+                else:
+                    new_args.append(local[a])
+            else:
+                b = new(nodes[a])
+                mem.append((b, _mem_place(nodes, inputs, a), kind[1]))
+                new_args.append(b)
+        if op in _ROW and run.rows.get(p):
+            # row j0 + c * dj of the stack: the step argument i becomes i + c * dj * rows
+            key = (new_args[0], new_args[1], run.rows[p])
+            if key not in rows:
+                rows[key] = new(nodes[args[1]])
+            new_args[1] = rows[key]
+        body[p] = (op, dt, tuple(new_args), param)
+    bnodes = body + extra
+    # before the loop: invariants and the carries' first values
+    for b, a in pre_vals.items():
+        bvals[b] = _value(nodes, vals, a)
+    inits = {b: _value(nodes, vals, a) for (a, q), b in carries.items()}
+    pre = builder.block
+    head = builder.append_basic_block("tangentia.reroll")
+    end = builder.append_basic_block("tangentia.reroll.end")
+    builder.branch(head)
+    builder.position_at_end(head)
+    c = builder.phi(i64)
+    c.add_incoming(ir.Constant(i64, 0), pre)
+    phis = {}
+    for b, v in inits.items():
+        phi = builder.phi(v.type)
+        phi.add_incoming(v, pre)
+        phis[b] = phi
+        bvals[b] = phi
+    per = _PerCopy(context, builder, inputs, c)
+    for b, place, stride in mem:
+        j, shape, k, off = place
+        if k is None:
+            aty, ary = inputs.arrs[j]
+            bvals[b] = _ArrIn(nbt.Array(aty.dtype, len(shape), "C"),
+                              _View(context, builder, aty, ary, per.offset(off, stride), shape))
+        else:
+            bvals[b] = _Lazy(per, per.add(place, stride))
+    for key, b in rows.items():
+        if key[0] == "inv":
+            continue
+        arr_b, i_b, dj = key
+        arr = _value(bnodes, bvals, arr_b)
+        steps = builder.extract_value(arr.ary._getvalue(), [5, 1])
+        step = _value(bnodes, bvals, i_b)
+        bvals[b] = builder.add(step, builder.mul(builder.mul(c, ir.Constant(i64, dj)), steps))
+    later = _read_after(nodes, order, s + run.copies * L, out_ids)
+    keep = sorted({q for (_, q) in carries} | {p for p, i in enumerate(last) if i in later})
+    bpacks = [[local[i] for i in pk if i in local] for pk in packs if pk[0] in local]
+    _emit_segment(context, builder, bnodes, list(range(L)), bvals, {}, keep,
+                  [pk for pk in bpacks if len(pk) >= 2])
+    nxt = builder.add(c, ir.Constant(i64, 1))
+    latch = builder.block
+    c.add_incoming(nxt, latch)
+    for (a, q), b in carries.items():
+        phis[b].add_incoming(_value(bnodes, bvals, q), latch)
+    br = builder.cbranch(builder.icmp_unsigned("<", nxt, ir.Constant(i64, run.copies)), head, end)
+    br.set_metadata("llvm.loop", _no_unroll(builder.module))
+    builder.position_at_end(end)
+    for p, i in enumerate(last):
+        if p in bvals:
+            vals[i] = bvals[p]
+    STATS["runs"] += 1
+
+
+def hoist_stores(nodes, order):
+    """``order`` with each store (``"rowst"``, ``"arrst"``) moved up to just after the
+    last node it reads: a loop body's rows are stored at its end (``rowio``), so each
+    layer's residual row was read after all the other layers.  A store is left where it
+    is if its array is read in the block or written twice at one place (then the order
+    of the stores and reads matters)."""
+    stores = [i for i in order if nodes[i][0] in _STORES]
+    if not stores:
+        return order
+    read = {a for i in order if nodes[i][0] not in _STORES for a in nodes[i][2]
+            if nodes[a][0] == "arr"}
+    places: Dict[Any, int] = {}
+    for i in stores:
+        op, _, args, param = nodes[i]
+        key = (args[0], args[1], param) if op == "rowst" else (args[0], param)
+        places[key] = places.get(key, 0) + 1
+    twice = {k[0] for k, n in places.items() if n > 1}
+    pos = {i: t for t, i in enumerate(order)}
+    after: Dict[int, List[int]] = {}
+    for i in stores:
+        args = nodes[i][2]
+        if args[0] in read or args[0] in twice:
+            continue
+        t = max([pos[a] for a in args if a in pos], default=-1)
+        after.setdefault(t, []).append(i)
+    moved = {i for v in after.values() for i in v}
+    out = list(after.get(-1, ()))
+    for t, i in enumerate(order):
+        if i not in moved:
+            out.append(i)
+        out.extend(after.get(t, ()))
+    return out
+
+
+def _emit_segment(context, builder, nodes, order, vals, memo, keep, packs):
+    """``order``'s nodes as ``irblock`` emits them (with vector lanes if ``packs``);
+    ``keep``: the nodes read after them (their scalar values are made)."""
+    if packs:
+        irblock._emit_lanes(context, builder, nodes, order, vals, memo, packs, keep)
+    else:
+        _emit_nodes(context, builder, nodes, order, vals, memo, keep)
+
+
+def _read_after(nodes, order, t, out_ids):
+    """The nodes read by ``order[t:]`` or by the block's outputs."""
+    return {a for i in order[t:] for a in nodes[i][2]} | set(out_ids)
+
+
+def emit(context, builder, nodes, order, vals, memo, out_ids, inputs, packs=()):
+    """``irblock._emit_ir``'s hook: emit ``order`` with its repeated runs rolled, and
+    return the outputs' values; None (nothing emitted) if no run pays."""
+    limit = min_saved()
+    if limit <= 0 or len(order) < limit or len(order) > 8 * irblock.SPLIT_NODES:
+        return None
+    order = hoist_stores(nodes, order)
+    runs = find_runs(nodes, order, inputs, out_ids, limit)
+    if not runs:
+        return None
+    rest = len(order) - sum((r.copies - 1) * r.period for r in runs)
+    if rest > irblock.SPLIT_NODES:
+        return None
+    t = 0
+    for r in runs:
+        seg = order[t:r.start]
+        later = _read_after(nodes, order, r.start, out_ids)
+        _emit_segment(context, builder, nodes, seg, vals, memo, [i for i in seg if i in later], packs)
+        _emit_run(context, builder, nodes, order, vals, r, inputs, out_ids, packs)
+        t = r.start + r.copies * r.period
+    _emit_segment(context, builder, nodes, order[t:], vals, memo, list(out_ids), packs)
+    return [_value(nodes, vals, i) for i in out_ids]
+
+
+setattr(irblock, "ROLL", emit)    # (irblock._emit_ir calls it)
