@@ -84,6 +84,7 @@ _document_public()
 # tangentia's version, and the JAX release whose API it follows (``jax.version``)
 from . import version  # noqa: E402
 from .version import __version__, __version_info__  # noqa: E402,F401
+from ._src.state.types import Ref, freeze, new_ref  # noqa: E402  (mutable array references)
 
 __all__ = ["typing", "sharding", "make_mesh", "NamedSharding", "P", "Device", "Shard",
            "copy_to_host_async", "host_count", "host_id", "host_ids", "make_array_from_callback",
@@ -100,4 +101,4 @@ __all__ = ["typing", "sharding", "make_mesh", "NamedSharding", "P", "Device", "S
            "enable_checks", "enable_x64", "float0", "log_compiles", "named_call", "named_scope",
            "numpy_dtype_promotion", "numpy_rank_promotion", "softmax_custom_jvp",
            "transfer_guard", "transfer_guard_device_to_device", "transfer_guard_device_to_host",
-           "transfer_guard_host_to_device", "typeof"]
+           "transfer_guard_host_to_device", "typeof", "Ref", "freeze", "new_ref"]

@@ -28,6 +28,7 @@ from . import core as _core
 from .api import staging as _staging
 from .compiler import backend as _backend
 from .lax import control_flow as _control_flow
+from ._src.state.types import Ref
 
 
 def block_until_ready(x):
@@ -291,7 +292,10 @@ def named_scope(name):
 
 
 def typeof(x):
-    """The abstract value (``ShapedArray``: shape, dtype, weak type) of ``x``."""
+    """The abstract value (``ShapedArray``: shape, dtype, weak type) of ``x``; of a
+    mutable array reference (``new_ref``), its ``AbstractRef``."""
+    if isinstance(x, Ref):
+        return x.aval
     return _core.get_aval(x)
 
 

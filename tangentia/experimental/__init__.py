@@ -8,6 +8,17 @@ from . import checkify, layout, ode, sparse  # noqa: F401
 from .fixed_point import fixed_point
 from .io_callback import io_callback
 
-__all__ = ["checkify", "fixed_point", "io_callback", "layout", "ode", "sparse"]
+
+def cur_qdd(x):
+    """The quasi-dynamic data of a hijax value (JAX's; tangentia has no hijax: raises).
+
+    Args:
+      x: a value of a hijax type.
+    """
+    from .hijax import HiPrimitive
+    HiPrimitive("cur_qdd").bind(x)
+
+
+__all__ = ["checkify", "cur_qdd", "fixed_point", "io_callback", "layout", "ode", "sparse"]
 
 _install_boundaries(_sys.modules[__name__])  # eager results are tangentia arrays

@@ -22,8 +22,9 @@ from ...interpreters import ad as _ad
 from ...interpreters import batching as _batching
 from ...core import ClosedJaxpr, Jaxpr, Literal, Var, subjaxprs
 from ...custom_derivatives._base import user_values
+from ..._src.effects import Effect  # noqa: F401  (subclassed by flax nnx)
 
-__all__ = ["ClosedJaxpr", "Jaxpr", "Literal", "Primitive", "Var", "array_types",
+__all__ = ["ClosedJaxpr", "Effect", "Jaxpr", "Literal", "Primitive", "Var", "array_types",
            "find_top_trace", "get_opaque_trace_state", "jaxpr_as_fun", "jaxprs_in_params",
            "mapped_aval", "subjaxprs", "unmapped_aval"]
 

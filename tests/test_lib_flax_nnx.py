@@ -1,0 +1,126 @@
+"""What flax nnx needs from tangentia, each checked against JAX: mutable array references
+(``new_ref``, ``Ref``, ``freeze``, ``typeof`` of a reference; eager only: under a
+transformation they raise), ``jax._src.tree_util._registry``, ``mesh_utils``, the names nnx
+imports (``jax.extend.core.Effect``, ``jax.experimental.hijax``, ``cur_qdd``,
+``jax._src.checkify``), and ``from flax import nnx`` itself with ``jax`` aliased to
+tangentia.  No numba compile."""
+import importlib.util
+
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+
+jax = pytest.importorskip("jax", reason="JAX is the reference these tests compare with")
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+
+from _jax_alias import jax_is_tangentia  # noqa: E402
+
+
+def _refs_run(lib, np_):
+    """The same reads and writes of a reference, and the errors, under ``lib``."""
+    r = lib.new_ref(np_.arange(3.0))
+    out = [r[...], r[1], r[1:], r.shape, r.ndim, r.size, str(r.dtype), repr(lib.typeof(r)),
+           lib.typeof(r).shape, isinstance(r, lib.Ref)]
+    r[1] = np.float64(5.0)
+    r[...] = r[...] * 2
+    out.append(r[...])
+    r.addupdate(np.ones(3))
+    out.append(lib.freeze(r))
+    errors = []
+    for bad in (1, np.ones(3, np.float32), np.ones(2)):
+        with pytest.raises(ValueError) as e:
+            r[...] = bad
+        errors.append(str(e.value))
+    with pytest.raises(ValueError) as e:
+        r[5]
+    errors.append(str(e.value))
+    ri = lib.new_ref(np.int32(3))
+    out += [ri[...], str(ri[...].dtype), repr(lib.typeof(ri))]
+    return out, errors
+
+
+def test_refs_read_and_write_as_jax():
+    got, got_err = _refs_run(tg, tnp)
+    want, want_err = _refs_run(jax, jnp)
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        if isinstance(b, (str, tuple, int, bool)):
+            assert a == b
+        else:
+            np.testing.assert_array_equal(a, b)
+    for a, b in zip(got_err, want_err):
+        assert a.split(" Transforms")[0] == b.split(" Transforms")[0], (a, b)
+    # the value read is a new array: a later write does not change it
+    r = tg.new_ref(np.zeros(2))
+    v = r[...]
+    r[...] = np.ones(2)
+    np.testing.assert_array_equal(v, [0.0, 0.0])
+
+
+def test_refs_under_transformations_raise_naming_them():
+    r = tg.new_ref(np.zeros(2))
+    for transform in (tg.jit, tg.grad, tg.vmap):
+        def f(x):
+            r[...] = r[...] + x
+            return x.sum() if transform is tg.grad else x
+        with pytest.raises(NotImplementedError, match="mutable array references"):
+            transform(f)(np.ones(2))
+    np.testing.assert_array_equal(r[...], [0.0, 0.0])   # nothing was written
+    with pytest.raises(NotImplementedError, match="new_ref"):
+        tg.jit(lambda x: tg.new_ref(x)[...])(np.ones(2))
+
+
+def test_pytree_registry_membership_as_jax():
+    import collections
+    from jax._src.tree_util import _registry as theirs
+    from tangentia._src.tree_util import _registry as ours
+    for t in (list, tuple, dict, type(None), collections.OrderedDict,
+              collections.defaultdict, int, np.ndarray, collections.namedtuple("P", "a")):
+        assert (t in ours) == (t in theirs), t
+
+    class Node:
+        pass
+    tg.tree_util.register_pytree_node(Node, lambda n: ((), None), lambda a, c: Node())
+    assert Node in ours
+
+
+def test_mesh_utils_as_jax():
+    from jax.experimental import mesh_utils as theirs
+    from tangentia.experimental import mesh_utils as ours
+    for shape in ((1,), (1, 1)):
+        assert ours.create_device_mesh(shape).shape == theirs.create_device_mesh(shape).shape
+        assert ours.create_device_mesh(shape).ravel()[0] == tg.devices()[0]
+    for shape in ((2,), (2, 4)):
+        with pytest.raises(ValueError) as e:
+            theirs.create_device_mesh(shape)
+        with pytest.raises(ValueError, match="^" + str(e.value).replace("(", r"\(")
+                           .replace(")", r"\)")):
+            ours.create_device_mesh(shape)
+
+
+def test_names_nnx_imports():
+    from jax.experimental import hijax as jax_hijax
+    from tangentia.experimental import hijax
+    from tangentia.extend.core import Effect
+    from tangentia._src.checkify import JaxException, Out, checkify, user_checks  # noqa: F401
+    assert issubclass(type("E", (Effect,), {}), Effect)
+    names = {n for n in dir(jax_hijax) if not n.startswith("_")}
+    assert names - set(dir(hijax)) <= {"TransformedRef"}, names - set(dir(hijax))
+
+    class P(hijax.HiPrimitive):
+        pass
+    with pytest.raises(NotImplementedError, match="hijax"):
+        P("p").bind(1.0)
+    with pytest.raises(NotImplementedError, match="hijax"):
+        tg.experimental.cur_qdd(1.0)
+
+
+def test_flax_nnx_imports_on_tangentia():
+    if importlib.util.find_spec("flax") is None:
+        pytest.skip("flax is not installed (pip install --no-deps flax treescope rich)")
+    with jax_is_tangentia("flax", "optax", "chex", "treescope", "orbax"):
+        from flax import nnx
+        assert nnx.Linear is not None
