@@ -196,3 +196,83 @@ def test_large_programs_are_cached_and_agree_with_numbas_pipeline(monkeypatch: p
     files = [n for _, _, fs in os.walk(tmp_path / "1" / "numba") for n in fs]
     assert any(n.endswith(".nbc") for n in files), files        # written to numba's disk cache
     np.testing.assert_allclose(got["1"].ravel(), tg.jit(tg.grad(f), backend="numpy")(x), rtol=1e-13)
+
+
+# ``alloc._empty``: numba's ``np.empty`` without its overload's compile.
+
+def test_empty_allocates_as_numbas_np_empty() -> None:
+    from tangentia.compiler.numba_backend import alloc
+    _empty: Any = alloc._empty      # (an intrinsic: its typing context is numba's argument)
+
+    @numba.njit
+    def both(n: Any) -> Any:
+        a = _empty((2, n), np.float64)
+        b = _empty(n, np.int64)
+        c = _empty((), np.bool_)
+        d = _empty((n, 2, 1), np.complex128)
+        e = _empty((0, n), np.float32)
+        a[:] = 1.5
+        b[:] = 7
+        c[()] = True
+        d[:] = 2j
+        return a, b, c, d, e
+
+    got = both(3)
+    for g, shape, dtype in zip(got, [(2, 3), (3,), (), (3, 2, 1), (0, 3)],
+                               [np.float64, np.int64, np.bool_, np.complex128, np.float32]):
+        want = np.empty(shape, dtype)
+        assert (g.shape, g.dtype, g.flags.c_contiguous, g.flags.writeable) \
+            == (want.shape, want.dtype, True, True)
+        assert g.strides == (want.strides if g.size else (12, 4))    # (numba's, where NumPy's are 0)
+    assert got[0].tolist() == [[1.5] * 3] * 2 and got[1].tolist() == [7] * 3 and got[2][()]
+    assert got[3].tolist() == [[[2j]] * 2] * 3
+    # numba's np.empty's errors, with its messages
+    with pytest.raises(ValueError, match="^negative dimensions not allowed$"):
+        both(-1)
+    with pytest.raises(ValueError, match="array is too big"):
+        numba.njit(lambda n: _empty((n, n, n), np.float64))(1 << 40)
+
+
+# ``_quiet_gc``: the collector kept off the objects that existed before a compile.
+
+def test_compiles_freeze_old_objects_and_restore_the_collector() -> None:
+    import gc
+
+    from tangentia.compiler.numba_backend import GC_THRESHOLD, _quiet_gc
+    if not gc.isenabled():
+        pytest.skip("the collector is off in this process (nothing of ours to check)")
+    suite_frozen = gc.get_freeze_count() > 0       # (conftest freezes what the suite holds)
+    gc.unfreeze()
+    try:
+        _check_quiet_gc(gc, GC_THRESHOLD, _quiet_gc)
+    finally:
+        if suite_frozen:
+            gc.freeze()
+
+
+def _check_quiet_gc(gc: Any, GC_THRESHOLD: int, _quiet_gc: Any) -> None:
+    before = gc.get_threshold()
+    with _quiet_gc():
+        frozen = gc.get_freeze_count()
+        assert frozen > 0 and gc.get_threshold()[0] == GC_THRESHOLD
+        garbage: list[Any] = []
+        garbage.append(garbage)             # a cycle made during the compile is collected then
+        del garbage
+        assert gc.collect(0) >= 1
+        with _quiet_gc():                   # a nested compile shares the period
+            gc.set_threshold(1234, *before[1:])         # the process changes it meanwhile
+        assert gc.get_freeze_count() == frozen
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == (1234,) + before[1:]
+    gc.set_threshold(*before)
+    with _quiet_gc():
+        pass
+    assert gc.get_threshold() == before
+    # a process that froze objects itself keeps them frozen
+    gc.freeze()
+    try:
+        n = gc.get_freeze_count()
+        with _quiet_gc():
+            _quiet_gc.refreeze()
+        assert gc.get_freeze_count() == n
+    finally:
+        gc.unfreeze()
