@@ -153,6 +153,24 @@ def test_opaque_parameters_have_no_key():
     assert objcache.program_key(type(jaxpr)([], jaxpr.invars, [odd], jaxpr.outvars)) is None
 
 
+def test_an_empty_cache_computes_no_key(cache, monkeypatch):
+    """A first run (nothing kept yet) looks nothing up: no key is computed on the first
+    call's path (the library's files, ~1-7 ms once per process), one directory read."""
+    import tangentia.compiler.numba_backend as nb
+    calls = []
+    monkeypatch.setattr(objcache, "load", lambda jaxpr: calls.append(jaxpr))
+    monkeypatch.setattr(nb, "_COMPILER", ())          # (as if the compiler were not imported)
+    jaxpr = program(lambda x: x * 3.0 - 1.0, np.ones(3))[0]
+    fast = os.path.join(str(cache), "numba", "fast")
+    assert nb.fast_dir() == fast and not nb._fast_entries()       # no directory
+    os.makedirs(fast)
+    open(os.path.join(fast, "x.bin.123.tmp"), "wb").close()        # a write in progress
+    assert nb._fast_load(jaxpr) is None and calls == []
+    open(os.path.join(fast, "0" * 40 + ".bin"), "wb").close()
+    assert nb._fast_load(program(lambda x: x * 3.0 - 2.0, np.ones(3))[0]) is None and len(calls) == 1
+    assert fast in nb._FAST_DIRS
+
+
 _CHILD = """
 import json, sys
 import numpy as np

@@ -104,7 +104,7 @@ import sys
 import threading
 
 from ... import core
-from ..backend import Backend, register_backend
+from ..backend import Backend, cache_root, register_backend
 
 __all__ = ["NumbaBackend", "all_primitives", "lowering_paths", "SMALL"]
 # The compile estimate (tiering's rent-or-buy, and the progress line): a linear fit of
@@ -170,12 +170,36 @@ def _fast_load(jaxpr):
     env = tuple(os.environ.get(k) for k in _FAST_ENV)
     fn = _FAST.get(jaxpr, env)
     if fn is None:      # (a miss is kept too: until the compiler is imported, tiered calls ask)
-        loaded = _objcache().load(jaxpr)
+        loaded = _objcache().load(jaxpr) if _fast_entries() else None
         fn = _FAST.setdefault(jaxpr, _MISS if loaded is None else loaded, env)
     return None if fn is _MISS else fn
 
 
 _MISS = object()
+_FAST_DIRS = set()      # the machine-code caches found holding entries in this process
+
+
+def fast_dir():
+    """The machine-code cache's directory (``objcache``): ``<cache root>/numba/fast``."""
+    return os.path.join(cache_root(), "numba", "fast")
+
+
+def _fast_entries():
+    """Whether the machine-code cache holds an entry (one read of its directory, before the
+    cache's module is imported or a key computed): a process of a user whose cache is
+    empty -- the first run ever -- looks nothing up.  (Computing a program's key costs a
+    few ms once per process: the library's files are part of it.)"""
+    d = fast_dir()
+    if d in _FAST_DIRS:
+        return True
+    try:
+        with os.scandir(d) as it:
+            if not any(e.name.endswith(".bin") for e in it):
+                return False
+    except OSError:
+        return False
+    _FAST_DIRS.add(d)
+    return True
 
 
 def _objcache():

@@ -199,13 +199,23 @@ def _version():
                 if os.path.exists(path):
                     st = os.stat(path)
                     parts.append(f"{path} {st.st_size} {st.st_mtime_ns}")
-        for d, _, files in sorted(os.walk(root)):
-            for f in sorted(files):
-                if f.endswith(".py"):
-                    st = os.stat(os.path.join(d, f))
-                    parts.append(f"{os.path.relpath(os.path.join(d, f), root)} {st.st_size} {st.st_mtime_ns}")
+        _sources(root, "", parts)
         _VERSION.append(hashlib.sha256("\n".join(parts).encode()).hexdigest())
     return _VERSION[0]
+
+
+def _sources(path, rel, parts):
+    """``"<relative path> <size> <mtime>"`` of every ``.py`` file under ``path``, sorted by
+    name per directory (``os.scandir``: a first call's 1-2 ms, where ``os.walk`` and
+    ``relpath`` took 4-5)."""
+    with os.scandir(path) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for e in entries:
+        if e.name.endswith(".py"):
+            st = e.stat()
+            parts.append(f"{rel}{e.name} {st.st_size} {st.st_mtime_ns}")
+        elif e.name != "__pycache__" and e.is_dir(follow_symlinks=False):
+            _sources(e.path, f"{rel}{e.name}/", parts)
 
 
 def _calibrations():
@@ -226,7 +236,8 @@ def _calibrations():
 
 
 def _path(key):
-    return os.path.join(cache_root(), "numba", "fast", key + ".bin")
+    from . import fast_dir
+    return os.path.join(fast_dir(), key + ".bin")
 
 
 # ---------------------------------------------------------------------------
