@@ -113,6 +113,12 @@ _OVERLOAD_CHILD = textwrap.dedent("""
     x = np.linspace(0.0, 1.0, 5)
     got = tg.jit(lambda x: x * scale + 1.0, backend="numba")(x)
     np.testing.assert_allclose(got, x * scale + 1.0, rtol=1e-15)
+    # (generated code allocates with alloc._empty, no overload: a function of ours that
+    # calls np.empty, compiled as the backend compiles its programs)
+    import numba
+    with native._fast_typing():
+        f = numba.njit(lambda n: np.empty((n, 2)).shape[0] * scale)
+        assert f(3) == 3 * scale
     print(json.dumps({"compiled": compiled, "cached": native.OVERLOAD_STATS["cached"]}))
 """)
 
