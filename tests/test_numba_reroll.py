@@ -159,8 +159,10 @@ def _chain(k: int, extra_read: int = -1) -> Tuple[list, list]:
     return nodes, list(range(2, len(nodes)))
 
 
-def test_find_runs_finds_the_copies_and_their_carry() -> None:
+def test_find_runs_finds_the_copies_and_their_carry(monkeypatch: pytest.MonkeyPatch) -> None:
     nodes, order = _chain(12)
+    assert reroll.find_runs(nodes, order, None, [order[-1]], 6) == []   # (copies too short)
+    monkeypatch.setattr(reroll, "MIN_PERIOD", 2)
     runs = reroll.find_runs(nodes, order, None, [order[-1]], 6)
     assert len(runs) == 1
     r = runs[0]
@@ -172,14 +174,16 @@ def test_find_runs_finds_the_copies_and_their_carry() -> None:
     assert reroll.find_runs(nodes, order, None, [order[-1]], 100) == []
 
 
-def test_find_runs_stops_before_a_copy_read_later() -> None:
+def test_find_runs_stops_before_a_copy_read_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reroll, "MIN_PERIOD", 2)
     nodes, order = _chain(12, extra_read=7)
     runs = reroll.find_runs(nodes, order, None, [order[-1]], 6)
-    # copies 0..7 may not be one loop with copy 7's value read at the end: a run ends
-    # at copy 7 (its last copy, whose values the loop leaves), the rest may be another
+    # copy 7's first node is read at the end: a run may end at copy 7 (the loop leaves
+    # its last copy's values), none may go past it
+    assert runs
     for r in runs:
-        first = r.start // 3
-        assert first + r.copies - 1 <= 7 or first > 7
+        copies = range(r.start // 3, r.start // 3 + r.copies)
+        assert 7 not in copies or copies[-1] == 7
 
 
 def test_stores_move_up_to_their_value() -> None:
