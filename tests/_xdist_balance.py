@@ -30,13 +30,17 @@ worker holds 750-1,000 MB when the common queue is done, so its share on top wen
 1.54-1.62 GB.  So when the common queue is empty, a worker with a share is shut down (it
 first ends the tests it was sent) and a new worker, started as xdist starts one in place of
 a crashed worker, collects (about 15 s of CPU) and runs the share: about 400 MB plus the
-share's compiled code.  Its tests report as any others (``gw2``, ``gw3``, ...).  Where this
+share's compiled code.  Its tests report as any others (``gw2``, ``gw3``, ...).  It collects
+only its share's test files (``ONLY``, read by conftest.py): 3 s of CPU and 175 MB after
+collecting, against 10 s and 425 MB for the whole suite (every module, JAX, SciPy, sphinx);
+the scheduler maps the share's tests to that shorter collection and back (a fresh worker
+that dies gives its unrun tests back by their place in the whole collection).  Where this
 xdist has no way to start a worker (``DSession._clone_node``, private), where starting one
 fails, or with ``TANGENTIA_TEST_FRESH_WORKER=0``, a worker runs its share itself, as before.
 
-Faults (tests/test_xdist_balance.py drives each): a share waits for the next worker that
-starts after the first ones, so a fresh worker that dies while collecting leaves its share
-to xdist's replacement; a worker that dies gives its unrun tests back (xdist reruns them);
+Faults (tests/test_xdist_balance.py drives each): a share waits for the fresh worker started
+for it, and a fresh worker that dies while collecting leaves its share to xdist's replacement
+(which collects everything); a worker that dies gives its unrun tests back (xdist reruns them);
 a report or a scheduling call for a worker already removed is ignored, where xdist's own
 scheduler raised ``KeyError: <WorkerController gw0>`` (seen once, session 12: xdist removes
 a worker whose channel failed while that worker's queued events still arrive).
@@ -117,6 +121,13 @@ CPU: dict[str, float] = {
 # shares of 1,034 and 941 MB of these weights peaked at 1.45 and 1.35 GB).
 SHARE_MB = 1000.0
 
+# The environment variable naming (comma-separated, relative to the root directory) the test
+# files a fresh worker collects: set while the scheduler starts it (the new process inherits
+# it), read and removed by conftest.py's pytest_configure, so the worker's own children do not
+# see it.  A worker started without it (xdist's replacement of a crashed worker) collects
+# everything, as the first workers do.
+ONLY = "TANGENTIA_TEST_ONLY"
+
 
 def deal(weights: dict[str, float], n_workers: int, cpu: dict[str, float] | None = None,
          cap: float = float("inf")) -> dict[str, int]:
@@ -165,8 +176,12 @@ class BalancedLoadScheduling(LoadScheduling):
         self.cpu = (CPU if heavy is None else None) if cpu is None else cpu
         self.first = FIRST
         self.reserved: dict[Any, list[int]] = {}   # worker -> its share, not yet sent
-        self.waiting: list[list[int]] = []         # shares for the new workers, in order
+        # the shares waiting for the fresh workers started for them, in order
+        self.waiting: list[tuple[Any, list[int]]] = []
         self.fresh: set[Any] = set()               # the workers started for a share
+        self.removed: set[Any] = set()             # the fresh workers removed
+        # a fresh worker that collected only its share's files: nodeid -> its index there
+        self.local: dict[Any, dict[str, int]] = {}
         self.new_worker = new_worker if new_worker is not None else _new_worker(config)
 
     @property
@@ -204,6 +219,13 @@ class BalancedLoadScheduling(LoadScheduling):
             self.check_schedule(node)
 
     def add_node_collection(self, node: Any, collection: Any) -> None:
+        if (node in self.fresh and self.collection is not None
+                and list(collection) != self.collection
+                and set(collection) <= set(self.collection)):
+            # its share's files only (ONLY): the share is sent as indices into this collection
+            self.node2collection[node] = list(collection)
+            self.local[node] = {nodeid: i for i, nodeid in enumerate(collection)}
+            return
         super().add_node_collection(node, collection)
         if (node in self.fresh or self.waiting) and node not in self.node2collection:
             # (xdist logged the difference; a share would wait for it for ever)
@@ -223,7 +245,7 @@ class BalancedLoadScheduling(LoadScheduling):
     def check_schedule(self, node: Any, duration: float = 0) -> None:
         if node.shutting_down or node not in self.node2pending:
             return      # ending, or removed (a late event): nothing to send it
-        if self.pending:
+        if self.pending and node not in self.local:
             super().check_schedule(node, duration)
             return
         if node not in self.node2collection:
@@ -232,13 +254,13 @@ class BalancedLoadScheduling(LoadScheduling):
             mine: list[int] | None = self.reserved.pop(node)
             if mine and self.new_worker is not None:
                 try:
-                    new = self.new_worker(node)
+                    new = self._start(node, mine)
                 except Exception as error:  # (no fresh worker: this one runs its share)
                     self.log(f"no fresh worker for the share of {node.gateway.id}: {error!r}")
                     self.new_worker = None
                 else:
                     # it ends the tests it was sent; the new worker runs its share
-                    self.waiting.append(mine)
+                    self.waiting.append((new, mine))
                     self.fresh.add(new)
                     node.shutdown()
                     return
@@ -246,17 +268,63 @@ class BalancedLoadScheduling(LoadScheduling):
             # a worker started later: one started for a share, or xdist's replacement of
             # a crashed worker (which takes the share of a fresh worker that crashed
             # before it got it)
-            mine = self.waiting.pop(0) if self.waiting else None
+            mine = self._take_share(node)
         if mine:
             self.node2pending[node].extend(mine)
             node.send_runtest_some(mine)
         node.shutdown()   # it runs what it was sent, then ends
 
+    def _start(self, node: Any, share: list[int]) -> Any:
+        """A fresh worker started by ``new_worker`` with ONLY naming the files of ``share``."""
+        assert self.new_worker is not None and self.collection is not None
+        files = sorted({self.collection[i].partition("::")[0] for i in share})
+        before = os.environ.get(ONLY)
+        os.environ[ONLY] = ",".join(files)
+        try:
+            return self.new_worker(node)
+        finally:
+            if before is None:
+                del os.environ[ONLY]
+            else:
+                os.environ[ONLY] = before
+
+    def _take_share(self, node: Any) -> list[int] | None:
+        """The share started for ``node``, else the first share of a fresh worker removed
+        before it took its own (xdist's replacement of it, which collected everything), in
+        ``node``'s indices; None if there is none."""
+        k = next((k for k, (owner, _) in enumerate(self.waiting) if owner is node), None)
+        if k is None:
+            k = next((k for k, (owner, _) in enumerate(self.waiting)
+                      if owner in self.removed), None)
+        if k is None:
+            return None
+        _, share = self.waiting.pop(k)
+        local = self.local.get(node)
+        if local is None:
+            return share
+        assert self.collection is not None
+        missing = [self.collection[i] for i in share if self.collection[i] not in local]
+        if missing:
+            raise RuntimeError(f"the worker {node.gateway.id} started for a share of the numba "
+                               f"tests collected other tests than the first workers: "
+                               f"{missing[:3]} missing")
+        return [local[self.collection[i]] for i in share]
+
     def remove_node(self, node: Any) -> str | None:
         orphans = self.reserved.pop(node, None)
         if orphans:
             self.pending.extend(orphans)
+        if node in self.fresh:
+            self.removed.add(node)
         self.fresh.discard(node)
+        local = self.local.pop(node, None)
+        if local is not None and node in self.node2pending:
+            # its unrun tests, by their place in the whole collection (xdist's remove_node
+            # names the first as the crashed test and gives the rest back)
+            assert self.collection is not None
+            index = {i: nodeid for nodeid, i in local.items()}
+            full = {nodeid: i for i, nodeid in enumerate(self.collection)}
+            self.node2pending[node][:] = [full[index[i]] for i in self.node2pending[node]]
         # (a worker never added, or removed already: nothing of it to give back)
         crashed = super().remove_node(node) if node in self.node2pending else None
         if orphans:

@@ -151,10 +151,33 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
+# The test files this process collects (None: all), when tests/_xdist_balance.py started it
+# for a share of the numba tests: set in pytest_configure, before the collection.
+_only: frozenset[str] | None = None
+
+
+def pytest_ignore_collect(collection_path, config):
+    # A fresh worker for a share collects its share's files only (tests/_xdist_balance.py's
+    # ONLY): not every module, JAX and SciPy (10 s of CPU and 425 MB at its start)
+    if _only is None or not collection_path.name.startswith("test_") \
+            or collection_path.suffix != ".py":
+        return None
+    try:
+        name = collection_path.relative_to(config.rootpath).as_posix()
+    except ValueError:      # (outside the root directory)
+        return None
+    return name not in _only or None
+
+
 def pytest_configure(config):
+    # TANGENTIA_TEST_ONLY (set by tests/_xdist_balance.py for a fresh worker; removed here, so
+    # that the tests' own subprocesses collect what they ask for): see pytest_ignore_collect.
+    global _recorder, _only
+    only = os.environ.pop("TANGENTIA_TEST_ONLY", None)
+    if only:
+        _only = frozenset(only.split(","))
     # TANGENTIA_TEST_MEMORY=DIR: each process records its RSS per module and its peak
     # in DIR/<worker>.tsv (tests/_memory.py).
-    global _recorder
     directory = os.environ.get("TANGENTIA_TEST_MEMORY")
     if directory:
         import _memory

@@ -1,9 +1,11 @@
 """tests/_xdist_balance.py's scheduler, driven as xdist's controller drives it, with
 stand-ins for the workers (no process is started): every test runs once, the heavy
 modules are dealt by weight, and each share runs in a fresh worker when the scheduler can
-start one (else in the worker it was dealt to, as before)."""
+start one (else in the worker it was dealt to, as before), which collects only its share's
+files as conftest.py does (or everything, as a worker that ignores the variable)."""
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 from typing import Any
 
@@ -22,9 +24,10 @@ HEAVY = {"tests/test_h1.py": 3.0, "tests/test_h2.py": 2.0, "tests/test_h3.py": 1
 class Worker:
     """What the scheduler uses of xdist's WorkerController."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, collection: list[str] = COLLECTION) -> None:
         self.gateway = SimpleNamespace(id=name)
         self.shutting_down = False
+        self.collection = collection    # what it collects (its indices)
 
     def shutdown(self) -> None:
         self.shutting_down = True
@@ -46,7 +49,7 @@ class Config:
 
 def run(fresh: bool, collection: list[str] = COLLECTION, *,
         crash_collecting: frozenset[str] = frozenset(), crash_at: dict[str, int] | None = None,
-        late_reports: bool = False, new_worker_fails: bool = False,
+        late_reports: bool = False, new_worker_fails: bool = False, only: bool = True,
         ) -> tuple[dict[str, list[str]], Any]:
     """Runs the collection to its end: {nodeid: the workers that ran it} in the order run,
     the scheduler.  Faults, as xdist's controller meets them: the workers named in
@@ -55,7 +58,9 @@ def run(fresh: bool, collection: list[str] = COLLECTION, *,
     the worker and starts a replacement (not through the scheduler).  ``late_reports``:
     a removed worker's report of its last test arrives once more after its removal (a
     worker whose channel failed is removed while its queued events still come).
-    ``new_worker_fails``: starting a fresh worker raises."""
+    ``new_worker_fails``: starting a fresh worker raises.  ``only``: a fresh worker collects
+    only the files its environment names (xb.ONLY; conftest.py), else ``collection``; the
+    replacement of a crashed worker collects ``collection`` (no variable)."""
     started: list[Worker] = []
     names = iter(range(2, 100))
     crash_at = crash_at or {}
@@ -63,7 +68,10 @@ def run(fresh: bool, collection: list[str] = COLLECTION, *,
     def new_worker(node: Worker) -> Worker:
         if new_worker_fails:
             raise OSError("no process")
-        started.append(Worker(f"gw{next(names)}"))
+        files = os.environ.get(xb.ONLY)
+        assert files, "a fresh worker is started with the files of its share"
+        mine = [t for t in collection if t.partition("::")[0] in files.split(",")]
+        started.append(Worker(f"gw{next(names)}", mine if only else collection))
         return started[-1]
 
     sched = xb.BalancedLoadScheduling(Config(), SimpleNamespace(loadsched=lambda *a: None),
@@ -80,7 +88,7 @@ def run(fresh: bool, collection: list[str] = COLLECTION, *,
 
     def crashed(w: Worker) -> None:  # xdist's worker_errordown: remove it, start another
         live.remove(w)
-        started.append(Worker(f"gw{next(names)}"))
+        started.append(Worker(f"gw{next(names)}", collection))
 
     for _ in range(1000):
         busy = False
@@ -88,10 +96,10 @@ def run(fresh: bool, collection: list[str] = COLLECTION, *,
             queue = sched.node2pending.get(w)
             if queue:
                 test = queue[0]
-                ran.setdefault(COLLECTION[test], []).append(w.gateway.id)
+                ran.setdefault(w.collection[test], []).append(w.gateway.id)
                 n = count[w.gateway.id] = count.get(w.gateway.id, -1) + 1
                 if crash_at.get(w.gateway.id) == n:
-                    assert sched.remove_node(w) == COLLECTION[test]
+                    assert sched.remove_node(w) == w.collection[test]
                     crashed(w)
                 else:
                     sched.mark_test_complete(w, test)
@@ -111,9 +119,9 @@ def run(fresh: bool, collection: list[str] = COLLECTION, *,
             sched.add_node(w)
             if w.gateway.id in crash_collecting:
                 assert sched.remove_node(w) is None
-                started.append(Worker(f"gw{next(names)}"))
+                started.append(Worker(f"gw{next(names)}", collection))
                 continue
-            sched.add_node_collection(w, collection)
+            sched.add_node_collection(w, w.collection)
             sched.schedule()
             live.append(w)
             busy = True
@@ -125,9 +133,9 @@ def run(fresh: bool, collection: list[str] = COLLECTION, *,
     return ran, sched
 
 
-@pytest.mark.parametrize("fresh", [True, False])
-def test_every_test_runs_once_and_the_shares_last(fresh):
-    ran, sched = run(fresh)
+@pytest.mark.parametrize("fresh, only", [(True, True), (True, False), (False, True)])
+def test_every_test_runs_once_and_the_shares_last(fresh, only):
+    ran, sched = run(fresh, only=only)
     assert sched.tests_finished and not sched.has_pending
     assert sorted(ran) == sorted(COLLECTION)
     assert all(len(w) == 1 for w in ran.values()), ran
@@ -168,18 +176,24 @@ def test_a_late_report_of_a_removed_worker_is_ignored():
 
 def test_a_fresh_worker_that_dies_while_collecting_leaves_its_share_to_its_replacement():
     # gw2 (the first fresh worker) dies before its collection arrives; xdist starts gw4
-    ran, _ = run(True, crash_collecting=frozenset({"gw2"}))
-    _ran_once_each(ran)
-    heavy = {ran[t][0] for t in COLLECTION if xb.key_of(t, HEAVY)}
-    assert heavy == {"gw3", "gw4"}, heavy
+    # (gw4 collects everything, having no variable; gw3 runs its own share, not gw2's)
+    for crashed in ("gw2", "gw3"):
+        ran, _ = run(True, crash_collecting=frozenset({crashed}))
+        _ran_once_each(ran)
+        heavy = {ran[t][0] for t in COLLECTION if xb.key_of(t, HEAVY)}
+        assert heavy == {"gw2", "gw3", "gw4"} - {crashed}, heavy
 
 
 def test_a_worker_that_dies_gives_its_tests_back():
     # a first worker dies in the common queue (its share goes back to the common queue),
     # and a fresh worker dies in its share: every test runs, the crashed ones once more
     # at most (xdist reports the test that was running as failed and reruns the rest)
-    for fresh, crash in [(True, {"gw0": 3}), (True, {"gw2": 1}), (False, {"gw1": 9})]:
-        ran, _ = run(fresh, crash_at=crash)
+    # (a fresh worker that collected its share's files only gives its tests back by their
+    # place in the whole collection: the crashed test is named, the others rerun)
+    for fresh, crash, only in [(True, {"gw0": 3}, True), (True, {"gw2": 1}, True),
+                               (True, {"gw3": 0}, True), (True, {"gw2": 1}, False),
+                               (False, {"gw1": 9}, True)]:
+        ran, _ = run(fresh, crash_at=crash, only=only)
         assert sorted(ran) == sorted(COLLECTION)
         assert sum(len(w) > 1 for w in ran.values()) <= 1, (crash, ran)
 
