@@ -276,3 +276,21 @@ def test_warnings_of_a_custom_function_evaluated_in_its_rule_under_grad():
     assert ("divide by zero encountered in log", __file__, line) in fp
     assert all(msg.startswith("divide by zero") and file == __file__ for msg, file, _ in fp)
     assert np.geterr()["divide"] == "warn"
+
+
+def test_a_redefined_rule_is_the_one_the_next_call_uses():
+    """A call reads the definition through one attribute the decorators keep
+    (``_state``): rules defined again reach the next call, eager or
+    differentiated, and a call before any definition raises JAX's error."""
+    f = tg.custom_jvp(lambda x: tnp.sin(x))
+    v = tg.custom_vjp(lambda x: tnp.sin(x))
+    with pytest.raises(AttributeError, match="^No JVP defined for custom_jvp function"):
+        f(X)
+    with pytest.raises(AttributeError, match="^No VJP defined for custom_vjp function"):
+        tg.grad(lambda x: tnp.sum(v(x)))(X)
+    for k in (2.0, 3.0):
+        f.defjvp(lambda p, t, k=k: (f(p[0]), k * t[0]))
+        v.defvjp(lambda x: (tnp.sin(x), None), lambda r, g, k=k: (k * g,))
+        for h in (f, v):
+            np.testing.assert_array_equal(h(X), np.sin(X))
+            np.testing.assert_array_equal(tg.grad(lambda x: tnp.sum(h(x)))(X), np.full(X.shape, k))

@@ -378,6 +378,7 @@ class _CustomFunction:
         # The number of positional arguments (None: any) of the common calls,
         # which need no resolution (``__call__``); never matched with nondiff_argnums.
         self._n_plain = -2 if self.nondiff_argnums else self._n_pos
+        self._state = None  # (until the rules are defined: ``_set_state``)
 
     __get__ = bind_as_method
     __getattr__ = forward_attr
@@ -387,17 +388,23 @@ class _CustomFunction:
         ``process_custom_*_call`` decides what the call means) with the
         definition's parameters and this call's flat rules: methods of a
         ``_Call`` made for it (the subclass's ``_BINDING``: the ``_Call``
-        class, the names of the rule parameters, a getter of those methods and
-        the primitive; one class attribute, read once).
+        class, a function setting those methods into the parameters, and the
+        primitive).
+
+        What a call reads of the definition is one attribute, ``_state``
+        (None until the rules are defined; see ``_set_state``): the class
+        forwards missing attributes (``__getattr__``), which makes each
+        attribute read several times slower than on a plain object.
 
         A call on concrete arguments (arrays and scalars) under eager
         evaluation, or under an interpreter that evaluates untraced values as
         eager evaluation does (``Trace.eval_known``), is not bound: it gives
         the function's value, as eager evaluation of the bound call does
         (rules never run)."""
-        if self._undefined is not None:
+        state = self._state
+        if state is None:
             raise AttributeError(self._undefined)
-        n = self._n_plain
+        n, fun, rules, base_params, binding = state
         split = True  # the arguments go through ``_args``
         if not kwargs and (n is None or len(args) == n):
             # The common calls: positional arrays (and scalars), no nondiff_argnums.
@@ -413,8 +420,7 @@ class _CustomFunction:
                 if not traced:
                     trace = _trace_state().trace
                     if trace is _EVAL or trace.eval_known:  # evaluated, not bound
-                        out = (self.fun(*args) if trace is _EVAL
-                               else _run_in(_EVAL, self.fun, *args))
+                        out = fun(*args) if trace is _EVAL else _run_in(_EVAL, fun, *args)
                         if type(out) is ArrayImpl:
                             return out
                         if type(out) is _ndarray:
@@ -426,12 +432,12 @@ class _CustomFunction:
             ca, dyn, leaves = self._args(args, kwargs)
         else:
             ca, dyn, leaves = None, (), args
-        call_class, rule_params, rule_methods, prim = self._BINDING
+        call_class, set_rules, prim = binding
         call = _new(call_class)  # call_class(self, ca, len(dyn)) without an __init__ frame
         call.owner, call.rules, call.ca, call.n_dyn, call.out_tree = (
-            self, self._rules, ca, len(dyn), None)
-        params = self._params.copy()
-        params.update(zip(rule_params, rule_methods(call)))
+            self, rules, ca, len(dyn), None)
+        params = base_params.copy()
+        set_rules(params, call)
         if dyn or type(leaves) is not tuple:
             if "num_nondiff" in params:
                 params["num_nondiff"] = len(dyn)
@@ -440,6 +446,11 @@ class _CustomFunction:
         if call.out_tree is _LEAF_TREE and isinstance(outs[0], Tracer):
             return outs[0]  # one traced output: the common case
         return call.value(outs)
+
+    def _set_state(self):
+        """What ``__call__`` reads, in one attribute: set when the rules are
+        defined (``defjvp``, ``defvjp``)."""
+        self._state = (self._n_plain, self.fun, self._rules, self._params, self._BINDING)
 
     def _args(self, args, kwargs):
         """``(how, dyn, leaves)``: the call's arguments split for the flat

@@ -1,7 +1,6 @@
 """``custom_jvp``: the decorator and one call's flat JVP rule."""
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,13 +28,13 @@ class _JVPCall(_Call):
     def jvp(self, *xs):
         """The JVP rule with flat inputs (primals, then the differentiable
         inputs' tangents) and outputs (primals, then tangents)."""
-        _, rule, sz, jvp_name = self.rules
-        name = self.owner.name
-        ca, n_dyn = self.ca, self.n_dyn
-        n_diff = (len(xs) - n_dyn) // 2
-        prims, tans = xs[:n_dyn + n_diff], xs[n_dyn + n_diff:]
+        rules, ca, n_dyn = self.rules, self.ca, self.n_dyn
+        rule = rules[1]
+        n_prims = (len(xs) + n_dyn) // 2  # (n_dyn nondiff, then n_diff primals and tangents)
+        prims, tans = xs[:n_prims], xs[n_prims:]
         for t in tans:  # (under grad the tangents are tracers: two type tests each)
             if type(t) is Zero or type(t) is _ndarray:
+                sz = rules[2]
                 tans = read_only(tuple([_user_zero(t, sz) if type(t) is Zero else t
                                         for t in tans]))
                 break
@@ -43,16 +42,16 @@ class _JVPCall(_Call):
         try:
             res = rule(*rule_args)
         except TypeError as e:
-            _reraise_rule_error(e, rule, rule_args, "Custom JVP rule", name,
+            _reraise_rule_error(e, rule, rule_args, "Custom JVP rule", self.owner.name,
                                 "jvp(*nondiff_args, primals, tangents)", len(rule_args) - 2)
         except (AttributeError, ValueError) as e:
             wants_jax_arrays(e)
             prims, tans = user_values(prims), user_values(tans)
             res = rule(*((prims, tans) if ca is None else _jvp_args(ca, n_dyn, prims, tans)))
         if not ((type(res) is tuple or isinstance(res, (tuple, list))) and len(res) == 2):
-            raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce a "
-                            "pair (list or tuple of length two) representing primal and "
-                            f"tangent outputs, but got {res!r}.")
+            raise TypeError(f"Custom JVP rule {rules[3]} for function {self.owner.name} must "
+                            "produce a pair (list or tuple of length two) representing primal "
+                            f"and tangent outputs, but got {res!r}.")
         p_out, t_out = res
         # (``type(...) is`` tests first: the common types, without an isinstance call)
         tp, staged = type(p_out), type(t_out) is _JaxprTracer
@@ -63,17 +62,19 @@ class _JVPCall(_Call):
                 if tree is None:
                     self.out_tree = _LEAF_TREE
                 elif tree is not _LEAF_TREE:
-                    _check_out_tree(self, _LEAF_TREE, jvp_name, name, [p_out], xs,
-                                    n_dyn + n_diff)
+                    _check_out_tree(self, _LEAF_TREE, rules[3], self.owner.name, [p_out], xs,
+                                    n_prims)
                 if staged and (tp is ArrayImpl or tp is _ndarray or isinstance(p_out, _ndarray)):
                     ta = t_out.ir_var.aval  # a staged tangent of the primal's type: as it is
                     if ta.shape == p_out.shape and ta.dtype == p_out.dtype and ta.dtype.kind in "fc":
                         return [p_out, t_out]
+                jvp_name, name = rules[3], self.owner.name
                 try:
                     return [p_out, _check_tangent(p_out, t_out, 0, jvp_name, name)]
                 except TypeError:  # a primal output of the wrong type is reported first
-                    _check_primal_types(self, [p_out], xs[:n_dyn + n_diff], jvp_name, name)
+                    _check_primal_types(self, [p_out], xs[:n_prims], jvp_name, name)
                     raise
+        jvp_name, name = rules[3], self.owner.name
         p_leaves, p_tree = tree_flatten(p_out)
         t_leaves, t_tree = tree_flatten(t_out, is_leaf=lambda x: x is None or
                                         type(x) is SymbolicZero)
@@ -85,12 +86,12 @@ class _JVPCall(_Call):
             raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce "
                             "primal and tangent outputs with equal container (pytree) "
                             f"structures, but got {p_tree} and {t_tree} respectively.")
-        _check_out_tree(self, p_tree, jvp_name, name, p_leaves, xs, n_dyn + n_diff)
+        _check_out_tree(self, p_tree, jvp_name, name, p_leaves, xs, n_prims)
         try:
             fixed = [_check_tangent(p, t, i, jvp_name, name)
                      for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
         except TypeError:  # a primal output of the wrong type is reported first
-            _check_primal_types(self, p_leaves, xs[:n_dyn + n_diff], jvp_name, name)
+            _check_primal_types(self, p_leaves, xs[:n_prims], jvp_name, name)
             raise
         outs = _as_arrays(p_leaves) + fixed
         n = len(p_leaves)
@@ -103,6 +104,12 @@ class _JVPCall(_Call):
 
 
 _PY_SCALARS = (float, complex)
+
+
+def _set_rules(params, call):
+    """A call's flat rules (methods of its ``_JVPCall``) into its parameters."""
+    params["fun"] = call.fun
+    params["jvp"] = call.jvp
 
 
 class custom_jvp(_CustomFunction):
@@ -148,7 +155,7 @@ class custom_jvp(_CustomFunction):
     """
 
     kind = "custom_jvp"
-    _BINDING = (_JVPCall, ("fun", "jvp"), operator.attrgetter("fun", "jvp"), custom_jvp_call_p)
+    _BINDING = (_JVPCall, _set_rules, custom_jvp_call_p)
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
                  nondiff_argnames: Sequence[str] = ()) -> None:
@@ -180,6 +187,7 @@ class custom_jvp(_CustomFunction):
         self._params = dict(fun=None, jvp=None, num_consts=0, num_nondiff=0,
                             symbolic_zeros=symbolic_zeros, name=self.name,
                             rule_name=self.jvp_name, call_jaxpr=None)
+        self._set_state()
         return jvp
 
     def defjvps(self, *jvps: Callable[..., Any] | None) -> None:

@@ -2,7 +2,6 @@
 ``symbolic_zeros`` arguments of ``fwd`` (``CustomVJPPrimal``)."""
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -101,13 +100,14 @@ class _VJPCall(_Call):
     def bwd(self, trees, *res_and_cts):
         """The bwd rule with flat inputs (residuals, then output cotangents)
         and outputs (one cotangent per input, ``Zero`` for a zero one)."""
-        _, _, bwd, sz, _, bwd_name = self.rules
-        ca, n_dyn = self.ca, self.n_dyn
+        rules, ca, n_dyn = self.rules, self.ca, self.n_dyn
+        bwd, sz = rules[2], rules[3]
         out_tree, res_tree, in_types = trees
         if (ca is None and res_tree is _LEAF_TREE and out_tree is _LEAF_TREE
                 and len(res_and_cts) == 2):
             c = res_and_cts[1]  # one residual array, one output: the common case
-            bwd_args = flat = (res_and_cts[0], _user_zero(c, sz) if type(c) is Zero else c)
+            bwd_args = flat = (res_and_cts if type(c) is not Zero
+                               else (res_and_cts[0], _user_zero(c, sz)))
         else:
             nres = n_dyn + res_tree.num_leaves
             flat = (*res_and_cts[:nres],
@@ -129,10 +129,17 @@ class _VJPCall(_Call):
                     break
             else:
                 return got
-        out = _flatten_bwd_output(got, ca, in_types, bwd_name, self.owner.name, sz)
+        out = _flatten_bwd_output(got, ca, in_types, rules[5], self.owner.name, sz)
         if n_dyn:
             return [Zero.from_primal(d) for d in res_and_cts[:n_dyn]] + out
         return out
+
+
+def _set_rules(params, call):
+    """A call's flat rules (methods of its ``_VJPCall``) into its parameters."""
+    params["fun"] = call.fun
+    params["fwd"] = call.fwd
+    params["bwd"] = call.bwd
 
 
 class custom_vjp(_CustomFunction):
@@ -182,8 +189,7 @@ class custom_vjp(_CustomFunction):
     """
 
     kind = "custom_vjp"
-    _BINDING = (_VJPCall, ("fun", "fwd", "bwd"), operator.attrgetter("fun", "fwd", "bwd"),
-                custom_vjp_call_p)
+    _BINDING = (_VJPCall, _set_rules, custom_vjp_call_p)
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
                  nondiff_argnames: Sequence[str] = ()) -> None:
@@ -218,6 +224,7 @@ class custom_vjp(_CustomFunction):
         self._params = dict(fun=None, fwd=None, bwd=None, num_consts=0,
                             symbolic_zeros=symbolic_zeros, name=self.name,
                             rule_name=self.fwd_name, call_jaxpr=None)
+        self._set_state()
 
 
 def custom_vjp_primal_tree_values(tree: Any) -> Any:

@@ -225,6 +225,19 @@ def maybe_jvp_tracer(trace, primal, tangent):
     return r
 
 
+def _out_tangent_aval(o):
+    """The tangent type of a custom_vjp function's output ``o`` (a float array's
+    own aval, cached; float0 for integers)."""
+    if type(o) is _ndarray:
+        a = _NDARRAY_AVALS.get((o.shape, o.dtype)) or _aval_of_ndarray(o)
+        if a.dtype.kind in "fc":
+            return a
+    else:
+        a = core.get_aval(o)
+    # (a float aval is its own tangent aval; both are strong)
+    return a if dtypes.is_inexact(a.dtype) and not a.weak_type else tangent_aval(a)
+
+
 class JVPTrace(core.Trace):
     """Pushes tangents through each primitive's JVP rule."""
 
@@ -414,17 +427,14 @@ class JVPTrace(core.Trace):
             lin_in.append(r.view(_ndarray) if type(r) is _ArrayImpl else r)
         for t in tangents:
             lin_in.append(zeros_like_aval(t.aval) if type(t) is Zero else t)
-        plain_outs = []
-        out_avals = []
-        for o in outs:
+        if len(outs) == 1:  # one output: the common case, without growing lists
+            o = outs[0]
             if type(o) is _ArrayImpl:
                 o = o.view(_ndarray)
-            plain_outs.append(o)
-            # (a float aval is its own tangent aval; both are strong)
-            a = _aval_of_ndarray(o) if type(o) is _ndarray else core.get_aval(o)
-            out_avals.append(a if dtypes.is_inexact(a.dtype) and not a.weak_type
-                             else tangent_aval(a))
-        out_avals = tuple(out_avals)
+            plain_outs, out_avals = [o], (_out_tangent_aval(o),)
+        else:
+            plain_outs = [o.view(_ndarray) if type(o) is _ArrayImpl else o for o in outs]
+            out_avals = tuple([_out_tangent_aval(o) for o in plain_outs])
         # (``bwd`` with ``res_tree`` bound first: a method object is one object
         # to keep until transposition, a partial three)
         lin_params = {"num_res": len(res), "out_avals": out_avals, "name": name,
