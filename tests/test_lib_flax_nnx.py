@@ -124,3 +124,16 @@ def test_flax_nnx_imports_on_tangentia():
     with jax_is_tangentia("flax", "optax", "chex", "treescope", "orbax"):
         from flax import nnx
         assert nnx.Linear is not None
+
+
+def test_jit_takes_shardings_given_as_pytrees_of_none_as_jax():
+    """flax nnx's jit passes ``out_shardings=(None, [None])`` (every output unspecified)."""
+    x = np.arange(3.0)
+    for lib in (tg, jax):
+        f = lib.jit(lambda x: (x * 2, [x + 1]), in_shardings=(None,),
+                    out_shardings=(None, [None]))
+        a, (b,) = f(x)
+        np.testing.assert_array_equal(a, x * 2)
+        np.testing.assert_array_equal(b, x + 1)
+    with pytest.raises(NotImplementedError, match="out_shardings"):
+        tg.jit(lambda x: x, out_shardings=(None, tg.P("x")))

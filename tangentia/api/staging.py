@@ -683,8 +683,8 @@ def jit(fun: Callable | None = None, /, *, in_shardings: Any = None, out_shardin
     Args:
       fun: the function to compile. Its arguments are arrays or pytrees of
         arrays, except those marked static.
-      in_shardings: accepted only as ``None`` (one CPU device).
-      out_shardings: accepted only as ``None``.
+      in_shardings: accepted only as ``None`` or a pytree of ``None`` (one CPU device).
+      out_shardings: the same.
       static_argnums: positions of arguments that are Python values
         (hashable); a new value compiles a new program.
       static_argnames: names of such arguments.
@@ -728,7 +728,8 @@ def jit(fun: Callable | None = None, /, *, in_shardings: Any = None, out_shardin
     """
     for opt, val in (("in_shardings", in_shardings), ("out_shardings", out_shardings),
                      ("device", device)):
-        if val is not None:
+        # (a pytree of only None, as flax nnx's jit passes, leaves every sharding unset)
+        if val is not None and (opt == "device" or tree_flatten(val)[0]):
             raise NotImplementedError(f"jit: {opt}={val!r} is not supported; tangentia runs on "
                                       "one CPU device (leave it unset)")
     if backend == "cpu":
