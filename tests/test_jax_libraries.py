@@ -854,3 +854,25 @@ def test_custom_jvp_rule_in_place_on_a_tangent_changes_no_one_elses_array():
         np.testing.assert_array_equal(t1, [3.0, 3.0])
         np.testing.assert_array_equal(t2, [9.0, 9.0])
         np.testing.assert_array_equal(v, [1.0, 1.0])
+
+
+def test_jitted_functions_show_as_jax_and_chex_sees_them_traced():
+    """A jitted function's repr and class name are JAX's (``<PjitFunction of ...>``):
+    chex's ``is_traceable`` and ``assert_max_traces`` (which refuses a jitted function
+    below it) recognize a jitted function by that name."""
+    import importlib.util
+
+    def f(x):
+        return x
+
+    want = repr(jax.jit(f)).split(" of ")[0]
+    assert repr(tg.jit(f)).split(" of ")[0] == want == "<PjitFunction"
+    assert repr(tg.jit(f)).endswith(f"{f!r}>")
+    assert "PjitFunction" in str(type(tg.jit(f)))
+    if importlib.util.find_spec("chex") is None:
+        pytest.skip("chex is not installed")
+    with jax_is_tangentia("chex"):
+        from chex._src import asserts_internal as ai
+        got = [ai.is_traceable(tg.jit(f)), ai.is_traceable(f)]
+    from chex._src import asserts_internal as jai
+    assert got == [jai.is_traceable(jax.jit(f)), jai.is_traceable(f)] == [True, False]

@@ -393,6 +393,9 @@ class _Jitted:
         finds it also with ``follow_wrapped=False``)."""
         return inspect.signature(self.fun)
 
+    def __repr__(self) -> str:
+        return f"<PjitFunction of {self.fun!r}>"   # JAX's (libraries test the name: chex)
+
     def _signature(self, args, kwargs):
         if self.static_argnums or self.static_argnames:
             statics, dyn_args, dyn_kwargs = _static_split(
@@ -529,6 +532,11 @@ class _Jitted:
         if obj is None:
             return self
         return functools.partial(self, obj)
+
+
+# JAX's class name, which libraries read (chex's is_traceable and assert_max_traces)
+_Jitted.__name__ = _Jitted.__qualname__ = "PjitFunction"
+PjitFunction = _Jitted
 
 
 class Traced:
