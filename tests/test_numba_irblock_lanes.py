@@ -10,6 +10,9 @@ compiles in all.  How packs are formed is tested on hand-made blocks.
 """
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
 import warnings
 
 import numpy as np
@@ -75,18 +78,26 @@ _COMPILED: dict = {}
 
 
 def _compiled(lanes):
+    """The program compiled with every pack a vector (``LANES_PROFIT = False``: each
+    operation's vector form is tested) or without lanes."""
     hit = _COMPILED.get(lanes)
     if hit is None:
         jaxpr, consts = _program(_program_fn, *_inputs(0))
-        packs = []
-        emit_lanes = irblock._emit_lanes
+        packs = []      # the sizes of the packs emitted as vectors
+        lane_plan = irblock._lane_plan
 
-        def spy(context, builder, nodes, order, vals, memo, ps, out_ids):
-            packs.extend(len(p) for p in ps)
-            return emit_lanes(context, builder, nodes, order, vals, memo, ps, out_ids)
+        def spy(*a):
+            unit, plist = lane_plan(*a)
+            packs.extend(len(p) for p in plist if p)
+            return unit, plist
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(irblock, "LANES", lanes)
-            mp.setattr(irblock, "_emit_lanes", spy)
+            mp.setattr(irblock, "LANES_PROFIT", False)
+            # (an empty cache: code generation runs, where the spy sees the packs)
+            cache = tempfile.mkdtemp(prefix="tangentia_lanes_")
+            atexit.register(shutil.rmtree, cache, True)
+            mp.setenv("TANGENTIA_CACHE_DIR", cache)
+            mp.setattr(irblock, "_lane_plan", spy)
             with warnings.catch_warnings():
                 warnings.simplefilter("error", RuntimeWarning)  # (no fallback to NumPy)
                 fn, _ = native._compile_program(jaxpr, native._settings())
@@ -150,3 +161,27 @@ def test_lanes_bitwise_equal_to_scalar_code(seed):
     for k, (g, r, w) in enumerate(zip(got, ref, want)):
         assert_bitwise(g, r, f"output {k}: lanes against scalar code")
         assert_close(g, w, f"output {k}: lanes against the NumPy backend", rtol=1e-12)
+
+
+def _layers(depth, lanes=8):
+    """``depth`` elementwise layers on ``lanes`` inputs, each layer one pack: the first
+    inserts the inputs, the outputs extract the last (16 moves for 8 lanes)."""
+    bb = irblock._Block()
+    f8 = np.dtype(np.float64)
+    ys = [bb.input(object(), 0, f8) for _ in range(lanes)]
+    for d in range(depth):
+        start = len(bb.nodes)
+        c = bb.const(1.5 + d, f8)
+        ys = [bb.op("mul" if d % 2 else "add", f8, (y, c)) for y in ys]
+        bb.group(start)
+    order = [i for i, n in enumerate(bb.nodes) if n[0] not in ("in", "const")]
+    unit, plist = irblock._lane_plan(bb.nodes, order, {}, bb.packs, ys)
+    return [len(p) for p in plist if p]
+
+
+def test_packs_are_kept_where_they_save_operations():
+    # 7 operations saved per layer against 16 moves: kept from 3 layers on
+    assert _layers(2) == []
+    assert _layers(3) == [8, 8, 8]
+    assert _layers(4, lanes=2) == []       # (a lane saved per layer against 4 moves)
+    assert _layers(5, lanes=2) == [2] * 5

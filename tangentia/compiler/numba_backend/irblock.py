@@ -77,6 +77,7 @@ MIN_OPS = 4        # a run with fewer scalar operations is emitted as Python sta
 # (``TANGENTIA_NUMBA_LANES=0``: one scalar operation per element, the same results)
 LANES = os.environ.get("TANGENTIA_NUMBA_LANES", "1") != "0"
 LANES_MAX = 64
+LANES_PROFIT = True     # (False: every pack that can be scheduled is a vector; for tests)
 ARRAY_MAX = 1024   # arrays of at most this many elements are read by a block element by element
 _KINDS = "biuf"
 
@@ -744,7 +745,7 @@ def _emit(g, bb, results, env):
         if any(off is not None for _, off, _ in views):
             text = " ".join(f"{j}@{off}{list(shape)}" for j, off, shape in views) + "\n" + text
     if bb.packs:    # (the same nodes emitted with vector lanes: another source, cache entry)
-        text = f"lanes {len(bb.packs)}\n" + text
+        text = f"lanes {len(bb.packs)}{'' if LANES_PROFIT else ' all'}\n" + text
     digest = hashlib.sha256(text.encode()).hexdigest()[:24]
     fn = _intrinsic(digest, bb.nodes, in_dts, in_map, out_ids, arr_specs, views, bb.packs)
     name = g.glob(fn, "_blk")
@@ -1209,18 +1210,39 @@ def _runs(ids, nodes):
     return runs
 
 
-def _emit_lanes(context, builder, nodes, order, vals, memo, packs, out_ids):
-    """Emit ``order``'s nodes, each pack of ``packs`` (``_Block.group``) as one vector
-    operation.  A pack is kept if its live lanes are at least two and it can be
-    scheduled: it is emitted where its last lane was (every operand of every lane is
-    computed before, and no lane reads another; else it is dissolved into scalar
-    nodes, until every read is of a value computed before).  A pack's operand is,
-    per lane, the node the lane reads: the vector of a pack in the same order, a
-    shuffle of one or two packs, one node splatted, constants, else the lanes'
-    scalars inserted one by one; a scalar node reading a lane extracts it (once).
-    Rows and fresh arrays are read and written as vectors of their consecutive
-    elements."""
-    f = vecmath._IR(builder)
+def _column(ids, unit, plist, nodes):
+    """How a pack's operand (``ids``: the node each lane reads) is made: ``("pack",
+    packs)``: the lanes of one pack, or of two of the same length (the vector, or a
+    shuffle); ``"splat"``: one node; ``"const"``: constants; else ``"insert"``."""
+    src = []
+    for a in ids:
+        u = unit.get(a)
+        if u is None:
+            src = None
+            break
+        if u not in src:
+            src.append(u)
+    if src and (len(src) == 1 or (len(src) == 2 and len(plist[src[0]]) == len(plist[src[1]]))):
+        return "pack", src
+    a0 = ids[0]
+    if all(a == a0 for a in ids):
+        return "splat", None
+    if all(nodes[a][0] == "const" for a in ids):
+        return "const", None
+    return "insert", None
+
+
+def _lane_plan(nodes, order, vals, packs, out_ids):
+    """The packs kept (``_emit_lanes``): ``(unit, plist)``, ``unit[i]`` the index in
+    ``plist`` of node ``i``'s pack (``plist[u]`` empty: dissolved).  A pack keeps its
+    live lanes (at least two); one is dissolved where it cannot be scheduled at its
+    last lane (every operand of every lane computed before, no lane reading another), and
+    so is each group of packs reading one another (``_column``'s ``"pack"``) whose
+    vector operations would not save more scalar ones (a lane count less one per
+    pack) than they cost in moves between vectors and scalars: a lane extracted for
+    a scalar reader (a call per lane, an output), an operand inserted lane by lane,
+    a splat, a shuffle.  (The pendulum's gradient, lanes of 2, and a scan body's
+    ``tanh`` per lane of a loop's sums ran 4-10% slower with them.)"""
     live = set(order)
     unit, plist = {}, []
     for p in packs:
@@ -1239,20 +1261,86 @@ def _emit_lanes(context, builder, nodes, order, vals, memo, packs, out_ids):
                 for i in r:
                     unit[i] = len(plist)
                 plist.append(r)
-    changed = True
-    while changed:
-        changed = False
-        pos = [max(p) if p else -1 for p in plist]
+
+    def dissolve(u):
+        for j in plist[u]:
+            del unit[j]
+        plist[u] = []
+
+    while True:
+        changed = True
+        while changed:     # (scheduling: every read of a value computed before)
+            changed = False
+            pos = [max(p) if p else -1 for p in plist]
+            for i in order:
+                u = unit.get(i)
+                at = i if u is None else pos[u]
+                for a in nodes[i][2]:
+                    ua = unit.get(a)
+                    if ua is not None and (ua == u or pos[ua] >= at):
+                        dissolve(ua)
+                        changed = True
+        # (cost: groups of packs connected by vector operands)
+        parent = list(range(len(plist)))
+
+        def find(u):
+            while parent[u] != u:
+                parent[u] = parent[parent[u]]
+                u = parent[u]
+            return u
+        cost = [0] * len(plist)
+        extracted = set()
+        for u, p in enumerate(plist):
+            if not p:
+                continue
+            n = len(p)
+            op = nodes[p[0]][0]
+            k0 = 2 if op == "rowst" else 1 if op == "arrst" else 0
+            if op == "rowld":
+                continue
+            for k in range(k0, len(nodes[p[0]][2])):
+                ids = [nodes[i][2][k] for i in p]
+                kind, src = _column(ids, unit, plist, nodes)
+                if kind == "pack":
+                    for v in src:
+                        parent[find(v)] = find(u)
+                    if ids != plist[src[0]]:    # (a shuffle)
+                        cost[u] += 1
+                elif kind == "splat":
+                    cost[u] += 0 if nodes[ids[0]][0] == "const" else 2
+                elif kind == "insert":
+                    cost[u] += n
+                    extracted.update(a for a in ids if a in unit)
         for i in order:
-            u = unit.get(i)
-            at = i if u is None else pos[u]
-            for a in nodes[i][2]:
-                ua = unit.get(a)
-                if ua is not None and (ua == u or pos[ua] >= at):
-                    for j in plist[ua]:
-                        del unit[j]
-                    plist[ua] = []
-                    changed = True
+            if i not in unit:
+                extracted.update(a for a in nodes[i][2] if a in unit)
+        extracted.update(i for i in out_ids if i in unit)
+        for i in extracted:
+            cost[unit[i]] += 1
+        total = {}
+        for u, p in enumerate(plist):
+            if p:
+                r = find(u)
+                c, g = total.get(r, (0, 0))
+                total[r] = (c + cost[u], g + len(p) - 1)
+        bad = {r for r, (c, g) in total.items() if c >= g and LANES_PROFIT}
+        if not bad:
+            return unit, plist
+        for u, p in enumerate(plist):
+            if p and find(u) in bad:
+                dissolve(u)
+
+
+def _emit_lanes(context, builder, nodes, order, vals, memo, packs, out_ids):
+    """Emit ``order``'s nodes, each pack kept of ``packs`` (``_Block.group``) as one
+    vector operation, where its last lane was.  A pack's operand is,
+    per lane, the node the lane reads: the vector of a pack in the same order, a
+    shuffle of one or two packs, one node splatted, constants, else the lanes'
+    scalars inserted one by one; a scalar node reading a lane extracts it (once).
+    Rows and fresh arrays are read and written as vectors of their consecutive
+    elements.  Which packs are kept: ``_lane_plan``."""
+    f = vecmath._IR(builder)
+    unit, plist = _lane_plan(nodes, order, vals, packs, out_ids)
     lane = {}
     for p in plist:
         for k, i in enumerate(p):
@@ -1276,15 +1364,8 @@ def _emit_lanes(context, builder, nodes, order, vals, memo, packs, out_ids):
         if v is not None:
             return v
         n, a0 = len(ids), ids[0]
-        src = []        # the packs the lanes come from, in order of first use
-        for a in ids:
-            u = unit.get(a)
-            if u is None:
-                src = None
-                break
-            if u not in src:
-                src.append(u)
-        if src and (len(src) == 1 or (len(src) == 2 and len(plist[src[0]]) == len(plist[src[1]]))):
+        kind, src = _column(ids, unit, plist, nodes)
+        if kind == "pack":
             first = pvals[src[0]]
             ks = [lane[a] + (len(plist[src[0]]) if unit[a] != src[0] else 0) for a in ids]
             if len(src) == 1 and ks == list(range(len(plist[src[0]]))):
@@ -1292,12 +1373,12 @@ def _emit_lanes(context, builder, nodes, order, vals, memo, packs, out_ids):
             else:
                 other = pvals[src[1]] if len(src) == 2 else ir.Constant(first.type, ir.Undefined)
                 v = builder.shuffle_vector(first, other, mask(ks))
-        elif all(a == a0 for a in ids):
+        elif kind == "splat":
             x = get(a0)
             v = builder.insert_element(ir.Constant(ir.VectorType(x.type, n), ir.Undefined), x,
                                        ir.Constant(i32, 0))
             v = builder.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), mask([0] * n))
-        elif all(nodes[a][0] == "const" for a in ids):
+        elif kind == "const":
             v = ir.Constant(ir.VectorType(_lltype(nodes[a0][1]), n),
                             [_llconst(nodes[a][3], nodes[a][1]) for a in ids])
         else:
