@@ -412,13 +412,13 @@ class _Gen:
             # fresh array: numba types and lowers one statement, not one ``a[i, j] = e``
             # each, at ~2 ms of compile per element stored)
             full = self.name("a")
-            self.emit(f"{full} = np.empty({_shape_str((1,) + v.shape)}, {_dt(v.dtype)})")
+            self.emit(f"{full} = _empty({_shape_str((1,) + v.shape)}, {_dt(v.dtype)})")
             els = [_typed(e, v.dtype) for e in v.elems]
             self.emit(f"{self.glob(store_row(v.shape), '_st')}({full}, 0, {nest(self.packed(els))})")
             self.emit(f"{n} = {full}[0]")
             v.arr = (self.scopes[-1], out)
             return out
-        self.emit(f"{n} = np.empty({_shape_str(v.shape)}, {_dt(v.dtype)})")
+        self.emit(f"{n} = _empty({_shape_str(v.shape)}, {_dt(v.dtype)})")
         if type(v) is SV:
             for k, idx in enumerate(np.ndindex(*v.shape)):
                 self.emit(f"{self.elem(out, idx)} = {v.elems[k]}")
@@ -690,7 +690,7 @@ class _Gen:
             v = eqn.outputs[0]
             if any(u is None or id(u) not in in_run for u in consumers.get(v, ())):
                 n = self.name("a")
-                self.emit(f"{n} = np.empty({_shape_str(v.aval.shape)}, {_dt(v.aval.dtype)})")
+                self.emit(f"{n} = _empty({_shape_str(v.aval.shape)}, {_dt(v.aval.dtype)})")
                 bufs[v] = AV(v.aval.shape, v.aval.dtype, n)
         # the run on rows: one variable per value computed row by row (``plan._RowVar``,
         # of the row's type), equations linked through them, as a program's are

@@ -127,7 +127,7 @@ def generate(g, jaxpr, body, shape, params):
     outs = []
     for v in body.outvars:
         outs.append(AV((n,), v.aval.dtype, g.name("a")))
-        g.emit(f"{outs[-1].name} = np.empty({n}, {_dt(v.aval.dtype)})")
+        g.emit(f"{outs[-1].name} = _empty({n}, {_dt(v.aval.dtype)})")
     i = g.name("i")
     g.emit(f"for {i} in range({n}):")
     g.push()

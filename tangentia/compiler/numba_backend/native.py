@@ -29,7 +29,7 @@ from ...core import ProgramMemo
 from ...primitives import control_flow as CF
 from ..backend import COMPILE_THREAD, Backend, cache_root
 from .memo import COMPILED
-from . import codegen, elementwise_loop, helpers, irblock, objcache, rowio, vecmath, vecmath_trig
+from . import alloc, codegen, elementwise_loop, helpers, irblock, objcache, rowio, vecmath, vecmath_trig
 from . import reroll  # noqa: F401 - (sets irblock.ROLL: repeated runs of a block as loops)
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
                       _typed, _weight, AV, SV, ZV)
@@ -279,6 +279,7 @@ def _new_gen(settings):
 def _module_source(g, fname, params):
     """The source of a module defining ``fname(*params)`` from what ``g`` generated."""
     head = ["import cmath", "import math", "import numpy as np", "import numba",
+            f"from {alloc.__name__} import _empty",      # (np.empty without its overload's compile)
             f"from {helpers.__name__} import {', '.join(helpers.HELPERS)}",
             f"from {vecmath.__name__} import {', '.join(vecmath.INTRINSICS)}",
             f"from {vecmath_trig.__name__} import {', '.join(vecmath_trig.INTRINSICS)}", ""] + g.notes + [""]

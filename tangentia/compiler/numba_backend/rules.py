@@ -379,7 +379,7 @@ def _concatenate(g, eqn, ins):
             els.append(_cast(g.elem(ins[k], src), ins[k].dtype, out.dtype))
         return [g.array(SV(out.shape, out.dtype, els))]
     n = g.name("a")
-    g.emit(f"{n} = np.empty({_shape_str(out.shape)}, {_dt(out.dtype)})")
+    g.emit(f"{n} = _empty({_shape_str(out.shape)}, {_dt(out.dtype)})")
     res = AV(out.shape, out.dtype, n)
     off = 0
     for v in ins:
@@ -597,7 +597,7 @@ def _reduce(g, eqn, ins):
         g.close(r_idx)
         return [SV((), dt, [acc])]
     n = g.name("a")
-    g.emit(f"{n} = np.empty({_shape_str(out.shape)}, {_dt(dt)})")
+    g.emit(f"{n} = _empty({_shape_str(out.shape)}, {_dt(dt)})")
     res = AV(out.shape, dt, n)
     if axes == tuple(range(len(x.shape) - len(axes), len(x.shape))):
         # Reduced axes last: a scalar accumulator per output element, contiguous reads.
@@ -632,7 +632,7 @@ def _argreduce(g, eqn, ins):
     res = None
     if kept:
         n = g.name("a")
-        g.emit(f"{n} = np.empty({_shape_str(out.shape)}, np.int64)")
+        g.emit(f"{n} = _empty({_shape_str(out.shape)}, np.int64)")
         res = AV(out.shape, out.dtype, n)
     k_idx = g.loops(kept)
     best, bi, j = g.name("best"), g.name("bi"), g.name("j")
@@ -778,7 +778,7 @@ def _dot_general(g, eqn, ins):
         return [LV(out.shape, dt, element, static)]
     x, y = g.array(x), g.array(y)
     r = g.name("a")
-    g.emit(f"{r} = np.empty({_shape_str(out.shape)}, {_dt(dt)})")
+    g.emit(f"{r} = _empty({_shape_str(out.shape)}, {_dt(dt)})")
     res = AV(out.shape, dt, r)
     o_idx = g.loops(out.shape)
     acc = g.name("acc")
@@ -836,7 +836,7 @@ def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k, own_gemm):
         if own_gemm:
             fn = g.glob(gemm._gemm, "_gemm")
             g.notes.append(f"# {fn}: {gemm.__name__}._gemm")
-        g.emit(f"{r} = np.empty(({B}, {m}, {n}), {_dt(dt)})")
+        g.emit(f"{r} = _empty(({B}, {m}, {n}), {_dt(dt)})")
         b = g.name("i")
         g.emit(f"for {b} in range({B}):")
         g.emit(f"    {fn}({xb(b)}, {yb(b)}, {r}[{b}])")
@@ -962,7 +962,7 @@ def _scan(g, eqn, ins):
             continue        # (a small value is scalarized: the rows are written as before)
         dt = y_avals[ms[0]].dtype
         n = g.name("ys")
-        g.emit(f"{n} = np.empty({_shape_str((len(ms), length) + shape)}, {_dt(dt)})")
+        g.emit(f"{n} = _empty({_shape_str((len(ms), length) + shape)}, {_dt(dt)})")
         st = AV((len(ms), length) + shape, dt, n)
         out_stacks.append(st)
         for j, m in enumerate(ms):
@@ -972,7 +972,7 @@ def _scan(g, eqn, ins):
     for m, a in enumerate(y_avals):
         if ys[m] is None:
             n = g.name("ys")
-            g.emit(f"{n} = np.empty({_shape_str((length,) + a.shape)}, {_dt(a.dtype)})")
+            g.emit(f"{n} = _empty({_shape_str((length,) + a.shape)}, {_dt(a.dtype)})")
             ys[m] = AV((length,) + a.shape, a.dtype, n)
     in_stacks, loads = [], []
     for k, x in enumerate(xs):
@@ -992,12 +992,12 @@ def _scan(g, eqn, ins):
             g.emit(f"for {i0} in range({length - 1}, -1, -{every}):")
             g.push()
             _emit_poll(g, None, 1)
-            g.emit(f"for {i} in range({i0}, max({i0} - {every}, -1), -1):")
+            g.emit(f"for {i} in range({i0}, _fmax({i0} - {every}, -1), -1):")
         else:
             g.emit(f"for {i0} in range(0, {length}, {every}):")
             g.push()
             _emit_poll(g, None, 1)
-            g.emit(f"for {i} in range({i0}, min({i0} + {every}, {length})):")
+            g.emit(f"for {i} in range({i0}, _fmin({i0} + {every}, {length})):")
     else:
         g.emit(f"for {i} in range({length - 1}, -1, -1):" if p["reverse"] else f"for {i} in range({length}):")
     g.push()
@@ -1167,7 +1167,7 @@ def _cond(g, eqn, ins):
         return [g.settle(v) for v in g.lower_jaxpr(branches[0], ops)]
     avals = [v.aval for v in eqn.outputs]
     names = g.fresh_vars(avals)
-    ix = g.scalar(f"min(max({_cast(g.elem(index, ()), index.dtype, _I8)}, 0), {len(branches) - 1})")
+    ix = g.scalar(f"_fmin(_fmax({_cast(g.elem(index, ()), index.dtype, _I8)}, 0), {len(branches) - 1})")
     for b, br in enumerate(branches):
         if b == 0:
             g.emit(f"if {ix} == 0:")

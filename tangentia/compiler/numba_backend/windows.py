@@ -38,7 +38,7 @@ def _windows(g, eqn, ins, init, step):
     p = eqn.params
     out = eqn.outputs[0].aval
     n = g.name("a")
-    g.emit(f"{n} = np.empty({_shape_str(out.shape)}, {_dt(out.dtype)})")
+    g.emit(f"{n} = _empty({_shape_str(out.shape)}, {_dt(out.dtype)})")
     res = AV(out.shape, out.dtype, n)
     geometry = list(zip(p["window_strides"], p["window_dilation"]))
     o_idx = g.loops(out.shape)
