@@ -23,6 +23,7 @@ from tangentia.compiler.numba_backend import native  # noqa: E402,F401  (imports
 from tangentia.compiler.numba_backend import reroll  # noqa: E402
 
 from _numba_util import compile_numba, program  # noqa: E402
+from test_numba_irblock_loops import _layers as _layer_loss  # noqa: E402  (the scan family's loss)
 
 
 def _layers(n: int, m: int, seed: int) -> Tuple[Callable[..., Any], List[Any]]:
@@ -30,16 +31,7 @@ def _layers(n: int, m: int, seed: int) -> Tuple[Callable[..., Any], List[Any]]:
     scan family, small): matrices read in place at a stride, residual rows per layer."""
     rng = np.random.default_rng(seed)
     Ws = [rng.standard_normal((m, m)) / m for _ in range(n)]
-    xs = rng.standard_normal((3, m))
-
-    def loss(W0: Any, c0: Any) -> Any:
-        def body(c: Any, x: Any) -> Any:
-            h = tnp.tanh(W0 @ c + x)
-            for W in Ws:
-                h = tnp.tanh(W @ h + 0.1 * c)
-            return h, h[0]
-        cT, ys = lax.scan(body, c0, xs)
-        return tnp.sum(cT ** 2) + 0.1 * tnp.sum(ys)
+    loss = _layer_loss(Ws, rng.standard_normal((3, m)))
     return tg.grad(loss), [rng.standard_normal((m, m)) / m, np.linspace(0.5, 1.0, m)]
 
 
@@ -103,27 +95,24 @@ def _same_bits(a: List[np.ndarray], b: List[np.ndarray]) -> None:
         assert x.tobytes() == y.tobytes()
 
 
-@pytest.mark.parametrize("n,m", [(6, 5), (9, 6)])
-def test_layers_of_a_scan_roll_bit_for_bit(n: int, m: int,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    case = _layers(n, m, seed=n)
+def _check_rolled(case: Tuple[Callable[..., Any], List[Any]], monkeypatch: pytest.MonkeyPatch) -> None:
     plain, runs0 = _run(case, "0", monkeypatch)
     rolled, runs = _run(case, "16", monkeypatch)
     assert runs0 == 0
-    assert runs >= 2            # the forward layers and their reverse
+    assert runs >= 2            # (a forward run and its reverse, at least)
     _same_bits(rolled, plain)
     for g, w in zip(rolled, _numpy(case)):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("n,m", [(6, 5), (9, 6)])
+def test_layers_of_a_scan_roll_bit_for_bit(n: int, m: int,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    _check_rolled(_layers(n, m, seed=n), monkeypatch)
 
 
 def test_repeated_block_of_several_ops_with_an_interruption(monkeypatch: pytest.MonkeyPatch) -> None:
-    case = _mixed(8, 5)
-    plain, _ = _run(case, "0", monkeypatch)
-    rolled, runs = _run(case, "16", monkeypatch)
-    assert runs >= 2
-    _same_bits(rolled, plain)
-    for g, w in zip(rolled, _numpy(case)):
-        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+    _check_rolled(_mixed(8, 5), monkeypatch)
 
 
 def test_copies_read_later_are_not_rolled_and_the_numbers_stay(monkeypatch: pytest.MonkeyPatch) -> None:
