@@ -19,7 +19,6 @@ import tangentia as tg  # noqa: E402
 import tangentia.numpy as tnp  # noqa: E402
 from tangentia import lax  # noqa: E402
 from tangentia.compiler.backend import get_backend  # noqa: E402
-from tangentia.compiler.numba_backend import native  # noqa: E402,F401  (imports reroll)
 from tangentia.compiler.numba_backend import reroll  # noqa: E402
 
 from _numba_util import compile_numba, program  # noqa: E402

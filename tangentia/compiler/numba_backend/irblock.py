@@ -53,7 +53,7 @@ from ...core import Literal
 from ...interpreters import ad, base_ops as B
 from ...primitives import contraction as C, elementwise as E, indexing as I, reductions as R
 from ...primitives import misc as M, remat, structural as S
-from . import vecmath, vecmath_trig
+from . import reroll, vecmath, vecmath_trig
 from .rowio import _CHUNK, chunks as _chunks, nest as _nest  # noqa: F401 - (_nest: read by native)
 from .rowio import flat_types, flat_values, row_load_p, row_store_p, view_struct
 from .codegen import (AV, SV, UNROLL, _bidx, _dt, _is_float0, _lit, _nbtype, _ravel,
@@ -661,7 +661,7 @@ def _emit(g, bb, results, env):
         results = [(var, val) for var, val in results if g.is_small(val.shape)]
         for var, val in wide:
             n = g.name("a")
-            g.emit(f"{n} = np.empty({_shape_str(val.shape)}, {_dt(val.dtype)})")
+            g.emit(f"{n} = _empty({_shape_str(val.shape)}, {_dt(val.dtype)})")
             env[var] = AV(val.shape, val.dtype, n)
             arr = bb.array(var, val.dtype)
             start = len(bb.nodes)
@@ -762,9 +762,6 @@ def _emit(g, bb, results, env):
 # ---------------------------------------------------------------------------
 # The intrinsic
 
-# set by reroll.py (S): ``ROLL(context, builder, nodes, order, vals, memo, out_ids, in_vals,
-# packs)`` emits the nodes with their repeated runs as loops, or returns None
-ROLL = None
 _STORES = ("rowst", "arrst")     # nodes with an effect (emitted though no output reads them)
 _INTRINSICS = {}        # digest -> intrinsic: blocks of the same description share one
 _MEMO_MAX = 4096
@@ -981,10 +978,10 @@ def _emit_ir(context, builder, nodes, in_vals, out_ids, digest, packs=()):
             elif op != "const":
                 order.append(i)
     memo = {}
-    if ROLL is not None:     # (reroll.emit: repeated runs of nodes emitted as loops)
-        res = ROLL(context, builder, nodes, order, vals, memo, out_ids, in_vals, packs)
-        if res is not None:
-            return res
+    # (repeated runs of nodes emitted as loops over their copies: ``reroll``)
+    res = reroll.emit(context, builder, nodes, order, vals, memo, out_ids, in_vals, packs, _ROLL_OPS)
+    if res is not None:
+        return res
     if packs and len(order) <= SPLIT_NODES:
         _emit_lanes(context, builder, nodes, order, vals, memo, packs, out_ids)
         return [_value(nodes, vals, i) for i in out_ids]
@@ -1721,3 +1718,7 @@ _OP_IR = {
     **{name: _unary_fn(fn) for name, fn in vecmath.SCALAR_IR.items()},
     **{name: _unary_fn(fn) for name, fn in vecmath_trig.SCALAR_IR.items()},
 }
+
+
+# what ``reroll.emit`` emits with (it imports nothing of this module)
+_ROLL_OPS = reroll.Ops(_value, _emit_nodes, _emit_lanes, _no_unroll, _Lazy, _ArrIn, _View, SPLIT_NODES)

@@ -30,7 +30,7 @@ from ...primitives import control_flow as CF
 from ..backend import COMPILE_THREAD, Backend, cache_root
 from .memo import COMPILED
 from . import alloc, codegen, elementwise_loop, helpers, irblock, objcache, rowio, vecmath, vecmath_trig
-from . import reroll  # noqa: F401 - (sets irblock.ROLL: repeated runs of a block as loops)
+from . import reroll
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
                       _typed, _weight, AV, SV, ZV)
 from .plan import Settings

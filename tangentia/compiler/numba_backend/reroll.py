@@ -25,22 +25,34 @@ is rolled if that is at least ``TANGENTIA_NUMBA_REROLL`` (default ``MIN_SAVED``;
 turns rolling off).  The setting is part of numba's disk-cache key
 (``native._compile_tag``).  ``STATS["runs"]`` counts the runs rolled (tests).
 
-The hook: ``irblock.ROLL`` (set on import of this module, which ``native`` imports) is
-called by ``irblock._emit_ir`` with the block's nodes in emission order.
+``irblock._emit_ir`` calls ``emit`` with the block's nodes in emission order, and the
+irblock pieces it emits with (``Ops``: this module imports nothing of irblock's).
 """
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 from llvmlite import ir
 from numba.core import types as nbt
 
-from . import irblock
-from .irblock import _ArrIn, _Inputs, _Lazy, _View, _emit_nodes, _no_unroll, _value
+__all__ = ["Ops", "emit", "find_runs", "hoist_stores", "MIN_SAVED", "MIN_COPIES", "STATS"]
 
-__all__ = ["emit", "find_runs", "MIN_SAVED", "MIN_COPIES", "STATS"]
+
+class Ops(NamedTuple):
+    """What ``emit`` uses of ``irblock``: its emitters (``emit_nodes``, ``emit_lanes``,
+    ``value``: a node's value, ``no_unroll``: a loop's metadata), the classes of its
+    values (``lazy``: an input loaded where first used, ``arr_in``: an array, ``view``:
+    an array in a buffer at an offset) and ``split_nodes``."""
+    value: Callable[..., Any]
+    emit_nodes: Callable[..., Any]
+    emit_lanes: Callable[..., Any]
+    no_unroll: Callable[..., Any]
+    lazy: Any
+    arr_in: Any
+    view: Any
+    split_nodes: int
 
 # The thresholds: a run must remove at least MIN_SAVED nodes (scan of 10 dense 8x8 layers,
 # 9 x 41-49 nodes per direction: cold compile 0.87-0.91 -> 0.77-0.78 s CPU, per call 41-42
@@ -91,7 +103,7 @@ class _Run:
 def _mem_place(nodes, inputs, i) -> Optional[Tuple[Any, ...]]:
     """``(buffer argument, shape, element or None, offset)`` of an ``"in"``/``"arr"`` node
     that is a view of a buffer (``irblock._Inputs``), else None."""
-    if type(inputs) is not _Inputs or nodes[i][0] not in _MEM:
+    if getattr(inputs, "in_map", None) is None or nodes[i][0] not in _MEM:
         return None
     m = inputs.in_map[nodes[i][3]]
     if type(m) is not tuple:
@@ -277,7 +289,7 @@ class _PerCopy:
                                          self.builder.gep(ary.data, [self.offset(off + k, stride)]))
 
 
-def _emit_run(context, builder, nodes, order, vals, run, inputs, out_ids, packs):
+def _emit_run(context, builder, nodes, order, vals, run, inputs, out_ids, packs, ops):
     """Emit ``run`` as a loop; sets ``vals`` of the last copy's nodes."""
     i64 = ir.IntType(64)
     L, s = run.period, run.start
@@ -332,8 +344,8 @@ def _emit_run(context, builder, nodes, order, vals, run, inputs, out_ids, packs)
     bnodes = body + extra
     # before the loop: invariants and the carries' first values
     for b, a in pre_vals.items():
-        bvals[b] = _value(nodes, vals, a)
-    inits = {b: _value(nodes, vals, a) for (a, q), b in carries.items()}
+        bvals[b] = ops.value(nodes, vals, a)
+    inits = {b: ops.value(nodes, vals, a) for (a, q), b in carries.items()}
     pre = builder.block
     head = builder.append_basic_block("tangentia.reroll")
     end = builder.append_basic_block("tangentia.reroll.end")
@@ -352,30 +364,30 @@ def _emit_run(context, builder, nodes, order, vals, run, inputs, out_ids, packs)
         j, shape, k, off = place
         if k is None:
             aty, ary = inputs.arrs[j]
-            bvals[b] = _ArrIn(nbt.Array(aty.dtype, len(shape), "C"),
-                              _View(context, builder, aty, ary, per.offset(off, stride), shape))
+            bvals[b] = ops.arr_in(nbt.Array(aty.dtype, len(shape), "C"),
+                                  ops.view(context, builder, aty, ary, per.offset(off, stride), shape))
         else:
-            bvals[b] = _Lazy(per, per.add(place, stride))
+            bvals[b] = ops.lazy(per, per.add(place, stride))
     for key, b in rows.items():
         if key[0] == "inv":
             continue
         arr_b, i_b, dj = key
-        arr = _value(bnodes, bvals, arr_b)
+        arr = ops.value(bnodes, bvals, arr_b)
         steps = builder.extract_value(arr.ary._getvalue(), [5, 1])
-        step = _value(bnodes, bvals, i_b)
+        step = ops.value(bnodes, bvals, i_b)
         bvals[b] = builder.add(step, builder.mul(builder.mul(c, ir.Constant(i64, dj)), steps))
     later = _read_after(nodes, order, s + run.copies * L, out_ids)
     keep = sorted({q for (_, q) in carries} | {p for p, i in enumerate(last) if i in later})
     bpacks = [[local[i] for i in pk if i in local] for pk in packs if pk[0] in local]
     _emit_segment(context, builder, bnodes, list(range(L)), bvals, {}, keep,
-                  [pk for pk in bpacks if len(pk) >= 2])
+                  [pk for pk in bpacks if len(pk) >= 2], ops)
     nxt = builder.add(c, ir.Constant(i64, 1))
     latch = builder.block
     c.add_incoming(nxt, latch)
     for (a, q), b in carries.items():
-        phis[b].add_incoming(_value(bnodes, bvals, q), latch)
+        phis[b].add_incoming(ops.value(bnodes, bvals, q), latch)
     br = builder.cbranch(builder.icmp_unsigned("<", nxt, ir.Constant(i64, run.copies)), head, end)
-    br.set_metadata("llvm.loop", _no_unroll(builder.module))
+    br.set_metadata("llvm.loop", ops.no_unroll(builder.module))
     builder.position_at_end(end)
     for p, i in enumerate(last):
         if p in bvals:
@@ -417,13 +429,13 @@ def hoist_stores(nodes, order):
     return out
 
 
-def _emit_segment(context, builder, nodes, order, vals, memo, keep, packs):
+def _emit_segment(context, builder, nodes, order, vals, memo, keep, packs, ops):
     """``order``'s nodes as ``irblock`` emits them (with vector lanes if ``packs``);
     ``keep``: the nodes read after them (their scalar values are made)."""
     if packs:
-        irblock._emit_lanes(context, builder, nodes, order, vals, memo, packs, keep)
+        ops.emit_lanes(context, builder, nodes, order, vals, memo, packs, keep)
     else:
-        _emit_nodes(context, builder, nodes, order, vals, memo, keep)
+        ops.emit_nodes(context, builder, nodes, order, vals, memo, keep)
 
 
 def _read_after(nodes, order, t, out_ids):
@@ -431,28 +443,27 @@ def _read_after(nodes, order, t, out_ids):
     return {a for i in order[t:] for a in nodes[i][2]} | set(out_ids)
 
 
-def emit(context, builder, nodes, order, vals, memo, out_ids, inputs, packs=()):
-    """``irblock._emit_ir``'s hook: emit ``order`` with its repeated runs rolled, and
-    return the outputs' values; None (nothing emitted) if no run pays."""
+def emit(context, builder, nodes, order, vals, memo, out_ids, inputs, packs, ops: Ops):
+    """For ``irblock._emit_ir``: emit ``order`` with its repeated runs rolled, and
+    return the outputs' values; None (nothing emitted) if no run pays.  ``inputs``:
+    the block's ``irblock._Inputs`` (or a list of scalars), ``packs``: its vector lanes."""
     limit = min_saved()
-    if limit <= 0 or len(order) < limit or len(order) > 8 * irblock.SPLIT_NODES:
+    if limit <= 0 or len(order) < limit or len(order) > 8 * ops.split_nodes:
         return None
     order = hoist_stores(nodes, order)
     runs = find_runs(nodes, order, inputs, out_ids, limit)
     if not runs:
         return None
     rest = len(order) - sum((r.copies - 1) * r.period for r in runs)
-    if rest > irblock.SPLIT_NODES:
+    if rest > ops.split_nodes:
         return None
     t = 0
     for r in runs:
         seg = order[t:r.start]
         later = _read_after(nodes, order, r.start, out_ids)
-        _emit_segment(context, builder, nodes, seg, vals, memo, [i for i in seg if i in later], packs)
-        _emit_run(context, builder, nodes, order, vals, r, inputs, out_ids, packs)
+        _emit_segment(context, builder, nodes, seg, vals, memo, [i for i in seg if i in later], packs,
+                      ops)
+        _emit_run(context, builder, nodes, order, vals, r, inputs, out_ids, packs, ops)
         t = r.start + r.copies * r.period
-    _emit_segment(context, builder, nodes, order[t:], vals, memo, list(out_ids), packs)
-    return [_value(nodes, vals, i) for i in out_ids]
-
-
-setattr(irblock, "ROLL", emit)    # (irblock._emit_ir calls it)
+    _emit_segment(context, builder, nodes, order[t:], vals, memo, list(out_ids), packs, ops)
+    return [ops.value(nodes, vals, i) for i in out_ids]
