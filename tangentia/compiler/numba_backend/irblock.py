@@ -28,6 +28,11 @@ program reads.
 * **Scalar nodes** are built first (``_Block``): constants folded as NumPy
   folds them, repeated operations shared; a run with fewer than ``MIN_OPS``
   operations is emitted as before (a call would not pay).
+* **Vector lanes** (``_Block.group``, ``_lane_plan``, ``_emit_lanes``): the nodes one
+  equation makes of the same operation at the same depth (a batched value's elements)
+  are one ``<n x T>`` operation where that saves more scalar operations than the moves
+  between vectors and scalars cost; each lane computes what its scalar node did, bit
+  for bit (``TANGENTIA_NUMBA_LANES=0``: scalars only).
 * **The cache key.** A block's description (its nodes, in order, as text) is
   hashed; the generated source names the digest in a comment next to the
   block's global, so two programs differing only inside a block have
