@@ -58,7 +58,8 @@ from xdist.scheduler import LoadScheduling
 # The test modules that leave compiled code in their worker, with the MB each left (its
 # worker's RSS after the module and conftest's release, minus before it; TANGENTIA_TEST_MEMORY,
 # a full run with -n 2 and numba's caches COLD, as in CI: private TANGENTIA_CACHE_DIR and
-# NUMBA_CACHE_DIR, at b29f3cc, 2026-12-06, session 15), the weight they are dealt by.  The
+# NUMBA_CACHE_DIR, at b29f3cc, 2026-12-06, session 15; backend, sparse_linalg, irblock, complex,
+# custom_linear_solve_root, gemm and blas at 214b9f5, session 16), the weight they are dealt by.  The
 # first numba module a worker runs also pays numba's own start (about 60 MB).
 # test_numba_kernels stays one unit: its last tests reuse its kernels.  Modules that leave
 # little (test_fuzz_jax 13 MB, test_scipy_interpolate 18, test_ode 23, test_conv/test_fft 9,
@@ -69,18 +70,21 @@ from xdist.scheduler import LoadScheduling
 # common queue's workers peaked at 1.17-1.24 GB in that run, the shares' fresh workers at
 # 1.35-1.45 GB.
 HEAVY: dict[str, float] = {
-    "tests/test_numba_backend.py": 533,
+    "tests/test_numba_backend.py": 540,
     "tests/test_numba_kernels.py": 450,
-    "tests/test_scipy_sparse_linalg.py": 238,
-    "tests/test_numba_irblock.py": 223,
-    "tests/test_numba_complex.py": 117,
-    "tests/test_custom_linear_solve_root.py": 116,
-    "tests/test_numba_gemm.py": 80,
-    "tests/test_numba_blas.py": 63,
+    "tests/test_scipy_sparse_linalg.py": 162,
+    "tests/test_numba_irblock.py": 100,
+    "tests/test_numba_complex.py": 96,
+    "tests/test_custom_linear_solve_root.py": 113,
+    "tests/test_numba_gemm.py": 76,
+    "tests/test_numba_blas.py": 70,
     "tests/test_numba_objmode.py": 55,
     "tests/test_numba_vecmath_trig.py": 32,
     "tests/test_numba_vecmath.py": 21,
     "tests/test_gemm_calibration.py": 6,
+    # one program of solve, inv, cholesky, svd, ...: numba's np.linalg routines, shared with
+    # test_numba_kernels (JOIN); 182 MB and 31 s CPU in the common queue (at 214b9f5, session 16)
+    "tests/test_fuzz_transforms_linalg.py::test_numba_backend_gives_the_same_values": 182,
 }
 
 # Of the HEAVY modules, those that also need much memory for a while (above what they
@@ -94,7 +98,7 @@ FIRST: frozenset[str] = frozenset({
 
 
 # The CPU seconds of each HEAVY module, cold (numba's caches empty; TANGENTIA_TEST_MEMORY's
-# cpu_s, the same run as HEAVY's).  The shares are dealt by these, so that both fresh workers
+# cpu_s, the same runs as HEAVY's).  The shares are dealt by these, so that both fresh workers
 # end together: dealt by MB, one share took 230 s and the other 163 s (session 13), and the
 # first worker idled for the difference at the end of the run; with session 13's figures
 # the shares took 200 and 171 s in session 15's run; with these, 187 and 184 s (968 and 966
@@ -104,18 +108,30 @@ FIRST: frozenset[str] = frozenset({
 # against 11 + 101 s in different workers; these figures put both in one share.
 CPU: dict[str, float] = {
     "tests/test_numba_kernels.py": 101,
-    "tests/test_numba_backend.py": 87,
-    "tests/test_numba_irblock.py": 47,
-    "tests/test_numba_gemm.py": 32,
-    "tests/test_scipy_sparse_linalg.py": 24.5,
-    "tests/test_numba_complex.py": 22,
+    "tests/test_numba_backend.py": 70,
+    "tests/test_numba_irblock.py": 32,
+    "tests/test_numba_gemm.py": 27,
+    "tests/test_scipy_sparse_linalg.py": 21,
+    "tests/test_numba_complex.py": 21,
     "tests/test_numba_objmode.py": 17,
-    "tests/test_numba_blas.py": 14.5,
-    "tests/test_custom_linear_solve_root.py": 11,
+    "tests/test_numba_blas.py": 18,
+    "tests/test_custom_linear_solve_root.py": 9,
     "tests/test_gemm_calibration.py": 6,
     "tests/test_numba_vecmath_trig.py": 4.5,
     "tests/test_numba_vecmath.py": 4.2,
+    "tests/test_fuzz_transforms_linalg.py::test_numba_backend_gives_the_same_values": 31,
 }
+# Keys dealt to the share of another (both sums of weight and CPU count there): they compile
+# the same numba kernels, which a process compiles once (numba's ``np.linalg`` routines and
+# their singular paths: in one process, after test_numba_kernels' linear algebra,
+# test_fuzz_transforms_linalg's program took 19.5 s of numba instead of 33.8, and
+# test_custom_linear_solve_root's 1.8 instead of 8.9; session 15).
+JOIN: dict[str, str] = {
+    "tests/test_custom_linear_solve_root.py": "tests/test_numba_kernels.py",
+    "tests/test_fuzz_transforms_linalg.py::test_numba_backend_gives_the_same_values":
+        "tests/test_numba_kernels.py",
+}
+
 # At most this many MB of HEAVY weight in one share where another worker has room: a
 # fresh worker starts from about 410 MB (issue 23: at most 1.5 GB per worker; session 15's
 # shares of 1,034 and 941 MB of these weights peaked at 1.45 and 1.35 GB).
@@ -149,6 +165,22 @@ def deal(weights: dict[str, float], n_workers: int, cpu: dict[str, float] | None
     return out
 
 
+def units(present: set[str], heavy: dict[str, float], cpu: dict[str, float] | None,
+          join: dict[str, str]) -> tuple[dict[str, float], dict[str, float] | None,
+                                         dict[str, str]]:
+    """The units ``deal`` deals, of the ``present`` keys of ``heavy``: each key joined to
+    the one ``join`` names where that one is present, with their weights and CPU summed
+    (a key missing in ``cpu`` counts its weight): ``(weights, cpu, {key: its unit})``."""
+    unit = {k: join[k] if join.get(k) in present else k for k in present}
+    weights: dict[str, float] = {}
+    seconds: dict[str, float] = {}
+    for k in sorted(present):
+        u = unit[k]
+        weights[u] = weights.get(u, 0.0) + heavy[k]
+        seconds[u] = seconds.get(u, 0.0) + (heavy[k] if cpu is None else cpu.get(k, heavy[k]))
+    return weights, None if cpu is None else seconds, unit
+
+
 def key_of(nodeid: str, heavy: dict[str, float]) -> str | None:
     """The ``heavy`` entry of a test: its ``module::function`` (parameters dropped), else
     its module, else None."""
@@ -170,10 +202,12 @@ class BalancedLoadScheduling(LoadScheduling):
     def __init__(self, config: Any, log: Any = None,
                  heavy: dict[str, float] | None = None,
                  new_worker: Callable[[Any], Any] | None = None,
-                 cpu: dict[str, float] | None = None) -> None:
+                 cpu: dict[str, float] | None = None,
+                 join: dict[str, str] | None = None) -> None:
         super().__init__(config, log)
         self.heavy = HEAVY if heavy is None else heavy
         self.cpu = (CPU if heavy is None else None) if cpu is None else cpu
+        self.join = (JOIN if heavy is None else {}) if join is None else join
         self.first = FIRST
         self.reserved: dict[Any, list[int]] = {}   # worker -> its share, not yet sent
         # the shares waiting for the fresh workers started for them, in order
@@ -203,8 +237,10 @@ class BalancedLoadScheduling(LoadScheduling):
                 self.maxschedchunk = len(collection)
             nodes = sorted(self.nodes, key=lambda node: str(node.gateway.id))
             keys = [key_of(nodeid, self.heavy) for nodeid in collection]
-            where = deal({k: self.heavy[k] for k in set(keys) if k is not None}, len(nodes),
-                         self.cpu, SHARE_MB)
+            weights, cpu, unit = units({k for k in keys if k is not None}, self.heavy,
+                                       self.cpu, self.join)
+            dealt = deal(weights, len(nodes), cpu, SHARE_MB)
+            where = {k: dealt[u] for k, u in unit.items()}
             self.reserved = {node: [] for node in nodes}
             rest = []
             for i, k in enumerate(keys):

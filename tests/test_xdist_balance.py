@@ -216,10 +216,37 @@ def test_shares_are_dealt_by_cpu_within_the_memory_bound():
     assert xb.deal({"x": 5.0, "y": 6.0, "z": 3.0}, 2, {"x": 3.0, "y": 2.0, "z": 1.0},
                    cap=4) == {"x": 0, "y": 1, "z": 0}
     assert xb.deal(weights, 2) == {"a": 0, "b": 1, "c": 1, "d": 0}   # by MB alone
-    # the suite's own figures: the two shares' CPU within 15%, each within the bound
-    where = xb.deal(xb.HEAVY, 2, xb.CPU, xb.SHARE_MB)
+    # the suite's own figures: the two shares' CPU within 15%, each within the bound, the
+    # joined keys with the one they join
+    weights_, cpu_, unit = xb.units(set(xb.HEAVY), xb.HEAVY, xb.CPU, xb.JOIN)
+    dealt = xb.deal(weights_, 2, cpu_, xb.SHARE_MB)
+    where = {k: dealt[u] for k, u in unit.items()}
+    assert all(where[k] == where[v] for k, v in xb.JOIN.items())
     shares = [[k for k in where if where[k] == j] for j in (0, 1)]
     cpus = [sum(xb.CPU[k] for k in share) for share in shares]
     assert max(cpus) < 1.15 * min(cpus), cpus
     assert all(sum(xb.HEAVY[k] for k in share) <= xb.SHARE_MB for share in shares)
     assert set(xb.CPU) == set(xb.HEAVY)
+
+
+def test_joined_keys_share_a_worker():
+    # h3 (1 MB) joins h1 (3): h2 (2) goes alone to the other worker; where the key joined to
+    # is not collected, a key is dealt alone
+    join = {"tests/test_h3.py": "tests/test_h1.py"}
+    weights, cpu, unit = xb.units(set(HEAVY), HEAVY, None, join)
+    assert weights == {"tests/test_h1.py": 4.0, "tests/test_h2.py": 2.0} and cpu is None
+    assert unit["tests/test_h3.py"] == "tests/test_h1.py"
+    h3 = "tests/test_h3.py"
+    assert xb.units({h3}, HEAVY, {h3: 7.0}, join) == ({h3: 1.0}, {h3: 7.0}, {h3: h3})
+    sched = xb.BalancedLoadScheduling(Config(), SimpleNamespace(loadsched=lambda *a: None),
+                                      heavy=HEAVY, new_worker=lambda node: node, join=join)
+    sched.new_worker = None
+    workers = [Worker("gw0"), Worker("gw1")]
+    for w in workers:
+        sched.add_node(w)
+    for w in workers:
+        sched.add_node_collection(w, COLLECTION)
+    sched.schedule()
+    shares = [{COLLECTION[i].partition("::")[0] for i in sched.reserved[w]} for w in workers]
+    assert sorted(map(sorted, shares)) == [["tests/test_h1.py", "tests/test_h3.py"],
+                                           ["tests/test_h2.py"]], shares
