@@ -137,3 +137,25 @@ def test_jit_takes_shardings_given_as_pytrees_of_none_as_jax():
         np.testing.assert_array_equal(b, x + 1)
     with pytest.raises(NotImplementedError, match="out_shardings"):
         tg.jit(lambda x: x, out_shardings=(None, tg.P("x")))
+
+
+def test_traced_operators_take_jax_array_operands_as_jax():
+    """``x * v`` with a traced ``x`` and a ``v`` defining ``__jax_array__`` (flax nnx's
+    ``Variable``: ``x * self.weight``) uses ``v.__jax_array__()``, as JAX's operators do;
+    a function given ``v`` still raises JAX's error."""
+    class V:
+        def __init__(self, v):
+            self.v = v
+
+        def __jax_array__(self):
+            return self.v
+
+    x, w = np.arange(1.0, 3.0), np.array([3.0, 5.0])
+    for lib in (tg, jax):
+        np_ = tnp if lib is tg else jnp
+        outs = lib.jit(lambda x: (x * V(w), V(w) - x, x ** V(w), x @ V(w)))(x)
+        for got, want in zip(outs, (x * w, w - x, x ** w, x @ w)):
+            np.testing.assert_allclose(got, want, rtol=1e-15)
+        np.testing.assert_allclose(lib.grad(lambda x: (x * V(w)).sum())(x), w)
+        with pytest.raises(ValueError, match="^Triggering __jax_array__"):
+            lib.jit(lambda x: np_.sin(V(x)))(x)

@@ -71,14 +71,22 @@ _USUAL_OPERANDS = frozenset({_ArrayImpl, _np.ndarray, float, int, bool, complex,
                              _np.float32, _np.int64, _np.int32, _np.bool_, _np.complex128})
 
 
+def _operand(o):
+    """An operand of a binary operator: JAX's operators take a value with
+    ``__jax_array__`` (flax nnx's ``Variable``) as that array (its functions do not)."""
+    return o.__jax_array__() if hasattr(type(o), "__jax_array__") else o
+
+
 def _deferring(op, usual=_USUAL_TRACER_OPERANDS, unrecognized=None):
     """``op(self, other)``, or NotImplemented for an unrecognized ``other`` (tracers'
     operators; ``_deferring_eager``: eager results')."""
     unrecognized = unrecognized or _unrecognized
 
     def deferring(self, other):
-        if type(other) in usual or not unrecognized(other):
+        if type(other) in usual:
             return op(self, other)
+        if not unrecognized(other):
+            return op(self, _operand(other))
         return NotImplemented
     deferring.__name__ = getattr(op, "__name__", "operator")
     return deferring
@@ -193,8 +201,10 @@ def install():
 
     def fwd(f):
         def op(self, other):
-            if type(other) in usual or not _unrecognized(other):
+            if type(other) in usual:
                 return f(self, other)
+            if not _unrecognized(other):
+                return f(self, _operand(other))
             return NotImplemented
         return op
 
@@ -205,8 +215,10 @@ def install():
         nd, arr = _np.ndarray, _ArrayImpl
 
         def op(self, other):
-            if type(other) in usual or not _unrecognized(other):
-                return f(other.view(nd) if type(other) is arr else other, self)
+            if type(other) in usual:
+                return f(other, self)
+            if not _unrecognized(other):
+                return f(other.view(nd) if type(other) is arr else _operand(other), self)
             return NotImplemented
         return op
 
