@@ -25,6 +25,7 @@ S3 = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])   # rank 2
 B = np.array([1.0, 2.0, 3.0])
 STACK = np.stack([np.eye(3), S3])
 NAN_STACK = np.stack([np.eye(2), np.full((2, 2), np.nan)])
+NAN_PIVOT = np.stack([np.array([[np.nan, 1.0], [1.0, 1.0]]), np.eye(2)])
 
 CASES: dict[str, Callable[[Any, Any], Any]] = {
     "solve": lambda api, np_: np_.linalg.solve(S3, B),
@@ -46,6 +47,15 @@ CASES: dict[str, Callable[[Any, Any], Any]] = {
     "svdvals with NaN": lambda api, np_: np_.linalg.svd(NAN_STACK, compute_uv=False),
     # a matrix with NaN: NaN eigenvalues (per matrix of a stack)
     "eigvals with NaN": lambda api, np_: np_.linalg.eigvals(NAN_STACK),
+    # a NaN pivot, then a zero one: LAPACK's getrf reports the matrix singular, NumPy's det
+    # gave 0 and slogdet (0, -inf) (JAX: NaN), under jit, vmap and jvp (which took the LU) too
+    "det with NaN": lambda api, np_: np_.linalg.det(NAN_PIVOT),
+    "slogdet with NaN": lambda api, np_: np_.stack(np_.linalg.slogdet(NAN_PIVOT)),
+    "det with NaN, complex": lambda api, np_: np_.linalg.det(NAN_PIVOT.astype(complex)),
+    "jit det with NaN": lambda api, np_: api.jit(np_.linalg.det)(NAN_PIVOT),
+    "vmap slogdet with NaN": lambda api, np_: api.vmap(np_.linalg.slogdet)(NAN_PIVOT)[1],
+    "jvp det with NaN": lambda api, np_: np_.stack(api.jvp(np_.linalg.det, (NAN_PIVOT,),
+                                                           (np.ones((2, 2, 2)),))),
     # a zero on the diagonal: BLAS's trsm divides by it
     "solve_triangular, singular": lambda api, np_: api.scipy.linalg.solve_triangular(
         np.array([[0.0, 0, 0], [1, 2, 0], [3, 0, 0]]), np.arange(1.0, 4.0), lower=True, trans=1),

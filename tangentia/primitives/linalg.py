@@ -617,8 +617,17 @@ def _trace_inv_times(lu, piv, da):
     return _sum_axis(_diag(lu_solve_p.bind(lu, piv, da, trans=0)), -1)
 
 
+def _nan_where_nan(a, out):
+    """``out`` made NaN for each matrix of ``a`` that holds a NaN, as JAX's (whose values come
+    from the LU factors' diagonal).  LAPACK's getrf can leave a zero pivot after a NaN one
+    and report the matrix singular, so NumPy's det gave 0 and slogdet (0, -inf) for
+    ``[[nan, 1], [1, 1]]``: a finite number from a NaN input."""
+    bad = np.isnan(a).any(axis=(-2, -1))
+    return _as_out(np.where(bad, out * np.nan, out)) if bad.any() else _as_out(out)
+
+
 det_p = Primitive("det")
-det_p.impl = lambda a: _as_out(np.linalg.det(a))
+det_p.impl = lambda a: _nan_where_nan(a, np.linalg.det(a))
 
 
 def _det_abstract_eval(a):
@@ -684,7 +693,7 @@ def _det_jvp(primals, tangents):
 primitive_jvps[det_p] = _det_jvp
 
 slogdet_p = Primitive("slogdet", multiple_results=True)
-slogdet_p.impl = lambda a: [_as_out(v) for v in np.linalg.slogdet(a)]
+slogdet_p.impl = lambda a: [_nan_where_nan(a, v) for v in np.linalg.slogdet(a)]
 
 
 def _slogdet_abstract_eval(a):
