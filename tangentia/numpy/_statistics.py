@@ -159,13 +159,13 @@ _QUANTILE_ALPHA_BETA = {"hazen": (0.5, 0.5), "weibull": (0.0, 0.0),
                         "median_unbiased": (1 / 3.0, 1 / 3.0),
                         "normal_unbiased": (3 / 8.0, 3 / 8.0),
                         "interpolated_inverted_cdf": (0.0, 1.0)}
-_QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint") + tuple(
+_QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint", "inverted_cdf") + tuple(
     _QUANTILE_ALPHA_BETA)
 
 
 class _NumpyOps:
-    floor, ceil, rint, minimum, maximum, where = (
-        _np.floor, _np.ceil, _np.rint, _np.minimum, _np.maximum, _np.where)
+    floor, ceil, minimum, maximum, where = (
+        _np.floor, _np.ceil, _np.minimum, _np.maximum, _np.where)
 
     @staticmethod
     def astype(x, dt):
@@ -173,8 +173,8 @@ class _NumpyOps:
 
 
 class _TracedOps:
-    floor, ceil, rint, minimum, maximum = (
-        staticmethod(_E.floor), staticmethod(_E.ceil), staticmethod(_E.round),
+    floor, ceil, minimum, maximum = (
+        staticmethod(_E.floor), staticmethod(_E.ceil),
         staticmethod(_E.minimum), staticmethod(_E.maximum))
     where = staticmethod(lambda c, x, y: where(c, x, y))
     astype = staticmethod(lambda x, dt: astype(x, dt))
@@ -230,31 +230,30 @@ def _quantile(a, q, axis, method, keepdims, fname, nan_aware=False, scale=1):
         nm1 = float(n - 1)
         ops = _TracedOps if _is_tracer(q) else _NumpyOps
     qb = reshape(q, qs + (1,) * nb) if ops is _TracedOps else _np.reshape(q, qs + (1,) * nb)
+    traced = ops is _TracedOps
     if method in _QUANTILE_ALPHA_BETA:
         al, be = _QUANTILE_ALPHA_BETA[method]
-        n_ = _E.add(nm1, 1.0) if ops is _TracedOps else nm1 + 1.0
-        vi = n_ * qb + (al + qb * (1 - al - be)) - 1 if ops is _NumpyOps else _E.sub(
+        n_ = _E.add(nm1, 1.0) if traced else nm1 + 1.0
+        vi = n_ * qb + (al + qb * (1 - al - be)) - 1 if not traced else _E.sub(
             _E.add(_E.mul(n_, qb), _E.add(al, _E.mul(qb, 1 - al - be))), 1.0)
+    elif method == "inverted_cdf":   # the first entry whose rank reaches q n: ceil(q n) - 1
+        vi = _E.sub(_E.mul(qb, _E.add(nm1, 1.0)), 1.0) if traced else qb * (nm1 + 1.0) - 1.0
     else:
-        vi = _E.mul(qb, nm1) if ops is _TracedOps else qb * nm1
+        vi = _E.mul(qb, nm1) if traced else qb * nm1
     upper = ops.maximum(nm1, 0.0)
     gamma = None
     if method == "lower":
         lo = ops.floor(vi)
-    elif method == "higher":
+    elif method in ("higher", "inverted_cdf"):
         lo = ops.ceil(vi)
-    elif method == "nearest":
-        lo = ops.rint(vi)
+    elif method == "nearest":   # JAX's: a tie goes to the lower entry (NumPy's to the even one)
+        lo = ops.ceil(vi - 0.5 if not traced else _E.sub(vi, 0.5))
     else:
         lo = ops.floor(vi)
-        hi = ops.minimum(ops.maximum(lo + 1 if ops is _NumpyOps else _E.add(lo, 1.0), 0.0),
-                         upper)
-        if method == "_median":
-            hi = ops.minimum(ops.ceil(vi), upper)
-        elif method == "midpoint":
-            g = vi - lo if ops is _NumpyOps else _E.sub(vi, lo)
-            gamma = ops.where(g == 0 if ops is _NumpyOps else _E.eq(g, 0.0), 0.0, 0.5)
-        else:
+        # the upper entry is ceil(vi), JAX's: lo + 1 made an exact position next to an
+        # infinite entry NaN (quantile([-inf, 1, inf], 0.5) is 1, we gave 1 * 1 + inf * 0)
+        hi = ops.minimum(ops.maximum(ops.ceil(vi), 0.0), upper)
+        if method not in ("_median", "midpoint"):
             gamma = vi - lo if ops is _NumpyOps else _E.sub(vi, lo)
     lo = ops.minimum(ops.maximum(lo, 0.0), upper)
     full = qs + bshape
@@ -266,7 +265,7 @@ def _quantile(a, q, axis, method, keepdims, fname, nan_aware=False, scale=1):
         return _gather_last(s, i)
 
     res = gather(lo)
-    if method == "_median":
+    if method in ("_median", "midpoint"):   # JAX's (a + b) / 2, a == b at an exact position
         res = _E.mul(_E.add(res, gather(hi)), 0.5)
     elif gamma is not None:
         b = gather(hi)
