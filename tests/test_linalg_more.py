@@ -55,7 +55,8 @@ def test_lstsq(vector):
     x, resid, rank, s = la.lstsq(a, b)
     xw, rw, kw, sw = np.linalg.lstsq(a, b)
     np.testing.assert_allclose(x, xw, atol=1e-13)
-    np.testing.assert_allclose(resid, rw[0] if vector else rw, rtol=1e-12)
+    assert resid.shape == rw.shape   # (1,) for a vector b, as NumPy's and JAX's (not ())
+    np.testing.assert_allclose(resid, rw, rtol=1e-12)
     assert rank == kw
     np.testing.assert_allclose(s, sw, rtol=1e-13)
     g = tg.grad(lambda m: tnp.sum(la.lstsq(m, b)[0]))(a)

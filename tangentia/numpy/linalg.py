@@ -592,10 +592,8 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *, numpy_resid
                             axis=0)
     if numpy_resid and (int(rank) < n or m <= n):
         resid = _np.empty((0,), _aval(resid).dtype)
-    if vector:
+    if vector:   # the residuals keep their shape (1,), as JAX's and NumPy's (we gave ())
         x = _shapes.reshape(x, (n,))
-        if _aval(resid).shape == (1,):
-            resid = _shapes.reshape(resid, ())
     return LstsqResult(x, resid, rank, s)
 
 
