@@ -115,6 +115,23 @@ def solve_banded(l_and_u: Any, ab: Any, b: ArrayLike, overwrite_ab: Any = False,
     return solve(full, b)
 
 
+def _nan_unless_finite(complex_result: bool):
+    """SciPy's ``fn(m, *more)`` (an n x n result), or NaN everywhere when an argument holds a
+    NaN or an infinity, as JAX's sqrtm and solve_sylvester: SciPy's logm of ``[[1, inf],
+    [0, 1]]`` looped for minutes in its norm estimate, its sqrtm of ``[[1, nan], [0, 1]]``
+    gave 1 on the diagonal, its solve_sylvester raised (under jvp of sqrtm too)."""
+    def wrap(fn):
+        def run(m, *more):
+            if _np.isfinite(m).all() and all(_np.isfinite(x).all() for x in more):
+                return fn(m, *more)
+            dt = _np.result_type(m, *more)
+            dt = _complex_dtype(dt) if complex_result else dt
+            return _np.full(m.shape, complex(_np.nan, _np.nan) if dt.kind == "c" else _np.nan, dt)
+        return run
+    return wrap
+
+
+@_nan_unless_finite(complex_result=False)
 def _sylvester_callback(a, b, q):
     """SciPy's Bartels-Stewart solve of ``a x + x b = q`` on concrete arrays."""
     import scipy.linalg  # noqa: PLC0415  (only when a solve runs)
@@ -155,6 +172,7 @@ def solve_sylvester(A: ArrayLike, B: ArrayLike, C: ArrayLike, *, method: str = "
         transpose_solve=lambda _, q: _sylvester_solve(At, Bt, q))
 
 
+@_nan_unless_finite(complex_result=True)
 def _sqrtm_callback(m):
     import scipy.linalg  # noqa: PLC0415
     return _np.asarray(scipy.linalg.sqrtm(m), dtype=_complex_dtype(m.dtype))
@@ -187,11 +205,13 @@ def sqrtm(A: ArrayLike, blocksize: int = 1) -> Array:
     return _sqrtm(A)
 
 
+@_nan_unless_finite(complex_result=True)
 def _logm_callback(m):
     import scipy.linalg  # noqa: PLC0415
     return _np.asarray(scipy.linalg.logm(m), dtype=_complex_dtype(m.dtype))
 
 
+@_nan_unless_finite(complex_result=True)
 def _dlogm_callback(a, e):
     """The Fréchet derivative of logm at ``a`` in direction ``e``, from the
     block identity logm([[a, e], [0, a]]) = [[L, dL], [0, L]]."""
