@@ -73,6 +73,8 @@ def test_singular_solve_and_inv_match_jax(name: str) -> None:
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
+# (one numba program of 20-30 s CPU: 286 s wall at load 12, beside pyproject's 300 s)
+@pytest.mark.timeout(600)
 def test_numba_backend_gives_the_same_values() -> None:
     # the numba kernels (numba's np.linalg, which raises LinAlgError there) give the NumPy
     # backend's values, so tiered jit's later calls agree with its first ones
