@@ -303,6 +303,9 @@ class EvalTrace(Trace):
             if prim.check_args is not None:
                 prim.check_args(*args, **params)
             raise
+        except TypeError:
+            _check_operands(prim, args)
+            raise
         if prim.multiple_results:
             return [o if type(o) is _ndarray else _asarray(o) for o in out]
         return out if type(out) is _ndarray else _asarray(out)
@@ -325,6 +328,25 @@ class EvalTrace(Trace):
 
 _ndarray = np.ndarray
 _asarray = np.asarray
+_OPERAND_TYPES = (np.ndarray, np.generic, int, float, complex, list, tuple)
+
+
+def _check_operands(prim, args):
+    """JAX's ``TypeError`` when a ``TypeError`` of ``prim.impl`` comes from an operand that
+    is no array, number or sequence (``tnp.sin(object())`` raised NumPy's "loop of ufunc
+    does not support argument 0 of type object" from inside the implementation)."""
+    for i, a in enumerate(args):
+        if isinstance(a, _OPERAND_TYPES) or isinstance(a, Tracer):
+            continue
+        t = type(a)
+        if hasattr(t, "__jax_array__"):
+            as_array(a)                      # (JAX's error for it)
+        if hasattr(t, "__array__") or hasattr(t, "__array_interface__"):
+            continue                         # (an array-like: the error is another one)
+        raise TypeError(f"{prim.name} requires ndarray or scalar arguments, got {t} at "
+                        f"position {i}.")
+
+
 EVAL_TRACE = EvalTrace(None)
 # ``eval_primitive(prim, args, params)``: evaluate ``prim`` now (its ``impl``, see
 # ``EvalTrace.process_primitive``), whatever the current trace.
