@@ -106,3 +106,23 @@ def test_matrix_functions_of_nonfinite_input_end_with_nan(bad: float) -> None:
     # finite input unchanged: logm(expm(m)) == m
     m = np.array([[0.5, 0.25], [0.0, -0.5]])
     np.testing.assert_allclose(tsl.logm(tsl.expm(m)), m, atol=1e-13)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cumprod_tangent_of_a_leading_nonfinite_entry_as_jax(reverse: bool) -> None:
+    """The first entry of a cumulative product is the entry itself, its tangent the entry's
+    tangent: the scan's padding multiplied 0 by a NaN or infinite entry (the tangent of
+    cumprod([inf, 2, 3, 0, 5])[0] was NaN, JAX 0.10.2: 1), under jvp, grad and vmap."""
+    x = np.array([[1.0, np.nan], [np.nan, np.nan], [2.0, 4.0]])
+    y = np.array([[np.inf, 2.0, 3.0, 0.0, 5.0]])
+    for a, axis in ((x, 0), (x, 1), (y[:, ::-1] if reverse else y, 1)):
+        t = np.arange(1.0, a.size + 1).reshape(a.shape)
+        got = tg.jvp(lambda m: tg.lax.cumprod(m, axis=axis, reverse=reverse), (a,), (t,))[1]
+        want = jax.jvp(lambda m: jax.lax.cumprod(m, axis=axis, reverse=reverse), (a,), (t,))[1]
+        np.testing.assert_array_equal(got[np.isfinite(want)], np.asarray(want)[np.isfinite(want)])
+    g = tg.grad(lambda m: tnp.sum(tnp.cumprod(m, axis=0) * np.arange(6.0).reshape(3, 2)))(x)
+    np.testing.assert_array_equal(g, jax.grad(lambda m: jnp.sum(jnp.cumprod(m, axis=0) * np.arange(
+        6.0).reshape(3, 2)))(x))
+    v = tg.vmap(lambda r: tg.jvp(tnp.cumprod, (r,), (tnp.ones_like(r),))[1])(x)
+    np.testing.assert_array_equal(v[:, 0], [1.0, 1.0, 1.0])

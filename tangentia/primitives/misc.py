@@ -93,11 +93,16 @@ def _cumprod_jvp(t, ans, x, axis, reverse):
     v, dv = x, t
     if core.get_aval(v).dtype != core.get_aval(dv).dtype:
         v = S.convert_element_type(v, core.get_aval(dv).dtype)
+    nd = core.get_aval(x).ndim
+    pos = np.arange(n).reshape([n if d == axis else 1 for d in range(nd)])
+    pos = n - 1 - pos if reverse else pos
     k = 1
     while k < n:
         v_prev = _shift(v, k, axis, 1, reverse)
         dv_prev = _shift(dv, k, axis, 0, reverse)
-        dv = E.add(E.mul(dv_prev, v), E.mul(v_prev, dv))
+        # the first k entries already hold their whole prefix: kept as they are (JAX's), where
+        # the padding's 0 * v made the tangent of cumprod([nan, 1])[0] NaN (JAX: t[0])
+        dv = E.select(pos < k, dv, E.add(E.mul(dv_prev, v), E.mul(v_prev, dv)))
         v = E.mul(v_prev, v)
         k *= 2
     return dv
