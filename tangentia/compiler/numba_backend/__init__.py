@@ -8,7 +8,8 @@ inlined, outlined or compile units; memoized per program and settings),
 ``codegen`` (value representations and the generator ``_Gen``, which walks a
 program's equations once, in order, reading the plan), ``rules`` (one lowering
 rule per primitive or family), ``helpers`` (scalar functions with NumPy's
-semantics, called from generated code), ``native`` (compilation, the on-disk
+semantics, called from generated code), ``alloc`` (``_empty``: numba's ``np.empty`` as an
+intrinsic, so a program's arrays cost no overload compile), ``native`` (compilation, the on-disk
 cache, the calling wrapper, compile units) and this module (the ``Backend``).
 Every lowering table (``rules.RULES``, ``ROWS``, ``FUSIBLE``, ``ELEMENTWISE``,
 ``VECTOR_OPS``, ``special.OPS``, ``irblock.RULES``, ``kernels.KERNELS``, ...) is
