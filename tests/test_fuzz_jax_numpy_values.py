@@ -126,3 +126,19 @@ def test_cumprod_tangent_of_a_leading_nonfinite_entry_as_jax(reverse: bool) -> N
         6.0).reshape(3, 2)))(x))
     v = tg.vmap(lambda r: tg.jvp(tnp.cumprod, (r,), (tnp.ones_like(r),))[1])(x)
     np.testing.assert_array_equal(v[:, 0], [1.0, 1.0, 1.0])
+
+
+@pytest.mark.parametrize("name, x1, x2", [
+    ("matvec", np.ones(4), np.ones(4)),           # was the dot product, 4.0
+    ("matvec", np.ones((2, 4)), np.ones(())),
+    ("vecmat", np.ones((2, 3, 4)), np.ones(4)),   # was a (2, 3) array
+    ("vecmat", np.ones(()), np.ones((2, 2)))])
+def test_matvec_vecmat_need_their_core_dimensions_as_jax(name: str, x1: np.ndarray,
+                                                         x2: np.ndarray) -> None:
+    with pytest.raises(ValueError) as theirs:
+        getattr(jnp, name)(x1, x2)
+    for f in (getattr(tnp, name), tg.jit(getattr(tnp, name))):
+        with pytest.raises(ValueError) as ours:
+            f(x1, x2)
+        assert str(ours.value).startswith(str(theirs.value))
+    np.testing.assert_array_equal(tnp.matvec(np.ones((2, 3)), np.arange(3.0)), [3.0, 3.0])

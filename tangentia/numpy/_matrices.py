@@ -206,14 +206,28 @@ def _normalize_einsum(subscripts, ranks):
     return ",".join(new_ins) + "->" + out
 
 
+def _core_dims(fname, signature, *args):
+    """JAX's error for an operand with fewer axes than its core dimensions (matvec of two
+    vectors returned their dot product, where JAX and NumPy raise)."""
+    for k, (x, dims) in enumerate(zip(args, (("n", "m"), ("m",)) if fname == "matvec" else
+                                      (("n",), ("n", "m")))):
+        if _np.ndim(x) < len(dims):
+            raise ValueError(f"input with shape {_np.shape(x)} does not have enough dimensions "
+                             f"for all core dimensions {dims} on vectorized function with "
+                             f"excluded=frozenset() and signature={signature!r} ({fname}: "
+                             f"argument 'x{k + 1}' needs {len(dims)} or more axes)")
+
+
 def matvec(x1: ArrayLike, x2: ArrayLike) -> Array:
     """Matrix-vector product over the last axes, broadcasting the others."""
+    _core_dims("matvec", "(n,m),(m)->(n)", x1, x2)
     return matmul(x1, expand_dims(x2, -1))[..., 0]
 
 
 def vecmat(x1: ArrayLike, x2: ArrayLike) -> Array:
     """Vector-matrix product over the last axes, broadcasting the others; the vector is
     conjugated, as in NumPy's and JAX's ``vecmat`` (``sum(conj(x1[..., :, None]) * x2, -2)``)."""
+    _core_dims("vecmat", "(n),(n,m)->(m)", x1, x2)
     if _aval(x1).dtype.kind == "c":
         x1 = _E.conj(x1)
     return matmul(expand_dims(x1, -2), x2)[..., 0, :]
