@@ -257,6 +257,7 @@ def test_compiles_freeze_old_objects_and_restore_the_collector() -> None:
 
 
 def _check_quiet_gc(gc: Any, GC_THRESHOLD: int, _quiet_gc: Any) -> None:
+    from tangentia.compiler.numba_backend import _refreeze
     before = gc.get_threshold()
     with _quiet_gc():
         frozen = gc.get_freeze_count()
@@ -278,7 +279,7 @@ def _check_quiet_gc(gc: Any, GC_THRESHOLD: int, _quiet_gc: Any) -> None:
     try:
         n = gc.get_freeze_count()
         with _quiet_gc():
-            _quiet_gc.refreeze()
+            _refreeze()
         assert gc.get_freeze_count() == n
     finally:
         gc.unfreeze()

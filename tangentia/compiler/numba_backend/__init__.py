@@ -98,6 +98,7 @@ it from the first call); ``TANGENTIA_NUMBA_FAST_LOAD=0`` turns that off.  Compil
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import os
@@ -244,7 +245,7 @@ class NumbaBackend(Backend):
                 native = _native()
                 fn = native.compiled(jaxpr)      # (compiled before: kept already)
                 if fn is None:
-                    _quiet_gc.refreeze()         # (numba's and the compiler's modules, just imported)
+                    _refreeze()                  # (numba's and the compiler's modules, just imported)
                     fn = native.NumbaCompiler(self.compile_estimate(jaxpr)).compile(jaxpr)
                     if os.environ.get("TANGENTIA_NUMBA_FAST_LOAD", "1") != "0":
                         _objcache().save(jaxpr, fn)
@@ -254,7 +255,8 @@ class NumbaBackend(Backend):
         return _native().NumbaCompiler().source(jaxpr)
 
 
-class _quiet_gc:
+@contextlib.contextmanager
+def _quiet_gc():
     """Python's cyclic garbage collector, kept off the objects that were there before, while
     a program compiles.
 
@@ -263,51 +265,46 @@ class _quiet_gc:
     modules and registries (~170,000 objects once imported) every time.  That was
     0.08 s of CPU of a tiny program's first compile in a fresh process (0.8 s) and 0.16 s
     of a 10-layer scan's (1.3 s).  While a compile runs, the objects that existed
-    before it (and those its imports create: ``refreeze``) are frozen (``gc.freeze``:
+    before it (and those its imports create: ``_refreeze``) are frozen (``gc.freeze``:
     not walked; one of them that becomes garbage meanwhile is collected after the
     compile), and a young collection waits for ``GC_THRESHOLD`` allocations instead of
     Python's 700; at the end they are unfrozen and the thresholds restored (unless the
     process changed them meanwhile).  The same garbage is collected, some of it later.
     Nested and concurrent compiles share one such period (the outermost ends it); a
     process that froze objects itself (``gc.get_freeze_count()``) keeps its own state."""
-
-    _lock = threading.Lock()
-    _depth = 0
-    _frozen = False
-    _saved = None
-
-    def __enter__(self):
-        cls = type(self)
-        with cls._lock:
-            if cls._depth == 0:
-                cls._frozen = gc.isenabled() and gc.get_freeze_count() == 0
-                if cls._frozen:
-                    gc.freeze()
-                old = gc.get_threshold()
-                cls._saved = None
-                if 0 < old[0] < GC_THRESHOLD:
-                    cls._saved = (old, (GC_THRESHOLD,) + old[1:])
-                    gc.set_threshold(*cls._saved[1])
-            cls._depth += 1
-        return self
-
-    def __exit__(self, *exc):
-        cls = type(self)
-        with cls._lock:
-            cls._depth -= 1
-            if cls._depth == 0:
-                if cls._saved is not None and gc.get_threshold() == cls._saved[1]:
-                    gc.set_threshold(*cls._saved[0])
-                if cls._frozen:
-                    gc.unfreeze()
-                cls._frozen, cls._saved = False, None
-
-    @classmethod
-    def refreeze(cls):
-        """Freeze the objects created since the period began (modules just imported)."""
-        with cls._lock:
-            if cls._frozen:
+    with _GC_LOCK:
+        if _GC["depth"] == 0:
+            _GC["frozen"] = gc.isenabled() and gc.get_freeze_count() == 0
+            if _GC["frozen"]:
                 gc.freeze()
+            old = gc.get_threshold()
+            _GC["saved"] = (old, (GC_THRESHOLD,) + old[1:]) if 0 < old[0] < GC_THRESHOLD else None
+            if _GC["saved"]:
+                gc.set_threshold(*_GC["saved"][1])
+        _GC["depth"] += 1
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _GC["depth"] -= 1
+            saved = _GC["saved"]
+            if _GC["depth"] == 0:
+                if saved is not None and gc.get_threshold() == saved[1]:
+                    gc.set_threshold(*saved[0])
+                if _GC["frozen"]:
+                    gc.unfreeze()
+                _GC.update(frozen=False, saved=None)
+
+
+def _refreeze():
+    """Freeze the objects created since the compile began (modules just imported)."""
+    with _GC_LOCK:
+        if _GC["frozen"]:
+            gc.freeze()
+
+
+_GC = {"depth": 0, "frozen": False, "saved": None}
+_GC_LOCK = threading.Lock()
 
 
 GC_THRESHOLD = 5000
