@@ -144,3 +144,10 @@ def test_matvec_vecmat_need_their_core_dimensions_as_jax(name: str, x1: np.ndarr
             f(x1, x2)
         assert str(ours.value).startswith(str(theirs.value))
     np.testing.assert_array_equal(tnp.matvec(np.ones((2, 3)), np.arange(3.0)), [3.0, 3.0])
+
+
+def test_broadcast_to_takes_jaxs_keywords() -> None:
+    """``broadcast_to(array=..., shape=...)``, JAX's and NumPy's parameter names (ours was
+    ``a``: 4 of flax nnx's tests call it so)."""
+    want = jnp.broadcast_to(array=np.arange(3.0), shape=(2, 3))
+    np.testing.assert_array_equal(tnp.broadcast_to(array=np.arange(3.0), shape=(2, 3)), want)

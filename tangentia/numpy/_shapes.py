@@ -244,13 +244,13 @@ def matrix_transpose(x: ArrayLike, /) -> Array:
 # Broadcasting
 
 
-def broadcast_to(a, shape: int | Shape) -> Array:
-    """``a`` broadcast to ``shape``."""
+def broadcast_to(array, shape: int | Shape) -> Array:
+    """``array`` broadcast to ``shape`` (the parameters are named as JAX's and NumPy's)."""
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    if len(shape) < len(_aval(a).shape):
+    if len(shape) < len(_aval(array).shape):
         raise ValueError(f"Cannot broadcast to shape with fewer dimensions: arr_shape="
-                         f"{_aval(a).shape} shape={shape}")
-    return _S.broadcast_to(a, shape)
+                         f"{_aval(array).shape} shape={shape}")
+    return _S.broadcast_to(array, shape)
 
 
 def broadcast_arrays(*args: ArrayLike) -> list[Array]:
