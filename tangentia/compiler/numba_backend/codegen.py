@@ -935,7 +935,9 @@ class _Gen:
         for j, v in enumerate(eqn.outputs):
             src = f"{res}[{j}]" if multi else res
             n = self.name("a")
-            self.emit(f"{n} = np.ascontiguousarray({src})" if kernel else f"{n} = {src}")
+            # (a 0-d result is contiguous; np.ascontiguousarray would make it 1-d)
+            self.emit(f"{n} = np.ascontiguousarray({src})" if kernel and v.aval.shape
+                      else f"{n} = {src}")
             o = AV(v.aval.shape, v.aval.dtype, n)
             outs.append(self.small(o) if self.is_small(v.aval.shape) else o)
         return outs

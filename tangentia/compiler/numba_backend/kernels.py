@@ -806,8 +806,11 @@ def _batched(name, core_fn, ins, outs, core_nd, out_core_nd, **glb):
         f"_core({', '.join(part(a, k, first) for a, k in zip(args, core_nd))})")
     for j, (o, k) in enumerate(zip(outs, out_core_nd)):
         shape = f"x0.shape[:{nb}] + np.shape(r{j})" if nb else f"np.shape(r{j})"
+        if not (nb or k):    # (one 0-d result: numba has no ``o[()] = r``)
+            src(f"o{j} = np.array({_np_type(o.dtype)}(r{j}))")
+            continue
         src(f"o{j} = np.empty({shape}, {_np_type(o.dtype)})")
-        src(f"o{j}{_idx(first + [':'] * k) if (nb or k) else '[()]'} = r{j}")
+        src(f"o{j}{_idx(first + [':'] * k)} = r{j}")
     if nb:
         for d in range(nb):
             src(f"for i{d} in range(x0.shape[{d}]):")
@@ -914,8 +917,65 @@ def _svd_values(a):
     return np.linalg.svd(np.ascontiguousarray(a), False)[1]
 
 
-_unary_linalg(_L.det_p, lambda: _det, (0,))
-_unary_linalg(_L.slogdet_p, lambda: _slogdet, (0, 0))
+@numba.njit
+def _nonfinite(a):
+    """0: every entry finite; 1: an infinite one and no NaN; 2: a NaN."""
+    kind = 0
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            v = a[i, j]
+            if v != v:
+                return 2
+            if v - v != 0:
+                kind = 1
+    return kind
+
+
+def _det_nonfinite(dtype, log):
+    """det (``log``: slogdet) of one matrix, for every input: numba's np.linalg routine
+    raises LinAlgError for a matrix holding NaN or inf, where the NumPy backend (the
+    first calls of a tiered ``jit``) gives NumPy's values, NaN where the input has a NaN
+    (primitives.linalg's ``_nan_where_nan``), as JAX does.  A matrix holding inf is
+    factored by LAPACK's getrf here too, and its sign and log|det| taken from the pivots
+    as NumPy's umath_linalg does (an exactly zero pivot: sign 0, log|det| -inf; det =
+    sign * exp(log|det|)), so both tiers give the same bits."""
+    lu = _lu_core(dtype)
+    fast = _slogdet if log else _det
+    cast = np.float64 if np.dtype(dtype) == np.float64 else np.float32
+
+    @numba.njit
+    def core(a):
+        kind = _nonfinite(a)
+        if kind == 0:
+            return fast(a)
+        sign, logdet = np.nan, np.nan
+        if kind == 1:
+            f, piv, _ = lu(np.ascontiguousarray(a))
+            sign, logdet = 1.0, 0.0
+            for i in range(f.shape[0]):
+                if piv[i] != i:
+                    sign = -sign
+            for i in range(f.shape[0]):
+                if f[i, i] == 0:
+                    sign, logdet = 0.0, -np.inf
+                    break
+                d = f[i, i]
+                if d < 0:
+                    sign, d = -sign, -d
+                logdet += np.log(d)
+        if log:
+            return cast(sign), cast(logdet)
+        return cast(sign * np.exp(logdet))
+    return core
+
+
+@_register(_L.det_p, _L.slogdet_p, shape_generic=True)
+def _build_det(prim, ins, outs):
+    if not _linalg_ok(ins, outs) or any(o.dtype != ins[0].dtype for o in outs):
+        return None
+    log = prim is _L.slogdet_p
+    return _batched(prim.name, _det_nonfinite(ins[0].dtype, log), ins, outs, (2,),
+                    (0, 0) if log else (0,))
 
 
 @_register(_L.inv_p, _L.cholesky_p, shape_generic=True)
