@@ -303,8 +303,9 @@ class EvalTrace(Trace):
             if prim.check_args is not None:
                 prim.check_args(*args, **params)
             raise
-        except TypeError:
-            _check_operands(prim, args)
+        except TypeError as e:
+            if "is not a valid JAX type" not in str(e):   # (that one is JAX's already)
+                _check_operands(prim, args)
             raise
         if prim.multiple_results:
             return [o if type(o) is _ndarray else _asarray(o) for o in out]
