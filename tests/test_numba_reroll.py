@@ -8,6 +8,10 @@ tiny programs roll; ``reroll.STATS`` counts the runs rolled.
 """
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
+
 from typing import Any, Callable, List, Tuple
 
 import numpy as np
@@ -76,6 +80,11 @@ def _run(case: Tuple[Callable[..., Any], List[Any]], setting: str,
     """The compiled program's results under TANGENTIA_NUMBA_REROLL=setting, and the
     number of runs rolled while compiling it."""
     monkeypatch.setenv("TANGENTIA_NUMBA_REROLL", setting)
+    # an empty cache: the blocks' code is generated here, where the counter sees it (a
+    # program another test compiled first, in the same cache, was loaded: 0 runs)
+    cache = tempfile.mkdtemp(prefix="tangentia_reroll_")
+    atexit.register(shutil.rmtree, cache, True)
+    monkeypatch.setenv("TANGENTIA_CACHE_DIR", cache)
     jaxpr, args = program(case[0], *case[1])
     before = reroll.STATS["runs"]
     out = compile_numba(jaxpr)(*args)
