@@ -1566,13 +1566,7 @@ def _loop_ir(context, builder, f, memo, dt, args, param):
             return cast(builder.load(ptr))
         readers.append((keys, read_strided))
 
-    pre = builder.block
-    body = builder.append_basic_block("tangentia.loop")
-    end = builder.append_basic_block("tangentia.loop.end")
-    builder.branch(body)
-    builder.position_at_end(body)
-    c = builder.phi(i64)
-    c.add_incoming(const(0), pre)
+    pre, body, end, c = reroll.loop_head(builder, "tangentia.loop")
     init = _loop_init(name, dt)
     accs = []
     for _ in range(n_out):

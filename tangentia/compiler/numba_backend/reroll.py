@@ -37,7 +37,7 @@ import numpy as np
 from llvmlite import ir
 from numba.core import types as nbt
 
-__all__ = ["Ops", "emit", "find_runs", "hoist_stores", "MIN_SAVED", "MIN_COPIES", "STATS"]
+__all__ = ["Ops", "emit", "find_runs", "hoist_stores", "loop_head", "MIN_SAVED", "MIN_COPIES", "STATS"]
 
 
 class Ops(NamedTuple):
@@ -112,6 +112,20 @@ def _mem_place(nodes, inputs, i) -> Optional[Tuple[Any, ...]]:
     if off is None or inputs.arrs[j][0].layout != "C":
         return None
     return j, shape, m[1], off
+
+
+def loop_head(builder, name):
+    """A counted loop's start, for the IR blocks' loops (``irblock``'s reductions and these
+    runs): the block before it, the loop's block (``name``, the builder now in it), the block
+    after it (``name.end``) and the counter (an i64 phi starting at 0 from the block before)."""
+    pre = builder.block
+    head = builder.append_basic_block(name)
+    end = builder.append_basic_block(name + ".end")
+    builder.branch(head)
+    builder.position_at_end(head)
+    c = builder.phi(ir.IntType(64))
+    c.add_incoming(ir.Constant(ir.IntType(64), 0), pre)
+    return pre, head, end, c
 
 
 def _signatures(nodes, order, pos):
@@ -346,13 +360,7 @@ def _emit_run(context, builder, nodes, order, vals, run, inputs, out_ids, packs,
     for b, a in pre_vals.items():
         bvals[b] = ops.value(nodes, vals, a)
     inits = {b: ops.value(nodes, vals, a) for (a, q), b in carries.items()}
-    pre = builder.block
-    head = builder.append_basic_block("tangentia.reroll")
-    end = builder.append_basic_block("tangentia.reroll.end")
-    builder.branch(head)
-    builder.position_at_end(head)
-    c = builder.phi(i64)
-    c.add_incoming(ir.Constant(i64, 0), pre)
+    pre, head, end, c = loop_head(builder, "tangentia.reroll")
     phis = {}
     for b, v in inits.items():
         phi = builder.phi(v.type)
