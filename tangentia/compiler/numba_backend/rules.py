@@ -362,22 +362,18 @@ def _broadcast_to(g, eqn, ins):
 def _concatenate(g, eqn, ins):
     out = eqn.outputs[0].aval
     axis = eqn.params["axis"]
-    if g.is_small(out.shape):
-        pieces = []
-        shapes = [v.shape for v in ins]
+    shapes = [v.shape for v in ins]
+
+    def elements():     # (the result's elements, in order, as expressions of the operands')
         for idx in np.ndindex(*out.shape):
             k, src = concatenate_source(shapes, axis, idx)
-            pieces.append(g.scalar(_cast(g.elem(ins[k], src), ins[k].dtype, out.dtype)))
-        return [SV(out.shape, out.dtype, pieces)]
+            yield _cast(g.elem(ins[k], src), ins[k].dtype, out.dtype)
+    if g.is_small(out.shape):
+        return [SV(out.shape, out.dtype, [g.scalar(e) for e in elements()])]
     if _size(out.shape) <= UNROLL and all(type(v) is SV for v in ins):
         # (scalarized operands, a result too large to be: its elements stored by one
         # call, ``_Gen.array``, not each operand made an array and copied in)
-        shapes = [v.shape for v in ins]
-        els = []
-        for idx in np.ndindex(*out.shape):
-            k, src = concatenate_source(shapes, axis, idx)
-            els.append(_cast(g.elem(ins[k], src), ins[k].dtype, out.dtype))
-        return [g.array(SV(out.shape, out.dtype, els))]
+        return [g.array(SV(out.shape, out.dtype, list(elements())))]
     n = g.name("a")
     g.emit(f"{n} = _empty({_shape_str(out.shape)}, {_dt(out.dtype)})")
     res = AV(out.shape, out.dtype, n)
