@@ -160,6 +160,26 @@ def test_key_follows_what_picks_the_blas_kernels(cal, monkeypatch):
     assert len(key["kernel"]) == 16 and key["cpu"] and key["features"]
 
 
+def test_machine_code_key_follows_the_blas_settings(cal, monkeypatch):
+    """A program compiled under one BLAS setting (whose calibration chose one kernel) is
+    not loaded from the machine-code cache under another: the setting is part of the key,
+    as it is of the calibration's file name (found when a run under
+    ``OPENBLAS_CORETYPE=Haswell`` loaded the code compiled with the default's choice and
+    never calibrated)."""
+    from tangentia.compiler.numba_backend import objcache
+    jaxpr = program(lambda x, y: tnp.tanh(x @ y), np.ones((64, 64)), np.ones((64, 64)))[0]
+    keys = set()
+    for var in objcache.BLAS_ENV:
+        monkeypatch.delenv(var, raising=False)
+    keys.add(objcache.program_key(jaxpr))
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    keys.add(objcache.program_key(jaxpr))
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    keys.add(objcache.program_key(jaxpr))
+    assert len(keys) == 3 and None not in keys
+    assert set(gemm.calibration_key()["env"]) == set(objcache.BLAS_ENV)
+
+
 def test_unwritable_cache_directory_keeps_the_choice_in_memory(cal, monkeypatch):
     blocker = cal.dir / "file"
     blocker.write_text("")

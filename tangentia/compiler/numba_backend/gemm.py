@@ -80,6 +80,7 @@ from numba import njit, types
 from numba.core.extending import intrinsic
 
 from ..backend import cache_root
+from .objcache import BLAS_ENV, _cpus
 
 __all__ = ["use_gemm", "eligible", "compile_products", "calibration", "gemm_mode",
            "MIN_FLOPS", "MIN_DIM"]
@@ -221,10 +222,8 @@ def calibration_key():
             "tangentia": getattr(sys.modules.get("tangentia"), "__version__", "?"),
             "kernel": source})
     key = dict(_STATIC_KEY[0])
-    key["env"] = {v: os.environ.get(v) for v in (
-        "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
-        "GOTO_NUM_THREADS")}
-    key["cpus"] = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    key["env"] = {v: os.environ.get(v) for v in BLAS_ENV}
+    key["cpus"] = _cpus()
     return key
 
 

@@ -92,8 +92,21 @@ def program_key(jaxpr):
     if not body:
         return None
     env = sorted((k, v) for k, v in os.environ.items()
-                 if (k.startswith("TANGENTIA_") or k.startswith("NUMBA_")) and k not in _ENV_IGNORED)
-    return hashlib.sha256(f"{_version()}\n{env!r}\n{_calibrations()}\n{body}".encode()).hexdigest()[:40]
+                 if (k.startswith("TANGENTIA_") or k.startswith("NUMBA_") or k in BLAS_ENV)
+                 and k not in _ENV_IGNORED)
+    return hashlib.sha256(f"{_version()}\n{env!r}\n{_cpus()}\n{_calibrations()}\n{body}".encode()).hexdigest()[:40]
+
+
+# The variables that choose the BLAS libraries' kernels and threads: with the CPUs this
+# process may use, they name the GEMM calibration that applies (``gemm.calibration_key``
+# reads this tuple), so code compiled under one setting is not loaded under another,
+# whose calibration may choose the other kernel.
+BLAS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+            "GOTO_NUM_THREADS")
+
+
+def _cpus():
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
 def _describe(jaxpr, out):
