@@ -368,7 +368,9 @@ def _vector_norm(x, ord, axis, keepdims):
     if ord is None or ord == 2:
         return _elementwise.sqrt(_reductions.sum(_abs2(x), axis=ax, keepdims=keepdims))
     if ord == _np.inf:
-        return _reductions.max(absx, axis=ax, keepdims=keepdims)
+        # initial=0 as JAX's: an empty vector's norm is 0, and at a zero vector the tie with 0
+        # takes half the cotangent (JAX's subgradient)
+        return _reductions.max(absx, axis=ax, keepdims=keepdims, initial=0)
     if ord == -_np.inf:
         return _reductions.min(absx, axis=ax, keepdims=keepdims)
     if ord == 0:
@@ -392,17 +394,19 @@ def _matrix_norm(x, ord, axis, keepdims):
         if ord == "nuc":
             out = _reductions.sum(s, axis=-1)
         elif ord == 2:
-            out = _reductions.max(s, axis=-1)
+            out = _reductions.max(s, axis=-1, initial=0)
         else:
             out = _reductions.min(s, axis=-1)
     elif ord in (1, -1):
         c = col - 1 if col > row else col
         sums = _reductions.sum(_elementwise.abs(x), axis=row)
-        out = _reductions.max(sums, axis=c) if ord == 1 else _reductions.min(sums, axis=c)
+        out = (_reductions.max(sums, axis=c, initial=0) if ord == 1
+               else _reductions.min(sums, axis=c))
     elif ord in (_np.inf, -_np.inf):
         r = row - 1 if row > col else row
         sums = _reductions.sum(_elementwise.abs(x), axis=col)
-        out = _reductions.max(sums, axis=r) if ord == _np.inf else _reductions.min(sums, axis=r)
+        out = (_reductions.max(sums, axis=r, initial=0) if ord == _np.inf
+               else _reductions.min(sums, axis=r))
     else:
         raise ValueError(f"norm: invalid norm order {ord!r} for matrices")
     if keepdims:
