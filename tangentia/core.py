@@ -32,6 +32,8 @@ def short_dtype_name(dtype):
     if name is None:
         if dtype == dtypes.float0:
             name = "float0"
+        elif dtypes.is_key(dtype):   # typed PRNG keys, as JAX prints them
+            name = "key<fry>"
         elif dtype.kind == "b":
             name = "bool"
         elif dtype.kind == "V":   # ml_dtypes' (bfloat16 -> bf16, float8_e4m3fn -> f8_e4m3fn), as JAX

@@ -191,13 +191,28 @@ def __dir__():
 
 class extended(np.generic):  # noqa: N801 - JAX's name
     """Scalar class of extended dtypes, for ``issubdtype`` only (never
-    instantiated).  tangentia has no extended dtypes: its PRNG keys are uint32
-    arrays, as JAX's legacy ``PRNGKey``."""
+    instantiated).  tangentia's one extended dtype is ``key_fry``, the dtype of
+    typed PRNG keys: ``issubdtype(key_fry, extended)`` is True."""
 
 
 class prng_key(extended):  # noqa: N801 - JAX's name
-    """Scalar class of PRNG key dtypes, for ``issubdtype`` only (tangentia's keys
-    are uint32 arrays, so ``issubdtype(key.dtype, prng_key)`` is False)."""
+    """Scalar class of PRNG key dtypes, for ``issubdtype`` only:
+    ``issubdtype(jax.random.key(0).dtype, prng_key)`` is True."""
+
+
+# The dtype of a typed PRNG key (``tangentia.random.key``; JAX's ``key<fry>``): one key is
+# one element, whose data are the two uint32 words of a raw threefry2x32 key.  A NumPy
+# structured dtype, so that eager key arrays are ndarrays of the keys' own shape (a scalar
+# key has shape ()) whose structural operations (reshape, indexing, broadcast, concatenate,
+# where, scan carries) are NumPy's on 8-byte elements; arithmetic has no loop for it.  Its
+# kind is 'V', so the numba backend leaves a program holding keys to the NumPy backend.
+key_fry = np.dtype([("key<fry>", np.uint32, (2,))])
+KEY_FIELD = "key<fry>"
+
+
+def is_key(dtype) -> bool:
+    """Whether ``dtype`` is the typed PRNG key dtype (``key_fry``)."""
+    return isinstance(dtype, np.dtype) and dtype.kind == "V" and dtype == key_fry
 
 
 class TypePromotionError(ValueError):
@@ -233,7 +248,9 @@ def _scalar_class(x):
 @lru_cache(maxsize=512)
 def _issubdtype(a, b) -> bool:
     if isinstance(b, type) and issubclass(b, extended):
-        return isinstance(a, type) and issubclass(a, b)
+        return (isinstance(a, type) and issubclass(a, b)) or is_key(a)
+    if is_key(a):   # a key dtype is below extended only (and itself)
+        return is_key(b) if isinstance(b, np.dtype) else b is np.generic
     a, b = _scalar_class(a), _scalar_class(b)
     if issubclass(a, extended):
         return False

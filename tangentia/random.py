@@ -5,8 +5,11 @@
     k1, k2 = tr.split(key)
     x = tr.normal(k1, (3,))
 
-A key is a uint32 array of shape ``(2,)``, laid out as JAX's raw threefry2x32
-keys.  The numbers are JAX's: for the same key, shape and dtype every function
+A key is either a typed key array (``key(seed)``, JAX's ``key<fry>`` arrays: shape ``()``
+per key, dtype ``dtypes.key_fry``, whose data ``key_data(k)`` is the raw key) or a raw
+key (``PRNGKey(seed)``), a uint32 array of shape ``(2,)``, laid out as JAX's raw
+threefry2x32 keys.  Every function takes both; ``split`` and ``fold_in`` give keys of
+the kind they are given.  The numbers are JAX's: for the same key, shape and dtype every function
 returns what ``jax.random`` returns with ``jax_enable_x64`` (JAX's default PRNG
 threefry2x32 with ``jax_threefry_partitionable=True``, and JAX's algorithms on
 its bits), bit-exact for integers and to the last ulp or so for floats.  Every
@@ -30,6 +33,7 @@ from . import lax as _lax
 from . import numpy as tnp
 from .numpy import linalg as _NL
 from .primitives import prng as _prng
+from .primitives import prng_keys as _keys
 from .primitives.prng import random_bits as _random_bits, random_bits_p, random_gamma_p  # noqa: F401
 from .scipy import special as _sp
 
@@ -58,11 +62,20 @@ _U64 = np.dtype(np.uint64)
 
 
 def _check_key(name, key):
+    """The raw key data (uint32[2]) of ``key``, a raw key or a scalar typed key."""
     try:
         a = core.get_aval(key)
     except TypeError:
         raise TypeError(f"{name}: argument 'key' must be a PRNG key (a uint32 array of shape "
                         f"(2,), e.g. tangentia.random.PRNGKey(0)), got {type(key).__name__}") from None
+    if a.dtype.kind == "V" and _dtypes.is_key(a.dtype):
+        if a.shape != ():
+            raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
+                             f"{a.shape} != (). Use jax.vmap for batching.")
+        return _keys.random_unwrap(key)
+    if a.dtype == _U32 and a.ndim == 2 and a.shape[-1] == 2:
+        raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
+                         f"{a.shape[:-1]} != (). Use jax.vmap for batching.")
     if a.dtype != _U32 or a.shape != (2,):
         raise TypeError(f"{name}: argument 'key' must be a PRNG key (a uint32 array of shape "
                         f"(2,), e.g. tangentia.random.PRNGKey(0)), got {a.str_short()}")
@@ -144,39 +157,100 @@ def PRNGKey(seed: int | ArrayLike) -> Array:
     return tnp.stack([hi, tnp.astype(s, _U32)])
 
 
+def _check_impl(name, impl):
+    if impl not in (None, "threefry2x32", "threefry"):
+        raise NotImplementedError(f"{name}: only the default PRNG implementation "
+                                  f"'threefry2x32' is supported, got impl={impl!r}")
+
+
+def _is_typed(x):
+    """Whether ``x`` is a typed key array (dtype ``key<fry>``)."""
+    dt = getattr(x, "dtype", None)
+    return isinstance(dt, np.dtype) and dt.kind == "V" and _dtypes.is_key(dt)
+
+
 def key(seed: int | ArrayLike, *, impl: Any = None) -> Array:
-    """Same as ``PRNGKey`` (keys are plain uint32[2] arrays here)."""
-    if impl not in (None, "threefry2x32"):
-        raise NotImplementedError(f"key: only the default PRNG implementation 'threefry2x32' "
-                                  f"is supported, got impl={impl!r}")
-    return PRNGKey(seed)
+    """A typed PRNG key (shape ``()``, dtype ``key<fry>``) from an integer seed, as
+    ``jax.random.key``: its data (``key_data``) is ``PRNGKey(seed)``."""
+    _check_impl("key", impl)
+    if _is_typed(seed):
+        raise TypeError("key accepts a scalar seed, but was given a PRNG key.")
+    if not isinstance(seed, (int, np.integer, bool, np.bool_)):
+        shape = _aval(seed).shape
+        if shape != ():
+            raise TypeError(f"key accepts a scalar seed, but was given an array of shape "
+                            f"{shape} != (). Use jax.vmap for batching")
+    return _keys.random_wrap(PRNGKey(seed))
 
 
 def key_data(keys: ArrayLike) -> Array:
-    """The raw uint32 data of a key (the key itself)."""
-    return keys
+    """The raw uint32 data of ``keys``: shape ``keys.shape + (2,)`` for typed keys (JAX's
+    ``key_data``); a raw key is its own data."""
+    if _is_typed(keys):
+        return _keys.random_unwrap(keys)
+    return _check_key_data("key_data", keys)
 
 
-def wrap_key_data(key_bits_array: ArrayLike, *, impl: Any = None) -> Any:
-    """A key from raw uint32 data (the data itself)."""
-    return key_bits_array
+def _check_key_data(name, data):
+    try:
+        a = core.get_aval(data)
+    except TypeError:
+        raise TypeError(f"unexpected PRNG key type {type(data)} ({name}: a typed key array "
+                        "or raw uint32[..., 2] key data was expected)") from None
+    _keys.check_key_data(a)
+    return data if isinstance(data, (core.Tracer, np.ndarray)) else np.asarray(data)
+
+
+def wrap_key_data(key_bits_array: ArrayLike, *, impl: Any = None) -> Array:
+    """A typed key array of shape ``key_bits_array.shape[:-1]`` from raw uint32 data
+    whose last axis has size 2 (JAX's ``wrap_key_data``)."""
+    _check_impl("wrap_key_data", impl)
+    if _is_typed(key_bits_array):
+        raise TypeError("wrap_key_data: argument 'key_bits_array' must be uint32 key data, "
+                        "got a typed key array (it is already wrapped)")
+    return _keys.random_wrap(_check_key_data("wrap_key_data", key_bits_array))
+
+
+class PRNGImpl:
+    """The PRNG implementation of a key (``key_impl``): threefry2x32, the only one here.
+    Compares equal to its name, as the string this function returned before."""
+
+    name = "threefry2x32"
+    key_shape = (2,)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PRNGImpl) or other in ("threefry2x32", "threefry")
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"PRNGImpl({self.name!r})"
+
+
+_IMPL = PRNGImpl()
 
 
 def key_impl(keys: ArrayLike) -> Any:
-    """The name of the PRNG implementation of ``keys``: always ``'threefry2x32'``."""
-    _check_key("key_impl", keys)
-    return "threefry2x32"
+    """The PRNG implementation of ``keys`` (threefry2x32, equal to its name)."""
+    if not _is_typed(keys):
+        _check_key("key_impl", keys)
+    return _IMPL
 
 
 def key_dtype(impl: Any = None) -> Any:
-    """The dtype of keys: keys are raw uint32[2] arrays here (JAX's raw key layout)."""
-    if impl not in (None, "threefry2x32"):
-        raise NotImplementedError(f"key_dtype: only 'threefry2x32' is supported, got {impl!r}")
-    return _U32
+    """The dtype of typed keys (``key<fry>``: ``tangentia.dtypes.key_fry``)."""
+    _check_impl("key_dtype", impl)
+    return _dtypes.key_fry
 
 
 def clone(key: Any) -> Any:
     """A copy of ``key`` (keys are immutable arrays here, so the key itself)."""
+    if _is_typed(key):
+        return key
     return _check_key("clone", key)
 
 
@@ -187,9 +261,11 @@ def _split(key, shape):
 
 
 def split(key: ArrayLike, num: int | tuple[int, ...] = 2) -> Array:
-    """``num`` new keys derived from ``key``, as a uint32 array of shape ``(num, 2)``."""
-    key = _check_key("split", key)
-    return _split(key, _shape("split", num))
+    """``num`` new keys derived from ``key``: typed keys of shape ``(num,)`` from a typed
+    key, a uint32 array of shape ``(num, 2)`` from a raw key."""
+    typed = _is_typed(key)
+    out = _split(_check_key("split", key), _shape("split", num))
+    return _keys.random_wrap(out) if typed else out
 
 
 def _rotl_traced(x, r):
@@ -197,7 +273,10 @@ def _rotl_traced(x, r):
 
 
 def fold_in(key: ArrayLike, data: ArrayLike) -> Array:
-    """A new key derived from ``key`` and an integer ``data`` (may be traced)."""
+    """A new key derived from ``key`` and an integer ``data`` (may be traced), of the
+    kind of ``key`` (typed or raw)."""
+    if _is_typed(key):
+        return _keys.random_wrap(fold_in(_check_key("fold_in", key), data))
     key = _check_key("fold_in", key)
     a = _aval(data)
     if a.shape != () or a.dtype.kind not in "iub":
@@ -228,8 +307,10 @@ def _as(x, dtype):
 def _uniform(key, shape, dtype, minval=0.0, maxval=1.0):
     """JAX's ``_uniform``: mantissa bits as a float in [1, 2), minus 1, scaled to the range."""
     finfo = _dtypes.finfo(dtype)
-    b = _random_bits(key, shape, finfo.bits)
-    m = tnp.right_shift(b, np.dtype(b.dtype).type(finfo.bits - finfo.nmant))
+    # JAX draws 8 bits for a dtype of fewer than 8 mantissa bits (bfloat16: 7)
+    rng_bits = 8 if finfo.nmant < 8 else finfo.bits
+    b = _random_bits(key, shape, rng_bits)
+    m = tnp.right_shift(b, np.dtype(b.dtype).type(rng_bits - finfo.nmant))
     floats = tnp.astype(m, dtype) * dtype.type(2.0 ** -finfo.nmant)   # exact: (1.m) - 1
     minval, maxval = _as(minval, dtype), _as(maxval, dtype)
     return tnp.maximum(minval, floats * (maxval - minval) + minval)

@@ -375,7 +375,7 @@ KINDS = {
     "nondifferentiable": {"argmax", "argmin", "argsort", "searchsorted", "reduce_and",
                           "reduce_or", "lu_pivots_to_permutation", "stop_gradient",
                           "window_argmax", "axis_index", "bitcast_convert_type", "reduce_xor"},
-    "random": {"random_bits", "random_gamma"},
+    "random": {"random_bits", "random_gamma", "random_wrap", "random_unwrap"},
     "callback": {"pure_callback"},
     "effectful": {"debug_print", "debug_callback"},
     "call": {"jit", "checkpoint", "custom_linear_solve", "custom_lin"},

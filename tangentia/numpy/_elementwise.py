@@ -15,6 +15,7 @@ from .. import dtypes as _dtypes
 from ..custom_derivatives import custom_jvp
 from ..primitives import elementwise as _E
 from ..primitives import misc as _M
+from ..primitives import prng_keys as _K
 from ..primitives import special as _SP
 from ..primitives import structural as _S
 from ._constants import complex128, float64, pi
@@ -101,14 +102,24 @@ def _equal(x: ArrayLike, y: ArrayLike) -> Array:
     """Elementwise ``x == y`` (the primitive ``eq``)."""
     if type(x) not in _PLAIN or type(y) not in _PLAIN:
         _compared("equal", x, y)
-    return _E.eq(x, y)
+    try:
+        return _E.eq(x, y)
+    except TypeError:   # (typed PRNG keys: the ufunc has no loop for them)
+        if not (_K.is_key_array(x) or _K.is_key_array(y)):
+            raise
+        return _K.keys_equal(x, y, "equal")
 
 
 def _not_equal(x: ArrayLike, y: ArrayLike) -> Array:
     """Elementwise ``x != y`` (the primitive ``ne``)."""
     if type(x) not in _PLAIN or type(y) not in _PLAIN:
         _compared("not_equal", x, y)
-    return _E.ne(x, y)
+    try:
+        return _E.ne(x, y)
+    except TypeError:   # (typed PRNG keys, as in _equal)
+        if not (_K.is_key_array(x) or _K.is_key_array(y)):
+            raise
+        return _K.keys_equal(x, y, "not_equal", negate=True)
 
 
 # public functions of eq and ne through the one eager-dispatch point (with the check above

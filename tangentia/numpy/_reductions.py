@@ -17,7 +17,7 @@ from ..primitives import reductions as _R
 from ..primitives import structural as _S
 from ._constants import float64, inf, int64, nan
 from ._conversion import _in, asarray, astype
-from ._elementwise import isclose, isnan, logical_and, logical_not, logical_or, sqrt, where
+from ._elementwise import _equal, isclose, isnan, logical_and, logical_not, logical_or, sqrt, where
 from ._shapes import broadcast_shapes, concatenate, ndim, ravel, shape
 from ._util import _aval, _axes, _axis, _eager, _is_tracer
 
@@ -442,7 +442,7 @@ def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> Array:
     a2 = _in(a2, "array_equal", "a2")
     if shape(a1) != shape(a2):
         return _np.asarray(False)
-    eq = _E.eq(a1, a2)
+    eq = _equal(a1, a2)
     if equal_nan and _dtypes.is_inexact(_aval(a1).dtype) and _dtypes.is_inexact(_aval(a2).dtype):
         eq = logical_or(eq, logical_and(isnan(a1), isnan(a2)))
     return all(eq)
@@ -456,4 +456,4 @@ def array_equiv(a1: ArrayLike, a2: ArrayLike) -> Array:
         broadcast_shapes(shape(a1), shape(a2))
     except ValueError:
         return _np.asarray(False)
-    return all(_E.eq(a1, a2))
+    return all(_equal(a1, a2))

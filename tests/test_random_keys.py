@@ -1,0 +1,262 @@
+"""Typed PRNG keys (``tangentia.random.key``: JAX's ``key<fry>`` arrays) against JAX's.
+
+Every number is compared with ``jax.random`` (x64) for the same seed: the data of a typed
+key, what ``split``/``fold_in`` give, the samples drawn from typed keys; and each
+transformation against its definition (vmap against a loop, jit against eager, both jit
+backends, jvp's tangents are float0, scan/cond/while carries)."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+import tangentia.random as tr
+from tangentia import dtypes
+
+jax.config.update("jax_enable_x64", True)
+
+
+def data(k):
+    return np.asarray(tr.key_data(k))
+
+
+def jdata(k):
+    return np.asarray(jax.random.key_data(k))
+
+
+SEEDS = [0, 42, 2 ** 40 + 3, -2, np.uint32(5), np.int32(-2)]
+
+
+@pytest.mark.parametrize("seed", SEEDS, ids=repr)
+def test_key_data_as_jax(seed):
+    k = tr.key(seed)
+    assert isinstance(k, np.ndarray) and isinstance(k, tg.Array)
+    assert k.shape == () and k.ndim == 0 and k.dtype == dtypes.key_fry
+    np.testing.assert_array_equal(data(k), jdata(jax.random.key(seed)))
+    assert data(k).dtype == np.uint32 and data(k).shape == (2,)
+    np.testing.assert_array_equal(data(k), tr.PRNGKey(seed))
+
+
+def test_key_dtype_as_jax():
+    k = tr.key(0)
+    assert tnp.issubdtype(k.dtype, tg.dtypes.prng_key)
+    assert tnp.issubdtype(k.dtype, tg.dtypes.extended)
+    assert jnp.issubdtype(jax.random.key(0).dtype, jax.dtypes.prng_key)
+    assert not tnp.issubdtype(k.dtype, np.integer) and not tnp.issubdtype(k.dtype, np.floating)
+    assert not tnp.issubdtype(np.uint32, tg.dtypes.prng_key)
+    assert k.dtype != np.uint32
+    assert tr.key_dtype() == k.dtype
+    assert str(tg.typeof(k)) == str(jax.typeof(jax.random.key(0))) == "key<fry>[]"
+    assert tr.key_impl(k) == "threefry2x32" == str(tr.key_impl(k))
+    jaxpr = str(tg.make_jaxpr(lambda k: tr.split(k))(k))
+    assert "key<fry>[]" in jaxpr and "key<fry>[2]" in jaxpr
+
+
+@pytest.mark.parametrize("num", [2, 3, (2, 3), ()], ids=repr)
+def test_split_as_jax(num):
+    ks = tr.split(tr.key(7), num)
+    jks = jax.random.split(jax.random.key(7), num)
+    assert ks.shape == jks.shape and ks.dtype == dtypes.key_fry
+    np.testing.assert_array_equal(data(ks), jdata(jks))
+    # the raw key gives the same data, raw
+    np.testing.assert_array_equal(tr.split(tr.PRNGKey(7), num), data(ks))
+
+
+@pytest.mark.parametrize("d", [0, 5, 2 ** 31 + 1, np.uint32(9), np.int32(-3)], ids=repr)
+def test_fold_in_as_jax(d):
+    k = tr.fold_in(tr.key(3), d)
+    assert k.shape == () and k.dtype == dtypes.key_fry
+    np.testing.assert_array_equal(data(k), jdata(jax.random.fold_in(jax.random.key(3), d)))
+    np.testing.assert_array_equal(tr.fold_in(tr.PRNGKey(3), d), data(k))
+
+
+SAMPLERS = {
+    "normal": lambda m, k: m.normal(k, (3,)),
+    "uniform": lambda m, k: m.uniform(k, (2, 2), minval=-1.0, maxval=2.0),
+    "randint": lambda m, k: m.randint(k, (4,), 0, 100),
+    "bits": lambda m, k: m.bits(k, (3,), np.uint32),
+    "bernoulli": lambda m, k: m.bernoulli(k, 0.3, (5,)),
+    "permutation": lambda m, k: m.permutation(k, 6),
+    "choice": lambda m, k: m.choice(k, 10, (3,), replace=False),
+    "gamma": lambda m, k: m.gamma(k, 2.5, (3,)),
+    "categorical": lambda m, k: m.categorical(k, np.log(np.array([0.2, 0.3, 0.5])), shape=(4,)),
+    "truncated_normal": lambda m, k: m.truncated_normal(k, -1.0, 1.0, (3,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLERS))
+def test_samplers_take_typed_keys(name):
+    f = SAMPLERS[name]
+    typed = np.asarray(f(tr, tr.key(11)))
+    np.testing.assert_array_equal(typed, np.asarray(f(tr, tr.PRNGKey(11))))
+    np.testing.assert_allclose(typed, np.asarray(f(jax.random, jax.random.key(11))),
+                               rtol=1e-13, atol=0)
+
+
+def test_wrap_key_data_as_jax():
+    raw = np.array([[1, 2], [3, 4], [5, 6]], np.uint32)
+    ks = tr.wrap_key_data(raw)
+    assert ks.shape == (3,) and ks.dtype == dtypes.key_fry
+    np.testing.assert_array_equal(data(ks), raw)
+    np.testing.assert_array_equal(tr.normal(ks[1], (2,)),
+                                  jax.random.normal(jax.random.wrap_key_data(raw)[1], (2,)))
+    # a raw key's data is itself
+    np.testing.assert_array_equal(tr.key_data(tr.PRNGKey(4)), tr.PRNGKey(4))
+
+
+def test_errors_as_jax():
+    ks = tr.split(tr.key(0), 3)
+    for fn in (lambda: tr.normal(ks), lambda: tr.split(ks), lambda: tr.fold_in(ks, 1)):
+        with pytest.raises(ValueError, match=r"accepts a single key, but was given a key array "
+                                             r"of shape \(3,\) != \(\)\. Use jax.vmap"):
+            fn()
+    with pytest.raises(TypeError, match="JAX encountered invalid PRNG key data: expected "
+                                        "key_data.shape to end with"):
+        tr.wrap_key_data(np.zeros(3, np.uint32))
+    with pytest.raises(TypeError, match="JAX encountered invalid PRNG key data: expected "
+                                        "key_data.dtype = uint32; got dtype=float32"):
+        tr.wrap_key_data(np.zeros(2, np.float32))
+    with pytest.raises(TypeError, match="key accepts a scalar seed, but was given an array"):
+        tr.key(np.arange(3))
+    with pytest.raises(TypeError, match="key accepts a scalar seed, but was given a PRNG key"):
+        tr.key(tr.key(0))
+    with pytest.raises(TypeError):       # no arithmetic on keys (JAX: TypeError too)
+        tnp.add(tr.key(0), tr.key(1))
+    with pytest.raises(TypeError, match="equal does not accept dtypes key<fry>"):
+        tnp.equal(tr.key(0), 1)
+
+
+def test_structural_operations_as_jax():
+    ks, jks = tr.split(tr.key(5), 6), jax.random.split(jax.random.key(5), 6)
+    cases = [
+        (lambda m, k: m.reshape(k, (2, 3)), None),
+        (lambda m, k: k[1:4], None),
+        (lambda m, k: k[::-1], None),
+        (lambda m, k: m.broadcast_to(k[2], (2, 3)), None),
+        (lambda m, k: m.concatenate([k, k[:2]]), None),
+        (lambda m, k: m.stack([k, k]), None),
+        (lambda m, k: m.where(np.array([True, False] * 3), k, k[::-1]), None),
+        (lambda m, k: m.reshape(k, (3, 2)).T, None),
+        (lambda m, k: m.expand_dims(k, 0), None),
+    ]
+    for fn, _ in cases:
+        out, jout = fn(tnp, ks), fn(jnp, jks)
+        assert out.shape == jout.shape and out.dtype == dtypes.key_fry
+        np.testing.assert_array_equal(data(out), jdata(jout))
+
+
+def test_equality_as_jax():
+    ks, jks = tr.split(tr.key(1), 4), jax.random.split(jax.random.key(1), 4)
+    for fn in (lambda m, k: m.equal(k, k[1]), lambda m, k: m.not_equal(k, k[::-1]),
+               lambda m, k: k == k[2], lambda m, k: k != k,
+               lambda m, k: m.array_equal(k, k), lambda m, k: m.array_equal(k, k[::-1])):
+        np.testing.assert_array_equal(np.asarray(fn(tnp, ks)), np.asarray(fn(jnp, jks)))
+        np.testing.assert_array_equal(np.asarray(tg.jit(lambda k: fn(tnp, k))(ks)),
+                                      np.asarray(fn(jnp, jks)))
+    out = tg.vmap(lambda a, b: tnp.equal(a, b), (0, None))(ks, ks[2])
+    np.testing.assert_array_equal(out, [False, False, True, False])
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_jit_as_eager(backend):
+    def f(k, x):
+        k1, k2 = tr.split(tr.fold_in(k, 3))
+        return tr.normal(k1, (3,)) * x + tr.uniform(k2, ()), tr.split(k2, 2)
+
+    k = tr.key(8)
+    out, keys = tg.jit(f, backend=backend)(k, 2.0)
+    eout, ekeys = f(k, 2.0)
+    np.testing.assert_array_equal(out, eout)
+    assert keys.dtype == dtypes.key_fry and keys.shape == (2,) and isinstance(keys, np.ndarray)
+    np.testing.assert_array_equal(data(keys), data(ekeys))
+
+    def jf(k, x):
+        k1, k2 = jax.random.split(jax.random.fold_in(k, 3))
+        return jax.random.normal(k1, (3,)) * x + jax.random.uniform(k2, ()), None
+    np.testing.assert_allclose(out, jf(jax.random.key(8), 2.0)[0], rtol=1e-14)
+    # keys given and returned through jit unchanged
+    np.testing.assert_array_equal(data(tg.jit(lambda k: k, backend=backend)(keys)), data(keys))
+
+
+def test_vmap_as_loop():
+    ks = tr.split(tr.key(2), 4)
+    out = tg.vmap(lambda k: tr.normal(k, (2,)))(ks)
+    # (the same bits; erfinv batched may differ from the loop's in the last bit)
+    np.testing.assert_allclose(out, np.stack([tr.normal(ks[i], (2,)) for i in range(4)]),
+                               rtol=1e-14)
+    np.testing.assert_allclose(
+        out, jax.vmap(lambda k: jax.random.normal(k, (2,)))(jax.random.split(jax.random.key(2), 4)),
+        rtol=1e-14)
+    bits = tg.vmap(lambda k: tr.bits(k, (3,)))(ks)
+    np.testing.assert_array_equal(bits, np.stack([tr.bits(ks[i], (3,)) for i in range(4)]))
+    sp = tg.vmap(lambda k: tr.split(k, 3))(ks)
+    assert sp.shape == (4, 3) and sp.dtype == dtypes.key_fry
+    np.testing.assert_array_equal(data(sp), np.stack([data(tr.split(ks[i], 3)) for i in range(4)]))
+    # fold_in with batched data and an unbatched key
+    fo = tg.vmap(tr.fold_in, (None, 0))(ks[0], np.arange(4))
+    np.testing.assert_array_equal(data(fo), np.stack([data(tr.fold_in(ks[0], i)) for i in range(4)]))
+    # key arrays mapped along a later axis; key_data/wrap_key_data under vmap
+    grid = tnp.reshape(tr.split(tr.key(3), 6), (2, 3))
+    cols = tg.vmap(lambda k: tr.key_data(k), in_axes=1)(grid)
+    np.testing.assert_array_equal(cols, np.stack([data(grid[:, j]) for j in range(3)]))
+    raw = data(ks)                                   # (4, 2)
+    w0 = tg.vmap(tr.wrap_key_data)(raw)
+    np.testing.assert_array_equal(data(w0), raw)
+    w1 = tg.vmap(tr.wrap_key_data, in_axes=1)(np.ascontiguousarray(raw.T))  # batch on key axis
+    np.testing.assert_array_equal(data(w1), raw)
+
+
+def test_derivatives_see_keys_as_constants():
+    k = tr.key(4)
+    g = tg.grad(lambda x, k: tnp.sum(x * tr.normal(k, (3,))))(np.ones(3), k)
+    np.testing.assert_array_equal(g, tr.normal(k, (3,)))
+    zero = np.zeros((), dtypes.float0)
+    out, t = tg.jvp(lambda k: tr.split(k), (k,), (zero,))
+    jout, jt = jax.jvp(lambda k: jax.random.split(k), (jax.random.key(4),),
+                       (np.zeros((), jax.dtypes.float0),))
+    np.testing.assert_array_equal(data(out), jdata(jout))
+    assert t.dtype == dtypes.float0 and t.shape == jt.shape == (2,)
+    (ct,) = tg.vjp(lambda k: tr.key_data(k), k)[1](np.zeros((2,), dtypes.float0))
+    assert ct.dtype == dtypes.float0 and ct.shape == ()
+    (val, aux), g = tg.value_and_grad(lambda x, k: (x * tr.normal(k), tr.split(k)),
+                                      has_aux=True)(2.0, k)
+    np.testing.assert_array_equal(data(aux), data(tr.split(k)))
+    np.testing.assert_array_equal(g, tr.normal(k))
+
+
+def test_loops_carry_keys():
+    def body(c, _):
+        k, sub = tr.split(c)
+        return k, tr.normal(sub)
+
+    def jbody(c, _):
+        k, sub = jax.random.split(c)
+        return k, jax.random.normal(sub)
+
+    k, xs = tg.lax.scan(body, tr.key(6), None, length=4)
+    jk, jxs = jax.lax.scan(jbody, jax.random.key(6), None, length=4)
+    np.testing.assert_allclose(xs, jxs, rtol=1e-14)
+    np.testing.assert_array_equal(data(k), jdata(jk))
+    k2, xs2 = tg.jit(lambda k: tg.lax.scan(body, k, None, length=4))(tr.key(6))
+    np.testing.assert_array_equal(xs2, xs)
+    np.testing.assert_array_equal(data(k2), data(k))
+    w = tg.lax.while_loop(lambda c: c[1] < 3, lambda c: (tr.fold_in(c[0], c[1]), c[1] + 1),
+                          (tr.key(1), 0))
+    jw = jax.lax.while_loop(lambda c: c[1] < 3,
+                            lambda c: (jax.random.fold_in(c[0], c[1]), c[1] + 1),
+                            (jax.random.key(1), 0))
+    np.testing.assert_array_equal(data(w[0]), jdata(jw[0]))
+    c = tg.lax.cond(True, lambda k: tr.split(k)[0], lambda k: k, tr.key(1))
+    np.testing.assert_array_equal(data(c), jdata(jax.random.split(jax.random.key(1))[0]))
+
+
+def test_pytrees_hold_keys_as_leaves():
+    tree = {"a": tr.key(0), "b": [tr.split(tr.key(1), 2)]}
+    leaves = tg.tree_util.tree_leaves(tree)
+    assert len(leaves) == 2 and all(leaf.dtype == dtypes.key_fry for leaf in leaves)
+    out = tg.jit(lambda t: tg.tree_util.tree_map(lambda k: tr.split(k, 1)[0]
+                                                 if k.ndim == 0 else k, t))(tree)
+    np.testing.assert_array_equal(data(out["a"]), data(tr.split(tr.key(0), 1)[0]))
