@@ -17,6 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
+from .. import dtypes
 from .. import numpy as tnp
 from .. import random
 
@@ -41,11 +42,22 @@ class Initializer(Protocol):
         ...
 
 
-def _dtype(name, dtype):
+def _dtype(name, dtype, half=True):
+    """A sampler's float dtype: float32/float64, and float16/bfloat16 where ``half`` (as
+    JAX's: ``random.normal``/``uniform``/``truncated_normal`` draw 16-bit floats)."""
     dtype = np.dtype(np.float64 if dtype is None else dtype)
-    if dtype.kind != "f" or dtype.itemsize not in (4, 8):
-        raise TypeError(f"{name}: argument 'dtype' must be float32 or float64, got {dtype}")
+    ok = dtype.kind == "f" and dtype.itemsize in (4, 8)
+    if half and dtypes.is_real_floating(dtype) and dtype.itemsize == 2:
+        ok = True
+    if not ok:
+        raise TypeError(f"{name}: argument 'dtype' must be float32 or float64"
+                        f"{', float16 or bfloat16' if half else ''}, got {dtype}")
     return dtype
+
+
+def _any_dtype(dtype):
+    """The dtype of a filled array (zeros, ones, constant): any dtype, as JAX's."""
+    return np.dtype(np.float64 if dtype is None else dtype)
 
 
 def _shape(name, shape):
@@ -59,18 +71,18 @@ def _shape(name, shape):
 
 def zeros(key: ArrayLike, shape: Any, dtype: Any = None) -> Array:
     """An array of zeros (the key is unused)."""
-    return tnp.zeros(_shape("zeros", shape), _dtype("zeros", dtype))
+    return tnp.zeros(_shape("zeros", shape), _any_dtype(dtype))
 
 
 def ones(key: ArrayLike, shape: Any, dtype: Any = None) -> Array:
     """An array of ones (the key is unused)."""
-    return tnp.ones(_shape("ones", shape), _dtype("ones", dtype))
+    return tnp.ones(_shape("ones", shape), _any_dtype(dtype))
 
 
 def constant(value: ArrayLike, dtype: Any = None) -> Any:
     """An initializer filling arrays with ``value``."""
     def init(key, shape, dtype=dtype):
-        return tnp.full(_shape("constant", shape), value, _dtype("constant", dtype))
+        return tnp.full(_shape("constant", shape), value, _any_dtype(dtype))
     return init
 
 
@@ -168,7 +180,7 @@ def orthogonal(scale: Any = 1.0, column_axis: int = -1, dtype: Any = None) -> An
     """An initializer of (scaled) matrices with orthonormal columns along ``column_axis``."""
     def init(key, shape, dtype=dtype):
         shape = _shape("orthogonal", shape)
-        dtype = _dtype("orthogonal", dtype)
+        dtype = _dtype("orthogonal", dtype, half=False)
         if len(shape) < 2:
             raise ValueError("orthogonal initializer requires at least a 2D shape")
         if any(d == 0 for d in shape):
@@ -184,7 +196,7 @@ def delta_orthogonal(scale: Any = 1.0, column_axis: int = -1, dtype: Any = None)
     """An initializer for 3D/4D/5D convolution kernels: an orthogonal matrix at the center tap."""
     def init(key, shape, dtype=dtype):
         shape = _shape("delta_orthogonal", shape)
-        dtype = _dtype("delta_orthogonal", dtype)
+        dtype = _dtype("delta_orthogonal", dtype, half=False)
         if len(shape) not in (3, 4, 5):
             raise ValueError("Delta orthogonal initializer requires a 3D, 4D or 5D shape.")
         if shape[-1] < shape[-2]:
