@@ -392,6 +392,7 @@ def _generate(jaxpr, settings=None):
     loop = one_loop(jaxpr)
     packed = set(_packed_inputs(jaxpr, g.limit))
     params, in_vals, offset = [], [], 0
+    reads = []      # (position in in_vals, offset, aval): small packed inputs, read by one call
     for i, v in enumerate(jaxpr.invars):
         a = v.aval
         _check_dtype(a.dtype)
@@ -401,8 +402,8 @@ def _generate(jaxpr, settings=None):
         if i in packed:
             n = _size(a.shape)
             if g.is_small(a.shape):
-                in_vals.append(SV(a.shape, a.dtype, [g.scalar(f"_xp[{offset + k}]")
-                                                     for k in range(n)]))
+                reads.append((len(in_vals), offset, a))
+                in_vals.append(None)
             else:
                 in_vals.append(views.add("_xp", offset, a.shape, a.dtype, "x"))
             offset += n
@@ -410,6 +411,11 @@ def _generate(jaxpr, settings=None):
         params.append(g.name("x"))
         av = AV(a.shape, a.dtype, params[-1])
         in_vals.append(g.small(av) if g.is_small(a.shape) and loop is None else av)
+    if reads:       # (``rowio.read_elements``: one call, not a ``getitem`` each)
+        names = iter(rowio.read_elements(g, "_xp", [(off + k,) for _, off, a in reads
+                                                    for k in range(_size(a.shape))]))
+        for pos, _, a in reads:
+            in_vals[pos] = SV(a.shape, a.dtype, [next(names) for _ in range(_size(a.shape))])
     if packed:
         params.append("_xp")
     if loop is not None:

@@ -17,6 +17,7 @@ to the array's dtype as the assignment statements cast them.  Rows of more than
 """
 from __future__ import annotations
 
+import hashlib
 import threading
 
 import numpy as np
@@ -26,7 +27,7 @@ from numba.core.extending import intrinsic
 from numba.core.typing import signature
 
 __all__ = ["nest", "chunks", "load_row", "store_row", "row_load_p", "row_store_p", "view_at",
-           "view_struct"]
+           "view_struct", "gather", "read_elements"]
 
 _CHUNK = 16        # elements per tuple (CPython builds longer tuple displays from a list,
                    # which numba types only when homogeneous)
@@ -187,6 +188,86 @@ def _make_store(shape):
             return context.get_dummy_value()
         return signature(nbt.none, arr, i, values), codegen
     typer.__name__ = "store_row_" + "_".join(map(str, shape))
+    return intrinsic(typer)
+
+
+# ---------------------------------------------------------------------------
+# Elements at static indices read by one call
+#
+# A value made scalars from an array (a program's small inputs in its buffer, ``s3 =
+# _xp[3]``; a static index of an array, ``s7 = a4[0, 50, 1]``) was read by one statement
+# per element, and numba looks up the implementation of each such ``getitem`` anew (its
+# index is a literal type of its own): 1.8 ms of compile each, the 73 reads of
+# ``jit(vmap(grad))`` of the pendulum ODE loss 0.13 s of its lowering.  Here they are
+# one call, ``(s3, s4, ...) = _g5(_xp)``, of an intrinsic made per list of indices.
+
+_GATHER_MAX = 4096     # intrinsics kept (each program's input offsets make one)
+
+
+def gather(points):
+    """The intrinsic ``gather(arr)``: the elements ``arr[p]`` for the static indices
+    ``points`` (tuples of non-negative ints, one per dimension of ``arr``), as a tuple
+    nested as ``nest`` nests them, of ``arr``'s dtype."""
+    key = ("gather", tuple(tuple(int(i) for i in p) for p in points))
+    with _LOCK:
+        fn = _MEMO.get(key)
+        if fn is None:
+            if len(_MEMO) >= _GATHER_MAX:
+                for k in [k for k in _MEMO if k[0] == "gather"]:
+                    del _MEMO[k]
+            fn = _MEMO[key] = _make_gather(key[1])
+    return fn
+
+
+def read_elements(g, arr, points):
+    """Names (emitted by ``g``, a ``codegen`` generator) holding the elements ``arr[p]``
+    of the array named ``arr`` at the static indices ``points``, read by one call."""
+    names = [g.name("s") for _ in points]
+    if len(points) == 1:
+        g.emit(f"{names[0]} = {arr}[{', '.join(map(str, points[0]))}]")
+        return names
+    fn = gather(points)
+    name = g.glob(fn, "_g")
+    # (the indices are not in the call's text: the note makes the source, numba's disk
+    # cache key, tell them apart)
+    g.notes.append(f"# {name}: gather {fn.__name__}")
+    g.emit(f"{nest(names)} = {name}({arr})")
+    return names
+
+
+def _make_gather(points):
+    tree = chunks(range(len(points)))
+    ndim = len(points[0])
+
+    def typer(typingctx, arr):
+        if not isinstance(arr, nbt.Array) or arr.ndim != ndim:
+            return None
+
+        def ret_type(t):
+            return nbt.Tuple([ret_type(s) if type(s) is list else arr.dtype for s in t])
+
+        def make(context, builder, ty, t, vals):
+            return context.make_tuple(builder, ty, [
+                make(context, builder, ty.types[k], s, vals) if type(s) is list else vals[s]
+                for k, s in enumerate(t)])
+
+        def codegen(context, builder, sig, args):
+            aryty = sig.args[0]
+            ary = context.make_array(aryty)(context, builder, args[0])
+            i64 = ir.IntType(64)
+            dims = cgutils.unpack_tuple(builder, ary.shape)
+            strides = cgutils.unpack_tuple(builder, ary.strides)
+            vals = []
+            for p in points:
+                if ndim == 1 and aryty.layout in "CF":
+                    ptr = builder.gep(ary.data, [ir.Constant(i64, p[0])])
+                else:
+                    ptr = cgutils.get_item_pointer2(context, builder, ary.data, dims, strides,
+                                                    aryty.layout, [ir.Constant(i64, i) for i in p])
+                vals.append(context.unpack_value(builder, aryty.dtype, ptr))
+            return make(context, builder, sig.return_type, tree, vals)
+        return signature(ret_type(tree), arr), codegen
+    typer.__name__ = f"gather_{len(points)}_" + hashlib.sha1(repr(points).encode()).hexdigest()[:20]
     return intrinsic(typer)
 
 

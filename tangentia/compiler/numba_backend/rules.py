@@ -28,7 +28,7 @@ from .codegen import (AV, LV, SV, ZV, UNROLL, needs_static, _F4, _F8, _I8, _bidx
                       _wrap)
 from .plan import BATCHED_BLAS_MIN, BLAS_MIN_FLOPS, FUSED_DOT_K, _dot_dims  # noqa: F401 - (read here)
 from . import gemm, special, windows
-from .rowio import _CHUNK, load_row, nest, row_load_p, row_store_p, store_row
+from .rowio import _CHUNK, load_row, nest, read_elements, row_load_p, row_store_p, store_row
 
 def _ufunc_of(prim):
     """The NumPy ufunc whose loops ``prim`` runs: its implementation, when that is
@@ -311,8 +311,11 @@ def _remap(g, x, out_aval, in_index):
             return SV(out_aval.shape, out_aval.dtype, [g.elem(x, ix) for ix in idxs])
     x = g.dynamic_ready(x)
     if g.is_small(out_aval.shape):
-        return SV(out_aval.shape, out_aval.dtype,
-                  [g.scalar(g.elem(x, in_index(idx))) for idx in np.ndindex(*out_aval.shape)])
+        idxs = [in_index(idx) for idx in np.ndindex(*out_aval.shape)]
+        if type(x) is AV and len(idxs) > 1 and all(type(i) is int for ix in idxs for i in ix):
+            # (static indices of an array: one call, ``rowio.read_elements``)
+            return SV(out_aval.shape, out_aval.dtype, read_elements(g, x.name, idxs))
+        return SV(out_aval.shape, out_aval.dtype, [g.scalar(g.elem(x, ix)) for ix in idxs])
     return LV(out_aval.shape, out_aval.dtype, lambda idx: g.elem(x, in_index(idx)))
 
 
