@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 
 import numpy as np
 
@@ -248,7 +249,8 @@ def clear_caches():
     their compiled code), the traced bodies of ``lax`` loops and branches, and the cache
     of eagerly compiled equations.  The next call of a jitted function traces and
     compiles again.  (Native code that numba has compiled stays in the process: numba
-    never frees it.)"""
+    never frees it.)  The blocks of large arrays that compiled programs keep for reuse
+    (``numba_backend.pool``) are freed."""
     with _staging._FUNCTION_CACHES_LOCK:
         for per_fun in list(_staging._FUNCTION_CACHES.values()):
             for cache, fast_caches in per_fun.values():
@@ -258,6 +260,9 @@ def clear_caches():
         _backend._EQN_CACHE.clear()
     with _control_flow._TRACE_LOCK:
         _control_flow._TRACE_CACHE.clear()
+    pool = sys.modules.get("tangentia.compiler.numba_backend.pool")
+    if pool is not None:
+        pool.release()      # the freed large arrays compiled programs keep for reuse
 
 
 def named_call(fun, *, name=None):

@@ -311,7 +311,7 @@ GC_THRESHOLD = 5000
 
 
 _SUBMODULES = frozenset(("alloc", "codegen", "elementwise_loop", "gemm", "helpers", "irblock", "native", "objcache", "plan",
-                         "rules", "sigint", "special", "vecmath", "vecmath_trig", "windows"))
+                         "pool", "rules", "sigint", "special", "vecmath", "vecmath_trig", "windows"))
 
 
 def __getattr__(name):

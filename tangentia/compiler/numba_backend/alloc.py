@@ -10,15 +10,53 @@ does, in the caller's own code: the same checks (negative dimensions, size overf
 with numba's messages), the same allocation (numba's runtime, ``NRT_MemInfo_alloc`` at
 the dtype's preferred alignment), the same array (C-contiguous, numba's type
 ``Array(dtype, ndim, "C")``), so the same code downstream and the same numbers.
+
+Arrays of at least ``pool.MIN_BYTES`` are allocated by the pool's allocator
+(``numba_backend/pool.py``: freed blocks are kept, within a cap, for the next
+allocation of the same size, so a program called again touches no new pages), through
+numba's external-allocator interface; their data is 64-byte aligned.
 """
 from __future__ import annotations
 
+from llvmlite import ir
 from numba.core import cgutils, types
 from numba.core.extending import intrinsic
 from numba.core.typing.npydecl import parse_dtype, parse_shape
 from numba.np import arrayobj
 
+from .pool import MIN_BYTES as _POOL_MIN, SYMBOL as _POOL
+
 __all__ = ["_empty"]
+
+_I8P = ir.IntType(8).as_pointer()
+
+
+def _alloc(context, builder, n, align):
+    """A MemInfo with ``n`` bytes of data: from the pool's allocator if ``n`` is at
+    least ``pool.MIN_BYTES`` (data 64-byte aligned), else numba's aligned allocation."""
+    mod = builder.module
+    try:
+        allocator = mod.get_global(_POOL)
+    except KeyError:
+        allocator = ir.GlobalVariable(mod, ir.IntType(8), _POOL)
+        allocator.linkage = "external"
+    get_api = cgutils.get_or_insert_function(mod, ir.FunctionType(_I8P, []), "NRT_get_api")
+    big = builder.icmp_unsigned(">=", n, n.type(_POOL_MIN))
+    with builder.if_else(big) as (pooled, plain):
+        with pooled:
+            # NRT_get_api()->allocate_external(n, &tangentia_pool): the table's second entry
+            ext_ty = ir.FunctionType(_I8P, [n.type, _I8P])
+            table = builder.bitcast(builder.call(get_api, []), ext_ty.as_pointer().as_pointer())
+            ext = builder.load(builder.gep(table, [ir.Constant(ir.IntType(32), 1)]))
+            mi_pool = builder.call(ext, [n, allocator])
+            from_pool = builder.basic_block
+        with plain:
+            mi_plain = context.nrt.meminfo_alloc_aligned(builder, n, align)
+            from_plain = builder.basic_block
+    mi = builder.phi(mi_plain.type)
+    mi.add_incoming(mi_pool, from_pool)
+    mi.add_incoming(mi_plain, from_plain)
+    return mi
 
 
 @intrinsic
@@ -46,7 +84,7 @@ def _empty(typingctx, shape, dtype):
         for s in reversed(shapes[1:]):
             strides.append(builder.mul(strides[-1], s))
         align = context.get_constant(types.uint32, context.get_preferred_array_alignment(arrtype.dtype))
-        meminfo = context.nrt.meminfo_alloc_aligned(builder, n, align)
+        meminfo = _alloc(context, builder, n, align)
         ary = arrayobj.make_array(arrtype)(context, builder)
         data = context.nrt.meminfo_data(builder, meminfo)
         arrayobj.populate_array(ary, data=builder.bitcast(data, context.get_data_type(arrtype.dtype).as_pointer()),

@@ -80,6 +80,7 @@ from numba import njit, types
 from numba.core.extending import intrinsic
 
 from ..backend import cache_root
+from .alloc import _empty
 from .objcache import BLAS_ENV, _cpus
 
 __all__ = ["use_gemm", "eligible", "compile_products", "calibration", "gemm_mode",
@@ -572,8 +573,10 @@ def _gemm(a, ta, b, tb, c):
     b_sp, b_sj = (1, b.shape[1]) if tb else (b.shape[1], 1)
     kmax = min(KC, k)
     kpad = (kmax + KU - 1) // KU * KU
-    ap = np.empty(((min(MC, m) + MR - 1) // MR) * MR * kpad, c.dtype)
-    bp = np.empty(((min(NC, n) + nr - 1) // nr) * nr * kpad, c.dtype)
+    # (the packing buffers, 128 + 512 KiB for float64, from alloc._empty: the pool's blocks,
+    # which a later call takes back, where np.empty's were new pages after glibc trimmed)
+    ap = _empty(((min(MC, m) + MR - 1) // MR) * MR * kpad, c.dtype)
+    bp = _empty(((min(NC, n) + nr - 1) // nr) * nr * kpad, c.dtype)
     tile = np.empty((MR, nr), c.dtype)
     for jc in range(0, n, NC):
         nc = min(NC, n - jc)

@@ -555,6 +555,7 @@ def _runtime(nrt_ir):
     ll.initialize_native_target()
     ll.initialize_native_asmprinter()
     from .sigint import extension    # (importing it registers the Ctrl-C flag compiled loops poll)
+    from .pool import SYMBOL         # noqa: F401 (registers the allocator of large arrays, alloc._empty's)
     helperlib = extension("numba._helperlib", "_helperlib")
     dynfunc = extension("numba._dynfunc", "_dynfunc")
     nrt = extension("numba.core.runtime._nrt_python", os.path.join("core", "runtime", "_nrt_python"))
