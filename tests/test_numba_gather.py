@@ -1,8 +1,10 @@
 """Elements of an array at static indices read by one call (``rowio.read_elements``):
 a program's small packed inputs (``_xp``) and a static index of an array made
 scalars (``x[:, 50, :]``) are one ``gather`` intrinsic, where each element was a
-``getitem`` statement of its own.  The numbers must be the NumPy backend's, bit for bit
-(a load is a load), whatever the array's dtype and layout."""
+``getitem`` statement of its own.  And a scatter's copy of its operand is
+``rowio.copy_into`` (a memcpy, or a loop nest for other layouts), not numba's
+``array.copy``.  The numbers must be the NumPy backend's, bit for bit (a load is a
+load), whatever the array's dtype and layout."""
 from __future__ import annotations
 
 from typing import Any
@@ -72,3 +74,37 @@ def test_gathers_of_other_indices_have_other_names() -> None:
     assert a is rowio.gather(((0,), (3,)))
     assert a.__name__ != rowio.gather(((0,), (4,))).__name__
     assert a.__name__ != rowio.gather(((0, 0), (3, 0))).__name__
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.complex128, np.bool_])
+def test_a_scatters_copy_of_its_operand(dtype: Any) -> None:
+    def f(x: Any, y: Any) -> Any:
+        z = x[::-1] if dtype is np.bool_ else x * 2     # (a computed operand)
+        return (z.at[:, 7, 1].set(y), x.at[2, :, 0].set(y[0]))
+    x = np.arange(4 * 30 * 2).reshape(4, 30, 2) % 5
+    x = x > 2 if dtype is np.bool_ else (x + (1j if dtype is np.complex128 else 0)).astype(dtype)
+    y = x[:, 3, 0]
+    jaxpr, full = program(f, x, y)
+    fn = compile_numba(jaxpr)
+    assert "_cp" in fn.source and ".copy()" not in fn.source
+    _same(fn(*full), get_backend("numpy").compile(jaxpr)(*full))
+
+
+@pytest.mark.parametrize("layouts", ["CC", "CA", "AC", "AA"])
+def test_copy_into_any_layout(layouts: str) -> None:
+    import numba
+    cp = rowio.copy_into()
+    run = numba.njit(lambda d, s: cp(d, s))
+    rng = np.random.default_rng(0)
+    base_s = rng.standard_normal((6, 10, 4))
+    base_d = np.zeros((6, 10, 4))
+    src = base_s if layouts[1] == "C" else base_s.transpose(2, 0, 1).copy().transpose(1, 2, 0)
+    dst = base_d if layouts[0] == "C" else np.zeros((4, 6, 10)).transpose(1, 2, 0)
+    assert src.flags.c_contiguous == (layouts[1] == "C")
+    assert dst.flags.c_contiguous == (layouts[0] == "C")
+    run(dst, src)
+    assert np.array_equal(dst, base_s)
+    strided = base_s[::2, ::3, 1:3]          # (not contiguous at all)
+    out = np.full(strided.shape, np.nan)
+    run(out, strided)
+    assert np.array_equal(out, strided)

@@ -28,7 +28,7 @@ from .codegen import (AV, LV, SV, ZV, UNROLL, needs_static, _F4, _F8, _I8, _bidx
                       _wrap)
 from .plan import BATCHED_BLAS_MIN, BLAS_MIN_FLOPS, FUSED_DOT_K, _dot_dims  # noqa: F401 - (read here)
 from . import gemm, special, windows
-from .rowio import _CHUNK, load_row, nest, read_elements, row_load_p, row_store_p, store_row
+from .rowio import _CHUNK, copy_into, load_row, nest, read_elements, row_load_p, row_store_p, store_row
 
 def _ufunc_of(prim):
     """The NumPy ufunc whose loops ``prim`` runs: its implementation, when that is
@@ -514,7 +514,8 @@ def _scatter(g, eqn, ins):
     y = g.dynamic_ready(y)
     a = g.array(x)
     n = g.name("a")
-    g.emit(f"{n} = {a.name}.copy()")
+    g.emit(f"{n} = _empty({_shape_str(a.shape)}, {_dt(a.dtype)})")
+    g.emit(f"{g.glob(copy_into(), '_cp')}({n}, {a.name})")     # (not numba's array.copy)
     res = AV(out.shape, out.dtype, n)
     idx = g.loops(idx_shape)
     dst = g.elem(res, in_index(tuple(idx)))
