@@ -260,3 +260,31 @@ def test_pytrees_hold_keys_as_leaves():
     out = tg.jit(lambda t: tg.tree_util.tree_map(lambda k: tr.split(k, 1)[0]
                                                  if k.ndim == 0 else k, t))(tree)
     np.testing.assert_array_equal(data(out["a"]), data(tr.split(tr.key(0), 1)[0]))
+
+
+def test_indexing_and_iteration_give_key_arrays():
+    ks = tr.split(tr.key(9), 3)
+    k1, k2, k3 = ks                      # JAX's: each a key array of shape ()
+    for k, i in ((k1, 0), (k2, 1), (k3, 2), (ks[1], 1), (ks[-1], 2)):
+        assert isinstance(k, tg.Array) and isinstance(k, np.ndarray)
+        assert k.shape == () and k.dtype == dtypes.key_fry
+        np.testing.assert_array_equal(data(k), data(ks)[i])
+    grid = tnp.reshape(tr.split(tr.key(9), 6), (2, 3))
+    rows = list(grid)
+    assert [r.shape for r in rows] == [(3,), (3,)] and all(isinstance(r, tg.Array) for r in rows)
+    assert isinstance(grid[1, 2], tg.Array) and grid[1, 2].shape == ()
+    np.testing.assert_array_equal(tr.normal(k2, (2,)), tr.normal(tr.split(tr.key(9), 3)[1], (2,)))
+
+
+def test_iteration_of_eager_results_as_numpy():
+    x, y = tnp.arange(3.0), tnp.reshape(tnp.arange(6), (2, 3))
+    elems = list(x)
+    assert [type(e) for e in elems] == [type(e) for e in np.arange(3.0)]
+    assert elems == [0.0, 1.0, 2.0]
+    rows = list(y)
+    assert all(type(r) is type(y) for r in rows)
+    np.testing.assert_array_equal(np.stack(rows), np.arange(6).reshape(2, 3))
+    a, b = tnp.array([4, 5])
+    assert (a, b) == (4, 5)
+    with pytest.raises(TypeError, match="iteration over a 0-d array"):
+        iter(tnp.asarray(1.0))
