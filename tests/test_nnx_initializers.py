@@ -47,3 +47,14 @@ def test_filled_initializers_take_any_dtype():
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     c = tg.nn.initializers.constant(3, np.int16)(tr.key(0), (2,))
     assert c.dtype == np.int16 and list(c) == [3, 3]
+
+
+def test_out_sharding_accepted_by_dot_and_conv():
+    # flax's nnx layers pass out_sharding=None to jnp.dot and lax.conv_general_dilated
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(tg.numpy.dot(a, b, out_sharding=None),
+                                  jnp.dot(a, b, out_sharding=None))
+    x, w = np.arange(8.0).reshape(1, 2, 4), np.arange(12.0).reshape(3, 2, 2)
+    np.testing.assert_array_equal(
+        tg.lax.conv_general_dilated(x, w, (1,), "SAME", out_sharding=None),
+        jax.lax.conv_general_dilated(x, w, (1,), "SAME", out_sharding=None))

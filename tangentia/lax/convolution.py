@@ -102,14 +102,15 @@ def conv_general_dilated(lhs: Array, rhs: Array, window_strides: Sequence[int],
                          lhs_dilation: Sequence[int] | None = None,
                          rhs_dilation: Sequence[int] | None = None, dimension_numbers: Any = None,
                          feature_group_count: int = 1, batch_group_count: int = 1,
-                         precision: Any = None, preferred_element_type: DTypeLike | None = None
-                         ) -> Array:
+                         precision: Any = None, preferred_element_type: DTypeLike | None = None,
+                         out_sharding: Any = None) -> Array:
     """General dilated convolution (``jax.lax.conv_general_dilated``).
 
     ``padding`` is ``'SAME'``, ``'SAME_LOWER'``, ``'VALID'`` or one ``(low, high)``
     pair per spatial dimension; ``lhs_dilation`` (transposed convolution) and
     ``rhs_dilation`` (atrous) insert holes; ``dimension_numbers`` names the layouts
-    (default ``('NCHW', 'OIHW', 'NCHW')``); ``precision`` is accepted and ignored.
+    (default ``('NCHW', 'OIHW', 'NCHW')``); ``precision`` is accepted and ignored, and so
+    is ``out_sharding`` (JAX's layout of the result: one device here; flax passes it).
     Differentiable in both operands (any order), batched, staged.
     """
     lhs = lhs if isinstance(lhs, core.Tracer) else np.asarray(lhs)

@@ -80,8 +80,9 @@ def _check_contract(fname, sa, sb, ia, ib):
 
 
 def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
-        preferred_element_type: DTypeLike | None = None) -> Array:
-    """Dot product (matmul up to rank 2, else sums a's last axis with b's second-to-last)."""
+        preferred_element_type: DTypeLike | None = None, out_sharding: Any = None) -> Array:
+    """Dot product (matmul up to rank 2, else sums a's last axis with b's second-to-last).
+    ``out_sharding`` (JAX's layout of the result) changes nothing: one device here."""
     if preferred_element_type is not None:
         return _in_preferred(dot, preferred_element_type, a, b)
     a_av, b_av = _aval(a), _aval(b)
