@@ -288,3 +288,17 @@ def test_iteration_of_eager_results_as_numpy():
     assert (a, b) == (4, 5)
     with pytest.raises(TypeError, match="iteration over a 0-d array"):
         iter(tnp.asarray(1.0))
+
+
+def test_grad_of_a_key_argument_as_jax():
+    k, jk = tr.key(0), jax.random.key(0)
+    msg = (r"grad requires real- or complex-valued inputs \(input dtype that is a sub-dtype of "
+           r"np.inexact\), but got key<fry>")
+    with pytest.raises(TypeError, match=msg):
+        tg.grad(lambda x, k: x * 2.0, argnums=(0, 1))(1.0, k)
+    with pytest.raises(TypeError, match=msg):
+        jax.grad(lambda x, k: x * 2.0, argnums=(0, 1))(1.0, jk)
+    g = tg.grad(lambda x, k: x * tr.normal(k), argnums=(0, 1), allow_int=True)(1.0, k)
+    jg = jax.grad(lambda x, k: x * jax.random.normal(k), argnums=(0, 1), allow_int=True)(1.0, jk)
+    np.testing.assert_allclose(g[0], jg[0], rtol=1e-15)
+    assert g[1].dtype == dtypes.float0 and g[1].shape == jg[1].shape == ()

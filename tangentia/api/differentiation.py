@@ -435,6 +435,8 @@ def _check_input_dtype(api, aval, holomorphic, allow_int, detail):
     ``_check_input_dtype_jacfwd``): JAX's wording, then ``detail`` naming the argument."""
     kind = dtypes.kind(aval.dtype)
     name = aval.dtype.name
+    if dtypes.is_key(aval.dtype):   # typed PRNG keys: as integers here, as JAX's (extended)
+        kind, name = "u", "key<fry>"
     msg = None
     if holomorphic and kind != "c":
         msg = (f"{api} with holomorphic=True requires inputs with complex dtype, "
