@@ -384,9 +384,110 @@ SIZE_FAMILIES = {
         args = (W0, np.ones(8))
         args2 = (W0 * 0.5, np.ones(8))
     """,
+    # jit(grad) of a residual MLP written as a Python loop over n layers (no scan): a 16x16
+    # matrix, a bias and a scalar gain per layer, all differentiated; batch of 8
+    "mlp": """
+        rng = np.random.default_rng(0)
+        params = [(rng.standard_normal((16, 16)) / 4.0, rng.standard_normal(16) * 0.1,
+                   np.float64(0.5 + 0.01 * i)) for i in range({n})]
+        X = rng.standard_normal((8, 16))
+        def loss(p):
+            h = X
+            for W, b, a in p:
+                h = h + a * jnp.tanh(h @ W + b)
+            return jnp.mean(h ** 2)
+        fn = jax.grad(loss)
+        args = (params,)
+        args2 = ([(W * 0.5, b, a) for W, b, a in params],)
+    """,
+    # jit(hessian) of a function of f64[6] with n stages (many small batched values)
+    "hessian": """
+        def f(x):
+            y = x
+            for i in range({n}):
+                y = jnp.sin(y) * x[i % 6] + 0.1 * jnp.roll(y, 1) if i % 2 else jnp.tanh(y * 0.9 + x[(i + 3) % 6])
+            return jnp.sum(y ** 2)
+        fn = jax.hessian(f)
+        args = (np.linspace(0.1, 0.6, 6),)
+        args2 = (np.linspace(0.2, 0.7, 6),)
+    """,
+    # vmap over f64[8] of n stages, each a while_loop (Newton's square root) and a cond
+    "vmapwhile": """
+        def f(a):
+            x = a
+            for i in range({n}):
+                c = a + 0.1 * i
+                def cond(s, c=c):
+                    return (jnp.abs(s[0] * s[0] - c) > 1e-12) & (s[1] < 40)
+                def body(s, c=c):
+                    return 0.5 * (s[0] + c / s[0]), s[1] + 1
+                x = lax.while_loop(cond, body, (x + 1.0, 0))[0]
+                x = lax.cond(x > 1.5, lambda v: v * 0.9, lambda v: v + 0.2, x)
+            return x
+        fn = jax.vmap(f)
+        args = (np.linspace(1.0, 4.0, 8),)
+        args2 = (np.linspace(1.5, 4.5, 8),)
+    """,
+    # jit(grad) of a 10-step fori_loop whose body has n dynamic slices and updates of f64[16]
+    "fori": """
+        def f(x):
+            def body(i, s):
+                for k in range({n}):
+                    v = lax.dynamic_slice_in_dim(s, (i + k) % 12, 4)
+                    s = lax.dynamic_update_slice_in_dim(s, jnp.sin(v) * 0.9 + 0.1, (i + 2 * k) % 12, 0)
+                return s
+            return jnp.sum(lax.fori_loop(0, 10, body, x) ** 2)
+        fn = jax.grad(f)
+        args = (np.linspace(0.0, 1.0, 16),)
+        args2 = (np.linspace(0.5, 1.5, 16),)
+    """,
+    # jit(grad) of n steps of a small spring-chain simulation (16 particles in 2-D): a gather
+    # of neighbours, float math, .at[].set updates
+    "physics": """
+        nb = (np.arange(16) + 1) % 16
+        def sim(x0, v0):
+            x, v = x0, v0
+            for t in range({n}):
+                f = (x[nb] - x) * 2.0 - (x - x[nb - 1]) * 1.5 - 0.1 * v
+                v = (v + 0.01 * f).at[0].set(0.0)
+                x = x + 0.01 * v
+                x = x.at[:, 1].set(jnp.maximum(x[:, 1], 0.0))
+            return jnp.sum(x ** 2) + jnp.sum(v ** 2)
+        fn = jax.grad(sim, argnums=(0, 1))
+        rng = np.random.default_rng(0)
+        args = (rng.standard_normal((16, 2)), np.zeros((16, 2)))
+        args2 = (args[0] * 0.5, np.zeros((16, 2)))
+    """,
+    # a hand-written special function of a scalar: n elementwise operations on f64[]
+    "special": """
+        def f(x):
+            y = x
+            for k in range({n}):
+                m = k % 5
+                if m == 0:
+                    y = y * x + 1.0 / (k + 1)
+                elif m == 1:
+                    y = jnp.exp(-y * y) + 0.5 * x
+                elif m == 2:
+                    y = jnp.where(y > 0.3, y - 0.1, y * 1.1)
+                elif m == 3:
+                    y = jnp.log1p(jnp.abs(y)) * 0.7
+                else:
+                    y = jnp.sqrt(y * y + 0.25) - 0.4
+            return y
+        fn = f
+        args = (np.float64(0.7),)
+        args2 = (np.float64(0.3),)
+    """,
 }
 SIZE_LABELS = {"chain": "jit(grad) of an elementwise chain on f64[8]",
-               "scan": "jit(grad) of a 20-step scan of n dense 8x8 layers"}
+               "scan": "jit(grad) of a 20-step scan of n dense 8x8 layers",
+               "mlp": "jit(grad) of an n-layer residual MLP (Python loop)",
+               "hessian": "jit(hessian) of n stages on f64[6]",
+               "vmapwhile": "jit(vmap) of n while_loop + cond stages",
+               "fori": "jit(grad) of a fori_loop of n dynamic slices/updates",
+               "physics": "jit(grad) of n spring-chain steps (gather, .at[].set)",
+               "special": "jit of n scalar elementwise operations"}
 
 SIZE_CHILD = """
 import os, time, json
@@ -414,14 +515,15 @@ print(json.dumps({{"eqns": eqns, "compile_s": (t1 - t0) - (t2 - t1),
 """
 
 
-def run_sizes(sizes, cpu, libs, rounds, families=("chain",)):
+def run_sizes(sizes, cpu, libs, rounds, families=("chain",), tree=None):
     """Per family, size and library: the first call minus the second (untiered: numba's
     compile), in a fresh process with empty caches (tangentia's and numba's), wall and CPU
-    seconds; rounds interleaved between the libraries, medians."""
+    seconds; rounds interleaved between the libraries, medians.  ``tree``: the tangentia
+    tree to import (default: this one), e.g. a baseline clone for an A/B."""
     env = dict(os.environ, TANGENTIA_JIT_TIERED="0", TANGENTIA_COMPILE_PROGRESS="0",
                OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     env["XLA_FLAGS"] = env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
-    env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
+    env["PYTHONPATH"] = os.pathsep.join([tree or ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
     out = {}
     for fam in families:
         for n in sizes:
@@ -433,8 +535,9 @@ def run_sizes(sizes, cpu, libs, rounds, families=("chain",)):
                         env["NUMBA_CACHE_DIR"] = os.path.join(cache, "numba_own")
                         code = SIZE_CHILD.format(cpu=cpu, prelude=textwrap.dedent(PRELUDE[lib]),
                                                  setup=textwrap.dedent(SIZE_FAMILIES[fam].format(n=n)))
+                        # (cwd: ``python -c`` puts it first on sys.path, before PYTHONPATH)
                         proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                                              text=True, timeout=3600, env=env)
+                                              text=True, timeout=3600, env=env, cwd=tree or ROOT)
                     if proc.returncode == 0:
                         rows[lib].append(json.loads(proc.stdout.strip().splitlines()[-1]))
                     else:
@@ -472,7 +575,7 @@ def plot_sizes(sizes, path):
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4.5))
     xs = []
-    for fam, marker in zip(sizes, "os^v"):
+    for fam, marker in zip(sizes, "os^vDP<>"):
         for lib, line in (("tangentia", "-"), ("jax", "--")):
             pts = sorted((v[lib]["eqns"], v[lib]["compile_cpu_s"])
                          for v in sizes[fam].values() if lib in v)
@@ -516,6 +619,8 @@ def main(argv=None):
                     "(n1,n2,... or family=n1,n2;family=...)")
     ap.add_argument("--families", default="chain,scan",
                     help="with --sizes: program families (" + ", ".join(SIZE_FAMILIES) + ")")
+    ap.add_argument("--tree", default=None, metavar="DIR",
+                    help="with --sizes: the tangentia tree to import (default: this one)")
     ap.add_argument("--plot", default=None, metavar="PNG",
                     help="with --sizes: also draw compile time against equations (matplotlib)")
     ap.add_argument("--reuse", action="store_true",
@@ -529,7 +634,7 @@ def main(argv=None):
     if args.sizes:
         sizes = {}
         for fam, ns in _family_sizes(args.sizes, args.families.split(",")):
-            sizes.update(run_sizes(ns, cpu, libs, args.rounds, [fam]))
+            sizes.update(run_sizes(ns, cpu, libs, args.rounds, [fam], tree=args.tree))
         if args.plot:
             plot_sizes(sizes, args.plot)
         if args.json:
