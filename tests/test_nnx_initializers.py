@@ -58,3 +58,22 @@ def test_out_sharding_accepted_by_dot_and_conv():
     np.testing.assert_array_equal(
         tg.lax.conv_general_dilated(x, w, (1,), "SAME", out_sharding=None),
         jax.lax.conv_general_dilated(x, w, (1,), "SAME", out_sharding=None))
+
+
+def test_lowered_compile_as_jax():
+    # flax nnx's tabulate reads lowered.compile().cost_analysis(); nnx.jit's tests call
+    # compile(compiler_options)
+    lowered = tg.jit(lambda x: x * 2.0).lower(1.0)
+    for compiled in (lowered.compile(), lowered.compile(None), lowered.compile({})):
+        assert float(compiled(3.0)) == float(jax.jit(lambda x: x * 2.0).lower(1.0).compile()(3.0))
+        assert compiled.cost_analysis() is None and lowered.cost_analysis() is None
+
+
+def test_lowered_out_info_as_jax():
+    def f(x):
+        return {"a": x * 2, "b": (x.sum(), x > 0)}
+    x = np.ones(3)
+    ours, theirs = tg.jit(f).lower(x).out_info, jax.jit(f).lower(x).out_info
+    assert tg.tree_util.tree_structure(ours) == tg.tree_util.tree_structure(theirs)
+    for a, b in zip(tg.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
+        assert isinstance(a, tg.ShapeDtypeStruct) and a.shape == b.shape and a.dtype == b.dtype

@@ -629,13 +629,23 @@ class Lowered:
         """The staged program (tangentia's IR), as a ``ClosedJaxpr``."""
         return core.ClosedJaxpr(self.jaxpr, [])
 
+    @property
+    def out_info(self) -> Any:
+        """The outputs' shapes and dtypes: a pytree of ``ShapeDtypeStruct`` with the
+        structure of the function's output (JAX's ``Lowered.out_info``)."""
+        return tree_unflatten(self.out_tree, [ShapeDtypeStruct(v.aval.shape, v.aval.dtype,
+                                                               v.aval.weak_type)
+                                              for v in self.jaxpr.outvars])
+
     def cost_analysis(self) -> None:
         """None, as JAX's when its compiler gives no estimate (XLA's FLOP counts; flax's
         ``tabulate`` counts 0 then)."""
         return None
 
-    def compile(self) -> Callable:
-        """A callable taking the same arguments as the jitted function."""
+    def compile(self, compiler_options: Any = None) -> Callable:
+        """A callable taking the same arguments as the jitted function (JAX's ``Compiled``:
+        its ``cost_analysis()`` is None, as the lowered program's; ``compiler_options``,
+        XLA's, change nothing here)."""
         fn = self.backend.compile(self.jaxpr)
         consts, in_tree, out_tree = self.consts, self.in_tree, self.out_tree
 
@@ -646,6 +656,7 @@ class Lowered:
                 raise TypeError(f"compiled {self.name}: called with arguments of structure "
                                 f"{tree}, but it was lowered for {in_tree}")
             return tree_unflatten(out_tree, _arrays(fn(*consts, *leaves)))
+        compiled.cost_analysis = self.cost_analysis   # (flax's tabulate reads it)
         return compiled
 
     def __str__(self):
