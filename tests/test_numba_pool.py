@@ -169,6 +169,27 @@ def test_within_the_cap_newer_blocks_replace_older_ones():
     assert cap == 1 << 19 and first < 250 and second < 250, (first, second)
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX's")
+def test_a_forked_child_allocates_and_frees():
+    code = """
+        import os, numpy as np, tangentia as tg, tangentia.numpy as tnp
+        from tangentia.compiler.numba_backend import pool
+        tg.config.update("jit_tiered", False)
+        f = tg.jit(lambda a: tnp.tanh(a) * 2.0 - a, backend="numba")
+        a = np.linspace(0, 1, 20000)
+        f(a)
+        pid = os.fork()
+        if pid == 0:
+            ok = all(np.allclose(f(a), np.tanh(a) * 2.0 - a) for _ in range(3)) and pool.held_bytes() > 0
+            os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status), np.allclose(f(a), np.tanh(a) * 2.0 - a))
+    """
+    out = _run(code)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["0", "True"]
+
+
 def test_machine_code_from_the_cache_uses_the_pool(tmp_path):
     """A fresh process running cached machine code (``objcache``: linked without numba's
     compiler) allocates through the same allocator, registered by the pool's module."""

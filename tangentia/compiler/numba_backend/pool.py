@@ -14,13 +14,14 @@ How: arrays of at least ``MIN_BYTES`` are allocated through numba's external-all
 interface (``NRT_MemInfo_alloc_external``, via ``NRT_get_api``) with the allocator
 ``tangentia_pool`` defined here.  Its ``malloc`` takes a held block whose size is the
 request rounded up to 4 KiB (no block more than a quarter larger), else calls
-``aligned_alloc``; its ``free`` keeps the block in one of ``SLOTS`` slots, within a cap
+``malloc``; its ``free`` keeps the block in one of ``SLOTS`` slots, within a cap
 on the bytes held (``TANGENTIA_NUMBA_POOL_MB``, default 64 MiB; 0 keeps none): to make
 room it frees held blocks in turn, oldest first, so a program whose sizes change is
 served again after its first call (a block larger than the cap is freed).  A short spin lock (``sched_yield`` while it is
 taken) guards the slots, so allocation and release are thread-safe and need no GIL.
-Each block keeps its size in its first 8 bytes; numba's ``MemInfo`` (48 bytes) follows
-at offset 16, so the array's data is 64-byte aligned.  The contents of a reused block
+A block starts at a 64-byte boundary of what ``malloc`` returned, with its size and that
+pointer in its first 16 bytes; numba's ``MemInfo`` (48 bytes) follows, so the array's
+data is 64-byte aligned.  A child process made by ``fork`` starts with the lock free.  The contents of a reused block
 are whatever was there (``np.empty``'s contract).  ``release()`` frees every held block
 (``tangentia.clear_caches`` calls it); ``held_bytes()`` tells what is held.
 
@@ -65,12 +66,12 @@ _IR = """
     i8* (i8*, i64, i8*)* @tangentia_pool_realloc, void (i8*, i8*)* @tangentia_pool_free, i8* null }}
 @blocks = internal global [{slots} x i8*] zeroinitializer
 @sizes = internal global [{slots} x i64] zeroinitializer
-@lock = internal global i32 0
+@tangentia_pool_lock = global i32 0
 @hand = internal global i64 0
 @tangentia_pool_held = global i64 0
 @tangentia_pool_cap = global i64 {cap}
 
-declare i8* @aligned_alloc(i64, i64)
+declare i8* @malloc(i64)
 declare void @free(i8*)
 declare i32 @sched_yield()
 
@@ -78,7 +79,7 @@ define internal void @acquire() {{
 entry:
   br label %spin
 spin:
-  %old = atomicrmw xchg i32* @lock, i32 1 acquire
+  %old = atomicrmw xchg i32* @tangentia_pool_lock, i32 1 acquire
   %busy = icmp ne i32 %old, 0
   br i1 %busy, label %wait, label %done
 wait:
@@ -89,7 +90,7 @@ done:
 }}
 
 define internal void @unlock() {{
-  store atomic i32 0, i32* @lock release, align 4
+  store atomic i32 0, i32* @tangentia_pool_lock release, align 4
   ret void
 }}
 
@@ -127,16 +128,40 @@ take:
   ret i8* %r
 fresh:
   call void @unlock()
-  %raw = call i8* @aligned_alloc(i64 64, i64 %need)
+  %more64 = add i64 %need, 64
+  %raw = call i8* @malloc(i64 %more64)
   %null = icmp eq i8* %raw, null
   br i1 %null, label %fail, label %ok
 fail:
   ret i8* null
 ok:
-  %szp = bitcast i8* %raw to i64*
+  ; the block's base: raw rounded up to 64 bytes; its header: [size, raw]
+  %ri = ptrtoint i8* %raw to i64
+  %ri63 = add i64 %ri, 63
+  %bi = and i64 %ri63, -64
+  %off = sub i64 %bi, %ri
+  %base = getelementptr i8, i8* %raw, i64 %off
+  %szp = bitcast i8* %base to i64*
   store i64 %need, i64* %szp
-  %r2 = getelementptr i8, i8* %raw, i64 16
+  %rawp = getelementptr i64, i64* %szp, i64 1
+  store i64 %ri, i64* %rawp
+  %r2 = getelementptr i8, i8* %base, i64 16
   ret i8* %r2
+}}
+
+; the pointer malloc returned for the block at `base`
+define internal i8* @raw_of(i8* %base) {{
+  %p = bitcast i8* %base to i64*
+  %q = getelementptr i64, i64* %p, i64 1
+  %ri = load i64, i64* %q
+  %raw = inttoptr i64 %ri to i8*
+  ret i8* %raw
+}}
+
+define internal void @drop(i8* %base) {{
+  %raw = call i8* @raw_of(i8* %base)
+  call void @free(i8* %raw)
+  ret void
 }}
 
 define i8* @tangentia_pool_realloc(i8* %p, i64 %n, i8* %opaque) {{
@@ -152,9 +177,9 @@ entry:
   %s = load i64, i64* %szp
   %c = load i64, i64* @tangentia_pool_cap
   %fits = icmp ule i64 %s, %c
-  br i1 %fits, label %locked, label %drop
-drop:
-  call void @free(i8* %raw)
+  br i1 %fits, label %locked, label %too_big
+too_big:
+  call void @drop(i8* %raw)
   ret void
 locked:
   call void @acquire()
@@ -178,7 +203,7 @@ evict:
   %full = icmp ne i64 %es, 0
   br i1 %full, label %evict1, label %evicted
 evict1:
-  call void @free(i8* %eb)
+  call void @drop(i8* %eb)
   store i64 0, i64* %ejp
   store i8* null, i8** %ebp
   %eh = sub i64 %h, %es
@@ -207,7 +232,7 @@ replace:
   %rs = load i64, i64* %rsp
   %rbp = getelementptr [{slots} x i8*], [{slots} x i8*]* @blocks, i64 0, i64 %hand1
   %rb = load i8*, i8** %rbp
-  call void @free(i8* %rb)
+  call void @drop(i8* %rb)
   %rh = load i64, i64* @tangentia_pool_held
   %rh2 = sub i64 %rh, %rs
   store i64 %rh2, i64* @tangentia_pool_held
@@ -244,7 +269,7 @@ loop:
 drop:
   %bp = getelementptr [{slots} x i8*], [{slots} x i8*]* @blocks, i64 0, i64 %i
   %b = load i8*, i8** %bp
-  call void @free(i8* %b)
+  call void @drop(i8* %b)
   store i64 0, i64* %sp
   store i8* null, i8** %bp
   br label %cont
@@ -263,7 +288,7 @@ end:
 
 class _Pool:
     engine = None
-    held = None         # ctypes views of the globals
+    held = lock = None  # ctypes views of the globals
     cap = None
     release = None
 
@@ -287,7 +312,15 @@ def _setup():
         _Pool.cap = ctypes.c_int64.from_address(engine.get_global_value_address("tangentia_pool_cap"))
         _Pool.release = ctypes.CFUNCTYPE(ctypes.c_int64)(
             engine.get_function_address("tangentia_pool_release"))
+        _Pool.lock = ctypes.c_int32.from_address(engine.get_global_value_address("tangentia_pool_lock"))
         _Pool.engine = engine     # (kept alive: generated code calls into it)
+        if hasattr(os, "register_at_fork"):
+            # (a thread of the parent may have held the lock: the child has no such thread)
+            os.register_at_fork(after_in_child=_unlock_in_child)
+
+
+def _unlock_in_child():
+    _Pool.lock.value = 0
 
 
 _setup()
