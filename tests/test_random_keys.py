@@ -81,7 +81,7 @@ SAMPLERS = {
     "bernoulli": lambda m, k: m.bernoulli(k, 0.3, (5,)),
     "permutation": lambda m, k: m.permutation(k, 6),
     "choice": lambda m, k: m.choice(k, 10, (3,), replace=False),
-    "gamma": lambda m, k: m.gamma(k, 2.5, (3,)),
+    "exponential": lambda m, k: m.exponential(k, (3,)),
     "categorical": lambda m, k: m.categorical(k, np.log(np.array([0.2, 0.3, 0.5])), shape=(4,)),
     "truncated_normal": lambda m, k: m.truncated_normal(k, -1.0, 1.0, (3,)),
 }
