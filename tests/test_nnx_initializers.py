@@ -67,6 +67,7 @@ def test_lowered_compile_as_jax():
     for compiled in (lowered.compile(), lowered.compile(None), lowered.compile({})):
         assert float(compiled(3.0)) == float(jax.jit(lambda x: x * 2.0).lower(1.0).compile()(3.0))
         assert compiled.cost_analysis() is None and lowered.cost_analysis() is None
+        assert compiled.as_text() == lowered.as_text()
 
 
 def test_lowered_out_info_as_jax():

@@ -657,6 +657,7 @@ class Lowered:
                                 f"{tree}, but it was lowered for {in_tree}")
             return tree_unflatten(out_tree, _arrays(fn(*consts, *leaves)))
         compiled.cost_analysis = self.cost_analysis   # (flax's tabulate reads it)
+        compiled.as_text = self.as_text               # (JAX's Compiled.as_text)
         return compiled
 
     def __str__(self):
