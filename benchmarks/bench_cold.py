@@ -28,12 +28,19 @@ an empty cache (untiered, tangentia only: what numba's compile units save):
 ``--sizes``: compile time against program size, for both libraries, per family
 (``--families``, ``SIZE_FAMILIES``): ``chain``, ``jit(grad(f))`` of a chain of n
 elementwise operations on ``f64[8]``; ``scan``, ``jit(grad)`` of a scan whose body has
-n dense 8x8 layers.  Equations are counted with ``make_jaxpr``, those of nested
-programs included; compile time is the first call minus the second call, untiered
-(the time numba takes), wall and CPU seconds, and JAX's the same way:
+n dense 8x8 layers; programs users write, not our benchmarks' (session 17): ``mlp``
+(a residual MLP as a Python loop of n layers), ``hessian`` (n stages on f64[6]),
+``vmapwhile`` (vmap of n while_loop + cond stages), ``fori`` (a fori_loop of n dynamic
+slices and updates), ``physics`` (n steps of a spring chain: gather, ``.at[].set``),
+``special`` (n scalar elementwise operations).  Equations are counted with
+``make_jaxpr``, those of nested programs included; compile time is the first call minus
+the second call, untiered (the time numba takes), wall and CPU seconds, and JAX's the
+same way.  ``--tree DIR`` imports tangentia from another tree (an A/B against a
+baseline clone), ``--no-tangentia`` measures JAX alone:
 
     python benchmarks/bench_cold.py --sizes 10,30,100,300 --rounds 1 --plot p.png
     python benchmarks/bench_cold.py --sizes "chain=100,300;scan=10,30" --plot p.png
+    python benchmarks/bench_cold.py --sizes "mlp=10,30" --no-jax --tree /tmp/base
 """
 from __future__ import annotations
 
@@ -612,6 +619,7 @@ def main(argv=None):
     ap.add_argument("--only", default="")
     ap.add_argument("--untiered", action="store_true")
     ap.add_argument("--no-jax", action="store_true")
+    ap.add_argument("--no-tangentia", action="store_true", help="JAX only (with --sizes)")
     ap.add_argument("--cpu", type=int, default=None, help="the core to pin to (default: the last)")
     ap.add_argument("--native-wait", type=float, default=300,
                     help="seconds to wait for tangentia's background compiles (native_s)")
@@ -630,7 +638,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     cases = [c for c in CASES if not args.only or c in args.only.split(",")]
     cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
-    libs = ["tangentia"] + ([] if args.no_jax else ["jax"])
+    libs = ([] if args.no_tangentia else ["tangentia"]) + ([] if args.no_jax else ["jax"])
     if args.sizes:
         sizes = {}
         for fam, ns in _family_sizes(args.sizes, args.families.split(",")):
