@@ -337,7 +337,12 @@ _OPERAND_TYPES = (np.ndarray, np.generic, int, float, complex, list, tuple)
 def _check_operands(prim, args):
     """JAX's ``TypeError`` when a ``TypeError`` of ``prim.impl`` comes from an operand that
     is no array, number or sequence (``tnp.sin(object())`` raised NumPy's "loop of ufunc
-    does not support argument 0 of type object" from inside the implementation)."""
+    does not support argument 0 of type object" from inside the implementation), and
+    for a typed PRNG key operand (NumPy's ufuncs have no loop for its dtype)."""
+    err = dtypes.key_operand_error(prim.name, [a.dtype if hasattr(a, "dtype")
+                                               else dtypes.py_scalar_dtype(a) for a in args])
+    if err is not None:
+        raise err
     for i, a in enumerate(args):
         if isinstance(a, _OPERAND_TYPES) or isinstance(a, Tracer):
             continue

@@ -215,6 +215,22 @@ def is_key(dtype) -> bool:
     return isinstance(dtype, np.dtype) and dtype.kind == "V" and dtype == key_fry
 
 
+def key_operand_error(name, operand_dtypes):
+    """JAX's TypeError for an operation that takes no typed PRNG keys (arithmetic, ...)
+    given one (``operand_dtypes``: the dtypes of its operands, None for a non-array), or
+    None when no operand is a key."""
+    keys = [i for i, d in enumerate(operand_dtypes) if is_key(d)]
+    if not keys:
+        return None
+    detail = (f" ({name}: typed PRNG keys take only structural operations and comparisons; "
+              "random.key_data(key) gives their uint32 data)")
+    if len(keys) == len(operand_dtypes) or len(set(map(str, operand_dtypes))) == 1:
+        return TypeError(f"{name} does not accept dtype key<fry> at position {keys[0]}."
+                         + detail)
+    names = ", ".join("key<fry>" if is_key(d) else str(d) for d in operand_dtypes)
+    return TypeError(f"{name} does not accept dtypes {names}." + detail)
+
+
 class TypePromotionError(ValueError):
     """Raised when type promotion fails (as ``jax.dtypes.TypePromotionError``).
     tangentia promotes with NumPy's rules, which always succeed for numeric

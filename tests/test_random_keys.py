@@ -123,8 +123,20 @@ def test_errors_as_jax():
         tr.key(np.arange(3))
     with pytest.raises(TypeError, match="key accepts a scalar seed, but was given a PRNG key"):
         tr.key(tr.key(0))
-    with pytest.raises(TypeError):       # no arithmetic on keys (JAX: TypeError too)
-        tnp.add(tr.key(0), tr.key(1))
+    # no arithmetic on keys: JAX's TypeError, eagerly, under jit and vmap
+    k, jk = tr.key(0), jax.random.key(0)
+    for m, kk in ((tnp, k), (jnp, jk)):
+        with pytest.raises(TypeError, match=r"add does not accept dtype key<fry> at position 0\."):
+            m.add(kk, kk)
+        with pytest.raises(TypeError, match=r"multiply does not accept dtypes key<fry>, int64\."
+                           if m is jnp else r"mul does not accept dtypes key<fry>, int64\."):
+            m.multiply(kk, 2)
+    with pytest.raises(TypeError, match=r"add does not accept dtype key<fry> at position 0\."):
+        tg.jit(lambda a, b: a + b)(k, k)
+    with pytest.raises(TypeError, match=r"sin does not accept dtype key<fry> at position 0\."):
+        tg.vmap(tnp.sin)(tr.split(k, 2))
+    with pytest.raises(TypeError, match=r"add does not accept dtypes key<fry>, int64\."):
+        tg.vmap(lambda a: a + 1)(tr.split(k, 2))
     with pytest.raises(TypeError, match="equal does not accept dtypes key<fry>"):
         tnp.equal(tr.key(0), 1)
 

@@ -99,7 +99,13 @@ def elementwise_abstract_eval(name, ufunc):
 
     def compute(avals):
         shape = broadcast_shapes(name, *[a.shape for a in avals])
-        dtype, weak = ufunc_result(ufunc, tuple((a.dtype, a.weak_type) for a in avals))
+        try:
+            dtype, weak = ufunc_result(ufunc, tuple((a.dtype, a.weak_type) for a in avals))
+        except TypeError:
+            err = dtypes.key_operand_error(name, [a.dtype for a in avals])   # (typed keys)
+            if err is not None:
+                raise err from None
+            raise
         if len(cache) >= _AVAL_CACHE_SIZE:
             cache.clear()
         return ShapedArray(shape, dtype, weak)
