@@ -140,3 +140,25 @@ def test_scalarized_programs_are_left_to_the_blocks() -> None:
 
 def test_short_programs_have_no_segments() -> None:
     assert _segments(_mlp(2)) == {}
+
+
+def test_runs_of_two_programs_do_not_share_a_function(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run at the top and a run of the same shape but other operations in a loop body,
+    lowered by the same generator: each copy calls the function of its own operations."""
+    rng = np.random.default_rng(3)
+    Ws = [rng.standard_normal((6, 6)) / 6 for _ in range(4)]
+    bs = [rng.standard_normal(6) * 0.1 for _ in range(4)]
+
+    def f(x: Any) -> Any:
+        h = x
+        for W, b in zip(Ws, bs):
+            h = tnp.tanh(h @ W + b)
+
+        def body(c: Any, _: Any) -> Any:
+            for W, b in zip(Ws, bs):
+                c = tnp.sin(c @ W - b)
+            return c, tnp.sum(c)
+        c, ys = tg.lax.scan(body, h, None, length=3)
+        return c, ys
+    case = (f, [rng.standard_normal((4, 6))])
+    _check(case, monkeypatch, min_copies=2 * 3)

@@ -325,9 +325,10 @@ def repeated_segments(eqns, outvars, consumers, limit):
     out = {}
     if n < SEG_MIN_COPIES * SEG_MIN_PERIOD:
         return out
-    table, sigs = {}, []
+    table, sigs, full = {}, [], []
     for e in eqns:
         sg = _seg_sig(e)
+        full.append(sg)
         sigs.append(-1 if sg is None else table.setdefault(sg, len(table)))
     if len(table) * 2 > n:
         return out
@@ -360,7 +361,7 @@ def repeated_segments(eqns, outvars, consumers, limit):
         found = []
         for c in range(copies):
             s = k + c * d
-            found.append(_segment(eqns, s, d, pos, consumers, limit, sigs))
+            found.append(_segment(eqns, s, d, pos, consumers, limit, full))
         counts = {}
         for f in found:
             if f is not None:
@@ -400,6 +401,8 @@ def _segment(eqns, s, d, pos, consumers, limit, sigs):
                 out_key.append(local[v])
     if not outvars:
         return None
+    # (the signatures themselves, not this program's numbering of them: one generator's
+    # outlined functions are shared by all the programs it lowers, nested ones included)
     key = (tuple(sigs[s:s + d]), tuple(ins_key), tuple(out_key))
     return Jaxpr([], ext, body, outvars), key
 
