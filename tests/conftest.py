@@ -106,11 +106,57 @@ def _release(freeze=False):
     _released_mb = _rss_mb()
 
 
+# JAX's persistent compilation cache, in a directory of this process's own for the run
+# (TANGENTIA_TEST_JAX_CACHE=0: none).  The tests that compare with JAX call it eagerly, one
+# XLA compile (about 30 ms of CPU) per operation, shape and dtype, and compile the same
+# programs again and again: after each module's release (jax.clear_caches above), for each
+# hypothesis example's fresh lambda (jit, grad, cond, scan: JAX's in-memory caches are keyed
+# by the function, the persistent one by the program), in the next module for the same
+# operation and shape.  A program found there is loaded, not compiled: the same executable,
+# so the same bits.  Each process has its own directory (xdist's workers and the tests'
+# subprocesses, which do not inherit it: it is set through jax.config, not the environment),
+# as JAX's cache without eviction writes its files unlocked and a reader could see one half
+# written; it is removed at the end of the session (pytest's basetemp rotation otherwise).
+_jax_cache_dir = None
+
+
+def _use_jax_cache(directory):
+    """Point JAX (where imported, and not already given a directory) at ``directory``."""
+    global _jax_cache_dir
+    jax = sys.modules.get("jax")
+    if directory is None or _jax_cache_dir is not None or jax is None:
+        return
+    try:
+        if jax.config.jax_compilation_cache_dir:     # the user's own (JAX_COMPILATION_CACHE_DIR)
+            _jax_cache_dir = jax.config.jax_compilation_cache_dir
+            return
+        jax.config.update("jax_compilation_cache_dir", str(directory))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    except AttributeError:       # (a JAX without these options: no cache)
+        return
+    _jax_cache_dir = directory
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _jax_compilation_cache(tmp_path_factory):
+    if os.environ.get("TANGENTIA_TEST_JAX_CACHE", "1") == "0":
+        yield None
+        return
+    directory = tmp_path_factory.mktemp("jax-compilation-cache")
+    yield directory
+    jax = sys.modules.get("jax")
+    if jax is not None and _jax_cache_dir == directory:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", float("inf"))  # no writes
+    import shutil
+    shutil.rmtree(directory, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True, scope="module")
-def _release_compiled_programs():
+def _release_compiled_programs(_jax_compilation_cache):
     """After each test module, release what compiled programs it left in this worker
     (_release), so a worker's memory follows one module's needs, not the sum of every
-    module it ran."""
+    module it ran.  (Before it: JAX's persistent cache, once JAX is imported.)"""
+    _use_jax_cache(_jax_compilation_cache)
     yield
     _release(freeze=True)
 
