@@ -419,6 +419,10 @@ OBJMODE = {
     "zeta": "no kernel yet (SciPy's)",
     "bitcast_convert_type": "no kernel yet", "reduce_precision": "no kernel yet",
     "custom_dce_call": "no inlining yet (the program DCE leaves carries concrete constants)",
+    # typed PRNG keys (a structured dtype, kind V): a program holding a key value runs on the
+    # NumPy backend as a whole, as one holding bfloat16 does, so this path never runs
+    "random_wrap": "makes a typed key (dtype kind V: the program runs on the NumPy backend)",
+    "random_unwrap": "reads a typed key (dtype kind V: the program runs on the NumPy backend)",
     # collectives: vmap's batching rules remove them before a backend sees a program
     # (an axis name no vmap binds raises while tracing), so this path never runs
     **{n: "a collective, batched away by vmap" for n in (
