@@ -137,6 +137,18 @@ def store_row(shape):
     return fn
 
 
+def _nested_type(t, dtype):
+    """The numba type of the nested tuple ``t`` (a ``chunks`` tree) of ``dtype`` scalars."""
+    return nbt.Tuple([_nested_type(s, dtype) if type(s) is list else dtype for s in t])
+
+
+def _make_nested(context, builder, ty, t, vals):
+    """The nested tuple ``t`` (a ``chunks`` tree of indices into ``vals``) of type ``ty``."""
+    return context.make_tuple(builder, ty, [
+        _make_nested(context, builder, ty.types[k], s, vals) if type(s) is list else vals[s]
+        for k, s in enumerate(t)])
+
+
 def _make_load(shape):
     n = int(np.prod(shape, dtype=np.int64))
     tree = chunks(range(n))
@@ -146,22 +158,14 @@ def _make_load(shape):
                 or not isinstance(i, nbt.Integer):
             return None
 
-        def ret_type(t):
-            return nbt.Tuple([ret_type(s) if type(s) is list else arr.dtype for s in t])
-
-        def make(context, builder, ty, t, vals):
-            return context.make_tuple(builder, ty, [
-                make(context, builder, ty.types[k], s, vals) if type(s) is list else vals[s]
-                for k, s in enumerate(t)])
-
         def codegen(context, builder, sig, args):
             aryty = sig.args[0]
             ary = context.make_array(aryty)(context, builder, args[0])
             idx = context.cast(builder, args[1], sig.args[1], nbt.intp)
             vals = [context.unpack_value(builder, aryty.dtype, p)
                     for p in _row_pointers(context, builder, aryty, ary, idx, shape)]
-            return make(context, builder, sig.return_type, tree, vals)
-        return signature(ret_type(tree), arr, i), codegen
+            return _make_nested(context, builder, sig.return_type, tree, vals)
+        return signature(_nested_type(tree, arr.dtype), arr, i), codegen
     typer.__name__ = "load_row_" + "_".join(map(str, shape))
     return intrinsic(typer)
 
@@ -243,14 +247,6 @@ def _make_gather(points):
         if not isinstance(arr, nbt.Array) or arr.ndim != ndim:
             return None
 
-        def ret_type(t):
-            return nbt.Tuple([ret_type(s) if type(s) is list else arr.dtype for s in t])
-
-        def make(context, builder, ty, t, vals):
-            return context.make_tuple(builder, ty, [
-                make(context, builder, ty.types[k], s, vals) if type(s) is list else vals[s]
-                for k, s in enumerate(t)])
-
         def codegen(context, builder, sig, args):
             aryty = sig.args[0]
             ary = context.make_array(aryty)(context, builder, args[0])
@@ -265,8 +261,8 @@ def _make_gather(points):
                     ptr = cgutils.get_item_pointer2(context, builder, ary.data, dims, strides,
                                                     aryty.layout, [ir.Constant(i64, i) for i in p])
                 vals.append(context.unpack_value(builder, aryty.dtype, ptr))
-            return make(context, builder, sig.return_type, tree, vals)
-        return signature(ret_type(tree), arr), codegen
+            return _make_nested(context, builder, sig.return_type, tree, vals)
+        return signature(_nested_type(tree, arr.dtype), arr), codegen
     typer.__name__ = f"gather_{len(points)}_" + hashlib.sha1(repr(points).encode()).hexdigest()[:20]
     return intrinsic(typer)
 
