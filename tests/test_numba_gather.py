@@ -81,8 +81,9 @@ def test_a_scatters_copy_of_its_operand(dtype: Any) -> None:
     def f(x: Any, y: Any) -> Any:
         z = x[::-1] if dtype is np.bool_ else x * 2     # (a computed operand)
         return (z.at[:, 7, 1].set(y), x.at[2, :, 0].set(y[0]))
-    x = np.arange(4 * 30 * 2).reshape(4, 30, 2) % 5
-    x = x > 2 if dtype is np.bool_ else (x + (1j if dtype is np.complex128 else 0)).astype(dtype)
+    base = np.arange(4 * 30 * 2).reshape(4, 30, 2) % 5
+    x: Any = base > 2 if dtype is np.bool_ else (
+        base + (1j if dtype is np.complex128 else 0)).astype(dtype)
     y = x[:, 3, 0]
     jaxpr, full = program(f, x, y)
     fn = compile_numba(jaxpr)
