@@ -15,7 +15,7 @@ from .. import dtypes as _dtypes
 from ..custom_derivatives import custom_jvp
 from ..primitives import elementwise as _E
 from ..primitives import misc as _M
-from ..primitives import prng_keys as _K
+from ..primitives import prng_keys as _keys
 from ..primitives import special as _SP
 from ..primitives import structural as _S
 from ._constants import complex128, float64, pi
@@ -105,9 +105,9 @@ def _equal(x: ArrayLike, y: ArrayLike) -> Array:
     try:
         return _E.eq(x, y)
     except TypeError:   # (typed PRNG keys: the ufunc has no loop for them)
-        if not (_K.is_key_array(x) or _K.is_key_array(y)):
+        if not (_keys.is_key_array(x) or _keys.is_key_array(y)):
             raise
-        return _K.keys_equal(x, y, "equal")
+        return _keys.keys_equal(x, y, "equal")
 
 
 def _not_equal(x: ArrayLike, y: ArrayLike) -> Array:
@@ -117,9 +117,9 @@ def _not_equal(x: ArrayLike, y: ArrayLike) -> Array:
     try:
         return _E.ne(x, y)
     except TypeError:   # (typed PRNG keys, as in _equal)
-        if not (_K.is_key_array(x) or _K.is_key_array(y)):
+        if not (_keys.is_key_array(x) or _keys.is_key_array(y)):
             raise
-        return _K.keys_equal(x, y, "not_equal", negate=True)
+        return _keys.keys_equal(x, y, "not_equal", negate=True)
 
 
 # public functions of eq and ne through the one eager-dispatch point (with the check above
