@@ -433,7 +433,7 @@ def test_lax_refuses_the_dtypes_jax_refuses():
     # compared once over these 5 dtypes: JAX computes it too, but for complex atan2)
     from tangentia.lax._accepted import ACCEPTED
     extra = {"reduce_sum": ((0,),), "reduce_prod": ((0,),), "argmax": (0, np.int32),
-             "argmin": (0, np.int32)}
+             "argmin": (0, np.int32), "integer_pow": (3,)}
     tried = 0
     for name, (_, _, n) in ACCEPTED.items():
         for dtype in (np.int8, np.uint8, np.bool_, np.complex64, np.float32):
@@ -453,6 +453,13 @@ def test_lax_refuses_the_dtypes_jax_refuses():
     assert tried > 160
     with pytest.raises(TypeError, match="sin does not accept dtype int64"):
         tg.jit(lax.sin)(np.arange(3))
+    # lax.integer_pow of booleans is JAX's TypeError (it returned [1, 0], and bool under the
+    # numba backend); a boolean array's ** and tnp.power still compute, as JAX's do
+    b = np.array([True, False])
+    for f in (lambda v: lax.integer_pow(v, 3), tg.jit(lambda v: lax.integer_pow(v, 2))):
+        with pytest.raises(TypeError, match=r"^integer_pow does not accept dtype bool\. "):
+            f(b)
+    np.testing.assert_array_equal(tg.jit(lambda v: v ** 3)(b), np.asarray(jax.jit(lambda v: v ** 3)(b)))
 
 
 def test_float16_cumsum_accumulates_in_float32():

@@ -32,6 +32,7 @@ ACCEPTED: dict[str, tuple[str, tuple[str, ...], int]] = {
         "erf_inv", "bessel_i0e", "bessel_i1e")},
     "abs": ("abs", (_F, _C, _SINT), 1),
     "neg": ("neg", _IFC, 1), "sign": ("sign", _IFC, 1), "square": ("square", _IFC, 1),
+    "integer_pow": ("integer_pow", _IFC, 1),
     "real": ("real", (_C,), 1), "imag": ("imag", (_C,), 1),
     "population_count": ("population_count", (_INT,), 1), "clz": ("clz", (_INT,), 1),
     "bitwise_not": ("not", (_INT, _B), 1),
