@@ -66,7 +66,10 @@ def test_called_again_touches_no_new_pages():
     for _ in range(3):
         f(w, x)
     held = pool.held_bytes()
-    assert held >= 2 * 256 * 384 * 8
+    # at least one of the step's large arrays (the smallest: 256 x 256 float64) is held; how
+    # many more depends on the GEMM calibration (own kernel: packing buffers and products from
+    # the pool; BLAS: numba's np.dot allocates the products itself), 0.68-3.0 MB here
+    assert held >= 256 * 256 * 8
     before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
     for _ in range(10):
         f(w, x)
