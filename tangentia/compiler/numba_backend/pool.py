@@ -38,6 +38,8 @@ import threading
 
 from llvmlite import binding as _llvm
 
+from .sigint import jit_ir
+
 __all__ = ["SYMBOL", "MIN_BYTES", "SLOTS", "release", "held_bytes", "cap_bytes"]
 
 SYMBOL = "tangentia_pool"
@@ -300,13 +302,7 @@ def _setup():
     with _SETUP_LOCK:
         if _Pool.engine is not None:
             return
-        _llvm.initialize_native_target()
-        _llvm.initialize_native_asmprinter()
-        mod = _llvm.parse_assembly(_IR.format(slots=SLOTS, cap=_cap_from_env()))
-        mod.verify()
-        tm = _llvm.Target.from_default_triple().create_target_machine(opt=2)
-        engine = _llvm.create_mcjit_compiler(mod, tm)
-        engine.finalize_object()
+        engine = jit_ir(_IR.format(slots=SLOTS, cap=_cap_from_env()))
         _llvm.add_symbol(SYMBOL, engine.get_global_value_address(SYMBOL))
         _Pool.held = ctypes.c_int64.from_address(engine.get_global_value_address("tangentia_pool_held"))
         _Pool.cap = ctypes.c_int64.from_address(engine.get_global_value_address("tangentia_pool_cap"))

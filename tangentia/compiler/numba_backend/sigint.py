@@ -113,6 +113,19 @@ try:
 except ImportError:  # pragma: no cover - CPython always has it
     pass
 _DEFAULT_INT_HANDLER = signal.default_int_handler
+def jit_ir(text):
+    """An LLVM module of IR ``text`` compiled for this CPU (an MCJIT engine, finalized):
+    the few functions written in IR here and in ``pool``, which need no numba.  The caller
+    keeps the engine alive as long as its code may be called."""
+    _llvm.initialize_native_target()
+    _llvm.initialize_native_asmprinter()
+    mod = _llvm.parse_assembly(text)
+    mod.verify()
+    engine = _llvm.create_mcjit_compiler(mod, _llvm.Target.from_default_triple().create_target_machine())
+    engine.finalize_object()
+    return engine
+
+
 _SETUP_LOCK = threading.Lock()
 
 
@@ -127,13 +140,7 @@ def _setup():
             return False
         try:
             dynfunc = extension("numba._dynfunc", "_dynfunc")
-            _llvm.initialize_native_target()
-            _llvm.initialize_native_asmprinter()
-            mod = _llvm.parse_assembly(_IR.format(sigint=int(signal.SIGINT)))
-            mod.verify()
-            tm = _llvm.Target.from_default_triple().create_target_machine()
-            engine = _llvm.create_mcjit_compiler(mod, tm)
-            engine.finalize_object()
+            engine = jit_ir(_IR.format(sigint=int(signal.SIGINT)))
             libc = ctypes.CDLL(None, use_errno=True)
             if libc.sigaction(int(signal.SIGINT), None, _NEW_ACTION) != 0:
                 return False
