@@ -38,7 +38,7 @@ from ..api import jit, jvp as _jvp, vjp as _vjp
 from ..custom_derivatives import custom_jvp, custom_lin_p, rule_key
 from ..custom_derivatives._closure import _closure_convert, _is_float
 from .. import numpy as tnp
-from ..lax import scan, while_loop
+from ..lax import scan, stop_gradient, while_loop
 from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .._messages import fun_name as _fun_name, types_str as _types_str
 from .._traceback_util import api_boundary
@@ -209,7 +209,10 @@ def _all_finite(tree):
 def _too_small(h, t):
     """Whether the step ``h`` is below ten times the spacing of floating-point
     numbers at ``t`` (SciPy's "Required step size is less than spacing between
-    numbers"): such a step can no longer advance ``t``.  NaN counts as too small."""
+    numbers"): such a step can no longer advance ``t``.  NaN counts as too small.
+    A test with no derivative: ``t`` may carry a tangent (odeint's grads with respect
+    to the times), and nextafter has no differentiation rule (as in JAX)."""
+    t = stop_gradient(t)
     return ~(h >= 10.0 * tnp.abs(tnp.nextafter(t, tnp.asarray(np.inf, t.dtype)) - t))
 
 

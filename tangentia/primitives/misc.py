@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import core, dtypes
 from ..core import Primitive, ShapedArray
-from ..interpreters.ad import defjvp
+from ..interpreters.ad import defjvp, primitive_jvps
 from ..interpreters.base_ops import convert_element_type
 from ..interpreters.batching import primitive_batchers
 from . import elementwise as E
@@ -226,8 +226,23 @@ def _mantissa_jvp(t, ans, x):
 
 
 frexp_mantissa_p = E.elementwise("frexp_mantissa", _frexp_mantissa, [_mantissa_jvp])
-spacing_p = E.elementwise("spacing", np.spacing, zero_jvp=True)
-nextafter_p = E.elementwise("nextafter", np.nextafter, zero_jvp=True)
+spacing_p = E.elementwise("spacing", np.spacing)
+nextafter_p = E.elementwise("nextafter", np.nextafter)
+
+
+def _no_differentiation_rule(name, note=""):
+    """A JVP rule that raises JAX's NotImplementedError: JAX defines no derivative for
+    ``nextafter`` (a step function almost everywhere, but JAX refuses rather than giving 0),
+    nor for ``jnp.spacing``, which JAX computes with ``nextafter``.  Only a non-zero
+    tangent reaches the rule: ``nextafter`` of values that carry none still computes."""
+    def rule(primals, tangents, **params):
+        raise NotImplementedError(f"Differentiation rule for '{name}' not implemented{note}")
+    return rule
+
+
+primitive_jvps[nextafter_p] = _no_differentiation_rule("nextafter")
+primitive_jvps[spacing_p] = _no_differentiation_rule(
+    "nextafter", " (jnp.spacing: JAX computes it with nextafter)")
 
 
 @E.wraps_ufunc(np.nextafter)
