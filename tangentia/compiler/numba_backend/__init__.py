@@ -102,6 +102,7 @@ import contextlib
 import gc
 import importlib
 import os
+import signal
 import sys
 import threading
 
@@ -211,8 +212,63 @@ def _objcache():
 
 def _native():
     """The compiler module (``native``), imported on first use (the import system
-    caches it and makes concurrent first imports wait for one another)."""
-    return importlib.import_module(f"{__name__}.native")
+    caches it and makes concurrent first imports wait for one another), with numba's
+    registries loaded (``_load_compiler``)."""
+    if _LOADED:
+        return _LOADED[0]
+    with _LOAD_LOCK:
+        if not _LOADED:
+            _LOADED.append(_load_compiler())
+    return _LOADED[0]
+
+
+_LOADED = []
+_LOAD_LOCK = threading.RLock()
+
+
+def _load_compiler():
+    """Import the compiler and load numba's implementation registries (numba imports
+    ~40 of its modules at its first compile), with Ctrl-C held back until both are done.
+
+    A KeyboardInterrupt raised inside an import leaves the modules imported so far in
+    ``sys.modules`` and the interrupted ones out: numba cannot be imported again in that
+    process, and every later compile failed ("module 'numba' has no attribute 'core'",
+    "module 'numba.core.types' has no attribute 'misc'"; Ctrl-C in the first second of
+    a first compile).  So the signal waits (``_interrupts_held``): about 0.3-0.5 s, then
+    the KeyboardInterrupt is raised as usual, and the next call compiles."""
+    with _interrupts_held():
+        native = importlib.import_module(f"{__name__}.native")
+        from numba.core.compiler_lock import global_compiler_lock
+        from numba.core.registry import cpu_target
+        with global_compiler_lock:
+            cpu_target.target_context.refresh()
+    return native
+
+
+@contextlib.contextmanager
+def _interrupts_held():
+    """SIGINT's Python handler called after the block rather than inside it (in the main
+    thread, where Python runs it; elsewhere, and under a handler that is not a Python
+    function, nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got = []
+    try:
+        old = signal.signal(signal.SIGINT, lambda sig, frame: got.append(frame))
+    except (ValueError, OSError):       # (no signals here: an embedded interpreter)
+        yield
+        return
+    if not callable(old):
+        signal.signal(signal.SIGINT, old)
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+        if got:
+            old(signal.SIGINT, got[0])
 
 
 class NumbaBackend(Backend):

@@ -1,0 +1,109 @@
+"""Faults during a compile, in real processes (issue 23: "a background compile that fails
+or is interrupted never loses the user's result, and never leaves a half-written cache
+entry"; the other halves are in test_tiered.py and test_numba_objcache.py).
+
+* Ctrl-C (a real SIGINT) that lands while the first compile of a process imports numba
+  or loads its registries: the KeyboardInterrupt reaches the user after the import, and
+  the next call compiles natively.  Without ``numba_backend._interrupts_held`` every later
+  call failed in that process ("module 'numba' has no attribute 'core'").
+* A process killed (SIGKILL) while it writes a machine-code cache entry, and one that
+  exits while its background compile runs: the cache holds no damaged entry, and the next
+  process computes the same numbers and fills it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+pytestmark = [pytest.mark.timeout(300),
+              pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals to a child process")]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _as_at_a_terminal():
+    # SIGINT handled by default in the child even when the test run's own is ignored
+    # (a run started in the background: see test_interrupt._as_at_a_terminal)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _env(cache, **extra):
+    env = dict(os.environ, TANGENTIA_CACHE_DIR=str(cache), TANGENTIA_COMPILE_PROGRESS="0",
+               PYTHONUNBUFFERED="1", **extra)
+    env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
+    return env
+
+
+_PROGRAM = """
+import numpy as np
+import tangentia as tg, tangentia.numpy as tnp
+from tangentia import lax
+def f(x):
+    return tnp.sum(lax.fori_loop(0, 5, lambda i, c: tnp.sin(c) * 1.5 + 0.25, x) ** 2)
+x = np.linspace(0.0, 1.0, 6)
+"""
+# the same numbers by NumPy
+_WANT = (lambda c: float(np.sum(c ** 2)))(
+    __import__("functools").reduce(lambda c, _: np.sin(c) * 1.5 + 0.25, range(5), np.linspace(0.0, 1.0, 6)))
+
+_INTERRUPTED_IMPORT = _PROGRAM + """
+import json, os, signal, sys, warnings
+target, fired = sys.argv[1], []
+class SigintAt:          # a real SIGINT, sent when ``target`` starts to be imported
+    def find_spec(self, name, path=None, spec_target=None):
+        if name == target and not fired:
+            fired.append(name)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+        return None
+import time
+sys.meta_path.insert(0, SigintAt())
+tg.config.update("jit_tiered", False)
+g = tg.jit(tg.grad(f), backend="numba")
+h = tg.jit(f, backend="numba")
+try:
+    h(x)
+    interrupted = False
+except KeyboardInterrupt:
+    interrupted = True
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    r = float(h(x))
+    gr = np.asarray(g(x)).tolist()
+print(json.dumps({"fired": fired, "interrupted": interrupted, "r": r, "g": gr,
+                  "warnings": [str(m.message) for m in w], "numba": "numba" in sys.modules}))
+"""
+
+
+@pytest.mark.parametrize("target", ["numba.core.config", "numba.core.types.misc"])   # (both fail at e052b57)
+def test_ctrl_c_in_the_first_compiles_imports_loses_nothing(tmp_path, target):
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_INTERRUPTED_IMPORT), target],
+                          env=_env(tmp_path, TANGENTIA_NUMBA_FAST_LOAD="0"), capture_output=True,
+                          text=True, timeout=240, preexec_fn=_as_at_a_terminal)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["fired"] == [target]              # the signal was sent inside that import
+    assert got["interrupted"]                    # and reached the user's call
+    assert got["warnings"] == []                 # the next calls compiled with numba
+    assert got["numba"]
+    assert abs(got["r"] - _WANT) < 1e-12
+    # the gradient, against central differences
+    x = np.linspace(0.0, 1.0, 6)
+
+    def F(v):
+        c = v
+        for _ in range(5):
+            c = np.sin(c) * 1.5 + 0.25
+        return float(np.sum(c ** 2))
+    fd = [(F(x + 1e-6 * e) - F(x - 1e-6 * e)) / 2e-6 for e in np.eye(6)]
+    np.testing.assert_allclose(got["g"], fd, rtol=1e-6, atol=1e-8)
