@@ -101,3 +101,37 @@ def test_betainc_edges_are_scipys_values_eager_and_jit() -> None:
         want = sc.betainc(a, b, x)
     for f in (tsp.betainc, tg.jit(tsp.betainc), tg.jit(tsp.betainc, backend="numpy")):
         np.testing.assert_array_equal(f(a, b, x), want)
+
+
+@pytest.mark.timeout(120)
+def test_sph_harm_y_n_max_clips_as_jax() -> None:
+    """``n_max`` below the largest degree clips the result to it, as JAX documents ("the
+    results are clipped to n_max": its Legendre table stops at degree and order n_max, read at
+    (min(|m|, n_max), min(n, n_max)), times exp(i |m| phi)); ours ignored ``n_max`` and gave the
+    degree-n value.  Eagerly and under jit, against JAX 0.10.2; with n_max at or above every
+    degree, the value and the derivatives in theta and phi are the ones without n_max."""
+    jax = pytest.importorskip("jax", reason="JAX 0.10.2 is the reference for n_max's clipping")
+    jax.config.update("jax_enable_x64", True)
+    from jax.scipy.special import sph_harm_y as jax_sph_harm_y
+    rng = np.random.default_rng(18)
+    n = rng.integers(0, 12, 200)
+    m = rng.integers(-12, 13, 200)
+    keep = np.abs(m) <= n
+    n, m = n[keep], m[keep]
+    theta, phi = rng.uniform(0, np.pi, n.size), rng.uniform(0, 2 * np.pi, n.size)
+    for n_max in (0, 3, 7, 11):
+        want = np.asarray(jax_sph_harm_y(n, m, theta, phi, n_max=n_max))
+
+        def f(t, p, n_max=n_max):
+            return tsp.sph_harm_y(n, m, t, p, n_max=n_max)
+        np.testing.assert_allclose(f(theta, phi), want, rtol=1e-12, atol=1e-13)
+        np.testing.assert_array_equal(tg.jit(f)(theta, phi), f(theta, phi))
+    with pytest.raises(TypeError, match="^The `n_max` argument of `jnp.scipy.special.sph_harm`"):
+        tsp.sph_harm_y(n, m, theta, phi, n_max=-1)
+
+    def re(t, p, n_max=None):
+        return tsp.sph_harm_y(n[:5], m[:5], t, p, n_max=n_max).real.sum()
+    for argnums in (0, 1):
+        np.testing.assert_allclose(tg.grad(re, argnums)(theta[:5], phi[:5], 11),
+                                   tg.grad(re, argnums)(theta[:5], phi[:5]), rtol=1e-12,
+                                   atol=1e-13)

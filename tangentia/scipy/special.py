@@ -733,8 +733,8 @@ def bessel_jn(z: ArrayLike, *, v: int, n_iter: int = 50) -> Array:
 def sph_harm_y(n: ArrayLike, m: ArrayLike, theta: ArrayLike, phi: ArrayLike,
                diff_n: int | None = None, n_max: int | None = None) -> Array:
     """The spherical harmonics ``Y_n^m(theta, phi)`` (SciPy's ``sph_harm_y``; ``theta`` polar,
-    ``phi`` azimuthal), complex; differentiable in ``theta`` and ``phi``.  ``n_max`` is
-    accepted and unused; ``diff_n`` must be None or 0."""
+    ``phi`` azimuthal), complex; differentiable in ``theta`` and ``phi``.  ``n_max`` (static)
+    clips the degree as JAX's does (see below); ``diff_n`` must be None or 0."""
     if diff_n:
         raise NotImplementedError(f"sph_harm_y: argument 'diff_n' must be None or 0, got {diff_n}")
     n, m = (tnp.asarray(a) for a in (n, m))
@@ -743,4 +743,23 @@ def sph_harm_y(n: ArrayLike, m: ArrayLike, theta: ArrayLike, phi: ArrayLike,
             raise TypeError(f"sph_harm_y: argument '{name}' must hold integers, got dtype "
                             f"{_dtype_of(a)}")
     theta, phi = _promote_all("sph_harm_y", ("theta", "phi"), (theta, phi))
-    return _SP.sph_harm_y(tnp.astype(n, np.int64), tnp.astype(m, np.int64), theta, phi)
+    n, m = tnp.astype(n, np.int64), tnp.astype(m, np.int64)
+    if n_max is None:
+        return _SP.sph_harm_y(n, m, theta, phi)
+    # JAX's n_max: "If the supplied n_max is not the true maximum value of n, the results are
+    # clipped to n_max": its table of Legendre functions stops at degree and order n_max, read
+    # at (min(|m|, n_max), min(n, n_max)), times exp(i |m| phi) (conjugated, with (-1)**|m|,
+    # for m < 0).  Where |m| <= n_max that is Y at degree min(n, n_max).
+    if isinstance(n_max, Tracer) or not isinstance(n_max, (int, np.integer)) or n_max < 0:
+        raise TypeError("The `n_max` argument of `jnp.scipy.special.sph_harm` must be "
+                        "statically specified to use `sph_harm` within JAX transformations. "
+                        f"(sph_harm_y: argument 'n_max' must be a static non-negative integer, "
+                        f"got {n_max!r})")
+    n = tnp.minimum(n, int(n_max))
+    am = tnp.abs(m)
+    k = tnp.minimum(am, int(n_max))
+    legendre = tnp.real(_SP.sph_harm_y(n, k, theta, tnp.zeros_like(phi)))
+    angle = tnp.astype(am, _dtype_of(phi)) * phi
+    y = tnp.multiply(legendre, tnp.cos(angle)) + 1j * tnp.multiply(legendre, tnp.sin(angle))
+    sign = tnp.where(am % 2 == 1, -1.0, 1.0).astype(_dtype_of(phi))
+    return tnp.where(m < 0, sign * tnp.conj(y), y)
