@@ -8,6 +8,7 @@ failing background compile keeps the NumPy code running after one warning; the
 choice shows in ``lower().as_text()``; eager loops are tiered too; and two processes
 compiling the same program at once into one cache both leave a cache a third loads.
 """
+import json
 import os
 import subprocess
 import sys
@@ -228,33 +229,72 @@ def test_program_compile_through_compile_program_is_tiered(tiered_numba):
 
 
 _COMPILE_ONE = textwrap.dedent("""
-    import sys, numpy as np
+    import json, os, sys, time
+    import numpy as np
     import tangentia as tg, tangentia.numpy as tnp
-    tg.config.update("jit_tiered", False)
-    f = tg.jit(lambda x: tnp.sum(tnp.tanh(x) * tnp.arange(5.0)) + 0.25, backend="numba")
-    r = f(np.linspace(0, 1, 5))
-    print(repr(float(r)))
+    from tangentia.compiler import backend as B
+    def f(x, w):
+        return tnp.sum(tnp.tanh(x) * w) + 0.25
+    x, w = np.linspace(0, 1, 5), np.arange(5.0)
+    jaxpr = tg.make_jaxpr(f)(x, w).jaxpr
+    barrier = os.environ.get("BARRIER")
+    if barrier:         # every process here before any compiles: the compiles overlap
+        open(os.path.join(barrier, str(os.getpid())), "w").close()
+        deadline = time.time() + 120
+        while len(os.listdir(barrier)) < 2 and time.time() < deadline:
+            time.sleep(0.005)
+    t0 = time.time()
+    run = B.compile_jaxpr(jaxpr, "numba")       # (untiered: the compile, and its cache writes)
+    r = float(run(x, w)[0])
+    t1 = time.time()
+    disp = getattr(run, "dispatcher", None)      # (None: loaded from the machine-code cache)
+    objcache = sys.modules.get("tangentia.compiler.numba_backend.objcache")
+    print(json.dumps({"r": r, "t0": t0, "t1": t1, "numba": "numba" in sys.modules,
+                      "stats": objcache.STATS if objcache else None,
+                      "numba_cache": None if disp is None else
+                      [sum(disp._cache_hits.values()), sum(disp._cache_misses.values())]}))
 """)
 
 
+def _compile_one(env, **extra):
+    return subprocess.Popen([sys.executable, "-c", _COMPILE_ONE], env=dict(env, **extra),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _result(proc):
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err[-2000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def test_concurrent_processes_share_a_valid_cache(tmp_path):
-    env = dict(os.environ, TANGENTIA_CACHE_DIR=str(tmp_path), TANGENTIA_COMPILE_PROGRESS="0")
+    """Two processes compile one program into one cache at the same time (a barrier before
+    the compile; their compiles are checked to overlap), writing numba's cache and the
+    machine-code cache (``objcache``) both.  Then: no partial file anywhere in the cache, a
+    third process loads the machine code without importing numba, and a fourth (machine-code
+    cache off) loads numba's own cache entry, compiling nothing; every result the same."""
+    cache, barrier = tmp_path / "cache", tmp_path / "barrier"
+    barrier.mkdir()
+    env = dict(os.environ, TANGENTIA_CACHE_DIR=str(cache), TANGENTIA_COMPILE_PROGRESS="0",
+               TANGENTIA_NUMBA_FAST_LOAD="1")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
-    procs = [subprocess.Popen([sys.executable, "-c", _COMPILE_ONE], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
-    outs = [p.communicate(timeout=240) for p in procs]
-    assert all(p.returncode == 0 for p in procs), [o[1][-500:] for o in outs]
     expected = float(np.sum(np.tanh(np.linspace(0, 1, 5)) * np.arange(5.0)) + 0.25)
-    for out, _ in outs:
-        assert abs(float(out.strip()) - expected) < 1e-13
-    leftovers = [n for n in os.listdir(tmp_path / "numba") if n.endswith(".tmp")]
-    assert not leftovers
-    third = subprocess.run([sys.executable, "-c", _COMPILE_ONE], env=env, capture_output=True,
-                           text=True, timeout=240)
-    assert third.returncode == 0, third.stderr[-500:]
-    assert abs(float(third.stdout.strip()) - expected) < 1e-13
+    a, b = [_result(p) for p in [_compile_one(env, BARRIER=str(barrier)) for _ in range(2)]]
+    assert a["t0"] < b["t1"] and b["t0"] < a["t1"], (a, b)     # the compiles overlapped
+    for r in (a, b):
+        assert abs(r["r"] - expected) < 1e-13
+        assert r["numba"] and r["numba_cache"][1] >= 1           # each compiled it itself
+    assert a["stats"]["saved"] + b["stats"]["saved"] >= 1
+    files = [os.path.join(d, n) for d, _, ns in os.walk(cache) for n in ns]
+    assert not [n for n in files if n.endswith(".tmp")], files
+    assert any(n.endswith(".bin") for n in files) and any(n.endswith(".nbi") for n in files), files
+    third = _result(_compile_one(env))
+    assert not third["numba"] and third["stats"]["loaded"] == 1, third
+    assert third["r"] == a["r"] == b["r"]
+    fourth = _result(_compile_one(env, TANGENTIA_NUMBA_FAST_LOAD="0"))
+    assert fourth["numba"] and fourth["numba_cache"] == [1, 0], fourth    # numba's cache, whole
+    assert fourth["r"] == a["r"]
 
 
 class _SlowEstimate(B.Backend):
