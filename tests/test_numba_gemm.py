@@ -223,3 +223,71 @@ def test_gemm_bound_programs_leave_the_numpy_calls_path(monkeypatch):
     monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "blas")
     assert NUMBA.source(program(make(), x, w)[0]).startswith(
         "# numba backend: a loop-free program over large arrays runs as NumPy calls")
+
+
+# --- epilogues: the update d +- s * product, written by the kernel (plan.fuse_epilogues) ---
+
+@pytest.mark.parametrize("dtype", [F64, F32], ids=str)
+@pytest.mark.parametrize("m, n, k", [(70, 101, 37), (300, 600, 300), (9, 50, 1), (8, 24, 0)])
+def test_gemm_into_epilogue_is_the_unfused_operations(dtype, m, n, k):
+    """``_gemm_into`` with an epilogue gives the bits of the product (``_gemm``'s),
+    scaled and rounded, then added to or subtracted from ``d`` and rounded: blocks
+    in every direction (MC, KC, NC), partial tiles, k = 1 and k = 0."""
+    for ta, tb in ((False, False), (True, False), (False, True)):
+        a, b = operands(m, n, k, ta, tb, dtype, m + n + k)
+        d = data((m, n), dtype, 5)
+        c = np.full((m, n), np.nan, dtype)
+        gemm._gemm(a, ta, b, tb, c)
+        s = dtype.type(0.1)
+        for mode, want in ((gemm.EPILOGUE_SUB, d - s * c), (gemm.EPILOGUE_ADD, d + s * c)):
+            got = np.full((m, n), np.nan, dtype)
+            gemm._gemm_into(a, ta, b, tb, got, d, s, mode)
+            np.testing.assert_array_equal(got, want, err_msg=f"mode {mode}, ta={ta}, tb={tb}")
+
+
+def updates(w, v, u, x, g, y, lr):
+    """Products read only by an update (fused), and ones that are not (not fused)."""
+    p = x @ y                                   # read twice: not fused
+    return [w - 0.1 * (x.T @ g),                # sub, a literal, x stored transposed
+            v - x.T @ (g * 2),                  # no scale
+            (x.T @ tnp.tanh(g)) * lr + v,       # the scale a variable, either operand order
+            lr * (x.T @ (g + 1)) - v,           # s * p - d: not an update of d, not fused
+            u + 0.5 * p, p]
+
+
+@needs_avx512
+@pytest.mark.parametrize("dtype", [F64, F32], ids=str)
+def test_programs_fuse_updates_and_match_the_numpy_backend(dtype, monkeypatch):
+    """The numba backend's fused updates against the NumPy backend's separate
+    operations (within the rounding of the products: the epilogue rounds as they
+    do), with odd shapes; the products read elsewhere, or not by an update of
+    their shape, are computed as before."""
+    monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "own")     # (auto: measured)
+    w, v, g = data((70, 101), dtype, 1), data((70, 101), dtype, 2), data((37, 101), dtype, 3)
+    x, y, u = data((37, 70), dtype, 4), data((70, 101), dtype, 6), data((37, 101), dtype, 7)
+    lr = dtype.type(-0.25)
+    rtol = 1e-4 if dtype == F32 else 1e-11
+    check(updates, w, v, u, x, g, y, lr, rtol=rtol, atol=rtol)
+    src = NUMBA.source(program(updates, w, v, u, x, g, y, lr)[0])
+    assert len(re.findall(r"_gemm\d+\(", src)) == 5, src
+    fused = re.findall(r"_gemm\d+\((.*)\)$", src, re.M)
+    assert sum(call.endswith(f", {gemm.EPILOGUE_SUB}") for call in fused) == 2, fused
+    assert sum(call.endswith(f", {gemm.EPILOGUE_ADD}") for call in fused) == 1, fused
+
+
+@needs_avx512
+def test_sgd_step_fuses_weight_updates(monkeypatch):
+    """An MLP's SGD step: the weight updates ``W - lr * (x.T @ g)`` are written by
+    the kernel, the step matches the NumPy backend, and under ``blas`` nothing is fused."""
+    monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "own")     # (auto: measured)
+    w1, w2, xb = data((48, 64), F64, 5) / 7, data((64, 56), F64, 6) / 8, data((64, 48), F64, 7)
+
+    def step(w1, w2, xb):
+        gw1, gw2 = tg.grad(lambda w1, w2: tnp.sum(tnp.tanh(tnp.tanh(xb @ w1) @ w2) ** 2),
+                           argnums=(0, 1))(w1, w2)
+        return [w1 - 0.1 * gw1, w2 - 0.1 * gw2]
+    check(step, w1, w2, xb, rtol=1e-11, atol=1e-13)
+    fused = re.findall(r"_gemm\d+\((.*)\)$", NUMBA.source(program(step, w1, w2, xb)[0]), re.M)
+    assert sum(call.endswith(f", {gemm.EPILOGUE_SUB}") for call in fused) == 2, fused
+    monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "blas")
+    assert "_gemm" not in NUMBA.source(program(step, w1, w2, xb)[0])

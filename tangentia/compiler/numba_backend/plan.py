@@ -21,6 +21,10 @@ inlined or as a unit, is not analysed again) and returns a ``Plan``:
 * ``dots``: per ``dot_general``, how it is computed (``DotPlan``): unrolled over
   scalars, by BLAS or the backend's own GEMM kernel (``gemm``), as a fused
   expression, or by loops;
+  and before the other passes, a product the own kernel computes whose one reader
+  is an update ``d +- s * product`` becomes one ``dot_general`` with an
+  ``epilogue`` at the update's place (``fuse_epilogues``): the kernel writes the
+  update while the product is in the cache;
 * ``calls``: per program an equation carries (a loop body, a branch, a called
   function: ``jit``, ``checkpoint``, a custom rule), how it is lowered
   (``CallPlan``, the outlining pass): inlined, outlined (a separate njit function
@@ -51,6 +55,8 @@ from __future__ import annotations
 
 from typing import AbstractSet, Any, Dict, List, NamedTuple, Optional, Set, Tuple
 
+import numpy as np
+
 from ...core import CustomVmapCallPrimitive, Eqn, Jaxpr, ProgramMemo, ShapedArray, Var, subjaxprs
 from ...custom_derivatives import _base as CD
 from ...primitives import call as CL, contraction as C, remat
@@ -58,7 +64,8 @@ from ..passes import simplify
 from . import gemm
 
 __all__ = ["Plan", "DotPlan", "CallPlan", "Settings", "program_plan", "row_plan", "dot_plan",
-           "UNROLL_MAX_TERMS", "call_plan", "code_cost", "own_cost", "pruned", "CALL_BODIES"]
+           "UNROLL_MAX_TERMS", "fuse_epilogues", "call_plan", "code_cost", "own_cost", "pruned",
+           "CALL_BODIES"]
 
 RowPlan = Tuple[int, List[str], "_RowEqn"]
 
@@ -162,8 +169,9 @@ class DotPlan:
 
 def dot_plan(eqn: Eqn, limit: int) -> DotPlan:
     """The ``DotPlan`` of a ``dot_general`` equation whose values of at most ``limit``
-    elements are scalarized."""
-    x, y = (a.aval for a in eqn.inputs)
+    elements are scalarized (an equation with an ``epilogue``, ``fuse_epilogues``:
+    of its product)."""
+    x, y = (a.aval for a in eqn.inputs[:2])
     out = eqn.outputs[0].aval
     dims = _dot_dims(x.shape, y.shape, eqn.params["dimension_numbers"])
     _, _, m, n, k, batch = dims
@@ -179,6 +187,80 @@ def dot_plan(eqn: Eqn, limit: int) -> DotPlan:
     loop = kind != "blas" and _size(out.shape) <= limit and _size(out.shape) * k > UNROLL_MAX_TERMS
     return DotPlan(kind, lazy_kind, blas and gemm.use_gemm(out.dtype, m, n, k), dims, loop)
 
+
+
+def _scalar_of(a, dt):
+    """Whether ``a`` (an equation input) is a scalar of dtype ``dt``, or a weakly typed
+    floating literal (a Python number: the operation rounds it to ``dt`` first)."""
+    return tuple(a.aval.shape) == () and (a.aval.dtype == dt or (
+        type(a) is not Var and getattr(a.aval, "weak_type", False)
+        and a.aval.dtype.kind in "f" and dt.kind == "f"))
+
+
+def fuse_epilogues(eqns: List[Eqn], outvars: List[Any], limit: int) -> List[Eqn]:
+    """``eqns`` with each product that the own GEMM kernel computes (``dot_plan``: kind
+    ``"blas"``, ``own_gemm``, no batch dimensions) and that is read only by the update
+    ``d + s * p``, ``d - s * p`` or ``d +- p`` (``mul`` by a scalar ``s`` of its
+    dtype, then ``add``/``add_any``/``sub`` with an array ``d`` of its shape and
+    dtype; each intermediate read only there) replaced by one ``dot_general``
+    equation with the parameter ``epilogue`` (``"add"`` or ``"sub"``) and the inputs
+    ``x, y, d, s`` (``s`` a literal 1 where there is no ``mul``), at the update's
+    place: ``gemm._gemm_into`` then writes the update block by block while the
+    product is in the cache (an SGD step's weight updates; the rounding of each
+    operation is kept: ``s * p`` and ``d -+ (s * p)`` are each rounded once)."""
+    from ...core import Literal
+    from ...interpreters import ad
+    from ...primitives import elementwise as E
+    users: Dict[Any, List[Optional[Eqn]]] = {}
+    for eqn in eqns:
+        for a in eqn.inputs:
+            if type(a) is Var:
+                users.setdefault(a, []).append(eqn)
+    for a in outvars:
+        if type(a) is Var:
+            users.setdefault(a, []).append(None)
+
+    def only_user(v):
+        u = users.get(v, ())
+        return u[0] if len(u) == 1 and u[0] is not None and len(u[0].outputs) == 1 \
+            and u[0].outputs[0].aval.shape == v.aval.shape \
+            and u[0].outputs[0].aval.dtype == v.aval.dtype else None
+    fused: Dict[Eqn, Optional[Eqn]] = {}    # absorbed equation -> None; update -> its equation
+    for eqn in eqns:
+        if eqn.prim is not C.dot_general_p or "epilogue" in eqn.params:
+            continue
+        dp = dot_plan(eqn, limit)
+        (_, _), (lb, _) = eqn.params["dimension_numbers"]
+        p = eqn.outputs[0]
+        dt = p.aval.dtype
+        if dp.kind != "blas" or not dp.own_gemm or lb:
+            continue
+        u = only_user(p)
+        scale, absorbed = None, [eqn]
+        if u is not None and u.prim is E.mul_p and len(u.inputs) == 2 and \
+                sum(a is p for a in u.inputs) == 1:
+            other = u.inputs[1] if u.inputs[0] is p else u.inputs[0]
+            if _scalar_of(other, dt):
+                scale, absorbed, p = other, absorbed + [u], u.outputs[0]
+                u = only_user(p)
+        if u is None or u.prim not in (E.add_p, ad.add_any_p, E.sub_p) or len(u.inputs) != 2 \
+                or sum(a is p for a in u.inputs) != 1:
+            continue
+        d = u.inputs[1] if u.inputs[0] is p else u.inputs[0]
+        if type(d) is not Var or d.aval.shape != p.aval.shape or d.aval.dtype != dt \
+                or (u.prim is E.sub_p and u.inputs[0] is p):
+            continue      # (s * p - d is not an update of d)
+        if scale is None:
+            scale = Literal(np.ones((), dt)[()], ShapedArray((), dt))
+        x, y = eqn.inputs
+        mode = "sub" if u.prim is E.sub_p else "add"
+        fused[u] = Eqn(C.dot_general_p, [x, y, d, scale], u.outputs,
+                       dict(eqn.params, epilogue=mode), eqn.source)
+        for e in absorbed:
+            fused[e] = None
+    if not fused:
+        return eqns
+    return [fused[e] if e in fused else e for e in eqns if fused.get(e, e) is not None]
 
 # -- outlining and compile units ------------------------------------------------
 
@@ -331,6 +413,7 @@ def program_plan(jaxpr: Jaxpr, settings: Settings, rows: Dict[Any, Any],
     if p is None:
         limit = settings.limit
         eqns, outvars = simplify(jaxpr, dce=True)
+        eqns = fuse_epilogues(eqns, outvars, limit)    # (the contraction pass's epilogues)
         consumers: Dict[Var, List[Optional[Eqn]]] = {}
         for eqn in eqns:
             for a in eqn.inputs:
@@ -343,7 +426,7 @@ def program_plan(jaxpr: Jaxpr, settings: Settings, rows: Dict[Any, Any],
                 if len(users) == 1 and users[0] is not None and users[0].prim in fusible}
         batched, dots, calls, prune = {}, {}, {}, {}
         for eqn in eqns:
-            if rows:
+            if rows and "epilogue" not in eqn.params:
                 r = row_plan(eqn, rows, limit)
                 if r is not None:
                     batched[eqn] = r

@@ -13,6 +13,8 @@ is keyed by its class, which ``core`` declares (``rule_of``).
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from ...core import CustomVmapCallPrimitive, Eqn, Jaxpr, Literal, ProgramMemo, ShapedArray, Var
@@ -730,7 +732,7 @@ def dot_indices(x_ndim, y_ndim, dimension_numbers, lf, rf, o_idx, c_idx):
 
 
 def _dot_general(g, eqn, ins):
-    x, y = ins
+    x, y = ins[:2]
     out = eqn.outputs[0].aval
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     dt = out.dtype
@@ -760,6 +762,14 @@ def _dot_general(g, eqn, ins):
                 acc = t if acc is None else g.scalar(add(acc, t))
             elems.append(g.scalar(acc) if acc is not None else _lit(0, dt))
         return [SV(out.shape, dt, elems)]
+    epilogue = eqn.params.get("epilogue")
+    if epilogue is not None:
+        # (``plan.fuse_epilogues``: the update ``d +- s * (x @ y)``, planned only for a
+        # product the own kernel computes, which lazy operands do not change)
+        d, sc = ins[2:]
+        return [_dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k, plan.own_gemm,
+                          (epilogue, g.array(d, dt),
+                           _wrap(_cast(g.elem(g.small(sc), ()), sc.dtype, dt), dt)))]
     if kind == "blas":
         return [_dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k, plan.own_gemm)]
     if kind == "fused":
@@ -791,7 +801,7 @@ def _dot_general(g, eqn, ins):
     return [g.small(res) if g.is_small(out.shape) else res]
 
 
-def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k, own_gemm):
+def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k, own_gemm, epilogue=None):
     """``dot_general`` by BLAS: ``np.dot`` of one (m, k) by (k, n) matrix pair per
     batch element (the batch dimensions folded into one), or ``gemm._gemm`` if
     ``own_gemm`` (the contraction pass asked ``gemm.use_gemm``: float32/float64 on
@@ -800,7 +810,12 @@ def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k, own_gemm):
     (batch, rows, columns), or (batch, columns, rows): then each matrix is a
     transposed view, which numba's ``np.dot`` hands to BLAS as a transpose flag
     (the backward pass's ``x.T @ g``), not a copy (``_gemm`` takes the flag).
-    Any other operand is written once, in (batch, rows, columns) order."""
+    Any other operand is written once, in (batch, rows, columns) order.
+    ``epilogue``: ``(mode, d, s)``, the output is ``d + s * product`` (``"add"``) or
+    ``d - s * product`` (``"sub"``; no batch dimensions, ``d`` an ``AV`` of the output's
+    shape and dtype, ``s`` a scalar expression of its dtype): ``gemm._gemm_into``
+    applies it to each block of the product while it is in the cache
+    (``plan.fuse_epilogues``); with BLAS, a loop after the product."""
     dt = out.dtype
     B = _size([x.shape[i] for i in lb])
 
@@ -829,6 +844,22 @@ def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k, own_gemm):
     xb = operand(x, lb, lf, lc)
     yb = operand(y, rb, rc, rf)
     r = g.name("a")
+    if epilogue is not None and own_gemm:
+        mode, d, sc = epilogue
+        fn = g.glob(gemm._gemm_into, "_gemm")
+        g.notes.append(f"# {fn}: {gemm.__name__}._gemm_into")
+        code = gemm.EPILOGUE_ADD if mode == "add" else gemm.EPILOGUE_SUB
+        g.emit(f"{r} = _empty(({m}, {n}), {_dt(dt)})")
+        g.emit(f"{fn}({xb(0)}, {yb(0)}, {r}, {d.name}.reshape(({m}, {n})), {sc}, {code})")
+        o = g.name("a")
+        g.emit(f"{o} = {r}.reshape({_shape_str(out.shape)})")
+        return AV(out.shape, dt, o)
+    if epilogue is not None:
+        mode, d, sc = epilogue
+        prod = _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k, own_gemm)
+        op = "+" if mode == "add" else "-"
+        return g.array(LV(out.shape, dt, lambda idx: _wrap(
+            f"({g.elem(d, idx)} {op} ({sc} * {g.elem(prod, idx)}))", dt)))
     if B == 1 and not own_gemm:
         g.emit(f"{r} = np.dot({xb(0)}, {yb(0)})")
     else:
@@ -897,6 +928,18 @@ def _emit_poll(g, counter, every):
         g.pop()
 
 
+@contextlib.contextmanager
+def loop_body(g):
+    """While a loop's body is lowered: ``g.loop_bodies`` counts the loops around it
+    (``irblock._eligible``: a batched value row by row there, where LLVM vectorizes the
+    rows of every iteration)."""
+    g.loop_bodies = getattr(g, "loop_bodies", 0) + 1
+    try:
+        yield
+    finally:
+        g.loop_bodies -= 1
+
+
 def _carry_init(g, avals, vals):
     names = g.fresh_vars(avals)
     g.assign_all(names, vals)
@@ -920,11 +963,12 @@ def _while(g, eqn, ins):
         g.emit(f"{k} += 1")
     _emit_poll(g, k, every)     # (an unbounded loop: always interruptible)
     cur = [g.from_names(n, a) for n, a in zip(names, avals)]
-    pred, = g.call_jaxpr(p["cond_jaxpr"], cc + cur)
-    pe = g.elem(pred, ())
-    g.emit(f"if not {pe}:" if pred.dtype.kind == "b" else f"if {pe} == 0:")
-    g.emit("    break")
-    new = g.call_jaxpr(p["body_jaxpr"], bc + cur)
+    with loop_body(g):
+        pred, = g.call_jaxpr(p["cond_jaxpr"], cc + cur)
+        pe = g.elem(pred, ())
+        g.emit(f"if not {pe}:" if pred.dtype.kind == "b" else f"if {pe} == 0:")
+        g.emit("    break")
+        new = g.call_jaxpr(p["body_jaxpr"], bc + cur)
     g.assign_all(names, new)
     g.pop()
     return [g.from_names(n, a) for n, a in zip(names, avals)]
@@ -1008,13 +1052,15 @@ def _scan(g, eqn, ins):
     cur = [g.from_names(n, a) for n, a in zip(names, avals)]
     if stores or loads:
         prog = _stacked_body(body, nc + ncar, ncar, loads, stores, in_stacks, out_stacks)
-        outs = g.call_jaxpr(prog, consts + cur + x_vals + in_stacks + out_stacks
-                            + [SV((), np.dtype(np.int64), [i])], like=body)
+        with loop_body(g):
+            outs = g.call_jaxpr(prog, consts + cur + x_vals + in_stacks + out_stacks
+                                + [SV((), np.dtype(np.int64), [i])], like=body)
         stored = {m for m, _, _ in stores}
         rest = iter(outs[ncar:])
         outs = outs[:ncar] + [None if m in stored else next(rest) for m in range(len(y_avals))]
     else:
-        outs = g.call_jaxpr(body, consts + cur + x_vals)
+        with loop_body(g):
+            outs = g.call_jaxpr(body, consts + cur + x_vals)
     for buf, y in zip(ys, outs[ncar:]):
         if type(buf) is not ZV and y is not None:
             _write_row(g, buf, i, y)
