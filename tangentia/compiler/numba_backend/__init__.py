@@ -107,45 +107,70 @@ import sys
 import threading
 
 from ... import core
+from ...primitives.indexing import getitem_p, scatter_p
 from ..backend import Backend, cache_root, register_backend
 
 __all__ = ["NumbaBackend", "all_primitives", "lowering_paths", "SMALL"]
-# The compile estimate (tiering's rent-or-buy, and the progress line): a linear fit of
-# numba's compile (CPU seconds, one core, empty cache; 2026-12-06) by kind of equation.
-# Scalarized ones (every output at most SMALL elements, the generated code's scalar
-# locals) cost 1.15 ms each: jit(grad) chains of 598, 1,799, 5,998 and 10,198 equations
-# compiled in 1.14, 2.28, 7.85 and 12.1 s (fit within 10%).  Array equations cost about
-# 0.1 s each (loops, BLAS or GEMM calls): the MLP step of 42 equations (36 on arrays)
-# 3.5 s, per-example grads (16) 3.0 s, an HVP (20) 1.7 s.  bench_cold's other programs
-# fall within 2x (ODE grad: 1,353 equations, 3.0 s, estimated 3.5 s) except the vmapped
-# ODE grad, whose batched rows are loops over small arrays: 18 s, estimated 4.8 s.
-# The former 0.5 s + 5 ms per equation overestimated scalarized programs 3-4x and
-# underestimated array programs 3-6x.
-SECONDS_BASE = 0.5
-SECONDS_PER_EQUATION = 0.0012          # a scalarized equation
-SECONDS_PER_ARRAY_EQUATION = 0.1       # an equation with an output of more than SMALL elements
+# The compile estimate (tiering's rent-or-buy, and the progress line): CPU seconds of
+# numba's compile of a program, one core, empty caches, as a sum over what the generator
+# emits.  A least-squares fit (of the log ratio) to 39 compiles: bench_cold's 18 cases and
+# its 8 --sizes families at two sizes each (benchmarks/bench_estimate.py, 2026-12-07,
+# session 18, load 6-14 on the 2 cores): every estimate within 0.53-1.87x of its compile
+# (the former fit, 0.1 s per array equation and 1.2 ms per scalarized one, ranged
+# 0.16-14x: 13.6 s for a 10-layer MLP that compiled in 2.5 s, 37 s for 10 spring-chain
+# steps that took 2.6 s, 1.0 s for a fori_loop of dynamic slices that took 6.0 s).
+# * SECONDS_BASE: numba's floor (its import and registries in a fresh process, ~0.4 s) and
+#   a small program's own code.
+# * a scalarized equation (outputs of at most SMALL elements: IR blocks' scalar operations,
+#   rerolled where they repeat) 0.4 ms; but an indexing one (``scatter``, ``getitem`` at
+#   traced indices: generated Python statements numba types one by one) 35 ms;
+# * a carried program (loop body, branch, call: a loop nest or a function) 20 ms;
+# * an equation on arrays: 50 ms for the first of its kind (primitive, input and output
+#   types) in the program, 6 ms for each further one (repeated layers are one outlined
+#   function per structure: ``codegen.repeated_segments``; fused loops share their code).
+SECONDS_BASE = 0.7
+SECONDS_PER_EQUATION = 0.0004          # a scalarized equation
+SECONDS_PER_INDEXED_EQUATION = 0.035   # a scalarized scatter, or getitem at traced indices
+SECONDS_PER_PROGRAM = 0.02             # a carried program (loop body, branch, called program)
+SECONDS_PER_ARRAY_KIND = 0.05          # an array equation of a kind not seen before
+SECONDS_PER_ARRAY_EQUATION = 0.006     # every further array equation
 _SCALARIZED = 16                       # codegen.SMALL (not imported here: codegen imports numba)
-_SIZES = core.ProgramMemo("numba backend: equations by kind, for the compile estimate")
+_SIZES = core.ProgramMemo("numba backend: the compile estimate's counts")
 
 
-def equation_kinds(jaxpr):
-    """``(scalarized, array)``: the equations of ``jaxpr`` and of the programs it carries
-    whose outputs all have at most ``SMALL`` elements, and the others (memoized)."""
+def estimate_inputs(jaxpr):
+    """What the compile estimate counts in ``jaxpr`` and the programs it carries (memoized):
+    ``(scalarized, indexed, programs, array_kinds, arrays)`` -- scalarized equations (every
+    output at most ``SMALL`` elements) other than the indexed ones (``scatter``, ``getitem``
+    at traced indices), those, carried programs, the kinds of the other equations
+    (primitive, input and output types), and the other equations beyond the first of each
+    kind.  One walk, a few microseconds per equation (the tiered first call pays it)."""
     n = _SIZES.get(jaxpr)
     if n is None:
-        small = large = 0
-        for eqn in jaxpr.eqns:
-            if any(_elements(v.aval) > _SCALARIZED for v in eqn.outputs):
-                large += 1
-            else:
-                small += 1
-            for sub in core.subjaxprs(eqn.prim, eqn.params):
-                s, a = equation_kinds(sub)
-                small += s
-                large += a
-        n = (small, large)
+        counts = [0, 0, 0, 0, 0]
+        _count(jaxpr, counts, set())
+        n = tuple(counts)
         _SIZES.set(jaxpr, n)
     return n
+
+
+def _count(jaxpr, counts, kinds):
+    for eqn in jaxpr.eqns:
+        if any(_elements(v.aval) > _SCALARIZED for v in eqn.outputs):
+            kind = (eqn.prim, tuple(getattr(v, "aval", None) for v in eqn.inputs),
+                    tuple(v.aval for v in eqn.outputs))
+            if kind in kinds:
+                counts[4] += 1
+            else:
+                kinds.add(kind)
+                counts[3] += 1
+        elif eqn.prim is scatter_p or (eqn.prim is getitem_p and len(eqn.inputs) > 1):
+            counts[1] += 1
+        else:
+            counts[0] += 1
+        for sub in core.subjaxprs(eqn.prim, eqn.params):
+            counts[2] += 1
+            _count(sub, counts, kinds)
 
 
 def _elements(aval):
@@ -290,9 +315,11 @@ class NumbaBackend(Backend):
         return fn if fn is not None else _fast_load(jaxpr)
 
     def compile_estimate(self, jaxpr):
-        # numba's typing and lowering of the generated code (see SECONDS_PER_EQUATION)
-        small, large = equation_kinds(jaxpr)
-        return SECONDS_BASE + SECONDS_PER_EQUATION * small + SECONDS_PER_ARRAY_EQUATION * large
+        # numba's compile of the generated code (see SECONDS_BASE)
+        scalar, indexed, programs, kinds, arrays = estimate_inputs(jaxpr)
+        return (SECONDS_BASE + SECONDS_PER_EQUATION * scalar + SECONDS_PER_INDEXED_EQUATION * indexed
+                + SECONDS_PER_PROGRAM * programs + SECONDS_PER_ARRAY_KIND * kinds
+                + SECONDS_PER_ARRAY_EQUATION * arrays)
 
     def compile(self, jaxpr):
         fn = self.compiled(jaxpr)
