@@ -24,6 +24,7 @@ process after the original filled the compile cache, against the same changed pr
 an empty cache (untiered, tangentia only: what numba's compile units save):
 
     python benchmarks/bench_cold.py --reuse --only ode_grad,ode_vmap_grad --rounds 3
+    python benchmarks/bench_cold.py --reuse --only mlp=10,physics=10    # two --sizes programs
 
 ``--sizes``: compile time against program size, for both libraries, per family
 (``--families``, ``SIZE_FAMILIES``): ``chain``, ``jit(grad(f))`` of a chain of n
@@ -283,7 +284,12 @@ print(json.dumps({{"import_s": t1 - t0, "first_s": t3 - t2, "first_cpu_s": c3 - 
 
 
 def child_code(lib, case, cpu, native_wait=300):
-    setup, first, second, _ = CASES[case]
+    if "=" in case:         # a --sizes family's program of size n ("mlp=10"): jit(fn)
+        fam, n = case.split("=")
+        setup, first, second = textwrap.dedent(SIZE_FAMILIES[fam].format(n=int(n))) + "g = jax.jit(fn)\n", \
+            "g(*args)", "g(*args2)"
+    else:
+        setup, first, second, _ = CASES[case]
     return CHILD.format(cpu=cpu, native_wait=native_wait, prelude=textwrap.dedent(PRELUDE[lib]),
                         setup=textwrap.dedent(setup), first=first,
                         has_second=second is not None, second_expr=second or "None")
@@ -325,6 +331,16 @@ REUSE = {
     "ode_vmap_grad": {
         "grid 41": [("np.linspace(0.0, 10.0, 51)", "np.linspace(0.0, 10.0, 41)")],
         "edited loss": [(_LOSS.format("p[0], p[1]"), _LOSS.format("p[0], p[1]") + " + 0.5 * p[0]")],
+    },
+    # the --sizes families' programs users write: one more layer or step, an edited last line
+    "mlp=10": {
+        "11 layers": [("for i in range(10)", "for i in range(11)")],
+        "edited loss": [("return jnp.mean(h ** 2)", "return jnp.mean(h ** 2) + 0.1 * jnp.mean(h)")],
+    },
+    "physics=10": {
+        "12 steps": [("for t in range(10)", "for t in range(12)")],
+        "edited loss": [("return jnp.sum(x ** 2) + jnp.sum(v ** 2)",
+                         "return jnp.sum(x ** 2) + jnp.sum(v ** 2) + 0.5 * jnp.sum(x)")],
     },
 }
 
@@ -636,7 +652,8 @@ def main(argv=None):
                          "of the original, against it cold (cases: " + ", ".join(REUSE) + ")")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
-    cases = [c for c in CASES if not args.only or c in args.only.split(",")]
+    cases = [c for c in dict.fromkeys(list(CASES) + (list(REUSE) if args.reuse else []))
+             if (not args.only or c in args.only.split(",")) and (c in CASES or args.reuse)]
     cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
     libs = ([] if args.no_tangentia else ["tangentia"]) + ([] if args.no_jax else ["jax"])
     if args.sizes:
