@@ -19,7 +19,9 @@ Then numba's share: the CPU seconds its compiler ran (outermost ``numba:compile`
 each thread's own CPU time, so a background compile counts too) and how many such compiles
 there were; and JAX's (in the modules that compare with it): the seconds JAX reported for
 tracing, lowering and XLA's compiling of its jitted programs (its ``/jax/core/compile/*``
-events: wall time, so it grows with the machine's load) and how many programs XLA compiled.
+events: wall time, so it grows with the machine's load), how many programs went to XLA's
+compile step, and how many of those were loaded from JAX's persistent compilation cache
+instead of compiled (``xla_loaded``: tests/_jax_cache.py).
 
 All figures in MB.  Linux only (current RSS is read from /proc/self/statm).
 """
@@ -32,7 +34,7 @@ import pytest
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _FIELDS = ("kind", "name", "seconds", "rss_start_mb", "rss_end_mb", "rss_max_mb",
            "peak_mb", "peak_rise_mb", "cpu_s", "numba_s", "numba_compiles", "xla_s",
-           "xla_compiles")
+           "xla_compiles", "xla_loaded")
 
 
 def rss_mb():
@@ -106,6 +108,7 @@ class XlaCompiles:
     def __init__(self):
         self.seconds = 0.0
         self.count = 0
+        self.loaded = 0
         self.started = False
 
     def start(self):
@@ -120,10 +123,14 @@ class XlaCompiles:
                 self.seconds += duration
                 self.count += event == self._EVENTS[2]
 
+        def hits(event, **kwargs):
+            self.loaded += event == "/jax/compilation_cache/cache_hits"
+
         monitoring.register_event_duration_secs_listener(listener)
+        monitoring.register_event_listener(hits)
 
     def totals(self):
-        return self.seconds, self.count
+        return self.seconds, self.count, self.loaded
 
 
 def _module_of(nodeid):
@@ -146,13 +153,13 @@ class MemoryRecorder:
         self.numba = NumbaCompiles()
         self.numba.start()
         self.xla = XlaCompiles()
-        self._test_xla = (0.0, 0)
+        self._test_xla = (0.0, 0, 0)
 
     def write(self, kind, name, seconds=0.0, rss0=0.0, rss1=0.0, rss_max=0.0, peak=0.0,
-              rise=0.0, cpu=0.0, numba=(0.0, 0), xla=(0.0, 0)):
+              rise=0.0, cpu=0.0, numba=(0.0, 0), xla=(0.0, 0, 0)):
         self._out.write(f"{kind}\t{name}\t{seconds:.2f}\t{rss0:.1f}\t{rss1:.1f}\t"
                         f"{rss_max:.1f}\t{peak:.1f}\t{rise:.1f}\t{cpu:.2f}\t"
-                        f"{numba[0]:.2f}\t{numba[1]}\t{xla[0]:.2f}\t{xla[1]}\n")
+                        f"{numba[0]:.2f}\t{numba[1]}\t{xla[0]:.2f}\t{xla[1]}\t{xla[2]}\n")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logstart(self, nodeid, location):
@@ -201,7 +208,7 @@ class MemoryRecorder:
 
 
 def _minus(a, b):
-    return a[0] - b[0], a[1] - b[1]
+    return tuple(x - y for x, y in zip(a, b))
 
 
 def register(config, directory):

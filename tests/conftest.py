@@ -106,18 +106,19 @@ def _release(freeze=False):
     _released_mb = _rss_mb()
 
 
-# JAX's persistent compilation cache, in a directory of this process's own for the run
-# (TANGENTIA_TEST_JAX_CACHE=0: none).  The tests that compare with JAX call it eagerly, one
-# XLA compile (about 30 ms of CPU) per operation, shape and dtype, and compile the same
-# programs again and again: after each module's release (jax.clear_caches above), for each
-# hypothesis example's fresh lambda (jit, grad, cond, scan: JAX's in-memory caches are keyed
-# by the function, the persistent one by the program), in the next module for the same
-# operation and shape.  A program found there is loaded, not compiled: the same executable,
-# so the same bits.  Each process has its own directory (xdist's workers and the tests'
-# subprocesses, which do not inherit it: it is set through jax.config, not the environment),
-# as JAX's cache without eviction writes its files unlocked and a reader could see one half
-# written; it is removed at the end of the session (pytest's basetemp rotation otherwise).
-_jax_cache_dir = None
+# JAX's persistent compilation cache (tests/_jax_cache.py: where, why, and how it is made
+# safe for processes sharing it).  The tests that compare with JAX call it eagerly, one XLA
+# compile (about 30 ms of CPU) per operation, shape and dtype, and compile the same programs
+# again and again: after each module's release (jax.clear_caches above), for each hypothesis
+# example's fresh lambda (jit, grad, cond, scan: JAX's in-memory caches are keyed by the
+# function, the persistent one by the program), in the next module or the other worker, and
+# in the next run.  A program found there is loaded, not compiled: the same executable, so
+# the same bits.  By default the directory is kept from run to run (TANGENTIA_TEST_JAX_CACHE:
+# run, one for this run only, shared by its workers; 0, none; or a directory); the run's
+# first process chooses it (pytest_configure) and its workers use the same.  It is set
+# through jax.config, once JAX is imported (before each module).
+_jax_cache_choice: tuple[str | None, str | None] = (None, None)  # (directory, what at the end)
+_jax_cache_dir = None                                       # the directory JAX was given here
 
 
 def _use_jax_cache(directory):
@@ -125,6 +126,9 @@ def _use_jax_cache(directory):
     global _jax_cache_dir
     jax = sys.modules.get("jax")
     if directory is None or _jax_cache_dir is not None or jax is None:
+        return
+    import _jax_cache as cache
+    if not cache.make_atomic():  # (a JAX without that cache class: none)
         return
     try:
         if jax.config.jax_compilation_cache_dir:     # the user's own (JAX_COMPILATION_CACHE_DIR)
@@ -138,17 +142,8 @@ def _use_jax_cache(directory):
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _jax_compilation_cache(tmp_path_factory):
-    if os.environ.get("TANGENTIA_TEST_JAX_CACHE", "1") == "0":
-        yield None
-        return
-    directory = tmp_path_factory.mktemp("jax-compilation-cache")
-    yield directory
-    jax = sys.modules.get("jax")
-    if jax is not None and _jax_cache_dir == directory:
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", float("inf"))  # no writes
-    import shutil
-    shutil.rmtree(directory, ignore_errors=True)
+def _jax_compilation_cache():
+    return _jax_cache_choice[0]
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -216,9 +211,13 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def pytest_configure(config):
+    global _recorder, _only, _jax_cache_choice
+    # JAX's compilation cache: the run's first process chooses the directory (its workers,
+    # started after this, and the runs its tests start read its choice: tests/_jax_cache.py)
+    import _jax_cache as cache
+    _jax_cache_choice = cache.choose(first_process="PYTEST_XDIST_WORKER" not in os.environ)
     # TANGENTIA_TEST_ONLY (set by tests/_xdist_balance.py for a fresh worker; removed here, so
     # that the tests' own subprocesses collect what they ask for): see pytest_ignore_collect.
-    global _recorder, _only
     only = os.environ.pop("TANGENTIA_TEST_ONLY", None)
     if only:
         _only = frozenset(only.split(","))
@@ -228,3 +227,12 @@ def pytest_configure(config):
     if directory:
         import _memory
         _recorder = _memory.register(config, directory)
+
+
+def pytest_unconfigure(config):
+    # JAX's cache: no more writes; the run's own directory removed, a kept one pruned
+    jax = sys.modules.get("jax")
+    if jax is not None and _jax_cache_dir is not None and _jax_cache_dir == _jax_cache_choice[0]:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", float("inf"))
+    import _jax_cache as cache
+    cache.finish(*_jax_cache_choice)
