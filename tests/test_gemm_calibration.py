@@ -288,3 +288,37 @@ def test_real_measurement_within_budget_and_decided_by_its_figures(tmp_path, mon
     kernel = c["own_s"] if c["own"] else c["blas_s"]
     assert c["compile"] == (kernel <= gemm.COMPILE_GAIN * c["numpy_s"])
     assert read_file()["float64"] == c
+
+
+def test_a_product_fused_with_its_update_takes_the_kernel_within_fused_gain(cal, monkeypatch):
+    """The kernel replaces BLAS where it took at most OWN_GAIN of BLAS's time; for a
+    product fused with its update (which BLAS cannot do), within FUSED_GAIN."""
+    mlp = (F64, 784, 512, 128)
+    cal.result = choice(False, True, own_s=1.0e-3, blas_s=1.0e-3)     # a tie
+    assert not gemm.use_gemm(*mlp) and gemm.use_gemm(*mlp, fused=True)
+    gemm._CHOICES.clear()
+    os.remove(gemm.calibration_path())
+    cal.result = choice(False, True, own_s=1.1e-3, blas_s=1.0e-3)     # 10% slower: BLAS
+    assert not gemm.use_gemm(*mlp) and not gemm.use_gemm(*mlp, fused=True)
+    monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "blas")
+    assert not gemm.use_gemm(*mlp, fused=True)
+    gemm._CHOICES.clear()
+    os.remove(gemm.calibration_path())
+    cal.result = choice(False, True, own_s=1.0e-3, blas_s=1.0e-3)
+    monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "auto")
+    rng = np.random.default_rng(2)
+    x, g, w = rng.normal(size=(128, 784)), rng.normal(size=(128, 512)), rng.normal(size=(784, 512))
+    src = NUMBA.source(program(lambda x, g, w: [w - 0.1 * (x.T @ g), x.T @ (g * 2.0)], x, g, w)[0])
+    assert f", {gemm.EPILOGUE_SUB})" in src and "np.dot(" in src, src   # the fused one; BLAS
+
+
+def test_decision_from_the_measured_times():
+    """Own kernel where it took at most OWN_GAIN of BLAS's time; compiled where the
+    kernel compiled code uses took at most COMPILE_GAIN of NumPy's -- with the own
+    kernel, if only it did (a tie with BLAS must not mean NumPy calls)."""
+    assert gemm.decide(0.8, 1.0, 1.0) == (True, True)
+    assert gemm.decide(0.95, 1.0, 1.0) == (False, True)         # a tie: BLAS, compiled
+    assert gemm.decide(0.95, 1.0, 0.5) == (False, False)        # NumPy's matmul far faster
+    # measured: own 5.12, BLAS 5.59, NumPy 5.31 ms (OPENBLAS_CORETYPE=Haswell, pinned)
+    assert gemm.decide(5.12, 5.59, 5.31) == (True, True)
+    assert gemm.decide(5.7, 5.59, 5.31) == (False, False)       # neither within COMPILE_GAIN

@@ -66,10 +66,12 @@ and the ``OPENBLAS_*``/``OMP_NUM_THREADS`` variables that choose their
 kernels and threads), the library's version and this file's text; other
 processes read it (a corrupt file, or one for another key, is measured again
 and rewritten).  The kernel is used if it took at most ``OWN_GAIN`` (0.9) of
-BLAS's time (a tie keeps BLAS, whose sums are NumPy's); a loop-free program
-dominated by eligible products is compiled rather than run as NumPy calls
-(``compile_products``, read by ``rules.gemm_bound``) if the kernel a compiled
-program uses took at most ``COMPILE_GAIN`` (1.05) of NumPy's time.
+BLAS's time (a tie keeps BLAS, whose sums are NumPy's), or ``FUSED_GAIN``
+(1.05) for a product fused with its update (``_gemm_into``, which BLAS cannot
+do); a loop-free program dominated by eligible products is compiled rather than
+run as NumPy calls (``compile_products``, read by ``rules.gemm_bound``) if the
+kernel a compiled program uses took at most ``COMPILE_GAIN`` (1.05) of NumPy's
+time -- and with the own kernel if only it did (``decide``).
 ``TANGENTIA_NUMBA_GEMM=blas`` asks for BLAS and NumPy calls without measuring,
 ``own`` for this kernel wherever it can run (for tests), ``auto`` (the
 default) for the measured choice.  The choice is made when a program is
@@ -150,14 +152,19 @@ def eligible(dtype, m, n, k):
             and _has_avx512())
 
 
-def use_gemm(dtype, m, n, k):
+def use_gemm(dtype, m, n, k, fused=False):
     """Whether an (m, k) by (k, n) product of ``dtype`` runs ``_gemm`` (else BLAS):
     ``eligible``, and forced (``TANGENTIA_NUMBA_GEMM=own``) or measured faster
-    than BLAS here (``calibration``, run the first time it is asked)."""
+    than BLAS here (``calibration``, run the first time it is asked); a product
+    ``fused`` with its update (``_gemm_into``, which BLAS cannot do) if the kernel
+    took at most ``FUSED_GAIN`` of BLAS's time."""
     if not eligible(dtype, m, n, k):
         return False
     mode = gemm_mode()
-    return mode == "own" or (mode == "auto" and calibration(dtype)["own"])
+    if mode != "auto":
+        return mode == "own"
+    c = calibration(dtype)
+    return c["own"] or (fused and c["own_s"] <= FUSED_GAIN * c["blas_s"])
 
 
 def compile_products(dtype):
@@ -182,6 +189,11 @@ OWN_GAIN = 0.9        # _gemm replaces BLAS in compiled code if it takes at most
 # much of NumPy's matmul's time: with equal kernels the compiled MLP step takes 0.88-0.99x
 # the time of its NumPy calls (AMD Zen 4, quiet to loaded), its elementwise work being fused
 COMPILE_GAIN = 1.05
+# ... and replaces it for a product fused with its update (``_gemm_into``) if it takes at most
+# this much of BLAS's time: the fused update saves the separate pass over the product (the
+# MLP step's weight updates: ~0.2 ms of a 1.4-2.2 ms product; at 1.05x the product would
+# lose 0.07-0.11 ms of that)
+FUSED_GAIN = 1.05
 CALIBRATION_ROUNDS = (3, 25)  # interleaved runs of every product: at least, at most
 CALIBRATION_BUDGET = 0.25     # CPU seconds (per dtype) after which no round is started
 _FORMAT = 1
@@ -311,6 +323,22 @@ def calibration(dtype):
         return choices[name]
 
 
+def decide(own_s, blas_s, numpy_s):
+    """``(own, compile)`` from the calibration's times of ``_gemm``, SciPy's BLAS and
+    NumPy's matmul: the kernel replaces BLAS in compiled code if it took at most
+    ``OWN_GAIN`` of BLAS's time, and a program dominated by products is compiled if
+    that kernel took at most ``COMPILE_GAIN`` of NumPy's time -- or, where BLAS did
+    not but the kernel did, with the kernel: a 0.92x tie between them (not a gain)
+    must not send the program back to NumPy calls when BLAS alone is 1.053x NumPy's
+    (measured, ``OPENBLAS_CORETYPE=Haswell`` on AMD Zen 4 at load 15-22: the MLP step
+    then ran as NumPy calls at 14.7-15.2 ms, compiled 10.5-10.6 ms)."""
+    own = own_s <= OWN_GAIN * blas_s
+    compile_ = (own_s if own else blas_s) <= COMPILE_GAIN * numpy_s
+    if not compile_ and own_s <= COMPILE_GAIN * numpy_s:
+        own = compile_ = True
+    return bool(own), bool(compile_)
+
+
 def _measure(dtype):
     """Time ``_gemm``, SciPy's OpenBLAS (numba's ``np.dot`` calls it through
     ``scipy.linalg.cython_blas``; here through ``scipy.linalg.blas``, with the
@@ -352,8 +380,8 @@ def _measure(dtype):
                 best[i, j] = min(best[i, j], clock() - t)
         rounds += 1
     own_s, blas_s, numpy_s = (float(v) for v in best.sum(axis=0))
-    own = own_s <= OWN_GAIN * blas_s
-    return {"own": bool(own), "compile": bool((own_s if own else blas_s) <= COMPILE_GAIN * numpy_s),
+    own, compile_ = decide(own_s, blas_s, numpy_s)
+    return {"own": own, "compile": compile_,
             "own_s": own_s, "blas_s": blas_s, "numpy_s": numpy_s, "rounds": rounds,
             "seconds": round(clock() - start, 3), "cpu_seconds": round(time.process_time() - cpu, 3)}
 

@@ -185,7 +185,8 @@ def dot_plan(eqn: Eqn, limit: int) -> DotPlan:
     else:
         kind = lazy_kind
     loop = kind != "blas" and _size(out.shape) <= limit and _size(out.shape) * k > UNROLL_MAX_TERMS
-    return DotPlan(kind, lazy_kind, blas and gemm.use_gemm(out.dtype, m, n, k), dims, loop)
+    own = blas and gemm.use_gemm(out.dtype, m, n, k, fused="epilogue" in eqn.params)
+    return DotPlan(kind, lazy_kind, own, dims, loop)
 
 
 
@@ -199,8 +200,8 @@ def _scalar_of(a, dt):
 
 def fuse_epilogues(eqns: List[Eqn], outvars: List[Any], limit: int) -> List[Eqn]:
     """``eqns`` with each product that the own GEMM kernel computes (``dot_plan``: kind
-    ``"blas"``, ``own_gemm``, no batch dimensions) and that is read only by the update
-    ``d + s * p``, ``d - s * p`` or ``d +- p`` (``mul`` by a scalar ``s`` of its
+    ``"blas"``, no batch dimensions, ``gemm.use_gemm`` with ``fused``) and that is read
+    only by the update ``d + s * p``, ``d - s * p`` or ``d +- p`` (``mul`` by a scalar ``s`` of its
     dtype, then ``add``/``add_any``/``sub`` with an array ``d`` of its shape and
     dtype; each intermediate read only there) replaced by one ``dot_general``
     equation with the parameter ``epilogue`` (``"add"`` or ``"sub"``) and the inputs
@@ -233,7 +234,7 @@ def fuse_epilogues(eqns: List[Eqn], outvars: List[Any], limit: int) -> List[Eqn]
         (_, _), (lb, _) = eqn.params["dimension_numbers"]
         p = eqn.outputs[0]
         dt = p.aval.dtype
-        if dp.kind != "blas" or not dp.own_gemm or lb:
+        if dp.kind != "blas" or lb:
             continue
         u = only_user(p)
         scale, absorbed = None, [eqn]
@@ -250,6 +251,8 @@ def fuse_epilogues(eqns: List[Eqn], outvars: List[Any], limit: int) -> List[Eqn]
         if type(d) is not Var or d.aval.shape != p.aval.shape or d.aval.dtype != dt \
                 or (u.prim is E.sub_p and u.inputs[0] is p):
             continue      # (s * p - d is not an update of d)
+        if not (dp.own_gemm or gemm.use_gemm(dt, *dp.dims[2:5], fused=True)):
+            continue
         if scale is None:
             scale = Literal(np.ones((), dt)[()], ShapedArray((), dt))
         x, y = eqn.inputs
