@@ -106,7 +106,7 @@ def _poly(x, w):
 @FEW
 @given(st.data())
 def test_row_loop_blocks_match_the_numpy_backend_and_a_loop(data):
-    b = data.draw(st.sampled_from([8, 11]))      # 24 and 33 elements: rows, not scalars
+    b = data.draw(st.sampled_from([24, 33]))     # 72 and 99 elements: rows, not a block
     x, w = _rows(data.draw, b, 3), data.draw(hnp.arrays(np.float64, 3, elements=FLOATS))
     f = tg.vmap(_poly, in_axes=(0, None))
     got, _, src = _both(f, x, w)
@@ -131,13 +131,44 @@ def _osc(x, p):
 @FEW
 @given(st.data())
 def test_row_loops_with_sin_and_tanh(data):
-    b = data.draw(st.sampled_from([9, 12]))      # 18 and 24 elements: rows, not scalars
+    b = data.draw(st.sampled_from([33, 40]))     # 66 and 80 elements: rows, not a block
     x, p = _rows(data.draw, b, 2), _rows(data.draw, b, 2)
     f = tg.vmap(_osc)
     got, _, src = _both(f, x, p)
     for g, want in zip(got, _loop_of(_osc, x, p, in_axes=(0, 0))):
         np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-14)
     assert _row_loops(src), src
+
+
+def _twice_in_a_loop(f):
+    """``f`` applied in each of two iterations of a ``fori_loop`` (to the same inputs):
+    the same operations inside a loop body."""
+    def g(x, p):
+        def body(i, acc):
+            return tuple(a + 0.0 * i + r for a, r in zip(acc, f(x, p)))
+        outs = f(x, p)
+        return lax.fori_loop(0, 2, body, tuple(tnp.zeros_like(o) for o in outs))
+    return g
+
+
+@FEW
+@given(st.data())
+def test_batched_values_of_a_few_dozen_elements_are_blocks_outside_loops(data):
+    # f64[b, 3], a few rows (b <= irblock.FEW_ROWS) of 17-64 elements: outside a loop
+    # body, one IR block (read from the arrays, no row loop: irblock._eligible); inside
+    # one, the row loop LLVM vectorizes (rules.loop_body).  Both compute each element with
+    # the same operations: the sums of two iterations are the loop's bits, twice the block's.
+    b = data.draw(st.sampled_from([6, 8]))       # 18 and 24 elements
+    x, p = _rows(data.draw, b, 3), data.draw(hnp.arrays(np.float64, 3, elements=FLOATS))
+    f = tg.vmap(_poly, in_axes=(0, None))
+    got, _, src = _both(f, x, p)
+    for g, want in zip(got, _loop_of(_poly, x, p, in_axes=(0, None))):
+        np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-14)
+    assert "_blk" in src and not _row_loops(src), src
+    looped, _, lsrc = _both(_twice_in_a_loop(f), x, p)
+    assert _row_loops(lsrc), lsrc
+    for g, w in zip(got, looped):
+        assert np.array_equal(np.asarray(g) * 2.0, w)      # (x + x is exact: 2x)
 
 
 def _euler_loss(p, y0):
