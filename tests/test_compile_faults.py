@@ -107,3 +107,62 @@ def test_ctrl_c_in_the_first_compiles_imports_loses_nothing(tmp_path, target):
         return float(np.sum(c ** 2))
     fd = [(F(x + 1e-6 * e) - F(x - 1e-6 * e)) / 2e-6 for e in np.eye(6)]
     np.testing.assert_allclose(got["g"], fd, rtol=1e-6, atol=1e-8)
+
+
+_KILLED_WRITER = _PROGRAM + """
+import json, os, sys, time
+from tangentia.compiler import backend as B
+tg.config.update("jit_tiered", False)
+if sys.argv[1] == "hang":       # stop at the rename of a machine-code entry: the parent kills us
+    _replace = os.replace
+    def replace(src, dst):
+        if str(dst).endswith(".bin"):
+            print("WRITING", src, flush=True)
+            time.sleep(600)
+        return _replace(src, dst)
+    os.replace = replace
+run = B.compile_jaxpr(tg.make_jaxpr(f)(x).jaxpr, "numba")
+r = float(run(x)[0])
+disp = getattr(run, "dispatcher", None)
+objcache = sys.modules.get("tangentia.compiler.numba_backend.objcache")
+print(json.dumps({"r": r, "numba": "numba" in sys.modules, "stats": objcache.STATS if objcache else None,
+                  "numba_cache": None if disp is None else
+                  [sum(disp._cache_hits.values()), sum(disp._cache_misses.values())]}))
+"""
+
+
+def test_a_process_killed_while_writing_the_cache_leaves_no_entry(tmp_path):
+    """SIGKILL while the machine-code entry is being put in place (the whole entry written to
+    its temporary file, not yet renamed): no entry is left, the next process compiles from
+    numba's own cache (whole: written before) and keeps the entry, and a third loads it
+    without numba; every result the same."""
+    env = _env(tmp_path, TANGENTIA_NUMBA_FAST_LOAD="1")
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(_KILLED_WRITER), "hang"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        deadline = time.time() + 240
+        line = ""
+        while not line.startswith("WRITING") and time.time() < deadline and proc.poll() is None:
+            line = proc.stdout.readline()
+        assert line.startswith("WRITING"), (line, proc.poll())
+        tmp = line.split()[1]
+        assert os.path.getsize(tmp) > 0
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    fast = tmp_path / "numba" / "fast"
+    assert os.path.exists(tmp) and not [n for n in os.listdir(fast) if n.endswith(".bin")]
+
+    def child():
+        out = subprocess.run([sys.executable, "-c", textwrap.dedent(_KILLED_WRITER), "run"], env=env,
+                             capture_output=True, text=True, timeout=240)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    second = child()
+    assert second["numba"] and second["numba_cache"] == [1, 0], second    # numba's entry, whole
+    assert second["stats"]["saved"] == 1 and abs(second["r"] - _WANT) < 1e-12
+    third = child()
+    assert not third["numba"] and third["stats"]["loaded"] == 1, third
+    assert third["r"] == second["r"]
