@@ -562,12 +562,13 @@ class _IndexUpdateRef:
 
     def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
               wrap_negative_indices=True):
-        """``x`` with ``x[idx] **= values``."""
-        old = self.get(mode="clip", wrap_negative_indices=wrap_negative_indices,
-                       unique_indices=unique_indices, indices_are_sorted=indices_are_sorted)
-        return self.set(_E.power(old, values), mode=mode,
-                        wrap_negative_indices=wrap_negative_indices,
-                        unique_indices=unique_indices, indices_are_sorted=indices_are_sorted)
+        """``x`` with ``x[idx] **= values`` (a repeated index raises to each of its values in
+        turn: ``x ** (1 *= values at idx)``, JAX's)."""
+        ones = _S.broadcast_to(_np.ones((), _aval(self.array).dtype), _aval(self.array).shape)
+        exponent = _IndexUpdateRef(ones, self.index)._scatter(
+            values, "mul", "power", mode, wrap_negative_indices, unique_indices,
+            indices_are_sorted)
+        return self._out(_E.power(self.array, exponent))
 
     def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
               wrap_negative_indices=True):
