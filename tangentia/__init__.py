@@ -71,7 +71,7 @@ _install_boundaries(numpy, numpy.linalg, lax, scipy.special, scipy.linalg, nn, r
                     _stats.uniform)
 from . import image  # noqa: E402  (jax.image)
 from ._array import public as _public  # noqa: E402
-pure_callback = _public(pure_callback, __name__, "pure_callback")
+pure_callback = _public(pure_callback, __name__, "pure_callback", jax_array=False)  # (pytrees)
 _install_boundaries(scipy.fft, scipy.integrate, scipy.ndimage, scipy.optimize, scipy.signal, image,
                     scipy.sparse.linalg, scipy.cluster.vq, ops,
                     _stats.betabinom, _stats.gennorm, _stats.geom, _stats.gumbel_l,

@@ -1,5 +1,7 @@
 """The user boundary: the class of eager results (``numpy.ndarray`` with JAX's
-array methods), and NumPy warnings that point at the user's line.
+array methods), arguments defining ``__jax_array__``, and NumPy's warnings (silent
+for tangentia's own computations, as JAX's; at the user's line for the user's own
+NumPy code running inside).
 
 Results handed back to the user (of ``tangentia.numpy``, ``tangentia.lax``,
 ``grad``, ``jit``, ``vmap``, ...) are ``ArrayImpl`` instances: a
@@ -23,7 +25,8 @@ on a subclass.  The boundary is
 
 Tracers are never wrapped, and a constant captured by a staged program is
 stored as a plain ndarray (``partial_eval``): programs never hold the class.
-While a boundary function runs, NumPy's floating-point warnings are
+While a boundary function runs, NumPy's floating-point warnings of tangentia's
+own computations are dropped, and those of the user's NumPy code running inside
 re-issued at the user's line (``FPWarnings``).
 
 NumPy operations on an ``ArrayImpl`` behave exactly as on ``numpy.ndarray``
@@ -209,37 +212,42 @@ def to_user(out):
 
 
 # ---------------------------------------------------------------------------
-# NumPy's floating-point warnings (divide by zero, invalid value) raised by a
-# primitive point at the user's line: while a public function runs, NumPy's
-# "warn" modes become "log" modes whose writer re-issues NumPy's own text
-# ("divide by zero encountered in log", the same eagerly and under every
-# transformation, so Python's registry shows it once per line) at the first
-# frame outside tangentia and NumPy, once per line in each outermost call.
-# Overflow is silent, as in JAX: its result, an infinity, is IEEE's, and the
-# idioms that select a finite branch with ``where`` (the stable softplus
-# ``where(x > 0, x + log1p(exp(-x)), log1p(exp(x)))``) overflow by design in the
-# branch they discard.  The user's own NumPy settings ("ignore", "raise", their
-# own callback, np.errstate blocks) are kept.
+# NumPy's floating-point warnings (divide by zero, invalid value, overflow) of
+# tangentia's own computations are silent, as JAX's computations are (log(0) is
+# -inf, 0/0 NaN, by IEEE, without a word; flax's and optax's tests, which make
+# warnings errors, rely on it): while a public function runs, NumPy's "warn" modes
+# become "log" modes whose writer drops a warning raised by code of tangentia (a
+# primitive's impl, a compiled program, NumPy or SciPy code they call) and re-issues
+# one raised by the user's own NumPy code running inside (a ``pure_callback``, a
+# rule computing with ``numpy``) at its line, with NumPy's text, once per line in
+# each outermost call, as NumPy itself would.  Overflow is ignored outright (the
+# idioms that select a finite branch with ``where``, the stable softplus
+# ``where(x > 0, x + log1p(exp(-x)), log1p(exp(x)))``, overflow by design in the
+# branch they discard; no frame is looked at).  The user's own NumPy settings
+# ("ignore", "raise", their own callback, np.errstate blocks) are kept.
 
 _EXTOBJ = _ufunc_config._extobj_contextvar  # NumPy's error state (a context variable)
 _FP_KINDS = ("divide", "over", "under", "invalid")
-_INTERNAL_MODULES = ("tangentia", "numpy", "numba", "functools", "contextlib")
+_HELPER_MODULES = ("numpy", "scipy", "numba", "ml_dtypes", "functools", "contextlib")
 
 
 _SILENT = object()
 
 
 def _user_frame():
-    """The innermost frame outside tangentia, NumPy and the stdlib helpers they use
-    (``_SILENT`` inside a backward pass's own arithmetic, see ``BackwardPass``)."""
+    """The frame of the user's code whose NumPy call raised the warning: the innermost
+    frame outside NumPy, SciPy and the helpers they use, unless that is tangentia's own
+    code (a module of the package, a program it generated) or a backward pass
+    (``BackwardPass``): ``_SILENT`` then."""
     frame = sys._getframe(2)
     stop = _BACKWARD_CALLER.get()
     while frame is not None:
         if frame is stop:   # tangentia's own backward pass, not a rule of the user's
             return _SILENT
-        module = frame.f_globals.get("__name__") or ""
-        if not (module.split(".", 1)[0] in _INTERNAL_MODULES
-                or frame.f_code.co_filename.startswith("<tangentia")):
+        top = (frame.f_globals.get("__name__") or "").split(".", 1)[0]
+        if top == "tangentia" or frame.f_code.co_filename.startswith("<tangentia"):
+            return _SILENT
+        if top not in _HELPER_MODULES:
             return frame
         frame = frame.f_back
     return None
@@ -347,6 +355,72 @@ class BackwardPass:
         _BACKWARD_CALLER.reset(token)
 
 
+# ---------------------------------------------------------------------------
+# ``__jax_array__``: JAX's numpy functions (and jax.nn, jax.scipy) take an object that
+# converts itself by ``x.__jax_array__()`` (flax nnx's ``Variable``, equinox's wrappers) as
+# that array, eagerly and under every transformation; lax's functions raise (JAX's
+# "Triggering __jax_array__() during abstractification" ValueError, ``core.as_array``).
+# The boundary twins, the one point where user inputs enter, convert such arguments,
+# positional and keyword, and the elements of list and tuple arguments
+# (``concatenate([v, w])``): the unary and binary ones before anything else sees them
+# (their types are looked up in ``_NO_JAX_ARRAY``, the types seen without the method: one
+# set lookup per argument on the hot paths), the others when their implementation refuses
+# one (``core.as_array``'s JaxArrayAbstractificationError, raised before anything is
+# computed with it): a call without such an argument pays nothing (a scan of the
+# arguments cost 0.2-0.8 us of a 3-5 us eager call).
+
+JaxArrayError = core.JaxArrayAbstractificationError
+_NO_JAX_ARRAY = {_ndarray, ArrayImpl, float, int, bool, complex, str, type(None), slice, dict,
+                 type(Ellipsis), np.float64, np.float32, np.int64, np.int32, np.bool_,
+                 np.dtype, type, types.FunctionType}
+_NO_JAX_ARRAY_LIMIT = 4096   # (a program making classes in a loop cannot grow it forever)
+
+
+def _converts(t) -> bool:
+    """Whether values of type ``t`` convert by ``__jax_array__`` (learns ``t`` otherwise;
+    lists and tuples, whose elements may, are never learned)."""
+    if hasattr(t, "__jax_array__") and not issubclass(t, (_ndarray, np.generic)):
+        return True
+    if t is list or t is tuple:
+        return False
+    if len(_NO_JAX_ARRAY) > _NO_JAX_ARRAY_LIMIT:
+        _NO_JAX_ARRAY.clear()
+        _NO_JAX_ARRAY.update((_ndarray, ArrayImpl, float, int, bool, complex))
+    _NO_JAX_ARRAY.add(t)
+    return False
+
+
+def _needs_conversion(values) -> bool:
+    """Whether any of ``values`` (or of the elements of a list or tuple among them)
+    converts by ``__jax_array__``."""
+    plain = _NO_JAX_ARRAY
+    for a in values:
+        t = type(a)
+        if t in plain:
+            continue
+        if t is list or t is tuple:
+            if a and not all(map(plain.__contains__, map(type, a))) and any(
+                    type(e) not in plain and _converts(type(e)) for e in a):
+                return True
+            continue
+        if _converts(t):
+            return True
+    return False
+
+
+def _from_jax_array(a):
+    """``a`` itself, or what its ``__jax_array__`` gives (repeatedly, as JAX's asarray;
+    a list or tuple: its elements so)."""
+    t = type(a)
+    if t is list or t is tuple:
+        return t(_from_jax_array(e) for e in a)
+    for _ in range(100):   # (an object returning itself would loop: JAX recurses)
+        if type(a) in _NO_JAX_ARRAY or not _converts(type(a)):
+            return a
+        a = a.__jax_array__()
+    raise TypeError(f"__jax_array__ of {t.__name__} does not give an array after 100 calls")
+
+
 _API_LABELS = {"_Jitted": "jit", "Lowered": "jit", "_pullback": "vjp"}
 
 
@@ -357,11 +431,12 @@ def api_label(fun):
     return _API_LABELS.get(outer, outer)
 
 
-def public(fn, module, name):
+def public(fn, module, name, jax_array=True):
     """The twin of ``fn`` that is ``module.name``: the same function, whose
     concrete results (eager ones, and constants computed under a
     transformation, such as ``tnp.zeros(3)`` inside ``jit``) are handed to the
-    user as ``ArrayImpl``.
+    user as ``ArrayImpl``, and which (``jax_array``) takes an argument defining
+    ``__jax_array__`` as the array that gives (see ``_from_jax_array``).
 
     The unary and binary functions made by ``core.eager_dispatch`` are
     ``fn``'s route itself, with the boundary around it (no extra call on the
@@ -379,20 +454,32 @@ def public(fn, module, name):
     enter = FPWarnings(eager.__name__ if isinstance(eager, np.ufunc) else name).enter
     reset = _EXTOBJ.reset
     no_params = core._NO_PARAMS  # (shared, as ``fn`` binds with it: no dict per call)
+    plain = _NO_JAX_ARRAY
     if prim is None or eager is None or hasattr(fn, "__wrapped__"):
         def twin(*args, **kwargs):
-            if get().trace is not EVAL:  # the transformation's boundary redirects warnings
-                return to_user(fn(*args, **kwargs))
-            token = enter()
             try:
-                return to_user(fn(*args, **kwargs))
-            finally:
-                if token is not None:
-                    reset(token)
+                if get().trace is not EVAL:  # the transformation's boundary redirects warnings
+                    return to_user(fn(*args, **kwargs))
+                token = enter()
+                try:
+                    return to_user(fn(*args, **kwargs))
+                finally:
+                    if token is not None:
+                        reset(token)
+            except JaxArrayError:
+                # (an argument defining __jax_array__ reached an abstraction, core.as_array:
+                # nothing was computed with it; converted here, once, at no cost to others)
+                if not jax_array or not (_needs_conversion(args)
+                                         or kwargs and _needs_conversion(kwargs.values())):
+                    raise
+            return twin(*_from_jax_array(args),
+                        **{k: _from_jax_array(v) for k, v in kwargs.items()})
     elif fn.__code__.co_argcount == 1:
         def twin(x):
             trace = get().trace
             t = type(x)
+            if t is not _ndarray and t not in plain and jax_array and _needs_conversion((x,)):
+                return twin(_from_jax_array(x))
             if trace is EVAL:
                 token = enter()
                 try:
@@ -410,6 +497,9 @@ def public(fn, module, name):
         def twin(x, y):
             trace = get().trace
             tx, ty = type(x), type(y)
+            if ((tx is not _ndarray and tx not in plain or ty is not _ndarray and ty not in plain)
+                    and jax_array and _needs_conversion((x, y))):
+                return twin(_from_jax_array(x), _from_jax_array(y))
             if trace is EVAL:
                 token = enter()
                 try:
@@ -433,12 +523,23 @@ def public(fn, module, name):
     return twin
 
 
+# Modules whose functions take ``__jax_array__`` arguments as they are, as JAX's: lax (its
+# array functions then raise JAX's "Triggering __jax_array__() during abstractification",
+# ``core.as_array``; its control flow takes pytrees), random (JAX's random functions raise
+# "invalid PRNG key data" for such a key), and the functions of pytrees and functions
+# (scipy.optimize's ``x0``, odeint's ``y0``: a pytree there is flattened, never converted).
+_KEEP_JAX_ARRAY = ("tangentia.lax", "tangentia.random", "tangentia.scipy.optimize",
+                   "tangentia.scipy.integrate", "tangentia.scipy.sparse",
+                   "tangentia.experimental")
+
+
 def install_boundaries(*modules):
     """Replace the public functions of ``modules`` (their ``__all__``, else the
     functions they define) by ``public`` twins.  Internal code keeps calling
     the functions it imported from their defining modules, so its values are
     never wrapped."""
     for mod in modules:
+        jax_array = not mod.__name__.startswith(_KEEP_JAX_ARRAY)
         twins = {}
         names = getattr(mod, "__all__", None)
         if names is None:  # the functions the module defines
@@ -450,5 +551,5 @@ def install_boundaries(*modules):
                     or not fn.__module__.startswith("tangentia")):
                 continue
             if id(fn) not in twins:
-                twins[id(fn)] = public(fn, mod.__name__, name)
+                twins[id(fn)] = public(fn, mod.__name__, name, jax_array)
             setattr(mod, name, twins[id(fn)])

@@ -164,13 +164,19 @@ def get_aval(x):
     return aval_of_ndarray(as_array(x))
 
 
+class JaxArrayAbstractificationError(ValueError):
+    """JAX's ValueError for an object defining ``__jax_array__`` where an array is
+    abstracted (a lax function's operand); the public functions of tangentia.numpy convert
+    such arguments when their implementation raises it (``_array.public``)."""
+
+
 def as_array(x, what="argument"):
     """Convert an array-like to an ndarray, with a clear error otherwise."""
     if hasattr(type(x), "__jax_array__"):  # (JAX honours it only in jnp.asarray/jnp.array)
-        raise ValueError("Triggering __jax_array__() during abstractification is no longer "
-                         "supported. To avoid this error, either explicitly convert your object "
-                         "using jax.numpy.array(), or register your object as a pytree. "
-                         f"({what} of type {type(x).__name__})")
+        raise JaxArrayAbstractificationError(
+            "Triggering __jax_array__() during abstractification is no longer supported. To "
+            "avoid this error, either explicitly convert your object using jax.numpy.array(), "
+            f"or register your object as a pytree. ({what} of type {type(x).__name__})")
     try:
         arr = np.asarray(x)
     except Exception as e:  # noqa: BLE001 - rethrown with context

@@ -14,7 +14,7 @@ import builtins
 import numpy as _np
 
 from .. import dtypes as _dtypes
-from .._array import ArrayImpl as _ArrayImpl, to_user as _to_user
+from .._array import ArrayImpl as _ArrayImpl, FPWarnings as _FPWarnings, to_user as _to_user
 from ..core import (ConcretizationTypeError as _ConcretizationTypeError,
                    ShapedArray as _ShapedArray, Tracer as _Tracer,
                    TracerArrayConversionError as _TracerArrayConversionError, _jax_type,
@@ -552,11 +552,13 @@ _METHODS = {
     "min": ("axis=None, out=None, keepdims=False", ("initial", "where"), {}, _m_min),
     "all": ("axis=None, out=None, keepdims=False", ("where",), {}, _m_all),
     "any": ("axis=None, out=None, keepdims=False", ("where",), {}, _m_any),
-    "mean": ("axis=None, dtype=None, out=None, keepdims=False", ("where",), {}, _m_mean),
-    "var": ("axis=None, dtype=None, out=None, ddof=0, keepdims=False", ("where", "correction"),
-            {}, _m_var),
-    "std": ("axis=None, dtype=None, out=None, ddof=0, keepdims=False", ("where", "correction"),
-            {}, _m_std),
+    # (``where=``: tangentia's, as JAX's, silent where a slice is all masked; NumPy's method
+    # warns "Mean of empty slice", which flax's tests, making warnings errors, meet)
+    "mean": ("axis=None, dtype=None, out=None, keepdims=False", (), {"where": None}, _m_mean),
+    "var": ("axis=None, dtype=None, out=None, ddof=0, keepdims=False", ("correction",),
+            {"where": None}, _m_var),
+    "std": ("axis=None, dtype=None, out=None, ddof=0, keepdims=False", ("correction",),
+            {"where": None}, _m_std),
     "clip": ("min=None, max=None, out=None", (), {}, _m_clip),
     "compress": ("condition, axis=None, out=None", (), {"size": None, "fill_value": 0},
                  _m_compress),
@@ -584,7 +586,11 @@ def {name}(self, {params}):
                 return numpy_method(self, {args}, **given)
         except ConcretizationTypeError:
             pass   # (outside the handler: errors of the traced path do not chain to it)
-    return to_user(traced(self.view(ndarray), {names}{keywords}))
+    token = enter()   # (tangentia's computations: silent, as at the public functions)
+    try:
+        return to_user(traced(self.view(ndarray), {names}{keywords}))
+    finally:
+        exit_(token)
 """
 
 
@@ -606,6 +612,7 @@ def _eager_method(name, lead, numpy_kw, jax_kw, traced):
              "ConcretizationTypeError": (_TracerArrayConversionError, _ConcretizationTypeError,
                                          TypeError),   # (NumPy refuses a list axis; JAX not)
              "Tracer": _Tracer, "to_user": _to_user, "_any": builtins.any,
+             "enter": _FPWarnings(name).enter, "exit_": _FPWarnings.exit,
              "_D": tuple(jax_kw.values())}
     src = _TEMPLATE.format(
         name=name, params=params, names=", ".join(names),
