@@ -314,3 +314,19 @@ def test_grad_of_a_key_argument_as_jax():
     jg = jax.grad(lambda x, k: x * jax.random.normal(k), argnums=(0, 1), allow_int=True)(1.0, jk)
     np.testing.assert_allclose(g[0], jg[0], rtol=1e-15)
     assert g[1].dtype == dtypes.float0 and g[1].shape == jg[1].shape == ()
+
+
+def test_as_text_of_a_program_holding_keys_shows_the_code_that_runs():
+    """A program holding keys runs on the NumPy backend whatever ``backend`` asks (numba
+    has no type for them): its text says so and is the NumPy backend's code, with no
+    "tiered" line (it is never compiled by numba); other programs keep theirs."""
+    f = tg.jit(lambda k: tr.split(k, 3), backend="numba")
+    text = f.lower(tr.key(0)).as_text()
+    assert text.startswith("# numba backend: numba has no type for key<fry>; the NumPy "
+                           "backend runs this program:\ndef compiled("), text[:200]
+    assert "tiered" not in text and "random_wrap" in text
+    assert f.lower(tr.key(0)).compile().as_text() == text
+    data = tr.key_data
+    np.testing.assert_array_equal(data(f(tr.key(0))), data(tr.split(tr.key(0), 3)))
+    plain = tg.jit(lambda x: x * 2.0, backend="numba").lower(1.0).as_text()
+    assert "numba has no type" not in plain and "import numba" in plain

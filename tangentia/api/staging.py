@@ -617,7 +617,10 @@ class Lowered:
         """The code the backend generates for the program (with a first line saying
         when calls run tiered: on the NumPy backend until this code is compiled)."""
         text = self.backend.source(self.jaxpr)
-        if self.backend.slow_compile and _tiered():
+        # (a text starting "# numba backend: " says why the NumPy backend runs the program
+        # instead: typed PRNG keys, bfloat16; never compiled by numba, so never tiered)
+        if (self.backend.slow_compile and _tiered()
+                and not text.startswith(f"# {self.backend.name} backend: ")):
             text = (f"# tiered: calls of jit run the NumPy backend's code until the "
                     f"{self.backend.name} backend has compiled this in the background (from the "
                     f"second call on); results agree within rounding. "

@@ -25,7 +25,7 @@ import numba
 from numba import types as nbt
 from numba.core import errors as numba_errors
 
-from ...core import ProgramMemo
+from ...core import ProgramMemo, short_dtype_name
 from ...primitives import control_flow as CF
 from ..backend import COMPILE_THREAD, Backend, cache_root
 from .memo import COMPILED
@@ -857,20 +857,37 @@ class NumbaCompiler(Backend):
         return fn
 
     def source(self, jaxpr):
+        """The code that runs ``jaxpr``: numba's, or (a first line starting with
+        "# numba backend: " saying why) the NumPy backend's."""
+        from ..backend import get_backend
         if vector_bound(jaxpr) and one_loop(jaxpr) is None:
-            from ..backend import get_backend
             return ("# numba backend: a loop-free program over large arrays runs as NumPy calls "
                     "(vectorized ufuncs)\n" + get_backend("numpy").source(jaxpr))
+        if _has_ml_dtype(jaxpr):   # (as _compile: typed PRNG keys, bfloat16, float8, ...)
+            dts = sorted({short_dtype_name(v.aval.dtype) for v in _values(jaxpr)
+                          if v.aval.dtype.kind == "V" and not _is_float0(v.aval.dtype)})
+            return (f"# numba backend: numba has no type for {', '.join(dts)}; the NumPy "
+                    "backend runs this program:\n" + get_backend("numpy").source(jaxpr))
         try:
             source, *_, units = _generate(jaxpr)
             return _with_units(source, units)
         except Unsupported as e:
-            return f"# numba backend: not compilable ({e}); the NumPy backend runs this program\n"
+            return (f"# numba backend: not compilable ({e}); the NumPy backend runs this "
+                    "program:\n" + get_backend("numpy").source(jaxpr))
 
 
 def compiled(jaxpr):
     """The compiled code of ``jaxpr`` under the current settings, or None."""
     return COMPILED.get(jaxpr, _settings())
+
+
+def _values(jaxpr):
+    """The variables of ``jaxpr`` and of the programs nested in it."""
+    yield from jaxpr.invars
+    yield from (o for e in jaxpr.eqns for o in e.outputs)
+    for e in jaxpr.eqns:
+        for sub in _nested(e):
+            yield from _values(sub)
 
 
 def _has_ml_dtype(jaxpr):
