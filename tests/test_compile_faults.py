@@ -166,3 +166,52 @@ def test_a_process_killed_while_writing_the_cache_leaves_no_entry(tmp_path):
     third = child()
     assert not third["numba"] and third["stats"]["loaded"] == 1, third
     assert third["r"] == second["r"]
+
+
+_EXIT_WHILE_COMPILING = """
+import json, sys, time
+import numpy as np
+import tangentia as tg, tangentia.numpy as tnp
+from tangentia.compiler import backend as B
+rng = np.random.default_rng(0)
+params = [(rng.standard_normal((16, 16)) / 4.0, rng.standard_normal(16) * 0.1) for _ in range(6)]
+X = rng.standard_normal((8, 16))
+def loss(p, X):
+    h = X
+    for W, b in p:
+        h = h + 0.5 * tnp.tanh(h @ W + b)
+    return tnp.mean(h ** 2)
+args = tg.tree_util.tree_leaves(params) + [X]
+tree = tg.tree_util.tree_structure(params)
+tg.config.update("jit_tiered", sys.argv[1] == "exit")
+g = tg.jit(lambda *a: tg.grad(loss)(tg.tree_util.tree_unflatten(tree, a[:-1]), a[-1]), backend="numba")
+g(*args)
+leaves = [np.asarray(a).tolist() for a in tg.tree_util.tree_leaves(g(*args))]   # (tiered: queues the compile)
+fn = [f for c in g.fast_caches.values() for f, _, _ in c.values()]
+fn = fn[0] if len(fn) == 1 else None
+running = type(fn) is B.Tiered and fn.queued and fn.native is None
+print(json.dumps({"leaves": leaves, "t": time.time(), "numba": "numba" in sys.modules,
+                  "running": running}), flush=True)
+"""
+
+
+def test_a_program_that_ends_while_its_background_compile_runs(tmp_path):
+    """The script ends right after the call that queued the background compile (a compile of
+    a few seconds, just started): the process exits at once with its result, and whatever
+    the compile left in the cache serves the next process, which computes the same numbers."""
+    env = _env(tmp_path, TANGENTIA_NUMBA_FAST_LOAD="1", TANGENTIA_JIT_TIERED="1")
+    t0 = time.time()
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(_EXIT_WHILE_COMPILING), "exit"], env=env,
+                         capture_output=True, text=True, timeout=240)
+    end = time.time()
+    assert out.returncode == 0, out.stderr[-2000:]
+    first = json.loads(out.stdout.strip().splitlines()[-1])
+    assert first["running"]                # the compile was under way when the script ended
+    assert end - first["t"] < 0.5 * (end - t0), (end - first["t"], end - t0)   # did not wait
+    again = subprocess.run([sys.executable, "-c", textwrap.dedent(_EXIT_WHILE_COMPILING), "untiered"],
+                           env=env, capture_output=True, text=True, timeout=240)
+    assert again.returncode == 0, again.stderr[-2000:]
+    second = json.loads(again.stdout.strip().splitlines()[-1])
+    assert second["numba"]
+    np.testing.assert_allclose(np.concatenate([np.ravel(a) for a in second["leaves"]]),
+                               np.concatenate([np.ravel(a) for a in first["leaves"]]), rtol=1e-12, atol=1e-15)
