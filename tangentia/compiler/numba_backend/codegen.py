@@ -21,7 +21,7 @@ from ...interpreters import ad
 from ...primitives import call as CL, callback, elementwise as E, remat
 from . import plan as _plan
 from .plan import BLAS_MIN_FLOPS, Settings, program_plan  # noqa: F401 - (BLAS_MIN_FLOPS: read from here too)
-from .rowio import load_row, nest, store_row
+from .rowio import load_row, nest, read_elements, store_row
 
 SMALL = 16          # values with at most this many elements are scalarized
 UNROLL = 64         # values with at most this many elements computed from scalarized ones
@@ -597,6 +597,13 @@ class _Gen:
         """``v`` (of a small shape) as an ``SV``."""
         if type(v) is SV or type(v) is ZV:
             return v
+        if type(v) is AV and _size(v.shape) > 1:
+            # (an array's elements read by one call, ``rowio.read_elements``: numba types and
+            # lowers one statement, not one ``s5 = a3[7]`` each, at ~5 ms of compile per
+            # element; a kernel's small result, a program's small integer input)
+            sv = SV(v.shape, v.dtype, read_elements(self, v.name, list(np.ndindex(*v.shape))))
+            sv.arr = (self.scopes[-1], v)
+            return sv
         sv = SV(v.shape, v.dtype, [self.scalar(self.elem(v, idx)) for idx in np.ndindex(*v.shape)])
         if type(v) is AV:
             sv.arr = (self.scopes[-1], v)
