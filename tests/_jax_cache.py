@@ -25,8 +25,8 @@ directory to its workers and to the pytest processes its tests start (``RUN_ENV`
 they share it.  JAX's cache without eviction (``jax_compilation_cache_max_size`` -1, its
 default) writes an entry in place, unlocked: another process could read it half written and
 warn (``Error reading persistent compilation cache entry``) inside a test.  ``make_atomic``
-makes a write a rename of a complete file, and a read that fails (an entry pruned while read)
-a miss.  (JAX's eviction, the alternative, takes a file lock and lists the whole directory on
+makes a write a rename of a complete file (one that fails, say on a full disk, leaves no entry
+and no warning), and a read that fails (an entry pruned while read) a miss.  (JAX's eviction, the alternative, takes a file lock and lists the whole directory on
 every write.)
 """
 from __future__ import annotations
@@ -120,17 +120,21 @@ def make_atomic() -> bool:
             return put(self, key, value)
         if os.path.exists(path):
             return
-        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=os.path.dirname(path))
+        tmp = None
         try:
+            fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=os.path.dirname(path))
             with os.fdopen(fd, "wb") as f:
                 f.write(value)
             os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        except BaseException as e:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+            if not isinstance(e, OSError):
+                raise
+            # (a full disk, a removed directory: no entry, where JAX's put warned in the test)
 
     def touching_get(self, key: str) -> bytes | None:
         try:

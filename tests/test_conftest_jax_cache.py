@@ -106,6 +106,14 @@ def test_a_read_touches_the_entry_and_a_failed_read_is_a_miss(tmp_path):
     assert cache.get("b") is None
 
 
+def test_a_failed_write_leaves_no_entry_and_raises_nothing(tmp_path):
+    import shutil
+    cache = _cache(tmp_path / "d")
+    shutil.rmtree(tmp_path / "d")                            # (as a full disk: OSError)
+    cache.put("a", b"123")
+    assert cache.get("a") is None and not (tmp_path / "d").exists()
+
+
 def test_prune_removes_entries_unused_for_days_at_most_once_a_day(tmp_path):
     now = time.time()
     for name, age_days in [("old-cache", 20), ("new-cache", 1), (".x.tmp", 0.5),
