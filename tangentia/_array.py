@@ -45,7 +45,7 @@ import warnings
 import numpy as np
 from numpy._core import _ufunc_config
 
-from . import core
+from . import core, dtypes
 from .tree_util import tree_flatten, tree_unflatten
 
 _ndarray = np.ndarray
@@ -193,7 +193,27 @@ class ArrayImpl(np.ndarray):
     __hash__ = None  # (defining __eq__ would otherwise ask for one; arrays are unhashable)
 
     def __repr__(self):
+        if self.dtype.kind == "V" and dtypes.is_key(self.dtype):
+            return _key_text(self)
         return "Array" + repr(self.view(_ndarray))[5:]
+
+    def __str__(self):
+        if self.dtype.kind == "V" and dtypes.is_key(self.dtype):
+            return _key_text(self)
+        return _ndarray.__str__(self)
+
+    def __format__(self, spec):
+        if self.dtype.kind == "V" and dtypes.is_key(self.dtype):
+            return format(_key_text(self), spec)
+        return _ndarray.__format__(self, spec)
+
+
+def _key_text(keys):
+    """JAX's text of typed PRNG keys: their shape and dtype, then their uint32 data
+    (``Array((2,), dtype=key<fry>) overlaying:`` and the (2, 2) words; NumPy's printing of
+    the structured dtype iterated the keys' elements, keys of shape (), and raised)."""
+    data = keys.view(_ndarray)[dtypes.KEY_FIELD]
+    return f"Array({keys.shape}, dtype=key<fry>) overlaying:\n{data}"
 
 
 def to_user(out):

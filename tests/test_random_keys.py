@@ -330,3 +330,16 @@ def test_as_text_of_a_program_holding_keys_shows_the_code_that_runs():
     np.testing.assert_array_equal(data(f(tr.key(0))), data(tr.split(tr.key(0), 3)))
     plain = tg.jit(lambda x: x * 2.0, backend="numba").lower(1.0).as_text()
     assert "numba has no type" not in plain and "import numba" in plain
+
+
+@pytest.mark.parametrize("shape", [(), (2,), (2, 3)])
+def test_text_of_eager_keys_is_jaxs(shape):
+    """str, repr and format of eager key arrays read as JAX's (shape, key<fry>, the uint32
+    words); NumPy's printing of the structured dtype raised for more than one key (chex's
+    checkify message printing two key arrays)."""
+    n = int(np.prod(shape))
+    ours = tr.split(tr.key(1), n).reshape(shape) if shape else tr.key(1)
+    theirs = jax.random.split(jax.random.key(1), n).reshape(shape) if shape else jax.random.key(1)
+    for text in (str, repr, "{}".format):
+        assert text(ours) == text(theirs)
+    assert str(tnp.ones(2)) == "[1. 1.]" and repr(tnp.ones(2)) == "Array([1., 1.])"
