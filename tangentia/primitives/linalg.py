@@ -781,8 +781,22 @@ eigh_p = Primitive("eigh", multiple_results=True)
 
 
 def _eigh_impl(a, lower):
-    w, v = np.linalg.eigh(a, UPLO="L" if lower else "U")
+    try:
+        w, v = np.linalg.eigh(a, UPLO="L" if lower else "U")
+    except np.linalg.LinAlgError:  # no convergence (NaN or inf entries): NaN, as JAX's
+        w, v = _per_matrix(lambda m: _eigh_or_nan(m, lower), (a, 2))
     return [np.asarray(w), np.asarray(v)]
+
+
+def _eigh_or_nan(m, lower):
+    """The eigendecomposition of one matrix, or NaN eigenvalues and eigenvectors where
+    LAPACK does not converge (JAX's eigenvalues there are NaN; NumPy raised LinAlgError,
+    eagerly and inside a compiled program)."""
+    try:
+        return np.linalg.eigh(m, UPLO="L" if lower else "U")
+    except np.linalg.LinAlgError:
+        real = np.finfo(m.dtype).dtype
+        return np.full(m.shape[:-1], np.nan, real), np.full(m.shape, np.nan, m.dtype)
 
 
 def _eigh_abstract_eval(a, lower):
@@ -813,7 +827,16 @@ def _eigh_jvp(primals, tangents, lower):
 primitive_jvps[eigh_p] = _eigh_jvp
 
 eigvalsh_p = Primitive("eigvalsh")
-eigvalsh_p.impl = lambda a, lower: np.asarray(np.linalg.eigvalsh(a, UPLO="L" if lower else "U"))
+
+
+def _eigvalsh_impl(a, lower):
+    try:
+        return np.asarray(np.linalg.eigvalsh(a, UPLO="L" if lower else "U"))
+    except np.linalg.LinAlgError:  # no convergence (NaN or inf entries): NaN, as JAX's
+        return np.asarray(_per_matrix(lambda m: _eigh_or_nan(m, lower)[0], (a, 2)))
+
+
+eigvalsh_p.impl = _eigvalsh_impl
 eigvalsh_p.abstract_eval = lambda a, lower: _eigh_abstract_eval(a, lower)[0]
 primitive_batchers[eigvalsh_p] = _front_batch(eigvalsh_p)
 
