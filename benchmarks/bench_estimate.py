@@ -119,30 +119,45 @@ def child(name, cpu):
                         setup=textwrap.dedent(setup), run=textwrap.dedent(run))
 
 
-def run_one(name, cpu, tree=None, timeout=1800):
+def run_child(code, tree=None, timeout=1800):
+    """The last line of ``code``'s output, as JSON, run in a fresh interpreter (one thread per
+    library, untiered, no progress line, empty caches; ``tree``: the tangentia tree to
+    import), or ``{"error": its last line on stderr}``."""
     env = dict(os.environ, TANGENTIA_JIT_TIERED="0", TANGENTIA_COMPILE_PROGRESS="0",
                OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([tree or ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
     with tempfile.TemporaryDirectory() as cache:
         env["TANGENTIA_CACHE_DIR"] = cache
         env["NUMBA_CACHE_DIR"] = os.path.join(cache, "numba_own")
-        proc = subprocess.run([sys.executable, "-c", child(name, cpu)], capture_output=True,
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
                               text=True, timeout=timeout, env=env, cwd=tree or ROOT)
     if proc.returncode != 0:
         return {"error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
-    return {"rows": json.loads(proc.stdout.strip().splitlines()[-1])}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def run_one(name, cpu, tree=None):
+    r = run_child(child(name, cpu), tree)
+    return r if "error" in r else {"rows": r}
+
+
+def arguments(doc, cases, sizes, argv=None, **extra):
+    """The command line shared with bench_jit_eager: ``(args, names, cpu)``."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--only", default="", help="cases and family=n, comma-separated")
+    for name, default in extra.items():
+        ap.add_argument(f"--{name}", type=type(default), default=default)
     ap.add_argument("--cpu", type=int, default=None, help="the core to pin to (default: the last)")
     ap.add_argument("--tree", default=None, metavar="DIR", help="the tangentia tree to import")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     names = args.only.split(",") if args.only else \
-        list(CASES) + [f"{f}={n}" for f, ns in SIZES.items() for n in ns]
-    cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
+        list(cases) + [f"{f}={n}" for f, ns in sizes.items() for n in ns]
+    return args, names, args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
+
+
+def main(argv=None):
+    args, names, cpu = arguments(__doc__, CASES, SIZES, argv)
     out, ratios = {}, []
     for name in names:
         r = run_one(name, cpu, args.tree)

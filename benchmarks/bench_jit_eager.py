@@ -12,18 +12,16 @@ jit / eager above 1 is a case where jit loses.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import textwrap
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import bench_cold  # noqa: E402
+import bench_estimate  # noqa: E402
 
 SIZES = {"chain": (100,), "scan": (10,), "mlp": (10,), "hessian": (12,), "vmapwhile": (10,),
          "fori": (3,), "physics": (10,), "special": (100,)}
@@ -73,17 +71,8 @@ def child(name, cpu, rounds):
                         setup=textwrap.dedent(setup), expr=expr, rounds=rounds)
 
 
-def run_one(name, cpu, rounds, tree=None, timeout=1800):
-    env = dict(os.environ, TANGENTIA_JIT_TIERED="0", TANGENTIA_COMPILE_PROGRESS="0",
-               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    env["PYTHONPATH"] = os.pathsep.join([tree or ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
-    with tempfile.TemporaryDirectory() as cache:
-        env["TANGENTIA_CACHE_DIR"] = cache
-        proc = subprocess.run([sys.executable, "-c", child(name, cpu, rounds)], capture_output=True,
-                              text=True, timeout=timeout, env=env, cwd=tree or ROOT)
-    if proc.returncode != 0:
-        return {"error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+def run_one(name, cpu, rounds, tree=None):
+    return bench_estimate.run_child(child(name, cpu, rounds), tree)
 
 
 def _fmt(s):
@@ -91,16 +80,7 @@ def _fmt(s):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", default="", help="cases and family=n, comma-separated")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--cpu", type=int, default=None, help="the core to pin to (default: the last)")
-    ap.add_argument("--tree", default=None, metavar="DIR", help="the tangentia tree to import")
-    ap.add_argument("--json", default=None)
-    args = ap.parse_args(argv)
-    names = args.only.split(",") if args.only else \
-        list(CASES) + [f"{f}={n}" for f, ns in SIZES.items() for n in ns]
-    cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
+    args, names, cpu = bench_estimate.arguments(__doc__, CASES, SIZES, argv, rounds=5)
     out = {}
     for name in names:
         r = out[name] = run_one(name, cpu, args.rounds, args.tree)
