@@ -64,7 +64,7 @@ from ..passes import simplify
 from . import gemm
 
 __all__ = ["Plan", "DotPlan", "CallPlan", "Settings", "program_plan", "row_plan", "dot_plan",
-           "UNROLL_MAX_TERMS", "fuse_epilogues", "call_plan", "code_cost", "own_cost", "pruned",
+           "UNROLL_MAX_TERMS", "fold_transposes", "fuse_epilogues", "call_plan", "code_cost", "own_cost", "pruned",
            "CALL_BODIES"]
 
 RowPlan = Tuple[int, List[str], "_RowEqn"]
@@ -188,6 +188,51 @@ def dot_plan(eqn: Eqn, limit: int) -> DotPlan:
     own = blas and gemm.use_gemm(out.dtype, m, n, k, fused="epilogue" in eqn.params)
     return DotPlan(kind, lazy_kind, own, dims, loop)
 
+
+
+def fold_transposes(eqns: List[Eqn], outvars: List[Any]) -> List[Eqn]:
+    """``eqns`` with each ``dot_general`` operand that is a ``transpose`` of a variable
+    read as that variable, the contraction's dimensions renumbered through the
+    permutation (where the free dimensions keep their order, so the output is the
+    same), and the transposes then read by no one dropped: ``x.T @ g`` written by
+    hand becomes a product of ``x`` with a transpose flag (``rules._dot_blas``: a
+    view given to BLAS or the own kernel) instead of a copy of ``x`` written first."""
+    from ...interpreters import base_ops as B
+    src = {e.outputs[0]: e for e in eqns if e.prim is B.transpose_p and type(e.inputs[0]) is Var}
+    if not src:
+        return eqns
+    out, changed = [], False
+    for e in eqns:
+        if e.prim is C.dot_general_p and "epilogue" not in e.params:
+            (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+            ins, dims = list(e.inputs), [[lc, lb], [rc, rb]]
+            for t in (0, 1):
+                tr = src.get(ins[t]) if type(ins[t]) is Var else None
+                while tr is not None:       # (a transpose of a transpose: both)
+                    perm = tr.params["permutation"]
+                    c, b = dims[t]
+                    free = [perm[i] for i in range(len(perm)) if i not in c and i not in b]
+                    if free != sorted(free):
+                        break
+                    dims[t] = [tuple(perm[i] for i in c), tuple(perm[i] for i in b)]
+                    ins[t] = tr.inputs[0]
+                    tr = src.get(ins[t])
+            if any(a is not b for a, b in zip(ins, e.inputs)):
+                (lc, lb), (rc, rb) = dims
+                e = Eqn(e.prim, ins, e.outputs,
+                        dict(e.params, dimension_numbers=((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))),
+                        e.source)
+                changed = True
+        out.append(e)
+    if not changed:
+        return eqns
+    while True:     # (a transpose read only by a dropped one goes too)
+        read = {a for e in out for a in e.inputs if type(a) is Var} | \
+            {a for a in outvars if type(a) is Var}
+        kept = [e for e in out if e.prim is not B.transpose_p or e.outputs[0] in read]
+        if len(kept) == len(out):
+            return kept
+        out = kept
 
 
 def _scalar_of(a, dt):
@@ -416,7 +461,7 @@ def program_plan(jaxpr: Jaxpr, settings: Settings, rows: Dict[Any, Any],
     if p is None:
         limit = settings.limit
         eqns, outvars = simplify(jaxpr, dce=True)
-        eqns = fuse_epilogues(eqns, outvars, limit)    # (the contraction pass's epilogues)
+        eqns = fuse_epilogues(fold_transposes(eqns, outvars), outvars, limit)   # (contractions)
         consumers: Dict[Var, List[Optional[Eqn]]] = {}
         for eqn in eqns:
             for a in eqn.inputs:
