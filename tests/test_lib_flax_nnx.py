@@ -163,3 +163,36 @@ def test_traced_operators_take_jax_array_operands_as_jax():
             lib.jit(lambda x: lib.lax.sin(V(x)))(x)
         if lib is tg:
             np.testing.assert_allclose(lib.jit(lambda x: np_.sin(V(x)))(x), np.sin(x))
+
+
+def test_cond_and_switch_pass_through_outputs_as_jaxs():
+    """An output every branch returns unchanged from the same operand is that operand (JAX's
+    cond forwarding), so under vmap with a batched predicate it stays unbatched (``out_axes``
+    None works, as flax nnx's cond of a module with broadcast variables needs); the others
+    are computed as before: vmap against a loop, grad against JAX."""
+    def f(lib, p, a, b):
+        return lib.lax.cond(p, lambda a, b: (a, b + 1, a * 2), lambda a, b: (a, b - 1, a), a, b)
+
+    def s(lib, i, a, b):
+        return lib.lax.switch(i, [lambda a, b: (a, b), lambda a, b: (a, b * 3),
+                                  lambda a, b: (a, -b)], a, b)
+
+    preds, a, bs = np.array([True, False, True]), np.array([1.0, 2.0]), np.arange(3.0)
+    for lib in (tg, jax):
+        out = lib.vmap(lambda p, b: f(lib, p, a, b), out_axes=(None, 0, 0))(preds, bs)
+        np.testing.assert_array_equal(out[0], a)
+        for i, (p, b) in enumerate(zip(preds, bs)):
+            want = f(tg, p, a, b)
+            np.testing.assert_array_equal(out[1][i], want[1])
+            np.testing.assert_array_equal(out[2][i], want[2])
+        out = lib.vmap(lambda i, b: s(lib, i, a, b), out_axes=(None, 0))(np.array([0, 1, 2]), bs)
+        np.testing.assert_array_equal(out[0], a)
+        np.testing.assert_array_equal(out[1], [0.0, 3.0, -2.0])
+    jaxpr = str(tg.make_jaxpr(lambda p, a, b: f(tg, p, a, b))(True, a, 1.0))
+    assert jaxpr.strip().endswith("in (b, e, f) }"), jaxpr   # a's input, then cond's two
+    g = tg.grad(lambda a: f(tg, True, a, 1.0)[0].sum() + f(tg, False, a, 1.0)[2].sum())(a)
+    want = jax.grad(lambda a: f(jax, True, a, 1.0)[0].sum() + f(jax, False, a, 1.0)[2].sum())(a)
+    np.testing.assert_array_equal(g, want)
+    np.testing.assert_array_equal(tg.jit(lambda p, a, b: f(tg, p, a, b)[1])(False, a, 1.0), 0.0)
+    # a Python scalar operand passed through stays cond's output (weakly typed, as before)
+    assert tg.lax.cond(True, lambda x: x, lambda x: x, 1.0) == 1.0

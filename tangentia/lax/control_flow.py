@@ -286,8 +286,35 @@ def _cond(index, branches, operands, api):
                 f"{names[i]} returns {_types_str(trees[i], ai)}.")
     # Every branch takes the union of all branches' constants as leading inputs.
     new, all_consts = common_hoisted(list(zip(jaxprs, consts)))
-    outs = cond_p.bind(index, *all_consts, *leaves, branches=tuple(new))
+    # As JAX: an output that every branch passes through from the same input is that
+    # input, not an output of cond (so it stays unbatched under vmap with a batched
+    # predicate, where cond's outputs are all batched: flax nnx's cond of a module whose
+    # broadcast variables no branch touches); arrays and tracers only (a Python scalar
+    # stays cond's weakly typed output)
+    inputs = [*all_consts, *leaves]
+    fwd = _forwarded(new, inputs)
+    if any(f is not None for f in fwd):
+        keep = [f is None for f in fwd]
+        new = tuple(core.Jaxpr(j.constvars, j.invars, j.eqns,
+                               [v for v, k in zip(j.outvars, keep) if k]) for j in new)
+        kept = iter(cond_p.bind(index, *all_consts, *leaves, branches=tuple(new)))
+        outs = [next(kept) if f is None else inputs[f] for f in fwd]
+    else:
+        outs = cond_p.bind(index, *all_consts, *leaves, branches=tuple(new))
     return tree_unflatten(trees[0], outs)
+
+
+def _forwarded(jaxprs, inputs):
+    """For each output of the branch programs ``jaxprs`` (one signature): the index of the
+    input (an array or a tracer) every branch returns there as it is, else None."""
+    out = []
+    for outs in zip(*(j.outvars for j in jaxprs)):
+        where = {j.invars.index(v) if any(v is w for w in j.invars) else None
+                 for j, v in zip(jaxprs, outs)}
+        i = where.pop() if len(where) == 1 else None
+        out.append(i if i is not None and isinstance(inputs[i], (core.Tracer, np.ndarray))
+                   else None)
+    return out
 
 
 # ---------------------------------------------------------------------------
