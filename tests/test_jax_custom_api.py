@@ -160,8 +160,8 @@ def test_linear_rule_keeps_an_unbatched_tangent_unbatched():
     close(ys, 11.0 * xs)
     close(t, 44.0)
     g = exp_rule_function([])
-    with pytest.raises(ValueError, match=r"^at vmap out_axes, got axis spec None but output "
-                                         r"was batched on axis 0"):
+    with pytest.raises(ValueError, match=r"^at vmap out_axes\[1\], got axis spec None but "
+                                         r"output was batched on axis 0"):   # (JAX's words)
         tg.vmap(lambda x: tg.jvp(g, (x,), (4.0,)), out_axes=(0, None))(xs)
 
 

@@ -196,3 +196,16 @@ def test_cond_and_switch_pass_through_outputs_as_jaxs():
     np.testing.assert_array_equal(tg.jit(lambda p, a, b: f(tg, p, a, b)[1])(False, a, 1.0), 0.0)
     # a Python scalar operand passed through stays cond's output (weakly typed, as before)
     assert tg.lax.cond(True, lambda x: x, lambda x: x, 1.0) == 1.0
+
+
+@pytest.mark.parametrize("out_axes, fn", [
+    ((0, {"w": None}), lambda x: (x, {"w": x * 2})), (None, lambda x: x),
+    ({"a": [0, None]}, lambda x: {"a": [x, x]})])
+def test_vmap_out_axes_none_error_names_the_output_as_jax(out_axes, fn):
+    """JAX's message names the batched output by its key path (flax nnx matches
+    "at vmap.*'broadcast'.*got axis spec None")."""
+    with pytest.raises(ValueError) as want:
+        jax.vmap(fn, out_axes=out_axes)(jnp.ones(3))
+    with pytest.raises(ValueError) as got:
+        tg.vmap(fn, out_axes=out_axes)(np.ones(3))
+    assert str(got.value).startswith(str(want.value))

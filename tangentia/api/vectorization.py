@@ -224,7 +224,13 @@ def vmap(fun: _F, in_axes: int | None | Sequence[Any] = 0, out_axes: Any = 0,
                 return [out_axes] * n
             return _broadcast_prefix(out_axes, tree_unflatten(out_tree, [0] * n), "out_axes")
 
-        outs = batching.vmap_flat(flat, leaves, dims, size, out_dims, axis_name=axis_name)
+        def out_path(i):   # (JAX's error names the output: "at vmap out_axes[0]['w']")
+            n = store["out_tree"].num_leaves
+            return keystr(tree_flatten_with_path(tree_unflatten(store["out_tree"],
+                                                                range(n)))[0][i][0])
+
+        outs = batching.vmap_flat(flat, leaves, dims, size, out_dims, axis_name=axis_name,
+                                  out_path=out_path)
         return tree_unflatten(store["out_tree"], outs)
 
     return vmapped

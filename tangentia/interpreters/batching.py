@@ -353,14 +353,17 @@ def _add_any_batch(args, dims):
 primitive_batchers[add_any_p] = _add_any_batch
 
 
-def vmap_flat(fun, args, in_dims, axis_size, out_dims_fn, tag=None, axis_name=None):
+def vmap_flat(fun, args, in_dims, axis_size, out_dims_fn, tag=None, axis_name=None,
+              out_path=None):
     """Run ``fun`` (flat in/out) batched.  ``out_dims_fn(n)`` gives the output
-    axes for ``n`` outputs; ``axis_name`` names the batch axis for collectives.
-    Returns the flat outputs."""
+    axes for ``n`` outputs; ``axis_name`` names the batch axis for collectives;
+    ``out_path(i)``, the key path of flat output ``i`` in the outputs' tree (JAX's
+    error names it).  Returns the flat outputs."""
     pairs = _run_batched(fun, args, in_dims, axis_size, tag, axis_name)
     return _conform(pairs, out_dims_fn(len(pairs)), axis_size, lambda i, d: ValueError(
-        f"at vmap out_axes, got axis spec None but output was batched on axis {d} (flat "
-        f"output {i}: out_axes=None requires the output not to depend on the mapped inputs)"))
+        f"at vmap out_axes{out_path(i) if out_path else ''}, got axis spec None but output "
+        f"was batched on axis {d} (flat output {i}: out_axes=None requires the output not "
+        "to depend on the mapped inputs)"))
 
 
 def _conform(pairs, targets, axis_size, unbatched_error):
