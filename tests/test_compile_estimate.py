@@ -24,8 +24,21 @@ def _estimate(f, *args):
 
 def test_the_scalarized_bound_is_the_code_generators():
     pytest.importorskip("numba")
-    from tangentia.compiler.numba_backend import codegen
+    from tangentia.compiler.numba_backend import codegen, irblock
     assert NB._SCALARIZED == codegen.SMALL
+    assert (NB._UNROLL, NB._FEW_ROWS) == (codegen.UNROLL, irblock.FEW_ROWS)
+
+
+def test_a_few_rows_outside_loops_count_as_scalarized():
+    """A batch of at most ``irblock.FEW_ROWS`` rows of at most ``codegen.UNROLL`` elements
+    is computed in IR blocks outside loop bodies (jit(hessian) of a function of f64[6]),
+    and in loops over rows inside them."""
+    few, many = np.ones((6, 6)), np.ones((NB._FEW_ROWS + 1, 2))
+    assert NB.estimate_inputs(_jaxpr(_chain, few)) == (20, 0, 0, 0, 0)
+    assert NB.estimate_inputs(_jaxpr(_chain, many)) == (0, 0, 0, 2, 18)
+    scalar, indexed, programs, kinds, arrays = NB.estimate_inputs(
+        _jaxpr(lambda x: lax.fori_loop(0, 3, lambda i, c: _chain(c), x), few))
+    assert programs >= 1 and kinds + arrays >= 20         # the chain's 20, in the body
 
 
 def _chain(x):

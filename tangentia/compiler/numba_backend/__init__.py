@@ -107,6 +107,7 @@ import sys
 import threading
 
 from ... import core
+from ...primitives.control_flow import scan_p, while_p
 from ...primitives.indexing import getitem_p, scatter_p
 from ..backend import Backend, cache_root, register_backend
 
@@ -135,6 +136,7 @@ SECONDS_PER_PROGRAM = 0.02             # a carried program (loop body, branch, c
 SECONDS_PER_ARRAY_KIND = 0.05          # an array equation of a kind not seen before
 SECONDS_PER_ARRAY_EQUATION = 0.006     # every further array equation
 _SCALARIZED = 16                       # codegen.SMALL (not imported here: codegen imports numba)
+_UNROLL, _FEW_ROWS = 64, 8             # codegen.UNROLL, irblock.FEW_ROWS
 _SIZES = core.ProgramMemo("numba backend: the compile estimate's counts")
 
 
@@ -144,7 +146,7 @@ def estimate_inputs(jaxpr):
     output at most ``SMALL`` elements) other than the indexed ones (``scatter``, ``getitem``
     at traced indices), those, carried programs, the kinds of the other equations
     (primitive, input and output types), and the other equations beyond the first of each
-    kind.  One walk, a few microseconds per equation (the tiered first call pays it)."""
+    kind (a value of a few rows outside loop bodies counts as scalarized: ``_few_rows``).  One walk, a few microseconds per equation (the tiered first call pays it)."""
     n = _SIZES.get(jaxpr)
     if n is None:
         counts = [0, 0, 0, 0, 0]
@@ -154,9 +156,10 @@ def estimate_inputs(jaxpr):
     return n
 
 
-def _count(jaxpr, counts, kinds):
+def _count(jaxpr, counts, kinds, in_loop=False):
     for eqn in jaxpr.eqns:
-        if any(_elements(v.aval) > _SCALARIZED for v in eqn.outputs):
+        if any(_elements(v.aval) > _SCALARIZED for v in eqn.outputs) and (
+                in_loop or not all(_few_rows(v.aval) for v in eqn.outputs)):
             kind = (eqn.prim, tuple(getattr(v, "aval", None) for v in eqn.inputs),
                     tuple(v.aval for v in eqn.outputs))
             if kind in kinds:
@@ -170,7 +173,15 @@ def _count(jaxpr, counts, kinds):
             counts[0] += 1
         for sub in core.subjaxprs(eqn.prim, eqn.params):
             counts[2] += 1
-            _count(sub, counts, kinds)
+            _count(sub, counts, kinds, in_loop or eqn.prim is while_p or eqn.prim is scan_p)
+
+
+def _few_rows(aval):
+    """Whether a value is computed in IR blocks outside loop bodies, as scalarized ones are
+    (``irblock._eligible``: at most ``codegen.UNROLL`` elements in at most
+    ``irblock.FEW_ROWS`` rows, such as ``jit(hessian)``'s f64[6,6])."""
+    shape = getattr(aval, "shape", ())
+    return len(shape) > 1 and shape[0] <= _FEW_ROWS and _elements(aval) <= _UNROLL
 
 
 def _elements(aval):
