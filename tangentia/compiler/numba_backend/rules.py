@@ -473,11 +473,40 @@ def _dyn_indices(g, eqn, arrays, x_shape):
     return out
 
 
+def _row_indices(g, eqn, x_shape, arrays):
+    """``(indexed shape, in_index)`` of a gather or scatter of whole rows, ``x[idx]``
+    (the spec one index array, of one dimension, on the first axis: ``x[nb]`` of a
+    neighbour list, an embedding's rows); else None.  Each row's index is bounds-checked
+    (``_index``: negative ones wrap, others raise IndexError; ``_index_clamp`` for a
+    traced index) where it is read, in a loop over the index as the kernel's."""
+    from ...primitives.indexing import ARRAY
+    if (tuple(eqn.params["spec"]) != (ARRAY,) or len(arrays) != 1 or len(arrays[0].shape) != 1
+            or not x_shape or arrays[0].dtype.kind not in "iu"):
+        return None
+    ind = g.dynamic_ready(arrays[0])
+    check = "_index_clamp" if eqn.params.get("clamp") else "_index"
+    n = x_shape[0]
+
+    def in_index(idx):
+        i = _cast(g.elem(ind, (idx[0],)), ind.dtype, _I8)
+        return (f"{check}({i}, {n})",) + tuple(idx[1:])
+    return (ind.shape[0],) + tuple(x_shape[1:]), in_index
+
+
 def _getitem(g, eqn, ins):
     x, arrays = ins[0], ins[1:]
     dyn = _dyn_indices(g, eqn, arrays, x.shape)
     if dyn is None:
-        return NotImplemented
+        rows = _row_indices(g, eqn, x.shape, arrays)
+        if rows is None:
+            return NotImplemented
+        # (a lazy value: the consumers read x's rows where they are, no copy; a kernel
+        # call, an array and a kernel's compile before)
+        out = eqn.outputs[0].aval
+        x = g.dynamic_ready(x)
+        in_index = rows[1]
+        v = LV(out.shape, out.dtype, lambda idx: g.elem(x, in_index(idx)))
+        return [g.small(v) if g.is_small(out.shape) else v]
     out = eqn.outputs[0].aval
     _, in_index = _index_plan(eqn.params["spec"], x.shape, dyn)
     return [_remap(g, x, out, in_index)]
@@ -496,18 +525,20 @@ def _scatter(g, eqn, ins):
     x, y, arrays = ins[0], ins[1], ins[2:]
     mode = eqn.params["mode"]
     dyn = _dyn_indices(g, eqn, arrays, x.shape)
-    if dyn is None or mode not in ("set", "add", "mul", "min", "max") or \
+    rows = _row_indices(g, eqn, x.shape, arrays) if dyn is None else None
+    if (dyn is None and rows is None) or mode not in ("set", "add", "mul", "min", "max") or \
             (mode in ("min", "max") and eqn.outputs[0].aval.dtype.kind == "c"):
         return NotImplemented
     out = eqn.outputs[0].aval
-    idx_shape, in_index = _index_plan(eqn.params["spec"], x.shape, dyn)
+    # (rows: the updates in the index's order, a repeated row's in turn, as the kernel's)
+    idx_shape, in_index = rows or _index_plan(eqn.params["spec"], x.shape, dyn)
     cdt = np.result_type(x.dtype, y.dtype) if mode != "set" else out.dtype
 
     def update(old, idx):
         new = _cast(g.elem(y, _bidx(idx, y.shape, idx_shape)), y.dtype, cdt)
         return _cast(_wrap(_combine(mode, _cast(old, x.dtype, cdt), new, cdt), cdt), cdt, out.dtype)
 
-    if type(x) is SV and not dyn:
+    if type(x) is SV and not dyn and rows is None:
         elems = list(x.elems)
         for idx in np.ndindex(*idx_shape):
             k = _ravel(in_index(idx), x.shape)
