@@ -209,3 +209,49 @@ def test_vmap_out_axes_none_error_names_the_output_as_jax(out_axes, fn):
     with pytest.raises(ValueError) as got:
         tg.vmap(fn, out_axes=out_axes)(np.ones(3))
     assert str(got.value).startswith(str(want.value))
+
+
+class _Node:
+    """A pytree node holding one value (flax nnx's ``Param`` in a ``State``)."""
+
+    def __init__(self, v):
+        self.v = v
+
+
+for _lib in (tg, jax):
+    _lib.tree_util.register_pytree_node(_Node, lambda p: ((p.v,), None), lambda _, c: _Node(c[0]))
+
+
+def test_custom_vjp_bwd_cotangent_may_be_a_prefix_as_jaxs():
+    """A bwd rule's cotangent whose structure is a prefix of its argument's: a plain array
+    for a one-leaf node, None for zeros of a subtree (flax nnx's custom_vjp returns raw
+    cotangents for its Param nodes); JAX's ``_flatten_bwd`` reads it so.  A leaf standing
+    for a subtree of more than one leaf still raises JAX's error."""
+    def make(lib):
+        @lib.custom_vjp
+        def f(d):
+            return d["a"].v * d["b"].v
+
+        f.defvjp(lambda d: (f(d), d),
+                 lambda d, g: ({"a": g * d["b"].v, "b": None, "c": None},))
+        return f
+
+    for args in ((2.0, 3.0), (2.0, None)):
+        def loss(lib, x):
+            b = 3.0 if args[1] is not None else x
+            return make(lib)({"a": _Node(x), "b": _Node(b), "c": None})
+        g = tg.grad(lambda x: loss(tg, x))(args[0])
+        assert g == jax.grad(lambda x: loss(jax, x))(args[0]) == (3.0 if args[1] else 2.0)
+        assert tg.jit(tg.grad(lambda x: loss(tg, x)))(args[0]) == g
+        np.testing.assert_array_equal(tg.vmap(tg.grad(lambda x: loss(tg, x)))(np.ones(2)),
+                                      np.full(2, 3.0 if args[1] else 1.0))
+
+    for lib in (tg, jax):
+        @lib.custom_vjp
+        def h(d):
+            return d["a"].v * d["b"][0]
+
+        h.defvjp(lambda d: (h(d), d), lambda d, g: ({"a": g * 2, "b": _Node(1.0)},))
+        with pytest.raises(TypeError, match="^Custom VJP bwd rule must produce an output with "
+                                            "the same container"):
+            lib.grad(lambda x: h({"a": _Node(x), "b": (3.0, 4.0)}))(2.0)

@@ -174,6 +174,29 @@ def _structure_of(x):
     return tree_structure(x, is_leaf=lambda v: v is None or type(v) is SymbolicZero)
 
 
+def _prefix_cotangents(g, t):
+    """The cotangents of an argument of structure ``t`` read from ``g`` as JAX's
+    ``_flatten_bwd`` does when ``g``'s structure is a prefix of ``t``'s: a leaf of ``g``
+    stands for the subtree of ``t`` there, which must have one leaf (an array for a one-leaf
+    container: flax nnx's bwd rules return raw cotangents for its ``Param`` nodes), a None
+    for zeros of the whole subtree.  None if ``g`` does not read so."""
+    try:
+        g_tree = _structure_of(g)
+        subtrees = g_tree.flatten_up_to(tree_unflatten(t, list(range(t.num_leaves))))
+        g_leaves = g_tree.flatten_up_to(g)
+    except Exception:  # noqa: BLE001 - not a prefix either
+        return None
+    out = [None] * t.num_leaves
+    for x, sub in zip(g_leaves, subtrees):
+        idx = tree_structure(sub).flatten_up_to(sub) if not isinstance(sub, int) else [sub]
+        if x is None:
+            continue                 # (zeros)
+        if len(idx) != 1 or not (core.is_array_like(x) or type(x) is SymbolicZero):
+            return None
+        out[idx[0]] = x
+    return out
+
+
 def _flatten_bwd_output(got, ca, in_types, bwd_name, name, sz):
     """The flat cotangents of a bwd rule's output (``Zero`` for zero ones),
     checked against the differentiable inputs' types (arrays or avals)."""
@@ -199,9 +222,8 @@ def _flatten_bwd_output(got, ca, in_types, bwd_name, name, sz):
         try:
             g_leaves = t.flatten_up_to(g)
         except Exception:  # noqa: BLE001 - reported with both structures
-            if t.num_leaves == 1 and core.is_array_like(g):
-                g_leaves = [g]  # one array for a one-leaf container: JAX accepts it too
-            else:
+            g_leaves = _prefix_cotangents(g, t)
+            if g_leaves is None:
                 raise _bwd_structure_error(
                     bwd_name, name, got, ca, avals_in, f"the cotangent for argument {k} has "
                     f"structure {_structure_of(g)}, but the argument has structure {t}") from None
