@@ -892,7 +892,12 @@ def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k, own_gemm, epilogue=
         return g.array(LV(out.shape, dt, lambda idx: _wrap(
             f"({g.elem(d, idx)} {op} ({sc} * {g.elem(prod, idx)}))", dt)))
     if B == 1 and not own_gemm:
-        g.emit(f"{r} = np.dot({xb(0)}, {yb(0)})")
+        # (into an array of ``_empty``'s: a block of the pool, which a later call takes
+        # back; numba's ``np.dot(x, y)`` allocates its own, whose pages glibc gave back
+        # and the next call faulted in again: 0.05 ms of a 512x512 product, 0.015 ms of
+        # a 128x512 by 512x10 one; the same BLAS call, the same bits)
+        g.emit(f"{r} = _empty(({m}, {n}), {_dt(dt)})")
+        g.emit(f"np.dot({xb(0)}, {yb(0)}, {r})")
     else:
         fn = "np.dot"
         if own_gemm:
