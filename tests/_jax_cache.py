@@ -85,6 +85,7 @@ def choose(first_process: bool) -> tuple[str | None, str | None]:
         return None, None
     if RUN_ENV in os.environ:
         return os.environ[RUN_ENV] or None, None
+    end: str | None
     if setting == "run":
         directory: str | None = tempfile.mkdtemp(prefix="tangentia-test-jax-")
         end = "remove"
