@@ -6,9 +6,9 @@ batched states: hundreds of scalars carried in tuples, loop bodies that are comp
 units, small batched values that become arrays.  What numba had to type and lower
 around the blocks was most of its compile time there, so:
 
-* a scalarized value made an array is stored by one call (``rowio.store_row`` into
-  the one row of a fresh array, ``codegen._Gen.array``), not one ``a[i, j] = e``
-  statement per element;
+* a scalarized value made an array is one call (``alloc.array_of``, a fresh array of
+  its elements; ``codegen._Gen.array``), not one ``a[i, j] = e`` statement per
+  element;
 * a compile unit returns each scalarized output of several elements as one tuple
   (``_Gen.result_items``), which its caller keeps whole (``template_outputs(...,
   grouped=True)``): a loop body's new carries are assigned ``ct5 = ct9``, not
@@ -55,7 +55,7 @@ def _both(f: Any, *args: Any) -> str:
 def test_small_values_become_arrays_by_one_store() -> None:
     """Scalarized results of several dtypes (float32, int32, bool, complex128), made
     the program's output arrays, and a concatenation of scalarized operands too large to
-    be scalarized itself: one ``_st`` call each, no element statements or copy loops,
+    be scalarized itself: one ``_mk`` call each, no element statements or copy loops,
     and the values (a float64 expression cast to float32, say) as the NumPy backend's."""
     def f(x: Any, n: Any, z: Any, w: Any) -> Any:
         y = tnp.sin(x) * 1.5 + x * x                    # f64[2, 3]
@@ -70,7 +70,7 @@ def test_small_values_become_arrays_by_one_store() -> None:
     w = np.linspace(0.5, 3.0, 16)
     src = _both(f, x, n, z, w)
     body = src.split("def program(")[1]
-    assert len(re.findall(r"_st\d+\(a\d+, 0, ", body)) == 6, body
+    assert len(re.findall(r"a\d+ = _mk\d+\(", body)) == 6, body
     assert not re.search(r"a\d+\[\d+(, \d+)*\] = ", body), body
     assert "for " not in body, body     # (the concatenation: no copy loops)
 

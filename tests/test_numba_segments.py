@@ -120,10 +120,10 @@ def _segments(case: Case) -> dict:
 def test_one_function_per_structure() -> None:
     case = _mlp(8)
     segs = _segments(case)
-    keys = [key for _, _, key in segs.values()]
+    keys = [key for _, _, key, _ in segs.values()]
     assert len(segs) >= 2 * 6
     assert len(set(keys)) <= 4        # the forward layer, the backward layer (and ends)
-    for start, (period, sub, _) in segs.items():
+    for start, (period, sub, _, _) in segs.items():
         assert len(sub.eqns) == period and sub.outvars
     jaxpr, _ = program(case[0], *case[1])
     source = get_backend("numba").source(jaxpr)

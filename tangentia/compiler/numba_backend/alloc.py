@@ -18,6 +18,7 @@ numba's external-allocator interface; their data is 64-byte aligned.
 """
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, types
 from numba.core.extending import intrinsic
@@ -26,7 +27,7 @@ from numba.np import arrayobj
 
 from .pool import MIN_BYTES as _POOL_MIN, SYMBOL as _POOL
 
-__all__ = ["_empty"]
+__all__ = ["_empty", "array_of"]
 
 _I8P = ir.IntType(8).as_pointer()
 
@@ -94,3 +95,62 @@ def _empty(typingctx, shape, dtype):
         return ary._getvalue()
     return types.Array(nb_dtype, ndim, "C")(shape, dtype), codegen
 
+
+
+# ---------------------------------------------------------------------------
+# A small array made of scalars by one call
+
+_MADE = {}
+
+
+def array_of(shape, dtype):
+    """The intrinsic ``make(values)``: a new C-contiguous array of ``shape`` and the NumPy
+    ``dtype`` holding ``values`` (its elements in C order, nested as ``rowio.nest`` nests
+    them), each cast to ``dtype`` as an assignment casts it.  The generator wrote a
+    scalarized value to memory in three statements (``a = _empty((1, ...)); store(a, 0,
+    values); b = a[0]``), each typed and lowered by numba; this is one, allocating as
+    ``_empty`` does."""
+    key = (tuple(int(d) for d in shape), np.dtype(dtype).str)
+    fn = _MADE.get(key)
+    if fn is None:
+        fn = _MADE.setdefault(key, _make_array_of(*key))
+    return fn
+
+
+def _make_array_of(shape, dtype):
+    from numba.np.numpy_support import from_dtype
+    from .rowio import flat_types, flat_values
+    n = 1
+    for d in shape:
+        n *= d
+    arrty = types.Array(from_dtype(np.dtype(dtype)), len(shape), "C")
+
+    def typer(typingctx, values):
+        flat = flat_types(values)
+        if len(flat) != n or not all(isinstance(t, (types.Number, types.Boolean)) for t in flat):
+            return None
+
+        def codegen(context, builder, sig, args):
+            intp = context.get_value_type(types.intp)
+            itemsize = arrayobj.get_itemsize(context, arrty)
+            align = context.get_constant(types.uint32, context.get_preferred_array_alignment(arrty.dtype))
+            meminfo = _alloc(context, builder, intp(n * itemsize), align)
+            data = builder.bitcast(context.nrt.meminfo_data(builder, meminfo),
+                                   context.get_data_type(arrty.dtype).as_pointer())
+            strides, s = [], itemsize
+            for d in reversed(shape):
+                strides.append(s)
+                s *= d
+            ary = arrayobj.make_array(arrty)(context, builder)
+            arrayobj.populate_array(ary, data=data,
+                                    shape=cgutils.pack_array(builder, [intp(d) for d in shape], ty=intp),
+                                    strides=cgutils.pack_array(builder, [intp(t) for t in strides[::-1]], ty=intp),
+                                    itemsize=intp(itemsize), meminfo=meminfo)
+            for k, (v, t) in enumerate(zip(flat_values(builder, sig.args[0], args[0]),
+                                           flat_types(sig.args[0]))):
+                ptr = builder.gep(data, [ir.Constant(ir.IntType(64), k)])
+                context.pack_value(builder, arrty.dtype, context.cast(builder, v, t, arrty.dtype), ptr)
+            return ary._getvalue()
+        return arrty(values), codegen
+    typer.__name__ = "array_of_" + "_".join(map(str, shape)) + "_" + np.dtype(dtype).name
+    return intrinsic(typer)

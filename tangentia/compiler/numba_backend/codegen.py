@@ -14,14 +14,16 @@ import numpy as np
 import numba
 from numba import types as nbt
 
-from ...core import CustomVmapCallPrimitive, Jaxpr, Literal, ProgramMemo, ShapedArray, Var, subjaxprs
+from ...core import CustomVmapCallPrimitive, Eqn, Jaxpr, Literal, ProgramMemo, ShapedArray, Var, subjaxprs
 from ...core import eval_primitive
 from ...custom_derivatives import _base as CD
 from ...interpreters import ad
-from ...primitives import call as CL, callback, elementwise as E, remat
+from ...primitives import call as CL, callback, elementwise as E, indexing as I, remat
 from . import plan as _plan
+from .alloc import array_of
+from .memo import Counts
 from .plan import BLAS_MIN_FLOPS, Settings, program_plan  # noqa: F401 - (BLAS_MIN_FLOPS: read from here too)
-from .rowio import load_row, nest, read_elements, store_row
+from .rowio import load_row, nest, read_elements, row_load_p, store_row
 
 SMALL = 16          # values with at most this many elements are scalarized
 UNROLL = 64         # values with at most this many elements computed from scalarized ones
@@ -266,7 +268,7 @@ def _nested(eqn):
 SEG_MIN_COPIES = 3
 SEG_MIN_PERIOD = 3
 _SEG_NEXT = 8          # a signature's next occurrences whose distances are tried as periods
-SEG_STATS = {"copies": 0}   # copies emitted as calls (tests)
+SEG_STATS = Counts("copies")   # copies emitted as calls, in this process (thread-safe)
 
 
 def segments_enabled():
@@ -299,14 +301,25 @@ def _aval_key(aval):
     return (type(aval).__name__, tuple(aval.shape), str(aval.dtype), getattr(aval, "weak_type", None))
 
 
+def _liftable(a):
+    """Whether the input ``a`` is a literal a segment may take as a parameter: an integer
+    scalar (an offset, ``i + k`` in copy k of a Python loop), computed the same way
+    whether it is a constant or a variable (no rule folds an integer literal into
+    another operation)."""
+    return type(a) is Literal and a.aval.dtype.kind in "iu" and not a.aval.shape
+
+
 def _seg_sig(eqn):
-    """An equation's structure without its variables (None: never in a segment)."""
+    """An equation's structure without its variables (None: never in a segment); an
+    integer literal (``_liftable``) by its type alone (``repeated_segments`` tells the
+    copies' literals apart)."""
     if eqn.prim.has_effects or list(_nested(eqn)) or eqn.prim in _CALL_BODIES \
             or type(eqn.prim) in _CALL_BODIES:
         return None
     try:
         params = tuple(sorted((k, _param_key(v)) for k, v in eqn.params.items()))
-        ins = tuple(("lit", _param_key(a.val), _aval_key(a.aval)) if type(a) is Literal
+        ins = tuple(("ilit", _aval_key(a.aval)) if _liftable(a)
+                    else ("lit", _param_key(a.val), _aval_key(a.aval)) if type(a) is Literal
                     else _aval_key(a.aval) for a in eqn.inputs)
         sig = (eqn.prim, params, ins, tuple(_aval_key(v.aval) for v in eqn.outputs))
         hash(sig)
@@ -315,12 +328,16 @@ def _seg_sig(eqn):
     return sig
 
 
-def repeated_segments(eqns, outvars, consumers, limit):
-    """``{start: (period, jaxpr, key)}``: the copies of repeated runs in ``eqns`` (a
+def repeated_segments(eqns, outvars, consumers, limit, rules=None):
+    """``{start: (period, jaxpr, key, args)}``: the copies of repeated runs in ``eqns`` (a
     program's equations in order, ``consumers`` their readers, None for the program's
     outputs) to emit as calls of one function per ``key``, each copy the program
     ``jaxpr`` of the equations ``start .. start + period - 1`` (its inputs: the values
-    it reads from before, in order of first use; its outputs: its values read after it)."""
+    it reads from before, in order of first use, and the integer literals that differ
+    from copy to copy; its outputs: its values read after it), called with ``args`` (the
+    values and literals its inputs stand for).  ``rules``: the generator's lowering
+    rules (a copy of scalarized equations is taken if one of them is a call that ends
+    an IR block: ``_calls_out``)."""
     n = len(eqns)
     out = {}
     if n < SEG_MIN_COPIES * SEG_MIN_PERIOD:
@@ -358,32 +375,188 @@ def repeated_segments(eqns, outvars, consumers, limit):
             k += 1
             continue
         copies, d = best
+        # (the integer literals that differ between the copies: parameters of the copy)
+        vary = set()
+        for li in range(d):
+            for ai, a in enumerate(eqns[k + li].inputs):
+                if _liftable(a) and any(
+                        eqns[k + c * d + li].inputs[ai].val != a.val for c in range(1, copies)):
+                    vary.add((li, ai))
         found = []
         for c in range(copies):
             s = k + c * d
-            found.append(_segment(eqns, s, d, pos, consumers, limit, full))
+            found.append(_segment(eqns, s, d, pos, consumers, limit, full, vary, rules))
         counts = {}
         for f in found:
             if f is not None:
                 counts[f[1]] = counts.get(f[1], 0) + 1
         for c, f in enumerate(found):
             if f is not None and counts[f[1]] >= SEG_MIN_COPIES:
-                out[k + c * d] = (d, f[0], f[1])
+                out[k + c * d] = (d, f[0], f[1], f[2])
         k += copies * d
     return out
 
 
-def _segment(eqns, s, d, pos, consumers, limit, sigs):
-    """``(jaxpr, key)`` of the copy ``eqns[s:s + d]`` (``repeated_segments``), or None
-    if most of its equations are on scalarized values."""
-    body = eqns[s:s + d]
-    if 2 * sum(any(_size(v.aval.shape) > limit for v in e.outputs) for e in body) < d:
-        return None
-    local, ext, ext_ix, ins_key, outvars, out_key = {}, [], {}, [], [], []
-    for li, e in enumerate(body):
+def _segments_of(eqns, outvars, consumers, limit, rules, wide_from, inline=None):
+    """``(eqns, segments, wide_from, consumers)``: ``repeated_segments`` of a program's equations
+    found with its row loads set aside (``rowio.row_load_p``: a scan body's reads of the
+    residual rows an earlier scan stored, one row per copy, ``params["j"]`` its own), and
+    the equations in the order they are emitted: each copy's row loads moved before it
+    (a row load reads only the stack and the step, so it may run earlier), its rows
+    inputs of the copy.  ``wide_from`` (``plan.Plan.wide_from``) follows the order."""
+    if not any(e.prim is row_load_p for e in eqns):
+        segs = repeated_segments(eqns, outvars, consumers, limit, rules)
+        if not segs and inline is not None:
+            # (copies whose index arithmetic common-subexpression elimination shared: copy
+            # k's offset ``(i + 2k) % n`` is copy 2k's ``(i + k') % n``)
+            split = _split_scalars(eqns, outvars, inline)
+            if split is not None:
+                users = _users(split, outvars)
+                segs = repeated_segments(split, outvars, users, limit, rules)
+                if segs:
+                    at = {id(e): k for k, e in enumerate(eqns)}
+                    return split, segs, _follow(split, at, wide_from), users
+        return eqns, segs, wide_from, consumers
+    rest = [e for e in eqns if e.prim is not row_load_p]
+    segs = repeated_segments(rest, outvars, consumers, limit, rules)
+    if not segs:
+        return eqns, segs, wide_from, consumers
+    before, pending = [], []    # per equation of ``rest``: the row loads just before it
+    for e in eqns:
+        if e.prim is row_load_p:
+            pending.append(e)
+        else:
+            before.append(pending)
+            pending = []
+    order, moved, i = [], {}, 0
+    while i < len(rest):
+        seg = segs.get(i)
+        if seg is None:
+            order.extend(before[i])
+            order.append(rest[i])
+            i += 1
+            continue
+        for j in range(i, i + seg[0]):
+            order.extend(before[j])
+        moved[len(order)] = seg
+        order.extend(rest[i:i + seg[0]])
+        i += seg[0]
+    order.extend(pending)
+    return order, moved, _follow(order, {id(e): k for k, e in enumerate(eqns)}, wide_from), consumers
+
+
+def _follow(order, at, wide_from):
+    """``plan.Plan.wide_from`` for the equations reordered (or added: never wide) as
+    ``order`` (``at``: an equation's position in the plan's order)."""
+    wide = [False] * (len(order) + 1)
+    for k in range(len(order) - 1, -1, -1):
+        p = at.get(id(order[k]))
+        wide[k] = wide[k + 1] or (p is not None and wide_from[p])
+    return wide
+
+
+def _users(eqns, outvars):
+    """The consumers of each value of ``eqns`` (None: a program output), in order."""
+    users = {}
+    for e in eqns:
         for a in e.inputs:
+            if type(a) is Var:
+                users.setdefault(a, []).append(e)
+    for v in outvars:
+        if type(v) is Var:
+            users.setdefault(v, []).append(None)
+    return users
+
+
+_SPLIT_MAX = 16     # equations of a scalar's computation copied for one reader at most
+
+
+def _split_scalars(eqns, outvars, inline):
+    """``eqns`` with each integer or boolean scalar computed from scalars (index
+    arithmetic: ``(i + k) % n`` clamped) computed again, by copies of its equations, for
+    each reader after the first, or None if there is none to split.  Integer operations
+    give the same values however often they run, and the IR blocks computing them are
+    one LLVM function each, whose optimizer shares them again."""
+    cheap = {}
+    for e in eqns:
+        if (len(e.outputs) == 1 and e.prim in inline and not e.prim.has_effects
+                and not e.outputs[0].aval.shape and e.outputs[0].aval.dtype.kind in "biu"
+                and all(not a.aval.shape for a in e.inputs)):
+            cheap[e.outputs[0]] = e
+    if not cheap:
+        return None
+    read, out, split = set(), [], False
+
+    def cone(v, acc, memo):
+        w = memo.get(v)
+        if w is not None:
+            return w
+        e = cheap[v]
+        if len(acc) >= _SPLIT_MAX:
+            raise OverflowError
+        ins = [cone(a, acc, memo) if type(a) is Var and a in cheap else a for a in e.inputs]
+        w = memo[v] = Var(v.aval)
+        acc.append(Eqn(e.prim, ins, [w], e.params, e.source))
+        return w
+    for e in eqns:
+        ins = list(e.inputs)
+        if e.outputs and e.outputs[0] in cheap:
+            out.append(e)       # (a scalar's own computation is split only with its reader's)
+            continue
+        for ai, a in enumerate(ins):
+            if type(a) is not Var or a not in cheap:
+                continue
+            if a not in read:
+                read.add(a)
+                continue
+            acc = []
+            try:
+                ins[ai] = cone(a, acc, {})
+            except OverflowError:
+                continue
+            out.extend(acc)
+            split = True
+        out.append(e if ins == list(e.inputs) else Eqn(e.prim, ins, e.outputs, e.params, e.source))
+    return out if split else None
+
+
+def _calls_out(eqn, rules):
+    """Whether ``eqn`` is emitted as a call that no IR block takes (a kernel: a gather or
+    scatter at index arrays, a primitive without a lowering rule), so that a copy of
+    scalarized equations holding it is not one block but several, with calls between."""
+    if eqn.prim is I.getitem_p or eqn.prim is I.scatter_p:
+        idx = eqn.inputs[1 if eqn.prim is I.getitem_p else 2:]
+        return any(type(a) is not Literal and len(a.aval.shape) > 0 for a in idx)
+    return rules is not None and rules.get(eqn.prim) is None and rules.get(type(eqn.prim)) is None
+
+
+def _segment(eqns, s, d, pos, consumers, limit, sigs, vary=(), rules=None):
+    """``(jaxpr, key, args)`` of the copy ``eqns[s:s + d]`` (``repeated_segments``; its
+    literals at the positions ``vary``, ``(equation, input)``, made inputs), or None if
+    most of its equations are on scalarized values and none of them calls out of the IR
+    blocks (``_calls_out``): those are the blocks' work (rolled by ``reroll``)."""
+    body = eqns[s:s + d]
+    if 2 * sum(any(_size(v.aval.shape) > limit for v in e.outputs) for e in body) < d \
+            and not any(_calls_out(e, rules) for e in body):
+        return None
+    if vary:
+        lifted = {}     # fresh variable -> the literal it stands for
+        new = []
+        for li, e in enumerate(body):
+            ins = list(e.inputs)
+            for ai, a in enumerate(ins):
+                if (li, ai) in vary:
+                    ins[ai] = Var(a.aval)
+                    lifted[ins[ai]] = a
+            new.append(Eqn(e.prim, ins, e.outputs, e.params, e.source) if ins != e.inputs else e)
+        body = new
+    local, ext, ext_ix, ins_key, outvars, out_key, fixed = {}, [], {}, [], [], [], []
+    for li, e in enumerate(body):
+        for ai, a in enumerate(e.inputs):
             if type(a) is Literal:
                 ins_key.append(None)
+                if _liftable(a):
+                    fixed.append((li, ai, int(a.val)))
             elif a in local:
                 ins_key.append(local[a])
             else:
@@ -403,8 +576,9 @@ def _segment(eqns, s, d, pos, consumers, limit, sigs):
         return None
     # (the signatures themselves, not this program's numbering of them: one generator's
     # outlined functions are shared by all the programs it lowers, nested ones included)
-    key = (tuple(sigs[s:s + d]), tuple(ins_key), tuple(out_key))
-    return Jaxpr([], ext, body, outvars), key
+    key = (tuple(sigs[s:s + d]), tuple(ins_key), tuple(out_key), tuple(fixed))
+    args = [lifted.get(a, a) for a in ext] if vary else ext
+    return Jaxpr([], ext, body, outvars), key, args
 
 
 _WEIGHT = ProgramMemo("numba backend: equations, nested ones included")
@@ -567,23 +741,17 @@ class _Gen:
             return v.arr[1]
         n = self.name("a")
         out = AV(v.shape, v.dtype, n)
-        if type(v) is SV and _size(v.shape) > 1:
-            # (its elements stored by one call, ``rowio.store_row``, into the one row of a
-            # fresh array: numba types and lowers one statement, not one ``a[i, j] = e``
-            # each, at ~2 ms of compile per element stored)
-            full = self.name("a")
-            self.emit(f"{full} = _empty({_shape_str((1,) + v.shape)}, {_dt(v.dtype)})")
+        if type(v) is SV:
+            # (a fresh array of its elements made by one call, ``alloc.array_of``: numba
+            # types and lowers one statement, not one ``a[i, j] = e`` each, at ~2 ms of
+            # compile per element stored, nor an allocation, a row store and a view)
             els = [_typed(e, v.dtype) for e in v.elems]
-            self.emit(f"{self.glob(store_row(v.shape), '_st')}({full}, 0, {nest(self.packed(els))})")
-            self.emit(f"{n} = {full}[0]")
+            mk = self.glob(array_of(v.shape, v.dtype), "_mk")
+            self.notes.append(f"# {mk}: {array_of(v.shape, v.dtype).__name__}")
+            self.emit(f"{n} = {mk}({nest(self.packed(els))})")
             v.arr = (self.scopes[-1], out)
             return out
         self.emit(f"{n} = _empty({_shape_str(v.shape)}, {_dt(v.dtype)})")
-        if type(v) is SV:
-            for k, idx in enumerate(np.ndindex(*v.shape)):
-                self.emit(f"{self.elem(out, idx)} = {v.elems[k]}")
-            v.arr = (self.scopes[-1], out)
-            return out
         if v.static:
             for idx in np.ndindex(*v.shape):
                 self.emit(f"{self.elem(out, idx)} = {v.fn(idx)}")
@@ -760,8 +928,11 @@ class _Gen:
         eqns, outvars, consumers = plan.eqns, plan.outvars, plan.consumers
         env = dict(zip(jaxpr.invars, in_vals))
         depth = {}   # lazy value -> length of its chain of fused operations
-        segs = (repeated_segments(eqns, outvars, consumers, self.limit)
-                if segments_enabled() and not self.vector_loop and not self.in_rows else {})
+        wide_from = plan.wide_from
+        segs = {}
+        if segments_enabled() and not self.vector_loop and not self.in_rows:
+            eqns, segs, wide_from, consumers = _segments_of(
+                eqns, outvars, consumers, self.limit, self.rules, wide_from, self.inline)
         starts = sorted(segs, reverse=True)
         upto = eqns         # (the equations before the next copy: no block or row loop spans one)
         k = 0
@@ -769,11 +940,11 @@ class _Gen:
             seg = segs.get(k)
             if seg is not None:
                 # a copy of a repeated run: a call of the one function of its structure
-                d, sub, key = seg
-                outs = self.outlined(("segment", key), [self.read(env, a) for a in sub.invars],
+                d, sub, key, args = seg
+                outs = self.outlined(("segment", key), [self.read(env, a) for a in args],
                                      lambda vals, sub=sub: self.lower_jaxpr(sub, vals))
                 env.update(zip(sub.outvars, outs))
-                SEG_STATS["copies"] += 1
+                SEG_STATS.add("copies")
                 k += d
                 continue
             if starts:
@@ -788,7 +959,7 @@ class _Gen:
                 if j > k:
                     k = j
                     continue
-            run = self.row_run(upto, k, plan.rows) if plan.wide_from[k] else None
+            run = self.row_run(upto, k, plan.rows) if wide_from[k] else None
             if run is None:
                 self.lower_one(eqns[k], env, consumers, depth)
                 k += 1

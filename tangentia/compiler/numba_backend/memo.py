@@ -13,8 +13,26 @@ tests/_xdist_balance.py runs the test modules that compile most in fresh workers
 reason."""
 from __future__ import annotations
 
+import threading
+
 from ...core import ProgramMemo
 
-__all__ = ["COMPILED"]
+__all__ = ["COMPILED", "Counts"]
 
 COMPILED = ProgramMemo("numba backend: compiled code")
+
+
+class Counts(dict):
+    """Counters of what the compiler did in this process (``reroll.STATS``: runs rolled;
+    ``codegen.SEG_STATS``: copies emitted as calls), read by tests as differences around
+    a compile.  Like a cache's statistics they are process-wide, not part of any result;
+    ``add`` counts under a lock, so compiles on several threads (tiered ``jit``'s
+    background compile, a user's threads) never lose a count."""
+
+    def __init__(self, *names):
+        super().__init__((n, 0) for n in names)
+        self._lock = threading.Lock()
+
+    def add(self, name, n=1):
+        with self._lock:
+            self[name] += n

@@ -23,7 +23,8 @@ each direction's 100 layers were ~65 LLVM lines each, unrolled.
 Only where it pays: a run removes ``(copies - 1) * period`` nodes from the code, and
 is rolled if that is at least ``TANGENTIA_NUMBA_REROLL`` (default ``MIN_SAVED``; ``0``
 turns rolling off).  The setting is part of numba's disk-cache key
-(``native._compile_tag``).  ``STATS["runs"]`` counts the runs rolled (tests).
+(``native._compile_tag``).  ``STATS["runs"]`` counts the runs rolled in this process
+(``memo.Counts``: a statistic like a cache's, counted under a lock; tests read it).
 
 ``irblock._emit_ir`` calls ``emit`` with the block's nodes in emission order, and the
 irblock pieces it emits with (``Ops``: this module imports nothing of irblock's).
@@ -36,6 +37,8 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 import numpy as np
 from llvmlite import ir
 from numba.core import types as nbt
+
+from .memo import Counts
 
 __all__ = ["Ops", "emit", "find_runs", "hoist_stores", "loop_head", "MIN_SAVED", "MIN_COPIES", "STATS"]
 
@@ -64,7 +67,7 @@ MIN_COPIES = 3
 MIN_PERIOD = 16
 _CANDIDATES = 6       # periods tried per block (``_periods``)
 _NEXT = 8             # a signature's next occurrences whose distances are candidates
-STATS = {"runs": 0}
+STATS = Counts("runs")   # runs rolled, in this process (``memo.Counts``: thread-safe)
 
 
 def min_saved() -> int:
@@ -400,7 +403,7 @@ def _emit_run(context, builder, nodes, order, vals, run, inputs, out_ids, packs,
     for p, i in enumerate(last):
         if p in bvals:
             vals[i] = bvals[p]
-    STATS["runs"] += 1
+    STATS.add("runs")
 
 
 def hoist_stores(nodes, order):
