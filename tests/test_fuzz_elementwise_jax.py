@@ -318,7 +318,8 @@ def test_eager_operators_as_jax():
     with np.errstate(all="ignore"):
         assert (i // 0).tolist() == [-2, -2, -1] and (i % 0).tolist() == [0, 0, 0]
         assert type(i // 2) is type(ex ** 0.5) is type(divmod(ex, 2.0)[1]) is type(ex)
-    with warnings.catch_warnings(record=True) as caught:   # NumPy's warnings, at this line
+    with warnings.catch_warnings(record=True) as caught:   # silent, as JAX's (8e31318)
         warnings.simplefilter("always")
         ex // 0.0
-    assert caught and all(w.filename == __file__ for w in caught), [str(w) for w in caught]
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], \
+        [str(w) for w in caught]
