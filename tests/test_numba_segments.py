@@ -127,7 +127,32 @@ def test_one_function_per_structure() -> None:
         assert len(sub.eqns) == period and sub.outvars
     jaxpr, _ = program(case[0], *case[1])
     source = get_backend("numba").source(jaxpr)
-    assert source.count("@_jit") <= 1 + len(set(keys))
+    # (a copy is a call of a compile unit of its structure; a unit is also keyed by how
+    # its inputs arrive: the first layer reads the program's input X, the others a
+    # computed array, so the forward structure may be two units; never one per copy)
+    assert source.count("@_jit") <= 1 + 2 * len(set(keys)) < len(segs)
+
+
+def test_a_deeper_network_compiles_no_layer_again(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Any) -> None:
+    """The copies are compile units cached by their structure: a network with one more
+    layer (a changed program) loads every layer's code, compiling only its own."""
+    import weakref
+    monkeypatch.setattr(native, "_UNITS", weakref.WeakValueDictionary())
+    monkeypatch.setenv("TANGENTIA_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TANGENTIA_NUMBA_UNITS", raising=False)
+    monkeypatch.setenv("TANGENTIA_NUMBA_SEGMENTS", "1")
+    c0 = native.UNIT_STATS["compiled"]
+    for n in (6, 7):
+        case = _mlp(n)
+        jaxpr, args = program(case[0], *case[1])
+        got = compile_numba(jaxpr)(*tg.tree_util.tree_leaves(args))
+        if n == 6:
+            c1 = native.UNIT_STATS["compiled"]
+            assert c1 > c0                                  # the layers' units
+        for g, w in zip(got, _numpy(case)):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-14)
+    assert native.UNIT_STATS["compiled"] == c1              # none compiled again
 
 
 def test_scalarized_programs_are_left_to_the_blocks() -> None:

@@ -606,8 +606,9 @@ class _Gen:
         # limit: values of at most this many elements are scalarized;
         # blocks: ``lower_run(g, eqns, k, env, consumers) -> next k`` emitting runs of
         # scalarized equations as one call (``irblock``), or None;
-        # units: ``lower(g, jaxpr, in_vals) -> output values`` emitting a nested program
-        # as a call of a separately compiled and cached unit (``native``), or None;
+        # units: ``lower(g, jaxpr, in_vals, ident=None) -> output values`` emitting a
+        # nested program as a call of a separately compiled and cached unit (``native``;
+        # ``ident``: what makes two programs one unit, default the program), or None;
         # settings: the ``plan.Settings`` the passes follow (by default: ``limit``,
         # ``OUTLINE_MIN_COST``, units if ``units`` is given, at ``native``'s threshold).
         if settings is None:
@@ -941,8 +942,14 @@ class _Gen:
             if seg is not None:
                 # a copy of a repeated run: a call of the one function of its structure
                 d, sub, key, args = seg
-                outs = self.outlined(("segment", key), [self.read(env, a) for a in args],
-                                     lambda vals, sub=sub: self.lower_jaxpr(sub, vals))
+                vals = [self.read(env, a) for a in args]
+                if self.units is not None and self.settings.unit_min_cost is not None:
+                    # (a compile unit, cached by its structure: a changed program, one
+                    # more layer or an edited loss, loads the copies' code from disk)
+                    outs = self.units(self, sub, vals, ("segment", key))
+                else:
+                    outs = self.outlined(("segment", key), vals,
+                                         lambda vals, sub=sub: self.lower_jaxpr(sub, vals))
                 env.update(zip(sub.outvars, outs))
                 SEG_STATS.add("copies")
                 k += d

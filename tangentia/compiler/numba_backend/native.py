@@ -979,13 +979,15 @@ _UNITS = weakref.WeakValueDictionary()   # source hash -> _Unit: one per body an
 UNIT_STATS = {"compiled": 0, "loaded": 0, "reused": 0}   # unit compiles, by outcome
 
 
-def _lower_unit(g, jaxpr, in_vals):
+def _lower_unit(g, jaxpr, in_vals, ident=None):
     """``_Gen.units``: emit a call of ``jaxpr``, which the outlining pass made a compile
     unit (``plan.CallPlan``), as a call through the unit's address.  Arrays that are
-    views of a buffer (``_Views``) reach the unit as segments of it (``_segments``)."""
+    views of a buffer (``_Views``) reach the unit as segments of it (``_segments``).
+    ``ident``: what makes two programs the same unit (default: the program object; the
+    copies of a repeated segment, each its own program, share their structure's key)."""
     in_vals = [g.settle(v) for v in in_vals]
     refs, segs = _segments(g, in_vals)
-    key = ("unit", id(jaxpr), tuple((type(v), v.shape, v.dtype) for v in in_vals),
+    key = ("unit", id(jaxpr) if ident is None else ident, tuple((type(v), v.shape, v.dtype) for v in in_vals),
            tuple(refs), tuple(n for _, _, n in segs))
     unit = g.helpers.get(key)
     if unit is None:
