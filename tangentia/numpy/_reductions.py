@@ -159,6 +159,8 @@ def mean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdi
     """Arithmetic mean along ``axis`` (float64 for integer input), over ``where`` only."""
     a = _seq(a, "mean")
     n = _count(a, axis, keepdims, where)
+    if dtype is None and not _dtypes.is_inexact(_aval(a).dtype):
+        a = astype(a, float64)  # summed in float64 (NumPy's, JAX's): an integer sum wraps
     s = sum(a, axis, dtype, keepdims, where=where)
     if not _dtypes.is_inexact(_aval(s).dtype):
         s = astype(s, float64)
