@@ -91,7 +91,7 @@ def test_a_missing_rule_reads_as_before():
     p.abstract_eval = lambda x: x
     batching.primitive_batchers[p] = lambda args, dims: (p.bind(*args), dims[0])
     try:
-        with pytest.raises(NotImplementedError, match="differentiation rule for 'toy_no_rules'"):
+        with pytest.raises(NotImplementedError, match="^Differentiation rule for 'toy_no_rules'"):
             tg.grad(lambda x: tnp.sum(p.bind(x)))(np.ones(2))
         # A JVP rule but no transpose: forward mode works, reverse mode names the rule.
         ad.defjvp(p, lambda t, ans, x: p.bind(t))
@@ -174,7 +174,7 @@ def test_takes_none_is_declared_with_the_rule():
         assert tangent() == [np.ndarray, ad.Zero]
         del jvps[p]
         assert p not in jvps and p not in jvps.entries and not jvps.takes_none(p)
-        with pytest.raises(NotImplementedError, match="differentiation rule for 'toy_takes_none'"):
+        with pytest.raises(NotImplementedError, match="^Differentiation rule for 'toy_takes_none'"):
             tg.jvp(lambda a: p.bind(a, y), (x,), (np.ones(2),))
         jvps.setdefault(p, rule)
         assert jvps.entries[p] == (rule, False)

@@ -287,7 +287,7 @@ class JVPTrace(core.Trace):
             rule, takes_none = _jvp_entries[prim]
         except KeyError:
             raise NotImplementedError(
-                f"differentiation rule for '{prim.name}' not implemented") from None
+                f"Differentiation rule for '{prim.name}' not implemented") from None
         if some_none and not takes_none:
             tangents = [Zero.from_primal(p) if t is None else t
                         for p, t in zip(primals, tangents)]
