@@ -455,17 +455,7 @@ def _follow(order, at, wide_from):
     return wide
 
 
-def _users(eqns, outvars):
-    """The consumers of each value of ``eqns`` (None: a program output), in order."""
-    users = {}
-    for e in eqns:
-        for a in e.inputs:
-            if type(a) is Var:
-                users.setdefault(a, []).append(e)
-    for v in outvars:
-        if type(v) is Var:
-            users.setdefault(v, []).append(None)
-    return users
+_users = _plan.consumers_of     # the consumers of each value (None: a program output)
 
 
 _SPLIT_MAX = 16     # equations of a scalar's computation copied for one reader at most

@@ -190,6 +190,20 @@ def dot_plan(eqn: Eqn, limit: int) -> DotPlan:
 
 
 
+def consumers_of(eqns: List[Eqn], outvars: List[Any]) -> Dict[Any, List[Optional[Eqn]]]:
+    """Per variable of ``eqns``, the equations reading it, in order (None: a program
+    output)."""
+    users: Dict[Any, List[Optional[Eqn]]] = {}
+    for eqn in eqns:
+        for a in eqn.inputs:
+            if type(a) is Var:
+                users.setdefault(a, []).append(eqn)
+    for a in outvars:
+        if type(a) is Var:
+            users.setdefault(a, []).append(None)
+    return users
+
+
 def fold_transposes(eqns: List[Eqn], outvars: List[Any]) -> List[Eqn]:
     """``eqns`` with each ``dot_general`` operand that is a ``transpose`` of a variable
     read as that variable, the contraction's dimensions renumbered through the
@@ -257,14 +271,7 @@ def fuse_epilogues(eqns: List[Eqn], outvars: List[Any], limit: int) -> List[Eqn]
     from ...core import Literal
     from ...interpreters import ad
     from ...primitives import elementwise as E
-    users: Dict[Any, List[Optional[Eqn]]] = {}
-    for eqn in eqns:
-        for a in eqn.inputs:
-            if type(a) is Var:
-                users.setdefault(a, []).append(eqn)
-    for a in outvars:
-        if type(a) is Var:
-            users.setdefault(a, []).append(None)
+    users = consumers_of(eqns, outvars)
 
     def only_user(v):
         u = users.get(v, ())
@@ -462,14 +469,7 @@ def program_plan(jaxpr: Jaxpr, settings: Settings, rows: Dict[Any, Any],
         limit = settings.limit
         eqns, outvars = simplify(jaxpr, dce=True)
         eqns = fuse_epilogues(fold_transposes(eqns, outvars), outvars, limit)   # (contractions)
-        consumers: Dict[Var, List[Optional[Eqn]]] = {}
-        for eqn in eqns:
-            for a in eqn.inputs:
-                if type(a) is Var:
-                    consumers.setdefault(a, []).append(eqn)
-        for a in outvars:
-            if type(a) is Var:
-                consumers.setdefault(a, []).append(None)
+        consumers = consumers_of(eqns, outvars)
         lazy = {v for v, users in consumers.items()
                 if len(users) == 1 and users[0] is not None and users[0].prim in fusible}
         batched, dots, calls, prune = {}, {}, {}, {}
