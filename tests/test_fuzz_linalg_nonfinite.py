@@ -6,6 +6,8 @@ tall and empty matrices, values and grads).  Each test here failed before its fi
 """
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
 import pytest
 
@@ -33,7 +35,7 @@ def test_eigh_of_non_finite_matrices_is_nan_as_jax(dtype) -> None:
     want_w = np.asarray(jnp.linalg.eigvalsh(b))
     assert np.isnan(want_w[[0, 2]]).all() and not np.isnan(want_w[1]).any()
     good_w, good_v = np.linalg.eigh(b[1])
-    fns = [tnp.linalg.eigh, tg.jit(tnp.linalg.eigh), tg.jit(tnp.linalg.eigh, backend="numpy"),
+    fns: list[Callable[..., Any]] = [tnp.linalg.eigh, tg.jit(tnp.linalg.eigh), tg.jit(tnp.linalg.eigh, backend="numpy"),
            tg.vmap(tnp.linalg.eigh), tsl.eigh, tnp.linalg.eigvalsh, tg.jit(tnp.linalg.eigvalsh),
            tg.vmap(tnp.linalg.eigvalsh)]
     for f in fns:
