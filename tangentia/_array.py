@@ -428,6 +428,20 @@ def _needs_conversion(values) -> bool:
     return False
 
 
+def _jitted_conversion(values, name):
+    """``values`` converted by ``_from_jax_array`` for a unary or binary function, which
+    JAX compiles with its ``jit``: there an object defining ``__jax_array__`` is taken only
+    if it is also a pytree (flattened to its array, as nnx's ``Variable``s are); another
+    raises JAX's abstractification error, as JAX's ``jnp.sin(obj)`` does."""
+    from .tree_util import is_tree_node
+    for a in values:
+        t = type(a)
+        if t not in _NO_JAX_ARRAY and t is not list and t is not tuple and _converts(t) \
+                and not is_tree_node(t):
+            core.as_array(a, f"{name}'s argument")      # (raises JAX's ValueError)
+    return tuple(_from_jax_array(a) for a in values)
+
+
 def _from_jax_array(a):
     """``a`` itself, or what its ``__jax_array__`` gives (repeatedly, as JAX's asarray;
     a list or tuple: its elements so)."""
@@ -499,7 +513,7 @@ def public(fn, module, name, jax_array=True):
             trace = get().trace
             t = type(x)
             if t is not _ndarray and t not in plain and jax_array and _needs_conversion((x,)):
-                return twin(_from_jax_array(x))
+                return twin(*_jitted_conversion((x,), name))
             if trace is EVAL:
                 token = enter()
                 try:
@@ -519,7 +533,7 @@ def public(fn, module, name, jax_array=True):
             tx, ty = type(x), type(y)
             if ((tx is not _ndarray and tx not in plain or ty is not _ndarray and ty not in plain)
                     and jax_array and _needs_conversion((x, y))):
-                return twin(_from_jax_array(x), _from_jax_array(y))
+                return twin(*_jitted_conversion((x, y), name))
             if trace is EVAL:
                 token = enter()
                 try:
