@@ -73,7 +73,8 @@ def _outcome(fn, *args):
         warnings.simplefilter("ignore")
         try:
             return fn(*args)
-        except (TypeError, ValueError, ZeroDivisionError, core.TangentiaTypeError) as e:
+        except (TypeError, ValueError, ZeroDivisionError, NotImplementedError,
+                core.TangentiaTypeError) as e:   # (NotImplementedError: no JVP rule, JAX's)
             return type(e)
 
 

@@ -15,10 +15,15 @@ X32 = np.array([0.3, 0.7, 1.4], np.float32)
 ELEMENTWISE = [(p.name, f, p) for p, f in core.EAGER_FAST_PATHS if isinstance(p.impl, np.ufunc)]
 
 
+# Primitives with no differentiation rule, as in JAX (their derivatives raise JAX's
+# NotImplementedError: test_no_rule_raises_as_jax below)
+NO_RULE = ("nextafter", "spacing")
+
+
 def _float_cases():
     cases = []
     for name, f, prim in ELEMENTWISE:
-        if name in ("add_any",):
+        if name in ("add_any",) or name in NO_RULE:
             continue
         if prim.impl.nin == 1:
             new = [(name, lambda x, f=f: f(x))]
@@ -106,3 +111,10 @@ def test_real_primals_through_complex_values_get_real_cotangents(name, f):
     assert g.dtype == np.float32, (name, g.dtype)
     _, t = tg.jvp(f, (X32,), (np.ones(3, np.float32),))
     assert t.dtype == np.float32, (name, t.dtype)
+
+
+@pytest.mark.parametrize("name", NO_RULE)
+def test_no_rule_raises_as_jax(name):
+    g = (lambda x: tnp.spacing(x)) if name == "spacing" else (lambda x: tnp.nextafter(x, 0.5))
+    with pytest.raises(NotImplementedError, match="^Differentiation rule for 'nextafter'"):
+        tg.grad(lambda x: tnp.sum(g(x)))(X32)
