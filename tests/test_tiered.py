@@ -284,7 +284,11 @@ def test_concurrent_processes_share_a_valid_cache(tmp_path):
     assert a["t0"] < b["t1"] and b["t0"] < a["t1"], (a, b)     # the compiles overlapped
     for r in (a, b):
         assert abs(r["r"] - expected) < 1e-13
-        assert r["numba"] and r["numba_cache"][1] >= 1           # each compiled it itself
+        # each went through numba (not the machine-code cache): compiled it, or loaded the
+        # entry the other had just written (the one whose imports ran slower gets there
+        # second: a valid outcome of two overlapping compiles, seen in CI)
+        assert r["numba"] and sum(r["numba_cache"]) >= 1, r
+    assert a["numba_cache"][1] + b["numba_cache"][1] >= 1, (a, b)   # at least one compiled
     assert a["stats"]["saved"] + b["stats"]["saved"] >= 1
     files = [os.path.join(d, n) for d, _, ns in os.walk(cache) for n in ns]
     assert not [n for n in files if n.endswith(".tmp")], files
