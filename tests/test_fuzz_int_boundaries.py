@@ -39,3 +39,25 @@ def test_means_of_integers_whose_sum_overflows_as_numpy_and_jax(name) -> None:
             for got in (f(a), tg.jit(f)(a)):
                 assert got.dtype == np.float64
                 np.testing.assert_allclose(got, want_np, rtol=1e-12, err_msg=f"{name}{a}")
+
+
+@pytest.mark.timeout(120)
+def test_integer_dtype_asked_of_mean_var_std_is_numpys():
+    """``mean``/``var``/``std`` with an integer ``dtype``: summed in that dtype (wrapping as
+    NumPy's), the quotient cast to it (truncated), as NumPy's; ``mean`` as JAX's too
+    (``jnp.mean([1, 2], dtype=int8)`` is 1). Ours gave the float64 quotient, 1.5.
+    Eagerly and under jit, on random small arrays including sums that wrap."""
+    rng = np.random.default_rng(0)
+    f = tg.jit(lambda a: [tnp.mean(a, dtype=np.int8), tnp.var(a, dtype=np.int16),
+                          tnp.std(a, dtype=np.uint8)])
+    for _ in range(100):
+        a = rng.integers(-60, 60, size=int(rng.integers(1, 7))).astype(np.int8)
+        with np.errstate(all="ignore"):
+            want = [np.mean(a, dtype=np.int8), np.var(a, dtype=np.int16),
+                    np.std(a, dtype=np.uint8)]
+        for got in ([tnp.mean(a, dtype=np.int8), tnp.var(a, dtype=np.int16),
+                     tnp.std(a, dtype=np.uint8)], f(a)):
+            for g, w in zip(got, want):
+                assert np.asarray(g).dtype == np.asarray(w).dtype and g == w, (a, g, w)
+    a = np.array([1, 2], np.int8)
+    assert tnp.mean(a, dtype=np.int8) == jax.numpy.mean(a, dtype=np.int8) == 1

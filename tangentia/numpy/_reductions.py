@@ -165,9 +165,13 @@ def mean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdi
     if not _dtypes.is_inexact(_aval(s).dtype):
         s = astype(s, float64)
     if where is not None:
-        return _E.div(s, astype(n, _aval(s).dtype if _dtypes.is_real_floating(_aval(s).dtype)
-                                else float64))
-    return _E.div(s, float(n)) if n else _E.mul(s, nan)
+        m = _E.div(s, astype(n, _aval(s).dtype if _dtypes.is_real_floating(_aval(s).dtype)
+                             else float64))
+    else:
+        m = _E.div(s, float(n)) if n else _E.mul(s, nan)
+    if dtype is not None and _np.dtype(dtype).kind in "iu":
+        m = astype(m, dtype)    # (NumPy's and JAX's: the quotient cast to an integer dtype asked for)
+    return m
 
 
 def var(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof: int = 0,
@@ -191,8 +195,12 @@ def var(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof: i
     m = mean(a, axis, dtype, keepdims=True, where=where)
     s = sum(_abs2(_E.sub(a, m)), axis, dtype, keepdims, where=where)
     if where is not None:
-        return _over_dof(s, _E.sub(astype(n, _aval(s).dtype), ddof))
-    return _E.div(s, float(n - ddof)) if n > ddof else _E.mul(s, nan)
+        v = _over_dof(s, _E.sub(astype(n, _aval(s).dtype), ddof))
+    else:
+        v = _E.div(s, float(n - ddof)) if n > ddof else _E.mul(s, nan)
+    if dtype is not None and _np.dtype(dtype).kind in "iu":
+        v = astype(v, dtype)    # (NumPy's: the quotient cast to the integer dtype asked for)
+    return v
 
 
 def _abs2(d):
@@ -209,7 +217,10 @@ def _over_dof(s, dof):
 def std(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof: int = 0,
         keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
     """Standard deviation along ``axis`` (``ddof`` delta degrees of freedom), over ``where``."""
-    return sqrt(var(a, axis, dtype, ddof, keepdims, where=where))
+    v = var(a, axis, dtype, ddof, keepdims, where=where)
+    if dtype is not None and _np.dtype(dtype).kind in "iu":   # (NumPy's: truncated again)
+        return astype(sqrt(astype(v, float64)), dtype)
+    return sqrt(v)
 
 
 def ptp(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
