@@ -606,7 +606,7 @@ def _eligible(g, eqn, env=None, vals=()):
         elif (env is None or type(a) is Literal or type(env.get(a)) is not AV
                 or _size(aval.shape) > ARRAY_MAX):
             return False
-    return scalar or not wide or (few and not getattr(g, "loop_bodies", 0))
+    return scalar or not wide or (few and not g.loop_bodies)
 
 
 def _wide(g, aval):

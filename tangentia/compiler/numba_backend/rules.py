@@ -969,7 +969,7 @@ def loop_body(g):
     """While a loop's body is lowered: ``g.loop_bodies`` counts the loops around it
     (``irblock._eligible``: a batched value row by row there, where LLVM vectorizes the
     rows of every iteration)."""
-    g.loop_bodies = getattr(g, "loop_bodies", 0) + 1
+    g.loop_bodies += 1
     try:
         yield
     finally:
@@ -995,17 +995,14 @@ def _repeated_loop(g, eqn):
     plan = g.plans[-1] if g.plans else None
     if plan is None:
         return False
-    memo = getattr(g, "loop_keys", None)
-    if memo is None:
-        memo = g.loop_keys = {}
-    hit = memo.get(id(plan))
+    hit = g.loop_keys.get(id(plan))
     if hit is None:
         whiles = [e for e in plan.eqns if e.prim is CF.while_p]
         keys = {id(e): _loop_key(e) for e in whiles} if len(whiles) > 1 else {}
         counts = {}
         for k in keys.values():
             counts[k] = counts.get(k, 0) + 1
-        hit = memo[id(plan)] = (plan, keys, counts)     # (the plan kept: its id is the key)
+        hit = g.loop_keys[id(plan)] = (plan, keys, counts)     # (the plan kept: its id is the key)
     _, keys, counts = hit
     k = keys.get(id(eqn))
     return k is not None and counts[k] > 1
@@ -1031,10 +1028,7 @@ def _while_unit(g, eqn, ins):
         vals.append(g.settle(v) if type(v) is LV else v)
     # (in the unit's program the loop is alone: lowered inline there)
     wrapper = Jaxpr([], invars, [eqn], list(eqn.outputs))
-    keep = getattr(g, "loop_units", None)
-    if keep is None:
-        keep = g.loop_units = []
-    keep.append(wrapper)    # (alive while generating: units are found by the program's id)
+    g.loop_units.append(wrapper)    # (alive while generating: units are found by its id)
     return g.units(g, wrapper, vals)
 
 
