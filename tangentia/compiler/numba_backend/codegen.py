@@ -629,6 +629,9 @@ class _Gen:
         self.plans = []         # the passes' plans of the programs being lowered (innermost last)
         self.tuple_lens = {}    # carry tuple name -> its number of elements
         self.stacked = {}       # name of a scan's ys in a stack -> (the stack's AV, its index)
+        self.loop_bodies = 0    # loops around the code being lowered (``rules.loop_body``)
+        self.loop_keys = {}     # per plan: its ``while`` loops' keys (``rules._repeated_loop``)
+        self.loop_units = []    # the programs of ``while`` units, alive while generating
 
     def is_small(self, aval_or_shape):
         """Whether values of this shape are scalarized (``SV``)."""
@@ -737,8 +740,9 @@ class _Gen:
             # types and lowers one statement, not one ``a[i, j] = e`` each, at ~2 ms of
             # compile per element stored, nor an allocation, a row store and a view)
             els = [_typed(e, v.dtype) for e in v.elems]
-            mk = self.glob(array_of(v.shape, v.dtype), "_mk")
-            self.notes.append(f"# {mk}: {array_of(v.shape, v.dtype).__name__}")
+            make = array_of(v.shape, v.dtype)
+            mk = self.glob(make, "_mk")
+            self.notes.append(f"# {mk}: {make.__name__}")
             self.emit(f"{n} = {mk}({nest(self.packed(els))})")
             v.arr = (self.scopes[-1], out)
             return out
