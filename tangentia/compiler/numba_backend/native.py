@@ -28,7 +28,7 @@ from numba.core import errors as numba_errors
 from ...core import ProgramMemo, short_dtype_name
 from ...primitives import control_flow as CF
 from ..backend import COMPILE_THREAD, Backend, cache_root
-from .memo import COMPILED
+from .memo import COMPILED, Counts
 from . import alloc, codegen, elementwise_loop, helpers, irblock, objcache, rowio, vecmath, vecmath_trig
 from . import reroll
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
@@ -863,9 +863,8 @@ class NumbaCompiler(Backend):
         if vector_bound(jaxpr) and one_loop(jaxpr) is None:
             return ("# numba backend: a loop-free program over large arrays runs as NumPy calls "
                     "(vectorized ufuncs)\n" + get_backend("numpy").source(jaxpr))
-        if _has_ml_dtype(jaxpr):   # (as _compile: typed PRNG keys, bfloat16, float8, ...)
-            dts = sorted({short_dtype_name(v.aval.dtype) for v in _values(jaxpr)
-                          if v.aval.dtype.kind == "V" and not _is_float0(v.aval.dtype)})
+        dts = sorted({short_dtype_name(dt) for dt in _ml_dtypes(jaxpr)})
+        if dts:   # (as _compile: typed PRNG keys, bfloat16, float8, ...)
             return (f"# numba backend: numba has no type for {', '.join(dts)}; the NumPy "
                     "backend runs this program:\n" + get_backend("numpy").source(jaxpr))
         try:
@@ -890,15 +889,18 @@ def _values(jaxpr):
             yield from _values(sub)
 
 
+def _ml_dtypes(jaxpr):
+    """The dtypes of ``jaxpr``'s values (nested programs included) that are ml_dtypes' or
+    typed keys' (bfloat16, float8, int4, key<fry>, ...; NumPy kind 'V' and not float0):
+    numba has none of them, so the NumPy backend runs the program (in float32 where JAX
+    does, rounding to them)."""
+    return (v.aval.dtype for v in _values(jaxpr)
+            if v.aval.dtype.kind == "V" and not _is_float0(v.aval.dtype))
+
+
 def _has_ml_dtype(jaxpr):
-    """Whether a value of ``jaxpr`` (nested programs included) has one of ml_dtypes' types
-    (bfloat16, float8, int4, ...; NumPy kind 'V' and not float0): numba has none of them,
-    so the NumPy backend runs the program (in float32 where JAX does, rounding to them)."""
-    for v in list(jaxpr.invars) + [o for e in jaxpr.eqns for o in e.outputs]:
-        dt = v.aval.dtype
-        if dt.kind == "V" and not _is_float0(dt):
-            return True
-    return any(_has_ml_dtype(sub) for e in jaxpr.eqns for sub in _nested(e))
+    """Whether a value of ``jaxpr`` has a dtype numba has no type for (``_ml_dtypes``)."""
+    return next(_ml_dtypes(jaxpr), None) is not None
 
 
 LARGE = 1 << 15  # elements: from here on NumPy's vectorized kernels beat scalar loops
@@ -976,7 +978,7 @@ UNIT_MIN_COST = 1000
 _PTRS = nbt.Array(nbt.int64, 1, "C")
 _UNITS = weakref.WeakValueDictionary()   # source hash -> _Unit: one per body and process
                                          # (while a compiled program or a unit calls it)
-UNIT_STATS = {"compiled": 0, "loaded": 0, "reused": 0}   # unit compiles, by outcome
+UNIT_STATS = Counts("compiled", "loaded", "reused")   # unit compiles, by outcome (thread-safe)
 
 
 def _lower_unit(g, jaxpr, in_vals, ident=None):
@@ -1100,7 +1102,7 @@ def _make_unit(settings, jaxpr, in_vals, refs=None, segs=()):
                                        [(type(o), o.shape, o.dtype) for o in outs], list(c.deps),
                                        c.objmode, frozenset(c.fallbacks))
         else:
-            UNIT_STATS["reused"] += 1
+            UNIT_STATS.add("reused")
     return unit
 
 
@@ -1141,7 +1143,7 @@ class _Unit:
                         raise
                     _compile_lean(disp, self.argtys)
             cres = disp.overloads[self.argtys]
-            UNIT_STATS["loaded" if sum(disp.stats.cache_hits.values()) > hits else "compiled"] += 1
+            UNIT_STATS.add("loaded" if sum(disp.stats.cache_hits.values()) > hits else "compiled")
             self.disp, self.resty = disp, cres.signature.return_type
             self.ptr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
 
