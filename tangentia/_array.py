@@ -46,7 +46,7 @@ import numpy as np
 from numpy._core import _ufunc_config
 
 from . import core, dtypes
-from .tree_util import tree_flatten, tree_unflatten
+from .tree_util import is_tree_node, tree_flatten, tree_unflatten
 
 _ndarray = np.ndarray
 
@@ -433,11 +433,8 @@ def _jitted_conversion(values, name):
     JAX compiles with its ``jit``: there an object defining ``__jax_array__`` is taken only
     if it is also a pytree (flattened to its array, as nnx's ``Variable``s are); another
     raises JAX's abstractification error, as JAX's ``jnp.sin(obj)`` does."""
-    from .tree_util import is_tree_node
     for a in values:
-        t = type(a)
-        if t not in _NO_JAX_ARRAY and t is not list and t is not tuple and _converts(t) \
-                and not is_tree_node(t):
+        if _converts(type(a)) and not is_tree_node(type(a)):
             core.as_array(a, f"{name}'s argument")      # (raises JAX's ValueError)
     return tuple(_from_jax_array(a) for a in values)
 
