@@ -1,10 +1,14 @@
 """What the numba backend's test modules share: a function's program with its full argument
-list, and that program compiled by numba itself, never handed back to the NumPy backend.
+list, that program compiled by numba itself, never handed back to the NumPy backend, and an
+empty compile cache to compile it in.
 
 Written once here, where about eight test modules had each written it again with small
 variations (which message counts as a fallback, whether the arguments come back)."""
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
 import warnings
 from typing import Any, Callable
 
@@ -15,6 +19,16 @@ from tangentia.interpreters.partial_eval import convert_constvars_to_invars
 # program to the NumPy backend ("numba backend: cannot compile ...") or runs it in
 # object mode.
 FALLBACK = "numba backend"
+
+
+def empty_cache(mp: Any, prefix: str) -> str:
+    """A new, empty ``TANGENTIA_CACHE_DIR`` (set through the monkeypatch ``mp``; removed at
+    exit): code generation runs there, where a test's spies and counters see it (a program
+    another test compiled first, in a shared cache, would be loaded instead)."""
+    cache = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, cache, True)
+    mp.setenv("TANGENTIA_CACHE_DIR", cache)
+    return cache
 
 
 def program(f: Callable[..., Any], *args: Any) -> tuple[Any, list[Any]]:

@@ -10,9 +10,6 @@ compiles in all.  How packs are formed is tested on hand-made blocks.
 """
 from __future__ import annotations
 
-import atexit
-import shutil
-import tempfile
 import warnings
 
 import numpy as np
@@ -28,6 +25,7 @@ import tangentia.numpy as tnp  # noqa: E402
 from tangentia import lax  # noqa: E402
 from tangentia.compiler.numba_backend import irblock, native  # noqa: E402
 
+from _numba_util import empty_cache  # noqa: E402
 from test_numba_irblock import _numpy, _program, assert_bitwise, assert_close  # noqa: E402
 
 SIZES = (1, 3, 8)
@@ -94,9 +92,7 @@ def _compiled(lanes):
             mp.setattr(irblock, "LANES", lanes)
             mp.setattr(irblock, "LANES_PROFIT", False)
             # (an empty cache: code generation runs, where the spy sees the packs)
-            cache = tempfile.mkdtemp(prefix="tangentia_lanes_")
-            atexit.register(shutil.rmtree, cache, True)
-            mp.setenv("TANGENTIA_CACHE_DIR", cache)
+            empty_cache(mp, "tangentia_lanes_")
             mp.setattr(irblock, "_lane_plan", spy)
             with warnings.catch_warnings():
                 warnings.simplefilter("error", RuntimeWarning)  # (no fallback to NumPy)

@@ -14,10 +14,7 @@ so that their code stays small, checked for the numbers it gives.
 """
 from __future__ import annotations
 
-import atexit
 import re
-import shutil
-import tempfile
 from typing import Any, Callable, List, Tuple
 
 import numpy as np
@@ -31,7 +28,7 @@ from tangentia import lax  # noqa: E402
 from tangentia.compiler.backend import get_backend  # noqa: E402
 from tangentia.compiler.numba_backend import codegen  # noqa: E402
 
-from _numba_util import compile_numba, program  # noqa: E402
+from _numba_util import compile_numba, empty_cache, program  # noqa: E402
 
 Case = Tuple[Callable[..., Any], List[Any]]
 
@@ -98,9 +95,7 @@ def _with_segments(case: Case, setting: str, monkeypatch: pytest.MonkeyPatch) ->
     """Results, copies emitted as calls, and source under TANGENTIA_NUMBA_SEGMENTS=setting
     (an empty cache: the code is generated here)."""
     monkeypatch.setenv("TANGENTIA_NUMBA_SEGMENTS", setting)
-    cache = tempfile.mkdtemp(prefix="tangentia_loops_")
-    atexit.register(shutil.rmtree, cache, True)
-    monkeypatch.setenv("TANGENTIA_CACHE_DIR", cache)
+    empty_cache(monkeypatch, "tangentia_loops_")
     jaxpr, args = program(case[0], *case[1])
     before = codegen.SEG_STATS["copies"]
     out = _outputs(compile_numba(jaxpr), args)

@@ -8,10 +8,6 @@ tiny programs roll; ``reroll.STATS`` counts the runs rolled.
 """
 from __future__ import annotations
 
-import atexit
-import shutil
-import tempfile
-
 from typing import Any, Callable, List, Tuple
 
 import numpy as np
@@ -25,7 +21,7 @@ from tangentia import lax  # noqa: E402
 from tangentia.compiler.backend import get_backend  # noqa: E402
 from tangentia.compiler.numba_backend import reroll  # noqa: E402
 
-from _numba_util import compile_numba, program  # noqa: E402
+from _numba_util import compile_numba, empty_cache, program  # noqa: E402
 from test_numba_irblock_loops import _layers as _layer_loss  # noqa: E402  (the scan family's loss)
 
 
@@ -82,9 +78,7 @@ def _run(case: Tuple[Callable[..., Any], List[Any]], setting: str,
     monkeypatch.setenv("TANGENTIA_NUMBA_REROLL", setting)
     # an empty cache: the blocks' code is generated here, where the counter sees it (a
     # program another test compiled first, in the same cache, was loaded: 0 runs)
-    cache = tempfile.mkdtemp(prefix="tangentia_reroll_")
-    atexit.register(shutil.rmtree, cache, True)
-    monkeypatch.setenv("TANGENTIA_CACHE_DIR", cache)
+    empty_cache(monkeypatch, "tangentia_reroll_")
     jaxpr, args = program(case[0], *case[1])
     before = reroll.STATS["runs"]
     out = compile_numba(jaxpr)(*args)

@@ -9,9 +9,6 @@ close to the NumPy backend's; scalarized programs (the IR blocks' domain) are le
 """
 from __future__ import annotations
 
-import atexit
-import shutil
-import tempfile
 from typing import Any, Callable, List, Tuple
 
 import numpy as np
@@ -26,7 +23,7 @@ from tangentia.compiler.numba_backend import codegen, native  # noqa: E402
 from tangentia.compiler.numba_backend.plan import program_plan  # noqa: E402
 from tangentia.compiler.numba_backend.rules import FUSIBLE, ROWS  # noqa: E402
 
-from _numba_util import compile_numba, program  # noqa: E402
+from _numba_util import compile_numba, empty_cache, program  # noqa: E402
 
 Case = Tuple[Callable[..., Any], List[Any]]
 
@@ -70,9 +67,7 @@ def _run(case: Case, setting: str, monkeypatch: pytest.MonkeyPatch) -> Tuple[Lis
     """The compiled program's results under TANGENTIA_NUMBA_SEGMENTS=setting (an empty
     cache: its code is generated here), and the copies emitted as calls."""
     monkeypatch.setenv("TANGENTIA_NUMBA_SEGMENTS", setting)
-    cache = tempfile.mkdtemp(prefix="tangentia_segments_")
-    atexit.register(shutil.rmtree, cache, True)
-    monkeypatch.setenv("TANGENTIA_CACHE_DIR", cache)
+    empty_cache(monkeypatch, "tangentia_segments_")
     jaxpr, args = program(case[0], *case[1])
     args = tg.tree_util.tree_leaves(args)
     before = codegen.SEG_STATS["copies"]
