@@ -730,32 +730,86 @@ def bessel_jn(z: ArrayLike, *, v: int, n_iter: int = 50) -> Array:
     return tnp.stack([_SP.jv(np.asarray(float(k), _dtype_of(z)), z) for k in range(int(v) + 1)])
 
 
+# The largest degree sph_harm_y computes: SciPy 1.17's sph_harm_y is NaN from degree 646 on,
+# whatever the order and angle (its normalization overflows).
+_SPH_HARM_MAX_DEGREE = 645
+
+
+def _sph_harm_degree(n, n_max) -> tuple[int, str]:
+    """The largest degree ``sph_harm_y`` reads: ``max(n)``, at most ``n_max``; ``n_max`` for a
+    traced ``n``; with ``n_max=None`` a traced ``n`` is JAX's ConcretizationTypeError, and
+    an empty ``n`` NumPy's (JAX's) error of ``max`` over no values."""
+    if n_max is not None:
+        if isinstance(n_max, Tracer) or not isinstance(n_max, (int, np.integer)) or n_max < 0:
+            raise TypeError("The `n_max` argument of `jnp.scipy.special.sph_harm` must be "
+                            "statically specified to use `sph_harm` within JAX "
+                            "transformations. (sph_harm_y: argument 'n_max' must be a static "
+                            f"non-negative integer, got {n_max!r})")
+    if isinstance(n, Tracer):
+        try:
+            n = n.concrete_value("sph_harm_y")
+        except core.ConcretizationTypeError as err:
+            if n_max is not None:
+                return int(n_max), "n_max, for a traced 'n'"
+            first, _, rest = str(err).partition("\n")
+            raise core.ConcretizationTypeError(
+                f"{first}\nThe `n_max` argument of `jnp.scipy.special.sph_harm` must be "
+                "statically specified to use `sph_harm` within JAX transformations. "
+                "(sph_harm_y: with n_max=None the largest degree is read from argument 'n', "
+                "which is traced here: pass a static n_max.)"
+                + (f"\n{rest}" if rest else "")) from None
+    n = np.asarray(n)
+    if n.size == 0:
+        if n_max is not None:
+            return 0, "an empty 'n'"
+        raise ValueError("zero-size array to reduction operation maximum which has no "
+                         "identity (sph_harm_y: with n_max=None the largest degree is read "
+                         "from argument 'n', which is empty)")
+    top = int(n.max())
+    if n_max is not None and top > n_max:
+        return int(n_max), "n_max"
+    return top, "the largest in 'n'"
+
+
 def sph_harm_y(n: ArrayLike, m: ArrayLike, theta: ArrayLike, phi: ArrayLike,
                diff_n: int | None = None, n_max: int | None = None) -> Array:
     """The spherical harmonics ``Y_n^m(theta, phi)`` (SciPy's ``sph_harm_y``; ``theta`` polar,
     ``phi`` azimuthal), complex; differentiable in ``theta`` and ``phi``.  ``n_max`` (static)
-    clips the degree as JAX's does (see below); ``diff_n`` must be None or 0."""
-    if diff_n:
-        raise NotImplementedError(f"sph_harm_y: argument 'diff_n' must be None or 0, got {diff_n}")
+    clips the degree as JAX's does (see below); ``diff_n`` must be None, as JAX's.
+
+    As JAX's, ``n_max=None`` reads the largest degree from ``n``, which must then be concrete
+    (JAX builds its Legendre table up to it; a traced ``n`` raises its
+    ConcretizationTypeError).  The degree the values need (``max(n)``, at most ``n_max``; or
+    ``n_max`` for a traced ``n``) must be at most ``_SPH_HARM_MAX_DEGREE``: SciPy's values,
+    which ours are, are NaN from degree 646 on (SciPy 1.17), after a loop as long as the
+    degree that nothing interrupts (``n = 2**62`` ran for hours); JAX's table takes
+    ``(n_max + 1)**3`` floats and raises RESOURCE_EXHAUSTED near degree 1000 (16 GB)."""
+    if diff_n is not None:
+        raise NotImplementedError(
+            "The 'diff_n' argument to jax.scipy.special.sph_harm_y is not supported. "
+            f"(sph_harm_y: argument 'diff_n' must be None, got {diff_n!r})")
     n, m = (tnp.asarray(a) for a in (n, m))
     for name, a in (("n", n), ("m", m)):
         if _dtype_of(a).kind not in "iu":
             raise TypeError(f"sph_harm_y: argument '{name}' must hold integers, got dtype "
                             f"{_dtype_of(a)}")
     theta, phi = _promote_all("sph_harm_y", ("theta", "phi"), (theta, phi))
-    n, m = tnp.astype(n, np.int64), tnp.astype(m, np.int64)
+    degree, where = _sph_harm_degree(n, n_max)
+    if degree > _SPH_HARM_MAX_DEGREE:
+        raise ValueError(
+            f"sph_harm_y: argument 'n' must hold degrees at most {_SPH_HARM_MAX_DEGREE} "
+            f"(SciPy's values, which these are, are NaN above), got degree {degree} ("
+            f"{where}). JAX's sph_harm_y runs out of memory near degree 1000 (its table holds "
+            "(n_max + 1)**3 values).")
     if n_max is None:
-        return _SP.sph_harm_y(n, m, theta, phi)
+        return _SP.sph_harm_y(tnp.astype(n, np.int64), tnp.astype(m, np.int64), theta, phi)
     # JAX's n_max: "If the supplied n_max is not the true maximum value of n, the results are
     # clipped to n_max": its table of Legendre functions stops at degree and order n_max, read
     # at (min(|m|, n_max), min(n, n_max)), times exp(i |m| phi) (conjugated, with (-1)**|m|,
-    # for m < 0).  Where |m| <= n_max that is Y at degree min(n, n_max).
-    if isinstance(n_max, Tracer) or not isinstance(n_max, (int, np.integer)) or n_max < 0:
-        raise TypeError("The `n_max` argument of `jnp.scipy.special.sph_harm` must be "
-                        "statically specified to use `sph_harm` within JAX transformations. "
-                        f"(sph_harm_y: argument 'n_max' must be a static non-negative integer, "
-                        f"got {n_max!r})")
-    n = tnp.minimum(n, int(n_max))
+    # for m < 0).  Where |m| <= n_max that is Y at degree min(n, n_max).  (n is clipped in its
+    # own dtype: a uint64 degree above int64's range wrapped to a negative one.)
+    n = tnp.astype(tnp.minimum(n, int(n_max)), np.int64)
+    m = tnp.astype(m, np.int64)
     am = tnp.abs(m)
     k = tnp.minimum(am, int(n_max))
     legendre = tnp.real(_SP.sph_harm_y(n, k, theta, tnp.zeros_like(phi)))
