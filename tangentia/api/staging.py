@@ -336,7 +336,26 @@ def _function_caches(fun, options):
 def _swap_native(fast_cache, key, consts, out_tree, name, arg_names, fn):
     """A tiered program's native code takes its place in ``jit``'s call cache."""
     if key in fast_cache:
+        fn, consts = _bound(fn, consts)
         fast_cache[key] = (_ints_checked(fn, key, name, arg_names), consts, out_tree)
+
+
+def _bound(fn, consts):
+    """``(fn', consts')`` for ``jit``'s call cache: a compiled program that can take its
+    constants once (``bind``: the numba backend's, which converts and packs them there
+    instead of at every call; 182 constants of a 30-step gradient cost 3x its run time)
+    with them bound and none left to pass, else ``fn`` and ``consts`` as they are."""
+    bind = getattr(fn, "bind", None)
+    if bind is None or not consts:
+        return fn, consts
+    return bind(consts), ()
+
+
+def _snapshot(consts):
+    """The constants of a traced program, their values taken now: a closed-over array
+    changed in place after the trace is not seen by later calls, as in JAX (whose jit
+    captures it at trace time), whichever backend or tier runs them."""
+    return [c.copy() if type(c) is np.ndarray and c.flags.writeable else c for c in consts]
 
 
 _INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
@@ -447,6 +466,7 @@ class _Jitted:
         if entry is None:
             dyn_args = tree_unflatten(in_tree, leaves)[0]
             jaxpr, consts, out_tree = self._trace(statics, in_tree, avals, dyn_args)
+            consts = _snapshot(consts)
             if out_tree == _LEAF_TREE:
                 out_tree = _LEAF_TREE
             entry = (jaxpr, consts, out_tree)
@@ -460,8 +480,9 @@ class _Jitted:
                                      else _SCALAR_KEY[type(a)] for a in args)
                     fn = compile_program(jaxpr, backend.name)
                     arg_names = _arg_leaf_names(self.fun, args) if "int" in fast_key else None
-                    _put(fast_cache, fast_key, (_ints_checked(fn, fast_key, self.name, arg_names),
-                                                consts, out_tree))
+                    run, bound = _bound(fn, consts)
+                    _put(fast_cache, fast_key, (_ints_checked(run, fast_key, self.name, arg_names),
+                                                bound, out_tree))
                     if type(fn) is Tiered:  # the native code replaces it once compiled
                         fn.on_native(functools.partial(_swap_native, fast_cache, fast_key,
                                                        consts, out_tree, self.name, arg_names))

@@ -300,6 +300,72 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=()):
         for i, z in zeros_out:
             outs_.insert(i, z)
         return outs_
+
+    def bind(consts):
+        """``fn(*rest)`` computing ``run(*consts, *rest)``, its leading inputs ``consts``
+        (a program's constants, which ``jit`` would pass at every call) converted and
+        concatenated here, once: the packed ones are the first elements of the packed
+        array (inputs are packed in order), so a call concatenates that prefix with its
+        own packed arguments.  The packed constants' values are read now; the others are
+        passed as they are (``jit`` binds constants it copied when it traced the program,
+        as JAX's jit captures a closed-over array's value)."""
+        k = len(consts)
+        if k == 0:
+            return run
+        if k > n_in:
+            raise TypeError(f"the compiled program takes {n_in} arguments, got {k} constants")
+        head = [(i, shape, dt) for i, shape, dt in arrays if i < k]
+        pre = []
+        for i, shape, dt in head:
+            a = consts[i]
+            if type(a) is not ndarray or a.dtype != dt or not a.flags.c_contiguous \
+                    or not a.flags.writeable:
+                a = np.array(a, dtype=dt, order="C", copy=True)
+            if a.shape != shape:
+                raise TypeError(f"compiled program: an argument of shape {a.shape} where "
+                                f"{shape} was compiled for")
+            pre.append(a)
+        rest = [(i - k, shape, dt) for i, shape, dt in arrays if i >= k]
+        pk = [(j, s) for j, s in zip(packed, shapes)]
+        for i, shape in pk:
+            if i < k and shape_of(consts[i]) != shape:
+                raise TypeError(f"compiled program: an argument of shape {shape_of(consts[i])} "
+                                f"where {shape} was compiled for")
+        prefix = [concatenate([consts[i] for i, _ in pk if i < k] or [np.zeros(0)], axis=None,
+                              dtype=f8, casting="unsafe")]
+        own = [(i - k, shape) for i, shape in pk if i >= k]
+        n_rest = n_in - k
+
+        def bound(*args):
+            if len(args) != n_rest:
+                raise TypeError(f"the compiled program takes {n_rest} arguments, got {len(args)}")
+            conv = list(pre)
+            for i, shape, dt in rest:
+                a = args[i]
+                if type(a) is not ndarray or a.dtype != dt or not a.flags.c_contiguous \
+                        or not a.flags.writeable:
+                    a = np.array(a, dtype=dt, order="C", copy=True)
+                if a.shape != shape:
+                    raise TypeError(f"compiled program: an argument of shape {a.shape} where "
+                                    f"{shape} was compiled for")
+                conv.append(a)
+            if packed:
+                small = prefix + [args[i] for i, _ in own]
+                for (i, shape), a in zip(own, small[1:]):
+                    if (type(a) is not ndarray or a.shape != shape) and shape_of(a) != shape:
+                        raise TypeError(f"compiled program: an argument of shape {shape_of(a)} "
+                                        f"where {shape} was compiled for")
+                conv.append(small[0] if len(small) == 1 else
+                            concatenate(small, axis=None, dtype=f8, casting="unsafe"))
+            if tail:
+                conv.extend(tail)
+            outs_ = list(entry(*conv) if call is None else call(entry, conv))
+            for i, z in zeros_out:
+                outs_.insert(i, z)
+            return outs_
+        bound.entry, bound.call, bound.consts = entry, call, k
+        return bound
+    run.bind = bind
     run.entry, run.call = entry, call
     run.packed = tuple(packed)
     run.ins, run.outs = list(ins), list(outs)
