@@ -7,9 +7,10 @@ basic blocks (and SSA work) and a call of an njit function adds ~2 ms each.
 
 **Ctrl-C in compiled loops.**  Loops of generated programs poll ``_interrupted()`` -- an
 atomic load of the C ``int`` that ``sigint`` registers with LLVM's linker as
-``tangentia_sigint_flag`` -- every few thousand iterations (``rules``: about
-``CHECK_WORK`` scalar operations apart), and raise ``CompiledLoopInterrupted`` when it is
-set; ``sigint.call_interruptible`` runs such a program (see ``sigint``).
+``tangentia_sigint_flag``, and where it is set a call running Python's signal handlers --
+every few thousand iterations (``rules``: about ``CHECK_WORK`` scalar operations apart),
+and raise ``CompiledLoopInterrupted`` when a handler raised; ``sigint.call_interruptible``
+runs such a program (see ``sigint``).
 """
 import cmath
 import ctypes
@@ -584,7 +585,7 @@ def _lgamma(x):
 
 # (the flag's symbol is registered, and the handler, arm/disarm and call_interruptible made,
 # by ``sigint``, which needs no numba: the machine-code cache runs programs without it)
-from .sigint import FLAG_SYMBOL, CompiledLoopInterrupted, call_interruptible  # noqa: E402
+from .sigint import CHECK_SYMBOL, FLAG_SYMBOL, CompiledLoopInterrupted, call_interruptible  # noqa: E402
 
 
 def _extern(builder, name, ty):
@@ -600,12 +601,24 @@ def _extern(builder, name, ty):
 
 @intrinsic
 def _interrupted(typingctx):
-    """Whether SIGINT arrived while a ``call_interruptible`` call was armed (an atomic
-    load: a plain one would be hoisted out of the loop polling it)."""
+    """Whether a signal handler raised in this poll: an atomic load of the flag (a plain one
+    would be hoisted out of the loop polling it), and where it is set, a call of
+    ``sigint``'s poll (through the pointer ``CHECK_SYMBOL``), which runs Python's handlers."""
     def codegen(context, builder, sig, args):
-        flag = _extern(builder, FLAG_SYMBOL, ir.IntType(32))
+        i32 = ir.IntType(32)
+        flag = _extern(builder, FLAG_SYMBOL, i32)
         v = builder.load_atomic(flag, "monotonic", 4)
-        return builder.icmp_signed("!=", v, ir.Constant(ir.IntType(32), 0))
+        seen = builder.icmp_signed("!=", v, ir.Constant(i32, 0))
+        before = builder.basic_block
+        with builder.if_then(seen, likely=False):
+            ptr = builder.load(_extern(builder, CHECK_SYMBOL, ir.IntType(8).as_pointer()))
+            r = builder.call(builder.bitcast(ptr, ir.FunctionType(i32, []).as_pointer()), [])
+            raised = builder.icmp_signed("!=", r, ir.Constant(i32, 0))
+            polled = builder.basic_block
+        out = builder.phi(ir.IntType(1))
+        out.add_incoming(ir.Constant(ir.IntType(1), 0), before)
+        out.add_incoming(raised, polled)
+        return out
     return types.boolean(), codegen
 
 

@@ -1,23 +1,34 @@
 """Ctrl-C in compiled loops, without numba: the flag compiled loops poll, the C-level
 handler setting it, and ``call_interruptible``, which arms the handler around a call.
 
-Compiled code never returns to the interpreter while it runs, so Python's SIGINT handler
-(which only records the signal for the interpreter's next bytecode) cannot stop it.  Loops
-of generated programs therefore poll ``helpers._interrupted()`` -- an atomic load of a C
-``int``, the symbol ``tangentia_sigint_flag`` registered with LLVM's linker, so cached
-machine code finds it in any process -- and raise ``CompiledLoopInterrupted`` when it is
-set.  ``call_interruptible`` runs such a program: in the main thread, while Python's
-handler is ``signal.default_int_handler``, it installs a C-level handler (a function that
-only sets the flag) with ``sigaction`` for the duration of the call and restores the
-previous one exactly afterwards (two ``rt_sigaction`` system calls, ~1.3 us a call; no
-state outlives the call), and turns an interruption into ``KeyboardInterrupt``.  Elsewhere
-(other threads, a custom Python handler, SIG_IGN, Windows) nothing is installed and loops
-run to their end, as a long C call does.
+Compiled code never returns to the interpreter while it runs (and runs without the GIL), so
+Python's SIGINT handler (which only records the signal for the interpreter's next bytecode)
+cannot stop it.  Loops of generated programs therefore poll ``helpers._interrupted()`` -- an
+atomic load of a C ``int``, the symbol ``tangentia_sigint_flag`` registered with LLVM's
+linker, so cached machine code finds it in any process.  ``call_interruptible`` runs such a
+program: in the main thread, while SIGINT's handler is a Python function (Python's
+``default_int_handler`` or one of the user's), it installs a C-level handler with
+``sigaction`` for the duration of the call and restores the previous one exactly afterwards
+(two ``rt_sigaction`` system calls, ~1.3 us a call; no state outlives the call).
 
-The handler and the two ``sigaction`` calls are a few lines of LLVM IR compiled with
-llvmlite (no numba: the machine-code cache, ``objcache``, runs programs in processes that
-never import it); the calls are Python callables made by numba's ``_dynfunc`` C extension
-(as numba's own entry points are), loaded by path.
+The handler sets the flag and does what Python's own C handler does (``PyErr_SetInterruptEx``:
+the signal is recorded for Python, async-signal-safe; ``errno`` kept).  A loop that sees the
+flag calls ``tangentia_sigint_poll`` (through the pointer ``tangentia_sigint_check``), which,
+in the main thread, takes the GIL and runs the pending Python handlers
+(``PyErr_CheckSignals``), as the interpreter would between two bytecodes: if the handler
+raises (``KeyboardInterrupt``, or the user's exception), the exception is kept and the
+loop leaves the program (``CompiledLoopInterrupted``), and ``call_interruptible`` raises that
+exception; if the handler returns, the loop goes on.  So Ctrl-C stops a compiled loop under
+the user's handler too (it hung there), and Python code that the program calls back
+(``pure_callback``) sees the signal as usual (a callback in ``time.sleep`` was not woken).
+Other threads' loops never stop for a signal (Python's handlers run in the main thread);
+under SIG_IGN, SIG_DFL or on Windows nothing is installed and loops run to their end, as a
+long C call does.
+
+The handler, the poll and the two ``sigaction`` calls are a few lines of LLVM IR compiled
+with llvmlite (no numba: the machine-code cache, ``objcache``, runs programs in processes
+that never import it); the calls are Python callables made by numba's ``_dynfunc`` C
+extension (as numba's own entry points are), loaded by path.
 """
 from __future__ import annotations
 
@@ -31,36 +42,82 @@ import threading
 
 from llvmlite import binding as _llvm
 
-__all__ = ["CompiledLoopInterrupted", "call_interruptible", "FLAG_SYMBOL", "extension"]
+__all__ = ["CompiledLoopInterrupted", "call_interruptible", "FLAG_SYMBOL", "CHECK_SYMBOL", "extension"]
 
 
 class CompiledLoopInterrupted(Exception):
-    """Raised by a compiled loop that saw SIGINT (``call_interruptible`` turns it
-    into ``KeyboardInterrupt``; numba raises only ``Exception`` subclasses)."""
+    """Raised by a compiled loop whose poll ran a signal handler that raised
+    (``call_interruptible`` raises the handler's exception instead; numba raises only
+    ``Exception`` subclasses)."""
 
 
 FLAG_SYMBOL = "tangentia_sigint_flag"
+CHECK_SYMBOL = "tangentia_sigint_check"     # a pointer to ``tangentia_sigint_poll``, set up lazily
 _SIGACTION_BYTES = 512   # more than any libc's struct sigaction (152 bytes on glibc x86-64)
 _FLAG = ctypes.c_int32(0)
+_CHECK = ctypes.c_void_p(0)
+_MAIN = ctypes.c_ulong(threading.main_thread().ident or 0)   # PyThread_get_thread_ident's type
+_EXC = (ctypes.c_void_p * 3)()         # the exception a handler raised in a poll (owned)
 _NEW_ACTION = ctypes.create_string_buffer(_SIGACTION_BYTES)    # our handler, the old flags/mask
 _OLD_ACTION = ctypes.create_string_buffer(_SIGACTION_BYTES)    # what the call replaced
-_SYMBOLS = {FLAG_SYMBOL: _FLAG, "tangentia_sigint_new": _NEW_ACTION,
+_SYMBOLS = {FLAG_SYMBOL: _FLAG, CHECK_SYMBOL: _CHECK, "tangentia_sigint_main": _MAIN,
+            "tangentia_sigint_exc": _EXC, "tangentia_sigint_new": _NEW_ACTION,
             "tangentia_sigint_old": _OLD_ACTION}
 for _name, _obj in _SYMBOLS.items():
     _llvm.add_symbol(_name, ctypes.addressof(_obj))
 
-# the handler (async-signal-safe: one store) and arm/disarm, each a CPython-callable
-# wrapper ``(closure, args, kwargs) -> int`` around sigaction(SIGINT, new, old)
+# the handler (async-signal-safe: a store, and Python's own recording of the signal), the
+# poll's slow path, and arm/disarm, each a CPython-callable wrapper
+# ``(closure, args, kwargs) -> int`` around sigaction(SIGINT, new, old)
 _IR = """
 @tangentia_sigint_flag = external global i32
+@tangentia_sigint_main = external global {ulong}
+@tangentia_sigint_exc = external global [3 x i8*]
 @tangentia_sigint_new = external global i8
 @tangentia_sigint_old = external global i8
 declare i32 @sigaction(i32, i8*, i8*)
 declare i8* @PyLong_FromLong(i64)
+declare i32 @PyErr_SetInterruptEx(i32)
+declare i32* @{errno}()
+declare {ulong} @PyThread_get_thread_ident()
+declare i32 @PyGILState_Ensure()
+declare void @PyGILState_Release(i32)
+declare i32 @PyErr_CheckSignals()
+declare void @PyErr_Fetch(i8**, i8**, i8**)
 
 define void @tangentia_on_sigint(i32 %sig) {{
   store atomic i32 1, i32* @tangentia_sigint_flag monotonic, align 4
+  %e = call i32* @{errno}()
+  %saved = load i32, i32* %e
+  %r = call i32 @PyErr_SetInterruptEx(i32 %sig)
+  store i32 %saved, i32* %e
   ret void
+}}
+
+define i32 @tangentia_sigint_poll() {{
+entry:
+  %me = call {ulong} @PyThread_get_thread_ident()
+  %main = load {ulong}, {ulong}* @tangentia_sigint_main
+  %is = icmp eq {ulong} %me, %main
+  br i1 %is, label %handle, label %other
+other:
+  ret i32 0
+handle:
+  store atomic i32 0, i32* @tangentia_sigint_flag monotonic, align 4
+  %g = call i32 @PyGILState_Ensure()
+  %r = call i32 @PyErr_CheckSignals()
+  %bad = icmp ne i32 %r, 0
+  br i1 %bad, label %keep, label %done
+keep:
+  %p0 = getelementptr [3 x i8*], [3 x i8*]* @tangentia_sigint_exc, i32 0, i32 0
+  %p1 = getelementptr [3 x i8*], [3 x i8*]* @tangentia_sigint_exc, i32 0, i32 1
+  %p2 = getelementptr [3 x i8*], [3 x i8*]* @tangentia_sigint_exc, i32 0, i32 2
+  call void @PyErr_Fetch(i8** %p0, i8** %p1, i8** %p2)
+  br label %done
+done:
+  call void @PyGILState_Release(i32 %g)
+  %o = zext i1 %bad to i32
+  ret i32 %o
 }}
 
 define i8* @tangentia_arm(i8* %self, i8* %args, i8* %kws) {{
@@ -130,7 +187,7 @@ _SETUP_LOCK = threading.Lock()
 
 
 def _setup():
-    """Compile the handler and the two sigaction calls, and build the action to
+    """Compile the handler, the poll and the two sigaction calls, and build the action to
     install (the current one with our handler).  False where this cannot work."""
     with _SETUP_LOCK:
         if _Sigint.ready is not None:
@@ -140,7 +197,9 @@ def _setup():
             return False
         try:
             dynfunc = extension("numba._dynfunc", "_dynfunc")
-            engine = jit_ir(_IR.format(sigint=int(signal.SIGINT)))
+            errno = "__error" if sys.platform == "darwin" or "bsd" in sys.platform else "__errno_location"
+            engine = jit_ir(_IR.format(sigint=int(signal.SIGINT), errno=errno,
+                                       ulong=f"i{8 * ctypes.sizeof(ctypes.c_ulong)}"))
             libc = ctypes.CDLL(None, use_errno=True)
             if libc.sigaction(int(signal.SIGINT), None, _NEW_ACTION) != 0:
                 return False
@@ -153,6 +212,7 @@ def _setup():
                                         engine.get_function_address("tangentia_arm"), env, engine)
             disarm = dynfunc.make_function(module, "disarm", "sigaction(SIGINT, saved)",
                                            engine.get_function_address("tangentia_disarm"), env, engine)
+            _CHECK.value = engine.get_function_address("tangentia_sigint_poll")
         except Exception:  # noqa: BLE001 - no libc sigaction, no LLVM JIT here, ...
             return False
         _Sigint.arm, _Sigint.disarm, _Sigint.engine = arm, disarm, engine
@@ -160,29 +220,41 @@ def _setup():
         return True
 
 
+_RESTORE = ctypes.pythonapi.PyErr_Restore
+_RESTORE.argtypes, _RESTORE.restype = [ctypes.c_void_p] * 3, None
+
+
+def _raise_kept():
+    """Raise the exception a signal handler raised in a compiled loop's poll (``_EXC``);
+    ``KeyboardInterrupt`` if there is none."""
+    t, v, tb = _EXC[0], _EXC[1], _EXC[2]
+    if not t:
+        raise KeyboardInterrupt
+    _EXC[0] = _EXC[1] = _EXC[2] = None
+    _RESTORE(t, v, tb)    # (steals the references; ctypes raises the error it sets)
+    raise KeyboardInterrupt     # (not reached)
+
+
 def call_interruptible(entry, args):
-    """``entry(*args)`` for a compiled program whose loops poll the flag: SIGINT stops it
-    with ``KeyboardInterrupt`` (see the module docstring)."""
-    if _Sigint.armed or _get_ident() != _MAIN_IDENT or _getsignal(signal.SIGINT) \
-            is not _DEFAULT_INT_HANDLER or not (_Sigint.ready or (_Sigint.ready is None and _setup())):
-        # (a nested call, another thread, or a handler of the user's: runs to its end,
-        # unless an armed call of the main thread sees SIGINT meanwhile)
+    """``entry(*args)`` for a compiled program whose loops poll the flag: SIGINT runs
+    Python's handler in the loop, which stops it by raising (see the module docstring)."""
+    if _Sigint.armed or _get_ident() != _MAIN_IDENT or not callable(_getsignal(signal.SIGINT)) \
+            or not (_Sigint.ready or (_Sigint.ready is None and _setup())):
+        # (a nested call, another thread, SIG_IGN/SIG_DFL: runs to its end, unless an
+        # armed call of the main thread is under way, whose handler serves this call too)
         try:
             return entry(*args)
         except CompiledLoopInterrupted:
-            raise KeyboardInterrupt from None
+            _raise_kept()
     _FLAG.value = 0
     if _Sigint.arm() != 0:
         return entry(*args)
     _Sigint.armed = True
     try:
-        out = entry(*args)
+        return entry(*args)
     except CompiledLoopInterrupted:
-        out = None
+        _raise_kept()
     finally:
         _Sigint.disarm()
         _Sigint.armed = False
-    if _FLAG.value:
-        _FLAG.value = 0
-        raise KeyboardInterrupt   # (SIGINT came while armed: we are its only handler)
-    return out
+        _FLAG.value = 0     # (a signal the program did not poll: Python runs its handler next)
