@@ -131,12 +131,9 @@ print(json.dumps({"r": r, "numba": "numba" in sys.modules, "stats": objcache.STA
 """
 
 
-def test_a_process_killed_while_writing_the_cache_leaves_no_entry(tmp_path):
-    """SIGKILL while the machine-code entry is being put in place (the whole entry written to
-    its temporary file, not yet renamed): no entry is left, the next process compiles from
-    numba's own cache (whole: written before) and keeps the entry, and a third loads it
-    without numba; every result the same."""
-    env = _env(tmp_path, TANGENTIA_NUMBA_FAST_LOAD="1")
+def _hanging_writer(env):
+    """A process stopped at the rename of its machine-code entry (its whole entry in its
+    temporary file): the process and that file's path."""
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(_KILLED_WRITER), "hang"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
@@ -145,7 +142,22 @@ def test_a_process_killed_while_writing_the_cache_leaves_no_entry(tmp_path):
         while not line.startswith("WRITING") and time.time() < deadline and proc.poll() is None:
             line = proc.stdout.readline()
         assert line.startswith("WRITING"), (line, proc.poll())
-        tmp = line.split()[1]
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    return proc, line.split()[1]
+
+
+def test_a_process_killed_while_writing_the_cache_leaves_no_entry(tmp_path):
+    """SIGKILL while the machine-code entry is being put in place (the whole entry written to
+    its temporary file, not yet renamed): no entry is left, the next process compiles from
+    numba's own cache (whole: written before) and keeps the entry, and a third loads it
+    without numba; every result the same.  The killed writer's temporary file is removed by
+    the next compile once it is a minute old, and a live writer's is not, however old."""
+    env = _env(tmp_path, TANGENTIA_NUMBA_FAST_LOAD="1")
+    proc, tmp = _hanging_writer(env)
+    try:
         assert os.path.getsize(tmp) > 0
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
@@ -160,7 +172,24 @@ def test_a_process_killed_while_writing_the_cache_leaves_no_entry(tmp_path):
                              capture_output=True, text=True, timeout=240)
         assert out.returncode == 0, out.stderr[-2000:]
         return json.loads(out.stdout.strip().splitlines()[-1])
-    second = child()
+    # (before the cleaning: a writer that is alive, and the killed one's files, a minute old
+    # and just written; numba's own temporary files, an hour old and ten minutes old)
+    live, live_tmp = _hanging_writer(env)
+    try:
+        young = f"{tmp[:-len('.tmp')]}7.tmp"
+        numbas = [str(tmp_path / "numba" / f"x{k}.nbi.tmp.0123456789abcdef") for k in range(2)]
+        for path in [young] + numbas:
+            with open(path, "w") as f:
+                f.write("part of an entry")
+        for path, age in [(tmp, 61), (live_tmp, 7200), (numbas[0], 3601), (numbas[1], 600)]:
+            os.utime(path, (time.time() - age, time.time() - age))
+
+        second = child()
+        assert not os.path.exists(tmp) and not os.path.exists(numbas[0])      # stale: removed
+        assert os.path.exists(live_tmp) and os.path.exists(young) and os.path.exists(numbas[1])
+    finally:
+        live.kill()
+        live.wait()
     assert second["numba"] and second["numba_cache"] == [1, 0], second    # numba's entry, whole
     assert second["stats"]["saved"] == 1 and abs(second["r"] - _WANT) < 1e-12
     third = child()

@@ -93,7 +93,9 @@ cached on disk.  A second copy of each natively compiled program's machine code
 (``objcache``: its object file, under a key computed from the program, the
 settings and the versions) lets a new process load it without importing numba
 (the warm-cache first call: ~0.05 s instead of ~0.45 s; tiered ``jit`` then runs
-it from the first call); ``TANGENTIA_NUMBA_FAST_LOAD=0`` turns that off.  Compiles longer than 2 s print a line on stderr unless
+it from the first call); ``TANGENTIA_NUMBA_FAST_LOAD=0`` turns that off.  Temporary files that
+writers killed mid-write left in the cache are removed by a process's first compile
+(``clean_stale_files``: only those whose writer is gone).  Compiles longer than 2 s print a line on stderr unless
 ``TANGENTIA_COMPILE_PROGRESS=0``.
 """
 from __future__ import annotations
@@ -102,9 +104,11 @@ import contextlib
 import gc
 import importlib
 import os
+import re
 import signal
 import sys
 import threading
+import time
 
 from ... import core
 from ...primitives.control_flow import scan_p, while_p
@@ -335,6 +339,7 @@ class NumbaBackend(Backend):
     def compile(self, jaxpr):
         fn = self.compiled(jaxpr)
         if fn is None:
+            clean_stale_files()
             with _quiet_gc():
                 native = _native()
                 fn = native.compiled(jaxpr)      # (compiled before: kept already)
@@ -347,6 +352,78 @@ class NumbaBackend(Backend):
 
     def source(self, jaxpr):
         return _native().NumbaCompiler().source(jaxpr)
+
+
+# Temporary files left in the cache by writers killed mid-write (SIGKILL, a power cut): every
+# writer writes a temporary file and renames it over the entry, so a reader never sees part of
+# an entry, but a writer killed before its rename leaves the temporary file.  Ours are named
+# ``<entry>.<pid>.<thread>.tmp`` (``objcache``, ``native._load_module``, ``gemm``); numba's
+# own cache files ``<entry>.tmp.<16 hex digits>``.
+STALE_TMP_S = 60.0          # one of ours this old whose process is gone is removed
+ABANDONED_TMP_S = 3600.0    # one of numba's this old (their names carry no pid)
+_OURS_TMP = re.compile(r"\.(\d+)\.\d+\.tmp$")
+_NUMBAS_TMP = re.compile(r"\.tmp\.[0-9a-f]{16}$")
+_CLEANED = set()            # the cache roots cleaned in this process
+
+
+def clean_stale_files(root=None, now=None):
+    """Remove the temporary files that writers killed mid-write left in the cache under
+    ``root`` (default: ``cache_root()``), once per process and root (``now`` given: again);
+    the names removed.  Run by the first compile of a process (a few ms for thousands of
+    entries, beside a compile's ~0.5 s).  A file is stale when its writer is gone: one of
+    ours at least ``STALE_TMP_S`` old whose process is not alive on this machine, one of
+    numba's at least ``ABANDONED_TMP_S`` old.  A live writer's file is never touched (a
+    write takes milliseconds; a writer on another machine sharing the directory, which the
+    process check cannot see, finishes long before a minute); if one were, its rename would
+    fail and the entry would not be kept (the writers treat that as a cache they cannot
+    write)."""
+    root = cache_root() if root is None else root
+    if now is None:
+        if root in _CLEANED:
+            return []
+        _CLEANED.add(root)
+    now = time.time() if now is None else now
+    removed = []
+    base = os.path.join(root, "numba")
+    dirs = [root, base, os.path.join(base, "fast"), os.path.join(base, "__pycache__")]
+    try:
+        with os.scandir(os.path.join(base, "overloads")) as it:
+            dirs.extend(e.path for e in it if e.is_dir(follow_symlinks=False))
+    except OSError:
+        pass
+    for d in dirs:
+        try:
+            with os.scandir(d) as it:
+                names = [e.name for e in it if "tmp" in e.name and e.is_file(follow_symlinks=False)]
+        except OSError:
+            continue
+        for name in names:
+            ours = _OURS_TMP.search(name)
+            if ours is None and _NUMBAS_TMP.search(name) is None:
+                continue
+            path = os.path.join(d, name)
+            try:
+                age = now - os.stat(path).st_mtime
+                if (age >= STALE_TMP_S and not _alive(int(ours.group(1))) if ours is not None
+                        else age >= ABANDONED_TMP_S):
+                    os.unlink(path)
+                    removed.append(path)
+            except (OSError, ValueError, OverflowError):    # (renamed meanwhile: its writer is done)
+                continue
+    return removed
+
+
+def _alive(pid):
+    """Whether a process ``pid`` runs on this machine (or may: no right to signal it)."""
+    if pid == os.getpid() or sys.platform == "win32":    # (os.kill there terminates it)
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
 
 
 @contextlib.contextmanager
