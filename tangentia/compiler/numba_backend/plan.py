@@ -36,6 +36,12 @@ inlined or as a unit, is not analysed again) and returns a ``Plan``:
   (``pruned``), and dead-code elimination drops what only they needed (the
   pendulum gradient's cotangent of its time grid, computed inside the backward
   pass's ``jit`` and then dropped);
+* ``inplace``: per ``scatter`` whose operand is computed by an equation of the program
+  and read by nothing else (no other equation, not an output), that equation's
+  primitive: the emitter may write the update into the operand's array instead of a
+  copy of it, where it knows that array to be the operand's own (``rules._scatter``:
+  computed by an elementwise operation or another scatter; the spring chain's
+  ``v.at[0].set(0.0)``, a copy of 16x2 elements per step in each direction);
 
 and the emitter reads these annotations instead of deciding as it goes.
 
@@ -59,13 +65,13 @@ import numpy as np
 
 from ...core import CustomVmapCallPrimitive, Eqn, Jaxpr, ProgramMemo, ShapedArray, Var, subjaxprs
 from ...custom_derivatives import _base as CD
-from ...primitives import call as CL, contraction as C, remat
+from ...primitives import call as CL, contraction as C, indexing as I, remat
 from ..passes import simplify
 from . import gemm
 
 __all__ = ["Plan", "DotPlan", "CallPlan", "Settings", "program_plan", "row_plan", "dot_plan",
            "UNROLL_MAX_TERMS", "fold_transposes", "fuse_epilogues", "call_plan", "code_cost", "own_cost", "pruned",
-           "CALL_BODIES"]
+           "CALL_BODIES", "inplace_scatters"]
 
 RowPlan = Tuple[int, List[str], "_RowEqn"]
 
@@ -431,6 +437,26 @@ def call_plan(jaxpr: Jaxpr, settings: Settings) -> CallPlan:
     return p
 
 
+# -- scatters in place ----------------------------------------------------------
+
+def inplace_scatters(eqns: List[Eqn], consumers: Dict[Any, List[Optional[Eqn]]]) -> Dict[Eqn, Any]:
+    """``{scatter: producer's primitive}`` for each ``scatter`` equation of ``eqns`` whose
+    operand is computed by an equation of ``eqns`` and read by that scatter alone, once
+    (not by another equation, nor twice by it, nor as an output): after the scatter no one
+    reads the operand, so its array may take the update (``Plan.inplace``).  An operand
+    that is an input of the program (an argument, a constant, a loop's carry) is never
+    listed: its array is the caller's."""
+    producer = {v: e for e in eqns for v in e.outputs}
+    out = {}
+    for eqn in eqns:
+        if eqn.prim is I.scatter_p:
+            x = eqn.inputs[0]
+            users = consumers.get(x, ()) if type(x) is Var else ()
+            if len(users) == 1 and users[0] is eqn and x in producer:
+                out[eqn] = producer[x].prim
+    return out
+
+
 # -- the plan of a program ------------------------------------------------------
 
 class Plan:
@@ -438,10 +464,10 @@ class Plan:
     docstring)."""
 
     __slots__ = ("eqns", "outvars", "consumers", "fusible", "rows", "wide_from", "dots", "calls",
-                 "pruned", "settings")
+                 "pruned", "settings", "inplace")
 
     def __init__(self, eqns, outvars, consumers, fusible, rows, wide_from, dots, calls, pruned,
-                 settings):
+                 settings, inplace=None):
         self.eqns: List[Eqn] = eqns
         self.outvars: List[Any] = outvars
         self.consumers: Dict[Var, List[Optional[Eqn]]] = consumers
@@ -452,6 +478,7 @@ class Plan:
         self.calls: Dict[Jaxpr, CallPlan] = calls
         self.pruned: Dict[Eqn, Tuple[bool, ...]] = pruned
         self.settings: Settings = settings
+        self.inplace: Dict[Eqn, Any] = {} if inplace is None else inplace
 
 
 _PLANS = ProgramMemo("numba backend: the passes' plan of a program, per settings")
@@ -492,5 +519,5 @@ def program_plan(jaxpr: Jaxpr, settings: Settings, rows: Dict[Any, Any],
                 wide_from[j] = wide_from[j + 1] or (
                     eqns[j] in batched and len(eqns[j].outputs[0].aval.shape) >= 2)
         p = _PLANS.set(jaxpr, Plan(eqns, outvars, consumers, lazy, batched, wide_from, dots, calls,
-                                   prune, settings), key)
+                                   prune, settings, inplace_scatters(eqns, consumers)), key)
     return p

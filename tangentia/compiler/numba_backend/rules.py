@@ -521,6 +521,21 @@ def _combine(mode, old, new, dtype):
     return _OPS[_SCATTER_OPS[mode]]([old, new], dtype)
 
 
+def _owns_operand(g, eqn, x):
+    """Whether the scatter ``eqn`` may write into its operand's array: no one reads the
+    operand after it (the plan's ``inplace``), and the operand's array is its own, made
+    here: a lazy value (made an array by this scatter) or the array of an elementwise
+    operation or of another scatter (each computes its result into an array of its own;
+    not an input, a view (``reshape``), or an operand passed through (``stop_gradient``))."""
+    prim = g.plans[-1].inplace.get(eqn) if g.plans else None
+    if prim is None:
+        return False
+    if type(x) is LV:
+        return True
+    return type(x) is AV and x.name.isidentifier() and (
+        prim is I.scatter_p or (prim in ELEMENTWISE and prim is not S.stop_gradient_p))
+
+
 def _scatter(g, eqn, ins):
     x, y, arrays = ins[0], ins[1], ins[2:]
     mode = eqn.params["mode"]
@@ -545,11 +560,15 @@ def _scatter(g, eqn, ins):
             elems[k] = g.scalar(update(elems[k], idx))
         return [SV(out.shape, out.dtype, elems)]
     y = g.dynamic_ready(y)
+    own = _owns_operand(g, eqn, x)
     a = g.array(x)
-    n = g.name("a")
-    g.emit(f"{n} = _empty({_shape_str(a.shape)}, {_dt(a.dtype)})")
-    g.emit(f"{g.glob(copy_into(), '_cp')}({n}, {a.name})")     # (not numba's array.copy)
-    res = AV(out.shape, out.dtype, n)
+    if own and a.dtype == out.dtype and a.shape == tuple(out.shape):
+        res = AV(out.shape, out.dtype, a.name)      # (the update written in place)
+    else:
+        n = g.name("a")
+        g.emit(f"{n} = _empty({_shape_str(a.shape)}, {_dt(a.dtype)})")
+        g.emit(f"{g.glob(copy_into(), '_cp')}({n}, {a.name})")     # (not numba's array.copy)
+        res = AV(out.shape, out.dtype, n)
     idx = g.loops(idx_shape)
     dst = g.elem(res, in_index(tuple(idx)))
     g.emit(f"{dst} = {update(dst, tuple(idx))}")
