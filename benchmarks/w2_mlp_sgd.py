@@ -10,7 +10,8 @@ Target: tangentia at most 1.0x JAX jit (issue 9; the first workload issue asked 
 """
 from __future__ import annotations
 
-if __name__ == "__main__":  # standalone: the same as `python benchmarks/run.py --only mlp_sgd`
+if __name__ == "__main__" and "--steady" not in __import__("sys").argv:
+    # standalone: the same as `python benchmarks/run.py --only mlp_sgd`
     import os
     import sys
     _here = os.path.dirname(os.path.abspath(__file__))
@@ -108,3 +109,56 @@ def run(cfg, log=print):
     targets = jit_targets(TARGETS)
     entries = run_impls(impls(), cfg, targets=targets, log=log)
     return {"title": TITLE, "entries": entries, "notes": [backend_note()]}
+
+
+def steady(rounds=21, calls=20, log=print):
+    """tangentia's (numba, untiered) and JAX's jitted step, interleaved: ``rounds`` rounds,
+    each timing ``calls`` steps of each (order alternating), in CPU time of the process
+    (``time.process_time``: every thread's, so a library computing on helper threads pays
+    for them; pin the process to one core to compare like with like).  Reports per step
+    the minimum, median and maximum of each and the median of the per-round ratios, so
+    that one library's unsteady rounds show as spread rather than as a ratio."""
+    import time
+    import tangentia as tg
+    import tangentia.numpy as tnp
+    jax, _ = peer("jax")
+    import jax.numpy as jnp
+    params, X, Y = data()
+    tg.config.update("jit_tiered", False)
+    ours = tg.jit(make_step(tnp, tg.grad), backend="numba")
+    theirs = jax.jit(make_step(jnp, jax.grad))
+    pj = [(jnp.asarray(W), jnp.asarray(b)) for W, b in params]
+    Xj, Yj = jnp.asarray(X), jnp.asarray(Y)
+    fns = {"tangentia": lambda: ours(params, X, Y),
+           "jax": lambda: jax.block_until_ready(theirs(pj, Xj, Yj))}
+    a = [np.asarray(w) for wb in fns["tangentia"]() for w in wb]
+    b = [np.asarray(w) for wb in fns["jax"]() for w in wb]
+    err = max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
+    for f in fns.values():      # (warm: the pool's blocks, the caches)
+        for _ in range(calls):
+            f()
+    times = {k: [] for k in fns}
+    for r in range(rounds):
+        for k in (list(fns) if r % 2 == 0 else list(fns)[::-1]):
+            f = fns[k]
+            t0 = time.process_time()
+            for _ in range(calls):
+                f()
+            times[k].append((time.process_time() - t0) / calls * 1e3)
+    ratios = sorted(x / y for x, y in zip(times["tangentia"], times["jax"]))
+    out = {}
+    for k, ts in times.items():
+        ts = sorted(ts)
+        out[k] = (ts[0], ts[len(ts) // 2], ts[-1])
+        log(f"{k:10s} ms per step (CPU): min {ts[0]:.2f}  median {ts[len(ts) // 2]:.2f}  "
+            f"max {ts[-1]:.2f}  ({rounds} rounds x {calls} steps)")
+    log(f"tangentia / jax, per round: min {ratios[0]:.3f}  median {ratios[len(ratios) // 2]:.3f}  "
+        f"max {ratios[-1]:.3f}; min / min {out['tangentia'][0] / out['jax'][0]:.3f}; "
+        f"max |difference| of the updated parameters {err:.1e}")
+    return out, ratios
+
+
+if __name__ == "__main__":      # python benchmarks/w2_mlp_sgd.py --steady [rounds] [calls]
+    import sys
+    _a = [int(x) for x in sys.argv[1:] if x.isdigit()]
+    steady(*_a)
