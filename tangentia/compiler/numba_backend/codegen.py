@@ -23,7 +23,7 @@ from . import plan as _plan
 from .alloc import array_of
 from .memo import Counts
 from .plan import BLAS_MIN_FLOPS, Settings, program_plan  # noqa: F401 - (BLAS_MIN_FLOPS: read from here too)
-from .rowio import load_row, nest, read_elements, row_load_p, store_row
+from .rowio import copy_into, load_row, nest, read_elements, row_load_p, store_row, view_at
 
 SMALL = 16          # values with at most this many elements are scalarized
 UNROLL = 64         # values with at most this many elements computed from scalarized ones
@@ -268,7 +268,7 @@ def _nested(eqn):
 SEG_MIN_COPIES = 3
 SEG_MIN_PERIOD = 3
 _SEG_NEXT = 8          # a signature's next occurrences whose distances are tried as periods
-SEG_STATS = Counts("copies")   # copies emitted as calls, in this process (thread-safe)
+SEG_STATS = Counts("copies", "loops")   # copies emitted as calls, and loops of them, in this process (thread-safe)
 
 
 def segments_enabled():
@@ -571,6 +571,66 @@ def _segment(eqns, s, d, pos, consumers, limit, sigs, vary=(), rules=None):
     return Jaxpr([], ext, body, outvars), key, args
 
 
+# -- a run of copies as one loop --------------------------------------------------
+#
+# Consecutive copies of one segment (a network's layers, their transposed copies in
+# ``grad``) were each a call of the segment's unit with that copy's own arguments: the
+# caller's source, numba's typing and lowering of it, and LLVM's work over it grew with the
+# number of copies (jit(grad) of a 100-layer residual MLP: 17 s, most of it LLVM over the
+# caller and its wrapper).  ``_Gen.run_plans`` finds the runs whose copies' inputs are
+# each, from copy to copy, the same value, an integer literal at a constant step, the
+# previous copy's output (a carry), a row of an earlier run's stack at a constant step
+# (the forward pass's values read by the backward pass), or an input packed in a buffer
+# at a constant stride (a params list's matrices, biases and gains); ``_Gen.emit_run``
+# emits such a run as one loop calling the unit once per copy, the outputs read after
+# the run written into stacks (one array per output, a row per copy).  A program
+# output that is a stack's row is returned as a view of the stack, which the program
+# returns once (``_Gen.returned``, ``objcache.runner``'s ``split``): numba's code for a
+# returned tuple grows faster than linearly with its length (300 arrays: 5-50 s).  The
+# operations are the copies' own, in their order: the numbers are the same bit for bit.
+# ``TANGENTIA_NUMBA_SEG_LOOPS=0`` turns it off.
+SEG_LOOP_MIN = 2    # consecutive copies emitted as one loop, at least
+
+
+def seg_loops_enabled():
+    return os.environ.get("TANGENTIA_NUMBA_SEG_LOOPS", "1") != "0"
+
+
+class RV:
+    """A program output that is row ``row`` of the stack named ``stack`` (see above)."""
+
+    __slots__ = ("shape", "dtype", "stack", "row")
+
+    def __init__(self, shape, dtype, stack, row):
+        self.shape, self.dtype, self.stack, self.row = tuple(shape), dtype, stack, row
+
+
+class _Run:
+    """A run of ``k`` consecutive copies (``subs``, ``args``: each copy's program and
+    arguments) emitted as one loop: ``ins`` per input, how it is read (``("same",)``,
+    ``("lit", first, step)``, ``("carry", q)``, ``("stack", run, q, first, step)``,
+    ``("packed", buffer, first offset, stride)``); ``stacked``: the outputs written into
+    stacks; ``names``: their stacks' names once emitted."""
+
+    __slots__ = ("start", "k", "d", "key", "subs", "args", "ins", "stacked", "names",
+                 "readers")
+
+    def __init__(self, start, k, d, key, subs, args):
+        self.start, self.k, self.d, self.key, self.subs, self.args = start, k, d, key, subs, args
+        self.ins, self.stacked, self.names, self.readers = [], set(), {}, {}
+
+
+def _same_arg(a, b):
+    return a is b or (type(a) is Literal and type(b) is Literal and a.aval == b.aval
+                      and type(a.val) is type(b.val) and a.val == b.val)
+
+
+def _affine(xs):
+    """``(first, step)`` if the integers ``xs`` step evenly, else None."""
+    step = xs[1] - xs[0]
+    return (xs[0], step) if all(x == xs[0] + c * step for c, x in enumerate(xs)) else None
+
+
 _WEIGHT = ProgramMemo("numba backend: equations, nested ones included")
 
 
@@ -632,6 +692,8 @@ class _Gen:
         self.loop_bodies = 0    # loops around the code being lowered (``rules.loop_body``)
         self.loop_keys = {}     # per plan: its ``while`` loops' keys (``rules._repeated_loop``)
         self.loop_units = []    # the programs of ``while`` units, alive while generating
+        self.split = False      # program outputs may be rows of stacks (``RV``: the program's own
+                                # generator, whose caller splits them, ``returned``)
 
     def is_small(self, aval_or_shape):
         """Whether values of this shape are scalarized (``SV``)."""
@@ -929,21 +991,24 @@ class _Gen:
             eqns, segs, wide_from, consumers = _segments_of(
                 eqns, outvars, consumers, self.limit, self.rules, wide_from, self.inline)
         starts = sorted(segs, reverse=True)
+        runs = self.run_plans(eqns, segs, consumers, env, self.split and len(self.plans) == 1) \
+            if segs and seg_loops_enabled() else {}
         upto = eqns         # (the equations before the next copy: no block or row loop spans one)
         k = 0
         while k < len(eqns):
+            run = runs.get(k)
+            if run is not None:
+                # consecutive copies of a segment: one loop calling its function
+                self.emit_run(run, env)
+                SEG_STATS.add("copies", run.k)
+                SEG_STATS.add("loops")
+                k += run.k * run.d
+                continue
             seg = segs.get(k)
             if seg is not None:
                 # a copy of a repeated run: a call of the one function of its structure
                 d, sub, key, args = seg
-                vals = [self.read(env, a) for a in args]
-                if self.units is not None and self.settings.unit_min_cost is not None:
-                    # (a compile unit, cached by its structure: a changed program, one
-                    # more layer or an edited loss, loads the copies' code from disk)
-                    outs = self.units(self, sub, vals, ("segment", key))
-                else:
-                    outs = self.outlined(("segment", key), vals,
-                                         lambda vals, sub=sub: self.lower_jaxpr(sub, vals))
+                outs = self.seg_call(sub, key, [self.read(env, a) for a in args])
                 env.update(zip(sub.outvars, outs))
                 SEG_STATS.add("copies")
                 k += d
@@ -970,6 +1035,274 @@ class _Gen:
                 self.lower_one(eqn, env, consumers, depth)
             self.lower_rows(b, rows, env, consumers)
         return [self.read(env, a) for a in outvars]
+
+    def seg_call(self, sub, key, vals):
+        """Emit a call of the function of the segment ``key`` (``sub``: a copy's program)
+        on ``vals``; its output values."""
+        if self.units is not None and self.settings.unit_min_cost is not None:
+            # (a compile unit, cached by its structure: a changed program, one
+            # more layer or an edited loss, loads the copies' code from disk)
+            return self.units(self, sub, vals, ("segment", key))
+        return self.outlined(("segment", key), vals, lambda vals, sub=sub: self.lower_jaxpr(sub, vals))
+
+    # -- a run of copies as one loop (see ``_Run``) ---------------------------
+    def run_plans(self, eqns, segs, consumers, env, top):
+        """``{start: _Run}``: the runs of consecutive copies among the segments ``segs``
+        (``repeated_segments``) that are emitted as loops; ``top``: program outputs may
+        be rows of stacks (``RV``)."""
+        at = {id(e): i for i, e in enumerate(eqns)}
+        starts = sorted(segs)
+        runs, made = {}, {}
+        i = 0
+        while i < len(starts):
+            s = starts[i]
+            d, _, key, _ = segs[s]
+            j = i + 1
+            while j < len(starts) and starts[j] == starts[j - 1] + d and segs[starts[j]][0] == d \
+                    and segs[starts[j]][2] == key:
+                j += 1
+            # (the whole run, else without its last or its first copy: the copy next to a
+            # different layer may read that layer's value where the others read a stack)
+            for a, b in ((i, j), (i, j - 1), (i + 1, j)):
+                if b - a < SEG_LOOP_MIN:
+                    continue
+                run = _Run(starts[a], b - a, d, key, [segs[t][1] for t in starts[a:b]],
+                           [segs[t][3] for t in starts[a:b]])
+                if self._plan_run(run, consumers, at, env, made):
+                    runs[run.start] = run
+                    for c, sub in enumerate(run.subs):
+                        for q, v in enumerate(sub.outvars):
+                            made[v] = (run, c, q)
+                    break
+            i = j
+        if not runs:
+            return runs
+        # (what each stacked output is read as after its loop: a later loop's row of the
+        # stack, a program output returned as a row (``RV``), else a value named here)
+        spans = sorted((r.start, r.start + r.k * r.d, r) for r in runs.values())
+        through = {}    # run -> (values it reads from stacks only)
+        for r in runs.values():
+            st = {a for kind, args in zip(r.ins, zip(*r.args)) if kind[0] == "stack" for a in args}
+            other = {a for kind, args in zip(r.ins, zip(*r.args)) if kind[0] != "stack"
+                     for a in args if type(a) is Var}
+            through[r] = st - other
+
+        def in_run(u):
+            pos = at.get(id(u))
+            for lo, hi, r in spans:
+                if pos is not None and lo <= pos < hi:
+                    return r
+            return None
+        for r in runs.values():
+            for (c, q), users in r.readers.items():
+                v = r.subs[c].outvars[q]
+                named = any(u is not None and v not in through.get(in_run(u), ()) for u in users)
+                out = any(u is None for u in users)
+                r.readers[(c, q)] = "env" if named or (out and not (top and q in r.stacked)) else "rv"
+        return runs
+
+    def _packed_at(self, env, v):
+        """``(buffer name, offset)`` of ``v`` if it is a view of a buffer (``native``: a
+        program's packed inputs, a unit's segments of its caller's buffer), else None."""
+        if type(v) is not Var:
+            return None
+        val = env.get(v)
+        if type(val) is SV and val.arr is not None and val.arr[1].shape == val.shape:
+            val = val.arr[1]        # (a small value read from a view, ``native._Views.scalars``)
+        return (getattr(self, "views", None) or {}).get(val.name) if type(val) is AV else None
+
+    def _plan_run(self, run, consumers, at, env, made):
+        """Fill in ``run``'s plan (``_Run``); whether its copies can be one loop."""
+        k, d, s, subs, argss = run.k, run.d, run.start, run.subs, run.args
+        for v in list(subs[0].invars) + list(subs[0].outvars):
+            if _is_float0(v.aval.dtype) or _size(v.aval.shape) == 0:
+                return False
+        outpos = [{v: q for q, v in enumerate(sub.outvars)} for sub in subs]
+        carry = {}
+        for p in range(len(argss[0])):
+            vals = [a[p] for a in argss]
+            if all(_same_arg(v, vals[0]) for v in vals[1:]):
+                run.ins.append(("same",))
+                continue
+            if any(type(v) is Literal for v in vals):
+                if not all(_liftable(v) for v in vals):
+                    return False
+                aff = _affine([int(v.val) for v in vals])
+                if aff is None:
+                    return False
+                run.ins.append(("lit",) + aff)
+                continue
+            q = outpos[0].get(vals[1])
+            if q is not None and not any(vals[0] in o for o in outpos) \
+                    and all(outpos[c - 1].get(vals[c]) == q for c in range(1, k)):
+                run.ins.append(("carry", q))
+                carry[p] = q
+                continue
+            src = [made.get(v) for v in vals]
+            if all(r is not None and r[0] is src[0][0] and r[2] == src[0][2] for r in src):
+                aff = _affine([r[1] for r in src])
+                if aff is not None and src[0][2] in src[0][0].stacked:
+                    run.ins.append(("stack", src[0][0], src[0][2]) + aff)
+                    continue
+            offs = [self._packed_at(env, v) for v in vals]
+            if all(o is not None and o[0] == offs[0][0] for o in offs):
+                aff = _affine([o[1] for o in offs])
+                if aff is not None:
+                    run.ins.append(("packed", offs[0][0]) + aff)
+                    continue
+            return False
+        lo, hi = s, s + k * d
+        for c in range(k):
+            nxt = argss[c + 1] if c + 1 < k else ()
+            for q, v in enumerate(subs[c].outvars):
+                outside = []
+                for u in consumers.get(v, ()):
+                    pos = None if u is None else at.get(id(u))
+                    if pos is not None and lo <= pos < hi:
+                        # (inside the run: its own copy, or the next through a carry)
+                        if s + c * d <= pos < s + (c + 1) * d:
+                            continue
+                        if not s + (c + 1) * d <= pos < s + (c + 2) * d or any(
+                                a is v and carry.get(p) != q for p, a in enumerate(nxt)):
+                            return False
+                        continue
+                    outside.append(u)
+                if outside:
+                    run.readers[(c, q)] = outside
+                    if c < k - 1 or q not in carry.values():
+                        run.stacked.add(q)
+        return True
+
+    def _helper(self, key, make, prefix):
+        """The global name of the intrinsic ``make()`` (one per ``key`` and generator)."""
+        name = self.helpers.get(key)
+        if name is None:
+            name = self.helpers[key] = self.glob(make(), prefix)
+        return name
+
+    def _view(self, buf, off, shape):
+        """The expression of the array of ``shape`` at element ``off`` of ``buf``."""
+        return f"{self._helper(('view', tuple(shape)), lambda: view_at(shape), '_v')}({buf}, {off})"
+
+    def _read_at(self, buf, off, aval, row):
+        """The value of ``aval`` at element ``off`` of the 1-D buffer ``buf`` (``row``:
+        row ``off`` of a stack, ``emit_run``), in its settled representation (``settle``)."""
+        n = _size(aval.shape)
+        two_d = row and self.is_small(aval.shape)      # (a stack of small values: (copies, n))
+        if not self.is_small(aval.shape):
+            name = self.name("a")
+            self.emit(f"{name} = {self._view(buf, f'{off} * {n}' if row else off, aval.shape)}")
+            return AV(aval.shape, aval.dtype, name)
+        names = [self.name("s") for _ in range(n)]
+        if two_d and n == 1:
+            self.emit(f"{names[0]} = {buf}[{off}, 0]")
+        elif n == 1:
+            self.emit(f"{names[0]} = {buf}[{off}]")
+        else:
+            ld = self._helper(("load", (n,)), lambda: load_row((n,)), "_ld")
+            row = (buf, off) if two_d else (self._view(buf, off, (1, n)), 0)
+            self.emit(f"{nest(names)} = {ld}({row[0]}, {row[1]})")
+        return SV(aval.shape, aval.dtype, names)
+
+    def _write_row(self, stack, row, aval, o):
+        n = _size(aval.shape)
+        if self.is_small(aval.shape):
+            o = self.small(o)
+            els = [_typed(e, o.dtype) for e in o.elems]
+            if n == 1:
+                self.emit(f"{stack}[{row}, 0] = {els[0]}")
+            else:
+                st = self._helper(("store", (n,)), lambda: store_row((n,)), "_st")
+                self.emit(f"{st}({stack}, {row}, {nest(self.packed(els))})")
+            return
+        cp = self._helper(("copy",), copy_into, "_cp")
+        self.emit(f"{cp}({self._view(stack, f'{row} * {n}', aval.shape)}, {self.array(o).name})")
+
+    def emit_run(self, run, env):
+        """Emit the copies of ``run`` as one loop (``_Run``), and bind the outputs read
+        after it in ``env``."""
+        k, sub = run.k, run.subs[0]
+        for q in sorted(run.stacked):
+            a = sub.outvars[q].aval
+            n = _size(a.shape)
+            name = run.names[q] = self.name("st")
+            shape = (k, n) if self.is_small(a.shape) else (k * n,)
+            self.emit(f"{name} = _empty({_shape_str(shape)}, {_dt(a.dtype)})")
+        fixed, carries = {}, {}
+        for p, kind in enumerate(run.ins):
+            if kind[0] == "same":
+                fixed[p] = self.read(env, run.args[0][p])
+            elif kind[0] == "carry":
+                v = self.settle(self.read(env, run.args[0][p]))
+                if type(v) is AV:
+                    h = self.name("h")
+                    self.emit(f"{h} = {v.name}" if v.name.isidentifier()
+                              else f"{h} = np.ascontiguousarray({v.name})")
+                    carries[p] = AV(v.shape, v.dtype, h)
+                else:
+                    hs = [self.name("h") for _ in v.elems]
+                    for h, e in zip(hs, v.elems):
+                        self.emit(f"{h} = {_wrap(_typed(e, v.dtype), v.dtype)}")
+                    carries[p] = SV(v.shape, v.dtype, hs)
+        c = self.name("c")
+        self.emit(f"for {c} in range({k}):")
+        self.push()
+        vals = []
+        for p, kind in enumerate(run.ins):
+            a = sub.invars[p].aval
+            if kind[0] == "same":
+                vals.append(fixed[p])
+            elif kind[0] == "carry":
+                vals.append(carries[p])
+            elif kind[0] == "lit":
+                vals.append(SV(a.shape, a.dtype, [f"({kind[1]} + ({kind[2]}) * {c})"]))
+            elif kind[0] == "stack":
+                src, q = kind[1], kind[2]
+                vals.append(self._read_at(src.names[q], f"({kind[3]} + ({kind[4]}) * {c})", a, True))
+            else:
+                vals.append(self._read_at(kind[1], f"({kind[2]} + ({kind[3]}) * {c})", a, False))
+        outs = self.seg_call(sub, run.key, vals)
+        for q in sorted(run.stacked):
+            self._write_row(run.names[q], c, sub.outvars[q].aval, outs[q])
+        for p, kind in enumerate(run.ins):
+            if kind[0] == "carry":
+                h, o = carries[p], outs[kind[1]]
+                if type(h) is AV:
+                    self.emit(f"{h.name} = {self.array(o).name}")
+                else:
+                    for n, e in zip(h.elems, self.small(o).elems):
+                        self.emit(f"{n} = {_typed(e, h.dtype)}")
+        self.pop()
+        last = {kind[1]: carries[p] for p, kind in enumerate(run.ins) if kind[0] == "carry"}
+        for (c, q), how in sorted(run.readers.items()):
+            v = run.subs[c].outvars[q]
+            if how == "rv":
+                env[v] = RV(v.aval.shape, v.aval.dtype, run.names[q], c)
+            elif q in run.stacked:
+                env[v] = self._read_at(run.names[q], str(c), v.aval, True)
+            else:
+                env[v] = last[q]
+
+    def returned(self, outs):
+        """``(names, split)`` of a program returning the values ``outs``: the arrays it
+        returns, and where each output is in them (``objcache.runner``): per output not
+        ``float0``, ``(index, None, None)`` (the array returned there) or ``(index, row,
+        shape)`` (row ``row`` of the stack returned there, as a view of ``shape``: an
+        ``RV``); ``split`` None if no output is a row."""
+        names, split, stacks = [], [], {}
+        for o in outs:
+            if type(o) is ZV:
+                continue
+            if type(o) is RV:
+                j = stacks.get(o.stack)
+                if j is None:
+                    j = stacks[o.stack] = len(names)
+                    names.append(o.stack)
+                split.append((j, o.row, o.shape))
+            else:
+                split.append((len(names), None, None))
+                names.append(self.array(o).name)
+        return names, (tuple(split) if stacks else None)
 
     def lower_one(self, eqn, env, consumers, depth):
         for v in eqn.outputs:

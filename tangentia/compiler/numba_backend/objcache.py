@@ -256,7 +256,30 @@ def _path(key):
 # ---------------------------------------------------------------------------
 # The calling wrapper (shared with ``native``)
 
-def runner(entry, ins, outs, packed=(), call=None, ptrs=()):
+def _splitter(split):
+    """``outs(returned) -> list of arrays``: the program's outputs from what it returned,
+    per ``split`` entry ``(index, None, None)`` the array at ``index``, ``(index, row,
+    shape)`` a view of row ``row`` of the stack at ``index`` (``codegen._Gen.returned``:
+    the outputs of a loop's copies, one stack each; rows never overlap)."""
+    ndarray = np.ndarray
+
+    def outs(ret):
+        rows = {}
+        res = []
+        for j, row, shape in split:
+            if row is None:
+                res.append(ret[j])
+                continue
+            r = rows.get(j)
+            if r is None:
+                a = ret[j]
+                r = rows[j] = a.reshape(-1) if shape == () else list(a.reshape((-1,) + shape))
+            res.append(r[row, ...] if type(r) is ndarray else r[row])
+        return res
+    return outs
+
+
+def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None):
     """The callable ``run(*args) -> list of arrays`` around a compiled entry point.
 
     ``ins``/``outs``: ``(shape, dtype, float0)`` of the program's inputs and outputs.
@@ -265,7 +288,8 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=()):
     here (they carry no data); those at the indices ``packed`` are concatenated into one
     float64 array (``native._packed_inputs``).  ``call(entry, args)``: how to call the
     entry point (``sigint.call_interruptible``), if not directly; ``ptrs``: the
-    addresses of the program's compile units (its last argument)."""
+    addresses of the program's compile units (its last argument); ``split``: where the
+    outputs are in what the program returns, if not one array each (``_splitter``)."""
     n_in = len(ins)
     in_set = set(packed)
     arrays = [(i, shape, dt) for i, (shape, dt, f0) in enumerate(ins) if i not in in_set and not f0]
@@ -273,6 +297,7 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=()):
     zeros_out = [(i, np.zeros(shape, dt)) for i, (shape, dt, f0) in enumerate(outs) if f0]
     ndarray, concatenate, shape_of, f8 = np.ndarray, np.concatenate, np.shape, np.dtype(np.float64)
     tail = [np.array(list(ptrs), np.int64)] if ptrs else []
+    unsplit = list if split is None else _splitter(split)
 
     def run(*args):
         if len(args) != n_in:
@@ -296,7 +321,7 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=()):
             conv.append(concatenate(small, axis=None, dtype=f8, casting="unsafe"))
         if tail:
             conv.extend(tail)
-        outs_ = list(entry(*conv) if call is None else call(entry, conv))
+        outs_ = unsplit(entry(*conv) if call is None else call(entry, conv))
         for i, z in zeros_out:
             outs_.insert(i, z)
         return outs_
@@ -359,7 +384,7 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=()):
                             concatenate(small, axis=None, dtype=f8, casting="unsafe"))
             if tail:
                 conv.extend(tail)
-            outs_ = list(entry(*conv) if call is None else call(entry, conv))
+            outs_ = unsplit(entry(*conv) if call is None else call(entry, conv))
             for i, z in zeros_out:
                 outs_.insert(i, z)
             return outs_
@@ -369,6 +394,7 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=()):
     run.entry, run.call = entry, call
     run.packed = tuple(packed)
     run.ins, run.outs = list(ins), list(outs)
+    run.split = split
     return run
 
 
@@ -414,7 +440,8 @@ def _save(jaxpr, run):
         cpu=_cpu(ll), nrt=nrt.rtsys.library.get_llvm_str(), qualname=cres.fndesc.qualname,
         program={k: v for k, v in program.items() if k != "cres"},
         units=[{k: v for k, v in u.items() if k != "cres"} for u in units],
-        ins=run.ins, outs=run.outs, packed=run.packed, interruptible=run.call is not None)
+        ins=run.ins, outs=run.outs, packed=run.packed, interruptible=run.call is not None,
+        split=run.split)
     payload = pickle.dumps(entry_data, protocol=pickle.HIGHEST_PROTOCOL)
     data = FORMAT + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -583,7 +610,8 @@ def _load(data):
                                      rt["envs"][-len(e["program"]["envs"])], rt["engine"])
     STATS["loaded"] += 1
     from .sigint import call_interruptible
-    fn = runner(fn, e["ins"], e["outs"], e["packed"], call_interruptible if e["interruptible"] else None, ptrs)
+    fn = runner(fn, e["ins"], e["outs"], e["packed"], call_interruptible if e["interruptible"] else None, ptrs,
+                e.get("split"))
     return _LOADED.setdefault(key, fn)
 
 
