@@ -127,3 +127,23 @@ def test_jit_of_grad_against_numpy_backend_eager_and_finite_differences():
             m[k][idx] -= eps
             fd = (f(*p) - f(*m)) / (2 * eps)
             assert abs(nb[k][idx] - fd) <= 1e-7 * max(1.0, abs(fd)), (k, idx, nb[k][idx], fd)
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_fast_path_results_keep_their_tree(backend):
+    """The fast path returns a flat tuple of results as a tuple without unflattening
+    (``staging._tuple_tree``); every other tree as before, the same on the first call
+    (traced) and the later ones, leaves tangentia arrays."""
+    x = np.arange(3.0)
+    fns = [lambda x: (x, x * 2.0), lambda x: [x, x + 1.0], lambda x: (x,), lambda x: (),
+           lambda x: ((x, x),), lambda x: {"a": x}, lambda x: (x, 1.0), lambda x: (x[0], x)]
+    for f in fns:
+        j = tg.jit(f, backend=backend)
+        first, second = j(x), j(x)
+        want = tg.tree_util.tree_structure(f(tnp.asarray(x)))
+        for r in (first, second):
+            assert tg.tree_util.tree_structure(r) == want
+            assert type(r) is type(f(x))
+            for a, b in zip(tg.tree_util.tree_leaves(r), tg.tree_util.tree_leaves(f(x))):
+                assert type(a).__name__ == "ArrayImpl"
+                np.testing.assert_array_equal(a, b)

@@ -22,7 +22,7 @@ from ..compiler.backend import (Tiered, compile_program, default_backend_name as
                                get_backend, tiered as _tiered)
 from ..primitives.call import jit_p
 from ..primitives.remat import remat_p
-from ..tree_util import tree_flatten, tree_unflatten
+from ..tree_util import tree_flatten, tree_structure, tree_unflatten
 from ._util import _LEAF_TREE, _arg_leaf_names, _arrays, _check_callable, _parameters
 
 if TYPE_CHECKING:
@@ -333,6 +333,20 @@ def _function_caches(fun, options):
         return {}, {}
 
 
+_TUPLE_TREES: dict = {}     # n -> the tree of a flat tuple of n leaves (one object per n)
+
+
+def _tuple_tree(tree):
+    """``tree``, or the one object standing for it in ``_TUPLE_TREES`` if it is the tree of a
+    flat tuple of leaves (``grad(f, argnums=(0, 1))``'s results): ``jit``'s fast path then
+    returns such results as a tuple by an identity test, not ``tree_unflatten``."""
+    n = tree.num_leaves
+    flat = _TUPLE_TREES.get(n)
+    if flat is None and n <= 64:
+        flat = _TUPLE_TREES.setdefault(n, tree_structure(tuple(range(n))))
+    return flat if flat is not None and tree == flat else tree
+
+
 def _swap_native(fast_cache, key, consts, out_tree, name, arg_names, fn):
     """A tiered program's native code takes its place in ``jit``'s call cache."""
     if key in fast_cache:
@@ -459,6 +473,9 @@ class _Jitted:
                 if out_tree is _LEAF_TREE:
                     o = outs[0]
                     return o if type(o) is _ndarray else np.asarray(o)
+                if out_tree is _TUPLE_TREES.get(len(outs)) and \
+                        all([type(o) is _ndarray for o in outs]):
+                    return tuple(outs)      # (a flat tuple of results: no unflattening)
                 return tree_unflatten(out_tree, _arrays(outs))
         statics, leaves, in_tree, avals = self._signature(args, kwargs)
         key = (statics, in_tree, avals)
@@ -469,6 +486,8 @@ class _Jitted:
             consts = _snapshot(consts)
             if out_tree == _LEAF_TREE:
                 out_tree = _LEAF_TREE
+            else:
+                out_tree = _tuple_tree(out_tree)
             entry = (jaxpr, consts, out_tree)
             if not any(isinstance(c, Tracer) for c in consts):
                 _put(self.cache, key, entry)
