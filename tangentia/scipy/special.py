@@ -490,9 +490,13 @@ def _masked(x, mask):
 
 
 def _shift(x, axes):
-    """``x - max(x)`` over ``axes`` (a non-finite max shifts by 0)."""
+    """``x - max(x)`` over ``axes``; a max of -inf (a slice all -inf or masked) or NaN shifts
+    by 0, one of +inf by itself: a slice holding +inf is all NaN, as JAX documents ("If any
+    input values are +inf, the result will be all NaN"; ours gave NaN at the +inf and 0 or
+    -inf beside it)."""
     m = tnp.max(x, axis=axes, keepdims=True)
-    return tnp.subtract(x, _S.stop_gradient(tnp.where(tnp.isfinite(m), m, 0.0)))
+    keep = tnp.logical_or(tnp.isfinite(m), tnp.isposinf(m))
+    return tnp.subtract(x, _S.stop_gradient(tnp.where(keep, m, 0.0)))
 
 
 def _softmax_fun(x, axes, mask):
@@ -510,8 +514,13 @@ def _softmax_jvp(axes, mask, primals, tangents):
     # y * (t - <y, t>), which is bounded however large x is.
     (x,), (t,) = primals, tangents
     y = _softmax(x, axes, mask)
-    return y, tnp.multiply(y, tnp.subtract(t, tnp.sum(tnp.multiply(y, t), axis=axes,
-                                                         keepdims=True)))
+    if mask is not None:
+        # a masked entry neither moves the output nor has a tangent, also in a slice that is
+        # NaN (0 * NaN), as JAX's (its where= selects x before the rule): masked on the way in
+        # for the transpose, and out for the jvp
+        t = tnp.where(mask, t, 0.0)
+    ty = tnp.multiply(y, tnp.subtract(t, tnp.sum(tnp.multiply(y, t), axis=axes, keepdims=True)))
+    return y, ty if mask is None else tnp.where(mask, ty, 0.0)
 
 
 def _log_softmax_fun(x, axes, mask):

@@ -1,0 +1,53 @@
+"""``nn``'s normalizations and NumPy reductions' ``where=``/``initial=`` against JAX 0.10.2 (x64),
+found by session 19's probe (391 expressions over reductions with ``where``/``initial``,
+cumulative ops with ``dtype``, convolutions, ``reduce_window``, segment ops, ``einsum``,
+``pad``, ``interp``, ``bincount``/``histogram``, polynomials, ``nn`` activations,
+``map_coordinates`` and ``scipy.signal``; eager, jit and grad).  Each test here failed before
+its fix.  The probe's deliberate differences (NumPy's dtypes: integer ``convolve`` stays
+integer, ``histogram``'s counts are int64) are left alone.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.nn as tnn
+import tangentia.scipy.special as tsp
+
+jax = pytest.importorskip("jax", reason="JAX 0.10.2 (x64) is the reference")
+jax.config.update("jax_enable_x64", True)
+import jax.nn as jnn  # noqa: E402
+
+pytestmark = pytest.mark.timeout(120)
+
+_INF = np.inf
+# rows: +inf with finite values, all -inf, -inf with finite, +inf and -inf, NaN, finite
+_X = np.array([[_INF, 1., 2.], [-_INF, -_INF, -_INF], [0., -_INF, 1.], [_INF, -_INF, 0.],
+               [np.nan, 0., 1.], [3., -1., 0.5]])
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_of_a_slice_holding_inf_is_all_nan_as_jax(name: str) -> None:
+    """JAX documents "If any input values are +inf, the result will be all NaN" (x - max is NaN
+    at the +inf and -inf beside it, so the sum is NaN); ours shifted a non-finite max by 0 and
+    gave NaN at the +inf only and 0 (-inf for log_softmax) beside it.  Over both axes, with
+    ``where=``, eagerly, under jit on both backends, and the gradient."""
+    ours, theirs = getattr(tnn, name), getattr(jnn, name)
+    mask = np.array([[True, True, False]] * 6)
+    for kw in ({"axis": 1}, {"axis": 0}, {"axis": 1, "where": mask}, {"axis": None}):
+        want = np.asarray(theirs(_X, **kw))
+        got = ours(_X, **kw)
+        # NaN where JAX's are, and the other values to an ulp (its exp and sum are XLA's)
+        np.testing.assert_allclose(got, want, rtol=1e-15, atol=0, err_msg=f"{name} {kw}")
+        # one compiled program per backend for the slices along axis 1 (compiles are slow)
+        for backend in ("numba", "numpy") if kw == {"axis": 1} else ("numpy",):
+            np.testing.assert_array_equal(
+                tg.jit(lambda x, kw=kw: ours(x, **kw), backend=backend)(_X), got)
+        w = np.linspace(0.5, 1.5, _X.size).reshape(_X.shape)
+        np.testing.assert_allclose(
+            tg.grad(lambda x, kw=kw: (ours(x, **kw) * w).sum())(_X),
+            np.asarray(jax.grad(lambda x, kw=kw: (theirs(x, **kw) * w).sum())(_X)),
+            rtol=1e-12, atol=1e-16, err_msg=f"grad {name} {kw}")
+    # SciPy's softmax (all axes by default) shares the rule
+    np.testing.assert_array_equal(getattr(tsp, name)(_X[0]), np.full(3, np.nan))
