@@ -96,6 +96,37 @@ def _array_like(x) -> bool:
     return hasattr(x, "__jax_array__") or hasattr(x, "__array__")
 
 
+def _keyed(x, y) -> bool:
+    """Whether ``x == y`` of an eager result ``x`` compares typed PRNG keys (not deferred to
+    a tracer ``y``)."""
+    if isinstance(y, core.Tracer):
+        return False
+    dx, dy = x.dtype, getattr(y, "dtype", None)
+    return dtypes.is_key(dx) or (dy is not None and dtypes.is_key(dy))
+
+
+def _key_compared(name, x, y):
+    """JAX's TypeError for ``x == y`` (``name`` "equal") or ``x != y`` ("not_equal") of a
+    typed key and a value that is no key; nothing for two keys (NumPy's comparison of
+    their data, the structured dtype's one field, is JAX's ``eq`` of keys)."""
+    dts = [a.dtype if hasattr(a, "dtype") else dtypes.py_scalar_dtype(a) for a in (x, y)]
+    if not all(dtypes.is_key(d) for d in dts):
+        names = ", ".join("key<fry>" if dtypes.is_key(d) else str(d) for d in dts)
+        raise TypeError(f"{name} does not accept dtypes {names}. ({name}: typed PRNG keys "
+                        "compare only with keys)") from None
+
+
+def _key_order_error(prim_name, name, x, y):
+    """JAX's TypeError for ``<``, ``<=``, ``>``, ``>=`` with a typed key operand: "lt does not
+    accept dtype key<fry> at position 0." of two keys (the primitive's words), "less does
+    not accept dtypes key<fry>, int64." of a key and another value (``jnp.less``'s)."""
+    if not _keyed(x, y):
+        return
+    dts = [a.dtype if hasattr(a, "dtype") else dtypes.py_scalar_dtype(a) for a in (x, y)]
+    both = all(dtypes.is_key(d) for d in dts)
+    raise dtypes.key_operand_error(prim_name if both else name, dts) from None
+
+
 class ArrayImpl(np.ndarray):
     """An eager result: a ``numpy.ndarray`` with JAX's array methods.
 
@@ -178,6 +209,8 @@ class ArrayImpl(np.ndarray):
         try:
             return _eq(self, other)
         except Exception:  # noqa: BLE001 - NumPy's operator decides (defers, or raises)
+            if _keyed(self, other):   # typed PRNG keys: NumPy compares their data (a key
+                _key_compared("equal", self, other)   # with no key: JAX's TypeError)
             return _op(self, other)
 
     def __ne__(self, other, _ne=np.not_equal, _op=_ndarray.__ne__):
@@ -188,6 +221,39 @@ class ArrayImpl(np.ndarray):
         try:
             return _ne(self, other)
         except Exception:  # noqa: BLE001 - as in __eq__
+            if _keyed(self, other):
+                _key_compared("not_equal", self, other)
+            return _op(self, other)
+
+    # NumPy's ordering operators (the ufunc directly, then NumPy's operator, as ``__eq__``),
+    # with JAX's TypeError for typed PRNG keys (NumPy's says "ufunc 'less' did not contain a
+    # loop with signature matching types")
+    def __lt__(self, other, _f=np.less, _op=_ndarray.__lt__):
+        try:
+            return _f(self, other)
+        except Exception:  # noqa: BLE001 - as in __eq__
+            _key_order_error("lt", "less", self, other)
+            return _op(self, other)
+
+    def __le__(self, other, _f=np.less_equal, _op=_ndarray.__le__):
+        try:
+            return _f(self, other)
+        except Exception:  # noqa: BLE001 - as in __eq__
+            _key_order_error("le", "less_equal", self, other)
+            return _op(self, other)
+
+    def __gt__(self, other, _f=np.greater, _op=_ndarray.__gt__):
+        try:
+            return _f(self, other)
+        except Exception:  # noqa: BLE001 - as in __eq__
+            _key_order_error("gt", "greater", self, other)
+            return _op(self, other)
+
+    def __ge__(self, other, _f=np.greater_equal, _op=_ndarray.__ge__):
+        try:
+            return _f(self, other)
+        except Exception:  # noqa: BLE001 - as in __eq__
+            _key_order_error("ge", "greater_equal", self, other)
             return _op(self, other)
 
     __hash__ = None  # (defining __eq__ would otherwise ask for one; arrays are unhashable)

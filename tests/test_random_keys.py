@@ -173,6 +173,67 @@ def test_equality_as_jax():
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_comparisons_of_keys_are_the_primitives_as_jax(backend):
+    """``==``/``!=``/``equal``/``not_equal`` of keys compare their data (``eq``/``ne`` of
+    ``random_unwrap``'s words, reduced; JAX's lowering unwraps them too): the same values
+    as JAX eagerly, under ``jit`` and ``vmap`` (against a loop), keys broadcast as arrays."""
+    ks = tnp.reshape(tr.split(tr.key(5), 6), (2, 3))
+    jks = jnp.reshape(jax.random.split(jax.random.key(5), 6), (2, 3))
+    ks = tnp.where(np.array([[True, False, True], [False, True, True]]), ks, ks[0, 0])
+    jks = jnp.where(jnp.array([[True, False, True], [False, True, True]]), jks, jks[0, 0])
+    fns = [lambda m, l, a, b: a == b, lambda m, l, a, b: a != b,
+           lambda m, l, a, b: m.equal(a, b), lambda m, l, a, b: m.not_equal(a, b)]
+    for fn in fns:
+        for a, b, ja, jb in ((ks, ks[0, 0], jks, jks[0, 0]), (ks, ks[::-1], jks, jks[::-1]),
+                             (ks[:1], ks, jks[:1], jks)):
+            want = np.asarray(fn(jnp, jax.lax, ja, jb))
+            got = fn(tnp, tg.lax, a, b)
+            assert got.dtype == np.bool_ and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(
+                tg.jit(lambda a, b: fn(tnp, tg.lax, a, b), backend=backend)(a, b), want)
+        # vmap against a loop, batched on either side or both
+        f = lambda a, b: fn(tnp, tg.lax, a, b)   # noqa: E731
+        for axes in ((0, None), (None, 0), (0, 0), (1, 1)):
+            a = ks if axes[0] is not None else ks[0, 1]
+            b = ks[::-1] if axes[1] is not None else ks[1, 1]
+            out = tg.vmap(f, axes)(a, b)
+            n = ks.shape[axes[0] if axes[0] is not None else axes[1]]
+            loop = np.stack([f(a if axes[0] is None else tnp.take(a, i, axis=axes[0]),
+                               b if axes[1] is None else tnp.take(b, i, axis=axes[1]))
+                             for i in range(n)])
+            np.testing.assert_array_equal(out, loop)
+    # no tangent through a comparison: the keys are constants of the derivative
+    g = tg.grad(lambda x: tnp.sum(tnp.where(ks == ks[0, 0], x, 2 * x)))(1.0)
+    assert float(g) == float(jax.grad(lambda x: jnp.sum(jnp.where(jks == jks[0, 0], x, 2 * x)))(1.0))
+
+
+def test_comparison_errors_of_keys_as_jax():
+    """A key compared with a value that is no key, and ``<``, ``<=``, ``>``, ``>=`` of keys:
+    JAX's TypeError (its words first) eagerly, under jit and under vmap."""
+    k, jk = tr.key(0), jax.random.key(0)
+    cases = [(lambda a: a == 1, r"equal does not accept dtypes key<fry>, int64\."),
+             (lambda a: a != 1, r"not_equal does not accept dtypes key<fry>, int64\."),
+             (lambda a: a < a, r"lt does not accept dtype key<fry> at position 0\."),
+             (lambda a: a >= a, r"ge does not accept dtype key<fry> at position 0\."),
+             (lambda a: a <= a, r"le does not accept dtype key<fry> at position 0\."),
+             (lambda a: a > a, r"gt does not accept dtype key<fry> at position 0\.")]
+    for fn, msg in cases:
+        with pytest.raises(TypeError, match=msg):
+            fn(jk)
+        for run in (fn, tg.jit(fn), lambda a: tg.vmap(fn)(tr.split(a, 2))):
+            with pytest.raises(TypeError, match=msg):
+                run(k)
+    # a key ordered against a number: JAX's words eagerly (jnp.less's name; under a
+    # transformation the message names the primitive, "lt does not accept dtypes ...")
+    for kk in (k, jk):
+        with pytest.raises(TypeError, match=r"less does not accept dtypes key<fry>, int64\."):
+            kk < 1
+    with pytest.raises(TypeError, match=r"equal does not accept dtypes key<fry>, uint32\."):
+        tnp.equal(k, tr.key_data(k))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
 def test_jit_as_eager(backend):
     def f(k, x):
         k1, k2 = tr.split(tr.fold_in(k, 3))

@@ -99,27 +99,30 @@ def _compared(name, x, y):
 
 
 def _equal(x: ArrayLike, y: ArrayLike) -> Array:
-    """Elementwise ``x == y`` (the primitive ``eq``)."""
+    """Elementwise ``x == y`` (the primitive ``eq``; of typed PRNG keys ``eq`` of their
+    data, ``prng_keys.keys_equal``: a dtype of kind "V" is checked first)."""
     if type(x) not in _PLAIN or type(y) not in _PLAIN:
         _compared("equal", x, y)
-    try:
-        return _E.eq(x, y)
-    except TypeError:   # (typed PRNG keys: the ufunc has no loop for them)
-        if not (_keys.is_key_array(x) or _keys.is_key_array(y)):
-            raise
+        if getattr(x, "dtype", _F).kind == "V" or getattr(y, "dtype", _F).kind == "V":
+            return _keys.keys_equal(x, y, "equal")
+    elif (type(x) is _nd and x.dtype.kind == "V") or (type(y) is _nd and y.dtype.kind == "V"):
         return _keys.keys_equal(x, y, "equal")
+    return _E.eq(x, y)
 
 
 def _not_equal(x: ArrayLike, y: ArrayLike) -> Array:
-    """Elementwise ``x != y`` (the primitive ``ne``)."""
+    """Elementwise ``x != y`` (the primitive ``ne``; typed PRNG keys as in ``_equal``)."""
     if type(x) not in _PLAIN or type(y) not in _PLAIN:
         _compared("not_equal", x, y)
-    try:
-        return _E.ne(x, y)
-    except TypeError:   # (typed PRNG keys, as in _equal)
-        if not (_keys.is_key_array(x) or _keys.is_key_array(y)):
-            raise
+        if getattr(x, "dtype", _F).kind == "V" or getattr(y, "dtype", _F).kind == "V":
+            return _keys.keys_equal(x, y, "not_equal", negate=True)
+    elif (type(x) is _nd and x.dtype.kind == "V") or (type(y) is _nd and y.dtype.kind == "V"):
         return _keys.keys_equal(x, y, "not_equal", negate=True)
+    return _E.ne(x, y)
+
+
+_F = _np.dtype(float)   # (the kind of what has no dtype: a Python scalar, a list)
+_nd = _np.ndarray
 
 
 # public functions of eq and ne through the one eager-dispatch point (with the check above

@@ -419,6 +419,10 @@ def _fill_value(dtype, fill_value):
     integer, the largest unsigned integer, True."""
     if fill_value is not None:
         return fill_value
+    if _dtypes.is_key(dtype):       # (typed PRNG keys: JAX's data, both words 2**32 - 1)
+        out = _np.empty((), dtype)
+        out[_dtypes.KEY_FIELD] = _np.iinfo(_np.uint32).max
+        return out
     if _dtypes.is_inexact(dtype):   # (bfloat16 too)
         return _np.nan
     if dtype.kind == "b":
@@ -693,8 +697,8 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1,
                 return out
             fill = _fill_value(_aval(arr).dtype, fill_value)
             return _E.select(valid, out, _E.add(_np.zeros((), _aval(arr).dtype), fill)
-                             if fill is not _np.nan else _np.full((), _np.nan,
-                                                                  _aval(arr).dtype))
+                             if fill is not _np.nan and not _dtypes.is_key(_aval(arr).dtype)
+                             else _np.full((), fill, _aval(arr).dtype))
     return _take_along(arr, indices, axis)
 
 

@@ -113,16 +113,21 @@ def is_key_array(x):
 
 def keys_equal(x, y, name="equal", negate=False):
     """``x == y`` (``x != y`` if ``negate``) of two typed key arrays, elementwise over the
-    keys (as JAX's ``jnp.equal`` of keys): both words of the keys' data compared.  Called
-    by ``tangentia.numpy.equal``/``not_equal`` when the primitive ``eq``/``ne`` (a NumPy
-    ufunc, which has no loop for the key dtype) raised TypeError on key operands."""
+    keys (as JAX's ``jnp.equal`` of keys, which its lowering unwraps): both words of the
+    keys' data compared, ``eq`` (``ne``) of ``random_unwrap``'s data reduced over the words.
+    A key with a value that is no key: JAX's TypeError ("equal does not accept dtypes
+    key<fry>, int64."); neither a key (other structured dtypes): ``eq`` (``ne``) itself.
+    ``tangentia.numpy.equal``/``not_equal`` call it for operands of dtype kind "V"."""
     from . import elementwise as E
     from .reductions import reduce_and_p, reduce_or_p
+    if not (is_key_array(x) or is_key_array(y)):
+        return E.ne(x, y) if negate else E.eq(x, y)
     if not (is_key_array(x) and is_key_array(y)):
-        other = y if is_key_array(x) else x
-        raise TypeError(f"{name} does not accept dtypes key<fry>, "
-                        f"{getattr(other, 'dtype', type(other).__name__)} ({name}: typed PRNG "
-                        "keys compare only with keys)")
+        names = ", ".join("key<fry>" if is_key_array(a) else
+                          str(getattr(a, "dtype", None) or dtypes.py_scalar_dtype(a))
+                          for a in (x, y))
+        raise TypeError(f"{name} does not accept dtypes {names}. ({name}: typed PRNG keys "
+                        "compare only with keys)")
     a, b = random_unwrap(x), random_unwrap(y)
     axes = (max(a.ndim, b.ndim) - 1,)
     if negate:
