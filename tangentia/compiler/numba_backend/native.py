@@ -29,7 +29,7 @@ from ...core import ProgramMemo, short_dtype_name
 from ...primitives import control_flow as CF
 from ..backend import COMPILE_THREAD, Backend, cache_root
 from .memo import COMPILED, Counts
-from . import alloc, codegen, elementwise_loop, helpers, irblock, objcache, rowio, vecmath, vecmath_trig
+from . import alloc, codegen, elementwise_loop, helpers, irblock, objcache, packing, rowio, vecmath, vecmath_trig
 from . import reroll
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
                       _typed, _weight, AV, SV, ZV)
@@ -345,17 +345,42 @@ def _packed_inputs(jaxpr, limit):
     return tuple(idx) if len(idx) >= PACK_MIN_INPUTS else ()
 
 
+def _buffered_inputs(jaxpr, limit, packed):
+    """``{input index: element offset}``: the small inputs of ``jaxpr`` that are neither
+    packed (``_packed_inputs``) nor float0, copied at the program's start into one
+    buffer per dtype (``packing.concat``), at these offsets, for the dtypes with at least
+    ``PACK_MIN_INPUTS`` such inputs."""
+    by = {}
+    for i, v in enumerate(jaxpr.invars):
+        a = v.aval
+        if i not in packed and not _is_float0(a.dtype) and _size(a.shape) <= limit:
+            by.setdefault(a.dtype, []).append(i)
+    out = {}
+    for ix in by.values():
+        if len(ix) >= PACK_MIN_INPUTS:
+            off = 0
+            for i in ix:
+                out[i] = off
+                off += _size(jaxpr.invars[i].aval.shape)
+    return out
+
+
 class _Views:
     """The arrays of a generated function that are views of a buffer it holds (a
-    program's ``_xp``, a unit's segment of its caller's): ``g.views``, array name ->
-    ``(buffer name, element offset)``, read by ``_lower_unit`` (which passes a unit
-    the buffer, not the arrays) and ``irblock`` (which reads the buffer in place).
-    Each view is defined at the function's start (``add``) and the definitions of
-    those no statement reads are dropped at its end (``prune``)."""
+    program's ``_xp`` and ``_xb`` buffers, a unit's segment of its caller's): ``g.views``,
+    array name -> ``(buffer name, element offset)``, read by ``_lower_unit`` (which
+    passes a unit the buffer, not the arrays) and ``irblock`` (which reads the buffer in
+    place).  Each view is defined at the function's start (``add``) and the definitions
+    of those no statement reads are dropped at its end (``prune``).  A small value of
+    a buffer is scalarized (``scalars``: an ``SV`` whose ``arr`` is its view), its
+    elements read by one call at the function's start that reads, at the end, only
+    those some statement uses (none: no call): a compile unit it is passed to takes
+    the view (``_segments``), not the elements."""
 
     def __init__(self, g):
         self.g = g
         self.lines = []     # (line index, name)
+        self.reads = []     # (line index, depth, buffer, points, names): ``scalars``' reads
         g.views = {}
 
     def add(self, buf, off, shape, dtype, prefix):
@@ -369,15 +394,54 @@ class _Views:
         g.views[name] = (buf, off)
         return AV(shape, dtype, name)
 
+    def scalars(self, buf, items):
+        """``SV``s of the small values ``items`` (``(offset, shape, dtype)``) of the buffer
+        ``buf``, each backed by its view (``SV.arr``), their elements read by one call."""
+        g = self.g
+        avs = [self.add(buf, off, shape, dtype, "x") for off, shape, dtype in items]
+        points = [(off + k,) for off, shape, _ in items for k in range(_size(shape))]
+        names = [g.name("s") for _ in points]
+        g.emit("pass")      # (the read: written by ``prune``, once the uses are known)
+        self.reads.append((len(g.lines) - 1, g.depth, buf, points, names))
+        it = iter(names)
+        out = []
+        for av in avs:
+            sv = SV(av.shape, av.dtype, [next(it) for _ in range(_size(av.shape))])
+            sv.arr = (g.scopes[-1], av)
+            out.append(sv)
+        return out
+
+    def _write_reads(self):
+        """Write each read of ``scalars``: of the elements some statement uses (one call),
+        or none; the indices of the lines left empty."""
+        g = self.g
+        at = {k for k, *_ in self.reads}
+        used = set(re.findall(r"[A-Za-z_]\w*", "\n".join(
+            [ln for k, ln in enumerate(g.lines) if k not in at] + g.functions)))
+        empty = set()
+        for k, at_depth, buf, points, names in self.reads:
+            keep = [(p, n) for p, n in zip(points, names) if n in used]
+            if not keep:
+                empty.add(k)
+                continue
+            depth, lines, g.depth, g.lines = g.depth, g.lines, at_depth, []
+            rowio.read_elements(g, buf, [p for p, _ in keep], [n for _, n in keep])
+            lines[k] = "\n".join(g.lines)
+            g.depth, g.lines = depth, lines
+        return empty
+
     def prune(self):
         g = self.g
-        if not self.lines:
-            return
-        drop = {k for k, _ in self.lines}
-        used = set(re.findall(r"[A-Za-z_]\w*", "\n".join(
-            [ln for k, ln in enumerate(g.lines) if k not in drop] + g.functions)))
-        dead = {k for k, name in self.lines if name not in used}
-        g.lines = [ln for k, ln in enumerate(g.lines) if k not in dead]
+        dead = self._write_reads() if self.reads else set()
+        self.reads = []
+        if self.lines:
+            drop = {k for k, _ in self.lines}
+            used = set(re.findall(r"[A-Za-z_]\w*", "\n".join(
+                [ln for k, ln in enumerate(g.lines) if k not in drop and k not in dead]
+                + g.functions)))
+            dead |= {k for k, name in self.lines if name not in used}
+        if dead:
+            g.lines = [ln for k, ln in enumerate(g.lines) if k not in dead]
 
 
 def _generate(jaxpr, settings=None):
@@ -388,11 +452,14 @@ def _generate(jaxpr, settings=None):
     packed (``_packed_inputs``) or float0, in order, then the packed ones' array
     ``_xp``, then the units' addresses ``_up``."""
     g = _new_gen(_settings() if settings is None else settings)
+    g.split = True      # (outputs may be rows of stacks: ``codegen.RV``, split by the runner)
     views = _Views(g)
     loop = one_loop(jaxpr)
     packed = set(_packed_inputs(jaxpr, g.limit))
     params, in_vals, offset = [], [], 0
     reads = []      # (position in in_vals, offset, aval): small packed inputs, read by one call
+    others = {} if loop is not None else _buffered_inputs(jaxpr, g.limit, packed)
+    held = {}       # dtype -> [(position in in_vals, offset, aval, parameter)]
     for i, v in enumerate(jaxpr.invars):
         a = v.aval
         _check_dtype(a.dtype)
@@ -410,24 +477,35 @@ def _generate(jaxpr, settings=None):
             continue
         params.append(g.name("x"))
         av = AV(a.shape, a.dtype, params[-1])
+        if i in others:
+            held.setdefault(a.dtype, []).append((len(in_vals), others[i], a, params[-1]))
+            in_vals.append(None)
+            continue
         in_vals.append(g.small(av) if g.is_small(a.shape) and loop is None else av)
     if reads:       # (``rowio.read_elements``: one call, not a ``getitem`` each)
-        names = iter(rowio.read_elements(g, "_xp", [(off + k,) for _, off, a in reads
-                                                    for k in range(_size(a.shape))]))
-        for pos, _, a in reads:
-            in_vals[pos] = SV(a.shape, a.dtype, [next(names) for _ in range(_size(a.shape))])
+        svs = views.scalars("_xp", [(off, a.shape, a.dtype) for _, off, a in reads])
+        for (pos, _, _), sv in zip(reads, svs):
+            in_vals[pos] = sv
+    if held:        # (the other small inputs, per dtype one buffer: ``packing.concat``)
+        cat = g.glob(packing.concat(), "_cat")
+        for k, (dt, items) in enumerate(held.items()):
+            buf = f"_xb{k}"
+            g.emit(f"{buf} = {cat}({', '.join(n for *_, n in items)})")
+            svs = views.scalars(buf, [(off, a.shape, a.dtype) for _, off, a, _ in items])
+            for (pos, *_), sv in zip(items, svs):
+                in_vals[pos] = sv
     if packed:
         params.append("_xp")
+    split = None
     if loop is not None:
         names = elementwise_loop.generate(g, jaxpr, *loop, params)
     else:
-        outs = g.lower_jaxpr(jaxpr, in_vals)
-        names = [g.array(o).name for o in outs if type(o) is not ZV]
+        names, split = g.returned(g.lower_jaxpr(jaxpr, in_vals))
     g.emit("return (" + "".join(n + ", " for n in names) + ")")
     views.prune()
     if g.deps:
         params.append("_up")
-    return _module_source(g, "program", params), g.globals, g.objmode, g.fallbacks, list(g.deps)
+    return _module_source(g, "program", params), g.globals, g.objmode, g.fallbacks, split, list(g.deps)
 
 
 _WARNED = set()
@@ -569,7 +647,7 @@ def _arg_types(jaxpr, packed=(), units=()):
 
 
 def _compile_program(jaxpr, settings, estimate=None):
-    source, glb, objmode, fallbacks, units = _generate(jaxpr, settings)
+    source, glb, objmode, fallbacks, split, units = _generate(jaxpr, settings)
     # objmode blocks hold the GIL anyway (and numba warns about nogil there)
     glb = dict(glb, _jit=numba.njit(cache=not objmode, nogil=not objmode,
                                     **(_NJIT_OPTIONS if objmode else _lean_options(_NJIT_OPTIONS))))
@@ -583,20 +661,21 @@ def _compile_program(jaxpr, settings, estimate=None):
         # identity, say) share one module and dispatcher across argument dtypes
         packed = _packed_inputs(jaxpr, settings.limit)
         entry = _compile_lean(disp, _arg_types(jaxpr, packed, units))
-    return _wrapper(disp, entry, jaxpr, source, units, packed), fallbacks
+    return _wrapper(disp, entry, jaxpr, source, units, packed, split), fallbacks
 
 
 _PACKED = nbt.Array(nbt.float64, 1, "C")
 
 
-def _wrapper(disp, entry, jaxpr, source, units=(), packed=()):
+def _wrapper(disp, entry, jaxpr, source, units=(), packed=(), split=None):
     """The callable ``fn(*args) -> list of arrays`` around the compiled program
-    (``objcache.runner``, which the machine-code cache's loads use too)."""
+    (``objcache.runner``, which the machine-code cache's loads use too; ``split``: where
+    the outputs are in what the program returns, ``codegen._Gen.returned``)."""
     # its loops poll for Ctrl-C (helpers)
     interruptible = any("if _interrupted():" in s for s in [source] + [u.source for u in units])
     run = objcache.runner(entry, objcache.avals_spec(jaxpr.in_avals), objcache.avals_spec(jaxpr.out_avals),
                           packed, helpers.call_interruptible if interruptible else None,
-                          [u.ptr for u in units])
+                          [u.ptr for u in units], split)
     run.source = _with_units(source, units)
     run.dispatcher = disp
     run.units = units       # (their code must outlive the program's)
@@ -989,17 +1068,21 @@ def _lower_unit(g, jaxpr, in_vals, ident=None):
     copies of a repeated segment, each its own program, share their structure's key)."""
     in_vals = [g.settle(v) for v in in_vals]
     refs, segs = _segments(g, in_vals)
+    seg_types = [None] * len(segs)     # (each segment's dtype: its buffer's)
+    for v, ref in zip(in_vals, refs):
+        if ref is not None:
+            seg_types[ref[0]] = np.dtype(v.dtype).str
     key = ("unit", id(jaxpr) if ident is None else ident, tuple((type(v), v.shape, v.dtype) for v in in_vals),
-           tuple(refs), tuple(n for _, _, n in segs))
+           tuple(refs), tuple(zip((n for _, _, n in segs), seg_types)))
     unit = g.helpers.get(key)
     if unit is None:
         unit = g.helpers[key] = _make_unit(g.settings, jaxpr, in_vals, refs,
-                                           [n for _, _, n in segs])
+                                           [n for _, _, n in segs], seg_types)
     g.objmode |= unit.objmode
     g.fallbacks |= unit.fallbacks
     args = []
     for v, ref in zip(in_vals, refs):
-        if type(v) is SV:
+        if type(v) is SV and ref is None:
             args.extend(_typed(e, v.dtype) for e in v.elems)
         elif type(v) is AV and ref is None:
             name = v.name
@@ -1033,6 +1116,11 @@ def _segments(g, in_vals):
     refs, segs = [], []
     for v in in_vals:
         ref = views.get(v.name) if type(v) is AV else None
+        if type(v) is SV and v.arr is not None and v.arr[0] in g.scopes:
+            # (a small value read from a view (``_Views.scalars``): the view is passed)
+            a = v.arr[1]
+            if a.shape == v.shape and a.dtype == v.dtype:
+                ref = views.get(a.name)
         if ref is None:
             refs.append(None)
             continue
@@ -1060,10 +1148,11 @@ def _segment_view(g, buf, start, n):
     return f"{fn}({buf}, {start})"
 
 
-def _make_unit(settings, jaxpr, in_vals, refs=None, segs=()):
+def _make_unit(settings, jaxpr, in_vals, refs=None, segs=(), seg_types=None):
     """Generate the unit computing ``jaxpr`` on values represented as ``in_vals`` (under
-    the ``settings`` of the program calling it); ``refs`` and ``segs``: the arrays it
-    takes as views of segments of lengths ``segs`` (``_segments``)."""
+    the ``settings`` of the program calling it); ``refs`` and ``segs``: the values it
+    takes as views of segments of lengths ``segs`` and dtypes ``seg_types`` (default
+    float64) (``_segments``; a scalarized one read from its view, ``_Views.scalars``)."""
     c = _new_gen(settings)
     c.ptr_format = "_q{}"
     views = _Views(c)
@@ -1071,9 +1160,13 @@ def _make_unit(settings, jaxpr, in_vals, refs=None, segs=()):
         refs = [None] * len(in_vals)
     params, vals, argtys = [], [], []
     seg_names = [c.name("p") for _ in segs]
+    small = {}      # segment -> [(position in vals, offset, value)]: scalarized views
     for v, ref in zip(in_vals, refs):
         if type(v) is ZV:
             vals.append(v)
+        elif type(v) is SV and ref is not None:
+            small.setdefault(ref[0], []).append((len(vals), ref[1], v))
+            vals.append(None)
         elif type(v) is SV:
             els = [c.name("p") for _ in v.elems]
             params.extend(els)
@@ -1085,8 +1178,13 @@ def _make_unit(settings, jaxpr, in_vals, refs=None, segs=()):
             params.append(c.name("p"))
             argtys.append(nbt.Array(_nbtype(v.dtype), len(v.shape), "C"))
             vals.append(AV(v.shape, v.dtype, params[-1]))
+    for k, items in small.items():
+        for (pos, _, _), sv in zip(items, views.scalars(seg_names[k], [(off, v.shape, v.dtype)
+                                                                      for _, off, v in items])):
+            vals[pos] = sv
     params.extend(seg_names)
-    argtys.extend([_PACKED] * len(seg_names))
+    argtys.extend([_PACKED if seg_types is None or seg_types[k] is None else
+                   nbt.Array(_nbtype(np.dtype(seg_types[k])), 1, "C") for k in range(len(seg_names))])
     outs = [c.settle(o) for o in c.lower_jaxpr(jaxpr, vals)]
     ret = c.result_items(outs)
     c.emit(f"return {irblock._nest(ret)}")

@@ -223,10 +223,12 @@ def gather(points):
     return fn
 
 
-def read_elements(g, arr, points):
+def read_elements(g, arr, points, names=None):
     """Names (emitted by ``g``, a ``codegen`` generator) holding the elements ``arr[p]``
-    of the array named ``arr`` at the static indices ``points``, read by one call."""
-    names = [g.name("s") for _ in points]
+    of the array named ``arr`` at the static indices ``points``, read by one call
+    (``names``: the names to read them into, by default new ones)."""
+    if names is None:
+        names = [g.name("s") for _ in points]
     if len(points) == 1:
         g.emit(f"{names[0]} = {arr}[{', '.join(map(str, points[0]))}]")
         return names
@@ -367,3 +369,4 @@ def _make_view(shape):
         return signature(nbt.Array(buf.dtype, len(shape), "C"), buf, off), codegen
     typer.__name__ = "view_" + "_".join(map(str, shape))
     return intrinsic(typer)
+
