@@ -51,3 +51,24 @@ def test_softmax_of_a_slice_holding_inf_is_all_nan_as_jax(name: str) -> None:
             rtol=1e-12, atol=1e-16, err_msg=f"grad {name} {kw}")
     # SciPy's softmax (all axes by default) shares the rule
     np.testing.assert_array_equal(getattr(tsp, name)(_X[0]), np.full(3, np.nan))
+
+
+def test_correlate_conjugates_a_complex_v_under_jit() -> None:
+    """``correlate(a, v)`` is ``sum a[n + k] * conj(v[n])`` (NumPy's and JAX's); eagerly ours
+    was NumPy's, but traced (jit, vmap, grad) it correlated with ``v`` unconjugated: the
+    imaginary parts had the wrong sign under jit, silently."""
+    import jax.numpy as jnp
+    import tangentia.numpy as tnp
+    a = np.array([0.5, -1., 2., 0.25, 3.])
+    v = np.array([1., 2j, 3. - 1j])
+    for mode in ("full", "same", "valid"):
+        for x, y in ((a, v), (v, a), (v, v[::-1] * 1j + 1.), (a[:2], v)):
+            want = np.asarray(jnp.correlate(x, y, mode))
+            np.testing.assert_allclose(want, np.correlate(x, y, mode), rtol=1e-15)
+            np.testing.assert_allclose(tnp.correlate(x, y, mode), want, rtol=1e-15, atol=1e-15)
+            np.testing.assert_allclose(
+                tg.jit(lambda p, q, mode=mode: tnp.correlate(p, q, mode), backend="numpy")(x, y),
+                want, rtol=1e-14, atol=1e-15, err_msg=f"jit {mode} {x} {y}")
+    got = tg.vmap(lambda q: tnp.correlate(a, q, "full"))(np.stack([v, 1j * v]))
+    np.testing.assert_allclose(got, [np.correlate(a, v, "full"), np.correlate(a, 1j * v, "full")],
+                               rtol=1e-14)

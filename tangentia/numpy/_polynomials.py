@@ -142,6 +142,8 @@ def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid", *, precision: Any
         return _np.asarray(_np.correlate(a, v, mode))
     n, m = shape(a)[0], shape(v)[0]
     start = (builtins.min(n, m) - 1) // 2 if m <= n else n // 2
+    if _aval(v).dtype.kind == "c":   # NumPy's (and JAX's) sum of a[n + k] * conj(v[n])
+        v = _E.conj(v)
     return _conv_mode(_full_convolution(a, flip(v)), n, m, mode, start)
 
 
