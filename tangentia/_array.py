@@ -287,6 +287,9 @@ def to_user(out):
     included) viewed as ``ArrayImpl``; every other value is unchanged."""
     if type(out) is _ndarray:
         return out.view(ArrayImpl)
+    t = type(out)
+    if (t is tuple or t is list) and out and all([type(o) is _ndarray for o in out]):
+        return t([o.view(ArrayImpl) for o in out])     # (jit's tuple of results: no flattening)
     if isinstance(out, (core.Tracer, np.ndarray, np.generic, int, float, complex, str)) or out is None:
         return out
     if isinstance(out, (tuple, list)) and all(isinstance(o, core.Tracer) for o in out):
