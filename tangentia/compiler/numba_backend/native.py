@@ -612,20 +612,26 @@ def _load_module(source, glb, prefix="tangentia_numba_"):
 
 
 class _Progress:
-    """Prints a line on stderr if a compilation takes longer than ~2 s."""
+    """Prints a line on stderr if a compilation takes longer than ~2 s (of waiting: wall
+    time), and one when it ends.  The estimate is of CPU seconds (``compile_estimate``: one
+    core, empty caches), so the lines state the compile's CPU time beside it (of this thread,
+    which compiles) and its wall time apart: on a loaded machine the wall time is a multiple
+    of the CPU time, and the estimate is compared with what it estimates."""
+
+    AFTER = 2.0     # seconds of wall time before the first line
 
     def __init__(self, what, estimate=None):
         self.what = what
-        self.estimate = estimate   # seconds, or None
+        self.estimate = estimate   # CPU seconds, or None
         self.timer = None
 
     def __enter__(self):
         # (a tiered program's background compile keeps no one waiting: no line for it)
         if os.environ.get("TANGENTIA_COMPILE_PROGRESS", "1") != "0" and \
                 threading.current_thread().name != COMPILE_THREAD:
-            self.t0 = time.perf_counter()
-            guess = "" if self.estimate is None else f" (estimated {self.estimate:.0f} s)"
-            self.timer = threading.Timer(2.0, lambda: print(
+            self.t0, self.cpu0 = time.perf_counter(), time.thread_time()
+            guess = "" if self.estimate is None else f" (estimated {self.estimate:.1f} s of CPU)"
+            self.timer = threading.Timer(self.AFTER, lambda: print(
                 f"tangentia: compiling {self.what} with numba{guess} ... "
                 f"(TANGENTIA_COMPILE_PROGRESS=0 silences this)", file=sys.stderr, flush=True))
             self.timer.daemon = True
@@ -636,8 +642,11 @@ class _Progress:
         if self.timer is not None:
             self.timer.cancel()
             dt = time.perf_counter() - self.t0
-            if dt > 2.0:
-                print(f"tangentia: compiled {self.what} in {dt:.1f} s", file=sys.stderr, flush=True)
+            if dt > self.AFTER:
+                cpu = time.thread_time() - self.cpu0
+                guess = "" if self.estimate is None else f", estimated {self.estimate:.1f} s"
+                print(f"tangentia: compiled {self.what} in {cpu:.1f} s of CPU{guess} "
+                      f"({dt:.1f} s of wall time)", file=sys.stderr, flush=True)
 
 
 def _arg_types(jaxpr, packed=(), units=()):
