@@ -669,7 +669,12 @@ class Lowered:
         return text
 
     def compiler_ir(self, dialect=None):
-        """The staged program (tangentia's IR), as a ``ClosedJaxpr``."""
+        """The staged program (tangentia's IR), as a ``ClosedJaxpr``; with
+        ``dialect="hlo"``, as HLO text (``.as_hlo_text()``: an ``hlo_text.HloComputation``,
+        JAX's ``XlaComputation``; tangentia has no XLA, so it prints this program)."""
+        if dialect == "hlo":
+            from .hlo_text import HloComputation
+            return HloComputation(self.jaxpr, self.consts, self.name)
         return core.ClosedJaxpr(self.jaxpr, [])
 
     @property
