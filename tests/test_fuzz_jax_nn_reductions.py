@@ -8,6 +8,8 @@ integer, ``histogram``'s counts are int64) are left alone.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -72,3 +74,41 @@ def test_correlate_conjugates_a_complex_v_under_jit() -> None:
     got = tg.vmap(lambda q: tnp.correlate(a, q, "full"))(np.stack([v, 1j * v]))
     np.testing.assert_allclose(got, [np.correlate(a, v, "full"), np.correlate(a, 1j * v, "full")],
                                rtol=1e-14)
+
+
+_NA = np.array([[1., np.nan, 3., 4.], [np.nan, np.nan, 2., -1.], [5., 6., np.nan, 0.]])
+_NI = np.array([[1, 7, 3, 4], [-2, 5, 2, -1], [5, 6, 8, 0]])
+_NM = np.array([[1, 1, 0, 1], [1, 0, 0, 1], [0, 0, 0, 0]], bool)
+
+
+def _nan_fns(module: object) -> dict[str, object]:
+    return {k: getattr(module, k) for k in dir(module) if k.startswith("nan")}
+
+
+@pytest.mark.parametrize("expr", [
+    "nanmean(x, where=m, axis=1)", "nanmean(x, where=m)", "nanvar(x, where=m, axis=1)",
+    "nanstd(x, where=m, axis=1, ddof=1)", "nanvar(x, where=m[0], axis=1, keepdims=True)",
+    "nanprod(x, where=m, axis=1)", "nanmax(x, where=m, axis=1, initial=-9.)",
+    "nanmin(x, where=m, axis=0, initial=9.)", "nanmean(i, where=m, axis=0)",
+    "nanmax(i, where=m, axis=1, initial=-3)", "nanvar(i, where=m, axis=1)"])
+def test_nan_reductions_take_where_as_jax(expr: str) -> None:
+    """JAX's nanmean/nanvar/nanstd/nanprod/nanmax/nanmin take ``where=`` (the NaN entries and
+    those outside ``where`` are both left out); ours raised TypeError (an unexpected keyword).
+    Values against JAX eagerly, under jit, and the gradient at a NaN-free point."""
+    import jax.numpy as jnp
+    import tangentia.numpy as tnp
+
+    def run(fns: dict[str, object], v: Any) -> Any:
+        return eval(expr, {}, {"x": v, "i": _NI, "m": _NM, **fns})
+    want = np.asarray(run(_nan_fns(jnp), _NA))
+    got = run(_nan_fns(tnp), _NA)
+    assert isinstance(got, np.ndarray)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)
+    np.testing.assert_allclose(tg.jit(lambda v: run(_nan_fns(tnp), v), backend="numpy")(_NA),
+                               want, rtol=1e-14, atol=0)
+    if "(x" in expr:
+        y = np.nan_to_num(_NA, nan=0.5)
+        theirs = jax.grad(lambda v: jnp.sum(jnp.nan_to_num(run(_nan_fns(jnp), v))))(y)
+        mine = tg.grad(lambda v: tnp.sum(tnp.nan_to_num(run(_nan_fns(tnp), v))))(y)
+        np.testing.assert_allclose(mine, np.asarray(theirs), rtol=1e-12, atol=1e-15)

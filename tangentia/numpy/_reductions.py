@@ -348,8 +348,15 @@ def _nan_to(a, value):
     return where(isnan(a), value, a) if _dtypes.is_inexact(_aval(a).dtype) else a
 
 
-def _nan_count(a, axis, keepdims):
-    return sum(astype(logical_not(isnan(a)), int64), axis, keepdims=keepdims)
+_choose = where   # (the functions below take a ``where=`` argument)
+
+
+def _nan_count(a, axis, keepdims, mask=None):
+    """The number of entries that are not NaN (and inside ``mask``) along ``axis``."""
+    keep = logical_not(isnan(a))
+    if mask is not None:
+        keep = logical_and(keep, mask)
+    return sum(astype(keep, int64), axis, keepdims=keepdims)
 
 
 def nansum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdims: bool = False,
@@ -359,50 +366,53 @@ def nansum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keep
 
 
 def nanprod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdims: bool = False,
-            initial: ArrayLike | None = None) -> Array:
-    """Product along ``axis`` treating NaNs as one."""
-    return prod(_nan_to(_in(a, "nanprod"), 1), axis, dtype, keepdims, initial)
+            initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
+    """Product along ``axis`` treating NaNs as one, over ``where`` only."""
+    return prod(_nan_to(_in(a, "nanprod"), 1), axis, dtype, keepdims, initial, where)
 
 
-def nanmean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdims: bool = False
-            ) -> Array:
-    """Mean along ``axis`` ignoring NaNs."""
+def nanmean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdims: bool = False,
+            *, where: ArrayLike | None = None) -> Array:
+    """Mean along ``axis`` ignoring NaNs, over ``where`` only (JAX's ``where=``)."""
     a = _in(a, "nanmean")
     if not _dtypes.is_inexact(_aval(a).dtype):
-        return mean(a, axis, dtype, keepdims)
-    s = sum(_nan_to(a, 0), axis, dtype, keepdims)
-    return _E.div(s, astype(_nan_count(a, axis, keepdims), _aval(s).dtype))
+        return mean(a, axis, dtype, keepdims, where=where)
+    s = sum(_nan_to(a, 0), axis, dtype, keepdims, where=where)
+    return _E.div(s, astype(_nan_count(a, axis, keepdims, where), _aval(s).dtype))
 
 
 def nanvar(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof: int = 0,
-           keepdims: bool = False) -> Array:
-    """Variance along ``axis`` ignoring NaNs."""
+           keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
+    """Variance along ``axis`` ignoring NaNs, over ``where`` only (JAX's ``where=``)."""
     a = _in(a, "nanvar")
     if not _dtypes.is_inexact(_aval(a).dtype):
-        return var(a, axis, dtype, ddof, keepdims)
-    m = nanmean(a, axis, dtype, keepdims=True)
-    d = where(isnan(a), 0, _E.sub(a, m))  # NaN entries only (inf - inf stays NaN)
-    s = sum(_abs2(d), axis, dtype, keepdims)
-    return _over_dof(s, _E.sub(astype(_nan_count(a, axis, keepdims), _aval(s).dtype), ddof))
+        return var(a, axis, dtype, ddof, keepdims, where=where)
+    m = nanmean(a, axis, dtype, keepdims=True, where=where)
+    d = _choose(isnan(a), 0, _E.sub(a, m))  # NaN entries only (inf - inf stays NaN)
+    s = sum(_abs2(d), axis, dtype, keepdims, where=where)
+    n = _nan_count(a, axis, keepdims, where)
+    return _over_dof(s, _E.sub(astype(n, _aval(s).dtype), ddof))
 
 
 def nanstd(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof: int = 0,
-           keepdims: bool = False) -> Array:
-    """Standard deviation along ``axis`` ignoring NaNs."""
-    return sqrt(nanvar(a, axis, dtype, ddof, keepdims))
+           keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
+    """Standard deviation along ``axis`` ignoring NaNs, over ``where`` only."""
+    return sqrt(nanvar(a, axis, dtype, ddof, keepdims, where=where))
 
 
 def _nan_extremum(fname, reduce, fill) -> Callable[..., Array]:
     def f(a: ArrayLike, axis: Axis = None, keepdims: bool = False,
-          initial: ArrayLike | None = None) -> Array:
+          initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
         a = _in(a, fname)
         if not _dtypes.is_inexact(_aval(a).dtype):
-            return reduce(a, axis, keepdims, initial)
+            return reduce(a, axis, keepdims, initial, where)
         nans = isnan(a)
-        out = reduce(where(nans, fill, a), axis, keepdims, initial)
-        return where(all(nans, axis, keepdims), nan, out) if initial is None else out
+        out = reduce(_choose(nans, fill, a), axis, keepdims, initial, where)
+        # (with where=, initial is required: reduce raised JAX's error)
+        return _choose(all(nans, axis, keepdims), nan, out) if initial is None else out
     f.__name__ = f.__qualname__ = fname
-    f.__doc__ = f"``{reduce.__name__}`` ignoring NaNs (NaN for an all-NaN slice)."
+    f.__doc__ = (f"``{reduce.__name__}`` ignoring NaNs (NaN for an all-NaN slice), over "
+                 "``where`` only (with ``initial``).")
     return f
 
 
