@@ -35,14 +35,6 @@ import gc  # noqa: E402
 
 import pytest  # noqa: E402
 
-import _bytecode  # noqa: E402
-
-# Python's bytecode: where PYTHONDONTWRITEBYTECODE is set, one directory for the run's
-# processes (made by its first process, removed as it ends), so that each source file, tangentia's
-# and the test modules pytest rewrites, is compiled once per run rather than once per process
-# (tests/_bytecode.py).  Done at this module's import, before tangentia and the test modules are.
-_bytecode_made = _bytecode.choose(first_process="PYTEST_XDIST_WORKER" not in os.environ)
-
 
 def _malloc_trim():
     """``malloc_trim(0)`` where the C library is glibc, else nothing: returns freed heap
@@ -244,4 +236,3 @@ def pytest_unconfigure(config):
         jax.config.update("jax_persistent_cache_min_compile_time_secs", float("inf"))
     import _jax_cache as cache
     cache.finish(*_jax_cache_choice)
-    _bytecode.finish(_bytecode_made)
