@@ -112,3 +112,20 @@ def test_nan_reductions_take_where_as_jax(expr: str) -> None:
         theirs = jax.grad(lambda v: jnp.sum(jnp.nan_to_num(run(_nan_fns(jnp), v))))(y)
         mine = tg.grad(lambda v: tnp.sum(tnp.nan_to_num(run(_nan_fns(tnp), v))))(y)
         np.testing.assert_allclose(mine, np.asarray(theirs), rtol=1e-12, atol=1e-15)
+
+
+def test_pad_empty_mode_pads_zeros_as_jax() -> None:
+    """``pad(mode='empty')`` pads with zeros as JAX's and our traced path; eagerly ours was
+    NumPy's, whose padding is uninitialized memory (it held the values of an array freed
+    just before)."""
+    import jax.numpy as jnp
+    import tangentia.numpy as tnp
+    a = np.arange(1., 13.).reshape(3, 4)
+    for widths in (((1, 2), (3, 0)), 2, ((0, 3), (4, 4))):
+        want = np.asarray(jnp.pad(a, widths, mode="empty"))
+        np.testing.assert_array_equal(want, np.pad(a, widths, mode="constant"))
+        junk = np.full(want.shape, 7.0)   # memory NumPy's allocator hands out again
+        del junk
+        np.testing.assert_array_equal(tnp.pad(a, widths, mode="empty"), want)
+        np.testing.assert_array_equal(
+            tg.jit(lambda x, w=widths: tnp.pad(x, w, mode="empty"), backend="numpy")(a), want)

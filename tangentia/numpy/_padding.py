@@ -167,7 +167,9 @@ def pad(array: ArrayLike, pad_width: Any, mode: str | Callable[..., Any] = "cons
             raise ValueError(f"pad: can't extend empty axis {ax} of argument 'array' using mode "
                              f"{mode!r} (only 'constant' and 'empty' can)")
     if _eager(a, *kwargs.values()):
-        return _np.pad(a, widths, mode, **kwargs)
+        # 'empty' pads with zeros, as JAX's and our traced path (NumPy's leaves memory
+        # uninitialized: eagerly ours returned whatever was there)
+        return _np.pad(a, widths, "constant" if mode == "empty" else mode, **kwargs)
     if mode in ("constant", "empty"):
         values = _pairs(kwargs.get("constant_values", 0), nd, "constant_values")
     elif mode == "linear_ramp":
