@@ -309,7 +309,7 @@ def test_a_product_fused_with_its_update_takes_the_kernel_within_fused_gain(cal,
     rng = np.random.default_rng(2)
     x, g, w = rng.normal(size=(128, 784)), rng.normal(size=(128, 512)), rng.normal(size=(784, 512))
     src = NUMBA.source(program(lambda x, g, w: [w - 0.1 * (x.T @ g), x.T @ (g * 2.0)], x, g, w)[0])
-    assert f", {gemm.EPILOGUE_SUB})" in src and "np.dot(" in src, src   # the fused one; BLAS
+    assert f", np.int64({gemm.EPILOGUE_SUB}))" in src and "np.dot(" in src, src   # the fused one; BLAS
 
 
 def test_decision_from_the_measured_times():

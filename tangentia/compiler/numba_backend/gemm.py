@@ -603,7 +603,9 @@ EPILOGUE_NONE, EPILOGUE_ADD, EPILOGUE_SUB = 0, 1, 2
 @njit(**_OPTS)
 def _gemm(a, ta, b, tb, c):
     """``c[:] = op(a) @ op(b)``, ``op(x) = x.T if tx else x`` (see the module docstring)."""
-    _gemm_into(a, ta, b, tb, c, c, c.dtype.type(0), EPILOGUE_NONE)
+    # (the mode typed int64, not a literal: the specialization the programs' fused updates
+    # call, ``rules._dot_blas``, compiled once)
+    _gemm_into(a, ta, b, tb, c, c, c.dtype.type(0), np.int64(EPILOGUE_NONE))
 
 
 @njit(**_OPTS)

@@ -888,8 +888,9 @@ def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k, own_gemm, epilogue=
                 v = g.array(LV(tuple(v.shape[d] for d in natural), dt, element))
         r = g.name("a")
         g.emit(f"{r} = {v.name}.reshape({_shape_str(shape3)})")
-        if own_gemm:
-            return lambda b: f"{r}[{b}], {transposed}"
+        if own_gemm:    # (the flag typed bool, not a literal: one ``_gemm`` per dtype, not
+            # one per pair of flags, each ~2.5 s of CPU to compile in a fresh cache)
+            return lambda b: f"{r}[{b}], np.bool_({transposed})"
         return lambda b: f"{r}[{b}]{'.T' if transposed else ''}"
     xb = operand(x, lb, lf, lc)
     yb = operand(y, rb, rc, rf)
@@ -900,7 +901,7 @@ def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k, own_gemm, epilogue=
         g.notes.append(f"# {fn}: {gemm.__name__}._gemm_into")
         code = gemm.EPILOGUE_ADD if mode == "add" else gemm.EPILOGUE_SUB
         g.emit(f"{r} = _empty(({m}, {n}), {_dt(dt)})")
-        g.emit(f"{fn}({xb(0)}, {yb(0)}, {r}, {d.name}.reshape(({m}, {n})), {sc}, {code})")
+        g.emit(f"{fn}({xb(0)}, {yb(0)}, {r}, {d.name}.reshape(({m}, {n})), {sc}, np.int64({code}))")
         o = g.name("a")
         g.emit(f"{o} = {r}.reshape({_shape_str(out.shape)})")
         return AV(out.shape, dt, o)
