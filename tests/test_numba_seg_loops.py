@@ -99,6 +99,12 @@ def test_layers_as_loops_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
     _check(_mlp(17), monkeypatch, min_loops=2)
 
 
+def test_unpacked_matrices_in_a_tuple(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Matrices too large to be packed (33x33) are separate arguments: the loop reads
+    copy c's from a tuple of them."""
+    _check(_mlp(5, width=33), monkeypatch, min_loops=2)
+
+
 def test_runs_interrupted_by_other_layers(monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs of 1, 2 and 3 consecutive copies between layers of another kind (the
     backward run's last copy reads the other layer's value, not a stack's row)."""

@@ -609,7 +609,8 @@ class _Run:
     """A run of ``k`` consecutive copies (``subs``, ``args``: each copy's program and
     arguments) emitted as one loop: ``ins`` per input, how it is read (``("same",)``,
     ``("lit", first, step)``, ``("carry", q)``, ``("stack", run, q, first, step)``,
-    ``("packed", buffer, first offset, stride)``); ``stacked``: the outputs written into
+    ``("packed", buffer, first offset, stride)``, ``("tuple",)``: arrays of the program,
+    one per copy, in a tuple indexed by the copy); ``stacked``: the outputs written into
     stacks; ``names``: their stacks' names once emitted."""
 
     __slots__ = ("start", "k", "d", "key", "subs", "args", "ins", "stacked", "names",
@@ -1150,6 +1151,11 @@ class _Gen:
                 if aff is not None:
                     run.ins.append(("packed", offs[0][0]) + aff)
                     continue
+            if all(type(v) is Var and type(env.get(v)) is AV and env[v].name.isidentifier()
+                   for v in vals):
+                # (arrays the program takes, one per copy, not packed: a tuple of them)
+                run.ins.append(("tuple",))
+                continue
             return False
         lo, hi = s, s + k * d
         for c in range(k):
@@ -1232,6 +1238,9 @@ class _Gen:
         for p, kind in enumerate(run.ins):
             if kind[0] == "same":
                 fixed[p] = self.read(env, run.args[0][p])
+            elif kind[0] == "tuple":
+                t = fixed[p] = self.name("t")
+                self.emit(f"{t} = ({''.join(env[a[p]].name + ', ' for a in run.args)})")
             elif kind[0] == "carry":
                 v = self.settle(self.read(env, run.args[0][p]))
                 if type(v) is AV:
@@ -1256,6 +1265,10 @@ class _Gen:
                 vals.append(carries[p])
             elif kind[0] == "lit":
                 vals.append(SV(a.shape, a.dtype, [f"({kind[1]} + ({kind[2]}) * {c})"]))
+            elif kind[0] == "tuple":
+                name = self.name("a")
+                self.emit(f"{name} = {fixed[p]}[{c}]")
+                vals.append(AV(a.shape, a.dtype, name))
             elif kind[0] == "stack":
                 src, q = kind[1], kind[2]
                 vals.append(self._read_at(src.names[q], f"({kind[3]} + ({kind[4]}) * {c})", a, True))
