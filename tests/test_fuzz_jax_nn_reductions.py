@@ -129,3 +129,37 @@ def test_pad_empty_mode_pads_zeros_as_jax() -> None:
         np.testing.assert_array_equal(tnp.pad(a, widths, mode="empty"), want)
         np.testing.assert_array_equal(
             tg.jit(lambda x, w=widths: tnp.pad(x, w, mode="empty"), backend="numpy")(a), want)
+
+
+def test_einsum_takes_the_interleaved_sublist_form_as_jax() -> None:
+    """``einsum(op0, sublist0, op1, sublist1, ..., [out])`` (NumPy's and JAX's; ints in [0, 52)
+    and Ellipsis as labels); ours raised "only the string form of subscripts is supported".
+    Values against JAX and NumPy, eagerly, under jit and the gradient."""
+    import jax.numpy as jnp
+    import tangentia.numpy as tnp
+    rng = np.random.default_rng(19)
+    t, y, x = rng.normal(size=(3, 4)), rng.normal(size=(2, 3, 4)), rng.normal(size=(3, 3))
+    cases: list[tuple[Any, ...]] = [
+        (t, [0, 1], t, [0, 1], [1]), (t, [0, 1], t, [0, 1]), (x, [0, 0]), (x, [0, 0], [0]),
+        (y, [Ellipsis, 1, 2], t, [1, 2], [Ellipsis]), (t, [26, 51], t.T, [51, 3], [26, 3]),
+        (y, [0, Ellipsis]), (t, [0, 1], [])]
+    for args in cases:
+        want = np.asarray(jnp.einsum(*args))
+        np.testing.assert_allclose(want, np.einsum(*args), rtol=1e-13)
+        got = tnp.einsum(*args)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-14)
+        first = args[0]
+
+        def f(v: Any, args: tuple[Any, ...] = args) -> Any:
+            return tnp.einsum(v, *args[1:])
+        np.testing.assert_allclose(tg.jit(f, backend="numpy")(first), want, rtol=1e-13,
+                                   atol=1e-14)
+        np.testing.assert_allclose(
+            tg.grad(lambda v: tnp.sum(f(v)))(first),
+            np.asarray(jax.grad(lambda v: jnp.sum(jnp.einsum(v, *args[1:])))(first)),
+            rtol=1e-13, atol=1e-14)
+    with pytest.raises(TypeError, match="^einsum: each subscript must be either an integer"):
+        tnp.einsum(t, [0, 1.5])
+    with pytest.raises(ValueError, match="^einsum: subscript is not within the valid range"):
+        tnp.einsum(t, [0, 52])

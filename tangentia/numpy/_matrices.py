@@ -162,12 +162,47 @@ def einsum(subscripts, *operands, optimize: str | bool | list[tuple[int, ...]] |
         raise NotImplementedError(f"einsum: _dot_general={_dot_general!r} is not supported; "
                                   "only lax.dot_general (flax passes it by default)")
     if not isinstance(subscripts, str):
-        raise TypeError("einsum: only the string form of subscripts is supported")
+        subscripts, operands = _einsum_sublists((subscripts,) + operands)
     if preferred_element_type is not None:
         return _in_preferred(lambda *ops: einsum(subscripts, *ops), preferred_element_type,
                              *operands)
     subs = _normalize_einsum(subscripts.replace(" ", ""), [ndim(o) for o in operands])
     return _C.einsum_explicit(subs, *operands)
+
+
+_EINSUM_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def _einsum_sublists(args):
+    """NumPy's (and JAX's) interleaved form ``einsum(op0, sublist0, op1, sublist1, ...,
+    [sublist_out])`` as a subscripts string and the operands: axis labels are ints in
+    [0, 52) (0-25 are 'A'-'Z', 26-51 'a'-'z', as NumPy's) or Ellipsis."""
+    args = list(args)
+    out = args.pop() if len(args) % 2 else None
+    ops, subs = args[0::2], args[1::2]
+
+    def letters(sub, what):
+        if not isinstance(sub, (list, tuple)):
+            raise TypeError(f"einsum: the subscripts must be a string or, in the interleaved "
+                            f"form einsum(op0, sublist0, op1, sublist1, ...), lists of ints; "
+                            f"got {type(sub).__name__} for {what}")
+        text = ""
+        for k in sub:
+            if k is Ellipsis:
+                text += "..."
+            elif not isinstance(k, (int, _np.integer)) or isinstance(k, (bool, _np.bool_)):
+                raise TypeError(f"einsum: each subscript must be either an integer or an "
+                                f"ellipsis (NumPy's), got {k!r} in {what}")
+            elif not 0 <= k < len(_EINSUM_LETTERS):
+                raise ValueError(f"einsum: subscript is not within the valid range [0, 52) "
+                                 f"(NumPy's), got {k} in {what}")
+            else:
+                text += _EINSUM_LETTERS[int(k)]
+        return text
+    spec = ",".join(letters(s, f"sublist {i}") for i, s in enumerate(subs))
+    if out is not None:
+        spec += "->" + letters(out, "the output sublist")
+    return spec, tuple(ops)
 
 
 def _normalize_einsum(subscripts, ranks):
