@@ -30,7 +30,8 @@ an empty cache (untiered, tangentia only: what numba's compile units save):
 (``--families``, ``SIZE_FAMILIES``): ``chain``, ``jit(grad(f))`` of a chain of n
 elementwise operations on ``f64[8]``; ``scan``, ``jit(grad)`` of a scan whose body has
 n dense 8x8 layers; programs users write, not our benchmarks' (session 17): ``mlp``
-(a residual MLP as a Python loop of n layers), ``hessian`` (n stages on f64[6]),
+(a residual MLP as a Python loop of n 16x16 layers; ``mlpwide``: 64x64), ``hessian``
+(n stages on f64[6]),
 ``vmapwhile`` (vmap of n while_loop + cond stages), ``fori`` (a fori_loop of n dynamic
 slices and updates), ``physics`` (n steps of a spring chain: gather, ``.at[].set``),
 ``special`` (n scalar elementwise operations).  Equations are counted with
@@ -423,6 +424,22 @@ SIZE_FAMILIES = {
         args = (params,)
         args2 = ([(W * 0.5, b, a) for W, b, a in params],)
     """,
+    # the same MLP of 64x64 layers: its matrices (4,096 elements) are not packed in one
+    # buffer (``irblock.ARRAY_MAX``), each is an argument of its own
+    "mlpwide": """
+        rng = np.random.default_rng(0)
+        params = [(rng.standard_normal((64, 64)) / 8.0, rng.standard_normal(64) * 0.1,
+                   np.float64(0.5 + 0.01 * i)) for i in range({n})]
+        X = rng.standard_normal((8, 64))
+        def loss(p):
+            h = X
+            for W, b, a in p:
+                h = h + a * jnp.tanh(h @ W + b)
+            return jnp.mean(h ** 2)
+        fn = jax.grad(loss)
+        args = (params,)
+        args2 = ([(W * 0.5, b, a) for W, b, a in params],)
+    """,
     # jit(hessian) of a function of f64[6] with n stages (many small batched values)
     "hessian": """
         def f(x):
@@ -506,6 +523,7 @@ SIZE_FAMILIES = {
 SIZE_LABELS = {"chain": "jit(grad) of an elementwise chain on f64[8]",
                "scan": "jit(grad) of a 20-step scan of n dense 8x8 layers",
                "mlp": "jit(grad) of an n-layer residual MLP (Python loop)",
+               "mlpwide": "jit(grad) of an n-layer residual MLP of 64x64 layers",
                "hessian": "jit(hessian) of n stages on f64[6]",
                "vmapwhile": "jit(vmap) of n while_loop + cond stages",
                "fori": "jit(grad) of a fori_loop of n dynamic slices/updates",
