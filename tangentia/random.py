@@ -278,8 +278,18 @@ def fold_in(key: ArrayLike, data: ArrayLike) -> Array:
     if _is_typed(key):
         return _keys.random_wrap(fold_in(_check_key("fold_in", key), data))
     key = _check_key("fold_in", key)
+    # as JAX's (``jnp.uint32(data)``): a Python float is truncated by ``int``, and a Python
+    # int must fit in uint32; arrays and NumPy scalars are converted (truncated, wrapped)
+    if type(data) is float:
+        data = int(data)
+    if type(data) is int and not 0 <= data < 2 ** 32:
+        raise OverflowError(f"Python integer {data} out of bounds for uint32 (fold_in: "
+                            "argument 'data')")
     a = _aval(data)
-    if a.shape != () or a.dtype.kind not in "iub":
+    if a.shape != ():
+        raise TypeError(f"fold_in accepts a scalar, but was given an array of shape {a.shape} "
+                        "!= (). Use jax.vmap for batching. (fold_in: argument 'data')")
+    if a.dtype.kind not in "iubf":
         raise TypeError(f"fold_in: argument 'data' must be a scalar integer, got {a.str_short()}")
     d = tnp.astype(data, _U32)
     y1, y2 = _prng.threefry2x32(key[0], key[1], tnp.zeros((), _U32), d, rotl=_rotl_traced)

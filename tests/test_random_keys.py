@@ -404,3 +404,27 @@ def test_text_of_eager_keys_is_jaxs(shape):
     for text in (str, repr, "{}".format):
         assert text(ours) == text(theirs)
     assert str(tnp.ones(2)) == "[1. 1.]" and repr(tnp.ones(2)) == "Array([1., 1.])"
+
+
+def test_fold_in_data_as_jax():
+    """``fold_in``'s data as JAX's ``jnp.uint32(data)``: a Python int must fit in uint32
+    (JAX's OverflowError), a Python float is truncated first, NumPy values and traced
+    floats are converted; an array of data asks for vmap (JAX's TypeError)."""
+    for key, jkey in ((tr.key(3), jax.random.key(3)), (tr.PRNGKey(3), jax.random.PRNGKey(3))):
+        for d in (0, 2 ** 32 - 1, 3.5, np.float32(3.5), np.array(3.7), True, np.int64(-1),
+                  np.uint32(7)):
+            np.testing.assert_array_equal(data(tr.fold_in(key, d)) if key.ndim == 0 else
+                                          tr.fold_in(key, d),
+                                          jdata(jax.random.fold_in(jkey, d)) if key.ndim == 0
+                                          else jax.random.fold_in(jkey, d))
+        for d in (-1, 2 ** 32, -2.5):
+            for fold in (tr.fold_in, jax.random.fold_in):
+                with pytest.raises(OverflowError, match=f"Python integer {int(d)} out of bounds "
+                                                        "for uint32"):
+                    fold(key if fold is tr.fold_in else jkey, d)
+        with pytest.raises(TypeError, match=r"fold_in accepts a scalar, but was given an array "
+                                            r"of shape \(2,\) != \(\)\. Use jax.vmap"):
+            tr.fold_in(key, np.array([1, 2]))
+    got = tg.jit(lambda x: tr.key_data(tr.fold_in(tr.key(3), x)))(2.5)
+    np.testing.assert_array_equal(got, jax.jit(lambda x: jax.random.key_data(
+        jax.random.fold_in(jax.random.key(3), x)))(2.5))
