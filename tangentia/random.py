@@ -453,12 +453,15 @@ def multivariate_normal(key: ArrayLike, mean: ArrayLike, cov: ArrayLike, shape: 
     shape = _shape("multivariate_normal", shape)
     if method not in ("cholesky", "eigh", "svd"):
         raise ValueError(f"multivariate_normal: method must be 'cholesky', 'eigh' or 'svd', got {method!r}")
+    # as JAX's: mean and cov promoted to a common inexact dtype, the draws in ``dtype``
+    # (mean's by default), the result promoted from both (float32 draws with float64
+    # mean and cov give float64, as in JAX)
     mean, cov = tnp.asarray(mean), tnp.asarray(cov)
-    if dtype is None:
-        dtype = tnp.result_type(mean.dtype, cov.dtype, np.float32 if mean.dtype == np.float32 else float)
-    dtype = _float_dtype("multivariate_normal", dtype)
-    mean = tnp.astype(mean, dtype)
-    cov = tnp.astype(cov, dtype)
+    common = tnp.result_type(mean.dtype, cov.dtype)
+    if not _dtypes.issubdtype(common, np.inexact):
+        common = np.dtype(float)
+    mean, cov = tnp.astype(mean, common), tnp.astype(cov, common)
+    dtype = _float_dtype("multivariate_normal", mean.dtype if dtype is None else dtype)
     if mean.ndim < 1 or cov.ndim < 2 or cov.shape[-2:] != (mean.shape[-1],) * 2:
         raise ValueError(f"multivariate_normal: 'mean' must have shape (..., n) and 'cov' shape "
                          f"(..., n, n); got {tuple(mean.shape)} and {tuple(cov.shape)}")

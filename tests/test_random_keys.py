@@ -428,3 +428,20 @@ def test_fold_in_data_as_jax():
     got = tg.jit(lambda x: tr.key_data(tr.fold_in(tr.key(3), x)))(2.5)
     np.testing.assert_array_equal(got, jax.jit(lambda x: jax.random.key_data(
         jax.random.fold_in(jax.random.key(3), x)))(2.5))
+
+
+@pytest.mark.parametrize("mdt,cdt,dt", [(np.float64, np.float64, np.float32),
+                                        (np.float32, np.float32, None),
+                                        (np.float32, np.float64, None),
+                                        (np.float32, np.float32, np.float64),
+                                        (np.int64, np.int64, None)])
+def test_multivariate_normal_dtypes_as_jax(mdt, cdt, dt):
+    """JAX's dtypes: mean and cov promoted to a common inexact dtype, the draws in ``dtype``
+    (mean's by default), the result promoted from both (float32 draws with float64 mean
+    and cov are float64); the same numbers as JAX."""
+    mean = np.array([1, -2], mdt)
+    cov = np.array([[2, 1], [1, 3]], cdt)
+    got = tr.multivariate_normal(tr.key(1), mean, cov, (3,), dtype=dt)
+    want = jax.random.multivariate_normal(jax.random.key(1), mean, cov, (3,), dtype=dt)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5 if np.float32 in (mdt, cdt, dt) else 1e-12)
