@@ -61,6 +61,7 @@ def test_sph_harm_y_bound_is_where_scipy_turns_nan() -> None:
     assert np.isnan(sc.sph_harm_y(646, 0, 0.0, 0.0))
 
 
+@pytest.mark.filterwarnings("ignore:numba. no native lowering for sph_harm_y")
 def test_sph_harm_y_traced_degree_needs_n_max_as_jax() -> None:
     """A traced ``n`` with ``n_max=None`` raises JAX's ConcretizationTypeError (ours computed
     SciPy's values at any degree); a static ``n_max`` computes them, on both backends; a traced
