@@ -1,6 +1,6 @@
 """Small values a compile unit takes from a buffer (issue 23, the fori family): a program's
-small inputs of one dtype are copied into one buffer at its start (``packing.concat``;
-float64 ones arrive packed in ``_xp``), each is scalarized from its view of the buffer
+small inputs of one dtype arrive in one buffer per dtype (``_xb<k>``, concatenated by the
+runner: ``objcache.runner``'s ``buffers``, as the float64 ones in ``_xp``), each is scalarized from its view of the buffer
 (``native._Views.scalars``), and a unit it is passed to (a loop body, a repeated segment's
 copy) takes the view -- one segment of the buffer for many values -- not its elements.
 Checked for the numbers: numba against the NumPy backend, jit against eager, gradients
@@ -100,7 +100,8 @@ def test_index_constants_reach_the_units_as_one_buffer() -> None:
     f, _, _ = _fori(12, 6)
     source, _ = _against_numpy(tg.grad(f), [np.linspace(0.0, 1.0, 12)])
     main = source.split("# ---- unit")[0]
-    assert re.search(r"_xb0 = _cat\d+\(", main), main
+    assert re.search(r"^def program\([^)]*\b_xb0\b", main, re.M), main    # (an argument)
+    assert len(re.findall(r"^def program\(([^)]*)\)", main, re.M)[0].split(",")) < 6, main
     reads = re.findall(r"^\s+\((.*)\) = _g\d+\(_xb0\)$", main, re.M)
     assert len(reads) <= 1 and sum(r.count(",") for r in reads) <= 24, reads
     assert "_xb0, " in main                  # (segments of it passed to the units)
@@ -180,19 +181,46 @@ def test_a_value_passed_to_units_is_also_an_output() -> None:
     np.testing.assert_allclose(out[0], np.asarray(f(tnp.asarray(x), *cs)[0]), rtol=1e-13)
 
 
-def test_concat_copies_arrays_of_one_dtype() -> None:
-    import numba
+def test_the_runner_concatenates_buffers_and_binds_their_prefix() -> None:
+    """The runner concatenates each dtype's small inputs into its buffer (``buffers``),
+    also when ``bind`` takes some of them as constants: every split of the inputs into
+    bound constants and call arguments gives the NumPy backend's numbers, an argument of
+    another dtype is converted, and one of the wrong shape is refused."""
+    n = 5
+    ci = [np.array([k, k + 2, 7 - k]) for k in range(n)]
+    ci32 = [np.array([k + 1, 3, 6 - k], np.int32) for k in range(n)]
+    cb = [np.array([k % 2 == 0, True, False]) for k in range(n)]
 
-    from tangentia.compiler.numba_backend.packing import concat
-    cat = concat()
-
-    @numba.njit
-    def join(a: Any, b: Any, c: Any) -> Any:
-        return cat(a, b, c)
-    for dt in (np.int64, np.int32, np.bool_, np.float64, np.uint8):
-        a = np.arange(3).astype(dt)
-        b = np.array(7).astype(dt)                 # (a 0-d array: one element)
-        c = np.ones((2, 2)).astype(dt)
-        got = join(a, b, c)
-        assert got.dtype == np.dtype(dt)
-        np.testing.assert_array_equal(got, np.concatenate([a, b[None], c.ravel()]))
+    def f(x: Any, *cs: Any) -> Any:
+        y = x
+        for k in range(n):
+            i, j, b = cs[3 * k], cs[3 * k + 1], cs[3 * k + 2]
+            y = y.at[i % 8].add(tnp.where(b, tnp.cos(y[j % 8]), -0.5) * (k + 1))
+        return y, cs[1]
+    x = np.linspace(0.0, 1.0, 8)
+    cs = [c for k in range(n) for c in (ci[k], ci32[k], cb[k])]
+    jaxpr, full = program(f, x, *cs)
+    run = compile_numba(jaxpr)
+    assert sorted(np.dtype(dt).name for dt, _ in run.buffers) == ["bool", "int32", "int64"]
+    want = _outputs(get_backend("numpy").compile(jaxpr), full)
+    got = _outputs(run, full)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=1e-13)
+    for k in range(len(full) + 1):
+        bound = run.bind(full[:k])
+        for g, w in zip(_outputs(bound, full[k:]), want):
+            assert g.dtype == w.dtype
+            np.testing.assert_allclose(g, w, rtol=1e-13, err_msg=f"{k} bound")
+    # (an int32 array where int64 was compiled for: converted, as any argument)
+    other = [a.astype(np.int32) if a.dtype == np.int64 else a for a in full]
+    np.testing.assert_allclose(_outputs(run, other)[0], want[0], rtol=1e-13)
+    np.testing.assert_allclose(_outputs(run.bind(other[:4]), other[4:])[0], want[0], rtol=1e-13)
+    bad = list(full)
+    bad[2] = np.arange(4, dtype=np.int32)
+    with pytest.raises(TypeError, match="compiled program: an argument of shape"):
+        run(*bad)
+    with pytest.raises(TypeError, match="compiled program: an argument of shape"):
+        run.bind(bad[:1])(*bad[1:])
+    with pytest.raises(TypeError, match="compiled program: an argument of shape"):
+        run.bind(bad[:3])

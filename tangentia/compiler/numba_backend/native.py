@@ -29,7 +29,7 @@ from ...core import ProgramMemo, short_dtype_name
 from ...primitives import control_flow as CF
 from ..backend import COMPILE_THREAD, Backend, cache_root
 from .memo import COMPILED, Counts
-from . import alloc, codegen, elementwise_loop, helpers, irblock, objcache, packing, rowio, vecmath, vecmath_trig
+from . import alloc, codegen, elementwise_loop, helpers, irblock, objcache, rowio, vecmath, vecmath_trig
 from . import reroll
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
                       _typed, _weight, AV, SV, ZV)
@@ -347,8 +347,8 @@ def _packed_inputs(jaxpr, limit):
 
 def _buffered_inputs(jaxpr, limit, packed):
     """``{input index: element offset}``: the small inputs of ``jaxpr`` that are neither
-    packed (``_packed_inputs``) nor float0, copied at the program's start into one
-    buffer per dtype (``packing.concat``), at these offsets, for the dtypes with at least
+    packed (``_packed_inputs``) nor float0, concatenated by the runner into one buffer
+    per dtype (``_buffers``), at these offsets, for the dtypes with at least
     ``PACK_MIN_INPUTS`` such inputs."""
     by = {}
     for i, v in enumerate(jaxpr.invars):
@@ -363,6 +363,20 @@ def _buffered_inputs(jaxpr, limit, packed):
                 out[i] = off
                 off += _size(jaxpr.invars[i].aval.shape)
     return out
+
+
+def _buffers(jaxpr, limit):
+    """``((dtype, indices), ...)``: the inputs of ``_buffered_inputs``, per dtype (in the
+    order of their first input), which the runner concatenates into one array each
+    (``objcache.runner``'s ``buffers``), the program's arguments ``_xb0``, ``_xb1``, ...
+    after ``_xp``: a fori_loop's 160 integer index constants at 40 slices were 160
+    array arguments, 160 unboxings in numba's wrapper at each call and in its compile."""
+    if one_loop(jaxpr) is not None:
+        return ()
+    by = {}
+    for i in _buffered_inputs(jaxpr, limit, set(_packed_inputs(jaxpr, limit))):
+        by.setdefault(jaxpr.invars[i].aval.dtype, []).append(i)
+    return tuple((dt, tuple(ix)) for dt, ix in by.items())
 
 
 class _Views:
@@ -449,8 +463,9 @@ def _generate(jaxpr, settings=None):
     under ``settings`` (default: ``_settings()``; fallbacks: the primitives run in object
     mode for want of a native lowering; units: the compile units it calls, whose
     addresses it takes in its last argument).  Its arguments: the inputs that are not
-    packed (``_packed_inputs``) or float0, in order, then the packed ones' array
-    ``_xp``, then the units' addresses ``_up``."""
+    packed (``_packed_inputs``), buffered (``_buffers``) or float0, in order, then the
+    packed ones' array ``_xp``, then the buffered ones' ``_xb0``, ``_xb1``, ..., then the
+    units' addresses ``_up``."""
     g = _new_gen(_settings() if settings is None else settings)
     g.split = True      # (outputs may be rows of stacks: ``codegen.RV``, split by the runner)
     views = _Views(g)
@@ -459,7 +474,7 @@ def _generate(jaxpr, settings=None):
     params, in_vals, offset = [], [], 0
     reads = []      # (position in in_vals, offset, aval): small packed inputs, read by one call
     others = {} if loop is not None else _buffered_inputs(jaxpr, g.limit, packed)
-    held = {}       # dtype -> [(position in in_vals, offset, aval, parameter)]
+    held = {}       # dtype -> [(position in in_vals, offset, aval)]
     for i, v in enumerate(jaxpr.invars):
         a = v.aval
         _check_dtype(a.dtype)
@@ -475,27 +490,26 @@ def _generate(jaxpr, settings=None):
                 in_vals.append(views.add("_xp", offset, a.shape, a.dtype, "x"))
             offset += n
             continue
-        params.append(g.name("x"))
-        av = AV(a.shape, a.dtype, params[-1])
         if i in others:
-            held.setdefault(a.dtype, []).append((len(in_vals), others[i], a, params[-1]))
+            held.setdefault(a.dtype, []).append((len(in_vals), others[i], a))
             in_vals.append(None)
             continue
+        params.append(g.name("x"))
+        av = AV(a.shape, a.dtype, params[-1])
         in_vals.append(g.small(av) if g.is_small(a.shape) and loop is None else av)
     if reads:       # (``rowio.read_elements``: one call, not a ``getitem`` each)
         svs = views.scalars("_xp", [(off, a.shape, a.dtype) for _, off, a in reads])
         for (pos, _, _), sv in zip(reads, svs):
             in_vals[pos] = sv
-    if held:        # (the other small inputs, per dtype one buffer: ``packing.concat``)
-        cat = g.glob(packing.concat(), "_cat")
-        for k, (dt, items) in enumerate(held.items()):
-            buf = f"_xb{k}"
-            g.emit(f"{buf} = {cat}({', '.join(n for *_, n in items)})")
-            svs = views.scalars(buf, [(off, a.shape, a.dtype) for _, off, a, _ in items])
-            for (pos, *_), sv in zip(items, svs):
-                in_vals[pos] = sv
+    bufs = []
+    for k, (dt, items) in enumerate(held.items()):  # (the runner's ``buffers``: ``_buffers``)
+        bufs.append(f"_xb{k}")
+        svs = views.scalars(bufs[-1], [(off, a.shape, a.dtype) for _, off, a in items])
+        for (pos, *_), sv in zip(items, svs):
+            in_vals[pos] = sv
     if packed:
         params.append("_xp")
+    params.extend(bufs)
     split = None
     if loop is not None:
         names = elementwise_loop.generate(g, jaxpr, *loop, params)
@@ -649,10 +663,12 @@ class _Progress:
                       f"({dt:.1f} s of wall time)", file=sys.stderr, flush=True)
 
 
-def _arg_types(jaxpr, packed=(), units=()):
+def _arg_types(jaxpr, packed=(), units=(), buffers=()):
+    held = {i for _, ix in buffers for i in ix}
     return tuple(nbt.Array(_nbtype(v.aval.dtype), v.aval.ndim, "C") for i, v in enumerate(jaxpr.invars)
-                 if not _is_float0(v.aval.dtype) and i not in packed) \
-        + ((_PACKED,) if packed else ()) + ((_PTRS,) if units else ())
+                 if not _is_float0(v.aval.dtype) and i not in packed and i not in held) \
+        + ((_PACKED,) if packed else ()) \
+        + tuple(nbt.Array(_nbtype(dt), 1, "C") for dt, _ in buffers) + ((_PTRS,) if units else ())
 
 
 def _compile_program(jaxpr, settings, estimate=None):
@@ -668,15 +684,15 @@ def _compile_program(jaxpr, settings, estimate=None):
             u.compile()
         # the entry point of this program's signature: programs of the same source (an
         # identity, say) share one module and dispatcher across argument dtypes
-        packed = _packed_inputs(jaxpr, settings.limit)
-        entry = _compile_lean(disp, _arg_types(jaxpr, packed, units))
-    return _wrapper(disp, entry, jaxpr, source, units, packed, split), fallbacks
+        packed, buffers = _packed_inputs(jaxpr, settings.limit), _buffers(jaxpr, settings.limit)
+        entry = _compile_lean(disp, _arg_types(jaxpr, packed, units, buffers))
+    return _wrapper(disp, entry, jaxpr, source, units, packed, split, buffers), fallbacks
 
 
 _PACKED = nbt.Array(nbt.float64, 1, "C")
 
 
-def _wrapper(disp, entry, jaxpr, source, units=(), packed=(), split=None):
+def _wrapper(disp, entry, jaxpr, source, units=(), packed=(), split=None, buffers=()):
     """The callable ``fn(*args) -> list of arrays`` around the compiled program
     (``objcache.runner``, which the machine-code cache's loads use too; ``split``: where
     the outputs are in what the program returns, ``codegen._Gen.returned``)."""
@@ -684,7 +700,7 @@ def _wrapper(disp, entry, jaxpr, source, units=(), packed=(), split=None):
     interruptible = any("if _interrupted():" in s for s in [source] + [u.source for u in units])
     run = objcache.runner(entry, objcache.avals_spec(jaxpr.in_avals), objcache.avals_spec(jaxpr.out_avals),
                           packed, helpers.call_interruptible if interruptible else None,
-                          [u.ptr for u in units], split)
+                          [u.ptr for u in units], split, buffers)
     run.source = _with_units(source, units)
     run.dispatcher = disp
     run.units = units       # (their code must outlive the program's)

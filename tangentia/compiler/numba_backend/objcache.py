@@ -279,7 +279,7 @@ def _splitter(split):
     return outs
 
 
-def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None):
+def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None, buffers=()):
     """The callable ``run(*args) -> list of arrays`` around a compiled entry point.
 
     ``ins``/``outs``: ``(shape, dtype, float0)`` of the program's inputs and outputs.
@@ -289,13 +289,17 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None):
     float64 array (``native._packed_inputs``).  ``call(entry, args)``: how to call the
     entry point (``sigint.call_interruptible``), if not directly; ``ptrs``: the
     addresses of the program's compile units (its last argument); ``split``: where the
-    outputs are in what the program returns, if not one array each (``_splitter``)."""
+    outputs are in what the program returns, if not one array each (``_splitter``);
+    ``buffers``: ``(dtype, indices)``, other inputs concatenated likewise into one array
+    of that dtype each, passed after the packed one (``native._buffers``)."""
     n_in = len(ins)
-    in_set = set(packed)
+    groups = ([(tuple(packed), np.dtype(np.float64))] if packed else []) \
+        + [(tuple(ix), np.dtype(dt)) for dt, ix in buffers]
+    in_set = {i for ix, _ in groups for i in ix}
     arrays = [(i, shape, dt) for i, (shape, dt, f0) in enumerate(ins) if i not in in_set and not f0]
-    shapes = [ins[i][0] for i in packed]
+    cats = [([(i, ins[i][0]) for i in ix], dt) for ix, dt in groups]
     zeros_out = [(i, np.zeros(shape, dt)) for i, (shape, dt, f0) in enumerate(outs) if f0]
-    ndarray, concatenate, shape_of, f8 = np.ndarray, np.concatenate, np.shape, np.dtype(np.float64)
+    ndarray, concatenate, shape_of = np.ndarray, np.concatenate, np.shape
     tail = [np.array(list(ptrs), np.int64)] if ptrs else []
     unsplit = list if split is None else _splitter(split)
 
@@ -312,13 +316,13 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None):
                 raise TypeError(f"compiled program: an argument of shape {a.shape} where "
                                 f"{shape} was compiled for")
             conv.append(a)
-        if packed:
-            small = [args[i] for i in packed]
-            for a, shape in zip(small, shapes):
+        for items, dt in cats:
+            small = [args[i] for i, _ in items]
+            for a, (_, shape) in zip(small, items):
                 if (type(a) is not ndarray or a.shape != shape) and shape_of(a) != shape:
                     raise TypeError(f"compiled program: an argument of shape {shape_of(a)} "
                                     f"where {shape} was compiled for")
-            conv.append(concatenate(small, axis=None, dtype=f8, casting="unsafe"))
+            conv.append(concatenate(small, axis=None, dtype=dt, casting="unsafe"))
         if tail:
             conv.extend(tail)
         outs_ = unsplit(entry(*conv) if call is None else call(entry, conv))
@@ -351,14 +355,15 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None):
                                 f"{shape} was compiled for")
             pre.append(a)
         rest = [(i - k, shape, dt) for i, shape, dt in arrays if i >= k]
-        pk = [(j, s) for j, s in zip(packed, shapes)]
-        for i, shape in pk:
-            if i < k and shape_of(consts[i]) != shape:
-                raise TypeError(f"compiled program: an argument of shape {shape_of(consts[i])} "
-                                f"where {shape} was compiled for")
-        prefix = [concatenate([consts[i] for i, _ in pk if i < k] or [np.zeros(0)], axis=None,
-                              dtype=f8, casting="unsafe")]
-        own = [(i - k, shape) for i, shape in pk if i >= k]
+        bcats = []      # (the constants' part concatenated, the call's own (index, shape), dtype)
+        for items, dt in cats:
+            for i, shape in items:
+                if i < k and shape_of(consts[i]) != shape:
+                    raise TypeError(f"compiled program: an argument of shape "
+                                    f"{shape_of(consts[i])} where {shape} was compiled for")
+            prefix = [concatenate([consts[i] for i, _ in items if i < k] or [np.zeros(0, dt)],
+                                  axis=None, dtype=dt, casting="unsafe")]
+            bcats.append((prefix, [(i - k, shape) for i, shape in items if i >= k], dt))
         n_rest = n_in - k
 
         def bound(*args):
@@ -374,14 +379,14 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None):
                     raise TypeError(f"compiled program: an argument of shape {a.shape} where "
                                     f"{shape} was compiled for")
                 conv.append(a)
-            if packed:
+            for prefix, own, dt in bcats:
                 small = prefix + [args[i] for i, _ in own]
                 for (i, shape), a in zip(own, small[1:]):
                     if (type(a) is not ndarray or a.shape != shape) and shape_of(a) != shape:
                         raise TypeError(f"compiled program: an argument of shape {shape_of(a)} "
                                         f"where {shape} was compiled for")
                 conv.append(small[0] if len(small) == 1 else
-                            concatenate(small, axis=None, dtype=f8, casting="unsafe"))
+                            concatenate(small, axis=None, dtype=dt, casting="unsafe"))
             if tail:
                 conv.extend(tail)
             outs_ = unsplit(entry(*conv) if call is None else call(entry, conv))
@@ -392,7 +397,7 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None):
         return bound
     run.bind = bind
     run.entry, run.call = entry, call
-    run.packed = tuple(packed)
+    run.packed, run.buffers = tuple(packed), tuple((np.dtype(dt), tuple(ix)) for dt, ix in buffers)
     run.ins, run.outs = list(ins), list(outs)
     run.split = split
     return run
@@ -441,7 +446,7 @@ def _save(jaxpr, run):
         program={k: v for k, v in program.items() if k != "cres"},
         units=[{k: v for k, v in u.items() if k != "cres"} for u in units],
         ins=run.ins, outs=run.outs, packed=run.packed, interruptible=run.call is not None,
-        split=run.split)
+        split=run.split, buffers=run.buffers)
     payload = pickle.dumps(entry_data, protocol=pickle.HIGHEST_PROTOCOL)
     data = FORMAT + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -611,7 +616,7 @@ def _load(data):
     STATS["loaded"] += 1
     from .sigint import call_interruptible
     fn = runner(fn, e["ins"], e["outs"], e["packed"], call_interruptible if e["interruptible"] else None, ptrs,
-                e.get("split"))
+                e.get("split"), e.get("buffers", ()))
     return _LOADED.setdefault(key, fn)
 
 
