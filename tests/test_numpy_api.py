@@ -416,7 +416,7 @@ def test_numpy_reductions_dispatch_to_tracer_methods():
     np.testing.assert_allclose(tg.vmap(f)(np.stack([A, 2 * A]))[1], f(2 * A), rtol=1e-13)
     g = tg.grad(lambda x: np.sum(x * x))(A)
     np.testing.assert_allclose(g, 2 * A)
-    with pytest.raises(TypeError, match="'out' argument"):
+    with pytest.raises(NotImplementedError, match="The 'out' argument to jnp.sum"):  # JAX's
         tg.jit(lambda x: x.sum(out=np.zeros(4)))(A)
 
 

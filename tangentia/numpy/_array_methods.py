@@ -302,28 +302,13 @@ def install():
         axes[0], (int, _np.integer)) else (axes or None))
     T.astype = lambda s, dtype, copy=False, device=None: public_astype(
         s, dtype, copy=copy, device=device)
-    # JAX's reduction methods take the functions' ``initial``/``where`` keywords too
-    T.sum = _no_out("sum", lambda s, axis=None, dtype=None, keepdims=False, initial=None,
-                    where=None: sum(s, axis, dtype, keepdims, initial=initial, where=where))
-    T.prod = _no_out("prod", lambda s, axis=None, dtype=None, keepdims=False, initial=None,
-                     where=None: prod(s, axis, dtype, keepdims, initial=initial, where=where))
-    T.mean = _no_out("mean", lambda s, axis=None, dtype=None, keepdims=False, *, where=None:
-                     mean(s, axis, dtype, keepdims, where=where))
-    T.var = _no_out("var", lambda s, axis=None, dtype=None, ddof=0, keepdims=False, *,
-                    where=None: var(s, axis, dtype, ddof, keepdims, where=where))
-    T.std = _no_out("std", lambda s, axis=None, dtype=None, ddof=0, keepdims=False, *,
-                    where=None: std(s, axis, dtype, ddof, keepdims, where=where))
-    T.max = _no_out("max", lambda s, axis=None, keepdims=False, initial=None, where=None:
-                    max(s, axis, keepdims, initial=initial, where=where))
-    T.min = _no_out("min", lambda s, axis=None, keepdims=False, initial=None, where=None:
-                    min(s, axis, keepdims, initial=initial, where=where))
-    T.argmax = _no_out("argmax", lambda s, axis=None, keepdims=False: argmax(s, axis, keepdims))
-    T.argmin = _no_out("argmin", lambda s, axis=None, keepdims=False: argmin(s, axis, keepdims))
-    T.all = _no_out("all", lambda s, axis=None, keepdims=False, *, where=None:
-                    all(s, axis, keepdims, where=where))
-    T.any = _no_out("any", lambda s, axis=None, keepdims=False, *, where=None:
-                    any(s, axis, keepdims, where=where))
-    T.cumsum = _no_out("cumsum", lambda s, axis=None, dtype=None: cumsum(s, axis, dtype))
+    # JAX's reduction methods take the functions' arguments, in their positions (``out``
+    # before ``keepdims``, as NumPy's), and raise JAX's error for an ``out``
+    for _name, _fn in (("sum", sum), ("prod", prod), ("mean", mean), ("var", var), ("std", std),
+                       ("max", max), ("min", min), ("argmax", argmax), ("argmin", argmin),
+                       ("all", all), ("any", any), ("cumsum", cumsum), ("cumprod", cumprod),
+                       ("ptp", ptp)):
+        setattr(T, _name, _forward(_name, _fn))
     T.ravel = lambda s, order="C": ravel(s, order)
     T.flatten = lambda s, order="C": ravel(s, order)
     T.squeeze = lambda s, axis=None: squeeze(s, axis)
@@ -342,8 +327,6 @@ def install():
         s, axis, stable=stable, descending=descending)
     T.searchsorted = lambda s, v, side="left", sorter=None, *, method="scan": searchsorted(
         s, v, side, sorter, method=method)
-    T.cumprod = _no_out("cumprod", lambda s, axis=None, dtype=None: cumprod(s, axis, dtype))
-    T.ptp = _no_out("ptp", lambda s, axis=None, keepdims=False: ptp(s, axis, keepdims))
     T.nonzero = lambda s: nonzero(s)
     T.take = _m_take
     T.choose = _m_choose
@@ -407,6 +390,16 @@ def _round_builtin(x, ndigits=None):
     return round(x, ndigits)
 
 
+def _forward(name, fn):
+    """The method ``name`` of traced arrays: ``fn`` (a tnp reduction, whose arguments are
+    JAX's method's, ``out`` in NumPy's position) with the array first."""
+    def method(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = fn.__doc__
+    return method
+
+
 def _no_out(name, method):
     """Accept NumPy's ``out=None`` (``np.sum(tracer)`` calls ``tracer.sum(..., out=None)``)."""
     def wrapped(self, *args, out=None, **kwargs):
@@ -453,50 +446,54 @@ def _out_none(name, out):
 def _m_sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
            promote_integers=True):
     _out_none("sum", out)
-    return sum(a, axis, dtype, keepdims, initial, where)
+    return sum(a, axis, dtype, keepdims=keepdims, initial=initial, where=where,
+               promote_integers=promote_integers)
 
 
 def _m_prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
             promote_integers=True):
     _out_none("prod", out)
-    return prod(a, axis, dtype, keepdims, initial, where)
+    return prod(a, axis, dtype, keepdims=keepdims, initial=initial, where=where,
+                promote_integers=promote_integers)
 
 
 def _m_max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     _out_none("max", out)
-    return max(a, axis, keepdims, initial, where)
+    return max(a, axis, keepdims=keepdims, initial=initial, where=where)
 
 
 def _m_min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     _out_none("min", out)
-    return min(a, axis, keepdims, initial, where)
+    return min(a, axis, keepdims=keepdims, initial=initial, where=where)
 
 
 def _m_all(a, axis=None, out=None, keepdims=False, *, where=None):
     _out_none("all", out)
-    return all(a, axis, keepdims, where=where)
+    return all(a, axis, keepdims=keepdims, where=where)
 
 
 def _m_any(a, axis=None, out=None, keepdims=False, *, where=None):
     _out_none("any", out)
-    return any(a, axis, keepdims, where=where)
+    return any(a, axis, keepdims=keepdims, where=where)
 
 
 def _m_mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     _out_none("mean", out)
-    return mean(a, axis, dtype, keepdims, where=where)
+    return mean(a, axis, dtype, keepdims=keepdims, where=where)
 
 
 def _m_var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
            correction=None):
     _out_none("var", out)
-    return var(a, axis, dtype, ddof if correction is None else correction, keepdims, where=where)
+    return var(a, axis, dtype, ddof=ddof if correction is None else correction,
+               keepdims=keepdims, where=where)
 
 
 def _m_std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
            correction=None):
     _out_none("std", out)
-    return std(a, axis, dtype, ddof if correction is None else correction, keepdims, where=where)
+    return std(a, axis, dtype, ddof=ddof if correction is None else correction,
+               keepdims=keepdims, where=where)
 
 
 def _m_clip(a, min=None, max=None, out=None, **kwargs):

@@ -75,23 +75,48 @@ def _masked(a, where, fill):
     return _E.select(asarray(where) if not _is_tracer(where) else where, a, fill)
 
 
-def _sum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdims: bool = False,
-         initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
+def _no_out(out, fname, ours=None):
+    """JAX's error for an ``out`` argument (``fname``: the function JAX's message names;
+    ``ours``: ours, where it differs): its position is JAX's and NumPy's, so a ``keepdims``
+    passed after it is not read as one."""
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{fname} is not supported. "
+                                  f"(tangentia.numpy.{ours or fname}: argument 'out' must be "
+                                  "None, use the returned array)")
+
+
+def _integer_dtype(a, dtype, promote_integers):
+    """``dtype`` for a sum or product: with ``promote_integers=False`` (JAX's option) an
+    integer or boolean input keeps its own dtype, where NumPy's (the default) widens it."""
+    if dtype is None and not promote_integers and _aval(a).dtype.kind in "biu":
+        return _aval(a).dtype
+    return dtype
+
+
+def _sum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
+         keepdims: bool = False, initial: ArrayLike | None = None,
+         where: ArrayLike | None = None, promote_integers: bool = True) -> Array:
     """Sum along ``axis`` (of all entries if ``axis`` is None), over ``where`` only."""
+    _no_out(out, "sum")
+    dtype = _integer_dtype(a, dtype, promote_integers)
     out = _reduce(_R.reduce_sum, "sum", _masked(a, where, 0), axis, keepdims, dtype)
     return out if initial is None else _E.add(out, initial)
 
 
-def _prod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdims: bool = False,
-          initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
+def _prod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
+          keepdims: bool = False, initial: ArrayLike | None = None,
+          where: ArrayLike | None = None, promote_integers: bool = True) -> Array:
     """Product along ``axis`` (of all entries if ``axis`` is None), over ``where`` only."""
+    _no_out(out, "prod")
+    dtype = _integer_dtype(a, dtype, promote_integers)
     out = _reduce(_R.reduce_prod, "prod", _masked(a, where, 1), axis, keepdims, dtype)
     return out if initial is None else _E.mul(out, initial)
 
 
 def _extremum(fname, ufunc_name, reduce, combine) -> Callable[..., Array]:
-    def fn(a: ArrayLike, axis: Axis = None, keepdims: bool = False,
+    def fn(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False,
            initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
+        _no_out(out, fname)
         a = _seq(a, fname)
         if initial is None:
             if where is not None:
@@ -131,16 +156,18 @@ def _as_bool(a):
     return a if _aval(a).dtype.kind == "b" else _E.ne(a, 0)
 
 
-def all(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *, where: ArrayLike | None = None
-        ) -> Array:
+def all(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False, *,
+        where: ArrayLike | None = None) -> Array:
     """Whether all entries along ``axis`` (within ``where``) are true."""
+    _no_out(out, "all")
     a = _masked(_as_bool(_seq(a, "all")), where, True)
     return _reduce(lambda x, axes: _R.reduce_and_p.bind(x, axes=axes), "all", a, axis, keepdims)
 
 
-def any(a: ArrayLike, axis: Axis = None, keepdims: bool = False, *, where: ArrayLike | None = None
-        ) -> Array:
+def any(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False, *,
+        where: ArrayLike | None = None) -> Array:
     """Whether any entry along ``axis`` (within ``where``) is true."""
+    _no_out(out, "any")
     a = _masked(_as_bool(_seq(a, "any")), where, False)
     return _reduce(lambda x, axes: _R.reduce_or_p.bind(x, axes=axes), "any", a, axis, keepdims)
 
@@ -154,14 +181,15 @@ def _count(a, axis, keepdims, where):
     return sum(astype(w, int64), axis, keepdims=keepdims)
 
 
-def mean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdims: bool = False, *,
-         where: ArrayLike | None = None) -> Array:
+def mean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
+         keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
     """Arithmetic mean along ``axis`` (float64 for integer input), over ``where`` only."""
+    _no_out(out, "mean")
     a = _seq(a, "mean")
     n = _count(a, axis, keepdims, where)
     if dtype is None and not _dtypes.is_inexact(_aval(a).dtype):
         a = astype(a, float64)  # summed in float64 (NumPy's, JAX's): an integer sum wraps
-    s = sum(a, axis, dtype, keepdims, where=where)
+    s = sum(a, axis, dtype, keepdims=keepdims, where=where)
     if not _dtypes.is_inexact(_aval(s).dtype):
         s = astype(s, float64)
     if where is not None:
@@ -174,9 +202,11 @@ def mean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdi
     return m
 
 
-def var(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof: int = 0,
+def var(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
+        ddof: int = 0,
         keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
     """Variance along ``axis`` (``ddof`` delta degrees of freedom), over ``where`` only."""
+    _no_out(out, "var")
     a = _seq(a, "var")
     if dtype is not None and _np.dtype(dtype).kind in "fc" and _aval(a).dtype != dtype:
         if _aval(a).dtype.kind == "c" and _np.dtype(dtype).kind != "c":
@@ -188,12 +218,12 @@ def var(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof: i
         # deviations of a float64 ``a`` with a float32 mean, so equal entries had a variance
         # of 2e-15, JAX's 0
         low = _np.dtype(dtype).kind == "f" and _np.dtype(dtype).itemsize < 4
-        out = var(astype(a, _np.float32 if low else dtype), axis, None, ddof, keepdims,
-                  where=where)
-        return astype(out, dtype)
+        v = var(astype(a, _np.float32 if low else dtype), axis, None, ddof=ddof,
+                keepdims=keepdims, where=where)
+        return astype(v, dtype)
     n = _count(a, axis, keepdims, where)
     m = mean(a, axis, dtype, keepdims=True, where=where)
-    s = sum(_abs2(_E.sub(a, m)), axis, dtype, keepdims, where=where)
+    s = sum(_abs2(_E.sub(a, m)), axis, dtype, keepdims=keepdims, where=where)
     if where is not None:
         v = _over_dof(s, _E.sub(astype(n, _aval(s).dtype), ddof))
     else:
@@ -214,19 +244,22 @@ def _over_dof(s, dof):
     return where(_E.gt(dof, 0), _E.div(s, _E.maximum(dof, 1)), nan)
 
 
-def std(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof: int = 0,
+def std(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
+        ddof: int = 0,
         keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
     """Standard deviation along ``axis`` (``ddof`` delta degrees of freedom), over ``where``."""
-    v = var(a, axis, dtype, ddof, keepdims, where=where)
+    _no_out(out, "std")
+    v = var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where)
     if dtype is not None and _np.dtype(dtype).kind in "iu":   # (NumPy's: truncated again)
         return astype(sqrt(astype(v, float64)), dtype)
     return sqrt(v)
 
 
-def ptp(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
+def ptp(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False) -> Array:
     """Range (maximum minus minimum) along ``axis``."""
+    _no_out(out, "ptp")
     a = _in(a, "ptp")
-    return _E.sub(max(a, axis, keepdims), min(a, axis, keepdims))
+    return _E.sub(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
 def count_nonzero(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
@@ -251,13 +284,17 @@ def _arg(prim, fname, a, axis, keepdims):
     return out
 
 
-def argmax(a: ArrayLike, axis: int | None = None, keepdims: bool | None = False) -> Array:
+def argmax(a: ArrayLike, axis: int | None = None, out: None = None,
+           keepdims: bool | None = False) -> Array:
     """Indices of the maxima along ``axis`` (of the flattened array if ``axis`` is None)."""
+    _no_out(out, "argmax")
     return _arg(_R.argmax_p, "argmax", a, axis, keepdims)
 
 
-def argmin(a: ArrayLike, axis: int | None = None, keepdims: bool | None = False) -> Array:
+def argmin(a: ArrayLike, axis: int | None = None, out: None = None,
+           keepdims: bool | None = False) -> Array:
     """Indices of the minima along ``axis`` (of the flattened array if ``axis`` is None)."""
+    _no_out(out, "argmin")
     return _arg(_R.argmin_p, "argmin", a, axis, keepdims)
 
 
@@ -265,8 +302,10 @@ def argmin(a: ArrayLike, axis: int | None = None, keepdims: bool | None = False)
 # Cumulative operations
 
 
-def cumsum(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None) -> Array:
+def cumsum(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None,
+           out: None = None) -> Array:
     """Cumulative sum along ``axis`` (of the flattened array if ``axis`` is None)."""
+    _no_out(out, "cumsum")
     if axis is None:
         a = ravel(a)
         axis = 0
@@ -294,8 +333,10 @@ def _cum_prep(a, axis, dtype, fname):
     return a, _axis(axis, a, fname)
 
 
-def cumprod(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None) -> Array:
+def cumprod(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None,
+            out: None = None) -> Array:
     """Cumulative product; differentiable (exactly, also where ``a`` has zeros)."""
+    _no_out(out, "cumprod")
     a, ax = _cum_prep(a, axis, dtype, "cumprod")
     out = _M.cumprod(a, ax)
     return out if dtype is None else _keep_dtype(out, a)
@@ -359,57 +400,65 @@ def _nan_count(a, axis, keepdims, mask=None):
     return sum(astype(keep, int64), axis, keepdims=keepdims)
 
 
-def nansum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdims: bool = False,
+def nansum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
+           keepdims: bool = False,
            initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
     """Sum along ``axis`` treating NaNs as zero."""
-    return sum(_nan_to(_in(a, "nansum"), 0), axis, dtype, keepdims, initial, where)
+    _no_out(out, "sum", "nansum")
+    return sum(_nan_to(_in(a, "nansum"), 0), axis, dtype, None, keepdims, initial, where)
 
 
-def nanprod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdims: bool = False,
+def nanprod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
+            keepdims: bool = False,
             initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
     """Product along ``axis`` treating NaNs as one, over ``where`` only."""
-    return prod(_nan_to(_in(a, "nanprod"), 1), axis, dtype, keepdims, initial, where)
+    _no_out(out, "prod", "nanprod")
+    return prod(_nan_to(_in(a, "nanprod"), 1), axis, dtype, None, keepdims, initial, where)
 
 
-def nanmean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, keepdims: bool = False,
-            *, where: ArrayLike | None = None) -> Array:
+def nanmean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
+            keepdims: bool = False, where: ArrayLike | None = None) -> Array:
     """Mean along ``axis`` ignoring NaNs, over ``where`` only (JAX's ``where=``)."""
+    _no_out(out, "nanmean")
     a = _in(a, "nanmean")
     if not _dtypes.is_inexact(_aval(a).dtype):
-        return mean(a, axis, dtype, keepdims, where=where)
-    s = sum(_nan_to(a, 0), axis, dtype, keepdims, where=where)
+        return mean(a, axis, dtype, keepdims=keepdims, where=where)
+    s = sum(_nan_to(a, 0), axis, dtype, keepdims=keepdims, where=where)
     return _E.div(s, astype(_nan_count(a, axis, keepdims, where), _aval(s).dtype))
 
 
-def nanvar(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof: int = 0,
-           keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
+def nanvar(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
+           ddof: int = 0, keepdims: bool = False, where: ArrayLike | None = None) -> Array:
     """Variance along ``axis`` ignoring NaNs, over ``where`` only (JAX's ``where=``)."""
+    _no_out(out, "nanvar")
     a = _in(a, "nanvar")
     if not _dtypes.is_inexact(_aval(a).dtype):
-        return var(a, axis, dtype, ddof, keepdims, where=where)
+        return var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where)
     m = nanmean(a, axis, dtype, keepdims=True, where=where)
     d = _choose(isnan(a), 0, _E.sub(a, m))  # NaN entries only (inf - inf stays NaN)
-    s = sum(_abs2(d), axis, dtype, keepdims, where=where)
+    s = sum(_abs2(d), axis, dtype, keepdims=keepdims, where=where)
     n = _nan_count(a, axis, keepdims, where)
     return _over_dof(s, _E.sub(astype(n, _aval(s).dtype), ddof))
 
 
-def nanstd(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, ddof: int = 0,
-           keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
+def nanstd(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
+           ddof: int = 0, keepdims: bool = False, where: ArrayLike | None = None) -> Array:
     """Standard deviation along ``axis`` ignoring NaNs, over ``where`` only."""
-    return sqrt(nanvar(a, axis, dtype, ddof, keepdims, where=where))
+    _no_out(out, "nanstd")
+    return sqrt(nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where))
 
 
 def _nan_extremum(fname, reduce, fill) -> Callable[..., Array]:
-    def f(a: ArrayLike, axis: Axis = None, keepdims: bool = False,
+    def f(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False,
           initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
+        _no_out(out, reduce.__name__, fname)    # (JAX's names the reduction: max, min)
         a = _in(a, fname)
         if not _dtypes.is_inexact(_aval(a).dtype):
-            return reduce(a, axis, keepdims, initial, where)
+            return reduce(a, axis, None, keepdims, initial, where)
         nans = isnan(a)
-        out = reduce(_choose(nans, fill, a), axis, keepdims, initial, where)
+        r = reduce(_choose(nans, fill, a), axis, None, keepdims, initial, where)
         # (with where=, initial is required: reduce raised JAX's error)
-        return _choose(all(nans, axis, keepdims), nan, out) if initial is None else out
+        return _choose(all(nans, axis, keepdims=keepdims), nan, r) if initial is None else r
     f.__name__ = f.__qualname__ = fname
     f.__doc__ = (f"``{reduce.__name__}`` ignoring NaNs (NaN for an all-NaN slice), over "
                  "``where`` only (with ``initial``).")
@@ -421,15 +470,17 @@ nanmin = _nan_extremum("nanmin", min, inf)
 
 
 def _nan_arg(fname, arg, fill) -> Callable[..., Array]:
-    def f(a: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Array:
+    def f(a: ArrayLike, axis: int | None = None, out: None = None,
+          keepdims: bool = False) -> Array:
+        _no_out(out, fname)
         a = _in(a, fname)
         if not _dtypes.is_inexact(_aval(a).dtype):
-            return arg(a, axis, keepdims)
+            return arg(a, axis, keepdims=keepdims)
         nans = isnan(a)
-        out = arg(where(nans, fill, a), axis, keepdims)   # (JAX's error for an empty slice)
+        r = arg(where(nans, fill, a), axis, keepdims=keepdims)   # (JAX's error for an empty slice)
         # -1 for an all-NaN slice, as JAX's, eagerly and traced alike (NumPy raises; the
         # traced path returned 0, a valid index of a NaN)
-        return where(all(nans, axis, keepdims), -1, out)
+        return where(all(nans, axis, keepdims=keepdims), -1, r)
     f.__name__ = f.__qualname__ = fname
     f.__doc__ = f"``{arg.__name__}`` ignoring NaNs (-1 for an all-NaN slice, as JAX's)."
     return f

@@ -381,10 +381,11 @@ def histogram_bin_edges(a: ArrayLike, bins: ArrayLike = 10,  # noqa: A002 - NumP
 
 
 def histogram(a: ArrayLike, bins: ArrayLike = 10,  # noqa: A002 - NumPy's name
-              range: Sequence[ArrayLike] | None = None, density: bool | None = None,
-              weights: ArrayLike | None = None) -> tuple[Array, Array]:
+              range: Sequence[ArrayLike] | None = None, weights: ArrayLike | None = None,
+              density: bool | None = None) -> tuple[Array, Array]:
     """Counts (or weighted sums, or densities) of ``a`` in bins, and the bin edges,
-    as ``numpy.histogram``: each bin is half-open except the last, which includes
+    as ``numpy.histogram`` (its arguments in JAX's order: ``weights`` before ``density``,
+    NumPy has them the other way round): each bin is half-open except the last, which includes
     its right edge; values outside the edges are not counted.  Differentiable in
     ``weights`` (and, through ``density``, in the edges)."""
     a = ravel(_in(a, "histogram"))

@@ -203,20 +203,23 @@ def _eager_reduction(prim, extremum=False):
     which take no ``dtype`` and have no identity), see ``core.eager_dispatch``:
     the primitive evaluated now, through ``core.eval_primitive``, for an
     ndarray and ``axis`` None or an int; ``NotImplemented`` otherwise."""
-    def now(a, axis, dtype, keepdims, initial, where):
-        if (type(a) is not np.ndarray or dtype is not None or keepdims or initial is not None
-                or where is not None or (extremum and not a.size)):
+    def now(a, axis, dtype, out, keepdims, initial, where, promote):
+        if (type(a) is not np.ndarray or dtype is not None or out is not None or keepdims
+                or initial is not None or where is not None or not promote
+                or (extremum and not a.size)):
             return NotImplemented
         axes = _axes_now(a, axis)
         if axes is None:
             return NotImplemented
         return core.eval_primitive(prim, (a,), {"axes": axes})
+    # (the arguments in JAX's and NumPy's positions: ``out`` before ``keepdims``)
     if extremum:
-        def kernel(a, axis=None, keepdims=False, initial=None, where=None):
-            return now(a, axis, None, keepdims, initial, where)
+        def kernel(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+            return now(a, axis, None, out, keepdims, initial, where, True)
     else:
-        def kernel(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
-            return now(a, axis, dtype, keepdims, initial, where)
+        def kernel(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+                   promote_integers=True):
+            return now(a, axis, dtype, out, keepdims, initial, where, promote_integers)
     kernel.__name__ = f"eager_{prim.name}"
     return kernel
 
