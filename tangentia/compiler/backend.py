@@ -32,6 +32,7 @@ This module sits at the core layer: it imports only ``core``.
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import queue
 import threading
@@ -164,20 +165,69 @@ def compile_program(jaxpr, backend=None):
 
     A slow backend's code is returned when it is at hand; otherwise, unless
     tiering is off, a ``Tiered`` callable that runs the NumPy backend's code
-    until the native code is ready (see the module docstring)."""
+    until the native code is ready (see the module docstring).  Outputs that are inputs
+    or repeats are returned as fresh copies (``_FreshOutputs``), on every backend and tier."""
     b = get_backend(backend)
     if not b.slow_compile or not tiered():
-        return b.compile(jaxpr)
-    fn = b.compiled(jaxpr)
-    if fn is not None:
-        return fn
-    t = _TIERED.get(jaxpr, b.name)
-    if t is None:
-        with _TIER_LOCK:
+        fn = b.compile(jaxpr)
+    else:
+        fn = b.compiled(jaxpr)
+        if fn is None:
             t = _TIERED.get(jaxpr, b.name)
             if t is None:
-                t = _TIERED.set(jaxpr, Tiered(jaxpr, b), b.name)
-    return t.native or t
+                with _TIER_LOCK:
+                    t = _TIERED.get(jaxpr, b.name)
+                    if t is None:
+                        t = _TIERED.set(jaxpr, Tiered(jaxpr, b), b.name)
+            fn = t.native or t
+    fresh = _aliased_outputs(jaxpr)
+    return fn if not fresh else _FreshOutputs(fn, fresh)
+
+
+_ALIASED = core.ProgramMemo("compile_program: the outputs returned as fresh copies")
+
+
+def _aliased_outputs(jaxpr):
+    """The positions of the outputs of ``jaxpr`` that are its inputs (a jitted program's
+    constants are its first inputs) or repeat an earlier output (memoized)."""
+    fresh = _ALIASED.get(jaxpr)
+    if fresh is None:
+        ins, seen, fresh = set(jaxpr.invars), set(), []
+        for k, v in enumerate(jaxpr.outvars):
+            if type(v) is Var:
+                if v in ins or v in seen:
+                    fresh.append(k)
+                seen.add(v)
+        fresh = _ALIASED.set(jaxpr, tuple(fresh))
+    return fresh
+
+
+class _FreshOutputs:
+    """A compiled program whose outputs at ``fresh`` (``_aliased_outputs``) are copies:
+    as JAX's jit, whose results are new buffers, ``jit(lambda x: x)(a)`` is not ``a``
+    itself (writing into it changed the caller's array), nor ``jit(lambda: (y, c))()``'s
+    second result the program's captured constant (writing into it changed every later
+    call's result), nor two results of ``lambda x: (x, x)`` one array, on whichever tier
+    or backend (the NumPy backend returned the array it was given; the numba backend an
+    input it took as is, or a copy when its buffers held it).  Other programs are not
+    wrapped (no cost)."""
+
+    __slots__ = ("fn", "fresh")
+
+    def __init__(self, fn, fresh):
+        self.fn, self.fresh = fn, fresh
+
+    def __call__(self, *args):
+        outs = list(self.fn(*args))
+        for k in self.fresh:
+            outs[k] = np.array(outs[k], copy=True)
+        return outs
+
+    def bind(self, consts):
+        """As the backend's ``bind`` (``api/staging._bound``), copies still made."""
+        bind = getattr(self.fn, "bind", None)
+        return _FreshOutputs(bind(consts) if bind is not None else
+                             functools.partial(self.fn, *consts), self.fresh)
 
 
 _TIERED = core.ProgramMemo("compile_program: the Tiered callable per backend")
