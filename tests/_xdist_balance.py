@@ -87,6 +87,10 @@ HEAVY: dict[str, float] = {
     # one program of solve, inv, cholesky, svd, ...: numba's np.linalg routines, shared with
     # test_numba_kernels (JOIN); 182 MB and 31 s CPU in the common queue (at 214b9f5, session 16)
     "tests/test_fuzz_transforms_linalg.py::test_numba_backend_gives_the_same_values": 182,
+    # its ord=2 case compiles numba's np.linalg.svd (jit(jacrev(norm)) on the numba backend),
+    # which test_numba_kernels has compiled: 69 MB left there (session 19), 187 alone
+    "tests/test_fuzz_jax_special_points.py::test_max_norms_at_zero_and_of_empty_arrays_as_jax":
+        69,
 }
 
 # Of the HEAVY modules, those that also need much memory for a while (above what they
@@ -122,6 +126,8 @@ CPU: dict[str, float] = {
     "tests/test_numba_vecmath_trig.py": 4.5,
     "tests/test_numba_vecmath.py": 4.2,
     "tests/test_fuzz_transforms_linalg.py::test_numba_backend_gives_the_same_values": 31,
+    "tests/test_fuzz_jax_special_points.py::test_max_norms_at_zero_and_of_empty_arrays_as_jax":
+        4.5,
 }
 # Keys dealt to the share of another (both sums of weight and CPU count there): they compile
 # the same numba kernels, which a process compiles once (numba's ``np.linalg`` routines and
@@ -131,6 +137,11 @@ CPU: dict[str, float] = {
 JOIN: dict[str, str] = {
     "tests/test_custom_linear_solve_root.py": "tests/test_numba_kernels.py",
     "tests/test_fuzz_transforms_linalg.py::test_numba_backend_gives_the_same_values":
+        "tests/test_numba_kernels.py",
+    # numba's svd: cold, in one process after test_numba_kernels, custom_linear_solve_root and
+    # the linalg fuzz program, the 5 cases took 4.5 s of CPU (the ord=2 case 1.7 s, numba 0.9)
+    # against 11.2 s alone (ord=2: 8.1 s, numba 7.2); session 19, load ~17
+    "tests/test_fuzz_jax_special_points.py::test_max_norms_at_zero_and_of_empty_arrays_as_jax":
         "tests/test_numba_kernels.py",
 }
 
