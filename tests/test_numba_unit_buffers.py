@@ -97,8 +97,8 @@ def test_index_constants_reach_the_units_as_one_buffer() -> None:
     backward) are one int64 buffer, whose segments the repeated copies' units take: the
     program reads (by one call) only the elements its own code uses, and no unit takes
     dozens of scalar parameters."""
-    f, _, _ = _fori(12, 6)
-    source, _ = _against_numpy(tg.grad(f), [np.linspace(0.0, 1.0, 12)])
+    f, _, _ = _fori(16, 6)      # (test_fori_states' m=16 program: compiled once, in one run)
+    source, _ = _against_numpy(tg.grad(f), [np.linspace(0.0, 1.0, 16)])
     main = source.split("# ---- unit")[0]
     assert re.search(r"^def program\([^)]*\b_xb0\b", main, re.M), main    # (an argument)
     assert len(re.findall(r"^def program\(([^)]*)\)", main, re.M)[0].split(",")) < 6, main
