@@ -327,7 +327,7 @@ def frompyfunc(func: Callable[..., Any], /, nin: int, nout: int, *, identity: An
 def _extremum(reduction, accumulation, method):
     """``(reduce, accumulate, at)`` of maximum or minimum."""
     def reduce(a, axis, dtype, keepdims, initial, where):
-        out = reduction(a, axis, keepdims, initial, where)
+        out = reduction(a, axis, keepdims=keepdims, initial=initial, where=where)
         return out if dtype is None else astype(out, dtype)
 
     def accumulate(a, axis, dtype):
@@ -338,7 +338,7 @@ def _extremum(reduction, accumulation, method):
 
 def _logical_reduction(reduction, combine):
     def reduce(a, axis, dtype, keepdims, initial, where):
-        out = reduction(a, axis, keepdims, where=where)
+        out = reduction(a, axis, keepdims=keepdims, where=where)
         if initial is not None:
             out = combine(out, asarray(initial, bool))
         return out if dtype is None else astype(out, dtype)
