@@ -303,73 +303,34 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None, buffers=
     tail = [np.array(list(ptrs), np.int64)] if ptrs else []
     unsplit = list if split is None else _splitter(split)
 
-    def run(*args):
-        if len(args) != n_in:
-            raise TypeError(f"the compiled program takes {n_in} arguments, got {len(args)}")
-        conv = []
-        for i, shape, dt in arrays:
-            a = args[i]
-            if type(a) is not ndarray or a.dtype != dt or not a.flags.c_contiguous \
-                    or not a.flags.writeable:
-                a = np.array(a, dtype=dt, order="C", copy=True)
-            if a.shape != shape:
-                raise TypeError(f"compiled program: an argument of shape {a.shape} where "
-                                f"{shape} was compiled for")
-            conv.append(a)
-        for items, dt in cats:
-            small = [args[i] for i, _ in items]
-            for a, (_, shape) in zip(small, items):
-                if (type(a) is not ndarray or a.shape != shape) and shape_of(a) != shape:
-                    raise TypeError(f"compiled program: an argument of shape {shape_of(a)} "
-                                    f"where {shape} was compiled for")
-            conv.append(concatenate(small, axis=None, dtype=dt, casting="unsafe"))
-        if tail:
-            conv.extend(tail)
-        outs_ = unsplit(entry(*conv) if call is None else call(entry, conv))
-        for i, z in zeros_out:
-            outs_.insert(i, z)
-        return outs_
-
-    def bind(consts):
-        """``fn(*rest)`` computing ``run(*consts, *rest)``, its leading inputs ``consts``
-        (a program's constants, which ``jit`` would pass at every call) converted and
-        concatenated here, once: the packed ones are the first elements of the packed
-        array (inputs are packed in order), so a call concatenates that prefix with its
-        own packed arguments.  The packed constants' values are read now; the others are
-        passed as they are (``jit`` binds constants it copied when it traced the program,
-        as JAX's jit captures a closed-over array's value)."""
+    def caller(consts):
+        """``fn(*rest)`` computing the program of ``(*consts, *rest)``, its leading inputs
+        ``consts`` (a program's constants, which ``jit`` would pass at every call; none for
+        ``run``) converted and concatenated here, once: the packed ones are the first
+        elements of the packed array (inputs are packed in order), so a call concatenates
+        that prefix with its own packed arguments.  The packed constants' values are read
+        now; the others are passed as they are (``jit`` binds constants it copied when it
+        traced the program, as JAX's jit captures a closed-over array's value)."""
         k = len(consts)
-        if k == 0:
-            return run
         if k > n_in:
             raise TypeError(f"the compiled program takes {n_in} arguments, got {k} constants")
-        head = [(i, shape, dt) for i, shape, dt in arrays if i < k]
-        pre = []
-        for i, shape, dt in head:
-            a = consts[i]
-            if type(a) is not ndarray or a.dtype != dt or not a.flags.c_contiguous \
-                    or not a.flags.writeable:
-                a = np.array(a, dtype=dt, order="C", copy=True)
-            if a.shape != shape:
-                raise TypeError(f"compiled program: an argument of shape {a.shape} where "
-                                f"{shape} was compiled for")
-            pre.append(a)
+        pre = [_converted(consts[i], shape, dt) for i, shape, dt in arrays if i < k]
         rest = [(i - k, shape, dt) for i, shape, dt in arrays if i >= k]
-        bcats = []      # (the constants' part concatenated, the call's own (index, shape), dtype)
+        bcats = []   # (the constants' part concatenated or None, the call's (index, shape), dtype)
         for items, dt in cats:
             for i, shape in items:
                 if i < k and shape_of(consts[i]) != shape:
                     raise TypeError(f"compiled program: an argument of shape "
                                     f"{shape_of(consts[i])} where {shape} was compiled for")
-            prefix = [concatenate([consts[i] for i, _ in items if i < k] or [np.zeros(0, dt)],
-                                  axis=None, dtype=dt, casting="unsafe")]
+            mine = [consts[i] for i, _ in items if i < k]
+            prefix = concatenate(mine, axis=None, dtype=dt, casting="unsafe") if mine else None
             bcats.append((prefix, [(i - k, shape) for i, shape in items if i >= k], dt))
         n_rest = n_in - k
 
-        def bound(*args):
+        def call_(*args):
             if len(args) != n_rest:
                 raise TypeError(f"the compiled program takes {n_rest} arguments, got {len(args)}")
-            conv = list(pre)
+            conv = pre.copy()
             for i, shape, dt in rest:
                 a = args[i]
                 if type(a) is not ndarray or a.dtype != dt or not a.flags.c_contiguous \
@@ -380,20 +341,33 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None, buffers=
                                     f"{shape} was compiled for")
                 conv.append(a)
             for prefix, own, dt in bcats:
-                small = prefix + [args[i] for i, _ in own]
-                for (i, shape), a in zip(own, small[1:]):
+                small = [args[i] for i, _ in own]
+                for (i, shape), a in zip(own, small):
                     if (type(a) is not ndarray or a.shape != shape) and shape_of(a) != shape:
                         raise TypeError(f"compiled program: an argument of shape {shape_of(a)} "
                                         f"where {shape} was compiled for")
-                conv.append(small[0] if len(small) == 1 else
-                            concatenate(small, axis=None, dtype=dt, casting="unsafe"))
+                if prefix is not None:
+                    if not small:
+                        conv.append(prefix)
+                        continue
+                    small.insert(0, prefix)
+                conv.append(concatenate(small, axis=None, dtype=dt, casting="unsafe"))
             if tail:
                 conv.extend(tail)
             outs_ = unsplit(entry(*conv) if call is None else call(entry, conv))
             for i, z in zeros_out:
                 outs_.insert(i, z)
             return outs_
-        bound.entry, bound.call, bound.consts = entry, call, k
+        return call_
+
+    run = caller(())
+
+    def bind(consts):
+        """``caller(consts)``: ``run`` with its leading inputs ``consts`` bound."""
+        if not consts:
+            return run
+        bound = caller(consts)
+        bound.entry, bound.call, bound.consts = entry, call, len(consts)
         return bound
     run.bind = bind
     run.entry, run.call = entry, call
@@ -401,6 +375,18 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None, buffers=
     run.ins, run.outs = list(ins), list(outs)
     run.split = split
     return run
+
+
+def _converted(a, shape, dt):
+    """``a`` as the compiled code takes an input: a C-contiguous writable ndarray of ``dt``
+    (copied if it is not one), of the ``shape`` compiled for."""
+    if type(a) is not np.ndarray or a.dtype != dt or not a.flags.c_contiguous \
+            or not a.flags.writeable:
+        a = np.array(a, dtype=dt, order="C", copy=True)
+    if a.shape != shape:
+        raise TypeError(f"compiled program: an argument of shape {a.shape} where {shape} was "
+                        "compiled for")
+    return a
 
 
 def avals_spec(avals):
