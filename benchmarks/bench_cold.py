@@ -376,6 +376,26 @@ def run_reuse(cases, cpu, rounds):
     return out
 
 
+def _residual_mlp(width, scale):
+    """The ``mlp`` families' template: a residual MLP of ``width``-wide layers written as a
+    Python loop over ``{n}`` of them (``scale`` keeps tanh's inputs moderate)."""
+    return f"""
+        rng = np.random.default_rng(0)
+        params = [(rng.standard_normal(({width}, {width})) / {scale},
+                   rng.standard_normal({width}) * 0.1, np.float64(0.5 + 0.01 * i))
+                  for i in range({{n}})]
+        X = rng.standard_normal((8, {width}))
+        def loss(p):
+            h = X
+            for W, b, a in p:
+                h = h + a * jnp.tanh(h @ W + b)
+            return jnp.mean(h ** 2)
+        fn = jax.grad(loss)
+        args = (params,)
+        args2 = ([(W * 0.5, b, a) for W, b, a in params],)
+    """
+
+
 # --sizes families: the program of size n (its setup defines ``fn``, the function jit compiles,
 # and its arguments ``args`` and ``args2``).  "chain": jit(grad) of n elementwise operations on
 # f64[8].  "scan": jit(grad) of a 20-step scan whose body is n dense layers (8x8 matrices,
@@ -410,36 +430,10 @@ SIZE_FAMILIES = {
     """,
     # jit(grad) of a residual MLP written as a Python loop over n layers (no scan): a 16x16
     # matrix, a bias and a scalar gain per layer, all differentiated; batch of 8
-    "mlp": """
-        rng = np.random.default_rng(0)
-        params = [(rng.standard_normal((16, 16)) / 4.0, rng.standard_normal(16) * 0.1,
-                   np.float64(0.5 + 0.01 * i)) for i in range({n})]
-        X = rng.standard_normal((8, 16))
-        def loss(p):
-            h = X
-            for W, b, a in p:
-                h = h + a * jnp.tanh(h @ W + b)
-            return jnp.mean(h ** 2)
-        fn = jax.grad(loss)
-        args = (params,)
-        args2 = ([(W * 0.5, b, a) for W, b, a in params],)
-    """,
+    "mlp": _residual_mlp(16, 4.0),
     # the same MLP of 64x64 layers: its matrices (4,096 elements) are not packed in one
     # buffer (``irblock.ARRAY_MAX``), each is an argument of its own
-    "mlpwide": """
-        rng = np.random.default_rng(0)
-        params = [(rng.standard_normal((64, 64)) / 8.0, rng.standard_normal(64) * 0.1,
-                   np.float64(0.5 + 0.01 * i)) for i in range({n})]
-        X = rng.standard_normal((8, 64))
-        def loss(p):
-            h = X
-            for W, b, a in p:
-                h = h + a * jnp.tanh(h @ W + b)
-            return jnp.mean(h ** 2)
-        fn = jax.grad(loss)
-        args = (params,)
-        args2 = ([(W * 0.5, b, a) for W, b, a in params],)
-    """,
+    "mlpwide": _residual_mlp(64, 8.0),
     # jit(hessian) of a function of f64[6] with n stages (many small batched values)
     "hessian": """
         def f(x):
