@@ -1,6 +1,6 @@
 """What the numba backend's test modules share: a function's program with its full argument
-list, that program compiled by numba itself, never handed back to the NumPy backend, and an
-empty compile cache to compile it in.
+list, that program compiled by numba itself, never handed back to the NumPy backend, an
+empty compile cache to compile it in, and a central finite-difference gradient.
 
 Written once here, where about eight test modules had each written it again with small
 variations (which message counts as a fallback, whether the arguments come back)."""
@@ -11,6 +11,8 @@ import shutil
 import tempfile
 import warnings
 from typing import Any, Callable
+
+import numpy as np
 
 import tangentia as tg
 from tangentia.interpreters.partial_eval import convert_constvars_to_invars
@@ -51,3 +53,13 @@ def compile_numba(jaxpr: Any, backend: Any = None, refuse: str = FALLBACK) -> An
     fallbacks = [str(w.message) for w in caught if refuse in str(w.message)]
     assert not fallbacks, fallbacks   # compiled by numba, not handed to the NumPy backend
     return fn
+
+
+def fd_grad(f: Callable[[np.ndarray], float], x: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    """The central finite-difference gradient of the scalar function ``f`` at ``x``."""
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[i] = h
+        g.flat[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return g

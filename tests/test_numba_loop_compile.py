@@ -28,7 +28,7 @@ from tangentia import lax  # noqa: E402
 from tangentia.compiler.backend import get_backend  # noqa: E402
 from tangentia.compiler.numba_backend import codegen  # noqa: E402
 
-from _numba_util import compile_numba, empty_cache, program  # noqa: E402
+from _numba_util import compile_numba, empty_cache, fd_grad, program  # noqa: E402
 
 Case = Tuple[Callable[..., Any], List[Any]]
 
@@ -63,15 +63,6 @@ def _against_numpy(case: Case) -> Tuple[str, List[np.ndarray]]:
     return get_backend("numba").source(jaxpr), got
 
 
-def _fd_grad(f: Callable[[np.ndarray], float], x: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    g = np.zeros_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e.flat[i] = h
-        g.flat[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
-
-
 def test_fori_of_dynamic_slices_against_numpy_eager_and_finite_differences() -> None:
     grad_f, args = _fori(3)
     source, got = _against_numpy((grad_f, args))
@@ -88,7 +79,7 @@ def test_fori_of_dynamic_slices_against_numpy_eager_and_finite_differences() -> 
                 b = min(max((i + 2 * k) % 9, 0), 9)
                 s[b:b + 3] = np.sin(v) * 0.9 + 0.1
         return float(np.sum(s ** 2))
-    np.testing.assert_allclose(got[0], _fd_grad(loss, args[0]), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(got[0], fd_grad(loss, args[0]), rtol=1e-6, atol=1e-8)
 
 
 def _with_segments(case: Case, setting: str, monkeypatch: pytest.MonkeyPatch) -> Tuple[List[np.ndarray], int, str]:

@@ -22,7 +22,7 @@ import tangentia.numpy as tnp  # noqa: E402
 from tangentia import lax  # noqa: E402
 from tangentia.compiler.backend import get_backend  # noqa: E402
 
-from _numba_util import compile_numba, program  # noqa: E402
+from _numba_util import compile_numba, fd_grad, program  # noqa: E402
 
 
 def _outputs(fn: Any, args: List[Any]) -> List[np.ndarray]:
@@ -44,15 +44,6 @@ def _against_numpy(f: Callable[..., Any], args: List[Any]) -> Tuple[str, List[np
         else:
             np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
     return get_backend("numba").source(jaxpr), got
-
-
-def _fd_grad(f: Callable[[np.ndarray], float], x: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    g = np.zeros_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e.flat[i] = h
-        g.flat[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
 
 
 def _fori(m: int, n: int) -> Tuple[Callable[..., Any], Callable[[np.ndarray], float], int]:
@@ -87,7 +78,7 @@ def test_fori_states_against_numpy_eager_and_finite_differences(m: int) -> None:
     x = np.linspace(0.1, 0.9, m)
     grad_f = tg.grad(f)
     source, got = _against_numpy(grad_f, [x])
-    np.testing.assert_allclose(got[0], _fd_grad(loss, x), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(got[0], fd_grad(loss, x), rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(tg.jit(grad_f)(x), grad_f(x), rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(tg.jit(f)(x), loss(x), rtol=1e-13)
 
@@ -148,7 +139,7 @@ def test_int_float_and_bool_values_in_buffers() -> None:
     x = args[0]
     _, g = _against_numpy(tg.grad(loss), [x])
     np.testing.assert_allclose(g[0], tg.grad(loss)(x), rtol=1e-12)
-    np.testing.assert_allclose(g[0], _fd_grad(lambda y: float(loss(y)), x), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(g[0], fd_grad(lambda y: float(loss(y)), x), rtol=1e-6, atol=1e-8)
 
 
 def test_a_value_passed_to_units_is_also_an_output() -> None:
