@@ -109,11 +109,9 @@ def _key_compared(name, x, y):
     """JAX's TypeError for ``x == y`` (``name`` "equal") or ``x != y`` ("not_equal") of a
     typed key and a value that is no key; nothing for two keys (NumPy's comparison of
     their data, the structured dtype's one field, is JAX's ``eq`` of keys)."""
-    dts = [a.dtype if hasattr(a, "dtype") else dtypes.py_scalar_dtype(a) for a in (x, y)]
-    if not all(dtypes.is_key(d) for d in dts):
-        names = ", ".join("key<fry>" if dtypes.is_key(d) else str(d) for d in dts)
-        raise TypeError(f"{name} does not accept dtypes {names}. ({name}: typed PRNG keys "
-                        "compare only with keys)") from None
+    err = dtypes.key_comparison_error(name, [dtypes.operand_dtype(a) for a in (x, y)])
+    if err is not None:
+        raise err from None
 
 
 def _key_order_error(prim_name, name, x, y):
@@ -122,7 +120,7 @@ def _key_order_error(prim_name, name, x, y):
     not accept dtypes key<fry>, int64." of a key and another value (``jnp.less``'s)."""
     if not _keyed(x, y):
         return
-    dts = [a.dtype if hasattr(a, "dtype") else dtypes.py_scalar_dtype(a) for a in (x, y)]
+    dts = [dtypes.operand_dtype(a) for a in (x, y)]
     both = all(dtypes.is_key(d) for d in dts)
     raise dtypes.key_operand_error(prim_name if both else name, dts) from None
 

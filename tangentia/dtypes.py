@@ -231,6 +231,25 @@ def key_operand_error(name, operand_dtypes):
     return TypeError(f"{name} does not accept dtypes {names}." + detail)
 
 
+def operand_dtype(x):
+    """The dtype of an operand: its ``dtype``, a Python scalar's (``py_scalar_dtype``), else
+    None."""
+    dt = getattr(x, "dtype", None)
+    return dt if dt is not None else py_scalar_dtype(x)
+
+
+def key_comparison_error(name, operand_dtypes):
+    """JAX's TypeError for ``equal``/``not_equal`` (``name``) of a typed PRNG key and a value
+    that is no key ("equal does not accept dtypes key<fry>, int64."), or None when every
+    operand is a key or none is (two keys compare their data)."""
+    keys = [is_key(d) for d in operand_dtypes]
+    if all(keys) or not any(keys):
+        return None
+    names = ", ".join("key<fry>" if k else str(d) for k, d in zip(keys, operand_dtypes))
+    return TypeError(f"{name} does not accept dtypes {names}. ({name}: typed PRNG keys "
+                     "compare only with keys)")
+
+
 class TypePromotionError(ValueError):
     """Raised when type promotion fails (as ``jax.dtypes.TypePromotionError``).
     tangentia promotes with NumPy's rules, which always succeed for numeric

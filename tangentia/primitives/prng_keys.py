@@ -123,11 +123,7 @@ def keys_equal(x, y, name="equal", negate=False):
     if not (is_key_array(x) or is_key_array(y)):
         return E.ne(x, y) if negate else E.eq(x, y)
     if not (is_key_array(x) and is_key_array(y)):
-        names = ", ".join("key<fry>" if is_key_array(a) else
-                          str(getattr(a, "dtype", None) or dtypes.py_scalar_dtype(a))
-                          for a in (x, y))
-        raise TypeError(f"{name} does not accept dtypes {names}. ({name}: typed PRNG keys "
-                        "compare only with keys)")
+        raise dtypes.key_comparison_error(name, [dtypes.operand_dtype(a) for a in (x, y)])
     a, b = random_unwrap(x), random_unwrap(y)
     axes = (max(a.ndim, b.ndim) - 1,)
     if negate:
