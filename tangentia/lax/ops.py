@@ -590,6 +590,12 @@ def sort(operand: Array | Sequence[Array], dimension: int = -1, is_stable: bool 
     if not 1 <= num_keys <= len(ops):
         raise ValueError(f"sort: num_keys must be between 1 and the number of operands "
                          f"({len(ops)}), got {num_keys}")
+    shapes = [_shape(o) for o in ops]
+    if any(sh != shapes[0] for sh in shapes[1:]):
+        raise TypeError("Arguments to sort must have equal shapes, got: "
+                        + " ".join(str(sh) for sh in shapes)
+                        + _tag("sort", "every operand is sorted by the keys' order, so each has "
+                                       "the keys' shape"))
     axis = _bounds_axis("sort", dimension, len(_shape(ops[0])), "dimension")
     order = None
     for key in reversed(ops[:num_keys]):  # least significant key first, stable sorts
