@@ -1,29 +1,34 @@
-"""Ctrl-C in compiled loops, without numba: the flag compiled loops poll, the C-level
-handler setting it, and ``call_interruptible``, which arms the handler around a call.
+"""Signals in compiled loops, without numba: the flag compiled loops poll, the poll that runs
+Python's handlers, and ``call_interruptible``, which runs a program whose loops poll.
 
 Compiled code never returns to the interpreter while it runs (and runs without the GIL), so
-Python's SIGINT handler (which only records the signal for the interpreter's next bytecode)
-cannot stop it.  Loops of generated programs therefore poll ``helpers._interrupted()`` -- an
-atomic load of a C ``int``, the symbol ``tangentia_sigint_flag`` registered with LLVM's
-linker, so cached machine code finds it in any process.  ``call_interruptible`` runs such a
-program: in the main thread, while SIGINT's handler is a Python function (Python's
-``default_int_handler`` or one of the user's), it installs a C-level handler with
-``sigaction`` for the duration of the call and restores the previous one exactly afterwards
-(two ``rt_sigaction`` system calls, ~1.3 us a call; no state outlives the call).
+Python's signal handlers (which the interpreter runs between two bytecodes) cannot stop it.
+Loops of generated programs therefore poll ``helpers._interrupted()``: an atomic load of the
+C ``int`` at the symbol ``tangentia_sigint_flag`` registered with LLVM's linker (so cached
+machine code finds it in any process), and where it is set, a call of
+``tangentia_sigint_poll`` (through the pointer ``tangentia_sigint_check``), which in the main
+thread takes the GIL and runs the pending Python handlers as the interpreter would between
+two bytecodes: if a handler raises (``KeyboardInterrupt``, a timeout's exception, the user's
+exception), the exception is kept and the loop leaves the program (``CompiledLoopInterrupted``),
+and ``call_interruptible`` raises that exception; if the handlers return, the loop goes on.
+Other threads' loops never stop for a signal (Python's handlers run in the main thread).
 
-The handler sets the flag and does what Python's own C handler does (``PyErr_SetInterruptEx``:
-the signal is recorded for Python, async-signal-safe; ``errno`` kept).  A loop that sees the
-flag calls ``tangentia_sigint_poll`` (through the pointer ``tangentia_sigint_check``), which,
-in the main thread, takes the GIL and runs the pending Python handlers
-(``PyErr_CheckSignals``), as the interpreter would between two bytecodes: if the handler
-raises (``KeyboardInterrupt``, or the user's exception), the exception is kept and the
-loop leaves the program (``CompiledLoopInterrupted``), and ``call_interruptible`` raises that
-exception; if the handler returns, the loop goes on.  So Ctrl-C stops a compiled loop under
-the user's handler too (it hung there), and Python code that the program calls back
-(``pure_callback``) sees the signal as usual (a callback in ``time.sleep`` was not woken).
-Other threads' loops never stop for a signal (Python's handlers run in the main thread);
-under SIG_IGN, SIG_DFL or on Windows nothing is installed and loops run to their end, as a
-long C call does.
+**The flag is CPython's own** where its layout is known (CPython 3.11, checked as the module
+is imported: ``_cpython_pending``): ``_PyRuntime.ceval.signals_pending``, which CPython's C
+handler sets for every signal that has a Python handler (``signal.signal(SIGTERM, f)``,
+``signal.alarm`` with a ``SIGALRM`` handler, pytest-timeout's signal method, SIGINT's
+``default_int_handler``), and the poll is ``Py_MakePendingCalls``, the interpreter's own
+(it clears that flag, recomputes the eval breaker and runs the handlers).  Nothing is
+installed or armed: a call costs nothing, every signal with a Python handler stops a loop,
+and a signal without one (SIG_DFL, SIG_IGN) keeps its default action (SIGTERM kills the
+process in the loop, as in a long C call).  Elsewhere (another CPython, a layout that does
+not check out) the flag is our own ``int``, which covers SIGINT alone: while SIGINT's
+handler is a Python function, ``call_interruptible`` installs a C-level handler with
+``sigaction`` for the duration of a call of the main thread and restores the previous one
+exactly afterwards (two ``rt_sigaction`` system calls, ~1.3 us a call); the handler sets
+the flag and does what Python's own C handler does (``PyErr_SetInterruptEx``,
+async-signal-safe, ``errno`` kept), and the poll clears the flag and runs
+``PyErr_CheckSignals``.
 
 The handler, the poll and the two ``sigaction`` calls are a few lines of LLVM IR compiled
 with llvmlite (no numba: the machine-code cache, ``objcache``, runs programs in processes
@@ -60,11 +65,56 @@ _MAIN = ctypes.c_ulong(threading.main_thread().ident or 0)   # PyThread_get_thre
 _EXC = (ctypes.c_void_p * 3)()         # the exception a handler raised in a poll (owned)
 _NEW_ACTION = ctypes.create_string_buffer(_SIGACTION_BYTES)    # our handler, the old flags/mask
 _OLD_ACTION = ctypes.create_string_buffer(_SIGACTION_BYTES)    # what the call replaced
+
+
+class _Runtime311(ctypes.Structure):
+    """The head of CPython 3.11's ``_PyRuntimeState`` (Include/internal/pycore_runtime.h),
+    up to ``ceval.signals_pending`` (``ceval`` holds pointers: aligned as one)."""
+    _fields_ = [("_initialized", ctypes.c_int), ("preinitializing", ctypes.c_int),
+                ("preinitialized", ctypes.c_int), ("core_initialized", ctypes.c_int),
+                ("initialized", ctypes.c_int), ("_finalizing", ctypes.c_void_p),
+                ("interpreters_mutex", ctypes.c_void_p), ("interpreters_head", ctypes.c_void_p),
+                ("interpreters_main", ctypes.c_void_p), ("interpreters_next_id", ctypes.c_int64),
+                ("xidregistry_mutex", ctypes.c_void_p), ("xidregistry_head", ctypes.c_void_p),
+                ("main_thread", ctypes.c_ulong), ("exitfuncs", ctypes.c_void_p * 32),
+                ("nexitfuncs", ctypes.c_int), ("ceval_align", ctypes.c_void_p * 0),
+                ("signals_pending", ctypes.c_int32)]
+
+
+def _cpython_pending():
+    """The address of CPython's ``_PyRuntime.ceval.signals_pending`` (set by its C handler
+    for every signal with a Python handler, cleared by ``Py_MakePendingCalls``), or None
+    where the layout is not known or does not check out: the fields around it must hold
+    what the interpreter says they hold (initialized flags, the main thread, the main
+    interpreter, a small count of exit functions)."""
+    if sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 11) or sys.platform == "win32" \
+            or os.environ.get("TANGENTIA_SIGNAL_FLAG", "") == "own":
+        return None
+    try:
+        api = ctypes.pythonapi
+        rt = _Runtime311.in_dll(api, "_PyRuntime")
+        main_interp = ctypes.cast(api.PyInterpreterState_Main, ctypes.CFUNCTYPE(ctypes.c_void_p))()
+    except (AttributeError, ValueError, OSError):
+        return None
+    ok = (rt._initialized == 1 and rt.core_initialized == 1 and rt.initialized == 1
+          and rt.main_thread == threading.main_thread().ident
+          and rt.interpreters_main == main_interp and main_interp
+          and 0 <= rt.nexitfuncs <= 32 and rt.signals_pending in (0, 1))
+    return ctypes.addressof(rt) + _Runtime311.signals_pending.offset if ok else None
+
+
+_PENDING = _cpython_pending()
+CPYTHON_FLAG = _PENDING is not None   # loops poll CPython's flag: every Python-handled signal
 _SYMBOLS = {FLAG_SYMBOL: _FLAG, CHECK_SYMBOL: _CHECK, "tangentia_sigint_main": _MAIN,
             "tangentia_sigint_exc": _EXC, "tangentia_sigint_new": _NEW_ACTION,
             "tangentia_sigint_old": _OLD_ACTION}
 for _name, _obj in _SYMBOLS.items():
-    _llvm.add_symbol(_name, ctypes.addressof(_obj))
+    _llvm.add_symbol(_name, _PENDING if _name == FLAG_SYMBOL and CPYTHON_FLAG else ctypes.addressof(_obj))
+# Until ``_setup`` compiles the poll (the first ``call_interruptible``), a loop that sees
+# CPython's flag set (a signal for a Python handler) calls this one, which leaves the signal
+# to Python: the handlers run when the program returns, as after a long C call.
+_LATER = ctypes.CFUNCTYPE(ctypes.c_int32)(lambda: 0)
+_CHECK.value = ctypes.cast(_LATER, ctypes.c_void_p).value
 
 # the handler (async-signal-safe: a store, and Python's own recording of the signal), the
 # poll's slow path, and arm/disarm, each a CPython-callable wrapper
@@ -82,7 +132,7 @@ declare i32* @{errno}()
 declare {ulong} @PyThread_get_thread_ident()
 declare i32 @PyGILState_Ensure()
 declare void @PyGILState_Release(i32)
-declare i32 @PyErr_CheckSignals()
+declare i32 @{check}()
 declare void @PyErr_Fetch(i8**, i8**, i8**)
 
 define void @tangentia_on_sigint(i32 %sig) {{
@@ -102,10 +152,9 @@ entry:
   br i1 %is, label %handle, label %other
 other:
   ret i32 0
-handle:
-  store atomic i32 0, i32* @tangentia_sigint_flag monotonic, align 4
+handle:{clear}
   %g = call i32 @PyGILState_Ensure()
-  %r = call i32 @PyErr_CheckSignals()
+  %r = call i32 @{check}()
   %bad = icmp ne i32 %r, 0
   br i1 %bad, label %keep, label %done
 keep:
@@ -187,8 +236,9 @@ _SETUP_LOCK = threading.Lock()
 
 
 def _setup():
-    """Compile the handler, the poll and the two sigaction calls, and build the action to
-    install (the current one with our handler).  False where this cannot work."""
+    """Compile the poll (with CPython's flag, all there is to do), and with ours the
+    handler and the two sigaction calls, and build the action to install (the current
+    one with our handler).  False where this cannot work."""
     with _SETUP_LOCK:
         if _Sigint.ready is not None:
             return _Sigint.ready
@@ -196,10 +246,18 @@ def _setup():
         if sys.platform == "win32" or not hasattr(signal, "SIGINT"):
             return False
         try:
-            dynfunc = extension("numba._dynfunc", "_dynfunc")
             errno = "__error" if sys.platform == "darwin" or "bsd" in sys.platform else "__errno_location"
-            engine = jit_ir(_IR.format(sigint=int(signal.SIGINT), errno=errno,
-                                       ulong=f"i{8 * ctypes.sizeof(ctypes.c_ulong)}"))
+            engine = jit_ir(_IR.format(
+                sigint=int(signal.SIGINT), errno=errno, ulong=f"i{8 * ctypes.sizeof(ctypes.c_ulong)}",
+                # (CPython's flag: its own poll clears it; ours: cleared before the handlers run)
+                check="Py_MakePendingCalls" if CPYTHON_FLAG else "PyErr_CheckSignals",
+                clear="" if CPYTHON_FLAG else "\n  store atomic i32 0, i32* @tangentia_sigint_flag monotonic, align 4"))
+            if CPYTHON_FLAG:    # (nothing to install)
+                _CHECK.value = engine.get_function_address("tangentia_sigint_poll")
+                _Sigint.engine = engine
+                _Sigint.ready = True
+                return True
+            dynfunc = extension("numba._dynfunc", "_dynfunc")
             libc = ctypes.CDLL(None, use_errno=True)
             if libc.sigaction(int(signal.SIGINT), None, _NEW_ACTION) != 0:
                 return False
@@ -236,8 +294,16 @@ def _raise_kept():
 
 
 def call_interruptible(entry, args):
-    """``entry(*args)`` for a compiled program whose loops poll the flag: SIGINT runs
+    """``entry(*args)`` for a compiled program whose loops poll the flag: a signal runs
     Python's handler in the loop, which stops it by raising (see the module docstring)."""
+    if CPYTHON_FLAG:
+        if not _Sigint.ready and not _setup():   # (once: the poll the flag leads to)
+            raise RuntimeError("tangentia: the poll of compiled loops could not be compiled "
+                               "(llvmlite's JIT); set TANGENTIA_SIGNAL_FLAG=own")
+        try:
+            return entry(*args)
+        except CompiledLoopInterrupted:
+            _raise_kept()
     if _Sigint.armed or _get_ident() != _MAIN_IDENT or not callable(_getsignal(signal.SIGINT)) \
             or not (_Sigint.ready or (_Sigint.ready is None and _setup())):
         # (a nested call, another thread, SIG_IGN/SIG_DFL: runs to its end, unless an
