@@ -570,6 +570,11 @@ def public(fn, module, name, jax_array=True):
                 if not jax_array or not (_needs_conversion(args)
                                          or kwargs and _needs_conversion(kwargs.values())):
                     raise
+            except Exception:
+                # (a dtype named by a string NumPy learns only from ml_dtypes, "bfloat16",
+                # before anything imported it: imported now, and the call made again)
+                if not dtypes.load_named(args, kwargs.values()):
+                    raise
             return twin(*_from_jax_array(args),
                         **{k: _from_jax_array(v) for k, v in kwargs.items()})
     elif fn.__code__.co_argcount == 1:

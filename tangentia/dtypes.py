@@ -95,7 +95,7 @@ def result_type(*args, return_weak_type_flag=False):
         elif hasattr(a, "dtype") and not isinstance(a, (type, np.dtype)):
             pairs.append((np.dtype(a.dtype), bool(getattr(a, "weak_type", False))))
         else:
-            pairs.append((np.result_type(a), False))
+            pairs.append((to_dtype(a) if type(a) is str else np.result_type(a), False))
     dtype, weak = _promote(*pairs)
     return (dtype, weak) if return_weak_type_flag else dtype
 
@@ -128,7 +128,41 @@ def tangent_dtype(dtype):
 
 
 def canonicalize(dtype):
-    return np.dtype(dtype)
+    return to_dtype(dtype)
+
+
+# ml_dtypes' type names, which NumPy knows only once ml_dtypes is imported (it registers
+# them): the one place a dtype given by name imports it (``to_dtype``, ``load_named``).
+ML_DTYPE_NAMES = frozenset((
+    "bfloat16", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4",
+    "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+    "float8_e5m2fnuz", "float8_e8m0fnu", "int1", "int2", "int4", "uint1", "uint2", "uint4"))
+
+
+def to_dtype(dtype, align=False, copy=False) -> np.dtype:
+    """``np.dtype(dtype)``, also for ml_dtypes' names given as strings (``"bfloat16"``,
+    ``"float8_e4m3fn"``, ``"int4"``, ...) before anything imported ml_dtypes: it is
+    imported then, and only then (an eager import costs about a second).  The conversion
+    point of dtype arguments; ``jax.numpy.dtype`` is this (as JAX's, which imports ml_dtypes
+    at start, knows those names)."""
+    try:
+        return np.dtype(dtype, align, copy)
+    except TypeError:
+        if not load_named((dtype,)):
+            raise
+    return np.dtype(dtype, align, copy)
+
+
+def load_named(values, kwvalues=()) -> bool:
+    """Import ml_dtypes if it is not imported yet and one of ``values`` (or ``kwvalues``)
+    is a string naming one of its types; whether it was imported now (so a call that failed
+    on such a name can be made again: ``_array.public``'s twins do)."""
+    if "ml_dtypes" in sys.modules:
+        return False
+    for v in (*values, *kwvalues):
+        if type(v) is str and v in ML_DTYPE_NAMES:
+            return _ml_dtypes() is not None
+    return False
 
 
 # ---------------------------------------------------------------------------
@@ -270,14 +304,14 @@ def canonicalize_dtype(dtype, allow_extended_dtype: bool = False) -> np.dtype:
             raise ValueError(f"Internal: canonicalize_dtype called on extended dtype {dtype} "
                              "with allow_extended_dtype=False")
         return dtype
-    return np.dtype(dtype)
+    return to_dtype(dtype)
 
 
 def _scalar_class(x):
     """The NumPy scalar class of a dtype-like ``x`` (or ``x`` itself when it is one)."""
     if isinstance(x, type) and issubclass(x, np.generic):
         return x
-    return np.dtype(x).type
+    return to_dtype(x).type
 
 
 @lru_cache(maxsize=512)
@@ -308,7 +342,7 @@ def issubdtype(a, b) -> bool:
       b: the same, or an abstract class (``np.floating``, ``extended``, ...).
     """
     def hashable(x):
-        return x if isinstance(x, (type, np.dtype)) else np.dtype(x)
+        return x if isinstance(x, (type, np.dtype)) else to_dtype(x)
     return _issubdtype(hashable(a), hashable(b))
 
 
@@ -328,7 +362,7 @@ def isdtype(dtype, kind) -> bool:
         ``'integral'``, ``'real floating'``, ``'complex floating'``, ``'numeric'``) or a
         tuple of them.
     """
-    dt = np.dtype(dtype)
+    dt = to_dtype(dtype)
     for k in (kind if isinstance(kind, tuple) else (kind,)):
         if isinstance(k, str):
             if k not in _ISDTYPE_KINDS:
@@ -339,7 +373,7 @@ def isdtype(dtype, kind) -> bool:
                 return True
         else:
             try:
-                kd = np.dtype(k)
+                kd = to_dtype(k)
             except TypeError:
                 raise TypeError(f"Expected kind to be a dtype, string, or tuple; got {kind=!r}"
                                 ) from None
@@ -356,7 +390,7 @@ def itemsize_bits(dtype) -> int:
     """
     if dtype is None:
         raise ValueError("dtype cannot be None.")
-    if np.dtype(dtype) == bool_:
+    if to_dtype(dtype) == bool_:
         return 8
     if issubdtype(dtype, np.integer):
         return int(iinfo(dtype).bits)
@@ -379,7 +413,7 @@ def scalar_type_of(x) -> type:
     dtype = getattr(x, "dtype", None)
     if dtype is None:
         dtype = py_scalar_dtype(x)
-    dtype = np.asarray(x).dtype if dtype is None else np.dtype(dtype)
+    dtype = np.asarray(x).dtype if dtype is None else to_dtype(dtype)
     for kind, scalar in (("b", bool), ("iu", int), ("f", float), ("c", complex)):
         if dtype.kind in kind:
             return scalar

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
-from .. import core
+from .. import core, dtypes
 from .._array import ArrayImpl
 from ..core import ShapedArray, Tracer
 from ..interpreters import partial_eval as pe
@@ -53,7 +53,7 @@ class ShapeDtypeStruct:
     def __init__(self, shape: Shape, dtype: DTypeLike, weak_type: bool = False, *,
                  sharding: Any = None) -> None:
         self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtypes.to_dtype(dtype)
         self.weak_type = weak_type
 
     @property

@@ -157,7 +157,7 @@ def _array_astype(self, dtype, order="K", casting="unsafe", subok=True, copy=Tru
     integer dtype convert as JAX's and ``lax.convert_element_type`` (under ``jit`` too):
     truncated, saturating at the type's limits, NaN to 0 (NumPy's C cast is undefined out
     of range: ``float16(inf).astype(int32)`` was INT_MIN, JAX's INT_MAX)."""
-    new = _np.dtype(dtype)
+    new = _dtypes.to_dtype(dtype)
     to_int = new.kind in "iu" and casting == "unsafe" and (
         self.dtype.kind in "fc" or _dtypes.is_inexact(self.dtype))
     if self.dtype.kind == "c" and new.kind not in "cb":   # (None: float64)
@@ -352,7 +352,7 @@ def _view(x, dtype=None, type=None):
     if dtype is None:
         return x
     aval = _aval(x)
-    old, new = aval.dtype, _np.dtype(dtype)
+    old, new = aval.dtype, _dtypes.to_dtype(dtype)
     shape = aval.shape
     if old == new:
         return x

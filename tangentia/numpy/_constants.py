@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as _np
 
+from ..dtypes import to_dtype as _to_dtype
 from ..typing import Array as ndarray  # for isinstance checks, true for traced values too
 
 pi = _np.pi
@@ -17,7 +18,57 @@ int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
 uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
 complex64, complex128 = _np.complex64, _np.complex128
 bool_ = _np.bool_
-dtype = _np.dtype
+
+
+class _DtypeClass(type):
+    """``tnp.dtype`` is NumPy's ``dtype`` class to ``isinstance``/``issubclass``, and its
+    call converts through ``dtypes.to_dtype`` (so ``tnp.dtype("bfloat16")`` works before
+    anything imported ml_dtypes, as JAX's ``jnp.dtype``, which is ``np.dtype`` in a process
+    where JAX imported ml_dtypes at start)."""
+
+    def __call__(cls, dtype, align=False, copy=False):
+        return _to_dtype(dtype, align, copy)
+
+    def __instancecheck__(cls, x):
+        return isinstance(x, _np.dtype)
+
+    def __subclasscheck__(cls, c):
+        return issubclass(c, _np.dtype)
+
+    def __getitem__(cls, item):   # (``jnp.dtype[np.float64]`` in annotations)
+        return _np.dtype[item]
+
+
+class dtype(metaclass=_DtypeClass):  # noqa: N801 - NumPy's name
+    """``numpy.dtype`` (calling it gives a ``numpy.dtype``), also for ml_dtypes' names.
+
+    Args:
+      dtype: anything ``numpy.dtype`` takes, or a name of ml_dtypes (``"bfloat16"``, ...).
+      align, copy: NumPy's.
+    """
+
+
+def _named(x):
+    """``x``, or the dtype it names when it is a string (ml_dtypes' names too)."""
+    return _to_dtype(x) if type(x) is str else x
+
+
+def result_type(*args) -> _np.dtype:
+    """NumPy's ``result_type`` (NumPy's promotion), also for ml_dtypes' names."""
+    return _np.result_type(*map(_named, args))
+
+
+def can_cast(from_, to, casting="safe") -> bool:
+    """NumPy's ``can_cast``, also for ml_dtypes' names."""
+    return _np.can_cast(_named(from_), _named(to), casting)
+
+
+def promote_types(a, b) -> _np.dtype:
+    """``jax.numpy.promote_types``: NumPy's ``promote_types`` of two dtypes (ml_dtypes'
+    names too)."""
+    return _np.promote_types(_to_dtype(a), _to_dtype(b))
+
+
 int_ = int64
 float_ = float64
 double = float64
@@ -29,9 +80,6 @@ uint = uint64
 from ..dtypes import finfo, iinfo, isdtype, issubdtype  # noqa: E402
 integer, floating, inexact, number, complexfloating = (
     _np.integer, _np.floating, _np.inexact, _np.number, _np.complexfloating)
-result_type = _np.result_type
-promote_types = _np.promote_types
-can_cast = _np.can_cast
 iterable = _np.iterable
 cdouble, csingle, complex_ = complex128, complex64, complex128
 character, flexible, generic = _np.character, _np.flexible, _np.generic

@@ -41,7 +41,7 @@ def asarray(a: Any, dtype: DTypeLike | None = None, copy: bool | None = None, *,
 def astype(x: ArrayLike, dtype: DTypeLike | None, copy: bool = False) -> Array:
     """``x`` converted to ``dtype`` (complex to bool: nonzero, as NumPy's and JAX's astype;
     lax.convert_element_type takes the real part)."""
-    dtype = _np.dtype(dtype)
+    dtype = _dtypes.to_dtype(dtype)
     if dtype.kind == "b":
         src = getattr(x, "dtype", None)
         if (src if src is not None else _aval(x).dtype).kind == "c":
