@@ -332,18 +332,18 @@ def _issubdtype(a, b) -> bool:
     return bool(np.issubdtype(a, b))
 
 
-def issubdtype(a, b) -> bool:
-    """Whether ``a`` is ``b`` or below it in NumPy's type hierarchy, as
+def issubdtype(arg1, arg2) -> bool:
+    """Whether ``arg1`` is ``arg2`` or below it in NumPy's type hierarchy, as
     ``np.issubdtype``, also for bfloat16 and the other ml_dtypes types (a
     floating or integer kind) and the ``extended``/``prng_key`` classes.
 
     Args:
-      a: a dtype, scalar class or anything ``np.dtype`` accepts.
-      b: the same, or an abstract class (``np.floating``, ``extended``, ...).
+      arg1: a dtype, scalar class or anything ``np.dtype`` accepts.
+      arg2: the same, or an abstract class (``np.floating``, ``extended``, ...).
     """
     def hashable(x):
         return x if isinstance(x, (type, np.dtype)) else to_dtype(x)
-    return _issubdtype(hashable(a), hashable(b))
+    return _issubdtype(hashable(arg1), hashable(arg2))
 
 
 _ISDTYPE_KINDS = {"bool": (np.bool_,), "signed integer": (np.signedinteger,),

@@ -122,11 +122,11 @@ def ones_like(a: Any, dtype: DTypeLike | None = None, shape: Any = None, *,
                     dtype or a_dtype)
 
 
-def empty_like(a, dtype: DTypeLike | None = None, shape: Any = None, *, device: Any = None,
-               out_sharding: Any = None) -> Array:
-    """An array with the shape and dtype of ``a``; here filled with zeros."""
+def empty_like(prototype: Any, dtype: DTypeLike | None = None, shape: Any = None, *,
+               device: Any = None) -> Array:
+    """An array with the shape and dtype of ``prototype``; here filled with zeros."""
     _check_device(device, "empty_like")
-    return zeros_like(a, dtype, shape)
+    return zeros_like(prototype, dtype, shape)
 
 
 def full_like(a: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None, shape: Any = None,

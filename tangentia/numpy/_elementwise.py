@@ -21,7 +21,7 @@ from ..primitives import structural as _S
 from ._constants import complex128, float64, pi
 from ._conversion import _checked, _in, _inexact, asarray, astype
 from ._indexing import nonzero
-from ._util import _Tracer, _aval, _eager
+from ._util import _Tracer, _aval, _eager, _no_out
 
 if TYPE_CHECKING:
     from typing import Any
@@ -345,8 +345,10 @@ def divmod(x1: ArrayLike, x2: ArrayLike, /) -> tuple[Array, Array]:  # noqa: A00
     return floor_divide(x1, x2), remainder(x1, x2)
 
 
-def modf(x: ArrayLike) -> tuple[Array, Array]:
-    """Fractional and integral parts, both with the sign of ``x`` (floating, as NumPy's)."""
+def modf(x: ArrayLike, /, out: None = None) -> tuple[Array, Array]:
+    """Fractional and integral parts, both with the sign of ``x`` (floating, as NumPy's);
+    ``out`` must be None."""
+    _no_out(out, "modf")
     x = _ufunc_inexact(x, _np.modf)
     ipart = trunc(x)
     return _E.sub(x, ipart), ipart
@@ -395,8 +397,16 @@ def nextafter(x1, x2) -> Array:
     return _M.nextafter(x1, x2)
 
 
-gcd = _M.gcd
-lcm = _M.lcm
+def gcd(x1: ArrayLike, x2: ArrayLike) -> Array:
+    """Elementwise greatest common divisor of integers (JAX's argument names)."""
+    return _M.gcd(x1, x2)
+
+
+def lcm(x1: ArrayLike, x2: ArrayLike) -> Array:
+    """Elementwise least common multiple of integers (JAX's argument names)."""
+    return _M.lcm(x1, x2)
+
+
 left_shift = bitwise_left_shift = _M.left_shift
 right_shift = bitwise_right_shift = _M.right_shift
 bitwise_count = _M.bitwise_count
@@ -489,8 +499,10 @@ def trunc(x: ArrayLike) -> Array:
 fix = trunc
 
 
-def round(a: ArrayLike, decimals: int = 0) -> Array:
-    """Round to the given number of decimals (halves to even, as NumPy)."""
+def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Array:
+    """Round to the given number of decimals (halves to even, as NumPy); ``out`` must be
+    None."""
+    _no_out(out, "round")
     if _aval(a).dtype.kind in "iu":
         if decimals < 0:   # JAX's error (NumPy rounds to tens; ours gave float64 with -0.)
             raise NotImplementedError(
@@ -518,11 +530,14 @@ def round(a: ArrayLike, decimals: int = 0) -> Array:
 around = round
 
 
-def clip(a, a_min=None, a_max=None, *, min: ArrayLike | None = None, max: ArrayLike | None = None
-         ) -> Array:
-    """Clip values to [min, max] (either bound may be None)."""
-    lo = a_min if min is None else min
-    hi = a_max if max is None else max
+def clip(arr: ArrayLike | None = None, /, min: ArrayLike | None = None,
+         max: ArrayLike | None = None) -> Array:
+    """Clip values to [min, max] (either bound may be None); JAX's signature (its
+    ``a``/``a_min``/``a_max`` keywords are gone since JAX 0.6)."""
+    if arr is None:
+        raise ValueError("No input was provided to the clip function. (clip: argument 'arr' "
+                         "is required)")
+    a, lo, hi = arr, min, max
     for v in (a, lo, hi):
         if v is not None and _np.iscomplexobj(v if not hasattr(v, "dtype") else
                                               _np.empty(0, _aval(v).dtype)):
@@ -620,13 +635,15 @@ def isfinite(x: ArrayLike) -> Array:
     return _E.isfinite_p.bind(x)
 
 
-def isposinf(x) -> Array:
-    """Elementwise test for positive infinity."""
+def isposinf(x, /, out: None = None) -> Array:
+    """Elementwise test for positive infinity (``out`` must be None)."""
+    _no_out(out, "isneginf/isposinf", "isposinf", prefix="")
     return logical_and(isinf(x), _E.gt(x, 0))
 
 
-def isneginf(x) -> Array:
-    """Elementwise test for negative infinity."""
+def isneginf(x, /, out: None = None) -> Array:
+    """Elementwise test for negative infinity (``out`` must be None)."""
+    _no_out(out, "isneginf/isposinf", "isneginf", prefix="")
     return logical_and(isinf(x), _E.lt(x, 0))
 
 

@@ -20,7 +20,7 @@ from ._indexing import flip
 from ._reductions import sum
 from ._shapes import (broadcast_arrays, broadcast_shapes, broadcast_to, concatenate, expand_dims,
                       moveaxis, ndim, ravel, reshape, shape, squeeze, stack)
-from ._util import _aval, _axis
+from ._util import _aval, _axis, _no_out
 
 if TYPE_CHECKING:
     from typing import Any
@@ -114,8 +114,9 @@ def inner(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
     return _C.dot_general(a, b, (((a_av.ndim - 1,), (b_av.ndim - 1,)), ((), ())))
 
 
-def outer(a: ArrayLike, b: ArrayLike) -> Array:
-    """Outer product of the flattened ``a`` and ``b``."""
+def outer(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
+    """Outer product of the flattened ``a`` and ``b`` (``out`` must be None)."""
+    _no_out(out, "outer")
     return _C.dot_general(ravel(a), ravel(b), (((), ()), ((), ())))
 
 

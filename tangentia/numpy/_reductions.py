@@ -19,7 +19,7 @@ from ._constants import float64, inf, int64, nan
 from ._conversion import _in, asarray, astype
 from ._elementwise import _equal, isclose, isnan, logical_and, logical_not, logical_or, sqrt, where
 from ._shapes import broadcast_shapes, concatenate, ndim, ravel, shape
-from ._util import _aval, _axes, _axis, _eager, _is_tracer
+from ._util import _aval, _axes, _axis, _eager, _is_tracer, _no_out
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -73,16 +73,6 @@ def _masked(a, where, fill):
     if where is None:
         return a
     return _E.select(asarray(where) if not _is_tracer(where) else where, a, fill)
-
-
-def _no_out(out, fname, ours=None):
-    """JAX's error for an ``out`` argument (``fname``: the function JAX's message names;
-    ``ours``: ours, where it differs): its position is JAX's and NumPy's, so a ``keepdims``
-    passed after it is not read as one."""
-    if out is not None:
-        raise NotImplementedError(f"The 'out' argument to jnp.{fname} is not supported. "
-                                  f"(tangentia.numpy.{ours or fname}: argument 'out' must be "
-                                  "None, use the returned array)")
 
 
 def _integer_dtype(a, dtype, promote_integers):
@@ -490,13 +480,17 @@ nanargmax = _nan_arg("nanargmax", argmax, -inf)
 nanargmin = _nan_arg("nanargmin", argmin, inf)
 
 
-def nancumsum(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None) -> Array:
-    """Cumulative sum treating NaNs as zero."""
+def nancumsum(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None,
+              out: None = None) -> Array:
+    """Cumulative sum treating NaNs as zero (``out`` must be None)."""
+    _no_out(out, "nancumsum")
     return cumsum(_nan_to(_in(a, "nancumsum"), 0), axis, dtype)
 
 
-def nancumprod(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None) -> Array:
-    """Cumulative product treating NaNs as one."""
+def nancumprod(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None,
+               out: None = None) -> Array:
+    """Cumulative product treating NaNs as one (``out`` must be None)."""
+    _no_out(out, "nancumprod")
     return cumprod(_nan_to(_in(a, "nancumprod"), 1), axis, dtype)
 
 

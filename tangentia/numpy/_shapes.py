@@ -365,8 +365,9 @@ def append(arr: ArrayLike, values: ArrayLike, axis: int | None = None) -> Array:
     return concatenate([arr, values], axis)
 
 
-def tile(a, reps: int | Sequence[int]) -> Array:
-    """``a`` repeated ``reps`` times along each axis."""
+def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:  # noqa: N803 - JAX's name
+    """``A`` repeated ``reps`` times along each axis."""
+    a = A
     reps = (reps,) if isinstance(reps, int) else tuple(reps)
     a = asarray(a) if not _is_tracer(a) else a
     s = shape(a)

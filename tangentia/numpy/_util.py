@@ -105,3 +105,13 @@ def _check_device(device, fname, argname="device"):
         return
     raise ValueError(f"{fname}: argument '{argname}' must be None, a device or a Sharding, got "
                      f"{device!r}")
+
+
+def _no_out(out, fname, ours=None, prefix="jnp."):
+    """JAX's error for an ``out`` argument (``fname``: the function JAX's message names, after
+    ``prefix``; ``ours``: ours, where it differs): its position is JAX's and NumPy's, so a
+    ``keepdims`` passed after it is not read as one."""
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to {prefix}{fname} is not supported. "
+                                  f"(tangentia.numpy.{ours or fname}: argument 'out' must be "
+                                  "None, use the returned array)")
