@@ -35,13 +35,21 @@ if TYPE_CHECKING:
 # Sorting
 
 
+def _no_kind_or_order(fname: str, kind: Any, order: Any) -> None:
+    """JAX's TypeErrors for ``kind=`` and ``order=`` (a ``kind`` was accepted and ignored)."""
+    if kind is not None:
+        raise TypeError(f"'kind' argument to {fname} is not supported. Use stable=True or "
+                        f"stable=False to specify sort stability.")
+    if order is not None:
+        raise TypeError(f"'order' argument to {fname} is not supported. (tangentia: {fname}: "
+                        f"structured arrays are not supported)")
+
+
 def sort(a: ArrayLike, axis: int | None = -1, kind: None = None, order: None = None, *,
          stable: bool = True, descending: bool = False) -> Array:
     """Sorted copy of ``a`` (always stable); differentiable: the tangent of each
     sorted entry is that of the input entry that landed there."""
-    if order is not None:
-        raise NotImplementedError("sort: the 'order' argument (structured arrays) is not "
-                                  "supported")
+    _no_kind_or_order("sort", kind, order)
     a = _in(a, "sort")
     if axis is None:
         a, axis = ravel(a), 0
@@ -55,9 +63,7 @@ def argsort(a: ArrayLike, axis: int | None = -1, kind: None = None, order: None 
             ) -> Array:
     """Indices that sort ``a`` along ``axis`` (stable; zero derivative), of integer
     ``dtype`` if given (JAX's)."""
-    if order is not None:
-        raise NotImplementedError("argsort: the 'order' argument (structured arrays) is not "
-                                  "supported")
+    _no_kind_or_order("argsort", kind, order)
     if dtype is not None and not _dtypes.is_integer(_np.dtype(dtype)):
         raise ValueError(f"argsort: argument 'dtype' must be an integer dtype, got {dtype!r}")
     a = _in(a, "argsort")
