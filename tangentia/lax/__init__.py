@@ -7,8 +7,9 @@ from .ops import (broadcast, broadcast_in_dim, clamp, concatenate, full, full_li
                   dynamic_slice, dynamic_slice_in_dim, dynamic_update_index_in_dim,
                   dynamic_update_slice, dynamic_update_slice_in_dim, erf, expand_dims, logistic,
                   pow, reduce_max, reduce_min, reduce_prod, reduce_sum, rsqrt, slice,
-                  slice_in_dim, sort, square, squeeze, reshape, transpose)
-from ..primitives.elementwise import ceil, cosh, floor, maximum, minimum, select, sinh
+                  slice_in_dim, sort, square, squeeze, reshape, transpose, convert_element_type,
+                  select)
+from ..primitives.elementwise import ceil, cosh, floor, maximum, minimum, sinh
 from .collectives import (all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin,
                           ppermute, pshuffle, psum, psum_scatter, pswapaxes)
 from .convolution import (conv, conv_dimension_numbers, conv_general_dilated,
@@ -43,7 +44,7 @@ from .shaping import (approx_max_k, approx_min_k, associative_scan, batch_matmul
                       tile, top_k, unstack, with_sharding_constraint)
 from ..primitives.elementwise import complex_ as complex, imag, real
 from ..primitives.fft import fft
-from ..primitives.structural import broadcast_to, convert_element_type, stop_gradient
+from ..primitives.structural import broadcast_to, stop_gradient
 
 __all__ = [
     "abs", "add", "atan2", "broadcast", "broadcast_in_dim", "broadcast_to", "full",

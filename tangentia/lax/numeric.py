@@ -47,7 +47,15 @@ def digamma(x: ArrayLike) -> Array:
     zero = np.zeros((), _dtype(out))
     return E.select(E.eq(x, zero), np.full((), np.nan, _dtype(out)), out)
 
-polygamma, erfc = _in_operand_dtype(SP.polygamma), _in_operand_dtype(SP.erfc)
+_polygamma, erfc = _in_operand_dtype(SP.polygamma), _in_operand_dtype(SP.erfc)
+
+
+def polygamma(m: ArrayLike, x: ArrayLike) -> Array:
+    """``jax.lax.polygamma``: the ``m``-th derivative of ``digamma`` at ``x``, in ``x``'s
+    dtype."""
+    return _polygamma(m, x)
+
+
 erf_inv, zeta = _in_operand_dtype(SP.erfinv), _in_operand_dtype(SP.zeta)
 betainc = _in_operand_dtype(SP.betainc)
 igamma, igammac = _in_operand_dtype(SP.gammainc), _in_operand_dtype(SP.gammaincc)
@@ -137,7 +145,7 @@ sub = _same_dtypes("sub", E.sub, "jnp.subtract")
 _mul = _same_dtypes("mul", E.mul, "jnp.multiply")
 
 
-def mul(x: ArrayLike, y: ArrayLike, /, *, out_dtype: DTypeLike | None = None) -> Array:
+def mul(x: ArrayLike, y: ArrayLike, *, out_dtype: DTypeLike | None = None) -> Array:
     """Elementwise ``mul`` (``jax.lax.mul``): the same values as NumPy's ``multiply``.
 
     Args:
@@ -221,7 +229,15 @@ Example:
 max = _same_dtypes("max", E.maximum, "jnp.maximum")  # noqa: A001 - JAX's names
 min = _same_dtypes("min", E.minimum, "jnp.minimum")  # noqa: A001
 atan2 = _same_dtypes("atan2", E.arctan2, "jnp.arctan2")
-nextafter = _same_dtypes("nextafter", M.nextafter, "jnp.nextafter")
+_nextafter = _same_dtypes("nextafter", M.nextafter, "jnp.nextafter")
+
+
+def nextafter(x1: ArrayLike, x2: ArrayLike) -> Array:
+    """``jax.lax.nextafter``: the next floating-point value after ``x1`` towards ``x2`` (of
+    one dtype)."""
+    return _nextafter(x1, x2)
+
+
 eq = _same_dtypes("eq", E.eq, "jnp.equal")
 ne = _same_dtypes("ne", E.ne, "jnp.not_equal")
 lt = _same_dtypes("lt", E.lt, accepted="integer, floating, bool")

@@ -552,10 +552,12 @@ def cummin(operand: Array, axis: int = 0, reverse: bool = False) -> Array:
     return M.cummin(operand, _cumulative_axis("cummin", operand, axis), reverse)
 
 
-def reshape(x, new_sizes: Shape, dimensions: Sequence[int] | None = None) -> Array:
-    """``x`` with the shape ``new_sizes`` (``jax.lax.reshape``: sizes are nonnegative
-    integers, no ``-1``); ``dimensions``, a permutation of ``x``'s axes, is applied first
-    (JAX's: ``reshape(transpose(x, dimensions), new_sizes)``)."""
+def reshape(operand: ArrayLike, new_sizes: Shape, dimensions: Sequence[int] | None = None
+            ) -> Array:
+    """``operand`` with the shape ``new_sizes`` (``jax.lax.reshape``: sizes are nonnegative
+    integers, no ``-1``); ``dimensions``, a permutation of its axes, is applied first
+    (JAX's: ``reshape(transpose(operand, dimensions), new_sizes)``)."""
+    x = operand
     sizes = _static_ints("reshape", "new_sizes", new_sizes)
     if any(n < 0 for n in sizes):
         raise TypeError(f"reshape new_sizes must all be positive, got {sizes}."
@@ -565,9 +567,10 @@ def reshape(x, new_sizes: Shape, dimensions: Sequence[int] | None = None) -> Arr
     return S.reshape(x, sizes)
 
 
-def transpose(x, permutation: Sequence[int] | Array) -> Array:
-    """``x`` with its dimensions permuted (``jax.lax.transpose``: ``permutation`` holds
-    each of ``0 .. ndim - 1`` once)."""
+def transpose(operand: ArrayLike, permutation: Sequence[int] | Array) -> Array:
+    """``operand`` with its dimensions permuted (``jax.lax.transpose``: ``permutation``
+    holds each of ``0 .. ndim - 1`` once)."""
+    x = operand
     perm = tuple(_static_int("transpose", "permutation", p) for p in permutation)
     shape = _shape(x)
     if sorted(perm) != list(range(len(shape))):
@@ -575,6 +578,18 @@ def transpose(x, permutation: Sequence[int] | Array) -> Array:
                         f"permutation {perm} for operand shape {shape}."
                         + _tag("transpose", f"each of 0..{len(shape) - 1} once"))
     return S.transpose(x, perm)
+
+
+def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike) -> Array:
+    """``operand`` converted to ``new_dtype`` (``jax.lax.convert_element_type``: floats to
+    integers truncate and saturate, NaN to 0; complex to real keeps the real part)."""
+    return S.convert_element_type(operand, new_dtype)
+
+
+def select(pred: ArrayLike, on_true: ArrayLike, on_false: ArrayLike) -> Array:
+    """``on_true`` where the boolean ``pred`` holds, else ``on_false`` (``jax.lax.select``:
+    the three of one shape, ``pred`` possibly a scalar; the two cases of one dtype)."""
+    return E.select_p.bind(pred, on_true, on_false)
 
 
 def sort(operand: Array | Sequence[Array], dimension: int = -1, is_stable: bool = True,
@@ -709,12 +724,12 @@ def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Array:  # noqa: A002 
     return E.select(x_in, x, E.select(lo_in, min, out))
 
 
-def rsqrt(x: ArrayLike, accuracy: Any = None) -> Array:
+def rsqrt(x: ArrayLike, *, accuracy: Any = None) -> Array:
     """``1 / sqrt(x)`` (``jax.lax.rsqrt``); ``accuracy`` (JAX's) is accepted and ignored."""
     return E.div(1.0, E.sqrt(x))
 
 
-def logistic(x: ArrayLike, accuracy: Any = None) -> Array:
+def logistic(x: ArrayLike, *, accuracy: Any = None) -> Array:
     """``1 / (1 + exp(-x))`` (``jax.lax.logistic``); ``accuracy`` (JAX's) is accepted and
     ignored."""
     return _stable.logistic(x)

@@ -561,12 +561,12 @@ def _softmax_impl(fname, fn, x, axis, where):
     return fn(x, axes, mask)
 
 
-def softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
+def softmax(x: ArrayLike, /, *, axis: int | tuple[int, ...] | None = None) -> Array:
     """``exp(x) / sum(exp(x))`` over ``axis`` (all axes by default, as in SciPy)."""
     return _softmax_impl("softmax", _softmax, x, axis, None)
 
 
-def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
+def log_softmax(x: ArrayLike, /, *, axis: int | tuple[int, ...] | None = None) -> Array:
     """``x - logsumexp(x)`` over ``axis`` (all axes by default, as in SciPy)."""
     return _softmax_impl("log_softmax", _log_softmax, x, axis, None)
 
@@ -598,6 +598,9 @@ def _binary(name: str, prim_fn: Callable[..., Array], names: tuple[str, str],
             doc: str) -> Callable[[ArrayLike, ArrayLike], Array]:
     def fn(v: ArrayLike, x: ArrayLike) -> Array:
         return prim_fn(*_promote_all(name, names, (v, x)))
+    # its parameters take JAX's names (``expn(n=, x=)``, ``kl_div(p=, q=)``, ...)
+    fn.__code__ = fn.__code__.replace(co_varnames=names + fn.__code__.co_varnames[2:])
+    fn.__annotations__ = {names[0]: "ArrayLike", names[1]: "ArrayLike", "return": "Array"}
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return fn
