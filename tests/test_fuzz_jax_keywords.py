@@ -38,3 +38,28 @@ def test_sort_kind_and_order_raise_as_jax(name: str, kw: dict) -> None:
     # the documented keywords still sort
     assert_same(name, getattr(tnp, name)(X, stable=True, descending=True),
                 getattr(jax.numpy, name)(X, stable=True, descending=True))
+
+
+def _spd() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(3, 3))
+    return a, a @ a.T + 3.0 * np.eye(3), rng.normal(size=(3, 2))
+
+
+@pytest.mark.parametrize("assume_a", ["gen", "sym", "her", "pos", "bad"])
+def test_scipy_solve_takes_jaxs_positions_and_assume_a(assume_a: str) -> None:
+    """JAX's ``solve(a, b, lower, overwrite_a, overwrite_b, debug, check_finite, assume_a)``:
+    ours had SciPy's positions without ``debug`` (JAX's seventh positional, ``check_finite``,
+    was read as ``assume_a`` and its eighth as SciPy's ``transposed``: NotImplementedError),
+    did not take 'sym'/'her' (NotImplementedError; JAX solves the whole matrix) and raised
+    NotImplementedError where JAX's ValueError names the valid values."""
+    import tangentia.scipy.linalg as tsl
+    a, s, b = _spd()
+    for m in (a, s):
+        theirs = run(jax.scipy.linalg.solve, m, b, False, False, False, False, True, assume_a)
+        ours = run(tsl.solve, m, b, False, False, False, False, True, assume_a)
+        assert_same(f"solve {assume_a}", ours, theirs, rtol=1e-12)
+        assert_same(f"solve {assume_a} kw", run(tsl.solve, m, b[:, 0], assume_a=assume_a),
+                    run(jax.scipy.linalg.solve, m, b[:, 0], assume_a=assume_a), rtol=1e-12)
+    if assume_a == "bad":
+        assert str(ours).startswith("Expected assume_a to be one of ['gen', 'sym', 'her', 'pos']")

@@ -67,24 +67,35 @@ def _real_trans(trans, x):
 # Solving
 
 
+_ASSUME_A = ("gen", "sym", "her", "pos")
+_ASSUME_A_SCIPY = {None: "gen", "general": "gen", "symmetric": "sym", "hermitian": "her",
+                   "positive definite": "pos"}
+
+
 def solve(a: ArrayLike, b: ArrayLike, lower: bool = False, overwrite_a: bool = False,
-          overwrite_b: bool = False, check_finite: bool = True, assume_a: str | None = None,
-          transposed: Any = False) -> Array:
-    """Solve ``a @ x = b``.  ``assume_a``: None/'gen' (LU) or 'pos' (Cholesky,
-    reading the triangle chosen by ``lower``)."""
+          overwrite_b: bool = False, debug: bool = False, check_finite: bool = True,
+          assume_a: str | None = "gen", *, transposed: Any = False) -> Array:
+    """Solve ``a @ x = b``, JAX's parameters in JAX's positions (``debug`` before
+    ``check_finite``; both unused).  ``assume_a``: 'gen', 'sym' or 'her' (LU of the whole
+    matrix, as JAX's) or 'pos' (Cholesky, reading the triangle chosen by ``lower``); SciPy's
+    None and long names are read as these.  ``transposed`` (SciPy's, keyword only here)
+    solves ``a^T x = b``."""
+    kind = _ASSUME_A_SCIPY.get(assume_a, assume_a) if isinstance(assume_a, (str, type(None))) \
+        else assume_a
+    if kind not in _ASSUME_A:
+        raise ValueError(f"Expected assume_a to be one of {list(_ASSUME_A)}; got {assume_a!r}"
+                         " (tangentia: scipy.linalg.solve: SciPy's None, 'general', "
+                         "'symmetric', 'hermitian' and 'positive definite' are read as these)")
     a, b = _inexact(a, b)
     _check_square("solve", a)
     if transposed:
         a = _tnp.swapaxes(a, -1, -2)
     vector = _vector_rhs(a, b)
-    if assume_a in (None, "gen", "general"):
+    if kind != "pos":
         return _solve_with("solve", lambda m, r: _L.solve_p.bind(m, r), a, b, vector)
-    if assume_a in ("pos", "positive definite"):
-        c = _tnp.swapaxes(_L.cholesky_p.bind(_tnp.swapaxes(a, -1, -2)), -1, -2) if not lower \
-            else _L.cholesky_p.bind(a)
-        return cho_solve((c, lower), b)
-    raise NotImplementedError(f"solve: assume_a={assume_a!r} is not supported (use None, 'gen' or "
-                              "'pos')")
+    c = _tnp.swapaxes(_L.cholesky_p.bind(_tnp.swapaxes(a, -1, -2)), -1, -2) if not lower \
+        else _L.cholesky_p.bind(a)
+    return cho_solve((c, lower), b)
 
 
 def solve_banded(l_and_u: Any, ab: Any, b: ArrayLike, overwrite_ab: Any = False,
