@@ -371,12 +371,105 @@ def _buffers(jaxpr, limit):
     (``objcache.runner``'s ``buffers``), the program's arguments ``_xb0``, ``_xb1``, ...
     after ``_xp``: a fori_loop's 160 integer index constants at 40 slices were 160
     array arguments, 160 unboxings in numba's wrapper at each call and in its compile."""
+    return _inputs(jaxpr, limit).buffers
+
+
+# Programs with at least this many array inputs of their own (neither packed nor buffered)
+# take them as one table of their data addresses (``_addressed``).
+ADDRESSED_MIN = 8
+
+
+class _Inputs:
+    """How a program takes its inputs (``_inputs``): ``packed``, the indices of those in
+    ``_xp`` (``_packed_inputs``); ``buffered``, ``{index: offset}`` of those in the buffers
+    ``_xb0``, ... (``_buffered_inputs``); ``buffers``, ``((dtype, indices), ...)``, the
+    buffers in order (``_buffers``); ``addressed``, the indices of the arrays whose data
+    addresses are the table ``_xa`` (``_addressed``).  The others are arguments of their
+    own, in order; float0 inputs are not passed."""
+
+    __slots__ = ("packed", "buffered", "buffers", "addressed")
+
+    def __init__(self, packed=(), buffered=None, buffers=(), addressed=()):
+        self.packed, self.buffered = packed, {} if buffered is None else buffered
+        self.buffers, self.addressed = buffers, addressed
+
+
+def _inputs(jaxpr, limit):
+    """The ``_Inputs`` of ``jaxpr`` under the size limit ``limit`` of scalarized values."""
     if one_loop(jaxpr) is not None:
-        return ()
+        return _Inputs()
+    packed = _packed_inputs(jaxpr, limit)
+    buffered = _buffered_inputs(jaxpr, limit, set(packed))
     by = {}
-    for i in _buffered_inputs(jaxpr, limit, set(_packed_inputs(jaxpr, limit))):
+    for i in buffered:
         by.setdefault(jaxpr.invars[i].aval.dtype, []).append(i)
-    return tuple((dt, tuple(ix)) for dt, ix in by.items())
+    held = set(packed) | set(buffered)
+    return _Inputs(packed, buffered, tuple((dt, tuple(ix)) for dt, ix in by.items()),
+                   _addressed(jaxpr, held))
+
+
+def _addressed(jaxpr, held):
+    """The indices of the inputs of ``jaxpr`` (none of ``held``, packed or buffered) passed
+    as one int64 array of their data addresses, the program's argument ``_xa`` (after the
+    buffers): the arrays that would be arguments of their own, if there are at least
+    ``ADDRESSED_MIN`` of them.  Each is rebuilt in the program from its address with its
+    static shape and dtype (``_array_at``), where numba's wrapper unboxed each with code of
+    its own and the program took 9 values per array (``addresses``): ``jit(grad)`` of a
+    100-layer MLP of 64x64 layers, 200 weights, 3.8 -> ~2.8 s of compile.  The runner has
+    made each a C-contiguous, aligned, writable array of its dtype, holds it for the call
+    and fills the table (``addresses.fill``); an output the program returns over an
+    input's memory is copied (``objcache.runner``)."""
+    idx = [i for i, v in enumerate(jaxpr.invars) if i not in held and not _is_float0(v.aval.dtype)]
+    return tuple(idx) if len(idx) >= ADDRESSED_MIN else ()
+
+
+_AT = {}        # (shape, dtype) -> the intrinsic of ``_array_at``
+_AT_LOCK = threading.Lock()
+
+
+def _array_at(shape, dtype):
+    """The intrinsic ``at(table, k)``: the C-contiguous array of ``shape`` and ``dtype`` at
+    the address ``table[k]`` (``_addressed``; no reference counted: the caller's array,
+    which the runner holds during the call)."""
+    key = (tuple(int(d) for d in shape), np.dtype(dtype))
+    with _AT_LOCK:
+        fn = _AT.get(key)
+        if fn is None:
+            fn = _AT[key] = _make_array_at(*key)
+    return fn
+
+
+def _make_array_at(shape, dtype):
+    from llvmlite import ir
+    from numba.core.extending import intrinsic
+    from numba.core.imputils import impl_ret_untracked
+    from numba.core.typing import signature
+    nty = _nbtype(dtype)
+    aty = nbt.Array(nty, len(shape), "C")
+    strides, step = [], dtype.itemsize
+    for d in reversed(shape):
+        strides.insert(0, step)
+        step *= max(int(d), 1)
+
+    def typer(typingctx, table, k):
+        if table != _PTRS or not isinstance(k, nbt.Integer):
+            return None
+
+        def codegen(context, builder, sig, args):
+            # (the array's structure a constant but for its data pointer: no stack slot)
+            llty = context.get_value_type(aty)
+            i64, ptr = ir.IntType(64), llty.elements[0]
+            dims = ir.ArrayType(i64, len(shape))
+            const = ir.Constant(llty, [ptr(None), ptr(None), i64(_size(shape)), i64(dtype.itemsize),
+                                       ir.Constant(llty.elements[4], ir.Undefined),
+                                       dims([i64(d) for d in shape]), dims([i64(st) for st in strides])])
+            k = context.cast(builder, args[1], sig.args[1], nbt.intp)
+            addr = builder.load(builder.gep(builder.extract_value(args[0], 4), [k]))
+            out = builder.insert_value(const, builder.inttoptr(addr, llty.elements[4]), 4)
+            return impl_ret_untracked(context, builder, aty, out)
+        return signature(aty, table, k), codegen
+    typer.__name__ = "at_" + "_".join(map(str, shape)) + "_" + dtype.str.strip("<>|=")
+    return intrinsic(typer)
 
 
 class _Views:
@@ -458,23 +551,27 @@ class _Views:
             g.lines = [ln for k, ln in enumerate(g.lines) if k not in dead]
 
 
-def _generate(jaxpr, settings=None):
+def _generate(jaxpr, settings=None, inputs=None):
     """(source, globals, objmode, fallbacks, units) for a program without constvars
     under ``settings`` (default: ``_settings()``; fallbacks: the primitives run in object
     mode for want of a native lowering; units: the compile units it calls, whose
-    addresses it takes in its last argument).  Its arguments: the inputs that are not
-    packed (``_packed_inputs``), buffered (``_buffers``) or float0, in order, then the
-    packed ones' array ``_xp``, then the buffered ones' ``_xb0``, ``_xb1``, ..., then the
-    units' addresses ``_up``."""
+    addresses it takes in its last argument).  Its arguments (``inputs``, default
+    ``_inputs``): the inputs that are not packed, buffered, addressed or float0, in
+    order, then the packed ones' array ``_xp``, then the buffered ones' ``_xb0``,
+    ``_xb1``, ..., then the addressed ones' table ``_xa``, then the units' addresses
+    ``_up``."""
     g = _new_gen(_settings() if settings is None else settings)
     g.split = True      # (outputs may be rows of stacks: ``codegen.RV``, split by the runner)
     views = _Views(g)
     loop = one_loop(jaxpr)
-    packed = set(_packed_inputs(jaxpr, g.limit))
+    if inputs is None:
+        inputs = _inputs(jaxpr, g.limit)
+    packed, others = set(inputs.packed), inputs.buffered
+    addressed = {i: k for k, i in enumerate(inputs.addressed)}
+    g.addressed = {}
     params, in_vals, offset = [], [], 0
     reads = []      # (position in in_vals, offset, aval): small packed inputs, read by one call
-    others = {} if loop is not None else _buffered_inputs(jaxpr, g.limit, packed)
-    held = {}       # dtype -> [(position in in_vals, offset, aval)]
+    held = {dt: [] for dt, _ in inputs.buffers}     # dtype -> [(position in in_vals, offset, aval)]
     for i, v in enumerate(jaxpr.invars):
         a = v.aval
         _check_dtype(a.dtype)
@@ -491,18 +588,28 @@ def _generate(jaxpr, settings=None):
             offset += n
             continue
         if i in others:
-            held.setdefault(a.dtype, []).append((len(in_vals), others[i], a))
+            held[a.dtype].append((len(in_vals), others[i], a))
             in_vals.append(None)
             continue
-        params.append(g.name("x"))
-        av = AV(a.shape, a.dtype, params[-1])
+        if i in addressed:
+            name, key = g.name("x"), ("at", tuple(a.shape), a.dtype)
+            fn = g.helpers.get(key)
+            if fn is None:
+                fn = g.helpers[key] = g.glob(_array_at(a.shape, a.dtype), "_at")
+            g.emit(f"{name} = {fn}(_xa, {addressed[i]})")
+            g.addressed[name] = (fn, "_xa", addressed[i])   # (read in loops: ``codegen._Gen.emit_run``)
+            views.lines.append((len(g.lines) - 1, name))     # (dropped if no statement reads it)
+            av = AV(a.shape, a.dtype, name)
+        else:
+            params.append(g.name("x"))
+            av = AV(a.shape, a.dtype, params[-1])
         in_vals.append(g.small(av) if g.is_small(a.shape) and loop is None else av)
     if reads:       # (``rowio.read_elements``: one call, not a ``getitem`` each)
         svs = views.scalars("_xp", [(off, a.shape, a.dtype) for _, off, a in reads])
         for (pos, _, _), sv in zip(reads, svs):
             in_vals[pos] = sv
     bufs = []
-    for k, (dt, items) in enumerate(held.items()):  # (the runner's ``buffers``: ``_buffers``)
+    for k, items in enumerate(held.values()):  # (the runner's ``buffers``: ``_buffers``)
         bufs.append(f"_xb{k}")
         svs = views.scalars(bufs[-1], [(off, a.shape, a.dtype) for _, off, a in items])
         for (pos, *_), sv in zip(items, svs):
@@ -510,6 +617,8 @@ def _generate(jaxpr, settings=None):
     if packed:
         params.append("_xp")
     params.extend(bufs)
+    if addressed:
+        params.append("_xa")
     split = None
     if loop is not None:
         names = elementwise_loop.generate(g, jaxpr, *loop, params)
@@ -663,16 +772,19 @@ class _Progress:
                       f"({dt:.1f} s of wall time)", file=sys.stderr, flush=True)
 
 
-def _arg_types(jaxpr, packed=(), units=(), buffers=()):
-    held = {i for _, ix in buffers for i in ix}
+def _arg_types(jaxpr, inputs, units=()):
+    """The numba types of the arguments of ``jaxpr``'s program (``_generate``)."""
+    held = set(inputs.packed) | set(inputs.buffered) | set(inputs.addressed)
     return tuple(nbt.Array(_nbtype(v.aval.dtype), v.aval.ndim, "C") for i, v in enumerate(jaxpr.invars)
-                 if not _is_float0(v.aval.dtype) and i not in packed and i not in held) \
-        + ((_PACKED,) if packed else ()) \
-        + tuple(nbt.Array(_nbtype(dt), 1, "C") for dt, _ in buffers) + ((_PTRS,) if units else ())
+                 if not _is_float0(v.aval.dtype) and i not in held) \
+        + ((_PACKED,) if inputs.packed else ()) \
+        + tuple(nbt.Array(_nbtype(dt), 1, "C") for dt, _ in inputs.buffers) \
+        + ((_PTRS,) if inputs.addressed else ()) + ((_PTRS,) if units else ())
 
 
 def _compile_program(jaxpr, settings, estimate=None):
-    source, glb, objmode, fallbacks, split, units = _generate(jaxpr, settings)
+    inputs = _inputs(jaxpr, settings.limit)
+    source, glb, objmode, fallbacks, split, units = _generate(jaxpr, settings, inputs)
     # objmode blocks hold the GIL anyway (and numba warns about nogil there)
     glb = dict(glb, _jit=numba.njit(cache=not objmode, nogil=not objmode,
                                     **(_NJIT_OPTIONS if objmode else _lean_options(_NJIT_OPTIONS))))
@@ -684,23 +796,24 @@ def _compile_program(jaxpr, settings, estimate=None):
             u.compile()
         # the entry point of this program's signature: programs of the same source (an
         # identity, say) share one module and dispatcher across argument dtypes
-        packed, buffers = _packed_inputs(jaxpr, settings.limit), _buffers(jaxpr, settings.limit)
-        entry = _compile_lean(disp, _arg_types(jaxpr, packed, units, buffers))
-    return _wrapper(disp, entry, jaxpr, source, units, packed, split, buffers), fallbacks
+        entry = _compile_lean(disp, _arg_types(jaxpr, inputs, units))
+    return _wrapper(disp, entry, jaxpr, source, units, inputs, split), fallbacks
 
 
 _PACKED = nbt.Array(nbt.float64, 1, "C")
 
 
-def _wrapper(disp, entry, jaxpr, source, units=(), packed=(), split=None, buffers=()):
+def _wrapper(disp, entry, jaxpr, source, units=(), inputs=None, split=None):
     """The callable ``fn(*args) -> list of arrays`` around the compiled program
-    (``objcache.runner``, which the machine-code cache's loads use too; ``split``: where
-    the outputs are in what the program returns, ``codegen._Gen.returned``)."""
+    (``objcache.runner``, which the machine-code cache's loads use too; ``inputs``: how it
+    takes its inputs, ``_Inputs``; ``split``: where the outputs are in what the program
+    returns, ``codegen._Gen.returned``)."""
+    inputs = _Inputs() if inputs is None else inputs
     # its loops poll for Ctrl-C (helpers)
     interruptible = any("if _interrupted():" in s for s in [source] + [u.source for u in units])
     run = objcache.runner(entry, objcache.avals_spec(jaxpr.in_avals), objcache.avals_spec(jaxpr.out_avals),
-                          packed, helpers.call_interruptible if interruptible else None,
-                          [u.ptr for u in units], split, buffers)
+                          inputs.packed, helpers.call_interruptible if interruptible else None,
+                          [u.ptr for u in units], split, inputs.buffers, inputs.addressed)
     run.source = _with_units(source, units)
     run.dispatcher = disp
     run.units = units       # (their code must outlive the program's)

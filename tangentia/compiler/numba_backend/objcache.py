@@ -279,7 +279,7 @@ def _splitter(split):
     return outs
 
 
-def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None, buffers=()):
+def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None, buffers=(), addressed=()):
     """The callable ``run(*args) -> list of arrays`` around a compiled entry point.
 
     ``ins``/``outs``: ``(shape, dtype, float0)`` of the program's inputs and outputs.
@@ -291,17 +291,27 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None, buffers=
     addresses of the program's compile units (its last argument); ``split``: where the
     outputs are in what the program returns, if not one array each (``_splitter``);
     ``buffers``: ``(dtype, indices)``, other inputs concatenated likewise into one array
-    of that dtype each, passed after the packed one (``native._buffers``)."""
+    of that dtype each, passed after the packed one (``native._buffers``); ``addressed``:
+    the indices of inputs passed as one int64 array of their data addresses, after the
+    buffers (``native._addressed``: each made C-contiguous, aligned and writable, and
+    held during the call), and an array the program returns over their memory (a
+    reshape of one) is returned as a copy."""
     n_in = len(ins)
     groups = ([(tuple(packed), np.dtype(np.float64))] if packed else []) \
         + [(tuple(ix), np.dtype(dt)) for dt, ix in buffers]
-    in_set = {i for ix, _ in groups for i in ix}
+    in_set = {i for ix, _ in groups for i in ix} | set(addressed)
     arrays = [(i, shape, dt) for i, (shape, dt, f0) in enumerate(ins) if i not in in_set and not f0]
+    by_address = [(i, ins[i][0], ins[i][1]) for i in addressed]
     cats = [([(i, ins[i][0]) for i in ix], dt) for ix, dt in groups]
     zeros_out = [(i, np.zeros(shape, dt)) for i, (shape, dt, f0) in enumerate(outs) if f0]
     ndarray, concatenate, shape_of = np.ndarray, np.concatenate, np.shape
     tail = [np.array(list(ptrs), np.int64)] if ptrs else []
+    more = bool(tail or addressed)      # (arguments after the buffers)
     unsplit = list if split is None else _splitter(split)
+    if addressed:
+        from .addresses import filler
+        fill, n_addr, int64 = filler(), len(addressed), np.dtype(np.int64)
+        unsplit = _owning(unsplit)
 
     def caller(consts):
         """``fn(*rest)`` computing the program of ``(*consts, *rest)``, its leading inputs
@@ -326,6 +336,26 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None, buffers=
             prefix = concatenate(mine, axis=None, dtype=dt, casting="unsafe") if mine else None
             bcats.append((prefix, [(i - k, shape) for i, shape in items if i >= k], dt))
         n_rest = n_in - k
+        table = None
+        if addressed:
+            bound = [_converted(consts[i], shape, dt, True) for i, shape, dt in by_address if i < k]
+            by_call = [(i - k, shape, dt) for i, shape, dt in by_address if i >= k]
+
+            def table(args, conv):
+                """Append the table of the addressed inputs' data addresses to ``conv``; the
+                arrays (converted: C-contiguous, aligned, writable), to hold for the call."""
+                held = bound.copy()
+                for i, shape, dt in by_call:
+                    a = args[i]
+                    if type(a) is not ndarray or a.dtype != dt or not a.flags.c_contiguous \
+                            or not a.flags.writeable or not a.flags.aligned:
+                        a = np.array(a, dtype=dt, order="C", copy=True)
+                    if a.shape != shape:
+                        raise TypeError(f"compiled program: an argument of shape {a.shape} where "
+                                        f"{shape} was compiled for")
+                    held.append(a)
+                conv.append(fill(np.empty(n_addr, int64), *held))
+                return held
 
         def call_(*args):
             if len(args) != n_rest:
@@ -352,7 +382,8 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None, buffers=
                         continue
                     small.insert(0, prefix)
                 conv.append(concatenate(small, axis=None, dtype=dt, casting="unsafe"))
-            if tail:
+            if more:    # (``held``: the arrays whose addresses the table holds, alive here)
+                held = None if table is None else table(args, conv)
                 conv.extend(tail)
             outs_ = unsplit(entry(*conv) if call is None else call(entry, conv))
             for i, z in zeros_out:
@@ -372,16 +403,30 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None, buffers=
     run.bind = bind
     run.entry, run.call = entry, call
     run.packed, run.buffers = tuple(packed), tuple((np.dtype(dt), tuple(ix)) for dt, ix in buffers)
+    run.addressed = tuple(addressed)
     run.ins, run.outs = list(ins), list(outs)
     run.split = split
     return run
 
 
-def _converted(a, shape, dt):
+def _owning(outs):
+    """``outs`` (``_splitter``'s, or ``list``) where each array the program returned that
+    owns no memory (no base, not its own data: built over an input's memory, which the
+    runner held only for the call) is a copy."""
+    def owning(ret):
+        ret = list(ret)
+        for j, a in enumerate(ret):
+            if type(a) is np.ndarray and a.base is None and not a.flags.owndata:
+                ret[j] = a.copy()
+        return outs(ret)
+    return owning
+
+
+def _converted(a, shape, dt, aligned=False):
     """``a`` as the compiled code takes an input: a C-contiguous writable ndarray of ``dt``
-    (copied if it is not one), of the ``shape`` compiled for."""
+    (copied if it is not one; nor ``aligned``, if asked), of the ``shape`` compiled for."""
     if type(a) is not np.ndarray or a.dtype != dt or not a.flags.c_contiguous \
-            or not a.flags.writeable:
+            or not a.flags.writeable or (aligned and not a.flags.aligned):
         a = np.array(a, dtype=dt, order="C", copy=True)
     if a.shape != shape:
         raise TypeError(f"compiled program: an argument of shape {a.shape} where {shape} was "
@@ -432,7 +477,7 @@ def _save(jaxpr, run):
         program={k: v for k, v in program.items() if k != "cres"},
         units=[{k: v for k, v in u.items() if k != "cres"} for u in units],
         ins=run.ins, outs=run.outs, packed=run.packed, interruptible=run.call is not None,
-        split=run.split, buffers=run.buffers)
+        split=run.split, buffers=run.buffers, addressed=run.addressed)
     payload = pickle.dumps(entry_data, protocol=pickle.HIGHEST_PROTOCOL)
     data = FORMAT + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -602,7 +647,7 @@ def _load(data):
     STATS["loaded"] += 1
     from .sigint import call_interruptible
     fn = runner(fn, e["ins"], e["outs"], e["packed"], call_interruptible if e["interruptible"] else None, ptrs,
-                e.get("split"), e.get("buffers", ()))
+                e.get("split"), e.get("buffers", ()), e.get("addressed", ()))
     return _LOADED.setdefault(key, fn)
 
 
