@@ -131,8 +131,10 @@ def _aval(x):
 # Keys
 
 
-def PRNGKey(seed: int | ArrayLike) -> Array:
-    """A key from an integer seed (like ``jax.random.PRNGKey``): ``[seed >> 32, seed & 0xFFFFFFFF]``."""
+def PRNGKey(seed: int | ArrayLike, *, impl: Any = None) -> Array:
+    """A key from an integer seed (like ``jax.random.PRNGKey``): ``[seed >> 32, seed & 0xFFFFFFFF]``
+    (``impl``: None or threefry2x32's, the one implementation here)."""
+    _check_impl("PRNGKey", impl)
     if isinstance(seed, (bool, np.bool_)):
         raise TypeError("PRNGKey: argument 'seed' must be an integer, got bool")
     if isinstance(seed, (int, np.integer)):
@@ -157,10 +159,23 @@ def PRNGKey(seed: int | ArrayLike) -> Array:
     return tnp.stack([hi, tnp.astype(s, _U32)])
 
 
+def _impl_or_dtype(name, impl, dtype):
+    """JAX's ``impl``/``dtype`` pair of ``key`` and ``wrap_key_data`` (``dtype``: a key dtype
+    or an implementation's name, which replaces the deprecated ``impl``)."""
+    if dtype is not None:
+        if impl is not None:
+            raise ValueError(f"Cannot specify both `impl` and `dtype` arguments to "
+                             f"jax.random.{name}")
+        return dtype
+    return impl
+
+
 def _check_impl(name, impl):
-    if impl not in (None, "threefry2x32", "threefry"):
-        raise NotImplementedError(f"{name}: only the default PRNG implementation "
-                                  f"'threefry2x32' is supported, got impl={impl!r}")
+    if (impl is None or isinstance(impl, PRNGImpl) or _dtypes.is_key(impl)
+            or type(impl) is str and impl in ("threefry2x32", "threefry")):
+        return   # (threefry2x32's name or implementation object, or the key dtype)
+    raise NotImplementedError(f"{name}: only the default PRNG implementation "
+                              f"'threefry2x32' is supported, got impl={impl!r}")
 
 
 def _is_typed(x):
@@ -169,10 +184,11 @@ def _is_typed(x):
     return isinstance(dt, np.dtype) and dt.kind == "V" and _dtypes.is_key(dt)
 
 
-def key(seed: int | ArrayLike, *, impl: Any = None) -> Array:
+def key(seed: int | ArrayLike, *, impl: Any = None, dtype: Any = None) -> Array:
     """A typed PRNG key (shape ``()``, dtype ``key<fry>``) from an integer seed, as
-    ``jax.random.key``: its data (``key_data``) is ``PRNGKey(seed)``."""
-    _check_impl("key", impl)
+    ``jax.random.key``: its data (``key_data``) is ``PRNGKey(seed)``.  ``dtype`` (a key
+    dtype, ``key_dtype()``, or ``"threefry2x32"``) or the deprecated ``impl``: threefry's."""
+    _check_impl("key", _impl_or_dtype("key", impl, dtype))
     if _is_typed(seed):
         raise TypeError("key accepts a scalar seed, but was given a PRNG key.")
     if not isinstance(seed, (int, np.integer, bool, np.bool_)):
@@ -201,10 +217,10 @@ def _check_key_data(name, data):
     return data if isinstance(data, (core.Tracer, np.ndarray)) else np.asarray(data)
 
 
-def wrap_key_data(key_bits_array: ArrayLike, *, impl: Any = None) -> Array:
+def wrap_key_data(key_bits_array: ArrayLike, *, impl: Any = None, dtype: Any = None) -> Array:
     """A typed key array of shape ``key_bits_array.shape[:-1]`` from raw uint32 data
-    whose last axis has size 2 (JAX's ``wrap_key_data``)."""
-    _check_impl("wrap_key_data", impl)
+    whose last axis has size 2 (JAX's ``wrap_key_data``; ``dtype``/``impl`` as ``key``'s)."""
+    _check_impl("wrap_key_data", _impl_or_dtype("wrap_key_data", impl, dtype))
     if _is_typed(key_bits_array):
         raise TypeError("wrap_key_data: argument 'key_bits_array' must be uint32 key data, "
                         "got a typed key array (it is already wrapped)")
@@ -241,9 +257,10 @@ def key_impl(keys: ArrayLike) -> Any:
     return _IMPL
 
 
-def key_dtype(impl: Any = None) -> Any:
-    """The dtype of typed keys (``key<fry>``: ``tangentia.dtypes.key_fry``)."""
-    _check_impl("key_dtype", impl)
+def key_dtype(impl_spec: Any = None) -> Any:
+    """The dtype of typed keys (``key<fry>``: ``tangentia.dtypes.key_fry``) of the PRNG
+    implementation ``impl_spec`` (None or threefry2x32's)."""
+    _check_impl("key_dtype", impl_spec)
     return _dtypes.key_fry
 
 

@@ -16,17 +16,19 @@ from ..core import Tracer as _Tracer
 from ..primitives import elementwise as _E
 from ..primitives import structural as _S
 from ._constants import float64
-from ._util import _aval, _check_device, _flat_seq, _is_tracer
+from ._util import _aval, _check_device, _check_order_k, _flat_seq, _is_tracer
 
 if TYPE_CHECKING:
     from typing import Any
     from ..typing import Array, ArrayLike, DTypeLike
 
 
-def asarray(a: Any, dtype: DTypeLike | None = None, copy: bool | None = None, *,
-            device: Any = None, out_sharding: Any = None) -> Array:
-    """Convert to an array (tracers are returned as they are, cast if asked)."""
+def asarray(a: Any, dtype: DTypeLike | None = None, order: str | None = None, *,
+            copy: bool | None = None, device: Any = None, out_sharding: Any = None) -> Array:
+    """Convert to an array (tracers are returned as they are, cast if asked; ``order``: None
+    or "K", as JAX's)."""
     _check_device(device, "asarray")
+    _check_order_k(order, "asarray")
     if isinstance(a, _Tracer):
         out: Any = a if dtype is None else astype(a, dtype)
         return copy_traced(out) if copy and out is a else out

@@ -19,7 +19,8 @@ from ._conversion import _has_jax_array, _in, _inexact, asarray, astype
 from ._elementwise import log10, power, sign
 from ._shapes import (broadcast_arrays, broadcast_shapes, broadcast_to, expand_dims, moveaxis,
                       ndim, reshape, shape)
-from ._util import _Tracer, _aval, _check_device, _concrete, _eager, _flat_seq, _is_tracer
+from ._util import (_Tracer, _aval, _check_device, _check_order_k, _concrete, _eager, _flat_seq,
+                    _is_tracer)
 
 if TYPE_CHECKING:
     from typing import Any
@@ -84,8 +85,9 @@ def empty(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
 
 
 def full(shape: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None, *,
-         device: Any = None) -> Array:
-    """An array of the given shape filled with ``fill_value``."""
+         device: Any = None, out_sharding: Any = None) -> Array:
+    """An array of the given shape filled with ``fill_value`` (``out_sharding`` changes
+    nothing: one device)."""
     _check_device(device, "full")
     shape = _check_shape(shape, "full")
     if _is_tracer(fill_value):
@@ -130,8 +132,9 @@ def empty_like(prototype: Any, dtype: DTypeLike | None = None, shape: Any = None
 
 
 def full_like(a: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None, shape: Any = None,
-              *, device: Any = None) -> Array:
-    """An array with the shape and dtype of ``a`` filled with ``fill_value``."""
+              *, device: Any = None, out_sharding: Any = None) -> Array:
+    """An array with the shape and dtype of ``a`` filled with ``fill_value``
+    (``out_sharding`` changes nothing: one device)."""
     _check_device(device, "full_like")
     a_shape, a_dtype = _like(a)
     return full(a_shape if shape is None else shape, fill_value, dtype or a_dtype)
@@ -183,10 +186,13 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None
 # From data
 
 
-def array(object: Any, dtype: DTypeLike | None = None, copy: bool = True, ndmin: int = 0, *,
-          device: Any = None, out_sharding: Any = None) -> Array:
-    """An array from ``object`` (NumPy's ``array``; sequences of traced values are stacked)."""
+def array(object: Any, dtype: DTypeLike | None = None, copy: bool = True,
+          order: str | None = "K", ndmin: int = 0, *, device: Any = None,
+          out_sharding: Any = None) -> Array:
+    """An array from ``object`` (NumPy's ``array``; sequences of traced values are stacked;
+    ``order``: None or "K", as JAX's)."""
     _check_device(device, "array")
+    _check_order_k(order, "array")
     if _has_jax_array(object):   # JAX's protocol: what the object converts itself to
         object = asarray(object)
         if not _is_tracer(object):

@@ -44,8 +44,9 @@ def _in_preferred(fn, preferred_element_type, *operands, **kwargs):
 
 
 def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
-           preferred_element_type: DTypeLike | None = None) -> Array:
-    """Matrix product with NumPy's rules for 1-D and batched operands."""
+           preferred_element_type: DTypeLike | None = None, out_sharding: Any = None) -> Array:
+    """Matrix product with NumPy's rules for 1-D and batched operands (``out_sharding``
+    changes nothing: one device)."""
     if preferred_element_type is not None:
         return _in_preferred(matmul, preferred_element_type, a, b)
     a_av, b_av = _aval(a), _aval(b)
@@ -121,8 +122,10 @@ def outer(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
 
 
 def tensordot(a: ArrayLike, b: ArrayLike, axes: Any = 2, *, precision: Any = None,
-              preferred_element_type: DTypeLike | None = None) -> Array:
-    """Sum over the last ``axes`` axes of ``a`` and the first of ``b`` (or given axis pairs)."""
+              preferred_element_type: DTypeLike | None = None, out_sharding: Any = None
+              ) -> Array:
+    """Sum over the last ``axes`` axes of ``a`` and the first of ``b`` (or given axis pairs;
+    ``out_sharding`` changes nothing: one device)."""
     if preferred_element_type is not None:
         return _in_preferred(tensordot, preferred_element_type, a, b, axes)
     a_av, b_av = _aval(a), _aval(b)
@@ -270,9 +273,12 @@ def vecmat(x1: ArrayLike, x2: ArrayLike) -> Array:
     return matmul(expand_dims(x1, -2), x2)[..., 0, :]
 
 
-def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
+def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1, precision: Any = None,
+           preferred_element_type: DTypeLike | None = None) -> Array:
     """Dot product of vectors along ``axis`` (conjugating ``x1``), broadcasting the other
-    axes."""
+    axes; ``preferred_element_type`` and ``precision`` as ``matmul``'s."""
+    if preferred_element_type is not None:
+        return _in_preferred(vecdot, preferred_element_type, x1, x2, axis=axis)
     x1 = _in(x1, "vecdot", "x1")
     x2 = _in(x2, "vecdot", "x2")
     a1, a2 = _axis(axis, x1, "vecdot", "x1"), _axis(axis, x2, "vecdot", "x2")

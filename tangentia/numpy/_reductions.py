@@ -192,11 +192,23 @@ def mean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: N
     return m
 
 
+def _ddof(ddof, correction):
+    """``ddof``, or JAX's (and the array API's) other name for it, ``correction``."""
+    if correction is None:
+        return ddof
+    if not isinstance(ddof, int) or ddof != 0:
+        raise ValueError("ddof and correction can't be provided simultaneously.")
+    return correction
+
+
 def var(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
         ddof: int = 0,
-        keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
-    """Variance along ``axis`` (``ddof`` delta degrees of freedom), over ``where`` only."""
+        keepdims: bool = False, *, where: ArrayLike | None = None, mean: ArrayLike | None = None,
+        correction: int | float | None = None) -> Array:
+    """Variance along ``axis`` (``ddof`` delta degrees of freedom, or ``correction``), over
+    ``where`` only; ``mean``: the mean, if known (of ``keepdims`` shape), as JAX's."""
     _no_out(out, "var")
+    ddof = _ddof(ddof, correction)
     a = _seq(a, "var")
     if dtype is not None and _np.dtype(dtype).kind in "fc" and _aval(a).dtype != dtype:
         if _aval(a).dtype.kind == "c" and _np.dtype(dtype).kind != "c":
@@ -209,10 +221,10 @@ def var(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: No
         # of 2e-15, JAX's 0
         low = _np.dtype(dtype).kind == "f" and _np.dtype(dtype).itemsize < 4
         v = var(astype(a, _np.float32 if low else dtype), axis, None, ddof=ddof,
-                keepdims=keepdims, where=where)
+                keepdims=keepdims, where=where, mean=mean)
         return astype(v, dtype)
     n = _count(a, axis, keepdims, where)
-    m = mean(a, axis, dtype, keepdims=True, where=where)
+    m = _mean(a, axis, dtype, keepdims=True, where=where) if mean is None else mean
     s = sum(_abs2(_E.sub(a, m)), axis, dtype, keepdims=keepdims, where=where)
     if where is not None:
         v = _over_dof(s, _E.sub(astype(n, _aval(s).dtype), ddof))
@@ -236,10 +248,13 @@ def _over_dof(s, dof):
 
 def std(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
         ddof: int = 0,
-        keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
-    """Standard deviation along ``axis`` (``ddof`` delta degrees of freedom), over ``where``."""
+        keepdims: bool = False, *, where: ArrayLike | None = None, mean: ArrayLike | None = None,
+        correction: int | float | None = None) -> Array:
+    """Standard deviation along ``axis`` (``ddof`` delta degrees of freedom, or
+    ``correction``), over ``where``; ``mean``: the mean, if known, as ``var``'s."""
     _no_out(out, "std")
-    v = var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where)
+    v = var(a, axis, dtype, ddof=_ddof(ddof, correction), keepdims=keepdims, where=where,
+            mean=mean)
     if dtype is not None and _np.dtype(dtype).kind in "iu":   # (NumPy's: truncated again)
         return astype(sqrt(astype(v, float64)), dtype)
     return sqrt(v)
@@ -406,6 +421,9 @@ def nanprod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out
     return prod(_nan_to(_in(a, "nanprod"), 1), axis, dtype, None, keepdims, initial, where)
 
 
+_mean = mean   # (var's and std's parameter ``mean`` hides the function there)
+
+
 def nanmean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
             keepdims: bool = False, where: ArrayLike | None = None) -> Array:
     """Mean along ``axis`` ignoring NaNs, over ``where`` only (JAX's ``where=``)."""
@@ -418,13 +436,15 @@ def nanmean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out
 
 
 def nanvar(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
-           ddof: int = 0, keepdims: bool = False, where: ArrayLike | None = None) -> Array:
-    """Variance along ``axis`` ignoring NaNs, over ``where`` only (JAX's ``where=``)."""
+           ddof: int = 0, keepdims: bool = False, where: ArrayLike | None = None,
+           mean: ArrayLike | None = None) -> Array:
+    """Variance along ``axis`` ignoring NaNs, over ``where`` only (JAX's ``where=``);
+    ``mean``: the NaN-ignoring mean, if known (of ``keepdims`` shape), as JAX's."""
     _no_out(out, "nanvar")
     a = _in(a, "nanvar")
     if not _dtypes.is_inexact(_aval(a).dtype):
-        return var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where)
-    m = nanmean(a, axis, dtype, keepdims=True, where=where)
+        return var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean)
+    m = nanmean(a, axis, dtype, keepdims=True, where=where) if mean is None else mean
     d = _choose(isnan(a), 0, _E.sub(a, m))  # NaN entries only (inf - inf stays NaN)
     s = sum(_abs2(d), axis, dtype, keepdims=keepdims, where=where)
     n = _nan_count(a, axis, keepdims, where)
@@ -432,10 +452,12 @@ def nanvar(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out:
 
 
 def nanstd(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
-           ddof: int = 0, keepdims: bool = False, where: ArrayLike | None = None) -> Array:
-    """Standard deviation along ``axis`` ignoring NaNs, over ``where`` only."""
+           ddof: int = 0, keepdims: bool = False, where: ArrayLike | None = None,
+           mean: ArrayLike | None = None) -> Array:
+    """Standard deviation along ``axis`` ignoring NaNs, over ``where`` only (``mean`` as
+    ``nanvar``'s)."""
     _no_out(out, "nanstd")
-    return sqrt(nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where))
+    return sqrt(nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean))
 
 
 def _nan_extremum(fname, reduce, fill) -> Callable[..., Array]:

@@ -101,11 +101,16 @@ def broadcast_shapes(*shapes) -> tuple[int, ...]:
 # Reshaping and permuting axes
 
 
-def reshape(a: ArrayLike, shape: int | Shape | None = None, order: str = "C", *, newshape=None
-            ) -> Array:
-    """Reshape; one dimension may be -1."""
-    if shape is None:
-        shape = newshape
+def reshape(a: ArrayLike, shape: int | Shape, order: str = "C", *, copy: bool | None = None,
+            out_sharding: Any = None) -> Array:
+    """Reshape; one dimension may be -1.  ``copy=True``: an eager result is a new array, never
+    a view of ``a`` (JAX's ``copy``; traced values are never shared); ``out_sharding``
+    changes nothing (one device).  (``newshape=``, which JAX 0.10.2 no longer takes, is gone.)"""
+    out = _reshape(a, shape, order)
+    return _np.array(out) if copy and isinstance(out, _np.ndarray) else out
+
+
+def _reshape(a, shape, order):
     if isinstance(shape, (int, _np.integer)) or getattr(shape, "ndim", None) == 0:
         shape = (shape,)   # one dimension (a 0-d array or traced value included)
     shape = static_shape(shape, "reshape")
@@ -138,9 +143,9 @@ def _check_order(order, name):
                          "'order' must be 'C' or 'F')")
 
 
-def ravel(a: ArrayLike, order: str = "C") -> Array:
+def ravel(a: ArrayLike, order: str = "C", *, out_sharding: Any = None) -> Array:
     """``a`` flattened to one dimension (row-major order, or column-major with
-    ``order="F"``)."""
+    ``order="F"``; ``out_sharding`` changes nothing: one device)."""
     if order == "C":
         return _S.reshape(a, (math.prod(_aval(a).shape),))
     if order == "K":
@@ -244,8 +249,9 @@ def matrix_transpose(x: ArrayLike, /) -> Array:
 # Broadcasting
 
 
-def broadcast_to(array, shape: int | Shape) -> Array:
-    """``array`` broadcast to ``shape`` (the parameters are named as JAX's and NumPy's)."""
+def broadcast_to(array: ArrayLike, shape: int | Shape, *, out_sharding: Any = None) -> Array:
+    """``array`` broadcast to ``shape`` (the parameters are named as JAX's and NumPy's;
+    ``out_sharding`` changes nothing: one device)."""
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if len(shape) < len(_aval(array).shape):
         raise ValueError(f"Cannot broadcast to shape with fewer dimensions: arr_shape="
@@ -388,10 +394,11 @@ def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:  # noqa: N803 - JAX'
 
 
 def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None, *,
-           total_repeat_length: int | None = None) -> Array:
+           total_repeat_length: int | None = None, out_sharding: Any = None) -> Array:
     """Repeat each entry ``repeats`` times along ``axis`` (of the flattened array if None).
     ``repeats`` is an integer or one count per entry (concrete, or traced with JAX's static
-    ``total_repeat_length``: the length of the result, cut or filled with the last entry)."""
+    ``total_repeat_length``: the length of the result, cut or filled with the last entry;
+    ``out_sharding`` changes nothing: one device)."""
     a = _in(a, "repeat", "a")
     if axis is None or (len(shape(a)) == 0 and axis in (0, -1)):
         a = ravel(a)   # (a 0-d array repeats as a 1-d one along axis 0 or -1, as NumPy's)

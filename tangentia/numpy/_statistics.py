@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 
 def average(a: ArrayLike, axis: Axis = None, weights: ArrayLike | None = None,
-            returned: bool = False, *, keepdims: bool = False) -> Array | tuple[Array, Array]:
+            returned: bool = False, keepdims: bool = False) -> Array | tuple[Array, Array]:
     """Weighted average; with ``returned``, also the sum of the weights."""
     a = _in(a, "average")
     nd = ndim(a)

@@ -107,6 +107,14 @@ def _check_device(device, fname, argname="device"):
                      f"{device!r}")
 
 
+def _check_order_k(order, fname):
+    """JAX's error for an ``order`` of ``array``/``asarray`` other than None or "K" (memory
+    layout is NumPy's here, and JAX implements only "K")."""
+    if order is not None and order != "K":
+        raise NotImplementedError(f"Only implemented for order='K' ({fname}: argument 'order' "
+                                  f"must be None or 'K', got {order!r})")
+
+
 def _no_out(out, fname, ours=None, prefix="jnp."):
     """JAX's error for an ``out`` argument (``fname``: the function JAX's message names, after
     ``prefix``; ``ours``: ours, where it differs): its position is JAX's and NumPy's, so a
