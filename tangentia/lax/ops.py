@@ -386,8 +386,9 @@ def _shape_ints(fname, argname, shape):
     return tuple(int(n) for n in shape)
 
 
-def broadcast(operand: ArrayLike, sizes: Sequence[int]) -> Array:
-    """``operand`` broadcast with new leading dimensions ``sizes`` (``jax.lax.broadcast``)."""
+def broadcast(operand: ArrayLike, sizes: Sequence[int], *, out_sharding: Any = None) -> Array:
+    """``operand`` broadcast with new leading dimensions ``sizes`` (``jax.lax.broadcast``;
+    ``out_sharding`` changes nothing: one device)."""
     return S.broadcast_to(operand, _shape_ints("broadcast", "sizes", sizes) + _shape(operand))
 
 
@@ -418,10 +419,11 @@ def _check_broadcast_in_dim(in_shape, shape, dims):
                         f"got broadcast_dimensions {dims}" + tip)
 
 
-def broadcast_in_dim(operand: ArrayLike, shape: Shape, broadcast_dimensions: Sequence[int]
-                     ) -> Array:
+def broadcast_in_dim(operand: ArrayLike, shape: Shape, broadcast_dimensions: Sequence[int], *,
+                     out_sharding: Any = None) -> Array:
     """``operand`` broadcast to ``shape``, its dimension ``i`` becoming dimension
-    ``broadcast_dimensions[i]`` of the result (``jax.lax.broadcast_in_dim``)."""
+    ``broadcast_dimensions[i]`` of the result (``jax.lax.broadcast_in_dim``;
+    ``out_sharding`` changes nothing: one device)."""
     shape = _shape_ints("broadcast_in_dim", "shape", shape)
     dims, in_shape = tuple(broadcast_dimensions), _shape(operand)
     _check_broadcast_in_dim(in_shape, shape, dims)
@@ -435,8 +437,10 @@ def broadcast_in_dim(operand: ArrayLike, shape: Shape, broadcast_dimensions: Seq
     return S.broadcast_to(S.reshape(operand, tuple(expanded)), shape)
 
 
-def full(shape: Shape, fill_value: ArrayLike, dtype: DTypeLike | None = None) -> Array:
-    """An array of ``shape`` filled with ``fill_value`` (``jax.lax.full``)."""
+def full(shape: Shape, fill_value: ArrayLike, dtype: DTypeLike | None = None, *,
+         sharding: Any = None) -> Array:
+    """An array of ``shape`` filled with ``fill_value`` (``jax.lax.full``; ``sharding``
+    changes nothing: one device)."""
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     shape = _static_ints("full", "shape", shape)
     value = fill_value
@@ -450,8 +454,9 @@ def full(shape: Shape, fill_value: ArrayLike, dtype: DTypeLike | None = None) ->
 
 
 def full_like(x: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None,
-              shape: Shape | None = None) -> Array:
-    """``full`` with the shape and dtype of ``x`` unless given (``jax.lax.full_like``)."""
+              shape: Shape | None = None, sharding: Any = None) -> Array:
+    """``full`` with the shape and dtype of ``x`` unless given (``jax.lax.full_like``;
+    ``sharding`` changes nothing: one device)."""
     a = core.get_aval(x)
     return full(a.shape if shape is None else shape, fill_value,
                 a.dtype if dtype is None else dtype)
@@ -479,7 +484,7 @@ def _in_dtype_of(operand, out):
     return out if core.get_aval(out).dtype == dt else S.convert_element_type(out, dt)
 
 
-def reduce_sum(operand: ArrayLike, axes: Sequence[int]) -> Array:
+def reduce_sum(operand: ArrayLike, axes: Sequence[int], *, out_sharding: Any = None) -> Array:
     return _in_dtype_of(operand, R.reduce_sum(operand, _reduction_axes("reduce_sum", operand,
                                                                        axes)))
 
@@ -552,11 +557,12 @@ def cummin(operand: Array, axis: int = 0, reverse: bool = False) -> Array:
     return M.cummin(operand, _cumulative_axis("cummin", operand, axis), reverse)
 
 
-def reshape(operand: ArrayLike, new_sizes: Shape, dimensions: Sequence[int] | None = None
-            ) -> Array:
+def reshape(operand: ArrayLike, new_sizes: Shape, dimensions: Sequence[int] | None = None, *,
+            out_sharding: Any = None) -> Array:
     """``operand`` with the shape ``new_sizes`` (``jax.lax.reshape``: sizes are nonnegative
     integers, no ``-1``); ``dimensions``, a permutation of its axes, is applied first
-    (JAX's: ``reshape(transpose(operand, dimensions), new_sizes)``)."""
+    (JAX's: ``reshape(transpose(operand, dimensions), new_sizes)``); ``out_sharding``
+    changes nothing (one device)."""
     x = operand
     sizes = _static_ints("reshape", "new_sizes", new_sizes)
     if any(n < 0 for n in sizes):
@@ -664,7 +670,7 @@ def _canonical_precision(precision: Any) -> Any:
 
 @_four_bit_in_byte
 def dot_general(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers: Any, precision: Any = None,
-                preferred_element_type: DTypeLike | None = None, out_sharding=None) -> Array:
+                preferred_element_type: DTypeLike | None = None, *, out_sharding=None) -> Array:
     """General contraction (``jax.lax.dot_general``).  ``precision`` changes nothing on
     the CPU but is kept, as JAX's: staged programs and the products of derivatives and
     batching show it; ``preferred_element_type`` sets the result dtype (and the
@@ -677,14 +683,17 @@ def dot_general(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers: Any, precisio
     return out
 
 
-def dot(lhs: ArrayLike, rhs: ArrayLike, *, precision: Any = None,
-        preferred_element_type: DTypeLike | None = None) -> Array:
+def dot(lhs: ArrayLike, rhs: ArrayLike, *, dimension_numbers: Any = None, precision: Any = None,
+        preferred_element_type: DTypeLike | None = None, out_sharding: Any = None) -> Array:
     """The vector/matrix product of ``lhs`` and ``rhs`` (``jax.lax.dot``): the last axis of
-    ``lhs`` contracted with the first of ``rhs``.  ``precision`` and
-    ``preferred_element_type`` are keyword-only, as JAX's (a third positional argument is
-    JAX's TypeError ``dot() takes 2 positional arguments but 3 were given``)."""
-    ln = len(_shape(lhs))
-    return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())), precision,
+    ``lhs`` contracted with the first of ``rhs``, or ``dot_general``'s
+    ``dimension_numbers`` when given.  ``precision`` and ``preferred_element_type`` are
+    keyword-only, as JAX's (a third positional argument is JAX's TypeError ``dot() takes 2
+    positional arguments but 3 were given``); ``out_sharding`` changes nothing."""
+    if dimension_numbers is None:
+        ln = len(_shape(lhs))
+        dimension_numbers = (((ln - 1,), (0,)), ((), ()))
+    return dot_general(lhs, rhs, dimension_numbers, precision,
                        preferred_element_type=preferred_element_type)
 
 

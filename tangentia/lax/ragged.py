@@ -24,13 +24,14 @@ if TYPE_CHECKING:
 
 def ragged_dot(lhs: ArrayLike, rhs: ArrayLike, group_sizes: ArrayLike, precision: Any = None,
                preferred_element_type: DTypeLike | None = None,
-               group_offset: ArrayLike | None = None) -> Array:
+               group_offset: ArrayLike | None = None, out_sharding: Any = None) -> Array:
     """``out[r] = lhs[r] @ rhs[g(r)]`` where row ``r`` of ``lhs`` (shape ``[m, k]``) falls
     in group ``g(r)`` of the consecutive groups of ``group_sizes`` (shape ``[g]``) and
     ``rhs`` has shape ``[g, k, n]`` (``jax.lax.ragged_dot``).  Rows past the last group
     are zero.  ``precision`` is accepted and ignored; ``preferred_element_type`` sets the
     result dtype (and the accumulation's); ``group_offset`` must be None (a sharded
-    layout's offset: JAX's own CPU implementation also raises ``NotImplementedError``).
+    layout's offset: JAX's own CPU implementation also raises ``NotImplementedError``);
+    ``out_sharding`` changes nothing (one device).
     The product of every row with every group is formed and the row's own group
     selected, so the work is ``g`` times a dense product's."""
     fname = "ragged_dot"

@@ -385,12 +385,12 @@ def _general_reduce(fname, xs, inits, computation, treedef, axes, valid=None):
 
 
 def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], Any],
-           dimensions: Sequence[int]) -> Any:
+           dimensions: Sequence[int], out_sharding: Any = None) -> Any:
     """Reduce ``operands`` over ``dimensions`` with ``computation`` starting from
     ``init_values`` (``jax.lax.reduce``).  One operand and a monoid (add, mul, max, min)
     use the reduction primitives; several operands (a pytree, ``computation`` taking and
     returning that structure) or any other associative computation of scalars are reduced
-    pairwise by the computation itself."""
+    pairwise by the computation itself.  ``out_sharding`` changes nothing (one device)."""
     fname = "reduce"
     xs, inits, treedef = _flat_operands(fname, operands, init_values)
     for i in inits:
