@@ -347,9 +347,8 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None, buffers=
                 held = bound.copy()
                 for i, shape, dt in by_call:
                     a = args[i]
-                    if type(a) is not ndarray or a.dtype != dt or not a.flags.c_contiguous \
-                            or not a.flags.writeable or not a.flags.aligned:
-                        a = np.array(a, dtype=dt, order="C", copy=True)
+                    if type(a) is not ndarray or a.dtype != dt or not a.flags.carray:
+                        a = np.array(a, dtype=dt, order="C", copy=True)   # (carray: C, aligned, writable)
                     if a.shape != shape:
                         raise TypeError(f"compiled program: an argument of shape {a.shape} where "
                                         f"{shape} was compiled for")
@@ -413,11 +412,13 @@ def _owning(outs):
     """``outs`` (``_splitter``'s, or ``list``) where each array the program returned that
     owns no memory (no base, not its own data: built over an input's memory, which the
     runner held only for the call) is a copy."""
+    ndarray = np.ndarray
+
     def owning(ret):
-        ret = list(ret)
-        for j, a in enumerate(ret):
-            if type(a) is np.ndarray and a.base is None and not a.flags.owndata:
-                ret[j] = a.copy()
+        for a in ret:
+            if type(a) is ndarray and a.base is None and not a.flags.owndata:
+                return outs([a.copy() if type(a) is ndarray and a.base is None and not a.flags.owndata
+                             else a for a in ret])
         return outs(ret)
     return owning
 
@@ -425,8 +426,8 @@ def _owning(outs):
 def _converted(a, shape, dt, aligned=False):
     """``a`` as the compiled code takes an input: a C-contiguous writable ndarray of ``dt``
     (copied if it is not one; nor ``aligned``, if asked), of the ``shape`` compiled for."""
-    if type(a) is not np.ndarray or a.dtype != dt or not a.flags.c_contiguous \
-            or not a.flags.writeable or (aligned and not a.flags.aligned):
+    if type(a) is not np.ndarray or a.dtype != dt or not (a.flags.carray if aligned else
+                                                          a.flags.c_contiguous and a.flags.writeable):
         a = np.array(a, dtype=dt, order="C", copy=True)
     if a.shape != shape:
         raise TypeError(f"compiled program: an argument of shape {a.shape} where {shape} was "
