@@ -72,7 +72,6 @@ KNOWN = {
     "lax.switch": "operand= (deprecated in JAX) not taken",
     # nn, scipy
     "nn.dot_product_attention": "return_residual= not implemented",
-    "nn.standardize": "algorithm= not taken",
     "nn.initializers.ones": _SHARDING + "out_sharding of the initializers",
     "nn.initializers.zeros": _SHARDING + "out_sharding of the initializers",
     "scipy.linalg.eigh": "SciPy's order of parameters (turbo/eigvals, removed from SciPy, "
@@ -193,6 +192,10 @@ _CALLS = [
     ("lax", "polygamma", (), {"m": 1.0, "x": 2.5}),
     ("lax", "mul", (), {"x": X, "y": X}),
     ("lax", "dot", (X, X.T), {"dimension_numbers": (((1,), (0,)), ((), ()))}),
+    ("nn", "standardize", (X,), {"axis": 1, "algorithm": "stable"}),
+    ("nn", "standardize", (X,), {"axis": 0, "algorithm": "fast"}),
+    # mean(x**2) - mean**2 is -128 here (cancellation): JAX clips it at 0 (ours was NaN)
+    ("nn", "standardize", (np.array([650000000.2, 650000000.1, 650000000.1, 650000000.2]),), {}),
     ("scipy.special", "kl_div", (), {"p": 0.5, "q": 0.25}),
     ("scipy.special", "rel_entr", (), {"p": 0.5, "q": 0.25}),
     ("scipy.special", "expn", (), {"n": 2, "x": 1.5}),

@@ -369,16 +369,20 @@ def logmeanexp(x: ArrayLike, axis: Axis | None = None, where: ArrayLike | None =
 
 def standardize(x: ArrayLike, axis: Axis = -1, mean: ArrayLike | None = None,
                 variance: ArrayLike | None = None, epsilon: ArrayLike = 1e-5,
-                where: ArrayLike | None = None) -> Array:
+                where: ArrayLike | None = None, *, algorithm: str = "fast") -> Array:
     """``(x - mean) / sqrt(variance + epsilon)`` over ``axis`` (mean and variance
-    computed when not given)."""
+    computed when not given: ``algorithm`` "fast", JAX's default, ``mean(x**2) - mean**2``
+    clipped at 0 (cancellation can make it negative), or "stable", ``mean((x - mean)**2)``)."""
     x = _inexact("standardize", "x", x)
-
+    if algorithm not in ("fast", "stable"):
+        raise ValueError(f"Unknown algorithm '{algorithm}'. Expected 'fast' or 'stable'.")
     if mean is None:
         mean = tnp.mean(x, axis, keepdims=True, where=where)
-    if variance is None:
-        variance = tnp.subtract(tnp.mean(tnp.square(x), axis, keepdims=True, where=where),
-                                tnp.square(mean))
+    if variance is None and algorithm == "stable":
+        variance = tnp.mean(tnp.square(tnp.subtract(x, mean)), axis, keepdims=True, where=where)
+    elif variance is None:
+        variance = tnp.maximum(tnp.subtract(
+            tnp.mean(tnp.square(x), axis, keepdims=True, where=where), tnp.square(mean)), 0)
     return tnp.multiply(tnp.subtract(x, mean), tnp.reciprocal(tnp.sqrt(tnp.add(variance, epsilon))))
 
 
