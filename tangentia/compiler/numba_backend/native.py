@@ -30,9 +30,9 @@ from ...primitives import control_flow as CF
 from ..backend import COMPILE_THREAD, Backend, cache_root
 from .memo import COMPILED, Counts
 from . import alloc, codegen, elementwise_loop, helpers, irblock, objcache, rowio, vecmath, vecmath_trig
-from . import reroll
+from . import reroll, unit_consts
 from .codegen import (SMALL, Unsupported, _Gen, _check_dtype, _is_float0, _nbtype, _nested, _size,
-                      _typed, _weight, AV, SV, ZV)
+                      _lit, _typed, _weight, AV, SV, ZV)
 from .plan import Settings
 from .rowio import flat_types, flat_values
 from .rules import ELEMENTWISE, FUSIBLE, ROWS, RULES, all_primitives, gemm_bound, lowering_paths
@@ -1205,6 +1205,11 @@ def _lower_unit(g, jaxpr, in_vals, ident=None):
     ``ident``: what makes two programs the same unit (default: the program object; the
     copies of a repeated segment, each its own program, share their structure's key)."""
     in_vals = [g.settle(v) for v in in_vals]
+    lifted = unit_consts.lifted(jaxpr) if unit_consts.enabled() else None
+    if lifted is not None:      # (its float constants: parameters, the values passed here)
+        ident = id(jaxpr) if ident is None else ident
+        jaxpr, lits = lifted
+        in_vals += [SV((), a.aval.dtype, [_lit(a.val, a.aval.dtype)]) for a in lits]
     refs, segs = _segments(g, in_vals)
     seg_types = [None] * len(segs)     # (each segment's dtype: its buffer's)
     for v, ref in zip(in_vals, refs):
