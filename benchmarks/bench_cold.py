@@ -19,12 +19,15 @@ compiles in the background): ``--untiered`` measures the synchronous numba compi
     python benchmarks/bench_cold.py --json benchmarks/cold_results.json
     python benchmarks/bench_cold.py --sizes 100,300,1000,3000   # compile time vs size
 
-``--reuse``: a changed program (another time grid, an edited line of the loss) in a new
-process after the original filled the compile cache, against the same changed program with
-an empty cache (untiered, tangentia only: what numba's compile units save):
+``--reuse``: a changed program (another time grid, an edited line of the loss, a constant,
+an activation, another batch size: ``REUSE``) in a new process after the original filled the
+compile cache, against the same changed program with an empty cache (untiered: what
+numba's compile units save) and JAX's first call of it (``--no-jax``: not run); the
+reusing process's compile units loaded and compiled are printed:
 
     python benchmarks/bench_cold.py --reuse --only ode_grad,ode_vmap_grad --rounds 3
     python benchmarks/bench_cold.py --reuse --only mlp=10,physics=10    # two --sizes programs
+    python benchmarks/bench_cold.py --reuse --only physics=10 --variants constant
 
 ``--sizes``: compile time against program size, for both libraries, per family
 (``--families``, ``SIZE_FAMILIES``): ``chain``, ``jit(grad(f))`` of a chain of n
@@ -277,9 +280,11 @@ except TimeoutError:
     native = None
 import numpy as _np
 leaves = jax.tree_util.tree_leaves(r1)
+import sys as _sys
+_nat = _sys.modules.get("tangentia.compiler.numba_backend.native")   # (compile units' outcomes)
 print(json.dumps({{"import_s": t1 - t0, "first_s": t3 - t2, "first_cpu_s": c3 - c2,
                    "second_s": second,
-                   "native_s": native,
+                   "native_s": native, "units": dict(_nat.UNIT_STATS) if _nat else None,
                    "result": [_np.asarray(l, dtype=float).ravel().tolist() for l in leaves]}}))
 """
 
@@ -323,11 +328,15 @@ def run_case(lib, case, cpu, tiered=True, timeout=900, native_wait=300, cache=No
 # --reuse: a changed program after the original has filled the compile cache (numba's
 # compile units: loop bodies and called functions cached by their own source), against
 # the same changed program in an empty cache.  Variants: (text, replacement) in the case.
+# (a) a changed time grid; (b) one edited line: a loss's last line, a term of an ODE's
+# right-hand side, a constant in every step, an activation; (c) another batch size.
 _LOSS = "return jnp.sum(odeint(pend, y0, ts, {})[-1] ** 2)"
+_PEND = "-b * y[1] - c * jnp.sin(y[0])"
 REUSE = {
     "ode_grad": {
         "grid 77": [("np.linspace(0.0, 10.0, 101)", "np.linspace(0.0, 10.0, 77)")],
         "edited loss": [(_LOSS.format("b, c"), _LOSS.format("b, c") + " + 0.5 * b")],
+        "edited term": [(_PEND, _PEND + " + 0.1 * y[0]")],
     },
     "ode_vmap_grad": {
         "grid 41": [("np.linspace(0.0, 10.0, 51)", "np.linspace(0.0, 10.0, 41)")],
@@ -337,40 +346,61 @@ REUSE = {
     "mlp=10": {
         "11 layers": [("for i in range(10)", "for i in range(11)")],
         "edited loss": [("return jnp.mean(h ** 2)", "return jnp.mean(h ** 2) + 0.1 * jnp.mean(h)")],
+        "constant": [("return jnp.mean(h ** 2)", "return 0.5 * jnp.mean(h ** 2)")],
+        "activation": [("jnp.tanh(h @ W + b)", "jnp.sin(h @ W + b)")],
+        "batch 16": [("X = rng.standard_normal((8, 16))", "X = rng.standard_normal((16, 16))")],
     },
     "physics=10": {
         "12 steps": [("for t in range(10)", "for t in range(12)")],
         "edited loss": [("return jnp.sum(x ** 2) + jnp.sum(v ** 2)",
                          "return jnp.sum(x ** 2) + jnp.sum(v ** 2) + 0.5 * jnp.sum(x)")],
+        "constant": [("- 0.1 * v", "- 0.2 * v")],     # (the damping, in every step)
+    },
+    "mlp_first_step": {
+        "batch 96": [("X = np.linspace(-2, 2, 128)[:, None]", "X = np.linspace(-2, 2, 96)[:, None]")],
+        "activation": [("h = jnp.tanh(h @ p[2] + p[3])", "h = jnp.sin(h @ p[2] + p[3])")],
     },
 }
 
 
-def run_reuse(cases, cpu, rounds):
+def run_reuse(cases, cpu, rounds, jax=True, variants=None):
     """Per case and variant, untiered (the time numba takes): the original program cold,
     then the changed one in a new process with the same cache directory ("reused"),
-    against the changed one in an empty cache ("cold"); first calls, wall and CPU."""
+    against the changed one in an empty cache ("cold") and, with ``jax``, JAX's first call
+    of the changed one (JAX keeps no cache: its cold one); first calls, wall and CPU, and
+    the compile units the reusing process loaded and compiled.  ``variants``: only those
+    (names of ``REUSE[case]``)."""
     out = {}
     for case in [c for c in cases if c in REUSE]:
         for variant in REUSE[case]:
-            rows = {"original": [], "reused": [], "cold": []}
+            if variants and variant not in variants:
+                continue
+            rows = {"original": [], "reused": [], "cold": []} | ({"jax": []} if jax else {})
             for _ in range(rounds):       # interleaved
                 with tempfile.TemporaryDirectory() as cache:
                     rows["original"].append(run_case("tangentia", case, cpu, False, cache=cache))
                     rows["reused"].append(run_case("tangentia", case, cpu, False, cache=cache,
                                                    variant=variant))
                 rows["cold"].append(run_case("tangentia", case, cpu, False, variant=variant))
+                if jax:
+                    rows["jax"].append(run_case("jax", case, cpu, variant=variant))
             res = {k: {m: _median([r for r in v if "error" not in r], m)
                        for m in ("first_s", "first_cpu_s")} for k, v in rows.items()}
             errs = [r["error"] for v in rows.values() for r in v if "error" in r]
             same = [r.get("result") for r in rows["reused"] + rows["cold"]]
             res["agree"] = all(x == same[0] for x in same)    # bit for bit
+            units = [r.get("units") for r in rows["reused"] if r.get("units")]
+            res["units_reused"] = units[0] if units else None
             out[f"{case} / {variant}"] = res
+            u = res["units_reused"]
             print(f"{case:<14} {variant:<12} original cold {_fmt(res['original']['first_s']):>9} "
                   f"(cpu {_fmt(res['original']['first_cpu_s'])}) | changed, reusing "
-                  f"{_fmt(res['reused']['first_s']):>9} (cpu {_fmt(res['reused']['first_cpu_s'])})"
-                  f" | changed, cold {_fmt(res['cold']['first_s']):>9} "
+                  f"{_fmt(res['reused']['first_s']):>9} (cpu {_fmt(res['reused']['first_cpu_s'])}"
+                  + (f"; units loaded {u['loaded']}, compiled {u['compiled']}" if u else "")
+                  + f") | changed, cold {_fmt(res['cold']['first_s']):>9} "
                   f"(cpu {_fmt(res['cold']['first_cpu_s'])})"
+                  + (f" | JAX {_fmt(res['jax']['first_s']):>9} (cpu {_fmt(res['jax']['first_cpu_s'])})"
+                     if jax else "")
                   + ("" if res["agree"] else "  RESULTS DIFFER") + (f"  errors: {errs}" if errs else ""),
                   flush=True)
     return out
@@ -662,6 +692,8 @@ def main(argv=None):
     ap.add_argument("--reuse", action="store_true",
                     help="a changed program (time grid, one line) reusing the compile cache "
                          "of the original, against it cold (cases: " + ", ".join(REUSE) + ")")
+    ap.add_argument("--variants", default="", help="with --reuse: only these changes "
+                    "(comma-separated names, e.g. 'grid 77,constant')")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     cases = [c for c in dict.fromkeys(list(CASES) + (list(REUSE) if args.reuse else []))
@@ -679,7 +711,8 @@ def main(argv=None):
                 json.dump({"sizes": sizes}, f, indent=1)
         return
     if args.reuse:
-        reuse = run_reuse(cases, cpu, args.rounds)
+        reuse = run_reuse(cases, cpu, args.rounds, jax=not args.no_jax,
+                          variants=[v for v in args.variants.split(",") if v] or None)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"reuse": reuse}, f, indent=1)
