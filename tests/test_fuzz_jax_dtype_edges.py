@@ -1,0 +1,38 @@
+"""Small dtypes and special values through ``tangentia.numpy`` against NumPy and JAX 0.10.2 (x64)
+(session 20's sweep: every public function taking one or two arrays, on int8/uint8/uint32/bool/
+float16/float32/complex64 inputs with signed zeros, infinities, NaN and empty shapes, values
+against JAX's and result dtypes against NumPy's).  Each test here failed before its fix.
+
+Left alone (NumPy's semantics, deliberate, or JAX's platform): ``cumsum``/``trapezoid`` of small
+integers wrap as NumPy's (``trapezoid(int8)`` adds neighbours in int8; JAX converts first);
+float32 subnormals (XLA flushes them to zero: ``ceil``, ``sign``, ``nonzero``, ``log`` of 1e-39);
+``asinh`` of complex values on the branch cut with a -0.0 real part (ours C99's, JAX ignores the
+sign); complex ``max``/``min``/``ptp`` with NaN parts (XLA's comparisons order them at random).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+from _fuzz_jax_common import assert_same
+
+jax = pytest.importorskip("jax", reason="JAX 0.10.2 is the reference these tests compare with")
+jax.config.update("jax_enable_x64", True)
+
+_INTS = np.array([-3, -1, 0, 1, 2, 5])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.bool_, np.int32])
+def test_sinc_of_small_integers_in_float64_as_numpy(dtype: type) -> None:
+    """NumPy's ``sinc`` computes ``pi * x`` in float64 for integer and boolean ``x``; ours cast
+    int8/uint8/bool to float16 (NumPy's ``sin`` dtype), so ``sinc(1)`` was 3.1e-4 (float16's pi)
+    where NumPy gives 3.9e-17 and JAX (float32) -2.8e-8.  Eagerly and under jit."""
+    x = _INTS.astype(dtype)
+    want = np.sinc(x)
+    for f in (tnp.sinc, tg.jit(tnp.sinc)):
+        got = f(x)
+        assert got.dtype == want.dtype == np.float64
+        np.testing.assert_allclose(got, want, rtol=1e-15, atol=1e-15)
+    assert_same("sinc vs JAX", tnp.sinc(x), jax.numpy.sinc(x), rtol=1e-6, atol=1e-7, dtypes=False)
