@@ -44,23 +44,18 @@ _SET_SIZE = "size=/fill_value= of the set functions (static output sizes under j
 KNOWN = {
     # tangentia.numpy
     "numpy.bincount": _SHARDING + "in _sorting.py, F's file this session",
-    "numpy.percentile": _SHARDING + "in _statistics.py, with NumPy's interpolation=",
     "numpy.argsort": "kind/order positional here (NumPy's order; F made them raise as JAX's)",
     "numpy.sort": "kind/order positional here (NumPy's order; F made them raise as JAX's)",
     "numpy.array": "copy/order/ndmin stay positional (JAX takes them positionally too, with a "
                    "DeprecationWarning)",
     "numpy.concat": "concat is concatenate here (axis positional, dtype=)",
     "numpy.unstack": "axis positional here (lax.unstack and the primitive table call it so)",
-    "numpy.einsum": "out= (JAX: only None) not taken",
     "numpy.intersect1d": _SET_SIZE, "numpy.setdiff1d": _SET_SIZE, "numpy.union1d": _SET_SIZE,
     "numpy.isin": "NumPy's kind= where JAX has method= (both choose an algorithm only)",
     "numpy.take_along_axis": "wrap_negative_indices=False is not implemented",
     "numpy.permute_dims": "axes has a default here (None: reversed, as NumPy's)",
-    "numpy.linalg.multi_dot": "precision= not taken (float64 products: nothing to choose)",
     "numpy.linalg.slogdet": "method= (JAX: 'lu' or 'qr') not taken",
     "numpy.linalg.svd": "subset_by_index= not implemented",
-    "numpy.linalg.tensordot": _SHARDING + "linalg.tensordot is a function of its own",
-    "numpy.fft.fftfreq": "device= not taken", "numpy.fft.rfftfreq": "device= not taken",
     # lax
     "lax.all_gather": "to= (JAX's varying/replicated type system) not taken",
     "lax.cos": _ACCURACY, "lax.exp": _ACCURACY, "lax.expm1": _ACCURACY, "lax.log": _ACCURACY,
@@ -69,11 +64,8 @@ KNOWN = {
     "lax.dynamic_index_in_dim": _NEGATIVE, "lax.dynamic_slice": _NEGATIVE,
     "lax.dynamic_slice_in_dim": _NEGATIVE, "lax.dynamic_update_index_in_dim": _NEGATIVE,
     "lax.dynamic_update_slice": _NEGATIVE, "lax.dynamic_update_slice_in_dim": _NEGATIVE,
-    "lax.switch": "operand= (deprecated in JAX) not taken",
     # nn, scipy
     "nn.dot_product_attention": "return_residual= not implemented",
-    "nn.initializers.ones": _SHARDING + "out_sharding of the initializers",
-    "nn.initializers.zeros": _SHARDING + "out_sharding of the initializers",
     "scipy.linalg.eigh": "SciPy's order of parameters (turbo/eigvals, removed from SciPy, "
                          "not taken)",
     "scipy.linalg.expm": "upper_triangular=/max_squarings= not taken",
@@ -192,6 +184,8 @@ _CALLS = [
     ("lax", "polygamma", (), {"m": 1.0, "x": 2.5}),
     ("lax", "mul", (), {"x": X, "y": X}),
     ("lax", "dot", (X, X.T), {"dimension_numbers": (((1,), (0,)), ((), ()))}),
+    ("lax", "switch", (1, [lambda x: x, lambda x: 2 * x]), {"operand": X}),
+    ("numpy.linalg", "multi_dot", ([X, X.T, X],), {"precision": None}),
     ("nn", "standardize", (X,), {"axis": 1, "algorithm": "stable"}),
     ("nn", "standardize", (X,), {"axis": 0, "algorithm": "fast"}),
     # mean(x**2) - mean**2 is -128 here (cancellation): JAX clips it at 0 (ours was NaN)

@@ -133,8 +133,12 @@ def _concrete(x):
 # cond / switch
 
 
+_NO_OPERAND = object()
+
+
 @api_boundary
-def switch(index, branches: Sequence[Callable], *operands: Any) -> Any:
+def switch(index, branches: Sequence[Callable], *operands: Any,
+           operand: Any = _NO_OPERAND) -> Any:
     """Apply ``branches[index](*operands)``, staged; the index is clamped to range.
 
     Every branch is traced (under ``jit`` the choice happens when the
@@ -147,6 +151,7 @@ def switch(index, branches: Sequence[Callable], *operands: Any) -> Any:
       branches: a non-empty sequence of functions of ``*operands``, all
         returning outputs of the same structure, shapes and dtypes.
       *operands: the arguments passed to the chosen branch (pytrees).
+      operand: JAX's older keyword for one operand (then none may be positional).
 
     Returns:
       The chosen branch's output.
@@ -163,6 +168,11 @@ def switch(index, branches: Sequence[Callable], *operands: Any) -> Any:
       >>> lax.switch(7, [lambda x: x, lambda x: 2 * x, lambda x: 3 * x], 1.0)   # clamped
       Array(3.)
     """
+    if operand is not _NO_OPERAND:
+        if operands:
+            raise TypeError("if 'operand' keyword is passed then no positional operands can be "
+                            f"passed, got {operand=} and positional operands {operands}")
+        operands = (operand,)
     branches = list(branches)
     for i, b in enumerate(branches):
         if not callable(b):

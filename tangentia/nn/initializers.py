@@ -69,13 +69,13 @@ def _shape(name, shape):
         raise TypeError(f"{name}: argument 'shape' must be a tuple of ints, got {shape!r:.60}") from None
 
 
-def zeros(key: ArrayLike, shape: Any, dtype: Any = None) -> Array:
-    """An array of zeros (the key is unused)."""
+def zeros(key: ArrayLike, shape: Any, dtype: Any = None, out_sharding: Any = None) -> Array:
+    """An array of zeros (the key is unused; ``out_sharding`` changes nothing: one device)."""
     return tnp.zeros(_shape("zeros", shape), _any_dtype(dtype))
 
 
-def ones(key: ArrayLike, shape: Any, dtype: Any = None) -> Array:
-    """An array of ones (the key is unused)."""
+def ones(key: ArrayLike, shape: Any, dtype: Any = None, out_sharding: Any = None) -> Array:
+    """An array of ones (the key is unused; ``out_sharding`` changes nothing: one device)."""
     return tnp.ones(_shape("ones", shape), _any_dtype(dtype))
 
 

@@ -157,10 +157,13 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: Any = 2, *, precision: Any = Non
     return _C.dot_general(a, b, ((ca, cb), ((), ())))
 
 
-def einsum(subscripts, *operands, optimize: str | bool | list[tuple[int, ...]] | None = None,
+def einsum(subscripts, *operands, out: None = None,
+           optimize: str | bool | list[tuple[int, ...]] | None = None,
            precision: Any = None, preferred_element_type: DTypeLike | None = None,
            _dot_general: Any = None, out_sharding: Any = None) -> Array:
-    """Einstein summation over explicit or implicit subscripts (with ``...``)."""
+    """Einstein summation over explicit or implicit subscripts (with ``...``; ``out`` must
+    be None)."""
+    _no_out(out, "einsum")
     if _dot_general is not None and not (getattr(_dot_general, "__name__", None) == "dot_general"
                                          and _dot_general.__module__.startswith("tangentia.lax")):
         raise NotImplementedError(f"einsum: _dot_general={_dot_general!r} is not supported; "

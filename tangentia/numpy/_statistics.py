@@ -27,6 +27,7 @@ from ._util import _aval, _axes, _concrete, _eager, _is_tracer
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any
     from ..typing import Array, ArrayLike, Axis, DTypeLike
 
 
@@ -299,9 +300,10 @@ def quantile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None = No
 
 def percentile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None = None,
                out: None = None, overwrite_input: bool = False, method: str = "linear",
-               keepdims: bool = False, *, weights: ArrayLike | None = None, interpolation=None
-               ) -> Array:
-    """q-th percentiles (q in [0, 100]) along ``axis``."""
+               keepdims: bool = False, *, weights: ArrayLike | None = None, interpolation=None,
+               out_sharding: Any = None) -> Array:
+    """q-th percentiles (q in [0, 100]) along ``axis`` (``out_sharding`` changes nothing: one
+    device)."""
     _check_quantile_args("percentile", out, weights)
     return _quantile(a, q, axis, interpolation or method, keepdims, "percentile", scale=100)
 

@@ -20,10 +20,11 @@ from ._conversion import asarray, astype
 from ._padding import pad
 from ._indexing import roll
 from ._shapes import moveaxis
-from ._util import _aval
+from ._util import _aval, _check_device
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any
     from ..typing import Array, ArrayLike, DTypeLike, Shape
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
@@ -213,14 +214,20 @@ def irfft2(a: ArrayLike, s: Shape | None = None, axes: Sequence[int] = (-2, -1),
     return _fft_core("irfft2", "irfft", a, s, _two_axes("irfft2", axes), norm)
 
 
-def fftfreq(n: int, d: ArrayLike = 1.0, *, dtype: DTypeLike | None = None) -> Array:
-    """Sample frequencies of an ``n``-point transform with sample spacing ``d``."""
+def fftfreq(n: int, d: ArrayLike = 1.0, *, dtype: DTypeLike | None = None,
+            device: Any = None) -> Array:
+    """Sample frequencies of an ``n``-point transform with sample spacing ``d`` (``device``:
+    as ``tnp.zeros``'s)."""
+    _check_device(device, "fftfreq")
     out = _np.fft.fftfreq(operator.index(n), d)
     return out if dtype is None else out.astype(dtype)
 
 
-def rfftfreq(n: int, d: ArrayLike = 1.0, *, dtype: DTypeLike | None = None) -> Array:
-    """Non-negative sample frequencies of an ``n``-point ``rfft``."""
+def rfftfreq(n: int, d: ArrayLike = 1.0, *, dtype: DTypeLike | None = None,
+             device: Any = None) -> Array:
+    """Non-negative sample frequencies of an ``n``-point ``rfft`` (``device``: as
+    ``tnp.zeros``'s)."""
+    _check_device(device, "rfftfreq")
     out = _np.fft.rfftfreq(operator.index(n), d)
     return out if dtype is None else out.astype(dtype)
 

@@ -228,8 +228,9 @@ def matrix_power(a: ArrayLike, n: int) -> Array:
     return _E.power_by_squaring(a, n, _matrices.matmul)
 
 
-def multi_dot(arrays: Sequence[ArrayLike]) -> Array:
-    """Matrix product of two or more arrays, left to right."""
+def multi_dot(arrays: Sequence[ArrayLike], *, precision: Any = None) -> Array:
+    """Matrix product of two or more arrays, left to right (``precision`` changes nothing:
+    float64 products)."""
     arrays = list(arrays)
     if len(arrays) < 2:
         raise ValueError("multi_dot: expecting at least two arrays")
@@ -803,8 +804,10 @@ def outer(x1: ArrayLike, x2: ArrayLike, /) -> Array:
 
 def tensordot(x1: ArrayLike, x2: ArrayLike, /, *,
               axes: int | tuple[Sequence[int], Sequence[int]] = 2, precision: Any = None,
-              preferred_element_type: DTypeLike | None = None) -> Array:
-    """The tensor contraction of ``x1`` and ``x2`` over ``axes`` (as
+              preferred_element_type: DTypeLike | None = None, out_sharding: Any = None
+              ) -> Array:
+    """The tensor contraction of ``x1`` and ``x2`` over ``axes`` (``out_sharding`` changes
+    nothing: one device; as
     ``tangentia.numpy.tensordot``).
 
     Args:
