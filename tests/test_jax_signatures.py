@@ -49,7 +49,6 @@ KNOWN = {
     "numpy.array": "copy/order/ndmin stay positional (JAX takes them positionally too, with a "
                    "DeprecationWarning)",
     "numpy.concat": "concat is concatenate here (axis positional, dtype=)",
-    "numpy.unstack": "axis positional here (lax.unstack and the primitive table call it so)",
     "numpy.intersect1d": _SET_SIZE, "numpy.setdiff1d": _SET_SIZE, "numpy.union1d": _SET_SIZE,
     "numpy.isin": "NumPy's kind= where JAX has method= (both choose an algorithm only)",
     "numpy.take_along_axis": "wrap_negative_indices=False is not implemented",
@@ -175,6 +174,7 @@ _CALLS = [
     ("numpy", "asarray", ([1.0, 2.0], None, "K"), {"copy": True}),
     ("numpy", "vecdot", (I8, I8), {"preferred_element_type": np.int32}),
     ("numpy", "round", (X,), {"decimals": 1, "out": None}),
+    ("numpy", "unstack", (X,), {"axis": 1}),
     ("numpy", "issubdtype", (), {"arg1": np.float32, "arg2": np.floating}),
     ("lax", "select", (X > 1,), {"on_true": X, "on_false": -X}),
     ("lax", "reshape", (), {"operand": X, "new_sizes": (3, 2)}),
@@ -232,6 +232,8 @@ def test_jax_errors_of_the_new_parameters() -> None:
         tnp.isposinf(X, out=X)  # type: ignore[arg-type]
     with pytest.raises(NotImplementedError, match="Only implemented for order='K'"):
         tnp.asarray(X, order="C")
+    with pytest.raises(ValueError, match="axis 0 is out of bounds for array of dimension 0"):
+        tnp.unstack(1.0)    # (an IndexError before)
     with pytest.raises(ValueError, match="No input was provided to the clip function"):
         tnp.clip()
     with pytest.raises(TypeError):

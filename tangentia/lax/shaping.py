@@ -307,7 +307,7 @@ def stack(operands: Sequence[ArrayLike], axis: int = 0) -> Array:
 
 def unstack(x: ArrayLike, axis: int = 0) -> tuple[Array, ...]:
     """The slices of ``x`` along ``axis``, as a tuple (``jax.lax.unstack``)."""
-    return NI.unstack(x, axis)
+    return NI.unstack(x, axis=axis)
 
 
 def _descending_key(x):

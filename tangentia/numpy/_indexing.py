@@ -736,10 +736,13 @@ def _take_along(arr, indices, axis):
     return _I.getitem(arr, tuple(spec), tuple(arrays))
 
 
-def unstack(x: ArrayLike, axis: int = 0) -> tuple[Array, ...]:
-    """The slices of ``x`` along ``axis``, as a tuple."""
-    n = shape(x)[axis]
-    return tuple(take(x, i, axis=axis) for i in range(n))
+def unstack(x: ArrayLike, /, *, axis: int = 0) -> tuple[Array, ...]:
+    """The slices of ``x`` along ``axis``, as a tuple (``axis`` keyword-only, as JAX's)."""
+    s = shape(x)
+    if not -len(s) <= operator.index(axis) < len(s):
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {len(s)} "
+                         f"(unstack: argument 'x' has shape {s})")
+    return tuple(take(x, i, axis=axis) for i in range(s[axis]))
 
 
 def delete(arr: ArrayLike, obj: ArrayLike | slice, axis: int | None = None, *,
