@@ -36,3 +36,21 @@ def test_sinc_of_small_integers_in_float64_as_numpy(dtype: type) -> None:
         assert got.dtype == want.dtype == np.float64
         np.testing.assert_allclose(got, want, rtol=1e-15, atol=1e-15)
     assert_same("sinc vs JAX", tnp.sinc(x), jax.numpy.sinc(x), rtol=1e-6, atol=1e-7, dtypes=False)
+
+
+@pytest.mark.parametrize("roots", [[1.0, np.inf], [-0.0, 0.0, np.inf, -np.inf, np.nan, 1e308],
+                                   [], [1 + 1j, 1 - 1j, 2.0], [0j, -0j, 1.0, -1.0],
+                                   [[1.0, 2.0], [3.0, 4.0]]])
+def test_poly_of_infinite_roots_and_no_roots_as_jax(roots: list) -> None:
+    """``poly`` multiplies by ``(x - r)`` as NumPy's and JAX's convolutions do, product by
+    product: ours convolved zero-padded vectors, so an infinite root made the leading
+    coefficient 0 * inf = NaN (JAX and NumPy: 1).  No roots give JAX's 0-d 1 (ours had shape
+    (1,)).  Signed zeros as JAX's (its sums start from +0); eagerly, under jit and jacfwd."""
+    r = np.asarray(roots)
+    theirs = jax.numpy.poly(r)
+    assert_same("poly", tnp.poly(r), theirs, rtol=1e-13)
+    assert_same("jit poly", tg.jit(tnp.poly)(r), theirs, rtol=1e-13)
+    np.testing.assert_array_equal(np.signbit(np.imag(tnp.poly(r))), np.signbit(np.imag(theirs)))
+    np.testing.assert_array_equal(np.signbit(np.real(tnp.poly(r))), np.signbit(np.real(theirs)))
+    if r.dtype.kind == "f" and r.ndim == 1 and r.size and np.isfinite(r).all():
+        assert_same("jacfwd", tg.jacfwd(tnp.poly)(r), jax.jacfwd(jax.numpy.poly)(r), rtol=1e-13)

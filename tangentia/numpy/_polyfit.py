@@ -12,13 +12,14 @@ from ..primitives import elementwise as _E
 from ._constants import float64
 from ._conversion import _in, astype
 from ._matrices import matmul
-from ._polynomials import _full_convolution
 from ._reductions import sum
 from ._shapes import atleast_1d, concatenate, ndim, reshape, shape, swapaxes
 from ._util import _aval, _is_tracer
 from .linalg import eigvals, inv, lstsq
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..typing import Array, ArrayLike
 
 
@@ -32,9 +33,16 @@ def poly(seq_of_zeros: ArrayLike) -> Array:
         raise ValueError("poly: input must be 1d or non-empty square 2d array.")
     dt = _aval(a).dtype if _aval(a).dtype.kind in "fc" else _np.dtype(_np.float64)
     a = astype(a, dt)
-    coeffs = _np.ones(1, dt)
+    if shape(a)[0] == 0:
+        return astype(_np.ones((), dt), dt)   # JAX's 0-d 1 (NumPy's the float 1.0)
+    # times (x - a_k), as NumPy's convolve with [1, -a_k]: no product with a padding zero, so an
+    # infinite root leaves the leading 1 (the zero-padded convolution made it 0 * inf = NaN);
+    # each sum starts from +0, as XLA's convolution accumulates (a -0.0 result becomes +0.0)
+    coeffs: Any = _np.ones(1, dt)
     for k in range(shape(a)[0]):
-        coeffs = _full_convolution(coeffs, concatenate([_np.ones(1, dt), _E.neg(a[k:k + 1])]))
+        r = _E.neg(a[k:k + 1])
+        tail = concatenate([_E.add(coeffs[1:], _E.mul(coeffs[:-1], r)), _E.mul(coeffs[-1:], r)])
+        coeffs = concatenate([coeffs[:1], _E.add(tail, _np.zeros((), dt))])
     return coeffs
 
 
