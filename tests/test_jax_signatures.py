@@ -38,8 +38,6 @@ MODULES = ["numpy", "numpy.linalg", "numpy.fft", "lax", "nn", "nn.initializers",
 _SHARDING = "a sharding keyword (one device here); "
 _ACCURACY = ("lax's unary functions are the primitives' own (tnp's too, the eager hot path); "
              "accuracy= selects a TPU/GPU approximation")
-_NEGATIVE = ("allow_negative_indices=False (no wrap of negative starts) is not implemented: "
-             "the default (True) is what every caller gets")
 _SET_SIZE = "size=/fill_value= of the set functions (static output sizes under jit): a feature"
 KNOWN = {
     # tangentia.numpy
@@ -60,9 +58,6 @@ KNOWN = {
     "lax.cos": _ACCURACY, "lax.exp": _ACCURACY, "lax.expm1": _ACCURACY, "lax.log": _ACCURACY,
     "lax.log1p": _ACCURACY, "lax.sin": _ACCURACY, "lax.sqrt": _ACCURACY, "lax.tan": _ACCURACY,
     "lax.tanh": _ACCURACY,
-    "lax.dynamic_index_in_dim": _NEGATIVE, "lax.dynamic_slice": _NEGATIVE,
-    "lax.dynamic_slice_in_dim": _NEGATIVE, "lax.dynamic_update_index_in_dim": _NEGATIVE,
-    "lax.dynamic_update_slice": _NEGATIVE, "lax.dynamic_update_slice_in_dim": _NEGATIVE,
     # nn, scipy
     "nn.dot_product_attention": "return_residual= not implemented",
     "scipy.linalg.eigh": "SciPy's order of parameters (turbo/eigvals, removed from SciPy, "
@@ -209,6 +204,32 @@ def test_jax_keywords_give_jax_numbers(module: str, name: str, args: tuple,
         return
     np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-13, atol=0)
     assert np.asarray(ours).dtype == np.asarray(theirs).dtype
+
+
+def test_allow_negative_indices_as_jax() -> None:
+    x, m = np.arange(10.0), np.arange(12.0).reshape(3, 4)
+    cases = [
+        lambda L, i: L.dynamic_slice(x, (i,), (2,), allow_negative_indices=False),
+        lambda L, i: L.dynamic_update_slice(x, -np.ones(2), (i,), allow_negative_indices=False),
+        lambda L, i: L.dynamic_slice_in_dim(m, i, 2, 1, allow_negative_indices=False),
+        lambda L, i: L.dynamic_index_in_dim(m, i, 0, False, allow_negative_indices=False),
+        lambda L, i: L.dynamic_update_index_in_dim(m, np.zeros(4), i, 0,
+                                                   allow_negative_indices=False),
+        lambda L, i: L.dynamic_update_slice_in_dim(m, np.zeros((3, 1)), i, 1,
+                                                   allow_negative_indices=False),
+        lambda L, i: L.dynamic_slice(m, (i, i), (2, 2), allow_negative_indices=[False, True]),
+    ]
+    for case in cases:
+        for i in (-3, 1, 7):   # traced: a negative start clamps to 0 (no wrap), as XLA's
+            ours = tg.jit(lambda i: case(lax, i))(i)
+            theirs = jax.jit(lambda i: case(jax.lax, i))(i)
+            np.testing.assert_array_equal(ours, theirs)
+            ours = tg.vmap(lambda i: case(lax, i))(np.array([i, -1]))
+            theirs = jax.vmap(lambda i: case(jax.lax, i))(np.array([i, -1]))
+            np.testing.assert_array_equal(ours, theirs)
+    with pytest.raises(ValueError, match="Index -3 is out of bounds for dimension 10 if "
+                                         "allow_negative_indices=False"):
+        lax.dynamic_slice(x, (-3,), (2,), allow_negative_indices=False)
 
 
 def test_new_keywords_under_transformations() -> None:

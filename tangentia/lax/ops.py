@@ -204,13 +204,41 @@ def _window_index(operand, start_indices, sizes):
     return (I.ARRAY,) * nd, arrays
 
 
+def _unwrapped(fname, operand, start_indices, allow_negative_indices):
+    """The starts of JAX's ``allow_negative_indices`` (True, False or one per dimension):
+    where False, a negative start is not wrapped around the dimension: a concrete one is
+    JAX's ValueError, a traced one (or an array) is clamped to 0, as XLA clamps it."""
+    if allow_negative_indices is True:
+        return start_indices
+    allow = ([allow_negative_indices] * len(start_indices)
+             if isinstance(allow_negative_indices, (bool, np.bool_))
+             else list(allow_negative_indices))
+    out = []
+    for s, d, ok in zip(start_indices, _shape(operand), allow):
+        if ok:
+            out.append(s)
+        elif isinstance(s, (int, np.integer)):
+            if s < 0:
+                raise ValueError(f"Index {s} is out of bounds for dimension {d} if "
+                                 f"allow_negative_indices=False ({fname}: a negative start "
+                                 "is not wrapped)")
+            out.append(s)
+        else:
+            dt = core.get_aval(s).dtype
+            out.append(s if dt.kind == "u" else E.maximum(s, np.zeros((), dt)))
+    return out
+
+
 def dynamic_slice(operand: ArrayLike, start_indices: ArrayLike | Sequence[ArrayLike],
-                  slice_sizes: Shape) -> Array:
+                  slice_sizes: Shape, *,
+                  allow_negative_indices: bool | Sequence[bool] = True) -> Array:
     """``operand[s0:s0+n0, s1:s1+n1, ...]`` with traced starts, clamped so the
-    window stays inside the operand."""
+    window stays inside the operand (a negative start counts from the end, unless
+    ``allow_negative_indices`` is False for its dimension: then it is clamped to 0)."""
     start_indices = list(start_indices)
     slice_sizes = list(_static_ints("dynamic_slice", "slice_sizes", slice_sizes))
     _check_starts("dynamic_slice", operand, start_indices)
+    start_indices = _unwrapped("dynamic_slice", operand, start_indices, allow_negative_indices)
     _check_starts("dynamic_slice", operand, start_indices, slice_sizes)
     if not slice_sizes:
         return operand
@@ -219,10 +247,14 @@ def dynamic_slice(operand: ArrayLike, start_indices: ArrayLike | Sequence[ArrayL
 
 
 def dynamic_update_slice(operand: ArrayLike, update: ArrayLike,
-                         start_indices: Array | Sequence[ArrayLike]) -> Array:
-    """``operand`` with the window at the (clamped) starts replaced by ``update``."""
+                         start_indices: Array | Sequence[ArrayLike], *,
+                         allow_negative_indices: bool | Sequence[bool] = True) -> Array:
+    """``operand`` with the window at the (clamped) starts replaced by ``update``
+    (``allow_negative_indices``: as ``dynamic_slice``'s)."""
     start_indices = list(start_indices)
     _check_starts("dynamic_update_slice", operand, start_indices)
+    start_indices = _unwrapped("dynamic_update_slice", operand, start_indices,
+                               allow_negative_indices)
     _same_dtype("dynamic_update_slice", operand, update)
     ushape = _shape(update)
     if len(ushape) != len(_shape(operand)):
@@ -236,20 +268,25 @@ def dynamic_update_slice(operand: ArrayLike, update: ArrayLike,
 
 
 def dynamic_slice_in_dim(operand: ArrayLike, start_index: ArrayLike, slice_size: int,
-                         axis: int = 0) -> Array:
+                         axis: int = 0, *, allow_negative_indices: bool = True) -> Array:
+    """``slice_size`` entries from a (traced) ``start_index`` along ``axis`` of ``operand``
+    (``allow_negative_indices``: as ``dynamic_slice``'s)."""
     shape = _shape(operand)
     axis = _list_axis("dynamic_slice_in_dim", axis, len(shape))
     starts = [0] * len(shape)
     starts[axis] = start_index
     sizes = list(shape)
     sizes[axis] = slice_size
-    return dynamic_slice(operand, starts, sizes)
+    return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow_negative_indices)
 
 
 def dynamic_index_in_dim(operand: ArrayLike, index: ArrayLike, axis: int = 0,
-                         keepdims: bool = True) -> Array:
+                         keepdims: bool = True, *, allow_negative_indices: bool = True) -> Array:
+    """The slice of ``operand`` at a (traced) ``index`` along ``axis``, kept as size 1 if
+    ``keepdims`` (``allow_negative_indices``: as ``dynamic_slice``'s)."""
     axis = _list_axis("dynamic_index_in_dim", axis, len(_shape(operand)))
-    out = dynamic_slice_in_dim(operand, index, 1, axis)
+    out = dynamic_slice_in_dim(operand, index, 1, axis,
+                               allow_negative_indices=allow_negative_indices)
     if keepdims:
         return out
     shape = _shape(out)
@@ -257,20 +294,26 @@ def dynamic_index_in_dim(operand: ArrayLike, index: ArrayLike, axis: int = 0,
 
 
 def dynamic_update_slice_in_dim(operand: ArrayLike, update: ArrayLike, start_index: ArrayLike,
-                                axis: int) -> Array:
+                                axis: int, *, allow_negative_indices: bool = True) -> Array:
+    """``operand`` with ``update`` written from a (traced) ``start_index`` along ``axis``
+    (``allow_negative_indices``: as ``dynamic_slice``'s)."""
     axis = _list_axis("dynamic_update_slice_in_dim", axis, len(_shape(operand)))
     starts = [0] * len(_shape(operand))
     starts[axis] = start_index
-    return dynamic_update_slice(operand, update, starts)
+    return dynamic_update_slice(operand, update, starts,
+                                allow_negative_indices=allow_negative_indices)
 
 
 def dynamic_update_index_in_dim(operand: ArrayLike, update: ArrayLike, index: ArrayLike,
-                                axis: int) -> Array:
+                                axis: int, *, allow_negative_indices: bool = True) -> Array:
+    """``operand`` with the slice at a (traced) ``index`` along ``axis`` replaced by
+    ``update`` (``allow_negative_indices``: as ``dynamic_slice``'s)."""
     axis = _bounds_axis("dynamic_update_index_in_dim", axis, len(_shape(operand)))
     ushape = _shape(update)
     if len(ushape) == len(_shape(operand)) - 1:
         update = S.reshape(update, ushape[:axis] + (1,) + ushape[axis:])
-    return dynamic_update_slice_in_dim(operand, update, index, axis)
+    return dynamic_update_slice_in_dim(operand, update, index, axis,
+                                       allow_negative_indices=allow_negative_indices)
 
 
 def _check_slice(shape, start, limit, strides):
