@@ -18,7 +18,8 @@ from ..interpreters import partial_eval as pe
 from .._messages import fun_name as _fun_name
 from .._traceback_util import api_boundary
 from ..primitives.control_flow import strong_inputs
-from ..compiler.backend import (Tiered, compile_program, default_backend_name as _default_backend_name,
+from ..compiler.backend import (Tiered, compile_ahead, compile_program,
+                               default_backend_name as _default_backend_name,
                                get_backend, tiered as _tiered)
 from ..primitives.call import jit_p
 from ..primitives.remat import remat_p
@@ -694,7 +695,7 @@ class Lowered:
         """A callable taking the same arguments as the jitted function (JAX's ``Compiled``:
         its ``cost_analysis()`` is None, as the lowered program's; ``compiler_options``,
         XLA's, change nothing here)."""
-        fn = self.backend.compile(self.jaxpr)
+        fn = compile_ahead(self.jaxpr, self.backend.name)   # (its results: new arrays)
         consts, in_tree, out_tree = self.consts, self.in_tree, self.out_tree
 
         @api_boundary

@@ -23,16 +23,22 @@ from functools import partial
 
 import numpy as np
 
-from ..core import Literal, ProgramMemo, Var
-from ..core import eval_primitive
+from ..core import Literal, Primitive, ProgramMemo, Var
+from ..core import eval_primitive, registered_primitives
 from ..custom_derivatives import custom_lin_p
-from ..interpreters.base_ops import broadcast_to_p, reshape_p
+from ..interpreters.base_ops import broadcast_to_p, convert_element_type_p, reshape_p
+from ..primitives import (contraction as _contraction, convolution as _convolution, elementwise as _elementwise,
+                          fft as _fft, linalg as _linalg, misc as _misc, reductions as _reductions,
+                          sorting as _sorting, special as _special)
+from ..primitives.callback import pure_callback_p
 from ..primitives.contraction import dot_general_p
-from ..primitives.elementwise import select_p
-from ..primitives.indexing import ARRAY, getitem_p
+from ..primitives.elementwise import imag_p, integer_pow_p, real_p, select_p
+from ..primitives.indexing import ARRAY, getitem_p, scatter_p
 from ..primitives.control_flow import cond_p, scan_p, split as _split, while_p
 from ..primitives.linear_solve import linear_solve_p, solve_operands
-from .backend import Backend, register_backend
+from ..primitives.prng import random_bits_p, random_gamma_p
+from ..primitives.structural import concatenate_p
+from .backend import AS_RUN, FOREIGN, FRESH, OVERLAPPING, Backend, fresh_in, register_backend
 from .passes import simplify
 
 LOWERINGS = {}
@@ -322,3 +328,55 @@ def _linear_solve(jaxprs, const_lengths, num_b):
 
 
 register_lowering(linear_solve_p, _linear_solve)
+
+
+# ---------------------------------------------------------------------------
+# Which outputs are new arrays on every backend and tier (``backend._aliased_outputs``:
+# jit's results that may share memory with an input, a constant, a callback's array or
+# another result are copied, as JAX's jit returns new buffers).  Claimed only where no
+# backend returns an input or a view: computations (the elementwise primitives but the
+# views ``real``/``imag`` and ``x ** 1``, contractions, reductions over some axis, sorts,
+# linear algebra, special functions, FFTs, convolutions, random bits, scatters, a scan's
+# stacked outputs); everything else (reshapes, slices, transposes, converts, loops'
+# carries, identities) passes on the memory of its inputs.
+
+def _fresh_modules():
+    for p in registered_primitives():     # (a ufunc's result is a new array)
+        if _ufunc(p) is not None:
+            FRESH.setdefault(p, None)
+    for mod in (_elementwise, _contraction, _convolution, _fft, _linalg, _sorting, _special):
+        for p in vars(mod).values():
+            if isinstance(p, Primitive) and p.call_param is None and not p.program_params:
+                FRESH.setdefault(p, None)
+    for p in (real_p, imag_p, integer_pow_p):
+        FRESH.pop(p, None)
+
+
+_fresh_modules()
+for _p in (concatenate_p, scatter_p, random_bits_p, random_gamma_p, _misc.cummax_p, _misc.cummin_p,
+           _misc.cumprod_p, _reductions.cumsum_p, _reductions.argmax_p, _reductions.argmin_p):
+    FRESH[_p] = None
+for _p in (_reductions.reduce_sum_p, _reductions.reduce_max_p, _reductions.reduce_min_p,
+           _reductions.reduce_prod_p, _reductions.reduce_and_p, _reductions.reduce_or_p):
+    FRESH[_p] = lambda eqn: bool(eqn.params["axes"])            # (over no axis: x itself)
+FRESH[integer_pow_p] = lambda eqn: eqn.params["y"] != 1
+FRESH[convert_element_type_p] = lambda eqn: eqn.inputs[0].aval.dtype != eqn.outputs[0].aval.dtype
+
+def _scan_fresh(eqn):
+    # the stacked outputs are new; a carry is the body's new array after one step at least
+    p = eqn.params
+    body = fresh_in(p["jaxpr"]) if p["length"] > 0 else []
+    return [k >= p["num_carry"] or (p["length"] > 0 and body[k]) for k in range(len(eqn.outputs))]
+
+
+def _cond_fresh(eqn):
+    # what every branch allocates
+    per = [fresh_in(b) for b in eqn.params["branches"]]
+    return [all(f[k] for f in per) for k in range(len(eqn.outputs))]
+
+
+FRESH[scan_p] = _scan_fresh
+FRESH[cond_p] = _cond_fresh
+FOREIGN.add(pure_callback_p)
+OVERLAPPING.add(broadcast_to_p)
+AS_RUN[0] = simplify
