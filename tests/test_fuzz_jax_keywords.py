@@ -9,7 +9,10 @@ CPU fallback returns the whole sorted operand; its documentation allows any numb
 ``linalg.svd/pinv/matrix_rank(hermitian=True)`` of a matrix that is not Hermitian give the
 matrix's own values (JAX and NumPy read one triangle through eigh: the caller's promise broken
 either way); ``precision=``/``out_sharding=``/``accuracy=`` are read by nobody here (float64
-products, one device).
+products, one device); ``scipy.linalg.solve(assume_a='pos')``'s derivative in ``a`` is that
+of the triangle it reads (finite differences agree), where JAX's differentiates the solve of
+the whole matrix (``custom_linear_solve``: both triangles, which finite differences of its own
+value along a non-symmetric direction do not give); along symmetric directions they agree.
 """
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ starts; ``take`` and ``.at[]`` in each mode; ``lax.gather`` / ``scatter*`` with
 ``indices_are_sorted`` / ``unique_indices`` and each mode; ``reduce_window`` with strides,
 padding, base and window dilation, ties, integer and multi-operand forms; cumulative reductions
 with ``reverse`` on each axis; ``lax.sort`` with several operands and ``num_keys``, NaN and -0.0
-keys; ``top_k``).  Each test here failed before its fix.
+keys; ``top_k``).  Each test here failed before its fix, but the last, a guard where JAX
+differs from itself.
 
 Left alone, JAX's: ``lax.cumprod``/``cummax``/``cummin``/``cumlogsumexp`` with ``axis=-1``
 raise JAX's 'XLA operations do not allow negative axes' eagerly, under jit and vmap, but JAX's
@@ -59,3 +60,38 @@ def test_sort_under_vmap_with_unbatched_keys_of_another_length_raises_as_jax() -
     v5 = np.arange(10.0).reshape(5, 2)
     assert_same("vmap sort ok", tg.vmap(_sort(tlax, 2), in_axes=(None, 1))(k, v5),
                 jax.vmap(_sort(jax.lax, 2), in_axes=(None, 1))(k, v5))
+
+
+def test_second_order_custom_jvp_inside_loops_uses_the_rule_as_outside() -> None:
+    """A guard where JAX 0.10.2 disagrees with itself (JAX's bug, not fixed here): a custom_jvp
+    rule that calls the function for its primal (``nondiff_argnums`` too) is used again at
+    second order, so ``grad(grad(f))(a) = f(a) (k + 1)**2`` for the rule ``f' = f (k + 1)``.
+    JAX gives that eagerly, under jit, cond and checkpoint, but ``f (k + 1) k`` (the primal
+    function's own derivative at second order) when ``f`` is inside a ``scan`` or
+    ``fori_loop``.  Ours uses the rule in every one."""
+    from functools import partial
+
+    @partial(tg.custom_jvp, nondiff_argnums=(1,))
+    def f(a: Any, k: float) -> Any:
+        return tg.numpy.exp(a * k)
+
+    @f.defjvp
+    def f_jvp(k: float, p: Any, t: Any) -> Any:
+        return f(p[0], k), f(p[0], k) * t[0] * (k + 1.0)
+
+    want = np.exp(0.5 * 0.3) * 1.3 ** 2
+    wraps = {"eager": lambda a: f(a, 0.3),
+             "scan": lambda a: tlax.scan(lambda c, _: (f(c, 0.3), None), a, None, length=1)[0],
+             "fori": lambda a: tlax.fori_loop(0, 1, lambda i, c: f(c, 0.3), a),
+             "cond": lambda a: tlax.cond(True, lambda c: f(c, 0.3), lambda c: c, a)}
+    for name, g in wraps.items():
+        np.testing.assert_allclose(tg.grad(tg.grad(g))(0.5), want, rtol=1e-13, err_msg=name)
+        np.testing.assert_allclose(tg.jit(tg.grad(tg.grad(g)))(0.5), want, rtol=1e-13,
+                                   err_msg=name)
+    # JAX's own numbers, so that the note above stays true while JAX's bug does
+    jf = jax.custom_jvp(lambda a, k: jax.numpy.exp(a * k), nondiff_argnums=(1,))
+    jf.defjvp(lambda k, p, t: (jf(p[0], k), jf(p[0], k) * t[0] * (k + 1.0)))
+    j_scan = jax.grad(jax.grad(lambda a: jax.lax.scan(lambda c, _: (jf(c, 0.3), None), a, None,
+                                                      length=1)[0]))(0.5)
+    np.testing.assert_allclose(jax.grad(jax.grad(lambda a: jf(a, 0.3)))(0.5), want, rtol=1e-13)
+    assert abs(float(j_scan) - np.exp(0.15) * 1.3 * 0.3) < 1e-12
