@@ -49,7 +49,6 @@ KNOWN = {
     "numpy.concat": "concat is concatenate here (axis positional, dtype=)",
     "numpy.intersect1d": _SET_SIZE, "numpy.setdiff1d": _SET_SIZE, "numpy.union1d": _SET_SIZE,
     "numpy.isin": "NumPy's kind= where JAX has method= (both choose an algorithm only)",
-    "numpy.take_along_axis": "wrap_negative_indices=False is not implemented",
     "numpy.permute_dims": "axes has a default here (None: reversed, as NumPy's)",
     "numpy.linalg.slogdet": "method= (JAX: 'lu' or 'qr') not taken",
     "numpy.linalg.svd": "subset_by_index= not implemented",
@@ -230,6 +229,23 @@ def test_allow_negative_indices_as_jax() -> None:
     with pytest.raises(ValueError, match="Index -3 is out of bounds for dimension 10 if "
                                          "allow_negative_indices=False"):
         lax.dynamic_slice(x, (-3,), (2,), allow_negative_indices=False)
+
+
+@pytest.mark.parametrize("kw", [{}, {"mode": "clip"}, {"mode": "promise_in_bounds"},
+                                {"wrap_negative_indices": False},
+                                {"mode": "clip", "wrap_negative_indices": False},
+                                {"mode": "fill", "fill_value": -9, "wrap_negative_indices": False},
+                                {"mode": "promise_in_bounds", "wrap_negative_indices": True}])
+def test_take_along_axis_wrap_negative_indices_as_jax(kw: dict) -> None:
+    # (mode "promise_in_bounds" does not wrap negative indices by default, as JAX's: it read
+    # x[-1] as the last entry, JAX's as the first)
+    x, m = np.arange(5.0), np.arange(12.0).reshape(3, 4)
+    idx = np.array([[0, -1, 3, 5], [-4, 1, 2, 0], [1, 1, -2, 9]])
+    for a, i, axis in ((x, np.array([-1, -6, 2, 7]), 0), (m, idx, 1), (m, idx, 0)):
+        theirs = jax.numpy.take_along_axis(a, i, axis, **kw)
+        np.testing.assert_array_equal(tnp.take_along_axis(a, i, axis, **kw), theirs)
+        np.testing.assert_array_equal(
+            tg.jit(lambda a, i: tnp.take_along_axis(a, i, axis, **kw))(a, i), theirs)
 
 
 def test_new_keywords_under_transformations() -> None:

@@ -665,12 +665,15 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = 
 
 
 def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1,
-                    mode: str | None = None, fill_value: ArrayLike | None = None) -> Array:
+                    mode: str | None = None, fill_value: ArrayLike | None = None, *,
+                    wrap_negative_indices: bool | None = None) -> Array:
     """Entries of ``arr`` at ``indices`` along ``axis``, matching the other axes one to one
     (broadcasting: a length-1 axis of either meets the other's length).  ``axis=None``
-    works on the flattened arrays.  An out-of-bounds index (outside [-n, n)) reads
-    ``fill_value`` (NaN for inexact dtypes, as ``_fill_value``) with JAX's default mode
-    "fill" (and "drop", "one_hot"), or the nearest entry with "clip"/"promise_in_bounds"."""
+    works on the flattened arrays.  An out-of-bounds index (outside [-n, n), or [0, n)
+    when ``wrap_negative_indices`` is False: JAX's, whose default None is False for mode
+    "promise_in_bounds" only) reads ``fill_value`` (NaN for inexact dtypes, as
+    ``_fill_value``) with JAX's default mode "fill" (and "drop", "one_hot"), or the nearest
+    entry with "clip"/"promise_in_bounds"."""
     arr = _in(arr, "take_along_axis", "arr")
     indices = _in(indices, "take_along_axis", "indices")
     idt = _aval(indices).dtype
@@ -682,15 +685,19 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1,
     if mode not in (None, "fill", "drop", "one_hot", "clip", "promise_in_bounds"):
         raise ValueError(f"take_along_axis: argument 'mode' must be one of None, 'fill', "
                          f"'drop', 'one_hot', 'clip', 'promise_in_bounds', got {mode!r}")
+    wrap = mode != "promise_in_bounds" if wrap_negative_indices is None \
+        else bool(wrap_negative_indices)
     nd = ndim(arr)
     if isinstance(axis, (int, _np.integer)) and -nd <= axis < nd:
         n = shape(arr)[axis]
+        low = -n if wrap else 0
         if _is_tracer(indices) or _is_tracer(arr) or not _core.is_eager() \
-                or _np.any((_np.asarray(indices) < -n) | (_np.asarray(indices) >= n)):
+                or _np.any((_np.asarray(indices) < low) | (_np.asarray(indices) >= n)):
             ints = _np.int64 if idt.itemsize <= 8 else idt
             i = astype(indices, ints)
-            valid = _E.select(_E.ge(i, -n), _E.lt(i, n), _np.zeros((), bool))
-            i = _E.select(_E.lt(i, 0), _E.add(i, n), i)
+            valid = _E.select(_E.ge(i, low), _E.lt(i, n), _np.zeros((), bool))
+            if wrap:
+                i = _E.select(_E.lt(i, 0), _E.add(i, n), i)
             i = _E.maximum(_E.minimum(i, max(n - 1, 0)), 0)
             out = _take_along(arr, i, axis)
             if mode in ("clip", "promise_in_bounds") or n == 0:
