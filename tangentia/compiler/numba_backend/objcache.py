@@ -191,8 +191,22 @@ def _param(v, out):
         out.append(f"enum:{t.__module__}.{t.__qualname__}.{v.name}")
     elif t is type and v.__module__ in ("builtins", "numpy"):
         out.append(f"type:{v.__module__}.{v.__qualname__}")
+    elif v is Ellipsis:
+        out.append("Ellipsis")
+    elif _stateless(t):
+        out.append(f"marker:{t.__module__}.{t.__qualname__}")
     else:
         out.append(_value(v))
+
+
+def _stateless(t):
+    """Whether ``t`` is one of the library's classes whose instances hold no state (empty
+    ``__slots__`` down to ``object``): such an object is a marker, all of it said by its
+    class -- an index spec's ``ARRAY`` (``primitives.indexing``), where an array index
+    goes in ``x[idx]`` and ``x.at[idx]``; without it, no program indexing with an array (a
+    gather of neighbours, a scatter) had a key, and each compiled again in every process."""
+    return t.__module__.startswith("tangentia.") and all(
+        c.__dict__.get("__slots__", None) == () for c in t.__mro__[:-1])
 
 
 _VERSION = []
