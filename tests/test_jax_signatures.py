@@ -46,10 +46,8 @@ KNOWN = {
     "numpy.sort": "kind/order positional here (NumPy's order; F made them raise as JAX's)",
     "numpy.array": "copy/order/ndmin stay positional (JAX takes them positionally too, with a "
                    "DeprecationWarning)",
-    "numpy.concat": "concat is concatenate here (axis positional, dtype=)",
     "numpy.intersect1d": _SET_SIZE, "numpy.setdiff1d": _SET_SIZE, "numpy.union1d": _SET_SIZE,
     "numpy.isin": "NumPy's kind= where JAX has method= (both choose an algorithm only)",
-    "numpy.permute_dims": "axes has a default here (None: reversed, as NumPy's)",
     "numpy.linalg.slogdet": "method= (JAX: 'lu' or 'qr') not taken",
     "numpy.linalg.svd": "subset_by_index= not implemented",
     # lax
@@ -169,6 +167,8 @@ _CALLS = [
     ("numpy", "vecdot", (I8, I8), {"preferred_element_type": np.int32}),
     ("numpy", "round", (X,), {"decimals": 1, "out": None}),
     ("numpy", "unstack", (X,), {"axis": 1}),
+    ("numpy", "concat", ([X, X],), {"axis": 1}),
+    ("numpy", "permute_dims", (X, (1, 0)), {}),
     ("numpy", "issubdtype", (), {"arg1": np.float32, "arg2": np.floating}),
     ("lax", "select", (X > 1,), {"on_true": X, "on_false": -X}),
     ("lax", "reshape", (), {"operand": X, "new_sizes": (3, 2)}),

@@ -191,7 +191,10 @@ def transpose(a: ArrayLike, axes: tuple[int, ...] | None = None) -> Array:
     return _S.transpose(a, axes)
 
 
-permute_dims = transpose
+def permute_dims(a: ArrayLike, /, axes: tuple[int, ...]) -> Array:
+    """``a`` with its axes permuted by ``axes`` (the array API's ``transpose``, whose
+    ``axes`` is required, as JAX's)."""
+    return transpose(a, axes)
 
 
 def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Array:
@@ -315,7 +318,9 @@ def concatenate(arrays: Sequence[ArrayLike], axis: int | None = 0, dtype=None) -
     return out if dtype is None else astype(out, dtype)
 
 
-concat = concatenate
+def concat(arrays: Sequence[ArrayLike], /, *, axis: int | None = 0) -> Array:
+    """The array API's ``concatenate`` (``axis`` keyword-only, no ``dtype``, as JAX's)."""
+    return concatenate(arrays, axis)
 
 
 def _as_dtype(x, dtype):
