@@ -37,6 +37,7 @@ import os
 import queue
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -401,6 +402,7 @@ class Tiered:
             if self.queued:
                 return
             self.queued = True
+            _PENDING.add(self)
         _compile_queue().put(self)
 
     def wait(self, timeout=None):
@@ -419,27 +421,58 @@ class Tiered:
         callback(self.native)
 
     def _compile(self):
+        fn = None
         try:
-            fn = self.backend.compile(self.jaxpr)
+            if not _EXITING.is_set():    # (no compile starts while the interpreter exits)
+                fn = _fresh(self.backend.compile(self.jaxpr), self.jaxpr)
         except BaseException as e:  # noqa: BLE001 - the NumPy code keeps serving the calls
             import warnings
-            warnings.warn(f"{self.backend.name} backend: compiling a program in the background "
-                          f"failed ({type(e).__name__}: {e}); it keeps running on the NumPy "
-                          f"backend", RuntimeWarning, stacklevel=2)
-            fn = self.fallback
-        else:
-            fn = _fresh(fn, self.jaxpr)
+            try:
+                warnings.warn(f"{self.backend.name} backend: compiling a program in the background "
+                              f"failed ({type(e).__name__}: {e}); it keeps running on the NumPy "
+                              f"backend", RuntimeWarning, stacklevel=2)
+            except Exception:  # noqa: BLE001 - warnings as errors: no caller in this thread
+                pass
+        finally:
+            self._finish(self.fallback if fn is None else fn)
+
+    def _finish(self, fn):
+        """The native code is ``fn`` (the fallback where none was made): every waiter and
+        callback is served, whatever happened (the compile thread lives on)."""
         with _TIER_LOCK:
             self.native = fn
             callbacks, self._callbacks = self._callbacks, []
+            _PENDING.discard(self)
         self._done.set()
         for cb in callbacks:
-            cb(fn)
+            try:
+                cb(fn)
+            except Exception:  # noqa: BLE001 - a failed swap: the Tiered keeps serving calls
+                pass
 
 
 _QUEUE = []          # [queue.SimpleQueue] once the compile thread runs
 COMPILE_THREAD = "tangentia-compile"   # the background compile thread's name
 _EXITING = threading.Event()
+_PENDING = weakref.WeakSet()   # queued Tiered programs without their native code yet
+
+
+def _after_fork_in_child():
+    """A child made by ``fork`` has no compile thread (only the forking thread survives):
+    it starts its own at its first compile, and what was queued is queued again when it is
+    next called or waited for (before, ``wait`` hung and those programs stayed on the NumPy
+    tier); the lock is new (the parent's thread may have held it)."""
+    global _TIER_LOCK
+    _TIER_LOCK = threading.Lock()
+    _QUEUE.clear()
+    for t in list(_PENDING):
+        if t.native is None:
+            t.queued = False
+    _PENDING.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _compile_queue():
@@ -454,11 +487,15 @@ def _compile_queue():
 
 
 def _compile_worker(q):
-    while not _EXITING.is_set():
+    # (never ends, never dies: a daemon thread; while the interpreter exits, each program
+    # queued gets its NumPy code as its native code at once and each marker is released,
+    # so nothing waits on a compile that will not come)
+    while True:
         t = q.get()
-        if _EXITING.is_set():
-            break
-        t._compile()
+        try:
+            t._compile()
+        except BaseException:  # noqa: BLE001 - (``_compile`` serves its waiters itself)
+            pass
 
 
 atexit.register(_EXITING.set)   # no new compile starts while the interpreter exits
