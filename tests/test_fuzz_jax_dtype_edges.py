@@ -54,3 +54,24 @@ def test_poly_of_infinite_roots_and_no_roots_as_jax(roots: list) -> None:
     np.testing.assert_array_equal(np.signbit(np.real(tnp.poly(r))), np.signbit(np.real(theirs)))
     if r.dtype.kind == "f" and r.ndim == 1 and r.size and np.isfinite(r).all():
         assert_same("jacfwd", tg.jacfwd(tnp.poly)(r), jax.jacfwd(jax.numpy.poly)(r), rtol=1e-13)
+
+
+def test_bernoulli_of_a_nan_outcome_is_nan_as_jax() -> None:
+    """``bernoulli.pmf/logpmf`` at ``k = NaN`` (or ``k - loc`` NaN): SciPy and JAX give NaN
+    (and JAX a NaN gradient in ``p``); ours read NaN as outside {0, 1}: 0 and -inf, a
+    missing outcome counted as impossible.  (``binom``/``poisson`` at NaN give 0, as JAX's;
+    SciPy's NaN there is left to JAX.)"""
+    import tangentia.scipy.stats as tst
+    k = np.array([np.nan, 0.0, 1.0, 2.0, -1.0, 0.5, np.inf])
+    scipy_pmf = np.array([np.nan, 0.7, 0.3, 0.0, 0.0, 0.0, 0.0])  # scipy.stats.bernoulli.pmf(k, .3)
+    for fn in ("pmf", "logpmf"):
+        ki = k[k != 0.5]   # JAX's formula at k = 0.5 gives sqrt(p (1 - p)); SciPy's and ours 0
+        theirs = getattr(jax.scipy.stats.bernoulli, fn)(ki, 0.3)
+        assert_same(fn, getattr(tst.bernoulli, fn)(ki, 0.3), theirs, rtol=1e-13)
+        with np.errstate(divide="ignore"):
+            want = scipy_pmf if fn == "pmf" else np.log(scipy_pmf)
+        np.testing.assert_allclose(getattr(tst.bernoulli, fn)(k, 0.3), want, rtol=1e-13)
+        assert np.isnan(getattr(tst.bernoulli, fn)(1.0, 0.3, loc=np.nan))
+    ks = np.array([0.0, 1.0, np.nan])
+    assert_same("grad", tg.grad(lambda p: tst.bernoulli.logpmf(ks, p).sum())(0.3),
+                jax.grad(lambda p: jax.scipy.stats.bernoulli.logpmf(ks, p).sum())(0.3))

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 def logpmf(k: ArrayLike, p: ArrayLike, loc: ArrayLike = 0) -> Array:
     k, p, loc = promote("bernoulli.logpmf", ("k", "p", "loc"), (k, p, loc))
     k = k - loc
-    ok = (k == 0) | (k == 1)
+    # a NaN k goes through the formula too: NaN, as SciPy's and JAX's (and JAX's NaN gradient)
+    ok = (k == 0) | (k == 1) | tnp.isnan(k)
     k = tnp.where(ok, k, 0.0)
     return tnp.where(ok, sp.xlogy(k, p) + sp.xlog1py(1.0 - k, -p), NEG_INF)
 
