@@ -229,3 +229,23 @@ print("PROBE", probe(sigint._PENDING, signal.SIGUSR1), seen, ctypes.c_int.from_a
     assert p.returncode == 0, p.stderr[-3000:]
     # before: 0, after: 1 (0x100); the handler ran afterwards and the flag is clear again
     assert ["PROBE", "256", f"[{int(signal.SIGUSR1)}]", "0"] in lines, lines
+
+
+def test_interrupt_main_from_another_thread_stops_a_compiled_loop(cache):
+    # _thread.interrupt_main() (a watchdog thread, an IDE's stop button) sends no signal: it
+    # trips Python's SIGINT flag alone, which only the poll of CPython's flag sees (hung before)
+    code = _PRELUDE + """
+import _thread
+threading.Timer(0.3, _thread.interrupt_main).start()
+t0 = time.perf_counter()
+try:
+    g(1.0, NEVER)
+    print("RETURNED", flush=True)
+except KeyboardInterrupt:
+    print("INTERRUPTED", round(time.perf_counter() - t0, 3), flush=True)
+print("AGAIN", float(g(1.0, 10)) == warm, flush=True)
+"""
+    p, lines, _ = _child(code, env=cache)
+    assert p.returncode == 0, (lines, p.stderr[-3000:])
+    stopped = [w for w in lines if w[0] == "INTERRUPTED"]
+    assert stopped and float(stopped[0][1]) < 5.0 and ["AGAIN", "True"] in lines, lines
