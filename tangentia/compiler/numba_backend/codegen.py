@@ -23,7 +23,7 @@ from . import plan as _plan
 from .alloc import array_of
 from .memo import Counts
 from .plan import BLAS_MIN_FLOPS, Settings, program_plan  # noqa: F401 - (BLAS_MIN_FLOPS: read from here too)
-from .rowio import copy_into, load_row, nest, read_elements, row_load_p, store_row, view_at
+from .rowio import copy_into, load_row, nest, read_elements, row_load_p, row_store_p, store_row, view_at
 
 SMALL = 16          # values with at most this many elements are scalarized
 UNROLL = 64         # values with at most this many elements computed from scalarized ones
@@ -406,16 +406,19 @@ def _segments_of(eqns, outvars, consumers, limit, rules, wide_from, inline=None)
     inputs of the copy.  ``wide_from`` (``plan.Plan.wide_from``) follows the order."""
     if not any(e.prim is row_load_p for e in eqns):
         segs = repeated_segments(eqns, outvars, consumers, limit, rules)
-        if not segs and inline is not None:
+        if inline is not None and _covered(segs, len(eqns)) < 0.9:
             # (copies whose index arithmetic common-subexpression elimination shared: copy
-            # k's offset ``(i + 2k) % n`` is copy 2k's ``(i + k') % n``)
+            # k's offset ``(i + 2k) % n`` is copy 2k's ``(i + k') % n``.  Found without the
+            # split, such copies were pairs of different structures (the odd offsets
+            # computed, the even ones read from an earlier copy), each reading a value of
+            # the copy before the last: no run of them was a loop)
             split = _split_scalars(eqns, outvars, inline)
             if split is not None:
                 users = _users(split, outvars)
-                segs = repeated_segments(split, outvars, users, limit, rules)
-                if segs:
+                found = repeated_segments(split, outvars, users, limit, rules)
+                if found and _covered(found, len(split)) > _covered(segs, len(eqns)):
                     at = {id(e): k for k, e in enumerate(eqns)}
-                    return split, segs, _follow(split, at, wide_from), users
+                    return split, found, _follow(split, at, wide_from), users
         return eqns, segs, wide_from, consumers
     rest = [e for e in eqns if e.prim is not row_load_p]
     segs = repeated_segments(rest, outvars, consumers, limit, rules)
@@ -443,6 +446,11 @@ def _segments_of(eqns, outvars, consumers, limit, rules, wide_from, inline=None)
         i += seg[0]
     order.extend(pending)
     return order, moved, _follow(order, {id(e): k for k, e in enumerate(eqns)}, wide_from), consumers
+
+
+def _covered(segs, n):
+    """The fraction of ``n`` equations in the copies ``segs`` (``repeated_segments``)."""
+    return sum(d for d, *_ in segs.values()) / n if n else 0.0
 
 
 def _follow(order, at, wide_from):
@@ -476,6 +484,10 @@ def _split_scalars(eqns, outvars, inline):
     if not cheap:
         return None
     read, out, split = set(), [], False
+    # (a value the program returns keeps its computation for that, and each scalar computed
+    # from it takes a copy: a fori_loop's ``i + 1``, which copy 1's offset ``(i + 1) % n``
+    # shares, is computed again in copy 1, which then has the structure of the others)
+    returned = {v for v in outvars if type(v) is Var and v in cheap}
 
     def cone(v, acc, memo):
         w = memo.get(v)
@@ -491,7 +503,17 @@ def _split_scalars(eqns, outvars, inline):
     for e in eqns:
         ins = list(e.inputs)
         if e.outputs and e.outputs[0] in cheap:
-            out.append(e)       # (a scalar's own computation is split only with its reader's)
+            # (a scalar's own computation is split only with its reader's)
+            for ai, a in enumerate(ins):
+                if type(a) is Var and a in returned:
+                    acc = []
+                    try:
+                        ins[ai] = cone(a, acc, {})
+                    except OverflowError:
+                        continue
+                    out.extend(acc)
+                    split = True
+            out.append(e if ins == list(e.inputs) else Eqn(e.prim, ins, e.outputs, e.params, e.source))
             continue
         for ai, a in enumerate(ins):
             if type(a) is not Var or a not in cheap:
@@ -590,6 +612,7 @@ def _segment(eqns, s, d, pos, consumers, limit, sigs, vary=(), rules=None):
 # operations are the copies' own, in their order: the numbers are the same bit for bit.
 # ``TANGENTIA_NUMBA_SEG_LOOPS=0`` turns it off.
 SEG_LOOP_MIN = 2    # consecutive copies emitted as one loop, at least
+_RUN_SEGMENT_MIN = 8    # elements of a copy's packed inputs passed to its unit as one view
 
 
 def seg_loops_enabled():
@@ -607,18 +630,25 @@ class RV:
 
 class _Run:
     """A run of ``k`` consecutive copies (``subs``, ``args``: each copy's program and
-    arguments) emitted as one loop: ``ins`` per input, how it is read (``("same",)``,
-    ``("lit", first, step)``, ``("carry", q)``, ``("stack", run, q, first, step)``,
-    ``("packed", buffer, first offset, stride)``, ``("tuple",)``: arrays of the program,
-    one per copy, in a tuple indexed by the copy); ``stacked``: the outputs written into
-    stacks; ``names``: their stacks' names once emitted."""
+    arguments; ``starts``: where each begins, the equations between two copies, if any,
+    row loads of a scan body's stacks) emitted as one loop: ``ins`` per input, how it is
+    read (``("same",)``, ``("lit", first, step)``, ``("carry", q)``, ``("stack", run, q,
+    first, step)``, ``("packed", buffer, first offset, stride)``, ``("tuple",)``: arrays
+    of the program, one per copy, in a tuple indexed by the copy; ``("rowld", stack,
+    step, first, stride)``: the row ``stack[first + stride * copy, step]`` a scan body
+    loads, ``rowio.row_load_p``); ``stacked``: the outputs written into stacks;
+    ``names``: their stacks' names once emitted; ``stores``: per output written by the
+    body into a row of a scan's stack (``rowio.row_store_p``), ``(stack, step, first,
+    stride)``, as ``rowld``; ``absorbed``: the row loads and stores the loop does."""
 
     __slots__ = ("start", "k", "d", "key", "subs", "args", "ins", "stacked", "names",
-                 "readers")
+                 "readers", "starts", "stores", "absorbed")
 
-    def __init__(self, start, k, d, key, subs, args):
-        self.start, self.k, self.d, self.key, self.subs, self.args = start, k, d, key, subs, args
+    def __init__(self, starts, d, key, subs, args):
+        self.start, self.k, self.d, self.key, self.subs, self.args = starts[0], len(starts), d, key, subs, args
+        self.starts = starts
         self.ins, self.stacked, self.names, self.readers = [], set(), {}, {}
+        self.stores, self.absorbed = {}, []
 
 
 def _same_arg(a, b):
@@ -633,6 +663,26 @@ def _affine(xs):
 
 
 _WEIGHT = ProgramMemo("numba backend: equations, nested ones included")
+
+
+def _absorb(eqns, segs, runs, wide_from):
+    """``(eqns, segs, runs, wide_from)`` without the row loads and stores the runs'
+    loops do (``_Run.absorbed``), positions renumbered: a run's copies are then
+    consecutive."""
+    drop = {id(e) for r in runs.values() for e in r.absorbed}
+    new_at, out, wide = [], [], []
+    for i, e in enumerate(eqns):
+        new_at.append(len(out))
+        if id(e) not in drop:
+            out.append(e)
+            wide.append(wide_from[i])
+    wide.extend(wide_from[len(eqns):])
+    for r in runs.values():
+        r.starts = [new_at[t] for t in r.starts]
+        r.start = r.starts[0]
+        assert r.starts[-1] - r.start == (r.k - 1) * r.d
+    return (out, {new_at[t]: v for t, v in segs.items()}, {r.start: r for r in runs.values()},
+            wide)
 
 
 def _weight(jaxpr):
@@ -991,9 +1041,11 @@ class _Gen:
         if segments_enabled() and not self.vector_loop and not self.in_rows:
             eqns, segs, wide_from, consumers = _segments_of(
                 eqns, outvars, consumers, self.limit, self.rules, wide_from, self.inline)
-        starts = sorted(segs, reverse=True)
         runs = self.run_plans(eqns, segs, consumers, env, self.split and len(self.plans) == 1) \
             if segs and seg_loops_enabled() else {}
+        if any(r.absorbed for r in runs.values()):
+            eqns, segs, runs, wide_from = _absorb(eqns, segs, runs, wide_from)
+        starts = sorted(segs, reverse=True)
         upto = eqns         # (the equations before the next copy: no block or row loop spans one)
         k = 0
         while k < len(eqns):
@@ -1054,22 +1106,26 @@ class _Gen:
         at = {id(e): i for i, e in enumerate(eqns)}
         starts = sorted(segs)
         runs, made = {}, {}
+        loads = {e.outputs[0]: e for e in eqns if e.prim is row_load_p}
         i = 0
         while i < len(starts):
             s = starts[i]
             d, _, key, _ = segs[s]
             j = i + 1
-            while j < len(starts) and starts[j] == starts[j - 1] + d and segs[starts[j]][0] == d \
-                    and segs[starts[j]][2] == key:
+            while j < len(starts) and segs[starts[j]][0] == d and segs[starts[j]][2] == key \
+                    and starts[j] >= starts[j - 1] + d and all(
+                        eqns[t].prim is row_load_p for t in range(starts[j - 1] + d, starts[j])):
                 j += 1
             # (the whole run, else without its last or its first copy: the copy next to a
             # different layer may read that layer's value where the others read a stack)
             for a, b in ((i, j), (i, j - 1), (i + 1, j)):
                 if b - a < SEG_LOOP_MIN:
                     continue
-                run = _Run(starts[a], b - a, d, key, [segs[t][1] for t in starts[a:b]],
+                run = _Run(starts[a:b], d, key, [segs[t][1] for t in starts[a:b]],
                            [segs[t][3] for t in starts[a:b]])
-                if self._plan_run(run, consumers, at, env, made):
+                if self._plan_run(run, consumers, at, env, made, loads) and all(
+                        any(x is eqns[t] for x in run.absorbed) for c in range(1, run.k)
+                        for t in range(run.starts[c - 1] + d, run.starts[c])):
                     runs[run.start] = run
                     for c, sub in enumerate(run.subs):
                         for q, v in enumerate(sub.outvars):
@@ -1080,7 +1136,7 @@ class _Gen:
             return runs
         # (what each stacked output is read as after its loop: a later loop's row of the
         # stack, a program output returned as a row (``RV``), else a value named here)
-        spans = sorted((r.start, r.start + r.k * r.d, r) for r in runs.values())
+        spans = sorted((r.start, r.starts[-1] + r.d, r) for r in runs.values())
         through = {}    # run -> (values it reads from stacks only)
         for r in runs.values():
             st = {a for kind, args in zip(r.ins, zip(*r.args)) if kind[0] == "stack" for a in args}
@@ -1112,9 +1168,11 @@ class _Gen:
             val = val.arr[1]        # (a small value read from a view, ``native._Views.scalars``)
         return (getattr(self, "views", None) or {}).get(val.name) if type(val) is AV else None
 
-    def _plan_run(self, run, consumers, at, env, made):
-        """Fill in ``run``'s plan (``_Run``); whether its copies can be one loop."""
+    def _plan_run(self, run, consumers, at, env, made, loads):
+        """Fill in ``run``'s plan (``_Run``); whether its copies can be one loop.
+        ``loads``: the row loads (``rowio.row_load_p``) by their output."""
         k, d, s, subs, argss = run.k, run.d, run.start, run.subs, run.args
+        starts = run.starts
         for v in list(subs[0].invars) + list(subs[0].outvars):
             if _is_float0(v.aval.dtype) or _size(v.aval.shape) == 0:
                 return False
@@ -1145,6 +1203,10 @@ class _Gen:
                 if aff is not None and src[0][2] in src[0][0].stacked:
                     run.ins.append(("stack", src[0][0], src[0][2]) + aff)
                     continue
+            rows = self._row_reads(vals, loads, consumers, at, run)
+            if rows is not None:
+                run.ins.append(rows)
+                continue
             offs = [self._packed_at(env, v) for v in vals]
             if all(o is not None and o[0] == offs[0][0] for o in offs):
                 aff = _affine([o[1] for o in offs])
@@ -1157,7 +1219,7 @@ class _Gen:
                 run.ins.append(("tuple",))
                 continue
             return False
-        lo, hi = s, s + k * d
+        lo, hi = s, starts[-1] + d
         for c in range(k):
             nxt = argss[c + 1] if c + 1 < k else ()
             for q, v in enumerate(subs[c].outvars):
@@ -1166,9 +1228,9 @@ class _Gen:
                     pos = None if u is None else at.get(id(u))
                     if pos is not None and lo <= pos < hi:
                         # (inside the run: its own copy, or the next through a carry)
-                        if s + c * d <= pos < s + (c + 1) * d:
+                        if starts[c] <= pos < starts[c] + d:
                             continue
-                        if not s + (c + 1) * d <= pos < s + (c + 2) * d or any(
+                        if c + 1 >= k or not starts[c + 1] <= pos < starts[c + 1] + d or any(
                                 a is v and carry.get(p) != q for p, a in enumerate(nxt)):
                             return False
                         continue
@@ -1177,7 +1239,62 @@ class _Gen:
                     run.readers[(c, q)] = outside
                     if c < k - 1 or q not in carry.values():
                         run.stacked.add(q)
+        self._row_writes(run, consumers)
         return True
+
+    def _row_reads(self, vals, loads, consumers, at, run):
+        """``("rowld", stack, step, first, stride)`` if the copies' inputs ``vals`` are
+        rows a scan body loads (``loads``) from one stack at one step, at stack indices
+        stepping evenly, each read by its own copy alone; else None.  The loads are
+        then the loop's (``_Run.absorbed``)."""
+        eqs = [loads.get(v) if type(v) is Var else None for v in vals]
+        if any(e is None for e in eqs):
+            return None
+        st, step = eqs[0].inputs[0], eqs[0].inputs[1]
+        if type(st) is not Var or any(e.inputs[0] is not st or not _same_arg(e.inputs[1], step)
+                                      for e in eqs):
+            return None
+        aff = _affine([int(e.params["j"]) for e in eqs])
+        if aff is None:
+            return None
+        for c, v in enumerate(vals):
+            for u in consumers.get(v, ()):
+                pos = None if u is None else at.get(id(u))
+                if pos is None or not run.starts[c] <= pos < run.starts[c] + run.d:
+                    return None
+        run.absorbed.extend(e for e in eqs if not any(x is e for x in run.absorbed))
+        return ("rowld", st, step) + aff
+
+    def _row_writes(self, run, consumers):
+        """Plan the outputs of ``run`` whose only reader outside their copy is a scan
+        body's store of them into a row of a stack that nothing else reads
+        (``rowio.row_store_p``), at one step and stack indices stepping evenly: the loop
+        stores them (``_Run.stores``), rather than stacking them for the stores after
+        it.  (Storing a row earlier changes nothing: only the scan reads its stacks, once
+        the body has run.)"""
+        for q in sorted(run.stacked):
+            eqs = []
+            for c in range(run.k):
+                users = run.readers.get((c, q), ())
+                v = run.subs[c].outvars[q]
+                if len(users) != 1 or users[0] is None or users[0].prim is not row_store_p \
+                        or users[0].inputs[2] is not v:
+                    break
+                eqs.append(users[0])
+            else:
+                st, step = eqs[0].inputs[0], eqs[0].inputs[1]
+                if type(st) is not Var or any(
+                        e.inputs[0] is not st or not _same_arg(e.inputs[1], step) for e in eqs) \
+                        or any(u is None or u.prim is not row_store_p for u in consumers.get(st, ())):
+                    continue
+                aff = _affine([int(e.params["j"]) for e in eqs])
+                if aff is None:
+                    continue
+                run.stores[q] = (st, step) + aff
+                run.stacked.discard(q)
+                for c in range(run.k):
+                    del run.readers[(c, q)]
+                run.absorbed.extend(eqs)
 
     def _helper(self, key, make, prefix):
         """The global name of the intrinsic ``make()`` (one per ``key`` and generator)."""
@@ -1256,6 +1373,7 @@ class _Gen:
         c = self.name("c")
         self.emit(f"for {c} in range({k}):")
         self.push()
+        segs = self._run_segments(run, c)
         vals = []
         for p, kind in enumerate(run.ins):
             a = sub.invars[p].aval
@@ -1272,11 +1390,17 @@ class _Gen:
             elif kind[0] == "stack":
                 src, q = kind[1], kind[2]
                 vals.append(self._read_at(src.names[q], f"({kind[3]} + ({kind[4]}) * {c})", a, True))
+            elif kind[0] == "rowld":
+                vals.append(self._stack_row(env, kind, c, a))
+            elif p in segs:
+                vals.append(segs[p])
             else:
                 vals.append(self._read_at(kind[1], f"({kind[2]} + ({kind[3]}) * {c})", a, False))
         outs = self.seg_call(sub, run.key, vals)
         for q in sorted(run.stacked):
             self._write_row(run.names[q], c, sub.outvars[q].aval, outs[q])
+        for q, where in sorted(run.stores.items()):
+            self._stack_row(env, ("rowst",) + where, c, sub.outvars[q].aval, outs[q])
         for p, kind in enumerate(run.ins):
             if kind[0] == "carry":
                 h, o = carries[p], outs[kind[1]]
@@ -1295,6 +1419,67 @@ class _Gen:
                 env[v] = self._read_at(run.names[q], str(c), v.aval, True)
             else:
                 env[v] = last[q]
+
+    def _run_segments(self, run, c):
+        """``{input: value}``: in the loop of ``run`` (copy ``c``), its small inputs packed
+        in one buffer at one stride, as one view of the buffer per copy that the unit
+        takes (``native._segments``) rather than its elements as arguments each (where
+        they are at least ``_RUN_SEGMENT_MIN`` elements: a fori_loop body's index arrays,
+        which as elements made the backward unit's 66 parameters)."""
+        views = getattr(self, "views", None)
+        if views is None or self.units is None or self.settings.unit_min_cost is None:
+            return {}
+        by_buf = {}
+        for p, kind in enumerate(run.ins):
+            if kind[0] == "packed" and self.is_small(run.subs[0].invars[p].aval.shape):
+                by_buf.setdefault((kind[1], kind[3]), []).append(p)
+        out = {}
+        for (buf, stride), ps in by_buf.items():
+            avals = {p: run.subs[0].invars[p].aval for p in ps}
+            if len({avals[p].dtype for p in ps}) != 1:
+                continue
+            lo = min(run.ins[p][2] for p in ps)
+            hi = max(run.ins[p][2] + _size(avals[p].shape) for p in ps)
+            if hi - lo < _RUN_SEGMENT_MIN:
+                continue        # (a layer's gain: one element read, not a view made)
+            x = self.name("x")
+            self.emit(f"{x} = {self._view(buf, f'({lo} + ({stride}) * {c})', (hi - lo,))}")
+            for p in ps:
+                a, r = avals[p], run.ins[p][2] - lo
+                name = self.name("a")
+                views[name] = (x, r)
+                v = out[p] = SV(a.shape, a.dtype, [f"{x}[{r + e}]" for e in range(_size(a.shape))])
+                v.arr = (self.scopes[-1], AV(a.shape, a.dtype, name))
+        return out
+
+    def _stack_row(self, env, where, c, aval, o=None):
+        """Load (``o`` None) or store ``o``, the row ``stack[first + stride * c, step]``
+        of a scan's stack (``where``: ``(kind, stack, step, first, stride)``, ``_Run``),
+        as ``rowio.row_load_p``/``row_store_p`` do outside IR blocks: by its index among
+        the stack's rows (``rowio.load_row``'s ``flat``), no view of ``stack[j]`` made."""
+        _, st, step, first, stride = where
+        stack, i = self.read(env, st), self.elem(self.read(env, step), ())
+        j = f"({first} + ({stride}) * {c})"
+        n = _size(aval.shape)
+        if n == 1:
+            at = self.elem(stack, (j, i) + (0,) * len(aval.shape))
+            if o is None:
+                name = self.name("s")
+                self.emit(f"{name} = {at}")
+                return SV(aval.shape, aval.dtype, [name])
+            self.emit(f"{at} = {_typed(self.small(o).elems[0], o.dtype)}")
+            return None
+        row = f"{j} * {stack.shape[1]} + {i}"
+        if o is not None:
+            o = self.small(o)
+            st_ = self._helper(("store", tuple(aval.shape), "flat"),
+                               lambda: store_row(aval.shape, flat=True), "_st")
+            self.emit(f"{st_}({stack.name}, {row}, {nest([_typed(e, o.dtype) for e in o.elems])})")
+            return None
+        names = [self.name("s") for _ in range(n)]
+        ld = self._helper(("load", tuple(aval.shape), "flat"), lambda: load_row(aval.shape, flat=True), "_ld")
+        self.emit(f"{nest(names)} = {ld}({stack.name}, {row})")
+        return SV(aval.shape, aval.dtype, names)
 
     def returned(self, outs):
         """``(names, split)`` of a program returning the values ``outs``: the arrays it

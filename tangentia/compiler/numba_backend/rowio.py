@@ -114,27 +114,39 @@ _MEMO: dict = {}
 _LOCK = threading.Lock()
 
 
-def load_row(shape):
+def load_row(shape, flat=False):
     """The intrinsic ``load(arr, i)``: the elements of ``arr[i]`` (of shape ``shape``),
-    as a tuple nested as ``nest`` nests them."""
-    key = ("load", tuple(shape))
+    as a tuple nested as ``nest`` nests them.  ``flat``: ``arr`` is any C-contiguous
+    array whose trailing dimensions are ``shape``, ``i`` the index of the row among all
+    its rows in C order (row ``(j, i)`` of a stack of ``(m, n) + shape`` is ``j * n + i``:
+    no view of ``arr[j]`` made and reference-counted per row)."""
+    key = ("load", tuple(shape), flat)
     with _LOCK:
         fn = _MEMO.get(key)
         if fn is None:
-            fn = _MEMO[key] = _make_load(tuple(shape))
+            fn = _MEMO[key] = _make_load(tuple(shape), flat)
     return fn
 
 
-def store_row(shape):
+def store_row(shape, flat=False):
     """The intrinsic ``store(arr, i, values)``: ``arr[i] = values`` (the elements of a row
     of shape ``shape`` in C order, nested as ``nest`` nests them), each cast to the
-    array's dtype."""
-    key = ("store", tuple(shape))
+    array's dtype.  ``flat``: as ``load_row``'s."""
+    key = ("store", tuple(shape), flat)
     with _LOCK:
         fn = _MEMO.get(key)
         if fn is None:
-            fn = _MEMO[key] = _make_store(tuple(shape))
+            fn = _MEMO[key] = _make_store(tuple(shape), flat)
     return fn
+
+
+def _row_array(arr, shape, flat):
+    """Whether ``load_row``/``store_row`` take the numba array type ``arr``."""
+    if not isinstance(arr, nbt.Array):
+        return False
+    if flat:
+        return arr.layout == "C" and arr.ndim >= 1 + len(shape)
+    return arr.ndim == 1 + len(shape)
 
 
 def _nested_type(t, dtype):
@@ -149,13 +161,12 @@ def _make_nested(context, builder, ty, t, vals):
         for k, s in enumerate(t)])
 
 
-def _make_load(shape):
+def _make_load(shape, flat=False):
     n = int(np.prod(shape, dtype=np.int64))
     tree = chunks(range(n))
 
     def typer(typingctx, arr, i):
-        if not isinstance(arr, nbt.Array) or arr.ndim != 1 + len(shape) \
-                or not isinstance(i, nbt.Integer):
+        if not _row_array(arr, shape, flat) or not isinstance(i, nbt.Integer):
             return None
 
         def codegen(context, builder, sig, args):
@@ -166,19 +177,18 @@ def _make_load(shape):
                     for p in _row_pointers(context, builder, aryty, ary, idx, shape)]
             return _make_nested(context, builder, sig.return_type, tree, vals)
         return signature(_nested_type(tree, arr.dtype), arr, i), codegen
-    typer.__name__ = "load_row_" + "_".join(map(str, shape))
+    typer.__name__ = ("load_flat_row_" if flat else "load_row_") + "_".join(map(str, shape))
     return intrinsic(typer)
 
 
-def _make_store(shape):
+def _make_store(shape, flat=False):
     n = int(np.prod(shape, dtype=np.int64))
 
     def typer(typingctx, arr, i, values):
-        if not isinstance(arr, nbt.Array) or arr.ndim != 1 + len(shape) or not arr.mutable \
-                or not isinstance(i, nbt.Integer):
+        if not _row_array(arr, shape, flat) or not arr.mutable or not isinstance(i, nbt.Integer):
             return None
-        flat = flat_types(values)
-        if len(flat) != n or not all(isinstance(t, (nbt.Number, nbt.Boolean)) for t in flat):
+        leaves = flat_types(values)
+        if len(leaves) != n or not all(isinstance(t, (nbt.Number, nbt.Boolean)) for t in leaves):
             return None
 
         def codegen(context, builder, sig, args):
@@ -191,7 +201,7 @@ def _make_store(shape):
                 context.pack_value(builder, aryty.dtype, context.cast(builder, v, t, aryty.dtype), p)
             return context.get_dummy_value()
         return signature(nbt.none, arr, i, values), codegen
-    typer.__name__ = "store_row_" + "_".join(map(str, shape))
+    typer.__name__ = ("store_flat_row_" if flat else "store_row_") + "_".join(map(str, shape))
     return intrinsic(typer)
 
 
