@@ -48,7 +48,6 @@ KNOWN = {
                    "DeprecationWarning)",
     "numpy.intersect1d": _SET_SIZE, "numpy.setdiff1d": _SET_SIZE, "numpy.union1d": _SET_SIZE,
     "numpy.isin": "NumPy's kind= where JAX has method= (both choose an algorithm only)",
-    "numpy.linalg.slogdet": "method= (JAX: 'lu' or 'qr') not taken",
     "numpy.linalg.svd": "subset_by_index= not implemented",
     # lax
     "lax.all_gather": "to= (JAX's varying/replicated type system) not taken",
@@ -180,6 +179,7 @@ _CALLS = [
     ("lax", "dot", (X, X.T), {"dimension_numbers": (((1,), (0,)), ((), ()))}),
     ("lax", "switch", (1, [lambda x: x, lambda x: 2 * x]), {"operand": X}),
     ("numpy.linalg", "multi_dot", ([X, X.T, X],), {"precision": None}),
+    ("numpy.linalg", "slogdet", (X @ X.T + np.eye(2),), {"method": "qr"}),
     ("nn", "standardize", (X,), {"axis": 1, "algorithm": "stable"}),
     ("nn", "standardize", (X,), {"axis": 0, "algorithm": "fast"}),
     # mean(x**2) - mean**2 is -128 here (cancellation): JAX clips it at 0 (ours was NaN)

@@ -203,8 +203,13 @@ def _make_det():
 _cofactor, _det = _make_det()
 
 
-def slogdet(a: ArrayLike) -> tuple[Array, ...]:
-    """Sign and natural logarithm of the absolute value of the determinant."""
+def slogdet(a: ArrayLike, *, method: str | None = None) -> tuple[Array, ...]:
+    """Sign and natural logarithm of the absolute value of the determinant (``method``:
+    JAX's None, "lu" or "qr"; computed from the LU factorization either way, the same
+    values up to rounding)."""
+    if method not in (None, "lu", "qr"):
+        raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' "
+                         "(`None`), and 'qr'.")
     a, = _inexact(a)
     _check_square("slogdet", a)
     sign, logabsdet = _L.slogdet_p.bind(a)
