@@ -2,6 +2,8 @@
 ``ndarray`` type for ``isinstance`` checks (true for traced values too)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as _np
 
 from ..dtypes import to_dtype as _to_dtype
@@ -20,32 +22,36 @@ complex64, complex128 = _np.complex64, _np.complex128
 bool_ = _np.bool_
 
 
-class _DtypeClass(type):
-    """``tnp.dtype`` is NumPy's ``dtype`` class to ``isinstance``/``issubclass``, and its
-    call converts through ``dtypes.to_dtype`` (so ``tnp.dtype("bfloat16")`` works before
-    anything imported ml_dtypes, as JAX's ``jnp.dtype``, which is ``np.dtype`` in a process
-    where JAX imported ml_dtypes at start)."""
+if TYPE_CHECKING:   # (to the type checker, tnp.dtype is numpy.dtype: what calling it gives;
+    #  a metaclass's __call__ is not read as the class's signature)
+    dtype = _np.dtype
+else:
+    class _DtypeClass(type):
+        """``tnp.dtype`` is NumPy's ``dtype`` class to ``isinstance``/``issubclass``, and its
+        call converts through ``dtypes.to_dtype`` (so ``tnp.dtype("bfloat16")`` works before
+        anything imported ml_dtypes, as JAX's ``jnp.dtype``, which is ``np.dtype`` in a process
+        where JAX imported ml_dtypes at start)."""
 
-    def __call__(cls, dtype, align=False, copy=False):
-        return _to_dtype(dtype, align, copy)
+        def __call__(cls, dtype, align=False, copy=False):
+            return _to_dtype(dtype, align, copy)
 
-    def __instancecheck__(cls, x):
-        return isinstance(x, _np.dtype)
+        def __instancecheck__(cls, x):
+            return isinstance(x, _np.dtype)
 
-    def __subclasscheck__(cls, c):
-        return issubclass(c, _np.dtype)
+        def __subclasscheck__(cls, c):
+            return issubclass(c, _np.dtype)
 
-    def __getitem__(cls, item):   # (``jnp.dtype[np.float64]`` in annotations)
-        return _np.dtype[item]
+        def __getitem__(cls, item):   # (``jnp.dtype[np.float64]`` in annotations)
+            return _np.dtype[item]
 
 
-class dtype(metaclass=_DtypeClass):  # noqa: N801 - NumPy's name
-    """``numpy.dtype`` (calling it gives a ``numpy.dtype``), also for ml_dtypes' names.
+    class dtype(metaclass=_DtypeClass):  # noqa: N801 - NumPy's name
+        """``numpy.dtype`` (calling it gives a ``numpy.dtype``), also for ml_dtypes' names.
 
-    Args:
-      dtype: anything ``numpy.dtype`` takes, or a name of ml_dtypes (``"bfloat16"``, ...).
-      align, copy: NumPy's.
-    """
+        Args:
+          dtype: anything ``numpy.dtype`` takes, or a name of ml_dtypes (``"bfloat16"``, ...).
+          align, copy: NumPy's.
+        """
 
 
 def _named(x):
