@@ -50,7 +50,6 @@ KNOWN = {
     "numpy.isin": "NumPy's kind= where JAX has method= (both choose an algorithm only)",
     "numpy.linalg.svd": "subset_by_index= not implemented",
     # lax
-    "lax.all_gather": "to= (JAX's varying/replicated type system) not taken",
     "lax.cos": _ACCURACY, "lax.exp": _ACCURACY, "lax.expm1": _ACCURACY, "lax.log": _ACCURACY,
     "lax.log1p": _ACCURACY, "lax.sin": _ACCURACY, "lax.sqrt": _ACCURACY, "lax.tan": _ACCURACY,
     "lax.tanh": _ACCURACY,

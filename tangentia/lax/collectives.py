@@ -268,8 +268,14 @@ psum_scatter_p = _collective("psum_scatter", _psum_scatter_abstract_eval, _psum_
                              _psum_scatter_transpose)
 
 
-def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False) -> Any:
-    """Every element's ``x`` stacked along a new ``axis`` (concatenated if ``tiled``)."""
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False,
+               to: str = "varying") -> Any:
+    """Every element's ``x`` stacked along a new ``axis`` (concatenated if ``tiled``).
+    ``to``: JAX's output type ('varying', 'reduced' or 'invarying'; tangentia tracks no
+    varying/replicated types, so it changes nothing)."""
+    if to not in ("varying", "reduced", "invarying"):
+        raise ValueError(f"all_gather: argument 'to' must be 'varying', 'reduced' or "
+                         f"'invarying', got {to!r}")
     if axis_index_groups is not None:
         raise NotImplementedError("all_gather: axis_index_groups is not supported")
     size = axis_size(axis_name)
