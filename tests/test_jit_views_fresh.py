@@ -149,3 +149,13 @@ def test_ahead_of_time_compiled(backend: str) -> None:
     for name in ("slice", "value_and_view", "stop_gradient"):
         f = _cases(12)[name]
         _check(tg.jit(f, backend=backend).lower(np.arange(12.0)).compile(), f, 12, name)
+
+
+def test_a_program_the_walk_cannot_read_copies_every_output(monkeypatch: Any) -> None:
+    from tangentia.primitives.elementwise import mul_p
+
+    def unreadable(eqn: Any) -> bool:
+        raise KeyError("a parameter this rule does not know")
+    monkeypatch.setitem(B.FRESH, mul_p, unreadable)
+    jaxpr = tg.make_jaxpr(lambda x: (x * 2.0, x + 1.0))(np.ones(3)).jaxpr
+    assert B._aliased_outputs(jaxpr) == (0, 1)     # (not an error: jit still runs)

@@ -276,7 +276,11 @@ def _aliased_outputs(jaxpr):
                for v in jaxpr.invars]
         taken = set().union(*ins, [_OUTSIDE])
         fresh = []
-        for k, r in enumerate(_output_roots(jaxpr, ins)):
+        try:
+            roots = _output_roots(jaxpr, ins)
+        except Exception:  # noqa: BLE001 - a program this walk cannot read: copy every output
+            roots = [frozenset([_OUTSIDE])] * len(jaxpr.outvars)
+        for k, r in enumerate(roots):
             if r & taken:
                 fresh.append(k)
             else:
