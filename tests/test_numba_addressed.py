@@ -7,6 +7,7 @@ arrays, constants bound once, the machine-code cache, and outputs over an input'
 from __future__ import annotations
 
 import gc
+import re
 from typing import Any, List
 
 import numpy as np
@@ -118,6 +119,11 @@ def test_layers_read_from_the_table_in_their_loop() -> None:
     jaxpr, full = program(lambda *ls: tg.grad(loss)(tg.tree_util.tree_unflatten(tree, ls)), *leaves)
     fn = compile_numba(jaxpr)
     assert len(fn.addressed) == 9
+    # (the loops over the copies read the table at the copy's index, no tuple of the arrays)
+    program_source = fn.source.split("# ---- unit")[0]
+    assert re.search(r"= _at\w*\(_xa, \(\d+ \+ \(1\) \* c\d+\)\)", program_source)
+    assert re.search(r"= _at\w*\(_xa, \(\d+ \+ \(-1\) \* c\d+\)\)", program_source)
+    assert not re.search(r"= \(x\d+, ", program_source)
     _close(fn(*full), get_backend("numpy").compile(jaxpr)(*full))
     g = tg.jit(tg.grad(loss))(params)
     d = [(RNG.standard_normal(W.shape), RNG.standard_normal(b.shape), 1.0) for W, b, _ in params]

@@ -634,7 +634,9 @@ class _Run:
     row loads of a scan body's stacks) emitted as one loop: ``ins`` per input, how it is
     read (``("same",)``, ``("lit", first, step)``, ``("carry", q)``, ``("stack", run, q,
     first, step)``, ``("packed", buffer, first offset, stride)``, ``("tuple",)``: arrays
-    of the program, one per copy, in a tuple indexed by the copy; ``("rowld", stack,
+    of the program, one per copy, in a tuple indexed by the copy; ``("address", function,
+    table, first, stride)``: arrays the program takes by address (``native._addressed``),
+    ``function(table, first + stride * copy)``; ``("rowld", stack,
     step, first, stride)``: the row ``stack[first + stride * copy, step]`` a scan body
     loads, ``rowio.row_load_p``); ``stacked``: the outputs written into stacks;
     ``names``: their stacks' names once emitted; ``stores``: per output written by the
@@ -1168,6 +1170,12 @@ class _Gen:
             val = val.arr[1]        # (a small value read from a view, ``native._Views.scalars``)
         return (getattr(self, "views", None) or {}).get(val.name) if type(val) is AV else None
 
+    def _addressed_at(self, env, v):
+        """``(function, table, index)`` if ``v`` is an array the program rebuilds as
+        ``function(table, index)`` (``native._addressed``: ``g.addressed``), else None."""
+        val = env.get(v) if type(v) is Var else None
+        return (getattr(self, "addressed", None) or {}).get(val.name) if type(val) is AV else None
+
     def _plan_run(self, run, consumers, at, env, made, loads):
         """Fill in ``run``'s plan (``_Run``); whether its copies can be one loop.
         ``loads``: the row loads (``rowio.row_load_p``) by their output."""
@@ -1212,6 +1220,12 @@ class _Gen:
                 aff = _affine([o[1] for o in offs])
                 if aff is not None:
                     run.ins.append(("packed", offs[0][0]) + aff)
+                    continue
+            offs = [self._addressed_at(env, v) for v in vals]
+            if all(o is not None and o[:2] == offs[0][:2] for o in offs):
+                aff = _affine([o[2] for o in offs])
+                if aff is not None:     # (arrays the program takes by address, ``native._addressed``)
+                    run.ins.append(("address",) + offs[0][:2] + aff)
                     continue
             if all(type(v) is Var and type(env.get(v)) is AV and env[v].name.isidentifier()
                    for v in vals):
@@ -1386,6 +1400,10 @@ class _Gen:
             elif kind[0] == "tuple":
                 name = self.name("a")
                 self.emit(f"{name} = {fixed[p]}[{c}]")
+                vals.append(AV(a.shape, a.dtype, name))
+            elif kind[0] == "address":
+                name = self.name("a")
+                self.emit(f"{name} = {kind[1]}({kind[2]}, ({kind[3]} + ({kind[4]}) * {c}))")
                 vals.append(AV(a.shape, a.dtype, name))
             elif kind[0] == "stack":
                 src, q = kind[1], kind[2]
