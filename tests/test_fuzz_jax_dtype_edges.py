@@ -75,3 +75,19 @@ def test_bernoulli_of_a_nan_outcome_is_nan_as_jax() -> None:
     ks = np.array([0.0, 1.0, np.nan])
     assert_same("grad", tg.grad(lambda p: tst.bernoulli.logpmf(ks, p).sum())(0.3),
                 jax.grad(lambda p: jax.scipy.stats.bernoulli.logpmf(ks, p).sum())(0.3))
+
+
+def test_beta_density_with_shapes_or_scale_not_positive_is_nan_as_jax() -> None:
+    """``beta.pdf/logpdf`` with ``a <= 0``, ``b <= 0`` or ``scale <= 0`` are NaN for every
+    ``x`` in JAX (and SciPy); ours returned the formula's numbers inside [0, 1] (``pdf(0.3, 1,
+    -1)`` was 2.04) and 0 / -inf outside.  Valid shapes keep JAX's values and gradients."""
+    import tangentia.scipy.stats as tst
+    x = np.array([-np.inf, -1.0, 0.0, 0.3, 1.0, 2.0, np.inf, np.nan])
+    for a, b, scale in [(1.0, -1.0, 1.0), (0.0, 2.0, 1.0), (0.5, 0.0, 1.0), (2.0, 3.0, -1.0),
+                        (2.0, 3.0, 0.0), (np.inf, -1.0, 1.0), (0.5, 2.0, 1.0), (2.0, 3.0, 2.0)]:
+        for fn in ("pdf", "logpdf"):
+            assert_same(f"{fn}{a, b, scale}", getattr(tst.beta, fn)(x, a, b, 0.0, scale),
+                        getattr(jax.scipy.stats.beta, fn)(x, a, b, 0.0, scale), rtol=1e-12)
+    xs = np.array([0.2, 0.5, 0.9])
+    assert_same("grad", tg.grad(lambda a: tst.beta.logpdf(xs, a, 3.0).sum())(2.0),
+                jax.grad(lambda a: jax.scipy.stats.beta.logpdf(xs, a, 3.0).sum())(2.0), rtol=1e-12)
