@@ -54,7 +54,6 @@ KNOWN = {
     "lax.log1p": _ACCURACY, "lax.sin": _ACCURACY, "lax.sqrt": _ACCURACY, "lax.tan": _ACCURACY,
     "lax.tanh": _ACCURACY,
     # nn, scipy
-    "nn.dot_product_attention": "return_residual= not implemented",
     "scipy.linalg.eigh": "SciPy's order of parameters (turbo/eigvals, removed from SciPy, "
                          "not taken)",
     "scipy.linalg.expm": "upper_triangular=/max_squarings= not taken",
@@ -245,6 +244,25 @@ def test_take_along_axis_wrap_negative_indices_as_jax(kw: dict) -> None:
         np.testing.assert_array_equal(tnp.take_along_axis(a, i, axis, **kw), theirs)
         np.testing.assert_array_equal(
             tg.jit(lambda a, i: tnp.take_along_axis(a, i, axis, **kw))(a, i), theirs)
+
+
+def test_dot_product_attention_residual() -> None:
+    r = np.random.default_rng(0)
+    q, k, v = r.normal(size=(2, 5, 4, 3)), r.normal(size=(2, 6, 2, 3)), r.normal(size=(2, 6, 2, 3))
+    for kw in ({}, {"is_causal": True}, {"mask": r.random((2, 4, 5, 6)) > 0.3},
+               {"key_value_seq_lengths": np.array([3, 6], np.int32)}):
+        out, lse = tg.nn.dot_product_attention(q, k, v, return_residual=True, **kw)
+        jout, jlse = jax.nn.dot_product_attention(q, k, v, return_residual=True, **kw)
+        assert lse.shape == jlse.shape == (2, 5, 4)
+        # (JAX's CPU path forms the logits in float32: 1e-7 apart from ours, in float64)
+        np.testing.assert_allclose(out, jout, atol=1e-6)
+        np.testing.assert_allclose(lse, jlse, atol=1e-6)
+    # the residual's derivative is the softmax's average of the keys (JAX's is zero)
+    f = lambda q: tg.nn.dot_product_attention(q, k, v, return_residual=True)[1].sum()
+    e = np.zeros_like(q)
+    e[0, 1, 2, 0] = 1e-6
+    np.testing.assert_allclose(tg.grad(f)(q)[0, 1, 2, 0], (f(q + e) - f(q - e)) / 2e-6,
+                               rtol=1e-7)
 
 
 def test_new_keywords_under_transformations() -> None:

@@ -392,13 +392,16 @@ def dot_product_attention(query: ArrayLike, key: ArrayLike, value: ArrayLike,
                           query_seq_lengths: ArrayLike | None = None,
                           key_value_seq_lengths: ArrayLike | None = None,
                           local_window_size: int | tuple[int, int] | None = None,
-                          implementation: Literal["xla", "cudnn"] | None = None) -> Array:
+                          implementation: Literal["xla", "cudnn"] | None = None,
+                          return_residual: bool = False) -> Array | tuple[Array, Array]:
     """Scaled dot-product attention, as ``jax.nn.dot_product_attention``:
     ``softmax(q k^T * scale + bias, masked) v`` with arrays shaped
     ``[B, T, N, H]`` (query) and ``[B, S, K, H]`` (key, value; ``N`` a multiple
     of ``K``: grouped-query attention), or without the leading batch axis.
     ``mask`` (True keeps), ``is_causal``, the sequence lengths and
-    ``local_window_size`` restrict which keys each query sees."""
+    ``local_window_size`` restrict which keys each query sees.  ``return_residual``:
+    also the logsumexp of each query's (masked) logits, shaped ``[B, T, N]``, as JAX's
+    (differentiable here; JAX's has a zero derivative)."""
     if implementation not in (None, "xla"):
         raise ValueError(f"Unsupported implementation option: {implementation} "
                          "(dot_product_attention: only None and 'xla' on CPU)")
@@ -448,6 +451,9 @@ def dot_product_attention(query: ArrayLike, key: ArrayLike, value: ArrayLike,
         logits = tnp.where(keep, logits, big_neg)
     probs = softmax(logits, axis=-1)
     out = tnp.einsum("bnts,bsnh->btnh", probs, v)
+    if return_residual:
+        lse = tnp.transpose(logsumexp(logits, axis=-1), (0, 2, 1))
+        return (out[0], lse[0]) if unbatched else (out, lse)
     return out[0] if unbatched else out
 
 
