@@ -91,3 +91,20 @@ def test_beta_density_with_shapes_or_scale_not_positive_is_nan_as_jax() -> None:
     xs = np.array([0.2, 0.5, 0.9])
     assert_same("grad", tg.grad(lambda a: tst.beta.logpdf(xs, a, 3.0).sum())(2.0),
                 jax.grad(lambda a: jax.scipy.stats.beta.logpdf(xs, a, 3.0).sum())(2.0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn", ["cdf", "sf", "logcdf", "logsf"])
+def test_gamma_and_chi2_cdf_with_shape_not_positive_is_nan_as_scipy(fn: str) -> None:
+    """``gamma.cdf/sf`` (and ``chi2``'s, ``df = 2 a``) with ``a <= 0`` are NaN in SciPy's
+    ``scipy.stats``; ours read SciPy's ``gammainc(0, x) = 1`` (x > 0): ``gamma.cdf(0.3, 0)`` was
+    1 and ``chi2.sf(1, 0)`` 0.  JAX's are NaN at ``a < 0`` and a mixture at ``a = 0`` (its
+    ``gammainc(0, x)``: NaN at 0.3, 1 at 2), so SciPy's is followed.  Valid shapes as JAX's."""
+    import tangentia.scipy.stats as tst
+    x = np.array([-1.0, 0.0, 0.3, 2.0, np.inf])
+    for a in (0.0, -1.0):
+        assert np.isnan(getattr(tst.gamma, fn)(x, a)).all()
+        assert np.isnan(getattr(tst.chi2, fn)(x, 2 * a)).all()
+    if fn.endswith("cdf"):
+        assert_same(fn, getattr(tst.gamma, fn)(x, -1.0), getattr(jax.scipy.stats.gamma, fn)(x, -1.0))
+    for mod, jmod in ((tst.gamma, jax.scipy.stats.gamma), (tst.chi2, jax.scipy.stats.chi2)):
+        assert_same(fn, getattr(mod, fn)(x, 0.5), getattr(jmod, fn)(x, 0.5), rtol=1e-12)

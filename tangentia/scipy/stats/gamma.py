@@ -5,6 +5,8 @@ The cdf and sf are the regularized incomplete gamma functions
 """
 from __future__ import annotations
 
+import numpy as _np
+
 from ... import numpy as tnp
 from .. import special as sp
 from ._util import NEG_INF, promote, safe
@@ -30,11 +32,13 @@ def _y(x, loc, scale):
 
 
 def _cdf(x, a, loc, scale):
-    return sp.gammainc(a, _y(x, loc, scale))
+    # a shape a <= 0 is NaN, as SciPy's gamma.cdf and JAX's (SciPy's gammainc(0, x) is 1 for
+    # x > 0: the cdf was 1 and the sf 0 for a = 0, chi2's df = 0)
+    return tnp.where(a <= 0, _np.nan, sp.gammainc(a, _y(x, loc, scale)))
 
 
 def _sf(x, a, loc, scale):
-    return sp.gammaincc(a, _y(x, loc, scale))
+    return tnp.where(a <= 0, _np.nan, sp.gammaincc(a, _y(x, loc, scale)))
 
 
 def logpdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
