@@ -159,3 +159,23 @@ def test_a_program_the_walk_cannot_read_copies_every_output(monkeypatch: Any) ->
     monkeypatch.setitem(B.FRESH, mul_p, unreadable)
     jaxpr = tg.make_jaxpr(lambda x: (x * 2.0, x + 1.0))(np.ones(3)).jaxpr
     assert B._aliased_outputs(jaxpr) == (0, 1)     # (not an error: jit still runs)
+
+
+def test_a_while_loops_carry_is_its_initial_value_or_what_its_body_allocates() -> None:
+    x = np.ones(3)
+
+    def loop(init: Any) -> Any:
+        return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 0.5), (0, init))[1]
+    cases = [(lambda x: loop(x * 2.0), ()),                   # a computed start: not wrapped
+             (lambda x: loop(x), (0,)),                        # the argument at zero trips
+             (lambda x: (loop(x * 2.0), x * 2.0), (1,)),       # the start is also a result
+             (lambda x: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1]),
+                                       (0, x * 2.0))[1], (0,))]  # (passed on: any input's)
+    for f, want in cases:
+        assert B._aliased_outputs(tg.make_jaxpr(f)(x).jaxpr) == want
+        for backend in ("numpy",):
+            g = tg.jit(f, backend=backend)
+            out = g(x)
+            outs = out if isinstance(out, tuple) else (out,)
+            assert not any(np.shares_memory(o, x) for o in outs)
+            assert len(outs) == 1 or not np.shares_memory(outs[0], outs[1])

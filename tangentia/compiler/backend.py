@@ -207,6 +207,10 @@ _ALIASED = core.ProgramMemo("compile_program: the outputs returned as fresh copi
 FRESH = {}
 FOREIGN = set()
 OVERLAPPING = set()
+#: ``CARRIES[prim] = rule``: a loop whose output k is its input ``i`` (the carry's initial
+#: value, when it runs zero times) or, ``new``, an array its body allocates: ``rule(eqn)`` is
+#: one ``(i, new)`` per output.
+CARRIES = {}
 #: ``(eqns, outvars)`` of a program as the backends run it: after their common-subexpression
 #: pass (``passes.simplify``, which ``numpy_backend`` puts here), two equal computations are
 #: one array.
@@ -245,6 +249,10 @@ def _output_roots(jaxpr, in_roots):
             outs = [outside] * len(eqn.outputs)
         elif prim.call_param is not None and prim not in FRESH:
             outs = _output_roots(eqn.params[prim.call_param], [of(a) for a in eqn.inputs])
+        elif prim in CARRIES:
+            shared = frozenset().union(*[of(a) for a in eqn.inputs])
+            outs = [of(eqn.inputs[i]) | {v} if new else shared
+                    for v, (i, new) in zip(eqn.outputs, CARRIES[prim](eqn))]
         else:
             shared = frozenset().union(*[of(a) for a in eqn.inputs]) if eqn.inputs else outside
             outs = [frozenset([v]) if new else shared

@@ -38,7 +38,7 @@ from ..primitives.control_flow import cond_p, scan_p, split as _split, while_p
 from ..primitives.linear_solve import linear_solve_p, solve_operands
 from ..primitives.prng import random_bits_p, random_gamma_p
 from ..primitives.structural import concatenate_p
-from .backend import AS_RUN, FOREIGN, FRESH, OVERLAPPING, Backend, fresh_in, register_backend
+from .backend import AS_RUN, CARRIES, FOREIGN, FRESH, OVERLAPPING, Backend, fresh_in, register_backend
 from .passes import simplify
 
 LOWERINGS = {}
@@ -376,6 +376,16 @@ def _cond_fresh(eqn):
 
 
 FRESH[scan_p] = _scan_fresh
+
+
+def _while_carries(eqn):
+    # a carry is its initial value (zero trips) or what the body allocates
+    p = eqn.params
+    first, body = p["cond_nconsts"] + p["body_nconsts"], fresh_in(p["body_jaxpr"])
+    return [(first + k, body[k]) for k in range(len(eqn.outputs))]
+
+
+CARRIES[while_p] = _while_carries
 FRESH[cond_p] = _cond_fresh
 FOREIGN.add(pure_callback_p)
 OVERLAPPING.add(broadcast_to_p)
