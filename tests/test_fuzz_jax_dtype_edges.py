@@ -108,3 +108,13 @@ def test_gamma_and_chi2_cdf_with_shape_not_positive_is_nan_as_scipy(fn: str) -> 
         assert_same(fn, getattr(tst.gamma, fn)(x, -1.0), getattr(jax.scipy.stats.gamma, fn)(x, -1.0))
     for mod, jmod in ((tst.gamma, jax.scipy.stats.gamma), (tst.chi2, jax.scipy.stats.chi2)):
         assert_same(fn, getattr(mod, fn)(x, 0.5), getattr(jmod, fn)(x, 0.5), rtol=1e-12)
+
+
+def test_gennorm_cdf_with_beta_not_positive_is_nan_as_jax() -> None:
+    """``gennorm.cdf`` with ``beta = 0`` read SciPy's ``gammainc(inf, 1) = 0``: 0.5 for every
+    ``x``; JAX's and SciPy's are NaN (as ours already were for ``beta < 0``)."""
+    import tangentia.scipy.stats as tst
+    x = np.array([-np.inf, -1.0, 0.0, 0.3, np.inf])
+    for beta in (0.0, -1.0, 0.5, 2.0):
+        assert_same(f"beta={beta}", tst.gennorm.cdf(x, beta), jax.scipy.stats.gennorm.cdf(x, beta),
+                    rtol=1e-12)
