@@ -1,12 +1,18 @@
 """Ctrl-C (SIGINT) stops loops compiled by the numba backend.
 
 A compiled loop never returns to the interpreter, so Python's own handler
-cannot stop it: the loops poll a flag set by a C-level handler installed for
-the duration of the call (``numba_backend.helpers``).  These tests run a child
-process, wait until it is inside an endless compiled loop, send it SIGINT and
-check that it raises ``KeyboardInterrupt`` promptly and stays usable: the next
-compiled call computes the right number, Python's handler is back (a SIGINT in
-pure Python code raises as usual).
+cannot run while it does: the loops poll a flag (``numba_backend.sigint``).
+On CPython 3.11 that flag is CPython's own ``signals_pending``, which its C
+handler sets for every signal with a Python handler, and the poll runs the
+pending handlers (``Py_MakePendingCalls``); nothing is installed per call.
+Elsewhere (or with ``TANGENTIA_SIGNAL_FLAG=own``) the flag is tangentia's own,
+set by a C-level SIGINT handler armed for the duration of a call.  Other
+signals, ``_thread.interrupt_main`` and the old arming are covered by
+tests/test_signals_compiled_loops.py.  These tests run a child process, wait
+until it is inside an endless compiled loop, send it SIGINT and check that it
+raises ``KeyboardInterrupt`` promptly and stays usable: the next compiled call
+computes the right number, Python's handler is still SIGINT's handler (a
+SIGINT in pure Python code raises as usual).
 """
 from __future__ import annotations
 
@@ -62,7 +68,7 @@ CHILD = textwrap.dedent("""
     h = tg.jit(lambda x: lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * 2.0),
                                         (0, x))[1], backend="numba")
     print("AGAIN", float(h(1.5)), flush=True)
-    try:   # Python's own handler is back: SIGINT in pure Python code raises
+    try:   # Python's handler still works: SIGINT in pure Python code raises
         signal.raise_signal(signal.SIGINT)
         time.sleep(5)
         print("NO_PYTHON_INTERRUPT", flush=True)
