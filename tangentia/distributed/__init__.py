@@ -47,6 +47,7 @@ not imported by ``import tangentia``; use ``import tangentia.distributed``.
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import hashlib
 import inspect
@@ -147,14 +148,23 @@ def _check_not_traced(leaves, api, fun):
 def _nbytes(x):
     return getattr(x, "nbytes", 0) or 0
 
-def _ship_large(client, values):
+def _ship_large(client, values, api, fun):
     """``values`` with every array above the scatter threshold replaced by a
-    future of it, scattered to all workers once (so it survives a worker)."""
+    future of it, scattered to all workers once (so it survives a worker).
+    Dask's scatter waits for a worker for the client's timeout: a TimeoutError
+    naming ``api`` and ``fun`` if none came."""
     big = [i for i, v in enumerate(values) if isinstance(v, np.ndarray)
            and _nbytes(v) > _SCATTER_BYTES]
     if not big:
         return list(values)
-    futs = client.scatter([values[i] for i in big], broadcast=True, hash=False)
+    try:
+        futs = client.scatter([values[i] for i in big], broadcast=True, hash=False)
+    except TimeoutError as e:
+        raise TimeoutError(
+            f"tangentia.distributed.{api} of {_fun_name(fun)}: no Dask worker to scatter the "
+            f"arguments above {_SCATTER_BYTES >> 20} MiB to: the cluster had none for the "
+            f"client's timeout ({getattr(client, '_timeout', '?')} s; Client(timeout=...)); "
+            "start workers or scale the cluster") from e
     out = list(values)
     for i, f in zip(big, futs):
         out[i] = f
@@ -164,13 +174,44 @@ def _task_prefix(api, fun):
     name = "".join(c if c.isalnum() or c == "_" else "_" for c in _fun_name(fun))
     return f"tangentia-{api}-{name}-{uuid.uuid4().hex[:12]}"
 
+def _cancel(client, futures):
+    """Cancel ``futures`` after a failed or interrupted wait, if the client can
+    still reach its scheduler (else the scheduler already forgot them, and
+    Dask's error would hide the wait's own)."""
+    if client.status == "running":
+        try:
+            client.cancel(futures)
+        except Exception:  # noqa: BLE001 - the connection went since: nothing to cancel
+            pass
+
 def _gather(client, futures):
     """Results of ``futures`` in their order; the others are cancelled on error."""
     try:
         return client.gather(futures)
     except BaseException:
-        client.cancel(futures)
+        _cancel(client, futures)
         raise
+
+@contextlib.contextmanager
+def _lost_scheduler(client, api, fun):
+    """A block whose waits are on ``client``: if it fails because the client
+    lost its scheduler (Dask cancels the futures then, and closes the client if
+    the scheduler does not come back within the client's timeout), a
+    RuntimeError that says so, naming ``api`` and ``fun``.  Other errors (the
+    function's own, Ctrl-C) pass unchanged."""
+    try:
+        yield
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as e:
+        if client.status == "running":
+            raise
+        raise RuntimeError(
+            f"tangentia.distributed.{api} of {_fun_name(fun)}: the Dask client lost its "
+            f"scheduler while this call waited on the cluster (client status "
+            f"{client.status!r}: Dask cancels the work in flight and closes the client if the "
+            "scheduler does not come back within the client's timeout); call again once a "
+            "scheduler is reachable") from e
 
 
 # ---------------------------------------------------------------------------
@@ -309,64 +350,65 @@ def vmap(fun, in_axes=0, out_axes=0, *, client=None, chunk_size=None):
             return local(*args, **kwargs)  # the local vmap raises its error
         size = sizes.pop()
         cl = _get_client(client, "vmap")
-        structure = (in_tree, tuple(dims))
-        head = specs.get(structure)
-        if head is None:  # once per argument structure: the key and the pickled spec
-            blob, digest = pickled()
-            layout = repr((*structure, out_axes))
-            head = specs.setdefault(structure, (
-                f"vmap-{digest}-{hashlib.sha256(layout.encode()).hexdigest()}",
-                _dumps((blob, in_tree, dims, out_axes))))
+        with _lost_scheduler(cl, "vmap", fun):
+            structure = (in_tree, tuple(dims))
+            head = specs.get(structure)
+            if head is None:  # once per argument structure: the key and the pickled spec
+                blob, digest = pickled()
+                layout = repr((*structure, out_axes))
+                head = specs.setdefault(structure, (
+                    f"vmap-{digest}-{hashlib.sha256(layout.encode()).hexdigest()}",
+                    _dumps((blob, in_tree, dims, out_axes))))
 
-        # Chunk boundaries: chunk_size, else the first mapped dask array's chunks.
-        dask_dims = [(x, d) for x, d in zip(leaves, dims) if isinstance(x, da.Array)
-                     and d is not None]
-        if chunk_size is None and dask_dims:
-            x, d = dask_dims[0]
-            stops = np.cumsum(x.chunks[d]).tolist()
-            bounds = list(zip([0] + stops[:-1], stops)) or [(0, 0)]
-        else:
-            bounds = _chunk_bounds(size, chunk_size, sum(_worker_threads(cl).values()))
-
-        # Per-leaf payload for each chunk: a slice, the whole value, or futures.
-        per_chunk = [[None] * len(leaves) for _ in bounds]
-        whole = _ship_large(cl, [x if d is None and not isinstance(x, da.Array) else None
-                                 for x, d in zip(leaves, dims)])
-        lengths = tuple(e - s for s, e in bounds)
-        for i, (x, d) in enumerate(zip(leaves, dims)):
-            if isinstance(x, da.Array):
-                if d is None:
-                    futs = [cl.compute(x)] * len(bounds)
-                else:
-                    blocks = x.rechunk({j: (lengths if j == d else -1) for j in range(x.ndim)})
-                    delayed = blocks.to_delayed().reshape(-1)
-                    futs = cl.compute(list(delayed))
-            elif d is None:
-                futs = [whole[i]] * len(bounds)
+            # Chunk boundaries: chunk_size, else the first mapped dask array's chunks.
+            dask_dims = [(x, d) for x, d in zip(leaves, dims) if isinstance(x, da.Array)
+                         and d is not None]
+            if chunk_size is None and dask_dims:
+                x, d = dask_dims[0]
+                stops = np.cumsum(x.chunks[d]).tolist()
+                bounds = list(zip([0] + stops[:-1], stops)) or [(0, 0)]
             else:
-                x = np.asarray(x)
-                futs = [x[(slice(None),) * d + (slice(s, e),)] for s, e in bounds]
-            for c, f in enumerate(futs):
-                per_chunk[c][i] = f
+                bounds = _chunk_bounds(size, chunk_size, sum(_worker_threads(cl).values()))
 
-        on_cluster = dask_dims or any(isinstance(x, da.Array) for x in leaves) or any(
-            isinstance(w, _dd.Future) for w in whole)
-        results = (_map_tasks(cl, head, per_chunk, fun) if on_cluster
-                   else _map_actors(cl, head, per_chunk, fun))
+            # Per-leaf payload for each chunk: a slice, the whole value, or futures.
+            per_chunk = [[None] * len(leaves) for _ in bounds]
+            whole = _ship_large(cl, [x if d is None and not isinstance(x, da.Array) else None
+                                     for x, d in zip(leaves, dims)], "vmap", fun)
+            lengths = tuple(e - s for s, e in bounds)
+            for i, (x, d) in enumerate(zip(leaves, dims)):
+                if isinstance(x, da.Array):
+                    if d is None:
+                        futs = [cl.compute(x)] * len(bounds)
+                    else:
+                        blocks = x.rechunk({j: (lengths if j == d else -1) for j in range(x.ndim)})
+                        delayed = blocks.to_delayed().reshape(-1)
+                        futs = cl.compute(list(delayed))
+                elif d is None:
+                    futs = [whole[i]] * len(bounds)
+                else:
+                    x = np.asarray(x)
+                    futs = [x[(slice(None),) * d + (slice(s, e),)] for s, e in bounds]
+                for c, f in enumerate(futs):
+                    per_chunk[c][i] = f
 
-        flat = [tree_flatten(r) for r in results]
-        out_tree = flat[0][1]
-        n = len(flat[0][0])
-        if isinstance(out_axes, int) or out_axes is None:
-            odims = [out_axes] * n
-        else:
-            odims = _broadcast_prefix(out_axes, tree_unflatten(out_tree, [0] * n), "out_axes")
-        outs = []
-        for j, od in enumerate(odims):
-            parts = [np.asarray(leaves_[j]) for leaves_, _ in flat]
-            outs.append(parts[0] if od is None or len(parts) == 1
-                        else np.concatenate(parts, axis=od))
-        return tree_unflatten(out_tree, outs)
+            on_cluster = dask_dims or any(isinstance(x, da.Array) for x in leaves) or any(
+                isinstance(w, _dd.Future) for w in whole)
+            results = (_map_tasks(cl, head, per_chunk, fun) if on_cluster
+                       else _map_actors(cl, head, per_chunk, fun))
+
+            flat = [tree_flatten(r) for r in results]
+            out_tree = flat[0][1]
+            n = len(flat[0][0])
+            if isinstance(out_axes, int) or out_axes is None:
+                odims = [out_axes] * n
+            else:
+                odims = _broadcast_prefix(out_axes, tree_unflatten(out_tree, [0] * n), "out_axes")
+            outs = []
+            for j, od in enumerate(odims):
+                parts = [np.asarray(leaves_[j]) for leaves_, _ in flat]
+                outs.append(parts[0] if od is None or len(parts) == 1
+                            else np.concatenate(parts, axis=od))
+            return tree_unflatten(out_tree, outs)
 
     return distributed_vmapped
 
@@ -415,7 +457,8 @@ def _shard_payloads(client, shards, fun):
         futs = client.compute([flats[i][j] for i, j in dask_leaves])
         for (i, j), f in zip(dask_leaves, futs):
             flats[i][j] = f
-    payloads = [(False, s) if lv is None else (True, _ship_large(client, lv))
+    payloads = [(False, s) if lv is None
+                else (True, _ship_large(client, lv, "value_and_grad", fun))
                 for s, lv in zip(shards, flats)]
     return payloads, None if expected is None else expected[0]
 
@@ -490,29 +533,30 @@ def value_and_grad(loss, argnums=0, has_aux=False, *, client=None):
     def distributed_value_and_grad(params, shards, *args):
         _check_not_traced(tree_flatten((params, args))[0], "value_and_grad", loss)
         cl = _get_client(client, "value_and_grad")
-        if not head:  # at the first call: the cache key and the pickled spec
-            blob, digest = pickled()
-            head[:] = (f"value_and_grad-{digest}-{argnums!r}-{has_aux}",
-                       _dumps((blob, argnums, has_aux)))
-        key, spec = head
-        payloads, treedef = _shard_payloads(cl, shards, loss)
-        param_leaves, params_tree = tree_flatten(params)
-        ship_params = _ship_large(cl, param_leaves)
-        ship_args = _ship_large(cl, list(args))
-        prefix = _task_prefix("value_and_grad", loss)
-        n = len(payloads)
-        futures = cl.map(_shard_task, [key] * n, [spec] * n, [has_aux] * n, range(n),
-                         [treedef] * n, [a for a, _ in payloads], [params_tree] * n,
-                         [ship_params] * n, [p for _, p in payloads], [ship_args] * n,
-                         key=[f"{prefix}-shard-{i}" for i in range(n)], pure=False)
-        total = _tree_sum(cl, futures, prefix)
-        try:
-            value, grads, auxes = total.result()
-        except BaseException:
-            cl.cancel(futures + [total])
-            raise
-        value = np.asarray(value)
-        grads = tree_map(np.asarray, grads)
-        return ((value, auxes), grads) if has_aux else (value, grads)
+        with _lost_scheduler(cl, "value_and_grad", loss):
+            if not head:  # at the first call: the cache key and the pickled spec
+                blob, digest = pickled()
+                head[:] = (f"value_and_grad-{digest}-{argnums!r}-{has_aux}",
+                           _dumps((blob, argnums, has_aux)))
+            key, spec = head
+            payloads, treedef = _shard_payloads(cl, shards, loss)
+            param_leaves, params_tree = tree_flatten(params)
+            ship_params = _ship_large(cl, param_leaves, "value_and_grad", loss)
+            ship_args = _ship_large(cl, list(args), "value_and_grad", loss)
+            prefix = _task_prefix("value_and_grad", loss)
+            n = len(payloads)
+            futures = cl.map(_shard_task, [key] * n, [spec] * n, [has_aux] * n, range(n),
+                             [treedef] * n, [a for a, _ in payloads], [params_tree] * n,
+                             [ship_params] * n, [p for _, p in payloads], [ship_args] * n,
+                             key=[f"{prefix}-shard-{i}" for i in range(n)], pure=False)
+            total = _tree_sum(cl, futures, prefix)
+            try:
+                value, grads, auxes = total.result()
+            except BaseException:
+                _cancel(cl, futures + [total])
+                raise
+            value = np.asarray(value)
+            grads = tree_map(np.asarray, grads)
+            return ((value, auxes), grads) if has_aux else (value, grads)
 
     return distributed_value_and_grad
