@@ -106,14 +106,17 @@ def test_no_worker_to_scatter_to_ends_with_a_timeout_naming_the_function():
         assert time.monotonic() - t0 < 20
 
 
-# The child: one worker process; each call waits on a chunk that sleeps for a minute;
-# it prints READY <name> just before each call, and how each ended.
+# The child: one worker process; each call waits on a chunk that sleeps for a minute:
+# vmap's first call on its actor through Dask (client.sync), value_and_grad on a gather,
+# vmap's next call on the worker's _Channel (a select on its socket).  It prints
+# READY <name> just before each call, and how each ended.
 CHILD = textwrap.dedent("""
     import time
     import numpy as np
     import distributed as dd
     import tangentia.numpy as tnp
     import tangentia.distributed as tgd
+    from tangentia.distributed import _actors
 
     def sleepy(x):
         time.sleep(60)
@@ -128,10 +131,21 @@ CHILD = textwrap.dedent("""
                              dashboard_address=None,
                              env={"TANGENTIA_JIT_BACKEND": "numpy"}) as cluster, \\
                 dd.Client(cluster) as client:
+            def channel():   # the second vmap call goes over the worker's Unix socket
+                tgd.vmap(sleepy)(np.arange(3.0))
+
             calls = [("vmap", lambda: tgd.vmap(sleepy)(np.arange(2.0))),
                      ("value_and_grad",
-                      lambda: tgd.value_and_grad(sleepy_loss)(np.ones(2), [np.ones(2)]))]
+                      lambda: tgd.value_and_grad(sleepy_loss)(np.ones(2), [np.ones(2)])),
+                     ("channel", channel)]
             for name, call in calls:
+                if name == "channel":
+                    runners = _actors._client_runners(client)
+                    for _ in range(100):   # at most 10 s for the client to connect to it
+                        if runners.channels:
+                            break
+                        time.sleep(0.1)
+                    print("CHANNEL", bool(runners.channels), flush=True)
                 print("READY", name, flush=True)
                 t0 = time.monotonic()
                 try:
@@ -141,6 +155,9 @@ CHILD = textwrap.dedent("""
                     print("INTERRUPTED", name, round(time.monotonic() - t0, 2), flush=True)
         print("CLOSED", flush=True)
 """)
+
+
+NAMES = ("vmap", "value_and_grad", "channel")
 
 
 def _sigint_default():
@@ -162,7 +179,7 @@ def test_ctrl_c_stops_vmap_and_value_and_grad_waiting_on_the_cluster(tmp_path):
                                 preexec_fn=_sigint_default)
         lines = []
         try:
-            for name in ("vmap", "value_and_grad"):
+            for name in NAMES:
                 while True:
                     line = proc.stdout.readline()
                     assert line, f"the child ended early: {lines}"
@@ -179,7 +196,8 @@ def test_ctrl_c_stops_vmap_and_value_and_grad_waiting_on_the_cluster(tmp_path):
     lines += out.split()
     text = " ".join(lines)
     assert "RETURNED" not in text, text
-    for name in ("vmap", "value_and_grad"):
+    assert "CHANNEL True" in text, text
+    for name in NAMES:
         parts = text.split(f"INTERRUPTED {name} ")
         assert len(parts) == 2, (text, (tmp_path / "stderr").read_text()[-3000:])
         assert float(parts[1].split()[0]) < 15, text   # the chunk sleeps 60 s
