@@ -369,12 +369,17 @@ def repeated_segments(eqns, outvars, consumers, limit, rules=None):
                 budget -= m + 1
                 copies = 1 + m // d
                 if copies >= SEG_MIN_COPIES and (best is None or copies * d > best[0] * best[1]):
-                    best = (copies, d)
+                    best = (copies, d, m)
             j = nxt[j]
         if best is None:
             k += 1
             continue
-        copies, d = best
+        copies, d, m = best
+        p = _phase(eqns, k, d, d + m, pos, consumers, n)
+        budget -= 3 * d
+        if p:
+            k += p
+            copies = (d + m - p) // d
         # (the integer literals that differ between the copies: parameters of the copy)
         vary = set()
         for li in range(d):
@@ -395,6 +400,49 @@ def repeated_segments(eqns, outvars, consumers, limit, rules=None):
                 out[k + c * d] = (d, f[0], f[1], f[2])
         k += copies * d
     return out
+
+
+_PHASE_NAMES = 16      # equations of a rotation compared to tell tied rotations apart
+
+
+def _phase(eqns, k, d, length, pos, consumers, n):
+    """Where in the periodic stretch ``eqns[k:k + length]`` (period ``d``) its copies start:
+    the offset ``p < d`` that fits the most copies, among those the rotation of the period
+    that the fewest values cross from a copy to the next, then the rotation first by its
+    equations' primitives and types.  These are properties of the period (and of how many
+    copies fit), not of where the stretch begins, so the copies and their unit stay the
+    same when an edit outside the stretch puts an equation of the period's kind before it:
+    an edited loss (``mean(h ** 2) + 0.1 * mean(h)``) makes ``grad``'s first cotangent an
+    ``add_any`` of two, and the greedy start (``p = 0``) began the backward copies one
+    equation earlier, a unit of another structure compiled again instead of loaded."""
+    if length < 3 * d:
+        return 0
+    # a value made at i and last read at r crosses the boundaries b of i < b <= min(r, i + d)
+    # (copies of the period: measured at the boundaries k + d .. k + 2d - 1, between full copies)
+    lo, hi = k + d, k + 2 * d
+    diff = [0] * (d + 1)
+    for i in range(k, hi):
+        for v in eqns[i].outputs:
+            r = i
+            for u in consumers.get(v, ()):
+                r = max(r, n if u is None else pos.get(id(u), n))
+            a, b = max(i + 1, lo), min(r, i + d, hi - 1)
+            if a <= b:
+                diff[a - lo] += 1
+                diff[b - lo + 1] -= 1
+    cross, c = [], 0
+    for t in range(d):
+        c += diff[t]
+        cross.append(c)
+    names = [repr((e.prim.name, tuple(_aval_key(a.aval) for a in e.inputs),
+                   tuple(_aval_key(v.aval) for v in e.outputs))) for e in eqns[k:k + d]]
+    w = min(d, _PHASE_NAMES)
+    best = None
+    for p in range(d):
+        cand = (-((length - p) // d), cross[p], tuple(names[(p + t) % d] for t in range(w)), p)
+        if best is None or cand[:3] < best[:3]:
+            best = cand
+    return best[3]
 
 
 def _segments_of(eqns, outvars, consumers, limit, rules, wide_from, inline=None):
