@@ -35,19 +35,12 @@ _POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
 MODULES = ["numpy", "numpy.linalg", "numpy.fft", "lax", "nn", "nn.initializers",
            "scipy.special", "scipy.linalg", "random"]
 
-_SHARDING = "a sharding keyword (one device here); "
 _ACCURACY = ("lax's unary functions are the primitives' own (tnp's too, the eager hot path); "
              "accuracy= selects a TPU/GPU approximation")
-_SET_SIZE = "size=/fill_value= of the set functions (static output sizes under jit): a feature"
 KNOWN = {
     # tangentia.numpy
-    "numpy.bincount": _SHARDING + "in _sorting.py, F's file this session",
-    "numpy.argsort": "kind/order positional here (NumPy's order; F made them raise as JAX's)",
-    "numpy.sort": "kind/order positional here (NumPy's order; F made them raise as JAX's)",
     "numpy.array": "copy/order/ndmin stay positional (JAX takes them positionally too, with a "
                    "DeprecationWarning)",
-    "numpy.intersect1d": _SET_SIZE, "numpy.setdiff1d": _SET_SIZE, "numpy.union1d": _SET_SIZE,
-    "numpy.isin": "NumPy's kind= where JAX has method= (both choose an algorithm only)",
     "numpy.linalg.svd": "subset_by_index= not implemented",
     # lax
     "lax.cos": _ACCURACY, "lax.exp": _ACCURACY, "lax.expm1": _ACCURACY, "lax.log": _ACCURACY,

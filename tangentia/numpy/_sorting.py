@@ -23,6 +23,9 @@ from ._creation import full
 from ._elementwise import isnan, logical_and, logical_not, where
 from ._indexing import flip, take, take_along_axis
 from ._reductions import any, cumsum, min
+from ._reductions import max as _max
+from ._reductions import min as _min
+from ._reductions import sum as _sum
 from ._shapes import broadcast_to, concatenate, ndim, ravel, reshape, shape
 from ._util import _aval, _axis, _concrete, _eager, _is_tracer, _value_dependent
 
@@ -45,7 +48,7 @@ def _no_kind_or_order(fname: str, kind: Any, order: Any) -> None:
                         f"structured arrays are not supported)")
 
 
-def sort(a: ArrayLike, axis: int | None = -1, kind: None = None, order: None = None, *,
+def sort(a: ArrayLike, axis: int | None = -1, *, kind: None = None, order: None = None,
          stable: bool = True, descending: bool = False) -> Array:
     """Sorted copy of ``a`` (always stable); differentiable: the tangent of each
     sorted entry is that of the input entry that landed there."""
@@ -58,7 +61,7 @@ def sort(a: ArrayLike, axis: int | None = -1, kind: None = None, order: None = N
     return flip(out, ax) if descending else out
 
 
-def argsort(a: ArrayLike, axis: int | None = -1, kind: None = None, order: None = None, *,
+def argsort(a: ArrayLike, axis: int | None = -1, *, kind: None = None, order: None = None,
             stable: bool = True, descending: bool = False, dtype: DTypeLike | None = None
             ) -> Array:
     """Indices that sort ``a`` along ``axis`` (stable; zero derivative), of integer
@@ -277,14 +280,86 @@ def unique_values(x: ArrayLike, /, *, size: int | None = None, fill_value: Array
     return unique(x, equal_nan=False, size=size, fill_value=fill_value)
 
 
+def _set_size(fname: str, size: Any) -> int:
+    size = operator.index(_concrete(size, fname, "size"))
+    if size < 0:
+        raise ValueError(f"{fname}: argument 'size' must be >= 0, got {size}")
+    return size
+
+
+def _set_inputs(fname: str, ar1: ArrayLike, ar2: ArrayLike, promote: bool = True
+                ) -> tuple[Any, Any]:
+    a = ravel(_in(ar1, fname, "ar1"))
+    b = ravel(_in(ar2, fname, "ar2"))
+    if promote:
+        dt = _np.result_type(_aval(a).dtype, _aval(b).dtype)
+        a, b = astype(a, dt), astype(b, dt)
+    return a, b
+
+
+def _firsts(srt: Any) -> Any:
+    """Where a sorted 1-D array's entry differs from the one before (its first copy)."""
+    if shape(srt)[0] == 0:
+        return _np.zeros(0, bool)
+    return concatenate([_np.ones(1, bool), _E.ne(srt[1:], srt[:-1])])
+
+
+def _member(x: Any, test: Any) -> Any:
+    """Whether each entry of 1-D ``x`` equals one of 1-D ``test`` (NaN equals nothing)."""
+    if shape(test)[0] == 0 or shape(x)[0] == 0:
+        return _np.zeros(shape(x), bool)
+    return any(_E.eq(reshape(x, shape(x) + (1,)), test), -1)
+
+
+def _compact(vals: Any, keep: Any, size: int, fill: Any, pad_index: Any = None) -> Any:
+    """The entries of 1-D ``vals`` where ``keep``, in order, cut or padded to ``size``
+    entries with ``fill`` (None: the smallest kept entry, 0 if none, as JAX's)."""
+    dt = _aval(vals).dtype
+    n = shape(vals)[0]
+    k = astype(keep, int64)
+    count = _np.sum(k) if _eager(k) else _sum(k)
+    pos = _E.sub(cumsum(k), 1) if n else _np.zeros(0, int64)
+    slot = where(logical_and(keep, _E.lt(pos, size)), pos, size)
+    buf = _I.scatter(_np.zeros(size + 1, dt), vals, (_I.ARRAY,), (slot,), "set")[:size]
+    live = _E.lt(_np.arange(size), count)
+    if fill is None:
+        # JAX's: the smallest result (pads first replaced by the largest, then min)
+        hi = _max(where(live, buf, buf[0])) if size else 0
+        fill = _min(where(live, buf, hi)) if size else 0
+    else:
+        fill = astype(fill, dt) if _is_tracer(fill) else _np.asarray(fill, dt)
+    return where(live, buf, fill)
+
+
+def _sorted_unique(a: Any) -> tuple[Any, Any, Any]:
+    """Stable sort of 1-D ``a``: (sorted values, their positions in ``a``, first-copy mask)."""
+    perm = _SO.argsort(a, 0)
+    srt = take(a, perm)
+    return srt, perm, _firsts(srt)
+
+
 def setxor1d(ar1: ArrayLike, ar2: ArrayLike, assume_unique: bool = False, *,
              size: int | None = None, fill_value: ArrayLike | None = None) -> Array:
-    """Sorted values in exactly one of the arrays (eager only, as for union1d)."""
-    if size is not None:
-        raise NotImplementedError("setxor1d: argument 'size' is not supported; call it outside "
-                                  "jit (the result's shape depends on the values)")
-    return _np.setxor1d(_value_dependent(ar1, "setxor1d", "ar1"),
-                        _value_dependent(ar2, "setxor1d", "ar2"), assume_unique)
+    """Sorted values in exactly one of the arrays.  The result's shape depends on the
+    values, so under jit/vmap pass a static ``size``: the first ``size`` results, padded
+    with ``fill_value`` (default: the smallest result, 0 if none), as JAX's."""
+    if size is None:
+        return _np.setxor1d(_value_dependent(ar1, "setxor1d", "ar1"),
+                            _value_dependent(ar2, "setxor1d", "ar2"), assume_unique)
+    size = _set_size("setxor1d", size)
+    a, b = _set_inputs("setxor1d", ar1, ar2)
+    sa, _, fa = _sorted_unique(a)
+    sb, _, fb = _sorted_unique(b)
+    vals = concatenate([sa, sb])
+    keep = concatenate([logical_and(fa, logical_not(_member(sa, b))),
+                        logical_and(fb, logical_not(_member(sb, a)))])
+    # the kept values in sorted order: the others replaced by the largest kept one
+    if shape(vals)[0]:
+        lo = _min(vals)
+        top = _max(where(keep, vals, lo))
+        vals = _SO.sort(where(keep, vals, top), 0)
+        keep = _E.lt(_np.arange(shape(vals)[0]), _sum(astype(keep, int64)))
+    return _compact(vals, keep, size, fill_value)
 
 
 def sort_complex(a: ArrayLike) -> Array:
@@ -297,29 +372,79 @@ def sort_complex(a: ArrayLike) -> Array:
     return sort(a, axis=-1)
 
 
-def union1d(ar1: ArrayLike, ar2: ArrayLike) -> Array:
-    """Sorted unique values in either array (eager only: the shape depends on the values)."""
-    return _np.union1d(_value_dependent(ar1, "union1d", "ar1"),
-                       _value_dependent(ar2, "union1d", "ar2"))
+def union1d(ar1: ArrayLike, ar2: ArrayLike, *, size: int | None = None,
+            fill_value: ArrayLike | None = None) -> Array:
+    """Sorted unique values in either array.  The result's shape depends on the values,
+    so under jit/vmap pass a static ``size``: the first ``size`` values, padded with
+    ``fill_value`` (default: the smallest value), as JAX's."""
+    if size is None:
+        return _np.union1d(_value_dependent(ar1, "union1d", "ar1"),
+                           _value_dependent(ar2, "union1d", "ar2"))
+    size = _set_size("union1d", size)
+    a, b = _set_inputs("union1d", ar1, ar2)
+    return unique(concatenate([a, b]), size=size, fill_value=fill_value)
 
 
 def intersect1d(ar1: ArrayLike, ar2: ArrayLike, assume_unique: bool = False,
-                return_indices: bool = False) -> Array | tuple[Array, Array, Array]:
-    """Sorted unique values in both arrays (eager only: the shape depends on the values)."""
-    return _np.intersect1d(_value_dependent(ar1, "intersect1d", "ar1"),
-                           _value_dependent(ar2, "intersect1d", "ar2"), assume_unique,
-                           return_indices)
+                return_indices: bool = False, *, size: int | None = None,
+                fill_value: ArrayLike | None = None) -> Array | tuple[Array, Array, Array]:
+    """Sorted unique values in both arrays (and, with ``return_indices``, the index of
+    each one's first copy in ``ar1`` and in ``ar2``).  Under jit/vmap pass a static
+    ``size``: the first ``size`` values, padded with ``fill_value`` (default: the
+    smallest value, 0 if none) and the indices with ``ar1.size``/``ar2.size``, as JAX's."""
+    if size is None:
+        return _np.intersect1d(_value_dependent(ar1, "intersect1d", "ar1"),
+                               _value_dependent(ar2, "intersect1d", "ar2"), assume_unique,
+                               return_indices)
+    size = _set_size("intersect1d", size)
+    a, b = _set_inputs("intersect1d", ar1, ar2)
+    sa, pa, fa = _sorted_unique(a)
+    keep = logical_and(fa, _member(sa, b))
+    vals = _compact(sa, keep, size, fill_value)
+    if not return_indices:
+        return vals
+    n1, n2 = shape(a)[0], shape(b)[0]
+    count = _sum(astype(keep, int64))
+    live = _E.lt(_np.arange(size), count)
+    i1 = _compact(pa, keep, size, n1)
+    if n2:
+        sb, pb, _ = _sorted_unique(b)
+        j = _E.minimum(_SO.searchsorted(sb, vals, "left"), n2 - 1)
+        i2 = where(live, take(pb, j), n2)
+    else:
+        i2 = full((size,), n2, int64)
+    return vals, astype(i1, int64), astype(i2, int64)
 
 
-def setdiff1d(ar1: ArrayLike, ar2: ArrayLike, assume_unique: bool = False) -> Array:
-    """Sorted unique values of ``ar1`` not in ``ar2`` (eager only, as for union1d)."""
-    return _np.setdiff1d(_value_dependent(ar1, "setdiff1d", "ar1"),
-                         _value_dependent(ar2, "setdiff1d", "ar2"), assume_unique)
+def setdiff1d(ar1: ArrayLike, ar2: ArrayLike, assume_unique: bool = False, *,
+              size: int | None = None, fill_value: ArrayLike | None = None) -> Array:
+    """Sorted unique values of ``ar1`` not in ``ar2`` (in ``ar1``'s order with
+    ``assume_unique``).  Under jit/vmap pass a static ``size``: the first ``size``
+    values, padded with ``fill_value`` (default 0), as JAX's."""
+    if size is None:
+        return _np.setdiff1d(_value_dependent(ar1, "setdiff1d", "ar1"),
+                             _value_dependent(ar2, "setdiff1d", "ar2"), assume_unique)
+    size = _set_size("setdiff1d", size)
+    a, b = _set_inputs("setdiff1d", ar1, ar2, promote=False)
+    fill = 0 if fill_value is None else fill_value
+    if assume_unique:
+        return _compact(a, logical_not(_member(a, b)), size, fill)
+    sa, _, fa = _sorted_unique(a)
+    return _compact(sa, logical_and(fa, logical_not(_member(sa, b))), size, fill)
+
+
+_ISIN_METHODS = ("auto", "compare_all", "binary_search", "sort")
 
 
 def isin(element: ArrayLike, test_elements: ArrayLike, assume_unique: bool = False,
-         invert: bool = False, *, kind=None) -> Array:
-    """Whether each entry of ``element`` is in ``test_elements``."""
+         invert: bool = False, *, method: str = "auto") -> Array:
+    """Whether each entry of ``element`` is in ``test_elements``.  ``method`` (JAX's
+    algorithm: 'auto', 'compare_all', 'binary_search', 'sort') gives the same result
+    whichever is chosen."""
+    if method not in _ISIN_METHODS:
+        raise ValueError(f"method={method!r} is not implemented; options are 'compare_all', "
+                         f"'binary_search', 'sort', and 'auto' (tangentia: isin: argument "
+                         f"'method')")
     element = _in(element, "isin", "element")
     test = ravel(_in(test_elements, "isin", "test_elements"))
     if _eager(element, test):
@@ -329,9 +454,10 @@ def isin(element: ArrayLike, test_elements: ArrayLike, assume_unique: bool = Fal
 
 
 def bincount(x: ArrayLike, weights: ArrayLike | None = None, minlength: int = 0, *,
-             length: int | None = None) -> Array:
+             length: int | None = None, out_sharding: Any = None) -> Array:
     """Counts (or summed weights) of each non-negative integer in ``x``.  Under
-    jit/vmap pass a static ``length``; values outside [0, length) are dropped."""
+    jit/vmap pass a static ``length``; values outside [0, length) are dropped.
+    ``out_sharding`` (JAX's) changes nothing on tangentia's one device."""
     x = _in(x, "bincount", "x")
     if ndim(x) != 1:
         raise ValueError(f"bincount: argument 'x' must be 1-D, got shape {shape(x)}")
