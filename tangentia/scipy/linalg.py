@@ -45,8 +45,12 @@ def _aval(x):
 
 
 def _vector_rhs(a, b):
-    """SciPy's convention: ``b`` is a vector when it has one dimension less than ``a``."""
-    return _aval(b).ndim == _aval(a).ndim - 1
+    """JAX's rule for the triangular solves (solve_triangular, lu_solve, cho_solve and
+    solve's 'pos'): ``b`` is a vector when it is 1-D (broadcast over ``a``'s batch), or
+    when it has one dimension less than ``a`` and its last one is ``a``'s order (the
+    batched vectors JAX deprecates but still reads); otherwise (..., n, k) matrices."""
+    a_s, b_s = _aval(a).shape, _aval(b).shape
+    return len(b_s) == 1 or (len(a_s) == len(b_s) + 1 and a_s[-1] == b_s[-1])
 
 
 def _trans_code(fname, trans):
@@ -90,9 +94,8 @@ def solve(a: ArrayLike, b: ArrayLike, lower: bool = False, overwrite_a: bool = F
     _check_square("solve", a)
     if transposed:
         a = _tnp.swapaxes(a, -1, -2)
-    vector = _vector_rhs(a, b)
-    if kind != "pos":
-        return _solve_with("solve", lambda m, r: _L.solve_p.bind(m, r), a, b, vector)
+    if kind != "pos":   # JAX's: jnp.linalg.solve's rule (b a vector only when 1-D)
+        return _solve_with("solve", lambda m, r: _L.solve_p.bind(m, r), a, b)
     c = _tnp.swapaxes(_L.cholesky_p.bind(_tnp.swapaxes(a, -1, -2)), -1, -2) if not lower \
         else _L.cholesky_p.bind(a)
     return cho_solve((c, lower), b)

@@ -1,0 +1,57 @@
+"""Linear algebra against JAX 0.10.2 (x64) where shapes and dtypes decide the answer: which
+right-hand sides ``scipy.linalg``'s solvers read as vectors, float32 results, stacks of matrices.
+
+Each test found a difference from JAX (noted in its docstring) and fails on the code before it.
+"""
+from __future__ import annotations
+
+
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.scipy.linalg as tsl
+from _fuzz_jax_common import assert_same, run
+
+jax = pytest.importorskip("jax", reason="JAX 0.10.2 is the reference these tests compare with")
+jax.config.update("jax_enable_x64", True)
+jsl = pytest.importorskip("jax.scipy.linalg")
+
+
+def _matrix(seed: int, shape: tuple[int, ...]) -> np.ndarray:
+    a = np.random.default_rng(seed).standard_normal(shape)
+    return a + 3 * np.eye(shape[-1]) if len(shape) > 1 and shape[-1] == shape[-2] else a
+
+
+_SOLVERS = {
+    "solve": lambda sl, a, b: sl.solve(a, b),
+    "solve_sym": lambda sl, a, b: sl.solve(a, b, assume_a="sym"),
+    "solve_triangular": lambda sl, a, b: sl.solve_triangular(a, b, lower=True),
+    "solve_triangular_T": lambda sl, a, b: sl.solve_triangular(a, b, trans=1),
+    "lu_solve": lambda sl, a, b: sl.lu_solve(sl.lu_factor(a), b),
+    "cho_solve": lambda sl, a, b: sl.cho_solve(
+        sl.cho_factor(a @ np.swapaxes(a, -1, -2), lower=True), b),
+}
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")   # JAX's: batched 1-D solves deprecated
+@pytest.mark.parametrize("name", sorted(_SOLVERS))
+@pytest.mark.parametrize("a_shape, b_shape", [
+    ((3, 3, 3), (3, 3)),    # solve: one matrix b for each a (we solved a[i] x = b[i])
+    ((2, 3, 3), (2, 3)),    # solve: JAX raises (we solved batched vectors)
+    ((2, 3, 3), (3,)),      # the triangular solves: one vector for the stack (we raised)
+    ((2, 3, 3), (3, 2)),    # the triangular solves: one matrix for the stack (we raised)
+    ((2, 3, 3), (2, 3, 1)), ((3, 3), (3,)), ((3, 3), (3, 2)), ((3, 3), (2, 3, 2))])
+def test_which_right_hand_sides_are_vectors_as_jax(name: str, a_shape: tuple[int, ...],
+                                                    b_shape: tuple[int, ...]) -> None:
+    """scipy.linalg.solve reads b as jnp.linalg.solve does (a vector only when 1-D); the
+    triangular solves (solve_triangular, lu_solve, cho_solve) as JAX's: a vector when 1-D or
+    when it has one dimension less than a and ends in a's order. Ours read every b with one
+    dimension less than a as vectors (SciPy's old rule): solve of a (3, 3, 3) stack and a (3, 3)
+    b gave (3, 3) where JAX's is (3, 3, 3), other numbers, silently."""
+    a, b = _matrix(0, a_shape), _matrix(1, b_shape)
+    f = _SOLVERS[name]
+    want = run(f, jsl, a, b)
+    assert_same(name, run(f, tsl, a, b), want, rtol=1e-10, atol=1e-12)
+    assert_same(f"jit {name}", run(tg.jit(lambda a, b: f(tsl, a, b)), a, b), want, rtol=1e-10,
+                atol=1e-12)
