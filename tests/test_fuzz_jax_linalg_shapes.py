@@ -55,3 +55,15 @@ def test_which_right_hand_sides_are_vectors_as_jax(name: str, a_shape: tuple[int
     assert_same(name, run(f, tsl, a, b), want, rtol=1e-10, atol=1e-12)
     assert_same(f"jit {name}", run(tg.jit(lambda a, b: f(tsl, a, b)), a, b), want, rtol=1e-10,
                 atol=1e-12)
+
+
+def test_expm_frechet_and_expm_tangent_keep_float32() -> None:
+    """expm_frechet of float32 matrices and the tangent of expm are float32, as JAX's (SciPy
+    computes the pair in float64 and ours returned that)."""
+    a = (_matrix(2, (3, 3)) * 0.2).astype(np.float32)
+    e = _matrix(3, (3, 3)).astype(np.float32)
+    want = jsl.expm_frechet(a, e)
+    assert_same("expm_frechet", tsl.expm_frechet(a, e), want, rtol=1e-5)
+    for f in (tg.jvp, tg.jit(tg.jvp, static_argnums=0)):
+        assert_same("jvp expm", f(tsl.expm, (a,), (e,)), jax.jvp(jsl.expm, (a,), (e,)),
+                    rtol=1e-5)

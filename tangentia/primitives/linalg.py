@@ -1017,9 +1017,10 @@ primitive_batchers[expm_p] = _front_batch(expm_p)
 
 
 def _frechet_impl(a, e):
+    # SciPy computes a float32 pair in float64: the result keeps the arguments' dtype
     return np.asarray(_per_matrix(
         lambda a, e: _sla.expm_frechet(a, e, compute_expm=False, check_finite=False),
-        (a, 2), (e, 2)))
+        (a, 2), (e, 2))).astype(np.result_type(a, e), copy=False)
 
 
 def _frechet_abstract_eval(a, e):
@@ -1046,7 +1047,9 @@ def _expm_jvp(primals, tangents):
         # Forward mode on concrete values: one SciPy call gives both.
         ans, t = _sla.expm_frechet(np.asarray(a), np.asarray(da), compute_expm=True,
                                    check_finite=False)
-        return np.asarray(ans), np.asarray(t)
+        dt = np.result_type(a, da)   # SciPy's is float64 for float32 matrices
+        return np.asarray(ans).astype(np.asarray(a).dtype, copy=False), np.asarray(t).astype(
+            dt, copy=False)
     return expm_p.bind(a), expm_frechet_p.bind(a, da)
 
 
