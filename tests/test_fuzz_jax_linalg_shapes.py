@@ -57,6 +57,18 @@ def test_which_right_hand_sides_are_vectors_as_jax(name: str, a_shape: tuple[int
                 atol=1e-12)
 
 
+def test_block_diag_keeps_python_scalars_weak() -> None:
+    """block_diag(float32 matrix, 3.0) is float32, as JAX's (ours was float64: the scalar was
+    made a float64 array before promotion)."""
+    x = np.ones((2, 2), np.float32)
+    for args in [(x, 3.0), (x, 3), (np.ones((2, 2), np.int8), 3), (x, np.ones(2, np.float32), 2.5)]:
+        want = jsl.block_diag(*args)
+        assert_same("block_diag", tsl.block_diag(*args), want)
+        # the scalars closed over (a jit argument is a float64 tracer, not a weak scalar)
+        jitted = tg.jit(lambda m, args=args: tsl.block_diag(m, *args[1:]))
+        assert_same("jit block_diag", jitted(args[0]), want)
+
+
 def test_expm_frechet_and_expm_tangent_keep_float32() -> None:
     """expm_frechet of float32 matrices and the tangent of expm are float32, as JAX's (SciPy
     computes the pair in float64 and ours returned that)."""

@@ -670,12 +670,14 @@ def block_diag(*arrs: Any) -> Array:
     """The block-diagonal matrix of ``arrs`` (each scalar, 1-D as a row, or 2-D)."""
     if not arrs:
         return _tnp.zeros((1, 0))
+    # Python scalars stay weak in the result's dtype, as JAX's (block_diag(float32 x, 2.0): float32)
+    dt = _tnp.result_type(*[a if isinstance(a, (bool, int, float, complex)) else _aval(
+        a if isinstance(a, _core.Tracer) else _tnp.asarray(a)).dtype for a in arrs])
     arrs = [_tnp.atleast_2d(a if isinstance(a, _core.Tracer) else _tnp.asarray(a)) for a in arrs]
     for i, a in enumerate(arrs):
         if _aval(a).ndim != 2:
             raise ValueError(f"block_diag: argument {i} must have at most 2 dimensions, got shape "
                              f"{_aval(a).shape}")
-    dt = _np.result_type(*[_aval(a).dtype for a in arrs])
     cols = sum(_aval(a).shape[1] for a in arrs)
     rows, left = [], 0
     for a in arrs:
