@@ -79,3 +79,19 @@ def test_expm_frechet_and_expm_tangent_keep_float32() -> None:
     for f in (tg.jvp, tg.jit(tg.jvp, static_argnums=0)):
         assert_same("jvp expm", f(tsl.expm, (a,), (e,)), jax.jvp(jsl.expm, (a,), (e,)),
                     rtol=1e-5)
+
+
+@pytest.mark.parametrize("output", ["real", "complex"])
+def test_schur_of_a_stack_of_matrices(output: str) -> None:
+    """schur of a (2, 3, 3) stack, as JAX's (ours raised: 2-D only); empty stacks too."""
+    a = _matrix(4, (2, 3, 3))
+    want = jsl.schur(a, output=output)
+    for f in (tsl.schur, tg.jit(tsl.schur, static_argnums=1)):
+        t, z = f(a, output)
+        assert t.dtype == want[0].dtype and t.shape == want[0].shape
+        np.testing.assert_allclose(z @ t @ np.conj(np.swapaxes(z, -1, -2)), a, atol=1e-12)
+        np.testing.assert_allclose(np.tril(t, -2), 0)
+        assert_same("eigenvalues", np.sort_complex(np.linalg.eigvals(t)),
+                    np.sort_complex(np.linalg.eigvals(np.asarray(want[0]))), rtol=1e-10)
+    for shape in [(2, 0, 0), (0, 2, 2)]:
+        assert_same("empty", tsl.schur(np.zeros(shape), output), jsl.schur(np.zeros(shape), output))

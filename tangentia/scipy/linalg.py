@@ -289,8 +289,8 @@ def logm(A: Any, disp: Any = True) -> Any:
 
 
 def schur(a: ArrayLike, output: str = "real") -> tuple[Array, Array]:
-    """The Schur decomposition ``a = z @ t @ z^H`` (SciPy's, through
-    ``pure_callback``): ``t`` is quasi-upper-triangular for ``output='real'``
+    """The Schur decomposition ``a = z @ t @ z^H`` of a matrix or a stack of them (SciPy's,
+    through ``pure_callback``): ``t`` is quasi-upper-triangular for ``output='real'``
     and upper-triangular for ``'complex'``.  Not differentiable (as in JAX)."""
     if output not in ("real", "complex"):
         raise ValueError(f"schur: argument 'output' must be 'real' or 'complex', got {output!r}")
@@ -303,11 +303,12 @@ def schur(a: ArrayLike, output: str = "real") -> tuple[Array, Array]:
 
     def run(m):
         import scipy.linalg  # noqa: PLC0415
-        t, z = scipy.linalg.schur(m, output=output)
-        return t.astype(dt, copy=False), z.astype(dt, copy=False)
+        m = _np.asarray(m)
+        t, z = _np.empty(m.shape, dt), _np.empty(m.shape, dt)
+        for i in _np.ndindex(m.shape[:-2]):   # a stack of matrices one by one, as JAX's
+            t[i], z[i] = scipy.linalg.schur(m[i], output=output)
+        return t, z
 
-    if _aval(a).ndim != 2:
-        raise ValueError(f"schur: argument 'a' must be a 2-D array, got shape {_aval(a).shape}")
     return tuple(_pure_callback(run, (shape, shape), a, vmap_method="sequential"))
 
 
