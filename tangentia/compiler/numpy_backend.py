@@ -27,9 +27,8 @@ from ..core import Literal, Primitive, ProgramMemo, Var
 from ..core import eval_primitive, registered_primitives
 from ..custom_derivatives import custom_lin_p
 from ..interpreters.base_ops import broadcast_to_p, convert_element_type_p, reshape_p
-from ..primitives import (contraction as _contraction, convolution as _convolution, elementwise as _elementwise,
-                          fft as _fft, linalg as _linalg, misc as _misc, reductions as _reductions,
-                          sorting as _sorting, special as _special)
+from ..primitives import (contraction as _C, convolution as _CV, elementwise as _E, fft as _F,
+                          linalg as _L, misc as _M, reductions as _R, sorting as _SO, special as _SP)
 from ..primitives.callback import pure_callback_p
 from ..primitives.contraction import dot_general_p
 from ..primitives.elementwise import imag_p, integer_pow_p, real_p, select_p
@@ -344,7 +343,7 @@ def _fresh_modules():
     for p in registered_primitives():     # (a ufunc's result is a new array)
         if _ufunc(p) is not None:
             FRESH.setdefault(p, None)
-    for mod in (_elementwise, _contraction, _convolution, _fft, _linalg, _sorting, _special):
+    for mod in (_E, _C, _CV, _F, _L, _SO, _SP):
         for p in vars(mod).values():
             if isinstance(p, Primitive) and p.call_param is None and not p.program_params:
                 FRESH.setdefault(p, None)
@@ -353,11 +352,11 @@ def _fresh_modules():
 
 
 _fresh_modules()
-for _p in (concatenate_p, scatter_p, random_bits_p, random_gamma_p, _misc.cummax_p, _misc.cummin_p,
-           _misc.cumprod_p, _reductions.cumsum_p, _reductions.argmax_p, _reductions.argmin_p):
+for _p in (concatenate_p, scatter_p, random_bits_p, random_gamma_p, _M.cummax_p, _M.cummin_p,
+           _M.cumprod_p, _R.cumsum_p, _R.argmax_p, _R.argmin_p):
     FRESH[_p] = None
-for _p in (_reductions.reduce_sum_p, _reductions.reduce_max_p, _reductions.reduce_min_p,
-           _reductions.reduce_prod_p, _reductions.reduce_and_p, _reductions.reduce_or_p):
+for _p in (_R.reduce_sum_p, _R.reduce_max_p, _R.reduce_min_p,
+           _R.reduce_prod_p, _R.reduce_and_p, _R.reduce_or_p):
     FRESH[_p] = lambda eqn: bool(eqn.params["axes"])            # (over no axis: x itself)
 FRESH[integer_pow_p] = lambda eqn: eqn.params["y"] != 1
 FRESH[convert_element_type_p] = lambda eqn: eqn.inputs[0].aval.dtype != eqn.outputs[0].aval.dtype
