@@ -225,10 +225,12 @@ def _package_bytecode(package):
     of CPU with the bytecode written).  Written here once, by the run's first
     process (a file already up to date costs a read and a hash: ~10 ms for the package).
 
-    Off unless ``TANGENTIA_TEST_BYTECODE=1``: the bytecode it writes in the checkout is read by
-    every later process that imports tangentia from there, benchmarks included, so a
-    fresh-process A/B against a tree without it (``bench_cold.py``'s first calls import the
-    numba backend's modules) would credit the tree with ~0.3-0.9 s of imports."""
+    On unless ``TANGENTIA_TEST_BYTECODE=0``.  The bytecode it writes in the checkout is read by
+    every later process that imports tangentia from there, benchmarks included, as an
+    installed package's is: a fresh-process A/B against a tree without it (``bench_cold.py``'s
+    first calls import the numba backend's modules) would credit the tree with ~0.3-0.9 s of
+    imports, so compare trees in the same state (or remove ``tangentia/**/__pycache__/*.pyc``
+    of both first)."""
     import importlib.util
     import py_compile
     header = b"\x03\x00\x00\x00"    # the flags of a hash-checked pyc (PEP 552)
@@ -259,7 +261,7 @@ def pytest_configure(config):
     global _recorder, _only, _jax_cache_choice
     # tangentia's bytecode, for every process of the run (see _package_bytecode)
     if "PYTEST_XDIST_WORKER" not in os.environ and sys.dont_write_bytecode \
-            and os.environ.get("TANGENTIA_TEST_BYTECODE", "0") == "1":
+            and os.environ.get("TANGENTIA_TEST_BYTECODE", "1") == "1":
         _package_bytecode(os.path.join(_ROOT, "tangentia"))
     # JAX's compilation cache: the run's first process chooses the directory (its workers,
     # started after this, and the runs its tests start read its choice: tests/_jax_cache.py)
