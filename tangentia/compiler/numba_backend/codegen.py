@@ -548,18 +548,21 @@ def _split_scalars(eqns, outvars, inline):
         w = memo[v] = Var(v.aval)
         acc.append(Eqn(e.prim, ins, [w], e.params, e.source))
         return w
+    def give(ins, ai, a):
+        # ``ins[ai]`` reads its own copy of ``a``'s computation (False: too large to copy)
+        acc = []
+        try:
+            ins[ai] = cone(a, acc, {})
+        except OverflowError:
+            return False
+        out.extend(acc)
+        return True
     for e in eqns:
         ins = list(e.inputs)
         if e.outputs and e.outputs[0] in cheap:
             # (a scalar's own computation is split only with its reader's)
             for ai, a in enumerate(ins):
-                if type(a) is Var and a in returned:
-                    acc = []
-                    try:
-                        ins[ai] = cone(a, acc, {})
-                    except OverflowError:
-                        continue
-                    out.extend(acc)
+                if type(a) is Var and a in returned and give(ins, ai, a):
                     split = True
             out.append(e if ins == list(e.inputs) else Eqn(e.prim, ins, e.outputs, e.params, e.source))
             continue
@@ -569,13 +572,8 @@ def _split_scalars(eqns, outvars, inline):
             if a not in read:
                 read.add(a)
                 continue
-            acc = []
-            try:
-                ins[ai] = cone(a, acc, {})
-            except OverflowError:
-                continue
-            out.extend(acc)
-            split = True
+            if give(ins, ai, a):
+                split = True
         out.append(e if ins == list(e.inputs) else Eqn(e.prim, ins, e.outputs, e.params, e.source))
     return out if split else None
 
