@@ -80,7 +80,7 @@ def fresh_units(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Any:
     monkeypatch.setattr(native, "_UNITS", weakref.WeakValueDictionary())
     monkeypatch.setenv("TANGENTIA_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("TANGENTIA_NUMBA_UNITS", raising=False)
-    monkeypatch.delenv("TANGENTIA_NUMBA_UNIT_CONSTS", raising=False)
+    monkeypatch.setenv("TANGENTIA_NUMBA_UNIT_CONSTS", "1")     # (off by default)
     return tmp_path
 
 
