@@ -281,10 +281,11 @@ except TimeoutError:
 import numpy as _np
 leaves = jax.tree_util.tree_leaves(r1)
 import sys as _sys
-_nat = _sys.modules.get("tangentia.compiler.numba_backend.native")   # (compile units' outcomes)
+_nat = _sys.modules.get("tangentia.compiler.numba_backend.native")   # (compile units' outcomes;
+_nat = getattr(_nat, "UNIT_STATS", None)  # None while the background compile still imports it)
 print(json.dumps({{"import_s": t1 - t0, "first_s": t3 - t2, "first_cpu_s": c3 - c2,
                    "second_s": second,
-                   "native_s": native, "units": dict(_nat.UNIT_STATS) if _nat else None,
+                   "native_s": native, "units": dict(_nat) if _nat is not None else None,
                    "result": [_np.asarray(l, dtype=float).ravel().tolist() for l in leaves]}}))
 """
 
