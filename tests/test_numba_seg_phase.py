@@ -23,6 +23,7 @@ from tangentia.compiler.numba_backend.plan import program_plan  # noqa: E402
 from tangentia.compiler.numba_backend.rules import FUSIBLE, ROWS  # noqa: E402
 
 from _numba_util import compile_numba, program  # noqa: E402
+from test_numba_segments import _sim  # noqa: E402  (the spring chain, with its edited variant)
 
 Case = Tuple[Callable[..., Any], List[Any]]
 
@@ -40,22 +41,6 @@ def _mlp(n: int, edited: bool) -> Case:
         out = tnp.mean(h ** 2)
         return out + 0.1 * tnp.mean(h) if edited else out
     return tg.grad(loss), [params]
-
-
-def _sim(n: int, edited: bool) -> Case:
-    nb = (np.arange(6) + 1) % 6
-
-    def sim(x0: Any, v0: Any) -> Any:
-        x, v = x0, v0
-        for _ in range(n):
-            f = (x[nb] - x) * 2.0 - 0.1 * v
-            v = (v + 0.01 * f).at[0].set(0.0)
-            x = x + 0.01 * v
-            x = x.at[:, 1].set(tnp.maximum(x[:, 1], 0.0))
-        out = tnp.sum(x ** 2) + tnp.sum(v ** 2)
-        return out + 0.5 * tnp.sum(x) if edited else out
-    rng = np.random.default_rng(0)
-    return tg.grad(sim, argnums=(0, 1)), [rng.standard_normal((6, 3)), np.zeros((6, 3))]
 
 
 def _keys(case: Case) -> List[Any]:

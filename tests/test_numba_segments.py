@@ -47,8 +47,9 @@ def _mlp(n: int, width: int = 6, batch: int = 4, odd: int = -1) -> Case:
     return tg.grad(loss), [params]
 
 
-def _sim(n: int) -> Case:
-    """grad of n steps of a spring chain: a gather of neighbours and ``.at[].set``."""
+def _sim(n: int, edited: bool = False) -> Case:
+    """grad of n steps of a spring chain: a gather of neighbours and ``.at[].set`` (edited:
+    one more term in the loss's last line, after the steps)."""
     nb = (np.arange(6) + 1) % 6
 
     def sim(x0: Any, v0: Any) -> Any:
@@ -58,7 +59,8 @@ def _sim(n: int) -> Case:
             v = (v + 0.01 * f).at[0].set(0.0)
             x = x + 0.01 * v
             x = x.at[:, 1].set(tnp.maximum(x[:, 1], 0.0))
-        return tnp.sum(x ** 2) + tnp.sum(v ** 2)
+        out = tnp.sum(x ** 2) + tnp.sum(v ** 2)
+        return out + 0.5 * tnp.sum(x) if edited else out
     rng = np.random.default_rng(0)
     return tg.grad(sim, argnums=(0, 1)), [rng.standard_normal((6, 3)), np.zeros((6, 3))]
 
