@@ -346,32 +346,27 @@ def _packed_inputs(jaxpr, limit):
 
 
 def _buffered_inputs(jaxpr, limit, packed):
-    """``{input index: element offset}``: the small inputs of ``jaxpr`` that are neither
-    packed (``_packed_inputs``) nor float0, concatenated by the runner into one buffer
-    per dtype (``_buffers``), at these offsets, for the dtypes with at least
-    ``PACK_MIN_INPUTS`` such inputs."""
+    """``({input index: element offset}, ((dtype, indices), ...))``: the small inputs of
+    ``jaxpr`` that are neither packed (``_packed_inputs``) nor float0, for the dtypes with at
+    least ``PACK_MIN_INPUTS`` such inputs, at their offsets in their dtype's buffer; and the
+    buffers, per dtype in the order of their first input, which the runner concatenates into
+    one array each (``objcache.runner``'s ``buffers``), the program's arguments ``_xb0``,
+    ``_xb1``, ... after ``_xp``: a fori_loop's 160 integer index constants at 40 slices were
+    160 array arguments, 160 unboxings in numba's wrapper at each call and in its compile."""
     by = {}
     for i, v in enumerate(jaxpr.invars):
         a = v.aval
         if i not in packed and not _is_float0(a.dtype) and _size(a.shape) <= limit:
             by.setdefault(a.dtype, []).append(i)
-    out = {}
-    for ix in by.values():
+    out, buffers = {}, []
+    for dt, ix in by.items():
         if len(ix) >= PACK_MIN_INPUTS:
             off = 0
             for i in ix:
                 out[i] = off
                 off += _size(jaxpr.invars[i].aval.shape)
-    return out
-
-
-def _buffers(jaxpr, limit):
-    """``((dtype, indices), ...)``: the inputs of ``_buffered_inputs``, per dtype (in the
-    order of their first input), which the runner concatenates into one array each
-    (``objcache.runner``'s ``buffers``), the program's arguments ``_xb0``, ``_xb1``, ...
-    after ``_xp``: a fori_loop's 160 integer index constants at 40 slices were 160
-    array arguments, 160 unboxings in numba's wrapper at each call and in its compile."""
-    return _inputs(jaxpr, limit).buffers
+            buffers.append((dt, tuple(ix)))
+    return out, tuple(buffers)
 
 
 # Programs with at least this many array inputs of their own (neither packed nor buffered)
@@ -383,7 +378,7 @@ class _Inputs:
     """How a program takes its inputs (``_inputs``): ``packed``, the indices of those in
     ``_xp`` (``_packed_inputs``); ``buffered``, ``{index: offset}`` of those in the buffers
     ``_xb0``, ... (``_buffered_inputs``); ``buffers``, ``((dtype, indices), ...)``, the
-    buffers in order (``_buffers``); ``addressed``, the indices of the arrays whose data
+    buffers in order (``_buffered_inputs``); ``addressed``, the indices of the arrays whose data
     addresses are the table ``_xa`` (``_addressed``).  The others are arguments of their
     own, in order; float0 inputs are not passed."""
 
@@ -399,13 +394,8 @@ def _inputs(jaxpr, limit):
     if one_loop(jaxpr) is not None:
         return _Inputs()
     packed = _packed_inputs(jaxpr, limit)
-    buffered = _buffered_inputs(jaxpr, limit, set(packed))
-    by = {}
-    for i in buffered:
-        by.setdefault(jaxpr.invars[i].aval.dtype, []).append(i)
-    held = set(packed) | set(buffered)
-    return _Inputs(packed, buffered, tuple((dt, tuple(ix)) for dt, ix in by.items()),
-                   _addressed(jaxpr, held))
+    buffered, buffers = _buffered_inputs(jaxpr, limit, set(packed))
+    return _Inputs(packed, buffered, buffers, _addressed(jaxpr, set(packed) | set(buffered)))
 
 
 def _addressed(jaxpr, held):
@@ -609,7 +599,7 @@ def _generate(jaxpr, settings=None, inputs=None):
         for (pos, _, _), sv in zip(reads, svs):
             in_vals[pos] = sv
     bufs = []
-    for k, items in enumerate(held.values()):  # (the runner's ``buffers``: ``_buffers``)
+    for k, items in enumerate(held.values()):  # (the runner's ``buffers``: ``_Inputs.buffers``)
         bufs.append(f"_xb{k}")
         svs = views.scalars(bufs[-1], [(off, a.shape, a.dtype) for _, off, a in items])
         for (pos, *_), sv in zip(items, svs):

@@ -305,7 +305,7 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None, buffers=
     addresses of the program's compile units (its last argument); ``split``: where the
     outputs are in what the program returns, if not one array each (``_splitter``);
     ``buffers``: ``(dtype, indices)``, other inputs concatenated likewise into one array
-    of that dtype each, passed after the packed one (``native._buffers``); ``addressed``:
+    of that dtype each, passed after the packed one (``native._Inputs.buffers``); ``addressed``:
     the indices of inputs passed as one int64 array of their data addresses, after the
     buffers (``native._addressed``: each made C-contiguous, aligned and writable, and
     held during the call), and an array the program returns over their memory (a
@@ -359,14 +359,7 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None, buffers=
                 """Append the table of the addressed inputs' data addresses to ``conv``; the
                 arrays (converted: C-contiguous, aligned, writable), to hold for the call."""
                 held = bound.copy()
-                for i, shape, dt in by_call:
-                    a = args[i]
-                    if type(a) is not ndarray or a.dtype != dt or not a.flags.carray:
-                        a = np.array(a, dtype=dt, order="C", copy=True)   # (carray: C, aligned, writable)
-                    if a.shape != shape:
-                        raise TypeError(f"compiled program: an argument of shape {a.shape} where "
-                                        f"{shape} was compiled for")
-                    held.append(a)
+                held.extend(_converted(args[i], shape, dt, True) for i, shape, dt in by_call)
                 conv.append(fill(np.empty(n_addr, int64), *held))
                 return held
 
@@ -428,11 +421,12 @@ def _owning(outs):
     runner held only for the call) is a copy."""
     ndarray = np.ndarray
 
+    def borrowed(a):
+        return type(a) is ndarray and a.base is None and not a.flags.owndata
+
     def owning(ret):
-        for a in ret:
-            if type(a) is ndarray and a.base is None and not a.flags.owndata:
-                return outs([a.copy() if type(a) is ndarray and a.base is None and not a.flags.owndata
-                             else a for a in ret])
+        if any(map(borrowed, ret)):
+            return outs([a.copy() if borrowed(a) else a for a in ret])
         return outs(ret)
     return owning
 
