@@ -303,12 +303,13 @@ def install():
     T.astype = lambda s, dtype, copy=False, device=None: public_astype(
         s, dtype, copy=copy, device=device)
     # JAX's reduction methods take the functions' arguments, in their positions (``out``
-    # before ``keepdims``, as NumPy's), and raise JAX's error for an ``out``
+    # before ``keepdims``, as NumPy's), and raise JAX's error for an ``out``: the tnp
+    # functions themselves, plain functions, so the array is their first argument
     for _name, _fn in (("sum", sum), ("prod", prod), ("mean", mean), ("var", var), ("std", std),
                        ("max", max), ("min", min), ("argmax", argmax), ("argmin", argmin),
                        ("all", all), ("any", any), ("cumsum", cumsum), ("cumprod", cumprod),
                        ("ptp", ptp)):
-        setattr(T, _name, _forward(_name, _fn))
+        setattr(T, _name, _fn)
     T.ravel = lambda s, order="C": ravel(s, order)
     T.flatten = lambda s, order="C": ravel(s, order)
     T.squeeze = lambda s, axis=None: squeeze(s, axis)
@@ -388,16 +389,6 @@ def _round_builtin(x, ndigits=None):
     if ndigits is None:
         return astype(round(x), _np.int64)
     return round(x, ndigits)
-
-
-def _forward(name, fn):
-    """The method ``name`` of traced arrays: ``fn`` (a tnp reduction, whose arguments are
-    JAX's method's, ``out`` in NumPy's position) with the array first."""
-    def method(self, *args, **kwargs):
-        return fn(self, *args, **kwargs)
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = fn.__doc__
-    return method
 
 
 def _no_out(name, method):
