@@ -76,3 +76,21 @@ def test_histogram_weights_before_density():
     got, _ = tnp.histogram(x, 3, None, w)
     np.testing.assert_allclose(got, want)
     np.testing.assert_allclose(got, [3.0, 7.0, 11.0])     # weighted, not a density
+
+
+def test_var_std_methods_take_ddof_or_correction_as_jax():
+    """``x.var``/``x.std`` of an array, eager and traced: ``correction`` is ``ddof``'s other
+    name, and giving both is JAX's ValueError (the eager method took ``correction`` alone)."""
+    x = np.array([1.0, 2.0, 4.0])
+    jx = jnp.asarray(x)
+    for name in ("var", "std"):
+        a = tnp.asarray(x)
+        np.testing.assert_allclose(getattr(a, name)(correction=1), getattr(jx, name)(correction=1))
+        np.testing.assert_allclose(getattr(a, name)(ddof=1), getattr(jx, name)(ddof=1))
+        with pytest.raises(ValueError) as jerr:
+            getattr(jx, name)(ddof=1, correction=1)
+        for call in (lambda: getattr(tnp.asarray(x), name)(ddof=1, correction=1),
+                     lambda: tg.jit(lambda v: getattr(v, name)(ddof=1, correction=1))(x)):
+            with pytest.raises(ValueError) as err:
+                call()
+            assert str(err.value) == str(jerr.value)

@@ -476,15 +476,13 @@ def _m_mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
 def _m_var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
            correction=None):
     _out_none("var", out)
-    return var(a, axis, dtype, ddof=ddof if correction is None else correction,
-               keepdims=keepdims, where=where)
+    return var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where, correction=correction)
 
 
 def _m_std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
            correction=None):
     _out_none("std", out)
-    return std(a, axis, dtype, ddof=ddof if correction is None else correction,
-               keepdims=keepdims, where=where)
+    return std(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where, correction=correction)
 
 
 def _m_clip(a, min=None, max=None, out=None, **kwargs):
