@@ -51,6 +51,8 @@ def _cases(n: int) -> dict[str, Callable[..., Any]]:
         "cond": lambda x: lax.cond(True, lambda x: x, lambda x: x * 2, x),
         "callback": _cb,
         "stop_gradient": lambda x: lax.stop_gradient(x),
+        "einsum_T": lambda x: tnp.einsum("ij->ji", x.reshape(3, -1)),     # (NumPy: a view)
+        "einsum_same": lambda x: tnp.einsum("ij->ij", x.reshape(3, -1)),
         "sin_and_stop_gradient": lambda x: (tnp.sin(x), lax.stop_gradient(x)),
     }
 
@@ -94,7 +96,8 @@ def test_numba_backend(n: int) -> None:
     tg.config.update("jit_tiered", False)
     try:
         for name, f in _cases(n).items():
-            if n == 12 and name in ("broadcast", "broadcast_new", "value_and_view"):
+            if n == 12 and name in ("broadcast", "broadcast_new", "value_and_view", "einsum_T",
+                                    "einsum_same"):
                 continue    # (compiled like their siblings; saves three compiles)
             _check(tg.jit(f, backend="numba"), f, n, name)
     finally:

@@ -347,11 +347,13 @@ def _fresh_modules():
         for p in vars(mod).values():
             if isinstance(p, Primitive) and p.call_param is None and not p.program_params:
                 FRESH.setdefault(p, None)
-    for p in (real_p, imag_p, integer_pow_p):
+    for p in (real_p, imag_p):
         FRESH.pop(p, None)
 
 
 _fresh_modules()
+# (one operand: NumPy's einsum returns a view for 'ij->ji', 'ij->ij', 'ii->i')
+FRESH[_C.einsum_p] = lambda eqn: len(eqn.inputs) > 1
 for _p in (concatenate_p, scatter_p, random_bits_p, random_gamma_p, _M.cummax_p, _M.cummin_p,
            _M.cumprod_p, _R.cumsum_p, _R.argmax_p, _R.argmin_p):
     FRESH[_p] = None
