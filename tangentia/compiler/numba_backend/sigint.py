@@ -296,18 +296,15 @@ def _raise_kept():
 def call_interruptible(entry, args):
     """``entry(*args)`` for a compiled program whose loops poll the flag: a signal runs
     Python's handler in the loop, which stops it by raising (see the module docstring)."""
-    if CPYTHON_FLAG:
-        if not _Sigint.ready and not _setup():   # (once: the poll the flag leads to)
-            raise RuntimeError("tangentia: the poll of compiled loops could not be compiled "
-                               "(llvmlite's JIT); set TANGENTIA_SIGNAL_FLAG=own")
-        try:
-            return entry(*args)
-        except CompiledLoopInterrupted:
-            _raise_kept()
-    if _Sigint.armed or _get_ident() != _MAIN_IDENT or not callable(_getsignal(signal.SIGINT)) \
+    if CPYTHON_FLAG and _Sigint.ready is None:
+        _setup()    # (once: the poll the flag leads to; where it cannot be compiled, loops
+        #             leave a signal to Python, ``_LATER``, and run to their end)
+    if CPYTHON_FLAG or _Sigint.armed or _get_ident() != _MAIN_IDENT \
+            or not callable(_getsignal(signal.SIGINT)) \
             or not (_Sigint.ready or (_Sigint.ready is None and _setup())):
-        # (a nested call, another thread, SIG_IGN/SIG_DFL: runs to its end, unless an
-        # armed call of the main thread is under way, whose handler serves this call too)
+        # (CPython's flag: nothing to arm; a nested call, another thread, SIG_IGN/SIG_DFL:
+        # runs to its end, unless an armed call of the main thread is under way, whose
+        # handler serves this call too)
         try:
             return entry(*args)
         except CompiledLoopInterrupted:
