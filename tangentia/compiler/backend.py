@@ -146,7 +146,12 @@ def compile_jaxpr(jaxpr, backend=None):
 def compile_ahead(jaxpr, backend=None):
     """``jit(f).lower(...).compile()``'s callable: ``backend``'s code, waited for (no
     tiers), its outputs fresh arrays as ``compile_program``'s."""
-    return _fresh(get_backend(backend).compile(jaxpr), jaxpr)
+    return _compiled_fresh(get_backend(backend), jaxpr)
+
+
+def _compiled_fresh(b, jaxpr):
+    """Backend ``b``'s code for ``jaxpr``, waited for, wrapped by ``_fresh``."""
+    return _fresh(b.compile(jaxpr), jaxpr)
 
 
 def set_tiered(value):
@@ -176,18 +181,17 @@ def compile_program(jaxpr, backend=None):
     or repeats are returned as fresh copies (``_FreshOutputs``), on every backend and tier."""
     b = get_backend(backend)
     if not b.slow_compile or not tiered():
-        fn = b.compile(jaxpr)
-    else:
-        fn = b.compiled(jaxpr)
-        if fn is None:
+        return _compiled_fresh(b, jaxpr)
+    fn = b.compiled(jaxpr)
+    if fn is not None:
+        return _fresh(fn, jaxpr)
+    t = _TIERED.get(jaxpr, b.name)
+    if t is None:
+        with _TIER_LOCK:
             t = _TIERED.get(jaxpr, b.name)
             if t is None:
-                with _TIER_LOCK:
-                    t = _TIERED.get(jaxpr, b.name)
-                    if t is None:
-                        t = _TIERED.set(jaxpr, Tiered(jaxpr, b), b.name)
-            return t.native or t    # (both tiers' code copies the outputs: ``Tiered``)
-    return _fresh(fn, jaxpr)
+                t = _TIERED.set(jaxpr, Tiered(jaxpr, b), b.name)
+    return t.native or t    # (both tiers' code copies the outputs: ``Tiered``)
 
 
 def _fresh(fn, jaxpr):
@@ -383,7 +387,7 @@ class Tiered:
     def __init__(self, jaxpr, backend):
         self.jaxpr = jaxpr
         self.backend = backend
-        self.fallback = _fresh(get_backend("numpy").compile(jaxpr), jaxpr)
+        self.fallback = _compiled_fresh(get_backend("numpy"), jaxpr)
         self.native = None
         self.calls = 0
         self.queued = False
@@ -436,7 +440,7 @@ class Tiered:
         fn = None
         try:
             if not _EXITING.is_set():    # (no compile starts while the interpreter exits)
-                fn = _fresh(self.backend.compile(self.jaxpr), self.jaxpr)
+                fn = _compiled_fresh(self.backend, self.jaxpr)
         except BaseException as e:  # noqa: BLE001 - the NumPy code keeps serving the calls
             import warnings
             try:
