@@ -311,7 +311,7 @@ def _member(x: Any, test: Any) -> Any:
     return any(_E.eq(reshape(x, shape(x) + (1,)), test), -1)
 
 
-def _compact(vals: Any, keep: Any, size: int, fill: Any, pad_index: Any = None) -> Any:
+def _compact(vals: Any, keep: Any, size: int, fill: Any) -> Any:
     """The entries of 1-D ``vals`` where ``keep``, in order, cut or padded to ``size``
     entries with ``fill`` (None: the smallest kept entry, 0 if none, as JAX's)."""
     dt = _aval(vals).dtype
