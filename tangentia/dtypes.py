@@ -199,14 +199,36 @@ def _custom_kinds():
     return tuple(frozenset(getattr(ml, n) for n in group if hasattr(ml, n)) for group in names)
 
 
+def _numpy_own(dtype) -> bool:
+    """Whether ``dtype`` is none of ml_dtypes' (which then need not be imported): not one of
+    their names, and while ml_dtypes is not imported no value can have one of their types."""
+    if type(dtype) is str:
+        return dtype not in ML_DTYPE_NAMES
+    if "ml_dtypes" not in sys.modules:
+        return True
+    try:
+        t = np.dtype(dtype).type
+    except TypeError:
+        return False
+    return not any(t in kinds for kinds in _custom_kinds())
+
+
 def finfo(dtype: object) -> np.finfo:
-    """Machine limits of a floating dtype (``ml_dtypes.finfo``: NumPy's, and bfloat16's too)."""
+    """Machine limits of a floating dtype: NumPy's for NumPy's dtypes, ``ml_dtypes.finfo``
+    (imported then) for bfloat16 and the float8 family.  Importing ml_dtypes costs about
+    0.5 s of CPU, which ``random.normal``'s first call paid for ``finfo(float64)``: 2x
+    JAX's whole cold ``jit(grad)`` of a dropout loss (``bench_cold_survey.py``)."""
+    if _numpy_own(dtype):
+        return np.finfo(dtype)
     ml = _ml_dtypes()
     return (ml or np).finfo(dtype)
 
 
 def iinfo(dtype: object) -> np.iinfo:
-    """Machine limits of an integer dtype (``ml_dtypes.iinfo``: NumPy's, and int4's too)."""
+    """Machine limits of an integer dtype: NumPy's for NumPy's dtypes, ``ml_dtypes.iinfo``
+    for int4 and its kin (imported then; see ``finfo``)."""
+    if _numpy_own(dtype):
+        return np.iinfo(dtype)
     ml = _ml_dtypes()
     return (ml or np).iinfo(dtype)
 
