@@ -203,7 +203,9 @@ def _match(nodes, order, pos, inputs, start, period, limit, maxuse):
                 elif pa is not None and pa >= prev:
                     kind = ("carry", pa - prev)
                     p0 = pos.get(a0)
-                    good = p0 is None or p0 < start
+                    # (a carry is one phi: never a "loop" node's several values, read by
+                    # picks a copy further on -- a start between a loop and its picks)
+                    good = (p0 is None or p0 < start) and nodes[a][0] != "loop"
                 elif a == a0:
                     kind = ("inv",)
                     good = pa is None or pa < start
