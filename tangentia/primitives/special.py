@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.special as _sc
 
-from .elementwise import (add, complex_, cos, div, elementwise, eq, exp, gt, log, log1p, mul, neg,
-                          power, select, sign, sin, sqrt, sub)
+from .elementwise import (add, complex_, cos, div, elementwise, eq, exp, gt, log, log1p, lt, mul,
+                          neg, power, select, sign, sin, sqrt, sub)
 
 if TYPE_CHECKING:
     from ..typing import Array, ArrayLike
@@ -236,8 +236,10 @@ def _igamma_grad_a_fraction(a, x):
 
 def _igamma_grad_a_dx(t, ans, a, x):
     # d/dx d/da P = d/da (x^(a-1) e^-x / Gamma(a)) = density * (log x - digamma(a))
-    dens = _xpow_density(sub(neg(x), gammaln(a)), x, a)
-    return mul(t, mul(dens, sub(log(x), digamma(a))))
+    # (0 where the density is: at x = +inf and, for a > 1, at x = 0, where log x is infinite)
+    dens = _gamma_density(a, x)
+    live = gt(dens, 0)
+    return mul(t, select(live, mul(dens, sub(log(select(live, x, 1.0)), digamma(a))), 0.0))
 
 
 igamma_grad_a_p = elementwise("igamma_grad_a", _igamma_grad_a,
@@ -249,9 +251,17 @@ def _gammainc_da(t, ans, a, x):
     return mul(t, igamma_grad_a_p.bind(a, x))
 
 
+def _gamma_density(a, x):
+    """x^(a-1) exp(-x) / Gamma(a), with its limit 0 at x = +inf (where (a-1) log x - x is
+    inf - inf: NaN, and so were the cdf's and sf's gradients at an infinite x)."""
+    finite = lt(x, np.inf)
+    safe_x = select(finite, x, 1.0)
+    return select(finite, _xpow_density(sub(neg(safe_x), gammaln(a)), safe_x, a), 0.0)
+
+
 def _gammainc_dx(t, ans, a, x):
     # d/dx P(a, x) = x^(a-1) exp(-x) / Gamma(a)
-    return mul(t, _xpow_density(sub(neg(x), gammaln(a)), x, a))
+    return mul(t, _gamma_density(a, x))
 
 
 gammainc_p = elementwise("gammainc", _sc.gammainc, [_gammainc_da, _gammainc_dx])
