@@ -32,15 +32,34 @@ def _logpdf(x, a, b, loc, scale):
 
 
 def _y(x, loc, scale):
-    return tnp.clip((x - loc) / scale, 0.0, 1.0)
+    """``(x - loc) / scale`` inside ``(0, 1)``, 0.5 at and beyond the support's ends (``below``,
+    ``above``, where the cdf is 0 or 1).  The incomplete beta's derivatives are taken there,
+    finite, and discarded by a ``where``: a clip to [0, 1] met the density's inf at 0 or 1 (a
+    shape below 1) with the clip's zero derivative, NaN gradients outside the support, and an
+    infinite x gave ``0 * inf`` for the scale's.  At the ends the derivatives are JAX's 0."""
+    y = (x - loc) / scale
+    below, above = y <= 0, y >= 1
+    return below, above, (safe(below | above, loc + 0.5 * scale, x) - loc) / scale
 
 
 def _cdf(x, a, b, loc, scale):
-    return sp.betainc(a, b, _y(x, loc, scale))
+    below, above, y = _y(x, loc, scale)
+    return tnp.where(below, 0.0, tnp.where(above, 1.0, sp.betainc(a, b, y)))
 
 
 def _sf(x, a, b, loc, scale):
-    return sp.betainc(b, a, 1.0 - _y(x, loc, scale))
+    below, above, y = _y(x, loc, scale)
+    return tnp.where(below, 1.0, tnp.where(above, 0.0, sp.betainc(b, a, 1.0 - y)))
+
+
+def _logcdf(x, a, b, loc, scale):
+    below, above, y = _y(x, loc, scale)
+    return tnp.where(below, NEG_INF, tnp.where(above, 0.0, tnp.log(sp.betainc(a, b, y))))
+
+
+def _logsf(x, a, b, loc, scale):
+    below, above, y = _y(x, loc, scale)
+    return tnp.where(below, 0.0, tnp.where(above, NEG_INF, tnp.log(sp.betainc(b, a, 1.0 - y))))
 
 
 def logpdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0,
@@ -60,7 +79,7 @@ def cdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0,
 
 def logcdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0,
            scale: ArrayLike = 1) -> Array:
-    return tnp.log(_cdf(*promote("beta.logcdf", _NAMES, (x, a, b, loc, scale))))
+    return _logcdf(*promote("beta.logcdf", _NAMES, (x, a, b, loc, scale)))
 
 
 def sf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
@@ -69,4 +88,4 @@ def sf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: Arra
 
 def logsf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0,
           scale: ArrayLike = 1) -> Array:
-    return tnp.log(_sf(*promote("beta.logsf", _NAMES, (x, a, b, loc, scale))))
+    return _logsf(*promote("beta.logsf", _NAMES, (x, a, b, loc, scale)))

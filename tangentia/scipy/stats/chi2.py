@@ -32,7 +32,7 @@ def cdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -
 
 
 def logcdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    return tnp.log(_g._cdf(*_as_gamma("logcdf", x, df, loc, scale)))
+    return _g._logcdf(*_as_gamma("logcdf", x, df, loc, scale))
 
 
 def sf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
@@ -40,4 +40,4 @@ def sf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) ->
 
 
 def logsf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    return tnp.log(_g._sf(*_as_gamma("logsf", x, df, loc, scale)))
+    return _g._logsf(*_as_gamma("logsf", x, df, loc, scale))

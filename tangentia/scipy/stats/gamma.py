@@ -28,17 +28,40 @@ def _logpdf(x, a, loc, scale):
 
 
 def _y(x, loc, scale):
-    return tnp.maximum((x - loc) / scale, 0.0)
+    """``(x - loc) / scale`` inside the support, 1 at and beyond its ends (``below``: y <= 0,
+    where the cdf is 0; ``above``: y = +inf, where it is 1).  The functions' derivatives are
+    taken there, finite, and discarded by a ``where``: clamped to 0, the density's inf (a shape
+    below 1) times the clamp's zero derivative gave NaN gradients left of the support, and an
+    infinite x gave ``0 * inf`` for the scale's.  At the ends the derivatives are JAX's 0."""
+    y = (x - loc) / scale
+    below, above = y <= 0, y == _np.inf
+    return below, above, (safe(below | above, loc + scale, x) - loc) / scale
 
 
 def _cdf(x, a, loc, scale):
     # a shape a <= 0 is NaN, as SciPy's gamma.cdf and JAX's (SciPy's gammainc(0, x) is 1 for
     # x > 0: the cdf was 1 and the sf 0 for a = 0, chi2's df = 0)
-    return tnp.where(a <= 0, _np.nan, sp.gammainc(a, _y(x, loc, scale)))
+    below, above, y = _y(x, loc, scale)
+    return tnp.where(a <= 0, _np.nan, tnp.where(below, 0.0, tnp.where(above, 1.0,
+                                                                      sp.gammainc(a, y))))
 
 
 def _sf(x, a, loc, scale):
-    return tnp.where(a <= 0, _np.nan, sp.gammaincc(a, _y(x, loc, scale)))
+    below, above, y = _y(x, loc, scale)
+    return tnp.where(a <= 0, _np.nan, tnp.where(below, 1.0, tnp.where(above, 0.0,
+                                                                      sp.gammaincc(a, y))))
+
+
+def _logcdf(x, a, loc, scale):
+    below, above, y = _y(x, loc, scale)
+    return tnp.where(a <= 0, _np.nan, tnp.where(below, NEG_INF, tnp.where(
+        above, 0.0, tnp.log(sp.gammainc(a, y)))))
+
+
+def _logsf(x, a, loc, scale):
+    below, above, y = _y(x, loc, scale)
+    return tnp.where(a <= 0, _np.nan, tnp.where(below, 0.0, tnp.where(
+        above, NEG_INF, tnp.log(sp.gammaincc(a, y)))))
 
 
 def logpdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
@@ -54,7 +77,7 @@ def cdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) ->
 
 
 def logcdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    return tnp.log(_cdf(*promote("gamma.logcdf", _NAMES, (x, a, loc, scale))))
+    return _logcdf(*promote("gamma.logcdf", _NAMES, (x, a, loc, scale)))
 
 
 def sf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
@@ -62,4 +85,4 @@ def sf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> 
 
 
 def logsf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    return tnp.log(_sf(*promote("gamma.logsf", _NAMES, (x, a, loc, scale))))
+    return _logsf(*promote("gamma.logsf", _NAMES, (x, a, loc, scale)))
