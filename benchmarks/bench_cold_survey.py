@@ -438,9 +438,16 @@ SURVEY = {
 def child_code(lib, case):
     setup, first, second, _ = SURVEY[case]
     prelude = textwrap.dedent(bench_cold.PRELUDE[lib]) + textwrap.dedent(EXTRA[lib])
-    return bench_cold.CHILD.format(cpu=CPU[0], native_wait=0, prelude=prelude,
-                                   setup=textwrap.dedent(setup), first=first,
-                                   has_second=second is not None, second_expr=second or "None")
+    return bench_cold.CHILD.format_map(_Blank(
+        cpu=CPU[0], native_wait=0, prelude=prelude, setup=textwrap.dedent(setup), first=first,
+        has_second=second is not None, second_expr=second or "None"))
+
+
+class _Blank(dict):
+    """The child's fields; any other field of ``bench_cold.CHILD`` (an option of its own,
+    e.g. ``--reuse``'s phases) left empty."""
+    def __missing__(self, key):
+        return ""
 
 
 CPU = [1]
