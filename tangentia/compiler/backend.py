@@ -35,6 +35,7 @@ import atexit
 import functools
 import os
 import queue
+import signal
 import threading
 import time
 import weakref
@@ -151,7 +152,75 @@ def compile_ahead(jaxpr, backend=None):
 
 def _compiled_fresh(b, jaxpr):
     """Backend ``b``'s code for ``jaxpr``, waited for, wrapped by ``_fresh``."""
-    return _fresh(b.compile(jaxpr), jaxpr)
+    if not b.slow_compile:
+        return _fresh(b.compile(jaxpr), jaxpr)
+    fn = b.compiled(jaxpr)      # (at hand: no compile, nothing to keep)
+    if fn is None:
+        with _SignalsKept():
+            fn = b.compile(jaxpr)
+    return _fresh(fn, jaxpr)
+
+
+class _SignalsKept:
+    """A block (a slow backend's compile) in which no signal handler's exception is lost.
+    Python runs the main thread's handlers between any two bytecodes, also those of a
+    callback that C code makes (llvmlite's object-cache callbacks during numba's compile),
+    a finalizer or a weakref callback, where an exception is printed as "Exception ignored
+    ..." and dropped: Ctrl-C there was lost, and the loop the compile was for then ran for
+    ever (tests/test_interrupt_audit.py's eager ``while_loop`` under load).  Each Python
+    handler is wrapped for the block: an exception it raises is kept, and raised when the
+    block ends without raising it (at the end of the compile: late, never lost); a block
+    that raises something else raises the handler's exception from it.  Handlers that
+    return are called once, as always.  Only in the main thread (where Python runs
+    handlers), and only for signals whose handler is a Python function."""
+
+    __slots__ = ("saved", "raised")
+
+    def __enter__(self):
+        self.saved, self.raised = [], []
+        if threading.get_ident() != threading.main_thread().ident:
+            return self
+        raised = self.raised
+        for sig in _HANDLED:
+            old = _getsignal(sig)
+            if not callable(old):
+                continue
+
+            def kept(signum, frame, old=old):
+                try:
+                    return old(signum, frame)
+                except BaseException as e:
+                    raised.append(e)
+                    raise
+            try:
+                _signal(sig, kept)
+            except (ValueError, OSError):   # (an embedded interpreter without signals)
+                continue
+            self.saved.append((sig, old, kept))
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        for sig, old, kept in self.saved:
+            if _getsignal(sig) is kept:     # (unless the block installed another)
+                _signal(sig, old)
+        if not self.raised:
+            return False
+        if any(exc is e for e in self.raised):     # (the handler's exception propagated)
+            return False
+        if exc is None:
+            raise self.raised[0]
+        raise self.raised[0] from exc
+
+
+# the signals whose Python handlers ``_SignalsKept`` wraps: those a user or a test runner
+# handles (SIGINT, a timeout's SIGALRM, SIGTERM, ...), not those Python cannot handle
+_HANDLED = tuple(s for s in (getattr(signal, n, None) for n in (
+    "SIGINT", "SIGTERM", "SIGALRM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGVTALRM",
+    "SIGPROF", "SIGXCPU", "SIGBREAK")) if s is not None)
+try:    # (signal.getsignal and signal.signal convert to enums: ~6 us a call, 0.04 us here)
+    from _signal import getsignal as _getsignal, signal as _signal
+except ImportError:  # pragma: no cover - CPython has it
+    _getsignal, _signal = signal.getsignal, signal.signal
 
 
 def set_tiered(value):
