@@ -243,12 +243,27 @@ def _logaddexp_shift(x, y):
     return _S.stop_gradient(where(isfinite(amax), amax, 0.0))
 
 
+def _shift_and_gap(x, y):
+    """``max(x, y)`` and ``-|x - y|`` (0 where both are the same infinity: inf - inf), each as
+    one smooth branch chosen by ``x >= y`` (``x`` and ``y - x``, else ``y`` and ``x - y``), so
+    that ``max + f(gap)`` has the smooth function's derivatives at ties: through ``maximum``
+    and ``abs`` (kinks there, whose derivatives split evenly or vanish) the first derivative
+    of ``logaddexp(x, y)`` at ``x == y`` was right (1/2) but the second 0, not 1/4 (the
+    Hessian of a logistic loss at w = 0 was the zero matrix)."""
+    first = _E.ge(x, y)
+    inf_tie = _S.stop_gradient(_E.and_p.bind(_E.eq(x, y), _E.eq(_E.abs(x), _np.inf)))
+    gap = where(first, _E.sub(y, x), _E.sub(x, y))
+    # (a tie of infinities splits the derivative evenly, as ``maximum``)
+    hi = where(inf_tie, _E.mul(0.5, _E.add(x, y)), where(first, x, y))
+    return hi, where(inf_tie, 0.0, gap)
+
+
 def logaddexp(x, y) -> Any:
     """``log(exp(x) + exp(y))``, computed stably, in NumPy's dtype (float16 for small
     integers and booleans).  As ``max + log1p(exp(min - max))``, NumPy's form:
     ``log(1 + tiny)`` rounded the smaller term away (``logaddexp(-128, 0)`` was 0, not
-    2.6e-56); equal values (infinities too) give ``x + log 2``, and the derivative at ties
-    splits evenly, as through ``maximum``/``minimum``."""
+    2.6e-56); equal values (infinities too) give ``x + log 2``; derivatives of every order are
+    the smooth function's, at ties too (see ``_shift_and_gap``)."""
     if "c" in (_aval(x).dtype.kind, _aval(y).dtype.kind):
         # the same with the larger real part first; the imaginary part then wrapped into
         # (-pi, pi], the principal branch of NumPy's log(exp(x) + exp(y))
@@ -268,14 +283,17 @@ def logaddexp(x, y) -> Any:
         return _E.complex_(_E.real(out), _E.sub(im, _E.mul(turns, 2 * math.pi)))
     dt = _ufunc_dtype(_np.logaddexp, x, y)
     x, y = astype(x, dt), astype(y, dt)
-    hi, lo = _E.maximum(x, y), _E.minimum(x, y)
-    delta = where(_E.eq(x, y), 0.0, _E.sub(lo, hi))   # (inf - inf would be NaN)
+    hi, delta = _shift_and_gap(x, y)
     out = _E.add(hi, _E.log1p(_E.exp(delta)))
+    return _nan_derivative_at_neginf_tie(out, x, y)
+
+
+def _nan_derivative_at_neginf_tie(out, x, y):
+    """``out``, whose derivative at (-inf, -inf) is NaN, as JAX's (the even split of a tie
+    there made cumlogsumexp's derivative over -infs depend on its scan's tree: 1/4 and 1/8 for
+    1/5).  The term added is 0 with a NaN derivative there (sqrt(exp(-inf)): 0 / 0), else 0."""
     if _eager(x, y):
         return out
-    # At (-inf, -inf) the derivative is NaN, as JAX's (the even split of a tie there made
-    # cumlogsumexp's derivative over -infs depend on its scan's tree: 1/4 and 1/8 for 1/5).
-    # The term added is 0 with a NaN derivative there (sqrt(exp(-inf)): 0 / 0), else 0.
     both = _S.stop_gradient(_E.and_p.bind(isneginf(x), isneginf(y)))
     nan = _E.add(_E.sqrt(_E.exp(where(both, x, -_np.inf))),
                  _E.sqrt(_E.exp(where(both, y, -_np.inf))))
@@ -299,10 +317,13 @@ def _real_logaddexp2(x1, x2):
     dt = _ufunc_dtype(_np.logaddexp2, x1, x2)
     wide = _np.dtype(_np.float32) if dt.itemsize < 4 else dt
     x, y = astype(x1, wide), astype(x2, wide)
-    hi, d = _E.maximum(x, y), _E.sub(x, y)
-    out = _E.add(hi, _E.mul(1.4426950408889634, _E.log1p(exp2(_E.neg(_E.abs(d))))))
-    out = where(_E.eq(x, y), _E.add(hi, 1.0), where(_E.ne(d, d), _E.add(x, y), out))
-    return astype(out, dt)
+    (hi, gap), d = _shift_and_gap(x, y), _E.sub(x, y)
+    term = _E.mul(1.4426950408889634, _E.log1p(exp2(gap)))
+    out = _E.add(hi, term)
+    # at ties exactly hi + 1, with the smooth term's derivatives (term - term is 0)
+    tie = _E.add(_E.add(hi, 1.0), _E.sub(term, _S.stop_gradient(term)))
+    out = where(_E.eq(x, y), tie, where(_E.ne(d, d), _E.add(x, y), out))
+    return astype(_nan_derivative_at_neginf_tie(out, x, y), dt)
 
 
 def hypot(x, y) -> Array:
