@@ -747,7 +747,7 @@ class _Gen:
     program's equations into ``lines`` and returns its output values."""
 
     def __init__(self, rules, fusible, inline, rows=None, limit=SMALL, blocks=None, units=None,
-                 settings=None):
+                 settings=None, kernels=None):
         # rules: {primitive: rule} (``rules.RULES``: a primitive made above the backends
         # by its class, ``rules.rule_of``); fusible: the primitives of consumers that keep
         # a lazy operand lazy; inline: those of consumers that take single-use scalar
@@ -759,7 +759,9 @@ class _Gen:
         # nested program as a call of a separately compiled and cached unit (``native``;
         # ``ident``: what makes two programs one unit, default the program), or None;
         # settings: the ``plan.Settings`` the passes follow (by default: ``limit``,
-        # ``OUTLINE_MIN_COST``, units if ``units`` is given, at ``native``'s threshold).
+        # ``OUTLINE_MIN_COST``, units if ``units`` is given, at ``native``'s threshold);
+        # kernels: ``call(g, fn, argtys, args, prefix) -> expression`` calling a precompiled
+        # kernel through its address (``native._kernel_call``), or None (``call_compiled``).
         if settings is None:
             settings = Settings(limit, OUTLINE_MIN_COST, None, blocks is not None)
         if units is None and settings.unit_min_cost is not None:
@@ -783,6 +785,7 @@ class _Gen:
         self.vector_loop = False  # lowering a loop body LLVM vectorizes (elementwise_loop, rows)
         self.in_rows = False    # lowering the equations of a row loop (``lower_rows``)
         self.units = units
+        self.kernels = kernels
         self.deps = []          # the units this code calls, directly or not (``unit_ptr``)
         self.ptr_format = "_up[{}]"   # the expression of ``deps[k]``'s address
         self.plans = []         # the passes' plans of the programs being lowered (innermost last)
@@ -851,6 +854,18 @@ class _Gen:
         n = self.name(prefix)
         self.globals[n] = obj
         return n
+
+    def call_compiled(self, fn, argtys, args, prefix="_k"):
+        """The expression calling ``fn``, a precompiled numba function (``gemm._gemm``), on
+        ``args`` (their source, comma-separated) of the numba types ``argtys``: through its
+        address, as a compile unit is called (``kernels``: the program's module does not
+        link the kernel's code, which LLVM would optimize again in every program calling
+        it), else as a global."""
+        if self.kernels is not None:
+            return self.kernels(self, fn, tuple(argtys), args, prefix)
+        name = self.glob(fn, prefix)
+        self.notes.append(f"# {name}: {fn.py_func.__module__}.{fn.py_func.__qualname__}")
+        return f"{name}({args})"
 
     def loops(self, shape):
         """Open a loop nest over ``shape``; returns the index expressions."""

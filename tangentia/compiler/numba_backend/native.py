@@ -293,7 +293,7 @@ def _settings():
 
 def _new_gen(settings):
     return _Gen(RULES, FUSIBLE, ELEMENTWISE, ROWS, blocks=irblock.lower_run if settings.blocks else None,
-                units=_lower_unit, settings=settings)
+                units=_lower_unit, settings=settings, kernels=_kernel_call)
 
 
 def _module_source(g, fname, params):
@@ -811,9 +811,10 @@ def _wrapper(disp, entry, jaxpr, source, units=(), inputs=None, split=None):
 
 
 def _with_units(source, units):
-    """A program's source followed by its units' (for reading)."""
+    """A program's source followed by its units' (for reading; the kernels it calls,
+    ``_Kernel``, are named in its notes)."""
     return source + "".join(f"\n# ---- unit {u.key} (tangentia_numba_unit_{u.key}.py)\n{u.source}"
-                            for u in units)
+                            for u in units if type(u) is _Unit)
 
 
 class _PlainColors:
@@ -1379,6 +1380,56 @@ class _Unit:
             self.ptr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
 
 
+_KERNELS = {}    # (dispatcher, argument types) -> _Kernel: one per kernel signature and process
+
+
+class _Kernel:
+    """A precompiled kernel of the library (``gemm._gemm``: a numba function cached on
+    disk by numba) called through its address, as a compile unit is (``_Gen.unit_ptr``,
+    ``_caller``; ``objcache`` keeps and loads its code as a unit's): a program calling
+    the dispatcher itself had numba link the kernel's code into the program's module,
+    which LLVM then optimized and compiled again in every program (~1.2 s CPU for
+    ``gemm._gemm``, against 0.02 s to load it).  ``argtys``: the argument types it is
+    compiled for, which a call must pass exactly (arrays are not cast; ``_caller``)."""
+
+    deps, objmode, fallbacks, template, strict = (), False, frozenset(), [], True
+
+    def __init__(self, disp, argtys):
+        self.disp, self.argtys = disp, tuple(argtys)
+        f = disp.py_func
+        self.key = f"kernel {f.__module__}.{f.__qualname__}{self.argtys}"
+        self.source = f"# {self.key}\n"
+        self.resty = self.ptr = None
+        self.caller = _caller(self)
+
+    def compile(self):
+        """Compile (numba loads it from its cache) once per process; sets ``ptr``."""
+        if self.ptr is not None:
+            return
+        from numba.core.compiler_lock import global_compiler_lock
+        with global_compiler_lock:
+            if self.ptr is not None:
+                return
+            self.disp.compile(self.argtys)
+            cres = self.disp.overloads[self.argtys]
+            self.resty = cres.signature.return_type
+            self.ptr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+
+
+def _kernel_call(g, fn, argtys, args, prefix="_k"):
+    """``_Gen.call_compiled``: the expression calling the precompiled ``fn`` on ``args`` (of
+    the numba types ``argtys``) through its address (``_Kernel``): ``<prefix><n>(<address>,
+    (<args>))``."""
+    with _MODULE_LOCK:
+        kernel = _KERNELS.get((fn, argtys))
+        if kernel is None:
+            kernel = _KERNELS[(fn, argtys)] = _Kernel(fn, argtys)
+    ptr = g.unit_ptr(kernel)
+    caller = g.glob(kernel.caller, prefix)
+    g.notes.append(f"# {caller}: {kernel.key}")
+    return f"{caller}({ptr}, ({args}{',' if len(argtys) == 1 else ''}))"
+
+
 def _drop_cached(mod):
     """Remove numba's cache files of module ``mod``; whether there were any."""
     d = os.path.join(os.path.dirname(mod.__file__), "__pycache__")
@@ -1399,8 +1450,9 @@ def _drop_cached(mod):
 
 def _caller(unit):
     """The intrinsic ``call(address, args)`` calling ``unit`` through its address with
-    numba's calling convention (arguments cast to the unit's types; an exception the
-    unit raises propagates)."""
+    numba's calling convention (arguments cast to the unit's types, arrays of a ``strict``
+    one's -- a ``_Kernel`` -- passed only as they are; an exception the unit raises
+    propagates)."""
     from llvmlite import ir
     from numba.core import cgutils
     from numba.core.callconv import excinfo_t
@@ -1413,6 +1465,9 @@ def _caller(unit):
         flat = flat_types(args)
         if len(flat) != len(unit.argtys):
             return None
+        if getattr(unit, "strict", False) and any(
+                t != u for t, u in zip(flat, unit.argtys) if isinstance(u, nbt.Array)):
+            raise TypeError(f"{unit.key}: called with {tuple(flat)}")
         resty = unit.resty
 
         def codegen(context, builder, sig, llargs):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
+from numba import types as nbt
 
 from ...core import CustomVmapCallPrimitive, Eqn, Jaxpr, Literal, ProgramMemo, ShapedArray, Var
 from ...custom_derivatives import _base as CD
@@ -26,8 +27,8 @@ from ...primitives import indexing as I, linear_solve as LS, misc as M, reductio
 from ...primitives import special as SP, structural as S
 from ...primitives.control_flow import split
 from .codegen import (AV, LV, SV, ZV, UNROLL, needs_static, _F4, _F8, _I8, _bidx, _cast,
-                      _dt, _is_float0, _kernel_table, _lit, _nested, _ravel, _shape_str, _size, _typed,
-                      _wrap)
+                      _dt, _is_float0, _kernel_table, _lit, _nbtype, _nested, _ravel, _shape_str, _size,
+                      _typed, _wrap)
 from .plan import BATCHED_BLAS_MIN, BLAS_MIN_FLOPS, FUSED_DOT_K, _dot_dims  # noqa: F401 - (read here)
 from . import gemm, special, windows
 from .rowio import _CHUNK, copy_into, load_row, nest, read_elements, row_load_p, row_store_p, store_row
@@ -212,7 +213,11 @@ _SCALAR_OPS = {E.sin_p: _by_kind("_ssin({0})", "math.sin({0})"),
 def _convert(expr, src, dst):
     """``convert_element_type``: floats to integers as XLA's (and the impl's): truncated,
     saturating at the type's limits, NaN to 0 (``special._f2i``/``_f2u``: numba's cast,
-    LLVM's fptosi, is undefined out of range); anything else as ``_cast``."""
+    LLVM's fptosi, is undefined out of range); complex numbers so by their real part (as the
+    impl's); anything else as ``_cast``."""
+    if src.kind == "c" and dst.kind in "iu":
+        real = np.dtype(np.float32 if src == np.complex64 else np.float64)
+        return _convert(f"({expr}).real", real, dst)
     if src.kind != "f" or dst.kind not in "iu":
         return _cast(expr, src, dst)
     info = np.iinfo(dst)
@@ -851,6 +856,16 @@ def _dot_general(g, eqn, ins):
     return [g.small(res) if g.is_small(out.shape) else res]
 
 
+def _gemm_types(dt, into=False):
+    """The numba types of ``gemm._gemm``'s arguments (``into``: ``_gemm_into``'s) as
+    ``_dot_blas`` passes them: C-contiguous matrices (rows of reshaped operands and
+    products), the transpose flags, and for ``_gemm_into`` ``d``, the scale (``dt``) and
+    the epilogue's mode."""
+    mat = nbt.Array(_nbtype(dt), 2, "C")
+    types = (mat, nbt.boolean, mat, nbt.boolean, mat)
+    return types + (mat, _nbtype(dt), nbt.int64) if into else types
+
+
 def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k, own_gemm, epilogue=None):
     """``dot_general`` by BLAS: ``np.dot`` of one (m, k) by (k, n) matrix pair per
     batch element (the batch dimensions folded into one), or ``gemm._gemm`` if
@@ -897,11 +912,10 @@ def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k, own_gemm, epilogue=
     r = g.name("a")
     if epilogue is not None and own_gemm:
         mode, d, sc = epilogue
-        fn = g.glob(gemm._gemm_into, "_gemm")
-        g.notes.append(f"# {fn}: {gemm.__name__}._gemm_into")
         code = gemm.EPILOGUE_ADD if mode == "add" else gemm.EPILOGUE_SUB
         g.emit(f"{r} = _empty(({m}, {n}), {_dt(dt)})")
-        g.emit(f"{fn}({xb(0)}, {yb(0)}, {r}, {d.name}.reshape(({m}, {n})), {sc}, np.int64({code}))")
+        g.emit(g.call_compiled(gemm._gemm_into, _gemm_types(dt, True), f"{xb(0)}, {yb(0)}, {r}, "
+                             f"{d.name}.reshape(({m}, {n})), {sc}, np.int64({code})", "_gemm"))
         o = g.name("a")
         g.emit(f"{o} = {r}.reshape({_shape_str(out.shape)})")
         return AV(out.shape, dt, o)
@@ -919,14 +933,12 @@ def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k, own_gemm, epilogue=
         g.emit(f"{r} = _empty(({m}, {n}), {_dt(dt)})")
         g.emit(f"np.dot({xb(0)}, {yb(0)}, {r})")
     else:
-        fn = "np.dot"
-        if own_gemm:
-            fn = g.glob(gemm._gemm, "_gemm")
-            g.notes.append(f"# {fn}: {gemm.__name__}._gemm")
         g.emit(f"{r} = _empty(({B}, {m}, {n}), {_dt(dt)})")
         b = g.name("i")
+        args = f"{xb(b)}, {yb(b)}, {r}[{b}]"
+        call = g.call_compiled(gemm._gemm, _gemm_types(dt), args, "_gemm") if own_gemm else f"np.dot({args})"
         g.emit(f"for {b} in range({B}):")
-        g.emit(f"    {fn}({xb(b)}, {yb(b)}, {r}[{b}])")
+        g.emit(f"    {call}")
     o = g.name("a")
     g.emit(f"{o} = {r}.reshape({_shape_str(out.shape)})")
     return AV(out.shape, dt, o)
