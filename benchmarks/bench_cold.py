@@ -23,11 +23,14 @@ compiles in the background): ``--untiered`` measures the synchronous numba compi
 an activation, another batch size: ``REUSE``) in a new process after the original filled the
 compile cache, against the same changed program with an empty cache (untiered: what
 numba's compile units save) and JAX's first call of it (``--no-jax``: not run); the
-reusing process's compile units loaded and compiled are printed:
+reusing process's compile units loaded and compiled are printed, and where the reusing and
+the cold first calls' CPU went (the machine-code cache's load, numba's import, generating the
+source, numba's compile, the rest); ``--tree DIR`` runs another tree's tangentia (an A/B):
 
     python benchmarks/bench_cold.py --reuse --only ode_grad,ode_vmap_grad --rounds 3
     python benchmarks/bench_cold.py --reuse --only mlp=10,physics=10    # two --sizes programs
     python benchmarks/bench_cold.py --reuse --only physics=10 --variants constant
+    python benchmarks/bench_cold.py --reuse --only ode_grad --no-jax --tree /tmp/base
 
 ``--sizes``: compile time against program size, for both libraries, per family
 (``--families``, ``SIZE_FAMILIES``): ``chain``, ``jit(grad(f))`` of a chain of n
@@ -81,6 +84,41 @@ PRELUDE = {
             pass
     """,
 }
+
+# --reuse: where a tangentia child's first call goes, CPU seconds (``time.process_time``)
+# of the outermost call of each step, in the child's JSON as "phases": "load" the
+# machine-code cache's lookup and load (``numba_backend._fast_load``: no numba), "numba"
+# the compiler's and numba's import and registries (``_load_compiler``), "generate" the
+# source (``native._generate``: the program and its compile units), "compile" numba's
+# typing, lowering and code generation (``native._compile_lean``: the program's, units
+# compiled or loaded from numba's cache within it), "other" the rest of the first call
+# (tracing, the run).  Installed in the children ``run_reuse`` starts (``phases=True``).
+_PHASES_CODE = """
+import functools as _ft, time as _tm, sys as _sy
+_nb = _sy.modules["tangentia.compiler.numba_backend"]
+PHASES = {}
+_depth = [0]
+def _timed(f, key):
+    @_ft.wraps(f)
+    def w(*a, **k):
+        if _depth[0]:
+            return f(*a, **k)
+        _depth[0] += 1
+        c = _tm.process_time()
+        try:
+            return f(*a, **k)
+        finally:
+            _depth[0] -= 1
+            PHASES[key] = PHASES.get(key, 0.0) + _tm.process_time() - c
+    return w
+_nb._fast_load = _timed(_nb._fast_load, "load")
+def _hooked(_load=_nb._load_compiler):
+    n = _load()
+    n._generate = _timed(n._generate, "generate")
+    n._compile_lean = _timed(n._compile_lean, "compile")
+    return n
+_nb._load_compiler = _timed(_hooked, "numba")
+"""
 
 # jit(grad) of a T-step scan, state f64[8]
 _SCAN = """
@@ -263,6 +301,7 @@ os.sched_setaffinity(0, {{{cpu}}})
 t0 = time.perf_counter()
 import numpy as np
 {prelude}
+{phases}
 t1 = time.perf_counter()
 {setup}
 def ready(r):
@@ -286,11 +325,12 @@ _nat = getattr(_nat, "UNIT_STATS", None)  # None while the background compile st
 print(json.dumps({{"import_s": t1 - t0, "first_s": t3 - t2, "first_cpu_s": c3 - c2,
                    "second_s": second,
                    "native_s": native, "units": dict(_nat) if _nat is not None else None,
+                   "phases": globals().get("PHASES"),
                    "result": [_np.asarray(l, dtype=float).ravel().tolist() for l in leaves]}}))
 """
 
 
-def child_code(lib, case, cpu, native_wait=300):
+def child_code(lib, case, cpu, native_wait=300, phases=False):
     if "=" in case:         # a --sizes family's program of size n ("mlp=10"): jit(fn)
         fam, n = case.split("=")
         setup, first, second = textwrap.dedent(SIZE_FAMILIES[fam].format(n=int(n))) + "g = jax.jit(fn)\n", \
@@ -298,27 +338,31 @@ def child_code(lib, case, cpu, native_wait=300):
     else:
         setup, first, second, _ = CASES[case]
     return CHILD.format(cpu=cpu, native_wait=native_wait, prelude=textwrap.dedent(PRELUDE[lib]),
+                        phases=_PHASES_CODE if phases and lib == "tangentia" else "",
                         setup=textwrap.dedent(setup), first=first,
                         has_second=second is not None, second_expr=second or "None")
 
 
-def run_case(lib, case, cpu, tiered=True, timeout=900, native_wait=300, cache=None, variant=None):
+def run_case(lib, case, cpu, tiered=True, timeout=900, native_wait=300, cache=None, variant=None,
+             phases=False, tree=None):
     """One fresh process running ``case`` (``variant``: a key of ``REUSE[case]``, the case
-    changed so) with an empty compile cache, or the directory ``cache`` (kept)."""
+    changed so) with an empty compile cache, or the directory ``cache`` (kept); ``phases``:
+    the first call's CPU per step in the result (``_PHASES_CODE``); ``tree``: the tangentia
+    tree to import (default: this one)."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
+    env["PYTHONPATH"] = os.pathsep.join([tree or ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
     for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[k] = "1"
     env["XLA_FLAGS"] = env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
     env["TANGENTIA_COMPILE_PROGRESS"] = "0"
     env["TANGENTIA_JIT_TIERED"] = "1" if tiered else "0"
-    code = child_code(lib, case, cpu, native_wait)
+    code = child_code(lib, case, cpu, native_wait, phases)
     for old, new in (REUSE[case][variant] if variant else ()):
         assert old in code, (case, variant, old)
         code = code.replace(old, new)
     with tempfile.TemporaryDirectory() as empty:
         env["TANGENTIA_CACHE_DIR"] = cache or empty
-        proc = subprocess.run([sys.executable, "-c", code],
+        proc = subprocess.run([sys.executable, "-c", code], cwd=tree or ROOT,   # (-c: the cwd first)
                               capture_output=True, text=True, timeout=timeout, env=env)
     if proc.returncode != 0:
         err = (proc.stderr.strip().splitlines() or ["?"])[-1]
@@ -364,13 +408,15 @@ REUSE = {
 }
 
 
-def run_reuse(cases, cpu, rounds, jax=True, variants=None):
+def run_reuse(cases, cpu, rounds, jax=True, variants=None, tree=None):
     """Per case and variant, untiered (the time numba takes): the original program cold,
     then the changed one in a new process with the same cache directory ("reused"),
     against the changed one in an empty cache ("cold") and, with ``jax``, JAX's first call
     of the changed one (JAX keeps no cache: its cold one); first calls, wall and CPU, and
-    the compile units the reusing process loaded and compiled.  ``variants``: only those
-    (names of ``REUSE[case]``)."""
+    the compile units the reusing process loaded and compiled, and where the reusing and
+    the cold first calls' CPU went (``_PHASES_CODE``; medians per step, "other" the rest).
+    ``variants``: only those (names of ``REUSE[case]``); ``tree``: the tangentia tree to
+    import (default: this one)."""
     out = {}
     for case in [c for c in cases if c in REUSE]:
         for variant in REUSE[case]:
@@ -379,10 +425,12 @@ def run_reuse(cases, cpu, rounds, jax=True, variants=None):
             rows = {"original": [], "reused": [], "cold": []} | ({"jax": []} if jax else {})
             for _ in range(rounds):       # interleaved
                 with tempfile.TemporaryDirectory() as cache:
-                    rows["original"].append(run_case("tangentia", case, cpu, False, cache=cache))
+                    rows["original"].append(run_case("tangentia", case, cpu, False, cache=cache,
+                                                     tree=tree))
                     rows["reused"].append(run_case("tangentia", case, cpu, False, cache=cache,
-                                                   variant=variant))
-                rows["cold"].append(run_case("tangentia", case, cpu, False, variant=variant))
+                                                   variant=variant, phases=True, tree=tree))
+                rows["cold"].append(run_case("tangentia", case, cpu, False, variant=variant,
+                                             phases=True, tree=tree))
                 if jax:
                     rows["jax"].append(run_case("jax", case, cpu, variant=variant))
             res = {k: {m: _median([r for r in v if "error" not in r], m)
@@ -392,6 +440,8 @@ def run_reuse(cases, cpu, rounds, jax=True, variants=None):
             res["agree"] = all(x == same[0] for x in same)    # bit for bit
             units = [r.get("units") for r in rows["reused"] if r.get("units")]
             res["units_reused"] = units[0] if units else None
+            res["phases"] = {k: _phases([r for r in rows[k] if "error" not in r])
+                             for k in ("reused", "cold")}
             out[f"{case} / {variant}"] = res
             u = res["units_reused"]
             print(f"{case:<14} {variant:<12} original cold {_fmt(res['original']['first_s']):>9} "
@@ -404,6 +454,8 @@ def run_reuse(cases, cpu, rounds, jax=True, variants=None):
                      if jax else "")
                   + ("" if res["agree"] else "  RESULTS DIFFER") + (f"  errors: {errs}" if errs else ""),
                   flush=True)
+            for k, ph in res["phases"].items():
+                print(f"{'':<27} {k} CPU: " + ", ".join(f"{n} {_fmt(v)}" for n, v in ph.items()), flush=True)
     return out
 
 
@@ -661,6 +713,16 @@ def plot_sizes(sizes, path):
     fig.savefig(path, dpi=100)
 
 
+def _phases(rows):
+    """Medians of the children's "phases" (CPU s per step of the first call), with "other":
+    the first call's CPU not in any of them."""
+    names = ("load", "numba", "generate", "compile")
+    per = [dict({n: (r.get("phases") or {}).get(n, 0.0) for n in names},
+                other=r["first_cpu_s"] - sum((r.get("phases") or {}).get(n, 0.0) for n in names))
+           for r in rows if "first_cpu_s" in r]
+    return {n: statistics.median(p[n] for p in per) for n in names + ("other",)} if per else {}
+
+
 def _median(rows, key):
     vals = [r[key] for r in rows if r.get(key) is not None]
     return statistics.median(vals) if vals else None
@@ -687,7 +749,7 @@ def main(argv=None):
     ap.add_argument("--families", default="chain,scan",
                     help="with --sizes: program families (" + ", ".join(SIZE_FAMILIES) + ")")
     ap.add_argument("--tree", default=None, metavar="DIR",
-                    help="with --sizes: the tangentia tree to import (default: this one)")
+                    help="with --sizes or --reuse: the tangentia tree to import (default: this one)")
     ap.add_argument("--plot", default=None, metavar="PNG",
                     help="with --sizes: also draw compile time against equations (matplotlib)")
     ap.add_argument("--reuse", action="store_true",
@@ -713,7 +775,8 @@ def main(argv=None):
         return
     if args.reuse:
         reuse = run_reuse(cases, cpu, args.rounds, jax=not args.no_jax,
-                          variants=[v for v in args.variants.split(",") if v] or None)
+                          variants=[v for v in args.variants.split(",") if v] or None,
+                          tree=args.tree and os.path.abspath(args.tree))
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"reuse": reuse}, f, indent=1)
