@@ -1,8 +1,9 @@
 """Every signal with a Python handler stops a compiled loop, not SIGINT alone; a signal
 without one keeps its default action.
 
-Compiled loops poll CPython's own flag (``_PyRuntime.ceval.signals_pending``, which its C
-handler sets for any signal that has a Python handler; ``numba_backend/sigint.py``), so a
+Compiled loops poll CPython's own flag (``_PyRuntime.ceval.signals_pending`` on 3.11,
+``_PyRuntime.signals.is_tripped`` on 3.12 and 3.13, which its C handler sets for any signal
+that has a Python handler; ``numba_backend/sigint.py``), so a
 timeout written with ``signal.alarm`` or pytest-timeout's signal method, or a SIGTERM
 handler, runs inside the loop, and nothing is armed per call.  Before 2026-12-07 only SIGINT
 was polled: a SIGTERM/SIGALRM/SIGUSR1/SIGUSR2/SIGHUP handler never ran and the loop hung.

@@ -13,12 +13,14 @@ exception), the exception is kept and the loop leaves the program (``CompiledLoo
 and ``call_interruptible`` raises that exception; if the handlers return, the loop goes on.
 Other threads' loops never stop for a signal (Python's handlers run in the main thread).
 
-**The flag is CPython's own** where its layout is known (CPython 3.11, checked as the module
-is imported: ``_cpython_pending``): ``_PyRuntime.ceval.signals_pending``, which CPython's C
-handler sets for every signal that has a Python handler (``signal.signal(SIGTERM, f)``,
-``signal.alarm`` with a ``SIGALRM`` handler, pytest-timeout's signal method, SIGINT's
-``default_int_handler``), and the poll is ``Py_MakePendingCalls``, the interpreter's own
-(it clears that flag, recomputes the eval breaker and runs the handlers).  Nothing is
+**The flag is CPython's own** where its layout is known (CPython 3.11, 3.12 and 3.13,
+checked as the module is imported: ``_cpython_pending``), one CPython's C handler sets for
+every signal that has a Python handler (``signal.signal(SIGTERM, f)``, ``signal.alarm``
+with a ``SIGALRM`` handler, pytest-timeout's signal method, SIGINT's
+``default_int_handler``), and the poll is the interpreter's own function that clears it
+and runs the handlers: on 3.11 ``_PyRuntime.ceval.signals_pending`` and
+``Py_MakePendingCalls`` (which also recomputes the eval breaker), on 3.12 and 3.13
+``_PyRuntime.signals.is_tripped`` and ``PyErr_CheckSignals``.  Nothing is
 installed or armed: a call costs nothing, every signal with a Python handler stops a loop,
 and a signal without one (SIG_DFL, SIG_IGN) keeps its default action (SIGTERM kills the
 process in the loop, as in a long C call).  Elsewhere (another CPython, a layout that does
@@ -82,13 +84,22 @@ class _Runtime311(ctypes.Structure):
 
 
 def _cpython_pending():
-    """The address of CPython's ``_PyRuntime.ceval.signals_pending`` (set by its C handler
-    for every signal with a Python handler, cleared by ``Py_MakePendingCalls``), or None
-    where the layout is not known or does not check out: the fields around it must hold
-    what the interpreter says they hold (initialized flags, the main thread, the main
-    interpreter, a small count of exit functions)."""
-    if sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 11) or sys.platform == "win32" \
+    """The address of the flag CPython's C handler sets for every signal with a Python
+    handler, and the C function that runs the handlers and clears it, where the layout is
+    known and checks out; else None.  CPython 3.11: ``_PyRuntime.ceval.signals_pending``,
+    cleared by ``Py_MakePendingCalls``; the fields around it must hold what the
+    interpreter says they hold (initialized flags, the main thread, the main interpreter,
+    a small count of exit functions).  CPython 3.12 and 3.13: ``_PyRuntime.signals.
+    is_tripped`` (3.11's is a static of signalmodule.c), cleared by ``PyErr_CheckSignals``
+    (3.12's ``Py_MakePendingCalls`` no longer runs signal handlers): ``_signals_runtime_state``
+    (``_runtime_signals``)."""
+    if sys.implementation.name != "cpython" or sys.platform == "win32" \
             or os.environ.get("TANGENTIA_SIGNAL_FLAG", "") == "own":
+        return None
+    if sys.version_info[:2] in ((3, 12), (3, 13)):
+        flag = _runtime_signals()
+        return None if flag is None else (flag, "PyErr_CheckSignals")
+    if sys.version_info[:2] != (3, 11):
         return None
     try:
         api = ctypes.pythonapi
@@ -100,10 +111,65 @@ def _cpython_pending():
           and rt.main_thread == threading.main_thread().ident
           and rt.interpreters_main == main_interp and main_interp
           and 0 <= rt.nexitfuncs <= 32 and rt.signals_pending in (0, 1))
-    return ctypes.addressof(rt) + _Runtime311.signals_pending.offset if ok else None
+    return (ctypes.addressof(rt) + _Runtime311.signals_pending.offset, "Py_MakePendingCalls") if ok else None
 
 
-_PENDING = _cpython_pending()
+_SIGNALS_AT = {(3, 12): 464, (3, 13): 1080}   # offsetof(_PyRuntimeState, signals), x86-64/aarch64 Linux
+
+
+def _runtime_signals():
+    """The address of ``_PyRuntime.signals.is_tripped`` of CPython 3.12/3.13
+    (Include/internal/pycore_signal.h), or None where the structure is not found whole:
+
+        struct _signals_runtime_state {
+            struct { int tripped; PyObject *func; } handlers[NSIG];   (16 bytes each)
+            struct { sig_atomic_t fd; int warn_on_full_buffer; } wakeup;
+            int is_tripped;
+            PyObject *default_handler, *ignore_handler; ...
+
+    It is where every ``handlers[s].func`` is the handler ``_signal.getsignal(s)`` returns
+    (or NULL, for None) and the two handlers after ``is_tripped`` are ``SIG_DFL``'s and
+    ``SIG_IGN``'s objects: looked for at its offset in the release's ``_PyRuntimeState``,
+    else among the first 16 KiB of ``_PyRuntime`` (a patch release that moved it), at
+    pointer alignment."""
+    if ctypes.sizeof(ctypes.c_void_p) != 8 or ctypes.sizeof(ctypes.c_int) != 4:
+        return None
+    try:
+        import _signal
+        import struct
+        base = ctypes.addressof(ctypes.c_char.in_dll(ctypes.pythonapi, "_PyRuntime"))
+        nsig = int(signal.NSIG)
+        handlers = [None] + [_signal.getsignal(k) for k in range(1, nsig)]
+        dfl, ign = id(_signal.SIG_DFL), id(_signal.SIG_IGN)
+        span = 16384
+        mem = ctypes.string_at(base, span)
+    except (AttributeError, ValueError, OSError, ImportError):
+        return None
+    size = 16 * nsig + 32
+
+    def at(off):    # the structure at ``off``, checked; the offset of is_tripped
+        if off < 0 or off % 8 or off + size > span:
+            return None
+        words = struct.unpack_from(f"<{2 * nsig + 4}q", mem, off)
+        if any(words[2 * k + 1] != id(h) and (h is not None or words[2 * k + 1] != 0)
+               for k, h in enumerate(handlers) if k):
+            return None
+        tail = struct.unpack_from("<iiiiqq", mem, off + 16 * nsig)   # fd, warn, is_tripped, pad, dfl, ign
+        if tail[2] not in (0, 1) or tail[4] != dfl or tail[5] != ign:
+            return None
+        return off + 16 * nsig + 8
+    sigint = int(signal.SIGINT)
+    found = at(_SIGNALS_AT.get(sys.version_info[:2], -1))
+    if found is None:   # (SIGINT's handler's address, then the whole structure around it)
+        needle = struct.pack("<q", id(handlers[sigint]))
+        k = mem.find(needle)
+        while found is None and k >= 0:
+            found = at(k - 16 * sigint - 8)
+            k = mem.find(needle, k + 1)
+    return None if found is None else base + found
+
+
+_PENDING, _POLL = _cpython_pending() or (None, None)
 CPYTHON_FLAG = _PENDING is not None   # loops poll CPython's flag: every Python-handled signal
 _SYMBOLS = {FLAG_SYMBOL: _FLAG, CHECK_SYMBOL: _CHECK, "tangentia_sigint_main": _MAIN,
             "tangentia_sigint_exc": _EXC, "tangentia_sigint_new": _NEW_ACTION,
@@ -250,7 +316,7 @@ def _setup():
             engine = jit_ir(_IR.format(
                 sigint=int(signal.SIGINT), errno=errno, ulong=f"i{8 * ctypes.sizeof(ctypes.c_ulong)}",
                 # (CPython's flag: its own poll clears it; ours: cleared before the handlers run)
-                check="Py_MakePendingCalls" if CPYTHON_FLAG else "PyErr_CheckSignals",
+                check=_POLL if CPYTHON_FLAG else "PyErr_CheckSignals",
                 clear="" if CPYTHON_FLAG else "\n  store atomic i32 0, i32* @tangentia_sigint_flag monotonic, align 4"))
             if CPYTHON_FLAG:    # (nothing to install)
                 _CHECK.value = engine.get_function_address("tangentia_sigint_poll")
