@@ -67,3 +67,28 @@ def test_rerolled_run_starting_between_a_loop_and_its_picks(monkeypatch: pytest.
     e[1] = h
     fd = (loss(x[0] + e) - loss(x[0] - e)) / (2 * h)
     np.testing.assert_allclose(g[0, 1], fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("src", [np.complex128, np.complex64])
+def test_complex_to_integer_conversion_saturates(src: Any) -> None:
+    """convert_element_type of complex numbers to integers is that of their real part as
+    the impl's and XLA's: truncated, saturating at the type's limits, NaN to 0.  numba's
+    cast of the real part (LLVM's fptosi, undefined out of range) gave INT_MIN for inf,
+    NaN and 1e300 in int32 (JAX: INT_MAX, 0, INT_MAX): test_fuzz_transforms_values on numba.
+    Scalarized (8 elements) and in a loop (40)."""
+    with np.errstate(all="ignore"):
+        re = np.array([np.inf, 7e4, -np.inf, np.nan, 1e300, -3.7, 2.9, 300.0, -1e10, 255.5])
+        im = np.array([1.0, np.nan, 0.0, 2.0, np.inf, 0.0, -1.0, 3.0, 0.0, -0.5])
+        v = np.empty(re.shape, src)
+        v.real, v.imag = re, im     # (re + 1j * im would make every NaN imaginary part's real NaN)
+    tos = (np.int8, np.uint8, np.int32, np.int64, np.uint64, np.bool_)
+    for n in (8, 40):
+        x = np.resize(v, n)
+        got = _against_numpy(lambda a: [lax.convert_element_type(a, t) for t in tos], x, rtol=0, atol=0)
+        for g, t in zip(got, tos):
+            with np.errstate(all="ignore"):
+                want = tg.numpy.asarray(x).astype(t) if t is np.bool_ else lax.convert_element_type(x, t)
+            np.testing.assert_array_equal(g, np.asarray(want), err_msg=f"{np.dtype(src)} -> {np.dtype(t)}")
+    # the saturated values themselves (JAX's): inf, NaN, 1e300 to int32
+    out = _against_numpy(lambda a: lax.convert_element_type(a, np.int32), v[:5], rtol=0, atol=0)
+    np.testing.assert_array_equal(out[0], [2**31 - 1, 70000, -2**31, 0, 2**31 - 1])
