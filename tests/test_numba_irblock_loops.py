@@ -14,6 +14,8 @@ values; the shapes are fixed, so each program compiles once per process.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -216,6 +218,19 @@ def _strided_block(n_out, steps, specs, in_dts, shape):
     return run
 
 
+@functools.cache
+def _strided_blocks():
+    """The two blocks of the test below, made once: their code does not depend on the
+    values hypothesis draws (made in each example, each of its 6 examples compiled them
+    again for each layout: 36 compiles, 2.4 s of CPU cold, where 6 do)."""
+    starts = tuple((0, o) for o in range(8))        # (h @ M: M's column o, rows in the loop)
+    dot = _strided_block(8, 6, ("dot", (("mem", 0, "<f8", (6, 8), starts, (0,)),
+                                        ("vals", 1, 6, (0,) * 8, 1))), [F64] * 6, (6, 8))
+    total = _strided_block(1, 48, ("add", (("mem", 0, "<f8", (6, 8), ((0, 0),), (0, 1)),)),
+                           [], (6, 8))
+    return dot, total
+
+
 @SETTINGS
 @given(W=hnp.arrays(F64, (6, 8), elements=st.floats(-10, 10)),
        h=hnp.arrays(F64, (6,), elements=st.floats(-10, 10)))
@@ -223,11 +238,7 @@ def test_strided_arrays_are_read_through_their_strides(W, h):
     """Arrays that are not C-contiguous (a transposed matrix: layout F; a reversed
     view: layout A, negative strides) read in place by a product and by a
     reduction over two axes (one loop over both: indices by division)."""
-    starts = tuple((0, o) for o in range(8))        # (h @ M: M's column o, rows in the loop)
-    dot = _strided_block(8, 6, ("dot", (("mem", 0, "<f8", (6, 8), starts, (0,)),
-                                        ("vals", 1, 6, (0,) * 8, 1))), [F64] * 6, (6, 8))
-    total = _strided_block(1, 48, ("add", (("mem", 0, "<f8", (6, 8), ((0, 0),), (0, 1)),)),
-                           [], (6, 8))
+    dot, total = _strided_blocks()
     for M in (W, np.asfortranarray(W), W[::-1, ::-1], W.T.copy().T):
         got = np.array(dot(tuple(h), M))
         want = np.array([sum(h[c] * M[c, o] for c in range(6)) for o in range(8)])
