@@ -87,14 +87,53 @@ def _as_at_a_terminal():
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def _run_child(kind, tmp_path):
+def library_snapshot(dest):
+    """A copy of the tangentia package in ``dest`` (returned: the directory for a child's
+    ``PYTHONPATH``), its files' sizes and modification times kept, taken while none of them
+    changed, and this process's machine-code cache version (``objcache._version``, of those
+    files) left at the copy's.  A child running the copy computes the keys this process
+    computes, whatever is edited in the working tree meanwhile: children that ran the tree
+    itself missed entries this process had just written, when a file changed in between
+    (test_numba_objcache's and test_tiered's cache tests, in a tree shared with others at
+    work; the child then compiled with numba, under load past the test's timeout).
+    Bytecode is not copied (it may be half-written): the first child writes it."""
+    import shutil
+    import tangentia
+    from tangentia.compiler.numba_backend import objcache
+    src = os.path.dirname(os.path.abspath(tangentia.__file__))
+    for _ in range(20):
+        objcache._VERSION.clear()
+        before = objcache._version()
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(src, os.path.join(dest, "tangentia"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        objcache._VERSION.clear()
+        if objcache._version() == before:   # (nothing changed while it was copied)
+            return str(dest)
+        time.sleep(0.2)
+    raise AssertionError("the library's files kept changing for 20 copies")
+
+
+def child_env(env, root):
+    """``env`` for a child that imports tangentia from ``root`` (``library_snapshot``) and
+    may write its bytecode there."""
+    env = dict(env, PYTHONPATH=os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p]))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def _run_child(kind, tmp_path, root=None):
+    """The child in a new process (from ``root``: ``library_snapshot``; else this tree)."""
     env = dict(os.environ, TANGENTIA_CACHE_DIR=str(tmp_path), TANGENTIA_JIT_TIERED="0",
                TANGENTIA_COMPILE_PROGRESS="0", PYTHONUNBUFFERED="1")
+    if root is not None:
+        env = child_env(env, root)
     # stderr goes to a file, not a pipe: a child writing more than a pipe holds (warnings, a
     # traceback) while only stdout is read would block in that write and never finish
     err_file = open(tmp_path / "child.stderr", "w+")
     proc = subprocess.Popen([sys.executable, "-c", CHILD, kind], stdout=subprocess.PIPE,
-                            stderr=err_file, text=True, env=env, preexec_fn=_as_at_a_terminal)
+                            stderr=err_file, text=True, env=env, preexec_fn=_as_at_a_terminal,
+                            cwd=root)
 
     def stderr_text():
         err_file.seek(0)

@@ -17,6 +17,7 @@ import tangentia as tg
 import tangentia.numpy as tnp
 from tangentia.compiler.numba_backend import NumbaBackend, objcache
 
+import test_interrupt
 from _numba_util import compile_numba, program
 
 pytest.importorskip("numba")
@@ -211,13 +212,14 @@ def test_a_new_process_loads_without_numba(cache):
     def f(x):
         return tnp.sum(tnp.sin(x) * 1.5 + x * x)
     x = np.linspace(0.0, 1.0, 6)
-    objcache._VERSION.clear()   # (the library's files as they are now, as the child sees them)
+    # (the child runs a copy of the library, whose key this process computes: edits to the
+    # working tree meanwhile do not make it miss)
+    root = test_interrupt.library_snapshot(cache / "src")
     want = np.asarray(tg.jit(tg.grad(f), backend="numba")(x))
-    env = dict(os.environ, TANGENTIA_CACHE_DIR=str(cache), TANGENTIA_JIT_TIERED="0")
-    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(tg.__file__))]
-                                        + [p for p in [env.get("PYTHONPATH")] if p])
+    env = test_interrupt.child_env(dict(os.environ, TANGENTIA_CACHE_DIR=str(cache),
+                                        TANGENTIA_JIT_TIERED="0"), root)
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(_CHILD)], env=env, capture_output=True,
-                         text=True, timeout=120)
+                         text=True, timeout=120, cwd=root)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["numba"] is False and got["stats"]["loaded"] == 1
@@ -230,17 +232,21 @@ def test_sigint_stops_a_loaded_loop(cache, monkeypatch):
     """A loop loaded from the machine-code cache polls for Ctrl-C as numba's does
     (``sigint``): the child of test_interrupt, minus its look at the source (which
     imports the compiler), loads the endless while loop without numba."""
-    import test_interrupt
     from tangentia import lax
 
     def f(x, n):
         return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 0.5 + 1.0), (0, x))[1]
-    objcache._VERSION.clear()
-    tg.jit(f, backend="numba")(1.0, 10)          # fills the cache
+    root = test_interrupt.library_snapshot(cache / "src")    # (test_a_new_process_loads...)
+    tg.jit(f, backend="numba")(1.0, 10)          # fills the cache, with the child's next
+    tg.jit(lambda x: lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * 2.0),
+                                    (0, x))[1], backend="numba")(1.5)    # program too
     child = "\n".join(line for line in test_interrupt.CHILD.splitlines()
                       if "source(" not in line and "if _interrupted():" not in line) \
-        .replace('print("READY", flush=True)', 'print("READY", flush=True); print("NUMBA", "numba" in sys.modules, flush=True)')
-    assert child.count("READY") == 1 and "source(" not in child
+        .replace('print("READY", flush=True)', 'print("READY", flush=True); print("NUMBA", "numba" in sys.modules, flush=True)') \
+        .replace('print("PYTHON_INTERRUPT", flush=True)',
+                 'print("PYTHON_INTERRUPT", flush=True); print("NUMBA_END", "numba" in sys.modules, flush=True)')
+    assert child.count("READY") == 1 and "source(" not in child and "NUMBA_END" in child
     monkeypatch.setattr(test_interrupt, "CHILD", child)
-    words = test_interrupt._run_child("while", cache)
+    words = test_interrupt._run_child("while", cache, root)
     assert words["NUMBA"][0] == ["False"]      # loaded without numba, interrupted all the same
+    assert words["NUMBA_END"][0] == ["False"]  # and the next program loaded too
