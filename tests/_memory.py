@@ -15,6 +15,10 @@ process (the main one, or each xdist worker ``gw0``, ``gw1``, ...) writes
 - ``release`` lines for each time conftest released memory between tests;
 - a ``session`` line with the process's peak RSS when it ends.
 
+And ``<dir>/<worker>.compiles.tsv``: a line per outermost numba compile (the test, the
+function, its file, a digest of its code, closure and argument types, its CPU seconds, the
+types): the same digest twice, in one file or two, is a program compiled again.
+
 Then numba's share: the CPU seconds its compiler ran (outermost ``numba:compile`` events,
 each thread's own CPU time, so a background compile counts too) and how many such compiles
 there were; and JAX's (in the modules that compare with it): the seconds JAX reported for
@@ -59,16 +63,52 @@ def cpu_s():
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def _code_digest(code, h):
+    """Feed ``code`` (a code object, its constants' code objects included) to the hash ``h``:
+    not its file name or line numbers, which differ between copies of one generated module."""
+    h.update(code.co_code)
+    h.update(repr(code.co_names).encode())
+    for c in code.co_consts:
+        if hasattr(c, "co_code"):
+            _code_digest(c, h)
+        else:
+            h.update(repr(c).encode())
+
+
+def compile_digest(dispatcher, args):
+    """A digest of what numba compiles: the function's code, the values its closure holds and
+    the argument types; two compiles with the same digest compiled the same program."""
+    import hashlib
+    h = hashlib.sha1()
+    fn = getattr(dispatcher, "py_func", None)
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        _code_digest(code, h)
+        for cell in fn.__closure__ or ():
+            try:
+                h.update(repr(cell.cell_contents).encode())
+            except ValueError:      # (an empty cell)
+                pass
+    h.update(repr(tuple(args)).encode())
+    return h.hexdigest()[:16]
+
+
 class NumbaCompiles:
     """Totals of numba's outermost compiles in this process: CPU seconds (each compiling
     thread's own) and how many.  Listens to numba's ``numba:compile`` events once numba is
-    imported (``start``); nested compiles (a function's callees) count in their caller."""
+    imported (``start``); nested compiles (a function's callees) count in their caller.
+    With ``log`` (a writable file), each outermost compile is a line there: the test running,
+    the function's name and file, ``compile_digest`` of it, its argument types and CPU
+    seconds: the same digest in two lines (of one process or two) is a program compiled
+    twice."""
 
-    def __init__(self):
+    def __init__(self, log=None):
         import threading
         self._local = threading.local()
         self.seconds = 0.0
         self.count = 0
+        self.log = log
+        self.test = ""
 
     def start(self):
         try:
@@ -88,10 +128,26 @@ class NumbaCompiles:
                 depth = getattr(recorder._local, "depth", 1) - 1
                 recorder._local.depth = depth
                 if depth == 0:
-                    recorder.seconds += time.thread_time() - recorder._local.t0
+                    seconds = time.thread_time() - recorder._local.t0
+                    recorder.seconds += seconds
                     recorder.count += 1
+                    if recorder.log is not None:
+                        recorder.write(ev.data or {}, seconds)
 
         event.register("numba:compile", _Listener())
+
+    def write(self, data, seconds):
+        dispatcher, args = data.get("dispatcher"), data.get("args", ())
+        fn = getattr(dispatcher, "py_func", None)
+        code = getattr(fn, "__code__", None)
+        name = getattr(fn, "__qualname__", "?")
+        where = os.path.basename(code.co_filename) if code is not None else "?"
+        try:
+            digest = compile_digest(dispatcher, args)
+        except Exception:       # (a digest is a measurement's, never a test's failure)
+            digest = "?"
+        types = " ".join(str(a) for a in args).replace("\t", " ")[:300]
+        self.log.write(f"{self.test}\t{name}\t{where}\t{digest}\t{seconds:.3f}\t{types}\n")
 
     def totals(self):
         return self.seconds, self.count
@@ -140,7 +196,7 @@ def _module_of(nodeid):
 class MemoryRecorder:
     """The hooks; see the module docstring."""
 
-    def __init__(self, path):
+    def __init__(self, path, compiles=None):
         self._out = open(path, "w", buffering=1)
         self._out.write("\t".join(_FIELDS) + "\n")
         self._module = None
@@ -150,7 +206,7 @@ class MemoryRecorder:
         self._test_peak = 0.0
         self._test_cpu = 0.0
         self._test_numba = (0.0, 0)
-        self.numba = NumbaCompiles()
+        self.numba = NumbaCompiles(compiles and open(compiles, "w", buffering=1))
         self.numba.start()
         self.xla = XlaCompiles()
         self._test_xla = (0.0, 0, 0)
@@ -171,6 +227,7 @@ class MemoryRecorder:
             self._module_start = (time.perf_counter(), rss, peak_mb(), cpu_s(),
                                   self.numba.totals(), self.xla.totals())
             self._module_max = rss
+        self.numba.test = nodeid
         self._test_peak = peak_mb()
         self._test_cpu = cpu_s()
         self._test_numba = self.numba.totals()
@@ -218,6 +275,7 @@ def register(config, directory):
     if worker is None and getattr(config.option, "numprocesses", None):
         return None
     os.makedirs(directory, exist_ok=True)
-    recorder = MemoryRecorder(os.path.join(directory, f"{worker or 'main'}.tsv"))
+    name = os.path.join(directory, worker or "main")
+    recorder = MemoryRecorder(name + ".tsv", name + ".compiles.tsv")
     config.pluginmanager.register(recorder, "tangentia-memory")
     return recorder
