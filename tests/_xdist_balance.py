@@ -65,10 +65,12 @@ from xdist.scheduler import LoadScheduling
 # little (test_fuzz_jax 13 MB, test_scipy_interpolate 18, test_ode 23, test_conv/test_fft 9,
 # test_complex 0.5) are not here: they need much memory for a while (comparing with JAX:
 # test_fuzz_jax 267 MB above what it leaves), so they run in the common queue, before the
-# compiled code piles up.  Two numba modules that leave much stay in the common queue too
-# (test_numba_irblock_loops 224 MB, test_fuzz_transforms_linalg's numba test 181 MB): the
-# common queue's workers peaked at 1.17-1.24 GB in that run, the shares' fresh workers at
-# 1.35-1.45 GB.
+# compiled code piles up.  test_numba_irblock_loops was left in the common queue (224 MB in
+# session 15, when the shares' fresh workers peaked at 1.35-1.45 GB); at 2295aa7 (session 21)
+# the common queue's numba modules all ran in one worker (irblock_loops, segments, seg_loops,
+# det_nonfinite, pool, vmap_rows, ...: 132 s of numba there), which grew from 578 to
+# 1,403 MB through them (peak 1.41 GB) while the shares peaked at 1.01 and 1.25 GB: it is now
+# in a share (161 MB left, 28 s CPU in that run).
 HEAVY: dict[str, float] = {
     "tests/test_numba_backend.py": 540,
     "tests/test_numba_kernels.py": 450,
@@ -77,8 +79,10 @@ HEAVY: dict[str, float] = {
     "tests/test_numba_complex.py": 96,
     "tests/test_custom_linear_solve_root.py": 113,
     # (session 19: 227 MB left and 69 s CPU cold, one process after test_numba_backend, blas,
-    # complex; it was 76 MB and 27 s: the fused-update programs, epilogue and SGD tests since)
-    "tests/test_numba_gemm.py": 227,
+    # complex; it was 76 MB and 27 s: the fused-update programs, epilogue and SGD tests since;
+    # session 21, at 2295aa7: 72 MB and 22 s, in a fresh worker after backend and blas)
+    "tests/test_numba_gemm.py": 90,
+    "tests/test_numba_irblock_loops.py": 161,
     "tests/test_numba_blas.py": 70,
     "tests/test_numba_objmode.py": 55,
     "tests/test_numba_vecmath_trig.py": 32,
@@ -116,7 +120,8 @@ CPU: dict[str, float] = {
     "tests/test_numba_kernels.py": 101,
     "tests/test_numba_backend.py": 70,
     "tests/test_numba_irblock.py": 32,
-    "tests/test_numba_gemm.py": 69,
+    "tests/test_numba_gemm.py": 22,
+    "tests/test_numba_irblock_loops.py": 28,
     "tests/test_scipy_sparse_linalg.py": 21,
     "tests/test_numba_complex.py": 21,
     "tests/test_numba_objmode.py": 17,
