@@ -25,6 +25,8 @@ from tangentia import lax
 from tangentia.compiler import backend as B
 from tangentia.core import Var
 
+import test_interrupt
+
 pytestmark = pytest.mark.timeout(300)
 
 
@@ -258,7 +260,8 @@ _COMPILE_ONE = textwrap.dedent("""
 
 def _compile_one(env, **extra):
     return subprocess.Popen([sys.executable, "-c", _COMPILE_ONE], env=dict(env, **extra),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=env["PYTHONPATH"].split(os.pathsep)[0])
 
 
 def _result(proc):
@@ -281,8 +284,9 @@ def test_concurrent_processes_share_a_valid_cache(tmp_path):
     # NUMBA_CACHE_DIR (the README's cold-suite recipe sets one: the .nbi looked for below
     # went there, and the test failed)
     env.pop("NUMBA_CACHE_DIR", None)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
+    # the four run one copy of the library (from its directory): an edit to the working tree
+    # between them (a tree others work in) gave the third another key, a miss
+    env = test_interrupt.child_env(env, test_interrupt.library_snapshot(tmp_path / "src"))
     expected = float(np.sum(np.tanh(np.linspace(0, 1, 5)) * np.arange(5.0)) + 0.25)
     a, b = [_result(p) for p in [_compile_one(env, BARRIER=str(barrier)) for _ in range(2)]]
     assert a["t0"] < b["t1"] and b["t0"] < a["t1"], (a, b)     # the compiles overlapped
