@@ -2,9 +2,10 @@
 
 A compiled loop never returns to the interpreter, so Python's own handler
 cannot run while it does: the loops poll a flag (``numba_backend.sigint``).
-On CPython 3.11 that flag is CPython's own ``signals_pending``, which its C
-handler sets for every signal with a Python handler, and the poll runs the
-pending handlers (``Py_MakePendingCalls``); nothing is installed per call.
+On CPython 3.11-3.13 that flag is CPython's own (3.11's ``signals_pending``,
+3.12's and 3.13's ``is_tripped``), which its C handler sets for every signal with
+a Python handler, and the poll runs the pending handlers (``Py_MakePendingCalls``,
+``PyErr_CheckSignals``); nothing is installed per call.
 Elsewhere (or with ``TANGENTIA_SIGNAL_FLAG=own``) the flag is tangentia's own,
 set by a C-level SIGINT handler armed for the duration of a call.  Other
 signals, ``_thread.interrupt_main`` and the old arming are covered by
