@@ -25,8 +25,6 @@ from tangentia import lax
 from tangentia.compiler import backend as B
 from tangentia.core import Var
 
-import test_interrupt
-
 pytestmark = pytest.mark.timeout(300)
 
 
@@ -286,6 +284,7 @@ def test_concurrent_processes_share_a_valid_cache(tmp_path):
     env.pop("NUMBA_CACHE_DIR", None)
     # the four run one copy of the library (from its directory): an edit to the working tree
     # between them (a tree others work in) gave the third another key, a miss
+    import test_interrupt   # (here: importing it skips without numba, as this test does not)
     env = test_interrupt.child_env(env, test_interrupt.library_snapshot(tmp_path / "src"))
     expected = float(np.sum(np.tanh(np.linspace(0, 1, 5)) * np.arange(5.0)) + 0.25)
     a, b = [_result(p) for p in [_compile_one(env, BARRIER=str(barrier)) for _ in range(2)]]
