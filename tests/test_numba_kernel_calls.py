@@ -23,6 +23,7 @@ import tangentia as tg  # noqa: E402
 import tangentia.numpy as tnp  # noqa: E402
 from tangentia.compiler.numba_backend import gemm, objcache  # noqa: E402
 
+import test_interrupt  # noqa: E402
 from _numba_util import empty_cache  # noqa: E402
 from test_numba_backend import NUMBA, check, program  # noqa: E402
 
@@ -83,15 +84,15 @@ def test_a_new_process_loads_the_kernel_without_numba(tmp_path: Any, monkeypatch
     monkeypatch.setenv("TANGENTIA_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("TANGENTIA_NUMBA_FAST_LOAD", "1")     # (the suite turns it off: conftest)
     monkeypatch.setenv("TANGENTIA_NUMBA_GEMM", "own")
-    objcache._VERSION.clear()   # (the library's files as they are now, as the child sees them)
+    # (the child runs a copy of the library, whose key this process computes: edits to the
+    # working tree meanwhile do not make it miss)
+    root = test_interrupt.library_snapshot(tmp_path / "src")
     w1, w2, x = _data()
     want = tg.jit(_step, backend="numba")(w1, w2, x)
     assert objcache.STATS["saved"] >= 1 and os.listdir(tmp_path / "numba" / "fast")
-    env = dict(os.environ, TANGENTIA_JIT_TIERED="0")
-    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(tg.__file__))]
-                                        + [p for p in [env.get("PYTHONPATH")] if p])
+    env = test_interrupt.child_env(dict(os.environ, TANGENTIA_JIT_TIERED="0"), root)
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(_CHILD)], env=env, capture_output=True,
-                         text=True, timeout=120)
+                         text=True, timeout=120, cwd=root)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["numba"] is False and got["stats"]["loaded"] == 1, got["stats"]
