@@ -447,10 +447,18 @@ def dot_product_attention(query: ArrayLike, key: ArrayLike, value: ArrayLike,
         kk = tnp.less(spos[None, None], tnp.reshape(key_value_seq_lengths, (B, 1, 1, 1)))
         keep = kk if keep is None else tnp.logical_and(keep, kk)
     if keep is not None:
-        big_neg = float(np.finfo(tnp.result_type(logits)).min)
+        # JAX's -0.7 * max, capped at float32's (the residual of a query whose keys are all
+        # masked, -2.4e38 + log S, is JAX's; it was -1.8e308 for float64)
+        big_neg = -0.7 * float(min(np.finfo(tnp.result_type(logits)).max,
+                                   np.finfo(np.float32).max))
         logits = tnp.where(keep, logits, big_neg)
     probs = softmax(logits, axis=-1)
     out = tnp.einsum("bnts,bsnh->btnh", probs, v)
+    if query_seq_lengths is not None:
+        # a query past its sequence's length gives 0, as JAX's (its logits are all masked: the
+        # softmax was uniform, and the row the mean of the values)
+        real = tnp.less(np.arange(T)[None, :], tnp.reshape(query_seq_lengths, (B, 1)))
+        out = tnp.multiply(out, tnp.astype(real, tnp.result_type(out))[:, :, None, None])
     if return_residual:
         lse = tnp.transpose(logsumexp(logits, axis=-1), (0, 2, 1))
         return (out[0], lse[0]) if unbatched else (out, lse)
