@@ -95,3 +95,60 @@ def test_a_signal_raised_in_an_llvm_callback_during_the_compile_stops_the_call(t
     for _ in range(10):
         x1, x2 = x1 * 0.5 + 1.0, x2 * 0.25 + 2.0
     assert again == {"eager_while": x1, "jit_sigterm": x2}, (again, lines)
+
+
+_WINDOWS = textwrap.dedent(r"""
+    import signal
+    from tangentia.compiler import backend as B
+
+    calls = []
+
+    def mine(sig, frame):
+        calls.append(sig)
+        raise KeyboardInterrupt
+
+    def other(sig, frame):
+        pass
+    install = B._signal
+    for at in (1, 2, 3, 4, 0):  # the signal handled after the at-th handler change, or in the block
+        signal.signal(signal.SIGINT, mine)
+        signal.signal(signal.SIGTERM, other)
+        changes = []
+
+        def changing(sig, handler):
+            install(sig, handler)
+            changes.append(sig)
+            if len(changes) == at:
+                signal.raise_signal(signal.SIGINT)
+        B._signal = changing
+        body = False
+        try:
+            with B._SignalsKept():
+                body = True
+                if at == 0:
+                    signal.raise_signal(signal.SIGINT)
+            print("RETURNED", at, flush=True)
+        except KeyboardInterrupt:
+            pass
+        B._signal = install
+        print("CASE", at, body, len(changes), signal.getsignal(signal.SIGINT) is mine,
+              signal.getsignal(signal.SIGTERM) is other, len(calls), flush=True)
+""")
+
+
+def test_a_signal_while_the_handlers_are_wrapped_or_restored_leaves_them_as_they_were():
+    # (the handler changes of _SignalsKept: SIGINT's and SIGTERM's wrapped, then restored;
+    # a handler raising between two of them must not leave a wrapper installed)
+    r = subprocess.run([sys.executable, "-c", _WINDOWS], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                           [ROOT] + [p for p in [os.environ.get("PYTHONPATH")] if p])), cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    cases = [ln.split()[1:] for ln in r.stdout.splitlines() if ln.startswith("CASE")]
+    assert "RETURNED" not in r.stdout, r.stdout
+    # the handler ran once per signal; both handlers are back; the block ran where the
+    # signal came after the wrappers went in (changes 3 and 4: while restoring them)
+    assert cases == [["1", "False", "2", "True", "True", "1"],
+                     ["2", "False", "4", "True", "True", "2"],
+                     ["3", "True", "4", "True", "True", "3"],
+                     ["4", "True", "4", "True", "True", "4"],
+                     ["0", "True", "4", "True", "True", "5"]], cases

@@ -181,28 +181,31 @@ class _SignalsKept:
         if threading.get_ident() != threading.main_thread().ident:
             return self
         raised = self.raised
-        for sig in _HANDLED:
-            old = _getsignal(sig)
-            if not callable(old):
-                continue
+        try:
+            for sig in _HANDLED:
+                old = _getsignal(sig)
+                if not callable(old):
+                    continue
 
-            def kept(signum, frame, old=old):
+                def kept(signum, frame, old=old):
+                    try:
+                        return old(signum, frame)
+                    except BaseException as e:
+                        raised.append(e)
+                        raise
+                self.saved.append((sig, old, kept))     # (before: a signal may come next)
                 try:
-                    return old(signum, frame)
-                except BaseException as e:
-                    raised.append(e)
-                    raise
-            try:
-                _signal(sig, kept)
-            except (ValueError, OSError):   # (an embedded interpreter without signals)
-                continue
-            self.saved.append((sig, old, kept))
+                    _signal(sig, kept)
+                except (ValueError, OSError):   # (an embedded interpreter without signals)
+                    self.saved.pop()
+        except BaseException:   # (a handler that raised here: no wrapper is left installed)
+            self.raised.clear()
+            self.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(self, kind, exc, tb):
-        for sig, old, kept in self.saved:
-            if _getsignal(sig) is kept:     # (unless the block installed another)
-                _signal(sig, old)
+        _restore(self.saved, 0)
         if not self.raised:
             return False
         if any(exc is e for e in self.raised):     # (the handler's exception propagated)
@@ -210,6 +213,18 @@ class _SignalsKept:
         if exc is None:
             raise self.raised[0]
         raise self.raised[0] from exc
+
+
+def _restore(saved, k):
+    """The handlers ``saved[k:]`` replaced, put back (each unless something installed
+    another since), all of them even where a handler raises in between."""
+    if k < len(saved):
+        sig, old, kept = saved[k]
+        try:
+            if _getsignal(sig) is kept:
+                _signal(sig, old)
+        finally:
+            _restore(saved, k + 1)
 
 
 # the signals whose Python handlers ``_SignalsKept`` wraps: those a user or a test runner
