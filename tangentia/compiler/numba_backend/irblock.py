@@ -76,6 +76,14 @@ __all__ = ["RULES", "MIN_OPS", "lower_run"]
 # into pieces of 400 ran 15% slower, its vmap's 5,174-operation body 12%).
 SPLIT_NODES = 16000
 FUNCTION_NODES = 1000
+# Outside loop bodies (code run once per call) a block is split past TOP_SPLIT_NODES: a
+# top-level chain of 10,080 equations (bench_cold's ``special`` family, 2,800 operations)
+# spent 13 of its 22 s of CPU in LLVM's register allocation of one function; in pieces the
+# whole compile took 7 s, the call the same (49.5 / 49.9 us, bit-equal).  Loop bodies keep
+# SPLIT_NODES (split at 4,000, ``ode_vmap_grad``'s body ran 699 -> 1,149 us per call), and
+# so do blocks with vector lanes (pieces have none: ``jit(hessian)`` of 100 stages 3-9%
+# slower per call for a 6% faster compile).
+TOP_SPLIT_NODES = 4000
 MIN_OPS = 4        # a run with fewer scalar operations is emitted as Python statements
 # Vector lanes (``_Block.group``, ``_emit_lanes``): the same operation on the elements of
 # a batched value is one ``<n x double>`` operation of at most LANES_MAX lanes
@@ -759,8 +767,13 @@ def _emit(g, bb, results, env):
             text = " ".join(f"{j}@{off}{list(shape)}" for j, off, shape in views) + "\n" + text
     if bb.packs:    # (the same nodes emitted with vector lanes: another source, cache entry)
         text = f"lanes {len(bb.packs)}{'' if LANES_PROFIT else ' all'}\n" + text
+    split = (TOP_SPLIT_NODES if not g.loop_bodies and not bb.packs
+             and len(bb.nodes) > TOP_SPLIT_NODES else SPLIT_NODES)
+    if split != SPLIT_NODES:        # (the same nodes split otherwise: another cache entry)
+        text = f"split {split}\n" + text
     digest = hashlib.sha256(text.encode()).hexdigest()[:24]
-    fn = _intrinsic(digest, bb.nodes, in_dts, in_map, out_ids, arr_specs, views, bb.packs)
+    fn = _intrinsic(digest, bb.nodes, in_dts, in_map, out_ids, arr_specs, views, bb.packs,
+                    split)
     name = g.glob(fn, "_blk")
     g.notes.append(f"# {name}: irblock {digest} ({len(bb.nodes)} nodes)")
     # (a run of all of a loop carry's elements, in order, is passed as its tuple: ``g.packed``;
@@ -781,18 +794,20 @@ _MEMO_MAX = 4096
 _LOCK = threading.Lock()
 
 
-def _intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=(), views=(), packs=()):
+def _intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=(), views=(), packs=(),
+               split=SPLIT_NODES):
     with _LOCK:
         fn = _INTRINSICS.get(digest)
         if fn is None:
             if len(_INTRINSICS) >= _MEMO_MAX:   # (compiled programs keep theirs)
                 _INTRINSICS.clear()
             fn = _INTRINSICS[digest] = _make_intrinsic(digest, nodes, in_dts, in_map, out_ids,
-                                                       arr_specs, views, packs)
+                                                       arr_specs, views, packs, split)
     return fn
 
 
-def _make_intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=(), views=(), packs=()):
+def _make_intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=(), views=(), packs=(),
+                    split=SPLIT_NODES):
     if not views:       # (each array argument read itself)
         views = [(a, None, shape) for a, (_, shape) in enumerate(arr_specs)]
     in_types = [_nbtype(dt) for dt in in_dts]
@@ -823,7 +838,7 @@ def _make_intrinsic(digest, nodes, in_dts, in_map, out_ids, arr_specs=(), views=
             ins = _Inputs(context, builder, vals, in_map, arrs, views)
         else:
             ins = [vals[p] for p in in_map]
-        res = _emit_ir(context, builder, nodes, ins, out_ids, digest, packs)
+        res = _emit_ir(context, builder, nodes, ins, out_ids, digest, packs, split)
         return make(context, builder, sig.return_type, shape, res)
 
     if not arr_specs:
@@ -963,13 +978,13 @@ def _llconst(value, dt):
     return ir.Constant(t, v)
 
 
-def _emit_ir(context, builder, nodes, in_vals, out_ids, digest, packs=()):
+def _emit_ir(context, builder, nodes, in_vals, out_ids, digest, packs=(), split=SPLIT_NODES):
     """Emit the nodes the outputs need; returns the outputs' values.  Past
-    ``SPLIT_NODES`` operations, they are split into consecutive pieces, each
-    an out-of-line (``noinline``) function of the module taking the values it
-    reads and returning those read after it: LLVM's code generation (instruction
-    selection and scheduling of one basic block, spill slots of one function)
-    grows faster than linearly with a function's size (one block of 48,000
+    ``split`` operations (``SPLIT_NODES``; ``TOP_SPLIT_NODES`` outside loop bodies), they
+    are split into consecutive pieces, each an out-of-line (``noinline``) function of the
+    module taking the values it reads and returning those read after it: LLVM's code
+    generation (instruction selection and scheduling of one basic block, spill slots of
+    one function) grows faster than linearly with a function's size (one block of 48,000
     operations: 11.8 s; pieces of a few hundred: linear)."""
     live = bytearray(len(nodes))
     for i in out_ids:
@@ -995,10 +1010,10 @@ def _emit_ir(context, builder, nodes, in_vals, out_ids, digest, packs=()):
     res = reroll.emit(context, builder, nodes, order, vals, memo, out_ids, in_vals, packs, _ROLL_OPS)
     if res is not None:
         return res
-    if packs and len(order) <= SPLIT_NODES:
+    if packs and len(order) <= split:
         _emit_lanes(context, builder, nodes, order, vals, memo, packs, out_ids)
         return [_value(nodes, vals, i) for i in out_ids]
-    if len(order) <= SPLIT_NODES:
+    if len(order) <= split:
         _emit_nodes(context, builder, nodes, order, vals, memo, out_ids)
         return [_value(nodes, vals, i) for i in out_ids]
     n_pieces = -(-len(order) // FUNCTION_NODES)
@@ -1277,14 +1292,17 @@ def _lane_plan(nodes, order, vals, packs, out_ids):
             del unit[j]
         plist[u] = []
 
+    # positions in ``order``, not node numbers: a rerolled block's order has its stores
+    # hoisted (``reroll.hoist_stores``), a store before nodes numbered below it
+    where = {i: t for t, i in enumerate(order)}
     while True:
         changed = True
         while changed:     # (scheduling: every read of a value computed before)
             changed = False
-            pos = [max(p) if p else -1 for p in plist]
+            pos = [max(where[j] for j in p) if p else -1 for p in plist]
             for i in order:
                 u = unit.get(i)
-                at = i if u is None else pos[u]
+                at = where[i] if u is None else pos[u]
                 for a in nodes[i][2]:
                     ua = unit.get(a)
                     if ua is not None and (ua == u or pos[ua] >= at):
@@ -1343,7 +1361,7 @@ def _lane_plan(nodes, order, vals, packs, out_ids):
 
 def _emit_lanes(context, builder, nodes, order, vals, memo, packs, out_ids):
     """Emit ``order``'s nodes, each pack kept of ``packs`` (``_Block.group``) as one
-    vector operation, where its last lane was.  A pack's operand is,
+    vector operation, where its last lane in ``order`` was.  A pack's operand is,
     per lane, the node the lane reads: the vector of a pack in the same order, a
     shuffle of one or two packs, one node splatted, constants, else the lanes'
     scalars inserted one by one; a scalar node reading a lane extracts it (once).
@@ -1435,11 +1453,14 @@ def _emit_lanes(context, builder, nodes, order, vals, memo, packs, out_ids):
             pvals[u] = _OP_IR[op](context, builder, f, memo, dt, a,
                                   nodes[args[0]][1] if args else dt)
 
+    # (each pack where its lane last in ``order`` is, as ``_lane_plan`` scheduled it)
+    where = {i: t for t, i in enumerate(order)}
+    last = {u: max(p, key=where.__getitem__) for u, p in enumerate(plist) if p}
     for i in order:
         u = unit.get(i)
         if u is None:
             _emit_node(context, builder, f, memo, nodes, vals, i, get)
-        elif i == plist[u][-1]:
+        elif i == last[u]:
             emit_pack(u)
     for i in out_ids:
         if i in unit:
