@@ -539,8 +539,11 @@ def table(results, modes):
     return "\n".join(lines)
 
 
-# the size ladder to ~10,000 equations (bench_cold's families; equations counted by make_jaxpr)
-LADDER = "special=300,1400,2800;mlp=100,330,660;physics=30,110,220"
+# the size ladder to ~10,000 equations (bench_cold's families; equations counted by make_jaxpr):
+# special 2800 and physics 220 are 10,080 and 9,686 equations.  The MLP stops at 200 layers
+# (3,002): past 256 layers of 16x16 its weights exceed native.PACK_MAX_ELEMENTS and its
+# compile did not finish in 400 s of CPU (session 21; "mlp=330" to see it; R's to fix)
+LADDER = "special=300,1400,2800;physics=30,110,220;mlp=100,200"
 
 
 def main(argv=None):
