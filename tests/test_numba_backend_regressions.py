@@ -92,3 +92,57 @@ def test_complex_to_integer_conversion_saturates(src: Any) -> None:
     # the saturated values themselves (JAX's): inf, NaN, 1e300 to int32
     out = _against_numpy(lambda a: lax.convert_element_type(a, np.int32), v[:5], rtol=0, atol=0)
     np.testing.assert_array_equal(out[0], [2**31 - 1, 70000, -2**31, 0, 2**31 - 1])
+
+
+def test_vector_lanes_after_a_rerolled_run_with_hoisted_stores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """jit(value_and_grad) of a 13-step scan whose body is 13 dense 8x8 layers alternating
+    leaky relu and ELU, under the default settings: its IR block rolls a run of layers,
+    and the nodes after it are emitted with vector lanes in the order ``reroll`` gives
+    them, stores hoisted to just after what they read.  ``irblock._lane_plan`` scheduled
+    packs by node number, so a hoisted row store read a lane of a pack emitted after it
+    (KeyError: 2 in _emit_lanes): the program ran on the NumPy backend."""
+    empty_cache(monkeypatch, "tangentia_regress_")
+    rng = np.random.default_rng(84)
+    m, T = 8, 13
+    Ws = [rng.standard_normal((m, m)) / 3.0 for _ in range(13)]
+    xs = rng.standard_normal((T, m))
+
+    def loss(W0: Any, c0: Any) -> Any:
+        def body(c: Any, x: Any) -> Any:
+            h = tnp.tanh(W0 @ c + x)
+            for k, W in enumerate(Ws):
+                v = W @ h - 0.25 * c
+                h = tnp.maximum(v, 0.1 * v) if k % 2 == 0 else tnp.where(v > 0, v, tnp.expm1(v))
+            return h, (h[0], h[m - 1] * 2)
+        cT, (y0, y1) = lax.scan(body, c0, xs)
+        return tnp.sum(cT ** 2) + 0.1 * (tnp.sum(y0) + tnp.sum(y1))
+
+    W0 = rng.standard_normal((m, m)) / 3.0
+    before = reroll.STATS["runs"]
+    value, dW0, dc0 = _against_numpy(tg.value_and_grad(loss, argnums=(0, 1)), W0, np.ones(m),
+                                     rtol=1e-11, atol=1e-12)
+    assert reroll.STATS["runs"] > before
+    h = 1e-6
+    e = np.zeros(m)
+    e[3] = h
+    fd = (loss(W0, np.ones(m) + e) - loss(W0, np.ones(m) - e)) / (2 * h)
+    np.testing.assert_allclose(dc0[3], fd, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("shape", [(6, 6), (4, 6, 6), (3, 5, 5), (5, 3), (2, 3, 7, 7)])
+def test_singular_values_alone(shape: Any) -> None:
+    """``svd(compute_uv=False)``: svd_p has multiple results, here one, the singular values.
+    Its kernel returned that one array bare, and the program read its result as
+    ``r[0]``: the first row (or element) of the singular values.  jit of
+    ``tnp.linalg.svd(m, compute_uv=False) * 2`` of a 6x6 matrix returned six wrong numbers
+    on numba, of a (4, 6, 6) stack a (6,) array where (4, 6) is right, and others failed to
+    compile (a fallback)."""
+    m = np.random.default_rng(7).standard_normal(shape)
+    s = np.linalg.svd(m, compute_uv=False)
+    got = _against_numpy(lambda a: [tnp.linalg.svd(a, compute_uv=False),
+                                    tnp.linalg.svd(a, compute_uv=False) * 2,
+                                    tnp.sum(tnp.linalg.svd(a, compute_uv=False), axis=-1)],
+                         m, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got[0], s, rtol=1e-12)
+    np.testing.assert_allclose(got[1], 2 * s, rtol=1e-12)
+    np.testing.assert_allclose(got[2], s.sum(axis=-1), rtol=1e-12)

@@ -780,7 +780,7 @@ def _build_einsum(prim, ins, outs, subscripts):
 # Linear algebra: a per-matrix njit core, looped over the leading batch axes
 
 
-def _batched(name, core_fn, ins, outs, core_nd, out_core_nd, **glb):
+def _batched(name, core_fn, ins, outs, core_nd, out_core_nd, as_tuple=False, **glb):
     """A kernel applying ``core_fn`` (single matrices -> one array or a tuple)
     over the common leading batch axes of the inputs.
 
@@ -788,6 +788,8 @@ def _batched(name, core_fn, ins, outs, core_nd, out_core_nd, **glb):
     ``out_core_nd[j]`` that of output ``j``.  The kernel reads the shapes at
     run time, so one compilation serves every shape of the same ranks (the
     factories register with ``shape_generic=True``); it needs a non-empty batch.
+    It returns a tuple if there are several outputs, or ``as_tuple`` (the one output of a
+    primitive with ``multiple_results``, which the caller reads as ``r[0]``).
     """
     nb = ins[0].ndim - core_nd[0]
     lead = [f"i{d}" for d in range(nb)]
@@ -822,7 +824,8 @@ def _batched(name, core_fn, ins, outs, core_nd, out_core_nd, **glb):
         for j, k in enumerate(out_core_nd):
             src(f"o{j}{_idx(lead + [':'] * k)} = r{j}")
         _close(src, nb)
-    src("return " + (", ".join(f"o{j}" for j in range(len(outs))) + "," if multi else "o0"))
+    src("return " + (", ".join(f"o{j}" for j in range(len(outs))) + ","
+                     if multi or as_tuple else "o0"))
     return _compile(src.text(), name, _core=core_fn, **glb)
 
 
@@ -1027,7 +1030,9 @@ def _build_svd(prim, ins, outs, full_matrices, compute_uv):
         return None
     dt = ins[0].dtype
     if not compute_uv:
-        return _batched("svd", _svd_or_nan(_svd_values, dt, False, False), ins, outs, (2,), (1,))
+        # (svd_p has multiple results: the singular values alone are a tuple of one)
+        return _batched("svd", _svd_or_nan(_svd_values, dt, False, False), ins, outs, (2,), (1,),
+                        as_tuple=True)
     fast = _svd_full if full_matrices else _svd_reduced
     return _batched("svd", _svd_or_nan(fast, dt, full_matrices, True), ins, outs,
                     (2,), (2, 1, 2))
