@@ -361,7 +361,7 @@ def test_generation_is_deterministic(name):
 
 def test_structure_of_benchmark_programs():
     mlp = source(program("bench_mlp_sgd_784"))
-    assert "np.dot(" in mlp                          # large products: BLAS
+    assert "_blasdot" in mlp                          # large products: BLAS
     chain = source(program("bench_jit_grad_elementwise"))
     assert "irblock" in chain                        # scalarized runs: one intrinsic
     ode = source(program("bench_ode_grad"))

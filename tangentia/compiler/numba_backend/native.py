@@ -1400,6 +1400,8 @@ class _Kernel:
         self.key = f"kernel {f.__module__}.{f.__qualname__}{self.argtys}"
         self.source = f"# {self.key}\n"
         self.resty = self.ptr = None
+        # (``blasdot._dot``: a call with other array types compiles the function inline)
+        self.inline = f if getattr(f, "inline_on_mismatch", False) else None
         self.caller = _caller(self)
 
     def compile(self):
@@ -1467,7 +1469,18 @@ def _caller(unit):
             return None
         if getattr(unit, "strict", False) and any(
                 t != u for t, u in zip(flat, unit.argtys) if isinstance(u, nbt.Array)):
-            raise TypeError(f"{unit.key}: called with {tuple(flat)}")
+            inline = getattr(unit, "inline", None)
+            if inline is None:
+                raise TypeError(f"{unit.key}: called with {tuple(flat)}")
+            # (a kernel whose Python function may be compiled for the arrays as they are:
+            # ``blasdot._dot``, numba's own np.dot for another layout)
+            isig = signature(nbt.none, *flat)
+
+            def inline_codegen(context, builder, sig, llargs):
+                context.compile_internal(builder, inline, isig,
+                                         flat_values(builder, sig.args[1], llargs[1]))
+                return context.get_dummy_value()
+            return signature(nbt.none, ptr, args), inline_codegen
         resty = unit.resty
 
         def codegen(context, builder, sig, llargs):

@@ -31,6 +31,7 @@ from .codegen import (AV, LV, SV, ZV, UNROLL, needs_static, _F4, _F8, _I8, _bidx
                       _typed, _wrap)
 from .plan import BATCHED_BLAS_MIN, BLAS_MIN_FLOPS, FUSED_DOT_K, _dot_dims  # noqa: F401 - (read here)
 from . import gemm, special, windows
+from .blasdot import _dot as _blas_dot
 from .rowio import _CHUNK, copy_into, load_row, nest, read_elements, row_load_p, row_store_p, store_row
 
 def _ufunc_of(prim):
@@ -906,7 +907,9 @@ def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k, own_gemm, epilogue=
         if own_gemm:    # (the flag typed bool, not a literal: one ``_gemm`` per dtype, not
             # one per pair of flags, each ~2.5 s of CPU to compile in a fresh cache)
             return lambda b: f"{r}[{b}], np.bool_({transposed})"
-        return lambda b: f"{r}[{b}]{'.T' if transposed else ''}"
+        ref = lambda b: f"{r}[{b}]{'.T' if transposed else ''}"   # noqa: E731
+        ref.transposed = transposed
+        return ref
     xb = operand(x, lb, lf, lc)
     yb = operand(y, rb, rc, rf)
     r = g.name("a")
@@ -925,18 +928,24 @@ def _dot_blas(g, x, y, out, lb, lf, lc, rb, rc, rf, m, n, k, own_gemm, epilogue=
         op = "+" if mode == "add" else "-"
         return g.array(LV(out.shape, dt, lambda idx: _wrap(
             f"({g.elem(d, idx)} {op} ({sc} * {g.elem(prod, idx)}))", dt)))
+    # (``np.dot`` is ``blasdot._dot``, called through its address with the layouts of this
+    # call site: numba typed np.dot anew in each process, ~0.17 s CPU per layout pair)
+    dot_types = None if own_gemm else (
+        nbt.Array(_nbtype(dt), 2, "F" if xb.transposed else "C"),
+        nbt.Array(_nbtype(dt), 2, "F" if yb.transposed else "C"), nbt.Array(_nbtype(dt), 2, "C"))
     if B == 1 and not own_gemm:
         # (into an array of ``_empty``'s: a block of the pool, which a later call takes
         # back; numba's ``np.dot(x, y)`` allocates its own, whose pages glibc gave back
         # and the next call faulted in again: 0.05 ms of a 512x512 product, 0.015 ms of
         # a 128x512 by 512x10 one; the same BLAS call, the same bits)
         g.emit(f"{r} = _empty(({m}, {n}), {_dt(dt)})")
-        g.emit(f"np.dot({xb(0)}, {yb(0)}, {r})")
+        g.emit(g.call_compiled(_blas_dot, dot_types, f"{xb(0)}, {yb(0)}, {r}", "_blasdot"))
     else:
         g.emit(f"{r} = _empty(({B}, {m}, {n}), {_dt(dt)})")
         b = g.name("i")
         args = f"{xb(b)}, {yb(b)}, {r}[{b}]"
-        call = g.call_compiled(gemm._gemm, _gemm_types(dt), args, "_gemm") if own_gemm else f"np.dot({args})"
+        call = (g.call_compiled(gemm._gemm, _gemm_types(dt), args, "_gemm") if own_gemm
+                else g.call_compiled(_blas_dot, dot_types, args, "_blasdot"))
         g.emit(f"for {b} in range({B}):")
         g.emit(f"    {call}")
     o = g.name("a")
