@@ -319,7 +319,7 @@ NOT_PROVIDED = {
 }
 COVERED = ["scipy", "scipy.optimize", "scipy.signal", "scipy.integrate", "scipy.fft",
            "scipy.ndimage", "scipy.stats", "image", "scipy.sparse.linalg", "scipy.interpolate",
-           "scipy.cluster.vq"]
+           "scipy.cluster.vq", "scipy.spatial.transform"]
 
 
 def _public_names(module):
