@@ -181,6 +181,13 @@ def clamped_indices(spec, arrays, shape):
     out = []
     for a, axis in zip(arrays, _array_axes(spec, len(shape))):
         n = shape[axis]
+        dt = np.dtype(a.dtype) if hasattr(a, "dtype") else np.asarray(a).dtype
+        if dt.kind in "iu" and n > np.iinfo(dt).max:
+            # an axis longer than the index dtype reaches (uint8 indices into 300 rows): the
+            # index counted from the end, ``a + n``, and the clamp's ``n - 1`` need a wider
+            # integer (in ``a``'s dtype ``n`` overflowed: NumPy raised OverflowError)
+            a = (B.convert_element_type(a, np.intp) if isinstance(a, core.Tracer)
+                 else np.asarray(a).astype(np.intp))
         if isinstance(a, core.Tracer):
             a = E.select(E.lt(a, 0), E.add(a, n), a)
             out.append(E.minimum(E.maximum(a, 0), max(n - 1, 0)))
