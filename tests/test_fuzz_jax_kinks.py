@@ -68,3 +68,43 @@ def test_logaddexp_ties_of_infinities():
             assert all(np.isnan(v) for v in mode(-np.inf, -np.inf))
         assert float(tg.jvp(f, (np.inf, np.inf), (1.0, 2.0))[1]) == 1.5
         assert np.isnan(tg.jvp(f, (-np.inf, -np.inf), (1.0, 2.0))[1])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_logaddexp_nan_and_infinity_pairs(dtype):
+    """Every pair of -inf, inf, NaN, -1, 0, 1: where either argument is NaN the value and every
+    derivative is NaN, as JAX's (logaddexp2's jvp at (-inf, NaN) with tangents (1, 2) was 3,
+    the derivative of ``x + y``, its NaN branch); elsewhere JAX's, except beside +inf against a
+    finite value, where ours is the limit of the smooth derivative (1 and 0: JAX's custom jvp
+    gives e.g. (1, e) at (inf, 1), a weight above 1) and at (inf, inf) (1/2 each, above).
+    Eagerly, under jit, vmapped, forward and reverse."""
+    vals = np.array([-np.inf, np.inf, np.nan, -1.0, 0.0, 1.0], dtype)
+    a, b = (v.ravel() for v in np.meshgrid(vals, vals))
+    ta, tb = np.ones_like(a), np.full_like(b, 2.0)
+    nan = np.isnan(a) | np.isnan(b)
+    pinf = ~nan & ((a == np.inf) ^ (b == np.inf))
+    for name in ("logaddexp", "logaddexp2"):
+        f, jf = getattr(tnp, name), getattr(jnp, name)
+        want_v, want_t = jax.jvp(jf, (a, b), (ta, tb))
+        want_g = jax.vmap(jax.grad(jf, (0, 1)))(a, b)
+        # beside +inf: d/dx is 1 where x is +inf, else 0 (and likewise in y)
+        want_t = np.where(pinf, np.where(a == np.inf, ta, tb), want_t)
+        want_g = [np.where(pinf, (a == np.inf) * 1.0, want_g[0]),
+                  np.where(pinf, (b == np.inf) * 1.0, want_g[1])]
+        both = (a == np.inf) & (b == np.inf)   # the even split
+        want_t = np.where(both, (ta + tb) / 2, want_t)
+        want_g = [np.where(both, 0.5, w) for w in want_g]
+
+        def jvp(a, b, ta, tb, f=f):
+            return tg.jvp(f, (a, b), (ta, tb))
+
+        grad = tg.vmap(tg.grad(f, (0, 1)))
+        for (v, t), g in ((jvp(a, b, ta, tb), grad(a, b)),
+                          (tg.jit(jvp)(a, b, ta, tb), tg.jit(grad)(a, b))):
+            for got, want in ((v, want_v), (t, want_t), (g[0], want_g[0]), (g[1], want_g[1])):
+                assert np.asarray(got).dtype == dtype
+                np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=name)
+                # (atol: JAX's logaddexp2(-1., -1.) is -4.8e-17, -1.1e-8 in float32;
+                # NumPy's and ours 0)
+                np.testing.assert_allclose(got, want, rtol=1e-6, atol=2e-8, err_msg=name)
+            assert np.isnan(np.asarray(t)[nan]).all() and np.isnan(np.asarray(g[0])[nan]).all()

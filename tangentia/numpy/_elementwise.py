@@ -309,20 +309,21 @@ def logaddexp2(x1, x2) -> Any:
 
 
 def _real_logaddexp2(x1, x2):
-    """JAX's form, ``max + log1p(2**-|x1 - x2|) / log(2)``, ``x1 + x2`` where the difference
-    is NaN, with NumPy's exact ``max + 1`` at ties (JAX: ``logaddexp2(-1., -1.)`` is -4.8e-17);
+    """JAX's form, ``max + log1p(2**-|x1 - x2|) / log(2)``, NaN with NaN derivatives where
+    either is NaN (``x1 + x2`` there had the derivatives 1, 1: a jvp at ``(nan, 0)`` was 1),
+    with NumPy's exact ``max + 1`` at ties (JAX: ``logaddexp2(-1., -1.)`` is -4.8e-17);
     float16 and bfloat16 in float32, as NumPy's loops.  Under jit, ``log2`` of a sum of powers
     lost the smaller term (bfloat16 ``logaddexp2(0, -8)`` was 0; eager and JAX 0.0056), and
     eager (NumPy's loop) differed from JAX in the last bit for a sixth of the pairs."""
     dt = _ufunc_dtype(_np.logaddexp2, x1, x2)
     wide = _np.dtype(_np.float32) if dt.itemsize < 4 else dt
     x, y = astype(x1, wide), astype(x2, wide)
-    (hi, gap), d = _shift_and_gap(x, y), _E.sub(x, y)
+    hi, gap = _shift_and_gap(x, y)
     term = _E.mul(1.4426950408889634, _E.log1p(exp2(gap)))
     out = _E.add(hi, term)
     # at ties exactly hi + 1, with the smooth term's derivatives (term - term is 0)
     tie = _E.add(_E.add(hi, 1.0), _E.sub(term, _S.stop_gradient(term)))
-    out = where(_E.eq(x, y), tie, where(_E.ne(d, d), _E.add(x, y), out))
+    out = where(_E.eq(x, y), tie, out)
     return astype(_nan_derivative_at_neginf_tie(out, x, y), dt)
 
 
