@@ -17,8 +17,8 @@ Left alone (ours is SciPy's or the limit, JAX's is not):
 * at a kink (``uniform.cdf`` at ``loc`` and ``loc + scale``) ours is the mean of the one-sided
   derivatives (``clip``'s convention), JAX's the inner one;
 * ``norm.ppf`` d/q at q = 0 and 1 is +-inf (ours, the limit), JAX's 0;
-* ``gamma``/``chi2``.``logsf`` d/x at x = +inf is NaN (ours: 0 / 0) where the limit is the hazard
-  ``-1/scale`` and JAX's 0.
+* ``gamma``/``chi2``.``logsf`` at x = +inf: ours has the derivatives of the limit (d/x
+  ``-1/scale``, minus the hazard, as ``expon.logsf``'s), JAX's 0 (chi2) or NaN (gamma).
 """
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def test_cdf_gradients_outside_the_support_are_zero(dist, names, args, fn):
     ours_f, jax_f = getattr(getattr(ts, dist), fn), getattr(getattr(js, dist), fn)
     x = args[0]
     y = (x - args[-2]) / args[-1]
-    ends = (y <= 0) | (y >= 1 if dist == "beta" else np.isinf(y))
+    ends = (y <= 0) | (y >= 1 if dist == "beta" else np.isinf(y) & (fn != "logsf"))
     with np.errstate(all="ignore"):
         np.testing.assert_allclose(ours_f(*args), jax_f(*args), rtol=1e-12, atol=1e-300)
         np.testing.assert_allclose(tg.jit(ours_f)(*args), jax_f(*args), rtol=1e-12, atol=1e-300)
@@ -79,7 +79,7 @@ def test_cdf_gradients_outside_the_support_are_zero(dist, names, args, fn):
         jg = np.asarray(jax.grad(lambda *a: jnp.sum(jax_f(*a)), argnums=i)(*args))
         where = f"{dist}.{fn} d/{name}"
         assert np.all(g[ends] == 0), (where, x[ends][g[ends] != 0], g[ends][g[ends] != 0])
-        inner = ~ends & np.isfinite(jg)
+        inner = ~ends & np.isfinite(jg) & ~np.isinf(y)   # (logsf at +inf: the next test)
         np.testing.assert_allclose(g[inner], jg[inner], rtol=1e-9, atol=1e-300, err_msg=where)
     # forward mode agrees with reverse mode (a 0 tangent through log(0) is not NaN)
     t = tg.jvp(lambda x: ours_f(x, *args[1:]), (x,), (np.ones_like(x),))[1]
@@ -111,3 +111,34 @@ def test_gammainc_x_derivative_at_infinity():
     np.testing.assert_allclose(tg.vmap(tg.grad(tsp.gammainc, 0))(a, x)[7:], fd[7:], rtol=1e-6)
     np.testing.assert_allclose(dpda_dx[7:], fd2[7:], rtol=1e-6)
     np.testing.assert_allclose(tg.jit(tg.vmap(tg.grad(tsp.gammainc, 1)))(a, x), dp, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dist", ["gamma", "chi2"])
+def test_logsf_at_infinity_has_the_limit_slopes(dist):
+    """``logsf`` at x = +inf is -inf with its limit's derivatives: the slope in x is minus the
+    hazard, which tends to ``1 / scale`` (``2 scale`` for chi2's), as ``expon.logsf``'s (the
+    gamma of shape 1); d/loc is the opposite, d/scale +inf.  Ours were 0 (a constant branch;
+    JAX's 0 for chi2, NaN for gamma).  The slopes at x = +inf continue those at large x
+    (against JAX there), eagerly, under jit, vmapped and in forward mode."""
+    shapes, locs, scales = np.array([0.5, 1.0, 2.5, 7.0]), np.array([0.0, -1.0, 1.0, 3.0]), \
+        np.array([1.0, 2.0, 0.5, 3.0])
+    ours, theirs = getattr(ts, dist).logsf, getattr(js, dist).logsf
+    s_eff = scales * (2.0 if dist == "chi2" else 1.0)
+    grad = tg.vmap(tg.grad(ours, (0, 2, 3)))
+    x = np.full(4, inf)
+    for g in (grad(x, shapes, locs, scales), tg.jit(grad)(x, shapes, locs, scales)):
+        np.testing.assert_array_equal(g[0], -1.0 / s_eff)
+        np.testing.assert_array_equal(g[1], 1.0 / s_eff)
+        np.testing.assert_array_equal(g[2], inf)
+    assert np.all(ours(x, shapes, locs, scales) == -inf)
+    t = tg.jvp(lambda x: ours(x, shapes, locs, scales), (x,), (np.ones(4),))[1]
+    np.testing.assert_array_equal(t, -1.0 / s_eff)
+    if dist == "gamma":   # the gamma of shape 1 is expon
+        np.testing.assert_array_equal(tg.grad(ours, (0, 2, 3))(inf, 1.0, 1.0, 2.0),
+                                      tg.grad(ts.expon.logsf, (0, 1, 2))(inf, 1.0, 2.0))
+    # approaching: at x = loc + 400 scale the slope in x is within (a - 1) / 400 of the limit
+    far = locs + 400.0 * s_eff
+    g_far = grad(far, shapes, locs, scales)[0]
+    np.testing.assert_allclose(g_far, jax.vmap(jax.grad(theirs))(far, shapes, locs, scales),
+                               rtol=1e-9)
+    np.testing.assert_allclose(g_far * s_eff, -1.0, atol=0.02)
