@@ -1179,21 +1179,34 @@ class _Gen:
                     and starts[j] >= starts[j - 1] + d and all(
                         eqns[t].prim is row_load_p for t in range(starts[j - 1] + d, starts[j])):
                 j += 1
-            # (the whole run, else without its last or its first copy: the copy next to a
-            # different layer may read that layer's value where the others read a stack)
-            for a, b in ((i, j), (i, j - 1), (i + 1, j)):
+
+            def planned(a, b, d=d, key=key):
                 if b - a < SEG_LOOP_MIN:
-                    continue
+                    return False
                 run = _Run(starts[a:b], d, key, [segs[t][1] for t in starts[a:b]],
                            [segs[t][3] for t in starts[a:b]])
-                if self._plan_run(run, consumers, at, env, made, loads) and all(
+                if not (self._plan_run(run, consumers, at, env, made, loads) and all(
                         any(x is eqns[t] for x in run.absorbed) for c in range(1, run.k)
-                        for t in range(run.starts[c - 1] + d, run.starts[c])):
-                    runs[run.start] = run
-                    for c, sub in enumerate(run.subs):
-                        for q, v in enumerate(sub.outvars):
-                            made[v] = (run, c, q)
-                    break
+                        for t in range(run.starts[c - 1] + d, run.starts[c]))):
+                    return False
+                runs[run.start] = run
+                for c, sub in enumerate(run.subs):
+                    for q, v in enumerate(sub.outvars):
+                        made[v] = (run, c, q)
+                return True
+            # (the whole run, else without its last or its first copy: the copy next to a
+            # different layer may read that layer's value where the others read a stack)
+            if not any(planned(a, b) for a, b in ((i, j), (i, j - 1), (i + 1, j))) \
+                    and j - i >= 2 * SEG_LOOP_MIN:
+                # else one loop per piece of copies whose inputs arrive alike: past
+                # ``native.PACK_MAX_ELEMENTS`` the later layers' weights are addressed or
+                # buffered, not packed, and their gradients read the stacks of two loops
+                lo, pieces = i, self._arrival_pieces(starts, segs, i, j, env, made, loads)
+                for a, b in pieces if len(pieces) > 1 else ():
+                    for a2, b2 in ((max(a - 1, lo), b), (a, b), (a, b - 1), (a + 1, b)):
+                        if planned(a2, b2):
+                            lo = b2
+                            break
             i = j
         if not runs:
             return runs
@@ -1220,6 +1233,39 @@ class _Gen:
                 out = any(u is None for u in users)
                 r.readers[(c, q)] = "env" if named or (out and not (top and q in r.stacked)) else "rv"
         return runs
+
+    def _arrival_pieces(self, starts, segs, i, j, env, made, loads):
+        """The pieces ``(a, b)`` of the copies ``starts[i:j]`` (``run_plans``) within which
+        each input arrives alike from copy to copy: a literal, the previous copy's output,
+        an output of one earlier loop, a view of one buffer (``_packed_at``), an array of
+        one address table (``_addressed_at``), a row load of one stack, or another value;
+        a piece starts where any input of a copy arrives otherwise than the copy's before."""
+        def how(v, prev):
+            if type(v) is not Var:
+                return ("lit",)
+            if v in prev:
+                return ("prev",)
+            m = made.get(v)
+            if m is not None:
+                return ("made", id(m[0]), m[2])
+            at = self._packed_at(env, v)
+            if at is not None:
+                return ("packed", at[0])
+            at = self._addressed_at(env, v)
+            if at is not None:
+                return ("address",) + at[:2]
+            ld = loads.get(v)
+            return ("value",) if ld is None else ("rowld", id(ld.inputs[0]))
+        pieces, a, last, prev = [], i, None, set()
+        for t in range(i, j):
+            sub, args = segs[starts[t]][1], segs[starts[t]][3]
+            sig = tuple(how(v, prev) for v in args)
+            if t > i and sig != last:
+                pieces.append((a, t))
+                a = t
+            last, prev = sig, set(sub.outvars)
+        pieces.append((a, j))
+        return pieces
 
     def _packed_at(self, env, v):
         """``(buffer name, offset)`` of ``v`` if it is a view of a buffer (``native``: a

@@ -332,14 +332,20 @@ def _packed_inputs(jaxpr, limit):
     is read from the buffer element by element; a larger one is a view of it
     (``rowio.view_at``), passed on to compile units and IR blocks as its offset in the
     buffer (``_Views``): the scan of 100 closed-over 8x8 matrices passed 100 arrays to
-    its program and to each of its two units."""
+    its program and to each of its two units.  Past ``PACK_MAX_ELEMENTS`` none is packed,
+    not even a later small one that would still fit: the layers of a network past the
+    limit then all take their weights alike (addressed, ``_addressed``; their biases and
+    gains buffered), and their copies form one loop (``codegen._Gen.run_plans``), where
+    filling up the buffer gave some layers a packed bias and an addressed matrix, runs of
+    copies taking their inputs three ways, three loops instead of one."""
     if one_loop(jaxpr) is not None:
         return ()
     idx, total = [], 0
     for i, v in enumerate(jaxpr.invars):
         n = _size(v.aval.shape)
-        if v.aval.dtype == np.float64 and n <= max(limit, irblock.ARRAY_MAX) \
-                and total + n <= PACK_MAX_ELEMENTS:
+        if v.aval.dtype == np.float64 and n <= max(limit, irblock.ARRAY_MAX):
+            if total + n > PACK_MAX_ELEMENTS:
+                break       # (the later ones not packed either: see below)
             idx.append(i)
             total += n
     return tuple(idx) if len(idx) >= PACK_MIN_INPUTS else ()
