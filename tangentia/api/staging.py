@@ -437,6 +437,10 @@ class _Jitted:
         else:
             statics, dyn_args, dyn_kwargs = (), args, kwargs
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        # arrays of the other byte order (``>f4`` here) in native order: backends compile for
+        # native dtypes (numba refused them: a warning and the NumPy backend)
+        leaves = [x.astype(x.dtype.newbyteorder("=")) if isinstance(x, np.ndarray)
+                  and not x.dtype.isnative else x for x in leaves]
         try:
             avals = tuple(_abstractify(x) for x in leaves)
         except TypeError:
@@ -493,7 +497,8 @@ class _Jitted:
             if not any(isinstance(c, Tracer) for c in consts):
                 _put(self.cache, key, entry)
                 if not kwargs and not statics and all(
-                        type(a) is np.ndarray or type(a) in _SCALAR_KEY for a in args):
+                        type(a) is np.ndarray and a.dtype.isnative or type(a) in _SCALAR_KEY
+                        for a in args):
                     backend = get_backend(self.backend)
                     fast_cache = self.fast_caches.setdefault(backend.name, {})
                     fast_key = tuple((a.shape, a.dtype) if type(a) is np.ndarray
