@@ -146,3 +146,25 @@ def test_singular_values_alone(shape: Any) -> None:
     np.testing.assert_allclose(got[0], s, rtol=1e-12)
     np.testing.assert_allclose(got[1], 2 * s, rtol=1e-12)
     np.testing.assert_allclose(got[2], s.sum(axis=-1), rtol=1e-12)
+
+
+def test_object_mode_call_with_an_unused_output() -> None:
+    """An equation run in object mode (a pure_callback; jit(vmap(linalg.eigvals)) calls one
+    with the eigenvectors unused) whose output no later line reads: numba refused the
+    program ('Invalid type annotation on non-outgoing variables') and it fell back to the
+    NumPy backend. Its outputs are read after the block now."""
+    def host(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return np.sin(x[:3]), np.cos(x)
+
+    def f(x: Any) -> Any:
+        a, _ = tg.pure_callback(host, (tg.ShapeDtypeStruct((3,), x.dtype),
+                                       tg.ShapeDtypeStruct(x.shape, x.dtype)), x)
+        return a * 2.0
+
+    x = np.linspace(-2.0, 2.0, 48)
+    got = _against_numpy(f, x)
+    np.testing.assert_allclose(got[0], 2.0 * np.sin(x[:3]), rtol=1e-15)
+    stack = np.random.default_rng(0).normal(size=(3, 4, 4))
+    got = _against_numpy(tg.vmap(tnp.linalg.eigvals), stack, rtol=1e-10)
+    np.testing.assert_allclose(np.sort_complex(got[0]), np.sort_complex(np.linalg.eigvals(stack)),
+                               rtol=1e-10)

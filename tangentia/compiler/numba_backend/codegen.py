@@ -1979,6 +1979,8 @@ class _Gen:
         self.emit(f"({lhs}) = {fb}({''.join(a + ', ' for a in args)})" if outs
                   else f"{fb}({''.join(a + ', ' for a in args)})")
         self.pop()
+        if outs:   # numba refuses an annotated output no later line reads (one left unused)
+            self.emit(f"{self.name('u')} = ({lhs})")
         res = []
         for n, v in zip(outs, eqn.outputs):
             o = AV(v.aval.shape, v.aval.dtype, n)
