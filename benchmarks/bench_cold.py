@@ -343,12 +343,9 @@ def child_code(lib, case, cpu, native_wait=300, phases=False):
                         has_second=second is not None, second_expr=second or "None")
 
 
-def run_case(lib, case, cpu, tiered=True, timeout=900, native_wait=300, cache=None, variant=None,
-             phases=False, tree=None):
-    """One fresh process running ``case`` (``variant``: a key of ``REUSE[case]``, the case
-    changed so) with an empty compile cache, or the directory ``cache`` (kept); ``phases``:
-    the first call's CPU per step in the result (``_PHASES_CODE``); ``tree``: the tangentia
-    tree to import (default: this one)."""
+def child_env(tree=None, tiered=True):
+    """The environment of a fresh benchmark process: ``tree`` (default: this one) first on
+    PYTHONPATH, BLAS and XLA on one thread, no progress line, tiered or not."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([tree or ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
     for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -356,6 +353,16 @@ def run_case(lib, case, cpu, tiered=True, timeout=900, native_wait=300, cache=No
     env["XLA_FLAGS"] = env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
     env["TANGENTIA_COMPILE_PROGRESS"] = "0"
     env["TANGENTIA_JIT_TIERED"] = "1" if tiered else "0"
+    return env
+
+
+def run_case(lib, case, cpu, tiered=True, timeout=900, native_wait=300, cache=None, variant=None,
+             phases=False, tree=None):
+    """One fresh process running ``case`` (``variant``: a key of ``REUSE[case]``, the case
+    changed so) with an empty compile cache, or the directory ``cache`` (kept); ``phases``:
+    the first call's CPU per step in the result (``_PHASES_CODE``); ``tree``: the tangentia
+    tree to import (default: this one)."""
+    env = child_env(tree, tiered)
     code = child_code(lib, case, cpu, native_wait, phases)
     for old, new in (REUSE[case][variant] if variant else ()):
         assert old in code, (case, variant, old)

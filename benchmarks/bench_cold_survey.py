@@ -456,13 +456,7 @@ CPU = [1]
 def run_one(mode, case, tree=None, timeout=900):
     """One fresh process: ``mode`` is "tiered" or "untiered" (tangentia) or "jax"."""
     lib = "jax" if mode == "jax" else "tangentia"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([tree or ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
-    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[k] = "1"
-    env["XLA_FLAGS"] = env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
-    env["TANGENTIA_COMPILE_PROGRESS"] = "0"
-    env["TANGENTIA_JIT_TIERED"] = "0" if mode == "untiered" else "1"
+    env = bench_cold.child_env(tree, tiered=mode != "untiered")
     with tempfile.TemporaryDirectory() as empty:
         env["TANGENTIA_CACHE_DIR"] = empty
         env["NUMBA_CACHE_DIR"] = os.path.join(empty, "numba_own")
