@@ -437,19 +437,25 @@ class _Jitted:
         else:
             statics, dyn_args, dyn_kwargs = (), args, kwargs
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
-        # arrays of the other byte order (``>f4`` here) in native order: backends compile for
-        # native dtypes (numba refused them: a warning and the NumPy backend)
-        leaves = [x.astype(x.dtype.newbyteorder("=")) if isinstance(x, np.ndarray)
-                  and not x.dtype.isnative else x for x in leaves]
         try:
             avals = tuple(_abstractify(x) for x in leaves)
         except TypeError:
             raise _invalid_argument_error(self.name, self.fun, dyn_args, dyn_kwargs,
                                           "jit") from None
+        swapped = False
         for i, x in enumerate(leaves):
-            if type(x) is int and not _INT64_MIN <= x <= _INT64_MAX:
-                raise _int_overflow_error(self.name, _arg_leaf_names(self.fun, dyn_args)[i]
-                                          if not dyn_kwargs else f"leaf {i}", x)
+            if type(x) is int:
+                if not _INT64_MIN <= x <= _INT64_MAX:
+                    raise _int_overflow_error(self.name, _arg_leaf_names(self.fun, dyn_args)[i]
+                                              if not dyn_kwargs else f"leaf {i}", x)
+            elif isinstance(x, np.ndarray) and not x.dtype.isnative:
+                # an array of the other byte order (``>f4`` here) in native order: backends
+                # compile for native dtypes (numba refused them: a warning and the NumPy
+                # backend)
+                leaves[i] = x.astype(x.dtype.newbyteorder("="))
+                swapped = True
+        if swapped:
+            avals = tuple(_abstractify(x) for x in leaves)
         return statics, leaves, in_tree, avals
 
     def _trace(self, statics, in_tree, avals, dyn_args):
