@@ -362,7 +362,7 @@ def _bounded_index(x, index, fname, how, wrap_negative):
     scalar = builtins.all(_aval(e).ndim == 0 for e in arrays)
     out, pads, ok = [], [], True
     for e, (axis, n) in zip(arrays, [(a, n) for s, a, n in entries if s is _I.ARRAY]):
-        e = _wide_enough(e, n)
+        e = _I.wide_enough(e, n)
         if _is_tracer(e):
             if wrap_negative:
                 e = _E.select(_E.lt(e, 0), _E.add(e, n), e)
@@ -384,17 +384,6 @@ def _bounded_index(x, index, fname, how, wrap_negative):
             pads.append(axis)
         out.append(e)
     return spec, tuple(out), pads, ok
-
-
-def _wide_enough(e, n):
-    """Integer index ``e`` into an axis of length ``n``, as ``intp`` when its dtype cannot hold
-    ``n`` (uint8 indices into 300 rows): counting from the end (``e + n``), the clamp's
-    ``n - 1`` and the one-past-the-end slot are then computed without overflow (in the
-    index's dtype NumPy raised OverflowError, under ``jit`` as well)."""
-    dt = _aval(e).dtype
-    if dt.kind in "iu" and n > _np.iinfo(dt).max:
-        return astype(e, _np.intp) if _is_tracer(e) else _np.asarray(e).astype(_np.intp)
-    return e
 
 
 def _indexed_axes(spec, shape):
@@ -657,7 +646,7 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = 
     axis = _axis(axis, a, "take")
     idx = asarray(indices) if not _is_tracer(indices) else indices
     n = shape(a)[axis]
-    idx = _wide_enough(idx, n)
+    idx = _I.wide_enough(idx, n)
     spec = (slice(None),) * axis + (_I.ARRAY,)
     hints = (unique_indices, indices_are_sorted)
     if n == 0 and math.prod(shape(idx)) > 0:   # JAX's error (no entry to take, in any mode)

@@ -174,6 +174,18 @@ def _array_axes(spec, ndim):
     return out
 
 
+def wide_enough(a, n):
+    """Integer index ``a`` into an axis of length ``n``, as ``intp`` when its dtype cannot
+    hold ``n`` (uint8 indices into 300 rows): counting from the end (``a + n``), the clamp's
+    ``n - 1`` and a one-past-the-end slot are then computed without overflow (in the
+    index's dtype NumPy raised OverflowError, under ``jit`` as well)."""
+    dt = np.dtype(a.dtype) if hasattr(a, "dtype") else np.asarray(a).dtype
+    if dt.kind in "iu" and n > np.iinfo(dt).max:
+        return (B.convert_element_type(a, np.intp) if isinstance(a, core.Tracer)
+                else np.asarray(a).astype(np.intp))
+    return a
+
+
 def clamped_indices(spec, arrays, shape):
     """``arrays`` (the index arrays of ``spec`` into an array of ``shape``) as JAX's gather
     reads them: a negative index counts from the end, then every index is clamped into
@@ -181,13 +193,7 @@ def clamped_indices(spec, arrays, shape):
     out = []
     for a, axis in zip(arrays, _array_axes(spec, len(shape))):
         n = shape[axis]
-        dt = np.dtype(a.dtype) if hasattr(a, "dtype") else np.asarray(a).dtype
-        if dt.kind in "iu" and n > np.iinfo(dt).max:
-            # an axis longer than the index dtype reaches (uint8 indices into 300 rows): the
-            # index counted from the end, ``a + n``, and the clamp's ``n - 1`` need a wider
-            # integer (in ``a``'s dtype ``n`` overflowed: NumPy raised OverflowError)
-            a = (B.convert_element_type(a, np.intp) if isinstance(a, core.Tracer)
-                 else np.asarray(a).astype(np.intp))
+        a = wide_enough(a, n)
         if isinstance(a, core.Tracer):
             a = E.select(E.lt(a, 0), E.add(a, n), a)
             out.append(E.minimum(E.maximum(a, 0), max(n - 1, 0)))
