@@ -13,10 +13,21 @@ tiered (as users get it), tangentia untiered (``TANGENTIA_JIT_TIERED=0``: numba'
 waited for) and JAX (x64), interleaved per round, medians; ratio = ours / JAX.  Results
 agree with JAX's within the case's tolerance (checked; random-key cases compare shapes).
 
+A user's first run is ``python script.py``: each program's "import + first call" is the
+process's CPU time until its imports are done (the interpreter, NumPy, the library, from the
+process's start) plus the first call's, against JAX's in the same layout.  ``LIBRARY``: the
+programs of libraries written for JAX that are installed here (flax linen and nnx, equinox,
+optax), imported on tangentia through ``tests/_jax_alias.py`` as tests/test_lib_*.py do;
+the first call is the user's whole first step (the model's initialization, then one
+compiled training step).  Programs as diffrax and numpyro users write them (an ODE fit
+through ``odeint``, a log density's gradient, HMC's leapfrog steps) use the APIs both
+libraries have.
+
     python benchmarks/bench_cold_survey.py                       # every program, 1 round
     python benchmarks/bench_cold_survey.py --rounds 3 --only cnn_grad,lstm_scan
     python benchmarks/bench_cold_survey.py --modes tiered,jax --tree /tmp/base   # an A/B
     python benchmarks/bench_cold_survey.py --json out.json
+    python benchmarks/bench_cold_survey.py --only flax_nnx_adam_step,equinox_mlp_step
 
 ``--ladder``: compile time against size up to ~10,000 equations for three of
 ``bench_cold.py``'s ``--sizes`` families (its ``run_sizes``: untiered, first call minus
@@ -434,12 +445,195 @@ SURVEY = {
     """, "g(T)", "g(T * 0.5)", 1e-9),
 }
 
+# Programs of libraries written for JAX (installed in the venv), run on tangentia through
+# ``tests/_jax_alias.py`` (``import jax`` gives tangentia, as in tests/test_lib_*.py) and on
+# JAX (x64).  name: (modules imported, setup, first call, second call, tolerance).  The
+# first call is the user's whole first step: building the model (its parameters' random
+# initialization included), then one compiled training step.  flax's and equinox's
+# parameters are float32 (their default ``param_dtype``), hence the float32 tolerance.
+LIBRARY = {
+    # flax linen: an MLP's init, then a jit(grad) SGD step
+    "flax_linen_mlp_step": ("import flax.linen as nn", """
+        class MLP(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                x = nn.relu(nn.Dense(32)(x))
+                x = nn.relu(nn.Dense(32)(x))
+                return nn.Dense(1)(x)
+        model = MLP()
+        rng = np.random.default_rng(0)
+        X = rng.standard_normal((64, 8)); Y = rng.standard_normal((64, 1))
+        def loss(p, X, Y):
+            return jnp.mean((model.apply(p, X) - Y) ** 2)
+        step = jax.jit(lambda p, X, Y: jax.tree_util.tree_map(lambda a, g: a - 0.1 * g, p,
+                                                              jax.grad(loss)(p, X, Y)))
+        def first():
+            global params
+            params = model.init(jax.random.PRNGKey(0), X)
+            return step(params, X, Y)
+    """, "first()", "step(params, X * 0.5, Y)", 1e-5),
+    # flax nnx: a module, an nnx.Optimizer with optax's adam, an nnx.jit value_and_grad step
+    "flax_nnx_adam_step": ("from flax import nnx\nimport optax", """
+        class MLP(nnx.Module):
+            def __init__(self, rngs):
+                self.l1 = nnx.Linear(8, 32, rngs=rngs)
+                self.l2 = nnx.Linear(32, 1, rngs=rngs)
+            def __call__(self, x):
+                return self.l2(nnx.relu(self.l1(x)))
+        rng = np.random.default_rng(0)
+        X = rng.standard_normal((64, 8)); Y = rng.standard_normal((64, 1))
+        @nnx.jit
+        def step(model, optimizer, X, Y):
+            def loss(m):
+                return jnp.mean((m(X) - Y) ** 2)
+            value, grads = nnx.value_and_grad(loss)(model)
+            optimizer.update(model, grads)
+            return value
+        def first():
+            global model, optimizer
+            model = MLP(nnx.Rngs(0))
+            optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+            return step(model, optimizer, X, Y), model.l1.kernel[...]
+    """, "first()", "step(model, optimizer, X * 0.5, Y)", 1e-5),
+    # equinox: an MLP, filter_jit of filter_grad, the update applied
+    "equinox_mlp_step": ("import equinox as eqx", """
+        rng = np.random.default_rng(0)
+        X = rng.standard_normal((64, 8)); Y = rng.standard_normal((64, 1))
+        @eqx.filter_jit
+        def step(model, X, Y):
+            @eqx.filter_grad
+            def grads(m):
+                return jnp.mean((jax.vmap(m)(X) - Y) ** 2)
+            g = grads(model)
+            return eqx.apply_updates(model, jax.tree_util.tree_map(lambda t: -0.1 * t, g))
+        def first():
+            global model
+            model = eqx.nn.MLP(8, 1, 32, 2, key=jax.random.PRNGKey(0))
+            return eqx.filter(step(model, X, Y), eqx.is_array)
+    """, "first()", "eqx.filter(step(model, X * 0.5, Y), eqx.is_array)", 1e-5),
+    # optax: adam on a two-layer net's parameters (a dict), one jitted step
+    "optax_adam_step": ("import optax", """
+        rng = np.random.default_rng(0)
+        params = {"W1": rng.standard_normal((8, 32)) * 0.3, "b1": np.zeros(32),
+                  "W2": rng.standard_normal((32, 1)) * 0.3, "b2": np.zeros(1)}
+        X = rng.standard_normal((64, 8)); Y = rng.standard_normal((64, 1))
+        opt = optax.adam(1e-2)
+        def loss(p, X, Y):
+            return jnp.mean((jnp.tanh(X @ p["W1"] + p["b1"]) @ p["W2"] + p["b2"] - Y) ** 2)
+        @jax.jit
+        def step(p, state, X, Y):
+            value, g = jax.value_and_grad(loss)(p, X, Y)
+            updates, state = opt.update(g, state, p)
+            return optax.apply_updates(p, updates), state, value
+        def first():
+            global state
+            state = opt.init(params)
+            return step(params, state, X, Y)
+    """, "first()", "step(params, state, X * 0.5, Y)", 1e-9),
+}
+
+# Programs written the way diffrax/numpyro users write them, with the APIs both libraries
+# have (odeint, jax.scipy.stats): no library import.
+SURVEY.update({
+    # an ODE fit: Lotka-Volterra through odeint, jit(grad) of a trajectory loss
+    "ode_lotka_volterra_grad": ("""
+        ts = np.linspace(0.0, 5.0, 21)
+        obs = np.stack([np.exp(-0.1 * ts), 0.5 + 0.1 * np.sin(ts)], axis=1)
+        def rhs(y, t, th):
+            return jnp.stack([th[0] * y[0] - th[1] * y[0] * y[1],
+                              th[2] * y[0] * y[1] - th[3] * y[1]])
+        def loss(th):
+            ys = odeint(rhs, jnp.array([1.0, 0.5]), ts, th, rtol=1e-8, atol=1e-8)
+            return jnp.sum((ys - obs) ** 2)
+        g = jax.jit(jax.value_and_grad(loss))
+        th = np.array([0.6, 0.4, 0.3, 0.5])
+    """, "g(th)", "g(th * 1.1)", 1e-6),
+    # numpyro-like: eight schools' non-centred log density, jit(value_and_grad)
+    "logdensity_grad": ("""
+        stats = jax.scipy.stats
+        y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
+        sigma = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
+        def logp(th):
+            mu, log_tau, eta = th["mu"], th["log_tau"], th["eta"]
+            tau = jnp.exp(log_tau)
+            lp = stats.norm.logpdf(mu, 0.0, 5.0) + stats.cauchy.logpdf(tau, 0.0, 5.0) + log_tau
+            lp = lp + jnp.sum(stats.norm.logpdf(eta, 0.0, 1.0))
+            return lp + jnp.sum(stats.norm.logpdf(y, mu + tau * eta, sigma))
+        g = jax.jit(jax.value_and_grad(logp))
+        th = {"mu": 1.0, "log_tau": 0.5, "eta": np.linspace(-1.0, 1.0, 8)}
+    """, "g(th)", "g({**th, 'mu': 2.0})", 1e-10),
+    # numpyro-like HMC: 10 leapfrog steps of that density's gradient in a fori_loop
+    "hmc_leapfrog": ("""
+        stats = jax.scipy.stats
+        y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
+        sigma = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
+        def logp(q):
+            mu, log_tau, eta = q[0], q[1], q[2:]
+            tau = jnp.exp(log_tau)
+            lp = stats.norm.logpdf(mu, 0.0, 5.0) + stats.cauchy.logpdf(tau, 0.0, 5.0) + log_tau
+            lp = lp + jnp.sum(stats.norm.logpdf(eta, 0.0, 1.0))
+            return lp + jnp.sum(stats.norm.logpdf(y, mu + tau * eta, sigma))
+        @jax.jit
+        def leapfrog(q, p):
+            eps = 0.05
+            def body(i, qp):
+                q, p = qp
+                p = p + 0.5 * eps * jax.grad(logp)(q)
+                q = q + eps * p
+                return q, p + 0.5 * eps * jax.grad(logp)(q)
+            q, p = lax.fori_loop(0, 10, body, (q, p))
+            return q, p, logp(q) - 0.5 * jnp.sum(p ** 2)
+        q0 = np.linspace(-0.5, 0.5, 10); p0 = np.cos(np.arange(10.0))
+    """, "leapfrog(q0, p0)", "leapfrog(q0 * 0.5, p0)", 1e-9),
+})
+
+
+# A library program's prelude: on tangentia, ``import jax`` gives tangentia (the alias of
+# tests/_jax_alias.py); then the library's modules.
+LIBRARY_PRELUDE = {
+    "tangentia": """
+        import sys
+        sys.path.insert(0, {tests!r})
+        from _jax_alias import JaxAlias
+        sys.meta_path.insert(0, JaxAlias())
+        import jax
+        import jax.numpy as jnp
+        from jax import lax
+        from tangentia.compiler.backend import wait_for_compiles
+    """,
+    "jax": """
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+        from jax import lax
+        def wait_for_compiles(timeout=None):
+            pass
+    """,
+}
+
+# The process's CPU time when its imports are done (from the process's start: the
+# interpreter's, NumPy's, the library's), read by the child's ``{phases}`` slot (after the
+# prelude) into the JSON's "phases": "import + first call" is that plus the first call's.
+_IMPORT_CPU = "PHASES = {'import_cpu_s': time.process_time()}"
+
+
+def case_parts(case):
+    """``(library modules or None, setup, first, second, tolerance)`` of a program."""
+    if case in LIBRARY:
+        return LIBRARY[case]
+    return (None,) + SURVEY[case]
+
 
 def child_code(lib, case):
-    setup, first, second, _ = SURVEY[case]
-    prelude = textwrap.dedent(bench_cold.PRELUDE[lib]) + textwrap.dedent(EXTRA[lib])
+    modules, setup, first, second, _ = case_parts(case)
+    if modules is None:
+        prelude = textwrap.dedent(bench_cold.PRELUDE[lib]) + textwrap.dedent(EXTRA[lib])
+    else:
+        prelude = textwrap.dedent(LIBRARY_PRELUDE[lib]).format(
+            tests=os.path.join(ROOT, "tests")) + modules + "\n"
     return bench_cold.CHILD.format_map(_Blank(
-        cpu=CPU[0], native_wait=0, prelude=prelude, setup=textwrap.dedent(setup), first=first,
+        cpu=CPU[0], native_wait=0, prelude=prelude, phases=_IMPORT_CPU,
+        setup=textwrap.dedent(setup), first=first,
         has_second=second is not None, second_expr=second or "None"))
 
 
@@ -487,7 +681,13 @@ def survey(cases, modes, rounds, tree=None):
         out = {}
         for m in modes:
             ok = [r for r in rows[m] if "error" not in r]
-            out[m] = {k: bench_cold._median(ok, k) for k in ("first_s", "first_cpu_s", "second_s")}
+            for r in ok:      # import + first call: the process's CPU until its imports
+                r["import_cpu_s"] = (r.get("phases") or {}).get("import_cpu_s")   # were done
+                r["total_cpu_s"] = (r["import_cpu_s"] + r["first_cpu_s"]
+                                    if r["import_cpu_s"] is not None else None)
+            out[m] = {k: bench_cold._median([r for r in ok if r.get(k) is not None], k)
+                      for k in ("first_s", "first_cpu_s", "second_s", "import_s",
+                                "import_cpu_s", "total_cpu_s")}
             out[m]["errors"] = [r["error"] for r in rows[m] if "error" in r]
             if ok:
                 out[m]["result"] = ok[0]["result"]
@@ -496,8 +696,10 @@ def survey(cases, modes, rounds, tree=None):
             if m != "jax" and j.get("first_s") and out[m].get("first_s"):
                 out[m]["ratio_wall"] = out[m]["first_s"] / j["first_s"]
                 out[m]["ratio_cpu"] = out[m]["first_cpu_s"] / j["first_cpu_s"]
+                if j.get("total_cpu_s") and out[m].get("total_cpu_s"):
+                    out[m]["ratio_total_cpu"] = out[m]["total_cpu_s"] / j["total_cpu_s"]
                 if j.get("result") and out[m].get("result"):
-                    out[m]["agree"] = _agree(out[m]["result"], j["result"], SURVEY[case][3])
+                    out[m]["agree"] = _agree(out[m]["result"], j["result"], case_parts(case)[4])
         results[case] = out
         line = f"{case:<24}"
         for m in modes:
@@ -505,6 +707,11 @@ def survey(cases, modes, rounds, tree=None):
             line += f" | {m} {fmt(o['first_s']):>9} cpu {fmt(o['first_cpu_s']):>9}"
             if "ratio_wall" in o:
                 line += f" ({o['ratio_wall']:.2f}x / {o['ratio_cpu']:.2f}x)"
+            if o.get("total_cpu_s") is not None:
+                line += f" +import cpu {fmt(o['total_cpu_s'])}"
+                if "ratio_total_cpu" in o:
+                    line += f" ({o['ratio_total_cpu']:.2f}x)"
+            if "ratio_wall" in o:
                 line += "" if o.get("agree", True) else " DIFFER"
             if o["errors"]:
                 line += f" errors: {o['errors'][:1]}"
@@ -516,8 +723,10 @@ def table(results, modes):
     """A markdown table: first call wall / CPU per mode, ratios to JAX."""
     fmt = bench_cold._fmt
     head = "| program | " + " | ".join(
-        f"{m} wall / cpu" + (" (x JAX)" if m != "jax" else "") for m in modes) + " |"
-    lines = [head, "| --- |" + " --- |" * len(modes)]
+        f"{m} wall / cpu" + (" (x JAX)" if m != "jax" else "") for m in modes) + " | " + \
+        " | ".join(f"{m} import + first, cpu" + (" (x JAX)" if m != "jax" else "")
+                   for m in modes) + " |"
+    lines = [head, "| --- |" + " --- |" * (2 * len(modes))]
     for case, out in results.items():
         cells = []
         for m in modes:
@@ -528,6 +737,12 @@ def table(results, modes):
             c = f"{fmt(o['first_s'])} / {fmt(o['first_cpu_s'])}"
             if "ratio_wall" in o:
                 c += f" ({o['ratio_wall']:.2f} / {o['ratio_cpu']:.2f})"
+            cells.append(c)
+        for m in modes:
+            o = out[m]
+            c = fmt(o["total_cpu_s"]) if o.get("total_cpu_s") is not None else "-"
+            if "ratio_total_cpu" in o:
+                c += f" ({o['ratio_total_cpu']:.2f})"
             cells.append(c)
         lines.append(f"| `{case}` | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -563,7 +778,7 @@ def main(argv=None):
             with open(args.json, "w") as f:
                 json.dump({"ladder": sizes}, f, indent=1)
         return
-    cases = [c for c in SURVEY if not args.only or c in args.only.split(",")]
+    cases = [c for c in (*SURVEY, *LIBRARY) if not args.only or c in args.only.split(",")]
     modes = [m for m in args.modes.split(",") if m]
     results = survey(cases, modes, args.rounds, args.tree)
     print()
