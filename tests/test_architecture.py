@@ -360,7 +360,8 @@ KINDS = {
                     "max", "min",    # (NumPy's ufunc, plus JAX's rule for complex operands)
                     "sign", "pow", "rem", "floor_divide", "nextafter",   # (NumPy's ufunc,
                     # with JAX's values at signed zeros and special values: primitives.*)
-                    "lgamma"},       # (SciPy's gammaln, +inf at -inf as JAX's)
+                    "lgamma",        # (SciPy's gammaln, +inf at -inf as JAX's)
+                    "log_gammaincc", "log_gammaincc_grad_a", "gamma_hazard"},  # (log-space Q)
     "linear elementwise": {"add", "sub", "neg", "mul", "div", "select", "add_any", "real",
                            "imag", "conj", "complex"},
     "structural": {"reshape", "transpose", "broadcast_to", "convert_element_type",

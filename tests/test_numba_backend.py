@@ -415,6 +415,8 @@ OBJMODE = {
     "conv_general_dilated": "no kernel yet",
     "expm": "no kernel yet (SciPy's)", "expm_frechet": "no kernel yet (SciPy's)",
     "igamma_grad_a": "no kernel yet", "polygamma": "no kernel yet (SciPy's)",
+    **{n: "no kernel yet (gamma.logsf's log-space Q)" for n in (
+        "log_gammaincc", "log_gammaincc_grad_a", "gamma_hazard")},
     "random_gamma": "no kernel yet", "sph_harm_y": "no kernel yet (SciPy's)",
     "zeta": "no kernel yet (SciPy's)",
     "bitcast_convert_type": "no kernel yet", "reduce_precision": "no kernel yet",

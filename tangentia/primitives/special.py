@@ -28,7 +28,8 @@ __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "polygamma", "ndtr", "
            "log_ndtr", "gamma", "rgamma", "gammasgn", "beta", "betaln", "gammainc", "gammaincc",
            "betainc", "erfcx", "erf_p", "erfc_p", "erfinv_p", "lgamma_p", "digamma_p", "polygamma_p",
            "ndtr_p", "ndtri_p", "log_ndtr_p", "gamma_p", "rgamma_p", "gammasgn_p", "beta_p",
-           "betaln_p", "gammainc_p", "gammaincc_p", "betainc_p", "erfcx_p", "erfcinv", "erfcinv_p",
+           "betaln_p", "gammainc_p", "gammaincc_p", "log_gammaincc", "log_gammaincc_p",
+           "log_gammaincc_grad_a_p", "gamma_hazard_p", "betainc_p", "erfcx_p", "erfcinv", "erfcinv_p",
            "i0", "i0e", "i1", "i1e", "iv", "ive", "jv", "yv", "j0", "j1", "y0", "y1", "zeta",
            "i0_p", "i0e_p", "i1_p", "i1e_p", "iv_p", "ive_p", "jv_p", "yv_p", "j0_p", "j1_p",
            "y0_p", "y1_p", "zeta_p", "igamma_grad_a_p", "exp1", "expi", "expn", "poch",
@@ -205,8 +206,15 @@ def _igamma_grad_a_series(a, x):
 
 
 def _igamma_grad_a_fraction(a, x):
-    # Q = exp(a log x - x - lgamma(a)) * h, h by the modified Lentz method;
-    # each quantity carries its derivative in a (b' = -1, an' = i).
+    log_pre, d_log_pre, h, dh = _igamma_fraction(a, x)
+    return -np.exp(log_pre) * (dh + h * d_log_pre)     # dP/da = -dQ/da
+
+
+def _igamma_fraction(a, x):
+    """Q(a, x) = exp(log_pre) * h, with d/da of log_pre and h: Legendre's continued fraction
+    (x >= max(1, a)), so that log Q is ``log_pre + log h`` where Q itself underflows."""
+    # h by the modified Lentz method; each quantity carries its derivative in a (b' = -1,
+    # an' = i).
     tiny = 1e-300
     log_x = np.log(x)
     log_pre, d_log_pre = a * log_x - x - _sc.gammaln(a), log_x - _sc.digamma(a)
@@ -215,6 +223,7 @@ def _igamma_grad_a_fraction(a, x):
     d = 1 / b
     dd = d * d                           # d(1/b) = -b'/b^2 = 1/b^2
     h, dh = d.copy(), dd.copy()
+    done = np.zeros(h.shape, bool)
     for i in range(1, _MAX_TERMS):
         an, dan = -i * (i - a), float(i)
         b = b + 2
@@ -228,10 +237,16 @@ def _igamma_grad_a_fraction(a, x):
         dc = dcn
         d, dd = 1 / dn, -ddn / (dn * dn)
         delta, d_delta = d * c, dd * c + d * dc
-        h, dh = h * delta, dh * delta + h * d_delta
-        if np.all((np.abs(delta - 1) < 1e-16) & (np.abs(d_delta) <= 1e-16 * np.abs(dh / h))):
+        # an entry that has converged keeps its h and dh: going on with the others' terms,
+        # its deltas (1 to rounding) accumulated ~1e-13 in h (a = 0.5, x = 1e5 batched with
+        # x = 1e200, whose dh underflows to 0 and never meets the test, to _MAX_TERMS)
+        h, dh = np.where(done, h, h * delta), np.where(done, dh, dh * delta + h * d_delta)
+        with np.errstate(invalid="ignore"):
+            done |= (np.abs(delta - 1) < 1e-16) & (np.abs(d_delta) <= 1e-16 * np.abs(dh / h))
+            done |= (dh == 0) & (np.abs(delta - 1) < 1e-16)
+        if done.all():
             break
-    return -np.exp(log_pre) * (dh + h * d_log_pre)     # dP/da = -dQ/da
+    return log_pre, d_log_pre, h, dh
 
 
 def _igamma_grad_a_dx(t, ans, a, x):
@@ -268,6 +283,91 @@ gammainc_p = elementwise("gammainc", _sc.gammainc, [_gammainc_da, _gammainc_dx])
 gammaincc_p = elementwise("gammaincc", _sc.gammaincc,
                           [lambda t, ans, a, x: neg(_gammainc_da(t, ans, a, x)),
                            lambda t, ans, a, x: neg(_gammainc_dx(t, ans, a, x))])
+
+
+# log Q(a, x), the log of gammaincc, for the gamma and chi2 distributions' logsf: Q underflows
+# to 0 for x beyond ~700 (a = 3, x = 800: log Q is -787.32, log(gammaincc) -inf and JAX's
+# gradient NaN), so there it is summed in log space, ``log_pre + log h`` of Legendre's continued
+# fraction.  d/dx is minus the hazard density / Q (``gamma_hazard``: exp(log density - log Q),
+# or 1 / (x h) where Q underflows, so that it stays ~1 at x = 1e300, where the difference of
+# the two logs is rounding); d/da is -igamma_grad_a / Q, or the fraction's own d/da in log
+# space where Q underflows (``log_gammaincc_grad_a``).  Their second derivatives in x and the
+# mixed ones are written through the hazard; none is second order in a (as igamma_grad_a).
+# They serve x > 0 (the distributions' support; at x = 0 their x-derivatives are NaN).
+_LOG_Q_TINY = 1e-280      # below it, log Q by the fraction (which holds there: x > a + 1)
+
+
+def _log_q_parts(a, x):
+    """(Q, where Q underflows and the fraction holds, a and x as float64 arrays)."""
+    a, x = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
+    with np.errstate(all="ignore"):
+        q = np.asarray(_sc.gammaincc(a, x))
+        far = (q < _LOG_Q_TINY) & (a > 0) & np.isfinite(a) & np.isfinite(x) & (x > a + 1)
+    return q, far, a, x
+
+
+def _log_q_result(out, a, x):
+    dtype = np.result_type(a, x)
+    return out.astype(dtype if dtype.kind == "f" else np.float64, copy=False)
+
+
+def _log_gammaincc(a, x):
+    q, far, a64, x64 = _log_q_parts(a, x)
+    with np.errstate(all="ignore"):
+        out = np.array(np.log(q), np.float64)
+        if far.any():
+            log_pre, _, h, _ = _igamma_fraction(a64[far], x64[far])
+            out[far] = log_pre + np.log(h)
+    return _log_q_result(out, a, x)
+
+
+def _log_gammaincc_grad_a(a, x):
+    q, far, a64, x64 = _log_q_parts(a, x)
+    with np.errstate(all="ignore"):
+        out = np.array(-_igamma_grad_a(a64, x64) / q, np.float64)
+        if far.any():
+            _, d_log_pre, h, dh = _igamma_fraction(a64[far], x64[far])
+            out[far] = d_log_pre + dh / h
+    return _log_q_result(out, a, x)
+
+
+def _gamma_hazard(a, x):
+    q, far, a64, x64 = _log_q_parts(a, x)
+    with np.errstate(all="ignore"):
+        log_dens = _sc.xlogy(a64 - 1, x64) - x64 - _sc.gammaln(a64)
+        out = np.array(np.exp(log_dens - np.log(q)), np.float64)
+        out[np.isposinf(x64) & (a64 > 0)] = 1.0       # its limit (the slope of log Q: -1)
+        if far.any():
+            _, _, h, _ = _igamma_fraction(a64[far], x64[far])
+            out[far] = 1.0 / (x64[far] * h)
+    return _log_q_result(out, a, x)
+
+
+def _gamma_hazard_da(t, ans, a, x):
+    # d/da (density / Q) = r (log x - digamma(a) - d log Q / da)
+    return mul(t, mul(ans, sub(sub(log(x), digamma(a)), log_gammaincc_grad_a_p.bind(a, x))))
+
+
+def _gamma_hazard_dx(t, ans, a, x):
+    # d/dx (density / Q) = r ((a - 1) / x - 1 + r); 0 at x = +inf (where r is 1)
+    finite = lt(x, np.inf)
+    return mul(t, select(finite, mul(ans, add(sub(div(sub(a, 1.0), x), 1.0), ans)), 0.0))
+
+
+def _log_gammaincc_grad_a_dx(t, ans, a, x):
+    # d/dx (d log Q / da) = d/da (-r) = -r (log x - digamma(a) - d log Q / da), r the hazard
+    r = gamma_hazard_p.bind(a, x)
+    return mul(t, neg(mul(r, sub(sub(log(x), digamma(a)), ans))))
+
+
+gamma_hazard_p = elementwise("gamma_hazard", _gamma_hazard, [_gamma_hazard_da, _gamma_hazard_dx])
+log_gammaincc_grad_a_p = elementwise(
+    "log_gammaincc_grad_a", _log_gammaincc_grad_a,
+    [_no_shape_derivative("log_gammaincc_grad_a", "a (second order)"), _log_gammaincc_grad_a_dx])
+log_gammaincc_p = elementwise(
+    "log_gammaincc", _log_gammaincc,
+    [lambda t, ans, a, x: mul(t, log_gammaincc_grad_a_p.bind(a, x)),
+     lambda t, ans, a, x: mul(t, neg(gamma_hazard_p.bind(a, x)))])
 
 
 def _betainc_dx(t, ans, a, b, x):
@@ -735,6 +835,11 @@ def gammainc(a: ArrayLike, x: ArrayLike) -> Array:
 
 def gammaincc(a: ArrayLike, x: ArrayLike) -> Array:
     return gammaincc_p.bind(a, x)
+
+
+def log_gammaincc(a: ArrayLike, x: ArrayLike) -> Array:
+    """log(gammaincc(a, x)), finite where gammaincc underflows (not a JAX function)."""
+    return log_gammaincc_p.bind(a, x)
 
 
 def betainc(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Array:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as _np
 
 from ... import numpy as tnp
+from ...primitives import special as _SP
 from .. import special as sp
 from ._util import NEG_INF, promote, safe
 
@@ -62,11 +63,13 @@ def _logsf(x, a, loc, scale):
     """At x = +inf: -inf, with the derivatives of its limit, as ``expon.logsf``'s (the gamma of
     shape 1): the log survival's slope in x is minus the hazard, which tends to ``1 / scale``
     (``logsf ~ (a - 1) log y - y``), so d/x is ``-1/scale``, d/loc ``1/scale``, d/scale +inf.
-    A constant there gave 0 (JAX's: 0 for chi2, NaN for gamma)."""
+    A constant there gave 0 (JAX's: 0 for chi2, NaN for gamma).  Inside, log Q in log space
+    (``log_gammaincc``): ``log(gammaincc)`` was -inf, with NaN gradients, once Q underflowed
+    (a = 3, x = 800: -785.03; JAX's and SciPy's are -inf)."""
     below, above, y = _y(x, loc, scale)
     far = -(safe(above, x, loc + scale) - loc) / scale   # -inf where above, with the slopes
     return tnp.where(a <= 0, _np.nan, tnp.where(below, 0.0, tnp.where(
-        above, far, tnp.log(sp.gammaincc(a, y)))))
+        above, far, _SP.log_gammaincc(a, y))))
 
 
 def logpdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
