@@ -168,3 +168,32 @@ def test_object_mode_call_with_an_unused_output() -> None:
     got = _against_numpy(tg.vmap(tnp.linalg.eigvals), stack, rtol=1e-10)
     np.testing.assert_allclose(np.sort_complex(got[0]), np.sort_complex(np.linalg.eigvals(stack)),
                                rtol=1e-10)
+
+
+def test_a_slice_of_a_strided_slice() -> None:
+    """A basic index of a strided one, ``x[::-1][1:]`` (``lax.rev`` then a slice), ``x[::2][1:]``:
+    the two compose into one read, the outer index's expression (``1 + i``) put into the
+    inner's ``start + i * step`` without parentheses, so ``x[::-1][1:]`` of 33 elements read
+    ``x[33 - i]`` where ``x[31 - i]`` is right: every element shifted by two and the first
+    read past the array's end (a float64 1.35e-321, an int32 0 from whatever memory
+    followed). Arrays whose results are loops (not scalarized) only; 1-D and 2-D, forward
+    and reversed strides, every dtype kind."""
+    x = np.arange(33.0) - 7.5
+    m = np.arange(6.0 * 40).reshape(6, 40) * 0.25
+
+    def f(x: Any, m: Any, k: Any) -> list:
+        return [x[::-1][1:], x[::2][1:], x[::-3][2::2], x[1::2][::-1][1:], x[::-1][::-1][3:],
+                m[:, ::-1][1:, 2:], m[::-2, ::3][1:, 1::2], tnp.transpose(m[:, ::-1])[3:, 1:],
+                lax.rev(x, (0,))[1:] * 2.0, k[::-1][1:], k[::2][1:].astype(np.int64)]
+    k = (np.arange(33) * 3 - 40).astype(np.int32)
+    want: list[np.ndarray] = [x[::-1][1:], x[::2][1:], x[::-3][2::2], x[1::2][::-1][1:], x[::-1][::-1][3:],
+            m[:, ::-1][1:, 2:], m[::-2, ::3][1:, 1::2], m[:, ::-1].T[3:, 1:],
+            x[::-1][1:] * 2.0, k[::-1][1:], k[::2][1:].astype(np.int64)]
+    for c in (x.astype(np.complex128) * (1 - 1j), x.astype(np.float32)):
+        got = _against_numpy(lambda c: [c[::-1][1:], c[::2][1:]], c, rtol=0, atol=0)
+        np.testing.assert_array_equal(got[0], c[::-1][1:])
+        np.testing.assert_array_equal(got[1], c[::2][1:])
+    got = _against_numpy(f, x, m, k, rtol=0, atol=0)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)

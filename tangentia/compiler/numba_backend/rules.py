@@ -448,7 +448,9 @@ def _index_plan(spec, x_shape, dyn):
             if type(i) is int:
                 src.append(start + i * step)
             else:
-                term = i if step == 1 else f"{i} * {step}"
+                # (``i`` may be a compound expression, a composed index's ``1 + i2``)
+                term = i if step == 1 else f"{i} * {step}" if str(i).isidentifier() \
+                    else f"({i}) * {step}"
                 src.append(term if start == 0 else f"{start} + {term}")
         return tuple(src)
     return tuple(out_shape), in_index
