@@ -38,7 +38,6 @@ import re
 import types
 
 _KEPT_SECTIONS = ("Parameters", "Returns", "Examples")
-_SECTION_RULE = re.compile(r"^-{3,}\s*$")
 # :ref:`text <label>` / :doc:`...` point into NumPy's own documentation
 _ROLE_WITH_TITLE = re.compile(r":(?:ref|doc):`([^`<]*?)\s*<[^`>]*>`")
 _ROLE_PLAIN = re.compile(r":(?:ref|doc):`([^`]*)`")
@@ -62,18 +61,34 @@ def _cleandoc(doc):
 @functools.lru_cache(maxsize=None)
 def _sections(doc):
     """``(summary lines, {section title: lines})`` of a NumPy-style docstring
-    (cached: a reference's docstring is read several times)."""
-    lines = _cleandoc(doc).splitlines()
-    summary, sections, current = [], {}, None
-    i = 0
-    while i < len(lines):
-        if i + 1 < len(lines) and lines[i].strip() and _SECTION_RULE.match(lines[i + 1]) \
-                and not lines[i].startswith(" "):
-            current = sections.setdefault(lines[i].strip(), [])
-            i += 2
-            continue
-        (summary if current is None else current).append(lines[i])
-        i += 1
+    (cached: a reference's docstring is read several times).  A title is a line neither
+    indented nor blank, underlined by a rule of 3 or more "-"; the rules are found with
+    ``str.find`` (NumPy's ~475 docstrings are ~30,000 lines)."""
+    text = "\n".join(_cleandoc(doc).splitlines())
+    summary, sections, start, current = None, {}, 0, None
+    pos = text.find("\n---")
+    while pos >= 0:
+        end = text.find("\n", pos + 1)
+        end = len(text) if end < 0 else end
+        rule = text[pos + 1:end].rstrip()
+        title_start = text.rfind("\n", 0, pos) + 1
+        title = text[title_start:pos]
+        if (title_start >= start and rule.count("-") == len(rule) and title.strip()
+                and not title.startswith(" ")):
+            body = text[start:title_start]
+            body = body[:-1].split("\n") if body else []
+            if current is None:
+                summary = body
+            else:
+                current.extend(body)
+            current = sections.setdefault(title.strip(), [])
+            start = end + 1
+        pos = text.find("\n---", pos + 1)
+    body = text[start:].split("\n") if start < len(text) else []
+    if current is None:
+        summary = body
+    else:
+        current.extend(body)
     return summary, sections
 
 
@@ -82,6 +97,8 @@ def _clean(lines):
     text = _ROLE_WITH_TITLE.sub(r"\1", text)
     text = _ROLE_PLAIN.sub(r"\1", text)
     text = _CITATION.sub("", text)
+    if "|" not in text:
+        return "\n".join(text.splitlines())
     # |vdots| in a table row: "..." of the same width, so that the table stays aligned
     return "\n".join(
         _SUBSTITUTION.sub(lambda m: "..." + " " * (len(m.group(0)) - 3), line)

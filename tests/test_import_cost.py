@@ -86,7 +86,7 @@ def test_code_names_follow_wrapped_and_defer_to_inspect():
 _WORD_CHARS = st.sampled_from(list("ab_.x1 \n(),`*é") + ["ab", "x_1", "é"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(_WORD_CHARS, max_size=12).map("".join),
        st.sampled_from(["a", "ab", "x", "x_1", "b", "é"]))
 def test_mentions_is_the_word_pattern(doc, name):
@@ -101,6 +101,42 @@ def test_mentions_examples():
     assert not _docstrings._mentions("my_axis", "axis")
     assert _docstrings._mentions("``axis``: an int", "axis")
     assert _docstrings._mentions("(axis)", "axis")
+
+
+def _sections_by_lines(doc):
+    """The line-by-line parse that ``_docstrings._sections`` replaced (the reference)."""
+    lines = _docstrings._cleandoc(doc).splitlines()
+    summary, sections, current = [], {}, None
+    i = 0
+    while i < len(lines):
+        if i + 1 < len(lines) and lines[i].strip() and re.match(r"^-{3,}\s*$", lines[i + 1]) \
+                and not lines[i].startswith(" "):
+            current = sections.setdefault(lines[i].strip(), [])
+            i += 2
+            continue
+        (summary if current is None else current).append(lines[i])
+        i += 1
+    return summary, sections
+
+
+_DOC_LINES = st.sampled_from(["Parameters", "Returns", "---", "----------", "-- ", "--- \t",
+                              "", "  ", " x : int", "x : int", "    text", "Notes", "\ttab",
+                              "a - b", "Returns", "-----"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_DOC_LINES, max_size=14).map("\n".join), st.sampled_from(["", "Summary.\n", "\n"]))
+def test_sections_are_the_line_by_line_parse(body, head):
+    doc = head + body
+    _docstrings._sections.cache_clear()
+    assert _docstrings._sections(doc) == _sections_by_lines(doc)
+
+
+def test_sections_of_numpys_docstrings():
+    import numpy
+    for name in ("sum", "einsum", "linalg", "sort", "where", "histogram", "pad"):
+        doc = getattr(numpy, name).__doc__
+        assert _docstrings._sections(doc) == _sections_by_lines(doc), name
 
 
 def test_a_fresh_import_loads_no_compiler_and_no_test_tooling():
