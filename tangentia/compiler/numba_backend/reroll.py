@@ -36,7 +36,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 from llvmlite import ir
-from numba.core import types as nbt
+from numba.core import cgutils, types as nbt
 
 from .memo import Counts
 
@@ -67,6 +67,7 @@ MIN_COPIES = 3
 MIN_PERIOD = 16
 _CANDIDATES = 6       # periods tried per block (``_periods``)
 _NEXT = 8             # a signature's next occurrences whose distances are candidates
+TABLE_BYTES = 1 << 16   # a run's tables of its copies' addresses (``_Run.access``), at most
 STATS = Counts("runs")   # runs rolled, in this process (``memo.Counts``: thread-safe)
 
 
@@ -93,28 +94,69 @@ class _Run:
     ``kinds[(p, k)]``: how argument ``k`` of the copy's ``p``-th node is read:
     ``("own", q)`` (the copy's ``q``-th node), ``("carry", q)`` (the previous copy's
     ``q``-th node; copy 0 reads its argument itself), ``("inv",)`` (the same node in
-    every copy) or ``("mem", stride)`` (an element or array of a buffer at an offset
-    growing by ``stride``); ``rows[p]``: the growth of row ``j`` per copy of a
-    ``"rowld"``/``"rowst"`` node."""
+    every copy) or ``("mem",)`` (an element or array of its own in each copy, in memory
+    the block takes: ``places[(p, k)]``, ``(argument, offset)`` per copy, ``access``);
+    ``rows[p]``: the growth of row ``j`` per copy of a ``"rowld"``/``"rowst"`` node."""
 
-    __slots__ = ("start", "period", "copies", "kinds", "rows")
+    __slots__ = ("start", "period", "copies", "kinds", "rows", "places")
 
-    def __init__(self, start, period, copies, kinds, rows):
+    def __init__(self, start, period, copies, kinds, rows, places=None):
         self.start, self.period, self.copies, self.kinds, self.rows = start, period, copies, kinds, rows
+        self.places = {} if places is None else places
+
+    def access(self, key):
+        """How the copies reach the memory input ``key`` (``(p, k)``): ``("stride", d)``,
+        one buffer at an offset growing by ``d`` per copy (packed inputs: the offset is
+        computed in the loop), else ``("table", places)``: anywhere (addressed arrays, each
+        an argument of its own; views of several buffers; offsets not evenly spaced),
+        through a table of the copies' addresses filled before the loop (``_tables``).
+        Either way the copies form one loop: the program's loops do not depend on how
+        its inputs are passed."""
+        pl = self.places[key][:self.copies]
+        (j0, o0), (j1, o1) = pl[0], pl[1]
+        if o0 is not None and o1 is not None and j1 == j0:
+            d = o1 - o0
+            if all(j == j0 and o is not None and o == o0 + c * d for c, (j, o) in enumerate(pl)):
+                return ("stride", d)
+        return ("table", tuple(pl))
+
+    def tables(self):
+        """The number of tables of addresses the run reads (``access``)."""
+        return len({a for a in map(self.access, self.places) if a[0] == "table"})
 
 
-def _mem_place(nodes, inputs, i) -> Optional[Tuple[Any, ...]]:
-    """``(buffer argument, shape, element or None, offset)`` of an ``"in"``/``"arr"`` node
-    that is a view of a buffer (``irblock._Inputs``), else None."""
+def _mem_place(nodes, inputs, i, written=()) -> Optional[Tuple[Any, ...]]:
+    """``(argument, shape, element or None, offset, dtype)`` of an ``"in"``/``"arr"`` node
+    that is in a C-contiguous array the block takes (``irblock._Inputs``): a view of a
+    buffer at an element offset, or an array argument of its own (offset None: a program's
+    addressed inputs, ``native._addressed``, each its own argument of a unit), else None;
+    never an array of ``written`` (arguments the block stores into: its fresh outputs)."""
     if getattr(inputs, "in_map", None) is None or nodes[i][0] not in _MEM:
         return None
     m = inputs.in_map[nodes[i][3]]
     if type(m) is not tuple:
         return None
     j, off, shape = inputs.views[m[0]]
-    if off is None or inputs.arrs[j][0].layout != "C":
+    aty = inputs.arrs[j][0]
+    if aty.layout != "C" or (off is None and j in written):
         return None
-    return j, shape, m[1], off
+    return j, shape, m[1], off, aty.dtype
+
+
+def _written(nodes, order, inputs) -> set:
+    """The array arguments of the block (``irblock._Inputs.arrs``) that ``order`` stores
+    into (``"arrst"``/``"rowst"``): never a per-copy input."""
+    if getattr(inputs, "in_map", None) is None:
+        return set()
+    out = set()
+    for i in order:
+        if nodes[i][0] in _STORES:
+            a = nodes[i][2][0]
+            if nodes[a][0] in _MEM:
+                m = inputs.in_map[nodes[a][3]]
+                if type(m) is tuple:
+                    out.add(inputs.views[m[0]][0])
+    return out
 
 
 def loop_head(builder, name):
@@ -165,10 +207,11 @@ def _periods(sig):
     return sorted(cover, key=lambda p: (-cover[p], p))[:_CANDIDATES]
 
 
-def _match(nodes, order, pos, inputs, start, period, limit, maxuse):
+def _match(nodes, order, pos, inputs, start, period, limit, maxuse, written=()):
     """The copies from ``start`` (at most ``limit``) that repeat copy 0 (``_Run``)."""
     kinds: Dict[Tuple[int, int], Tuple[Any, ...]] = {}
     rows: Dict[int, int] = {}
+    places: Dict[Tuple[int, int], List[Tuple[int, Optional[int]]]] = {}
     base = order[start:start + period]
     c = 1
     while c < limit:
@@ -210,13 +253,20 @@ def _match(nodes, order, pos, inputs, start, period, limit, maxuse):
                     kind = ("inv",)
                     good = pa is None or pa < start
                 else:
-                    pl, pl0 = _mem_place(nodes, inputs, a), _mem_place(nodes, inputs, a0)
-                    good = pl is not None and pl0 is not None and pl[:3] == pl0[:3] and \
-                        nodes[a][1] == nodes[a0][1] and (pl[3] - pl0[3]) % c == 0
-                    kind = ("mem", (pl[3] - pl0[3]) // c) if good else ("?",)
+                    # (the same element of an array of the same shape and dtype, wherever
+                    # each copy's array is: ``_Run.access``)
+                    pl, pl0 = _mem_place(nodes, inputs, a, written), _mem_place(nodes, inputs, a0, written)
+                    good = pl is not None and pl0 is not None and pl[1:3] == pl0[1:3] and \
+                        pl[4] == pl0[4] and nodes[a][1] == nodes[a0][1]
+                    kind = ("mem",) if good else ("?",)
                 if not good or kinds.setdefault((p, k), kind) != kind:
                     ok = False
                     break
+                if kind[0] == "mem":
+                    seen = places.get((p, k))
+                    if seen is None:
+                        seen = places[(p, k)] = [(pl0[0], pl0[3])]
+                    seen.append((pl[0], pl[3]))
             # (a row's stack and step are the same in every copy: only j moves)
             if ok and op in _ROW and not (kinds[(p, 0)] == kinds[(p, 1)] == ("inv",)):
                 ok = False
@@ -232,7 +282,7 @@ def _match(nodes, order, pos, inputs, start, period, limit, maxuse):
         if any(maxuse[t] >= lo + period for t in range(prev, lo)):
             break
         c += 1
-    return _Run(start, period, c, kinds, rows)
+    return _Run(start, period, c, kinds, rows, places)
 
 
 def find_runs(nodes, order, inputs, out_ids, min_nodes) -> List[_Run]:
@@ -249,31 +299,43 @@ def find_runs(nodes, order, inputs, out_ids, min_nodes) -> List[_Run]:
     for i in out_ids:
         if i in pos:
             maxuse[pos[i]] = n
+    written = _written(nodes, order, inputs)
     found: List[_Run] = []
     for period in _periods(sig):
         if (n // period - 1) * period < min_nodes:
             continue
         same = np.concatenate([sig[:-period] == sig[period:], [False]])
-        t = 0
+        t, e = 0, -1
         while t < n - period:
             if not same[t]:
                 t += 1
                 continue
-            e = t
-            while same[e]:
-                e += 1
+            if t > e:
+                e = t
+                while same[e]:
+                    e += 1
             # sig[t:e + period] repeats with the period: copies from some start in it
-            s, best = t, None
+            s, best, reach = t, None, None
             while s < t + period and s + MIN_COPIES * period <= e + period:
                 run = _match(nodes, order, pos, inputs, s, period, (e + period - s) // period,
-                             maxuse)
+                             maxuse, written)
                 if run.copies >= MIN_COPIES and (run.copies - 1) * period >= min_nodes:
                     best = run
                     break
+                if run.copies > 1 and (reach is None or s + (run.copies - 1) * period < reach):
+                    reach = s + (run.copies - 1) * period
                 s += 1
             if best is not None:
+                tabs = best.tables()
+                if tabs:        # (the tables' stack space bounded: a run past it ends
+                    # there, and the copies after it are the next run)
+                    best.copies = min(best.copies, max(MIN_COPIES, TABLE_BYTES // (8 * tabs)))
                 found.append(best)
                 t = best.start + best.copies * best.period
+            elif reach is not None:
+                # copies matched from some start, then one did not (it reads otherwise,
+                # or is read later): the copies from the earliest such stop may be a run
+                t = reach
             else:
                 t = e + 1
     found.sort(key=lambda r: -(r.copies - 1) * r.period)
@@ -287,7 +349,8 @@ def find_runs(nodes, order, inputs, out_ids, min_nodes) -> List[_Run]:
 
 class _PerCopy:
     """The values of a copy's per-copy memory inputs at step ``c`` (``_Lazy``'s source:
-    an element is loaded where first used)."""
+    an element is loaded where first used): at an offset growing by a stride in a buffer,
+    or at an element of the copy's array in a table of addresses (``_Run.access``)."""
 
     def __init__(self, context, builder, inputs, c):
         self.context, self.builder, self.inputs, self.c = context, builder, inputs, c
@@ -302,10 +365,46 @@ class _PerCopy:
         return len(self.items) - 1
 
     def __getitem__(self, p):
-        (j, shape, k, off), stride = self.items[p]
+        place, how = self.items[p]
+        j, shape, k, off, dtype = place
+        if isinstance(how, _Tabled):     # (the copy's array's address)
+            return self.context.unpack_value(self.builder, dtype, self.builder.gep(
+                how.data, [ir.Constant(ir.IntType(64), k)]))
         aty, ary = self.inputs.arrs[j]
         return self.context.unpack_value(self.builder, aty.dtype,
-                                         self.builder.gep(ary.data, [self.offset(off + k, stride)]))
+                                         self.builder.gep(ary.data, [self.offset(off + k, how)]))
+
+
+class _Tabled:
+    """A copy's array read through a table (``_Run.access``), as ``irblock``'s views take
+    an array argument: its data pointer (loaded from the table at the step) and no
+    meminfo (no reference is taken: the block's caller holds the arrays)."""
+
+    __slots__ = ("data", "meminfo")
+
+    def __init__(self, data):
+        self.data = data
+        self.meminfo = ir.Constant(ir.IntType(8).as_pointer(), None)
+
+
+def _tables(builder, inputs, mem):
+    """Before the loop: a table of the copies' addresses for each distinct sequence of
+    places read through one (``_Run.access``), ``{places: table}``; each entry the address
+    of the copy's array (an argument, or a view of one at an element offset)."""
+    i64 = ir.IntType(64)
+    out: Dict[Tuple[Any, ...], Any] = {}
+    for _, place, how in mem:
+        if how[0] != "table" or how[1] in out:
+            continue
+        table = cgutils.alloca_once(builder, inputs.arrs[how[1][0][0]][1].data.type,
+                                    size=len(how[1]))
+        for c, (j, off) in enumerate(how[1]):
+            ptr = inputs.arrs[j][1].data
+            if off:
+                ptr = builder.gep(ptr, [ir.Constant(i64, off)])
+            builder.store(ptr, builder.gep(table, [ir.Constant(i64, c)]))
+        out[how[1]] = table
+    return out
 
 
 def _emit_run(context, builder, nodes, order, vals, run, inputs, out_ids, packs, ops):
@@ -351,7 +450,7 @@ def _emit_run(context, builder, nodes, order, vals, run, inputs, out_ids, packs,
                     new_args.append(local[a])
             else:
                 b = new(nodes[a])
-                mem.append((b, _mem_place(nodes, inputs, a), kind[1]))
+                mem.append((b, _mem_place(nodes, inputs, a), run.access((p, k))))
                 new_args.append(b)
         if op in _ROW and run.rows.get(p):
             # row j0 + c * dj of the stack: the step argument i becomes i + c * dj * rows
@@ -365,6 +464,7 @@ def _emit_run(context, builder, nodes, order, vals, run, inputs, out_ids, packs,
     for b, a in pre_vals.items():
         bvals[b] = ops.value(nodes, vals, a)
     inits = {b: ops.value(nodes, vals, a) for (a, q), b in carries.items()}
+    tables = _tables(builder, inputs, mem)
     pre, head, end, c = loop_head(builder, "tangentia.reroll")
     phis = {}
     for b, v in inits.items():
@@ -373,14 +473,17 @@ def _emit_run(context, builder, nodes, order, vals, run, inputs, out_ids, packs,
         phis[b] = phi
         bvals[b] = phi
     per = _PerCopy(context, builder, inputs, c)
-    for b, place, stride in mem:
-        j, shape, k, off = place
-        if k is None:
-            aty, ary = inputs.arrs[j]
-            bvals[b] = ops.arr_in(nbt.Array(aty.dtype, len(shape), "C"),
-                                  ops.view(context, builder, aty, ary, per.offset(off, stride), shape))
-        else:
-            bvals[b] = ops.lazy(per, per.add(place, stride))
+    at = {key: _Tabled(builder.load(builder.gep(t, [c]))) for key, t in tables.items()}
+    for b, place, how in mem:
+        j, shape, k, off, dtype = place
+        tab = at[how[1]] if how[0] == "table" else None
+        if k is not None:
+            bvals[b] = ops.lazy(per, per.add(place, how[1] if tab is None else tab))
+            continue
+        aty, ary = inputs.arrs[j]
+        view = ops.view(context, builder, aty, ary, per.offset(off, how[1]), shape) if tab is None \
+            else ops.view(context, builder, aty, tab, ir.Constant(i64, 0), shape)
+        bvals[b] = ops.arr_in(nbt.Array(aty.dtype, len(shape), "C"), view)
     for key, b in rows.items():
         if key[0] == "inv":
             continue
