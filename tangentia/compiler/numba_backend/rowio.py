@@ -101,8 +101,9 @@ def _row_pointers(context, builder, aryty, ary, i, shape):
     i64 = ir.IntType(64)
     n = int(np.prod(shape, dtype=np.int64))
     if aryty.layout == "C":
-        base = builder.mul(i, ir.Constant(i64, n))
-        return [builder.gep(ary.data, [builder.add(base, ir.Constant(i64, k))]) for k in range(n)]
+        base = builder.mul(i, ir.Constant(i64, n), flags=["nsw", "nuw"])
+        return [builder.gep(ary.data, [builder.add(base, ir.Constant(i64, k), flags=["nsw", "nuw"])],
+                            inbounds=True) for k in range(n)]
     dims = cgutils.unpack_tuple(builder, ary.shape)
     strides = cgutils.unpack_tuple(builder, ary.strides)
     return [cgutils.get_item_pointer2(context, builder, ary.data, dims, strides, aryty.layout,
