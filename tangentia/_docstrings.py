@@ -54,7 +54,8 @@ def _cleandoc(doc):
     margins = _INDENT.findall(rest)
     if margins:
         margin = min(len(m) for m in margins)
-        rest = re.sub(rf"^ {{0,{margin}}}", "", rest, flags=re.M)
+        if margin:
+            rest = re.sub(rf"^ {{0,{margin}}}", "", rest, flags=re.M)
     return (first.strip() + "\n" + rest).strip() if rest else first.strip()
 
 
@@ -94,9 +95,11 @@ def _sections(doc):
 
 def _clean(lines):
     text = "\n".join(lines).strip("\n")
-    text = _ROLE_WITH_TITLE.sub(r"\1", text)
-    text = _ROLE_PLAIN.sub(r"\1", text)
-    text = _CITATION.sub("", text)
+    if ":ref:`" in text or ":doc:`" in text:   # (the patterns' own markers: most texts
+        text = _ROLE_WITH_TITLE.sub(r"\1", text)   # have none, and are not scanned)
+        text = _ROLE_PLAIN.sub(r"\1", text)
+    if "]_" in text:
+        text = _CITATION.sub("", text)
     if "|" not in text:
         return "\n".join(text.splitlines())
     # |vdots| in a table row: "..." of the same width, so that the table stays aligned
@@ -183,14 +186,15 @@ def _reference_names(ref, sections):
     return [n for n in names if n not in ("args", "kwds", "kwargs", "signature", "extobj")]
 
 
-def _positional_renames(fn, ref, ours):
+def _positional_renames(fn, ref, ours, sections):
     """``{NumPy's name: ours}`` for the inputs of a ufunc that we name
-    differently (``x1, x2`` -> ``x, y``), matched by position."""
+    differently (``x1, x2`` -> ``x, y``), matched by position (``sections``: those of
+    the ufunc's docstring)."""
     nin = getattr(ref, "nin", None)
     if nin is None:
         return {}
-    theirs = [n for names, _ in _parameter_entries(_sections(ref.__doc__ or "")[1].get(
-        "Parameters", [])) for n in names][:nin]
+    theirs = [n for names, _ in _parameter_entries(sections.get("Parameters", []))
+              for n in names][:nin]
     return {t: o for t, o in zip(theirs, ours[:nin]) if t != o}
 
 
@@ -202,12 +206,13 @@ def _renamed_entry(names, entry, renames):
     return [head + (" :" + rest if rest else "")] + entry[1:]
 
 
-def numpy_docstring(fn, ref, ref_name):
+def numpy_docstring(fn, ref, ref_name, ref_doc=None):
     """The docstring of ``fn``, tangentia's implementation of ``ref`` (whose
-    qualified name is ``ref_name``, e.g. ``"numpy.sin"``)."""
-    _, sections = _sections(ref.__doc__ or "")
+    qualified name is ``ref_name``, e.g. ``"numpy.sin"``; ``ref_doc``: its docstring,
+    if already read: a ufunc's is formatted anew at each read)."""
+    _, sections = _sections((ref.__doc__ if ref_doc is None else ref_doc) or "")
     ours = _signature_names(fn) or []
-    renames = _positional_renames(fn, ref, ours)
+    renames = _positional_renames(fn, ref, ours, sections)
     theirs = [renames.get(n, n) for n in _reference_names(ref, sections)]
     unsupported = [n for n in theirs if n not in ours]
     own = [n for n in ours if n not in theirs and n not in ("args", "kwargs")]
@@ -252,19 +257,21 @@ def document(module, reference, prefix):
     for name in module.__all__:
         fn = getattr(module, name, None)
         ref = getattr(reference, name, None)
-        if (not isinstance(fn, types.FunctionType) or not getattr(ref, "__doc__", None)
-                or not callable(ref)):
+        if not isinstance(fn, types.FunctionType) or not callable(ref):
+            continue
+        ref_doc = getattr(ref, "__doc__", None)   # (read once: a ufunc's is formatted anew)
+        if not ref_doc:
             continue
         # an alias (NumPy's ``amax``) is documented by the name whose NumPy
         # docstring has the Parameters (``max``)
-        has_parameters = "Parameters" in _sections(ref.__doc__)[1]
+        has_parameters = "Parameters" in _sections(ref_doc)[1]
         if id(fn) in documented and (documented[id(fn)] or not has_parameters):
             continue
         if id(fn) in documented:
             fn.__doc__ = fn.own_doc
         documented[id(fn)] = has_parameters
         fn.own_doc = fn.__doc__
-        fn.__doc__ = numpy_docstring(fn, ref, f"{prefix}.{name}")
+        fn.__doc__ = numpy_docstring(fn, ref, f"{prefix}.{name}", ref_doc)
         fn.reference_doc = f"{prefix}.{name}"
 
 
