@@ -339,7 +339,10 @@ arccosh_p, arccosh = _unary("acosh", np.arccosh,
                             lambda t, ans, x: div(t, mul(sqrt(sub(x, 1)), sqrt(add(x, 1)))))
 arctanh_p, arctanh = _unary("atanh", np.arctanh, lambda t, ans, x: div(t, sub(1, mul(x, x))))
 sqrt_p, sqrt = _unary("sqrt", np.sqrt, lambda t, ans, x: div(t, mul(2, ans)))
-cbrt_p, cbrt = _unary("cbrt", np.cbrt, lambda t, ans, x: div(t, mul(3, mul(ans, ans))))
+# cbrt' = ans^-2 / 3, as JAX's: its own derivative at 0 is -2/9 ans^-5 = -inf at +0 and +inf at
+# -0 (JAX's); the quotient t / (3 ans ans) gave NaN there (0 * inf / inf)
+cbrt_p, cbrt = _unary("cbrt", np.cbrt,
+                      lambda t, ans, x: mul(t, mul(1.0 / 3.0, integer_pow(ans, -2))))
 
 
 def _abs_jvp(t, ans, x):
