@@ -37,6 +37,8 @@ import inspect
 import re
 import types
 
+import numpy as np
+
 _KEPT_SECTIONS = ("Parameters", "Returns", "Examples")
 # :ref:`text <label>` / :doc:`...` point into NumPy's own documentation
 _ROLE_WITH_TITLE = re.compile(r":(?:ref|doc):`([^`<]*?)\s*<[^`>]*>`")
@@ -145,8 +147,18 @@ def _code_names(fn):
     cheaper: this runs for every public function at import); None where
     ``inspect`` must decide (a method, a ``__signature__``, a partial, a class)."""
     for _ in range(100):   # inspect.unwrap's walk (its limit: a cycle raises there)
-        if type(fn) is not types.FunctionType:   # (a ufunc's failing getattr: 50 us)
-            return None
+        if type(fn) is not types.FunctionType:
+            # another object wrapping a function (NumPy's array-function dispatchers,
+            # an lru_cache) is followed as inspect follows it; the rest is inspect's
+            # (a ufunc's failing getattr alone costs 50 us)
+            if isinstance(fn, (type, types.MethodType, np.ufunc)) \
+                    or hasattr(fn, "__signature__"):
+                return None
+            wrapped = getattr(fn, "__wrapped__", None)
+            if wrapped is None:
+                return None
+            fn = wrapped
+            continue
         attributes = fn.__dict__
         if "__signature__" in attributes:
             return None
