@@ -381,7 +381,8 @@ def run_case(lib, case, cpu, tiered=True, timeout=900, native_wait=300, cache=No
 # compile units: loop bodies and called functions cached by their own source), against
 # the same changed program in an empty cache.  Variants: (text, replacement) in the case.
 # (a) a changed time grid; (b) one edited line: a loss's last line, a term of an ODE's
-# right-hand side, a constant in every step, an activation; (c) another batch size.
+# right-hand side, a constant in every step, an activation; (c) another batch size (from
+# 8 rows, below ``native.GENERIC_MIN``, and from 128).
 _LOSS = "return jnp.sum(odeint(pend, y0, ts, {})[-1] ** 2)"
 _PEND = "-b * y[1] - c * jnp.sin(y[0])"
 REUSE = {
@@ -401,6 +402,9 @@ REUSE = {
         "constant": [("return jnp.mean(h ** 2)", "return 0.5 * jnp.mean(h ** 2)")],
         "activation": [("jnp.tanh(h @ W + b)", "jnp.sin(h @ W + b)")],
         "batch 16": [("X = rng.standard_normal((8, 16))", "X = rng.standard_normal((16, 16))")],
+    },
+    "mlpb=10": {
+        "batch 96": [("X = rng.standard_normal((128, 16))", "X = rng.standard_normal((96, 16))")],
     },
     "physics=10": {
         "12 steps": [("for t in range(10)", "for t in range(12)")],
@@ -466,15 +470,16 @@ def run_reuse(cases, cpu, rounds, jax=True, variants=None, tree=None):
     return out
 
 
-def _residual_mlp(width, scale):
+def _residual_mlp(width, scale, batch=8):
     """The ``mlp`` families' template: a residual MLP of ``width``-wide layers written as a
-    Python loop over ``{n}`` of them (``scale`` keeps tanh's inputs moderate)."""
+    Python loop over ``{n}`` of them (``scale`` keeps tanh's inputs moderate), on a batch of
+    ``batch`` rows."""
     return f"""
         rng = np.random.default_rng(0)
         params = [(rng.standard_normal(({width}, {width})) / {scale},
                    rng.standard_normal({width}) * 0.1, np.float64(0.5 + 0.01 * i))
                   for i in range({{n}})]
-        X = rng.standard_normal((8, {width}))
+        X = rng.standard_normal(({batch}, {width}))
         def loss(p):
             h = X
             for W, b, a in p:
@@ -521,6 +526,9 @@ SIZE_FAMILIES = {
     # jit(grad) of a residual MLP written as a Python loop over n layers (no scan): a 16x16
     # matrix, a bias and a scalar gain per layer, all differentiated; batch of 8
     "mlp": _residual_mlp(16, 4.0),
+    # the same MLP on a batch of 128 rows (the batch a size-generic unit reads from its
+    # arguments: ``native._generic_source``)
+    "mlpb": _residual_mlp(16, 4.0, 128),
     # the same MLP of 64x64 layers: its matrices (4,096 elements) are not packed in one
     # buffer (``irblock.ARRAY_MAX``), each is an argument of its own
     "mlpwide": _residual_mlp(64, 8.0),

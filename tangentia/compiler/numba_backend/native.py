@@ -296,8 +296,9 @@ def _new_gen(settings):
                 units=_lower_unit, settings=settings, kernels=_kernel_call)
 
 
-def _module_source(g, fname, params):
-    """The source of a module defining ``fname(*params)`` from what ``g`` generated."""
+def _module_source(g, fname, params, lines=None):
+    """The source of a module defining ``fname(*params)`` from what ``g`` generated
+    (``lines``: the body's lines, by default ``g.lines``)."""
     head = ["import cmath", "import math", "import numpy as np", "import numba",
             f"from {alloc.__name__} import _empty",      # (np.empty without its overload's compile)
             f"from {helpers.__name__} import {', '.join(helpers.HELPERS)}",
@@ -309,7 +310,8 @@ def _module_source(g, fname, params):
     # refuses the function -- numba issue #9574.  An empty block first defines it in the
     # entry block.)
     first = ["    with numba.objmode():", "        pass"] if g.objmode else []
-    main = "\n".join(["@_jit", f"def {fname}({', '.join(params)}):"] + first + g.lines)
+    main = "\n".join(["@_jit", f"def {fname}({', '.join(params)}):"] + first
+                     + (g.lines if lines is None else lines))
     return "\n".join(head) + "\n" + "\n".join(funcs) + main + "\n"
 
 
@@ -693,11 +695,12 @@ def _compile_tag():
             + reroll.tag())
 
 
-def _load_module(source, glb, prefix="tangentia_numba_"):
-    """Import ``source`` from a file named by its hash (so numba can cache it).  A file
-    of that name whose text is not ``source`` (cut short, damaged) is written again
-    (atomically: a new file renamed over it) before it is imported."""
-    modname = prefix + _source_key(source)
+def _load_module(source, glb, prefix="tangentia_numba_", named=None):
+    """Import ``source`` from a file named by its hash (so numba can cache it; ``named``:
+    the text hashed instead, which holds ``source``).  A file of that name whose text is
+    not ``source`` (cut short, damaged) is written again (atomically: a new file renamed
+    over it) before it is imported."""
+    modname = prefix + _source_key(source if named is None else named)
     for d in (_cache_dir(), os.path.join(tempfile.gettempdir(), "tangentia-numba")):
         try:
             os.makedirs(d, exist_ok=True)
@@ -1298,7 +1301,7 @@ def _make_unit(settings, jaxpr, in_vals, refs=None, segs=(), seg_types=None):
     views = _Views(c)
     if refs is None:
         refs = [None] * len(in_vals)
-    params, vals, argtys = [], [], []
+    params, vals, argtys, arrays = [], [], [], []
     seg_names = [c.name("p") for _ in segs]
     small = {}      # segment -> [(position in vals, offset, value)]: scalarized views
     for v, ref in zip(in_vals, refs):
@@ -1318,6 +1321,7 @@ def _make_unit(settings, jaxpr, in_vals, refs=None, segs=(), seg_types=None):
             params.append(c.name("p"))
             argtys.append(nbt.Array(_nbtype(v.dtype), len(v.shape), "C"))
             vals.append(AV(v.shape, v.dtype, params[-1]))
+            arrays.append((params[-1], tuple(v.shape)))
     for k, items in small.items():
         for (pos, _, _), sv in zip(items, views.scalars(seg_names[k], [(off, v.shape, v.dtype)
                                                                       for _, off, v in items])):
@@ -1335,13 +1339,110 @@ def _make_unit(settings, jaxpr, in_vals, refs=None, segs=(), seg_types=None):
     key = _source_key(source)
     with _MODULE_LOCK:
         unit = _UNITS.get(key)
+        if unit is not None:
+            UNIT_STATS.add("reused")
+            return unit
+    generic = None if c.objmode else _generic_source(c, params, arrays)
+    with _MODULE_LOCK:
+        unit = _UNITS.get(key)
         if unit is None:
             unit = _UNITS[key] = _Unit(key, source, c.globals, tuple(argtys),
                                        [(type(o), o.shape, o.dtype) for o in outs], list(c.deps),
-                                       c.objmode, frozenset(c.fallbacks))
+                                       c.objmode, frozenset(c.fallbacks), generic)
         else:
             UNIT_STATS.add("reused")
     return unit
+
+
+# ---------------------------------------------------------------------------
+# Units generic in their sizes (issue 23)
+#
+# A unit's source names its sizes as literals (trip counts, allocations, reshapes), so
+# the same layer at another batch size was another source, another module, another
+# compile.  ``_generic_source`` rewrites the literals equal to a large leading dimension
+# of one of the unit's array parameters (a batch, a time grid) as a name read from that
+# parameter's shape on entry (``_n0 = p1.shape[0]``), and the unit's module is named by
+# that source (``_Unit.key``).  The rewritten source computes, for the sizes of the
+# arrays it is given, exactly what the literal source of those sizes computes, whichever
+# literals were rewritten: so two programs whose rewritten sources (and the descriptions
+# of the globals the source does not spell out, ``_described``) are identical share one
+# compiled unit, and a size that changes a decision of the generator (a loop or BLAS, an
+# IR block unrolled over the size, a divisor) changes the text, and so the module.
+# Dimensions below ``GENERIC_MIN`` and those that are also a trailing dimension of a
+# parameter stay literal (a 16-wide layer's inner loops keep their constant trip counts,
+# which LLVM unrolls and vectorizes at a known width).  ``TANGENTIA_NUMBA_GENERIC=0``
+# turns it off.  A rewritten unit numba cannot compile is compiled from its literal source.
+
+GENERIC_MIN = 16
+GENERIC_STATS = Counts("generic", "literal", "failed")   # units by the source compiled
+_INT = re.compile(r"(?<![\w.])\d+(?![\w.])")
+_NOTE = re.compile(r"# (\w+): ")
+
+
+def _generic_source(c, params, arrays):
+    """The source of the unit ``c`` generated (``params``; ``arrays``: ``(parameter,
+    shape)`` of its array parameters) with its large leading sizes read from its
+    arguments' shapes, and the text naming its module (that source and the descriptions
+    of its globals); None where nothing is rewritten or a global cannot be described."""
+    if os.environ.get("TANGENTIA_NUMBA_GENERIC", "1") == "0":
+        return None
+    trailing = {d for _, shape in arrays for d in shape[1:]}
+    where = {}
+    for name, shape in arrays:
+        if shape and shape[0] >= GENERIC_MIN and shape[0] not in trailing:
+            where.setdefault(int(shape[0]), name)
+    if not where:
+        return None
+    symbol = {d: f"_n{k}" for k, d in enumerate(where)}
+    used = set()
+
+    def sub(m):
+        text, a, b = m.string, m.start(), m.end()
+        d = int(m.group())
+        if d not in symbol or (a and text[a - 1] == "[" and text[b:b + 1] == "]"):
+            return m.group()        # (``t[16]``: a tuple's item needs a literal index)
+        used.add(d)
+        return symbol[d]
+
+    lines = []
+    for line in c.lines:
+        if "#" in line or "'" in line or '"' in line or "_n" in line:
+            lines.append(line)      # (left literal: always right, only less shared)
+        else:
+            lines.append(_INT.sub(sub, line))
+    if not used:
+        return None
+    described = _described(c)
+    if described is None:
+        return None
+    head = [f"    {symbol[d]} = {where[d]}.shape[0]" for d in where if d in used]
+    source = _module_source(c, "body", params, head + lines)
+    return source, source + "\n# globals:\n" + "\n".join(described) + "\n"
+
+
+def _described(c):
+    """A line per global of the unit ``c`` generated that its notes do not name: what it
+    is, with its sizes (``rowio``'s and ``alloc``'s intrinsics by their memo's key, a
+    helper by the generator's key, a numba type by its name); None if one is none of those."""
+    noted = {m.group(1) for m in map(_NOTE.match, c.notes) if m}
+    helpers = {n: k for k, n in c.helpers.items() if type(n) is str}
+    memos = {}
+    for memo in (getattr(rowio, "_MEMO", {}), getattr(alloc, "_MADE", {}), _AT):
+        for k, fn in list(memo.items()):
+            memos[id(fn)] = k
+    out = []
+    for name, obj in sorted(c.globals.items()):
+        if name in noted:
+            continue
+        if name in helpers:
+            out.append(f"{name}: {helpers[name]!r}")
+        elif id(obj) in memos:
+            out.append(f"{name}: {memos[id(obj)]!r}")
+        elif isinstance(obj, nbt.Type):
+            out.append(f"{name}: {obj}")
+        else:
+            return None
+    return out
 
 
 class _Unit:
@@ -1349,9 +1450,13 @@ class _Unit:
     types, output template, the units it calls (``deps``, in the order of its address
     parameters) and, once compiled, its dispatcher, return type and address."""
 
-    def __init__(self, key, source, glb, argtys, template, deps, objmode, fallbacks):
-        self.key, self.source, self.globals, self.argtys = key, source, glb, argtys
+    def __init__(self, key, source, glb, argtys, template, deps, objmode, fallbacks, generic=None):
+        self.literal, self.source, self.globals, self.argtys = key, source, glb, argtys
         self.template, self.deps, self.objmode, self.fallbacks = template, deps, objmode, fallbacks
+        # (``generic``: the source with its sizes read from its arguments and the text
+        # naming its module, ``_generic_source``; ``key`` names the module compiled)
+        self.generic = generic
+        self.key = key if generic is None else _source_key(generic[1])
         self.disp = self.resty = self.ptr = None
         self.caller = _caller(self)
 
@@ -1365,25 +1470,41 @@ class _Unit:
                 return
             for d in self.deps:
                 d.compile()
-            # (object-mode blocks reach Python through the environment the Python wrapper holds)
-            glb = dict(self.globals, _jit=numba.njit(cache=not self.objmode, nogil=not self.objmode,
-                                                     **(_NJIT_OPTIONS if self.objmode else
-                                                        _lean_options(_UNIT_OPTIONS))))
-            mod = _load_module(self.source, glb, "tangentia_numba_unit_")
-            disp = mod.body
-            hits = sum(disp.stats.cache_hits.values())
-            with _fast_typing():
+            if self.generic is not None:
                 try:
-                    _compile_lean(disp, self.argtys)
+                    disp = self._compile(self.generic[0], self.generic[1])
+                    GENERIC_STATS.add("generic")
                 except Exception:
-                    # a damaged cache entry (cut short, overwritten) is compiled anew
-                    if not _drop_cached(mod):
-                        raise
-                    _compile_lean(disp, self.argtys)
+                    # (a rewritten source numba refuses: the literal one, under its own name)
+                    GENERIC_STATS.add("failed")
+                    self.generic, self.key = None, self.literal
+            if self.generic is None:
+                disp = self._compile(self.source)
+                GENERIC_STATS.add("literal")
             cres = disp.overloads[self.argtys]
-            UNIT_STATS.add("loaded" if sum(disp.stats.cache_hits.values()) > hits else "compiled")
             self.disp, self.resty = disp, cres.signature.return_type
             self.ptr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+
+    def _compile(self, source, named=None):
+        """The dispatcher of the module of ``source`` (named by the hash of ``named``,
+        default ``source``), compiled for ``argtys`` or loaded from numba's cache."""
+        # (object-mode blocks reach Python through the environment the Python wrapper holds)
+        glb = dict(self.globals, _jit=numba.njit(cache=not self.objmode, nogil=not self.objmode,
+                                                 **(_NJIT_OPTIONS if self.objmode else
+                                                    _lean_options(_UNIT_OPTIONS))))
+        mod = _load_module(source, glb, "tangentia_numba_unit_", named)
+        disp = mod.body
+        hits = sum(disp.stats.cache_hits.values())
+        with _fast_typing():
+            try:
+                _compile_lean(disp, self.argtys)
+            except Exception:
+                # a damaged cache entry (cut short, overwritten) is compiled anew
+                if not _drop_cached(mod):
+                    raise
+                _compile_lean(disp, self.argtys)
+        UNIT_STATS.add("loaded" if sum(disp.stats.cache_hits.values()) > hits else "compiled")
+        return disp
 
 
 _KERNELS = {}    # (dispatcher, argument types) -> _Kernel: one per kernel signature and process
