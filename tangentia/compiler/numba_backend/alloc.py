@@ -30,6 +30,9 @@ from .pool import MIN_BYTES as _POOL_MIN, SYMBOL as _POOL
 __all__ = ["_empty", "array_of"]
 
 _I8P = ir.IntType(8).as_pointer()
+#: the message of the MemoryError of an allocation that failed (JAX's wording first)
+OUT_OF_MEMORY = ("Out of memory allocating an array in a jitted program (numba backend): "
+                 "the system refused the request")
 
 
 def _alloc(context, builder, n, align):
@@ -57,6 +60,9 @@ def _alloc(context, builder, n, align):
     mi = builder.phi(mi_plain.type)
     mi.add_incoming(mi_pool, from_pool)
     mi.add_incoming(mi_plain, from_plain)
+    # (the pool's malloc returns null when the system has no such block: a MemoryError,
+    # as numba's own allocation raises, not a null MemInfo read, which killed the process)
+    cgutils.guard_memory_error(context, builder, mi, msg=OUT_OF_MEMORY)
     return mi
 
 

@@ -14,8 +14,10 @@ How: arrays of at least ``MIN_BYTES`` are allocated through numba's external-all
 interface (``NRT_MemInfo_alloc_external``, via ``NRT_get_api``) with the allocator
 ``tangentia_pool`` defined here.  Its ``malloc`` takes a held block whose size is the
 request rounded up to 4 KiB (no block more than a quarter larger), else calls
-``malloc``; its ``free`` keeps the block in one of ``SLOTS`` slots, within a cap
-on the bytes held (``TANGENTIA_NUMBA_POOL_MB``, default 64 MiB; 0 keeps none): to make
+``malloc``, and where ``malloc`` fails, frees every held block and asks once more (under
+memory pressure the blocks kept for speed give way; a request that still fails is a
+``MemoryError`` raised by the generated code, ``alloc._alloc``).  Its ``free`` keeps
+the block in one of ``SLOTS`` slots, within a cap on the bytes held (``TANGENTIA_NUMBA_POOL_MB``, default 64 MiB; 0 keeps none): to make
 room it frees held blocks in turn, oldest first, so a program whose sizes change is
 served again after its first call (a block larger than the cap is freed).  A short spin lock (``sched_yield`` while it is
 taken) guards the slots, so allocation and release are thread-safe and need no GIL.
@@ -131,13 +133,23 @@ take:
 fresh:
   call void @unlock()
   %more64 = add i64 %need, 64
-  %raw = call i8* @malloc(i64 %more64)
-  %null = icmp eq i8* %raw, null
-  br i1 %null, label %fail, label %ok
+  %raw1 = call i8* @malloc(i64 %more64)
+  %null = icmp eq i8* %raw1, null
+  br i1 %null, label %short, label %ok
+short:
+  ; malloc refused: the blocks held go back to the system, and malloc is asked once more
+  %freed = call i64 @tangentia_pool_release()
+  %some = icmp ne i64 %freed, 0
+  br i1 %some, label %retry, label %fail
+retry:
+  %raw2 = call i8* @malloc(i64 %more64)
+  %null2 = icmp eq i8* %raw2, null
+  br i1 %null2, label %fail, label %ok
 fail:
   ret i8* null
 ok:
   ; the block's base: raw rounded up to 64 bytes; its header: [size, raw]
+  %raw = phi i8* [ %raw1, %fresh ], [ %raw2, %retry ]
   %ri = ptrtoint i8* %raw to i64
   %ri63 = add i64 %ri, 63
   %bi = and i64 %ri63, -64
