@@ -28,6 +28,7 @@ libraries have.
     python benchmarks/bench_cold_survey.py --modes tiered,jax --tree /tmp/base   # an A/B
     python benchmarks/bench_cold_survey.py --json out.json
     python benchmarks/bench_cold_survey.py --only flax_nnx_adam_step,equinox_mlp_step
+    python benchmarks/bench_cold_survey.py --imports 11 --base /tmp/base   # import CPU, A/B
 
 ``--ladder``: compile time against size up to ~10,000 equations for three of
 ``bench_cold.py``'s ``--sizes`` families (its ``run_sizes``: untiered, first call minus
@@ -755,6 +756,47 @@ def table(results, modes):
 LADDER = "special=300,1400,2800;physics=30,110,220;mlp=100,200"
 
 
+# --imports: what ``python script.py`` pays before its first line of work.  Each statement
+# runs in a fresh process (pinned, the child environment of the programs above); its CPU is
+# the process's own (getrusage: user + system, from its start), the interpreter's start-up
+# included, so ``pass`` is the floor.  "tree" statements import the tangentia tree given
+# (--tree, default this one); with --base DIR, the same statements on that tree too (an A/B,
+# interleaved).  Bytecode: the trees' existing .pyc files are used, none written.
+IMPORTS = {
+    "pass": "pass",
+    "numpy": "import numpy",
+    "numpy+scipy": "import numpy, scipy.special, scipy.linalg",
+    "tangentia": "import tangentia",
+    "tnp+jit+grad": "import tangentia.numpy as tnp; from tangentia import jit, grad",
+    "jax": "import jax; jax.config.update('jax_enable_x64', True); import jax.numpy",
+}
+_IMPORT_CHILD = ("import os; os.sched_setaffinity(0, {{{cpu}}})\n{stmt}\n"
+                 "import resource; r = resource.getrusage(resource.RUSAGE_SELF); "
+                 "print(r.ru_utime + r.ru_stime)")
+
+
+def run_imports(rounds, trees):
+    """``{(statement, tree): median CPU s}`` over ``rounds`` fresh processes per pair,
+    interleaved round by round (``trees``: {label: tree directory})."""
+    times = {}
+    for _ in range(rounds):
+        for name, stmt in IMPORTS.items():
+            for label, tree in (trees.items() if "tangentia" in stmt else [("", None)]):
+                env = bench_cold.child_env(tree)
+                env["PYTHONDONTWRITEBYTECODE"] = "1"
+                proc = subprocess.run([sys.executable, "-c",
+                                       _IMPORT_CHILD.format(cpu=CPU[0], stmt=stmt)],
+                                      capture_output=True, text=True, timeout=300, env=env,
+                                      cwd=tempfile.gettempdir())
+                if proc.returncode == 0:
+                    times.setdefault((name, label), []).append(float(proc.stdout.split()[-1]))
+    out = {k: statistics.median(v) for k, v in times.items()}
+    for (name, label), t in out.items():
+        print(f"{name:<14} {label:<6} {bench_cold._fmt(t):>9}   ({len(times[(name, label)])} "
+              f"processes, CPU from the process's start)")
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=1)
@@ -766,9 +808,20 @@ def main(argv=None):
     ap.add_argument("--ladder", nargs="?", const=LADDER, default=None,
                     help="compile time vs size to ~10k equations (family=n1,n2;...)")
     ap.add_argument("--no-jax", action="store_true", help="with --ladder: tangentia only")
+    ap.add_argument("--imports", type=int, default=0, metavar="N",
+                    help="the import statements' CPU only, median of N fresh processes each")
+    ap.add_argument("--base", default=None, metavar="DIR",
+                    help="with --imports: a second tangentia tree, interleaved (an A/B)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     CPU[0] = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
+    if args.imports:
+        trees = {"tree": args.tree or ROOT, **({"base": args.base} if args.base else {})}
+        out = run_imports(args.imports, trees)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"imports": [[n, t, s] for (n, t), s in out.items()]}, f, indent=1)
+        return
     if args.ladder:
         libs = ["tangentia"] + ([] if args.no_jax else ["jax"])
         sizes = {}
