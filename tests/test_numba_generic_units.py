@@ -158,3 +158,11 @@ def test_sizes_below_the_threshold_or_also_trailing_stay_literal(fresh: Any) -> 
     np.testing.assert_allclose(flat, reference(12), rtol=1e-12, atol=1e-15)
     assert native.GENERIC_STATS["generic"] == before["generic"]
     assert native.GENERIC_STATS["literal"] - before["literal"] == 2
+
+
+
+def test_only_integer_literals_are_rewritten() -> None:
+    # names, floats (exponents too) are never a size's literal; integers anywhere else are
+    line = "    a1 = _v2(p0, 160) * 1e-160 + 2.5e+160 + s160 + 160.0 + x[160] + y[160, 3] - 160"
+    found = [line[m.start() - 2:m.end() + 1] for m in native._INT.finditer(line)]
+    assert found == [", 160)", "x[160]", "y[160,", ", 3]", "- 160"]

@@ -1375,7 +1375,7 @@ def _make_unit(settings, jaxpr, in_vals, refs=None, segs=(), seg_types=None):
 
 GENERIC_MIN = 16
 GENERIC_STATS = Counts("generic", "literal", "failed")   # units by the source compiled
-_INT = re.compile(r"(?<![\w.])\d+(?![\w.])")
+_INT = re.compile(r"(?<![\w.])(?<![eE][+-])\d+(?![\w.])")    # (an integer literal's digits)
 _NOTE = re.compile(r"# (\w+): ")
 
 
