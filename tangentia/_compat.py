@@ -260,9 +260,11 @@ def clear_caches():
         _backend._EQN_CACHE.clear()
     with _control_flow._TRACE_LOCK:
         _control_flow._TRACE_CACHE.clear()
-    pool = sys.modules.get("tangentia.compiler.numba_backend.pool")
-    if pool is not None:
-        pool.release()      # the freed large arrays compiled programs keep for reuse
+    # the freed large arrays compiled programs keep for reuse (a pool module that another
+    # thread's first compile is still importing has no ``release`` yet, and holds no block)
+    release = getattr(sys.modules.get("tangentia.compiler.numba_backend.pool"), "release", None)
+    if release is not None:
+        release()
 
 
 def named_call(fun, *, name=None):
