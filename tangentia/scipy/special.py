@@ -637,8 +637,25 @@ dawsn = _unary("dawsn", _SP.dawsn, "Dawson's integral ``exp(-x**2) int_0^x exp(t
 expn = _binary("expn", _SP.expn, ("n", "x"), "The generalized exponential integral ``E_n(x)``; "
                "differentiable in ``x``.")
 poch = _binary("poch", _SP.poch, ("z", "m"), "The Pochhammer symbol ``gamma(z + m) / gamma(z)``.")
-kl_div = _binary("kl_div", _SP.kl_div, ("p", "q"), "Elementwise ``p log(p / q) - p + q`` "
-                 "(``inf`` outside the domain, as SciPy).")
+
+
+def kl_div(p: ArrayLike, q: ArrayLike) -> Array:
+    """Elementwise ``p log(p / q) - p + q`` (``inf`` outside the domain, as SciPy)."""
+    p, q = _promote_all("kl_div", ("p", "q"), (p, q))
+    # where p / q under- or overflows, p (log p - log q) - p + q: SciPy's kl_div was -inf at
+    # p = 1e-300, q = 1e300 (JAX's and the true 1e300) and inf at p = 1e300, q = 1e-300
+    # (1.38e303); the other branch's inputs are 1 there, so no inf reaches a cotangent
+    r = tnp.true_divide(p, q)
+    far = ((p > 0) & (q > 0) & (p < np.inf) & (q < np.inf)
+           & ((r < np.finfo(np.float64).tiny) | (r == np.inf)))
+    if not isinstance(far, Tracer) and not far.any():
+        return _SP.kl_div(p, q)
+    ps, qs = tnp.where(far, p, 1.0), tnp.where(far, q, 1.0)
+    logs = tnp.subtract(tnp.log(ps), tnp.log(qs))
+    return tnp.where(far, tnp.add(tnp.subtract(tnp.multiply(ps, logs), ps), qs),
+                     _SP.kl_div(tnp.where(far, 1.0, p), tnp.where(far, 1.0, q)))
+
+
 rel_entr = _binary("rel_entr", _SP.rel_entr, ("p", "q"), "Elementwise relative entropy "
                    "``p log(p / q)`` (``inf`` outside the domain, as SciPy).")
 owens_t = _binary("owens_t", _SP.owens_t, ("h", "a"), "Owen's T function.")
