@@ -110,3 +110,50 @@ def test_gamma_logsf_at_the_ends_is_unchanged():
                                   [0.0, 0.0, -np.inf])
     assert np.isnan(ts.gamma.logsf(5.0, -1.0))
     assert tg.grad(ts.gamma.logsf)(np.inf, 3.0, 0.0, 2.0) == -0.5
+
+
+def test_cauchy_ppf_and_isf_in_the_tails():
+    # tan(pi (q - 1/2)), JAX's formula too, lost pi q beside pi / 2: ppf(0) and ppf(1e-20) were
+    # -1.633123935319537e16 (-inf and -3.183098861837907e19, SciPy's), ppf(1 - 1e-12)
+    # 318314379919.7918 (SciPy's 318316927901.77966); q outside [0, 1] gave tan's periodic
+    # value (NaN, as SciPy's and every other ppf of ours)
+    import scipy.stats as ss
+    q = np.array([-0.0, 0.0, 1e-300, 1e-20, 0.1, 0.25, 0.3, 0.5, 0.7, 0.75, 0.9, 1 - 1e-12, 1.0,
+                  -0.5, 1.5, np.nan])
+    want = ss.cauchy.ppf(q)
+    want[0] = -np.inf                                    # (SciPy: NaN at -0)
+    np.testing.assert_allclose(ts.cauchy.ppf(q), want, rtol=1e-15, atol=1e-300)
+    np.testing.assert_allclose(ts.cauchy.isf(q), -want, rtol=1e-15, atol=1e-300)
+    np.testing.assert_allclose(ts.cauchy.ppf(q, 1.0, 2.0), 1.0 + 2.0 * want, rtol=1e-15)
+    # d/dq = pi / sin(pi q)^2 = pi (1 + ppf^2): +inf at 0 and 1 (JAX's 8.4e32)
+    inside = (q >= 0) & (q <= 1)
+    with np.errstate(over="ignore"):
+        dq = np.pi * (1 + want ** 2)
+    for f in (tg.vmap(tg.grad(ts.cauchy.ppf)), tg.jit(tg.vmap(tg.grad(ts.cauchy.ppf)))):
+        np.testing.assert_allclose(f(q)[inside], dq[inside], rtol=1e-14)
+    np.testing.assert_allclose(tg.vmap(tg.grad(ts.cauchy.isf))(q)[inside], -dq[inside],
+                               rtol=1e-14)
+    # where JAX's formula is accurate (the middle), the same numbers and gradients as JAX's
+    mid = np.array([0.26, 0.4, 0.5, 0.6, 0.74])
+    np.testing.assert_allclose(ts.cauchy.ppf(mid), np.asarray(js.cauchy.ppf(mid)), rtol=1e-15)
+    np.testing.assert_allclose(tg.vmap(tg.grad(ts.cauchy.ppf))(mid),
+                               np.asarray(jax.vmap(jax.grad(js.cauchy.ppf))(mid)), rtol=1e-14)
+
+
+def test_cauchy_logpdf_where_y_squared_overflows():
+    # log1p(y^2) overflowed from |y| = 1.3e154: the logpdf was -inf (JAX's too) with a NaN
+    # gradient; SciPy's -1382.6957856822767 at 1e300
+    import scipy.stats as ss
+    x = np.array([-np.inf, -1e300, -1e160, -1e150, -2.0, 0.0, 3.0, 1e154, 1e200, np.inf])
+    np.testing.assert_allclose(ts.cauchy.logpdf(x), ss.cauchy.logpdf(x), rtol=1e-15)
+    np.testing.assert_allclose(ts.cauchy.logpdf(x, 1.0, 2.0), ss.cauchy.logpdf(x, 1.0, 2.0),
+                               rtol=1e-15)
+    # d/dx = -2 y / (1 + y^2) = -2 (1/y) / (1 + 1/y^2), 0 at 0 and +-inf
+    g = tg.vmap(tg.grad(ts.cauchy.logpdf))(x)
+    with np.errstate(all="ignore"):
+        inv = 1 / x
+        want = np.where(x == 0, 0.0, -2 * inv / (1 + inv * inv))
+    np.testing.assert_allclose(g, want, rtol=1e-15)
+    fin = np.abs(x) < 1e150
+    np.testing.assert_allclose(g[fin], np.asarray(jax.vmap(jax.grad(js.cauchy.logpdf))(x[fin])),
+                               rtol=1e-15)
