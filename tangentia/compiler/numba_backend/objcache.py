@@ -322,6 +322,7 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None, buffers=
     tail = [np.array(list(ptrs), np.int64)] if ptrs else []
     more = bool(tail or addressed)      # (arguments after the buffers)
     unsplit = list if split is None else _splitter(split)
+    from .sigint import raise_handled
     if addressed:
         from .addresses import filler
         fill, n_addr, int64 = filler(), len(addressed), np.dtype(np.int64)
@@ -391,7 +392,11 @@ def runner(entry, ins, outs, packed=(), call=None, ptrs=(), split=None, buffers=
             if more:    # (``held``: the arrays whose addresses the table holds, alive here)
                 held = None if table is None else table(args, conv)
                 conv.extend(tail)
-            outs_ = unsplit(entry(*conv) if call is None else call(entry, conv))
+            try:
+                outs_ = entry(*conv) if call is None else call(entry, conv)
+            except SystemError as e:    # (a signal handler's exception, as numba reports it)
+                raise_handled(e)
+            outs_ = unsplit(outs_)
             for i, z in zeros_out:
                 outs_.insert(i, z)
             return outs_

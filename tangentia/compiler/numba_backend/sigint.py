@@ -49,7 +49,7 @@ import threading
 
 from llvmlite import binding as _llvm
 
-__all__ = ["CompiledLoopInterrupted", "call_interruptible", "FLAG_SYMBOL", "CHECK_SYMBOL", "extension"]
+__all__ = ["CompiledLoopInterrupted", "call_interruptible", "raise_handled", "FLAG_SYMBOL", "CHECK_SYMBOL", "extension"]
 
 
 class CompiledLoopInterrupted(Exception):
@@ -357,6 +357,28 @@ def _raise_kept():
     _EXC[0] = _EXC[1] = _EXC[2] = None
     _RESTORE(t, v, tb)    # (steals the references; ctypes raises the error it sets)
     raise KeyboardInterrupt     # (not reached)
+
+
+def raise_handled(e):
+    """Raise what a signal handler raised inside a compiled program's call, where ``e`` is the
+    ``SystemError`` the call raised.  A compiled call runs Python code before it returns
+    (numba's ``_numba_unpickle``, which gives the boxing of an array result the ndarray
+    class, or rebuilds an exception the program raises), and Python runs pending signal
+    handlers there; numba's C code then reports the handler's exception as ``SystemError:
+    ... returned a result with an exception set``, caused by it: a Ctrl-C during a numba
+    program without polling loops (or a second Ctrl-C as a loop stopped for the first)
+    ended the call with that ``SystemError``, never a ``KeyboardInterrupt``.  Raised
+    instead: the exception the poll kept from a first handler, if any, else the one the
+    ``SystemError`` wraps.  Any other ``SystemError`` is raised as it is."""
+    inner = e
+    while isinstance(inner, SystemError) and "returned a result with an exception set" in str(inner) \
+            and isinstance(inner.__cause__, BaseException):
+        inner = inner.__cause__
+    if inner is e:
+        raise e
+    if _EXC[0]:
+        _raise_kept()
+    raise inner.with_traceback(inner.__traceback__) from None
 
 
 def call_interruptible(entry, args):
