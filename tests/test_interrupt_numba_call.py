@@ -15,6 +15,7 @@ in the sleep that follows: fine too); the next call gives the same numbers.
 from __future__ import annotations
 
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -66,3 +67,21 @@ def test_ctrl_c_during_a_compiled_call_is_a_keyboard_interrupt() -> None:
     lines = p.stdout.split()
     assert lines[-1] == "same" and len(lines) == 7, p.stdout
     assert set(lines[:-1]) <= {"KeyboardInterrupt", "finished"}, p.stdout
+
+
+def test_a_generated_module_whose_import_was_interrupted_is_imported_again(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before 2026-12-07 a Ctrl-C while a program's generated module was being imported left
+    # the half-run module in sys.modules, and every later compile of that program in the
+    # process found it without ``program`` (AttributeError, then the NumPy backend after a
+    # warning, for good).  Found by SIGINTs at random times during calls that compile.
+    from tangentia.compiler.numba_backend import native
+    monkeypatch.setenv("TANGENTIA_CACHE_DIR", str(tmp_path))
+    source = "if _interrupt:\n    raise KeyboardInterrupt\nprogram = 42\n"
+    with pytest.raises(KeyboardInterrupt):
+        native._load_module(source, {"_interrupt": True}, prefix="tangentia_numba_test_interrupted_")
+    mod = native._load_module(source, {"_interrupt": False}, prefix="tangentia_numba_test_interrupted_")
+    try:
+        assert mod.program == 42
+    finally:
+        sys.modules.pop(mod.__name__, None)

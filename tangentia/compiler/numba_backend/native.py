@@ -727,7 +727,13 @@ def _load_module(source, glb, prefix="tangentia_numba_", named=None):
             mod = importlib.util.module_from_spec(spec)
             mod.__dict__.update(glb)
             sys.modules[modname] = mod  # numba's disk cache refers to the module by name
-            spec.loader.exec_module(mod)
+            try:
+                spec.loader.exec_module(mod)
+            except BaseException:
+                # (as Python's import does: a Ctrl-C mid-import left the half-run module,
+                # without ``program``, for every later compile of the program in the process)
+                sys.modules.pop(modname, None)
+                raise
         else:
             mod.__dict__.update(glb)
     return mod
