@@ -101,7 +101,6 @@ writers killed mid-write left in the cache are removed by a process's first comp
 from __future__ import annotations
 
 import contextlib
-import gc
 import importlib
 import os
 import re
@@ -111,6 +110,7 @@ import threading
 import time
 
 from ... import core
+from ..._gc import GC_THRESHOLD, quiet_gc, refreeze
 from ...primitives.control_flow import scan_p, while_p
 from ...primitives.indexing import getitem_p, scatter_p
 from ..backend import Backend, cache_root, register_backend
@@ -426,59 +426,11 @@ def _alive(pid):
     return True
 
 
-@contextlib.contextmanager
-def _quiet_gc():
-    """Python's cyclic garbage collector, kept off the objects that were there before, while
-    a program compiles.
-
-    numba allocates millions of objects per compile, so the collector runs hundreds of
-    times, and each full collection walks every object of the process: numba's own
-    modules and registries (~170,000 objects once imported) every time.  That was
-    0.08 s of CPU of a tiny program's first compile in a fresh process (0.8 s) and 0.16 s
-    of a 10-layer scan's (1.3 s).  While a compile runs, the objects that existed
-    before it (and those its imports create: ``_refreeze``) are frozen (``gc.freeze``:
-    not walked; one of them that becomes garbage meanwhile is collected after the
-    compile), and a young collection waits for ``GC_THRESHOLD`` allocations instead of
-    Python's 700; at the end they are unfrozen and the thresholds restored (unless the
-    process changed them meanwhile).  The same garbage is collected, some of it later.
-    Nested and concurrent compiles share one such period (the outermost ends it); a
-    process that froze objects itself (``gc.get_freeze_count()``) keeps its own state."""
-    with _GC_LOCK:
-        if _GC["depth"] == 0:
-            _GC["frozen"] = gc.isenabled() and gc.get_freeze_count() == 0
-            if _GC["frozen"]:
-                gc.freeze()
-            old = gc.get_threshold()
-            _GC["saved"] = (old, (GC_THRESHOLD,) + old[1:]) if 0 < old[0] < GC_THRESHOLD else None
-            if _GC["saved"]:
-                gc.set_threshold(*_GC["saved"][1])
-        _GC["depth"] += 1
-    try:
-        yield
-    finally:
-        with _GC_LOCK:
-            _GC["depth"] -= 1
-            saved = _GC["saved"]
-            if _GC["depth"] == 0:
-                if saved is not None and gc.get_threshold() == saved[1]:
-                    gc.set_threshold(*saved[0])
-                if _GC["frozen"]:
-                    gc.unfreeze()
-                _GC.update(frozen=False, saved=None)
-
-
-def _refreeze():
-    """Freeze the objects created since the compile began (modules just imported)."""
-    with _GC_LOCK:
-        if _GC["frozen"]:
-            gc.freeze()
-
-
-_GC = {"depth": 0, "frozen": False, "saved": None}
-_GC_LOCK = threading.Lock()
-
-
-GC_THRESHOLD = 5000
+# Python's cyclic collector kept off the objects that were there before while a program
+# compiles (numba allocates millions of objects per compile): the one helper, ``tangentia._gc``,
+# which staging traces use too.
+_quiet_gc = quiet_gc
+_refreeze = refreeze
 
 
 _SUBMODULES = frozenset(("alloc", "codegen", "elementwise_loop", "gemm", "helpers", "irblock", "native", "objcache", "plan",
