@@ -8,6 +8,8 @@ first: "Out of memory allocating"), as the NumPy backend raises NumPy's, and the
 works; and the pool gives its held blocks back to the system when ``malloc`` fails, then
 asks again (under an address-space limit, a request the held blocks kept from fitting is
 served).  Each case runs in a fresh process with a timeout: a crash or a hang fails.
+And an integer ``arange``/``iota`` too long for any array is NumPy's "array is too big"
+error, not an empty array.
 """
 from __future__ import annotations
 
@@ -16,7 +18,11 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
+
+import tangentia.numpy as tnp
+from tangentia import lax
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -91,3 +97,24 @@ def test_the_pool_gives_its_blocks_back_when_malloc_fails() -> None:
         print("refused", q is None)
     """)
     assert out.split() == ["held", "32", "served", "True", "held", "0", "refused", "True"], out
+
+
+@pytest.mark.parametrize("make", [
+    lambda: tnp.arange(2**63 - 1), lambda: tnp.arange(-5, 2**63 - 2), lambda: tnp.arange(2**63 - 1, 0, -1),
+    lambda: lax.iota(np.int64, 2**63 - 1), lambda: lax.iota(np.int8, 2**63 - 2)])
+def test_an_integer_range_too_long_for_any_array_is_an_error_not_an_empty_one(make) -> None:
+    # (NumPy computes arange's length in float64: a length near 2**63 rounded up, overflowed,
+    # and gave an empty array; before 2026-12-07 these were int64[0] / int8[0])
+    with pytest.raises(ValueError, match="array is too big"):
+        make()
+
+
+def test_integer_ranges_are_numpys() -> None:
+    for start, stop, step in [(0, 5, 1), (2, 11, 3), (10, 0, -3), (3, 1, 1), (-4, 4, 3), (0, 2**40, 2**38)]:
+        want = np.arange(start, stop, step)
+        got = tnp.arange(start, stop, step) if step != 1 else tnp.arange(start, stop)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+    np.testing.assert_array_equal(tnp.arange(5), np.arange(5))
+    np.testing.assert_array_equal(lax.iota(np.int32, 4), np.arange(4, dtype=np.int32))
+    np.testing.assert_array_equal(tnp.arange(0.5, 3), np.arange(0.5, 3))

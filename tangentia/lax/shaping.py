@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import core
+from ..numpy import _creation as NC
 from ..numpy import _elementwise as NE
 from ..numpy import _indexing as NI
 from ..numpy import _shapes as NS
@@ -54,7 +55,7 @@ def iota(dtype: DTypeLike, size: int) -> Array:
     if size < 0:
         raise TypeError(f"iota shape must have every element be nonnegative, got ({size},)."
                         + _tag("iota", "size must be >= 0"))
-    return np.arange(size, dtype=np.dtype(dtype))
+    return NC.np_arange(0, size, 1, np.dtype(dtype))
 
 
 def broadcasted_iota(dtype: DTypeLike, shape: Shape, dimension: int, *, out_sharding=None) -> Array:

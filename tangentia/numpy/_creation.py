@@ -249,8 +249,29 @@ def arange(start: ArrayLike | int, stop: ArrayLike | int | None = None,
     stop = _concrete(stop, "arange", "stop")
     step = _concrete(step, "arange", "step")
     if stop is None:
-        return _np.arange(start, dtype=dtype)
-    return _np.arange(start, stop, step if step is not None else 1, dtype=dtype)
+        return np_arange(0, start, 1, dtype)
+    return np_arange(start, stop, step if step is not None else 1, dtype)
+
+
+_TOO_BIG = ("array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum "
+            "possible size.")
+
+
+def np_arange(start, stop, step, dtype=None):
+    """``numpy.arange(start, stop, step, dtype)``, where an integer range too long for any
+    array is NumPy's "array is too big" ``ValueError``: NumPy computes the length in
+    float64, and a length near 2**63 rounded up and overflowed to an empty array
+    (``arange(2**63 - 1)`` and ``lax.iota(int64, 2**63 - 1)`` were ``int64[0]``)."""
+    try:
+        a, b, c = operator.index(start), operator.index(stop), operator.index(step)
+    except TypeError:
+        a = None
+    if a is not None and c != 0:
+        n = max(0, -((a - b) // c))
+        itemsize = _np.dtype(_np.int64 if dtype is None else dtype).itemsize
+        if n * itemsize > _np.iinfo(_np.intp).max or n >= 2 ** 62:   # (no machine has 4 EiB)
+            raise ValueError(_TOO_BIG)
+    return _np.arange(start, stop, step, dtype=dtype)
 
 
 def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
