@@ -114,3 +114,27 @@ def test_a_forked_child_compiles_in_its_own_thread() -> None:
         print("PARENT", t.wait(30) is not t.fallback, flush=True)
     """)
     assert out == ["CHILD", "True", "True", "True", "PARENT", "True"], out
+
+
+def test_the_interpreter_exits_after_the_compile_in_progress() -> None:
+    # The interpreter used to go on to its end while the compile thread was inside LLVM
+    # (the GIL released), and LLVM's static destructors ran under it: SIGSEGV/SIGABRT in
+    # 3 of 18 runs of a script whose second call queued compiles.  Now exit waits for the
+    # compile in progress (it ends and says so) and starts none of the queued ones.
+    out = _run("""
+        class Said(Slow):
+            name = "said-for-test"
+            pause = 1.0
+            def compile(self, jaxpr):
+                print("START", flush=True)
+                fn = Slow.compile(self, jaxpr)
+                print("END", flush=True)
+                return fn
+        B.register_backend(Said())
+        fs = [tg.jit(lambda x, k=k: x * k, backend="said-for-test") for k in (2.0, 3.0, 4.0)]
+        for f in fs:
+            f(x); f(x)               # (the second call queues its compile)
+        time.sleep(0.3)              # (the first compile is running)
+        print("EXIT", flush=True)
+    """)
+    assert out == ["START", "EXIT", "END"], out
