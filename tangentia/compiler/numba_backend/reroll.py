@@ -98,11 +98,13 @@ class _Run:
     the block takes: ``places[(p, k)]``, ``(argument, offset)`` per copy, ``access``);
     ``rows[p]``: the growth of row ``j`` per copy of a ``"rowld"``/``"rowst"`` node."""
 
-    __slots__ = ("start", "period", "copies", "kinds", "rows", "places")
+    __slots__ = ("start", "period", "copies", "kinds", "rows", "places", "skip", "score")
 
     def __init__(self, start, period, copies, kinds, rows, places=None):
         self.start, self.period, self.copies, self.kinds, self.rows = start, period, copies, kinds, rows
         self.places = {} if places is None else places
+        self.skip = 0
+        self.score = None   # (the nodes it would remove uncut: ``find_runs``'s order)
 
     def access(self, key):
         """How the copies reach the memory input ``key`` (``(p, k)``): ``("stride", d)``,
@@ -123,6 +125,27 @@ class _Run:
     def tables(self):
         """The number of tables of addresses the run reads (``access``)."""
         return len({a for a in map(self.access, self.places) if a[0] == "table"})
+
+    def strided(self):
+        """``(first copy, copies)`` of the maximal stretches of the copies whose memory
+        inputs are each at a stride in one buffer, in order (a copy alone where none is)."""
+        pls = [v[:self.copies] for v in self.places.values()]
+        out, a = [], 0
+        while a < self.copies:
+            n, d = 1, None
+            for c in range(a + 1, self.copies):
+                dd = []
+                for pl in pls:
+                    (j0, o0), (j1, o1) = pl[c - 1], pl[c]
+                    if j0 != j1 or o0 is None or o1 is None:
+                        break
+                    dd.append(o1 - o0)
+                if len(dd) < len(pls) or (d is not None and dd != d):
+                    break
+                d, n = dd, n + 1
+            out.append((a, n))
+            a += n
+        return out
 
 
 def _mem_place(nodes, inputs, i, written=()) -> Optional[Tuple[Any, ...]]:
@@ -325,11 +348,15 @@ def find_runs(nodes, order, inputs, out_ids, min_nodes) -> List[_Run]:
                 if run.copies > 1 and (reach is None or s + (run.copies - 1) * period < reach):
                     reach = s + (run.copies - 1) * period
                 s += 1
+            if best is not None and best.tables():
+                # (ranked as the run it was cut from: a run of twice the period whose
+                # copies each hold two layers, cut otherwise, must not win over it)
+                best.score = (best.copies - 1) * period
+                best = _cut(best, min_nodes)
+                if best.copies == 0:        # (the copies before a strided stretch: too few)
+                    t = best.start + best.skip * period
+                    continue
             if best is not None:
-                tabs = best.tables()
-                if tabs:        # (the tables' stack space bounded: a run past it ends
-                    # there, and the copies after it are the next run)
-                    best.copies = min(best.copies, max(MIN_COPIES, TABLE_BYTES // (8 * tabs)))
                 found.append(best)
                 t = best.start + best.copies * best.period
             elif reach is not None:
@@ -338,13 +365,40 @@ def find_runs(nodes, order, inputs, out_ids, min_nodes) -> List[_Run]:
                 t = reach
             else:
                 t = e + 1
-    found.sort(key=lambda r: -(r.copies - 1) * r.period)
+    found.sort(key=lambda r: -((r.copies - 1) * r.period if r.score is None else r.score))
     taken: List[_Run] = []
     for r in found:
         if all(r.start + r.copies * r.period <= o.start or o.start + o.copies * o.period <= r.start
                for o in taken):
             taken.append(r)
     return sorted(taken, key=lambda r: r.start)
+
+
+def _cut(run, min_nodes):
+    """``run`` (whose copies read some input through a table) cut where a stretch of
+    copies reading all at a stride begins or ends, if that stretch would be a run of its
+    own: the copies at a stride are a run reading at offsets, the others one through
+    tables (a table costs a store per copy and call, and a load per copy: a scan of
+    1,100 layers past the packing limit ran 10% slower per call with every layer's matrix
+    read through one than with its packed ones read at a stride).  ``run.copies`` 0: no
+    run before the stretch (too few copies; ``run.skip``: the copies to step over).  The
+    tables' stack space is bounded too (``TABLE_BYTES``): a run past it ends there."""
+    def alone(n):
+        return n >= MIN_COPIES and (n - 1) * run.period >= min_nodes
+    secs = run.strided()
+    if alone(secs[0][1]):
+        run.copies = secs[0][1]
+        return run
+    first = next((a for a, n in secs if alone(n)), None)
+    if first is not None and not alone(first):
+        run.copies, run.skip = 0, first
+        return run
+    if first is not None:
+        run.copies = first
+    tabs = run.tables()
+    if tabs:
+        run.copies = min(run.copies, max(MIN_COPIES, TABLE_BYTES // (8 * tabs)))
+    return run
 
 
 class _PerCopy:
