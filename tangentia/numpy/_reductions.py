@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 from typing import TYPE_CHECKING
 
 import numpy as _np
@@ -272,7 +273,20 @@ def count_nonzero(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Ar
     return sum(astype(_E.ne(a, 0), int64), axis, keepdims=keepdims)
 
 
+def _one_axis(axis, fname):
+    """One axis, as JAX's (operator.index): argmax's axis (0, 2) reduced over its first entry
+    alone, a silently wrong answer where JAX raises JAX's TypeError."""
+    if axis is None:
+        return None
+    try:
+        return operator.index(axis)
+    except TypeError as e:
+        raise TypeError(f"{e} ({fname}: argument 'axis' must be an int or None, got "
+                        f"{axis!r:.60})") from None
+
+
 def _arg(prim, fname, a, axis, keepdims):
+    axis = _one_axis(axis, fname)
     av = _aval(a)
     if axis is None:
         a = ravel(a)
@@ -485,6 +499,7 @@ def _nan_arg(fname, arg, fill) -> Callable[..., Array]:
     def f(a: ArrayLike, axis: int | None = None, out: None = None,
           keepdims: bool = False) -> Array:
         _no_out(out, fname)
+        axis = _one_axis(axis, fname)
         a = _in(a, fname)
         if not _dtypes.is_inexact(_aval(a).dtype):
             return arg(a, axis, keepdims=keepdims)
