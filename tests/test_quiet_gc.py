@@ -34,6 +34,7 @@ def fresh_gc() -> Iterator[None]:
     suite_thresholds = gc.get_threshold()
     gc.unfreeze()
     gc.set_threshold(*PYTHON_DEFAULT)
+    _gc._STATE.user_froze = False           # (as a compile's period would find now)
     try:
         yield
     finally:
@@ -205,3 +206,28 @@ def test_garbage_made_during_a_trace_is_collected_after_it() -> None:
     tn.make_jaxpr(f)(np.ones(2))
     gc.collect()
     assert old() is None and refs[0]() is None
+
+
+@pytest.mark.usefixtures("fresh_gc")
+def test_traces_do_not_count_a_process_frozen_objects_each_time(monkeypatch: Any) -> None:
+    # (gc.get_freeze_count walks every frozen object: milliseconds per trace)
+    calls: list[int] = []
+    count = gc.get_freeze_count
+
+    def counting() -> int:
+        calls.append(1)
+        return count()
+
+    monkeypatch.setattr(gc, "get_freeze_count", counting)
+    gc.freeze()
+    try:
+        for _ in range(5):
+            tn.make_jaxpr(tnp.sin)(np.ones(2))
+        assert len(calls) == 1 and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+    with _gc.quiet_gc():            # a compile's period asks again, and freezes
+        assert gc.get_freeze_count() > 0 and _gc._STATE.frozen
+    seen: list[Any] = []
+    tn.make_jaxpr(_observing(seen))(np.ones(2))      # so traces freeze again
+    assert seen[-1][0] > 0 and gc.get_freeze_count() == 0

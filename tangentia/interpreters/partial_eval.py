@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import core
-from .._gc import quiet_gc as _quiet_gc
+from .._gc import quiet_trace as _quiet_gc
 from .._array import ArrayImpl
 from .._messages import jax_type
 from ..tree_util import register_leaf_type
