@@ -8,6 +8,7 @@ import itertools
 import math
 import os
 import re
+import weakref
 
 import numpy as np
 
@@ -2018,7 +2019,47 @@ def _fallback(eqn):
         return tuple(np.ascontiguousarray(np.asarray(o), a.dtype).reshape(a.shape)
                      for o, a in zip(outs, avals))
     run.__name__ = f"fallback_{prim.name}"
-    return run
+    return _Fallback(run)
+
+
+# Fallbacks by token, held weakly: a fallback lives as long as the generated module whose
+# globals hold it (the compiled code is called only through that module's dispatcher).
+_FALLBACKS: "weakref.WeakValueDictionary[int, _Fallback]" = weakref.WeakValueDictionary()
+_FALLBACK_TOKENS = itertools.count()
+
+
+class _Fallback:
+    """An object-mode fallback as numba sees it: numba serializes whatever an object-mode
+    block reads (the lifted block's IR, its globals) into the compiled code, and a closure
+    over the equation pickles its params by value (programs, rules, arrays: a custom_lin's
+    transposed backward pass was ~3 s of cloudpickle per compile).  This handle pickles as
+    a lookup of itself by a process-local token instead.  Object-mode programs are never
+    kept on disk, so the token never outlives the process."""
+
+    __slots__ = ("fn", "token", "__weakref__")
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.token = next(_FALLBACK_TOKENS)
+        _FALLBACKS[self.token] = self
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+    def __reduce__(self):
+        return (_fallback_by_token, (self.token,))
+
+    def __repr__(self):
+        return f"<{self.fn.__name__} #{self.token}>"
+
+
+def _fallback_by_token(token):
+    """The live fallback ``token`` names (unpickling a ``_Fallback``)."""
+    fb = _FALLBACKS.get(token)
+    if fb is None:
+        raise RuntimeError(f"numba backend: object-mode fallback #{token} is gone (its "
+                           "program was released); compile the program again")
+    return fb
 
 
 _KERNELS = None
