@@ -210,13 +210,27 @@ def _cond_partial_eval(trace, args, params):
         b_uk = pe.partial_eval_jaxpr(b, ops_uk).out_unknowns
         out_uk = [a or b_ for a, b_ in zip(out_uk, b_uk)]
     splits = [pe.partial_eval_jaxpr(b, ops_uk, instantiate=out_uk) for b in branches]
+    kops = [x for x, u in zip(ops, ops_uk) if not u]
+    # A residual that is a known operand is not an output of the known cond: the
+    # unknown cond takes that operand directly (as JAX forwards it).  Routing it
+    # through the known cond made, under nested conds, a known cond per level at
+    # each level of transposition: O(D^2) conds in grad of D nested conds.
+    fwd = []  # per branch: per residual, the index among kops it is, or None
+    for sp in splits:
+        nkc = len(sp.known_consts)
+        fwd.append([j - nkc if j is not None and j >= nkc else None for j in sp.res_forward])
+    fwd_ops = sorted({k for f in fwd for k in f if k is not None})
+    fwd_pos = {k: p for p, k in enumerate(fwd_ops)}
     # Residual slots shared by the branches (only one runs): a branch's residual
     # takes a slot of its type that the branch has not used yet, as in JAX.
     res_avals = []
-    slots = []  # per branch: the slot of each of its residuals
-    for sp in splits:
+    slots = []  # per branch: the slot of each of its computed residuals
+    for sp, f in zip(splits, fwd):
         mine = []
-        for v in sp.known.outvars[len(sp.known.outvars) - sp.num_res:]:
+        res_vars = sp.known.outvars[len(sp.known.outvars) - sp.num_res:]
+        for v, k in zip(res_vars, f):
+            if k is not None:
+                continue
             j = next((j for j, a in enumerate(res_avals) if j not in mine and a == v.aval),
                      None)
             if j is None:
@@ -227,6 +241,7 @@ def _cond_partial_eval(trace, args, params):
     k_in = [v.aval for v, u in zip(branches[0].invars, ops_uk) if not u]
     u_in = [v.aval for v, u in zip(branches[0].invars, ops_uk) if u]
     n_known_out = sum(1 for u in out_uk if not u)
+    n_res, n_fwd = len(res_avals), len(fwd_ops)
 
     def known_branch(i):
         sp = splits[i]
@@ -234,7 +249,8 @@ def _cond_partial_eval(trace, args, params):
         def f(*kops):
             outs = core.eval_jaxpr(sp.known, (), *sp.known_consts, *kops)
             full = [_zeros_like(a) for a in res_avals]
-            for j, r in zip(slots[i], outs[n_known_out:]):
+            computed = [r for r, k in zip(outs[n_known_out:], fwd[i]) if k is None]
+            for j, r in zip(slots[i], computed):
                 full[j] = r
             return list(outs[:n_known_out]) + full
         return _trace(f, k_in, f"known branch {i}")
@@ -243,17 +259,23 @@ def _cond_partial_eval(trace, args, params):
         sp = splits[i]
 
         def f(*xs):
-            res_all, uops = xs[:len(res_avals)], xs[len(res_avals):]
-            return core.eval_jaxpr(sp.unknown, (), *[res_all[j] for j in slots[i]], *uops)
-        return _trace(f, res_avals + u_in, f"unknown branch {i}")
+            res_all, fops, uops = xs[:n_res], xs[n_res:n_res + n_fwd], xs[n_res + n_fwd:]
+            slot = iter(slots[i])
+            res = [res_all[next(slot)] if k is None else fops[fwd_pos[k]] for k in fwd[i]]
+            return core.eval_jaxpr(sp.unknown, (), *res, *uops)
+        return _trace(f, res_avals + [k_in[k] for k in fwd_ops] + u_in, f"unknown branch {i}")
 
-    kops = [x for x, u in zip(ops, ops_uk) if not u]
     known_bs, k_hoisted = common_hoisted([known_branch(i) for i in range(len(branches))])
-    kouts = trace.process_known(cond_p, [index, *k_hoisted, *kops], {"branches": known_bs})
+    if n_known_out or n_res or any(e.prim.has_effects or pe.has_nested_effects(e)
+                                   for b in known_bs for e in b.eqns):
+        kouts = trace.process_known(cond_p, [index, *k_hoisted, *kops], {"branches": known_bs})
+    else:  # nothing to compute now (every residual is an operand)
+        kouts = []
     known_outs, residuals = kouts[:n_known_out], kouts[n_known_out:]
     uops = [x for x, u in zip(ops, ops_uk) if u]
     unknown_bs, u_hoisted = common_hoisted([unknown_branch(i) for i in range(len(branches))])
-    uouts = trace.stage(cond_p, [index, *u_hoisted, *residuals, *uops], {"branches": unknown_bs})
+    uouts = trace.stage(cond_p, [index, *u_hoisted, *residuals, *[kops[k] for k in fwd_ops],
+                                 *uops], {"branches": unknown_bs})
     return merge_outputs(out_uk, known_outs, uouts)
 
 
