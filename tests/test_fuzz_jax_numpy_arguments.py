@@ -37,3 +37,21 @@ def test_arg_reductions_take_one_axis(name):
         for kd in (False, True):
             np.testing.assert_array_equal(ours(_A, axis=axis, keepdims=kd),
                                           np.asarray(theirs(_A, axis=axis, keepdims=kd)))
+
+
+def test_sum_and_prod_cast_initial_to_the_result_dtype():
+    # sum(arange(4), initial=0.5) was 6.5 (float64): NumPy's and JAX's 6 (int64)
+    a = np.arange(4)
+    w = np.array([True, False, True, True])
+    for f, g in ((tnp.sum, jnp.sum), (tnp.prod, jnp.prod), (tnp.nansum, jnp.nansum),
+                 (tnp.nanprod, jnp.nanprod)):
+        for kw in (dict(initial=0.5), dict(initial=2.7, where=w), dict(initial=10.0),
+                   dict(initial=0.5, dtype=np.float64), dict(initial=np.float64(2.5))):
+            for x in (a, a.astype(np.float32), a + 0.25):
+                got, want = f(x, **kw), g(x, **kw)
+                assert got.dtype == want.dtype, (f.__name__, kw, x.dtype)
+                np.testing.assert_allclose(got, np.asarray(want), rtol=1e-6)
+    # still differentiable in a float input and in the initial value
+    np.testing.assert_allclose(tg.grad(lambda i: tnp.sum(a + 0.5, initial=i))(0.3), 1.0)
+    np.testing.assert_allclose(tg.grad(lambda i: tnp.prod(a + 0.5, initial=i))(2.0),
+                               np.prod(a + 0.5))

@@ -91,7 +91,9 @@ def _sum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: N
     _no_out(out, "sum")
     dtype = _integer_dtype(a, dtype, promote_integers)
     out = _reduce(_R.reduce_sum, "sum", _masked(a, where, 0), axis, keepdims, dtype)
-    return out if initial is None else _E.add(out, initial)
+    # ``initial`` in the result's dtype, as NumPy's and JAX's: sum(arange(4), initial=0.5) was
+    # 6.5 (float64); theirs 6 (int64)
+    return out if initial is None else _E.add(out, astype(initial, _aval(out).dtype))
 
 
 def _prod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
@@ -101,7 +103,7 @@ def _prod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: 
     _no_out(out, "prod")
     dtype = _integer_dtype(a, dtype, promote_integers)
     out = _reduce(_R.reduce_prod, "prod", _masked(a, where, 1), axis, keepdims, dtype)
-    return out if initial is None else _E.mul(out, initial)
+    return out if initial is None else _E.mul(out, astype(initial, _aval(out).dtype))
 
 
 def _extremum(fname, ufunc_name, reduce, combine) -> Callable[..., Array]:
