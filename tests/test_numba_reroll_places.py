@@ -56,15 +56,7 @@ def _block(places: List[Tuple[int, Any]], n_args: int, shared: int = 0) -> Tuple
     views: list = []
     h, order = 0, []
     for c, (j, off) in enumerate(places):
-        if c < max(shared, 1):
-            if c == 0:
-                views.append((j, off, (2, 2)))
-                w = []
-                for k in range(4):
-                    nodes.append(("in", F8, (), len(in_map)))
-                    in_map.append((len(views) - 1, k))
-                    w.append(len(nodes) - 1)
-        else:
+        if c == 0 or c >= max(shared, 1):     # (the first `shared` copies share one matrix)
             views.append((j, off, (2, 2)))
             w = []
             for k in range(4):
