@@ -219,6 +219,9 @@ leaves = [np.asarray(a).tolist() for a in tg.tree_util.tree_leaves(g(*args))]   
 fn = [f for c in g.fast_caches.values() for f, _, _ in c.values()]
 fn = fn[0] if len(fn) == 1 else None
 running = type(fn) is B.Tiered and fn.queued and fn.native is None
+deadline = time.time() + 120
+while sys.argv[1] == "exit" and not B._COMPILING.locked() and fn.native is None and time.time() < deadline:
+    time.sleep(0.002)                  # (until the compile has started: exit then waits for it)
 print(json.dumps({"leaves": leaves, "t": time.time(), "numba": "numba" in sys.modules,
                   "running": running}), flush=True)
 """
@@ -226,21 +229,20 @@ print(json.dumps({"leaves": leaves, "t": time.time(), "numba": "numba" in sys.mo
 
 def test_a_program_that_ends_while_its_background_compile_runs(tmp_path):
     """The script ends right after the call that queued the background compile (a compile of
-    a few seconds, just started): the process exits at once with its result, and whatever
-    the compile left in the cache serves the next process, which computes the same numbers."""
+    a few seconds, just started): the process has its result, then exits once that compile
+    ends (an interpreter that went on to its end under a compile in LLVM ran LLVM's static
+    destructors under it and died: SIGSEGV/SIGABRT in 3 of 18 runs), and the compile's cache
+    entry serves the next process, which loads it without numba and computes the same numbers."""
     env = _env(tmp_path, TANGENTIA_NUMBA_FAST_LOAD="1", TANGENTIA_JIT_TIERED="1")
-    t0 = time.time()
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(_EXIT_WHILE_COMPILING), "exit"], env=env,
                          capture_output=True, text=True, timeout=240)
-    end = time.time()
     assert out.returncode == 0, out.stderr[-2000:]
     first = json.loads(out.stdout.strip().splitlines()[-1])
     assert first["running"]                # the compile was under way when the script ended
-    assert end - first["t"] < 0.5 * (end - t0), (end - first["t"], end - t0)   # did not wait
     again = subprocess.run([sys.executable, "-c", textwrap.dedent(_EXIT_WHILE_COMPILING), "untiered"],
                            env=env, capture_output=True, text=True, timeout=240)
     assert again.returncode == 0, again.stderr[-2000:]
     second = json.loads(again.stdout.strip().splitlines()[-1])
-    assert second["numba"]
+    assert not second["numba"]             # the finished compile's machine code, loaded
     np.testing.assert_allclose(np.concatenate([np.ravel(a) for a in second["leaves"]]),
                                np.concatenate([np.ravel(a) for a in first["leaves"]]), rtol=1e-12, atol=1e-15)
