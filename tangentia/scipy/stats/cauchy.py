@@ -25,8 +25,8 @@ _BIG = 1e150      # beyond it 1 + y^2 is y^2 (and y^2 overflows from 1.3e154)
 
 
 def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """``log1p(y^2)`` is ``2 log|y|`` for |y| > 1e150: y^2 overflowed, and the logpdf was -inf
-    with a NaN gradient from |y| = 1.3e154 on (JAX's too; SciPy's at 1e300: -1382.6958)."""
+    # log1p(y^2) is 2 log|y| for |y| > 1e150: y^2 overflowed, and the logpdf was -inf with a
+    # NaN gradient from |y| = 1.3e154 on (JAX's too; SciPy's at 1e300: -1382.6958).
     y, scale = _y("logpdf", x, loc, scale)
     big = tnp.abs(y) > _BIG
     ys = tnp.where(big, 0.0, y)
