@@ -94,7 +94,9 @@ def test_nested_traces_share_one_period() -> None:
     for _ in range(3):
         want = np.sin(want) * want
     np.testing.assert_allclose(out, want, rtol=1e-14)
-    assert len(seen) >= 2 and all(s == seen[0] for s in seen)      # one freeze, not two
+    # one freeze, not two: the inner traces see the outer one's thresholds and no more frozen
+    # objects than it did (frozen objects freed meanwhile leave the count: not equality)
+    assert len(seen) >= 2 and all(0 < s[0] <= seen[0][0] and s[1:] == seen[0][1:] for s in seen)
     assert seen[0][0] > 0 and seen[0][1][0] == _gc.GC_THRESHOLD
     assert _state() == (0, PYTHON_DEFAULT, True)
 
