@@ -37,12 +37,12 @@ _gc_get_threshold = gc.get_threshold
 _gc_set_threshold = gc.set_threshold
 
 
-class _QuietGC:
-    """A period's context manager; the state is ``_STATE``'s (one per process)."""
+class _State:
+    """The process's quiet period (one: ``_STATE``), shared by nested and concurrent periods."""
 
-    __slots__ = ("depth", "frozen", "saved", "user_froze", "check")
+    __slots__ = ("depth", "frozen", "saved", "user_froze")
 
-    def __init__(self, check: bool = True) -> None:
+    def __init__(self) -> None:
         self.depth = 0
         self.frozen = False
         self.saved: Any = None       # (the thresholds before, the ones set) or None
@@ -52,6 +52,16 @@ class _QuietGC:
         # period (which always asks) found none frozen.  A process that unfreezes its
         # objects later loses only the freeze of its traces, never its own state.
         self.user_froze = False
+
+
+class _Period:
+    """A period's context manager: a compile's (``check``: asks whether the process froze
+    objects itself, every time) or a staging trace's (asks only as ``_State.user_froze``
+    says)."""
+
+    __slots__ = ("check",)
+
+    def __init__(self, check: bool) -> None:
         self.check = check
 
     def __enter__(self) -> None:
@@ -88,16 +98,17 @@ class _QuietGC:
                 st.saved = None
 
 
-_STATE = _QuietGC()                     # the state (and a compile's period: asks every time)
-_TRACE = _QuietGC(check=False)          # a staging trace's period (same state)
+_STATE = _State()
+_COMPILE = _Period(check=True)          # a compile's period
+_TRACE = _Period(check=False)           # a staging trace's period (the same state)
 
 
-def quiet_gc() -> _QuietGC:
+def quiet_gc() -> _Period:
     """The context manager of a compile's quiet period (``with quiet_gc(): ...``)."""
-    return _STATE
+    return _COMPILE
 
 
-def quiet_trace() -> _QuietGC:
+def quiet_trace() -> _Period:
     """The context manager of a staging trace's quiet period."""
     return _TRACE
 
