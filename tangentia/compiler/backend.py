@@ -525,7 +525,15 @@ class Tiered:
         try:
             with _COMPILING:             # (held while the backend compiles: _at_exit waits)
                 if not _EXITING.is_set():    # (no compile starts while the interpreter exits)
-                    fn = _compiled_fresh(self.backend, self.jaxpr)
+                    with _ABORT:
+                        _RUNNING[0] = threading.get_ident()
+                    try:
+                        fn = _compiled_fresh(self.backend, self.jaxpr)
+                    finally:
+                        with _ABORT:
+                            _RUNNING[0] = None
+        except _Abandoned:               # (the interpreter exits: the NumPy code stays)
+            fn = None
         except BaseException as e:  # noqa: BLE001 - the NumPy code keeps serving the calls
             import warnings
             try:
@@ -557,6 +565,14 @@ COMPILE_THREAD = "tangentia-compile"   # the background compile thread's name
 _EXITING = threading.Event()
 _COMPILING = threading.Lock()  # held by the compile thread while a compile runs
 _PENDING = weakref.WeakSet()   # queued Tiered programs without their native code yet
+_ABORT = threading.Lock()      # guards _RUNNING
+_RUNNING = [None]              # the compile thread's ident while it runs a backend's compile
+
+
+class _Abandoned(BaseException):
+    """Raised in the compile thread while the interpreter exits: the compile in progress
+    stops at its next Python instruction (a BaseException, so that no ``except Exception``
+    of the backend's or numba's keeps it)."""
 
 
 def _after_fork_in_child():
@@ -564,9 +580,11 @@ def _after_fork_in_child():
     it starts its own at its first compile, and what was queued is queued again when it is
     next called or waited for (before, ``wait`` hung and those programs stayed on the NumPy
     tier); the lock is new (the parent's thread may have held it)."""
-    global _TIER_LOCK, _COMPILING
+    global _TIER_LOCK, _COMPILING, _ABORT
     _TIER_LOCK = threading.Lock()
     _COMPILING = threading.Lock()   # (the parent's compile thread may have held it)
+    _ABORT = threading.Lock()
+    _RUNNING[0] = None
     _QUEUE.clear()
     for t in list(_PENDING):
         if t.native is None:
@@ -602,17 +620,48 @@ def _compile_worker(q):
 
 
 def _at_exit():
-    """While the interpreter exits, no new compile starts, and the one running ends first.
+    """While the interpreter exits, no new compile starts, and the one running is abandoned
+    at its next Python instruction; exit goes on once it has stopped.
 
     A compile runs in LLVM with the GIL released (llvmlite's calls); an interpreter that
     went on to its end under it ran LLVM's static destructors while the compile thread was
     still inside LLVM, and the process died (SIGSEGV, SIGABRT: "UNREACHABLE executed", 3 of
-    18 runs of a script whose second call queued three compiles).  Queued compiles are
-    skipped (their programs keep their NumPy code); a compile in progress is waited for
-    (Ctrl-C stops the wait)."""
+    18 runs of a script whose second call queued three compiles).  Waiting for the whole
+    compile instead made a script that ended during it wait for the compiler (the pendulum's
+    ``hessian`` through ``odeint``: 8 s of results, then 9 s more before the process ended).
+    Now the compile thread gets an asynchronous ``_Abandoned`` exception: Python raises it at
+    the thread's next bytecode, that is once the C call it is in (LLVM's included) returns,
+    and exit waits only until then.  Its program keeps its NumPy code and leaves no cache
+    entry (the next run compiles it again, as it would have without tiering); queued
+    compiles are skipped.  Ctrl-C stops the wait (it polls, so the main thread handles it)."""
     _EXITING.set()
-    with _COMPILING:
-        pass
+    set_async = None
+    while True:
+        with _ABORT:
+            if _RUNNING[0] is not None:
+                set_async = set_async or _abandoner()
+                set_async(_RUNNING[0], _Abandoned)
+        if _COMPILING.acquire(timeout=0.05):
+            _COMPILING.release()
+            return
+
+
+def _abandoner():
+    """``PyThreadState_SetAsyncExc``, and a hook that keeps a dropped ``_Abandoned`` quiet.
+    Raised inside a Python callback that C code makes (llvmlite's object cache during
+    numba's compile), an exception is printed as "Exception ignored" and dropped; ``_at_exit``
+    raises it again every 50 ms until the compile has stopped."""
+    import ctypes
+    import sys
+    set_async = ctypes.pythonapi.PyThreadState_SetAsyncExc
+    set_async.argtypes = (ctypes.c_ulong, ctypes.py_object)
+    previous = sys.unraisablehook
+
+    def hook(unraisable):
+        if not isinstance(unraisable.exc_value, _Abandoned):
+            previous(unraisable)
+    sys.unraisablehook = hook
+    return set_async
 
 
 atexit.register(_at_exit)
