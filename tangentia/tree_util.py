@@ -572,9 +572,9 @@ class PyTreeDef:
             leaves = list(leaves)
         n = len(leaves)
         if n != self._num_leaves:
-            raise ValueError(
-                f"Wrong number of leaves for {self!r}: expected "
-                f"{self._num_leaves}, got {n}.")
+            raise ValueError(   # (JAX's words first)
+                f"Too {'few' if n < self._num_leaves else 'many'} leaves for PyTreeDef; "
+                f"expected {self._num_leaves}, got {n} ({self!r}).")
         fn = self._unflat
         if fn is None:
             # Most treedefs are used a few times only (one call of a function):

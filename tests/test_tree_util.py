@@ -664,8 +664,12 @@ def test_unflatten_wrong_number_of_leaves():
         tu.tree_unflatten(treedef, [1, 2])
     with pytest.raises(ValueError, match="expected 3, got 4"):
         treedef.unflatten([1, 2, 3, 4])
-    with pytest.raises(ValueError, match=r"PyTreeDef\(\*\): expected 1, got 0"):
+    # JAX's words first ("Too few leaves for PyTreeDef; expected 1, got 0"), then the structure
+    with pytest.raises(ValueError, match=r"^Too few leaves for PyTreeDef; expected 1, got 0 "
+                                         r"\(PyTreeDef\(\*\)\)"):
         tu.tree_structure(1).unflatten([])
+    with pytest.raises(ValueError, match=r"^Too many leaves for PyTreeDef; expected 3"):
+        treedef.unflatten([1, 2, 3, 4])
 
 
 def test_repeated_unflatten_is_correct_and_independent():

@@ -27,20 +27,38 @@ def _check_callable(fun, api):
                         "traces the function once; a generator's body does not run when called)")
 
 
+# JAX's error for argnums=(), by function
+_EMPTY_ARGNUMS = {"grad": "max() arg is an empty sequence",
+                  "jacfwd": "at least one array or dtype is required",
+                  "hessian": "at least one array or dtype is required",
+                  "jacrev": "Too few leaves for PyTreeDef; expected 1, got 0"}
+
+
 def _normalize_argnums(argnums, nargs, api, fun):
     single = isinstance(argnums, int)
     nums = (argnums,) if single else tuple(argnums)
+    if not nums:   # JAX's wording differs by function (an error from inside each)
+        raise ValueError(f"{_EMPTY_ARGNUMS.get(api, _EMPTY_ARGNUMS['grad'])} ({api} of "
+                         f"{_fun_name(fun)}: argnums=() names no argument to differentiate)")
     out = []
     for a in nums:
         if not isinstance(a, (int, np.integer)):
-            raise TypeError(f"{api}: argnums must be an int or a tuple of ints, got {argnums!r}")
+            raise TypeError(f"'{type(a).__name__}' object cannot be interpreted as an integer "
+                            f"({api}: argnums must be an int or a tuple of ints, got "
+                            f"{argnums!r})")
         b = a + nargs if a < 0 else a
         if not 0 <= b < nargs:
-            need = a + 1 if a >= 0 else -a
-            raise TypeError(f"differentiating with respect to argnums={argnums!r} requires at "
-                            f"least {need} positional arguments to be passed by the caller, but "
-                            f"got only {nargs} positional arguments. ({api} of "
-                            f"{_fun_name(fun)}: pass the differentiated arguments positionally)")
+            if a >= 0 and api in ("grad", "value_and_grad"):
+                raise TypeError(f"differentiating with respect to argnums={argnums!r} requires "
+                                f"at least {a + 1} positional arguments to be passed by the "
+                                f"caller, but got only {nargs} positional arguments. ({api} of "
+                                f"{_fun_name(fun)}: pass the differentiated arguments "
+                                "positionally)")
+            raise ValueError("Positional argument indices, e.g. for `static_argnums`, must have "
+                             "value greater than or equal to -len(args) and less than len(args), "
+                             f"but got value {a} for len(args) == {nargs}. ({api} of "
+                             f"{_fun_name(fun)}: argnums={argnums!r}; pass the differentiated "
+                             "arguments positionally)")
         if b in out:   # (JAX fails inside with an unrelated TypeError)
             raise TypeError(f"{api}: argnums={argnums!r} names positional argument {b} more "
                             "than once; each differentiated argument must appear once")

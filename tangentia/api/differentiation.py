@@ -87,11 +87,14 @@ def jvp(fun: Callable, primals: Any, tangents: Any, has_aux: bool = False) -> tu
         if want == dtypes.float0 and ta.dtype == want:
             tans.append(ad.Zero(ShapedArray(pa.shape, dtypes.float0)))
             continue
-        if ta.dtype != want and (not ta.weak_type or want == dtypes.float0):
+        if ta.dtype != want and (not ta.weak_type or want == dtypes.float0
+                                 or dtypes.kind(ta.dtype) != dtypes.kind(want)):
             raise TypeError("primal and tangent arguments to jax.jvp do not match; dtypes must "
                             "be equal, or in case of int/bool primal dtype the tangent dtype "
-                            f"must be float0. (jvp: tangent {i} has dtype {ta.dtype} but its "
-                            f"primal has dtype {pa.dtype}; the tangent dtype must be {want})")
+                            f"must be float0.Got primal dtype {pa.dtype} and so expected tangent "
+                            f"dtype {want}, but got tangent dtype {ta.dtype} instead. (jvp: "
+                            f"tangent {i} has dtype {ta.dtype} but its primal has dtype "
+                            f"{pa.dtype}; the tangent dtype must be {want})")
         tans.append(t)
     store = {}
 
@@ -176,8 +179,7 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False
     """
     _check_callable(fun, "linearize")
     p_leaves, p_tree = tree_flatten(primals)
-    for i, p in enumerate(p_leaves):
-        _leaf_aval(p, "linearize", f"primal {i}")
+    p_avals = [_leaf_aval(p, "linearize", f"primal {i}") for i, p in enumerate(p_leaves)]
     store = {}
     outs, jaxpr, consts, _, aux = _linearize(fun, p_leaves, p_tree, store, has_aux)
     out_tree = store["out_tree"]
@@ -190,10 +192,17 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False
             raise TypeError(f"expected {p_tree}, got {t_tree} (linearize: the linearized "
                             "function takes tangents with the structure of the primals)")
         for i, (t, a) in enumerate(zip(t_leaves, in_avals)):
-            if core.get_aval(t).shape != a.shape:
+            ta = core.get_aval(t)
+            want = dtypes.tangent_dtype(p_avals[i].dtype)
+            if ta.shape != a.shape or (ta.dtype != want and (
+                    not ta.weak_type or want == dtypes.float0
+                    or dtypes.kind(ta.dtype) != dtypes.kind(want))):
                 raise ValueError("linearized function called on tangent values inconsistent with "
-                                 f"the original primal values (linearize: tangent {i} has shape "
-                                 f"{core.get_aval(t).shape}, expected {a.shape})")
+                                 f"the original primal values: Got tangent aval {_jax_type(ta)} "
+                                 f"for primal aval {_jax_type(p_avals[i])} but expected "
+                                 f"{_jax_type(ShapedArray(p_avals[i].shape, want))} (linearize: "
+                                 f"tangent {i} has shape {ta.shape}, expected {a.shape}; dtype "
+                                 f"{ta.dtype}, expected {want})")
         res = core.eval_jaxpr(jaxpr, consts, *t_leaves)
         return tree_unflatten(out_tree, _arrays(res))
 
@@ -277,7 +286,8 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequen
     store = {}
     outs, jaxpr, consts, out_avals, aux = _linearize(fun, p_leaves, p_tree, store, has_aux)
     out_tree = store["out_tree"]
-    pullback = _make_pullback(jaxpr, consts, out_tree, out_avals, p_tree, "vjp")
+    pullback = _make_pullback(jaxpr, consts, out_tree, out_avals, p_tree, "vjp",
+                              _fun_name(fun))
     out = tree_unflatten(out_tree, _arrays(outs))
     return (out, pullback, aux) if has_aux else (out, pullback)
 
@@ -331,16 +341,26 @@ def fwd_and_bwd(fun: Callable, argnums: int | Sequence[int], has_aux: bool = Fal
     return fwd, bwd
 
 
-def _make_pullback(jaxpr, consts, out_tree, out_avals, in_tree, api):
+def _make_pullback(jaxpr, consts, out_tree, out_avals, in_tree, api, name=None):
     """The pullback as a pytree (``tree_util.Partial``, as JAX's): its leaves are
     the residuals, so it can be returned from ``jit``, stored as a custom_vjp
     residual, or called inside a later transformation."""
-    return Partial(functools.partial(_pullback, jaxpr, out_tree, tuple(out_avals), in_tree, api),
-                   tuple(consts))
+    return Partial(functools.partial(_pullback, jaxpr, out_tree, tuple(out_avals), in_tree, api,
+                                     name or api), tuple(consts))
+
+
+_VJP_TOO_MANY_ARGS = """
+The function returned by `jax.vjp` applied to {} was called with {} arguments,
+but functions returned by `jax.vjp` must be called with a single argument
+corresponding to the single value returned by the function being differentiated
+(even if that returned value is a tuple or other container): pass one pytree of
+cotangents, f_vjp((2.0, 2.0)) rather than f_vjp(2.0, 2.0)."""
 
 
 @api_boundary
-def _pullback(jaxpr, out_tree, out_avals, in_tree, api, consts, ct):
+def _pullback(jaxpr, out_tree, out_avals, in_tree, api, name, consts, ct, *extra):
+    if extra:
+        raise TypeError(_VJP_TOO_MANY_ARGS.format(name, len(extra) + 1))
     ct_leaves, ct_tree = tree_flatten(ct)
     if ct_tree != out_tree:
         hint = ""
@@ -355,11 +375,13 @@ def _pullback(jaxpr, out_tree, out_avals, in_tree, api, consts, ct):
     for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
         ca = core.get_aval(c)
         want = dtypes.tangent_dtype(a.dtype)
-        if ca.shape != a.shape or (ca.dtype != want and not ca.weak_type and want != dtypes.float0
-                                   and not dtypes.is_integer(ca.dtype)):
+        if ca.shape != a.shape or (ca.dtype != want and want != dtypes.float0 and (
+                not ca.weak_type or dtypes.kind(ca.dtype) != dtypes.kind(want))):
             raise ValueError("unexpected JAX type (e.g. shape/dtype) for argument to VJP function: "
                              f"got {_jax_type(ca)}, but expected "
-                             f"{_jax_type(ShapedArray(a.shape, want))} ({api}: cotangent {i} has "
+                             f"{_jax_type(ShapedArray(a.shape, want))} because the "
+                             "corresponding output of the differentiated function had JAX type "
+                             f"{_jax_type(a)} ({api}: cotangent {i} has "
                              f"shape {ca.shape} and dtype {ca.dtype}; the output has shape "
                              f"{a.shape} and dtype {a.dtype})")
     token = BackwardPass.enter()   # its own NaN / inf cotangents are silent, as JAX's

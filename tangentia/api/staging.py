@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import operator
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
@@ -152,11 +153,9 @@ def _resolve_statics(fun, static_argnums, static_argnames, validate=False):
     other through ``fun``'s signature, as JAX resolves them; with ``validate``
     (jit), positions and names ``fun`` cannot take raise JAX's ValueError."""
     given_both = static_argnums is not None and static_argnames is not None
-    if isinstance(static_argnums, int):
-        static_argnums = (static_argnums,)
+    static_argnums = _index_tuple(static_argnums)
     if isinstance(static_argnames, str):
         static_argnames = (static_argnames,)
-    static_argnums = tuple(static_argnums or ())
     static_argnames = tuple(static_argnames or ())
     params = _parameters(fun)
     pos_names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -175,13 +174,31 @@ def _resolve_statics(fun, static_argnums, static_argnames, validate=False):
     return tuple(sorted(nums)), frozenset(names)
 
 
+def _index_tuple(nums):
+    """JAX's ``_ensure_index_tuple``: an int or a sequence of ints (``None``: none) as a tuple
+    of ints; anything else raises JAX's TypeError (``"1"``: "'str' object cannot be
+    interpreted as an integer") rather than failing later in a comparison."""
+    if nums is None:
+        return ()
+    try:
+        return (operator.index(nums),)
+    except TypeError:
+        return tuple(map(operator.index, nums))
+
+
+def _validate_argnums(params, argnums, what):
+    """JAX's ValueError for positions ``fun`` cannot take (any, with ``*args``)."""
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return
+    n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+    if any(not -n <= i < n for i in argnums):
+        raise ValueError(f"Jitted function has {what}={argnums}, but only "
+                         f"accepts {n} positional arguments.")
+
+
 def _validate_statics(params, pos_names, static_argnums, static_argnames):
     kinds = {p.kind for p in params}
-    if inspect.Parameter.VAR_POSITIONAL not in kinds:
-        n = len(pos_names)
-        if any(not -n <= i < n for i in static_argnums):
-            raise ValueError(f"Jitted function has static_argnums={static_argnums}, but only "
-                             f"accepts {n} positional arguments.")
+    _validate_argnums(params, static_argnums, "static_argnums")
     if inspect.Parameter.VAR_KEYWORD not in kinds:
         valid = {p.name for p in params if p.kind != p.POSITIONAL_ONLY}
         invalid = set(static_argnames) - valid
@@ -225,6 +242,19 @@ def _invalid_argument_error(name, fun, args, kwargs, api):
     return TypeError(f"{api} of {name}: an argument is not a valid array type")
 
 
+def _check_returned(fun, label, i, x):
+    """JAX's TypeError for a returned leaf that is not an array (a str, an object)."""
+    try:
+        core.as_array(x)
+    except TypeError:
+        code = getattr(inspect.unwrap(fun), "__code__", None)
+        where = f" at {code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+        raise TypeError(f"function {_fun_name(fun)}{where} traced for {label} returned a value "
+                        f"of type {type(x)}, which is not a valid JAX type ({label}: output leaf "
+                        f"{i} is {x!r:.60}; a traced function returns arrays, scalars or pytrees "
+                        "of them)") from None
+
+
 def _stage(fun, statics, in_tree, avals, label, arg_names=None, as_program=False):
     """Trace ``fun`` on the flattened ``(args, kwargs)`` (static arguments put
     back in place). Returns ``(jaxpr, consts, out_tree)``: the consts are the
@@ -236,6 +266,9 @@ def _stage(fun, statics, in_tree, avals, label, arg_names=None, as_program=False
         d_args, d_kwargs = tree_unflatten(in_tree, leaves)
         args, kwargs = _merge_static(statics, d_args, d_kwargs)
         out_leaves, store["out_tree"] = tree_flatten(fun(*args, **kwargs))
+        for i, x in enumerate(out_leaves):
+            if not core.is_array_like(x):
+                _check_returned(fun, label, i, x)
         return out_leaves
 
     trace = pe.trace_to_program if as_program else pe.trace_to_jaxpr
@@ -826,10 +859,12 @@ def jit(fun: Callable | None = None, /, *, in_shardings: Any = None, out_shardin
 def _check_donation(fun, static_argnums, static_argnames, donate_argnums, donate_argnames):
     """JAX's ValueError when an argument is both static and donated (by position or name,
     positions resolved through ``fun``'s signature); donation itself has no effect here."""
+    donate_argnums = _index_tuple(donate_argnums)
     try:
         params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
         return
+    _validate_argnums(params, donate_argnums, "donate_argnums")
     positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
                                                         p.POSITIONAL_OR_KEYWORD)]
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -88,6 +89,21 @@ def _rank_error(fun, args, kwargs, i, ax, shape):
     return ValueError(f"vmap was requested to map its argument along axis {ax}, which implies "
                       f"that its rank should be at least {need}, but is only {len(shape)} (its "
                       f"shape is {shape}): {detail}")
+
+
+def _checked_axis_size(size, fun):
+    """``axis_size`` where no argument is mapped: a nonnegative int (JAX's TypeErrors, which
+    its broadcast of the unmapped values raises, otherwise)."""
+    try:
+        n = operator.index(size)
+    except TypeError:
+        raise TypeError("broadcast_in_dim shape must have every element be an integer type, "
+                        f"got ({type(size)},). (vmap of {_fun_name(fun)}: axis_size must be an "
+                        f"int, got {size!r:.40})") from None
+    if n < 0:
+        raise TypeError("broadcast_in_dim shape must have every element be nonnegative, got "
+                        f"({n},). (vmap of {_fun_name(fun)}: axis_size={n})")
+    return n
 
 
 def _sizes_error(fun, args, kwargs, leaves, axes, axis_size):
@@ -207,6 +223,8 @@ def vmap(fun: _F, in_axes: int | None | Sequence[Any] = 0, out_axes: Any = 0,
             raise _sizes_error(fun, args, kwargs, leaves, axes, axis_size)
         if size is None:
             size = axis_size
+            if size is not None:
+                size = _checked_axis_size(size, fun)
             if size is None:
                 if not leaves:
                     raise ValueError(
