@@ -33,8 +33,12 @@ from __future__ import annotations
 
 import enum
 import functools
+import importlib.util
 import inspect
+import json
+import os
 import re
+import sys
 import types
 
 import numpy as np
@@ -191,7 +195,7 @@ def _signature_names(fn):
 
 
 def _reference_names(ref, sections):
-    names = _signature_names(ref)
+    names = ref.names if type(ref) is _Reference else _signature_names(ref)
     if names is None:  # ufuncs: the names are those documented
         names = [n for names, _ in _parameter_entries(sections.get("Parameters", []))
                  for n in names]
@@ -291,22 +295,22 @@ def document_public():
     """Document the public twins (run by ``tangentia/__init__`` once
     ``install_boundaries`` has made them): ``tangentia.numpy`` (with its
     ``linalg`` and ``fft``), ``scipy.special`` and ``scipy.linalg`` from NumPy's
-    and SciPy's docstrings (both already imported by tangentia); ``lax``,
-    ``random``, ``nn``, ``tree_util`` and ``scipy.stats`` by their arguments."""
+    and SciPy's docstrings (SciPy's from the stored table, ``scipy_references``,
+    when it is the installed SciPy's: ``import tangentia`` does not import SciPy);
+    ``lax``, ``random``, ``nn``, ``tree_util`` and ``scipy.stats`` by their arguments."""
     import numpy
-    import scipy.linalg
-    import scipy.special
 
     from . import lax, nn, random, tree, tree_util
     from . import numpy as tnp
     from .scipy import linalg as tsl, special as sp, stats
     special = {**_NUMPY_ARGS, "v": "the order of the function (an array or scalar)."}
+    scipy_special, scipy_linalg = scipy_references({"scipy.special": sp, "scipy.linalg": tsl})
     for module, reference, prefix, arguments in (
             (tnp, numpy, "numpy", _NUMPY_ARGS),
             (tnp.linalg, numpy.linalg, "numpy.linalg", _NUMPY_ARGS),
             (tnp.fft, numpy.fft, "numpy.fft", _NUMPY_ARGS),
-            (sp, scipy.special, "scipy.special", special),
-            (tsl, scipy.linalg, "scipy.linalg", _SCIPY_LINALG_ARGS)):
+            (sp, scipy_special, "scipy.special", special),
+            (tsl, scipy_linalg, "scipy.linalg", _SCIPY_LINALG_ARGS)):
         document(module, reference, prefix)
         document_by_arguments(module, arguments)
     document_lax(lax)
@@ -316,6 +320,112 @@ def document_public():
         document_by_arguments(module, arguments)
     for name, label in _STATS_LABELS.items():
         document_stats(getattr(stats, name), label)
+
+
+# ---------------------------------------------------------------------------
+# SciPy's docstrings without importing SciPy (~0.2 s: half of ``import tangentia``).
+# ``_scipy_docs.json`` holds what ``document`` reads of SciPy's functions (docstring,
+# parameter names, ``nin``) for every name of ``tangentia.scipy.special.__all__`` and
+# ``tangentia.scipy.linalg.__all__``, with the version of the SciPy it was read from.  It is
+# used when that is the installed SciPy (read from its ``version.py``, without importing it)
+# and it lists every public name; otherwise (or when SciPy is imported already) the
+# docstrings are read from SciPy itself.  tests/test_import_cost.py checks that the table is
+# the installed SciPy's; after a SciPy upgrade or a new public name, rewrite it with
+# ``python -c "from tangentia import _docstrings; _docstrings.write_scipy_references()"``.
+
+_SCIPY_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_scipy_docs.json")
+_VERSION_LINE = re.compile(r'^(version|git_revision) = "([^"]*)"', re.M)
+
+
+class _Reference:
+    """A SciPy function as ``document`` reads it, from the stored table: its
+    ``__doc__``, its parameter ``names`` (``_signature_names``: None for a ufunc) and
+    ``nin`` (a ufunc's number of inputs, else None)."""
+
+    def __init__(self, doc, names, nin):
+        self.__doc__, self.names, self.nin = doc, None if names is None else tuple(names), nin
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError("a stand-in for a SciPy function's documentation")
+
+
+def _installed_scipy():
+    """``"<version> <git revision>"`` of the installed SciPy, read from its
+    ``version.py`` without importing it (None if that cannot be read)."""
+    try:
+        spec = importlib.util.find_spec("scipy")
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        with open(os.path.join(list(spec.submodule_search_locations)[0], "version.py"),
+                  encoding="utf-8") as f:
+            fields = dict(_VERSION_LINE.findall(f.read()))
+    except (OSError, ImportError, ValueError):
+        return None
+    if "version" not in fields or "git_revision" not in fields:
+        return None
+    return f"{fields['version']} {fields['git_revision']}"
+
+
+def _read_references(prefix, module):
+    """``{name: (doc, names, nin) or None}``: what ``document`` reads of SciPy's
+    ``prefix`` module (e.g. ``"scipy.special"``) for each public name of ``module``."""
+    reference = sys.modules[prefix]
+    table = {}
+    for name in module.__all__:
+        ref = getattr(reference, name, None)
+        doc = getattr(ref, "__doc__", None) if callable(ref) else None
+        if not doc:
+            table[name] = None
+            continue
+        names = _signature_names(ref)
+        table[name] = (doc, None if names is None else list(names), getattr(ref, "nin", None))
+    return table
+
+
+def _table_references(modules, path):
+    """The namespaces of ``_Reference`` for ``modules`` from the table at ``path``, or
+    None if it is not the installed SciPy's or misses a public name of a module."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            table = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(table, dict) and table.get("scipy") is not None
+            and table.get("scipy") == _installed_scipy()
+            and all(isinstance(table.get(prefix), dict)
+                    and set(module.__all__) <= set(table[prefix])
+                    for prefix, module in modules.items())):
+        return None
+    return [types.SimpleNamespace(**{name: _Reference(*entry)
+                                     for name, entry in table[prefix].items() if entry})
+            for prefix in modules]
+
+
+def scipy_references(modules, path=_SCIPY_TABLE):
+    """The references ``document`` reads for ``modules`` (``{"scipy.special":
+    tangentia.scipy.special, ...}``), in that order: SciPy's modules when they are
+    imported already, else the table's (``_table_references``; SciPy is not imported),
+    else SciPy's modules, imported now."""
+    if not all(prefix in sys.modules for prefix in modules):
+        references = _table_references(modules, path)
+        if references is not None:
+            return references
+    return [importlib.import_module(prefix) for prefix in modules]
+
+
+def write_scipy_references(path=_SCIPY_TABLE):
+    """Write the table of SciPy's references (``scipy_references``) from the installed
+    SciPy, for ``tangentia.scipy.special`` and ``tangentia.scipy.linalg``."""
+    import scipy.linalg
+    import scipy.special  # noqa: F401
+
+    from .scipy import linalg as tsl, special as sp
+    table = {"scipy": _installed_scipy(),
+             "scipy.special": _read_references("scipy.special", sp),
+             "scipy.linalg": _read_references("scipy.linalg", tsl)}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(table, f, indent=0, sort_keys=True, ensure_ascii=False)
+        f.write("\n")
 
 
 # ---------------------------------------------------------------------------

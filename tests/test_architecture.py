@@ -427,7 +427,8 @@ def kind_of(prim):
     kinds = [k for k, names in KINDS.items() if prim.name in names]
     if kinds:
         return kinds[0]
-    return "elementwise" if isinstance(prim.impl, np.ufunc) else None
+    from tangentia.primitives.special import _SciPyUfunc   # (a SciPy ufunc, imported at first use)
+    return "elementwise" if isinstance(prim.impl, (np.ufunc, _SciPyUfunc)) else None
 
 
 def rule_of(prim, rule):

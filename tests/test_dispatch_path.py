@@ -130,6 +130,8 @@ IMPL_READS = {
     ("primitives/_low_precision.py", "_wrap_dot_general"): "wraps the impl into a new impl",
     ("primitives/_low_precision.py", "_wrap_any"): "wraps the impl into a new impl",
     ("primitives/_low_precision.py", ""): "keeps the wrapped impl as __wrapped__",
+    ("primitives/special.py", "_load_scipy"):
+        "puts SciPy's ufunc in place of its stand-in, imported at first use (never calls it)",
     ("compiler/numpy_backend.py", "_ufunc"):
         "a lowering: whether the impl is a ufunc (for writing into dying buffers)",
     ("compiler/numpy_backend.py", "_lowering"):

@@ -11,11 +11,13 @@ ways give.
 from __future__ import annotations
 
 import inspect
+import json
 import re
 import subprocess
 import sys
 import types
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -163,6 +165,122 @@ def test_a_fresh_import_loads_no_compiler_and_no_test_tooling():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout.split()
     heavy = [m for m in out if m.split(".")[0] in ("numba", "llvmlite", "ml_dtypes", "pytest",
-                                                     "hypothesis", "torch", "jax")]
+                                                     "hypothesis", "torch", "jax", "scipy")]
     assert heavy == []
     assert "tangentia.compiler.numba_backend" in out   # (registered, its heavy parts not loaded)
+
+
+_FIRST_USE = """
+import math, sys
+import numpy as np
+import tangentia as tg
+import tangentia.numpy as tnp
+from tangentia.primitives import special as SP
+from tangentia.primitives import linalg as L
+print('scipy' in sys.modules)
+# the public names are there (jax.scipy.special.gammaln works after import jax)
+special, linalg, stats = tg.scipy.special, tg.scipy.linalg, tg.scipy.stats
+fns = [special.gammaln, special.erf, linalg.expm, stats.norm.logpdf, tg.nn.softplus, tg.random.gamma]
+print('scipy' in sys.modules, type(SP.erf_p.impl).__name__, type(L._sla).__name__)
+x = np.array([0.5, 2.5, 7.0])
+print(abs(tg.jit(tg.grad(lambda v: special.gammaln(v).sum()))(x) - SP._sc.digamma(x)).max())
+print('scipy' in sys.modules, SP.lgamma_p.impl.ufunc is sys.modules['scipy.special'].gammaln,
+      SP.erf_p.impl is sys.modules['scipy.special'].erf)
+print(abs(special.erf(x) - np.array([math.erf(v) for v in x])).max())
+print(abs(linalg.expm(np.diag(x)) - np.diag(np.exp(x))).max())
+print(type(L._sla).__name__, L._sla is sys.modules['scipy.linalg'])
+"""
+
+
+def test_scipy_is_imported_at_its_first_use():
+    """``import tangentia`` leaves SciPy out (~0.2 s); the public names are all there, and
+    the first function that needs SciPy imports it.  Then the primitives' ``impl`` is SciPy's
+    ufunc itself (the dispatch path calls it with no stand-in in between), and the modules'
+    SciPy names are SciPy's modules."""
+    out = subprocess.run([sys.executable, "-c", _FIRST_USE], capture_output=True, text=True,
+                         timeout=120, check=True).stdout.split("\n")
+    assert out[0] == "False"
+    assert out[1] == "False _SciPyUfunc LazyModule"
+    assert float(out[2]) < 1e-12     # d/dx gammaln = digamma, under jit (a trace loads SciPy)
+    assert out[3] == "True True True"
+    assert float(out[4]) < 1e-15 and float(out[5]) < 1e-12
+    assert out[6] == "module True"
+
+
+def test_scipy_stand_ins_are_scipys_ufuncs():
+    """The stand-in of an impl answers as SciPy's ufunc does (a call, its attributes)."""
+    import scipy.special
+    from tangentia.primitives import special as SP
+    stand_in = SP._ufunc("erfc")
+    x = np.linspace(-3.0, 3.0, 7)
+    np.testing.assert_array_equal(stand_in(x), scipy.special.erfc(x))
+    assert stand_in.ufunc is scipy.special.erfc and stand_in.nin == 1
+    assert stand_in.types == scipy.special.erfc.types
+    assert SP.erfc_p.impl is scipy.special.erfc   # (the primitive's impl was replaced)
+    SP._STAND_INS.remove(stand_in)
+
+
+_DOCS = """
+import json, sys
+{prelude}
+import tangentia as tg
+docs = {{f"{{m.__name__}}.{{n}}": getattr(m, n).__doc__
+         for m in (tg.scipy.special, tg.scipy.linalg) for n in m.__all__}}
+print(json.dumps(['scipy' in sys.modules, docs]))
+"""
+
+
+def test_scipy_docstrings_from_the_table_are_scipys():
+    """The docstrings of ``tangentia.scipy.special`` and ``linalg`` are built from SciPy's at
+    import: from the stored table when SciPy is not imported, byte-identical to those built
+    from SciPy itself (when it is imported first)."""
+    runs = []
+    for prelude in ("", "import scipy.special, scipy.linalg"):
+        out = subprocess.run([sys.executable, "-c", _DOCS.format(prelude=prelude)],
+                             capture_output=True, text=True, timeout=120, check=True).stdout
+        runs.append(json.loads(out))
+    (table_loaded, table_docs), (live_loaded, live_docs) = runs
+    assert (table_loaded, live_loaded) == (False, True)
+    assert table_docs == live_docs
+    assert len(table_docs) > 100
+    assert sum("the description of its arguments below is SciPy's" in (d or "")
+               for d in table_docs.values()) > 90
+
+
+def test_the_scipy_table_is_the_installed_scipys():
+    """``tangentia/_scipy_docs.json`` holds what the docstrings read of the installed SciPy
+    (else the import falls back to importing SciPy: rewrite it, as its message says)."""
+    import scipy.linalg
+    import scipy.special  # noqa: F401
+    from tangentia.scipy import linalg as tsl, special as sp
+    with open(_docstrings._SCIPY_TABLE, encoding="utf-8") as f:
+        table = json.load(f)
+    fresh = {"scipy": _docstrings._installed_scipy(),
+             "scipy.special": _docstrings._read_references("scipy.special", sp),
+             "scipy.linalg": _docstrings._read_references("scipy.linalg", tsl)}
+    assert json.loads(json.dumps(fresh)) == table, (
+        "tangentia/_scipy_docs.json is not the installed SciPy's: rewrite it with python -c "
+        "'from tangentia import _docstrings; _docstrings.write_scipy_references()'")
+
+
+def test_the_scipy_table_is_not_used_for_another_scipy(tmp_path):
+    """A table of another SciPy version, or one missing a public name, is not used (the
+    references are then SciPy's modules, imported)."""
+    import scipy.special
+    from tangentia.scipy import special as sp
+    with open(_docstrings._SCIPY_TABLE, encoding="utf-8") as f:
+        table = json.load(f)
+    path = tmp_path / "table.json"
+    modules = {"scipy.special": sp}
+    for changed in ({**table, "scipy": "0.1 0000"}, {**table, "scipy": None},
+                    {**table, "scipy.special": {k: v for k, v in table["scipy.special"].items()
+                                                if k != "gammaln"}}):
+        path.write_text(json.dumps(changed), encoding="utf-8")
+        assert _docstrings._table_references(modules, str(path)) is None
+    path.write_text("{not json", encoding="utf-8")
+    assert _docstrings._table_references(modules, str(path)) is None
+    assert _docstrings._table_references(modules, str(tmp_path / "missing.json")) is None
+    refs, = _docstrings._table_references(modules, _docstrings._SCIPY_TABLE)
+    assert refs.gammaln.__doc__ == scipy.special.gammaln.__doc__ and refs.gammaln.nin == 1
+    # (SciPy imported: its modules, whatever the table)
+    assert _docstrings.scipy_references(modules, str(tmp_path / "missing.json")) == [scipy.special]

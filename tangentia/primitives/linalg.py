@@ -26,7 +26,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import scipy.linalg as _sla
 
 from .. import core
 from ..core import Primitive, ShapedArray, Tracer
@@ -38,7 +37,10 @@ from . import elementwise as E
 from . import indexing as I
 from . import reductions as R
 from . import structural as S
+from ._lazy import LazyModule
 from .sorting import take_along_axis
+
+_sla = LazyModule("scipy.linalg", globals(), "_sla")  # (imported at its first use: _lazy)
 
 __all__ = [
     "lu_p", "lu_solve_p", "lu_pivots_to_permutation_p", "triangular_solve_p", "solve_p",

@@ -29,13 +29,15 @@ implicit reparameterization gradient ``-dP(a, x)/da / p(x; a)`` (JAX's
 from __future__ import annotations
 
 import numpy as np
-import scipy.special as _sc
 
 from ..core import Primitive, ShapedArray
 from ..interpreters.ad import defjvp, defjvp_zero
 from ..interpreters.batching import materialize, move_to_front, primitive_batchers
+from ._lazy import LazyModule
 from .elementwise import div, exp, maximum, mul, neg, sub
 from .special import _xpow_density, gammaln, igamma_grad_a_p
+
+_sc = LazyModule("scipy.special", globals(), "_sc")  # (imported at its first use: _lazy)
 
 _OUT_DTYPE = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
               64: np.dtype(np.uint64)}

@@ -15,7 +15,6 @@ indices, so they are differentiable; those given by a size (``dft``,
 from __future__ import annotations
 
 import numpy as _np
-import scipy.linalg as _sla
 
 import tangentia.numpy as _tnp
 
@@ -24,6 +23,9 @@ from ..numpy import linalg as _NL
 from ..numpy.linalg import LinAlgError, _check_matrix, _check_square, _inexact, _solve_with
 from ..primitives import linalg as _L
 from ..primitives.callback import pure_callback as _pure_callback
+from ..primitives._lazy import LazyModule as _LazyModule
+
+_sla = _LazyModule("scipy.linalg", globals(), "_sla")  # (imported at its first use)
 
 from typing import TYPE_CHECKING
 

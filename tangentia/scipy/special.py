@@ -29,7 +29,6 @@ import builtins
 import operator
 
 import numpy as np
-import scipy.special as _scipy_special
 
 from .. import core, dtypes
 from .. import numpy as tnp
@@ -38,6 +37,9 @@ from ..lax._stable import _named_custom_jvp
 from ..lax._stable import logistic as _logistic
 from ..primitives import special as _SP
 from ..primitives import structural as _S
+from ..primitives._lazy import LazyModule as _LazyModule
+
+_scipy_special = _LazyModule("scipy.special", globals(), "_scipy_special")  # (at first use)
 
 from typing import TYPE_CHECKING
 
