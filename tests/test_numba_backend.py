@@ -410,7 +410,6 @@ OBJMODE = {
     "debug_callback": "calls the user's Python function",
     "debug_print": "prints from Python",
     "pure_callback": "calls the user's Python function",
-    "custom_lin": "its transpose is a Python function (a linear record)",
     "fft": "numba has no FFT",
     "conv_general_dilated": "no kernel yet",
     "expm": "no kernel yet (SciPy's)", "expm_frechet": "no kernel yet (SciPy's)",

@@ -30,7 +30,7 @@ from .codegen import (AV, LV, SV, ZV, UNROLL, needs_static, _F4, _F8, _I8, _bidx
                       _dt, _is_float0, _kernel_table, _lit, _nbtype, _nested, _ravel, _shape_str, _size,
                       _typed, _wrap)
 from .plan import BATCHED_BLAS_MIN, BLAS_MIN_FLOPS, FUSED_DOT_K, _dot_dims  # noqa: F401 - (read here)
-from . import gemm, special, windows
+from . import custom_lin, gemm, special, windows
 from .blasdot import _dot as _blas_dot
 from .rowio import _CHUNK, copy_into, load_row, nest, read_elements, row_load_p, row_store_p, store_row
 
@@ -1393,13 +1393,15 @@ RULES.update({
     CustomVmapCallPrimitive: _inline("call_jaxpr"),   # (by its class: see ``rule_of``)
     LS.linear_solve_p: _linear_solve,
     row_load_p: _row_load, row_store_p: _row_store,
+    ad.custom_lin_p: custom_lin.rule,     # (its linear map staged as a program)
 })
 RULES.update(windows.rules(_OPS))   # window_reduce, window_argmax
 # Consumers that read a lazy operand element by element (it stays lazy for them).
 FUSIBLE = (ELEMENTWISE | {B.transpose_p, B.broadcast_to_p, I.getitem_p, *_RED_OP}) - {S.stop_gradient_p}
 # Rules that handle only some cases natively (others: kernel or objmode).
 _PARTIAL = {I.getitem_p: "native for static indices and 0-d index arrays",
-            I.scatter_p: "native for static indices and 0-d index arrays"}
+            I.scatter_p: "native for static indices and 0-d index arrays",
+            ad.custom_lin_p: "native where its linear map stages to a program (custom_lin)"}
 
 
 def rule_of(table, prim):
