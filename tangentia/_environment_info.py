@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import importlib.metadata
 import os
 import platform
 import sys
@@ -14,6 +13,7 @@ from .compiler import backend as _backend
 
 
 def _version(dist):
+    import importlib.metadata  # (here: ~20 ms of CPU at import, for a bug report's versions)
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:

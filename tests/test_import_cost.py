@@ -158,7 +158,7 @@ def test_sections_of_numpys_docstrings():
 def test_a_fresh_import_loads_no_compiler_and_no_test_tooling():
     """A fresh ``import tangentia`` (and ``tangentia.numpy``, ``jit``, ``grad``)
     imports neither numba nor llvmlite (the numba backend loads them at its
-    first compile), nor ml_dtypes, nor pytest/hypothesis."""
+    first compile), nor SciPy (its first use does), nor ml_dtypes, nor pytest/hypothesis."""
     code = ("import sys; import tangentia, tangentia.numpy as tnp; "
             "from tangentia import jit, grad; "
             "print(' '.join(sorted(m for m in sys.modules)))")
@@ -167,6 +167,10 @@ def test_a_fresh_import_loads_no_compiler_and_no_test_tooling():
     heavy = [m for m in out if m.split(".")[0] in ("numba", "llvmlite", "ml_dtypes", "pytest",
                                                      "hypothesis", "torch", "jax", "scipy")]
     assert heavy == []
+    # nor the standard library's modules that only a bug report (importlib.metadata, ~20 ms
+    # of CPU with email, zipfile, csv), the debugger (pdb, ~6 ms) or a rendering of a
+    # program by Graphviz (subprocess, ~7 ms) needs
+    assert sorted({"importlib.metadata", "pdb", "subprocess", "email"} & set(out)) == []
     assert "tangentia.compiler.numba_backend" in out   # (registered, its heavy parts not loaded)
 
 
