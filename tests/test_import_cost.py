@@ -110,6 +110,24 @@ def test_mentions_is_the_word_pattern(doc, name):
     assert _docstrings._mentions(doc, name) == expected
 
 
+_MARGIN_LINES = st.sampled_from(["", " ", "    ", "x", " x", "  x y", "    x", "        x",
+                                  "   \tx", "\tx", "x  ", "  ", "é", "   é"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_MARGIN_LINES, max_size=10).map("\n".join))
+def test_margin_is_the_least_indentation(text):
+    margins = _docstrings._INDENT.findall(text)
+    assert _docstrings._margin(text) == (min(map(len, margins)) if margins else None)
+
+
+def test_cleandoc_of_numpys_docstrings_is_inspects():
+    import numpy
+    for name in ("sum", "einsum", "sort", "where", "histogram", "pad", "linalg"):
+        doc = getattr(numpy, name).__doc__
+        assert _docstrings._cleandoc(doc) == inspect.cleandoc(doc).strip(), name
+
+
 def test_mentions_examples():
     assert _docstrings._mentions("the axis along which", "axis")
     assert not _docstrings._mentions("the axes along which", "axis")
