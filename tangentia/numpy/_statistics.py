@@ -105,13 +105,17 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
         if ndim(fw) > 1 or shape(fw)[0] != n:
             raise ValueError(f"cov: argument 'fweights' must be 1-D of length {n}, got shape "
                              f"{shape(fw)}")
-        w = astype(fw, float64)
+        if _aval(fw).dtype.kind not in "iu":
+            raise TypeError(f"fweights must be integer. cov: argument 'fweights' has dtype "
+                            f"{_aval(fw).dtype}; expected an integer dtype")
+        # |w|, as JAX's (NumPy raises for negative weights)
+        w = _E.abs(astype(fw, float64))
     if aweights is not None:
         aw = _in(aweights, "cov", "aweights")
         if ndim(aw) > 1 or shape(aw)[0] != n:
             raise ValueError(f"cov: argument 'aweights' must be 1-D of length {n}, got shape "
                              f"{shape(aw)}")
-        aw = astype(aw, float64)
+        aw = _E.abs(astype(aw, float64))
         w = aw if w is None else _E.mul(w, aw)
     if w is None:
         avg = mean(X, 1)
