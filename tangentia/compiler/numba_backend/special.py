@@ -21,8 +21,10 @@ small intrinsics and functions here too.
 are the functions generated code imports.  Complex operands of the
 one-argument functions and ``wofz`` call SciPy's complex C functions; complex
 arguments of the Bessel and hypergeometric functions (a real order, a complex
-argument), ``zeta``, ``polygamma`` (SciPy exports no Hurwitz zeta) and
-``sph_harm_y`` still run SciPy's ufunc in object mode.
+argument) and ``sph_harm_y`` still run SciPy's ufunc in object mode.  Hurwitz's
+``zeta`` (which SciPy does not export), ``polygamma`` and the gamma function's tail
+(``igamma_grad_a``, ``log_gammaincc``, ``log_gammaincc_grad_a``, ``gamma_hazard``: the
+NumPy implementations' recurrences) are njit functions here.
 """
 from __future__ import annotations
 
@@ -197,6 +199,222 @@ for _prim, (_, _loops) in _TABLE.items():
     if "c" in _loops:
         COMPLEX_OPS[_prim] = OPS[_prim]
 
+
+
+# ---------------------------------------------------------------------------
+# The gamma function's tail (``primitives/special.py``): d/da P(a, x) (``igamma_grad_a``),
+# log Q(a, x) (``log_gammaincc``), its d/da (``log_gammaincc_grad_a``) and the hazard
+# density / Q (``gamma_hazard``), the NumPy implementations' recurrences written per element
+# (the same operations in the same order: an element stops where the NumPy code's mask of
+# converged entries would have frozen it), with SciPy's C functions for gammaincc,
+# gammaln, digamma and xlogy.  NumPy's arrays computed exp and log with its own SIMD
+# loops and these call libm: values agree to a few ULP of the terms (log Q at x = 1e5,
+# where ``a log x - x`` cancels, to the rounding of those terms).
+
+_sc_gammaincc = _extern("gammaincc", _D2)
+_sc_gammaln = _extern("gammaln", _D1)
+_sc_psi = _extern(_fuse(1, "psi"), _D1)
+_sc_xlogy = _extern(_fuse(1, "xlogy"), _D2)
+_MAX_TERMS = 5000           # (``primitives.special._MAX_TERMS``)
+_LOG_Q_TINY = 1e-280        # (``primitives.special._LOG_Q_TINY``)
+_njit = numba.njit(cache=True, error_model="numpy")
+
+
+@_njit
+def _igamma_series_da(a, x):
+    """d/da P(a, x) by the series (x < max(1, a))."""
+    log_x = math.log(x)
+    log_pre = a * log_x - x - _sc_gammaln(a + 1.0)
+    d_log_pre = log_x - _sc_psi(a + 1.0)
+    term, d_term = 1.0, 0.0
+    total, d_total = 1.0, 0.0
+    ap = a
+    for _ in range(_MAX_TERMS):
+        ap = ap + 1.0
+        d_term = (d_term - term / ap) * (x / ap)
+        term = term * (x / ap)
+        total += term
+        d_total += d_term
+        if abs(term) <= 1e-17 * total and abs(d_term) <= 1e-17 * abs(d_total):
+            break
+    return math.exp(log_pre) * (d_total + total * d_log_pre)
+
+
+@_njit
+def _igamma_fraction(a, x):
+    """(log_pre, d log_pre / da, h, dh / da): Q(a, x) = exp(log_pre) h by Legendre's
+    continued fraction (x >= max(1, a)), the modified Lentz method."""
+    tiny = 1e-300
+    log_x = math.log(x)
+    log_pre = a * log_x - x - _sc_gammaln(a)
+    d_log_pre = log_x - _sc_psi(a)
+    b = x + 1.0 - a
+    c, dc = 1.0 / tiny, 0.0
+    d = 1.0 / b
+    dd = d * d
+    h, dh = d, dd
+    for i in range(1, _MAX_TERMS):
+        an, dan = -i * (i - a), float(i)
+        b = b + 2.0
+        dn = an * d + b
+        ddn = dan * d + an * dd - 1.0
+        if abs(dn) < tiny:
+            dn = tiny
+        r = dc / c
+        cn = b + an / c
+        dcn = -1.0 + dan / c - an * r / c
+        c = tiny if abs(cn) < tiny else cn
+        dc = dcn
+        d, dd = 1.0 / dn, -ddn / (dn * dn)
+        delta, d_delta = d * c, dd * c + d * dc
+        h, dh = h * delta, dh * delta + h * d_delta
+        if abs(delta - 1.0) < 1e-16 and (abs(d_delta) <= 1e-16 * abs(dh / h) or dh == 0.0):
+            break
+    return log_pre, d_log_pre, h, dh
+
+
+@_njit
+def _igamma_grad_a(a, x):
+    """``igamma_grad_a``: d/da P(a, x), NaN outside a > 0, x >= 0."""
+    if not (a > 0.0 and x >= 0.0 and math.isfinite(a)) or math.isnan(x):
+        return math.nan
+    if x == 0.0 or math.isinf(x):
+        return 0.0
+    if x < 1.0 or x < a:
+        return _igamma_series_da(a, x)
+    log_pre, d_log_pre, h, dh = _igamma_fraction(a, x)
+    return -math.exp(log_pre) * (dh + h * d_log_pre)
+
+
+@_njit
+def _far(q, a, x):
+    """Whether Q underflows where the continued fraction holds (log space there)."""
+    return q < _LOG_Q_TINY and a > 0.0 and math.isfinite(a) and math.isfinite(x) and x > a + 1.0
+
+
+@_njit
+def _log_gammaincc(a, x):
+    q = _sc_gammaincc(a, x)
+    if _far(q, a, x):
+        log_pre, _, h, _ = _igamma_fraction(a, x)
+        return log_pre + np.log(h)
+    return np.log(q)
+
+
+@_njit
+def _log_gammaincc_grad_a(a, x):
+    q = _sc_gammaincc(a, x)
+    if _far(q, a, x):
+        _, d_log_pre, h, dh = _igamma_fraction(a, x)
+        return d_log_pre + dh / h
+    return -_igamma_grad_a(a, x) / q
+
+
+@_njit
+def _gamma_hazard(a, x):
+    q = _sc_gammaincc(a, x)
+    if _far(q, a, x):
+        _, _, h, _ = _igamma_fraction(a, x)
+        return 1.0 / (x * h)
+    if x == math.inf and a > 0.0:
+        return 1.0           # its limit (the slope of log Q: -1)
+    log_dens = _sc_xlogy(a - 1.0, x) - x - _sc_gammaln(a)
+    return math.exp(log_dens - np.log(q))
+
+
+def _tail_op(fn):
+    # (computed in float64, as the NumPy implementation; the result in the loop dtype)
+    return lambda a, dt: f"{_dt(dt)}({fn}(np.float64({a[0]}), np.float64({a[1]})))"
+
+
+for _p, _fn in ((SP.igamma_grad_a_p, _igamma_grad_a), (SP.log_gammaincc_p, _log_gammaincc),
+                (SP.log_gammaincc_grad_a_p, _log_gammaincc_grad_a),
+                (SP.gamma_hazard_p, _gamma_hazard)):
+    FUNCTIONS["_sc" + _fn.__name__] = _fn
+    OPS[_p] = _tail_op("_sc" + _fn.__name__)
+
+
+# ---------------------------------------------------------------------------
+# Hurwitz's zeta and polygamma.  SciPy exports no Hurwitz zeta in ``cython_special``:
+# ``_zeta`` is Cephes' ``zeta`` (SciPy's C++ port, identical values on a grid of 500
+# points through its branches), and ``_polygamma`` SciPy's ``polygamma``, a NumPy
+# expression: ``(-1)**(n+1) * gamma(n+1) * zeta(n+1, x)``, ``psi(x)`` for n = 0; in
+# float32 each factor is rounded to float32 and multiplied in float32, as NumPy does.
+
+_sc_gamma = _extern(_fuse(1, "gamma"), _D1)
+_ZETA_A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
+           7.47242496e10, -2.950130727918164224e12, 1.1646782814350067249e14,
+           -4.5979787224074726105e15, 1.8152105401943546773e17, -7.1661652561756670113e18)
+_MACHEP = 1.11022302462515654042e-16
+
+
+@_njit
+def _zeta(x, q):
+    """Hurwitz's zeta(x, q) = sum_k (k + q)^-x, by Euler-Maclaurin summation (Cephes)."""
+    if x == 1.0:
+        return math.inf
+    if x < 1.0:
+        return math.nan
+    if q <= 0.0:
+        if q == math.floor(q):
+            return math.inf
+        if x != math.floor(x):
+            return math.nan     # (q^-x is not defined)
+    if q > 1e8:                 # (an asymptotic expansion: DLMF 25.11.43)
+        return (1.0 / (x - 1.0) + 1.0 / (2.0 * q)) * q ** (1.0 - x)
+    s = q ** -x
+    a = q
+    i = 0
+    b = 0.0
+    while i < 9 or a <= 9.0:
+        i += 1
+        a += 1.0
+        b = a ** -x
+        s += b
+        if abs(b / s) < _MACHEP:
+            return s
+    w = a
+    s += b * w / (x - 1.0)
+    s -= 0.5 * b
+    a = 1.0
+    k = 0.0
+    for j in range(12):
+        a *= x + k
+        b /= w
+        t = a * b / _ZETA_A[j]
+        s = s + t
+        t = abs(t / s)
+        if t < _MACHEP:
+            return s
+        k += 1.0
+        a *= x + k
+        b /= w
+        k += 1.0
+    return s
+
+
+@_njit
+def _polygamma(n, x):
+    """SciPy's polygamma(n, x) in float64."""
+    if n == 0.0:
+        return _sc_psi(x)
+    return (-1.0) ** (n + 1.0) * _sc_gamma(n + 1.0) * _zeta(n + 1.0, x)
+
+
+@_njit
+def _polygamma32(n, x):
+    """SciPy's polygamma(n, x) on float32 operands (NumPy's float32 arithmetic)."""
+    if n == 0.0:
+        return np.float32(_sc_psi(np.float64(x)))
+    m = np.float32(n + np.float32(1.0))
+    sign = np.float32(np.float32(-1.0) ** m)
+    return sign * np.float32(_sc_gamma(np.float64(m))) * np.float32(_zeta(np.float64(m), np.float64(x)))
+
+
+FUNCTIONS.update(_sc_zeta=_zeta, _sc_polygamma=_polygamma, _sc_polygamma32=_polygamma32)
+OPS[SP.zeta_p] = lambda a, dt: f"{_dt(dt)}(_sc_zeta(np.float64({a[0]}), np.float64({a[1]})))"
+OPS[SP.polygamma_p] = lambda a, dt: (f"_sc_polygamma32({a[0]}, {a[1]})" if dt == np.float32 else
+                                     f"{_dt(dt)}(_sc_polygamma(np.float64({a[0]}), np.float64({a[1]})))")
 
 
 # ---------------------------------------------------------------------------
