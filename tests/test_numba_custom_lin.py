@@ -130,3 +130,26 @@ def test_a_bwd_that_cannot_be_staged_runs_in_object_mode(objmode_calls: List[str
 
 def test_lowering_paths_say_custom_lin_is_native_where_it_stages() -> None:
     assert nbb.lowering_paths()["custom_lin"] == "native+objmode"
+
+
+W = np.random.default_rng(0).standard_normal((40, 40)) / 40.0
+
+
+@tg.custom_vjp
+def linear(x):
+    return W @ x
+
+
+linear.defvjp(lambda x: (linear(x), None), lambda r, g: (W.T @ g,))
+
+
+def test_a_large_constant_of_the_linear_map(objmode_calls: List[str]) -> None:
+    # the bwd closes over a 40 x 40 matrix: a constant of the staged program too large to
+    # scalarize, held as a global array named by a hash of its bytes
+    x, v = np.linspace(0.0, 1.0, 40), np.linspace(1.0, 2.0, 40)
+    f = lambda x, v: tg.jvp(lambda y: tnp.sin(linear(y)), (x,), (v,))  # noqa: E731
+    out, tan = _both(f, x, v)
+    assert objmode_calls == []
+    assert "constant <f8(40, 40)" in nbb.NumbaBackend().source(program(f, x, v)[0])
+    np.testing.assert_allclose(out, np.sin(W @ x), rtol=1e-14)
+    np.testing.assert_allclose(tan, np.cos(W @ x) * (W @ v), rtol=1e-13, atol=1e-15)
