@@ -6,6 +6,8 @@ that keep their meaning under every other transformation.
 """
 import importlib.util as _importlib_util
 
+from ._docstrings import _cache_key
+_docstrings_key = _cache_key()   # (the sources the docstrings are built from, read first)
 from . import primitives  # noqa: F401  (defines every primitive and its rules)
 from .compiler import numpy_backend as _numpy_backend  # noqa: F401  (registers the backend)
 if _importlib_util.find_spec("numba") is not None:  # the default backend (numba is a dependency)
@@ -78,8 +80,9 @@ _install_boundaries(scipy.fft, scipy.integrate, scipy.ndimage, scipy.optimize, s
                     _stats.gumbel_r, _stats.multinomial, _stats.nbinom, _stats.pareto,
                     _stats.truncnorm, _stats.vonmises, _stats.wrapcauchy, _stats._summaries)
 # The twins' docstrings: ours, with NumPy's/SciPy's arguments (tangentia/_docstrings.py).
-from ._docstrings import document_public as _document_public
-_document_public()
+from ._docstrings import document_public_cached as _document_public
+_document_public(_docstrings_key)   # (built from NumPy's and SciPy's docstrings, or read from disk)
+del _docstrings_key, _cache_key
 
 # tangentia's version, and the JAX release whose API it follows (``jax.version``)
 from . import version  # noqa: E402

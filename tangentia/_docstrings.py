@@ -344,6 +344,131 @@ def document_public():
 
 
 # ---------------------------------------------------------------------------
+# The built docstrings, cached on disk: ``document_public`` costs ~65 ms of CPU (a quarter of
+# ``import tangentia``), reading ~500 NumPy and SciPy docstrings.  Its result (the final
+# ``__doc__``, ``own_doc`` and ``reference_doc`` of every object it changed, by module and
+# name) is a pure function of tangentia's sources, NumPy's and SciPy's versions and Python's:
+# ``$TANGENTIA_CACHE_DIR/docstrings-<python>.marshal`` holds it with that key (each module's
+# file, its modification time and size), written when it was missing or stale, atomically.
+
+_NO_ATTR = "\0"   # (an attribute the object did not have)
+
+
+def _documented_modules():
+    from . import lax, nn, random, tree, tree_util
+    from . import numpy as tnp
+    from .scipy import linalg as tsl, special as sp, stats
+    return [tnp, tnp.linalg, tnp.fft, sp, tsl, lax, random, nn, tree_util, tree, lax.linalg,
+            *(getattr(stats, name) for name in _STATS_LABELS)]
+
+
+def _attributes(module):
+    """``(name, object)`` of ``module``'s attributes and of the names its ``__all__`` lists
+    (which ``document`` reads: one may come from the module's ``__getattr__``)."""
+    attributes = dict(vars(module))
+    for name in getattr(module, "__all__", ()):
+        if name not in attributes:
+            attributes[name] = getattr(module, name, None)
+    return attributes.items()
+
+
+def _documented_state():
+    """``{"module:name": (__doc__, own_doc, reference_doc)}`` of the functions and classes
+    ``document_public`` may change (the attributes of the modules it documents)."""
+    state = {}
+    for module in _documented_modules():
+        prefix = module.__name__ + ":"
+        for name, obj in _attributes(module):
+            if type(obj) is types.FunctionType:
+                attributes = obj.__dict__
+                state[prefix + name] = (obj.__doc__, attributes.get("own_doc", _NO_ATTR),
+                                        attributes.get("reference_doc", _NO_ATTR))
+            elif isinstance(obj, type) and obj.__module__.startswith("tangentia"):
+                doc = obj.__dict__.get("__doc__")
+                state[prefix + name] = (doc if isinstance(doc, str) else None, _NO_ATTR, _NO_ATTR)
+    return state
+
+
+def _source_files(directory):
+    """``(path, modification time, size)`` of the ``.py`` and ``.json`` files under
+    ``directory`` (the package's sources), in a fixed order."""
+    found, pending = [], [directory]
+    while pending:   # (a walk over the package's directories: it ends)
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        pending.append(entry.path)
+                elif entry.name.endswith((".py", ".json")):
+                    st = entry.stat()
+                    found.append(f"{entry.path} {st.st_mtime_ns} {st.st_size}")
+    return sorted(found)
+
+
+def _cache_key():
+    """What the docstrings are made from: Python's, NumPy's and SciPy's versions, and
+    tangentia's sources (each file's modification time and size; the SciPy table too)."""
+    return "\n".join([sys.version, np.__version__, str(_installed_scipy()),
+                      *_source_files(os.path.dirname(os.path.abspath(__file__)))])
+
+
+def _cache_path():
+    from .compiler.backend import cache_root
+    tag = f"{sys.implementation.cache_tag}-{np.__version__}"
+    return os.path.join(cache_root(), f"docstrings-{tag}.marshal")
+
+
+def _apply(changes):
+    """Give the objects the state ``changes`` records; False (nothing changed) if an
+    object is not there as it was."""
+    targets = []
+    modules = {m.__name__: m for m in _documented_modules()}
+    for key, (doc, own, ref) in changes.items():
+        module_name, _, name = key.partition(":")
+        module = modules.get(module_name)
+        obj = None if module is None else getattr(module, name, None)
+        if obj is None or not (type(obj) is types.FunctionType or isinstance(obj, type)):
+            return False
+        targets.append((obj, doc, own, ref))
+    for obj, doc, own, ref in targets:
+        obj.__doc__ = doc
+        if own != _NO_ATTR:
+            obj.own_doc = own
+        if ref != _NO_ATTR:
+            obj.reference_doc = ref
+    return True
+
+
+def document_public_cached(key=None):
+    """``document_public``, or its result from the on-disk cache when that was made from
+    the same sources (see above); a cache that cannot be read or written is ignored.
+    ``key``: ``_cache_key()`` taken before the package's modules were imported (then a
+    source edited during the import makes the next process rebuild, never read
+    docstrings older than its key)."""
+    import marshal
+    key, path = key or _cache_key(), _cache_path()
+    try:
+        with open(path, "rb") as f:
+            cached = marshal.load(f)
+        if (type(cached) is tuple and len(cached) == 2 and cached[0] == key
+                and type(cached[1]) is dict and _apply(cached[1])):
+            return
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    before = _documented_state()
+    document_public()
+    changes = {k: v for k, v in _documented_state().items() if before.get(k) != v}
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            marshal.dump((key, changes), f)
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        pass
+
+
+# ---------------------------------------------------------------------------
 # SciPy's docstrings without importing SciPy (~0.2 s: half of ``import tangentia``).
 # ``_scipy_docs.json`` holds what ``document`` reads of SciPy's functions (docstring,
 # parameter names, ``nin``) for every name of ``tangentia.scipy.special.__all__`` and

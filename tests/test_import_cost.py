@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import inspect
 import json
+import marshal
+import os
 import re
 import subprocess
 import sys
@@ -252,15 +254,21 @@ print(json.dumps(['scipy' in sys.modules, docs]))
 """
 
 
-def test_scipy_docstrings_from_the_table_are_scipys():
+def _fresh(code, cache_dir):
+    """The output of ``code`` run by a fresh process whose cache directory is ``cache_dir``."""
+    env = {**os.environ, "TANGENTIA_CACHE_DIR": str(cache_dir)}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True, env=env).stdout
+
+
+def test_scipy_docstrings_from_the_table_are_scipys(tmp_path):
     """The docstrings of ``tangentia.scipy.special`` and ``linalg`` are built from SciPy's at
     import: from the stored table when SciPy is not imported, byte-identical to those built
-    from SciPy itself (when it is imported first)."""
+    from SciPy itself (when it is imported first).  (Each process has an empty cache: both
+    build them.)"""
     runs = []
-    for prelude in ("", "import scipy.special, scipy.linalg"):
-        out = subprocess.run([sys.executable, "-c", _DOCS.format(prelude=prelude)],
-                             capture_output=True, text=True, timeout=120, check=True).stdout
-        runs.append(json.loads(out))
+    for i, prelude in enumerate(("", "import scipy.special, scipy.linalg")):
+        runs.append(json.loads(_fresh(_DOCS.format(prelude=prelude), tmp_path / str(i))))
     (table_loaded, table_docs), (live_loaded, live_docs) = runs
     assert (table_loaded, live_loaded) == (False, True)
     assert table_docs == live_docs
@@ -306,3 +314,55 @@ def test_the_scipy_table_is_not_used_for_another_scipy(tmp_path):
     assert refs.gammaln.__doc__ == scipy.special.gammaln.__doc__ and refs.gammaln.nin == 1
     # (SciPy imported: its modules, whatever the table)
     assert _docstrings.scipy_references(modules, str(tmp_path / "missing.json")) == [scipy.special]
+
+
+_ALL_DOCS = """
+import json, sys, types
+import tangentia
+from tangentia import _docstrings
+out = {}
+for module in _docstrings._documented_modules():
+    for name, obj in _docstrings._attributes(module):
+        if type(obj) is types.FunctionType or isinstance(obj, type):
+            out[f"{module.__name__}.{name}"] = [obj.__doc__, getattr(obj, "own_doc", None),
+                                                getattr(obj, "reference_doc", None)]
+print(json.dumps(out))
+"""
+
+
+def test_the_docstring_cache_gives_the_built_docstrings(tmp_path):
+    """A fresh process builds the public docstrings and writes them to the cache; the next
+    reads them (the same, and the same ``own_doc``/``reference_doc``); a cache that cannot
+    be read is rebuilt."""
+    built = json.loads(_fresh(_ALL_DOCS, tmp_path))
+    cached_file, = tmp_path.glob("docstrings-*.marshal")
+    with open(cached_file, "rb") as f:
+        key, changes = marshal.load(f)
+    assert len(changes) > 700 and "tangentia.numpy:sum" in changes
+    written = os.stat(cached_file).st_mtime_ns
+    read = json.loads(_fresh(_ALL_DOCS, tmp_path))
+    assert read == built
+    assert os.stat(cached_file).st_mtime_ns == written   # (read, not rebuilt)
+    assert sum(ref is not None for _, _, ref in built.values()) > 400
+    for garbage in (b"not marshal", marshal.dumps(("an old key", changes)),
+                    marshal.dumps((key, {"tangentia.numpy:no_such_name": ("", "", "")}))):
+        cached_file.write_bytes(garbage)
+        assert json.loads(_fresh(_ALL_DOCS, tmp_path)) == built
+        with open(cached_file, "rb") as f:
+            assert marshal.load(f) == (key, changes)   # (rewritten)
+
+
+def test_the_docstring_cache_key_follows_the_sources(tmp_path):
+    """The key lists every ``.py`` and ``.json`` file under the package with its
+    modification time and size (``__pycache__`` left out): an edit changes it."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "__pycache__").mkdir()
+    for name in ("a.py", "sub/b.py", "sub/t.json", "notes.txt", "__pycache__/a.cpython-311.pyc"):
+        (tmp_path / name).write_text("x = 1\n")
+    files = _docstrings._source_files(str(tmp_path))
+    assert [f.split()[0] for f in files] == sorted(
+        str(tmp_path / n) for n in ("a.py", "sub/b.py", "sub/t.json"))
+    os.utime(tmp_path / "sub" / "b.py", ns=(1, 1))
+    assert _docstrings._source_files(str(tmp_path)) != files
+    key = _docstrings._cache_key()
+    assert key.count(".py ") > 200 and "_scipy_docs.json" in key and np.__version__ in key
