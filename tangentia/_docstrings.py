@@ -348,8 +348,9 @@ def document_public():
 # ``import tangentia``), reading ~500 NumPy and SciPy docstrings.  Its result (the final
 # ``__doc__``, ``own_doc`` and ``reference_doc`` of every object it changed, by module and
 # name) is a pure function of tangentia's sources, NumPy's and SciPy's versions and Python's:
-# ``$TANGENTIA_CACHE_DIR/docstrings-<python>.marshal`` holds it with that key (each module's
-# file, its modification time and size), written when it was missing or stale, atomically.
+# ``$TANGENTIA_CACHE_DIR/docstrings-<python>-<numpy>-<tree>.marshal`` holds it with that key
+# (each source file, its modification time and size), written when it was missing or stale,
+# atomically.
 
 _NO_ATTR = "\0"   # (an attribute the object did not have)
 
@@ -413,8 +414,12 @@ def _cache_key():
 
 
 def _cache_path():
+    """One file per Python, NumPy and copy of tangentia (two trees do not take turns)."""
+    import zlib
+
     from .compiler.backend import cache_root
-    tag = f"{sys.implementation.cache_tag}-{np.__version__}"
+    tree = zlib.crc32(os.path.dirname(os.path.abspath(__file__)).encode())
+    tag = f"{sys.implementation.cache_tag}-{np.__version__}-{tree:08x}"
     return os.path.join(cache_root(), f"docstrings-{tag}.marshal")
 
 
