@@ -1217,10 +1217,11 @@ def _lower_unit(g, jaxpr, in_vals, ident=None):
         jaxpr, lits = lifted
         in_vals += [SV((), a.aval.dtype, [_lit(a.val, a.aval.dtype)]) for a in lits]
     refs, segs = _segments(g, in_vals)
-    seg_types = [None] * len(segs)     # (each segment's dtype: its buffer's)
+    seg_types = [None] * len(segs)     # (each segment's dtype: its buffer's; or a table's)
+    addressed = getattr(g, "addressed", None) or {}
     for v, ref in zip(in_vals, refs):
         if ref is not None:
-            seg_types[ref[0]] = np.dtype(v.dtype).str
+            seg_types[ref[0]] = _TABLE if segs[ref[0]][0] in _tables(addressed) else np.dtype(v.dtype).str
     key = ("unit", id(jaxpr) if ident is None else ident, tuple((type(v), v.shape, v.dtype) for v in in_vals),
            tuple(refs), tuple(zip((n for _, _, n in segs), seg_types)))
     unit = g.helpers.get(key)
@@ -1260,8 +1261,29 @@ def _segments(g, in_vals):
     per segment.  An array right after one of a segment in the same buffer extends it:
     the closed-over constants of a loop body, packed in order, are one segment, and the
     unit's source (the offsets in its segments) is the same in every program passing
-    them so."""
+    them so.  Arrays the caller rebuilds from the address table (``g.addressed``) are
+    passed so too, as a segment of the table (an entry each), which the unit reads
+    with ``_array_at``: a scan body's unit took the 482 arrays of a scan over 1,500
+    matrices as 4,340 arguments, and LLVM's function passes over the caller's two
+    calls of it took 20 of the compile's 32 s."""
     views = getattr(g, "views", None) or {}
+    addressed = getattr(g, "addressed", None) or {}
+    # (a table's entries passed: one segment per stretch of consecutive entries, in
+    # whatever order the arrays come, e.g. a reversed list of layers)
+    entries = {}
+    for v in in_vals:
+        if type(v) is AV and v.name in addressed:
+            entries.setdefault(addressed[v.name][1], set()).add(addressed[v.name][2])
+    stretch = {}    # (table, entry) -> the segment of its stretch, (table, first entry, length)
+    for t, ks in entries.items():
+        run = []
+        for k in sorted(ks) + [None]:
+            if run and (k is None or k != run[-1] + 1):
+                for j in run:
+                    stretch[(t, j)] = (t, run[0], len(run))
+                run = []
+            if k is not None:
+                run.append(k)
     refs, segs = [], []
     for v in in_vals:
         ref = views.get(v.name) if type(v) is AV else None
@@ -1270,6 +1292,14 @@ def _segments(g, in_vals):
             a = v.arr[1]
             if a.shape == v.shape and a.dtype == v.dtype:
                 ref = views.get(a.name)
+        if ref is None and type(v) is AV and v.name in addressed:
+            # (an array rebuilt from its address, ``_addressed``: an entry of the table)
+            t, k = addressed[v.name][1:]
+            seg = stretch[(t, k)]
+            if seg not in segs:
+                segs.append(seg)
+            refs.append((segs.index(seg), k - seg[1]))
+            continue
         if ref is None:
             refs.append(None)
             continue
@@ -1289,6 +1319,28 @@ def _segments(g, in_vals):
     return refs, segs
 
 
+_TABLE = "table"    # (a unit's segment of its caller's address table: ``_segments``)
+
+
+def _tables(addressed):
+    """The names of the address tables of ``addressed`` (``g.addressed``)."""
+    return {t for _, t, _ in addressed.values()}
+
+
+def _at_entry(c, views, table, k, shape, dtype):
+    """In the unit ``c``: the array at entry ``k`` of its segment ``table`` of the caller's
+    address table (``_array_at``), itself addressed there (``c.addressed``: passed on to
+    the units it calls as a segment, read in loops at a stride); dropped if unread."""
+    name, key = c.name("p"), ("at", tuple(shape), np.dtype(dtype))
+    fn = c.helpers.get(key)
+    if fn is None:
+        fn = c.helpers[key] = c.glob(_array_at(shape, dtype), "_at")
+    c.emit(f"{name} = {fn}({table}, {k})")
+    c.addressed[name] = (fn, table, k)
+    views.lines.append((len(c.lines) - 1, name))
+    return AV(shape, dtype, name)
+
+
 def _segment_view(g, buf, start, n):
     """The expression of the segment ``buf[start:start + n]`` (``rowio.view_at``)."""
     fn = g.helpers.get(("view", (n,)))
@@ -1305,6 +1357,7 @@ def _make_unit(settings, jaxpr, in_vals, refs=None, segs=(), seg_types=None):
     c = _new_gen(settings)
     c.ptr_format = "_q{}"
     views = _Views(c)
+    c.addressed = {}
     if refs is None:
         refs = [None] * len(in_vals)
     params, vals, argtys, arrays = [], [], [], []
@@ -1321,6 +1374,8 @@ def _make_unit(settings, jaxpr, in_vals, refs=None, segs=(), seg_types=None):
             params.extend(els)
             argtys.extend([_nbtype(v.dtype)] * len(els))
             vals.append(SV(v.shape, v.dtype, els))
+        elif ref is not None and seg_types is not None and seg_types[ref[0]] == _TABLE:
+            vals.append(_at_entry(c, views, seg_names[ref[0]], ref[1], v.shape, v.dtype))
         elif ref is not None:
             vals.append(views.add(seg_names[ref[0]], ref[1], v.shape, v.dtype, "p"))
         else:
@@ -1333,8 +1388,8 @@ def _make_unit(settings, jaxpr, in_vals, refs=None, segs=(), seg_types=None):
                                                                       for _, off, v in items])):
             vals[pos] = sv
     params.extend(seg_names)
-    argtys.extend([_PACKED if seg_types is None or seg_types[k] is None else
-                   nbt.Array(_nbtype(np.dtype(seg_types[k])), 1, "C") for k in range(len(seg_names))])
+    argtys.extend([_PACKED if seg_types is None or seg_types[k] is None else _PTRS if seg_types[k] == _TABLE
+                   else nbt.Array(_nbtype(np.dtype(seg_types[k])), 1, "C") for k in range(len(seg_names))])
     outs = [c.settle(o) for o in c.lower_jaxpr(jaxpr, vals)]
     ret = c.result_items(outs)
     c.emit(f"return {irblock._nest(ret)}")
