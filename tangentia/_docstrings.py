@@ -463,14 +463,17 @@ def document_public_cached(key=None):
     before = _documented_state()
     document_public()
     changes = {k: v for k, v in _documented_state().items() if before.get(k) != v}
+    tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "wb") as f:
             marshal.dump((key, changes), f)
         os.replace(tmp, path)
     except (OSError, ValueError):
-        pass
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 # ---------------------------------------------------------------------------
