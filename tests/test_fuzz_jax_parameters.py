@@ -52,3 +52,42 @@ def test_cov_negative_weights_count_by_magnitude_as_jax(fw, aw) -> None:
         g = tg.grad(lambda w: tnp.sum(tnp.cov(_M, fweights=fw, aweights=w) ** 2))(aw)
         gj = jax.grad(lambda w: jnp.sum(jnp.cov(_M, fweights=fw, aweights=w) ** 2))(aw)
         np.testing.assert_allclose(g, gj, rtol=1e-10, atol=1e-13)
+
+
+# --- gamma/chi2 logcdf where P underflows: log(gammainc) was -inf with NaN gradients (as JAX's
+# and SciPy's) from P < 1e-308; now Kummer's series in log space (a = 30.5, x = 1e-10:
+# -778.65965123106353 by mpmath at 50 digits; ours -inf before).  References: mpmath's
+# log(gammainc) and its central difference in a (h = 1e-25, 50 digits).
+
+_LOGCDF_REF = [(5.5, 1e-300, -3804.9279655000325, -692.56843922861364),
+               (30.5, 1e-10, -778.65965123106353, -26.45988148414812),
+               (200.5, 1.0, -866.87804274471874, -5.3033306895662771)]
+
+
+def test_gamma_logcdf_where_the_cdf_underflows() -> None:
+    import tangentia.scipy.stats as ts
+    import jax.scipy.stats as js
+    a, x, want, want_da = (np.array(c) for c in zip(*_LOGCDF_REF))
+    np.testing.assert_allclose(ts.gamma.logcdf(x, a), want, rtol=1e-14)
+    np.testing.assert_allclose(tg.jit(ts.gamma.logcdf)(x, a), want, rtol=1e-14)
+    np.testing.assert_allclose(ts.chi2.logcdf(2 * x, 2 * a), want, rtol=1e-14)
+    assert np.all(np.isneginf(js.gamma.logcdf(x, a)))     # JAX's underflow
+    # d/dx is the density over P, exp(logpdf - logcdf); d/da mpmath's
+    dx = tg.vmap(tg.grad(ts.gamma.logcdf))(x, a)
+    np.testing.assert_allclose(dx, np.exp(ts.gamma.logpdf(x, a) - want), rtol=1e-12)
+    np.testing.assert_allclose(tg.vmap(tg.grad(ts.gamma.logcdf, 1))(x, a), want_da, rtol=1e-12)
+    # second derivatives: d/dx (pdf / P) = r ((a - 1) / x - 1 - r), and d/dx d/da against a
+    # central difference of d/dx in a (at x = 1e-10 and 1: d2/dx2 overflows at 1e-300)
+    a, x, r = a[1:], x[1:], dx[1:]
+    d2 = tg.vmap(tg.grad(tg.grad(ts.gamma.logcdf)))(x, a)
+    np.testing.assert_allclose(d2, r * ((a - 1) / x - 1 - r), rtol=1e-10)
+    h = 1e-6
+    fd = (tg.vmap(tg.grad(ts.gamma.logcdf))(x, a + h) - tg.vmap(tg.grad(ts.gamma.logcdf))(x, a - h))
+    np.testing.assert_allclose(tg.vmap(tg.grad(tg.grad(ts.gamma.logcdf), 1))(x, a), fd / (2 * h),
+                               rtol=1e-6)
+    # continuous across the switch (P = 1e-280) and equal to JAX's above it
+    xs = np.geomspace(1e-10, 1e-8, 201)
+    v = np.asarray(ts.gamma.logcdf(xs, 30.0))
+    assert np.all(np.diff(v) > 0)
+    above = np.asarray(js.gamma.logcdf(xs, 30.0)) > -640
+    np.testing.assert_allclose(v[above], js.gamma.logcdf(xs[above], 30.0), rtol=1e-13)

@@ -70,8 +70,14 @@ def test_cdf_gradients_outside_the_support_are_zero(dist, names, args, fn):
     y = (x - args[-2]) / args[-1]
     ends = (y <= 0) | (y >= 1 if dist == "beta" else np.isinf(y) & (fn != "logsf"))
     with np.errstate(all="ignore"):
-        np.testing.assert_allclose(ours_f(*args), jax_f(*args), rtol=1e-12, atol=1e-300)
-        np.testing.assert_allclose(tg.jit(ours_f)(*args), jax_f(*args), rtol=1e-12, atol=1e-300)
+        want = np.asarray(jax_f(*args))
+        # gamma/chi2 logcdf stay finite where P underflows (x = 1e-300, a = 3: -2074.5 = log of
+        # x^3 / 6; JAX's -inf): test_fuzz_jax_parameters checks them against the closed form
+        beyond = np.isneginf(want) & (fn == "logcdf") & (dist != "beta") & (y > 0)
+        for got in (ours_f(*args), tg.jit(ours_f)(*args)):
+            got = np.asarray(got)
+            assert np.all(np.isfinite(got[beyond]) & (got[beyond] < -700)), got[beyond]
+            np.testing.assert_allclose(got[~beyond], want[~beyond], rtol=1e-12, atol=1e-300)
     for i, name in enumerate(names):
         if name not in ("x", "loc", "scale"):
             continue
