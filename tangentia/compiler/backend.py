@@ -575,14 +575,49 @@ class _Abandoned(BaseException):
     of the backend's or numba's keeps it)."""
 
 
+_FORK_HELD = []   # the _COMPILING the forking thread holds across a fork (released after)
+FORK_WAIT_S = 120.0   # the longest a fork waits for the compile in progress
+
+
+def _before_fork():
+    """``fork`` waits until the background compile in progress has ended, and no other
+    starts until the fork is done: a child copies the parent's memory but only the forking
+    thread, so a lock the compile thread held at that instant stays held in the child for
+    good.  The compile thread holds many inside a compile (the backend's loader, numba's
+    compiler lock, the machine-code cache's, the import system's module locks while numba
+    is first imported): a child forked during a compile (a ``multiprocessing`` pool made
+    while a tiered program compiles) hung at its first numba compile.  The wait polls, so
+    Ctrl-C stops it; after FORK_WAIT_S it warns and the fork goes on."""
+    if not _QUEUE or _RUNNING[0] == threading.get_ident():   # no compile thread; or fork
+        return                                               # from inside a compile
+    lock = _COMPILING
+    deadline = time.monotonic() + FORK_WAIT_S
+    while not lock.acquire(timeout=0.05):
+        if time.monotonic() > deadline:
+            import warnings
+            warnings.warn(f"os.fork() while tangentia compiles a program in the background: "
+                          f"the compile did not end in {FORK_WAIT_S:g} s; the child may hang "
+                          "at its first numba compile (compile before forking: "
+                          "tangentia.compiler.backend.wait_for_compiles(), or use the 'spawn' "
+                          "start method)", RuntimeWarning, stacklevel=2)
+            return
+    _FORK_HELD.append(lock)
+
+
+def _after_fork_in_parent():
+    while _FORK_HELD:
+        _FORK_HELD.pop().release()
+
+
 def _after_fork_in_child():
     """A child made by ``fork`` has no compile thread (only the forking thread survives):
     it starts its own at its first compile, and what was queued is queued again when it is
     next called or waited for (before, ``wait`` hung and those programs stayed on the NumPy
-    tier); the lock is new (the parent's thread may have held it)."""
+    tier); the locks are new (the forking thread held _COMPILING: ``_before_fork``)."""
     global _TIER_LOCK, _COMPILING, _ABORT
+    _FORK_HELD.clear()
     _TIER_LOCK = threading.Lock()
-    _COMPILING = threading.Lock()   # (the parent's compile thread may have held it)
+    _COMPILING = threading.Lock()
     _ABORT = threading.Lock()
     _RUNNING[0] = None
     _QUEUE.clear()
@@ -592,14 +627,28 @@ def _after_fork_in_child():
     _PENDING.clear()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+_FORK_HOOKS = []   # [True] once registered
+
+
+def _register_fork_hooks():
+    """Registered when the compile thread starts, after logging is imported: fork runs the
+    ``before`` hooks last registered first, so that ours waits for the compile before
+    logging's takes its lock (numba's imports, in the compile thread, call
+    ``logging.getLogger``: registered the other way round, the fork and the compile waited
+    for each other)."""
+    if _FORK_HOOKS or not hasattr(os, "register_at_fork"):
+        return
+    import logging  # noqa: F401
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
+    _FORK_HOOKS.append(True)
 
 
 def _compile_queue():
     if not _QUEUE:
         with _TIER_LOCK:
             if not _QUEUE:
+                _register_fork_hooks()
                 q = queue.SimpleQueue()
                 threading.Thread(target=_compile_worker, args=(q,), daemon=True,
                                  name=COMPILE_THREAD).start()
