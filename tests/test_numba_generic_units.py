@@ -65,17 +65,18 @@ _CHILD = textwrap.dedent("""
     from tangentia.compiler.numba_backend import native
     g = tg.jit(tg.grad(loss), backend="numba")(params(), data(int(sys.argv[1])))
     flat = np.concatenate([np.ravel(np.asarray(x)) for x in tg.tree_util.tree_leaves(g)])
+    top = native.PROGRAM_STATS
     print(repr(flat.tolist()), native.UNIT_STATS["compiled"], native.UNIT_STATS["loaded"],
-          native.GENERIC_STATS["generic"])
+          native.GENERIC_STATS["generic"], f"{top['generic']}/{top['compiled']}/{top['loaded']}")
 """)
 
 
-def _run(env: dict[str, str], batch: int) -> tuple[np.ndarray, int, int, int]:
+def _run(env: dict[str, str], batch: int) -> tuple[np.ndarray, int, int, int, str]:
     p = subprocess.run([sys.executable, "-c", _CHILD, str(batch), os.path.join(ROOT, "tests")],
                        env=env, capture_output=True, text=True, timeout=240)
     assert p.returncode == 0, p.stderr[-800:]
-    values, compiled, loaded, generic = p.stdout.strip().rsplit(" ", 3)
-    return np.array(eval(values)), int(compiled), int(loaded), int(generic)
+    values, compiled, loaded, generic, top = p.stdout.strip().rsplit(" ", 4)
+    return np.array(eval(values)), int(compiled), int(loaded), int(generic), top
 
 
 @pytest.fixture
@@ -89,13 +90,15 @@ def env(tmp_path: Any) -> dict[str, str]:
 
 
 def test_a_new_batch_size_in_a_new_process_loads_the_units(env: dict[str, str]) -> None:
-    values, compiled, loaded, generic = _run(env, 160)
+    # (top level: "generic/compiled/loaded", ``native.PROGRAM_STATS``)
+    values, compiled, loaded, generic, top = _run(env, 160)
     np.testing.assert_allclose(values, reference(160), rtol=1e-12, atol=1e-15)
-    assert (compiled, loaded, generic) == (2, 0, 2)
-    # batch 136: the same decisions as at 160, only the size differs: both units loaded
-    values, compiled, loaded, generic = _run(env, 136)
+    assert (compiled, loaded, generic, top) == (2, 0, 2, "1/1/0")
+    # batch 136: the same decisions as at 160, only the size differs: both units and the
+    # program's top level loaded
+    values, compiled, loaded, generic, top = _run(env, 136)
     np.testing.assert_allclose(values, reference(136), rtol=1e-12, atol=1e-15)
-    assert (compiled, loaded, generic) == (0, 2, 2)
+    assert (compiled, loaded, generic, top) == (0, 2, 2, "1/0/1")
 
 
 @pytest.fixture
@@ -123,12 +126,63 @@ def test_two_batch_sizes_in_one_process_share_the_module_and_a_changed_decision_
         text = (fresh / "numba" / n).read_text()
         assert "_n0 = p" in text and "range(_n0)" in text
         assert "150" not in text and "170" not in text
+    # the programs' top level too: one module, its sizes read from the batch's shape (the
+    # mean's divisor included: float(_n0 * 8) is the double 150 * 8.0 is)
+    tops = _programs(fresh)
+    assert len(tops) == 1
+    text = (fresh / "numba" / tops[0]).read_text()
+    assert "_n0 = x" in text and "float((_n0 * 8))" in text
+    assert not {"150", "149", "170", "1200", "1360"} & set(native._INT.findall(text))
     # batch 48 changes the generator's decisions (loops where 150 rows called BLAS, the
-    # bias gradients' sums an IR block unrolled over the rows): two modules of its own
+    # bias gradients' sums an IR block unrolled over the rows): two modules of its own,
+    # and a top level of its own
     g = tg.jit(tg.grad(loss), backend="numba")(params(), data(48))
     flat = np.concatenate([np.ravel(np.asarray(x)) for x in tg.tree_util.tree_leaves(g)])
     np.testing.assert_allclose(flat, reference(48), rtol=1e-12, atol=1e-15)
     assert len([n for n in os.listdir(fresh / "numba") if n.startswith("tangentia_numba_unit_")]) == 4
+    assert len(_programs(fresh)) == 2
+
+
+def _programs(cache: Any) -> list[str]:
+    """The modules of programs' top levels in the cache ``cache``."""
+    return sorted(n for n in os.listdir(cache / "numba") if n.startswith("tangentia_numba_")
+                  and n.endswith(".py") and not n.startswith("tangentia_numba_unit_"))
+
+
+def test_a_rewritten_program_numba_refuses_is_compiled_from_its_literal_source(
+        fresh: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    made = native._generic_program
+
+    def broken(g: Any, params: Any, arrays: Any) -> Any:
+        out = made(g, params, arrays)
+        if out is None:
+            return None
+        return out[0].replace(".shape[0]", ".no_such_attribute", 1), out[1] + "broken\n", out[2]
+    monkeypatch.setattr(native, "_generic_program", broken)
+    before = dict(native.PROGRAM_STATS)
+    g = tg.jit(tg.grad(loss), backend="numba")(params(), data(144))
+    flat = np.concatenate([np.ravel(np.asarray(x)) for x in tg.tree_util.tree_leaves(g)])
+    np.testing.assert_allclose(flat, reference(144), rtol=1e-12, atol=1e-15)
+    assert native.PROGRAM_STATS["failed"] - before["failed"] == 1
+    assert native.PROGRAM_STATS["literal"] - before["literal"] == 1
+
+
+def test_the_program_reads_a_stack_of_rows_through_a_view_of_the_batch_size(fresh: Any) -> None:
+    # (``_view_n``: ``rowio.view_at((128, 8))`` with the leading size from the call; a
+    # view's address and strides are those of the literal view of the same size)
+    import numba
+    view = native._view_n((3,))
+
+    @numba.njit
+    def take(n: Any, buf: Any, off: Any) -> Any:
+        return view(n, buf, off)
+    buf = np.arange(40.0)
+    for n, off in ((4, 0), (7, 5), (1, 37)):
+        out = take(n, buf, off)
+        assert out.shape == (n, 3) and out.flags.c_contiguous
+        np.testing.assert_array_equal(out, buf[off:off + 3 * n].reshape(n, 3))
+        out[0, 0] = -1.0
+        assert buf[off] == -1.0
 
 
 def test_a_rewritten_unit_numba_refuses_is_compiled_from_its_literal_source(
@@ -151,13 +205,15 @@ def test_a_rewritten_unit_numba_refuses_is_compiled_from_its_literal_source(
 
 
 def test_sizes_below_the_threshold_or_also_trailing_stay_literal(fresh: Any) -> None:
-    # width 8 (trailing) and batch 12 (< GENERIC_MIN): no unit is rewritten
-    before = dict(native.GENERIC_STATS)
+    # width 8 (trailing) and batch 12 (< GENERIC_MIN): no unit is rewritten, nor the program
+    before, top = dict(native.GENERIC_STATS), dict(native.PROGRAM_STATS)
     g = tg.jit(tg.grad(loss), backend="numba")(params(), data(12))
     flat = np.concatenate([np.ravel(np.asarray(x)) for x in tg.tree_util.tree_leaves(g)])
     np.testing.assert_allclose(flat, reference(12), rtol=1e-12, atol=1e-15)
     assert native.GENERIC_STATS["generic"] == before["generic"]
     assert native.GENERIC_STATS["literal"] - before["literal"] == 2
+    assert native.PROGRAM_STATS["generic"] == top["generic"]
+    assert native.PROGRAM_STATS["literal"] - top["literal"] == 1
 
 
 

@@ -549,7 +549,7 @@ class _Views:
             g.lines = [ln for k, ln in enumerate(g.lines) if k not in dead]
 
 
-def _generate(jaxpr, settings=None, inputs=None):
+def _generate(jaxpr, settings=None, inputs=None, generic=None):
     """(source, globals, objmode, fallbacks, units) for a program without constvars
     under ``settings`` (default: ``_settings()``; fallbacks: the primitives run in object
     mode for want of a native lowering; units: the compile units it calls, whose
@@ -557,7 +557,8 @@ def _generate(jaxpr, settings=None, inputs=None):
     ``_inputs``): the inputs that are not packed, buffered, addressed or float0, in
     order, then the packed ones' array ``_xp``, then the buffered ones' ``_xb0``,
     ``_xb1``, ..., then the addressed ones' table ``_xa``, then the units' addresses
-    ``_up``."""
+    ``_up``.  ``generic``: a list to which the program's source generic in its sizes is
+    appended (``_generic_program``: None where it has none)."""
     g = _new_gen(_settings() if settings is None else settings)
     g.split = True      # (outputs may be rows of stacks: ``codegen.RV``, split by the runner)
     views = _Views(g)
@@ -567,7 +568,7 @@ def _generate(jaxpr, settings=None, inputs=None):
     packed, others = set(inputs.packed), inputs.buffered
     addressed = {i: k for k, i in enumerate(inputs.addressed)}
     g.addressed = {}
-    params, in_vals, offset = [], [], 0
+    params, in_vals, offset, arrays = [], [], 0, []
     reads = []      # (position in in_vals, offset, aval): small packed inputs, read by one call
     held = {dt: [] for dt, _ in inputs.buffers}     # dtype -> [(position in in_vals, offset, aval)]
     for i, v in enumerate(jaxpr.invars):
@@ -601,6 +602,7 @@ def _generate(jaxpr, settings=None, inputs=None):
         else:
             params.append(g.name("x"))
             av = AV(a.shape, a.dtype, params[-1])
+            arrays.append((params[-1], tuple(a.shape)))
         in_vals.append(g.small(av) if g.is_small(a.shape) and loop is None else av)
     if reads:       # (``rowio.read_elements``: one call, not a ``getitem`` each)
         svs = views.scalars("_xp", [(off, a.shape, a.dtype) for _, off, a in reads])
@@ -626,6 +628,8 @@ def _generate(jaxpr, settings=None, inputs=None):
     views.prune()
     if g.deps:
         params.append("_up")
+    if generic is not None:
+        generic.append(None if loop is not None or g.objmode else _generic_program(g, params, arrays))
     return _module_source(g, "program", params), g.globals, g.objmode, g.fallbacks, split, list(g.deps)
 
 
@@ -789,20 +793,43 @@ def _arg_types(jaxpr, inputs, units=()):
 
 def _compile_program(jaxpr, settings, estimate=None):
     inputs = _inputs(jaxpr, settings.limit)
-    source, glb, objmode, fallbacks, split, units = _generate(jaxpr, settings, inputs)
-    # objmode blocks hold the GIL anyway (and numba warns about nogil there)
-    glb = dict(glb, _jit=numba.njit(cache=not objmode, nogil=not objmode,
-                                    **(_NJIT_OPTIONS if objmode else _lean_options(_NJIT_OPTIONS))))
-    mod = _load_module(source, glb)
-    disp = mod.program
+    generic = []
+    source, glb, objmode, fallbacks, split, units = _generate(jaxpr, settings, inputs, generic)
+    argtys = _arg_types(jaxpr, inputs, units)
     with _Progress(f"a program of {_weight(jaxpr)} equations",
                    estimate), _fast_typing():
         for u in reversed(units):       # (a unit's own units first)
             u.compile()
-        # the entry point of this program's signature: programs of the same source (an
-        # identity, say) share one module and dispatcher across argument dtypes
-        entry = _compile_lean(disp, _arg_types(jaxpr, inputs, units))
+        entry = None
+        if generic and generic[0] is not None:
+            gsource, named, extra = generic[0]
+            try:
+                disp, entry = _program_entry(gsource, dict(glb, **extra), objmode, argtys, named)
+                PROGRAM_STATS.add("generic")
+            except Exception:   # noqa: BLE001 - a rewritten source numba refuses: the literal one
+                _FAILED.add(named)
+                PROGRAM_STATS.add("failed")
+        if entry is None:
+            disp, entry = _program_entry(source, glb, objmode, argtys)
+            PROGRAM_STATS.add("literal")
     return _wrapper(disp, entry, jaxpr, source, units, inputs, split), fallbacks
+
+
+def _program_entry(source, glb, objmode, argtys, named=None):
+    """``(dispatcher, entry point)`` of the program of ``source`` (its module named by the
+    hash of ``named``, default ``source``) for ``argtys``, compiled or loaded from numba's
+    cache (counted in ``PROGRAM_STATS``)."""
+    # objmode blocks hold the GIL anyway (and numba warns about nogil there)
+    glb = dict(glb, _jit=numba.njit(cache=not objmode, nogil=not objmode,
+                                    **(_NJIT_OPTIONS if objmode else _lean_options(_NJIT_OPTIONS))))
+    disp = _load_module(source, glb, named=named).program
+    hits, had = sum(disp.stats.cache_hits.values()), argtys in disp.overloads
+    # the entry point of this program's signature: programs of the same source (an
+    # identity, say) share one module and dispatcher across argument dtypes
+    entry = _compile_lean(disp, argtys)
+    PROGRAM_STATS.add("reused" if had else "loaded" if sum(disp.stats.cache_hits.values()) > hits
+                      else "compiled")
+    return disp, entry
 
 
 _PACKED = nbt.Array(nbt.float64, 1, "C")
@@ -1447,11 +1474,7 @@ def _generic_source(c, params, arrays):
     of its globals); None where nothing is rewritten or a global cannot be described."""
     if os.environ.get("TANGENTIA_NUMBA_GENERIC", "1") == "0":
         return None
-    trailing = {d for _, shape in arrays for d in shape[1:]}
-    where = {}
-    for name, shape in arrays:
-        if shape and shape[0] >= GENERIC_MIN and shape[0] not in trailing:
-            where.setdefault(int(shape[0]), name)
+    where = _generic_dims(arrays)
     if not where:
         return None
     symbol = {d: f"_n{k}" for k, d in enumerate(where)}
@@ -1481,18 +1504,31 @@ def _generic_source(c, params, arrays):
     return source, source + "\n# globals:\n" + "\n".join(described) + "\n"
 
 
-def _described(c):
+def _generic_dims(arrays):
+    """``{size: parameter}``: the leading dimensions of at least ``GENERIC_MIN`` of the
+    arrays ``arrays`` (``(parameter, shape)``) that are no array's trailing dimension, each
+    with the first parameter it leads."""
+    trailing = {d for _, shape in arrays for d in shape[1:]}
+    where = {}
+    for name, shape in arrays:
+        if shape and shape[0] >= GENERIC_MIN and shape[0] not in trailing:
+            where.setdefault(int(shape[0]), name)
+    return where
+
+
+def _described(c, glb=None):
     """A line per global of the unit ``c`` generated that its notes do not name: what it
     is, with its sizes (``rowio``'s and ``alloc``'s intrinsics by their memo's key, a
-    helper by the generator's key, a numba type by its name); None if one is none of those."""
+    helper by the generator's key, a numba type by its name); None if one is none of those.
+    ``glb``: the globals to describe (default: ``c.globals``)."""
     noted = {m.group(1) for m in map(_NOTE.match, c.notes) if m}
     helpers = {n: k for k, n in c.helpers.items() if type(n) is str}
     memos = {}
-    for memo in (getattr(rowio, "_MEMO", {}), getattr(alloc, "_MADE", {}), _AT):
+    for memo in (getattr(rowio, "_MEMO", {}), getattr(alloc, "_MADE", {}), _AT, _VIEWS_N):
         for k, fn in list(memo.items()):
             memos[id(fn)] = k
     out = []
-    for name, obj in sorted(c.globals.items()):
+    for name, obj in sorted((c.globals if glb is None else glb).items()):
         if name in noted:
             continue
         if name in helpers:
@@ -1504,6 +1540,145 @@ def _described(c):
         else:
             return None
     return out
+
+
+# The program's top level, generic in its sizes (issue 23).  The same rewrite as a unit's,
+# for the arrays the program takes as arguments of their own (a batch of data, not the
+# packed or addressed ones, whose views have static shapes), and three more forms the top
+# level needs: a multiple of a size (a stack of the layers' rows, ``10 * 128`` elements),
+# the size less one or two (a reverse loop's start) and a float literal of such an integer (a
+# mean's divisor, ``2048.0``: ``float(_n0 * 16)`` is the same double); and its views of
+# stacks of rows (``rowio.view_at((128, 16))``) take their leading size from the call
+# (``_view_n``).  The rewritten text evaluates, for the sizes it is run with, to the
+# literal text of those sizes, so a program whose rewritten text and described globals
+# are another's runs that one's compiled code with its own numbers; a size that changes a
+# decision (packing, an IR block over the rows, BLAS or a loop) changes the text.  The
+# machine-code cache (``objcache``) stays keyed by the program itself.
+
+PROGRAM_STATS = Counts("generic", "literal", "failed", "loaded", "compiled", "reused")  # top levels
+_SIZE = re.compile(r"(?<![\w.])(?<![eE][+-])(\d+)(\.0)?(?![\w.])")   # (an integer, or X.0)
+_VIEWS_N = {}    # trailing shape -> the intrinsic of ``_view_n``
+_FAILED = set()  # named texts of generic programs numba refused (this process)
+
+
+def _generic_program(g, params, arrays):
+    """``(source, named text, extra globals)`` of the program ``g`` generated (``params``;
+    ``arrays``: ``(parameter, shape)`` of its own array parameters) with its large sizes
+    read from its arguments' shapes (see above), or None (nothing rewritten, a global not
+    described, ``TANGENTIA_NUMBA_GENERIC=0``)."""
+    if os.environ.get("TANGENTIA_NUMBA_GENERIC", "1") == "0":
+        return None
+    where = _generic_dims(arrays)
+    if not where:
+        return None
+    symbol = {d: f"_n{k}" for k, d in enumerate(where)}
+    # (a multiple of a size is rewritten where its factor is one of a row's sizes: a stack
+    # of k rows of (n, w) has k * n * w elements, while 2 * 128 = 256 is more likely 16 *
+    # 16, which another batch keeps: rewritten, the two programs' texts would differ)
+    rows = {d for _, shape in arrays for d in shape[1:] if d > 1}
+    used = set()
+
+    def size(v):
+        if v in symbol:
+            used.add(v)
+            return symbol[v]
+        for d, name in symbol.items():
+            if d - 2 <= v < d:      # (a scan over the grid's steps: n - 1 of them, the last n - 2)
+                used.add(d)
+                return f"({name} - {d - v})"
+        for d, name in symbol.items():
+            if v > d and v % d == 0 and any((v // d) % w == 0 for w in rows):
+                used.add(d)
+                return f"({name} * {v // d})"
+        return None
+
+    def sub(m):
+        text, a, b = m.string, m.start(), m.end()
+        if m.group(2) is None and a and text[a - 1] == "[" and text[b:b + 1] == "]":
+            return m.group()        # (``t[16]``: a tuple's item needs a literal index)
+        e = size(int(m.group(1)))
+        return m.group() if e is None else e if m.group(2) is None else f"float({e})"
+
+    memos = {id(fn): k for k, fn in list(getattr(rowio, "_MEMO", {}).items())}
+    glb, views = dict(g.globals), {}
+    for name, obj in g.globals.items():
+        k = memos.get(id(obj))
+        if type(k) is tuple and len(k) == 2 and k[0] == "view" and len(k[1]) >= 1 and k[1][0] in symbol:
+            views[name] = (f"{name}_n", k[1][0])
+            glb[f"{name}_n"] = _view_n(k[1][1:])
+    call = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, views)) + r")\(") if views else None
+
+    def view(m):
+        new, d = views[m.group(1)]
+        used.add(d)
+        return f"{new}({symbol[d]}, "
+
+    lines = []
+    for line in g.lines:
+        if "#" in line or "'" in line or '"' in line or "_n" in line:
+            lines.append(line)      # (left literal: always right, only less shared)
+            continue
+        line = _SIZE.sub(sub, line)
+        lines.append(line if call is None else call.sub(view, line))
+    if not used:
+        return None
+    head = [f"    {symbol[d]} = {where[d]}.shape[0]" for d in where if d in used]
+    source = _module_source(g, "program", params, head + lines)
+    names = set(re.findall(r"[A-Za-z_]\w*", source))
+    described = _described(g, {n: o for n, o in glb.items() if n in names})
+    if described is None:
+        return None
+    named = source + "\n# globals:\n" + "\n".join(described) + "\n"
+    if named in _FAILED:
+        return None
+    return source, named, {v[0]: glb[v[0]] for v in views.values()}
+
+
+def _view_n(trailing):
+    """The intrinsic ``view(n, buf, off)``: the C-contiguous array of shape ``(n,) +
+    trailing`` at element ``off`` of the 1-D C-contiguous array ``buf`` (``rowio.view_at``
+    with its leading size given at the call)."""
+    key = ("view_n", tuple(int(d) for d in trailing))
+    with _AT_LOCK:
+        fn = _VIEWS_N.get(key)
+        if fn is None:
+            fn = _VIEWS_N[key] = _make_view_n(key[1])
+    return fn
+
+
+def _make_view_n(trailing):
+    from llvmlite import ir
+    from numba.core.extending import intrinsic
+    from numba.core.imputils import impl_ret_borrowed
+    from numba.core.typing import signature
+    from numba.np.arrayobj import populate_array
+
+    def typer(typingctx, n, buf, off):
+        if not isinstance(n, nbt.Integer) or not isinstance(buf, nbt.Array) or buf.ndim != 1 \
+                or buf.layout != "C" or not isinstance(off, nbt.Integer):
+            return None
+        vty = nbt.Array(buf.dtype, 1 + len(trailing), "C")
+
+        def codegen(context, builder, sig, args):
+            i64 = ir.IntType(64)
+            aryty = sig.args[1]
+            ary = context.make_array(aryty)(context, builder, args[1])
+            lead = context.cast(builder, args[0], sig.args[0], nbt.intp)
+            at = context.cast(builder, args[2], sig.args[2], nbt.intp)
+            itemsize = context.get_abi_sizeof(context.get_data_type(aryty.dtype))
+            strides, step = [], itemsize
+            for d in reversed(trailing):
+                strides.insert(0, step)
+                step *= int(d)
+            out = context.make_array(vty)(context, builder)
+            populate_array(out, data=builder.gep(ary.data, [at]),
+                           shape=[lead] + [i64(int(d)) for d in trailing],
+                           strides=[i64(step)] + [i64(st) for st in strides],
+                           itemsize=i64(itemsize), meminfo=ary.meminfo)
+            return impl_ret_borrowed(context, builder, vty, out._getvalue())
+        return signature(vty, n, buf, off), codegen
+    typer.__name__ = "view_n_" + "_".join(map(str, trailing))
+    return intrinsic(typer)
 
 
 class _Unit:
