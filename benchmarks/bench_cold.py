@@ -434,12 +434,15 @@ def run_reuse(cases, cpu, rounds, jax=True, variants=None, tree=None):
             if variants and variant not in variants:
                 continue
             rows = {"original": [], "reused": [], "cold": []} | ({"jax": []} if jax else {})
+            moved = False
             for _ in range(rounds):       # interleaved
                 with tempfile.TemporaryDirectory() as cache:
+                    before = _backend_digest(tree)
                     rows["original"].append(run_case("tangentia", case, cpu, False, cache=cache,
                                                      tree=tree))
                     rows["reused"].append(run_case("tangentia", case, cpu, False, cache=cache,
                                                    variant=variant, phases=True, tree=tree))
+                    moved |= _backend_digest(tree) != before
                 rows["cold"].append(run_case("tangentia", case, cpu, False, variant=variant,
                                              phases=True, tree=tree))
                 if jax:
@@ -463,11 +466,27 @@ def run_reuse(cases, cpu, rounds, jax=True, variants=None, tree=None):
                   f"(cpu {_fmt(res['cold']['first_cpu_s'])})"
                   + (f" | JAX {_fmt(res['jax']['first_s']):>9} (cpu {_fmt(res['jax']['first_cpu_s'])})"
                      if jax else "")
-                  + ("" if res["agree"] else "  RESULTS DIFFER") + (f"  errors: {errs}" if errs else ""),
-                  flush=True)
+                  + ("" if res["agree"] else "  RESULTS DIFFER") + (f"  errors: {errs}" if errs else "")
+                  + ("  SOURCES CHANGED between the original and the reusing run: nothing could be"
+                     " reused (another tree: --tree)" if moved else ""), flush=True)
+            res["sources_changed"] = moved
             for k, ph in res["phases"].items():
                 print(f"{'':<27} {k} CPU: " + ", ".join(f"{n} {_fmt(v)}" for n, v in ph.items()), flush=True)
     return out
+
+
+def _backend_digest(tree):
+    """A digest of the numba backend's sources in ``tree`` (default: this one), which name
+    every compiled module (``native._version_tag``): in a tree being edited, an edit between
+    the original run and the reusing one leaves nothing to reuse, which is not a result."""
+    import hashlib
+    d = os.path.join(tree or ROOT, "tangentia", "compiler", "numba_backend")
+    h = hashlib.sha256()
+    for n in sorted(os.listdir(d)):
+        if n.endswith(".py"):
+            with open(os.path.join(d, n), "rb") as f:
+                h.update(n.encode() + f.read())
+    return h.hexdigest()
 
 
 def _residual_mlp(width, scale, batch=8):
