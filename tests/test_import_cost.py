@@ -20,6 +20,7 @@ import sys
 import types
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -330,26 +331,39 @@ print(json.dumps(out))
 """
 
 
-def test_the_docstring_cache_gives_the_built_docstrings(tmp_path):
-    """A fresh process builds the public docstrings and writes them to the cache; the next
-    reads them (the same, and the same ``own_doc``/``reference_doc``); a cache that cannot
-    be read is rebuilt."""
-    built = json.loads(_fresh(_ALL_DOCS, tmp_path))
-    cached_file, = tmp_path.glob("docstrings-*.marshal")
+def _check_the_docstring_cache(cache_dir):
+    built = json.loads(_fresh(_ALL_DOCS, cache_dir))
+    cached_file, = cache_dir.glob("docstrings-*.marshal")
     with open(cached_file, "rb") as f:
         key, changes = marshal.load(f)
     assert len(changes) > 700 and "tangentia.numpy:sum" in changes
     written = os.stat(cached_file).st_mtime_ns
-    read = json.loads(_fresh(_ALL_DOCS, tmp_path))
+    read = json.loads(_fresh(_ALL_DOCS, cache_dir))
     assert read == built
     assert os.stat(cached_file).st_mtime_ns == written   # (read, not rebuilt)
     assert sum(ref is not None for _, _, ref in built.values()) > 400
     for garbage in (b"not marshal", marshal.dumps(("an old key", changes)),
                     marshal.dumps((key, {"tangentia.numpy:no_such_name": ("", "", "")}))):
         cached_file.write_bytes(garbage)
-        assert json.loads(_fresh(_ALL_DOCS, tmp_path)) == built
+        assert json.loads(_fresh(_ALL_DOCS, cache_dir)) == built
         with open(cached_file, "rb") as f:
             assert marshal.load(f) == (key, changes)   # (rewritten)
+
+
+def test_the_docstring_cache_gives_the_built_docstrings(tmp_path):
+    """A fresh process builds the public docstrings and writes them to the cache; the next
+    reads them (the same, and the same ``own_doc``/``reference_doc``); a cache that cannot
+    be read is rebuilt.  (In a working tree that others edit meanwhile, the key changes
+    and the next process rightly rebuilds: the check is made again, up to 3 times.)"""
+    for attempt in range(3):
+        sources = _docstrings._cache_key()
+        try:
+            _check_the_docstring_cache(tmp_path / str(attempt))
+            return
+        except AssertionError:
+            if _docstrings._cache_key() == sources:
+                raise
+    pytest.skip("the package's sources changed during each of 3 attempts (a shared tree)")
 
 
 def test_the_docstring_cache_key_follows_the_sources(tmp_path):
