@@ -315,6 +315,9 @@ class EvalTrace(Trace):
             if "is not a valid JAX type" not in str(e):   # (that one is JAX's already)
                 _check_operands(prim, args)
             raise
+        except AttributeError:   # (a ufunc on an object operand: tnp.arctan2(x, None) said
+            _check_operands(prim, args)   # "'float' object has no attribute 'arctan2'")
+            raise
         if prim.multiple_results:
             return [o if type(o) is _ndarray else _asarray(o) for o in out]
         return out if type(out) is _ndarray else _asarray(out)

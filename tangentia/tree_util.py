@@ -692,11 +692,26 @@ def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None
     subtree it is treated as a leaf.
     """
     leaves: list = []
-    if is_leaf is None:
-        node = _flatten(tree, leaves)
-    else:
-        node = _flatten_is_leaf(tree, leaves, is_leaf)
+    try:
+        if is_leaf is None:
+            node = _flatten(tree, leaves)
+        else:
+            node = _flatten_is_leaf(tree, leaves, is_leaf)
+    except RecursionError:
+        raise _too_deep("tree_flatten") from None
     return leaves, PyTreeDef(node, len(leaves))
+
+
+def _too_deep(fname):
+    """Python's RecursionError, saying what recursed and the limit (a pytree ~1,000 levels
+    deep: one frame per level; JAX's flatten raises SystemError there)."""
+    import sys
+    return RecursionError(
+        "maximum recursion depth exceeded while flattening a pytree (tangentia.tree_util."
+        f"{fname}: each level of nesting takes a frame, and the pytree, or the calls already "
+        f"on the stack, go beyond Python's recursion limit, sys.getrecursionlimit() = "
+        f"{sys.getrecursionlimit()}; flatten such a structure into a list of arrays, or raise "
+        "the limit with sys.setrecursionlimit)")
 
 
 def tree_unflatten(treedef: PyTreeDef, leaves: Iterable[Any]) -> Any:
@@ -707,10 +722,13 @@ def tree_unflatten(treedef: PyTreeDef, leaves: Iterable[Any]) -> Any:
 def tree_leaves(tree, is_leaf: Callable[[Any], bool] | None = None) -> list:
     """The leaves of ``tree`` as a list."""
     leaves: list = []
-    if is_leaf is None:
-        _flatten(tree, leaves)
-    else:
-        _flatten_is_leaf(tree, leaves, is_leaf)
+    try:
+        if is_leaf is None:
+            _flatten(tree, leaves)
+        else:
+            _flatten_is_leaf(tree, leaves, is_leaf)
+    except RecursionError:
+        raise _too_deep("tree_leaves") from None
     return leaves
 
 
@@ -762,10 +780,13 @@ def tree_map(f: Callable[..., Any], tree: Any, *rest: Any,
     (or be equal to it); ``xs`` are the corresponding subtrees.
     """
     leaves: list = []
-    if is_leaf is None:
-        node = _flatten(tree, leaves)
-    else:
-        node = _flatten_is_leaf(tree, leaves, is_leaf)
+    try:
+        if is_leaf is None:
+            node = _flatten(tree, leaves)
+        else:
+            node = _flatten_is_leaf(tree, leaves, is_leaf)
+    except RecursionError:
+        raise _too_deep("tree_map") from None
     treedef = PyTreeDef(node, len(leaves))
     if not rest:
         new = [f(x) for x in leaves]

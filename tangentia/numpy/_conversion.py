@@ -176,6 +176,9 @@ def printoptions(*args, **kwargs) -> Any:
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Array:
     """An array from an object supporting the DLPack protocol (``numpy.from_dlpack``); the
     array lives in host memory, the one device here."""
+    if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
+        raise TypeError("The array passed to from_dlpack must have __dlpack__ and "
+                        f"__dlpack_device__ methods. (from_dlpack: got {type(x).__name__})")
     return _np.from_dlpack(x, device=device, copy=copy)
 
 array_repr = _np.array_repr

@@ -767,6 +767,8 @@ def delete(arr: ArrayLike, obj: ArrayLike | slice, axis: int | None = None, *,
         return _delete_unique(arr, obj, ax)
     if _is_tracer(obj):
         obj = _concrete(obj, "delete", "obj")
+    if not isinstance(obj, slice):   # (a str, None, an object: JAX's TypeError, not NumPy's
+        _core.as_array(obj, "delete: argument 'obj'")   # IndexError from inside)
     keep = _np.delete(_np.arange(shape(arr)[ax]), obj)
     return take(arr, keep, axis=ax)
 
@@ -1136,9 +1138,21 @@ def ravel_multi_index(multi_index: Sequence[ArrayLike], dims: Sequence[int], mod
     if total is None:
         return _to_user(_np.zeros((), out_dtype))
     return astype(total, out_dtype)
-diag_indices_from = _np.diag_indices_from
-tril_indices_from = _np.tril_indices_from
-triu_indices_from = _np.triu_indices_from
+def _of_array_arg(np_fn):
+    """NumPy's ``np_fn(arr, ...)``, which reads ``arr.shape``, with ``arr`` an array (a str
+    or None raised NumPy's AttributeError "'str' object has no attribute 'ndim'"; a list
+    was refused by NumPy though tangentia takes lists as arrays)."""
+    name = np_fn.__name__
+
+    @functools.wraps(np_fn)
+    def fn(arr, *args, **kwargs):
+        return np_fn(_in(arr, name, "arr"), *args, **kwargs)
+    return fn
+
+
+diag_indices_from = _of_array_arg(_np.diag_indices_from)
+tril_indices_from = _of_array_arg(_np.tril_indices_from)
+triu_indices_from = _of_array_arg(_np.triu_indices_from)
 
 
 def indices(dimensions: Sequence[int], dtype: DTypeLike | None = int64, sparse: bool = False
