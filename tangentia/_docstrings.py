@@ -483,8 +483,11 @@ def document_public_cached(key=None):
 # ``tangentia.scipy.linalg.__all__``, with the version of the SciPy it was read from.  It is
 # used when that is the installed SciPy (read from its ``version.py``, without importing it)
 # and it lists every public name; otherwise (or when SciPy is imported already) the
-# docstrings are read from SciPy itself.  tests/test_import_cost.py checks that the table is
-# the installed SciPy's; after a SciPy upgrade or a new public name, rewrite it with
+# docstrings are read from SciPy itself.  With another SciPy installed (an upgrade after this
+# release), that first import also writes the table of the installed SciPy into tangentia's
+# cache directory (``scipy_docs-<crc32 of its version>.json``), which later imports read
+# instead.  tests/test_import_cost.py checks that the table in use is the installed SciPy's;
+# after a SciPy upgrade or a new public name, rewrite the packaged one with
 # ``python -c "from tangentia import _docstrings; _docstrings.write_scipy_references()"``.
 
 _SCIPY_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_scipy_docs.json")
@@ -555,16 +558,54 @@ def _table_references(modules, path):
             for prefix in modules]
 
 
+def cached_table_path():
+    """Where an import writes the table of the installed SciPy when the packaged one is
+    another SciPy's (None if SciPy's version cannot be read)."""
+    version = _installed_scipy()
+    if version is None:
+        return None
+    import zlib
+
+    from .compiler.backend import cache_root
+    return os.path.join(cache_root(), f"scipy_docs-{zlib.crc32(version.encode()):08x}.json")
+
+
 def scipy_references(modules, path=_SCIPY_TABLE):
     """The references ``document`` reads for ``modules`` (``{"scipy.special":
     tangentia.scipy.special, ...}``), in that order: SciPy's modules when they are
-    imported already, else the table's (``_table_references``; SciPy is not imported),
-    else SciPy's modules, imported now."""
+    imported already, else the table's (``_table_references``; SciPy is not imported: the
+    packaged table, or the one an earlier import wrote for the installed SciPy), else
+    SciPy's modules, imported now (and then that table is written)."""
+    cached = cached_table_path() if path == _SCIPY_TABLE else None
     if not all(prefix in sys.modules for prefix in modules):
-        references = _table_references(modules, path)
-        if references is not None:
-            return references
-    return [importlib.import_module(prefix) for prefix in modules]
+        for table in (path, cached):
+            references = None if table is None else _table_references(modules, table)
+            if references is not None:
+                return references
+    imported = [importlib.import_module(prefix) for prefix in modules]
+    if cached is not None and _table_references(modules, path) is None \
+            and _table_references(modules, cached) is None:
+        _write_table(cached, {prefix: _read_references(prefix, module)
+                              for prefix, module in modules.items()})
+    return imported
+
+
+def _write_table(path, references):
+    """Write the table ``references`` of the installed SciPy at ``path``, atomically; a
+    directory that cannot be written is left alone."""
+    table = {"scipy": _installed_scipy(), **references}
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(table, f, indent=0, sort_keys=True, ensure_ascii=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 def write_scipy_references(path=_SCIPY_TABLE):

@@ -183,6 +183,8 @@ def test_a_fresh_import_loads_no_compiler_and_no_test_tooling():
     code = ("import sys; import tangentia, tangentia.numpy as tnp; "
             "from tangentia import jit, grad; "
             "print(' '.join(sorted(m for m in sys.modules)))")
+    if not _packaged_table_is_current():   # (another SciPy: the first import writes its table)
+        subprocess.run([sys.executable, "-c", "import tangentia"], timeout=120, check=True)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout.split()
     heavy = [m for m in out if m.split(".")[0] in ("numba", "llvmlite", "ml_dtypes", "pytest",
@@ -222,6 +224,8 @@ def test_scipy_is_imported_at_its_first_use():
     the first function that needs SciPy imports it.  Then the primitives' ``impl`` is SciPy's
     ufunc itself (the dispatch path calls it with no stand-in in between), and the modules'
     SciPy names are SciPy's modules."""
+    if not _packaged_table_is_current():   # (another SciPy: the first import writes its table)
+        subprocess.run([sys.executable, "-c", "import tangentia"], timeout=120, check=True)
     out = subprocess.run([sys.executable, "-c", _FIRST_USE], capture_output=True, text=True,
                          timeout=120, check=True).stdout.split("\n")
     assert out[0] == "False"
@@ -268,6 +272,8 @@ def test_scipy_docstrings_from_the_table_are_scipys(tmp_path):
     from SciPy itself (when it is imported first).  (Each process has an empty cache: both
     build them.)"""
     runs = []
+    if not _packaged_table_is_current():   # (another SciPy: the first import writes its table)
+        _fresh("import tangentia", tmp_path / "0")
     for i, prelude in enumerate(("", "import scipy.special, scipy.linalg")):
         runs.append(json.loads(_fresh(_DOCS.format(prelude=prelude), tmp_path / str(i))))
     (table_loaded, table_docs), (live_loaded, live_docs) = runs
@@ -278,13 +284,25 @@ def test_scipy_docstrings_from_the_table_are_scipys(tmp_path):
                for d in table_docs.values()) > 90
 
 
-def test_the_scipy_table_is_the_installed_scipys():
-    """``tangentia/_scipy_docs.json`` holds what the docstrings read of the installed SciPy
-    (else the import falls back to importing SciPy: rewrite it, as its message says)."""
+def _packaged_table_is_current():
+    from tangentia.scipy import linalg as tsl, special as sp
+    return _docstrings._table_references({"scipy.special": sp, "scipy.linalg": tsl},
+                                         _docstrings._SCIPY_TABLE) is not None
+
+
+def test_the_scipy_table_is_the_installed_scipys(tmp_path, monkeypatch):
+    """The table the import reads holds what the docstrings read of the installed SciPy:
+    ``tangentia/_scipy_docs.json`` when it is this SciPy's (rewrite it after an upgrade, as
+    the message says), else the one the first import wrote into the cache directory."""
     import scipy.linalg
     import scipy.special  # noqa: F401
     from tangentia.scipy import linalg as tsl, special as sp
-    with open(_docstrings._SCIPY_TABLE, encoding="utf-8") as f:
+    path = _docstrings._SCIPY_TABLE
+    if not _packaged_table_is_current():   # (another SciPy than the packaged table's)
+        _fresh("import tangentia", tmp_path)
+        monkeypatch.setenv("TANGENTIA_CACHE_DIR", str(tmp_path))
+        path = _docstrings.cached_table_path()
+    with open(path, encoding="utf-8") as f:
         table = json.load(f)
     fresh = {"scipy": _docstrings._installed_scipy(),
              "scipy.special": _docstrings._read_references("scipy.special", sp),
@@ -294,13 +312,47 @@ def test_the_scipy_table_is_the_installed_scipys():
         "'from tangentia import _docstrings; _docstrings.write_scipy_references()'")
 
 
+def test_another_scipy_gets_its_table_written_by_the_first_import(tmp_path, monkeypatch):
+    """With a SciPy the packaged table is not of (an upgrade after the release), the first
+    import reads SciPy itself and writes that SciPy's table into the cache directory; the
+    next reads it (without importing SciPy), and its docstrings are SciPy's."""
+    import scipy.linalg
+    import scipy.special
+    from tangentia.scipy import linalg as tsl, special as sp
+    monkeypatch.setenv("TANGENTIA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(_docstrings, "_installed_scipy", lambda: "9.99.0 not-this-one")
+    modules = {"scipy.special": sp, "scipy.linalg": tsl}
+    cached = _docstrings.cached_table_path()
+    assert cached.startswith(str(tmp_path)) and not os.path.exists(cached)
+    assert _docstrings.scipy_references(modules) == [scipy.special, scipy.linalg]
+    with open(cached, encoding="utf-8") as f:
+        assert json.load(f)["scipy"] == "9.99.0 not-this-one"
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+    special, linalg = _docstrings._table_references(modules, cached)
+    assert special.gammaln.__doc__ == scipy.special.gammaln.__doc__ and special.gammaln.nin == 1
+    assert linalg.expm.__doc__ == scipy.linalg.expm.__doc__
+    # (with SciPy taken out of sys.modules, the references come from that table)
+    monkeypatch.delitem(sys.modules, "scipy.special")
+    refs = _docstrings.scipy_references(modules)
+    assert [type(r).__name__ for r in refs] == ["SimpleNamespace", "SimpleNamespace"]
+    assert refs[0].erf.__doc__ == scipy.special.erf.__doc__
+    # an unwritable cache directory is left alone (the references are SciPy's, as before)
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    monkeypatch.setenv("TANGENTIA_CACHE_DIR", str(blocked / "sub"))
+    monkeypatch.setitem(sys.modules, "scipy.special", scipy.special)
+    assert _docstrings.scipy_references(modules) == [scipy.special, scipy.linalg]
+
+
 def test_the_scipy_table_is_not_used_for_another_scipy(tmp_path):
     """A table of another SciPy version, or one missing a public name, is not used (the
     references are then SciPy's modules, imported)."""
     import scipy.special
     from tangentia.scipy import special as sp
-    with open(_docstrings._SCIPY_TABLE, encoding="utf-8") as f:
-        table = json.load(f)
+    table = {"scipy": _docstrings._installed_scipy(),   # (the installed SciPy's table)
+             "scipy.special": _docstrings._read_references("scipy.special", sp)}
+    current = tmp_path / "current.json"
+    current.write_text(json.dumps(table), encoding="utf-8")
     path = tmp_path / "table.json"
     modules = {"scipy.special": sp}
     for changed in ({**table, "scipy": "0.1 0000"}, {**table, "scipy": None},
@@ -311,7 +363,7 @@ def test_the_scipy_table_is_not_used_for_another_scipy(tmp_path):
     path.write_text("{not json", encoding="utf-8")
     assert _docstrings._table_references(modules, str(path)) is None
     assert _docstrings._table_references(modules, str(tmp_path / "missing.json")) is None
-    refs, = _docstrings._table_references(modules, _docstrings._SCIPY_TABLE)
+    refs, = _docstrings._table_references(modules, str(current))
     assert refs.gammaln.__doc__ == scipy.special.gammaln.__doc__ and refs.gammaln.nin == 1
     # (SciPy imported: its modules, whatever the table)
     assert _docstrings.scipy_references(modules, str(tmp_path / "missing.json")) == [scipy.special]
