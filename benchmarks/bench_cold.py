@@ -820,7 +820,8 @@ def main(argv=None):
         rows = {lib: [] for lib in libs}
         for _ in range(args.rounds):          # interleaved: tangentia, JAX, tangentia, ...
             for lib in libs:
-                r = run_case(lib, case, cpu, tiered=not args.untiered, native_wait=args.native_wait)
+                r = run_case(lib, case, cpu, tiered=not args.untiered, native_wait=args.native_wait,
+                             tree=args.tree and os.path.abspath(args.tree))
                 rows[lib].append(r)
         out = {}
         for lib in libs:
