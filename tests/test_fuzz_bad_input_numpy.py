@@ -110,3 +110,39 @@ def test_a_pytree_too_deep_names_the_function_and_the_limit() -> None:
         shallow = [shallow]
     leaves, treedef = tg.tree_util.tree_flatten(shallow)
     assert leaves == [2.0] and tg.tree_util.tree_unflatten(treedef, leaves) == shallow
+
+
+_AXIS_FUNCTIONS = ["sum", "prod", "max", "min", "mean", "var", "std", "all", "any", "nansum",
+                   "nanmean", "nanmax", "nanvar", "count_nonzero", "average", "median"]
+
+
+@pytest.mark.parametrize("name", _AXIS_FUNCTIONS)
+def test_an_axis_given_twice_or_as_a_str_raises(name: str) -> None:
+    # axis=(0, 0) reduced axis 0 once and axis='0' was taken as 0 (int('0')): JAX and NumPy
+    # raise ValueError ('duplicate value in 'axis'' / 'repeated axis') and TypeError (or
+    # JAX's NameError of a named axis for the reductions: ours is the TypeError)
+    ours, theirs = getattr(tnp, name), getattr(jnp, name)
+    for axis in [(0, 0), (1, -1)]:
+        assert isinstance(_raised(lambda: theirs(X, axis=axis)), ValueError)
+        with pytest.raises(ValueError, match=r"^duplicate value in 'axis'"):
+            ours(X, axis=axis)
+        with pytest.raises(ValueError, match=r"^duplicate value in 'axis'"):
+            tg.jit(lambda a: ours(a, axis=axis))(X)
+    with pytest.raises(TypeError, match=r"^'str' object cannot be interpreted as an integer"):
+        ours(X, axis="0")
+    good: Any
+    for good in [0, -1, (0, 1), (1,), None]:
+        np.testing.assert_allclose(ours(X, axis=good), np.asarray(theirs(X, axis=good)),
+                                   rtol=1e-14)
+
+
+def test_size_and_trapezoid_axis_out_of_range() -> None:
+    # an IndexError 'tuple index out of range' from inside; JAX: ValueError
+    for call in (lambda N: N.size(X, 5), lambda N: N.size(X, -3),
+                 lambda N: N.trapezoid(X, axis=5), lambda N: N.trapezoid(X, axis=-3)):
+        assert isinstance(_raised(lambda: call(jnp)), ValueError)
+        e = _raised(lambda: call(tnp))
+        assert type(e) is ValueError and "out of bounds" in str(e), repr(e)
+    assert tnp.size(X, -1) == 3 and tnp.size(X, 0) == 2
+    np.testing.assert_allclose(tnp.trapezoid(X, axis=0), np.trapezoid(X, axis=0))
+    np.testing.assert_allclose(tnp.trapezoid(X, dx=0.5), np.trapezoid(X, dx=0.5))

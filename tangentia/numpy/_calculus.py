@@ -76,6 +76,7 @@ def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: ArrayLike = 1.0, axi
               ) -> Array:
     """Trapezoidal rule along ``axis``."""
     y = asarray(y) if not _is_tracer(y) else y
+    axis = _axis(axis, y, "trapezoid", "y")   # (axis=5: ValueError, not IndexError)
     n = shape(y)[axis]
     y1 = take(y, _np.arange(1, n), axis=axis)
     y0 = take(y, _np.arange(0, n - 1), axis=axis)

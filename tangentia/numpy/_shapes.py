@@ -76,7 +76,7 @@ def size(a: Any, axis: int | Sequence[int] | None = None) -> int:
         if len(set(axes)) != len(axes):
             raise ValueError(f"repeated axis in size: {tuple(axis)} (size: argument 'axis')")
         return math.prod(s[ax] for ax in axes)
-    return s[axis]
+    return s[_axis(axis, a, "size")]   # (axis=5: ValueError naming size, not IndexError)
 
 
 def isscalar(element: Any) -> bool:

@@ -74,11 +74,19 @@ def _axes(axis, nd, fname):
         axis = (int(axis),)
     out = []
     for a in axis:
-        a = int(a)
+        try:
+            a = operator.index(a)   # (int() took axis='0' as 0, and 1.5 as 1)
+        except TypeError:
+            raise TypeError(f"'{type(a).__name__}' object cannot be interpreted as an integer "
+                            f"({fname}: argument 'axis' must be None, an int or a tuple of "
+                            f"ints, got {axis!r})") from None
         if not -nd <= a < nd:
             raise ValueError(f"{fname}: axis {a} is out of bounds for an array of rank {nd}")
         out.append(a % nd if nd else a)
-    return tuple(sorted(set(out)))
+    if len(set(out)) != len(out):   # (was reduced once: JAX's and NumPy's ValueError)
+        raise ValueError(f"duplicate value in 'axis': {tuple(axis)} ({fname}: each axis may "
+                         "appear once)")
+    return tuple(sorted(out))
 
 
 def _axis(axis, a, fname, argname="a"):
