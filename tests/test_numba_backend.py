@@ -413,7 +413,7 @@ OBJMODE = {
     "fft": "numba has no FFT",
     "conv_general_dilated": "no kernel yet",
     "expm": "no kernel yet (SciPy's)", "expm_frechet": "no kernel yet (SciPy's)",
-    "random_gamma": "no kernel yet", "sph_harm_y": "no kernel yet (SciPy's)",
+    "sph_harm_y": "no kernel yet (SciPy's)",
     "bitcast_convert_type": "no kernel yet", "reduce_precision": "no kernel yet",
     "custom_dce_call": "no inlining yet (the program DCE leaves carries concrete constants)",
     # typed PRNG keys (a structured dtype, kind V): a program holding a key value runs on the

@@ -68,6 +68,7 @@ from ...primitives import misc as _M
 from ...primitives import prng as _prng
 from ...primitives import reductions as _R
 from ...primitives import sorting as _SO
+from .scipy_c import _F4, _F8, _extern, _fuse
 
 __all__ = ["KERNELS", "kernel_names", "kernel_for"]
 
@@ -1225,3 +1226,115 @@ def _build_pivots_to_permutation(prim, ins, outs, permutation_size, inverse):
             inv[perm[i]] = i
         return inv
     return _batched("lu_pivots_to_permutation", p2p, ins, outs, (1,), (1,))
+
+
+# ---------------------------------------------------------------------------
+# random_gamma: JAX's _gamma_one (Marsaglia and Tsang's rejection sampler on threefry
+# bits), as prng._gamma_one computes it for all elements at once: here one element at a
+# time, which draws the same keys (an element's rejection loop consumes only its own),
+# in the sample's dtype (float32 arithmetic for float32, as NumPy's).  erfinv is SciPy's C
+# function (its float32 variant for float32); log and sqrt are libm's where NumPy ran its
+# own SIMD loops, so a sample may differ in its last bits (and, where a rejection test
+# falls within those bits, be another draw: not seen on 10^5 samples).
+
+_GAMMA_MAX_STEPS = 1 << 20    # rejections per sample at most (then NaN): the loop ends
+
+
+@numba.njit(inline="always")
+def _split_key(k1, k2, i):
+    """Key ``i`` of ``jax.random.split(key)`` (prng._split_np), as two uint64 words."""
+    return _threefry2x32(k1, k2, np.uint64(0), np.uint64(i))
+
+
+_GAMMA_SAMPLERS = {}
+
+
+def _gamma_kernel_of(dtype):
+    """``kernel(key, alpha, per_key, log_space)``: the samples of ``alpha``'s elements (key
+    (B, 2) uint32, each split into ``per_key`` keys; alpha (B * per_key,) of ``dtype``)."""
+    fn = _GAMMA_SAMPLERS.get(dtype)
+    if fn is not None:
+        return fn
+    t = dtype.type
+    finfo = np.finfo(dtype)
+    wide = finfo.bits == 64
+    # SciPy's C erfinv, its float32 variant for float32 (as scipy.special.erfinv's loops)
+    erfinv = _extern(_fuse(0 if wide else 1, "erfinv"), [_F8 if wide else _F4])
+    zero, one, two, third, c0331, half = t(0), t(1), t(2), t(1 / 3), t(0.0331), t(0.5)
+    lo, sqrt2, nan = np.nextafter(t(-1), t(0)), t(np.sqrt(2)), t(np.nan)
+    scale, shift = t(2.0 ** -finfo.nmant), np.uint64(finfo.bits - finfo.nmant)
+
+    @numba.njit(inline="always")
+    def uniform(k1, k2):
+        y1, y2 = _threefry2x32(k1, k2, np.uint64(0), np.uint64(0))
+        bits = ((y1 << _S32) | y2) if wide else ((y1 ^ y2) & _M32)
+        return t(bits >> shift) * scale
+
+    @numba.njit(error_model="numpy")
+    def sample(k1, k2, alpha, log_space):
+        boost = alpha >= one
+        alpha_b = alpha if boost else alpha + one
+        d = alpha_b - third
+        c = third / np.sqrt(d)
+        key1, key2 = _split_key(k1, k2, 0)
+        sub1, sub2 = _split_key(k1, k2, 1)
+        X, V, U = zero, one, two
+        steps = 0
+        while U >= one - c0331 * (X * X) and np.log(U) >= X * half + d * (one - V + np.log(V)):
+            n1, n2 = _split_key(key1, key2, 0)
+            x1, x2 = _split_key(key1, key2, 1)
+            u1, u2 = _split_key(key1, key2, 2)
+            key1, key2 = n1, n2
+            x, v = zero, -one
+            while v <= zero:
+                steps += 1
+                if steps > _GAMMA_MAX_STEPS:
+                    return nan
+                nx1, nx2 = _split_key(x1, x2, 0)
+                s1, s2 = _split_key(x1, x2, 1)
+                x1, x2 = nx1, nx2
+                u = max(lo, uniform(s1, s2) * (one - lo) + lo)
+                x = sqrt2 * t(erfinv(u))
+                v = one + x * c
+            X = x * x
+            V = v * v * v
+            U = uniform(u1, u2)
+        last = uniform(sub1, sub2)
+        if log_space:
+            log_sample = np.log1p(-last)
+            log_boost = zero if boost or log_sample == zero else log_sample * (one / alpha)
+            return np.log(d) + np.log(V) + log_boost
+        return d * V * (one if boost else (one - last) ** (one / alpha))
+
+    @numba.njit(error_model="numpy")
+    def kernel(key, alpha, per_key, log_space):
+        out = np.empty(alpha.size, alpha.dtype)
+        for b in range(key.shape[0]):
+            k1, k2 = np.uint64(key[b, 0]), np.uint64(key[b, 1])
+            for j in range(per_key):
+                e1, e2 = _split_key(k1, k2, j)
+                i = b * per_key + j
+                out[i] = sample(e1, e2, alpha[i], log_space)
+        return out
+    _GAMMA_SAMPLERS[dtype] = kernel
+    return kernel
+
+
+@_register(_prng.random_gamma_p)
+def _build_random_gamma(prim, ins, outs, log_space):
+    key, a = ins
+    dtype = np.dtype(a.dtype)
+    if key.dtype != np.uint32 or dtype not in (np.float32, np.float64) or outs[0].dtype != dtype:
+        return None
+    batch = key.shape[:-1]
+    nkeys = int(np.prod(batch, dtype=np.int64))
+    per_key = int(np.prod(a.shape[len(batch):], dtype=np.int64))
+    if nkeys * per_key == 0:
+        return None
+    kernel = _gamma_kernel_of(dtype)
+    src = _Src()
+    src("def random_gamma(key, a):")
+    src(f"    out = _kernel(key.reshape(({nkeys}, 2)), a.reshape({nkeys * per_key}), {per_key}, "
+        f"{bool(log_space)})")
+    src(f"    return out.reshape({tuple(a.shape)})")
+    return _compile(src.text(), "random_gamma", _kernel=kernel)

@@ -29,70 +29,19 @@ NumPy implementations' recurrences) are njit functions here.
 from __future__ import annotations
 
 import math
-import sys
 from typing import Any, Dict, Tuple
 
-import llvmlite.binding as llvm
 import numba
 import numpy as np
 import scipy.special as sc
 from llvmlite import ir
-from numba.core import cgutils, types
-from numba.core.extending import get_cython_function_address, intrinsic
+from numba.core import types
+from numba.core.extending import intrinsic
 
 from ...primitives import misc as M, special as SP
 from .codegen import _dt, _lit
 
-_CYTHON = "scipy.special.cython_special"
-# SciPy's complex functions take and return C's double complex by value: in two
-# floating-point registers on x86-64 and AArch64 (System V), as LLVM passes
-# {double, double}; Windows passes it by reference (not called natively there).
-_COMPLEX_BY_VALUE = sys.platform != "win32"
-_F8, _F4, _I8, _C16 = types.float64, types.float32, types.int64, types.complex128
-
-
-def _extern(capi, argtys, outputs=0, which=0):
-    """An intrinsic calling ``cython_special``'s C function ``capi`` on
-    ``argtys`` (numeric operands are cast to them).  The function returns its
-    result (cpdef functions take a trailing ``skip_dispatch`` flag: 0), or, with
-    ``outputs`` > 0, writes that many doubles through pointers, of which the
-    ``which``-th is returned."""
-    symbol = "tangentia_cython_special_" + capi
-    llvm.add_symbol(symbol, get_cython_function_address(_CYTHON, capi))
-    ret = _F4 if argtys[0] == _F4 else _C16 if _C16 in argtys else _F8
-
-    def codegen(context, builder, sig, args):
-        vals = [context.cast(builder, v, t, want) for v, t, want in zip(args, sig.args, argtys)]
-        arg_ir = [context.get_value_type(t) for t in argtys]
-        if outputs:
-            ptrs = [cgutils.alloca_once(builder, ir.DoubleType()) for _ in range(outputs)]
-            fnty = ir.FunctionType(ir.VoidType(), arg_ir + [p.type for p in ptrs])
-            builder.call(cgutils.get_or_insert_function(builder.module, fnty, symbol), vals + ptrs)
-            return builder.load(ptrs[which])
-        flag = ir.IntType(32)
-        fnty = ir.FunctionType(context.get_value_type(ret), arg_ir + [flag])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
-        return builder.call(fn, vals + [ir.Constant(flag, 0)])
-
-    # (a complex operand of a real function would lose its imaginary part: rejected)
-    accepted = (types.Number, types.Boolean) if ret == _C16 else (types.Integer, types.Float,
-                                                                  types.Boolean)
-
-    def typer(typingctx, *args):
-        if len(args) != len(argtys) or not all(isinstance(a, accepted) for a in args):
-            return None
-        return ret(*args), codegen
-    # numba reads an intrinsic's arity from its typer's signature
-    arity = {1: lambda c, a: typer(c, a), 2: lambda c, a, b: typer(c, a, b),
-             3: lambda c, a, b, x: typer(c, a, b, x),
-             4: lambda c, a, b, x, y: typer(c, a, b, x, y)}[len(argtys)]
-    arity.__name__ = "_sc_" + capi.replace("__pyx_fuse_", "f")
-    return intrinsic(arity)
-
-
-def _fuse(n, name):
-    return f"__pyx_fuse_{n}{name}"
-
+from .scipy_c import _C16, _F4, _F8, _I8, _COMPLEX_BY_VALUE, _extern, _fuse  # noqa: F401
 
 # primitive -> (SciPy ufunc, {loop kind: (C function, operand types[, outputs, which])});
 # loop kind "d" is float64 (and the default), "f" a float32 variant, "l" integer orders,
@@ -415,6 +364,25 @@ FUNCTIONS.update(_sc_zeta=_zeta, _sc_polygamma=_polygamma, _sc_polygamma32=_poly
 OPS[SP.zeta_p] = lambda a, dt: f"{_dt(dt)}(_sc_zeta(np.float64({a[0]}), np.float64({a[1]})))"
 OPS[SP.polygamma_p] = lambda a, dt: (f"_sc_polygamma32({a[0]}, {a[1]})" if dt == np.float32 else
                                      f"{_dt(dt)}(_sc_polygamma(np.float64({a[0]}), np.float64({a[1]})))")
+
+
+_NEAR_POLE = SP.DIGAMMA_NEAR_POLE
+
+
+@_njit
+def _digamma(x):
+    """SciPy's psi(x) in float64, but near a pole -n (0 < |r| < 0.1, r = x - round(x)) by
+    the reflection psi(1 - x) - pi / tan(pi r) with the exact remainder r, as JAX's:
+    ``primitives.special._digamma_impl``, the same expression."""
+    if x < 0.0:
+        r = x - math.floor(x + 0.5)
+        if r != 0.0 and abs(r) < _NEAR_POLE:
+            return _sc_psi(1.0 - x) - math.pi / math.tan(math.pi * r)
+    return _sc_psi(x)
+
+
+FUNCTIONS["_sc_digamma"] = _digamma
+OPS[SP.digamma_p] = lambda a, dt: f"{_dt(dt)}(_sc_digamma(np.float64({a[0]})))"
 
 
 # ---------------------------------------------------------------------------
