@@ -146,3 +146,15 @@ def test_size_and_trapezoid_axis_out_of_range() -> None:
     assert tnp.size(X, -1) == 3 and tnp.size(X, 0) == 2
     np.testing.assert_allclose(tnp.trapezoid(X, axis=0), np.trapezoid(X, axis=0))
     np.testing.assert_allclose(tnp.trapezoid(X, dx=0.5), np.trapezoid(X, dx=0.5))
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "log1p", "expm1", "tanh", "sin", "cos", "tan",
+                                  "sqrt"])
+def test_lax_accuracy_is_keyword_only(name: str) -> None:
+    # lax.sin(x, 'abc') ignored its second positional argument (JAX: TypeError, accuracy is
+    # keyword-only)
+    ours, theirs = getattr(tg.lax, name), getattr(jax.lax, name)
+    assert isinstance(_raised(lambda: theirs(X, "abc")), TypeError)
+    with pytest.raises(TypeError, match="positional argument"):
+        ours(X, "abc")
+    np.testing.assert_allclose(ours(X, accuracy=None), np.asarray(theirs(X)), rtol=1e-14)

@@ -265,7 +265,7 @@ def _with_accuracy(fn):
     """``fn`` taking JAX's keyword ``accuracy`` (a tolerance or ``AccuracyMode`` for
     XLA's transcendental kernels), accepted and ignored: NumPy's are accurate to ~1 ULP."""
     @functools.wraps(fn)
-    def op(x, accuracy=None):
+    def op(x, *, accuracy=None):   # (keyword-only, as JAX's: lax.sin(x, 2) ran)
         return fn(x)
     op.__doc__ = (f"{fn.__doc__ or fn.__name__}\n\n``accuracy`` (JAX's) is accepted and "
                   "ignored.")
