@@ -319,7 +319,8 @@ def bits(key: ArrayLike, shape: Shape = (), dtype: DTypeLike | None = None) -> A
     shape = _shape("bits", shape)
     dtype = np.dtype(np.uint64 if dtype is None else dtype)
     if dtype.kind != "u":
-        raise TypeError(f"bits: argument 'dtype' must be an unsigned integer dtype, got {dtype}")
+        raise ValueError("dtype argument to `bits` must be an unsigned int dtype, got "
+                         f"{dtype} (bits: argument 'dtype': uint8, uint16, uint32 or uint64)")
     return _random_bits(key, shape, 8 * dtype.itemsize)
 
 

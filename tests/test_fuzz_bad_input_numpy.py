@@ -158,3 +158,14 @@ def test_lax_accuracy_is_keyword_only(name: str) -> None:
     with pytest.raises(TypeError, match="positional argument"):
         ours(X, "abc")
     np.testing.assert_allclose(ours(X, accuracy=None), np.asarray(theirs(X)), rtol=1e-14)
+
+
+def test_random_bits_of_a_signed_dtype_is_jaxs_value_error() -> None:
+    # (was a TypeError; JAX: ValueError "dtype argument to `bits` must be an unsigned int
+    # dtype, got int8")
+    for dt in (np.int8, np.float32, np.int64):
+        theirs = _raised(lambda: jax.random.bits(jax.random.PRNGKey(0), (2,), dtype=dt))
+        ours = _raised(lambda: tg.random.bits(tg.random.PRNGKey(0), (2,), dtype=dt))
+        assert type(theirs) is ValueError and type(ours) is ValueError, (ours, theirs)
+        assert str(ours).startswith(str(theirs)), (str(ours), str(theirs))
+    assert tg.random.bits(tg.random.PRNGKey(0), (2,), dtype=np.uint16).dtype == np.uint16
