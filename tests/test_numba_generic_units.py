@@ -167,6 +167,21 @@ def test_a_rewritten_program_numba_refuses_is_compiled_from_its_literal_source(
     assert native.PROGRAM_STATS["literal"] - before["literal"] == 1
 
 
+def test_a_rewrite_that_raises_leaves_the_literal_program(
+        fresh: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (a bug in the rewrite must not send the program to the NumPy backend)
+    def broken(g: Any, params: Any, arrays: Any) -> Any:
+        raise ValueError("a rewrite's bug")
+    monkeypatch.setattr(native, "_generic_program", broken)
+    before = dict(native.PROGRAM_STATS)
+    g = tg.jit(tg.grad(loss), backend="numba")
+    flat = np.concatenate([np.ravel(np.asarray(x)) for x in tg.tree_util.tree_leaves(
+        g(params(), data(152)))])
+    np.testing.assert_allclose(flat, reference(152), rtol=1e-12, atol=1e-15)
+    assert native.PROGRAM_STATS["failed"] - before["failed"] == 1
+    assert native.PROGRAM_STATS["literal"] - before["literal"] == 1
+
+
 def test_the_program_reads_a_stack_of_rows_through_a_view_of_the_batch_size(fresh: Any) -> None:
     # (``_view_n``: ``rowio.view_at((128, 8))`` with the leading size from the call; a
     # view's address and strides are those of the literal view of the same size)

@@ -629,7 +629,11 @@ def _generate(jaxpr, settings=None, inputs=None, generic=None):
     if g.deps:
         params.append("_up")
     if generic is not None:
-        generic.append(None if loop is not None or g.objmode else _generic_program(g, params, arrays))
+        try:
+            generic.append(None if loop is not None or g.objmode else _generic_program(g, params, arrays))
+        except Exception:   # noqa: BLE001 - a rewrite that fails: the literal program, as before
+            PROGRAM_STATS.add("failed")
+            generic.append(None)
     return _module_source(g, "program", params), g.globals, g.objmode, g.fallbacks, split, list(g.deps)
 
 
