@@ -361,6 +361,7 @@ KINDS = {
                     "sign", "pow", "rem", "floor_divide", "nextafter",   # (NumPy's ufunc,
                     # with JAX's values at signed zeros and special values: primitives.*)
                     "lgamma",        # (SciPy's gammaln, +inf at -inf as JAX's)
+                    "digamma",       # (SciPy's psi, exact right of a pole as JAX's)
                     "log_gammaincc", "log_gammaincc_grad_a", "gamma_hazard"},  # (log-space Q)
     "linear elementwise": {"add", "sub", "neg", "mul", "div", "select", "add_any", "real",
                            "imag", "conj", "complex"},

@@ -99,6 +99,7 @@ def _load_scipy():
         if stand_in._ufunc is None:
             stand_in._ufunc = getattr(sc, stand_in.name)
     _lgamma_impl.ufunc = sc.gammaln
+    _digamma_impl.ufunc = sc.psi
     for value in list(globals().values()):
         if isinstance(value, Primitive) and type(value.impl) is _SciPyUfunc:
             value.impl = value.impl._ufunc
@@ -142,6 +143,37 @@ def _lgamma_impl(x):
 
 _lgamma_impl.ufunc, _lgamma_impl.nin = _ufunc("gammaln"), 1  # type: ignore[attr-defined]  # (loops)
 lgamma_p.impl = _lgamma_impl
+
+# Where SciPy's psi loses digits: within this distance right (or left) of a pole -n.
+DIGAMMA_NEAR_POLE = 0.1
+
+
+def _digamma_impl(x):
+    """SciPy's psi, but near a pole ``-n`` (``0 < |r| < 0.1``, ``r = x - round(x)``) by the
+    reflection ``psi(1 - x) - pi / tan(pi r)`` with the exact remainder ``r``, as JAX's:
+    SciPy's is off by 1.0e-7 (relative) at -0.999999999 and 2.8e-2 at -1 + 1e-15 (it
+    reduces ``x`` inexactly right of the pole).  Float32 computes in float64 and rounds, as
+    SciPy's float32 loop; the numba backend's ``special._digamma`` is the same expression
+    (bit for bit)."""
+    out = _sc.psi(x)
+    dtype = getattr(out, "dtype", None)
+    if dtype is None or dtype.kind != "f":
+        return out
+    xd = np.asarray(x, dtype=np.float64)
+    r = xd - np.floor(xd + 0.5)
+    near = (xd < 0.0) & (r != 0.0) & (np.abs(r) < DIGAMMA_NEAR_POLE)
+    if not near.any():
+        return out
+    xn, rn = xd[near], r[near]
+    out = np.array(out, copy=True)
+    # (C's tan, as the numba backend's: NumPy's SIMD tan differs from it in the last bit)
+    tan = np.fromiter(map(math.tan, (math.pi * rn).tolist()), np.float64, len(rn))
+    out[near] = (_sc.psi(1.0 - xn) - math.pi / tan).astype(dtype)
+    return out
+
+
+_digamma_impl.ufunc, _digamma_impl.nin = _ufunc("psi"), 1  # type: ignore[attr-defined]  # (loops)
+digamma_p.impl = _digamma_impl
 
 # ndtr'(x) = phi(x);  ndtri'(p) = 1 / phi(ndtri(p)) (reuses the output)
 ndtr_p = elementwise("ndtr", _ufunc("ndtr"),

@@ -366,6 +366,24 @@ OPS[SP.polygamma_p] = lambda a, dt: (f"_sc_polygamma32({a[0]}, {a[1]})" if dt ==
                                      f"{_dt(dt)}(_sc_polygamma(np.float64({a[0]}), np.float64({a[1]})))")
 
 
+_NEAR_POLE = SP.DIGAMMA_NEAR_POLE
+
+
+@_njit
+def _digamma(x):
+    """SciPy's psi(x) in float64, but near a pole -n (0 < |r| < 0.1, r = x - round(x)) by
+    the reflection psi(1 - x) - pi / tan(pi r) with the exact remainder r, as JAX's:
+    ``primitives.special._digamma_impl``, the same expression."""
+    if x < 0.0:
+        r = x - math.floor(x + 0.5)
+        if r != 0.0 and abs(r) < _NEAR_POLE:
+            return _sc_psi(1.0 - x) - math.pi / math.tan(math.pi * r)
+    return _sc_psi(x)
+
+
+FUNCTIONS["_sc_digamma"] = _digamma
+OPS[SP.digamma_p] = lambda a, dt: f"{_dt(dt)}(_sc_digamma(np.float64({a[0]})))"
+
 
 # ---------------------------------------------------------------------------
 # NumPy's integer and floating-point utilities
