@@ -7,7 +7,9 @@ float32 or int tangent given to ``linearize``'s function), raised an error from 
 (``static_argnums="1"``: a comparison of int and str; a pullback called with two cotangents:
 ``_pullback() takes 7 positional arguments``; ``axis_size=-3``: NumPy's broadcast error), or
 raised with other words or another class (a jitted function returning a str, argnums out of
-range for jacfwd/jacrev/hessian, ``tree_unflatten`` with too few leaves).
+range for jacfwd/jacrev/hessian, ``tree_unflatten`` with too few leaves, a ``while_loop`` body
+that drops a carry leaf of a weakly typed carry: tree_unflatten's count error from inside);
+``associative_scan(fn, x, axis=3)`` of a vector ran along axis 0 (3 % 1).
 
 Left alone (JAX raises an error from its own inside, ours is clearer and of a kind as useful):
 argnums naming one argument twice, custom_jvp/custom_vjp ``nondiff_argnums`` out of range,
@@ -63,6 +65,14 @@ CASES: dict[str, Callable[[Any, Any], Any]] = {
         np.ones(3, np.float32)),
     "linearize int tangent": lambda T, N: T.linearize(lambda x: x * 2, X)[1](np.arange(3)),
     "linearize int primal": lambda T, N: T.linearize(lambda x: x * 2, 3)[1](1),
+    "while_loop body drops a carry leaf": lambda T, N: T.lax.while_loop(
+        lambda c: c[0] < 3, lambda c: c[0] + 1, (0, 1.0)),
+    "fori_loop body drops a carry leaf": lambda T, N: T.lax.fori_loop(
+        0, 3, lambda i, c: c[0] + 1.0, (0.0, 1.0)),
+    "associative_scan axis=3 of a vector": lambda T, N: T.lax.associative_scan(
+        lambda a, b: a + b, X, axis=3),
+    "associative_scan axis=-2 of a vector": lambda T, N: T.lax.associative_scan(
+        lambda a, b: a + b, X, axis=-2),
     "tree_unflatten too few": lambda T, N: T.tree_util.tree_unflatten(
         T.tree_util.tree_structure([1, 2]), [1]),
     "tree_unflatten too many": lambda T, N: T.tree_util.tree_unflatten(

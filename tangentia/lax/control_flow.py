@@ -433,7 +433,10 @@ def _carry_avals(trace, leaves):
     given = [core.get_aval(x) for x in leaves]
     if not any(a.weak_type for a in given):
         return given
-    outs = trace(given)[0].outvars[:len(given)]
+    outs = trace(given)[0].outvars
+    if len(outs) < len(given):   # (the body drops carry leaves: _check_carry's TypeError,
+        return given             # not a count error unflattening the truncated types)
+    outs = outs[:len(given)]
     avals = []
     for a, o in zip(given, outs):
         if a.weak_type and not _same(a, o.aval):

@@ -9,6 +9,7 @@ stage as those do.
 from __future__ import annotations
 
 import builtins
+import operator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -401,7 +402,13 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0) 
     flat = [_array(e) for e in flat]
     if not flat:
         return elems
-    axis = axis % len(_shape(flat[0]))
+    nd = len(_shape(flat[0]))
+    axis = operator.index(axis)
+    if not -nd <= axis < nd:   # (axis=3 of a vector ran along axis 0: 3 % 1)
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {nd} "
+                         f"(associative_scan: argument 'axis', elems of shape "
+                         f"{_shape(flat[0])})")
+    axis = axis % nd
     if reverse:
         flat = [rev(e, [axis]) for e in flat]
     n = _shape(flat[0])[axis]
