@@ -74,6 +74,11 @@ def _dot_general_abstract_eval(x, y, dimension_numbers, precision=None):
 dot_general_p = Primitive("dot_general")
 dot_general_p.impl = _dot_general_impl
 dot_general_p.abstract_eval = _dot_general_abstract_eval
+# (run on a ValueError of the impl only: eager operands of unequal contracting sizes raised
+# NumPy's matmul error, "Input operand 1 has a mismatch in its core dimension 0", where
+# JAX's and the traced path's is this TypeError)
+dot_general_p.check_args = lambda x, y, dimension_numbers, **_: _dot_general_abstract_eval(
+    core.get_aval(x), core.get_aval(y), dimension_numbers)
 
 
 
