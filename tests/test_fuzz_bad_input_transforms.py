@@ -10,7 +10,8 @@ raised with other words or another class (a jitted function returning a str, arg
 range for jacfwd/jacrev/hessian, ``tree_unflatten`` with too few leaves, a ``while_loop`` body
 that drops a carry leaf of a weakly typed carry: tree_unflatten's count error from inside);
 ``associative_scan(fn, x, axis=3)`` of a vector ran along axis 0 (3 % 1); eager
-``dot_general`` of unequal contracting sizes raised NumPy's matmul ValueError.
+``dot_general`` of unequal contracting sizes raised NumPy's matmul ValueError, and
+``lax.full((2, -1), 0.0)`` NumPy's broadcast ValueError.
 
 Left alone (JAX raises an error from its own inside, ours is clearer and of a kind as useful):
 argnums naming one argument twice, custom_jvp/custom_vjp ``nondiff_argnums`` out of range,
@@ -76,6 +77,7 @@ CASES: dict[str, Callable[[Any, Any], Any]] = {
         lambda a, b: a + b, X, axis=-2),
     "dot_general unequal contracting sizes": lambda T, N: T.lax.dot_general(
         X, np.ones(4), (((0,), (0,)), ((), ()))),
+    "lax.full of a negative shape": lambda T, N: T.lax.full((2, -1), 0.0),
     "tree_unflatten too few": lambda T, N: T.tree_util.tree_unflatten(
         T.tree_util.tree_structure([1, 2]), [1]),
     "tree_unflatten too many": lambda T, N: T.tree_util.tree_unflatten(

@@ -486,6 +486,9 @@ def full(shape: Shape, fill_value: ArrayLike, dtype: DTypeLike | None = None, *,
     changes nothing: one device)."""
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     shape = _static_ints("full", "shape", shape)
+    if any(d < 0 for d in shape):   # (NumPy's broadcast ValueError from inside, before)
+        raise TypeError("broadcast_in_dim shape must have every element be nonnegative, got "
+                        f"{tuple(shape)}. (lax.full: argument 'shape')")
     value = fill_value
     if dtype is not None:
         value = S.convert_element_type(fill_value, np.dtype(dtype))
