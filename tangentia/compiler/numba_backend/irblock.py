@@ -61,7 +61,7 @@ from ...primitives import misc as M, remat, structural as S
 from . import reroll, vecmath, vecmath_trig
 from .rowio import _CHUNK, chunks as _chunks, nest as _nest  # noqa: F401 - (_nest: read by native)
 from .rowio import flat_types, flat_values, row_load_p, row_store_p, view_struct
-from .codegen import (AV, SV, UNROLL, _bidx, _dt, _is_float0, _lit, _nbtype, _ravel,
+from .codegen import (AV, SV, UNROLL, ZV, _bidx, _dt, _is_float0, _lit, _nbtype, _ravel,
                       _shape_str, _size, _typed)
 from .plan import UNROLL_MAX_TERMS
 from .rules import (_index_plan, _loop_dtypes, concatenate_source, dot_indices,
@@ -93,6 +93,8 @@ LANES_MAX = 64
 LANES_PROFIT = True     # (False: every pack that can be scheduled is a vector; for tests)
 ARRAY_MAX = 1024   # arrays of at most this many elements are read by a block element by element
 FEW_ROWS = 8       # a batch of at most this many rows may be computed in a block (``_eligible``)
+MANY_ROWS = 16     # a reduction over this many rows of an array is a loop (``_many_rows``; the
+                   # size from which units are generic in their batch, ``native.GENERIC_MIN``)
 _KINDS = "biuf"
 
 
@@ -614,7 +616,22 @@ def _eligible(g, eqn, env=None, vals=()):
         elif (env is None or type(a) is Literal or type(env.get(a)) is not AV
                 or _size(aval.shape) > ARRAY_MAX):
             return False
+    if eqn.prim in _REDUCE and 0 in eqn.params["axes"] and _many_rows(eqn.inputs[0], env, vals):
+        return False
     return scalar or not wide or (few and not g.loop_bodies)
+
+
+def _many_rows(a, env, vals):
+    """Whether ``a`` is an array in memory (not computed in the block) of at least
+    ``MANY_ROWS`` rows: a reduction over them (a bias's gradient, the sum over a batch)
+    is a loop of the generator (``rules._reduce``: an accumulator per output element),
+    whose trip count a size-generic unit reads from its argument
+    (``native._generic_source``), not a block whose nodes and digest depend on the
+    number of rows: ``jit(grad)`` of a 16-wide MLP at a batch of 17 to 64 rows compiled
+    its backward layer anew for each batch (batch 128, past ``ARRAY_MAX`` elements, was
+    already a loop)."""
+    return (env is not None and type(a) is not Literal and a not in vals and type(env.get(a)) is AV
+            and len(a.aval.shape) > 0 and a.aval.shape[0] >= MANY_ROWS)
 
 
 def _wide(g, aval):
@@ -634,8 +651,20 @@ def lower_run(g, eqns, k, env, consumers):
     bb = _Block()
     vals = {}
     j = k
-    while j < len(eqns) and _eligible(g, eqns[j], env, vals):
+    while j < len(eqns):
         eqn = eqns[j]
+        if _no_data(eqn):
+            # a float0 result (a tangent of integers or booleans: ``codegen.ZV``, no code)
+            # does not end the run: a ``select`` of float0 zeros split the adjoint unit of
+            # ``hessian`` of the pendulum ODE loss (2,126 equations) into 5 blocks, ~200
+            # scalars passed from each to the next through numba tuples (1,800 of the
+            # unit's 3,600 numba IR statements)
+            for v in eqn.outputs:
+                env[v] = ZV(v.aval.shape, v.aval.dtype)
+            j += 1
+            continue
+        if not _eligible(g, eqn, env, vals):
+            break
         start = len(bb.nodes)
         ins = []
         for a in eqn.inputs:
@@ -672,10 +701,17 @@ def lower_run(g, eqns, k, env, consumers):
             g.lower_one(eqn, env, consumers, {})
         return j
     in_run = {id(e) for e in run}
-    results = [(v, vals[v]) for e in run for v in e.outputs
+    results = [(v, vals[v]) for e in run if not _no_data(e) for v in e.outputs
                if any(u is None or id(u) not in in_run for u in consumers.get(v, ()))]
     _emit(g, bb, results, env)
     return j
+
+
+def _no_data(eqn):
+    """Whether ``eqn`` computes only float0 values, without effects: the generator
+    gives them no code (``codegen._Gen.lower_eqn``)."""
+    return bool(eqn.outputs) and not eqn.prim.has_effects and \
+        all(_is_float0(v.aval.dtype) for v in eqn.outputs)
 
 
 def _emit(g, bb, results, env):

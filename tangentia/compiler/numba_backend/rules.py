@@ -656,6 +656,19 @@ def _reduce(g, eqn, ins):
         g.emit(f"{acc} = {comb(acc, g.elem(x, full_index((), r_idx)))}")
         g.close(r_idx)
         return [SV((), dt, [acc])]
+    if axes == tuple(range(len(axes))) and g.is_small(out.shape):
+        # Reduced axes first, few outputs (a bias's gradient: a sum over a batch's rows): a
+        # scalar accumulator per output element in one loop over the rows, whose trip count
+        # a size-generic unit reads from its argument (accumulated in an output array, 10
+        # layers of f64[64,16] ran 3-7% slower per call than in an IR block; the same order)
+        accs = [g.name("acc") for _ in range(_size(out.shape))]
+        for acc in accs:
+            g.emit(f"{acc} = {init(dt)}")
+        r_idx = g.loops(red)
+        for acc, k_idx in zip(accs, np.ndindex(*kept)):
+            g.emit(f"{acc} = {comb(acc, g.elem(x, full_index(k_idx, r_idx)))}")
+        g.close(r_idx)
+        return [SV(out.shape, dt, accs)]
     n = g.name("a")
     g.emit(f"{n} = _empty({_shape_str(out.shape)}, {_dt(dt)})")
     res = AV(out.shape, dt, n)
