@@ -35,6 +35,7 @@ from ..interpreters.batching import batch_size, materialize, move_to_front, prim
 from . import contraction as C
 from . import elementwise as E
 from . import indexing as I
+from . import misc as M
 from . import reductions as R
 from . import structural as S
 from ._lazy import LazyModule
@@ -677,7 +678,39 @@ def _adjugate_t(lu, piv, parity, d):
     rank1 = E.mul(E.mul(_col(last), _row(vf)), _col(_col(pi)))
     rhs = E.select(_col(_col(E.eq(m, _zero_like(m)))), _eye(n, dtype), rank1)
     scale = E.mul(parity, det_t)
-    return E.mul(_col(_col(scale)), lu_solve_p.bind(lu_t, piv, rhs, trans=1))
+    w = lu_solve_p.bind(lu_t, piv, rhs, trans=1)
+    out = E.mul(_col(_col(scale)), w)
+    if dtype.kind != "f":
+        return out
+    # Where det(U~) overflows (or underflows), ``scale * w`` is inf * 0 = NaN (or 0) where the
+    # adjugate is 0 (or finite): 1e200 * I had NaN off the diagonal (JAX: 0), and 2x2's inf on
+    # it (JAX: 1e200).  There the product is formed from mantissas and exponents instead.
+    tiny = np.asarray(np.finfo(dtype).tiny, dtype)
+    if not isinstance(scale, Tracer):      # (known values: eager differentiation)
+        with np.errstate(invalid="ignore"):
+            if np.all(np.isfinite(scale) & (np.abs(scale) > tiny)):
+                return out
+    normal = E.and_p.bind(E.isfinite_p.bind(scale), E.gt(E.abs(scale), tiny))
+    pivots = E.select(zero, np.ones((), dtype), d)
+    return E.select(_col(_col(normal)), out, _scaled_product(parity, pivots, w))
+
+
+def _scaled_product(parity, pivots, w):
+    """``parity * prod(pivots) * w`` (the product over the last axis of ``pivots``, none of them
+    0) with one rounding to inf or 0 where it leaves the range, not at ``prod(pivots)``: the
+    exponents summed as integers, the mantissas multiplied (>= 2**-n, renormalized), and each
+    entry of ``w`` exactly 0 where ``w`` is (not inf * 0)."""
+    dtype = core.get_aval(w).dtype
+    ax = (len(_shape(pivots)) - 1,)
+    m = R.reduce_prod(M.frexp_mantissa_p.bind(pivots), ax)
+    e = R.reduce_sum(S.convert_element_type(M.frexp_exponent_p.bind(pivots), np.int64), ax)
+    e = E.add(e, S.convert_element_type(M.frexp_exponent_p.bind(m), np.int64))
+    m = E.mul(parity, M.frexp_mantissa_p.bind(m))
+    f = E.add(_col(_col(e)), S.convert_element_type(M.frexp_exponent_p.bind(w), np.int64))
+    # |m * mantissa(w)| * 4 is in [1, 4): 2**(f - 2) is exact, inf only where the product is
+    mag = E.mul(E.mul(_col(_col(m)), M.frexp_mantissa_p.bind(w)), np.asarray(4.0, dtype))
+    p2 = E.power(np.asarray(2.0, dtype), S.convert_element_type(E.sub(f, np.int64(2)), dtype))
+    return E.select(E.eq(w, _zero_like(w)), _zero_like(w), E.mul(mag, p2))
 
 
 def _det_jvp(primals, tangents):
