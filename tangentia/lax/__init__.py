@@ -42,7 +42,8 @@ from .shaping import (approx_max_k, approx_min_k, associative_scan, batch_matmul
                       broadcasted_iota, collapse, cumlogsumexp, empty, index_in_dim, index_take,
                       iota, optimization_barrier, pad, rev, select_n, sort_key_val, split, stack,
                       tile, top_k, unstack, with_sharding_constraint)
-from ..primitives.elementwise import complex_ as complex, imag, real
+from ..primitives.elementwise import imag, real
+from .numeric import complex_ as complex
 from ..primitives.fft import fft
 from ..primitives.structural import broadcast_to, stop_gradient
 

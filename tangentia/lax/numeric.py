@@ -246,6 +246,26 @@ gt = _same_dtypes("gt", E.gt, accepted="integer, floating, bool")
 ge = _same_dtypes("ge", E.ge, accepted="integer, floating, bool")
 
 
+def complex_(x: ArrayLike, y: ArrayLike) -> Array:
+    """``x + 1j * y`` (``jax.lax.complex``); JAX's TypeError for an operand that is no array
+    or number (NumPy took None as an object: ``lax.complex(x, None)`` was NaN), or is a list
+    (lax takes no lists)."""
+    for i, v in enumerate((x, y)):
+        if isinstance(v, (list, tuple)):
+            ok = False
+        else:
+            try:
+                core.get_aval(v)
+                ok = True
+            except TypeError:
+                ok = False
+        if not ok:
+            raise TypeError("Error interpreting argument to complex as a JAX value. The "
+                            f"problematic value is of type {type(v)} and was passed to "
+                            f"complex at position {i}.")
+    return E.complex_(x, y)
+
+
 def conj(x: ArrayLike) -> Array:
     """The complex conjugate (``jax.lax.conj``): complex for real operands too
     (float32 -> complex64, float64 -> complex128), as JAX's; ``tnp.conj`` keeps a real

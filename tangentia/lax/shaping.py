@@ -77,7 +77,17 @@ def empty(shape, dtype, *, out_sharding=None) -> Array:
 
 
 def optimization_barrier(operand, /) -> Any:
-    """``operand`` unchanged (``jax.lax.optimization_barrier``: a scheduling hint)."""
+    """``operand`` unchanged (``jax.lax.optimization_barrier``: a scheduling hint); JAX's
+    TypeError for a leaf that is no array or number (a str, an object)."""
+    for i, x in enumerate(tree_flatten(operand)[0]):
+        try:
+            ok = core.get_aval(x).dtype.kind not in "OUS"   # (an ndarray of str: no JAX type)
+        except TypeError:
+            ok = False
+        if not ok:
+            raise TypeError("Error interpreting argument to optimization_barrier as a JAX "
+                            f"value. The problematic value is of type {type(x)} and was "
+                            f"passed to optimization_barrier at position {i}.")
     return operand
 
 

@@ -128,6 +128,28 @@ def _in(a, fname, argname="a"):
     return _core.as_array(a, f"{fname}: argument '{argname}'")
 
 
+def _arraylike(fname, *args, start=0):
+    """JAX's ``check_arraylike``: a TypeError naming ``fname`` and the position of an argument
+    that is no array, number or tracer (None, a dict, an object), or a sequence NumPy makes an
+    object or string array of; ``np.asarray`` takes those as objects, and NumPy's functions
+    then return a number for them (``count_nonzero(None)`` was 1, ``full_like(x, None)``
+    NaN).  Lists and tuples of numbers are arrays here, as in NumPy."""
+    for i, a in enumerate(args, start):
+        if (isinstance(a, (_np.ndarray, _np.generic, int, float, complex)) or _is_tracer(a)
+                or _has_jax_array(a)):
+            continue
+        if isinstance(a, (list, tuple)):
+            if builtins.any(_is_tracer(x) for x in _flat_seq(a)):
+                continue
+            try:
+                if _np.asarray(a).dtype.kind not in "OUS":
+                    continue
+            except Exception:  # noqa: BLE001 - (ragged: refused as JAX refuses any list)
+                pass
+        raise TypeError(f"{fname} requires ndarray or scalar arguments, got {type(a)} at "
+                        f"position {i}. (tangentia.numpy.{fname})")
+
+
 def _inexact(a):
     """``a`` as an inexact array (integers and booleans become float64; bfloat16 and the
     other narrow floats of ml_dtypes stay as they are, as in JAX)."""

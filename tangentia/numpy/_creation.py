@@ -15,7 +15,7 @@ from ..primitives import indexing as _I
 from ..primitives import special as _SP
 from ..primitives import structural as _S
 from ._constants import float64
-from ._conversion import _has_jax_array, _in, _inexact, asarray, astype
+from ._conversion import _arraylike, _has_jax_array, _in, _inexact, asarray, astype
 from ._elementwise import log10, power, sign
 from ._shapes import (broadcast_arrays, broadcast_shapes, broadcast_to, expand_dims, moveaxis,
                       ndim, reshape, shape)
@@ -93,6 +93,7 @@ def full(shape: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None, *,
     if _is_tracer(fill_value):
         v = fill_value if dtype is None else astype(fill_value, dtype)
         return broadcast_to(v, (shape,) if isinstance(shape, int) else tuple(shape))
+    _arraylike("full", fill_value)   # (NumPy fills with None/'abc' as objects or NaN)
     return _np.full(shape, fill_value, dtype)
 
 
@@ -136,6 +137,7 @@ def full_like(a: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None, sha
     """An array with the shape and dtype of ``a`` filled with ``fill_value``
     (``out_sharding`` changes nothing: one device)."""
     _check_device(device, "full_like")
+    _arraylike("full_like", fill_value, start=1)   # (NumPy's full_like(x, None): NaN)
     a_shape, a_dtype = _like(a)
     return full(a_shape if shape is None else shape, fill_value, dtype or a_dtype)
 
@@ -172,11 +174,20 @@ def identity(n: int, dtype: DTypeLike | None = None) -> Array:
     return _np.identity(_dim(n, "identity", "n"), dtype=dtype or float64)
 
 
+def _nonnegative(what, fname, n, m):
+    """JAX's TypeError for a negative size of ``fname``'s ``n`` x ``m`` result (NumPy's
+    ``tri(-1)``, ``tril_indices(-1)`` are empty); ``what`` is the lax operation JAX names."""
+    if not _is_tracer(n) and not _is_tracer(m) and (n < 0 or m < 0):
+        raise TypeError(f"{what} shape must have every element be nonnegative, got "
+                        f"{(int(n), int(m))}. (tangentia.numpy.{fname})")
+
+
 def tri(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None) -> Array:
     """An ``N`` x ``M`` array with ones at and below the ``k``-th diagonal, zeros elsewhere
     (``k`` may be traced, as JAX's)."""
     N = _dim(N, "tri", "N")
     M = N if M is None else _dim(M, "tri", "M")
+    _nonnegative("iota", "tri", N, M)
     if not _is_tracer(k):
         return _np.tri(N, M, k, dtype=dtype or float64)
     return astype(_E.le(_diagonal_offsets(N, M), k), dtype or float64)

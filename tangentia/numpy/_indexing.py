@@ -1163,14 +1163,27 @@ def indices(dimensions: Sequence[int], dtype: DTypeLike | None = int64, sparse: 
 
 def diag_indices(n: int, ndim: int = 2) -> tuple[Array, ...]:
     """Indices of the main diagonal of an ``n`` x ... x ``n`` array (``ndim`` axes)."""
+    if not _is_tracer(n) and n < 0:   # (NumPy's are empty; JAX's ValueError)
+        raise ValueError(f"n argument to diag_indices must be nonnegative, got {n} "
+                         "(tangentia.numpy.diag_indices)")
     return _np.diag_indices(n, ndim)
+
+
+def _nonnegative_nm(fname, n, m):
+    """JAX's TypeError for a negative ``n`` or ``m`` (NumPy's indices are empty)."""
+    m = n if m is None else m
+    if not _is_tracer(n) and not _is_tracer(m) and (n < 0 or m < 0):
+        raise TypeError("broadcast_in_dim shape must have every element be nonnegative, got "
+                        f"{(int(n), int(m))}. (tangentia.numpy.{fname})")
 
 
 def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Array, Array]:
     """Indices of the entries at and below the ``k``-th diagonal of an ``n`` x ``m`` array."""
+    _nonnegative_nm("tril_indices", n, m)
     return _np.tril_indices(n, k, m)
 
 
 def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Array, Array]:
     """Indices of the entries at and above the ``k``-th diagonal of an ``n`` x ``m`` array."""
+    _nonnegative_nm("triu_indices", n, m)
     return _np.triu_indices(n, k, m)

@@ -17,7 +17,7 @@ from ..primitives import misc as _M
 from ..primitives import reductions as _R
 from ..primitives import structural as _S
 from ._constants import float64, inf, int64, nan
-from ._conversion import _in, asarray, astype
+from ._conversion import _arraylike, _in, asarray, astype
 from ._elementwise import _equal, isclose, isnan, logical_and, logical_not, logical_or, sqrt, where
 from ._shapes import broadcast_shapes, concatenate, ndim, ravel, shape
 from ._util import _aval, _axes, _axis, _eager, _is_tracer, _no_out
@@ -272,6 +272,7 @@ def ptp(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = Fals
 
 def count_nonzero(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
     """Number of nonzero entries along ``axis``."""
+    _arraylike("count_nonzero", a)   # (NumPy counts None, a dict, an object as 1)
     return sum(astype(_E.ne(a, 0), int64), axis, keepdims=keepdims)
 
 

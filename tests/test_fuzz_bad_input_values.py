@@ -1,0 +1,105 @@
+"""Where JAX 0.10.2 (x64) raises and tangentia returned a number, against JAX: the class of
+the error and its message's start.  Session 23 (E2); each case returned before its fix:
+``count_nonzero(None)`` (or a dict, an object) was 1, ``full_like(x, None)`` NaN,
+``full((2,), None)`` an object array, ``full((2,), 'abc')`` a str array, ``lax.complex(x,
+None)`` NaN (NumPy takes None as an object), ``lax.optimization_barrier('abc')`` returned its
+argument, and ``tri(-1)``, ``tril_indices(-1)``, ``triu_indices(2, 1, -3)`` and
+``diag_indices(-1)`` were empty arrays (NumPy's; JAX's TypeError/ValueError).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import tangentia as tg
+import tangentia.numpy as tnp
+
+jax = pytest.importorskip("jax", reason="the differential tests compare with JAX")
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+
+X = np.arange(6.0).reshape(2, 3)
+
+
+def _raised(call: Callable[[], Any]) -> BaseException:
+    try:
+        call()
+    except Exception as e:  # noqa: BLE001 - the exception is what is compared
+        return e
+    raise AssertionError("did not raise")
+
+
+# (name, call taking the numpy module and the lax module)
+CASES: list[tuple[str, Callable[[Any, Any], Any]]] = [
+    ("count_nonzero(None)", lambda N, L: N.count_nonzero(None)),
+    ("count_nonzero(dict)", lambda N, L: N.count_nonzero({"a": 1})),
+    ("count_nonzero(axis) of None", lambda N, L: N.count_nonzero(None, axis=0)),
+    ("full_like(x, None)", lambda N, L: N.full_like(X, None)),
+    ("full_like(x, object())", lambda N, L: N.full_like(X, object())),
+    ("full_like(x, None, dtype)", lambda N, L: N.full_like(X, None, dtype=np.float32)),
+    ("full((2,), None)", lambda N, L: N.full((2,), None)),
+    ("full((2,), dict)", lambda N, L: N.full((2,), {})),
+    ("full((2,), [1, 'a'])", lambda N, L: N.full((2,), [1, "a"])),
+    ("lax.complex(x, None)", lambda N, L: L.complex(X, None)),
+    ("lax.complex(None, x)", lambda N, L: L.complex(None, X)),
+    ("lax.complex(x, 'a')", lambda N, L: L.complex(X, "a")),
+    ("lax.complex(x, object())", lambda N, L: L.complex(X, object())),
+    ("optimization_barrier('abc')", lambda N, L: L.optimization_barrier("abc")),
+    ("optimization_barrier((x, 'a'))", lambda N, L: L.optimization_barrier((X, "a"))),
+    ("optimization_barrier(object())", lambda N, L: L.optimization_barrier(object())),
+    ("optimization_barrier(str array)", lambda N, L: L.optimization_barrier(np.array(["a"]))),
+    ("tri(-1)", lambda N, L: N.tri(-1)),
+    ("tri(2, -1)", lambda N, L: N.tri(2, -1)),
+    ("tri(int64(-1), 2)", lambda N, L: N.tri(np.int64(-1), 2)),
+    ("tril_indices(-1)", lambda N, L: N.tril_indices(-1)),
+    ("tril_indices(2, 0, -1)", lambda N, L: N.tril_indices(2, 0, -1)),
+    ("triu_indices(-2)", lambda N, L: N.triu_indices(-2)),
+    ("triu_indices(2, 1, -3)", lambda N, L: N.triu_indices(2, 1, -3)),
+    ("diag_indices(-1)", lambda N, L: N.diag_indices(-1)),
+]
+
+
+def test_where_jax_raises_we_raise_its_error() -> None:
+    for label, call in CASES:
+        theirs = _raised(lambda: call(jnp, jax.lax))
+        ours = _raised(lambda: call(tnp, tg.lax))
+        assert type(ours) is type(theirs), (label, repr(ours), repr(theirs))
+        assert str(ours).startswith(str(theirs).strip()), (label, str(ours), str(theirs))
+
+
+def test_the_same_functions_still_compute() -> None:
+    f32 = np.float32
+    assert tnp.count_nonzero(X) == 5 and tnp.count_nonzero([1, 0, 2]) == 2
+    np.testing.assert_array_equal(tnp.count_nonzero(X, axis=0), [1, 2, 2])
+    np.testing.assert_array_equal(tnp.full_like(X, 2.5), np.full_like(X, 2.5))
+    np.testing.assert_array_equal(tnp.full_like(X, np.float32(2), dtype=f32),
+                                  np.full((2, 3), 2, f32))
+    np.testing.assert_array_equal(tnp.full((2, 3), [1.0, 2.0, 3.0]),
+                                  np.full((2, 3), [1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(tnp.full((2,), (1, 2)), [1, 2])
+    np.testing.assert_array_equal(tnp.full((2,), 7, dtype=np.int32), np.full((2,), 7, np.int32))
+    np.testing.assert_array_equal(tg.lax.complex(X, 1.0), np.asarray(jax.lax.complex(X, 1.0)))
+    np.testing.assert_array_equal(tg.lax.complex(X, X), X + 1j * X)
+    tree = {"a": X, "b": None, "c": [1, 2.0]}
+    out = tg.lax.optimization_barrier(tree)
+    np.testing.assert_array_equal(out["a"], X)
+    assert out["b"] is None and out["c"] == [1, 2.0]
+    np.testing.assert_array_equal(tnp.tri(3, 2, 1), np.tri(3, 2, 1))
+    assert tnp.tri(0).shape == (0, 0)
+    for got, want in zip(tnp.tril_indices(3, 1, 2) + tnp.triu_indices(3) + tnp.diag_indices(0),
+                         np.tril_indices(3, 1, 2) + np.triu_indices(3) + np.diag_indices(0)):
+        np.testing.assert_array_equal(got, want)
+    # traced values: the checks let tracers through
+    y = tg.jit(lambda a, v: (tnp.count_nonzero(a), tnp.full_like(a, v), tnp.full((3,), v),
+                             tg.lax.complex(a, a), tg.lax.optimization_barrier((a, v))))(X, 2.0)
+    assert y[0] == 5
+    np.testing.assert_array_equal(y[1], np.full_like(X, 2.0))
+    np.testing.assert_array_equal(y[2], np.full((3,), 2.0))
+    np.testing.assert_array_equal(y[3], X + 1j * X)
+    np.testing.assert_array_equal(y[4][0], X)
+    g = tg.grad(lambda a: tnp.sum(tnp.full_like(a, a[0, 1]) * tg.lax.complex(a, a).real))(X)
+    np.testing.assert_allclose(g, np.asarray(jax.grad(
+        lambda a: jnp.sum(jnp.full_like(a, a[0, 1]) * jax.lax.complex(a, a).real))(X)),
+        rtol=1e-14)
