@@ -203,3 +203,21 @@ def test_layers_past_the_packing_limit_roll(n: int, monkeypatch: pytest.MonkeyPa
     want = get_backend("numpy").compile(jaxpr)(*args)
     for g, w in zip(rolled, want):
         np.testing.assert_allclose(g, np.asarray(w), rtol=1e-12, atol=1e-14)
+
+
+def test_a_block_many_times_the_split_size_is_still_rolled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks were searched for runs only up to 8 * SPLIT_NODES nodes (128,000): a scan over
+    2,600 or more closed-over 8x8 matrices was emitted unrolled.  With the split size made
+    300 here, a 40-layer scan's blocks (2,700-2,900 nodes, 220-270 of them left once rolled)
+    are past 8 times it: both directions are still rolled (``reroll.MAX_ORDER``), with the
+    NumPy backend's numbers."""
+    from tangentia.compiler.numba_backend import irblock
+    monkeypatch.setattr(irblock, "_ROLL_OPS", irblock._ROLL_OPS._replace(split_nodes=300))
+    case = _scan(40)
+    before = reroll.STATS["runs"]
+    out, seen = _compiled(case, str(reroll.MIN_SAVED), monkeypatch)
+    assert reroll.STATS["runs"] - before >= 2, seen
+    jaxpr, args = program(case[0], *case[1])
+    want = get_backend("numpy").compile(jaxpr)(*args)
+    for g, w in zip(out, want):
+        np.testing.assert_allclose(g, np.asarray(w), rtol=1e-12, atol=1e-14)

@@ -68,6 +68,10 @@ MIN_PERIOD = 16
 _CANDIDATES = 6       # periods tried per block (``_periods``)
 _NEXT = 8             # a signature's next occurrences whose distances are candidates
 TABLE_BYTES = 1 << 16   # a run's tables of its copies' addresses (``_Run.access``), at most
+# Blocks of at most this many nodes are searched for runs (the search is about linear: 1.2 s
+# for 73,600 nodes).  It was 8 * SPLIT_NODES (128,000): a scan over 2,600 closed-over 8x8
+# matrices or more (each direction ~49 nodes a layer) was emitted unrolled, never rolled.
+MAX_ORDER = 1 << 21
 STATS = Counts("runs")   # runs rolled, in this process (``memo.Counts``: thread-safe)
 
 
@@ -618,7 +622,7 @@ def emit(context, builder, nodes, order, vals, memo, out_ids, inputs, packs, ops
     return the outputs' values; None (nothing emitted) if no run pays.  ``inputs``:
     the block's ``irblock._Inputs`` (or a list of scalars), ``packs``: its vector lanes."""
     limit = min_saved()
-    if limit <= 0 or len(order) < limit or len(order) > 8 * ops.split_nodes:
+    if limit <= 0 or len(order) < limit or len(order) > MAX_ORDER:
         return None
     order = hoist_stores(nodes, order)
     runs = find_runs(nodes, order, inputs, out_ids, limit)
