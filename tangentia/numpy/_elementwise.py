@@ -359,7 +359,10 @@ def fmod(x1: ArrayLike, x2: ArrayLike) -> Array:
         other_sign = _E.and_p.bind(_E.ne(r, 0), _E.ne(_E.lt(x1, 0), _E.lt(x2, 0)))
         return where(other_sign, _E.sub(r, x2), r)
     x1, ay = astype(x1, dt), _E.abs(astype(x2, dt))
-    return where(signbit(x1), _E.neg(_E.remainder(_E.neg(x1), ay)), _E.remainder(x1, ay))
+    # s * remainder(s * x1, |x2|), s = -1 where x1's sign bit is set: one branch, so that
+    # differentiation sends no 0 * inf = NaN from the other (lax.rem(1., 0.)'s d/dy: -inf)
+    s = where(signbit(x1), _np.asarray(-1, dt), _np.asarray(1, dt))
+    return _E.mul(s, _E.remainder(_E.mul(s, x1), ay))
 
 
 def divmod(x1: ArrayLike, x2: ArrayLike, /) -> tuple[Array, Array]:  # noqa: A001 - NumPy's name

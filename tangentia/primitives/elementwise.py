@@ -623,13 +623,22 @@ def _int_quotient_by_zero(q, x, y):
 
 
 _rem_impl = _zero_sign_fix(np.remainder, 0)
+
+
+def _rem_dy(t, ans, x, y):
+    # Where the quotient is NaN (y = 0, or x infinite: the remainder is NaN too), JAX's
+    # -trunc(x / y), from x / y = +-inf: lax.rem(1., 0.)'s d/dy is -inf (ours was NaN)
+    q = floor_divide(x, y)
+    return mul(t, neg(select(isnan_p.bind(q), div(x, y), q)))
+
+
 _floor_divide_impl = _zero_sign_fix(np.floor_divide, 1)
 rem_p = elementwise("rem", np.remainder,
                     [lambda t, ans, x, y: t,
                      # d/dy (x - y q) = -q, q the quotient the remainder took: floor_divide's
                      # (JAX's -trunc(x / y) + 1 where fmod's sign was corrected); floor(x / y)
                      # was -0. for remainder(1., -inf) = -inf, where q is -1 (JAX's gradient 1.)
-                     lambda t, ans, x, y: mul(t, neg(floor_divide(x, y)))], passthrough=(0,))
+                     _rem_dy], passthrough=(0,))
 rem_p.impl = _rem_impl
 
 
