@@ -54,6 +54,7 @@ Coverage (``None`` = NumPy fallback):
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import threading
 
@@ -174,15 +175,39 @@ class _Src:
 _counter = itertools.count()
 
 
+def _code_key(src, glb):
+    """A name for the code of a kernel: its source and what its globals are (another
+    kernel by its own key, a function by its module and name, else its repr)."""
+    parts = [src]
+    for k, v in sorted(glb.items()):
+        desc = getattr(v, "tangentia_key", None) or (
+            f"{getattr(v, '__module__', '')}.{v.__qualname__}" if hasattr(v, "__qualname__")
+            else repr(v))
+        parts.append(f"{k}={desc}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
+
+
 def _compile(src, name, **glb):
-    """Exec the generated source ``src`` defining ``name`` and njit it."""
+    """Exec the generated source ``src`` defining ``name`` and njit it.
+
+    The function is named by its code (``_code_key``): numba names a compiled function's
+    symbol by its module and name and a counter of the process, and a generated module's
+    function is ``<dynamic>.name``, so the kernel of ``cumsum`` of ``f64[48]`` and that of
+    ``f64[32]`` compiled in another process (its code in numba's disk cache, inside a program
+    calling it) could have one symbol: a program loaded from the cache then called the
+    kernel compiled first in this process (``jit(cumsum)`` of ``f64[32]`` returned 48
+    elements after one of ``f64[48]``).  Equal names now mean equal code."""
     ns = {"np": np, "numba": numba}
     ns.update(_HELPERS)
     ns.update(glb)
     filename = f"<tangentia numba kernel {name} #{next(_counter)}>"
     exec(compile(src, filename, "exec"), ns)  # noqa: S102 - our own generated code
-    fn = numba.njit(ns[name])
+    py = ns[name]
+    key = _code_key(src, glb)
+    py.__name__ = py.__qualname__ = f"{name}_{key}"
+    fn = numba.njit(py)
     fn.tangentia_source = src
+    fn.tangentia_key = key
     return fn
 
 
