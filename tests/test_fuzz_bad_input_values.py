@@ -4,7 +4,12 @@ the error and its message's start.  Session 23 (E2); each case returned before i
 ``full((2,), None)`` an object array, ``full((2,), 'abc')`` a str array, ``lax.complex(x,
 None)`` NaN (NumPy takes None as an object), ``lax.optimization_barrier('abc')`` returned its
 argument, and ``tri(-1)``, ``tril_indices(-1)``, ``triu_indices(2, 1, -3)`` and
-``diag_indices(-1)`` were empty arrays (NumPy's; JAX's TypeError/ValueError).
+``diag_indices(-1)`` were empty arrays (NumPy's; JAX's TypeError/ValueError).  And classes:
+``repeat(x, -1)`` NumPy's ValueError (JAX: TypeError), ``dynamic_slice`` with the wrong number
+of start indices our TypeError (JAX: ValueError).
+
+Left alone: ``tile(x, -1)`` (JAX: MLIRError, ours NumPy's ValueError), ``repeat(x, [-1, 1],
+axis=0)`` (JAX returns an empty array, ours NumPy's ValueError).
 """
 from __future__ import annotations
 
@@ -60,6 +65,26 @@ CASES: list[tuple[str, Callable[[Any, Any], Any]]] = [
     ("diag_indices(-1)", lambda N, L: N.diag_indices(-1)),
 ]
 
+# Where both raise but the class differed: repeat with a negative count was NumPy's
+# ValueError (JAX: TypeError), dynamic_slice/dynamic_update_slice with the wrong number of
+# start indices our TypeError (JAX: ValueError).
+CLASS_CASES: list[tuple[str, Callable[[Any, Any], Any]]] = [
+    ("repeat(x, -1)", lambda N, L: N.repeat(X, -1)),
+    ("repeat(x, -2, axis=0)", lambda N, L: N.repeat(X, -2, axis=0)),
+    ("repeat(x, -1, axis=-1)", lambda N, L: N.repeat(X, np.int32(-1), axis=-1)),
+    ("dynamic_slice 3 starts", lambda N, L: L.dynamic_slice(X, (0, 0, 0), (1, 1))),
+    ("dynamic_slice 1 start", lambda N, L: L.dynamic_slice(X, (0,), (1, 1))),
+    ("dynamic_update_slice 3 starts",
+     lambda N, L: L.dynamic_update_slice(X, X[:1, :1], (0, 0, 0))),
+    ("dynamic_update_slice 1 start", lambda N, L: L.dynamic_update_slice(X, X[:1, :1], (0,))),
+    ("dynamic_slice size too big", lambda N, L: L.dynamic_slice(X, (0, 0), (1, 5))),
+    ("dynamic_slice negative size", lambda N, L: L.dynamic_slice(X, (0, 0), (1, -1))),
+    ("dynamic_update_slice update too big",
+     lambda N, L: L.dynamic_update_slice(X, np.ones((3, 3)), (0, 0))),
+    ("dynamic_update_slice update rank",
+     lambda N, L: L.dynamic_update_slice(X, np.ones(2), (0, 0))),
+]
+
 
 def test_where_jax_raises_we_raise_its_error() -> None:
     for label, call in CASES:
@@ -67,6 +92,20 @@ def test_where_jax_raises_we_raise_its_error() -> None:
         ours = _raised(lambda: call(tnp, tg.lax))
         assert type(ours) is type(theirs), (label, repr(ours), repr(theirs))
         assert str(ours).startswith(str(theirs).strip()), (label, str(ours), str(theirs))
+
+
+def test_where_both_raise_the_class_is_jaxs() -> None:
+    for label, call in CLASS_CASES:
+        theirs = _raised(lambda: call(jnp, jax.lax))
+        ours = _raised(lambda: call(tnp, tg.lax))
+        assert type(ours) is type(theirs), (label, repr(ours), repr(theirs))
+        assert str(ours).startswith(str(theirs).strip()), (label, str(ours), str(theirs))
+    # (under jit too: the starts are checked before anything is staged)
+    e = _raised(lambda: tg.jit(lambda a: tg.lax.dynamic_slice(a, (0, 0, 0), (1, 1)))(X))
+    assert type(e) is ValueError and "Length of slice indices" in str(e), repr(e)
+    # slice_sizes of the wrong length: JAX's ValueError (of its safe_map), ours in our words
+    e = _raised(lambda: tg.lax.dynamic_slice(X, (0, 0), (1, 1, 1)))
+    assert type(e) is ValueError and "slice_sizes has 3 entries" in str(e), repr(e)
 
 
 def test_the_same_functions_still_compute() -> None:
@@ -91,6 +130,11 @@ def test_the_same_functions_still_compute() -> None:
     for got, want in zip(tnp.tril_indices(3, 1, 2) + tnp.triu_indices(3) + tnp.diag_indices(0),
                          np.tril_indices(3, 1, 2) + np.triu_indices(3) + np.diag_indices(0)):
         np.testing.assert_array_equal(got, want)
+    for r, ax in [(0, None), (2, 0), (1, -1)]:
+        np.testing.assert_array_equal(tnp.repeat(X, r, axis=ax), np.repeat(X, r, axis=ax))
+    np.testing.assert_array_equal(tg.lax.dynamic_slice(X, (1, 1), (1, 2)), X[1:2, 1:3])
+    np.testing.assert_array_equal(tg.lax.dynamic_update_slice(X, np.zeros((1, 3)), (1, 0)),
+                                  np.where(np.arange(2)[:, None] == 1, 0.0, X))
     # traced values: the checks let tracers through
     y = tg.jit(lambda a, v: (tnp.count_nonzero(a), tnp.full_like(a, v), tnp.full((3,), v),
                              tg.lax.complex(a, a), tg.lax.optimization_barrier((a, v))))(X, 2.0)

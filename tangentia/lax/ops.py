@@ -145,19 +145,31 @@ def _same_dtype(fname, x, y, tip=""):
 
 def _check_starts(fname, operand, start_indices, sizes=None):
     shape = _shape(operand)
-    if len(start_indices) != len(shape):
-        raise TypeError(f"{fname}: start_indices has {len(start_indices)} entries but the operand "
-                        f"has rank {len(shape)} (shape {shape})")
+    if len(start_indices) != len(shape):   # (JAX's ValueError, its words first)
+        raise ValueError(f"Length of slice indices must match number of operand dimensions "
+                         f"({len(start_indices)} vs {shape}) ({fname}: start_indices has "
+                         f"{len(start_indices)} entries but the operand has rank {len(shape)})")
     if sizes is None:
         _check_start_dtypes(fname, start_indices)
     else:
-        if len(sizes) != len(shape):
-            raise TypeError(f"{fname}: slice_sizes has {len(sizes)} entries but the operand has "
-                            f"rank {len(shape)} (shape {shape})")
+        if len(sizes) != len(shape):   # (JAX: a ValueError of its safe_map)
+            raise ValueError(f"{fname}: slice_sizes has {len(sizes)} entries but the operand has "
+                             f"rank {len(shape)} (shape {shape})")
         for i, (s, d) in enumerate(zip(sizes, shape)):
             if not 0 <= s <= d:
-                raise TypeError(f"{fname}: slice_sizes[{i}] = {s} is out of range for an operand "
-                                f"dimension of size {d} (shape {shape})")
+                ours = (f"({fname}: slice_sizes[{i}] = {s} is out of range for an operand "
+                        f"dimension of size {d})")
+                if s < 0:
+                    theirs = ("slice slice_sizes must be greater than or equal to zero, got "
+                              f"slice_sizes of {tuple(sizes)}.")
+                elif fname == "dynamic_update_slice":
+                    theirs = ("dynamic_update_slice update shape must be smaller than operand "
+                              f"shape, got update shape {tuple(sizes)} for operand shape "
+                              f"{shape}.")
+                else:
+                    theirs = ("slice slice_sizes must be less than or equal to operand shape, "
+                              f"got slice_sizes {tuple(sizes)} for operand shape {shape}.")
+                raise TypeError(f"{theirs} {ours}")
 
 
 def _check_start_dtypes(fname, start_indices):
@@ -258,8 +270,10 @@ def dynamic_update_slice(operand: ArrayLike, update: ArrayLike,
     _same_dtype("dynamic_update_slice", operand, update)
     ushape = _shape(update)
     if len(ushape) != len(_shape(operand)):
-        raise TypeError(f"dynamic_update_slice: update of shape {ushape} must have the rank of "
-                        f"the operand (shape {_shape(operand)})")
+        raise TypeError("dynamic_update_slice update must have the same rank as operand, got "
+                        f"update shape {ushape} for operand shape {_shape(operand)}. "
+                        f"(dynamic_update_slice: update of shape {ushape} must have the rank of "
+                        f"the operand)")
     _check_starts("dynamic_update_slice", operand, start_indices, list(ushape))
     if not ushape:
         return S.convert_element_type(update, core.get_aval(operand).dtype)

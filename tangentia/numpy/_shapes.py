@@ -418,6 +418,10 @@ def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None, *,
         if total_repeat_length is None or total_repeat_length == s[axis] * r:
             a = expand_dims(a, axis + 1)
             tgt = s[:axis + 1] + (r,) + s[axis + 1:]
+            if r < 0:   # (JAX's TypeError; NumPy's broadcast ValueError otherwise)
+                raise TypeError(f"broadcast_in_dim shape must have every element be "
+                                f"nonnegative, got {tgt}. (tangentia.numpy.repeat: argument "
+                                f"'repeats' is {r})")
             a = broadcast_to(a, tgt)
             return reshape(a, s[:axis] + (s[axis] * r,) + s[axis + 1:])
     counts = repeats
