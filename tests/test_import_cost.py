@@ -432,3 +432,18 @@ def test_the_docstring_cache_key_follows_the_sources(tmp_path):
     assert _docstrings._source_files(str(tmp_path)) != files
     key = _docstrings._cache_key()
     assert key.count(".py ") > 200 and "_scipy_docs.json" in key and np.__version__ in key
+
+
+def test_a_lazy_module_is_patched_as_its_module() -> None:
+    """Setting or deleting an attribute of a ``LazyModule`` does it on the module, as on the
+    module itself (``monkeypatch.setattr(P._sla, "lu_factor", ...)``; it raised
+    AttributeError before the module was loaded), and the name is then the module's."""
+    import colorsys
+    from tangentia.primitives._lazy import LazyModule
+    namespace: dict = {}
+    lazy = LazyModule("colorsys", namespace, "cs")
+    namespace["cs"] = lazy
+    lazy.patched_for_test = 1
+    assert colorsys.patched_for_test == 1 and namespace["cs"] is colorsys   # type: ignore[attr-defined]
+    del lazy.patched_for_test
+    assert not hasattr(colorsys, "patched_for_test") and lazy.rgb_to_hsv is colorsys.rgb_to_hsv

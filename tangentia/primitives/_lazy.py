@@ -36,5 +36,15 @@ class LazyModule:
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.load(), attr)
 
+    def __setattr__(self, attr: str, value: Any) -> None:
+        # (the module's attribute, as for a module: ``monkeypatch.setattr(P._sla, ...)``)
+        if attr in LazyModule.__slots__:
+            object.__setattr__(self, attr, value)
+        else:
+            setattr(self.load(), attr, value)
+
+    def __delattr__(self, attr: str) -> None:
+        delattr(self.load(), attr)
+
     def __repr__(self) -> str:
         return f"<{self._name}, imported at its first use>"
