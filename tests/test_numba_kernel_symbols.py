@@ -6,7 +6,8 @@ process; a kernel exec'd from generated source is ``<dynamic>.cumulative``.  The
 ``cumsum`` of ``f64[32]`` compiled in one process and that of ``f64[48]`` compiled first in a
 second process had one symbol, and the second process's program for ``f64[32]``, loaded from
 numba's cache, linked to the ``f64[48]`` kernel: ``jit(cumsum)`` returned 48 elements (the 32
-values and 16 read past the input), on the tree of 90f6d6d too.
+values and 16 read past the input), on the tree of 90f6d6d too.  Kernels made as closures
+inside a factory (``det``'s and ``slogdet``'s cores) shared a qualified name the same way.
 """
 from __future__ import annotations
 
@@ -42,10 +43,26 @@ print("ok")
 """
 
 
-def _run(cache: str, *sizes: int) -> None:
+# one process: det and/or slogdet of a matrix of det 18 (their kernels' cores are closures of
+# one factory, kernels._det_core)
+_DET_SCRIPT = """
+import sys
+import numpy as np
+import tangentia as tg, tangentia.numpy as tnp
+a = np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]])
+fs = {"det": lambda a: [tnp.linalg.det(a)], "slogdet": lambda a: list(tnp.linalg.slogdet(a))}
+want = {"det": [18.0], "slogdet": [1.0, np.log(18.0)]}
+for name in sys.argv[1:]:
+    got = [float(v) for v in tg.jit(fs[name], backend="numba")(a)]
+    assert np.allclose(got, want[name], rtol=1e-14), (name, got)
+print("ok")
+"""
+
+
+def _run(cache: str, *args: Any, script: str = _SCRIPT) -> None:
     env = dict(os.environ, TANGENTIA_CACHE_DIR=cache, TANGENTIA_JIT_TIERED="0",
                TANGENTIA_COMPILE_PROGRESS="0", PYTHONPATH=_ROOT)
-    r = subprocess.run([sys.executable, "-c", _SCRIPT, *map(str, sizes)], env=env,
+    r = subprocess.run([sys.executable, "-c", script, *map(str, args)], env=env,
                        capture_output=True, text=True, timeout=240)
     assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr[-3000:]
 
@@ -56,6 +73,14 @@ def test_a_cached_program_calls_its_own_kernel(tmp_path: Any) -> None:
     cache = str(tmp_path)
     _run(cache, 32)
     _run(cache, 48, 32)
+
+
+def test_a_cached_program_calls_its_own_closure_kernel(tmp_path: Any) -> None:
+    """The same with kernels made as closures inside a factory (kernels._njit): process 2
+    compiles slogdet, then loads det's program (before the fix: det 1.0, slogdet's sign)."""
+    cache = str(tmp_path)
+    _run(cache, "det", script=_DET_SCRIPT)
+    _run(cache, "slogdet", "det", script=_DET_SCRIPT)
 
 
 def _cumsum_kernel(n: int) -> Any:

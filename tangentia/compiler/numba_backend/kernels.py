@@ -187,6 +187,25 @@ def _code_key(src, glb):
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
 
 
+def _njit(*args, **opts):
+    """``numba.njit`` for a kernel's function made inside a factory, named by its code and
+    what it closes over (as ``_compile`` names generated kernels): the closures of one
+    factory share a qualified name, and numba's symbol adds only a counter of the process,
+    so a program in numba's disk cache that called ``det``'s core linked, in a process that
+    had compiled ``slogdet``'s first, to that one (``det`` of a 3x3 matrix of det 18 gave
+    1.0, slogdet's sign)."""
+    def wrap(py):
+        code = py.__code__
+        cells = zip(code.co_freevars, py.__closure__ or ())
+        key = _code_key(f"{py.__qualname__}\n{code.co_code.hex()}\n{code.co_consts!r}\n"
+                        f"{code.co_names!r}", {k: c.cell_contents for k, c in cells})
+        py.__name__ = py.__qualname__ = f"{py.__name__}_{key}"
+        fn = numba.njit(**opts)(py)
+        fn.tangentia_key = key
+        return fn
+    return wrap(args[0]) if args and callable(args[0]) else wrap
+
+
 def _compile(src, name, **glb):
     """Exec the generated source ``src`` defining ``name`` and njit it.
 
@@ -972,7 +991,7 @@ def _det_nonfinite(dtype, log):
     fast = _slogdet if log else _det
     cast = np.float64 if np.dtype(dtype) == np.float64 else np.float32
 
-    @numba.njit
+    @_njit
     def core(a):
         kind = _nonfinite(a)
         if kind == 0:
@@ -1096,7 +1115,7 @@ def _eigh_core(dtype, lower, vectors):
     jobz = ord("V" if vectors else "N")
     w_dtype = np.dtype(dtype)
 
-    @numba.njit
+    @_njit
     def eigh(a):
         n = a.shape[0]
         acpy = a.T.copy().T  # a Fortran-ordered copy for LAPACK to overwrite
@@ -1119,7 +1138,7 @@ def _build_eigh(prim, ins, outs, lower):
     if prim is _L.eigh_p:
         return _batched("eigh", core, ins, outs, (2,), (1, 2))
 
-    @numba.njit
+    @_njit
     def eigvalsh(a):
         return core(a)[0]
     return _batched("eigvalsh", eigvalsh, ins, outs, (2,), (1,))
@@ -1128,7 +1147,7 @@ def _build_eigh(prim, ins, outs, lower):
 def _lu_core(dtype):
     getrf, kind = _lapack("numba_xxgetrf", dtype)
 
-    @numba.njit
+    @_njit
     def lu(a):
         m, n = a.shape
         acpy = a.T.copy().T  # a Fortran-ordered copy for LAPACK to overwrite
@@ -1180,7 +1199,7 @@ def _build_triangular_solve(prim, ins, outs, lower, trans, unit_diagonal):
         return None
     out_dtype = np.dtype(outs[0].dtype)
 
-    @numba.njit
+    @_njit
     def tri(a, b):
         x = b.astype(out_dtype)
         _tri_solve_inplace(a, x, lower, trans != 0, unit_diagonal)
@@ -1215,7 +1234,7 @@ def _build_lu_solve(prim, ins, outs, trans):
     out_dtype = np.dtype(outs[0].dtype)
     transposed = trans != 0
 
-    @numba.njit
+    @_njit
     def lu_solve(lu, piv, b):
         x = b.astype(out_dtype)
         if not transposed:
@@ -1236,7 +1255,7 @@ def _build_pivots_to_permutation(prim, ins, outs, permutation_size, inverse):
     if piv.dtype.kind not in "iu":
         return None
 
-    @numba.njit
+    @_njit
     def p2p(piv):
         perm = np.arange(permutation_size).astype(np.int32)
         for i in range(piv.shape[0]):
@@ -1289,13 +1308,13 @@ def _gamma_kernel_of(dtype):
     lo, sqrt2, nan = np.nextafter(t(-1), t(0)), t(np.sqrt(2)), t(np.nan)
     scale, shift = t(2.0 ** -finfo.nmant), np.uint64(finfo.bits - finfo.nmant)
 
-    @numba.njit(inline="always")
+    @_njit(inline="always")
     def uniform(k1, k2):
         y1, y2 = _threefry2x32(k1, k2, np.uint64(0), np.uint64(0))
         bits = ((y1 << _S32) | y2) if wide else ((y1 ^ y2) & _M32)
         return t(bits >> shift) * scale
 
-    @numba.njit(error_model="numpy")
+    @_njit(error_model="numpy")
     def sample(k1, k2, alpha, log_space):
         boost = alpha >= one
         alpha_b = alpha if boost else alpha + one
@@ -1331,7 +1350,7 @@ def _gamma_kernel_of(dtype):
             return np.log(d) + np.log(V) + log_boost
         return d * V * (one if boost else (one - last) ** (one / alpha))
 
-    @numba.njit(error_model="numpy")
+    @_njit(error_model="numpy")
     def kernel(key, alpha, per_key, log_space):
         out = np.empty(alpha.size, alpha.dtype)
         for b in range(key.shape[0]):
