@@ -362,6 +362,8 @@ def test_every_kernel_is_callable_from_njit():
         (S.argsort_p, [x], dict(axis=0, descending=True)),
         (S.searchsorted_p, [np.sort(x[0]), x], dict(side="right")),
         (P.random_bits_p, [np.array([1, 2], np.uint32)], dict(shape=(3,), bit_width=32)),
+        (P.random_gamma_p, [np.array([[1, 2], [3, 4], [5, 6]], np.uint32), np.array([0.5, 2.0, 9.0])],
+         dict(log_space=False)),
         (E.integer_pow_p, [x], dict(y=3)),
         (C.einsum_p, [x, x], dict(subscripts="ij,kj->ik")),
         (L.lu_p, [sq], {}), (L.lu_pivots_to_permutation_p, [piv], dict(permutation_size=3,
