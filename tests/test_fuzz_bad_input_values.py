@@ -8,6 +8,10 @@ argument, and ``tri(-1)``, ``tril_indices(-1)``, ``triu_indices(2, 1, -3)`` and
 ``repeat(x, -1)`` NumPy's ValueError (JAX: TypeError), ``dynamic_slice`` with the wrong number
 of start indices our TypeError (JAX: ValueError).
 
+``axis=[0]`` (a list) where JAX's function hashes it (static under its jit): ``cumsum``, the
+``nan*`` reductions, ``median``/``quantile``, ``count_nonzero``, ``gradient``, ``linalg.norm``
+returned the reduction over (0,) (JAX: ValueError "Non-hashable static arguments ...").
+
 Left alone: ``tile(x, -1)`` (JAX: MLIRError, ours NumPy's ValueError), ``repeat(x, [-1, 1],
 axis=0)`` (JAX returns an empty array, ours NumPy's ValueError).
 """
@@ -106,6 +110,47 @@ def test_where_both_raise_the_class_is_jaxs() -> None:
     # slice_sizes of the wrong length: JAX's ValueError (of its safe_map), ours in our words
     e = _raised(lambda: tg.lax.dynamic_slice(X, (0, 0), (1, 1, 1)))
     assert type(e) is ValueError and "slice_sizes has 3 entries" in str(e), repr(e)
+
+
+_STATIC_AXIS = ["count_nonzero", "cumsum", "nancumsum", "nancumprod", "nansum", "nanprod",
+                "nanmean", "nanvar", "nanstd", "nanmax", "nanmin", "median", "nanmedian",
+                "quantile", "percentile", "nanquantile", "nanpercentile", "gradient",
+                "linalg.norm"]
+
+
+@pytest.mark.parametrize("name", _STATIC_AXIS)
+def test_a_list_axis_where_jax_hashes_it(name: str) -> None:
+    # these took axis=[0] as (0,) and returned a number; JAX compiles them with a static
+    # axis and raises its ValueError (sum, mean, max, ... take a list in JAX too: unchanged)
+    def fn(mod: Any) -> Any:
+        for part in name.split("."):
+            mod = getattr(mod, part)
+        return mod
+
+    def call(N: Any, axis: Any) -> Any:
+        if "quantile" in name or "percentile" in name:
+            return fn(N)(X, 0.5, axis=axis)
+        return fn(N)(X, axis=axis)
+    theirs = _raised(lambda: call(jnp, [0]))
+    ours = _raised(lambda: call(tnp, [0]))
+    assert type(theirs) is ValueError and type(ours) is ValueError, (repr(ours), repr(theirs))
+    assert str(ours).startswith(str(theirs).strip()), (str(ours), str(theirs))
+    assert f"tangentia.numpy.{name}: argument 'axis'" in str(ours)
+    for good in (0, (0,)) if name not in ("cumsum", "nancumsum", "nancumprod") else (0, -1):
+        w = call(jnp, good)
+        g = call(tnp, good)
+        for gi, wi in zip(g if isinstance(g, (list, tuple)) else [g],
+                          w if isinstance(w, (list, tuple)) else [w]):
+            np.testing.assert_allclose(gi, np.asarray(wi), rtol=1e-14)
+
+
+def test_vector_norm_takes_a_list_axis_as_jax() -> None:
+    # vector_norm(x, axis=[0, 1]) was the spectral norm 7.3485 (a list went to norm as a
+    # matrix's axes), JAX's the 2-norm of all entries 7.4162
+    axis: Any
+    for axis in ([0], [0, 1], (0, 1), [-1], 0):
+        np.testing.assert_allclose(tnp.linalg.vector_norm(X, axis=axis),
+                                   np.asarray(jnp.linalg.vector_norm(X, axis=axis)), rtol=1e-14)
 
 
 def test_the_same_functions_still_compute() -> None:

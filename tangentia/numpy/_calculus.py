@@ -16,7 +16,7 @@ from ._elementwise import _ufunc_dtype, logical_and, where
 from ._indexing import take
 from ._reductions import cumsum, sum
 from ._shapes import broadcast_to, concatenate, ndim, ravel, reshape, shape
-from ._util import _aval, _axis, _is_tracer
+from ._util import _aval, _axis, _is_tracer, _static_axis
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -139,6 +139,7 @@ def gradient(f: ArrayLike, *varargs: ArrayLike, axis: int | Sequence[int] | None
     spacings.
     """
     f = _in(f, "gradient", "f")
+    _static_axis(axis, "gradient")
     nd = ndim(f)
     if axis is None:
         axes = tuple(range(nd))

@@ -20,7 +20,7 @@ from ._constants import float64, inf, int64, nan
 from ._conversion import _arraylike, _in, asarray, astype
 from ._elementwise import _equal, isclose, isnan, logical_and, logical_not, logical_or, sqrt, where
 from ._shapes import broadcast_shapes, concatenate, ndim, ravel, shape
-from ._util import _aval, _axes, _axis, _eager, _is_tracer, _no_out
+from ._util import _aval, _axes, _axis, _eager, _is_tracer, _no_out, _static_axis
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -273,6 +273,7 @@ def ptp(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = Fals
 def count_nonzero(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
     """Number of nonzero entries along ``axis``."""
     _arraylike("count_nonzero", a)   # (NumPy counts None, a dict, an object as 1)
+    _static_axis(axis, "count_nonzero")
     return sum(astype(_E.ne(a, 0), int64), axis, keepdims=keepdims)
 
 
@@ -328,6 +329,7 @@ def cumsum(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None
            out: None = None) -> Array:
     """Cumulative sum along ``axis`` (of the flattened array if ``axis`` is None)."""
     _no_out(out, "cumsum")
+    _static_axis(axis, "cumsum")
     if axis is None:
         a = ravel(a)
         axis = 0
@@ -427,6 +429,7 @@ def nansum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out:
            initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
     """Sum along ``axis`` treating NaNs as zero."""
     _no_out(out, "sum", "nansum")
+    _static_axis(axis, "nansum")
     return sum(_nan_to(_in(a, "nansum"), 0), axis, dtype, None, keepdims, initial, where)
 
 
@@ -435,6 +438,7 @@ def nanprod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out
             initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
     """Product along ``axis`` treating NaNs as one, over ``where`` only."""
     _no_out(out, "prod", "nanprod")
+    _static_axis(axis, "nanprod")
     return prod(_nan_to(_in(a, "nanprod"), 1), axis, dtype, None, keepdims, initial, where)
 
 
@@ -445,6 +449,7 @@ def nanmean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out
             keepdims: bool = False, where: ArrayLike | None = None) -> Array:
     """Mean along ``axis`` ignoring NaNs, over ``where`` only (JAX's ``where=``)."""
     _no_out(out, "nanmean")
+    _static_axis(axis, "nanmean")
     a = _in(a, "nanmean")
     if not _dtypes.is_inexact(_aval(a).dtype):
         return mean(a, axis, dtype, keepdims=keepdims, where=where)
@@ -458,6 +463,7 @@ def nanvar(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out:
     """Variance along ``axis`` ignoring NaNs, over ``where`` only (JAX's ``where=``);
     ``mean``: the NaN-ignoring mean, if known (of ``keepdims`` shape), as JAX's."""
     _no_out(out, "nanvar")
+    _static_axis(axis, "nanvar")
     a = _in(a, "nanvar")
     if not _dtypes.is_inexact(_aval(a).dtype):
         return var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean)
@@ -474,6 +480,7 @@ def nanstd(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out:
     """Standard deviation along ``axis`` ignoring NaNs, over ``where`` only (``mean`` as
     ``nanvar``'s)."""
     _no_out(out, "nanstd")
+    _static_axis(axis, "nanstd")
     return sqrt(nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean))
 
 
@@ -481,6 +488,7 @@ def _nan_extremum(fname, reduce, fill) -> Callable[..., Array]:
     def f(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False,
           initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
         _no_out(out, reduce.__name__, fname)    # (JAX's names the reduction: max, min)
+        _static_axis(axis, fname)
         a = _in(a, fname)
         if not _dtypes.is_inexact(_aval(a).dtype):
             return reduce(a, axis, None, keepdims, initial, where)
@@ -524,6 +532,7 @@ def nancumsum(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = N
               out: None = None) -> Array:
     """Cumulative sum treating NaNs as zero (``out`` must be None)."""
     _no_out(out, "nancumsum")
+    _static_axis(axis, "nancumsum")
     return cumsum(_nan_to(_in(a, "nancumsum"), 0), axis, dtype)
 
 
@@ -531,6 +540,7 @@ def nancumprod(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = 
                out: None = None) -> Array:
     """Cumulative product treating NaNs as one (``out`` must be None)."""
     _no_out(out, "nancumprod")
+    _static_axis(axis, "nancumprod")
     return cumprod(_nan_to(_in(a, "nancumprod"), 1), axis, dtype)
 
 

@@ -23,7 +23,7 @@ from ._matrices import diagonal, matmul
 from ._reductions import any, max, mean, min, sum
 from ._shapes import atleast_2d, broadcast_to, concatenate, ndim, ravel, reshape, shape, squeeze, \
     stack, transpose
-from ._util import _aval, _axes, _concrete, _eager, _is_tracer
+from ._util import _aval, _axes, _concrete, _eager, _is_tracer, _static_axis
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -299,6 +299,7 @@ def quantile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None = No
              ) -> Array:
     """q-th quantiles along ``axis`` (sort-based; differentiable in ``a``)."""
     _check_quantile_args("quantile", out, weights)
+    _static_axis(axis, "quantile")
     return _quantile(a, q, axis, interpolation or method, keepdims, "quantile")
 
 
@@ -309,6 +310,7 @@ def percentile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None = 
     """q-th percentiles (q in [0, 100]) along ``axis`` (``out_sharding`` changes nothing: one
     device)."""
     _check_quantile_args("percentile", out, weights)
+    _static_axis(axis, "percentile")
     return _quantile(a, q, axis, interpolation or method, keepdims, "percentile", scale=100)
 
 
@@ -316,6 +318,7 @@ def median(a: ArrayLike, axis: int | tuple[int, ...] | None = None, out: None = 
            overwrite_input: bool = False, keepdims: bool = False) -> Array:
     """Median along ``axis`` (NaN where a slice has a NaN)."""
     _check_quantile_args("median", out, None)
+    _static_axis(axis, "median")
     return _quantile(a, 0.5, axis, "_median", keepdims, "median")
 
 
@@ -325,6 +328,7 @@ def nanquantile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None =
                 ) -> Array:
     """Quantiles ignoring NaNs."""
     _check_quantile_args("nanquantile", out, weights)
+    _static_axis(axis, "nanquantile")
     return _quantile(a, q, axis, interpolation or method, keepdims, "nanquantile", True)
 
 
@@ -334,6 +338,7 @@ def nanpercentile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None
                   ) -> Array:
     """Percentiles ignoring NaNs."""
     _check_quantile_args("nanpercentile", out, weights)
+    _static_axis(axis, "nanpercentile")
     return _quantile(a, q, axis, interpolation or method, keepdims, "nanpercentile", True,
                      scale=100)
 
@@ -342,6 +347,7 @@ def nanmedian(a: ArrayLike, axis: int | tuple[int, ...] | None = None, out: None
               overwrite_input: bool = False, keepdims: bool = False) -> Array:
     """Median ignoring NaNs."""
     _check_quantile_args("nanmedian", out, None)
+    _static_axis(axis, "nanmedian")
     return _quantile(a, 0.5, axis, "_median", keepdims, "nanmedian", True)
 
 

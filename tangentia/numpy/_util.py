@@ -67,6 +67,18 @@ def _is_int_scalar(x):
     return isinstance(x, (int, _np.integer)) and not isinstance(x, (bool, _np.bool_))
 
 
+def _static_axis(axis, fname):
+    """JAX's ValueError for a list given as ``axis`` to a function JAX compiles with ``axis``
+    static (hashed): ``cumsum``, the ``nan*`` reductions, ``median``/``quantile``,
+    ``count_nonzero``, ``gradient``, ``linalg.norm``, ... (NumPy's and ours took it as a
+    tuple; ``sum``/``mean``/``max``/... take it in JAX too)."""
+    if isinstance(axis, list):
+        raise ValueError("Non-hashable static arguments are not supported. An error occurred "
+                         f"while trying to hash an object of type {type(axis)}, {axis!r}. The "
+                         "error was:\nTypeError: unhashable type: 'list'\n(tangentia.numpy."
+                         f"{fname}: argument 'axis' must be an int, a tuple of ints or None)")
+
+
 def _axes(axis, nd, fname):
     if axis is None:
         return tuple(range(nd))

@@ -18,7 +18,7 @@ from .. import dtypes as _dtypes
 from ..custom_derivatives import custom_jvp
 from ..primitives import elementwise as _E, linalg as _L
 from ..primitives.callback import pure_callback
-from . import _complex, _conversion, _elementwise, _matrices, _reductions, _shapes
+from . import _complex, _conversion, _elementwise, _matrices, _reductions, _shapes, _util
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -430,6 +430,7 @@ def norm(x: ArrayLike, ord: float | str | None = None, axis: None | tuple[int, .
     2-tuple ``axis``): ord None/'fro', 'nuc', 1, -1, inf, -inf, 2, -2 (the
     last three via the singular values).
     """
+    _util._static_axis(axis, "linalg.norm")
     x, = _inexact(x)
     nd = _aval(x).ndim
     if axis is None:
@@ -456,6 +457,8 @@ def norm(x: ArrayLike, ord: float | str | None = None, axis: None | tuple[int, .
 def vector_norm(x: ArrayLike, /, *, axis: int | tuple[int, ...] | None = None,
                 keepdims: bool = False, ord: int | str = 2) -> Array:
     """Vector norm over ``axis`` (all entries if None; several axes are flattened together)."""
+    if isinstance(axis, list):   # (JAX's takes a list as a tuple; norm refuses one)
+        axis = tuple(axis)
     x, = _inexact(x)
     if axis is None:
         nd = _aval(x).ndim
