@@ -4,7 +4,9 @@ the error and its message's start.  Session 23 (E2); each case returned before i
 ``full((2,), None)`` an object array, ``full((2,), 'abc')`` a str array, ``lax.complex(x,
 None)`` NaN (NumPy takes None as an object), ``lax.optimization_barrier('abc')`` returned its
 argument, and ``tri(-1)``, ``tril_indices(-1)``, ``triu_indices(2, 1, -3)`` and
-``diag_indices(-1)`` were empty arrays (NumPy's; JAX's TypeError/ValueError).  And classes:
+``diag_indices(-1)`` were empty arrays (NumPy's; JAX's TypeError/ValueError),
+``lax.convert_element_type(x, None)`` returned ``x`` and ``lax.bitcast_convert_type(x, None)``
+its bits as float64 (JAX: ValueError "dtype must be specified.").  And classes:
 ``repeat(x, -1)`` NumPy's ValueError (JAX: TypeError), ``dynamic_slice`` with the wrong number
 of start indices our TypeError (JAX: ValueError).
 
@@ -67,6 +69,8 @@ CASES: list[tuple[str, Callable[[Any, Any], Any]]] = [
     ("triu_indices(-2)", lambda N, L: N.triu_indices(-2)),
     ("triu_indices(2, 1, -3)", lambda N, L: N.triu_indices(2, 1, -3)),
     ("diag_indices(-1)", lambda N, L: N.diag_indices(-1)),
+    ("lax.convert_element_type(x, None)", lambda N, L: L.convert_element_type(X, None)),
+    ("lax.bitcast_convert_type(x, None)", lambda N, L: L.bitcast_convert_type(X, None)),
 ]
 
 # Where both raise but the class differed: repeat with a negative count was NumPy's
@@ -170,6 +174,8 @@ def test_the_same_functions_still_compute() -> None:
     out = tg.lax.optimization_barrier(tree)
     np.testing.assert_array_equal(out["a"], X)
     assert out["b"] is None and out["c"] == [1, 2.0]
+    np.testing.assert_array_equal(tg.lax.convert_element_type(X, np.int32), X.astype(np.int32))
+    np.testing.assert_array_equal(tg.lax.bitcast_convert_type(X, np.int64), X.view(np.int64))
     np.testing.assert_array_equal(tnp.tri(3, 2, 1), np.tri(3, 2, 1))
     assert tnp.tri(0).shape == (0, 0)
     for got, want in zip(tnp.tril_indices(3, 1, 2) + tnp.triu_indices(3) + tnp.diag_indices(0),

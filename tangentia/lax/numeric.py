@@ -546,6 +546,9 @@ def bitcast_convert_type(operand: ArrayLike, new_dtype: DTypeLike) -> Array:
       operand: an array or scalar (bool and complex only to their own dtype, as JAX's).
       new_dtype: the dtype to read the bits as.
     """
+    if new_dtype is None:   # (JAX's ValueError; np.dtype(None) read the bits as float64)
+        raise ValueError("dtype must be specified. (lax.bitcast_convert_type: argument "
+                         "'new_dtype' is None)")
     x = operand if isinstance(operand, core.Tracer) else np.asarray(operand)
     return BITS.bitcast_convert_type(x, np.dtype(new_dtype))
 

@@ -649,6 +649,9 @@ def transpose(operand: ArrayLike, permutation: Sequence[int] | Array) -> Array:
 def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike) -> Array:
     """``operand`` converted to ``new_dtype`` (``jax.lax.convert_element_type``: floats to
     integers truncate and saturate, NaN to 0; complex to real keeps the real part)."""
+    if new_dtype is None:   # (JAX's ValueError; it returned the operand unchanged)
+        raise ValueError("dtype must be specified. (lax.convert_element_type: argument "
+                         "'new_dtype' is None)")
     return S.convert_element_type(operand, new_dtype)
 
 
