@@ -2,9 +2,10 @@
 the error and its message's start.  Session 23 (E2); each case returned before its fix:
 ``count_nonzero(None)`` (or a dict, an object) was 1, ``full_like(x, None)`` NaN,
 ``full((2,), None)`` an object array, ``full((2,), 'abc')`` a str array, ``lax.complex(x,
-None)`` NaN (NumPy takes None as an object), ``lax.optimization_barrier('abc')`` returned its
-argument, and ``tri(-1)``, ``tril_indices(-1)``, ``triu_indices(2, 1, -3)`` and
-``diag_indices(-1)`` were empty arrays (NumPy's; JAX's TypeError/ValueError),
+None)`` and ``lax.igamma_grad_a(x, None)`` NaN (NumPy takes None as an object),
+``lax.optimization_barrier('abc')`` returned its argument, and ``tri(-1)``,
+``tril_indices(-1)``, ``triu_indices(2, 1, -3)`` and ``diag_indices(-1)`` were empty arrays
+(NumPy's; JAX's TypeError/ValueError),
 ``lax.convert_element_type(x, None)`` returned ``x`` and ``lax.bitcast_convert_type(x, None)``
 its bits as float64 (JAX: ValueError "dtype must be specified.").  And classes:
 ``repeat(x, -1)`` NumPy's ValueError (JAX: TypeError), ``dynamic_slice`` with the wrong number
@@ -69,6 +70,8 @@ CASES: list[tuple[str, Callable[[Any, Any], Any]]] = [
     ("triu_indices(-2)", lambda N, L: N.triu_indices(-2)),
     ("triu_indices(2, 1, -3)", lambda N, L: N.triu_indices(2, 1, -3)),
     ("diag_indices(-1)", lambda N, L: N.diag_indices(-1)),
+    ("lax.igamma_grad_a(x, None)", lambda N, L: L.igamma_grad_a(X, None)),
+    ("lax.igamma_grad_a(object(), x)", lambda N, L: L.igamma_grad_a(object(), X)),
     ("lax.convert_element_type(x, None)", lambda N, L: L.convert_element_type(X, None)),
     ("lax.bitcast_convert_type(x, None)", lambda N, L: L.bitcast_convert_type(X, None)),
 ]
@@ -174,6 +177,8 @@ def test_the_same_functions_still_compute() -> None:
     out = tg.lax.optimization_barrier(tree)
     np.testing.assert_array_equal(out["a"], X)
     assert out["b"] is None and out["c"] == [1, 2.0]
+    np.testing.assert_allclose(tg.lax.igamma_grad_a(X + 1, X + 0.5),
+                               np.asarray(jax.lax.igamma_grad_a(X + 1, X + 0.5)), rtol=1e-10)
     np.testing.assert_array_equal(tg.lax.convert_element_type(X, np.int32), X.astype(np.int32))
     np.testing.assert_array_equal(tg.lax.bitcast_convert_type(X, np.int64), X.view(np.int64))
     np.testing.assert_array_equal(tnp.tri(3, 2, 1), np.tri(3, 2, 1))

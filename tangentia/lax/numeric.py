@@ -250,9 +250,16 @@ def complex_(x: ArrayLike, y: ArrayLike) -> Array:
     """``x + 1j * y`` (``jax.lax.complex``); JAX's TypeError for an operand that is no array
     or number (NumPy took None as an object: ``lax.complex(x, None)`` was NaN), or is a list
     (lax takes no lists)."""
-    for i, v in enumerate((x, y)):
+    _lax_operands("complex", (x, y), lists=False)
+    return E.complex_(x, y)
+
+
+def _lax_operands(name, args, lists=True):
+    """JAX's TypeError for an operand of ``lax.<name>`` that is no array or number (None, a
+    str, an object: NumPy computes with them as objects, NaN), or a list unless ``lists``."""
+    for i, v in enumerate(args):
         if isinstance(v, (list, tuple)):
-            ok = False
+            ok = lists
         else:
             try:
                 core.get_aval(v)
@@ -260,10 +267,9 @@ def complex_(x: ArrayLike, y: ArrayLike) -> Array:
             except TypeError:
                 ok = False
         if not ok:
-            raise TypeError("Error interpreting argument to complex as a JAX value. The "
+            raise TypeError(f"Error interpreting argument to {name} as a JAX value. The "
                             f"problematic value is of type {type(v)} and was passed to "
-                            f"complex at position {i}.")
-    return E.complex_(x, y)
+                            f"{name} at position {i}.")
 
 
 def conj(x: ArrayLike) -> Array:
@@ -334,6 +340,7 @@ def reciprocal(x: ArrayLike) -> Array:
 
 def igamma_grad_a(a: ArrayLike, x: ArrayLike) -> Array:
     """The derivative of the regularized lower incomplete gamma function in ``a``."""
+    _lax_operands("igamma_grad_a", (a, x))   # (igamma_grad_a(x, None) was NaN)
     return SP.igamma_grad_a_p.bind(a, x)
 
 
