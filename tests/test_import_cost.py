@@ -447,3 +447,20 @@ def test_a_lazy_module_is_patched_as_its_module() -> None:
     assert colorsys.patched_for_test == 1 and namespace["cs"] is colorsys   # type: ignore[attr-defined]
     del lazy.patched_for_test
     assert not hasattr(colorsys, "patched_for_test") and lazy.rgb_to_hsv is colorsys.rgb_to_hsv
+
+
+def test_every_numba_backend_submodule_imports_as_a_submodule() -> None:
+    """``numba_backend.__getattr__`` imports a name in ``_SUBMODULES`` as a submodule and
+    anything else from the compiler (``_native()``, which imports ``native``).  A submodule
+    missing from the list went the second way when another submodule imported it with
+    ``from . import``: ``rules`` imports ``custom_lin``, and ``rules`` imported first (a
+    fresh process's ``from tangentia.compiler.numba_backend import rules``) failed with a
+    circular import."""
+    from tangentia.compiler import numba_backend as NB
+    directory = os.path.dirname(NB.__file__)
+    files = {f[:-3] for f in os.listdir(directory) if f.endswith(".py") and f != "__init__.py"}
+    assert NB._SUBMODULES == files
+    out = subprocess.run([sys.executable, "-c", "from tangentia.compiler.numba_backend import "
+                          "rules; print(rules.VECTOR_OPS is not None)"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "True", out.stderr[-2000:]

@@ -433,8 +433,14 @@ _quiet_gc = quiet_gc
 _refreeze = refreeze
 
 
-_SUBMODULES = frozenset(("alloc", "codegen", "elementwise_loop", "gemm", "helpers", "irblock", "native", "objcache", "plan",
-                         "pool", "rules", "sigint", "special", "vecmath", "vecmath_trig", "windows"))
+# Every submodule (tests/test_numba_lean.py checks the list against the directory): a name
+# missing here sent ``from . import <it>`` through ``_native()``, which imports the compiler
+# from the middle of a submodule's import (``rules`` -> ``custom_lin``: a circular import).
+_SUBMODULES = frozenset((
+    "addresses", "alloc", "blasdot", "codegen", "custom_lin", "elementwise_loop", "gemm",
+    "helpers", "irblock", "kernels", "memo", "native", "objcache", "plan", "pool", "reroll",
+    "rowio", "rules", "scipy_c", "sigint", "special", "unit_consts", "vecmath", "vecmath_trig",
+    "windows"))
 
 
 def __getattr__(name):
