@@ -33,6 +33,22 @@ def empty_cache(mp: Any, prefix: str) -> str:
     return cache
 
 
+def objmode_spy(mp: Any, prefix: str) -> list[str]:
+    """The names of the primitives the numba generator runs in object mode from now on (a
+    spy on ``codegen._Gen.objmode_call``, set through the monkeypatch ``mp``), in an empty
+    cache (``empty_cache``: the code is generated, not loaded)."""
+    from tangentia.compiler.numba_backend import codegen
+    empty_cache(mp, prefix)
+    calls: list[str] = []
+    real = codegen._Gen.objmode_call
+
+    def spy(self: Any, eqn: Any, ins: Any) -> Any:
+        calls.append(eqn.prim.name)
+        return real(self, eqn, ins)
+    mp.setattr(codegen._Gen, "objmode_call", spy)
+    return calls
+
+
 def program(f: Callable[..., Any], *args: Any) -> tuple[Any, list[Any]]:
     """``(program without constvars, full argument list)`` of ``f`` at ``args``: the
     constants first, as the backends take them."""

@@ -17,8 +17,7 @@ import tangentia.numpy as tnp  # noqa: E402
 from tangentia import lax  # noqa: E402
 from tangentia.compiler import numba_backend as nbb  # noqa: E402
 from tangentia.compiler.backend import get_backend  # noqa: E402
-from tangentia.compiler.numba_backend import codegen  # noqa: E402
-from _numba_util import compile_numba, empty_cache, program  # noqa: E402
+from _numba_util import compile_numba, objmode_spy, program  # noqa: E402
 
 
 @tg.custom_vjp
@@ -53,15 +52,7 @@ picky.defvjp(lambda x: (picky(x), x), _picky_bwd)
 @pytest.fixture
 def objmode_calls(monkeypatch: Any) -> List[str]:
     """The primitives the numba generator runs in object mode (a fresh cache: generated)."""
-    empty_cache(monkeypatch, "tangentia-custom-lin-")
-    calls: List[str] = []
-    real = codegen._Gen.objmode_call
-
-    def spy(self: Any, eqn: Any, ins: Any) -> Any:
-        calls.append(eqn.prim.name)
-        return real(self, eqn, ins)
-    monkeypatch.setattr(codegen._Gen, "objmode_call", spy)
-    return calls
+    return objmode_spy(monkeypatch, "tangentia-custom-lin-")
 
 
 def _both(f: Any, *args: Any) -> Any:

@@ -20,11 +20,10 @@ import tangentia as tg  # noqa: E402
 from tangentia import lax  # noqa: E402
 from tangentia.compiler import numba_backend as nbb  # noqa: E402
 from tangentia.compiler.backend import get_backend  # noqa: E402
-from tangentia.compiler.numba_backend import codegen  # noqa: E402
 from tangentia.primitives import special as SP  # noqa: E402
 from tangentia.scipy import special as tsp  # noqa: E402
 from tangentia.scipy.stats import gamma  # noqa: E402
-from _numba_util import compile_numba, empty_cache, program  # noqa: E402
+from _numba_util import compile_numba, objmode_spy, program  # noqa: E402
 
 PRIMS = (SP.igamma_grad_a_p, SP.log_gammaincc_p, SP.log_gammaincc_grad_a_p, SP.gamma_hazard_p)
 NUMBA = nbb.NumbaBackend()
@@ -48,15 +47,7 @@ def _tails(a: Any, x: Any) -> List[Any]:
 @pytest.fixture
 def objmode_calls(monkeypatch: Any) -> List[str]:
     """The primitives the numba generator runs in object mode (a fresh cache: generated)."""
-    empty_cache(monkeypatch, "tangentia-gamma-tail-")
-    calls: List[str] = []
-    real = codegen._Gen.objmode_call
-
-    def spy(self: Any, eqn: Any, ins: Any) -> Any:
-        calls.append(eqn.prim.name)
-        return real(self, eqn, ins)
-    monkeypatch.setattr(codegen._Gen, "objmode_call", spy)
-    return calls
+    return objmode_spy(monkeypatch, "tangentia-gamma-tail-")
 
 
 def _ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:

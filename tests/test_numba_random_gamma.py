@@ -16,9 +16,8 @@ pytest.importorskip("numba")
 import tangentia as tg  # noqa: E402
 from tangentia.compiler import numba_backend as nbb  # noqa: E402
 from tangentia.compiler.backend import get_backend  # noqa: E402
-from tangentia.compiler.numba_backend import codegen  # noqa: E402
 from tangentia.primitives import prng  # noqa: E402
-from _numba_util import compile_numba, empty_cache, program  # noqa: E402
+from _numba_util import compile_numba, objmode_spy, program  # noqa: E402
 
 NUMBA = nbb.NumbaBackend()
 
@@ -26,15 +25,7 @@ NUMBA = nbb.NumbaBackend()
 @pytest.fixture
 def objmode_calls(monkeypatch: Any) -> List[str]:
     """The primitives the numba generator runs in object mode (a fresh cache: generated)."""
-    empty_cache(monkeypatch, "tangentia-random-gamma-")
-    calls: List[str] = []
-    real = codegen._Gen.objmode_call
-
-    def spy(self: Any, eqn: Any, ins: Any) -> Any:
-        calls.append(eqn.prim.name)
-        return real(self, eqn, ins)
-    monkeypatch.setattr(codegen._Gen, "objmode_call", spy)
-    return calls
+    return objmode_spy(monkeypatch, "tangentia-random-gamma-")
 
 
 def _alphas(dtype: Any) -> np.ndarray:
