@@ -1476,12 +1476,9 @@ def _generic_source(c, params, arrays):
     shape)`` of its array parameters) with its large leading sizes read from its
     arguments' shapes, and the text naming its module (that source and the descriptions
     of its globals); None where nothing is rewritten or a global cannot be described."""
-    if os.environ.get("TANGENTIA_NUMBA_GENERIC", "1") == "0":
-        return None
-    where = _generic_dims(arrays)
+    where, symbol = _generic_symbols(arrays)
     if not where:
         return None
-    symbol = {d: f"_n{k}" for k, d in enumerate(where)}
     used = set()
 
     def sub(m):
@@ -1492,12 +1489,7 @@ def _generic_source(c, params, arrays):
         used.add(d)
         return symbol[d]
 
-    lines = []
-    for line in c.lines:
-        if "#" in line or "'" in line or '"' in line or "_n" in line:
-            lines.append(line)      # (left literal: always right, only less shared)
-        else:
-            lines.append(_INT.sub(sub, line))
+    lines = [line if _kept_literal(line) else _INT.sub(sub, line) for line in c.lines]
     if not used:
         return None
     described = _described(c)
@@ -1506,6 +1498,21 @@ def _generic_source(c, params, arrays):
     head = [f"    {symbol[d]} = {where[d]}.shape[0]" for d in where if d in used]
     source = _module_source(c, "body", params, head + lines)
     return source, source + "\n# globals:\n" + "\n".join(described) + "\n"
+
+
+def _generic_symbols(arrays):
+    """``(where, symbol)``: ``_generic_dims(arrays)`` and each such size's name in the
+    rewritten source (``_n0``, ...); both empty with ``TANGENTIA_NUMBA_GENERIC=0``."""
+    if os.environ.get("TANGENTIA_NUMBA_GENERIC", "1") == "0":
+        return {}, {}
+    where = _generic_dims(arrays)
+    return where, {d: f"_n{k}" for k, d in enumerate(where)}
+
+
+def _kept_literal(line):
+    """Whether a generated line is left as it is by the size rewrites (a comment, a string,
+    or a name of the ``_n`` family: always right, only less shared)."""
+    return "#" in line or "'" in line or '"' in line or "_n" in line
 
 
 def _generic_dims(arrays):
@@ -1570,12 +1577,9 @@ def _generic_program(g, params, arrays):
     ``arrays``: ``(parameter, shape)`` of its own array parameters) with its large sizes
     read from its arguments' shapes (see above), or None (nothing rewritten, a global not
     described, ``TANGENTIA_NUMBA_GENERIC=0``)."""
-    if os.environ.get("TANGENTIA_NUMBA_GENERIC", "1") == "0":
-        return None
-    where = _generic_dims(arrays)
+    where, symbol = _generic_symbols(arrays)
     if not where:
         return None
-    symbol = {d: f"_n{k}" for k, d in enumerate(where)}
     # (a multiple of a size is rewritten where its factor is one of a row's sizes: a stack
     # of k rows of (n, w) has k * n * w elements, while 2 * 128 = 256 is more likely 16 *
     # 16, which another batch keeps: rewritten, the two programs' texts would differ)
@@ -1619,8 +1623,8 @@ def _generic_program(g, params, arrays):
 
     lines = []
     for line in g.lines:
-        if "#" in line or "'" in line or '"' in line or "_n" in line:
-            lines.append(line)      # (left literal: always right, only less shared)
+        if _kept_literal(line):
+            lines.append(line)
             continue
         line = _SIZE.sub(sub, line)
         lines.append(line if call is None else call.sub(view, line))
