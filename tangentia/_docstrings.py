@@ -577,14 +577,15 @@ def scipy_references(modules, path=_SCIPY_TABLE):
     packaged table, or the one an earlier import wrote for the installed SciPy), else
     SciPy's modules, imported now (and then that table is written)."""
     cached = cached_table_path() if path == _SCIPY_TABLE else None
+    tables = [t for t in (path, cached) if t is not None]
     if not all(prefix in sys.modules for prefix in modules):
-        for table in (path, cached):
-            references = None if table is None else _table_references(modules, table)
+        for table in tables:
+            references = _table_references(modules, table)
             if references is not None:
                 return references
+        tables = []     # (neither is usable: read once)
     imported = [importlib.import_module(prefix) for prefix in modules]
-    if cached is not None and _table_references(modules, path) is None \
-            and _table_references(modules, cached) is None:
+    if cached is not None and all(_table_references(modules, t) is None for t in tables):
         _write_table(cached, {prefix: _read_references(prefix, module)
                               for prefix, module in modules.items()})
     return imported
